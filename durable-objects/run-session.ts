@@ -1,0 +1,21 @@
+import { constantTimeEqual, sha256Hex } from "../src/lib/crypto";
+import type { RunJob } from "../src/run/job";
+import type { AuthorizationSnapshot } from "../src/run/snapshot";
+
+/**
+ * An active run in the session registry: its frozen authorisation and the
+ * hash of its token (the token itself is only in the runner's context).
+ * Lives in memory only: a Durable Object that lost it has lost the run.
+ */
+export class RunSession {
+  constructor(
+    readonly job: RunJob,
+    readonly snapshot: AuthorizationSnapshot,
+    private readonly tokenHash: string,
+    readonly abort: AbortController,
+  ) {}
+
+  async verify(token: string): Promise<boolean> {
+    return constantTimeEqual(await sha256Hex(token), this.tokenHash);
+  }
+}

@@ -1,0 +1,3 @@
+import { buildWorker } from "./build";
+
+console.log(await buildWorker());

@@ -1,0 +1,65 @@
+import { Miniflare, Response as MiniflareResponse, type Request as MiniflareRequest } from "miniflare";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { serveExecutor } from "../src/db/executor";
+import { buildWorker } from "./build";
+import { openEmbeddedDb } from "./libsql";
+
+export interface HostOptions {
+  adminToken: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Persist DO storage, R2 and the libSQL file under this folder; omit for an ephemeral host (tests). */
+  dataDir?: string;
+  /** libSQL URL when no dataDir is given (default: a file in a temp folder the caller owns is better than :memory:). */
+  dbUrl?: string;
+  /** Extra Worker vars (RUN_DEADLINE_MS, RUNNER_MAX_LINE_BYTES, ...). */
+  vars?: Record<string, string>;
+  /** Reuse a bundle already built (tests build once). */
+  scriptPath?: string;
+}
+
+export interface LocalHost {
+  url: string;
+  adminToken: string;
+  dispose(): Promise<void>;
+}
+
+/**
+ * The local embedded default: the real Worker under Miniflare (workerd), its
+ * Durable Objects and R2 persisted under `dataDir`, and the libSQL file opened
+ * here in Node and reached from the Worker through the LIBSQL service binding.
+ */
+export async function startHost(opts: HostOptions): Promise<LocalHost> {
+  const scriptPath = opts.scriptPath ?? (await buildWorker());
+  if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
+  const dbUrl = opts.dataDir ? `file:${join(opts.dataDir, "host.db")}` : (opts.dbUrl ?? ":memory:");
+  const { client, executor } = await openEmbeddedDb(dbUrl);
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: opts.port ?? 0,
+    modules: true,
+    scriptPath,
+    compatibilityDate: "2026-04-01",
+    durableObjects: { CONVERSATIONS: "ConversationDO" },
+    r2Buckets: ["ARTIFACTS"],
+    durableObjectsPersist: opts.dataDir ? join(opts.dataDir, "do") : false,
+    r2Persist: opts.dataDir ? join(opts.dataDir, "r2") : false,
+    serviceBindings: {
+      async LIBSQL(request: MiniflareRequest) {
+        const reply = await serveExecutor(executor, new URL(request.url).pathname, await request.json());
+        return new MiniflareResponse(JSON.stringify(reply.body), { status: reply.status, headers: { "content-type": "application/json" } });
+      },
+    },
+    bindings: { ADMIN_TOKEN: opts.adminToken, ...opts.vars },
+  });
+  const url = (await mf.ready).origin;
+  return {
+    url,
+    adminToken: opts.adminToken,
+    async dispose() {
+      await mf.dispose();
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import { z } from "zod";
+import { EventTypeSchema, RecordSchema } from "../protocol/common";
+import { StateScopeSchema } from "../protocol/context";
+import { PermissionsSchema } from "../protocol/manifest";
+
+/**
+ * The agent's resource policy. `allow` narrows what the runner's manifest
+ * asks for, group by group; an omitted group keeps the manifest's request.
+ * Model, tool and knowledge base ids are grants of host-held resources.
+ */
+export const ResourcePolicySchema = z.strictObject({
+  allow: PermissionsSchema.optional(),
+  models: z.array(z.string().min(1)).default([]),
+  fallback_models: z.array(z.string().min(1)).default([]),
+  tools: z.array(z.string().min(1)).default([]),
+  knowledge_bases: z.array(z.string().min(1)).default([]),
+});
+export type ResourcePolicy = z.infer<typeof ResourcePolicySchema>;
+
+export const StatePolicySchema = z.strictObject({
+  enable_state: z.boolean().default(true),
+  state_scopes: z.array(StateScopeSchema).default(["conversation", "actor"]),
+});
+export type StatePolicy = z.infer<typeof StatePolicySchema>;
+
+export const DeliveryPolicySchema = z.strictObject({
+  streaming: z.boolean().default(true),
+});
+export type DeliveryPolicy = z.infer<typeof DeliveryPolicySchema>;
+
+export const CONCURRENCY_STRATEGIES = ["steer", "enqueue", "interrupt", "reject", "parallel"] as const;
+export const ConcurrencySchema = z.strictObject({
+  strategy: z.enum(CONCURRENCY_STRATEGIES).optional(),
+  debounce_ms: z.int().min(0).max(60_000).optional(),
+});
+export type Concurrency = z.infer<typeof ConcurrencySchema>;
+
+export const ScopeSchema = z
+  .strictObject({
+    type: z.enum(["global", "workspace", "bot", "conversation"]),
+    id: z.string().min(1).max(200).optional(),
+  })
+  .refine((s) => (s.type === "global" ? s.id === undefined : s.id !== undefined), {
+    message: "scope.id is required for workspace, bot and conversation scopes, and must be absent for global",
+  });
+
+/** Body of POST/PUT /v1/admin/agents. */
+export const AgentInputSchema = z.strictObject({
+  agent_id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/).optional(),
+  name: z.string().min(1).max(200),
+  description: z.string().max(2000).optional(),
+  runner_id: z.string().min(1),
+  runner_config: RecordSchema.default({}),
+  event_types: z.array(EventTypeSchema).min(1),
+  scope: ScopeSchema.default({ type: "global" }),
+  resource_policy: ResourcePolicySchema.default(ResourcePolicySchema.parse({})),
+  state_policy: StatePolicySchema.default(StatePolicySchema.parse({})),
+  delivery_policy: DeliveryPolicySchema.default(DeliveryPolicySchema.parse({})),
+  concurrency: ConcurrencySchema.default({}),
+  enabled: z.boolean().default(true),
+});
+export type AgentInput = z.infer<typeof AgentInputSchema>;

@@ -1,0 +1,22 @@
+import { Hono } from "hono";
+import { adminAuth } from "./middleware/admin-auth";
+import { notFound, onError } from "./middleware/on-error";
+import type { AppEnv } from "./routes/app-env";
+import { agentsRouter } from "./routes/admin/agents";
+import { runnerServicesRouter, runnersRouter } from "./routes/admin/runner-services";
+import { eventsRouter } from "./routes/events";
+import { runsRouter } from "./routes/runs";
+
+export function createApp() {
+  const app = new Hono<AppEnv>();
+  app.get("/healthz", (c) => c.json({ ok: true }));
+  app.route("/v1/events", eventsRouter);
+  app.route("/v1/runs", runsRouter);
+  app.use("/v1/admin/*", adminAuth());
+  app.route("/v1/admin/runner-services", runnerServicesRouter);
+  app.route("/v1/admin/runners", runnersRouter);
+  app.route("/v1/admin/agents", agentsRouter);
+  app.onError(onError);
+  app.notFound(notFound);
+  return app;
+}

@@ -1,0 +1,21 @@
+import { createClient } from "@libsql/client/web";
+import type { Env } from "../env";
+import { createDb, type Db } from "./client";
+import { bindingExecutor, libsqlExecutor } from "./executor";
+
+const cache = new WeakMap<object, Db>();
+
+/**
+ * The database for this environment, made on first use (never at import
+ * time): the local embedded file through the LIBSQL service binding, or
+ * Turso/sqld over HTTP in production.
+ */
+export function dbOf(env: Env): Db {
+  let db = cache.get(env);
+  if (db) return db;
+  if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL));
+  else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(createClient({ url: env.LIBSQL_URL, authToken: env.LIBSQL_AUTH_TOKEN })));
+  else throw new Error("no database configured: set LIBSQL_URL (or run locally with `npm start`)");
+  cache.set(env, db);
+  return db;
+}

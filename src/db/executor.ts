@@ -1,0 +1,111 @@
+import type { Client, InArgs, InStatement, ResultSet } from "@libsql/client";
+
+/**
+ * The transport under drizzle's sqlite-proxy driver. One interface, two
+ * implementations: a libSQL client (embedded file, `:memory:`, or Turso over
+ * HTTP) and the Worker-side service binding that reaches the embedded file
+ * hosted by the local Node process. Every environment runs the same drizzle
+ * queries through the same driver.
+ */
+export type SqlMethod = "run" | "all" | "values" | "get";
+export interface SqlQuery {
+  sql: string;
+  params: unknown[];
+  method: SqlMethod;
+}
+export interface SqlResult {
+  rows: unknown[];
+}
+export interface SqlExecutor {
+  query(q: SqlQuery): Promise<SqlResult>;
+  batch(qs: SqlQuery[]): Promise<SqlResult[]>;
+}
+
+/** A database failure that keeps the SQLite error code (e.g. SQLITE_CONSTRAINT_PRIMARYKEY). */
+export class DbError extends Error {
+  override readonly name = "DbError";
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+  get isConstraintViolation(): boolean {
+    return (this.code ?? "").startsWith("SQLITE_CONSTRAINT") || /UNIQUE constraint failed/.test(this.message);
+  }
+}
+
+function toRows(rs: ResultSet, method: SqlMethod): SqlResult {
+  if (method === "run") return { rows: [] };
+  const width = rs.columns.length;
+  const rows = rs.rows.map((row) => {
+    const values: unknown[] = new Array(width);
+    for (let i = 0; i < width; i++) values[i] = row[i];
+    return values;
+  });
+  // sqlite-proxy expects a single row (or undefined) for `get`.
+  return method === "get" ? { rows: rows[0] as unknown[] } : { rows };
+}
+
+function toStatement(q: SqlQuery): InStatement {
+  // Params come from drizzle (strings, numbers, null) or from JSON over the
+  // binding, so they are always values libSQL accepts.
+  return { sql: q.sql, args: q.params as InArgs };
+}
+
+function wrap(err: unknown): DbError {
+  if (err instanceof DbError) return err;
+  const e = err as { message?: string; code?: string; extendedCode?: string; cause?: { code?: string } };
+  return new DbError(e.message ?? String(err), e.extendedCode ?? e.code ?? e.cause?.code, { cause: err });
+}
+
+export function libsqlExecutor(client: Client): SqlExecutor {
+  return {
+    async query(q) {
+      try {
+        return toRows(await client.execute(toStatement(q)), q.method);
+      } catch (err) {
+        throw wrap(err);
+      }
+    },
+    async batch(qs) {
+      try {
+        const results = await client.batch(qs.map(toStatement), "write");
+        return results.map((rs, i) => toRows(rs, qs[i].method));
+      } catch (err) {
+        throw wrap(err);
+      }
+    },
+  };
+}
+
+/** Worker side of the local embedded database: JSON over a service binding. */
+export function bindingExecutor(binding: Fetcher): SqlExecutor {
+  async function post<T>(path: string, body: unknown): Promise<T> {
+    const res = await binding.fetch(`http://libsql${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const payload = (await res.json()) as { ok: boolean; data?: T; error?: { message: string; code?: string } };
+    if (!payload.ok) throw new DbError(payload.error?.message ?? "database error", payload.error?.code);
+    return payload.data as T;
+  }
+  return {
+    query: (q) => post<SqlResult>("/query", q),
+    batch: (qs) => post<SqlResult[]>("/batch", { queries: qs }),
+  };
+}
+
+/** Node side of the binding: answer one request of the JSON protocol above. */
+export async function serveExecutor(executor: SqlExecutor, path: string, body: unknown): Promise<{ status: number; body: unknown }> {
+  try {
+    if (path === "/query") return { status: 200, body: { ok: true, data: await executor.query(body as SqlQuery) } };
+    if (path === "/batch") return { status: 200, body: { ok: true, data: await executor.batch((body as { queries: SqlQuery[] }).queries) } };
+    return { status: 404, body: { ok: false, error: { message: `unknown path ${path}` } } };
+  } catch (err) {
+    const e = wrap(err);
+    return { status: 500, body: { ok: false, error: { message: e.message, code: e.code } } };
+  }
+}

@@ -1,0 +1,16 @@
+import { getTableColumns, sql, type SQL } from "drizzle-orm";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { Db } from "./client";
+
+/**
+ * `INSERT INTO t (...) SELECT ... WHERE guard`: an insert that takes effect
+ * only if `guard` holds when it runs, so a batch can make its later writes
+ * depend on an earlier one without a round trip in between.
+ */
+export function insertWhere<T extends SQLiteTable>(db: Db, table: T, values: T["$inferInsert"], guard: SQL) {
+  const columns = getTableColumns(table);
+  const entries = Object.entries(values as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  const names = sql.join(entries.map(([k]) => sql.identifier(columns[k].name)), sql`, `);
+  const vals = sql.join(entries.map(([, v]) => sql`${typeof v === "boolean" ? Number(v) : v}`), sql`, `);
+  return db.run(sql`INSERT INTO ${table} (${names}) SELECT ${vals} WHERE ${guard}`);
+}

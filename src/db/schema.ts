@@ -1,0 +1,230 @@
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+// Times are integer milliseconds since the epoch; JSON columns are text.
+// Every table a run or an ingress event touches is keyed so that reads used on
+// hot paths (history paging, ledger replay, binding resolution) are index scans.
+
+/** EventLog: append-only record of every ingress event and host decision. */
+export const eventLog = sqliteTable(
+  "event_log",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    eventId: text("event_id").notNull(),
+    eventType: text("event_type").notNull(),
+    eventTime: text("event_time"),
+    source: text("source").notNull(),
+    sourceEventType: text("source_event_type"),
+    workspaceId: text("workspace_id"),
+    botId: text("bot_id"),
+    conversationKey: text("conversation_key"),
+    conversationId: text("conversation_id"),
+    threadId: text("thread_id"),
+    actorType: text("actor_type"),
+    actorId: text("actor_id"),
+    actorName: text("actor_name"),
+    subjectType: text("subject_type"),
+    subjectId: text("subject_id"),
+    inputJson: text("input_json"),
+    inputSummary: text("input_summary"),
+    dataJson: text("data_json").notNull().default("{}"),
+    rawRef: text("raw_ref"),
+    runId: text("run_id"),
+    agentId: text("agent_id"),
+    disposition: text("disposition"),
+    // Random per ingress attempt: the writes that follow an event insert in the
+    // same batch are guarded on it, so a duplicate event adds nothing.
+    acceptId: text("accept_id"),
+    metadataJson: text("metadata_json").notNull().default("{}"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("event_log_event_id").on(t.eventId),
+    index("event_log_conversation").on(t.conversationKey, t.seq),
+  ],
+);
+
+/** Transcript: the conversation view, sequenced per conversation key. */
+export const transcript = sqliteTable(
+  "transcript",
+  {
+    transcriptId: text("transcript_id").primaryKey(),
+    conversationKey: text("conversation_key").notNull(),
+    seq: integer("seq").notNull(),
+    eventId: text("event_id").notNull(),
+    runId: text("run_id"),
+    conversationId: text("conversation_id"),
+    threadId: text("thread_id"),
+    role: text("role").notNull(),
+    itemType: text("item_type").notNull(),
+    content: text("content"),
+    contentJson: text("content_json"),
+    artifactRefsJson: text("artifact_refs_json").notNull().default("[]"),
+    metadataJson: text("metadata_json").notNull().default("{}"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("transcript_conversation_seq").on(t.conversationKey, t.seq)],
+);
+
+/** Host-owned runner state, keyed by a hash of (runner, binding, scope identity). */
+export const runnerState = sqliteTable(
+  "runner_state",
+  {
+    scopeKey: text("scope_key").notNull(),
+    key: text("key").notNull(),
+    runnerId: text("runner_id").notNull(),
+    scope: text("scope").notNull(),
+    valueJson: text("value_json").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.scopeKey, t.key] })],
+);
+
+/** Artifact metadata; blobs live in R2 under `r2_key`. */
+export const artifact = sqliteTable(
+  "artifact",
+  {
+    artifactId: text("artifact_id").primaryKey(),
+    artifactType: text("artifact_type").notNull(),
+    mimeType: text("mime_type"),
+    name: text("name"),
+    sizeBytes: integer("size_bytes"),
+    sha256: text("sha256"),
+    source: text("source").notNull(),
+    conversationKey: text("conversation_key"),
+    conversationId: text("conversation_id"),
+    runId: text("run_id"),
+    runnerId: text("runner_id"),
+    r2Key: text("r2_key").notNull(),
+    metadataJson: text("metadata_json").notNull().default("{}"),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at"),
+  },
+  (t) => [index("artifact_run").on(t.runId), index("artifact_expiry").on(t.expiresAt)],
+);
+
+/** Run ledger: one row per run. */
+export const run = sqliteTable(
+  "run",
+  {
+    runId: text("run_id").primaryKey(),
+    eventId: text("event_id").notNull(),
+    conversationKey: text("conversation_key").notNull(),
+    conversationId: text("conversation_id"),
+    threadId: text("thread_id"),
+    workspaceId: text("workspace_id"),
+    botId: text("bot_id"),
+    agentId: text("agent_id").notNull(),
+    runnerId: text("runner_id").notNull(),
+    status: text("status").notNull(),
+    finishReason: text("finish_reason"),
+    finalMessageJson: text("final_message_json"),
+    errorCode: text("error_code"),
+    errorMessage: text("error_message"),
+    resultCount: integer("result_count").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+    startedAt: integer("started_at"),
+    endedAt: integer("ended_at"),
+  },
+  (t) => [
+    index("run_conversation").on(t.conversationKey, t.createdAt),
+    index("run_status").on(t.status),
+  ],
+);
+
+/** Run ledger: every result (and host-made record) of a run, in host order. */
+export const runEvent = sqliteTable(
+  "run_event",
+  {
+    runId: text("run_id").notNull(),
+    seq: integer("seq").notNull(),
+    type: text("type").notNull(),
+    dataJson: text("data_json").notNull(),
+    runnerSequence: integer("runner_sequence"),
+    origin: text("origin").notNull(), // "runner" | "host"
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+);
+
+/** A registered runner service (one manifest). */
+export const runnerService = sqliteTable(
+  "runner_service",
+  {
+    serviceId: text("service_id").primaryKey(),
+    baseUrl: text("base_url").notNull(),
+    // Shared HMAC secret used to sign run requests; never returned by any API.
+    secret: text("secret"),
+    author: text("author"),
+    name: text("name"),
+    version: text("version"),
+    manifestJson: text("manifest_json"),
+    lastError: text("last_error"),
+    fetchedAt: integer("fetched_at"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("runner_service_base_url").on(t.baseUrl)],
+);
+
+/** A runner inside a service, id `http:{author}/{name}/{runner}`. */
+export const runner = sqliteTable(
+  "runner",
+  {
+    runnerId: text("runner_id").primaryKey(),
+    serviceId: text("service_id").notNull(),
+    name: text("name").notNull(),
+    manifestJson: text("manifest_json").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [index("runner_service").on(t.serviceId)],
+);
+
+/** Operator-managed agent configuration. */
+export const agent = sqliteTable("agent", {
+  agentId: text("agent_id").primaryKey(),
+  name: text("name").notNull(),
+  description: text("description"),
+  runnerId: text("runner_id").notNull(),
+  runnerConfigJson: text("runner_config_json").notNull().default("{}"),
+  eventTypesJson: text("event_types_json").notNull(),
+  scopeType: text("scope_type").notNull(),
+  scopeId: text("scope_id").notNull(), // "" for global
+  resourcePolicyJson: text("resource_policy_json").notNull().default("{}"),
+  statePolicyJson: text("state_policy_json").notNull().default("{}"),
+  deliveryPolicyJson: text("delivery_policy_json").notNull().default("{}"),
+  concurrencyJson: text("concurrency_json").notNull().default("{}"),
+  enabled: integer("enabled", { mode: "boolean" }).notNull(),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/**
+ * One row per (scope, event type) of every enabled agent. The primary key is
+ * what makes an ambiguous binding impossible: a second enabled agent claiming
+ * the same scope and event type fails to insert (409 at write time).
+ */
+export const agentBinding = sqliteTable(
+  "agent_binding",
+  {
+    scopeType: text("scope_type").notNull(),
+    scopeId: text("scope_id").notNull(),
+    eventType: text("event_type").notNull(),
+    agentId: text("agent_id").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.scopeType, t.scopeId, t.eventType] }),
+    index("agent_binding_agent").on(t.agentId),
+  ],
+);
+
+/** Blob storage for the `plugin` (per runner service) and `workspace` areas. */
+export const storage = sqliteTable(
+  "storage",
+  {
+    area: text("area").notNull(),
+    ownerKey: text("owner_key").notNull(),
+    key: text("key").notNull(),
+    valueBase64: text("value_base64").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.area, t.ownerKey, t.key] })],
+);

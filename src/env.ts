@@ -1,0 +1,48 @@
+import { z } from "zod";
+import type { ConversationDO } from "../durable-objects/conversation";
+
+/** Bindings and vars the Worker and the Durable Object receive. */
+export interface Env {
+  CONVERSATIONS: DurableObjectNamespace<ConversationDO>;
+  ARTIFACTS: R2Bucket;
+  /** Local only: the embedded libSQL file served by the Node process hosting Miniflare. */
+  LIBSQL?: Fetcher;
+  LIBSQL_URL?: string;
+  LIBSQL_AUTH_TOKEN?: string;
+  ADMIN_TOKEN?: string;
+  PUBLIC_URL?: string;
+  RUN_DEADLINE_MS?: string;
+  RUNNER_MAX_LINE_BYTES?: string;
+  RUNNER_MAX_STREAM_BYTES?: string;
+  MAX_EVENT_BODY_BYTES?: string;
+  MAX_API_BODY_BYTES?: string;
+  HOST_VERSION?: string;
+}
+
+const MiB = 1024 * 1024;
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const ConfigSchema = z.object({
+  ADMIN_TOKEN: z.string().min(16, "ADMIN_TOKEN must be at least 16 characters"),
+  PUBLIC_URL: z.url().optional(),
+  RUN_DEADLINE_MS: positiveInt(300_000),
+  RUNNER_MAX_LINE_BYTES: positiveInt(MiB),
+  RUNNER_MAX_STREAM_BYTES: positiveInt(32 * MiB),
+  MAX_EVENT_BODY_BYTES: positiveInt(MiB),
+  MAX_API_BODY_BYTES: positiveInt(2 * MiB),
+  HOST_VERSION: z.string().default("0.1.0"),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+const cache = new WeakMap<object, Config>();
+
+/** Parse the environment once per isolate; a misconfiguration fails loudly. */
+export function configOf(env: Env): Config {
+  let config = cache.get(env);
+  if (!config) {
+    config = ConfigSchema.parse(env);
+    cache.set(env, config);
+  }
+  return config;
+}

@@ -1,0 +1,25 @@
+import { API_ERROR_STATUS, makeApiError, type AgentAPIError, type ApiErrorCode } from "../protocol/errors";
+
+/** A refused Host API call; `status` defaults to the §8 status of its code. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  readonly status: number;
+  constructor(
+    readonly code: ApiErrorCode,
+    message: string,
+    options: { status?: number; details?: Record<string, unknown>; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.status = options.status ?? API_ERROR_STATUS[code];
+    this.details = options.details;
+  }
+  readonly details?: Record<string, unknown>;
+
+  toBody(): { ok: false; error: AgentAPIError } {
+    return { ok: false, error: makeApiError(this.code, this.message, { details: this.details }) };
+  }
+}
+
+/** 401: the bearer token is missing, wrong, of another run, or of a run that ended. */
+export const invalidToken = () => new ApiError("unauthorized", "run token is not valid for an active run", { status: 401 });
+export const denied = (message: string, details?: Record<string, unknown>) => new ApiError("unauthorized", message, { details });

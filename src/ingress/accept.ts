@@ -1,0 +1,215 @@
+import { and, eq, sql } from "drizzle-orm";
+import { dbOf } from "../db/connect";
+import { eventLog, run, transcript } from "../db/schema";
+import { insertWhere } from "../db/guarded";
+import type { Env } from "../env";
+import { randomHex } from "../lib/crypto";
+import { newId, newRunId } from "../lib/ids";
+import { parseJson } from "../lib/json";
+import { ConcurrencySchema, DeliveryPolicySchema, ResourcePolicySchema, StatePolicySchema } from "../agents/policy";
+import type { AgentEventContext, InputContext } from "../protocol/context";
+import type { AgentRunnerManifest } from "../protocol/manifest";
+import type { RunJob } from "../run/job";
+import { agentsStore } from "../stores/agents";
+import { conversationKey } from "../stores/conversation-key";
+import { runsStore } from "../stores/runs";
+import { transcriptInsert } from "../stores/transcript";
+
+/** An event after normalisation, whatever its ingress (HTTP API, platform webhook). */
+export interface CanonicalEvent {
+  event_id?: string;
+  event_type: string;
+  event_time?: string;
+  source: string;
+  source_event_type?: string | null;
+  raw_ref?: string | null;
+  workspace_id?: string | null;
+  bot_id?: string | null;
+  conversation_id: string;
+  thread_id?: string | null;
+  actor: { actor_type: string; actor_id?: string | null; actor_name?: string | null; metadata: Record<string, unknown> };
+  subject?: { subject_type: string; subject_id?: string | null; data: Record<string, unknown> } | null;
+  input: InputContext;
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+}
+
+export type Disposition = "started" | "queued" | "duplicate" | "unbound";
+export interface Accepted {
+  event_id: string;
+  run_id: string | null;
+  disposition: Disposition;
+}
+
+const hasInput = (i: InputContext) => Boolean(i.text) || i.contents.length > 0 || i.attachments.length > 0;
+
+/**
+ * Record an event and hand it to its conversation's Durable Object.
+ * One libSQL batch writes the EventLog row, the user transcript item and the
+ * run row; the last two are guarded on this attempt owning the event row, so
+ * a repeated event_id writes nothing and starts nothing.
+ */
+export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: string): Promise<Accepted> {
+  const db = dbOf(env);
+  const eventId = ev.event_id ?? newId("evt");
+  const eventTime = ev.event_time ?? new Date().toISOString();
+  const key = conversationKey({ workspaceId: ev.workspace_id, botId: ev.bot_id, conversationId: ev.conversation_id, threadId: ev.thread_id });
+  const bound = await agentsStore(db).resolve({ eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id });
+  const doId = env.CONVERSATIONS.idFromName(key);
+  const runId = bound ? newRunId(doId.toString()) : null;
+  const acceptId = randomHex(8);
+  const now = Date.now();
+  const owned = sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.acceptId} = ${acceptId})`;
+
+  const [, , , rows, userItem] = await db.batch([
+    db
+      .insert(eventLog)
+      .values({
+        eventId,
+        eventType: ev.event_type,
+        eventTime,
+        source: ev.source,
+        sourceEventType: ev.source_event_type ?? null,
+        workspaceId: ev.workspace_id ?? null,
+        botId: ev.bot_id ?? null,
+        conversationKey: key,
+        conversationId: ev.conversation_id,
+        threadId: ev.thread_id ?? null,
+        actorType: ev.actor.actor_type,
+        actorId: ev.actor.actor_id ?? null,
+        actorName: ev.actor.actor_name ?? null,
+        subjectType: ev.subject?.subject_type ?? null,
+        subjectId: ev.subject?.subject_id ?? null,
+        inputJson: JSON.stringify(ev.input),
+        inputSummary: ev.input.text ? ev.input.text.slice(0, 200) : null,
+        dataJson: JSON.stringify(ev.data),
+        rawRef: ev.raw_ref ?? null,
+        runId,
+        agentId: bound?.agent.agentId ?? null,
+        disposition: bound ? "bound" : "unbound",
+        acceptId,
+        metadataJson: JSON.stringify(ev.metadata),
+        createdAt: now,
+      })
+      .onConflictDoNothing(),
+    hasInput(ev.input)
+      ? transcriptInsert(
+          db,
+          {
+            transcriptId: newId("tr"),
+            conversationKey: key,
+            eventId,
+            conversationId: ev.conversation_id,
+            threadId: ev.thread_id,
+            role: "user",
+            itemType: "message",
+            content: ev.input.text ?? null,
+            contentJson: ev.input.contents.length ? ev.input.contents : undefined,
+            artifactRefs: ev.input.attachments,
+            metadata: { actor_type: ev.actor.actor_type, actor_id: ev.actor.actor_id ?? null, actor_name: ev.actor.actor_name ?? null },
+          },
+          owned,
+        )
+      : db.run(sql`SELECT 1`),
+    bound && runId
+      ? insertWhere(
+          db,
+          run,
+          {
+            runId,
+            eventId,
+            conversationKey: key,
+            conversationId: ev.conversation_id,
+            threadId: ev.thread_id ?? null,
+            workspaceId: ev.workspace_id ?? null,
+            botId: ev.bot_id ?? null,
+            agentId: bound.agent.agentId,
+            runnerId: bound.runner.runnerId,
+            status: "queued",
+            createdAt: now,
+          },
+          owned,
+        )
+      : db.run(sql`SELECT 1`),
+    db.select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, createdAt: eventLog.createdAt }).from(eventLog).where(eq(eventLog.eventId, eventId)),
+    db.select({ seq: transcript.seq }).from(transcript).where(and(eq(transcript.eventId, eventId), eq(transcript.role, "user"))),
+  ]);
+  const row = rows[0];
+  const transcriptSeq = userItem[0]?.seq ?? null;
+
+  if (row.acceptId !== acceptId) {
+    // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
+    if (row.runId && bound) {
+      const first = await runsStore(db).get(row.runId);
+      if (first?.status === "queued") {
+        await env.CONVERSATIONS.get(doId).dispatch(buildJob(ev, eventId, eventTime, key, row.runId, row.seq, transcriptSeq, bound, publicBaseUrl, first.createdAt));
+      }
+    }
+    return { event_id: eventId, run_id: row.runId ?? null, disposition: "duplicate" };
+  }
+  if (!bound || !runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
+  const job = buildJob(ev, eventId, eventTime, key, runId, row.seq, transcriptSeq, bound, publicBaseUrl, now);
+  const { disposition } = await env.CONVERSATIONS.get(doId).dispatch(job);
+  return { event_id: eventId, run_id: runId, disposition };
+}
+
+type Bound = NonNullable<Awaited<ReturnType<ReturnType<typeof agentsStore>["resolve"]>>>;
+
+function buildJob(
+  ev: CanonicalEvent,
+  eventId: string,
+  eventTime: string,
+  key: string,
+  runId: string,
+  eventSeq: number,
+  transcriptSeq: number | null,
+  bound: Bound,
+  publicBaseUrl: string,
+  enqueuedAt: number,
+): RunJob {
+  const event: AgentEventContext = {
+    event_id: eventId,
+    event_type: ev.event_type,
+    event_time: eventTime,
+    source: ev.source,
+    source_event_type: ev.source_event_type ?? null,
+    raw_ref: ev.raw_ref ?? null,
+    data: ev.data,
+  };
+  return {
+    runId,
+    conversationKey: key,
+    publicBaseUrl,
+    event,
+    eventSeq,
+    transcriptSeq,
+    conversation: {
+      conversation_id: ev.conversation_id,
+      thread_id: ev.thread_id ?? null,
+      bot_id: ev.bot_id ?? null,
+      workspace_id: ev.workspace_id ?? null,
+      sender_id: ev.actor.actor_id ?? null,
+    },
+    actor: ev.actor,
+    subject: ev.subject ?? null,
+    input: ev.input,
+    agent: {
+      agentId: bound.agent.agentId,
+      runnerConfig: parseJson<Record<string, unknown>>(bound.agent.runnerConfigJson, {}),
+      resourcePolicy: ResourcePolicySchema.parse(parseJson(bound.agent.resourcePolicyJson, {})),
+      statePolicy: StatePolicySchema.parse(parseJson(bound.agent.statePolicyJson, {})),
+      deliveryPolicy: DeliveryPolicySchema.parse(parseJson(bound.agent.deliveryPolicyJson, {})),
+      concurrency: ConcurrencySchema.parse(parseJson(bound.agent.concurrencyJson, {})),
+    },
+    runner: {
+      runnerId: bound.runner.runnerId,
+      runnerName: bound.runner.name,
+      serviceId: bound.service.serviceId,
+      baseUrl: bound.service.baseUrl,
+      secret: bound.service.secret,
+      // Validated when the service was registered.
+      manifest: parseJson<AgentRunnerManifest>(bound.runner.manifestJson, {} as AgentRunnerManifest),
+    },
+    enqueuedAt,
+  };
+}

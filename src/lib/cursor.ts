@@ -1,0 +1,40 @@
+/**
+ * Opaque cursors. Runners must not parse them; the host encodes a kind and a
+ * sequence number so a cursor from one listing is refused by another.
+ */
+export type CursorKind = "t" | "e" | "r";
+
+export function encodeCursor(kind: CursorKind, seq: number): string {
+  return btoa(`${kind}:${seq}`).replace(/=+$/, "");
+}
+
+export class InvalidCursorError extends Error {
+  override readonly name = "InvalidCursorError";
+}
+
+export function decodeCursor(kind: CursorKind, cursor: string): number {
+  let text: string;
+  try {
+    text = atob(cursor);
+  } catch (cause) {
+    throw new InvalidCursorError("cursor is not valid", { cause });
+  }
+  const [k, n] = text.split(":");
+  const seq = Number(n);
+  if (k !== kind || !Number.isSafeInteger(seq) || seq < 0) throw new InvalidCursorError("cursor is not valid for this listing");
+  return seq;
+}
+
+/** A cursor over string keys (state.list): the last key returned, UTF-8 then base64. */
+export function encodeKeyCursor(key: string): string {
+  let bin = "";
+  for (const b of new TextEncoder().encode(`k:${key}`)) bin += String.fromCharCode(b);
+  return btoa(bin);
+}
+
+export function decodeKeyCursor(cursor: string): string {
+  const bin = atob(cursor);
+  const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  if (!text.startsWith("k:")) throw new InvalidCursorError("cursor is not valid for this listing");
+  return text.slice(2);
+}

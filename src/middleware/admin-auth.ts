@@ -1,0 +1,19 @@
+import type { MiddlewareHandler } from "hono";
+import { configOf, type Env } from "../env";
+import { constantTimeEqual, sha256Hex } from "../lib/crypto";
+import { unauthorized } from "../lib/errors";
+
+export function bearerToken(header: string | undefined): string | null {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  return m ? m[1] : null;
+}
+
+/** Operator routes: the bearer must be ADMIN_TOKEN (digests compared in constant time). */
+export function adminAuth(): MiddlewareHandler<{ Bindings: Env }> {
+  return async function adminAuth(c, next) {
+    const token = bearerToken(c.req.header("authorization"));
+    const expected = configOf(c.env).ADMIN_TOKEN;
+    if (!token || !constantTimeEqual(await sha256Hex(token), await sha256Hex(expected))) throw unauthorized();
+    await next();
+  };
+}

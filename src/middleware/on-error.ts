@@ -1,0 +1,17 @@
+import type { ErrorHandler, NotFoundHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { HostError } from "../lib/errors";
+
+/** The one error handler: every failure answers `{error: {code, message}}`. */
+export const onError: ErrorHandler = (err, c) => {
+  if (err instanceof HostError) return c.json(err.toBody(), err.status);
+  if (err instanceof HTTPException) {
+    // Hono's own validators throw these, e.g. for a body that is not JSON.
+    const code = err.status === 400 ? "invalid_json" : err.status === 413 ? "payload_too_large" : "invalid_request";
+    return c.json({ error: { code, message: err.message || "bad request" } }, err.status);
+  }
+  console.error(`unhandled error on ${c.req.method} ${new URL(c.req.url).pathname}: ${(err as Error).message}`);
+  return c.json({ error: { code: "internal", message: "internal error" } }, 500);
+};
+
+export const notFound: NotFoundHandler = (c) => c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404);

@@ -1,0 +1,192 @@
+/**
+ * Host API requests (PROTOCOL.md §8): `POST {host}/v1/runs/{run_id}/api` with
+ * `{action, params}`. Params are strict: a misspelt parameter is a clear 400,
+ * not a silently ignored option on a call that may have side effects.
+ */
+import { z } from "zod";
+import { formatZodIssues, ModelMessageSchema, RecordSchema } from "./common";
+import type { AvailableApiName } from "./context";
+import { StateScopeSchema } from "./context";
+import type { PermissionGroup } from "./manifest";
+import { StateKeySchema, StateValueSchema } from "./results";
+
+/** Largest artifact.read window: responses stay bounded whatever the artifact size. */
+export const ARTIFACT_READ_MAX_LENGTH = 1024 * 1024;
+
+export const HostApiRequestSchema = z.object({
+  action: z.string().min(1),
+  params: RecordSchema.default({}),
+});
+export type HostApiRequest = z.infer<typeof HostApiRequestSchema>;
+
+const id = z.string().min(1);
+const cursor = z.string().min(1).nullish();
+const pageLimit = (fallback: number) => z.int().min(1).max(100).default(fallback);
+
+export const StorageAreaSchema = z.enum(["plugin", "workspace"]);
+export type StorageArea = z.infer<typeof StorageAreaSchema>;
+const storageKey = z.string().min(1).max(256);
+
+const stateRef = { scope: StateScopeSchema, key: StateKeySchema };
+
+const modelInvokeParams = z.strictObject({
+  model_id: id,
+  messages: z.array(ModelMessageSchema).min(1),
+  tools: z.array(z.unknown()).nullish(),
+  extra: RecordSchema.nullish(),
+});
+
+export const HOST_API_PARAMS = {
+  "history.page": z.strictObject({
+    conversation_id: id.nullish(),
+    before_cursor: cursor,
+    after_cursor: cursor,
+    limit: pageLimit(20),
+    direction: z.enum(["backward", "forward"]).default("backward"),
+    include_artifacts: z.boolean().nullish(),
+  }),
+  "history.search": z.strictObject({
+    query: z.string().min(1),
+    filters: z
+      .strictObject({
+        conversation_id: id.nullish(),
+        event_types: z.array(z.string().min(1)).nullish(),
+        roles: z.array(z.string().min(1)).nullish(),
+      })
+      .nullish(),
+    top_k: z.int().min(1).max(50).default(10),
+  }),
+  "event.get": z.strictObject({ event_id: id }),
+  "event.page": z.strictObject({
+    before_cursor: cursor,
+    after_cursor: cursor,
+    limit: pageLimit(20),
+    conversation_id: id.nullish(),
+  }),
+  "steering.pull": z.strictObject({
+    mode: z.enum(["all", "one-at-a-time"]).default("all"),
+    limit: z.int().min(1).max(100).nullish(),
+  }),
+  "artifact.metadata": z.strictObject({ artifact_id: id }),
+  "artifact.read": z.strictObject({
+    artifact_id: id,
+    offset: z.int().nonnegative().default(0),
+    length: z.int().min(1).max(ARTIFACT_READ_MAX_LENGTH).default(ARTIFACT_READ_MAX_LENGTH),
+  }),
+  "state.get": z.strictObject(stateRef),
+  "state.set": z.strictObject({ ...stateRef, value: StateValueSchema }),
+  "state.delete": z.strictObject(stateRef),
+  "state.list": z.strictObject({
+    scope: StateScopeSchema,
+    prefix: z.string().nullish(),
+    limit: pageLimit(100),
+    cursor,
+  }),
+  "storage.get": z.strictObject({ area: StorageAreaSchema, key: storageKey }),
+  "storage.set": z.strictObject({ area: StorageAreaSchema, key: storageKey, value_base64: z.base64() }),
+  "storage.delete": z.strictObject({ area: StorageAreaSchema, key: storageKey }),
+  "storage.keys": z.strictObject({
+    area: StorageAreaSchema,
+    prefix: z.string().nullish(),
+    limit: z.int().min(1).max(1000).nullish(),
+  }),
+  "model.invoke": modelInvokeParams,
+  "model.stream": modelInvokeParams,
+  "model.rerank": z.strictObject({
+    model_id: id,
+    query: z.string().min(1),
+    documents: z.array(z.string()).min(1),
+    top_k: z.int().positive().nullish(),
+  }),
+  "tool.detail": z.strictObject({ tool_name: id }),
+  "tool.call": z.strictObject({ tool_name: id, parameters: RecordSchema.default({}) }),
+  "knowledge.retrieve": z.strictObject({
+    kb_id: id,
+    query: z.string().min(1),
+    top_k: z.int().min(1).max(20).default(5),
+    filters: RecordSchema.nullish(),
+  }),
+  "host.version": z.strictObject({}),
+} as const;
+
+export type HostApiAction = keyof typeof HOST_API_PARAMS;
+export const HOST_API_ACTIONS = Object.keys(HOST_API_PARAMS) as HostApiAction[];
+/** Validated params of one action, defaults applied. */
+export type HostApiParams<A extends HostApiAction> = z.output<(typeof HOST_API_PARAMS)[A]>;
+
+export function isHostApiAction(action: string): action is HostApiAction {
+  return Object.hasOwn(HOST_API_PARAMS, action);
+}
+
+/** `artifact.upload` is `PUT {host}/v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` with raw bytes. */
+export const ArtifactUploadQuerySchema = z.object({
+  name: z.string().min(1).max(255).optional(),
+  mime_type: z.string().min(1).max(255).optional(),
+  artifact_type: z.string().min(1).max(64).default("file"),
+});
+export type ArtifactUploadQuery = z.infer<typeof ArtifactUploadQuerySchema>;
+
+/**
+ * What gates each action: an `available_apis` flag, "resources" (the resource
+ * and operation must be in `ctx.resources`, see RESOURCE_OPERATION_OF_ACTION),
+ * or null for actions every run may call.
+ */
+export type ApiGate = AvailableApiName | "resources" | null;
+
+export const API_GROUP_OF_ACTION = {
+  "history.page": "history_page",
+  "history.search": "history_search",
+  "event.get": "event_get",
+  "event.page": "event_page",
+  "steering.pull": "steering_pull",
+  "artifact.metadata": "artifact_metadata",
+  "artifact.read": "artifact_read",
+  "artifact.upload": "artifact_read",
+  "state.get": "state",
+  "state.set": "state",
+  "state.delete": "state",
+  "state.list": "state",
+  "storage.get": "storage",
+  "storage.set": "storage",
+  "storage.delete": "storage",
+  "storage.keys": "storage",
+  "model.invoke": "resources",
+  "model.stream": "resources",
+  "model.rerank": "resources",
+  "tool.detail": "resources",
+  "tool.call": "resources",
+  "knowledge.retrieve": "resources",
+  "host.version": null,
+} as const satisfies Record<HostApiAction | "artifact.upload", ApiGate>;
+
+/** For resource-gated actions: the resource list and the operation the listed resource must carry. */
+export const RESOURCE_OPERATION_OF_ACTION = {
+  "model.invoke": { group: "models", operation: "invoke" },
+  "model.stream": { group: "models", operation: "stream" },
+  "model.rerank": { group: "models", operation: "rerank" },
+  "tool.detail": { group: "tools", operation: "detail" },
+  "tool.call": { group: "tools", operation: "call" },
+  "knowledge.retrieve": { group: "knowledge_bases", operation: "retrieve" },
+} as const satisfies Partial<Record<HostApiAction, { group: PermissionGroup; operation: string }>>;
+
+/** Narrow on `action` to get that action's params type. */
+export type KnownHostApiCall = {
+  [A in HostApiAction]: { ok: true; action: A; params: HostApiParams<A> };
+}[HostApiAction];
+
+export type ParsedHostApiParams =
+  | KnownHostApiCall
+  | { ok: false; code: "not_found" | "invalid_argument"; message: string };
+
+/** Validate one call's params; an unknown action is `not_found`, bad params `invalid_argument`. */
+export function parseHostApiParams(action: string, params: unknown): ParsedHostApiParams {
+  if (!isHostApiAction(action)) {
+    return { ok: false, code: "not_found", message: `unknown action "${action}"` };
+  }
+  const parsed = HOST_API_PARAMS[action].safeParse(params ?? {});
+  if (!parsed.success) {
+    return { ok: false, code: "invalid_argument", message: formatZodIssues(parsed.error) };
+  }
+  // The schema was looked up by `action`, so the pair is consistent; TS cannot correlate the two.
+  return { ok: true, action, params: parsed.data } as KnownHostApiCall;
+}

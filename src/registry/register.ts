@@ -1,0 +1,78 @@
+import type { Db } from "../db/client";
+import { DbError } from "../db/executor";
+import { conflict, HostError } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { formatRunnerId, parseRunnerServiceManifest, type SkippedRunner } from "../protocol/manifest";
+import { registryStore, toServiceView } from "../stores/registry";
+
+const MANIFEST_TIMEOUT_MS = 10_000;
+const MANIFEST_MAX_BYTES = 1024 * 1024;
+
+async function fetchManifest(baseUrl: string): Promise<unknown> {
+  const url = `${baseUrl.replace(/\/+$/, "")}/manifest`;
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(MANIFEST_TIMEOUT_MS) });
+  } catch (cause) {
+    throw new HostError(502, "bad_gateway", `could not fetch ${url}: ${(cause as Error).message}`, undefined, { cause });
+  }
+  if (!res.ok) throw new HostError(502, "bad_gateway", `${url} answered HTTP ${res.status}`);
+  const text = await res.text();
+  if (text.length > MANIFEST_MAX_BYTES) throw new HostError(502, "bad_gateway", `${url} is larger than ${MANIFEST_MAX_BYTES} bytes`);
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new HostError(502, "bad_gateway", `${url} is not JSON`, undefined, { cause });
+  }
+}
+
+/**
+ * Fetch a service's manifest and (re)register its runners. Each runner is
+ * validated on its own: an invalid one is skipped and reported, the rest
+ * are registered as `http:{author}/{name}/{runner}`.
+ */
+export async function registerRunnerService(db: Db, input: { base_url: string; secret?: string | null; serviceId?: string }) {
+  const store = registryStore(db);
+  const raw = await fetchManifest(input.base_url);
+  const parsed = parseRunnerServiceManifest(raw);
+  if (!parsed.ok) throw new HostError(400, "invalid_request", `manifest is not an agent-runner/v1 manifest: ${parsed.issues}`);
+  const existing = input.serviceId ? await store.getService(input.serviceId) : await store.getServiceByUrl(input.base_url);
+  const serviceId = existing?.serviceId ?? newId("svc");
+  const now = Date.now();
+  const runners = parsed.runners.map((r) => ({
+    runnerId: formatRunnerId(parsed.service.author, parsed.service.name, r.name),
+    serviceId,
+    name: r.name,
+    manifestJson: JSON.stringify(r),
+    updatedAt: now,
+  }));
+  try {
+    await store.saveService(
+      {
+        serviceId,
+        baseUrl: input.base_url,
+        // A refresh keeps the stored secret unless a new one is given.
+        secret: input.secret !== undefined ? input.secret : (existing?.secret ?? null),
+        author: parsed.service.author,
+        name: parsed.service.name,
+        version: parsed.service.version,
+        manifestJson: JSON.stringify(raw),
+        lastError: null,
+        fetchedAt: now,
+        createdAt: existing?.createdAt ?? now,
+      },
+      runners,
+    );
+  } catch (err) {
+    if (err instanceof DbError && err.isConstraintViolation) {
+      throw conflict(`runner ids of ${parsed.service.author}/${parsed.service.name} are already registered by another service`);
+    }
+    throw err;
+  }
+  const service = (await store.getService(serviceId))!;
+  return {
+    service: toServiceView(service, await store.runnersOf(serviceId)),
+    registered: runners.map((r) => r.runnerId),
+    skipped: parsed.skipped.map((s: SkippedRunner) => ({ index: s.index, name: s.name, reason: s.issues })),
+  };
+}

@@ -1,0 +1,34 @@
+import { EventEnvelopeSchema } from "../protocol/envelope";
+import { acceptEvent } from "../ingress/accept";
+import { adminAuth } from "../middleware/admin-auth";
+import { limitBody } from "../middleware/body-limit";
+import { validate } from "../middleware/validate";
+import { configOf } from "../env";
+import { publicBaseUrl, router } from "./app-env";
+
+/** POST /v1/events: the public HTTP ingress. Answers as soon as the event is durable and handed over. */
+export const eventsRouter = router().post(
+  "/",
+  adminAuth(),
+  (c, next) => limitBody(configOf(c.env).MAX_EVENT_BODY_BYTES)(c, next),
+  validate("json", EventEnvelopeSchema),
+  async (c) => {
+    const body = c.req.valid("json");
+    const accepted = await acceptEvent(
+      c.env,
+      {
+        ...body,
+        event_id: body.event_id ?? undefined,
+        event_time: body.event_time ?? undefined,
+        source: "api",
+        actor: { ...body.actor, metadata: body.actor.metadata ?? {} },
+        subject: body.subject ? { ...body.subject, data: body.subject.data ?? {} } : null,
+        input: { text: body.input?.text ?? null, contents: body.input?.contents ?? [], attachments: body.input?.attachments ?? [] },
+        data: body.data ?? {},
+        metadata: body.metadata ?? {},
+      },
+      publicBaseUrl(c.env, c.req.url),
+    );
+    return c.json(accepted, accepted.disposition === "duplicate" ? 200 : 202);
+  },
+);

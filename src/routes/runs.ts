@@ -1,0 +1,87 @@
+import { z } from "zod";
+import { configOf, type Env } from "../env";
+import { durableObjectIdOfRun } from "../lib/ids";
+import { notFound } from "../lib/errors";
+import { decodeCursor, InvalidCursorError } from "../lib/cursor";
+import { adminAuth, bearerToken } from "../middleware/admin-auth";
+import { limitBody } from "../middleware/body-limit";
+import { validate } from "../middleware/validate";
+import { invalidToken, ApiError } from "../host-api/errors";
+import { dbOf } from "../db/connect";
+import { runsStore, toLedgerView, toRunView } from "../stores/runs";
+import { badRequest } from "../lib/errors";
+import { router } from "./app-env";
+
+/** The Durable Object that owns a run, from the id alone (no database lookup). */
+function ownerOf(env: Env, runId: string) {
+  const hex = durableObjectIdOfRun(runId);
+  return hex ? env.CONVERSATIONS.get(env.CONVERSATIONS.idFromString(hex)) : null;
+}
+
+async function existingRun(env: Env, runId: string) {
+  const row = await runsStore(dbOf(env)).get(runId);
+  if (!row) throw notFound(`run ${runId} not found`);
+  return row;
+}
+
+const RunParam = z.object({ runId: z.string().min(1).max(200) });
+const LedgerQuery = z.object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) });
+const ListQuery = z.object({
+  conversation_id: z.string().optional(),
+  status: z.enum(["queued", "running", "completed", "failed", "cancelled", "timeout"]).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+
+export const runsRouter = router()
+  // Host API: authenticated by the run token, not the admin token; routed to the owning DO.
+  .post("/:runId/api", (c, next) => limitBody(configOf(c.env).MAX_API_BODY_BYTES)(c, next), async (c) => {
+    const runId = c.req.param("runId");
+    const token = bearerToken(c.req.header("authorization"));
+    const owner = ownerOf(c.env, runId);
+    if (!token || !owner) return c.json(invalidToken().toBody(), 401);
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      return c.json(new ApiError("invalid_argument", "request body is not valid JSON").toBody(), 400);
+    }
+    const reply = await owner.hostApi(runId, token, body);
+    return new Response(reply.json, { status: reply.status, headers: { "content-type": "application/json" } });
+  })
+  .use("*", adminAuth())
+  .get("/", validate("query", ListQuery), async (c) => {
+    const q = c.req.valid("query");
+    const rows = await runsStore(dbOf(c.env)).list({ conversationId: q.conversation_id, status: q.status, limit: q.limit });
+    return c.json({ items: rows.map(toRunView) });
+  })
+  .get("/:runId", validate("param", RunParam), async (c) => c.json(toRunView(await existingRun(c.env, c.req.valid("param").runId))))
+  .get("/:runId/events", validate("param", RunParam), validate("query", LedgerQuery), async (c) => {
+    const { runId } = c.req.valid("param");
+    const q = c.req.valid("query");
+    await existingRun(c.env, runId);
+    let after = 0;
+    try {
+      after = q.cursor ? decodeCursor("r", q.cursor) : 0;
+    } catch (err) {
+      if (err instanceof InvalidCursorError) throw badRequest(err.message);
+      throw err;
+    }
+    const page = await runsStore(dbOf(c.env)).ledger(runId, after, q.limit);
+    const items = page.rows.map(toLedgerView);
+    return c.json({ items, next_cursor: page.hasMore ? items[items.length - 1].cursor : undefined, has_more: page.hasMore });
+  })
+  .get("/:runId/stream", validate("param", RunParam), async (c) => {
+    const { runId } = c.req.valid("param");
+    await existingRun(c.env, runId);
+    const owner = ownerOf(c.env, runId);
+    if (!owner) throw notFound(`run ${runId} not found`);
+    const stream = await owner.subscribe(runId);
+    return new Response(stream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
+  })
+  .post("/:runId/cancel", validate("param", RunParam), async (c) => {
+    const { runId } = c.req.valid("param");
+    const row = await existingRun(c.env, runId);
+    const owner = ownerOf(c.env, runId);
+    const { cancelled } = owner ? await owner.cancel(runId) : { cancelled: false };
+    return c.json({ run_id: runId, cancelled, status: cancelled ? "cancelling" : row.status }, cancelled ? 202 : 409);
+  });

@@ -1,0 +1,67 @@
+import type { AgentRunContextInput, StateSnapshot } from "../protocol/context";
+import { encodeCursor } from "../lib/cursor";
+import type { RunJob } from "./job";
+import type { AuthorizationSnapshot } from "./snapshot";
+
+export interface ContextParts {
+  job: RunJob;
+  snapshot: AuthorizationSnapshot;
+  token: string;
+  state: StateSnapshot;
+  hostVersion: string;
+}
+
+/**
+ * PROTOCOL §5: event-first, no history inlined. `latest_cursor` points at the
+ * current event's transcript item, so `history.page(before_cursor)` returns
+ * what came before it.
+ */
+export function buildRunContext({ job, snapshot, token, state, hostVersion }: ContextParts): AgentRunContextInput {
+  const deadline = new Date(snapshot.deadlineAt).toISOString();
+  return {
+    run_id: job.runId,
+    trigger: { type: job.event.event_type, source: job.event.source === "api" ? "api" : "platform", timestamp: job.event.event_time },
+    event: job.event,
+    conversation: job.conversation,
+    actor: job.actor,
+    subject: job.subject,
+    input: job.input,
+    delivery: {
+      surface: job.event.source,
+      supports_streaming: job.agent.deliveryPolicy.streaming,
+      supports_edit: false,
+      supports_reaction: false,
+      platform_capabilities: {},
+    },
+    resources: {
+      models: [],
+      tools: [],
+      knowledge_bases: [],
+      skills: [],
+      files: [],
+      storage: snapshot.storage,
+      platform_capabilities: {},
+    },
+    context: {
+      conversation_id: snapshot.conversationId,
+      thread_id: snapshot.threadId,
+      latest_cursor: job.transcriptSeq ? encodeCursor("t", job.transcriptSeq) : null,
+      event_seq: job.eventSeq,
+      transcript_seq: job.transcriptSeq,
+      has_history_before: (job.transcriptSeq ?? 0) > 1,
+      inline_policy: { mode: "current_event", delivered_count: 0, messages_complete: false },
+      available_apis: snapshot.availableApis,
+    },
+    state,
+    runtime: {
+      host_version: hostVersion,
+      trace_id: job.runId,
+      deadline_at: deadline,
+      api: { base_url: job.publicBaseUrl, token, expires_at: deadline },
+      metadata: {},
+    },
+    config: job.agent.runnerConfig,
+    adapter: null,
+    metadata: { agent_id: job.agent.agentId, runner_id: job.runner.runnerId },
+  };
+}

@@ -1,0 +1,138 @@
+import type { Db } from "../db/client";
+import { artifact } from "../db/schema";
+import type { Config } from "../env";
+import { sha256Hex } from "../lib/crypto";
+import type { StateSnapshot } from "../protocol/context";
+import { runnerClient } from "../runner/client";
+import { RunnerCallError } from "../runner/errors";
+import { hostRecordInsert } from "../stores/event-log";
+import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
+import { stateStore } from "../stores/state";
+import { transcriptInsert } from "../stores/transcript";
+import { buildRunContext } from "./context";
+import type { RunJob } from "./job";
+import { ResultProcessor, type ResultBatch } from "./results";
+import type { AuthorizationSnapshot } from "./snapshot";
+
+export interface ExecuteDeps {
+  db: Db;
+  artifacts: R2Bucket;
+  config: Config;
+  job: RunJob;
+  snapshot: AuthorizationSnapshot;
+  token: string;
+  signal: AbortSignal;
+  publish: (entries: LedgerEntry[]) => void;
+}
+
+function decodeBase64(b64: string): Uint8Array {
+  const bin = atob(b64);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+async function loadState(db: Db, snapshot: AuthorizationSnapshot): Promise<StateSnapshot> {
+  const state: StateSnapshot = { conversation: {}, actor: {}, subject: {}, runner: {} };
+  const scopes = Object.entries(snapshot.stateScopes) as [keyof StateSnapshot, string][];
+  if (scopes.length === 0) return state;
+  const byKey = await stateStore(db).snapshot(scopes.map(([, key]) => key));
+  for (const [scope, key] of scopes) state[scope] = byKey.get(key) ?? {};
+  return state;
+}
+
+/** Blobs first (R2), then every row of the batch in one libSQL round trip. */
+async function applyBatch(deps: ExecuteDeps, batch: ResultBatch): Promise<void> {
+  const { db, job } = deps;
+  const statements = [];
+  for (const a of batch.inlineArtifacts) {
+    const bytes = decodeBase64(a.contentBase64);
+    const r2Key = `artifacts/${a.ref.artifact_id}`;
+    await deps.artifacts.put(r2Key, bytes, { httpMetadata: a.ref.mime_type ? { contentType: a.ref.mime_type } : undefined });
+    a.ref.size_bytes = bytes.length;
+    statements.push(
+      db.insert(artifact).values({
+        artifactId: a.ref.artifact_id,
+        artifactType: a.ref.artifact_type,
+        mimeType: a.ref.mime_type ?? null,
+        name: a.ref.name ?? null,
+        sizeBytes: bytes.length,
+        sha256: await sha256Hex(bytes),
+        source: "runner",
+        conversationKey: job.conversationKey,
+        conversationId: job.conversation.conversation_id ?? null,
+        runId: job.runId,
+        runnerId: job.runner.runnerId,
+        r2Key,
+        metadataJson: JSON.stringify(a.metadata),
+        createdAt: Date.now(),
+      }),
+    );
+  }
+  if (batch.ledger.length) statements.push(runsStore(db).ledgerInsert(batch.ledger));
+  for (const item of batch.transcriptItems) statements.push(transcriptInsert(db, item));
+  const state = stateStore(db);
+  for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, job.runner.runnerId, w.scope, w.valueJson));
+  for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
+  // The tuple type drizzle wants for batch() cannot be spelled for a dynamic list; the items are all batchable queries.
+  if (statements.length) await db.batch(statements as unknown as Parameters<Db["batch"]>[0]);
+}
+
+/**
+ * Runs one event through its runner: builds the context, calls the runner,
+ * applies each chunk of results as one batch, and writes the outcome. Never
+ * throws for runner misbehaviour: that ends this run as failed and nothing else.
+ */
+export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
+  const { db, job, snapshot, config } = deps;
+  const processor = new ResultProcessor({
+    runId: job.runId,
+    runnerId: job.runner.runnerId,
+    eventId: job.event.event_id,
+    conversationKey: job.conversationKey,
+    conversationId: job.conversation.conversation_id,
+    threadId: job.conversation.thread_id,
+    stateScopes: snapshot.stateScopes,
+  });
+
+  let failure: unknown;
+  try {
+    const state = await loadState(db, snapshot);
+    const context = buildRunContext({ job, snapshot, token: deps.token, state, hostVersion: config.HOST_VERSION });
+    const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
+    const target = { baseUrl: job.runner.baseUrl, runnerName: job.runner.runnerName, secret: job.runner.secret };
+    const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
+    for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
+      const batch = processor.process(payloads);
+      await applyBatch(deps, batch);
+      deps.publish(batch.ledger);
+      if (batch.error) throw batch.error;
+      if (batch.terminal) break;
+    }
+  } catch (err) {
+    // An abort (deadline, cancel) may surface as any error from fetch; its reason says why.
+    failure = deps.signal.aborted && deps.signal.reason instanceof RunnerCallError ? deps.signal.reason : err;
+  }
+
+  const { outcome, ledger } = processor.finish(failure);
+  const runs = runsStore(db);
+  const statements: unknown[] = [];
+  if (ledger.length) statements.push(runs.ledgerInsert(ledger));
+  statements.push(runs.finishStatement(job.runId, outcome));
+  if (outcome.status !== "completed") {
+    statements.push(
+      hostRecordInsert(db, {
+        eventType: "run.failed",
+        conversationKey: job.conversationKey,
+        conversationId: job.conversation.conversation_id,
+        threadId: job.conversation.thread_id,
+        runId: job.runId,
+        data: { run_id: job.runId, runner_id: job.runner.runnerId, status: outcome.status, code: outcome.errorCode, error: outcome.errorMessage },
+      }),
+    );
+  }
+  // Same reason as in applyBatch: a dynamic list of batchable queries.
+  await db.batch(statements as unknown as Parameters<Db["batch"]>[0]);
+  deps.publish(ledger);
+  return outcome;
+}

@@ -1,0 +1,38 @@
+import type { Concurrency, DeliveryPolicy, ResourcePolicy, StatePolicy } from "../agents/policy";
+import type { AgentEventContext, ActorContext, ConversationContext, InputContext, SubjectContext } from "../protocol/context";
+import type { AgentRunnerManifest } from "../protocol/manifest";
+
+/**
+ * Everything a Durable Object needs to run one event, fixed at ingress and
+ * kept in the DO's storage until the run ends. Holds the runner secret, so it
+ * never leaves the host.
+ */
+export interface RunJob {
+  runId: string;
+  conversationKey: string;
+  publicBaseUrl: string;
+  event: AgentEventContext;
+  eventSeq: number;
+  transcriptSeq: number | null;
+  conversation: ConversationContext;
+  actor: ActorContext | null;
+  subject: SubjectContext | null;
+  input: InputContext;
+  agent: {
+    agentId: string;
+    runnerConfig: Record<string, unknown>;
+    resourcePolicy: ResourcePolicy;
+    statePolicy: StatePolicy;
+    deliveryPolicy: DeliveryPolicy;
+    concurrency: Concurrency;
+  };
+  runner: {
+    runnerId: string;
+    runnerName: string;
+    serviceId: string;
+    baseUrl: string;
+    secret: string | null;
+    manifest: AgentRunnerManifest;
+  };
+  enqueuedAt: number;
+}

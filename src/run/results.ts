@@ -1,0 +1,225 @@
+import { AgentRunResultSchema, parseResultPayload, type KnownResult } from "../protocol/results";
+import type { ArtifactRef, Message } from "../protocol/common";
+import type { StateScope } from "../protocol/context";
+import { formatZodIssues } from "../protocol/common";
+import { RunnerCallError, type RunFailureCode } from "../runner/errors";
+import type { HostRecord } from "../stores/event-log";
+import type { LedgerEntry, RunOutcome } from "../stores/runs";
+import type { NewTranscriptItem } from "../stores/transcript";
+import { newId } from "../lib/ids";
+
+/** What one chunk of results asks the host to write; the executor does the I/O as one batch. */
+export interface ResultBatch {
+  ledger: LedgerEntry[];
+  transcriptItems: NewTranscriptItem[];
+  stateWrites: { scope: StateScope; scopeKey: string; key: string; valueJson: string }[];
+  inlineArtifacts: { ref: ArtifactRef & { artifact_type: string }; contentBase64: string; metadata: Record<string, unknown> }[];
+  audits: HostRecord[];
+  /** Set when this batch held run.completed or run.failed: stop reading. */
+  terminal: boolean;
+  /** A protocol violation that ends the run, after what came before it in the batch is written. */
+  error?: RunnerCallError;
+}
+
+export interface ResultProcessorInit {
+  runId: string;
+  runnerId: string;
+  eventId: string;
+  conversationKey: string;
+  conversationId?: string | null;
+  threadId?: string | null;
+  /** Enabled, available state scopes of this run (frozen in its snapshot). */
+  stateScopes: Partial<Record<StateScope, string>>;
+}
+
+/** Above this many out-of-order sequence numbers the oldest gap is given up on, bounding memory. */
+const MAX_OUT_OF_ORDER = 1024;
+
+function messageText(message: Message): string {
+  if (typeof message.content === "string") return message.content;
+  return message.content.map((el) => (el.type === "text" ? el.text : "")).join("");
+}
+
+/**
+ * Applies PROTOCOL §7 to a run's result stream: validation, sequence
+ * de-duplication and gap warnings, and the host effect of each result. Pure:
+ * it decides what to write; it writes nothing. Holds O(1) state per run.
+ */
+export class ResultProcessor {
+  private ledgerSeq = 0;
+  /** Every sequence ≤ contiguous has been seen; `above` holds seen numbers past it. */
+  private contiguous = 0;
+  private above = new Set<number>();
+  private maxSequence = 0;
+  private pendingRefs: ArtifactRef[] = [];
+  private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
+  resultCount = 0;
+  sawMessage = false;
+  lastMessage: Message | undefined;
+
+  constructor(private readonly init: ResultProcessorInit) {}
+
+  get ended(): boolean {
+    return this.terminalResult !== null;
+  }
+
+  process(payloads: string[]): ResultBatch {
+    const batch: ResultBatch = { ledger: [], transcriptItems: [], stateWrites: [], inlineArtifacts: [], audits: [], terminal: false };
+    for (const payload of payloads) {
+      if (this.terminalResult) break;
+      try {
+        this.one(payload, batch);
+      } catch (err) {
+        if (!(err instanceof RunnerCallError)) throw err;
+        batch.error = err;
+        break;
+      }
+    }
+    batch.terminal = this.ended;
+    return batch;
+  }
+
+  /** The run's outcome once reading stopped, `error` being why it stopped early (if it did). */
+  finish(error?: unknown): { outcome: RunOutcome; ledger: LedgerEntry[] } {
+    const fail = (status: RunOutcome["status"], code: RunFailureCode | string, message: string) => ({
+      outcome: { status, errorCode: code, errorMessage: message, resultCount: this.resultCount, finalMessage: this.lastMessage },
+      ledger: [this.entry("run.failed", { code, error: message, retryable: false }, "host")],
+    });
+    if (error !== undefined) {
+      const e = error instanceof RunnerCallError ? error : new RunnerCallError("host.internal_error", "the host failed while running", { cause: error });
+      const status = e.code === "cancelled" ? "cancelled" : e.code === "deadline_exceeded" ? "timeout" : "failed";
+      return fail(status, e.code, e.message);
+    }
+    const t = this.terminalResult;
+    if (!t) return fail("failed", "runner.stream_closed", "the result stream ended without run.completed or run.failed");
+    if (t.type === "run.failed") {
+      return {
+        outcome: { status: "failed", errorCode: t.data.code, errorMessage: t.data.error, resultCount: this.resultCount, finalMessage: this.lastMessage },
+        ledger: [],
+      };
+    }
+    if (!this.sawMessage) return fail("failed", "runner.no_output", "the run completed without producing any message");
+    return {
+      outcome: { status: "completed", finishReason: t.data.finish_reason, finalMessage: this.lastMessage, resultCount: this.resultCount },
+      ledger: [],
+    };
+  }
+
+  private entry(type: string, data: unknown, origin: "runner" | "host", runnerSequence?: number | null): LedgerEntry {
+    return { runId: this.init.runId, seq: ++this.ledgerSeq, type, data, runnerSequence: runnerSequence ?? null, origin, createdAt: Date.now() };
+  }
+
+  private warn(batch: ResultBatch, code: string, message: string, extra: Record<string, unknown> = {}) {
+    batch.ledger.push(this.entry("host.warning", { code, message, ...extra }, "host"));
+  }
+
+  private one(payload: string, batch: ResultBatch) {
+    let json: unknown;
+    try {
+      json = JSON.parse(payload);
+    } catch (cause) {
+      throw new RunnerCallError("runner.protocol_error", `result line is not JSON: ${payload.slice(0, 80)}`, { cause });
+    }
+    const envelope = AgentRunResultSchema.safeParse(json);
+    if (!envelope.success) throw new RunnerCallError("runner.protocol_error", `result line is not an AgentRunResult: ${formatZodIssues(envelope.error)}`);
+    const result = envelope.data;
+    if (result.run_id !== this.init.runId) {
+      throw new RunnerCallError("runner.protocol_error", `result names run ${result.run_id}, not this run`);
+    }
+    const sequence = result.sequence ?? null;
+    if (sequence !== null && !this.acceptSequence(sequence, batch)) return;
+
+    this.resultCount++;
+    batch.ledger.push(this.entry(result.type, result.data, "runner", sequence));
+    const parsed = parseResultPayload(result.type, result.data);
+    if (parsed.kind === "unknown") return this.warn(batch, "result.unknown_type", `unknown result type ${result.type} ignored`, { sequence });
+    if (parsed.kind === "invalid") return this.drop(batch, result.type, parsed.issues, sequence);
+    this.apply(parsed.result, batch, sequence);
+  }
+
+  private acceptSequence(sequence: number, batch: ResultBatch): boolean {
+    if (sequence <= this.contiguous || this.above.has(sequence)) {
+      this.warn(batch, "result.duplicate", `duplicate sequence ${sequence} dropped`, { sequence });
+      return false;
+    }
+    if (sequence > this.maxSequence + 1) this.warn(batch, "result.sequence_gap", `sequence jumped from ${this.maxSequence} to ${sequence}`, { sequence });
+    else if (sequence < this.maxSequence) this.warn(batch, "result.reordered", `sequence ${sequence} arrived after ${this.maxSequence}`, { sequence });
+    this.maxSequence = Math.max(this.maxSequence, sequence);
+    this.above.add(sequence);
+    while (this.above.delete(this.contiguous + 1)) this.contiguous++;
+    if (this.above.size > MAX_OUT_OF_ORDER) {
+      // Never wait for a missing number: give up on the oldest gap.
+      this.contiguous = Math.min(...this.above);
+      this.above.delete(this.contiguous);
+      while (this.above.delete(this.contiguous + 1)) this.contiguous++;
+    }
+    return true;
+  }
+
+  private drop(batch: ResultBatch, type: string, reason: string, sequence: number | null) {
+    this.warn(batch, "result.invalid_payload", `${type} dropped: ${reason}`, { sequence });
+    batch.audits.push({
+      eventType: "runner.result_dropped",
+      conversationKey: this.init.conversationKey,
+      conversationId: this.init.conversationId,
+      threadId: this.init.threadId,
+      runId: this.init.runId,
+      data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, reason },
+    });
+  }
+
+  private addMessage(batch: ResultBatch, message: Message) {
+    this.sawMessage = true;
+    this.lastMessage = message;
+    batch.transcriptItems.push({
+      transcriptId: newId("tr"),
+      conversationKey: this.init.conversationKey,
+      eventId: this.init.eventId,
+      runId: this.init.runId,
+      conversationId: this.init.conversationId,
+      threadId: this.init.threadId,
+      role: message.role,
+      itemType: "message",
+      content: messageText(message),
+      contentJson: typeof message.content === "string" ? undefined : message.content,
+      artifactRefs: this.pendingRefs,
+    });
+    this.pendingRefs = [];
+  }
+
+  private apply(result: KnownResult, batch: ResultBatch, sequence: number | null) {
+    switch (result.type) {
+      case "message.completed":
+        return this.addMessage(batch, result.data.message);
+      case "state.updated": {
+        const scopeKey = this.init.stateScopes[result.data.scope];
+        if (!scopeKey) return this.drop(batch, result.type, `state scope ${result.data.scope} is not enabled for this run`, sequence);
+        batch.stateWrites.push({ scope: result.data.scope, scopeKey, key: result.data.key, valueJson: JSON.stringify(result.data.value) });
+        return;
+      }
+      case "artifact.created": {
+        const d = result.data;
+        if (d.content_base64) {
+          const ref = { artifact_id: newId("art"), artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined };
+          batch.inlineArtifacts.push({ ref, contentBase64: d.content_base64, metadata: d.metadata ?? {} });
+          this.pendingRefs.push(ref);
+        } else if (d.artifact_id) {
+          this.pendingRefs.push({ artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined });
+        } else {
+          this.drop(batch, result.type, "neither artifact_id nor content_base64 given", sequence);
+        }
+        return;
+      }
+      case "run.completed":
+        if (result.data.message && !this.sawMessage) this.addMessage(batch, result.data.message);
+        this.terminalResult = result;
+        return;
+      case "run.failed":
+        this.terminalResult = result;
+        return;
+      default:
+        // message.delta is streamed live; tool.call.* and action.requested are ledger-only in v1.
+        return;
+    }
+  }
+}

@@ -1,0 +1,99 @@
+import { PERMISSION_GROUPS, type Permissions } from "../protocol/manifest";
+import type { AvailableApis, StateScope } from "../protocol/context";
+import { stateScopeKey } from "../stores/state";
+import type { RunJob } from "./job";
+
+/**
+ * The run's frozen authorisation (PROTOCOL §4): computed once before the run,
+ * the only thing the Host API consults during it. Never recomputed from
+ * policy mid-run, so an operator edit cannot widen a running run's access.
+ */
+export interface AuthorizationSnapshot {
+  runId: string;
+  runnerId: string;
+  agentId: string;
+  serviceId: string;
+  conversationKey: string;
+  conversationId: string | null;
+  threadId: string | null;
+  workspaceId: string | null;
+  botId: string | null;
+  permissions: Permissions;
+  availableApis: AvailableApis;
+  /** scope → scope key, only for scopes the state policy enables and the event identifies. */
+  stateScopes: Partial<Record<StateScope, string>>;
+  storage: { plugin_storage: boolean; workspace_storage: boolean };
+  deadlineAt: number;
+}
+
+/** manifest.permissions ∩ agent.resource_policy.allow (an omitted group keeps the manifest's request). */
+export function effectivePermissions(manifest: Permissions, allow: Permissions | undefined): Permissions {
+  const out: Record<string, string[]> = {};
+  for (const group of PERMISSION_GROUPS) {
+    const asked: readonly string[] = manifest[group] ?? [];
+    const granted = allow?.[group];
+    const values = granted === undefined ? asked : asked.filter((v) => (granted as readonly string[]).includes(v));
+    if (values.length) out[group] = [...values];
+  }
+  // Built from PERMISSION_GROUPS with values drawn from the validated manifest, so it is a Permissions.
+  return out as Permissions;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+export async function freezeSnapshot(job: RunJob, deadlineAt: number): Promise<AuthorizationSnapshot> {
+  const permissions = effectivePermissions(job.runner.manifest.permissions ?? {}, job.agent.resourcePolicy.allow);
+  const has = (group: keyof Permissions, op: string) => ((permissions[group] ?? []) as readonly string[]).includes(op);
+
+  const stateScopes: Partial<Record<StateScope, string>> = {};
+  if (job.agent.statePolicy.enable_state) {
+    const identity = {
+      runnerId: job.runner.runnerId,
+      agentId: job.agent.agentId,
+      conversationId: job.conversation.conversation_id,
+      threadId: job.conversation.thread_id,
+      actorType: job.actor?.actor_type,
+      actorId: job.actor?.actor_id,
+      subjectType: job.subject?.subject_type,
+      subjectId: job.subject?.subject_id,
+    };
+    for (const scope of job.agent.statePolicy.state_scopes) {
+      const key = await stateScopeKey(scope, identity);
+      if (key) stateScopes[scope] = key;
+    }
+  }
+  const storage = { plugin_storage: has("storage", "plugin"), workspace_storage: has("storage", "workspace") && Boolean(job.conversation.workspace_id) };
+
+  return deepFreeze({
+    runId: job.runId,
+    runnerId: job.runner.runnerId,
+    agentId: job.agent.agentId,
+    serviceId: job.runner.serviceId,
+    conversationKey: job.conversationKey,
+    conversationId: job.conversation.conversation_id ?? null,
+    threadId: job.conversation.thread_id ?? null,
+    workspaceId: job.conversation.workspace_id ?? null,
+    botId: job.conversation.bot_id ?? null,
+    permissions,
+    availableApis: {
+      history_page: has("history", "page"),
+      history_search: has("history", "search"),
+      event_get: has("events", "get"),
+      event_page: has("events", "page"),
+      artifact_metadata: has("artifacts", "metadata"),
+      artifact_read: has("artifacts", "read"),
+      state: Object.keys(stateScopes).length > 0,
+      storage: storage.plugin_storage || storage.workspace_storage,
+      steering_pull: job.runner.manifest.capabilities?.steering === true,
+    },
+    stateScopes,
+    storage,
+    deadlineAt,
+  });
+}

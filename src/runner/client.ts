@@ -1,0 +1,65 @@
+import { RunnerCallError } from "./errors";
+import { readLines, sseFramer, type LineLimits } from "./lines";
+import { signRunRequest } from "./signing";
+
+export interface RunnerTarget {
+  baseUrl: string;
+  runnerName: string;
+  secret?: string | null;
+}
+
+export interface RunnerCallOptions extends LineLimits {
+  runId: string;
+  /** Aborting ends the call; a RunnerCallError reason (deadline, cancel) is rethrown as is. */
+  signal: AbortSignal;
+}
+
+function abortReason(signal: AbortSignal, fallback: unknown): unknown {
+  return signal.aborted && signal.reason instanceof RunnerCallError ? signal.reason : fallback;
+}
+
+/**
+ * POSTs the run request (§3) and yields the result payload strings of each
+ * network chunk as they arrive. Throws RunnerCallError for transport and
+ * framing failures; result semantics are the caller's.
+ */
+async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions): AsyncGenerator<string[]> {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/x-ndjson",
+    "x-agent-run-id": opts.runId,
+  };
+  if (target.secret) {
+    const timestamp = Math.floor(Date.now() / 1000);
+    headers["x-agent-timestamp"] = String(timestamp);
+    headers["x-agent-signature"] = await signRunRequest(target.secret, timestamp, body);
+  }
+  const url = `${target.baseUrl.replace(/\/+$/, "")}/runners/${encodeURIComponent(target.runnerName)}/run`;
+  let res: Response;
+  try {
+    res = await fetch(url, { method: "POST", headers, body, signal: opts.signal });
+  } catch (err) {
+    throw abortReason(opts.signal, new RunnerCallError("runner.unreachable", `runner request failed: ${(err as Error).message}`, { cause: err }));
+  }
+  if (!res.ok || !res.body) {
+    await res.body?.cancel().catch(() => {});
+    throw new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}`);
+  }
+  const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer() : null;
+  try {
+    for await (const lines of readLines(res.body, opts)) {
+      const payloads = (frame ? frame(lines) : lines).filter((l) => l.trim() !== "");
+      if (payloads.length) yield payloads;
+    }
+  } catch (err) {
+    throw abortReason(
+      opts.signal,
+      err instanceof RunnerCallError ? err : new RunnerCallError("runner.stream_closed", `result stream broke: ${(err as Error).message}`, { cause: err }),
+    );
+  } finally {
+    // Stop the body if the consumer left early (protocol error, abort).
+    await res.body.cancel().catch(() => {});
+  }
+}
+
+export const runnerClient = { run };

@@ -1,0 +1,121 @@
+import { and, eq, inArray, or, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { agent, agentBinding, runner, runnerService } from "../db/schema";
+import { DbError } from "../db/executor";
+import { iso, parseJson } from "../lib/json";
+
+export type AgentRow = typeof agent.$inferSelect;
+export type NewAgentRow = typeof agent.$inferInsert;
+
+export const SCOPE_TYPES = ["conversation", "bot", "workspace", "global"] as const;
+export type ScopeType = (typeof SCOPE_TYPES)[number];
+
+export function toAgentView(row: AgentRow) {
+  return {
+    agent_id: row.agentId,
+    name: row.name,
+    description: row.description ?? undefined,
+    runner_id: row.runnerId,
+    runner_config: parseJson<Record<string, unknown>>(row.runnerConfigJson, {}),
+    event_types: parseJson<string[]>(row.eventTypesJson, []),
+    scope: row.scopeType === "global" ? { type: row.scopeType } : { type: row.scopeType, id: row.scopeId },
+    resource_policy: parseJson<Record<string, unknown>>(row.resourcePolicyJson, {}),
+    state_policy: parseJson<Record<string, unknown>>(row.statePolicyJson, {}),
+    delivery_policy: parseJson<Record<string, unknown>>(row.deliveryPolicyJson, {}),
+    concurrency: parseJson<Record<string, unknown>>(row.concurrencyJson, {}),
+    enabled: row.enabled,
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+  };
+}
+
+/** A write refused because another enabled agent already binds the same scope and event type. */
+export class BindingConflictError extends Error {
+  override readonly name = "BindingConflictError";
+  constructor(readonly conflicts: { agentId: string; eventType: string }[], options?: { cause?: unknown }) {
+    super(
+      `another enabled agent already binds this scope for: ${conflicts.map((c) => `${c.eventType} (agent ${c.agentId})`).join(", ") || "an overlapping event type"}`,
+      options,
+    );
+  }
+}
+
+export interface ResolveQuery {
+  eventType: string;
+  conversationId?: string | null;
+  botId?: string | null;
+  workspaceId?: string | null;
+}
+
+export function agentsStore(db: Db) {
+  const b = agentBinding;
+
+  function bindingRows(row: NewAgentRow) {
+    if (!row.enabled) return [];
+    const eventTypes = parseJson<string[]>(row.eventTypesJson, []);
+    return eventTypes.map((eventType) => db.insert(b).values({ scopeType: row.scopeType, scopeId: row.scopeId, eventType, agentId: row.agentId }));
+  }
+
+  async function conflictsFor(row: NewAgentRow) {
+    const eventTypes = parseJson<string[]>(row.eventTypesJson, []);
+    const rows = await db
+      .select()
+      .from(b)
+      .where(and(eq(b.scopeType, row.scopeType), eq(b.scopeId, row.scopeId), inArray(b.eventType, eventTypes)))
+      .all();
+    return rows.filter((r) => r.agentId !== row.agentId).map((r) => ({ agentId: r.agentId, eventType: r.eventType }));
+  }
+
+  /** Run a write batch; a binding key violation becomes a BindingConflictError naming the other agent. */
+  async function write(row: NewAgentRow, statements: Parameters<Db["batch"]>[0]) {
+    try {
+      await db.batch(statements);
+    } catch (err) {
+      if (err instanceof DbError && err.isConstraintViolation && /agent_binding/.test(err.message)) {
+        throw new BindingConflictError(await conflictsFor(row), { cause: err });
+      }
+      throw err;
+    }
+  }
+
+  return {
+    get: (agentId: string) => db.select().from(agent).where(eq(agent.agentId, agentId)).get(),
+    list: () => db.select().from(agent).orderBy(agent.createdAt).all(),
+
+    async create(row: NewAgentRow) {
+      await write(row, [db.insert(agent).values(row), ...bindingRows(row)]);
+    },
+    async replace(row: NewAgentRow) {
+      const { agentId, createdAt: _createdAt, ...rest } = row;
+      await write(row, [
+        db.delete(b).where(eq(b.agentId, agentId)),
+        db.update(agent).set(rest).where(eq(agent.agentId, agentId)),
+        ...bindingRows(row),
+      ]);
+    },
+    async remove(agentId: string) {
+      await db.batch([db.delete(b).where(eq(b.agentId, agentId)), db.delete(agent).where(eq(agent.agentId, agentId))]);
+    },
+
+    /**
+     * The one agent for an event: the most specific enabled scope that lists
+     * the event type. The binding key guarantees at most one per scope.
+     */
+    async resolve(q: ResolveQuery) {
+      const scopeMatch = [and(eq(b.scopeType, "global"), eq(b.scopeId, ""))];
+      if (q.conversationId) scopeMatch.push(and(eq(b.scopeType, "conversation"), eq(b.scopeId, q.conversationId)));
+      if (q.botId) scopeMatch.push(and(eq(b.scopeType, "bot"), eq(b.scopeId, q.botId)));
+      if (q.workspaceId) scopeMatch.push(and(eq(b.scopeType, "workspace"), eq(b.scopeId, q.workspaceId)));
+      return db
+        .select({ agent, runner, service: runnerService })
+        .from(b)
+        .innerJoin(agent, eq(agent.agentId, b.agentId))
+        .innerJoin(runner, eq(runner.runnerId, agent.runnerId))
+        .innerJoin(runnerService, eq(runnerService.serviceId, runner.serviceId))
+        .where(and(eq(b.eventType, q.eventType), or(...scopeMatch)))
+        .orderBy(sql`CASE ${b.scopeType} WHEN 'conversation' THEN 0 WHEN 'bot' THEN 1 WHEN 'workspace' THEN 2 ELSE 3 END`)
+        .limit(1)
+        .get();
+    },
+  };
+}

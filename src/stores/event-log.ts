@@ -1,0 +1,76 @@
+import { and, desc, eq, lt } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { eventLog } from "../db/schema";
+import { encodeCursor } from "../lib/cursor";
+import { newId } from "../lib/ids";
+import { iso, parseJson } from "../lib/json";
+
+export type EventRow = typeof eventLog.$inferSelect;
+
+/** The §8 AgentEventRecord view of an EventLog row. */
+export function toEventRecord(row: EventRow) {
+  return {
+    event_id: row.eventId,
+    event_type: row.eventType,
+    event_time: row.eventTime ?? undefined,
+    source: row.source,
+    bot_id: row.botId ?? undefined,
+    workspace_id: row.workspaceId ?? undefined,
+    conversation_id: row.conversationId ?? undefined,
+    thread_id: row.threadId ?? undefined,
+    actor_type: row.actorType ?? undefined,
+    actor_id: row.actorId ?? undefined,
+    actor_name: row.actorName ?? undefined,
+    subject_type: row.subjectType ?? undefined,
+    subject_id: row.subjectId ?? undefined,
+    input_summary: row.inputSummary ?? undefined,
+    raw_ref: row.rawRef ?? undefined,
+    seq: row.seq,
+    cursor: encodeCursor("e", row.seq),
+    created_at: iso(row.createdAt)!,
+    metadata: parseJson<Record<string, unknown>>(row.metadataJson, {}),
+  };
+}
+
+/** A record the host itself appends (denials, runner errors, steering outcomes). */
+export interface HostRecord {
+  eventType: string;
+  conversationKey?: string | null;
+  conversationId?: string | null;
+  threadId?: string | null;
+  runId?: string | null;
+  data: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+}
+
+export function hostRecordInsert(db: Db, rec: HostRecord) {
+  return db.insert(eventLog).values({
+    eventId: newId("hev"),
+    eventType: rec.eventType,
+    source: "system",
+    conversationKey: rec.conversationKey ?? null,
+    conversationId: rec.conversationId ?? null,
+    threadId: rec.threadId ?? null,
+    runId: rec.runId ?? null,
+    dataJson: JSON.stringify(rec.data),
+    metadataJson: JSON.stringify(rec.metadata ?? {}),
+    createdAt: Date.now(),
+  });
+}
+
+export function eventLogStore(db: Db) {
+  return {
+    async get(eventId: string): Promise<EventRow | undefined> {
+      return db.select().from(eventLog).where(eq(eventLog.eventId, eventId)).get();
+    },
+    /** Newest first, strictly before `beforeSeq` when given. */
+    async page(conversationKey: string, beforeSeq: number | undefined, limit: number): Promise<{ rows: EventRow[]; hasMore: boolean }> {
+      const where = beforeSeq === undefined
+        ? eq(eventLog.conversationKey, conversationKey)
+        : and(eq(eventLog.conversationKey, conversationKey), lt(eventLog.seq, beforeSeq));
+      const rows = await db.select().from(eventLog).where(where).orderBy(desc(eventLog.seq)).limit(limit + 1).all();
+      return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+    },
+    append: (rec: HostRecord) => hostRecordInsert(db, rec),
+  };
+}

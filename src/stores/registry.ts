@@ -1,0 +1,49 @@
+import { eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { runner, runnerService } from "../db/schema";
+import { iso, parseJson } from "../lib/json";
+
+export type RunnerServiceRow = typeof runnerService.$inferSelect;
+export type RunnerRow = typeof runner.$inferSelect;
+
+/** Public view: never includes the service secret. */
+export function toServiceView(row: RunnerServiceRow, runners: RunnerRow[]) {
+  return {
+    service_id: row.serviceId,
+    base_url: row.baseUrl,
+    has_secret: Boolean(row.secret),
+    author: row.author ?? undefined,
+    name: row.name ?? undefined,
+    version: row.version ?? undefined,
+    last_error: row.lastError ?? undefined,
+    fetched_at: iso(row.fetchedAt),
+    runners: runners.map((r) => r.runnerId),
+  };
+}
+
+export function toRunnerView(row: RunnerRow) {
+  return { runner_id: row.runnerId, service_id: row.serviceId, name: row.name, manifest: parseJson<unknown>(row.manifestJson, {}) };
+}
+
+export function registryStore(db: Db) {
+  return {
+    getService: (serviceId: string) => db.select().from(runnerService).where(eq(runnerService.serviceId, serviceId)).get(),
+    getServiceByUrl: (baseUrl: string) => db.select().from(runnerService).where(eq(runnerService.baseUrl, baseUrl)).get(),
+    listRunners: () => db.select().from(runner).orderBy(runner.runnerId).all(),
+    runnersOf: (serviceId: string) => db.select().from(runner).where(eq(runner.serviceId, serviceId)).orderBy(runner.runnerId).all(),
+    getRunner: (runnerId: string) => db.select().from(runner).where(eq(runner.runnerId, runnerId)).get(),
+
+    /** Save a fetched manifest and replace the service's runners: one batch. */
+    async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[]) {
+      const { serviceId, ...rest } = service;
+      await db.batch([
+        db.insert(runnerService).values(service).onConflictDoUpdate({ target: runnerService.serviceId, set: rest }),
+        db.delete(runner).where(eq(runner.serviceId, serviceId)),
+        ...runners.map((r) => db.insert(runner).values(r)),
+      ]);
+    },
+    recordServiceError(serviceId: string, message: string) {
+      return db.update(runnerService).set({ lastError: message }).where(eq(runnerService.serviceId, serviceId));
+    },
+  };
+}

@@ -1,0 +1,131 @@
+import { and, asc, desc, eq, gt, inArray, lt, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { run, runEvent } from "../db/schema";
+import { encodeCursor } from "../lib/cursor";
+import { iso, parseJson } from "../lib/json";
+
+export type RunRow = typeof run.$inferSelect;
+export type RunStatus = "queued" | "running" | "completed" | "failed" | "cancelled" | "timeout";
+export const TERMINAL_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled", "timeout"];
+
+export function toRunView(row: RunRow) {
+  return {
+    run_id: row.runId,
+    event_id: row.eventId,
+    status: row.status as RunStatus,
+    agent_id: row.agentId,
+    runner_id: row.runnerId,
+    conversation_id: row.conversationId ?? undefined,
+    thread_id: row.threadId ?? undefined,
+    finish_reason: row.finishReason ?? undefined,
+    message: parseJson<unknown>(row.finalMessageJson, undefined),
+    error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? "" } : undefined,
+    result_count: row.resultCount,
+    created_at: iso(row.createdAt),
+    started_at: iso(row.startedAt),
+    ended_at: iso(row.endedAt),
+  };
+}
+
+export interface LedgerEntry {
+  runId: string;
+  seq: number;
+  type: string;
+  data: unknown;
+  runnerSequence?: number | null;
+  origin: "runner" | "host";
+  createdAt: number;
+}
+
+export function toLedgerView(e: { seq: number; type: string; dataJson: string; runnerSequence: number | null; origin: string; createdAt: number }) {
+  return {
+    seq: e.seq,
+    cursor: encodeCursor("r", e.seq),
+    type: e.type,
+    data: parseJson<unknown>(e.dataJson, {}),
+    sequence: e.runnerSequence ?? undefined,
+    origin: e.origin,
+    created_at: iso(e.createdAt),
+  };
+}
+
+export interface RunOutcome {
+  status: Exclude<RunStatus, "queued" | "running">;
+  finishReason?: string | null;
+  finalMessage?: unknown;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  resultCount: number;
+}
+
+export function runsStore(db: Db) {
+  return {
+    get: (runId: string) => db.select().from(run).where(eq(run.runId, runId)).get(),
+
+    /** queued → running; answers false when another trigger already took the run. */
+    async markRunning(runId: string): Promise<boolean> {
+      const rows = await db
+        .update(run)
+        .set({ status: "running", startedAt: Date.now() })
+        .where(and(eq(run.runId, runId), eq(run.status, "queued")))
+        .returning({ runId: run.runId })
+        .all();
+      return rows.length === 1;
+    },
+
+    /** The terminal write; only a run that has not ended yet is changed. */
+    finishStatement(runId: string, outcome: RunOutcome) {
+      return db
+        .update(run)
+        .set({
+          status: outcome.status,
+          finishReason: outcome.finishReason ?? null,
+          finalMessageJson: outcome.finalMessage === undefined ? null : JSON.stringify(outcome.finalMessage),
+          errorCode: outcome.errorCode ?? null,
+          errorMessage: outcome.errorMessage ?? null,
+          resultCount: outcome.resultCount,
+          endedAt: Date.now(),
+        })
+        .where(and(eq(run.runId, runId), inArray(run.status, ["queued", "running"])));
+    },
+
+    ledgerInsert(entries: LedgerEntry[]) {
+      return db.insert(runEvent).values(
+        entries.map((e) => ({
+          runId: e.runId,
+          seq: e.seq,
+          type: e.type,
+          dataJson: JSON.stringify(e.data ?? {}),
+          runnerSequence: e.runnerSequence ?? null,
+          origin: e.origin,
+          createdAt: e.createdAt,
+        })),
+      );
+    },
+
+    async ledger(runId: string, afterSeq: number, limit: number) {
+      const rows = await db
+        .select()
+        .from(runEvent)
+        .where(and(eq(runEvent.runId, runId), gt(runEvent.seq, afterSeq)))
+        .orderBy(asc(runEvent.seq))
+        .limit(limit + 1)
+        .all();
+      return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+    },
+
+    async list(filter: { conversationKeyPrefix?: string; conversationId?: string; status?: string; beforeCreatedAt?: number; limit: number }) {
+      const conds = [];
+      if (filter.conversationId) conds.push(eq(run.conversationId, filter.conversationId));
+      if (filter.status) conds.push(eq(run.status, filter.status));
+      if (filter.beforeCreatedAt !== undefined) conds.push(lt(run.createdAt, filter.beforeCreatedAt));
+      return db
+        .select()
+        .from(run)
+        .where(conds.length ? and(...conds) : sql`1`)
+        .orderBy(desc(run.createdAt))
+        .limit(filter.limit)
+        .all();
+    },
+  };
+}

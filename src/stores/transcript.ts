@@ -1,0 +1,89 @@
+import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { transcript } from "../db/schema";
+import { encodeCursor } from "../lib/cursor";
+import { iso, parseJson } from "../lib/json";
+
+export type TranscriptRow = typeof transcript.$inferSelect;
+
+export function toTranscriptItem(row: TranscriptRow, includeArtifacts = true) {
+  return {
+    transcript_id: row.transcriptId,
+    event_id: row.eventId,
+    conversation_id: row.conversationId ?? undefined,
+    thread_id: row.threadId ?? undefined,
+    role: row.role,
+    item_type: row.itemType,
+    content: row.content ?? undefined,
+    content_json: parseJson<unknown>(row.contentJson, undefined),
+    artifact_refs: includeArtifacts ? parseJson<unknown[]>(row.artifactRefsJson, []) : [],
+    seq: row.seq,
+    cursor: encodeCursor("t", row.seq),
+    created_at: iso(row.createdAt)!,
+    metadata: parseJson<Record<string, unknown>>(row.metadataJson, {}),
+  };
+}
+
+export interface NewTranscriptItem {
+  transcriptId: string;
+  conversationKey: string;
+  eventId: string;
+  runId?: string | null;
+  conversationId?: string | null;
+  threadId?: string | null;
+  role: string;
+  itemType: string;
+  content?: string | null;
+  contentJson?: unknown;
+  artifactRefs?: unknown[];
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * Insert with the next per-conversation seq computed inside the statement, so
+ * concurrent writers (ingress and the run) never pick the same number: each
+ * batch is one SQLite write transaction. `guard` (a boolean SQL expression)
+ * makes the insert conditional on an earlier statement of the same batch.
+ */
+export function transcriptInsert(db: Db, item: NewTranscriptItem, guard = sql`1`) {
+  const t = transcript;
+  return db.run(sql`INSERT INTO ${t} (${t.transcriptId}, ${t.conversationKey}, ${t.seq}, ${t.eventId}, ${t.runId},
+      ${t.conversationId}, ${t.threadId}, ${t.role}, ${t.itemType}, ${t.content}, ${t.contentJson},
+      ${t.artifactRefsJson}, ${t.metadataJson}, ${t.createdAt})
+    SELECT ${item.transcriptId}, ${item.conversationKey},
+      (SELECT COALESCE(MAX(${t.seq}), 0) + 1 FROM ${t} WHERE ${t.conversationKey} = ${item.conversationKey}),
+      ${item.eventId}, ${item.runId ?? null}, ${item.conversationId ?? null}, ${item.threadId ?? null},
+      ${item.role}, ${item.itemType}, ${item.content ?? null},
+      ${item.contentJson === undefined ? null : JSON.stringify(item.contentJson)},
+      ${JSON.stringify(item.artifactRefs ?? [])}, ${JSON.stringify(item.metadata ?? {})}, ${Date.now()}
+    WHERE ${guard}`);
+}
+
+export type PageDirection = "backward" | "forward";
+
+export function transcriptStore(db: Db) {
+  return {
+    /**
+     * backward: newest first, strictly before `beforeSeq` when given;
+     * forward: oldest first, strictly after `afterSeq` when given.
+     * One index range scan on (conversation_key, seq) whatever the history length.
+     */
+    async page(conversationKey: string, opts: { direction: PageDirection; beforeSeq?: number; afterSeq?: number; limit: number }) {
+      const t = transcript;
+      const conds = [eq(t.conversationKey, conversationKey)];
+      if (opts.beforeSeq !== undefined) conds.push(lt(t.seq, opts.beforeSeq));
+      if (opts.afterSeq !== undefined) conds.push(gt(t.seq, opts.afterSeq));
+      const rows = await db
+        .select()
+        .from(t)
+        .where(and(...conds))
+        .orderBy(opts.direction === "backward" ? desc(t.seq) : asc(t.seq))
+        .limit(opts.limit + 1)
+        .all();
+      return { rows: rows.slice(0, opts.limit), hasMore: rows.length > opts.limit };
+    },
+    async byEvent(eventId: string, role: string): Promise<TranscriptRow | undefined> {
+      return db.select().from(transcript).where(and(eq(transcript.eventId, eventId), eq(transcript.role, role))).get();
+    },
+  };
+}
