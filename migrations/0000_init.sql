@@ -118,7 +118,7 @@ CREATE TABLE `runner` (
 	`updated_at` integer NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX `runner_service` ON `runner` (`service_id`);--> statement-breakpoint
+CREATE INDEX `runner_by_service` ON `runner` (`service_id`);--> statement-breakpoint
 CREATE TABLE `runner_service` (
 	`service_id` text PRIMARY KEY NOT NULL,
 	`base_url` text NOT NULL,
@@ -169,4 +169,5 @@ CREATE TABLE `transcript` (
 	`created_at` integer NOT NULL
 );
 --> statement-breakpoint
-CREATE UNIQUE INDEX `transcript_conversation_seq` ON `transcript` (`conversation_key`,`seq`);
+CREATE UNIQUE INDEX `transcript_conversation_seq` ON `transcript` (`conversation_key`,`seq`);--> statement-breakpoint
+CREATE INDEX `transcript_event` ON `transcript` (`event_id`);

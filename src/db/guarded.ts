@@ -5,9 +5,15 @@ import type { Db } from "./client";
 /**
  * `INSERT INTO t (...) SELECT ... WHERE guard`: an insert that takes effect
  * only if `guard` holds when it runs, so a batch can make its later writes
- * depend on an earlier one without a round trip in between.
+ * depend on an earlier one without a round trip in between. A value may be
+ * SQL (a subquery) evaluated inside the same statement.
  */
-export function insertWhere<T extends SQLiteTable>(db: Db, table: T, values: T["$inferInsert"], guard: SQL) {
+export function insertWhere<T extends SQLiteTable>(
+  db: Db,
+  table: T,
+  values: { [K in keyof T["$inferInsert"]]: T["$inferInsert"][K] | SQL },
+  guard: SQL = sql`1`,
+) {
   const columns = getTableColumns(table);
   const entries = Object.entries(values as Record<string, unknown>).filter(([, v]) => v !== undefined);
   const names = sql.join(entries.map(([k]) => sql.identifier(columns[k].name)), sql`, `);

@@ -62,7 +62,7 @@ export const transcript = sqliteTable(
     metadataJson: text("metadata_json").notNull().default("{}"),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [uniqueIndex("transcript_conversation_seq").on(t.conversationKey, t.seq)],
+  (t) => [uniqueIndex("transcript_conversation_seq").on(t.conversationKey, t.seq), index("transcript_event").on(t.eventId)],
 );
 
 /** Host-owned runner state, keyed by a hash of (runner, binding, scope identity). */
@@ -175,7 +175,7 @@ export const runner = sqliteTable(
     manifestJson: text("manifest_json").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
-  (t) => [index("runner_service").on(t.serviceId)],
+  (t) => [index("runner_by_service").on(t.serviceId)],
 );
 
 /** Operator-managed agent configuration. */

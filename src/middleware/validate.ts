@@ -1,14 +1,36 @@
 import { zValidator } from "@hono/zod-validator";
-import type { ValidationTargets } from "hono";
-import type { ZodType } from "zod";
+import type { MiddlewareHandler, ValidationTargets } from "hono";
+import type { z, ZodType } from "zod";
 import { HostError } from "../lib/errors";
 import { formatZodIssues } from "../protocol/common";
 
-/** zod validation with the host's error shape: a 400 that says which field and why. */
+function invalid(target: string, error: Parameters<typeof formatZodIssues>[0]): HostError {
+  return new HostError(400, "invalid_request", `invalid ${target}: ${formatZodIssues(error)}`);
+}
+
+/** zod validation of params and query with the host's error shape. */
 export function validate<T extends ZodType, Target extends keyof ValidationTargets>(target: Target, schema: T) {
   return zValidator(target, schema, (result) => {
-    if (!result.success) {
-      throw new HostError(400, "invalid_request", `invalid ${target}: ${formatZodIssues(result.error as never)}`);
-    }
+    if (!result.success) throw invalid(target, result.error);
   });
+}
+
+/**
+ * JSON bodies whatever their Content-Type (plain `curl -d` sends a form type):
+ * malformed JSON is a 400 `invalid_json`, a schema violation a 400
+ * `invalid_request` naming the fields. The parsed body is `c.get("body")`.
+ */
+export function jsonBody<T extends ZodType>(schema: T): MiddlewareHandler<{ Variables: { body: z.output<T> } }> {
+  return async function jsonBody(c, next) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await c.req.text());
+    } catch {
+      throw new HostError(400, "invalid_json", "request body is not valid JSON");
+    }
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) throw invalid("body", parsed.error);
+    c.set("body", parsed.data);
+    await next();
+  };
 }

@@ -166,7 +166,8 @@ export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
 
 /** One-line rendering of zod issues, for warnings, audit records and 400 bodies. */
-export function formatZodIssues(error: z.ZodError): string {
+/** Structural, so it takes both zod's classic and core error types. */
+export function formatZodIssues(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
   return error.issues
     .map((issue) => {
       const path = issue.path.map(String).join(".");

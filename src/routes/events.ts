@@ -2,7 +2,7 @@ import { EventEnvelopeSchema } from "../protocol/envelope";
 import { acceptEvent } from "../ingress/accept";
 import { adminAuth } from "../middleware/admin-auth";
 import { limitBody } from "../middleware/body-limit";
-import { validate } from "../middleware/validate";
+import { jsonBody } from "../middleware/validate";
 import { configOf } from "../env";
 import { publicBaseUrl, router } from "./app-env";
 
@@ -11,9 +11,9 @@ export const eventsRouter = router().post(
   "/",
   adminAuth(),
   (c, next) => limitBody(configOf(c.env).MAX_EVENT_BODY_BYTES)(c, next),
-  validate("json", EventEnvelopeSchema),
+  jsonBody(EventEnvelopeSchema),
   async (c) => {
-    const body = c.req.valid("json");
+    const body = c.get("body");
     const accepted = await acceptEvent(
       c.env,
       {

@@ -1,4 +1,5 @@
-import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
+import { insertWhere } from "../db/guarded";
 import type { Db } from "../db/client";
 import { transcript } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
@@ -42,21 +43,32 @@ export interface NewTranscriptItem {
 /**
  * Insert with the next per-conversation seq computed inside the statement, so
  * concurrent writers (ingress and the run) never pick the same number: each
- * batch is one SQLite write transaction. `guard` (a boolean SQL expression)
- * makes the insert conditional on an earlier statement of the same batch.
+ * batch is one SQLite write transaction. `guard` makes the insert
+ * conditional on an earlier statement of the same batch.
  */
-export function transcriptInsert(db: Db, item: NewTranscriptItem, guard = sql`1`) {
+export function transcriptInsert(db: Db, item: NewTranscriptItem, guard?: SQL) {
   const t = transcript;
-  return db.run(sql`INSERT INTO ${t} (${t.transcriptId}, ${t.conversationKey}, ${t.seq}, ${t.eventId}, ${t.runId},
-      ${t.conversationId}, ${t.threadId}, ${t.role}, ${t.itemType}, ${t.content}, ${t.contentJson},
-      ${t.artifactRefsJson}, ${t.metadataJson}, ${t.createdAt})
-    SELECT ${item.transcriptId}, ${item.conversationKey},
-      (SELECT COALESCE(MAX(${t.seq}), 0) + 1 FROM ${t} WHERE ${t.conversationKey} = ${item.conversationKey}),
-      ${item.eventId}, ${item.runId ?? null}, ${item.conversationId ?? null}, ${item.threadId ?? null},
-      ${item.role}, ${item.itemType}, ${item.content ?? null},
-      ${item.contentJson === undefined ? null : JSON.stringify(item.contentJson)},
-      ${JSON.stringify(item.artifactRefs ?? [])}, ${JSON.stringify(item.metadata ?? {})}, ${Date.now()}
-    WHERE ${guard}`);
+  return insertWhere(
+    db,
+    t,
+    {
+      transcriptId: item.transcriptId,
+      conversationKey: item.conversationKey,
+      seq: sql`(SELECT COALESCE(MAX(${t.seq}), 0) + 1 FROM ${t} WHERE ${t.conversationKey} = ${item.conversationKey})`,
+      eventId: item.eventId,
+      runId: item.runId ?? null,
+      conversationId: item.conversationId ?? null,
+      threadId: item.threadId ?? null,
+      role: item.role,
+      itemType: item.itemType,
+      content: item.content ?? null,
+      contentJson: item.contentJson === undefined ? null : JSON.stringify(item.contentJson),
+      artifactRefsJson: JSON.stringify(item.artifactRefs ?? []),
+      metadataJson: JSON.stringify(item.metadata ?? {}),
+      createdAt: Date.now(),
+    },
+    guard,
+  );
 }
 
 export type PageDirection = "backward" | "forward";

@@ -5,7 +5,7 @@ import { badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { parseJson } from "../../lib/json";
 import type { AgentRunnerManifest } from "../../protocol/manifest";
-import { validate } from "../../middleware/validate";
+import { jsonBody } from "../../middleware/validate";
 import { agentsStore, BindingConflictError, toAgentView, type NewAgentRow } from "../../stores/agents";
 import { registryStore } from "../../stores/registry";
 import { router } from "../app-env";
@@ -52,9 +52,9 @@ async function save(write: () => Promise<void>) {
 
 export const agentsRouter = router()
   .get("/", async (c) => c.json({ items: (await agentsStore(dbOf(c.env)).list()).map(toAgentView) }))
-  .post("/", validate("json", AgentInputSchema), async (c) => {
+  .post("/", jsonBody(AgentInputSchema), async (c) => {
     const db = dbOf(c.env);
-    const input = c.req.valid("json");
+    const input = c.get("body");
     await checkRunnerConfig(db, input);
     const store = agentsStore(db);
     const agentId = input.agent_id ?? newId("agt");
@@ -68,10 +68,10 @@ export const agentsRouter = router()
     if (!row) throw notFound(`agent ${c.req.param("agentId")} not found`);
     return c.json(toAgentView(row));
   })
-  .put("/:agentId", validate("json", AgentInputSchema), async (c) => {
+  .put("/:agentId", jsonBody(AgentInputSchema), async (c) => {
     const db = dbOf(c.env);
     const agentId = c.req.param("agentId");
-    const input = c.req.valid("json");
+    const input = c.get("body");
     if (input.agent_id && input.agent_id !== agentId) throw badRequest("agent_id in the body differs from the path");
     const store = agentsStore(db);
     const existing = await store.get(agentId);

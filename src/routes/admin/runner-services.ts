@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { dbOf } from "../../db/connect";
 import { notFound } from "../../lib/errors";
-import { validate } from "../../middleware/validate";
+import { jsonBody } from "../../middleware/validate";
 import { registerRunnerService } from "../../registry/register";
 import { registryStore, toRunnerView } from "../../stores/registry";
 import { router } from "../app-env";
@@ -12,8 +12,8 @@ const ServiceInput = z.strictObject({
 });
 
 export const runnerServicesRouter = router()
-  .post("/", validate("json", ServiceInput), async (c) => {
-    const result = await registerRunnerService(dbOf(c.env), c.req.valid("json"));
+  .post("/", jsonBody(ServiceInput), async (c) => {
+    const result = await registerRunnerService(dbOf(c.env), c.get("body"));
     return c.json(result, 201);
   })
   .post("/:serviceId/refresh", async (c) => {

@@ -1,0 +1,31 @@
+/** Operator calls the launcher makes: the same admin API anyone would use. */
+export async function adminCall<T = unknown>(host: { url: string; adminToken: string }, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${host.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${host.adminToken}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
+}
+
+/** Register a runner service and bind one agent to it (idempotent: an existing agent is replaced). */
+export async function bindRunner(
+  host: { url: string; adminToken: string },
+  opts: { baseUrl: string; secret?: string; runnerId: string; agentId: string; scope?: { type: string; id?: string }; eventTypes?: string[] },
+) {
+  const reg = await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: opts.baseUrl, secret: opts.secret });
+  if (reg.status !== 201) throw new Error(`registering ${opts.baseUrl} failed: ${JSON.stringify(reg.body)}`);
+  const agent = {
+    agent_id: opts.agentId,
+    name: opts.agentId,
+    runner_id: opts.runnerId,
+    event_types: opts.eventTypes ?? ["message.received"],
+    scope: opts.scope ?? { type: "global" },
+  };
+  const existing = await adminCall(host, "GET", `/v1/admin/agents/${opts.agentId}`);
+  const res = existing.status === 200
+    ? await adminCall(host, "PUT", `/v1/admin/agents/${opts.agentId}`, agent)
+    : await adminCall(host, "POST", "/v1/admin/agents", agent);
+  if (res.status >= 300) throw new Error(`binding agent ${opts.agentId} failed: ${JSON.stringify(res.body)}`);
+}

@@ -1,0 +1,50 @@
+/**
+ * `npm start`: the host on its embedded default, with nothing to configure.
+ * PORT (default 8787), ADMIN_TOKEN (default: a dev token kept in .data/),
+ * DATA_DIR (default .data), RUNNER_PORT (default 8788).
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { startEchoRunner } from "../examples/echo-runner/runner";
+import { ROOT } from "./build";
+import { startHost } from "./host";
+import { bindRunner } from "./setup";
+
+const dataDir = process.env.DATA_DIR ?? join(ROOT, ".data");
+mkdirSync(dataDir, { recursive: true });
+
+function devSecret(name: string): string {
+  const file = join(dataDir, name);
+  if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString("hex"), { mode: 0o600 });
+  return readFileSync(file, "utf8").trim();
+}
+
+const adminToken = process.env.ADMIN_TOKEN ?? devSecret("admin-token");
+const runnerSecret = devSecret("runner-secret");
+const runner = await startEchoRunner({ port: Number(process.env.RUNNER_PORT ?? 8788), secret: runnerSecret });
+const host = await startHost({
+  adminToken,
+  port: Number(process.env.PORT ?? 8787),
+  dataDir,
+  vars: process.env.PUBLIC_URL ? { PUBLIC_URL: process.env.PUBLIC_URL } : {},
+});
+await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo" });
+
+console.log(`agent host listening on ${host.url}
+admin token: ${adminToken}
+example runner: ${runner.url} (http:examples/echo/default, bound globally as agent "echo")
+
+try:
+  curl -s -X POST ${host.url}/v1/events -H "Authorization: Bearer ${adminToken}" -H "content-type: application/json" \\
+    -d '{"event_type":"message.received","conversation_id":"c1","actor":{"actor_type":"user","actor_id":"u1"},"input":{"text":"hello"}}'
+  curl -s ${host.url}/v1/runs/RUN_ID -H "Authorization: Bearer ${adminToken}"
+  curl -sN ${host.url}/v1/runs/RUN_ID/stream -H "Authorization: Bearer ${adminToken}"`);
+
+const shutdown = async () => {
+  await host.dispose();
+  await runner.close();
+  process.exit(0);
+};
+process.on("SIGINT", shutdown);
+process.on("SIGTERM", shutdown);

@@ -1,0 +1,80 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT } from "../../local/build";
+import { startHost, type LocalHost } from "../../local/host";
+import { adminCall, bindRunner } from "../../local/setup";
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
+const TERMINAL = new Set(["completed", "failed", "cancelled", "timeout"]);
+
+export interface RunView {
+  run_id: string;
+  status: string;
+  message?: { role: string; content: unknown };
+  error?: { code: string; message: string };
+  [k: string]: unknown;
+}
+
+export interface TestHost extends LocalHost {
+  admin<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  postEvent(body: Record<string, unknown>): Promise<{ status: number; body: { event_id: string; run_id: string | null; disposition: string } }>;
+  waitForRun(runId: string, timeoutMs?: number): Promise<RunView>;
+  bind(opts: Parameters<typeof bindRunner>[1]): Promise<void>;
+}
+
+/** A real host: the built Worker under Miniflare with a fresh libSQL file of its own. */
+export async function startTestHost(opts: { vars?: Record<string, string> } = {}): Promise<TestHost> {
+  const dir = mkdtempSync(join(tmpdir(), "agent-host-test-"));
+  const host = await startHost({
+    adminToken: ADMIN_TOKEN,
+    dbUrl: `file:${join(dir, "host.db")}`,
+    scriptPath: join(ROOT, "dist/test/worker.js"),
+    vars: opts.vars,
+  });
+  const admin = <T>(method: string, path: string, body?: unknown) => adminCall<T>(host, method, path, body);
+  return {
+    ...host,
+    admin,
+    postEvent: (body) => admin("POST", "/v1/events", body),
+    bind: (o) => bindRunner(host, o),
+    async waitForRun(runId, timeoutMs = 15_000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const res = await admin<RunView>("GET", `/v1/runs/${runId}`);
+        if (res.status === 200 && TERMINAL.has(res.body.status)) return res.body;
+        if (Date.now() > until) throw new Error(`run ${runId} did not end in ${timeoutMs} ms: ${JSON.stringify(res.body)}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    async dispose() {
+      await host.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function messageEvent(conversationId: string, text: string, extra: Record<string, unknown> = {}) {
+  return {
+    event_type: "message.received",
+    conversation_id: conversationId,
+    actor: { actor_type: "user", actor_id: "u1" },
+    input: { text },
+    ...extra,
+  };
+}
+
+/** Read an SSE response to its end: the `result` frames and the final `end` status. */
+export async function readSse(res: Response): Promise<{ frames: { seq: number; type: string; data: any; origin: string }[]; end?: string }> {
+  const text = await res.text();
+  const frames: { seq: number; type: string; data: any; origin: string }[] = [];
+  let end: string | undefined;
+  for (const block of text.split("\n\n")) {
+    const event = /^event: (.*)$/m.exec(block)?.[1];
+    const data = /^data: (.*)$/m.exec(block)?.[1];
+    if (!data) continue;
+    if (event === "result") frames.push(JSON.parse(data));
+    if (event === "end") end = JSON.parse(data).status;
+  }
+  return { frames, end };
+}

@@ -1,0 +1,70 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface RunCall {
+  headers: IncomingMessage["headers"];
+  body: any;
+  raw: string;
+}
+
+/**
+ * An ad-hoc runner service on loopback: a manifest for `author/name` with the
+ * given runners, and a handler per run request that writes whatever it likes
+ * to the raw response (good NDJSON, garbage, nothing at all).
+ */
+export async function startAdHocRunner(opts: {
+  author?: string;
+  name: string;
+  runners?: Record<string, unknown>[];
+  onRun: (call: RunCall, res: ServerResponse) => void | Promise<void>;
+}): Promise<{ url: string; calls: RunCall[]; runnerId: (runner?: string) => string; close(): Promise<void> }> {
+  const calls: RunCall[] = [];
+  const author = opts.author ?? "tests";
+  const manifest = {
+    protocol: "agent-runner/v1",
+    author,
+    name: opts.name,
+    version: "0.0.1",
+    runners: opts.runners ?? [{ name: "default", label: { en_US: opts.name }, capabilities: { streaming: true }, permissions: { history: ["page"], events: ["get", "page"] } }],
+  };
+  const server = createServer(async (req, res) => {
+    if (req.method === "GET" && req.url === "/manifest") {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify(manifest));
+      return;
+    }
+    let raw = "";
+    for await (const chunk of req) raw += chunk;
+    const call = { headers: req.headers, body: JSON.parse(raw), raw };
+    calls.push(call);
+    await opts.onRun(call, res);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    calls,
+    runnerId: (runner = "default") => `http:${author}/${opts.name}/${runner}`,
+    close: () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
+  };
+}
+
+/** NDJSON writer for a run: numbered results in order. */
+export function resultWriter(res: ServerResponse, runId: string) {
+  let sequence = 0;
+  res.writeHead(200, { "content-type": "application/x-ndjson" });
+  return {
+    send(type: string, data: unknown, seq = ++sequence) {
+      res.write(`${JSON.stringify({ run_id: runId, type, data, sequence: seq })}\n`);
+    },
+    reply(text: string) {
+      this.send("message.completed", { message: { role: "assistant", content: text } });
+      this.send("run.completed", { finish_reason: "stop" });
+      res.end();
+    },
+  };
+}
