@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * One runner that misbehaves on request: the text of the message names the
+ * failure. "ok" answers with the history and events it can read, proving the
+ * earlier, failed turn left the event and the transcript intact.
+ */
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const tokens = new Map<string, string>();
+const LINE_LIMIT = 64 * 1024;
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "chaos",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      tokens.set(ctx.run_id, ctx.runtime.api.token);
+      const out = () => resultWriter(res, ctx.run_id);
+      const mode = String(ctx.input.text).split(" ")[0];
+      switch (mode) {
+        case "http500":
+          res.writeHead(500).end("boom");
+          return;
+        case "garbage": {
+          const w = out();
+          w.send("message.delta", { chunk: { role: "assistant", content: "partial" } });
+          res.write("this is not json\n");
+          return; // left open: the host must stop on its own
+        }
+        case "close": {
+          const w = out();
+          w.send("message.delta", { chunk: { role: "assistant", content: "half" } });
+          setTimeout(() => res.destroy(), 20);
+          return;
+        }
+        case "endearly": {
+          const w = out();
+          w.send("message.completed", { message: { role: "assistant", content: "no terminal" } });
+          res.end();
+          return;
+        }
+        case "hang":
+          return; // never answers
+        case "flood":
+          res.writeHead(200, { "content-type": "application/x-ndjson" });
+          res.write(`{"run_id":"${ctx.run_id}","type":"message.delta","data":{"chunk":{"role":"assistant","content":"${"x".repeat(LINE_LIMIT * 2)}`);
+          return;
+        case "silent": {
+          const w = out();
+          w.send("run.completed", { finish_reason: "stop" });
+          res.end();
+          return;
+        }
+        case "liar": {
+          const w = out();
+          res.write(`${JSON.stringify({ run_id: "run_someone_else", type: "message.completed", data: { message: { role: "assistant", content: "not mine" } } })}\n`);
+          w.reply("never reached");
+          return;
+        }
+        case "sloppy": {
+          // Invalid strict payload, unknown type, a duplicate and a gap: dropped or warned, and the run goes on.
+          const w = out();
+          w.send("state.updated", { scope: "galaxy", key: "k", value: 1 });
+          w.send("custom.telemetry", { anything: true });
+          w.send("message.delta", { chunk: { role: "assistant", content: "a" } }, 2);
+          w.send("message.delta", { chunk: { role: "assistant", content: "b" } }, 5);
+          w.reply("done despite noise");
+          return;
+        }
+        default: {
+          const w = out();
+          const api = (action: string, params: Record<string, unknown>) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
+          const history = await api("history.page", { limit: 50 });
+          const events = await api("event.page", { limit: 50 });
+          w.reply(JSON.stringify({ history: history.body.data.items.map((i: any) => i.content), events: events.body.data.items.map((e: any) => e.event_id) }));
+        }
+      }
+    },
+  });
+  host = await startTestHost({ vars: { RUN_DEADLINE_MS: "1500", RUNNER_MAX_LINE_BYTES: String(LINE_LIMIT) } });
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "chaos" });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+async function expectFailureIsContained(conversation: string, mode: string, status: string, code: string) {
+  const failed = await host.postEvent(messageEvent(conversation, `${mode} please`, { event_id: `${conversation}-bad` }));
+  expect(failed.status).toBe(202);
+  const run = await host.waitForRun(failed.body.run_id!);
+  expect(run.status).toBe(status);
+  expect(run.error?.code).toBe(code);
+
+  // The session is gone: the failed run's token is refused.
+  const token = tokens.get(failed.body.run_id!);
+  if (token) expect((await callHostApi(host.url, failed.body.run_id!, token, "host.version")).status).toBe(401);
+
+  // The next event runs normally and still sees the failed turn's event and user message.
+  const next = await host.postEvent(messageEvent(conversation, "ok now"));
+  const ok = await host.waitForRun(next.body.run_id!);
+  expect(ok.status).toBe("completed");
+  const seen = JSON.parse(String(ok.message?.content));
+  expect(seen.history).toContain(`${mode} please`);
+  expect(seen.events).toContain(`${conversation}-bad`);
+  return run;
+}
+
+describe("a runner that crashes, hangs, lies or floods ends only its own run", () => {
+  it("non-2xx answer → runner.http_error", () => expectFailureIsContained("fail-http", "http500", "failed", "runner.http_error"));
+  it("a garbage line → runner.protocol_error", () => expectFailureIsContained("fail-garbage", "garbage", "failed", "runner.protocol_error"));
+  it("connection closed mid-stream → runner.stream_closed", () => expectFailureIsContained("fail-close", "close", "failed", "runner.stream_closed"));
+  it("stream ends without a terminal result → runner.stream_closed", () => expectFailureIsContained("fail-end", "endearly", "failed", "runner.stream_closed"));
+  it("no answer before the deadline → timeout with deadline_exceeded", () => expectFailureIsContained("fail-hang", "hang", "timeout", "deadline_exceeded"));
+  it("a line over the limit → runner.line_too_large", () => expectFailureIsContained("fail-flood", "flood", "failed", "runner.line_too_large"));
+  it("completed without any message → runner.no_output", () => expectFailureIsContained("fail-silent", "silent", "failed", "runner.no_output"));
+  it("results for another run → runner.protocol_error", () => expectFailureIsContained("fail-liar", "liar", "failed", "runner.protocol_error"));
+
+  it("drops invalid payloads, ignores unknown types and duplicate sequences, warns on gaps, and completes", async () => {
+    const ev = await host.postEvent(messageEvent("fail-sloppy", "sloppy run"));
+    const run = await host.waitForRun(ev.body.run_id!);
+    expect(run.status).toBe("completed");
+    expect(run.message?.content).toBe("done despite noise");
+    const ledger = await host.admin("GET", `/v1/runs/${ev.body.run_id}/events?limit=100`);
+    const warnings = ledger.body.items.filter((e: any) => e.type === "host.warning").map((e: any) => e.data.code);
+    expect(warnings).toEqual(expect.arrayContaining(["result.invalid_payload", "result.unknown_type", "result.duplicate", "result.sequence_gap"]));
+    expect(ledger.body.items.some((e: any) => e.type === "custom.telemetry")).toBe(true);
+  });
+});
