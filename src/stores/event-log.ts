@@ -53,7 +53,8 @@ export function hostRecordInsert(db: Db, rec: HostRecord) {
     threadId: rec.threadId ?? null,
     runId: rec.runId ?? null,
     dataJson: JSON.stringify(rec.data),
-    metadataJson: JSON.stringify(rec.metadata ?? {}),
+    // AgentEventRecord exposes metadata, not data: a host record's facts go in both.
+    metadataJson: JSON.stringify({ ...rec.data, ...rec.metadata }),
     createdAt: Date.now(),
   });
 }

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi, deferred } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const held = { started: deferred<{ runId: string; token: string }>(), release: deferred() };
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "probe",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      const base = ctx.runtime.api.base_url;
+      const api = (action: string, params: Record<string, unknown> = {}, runId = ctx.run_id, token = ctx.runtime.api.token) =>
+        callHostApi(base, runId, token, action, params);
+      const mode = ctx.input.text;
+      if (mode === "hold") {
+        held.started.resolve({ runId: ctx.run_id, token: ctx.runtime.api.token });
+        await held.release.promise;
+        return w.reply("held");
+      }
+      if (mode === "events") {
+        const page = await api("event.page", { limit: 100 });
+        return w.reply(JSON.stringify(page.body.data.items.filter((e: any) => e.event_type === "host_api.denied").map((e: any) => e.metadata)));
+      }
+      if (mode !== "probe") return w.reply("plain");
+      const other = await held.started.promise;
+      const results: Record<string, unknown> = {
+        own_history: await api("history.page", { limit: 5 }),
+        other_history: await api("history.page", { conversation_id: "api-other" }),
+        other_event: await api("event.get", { event_id: "api-other-event" }),
+        own_event: await api("event.get", { event_id: ctx.event.event_id }),
+        not_granted: await api("history.search", { query: "x" }),
+        disabled_scope: await api("state.get", { scope: "subject", key: "k" }),
+        own_token_other_run: await api("host.version", {}, other.runId),
+        other_token_this_run: await api("host.version", {}, ctx.run_id, other.token),
+        wrong_token: await api("host.version", {}, ctx.run_id, "not-a-token"),
+        state_set: await api("state.set", { scope: "conversation", key: "notes.a", value: { n: 1 } }),
+        state_set_b: await api("state.set", { scope: "conversation", key: "notes.b", value: [1, 2] }),
+        state_get: await api("state.get", { scope: "conversation", key: "notes.a" }),
+        state_list: await api("state.list", { scope: "conversation", prefix: "notes.", limit: 1 }),
+        state_delete: await api("state.delete", { scope: "conversation", key: "notes.b" }),
+        state_too_big: await api("state.set", { scope: "conversation", key: "big", value: "x".repeat(300 * 1024) }),
+        version: await api("host.version"),
+        unknown_action: await api("teleport"),
+        bad_params: await api("history.page", { limit: 101 }),
+      };
+      w.reply(JSON.stringify(results));
+    },
+  });
+  host = await startTestHost();
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "probe" });
+});
+afterAll(async () => {
+  held.release.resolve();
+  await host?.dispose();
+  await runner?.close();
+});
+
+describe("Host API: every call checked against the run's frozen snapshot", () => {
+  it("authorises, scopes and refuses as §8 says, and audits denials", async () => {
+    const other = await host.postEvent(messageEvent("api-other", "plain", { event_id: "api-other-event" }));
+    await host.waitForRun(other.body.run_id!);
+    const hold = await host.postEvent(messageEvent("api-held", "hold"));
+    await held.started.promise;
+
+    const probe = await host.postEvent(messageEvent("api-main", "probe"));
+    const run = await host.waitForRun(probe.body.run_id!);
+    expect(run.status).toBe("completed");
+    const r = JSON.parse(String(run.message?.content));
+    const status = (k: string) => r[k].status;
+    const code = (k: string) => r[k].body.error?.code;
+
+    expect(status("own_history")).toBe(200);
+    expect(r.own_history.body.data.items[0]).toMatchObject({ role: "user", content: "probe" });
+    expect(status("own_event")).toBe(200);
+    expect(r.own_event.body.data).toMatchObject({ event_type: "message.received", conversation_id: "api-main" });
+    expect([status("other_history"), code("other_history")]).toEqual([403, "unauthorized"]);
+    expect([status("other_event"), code("other_event")]).toEqual([403, "unauthorized"]);
+    expect([status("not_granted"), code("not_granted")]).toEqual([403, "unauthorized"]);
+    expect([status("disabled_scope"), code("disabled_scope")]).toEqual([403, "unauthorized"]);
+    expect(status("own_token_other_run")).toBe(401);
+    expect(status("other_token_this_run")).toBe(401);
+    expect(status("wrong_token")).toBe(401);
+    expect(status("state_set")).toBe(200);
+    expect(r.state_get.body.data).toEqual({ value: { n: 1 }, found: true });
+    expect(r.state_list.body.data).toMatchObject({ keys: ["notes.a"], has_more: true });
+    expect(status("state_delete")).toBe(200);
+    expect(status("state_too_big")).toBe(400);
+    expect(r.version.body).toEqual({ ok: true, data: { version: "0.1.0" } });
+    expect([status("unknown_action"), code("unknown_action")]).toEqual([404, "not_found"]);
+    expect([status("bad_params"), code("bad_params")]).toEqual([400, "invalid_argument"]);
+
+    // A finished run's token no longer works.
+    const ended = runner.calls.find((c) => c.body.context.run_id === probe.body.run_id)!.body.context.runtime.api.token;
+    expect((await callHostApi(host.url, probe.body.run_id!, ended, "host.version")).status).toBe(401);
+
+    // Denials are in EventLog with run, runner, action and scope.
+    const audit = await host.postEvent(messageEvent("api-main", "events"));
+    const denials = JSON.parse(String((await host.waitForRun(audit.body.run_id!)).message?.content));
+    expect(denials.map((d: any) => d.action).sort()).toEqual(["event.get", "history.page", "history.search", "state.get"]);
+    for (const d of denials) {
+      expect(d).toMatchObject({ run_id: probe.body.run_id, runner_id: runner.runnerId(), scope: { conversation_id: "api-main" } });
+      expect(d.resource).toBeTypeOf("object");
+    }
+
+    held.release.resolve();
+    expect((await host.waitForRun(hold.body.run_id!)).status).toBe("completed");
+  });
+
+  it("refuses a Host API call with no token or an unknown run id with 401", async () => {
+    const res = await fetch(`${host.url}/v1/runs/run_nope/api`, { method: "POST", body: JSON.stringify({ action: "host.version" }) });
+    expect(res.status).toBe(401);
+    expect((await res.json()) as any).toMatchObject({ ok: false, error: { code: "unauthorized" } });
+  });
+});

@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deferred } from "../support/host-api";
+import { ADMIN_TOKEN, messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+/** Runs whose text starts with "hold:" wait here until the test releases them. */
+const holds = new Map<string, ReturnType<typeof deferred>>();
+const timeline: string[] = [];
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "ingress",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const text = String(ctx.input.text);
+      timeline.push(`start ${text}`);
+      const w = resultWriter(res, ctx.run_id);
+      const hold = holds.get(text);
+      if (hold) await hold.promise;
+      timeline.push(`end ${text}`);
+      w.reply(`echo ${text}`);
+    },
+  });
+  host = await startTestHost({ vars: { MAX_EVENT_BODY_BYTES: String(64 * 1024) } });
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "ingress" });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+const post = (body: string, token = ADMIN_TOKEN) =>
+  fetch(`${host.url}/v1/events`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body });
+
+describe("POST /v1/events", () => {
+  it("refuses malformed JSON with 400 invalid_json", async () => {
+    const res = await post("{not json");
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: { code: "invalid_json", message: "request body is not valid JSON" } });
+  });
+
+  it("refuses a schema violation with 400 naming the field", async () => {
+    const res = await post(JSON.stringify({ event_type: "message.received", actor: { actor_type: "user" }, extra: 1 }));
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("invalid_request");
+    expect(body.error.message).toMatch(/conversation_id/);
+    expect(body.error.message).toMatch(/extra/);
+  });
+
+  it("refuses an oversized body with 413", async () => {
+    const res = await post(JSON.stringify(messageEvent("big", "x".repeat(100 * 1024))));
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as any).error.code).toBe("payload_too_large");
+  });
+
+  it("refuses a missing or wrong admin token with 401", async () => {
+    expect((await post(JSON.stringify(messageEvent("auth", "hi")), "wrong-token")).status).toBe(401);
+    const res = await fetch(`${host.url}/v1/events`, { method: "POST", body: JSON.stringify(messageEvent("auth", "hi")) });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as any).error.code).toBe("unauthorized");
+  });
+
+  it("gives one run for the same event_id sent three times", async () => {
+    const before = runner.calls.length;
+    const event = messageEvent("idem", "once", { event_id: "idem-event-1" });
+    const first = await host.postEvent(event);
+    const second = await host.postEvent(event);
+    const third = await host.postEvent(event);
+    expect(first.status).toBe(202);
+    expect(first.body.disposition).toBe("started");
+    for (const repeat of [second, third]) {
+      expect(repeat.status).toBe(200);
+      expect(repeat.body).toEqual({ event_id: "idem-event-1", run_id: first.body.run_id, disposition: "duplicate" });
+    }
+    await host.waitForRun(first.body.run_id!);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(runner.calls.length - before).toBe(1);
+    const runs = await host.admin("GET", "/v1/runs?conversation_id=idem");
+    expect(runs.body.items).toHaveLength(1);
+  });
+
+  it("makes a second message to a busy conversation wait for the active run (enqueue)", async () => {
+    const hold = deferred();
+    holds.set("hold:first", hold);
+    const first = await host.postEvent(messageEvent("busy", "hold:first"));
+    await waitFor(() => timeline.includes("start hold:first"));
+    const second = await host.postEvent(messageEvent("busy", "second"));
+    expect(second.body.disposition).toBe("queued");
+    await new Promise((r) => setTimeout(r, 150));
+    expect(timeline).not.toContain("start second");
+    hold.resolve();
+    const [r1, r2] = await Promise.all([host.waitForRun(first.body.run_id!), host.waitForRun(second.body.run_id!)]);
+    expect([r1.status, r2.status]).toEqual(["completed", "completed"]);
+    expect(timeline.indexOf("start second")).toBeGreaterThan(timeline.indexOf("end hold:first"));
+  });
+
+  it("keeps two conversations isolated and concurrent", async () => {
+    const a = deferred();
+    holds.set("hold:a", a);
+    const ra = await host.postEvent(messageEvent("iso-a", "hold:a"));
+    const rb = await host.postEvent(messageEvent("iso-b", "b runs meanwhile"));
+    // b finishes while a is still held: no cross-conversation queueing.
+    const runB = await host.waitForRun(rb.body.run_id!);
+    expect(runB.message?.content).toBe("echo b runs meanwhile");
+    expect((await host.admin("GET", `/v1/runs/${ra.body.run_id}`)).body.status).toBe("running");
+    a.resolve();
+    expect((await host.waitForRun(ra.body.run_id!)).message?.content).toBe("echo hold:a");
+  });
+});
+
+async function waitFor(cond: () => boolean, timeoutMs = 5000) {
+  const until = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
