@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+
+const perms = { history: ["page"] };
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "multi",
+    runners: [
+      { name: "alpha", label: { en_US: "Alpha" }, permissions: perms, config_schema: [{ name: "api_key", type: "secret", label: { en_US: "Key" }, required: true }] },
+      { name: "beta", label: { en_US: "Beta" }, permissions: perms },
+      { name: "broken", label: { en_US: "Broken" }, capabilities: { telepathy: true } },
+    ],
+    // Each runner answers with its own name and the agent that bound it.
+    onRun({ body }, res) {
+      resultWriter(res, body.context.run_id).reply(`${body.runner_name} for ${body.context.metadata.agent_id}`);
+    },
+  });
+  host = await startTestHost();
+  const reg = await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url, secret: "a-shared-secret-0123456789" });
+  expect(reg.status).toBe(201);
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+const agent = (id: string, runnerName: string, scope: Record<string, string>, extra: Record<string, unknown> = {}) => ({
+  agent_id: id,
+  name: id,
+  runner_id: runner.runnerId(runnerName),
+  event_types: ["message.received"],
+  scope,
+  ...extra,
+});
+
+describe("admin API: runner services, runners, agents and binding resolution", () => {
+  it("registers the valid runners of a manifest and reports the invalid one", async () => {
+    const res = await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url });
+    expect(res.status).toBe(201);
+    expect(res.body.registered.sort()).toEqual([runner.runnerId("alpha"), runner.runnerId("beta")]);
+    expect(res.body.skipped).toHaveLength(1);
+    expect(res.body.skipped[0]).toMatchObject({ name: "broken" });
+    expect(res.body.skipped[0].reason).toMatch(/telepathy/);
+    // The secret is kept (re-registration without one keeps it) and never returned.
+    expect(res.body.service.has_secret).toBe(true);
+    expect(JSON.stringify(res.body)).not.toContain("a-shared-secret");
+
+    const list = await host.admin("GET", "/v1/admin/runners");
+    expect(list.body.items.map((r: any) => r.runner_id)).toEqual(expect.arrayContaining([runner.runnerId("alpha"), runner.runnerId("beta")]));
+    const refreshed = await host.admin("POST", `/v1/admin/runner-services/${res.body.service.service_id}/refresh`);
+    expect(refreshed.status).toBe(200);
+    expect(refreshed.body.service.service_id).toBe(res.body.service.service_id);
+  });
+
+  it("answers 502 for an unreachable service and 400 for a bad body", async () => {
+    expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: "http://127.0.0.1:9/" })).status).toBe(502);
+    expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: "ftp://x" })).status).toBe(400);
+    expect((await host.admin("POST", "/v1/admin/runner-services/svc_missing/refresh")).status).toBe(404);
+  });
+
+  it("checks runner_config against the runner's required config fields", async () => {
+    const missing = await host.admin("POST", "/v1/admin/agents", agent("cfg-missing", "alpha", { type: "bot", id: "bot-cfg" }));
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.message).toMatch(/api_key/);
+    const ok = await host.admin("POST", "/v1/admin/agents", agent("cfg-ok", "alpha", { type: "bot", id: "bot-cfg" }, { runner_config: { api_key: "k" } }));
+    expect(ok.status).toBe(201);
+    expect((await host.admin("POST", "/v1/admin/agents", agent("cfg-x", "nope", { type: "bot", id: "bot-x" }))).status).toBe(400);
+  });
+
+  it("refuses a second enabled agent on the same scope and event type with 409", async () => {
+    expect((await host.admin("POST", "/v1/admin/agents", agent("dup-1", "beta", { type: "workspace", id: "ws-dup" }))).status).toBe(201);
+    const clash = await host.admin("POST", "/v1/admin/agents", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }));
+    expect(clash.status).toBe(409);
+    expect(clash.body.error.message).toMatch(/dup-1/);
+    // Disabled, it may exist; enabling it through PUT is refused the same way.
+    expect((await host.admin("POST", "/v1/admin/agents", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }, { enabled: false }))).status).toBe(201);
+    expect((await host.admin("PUT", "/v1/admin/agents/dup-2", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }))).status).toBe(409);
+    // Once the first is deleted, the second can take the scope.
+    expect((await host.admin("DELETE", "/v1/admin/agents/dup-1")).status).toBe(204);
+    expect((await host.admin("PUT", "/v1/admin/agents/dup-2", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }))).status).toBe(200);
+    expect((await host.admin("GET", "/v1/admin/agents/dup-1")).status).toBe(404);
+  });
+
+  it("binds each event to the most specific enabled scope", async () => {
+    for (const [id, scope] of [
+      ["spec-ws", { type: "workspace", id: "ws-spec" }],
+      ["spec-bot", { type: "bot", id: "bot-spec" }],
+      ["spec-conv", { type: "conversation", id: "conv-spec" }],
+    ] as const) {
+      expect((await host.admin("POST", "/v1/admin/agents", agent(id, "beta", scope))).status).toBe(201);
+    }
+    const answer = async (ev: Record<string, unknown>) => {
+      const res = await host.postEvent(ev);
+      return (await host.waitForRun(res.body.run_id!)).message?.content;
+    };
+    const base = { workspace_id: "ws-spec", bot_id: "bot-spec" };
+    expect(await answer(messageEvent("conv-spec", "hi", base))).toBe("beta for spec-conv");
+    expect(await answer(messageEvent("conv-other", "hi", base))).toBe("beta for spec-bot");
+    expect(await answer(messageEvent("conv-other", "hi", { workspace_id: "ws-spec", bot_id: "bot-else" }))).toBe("beta for spec-ws");
+    const none = await host.postEvent(messageEvent("conv-other", "hi", { workspace_id: "ws-none" }));
+    expect(none.body.disposition).toBe("unbound");
+  });
+
+  it("validates agent bodies with zod and answers 404 for unknown agents", async () => {
+    const bad = await host.admin("POST", "/v1/admin/agents", { name: "x", runner_id: "r", event_types: ["not.a.type"], scope: { type: "bot" } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/event_types/);
+    expect(bad.body.error.message).toMatch(/scope/);
+    expect((await host.admin("GET", "/v1/admin/agents/ghost")).status).toBe(404);
+    expect((await host.admin("DELETE", "/v1/admin/agents/ghost")).status).toBe(404);
+  });
+});
