@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { effectivePermissions } from "../../src/run/snapshot";
+import { constantTimeEqual } from "../../src/lib/crypto";
+import { decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor } from "../../src/lib/cursor";
+import { durableObjectIdOfRun, newRunId } from "../../src/lib/ids";
+
+describe("effective access", () => {
+  it("is the manifest's request narrowed by the agent's allow list, group by group", () => {
+    const manifest = { history: ["page", "search"] as ("page" | "search")[], events: ["get"] as "get"[], storage: ["plugin"] as "plugin"[] };
+    expect(effectivePermissions(manifest, undefined)).toEqual(manifest);
+    expect(effectivePermissions(manifest, { history: ["page"], storage: [] })).toEqual({ history: ["page"], events: ["get"] });
+    // An allow list cannot add what the manifest did not ask for.
+    expect(effectivePermissions({}, { history: ["page"] })).toEqual({});
+  });
+});
+
+describe("small primitives", () => {
+  it("compares strings in constant time and correctly", () => {
+    expect(constantTimeEqual("abc", "abc")).toBe(true);
+    expect(constantTimeEqual("abc", "abd")).toBe(false);
+    expect(constantTimeEqual("abc", "abcd")).toBe(false);
+  });
+
+  it("round-trips cursors and refuses one from another listing", () => {
+    expect(decodeCursor("t", encodeCursor("t", 42))).toBe(42);
+    expect(() => decodeCursor("e", encodeCursor("t", 42))).toThrow(/not valid/);
+    expect(() => decodeCursor("t", "%%%")).toThrow(/not valid/);
+    expect(decodeKeyCursor(encodeKeyCursor("état/1"))).toBe("état/1");
+  });
+
+  it("encodes the owning Durable Object in a run id", () => {
+    const hex = "a".repeat(64);
+    expect(durableObjectIdOfRun(newRunId(hex))).toBe(hex);
+    expect(durableObjectIdOfRun("run_short")).toBeNull();
+  });
+});

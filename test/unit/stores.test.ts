@@ -1,0 +1,68 @@
+import { createClient } from "@libsql/client";
+import { drizzle } from "drizzle-orm/libsql";
+import { migrate } from "drizzle-orm/libsql/migrator";
+import { sql } from "drizzle-orm";
+import { beforeEach, describe, expect, it } from "vitest";
+import { createDb, type Db } from "../../src/db/client";
+import { libsqlExecutor } from "../../src/db/executor";
+import { agentsStore, BindingConflictError } from "../../src/stores/agents";
+import { stateStore } from "../../src/stores/state";
+import { transcriptInsert, transcriptStore } from "../../src/stores/transcript";
+
+let db: Db;
+beforeEach(async () => {
+  const client = createClient({ url: ":memory:" });
+  await migrate(drizzle(client), { migrationsFolder: "migrations" });
+  db = createDb(libsqlExecutor(client));
+});
+
+const agentRow = (agentId: string, scopeId: string, eventTypes: string[], enabled = true) => ({
+  agentId,
+  name: agentId,
+  runnerId: "http:a/b/c",
+  eventTypesJson: JSON.stringify(eventTypes),
+  scopeType: "bot",
+  scopeId,
+  enabled,
+  createdAt: 1,
+  updatedAt: 1,
+});
+
+describe("stores on embedded libSQL", () => {
+  it("numbers transcript items per conversation and pages both directions", async () => {
+    const item = (n: number, key: string) => transcriptInsert(db, { transcriptId: `t${key}${n}`, conversationKey: key, eventId: `e${n}`, role: "user", itemType: "message", content: `m${n}` });
+    await db.batch([item(1, "A"), item(2, "A"), item(1, "B"), item(3, "A")]);
+    const t = transcriptStore(db);
+    const back = await t.page("A", { direction: "backward", limit: 2 });
+    expect(back.rows.map((r) => [r.seq, r.content])).toEqual([[3, "m3"], [2, "m2"]]);
+    expect(back.hasMore).toBe(true);
+    const fwd = await t.page("A", { direction: "forward", afterSeq: 1, limit: 10 });
+    expect(fwd.rows.map((r) => r.seq)).toEqual([2, 3]);
+    expect((await t.page("B", { direction: "backward", limit: 10 })).rows.map((r) => r.seq)).toEqual([1]);
+  });
+
+  it("skips a guarded insert whose guard is false", async () => {
+    await db.batch([transcriptInsert(db, { transcriptId: "g1", conversationKey: "G", eventId: "e", role: "user", itemType: "message" }, sql`0`)]);
+    expect((await transcriptStore(db).page("G", { direction: "backward", limit: 5 })).rows).toHaveLength(0);
+  });
+
+  it("refuses overlapping enabled bindings atomically and names the holder", async () => {
+    const agents = agentsStore(db);
+    await agents.create(agentRow("one", "bot-1", ["message.received", "message.recalled"]));
+    const err = await agents.create(agentRow("two", "bot-1", ["message.recalled"])).catch((e) => e);
+    expect(err).toBeInstanceOf(BindingConflictError);
+    expect(err.conflicts).toEqual([{ agentId: "one", eventType: "message.recalled" }]);
+    // Nothing of the refused agent was written.
+    expect(await agents.get("two")).toBeUndefined();
+    await agents.create(agentRow("three", "bot-1", ["message.recalled"], false));
+    expect(await agents.get("three")).toBeDefined();
+  });
+
+  it("lists state keys by prefix with has_more, and upserts", async () => {
+    const s = stateStore(db);
+    await db.batch([s.setStatement("k", "a.1", "r", "conversation", "1"), s.setStatement("k", "a.2", "r", "conversation", "2"), s.setStatement("k", "b.1", "r", "conversation", "3"), s.setStatement("k", "a.1", "r", "conversation", "10")]);
+    expect(await s.get("k", "a.1")).toBe(10);
+    expect(await s.list("k", { prefix: "a.", limit: 1 })).toEqual({ keys: ["a.1"], hasMore: true });
+    expect(await s.list("k", { prefix: "a.", afterKey: "a.1", limit: 5 })).toEqual({ keys: ["a.2"], hasMore: false });
+  });
+});
