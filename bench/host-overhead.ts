@@ -1,0 +1,156 @@
+/**
+ * `npm run bench`: per-event host overhead, as JSON.
+ *
+ * overhead = (ingress request sent → runner receives the run request)
+ *          + (runner sends its last result → the run's `end` arrives on its stream)
+ * over EVENTS events spread across CONVERSATIONS conversations, against a floor
+ * measured in the same run: a bare Worker → Durable Object → runner fetch
+ * round trip with one libSQL write (bench/floor-worker.ts), on the same
+ * Miniflare/workerd and the same libSQL transport.
+ */
+import { build } from "esbuild";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { Miniflare, Response as MiniflareResponse, type Request as MiniflareRequest } from "miniflare";
+import { serveExecutor } from "../src/db/executor";
+import { ROOT } from "../local/build";
+import { openEmbeddedDb } from "../local/libsql";
+import { startHost } from "../local/host";
+import { adminCall, bindRunner } from "../local/setup";
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 500);
+const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 100);
+const WARMUP = 30;
+const TARGET_RATIO_P50 = 2;
+
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+};
+const stats = (xs: number[]) => ({ p50: +quantile(xs, 0.5).toFixed(3), p99: +quantile(xs, 0.99).toFixed(3), mean: +(xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(3) });
+
+/** A runner that answers at once and records when it received the request and sent its last result. */
+async function startBenchRunner() {
+  const received = new Map<string, number>();
+  const lastSent = new Map<string, number>();
+  const server = createServer(async (req, res) => {
+    if (req.url === "/manifest") {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ protocol: "agent-runner/v1", author: "bench", name: "fast", version: "1", runners: [{ name: "default", label: { en_US: "fast" } }] }));
+      return;
+    }
+    const t = performance.now();
+    let raw = "";
+    for await (const c of req) raw += c;
+    if (req.url === "/floor") {
+      res.setHeader("content-type", "application/x-ndjson");
+      res.end('{"type":"run.completed"}\n');
+      return;
+    }
+    const runId = JSON.parse(raw).context.run_id as string;
+    received.set(runId, t);
+    res.writeHead(200, { "content-type": "application/x-ndjson" });
+    res.write(`${JSON.stringify({ run_id: runId, type: "message.completed", sequence: 1, data: { message: { role: "assistant", content: "ok" } } })}\n`);
+    lastSent.set(runId, performance.now());
+    res.end(`${JSON.stringify({ run_id: runId, type: "run.completed", sequence: 2, data: { finish_reason: "stop" } })}\n`);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received, lastSent, close: () => server.close() };
+}
+
+async function startFloor(dir: string) {
+  // Inside the project: workerd refuses module paths that climb out of the working directory.
+  const outfile = join(ROOT, "dist/bench/floor.js");
+  await build({ entryPoints: [join(ROOT, "bench/floor-worker.ts")], outfile, bundle: true, format: "esm", platform: "neutral", external: ["cloudflare:*"], logLevel: "warning" });
+  const { client, executor } = await openEmbeddedDb(`file:${join(dir, "floor.db")}`);
+  await client.execute("CREATE TABLE IF NOT EXISTS floor (id TEXT PRIMARY KEY, body TEXT)");
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: 0,
+    modules: true,
+    scriptPath: outfile,
+    compatibilityDate: "2026-04-01",
+    durableObjects: { FLOOR: "FloorDO" },
+    serviceBindings: {
+      async LIBSQL(request: MiniflareRequest) {
+        const reply = await serveExecutor(executor, new URL(request.url).pathname, await request.json());
+        return new MiniflareResponse(JSON.stringify(reply.body), { status: reply.status, headers: { "content-type": "application/json" } });
+      },
+    },
+  });
+  return { url: (await mf.ready).origin, dispose: async () => (await mf.dispose(), client.close()) };
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), "agent-host-bench-"));
+  const runner = await startBenchRunner();
+  const host = await startHost({ adminToken: "bench-admin-token-0123456789", dbUrl: `file:${join(dir, "host.db")}` });
+  const floor = await startFloor(dir);
+  await bindRunner(host, { baseUrl: runner.url, runnerId: "http:bench/fast/default", agentId: "bench" });
+
+  const inbound: number[] = [];
+  const outbound: number[] = [];
+  const total: number[] = [];
+  for (let i = 0; i < EVENTS + WARMUP; i++) {
+    const conversation = `bench-${i % CONVERSATIONS}`;
+    const t0 = performance.now();
+    const res = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", {
+      event_type: "message.received",
+      conversation_id: conversation,
+      actor: { actor_type: "user", actor_id: "u" },
+      input: { text: `event ${i}` },
+    });
+    const runId = res.body.run_id;
+    const stream = await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
+    const reader = stream.body!.getReader();
+    let text = "";
+    const decoder = new TextDecoder();
+    while (!text.includes("event: end")) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    const t3 = performance.now();
+    await reader.cancel();
+    if (!text.includes('"status":"completed"')) throw new Error(`run ${runId} did not complete: ${text.slice(-200)}`);
+    if (i < WARMUP) continue;
+    const tin = runner.received.get(runId)! - t0;
+    const tout = t3 - runner.lastSent.get(runId)!;
+    inbound.push(tin);
+    outbound.push(tout);
+    total.push(tin + tout);
+  }
+
+  const floorMs: number[] = [];
+  for (let i = 0; i < EVENTS + WARMUP; i++) {
+    const t0 = performance.now();
+    const res = await fetch(`${floor.url}/?c=bench-${i % CONVERSATIONS}&runner=${encodeURIComponent(`${runner.url}/floor`)}`);
+    await res.text();
+    if (i >= WARMUP) floorMs.push(performance.now() - t0);
+  }
+
+  const ratio = quantile(total, 0.5) / quantile(floorMs, 0.5);
+  const report = {
+    benchmark: "host-overhead",
+    events: EVENTS,
+    conversations: CONVERSATIONS,
+    concurrency: 1,
+    host_ms: { ingress_to_runner_request: stats(inbound), last_result_to_run_finished: stats(outbound), overhead: stats(total) },
+    floor_ms: stats(floorMs),
+    ratio_p50: +ratio.toFixed(3),
+    ratio_p99: +(quantile(total, 0.99) / quantile(floorMs, 0.99)).toFixed(3),
+    target_ratio_p50: TARGET_RATIO_P50,
+    meets_target: ratio <= TARGET_RATIO_P50,
+  };
+  console.log(JSON.stringify(report, null, 2));
+  await host.dispose();
+  await floor.dispose();
+  runner.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+await main();
