@@ -9,13 +9,14 @@ import { bindingExecutor } from "../src/db/executor";
 interface FloorEnv {
   FLOOR: DurableObjectNamespace<FloorDO>;
   LIBSQL: Fetcher;
+  LIBSQL_BINDING_TOKEN: string;
 }
 
 export class FloorDO extends DurableObject<FloorEnv> {
   async run(runnerUrl: string, id: string): Promise<number> {
     const res = await fetch(runnerUrl, { method: "POST", body: JSON.stringify({ id }) });
     const text = await res.text();
-    await bindingExecutor(this.env.LIBSQL).query({ sql: "INSERT INTO floor (id, body) VALUES (?, ?)", params: [id, text], method: "run" });
+    await bindingExecutor(this.env.LIBSQL, this.env.LIBSQL_BINDING_TOKEN).query({ sql: "INSERT INTO floor (id, body) VALUES (?, ?)", params: [id, text], method: "run" });
     return text.length;
   }
 }

@@ -15,9 +15,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { Miniflare, Response as MiniflareResponse, type Request as MiniflareRequest } from "miniflare";
-import { serveExecutor } from "../src/db/executor";
+import { Miniflare } from "miniflare";
 import { ROOT } from "../local/build";
+import { listenForWorker } from "../local/db-listener";
 import { openEmbeddedDb } from "../local/libsql";
 import { startHost } from "../local/host";
 import { adminCall, bindRunner } from "../local/setup";
@@ -68,6 +68,7 @@ async function startFloor(dir: string) {
   await build({ entryPoints: [join(ROOT, "bench/floor-worker.ts")], outfile, bundle: true, format: "esm", platform: "neutral", external: ["cloudflare:*"], logLevel: "warning" });
   const { client, executor } = await openEmbeddedDb(`file:${join(dir, "floor.db")}`);
   await client.execute("CREATE TABLE IF NOT EXISTS floor (id TEXT PRIMARY KEY, body TEXT)");
+  const listener = await listenForWorker(executor, "floor-token");
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
@@ -75,14 +76,10 @@ async function startFloor(dir: string) {
     scriptPath: outfile,
     compatibilityDate: "2026-04-01",
     durableObjects: { FLOOR: "FloorDO" },
-    serviceBindings: {
-      async LIBSQL(request: MiniflareRequest) {
-        const reply = await serveExecutor(executor, new URL(request.url).pathname, await request.json());
-        return new MiniflareResponse(JSON.stringify(reply.body), { status: reply.status, headers: { "content-type": "application/json" } });
-      },
-    },
+    serviceBindings: { LIBSQL: { external: { address: listener.address, http: {} } } },
+    bindings: { LIBSQL_BINDING_TOKEN: "floor-token" },
   });
-  return { url: (await mf.ready).origin, dispose: async () => (await mf.dispose(), client.close()) };
+  return { url: (await mf.ready).origin, dispose: async () => (await mf.dispose(), await listener.close(), client.close()) };
 }
 
 async function main() {

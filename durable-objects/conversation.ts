@@ -4,7 +4,7 @@ import { configOf, type Env } from "../src/env";
 import { randomToken, sha256Hex } from "../src/lib/crypto";
 import { handleHostApiCall, type HostApiReply } from "../src/host-api/handle";
 import { invalidToken } from "../src/host-api/errors";
-import { executeRun } from "../src/run/execute";
+import { claimRun, executeRun } from "../src/run/execute";
 import type { RunJob } from "../src/run/job";
 import { frameOf, LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
@@ -40,10 +40,11 @@ export class ConversationDO extends DurableObject<Env> {
   /** Accept a run for this conversation. Idempotent by run id. */
   async dispatch(job: RunJob): Promise<{ disposition: "started" | "queued" }> {
     const key = runKey(job);
-    if (!(await this.ctx.storage.get<StoredRun>(key))) await this.ctx.storage.put(key, { job, state: "queued" } satisfies StoredRun);
     const waiting = await this.ctx.storage.list<StoredRun>({ prefix: "run:" });
+    if (!waiting.has(key)) this.ctx.storage.put(key, { job, state: "queued" } satisfies StoredRun);
     const ahead = [...waiting.keys()].filter((k) => k < key).length + this.sessions.size;
-    if (!this.draining) await this.ctx.storage.setAlarm(Date.now());
+    // Storage writes are not awaited one by one: the output gate holds the reply until they are durable.
+    if (!this.draining) this.ctx.storage.setAlarm(Date.now());
     return { disposition: ahead === 0 ? "started" : "queued" };
   }
 
@@ -120,16 +121,16 @@ export class ConversationDO extends DurableObject<Env> {
   private async runOne(key: string, job: RunJob): Promise<void> {
     const db = dbOf(this.env);
     const config = configOf(this.env);
-    const runs = runsStore(db);
-    if (!(await runs.markRunning(job.runId))) {
+    const deadlineAt = Date.now() + config.RUN_DEADLINE_MS;
+    const snapshot = await freezeSnapshot(job, deadlineAt);
+    const state = await claimRun(db, job, snapshot);
+    if (!state) {
       // Already taken by an earlier trigger (or cancelled): never run twice.
       await this.ctx.storage.delete(key);
       return;
     }
     await this.ctx.storage.put(key, { job, state: "running" } satisfies StoredRun);
     const token = randomToken();
-    const deadlineAt = Date.now() + config.RUN_DEADLINE_MS;
-    const snapshot = await freezeSnapshot(job, deadlineAt);
     const abort = new AbortController();
     this.sessions.set(job.runId, new RunSession(job, snapshot, await sha256Hex(token), abort));
     const timer = setTimeout(() => abort.abort(new RunnerCallError("deadline_exceeded", `run exceeded its deadline of ${config.RUN_DEADLINE_MS} ms`)), deadlineAt - Date.now());
@@ -144,6 +145,7 @@ export class ConversationDO extends DurableObject<Env> {
         config,
         job,
         snapshot,
+        state,
         token,
         signal: abort.signal,
         publish: (entries) => this.live.publish(job.runId, entries),

@@ -1,8 +1,9 @@
-import { Miniflare, Response as MiniflareResponse, type Request as MiniflareRequest } from "miniflare";
+import { Miniflare } from "miniflare";
+import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { serveExecutor } from "../src/db/executor";
 import { buildWorker } from "./build";
+import { listenForWorker } from "./db-listener";
 import { openEmbeddedDb } from "./libsql";
 
 export interface HostOptions {
@@ -35,6 +36,8 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
   if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
   const dbUrl = opts.dataDir ? `file:${join(opts.dataDir, "host.db")}` : (opts.dbUrl ?? ":memory:");
   const { client, executor } = await openEmbeddedDb(dbUrl);
+  const dbToken = randomBytes(24).toString("hex");
+  const listener = await listenForWorker(executor, dbToken);
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: opts.port ?? 0,
@@ -45,13 +48,8 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     r2Buckets: ["ARTIFACTS"],
     durableObjectsPersist: opts.dataDir ? join(opts.dataDir, "do") : false,
     r2Persist: opts.dataDir ? join(opts.dataDir, "r2") : false,
-    serviceBindings: {
-      async LIBSQL(request: MiniflareRequest) {
-        const reply = await serveExecutor(executor, new URL(request.url).pathname, await request.json());
-        return new MiniflareResponse(JSON.stringify(reply.body), { status: reply.status, headers: { "content-type": "application/json" } });
-      },
-    },
-    bindings: { ADMIN_TOKEN: opts.adminToken, ...opts.vars },
+    serviceBindings: { LIBSQL: { external: { address: listener.address, http: {} } } },
+    bindings: { ADMIN_TOKEN: opts.adminToken, LIBSQL_BINDING_TOKEN: dbToken, ...opts.vars },
   });
   const url = (await mf.ready).origin;
   return {
@@ -59,6 +57,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     adminToken: opts.adminToken,
     async dispose() {
       await mf.dispose();
+      await listener.close();
       client.close();
     },
   };

@@ -7,6 +7,8 @@ export interface Env {
   ARTIFACTS: R2Bucket;
   /** Local only: the embedded libSQL file served by the Node process hosting Miniflare. */
   LIBSQL?: Fetcher;
+  /** Local only: the per-start token the LIBSQL listener requires. */
+  LIBSQL_BINDING_TOKEN?: string;
   LIBSQL_URL?: string;
   LIBSQL_AUTH_TOKEN?: string;
   ADMIN_TOKEN?: string;

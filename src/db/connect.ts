@@ -13,7 +13,7 @@ const cache = new WeakMap<object, Db>();
 export function dbOf(env: Env): Db {
   let db = cache.get(env);
   if (db) return db;
-  if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL));
+  if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN));
   else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(createClient({ url: env.LIBSQL_URL, authToken: env.LIBSQL_AUTH_TOKEN })));
   else throw new Error("no database configured: set LIBSQL_URL (or run locally with `npm start`)");
   cache.set(env, db);

@@ -81,11 +81,11 @@ export function libsqlExecutor(client: Client): SqlExecutor {
 }
 
 /** Worker side of the local embedded database: JSON over a service binding. */
-export function bindingExecutor(binding: Fetcher): SqlExecutor {
+export function bindingExecutor(binding: Fetcher, token = ""): SqlExecutor {
   async function post<T>(path: string, body: unknown): Promise<T> {
     const res = await binding.fetch(`http://libsql${path}`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
       body: JSON.stringify(body),
     });
     const payload = (await res.json()) as { ok: boolean; data?: T; error?: { message: string; code?: string } };

@@ -20,6 +20,7 @@ export interface ExecuteDeps {
   config: Config;
   job: RunJob;
   snapshot: AuthorizationSnapshot;
+  state: StateSnapshot;
   token: string;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
@@ -32,17 +33,26 @@ function decodeBase64(b64: string): Uint8Array {
   return out;
 }
 
-async function loadState(db: Db, snapshot: AuthorizationSnapshot): Promise<StateSnapshot> {
-  const state: StateSnapshot = { conversation: {}, actor: {}, subject: {}, runner: {} };
+type BatchItems = Parameters<Db["batch"]>[0];
+
+/**
+ * queued → running and the state snapshot of the run's enabled scopes, in one
+ * round trip. Null when another trigger already took the run.
+ */
+export async function claimRun(db: Db, job: RunJob, snapshot: AuthorizationSnapshot): Promise<StateSnapshot | null> {
   const scopes = Object.entries(snapshot.stateScopes) as [keyof StateSnapshot, string][];
-  if (scopes.length === 0) return state;
-  const byKey = await stateStore(db).snapshot(scopes.map(([, key]) => key));
-  for (const [scope, key] of scopes) state[scope] = byKey.get(key) ?? {};
-  return state;
+  const keys = scopes.map(([, key]) => key);
+  const state = stateStore(db);
+  const [taken, rows] = await db.batch([runsStore(db).markRunningStatement(job.runId), state.snapshotQuery(keys)]);
+  if (taken.length !== 1) return null;
+  const byKey = state.snapshotOf(rows, keys);
+  const out: StateSnapshot = { conversation: {}, actor: {}, subject: {}, runner: {} };
+  for (const [scope, key] of scopes) out[scope] = byKey.get(key) ?? {};
+  return out;
 }
 
-/** Blobs first (R2), then every row of the batch in one libSQL round trip. */
-async function applyBatch(deps: ExecuteDeps, batch: ResultBatch): Promise<void> {
+/** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */
+async function batchStatements(deps: ExecuteDeps, batch: ResultBatch): Promise<unknown[]> {
   const { db, job } = deps;
   const statements = [];
   for (const a of batch.inlineArtifacts) {
@@ -74,8 +84,12 @@ async function applyBatch(deps: ExecuteDeps, batch: ResultBatch): Promise<void> 
   const state = stateStore(db);
   for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, job.runner.runnerId, w.scope, w.valueJson));
   for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
+  return statements;
+}
+
+async function writeAll(db: Db, statements: unknown[]) {
   // The tuple type drizzle wants for batch() cannot be spelled for a dynamic list; the items are all batchable queries.
-  if (statements.length) await db.batch(statements as unknown as Parameters<Db["batch"]>[0]);
+  if (statements.length) await db.batch(statements as unknown as BatchItems);
 }
 
 /**
@@ -96,18 +110,23 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   });
 
   let failure: unknown;
+  // The last batch (terminal result) is written together with the outcome: one round trip fewer.
+  let last: { statements: unknown[]; ledger: LedgerEntry[] } = { statements: [], ledger: [] };
   try {
-    const state = await loadState(db, snapshot);
-    const context = buildRunContext({ job, snapshot, token: deps.token, state, hostVersion: config.HOST_VERSION });
+    const context = buildRunContext({ job, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
     const target = { baseUrl: job.runner.baseUrl, runnerName: job.runner.runnerName, secret: job.runner.secret };
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
     for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
       const batch = processor.process(payloads);
-      await applyBatch(deps, batch);
+      const statements = await batchStatements(deps, batch);
+      if (batch.terminal && !batch.error) {
+        last = { statements, ledger: batch.ledger };
+        break;
+      }
+      await writeAll(db, statements);
       deps.publish(batch.ledger);
       if (batch.error) throw batch.error;
-      if (batch.terminal) break;
     }
   } catch (err) {
     // An abort (deadline, cancel) may surface as any error from fetch; its reason says why.
@@ -116,7 +135,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
 
   const { outcome, ledger } = processor.finish(failure);
   const runs = runsStore(db);
-  const statements: unknown[] = [];
+  const statements: unknown[] = [...last.statements];
   if (ledger.length) statements.push(runs.ledgerInsert(ledger));
   statements.push(runs.finishStatement(job.runId, outcome));
   if (outcome.status !== "completed") {
@@ -131,8 +150,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
       }),
     );
   }
-  // Same reason as in applyBatch: a dynamic list of batchable queries.
-  await db.batch(statements as unknown as Parameters<Db["batch"]>[0]);
-  deps.publish(ledger);
+  await writeAll(db, statements);
+  deps.publish([...last.ledger, ...ledger]);
   return outcome;
 }

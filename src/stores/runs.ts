@@ -62,15 +62,13 @@ export function runsStore(db: Db) {
   return {
     get: (runId: string) => db.select().from(run).where(eq(run.runId, runId)).get(),
 
-    /** queued → running; answers false when another trigger already took the run. */
-    async markRunning(runId: string): Promise<boolean> {
-      const rows = await db
+    /** queued → running; returns the run id only when this trigger took the run. */
+    markRunningStatement(runId: string) {
+      return db
         .update(run)
         .set({ status: "running", startedAt: Date.now() })
         .where(and(eq(run.runId, runId), eq(run.status, "queued")))
-        .returning({ runId: run.runId })
-        .all();
-      return rows.length === 1;
+        .returning({ runId: run.runId });
     },
 
     /** The terminal write; only a run that has not ended yet is changed. */

@@ -44,14 +44,18 @@ export async function stateScopeKey(scope: StateScope, id: ScopeIdentity): Promi
   return sha256Hex(JSON.stringify([id.runnerId, id.agentId, scope, ...identity]));
 }
 
+/** The context carries at most this many keys per scope; runners page the rest with state.list. */
+export const SNAPSHOT_KEYS_PER_SCOPE = 100;
+
 export function stateStore(db: Db) {
   const s = runnerState;
   return {
-    /** Snapshot of several scopes at once: one query. */
-    async snapshot(scopeKeys: string[], perScopeLimit = 100): Promise<Map<string, Record<string, unknown>>> {
+    /** Snapshot of several scopes at once: one query, to batch with others. */
+    snapshotQuery(scopeKeys: string[], perScopeLimit = SNAPSHOT_KEYS_PER_SCOPE) {
+      return db.select().from(s).where(inArray(s.scopeKey, scopeKeys)).orderBy(asc(s.key)).limit(perScopeLimit * Math.max(1, scopeKeys.length));
+    },
+    snapshotOf(rows: (typeof runnerState.$inferSelect)[], scopeKeys: string[], perScopeLimit = SNAPSHOT_KEYS_PER_SCOPE) {
       const out = new Map<string, Record<string, unknown>>(scopeKeys.map((k) => [k, {}]));
-      if (scopeKeys.length === 0) return out;
-      const rows = await db.select().from(s).where(inArray(s.scopeKey, scopeKeys)).orderBy(asc(s.key)).limit(perScopeLimit * scopeKeys.length).all();
       for (const row of rows) {
         const bucket = out.get(row.scopeKey)!;
         if (Object.keys(bucket).length < perScopeLimit) bucket[row.key] = parseJson<unknown>(row.valueJson, null);

@@ -6,7 +6,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 /** Runs whose text starts with "hold:" wait here until the test releases them. */
-const holds = new Map<string, ReturnType<typeof deferred>>();
+const holds = new Map<string, ReturnType<typeof deferred<void>>>();
 const timeline: string[] = [];
 
 beforeAll(async () => {
