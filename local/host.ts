@@ -23,6 +23,8 @@ export interface HostOptions {
 export interface LocalHost {
   url: string;
   adminToken: string;
+  /** The bytes stored in R2 under `key` (inspection for tests and operators). */
+  r2Object(key: string): Promise<Uint8Array | null>;
   dispose(): Promise<void>;
 }
 
@@ -55,6 +57,10 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
   return {
     url,
     adminToken: opts.adminToken,
+    async r2Object(key) {
+      const object = await (await mf.getR2Bucket("ARTIFACTS")).get(key);
+      return object ? new Uint8Array(await object.arrayBuffer()) : null;
+    },
     async dispose() {
       await mf.dispose();
       await listener.close();

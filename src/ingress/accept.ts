@@ -142,31 +142,34 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     if (row.runId && bound) {
       const first = await runsStore(db).get(row.runId);
       if (first?.status === "queued") {
-        await env.CONVERSATIONS.get(doId).dispatch(buildJob(ev, eventId, eventTime, key, row.runId, row.seq, transcriptSeq, bound, publicBaseUrl, first.createdAt));
+        const job = buildJob({ ev, eventId, eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: first.createdAt });
+        await env.CONVERSATIONS.get(doId).dispatch(job);
       }
     }
     return { event_id: eventId, run_id: row.runId ?? null, disposition: "duplicate" };
   }
   if (!bound || !runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
-  const job = buildJob(ev, eventId, eventTime, key, runId, row.seq, transcriptSeq, bound, publicBaseUrl, now);
+  const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: now });
   const { disposition } = await env.CONVERSATIONS.get(doId).dispatch(job);
   return { event_id: eventId, run_id: runId, disposition };
 }
 
 type Bound = NonNullable<Awaited<ReturnType<ReturnType<typeof agentsStore>["resolve"]>>>;
 
-function buildJob(
-  ev: CanonicalEvent,
-  eventId: string,
-  eventTime: string,
-  key: string,
-  runId: string,
-  eventSeq: number,
-  transcriptSeq: number | null,
-  bound: Bound,
-  publicBaseUrl: string,
-  enqueuedAt: number,
-): RunJob {
+interface JobParts {
+  ev: CanonicalEvent;
+  eventId: string;
+  eventTime: string;
+  key: string;
+  runId: string;
+  eventSeq: number;
+  transcriptSeq: number | null;
+  bound: Bound;
+  publicBaseUrl: string;
+  enqueuedAt: number;
+}
+
+function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq, bound, publicBaseUrl, enqueuedAt }: JobParts): RunJob {
   const event: AgentEventContext = {
     event_id: eventId,
     event_type: ev.event_type,

@@ -80,6 +80,7 @@ export const RUN_FAILURE_CODES = {
   cancelled: "cancelled",
   sessionLost: "host.session_lost", // the owning host instance lost the run's state
   unreachable: "runner.unreachable", // connection failed before any answer
+  internalError: "host.internal_error", // the host itself failed while running
 } as const;
 export const RUN_FAILURE_CODE_VALUES = [
   RUN_FAILURE_CODES.protocolError,
@@ -92,6 +93,7 @@ export const RUN_FAILURE_CODE_VALUES = [
   RUN_FAILURE_CODES.cancelled,
   RUN_FAILURE_CODES.sessionLost,
   RUN_FAILURE_CODES.unreachable,
+  RUN_FAILURE_CODES.internalError,
 ] as const;
 export const RunFailureCodeSchema = z.enum(RUN_FAILURE_CODE_VALUES);
 export type RunFailureCode = z.infer<typeof RunFailureCodeSchema>;

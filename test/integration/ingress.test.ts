@@ -97,6 +97,37 @@ describe("POST /v1/events", () => {
     expect(timeline.indexOf("start second")).toBeGreaterThan(timeline.indexOf("end hold:first"));
   });
 
+  it("never runs a re-delivered event twice, even while it is still queued", async () => {
+    const hold = deferred();
+    holds.set("hold:redeliver", hold);
+    const first = await host.postEvent(messageEvent("redeliver", "hold:redeliver"));
+    await waitFor(() => timeline.includes("start hold:redeliver"));
+    const event = messageEvent("redeliver", "queued once", { event_id: "redeliver-queued" });
+    const queued = await host.postEvent(event);
+    expect(queued.body.disposition).toBe("queued");
+    // The repeat finds its run still queued and hands it to the DO again; the DO and the run status refuse a second run.
+    expect((await host.postEvent(event)).body).toMatchObject({ disposition: "duplicate", run_id: queued.body.run_id });
+    hold.resolve();
+    await host.waitForRun(first.body.run_id!);
+    expect((await host.waitForRun(queued.body.run_id!)).status).toBe("completed");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(timeline.filter((t) => t === "start queued once")).toHaveLength(1);
+  });
+
+  it("cancels an active run on operator request and answers 404 for an unknown run", async () => {
+    const hold = deferred();
+    holds.set("hold:cancel", hold);
+    const ev = await host.postEvent(messageEvent("cancel", "hold:cancel"));
+    await waitFor(() => timeline.includes("start hold:cancel"));
+    const res = await host.admin("POST", `/v1/runs/${ev.body.run_id}/cancel`);
+    expect(res.status).toBe(202);
+    const run = await host.waitForRun(ev.body.run_id!);
+    expect(run).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });
+    hold.resolve();
+    expect((await host.admin("POST", `/v1/runs/${ev.body.run_id}/cancel`)).status).toBe(409);
+    expect((await host.admin("GET", "/v1/runs/run_unknown")).status).toBe(404);
+  });
+
   it("keeps two conversations isolated and concurrent", async () => {
     const a = deferred();
     holds.set("hold:a", a);
