@@ -54,14 +54,17 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   const eventId = ev.event_id ?? newId("evt");
   const eventTime = ev.event_time ?? new Date().toISOString();
   const key = conversationKey({ workspaceId: ev.workspace_id, botId: ev.bot_id, conversationId: ev.conversation_id, threadId: ev.thread_id });
-  const bound = await agentsStore(db).resolve({ eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id });
+  const resolution = agentsStore(db).resolution({ eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id });
   const doId = env.CONVERSATIONS.idFromName(key);
-  const runId = bound ? newRunId(doId.toString()) : null;
+  // Minted before we know whether an agent binds; used only if one does.
+  const runId = newRunId(doId.toString());
   const acceptId = randomHex(8);
   const now = Date.now();
   const owned = sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.acceptId} = ${acceptId})`;
+  const isBound = sql`${resolution.agentId} IS NOT NULL`;
 
-  const [, , , rows, userItem] = await db.batch([
+  // Resolution, writes and read-back in one transaction: what is written is what was resolved.
+  const [, , , rows, userItem, resolved] = await db.batch([
     db
       .insert(eventLog)
       .values({
@@ -84,9 +87,9 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
         inputSummary: ev.input.text ? ev.input.text.slice(0, 200) : null,
         dataJson: JSON.stringify(ev.data),
         rawRef: ev.raw_ref ?? null,
-        runId,
-        agentId: bound?.agent.agentId ?? null,
-        disposition: bound ? "bound" : "unbound",
+        runId: sql`CASE WHEN ${isBound} THEN ${runId} END`,
+        agentId: resolution.agentId,
+        disposition: sql`CASE WHEN ${isBound} THEN 'bound' ELSE 'unbound' END`,
         acceptId,
         metadataJson: JSON.stringify(ev.metadata),
         createdAt: now,
@@ -111,30 +114,30 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
           owned,
         )
       : db.run(sql`SELECT 1`),
-    bound && runId
-      ? insertWhere(
-          db,
-          run,
-          {
-            runId,
-            eventId,
-            conversationKey: key,
-            conversationId: ev.conversation_id,
-            threadId: ev.thread_id ?? null,
-            workspaceId: ev.workspace_id ?? null,
-            botId: ev.bot_id ?? null,
-            agentId: bound.agent.agentId,
-            runnerId: bound.runner.runnerId,
-            status: "queued",
-            createdAt: now,
-          },
-          owned,
-        )
-      : db.run(sql`SELECT 1`),
+    insertWhere(
+      db,
+      run,
+      {
+        runId,
+        eventId,
+        conversationKey: key,
+        conversationId: ev.conversation_id,
+        threadId: ev.thread_id ?? null,
+        workspaceId: ev.workspace_id ?? null,
+        botId: ev.bot_id ?? null,
+        agentId: resolution.agentId,
+        runnerId: resolution.runnerId,
+        status: "queued",
+        createdAt: now,
+      },
+      sql`${owned} AND ${isBound}`,
+    ),
     db.select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, createdAt: eventLog.createdAt }).from(eventLog).where(eq(eventLog.eventId, eventId)),
     db.select({ seq: transcript.seq }).from(transcript).where(and(eq(transcript.eventId, eventId), eq(transcript.role, "user"))),
+    resolution.query,
   ]);
   const row = rows[0];
+  const bound = resolved[0];
   const transcriptSeq = userItem[0]?.seq ?? null;
 
   if (row.acceptId !== acceptId) {
@@ -148,13 +151,13 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     }
     return { event_id: eventId, run_id: row.runId ?? null, disposition: "duplicate" };
   }
-  if (!bound || !runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
+  if (!bound || row.runId !== runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
   const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: now });
   const { disposition } = await env.CONVERSATIONS.get(doId).dispatch(job);
   return { event_id: eventId, run_id: runId, disposition };
 }
 
-type Bound = NonNullable<Awaited<ReturnType<ReturnType<typeof agentsStore>["resolve"]>>>;
+type Bound = Awaited<ReturnType<ReturnType<ReturnType<typeof agentsStore>["resolution"]>["query"]["all"]>>[number];
 
 interface JobParts {
   ev: CanonicalEvent;
