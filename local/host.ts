@@ -46,7 +46,8 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     modules: true,
     scriptPath,
     compatibilityDate: "2026-04-01",
-    durableObjects: { CONVERSATIONS: "ConversationDO" },
+    // SQLite-backed, as `new_sqlite_classes` in wrangler.toml makes it in production.
+    durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
     r2Buckets: ["ARTIFACTS"],
     durableObjectsPersist: opts.dataDir ? join(opts.dataDir, "do") : false,
     r2Persist: opts.dataDir ? join(opts.dataDir, "r2") : false,
