@@ -18,6 +18,8 @@ interface StoredRun {
   state: "queued" | "running";
 }
 
+/** An alarm handler gets 15 minutes of wall time; leave a margin. */
+const ALARM_BUDGET_MS = 14 * 60_000;
 /** Watchdog margin past a run's deadline before its alarm declares the session lost. */
 const WATCHDOG_GRACE_MS = 5_000;
 const REPLAY_PAGE = 500;
@@ -52,6 +54,7 @@ export class ConversationDO extends DurableObject<Env> {
     // A second delivery while this instance drains finds the work already taken.
     if (this.draining) return;
     this.draining = true;
+    const startedAt = Date.now();
     try {
       for (;;) {
         const runs = await this.ctx.storage.list<StoredRun>({ prefix: "run:" });
@@ -62,6 +65,11 @@ export class ConversationDO extends DurableObject<Env> {
           else next ??= [key, stored.job];
         }
         if (!next) break;
+        if (Date.now() - startedAt + configOf(this.env).RUN_DEADLINE_MS > ALARM_BUDGET_MS) {
+          // The next run might outlive this invocation: continue in a fresh one.
+          await this.ctx.storage.setAlarm(Date.now());
+          return;
+        }
         await this.runOne(next[0], next[1]);
       }
       await this.ctx.storage.deleteAlarm();
