@@ -159,6 +159,12 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
 
 type Bound = Awaited<ReturnType<ReturnType<ReturnType<typeof agentsStore>["resolution"]>["query"]["all"]>>[number];
 
+function runnerGrants(manifestJson: string) {
+  // Validated when the service was registered.
+  const manifest = parseJson<AgentRunnerManifest>(manifestJson, {} as AgentRunnerManifest);
+  return { capabilities: manifest.capabilities ?? {}, permissions: manifest.permissions ?? {} };
+}
+
 interface JobParts {
   ev: CanonicalEvent;
   eventId: string;
@@ -213,8 +219,7 @@ function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq,
       serviceId: bound.service.serviceId,
       baseUrl: bound.service.baseUrl,
       secret: bound.service.secret,
-      // Validated when the service was registered.
-      manifest: parseJson<AgentRunnerManifest>(bound.runner.manifestJson, {} as AgentRunnerManifest),
+      ...runnerGrants(bound.runner.manifestJson),
     },
     enqueuedAt,
   };

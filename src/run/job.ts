@@ -1,6 +1,6 @@
 import type { Concurrency, DeliveryPolicy, ResourcePolicy, StatePolicy } from "../agents/policy";
 import type { AgentEventContext, ActorContext, ConversationContext, InputContext, SubjectContext } from "../protocol/context";
-import type { AgentRunnerManifest } from "../protocol/manifest";
+import type { Capabilities, Permissions } from "../protocol/manifest";
 
 /**
  * Everything a Durable Object needs to run one event, fixed at ingress and
@@ -32,7 +32,9 @@ export interface RunJob {
     serviceId: string;
     baseUrl: string;
     secret: string | null;
-    manifest: AgentRunnerManifest;
+    /** Only what the run's authorisation needs from the manifest: the job stays small. */
+    capabilities: Capabilities;
+    permissions: Permissions;
   };
   enqueuedAt: number;
 }

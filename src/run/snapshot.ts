@@ -48,7 +48,7 @@ function deepFreeze<T>(value: T): T {
 }
 
 export async function freezeSnapshot(job: RunJob, deadlineAt: number): Promise<AuthorizationSnapshot> {
-  const permissions = effectivePermissions(job.runner.manifest.permissions ?? {}, job.agent.resourcePolicy.allow);
+  const permissions = effectivePermissions(job.runner.permissions, job.agent.resourcePolicy.allow);
   const has = (group: keyof Permissions, op: string) => ((permissions[group] ?? []) as readonly string[]).includes(op);
 
   const stateScopes: Partial<Record<StateScope, string>> = {};
@@ -90,7 +90,7 @@ export async function freezeSnapshot(job: RunJob, deadlineAt: number): Promise<A
       artifact_read: has("artifacts", "read"),
       state: Object.keys(stateScopes).length > 0,
       storage: storage.plugin_storage || storage.workspace_storage,
-      steering_pull: job.runner.manifest.capabilities?.steering === true,
+      steering_pull: job.runner.capabilities.steering === true,
     },
     stateScopes,
     storage,
