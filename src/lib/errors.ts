@@ -35,6 +35,5 @@ export class HostError extends Error {
 
 export const badRequest = (message: string, details?: unknown) => new HostError(400, "invalid_request", message, details);
 export const unauthorized = (message = "missing or invalid bearer token") => new HostError(401, "unauthorized", message);
-export const forbidden = (message: string) => new HostError(403, "forbidden", message);
 export const notFound = (message: string) => new HostError(404, "not_found", message);
 export const conflict = (message: string, details?: unknown) => new HostError(409, "conflict", message, details);

@@ -8,8 +8,4 @@ export function parseJson<T>(text: string | null | undefined, fallback: T): T {
   }
 }
 
-export function byteLength(text: string): number {
-  return new TextEncoder().encode(text).length;
-}
-
 export const iso = (ms: number | null | undefined): string | undefined => (ms == null ? undefined : new Date(ms).toISOString());

@@ -7,9 +7,6 @@ import { iso, parseJson } from "../lib/json";
 export type AgentRow = typeof agent.$inferSelect;
 export type NewAgentRow = typeof agent.$inferInsert;
 
-export const SCOPE_TYPES = ["conversation", "bot", "workspace", "global"] as const;
-export type ScopeType = (typeof SCOPE_TYPES)[number];
-
 export function toAgentView(row: AgentRow) {
   return {
     agent_id: row.agentId,

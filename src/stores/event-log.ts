@@ -72,6 +72,5 @@ export function eventLogStore(db: Db) {
       const rows = await db.select().from(eventLog).where(where).orderBy(desc(eventLog.seq)).limit(limit + 1).all();
       return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
     },
-    append: (rec: HostRecord) => hostRecordInsert(db, rec),
   };
 }

@@ -42,8 +42,5 @@ export function registryStore(db: Db) {
         ...runners.map((r) => db.insert(runner).values(r)),
       ]);
     },
-    recordServiceError(serviceId: string, message: string) {
-      return db.update(runnerService).set({ lastError: message }).where(eq(runnerService.serviceId, serviceId));
-    },
   };
 }

@@ -94,8 +94,5 @@ export function transcriptStore(db: Db) {
         .all();
       return { rows: rows.slice(0, opts.limit), hasMore: rows.length > opts.limit };
     },
-    async byEvent(eventId: string, role: string): Promise<TranscriptRow | undefined> {
-      return db.select().from(transcript).where(and(eq(transcript.eventId, eventId), eq(transcript.role, role))).get();
-    },
   };
 }
