@@ -4,6 +4,7 @@ import { API_ERROR_STATUS, makeApiError, type AgentAPIError, type ApiErrorCode }
 export class ApiError extends Error {
   override readonly name = "ApiError";
   readonly status: number;
+  readonly details?: Record<string, unknown>;
   constructor(
     readonly code: ApiErrorCode,
     message: string,
@@ -13,7 +14,6 @@ export class ApiError extends Error {
     this.status = options.status ?? API_ERROR_STATUS[code];
     this.details = options.details;
   }
-  readonly details?: Record<string, unknown>;
 
   toBody(): { ok: false; error: AgentAPIError } {
     return { ok: false, error: makeApiError(this.code, this.message, { details: this.details }) };

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { run, runEvent } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
@@ -112,11 +112,10 @@ export function runsStore(db: Db) {
       return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
     },
 
-    async list(filter: { conversationKeyPrefix?: string; conversationId?: string; status?: string; beforeCreatedAt?: number; limit: number }) {
+    async list(filter: { conversationId?: string; status?: string; limit: number }) {
       const conds = [];
       if (filter.conversationId) conds.push(eq(run.conversationId, filter.conversationId));
       if (filter.status) conds.push(eq(run.status, filter.status));
-      if (filter.beforeCreatedAt !== undefined) conds.push(lt(run.createdAt, filter.beforeCreatedAt));
       return db
         .select()
         .from(run)

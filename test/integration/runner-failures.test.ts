@@ -96,9 +96,10 @@ async function expectFailureIsContained(conversation: string, mode: string, stat
   expect(run.status).toBe(status);
   expect(run.error?.code).toBe(code);
 
-  // The session is gone: the failed run's token is refused.
+  // The session is gone: the failed run's token is refused. Every mode reaches the runner, so the token was seen.
   const token = tokens.get(failed.body.run_id!);
-  if (token) expect((await callHostApi(host.url, failed.body.run_id!, token, "host.version")).status).toBe(401);
+  expect(token).toBeTypeOf("string");
+  expect((await callHostApi(host.url, failed.body.run_id!, token!, "host.version")).status).toBe(401);
 
   // The next event runs normally and still sees the failed turn's event and user message.
   const next = await host.postEvent(messageEvent(conversation, "ok now"));
