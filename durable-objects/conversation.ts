@@ -83,7 +83,10 @@ export class ConversationDO extends DurableObject<Env> {
     const session = this.sessions.get(runId);
     const valid = session ? await session.verify(token) : false;
     if (!session || !valid) return { status: 401, json: JSON.stringify(invalidToken().toBody()) };
-    return handleHostApiCall({ db: dbOf(this.env), config: configOf(this.env), snapshot: session.snapshot }, body);
+    return handleHostApiCall(
+      { db: dbOf(this.env), config: configOf(this.env), snapshot: session.snapshot, artifacts: this.env.ARTIFACTS, steering: { pull: async () => [] } },
+      body,
+    );
   }
 
   /** SSE of a run's results: the ledger so far, then live frames until the run ends. */

@@ -1,7 +1,7 @@
 import { hostRecordInsert } from "../stores/event-log";
 import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams, type HostApiAction } from "../protocol/host-api";
 import { formatZodIssues } from "../protocol/common";
-import { ACTIONS, type ActionContext } from "./actions";
+import { ACTIONS, type ActionContext } from "./actions/index";
 import { ApiError, denied } from "./errors";
 
 /** Serialised here so the reply crosses the Durable Object RPC boundary as plain text. */

@@ -1,0 +1,42 @@
+import type { Db } from "../../db/client";
+import type { Config } from "../../env";
+import { decodeCursor, InvalidCursorError } from "../../lib/cursor";
+import type { HostApiAction, HostApiParams } from "../../protocol/host-api";
+import type { SteeringInputItem } from "../../protocol/host-api-results";
+import type { AuthorizationSnapshot } from "../../run/snapshot";
+import { ApiError, denied } from "../errors";
+
+/** The run's steering queue, owned by its Durable Object (PROTOCOL §10). */
+export interface SteeringPort {
+  pull(mode: "all" | "one-at-a-time", limit: number | undefined): Promise<SteeringInputItem[]>;
+}
+
+/** What every action sees: the run's frozen snapshot and the host's stores. */
+export interface ActionContext {
+  db: Db;
+  config: Config;
+  snapshot: AuthorizationSnapshot;
+  artifacts: R2Bucket;
+  steering: SteeringPort;
+}
+
+export type Handler<A extends HostApiAction> = (ctx: ActionContext, params: HostApiParams<A>) => Promise<unknown>;
+/** A group of handlers, one module per API group. */
+export type ActionTable = { [A in HostApiAction]?: Handler<A> };
+
+export function cursorSeq(kind: "t" | "e", cursor: string | null | undefined): number | undefined {
+  if (!cursor) return undefined;
+  try {
+    return decodeCursor(kind, cursor);
+  } catch (err) {
+    if (err instanceof InvalidCursorError) throw new ApiError("invalid_argument", err.message);
+    throw err;
+  }
+}
+
+/** Scope check: only this run's conversation unless the snapshot grants more (it does not in v1). */
+export function ownConversation(ctx: ActionContext, conversationId: string | null | undefined, what: string) {
+  if (conversationId && conversationId !== ctx.snapshot.conversationId) {
+    throw denied(`${what} of another conversation is not readable by this run`, { conversation_id: conversationId });
+  }
+}

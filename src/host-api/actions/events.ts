@@ -1,0 +1,22 @@
+import { eventLogStore, toEventRecord } from "../../stores/event-log";
+import { ApiError, denied } from "../errors";
+import { type ActionTable, type Handler, cursorSeq, ownConversation } from "./context";
+
+const eventGet: Handler<"event.get"> = async (ctx, p) => {
+  const row = await eventLogStore(ctx.db).get(p.event_id);
+  if (!row) throw new ApiError("not_found", `event ${p.event_id} not found`);
+  if (row.conversationKey !== ctx.snapshot.conversationKey) throw denied("event of another conversation is not readable by this run", { event_id: p.event_id });
+  return toEventRecord(row);
+};
+
+const eventPage: Handler<"event.page"> = async (ctx, p) => {
+  ownConversation(ctx, p.conversation_id, "events");
+  const { rows, hasMore } = await eventLogStore(ctx.db).page(ctx.snapshot.conversationKey, cursorSeq("e", p.before_cursor), p.limit);
+  const items = rows.map(toEventRecord);
+  return { items, next_cursor: hasMore ? items[items.length - 1]?.cursor : undefined, has_more: hasMore };
+};
+
+export const eventActions: ActionTable = {
+  "event.get": eventGet,
+  "event.page": eventPage,
+};

@@ -1,0 +1,23 @@
+import { toTranscriptItem, transcriptStore } from "../../stores/transcript";
+import { type ActionTable, type Handler, cursorSeq, ownConversation } from "./context";
+
+const historyPage: Handler<"history.page"> = async (ctx, p) => {
+  ownConversation(ctx, p.conversation_id, "history");
+  const { rows, hasMore } = await transcriptStore(ctx.db).page(ctx.snapshot.conversationKey, {
+    direction: p.direction,
+    beforeSeq: cursorSeq("t", p.before_cursor),
+    afterSeq: cursorSeq("t", p.after_cursor),
+    limit: p.limit,
+  });
+  const items = rows.map((r) => toTranscriptItem(r, p.include_artifacts ?? false));
+  return {
+    items,
+    next_cursor: hasMore ? items[items.length - 1]?.cursor : undefined,
+    prev_cursor: items[0]?.cursor,
+    has_more: hasMore,
+  };
+};
+
+export const historyActions: ActionTable = {
+  "history.page": historyPage,
+};

@@ -1,0 +1,15 @@
+import type { ActionTable } from "./context";
+import { eventActions } from "./events";
+import { historyActions } from "./history";
+import { hostActions } from "./host";
+import { stateActions } from "./state";
+
+export type { ActionContext, SteeringPort } from "./context";
+
+/** The actions this host implements, one module per API group; the others answer not_found. */
+export const ACTIONS: ActionTable = {
+  ...historyActions,
+  ...eventActions,
+  ...stateActions,
+  ...hostActions,
+};

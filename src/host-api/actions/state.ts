@@ -1,0 +1,47 @@
+import { decodeKeyCursor, encodeKeyCursor } from "../../lib/cursor";
+import type { StateScope } from "../../protocol/context";
+import { stateStore } from "../../stores/state";
+import { ApiError, denied } from "../errors";
+import { type ActionContext, type ActionTable, type Handler } from "./context";
+
+function stateScopeKey(ctx: ActionContext, scope: StateScope): string {
+  const key = ctx.snapshot.stateScopes[scope];
+  if (!key) throw denied(`state scope "${scope}" is not enabled for this run`, { scope });
+  return key;
+}
+
+const stateGet: Handler<"state.get"> = async (ctx, p) => {
+  const value = await stateStore(ctx.db).get(stateScopeKey(ctx, p.scope), p.key);
+  return { value: value ?? null, found: value !== undefined };
+};
+
+const stateSet: Handler<"state.set"> = async (ctx, p) => {
+  const scopeKey = stateScopeKey(ctx, p.scope);
+  await stateStore(ctx.db).setStatement(scopeKey, p.key, ctx.snapshot.runnerId, p.scope, JSON.stringify(p.value)).run();
+  return { ok: true };
+};
+
+const stateDelete: Handler<"state.delete"> = async (ctx, p) => {
+  await stateStore(ctx.db).deleteStatement(stateScopeKey(ctx, p.scope), p.key).run();
+  return { ok: true };
+};
+
+const stateList: Handler<"state.list"> = async (ctx, p) => {
+  const scopeKey = stateScopeKey(ctx, p.scope);
+  // The state.list cursor is the last key returned, made opaque.
+  let afterKey: string | undefined;
+  try {
+    afterKey = p.cursor ? decodeKeyCursor(p.cursor) : undefined;
+  } catch (cause) {
+    throw new ApiError("invalid_argument", "cursor is not valid", { cause });
+  }
+  const { keys, hasMore } = await stateStore(ctx.db).list(scopeKey, { prefix: p.prefix ?? undefined, afterKey, limit: p.limit });
+  return { keys, has_more: hasMore, next_cursor: hasMore ? encodeKeyCursor(keys[keys.length - 1]) : undefined };
+};
+
+export const stateActions: ActionTable = {
+  "state.get": stateGet,
+  "state.set": stateSet,
+  "state.delete": stateDelete,
+  "state.list": stateList,
+};
