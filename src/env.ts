@@ -19,6 +19,13 @@ export interface Env {
   MAX_EVENT_BODY_BYTES?: string;
   MAX_API_BODY_BYTES?: string;
   HOST_VERSION?: string;
+  INPUT_ATTACHMENT_MAX_BYTES?: string;
+  INPUT_ATTACHMENT_FETCH_TIMEOUT_MS?: string;
+  ARTIFACT_UPLOAD_MAX_BYTES?: string;
+  ARTIFACT_TTL_SECONDS?: string;
+  RETENTION_DAYS?: string;
+  RETENTION_BATCH_SIZE?: string;
+  RETENTION_MAX_BATCHES?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -33,6 +40,17 @@ const ConfigSchema = z.object({
   MAX_EVENT_BODY_BYTES: positiveInt(MiB),
   MAX_API_BODY_BYTES: positiveInt(2 * MiB),
   HOST_VERSION: z.string().default("0.1.0"),
+  /** Largest input attachment (decoded base64 or fetched URL body). */
+  INPUT_ATTACHMENT_MAX_BYTES: positiveInt(10 * MiB),
+  INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: positiveInt(10_000),
+  ARTIFACT_UPLOAD_MAX_BYTES: positiveInt(100 * MiB),
+  /** Lifetime of artifacts the host stores (inputs, uploads, runner output); 0 keeps them forever. */
+  ARTIFACT_TTL_SECONDS: z.coerce.number().int().nonnegative().default(30 * 24 * 3600),
+  /** EventLog and Transcript rows older than this are deleted by the cron job; unset keeps them forever. */
+  RETENTION_DAYS: z.coerce.number().positive().optional(),
+  /** Rows (or artifacts) deleted per statement, and statements per table per cron invocation. */
+  RETENTION_BATCH_SIZE: positiveInt(500),
+  RETENTION_MAX_BATCHES: positiveInt(20),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

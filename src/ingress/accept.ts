@@ -2,7 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { dbOf } from "../db/connect";
 import { eventLog, run, transcript } from "../db/schema";
 import { insertWhere } from "../db/guarded";
-import type { Env } from "../env";
+import { configOf, type Env } from "../env";
 import { randomHex } from "../lib/crypto";
 import { newId, newRunId } from "../lib/ids";
 import { parseJson } from "../lib/json";
@@ -14,6 +14,9 @@ import { agentsStore } from "../stores/agents";
 import { conversationKey } from "../stores/conversation-key";
 import { runsStore } from "../stores/runs";
 import { transcriptInsert } from "../stores/transcript";
+import type { InputAttachmentSource } from "../artifacts/input";
+import { artifactsStore } from "../stores/artifacts";
+import { inputWithAttachments } from "./attachments";
 
 /** An event after normalisation, whatever its ingress (HTTP API, platform webhook). */
 export interface CanonicalEvent {
@@ -30,6 +33,8 @@ export interface CanonicalEvent {
   actor: { actor_type: string; actor_id?: string | null; actor_name?: string | null; metadata: Record<string, unknown> };
   subject?: { subject_type: string; subject_id?: string | null; data: Record<string, unknown> } | null;
   input: InputContext;
+  /** Binary inputs to store as artifacts before the run; their refs are appended to `input.attachments`. */
+  attachmentSources?: InputAttachmentSource[];
   data: Record<string, unknown>;
   metadata: Record<string, unknown>;
 }
@@ -60,6 +65,13 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   const runId = newRunId(doId.toString());
   const acceptId = randomHex(8);
   const now = Date.now();
+  // Blobs first (R2 is not part of the batch); their rows join the batch below, guarded like the transcript item.
+  const attached = await inputWithAttachments(
+    { db, bucket: env.ARTIFACTS, config: configOf(env) },
+    { eventId, clientChosenId: ev.event_id !== undefined, conversationKey: key, conversationId: ev.conversation_id, input: ev.input },
+    ev.attachmentSources ?? [],
+  );
+  ev = { ...ev, input: attached.input };
   const owned = sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.acceptId} = ${acceptId})`;
   const isBound = sql`${resolution.agentId} IS NOT NULL`;
 
@@ -135,6 +147,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     db.select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, createdAt: eventLog.createdAt }).from(eventLog).where(eq(eventLog.eventId, eventId)),
     db.select({ seq: transcript.seq }).from(transcript).where(and(eq(transcript.eventId, eventId), eq(transcript.role, "user"))),
     resolution.query,
+    ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned)),
   ]);
   const row = rows[0];
   const bound = resolved[0];

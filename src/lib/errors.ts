@@ -9,6 +9,7 @@ export type ErrorCode =
   | "conflict"
   | "payload_too_large"
   | "bad_gateway"
+  | "attachment_unavailable"
   | "internal";
 
 /**

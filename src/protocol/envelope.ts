@@ -7,7 +7,6 @@
  */
 import { z } from "zod";
 import {
-  ArtifactRefSchema,
   ContentElementSchema,
   EventTypeSchema,
   RecordSchema,
@@ -34,6 +33,30 @@ export const EnvelopeSubjectSchema = z.strictObject({
   data: RecordSchema.default({}),
 });
 
+/** At most this many attachments per event: ingress work stays bounded. */
+export const INPUT_ATTACHMENTS_MAX = 16;
+
+/**
+ * A binary input. The host stores it in R2 as an artifact before the run and
+ * the runner receives only a reference: give the bytes (`content_base64`), a
+ * URL the host fetches (`url`), or an artifact this conversation already has
+ * (`artifact_id`, whose stored name/type win). Size caps are configuration
+ * (INPUT_ATTACHMENT_MAX_BYTES; inline bytes also count toward MAX_EVENT_BODY_BYTES).
+ */
+export const EnvelopeAttachmentSchema = z
+  .strictObject({
+    content_base64: z.base64().min(1).nullish(),
+    url: z.url({ protocol: /^https?$/ }).nullish(),
+    artifact_id: z.string().min(1).max(200).nullish(),
+    name: z.string().min(1).max(255).nullish(),
+    mime_type: z.string().min(1).max(255).nullish(),
+    artifact_type: z.string().min(1).max(64).nullish(),
+  })
+  .refine((a) => [a.content_base64, a.url, a.artifact_id].filter(Boolean).length === 1, {
+    message: "give exactly one of content_base64, url or artifact_id",
+  });
+export type EnvelopeAttachment = z.infer<typeof EnvelopeAttachmentSchema>;
+
 export const EnvelopeInputSchema = z.strictObject({
   text: z
     .string()
@@ -42,7 +65,7 @@ export const EnvelopeInputSchema = z.strictObject({
     })
     .nullish(),
   contents: z.array(ContentElementSchema).nullish(),
-  attachments: z.array(ArtifactRefSchema).nullish(),
+  attachments: z.array(EnvelopeAttachmentSchema).max(INPUT_ATTACHMENTS_MAX).nullish(),
 });
 
 export const EventEnvelopeSchema = z.strictObject({

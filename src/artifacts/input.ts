@@ -1,0 +1,179 @@
+/**
+ * Binary inputs of an event, stored before the run (PROTOCOL §5: "binary
+ * inputs are stored as artifacts first and passed by reference"). Used by the
+ * HTTP ingress and by any adapter that downloads a platform's files.
+ *
+ * Blobs go to R2 here; the metadata rows are returned, not written, so the
+ * caller inserts them in its one ingress batch, guarded on owning the event.
+ */
+import type { Db } from "../db/client";
+import type { Config } from "../env";
+import { sha256Hex } from "../lib/crypto";
+import { HostError } from "../lib/errors";
+import type { ArtifactRef } from "../protocol/common";
+import { artifactsStore, toArtifactRef, type NewArtifactRow } from "../stores/artifacts";
+import { artifactAccess, artifactExpiry, artifactR2Key, artifactTypeOf, inputArtifactId } from "./policy";
+import { readCapped } from "./read-capped";
+
+export interface InputAttachmentMeta {
+  name?: string | null;
+  mimeType?: string | null;
+  artifactType?: string | null;
+}
+
+/** Where an input's bytes come from; `artifact` re-uses an artifact the conversation already has. */
+export type InputAttachmentSource =
+  | ({ kind: "bytes"; bytes: Uint8Array } & InputAttachmentMeta)
+  | ({ kind: "url"; url: string; headers?: Record<string, string> } & InputAttachmentMeta)
+  | { kind: "artifact"; artifactId: string };
+
+export interface InputArtifactOwner {
+  eventId: string;
+  conversationKey: string;
+  conversationId: string;
+}
+
+export interface StoredInputAttachments {
+  /** In source order: what the runner gets in `input.attachments`. */
+  refs: ArtifactRef[];
+  /** New artifact rows, for the caller's ingress batch. */
+  rows: NewArtifactRow[];
+}
+
+interface Deps {
+  db: Db;
+  bucket: R2Bucket;
+  config: Config;
+}
+
+const label = (index: number) => `input.attachments.${index}`;
+
+export async function storeInputAttachments(
+  deps: Deps,
+  owner: InputArtifactOwner,
+  sources: InputAttachmentSource[],
+  now = Date.now(),
+): Promise<StoredInputAttachments> {
+  const reused = await reusedArtifacts(deps.db, owner, sources, now);
+  const refs: ArtifactRef[] = [];
+  const rows: NewArtifactRow[] = [];
+  const written: string[] = [];
+  try {
+    // One at a time: at most one attachment's bytes are in memory.
+    for (const [index, source] of sources.entries()) {
+      if (source.kind === "artifact") {
+        refs.push(reused.get(source.artifactId)!);
+        continue;
+      }
+      const row = await storeOne(deps, owner, source, index, now, written);
+      rows.push(row);
+      refs.push(toArtifactRef({ artifactId: row.artifactId, artifactType: row.artifactType, mimeType: row.mimeType ?? null, name: row.name ?? null, sizeBytes: row.sizeBytes ?? null }));
+    }
+  } catch (err) {
+    // The event is refused, so no row will ever name these blobs: remove what this attempt wrote.
+    if (written.length) await deps.bucket.delete(written);
+    throw err;
+  }
+  return { refs, rows };
+}
+
+/** References to existing artifacts: only this conversation's, only unexpired; the stored facts win. */
+async function reusedArtifacts(db: Db, owner: InputArtifactOwner, sources: InputAttachmentSource[], now: number) {
+  const wanted = sources.flatMap((s, index) => (s.kind === "artifact" ? [{ id: s.artifactId, index }] : []));
+  const found = new Map((await artifactsStore(db).getMany(wanted.map((w) => w.id))).map((r) => [r.artifactId, r]));
+  const refs = new Map<string, ArtifactRef>();
+  for (const { id, index } of wanted) {
+    const row = found.get(id);
+    const access = row ? artifactAccess(row, { conversationKey: owner.conversationKey }, now) : "other_conversation";
+    // Same answer for "absent" and "another conversation's": existence is not disclosed.
+    if (access === "other_conversation") throw new HostError(400, "invalid_request", `${label(index)}: artifact ${id} is not an artifact of this conversation`);
+    if (access === "expired") throw new HostError(400, "invalid_request", `${label(index)}: artifact ${id} has expired`);
+    refs.set(id, toArtifactRef(row!));
+  }
+  return refs;
+}
+
+async function storeOne(
+  deps: Deps,
+  owner: InputArtifactOwner,
+  source: Exclude<InputAttachmentSource, { kind: "artifact" }>,
+  index: number,
+  now: number,
+  written: string[],
+): Promise<NewArtifactRow> {
+  const max = deps.config.INPUT_ATTACHMENT_MAX_BYTES;
+  const tooLarge = () => new HostError(413, "payload_too_large", `${label(index)}: attachment larger than ${max} bytes`);
+  let bytes: Uint8Array;
+  let mimeType = source.mimeType ?? null;
+  let name = source.name ?? null;
+  if (source.kind === "bytes") {
+    if (source.bytes.length > max) throw tooLarge();
+    bytes = source.bytes;
+  } else {
+    const fetched = await fetchAttachment(source.url, source.headers, deps.config, index);
+    if (fetched === "too_large") throw tooLarge();
+    bytes = fetched.bytes;
+    mimeType ??= fetched.contentType;
+    name ??= fileNameOf(source.url);
+  }
+
+  const artifactId = await inputArtifactId(owner.eventId, index);
+  const r2Key = artifactR2Key(artifactId);
+  const sha256 = await sha256Hex(bytes);
+  // A re-delivery (or a retry after a failed batch) finds the blob in place and does not rewrite it.
+  if (!(await deps.bucket.head(r2Key))) {
+    await deps.bucket.put(r2Key, bytes, { httpMetadata: mimeType ? { contentType: mimeType } : undefined, sha256 });
+    written.push(r2Key);
+  }
+  return {
+    artifactId,
+    artifactType: source.artifactType ?? artifactTypeOf(mimeType),
+    mimeType,
+    name,
+    sizeBytes: bytes.length,
+    sha256,
+    source: "input",
+    conversationKey: owner.conversationKey,
+    conversationId: owner.conversationId,
+    runId: null,
+    runnerId: null,
+    r2Key,
+    // Not the URL: signed URLs carry credentials.
+    metadataJson: JSON.stringify({ event_id: owner.eventId, input_index: index, origin: source.kind }),
+    createdAt: now,
+    expiresAt: artifactExpiry(deps.config, now),
+  };
+}
+
+async function fetchAttachment(url: string, headers: Record<string, string> | undefined, config: Config, index: number) {
+  const unavailable = (why: string, cause?: unknown) => new HostError(400, "attachment_unavailable", `${label(index)}: ${why}`, undefined, { cause });
+  const signal = AbortSignal.timeout(config.INPUT_ATTACHMENT_FETCH_TIMEOUT_MS);
+  let res: Response;
+  try {
+    res = await fetch(url, { headers, signal, redirect: "follow" });
+  } catch (cause) {
+    throw unavailable("the URL could not be fetched", cause);
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw unavailable(`the URL answered HTTP ${res.status}`);
+  }
+  let bytes: Uint8Array | "too_large";
+  try {
+    bytes = await readCapped(res, config.INPUT_ATTACHMENT_MAX_BYTES);
+  } catch (cause) {
+    throw unavailable("the URL's body could not be read", cause);
+  }
+  if (bytes === "too_large") return bytes;
+  return { bytes, contentType: res.headers.get("content-type")?.split(";")[0].trim() || null };
+}
+
+function fileNameOf(url: string): string | null {
+  const last = new URL(url).pathname.split("/").pop();
+  if (!last) return null;
+  try {
+    return decodeURIComponent(last);
+  } catch {
+    return last;
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * A response body read whole, but never more than `maxBytes`: a declared
+ * Content-Length over the cap is refused before reading, and an undeclared
+ * or lying one is cut off as soon as the count passes the cap.
+ */
+export async function readCapped(res: Response, maxBytes: number): Promise<Uint8Array | "too_large"> {
+  const declared = Number(res.headers.get("content-length") ?? NaN);
+  if (declared > maxBytes) {
+    await res.body?.cancel();
+    return "too_large";
+  }
+  if (!res.body) return new Uint8Array();
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > maxBytes) {
+      await reader.cancel();
+      return "too_large";
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}

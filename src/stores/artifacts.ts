@@ -1,0 +1,71 @@
+import { asc, eq, inArray, lte, type SQL } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { insertWhere } from "../db/guarded";
+import { artifact } from "../db/schema";
+import { iso, parseJson } from "../lib/json";
+import type { ArtifactRef } from "../protocol/common";
+import type { ArtifactMetadata } from "../protocol/host-api-results";
+
+export type ArtifactRow = typeof artifact.$inferSelect;
+export type NewArtifactRow = typeof artifact.$inferInsert;
+
+/** The §8 ArtifactMetadata view of a row. */
+export function toArtifactMetadata(row: ArtifactRow): ArtifactMetadata {
+  return {
+    artifact_id: row.artifactId,
+    artifact_type: row.artifactType,
+    mime_type: row.mimeType ?? undefined,
+    name: row.name ?? undefined,
+    size_bytes: row.sizeBytes ?? undefined,
+    sha256: row.sha256 ?? undefined,
+    source: row.source,
+    conversation_id: row.conversationId ?? undefined,
+    run_id: row.runId ?? undefined,
+    runner_id: row.runnerId ?? undefined,
+    created_at: iso(row.createdAt)!,
+    expires_at: iso(row.expiresAt),
+    metadata: parseJson<Record<string, unknown>>(row.metadataJson, {}),
+  };
+}
+
+/** The reference a runner or a transcript item carries: the stored facts, not what a caller claimed. */
+export function toArtifactRef(row: Pick<ArtifactRow, "artifactId" | "artifactType" | "mimeType" | "name" | "sizeBytes">): ArtifactRef {
+  return {
+    artifact_id: row.artifactId,
+    artifact_type: row.artifactType,
+    mime_type: row.mimeType ?? undefined,
+    name: row.name ?? undefined,
+    size_bytes: row.sizeBytes ?? undefined,
+  };
+}
+
+export function artifactsStore(db: Db) {
+  return {
+    get: (artifactId: string) => db.select().from(artifact).where(eq(artifact.artifactId, artifactId)).get(),
+
+    async getMany(artifactIds: string[]): Promise<ArtifactRow[]> {
+      if (artifactIds.length === 0) return [];
+      return db.select().from(artifact).where(inArray(artifact.artifactId, artifactIds)).all();
+    },
+
+    /** `guard` makes the insert conditional on an earlier statement of the same batch (see insertWhere). */
+    insertStatement(row: NewArtifactRow, guard?: SQL) {
+      return insertWhere(db, artifact, row, guard);
+    },
+
+    /** Oldest-expiring first, through the expiry index. */
+    expired(now: number, limit: number) {
+      return db
+        .select({ artifactId: artifact.artifactId, r2Key: artifact.r2Key })
+        .from(artifact)
+        .where(lte(artifact.expiresAt, now))
+        .orderBy(asc(artifact.expiresAt))
+        .limit(limit)
+        .all();
+    },
+
+    deleteStatement(artifactIds: string[]) {
+      return db.delete(artifact).where(inArray(artifact.artifactId, artifactIds));
+    },
+  };
+}
