@@ -1,5 +1,5 @@
 import { hostRecordInsert } from "../stores/event-log";
-import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams, type HostApiAction } from "../protocol/host-api";
+import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams } from "../protocol/host-api";
 import { formatZodIssues } from "../protocol/common";
 import { ACTIONS, type ActionContext } from "./actions/index";
 import { ApiError, denied } from "./errors";
@@ -11,6 +11,7 @@ export interface HostApiReply {
 }
 
 const reply = (status: number, body: unknown): HostApiReply => ({ status, json: JSON.stringify(body) });
+export const errorReply = (err: ApiError): HostApiReply => reply(err.status, err.toBody());
 
 /**
  * One Host API call of an authenticated run (the token was already checked by
@@ -25,23 +26,35 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     if (!envelope.success) throw new ApiError("invalid_argument", `invalid Host API request: ${formatZodIssues(envelope.error)}`);
     action = envelope.data.action;
     if (!Object.hasOwn(API_GROUP_OF_ACTION, action)) throw new ApiError("not_found", `unknown action "${action}"`);
-    const gate = API_GROUP_OF_ACTION[action as HostApiAction];
-    if (gate === "resources") throw denied(`no ${action.split(".")[0]} resources are granted to this run`, { action });
-    if (gate && !ctx.snapshot.availableApis[gate]) throw denied(`${action} is not in this run's available_apis`, { action, api: gate });
+    checkGranted(ctx, action as GatedAction);
     const parsed = parseHostApiParams(action, envelope.data.params);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
-    if (Date.now() > ctx.snapshot.deadlineAt) throw new ApiError("deadline_exceeded", "the run's deadline has passed");
+    checkDeadline(ctx);
     const handler = ACTIONS[parsed.action] as ((c: ActionContext, p: unknown) => Promise<unknown>) | undefined;
     if (!handler) throw new ApiError("not_found", `${action} is not available on this host`);
     return reply(200, { ok: true, data: await handler(ctx, parsed.params) });
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     if (err.code === "unauthorized") await auditDenial(ctx, action, err);
-    return reply(err.status, err.toBody());
+    return errorReply(err);
   }
 }
 
-async function auditDenial(ctx: ActionContext, action: string, err: ApiError) {
+type GatedAction = keyof typeof API_GROUP_OF_ACTION;
+
+/** The action's API must be in the snapshot's available_apis (resource-gated actions have no grants in v1). */
+export function checkGranted(ctx: ActionContext, action: GatedAction) {
+  const gate = API_GROUP_OF_ACTION[action];
+  if (gate === "resources") throw denied(`no ${action.split(".")[0]} resources are granted to this run`, { action });
+  if (gate && !ctx.snapshot.availableApis[gate]) throw denied(`${action} is not in this run's available_apis`, { action, api: gate });
+}
+
+export function checkDeadline(ctx: ActionContext) {
+  if (Date.now() > ctx.snapshot.deadlineAt) throw new ApiError("deadline_exceeded", "the run's deadline has passed");
+}
+
+/** Denials are facts: appended to EventLog with run, runner, action, resource and scope. */
+export async function auditDenial(ctx: ActionContext, action: string, err: ApiError) {
   const s = ctx.snapshot;
   await hostRecordInsert(ctx.db, {
     eventType: "host_api.denied",

@@ -122,7 +122,8 @@ export function isHostApiAction(action: string): action is HostApiAction {
 export const ArtifactUploadQuerySchema = z.object({
   name: z.string().min(1).max(255).optional(),
   mime_type: z.string().min(1).max(255).optional(),
-  artifact_type: z.string().min(1).max(64).default("file"),
+  /** Absent: derived from mime_type (image, audio, video, else file). */
+  artifact_type: z.string().min(1).max(64).optional(),
 });
 export type ArtifactUploadQuery = z.infer<typeof ArtifactUploadQuerySchema>;
 

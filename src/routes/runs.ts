@@ -11,6 +11,7 @@ import { dbOf } from "../db/connect";
 import { runsStore, toLedgerView, toRunView } from "../stores/runs";
 import { badRequest } from "../lib/errors";
 import { router } from "./app-env";
+import { uploadArtifact } from "./run-artifacts";
 
 /** The Durable Object that owns a run, from the id alone (no database lookup). */
 function ownerOf(env: Env, runId: string) {
@@ -48,6 +49,8 @@ export const runsRouter = router()
     const reply = await owner.hostApi(runId, token, body);
     return new Response(reply.json, { status: reply.status, headers: { "content-type": "application/json" } });
   })
+  // artifact.upload: run token checked by the owning DO, body streamed to R2 (run-artifacts.ts).
+  .put("/:runId/artifacts", (c) => uploadArtifact(c, ownerOf(c.env, c.req.param("runId"))))
   .use("*", adminAuth())
   .get("/", validate("query", ListQuery), async (c) => {
     const q = c.req.valid("query");

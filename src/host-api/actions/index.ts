@@ -1,3 +1,4 @@
+import { artifactActions } from "./artifacts";
 import type { ActionTable } from "./context";
 import { eventActions } from "./events";
 import { historyActions } from "./history";
@@ -11,5 +12,6 @@ export const ACTIONS: ActionTable = {
   ...historyActions,
   ...eventActions,
   ...stateActions,
+  ...artifactActions,
   ...hostActions,
 };

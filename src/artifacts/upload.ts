@@ -1,0 +1,79 @@
+/**
+ * `artifact.upload`: the request body streamed to R2 with its declared length,
+ * hashed on the way through, never held whole in memory.
+ */
+import type { Db } from "../db/client";
+import type { Config } from "../env";
+import { toHex } from "../lib/crypto";
+import { newId } from "../lib/ids";
+import type { ArtifactUploadQuery } from "../protocol/host-api";
+import type { ArtifactMetadata } from "../protocol/host-api-results";
+import { artifactsStore, toArtifactMetadata, type ArtifactRow } from "../stores/artifacts";
+import type { UploadGrant } from "../host-api/upload";
+import { artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
+
+/** The body held fewer bytes than its Content-Length said. */
+export class TruncatedUploadError extends Error {
+  override readonly name = "TruncatedUploadError";
+}
+
+export async function storeUpload(
+  deps: { db: Db; bucket: R2Bucket; config: Config },
+  grant: UploadGrant,
+  query: ArtifactUploadQuery,
+  body: ReadableStream<Uint8Array> | null,
+  length: number,
+): Promise<ArtifactMetadata> {
+  const artifactId = newId("art");
+  const r2Key = artifactR2Key(artifactId);
+  const mimeType = query.mime_type ?? null;
+
+  // SHA-256 fed chunk by chunk; R2 pulls at its own pace, so backpressure reaches the client.
+  const digest = new crypto.DigestStream("SHA-256");
+  const hashWriter = digest.getWriter();
+  let received = 0;
+  const hashing = new TransformStream<Uint8Array, Uint8Array>({
+    async transform(chunk, out) {
+      received += chunk.length;
+      await hashWriter.write(chunk);
+      out.enqueue(chunk);
+    },
+    flush: () => hashWriter.close(),
+  });
+  try {
+    // R2 needs a known length: FixedLengthStream carries it, and fails if the body disagrees.
+    const content = body && length > 0 ? body.pipeThrough(hashing).pipeThrough(new FixedLengthStream(length)) : new Uint8Array();
+    if (!body || length === 0) await hashWriter.close();
+    await deps.bucket.put(r2Key, content, { httpMetadata: mimeType ? { contentType: mimeType } : undefined });
+  } catch (err) {
+    if (received < length) throw new TruncatedUploadError(`the body ended after ${received} of ${length} bytes`, { cause: err });
+    throw err;
+  }
+
+  const now = Date.now();
+  const row: ArtifactRow = {
+    artifactId,
+    artifactType: query.artifact_type ?? artifactTypeOf(mimeType),
+    mimeType,
+    name: query.name ?? null,
+    sizeBytes: length,
+    sha256: toHex(await digest.digest),
+    source: "upload",
+    conversationKey: grant.conversationKey,
+    conversationId: grant.conversationId,
+    runId: grant.runId,
+    runnerId: grant.runnerId,
+    r2Key,
+    metadataJson: "{}",
+    createdAt: now,
+    expiresAt: artifactExpiry(deps.config, now),
+  };
+  try {
+    await artifactsStore(deps.db).insertStatement(row);
+  } catch (err) {
+    // No row will ever name this blob.
+    await deps.bucket.delete(r2Key);
+    throw err;
+  }
+  return toArtifactMetadata(row);
+}

@@ -1,0 +1,42 @@
+import { artifactAccess } from "../../artifacts/policy";
+import { bytesToBase64 } from "../../lib/base64";
+import { artifactsStore, toArtifactMetadata, type ArtifactRow } from "../../stores/artifacts";
+import { ApiError, denied } from "../errors";
+import type { ActionContext, ActionTable, Handler } from "./context";
+
+/** The artifact if this run may see it: its conversation's or its own, and not expired. */
+async function visibleArtifact(ctx: ActionContext, artifactId: string): Promise<ArtifactRow> {
+  const row = await artifactsStore(ctx.db).get(artifactId);
+  if (!row) throw new ApiError("not_found", `artifact ${artifactId} not found`);
+  const access = artifactAccess(row, { conversationKey: ctx.snapshot.conversationKey, runId: ctx.snapshot.runId }, Date.now());
+  if (access === "other_conversation") throw denied("artifact of another conversation is not readable by this run", { artifact_id: artifactId });
+  if (access === "expired") throw new ApiError("not_found", `artifact ${artifactId} has expired`);
+  return row;
+}
+
+const artifactMetadata: Handler<"artifact.metadata"> = async (ctx, p) => toArtifactMetadata(await visibleArtifact(ctx, p.artifact_id));
+
+/** One window of the bytes, through an R2 range read: responses stay ≤ 1 MiB of content whatever the artifact size. */
+const artifactRead: Handler<"artifact.read"> = async (ctx, p) => {
+  const row = await visibleArtifact(ctx, p.artifact_id);
+  const answer = (bytes: Uint8Array, size: number) => ({
+    artifact_id: row.artifactId,
+    mime_type: row.mimeType ?? undefined,
+    size_bytes: size,
+    offset: p.offset,
+    length: bytes.length,
+    content_base64: bytesToBase64(bytes),
+    has_more: p.offset + bytes.length < size,
+  });
+  const known = row.sizeBytes;
+  if (known !== null && p.offset >= known) return answer(new Uint8Array(), known);
+  const length = known === null ? p.length : Math.min(p.length, known - p.offset);
+  const object = await ctx.artifacts.get(row.r2Key, { range: { offset: p.offset, length } });
+  if (!object) throw new ApiError("not_found", `artifact ${p.artifact_id} has no stored content`);
+  return answer(new Uint8Array(await object.arrayBuffer()), object.size);
+};
+
+export const artifactActions: ActionTable = {
+  "artifact.metadata": artifactMetadata,
+  "artifact.read": artifactRead,
+};

@@ -1,0 +1,54 @@
+import type { Context } from "hono";
+import type { ConversationDO } from "../../durable-objects/conversation";
+import { storeUpload, TruncatedUploadError } from "../artifacts/upload";
+import { dbOf } from "../db/connect";
+import { configOf } from "../env";
+import { ApiError, invalidToken } from "../host-api/errors";
+import type { HostApiReply } from "../host-api/handle";
+import { bearerToken } from "../middleware/admin-auth";
+import { formatZodIssues } from "../protocol/common";
+import { ArtifactUploadQuerySchema } from "../protocol/host-api";
+import type { AppEnv } from "./app-env";
+
+const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+const fail = (err: ApiError) => json(err.status, err.toBody());
+const relay = (reply: HostApiReply) => new Response(reply.json, { status: reply.status, headers: { "content-type": "application/json" } });
+
+/** A Content-Length we can stream against, or null when absent or malformed. */
+function declaredLength(header: string | undefined): number | null {
+  if (!header || !/^\d+$/.test(header)) return null;
+  const n = Number(header);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+/**
+ * `PUT /v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` (PROTOCOL §8,
+ * artifact.upload). The owning Durable Object checks the run token and the
+ * snapshot; this Worker then streams the body to R2, so large uploads never
+ * cross the DO. A body without Content-Length is refused (411): R2 needs the
+ * length up front, and buffering to learn it would defeat streaming.
+ */
+export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStub<ConversationDO> | null): Promise<Response> {
+  const runId = c.req.param("runId")!;
+  const token = bearerToken(c.req.header("authorization"));
+  if (!token || !owner) return fail(invalidToken());
+  const query = ArtifactUploadQuerySchema.safeParse(c.req.query());
+  if (!query.success) return fail(new ApiError("invalid_argument", `invalid query: ${formatZodIssues(query.error)}`));
+
+  const auth = await owner.authorizeUpload(runId, token);
+  if (!auth.ok) return relay(auth.reply);
+
+  const config = configOf(c.env);
+  const length = declaredLength(c.req.header("content-length"));
+  if (length === null) return fail(new ApiError("invalid_argument", "Content-Length is required: uploads are streamed with a known length", { status: 411 }));
+  if (length > config.ARTIFACT_UPLOAD_MAX_BYTES) {
+    return fail(new ApiError("payload_too_large", `upload of ${length} bytes exceeds ARTIFACT_UPLOAD_MAX_BYTES (${config.ARTIFACT_UPLOAD_MAX_BYTES})`));
+  }
+  try {
+    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config }, auth.grant, query.data, c.req.raw.body, length);
+    return json(200, { ok: true, data: metadata });
+  } catch (err) {
+    if (err instanceof TruncatedUploadError) return fail(new ApiError("invalid_argument", err.message));
+    throw err;
+  }
+}
