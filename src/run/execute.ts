@@ -1,7 +1,10 @@
 import type { Db } from "../db/client";
 import { artifact } from "../db/schema";
 import type { Config } from "../env";
+import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
+import { base64ToBytes } from "../lib/base64";
 import { sha256Hex } from "../lib/crypto";
+import type { ArtifactRef } from "../protocol/common";
 import type { StateSnapshot } from "../protocol/context";
 import { runnerClient } from "../runner/client";
 import { RunnerCallError } from "../runner/errors";
@@ -11,6 +14,7 @@ import { stateStore } from "../stores/state";
 import { transcriptInsert } from "../stores/transcript";
 import { buildRunContext } from "./context";
 import type { RunJob } from "./job";
+import { RunArtifactRefs } from "./artifact-refs";
 import { ResultProcessor, type ResultBatch } from "./results";
 import type { AuthorizationSnapshot } from "./snapshot";
 
@@ -24,13 +28,6 @@ export interface ExecuteDeps {
   token: string;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
-}
-
-function decodeBase64(b64: string): Uint8Array {
-  const bin = atob(b64);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
 }
 
 type BatchItems = Parameters<Db["batch"]>[0];
@@ -52,14 +49,16 @@ export async function claimRun(db: Db, job: RunJob, snapshot: AuthorizationSnaps
 }
 
 /** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */
-async function batchStatements(deps: ExecuteDeps, batch: ResultBatch): Promise<unknown[]> {
+async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs): Promise<unknown[]> {
   const { db, job } = deps;
   const statements = [];
   for (const a of batch.inlineArtifacts) {
-    const bytes = decodeBase64(a.contentBase64);
-    const r2Key = `artifacts/${a.ref.artifact_id}`;
+    const bytes = base64ToBytes(a.contentBase64);
+    const r2Key = artifactR2Key(a.ref.artifact_id);
     await deps.artifacts.put(r2Key, bytes, { httpMetadata: a.ref.mime_type ? { contentType: a.ref.mime_type } : undefined });
     a.ref.size_bytes = bytes.length;
+    refs.stored(a.ref);
+    const now = Date.now();
     statements.push(
       db.insert(artifact).values({
         artifactId: a.ref.artifact_id,
@@ -75,10 +74,21 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch): Promise<u
         runnerId: job.runner.runnerId,
         r2Key,
         metadataJson: JSON.stringify(a.metadata),
-        createdAt: Date.now(),
+        createdAt: now,
+        expiresAt: artifactExpiry(deps.config, now),
       }),
     );
   }
+  const refused = await refs.check(batch.artifactReferences, (artifactId, reason) => ({
+    eventType: "runner.result_dropped",
+    conversationKey: job.conversationKey,
+    conversationId: job.conversation.conversation_id,
+    threadId: job.conversation.thread_id,
+    runId: job.runId,
+    data: { run_id: job.runId, runner_id: job.runner.runnerId, result_type: "artifact.created", artifact_id: artifactId, reason },
+  }));
+  batch.audits.push(...refused);
+  for (const item of batch.transcriptItems) item.artifactRefs = refs.resolve((item.artifactRefs ?? []) as ArtifactRef[]);
   if (batch.ledger.length) statements.push(runsStore(db).ledgerInsert(batch.ledger));
   for (const item of batch.transcriptItems) statements.push(transcriptInsert(db, item));
   const state = stateStore(db);
@@ -109,6 +119,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     stateScopes: snapshot.stateScopes,
   });
 
+  const artifactRefs = new RunArtifactRefs(db, { conversationKey: job.conversationKey, runId: job.runId });
+
   let failure: unknown;
   // The last batch (terminal result) is written together with the outcome: one round trip fewer.
   let last: { statements: unknown[]; ledger: LedgerEntry[] } = { statements: [], ledger: [] };
@@ -119,7 +131,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
     for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
       const batch = processor.process(payloads);
-      const statements = await batchStatements(deps, batch);
+      const statements = await batchStatements(deps, batch, artifactRefs);
       if (batch.terminal && !batch.error) {
         last = { statements, ledger: batch.ledger };
         break;

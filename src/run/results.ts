@@ -14,6 +14,8 @@ export interface ResultBatch {
   transcriptItems: NewTranscriptItem[];
   stateWrites: { scope: StateScope; scopeKey: string; key: string; valueJson: string }[];
   inlineArtifacts: { ref: ArtifactRef & { artifact_type: string }; contentBase64: string; metadata: Record<string, unknown> }[];
+  /** `artifact.created {artifact_id}` references: the executor checks them against the store before they are written. */
+  artifactReferences: ArtifactRef[];
   audits: HostRecord[];
   /** Set when this batch held run.completed or run.failed: stop reading. */
   terminal: boolean;
@@ -64,7 +66,7 @@ export class ResultProcessor {
   }
 
   process(payloads: string[]): ResultBatch {
-    const batch: ResultBatch = { ledger: [], transcriptItems: [], stateWrites: [], inlineArtifacts: [], audits: [], terminal: false };
+    const batch: ResultBatch = { ledger: [], transcriptItems: [], stateWrites: [], inlineArtifacts: [], artifactReferences: [], audits: [], terminal: false };
     for (const payload of payloads) {
       if (this.terminalResult) break;
       try {
@@ -204,7 +206,9 @@ export class ResultProcessor {
           batch.inlineArtifacts.push({ ref, contentBase64: d.content_base64, metadata: d.metadata ?? {} });
           this.pendingRefs.push(ref);
         } else if (d.artifact_id) {
-          this.pendingRefs.push({ artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined });
+          const ref = { artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined };
+          batch.artifactReferences.push(ref);
+          this.pendingRefs.push(ref);
         } else {
           this.drop(batch, result.type, "neither artifact_id nor content_base64 given", sequence);
         }
