@@ -25,6 +25,12 @@ export interface LocalHost {
   adminToken: string;
   /** The bytes stored in R2 under `key` (inspection for tests and operators). */
   r2Object(key: string): Promise<Uint8Array | null>;
+  /** The R2 keys under `prefix` (inspection). */
+  r2Keys(prefix: string): Promise<string[]>;
+  /** Rows of a read query on the embedded database (inspection). */
+  query<T = Record<string, unknown>>(sql: string, args?: (string | number | null)[]): Promise<T[]>;
+  /** Fire the Worker's cron handler once, as the platform would; `scheduledTime` defaults to now. */
+  triggerScheduled(opts?: { cron?: string; scheduledTime?: Date }): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -61,6 +67,25 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     async r2Object(key) {
       const object = await (await mf.getR2Bucket("ARTIFACTS")).get(key);
       return object ? new Uint8Array(await object.arrayBuffer()) : null;
+    },
+    async r2Keys(prefix) {
+      const bucket = await mf.getR2Bucket("ARTIFACTS");
+      const keys: string[] = [];
+      for (let cursor: string | undefined; ; ) {
+        const page = await bucket.list({ prefix, cursor });
+        keys.push(...page.objects.map((o) => o.key));
+        if (!page.truncated) return keys;
+        cursor = page.cursor;
+      }
+    },
+    async query<T>(sql: string, args: (string | number | null)[] = []) {
+      return (await client.execute({ sql, args })).rows as unknown as T[];
+    },
+    async triggerScheduled({ cron = "17 * * * *", scheduledTime = new Date() } = {}) {
+      // workerd's Fetcher has scheduled(); the workers-types Fetcher type does not declare it.
+      const worker = (await mf.getWorker()) as unknown as { scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }> };
+      const result = await worker.scheduled({ cron, scheduledTime });
+      if (result.outcome !== "ok") throw new Error(`scheduled handler ended with outcome ${result.outcome}`);
     },
     async dispose() {
       await mf.dispose();

@@ -14,3 +14,21 @@ export function deferred<T = void>() {
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
 }
+
+/** `artifact.upload` as a runner would: raw bytes to PUT /v1/runs/{run_id}/artifacts. */
+export async function uploadArtifact(
+  baseUrl: string,
+  runId: string,
+  token: string,
+  body: Uint8Array | ReadableStream<Uint8Array>,
+  query: Record<string, string> = {},
+) {
+  const res = await fetch(`${baseUrl}/v1/runs/${runId}/artifacts?${new URLSearchParams(query)}`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${token}` },
+    body,
+    // A stream body goes out chunked, without Content-Length.
+    ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+  } as RequestInit);
+  return { status: res.status, body: (await res.json()) as { ok: boolean; data?: any; error?: { code: string; message: string } } };
+}

@@ -1,0 +1,187 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+const MAX = 1024; // INPUT_ATTACHMENT_MAX_BYTES of this host
+const PNG = Buffer.concat([Buffer.from("89504e470d0a1a0a", "hex"), Buffer.alloc(300, 7)]);
+const NOTES = Buffer.from("meeting notes: ship it");
+
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let files: { url: string; hits: Map<string, number>; close(): Promise<void> };
+
+/** What the runner saw and read back through the Host API. */
+interface Seen {
+  input: any;
+  reads: { status: number; bytes_b64?: string; metadata?: any }[];
+  history_with: any[];
+  history_without: any[];
+}
+
+beforeAll(async () => {
+  files = await startFileServer();
+  runner = await startAdHocRunner({
+    name: "inputs",
+    runners: [{ name: "default", label: { en_US: "inputs" }, capabilities: {}, permissions: { history: ["page"], artifacts: ["metadata", "read"] } }],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const api = (action: string, params: Record<string, unknown>) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
+      const reads = [];
+      for (const ref of ctx.input.attachments) {
+        const read = await api("artifact.read", { artifact_id: ref.artifact_id });
+        const meta = await api("artifact.metadata", { artifact_id: ref.artifact_id });
+        reads.push({ status: read.status, bytes_b64: read.body.data?.content_base64, metadata: meta.body.data });
+      }
+      const withRefs = await api("history.page", { limit: 1, include_artifacts: true });
+      const withoutRefs = await api("history.page", { limit: 1 });
+      const seen: Seen = { input: ctx.input, reads, history_with: withRefs.body.data.items, history_without: withoutRefs.body.data.items };
+      resultWriter(res, ctx.run_id).reply(JSON.stringify(seen));
+    },
+  });
+  host = await startTestHost({ vars: { INPUT_ATTACHMENT_MAX_BYTES: String(MAX), INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: "3000" } });
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "inputs" });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await files?.close();
+});
+
+async function seenBy(runId: string): Promise<Seen> {
+  const run = await host.waitForRun(runId);
+  expect(run.status).toBe("completed");
+  return JSON.parse(String(run.message?.content));
+}
+
+const withAttachments = (conversationId: string, attachments: unknown[], extra: Record<string, unknown> = {}) =>
+  messageEvent(conversationId, "see attached", { input: { text: "see attached", attachments }, ...extra });
+
+let firstArtifactId = "";
+
+describe("input attachments", () => {
+  it("stores base64 and URL attachments in R2 before the run; the runner gets only references", async () => {
+    const event = withAttachments("att-1", [
+      { content_base64: NOTES.toString("base64"), name: "notes.txt", mime_type: "text/plain" },
+      { url: `${files.url}/photo.png` },
+    ]);
+    const posted = await host.postEvent({ ...event, event_id: "att-event-1" });
+    expect(posted.status).toBe(202);
+    const seen = await seenBy(posted.body.run_id!);
+
+    const [notes, photo] = seen.input.attachments;
+    expect(seen.input.attachments).toHaveLength(2);
+    expect(notes).toEqual({ artifact_id: expect.stringMatching(/^art_in_[0-9a-f]{32}$/), artifact_type: "file", mime_type: "text/plain", name: "notes.txt", size_bytes: NOTES.length });
+    expect(photo).toEqual({ artifact_id: expect.stringMatching(/^art_in_/), artifact_type: "image", mime_type: "image/png", name: "photo.png", size_bytes: PNG.length });
+    // Nothing but references reaches the runner: no bytes, no source URL.
+    const inputJson = JSON.stringify(seen.input);
+    expect(inputJson).not.toContain(NOTES.toString("base64"));
+    expect(inputJson).not.toContain(files.url);
+
+    // The bytes are in R2 under the artifact's key and readable through the Host API.
+    expect(Buffer.from((await host.r2Object(`artifacts/${notes.artifact_id}`))!)).toEqual(NOTES);
+    expect(Buffer.from((await host.r2Object(`artifacts/${photo.artifact_id}`))!)).toEqual(PNG);
+    expect(seen.reads.map((r) => r.status)).toEqual([200, 200]);
+    expect(Buffer.from(seen.reads[0].bytes_b64!, "base64")).toEqual(NOTES);
+    expect(Buffer.from(seen.reads[1].bytes_b64!, "base64")).toEqual(PNG);
+    const meta = seen.reads[1].metadata;
+    expect(meta).toMatchObject({ artifact_id: photo.artifact_id, source: "input", conversation_id: "att-1", size_bytes: PNG.length });
+    expect(meta.sha256).toMatch(/^[0-9a-f]{64}$/);
+    // Default ARTIFACT_TTL_SECONDS: 30 days.
+    expect(Date.parse(meta.expires_at) - Date.parse(meta.created_at)).toBe(30 * 24 * 3600 * 1000);
+
+    // The user transcript item carries the refs, shown only with include_artifacts.
+    expect(seen.history_with[0]).toMatchObject({ role: "user", artifact_refs: [notes, photo] });
+    expect(seen.history_without[0]).toMatchObject({ role: "user", artifact_refs: [] });
+    firstArtifactId = notes.artifact_id;
+  });
+
+  it("a re-delivered event downloads nothing and writes no blob or row again", async () => {
+    const keysBefore = await host.r2Keys("artifacts/");
+    const hitsBefore = files.hits.get("/photo.png");
+    const event = withAttachments("att-1", [
+      { content_base64: NOTES.toString("base64"), name: "notes.txt", mime_type: "text/plain" },
+      { url: `${files.url}/photo.png` },
+    ]);
+    const again = await host.postEvent({ ...event, event_id: "att-event-1" });
+    expect(again.status).toBe(200);
+    expect(again.body.disposition).toBe("duplicate");
+    expect(files.hits.get("/photo.png")).toBe(hitsBefore);
+    expect(await host.r2Keys("artifacts/")).toEqual(keysBefore);
+    const rows = await host.query("SELECT artifact_id FROM artifact WHERE metadata_json LIKE ?", ['%"event_id":"att-event-1"%']);
+    expect(rows).toHaveLength(2);
+  });
+
+  it("refuses bad, unreachable or oversized attachments and records nothing", async () => {
+    const keysBefore = await host.r2Keys("artifacts/");
+    const cases: { attachments: unknown[]; status: number; code: string; message: RegExp }[] = [
+      { attachments: [{ content_base64: "not base64!" }], status: 400, code: "invalid_request", message: /input\.attachments\.0\.content_base64/ },
+      { attachments: [{ content_base64: "aGk=", url: `${files.url}/photo.png` }], status: 400, code: "invalid_request", message: /exactly one/ },
+      { attachments: [{ url: "ftp://example.com/x" }], status: 400, code: "invalid_request", message: /input\.attachments\.0\.url/ },
+      { attachments: [{ url: `${files.url}/missing` }], status: 400, code: "attachment_unavailable", message: /input\.attachments\.0: the URL answered HTTP 404/ },
+      { attachments: [{ url: "http://127.0.0.1:1/refused" }], status: 400, code: "attachment_unavailable", message: /could not be fetched/ },
+      { attachments: [{ content_base64: Buffer.alloc(MAX + 1).toString("base64") }], status: 413, code: "payload_too_large", message: /larger than 1024 bytes/ },
+      { attachments: [{ url: `${files.url}/big-declared` }], status: 413, code: "payload_too_large", message: /larger than 1024 bytes/ },
+      { attachments: [{ url: `${files.url}/big-chunked` }], status: 413, code: "payload_too_large", message: /larger than 1024 bytes/ },
+      // The first one is stored before the second fails: the refusal removes it again.
+      { attachments: [{ content_base64: NOTES.toString("base64") }, { url: `${files.url}/missing` }], status: 400, code: "attachment_unavailable", message: /input\.attachments\.1/ },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const res = await host.postEvent({ ...withAttachments("att-bad", c.attachments), event_id: `att-bad-${i}` });
+      expect({ i, status: res.status, code: (res.body as any).error?.code }).toEqual({ i, status: c.status, code: c.code });
+      expect((res.body as any).error.message).toMatch(c.message);
+    }
+    expect(await host.r2Keys("artifacts/")).toEqual(keysBefore);
+    expect(await host.query("SELECT event_id FROM event_log WHERE event_id LIKE 'att-bad-%'")).toEqual([]);
+    // Nothing recorded: the same event id is accepted as new once its attachments are fine.
+    const retry = await host.postEvent({ ...withAttachments("att-bad", [{ content_base64: NOTES.toString("base64") }]), event_id: "att-bad-8" });
+    expect(retry.status).toBe(202);
+    expect((await seenBy(retry.body.run_id!)).input.attachments).toHaveLength(1);
+  });
+
+  it("references an existing artifact only within its own conversation", async () => {
+    const same = await host.postEvent(withAttachments("att-1", [{ artifact_id: firstArtifactId, name: "ignored.bin" }]));
+    expect(same.status).toBe(202);
+    const seen = await seenBy(same.body.run_id!);
+    // The stored facts win over what the client wrote.
+    expect(seen.input.attachments).toEqual([{ artifact_id: firstArtifactId, artifact_type: "file", mime_type: "text/plain", name: "notes.txt", size_bytes: NOTES.length }]);
+    expect(Buffer.from(seen.reads[0].bytes_b64!, "base64")).toEqual(NOTES);
+
+    const elsewhere = await host.postEvent(withAttachments("att-2", [{ artifact_id: firstArtifactId }]));
+    const unknown = await host.postEvent(withAttachments("att-2", [{ artifact_id: "art_unknown" }]));
+    for (const [res, id] of [[elsewhere, firstArtifactId], [unknown, "art_unknown"]] as const) {
+      expect(res.status).toBe(400);
+      // One answer for "another conversation's" and "absent": existence is not disclosed.
+      expect((res.body as any).error).toEqual({ code: "invalid_request", message: `input.attachments.0: artifact ${id} is not an artifact of this conversation` });
+    }
+  });
+});
+
+/** Files an event may point at, with a hit count per path. */
+async function startFileServer() {
+  const hits = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const path = req.url ?? "/";
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    if (path === "/photo.png") return res.writeHead(200, { "content-type": "image/png", "content-length": PNG.length }).end(PNG);
+    if (path === "/big-declared") return res.writeHead(200, { "content-length": MAX + 1 }).end(Buffer.alloc(MAX + 1));
+    if (path === "/big-chunked") {
+      // No Content-Length: the host must count while reading.
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      for (let i = 0; i < 3; i++) res.write(Buffer.alloc(600, i));
+      return res.end();
+    }
+    res.writeHead(404).end("not here");
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    hits,
+    close: () => new Promise<void>((done) => {
+      server.closeAllConnections();
+      server.close(() => done());
+    }),
+  };
+}
