@@ -1,0 +1,187 @@
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi, uploadArtifact } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+const MiB = 1024 * 1024;
+const UPLOAD_MAX = 3 * MiB; // ARTIFACT_UPLOAD_MAX_BYTES of this host
+/** 2.5 MiB with a position-dependent pattern, so a misplaced window shows. */
+const BIG = Buffer.from(Array.from({ length: 2.5 * MiB }, (_, i) => (i * 31 + (i >> 10)) & 0xff));
+
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let foreignArtifactId = "";
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "artifacts",
+    runners: [
+      { name: "default", label: { en_US: "artifacts" }, capabilities: {}, permissions: { history: ["page"], artifacts: ["metadata", "read"] } },
+      { name: "plain", label: { en_US: "plain" }, capabilities: {}, permissions: { history: ["page"] } },
+    ],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const base = ctx.runtime.api.base_url;
+      const token = ctx.runtime.api.token;
+      const api = (action: string, params: Record<string, unknown>) => callHostApi(base, ctx.run_id, token, action, params);
+      const upload = (bytes: Uint8Array | ReadableStream<Uint8Array>, query: Record<string, string> = {}, as = token) => uploadArtifact(base, ctx.run_id, as, bytes, query);
+      const w = resultWriter(res, ctx.run_id);
+      const out: Record<string, any> = {};
+      switch (ctx.input.text) {
+        case "upload": {
+          const up = await upload(BIG, { name: "big.bin", mime_type: "application/octet-stream" });
+          out.upload = up;
+          const id = up.body.data.artifact_id;
+          const windows = [];
+          for (let offset = 0; offset < BIG.length; offset += MiB) windows.push((await api("artifact.read", { artifact_id: id, offset })).body.data);
+          out.windows = windows.map((d) => ({ offset: d.offset, length: d.length, has_more: d.has_more, size_bytes: d.size_bytes }));
+          out.windows_equal = Buffer.concat(windows.map((d) => Buffer.from(d.content_base64, "base64"))).equals(BIG);
+          const small = (await api("artifact.read", { artifact_id: id, offset: 5, length: 10 })).body.data;
+          out.small = { ...small, equal: Buffer.from(small.content_base64, "base64").equals(BIG.subarray(5, 15)) };
+          out.past_end = (await api("artifact.read", { artifact_id: id, offset: BIG.length + 10 })).body.data;
+          out.too_long = await api("artifact.read", { artifact_id: id, length: MiB + 1 });
+          out.metadata = (await api("artifact.metadata", { artifact_id: id })).body.data;
+          out.too_big = await upload(Buffer.alloc(UPLOAD_MAX + 1));
+          out.chunked = await upload(new Blob([Buffer.from("no length")]).stream());
+          out.bad_token = await upload(Buffer.from("x"), {}, "not-the-token");
+          out.bad_query = await upload(Buffer.from("x"), { artifact_type: "t".repeat(65) });
+          out.foreign_read = await api("artifact.read", { artifact_id: foreignArtifactId });
+          out.foreign_metadata = await api("artifact.metadata", { artifact_id: foreignArtifactId });
+          out.unknown_read = await api("artifact.read", { artifact_id: "art_nope" });
+          // The runner's claims (name, size) are not what gets recorded; foreign and unknown ids are refused.
+          w.send("artifact.created", { artifact_type: "file", artifact_id: id, name: "claimed.txt", size_bytes: 1 });
+          w.send("artifact.created", { artifact_type: "image", artifact_id: foreignArtifactId });
+          w.send("artifact.created", { artifact_type: "file", artifact_id: "art_nope" });
+          return w.reply(JSON.stringify(out));
+        }
+        case "history": {
+          out.with = (await api("history.page", { limit: 2, include_artifacts: true })).body.data.items;
+          out.without = (await api("history.page", { limit: 2 })).body.data.items;
+          const uploaded = out.with[1].artifact_refs[0]?.artifact_id;
+          out.read_in_later_run = (await api("artifact.read", { artifact_id: uploaded, length: 4 })).status;
+          return w.reply(JSON.stringify(out));
+        }
+        case "no permission": {
+          out.upload = await upload(Buffer.from("x"));
+          out.read = await api("artifact.read", { artifact_id: foreignArtifactId });
+          return w.reply(JSON.stringify(out));
+        }
+        default:
+          return w.reply(JSON.stringify(ctx.input.attachments));
+      }
+    },
+  });
+  host = await startTestHost({ vars: { ARTIFACT_UPLOAD_MAX_BYTES: String(UPLOAD_MAX) } });
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "artifacts" });
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId("plain"), agentId: "plain", scope: { type: "conversation", id: "art-noperm" } });
+
+  // An artifact of another conversation, for the scope checks.
+  const other = await host.postEvent(messageEvent("art-other", "keep", { input: { text: "keep", attachments: [{ content_base64: "c2VjcmV0", name: "secret.txt" }] } }));
+  foreignArtifactId = JSON.parse(String((await host.waitForRun(other.body.run_id!)).message?.content))[0].artifact_id;
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+async function resultOf(text: string, conversationId = "art-main") {
+  const posted = await host.postEvent(messageEvent(conversationId, text));
+  const run = await host.waitForRun(posted.body.run_id!);
+  expect(run.status).toBe("completed");
+  return { runId: posted.body.run_id!, out: JSON.parse(String(run.message?.content)) };
+}
+
+describe("artifact Host API", () => {
+  let uploaded: any;
+  let uploadRunId = "";
+
+  it("uploads a streamed body, reads it back in ≤ 1 MiB windows, and refuses what it must", async () => {
+    const { runId, out } = await resultOf("upload");
+    uploadRunId = runId;
+    expect(out.upload.status).toBe(200);
+    uploaded = out.upload.body.data;
+    expect(uploaded).toMatchObject({
+      artifact_type: "file",
+      mime_type: "application/octet-stream",
+      name: "big.bin",
+      size_bytes: BIG.length,
+      sha256: createHash("sha256").update(BIG).digest("hex"),
+      source: "upload",
+      conversation_id: "art-main",
+      run_id: runId,
+      runner_id: runner.runnerId(),
+    });
+    expect(out.metadata).toEqual(uploaded);
+    expect(Buffer.from((await host.r2Object(`artifacts/${uploaded.artifact_id}`))!).equals(BIG)).toBe(true);
+
+    expect(out.windows).toEqual([
+      { offset: 0, length: MiB, has_more: true, size_bytes: BIG.length },
+      { offset: MiB, length: MiB, has_more: true, size_bytes: BIG.length },
+      { offset: 2 * MiB, length: 0.5 * MiB, has_more: false, size_bytes: BIG.length },
+    ]);
+    expect(out.windows_equal).toBe(true);
+    expect(out.small).toMatchObject({ offset: 5, length: 10, has_more: true, equal: true });
+    expect(out.past_end).toMatchObject({ length: 0, content_base64: "", has_more: false });
+    expect([out.too_long.status, out.too_long.body.error.code]).toEqual([400, "invalid_argument"]);
+
+    expect([out.too_big.status, out.too_big.body.error.code]).toEqual([413, "payload_too_large"]);
+    expect(out.too_big.body.error.message).toMatch(/ARTIFACT_UPLOAD_MAX_BYTES/);
+    expect([out.chunked.status, out.chunked.body.error.code]).toEqual([411, "invalid_argument"]);
+    expect(out.chunked.body.error.message).toMatch(/Content-Length is required/);
+    expect([out.bad_token.status, out.bad_token.body.error.code]).toEqual([401, "unauthorized"]);
+    expect([out.bad_query.status, out.bad_query.body.error.code]).toEqual([400, "invalid_argument"]);
+    expect([out.foreign_read.status, out.foreign_read.body.error.code]).toEqual([403, "unauthorized"]);
+    expect([out.foreign_metadata.status, out.foreign_metadata.body.error.code]).toEqual([403, "unauthorized"]);
+    expect([out.unknown_read.status, out.unknown_read.body.error.code]).toEqual([404, "not_found"]);
+    // Refused uploads stored nothing: R2 holds the other conversation's input and the one accepted upload.
+    expect((await host.r2Keys("artifacts/")).sort()).toEqual([foreignArtifactId, uploaded.artifact_id].map((id) => `artifacts/${id}`).sort());
+
+    // Denied reads are audited in EventLog.
+    const denied = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'host_api.denied' AND run_id = ?", [runId]);
+    expect(denied.map((d) => JSON.parse(d.data_json)).map((d) => [d.action, d.resource.artifact_id]).sort()).toEqual([
+      ["artifact.metadata", foreignArtifactId],
+      ["artifact.read", foreignArtifactId],
+    ]);
+  });
+
+  it("attaches an uploaded artifact named by artifact.created to the next assistant item, with the stored facts", async () => {
+    const { out } = await resultOf("history");
+    const [user, assistant] = out.with;
+    expect(user).toMatchObject({ role: "user", content: "history" });
+    expect(assistant.role).toBe("assistant");
+    expect(assistant.artifact_refs).toEqual([
+      { artifact_id: uploaded.artifact_id, artifact_type: "file", mime_type: "application/octet-stream", name: "big.bin", size_bytes: BIG.length },
+    ]);
+    expect(out.without.map((i: any) => i.artifact_refs)).toEqual([[], []]);
+    // The conversation's later runs may read what an earlier run uploaded.
+    expect(out.read_in_later_run).toBe(200);
+
+    // Refused references are audited, not attached.
+    const dropped = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'runner.result_dropped' AND run_id = ?", [uploadRunId]);
+    expect(dropped.map((d) => JSON.parse(d.data_json).reason).sort()).toEqual([
+      `artifact.created names artifact ${foreignArtifactId}, which belongs to another conversation`,
+      "artifact.created names artifact art_nope, which does not exist",
+    ]);
+  });
+
+  it("refuses upload and reads to a run whose snapshot lacks the artifacts permission, and a finished run's token", async () => {
+    const { runId, out } = await resultOf("no permission", "art-noperm");
+    expect([out.upload.status, out.upload.body.error.code]).toEqual([403, "unauthorized"]);
+    expect([out.read.status, out.read.body.error.code]).toEqual([403, "unauthorized"]);
+    const denied = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'host_api.denied' AND run_id = ?", [runId]);
+    expect(denied.map((d) => JSON.parse(d.data_json).action).sort()).toEqual(["artifact.read", "artifact.upload"]);
+
+    const ended = runner.calls.find((c) => c.body.context.run_id === uploadRunId)!.body.context.runtime.api.token;
+    const late = await uploadArtifact(host.url, uploadRunId, ended, Buffer.from("late"));
+    expect([late.status, late.body.error?.code]).toEqual([401, "unauthorized"]);
+  });
+
+  it("keeps history and unexpired artifacts when the cron runs without RETENTION_DAYS", async () => {
+    const count = async (table: string) => (await host.query<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
+    const before = { events: await count("event_log"), transcript: await count("transcript"), artifacts: await count("artifact") };
+    await host.triggerScheduled({ scheduledTime: new Date(Date.now() + 2 * 24 * 3600 * 1000) });
+    expect({ events: await count("event_log"), transcript: await count("transcript"), artifacts: await count("artifact") }).toEqual(before);
+    expect(await host.r2Keys("artifacts/")).toHaveLength(before.artifacts);
+  });
+});
