@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+const TTL_MS = 1000; // ARTIFACT_TTL_SECONDS=1
+const DAY_MS = 24 * 3600 * 1000;
+
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "retention",
+    runners: [{ name: "default", label: { en_US: "retention" }, capabilities: {}, permissions: { artifacts: ["metadata", "read"] } }],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const api = (action: string, params: Record<string, unknown>) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
+      const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text !== "read after expiry") return w.reply("ok");
+      const id = ctx.input.attachments[0].artifact_id;
+      const fresh = (await api("artifact.read", { artifact_id: id })).status;
+      await sleep(TTL_MS + 200);
+      const read = await api("artifact.read", { artifact_id: id });
+      const metadata = await api("artifact.metadata", { artifact_id: id });
+      w.reply(JSON.stringify({ fresh, read: [read.status, read.body.error?.code], metadata: [metadata.status, metadata.body.error?.code] }));
+    },
+  });
+  host = await startTestHost({
+    vars: { ARTIFACT_TTL_SECONDS: "1", RETENTION_DAYS: "1", RETENTION_BATCH_SIZE: "2", RETENTION_MAX_BATCHES: "1" },
+  });
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "retention" });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+const count = async (table: string) => (await host.query<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
+const attachment = (text: string) => ({ content_base64: Buffer.from(text).toString("base64"), name: `${text}.txt` });
+
+async function post(conversationId: string, text: string, attachments: unknown[] = []) {
+  const posted = await host.postEvent(messageEvent(conversationId, text, { input: { text, attachments } }));
+  expect(posted.status).toBe(202);
+  const run = await host.waitForRun(posted.body.run_id!);
+  expect(run.status).toBe("completed");
+  return run;
+}
+
+describe("retention", () => {
+  it("answers not_found for an artifact past its expiry", async () => {
+    const run = await post("ret-1", "read after expiry", [attachment("soon-gone")]);
+    expect(JSON.parse(String(run.message?.content))).toEqual({ fresh: 200, read: [404, "not_found"], metadata: [404, "not_found"] });
+  });
+
+  it("the cron job deletes expired artifacts, blob and row, in bounded batches", async () => {
+    await post("ret-2", "two more", [attachment("a"), attachment("b")]);
+    await sleep(TTL_MS + 100);
+    expect(await count("artifact")).toBe(3);
+    expect(await host.r2Keys("artifacts/")).toHaveLength(3);
+
+    // RETENTION_BATCH_SIZE=2, RETENTION_MAX_BATCHES=1: at most two per invocation, soonest-expiring first.
+    await host.triggerScheduled();
+    const left = await host.query<{ artifact_id: string; r2_key: string; name: string }>("SELECT artifact_id, r2_key, name FROM artifact");
+    expect(left).toHaveLength(1);
+    expect(left[0].name).not.toBe("soon-gone.txt");
+    expect(await host.r2Keys("artifacts/")).toEqual([left[0].r2_key]);
+
+    await host.triggerScheduled();
+    expect(await count("artifact")).toBe(0);
+    expect(await host.r2Keys("artifacts/")).toEqual([]);
+  });
+
+  it("deletes EventLog and Transcript rows older than RETENTION_DAYS, oldest first, and keeps the rest", async () => {
+    await post("ret-old", "old");
+    const cutoff = Date.now();
+    await sleep(20);
+    await post("ret-3", "recent");
+    const isOld = (table: string) => host.query<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE created_at < ?`, [cutoff]).then((r) => r[0].n);
+    const oldEvents = await isOld("event_log");
+    const oldItems = await isOld("transcript");
+    const recentEvents = (await count("event_log")) - oldEvents;
+    const recentItems = (await count("transcript")) - oldItems;
+    expect(oldEvents).toBeGreaterThan(2);
+    expect(oldItems).toBeGreaterThan(2);
+    expect(recentEvents).toBeGreaterThan(0);
+
+    // The trigger's scheduled time is "now" for retention: exactly RETENTION_DAYS after the cutoff.
+    const scheduledTime = new Date(cutoff + DAY_MS);
+    await host.triggerScheduled({ scheduledTime });
+    expect(await isOld("event_log")).toBe(oldEvents - 2);
+    expect(await isOld("transcript")).toBe(oldItems - 2);
+
+    for (let i = 0; i < 10 && ((await isOld("event_log")) > 0 || (await isOld("transcript")) > 0); i++) await host.triggerScheduled({ scheduledTime });
+    expect(await count("event_log")).toBe(recentEvents);
+    expect(await count("transcript")).toBe(recentItems);
+    const kept = await host.query<{ conversation_id: string }>("SELECT DISTINCT conversation_id FROM transcript");
+    expect(kept).toEqual([{ conversation_id: "ret-3" }]);
+  });
+});
