@@ -41,7 +41,11 @@ try:
   curl -s ${host.url}/v1/runs/RUN_ID -H "Authorization: Bearer ${adminToken}"
   curl -sN ${host.url}/v1/runs/RUN_ID/stream -H "Authorization: Bearer ${adminToken}"`);
 
+// Miniflare does not fire cron triggers: run retention hourly, as wrangler.toml's cron does in production.
+const retention = setInterval(() => host.triggerScheduled().catch((err) => console.error(`retention failed: ${(err as Error).message}`)), 3600_000);
+
 const shutdown = async () => {
+  clearInterval(retention);
   await host.dispose();
   await runner.close();
   process.exit(0);

@@ -79,6 +79,9 @@ describe("input attachments", () => {
     const inputJson = JSON.stringify(seen.input);
     expect(inputJson).not.toContain(NOTES.toString("base64"));
     expect(inputJson).not.toContain(files.url);
+    // EventLog keeps the same references, not the bytes.
+    const [logged] = await host.query<{ input_json: string }>("SELECT input_json FROM event_log WHERE event_id = 'att-event-1'");
+    expect(JSON.parse(logged.input_json).attachments).toEqual([notes, photo]);
 
     // The bytes are in R2 under the artifact's key and readable through the Host API.
     expect(Buffer.from((await host.r2Object(`artifacts/${notes.artifact_id}`))!)).toEqual(NOTES);
