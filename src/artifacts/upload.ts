@@ -40,10 +40,11 @@ export async function storeUpload(
     },
     flush: () => hashWriter.close(),
   });
+  // No body is an empty stream: one path for every length.
+  const source = body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
   try {
     // R2 needs a known length: FixedLengthStream carries it, and fails if the body disagrees.
-    const content = body && length > 0 ? body.pipeThrough(hashing).pipeThrough(new FixedLengthStream(length)) : new Uint8Array();
-    if (!body || length === 0) await hashWriter.close();
+    const content = source.pipeThrough(hashing).pipeThrough(new FixedLengthStream(length));
     await deps.bucket.put(r2Key, content, { httpMetadata: mimeType ? { contentType: mimeType } : undefined });
   } catch (err) {
     if (received < length) throw new TruncatedUploadError(`the body ended after ${received} of ${length} bytes`, { cause: err });

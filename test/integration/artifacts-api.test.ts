@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, uploadArtifact } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
@@ -42,6 +43,8 @@ beforeAll(async () => {
           out.past_end = (await api("artifact.read", { artifact_id: id, offset: BIG.length + 10 })).body.data;
           out.too_long = await api("artifact.read", { artifact_id: id, length: MiB + 1 });
           out.metadata = (await api("artifact.metadata", { artifact_id: id })).body.data;
+          out.empty = await upload(new Uint8Array(), { name: "empty.txt", mime_type: "text/plain" });
+          out.truncated = await truncatedUpload(base, ctx.run_id, token);
           out.too_big = await upload(Buffer.alloc(UPLOAD_MAX + 1));
           out.chunked = await upload(new Blob([Buffer.from("no length")]).stream());
           out.bad_token = await upload(Buffer.from("x"), {}, "not-the-token");
@@ -125,6 +128,10 @@ describe("artifact Host API", () => {
     expect(out.past_end).toMatchObject({ length: 0, content_base64: "", has_more: false });
     expect([out.too_long.status, out.too_long.body.error.code]).toEqual([400, "invalid_argument"]);
 
+    expect(out.empty.body.data).toMatchObject({ artifact_type: "file", name: "empty.txt", size_bytes: 0, sha256: createHash("sha256").digest("hex") });
+    // A body shorter than its Content-Length: R2 refuses the FixedLengthStream, nothing is kept.
+    expect(out.truncated).toMatch(/^HTTP\/1\.1 400/);
+    expect(out.truncated).toContain('"code":"invalid_argument","message":"the body ended after 10 of 100 bytes"');
     expect([out.too_big.status, out.too_big.body.error.code]).toEqual([413, "payload_too_large"]);
     expect(out.too_big.body.error.message).toMatch(/ARTIFACT_UPLOAD_MAX_BYTES/);
     expect([out.chunked.status, out.chunked.body.error.code]).toEqual([411, "invalid_argument"]);
@@ -134,8 +141,9 @@ describe("artifact Host API", () => {
     expect([out.foreign_read.status, out.foreign_read.body.error.code]).toEqual([403, "unauthorized"]);
     expect([out.foreign_metadata.status, out.foreign_metadata.body.error.code]).toEqual([403, "unauthorized"]);
     expect([out.unknown_read.status, out.unknown_read.body.error.code]).toEqual([404, "not_found"]);
-    // Refused uploads stored nothing: R2 holds the other conversation's input and the one accepted upload.
-    expect((await host.r2Keys("artifacts/")).sort()).toEqual([foreignArtifactId, uploaded.artifact_id].map((id) => `artifacts/${id}`).sort());
+    // Refused uploads stored nothing: R2 holds the other conversation's input and the two accepted uploads.
+    expect(await host.query("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId])).toHaveLength(2);
+    expect((await host.r2Keys("artifacts/")).sort()).toEqual([foreignArtifactId, uploaded.artifact_id, out.empty.body.data.artifact_id].map((id) => `artifacts/${id}`).sort());
 
     // Denied reads are audited in EventLog.
     const denied = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'host_api.denied' AND run_id = ?", [runId]);
@@ -185,3 +193,18 @@ describe("artifact Host API", () => {
     expect(await host.r2Keys("artifacts/")).toHaveLength(before.artifacts);
   });
 });
+
+/** A PUT that promises 100 bytes, sends 10 and stops writing: what the host answers, if anything. */
+function truncatedUpload(baseUrl: string, runId: string, token: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(`PUT /v1/runs/${runId}/artifacts HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\nContent-Length: 100\r\n\r\n0123456789`);
+      socket.end();
+    });
+    let answer = "";
+    socket.on("data", (d) => (answer += d));
+    socket.on("close", () => resolve(answer || "closed"));
+    socket.on("error", () => resolve("closed"));
+  });
+}
