@@ -81,25 +81,20 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** A run's Host API call; the token is checked here, against the hash of the live session. */
   async hostApi(runId: string, token: string, body: unknown): Promise<HostApiReply> {
-    const session = await this.authenticated(runId, token);
-    if (!session) return { status: 401, json: JSON.stringify(invalidToken().toBody()) };
-    return handleHostApiCall(this.actionContext(session), body);
-  }
-
-  /** artifact.upload: checked here like any call; the Worker then streams the body to R2 itself. */
-  async authorizeUpload(runId: string, token: string): Promise<UploadAuthorization> {
-    const session = await this.authenticated(runId, token);
-    if (!session) return { ok: false, reply: { status: 401, json: JSON.stringify(invalidToken().toBody()) } };
-    return authorizeUpload(this.actionContext(session));
-  }
-
-  private async authenticated(runId: string, token: string): Promise<RunSession | null> {
     const session = this.sessions.get(runId);
-    return session && (await session.verify(token)) ? session : null;
+    const valid = session ? await session.verify(token) : false;
+    if (!session || !valid) return { status: 401, json: JSON.stringify(invalidToken().toBody()) };
+    return handleHostApiCall(
+      { db: dbOf(this.env), config: configOf(this.env), snapshot: session.snapshot, artifacts: this.env.ARTIFACTS, steering: { pull: async () => [] } },
+      body,
+    );
   }
 
-  private actionContext(session: RunSession) {
-    return { db: dbOf(this.env), config: configOf(this.env), snapshot: session.snapshot, artifacts: this.env.ARTIFACTS, steering: { pull: async () => [] } };
+  /** artifact.upload: the token and snapshot are checked here; the Worker then streams the body to R2 itself. */
+  async authorizeUpload(runId: string, token: string): Promise<UploadAuthorization> {
+    const session = this.sessions.get(runId);
+    if (!session || !(await session.verify(token))) return { ok: false, reply: { status: 401, json: JSON.stringify(invalidToken().toBody()) } };
+    return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot });
   }
 
   /** SSE of a run's results: the ledger so far, then live frames until the run ends. */

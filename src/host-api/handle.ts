@@ -43,18 +43,18 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
 type GatedAction = keyof typeof API_GROUP_OF_ACTION;
 
 /** The action's API must be in the snapshot's available_apis (resource-gated actions have no grants in v1). */
-export function checkGranted(ctx: ActionContext, action: GatedAction) {
+export function checkGranted(ctx: Pick<ActionContext, "snapshot">, action: GatedAction) {
   const gate = API_GROUP_OF_ACTION[action];
   if (gate === "resources") throw denied(`no ${action.split(".")[0]} resources are granted to this run`, { action });
   if (gate && !ctx.snapshot.availableApis[gate]) throw denied(`${action} is not in this run's available_apis`, { action, api: gate });
 }
 
-export function checkDeadline(ctx: ActionContext) {
+export function checkDeadline(ctx: Pick<ActionContext, "snapshot">) {
   if (Date.now() > ctx.snapshot.deadlineAt) throw new ApiError("deadline_exceeded", "the run's deadline has passed");
 }
 
 /** Denials are facts: appended to EventLog with run, runner, action, resource and scope. */
-export async function auditDenial(ctx: ActionContext, action: string, err: ApiError) {
+export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, action: string, err: ApiError) {
   const s = ctx.snapshot;
   await hostRecordInsert(ctx.db, {
     eventType: "host_api.denied",

@@ -17,7 +17,7 @@ export interface UploadGrant {
 export type UploadAuthorization = { ok: true; grant: UploadGrant } | { ok: false; reply: HostApiReply };
 
 /** The same checks as any Host API call (§8 order: granted, deadline), denials audited. */
-export async function authorizeUpload(ctx: ActionContext): Promise<UploadAuthorization> {
+export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot">): Promise<UploadAuthorization> {
   try {
     checkGranted(ctx, "artifact.upload");
     checkDeadline(ctx);
