@@ -1,4 +1,4 @@
-import type { Db } from "../db/client";
+import { writeAll, type Db } from "../db/client";
 import { artifact } from "../db/schema";
 import type { Config } from "../env";
 import { sha256Hex } from "../lib/crypto";
@@ -32,8 +32,6 @@ function decodeBase64(b64: string): Uint8Array {
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
 }
-
-type BatchItems = Parameters<Db["batch"]>[0];
 
 /**
  * queued → running and the state snapshot of the run's enabled scopes, in one
@@ -85,11 +83,6 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch): Promise<u
   for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, job.runner.runnerId, w.scope, w.valueJson));
   for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
   return statements;
-}
-
-async function writeAll(db: Db, statements: unknown[]) {
-  // The tuple type drizzle wants for batch() cannot be spelled for a dynamic list; the items are all batchable queries.
-  if (statements.length) await db.batch(statements as unknown as BatchItems);
 }
 
 /**

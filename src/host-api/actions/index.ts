@@ -3,6 +3,7 @@ import { eventActions } from "./events";
 import { historyActions } from "./history";
 import { hostActions } from "./host";
 import { stateActions } from "./state";
+import { steeringActions } from "./steering";
 
 export type { ActionContext, SteeringPort } from "./context";
 
@@ -11,5 +12,6 @@ export const ACTIONS: ActionTable = {
   ...historyActions,
   ...eventActions,
   ...stateActions,
+  ...steeringActions,
   ...hostActions,
 };
