@@ -12,7 +12,7 @@ let host: TestHost;
 type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
 let steerer: Runner;
 let plain: Runner;
-const gates = new Map<string, ReturnType<typeof deferred>>();
+const gates = new Map<string, ReturnType<typeof deferred<void>>>();
 const started = new Map<string, string[]>();
 
 const gate = (conversation: string) => {
