@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: per-event host overhead, as JSON.
+ * Per-event host overhead (part of `npm run bench`).
  *
  * overhead = (ingress request sent → runner receives the run request)
  *          + (runner sends its last result → the run's `end` arrives on its stream)
@@ -21,17 +21,13 @@ import { listenForWorker } from "../local/db-listener";
 import { openEmbeddedDb } from "../local/libsql";
 import { startHost } from "../local/host";
 import { adminCall, bindRunner } from "../local/setup";
+import { quantile, stats } from "./stats";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500);
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 100);
 const WARMUP = 30;
 const TARGET_RATIO_P50 = 2;
 
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
-};
-const stats = (xs: number[]) => ({ p50: +quantile(xs, 0.5).toFixed(3), p99: +quantile(xs, 0.99).toFixed(3), mean: +(xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(3) });
 
 /** A runner that answers at once and records when it received the request and sent its last result. */
 async function startBenchRunner() {
@@ -82,7 +78,7 @@ async function startFloor(dir: string) {
   return { url: (await mf.ready).origin, dispose: async () => (await mf.dispose(), await listener.close(), client.close()) };
 }
 
-async function main() {
+export async function benchHostOverhead() {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-bench-"));
   const runner = await startBenchRunner();
   const host = await startHost({ adminToken: "bench-admin-token-0123456789", dbUrl: `file:${join(dir, "host.db")}` });
@@ -143,11 +139,9 @@ async function main() {
     target_ratio_p50: TARGET_RATIO_P50,
     meets_target: ratio <= TARGET_RATIO_P50,
   };
-  console.log(JSON.stringify(report, null, 2));
   await host.dispose();
   await floor.dispose();
   runner.close();
   rmSync(dir, { recursive: true, force: true });
+  return report;
 }
-
-await main();

@@ -1,23 +1,24 @@
 import { DurableObject } from "cloudflare:workers";
+import type { ConcurrencyStrategy } from "../src/agents/policy";
+import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { randomToken, sha256Hex } from "../src/lib/crypto";
 import { handleHostApiCall, type HostApiReply } from "../src/host-api/handle";
+import type { SteeringPort } from "../src/host-api/actions/index";
 import { invalidToken } from "../src/host-api/errors";
 import { authorizeUpload, type UploadAuthorization } from "../src/host-api/upload";
 import { claimRun, executeRun } from "../src/run/execute";
 import type { RunJob } from "../src/run/job";
 import { frameOf, LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
+import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
 import { RunnerCallError } from "../src/runner/errors";
-import { hostRecordInsert } from "../src/stores/event-log";
+import { eventDecisionStatement, hostRecordInsert } from "../src/stores/event-log";
 import { runsStore, type RunOutcome } from "../src/stores/runs";
 import { RunSession } from "./run-session";
-
-interface StoredRun {
-  job: RunJob;
-  state: "queued" | "running";
-}
+import { runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
+import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 
 /** An alarm handler gets 15 minutes of wall time; leave a margin. */
 const ALARM_BUDGET_MS = 14 * 60_000;
@@ -25,57 +26,97 @@ const ALARM_BUDGET_MS = 14 * 60_000;
 const WATCHDOG_GRACE_MS = 5_000;
 const REPLAY_PAGE = 500;
 
-// Keys sort by enqueue time, so listing them gives arrival order.
-const runKey = (job: RunJob) => `run:${String(job.enqueuedAt).padStart(15, "0")}:${job.runId}`;
+const START_RULE: Record<ConcurrencyStrategy, StartRule> = {
+  steer: "after-all",
+  enqueue: "after-all",
+  reject: "after-all",
+  interrupt: "after-running",
+  parallel: "now",
+};
+
+export interface DispatchResult {
+  disposition: "started" | "queued" | "steered" | "rejected";
+  /** The run that handles the event: its own, or the run that claimed it; null when rejected. */
+  runId: string | null;
+}
 
 /**
  * One object per conversation key: the only place that decides what happens
  * to an event of its conversation. It owns the run session registry (tokens,
- * frozen snapshots) and the run queue. Runs execute inside the alarm handler,
- * which the platform keeps alive and retries, guarded by the run's status so a
- * redelivered alarm never runs one twice.
+ * frozen snapshots), the run queue and the runs' steering queues. Runs
+ * execute inside the alarm handler, which the platform keeps alive and
+ * retries, guarded by the run's status so a redelivered alarm never runs one
+ * twice.
  */
 export class ConversationDO extends DurableObject<Env> {
   private readonly sessions = new Map<string, RunSession>();
+  /** Runs this instance executes, from the moment they are started. */
+  private readonly active = new Map<string, Promise<void>>();
   private readonly live = new LiveHub();
-  private draining = false;
+  private readonly steering = new SteeringQueue(this.ctx.storage);
+  private scheduling = false;
+  /** Set when something changed that the scheduler has not looked at yet. */
+  private dirty = false;
+  private wake?: () => void;
+  private readonly isActive = (runId: string) => this.active.has(runId);
 
-  /** Accept a run for this conversation. Idempotent by run id. */
-  async dispatch(job: RunJob): Promise<{ disposition: "started" | "queued" }> {
+  /**
+   * Decide what an event bound to an agent does in this conversation (PROTOCOL
+   * §10): start, wait, join an active run's steering queue, or be rejected.
+   * Idempotent by run id.
+   */
+  async dispatch(job: RunJob): Promise<DispatchResult> {
     const key = runKey(job);
-    const waiting = await this.ctx.storage.list<StoredRun>({ prefix: "run:" });
-    if (!waiting.has(key)) this.ctx.storage.put(key, { job, state: "queued" } satisfies StoredRun);
-    const ahead = [...waiting.keys()].filter((k) => k < key).length + this.sessions.size;
-    // Storage writes are not awaited one by one: the output gate holds the reply until they are durable.
-    if (!this.draining) this.ctx.storage.setAlarm(Date.now());
-    return { disposition: ahead === 0 ? "started" : "queued" };
+    const table = await this.table();
+    const now = Date.now();
+    const known = table.find(([k]) => k === key);
+    if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === key) ? "started" : "queued", runId: job.runId };
+
+    const strategy = strategyOf(job);
+    if (table.length > 0) {
+      if (strategy === "steer" && job.event.event_type === "message.received") {
+        const target = steeringTarget(table, now, this.isActive);
+        if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, target.job, now);
+      }
+      if (strategy === "reject") return this.reject(job);
+      if (strategy === "interrupt") this.interruptActive();
+    }
+    const stored: StoredRun = { job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0) };
+    // Not awaited: the output gate holds the reply until the write is durable.
+    this.ctx.storage.put(key, stored);
+    this.kick();
+    const startsNow = strategy === "interrupt" || startable([...table, [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
+    return { disposition: startsNow ? "started" : "queued", runId: job.runId };
   }
 
   override async alarm(): Promise<void> {
-    // A second delivery while this instance drains finds the work already taken.
-    if (this.draining) return;
-    this.draining = true;
+    // A delivery while this instance schedules finds the work already taken; keep the watchdog armed.
+    if (this.scheduling) return this.armWatchdog();
+    this.scheduling = true;
     const startedAt = Date.now();
+    const config = configOf(this.env);
     try {
       for (;;) {
-        const runs = await this.ctx.storage.list<StoredRun>({ prefix: "run:" });
-        let next: [string, RunJob] | undefined;
-        for (const [key, stored] of runs) {
-          // Nothing runs in this instance between iterations, so a "running" entry is an orphan.
-          if (stored.state === "running") await this.finishLost(key, stored.job);
-          else next ??= [key, stored.job];
+        this.dirty = false;
+        for (const [key, run] of await this.table()) {
+          // A run stored as running that this instance does not execute was lost with an earlier instance.
+          if (run.state === "running" && !this.isActive(run.job.runId)) await this.finishLost(key, run.job);
         }
-        if (!next) break;
-        if (Date.now() - startedAt + configOf(this.env).RUN_DEADLINE_MS > ALARM_BUDGET_MS) {
-          // The next run might outlive this invocation: continue in a fresh one.
-          await this.ctx.storage.setAlarm(Date.now());
-          return;
+        const table = await this.table();
+        const now = Date.now();
+        const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS > ALARM_BUDGET_MS;
+        if (!outOfBudget) for (const [key, run] of startable(table, now, this.isActive)) this.start(key, run);
+        if (this.active.size === 0) {
+          if (table.length === 0) return await this.ctx.storage.deleteAlarm();
+          // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
+          return await this.ctx.storage.setAlarm(outOfBudget ? now : Math.min(...table.map(([, r]) => r.notBefore)));
         }
-        await this.runOne(next[0], next[1]);
+        await this.armWatchdog();
+        await this.nextChange(table, now);
       }
-      await this.ctx.storage.deleteAlarm();
     } finally {
-      this.draining = false;
+      this.scheduling = false;
+      this.wake = undefined;
     }
   }
 
@@ -85,7 +126,7 @@ export class ConversationDO extends DurableObject<Env> {
     const valid = session ? await session.verify(token) : false;
     if (!session || !valid) return { status: 401, json: JSON.stringify(invalidToken().toBody()) };
     return handleHostApiCall(
-      { db: dbOf(this.env), config: configOf(this.env), snapshot: session.snapshot, artifacts: this.env.ARTIFACTS, steering: { pull: async () => [] } },
+      { db: dbOf(this.env), config: configOf(this.env), snapshot: session.snapshot, artifacts: this.env.ARTIFACTS, steering: this.steeringPort(session.job) },
       body,
     );
   }
@@ -101,7 +142,7 @@ export class ConversationDO extends DurableObject<Env> {
   async subscribe(runId: string): Promise<ReadableStream<Uint8Array>> {
     const sub = this.live.subscribe(runId);
     const runs = runsStore(dbOf(this.env));
-    const active = this.sessions.has(runId) || (await this.isQueued(runId));
+    const active = this.sessions.has(runId) || (await this.table()).some(([, r]) => r.job.runId === runId);
     const frames = [];
     for (let after = 0; ; ) {
       const page = await runs.ledger(runId, after, REPLAY_PAGE);
@@ -121,63 +162,152 @@ export class ConversationDO extends DurableObject<Env> {
       session.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
       return { cancelled: true };
     }
-    const runs = await this.ctx.storage.list<StoredRun>({ prefix: "run:" });
-    for (const [key, stored] of runs) {
-      if (stored.job.runId !== runId) continue;
-      await this.ctx.storage.delete(key);
-      await runsStore(dbOf(this.env)).finishStatement(runId, { status: "cancelled", errorCode: "cancelled", errorMessage: "run cancelled before it started", resultCount: 0 }).run();
-      this.live.end(runId, "cancelled");
-      return { cancelled: true };
+    const entry = (await this.table()).find(([, r]) => r.job.runId === runId);
+    if (!entry || this.isActive(runId)) return { cancelled: false };
+    await this.ctx.storage.delete(entry[0]);
+    await runsStore(dbOf(this.env)).finishStatement(runId, { status: "cancelled", errorCode: "cancelled", errorMessage: "run cancelled before it started", resultCount: 0 }).run();
+    await this.dropUnpulled(entry[1].job);
+    this.live.end(runId, "cancelled");
+    this.kick();
+    return { cancelled: true };
+  }
+
+  private async table(): Promise<RunTable> {
+    const stored = await this.ctx.storage.list<Partial<StoredRun> & Pick<StoredRun, "job" | "state">>({ prefix: "run:" });
+    // Entries written before start rules existed wait their turn like any enqueued run.
+    return [...stored].map(([k, r]) => [k, { start: "after-all", notBefore: 0, ...r }] as const);
+  }
+
+  /** Tell the scheduler something changed, starting it if it is not running. */
+  private kick(): void {
+    this.dirty = true;
+    if (this.scheduling) this.wake?.();
+    else this.ctx.storage.setAlarm(Date.now());
+  }
+
+  /** Resolves when a run ends, a dispatch or cancel arrives, or the next debounce expires. */
+  private nextChange(table: RunTable, now: number): Promise<void> {
+    if (this.dirty) return Promise.resolve();
+    const debounced = table.filter(([, r]) => r.state === "queued" && r.notBefore > now).map(([, r]) => r.notBefore);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    return new Promise<void>((resolve) => {
+      this.wake = resolve;
+      if (debounced.length) timer = setTimeout(resolve, Math.min(...debounced) - now);
+    }).finally(() => clearTimeout(timer));
+  }
+
+  /** If this instance dies mid-run, the alarm finds the orphans and ends them. */
+  private armWatchdog(): Promise<void> {
+    const deadlines = [...this.sessions.values()].map((s) => s.snapshot.deadlineAt);
+    if (!deadlines.length) return Promise.resolve();
+    return this.ctx.storage.setAlarm(Math.min(...deadlines) + WATCHDOG_GRACE_MS);
+  }
+
+  private start(key: string, stored: StoredRun): void {
+    const runId = stored.job.runId;
+    const done = this.runOne(key, stored).finally(() => {
+      this.active.delete(runId);
+      this.kick();
+    });
+    this.active.set(runId, done);
+  }
+
+  private interruptActive(): void {
+    for (const session of this.sessions.values()) {
+      session.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
     }
-    return { cancelled: false };
   }
 
-  private async isQueued(runId: string): Promise<boolean> {
-    const runs = await this.ctx.storage.list<StoredRun>({ prefix: "run:" });
-    return [...runs.values()].some((r) => r.job.runId === runId);
+  /** Steer: the event joins the target run's queue; its own run is never started. */
+  private async claim(job: RunJob, target: RunJob, now: number): Promise<DispatchResult> {
+    const item = steeringItemOf(job, target, now);
+    const key = this.steering.push(target.runId, item);
+    const db = dbOf(this.env);
+    try {
+      await db.batch([
+        eventDecisionStatement(db, job.event.event_id, { disposition: "steered", runId: target.runId, metadata: claimMetadata(item) }),
+        runsStore(db).discardQueuedStatement(job.runId),
+      ]);
+    } catch (err) {
+      await this.steering.remove([key]);
+      throw err;
+    }
+    // The target may have ended while the claim was being recorded: then nobody will pull it.
+    if (!this.isActive(target.runId) && !(await this.table()).some(([, r]) => r.job.runId === target.runId)) await this.dropUnpulled(target);
+    return { disposition: "steered", runId: target.runId };
   }
 
-  private async runOne(key: string, job: RunJob): Promise<void> {
+  private async reject(job: RunJob): Promise<DispatchResult> {
+    const db = dbOf(this.env);
+    await db.batch([eventDecisionStatement(db, job.event.event_id, { disposition: "rejected", runId: null }), runsStore(db).discardQueuedStatement(job.runId)]);
+    return { disposition: "rejected", runId: null };
+  }
+
+  private steeringPort(run: RunJob): SteeringPort {
+    return {
+      pull: async (mode, limit) => {
+        const items = await this.steering.peek(run.runId, mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP));
+        const db = dbOf(this.env);
+        await writeAll(db, items.map(([, item]) => steeringOutcomeInsert(db, "injected", item, run)));
+        await this.steering.remove(items.map(([k]) => k));
+        return items.map(([, item]) => item);
+      },
+    };
+  }
+
+  /** Claimed messages the run never pulled: one `steering.dropped` record each. */
+  private async dropUnpulled(run: RunJob): Promise<void> {
+    const items = await this.steering.peek(run.runId);
+    if (!items.length) return;
+    const db = dbOf(this.env);
+    await writeAll(db, items.map(([, item]) => steeringOutcomeInsert(db, "dropped", item, run)));
+    await this.steering.remove(items.map(([k]) => k));
+  }
+
+  private async runOne(key: string, stored: StoredRun): Promise<void> {
+    const { job } = stored;
     const db = dbOf(this.env);
     const config = configOf(this.env);
     const deadlineAt = Date.now() + config.RUN_DEADLINE_MS;
-    const snapshot = await freezeSnapshot(job, deadlineAt);
-    const state = await claimRun(db, job, snapshot);
-    if (!state) {
-      // Already taken by an earlier trigger (or cancelled): never run twice.
-      await this.ctx.storage.delete(key);
-      return;
-    }
-    await this.ctx.storage.put(key, { job, state: "running" } satisfies StoredRun);
-    const token = randomToken();
-    const abort = new AbortController();
-    this.sessions.set(job.runId, new RunSession(job, snapshot, await sha256Hex(token), abort));
-    const timer = setTimeout(() => abort.abort(new RunnerCallError("deadline_exceeded", `run exceeded its deadline of ${config.RUN_DEADLINE_MS} ms`)), deadlineAt - Date.now());
-    // Watchdog: if this object dies mid-run, the alarm finds the orphan and ends it.
-    await this.ctx.storage.setAlarm(deadlineAt + WATCHDOG_GRACE_MS);
-
-    let status: string = "failed";
+    let status = "failed";
     try {
-      const outcome = await executeRun({
-        db,
-        artifacts: this.env.ARTIFACTS,
-        config,
-        job,
-        snapshot,
-        state,
-        token,
-        signal: abort.signal,
-        publish: (entries) => this.live.publish(job.runId, entries),
-      });
-      status = outcome.status;
+      const snapshot = await freezeSnapshot(job, deadlineAt);
+      const state = await claimRun(db, job, snapshot);
+      if (!state) {
+        // Already taken by an earlier trigger (or cancelled): never run twice.
+        status = (await runsStore(db).get(job.runId))?.status ?? "unknown";
+        return;
+      }
+      this.ctx.storage.put(key, { ...stored, state: "running" } satisfies StoredRun);
+      const token = randomToken();
+      const abort = new AbortController();
+      this.sessions.set(job.runId, new RunSession(job, snapshot, await sha256Hex(token), abort));
+      const timer = setTimeout(() => abort.abort(new RunnerCallError("deadline_exceeded", `run exceeded its deadline of ${config.RUN_DEADLINE_MS} ms`)), deadlineAt - Date.now());
+      try {
+        const outcome = await executeRun({
+          db,
+          artifacts: this.env.ARTIFACTS,
+          config,
+          job,
+          snapshot,
+          state,
+          token,
+          signal: abort.signal,
+          publish: (entries) => this.live.publish(job.runId, entries),
+        });
+        status = outcome.status;
+      } finally {
+        clearTimeout(timer);
+      }
     } catch (err) {
-      // Only host-side failures reach here (the database refused the final write).
+      // Only host-side failures reach here (the database refused a write the run needs).
       console.error(`run ${job.runId}: host failure: ${(err as Error).message}`);
-      await this.endWithoutSession(job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 });
+      await this.endWithoutSession(job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).catch(() => undefined);
     } finally {
-      clearTimeout(timer);
+      // Unregister first so no pull races the drop; delete the entry so no new claim targets this run.
       this.sessions.delete(job.runId);
       await this.ctx.storage.delete(key);
+      await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       this.live.end(job.runId, status);
     }
   }
@@ -190,6 +320,7 @@ export class ConversationDO extends DurableObject<Env> {
       resultCount: 0,
     });
     await this.ctx.storage.delete(key);
+    await this.dropUnpulled(job);
   }
 
   private async endWithoutSession(job: RunJob, outcome: RunOutcome): Promise<void> {

@@ -29,6 +29,7 @@ export const DeliveryPolicySchema = z.strictObject({
 export type DeliveryPolicy = z.infer<typeof DeliveryPolicySchema>;
 
 export const CONCURRENCY_STRATEGIES = ["steer", "enqueue", "interrupt", "reject", "parallel"] as const;
+export type ConcurrencyStrategy = (typeof CONCURRENCY_STRATEGIES)[number];
 export const ConcurrencySchema = z.strictObject({
   strategy: z.enum(CONCURRENCY_STRATEGIES).optional(),
   debounce_ms: z.int().min(0).max(60_000).optional(),

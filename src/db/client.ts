@@ -11,3 +11,11 @@ export function createDb(executor: SqlExecutor): Db {
     { schema },
   );
 }
+
+type BatchItems = Parameters<Db["batch"]>[0];
+
+/** One round trip for a list of statements built at run time; nothing is sent for an empty list. */
+export async function writeAll(db: Db, statements: unknown[]): Promise<void> {
+  // The tuple type drizzle wants for batch() cannot be spelled for a dynamic list; the items are all batchable queries.
+  if (statements.length) await db.batch(statements as unknown as BatchItems);
+}

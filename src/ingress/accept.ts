@@ -39,7 +39,7 @@ export interface CanonicalEvent {
   metadata: Record<string, unknown>;
 }
 
-export type Disposition = "started" | "queued" | "duplicate" | "unbound";
+export type Disposition = "started" | "queued" | "steered" | "rejected" | "duplicate" | "unbound";
 export interface Accepted {
   event_id: string;
   run_id: string | null;
@@ -144,7 +144,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
       },
       sql`${owned} AND ${isBound}`,
     ),
-    db.select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, createdAt: eventLog.createdAt }).from(eventLog).where(eq(eventLog.eventId, eventId)),
+    db.select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition }).from(eventLog).where(eq(eventLog.eventId, eventId)),
     db.select({ seq: transcript.seq }).from(transcript).where(and(eq(transcript.eventId, eventId), eq(transcript.role, "user"))),
     resolution.query,
     ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned)),
@@ -155,7 +155,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
 
   if (row.acceptId !== acceptId) {
     // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
-    if (row.runId && bound) {
+    if (row.runId && bound && row.disposition === "bound") {
       const first = await runsStore(db).get(row.runId);
       if (first?.status === "queued") {
         const job = buildJob({ ev, eventId, eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: first.createdAt });
@@ -166,8 +166,8 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   }
   if (!bound || row.runId !== runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
   const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: now });
-  const { disposition } = await env.CONVERSATIONS.get(doId).dispatch(job);
-  return { event_id: eventId, run_id: runId, disposition };
+  const decided = await env.CONVERSATIONS.get(doId).dispatch(job);
+  return { event_id: eventId, run_id: decided.runId, disposition: decided.disposition };
 }
 
 type Bound = Awaited<ReturnType<ReturnType<ReturnType<typeof agentsStore>["resolution"]>["query"]["all"]>>[number];

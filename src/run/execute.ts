@@ -1,4 +1,4 @@
-import type { Db } from "../db/client";
+import { writeAll, type Db } from "../db/client";
 import { artifact } from "../db/schema";
 import type { Config } from "../env";
 import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
@@ -30,7 +30,6 @@ export interface ExecuteDeps {
   publish: (entries: LedgerEntry[]) => void;
 }
 
-type BatchItems = Parameters<Db["batch"]>[0];
 
 /**
  * queued → running and the state snapshot of the run's enabled scopes, in one
@@ -95,11 +94,6 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, job.runner.runnerId, w.scope, w.valueJson));
   for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
   return statements;
-}
-
-async function writeAll(db: Db, statements: unknown[]) {
-  // The tuple type drizzle wants for batch() cannot be spelled for a dynamic list; the items are all batchable queries.
-  if (statements.length) await db.batch(statements as unknown as BatchItems);
 }
 
 /**

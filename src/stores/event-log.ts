@@ -1,4 +1,4 @@
-import { and, desc, eq, lt } from "drizzle-orm";
+import { and, desc, eq, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { eventLog } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
@@ -57,6 +57,21 @@ export function hostRecordInsert(db: Db, rec: HostRecord) {
     metadataJson: JSON.stringify({ ...rec.data, ...rec.metadata }),
     createdAt: Date.now(),
   });
+}
+
+/**
+ * The Durable Object's decision for an event accepted as `bound`: steered into
+ * another run, or rejected. The metadata patch is merged into the row's metadata.
+ */
+export function eventDecisionStatement(db: Db, eventId: string, decision: { disposition: string; runId: string | null; metadata?: Record<string, unknown> }) {
+  return db
+    .update(eventLog)
+    .set({
+      disposition: decision.disposition,
+      runId: decision.runId,
+      metadataJson: decision.metadata ? sql`json_patch(${eventLog.metadataJson}, ${JSON.stringify(decision.metadata)})` : undefined,
+    })
+    .where(eq(eventLog.eventId, eventId));
 }
 
 export function eventLogStore(db: Db) {

@@ -71,6 +71,11 @@ export function runsStore(db: Db) {
         .returning({ runId: run.runId });
     },
 
+    /** Drop a run minted at ingress that the conversation decided not to start (steered or rejected). */
+    discardQueuedStatement(runId: string) {
+      return db.delete(run).where(and(eq(run.runId, runId), eq(run.status, "queued")));
+    },
+
     /** The terminal write; only a run that has not ended yet is changed. */
     finishStatement(runId: string, outcome: RunOutcome) {
       return db

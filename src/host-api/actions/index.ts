@@ -4,6 +4,7 @@ import { eventActions } from "./events";
 import { historyActions } from "./history";
 import { hostActions } from "./host";
 import { stateActions } from "./state";
+import { steeringActions } from "./steering";
 
 export type { ActionContext, SteeringPort } from "./context";
 
@@ -13,5 +14,6 @@ export const ACTIONS: ActionTable = {
   ...eventActions,
   ...stateActions,
   ...artifactActions,
+  ...steeringActions,
   ...hostActions,
 };

@@ -1,0 +1,13 @@
+/**
+ * `npm run bench`: every benchmark in one run, one JSON document on stdout.
+ * Each target is a ratio against a floor measured in the same run, never an
+ * absolute time.
+ */
+import { benchHostOverhead } from "./host-overhead";
+import { benchSteeringClaim } from "./steering-claim";
+
+const report = {
+  host_overhead: await benchHostOverhead(),
+  steering_claim: await benchSteeringClaim(),
+};
+console.log(JSON.stringify(report, null, 2));

@@ -1,0 +1,39 @@
+import type { SteeringInputItem } from "../src/protocol/host-api-results";
+
+/** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
+export const STEERING_QUEUE_CAP = 100;
+
+const prefixOf = (runId: string) => `steer:${runId}:`;
+
+/**
+ * A run's steering queue in the Durable Object's storage: claimed messages in
+ * claim order, kept durably so that a run lost with its instance can still
+ * record what it never pulled.
+ */
+export class SteeringQueue {
+  private claims = 0;
+
+  constructor(private readonly storage: DurableObjectStorage) {}
+
+  async size(runId: string): Promise<number> {
+    return (await this.storage.list({ prefix: prefixOf(runId) })).size;
+  }
+
+  /** Appends without awaiting: the output gate holds replies until the write is durable. */
+  push(runId: string, item: SteeringInputItem): string {
+    // Time first for claim order across instances; the counter breaks ties within one.
+    const key = `${prefixOf(runId)}${String(Date.now()).padStart(15, "0")}:${String(this.claims++).padStart(6, "0")}`;
+    this.storage.put(key, item);
+    return key;
+  }
+
+  remove(keys: string[]): Promise<number> {
+    return this.storage.delete(keys);
+  }
+
+  /** Oldest first, at most `limit`. */
+  async peek(runId: string, limit?: number): Promise<[string, SteeringInputItem][]> {
+    const items = await this.storage.list<SteeringInputItem>({ prefix: prefixOf(runId), limit });
+    return [...items];
+  }
+}

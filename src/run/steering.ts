@@ -1,0 +1,44 @@
+import type { Db } from "../db/client";
+import type { SteeringInputItem } from "../protocol/host-api-results";
+import { hostRecordInsert } from "../stores/event-log";
+import type { RunJob } from "./job";
+
+/** The steering item a claimed event becomes (PROTOCOL §8 SteeringInputItem). */
+export function steeringItemOf(event: RunJob, claimedBy: RunJob, claimedAt: number): SteeringInputItem {
+  return {
+    claimed_run_id: claimedBy.runId,
+    runner_id: claimedBy.runner.runnerId,
+    claimed_at: new Date(claimedAt).toISOString(),
+    event: event.event,
+    input: event.input,
+    conversation: event.conversation,
+    actor: event.actor,
+    subject: event.subject,
+    metadata: { event_seq: event.eventSeq, transcript_seq: event.transcriptSeq },
+  };
+}
+
+/** The EventLog metadata a claim records on the claimed event. */
+export function claimMetadata(item: SteeringInputItem) {
+  return {
+    steering: {
+      status: "queued",
+      trigger_behavior: "absorbed_into_active_run",
+      claimed_by_run_id: item.claimed_run_id,
+      claimed_runner_id: item.runner_id,
+      claimed_at: item.claimed_at,
+    },
+  };
+}
+
+/** `steering.injected` (pulled by the run) or `steering.dropped` (never pulled before the run ended). */
+export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", item: SteeringInputItem, run: RunJob) {
+  return hostRecordInsert(db, {
+    eventType: `steering.${outcome}`,
+    conversationKey: run.conversationKey,
+    conversationId: run.conversation.conversation_id,
+    threadId: run.conversation.thread_id,
+    runId: run.runId,
+    data: { source_event_id: item.event.event_id, run_id: item.claimed_run_id, runner_id: item.runner_id, claimed_at: item.claimed_at },
+  });
+}

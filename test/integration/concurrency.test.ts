@@ -1,0 +1,258 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi, deferred } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * PROTOCOL §10 through the real path: a steering runner and a plain one, each
+ * able to stay busy ("hold …" waits for the test's gate) and to pull its
+ * steering queue the way its agent's runner_config says ("all", "one", or never).
+ */
+let host: TestHost;
+type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
+let steerer: Runner;
+let plain: Runner;
+const gates = new Map<string, ReturnType<typeof deferred<void>>>();
+const started = new Map<string, string[]>();
+
+const gate = (conversation: string) => {
+  if (!gates.has(conversation)) gates.set(conversation, deferred());
+  return gates.get(conversation)!;
+};
+
+async function behave({ body }: { body: any }, res: import("node:http").ServerResponse) {
+  const ctx = body.context;
+  const w = resultWriter(res, ctx.run_id);
+  const conversation: string = ctx.conversation.conversation_id;
+  const text: string = ctx.input.text ?? "";
+  const api = (action: string, params: Record<string, unknown> = {}) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
+  started.set(conversation, [...(started.get(conversation) ?? []), text]);
+  if (text === "report") {
+    const page = await api("event.page", { limit: 100 });
+    return w.reply(JSON.stringify(page.body.data.items));
+  }
+  if (text.startsWith("hold")) await gate(conversation).promise;
+  const pulled: any[] = [];
+  if (ctx.config.pull === "all") pulled.push(...(await api("steering.pull")).body.data.items);
+  if (ctx.config.pull === "one") pulled.push(...(await api("steering.pull", { mode: "one-at-a-time" })).body.data.items);
+  w.reply(JSON.stringify({ text, pulled: pulled.map((i) => i.input.text), pulled_items: pulled }));
+}
+
+const steeringManifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
+
+beforeAll(async () => {
+  steerer = await startAdHocRunner({ name: "steerer", runners: steeringManifest, onRun: behave });
+  plain = await startAdHocRunner({ name: "plain", runners: [{ ...steeringManifest[0], capabilities: { streaming: true } }], onRun: behave });
+  host = await startTestHost();
+  for (const r of [steerer, plain]) expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: r.url })).status).toBe(201);
+});
+afterAll(async () => {
+  for (const g of gates.values()) g.resolve();
+  await host?.dispose();
+  await steerer?.close();
+  await plain?.close();
+});
+
+/** An agent bound to one conversation only, so each test has its own strategy. */
+async function agentFor(conversation: string, runner: Runner, opts: { concurrency?: Record<string, unknown>; pull?: "all" | "one" | "never" } = {}) {
+  const res = await host.admin("POST", "/v1/admin/agents", {
+    agent_id: `agent-${conversation}`,
+    name: conversation,
+    runner_id: runner.runnerId(),
+    runner_config: { pull: opts.pull ?? "never" },
+    event_types: ["message.received"],
+    scope: { type: "conversation", id: conversation },
+    concurrency: opts.concurrency ?? {},
+  });
+  expect(res.status).toBe(201);
+}
+
+async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const startedTexts = (conversation: string) => started.get(conversation) ?? [];
+const reply = async (runId: string) => JSON.parse((await host.waitForRun(runId)).message!.content as string);
+
+/** EventLog of a conversation, read by a fresh run the way a runner would. */
+async function eventLogOf(conversation: string): Promise<any[]> {
+  const res = await host.postEvent(messageEvent(conversation, "report"));
+  return reply(res.body.run_id!);
+}
+
+describe("steering (PROTOCOL §10)", () => {
+  it("claims messages for the active run, which pulls them in claim order; the claims and injections are in EventLog", async () => {
+    const c = "steer-all";
+    await agentFor(c, steerer, { pull: "all" });
+    const first = await host.postEvent(messageEvent(c, "hold first"));
+    expect(first.body.disposition).toBe("started");
+    await until("the first run to start", () => startedTexts(c).length === 1);
+
+    const second = await host.postEvent(messageEvent(c, "second", { event_id: "steer-all-2" }));
+    const third = await host.postEvent(messageEvent(c, "third", { event_id: "steer-all-3" }));
+    for (const r of [second, third]) expect(r.body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+    // A steered event still answers duplicate with the run that claimed it, and starts nothing.
+    expect((await host.postEvent(messageEvent(c, "second", { event_id: "steer-all-2" }))).body).toMatchObject({ disposition: "duplicate", run_id: first.body.run_id });
+
+    gate(c).resolve();
+    const out = await reply(first.body.run_id!);
+    expect(out.pulled).toEqual(["second", "third"]);
+    expect(out.pulled_items[0]).toMatchObject({ claimed_run_id: first.body.run_id, runner_id: steerer.runnerId(), event: { event_id: "steer-all-2" }, actor: { actor_id: "u1" } });
+    expect(startedTexts(c)).toEqual(["hold first"]);
+
+    const log = await eventLogOf(c);
+    const claimed = log.find((e) => e.event_id === "steer-all-2");
+    expect(claimed.metadata.steering).toMatchObject({ status: "queued", trigger_behavior: "absorbed_into_active_run", claimed_by_run_id: first.body.run_id, claimed_runner_id: steerer.runnerId() });
+    expect(Date.parse(claimed.metadata.steering.claimed_at)).not.toBeNaN();
+    const injected = log.filter((e) => e.event_type === "steering.injected").map((e) => e.metadata.source_event_id);
+    expect(injected.sort()).toEqual(["steer-all-2", "steer-all-3"]);
+    expect(log.filter((e) => e.event_type === "steering.dropped")).toEqual([]);
+    // Facts do not change: the steered messages are in the transcript too.
+    expect(log.filter((e) => e.event_type === "message.received").map((e) => e.input_summary)).toEqual(expect.arrayContaining(["second", "third"]));
+  });
+
+  it("pulls one at a time, and records every item never pulled as dropped when the run ends", async () => {
+    const c = "steer-one";
+    await agentFor(c, steerer, { pull: "one" });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    for (const n of ["a", "b", "c"]) expect((await host.postEvent(messageEvent(c, n, { event_id: `steer-one-${n}` }))).body.disposition).toBe("steered");
+    gate(c).resolve();
+    expect((await reply(first.body.run_id!)).pulled).toEqual(["a"]);
+    const log = await eventLogOf(c);
+    expect(log.filter((e) => e.event_type === "steering.injected").map((e) => e.metadata.source_event_id)).toEqual(["steer-one-a"]);
+    expect(log.filter((e) => e.event_type === "steering.dropped").map((e) => e.metadata.source_event_id).sort()).toEqual(["steer-one-b", "steer-one-c"]);
+  });
+
+  it("drops everything claimed by a run that never pulls", async () => {
+    const c = "steer-never";
+    await agentFor(c, steerer, { pull: "never" });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    expect((await host.postEvent(messageEvent(c, "lost", { event_id: "steer-never-1" }))).body.disposition).toBe("steered");
+    gate(c).resolve();
+    expect((await reply(first.body.run_id!)).pulled).toEqual([]);
+    const log = await eventLogOf(c);
+    expect(log.filter((e) => e.event_type === "steering.dropped")).toHaveLength(1);
+    expect(log.find((e) => e.event_type === "steering.dropped").metadata).toMatchObject({ source_event_id: "steer-never-1", run_id: first.body.run_id });
+  });
+
+  it("falls back to the strategy (enqueue) when the steering queue is full", async () => {
+    const c = "steer-full";
+    await agentFor(c, steerer, { pull: "all" });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    const dispositions: string[] = [];
+    for (let i = 0; i < 100; i += 10) {
+      const batch = await Promise.all(Array.from({ length: 10 }, (_, j) => host.postEvent(messageEvent(c, `m${i + j}`))));
+      dispositions.push(...batch.map((r) => r.body.disposition));
+    }
+    expect(dispositions.every((d) => d === "steered")).toBe(true);
+    const overflow = await host.postEvent(messageEvent(c, "overflow"));
+    expect(overflow.body.disposition).toBe("queued");
+    gate(c).resolve();
+    expect((await reply(first.body.run_id!)).pulled).toHaveLength(100);
+    expect((await reply(overflow.body.run_id!)).text).toBe("overflow");
+  });
+
+  it("debounce: a burst of messages lands in the steering queue of the run being started, so one run answers it", async () => {
+    const c = "burst-steer";
+    await agentFor(c, steerer, { pull: "all", concurrency: { debounce_ms: 600 } });
+    const first = await host.postEvent(messageEvent(c, "one"));
+    const rest = [await host.postEvent(messageEvent(c, "two")), await host.postEvent(messageEvent(c, "three"))];
+    expect(first.body.disposition).toBe("started");
+    for (const r of rest) expect(r.body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+    const out = await reply(first.body.run_id!);
+    expect(out).toMatchObject({ text: "one", pulled: ["two", "three"] });
+    expect(startedTexts(c)).toEqual(["one"]);
+  });
+});
+
+describe("concurrency strategies for a busy conversation", () => {
+  it("enqueue (default without steering): waits for the active run, then starts in arrival order", async () => {
+    const c = "enqueue";
+    await agentFor(c, plain);
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    const second = await host.postEvent(messageEvent(c, "second"));
+    const third = await host.postEvent(messageEvent(c, "third"));
+    expect([second.body.disposition, third.body.disposition]).toEqual(["queued", "queued"]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(startedTexts(c)).toEqual(["hold"]);
+    gate(c).resolve();
+    for (const r of [first, second, third]) expect((await host.waitForRun(r.body.run_id!)).status).toBe("completed");
+    expect(startedTexts(c)).toEqual(["hold", "second", "third"]);
+  });
+
+  it("enqueue chosen explicitly for a steering runner: nothing is claimed", async () => {
+    const c = "enqueue-steerer";
+    await agentFor(c, steerer, { pull: "all", concurrency: { strategy: "enqueue" } });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    const second = await host.postEvent(messageEvent(c, "second"));
+    expect(second.body.disposition).toBe("queued");
+    gate(c).resolve();
+    expect((await reply(first.body.run_id!)).pulled).toEqual([]);
+    expect((await reply(second.body.run_id!)).text).toBe("second");
+  });
+
+  it("interrupt: cancels the active run, then starts the new one", async () => {
+    const c = "interrupt";
+    await agentFor(c, plain, { concurrency: { strategy: "interrupt" } });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    const second = await host.postEvent(messageEvent(c, "newer"));
+    expect(second.body.disposition).toBe("started");
+    const ended = await host.waitForRun(first.body.run_id!);
+    expect(ended).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });
+    expect((await reply(second.body.run_id!)).text).toBe("newer");
+    expect(startedTexts(c)).toEqual(["hold", "newer"]);
+  });
+
+  it("reject: records the event, answers rejected and runs nothing", async () => {
+    const c = "reject";
+    await agentFor(c, plain, { concurrency: { strategy: "reject" } });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    const second = await host.postEvent(messageEvent(c, "refused", { event_id: "reject-2" }));
+    expect(second.status).toBe(202);
+    expect(second.body).toMatchObject({ disposition: "rejected", run_id: null });
+    gate(c).resolve();
+    expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+    const runs = await host.admin("GET", `/v1/runs?conversation_id=${c}`);
+    expect(runs.body.items).toHaveLength(1);
+    const log = await eventLogOf(c);
+    expect(log.find((e) => e.event_id === "reject-2")).toMatchObject({ input_summary: "refused" });
+    expect(startedTexts(c)).toEqual(["hold", "report"]);
+  });
+
+  it("parallel: starts another run at once", async () => {
+    const c = "parallel";
+    await agentFor(c, plain, { concurrency: { strategy: "parallel" } });
+    const first = await host.postEvent(messageEvent(c, "hold one"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    const second = await host.postEvent(messageEvent(c, "hold two"));
+    expect(second.body.disposition).toBe("started");
+    await until("the second run to start while the first is busy", () => startedTexts(c).length === 2);
+    gate(c).resolve();
+    for (const r of [first, second]) expect((await host.waitForRun(r.body.run_id!)).status).toBe("completed");
+  });
+
+  it("debounce without steering: the burst is handled by the strategy (enqueue), one run per message", async () => {
+    const c = "burst-plain";
+    await agentFor(c, plain, { concurrency: { debounce_ms: 300 } });
+    const t0 = Date.now();
+    const first = await host.postEvent(messageEvent(c, "one"));
+    const second = await host.postEvent(messageEvent(c, "two"));
+    expect([first.body.disposition, second.body.disposition]).toEqual(["started", "queued"]);
+    await reply(second.body.run_id!);
+    expect(startedTexts(c)).toEqual(["one", "two"]);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+  });
+});

@@ -1,0 +1,94 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../local/build";
+import { startHost, type LocalHost } from "../../local/host";
+import { adminCall, bindRunner } from "../../local/setup";
+import { ADMIN_TOKEN, messageEvent, type RunView } from "../support/host";
+import { callHostApi, deferred } from "../support/host-api";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * PROTOCOL §11: a run is bound to the instance that owns its session. Restart
+ * the local host mid-run (same data folder, so Durable Object storage and its
+ * alarms survive, the in-memory session does not): the run ends failed with
+ * host.session_lost and its token stops working.
+ */
+let dataDir: string;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const release = deferred();
+const startedRuns: { runId: string; token: string; baseUrl: string; text: string }[] = [];
+
+const start = () =>
+  startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_DEADLINE_MS: "1500" } });
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-"));
+  runner = await startAdHocRunner({
+    name: "restartable",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      startedRuns.push({ runId: ctx.run_id, token: ctx.runtime.api.token, baseUrl: ctx.runtime.api.base_url, text: ctx.input.text });
+      const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text.startsWith("hold")) await release.promise;
+      w.reply(`done: ${ctx.input.text}`);
+    },
+  });
+});
+afterAll(async () => {
+  release.resolve();
+  await runner?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function waitForRun(host: LocalHost, runId: string, timeoutMs: number): Promise<RunView> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
+    if (!["queued", "running"].includes(res.body.status)) return res.body;
+    if (Date.now() > end) throw new Error(`run ${runId} still ${res.body.status} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function untilStarted(n: number) {
+  const end = Date.now() + 10_000;
+  while (startedRuns.length < n) {
+    if (Date.now() > end) throw new Error("runner was never called");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return startedRuns[n - 1];
+}
+
+describe("a host restarted mid-run", () => {
+  it("ends the run as host.session_lost from its alarm with nothing else happening, refuses its token, and the conversation goes on", async () => {
+    let host = await start();
+    try {
+      await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "restartable" });
+      const held = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent("restart", "hold on"));
+      const live = await untilStarted(1);
+      expect(live.runId).toBe(held.body.run_id);
+      expect((await callHostApi(host.url, live.runId, live.token, "host.version")).status).toBe(200);
+
+      await host.dispose();
+      host = await start();
+
+      // The session died with the old instance: its token is refused at once.
+      const afterRestart = await callHostApi(host.url, live.runId, live.token, "host.version");
+      expect(afterRestart.status).toBe(401);
+      expect(afterRestart.body.error?.code).toBe("unauthorized");
+
+      // Nothing else happens in the conversation: the persisted alarm (the interrupted one, retried, or the watchdog) finds the orphan.
+      const lost = await waitForRun(host, live.runId, 15_000);
+      expect(lost).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+
+      const next = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", messageEvent("restart", "after"));
+      expect(next.body.disposition).toBe("started");
+      expect(await waitForRun(host, next.body.run_id, 10_000)).toMatchObject({ status: "completed", message: { content: "done: after" } });
+      expect(startedRuns.map((r) => r.text)).toEqual(["hold on", "after"]);
+    } finally {
+      await host.dispose();
+    }
+  });
+});
