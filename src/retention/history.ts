@@ -1,32 +1,43 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { eventLog, transcript } from "../db/schema";
 import type { BatchLimits } from "./limits";
 
+// `rowid` is SQLite's row order (insertion order) of the transcript table, which has a text primary key.
+const transcriptRowid = sql.raw(`"transcript"."rowid"`);
+
 /**
- * Deletes rows created before `cutoff`, oldest first. Each statement looks
- * only at the first `batchSize` rows in insertion order (the primary key for
- * event_log, the rowid for transcript), so it costs the same however large
- * the table is and needs no index on created_at; rows are appended in time
- * order, so those are the oldest.
+ * Deletes rows created before `cutoff`, oldest first, `batchSize` per
+ * statement. Rows are appended in time order, so the old ones are those
+ * before the first row at or after the cutoff, found by a scan in key order
+ * that stops there: no index on created_at is needed and nothing newer is
+ * ever read. `keep` exempts rows that must stay.
  */
-async function deleteOldest(db: Db, table: typeof eventLog | typeof transcript, order: ReturnType<typeof sql>, cutoff: number, limits: BatchLimits) {
+async function deleteOldest(db: Db, table: typeof eventLog | typeof transcript, order: SQL, cutoff: number, limits: BatchLimits, keep: SQL = sql`0`) {
+  const firstRecent = sql`COALESCE((SELECT ${order} FROM ${table} WHERE ${table.createdAt} >= ${cutoff} ORDER BY ${order} LIMIT 1), 9223372036854775807)`;
   let deleted = 0;
   for (let i = 0; i < limits.maxBatches; i++) {
-    const rows = await db.all<{ n: number }>(sql`
+    const rows = await db.all(sql`
       DELETE FROM ${table}
-      WHERE ${order} IN (SELECT ${order} FROM ${table} ORDER BY ${order} LIMIT ${limits.batchSize})
-        AND ${table.createdAt} < ${cutoff}
-      RETURNING 1 AS n`);
+      WHERE ${order} IN (SELECT ${order} FROM ${table} WHERE ${order} < ${firstRecent} AND NOT (${keep}) ORDER BY ${order} LIMIT ${limits.batchSize})
+      RETURNING 1`);
     deleted += rows.length;
     if (rows.length < limits.batchSize) break;
   }
   return deleted;
 }
 
+/**
+ * A conversation's transcript seq is MAX(seq) + 1 (stores/transcript.ts), so
+ * deleting its newest item would restart the numbering and make old cursors
+ * (a runner's compaction checkpoint, say) point at new items. The newest item
+ * of each conversation is therefore kept until a newer one exists.
+ */
+const newestOfItsConversation = sql`${transcript.seq} = (SELECT MAX(newer.seq) FROM ${transcript} AS newer WHERE newer.conversation_key = ${transcript.conversationKey})`;
+
 export async function deleteOldHistory(db: Db, cutoff: number, limits: BatchLimits) {
   return {
     eventLog: await deleteOldest(db, eventLog, sql`${eventLog.seq}`, cutoff, limits),
-    transcript: await deleteOldest(db, transcript, sql`rowid`, cutoff, limits),
+    transcript: await deleteOldest(db, transcript, transcriptRowid, cutoff, limits, newestOfItsConversation),
   };
 }

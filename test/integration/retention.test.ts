@@ -82,20 +82,30 @@ describe("retention", () => {
     const oldItems = await isOld("transcript");
     const recentEvents = (await count("event_log")) - oldEvents;
     const recentItems = (await count("transcript")) - oldItems;
+    const oldConversations = (await host.query("SELECT DISTINCT conversation_key FROM transcript WHERE created_at < ?", [cutoff])).length;
     expect(oldEvents).toBeGreaterThan(2);
-    expect(oldItems).toBeGreaterThan(2);
+    expect(oldItems - oldConversations).toBeGreaterThan(2);
     expect(recentEvents).toBeGreaterThan(0);
 
     // The trigger's scheduled time is "now" for retention: exactly RETENTION_DAYS after the cutoff.
     const scheduledTime = new Date(cutoff + DAY_MS);
     await host.triggerScheduled({ scheduledTime });
+    // RETENTION_BATCH_SIZE=2, RETENTION_MAX_BATCHES=1: two rows per table per invocation.
     expect(await isOld("event_log")).toBe(oldEvents - 2);
     expect(await isOld("transcript")).toBe(oldItems - 2);
 
-    for (let i = 0; i < 10 && ((await isOld("event_log")) > 0 || (await isOld("transcript")) > 0); i++) await host.triggerScheduled({ scheduledTime });
+    for (let i = 0; i < 10; i++) await host.triggerScheduled({ scheduledTime });
     expect(await count("event_log")).toBe(recentEvents);
-    expect(await count("transcript")).toBe(recentItems);
-    const kept = await host.query<{ conversation_id: string }>("SELECT DISTINCT conversation_id FROM transcript");
-    expect(kept).toEqual([{ conversation_id: "ret-3" }]);
+    // Each old conversation keeps its newest item, so its sequence (and every cursor into it) never restarts.
+    expect(await count("transcript")).toBe(recentItems + oldConversations);
+    const oldLeft = await host.query<{ conversation_id: string; seq: number; role: string }>("SELECT conversation_id, seq, role FROM transcript WHERE created_at < ? ORDER BY conversation_id", [cutoff]);
+    expect(oldLeft).toEqual([
+      { conversation_id: "ret-1", seq: 2, role: "assistant" },
+      { conversation_id: "ret-2", seq: 2, role: "assistant" },
+      { conversation_id: "ret-old", seq: 2, role: "assistant" },
+    ]);
+    await post("ret-old", "back again");
+    const resumed = await host.query<{ seq: number }>("SELECT seq FROM transcript WHERE conversation_id = 'ret-old' ORDER BY seq");
+    expect(resumed.map((r) => r.seq)).toEqual([2, 3, 4]);
   });
 });
