@@ -11,7 +11,7 @@ import type { Config } from "../env";
 import { sha256Hex } from "../lib/crypto";
 import { HostError } from "../lib/errors";
 import type { ArtifactRef } from "../protocol/common";
-import { artifactsStore, toArtifactRef, type NewArtifactRow } from "../stores/artifacts";
+import { artifactsStore, toArtifactRef, type ArtifactRow } from "../stores/artifacts";
 import { artifactAccess, artifactExpiry, artifactR2Key, artifactTypeOf, inputArtifactId } from "./policy";
 import { readCapped } from "./read-capped";
 
@@ -37,7 +37,7 @@ export interface StoredInputAttachments {
   /** In source order: what the runner gets in `input.attachments`. */
   refs: ArtifactRef[];
   /** New artifact rows, for the caller's ingress batch. */
-  rows: NewArtifactRow[];
+  rows: ArtifactRow[];
 }
 
 interface Deps {
@@ -48,6 +48,11 @@ interface Deps {
 
 const label = (index: number) => `input.attachments.${index}`;
 
+/**
+ * Store each source's bytes in R2 (deterministic key per event and position)
+ * and answer the refs in source order plus the rows to insert. Refuses with a
+ * HostError (400 / 413) and removes what it wrote when any source fails.
+ */
 export async function storeInputAttachments(
   deps: Deps,
   owner: InputArtifactOwner,
@@ -56,10 +61,10 @@ export async function storeInputAttachments(
 ): Promise<StoredInputAttachments> {
   const reused = await reusedArtifacts(deps.db, owner, sources, now);
   const refs: ArtifactRef[] = [];
-  const rows: NewArtifactRow[] = [];
+  const rows: ArtifactRow[] = [];
   const written: string[] = [];
   try {
-    // One at a time: at most one attachment's bytes are in memory.
+    // One at a time: at most one fetched body is in memory.
     for (const [index, source] of sources.entries()) {
       if (source.kind === "artifact") {
         refs.push(reused.get(source.artifactId)!);
@@ -67,7 +72,7 @@ export async function storeInputAttachments(
       }
       const row = await storeOne(deps, owner, source, index, now, written);
       rows.push(row);
-      refs.push(toArtifactRef({ artifactId: row.artifactId, artifactType: row.artifactType, mimeType: row.mimeType ?? null, name: row.name ?? null, sizeBytes: row.sizeBytes ?? null }));
+      refs.push(toArtifactRef(row));
     }
   } catch (err) {
     // The event is refused, so no row will ever name these blobs: remove what this attempt wrote.
@@ -100,7 +105,7 @@ async function storeOne(
   index: number,
   now: number,
   written: string[],
-): Promise<NewArtifactRow> {
+): Promise<ArtifactRow> {
   const max = deps.config.INPUT_ATTACHMENT_MAX_BYTES;
   const tooLarge = () => new HostError(413, "payload_too_large", `${label(index)}: attachment larger than ${max} bytes`);
   let bytes: Uint8Array;

@@ -6,7 +6,7 @@ import { storeInputAttachments, type InputAttachmentSource } from "../artifacts/
 import type { InputContext } from "../protocol/context";
 import type { EnvelopeAttachment } from "../protocol/envelope";
 import { eventLogStore } from "../stores/event-log";
-import type { NewArtifactRow } from "../stores/artifacts";
+import type { ArtifactRow } from "../stores/artifacts";
 
 /** An envelope attachment as a storage source (the schema guarantees exactly one origin). */
 export function attachmentSourceOf(a: EnvelopeAttachment): InputAttachmentSource {
@@ -25,7 +25,7 @@ export async function inputWithAttachments(
   deps: { db: Db; bucket: R2Bucket; config: Config },
   event: { eventId: string; clientChosenId: boolean; conversationKey: string; conversationId: string; input: InputContext },
   sources: InputAttachmentSource[],
-): Promise<{ input: InputContext; artifactRows: NewArtifactRow[] }> {
+): Promise<{ input: InputContext; artifactRows: ArtifactRow[] }> {
   if (sources.length === 0) return { input: event.input, artifactRows: [] };
   const earlier = event.clientChosenId ? await eventLogStore(deps.db).get(event.eventId) : undefined;
   if (earlier) return { input: parseJson<InputContext>(earlier.inputJson, event.input), artifactRows: [] };
