@@ -3,6 +3,7 @@ import type { Config } from "../env";
 import { base64ToBytes } from "../lib/base64";
 import { parseJson } from "../lib/json";
 import { storeInputAttachments, type InputAttachmentSource } from "../artifacts/input";
+import type { ArtifactRef, ContentElement } from "../protocol/common";
 import type { InputContext } from "../protocol/context";
 import type { EnvelopeAttachment } from "../protocol/envelope";
 import { eventLogStore } from "../stores/event-log";
@@ -30,5 +31,23 @@ export async function inputWithAttachments(
   const earlier = event.clientChosenId ? await eventLogStore(deps.db).get(event.eventId) : undefined;
   if (earlier) return { input: parseJson<InputContext>(earlier.inputJson, event.input), artifactRows: [] };
   const stored = await storeInputAttachments(deps, event, sources);
-  return { input: { ...event.input, attachments: [...event.input.attachments, ...stored.refs] }, artifactRows: stored.rows };
+  const input = { ...event.input, contents: withAttachmentElements(event.input, stored.refs), attachments: [...event.input.attachments, ...stored.refs] };
+  return { input, artifactRows: stored.rows };
+}
+
+function contentElementOf(ref: ArtifactRef): ContentElement {
+  if (ref.artifact_type === "image") return { type: "image", artifact_id: ref.artifact_id };
+  if (ref.artifact_type === "audio") return { type: "audio", artifact_id: ref.artifact_id };
+  return { type: "file", artifact_id: ref.artifact_id, name: ref.name ?? undefined };
+}
+
+/**
+ * The multimodal view (`input.contents`) names every attachment too, so a
+ * runner that reads only contents sees the image: the given contents (or the
+ * text as one element), then one element per attachment not already in them.
+ */
+function withAttachmentElements(input: InputContext, refs: ArtifactRef[]): ContentElement[] {
+  const base: ContentElement[] = input.contents.length ? input.contents : input.text ? [{ type: "text", text: input.text }] : [];
+  const named = new Set(base.flatMap((el) => ("artifact_id" in el && el.artifact_id ? [el.artifact_id] : [])));
+  return [...base, ...refs.filter((r) => !named.has(r.artifact_id)).map(contentElementOf)];
 }

@@ -75,6 +75,12 @@ describe("input attachments", () => {
     expect(seen.input.attachments).toHaveLength(2);
     expect(notes).toEqual({ artifact_id: expect.stringMatching(/^art_in_[0-9a-f]{32}$/), artifact_type: "file", mime_type: "text/plain", name: "notes.txt", size_bytes: NOTES.length });
     expect(photo).toEqual({ artifact_id: expect.stringMatching(/^art_in_/), artifact_type: "image", mime_type: "image/png", name: "photo.png", size_bytes: PNG.length });
+    // The multimodal view names them too, after the text.
+    expect(seen.input.contents).toEqual([
+      { type: "text", text: "see attached" },
+      { type: "file", artifact_id: notes.artifact_id, name: "notes.txt" },
+      { type: "image", artifact_id: photo.artifact_id },
+    ]);
     // Nothing but references reaches the runner: no bytes, no source URL.
     const inputJson = JSON.stringify(seen.input);
     expect(inputJson).not.toContain(NOTES.toString("base64"));
@@ -96,7 +102,7 @@ describe("input attachments", () => {
     expect(Date.parse(meta.expires_at) - Date.parse(meta.created_at)).toBe(30 * 24 * 3600 * 1000);
 
     // The user transcript item carries the refs, shown only with include_artifacts.
-    expect(seen.history_with[0]).toMatchObject({ role: "user", artifact_refs: [notes, photo] });
+    expect(seen.history_with[0]).toMatchObject({ role: "user", content: "see attached", content_json: seen.input.contents, artifact_refs: [notes, photo] });
     expect(seen.history_without[0]).toMatchObject({ role: "user", artifact_refs: [] });
     firstArtifactId = notes.artifact_id;
   });
@@ -150,7 +156,13 @@ describe("input attachments", () => {
     const seen = await seenBy(same.body.run_id!);
     // The stored facts win over what the client wrote.
     expect(seen.input.attachments).toEqual([{ artifact_id: firstArtifactId, artifact_type: "file", mime_type: "text/plain", name: "notes.txt", size_bytes: NOTES.length }]);
+    expect(seen.input.contents).toEqual([{ type: "text", text: "see attached" }, { type: "file", artifact_id: firstArtifactId, name: "notes.txt" }]);
     expect(Buffer.from(seen.reads[0].bytes_b64!, "base64")).toEqual(NOTES);
+
+    // Contents that already place the attachment keep their order and get no second element.
+    const placed = [{ type: "file", artifact_id: firstArtifactId, name: "notes.txt" }, { type: "text", text: "what is this?" }];
+    const ordered = await host.postEvent(messageEvent("att-1", "what is this?", { input: { contents: placed, attachments: [{ artifact_id: firstArtifactId }] } }));
+    expect((await seenBy(ordered.body.run_id!)).input.contents).toEqual(placed);
 
     const elsewhere = await host.postEvent(withAttachments("att-2", [{ artifact_id: firstArtifactId }]));
     const unknown = await host.postEvent(withAttachments("att-2", [{ artifact_id: "art_unknown" }]));
