@@ -19,6 +19,9 @@ export interface Env {
   MAX_EVENT_BODY_BYTES?: string;
   MAX_API_BODY_BYTES?: string;
   HOST_VERSION?: string;
+  TOOL_CALL_TIMEOUT_MS?: string;
+  TOOL_RESULT_INLINE_MAX_BYTES?: string;
+  RESOURCE_RESPONSE_MAX_BYTES?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -33,6 +36,12 @@ const ConfigSchema = z.object({
   MAX_EVENT_BODY_BYTES: positiveInt(MiB),
   MAX_API_BODY_BYTES: positiveInt(2 * MiB),
   HOST_VERSION: z.string().default("0.1.0"),
+  // Host-held resources (models, tools, knowledge bases):
+  TOOL_CALL_TIMEOUT_MS: positiveInt(30_000),
+  /** A tool result larger than this (serialised) is stored as an artifact and returned by reference. */
+  TOOL_RESULT_INLINE_MAX_BYTES: positiveInt(64 * 1024),
+  /** Largest body read from a provider, tool or retrieval endpoint. */
+  RESOURCE_RESPONSE_MAX_BYTES: positiveInt(16 * MiB),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
