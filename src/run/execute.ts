@@ -12,6 +12,7 @@ import { transcriptInsert } from "../stores/transcript";
 import { buildRunContext } from "./context";
 import type { RunJob } from "./job";
 import { ResultProcessor, type ResultBatch } from "./results";
+import type { LedgerSequence } from "./ledger-sequence";
 import type { AuthorizationSnapshot } from "./snapshot";
 
 export interface ExecuteDeps {
@@ -24,6 +25,8 @@ export interface ExecuteDeps {
   token: string;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
+  /** The run's ledger numbering, shared with the Host API's ledger records. */
+  ledgerSequence?: LedgerSequence;
 }
 
 function decodeBase64(b64: string): Uint8Array {
@@ -100,6 +103,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     conversationId: job.conversation.conversation_id,
     threadId: job.conversation.thread_id,
     stateScopes: snapshot.stateScopes,
+    ledgerSequence: deps.ledgerSequence,
   });
 
   let failure: unknown;
