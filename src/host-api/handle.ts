@@ -3,11 +3,16 @@ import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams, type Hos
 import { formatZodIssues } from "../protocol/common";
 import { ACTIONS, type ActionContext } from "./actions/index";
 import { ApiError, denied } from "./errors";
+import { checkResourceGrant, isResourceAction } from "./resource-gate";
+import { StreamReply } from "./stream-reply";
 
-/** Serialised here so the reply crosses the Durable Object RPC boundary as plain text. */
+/** Serialised here so the reply crosses the Durable Object RPC boundary as plain text (or a byte stream). */
 export interface HostApiReply {
   status: number;
   json: string;
+  /** Set for streaming actions (`model.stream`): the body to pass through, and its content type. */
+  stream?: ReadableStream<Uint8Array>;
+  contentType?: string;
 }
 
 const reply = (status: number, body: unknown): HostApiReply => ({ status, json: JSON.stringify(body) });
@@ -26,14 +31,17 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     action = envelope.data.action;
     if (!Object.hasOwn(API_GROUP_OF_ACTION, action)) throw new ApiError("not_found", `unknown action "${action}"`);
     const gate = API_GROUP_OF_ACTION[action as HostApiAction];
-    if (gate === "resources") throw denied(`no ${action.split(".")[0]} resources are granted to this run`, { action });
-    if (gate && !ctx.snapshot.availableApis[gate]) throw denied(`${action} is not in this run's available_apis`, { action, api: gate });
+    if (gate === "resources") {
+      if (isResourceAction(action)) checkResourceGrant(ctx.snapshot, action, envelope.data.params);
+    } else if (gate && !ctx.snapshot.availableApis[gate]) throw denied(`${action} is not in this run's available_apis`, { action, api: gate });
     const parsed = parseHostApiParams(action, envelope.data.params);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
     if (Date.now() > ctx.snapshot.deadlineAt) throw new ApiError("deadline_exceeded", "the run's deadline has passed");
     const handler = ACTIONS[parsed.action] as ((c: ActionContext, p: unknown) => Promise<unknown>) | undefined;
     if (!handler) throw new ApiError("not_found", `${action} is not available on this host`);
-    return reply(200, { ok: true, data: await handler(ctx, parsed.params) });
+    const data = await handler(ctx, parsed.params);
+    if (data instanceof StreamReply) return { status: 200, json: "", stream: data.body, contentType: data.contentType };
+    return reply(200, { ok: true, data });
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     if (err.code === "unauthorized") await auditDenial(ctx, action, err);
