@@ -4,7 +4,7 @@ import { secretFragments } from "../resources/secrets";
 import { UpstreamError } from "../resources/upstream";
 import type { ActionContext } from "./actions/context";
 import { ApiError } from "./errors";
-import { toApiError } from "./upstream-error";
+import { logUpstreamFailure, toApiError } from "./upstream-error";
 
 export type ModelOperation = "invoke" | "stream" | "rerank";
 
@@ -56,6 +56,7 @@ export async function withModelFallback<T>(
     } catch (err) {
       const gone = err instanceof ApiError && err.code === "not_found";
       const failure = toApiError(err, model?.secrets ?? [], { model_id: modelId, operation });
+      logUpstreamFailure(ctx, `model ${modelId} (${operation})`, failure);
       if (next && (gone || (err instanceof UpstreamError && err.providerFault))) {
         await ctx.ledger.append([{ type: "model.fallback", data: { model_id: modelId, next_model_id: next, operation, error: failure.message } }]);
         continue;

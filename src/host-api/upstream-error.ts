@@ -1,6 +1,7 @@
 import { UPSTREAM_ERROR_STATUS } from "../protocol/errors";
 import { redact } from "../resources/secrets";
 import { UpstreamError } from "../resources/upstream";
+import type { ActionContext } from "./actions/context";
 import { ApiError } from "./errors";
 
 /**
@@ -20,4 +21,9 @@ export function toApiError(err: unknown, secrets: readonly string[], details: Re
   }
   const message = err instanceof Error ? err.message : String(err);
   return new ApiError("runtime_error", redact(message, secrets), { status: UPSTREAM_ERROR_STATUS, details, cause: err });
+}
+
+/** One log line per failed upstream call, for operators; the message is already scrubbed. */
+export function logUpstreamFailure(ctx: ActionContext, what: string, failure: ApiError): void {
+  console.warn(`run ${ctx.snapshot.runId}: ${what} failed (${failure.code}): ${failure.message}`);
 }

@@ -3,7 +3,7 @@ import { retrieve } from "../../resources/retrieval";
 import { redact, secretFragments } from "../../resources/secrets";
 import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
-import { toApiError } from "../upstream-error";
+import { logUpstreamFailure, toApiError } from "../upstream-error";
 import type { ActionTable, Handler } from "./context";
 
 /** `top_k` is capped by the params schema (≤ 20) and enforced on the endpoint's answer. */
@@ -23,6 +23,7 @@ const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
     return { kb_id: p.kb_id, entries: JSON.parse(redact(JSON.stringify(entries), secrets)) as typeof entries };
   } catch (err) {
     const failure = toApiError(err, secrets, { kb_id: p.kb_id });
+    logUpstreamFailure(ctx, `knowledge base ${p.kb_id}`, failure);
     await ctx.ledger.append([{ type: "knowledge.failed", data: { kb_id: p.kb_id, code: failure.code, error: failure.message } }]);
     throw failure;
   } finally {

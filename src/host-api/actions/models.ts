@@ -69,8 +69,9 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
     const { value: body, model } = await withModelFallback(ctx, p.model_id, "stream", (m) => openChatStream(m.target, request, opts));
     const onEnd = async (end: StreamEnd) => {
       call.dispose();
-      if (end.result) await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "stream", usage: end.result.usage, startedAt });
-      else await ctx.ledger.append([{ type: "model.failed", data: { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", ...end.error } }]);
+      if (end.result) return recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "stream", usage: end.result.usage, startedAt });
+      console.warn(`run ${ctx.snapshot.runId}: model ${model.modelId} (stream) ended early (${end.error?.code}): ${end.error?.message}`);
+      await ctx.ledger.append([{ type: "model.failed", data: { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", ...end.error } }]);
     };
     return new StreamReply(
       chatStreamToNdjson(body, {

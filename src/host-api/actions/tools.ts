@@ -9,7 +9,7 @@ import { toolsStore, type ToolRow } from "../../resources/tools-store";
 import { parseJson } from "../../lib/json";
 import { callSignal } from "../call-signal";
 import { ApiError, denied } from "../errors";
-import { toApiError } from "../upstream-error";
+import { logUpstreamFailure, toApiError } from "../upstream-error";
 import type { ActionContext, ActionTable, Handler } from "./context";
 
 /** The tool as frozen in the run's snapshot: what the runner was shown is what is enforced. */
@@ -84,6 +84,7 @@ const toolCall: Handler<"tool.call"> = async (ctx, p) => {
     return { ...ids, ...out };
   } catch (err) {
     const failure = toApiError(err, secrets, ids);
+    logUpstreamFailure(ctx, `tool ${p.tool_name}`, failure);
     await ctx.ledger.append([{ type: "tool.call.completed", data: { ...ids, error: { code: failure.code, message: failure.message }, duration_ms: Date.now() - startedAt } }]);
     throw failure;
   } finally {
