@@ -23,7 +23,8 @@ export function secretFragments(values: readonly (string | null | undefined)[]):
   for (const value of values) {
     if (!value) continue;
     if (value.length >= MIN_SECRET_LENGTH) out.add(value);
-    for (const part of value.split(/\s+/)) if (part.length >= MIN_SECRET_LENGTH) out.add(part);
+    // The scheme word ("Bearer", "Basic") is not secret; what follows it is.
+    for (const part of value.trim().split(/\s+/).slice(1)) if (part.length >= MIN_SECRET_LENGTH) out.add(part);
   }
   // Longest first, so a value is scrubbed whole before its parts are looked for.
   return [...out].sort((a, b) => b.length - a.length);
