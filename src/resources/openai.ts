@@ -40,7 +40,8 @@ const ChatCompletionSchema = z.looseObject({
 });
 
 export interface ChatResult {
-  message: { role: "assistant"; content: string | null; tool_calls?: unknown[] };
+  /** Provider extras on the message (e.g. reasoning_content) pass through. */
+  message: { role: "assistant"; content: string | null; tool_calls?: unknown[]; [extra: string]: unknown };
   finish_reason: string | null;
   usage: Usage | null;
 }
@@ -66,9 +67,10 @@ export async function chatCompletion(target: ProviderTarget, req: ChatRequest, o
   const parsed = ChatCompletionSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the model provider"));
   if (!parsed.success) throw new UpstreamError("invalid_response", "the model provider's answer is not a chat completion", res.status);
   const choice = parsed.data.choices[0];
-  const toolCalls = choice.message.tool_calls ?? [];
+  const { tool_calls: rawToolCalls, content, ...extras } = choice.message;
+  const toolCalls = rawToolCalls ?? [];
   return {
-    message: { role: "assistant", content: choice.message.content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+    message: { ...extras, role: "assistant", content: content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
     finish_reason: choice.finish_reason ?? null,
     usage: parsed.data.usage ?? null,
   };

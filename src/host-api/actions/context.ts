@@ -24,7 +24,7 @@ export interface ActionContext {
   artifacts: R2Bucket;
   steering: SteeringPort;
   ledger: LedgerPort;
-  /** Aborted when the run ends (completed, cancelled, interrupted, past its deadline). */
+  /** Aborted when the run is cancelled, interrupted or passes its deadline: in-flight upstream calls stop. */
   signal: AbortSignal;
 }
 

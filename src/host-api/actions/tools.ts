@@ -73,7 +73,10 @@ const toolCall: Handler<"tool.call"> = async (ctx, p) => {
 
   const toolCallId = newId("tc");
   const ids = { tool_call_id: toolCallId, tool_name: p.tool_name };
-  await ctx.ledger.append([{ type: "tool.call.started", data: { ...ids, parameters: p.parameters } }]);
+  // Arguments are recorded as given, unless too large for a ledger row.
+  const paramsBytes = new TextEncoder().encode(JSON.stringify(p.parameters)).length;
+  const recorded = paramsBytes <= ctx.config.TOOL_RESULT_INLINE_MAX_BYTES ? { parameters: p.parameters } : { parameters_bytes: paramsBytes };
+  await ctx.ledger.append([{ type: "tool.call.started", data: { ...ids, ...recorded } }]);
   const startedAt = Date.now();
   const call = callSignal(ctx, { ms: ctx.config.TOOL_CALL_TIMEOUT_MS, what: `tool ${p.tool_name}` });
   try {
