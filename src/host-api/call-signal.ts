@@ -1,3 +1,4 @@
+import { RunnerCallError } from "../runner/errors";
 import type { ActionContext } from "./actions/context";
 import { ApiError } from "./errors";
 
@@ -22,10 +23,15 @@ export function callSignal(ctx: ActionContext, timeout?: { ms: number; what: str
   const timers: ReturnType<typeof setTimeout>[] = [];
   const after = (ms: number, reason: () => ApiError) => timers.push(setTimeout(() => stop(reason()), Math.max(0, ms)));
 
+  const pastDeadline = () => new ApiError("deadline_exceeded", "the run's deadline passed during the call");
   const untilDeadline = ctx.snapshot.deadlineAt - Date.now();
-  after(untilDeadline, () => new ApiError("deadline_exceeded", "the run's deadline passed during the call"));
+  after(untilDeadline, pastDeadline);
   if (timeout && timeout.ms < untilDeadline) after(timeout.ms, () => new ApiError("deadline_exceeded", `${timeout.what} did not answer within ${timeout.ms} ms`));
-  const runEnded = () => stop(new ApiError("runtime_error", "the run ended during the call"));
+  // The run's own deadline timer usually fires first: keep its reason.
+  const runEnded = () => {
+    const reason: unknown = ctx.signal.reason;
+    stop(reason instanceof RunnerCallError && reason.code === "deadline_exceeded" ? pastDeadline() : new ApiError("runtime_error", "the run was stopped during the call"));
+  };
   if (ctx.signal.aborted) runEnded();
   else ctx.signal.addEventListener("abort", runEnded, { once: true });
 

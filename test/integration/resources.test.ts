@@ -433,6 +433,18 @@ describe("authorisation", () => {
     ]);
     for (const d of denials) expect(d).toMatchObject({ run_id: runId, runner_id: runner.runnerId() });
   });
+
+  it("grants each operation separately: a tool granted for detail cannot be called", async () => {
+    const before = tools.calls.length;
+    const { result } = await inRun("narrow", async ({ api }) => ({
+      detail: await api("tool.detail", { tool_name: "weather" }),
+      call: await api("tool.call", { tool_name: "weather", parameters: { city: "Oslo" } }),
+    }));
+    expect(result.detail.status).toBe(200);
+    expect([result.call.status, result.call.body.error.code]).toEqual([403, "unauthorized"]);
+    expect(result.call.body.error.message).toBe('tool "weather" is not granted to this run for call');
+    expect(tools.calls.length).toBe(before);
+  });
 });
 
 describe("secrets", () => {

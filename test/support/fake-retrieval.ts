@@ -2,7 +2,8 @@ import { listenLoopback, readBody, sendJson } from "./http-server";
 
 /**
  * A fake retrieval endpoint on loopback: `{query, top_k}` in, `{entries}` out.
- * It returns more entries than asked (unordered), so the host's cap shows.
+ * It returns more entries than asked (unordered), so the host's cap shows,
+ * and never answers the query "hang".
  */
 export async function startFakeRetrieval(opts: { apiKey: string }) {
   const calls: { authorization: string | undefined; body: any }[] = [];
@@ -10,6 +11,7 @@ export async function startFakeRetrieval(opts: { apiKey: string }) {
     const body = JSON.parse((await readBody(req)) || "{}");
     calls.push({ authorization: req.headers.authorization, body });
     if (req.headers.authorization !== `Bearer ${opts.apiKey}`) return sendJson(res, 401, { error: "bad key" });
+    if (body.query === "hang") return;
     const entries = Array.from({ length: 30 }, (_, i) => ({ content: `${body.query} passage ${i}`, score: ((i * 7) % 30) / 30, metadata: { doc: `d${i}` } }));
     return sendJson(res, 200, { entries });
   });
