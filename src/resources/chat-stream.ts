@@ -21,10 +21,8 @@ export interface ChatStreamOptions {
   modelId: string;
   maxLineBytes: number;
   maxBytes: number;
-  /** Scrubs the model's secrets from error text before it is sent. */
-  redact: (text: string) => string;
-  /** Maps a failure to the error line's code (deadline, run ended, provider). */
-  errorCode: (err: unknown) => { code: string; retryable: boolean };
+  /** The error line for a failure mid-stream (deadline, run stopped, provider), its text scrubbed of secrets. */
+  describeError: (err: unknown) => { code: string; message: string; retryable: boolean };
   /** Called once, after the last line is queued and before the stream closes (ledger write). */
   onEnd: (end: StreamEnd) => Promise<void>;
   /** The runner went away: stop the provider call. */
@@ -100,8 +98,15 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     return false;
   };
 
+  /** Let go of the provider's body: nothing more is read from it. */
+  const stopProvider = async () => {
+    await lines.return(undefined).catch(() => {});
+    await providerBody.cancel().catch(() => {});
+  };
+
   const end = async (controller: ReadableStreamDefaultController<Uint8Array>, last: ModelStreamLine, result: StreamEnd) => {
     finished = true;
+    await stopProvider();
     controller.enqueue(ndjson([last]));
     await opts.onEnd(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${err.message}`));
     controller.close();
@@ -126,16 +131,14 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
         }
       } catch (err) {
         if (finished) return; // cancelled by the runner meanwhile
-        const { code, retryable } = opts.errorCode(err);
-        const message = opts.redact(err instanceof Error ? err.message : String(err));
-        await lines.return(undefined).catch(() => {});
+        const { code, message, retryable } = opts.describeError(err);
         await end(controller, { type: "error", error: { code, message, retryable, details: { model_id: opts.modelId } } }, { error: { code, message } });
       }
     },
     async cancel() {
       finished = true;
       opts.onCancel();
-      await lines.return(undefined).catch(() => {});
+      await stopProvider();
       await opts.onEnd({ error: { code: "cancelled", message: "the runner closed the stream" } }).catch(() => {});
     },
   });

@@ -68,8 +68,7 @@ async function collect(body: ReadableStream<Uint8Array>): Promise<{ lines: any[]
     modelId: "m",
     maxLineBytes: 1024,
     maxBytes: 1 << 20,
-    redact: (t) => redact(t, ["sk-secret-123"]),
-    errorCode: () => ({ code: "runtime_error", retryable: true }),
+    describeError: (err) => ({ code: "runtime_error", message: redact(String(err), ["sk-secret-123"]), retryable: true }),
     onEnd: async (e) => {
       end = e;
     },
@@ -105,6 +104,7 @@ describe("model.stream framing", () => {
     const { lines, end } = await collect(sse([data({ choices: [{ delta: { content: "a" } }] }), "data: not json sk-secret-123\n\n"]));
     expect(lines[0]).toEqual({ type: "delta", chunk: { role: "assistant", content: "a" } });
     expect(lines[1]).toMatchObject({ type: "error", error: { code: "runtime_error", retryable: true } });
+    expect(lines[1].error.message).not.toContain("sk-secret-123");
     expect(end?.error?.code).toBe("runtime_error");
   });
 });

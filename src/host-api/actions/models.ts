@@ -50,10 +50,12 @@ const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
   }
 };
 
-/** The NDJSON error line's code for a failure mid-stream. */
-function streamErrorCode(err: unknown): { code: string; retryable: boolean } {
-  if (err instanceof ApiError) return { code: err.code, retryable: false };
-  return { code: "runtime_error", retryable: err instanceof UpstreamError ? err.providerFault : true };
+/** The NDJSON error line for a failure mid-stream; an aborted call reports why it was aborted. */
+function streamError(err: unknown, signal: AbortSignal, secrets: readonly string[]) {
+  const cause: unknown = signal.aborted ? signal.reason : err;
+  const message = redact(cause instanceof Error ? cause.message : String(cause), secrets);
+  if (cause instanceof ApiError) return { code: cause.code, message, retryable: false };
+  return { code: "runtime_error", message, retryable: cause instanceof UpstreamError ? cause.providerFault : true };
 }
 
 /**
@@ -78,8 +80,7 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
         modelId: model.modelId,
         maxLineBytes: ctx.config.RUNNER_MAX_LINE_BYTES,
         maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES,
-        redact: (text) => redact(text, model.secrets),
-        errorCode: streamErrorCode,
+        describeError: (err) => streamError(err, call.signal, model.secrets),
         onEnd,
         onCancel: () => call.abort(),
       }),
