@@ -12,6 +12,8 @@ import { claimRun, executeRun } from "../src/run/execute";
 import type { RunJob } from "../src/run/job";
 import { frameOf, LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
+import { hostLedger } from "../src/run/host-ledger";
+import { loadResourceDescriptors } from "../src/resources/grants";
 import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
 import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement, hostRecordInsert } from "../src/stores/event-log";
@@ -125,8 +127,17 @@ export class ConversationDO extends DurableObject<Env> {
     const session = this.sessions.get(runId);
     const valid = session ? await session.verify(token) : false;
     if (!session || !valid) return { status: 401, json: JSON.stringify(invalidToken().toBody()) };
+    const db = dbOf(this.env);
     return handleHostApiCall(
-      { db: dbOf(this.env), config: configOf(this.env), snapshot: session.snapshot, artifacts: this.env.ARTIFACTS, steering: this.steeringPort(session.job) },
+      {
+        db,
+        config: configOf(this.env),
+        snapshot: session.snapshot,
+        artifacts: this.env.ARTIFACTS,
+        steering: this.steeringPort(session.job),
+        ledger: hostLedger(db, runId, session.ledgerSequence, (entries) => this.live.publish(runId, entries)),
+        signal: session.abort.signal,
+      },
       body,
     );
   }
@@ -271,7 +282,7 @@ export class ConversationDO extends DurableObject<Env> {
     const deadlineAt = Date.now() + config.RUN_DEADLINE_MS;
     let status = "failed";
     try {
-      const snapshot = await freezeSnapshot(job, deadlineAt);
+      const snapshot = await freezeSnapshot(job, deadlineAt, await loadResourceDescriptors(db, job.agent.resourcePolicy));
       const state = await claimRun(db, job, snapshot);
       if (!state) {
         // Already taken by an earlier trigger (or cancelled): never run twice.
@@ -281,7 +292,8 @@ export class ConversationDO extends DurableObject<Env> {
       this.ctx.storage.put(key, { ...stored, state: "running" } satisfies StoredRun);
       const token = randomToken();
       const abort = new AbortController();
-      this.sessions.set(job.runId, new RunSession(job, snapshot, await sha256Hex(token), abort));
+      const session = new RunSession(job, snapshot, await sha256Hex(token), abort);
+      this.sessions.set(job.runId, session);
       const timer = setTimeout(() => abort.abort(new RunnerCallError("deadline_exceeded", `run exceeded its deadline of ${config.RUN_DEADLINE_MS} ms`)), deadlineAt - Date.now());
       try {
         const outcome = await executeRun({
@@ -294,6 +306,7 @@ export class ConversationDO extends DurableObject<Env> {
           token,
           signal: abort.signal,
           publish: (entries) => this.live.publish(job.runId, entries),
+          ledgerSequence: session.ledgerSequence,
         });
         status = outcome.status;
       } finally {

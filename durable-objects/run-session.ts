@@ -1,5 +1,6 @@
 import { constantTimeEqual, sha256Hex } from "../src/lib/crypto";
 import type { RunJob } from "../src/run/job";
+import { LedgerSequence } from "../src/run/ledger-sequence";
 import type { AuthorizationSnapshot } from "../src/run/snapshot";
 
 /**
@@ -8,6 +9,9 @@ import type { AuthorizationSnapshot } from "../src/run/snapshot";
  * Lives in memory only: a Durable Object that lost it has lost the run.
  */
 export class RunSession {
+  /** Ledger numbering shared by the run's result stream and its Host API records. */
+  readonly ledgerSequence = new LedgerSequence();
+
   constructor(
     readonly job: RunJob,
     readonly snapshot: AuthorizationSnapshot,

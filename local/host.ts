@@ -18,6 +18,8 @@ export interface HostOptions {
   vars?: Record<string, string>;
   /** Reuse a bundle already built (tests build once). */
   scriptPath?: string;
+  /** Receive the Worker's console output (workerd structured logs) instead of printing it. */
+  onLog?: (entry: { level: string; message: string }) => void;
 }
 
 export interface LocalHost {
@@ -59,6 +61,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     r2Persist: opts.dataDir ? join(opts.dataDir, "r2") : false,
     serviceBindings: { LIBSQL: { external: { address: listener.address, http: {} } } },
     bindings: { ADMIN_TOKEN: opts.adminToken, LIBSQL_BINDING_TOKEN: dbToken, ...opts.vars },
+    ...(opts.onLog ? { handleStructuredLogs: opts.onLog } : {}),
   });
   const url = (await mf.ready).origin;
   return {

@@ -26,6 +26,9 @@ export interface Env {
   RETENTION_DAYS?: string;
   RETENTION_BATCH_SIZE?: string;
   RETENTION_MAX_BATCHES?: string;
+  TOOL_CALL_TIMEOUT_MS?: string;
+  TOOL_RESULT_INLINE_MAX_BYTES?: string;
+  RESOURCE_RESPONSE_MAX_BYTES?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -51,6 +54,12 @@ const ConfigSchema = z.object({
   /** Rows (or artifacts) deleted per statement, and statements per table per cron invocation. */
   RETENTION_BATCH_SIZE: positiveInt(500),
   RETENTION_MAX_BATCHES: positiveInt(20),
+  // Host-held resources (models, tools, knowledge bases):
+  TOOL_CALL_TIMEOUT_MS: positiveInt(30_000),
+  /** A tool result larger than this (serialised) is stored as an artifact and returned by reference. */
+  TOOL_RESULT_INLINE_MAX_BYTES: positiveInt(64 * 1024),
+  /** Largest body read from a provider, tool or retrieval endpoint. */
+  RESOURCE_RESPONSE_MAX_BYTES: positiveInt(16 * MiB),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

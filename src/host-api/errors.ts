@@ -5,18 +5,20 @@ export class ApiError extends Error {
   override readonly name = "ApiError";
   readonly status: number;
   readonly details?: Record<string, unknown>;
+  readonly retryable?: boolean;
   constructor(
     readonly code: ApiErrorCode,
     message: string,
-    options: { status?: number; details?: Record<string, unknown>; cause?: unknown } = {},
+    options: { status?: number; details?: Record<string, unknown>; retryable?: boolean; cause?: unknown } = {},
   ) {
     super(message, { cause: options.cause });
     this.status = options.status ?? API_ERROR_STATUS[code];
     this.details = options.details;
+    this.retryable = options.retryable;
   }
 
   toBody(): { ok: false; error: AgentAPIError } {
-    return { ok: false, error: makeApiError(this.code, this.message, { details: this.details }) };
+    return { ok: false, error: makeApiError(this.code, this.message, { details: this.details, retryable: this.retryable }) };
   }
 }
 

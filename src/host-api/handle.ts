@@ -3,11 +3,16 @@ import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams } from ".
 import { formatZodIssues } from "../protocol/common";
 import { ACTIONS, type ActionContext } from "./actions/index";
 import { ApiError, denied } from "./errors";
+import { checkResourceGrant, isResourceAction } from "./resource-gate";
+import { StreamReply } from "./stream-reply";
 
-/** Serialised here so the reply crosses the Durable Object RPC boundary as plain text. */
+/** Serialised here so the reply crosses the Durable Object RPC boundary as plain text (or a byte stream). */
 export interface HostApiReply {
   status: number;
   json: string;
+  /** Set for streaming actions (`model.stream`): the body to pass through, and its content type. */
+  stream?: ReadableStream<Uint8Array>;
+  contentType?: string;
 }
 
 const reply = (status: number, body: unknown): HostApiReply => ({ status, json: JSON.stringify(body) });
@@ -26,13 +31,15 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     if (!envelope.success) throw new ApiError("invalid_argument", `invalid Host API request: ${formatZodIssues(envelope.error)}`);
     action = envelope.data.action;
     if (!Object.hasOwn(API_GROUP_OF_ACTION, action)) throw new ApiError("not_found", `unknown action "${action}"`);
-    checkGranted(ctx, action as GatedAction);
+    checkGranted(ctx, action as GatedAction, envelope.data.params);
     const parsed = parseHostApiParams(action, envelope.data.params);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
     checkDeadline(ctx);
     const handler = ACTIONS[parsed.action] as ((c: ActionContext, p: unknown) => Promise<unknown>) | undefined;
     if (!handler) throw new ApiError("not_found", `${action} is not available on this host`);
-    return reply(200, { ok: true, data: await handler(ctx, parsed.params) });
+    const data = await handler(ctx, parsed.params);
+    if (data instanceof StreamReply) return { status: 200, json: "", stream: data.body, contentType: data.contentType };
+    return reply(200, { ok: true, data });
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     if (err.code === "unauthorized") await auditDenial(ctx, action, err);
@@ -42,10 +49,13 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
 
 type GatedAction = keyof typeof API_GROUP_OF_ACTION;
 
-/** The action's API must be in the snapshot's available_apis (resource-gated actions have no grants in v1). */
-export function checkGranted(ctx: Pick<ActionContext, "snapshot">, action: GatedAction) {
+/** The action's API must be in the snapshot's available_apis, or its resource and operation in the snapshot's grants. */
+export function checkGranted(ctx: Pick<ActionContext, "snapshot">, action: GatedAction, params: Record<string, unknown> = {}) {
   const gate = API_GROUP_OF_ACTION[action];
-  if (gate === "resources") throw denied(`no ${action.split(".")[0]} resources are granted to this run`, { action });
+  if (gate === "resources") {
+    if (isResourceAction(action)) checkResourceGrant(ctx.snapshot, action, params);
+    return;
+  }
   if (gate && !ctx.snapshot.availableApis[gate]) throw denied(`${action} is not in this run's available_apis`, { action, api: gate });
 }
 

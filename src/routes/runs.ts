@@ -47,6 +47,9 @@ export const runsRouter = router()
       return c.json(new ApiError("invalid_argument", "request body is not valid JSON").toBody(), 400);
     }
     const reply = await owner.hostApi(runId, token, body);
+    if (reply.stream) {
+      return new Response(reply.stream, { status: reply.status, headers: { "content-type": reply.contentType ?? "application/x-ndjson", "cache-control": "no-cache" } });
+    }
     return new Response(reply.json, { status: reply.status, headers: { "content-type": "application/json" } });
   })
   // artifact.upload: run token checked by the owning DO, body streamed to R2 (run-artifacts.ts).

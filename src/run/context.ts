@@ -34,9 +34,9 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
       platform_capabilities: {},
     },
     resources: {
-      models: [],
-      tools: [],
-      knowledge_bases: [],
+      models: snapshot.resources.models,
+      tools: snapshot.resources.tools,
+      knowledge_bases: snapshot.resources.knowledge_bases,
       skills: [],
       files: [],
       storage: snapshot.storage,

@@ -16,6 +16,7 @@ import { buildRunContext } from "./context";
 import type { RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
 import { ResultProcessor, type ResultBatch } from "./results";
+import type { LedgerSequence } from "./ledger-sequence";
 import type { AuthorizationSnapshot } from "./snapshot";
 
 export interface ExecuteDeps {
@@ -28,6 +29,8 @@ export interface ExecuteDeps {
   token: string;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
+  /** The run's ledger numbering, shared with the Host API's ledger records. */
+  ledgerSequence?: LedgerSequence;
 }
 
 
@@ -111,6 +114,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     conversationId: job.conversation.conversation_id,
     threadId: job.conversation.thread_id,
     stateScopes: snapshot.stateScopes,
+    ledgerSequence: deps.ledgerSequence,
   });
 
   const artifactRefs = new RunArtifactRefs(db, { conversationKey: job.conversationKey, runId: job.runId });

@@ -22,10 +22,14 @@ export const frameOf = (e: LedgerEntry): LiveFrame => ({ seq: e.seq, type: e.typ
 /**
  * One subscriber's stream: the replayed ledger first, then live frames past
  * it (deduplicated by seq), then `end`. Live frames and the end that arrive
- * while the replay is still being read wait for it.
+ * while the replay is still being read wait for it. The result stream and
+ * the Host API both write a run's ledger, so frames may arrive out of seq
+ * order: seen numbers are tracked, not just the highest.
  */
 export class Subscriber {
-  private lastSeq = 0;
+  /** Every seq ≤ contiguous was written; `above` holds those written past it. */
+  private contiguous = 0;
+  private readonly above = new Set<number>();
   private buffered: LiveFrame[] | null = [];
   private pendingEnd: string | null = null;
   private closed = false;
@@ -64,8 +68,9 @@ export class Subscriber {
   }
 
   private write(f: LiveFrame) {
-    if (this.closed || f.seq <= this.lastSeq) return;
-    this.lastSeq = f.seq;
+    if (this.closed || f.seq <= this.contiguous || this.above.has(f.seq)) return;
+    this.above.add(f.seq);
+    while (this.above.delete(this.contiguous + 1)) this.contiguous++;
     // A reader that went away makes writes fail; the run does not care.
     this.writer.write(sseFrame(f)).catch(() => {
       this.closed = true;

@@ -7,6 +7,7 @@ import type { HostRecord } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
+import { LedgerSequence } from "./ledger-sequence";
 
 /** What one chunk of results asks the host to write; the executor does the I/O as one batch. */
 export interface ResultBatch {
@@ -32,6 +33,8 @@ export interface ResultProcessorInit {
   threadId?: string | null;
   /** Enabled, available state scopes of this run (frozen in its snapshot). */
   stateScopes: Partial<Record<StateScope, string>>;
+  /** Shared with other ledger writers of the run; a private counter when absent. */
+  ledgerSequence?: LedgerSequence;
 }
 
 /** Above this many out-of-order sequence numbers the oldest gap is given up on, bounding memory. */
@@ -48,7 +51,7 @@ function messageText(message: Message): string {
  * it decides what to write; it writes nothing. Holds O(1) state per run.
  */
 export class ResultProcessor {
-  private ledgerSeq = 0;
+  private readonly ledgerSeq: LedgerSequence;
   /** Every sequence ≤ contiguous has been seen; `above` holds seen numbers past it. */
   private contiguous = 0;
   private above = new Set<number>();
@@ -59,7 +62,9 @@ export class ResultProcessor {
   sawMessage = false;
   lastMessage: Message | undefined;
 
-  constructor(private readonly init: ResultProcessorInit) {}
+  constructor(private readonly init: ResultProcessorInit) {
+    this.ledgerSeq = init.ledgerSequence ?? new LedgerSequence();
+  }
 
   get ended(): boolean {
     return this.terminalResult !== null;
@@ -108,7 +113,7 @@ export class ResultProcessor {
   }
 
   private entry(type: string, data: unknown, origin: "runner" | "host", runnerSequence?: number | null): LedgerEntry {
-    return { runId: this.init.runId, seq: ++this.ledgerSeq, type, data, runnerSequence: runnerSequence ?? null, origin, createdAt: Date.now() };
+    return { runId: this.init.runId, seq: this.ledgerSeq.next(), type, data, runnerSequence: runnerSequence ?? null, origin, createdAt: Date.now() };
   }
 
   private warn(batch: ResultBatch, code: string, message: string, extra: Record<string, unknown> = {}) {

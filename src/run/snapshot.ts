@@ -1,6 +1,7 @@
 import { PERMISSION_GROUPS, type Permissions } from "../protocol/manifest";
 import type { AvailableApis, StateScope } from "../protocol/context";
 import { stateScopeKey } from "../stores/state";
+import { grantResources, NO_RESOURCE_DESCRIPTORS, type GrantedResources, type ResourceDescriptors } from "../resources/grants";
 import type { RunJob } from "./job";
 
 /**
@@ -23,6 +24,8 @@ export interface AuthorizationSnapshot {
   /** scope → scope key, only for scopes the state policy enables and the event identifies. */
   stateScopes: Partial<Record<StateScope, string>>;
   storage: { plugin_storage: boolean; workspace_storage: boolean };
+  /** Host-held models, tools and knowledge bases this run may use, with their operations. */
+  resources: GrantedResources;
   deadlineAt: number;
 }
 
@@ -47,7 +50,8 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-export async function freezeSnapshot(job: RunJob, deadlineAt: number): Promise<AuthorizationSnapshot> {
+/** `resources`: the granted resources' descriptors, read at run start (resources/grants.ts). */
+export async function freezeSnapshot(job: RunJob, deadlineAt: number, resources: ResourceDescriptors = NO_RESOURCE_DESCRIPTORS): Promise<AuthorizationSnapshot> {
   const permissions = effectivePermissions(job.runner.permissions, job.agent.resourcePolicy.allow);
   const has = (group: keyof Permissions, op: string) => ((permissions[group] ?? []) as readonly string[]).includes(op);
 
@@ -94,6 +98,7 @@ export async function freezeSnapshot(job: RunJob, deadlineAt: number): Promise<A
     },
     stateScopes,
     storage,
+    resources: grantResources(permissions, job.agent.resourcePolicy, resources),
     deadlineAt,
   });
 }

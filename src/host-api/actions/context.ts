@@ -11,6 +11,11 @@ export interface SteeringPort {
   pull(mode: "all" | "one-at-a-time", limit: number | undefined): Promise<SteeringInputItem[]>;
 }
 
+/** Host-made records in the run ledger (origin "host"), numbered in step with the run's results. */
+export interface LedgerPort {
+  append(entries: { type: string; data: Record<string, unknown> }[]): Promise<void>;
+}
+
 /** What every action sees: the run's frozen snapshot and the host's stores. */
 export interface ActionContext {
   db: Db;
@@ -18,6 +23,9 @@ export interface ActionContext {
   snapshot: AuthorizationSnapshot;
   artifacts: R2Bucket;
   steering: SteeringPort;
+  ledger: LedgerPort;
+  /** Aborted when the run is cancelled, interrupted or passes its deadline: in-flight upstream calls stop. */
+  signal: AbortSignal;
 }
 
 export type Handler<A extends HostApiAction> = (ctx: ActionContext, params: HostApiParams<A>) => Promise<unknown>;

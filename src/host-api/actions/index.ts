@@ -3,10 +3,13 @@ import type { ActionTable } from "./context";
 import { eventActions } from "./events";
 import { historyActions } from "./history";
 import { hostActions } from "./host";
+import { knowledgeActions } from "./knowledge";
+import { modelActions } from "./models";
 import { stateActions } from "./state";
 import { steeringActions } from "./steering";
+import { toolActions } from "./tools";
 
-export type { ActionContext, SteeringPort } from "./context";
+export type { ActionContext, LedgerPort, SteeringPort } from "./context";
 
 /** The actions this host implements, one module per API group; the others answer not_found. */
 export const ACTIONS: ActionTable = {
@@ -16,4 +19,7 @@ export const ACTIONS: ActionTable = {
   ...artifactActions,
   ...steeringActions,
   ...hostActions,
+  ...modelActions,
+  ...toolActions,
+  ...knowledgeActions,
 };

@@ -8,6 +8,7 @@ import type { AgentRunnerManifest } from "../../protocol/manifest";
 import { jsonBody } from "../../middleware/validate";
 import { agentsStore, BindingConflictError, toAgentView, type NewAgentRow } from "../../stores/agents";
 import { registryStore } from "../../stores/registry";
+import { unknownGrants } from "../../resources/grants";
 import { router } from "../app-env";
 
 /** The runner must exist, and runner_config must carry every required field of its config_schema. */
@@ -19,6 +20,12 @@ async function checkRunnerConfig(db: Db, input: AgentInput) {
     .filter((item) => item.required && item.default === undefined && input.runner_config[item.name] === undefined)
     .map((item) => item.name);
   if (missing.length) throw badRequest(`runner_config is missing required fields: ${missing.join(", ")}`, { missing });
+}
+
+/** Every model, tool and knowledge base the policy grants must be registered (a typo would grant nothing, silently). */
+async function checkResourceGrants(db: Db, input: AgentInput) {
+  const unknown = await unknownGrants(db, input.resource_policy);
+  if (unknown.length) throw badRequest(`resource_policy grants resources that are not registered: ${unknown.join(", ")}`, { unknown });
 }
 
 function toRow(agentId: string, input: AgentInput, createdAt: number): NewAgentRow {
@@ -56,6 +63,7 @@ export const agentsRouter = router()
     const db = dbOf(c.env);
     const input = c.get("body");
     await checkRunnerConfig(db, input);
+    await checkResourceGrants(db, input);
     const store = agentsStore(db);
     const agentId = input.agent_id ?? newId("agt");
     if (await store.get(agentId)) throw conflict(`agent ${agentId} already exists`);
@@ -77,6 +85,7 @@ export const agentsRouter = router()
     const existing = await store.get(agentId);
     if (!existing) throw notFound(`agent ${agentId} not found`);
     await checkRunnerConfig(db, input);
+    await checkResourceGrants(db, input);
     await save(() => store.replace(toRow(agentId, input, existing.createdAt)));
     return c.json(toAgentView((await store.get(agentId))!));
   })

@@ -1,0 +1,36 @@
+import { knowledgeStore } from "../../resources/knowledge-store";
+import { retrieve } from "../../resources/retrieval";
+import { redact, secretFragments } from "../../resources/secrets";
+import { callSignal } from "../call-signal";
+import { ApiError } from "../errors";
+import { logUpstreamFailure, toApiError } from "../upstream-error";
+import type { ActionTable, Handler } from "./context";
+
+/** `top_k` is capped by the params schema (≤ 20) and enforced on the endpoint's answer. */
+const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
+  const kb = await knowledgeStore(ctx.db).get(p.kb_id);
+  if (!kb) throw new ApiError("not_found", `knowledge base ${p.kb_id} is no longer registered on this host`);
+  const secrets = secretFragments([kb.apiKey]);
+  const startedAt = Date.now();
+  const call = callSignal(ctx);
+  try {
+    const entries = await retrieve(
+      { endpoint: kb.endpoint, apiKey: kb.apiKey },
+      { query: p.query, topK: p.top_k, filters: p.filters },
+      { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES },
+    );
+    await ctx.ledger.append([{ type: "knowledge.retrieved", data: { kb_id: p.kb_id, top_k: p.top_k, entry_count: entries.length, duration_ms: Date.now() - startedAt } }]);
+    return { kb_id: p.kb_id, entries: JSON.parse(redact(JSON.stringify(entries), secrets)) as typeof entries };
+  } catch (err) {
+    const failure = toApiError(err, secrets, { kb_id: p.kb_id });
+    logUpstreamFailure(ctx, `knowledge base ${p.kb_id}`, failure);
+    await ctx.ledger.append([{ type: "knowledge.failed", data: { kb_id: p.kb_id, code: failure.code, error: failure.message } }]);
+    throw failure;
+  } finally {
+    call.dispose();
+  }
+};
+
+export const knowledgeActions: ActionTable = {
+  "knowledge.retrieve": knowledgeRetrieve,
+};

@@ -1,0 +1,112 @@
+import { chatStreamToNdjson, type StreamEnd } from "../../resources/chat-stream";
+import { ModelInputError, toChatRequest, type ChatRequest } from "../../resources/chat-request";
+import { chatCompletion, openChatStream, rerank, type Usage } from "../../resources/openai";
+import { redact } from "../../resources/secrets";
+import { UpstreamError } from "../../resources/upstream";
+import { callSignal } from "../call-signal";
+import { ApiError } from "../errors";
+import { withModelFallback, type ModelOperation } from "../model-fallback";
+import { StreamReply } from "../stream-reply";
+import type { ActionContext, ActionTable, Handler } from "./context";
+
+function chatRequest(p: Parameters<typeof toChatRequest>[0]): ChatRequest {
+  try {
+    return toChatRequest(p);
+  } catch (err) {
+    if (err instanceof ModelInputError) throw new ApiError("invalid_argument", err.message);
+    throw err;
+  }
+}
+
+/** Provider usage in the run ledger, one record per answered call. */
+function recordUsage(ctx: ActionContext, call: { modelId: string; requested: string; operation: ModelOperation; usage: Usage | null; startedAt: number }) {
+  return ctx.ledger.append([
+    {
+      type: "model.usage",
+      data: {
+        model_id: call.modelId,
+        requested_model_id: call.requested,
+        operation: call.operation,
+        prompt_tokens: call.usage?.prompt_tokens ?? null,
+        completion_tokens: call.usage?.completion_tokens ?? null,
+        total_tokens: call.usage?.total_tokens ?? null,
+        duration_ms: Date.now() - call.startedAt,
+      },
+    },
+  ]);
+}
+
+const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
+  const request = chatRequest(p);
+  const startedAt = Date.now();
+  const call = callSignal(ctx);
+  try {
+    const opts = { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES };
+    const { value, model } = await withModelFallback(ctx, p.model_id, "invoke", (m) => chatCompletion(m.target, request, opts));
+    await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "invoke", usage: value.usage, startedAt });
+    return { model_id: model.modelId, ...value };
+  } finally {
+    call.dispose();
+  }
+};
+
+/** The NDJSON error line for a failure mid-stream; an aborted call reports why it was aborted. */
+function streamError(err: unknown, signal: AbortSignal, secrets: readonly string[]) {
+  const cause: unknown = signal.aborted ? signal.reason : err;
+  const message = redact(cause instanceof Error ? cause.message : String(cause), secrets);
+  if (cause instanceof ApiError) return { code: cause.code, message, retryable: false };
+  return { code: "runtime_error", message, retryable: cause instanceof UpstreamError ? cause.providerFault : true };
+}
+
+/**
+ * Fallback applies until the provider accepted the call; from the first
+ * chunk on, the stream is the runner's and a failure ends it with an error line.
+ */
+const modelStream: Handler<"model.stream"> = async (ctx, p) => {
+  const request = chatRequest(p);
+  const startedAt = Date.now();
+  const call = callSignal(ctx);
+  try {
+    const opts = { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES };
+    const { value: body, model } = await withModelFallback(ctx, p.model_id, "stream", (m) => openChatStream(m.target, request, opts));
+    const onEnd = async (end: StreamEnd) => {
+      call.dispose();
+      if (end.result) return recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "stream", usage: end.result.usage, startedAt });
+      console.warn(`run ${ctx.snapshot.runId}: model ${model.modelId} (stream) ended early (${end.error?.code}): ${end.error?.message}`);
+      await ctx.ledger.append([{ type: "model.failed", data: { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", ...end.error } }]);
+    };
+    return new StreamReply(
+      chatStreamToNdjson(body, {
+        modelId: model.modelId,
+        maxLineBytes: ctx.config.RUNNER_MAX_LINE_BYTES,
+        maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES,
+        describeError: (err) => streamError(err, call.signal, model.secrets),
+        onEnd,
+        onCancel: () => call.abort(),
+      }),
+    );
+  } catch (err) {
+    call.dispose();
+    throw err;
+  }
+};
+
+const modelRerank: Handler<"model.rerank"> = async (ctx, p) => {
+  const startedAt = Date.now();
+  const call = callSignal(ctx);
+  try {
+    const opts = { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES };
+    const input = { query: p.query, documents: p.documents, topK: p.top_k ?? undefined };
+    const { value, model } = await withModelFallback(ctx, p.model_id, "rerank", (m) => rerank(m.target, input, opts));
+    await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "rerank", usage: value.usage, startedAt });
+    return { model_id: model.modelId, results: value.results, usage: value.usage };
+  } finally {
+    call.dispose();
+  }
+};
+
+export const modelActions: ActionTable = {
+  "model.invoke": modelInvoke,
+  "model.stream": modelStream,
+  "model.rerank": modelRerank,
+};

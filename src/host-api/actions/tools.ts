@@ -1,0 +1,101 @@
+import { newId } from "../../lib/ids";
+import type { ToolResource } from "../../protocol/resources";
+import { callHttpTool } from "../../resources/http-tool";
+import { formatSchemaIssues, validateJsonSchema } from "../../resources/json-schema";
+import { callMcpTool } from "../../resources/mcp";
+import { redact, secretFragments } from "../../resources/secrets";
+import { storeToolResult } from "../../resources/tool-result-artifact";
+import { toolsStore, type ToolRow } from "../../resources/tools-store";
+import { parseJson } from "../../lib/json";
+import { callSignal } from "../call-signal";
+import { ApiError, denied } from "../errors";
+import { logUpstreamFailure, toApiError } from "../upstream-error";
+import type { ActionContext, ActionTable, Handler } from "./context";
+
+/** The tool as frozen in the run's snapshot: what the runner was shown is what is enforced. */
+function grantedTool(ctx: ActionContext, name: string): ToolResource {
+  const tool = ctx.snapshot.resources.tools.find((t) => t.tool_name === name);
+  if (!tool) throw denied(`tool "${name}" is not granted to this run`, { tool_name: name });
+  return tool;
+}
+
+const toolDetail: Handler<"tool.detail"> = async (ctx, p) => {
+  const tool = grantedTool(ctx, p.tool_name);
+  return { tool_name: tool.tool_name, description: tool.description, parameters: tool.parameters };
+};
+
+type Invoke = (signal: AbortSignal, toolCallId: string) => Promise<unknown>;
+
+/** How to reach the tool, with its secrets, read at call time. */
+async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<string, unknown>): Promise<{ invoke: Invoke; secrets: string[] }> {
+  const maxBytes = ctx.config.RESOURCE_RESPONSE_MAX_BYTES;
+  const timeoutMs = ctx.config.TOOL_CALL_TIMEOUT_MS;
+  if (row.mcpServer) {
+    const server = await toolsStore(ctx.db).getServer(row.mcpServer);
+    if (!server || !row.mcpToolName) throw new ApiError("not_found", `the MCP server of tool ${row.toolName} is no longer registered`);
+    const headers = parseJson<Record<string, string>>(server.headersJson, {});
+    return {
+      secrets: secretFragments(Object.values(headers)),
+      invoke: (signal) => callMcpTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs }),
+    };
+  }
+  if (!row.endpoint) throw new ApiError("not_found", `tool ${row.toolName} has no endpoint`);
+  const headers = parseJson<Record<string, string>>(row.headersJson, {});
+  return {
+    secrets: secretFragments(Object.values(headers)),
+    invoke: (signal, toolCallId) => callHttpTool({ endpoint: row.endpoint!, headers }, { runId: ctx.snapshot.runId, toolCallId, parameters }, { signal, maxBytes }),
+  };
+}
+
+/** Inline when small; otherwise an artifact the runner reads through the artifact API. */
+async function deliverable(ctx: ActionContext, call: { toolName: string; toolCallId: string }, json: string) {
+  const bytes = new TextEncoder().encode(json);
+  if (bytes.length <= ctx.config.TOOL_RESULT_INLINE_MAX_BYTES) return { result: JSON.parse(json) as unknown };
+  const s = ctx.snapshot;
+  const ref = await storeToolResult({ db: ctx.db, artifacts: ctx.artifacts, config: ctx.config }, { conversationKey: s.conversationKey, conversationId: s.conversationId, runId: s.runId, runnerId: s.runnerId }, call, bytes);
+  return { result_ref: ref };
+}
+
+/**
+ * Parameters are checked against the tool's JSON Schema before anything is
+ * sent; the call is bounded by TOOL_CALL_TIMEOUT_MS and the run's deadline,
+ * and recorded as tool.call.started / tool.call.completed in the ledger.
+ */
+const toolCall: Handler<"tool.call"> = async (ctx, p) => {
+  const tool = grantedTool(ctx, p.tool_name);
+  const issues = validateJsonSchema(tool.parameters, p.parameters);
+  if (issues.length) {
+    throw new ApiError("invalid_argument", `parameters do not match the schema of tool ${p.tool_name}: ${formatSchemaIssues(issues)}`, { details: { tool_name: p.tool_name, issues } });
+  }
+  const row = await toolsStore(ctx.db).get(p.tool_name);
+  if (!row) throw new ApiError("not_found", `tool ${p.tool_name} is no longer registered on this host`);
+  const { invoke, secrets } = await invokerOf(ctx, row, p.parameters);
+
+  const toolCallId = newId("tc");
+  const ids = { tool_call_id: toolCallId, tool_name: p.tool_name };
+  // Arguments are recorded as given, unless too large for a ledger row.
+  const paramsBytes = new TextEncoder().encode(JSON.stringify(p.parameters)).length;
+  const recorded = paramsBytes <= ctx.config.TOOL_RESULT_INLINE_MAX_BYTES ? { parameters: p.parameters } : { parameters_bytes: paramsBytes };
+  await ctx.ledger.append([{ type: "tool.call.started", data: { ...ids, ...recorded } }]);
+  const startedAt = Date.now();
+  const call = callSignal(ctx, { ms: ctx.config.TOOL_CALL_TIMEOUT_MS, what: `tool ${p.tool_name}` });
+  try {
+    const raw = await invoke(call.signal, toolCallId);
+    // A tool that echoes its credentials must not hand them to the runner.
+    const out = await deliverable(ctx, { toolName: p.tool_name, toolCallId }, redact(JSON.stringify(raw ?? null), secrets));
+    await ctx.ledger.append([{ type: "tool.call.completed", data: { ...ids, ...out, duration_ms: Date.now() - startedAt } }]);
+    return { ...ids, ...out };
+  } catch (err) {
+    const failure = toApiError(err, secrets, ids);
+    logUpstreamFailure(ctx, `tool ${p.tool_name}`, failure);
+    await ctx.ledger.append([{ type: "tool.call.completed", data: { ...ids, error: { code: failure.code, message: failure.message }, duration_ms: Date.now() - startedAt } }]);
+    throw failure;
+  } finally {
+    call.dispose();
+  }
+};
+
+export const toolActions: ActionTable = {
+  "tool.detail": toolDetail,
+  "tool.call": toolCall,
+};

@@ -1,0 +1,46 @@
+import type { ModelMessage } from "../protocol/common";
+
+/** A runner's model call that the provider format cannot express. */
+export class ModelInputError extends Error {
+  override readonly name = "ModelInputError";
+}
+
+/** Keys of `extra` the host owns: the model and the messages are not the runner's to override. */
+const RESERVED = new Set(["model", "messages", "tools", "stream"]);
+
+export interface ChatRequest {
+  messages: Record<string, unknown>[];
+  tools?: Record<string, unknown>[];
+  extra: Record<string, unknown>;
+}
+
+/** ContentElement → OpenAI content part. Binary elements would need the artifact inlined: not in v1. */
+function contentPart(el: Exclude<ModelMessage["content"], string | null | undefined>[number]): Record<string, unknown> {
+  if (el.type === "text") return { type: "text", text: el.text };
+  if (el.type === "image" && el.url) return { type: "image_url", image_url: { url: el.url } };
+  throw new ModelInputError(`${el.type} elements${el.type === "image" ? " by artifact_id" : ""} are not supported in model messages; pass an image url or text`);
+}
+
+/** Provider fields (tool_calls, tool_call_id, name) pass through; only content is translated. */
+function toProviderMessage(message: ModelMessage): Record<string, unknown> {
+  const { content, ...rest } = message;
+  return { ...rest, content: Array.isArray(content) ? content.map(contentPart) : (content ?? null) };
+}
+
+/** Tools as OpenAI function definitions; a bare `{name, description, parameters}` is wrapped. */
+function toProviderTool(tool: unknown): Record<string, unknown> {
+  if (typeof tool !== "object" || tool === null || Array.isArray(tool)) throw new ModelInputError("each tool must be an object");
+  const t = tool as Record<string, unknown>;
+  if (t.type === "function") return t;
+  if (typeof t.name !== "string") throw new ModelInputError("each tool needs a name (or the OpenAI {type: \"function\", function} form)");
+  return { type: "function", function: { name: t.name, description: t.description, parameters: t.parameters ?? { type: "object", properties: {} } } };
+}
+
+export function toChatRequest(p: { messages: ModelMessage[]; tools?: unknown[] | null; extra?: Record<string, unknown> | null }): ChatRequest {
+  const extra = Object.fromEntries(Object.entries(p.extra ?? {}).filter(([k]) => !RESERVED.has(k)));
+  return {
+    messages: p.messages.map(toProviderMessage),
+    tools: p.tools?.length ? p.tools.map(toProviderTool) : undefined,
+    extra,
+  };
+}

@@ -1,0 +1,145 @@
+import { readLines, sseFramer } from "../runner/lines";
+import type { ChatResult, Usage } from "./openai";
+import { UsageSchema } from "./openai";
+
+/**
+ * `model.stream` NDJSON lines (PROTOCOL §8): a `delta` per provider chunk, as
+ * it arrives, then one `completed` (the assembled message, finish reason,
+ * usage) or one `error`. Provider-neutral: the runner never sees SSE framing.
+ */
+export type ModelStreamLine =
+  | { type: "delta"; chunk: Record<string, unknown> & { role: "assistant" } }
+  | ({ type: "completed"; model_id: string } & ChatResult)
+  | { type: "error"; error: { code: string; message: string; retryable: boolean; details: Record<string, unknown> } };
+
+export interface StreamEnd {
+  result?: ChatResult;
+  error?: { code: string; message: string };
+}
+
+export interface ChatStreamOptions {
+  modelId: string;
+  maxLineBytes: number;
+  maxBytes: number;
+  /** The error line for a failure mid-stream (deadline, run stopped, provider), its text scrubbed of secrets. */
+  describeError: (err: unknown) => { code: string; message: string; retryable: boolean };
+  /** Called once, after the last line is queued and before the stream closes (ledger write). */
+  onEnd: (end: StreamEnd) => Promise<void>;
+  /** The runner went away: stop the provider call. */
+  onCancel: () => void;
+}
+
+type ToolCallDelta = { index?: number; id?: string; type?: string; function?: { name?: string; arguments?: string } };
+
+/** Joins streamed tool-call fragments by index, as OpenAI-compatible providers send them. */
+class ToolCallAssembler {
+  private readonly calls: { id?: string; type: string; function: { name: string; arguments: string } }[] = [];
+
+  add(deltas: unknown) {
+    if (!Array.isArray(deltas)) return;
+    for (const raw of deltas as ToolCallDelta[]) {
+      const i = typeof raw?.index === "number" ? raw.index : this.calls.length;
+      const call = (this.calls[i] ??= { type: "function", function: { name: "", arguments: "" } });
+      if (raw.id) call.id = raw.id;
+      if (raw.type) call.type = raw.type;
+      if (raw.function?.name) call.function.name += raw.function.name;
+      if (raw.function?.arguments) call.function.arguments += raw.function.arguments;
+    }
+  }
+
+  result(): unknown[] {
+    return this.calls.filter(Boolean);
+  }
+}
+
+const encoder = new TextEncoder();
+const ndjson = (lines: ModelStreamLine[]) => encoder.encode(lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
+
+/** Parse the provider's SSE body incrementally and re-frame it as NDJSON, one network chunk at a time. */
+export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ReadableStream<Uint8Array> {
+  const lines = readLines(providerBody, { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes });
+  const frame = sseFramer();
+  const tools = new ToolCallAssembler();
+  let content = "";
+  let finishReason: string | null = null;
+  let usage: Usage | null = null;
+  let finished = false;
+
+  const assembled = (): ChatResult => {
+    const toolCalls = tools.result();
+    return {
+      message: { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+      finish_reason: finishReason,
+      usage,
+    };
+  };
+
+  /** Lines for one provider payload; `done` when the provider said so. */
+  const translate = (payload: string, out: ModelStreamLine[]): boolean => {
+    if (payload.trim() === "[DONE]") return true;
+    let chunk: { choices?: { delta?: Record<string, unknown>; finish_reason?: string | null }[]; usage?: unknown };
+    try {
+      chunk = JSON.parse(payload);
+    } catch {
+      throw new Error("the model provider sent a stream chunk that is not JSON");
+    }
+    if (chunk.usage) {
+      const parsed = UsageSchema.safeParse(chunk.usage);
+      if (parsed.success) usage = parsed.data;
+    }
+    const choice = chunk.choices?.[0];
+    if (!choice) return false;
+    if (choice.finish_reason) finishReason = choice.finish_reason;
+    const delta = choice.delta ?? {};
+    if (typeof delta.content === "string") content += delta.content;
+    tools.add(delta.tool_calls);
+    const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
+    if (meaningful) out.push({ type: "delta", chunk: { ...delta, role: "assistant" } });
+    return false;
+  };
+
+  /** Let go of the provider's body: nothing more is read from it. */
+  const stopProvider = async () => {
+    await lines.return(undefined).catch(() => {});
+    await providerBody.cancel().catch(() => {});
+  };
+
+  const end = async (controller: ReadableStreamDefaultController<Uint8Array>, last: ModelStreamLine, result: StreamEnd) => {
+    finished = true;
+    await stopProvider();
+    controller.enqueue(ndjson([last]));
+    await opts.onEnd(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${err.message}`));
+    controller.close();
+  };
+
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (finished) return;
+      try {
+        // Loop until this pull has something to send: keep-alive comments and role-only chunks send nothing.
+        for (;;) {
+          const next = await lines.next();
+          const out: ModelStreamLine[] = [];
+          let done = next.done === true;
+          if (!next.done) for (const payload of frame(next.value)) done = translate(payload, out) || done;
+          if (out.length) controller.enqueue(ndjson(out));
+          if (done) {
+            const result = assembled();
+            return await end(controller, { type: "completed", model_id: opts.modelId, ...result }, { result });
+          }
+          if (out.length) return;
+        }
+      } catch (err) {
+        if (finished) return; // cancelled by the runner meanwhile
+        const { code, message, retryable } = opts.describeError(err);
+        await end(controller, { type: "error", error: { code, message, retryable, details: { model_id: opts.modelId } } }, { error: { code, message } });
+      }
+    },
+    async cancel() {
+      finished = true;
+      opts.onCancel();
+      await stopProvider();
+      await opts.onEnd({ error: { code: "cancelled", message: "the runner closed the stream" } }).catch(() => {});
+    },
+  });
+}

@@ -1,0 +1,19 @@
+import { z } from "zod";
+
+/** Model and knowledge base ids: opaque to runners, chosen by the operator or generated. */
+export const ResourceIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, "1-128 characters: letters, digits, _ . : -");
+
+/**
+ * HTTP tool and MCP server names: no dots, so an MCP tool's full name
+ * `{server}.{tool}` splits unambiguously at its first dot.
+ */
+export const ToolNameSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 characters: letters, digits, _ -");
+
+/** Outbound endpoints the operator configures. */
+export const EndpointSchema = z.url({ protocol: /^https?$/ });
+
+/** Extra request headers (often credentials): stored as secrets. */
+export const HeadersSchema = z.record(
+  z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "not a valid header name"),
+  z.string().max(8192),
+);

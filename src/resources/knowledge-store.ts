@@ -1,0 +1,33 @@
+import { eq, inArray } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { knowledgeBase } from "../db/schema";
+import { iso } from "../lib/json";
+import { MASK } from "./secrets";
+
+export type KnowledgeBaseRow = typeof knowledgeBase.$inferSelect;
+
+/** Admin view: the API key is never shown. */
+export function toKnowledgeBaseView(row: KnowledgeBaseRow) {
+  return {
+    kb_id: row.kbId,
+    name: row.name,
+    description: row.description ?? undefined,
+    endpoint: row.endpoint,
+    api_key: row.apiKey ? MASK : null,
+    created_at: iso(row.createdAt),
+  };
+}
+
+const descriptorColumns = { kbId: knowledgeBase.kbId, name: knowledgeBase.name, description: knowledgeBase.description };
+export type KnowledgeBaseDescriptor = { kbId: string; name: string; description: string | null };
+
+export function knowledgeStore(db: Db) {
+  return {
+    /** With its secret: only for the host's own call to the endpoint. */
+    get: (kbId: string) => db.select().from(knowledgeBase).where(eq(knowledgeBase.kbId, kbId)).get(),
+    list: () => db.select().from(knowledgeBase).orderBy(knowledgeBase.createdAt).all(),
+    create: (row: typeof knowledgeBase.$inferInsert) => db.insert(knowledgeBase).values(row).run(),
+    remove: (kbId: string) => db.delete(knowledgeBase).where(eq(knowledgeBase.kbId, kbId)).run(),
+    descriptors: (ids: string[]) => db.select(descriptorColumns).from(knowledgeBase).where(inArray(knowledgeBase.kbId, ids)),
+  };
+}

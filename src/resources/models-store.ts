@@ -1,0 +1,37 @@
+import { eq, inArray } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { model } from "../db/schema";
+import { iso } from "../lib/json";
+import { MASK } from "./secrets";
+
+export type ModelRow = typeof model.$inferSelect;
+export type ModelKind = "llm" | "rerank" | "embedding";
+
+/** Admin view: the API key is never shown. */
+export function toModelView(row: ModelRow) {
+  return {
+    model_id: row.modelId,
+    name: row.name,
+    kind: row.kind as ModelKind,
+    base_url: row.baseUrl,
+    model: row.providerModel,
+    context_window: row.contextWindow ?? undefined,
+    api_key: MASK,
+    created_at: iso(row.createdAt),
+  };
+}
+
+/** What a run may know about a model: no endpoint, no key. */
+const descriptorColumns = { modelId: model.modelId, name: model.name, kind: model.kind, contextWindow: model.contextWindow };
+export type ModelDescriptor = { modelId: string; name: string; kind: string; contextWindow: number | null };
+
+export function modelsStore(db: Db) {
+  return {
+    /** With its secret: only for the host's own call to the provider. */
+    get: (modelId: string) => db.select().from(model).where(eq(model.modelId, modelId)).get(),
+    list: () => db.select().from(model).orderBy(model.createdAt).all(),
+    create: (row: typeof model.$inferInsert) => db.insert(model).values(row).run(),
+    remove: (modelId: string) => db.delete(model).where(eq(model.modelId, modelId)).run(),
+    descriptors: (ids: string[]) => db.select(descriptorColumns).from(model).where(inArray(model.modelId, ids)),
+  };
+}

@@ -1,0 +1,111 @@
+import { z } from "zod";
+import type { ChatRequest } from "./chat-request";
+import { httpError, joinUrl, readJson, upstreamFetch, UpstreamError } from "./upstream";
+
+/** Where and as whom the host calls a model; built from the model row at call time. */
+export interface ProviderTarget {
+  baseUrl: string;
+  apiKey: string;
+  model: string;
+}
+
+export interface CallOptions {
+  signal: AbortSignal;
+  maxBytes: number;
+}
+
+export const UsageSchema = z
+  .looseObject({
+    prompt_tokens: z.number().nullish(),
+    completion_tokens: z.number().nullish(),
+    total_tokens: z.number().nullish(),
+  })
+  .transform((u) => ({
+    prompt_tokens: u.prompt_tokens ?? null,
+    completion_tokens: u.completion_tokens ?? null,
+    total_tokens: u.total_tokens ?? (u.prompt_tokens ?? 0) + (u.completion_tokens ?? 0),
+  }));
+export type Usage = z.output<typeof UsageSchema>;
+
+const ChatCompletionSchema = z.looseObject({
+  choices: z
+    .array(
+      z.looseObject({
+        message: z.looseObject({ content: z.string().nullish(), tool_calls: z.array(z.unknown()).nullish() }),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .min(1),
+  usage: UsageSchema.nullish(),
+});
+
+export interface ChatResult {
+  /** Provider extras on the message (e.g. reasoning_content) pass through. */
+  message: { role: "assistant"; content: string | null; tool_calls?: unknown[]; [extra: string]: unknown };
+  finish_reason: string | null;
+  usage: Usage | null;
+}
+
+function headers(target: ProviderTarget, accept: string): Record<string, string> {
+  return { authorization: `Bearer ${target.apiKey}`, "content-type": "application/json", accept };
+}
+
+function chatBody(target: ProviderTarget, req: ChatRequest, stream: boolean): string {
+  const streamDefaults = stream ? { stream_options: { include_usage: true } } : {};
+  return JSON.stringify({ ...streamDefaults, ...req.extra, model: target.model, messages: req.messages, tools: req.tools, stream });
+}
+
+async function post(target: ProviderTarget, path: string, body: string, accept: string, opts: CallOptions): Promise<Response> {
+  const res = await upstreamFetch(joinUrl(target.baseUrl, path), { method: "POST", headers: headers(target, accept), body, signal: opts.signal });
+  if (!res.ok) throw await httpError(res, "the model provider", opts.signal);
+  return res;
+}
+
+/** POST /chat/completions: one message back, tool calls included. */
+export async function chatCompletion(target: ProviderTarget, req: ChatRequest, opts: CallOptions): Promise<ChatResult> {
+  const res = await post(target, "/chat/completions", chatBody(target, req, false), "application/json", opts);
+  const parsed = ChatCompletionSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the model provider"));
+  if (!parsed.success) throw new UpstreamError("invalid_response", "the model provider's answer is not a chat completion", res.status);
+  const choice = parsed.data.choices[0];
+  const { tool_calls: rawToolCalls, content, ...extras } = choice.message;
+  const toolCalls = rawToolCalls ?? [];
+  return {
+    message: { ...extras, role: "assistant", content: content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+    finish_reason: choice.finish_reason ?? null,
+    usage: parsed.data.usage ?? null,
+  };
+}
+
+/** POST /chat/completions with `stream: true`: the provider's SSE body, once it answered 2xx. */
+export async function openChatStream(target: ProviderTarget, req: ChatRequest, opts: CallOptions): Promise<ReadableStream<Uint8Array>> {
+  const res = await post(target, "/chat/completions", chatBody(target, req, true), "text/event-stream", opts);
+  if (!res.body) throw new UpstreamError("invalid_response", "the model provider answered without a body", res.status);
+  return res.body;
+}
+
+const RerankSchema = z.looseObject({
+  results: z.array(z.looseObject({ index: z.int().nonnegative(), relevance_score: z.number().optional(), score: z.number().optional() })),
+  usage: UsageSchema.nullish(),
+});
+
+export interface RerankResult {
+  results: { index: number; score: number }[];
+  usage: Usage | null;
+}
+
+/**
+ * POST /rerank, the de facto standard (Cohere, Jina, vLLM, TEI, Xinference):
+ * `{model, query, documents, top_n}` → `{results: [{index, relevance_score}]}`.
+ */
+export async function rerank(target: ProviderTarget, input: { query: string; documents: string[]; topK?: number }, opts: CallOptions): Promise<RerankResult> {
+  const body = JSON.stringify({ model: target.model, query: input.query, documents: input.documents, top_n: input.topK ?? input.documents.length });
+  const res = await post(target, "/rerank", body, "application/json", opts);
+  const parsed = RerankSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the rerank provider"));
+  if (!parsed.success) throw new UpstreamError("invalid_response", "the rerank provider's answer has no results list", res.status);
+  const results = parsed.data.results
+    .filter((r) => r.index < input.documents.length)
+    .map((r) => ({ index: r.index, score: r.relevance_score ?? r.score ?? 0 }))
+    .sort((a, b) => b.score - a.score)
+    .slice(0, input.topK ?? input.documents.length);
+  return { results, usage: parsed.data.usage ?? null };
+}

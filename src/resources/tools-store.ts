@@ -1,0 +1,68 @@
+import { eq, inArray } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { mcpServer, tool } from "../db/schema";
+import { iso, parseJson } from "../lib/json";
+import { maskHeaders } from "./secrets";
+
+export type ToolRow = typeof tool.$inferSelect;
+export type McpServerRow = typeof mcpServer.$inferSelect;
+
+/** Admin view: header values are never shown. */
+export function toToolView(row: ToolRow) {
+  return {
+    name: row.toolName,
+    description: row.description,
+    parameters: parseJson<Record<string, unknown>>(row.parametersJson, {}),
+    source: row.mcpServer ? ("mcp" as const) : ("http" as const),
+    endpoint: row.endpoint ?? undefined,
+    headers: row.headersJson ? maskHeaders(parseJson<Record<string, string>>(row.headersJson, {})) : undefined,
+    mcp_server: row.mcpServer ?? undefined,
+    created_at: iso(row.createdAt),
+  };
+}
+
+export function toMcpServerView(row: McpServerRow, tools: ToolRow[]) {
+  return {
+    name: row.name,
+    url: row.url,
+    headers: maskHeaders(parseJson<Record<string, string>>(row.headersJson, {})),
+    tools: tools.map((t) => t.toolName),
+    discovered_at: iso(row.discoveredAt),
+    created_at: iso(row.createdAt),
+  };
+}
+
+const descriptorColumns = { toolName: tool.toolName, description: tool.description, parametersJson: tool.parametersJson };
+export type ToolDescriptor = { toolName: string; description: string; parametersJson: string };
+
+/** An MCP tool's full name `{server}.{tool}`. */
+export const mcpToolName = (server: string, name: string) => `${server}.${name}`;
+
+export function toolsStore(db: Db) {
+  return {
+    /** With its secret headers: only for the host's own call. */
+    get: (toolName: string) => db.select().from(tool).where(eq(tool.toolName, toolName)).get(),
+    list: () => db.select().from(tool).orderBy(tool.toolName).all(),
+    create: (row: typeof tool.$inferInsert) => db.insert(tool).values(row).run(),
+    remove: (toolName: string) => db.delete(tool).where(eq(tool.toolName, toolName)).run(),
+    descriptors: (names: string[]) => db.select(descriptorColumns).from(tool).where(inArray(tool.toolName, names)),
+
+    getServer: (name: string) => db.select().from(mcpServer).where(eq(mcpServer.name, name)).get(),
+    listServers: () => db.select().from(mcpServer).orderBy(mcpServer.name).all(),
+    toolsOf: (server: string) => db.select().from(tool).where(eq(tool.mcpServer, server)).orderBy(tool.toolName).all(),
+
+    /** Save a server and replace its discovered tools: one batch. */
+    async saveServer(server: typeof mcpServer.$inferInsert, tools: (typeof tool.$inferInsert)[]) {
+      const { name, ...rest } = server;
+      await db.batch([
+        db.insert(mcpServer).values(server).onConflictDoUpdate({ target: mcpServer.name, set: rest }),
+        db.delete(tool).where(eq(tool.mcpServer, name)),
+        ...tools.map((t) => db.insert(tool).values(t)),
+      ]);
+    },
+    async removeServer(name: string) {
+      await db.batch([db.delete(tool).where(eq(tool.mcpServer, name)), db.delete(mcpServer).where(eq(mcpServer.name, name))]);
+    },
+  };
+}
+

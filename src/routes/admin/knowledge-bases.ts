@@ -1,0 +1,51 @@
+import { z } from "zod";
+import { dbOf } from "../../db/connect";
+import { notFound } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { jsonBody } from "../../middleware/validate";
+import { EndpointSchema, ResourceIdSchema } from "../../resources/ids";
+import { knowledgeStore, toKnowledgeBaseView } from "../../resources/knowledge-store";
+import { router } from "../app-env";
+import { insertUnique } from "./unique";
+
+/** A retrieval endpoint: `POST {endpoint}` with `{query, top_k, filters}` answers `{entries: [{content, score, metadata?}]}`. */
+const KnowledgeBaseInput = z.strictObject({
+  kb_id: ResourceIdSchema.optional(),
+  name: z.string().min(1).max(200),
+  description: z.string().max(2000).optional(),
+  endpoint: EndpointSchema,
+  api_key: z.string().min(1).max(4096).optional(),
+});
+
+export const knowledgeBasesRouter = router()
+  .get("/", async (c) => c.json({ items: (await knowledgeStore(dbOf(c.env)).list()).map(toKnowledgeBaseView) }))
+  .post("/", jsonBody(KnowledgeBaseInput), async (c) => {
+    const input = c.get("body");
+    const store = knowledgeStore(dbOf(c.env));
+    const kbId = input.kb_id ?? newId("kb");
+    await insertUnique(
+      () =>
+        store.create({
+          kbId,
+          name: input.name,
+          description: input.description ?? null,
+          endpoint: input.endpoint,
+          apiKey: input.api_key ?? null,
+          createdAt: Date.now(),
+        }),
+      `knowledge base ${kbId}`,
+    );
+    return c.json(toKnowledgeBaseView((await store.get(kbId))!), 201);
+  })
+  .get("/:kbId", async (c) => {
+    const row = await knowledgeStore(dbOf(c.env)).get(c.req.param("kbId"));
+    if (!row) throw notFound(`knowledge base ${c.req.param("kbId")} not found`);
+    return c.json(toKnowledgeBaseView(row));
+  })
+  .delete("/:kbId", async (c) => {
+    const store = knowledgeStore(dbOf(c.env));
+    const kbId = c.req.param("kbId");
+    if (!(await store.get(kbId))) throw notFound(`knowledge base ${kbId} not found`);
+    await store.remove(kbId);
+    return c.body(null, 204);
+  });

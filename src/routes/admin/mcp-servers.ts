@@ -1,0 +1,84 @@
+import { z } from "zod";
+import { dbOf } from "../../db/connect";
+import type { Db } from "../../db/client";
+import { conflict, HostError, notFound } from "../../lib/errors";
+import { parseJson } from "../../lib/json";
+import { jsonBody } from "../../middleware/validate";
+import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
+import { discoverMcpTools } from "../../resources/mcp";
+import { redact, secretFragments } from "../../resources/secrets";
+import { mcpToolName, toolsStore, toMcpServerView } from "../../resources/tools-store";
+import { UpstreamError } from "../../resources/upstream";
+import { router } from "../app-env";
+
+const DISCOVERY_TIMEOUT_MS = 10_000;
+
+/** An MCP server over streamable HTTP; its tools are discovered now and named `{name}.{tool}`. */
+const McpServerInput = z.strictObject({
+  name: ToolNameSchema,
+  url: EndpointSchema,
+  headers: HeadersSchema.optional(),
+});
+
+/** List the server's tools and store them with it (replacing the earlier list). 502 when the server cannot be listed. */
+async function discoverAndSave(db: Db, server: { name: string; url: string; headers: Record<string, string> }, createdAt: number) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new UpstreamError("network", `no answer within ${DISCOVERY_TIMEOUT_MS} ms`)), DISCOVERY_TIMEOUT_MS);
+  let discovered;
+  try {
+    discovered = await discoverMcpTools(server, { signal: controller.signal, timeoutMs: DISCOVERY_TIMEOUT_MS });
+  } catch (err) {
+    const message = redact(err instanceof Error ? err.message : String(err), secretFragments(Object.values(server.headers)));
+    throw new HostError(502, "bad_gateway", `could not list the tools of MCP server ${server.url}: ${message}`);
+  } finally {
+    clearTimeout(timer);
+  }
+  const now = Date.now();
+  const store = toolsStore(db);
+  await store.saveServer(
+    { name: server.name, url: server.url, headersJson: JSON.stringify(server.headers), discoveredAt: now, createdAt },
+    discovered.tools.map((t) => ({
+      toolName: mcpToolName(server.name, t.name),
+      description: t.description,
+      parametersJson: JSON.stringify(t.inputSchema),
+      mcpServer: server.name,
+      mcpToolName: t.name,
+      createdAt: now,
+    })),
+  );
+  const row = (await store.getServer(server.name))!;
+  return { ...toMcpServerView(row, await store.toolsOf(server.name)), skipped_tools: discovered.skipped };
+}
+
+export const mcpServersRouter = router()
+  .get("/", async (c) => {
+    const store = toolsStore(dbOf(c.env));
+    const servers = await store.listServers();
+    return c.json({ items: await Promise.all(servers.map(async (s) => toMcpServerView(s, await store.toolsOf(s.name)))) });
+  })
+  .post("/", jsonBody(McpServerInput), async (c) => {
+    const input = c.get("body");
+    const db = dbOf(c.env);
+    if (await toolsStore(db).getServer(input.name)) throw conflict(`MCP server ${input.name} already exists`);
+    return c.json(await discoverAndSave(db, { name: input.name, url: input.url, headers: input.headers ?? {} }, Date.now()), 201);
+  })
+  .get("/:name", async (c) => {
+    const store = toolsStore(dbOf(c.env));
+    const row = await store.getServer(c.req.param("name"));
+    if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
+    return c.json(toMcpServerView(row, await store.toolsOf(row.name)));
+  })
+  .post("/:name/refresh", async (c) => {
+    const db = dbOf(c.env);
+    const row = await toolsStore(db).getServer(c.req.param("name"));
+    if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
+    const headers = parseJson<Record<string, string>>(row.headersJson, {});
+    return c.json(await discoverAndSave(db, { name: row.name, url: row.url, headers }, row.createdAt));
+  })
+  .delete("/:name", async (c) => {
+    const store = toolsStore(dbOf(c.env));
+    const name = c.req.param("name");
+    if (!(await store.getServer(name))) throw notFound(`MCP server ${name} not found`);
+    await store.removeServer(name);
+    return c.body(null, 204);
+  });

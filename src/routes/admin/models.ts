@@ -1,0 +1,55 @@
+import { z } from "zod";
+import { dbOf } from "../../db/connect";
+import { notFound } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { jsonBody } from "../../middleware/validate";
+import { EndpointSchema, ResourceIdSchema } from "../../resources/ids";
+import { modelsStore, toModelView } from "../../resources/models-store";
+import { router } from "../app-env";
+import { insertUnique } from "./unique";
+
+/** An OpenAI-compatible endpoint; `base_url` is the part before `/chat/completions` (or `/rerank`). */
+const ModelInput = z.strictObject({
+  model_id: ResourceIdSchema.optional(),
+  name: z.string().min(1).max(200),
+  kind: z.enum(["llm", "rerank", "embedding"]),
+  base_url: EndpointSchema,
+  api_key: z.string().min(1).max(4096),
+  model: z.string().min(1).max(200),
+  context_window: z.int().positive().optional(),
+});
+
+export const modelsRouter = router()
+  .get("/", async (c) => c.json({ items: (await modelsStore(dbOf(c.env)).list()).map(toModelView) }))
+  .post("/", jsonBody(ModelInput), async (c) => {
+    const input = c.get("body");
+    const store = modelsStore(dbOf(c.env));
+    const modelId = input.model_id ?? newId("mdl");
+    await insertUnique(
+      () =>
+        store.create({
+          modelId,
+          name: input.name,
+          kind: input.kind,
+          baseUrl: input.base_url,
+          apiKey: input.api_key,
+          providerModel: input.model,
+          contextWindow: input.context_window ?? null,
+          createdAt: Date.now(),
+        }),
+      `model ${modelId}`,
+    );
+    return c.json(toModelView((await store.get(modelId))!), 201);
+  })
+  .get("/:modelId", async (c) => {
+    const row = await modelsStore(dbOf(c.env)).get(c.req.param("modelId"));
+    if (!row) throw notFound(`model ${c.req.param("modelId")} not found`);
+    return c.json(toModelView(row));
+  })
+  .delete("/:modelId", async (c) => {
+    const store = modelsStore(dbOf(c.env));
+    const modelId = c.req.param("modelId");
+    if (!(await store.get(modelId))) throw notFound(`model ${modelId} not found`);
+    await store.remove(modelId);
+    return c.body(null, 204);
+  });

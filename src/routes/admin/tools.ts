@@ -1,0 +1,59 @@
+import { z } from "zod";
+import { dbOf } from "../../db/connect";
+import { conflict, notFound } from "../../lib/errors";
+import { RecordSchema } from "../../protocol/common";
+import { jsonBody } from "../../middleware/validate";
+import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
+import { toolsStore, toToolView } from "../../resources/tools-store";
+import { router } from "../app-env";
+import { insertUnique } from "./unique";
+
+/** Tool arguments are a JSON object, so the schema must describe one. */
+const ParametersSchema = RecordSchema.refine((s) => s.type === undefined || s.type === "object", {
+  message: 'parameters must be a JSON Schema of an object (type "object")',
+}).default({ type: "object", properties: {} });
+
+/** An HTTP tool: `POST {endpoint}` with the arguments as the JSON body and `headers` (secret) added. */
+const ToolInput = z.strictObject({
+  name: ToolNameSchema,
+  description: z.string().max(4000).default(""),
+  parameters: ParametersSchema,
+  endpoint: EndpointSchema,
+  headers: HeadersSchema.optional(),
+});
+
+/** Every tool, HTTP or discovered on an MCP server; header values masked. */
+export const toolsRouter = router()
+  .get("/", async (c) => c.json({ items: (await toolsStore(dbOf(c.env)).list()).map(toToolView) }))
+  .post("/", jsonBody(ToolInput), async (c) => {
+    const input = c.get("body");
+    const store = toolsStore(dbOf(c.env));
+    await insertUnique(
+      () =>
+        store.create({
+          toolName: input.name,
+          description: input.description,
+          parametersJson: JSON.stringify(input.parameters),
+          endpoint: input.endpoint,
+          headersJson: JSON.stringify(input.headers ?? {}),
+          createdAt: Date.now(),
+        }),
+      `tool ${input.name}`,
+    );
+    return c.json(toToolView((await store.get(input.name))!), 201);
+  })
+  .get("/:name", async (c) => {
+    const row = await toolsStore(dbOf(c.env)).get(c.req.param("name"));
+    if (!row) throw notFound(`tool ${c.req.param("name")} not found`);
+    return c.json(toToolView(row));
+  })
+  .delete("/:name", async (c) => {
+    const store = toolsStore(dbOf(c.env));
+    const name = c.req.param("name");
+    const row = await store.get(name);
+    if (!row) throw notFound(`tool ${name} not found`);
+    // A refresh would bring it back: MCP tools come and go with their server.
+    if (row.mcpServer) throw conflict(`tool ${name} belongs to MCP server ${row.mcpServer}; delete or refresh the server instead`);
+    await store.remove(name);
+    return c.body(null, 204);
+  });

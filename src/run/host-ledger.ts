@@ -1,0 +1,20 @@
+import type { Db } from "../db/client";
+import type { LedgerPort } from "../host-api/actions/context";
+import { runsStore, type LedgerEntry } from "../stores/runs";
+import type { LedgerSequence } from "./ledger-sequence";
+
+/**
+ * The run ledger as the Host API writes it (tool calls, model usage): host
+ * records numbered from the run's shared sequence, written, then shown to
+ * live subscribers like any result.
+ */
+export function hostLedger(db: Db, runId: string, sequence: LedgerSequence, publish: (entries: LedgerEntry[]) => void): LedgerPort {
+  return {
+    async append(entries) {
+      if (!entries.length) return;
+      const rows: LedgerEntry[] = entries.map((e) => ({ runId, seq: sequence.next(), type: e.type, data: e.data, origin: "host", createdAt: Date.now() }));
+      await runsStore(db).ledgerInsert(rows).run();
+      publish(rows);
+    },
+  };
+}

@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeMcpServer } from "../support/fake-mcp";
+import { startTestHost, type TestHost } from "../support/host";
+import { startAdHocRunner } from "../support/runner";
+
+/** The operator's side of host-held resources: register, list (secrets masked), delete. */
+
+const MCP_TOKEN = "mcp-admin-token-5f0c9e2a71";
+const API_KEY = "sk-admin-test-9b1e77d3c4";
+let host: TestHost;
+let mcp: Awaited<ReturnType<typeof startFakeMcpServer>>;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+
+beforeAll(async () => {
+  mcp = await startFakeMcpServer({ token: MCP_TOKEN });
+  runner = await startAdHocRunner({ name: "admin-resources", onRun: (_call, res) => void res.end() });
+  host = await startTestHost();
+  await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await Promise.all([mcp?.close(), runner?.close()]);
+});
+
+describe("models", () => {
+  it("registers, lists with the key masked, refuses duplicates and bad input, deletes", async () => {
+    const input = { model_id: "m1", name: "Main", kind: "llm", base_url: "https://llm.example/v1", api_key: API_KEY, model: "gpt-x", context_window: 128000 };
+    const created = await host.admin("POST", "/v1/admin/models", input);
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ model_id: "m1", name: "Main", kind: "llm", base_url: "https://llm.example/v1", model: "gpt-x", context_window: 128000, api_key: "********" });
+    expect((await host.admin("POST", "/v1/admin/models", input)).status).toBe(409);
+
+    const generated = await host.admin("POST", "/v1/admin/models", { name: "Ranker", kind: "rerank", base_url: "http://127.0.0.1:9/v1", api_key: API_KEY, model: "rr" });
+    expect(generated.body.model_id).toMatch(/^mdl_/);
+    expect((await host.admin("POST", "/v1/admin/models", { ...input, model_id: "m2", kind: "chat" })).status).toBe(400);
+    expect((await host.admin("POST", "/v1/admin/models", { ...input, model_id: "m3", base_url: "ftp://x" })).status).toBe(400);
+    expect((await host.admin("POST", "/v1/admin/models", { ...input, model_id: "m4", api_key: undefined })).status).toBe(400);
+
+    const list = await host.admin("GET", "/v1/admin/models");
+    expect(list.body.items.map((m: any) => m.model_id)).toEqual(["m1", generated.body.model_id]);
+    expect(JSON.stringify(list.body)).not.toContain(API_KEY);
+    expect((await host.admin("GET", "/v1/admin/models/m1")).body.api_key).toBe("********");
+
+    expect((await host.admin("DELETE", "/v1/admin/models/m1")).status).toBe(204);
+    expect((await host.admin("GET", "/v1/admin/models/m1")).status).toBe(404);
+    expect((await host.admin("DELETE", "/v1/admin/models/m1")).status).toBe(404);
+  });
+
+  it("requires the admin token", async () => {
+    const res = await fetch(`${host.url}/v1/admin/models`);
+    expect(res.status).toBe(401);
+  });
+});
+
+describe("tools and MCP servers", () => {
+  it("registers an HTTP tool with masked headers and an object parameter schema", async () => {
+    const tool = { name: "lookup", description: "Look up", parameters: { type: "object", properties: { q: { type: "string" } } }, endpoint: "https://tools.example/lookup", headers: { authorization: `Bearer ${API_KEY}` } };
+    const created = await host.admin("POST", "/v1/admin/tools", tool);
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: "lookup", source: "http", endpoint: tool.endpoint, headers: { authorization: "********" }, parameters: tool.parameters });
+    expect((await host.admin("POST", "/v1/admin/tools", tool)).status).toBe(409);
+    // Dots are reserved for `{server}.{tool}`; arguments are always an object.
+    expect((await host.admin("POST", "/v1/admin/tools", { ...tool, name: "a.b" })).status).toBe(400);
+    expect((await host.admin("POST", "/v1/admin/tools", { ...tool, name: "arr", parameters: { type: "array" } })).status).toBe(400);
+    expect(JSON.stringify((await host.admin("GET", "/v1/admin/tools")).body)).not.toContain(API_KEY);
+    expect((await host.admin("DELETE", "/v1/admin/tools/lookup")).status).toBe(204);
+    expect((await host.admin("GET", "/v1/admin/tools/lookup")).status).toBe(404);
+  });
+
+  it("discovers an MCP server's tools as {server}.{tool}, refreshes and deletes them with the server", async () => {
+    const created = await host.admin("POST", "/v1/admin/mcp-servers", { name: "calc", url: mcp.url, headers: { authorization: `Bearer ${MCP_TOKEN}` } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: "calc", url: mcp.url, headers: { authorization: "********" }, tools: ["calc.add", "calc.shout"], skipped_tools: [] });
+    expect((await host.admin("POST", "/v1/admin/mcp-servers", { name: "calc", url: mcp.url })).status).toBe(409);
+
+    const add = await host.admin("GET", "/v1/admin/tools/calc.add");
+    expect(add.body).toMatchObject({ name: "calc.add", source: "mcp", mcp_server: "calc", description: "Add two numbers", parameters: { type: "object", required: ["a", "b"] } });
+    expect(add.body.headers).toBeUndefined();
+    // Discovered tools belong to their server.
+    expect((await host.admin("DELETE", "/v1/admin/tools/calc.add")).status).toBe(409);
+
+    const refreshed = await host.admin("POST", "/v1/admin/mcp-servers/calc/refresh");
+    expect([refreshed.status, refreshed.body.tools]).toEqual([200, ["calc.add", "calc.shout"]]);
+    expect(JSON.stringify((await host.admin("GET", "/v1/admin/mcp-servers")).body)).not.toContain(MCP_TOKEN);
+
+    expect((await host.admin("DELETE", "/v1/admin/mcp-servers/calc")).status).toBe(204);
+    expect((await host.admin("GET", "/v1/admin/tools/calc.add")).status).toBe(404);
+  });
+
+  it("refuses an MCP server it cannot list with 502, saving nothing and showing no credential", async () => {
+    const wrong = "wrong-token-0f3a9c5d2e";
+    const res = await host.admin("POST", "/v1/admin/mcp-servers", { name: "locked", url: mcp.url, headers: { authorization: `Bearer ${wrong}` } });
+    expect([res.status, res.body.error.code]).toEqual([502, "bad_gateway"]);
+    expect(JSON.stringify(res.body)).not.toContain(wrong);
+    expect((await host.admin("GET", "/v1/admin/mcp-servers/locked")).status).toBe(404);
+  });
+});
+
+describe("knowledge bases", () => {
+  it("registers with or without a key, masked, and deletes", async () => {
+    const open = await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "open", name: "Open", endpoint: "https://kb.example/search" });
+    expect(open.body).toMatchObject({ kb_id: "open", name: "Open", endpoint: "https://kb.example/search", api_key: null });
+    const keyed = await host.admin("POST", "/v1/admin/knowledge-bases", { name: "Keyed", description: "d", endpoint: "https://kb.example/s2", api_key: API_KEY });
+    expect(keyed.body).toMatchObject({ kb_id: expect.stringMatching(/^kb_/), description: "d", api_key: "********" });
+    expect((await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "open", name: "again", endpoint: "https://kb.example" })).status).toBe(409);
+    expect(JSON.stringify((await host.admin("GET", "/v1/admin/knowledge-bases")).body)).not.toContain(API_KEY);
+    expect((await host.admin("DELETE", "/v1/admin/knowledge-bases/open")).status).toBe(204);
+    expect((await host.admin("GET", "/v1/admin/knowledge-bases/open")).status).toBe(404);
+  });
+});
+
+describe("agent grants", () => {
+  it("accept only registered resources", async () => {
+    await host.admin("POST", "/v1/admin/models", { model_id: "granted", name: "g", kind: "llm", base_url: "https://llm.example/v1", api_key: API_KEY, model: "g" });
+    const agent = { agent_id: "grants", name: "grants", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "grants" } };
+    const refused = await host.admin("POST", "/v1/admin/agents", { ...agent, resource_policy: { models: ["granted"], fallback_models: ["ghost"], tools: ["nope"], knowledge_bases: ["void"] } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details.unknown).toEqual(["model ghost", "tool nope", "knowledge base void"]);
+    const accepted = await host.admin("POST", "/v1/admin/agents", { ...agent, resource_policy: { models: ["granted"] } });
+    expect(accepted.status).toBe(201);
+    expect(accepted.body.resource_policy).toMatchObject({ models: ["granted"], fallback_models: [] });
+  });
+});

@@ -1,0 +1,37 @@
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
+import { listenLoopback, readBody, sendJson } from "./http-server";
+
+/**
+ * A real MCP server (the official SDK's McpServer over streamable HTTP,
+ * stateless) on loopback, requiring a bearer token. Tools: `add` (with an
+ * output schema, which the SDK client's default validator cannot handle in
+ * workerd) and `shout`.
+ */
+export async function startFakeMcpServer(opts: { token: string }) {
+  const calls: { method: string | undefined; tool?: string }[] = [];
+  const server = await listenLoopback(async (req, res) => {
+    if (req.headers.authorization !== `Bearer ${opts.token}`) return sendJson(res, 401, { error: "unauthorised" });
+    const raw = await readBody(req);
+    const message = raw ? JSON.parse(raw) : undefined;
+    calls.push({ method: message?.method, tool: message?.params?.name });
+    const mcp = new McpServer({ name: "calc", version: "1.0.0" });
+    mcp.registerTool(
+      "add",
+      { description: "Add two numbers", inputSchema: { a: z.number(), b: z.number() }, outputSchema: { sum: z.number() } },
+      async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }], structuredContent: { sum: a + b } }),
+    );
+    mcp.registerTool("shout", { description: "Upper-case a text", inputSchema: { text: z.string() } }, async ({ text }) => ({
+      content: [{ type: "text", text: text.toUpperCase() }],
+    }));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on("close", () => {
+      void transport.close();
+      void mcp.close();
+    });
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res, message);
+  });
+  return { url: `${server.url}/mcp`, calls, close: server.close };
+}

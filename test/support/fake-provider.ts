@@ -1,0 +1,86 @@
+import { deferred } from "./host-api";
+import { listenLoopback, readBody, sendJson } from "./http-server";
+
+export interface ProviderCall {
+  path: string;
+  authorization: string | undefined;
+  body: any;
+}
+
+/** The user text that makes a streamed answer pause mid-way until `releaseStream()`. */
+export const HOLD_STREAM = "hold the stream";
+
+/**
+ * A fake OpenAI-compatible provider on loopback: `/v1/chat/completions`
+ * (JSON and SSE) and `/v1/rerank`. Each provider model name has its own API
+ * key; a wrong key is a 401 and a model listed in `failing` a 503, both
+ * echoing the key they received, as careless providers do.
+ */
+export async function startFakeProvider(opts: { keys: Record<string, string>; failing?: string[] }) {
+  const calls: ProviderCall[] = [];
+  const failing = new Set(opts.failing ?? []);
+  let gate = deferred();
+  const state = { streamsFinished: 0 };
+
+  const server = await listenLoopback(async (req, res) => {
+    const body = JSON.parse((await readBody(req)) || "{}");
+    const authorization = req.headers.authorization;
+    calls.push({ path: req.url ?? "", authorization, body });
+    const key = opts.keys[body.model];
+    if (!key || authorization !== `Bearer ${key}`) return sendJson(res, 401, { error: { message: `Incorrect API key provided: ${authorization}` } });
+    if (failing.has(body.model)) return sendJson(res, 503, { error: { message: `model overloaded (request authorised by ${authorization})` } });
+
+    if (req.url === "/v1/rerank") {
+      const results = (body.documents as string[])
+        .map((doc, index) => ({ index, relevance_score: doc.includes(body.query) ? 0.9 : index / 4 }))
+        .sort((a, b) => b.relevance_score - a.relevance_score)
+        .slice(0, body.top_n);
+      return sendJson(res, 200, { results, usage: { total_tokens: 42 } });
+    }
+    if (req.url !== "/v1/chat/completions") return sendJson(res, 404, { error: { message: "no such route" } });
+
+    const lastUser = [...body.messages].reverse().find((m: any) => m.role === "user");
+    const text = typeof lastUser?.content === "string" ? lastUser.content : JSON.stringify(lastUser?.content);
+    if (!body.stream) {
+      if (body.tools?.length) {
+        const call = { id: "call_1", type: "function", function: { name: body.tools[0].function.name, arguments: '{"city":"Oslo"}' } };
+        return sendJson(res, 200, { choices: [{ message: { role: "assistant", content: null, tool_calls: [call] }, finish_reason: "tool_calls" }], usage: { prompt_tokens: 20, completion_tokens: 5, total_tokens: 25 } });
+      }
+      return sendJson(res, 200, {
+        model: body.model,
+        choices: [{ index: 0, message: { role: "assistant", content: `${body.model} says: ${text}` }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
+      });
+    }
+
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    const send = (chunk: unknown) => res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    const delta = (d: Record<string, unknown>, finish: string | null = null) => send({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
+    res.write(": keep-alive\n\n");
+    delta({ role: "assistant", content: "" });
+    delta({ content: "Hel" });
+    delta({ content: "lo" });
+    // Held until the test releases it; a host that buffered the stream would never let the runner do so (the timer ends the wait).
+    if (text === HOLD_STREAM) await Promise.race([gate.promise, new Promise((r) => setTimeout(r, 5_000))]);
+    delta({ content: ` from ${body.model}` });
+    delta({}, "stop");
+    send({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 } });
+    res.end("data: [DONE]\n\n");
+    state.streamsFinished++;
+  });
+
+  return {
+    baseUrl: `${server.url}/v1`,
+    calls,
+    state,
+    /** Let a held stream finish. */
+    releaseStream() {
+      gate.resolve();
+      gate = deferred();
+    },
+    close: () => {
+      gate.resolve();
+      return server.close();
+    },
+  };
+}
