@@ -45,8 +45,12 @@ export const HistoryPageSchema = z.object({
 });
 export type HistoryPage = z.infer<typeof HistoryPageSchema>;
 
+/** A history.search hit: a transcript item and its relevance (higher is better; comparable within one answer only). */
+export const HistorySearchItemSchema = TranscriptItemSchema.extend({ score: z.number() });
+export type HistorySearchItem = z.infer<typeof HistorySearchItemSchema>;
+
 export const HistorySearchResultSchema = z.object({
-  items: z.array(TranscriptItemSchema),
+  items: z.array(HistorySearchItemSchema),
   total_count: z.int().nonnegative().nullish(),
   query: z.string(),
 });

@@ -1,3 +1,4 @@
+import { createClient, type Client, type InArgs } from "@libsql/client";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,14 +22,18 @@ export interface TestHost extends LocalHost {
   postEvent(body: Record<string, unknown>): Promise<{ status: number; body: { event_id: string; run_id: string | null; disposition: string } }>;
   waitForRun(runId: string, timeoutMs?: number): Promise<RunView>;
   bind(opts: Parameters<typeof bindRunner>[1]): Promise<void>;
+  /** Read the host's libSQL file directly (facts the API does not list, e.g. audit records). */
+  query<T = Record<string, unknown>>(sql: string, args?: InArgs): Promise<T[]>;
 }
 
 /** A real host: the built Worker under Miniflare with a fresh libSQL file of its own. */
 export async function startTestHost(opts: { vars?: Record<string, string> } = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-test-"));
+  const dbUrl = `file:${join(dir, "host.db")}`;
+  let reader: Client | undefined;
   const host = await startHost({
     adminToken: ADMIN_TOKEN,
-    dbUrl: `file:${join(dir, "host.db")}`,
+    dbUrl,
     scriptPath: join(ROOT, "dist/test/worker.js"),
     vars: opts.vars,
   });
@@ -38,6 +43,10 @@ export async function startTestHost(opts: { vars?: Record<string, string> } = {}
     admin,
     postEvent: (body) => admin("POST", "/v1/events", body),
     bind: (o) => bindRunner(host, o),
+    async query<T>(sql: string, args: InArgs = []) {
+      reader ??= createClient({ url: dbUrl });
+      return (await reader.execute({ sql, args })).rows as unknown as T[];
+    },
     async waitForRun(runId, timeoutMs = 15_000) {
       const until = Date.now() + timeoutMs;
       for (;;) {
@@ -48,6 +57,7 @@ export async function startTestHost(opts: { vars?: Record<string, string> } = {}
       }
     },
     async dispose() {
+      reader?.close();
       await host.dispose();
       rmSync(dir, { recursive: true, force: true });
     },

@@ -2,6 +2,7 @@ import type { ActionTable } from "./context";
 import { eventActions } from "./events";
 import { historyActions } from "./history";
 import { hostActions } from "./host";
+import { searchActions } from "./search";
 import { stateActions } from "./state";
 
 export type { ActionContext, SteeringPort } from "./context";
@@ -9,6 +10,7 @@ export type { ActionContext, SteeringPort } from "./context";
 /** The actions this host implements, one module per API group; the others answer not_found. */
 export const ACTIONS: ActionTable = {
   ...historyActions,
+  ...searchActions,
   ...eventActions,
   ...stateActions,
   ...hostActions,
