@@ -19,6 +19,7 @@ export interface Env {
   MAX_EVENT_BODY_BYTES?: string;
   MAX_API_BODY_BYTES?: string;
   HOST_VERSION?: string;
+  STORAGE_MAX_VALUE_BYTES?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -33,6 +34,8 @@ const ConfigSchema = z.object({
   MAX_EVENT_BODY_BYTES: positiveInt(MiB),
   MAX_API_BODY_BYTES: positiveInt(2 * MiB),
   HOST_VERSION: z.string().default("0.1.0"),
+  /** Largest storage.set value, decoded bytes (its base64 must also fit in MAX_API_BODY_BYTES). */
+  STORAGE_MAX_VALUE_BYTES: positiveInt(MiB),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -145,7 +145,11 @@ export type StateListResult = z.infer<typeof StateListResultSchema>;
 export const StorageGetResultSchema = z.object({ value_base64: z.string().nullable(), found: z.boolean() });
 export type StorageGetResult = z.infer<typeof StorageGetResultSchema>;
 
-export const StorageKeysResultSchema = z.object({ keys: z.array(z.string()) });
+export const StorageKeysResultSchema = z.object({
+  keys: z.array(z.string()),
+  has_more: z.boolean().default(false),
+  next_cursor: z.string().nullish(),
+});
 export type StorageKeysResult = z.infer<typeof StorageKeysResultSchema>;
 
 /** state.set / state.delete / storage.set / storage.delete. */

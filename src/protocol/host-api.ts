@@ -93,7 +93,8 @@ export const HOST_API_PARAMS = {
   "storage.keys": z.strictObject({
     area: StorageAreaSchema,
     prefix: z.string().nullish(),
-    limit: z.int().min(1).max(1000).nullish(),
+    limit: z.int().min(1).max(1000).default(100),
+    cursor,
   }),
   "model.invoke": modelInvokeParams,
   "model.stream": modelInvokeParams,

@@ -4,6 +4,7 @@ import { runnerState } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { parseJson } from "../lib/json";
 import type { StateScope } from "../protocol/context";
+import { prefixUpperBound } from "../lib/key-range";
 
 
 export interface ScopeIdentity {
@@ -79,7 +80,11 @@ export function stateStore(db: Db) {
     async list(scopeKey: string, opts: { prefix?: string; afterKey?: string; limit: number }) {
       const conds = [eq(s.scopeKey, scopeKey)];
       // A key range rather than LIKE: exact for any characters, and an index range scan.
-      if (opts.prefix) conds.push(gte(s.key, opts.prefix), lt(s.key, `${opts.prefix}\uffff`));
+      if (opts.prefix) {
+        conds.push(gte(s.key, opts.prefix));
+        const bound = prefixUpperBound(opts.prefix);
+        if (bound !== undefined) conds.push(lt(s.key, bound));
+      }
       if (opts.afterKey) conds.push(gt(s.key, opts.afterKey));
       const rows = await db.select({ key: s.key }).from(s).where(and(...conds)).orderBy(asc(s.key)).limit(opts.limit + 1).all();
       return { keys: rows.slice(0, opts.limit).map((r) => r.key), hasMore: rows.length > opts.limit };

@@ -4,6 +4,7 @@ import { historyActions } from "./history";
 import { hostActions } from "./host";
 import { searchActions } from "./search";
 import { stateActions } from "./state";
+import { storageActions } from "./storage";
 
 export type { ActionContext, SteeringPort } from "./context";
 
@@ -13,5 +14,6 @@ export const ACTIONS: ActionTable = {
   ...searchActions,
   ...eventActions,
   ...stateActions,
+  ...storageActions,
   ...hostActions,
 };
