@@ -2,12 +2,12 @@ import type { Db } from "../db/client";
 import { artifact } from "../db/schema";
 import type { Config } from "../env";
 import { sha256Hex } from "../lib/crypto";
-import type { StateSnapshot } from "../protocol/context";
+import type { EnabledStateSnapshot, StateScope } from "../protocol/context";
 import { runnerClient } from "../runner/client";
 import { RunnerCallError } from "../runner/errors";
 import { hostRecordInsert } from "../stores/event-log";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
-import { stateStore } from "../stores/state";
+import { SEEDED_CONVERSATION_ID_KEY, stateStore } from "../stores/state";
 import { transcriptInsert } from "../stores/transcript";
 import { buildRunContext } from "./context";
 import type { RunJob } from "./job";
@@ -20,7 +20,7 @@ export interface ExecuteDeps {
   config: Config;
   job: RunJob;
   snapshot: AuthorizationSnapshot;
-  state: StateSnapshot;
+  state: EnabledStateSnapshot;
   token: string;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
@@ -36,19 +36,25 @@ function decodeBase64(b64: string): Uint8Array {
 type BatchItems = Parameters<Db["batch"]>[0];
 
 /**
- * queued → running and the state snapshot of the run's enabled scopes, in one
- * round trip. Null when another trigger already took the run.
+ * queued → running, the §9 seed of `external.conversation_id`, and the state
+ * snapshot of the run's enabled scopes (only those), in one round trip. Null
+ * when another trigger already took the run.
  */
-export async function claimRun(db: Db, job: RunJob, snapshot: AuthorizationSnapshot): Promise<StateSnapshot | null> {
-  const scopes = Object.entries(snapshot.stateScopes) as [keyof StateSnapshot, string][];
-  const keys = scopes.map(([, key]) => key);
+export async function claimRun(db: Db, job: RunJob, snapshot: AuthorizationSnapshot): Promise<EnabledStateSnapshot | null> {
+  const scopes = Object.entries(snapshot.stateScopes) as [StateScope, string][];
   const state = stateStore(db);
-  const [taken, rows] = await db.batch([runsStore(db).markRunningStatement(job.runId), state.snapshotQuery(keys)]);
-  if (taken.length !== 1) return null;
-  const byKey = state.snapshotOf(rows, keys);
-  const out: StateSnapshot = { conversation: {}, actor: {}, subject: {}, runner: {} };
-  for (const [scope, key] of scopes) out[scope] = byKey.get(key) ?? {};
-  return out;
+  const conversationScope = snapshot.stateScopes.conversation;
+  // Insert-if-absent, so the seed is idempotent and never overwrites the runner's own value.
+  const seeds = conversationScope && snapshot.conversationId
+    ? [state.seedStatement(conversationScope, SEEDED_CONVERSATION_ID_KEY, job.runner.runnerId, "conversation", JSON.stringify(snapshot.conversationId))]
+    : [];
+  // One query per scope so that a scope with many keys cannot crowd out another's.
+  const reads = scopes.map(([, key]) => state.scopeSnapshotQuery(key));
+  // A dynamic list has no tuple type for batch(); each result is read back by position below.
+  const results = (await db.batch([runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads] as unknown as BatchItems)) as readonly unknown[];
+  if ((results[0] as unknown[]).length !== 1) return null;
+  const rowsOf = results.slice(1 + seeds.length) as { key: string; valueJson: string }[][];
+  return Object.fromEntries(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])]));
 }
 
 /** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */

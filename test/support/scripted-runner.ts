@@ -5,8 +5,10 @@ import { resultWriter, startAdHocRunner } from "./runner";
 export type HostApiAnswer = Awaited<ReturnType<typeof callHostApi>>;
 /** A Host API client bound to the run in progress; `runId` / `token` override for misuse tests. */
 export type RunApi = (action: string, params?: Record<string, unknown>, as?: { runId?: string; token?: string }) => Promise<HostApiAnswer>;
+/** Send one result (e.g. state.updated) on the run's stream before the reply. */
+export type EmitResult = (type: string, data: unknown) => void;
 /** Test code executed inside a run, with that run's API and context; what it returns is the run's reply. */
-export type RunScript = (api: RunApi, ctx: any) => Promise<unknown>;
+export type RunScript = (api: RunApi, ctx: any, emit: EmitResult) => Promise<unknown>;
 
 /**
  * A runner service whose runs execute test code: a test registers a script,
@@ -27,7 +29,7 @@ export async function startScriptedRunner(opts: { name: string; runners?: Record
       const api: RunApi = (action, params = {}, as = {}) =>
         callHostApi(ctx.runtime.api.base_url, as.runId ?? ctx.run_id, as.token ?? ctx.runtime.api.token, action, params);
       try {
-        w.reply(JSON.stringify((await script(api, ctx)) ?? null));
+        w.reply(JSON.stringify((await script(api, ctx, (type, data) => w.send(type, data))) ?? null));
       } catch (err) {
         w.send("run.failed", { code: "test.script_failed", error: String(err), retryable: false });
         res.end();
