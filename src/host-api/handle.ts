@@ -26,7 +26,7 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     action = envelope.data.action;
     if (!Object.hasOwn(API_GROUP_OF_ACTION, action)) throw new ApiError("not_found", `unknown action "${action}"`);
     const gate = API_GROUP_OF_ACTION[action as HostApiAction];
-    if (gate === "resources") throw denied(`no ${action.split(".")[0]} resources are granted to this run`, { action });
+    if (gate === "resources") throw denied(`no ${action.split(".")[0]} resources are granted to this run`, { action, ...resourceNamed(envelope.data.params) });
     if (gate && !ctx.snapshot.availableApis[gate]) throw denied(`${action} is not in this run's available_apis`, { action, api: gate });
     const parsed = parseHostApiParams(action, envelope.data.params);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
@@ -39,6 +39,16 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     if (err.code === "unauthorized") await auditDenial(ctx, action, err);
     return reply(err.status, err.toBody());
   }
+}
+
+/** The resource a refused resource call named, for the audit record (raw params: they are not validated yet). */
+function resourceNamed(params: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of ["model_id", "tool_name", "kb_id"]) {
+    const value = params[key];
+    if (typeof value === "string") out[key] = value.slice(0, 200);
+  }
+  return out;
 }
 
 async function auditDenial(ctx: ActionContext, action: string, err: ApiError) {
