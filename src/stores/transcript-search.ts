@@ -23,13 +23,17 @@ export function transcriptSearchStore(db: Db) {
   return {
     /**
      * Best matches of one conversation, best first, and how many items match
-     * in all. The conversation key is checked on the transcript row itself, so
-     * whatever the index returns, nothing of another conversation comes back.
+     * in all. The index is asked for the conversation's rows only; the key is
+     * still checked on each transcript row, so whatever the index returns,
+     * nothing of another conversation comes back.
      */
     async search(conversationKey: string, q: TranscriptSearchQuery): Promise<{ hits: TranscriptSearchHit[]; total: number }> {
       const t = transcript;
       const f = transcriptFts;
-      const conds: SQL[] = [sql`${f.match} MATCH ${q.match}`, eq(t.conversationKey, conversationKey)];
+      // The conversation's scope token is built by the same SQL expression the
+      // migration's triggers index, so the two can never disagree.
+      const scoped = sql`'scope:"k' || hex(${conversationKey}) || '" AND content:(' || ${q.match} || ')'`;
+      const conds: SQL[] = [sql`${f.match} MATCH ${scoped}`, sql`${t}.rowid = ${f.rowid}`, eq(t.conversationKey, conversationKey)];
       if (q.roles?.length) conds.push(inArray(t.role, [...q.roles]));
       if (q.eventTypes?.length) {
         const ofType = db
@@ -45,8 +49,11 @@ export function transcriptSearchStore(db: Db) {
           // Counted over every match before LIMIT applies: one statement, no second scan.
           total: sql<number>`count(*) OVER ()`.mapWith(Number),
         })
+        // CROSS JOIN fixes the loop order: the index yields the candidates and each
+        // is looked up by rowid. Left to itself, SQLite may walk the conversation
+        // and probe the index once per item, which grows with history length.
         .from(f)
-        .innerJoin(t, sql`${t}.rowid = ${f.rowid}`)
+        .crossJoin(t)
         .where(and(...conds))
         .orderBy(asc(f.rank), desc(t.seq))
         .limit(q.limit)

@@ -1,4 +1,4 @@
-import { createClient } from "@libsql/client";
+import { createClient, type Client, type InArgs } from "@libsql/client";
 import { drizzle } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
 import { sql } from "drizzle-orm";
@@ -11,10 +11,14 @@ import { transcriptInsert } from "../../src/stores/transcript";
 import { transcriptSearchStore } from "../../src/stores/transcript-search";
 
 let db: Db;
+let client: Client;
+let statements: { sql: string; params: unknown[] }[];
 beforeEach(async () => {
-  const client = createClient({ url: ":memory:" });
+  client = createClient({ url: ":memory:" });
   await migrate(drizzle(client), { migrationsFolder: "migrations" });
-  db = createDb(libsqlExecutor(client));
+  const executor = libsqlExecutor(client);
+  statements = [];
+  db = createDb({ query: (q) => (statements.push(q), executor.query(q)), batch: executor.batch });
 });
 
 let n = 0;
@@ -85,5 +89,18 @@ describe("transcript full-text search on embedded libSQL", () => {
     for (const text of hostile) await expect(search("H", text)).resolves.toBeDefined();
     expect((await search("H", "can't")).total).toBe(1);
     expect((await search("H", "NEAR(")).total).toBe(1);
+  });
+
+  it("is driven by the index, asked for the conversation's rows only, never by walking the conversation", async () => {
+    await db.batch([item("P", "plan me")]);
+    statements = [];
+    await search("P", "plan");
+    const [query] = statements;
+    const plan = (await client.execute({ sql: `EXPLAIN QUERY PLAN ${query.sql}`, args: query.params as InArgs })).rows.map((r) => String(r.detail));
+    const ftsStep = plan.findIndex((d) => d.includes("transcript_fts"));
+    expect(ftsStep).toBeGreaterThanOrEqual(0);
+    expect(plan.slice(ftsStep + 1).some((d) => /SEARCH transcript USING INTEGER PRIMARY KEY/.test(d))).toBe(true);
+    expect(plan.some((d) => /transcript_conversation_seq/.test(d))).toBe(false);
+    expect(query.sql).toMatch(/scope:/);
   });
 });
