@@ -29,6 +29,7 @@ export interface Env {
   TOOL_CALL_TIMEOUT_MS?: string;
   TOOL_RESULT_INLINE_MAX_BYTES?: string;
   RESOURCE_RESPONSE_MAX_BYTES?: string;
+  STORAGE_MAX_VALUE_BYTES?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -60,6 +61,8 @@ const ConfigSchema = z.object({
   TOOL_RESULT_INLINE_MAX_BYTES: positiveInt(64 * 1024),
   /** Largest body read from a provider, tool or retrieval endpoint. */
   RESOURCE_RESPONSE_MAX_BYTES: positiveInt(16 * MiB),
+  /** Largest storage.set value, decoded bytes (its base64 must also fit in MAX_API_BODY_BYTES). */
+  STORAGE_MAX_VALUE_BYTES: positiveInt(MiB),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -14,8 +14,13 @@ export function createDb(executor: SqlExecutor): Db {
 
 type BatchItems = Parameters<Db["batch"]>[0];
 
-/** One round trip for a list of statements built at run time; nothing is sent for an empty list. */
-export async function writeAll(db: Db, statements: unknown[]): Promise<void> {
+/** One round trip for a non-empty list of statements built at run time; results in statement order. */
+export async function batchAll(db: Db, statements: unknown[]): Promise<readonly unknown[]> {
   // The tuple type drizzle wants for batch() cannot be spelled for a dynamic list; the items are all batchable queries.
-  if (statements.length) await db.batch(statements as unknown as BatchItems);
+  return (await db.batch(statements as unknown as BatchItems)) as readonly unknown[];
+}
+
+/** Like batchAll for writes; nothing is sent for an empty list. */
+export async function writeAll(db: Db, statements: unknown[]): Promise<void> {
+  if (statements.length) await batchAll(db, statements);
 }

@@ -127,7 +127,10 @@ export const run = sqliteTable(
   },
   (t) => [
     index("run_conversation").on(t.conversationKey, t.createdAt),
-    index("run_status").on(t.status),
+    // The admin run listing: by conversation id and/or status, newest first, keyset-paged on (created_at, run_id).
+    index("run_status").on(t.status, t.createdAt, t.runId),
+    index("run_conversation_id").on(t.conversationId, t.createdAt, t.runId),
+    index("run_created").on(t.createdAt, t.runId),
   ],
 );
 

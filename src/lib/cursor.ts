@@ -38,3 +38,25 @@ export function decodeKeyCursor(cursor: string): string {
   if (!text.startsWith("k:")) throw new InvalidCursorError("cursor is not valid for this listing");
   return text.slice(2);
 }
+
+/** A cursor over a listing ordered by (time, id), newest first: the last row's position. */
+export interface TimeIdPosition {
+  time: number;
+  id: string;
+}
+
+export function encodeTimeIdCursor(kind: string, pos: TimeIdPosition): string {
+  return encodeKeyCursor(`${kind}:${pos.time}:${pos.id}`);
+}
+
+export function decodeTimeIdCursor(kind: string, cursor: string): TimeIdPosition {
+  let text: string;
+  try {
+    text = decodeKeyCursor(cursor);
+  } catch (cause) {
+    throw new InvalidCursorError("cursor is not valid", { cause });
+  }
+  const match = /^([^:]+):(\d+):(.+)$/s.exec(text);
+  if (!match || match[1] !== kind) throw new InvalidCursorError("cursor is not valid for this listing");
+  return { time: Number(match[2]), id: match[3] };
+}

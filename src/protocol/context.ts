@@ -153,6 +153,8 @@ export const StateSnapshotSchema = z.object({
   runner: RecordSchema.default({}),
 });
 export type StateSnapshot = z.infer<typeof StateSnapshotSchema>;
+/** What the host sends: only the scopes enabled by the state policy and identified by the event. */
+export type EnabledStateSnapshot = Partial<StateSnapshot>;
 
 /** Where and with which bearer token the runner calls the Host API (§8); valid while the run is active. */
 export const RuntimeApiSchema = z.object({

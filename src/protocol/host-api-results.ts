@@ -45,8 +45,12 @@ export const HistoryPageSchema = z.object({
 });
 export type HistoryPage = z.infer<typeof HistoryPageSchema>;
 
+/** A history.search hit: a transcript item and its relevance (higher is better; comparable within one answer only). */
+export const HistorySearchItemSchema = TranscriptItemSchema.extend({ score: z.number() });
+export type HistorySearchItem = z.infer<typeof HistorySearchItemSchema>;
+
 export const HistorySearchResultSchema = z.object({
-  items: z.array(TranscriptItemSchema),
+  items: z.array(HistorySearchItemSchema),
   total_count: z.int().nonnegative().nullish(),
   query: z.string(),
 });
@@ -141,7 +145,11 @@ export type StateListResult = z.infer<typeof StateListResultSchema>;
 export const StorageGetResultSchema = z.object({ value_base64: z.string().nullable(), found: z.boolean() });
 export type StorageGetResult = z.infer<typeof StorageGetResultSchema>;
 
-export const StorageKeysResultSchema = z.object({ keys: z.array(z.string()) });
+export const StorageKeysResultSchema = z.object({
+  keys: z.array(z.string()),
+  has_more: z.boolean().default(false),
+  next_cursor: z.string().nullish(),
+});
 export type StorageKeysResult = z.infer<typeof StorageKeysResultSchema>;
 
 /** state.set / state.delete / storage.set / storage.delete. */

@@ -19,6 +19,9 @@ export const HostApiRequestSchema = z.object({
 });
 export type HostApiRequest = z.infer<typeof HostApiRequestSchema>;
 
+/** Longest history.search query text, in characters. */
+export const HISTORY_SEARCH_QUERY_MAX_LENGTH = 1000;
+
 const id = z.string().min(1);
 const cursor = z.string().min(1).nullish();
 const pageLimit = (fallback: number) => z.int().min(1).max(100).default(fallback);
@@ -46,12 +49,14 @@ export const HOST_API_PARAMS = {
     include_artifacts: z.boolean().nullish(),
   }),
   "history.search": z.strictObject({
-    query: z.string().min(1),
+    // Plain text, every word matched literally (no query syntax); see stores/fts-query.ts.
+    query: z.string().min(1).max(HISTORY_SEARCH_QUERY_MAX_LENGTH),
     filters: z
       .strictObject({
         conversation_id: id.nullish(),
-        event_types: z.array(z.string().min(1)).nullish(),
-        roles: z.array(z.string().min(1)).nullish(),
+        // An empty list means no filter.
+        event_types: z.array(z.string().min(1)).max(50).nullish(),
+        roles: z.array(z.string().min(1)).max(50).nullish(),
       })
       .nullish(),
     top_k: z.int().min(1).max(50).default(10),
@@ -88,7 +93,8 @@ export const HOST_API_PARAMS = {
   "storage.keys": z.strictObject({
     area: StorageAreaSchema,
     prefix: z.string().nullish(),
-    limit: z.int().min(1).max(1000).nullish(),
+    limit: z.int().min(1).max(1000).default(100),
+    cursor,
   }),
   "model.invoke": modelInvokeParams,
   "model.stream": modelInvokeParams,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { configOf, type Env } from "../env";
 import { durableObjectIdOfRun } from "../lib/ids";
 import { notFound } from "../lib/errors";
-import { decodeCursor, InvalidCursorError } from "../lib/cursor";
+import { decodeCursor, decodeTimeIdCursor, encodeTimeIdCursor, InvalidCursorError } from "../lib/cursor";
 import { adminAuth, bearerToken } from "../middleware/admin-auth";
 import { limitBody } from "../middleware/body-limit";
 import { validate } from "../middleware/validate";
@@ -28,10 +28,22 @@ async function existingRun(env: Env, runId: string) {
 const RunParam = z.object({ runId: z.string().min(1).max(200) });
 const LedgerQuery = z.object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) });
 const ListQuery = z.object({
-  conversation_id: z.string().optional(),
+  conversation_id: z.string().min(1).max(200).optional(),
   status: z.enum(["queued", "running", "completed", "failed", "cancelled", "timeout"]).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().min(1).optional(),
 });
+const RUN_LIST_CURSOR = "runs";
+
+/** An opaque cursor from the caller: a malformed one is a 400, not a 500. */
+function decodeOr400<T>(decode: () => T): T {
+  try {
+    return decode();
+  } catch (err) {
+    if (err instanceof InvalidCursorError) throw badRequest(err.message);
+    throw err;
+  }
+}
 
 export const runsRouter = router()
   // Host API: authenticated by the run token, not the admin token; routed to the owning DO.
@@ -57,24 +69,24 @@ export const runsRouter = router()
   .use("*", adminAuth())
   .get("/", validate("query", ListQuery), async (c) => {
     const q = c.req.valid("query");
-    const rows = await runsStore(dbOf(c.env)).list({ conversationId: q.conversation_id, status: q.status, limit: q.limit });
-    return c.json({ items: rows.map(toRunView) });
+    const before = q.cursor ? decodeOr400(() => decodeTimeIdCursor(RUN_LIST_CURSOR, q.cursor!)) : undefined;
+    const { rows, hasMore } = await runsStore(dbOf(c.env)).list({ conversationId: q.conversation_id, status: q.status, before, limit: q.limit });
+    const last = rows[rows.length - 1];
+    const nextCursor = hasMore && last ? encodeTimeIdCursor(RUN_LIST_CURSOR, { time: last.createdAt, id: last.runId }) : undefined;
+    return c.json({ items: rows.map(toRunView), next_cursor: nextCursor, has_more: hasMore });
   })
   .get("/:runId", validate("param", RunParam), async (c) => c.json(toRunView(await existingRun(c.env, c.req.valid("param").runId))))
   .get("/:runId/events", validate("param", RunParam), validate("query", LedgerQuery), async (c) => {
     const { runId } = c.req.valid("param");
     const q = c.req.valid("query");
-    await existingRun(c.env, runId);
-    let after = 0;
-    try {
-      after = q.cursor ? decodeCursor("r", q.cursor) : 0;
-    } catch (err) {
-      if (err instanceof InvalidCursorError) throw badRequest(err.message);
-      throw err;
-    }
+    const row = await existingRun(c.env, runId);
+    const after = q.cursor ? decodeOr400(() => decodeCursor("r", q.cursor!)) : 0;
     const page = await runsStore(dbOf(c.env)).ledger(runId, after, q.limit);
     const items = page.rows.map(toLedgerView);
-    return c.json({ items, next_cursor: page.hasMore ? items[items.length - 1].cursor : undefined, has_more: page.hasMore });
+    // The position after this page, even when it is the last one for now: a
+    // client following a running run polls from it until run_status is terminal.
+    const nextCursor = items.length ? items[items.length - 1].cursor : q.cursor;
+    return c.json({ items, next_cursor: nextCursor, has_more: page.hasMore, run_status: row.status });
   })
   .get("/:runId/stream", validate("param", RunParam), async (c) => {
     const { runId } = c.req.valid("param");

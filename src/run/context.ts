@@ -1,4 +1,4 @@
-import type { AgentRunContextInput, StateSnapshot } from "../protocol/context";
+import type { AgentRunContextInput, EnabledStateSnapshot } from "../protocol/context";
 import { encodeCursor } from "../lib/cursor";
 import type { RunJob } from "./job";
 import type { AuthorizationSnapshot } from "./snapshot";
@@ -7,7 +7,7 @@ export interface ContextParts {
   job: RunJob;
   snapshot: AuthorizationSnapshot;
   token: string;
-  state: StateSnapshot;
+  state: EnabledStateSnapshot;
   hostVersion: string;
 }
 

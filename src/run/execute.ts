@@ -1,16 +1,16 @@
-import { writeAll, type Db } from "../db/client";
+import { batchAll, writeAll, type Db } from "../db/client";
 import { artifact } from "../db/schema";
 import type { Config } from "../env";
 import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
 import { base64ToBytes } from "../lib/base64";
 import { sha256Hex } from "../lib/crypto";
 import type { ArtifactRef } from "../protocol/common";
-import type { StateSnapshot } from "../protocol/context";
+import type { EnabledStateSnapshot, StateScope } from "../protocol/context";
 import { runnerClient } from "../runner/client";
 import { RunnerCallError } from "../runner/errors";
 import { hostRecordInsert } from "../stores/event-log";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
-import { stateStore } from "../stores/state";
+import { SEEDED_CONVERSATION_ID_KEY, stateStore } from "../stores/state";
 import { transcriptInsert } from "../stores/transcript";
 import { buildRunContext } from "./context";
 import type { RunJob } from "./job";
@@ -25,7 +25,7 @@ export interface ExecuteDeps {
   config: Config;
   job: RunJob;
   snapshot: AuthorizationSnapshot;
-  state: StateSnapshot;
+  state: EnabledStateSnapshot;
   token: string;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
@@ -35,19 +35,25 @@ export interface ExecuteDeps {
 
 
 /**
- * queued → running and the state snapshot of the run's enabled scopes, in one
- * round trip. Null when another trigger already took the run.
+ * queued → running, the §9 seed of `external.conversation_id`, and the state
+ * snapshot of the run's enabled scopes (only those), in one round trip. Null
+ * when another trigger already took the run.
  */
-export async function claimRun(db: Db, job: RunJob, snapshot: AuthorizationSnapshot): Promise<StateSnapshot | null> {
-  const scopes = Object.entries(snapshot.stateScopes) as [keyof StateSnapshot, string][];
-  const keys = scopes.map(([, key]) => key);
+export async function claimRun(db: Db, job: RunJob, snapshot: AuthorizationSnapshot): Promise<EnabledStateSnapshot | null> {
+  const scopes = Object.entries(snapshot.stateScopes) as [StateScope, string][];
   const state = stateStore(db);
-  const [taken, rows] = await db.batch([runsStore(db).markRunningStatement(job.runId), state.snapshotQuery(keys)]);
-  if (taken.length !== 1) return null;
-  const byKey = state.snapshotOf(rows, keys);
-  const out: StateSnapshot = { conversation: {}, actor: {}, subject: {}, runner: {} };
-  for (const [scope, key] of scopes) out[scope] = byKey.get(key) ?? {};
-  return out;
+  const conversationScope = snapshot.stateScopes.conversation;
+  // Insert-if-absent, so the seed is idempotent and never overwrites the runner's own value.
+  const seeds = conversationScope && snapshot.conversationId
+    ? [state.seedStatement(conversationScope, SEEDED_CONVERSATION_ID_KEY, job.runner.runnerId, "conversation", JSON.stringify(snapshot.conversationId))]
+    : [];
+  // One query per scope so that a scope with many keys cannot crowd out another's.
+  const reads = scopes.map(([, key]) => state.scopeSnapshotQuery(key));
+  // Each result is read back by position below.
+  const results = await batchAll(db, [runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads]);
+  if ((results[0] as unknown[]).length !== 1) return null;
+  const rowsOf = results.slice(1 + seeds.length) as { key: string; valueJson: string }[][];
+  return Object.fromEntries(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])]));
 }
 
 /** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */

@@ -60,6 +60,8 @@ export async function freezeSnapshot(job: RunJob, deadlineAt: number, resources:
     const identity = {
       runnerId: job.runner.runnerId,
       agentId: job.agent.agentId,
+      workspaceId: job.conversation.workspace_id,
+      botId: job.conversation.bot_id,
       conversationId: job.conversation.conversation_id,
       threadId: job.conversation.thread_id,
       actorType: job.actor?.actor_type,

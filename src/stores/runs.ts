@@ -1,7 +1,7 @@
-import { and, asc, desc, eq, gt, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { run, runEvent } from "../db/schema";
-import { encodeCursor } from "../lib/cursor";
+import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
 
 export type RunRow = typeof run.$inferSelect;
@@ -117,17 +117,23 @@ export function runsStore(db: Db) {
       return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
     },
 
-    async list(filter: { conversationId?: string; status?: string; limit: number }) {
+    /** Newest first, keyset-paged on (created_at, run_id) so a page costs the same however deep it is. */
+    async list(filter: { conversationId?: string; status?: string; before?: TimeIdPosition; limit: number }) {
       const conds = [];
       if (filter.conversationId) conds.push(eq(run.conversationId, filter.conversationId));
       if (filter.status) conds.push(eq(run.status, filter.status));
-      return db
+      if (filter.before) {
+        const b = filter.before;
+        conds.push(or(lt(run.createdAt, b.time), and(eq(run.createdAt, b.time), lt(run.runId, b.id))));
+      }
+      const rows = await db
         .select()
         .from(run)
         .where(conds.length ? and(...conds) : sql`1`)
-        .orderBy(desc(run.createdAt))
-        .limit(filter.limit)
+        .orderBy(desc(run.createdAt), desc(run.runId))
+        .limit(filter.limit + 1)
         .all();
+      return { rows: rows.slice(0, filter.limit), hasMore: rows.length > filter.limit };
     },
   };
 }

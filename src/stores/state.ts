@@ -1,15 +1,18 @@
-import { and, asc, eq, gt, gte, inArray, lt } from "drizzle-orm";
+import { and, asc, eq, gt, gte, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { runnerState } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { parseJson } from "../lib/json";
 import type { StateScope } from "../protocol/context";
+import { prefixUpperBound } from "../lib/key-range";
 
 
 export interface ScopeIdentity {
   runnerId: string;
-  /** The binding identity: the agent whose run this is. */
+  /** The binding identity: the agent whose run this is, in the event's workspace. */
   agentId: string;
+  workspaceId?: string | null;
+  botId?: string | null;
   conversationId?: string | null;
   threadId?: string | null;
   actorType?: string | null;
@@ -21,13 +24,17 @@ export interface ScopeIdentity {
 /**
  * PROTOCOL §9: hash of (runner, binding, scope identity). A scope whose
  * identity the event lacks has no key, so it is unavailable for the run.
+ * The binding includes the workspace so that one agent bound globally never
+ * shares state between tenants; a conversation is identified as everywhere
+ * else in the host (bot, conversation, thread), since conversation ids are
+ * only unique per bot.
  */
 export async function stateScopeKey(scope: StateScope, id: ScopeIdentity): Promise<string | null> {
   let identity: unknown[];
   switch (scope) {
     case "conversation":
       if (!id.conversationId) return null;
-      identity = [id.conversationId, id.threadId ?? null];
+      identity = [id.botId ?? null, id.conversationId, id.threadId ?? null];
       break;
     case "actor":
       if (!id.actorType || !id.actorId) return null;
@@ -41,8 +48,11 @@ export async function stateScopeKey(scope: StateScope, id: ScopeIdentity): Promi
       identity = [];
       break;
   }
-  return sha256Hex(JSON.stringify([id.runnerId, id.agentId, scope, ...identity]));
+  return sha256Hex(JSON.stringify([id.runnerId, id.agentId, id.workspaceId ?? null, scope, ...identity]));
 }
+
+/** Seeded into the conversation scope when absent (§9): the host's conversation id. */
+export const SEEDED_CONVERSATION_ID_KEY = "external.conversation_id";
 
 /** The context carries at most this many keys per scope; runners page the rest with state.list. */
 export const SNAPSHOT_KEYS_PER_SCOPE = 100;
@@ -50,17 +60,16 @@ export const SNAPSHOT_KEYS_PER_SCOPE = 100;
 export function stateStore(db: Db) {
   const s = runnerState;
   return {
-    /** Snapshot of several scopes at once: one query, to batch with others. */
-    snapshotQuery(scopeKeys: string[], perScopeLimit = SNAPSHOT_KEYS_PER_SCOPE) {
-      return db.select().from(s).where(inArray(s.scopeKey, scopeKeys)).orderBy(asc(s.key)).limit(perScopeLimit * Math.max(1, scopeKeys.length));
+    /** The first keys of one scope, for the context's snapshot: one query per scope, batched by the caller. */
+    scopeSnapshotQuery(scopeKey: string, limit = SNAPSHOT_KEYS_PER_SCOPE) {
+      return db.select({ key: s.key, valueJson: s.valueJson }).from(s).where(eq(s.scopeKey, scopeKey)).orderBy(asc(s.key)).limit(limit);
     },
-    snapshotOf(rows: (typeof runnerState.$inferSelect)[], scopeKeys: string[], perScopeLimit = SNAPSHOT_KEYS_PER_SCOPE) {
-      const out = new Map<string, Record<string, unknown>>(scopeKeys.map((k) => [k, {}]));
-      for (const row of rows) {
-        const bucket = out.get(row.scopeKey)!;
-        if (Object.keys(bucket).length < perScopeLimit) bucket[row.key] = parseJson<unknown>(row.valueJson, null);
-      }
-      return out;
+    snapshotOf(rows: { key: string; valueJson: string }[]): Record<string, unknown> {
+      return Object.fromEntries(rows.map((r) => [r.key, parseJson<unknown>(r.valueJson, null)]));
+    },
+    /** Write a value only if the key is absent: never overwrites what a runner stored. */
+    seedStatement(scopeKey: string, key: string, runnerId: string, scope: StateScope, valueJson: string) {
+      return db.insert(s).values({ scopeKey, key, runnerId, scope, valueJson, updatedAt: Date.now() }).onConflictDoNothing();
     },
     async get(scopeKey: string, key: string): Promise<unknown | undefined> {
       const row = await db.select().from(s).where(and(eq(s.scopeKey, scopeKey), eq(s.key, key))).get();
@@ -79,7 +88,11 @@ export function stateStore(db: Db) {
     async list(scopeKey: string, opts: { prefix?: string; afterKey?: string; limit: number }) {
       const conds = [eq(s.scopeKey, scopeKey)];
       // A key range rather than LIKE: exact for any characters, and an index range scan.
-      if (opts.prefix) conds.push(gte(s.key, opts.prefix), lt(s.key, `${opts.prefix}\uffff`));
+      if (opts.prefix) {
+        conds.push(gte(s.key, opts.prefix));
+        const bound = prefixUpperBound(opts.prefix);
+        if (bound !== undefined) conds.push(lt(s.key, bound));
+      }
       if (opts.afterKey) conds.push(gt(s.key, opts.afterKey));
       const rows = await db.select({ key: s.key }).from(s).where(and(...conds)).orderBy(asc(s.key)).limit(opts.limit + 1).all();
       return { keys: rows.slice(0, opts.limit).map((r) => r.key), hasMore: rows.length > opts.limit };

@@ -39,7 +39,7 @@ describe("result handling", () => {
     const second = await host.postEvent(messageEvent("results-1", "what did you keep?"));
     const kept = JSON.parse(String((await host.waitForRun(second.body.run_id!)).message?.content));
 
-    expect(kept.state.conversation).toEqual({ last: { made: "chart" } });
+    expect(kept.state.conversation).toEqual({ "external.conversation_id": "results-1", last: { made: "chart" } });
     expect(kept.state.actor).toEqual({ seen: true });
     const assistant = kept.items.find((i: any) => i.role === "assistant");
     expect(assistant.content).toBe("here is your chart");

@@ -1,3 +1,4 @@
+import { createClient, type Client, type InArgs } from "@libsql/client";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,15 +24,19 @@ export interface TestHost extends LocalHost {
   bind(opts: Parameters<typeof bindRunner>[1]): Promise<void>;
   /** The Worker's console output, one line per entry, when started with `captureLogs`. */
   logs: string[];
+  /** Read the host's libSQL file directly (facts the API does not list, e.g. audit records). */
+  query<T = Record<string, unknown>>(sql: string, args?: InArgs): Promise<T[]>;
 }
 
 /** A real host: the built Worker under Miniflare with a fresh libSQL file of its own. */
 export async function startTestHost(opts: { vars?: Record<string, string>; captureLogs?: boolean } = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-test-"));
   const logs: string[] = [];
+  const dbUrl = `file:${join(dir, "host.db")}`;
+  let reader: Client | undefined;
   const host = await startHost({
     adminToken: ADMIN_TOKEN,
-    dbUrl: `file:${join(dir, "host.db")}`,
+    dbUrl,
     scriptPath: join(ROOT, "dist/test/worker.js"),
     vars: opts.vars,
     onLog: opts.captureLogs
@@ -47,6 +52,10 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     postEvent: (body) => admin("POST", "/v1/events", body),
     bind: (o) => bindRunner(host, o),
     logs,
+    async query<T>(sql: string, args: InArgs = []) {
+      reader ??= createClient({ url: dbUrl });
+      return (await reader.execute({ sql, args })).rows as unknown as T[];
+    },
     async waitForRun(runId, timeoutMs = 15_000) {
       const until = Date.now() + timeoutMs;
       for (;;) {
@@ -57,6 +66,7 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
       }
     },
     async dispose() {
+      reader?.close();
       await host.dispose();
       rmSync(dir, { recursive: true, force: true });
     },

@@ -1,6 +1,6 @@
 import type { Db } from "../../db/client";
 import type { Config } from "../../env";
-import { decodeCursor, InvalidCursorError } from "../../lib/cursor";
+import { decodeCursor, decodeKeyCursor, InvalidCursorError } from "../../lib/cursor";
 import type { HostApiAction, HostApiParams } from "../../protocol/host-api";
 import type { SteeringInputItem } from "../../protocol/host-api-results";
 import type { AuthorizationSnapshot } from "../../run/snapshot";
@@ -39,6 +39,17 @@ export function cursorSeq(kind: "t" | "e", cursor: string | null | undefined): n
   } catch (err) {
     if (err instanceof InvalidCursorError) throw new ApiError("invalid_argument", err.message);
     throw err;
+  }
+}
+
+/** The last key of the previous page, from an opaque key cursor (state.list, storage.keys). */
+export function afterKeyOf(cursor: string | null | undefined): string | undefined {
+  if (!cursor) return undefined;
+  try {
+    return decodeKeyCursor(cursor);
+  } catch (cause) {
+    // Bad base64 or bad UTF-8 throw platform errors, not InvalidCursorError: all mean the same.
+    throw new ApiError("invalid_argument", "cursor is not valid", { cause });
   }
 }
 

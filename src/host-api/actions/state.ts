@@ -1,8 +1,8 @@
-import { decodeKeyCursor, encodeKeyCursor } from "../../lib/cursor";
+import { encodeKeyCursor } from "../../lib/cursor";
 import type { StateScope } from "../../protocol/context";
 import { stateStore } from "../../stores/state";
-import { ApiError, denied } from "../errors";
-import { type ActionContext, type ActionTable, type Handler } from "./context";
+import { denied } from "../errors";
+import { type ActionContext, type ActionTable, type Handler, afterKeyOf } from "./context";
 
 function stateScopeKey(ctx: ActionContext, scope: StateScope): string {
   const key = ctx.snapshot.stateScopes[scope];
@@ -29,13 +29,7 @@ const stateDelete: Handler<"state.delete"> = async (ctx, p) => {
 const stateList: Handler<"state.list"> = async (ctx, p) => {
   const scopeKey = stateScopeKey(ctx, p.scope);
   // The state.list cursor is the last key returned, made opaque.
-  let afterKey: string | undefined;
-  try {
-    afterKey = p.cursor ? decodeKeyCursor(p.cursor) : undefined;
-  } catch (cause) {
-    throw new ApiError("invalid_argument", "cursor is not valid", { cause });
-  }
-  const { keys, hasMore } = await stateStore(ctx.db).list(scopeKey, { prefix: p.prefix ?? undefined, afterKey, limit: p.limit });
+  const { keys, hasMore } = await stateStore(ctx.db).list(scopeKey, { prefix: p.prefix ?? undefined, afterKey: afterKeyOf(p.cursor), limit: p.limit });
   return { keys, has_more: hasMore, next_cursor: hasMore ? encodeKeyCursor(keys[keys.length - 1]) : undefined };
 };
 

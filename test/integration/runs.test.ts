@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deferred } from "../support/host-api";
+import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
+import { putAgent, startScriptedRunner } from "../support/scripted-runner";
+
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
+
+beforeAll(async () => {
+  runner = await startScriptedRunner({ name: "ledgered" });
+  host = await startTestHost();
+  await runner.register(host);
+  await putAgent(host, { agent_id: "ledgered", runner_id: runner.runnerId() });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+/** Every page of a listing, following next_cursor while has_more. */
+async function allPages(path: string, limit: number) {
+  const pages: any[] = [];
+  let cursor: string | undefined;
+  do {
+    const sep = path.includes("?") ? "&" : "?";
+    const res = await host.admin("GET", `${path}${sep}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    expect(res.status).toBe(200);
+    pages.push(res.body);
+    cursor = res.body.has_more ? res.body.next_cursor : undefined;
+  } while (cursor);
+  return pages;
+}
+
+describe("GET /v1/runs", () => {
+  it("lists runs newest first, filtered by conversation and status, paged with opaque cursors", async () => {
+    const runIds: string[] = [];
+    for (const text of ["one", "two", "three"]) {
+      const posted = await host.postEvent(messageEvent("runs-list", text));
+      runIds.push(posted.body.run_id!);
+      await host.waitForRun(posted.body.run_id!);
+    }
+    const failing = await runner.run(host, "runs-list", async () => {
+      throw new Error("boom");
+    }).catch((err: Error) => err);
+    expect(failing).toBeInstanceOf(Error);
+    await host.postEvent(messageEvent("runs-elsewhere", "not listed"));
+
+    const all = await host.admin("GET", "/v1/runs?conversation_id=runs-list");
+    expect(all.body.items).toHaveLength(4);
+    expect(all.body.has_more).toBe(false);
+    expect(all.body.items.slice(1).map((r: any) => r.run_id)).toEqual([...runIds].reverse());
+    expect(all.body.items[0]).toMatchObject({ status: "failed", error: { code: "test.script_failed" } });
+
+    const paged = await allPages("/v1/runs?conversation_id=runs-list", 1);
+    expect(paged.map((p) => p.items[0].run_id)).toEqual(all.body.items.map((r: any) => r.run_id));
+
+    const failed = await host.admin("GET", "/v1/runs?conversation_id=runs-list&status=failed");
+    expect(failed.body.items.map((r: any) => r.status)).toEqual(["failed"]);
+    const completed = await host.admin("GET", "/v1/runs?status=completed&limit=200");
+    expect(completed.body.items.every((r: any) => r.status === "completed")).toBe(true);
+    expect(completed.body.items.map((r: any) => r.run_id)).toEqual(expect.arrayContaining(runIds));
+  });
+
+  it("refuses bad filters and cursors with 400 and anyone without the admin token with 401", async () => {
+    expect((await host.admin("GET", "/v1/runs?status=sleeping")).status).toBe(400);
+    expect((await host.admin("GET", "/v1/runs?limit=0")).status).toBe(400);
+    expect((await host.admin("GET", "/v1/runs?cursor=%25%25%25")).status).toBe(400);
+    const ledgerCursor = Buffer.from("r:1").toString("base64").replace(/=+$/, "");
+    expect((await host.admin("GET", `/v1/runs?cursor=${ledgerCursor}`)).status).toBe(400);
+    expect((await fetch(`${host.url}/v1/runs`)).status).toBe(401);
+  });
+});
+
+describe("GET /v1/runs/{run_id}/events", () => {
+  it("pages the whole ledger in order, the same entries the stream replays", async () => {
+    const { runId } = await runner.run(host, "runs-ledger", async (_api, _ctx, emit) => {
+      emit("tool.call.started", { tool_call_id: "c1", tool_name: "search", parameters: {} });
+      emit("tool.call.completed", { tool_call_id: "c1", tool_name: "search", result: { hits: 2 } });
+      emit("custom.telemetry", { n: 1 });
+      return "ok";
+    });
+    const pages = await allPages(`/v1/runs/${runId}/events`, 2);
+    const entries = pages.flatMap((p) => p.items);
+    expect(entries.map((e) => e.seq)).toEqual(entries.map((_, i) => i + 1));
+    expect(entries.map((e) => e.type)).toEqual(["tool.call.started", "tool.call.completed", "custom.telemetry", "host.warning", "message.completed", "run.completed"]);
+    expect(pages.at(-1).run_status).toBe("completed");
+
+    const res = await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
+    const { frames } = await readSse(res);
+    expect(frames.map((f) => [f.seq, f.type, f.data])).toEqual(entries.map((e) => [e.seq, e.type, e.data]));
+
+    // From the last position there is nothing more; the cursor stays usable.
+    const tail = await host.admin("GET", `/v1/runs/${runId}/events?cursor=${pages.at(-1).next_cursor}`);
+    expect(tail.body).toMatchObject({ items: [], has_more: false, next_cursor: pages.at(-1).next_cursor });
+  });
+
+  it("lets a client follow a running run from its cursor until the run ends", async () => {
+    const release = deferred();
+    const emitted = deferred();
+    const done = runner.run(host, "runs-follow", async (_api, _ctx, emit) => {
+      emit("tool.call.started", { tool_call_id: "c1", tool_name: "slow", parameters: {} });
+      emitted.resolve();
+      await release.promise;
+      return "finished";
+    });
+    await emitted.promise;
+    const running = (await host.admin("GET", "/v1/runs?conversation_id=runs-follow&status=running")).body.items;
+    expect(running).toHaveLength(1);
+    const runId = running[0].run_id;
+    let first: any;
+    for (let i = 0; i < 200 && !first?.items.length; i++) {
+      first = (await host.admin("GET", `/v1/runs/${runId}/events`)).body;
+      if (!first.items.length) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(first).toMatchObject({ items: [{ seq: 1, type: "tool.call.started" }], has_more: false, run_status: "running" });
+
+    release.resolve();
+    await done;
+    const rest = (await host.admin("GET", `/v1/runs/${runId}/events?cursor=${first.next_cursor}`)).body;
+    expect(rest.items.map((e: any) => e.seq)).toEqual([2, 3]);
+    expect(rest.run_status).toBe("completed");
+  });
+
+  it("answers 404 for an unknown run and 400 for a cursor of another listing", async () => {
+    expect((await host.admin("GET", "/v1/runs/run_unknown/events")).status).toBe(404);
+    const { runId } = await runner.run(host, "runs-cursor", async () => "ok");
+    const transcriptCursor = Buffer.from("t:1").toString("base64").replace(/=+$/, "");
+    expect((await host.admin("GET", `/v1/runs/${runId}/events?cursor=${transcriptCursor}`)).status).toBe(400);
+    expect((await host.admin("GET", `/v1/runs/${runId}/events?limit=1001`)).status).toBe(400);
+  });
+});

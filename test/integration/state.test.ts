@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { deniedCalls, putAgent, startScriptedRunner } from "../support/scripted-runner";
+
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
+const ALL_SCOPES = ["conversation", "actor", "subject", "runner"];
+const SEED = "external.conversation_id";
+
+beforeAll(async () => {
+  runner = await startScriptedRunner({ name: "stateful" });
+  host = await startTestHost();
+  await runner.register(host);
+  const onBot = (agent_id: string, bot: string, state_policy: Record<string, unknown>) =>
+    putAgent(host, { agent_id, runner_id: runner.runnerId(), scope: { type: "bot", id: bot }, state_policy });
+  await onBot("all-scopes", "bot-all", { state_scopes: ALL_SCOPES });
+  await onBot("all-scopes-twin", "bot-twin", { state_scopes: ALL_SCOPES });
+  await onBot("conversation-only", "bot-conv", { state_scopes: ["conversation"] });
+  await onBot("stateless", "bot-none", { enable_state: false, state_scopes: ALL_SCOPES });
+  await onBot("default-policy", "bot-default", {});
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+/** An event of `bot` from `actor` about `subject`; every test uses its own conversation ids. */
+const on = (bot: string, actor: string, subject?: string, extra: Record<string, unknown> = {}) => ({
+  bot_id: bot,
+  actor: { actor_type: "user", actor_id: actor },
+  ...(subject ? { subject: { subject_type: "ticket", subject_id: subject } } : {}),
+  ...extra,
+});
+const droppedResults = (runId: string) =>
+  host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'runner.result_dropped' AND run_id = ?", [runId]).then((rows) => rows.map((r) => JSON.parse(r.data_json)));
+
+describe("state (PROTOCOL §9)", () => {
+  it("keys each of the four scopes by its own identity, through state.set and state.updated alike", async () => {
+    // Written once: two scopes through the Host API, two through results.
+    await runner.run(host, "st-c1", async (api, _ctx, emit) => {
+      await api("state.set", { scope: "conversation", key: "who", value: "c1" });
+      await api("state.set", { scope: "actor", key: "who", value: "u1" });
+      emit("state.updated", { scope: "subject", key: "who", value: "T1" });
+      emit("state.updated", { scope: "runner", key: "who", value: "agent all-scopes" });
+    }, on("bot-all", "u1", "T1"));
+
+    const stateIn = async (conversation: string, event: Record<string, unknown>) =>
+      (await runner.run(host, conversation, async (_api, ctx) => ctx.state, event)).result;
+    const who = (state: Record<string, Record<string, unknown>>) => Object.fromEntries(Object.entries(state).map(([scope, values]) => [scope, values.who ?? null]));
+
+    // Same conversation, another actor and subject.
+    expect(who(await stateIn("st-c1", on("bot-all", "u2", "T2")))).toEqual({ conversation: "c1", actor: null, subject: null, runner: "agent all-scopes" });
+    // Same actor and subject, another conversation.
+    expect(who(await stateIn("st-c2", on("bot-all", "u1", "T1")))).toEqual({ conversation: null, actor: "u1", subject: "T1", runner: "agent all-scopes" });
+    // A thread is a conversation of its own.
+    expect(who(await stateIn("st-c1", on("bot-all", "u1", "T1", { thread_id: "th-1" })))).toEqual({ conversation: null, actor: "u1", subject: "T1", runner: "agent all-scopes" });
+    // Another agent on the same runner is another binding: nothing is shared.
+    expect(who(await stateIn("st-c1", on("bot-twin", "u1", "T1")))).toEqual({ conversation: null, actor: null, subject: null, runner: null });
+    // Another workspace is another tenant: nothing is shared either.
+    expect(who(await stateIn("st-c1", on("bot-all", "u1", "T1", { workspace_id: "ws-other" })))).toEqual({ conversation: null, actor: null, subject: null, runner: null });
+  });
+
+  it("sends only enabled, identified scopes and refuses the others for calls and results", async () => {
+    const noSubject = await runner.run(host, "st-nosubject", async (api, ctx, emit) => {
+      emit("state.updated", { scope: "subject", key: "k", value: 1 });
+      return { scopes: Object.keys(ctx.state).sort(), get: await api("state.get", { scope: "subject", key: "k" }) };
+    }, on("bot-all", "u1"));
+    expect(noSubject.result.scopes).toEqual(["actor", "conversation", "runner"]);
+    expect(noSubject.result.get.status).toBe(403);
+    expect(await droppedResults(noSubject.runId)).toEqual([expect.objectContaining({ result_type: "state.updated", reason: expect.stringMatching(/subject/) })]);
+
+    const narrowed = await runner.run(host, "st-narrow", async (api, ctx, emit) => {
+      emit("state.updated", { scope: "actor", key: "k", value: 1 });
+      emit("state.updated", { scope: "conversation", key: "k", value: 1 });
+      return {
+        scopes: Object.keys(ctx.state),
+        actor: await api("state.set", { scope: "actor", key: "k", value: 2 }),
+        runner: await api("state.list", { scope: "runner" }),
+        conversation: await api("state.get", { scope: "conversation", key: "k" }),
+      };
+    }, on("bot-conv", "u1", "T1"));
+    expect(narrowed.result.scopes).toEqual(["conversation"]);
+    expect([narrowed.result.actor.status, narrowed.result.runner.status]).toEqual([403, 403]);
+    expect(narrowed.result.conversation.status).toBe(200);
+    expect((await droppedResults(narrowed.runId)).map((d) => d.reason)).toEqual([expect.stringMatching(/actor/)]);
+    expect((await deniedCalls(host, narrowed.runId)).map((d) => [d.action, d.resource])).toEqual([
+      ["state.set", { scope: "actor" }],
+      ["state.list", { scope: "runner" }],
+    ]);
+    // The result written in the run is there for the next one.
+    const next = await runner.run(host, "st-narrow", async (_api, ctx) => ctx.state, on("bot-conv", "u1", "T1"));
+    expect(next.result.conversation.k).toBe(1);
+  });
+
+  it("turns state off entirely when the policy disables it", async () => {
+    const { result, runId } = await runner.run(host, "st-off", async (api, ctx, emit) => {
+      emit("state.updated", { scope: "conversation", key: "k", value: 1 });
+      return { state: ctx.state, available: ctx.context.available_apis.state, get: await api("state.get", { scope: "conversation", key: "k" }) };
+    }, on("bot-none", "u1", "T1"));
+    expect(result.state).toEqual({});
+    expect(result.available).toBe(false);
+    expect([result.get.status, result.get.body.error.code]).toEqual([403, "unauthorized"]);
+    expect(await deniedCalls(host, runId)).toEqual([expect.objectContaining({ action: "state.get", resource: { action: "state.get", api: "state" } })]);
+    expect(await droppedResults(runId)).toHaveLength(1);
+    // Not even the seed is written.
+    expect(await host.query("SELECT key FROM runner_state WHERE value_json = ?", [JSON.stringify("st-off")])).toEqual([]);
+  });
+
+  it("enables conversation and actor by default", async () => {
+    const { result } = await runner.run(host, "st-default", async (_api, ctx) => Object.keys(ctx.state).sort(), on("bot-default", "u1", "T1"));
+    expect(result).toEqual(["actor", "conversation"]);
+  });
+
+  it("seeds external.conversation_id when absent and never overwrites the runner's value", async () => {
+    const first = await runner.run(host, "st-seed", async (api, ctx) => {
+      const seeded = { snapshot: ctx.state.conversation[SEED], stored: await api("state.get", { scope: "conversation", key: SEED }) };
+      await api("state.set", { scope: "conversation", key: SEED, value: "dify-123" });
+      return seeded;
+    }, on("bot-all", "u1"));
+    expect(first.result.snapshot).toBe("st-seed");
+    expect(first.result.stored.body.data).toEqual({ value: "st-seed", found: true });
+    const second = await runner.run(host, "st-seed", async (api, ctx) => {
+      await api("state.delete", { scope: "conversation", key: SEED });
+      return ctx.state.conversation[SEED];
+    }, on("bot-all", "u1"));
+    expect(second.result).toBe("dify-123");
+    const third = await runner.run(host, "st-seed", async (_api, ctx) => ctx.state.conversation[SEED], on("bot-all", "u1"));
+    expect(third.result).toBe("st-seed");
+  });
+
+  it("lists keys by literal prefix with has_more and an opaque cursor, and caps values", async () => {
+    const { result } = await runner.run(host, "st-list", async (api) => {
+      for (const key of ["notes.a", "notes.b", "notes.c", "notes%", "notesX", "other"]) await api("state.set", { scope: "actor", key, value: key });
+      const first = await api("state.list", { scope: "actor", prefix: "notes.", limit: 2 });
+      const second = await api("state.list", { scope: "actor", prefix: "notes.", limit: 2, cursor: first.body.data.next_cursor });
+      return {
+        first: first.body.data,
+        second: second.body.data,
+        percent: (await api("state.list", { scope: "actor", prefix: "notes%" })).body.data.keys,
+        all: (await api("state.list", { scope: "actor" })).body.data.keys,
+        too_big: await api("state.set", { scope: "actor", key: "big", value: "x".repeat(256 * 1024) }),
+        bad_cursor: await api("state.list", { scope: "actor", cursor: "%%%" }),
+      };
+    }, on("bot-all", "u-list"));
+    expect(result.first).toMatchObject({ keys: ["notes.a", "notes.b"], has_more: true });
+    expect(result.second).toMatchObject({ keys: ["notes.c"], has_more: false });
+    expect(result.percent).toEqual(["notes%"]);
+    expect(result.all).toEqual(["notes%", "notes.a", "notes.b", "notes.c", "notesX", "other"]);
+    expect([result.too_big.status, result.too_big.body.error.code]).toEqual([400, "invalid_argument"]);
+    expect(result.bad_cursor.status).toBe(400);
+  });
+
+  it("gives every scope its own first keys in the snapshot, however many another scope holds", async () => {
+    const many = await runner.run(host, "st-many", async (_api, _ctx, emit) => {
+      // More than the 100-per-scope snapshot cap times the run's three scopes, all sorting before "z".
+      for (let i = 0; i < 310; i++) emit("state.updated", { scope: "actor", key: `a${String(i).padStart(3, "0")}`, value: i });
+      emit("state.updated", { scope: "conversation", key: "z", value: "kept" });
+    }, on("bot-all", "u-many"));
+    expect(many.result).toBeNull();
+    const { result } = await runner.run(host, "st-many", async (_api, ctx) => ({ actor: Object.keys(ctx.state.actor).length, z: ctx.state.conversation.z }), on("bot-all", "u-many"));
+    expect(result).toEqual({ actor: 100, z: "kept" });
+  });
+});

@@ -1,0 +1,74 @@
+import { callHostApi } from "./host-api";
+import { messageEvent, type TestHost } from "./host";
+import { resultWriter, startAdHocRunner } from "./runner";
+
+export type HostApiAnswer = Awaited<ReturnType<typeof callHostApi>>;
+/** A Host API client bound to the run in progress; `runId` / `token` override for misuse tests. */
+export type RunApi = (action: string, params?: Record<string, unknown>, as?: { runId?: string; token?: string }) => Promise<HostApiAnswer>;
+/** Send one result (e.g. state.updated) on the run's stream before the reply. */
+export type EmitResult = (type: string, data: unknown) => void;
+/** Test code executed inside a run, with that run's API and context; what it returns is the run's reply. */
+export type RunScript = (api: RunApi, ctx: any, emit: EmitResult) => Promise<unknown>;
+
+/**
+ * A runner service whose runs execute test code: a test registers a script,
+ * posts an event whose text names it, and gets back what the script returned
+ * (carried as the run's final message). A run with no script echoes its input.
+ */
+export async function startScriptedRunner(opts: { name: string; runners?: Record<string, unknown>[] }) {
+  const scripts = new Map<string, RunScript>();
+  let counter = 0;
+  const runner = await startAdHocRunner({
+    name: opts.name,
+    runners: opts.runners,
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      const script = scripts.get(ctx.input.text);
+      if (!script) return w.reply(`echo: ${ctx.input.text ?? ""}`);
+      const api: RunApi = (action, params = {}, as = {}) =>
+        callHostApi(ctx.runtime.api.base_url, as.runId ?? ctx.run_id, as.token ?? ctx.runtime.api.token, action, params);
+      try {
+        w.reply(JSON.stringify((await script(api, ctx, (type, data) => w.send(type, data))) ?? null));
+      } catch (err) {
+        w.send("run.failed", { code: "test.script_failed", error: String(err), retryable: false });
+        res.end();
+      }
+    },
+  });
+  return {
+    ...runner,
+    /** Register this service with the host (its runners become bindable). */
+    async register(host: TestHost) {
+      const res = await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url });
+      if (res.status !== 201) throw new Error(`registering ${runner.url}: ${JSON.stringify(res.body)}`);
+    },
+    /** Run `script` in a run of `conversationId` and return its result with the run's ids. */
+    async run<T = any>(host: TestHost, conversationId: string, script: RunScript, extra: Record<string, unknown> = {}) {
+      const key = `script-${++counter}`;
+      scripts.set(key, script);
+      const posted = await host.postEvent(messageEvent(conversationId, key, extra));
+      if (!posted.body.run_id) throw new Error(`event for ${conversationId} started no run: ${JSON.stringify(posted.body)}`);
+      const run = await host.waitForRun(posted.body.run_id);
+      if (run.status !== "completed") throw new Error(`script run ended ${run.status}: ${JSON.stringify(run.error)}`);
+      return { result: JSON.parse(String(run.message?.content)) as T, runId: run.run_id, eventId: posted.body.event_id };
+    },
+  };
+}
+
+/** The `host_api.denied` records EventLog holds for one run, oldest first. */
+export async function deniedCalls(host: TestHost, runId: string) {
+  const rows = await host.query<{ data_json: string }>(
+    "SELECT data_json FROM event_log WHERE event_type = 'host_api.denied' AND run_id = ? ORDER BY seq",
+    [runId],
+  );
+  return rows.map((r) => JSON.parse(r.data_json) as { run_id: string; runner_id: string; action: string; resource: Record<string, unknown>; scope: Record<string, unknown>; reason: string });
+}
+
+/** Create (or replace) an agent with full control of its policies, through the admin API. */
+export async function putAgent(host: TestHost, agent: { agent_id: string; runner_id: string; [k: string]: unknown }) {
+  const body = { name: agent.agent_id, event_types: ["message.received"], ...agent };
+  const existing = await host.admin("GET", `/v1/admin/agents/${agent.agent_id}`);
+  const res = existing.status === 200 ? await host.admin("PUT", `/v1/admin/agents/${agent.agent_id}`, body) : await host.admin("POST", "/v1/admin/agents", body);
+  if (res.status >= 300) throw new Error(`agent ${agent.agent_id}: ${JSON.stringify(res.body)}`);
+}
