@@ -86,7 +86,7 @@ describe("Host API authorisation", () => {
       expect(ctx.resources.models).toEqual([]);
       return api("model.invoke", { model_id: "gpt-ungranted", messages: [{ role: "user", content: "hi" }] });
     });
-    await expectDeniedOnce(run, "wide", "model.invoke", { action: "model.invoke", model_id: "gpt-ungranted" });
+    await expectDeniedOnce(run, "wide", "model.invoke", { action: "model.invoke", group: "models", resource_id: "gpt-ungranted", operation: "invoke" });
   });
 
   it("refuses a storage area the manifest did not ask for", async () => {
