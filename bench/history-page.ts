@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/history-page.ts`: latency of `history.page` through the real
+ * Latency of `history.page` (part of `npm run bench`) through the real
  * Host API, as JSON, in a conversation of 100 transcript items and one of
  * 100,000. The cost of a page must not grow with history length
  * (target: large/small p50 ratio < 1.5).
@@ -22,6 +22,7 @@ import { performance } from "node:perf_hooks";
 import { startHost } from "../local/host";
 import { adminCall, bindRunner } from "../local/setup";
 import { conversationKey } from "../src/stores/conversation-key";
+import { quantile, stats } from "./stats";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 500);
 const WARMUP = 50;
@@ -29,12 +30,6 @@ const PAGE_LIMIT = 20;
 const TARGET_RATIO = 1.5;
 const SIZES = { small: 100, large: 100_000 } as const;
 type Size = keyof typeof SIZES;
-
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
-};
-const stats = (xs: number[]) => ({ p50: +quantile(xs, 0.5).toFixed(3), p99: +quantile(xs, 0.99).toFixed(3), mean: +(xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(3) });
 
 interface HeldRun {
   runId: string;
@@ -108,7 +103,7 @@ async function historyPage(run: HeldRun, params: Record<string, unknown>, expect
   return body.data!;
 }
 
-async function main() {
+export async function benchHistoryPage() {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-bench-history-"));
   const dbUrl = `file:${join(dir, "host.db")}`;
   const runner = await startHoldingRunner();
@@ -188,13 +183,8 @@ async function main() {
     target_ratio: TARGET_RATIO,
     meets_target: ratioP50 < TARGET_RATIO,
   };
-  console.log(JSON.stringify(report, null, 2));
   await host.dispose();
   runner.close();
   rmSync(dir, { recursive: true, force: true });
+  return report;
 }
-
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});

@@ -3,11 +3,13 @@
  * Each target is a ratio against a floor measured in the same run, never an
  * absolute time.
  */
+import { benchHistoryPage } from "./history-page";
 import { benchHostOverhead } from "./host-overhead";
 import { benchSteeringClaim } from "./steering-claim";
 
 const report = {
   host_overhead: await benchHostOverhead(),
   steering_claim: await benchSteeringClaim(),
+  history_page: await benchHistoryPage(),
 };
 console.log(JSON.stringify(report, null, 2));
