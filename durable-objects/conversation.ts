@@ -208,10 +208,10 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   /** If this instance dies mid-run, the alarm finds the orphans and ends them. */
-  private armWatchdog(): Promise<void> {
+  private armWatchdog(options?: DurableObjectSetAlarmOptions): Promise<void> {
     const deadlines = [...this.sessions.values()].map((s) => s.snapshot.deadlineAt);
     if (!deadlines.length) return Promise.resolve();
-    return this.ctx.storage.setAlarm(Math.min(...deadlines) + WATCHDOG_GRACE_MS);
+    return this.ctx.storage.setAlarm(Math.min(...deadlines) + WATCHDOG_GRACE_MS, options);
   }
 
   private start(key: string, stored: StoredRun): void {
@@ -285,15 +285,23 @@ export class ConversationDO extends DurableObject<Env> {
       const snapshot = await freezeSnapshot(job, deadlineAt, await loadResourceDescriptors(db, job.agent.resourcePolicy));
       const state = await claimRun(db, job, snapshot);
       if (!state) {
-        // Already taken by an earlier trigger (or cancelled): never run twice.
+        // Already taken by an earlier trigger (or cancelled): never run twice. Still "running" means
+        // an instance took it and died before its own "running" mark below became durable.
         status = (await runsStore(db).get(job.runId))?.status ?? "unknown";
+        if (status === "running") {
+          await this.finishLost(key, job);
+          status = "failed";
+        }
         return;
       }
-      this.ctx.storage.put(key, { ...stored, state: "running" } satisfies StoredRun);
+      // Unconfirmed: the runner call must not wait for this write to be flushed. If it is lost with
+      // the instance, the entry stays "queued" and the branch above ends the run as lost.
+      this.ctx.storage.put(key, { ...stored, state: "running" } satisfies StoredRun, { allowUnconfirmed: true });
       const token = randomToken();
       const abort = new AbortController();
       const session = new RunSession(job, snapshot, await sha256Hex(token), abort);
       this.sessions.set(job.runId, session);
+      void this.armWatchdog({ allowUnconfirmed: true });
       const timer = setTimeout(() => abort.abort(new RunnerCallError("deadline_exceeded", `run exceeded its deadline of ${config.RUN_DEADLINE_MS} ms`)), deadlineAt - Date.now());
       try {
         const outcome = await executeRun({
