@@ -1,10 +1,10 @@
-import { and, asc, eq, gt, gte, lt } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { runnerState } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { parseJson } from "../lib/json";
 import type { StateScope } from "../protocol/context";
-import { prefixUpperBound } from "../lib/key-range";
+import { keyPage, type KeyPageOptions } from "./key-page";
 
 
 export interface ScopeIdentity {
@@ -85,17 +85,6 @@ export function stateStore(db: Db) {
     deleteStatement(scopeKey: string, key: string) {
       return db.delete(s).where(and(eq(s.scopeKey, scopeKey), eq(s.key, key)));
     },
-    async list(scopeKey: string, opts: { prefix?: string; afterKey?: string; limit: number }) {
-      const conds = [eq(s.scopeKey, scopeKey)];
-      // A key range rather than LIKE: exact for any characters, and an index range scan.
-      if (opts.prefix) {
-        conds.push(gte(s.key, opts.prefix));
-        const bound = prefixUpperBound(opts.prefix);
-        if (bound !== undefined) conds.push(lt(s.key, bound));
-      }
-      if (opts.afterKey) conds.push(gt(s.key, opts.afterKey));
-      const rows = await db.select({ key: s.key }).from(s).where(and(...conds)).orderBy(asc(s.key)).limit(opts.limit + 1).all();
-      return { keys: rows.slice(0, opts.limit).map((r) => r.key), hasMore: rows.length > opts.limit };
-    },
+    list: (scopeKey: string, opts: KeyPageOptions) => keyPage(db, s, s.key, [eq(s.scopeKey, scopeKey)], opts),
   };
 }

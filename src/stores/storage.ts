@@ -1,8 +1,8 @@
-import { and, asc, eq, gt, gte, lt } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { storage } from "../db/schema";
 import type { StorageArea } from "../protocol/host-api";
-import { prefixUpperBound } from "../lib/key-range";
+import { keyPage, type KeyPageOptions } from "./key-page";
 
 /** One owner's keys in one area: `plugin` is owned by a runner service, `workspace` by a workspace. */
 export interface StorageOwner {
@@ -29,17 +29,6 @@ export function storageStore(db: Db) {
       return db.delete(s).where(and(...of(o), eq(s.key, key)));
     },
     /** Keys in order, after `afterKey`; a primary-key range scan whatever the prefix holds. */
-    async keys(o: StorageOwner, opts: { prefix?: string; afterKey?: string; limit: number }) {
-      const conds = of(o);
-      // A key range rather than LIKE: exact for any characters (%, _ and non-BMP included), an index range scan.
-      if (opts.prefix) {
-        conds.push(gte(s.key, opts.prefix));
-        const bound = prefixUpperBound(opts.prefix);
-        if (bound !== undefined) conds.push(lt(s.key, bound));
-      }
-      if (opts.afterKey) conds.push(gt(s.key, opts.afterKey));
-      const rows = await db.select({ key: s.key }).from(s).where(and(...conds)).orderBy(asc(s.key)).limit(opts.limit + 1).all();
-      return { keys: rows.slice(0, opts.limit).map((r) => r.key), hasMore: rows.length > opts.limit };
-    },
+    keys: (o: StorageOwner, opts: KeyPageOptions) => keyPage(db, s, s.key, of(o), opts),
   };
 }

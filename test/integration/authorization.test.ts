@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, deferred } from "../support/host-api";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { startTestHost, type TestHost } from "../support/host";
 import { deniedCalls, putAgent, startScriptedRunner, type RunScript } from "../support/scripted-runner";
 
 /**
