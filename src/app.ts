@@ -3,9 +3,11 @@ import { adminAuth } from "./middleware/admin-auth";
 import { notFound, onError } from "./middleware/on-error";
 import type { AppEnv } from "./routes/app-env";
 import { agentsRouter } from "./routes/admin/agents";
+import { botsRouter } from "./routes/admin/bots";
 import { runnerServicesRouter, runnersRouter } from "./routes/admin/runner-services";
 import { eventsRouter } from "./routes/events";
 import { runsRouter } from "./routes/runs";
+import { webhooksRouter } from "./routes/webhooks";
 
 export function createApp() {
   const app = new Hono<AppEnv>();
@@ -16,6 +18,8 @@ export function createApp() {
   app.route("/v1/admin/runner-services", runnerServicesRouter);
   app.route("/v1/admin/runners", runnersRouter);
   app.route("/v1/admin/agents", agentsRouter);
+  app.route("/v1/admin/bots", botsRouter);
+  app.route("/v1/webhooks", webhooksRouter);
   app.onError(onError);
   app.notFound(notFound);
   return app;

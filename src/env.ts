@@ -26,6 +26,12 @@ export interface Env {
   RETENTION_DAYS?: string;
   RETENTION_BATCH_SIZE?: string;
   RETENTION_MAX_BATCHES?: string;
+  PLATFORM_API_TIMEOUT_MS?: string;
+  DELIVERY_EDIT_INTERVAL_MS?: string;
+  DELIVERY_MAX_ATTEMPTS?: string;
+  DELIVERY_RETRY_BASE_MS?: string;
+  DELIVERY_MAX_RETRY_AFTER_MS?: string;
+  DELIVERY_SETTLE_TIMEOUT_MS?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -51,6 +57,18 @@ const ConfigSchema = z.object({
   /** Rows (or artifacts) deleted per statement, and statements per table per cron invocation. */
   RETENTION_BATCH_SIZE: positiveInt(500),
   RETENTION_MAX_BATCHES: positiveInt(20),
+  /** Each call to a chat platform's API (send, edit, file lookup) gives up after this long. */
+  PLATFORM_API_TIMEOUT_MS: positiveInt(10_000),
+  /** Streaming replies: at least this long between two edits of one message. */
+  DELIVERY_EDIT_INTERVAL_MS: positiveInt(1_000),
+  /** Tries per delivery call (send or edit), the first included. */
+  DELIVERY_MAX_ATTEMPTS: positiveInt(4),
+  /** Backoff before the n-th retry of a failed call: base * 2^(n-1), when the platform named no wait. */
+  DELIVERY_RETRY_BASE_MS: positiveInt(500),
+  /** A rate limit asking to wait longer than this is a failure, not a wait. */
+  DELIVERY_MAX_RETRY_AFTER_MS: positiveInt(60_000),
+  /** After a run ends, how long its conversation's object waits for the reply's delivery to finish. */
+  DELIVERY_SETTLE_TIMEOUT_MS: positiveInt(120_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
