@@ -3,6 +3,7 @@ import type { ConcurrencyStrategy } from "../src/agents/policy";
 import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
+import { DeliverySession } from "../src/delivery/session";
 import { randomToken, sha256Hex } from "../src/lib/crypto";
 import { handleHostApiCall, type HostApiReply } from "../src/host-api/handle";
 import type { SteeringPort } from "../src/host-api/actions/index";
@@ -270,6 +271,7 @@ export class ConversationDO extends DurableObject<Env> {
     const config = configOf(this.env);
     const deadlineAt = Date.now() + config.RUN_DEADLINE_MS;
     let status = "failed";
+    let delivery: DeliverySession | null = null;
     try {
       const snapshot = await freezeSnapshot(job, deadlineAt);
       const state = await claimRun(db, job, snapshot);
@@ -279,6 +281,8 @@ export class ConversationDO extends DurableObject<Env> {
         return;
       }
       this.ctx.storage.put(key, { ...stored, state: "running" } satisfies StoredRun);
+      // Chat platform events: the reply follows the ledger as it is written (null otherwise).
+      delivery = DeliverySession.open({ db, config }, job);
       const token = randomToken();
       const abort = new AbortController();
       this.sessions.set(job.runId, new RunSession(job, snapshot, await sha256Hex(token), abort));
@@ -293,7 +297,10 @@ export class ConversationDO extends DurableObject<Env> {
           state,
           token,
           signal: abort.signal,
-          publish: (entries) => this.live.publish(job.runId, entries),
+          publish: (entries) => {
+            this.live.publish(job.runId, entries);
+            delivery?.feed(entries);
+          },
         });
         status = outcome.status;
       } finally {
@@ -309,6 +316,9 @@ export class ConversationDO extends DurableObject<Env> {
       await this.ctx.storage.delete(key);
       await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       this.live.end(job.runId, status);
+      // The run is over in every sense (status written, token void); the reply may still be on the wire.
+      // Awaited here so the alarm keeps the object alive; bounded so a slow platform never holds the conversation.
+      await delivery?.settle(config.DELIVERY_SETTLE_TIMEOUT_MS);
     }
   }
 
