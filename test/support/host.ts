@@ -21,16 +21,20 @@ export interface TestHost extends LocalHost {
   postEvent(body: Record<string, unknown>): Promise<{ status: number; body: { event_id: string; run_id: string | null; disposition: string } }>;
   waitForRun(runId: string, timeoutMs?: number): Promise<RunView>;
   bind(opts: Parameters<typeof bindRunner>[1]): Promise<void>;
+  /** Everything the Worker printed so far (only with `captureLogs`). */
+  logs(): string;
 }
 
 /** A real host: the built Worker under Miniflare with a fresh libSQL file of its own. */
-export async function startTestHost(opts: { vars?: Record<string, string> } = {}): Promise<TestHost> {
+export async function startTestHost(opts: { vars?: Record<string, string>; captureLogs?: boolean } = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-test-"));
+  let logs = "";
   const host = await startHost({
     adminToken: ADMIN_TOKEN,
     dbUrl: `file:${join(dir, "host.db")}`,
     scriptPath: join(ROOT, "dist/test/worker.js"),
     vars: opts.vars,
+    ...(opts.captureLogs ? { onRuntimeOutput: (text: string) => (logs += text) } : {}),
   });
   const admin = <T>(method: string, path: string, body?: unknown) => adminCall<T>(host, method, path, body);
   return {
@@ -38,6 +42,7 @@ export async function startTestHost(opts: { vars?: Record<string, string> } = {}
     admin,
     postEvent: (body) => admin("POST", "/v1/events", body),
     bind: (o) => bindRunner(host, o),
+    logs: () => logs,
     async waitForRun(runId, timeoutMs = 15_000) {
       const until = Date.now() + timeoutMs;
       for (;;) {
