@@ -1,7 +1,7 @@
 import { generateKeyPairSync, sign as edSign, type KeyObject } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
+import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const APPLICATION_ID = "1122334455667788";
 const BOT_TOKEN = "discord-bot-token-SECRET-0123456789";
@@ -19,7 +19,7 @@ let webhookUrl: string;
 let followups = 0;
 const answered: string[] = [];
 
-function discordApi(call: PlatformCall) {
+function discordApi(call: PlatformCall): FakeReply {
   if (call.path === "/cdn/attachments/report.txt") return { bytes: FILE, headers: { "content-type": "text/plain" } };
   const m = /^\/webhooks\/([^/]+)\/([^/]+)(?:\/messages\/(.+))?$/.exec(call.path);
   if (!m || m[1] !== APPLICATION_ID) return { status: 404, json: { message: "Unknown Webhook", code: 10015 } };

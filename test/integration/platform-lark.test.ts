@@ -1,7 +1,7 @@
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
+import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const APP_ID = "cli_test_app_0001";
 const APP_SECRET = "lark-app-secret-0123456789abcdef";
@@ -21,7 +21,7 @@ const encrypted = { botId: "", url: "" };
 let replyCount = 0;
 const answered: string[] = [];
 
-function larkApi(call: PlatformCall) {
+function larkApi(call: PlatformCall): FakeReply {
   if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") {
     if (call.body?.app_id !== APP_ID || call.body?.app_secret !== APP_SECRET) return { json: { code: 10014, msg: "app secret invalid" } };
     return { json: { code: 0, msg: "ok", tenant_access_token: TENANT_TOKEN, expire: 7200 } };
@@ -75,12 +75,12 @@ async function postEncrypted(payload: unknown, opts: { signed?: boolean; key?: s
   const body = encrypt(payload, opts.key);
   const timestamp = String(Math.floor(Date.now() / 1000));
   const nonce = randomBytes(8).toString("hex");
-  const headers = opts.signed === false ? {} : { "x-lark-request-timestamp": timestamp, "x-lark-request-nonce": nonce, "x-lark-signature": signature(timestamp, nonce, body, opts.key) };
+  const headers: Record<string, string> = opts.signed === false ? {} : { "x-lark-request-timestamp": timestamp, "x-lark-request-nonce": nonce, "x-lark-signature": signature(timestamp, nonce, body, opts.key) };
   return postRaw(encrypted.url, body, headers);
 }
 
 let seq = 0;
-function event(type: string, ev: Record<string, unknown>, eventId = `ev_${++seq}_test`) {
+function event<E extends Record<string, unknown>>(type: string, ev: E, eventId = `ev_${++seq}_test`) {
   return { schema: "2.0", header: { event_id: eventId, event_type: type, create_time: String(Date.now()), token: VERIFICATION_TOKEN, app_id: APP_ID, tenant_key: "tenant_1" }, event: ev };
 }
 function received(chatId: string, content: Record<string, unknown>, extra: Record<string, unknown> = {}, messageType = "text") {

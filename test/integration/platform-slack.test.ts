@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
+import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const BOT_TOKEN = "xoxb-TEST-slack-bot-token-1234567890";
 const SIGNING_SECRET = "slack-signing-secret-0123456789abcdef";
@@ -17,7 +17,7 @@ let webhookUrl: string;
 let ts = 1_700_000_000;
 const answered: string[] = [];
 
-function slackApi(call: PlatformCall) {
+function slackApi(call: PlatformCall): FakeReply {
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
   if (call.path === "/files/F1/report.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
   if (call.path === "/chat.postMessage") {

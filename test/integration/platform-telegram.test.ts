@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
+import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
 const SECRET_TOKEN = "tg-secret-token-0123456789";
@@ -19,7 +19,7 @@ let nextMessageId = 9000;
 /** Every body the host answered in this file, to look for secrets. */
 const answered: string[] = [];
 
-function telegramApi(call: PlatformCall) {
+function telegramApi(call: PlatformCall): FakeReply {
   const m = /^\/(file\/)?bot([^/]+)\/(.+)$/.exec(call.path);
   if (!m || m[2] !== BOT_TOKEN) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
   if (m[1]) return { bytes: PHOTO, headers: { "content-type": "image/jpeg" } };
