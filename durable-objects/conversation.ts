@@ -60,6 +60,8 @@ export class ConversationDO extends DurableObject<Env> {
   private dirty = false;
   private wake?: () => void;
   private readonly isActive = (runId: string) => this.active.has(runId);
+  /** Replies still on their way to a chat platform after their run ended: the alarm stays alive for them, the next run does not wait. */
+  private readonly delivering = new Set<Promise<void>>();
 
   /**
    * Decide what an event bound to an agent does in this conversation (PROTOCOL
@@ -107,7 +109,7 @@ export class ConversationDO extends DurableObject<Env> {
         const now = Date.now();
         const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS > ALARM_BUDGET_MS;
         if (!outOfBudget) for (const [key, run] of startable(table, now, this.isActive)) this.start(key, run);
-        if (this.active.size === 0) {
+        if (this.active.size === 0 && this.delivering.size === 0) {
           if (table.length === 0) return await this.ctx.storage.deleteAlarm();
           // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
           return await this.ctx.storage.setAlarm(outOfBudget ? now : Math.min(...table.map(([, r]) => r.notBefore)));
@@ -316,10 +318,18 @@ export class ConversationDO extends DurableObject<Env> {
       await this.ctx.storage.delete(key);
       await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       this.live.end(job.runId, status);
-      // The run is over in every sense (status written, token void); the reply may still be on the wire.
-      // Awaited here so the alarm keeps the object alive; bounded so a slow platform never holds the conversation.
-      await delivery?.settle(config.DELIVERY_SETTLE_TIMEOUT_MS);
+      // The run is over in every sense (status written, token void); its reply may still be on the wire.
+      if (delivery) this.settleDelivery(delivery, config.DELIVERY_SETTLE_TIMEOUT_MS);
     }
+  }
+
+  /** Bounded wait for a reply's last sends and edits, tracked so the alarm handler outlives it. */
+  private settleDelivery(delivery: DeliverySession, timeoutMs: number): void {
+    const settled: Promise<void> = delivery.settle(timeoutMs).finally(() => {
+      this.delivering.delete(settled);
+      this.kick();
+    });
+    this.delivering.add(settled);
   }
 
   private async finishLost(key: string, job: RunJob): Promise<void> {

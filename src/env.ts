@@ -67,8 +67,8 @@ const ConfigSchema = z.object({
   DELIVERY_RETRY_BASE_MS: positiveInt(500),
   /** A rate limit asking to wait longer than this is a failure, not a wait. */
   DELIVERY_MAX_RETRY_AFTER_MS: positiveInt(60_000),
-  /** After a run ends, how long its conversation's object waits for the reply's delivery to finish. */
-  DELIVERY_SETTLE_TIMEOUT_MS: positiveInt(120_000),
+  /** After a run ends, how long its conversation's object keeps delivering the reply; within the alarm's 15-minute wall time. */
+  DELIVERY_SETTLE_TIMEOUT_MS: positiveInt(60_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

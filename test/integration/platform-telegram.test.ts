@@ -5,8 +5,8 @@ import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeRepl
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
 const SECRET_TOKEN = "tg-secret-token-0123456789";
 const PHOTO = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4]);
-/** Chats whose first sendMessage the fake refuses with 429 retry_after 1. */
-const throttledChats = new Set<string>();
+/** Chats whose first sendMessage the fake refuses with 429, and the retry_after (seconds) it asks. */
+const throttledChats = new Map<string, number>();
 /** A chat whose sendMessage fails with an error that (wrongly) echoes the token. */
 const LEAKY_CHAT = "-666";
 
@@ -27,7 +27,8 @@ function telegramApi(call: PlatformCall): FakeReply {
   const chat = String(call.body?.chat_id);
   if (method === "sendMessage") {
     if (chat === LEAKY_CHAT) return { status: 400, json: { ok: false, error_code: 400, description: `Bad Request: chat not found (bot ${BOT_TOKEN})` } };
-    if (throttledChats.delete(chat)) return { status: 429, json: { ok: false, error_code: 429, description: "Too Many Requests: retry after 1", parameters: { retry_after: 1 } } };
+    const retryAfter = throttledChats.get(chat);
+    if (retryAfter !== undefined && throttledChats.delete(chat)) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } } };
     return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(chat) }, text: call.body.text } } };
   }
   if (method === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
@@ -172,7 +173,7 @@ describe("Telegram: webhook in, reply out", () => {
   });
 
   it("retries a 429 after the retry_after Telegram asks for, and records both attempts", async () => {
-    throttledChats.add("-100800");
+    throttledChats.set("-100800", 1);
     await post(update("-100800", { text: "rate limited" }));
     const sends = await waitFor(() => sendsTo("-100800").length >= 2 && sendsTo("-100800"));
     expect(sends[1].at - sends[0].at).toBeGreaterThanOrEqual(950);
@@ -185,6 +186,21 @@ describe("Telegram: webhook in, reply out", () => {
     expect(JSON.parse(rows[1].data_json)).toMatchObject({ status: 429, code: "rate_limited", retry_after_ms: 1000, will_retry: true, attempt: 1 });
     expect(JSON.parse(rows[3].data_json)).toMatchObject({ attempt: 2 });
     expect((await host.waitForRun(runId)).status).toBe("completed");
+  });
+
+  it("a reply waiting out a rate limit holds neither its run nor the conversation's next run", async () => {
+    throttledChats.set("-101200", 2);
+    await post(update("-101200", { text: "first" }));
+    const [refused] = await waitFor(() => sendsTo("-101200").length > 0 && sendsTo("-101200"));
+    expect(refused.reply?.status).toBe(429);
+    // The run's status was final before its reply was even tried.
+    const first = contextFor("first")[0].run_id;
+    expect((await host.admin("GET", `/v1/runs/${first}`)).body.status).toBe("completed");
+    await post(update("-101200", { text: "second" }));
+    const sends = await waitFor(() => sendsTo("-101200").length >= 3 && sendsTo("-101200"), 15_000, "both replies");
+    // The second run answered while the first reply still waited for its retry.
+    expect(sends.map((c) => c.body.text)).toEqual(["echo: first", "echo: second", "echo: first"]);
+    expect(sends[2].at - sends[0].at).toBeGreaterThanOrEqual(1950);
   });
 
   it("downloads a photo into R2 as an input artifact the runner gets by reference", async () => {
@@ -212,6 +228,10 @@ describe("Telegram: webhook in, reply out", () => {
     const [row] = await host.query<{ event_type: string; source_event_type: string; raw_ref: string }>("SELECT event_type, source_event_type, raw_ref FROM event_log WHERE event_id = ?", [`telegram:${botId}:${callback.update_id}`]);
     expect(row).toMatchObject({ event_type: "platform.unhandled", source_event_type: "callback_query" });
     expect(row.raw_ref).toMatch(/^raw\/telegram\//);
+    // Verified but unreadable (no update_id): still recorded and acknowledged, so Telegram does not retry it forever.
+    expect(await post({ something: "else" })).toEqual({ status: 200, body: { ok: true } });
+    const odd = await host.query("SELECT 1 FROM event_log WHERE event_type = 'platform.unhandled' AND source_event_type = 'unknown' AND bot_id = ?", [botId]);
+    expect(odd).toHaveLength(1);
   });
 
   it("sets the webhook with the secret token through the admin API", async () => {
@@ -229,6 +249,8 @@ describe("Telegram: webhook in, reply out", () => {
     const runId = await waitFor(() => contextFor("leak?")[0]?.run_id);
     const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
     expect(JSON.parse(failed.data_json)).toMatchObject({ status: 400, will_retry: false, error: "Bad Request: chat not found (bot [redacted])" });
+    // A delivery that fails for good leaves the run as it ended.
+    expect((await host.waitForRun(runId)).status).toBe("completed");
     const got = await host.admin("GET", `/v1/admin/bots/${botId}`);
     const list = await host.admin("GET", "/v1/admin/bots");
     answered.push(JSON.stringify(got.body), JSON.stringify(list.body));

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { HostError } from "../../lib/errors";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter, Recorded } from "../types";
+import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { discordMessenger, type DiscordCredentials } from "./api";
 import { InteractionSchema, InteractionType, normalizeInteraction } from "./normalize";
@@ -48,8 +48,9 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
 
   async receive(bot, req) {
     await verifyDiscordSignature(req.headers, req.rawBody, bot.credentials.public_key);
-    const interaction = InteractionSchema.safeParse(parseBody(req.rawBody));
-    if (!interaction.success) throw new HostError(400, "invalid_request", "not a Discord interaction: id or type is missing");
+    const body = parseBody(req.rawBody);
+    const interaction = InteractionSchema.safeParse(body);
+    if (!interaction.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
     if (interaction.data.type === InteractionType.PING) return { kind: "handshake", body: { type: PONG } };
     return { kind: "events", raw: interaction.data, events: normalizeInteraction(interaction.data) };
   },

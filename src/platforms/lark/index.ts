@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { HostError } from "../../lib/errors";
-import { sha256Hex } from "../../lib/crypto";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter } from "../types";
+import { bodyKey } from "../unhandled";
 import { larkApi, larkMessenger, type LarkCredentials } from "./api";
 import { normalizeLarkPayload } from "./normalize";
 import { openLarkRequest } from "./verify";
@@ -30,8 +30,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   async receive(bot, req) {
     const payload = await openLarkRequest(req.headers, req.rawBody, bot.credentials);
     if (payload.type === "url_verification") return { kind: "handshake", body: { challenge: typeof payload.challenge === "string" ? payload.challenge : "" } };
-    const fallbackKey = `body:${(await sha256Hex(req.rawBody)).slice(0, 32)}`;
-    return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, fallbackKey) };
+    return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, await bodyKey(req.rawBody)) };
   },
 
   acknowledge: () => ({}),

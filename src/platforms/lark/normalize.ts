@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import type { NormalizedEvent, PlatformFile } from "../types";
+import { unhandledEvent as unhandled } from "../unhandled";
 
 const HeaderSchema = z.looseObject({ event_id: z.string().min(1), event_type: z.string(), create_time: z.string().optional() });
 
@@ -139,8 +140,4 @@ function postContent(c: Record<string, unknown>): { text: string | null; files: 
   }
   const text = lines.join("\n").trim();
   return { text: text || null, files };
-}
-
-function unhandled(key: string, sourceEventType: string): NormalizedEvent {
-  return { key, eventType: null, sourceEventType, conversationId: null, threadId: null, actor: null, text: null, files: [], data: {}, replyTarget: null };
 }

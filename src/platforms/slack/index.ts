@@ -1,8 +1,7 @@
 import { z } from "zod";
-import { HostError } from "../../lib/errors";
-import { sha256Hex } from "../../lib/crypto";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter } from "../types";
+import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
 import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
@@ -27,10 +26,11 @@ export const slack: PlatformAdapter<SlackCredentials> = {
 
   async receive(bot, req) {
     await verifySlackSignature(req.headers, req.rawBody, bot.credentials.signing_secret, req.now);
-    const envelope = EnvelopeSchema.safeParse(parseBody(req.rawBody));
-    if (!envelope.success) throw new HostError(400, "invalid_request", "not a Slack Events API payload: type is missing");
+    const body = parseBody(req.rawBody);
+    const envelope = EnvelopeSchema.safeParse(body);
+    const fallbackKey = await bodyKey(req.rawBody);
+    if (!envelope.success) return { kind: "events", raw: body, events: [unhandledEvent(fallbackKey, "unknown")] };
     if (envelope.data.type === "url_verification") return { kind: "handshake", body: { challenge: envelope.data.challenge ?? "" } };
-    const fallbackKey = `body:${(await sha256Hex(req.rawBody)).slice(0, 32)}`;
     return { kind: "events", raw: envelope.data, events: normalizeEnvelope(envelope.data, fallbackKey) };
   },
 

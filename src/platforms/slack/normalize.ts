@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
+import { unhandledEvent as unhandled } from "../unhandled";
 
 export const EnvelopeSchema = z.looseObject({
   type: z.string(),
@@ -135,8 +136,4 @@ function recalled(key: string, ev: unknown, common: { eventTime?: string; data: 
       replyTarget: null,
     },
   ];
-}
-
-function unhandled(key: string, sourceEventType: string, eventTime?: string): NormalizedEvent {
-  return { key, eventType: null, sourceEventType, eventTime, conversationId: null, threadId: null, actor: null, text: null, files: [], data: {}, replyTarget: null };
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { HostError } from "../../lib/errors";
 import type { PlatformAdapter } from "../types";
+import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody, refused, secretsEqual } from "../verify";
 import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
 import { normalizeUpdate, UpdateSchema } from "./normalize";
@@ -24,8 +25,10 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
 
   async receive(bot, req) {
     if (!(await secretsEqual(req.headers.get("x-telegram-bot-api-secret-token"), bot.credentials.secret_token))) throw refused("bad or missing X-Telegram-Bot-Api-Secret-Token");
-    const update = UpdateSchema.safeParse(parseBody(req.rawBody));
-    if (!update.success) throw new HostError(400, "invalid_request", "not a Telegram update: update_id is missing");
+    const body = parseBody(req.rawBody);
+    const update = UpdateSchema.safeParse(body);
+    // Verified but not an update we can read: recorded and acknowledged, so Telegram does not retry it.
+    if (!update.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
     return { kind: "events", raw: update.data, events: normalizeUpdate(update.data) };
   },
 

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
+import { unhandledEvent as unhandled } from "../unhandled";
 
 const UserSchema = z.looseObject({
   id: z.number(),
@@ -121,8 +122,4 @@ export function normalizeUpdate(update: z.infer<typeof UpdateSchema>): Normalize
       replyTarget: { platform: "telegram", chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: m.message_id },
     },
   ];
-}
-
-function unhandled(key: string, kind: string): NormalizedEvent {
-  return { key, eventType: null, sourceEventType: kind, conversationId: null, threadId: null, actor: null, text: null, files: [], data: {}, replyTarget: null };
 }
