@@ -60,6 +60,9 @@ function assistantText(message: unknown): string | null {
   return text.trim() ? text : null;
 }
 
+/** What a call made after the session was abandoned (settle timeout) answers, without touching the platform. */
+const ABANDONED: ApiResult<never> = { ok: false, failure: { kind: "permanent", status: null, code: "abandoned", message: "delivery abandoned" } };
+
 export class DeliverySession {
   private chain: Promise<void>;
   private messenger: Messenger | null = null;
@@ -233,7 +236,7 @@ export class DeliverySession {
   private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number): Promise<ApiResult<T>> {
     return withRetries(
       this.retry,
-      async () => ((this.closed ? { ok: false, failure: { kind: "permanent", status: null, code: "abandoned", message: "delivery abandoned" } } : await attempt()) as ApiResult<T>),
+      async () => (this.closed ? ABANDONED : attempt()),
       ({ attempt: n, result, retryInMs }) => {
         const attempted: DeliveryFact = { type: "delivery.attempted", data: { ...facts, attempt: n } };
         const outcome: DeliveryFact = result.ok

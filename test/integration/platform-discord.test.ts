@@ -143,6 +143,24 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     for (const gap of gapsBetween(writes.map((w) => w.at))) expect(gap).toBeGreaterThanOrEqual(950);
   });
 
+  it("a stream that outgrows 2000 characters continues in a follow-up, both ending exact", async () => {
+    const i = command("bigstream 5 600");
+    await post(i);
+    const runId = await waitFor(() => contextFor("bigstream 5 600")[0]?.run_id);
+    const final = ((await host.waitForRun(runId)).message as { content: string }).content;
+    expect(final.length).toBeGreaterThan(2000);
+    const settled = () => {
+      const shown = new Map<string, string>();
+      for (const w of writesFor(i)) shown.set(w.method === "POST" ? (w.reply!.json as any).id : w.path.split("/messages/")[1], w.body.content);
+      return [...shown.values()];
+    };
+    const messages = await waitFor(() => settled().join("") === final && settled(), 15_000, "the exact final text across messages");
+    expect(messages).toHaveLength(2);
+    expect(messages.every((m) => m.length <= 2000)).toBe(true);
+    const original = writesFor(i).filter((w) => w.path.endsWith("/messages/@original"));
+    for (const gap of gapsBetween(original.map((w) => w.at))) expect(gap).toBeGreaterThanOrEqual(950);
+  });
+
   it("splits a long answer: the original response, then follow-up messages", async () => {
     const i = command("long 4500");
     await post(i);

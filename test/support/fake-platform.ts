@@ -77,7 +77,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The runner the platform tests bind: `stream <words>` streams one word per
- * `STREAM_STEP_MS` then completes with the words; `long <n>` answers n
+ * `STREAM_STEP_MS` then completes with the words (`bigstream <chunks> <chars>`
+ * streams long chunks the same way); `long <n>` answers n
  * characters in lines; `differ <text>` streams a draft then completes with
  * `<text>`; anything else is echoed. Every run's context is kept.
  */
@@ -98,6 +99,16 @@ export async function startChatRunner(name: string) {
           await sleep(STREAM_STEP_MS);
         }
         return w.reply(words.join(""));
+      }
+      if (text.startsWith("bigstream ")) {
+        // `bigstream <chunks> <chars>`: long chunks, to stream past a message's size limit.
+        const [chunks, chars] = text.slice("bigstream ".length).split(" ").map(Number);
+        const pieces = Array.from({ length: chunks }, (_, i) => longText(chars).replace(/^line 1 /, `chunk ${i + 1} `));
+        for (const piece of pieces) {
+          w.send("message.delta", { chunk: { role: "assistant", content: piece } });
+          await sleep(STREAM_STEP_MS);
+        }
+        return w.reply(pieces.join(""));
       }
       if (text.startsWith("differ ")) {
         w.send("message.delta", { chunk: { role: "assistant", content: "draft that will be replaced" } });

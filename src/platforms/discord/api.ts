@@ -44,7 +44,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
       return res.ok ? { ok: true, value: String(res.value.id) } : res;
     },
     async edit(messageId, text) {
-      const res = await call("PATCH", `${webhook}/messages/${encodeURIComponent(messageId).replace("%40", "@")}`, text);
+      const res = await call("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);
       return res.ok ? { ok: true, value: undefined } : res;
     },
   };

@@ -21,7 +21,7 @@ const CredentialsSchema = z.strictObject({
  */
 export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> = {
   name: "lark",
-  credentials: CredentialsSchema as z.ZodType<LarkCredentials & { encrypt_key?: string }>,
+  credentials: CredentialsSchema,
   // Feishu's origin; Lark (international) is https://open.larksuite.com, set as api_base_url.
   defaultApiBaseUrl: "https://open.feishu.cn",
   // Card bodies are capped at 30 KB: 9,000 characters stay under it even when every one takes 3 bytes.
