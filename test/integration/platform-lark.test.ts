@@ -49,6 +49,10 @@ beforeAll(async () => {
     bot.url = created.body.webhook_url;
     await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `lark-${bot === plain ? "plain" : "enc"}`, scope: { type: "bot", id: bot.botId } });
   }
+  // The encrypted bot's agent does not stream: its replies are plain text messages, sent once complete.
+  const agent = await host.admin("GET", "/v1/admin/agents/lark-enc");
+  const { agent_id: _id, created_at: _c, updated_at: _u, ...input } = agent.body;
+  expect((await host.admin("PUT", "/v1/admin/agents/lark-enc", { ...input, delivery_policy: { streaming: false } })).status).toBe(200);
 });
 afterAll(async () => {
   await host?.dispose();
@@ -167,6 +171,19 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     const patches = await waitFor(() => patchesOf(cardId).some((p) => cardText(p.body.content) === final) && patchesOf(cardId), 15_000, "the final patch");
     expect(cardText(patches.at(-1)!.body.content)).toBe(final);
     for (const gap of gapsBetween([card.at, ...patches.map((p) => p.at)])) expect(gap).toBeGreaterThanOrEqual(950);
+  });
+
+  it("sends one complete text message when the agent's policy turns streaming off", async () => {
+    const ev = received("oc_550", { text: "stream no streaming here" });
+    await postEncrypted(ev);
+    const runId = await waitFor(() => contextFor("stream no streaming here")[0]?.run_id);
+    await host.waitForRun(runId);
+    const [reply] = await waitFor(() => repliesTo(ev.event.message.message_id).length > 0 && repliesTo(ev.event.message.message_id));
+    expect(reply.body).toMatchObject({ msg_type: "text", content: JSON.stringify({ text: "no streaming here" }) });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(repliesTo(ev.event.message.message_id)).toHaveLength(1);
+    expect(fake.calls.filter((c) => c.method === "PATCH" && c.path.endsWith((reply.reply!.json as any).data.message_id))).toEqual([]);
+    expect(contextFor("stream no streaming here")[0].delivery).toMatchObject({ supports_streaming: false, supports_edit: true });
   });
 
   it("waits out a rate limit before replying again", async () => {
