@@ -14,6 +14,7 @@ import { sha256Hex } from "../lib/crypto";
 import { HostError } from "../lib/errors";
 import { conversationKey } from "../stores/conversation-key";
 import { eventLogStore } from "../stores/event-log";
+import { scrubSecrets } from "./redact";
 import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
 export const UNHANDLED_EVENT_TYPE = "platform.unhandled";
@@ -81,14 +82,13 @@ async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: Norm
   const { env, adapter, bot, publicBaseUrl } = deps;
   // A redelivery downloads nothing again: acceptEvent answers it as a duplicate.
   if (event.files.length === 0 || (await eventLogStore(dbOf(env)).get(ev.event_id!))) return acceptEvent(env, ev, publicBaseUrl);
-  let sources: InputAttachmentSource[];
   try {
-    sources = [];
+    const sources: InputAttachmentSource[] = [];
     for (const file of event.files) sources.push(await adapter.download(bot, file, event, deps.apiTimeoutMs));
     return await acceptEvent(env, { ...ev, attachmentSources: sources }, publicBaseUrl);
   } catch (err) {
     if (!(err instanceof HostError) || err.status >= 500) throw err;
-    return acceptEvent(env, { ...ev, metadata: { ...ev.metadata, attachments_unavailable: err.message } }, publicBaseUrl);
+    return acceptEvent(env, { ...ev, metadata: { ...ev.metadata, attachments_unavailable: scrubSecrets(err.message, bot.credentials) } }, publicBaseUrl);
   }
 }
 

@@ -167,6 +167,15 @@ describe("Slack: Events API in, Web API out", () => {
     const [ref] = contextFor("see file")[0].input.attachments;
     expect(ref).toMatchObject({ artifact_type: "file", mime_type: "application/pdf", name: "report.pdf", size_bytes: FILE.length });
     expect(await host.r2Object(`artifacts/${ref.artifact_id}`)).toEqual(FILE);
+
+    // A file the host cannot fetch does not lose the message: it runs without it, the reason recorded.
+    const gone = { id: "F2", name: "gone.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F2/gone.pdf` };
+    const ev = callback(message("C850", "file gone", { subtype: "file_share", files: [gone] }));
+    expect((await post(ev)).status).toBe(200);
+    await waitFor(() => postsTo("C850").length > 0);
+    expect(contextFor("file gone")[0].input.attachments).toEqual([]);
+    const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`slack:${botId}:msg:C850:${ev.event.ts}`]);
+    expect(JSON.parse(row.metadata_json).attachments_unavailable).toMatch(/HTTP 404/);
   });
 
   it("records deletions, joins and bot messages without running them", async () => {
