@@ -3,6 +3,7 @@ import type { ConcurrencyStrategy } from "../src/agents/policy";
 import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
+import { DeliverySession } from "../src/delivery/session";
 import { randomToken, sha256Hex } from "../src/lib/crypto";
 import { handleHostApiCall, type HostApiReply } from "../src/host-api/handle";
 import type { SteeringPort } from "../src/host-api/actions/index";
@@ -61,6 +62,8 @@ export class ConversationDO extends DurableObject<Env> {
   private dirty = false;
   private wake?: () => void;
   private readonly isActive = (runId: string) => this.active.has(runId);
+  /** Replies still on their way to a chat platform after their run ended: the alarm stays alive for them, the next run does not wait. */
+  private readonly delivering = new Set<Promise<void>>();
 
   /**
    * Decide what an event bound to an agent does in this conversation (PROTOCOL
@@ -108,7 +111,7 @@ export class ConversationDO extends DurableObject<Env> {
         const now = Date.now();
         const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS > ALARM_BUDGET_MS;
         if (!outOfBudget) for (const [key, run] of startable(table, now, this.isActive)) this.start(key, run);
-        if (this.active.size === 0) {
+        if (this.active.size === 0 && this.delivering.size === 0) {
           if (table.length === 0) return await this.ctx.storage.deleteAlarm();
           // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
           return await this.ctx.storage.setAlarm(outOfBudget ? now : Math.min(...table.map(([, r]) => r.notBefore)));
@@ -281,6 +284,7 @@ export class ConversationDO extends DurableObject<Env> {
     const config = configOf(this.env);
     const deadlineAt = Date.now() + config.RUN_DEADLINE_MS;
     let status = "failed";
+    let delivery: DeliverySession | null = null;
     try {
       const snapshot = await freezeSnapshot(job, deadlineAt, await loadResourceDescriptors(db, job.agent.resourcePolicy));
       const state = await claimRun(db, job, snapshot);
@@ -297,6 +301,8 @@ export class ConversationDO extends DurableObject<Env> {
       // Unconfirmed: the runner call must not wait for this write to be flushed. If it is lost with
       // the instance, the entry stays "queued" and the branch above ends the run as lost.
       this.ctx.storage.put(key, { ...stored, state: "running" } satisfies StoredRun, { allowUnconfirmed: true });
+      // Chat platform events: the reply follows the ledger as it is written (null otherwise).
+      delivery = DeliverySession.open({ db, config }, job);
       const token = randomToken();
       const abort = new AbortController();
       const session = new RunSession(job, snapshot, await sha256Hex(token), abort);
@@ -313,7 +319,10 @@ export class ConversationDO extends DurableObject<Env> {
           state,
           token,
           signal: abort.signal,
-          publish: (entries) => this.live.publish(job.runId, entries),
+          publish: (entries) => {
+            this.live.publish(job.runId, entries);
+            delivery?.feed(entries);
+          },
           ledgerSequence: session.ledgerSequence,
         });
         status = outcome.status;
@@ -330,7 +339,18 @@ export class ConversationDO extends DurableObject<Env> {
       await this.ctx.storage.delete(key);
       await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       this.live.end(job.runId, status);
+      // The run is over in every sense (status written, token void); its reply may still be on the wire.
+      if (delivery) this.settleDelivery(delivery, config.DELIVERY_SETTLE_TIMEOUT_MS);
     }
+  }
+
+  /** Bounded wait for a reply's last sends and edits, tracked so the alarm handler outlives it. */
+  private settleDelivery(delivery: DeliverySession, timeoutMs: number): void {
+    const settled: Promise<void> = delivery.settle(timeoutMs).finally(() => {
+      this.delivering.delete(settled);
+      this.kick();
+    });
+    this.delivering.add(settled);
   }
 
   private async finishLost(key: string, job: RunJob): Promise<void> {

@@ -2,6 +2,7 @@ import { Miniflare } from "miniflare";
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import { buildWorker } from "./build";
 import { listenForWorker } from "./db-listener";
 import { openEmbeddedDb } from "./libsql";
@@ -18,8 +19,8 @@ export interface HostOptions {
   vars?: Record<string, string>;
   /** Reuse a bundle already built (tests build once). */
   scriptPath?: string;
-  /** Receive the Worker's console output (workerd structured logs) instead of printing it. */
-  onLog?: (entry: { level: string; message: string }) => void;
+  /** Receives the Worker's stdout and stderr (console output) instead of this process's streams. */
+  onRuntimeOutput?: (text: string) => void;
 }
 
 export interface LocalHost {
@@ -61,7 +62,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     r2Persist: opts.dataDir ? join(opts.dataDir, "r2") : false,
     serviceBindings: { LIBSQL: { external: { address: listener.address, http: {} } } },
     bindings: { ADMIN_TOKEN: opts.adminToken, LIBSQL_BINDING_TOKEN: dbToken, ...opts.vars },
-    ...(opts.onLog ? { handleStructuredLogs: opts.onLog } : {}),
+    ...(opts.onRuntimeOutput ? { handleRuntimeStdio: captureStdio(opts.onRuntimeOutput) } : {}),
   });
   const url = (await mf.ready).origin;
   return {
@@ -95,5 +96,12 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
       await listener.close();
       client.close();
     },
+  };
+}
+
+/** Both of workerd's output streams, as text, to one callback. */
+function captureStdio(onText: (text: string) => void) {
+  return (stdout: Readable, stderr: Readable) => {
+    for (const stream of [stdout, stderr]) stream.on("data", (chunk: Buffer) => onText(chunk.toString("utf8")));
   };
 }

@@ -7,9 +7,11 @@ import { knowledgeBasesRouter } from "./routes/admin/knowledge-bases";
 import { mcpServersRouter } from "./routes/admin/mcp-servers";
 import { modelsRouter } from "./routes/admin/models";
 import { toolsRouter } from "./routes/admin/tools";
+import { botsRouter } from "./routes/admin/bots";
 import { runnerServicesRouter, runnersRouter } from "./routes/admin/runner-services";
 import { eventsRouter } from "./routes/events";
 import { runsRouter } from "./routes/runs";
+import { webhooksRouter } from "./routes/webhooks";
 
 export function createApp() {
   const app = new Hono<AppEnv>();
@@ -24,6 +26,8 @@ export function createApp() {
   app.route("/v1/admin/tools", toolsRouter);
   app.route("/v1/admin/mcp-servers", mcpServersRouter);
   app.route("/v1/admin/knowledge-bases", knowledgeBasesRouter);
+  app.route("/v1/admin/bots", botsRouter);
+  app.route("/v1/webhooks", webhooksRouter);
   app.onError(onError);
   app.notFound(notFound);
   return app;

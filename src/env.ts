@@ -30,6 +30,12 @@ export interface Env {
   TOOL_RESULT_INLINE_MAX_BYTES?: string;
   RESOURCE_RESPONSE_MAX_BYTES?: string;
   STORAGE_MAX_VALUE_BYTES?: string;
+  PLATFORM_API_TIMEOUT_MS?: string;
+  DELIVERY_EDIT_INTERVAL_MS?: string;
+  DELIVERY_MAX_ATTEMPTS?: string;
+  DELIVERY_RETRY_BASE_MS?: string;
+  DELIVERY_MAX_RETRY_AFTER_MS?: string;
+  DELIVERY_SETTLE_TIMEOUT_MS?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -63,6 +69,18 @@ const ConfigSchema = z.object({
   RESOURCE_RESPONSE_MAX_BYTES: positiveInt(16 * MiB),
   /** Largest storage.set value, decoded bytes (its base64 must also fit in MAX_API_BODY_BYTES). */
   STORAGE_MAX_VALUE_BYTES: positiveInt(MiB),
+  /** Each call to a chat platform's API (send, edit, file lookup) gives up after this long. */
+  PLATFORM_API_TIMEOUT_MS: positiveInt(10_000),
+  /** Streaming replies: at least this long between two edits of one message. */
+  DELIVERY_EDIT_INTERVAL_MS: positiveInt(1_000),
+  /** Tries per delivery call (send or edit), the first included. */
+  DELIVERY_MAX_ATTEMPTS: positiveInt(4),
+  /** Backoff before the n-th retry of a failed call: base * 2^(n-1), when the platform named no wait. */
+  DELIVERY_RETRY_BASE_MS: positiveInt(500),
+  /** A rate limit asking to wait longer than this is a failure, not a wait. */
+  DELIVERY_MAX_RETRY_AFTER_MS: positiveInt(60_000),
+  /** After a run ends, how long its conversation's object keeps delivering the reply; within the alarm's 15-minute wall time. */
+  DELIVERY_SETTLE_TIMEOUT_MS: positiveInt(60_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

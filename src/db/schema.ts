@@ -284,3 +284,20 @@ export const knowledgeBase = sqliteTable("knowledge_base", {
   apiKey: text("api_key"),
   createdAt: integer("created_at").notNull(),
 });
+
+/**
+ * A chat platform bot an operator registered (Telegram, Slack, Lark, Discord).
+ * Its webhook is `/v1/webhooks/{platform}/{bot_id}`; agents bind to it with scope `bot`.
+ */
+export const bot = sqliteTable("bot", {
+  botId: text("bot_id").primaryKey(),
+  platform: text("platform").notNull(),
+  name: text("name"),
+  workspaceId: text("workspace_id"),
+  // Overrides the platform's API origin (a fake on loopback in tests); null uses the platform's own.
+  apiBaseUrl: text("api_base_url"),
+  // The platform's secrets as JSON; never returned by any API nor logged.
+  credentialsJson: text("credentials_json").notNull(),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});

@@ -17,6 +17,7 @@ import { transcriptInsert } from "../stores/transcript";
 import type { InputAttachmentSource } from "../artifacts/input";
 import { artifactsStore } from "../stores/artifacts";
 import { inputWithAttachments } from "./attachments";
+import type { PlatformDelivery } from "../platforms/types";
 
 /** An event after normalisation, whatever its ingress (HTTP API, platform webhook). */
 export interface CanonicalEvent {
@@ -37,6 +38,8 @@ export interface CanonicalEvent {
   attachmentSources?: InputAttachmentSource[];
   data: Record<string, unknown>;
   metadata: Record<string, unknown>;
+  /** Where a chat platform's reply goes; carried to the run (never recorded: it may hold a short-lived token). */
+  delivery?: PlatformDelivery;
 }
 
 export type Disposition = "started" | "queued" | "steered" | "rejected" | "duplicate" | "unbound";
@@ -235,5 +238,6 @@ function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq,
       ...runnerGrants(bound.runner.manifestJson),
     },
     enqueuedAt,
+    ...(ev.delivery ? { delivery: ev.delivery } : {}),
   };
 }

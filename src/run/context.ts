@@ -1,5 +1,6 @@
 import type { AgentRunContextInput, EnabledStateSnapshot } from "../protocol/context";
 import { encodeCursor } from "../lib/cursor";
+import { platformDeliveryContext } from "../delivery/context";
 import type { RunJob } from "./job";
 import type { AuthorizationSnapshot } from "./snapshot";
 
@@ -26,7 +27,7 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
     actor: job.actor,
     subject: job.subject,
     input: job.input,
-    delivery: {
+    delivery: job.delivery ? platformDeliveryContext(job.delivery, job.agent.deliveryPolicy) : {
       surface: job.event.source,
       supports_streaming: job.agent.deliveryPolicy.streaming,
       supports_edit: false,

@@ -1,6 +1,7 @@
 import type { Concurrency, DeliveryPolicy, ResourcePolicy, StatePolicy } from "../agents/policy";
 import type { AgentEventContext, ActorContext, ConversationContext, InputContext, SubjectContext } from "../protocol/context";
 import type { Capabilities, Permissions } from "../protocol/manifest";
+import type { PlatformDelivery } from "../platforms/types";
 
 /**
  * Everything a Durable Object needs to run one event, fixed at ingress and
@@ -37,4 +38,6 @@ export interface RunJob {
     permissions: Permissions;
   };
   enqueuedAt: number;
+  /** Set for chat platform events: where the reply is delivered. */
+  delivery?: PlatformDelivery;
 }

@@ -22,8 +22,8 @@ export interface TestHost extends LocalHost {
   postEvent(body: Record<string, unknown>): Promise<{ status: number; body: { event_id: string; run_id: string | null; disposition: string } }>;
   waitForRun(runId: string, timeoutMs?: number): Promise<RunView>;
   bind(opts: Parameters<typeof bindRunner>[1]): Promise<void>;
-  /** The Worker's console output, one line per entry, when started with `captureLogs`. */
-  logs: string[];
+  /** Everything the Worker printed so far (only with `captureLogs`). */
+  logs(): string;
   /** Read the host's libSQL file directly (facts the API does not list, e.g. audit records). */
   query<T = Record<string, unknown>>(sql: string, args?: InArgs): Promise<T[]>;
 }
@@ -31,7 +31,7 @@ export interface TestHost extends LocalHost {
 /** A real host: the built Worker under Miniflare with a fresh libSQL file of its own. */
 export async function startTestHost(opts: { vars?: Record<string, string>; captureLogs?: boolean } = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-test-"));
-  const logs: string[] = [];
+  let logs = "";
   const dbUrl = `file:${join(dir, "host.db")}`;
   let reader: Client | undefined;
   const host = await startHost({
@@ -39,11 +39,7 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     dbUrl,
     scriptPath: join(ROOT, "dist/test/worker.js"),
     vars: opts.vars,
-    onLog: opts.captureLogs
-      ? (entry) => {
-          logs.push(`${entry.level}: ${entry.message}`);
-        }
-      : undefined,
+    ...(opts.captureLogs ? { onRuntimeOutput: (text: string) => (logs += text) } : {}),
   });
   const admin = <T>(method: string, path: string, body?: unknown) => adminCall<T>(host, method, path, body);
   return {
@@ -51,7 +47,7 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     admin,
     postEvent: (body) => admin("POST", "/v1/events", body),
     bind: (o) => bindRunner(host, o),
-    logs,
+    logs: () => logs,
     async query<T>(sql: string, args: InArgs = []) {
       reader ??= createClient({ url: dbUrl });
       return (await reader.execute({ sql, args })).rows as unknown as T[];

@@ -1,0 +1,280 @@
+/**
+ * A run's reply on its chat platform, driven by the run's ledger entries as
+ * they are published (ConversationDO.runOne). Completed messages are sent,
+ * split at the platform's size; with streaming on and an editable surface,
+ * deltas grow one message in place, edited at most once per
+ * DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was
+ * streamed exactly. Calls are retried (bounded, honouring rate limits) and
+ * every attempt and outcome lands in EventLog. Nothing here can fail or
+ * delay the run: the run's status is written before `settle` is awaited.
+ */
+import type { Db } from "../db/client";
+import type { Config } from "../env";
+import { asRecord } from "../platforms/http";
+import { scrubSecrets } from "../platforms/redact";
+import { ADAPTERS } from "../platforms/registry";
+import { splitMessage } from "../platforms/split";
+import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
+import { MessageSchema } from "../protocol/common";
+import type { RunJob } from "../run/job";
+import { botsStore } from "../stores/bots";
+import type { LedgerEntry } from "../stores/runs";
+import { DeliveryTrail, type DeliveryFact } from "./records";
+import { withRetries, type RetryPolicy } from "./retry";
+
+export interface DeliveryDeps {
+  db: Db;
+  config: Config;
+}
+
+/** One platform message of a reply: what it shows now and when it was last written. */
+interface SentMessage {
+  id: string;
+  shown: string;
+  lastWriteAt: number;
+}
+
+/** One assistant message on its way out: the streamed text so far, then its final text. */
+interface Reply {
+  index: number;
+  text: string;
+  final: string | null;
+  messages: SentMessage[];
+  pumping: boolean;
+  /** A streamed write failed for good: stop streaming, still try the final text. */
+  broken: boolean;
+}
+
+/** Text of a delta chunk (`{chunk: {content}}`), string or text elements. */
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.map((el) => (asRecord(el).type === "text" && typeof asRecord(el).text === "string" ? (asRecord(el).text as string) : "")).join("");
+}
+
+/** The text to deliver for a message result, or null when it is not an assistant message with text. */
+function assistantText(message: unknown): string | null {
+  const parsed = MessageSchema.safeParse(message);
+  if (!parsed.success || parsed.data.role !== "assistant") return null;
+  const text = textOf(parsed.data.content);
+  return text.trim() ? text : null;
+}
+
+/** What a call made after the session was abandoned (settle timeout) answers, without touching the platform. */
+const ABANDONED: ApiResult<never> = { ok: false, failure: { kind: "permanent", status: null, code: "abandoned", message: "delivery abandoned" } };
+
+export class DeliverySession {
+  private chain: Promise<void>;
+  private messenger: Messenger | null = null;
+  private readonly adapter: PlatformAdapter;
+  private readonly trail: DeliveryTrail;
+  private readonly streaming: boolean;
+  private readonly retry: RetryPolicy;
+  private current: Reply | null = null;
+  private replies = 0;
+  private completedSeen = false;
+  private closed = false;
+  private scrub: (text: string) => string = (text) => text;
+  private readonly sleepers = new Set<() => void>();
+
+  /** A session for a job with a platform reply target; null otherwise. */
+  static open(deps: DeliveryDeps, job: RunJob): DeliverySession | null {
+    return job.delivery ? new DeliverySession(deps, job, job.delivery) : null;
+  }
+
+  private constructor(
+    private readonly deps: DeliveryDeps,
+    private readonly job: RunJob,
+    private readonly delivery: PlatformDelivery,
+  ) {
+    this.adapter = ADAPTERS[delivery.target.platform];
+    this.streaming = job.agent.deliveryPolicy.streaming && this.adapter.surface.canEdit;
+    this.trail = new DeliveryTrail(deps.db, job, delivery.target.platform);
+    this.retry = { maxAttempts: deps.config.DELIVERY_MAX_ATTEMPTS, baseMs: deps.config.DELIVERY_RETRY_BASE_MS, maxRetryAfterMs: deps.config.DELIVERY_MAX_RETRY_AFTER_MS };
+    this.chain = this.connect();
+  }
+
+  /** Credentials are read when the run starts, so a rotated token is used at once. */
+  private async connect(): Promise<void> {
+    const bot = await botsStore(this.deps.db)
+      .load(this.delivery.botId)
+      .catch((err: Error) => console.error(`run ${this.job.runId}: bot not loaded for delivery: ${err.message}`));
+    if (!bot) {
+      this.closed = true;
+      this.trail.append([{ type: "delivery.failed", data: { operation: "connect", code: "bot_unavailable", error: `bot ${this.delivery.botId} is gone or its credentials are unusable`, will_retry: false } }]);
+      return;
+    }
+    this.messenger = this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS);
+    this.scrub = (text) => scrubSecrets(text, bot.credentials);
+  }
+
+  /** The publish seam: every ledger entry of the run, in order, as it is written. */
+  feed(entries: LedgerEntry[]): void {
+    for (const entry of entries) {
+      if (this.closed) return;
+      const data = asRecord(entry.data);
+      if (entry.type === "message.delta" && this.streaming) {
+        const text = textOf(asRecord(data.chunk).content);
+        if (!text) continue;
+        const reply = (this.current ??= this.newReply());
+        reply.text += text;
+        if (!reply.pumping) {
+          reply.pumping = true;
+          this.enqueue(() => this.pump(reply));
+        }
+      } else if (entry.type === "message.completed") {
+        const text = assistantText(data.message);
+        if (text === null) continue;
+        this.completedSeen = true;
+        this.complete(text);
+      } else if (entry.type === "run.completed" || entry.type === "run.failed") {
+        // run.completed may carry the only message; a stream cut short keeps exactly what it showed.
+        const text = entry.type === "run.completed" && !this.completedSeen ? assistantText(data.message) : null;
+        if (text !== null) this.complete(text);
+        else if (this.current) this.complete(this.current.text);
+      }
+    }
+  }
+
+  /**
+   * Wait (at most `timeoutMs`) for every send and edit and their records.
+   * Past the bound the rest is abandoned and recorded as such.
+   */
+  async settle(timeoutMs: number): Promise<void> {
+    if (this.current) this.complete(this.current.text);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = await Promise.race([this.chain.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs)))]);
+    clearTimeout(timer);
+    if (timedOut) {
+      this.close();
+      this.trail.append([{ type: "delivery.failed", data: { operation: "settle", code: "settle_timeout", error: `delivery still busy ${timeoutMs} ms after the run ended; the rest is abandoned`, will_retry: false } }]);
+    }
+    await this.trail.flushed();
+  }
+
+  private newReply(): Reply {
+    return { index: ++this.replies, text: "", final: null, messages: [], pumping: false, broken: false };
+  }
+
+  private complete(text: string): void {
+    const reply = this.current ?? this.newReply();
+    this.current = null;
+    reply.final = text;
+    this.enqueue(() => this.finish(reply));
+  }
+
+  /** Platform calls run one at a time, in the order results arrived. */
+  private enqueue(work: () => Promise<void>): void {
+    this.chain = this.chain
+      .then(() => (this.closed ? undefined : work()))
+      .catch((err: Error) => console.error(`run ${this.job.runId}: delivery failed unexpectedly: ${err.message}`));
+  }
+
+  private get interval(): number {
+    return this.deps.config.DELIVERY_EDIT_INTERVAL_MS;
+  }
+
+  /** Bring the streamed messages up to the text so far, never editing one message twice within the interval. */
+  private async pump(reply: Reply): Promise<void> {
+    try {
+      while (!this.closed && reply.final === null && !reply.broken) {
+        const parts = splitMessage(reply.text, this.adapter.surface.maxMessageSize);
+        const i = parts.findIndex((part, n) => reply.messages[n]?.shown !== part);
+        // Nothing new, or only whitespace so far (platforms refuse blank messages).
+        if (i < 0 || !parts[i].trim()) return;
+        const message = reply.messages[i];
+        if (!message) {
+          if (!(await this.send(reply, i, parts[i], true))) reply.broken = true;
+          continue;
+        }
+        const wait = message.lastWriteAt + this.interval - Date.now();
+        // After the wait the text is read again: deltas that came meanwhile go out in this one edit.
+        if (wait > 0) await this.sleep(wait);
+        else if (!(await this.edit(reply, message, i, parts[i]))) reply.broken = true;
+      }
+    } finally {
+      reply.pumping = false;
+    }
+  }
+
+  /** The final text, exactly: streamed messages corrected in place, the remaining parts sent. */
+  private async finish(reply: Reply): Promise<void> {
+    const text = reply.final ?? "";
+    if (!text.trim()) return;
+    const parts = splitMessage(text, this.adapter.surface.maxMessageSize);
+    for (let i = 0; i < parts.length && !this.closed; i++) {
+      const message = reply.messages[i];
+      if (message?.shown === parts[i] || !parts[i].trim()) continue;
+      if (message) {
+        const wait = message.lastWriteAt + this.interval - Date.now();
+        if (wait > 0) await this.sleep(wait);
+        if (await this.edit(reply, message, i, parts[i])) continue;
+        // The streamed message could not be corrected: the exact text goes out as a new one.
+      }
+      await this.send(reply, i, parts[i], false);
+    }
+  }
+
+  private async send(reply: Reply, part: number, text: string, editable: boolean): Promise<boolean> {
+    const messenger = this.messenger!;
+    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0);
+    if (!res.ok) return false;
+    reply.messages[part] = { id: res.value, shown: text, lastWriteAt: Date.now() };
+    return true;
+  }
+
+  private async edit(reply: Reply, message: SentMessage, part: number, text: string): Promise<boolean> {
+    const messenger = this.messenger!;
+    // A retried edit is an edit too: it also waits out the interval.
+    const res = await this.call({ operation: "edit", reply: reply.index, part: part + 1, message_id: message.id, chars: text.length }, () => messenger.edit(message.id, text), this.interval);
+    message.lastWriteAt = Date.now();
+    if (res.ok) message.shown = text;
+    return res.ok;
+  }
+
+  /** One platform call with its retries, each attempt and outcome recorded. */
+  private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number): Promise<ApiResult<T>> {
+    return withRetries(
+      this.retry,
+      async () => (this.closed ? ABANDONED : attempt()),
+      ({ attempt: n, result, retryInMs }) => {
+        const attempted: DeliveryFact = { type: "delivery.attempted", data: { ...facts, attempt: n } };
+        const outcome: DeliveryFact = result.ok
+          ? { type: "delivery.succeeded", data: { ...facts, attempt: n, ...(typeof result.value === "string" ? { message_id: result.value } : {}) } }
+          : {
+              type: "delivery.failed",
+              data: {
+                ...facts,
+                attempt: n,
+                status: result.failure.status,
+                code: result.failure.code,
+                error: this.scrub(result.failure.message),
+                retry_after_ms: result.failure.retryAfterMs ?? null,
+                will_retry: retryInMs !== null,
+                retry_in_ms: retryInMs === null ? null : Math.max(retryInMs, minRetryGapMs),
+              },
+            };
+        this.trail.append([attempted, outcome]);
+      },
+      (ms) => this.sleep(Math.max(ms, minRetryGapMs)),
+    );
+  }
+
+  /** A wait that ends early when the session is abandoned. */
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.sleepers.add(wake);
+    });
+  }
+
+  private close(): void {
+    this.closed = true;
+    for (const wake of [...this.sleepers]) wake();
+  }
+}

@@ -1,0 +1,71 @@
+import { z } from "zod";
+import { withoutPaths } from "../redact";
+import type { PlatformAdapter, Recorded } from "../types";
+import { bodyKey, unhandledEvent } from "../unhandled";
+import { parseBody } from "../verify";
+import { discordMessenger, type DiscordCredentials } from "./api";
+import { InteractionSchema, InteractionType, normalizeInteraction } from "./normalize";
+import { verifyDiscordSignature } from "./verify";
+
+const CredentialsSchema = z.strictObject({
+  application_id: z.string().regex(/^\d{1,30}$/, "application_id must be the application's snowflake id"),
+  public_key: z.string().regex(/^[0-9a-fA-F]{64}$/, "public_key must be the application's 32-byte Ed25519 key in hex"),
+  bot_token: z.string().min(1).max(256),
+});
+
+/** Interaction response types. */
+const PONG = 1;
+const CHANNEL_MESSAGE = 4;
+const DEFERRED_CHANNEL_MESSAGE = 5;
+const AUTOCOMPLETE_RESULT = 8;
+const EPHEMERAL = 64;
+
+const notice = (content: string) => ({ type: CHANNEL_MESSAGE, data: { content, flags: EPHEMERAL } });
+
+/** What the user sees at once: "thinking..." when a run will edit it, else a short private notice. */
+function acknowledge(recorded: Recorded[]): unknown {
+  const r = recorded[0];
+  if (!r) return notice("Nothing to answer.");
+  if (r.event.sourceEventType === "APPLICATION_COMMAND_AUTOCOMPLETE") return { type: AUTOCOMPLETE_RESULT, data: { choices: [] } };
+  if (r.event.eventType === null) return notice("This interaction is not supported.");
+  if (r.runId && (r.disposition === "started" || r.disposition === "queued" || r.disposition === "duplicate")) return { type: DEFERRED_CHANNEL_MESSAGE };
+  if (r.disposition === "steered") return notice("Added to the answer in progress.");
+  if (r.disposition === "rejected") return notice("Busy with an earlier request; try again shortly.");
+  return notice("No agent answers here.");
+}
+
+/**
+ * Discord interactions over HTTP: Ed25519-signed, PING answered with PONG,
+ * everything else acknowledged within 3 s (deferred) and answered by editing
+ * the original response and posting follow-ups. Deduplicated by interaction id.
+ */
+export const discord: PlatformAdapter<DiscordCredentials> = {
+  name: "discord",
+  credentials: CredentialsSchema,
+  defaultApiBaseUrl: "https://discord.com/api/v10",
+  // Message content is at most 2,000 characters; the deferred response and follow-ups are editable.
+  surface: { canEdit: true, maxMessageSize: 2000, capabilities: { interactions: true, followups: true } },
+
+  async receive(bot, req) {
+    await verifyDiscordSignature(req.headers, req.rawBody, bot.credentials.public_key);
+    const body = parseBody(req.rawBody);
+    const interaction = InteractionSchema.safeParse(body);
+    if (!interaction.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
+    if (interaction.data.type === InteractionType.PING) return { kind: "handshake", body: { type: PONG } };
+    return { kind: "events", raw: interaction.data, events: normalizeInteraction(interaction.data) };
+  },
+
+  acknowledge,
+
+  async download(_bot, file) {
+    return { kind: "url", url: file.ref, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
+  },
+
+  // The interaction token answers for the bot for 15 minutes.
+  redactRaw: (raw) => withoutPaths(raw, [["token"]]),
+  messenger: (bot, target, timeoutMs) => {
+    if (target.platform !== "discord") throw new Error("not a Discord target");
+    return discordMessenger(bot, target, timeoutMs);
+  },
+  replyTargetView: (t) => (t.platform === "discord" ? { channel_id: t.channelId, interaction_id: t.interactionId } : {}),
+};

@@ -1,0 +1,118 @@
+/**
+ * Discord interactions (slash commands, message components, modal submits)
+ * in the host's terms. Ordinary channel messages reach bots only over the
+ * Gateway, which this host does not hold. Identity: a channel is a
+ * conversation (`channel_id`); a thread channel is a thread of its parent
+ * channel. The guild is kept in `data.guild_id`.
+ */
+import { z } from "zod";
+import { artifactTypeOf } from "../../artifacts/policy";
+import type { NormalizedEvent, PlatformFile } from "../types";
+
+export const InteractionType = { PING: 1, APPLICATION_COMMAND: 2, MESSAGE_COMPONENT: 3, AUTOCOMPLETE: 4, MODAL_SUBMIT: 5 } as const;
+const TYPE_NAMES: Record<number, string> = { 1: "PING", 2: "APPLICATION_COMMAND", 3: "MESSAGE_COMPONENT", 4: "APPLICATION_COMMAND_AUTOCOMPLETE", 5: "MODAL_SUBMIT" };
+/** Channel types that are threads (announcement, public, private). */
+const THREAD_TYPES = new Set([10, 11, 12]);
+const ATTACHMENT_OPTION = 11;
+
+const UserSchema = z.looseObject({ id: z.string(), username: z.string().optional(), global_name: z.string().nullish(), bot: z.boolean().optional() });
+
+type CommandOption = { name: string; type: number; value?: unknown; options?: CommandOption[] };
+const OptionSchema: z.ZodType<CommandOption> = z.lazy(() =>
+  z.looseObject({ name: z.string(), type: z.number(), value: z.unknown().optional(), options: z.array(OptionSchema).optional() }),
+);
+
+export const InteractionSchema = z.looseObject({
+  id: z.string().min(1),
+  type: z.number().int(),
+  token: z.string().optional(),
+  guild_id: z.string().optional(),
+  channel_id: z.string().optional(),
+  channel: z.looseObject({ id: z.string(), type: z.number().optional(), parent_id: z.string().nullish() }).optional(),
+  member: z.looseObject({ user: UserSchema.optional() }).optional(),
+  user: UserSchema.optional(),
+  message: z.looseObject({ id: z.string() }).optional(),
+  data: z
+    .looseObject({
+      name: z.string().optional(),
+      custom_id: z.string().optional(),
+      component_type: z.number().optional(),
+      values: z.array(z.string()).optional(),
+      options: z.array(OptionSchema).optional(),
+      components: z.array(z.looseObject({ components: z.array(z.looseObject({ custom_id: z.string().optional(), value: z.string().optional() })).optional() })).optional(),
+      resolved: z.looseObject({ attachments: z.record(z.string(), z.looseObject({ url: z.string(), filename: z.string().optional(), content_type: z.string().optional() })).optional() }).optional(),
+    })
+    .optional(),
+});
+export type Interaction = z.infer<typeof InteractionSchema>;
+
+export const interactionTypeName = (type: number) => TYPE_NAMES[type] ?? `INTERACTION_${type}`;
+
+/** Subcommand names down to the leaf, and the leaf's options. */
+function commandPath(options: CommandOption[] = []): { path: string[]; leaf: CommandOption[] } {
+  const sub = options.find((o) => o.type === 1 || o.type === 2);
+  if (!sub) return { path: [], leaf: options };
+  const inner = commandPath(sub.options);
+  return { path: [sub.name, ...inner.path], leaf: inner.leaf };
+}
+
+function commandInput(i: Interaction): { text: string; files: PlatformFile[]; command: Record<string, unknown> } {
+  const name = i.data?.name ?? "";
+  const { path, leaf } = commandPath(i.data?.options);
+  const attachments = i.data?.resolved?.attachments ?? {};
+  const files: PlatformFile[] = [];
+  const values: string[] = [];
+  const options: Record<string, unknown> = {};
+  for (const o of leaf) {
+    options[o.name] = o.value ?? null;
+    if (o.type === ATTACHMENT_OPTION && typeof o.value === "string" && attachments[o.value]) {
+      const a = attachments[o.value];
+      files.push({ ref: a.url, name: a.filename, mimeType: a.content_type, artifactType: artifactTypeOf(a.content_type) as PlatformFile["artifactType"] });
+    } else if (typeof o.value === "string" || typeof o.value === "number" || typeof o.value === "boolean") {
+      values.push(String(o.value));
+    }
+  }
+  // The user's words are the option values; a command without any is its own name.
+  const text = values.length ? values.join(" ") : `/${[name, ...path].join(" ")}`;
+  return { text, files, command: { name, path, options } };
+}
+
+export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
+  const sourceEventType = interactionTypeName(i.type);
+  const channelId = i.channel?.id ?? i.channel_id ?? null;
+  const inThread = i.channel?.type !== undefined && THREAD_TYPES.has(i.channel.type) && Boolean(i.channel.parent_id);
+  const user = i.member?.user ?? i.user;
+  const common = {
+    key: i.id,
+    sourceEventType,
+    conversationId: inThread ? i.channel!.parent_id! : channelId,
+    threadId: inThread ? channelId : null,
+    actor: user ? { actor_type: user.bot ? "bot" : "user", actor_id: user.id, actor_name: user.global_name ?? user.username ?? null, metadata: user.username ? { username: user.username } : {} } : null,
+    replyTarget: i.token ? { platform: "discord" as const, channelId, interactionId: i.id, interactionToken: i.token } : null,
+  };
+  const data = { interaction_id: i.id, interaction_type: i.type, guild_id: i.guild_id ?? null, channel_id: channelId };
+
+  if (i.type === InteractionType.APPLICATION_COMMAND) {
+    const input = commandInput(i);
+    return [{ ...common, eventType: "message.received", text: input.text, files: input.files, data: { ...data, command: input.command } }];
+  }
+  if (i.type === InteractionType.MESSAGE_COMPONENT) {
+    const values = i.data?.values ?? [];
+    const text = values.length ? values.join(" ") : (i.data?.custom_id ?? "");
+    return [
+      {
+        ...common,
+        eventType: "message.received",
+        text,
+        files: [],
+        data: { ...data, component: { custom_id: i.data?.custom_id ?? null, component_type: i.data?.component_type ?? null, values }, message_id: i.message?.id ?? null },
+      },
+    ];
+  }
+  if (i.type === InteractionType.MODAL_SUBMIT) {
+    const fields = (i.data?.components ?? []).flatMap((row) => row.components ?? []);
+    const text = fields.map((f) => f.value ?? "").filter(Boolean).join("\n");
+    return [{ ...common, eventType: "message.received", text, files: [], data: { ...data, modal: { custom_id: i.data?.custom_id ?? null, fields: Object.fromEntries(fields.map((f) => [f.custom_id ?? "", f.value ?? ""])) } } }];
+  }
+  return [{ ...common, eventType: null, text: null, files: [], data, replyTarget: null }];
+}

@@ -1,0 +1,23 @@
+import { refused } from "../verify";
+
+const encoder = new TextEncoder();
+
+export function hexToBytes(hex: string): Uint8Array {
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+/**
+ * Discord interactions: `X-Signature-Ed25519` is the Ed25519 signature of
+ * `X-Signature-Timestamp` + raw body under the application's public key.
+ */
+export async function verifyDiscordSignature(headers: Headers, rawBody: string, publicKeyHex: string): Promise<void> {
+  const signature = headers.get("x-signature-ed25519");
+  const timestamp = headers.get("x-signature-timestamp");
+  if (!signature || !timestamp || !/^[0-9a-f]{128}$/i.test(signature)) throw refused("missing or malformed X-Signature-Ed25519 / X-Signature-Timestamp");
+  const algorithm = { name: "Ed25519" };
+  const key = await crypto.subtle.importKey("raw", hexToBytes(publicKeyHex), algorithm, false, ["verify"]);
+  const valid = await crypto.subtle.verify(algorithm, key, hexToBytes(signature), encoder.encode(timestamp + rawBody));
+  if (!valid) throw refused("bad X-Signature-Ed25519");
+}

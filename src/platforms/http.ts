@@ -1,0 +1,46 @@
+import type { ApiFailure, ApiResult } from "./types";
+
+export interface HttpReply {
+  status: number;
+  headers: Headers;
+  /** The body parsed as JSON, or null when it is not JSON. */
+  json: unknown;
+}
+
+/**
+ * One call to a platform's API. Network errors and timeouts come back as a
+ * transient failure whose message never names the URL: platform URLs carry
+ * credentials (Telegram's bot token, Discord's interaction token).
+ */
+export async function callPlatform(url: string, init: RequestInit, timeoutMs: number): Promise<ApiResult<HttpReply>> {
+  let res: Response;
+  try {
+    res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
+    return { ok: false, failure: { kind: "transient", status: null, code: timedOut ? "timeout" : "network_error", message: timedOut ? `no answer within ${timeoutMs} ms` : "the platform could not be reached" } };
+  }
+  const text = await res.text().catch(() => "");
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  return { ok: true, value: { status: res.status, headers: res.headers, json } };
+}
+
+/** `Retry-After` in seconds (the only form platforms send us), as milliseconds. */
+export function retryAfterHeaderMs(headers: Headers, name = "retry-after"): number | undefined {
+  const value = Number(headers.get(name));
+  return headers.has(name) && Number.isFinite(value) && value >= 0 ? Math.ceil(value * 1000) : undefined;
+}
+
+/** The failure for a status no platform-specific rule claimed. */
+export function failureOfStatus(status: number, code: string, message: string, retryAfterMs?: number): ApiFailure {
+  if (status === 429) return { kind: "rate_limited", status, code, message, retryAfterMs };
+  if (status >= 500) return { kind: "transient", status, code, message, retryAfterMs };
+  return { kind: "permanent", status, code, message };
+}
+
+export const asRecord = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});

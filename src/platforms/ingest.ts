@@ -1,0 +1,119 @@
+/**
+ * Verified platform events into the host: the raw payload to R2, files
+ * downloaded as input artifacts, each event recorded (deduplicated forever by
+ * `{platform}:{bot_id}:{platform event id}`, the EventLog's unique event_id)
+ * and handed to its conversation's object. Events the host does not handle
+ * are recorded as `platform.unhandled` and acknowledged like any other.
+ */
+import { dbOf } from "../db/connect";
+import { eventLog } from "../db/schema";
+import type { Env } from "../env";
+import type { InputAttachmentSource } from "../artifacts/input";
+import { acceptEvent, type CanonicalEvent } from "../ingress/accept";
+import { sha256Hex } from "../lib/crypto";
+import { HostError } from "../lib/errors";
+import { conversationKey } from "../stores/conversation-key";
+import { eventLogStore } from "../stores/event-log";
+import { scrubSecrets } from "./redact";
+import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
+
+export const UNHANDLED_EVENT_TYPE = "platform.unhandled";
+
+export const dedupeId = (bot: Bot, key: string) => `${bot.platform}:${bot.botId}:${key}`;
+
+interface IngestDeps {
+  env: Env;
+  adapter: PlatformAdapter;
+  bot: Bot;
+  publicBaseUrl: string;
+  apiTimeoutMs: number;
+}
+
+export async function ingestEvents(deps: IngestDeps, raw: unknown, events: NormalizedEvent[]): Promise<Recorded[]> {
+  if (events.length === 0) return [];
+  const rawRef = await storeRaw(deps, raw, events[0].key);
+  const recorded: Recorded[] = [];
+  // In order: a payload's events (Telegram's several new members) keep the platform's order.
+  for (const event of events) recorded.push(await ingestOne(deps, event, rawRef));
+  return recorded;
+}
+
+/** The redacted payload, once per platform event (a redelivery overwrites it with the same facts). */
+async function storeRaw({ env, adapter, bot }: IngestDeps, raw: unknown, key: string): Promise<string> {
+  const r2Key = `raw/${bot.platform}/${encodeURIComponent(bot.botId)}/${(await sha256Hex(key)).slice(0, 40)}.json`;
+  await env.ARTIFACTS.put(r2Key, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: "application/json" } });
+  return r2Key;
+}
+
+async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string): Promise<Recorded> {
+  const { env, bot } = deps;
+  const eventId = dedupeId(bot, event.key);
+  if (event.eventType === null || event.conversationId === null) {
+    await recordUnhandled(env, bot, event, eventId, rawRef);
+    return { event, disposition: "unhandled", runId: null };
+  }
+  const canonical: CanonicalEvent = {
+    event_id: eventId,
+    event_type: event.eventType,
+    event_time: event.eventTime,
+    source: bot.platform,
+    source_event_type: event.sourceEventType,
+    raw_ref: rawRef,
+    workspace_id: bot.workspaceId,
+    bot_id: bot.botId,
+    conversation_id: event.conversationId,
+    thread_id: event.threadId,
+    actor: event.actor ?? { actor_type: "unknown", metadata: {} },
+    input: { text: event.text, contents: [], attachments: [] },
+    data: event.data,
+    metadata: {},
+    delivery: event.replyTarget ? { botId: bot.botId, target: event.replyTarget } : undefined,
+  };
+  const accepted = await acceptWithFiles(deps, canonical, event);
+  return { event, disposition: accepted.disposition, runId: accepted.run_id };
+}
+
+/**
+ * Files are downloaded before the event is recorded (the runner gets
+ * artifact references). A file the host cannot fetch does not lose the
+ * message: it is recorded without it, and the reason kept in its metadata.
+ */
+async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent) {
+  const { env, adapter, bot, publicBaseUrl } = deps;
+  // A redelivery downloads nothing again: acceptEvent answers it as a duplicate.
+  if (event.files.length === 0 || (await eventLogStore(dbOf(env)).get(ev.event_id!))) return acceptEvent(env, ev, publicBaseUrl);
+  try {
+    const sources: InputAttachmentSource[] = [];
+    for (const file of event.files) sources.push(await adapter.download(bot, file, event, deps.apiTimeoutMs));
+    return await acceptEvent(env, { ...ev, attachmentSources: sources }, publicBaseUrl);
+  } catch (err) {
+    if (!(err instanceof HostError) || err.status >= 500) throw err;
+    return acceptEvent(env, { ...ev, metadata: { ...ev.metadata, attachments_unavailable: scrubSecrets(err.message, bot.credentials) } }, publicBaseUrl);
+  }
+}
+
+async function recordUnhandled(env: Env, bot: Bot, event: NormalizedEvent, eventId: string, rawRef: string): Promise<void> {
+  const key = event.conversationId ? conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId: event.conversationId, threadId: event.threadId }) : null;
+  await dbOf(env)
+    .insert(eventLog)
+    .values({
+      eventId,
+      eventType: UNHANDLED_EVENT_TYPE,
+      eventTime: event.eventTime ?? new Date().toISOString(),
+      source: bot.platform,
+      sourceEventType: event.sourceEventType,
+      workspaceId: bot.workspaceId,
+      botId: bot.botId,
+      conversationKey: key,
+      conversationId: event.conversationId,
+      threadId: event.threadId,
+      actorType: event.actor?.actor_type ?? null,
+      actorId: event.actor?.actor_id ?? null,
+      dataJson: JSON.stringify(event.data),
+      rawRef,
+      disposition: "unhandled",
+      metadataJson: JSON.stringify({ source_event_type: event.sourceEventType }),
+      createdAt: Date.now(),
+    })
+    .onConflictDoNothing();
+}

@@ -1,0 +1,106 @@
+/**
+ * Lark/Feishu Open API: a tenant access token from app_id + app_secret
+ * (cached per isolate until shortly before it expires), message replies,
+ * card patches and message resources. Answers are `{code, msg, data}`;
+ * code 0 is success.
+ */
+import { sha256Hex } from "../../lib/crypto";
+import { asRecord, callPlatform, failureOfStatus, retryAfterHeaderMs } from "../http";
+import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+
+export interface LarkCredentials extends Record<string, string> {
+  app_id: string;
+  app_secret: string;
+  verification_token: string;
+}
+
+/** Lark's "too many requests" code, sometimes sent with HTTP 400. */
+const RATE_LIMITED = 99991400;
+/** Token invalid or expired: fetch a new one and retry. */
+const TOKEN_INVALID = new Set([99991661, 99991663, 99991668]);
+/** Refresh this long before Lark says the token expires. */
+const TOKEN_MARGIN_MS = 5 * 60_000;
+
+const tokens = new Map<string, { token: string; expiresAt: number }>();
+const tokenKey = (bot: Bot<LarkCredentials>) => `${bot.apiBaseUrl}\n${bot.credentials.app_id}`;
+
+function failureOf(status: number, headers: Headers, body: Record<string, unknown>): ApiFailure {
+  const code = typeof body.code === "number" ? body.code : null;
+  const message = typeof body.msg === "string" ? body.msg : `HTTP ${status}`;
+  const retryAfterMs = retryAfterHeaderMs(headers, "x-ogw-ratelimit-reset") ?? retryAfterHeaderMs(headers);
+  if (status === 429 || code === RATE_LIMITED) return { kind: "rate_limited", status, code: "rate_limited", message, retryAfterMs };
+  if (code !== null && TOKEN_INVALID.has(code)) return { kind: "transient", status, code: `lark_${code}`, message };
+  if (status >= 400 || code === null) return failureOfStatus(status, code === null ? `lark_http_${status}` : `lark_${code}`, message, retryAfterMs);
+  return { kind: "permanent", status, code: `lark_${code}`, message };
+}
+
+export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
+  async function tenantToken(): Promise<ApiResult<string>> {
+    const cached = tokens.get(tokenKey(bot));
+    if (cached && cached.expiresAt > Date.now()) return { ok: true, value: cached.token };
+    const reply = await callPlatform(
+      `${bot.apiBaseUrl}/open-apis/auth/v3/tenant_access_token/internal`,
+      { method: "POST", headers: { "content-type": "application/json; charset=utf-8" }, body: JSON.stringify({ app_id: bot.credentials.app_id, app_secret: bot.credentials.app_secret }) },
+      timeoutMs,
+    );
+    if (!reply.ok) return reply;
+    const body = asRecord(reply.value.json);
+    if (body.code !== 0 || typeof body.tenant_access_token !== "string") return { ok: false, failure: failureOf(reply.value.status, reply.value.headers, body) };
+    const expire = typeof body.expire === "number" ? body.expire * 1000 : 3_600_000;
+    tokens.set(tokenKey(bot), { token: body.tenant_access_token, expiresAt: Date.now() + Math.max(expire - TOKEN_MARGIN_MS, 60_000) });
+    return { ok: true, value: body.tenant_access_token };
+  }
+
+  async function call(method: string, path: string, params: Record<string, unknown>): Promise<ApiResult<Record<string, unknown>>> {
+    const token = await tenantToken();
+    if (!token.ok) return token;
+    const reply = await callPlatform(
+      `${bot.apiBaseUrl}${path}`,
+      { method, headers: { authorization: `Bearer ${token.value}`, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) },
+      timeoutMs,
+    );
+    if (!reply.ok) return reply;
+    const body = asRecord(reply.value.json);
+    if (reply.value.status === 200 && body.code === 0) return { ok: true, value: asRecord(body.data) };
+    const failure = failureOf(reply.value.status, reply.value.headers, body);
+    if (failure.code.startsWith("lark_") && TOKEN_INVALID.has(Number(failure.code.slice(5)))) tokens.delete(tokenKey(bot));
+    return { ok: false, failure };
+  }
+
+  return {
+    call,
+    tenantToken,
+    resourceUrl: (messageId: string, fileRef: string) => {
+      const [type, key] = [fileRef.slice(0, fileRef.indexOf(":")), fileRef.slice(fileRef.indexOf(":") + 1)];
+      return `${bot.apiBaseUrl}/open-apis/im/v1/messages/${encodeURIComponent(messageId)}/resources/${encodeURIComponent(key)}?type=${type}`;
+    },
+  };
+}
+
+/** A card whose one element is the text, shown exactly as given (plain_text), updatable by patch. */
+export const cardContent = (text: string) => JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "div", text: { tag: "plain_text", content: text } }] });
+
+export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<DeliveryTarget, { platform: "lark" }>, timeoutMs: number): Messenger {
+  const api = larkApi(bot, timeoutMs);
+  let sent = 0;
+  return {
+    async send(text, { editable }) {
+      // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice.
+      const uuid = (await sha256Hex(`${target.replyToMessageId}\n${sent}`)).slice(0, 32);
+      const res = await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(target.replyToMessageId)}/reply`, {
+        // Only cards can be patched, so a message that will be edited is a card.
+        msg_type: editable ? "interactive" : "text",
+        content: editable ? cardContent(text) : JSON.stringify({ text }),
+        reply_in_thread: target.replyInThread,
+        uuid,
+      });
+      if (!res.ok) return res;
+      sent++;
+      return { ok: true, value: String(res.value.message_id) };
+    },
+    async edit(messageId, text) {
+      const res = await api.call("PATCH", `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}`, { content: cardContent(text) });
+      return res.ok ? { ok: true, value: undefined } : res;
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import { z } from "zod";
+import { HostError } from "../../lib/errors";
+import { withoutPaths } from "../redact";
+import type { PlatformAdapter } from "../types";
+import { bodyKey } from "../unhandled";
+import { larkApi, larkMessenger, type LarkCredentials } from "./api";
+import { normalizeLarkPayload } from "./normalize";
+import { openLarkRequest } from "./verify";
+
+const CredentialsSchema = z.strictObject({
+  app_id: z.string().min(1).max(128),
+  app_secret: z.string().min(1).max(256),
+  verification_token: z.string().min(1).max(256),
+  encrypt_key: z.string().min(1).max(256).optional(),
+});
+
+/**
+ * Lark/Feishu event subscriptions over HTTP: the URL challenge answered at
+ * once (Lark waits 1 s), plain or encrypted bodies, signatures when an
+ * encrypt key is set; retries (for hours) deduplicated by `header.event_id`.
+ */
+export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> = {
+  name: "lark",
+  credentials: CredentialsSchema,
+  // Feishu's origin; Lark (international) is https://open.larksuite.com, set as api_base_url.
+  defaultApiBaseUrl: "https://open.feishu.cn",
+  // Card bodies are capped at 30 KB: 9,000 characters stay under it even when every one takes 3 bytes.
+  surface: { canEdit: true, maxMessageSize: 9000, capabilities: { threads: "thread_id", edit: "card_patch" } },
+
+  async receive(bot, req) {
+    const payload = await openLarkRequest(req.headers, req.rawBody, bot.credentials);
+    if (payload.type === "url_verification") return { kind: "handshake", body: { challenge: typeof payload.challenge === "string" ? payload.challenge : "" } };
+    return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, await bodyKey(req.rawBody)) };
+  },
+
+  acknowledge: () => ({}),
+
+  async download(bot, file, event, timeoutMs) {
+    const messageId = event.data.message_id;
+    if (typeof messageId !== "string") throw new HostError(400, "attachment_unavailable", "Lark file without its message id");
+    const api = larkApi(bot, timeoutMs);
+    const token = await api.tenantToken();
+    if (!token.ok) throw new HostError(400, "attachment_unavailable", `Lark tenant token: ${token.failure.message}`);
+    return { kind: "url", url: api.resourceUrl(messageId, file.ref), headers: { authorization: `Bearer ${token.value}` }, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
+  },
+
+  // The verification token travels in every payload (v2 header.token, v1 token).
+  redactRaw: (raw) => withoutPaths(raw, [["token"], ["header", "token"]]),
+  messenger: (bot, target, timeoutMs) => {
+    if (target.platform !== "lark") throw new Error("not a Lark target");
+    return larkMessenger(bot, target, timeoutMs);
+  },
+  replyTargetView: (t) => (t.platform === "lark" ? { chat_id: t.chatId, reply_to_message_id: t.replyToMessageId, reply_in_thread: t.replyInThread } : {}),
+};

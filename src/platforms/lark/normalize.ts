@@ -1,0 +1,143 @@
+/**
+ * Lark/Feishu events (schema 2.0) in the host's terms. Identity: a chat is a
+ * conversation (`chat_id`); a topic thread is its thread (`thread_id`), and
+ * replies go to the user's message (in its thread when it has one).
+ */
+import { z } from "zod";
+import type { NormalizedEvent, PlatformFile } from "../types";
+import { unhandledEvent as unhandled } from "../unhandled";
+
+const HeaderSchema = z.looseObject({ event_id: z.string().min(1), event_type: z.string(), create_time: z.string().optional() });
+
+const UserIdSchema = z.looseObject({ open_id: z.string().optional(), user_id: z.string().nullish(), union_id: z.string().optional() });
+
+const ReceiveSchema = z.looseObject({
+  sender: z.looseObject({ sender_id: UserIdSchema.optional(), sender_type: z.string().optional() }),
+  message: z.looseObject({
+    message_id: z.string(),
+    root_id: z.string().optional(),
+    parent_id: z.string().optional(),
+    thread_id: z.string().optional(),
+    chat_id: z.string(),
+    chat_type: z.string().optional(),
+    message_type: z.string(),
+    content: z.string(),
+    mentions: z.array(z.looseObject({ key: z.string(), name: z.string().optional() })).optional(),
+  }),
+});
+
+const RecalledSchema = z.looseObject({ message_id: z.string(), chat_id: z.string(), recall_type: z.string().optional() });
+
+const AddedSchema = z.looseObject({
+  chat_id: z.string(),
+  operator_id: UserIdSchema.optional(),
+  users: z.array(z.looseObject({ name: z.string().optional(), user_id: UserIdSchema })),
+});
+
+/** v2 events carry `header`; v1 callbacks (`uuid`, `event.type`) are recorded only. */
+export function normalizeLarkPayload(payload: Record<string, unknown>, fallbackKey: string): NormalizedEvent[] {
+  const header = HeaderSchema.safeParse(payload.header);
+  if (!header.success) {
+    const key = typeof payload.uuid === "string" ? payload.uuid : fallbackKey;
+    return [unhandled(key, typeof payload.type === "string" ? payload.type : "unknown")];
+  }
+  const { event_id: key, event_type: type, create_time } = header.data;
+  const eventTime = create_time && /^\d+$/.test(create_time) ? new Date(Number(create_time)).toISOString() : undefined;
+  const base = { eventTime, data: { lark_event_id: key, tenant_key: (payload.header as Record<string, unknown>).tenant_key ?? null } };
+
+  if (type === "im.message.receive_v1") {
+    const r = ReceiveSchema.safeParse(payload.event);
+    if (!r.success) return [unhandled(key, type)];
+    const { sender, message: m } = r.data;
+    const threadId = m.thread_id ?? null;
+    const content = contentOf(m.message_type, m.content);
+    // Messages of other apps (and our own) never start a run.
+    if (sender.sender_type !== "user" || (content.text === null && content.files.length === 0)) return [{ ...unhandled(key, type), conversationId: m.chat_id, threadId }];
+    return [
+      {
+        ...base,
+        key,
+        eventType: "message.received",
+        sourceEventType: type,
+        conversationId: m.chat_id,
+        threadId,
+        actor: { actor_type: "user", actor_id: sender.sender_id?.open_id ?? null, actor_name: null, metadata: idsOf(sender.sender_id) },
+        text: content.text,
+        files: content.files,
+        data: { ...base.data, message_id: m.message_id, chat_type: m.chat_type ?? null, message_type: m.message_type, root_id: m.root_id ?? null, parent_id: m.parent_id ?? null, mentions: m.mentions ?? [] },
+        replyTarget: { platform: "lark", chatId: m.chat_id, replyToMessageId: m.message_id, replyInThread: threadId !== null },
+      },
+    ];
+  }
+  if (type === "im.message.recalled_v1") {
+    const r = RecalledSchema.safeParse(payload.event);
+    if (!r.success) return [unhandled(key, type)];
+    return [{ ...unhandled(key, type), ...base, eventType: "message.recalled", conversationId: r.data.chat_id, data: { ...base.data, message_id: r.data.message_id, recall_type: r.data.recall_type ?? null } }];
+  }
+  if (type === "im.chat.member.user.added_v1") {
+    const r = AddedSchema.safeParse(payload.event);
+    if (!r.success) return [unhandled(key, type)];
+    return r.data.users.map((u, i) => ({
+      ...unhandled(`${key}:${u.user_id.open_id ?? i}`, type),
+      ...base,
+      eventType: "group.member_joined" as const,
+      conversationId: r.data.chat_id,
+      actor: { actor_type: "user", actor_id: u.user_id.open_id ?? null, actor_name: u.name ?? null, metadata: idsOf(u.user_id) },
+      data: { ...base.data, operator_open_id: r.data.operator_id?.open_id ?? null },
+    }));
+  }
+  const chatId = (payload.event as Record<string, unknown> | undefined)?.chat_id;
+  return [{ ...unhandled(key, type), conversationId: typeof chatId === "string" ? chatId : null }];
+}
+
+function idsOf(ids: z.infer<typeof UserIdSchema> | undefined): Record<string, unknown> {
+  return ids ? { open_id: ids.open_id ?? null, union_id: ids.union_id ?? null, user_id: ids.user_id ?? null } : {};
+}
+
+/** Text and files of a message's `content` (a JSON string whose shape depends on message_type). */
+export function contentOf(messageType: string, raw: string): { text: string | null; files: PlatformFile[] } {
+  let c: Record<string, unknown>;
+  try {
+    c = JSON.parse(raw) as Record<string, unknown>;
+  } catch {
+    return { text: null, files: [] };
+  }
+  const str = (v: unknown) => (typeof v === "string" && v ? v : null);
+  switch (messageType) {
+    case "text":
+      return { text: str(c.text), files: [] };
+    case "image":
+      return { text: null, files: str(c.image_key) ? [{ ref: `image:${c.image_key}`, artifactType: "image" }] : [] };
+    case "file":
+      return { text: null, files: str(c.file_key) ? [{ ref: `file:${c.file_key}`, name: str(c.file_name), artifactType: "file" }] : [] };
+    case "audio":
+      return { text: null, files: str(c.file_key) ? [{ ref: `file:${c.file_key}`, artifactType: "audio", mimeType: "audio/opus" }] : [] };
+    case "media":
+      return { text: null, files: str(c.file_key) ? [{ ref: `file:${c.file_key}`, name: str(c.file_name), artifactType: "video" }] : [] };
+    case "post":
+      return postContent(c);
+    default:
+      return { text: null, files: [] };
+  }
+}
+
+/** Rich text: `{title, content: [[{tag, text | image_key}]]}`, possibly wrapped in a locale key. */
+function postContent(c: Record<string, unknown>): { text: string | null; files: PlatformFile[] } {
+  const post = Array.isArray(c.content) ? c : (Object.values(c).find((v) => v && typeof v === "object" && Array.isArray((v as Record<string, unknown>).content)) as Record<string, unknown> | undefined);
+  if (!post) return { text: null, files: [] };
+  const lines: string[] = [];
+  const files: PlatformFile[] = [];
+  if (typeof post.title === "string" && post.title) lines.push(post.title);
+  for (const paragraph of post.content as unknown[]) {
+    if (!Array.isArray(paragraph)) continue;
+    let line = "";
+    for (const el of paragraph as Record<string, unknown>[]) {
+      if ((el.tag === "text" || el.tag === "a" || el.tag === "md") && typeof el.text === "string") line += el.text;
+      if (el.tag === "at" && typeof el.user_name === "string") line += `@${el.user_name}`;
+      if (el.tag === "img" && typeof el.image_key === "string") files.push({ ref: `image:${el.image_key}`, artifactType: "image" });
+    }
+    lines.push(line);
+  }
+  const text = lines.join("\n").trim();
+  return { text: text || null, files };
+}

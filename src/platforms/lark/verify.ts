@@ -1,0 +1,56 @@
+/**
+ * Lark/Feishu event subscription security. With an encrypt key the body is
+ * `{"encrypt": base64}`: AES-256-CBC, key SHA-256(encrypt key), IV the first
+ * 16 bytes, PKCS#7 padding; and requests are signed: `X-Lark-Signature` is
+ * hex SHA-256(timestamp + nonce + encrypt key + raw body). The payload's
+ * verification token is checked in every mode.
+ */
+import { base64ToBytes } from "../../lib/base64";
+import { constantTimeEqual, sha256Hex } from "../../lib/crypto";
+import { asRecord } from "../http";
+import { parseBody, refused, secretsEqual } from "../verify";
+
+const encoder = new TextEncoder();
+
+export async function decryptLarkBody(encryptKey: string, encrypted: string): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", await crypto.subtle.digest("SHA-256", encoder.encode(encryptKey)), { name: "AES-CBC" }, false, ["decrypt"]);
+  const bytes = base64ToBytes(encrypted);
+  if (bytes.length < 32 || bytes.length % 16 !== 0) throw new Error("ciphertext has the wrong length");
+  const plain = await crypto.subtle.decrypt({ name: "AES-CBC", iv: bytes.subarray(0, 16) }, key, bytes.subarray(16));
+  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(plain);
+}
+
+export async function larkSignature(timestamp: string, nonce: string, encryptKey: string, rawBody: string): Promise<string> {
+  return sha256Hex(timestamp + nonce + encryptKey + rawBody);
+}
+
+export interface LarkSecrets {
+  verification_token: string;
+  encrypt_key?: string;
+}
+
+/** The verified, decrypted payload; throws a 401 HostError for anything else. */
+export async function openLarkRequest(headers: Headers, rawBody: string, secrets: LarkSecrets): Promise<Record<string, unknown>> {
+  const body = asRecord(parseBody(rawBody));
+  let payload = body;
+  if (secrets.encrypt_key) {
+    if (typeof body.encrypt !== "string") throw refused("an encrypt key is set but the body is not encrypted");
+    const timestamp = headers.get("x-lark-request-timestamp");
+    const nonce = headers.get("x-lark-request-nonce");
+    const signature = headers.get("x-lark-signature");
+    const signed = Boolean(timestamp && nonce && signature);
+    if (signed && !constantTimeEqual(signature!, await larkSignature(timestamp!, nonce!, secrets.encrypt_key, rawBody))) throw refused("bad X-Lark-Signature");
+    try {
+      payload = asRecord(JSON.parse(await decryptLarkBody(secrets.encrypt_key, body.encrypt)));
+    } catch {
+      throw refused("the body does not decrypt with the encrypt key");
+    }
+    // Lark signs event deliveries; only the URL challenge may come unsigned (its token is checked below).
+    if (!signed && payload.type !== "url_verification") throw refused("missing X-Lark-Signature");
+  } else if (typeof body.encrypt === "string") {
+    throw refused("the body is encrypted but no encrypt key is registered");
+  }
+  const token = asRecord(payload.header).token ?? payload.token;
+  if (!(await secretsEqual(typeof token === "string" ? token : null, secrets.verification_token))) throw refused("bad verification token");
+  return payload;
+}

@@ -1,0 +1,27 @@
+/**
+ * A copy of a raw platform payload without the fields that carry secrets
+ * (verification tokens, interaction tokens), by path. Raw payloads are kept
+ * in R2 for audit; credentials are not.
+ */
+export function withoutPaths(raw: unknown, paths: string[][]): unknown {
+  if (!isObject(raw)) return raw;
+  const copy: Record<string, unknown> = structuredClone(raw);
+  for (const path of paths) {
+    let node: unknown = copy;
+    for (const step of path.slice(0, -1)) node = isObject(node) ? node[step] : undefined;
+    if (isObject(node)) delete node[path[path.length - 1]];
+  }
+  return copy;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => Boolean(v) && typeof v === "object" && !Array.isArray(v);
+
+/** Text (an error from a platform, say) with every credential value of the bot replaced, before it is recorded or answered. */
+export function scrubSecrets(text: string, credentials: Record<string, string | undefined>): string {
+  let out = text;
+  for (const value of Object.values(credentials)) {
+    // Very short values would match innocent text; credentials are never that short.
+    if (value && value.length >= 6) out = out.split(value).join("[redacted]");
+  }
+  return out;
+}

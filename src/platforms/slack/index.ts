@@ -1,0 +1,52 @@
+import { z } from "zod";
+import { withoutPaths } from "../redact";
+import type { PlatformAdapter } from "../types";
+import { bodyKey, unhandledEvent } from "../unhandled";
+import { parseBody } from "../verify";
+import { slackMessenger, type SlackCredentials } from "./api";
+import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
+import { verifySlackSignature } from "./verify";
+
+const CredentialsSchema = z.strictObject({
+  bot_token: z.string().regex(/^xox[a-z]-[A-Za-z0-9-]+$/, "bot_token must be a Slack token (xoxb-...)"),
+  signing_secret: z.string().min(16).max(256),
+});
+
+/**
+ * Slack Events API over HTTP: every request signed with the app's signing
+ * secret; `url_verification` answered with its challenge; retries
+ * (`X-Slack-Retry-Num`) carry the same event and are deduplicated.
+ */
+export const slack: PlatformAdapter<SlackCredentials> = {
+  name: "slack",
+  credentials: CredentialsSchema,
+  defaultApiBaseUrl: "https://slack.com/api",
+  // Slack truncates text past 40,000 characters and advises at most 4,000 per message; chat.update edits in place.
+  surface: { canEdit: true, maxMessageSize: 4000, capabilities: { threads: "thread_ts" } },
+
+  async receive(bot, req) {
+    await verifySlackSignature(req.headers, req.rawBody, bot.credentials.signing_secret, req.now);
+    const body = parseBody(req.rawBody);
+    const envelope = EnvelopeSchema.safeParse(body);
+    const fallbackKey = await bodyKey(req.rawBody);
+    if (!envelope.success) return { kind: "events", raw: body, events: [unhandledEvent(fallbackKey, "unknown")] };
+    if (envelope.data.type === "url_verification") return { kind: "handshake", body: { challenge: envelope.data.challenge ?? "" } };
+    return { kind: "events", raw: envelope.data, events: normalizeEnvelope(envelope.data, fallbackKey) };
+  },
+
+  // Slack wants a 2xx within 3 s; the body is ignored.
+  acknowledge: () => null,
+
+  async download(bot, file) {
+    // Private file URLs need the bot token; the host never stores the URL or the header.
+    return { kind: "url", url: file.ref, headers: { authorization: `Bearer ${bot.credentials.bot_token}` }, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
+  },
+
+  // The deprecated verification `token` is a credential.
+  redactRaw: (raw) => withoutPaths(raw, [["token"]]),
+  messenger: (bot, target, timeoutMs) => {
+    if (target.platform !== "slack") throw new Error("not a Slack target");
+    return slackMessenger(bot, target, timeoutMs);
+  },
+  replyTargetView: (t) => (t.platform === "slack" ? { channel: t.channel, thread_ts: t.threadTs } : {}),
+};

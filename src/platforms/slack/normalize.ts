@@ -1,0 +1,139 @@
+/**
+ * Slack Events API callbacks in the host's terms. Identity: a channel (or DM)
+ * is a conversation (`channel`); a thread is `thread_ts`, and a reply goes to
+ * the thread its message came from (top-level messages are answered at top level).
+ */
+import { z } from "zod";
+import { artifactTypeOf } from "../../artifacts/policy";
+import type { NormalizedEvent, PlatformFile } from "../types";
+import { unhandledEvent as unhandled } from "../unhandled";
+
+export const EnvelopeSchema = z.looseObject({
+  type: z.string(),
+  challenge: z.string().optional(),
+  event_id: z.string().optional(),
+  event_time: z.number().optional(),
+  team_id: z.string().optional(),
+  event: z.looseObject({ type: z.string() }).optional(),
+});
+export type SlackEnvelope = z.infer<typeof EnvelopeSchema>;
+
+const FileSchema = z.looseObject({
+  id: z.string(),
+  name: z.string().optional(),
+  mimetype: z.string().optional(),
+  url_private_download: z.string().optional(),
+  url_private: z.string().optional(),
+});
+
+const MessageSchema = z.looseObject({
+  type: z.string(),
+  subtype: z.string().optional(),
+  channel: z.string(),
+  channel_type: z.string().optional(),
+  user: z.string().optional(),
+  bot_id: z.string().optional(),
+  text: z.string().optional(),
+  ts: z.string(),
+  thread_ts: z.string().optional(),
+  team: z.string().optional(),
+  files: z.array(FileSchema).optional(),
+});
+
+const DeletedSchema = z.looseObject({
+  channel: z.string(),
+  deleted_ts: z.string(),
+  previous_message: z.looseObject({ user: z.string().optional(), thread_ts: z.string().optional(), ts: z.string().optional() }).optional(),
+});
+
+const JoinedSchema = z.looseObject({ user: z.string(), channel: z.string(), channel_type: z.string().optional(), inviter: z.string().optional() });
+
+/** Message subtypes that are a person saying something. */
+const USER_MESSAGE_SUBTYPES = new Set([undefined, "file_share", "thread_broadcast"]);
+
+const userActor = (user: string | undefined, team?: string) => ({ actor_type: "user", actor_id: user ?? null, actor_name: null, metadata: team ? { team } : {} });
+
+function filesOf(files: z.infer<typeof FileSchema>[] = []): PlatformFile[] {
+  return files.flatMap((f) => {
+    const url = f.url_private_download ?? f.url_private;
+    return url ? [{ ref: url, name: f.name, mimeType: f.mimetype, artifactType: artifactTypeOf(f.mimetype) as PlatformFile["artifactType"] }] : [];
+  });
+}
+
+/** `fallbackKey` names an envelope without event_id (a hash of its body). */
+export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): NormalizedEvent[] {
+  const key = env.event_id ?? fallbackKey;
+  const eventTime = env.event_time ? new Date(env.event_time * 1000).toISOString() : undefined;
+  const ev = env.event;
+  if (env.type !== "event_callback" || !ev) return [unhandled(key, env.type, eventTime)];
+  const common = { eventTime, data: { team_id: env.team_id ?? null, slack_event_id: env.event_id ?? null } };
+
+  if (ev.type === "message" || ev.type === "app_mention") {
+    const m = MessageSchema.safeParse(ev);
+    if (!m.success) return [unhandled(key, ev.type, eventTime)];
+    const msg = m.data;
+    if (msg.subtype === "message_deleted") return recalled(key, ev, common);
+    // Bots' messages (ours included, echoed back) never start a run.
+    if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: msg.thread_ts ?? null }];
+    const threadId = msg.thread_ts ?? null;
+    return [
+      {
+        ...common,
+        // Keyed by the message, not the delivery: `message` and `app_mention` for one message are one event.
+        key: `msg:${msg.channel}:${msg.ts}`,
+        eventType: "message.received",
+        sourceEventType: ev.type,
+        conversationId: msg.channel,
+        threadId,
+        actor: userActor(msg.user, msg.team),
+        text: msg.text ?? null,
+        files: filesOf(msg.files),
+        data: { ...common.data, ts: msg.ts, channel_type: msg.channel_type ?? null },
+        replyTarget: { platform: "slack", channel: msg.channel, threadTs: threadId },
+      },
+    ];
+  }
+  if (ev.type === "member_joined_channel") {
+    const j = JoinedSchema.safeParse(ev);
+    if (!j.success) return [unhandled(key, ev.type, eventTime)];
+    return [
+      {
+        ...common,
+        key,
+        eventType: "group.member_joined",
+        sourceEventType: ev.type,
+        conversationId: j.data.channel,
+        threadId: null,
+        actor: userActor(j.data.user),
+        text: null,
+        files: [],
+        data: { ...common.data, inviter: j.data.inviter ?? null, channel_type: j.data.channel_type ?? null },
+        replyTarget: null,
+      },
+    ];
+  }
+  const channel = typeof ev.channel === "string" ? ev.channel : null;
+  return [{ ...unhandled(key, ev.type, eventTime), conversationId: channel }];
+}
+
+function recalled(key: string, ev: unknown, common: { eventTime?: string; data: Record<string, unknown> }): NormalizedEvent[] {
+  const d = DeletedSchema.safeParse(ev);
+  if (!d.success) return [unhandled(key, "message.message_deleted", common.eventTime)];
+  const prev = d.data.previous_message;
+  const threadId = prev?.thread_ts && prev.thread_ts !== prev.ts ? prev.thread_ts : null;
+  return [
+    {
+      ...common,
+      key,
+      eventType: "message.recalled",
+      sourceEventType: "message.message_deleted",
+      conversationId: d.data.channel,
+      threadId,
+      actor: prev?.user ? userActor(prev.user) : null,
+      text: null,
+      files: [],
+      data: { ...common.data, message_id: d.data.deleted_ts },
+      replyTarget: null,
+    },
+  ];
+}

@@ -1,0 +1,69 @@
+/**
+ * The few Bot API methods the host calls: sendMessage, editMessageText,
+ * getFile, setWebhook. Every answer is `{ok, result}` or
+ * `{ok: false, error_code, description, parameters: {retry_after}}`.
+ */
+import { asRecord, callPlatform } from "../http";
+import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+
+export interface TelegramCredentials extends Record<string, string> {
+  bot_token: string;
+  secret_token: string;
+}
+
+export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
+  // The token is part of the URL: this URL must never be logged or recorded.
+  const methodUrl = (method: string) => `${bot.apiBaseUrl}/bot${bot.credentials.bot_token}/${method}`;
+
+  async function call(method: string, params: Record<string, unknown>): Promise<ApiResult<unknown>> {
+    const reply = await callPlatform(methodUrl(method), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(params) }, timeoutMs);
+    if (!reply.ok) return reply;
+    const body = asRecord(reply.value.json);
+    if (body.ok === true) return { ok: true, value: body.result };
+    const status = typeof body.error_code === "number" ? body.error_code : reply.value.status;
+    const message = typeof body.description === "string" ? body.description : `HTTP ${reply.value.status}`;
+    const retryAfter = asRecord(body.parameters).retry_after;
+    if (status === 429) {
+      return { ok: false, failure: { kind: "rate_limited", status, code: "rate_limited", message, retryAfterMs: typeof retryAfter === "number" ? retryAfter * 1000 : undefined } };
+    }
+    return { ok: false, failure: { kind: status >= 500 ? "transient" : "permanent", status, code: `telegram_${status}`, message } };
+  }
+
+  return {
+    call,
+    /** The download URL of a file (valid about an hour); it embeds the token. */
+    async fileUrl(fileId: string): Promise<ApiResult<string>> {
+      const res = await call("getFile", { file_id: fileId });
+      if (!res.ok) return res;
+      const path = asRecord(res.value).file_path;
+      if (typeof path !== "string") return { ok: false, failure: { kind: "permanent", status: null, code: "no_file_path", message: "getFile answered without file_path" } };
+      return { ok: true, value: `${bot.apiBaseUrl}/file/bot${bot.credentials.bot_token}/${path}` };
+    },
+    setWebhook: (url: string) => call("setWebhook", { url, secret_token: bot.credentials.secret_token }),
+  };
+}
+
+export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract<DeliveryTarget, { platform: "telegram" }>, timeoutMs: number): Messenger {
+  const api = telegramApi(bot, timeoutMs);
+  // Only the first message quotes the user's; the rest follow it in the same chat/topic.
+  let replied = false;
+  return {
+    async send(text) {
+      const res = await api.call("sendMessage", {
+        chat_id: target.chatId,
+        text,
+        ...(target.messageThreadId !== null ? { message_thread_id: target.messageThreadId } : {}),
+        ...(target.replyToMessageId !== null && !replied ? { reply_parameters: { message_id: target.replyToMessageId, allow_sending_without_reply: true } } : {}),
+      });
+      if (!res.ok) return res;
+      replied = true;
+      return { ok: true, value: String(asRecord(res.value).message_id) };
+    },
+    async edit(messageId, text) {
+      const res = await api.call("editMessageText", { chat_id: target.chatId, message_id: Number(messageId), text });
+      // Editing to the same text is refused with 400; for us it is done.
+      if (!res.ok && res.failure.status === 400 && /message is not modified/i.test(res.failure.message)) return { ok: true, value: undefined };
+      return res.ok ? { ok: true, value: undefined } : res;
+    },
+  };
+}

@@ -1,0 +1,51 @@
+import { z } from "zod";
+import { HostError } from "../../lib/errors";
+import type { PlatformAdapter } from "../types";
+import { bodyKey, unhandledEvent } from "../unhandled";
+import { parseBody, refused, secretsEqual } from "../verify";
+import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
+import { normalizeUpdate, UpdateSchema } from "./normalize";
+
+const CredentialsSchema = z.strictObject({
+  bot_token: z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, "bot_token must look like 123456:ABC-DEF..."),
+  // What setWebhook accepts as secret_token: 1-256 of A-Z a-z 0-9 _ -.
+  secret_token: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, "secret_token must be 1-256 characters of A-Z a-z 0-9 _ -"),
+});
+
+/**
+ * Telegram: each update is verified by the secret token given to setWebhook,
+ * echoed in `X-Telegram-Bot-Api-Secret-Token`; deduplicated by `update_id`.
+ */
+export const telegram: PlatformAdapter<TelegramCredentials> = {
+  name: "telegram",
+  credentials: CredentialsSchema,
+  defaultApiBaseUrl: "https://api.telegram.org",
+  // sendMessage text is 1-4096 characters; editMessageText edits in place.
+  surface: { canEdit: true, maxMessageSize: 4096, capabilities: { threads: "forum_topics", reply_quotes: true } },
+
+  async receive(bot, req) {
+    if (!(await secretsEqual(req.headers.get("x-telegram-bot-api-secret-token"), bot.credentials.secret_token))) throw refused("bad or missing X-Telegram-Bot-Api-Secret-Token");
+    const body = parseBody(req.rawBody);
+    const update = UpdateSchema.safeParse(body);
+    // Verified but not an update we can read: recorded and acknowledged, so Telegram does not retry it.
+    if (!update.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
+    return { kind: "events", raw: update.data, events: normalizeUpdate(update.data) };
+  },
+
+  acknowledge: () => ({ ok: true }),
+
+  async download(bot, file, _event, timeoutMs) {
+    const url = await telegramApi(bot, timeoutMs).fileUrl(file.ref);
+    if (!url.ok) throw new HostError(400, "attachment_unavailable", `Telegram getFile failed: ${url.failure.message}`);
+    return { kind: "url", url: url.value, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
+  },
+
+  registerWebhook: (bot, url, timeoutMs) => telegramApi(bot, timeoutMs).setWebhook(url),
+  // An update carries no secret of ours.
+  redactRaw: (raw) => raw,
+  messenger: (bot, target, timeoutMs) => {
+    if (target.platform !== "telegram") throw new Error("not a Telegram target");
+    return telegramMessenger(bot, target, timeoutMs);
+  },
+  replyTargetView: (t) => (t.platform === "telegram" ? { chat_id: t.chatId, message_thread_id: t.messageThreadId, reply_to_message_id: t.replyToMessageId } : {}),
+};

@@ -1,0 +1,125 @@
+/**
+ * Telegram Bot API updates in the host's terms. Identity: a chat is a
+ * conversation (`chat.id`); a forum topic is its thread (`message_thread_id`
+ * when `is_topic_message`). Telegram does not tell bots about deletions, so
+ * there is no `message.recalled` here.
+ */
+import { z } from "zod";
+import { artifactTypeOf } from "../../artifacts/policy";
+import type { NormalizedEvent, PlatformFile } from "../types";
+import { unhandledEvent as unhandled } from "../unhandled";
+
+const UserSchema = z.looseObject({
+  id: z.number(),
+  is_bot: z.boolean().optional(),
+  first_name: z.string().optional(),
+  last_name: z.string().optional(),
+  username: z.string().optional(),
+});
+type TelegramUser = z.infer<typeof UserSchema>;
+
+const FileSchema = z.looseObject({ file_id: z.string().min(1), file_name: z.string().optional(), mime_type: z.string().optional() });
+
+const MessageSchema = z.looseObject({
+  message_id: z.number(),
+  date: z.number(),
+  chat: z.looseObject({ id: z.number(), type: z.string(), title: z.string().optional() }),
+  from: UserSchema.optional(),
+  message_thread_id: z.number().optional(),
+  is_topic_message: z.boolean().optional(),
+  text: z.string().optional(),
+  caption: z.string().optional(),
+  photo: z.array(FileSchema).optional(),
+  document: FileSchema.optional(),
+  voice: FileSchema.optional(),
+  audio: FileSchema.optional(),
+  video: FileSchema.optional(),
+  new_chat_members: z.array(UserSchema).optional(),
+  reply_to_message: z.looseObject({ message_id: z.number() }).optional(),
+});
+type TelegramMessage = z.infer<typeof MessageSchema>;
+
+/** Only update_id is required: an update of a kind the host does not know is still recorded. */
+export const UpdateSchema = z.looseObject({ update_id: z.number().int() });
+
+/** The update's kind: the name of its one payload field (`message`, `edited_message`, `callback_query`, ...). */
+function updateKind(update: Record<string, unknown>): string {
+  return Object.keys(update).find((k) => k !== "update_id") ?? "unknown";
+}
+
+const actorOf = (user: TelegramUser | undefined) =>
+  user
+    ? {
+        actor_type: user.is_bot ? "bot" : "user",
+        actor_id: String(user.id),
+        actor_name: [user.first_name, user.last_name].filter(Boolean).join(" ") || user.username || null,
+        metadata: user.username ? { username: user.username } : {},
+      }
+    : null;
+
+function filesOf(m: TelegramMessage): PlatformFile[] {
+  const files: PlatformFile[] = [];
+  // Telegram sends every size of a photo; the last is the largest.
+  const photo = m.photo?.at(-1);
+  if (photo) files.push({ ref: photo.file_id, artifactType: "image", mimeType: "image/jpeg" });
+  if (m.document) files.push({ ref: m.document.file_id, name: m.document.file_name, mimeType: m.document.mime_type, artifactType: artifactTypeOf(m.document.mime_type) as PlatformFile["artifactType"] });
+  if (m.voice) files.push({ ref: m.voice.file_id, mimeType: m.voice.mime_type ?? "audio/ogg", artifactType: "audio" });
+  if (m.audio) files.push({ ref: m.audio.file_id, name: m.audio.file_name, mimeType: m.audio.mime_type, artifactType: "audio" });
+  if (m.video) files.push({ ref: m.video.file_id, name: m.video.file_name, mimeType: m.video.mime_type, artifactType: "video" });
+  return files;
+}
+
+function base(update: { update_id: number }, kind: string, m: TelegramMessage) {
+  const threadId = m.is_topic_message && m.message_thread_id !== undefined ? m.message_thread_id : null;
+  return {
+    eventTime: new Date(m.date * 1000).toISOString(),
+    conversationId: String(m.chat.id),
+    threadId: threadId === null ? null : String(threadId),
+    data: {
+      update_id: update.update_id,
+      chat_type: m.chat.type,
+      chat_title: m.chat.title ?? null,
+      message_id: m.message_id,
+      reply_to_message_id: m.reply_to_message?.message_id ?? null,
+    },
+    sourceEventType: kind,
+    threadNumber: threadId,
+  };
+}
+
+export function normalizeUpdate(update: z.infer<typeof UpdateSchema>): NormalizedEvent[] {
+  const kind = updateKind(update);
+  const key = String(update.update_id);
+  const parsed = kind === "message" ? MessageSchema.safeParse(update.message) : null;
+  if (!parsed?.success) return [unhandled(key, kind)];
+  const m = parsed.data;
+  const { threadNumber, ...common } = base(update, kind, m);
+
+  if (m.new_chat_members?.length) {
+    return m.new_chat_members.map((user) => ({
+      ...common,
+      key: `${key}:joined:${user.id}`,
+      eventType: "group.member_joined" as const,
+      sourceEventType: "new_chat_members",
+      actor: actorOf(user),
+      text: null,
+      files: [],
+      data: { ...common.data, added_by: m.from ? String(m.from.id) : null },
+      replyTarget: null,
+    }));
+  }
+  const text = m.text ?? m.caption ?? null;
+  const files = filesOf(m);
+  if (text === null && files.length === 0) return [{ ...unhandled(key, kind), conversationId: common.conversationId, threadId: common.threadId }];
+  return [
+    {
+      ...common,
+      key,
+      eventType: "message.received",
+      actor: actorOf(m.from),
+      text,
+      files,
+      replyTarget: { platform: "telegram", chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: m.message_id },
+    },
+  ];
+}

@@ -1,0 +1,130 @@
+/**
+ * The common shape of a chat platform integration: how its webhook is
+ * verified and normalised, how files are fetched, and how the host replies.
+ * One module per platform implements it (src/platforms/{telegram,slack,lark,discord}).
+ */
+import type { z } from "zod";
+import type { InputAttachmentSource } from "../artifacts/input";
+import type { EventType } from "../protocol/common";
+
+export const PLATFORMS = ["telegram", "slack", "lark", "discord"] as const;
+export type PlatformName = (typeof PLATFORMS)[number];
+
+/** A registered bot with its parsed credentials and its effective API origin. */
+export interface Bot<C = Record<string, string>> {
+  botId: string;
+  platform: PlatformName;
+  name: string | null;
+  workspaceId: string | null;
+  /** The operator's override, else the platform's own API origin. */
+  apiBaseUrl: string;
+  credentials: C;
+}
+
+/** A webhook request as an adapter sees it: the raw body is what signatures cover. */
+export interface WebhookRequest {
+  headers: Headers;
+  rawBody: string;
+  /** Milliseconds since the epoch, for timestamp windows. */
+  now: number;
+}
+
+/** A file a platform message carries, before the host downloads it. */
+export interface PlatformFile {
+  /** The platform's handle (Telegram file_id, Slack URL, Lark file_key, Discord URL). */
+  ref: string;
+  name?: string | null;
+  mimeType?: string | null;
+  artifactType: "image" | "audio" | "video" | "file";
+}
+
+/** Where and how a reply goes, fixed at ingress and carried by the run job. May hold short-lived secrets (a Discord interaction token). */
+export type DeliveryTarget =
+  | { platform: "telegram"; chatId: string; messageThreadId: number | null; replyToMessageId: number | null }
+  | { platform: "slack"; channel: string; threadTs: string | null }
+  | { platform: "lark"; chatId: string; replyToMessageId: string; replyInThread: boolean }
+  | { platform: "discord"; channelId: string | null; interactionId: string; interactionToken: string };
+
+/** What the run job carries so its conversation's object can deliver the reply. */
+export interface PlatformDelivery {
+  botId: string;
+  target: DeliveryTarget;
+}
+
+/**
+ * A platform event in the host's terms. `eventType` null means the host does
+ * not handle it: it is recorded and acknowledged, nothing runs.
+ */
+export interface NormalizedEvent {
+  /** The platform's own event id, unique per bot; the dedupe key is `{platform}:{bot_id}:{key}`. */
+  key: string;
+  eventType: EventType | null;
+  sourceEventType: string;
+  eventTime?: string;
+  conversationId: string | null;
+  threadId: string | null;
+  actor: { actor_type: string; actor_id: string | null; actor_name: string | null; metadata: Record<string, unknown> } | null;
+  text: string | null;
+  files: PlatformFile[];
+  data: Record<string, unknown>;
+  replyTarget: DeliveryTarget | null;
+}
+
+/** The outcome of reading a verified webhook. */
+export type Inbound =
+  /** A handshake (URL challenge, PING) answered as given; nothing is recorded. */
+  | { kind: "handshake"; body: unknown }
+  | { kind: "events"; raw: unknown; events: NormalizedEvent[] };
+
+/** What one recorded event became, for the platform's acknowledgement. */
+export interface Recorded {
+  event: NormalizedEvent;
+  disposition: string;
+  runId: string | null;
+}
+
+/** A failed platform API call, classified for the retry loop. */
+export interface ApiFailure {
+  /** `rate_limited` waits retryAfterMs; `transient` backs off; `permanent` gives up at once. */
+  kind: "rate_limited" | "transient" | "permanent";
+  status: number | null;
+  code: string;
+  message: string;
+  retryAfterMs?: number;
+}
+export type ApiResult<T> = { ok: true; value: T } | { ok: false; failure: ApiFailure };
+
+/** Sends and edits messages in one reply target. */
+export interface Messenger {
+  /** A new message; `editable` when it will be edited as a stream grows (Lark sends a card then). Answers its id. */
+  send(text: string, opts: { editable: boolean }): Promise<ApiResult<string>>;
+  edit(messageId: string, text: string): Promise<ApiResult<void>>;
+}
+
+/** What the platform's surface can do, for ctx.delivery and the delivery session. */
+export interface Surface {
+  canEdit: boolean;
+  /** Characters (UTF-16 code units) per message; longer replies are split. */
+  maxMessageSize: number;
+  capabilities: Record<string, unknown>;
+}
+
+export interface PlatformAdapter<C extends Record<string, string> = Record<string, string>> {
+  name: PlatformName;
+  credentials: z.ZodType<C>;
+  defaultApiBaseUrl: string;
+  surface: Surface;
+  /** Verify the request (throwing a 401 HostError, failing closed) and normalise it. */
+  receive(bot: Bot<C>, req: WebhookRequest): Promise<Inbound>;
+  /** The HTTP answer once the events are recorded (platforms that expect a body, e.g. Discord's deferral). */
+  acknowledge(recorded: Recorded[]): unknown;
+  /** How the host fetches a file (URL and headers; may call the platform's API). */
+  download(bot: Bot<C>, file: PlatformFile, event: NormalizedEvent, timeoutMs: number): Promise<InputAttachmentSource>;
+  /** Point the platform at the webhook, where its API allows (Telegram's setWebhook). */
+  registerWebhook?(bot: Bot<C>, url: string, timeoutMs: number): Promise<ApiResult<unknown>>;
+  /** The raw payload as stored in R2: fields that carry secrets removed. */
+  redactRaw(raw: unknown): unknown;
+  messenger(bot: Bot<C>, target: DeliveryTarget, timeoutMs: number): Messenger;
+  /** ctx.delivery.reply_target: where the reply goes, without secrets. */
+  replyTargetView(target: DeliveryTarget): Record<string, unknown>;
+}

@@ -1,0 +1,110 @@
+import { z } from "zod";
+import { dbOf } from "../../db/connect";
+import { configOf } from "../../env";
+import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { jsonBody } from "../../middleware/validate";
+import { formatZodIssues } from "../../protocol/common";
+import { scrubSecrets } from "../../platforms/redact";
+import { ADAPTERS } from "../../platforms/registry";
+import { PLATFORMS, type PlatformName } from "../../platforms/types";
+import { botOf, botsStore, toBotView, webhookPath, type BotRow } from "../../stores/bots";
+import { publicBaseUrl, router } from "../app-env";
+
+const BotFields = {
+  name: z.string().min(1).max(200).optional(),
+  workspace_id: z.string().min(1).max(200).optional(),
+  // Tests point this at a fake platform on loopback; production leaves it unset.
+  api_base_url: z.url({ protocol: /^https?$/ }).optional(),
+};
+
+const CreateBot = z.strictObject({
+  bot_id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/).optional(),
+  platform: z.enum(PLATFORMS),
+  ...BotFields,
+  credentials: z.record(z.string(), z.string()),
+});
+
+/** PUT replaces the bot's settings; credentials, when given, replace all of them, else they are kept. */
+const ReplaceBot = z.strictObject({
+  platform: z.enum(PLATFORMS).optional(),
+  ...BotFields,
+  credentials: z.record(z.string(), z.string()).optional(),
+});
+
+/** The platform's own credential schema; issues name fields, never values. */
+function checkedCredentials(platform: PlatformName, credentials: Record<string, string>): string {
+  const parsed = ADAPTERS[platform].credentials.safeParse(credentials);
+  if (!parsed.success) throw badRequest(`invalid credentials for ${platform}: ${formatZodIssues(parsed.error)}`);
+  return JSON.stringify(parsed.data);
+}
+
+const trimSlash = (url: string | undefined) => (url ? url.replace(/\/+$/, "") : null);
+
+async function existing(db: ReturnType<typeof dbOf>, botId: string): Promise<BotRow> {
+  const row = await botsStore(db).get(botId);
+  if (!row) throw notFound(`bot ${botId} not found`);
+  return row;
+}
+
+export const botsRouter = router()
+  .get("/", async (c) => {
+    const base = publicBaseUrl(c.env, c.req.url);
+    return c.json({ items: (await botsStore(dbOf(c.env)).list()).map((row) => toBotView(row, base)) });
+  })
+  .post("/", jsonBody(CreateBot), async (c) => {
+    const db = dbOf(c.env);
+    const input = c.get("body");
+    const botId = input.bot_id ?? newId("bot");
+    const store = botsStore(db);
+    if (await store.get(botId)) throw conflict(`bot ${botId} already exists`);
+    const now = Date.now();
+    const row: BotRow = {
+      botId,
+      platform: input.platform,
+      name: input.name ?? null,
+      workspaceId: input.workspace_id ?? null,
+      apiBaseUrl: trimSlash(input.api_base_url),
+      credentialsJson: checkedCredentials(input.platform, input.credentials),
+      createdAt: now,
+      updatedAt: now,
+    };
+    await store.create(row);
+    return c.json(toBotView(row, publicBaseUrl(c.env, c.req.url)), 201);
+  })
+  .get("/:botId", async (c) => c.json(toBotView(await existing(dbOf(c.env), c.req.param("botId")), publicBaseUrl(c.env, c.req.url))))
+  .put("/:botId", jsonBody(ReplaceBot), async (c) => {
+    const db = dbOf(c.env);
+    const input = c.get("body");
+    const row = await existing(db, c.req.param("botId"));
+    if (input.platform && input.platform !== row.platform) throw badRequest("a bot's platform cannot change; register a new bot");
+    const updated: BotRow = {
+      ...row,
+      name: input.name ?? null,
+      workspaceId: input.workspace_id ?? null,
+      apiBaseUrl: trimSlash(input.api_base_url),
+      credentialsJson: input.credentials ? checkedCredentials(row.platform as PlatformName, input.credentials) : row.credentialsJson,
+      updatedAt: Date.now(),
+    };
+    await botsStore(db).replace(updated);
+    return c.json(toBotView(updated, publicBaseUrl(c.env, c.req.url)));
+  })
+  .delete("/:botId", async (c) => {
+    const db = dbOf(c.env);
+    const row = await existing(db, c.req.param("botId"));
+    await botsStore(db).remove(row.botId);
+    return c.body(null, 204);
+  })
+  /** Point the platform at this host's webhook, where its API allows it (Telegram's setWebhook with the secret token). */
+  .post("/:botId/webhook", async (c) => {
+    const db = dbOf(c.env);
+    const row = await existing(db, c.req.param("botId"));
+    const bot = botOf(row);
+    if (!bot) throw new HostError(409, "conflict", `bot ${row.botId} has unusable credentials; PUT new ones`);
+    const adapter = ADAPTERS[bot.platform];
+    if (!adapter.registerWebhook) throw badRequest(`${bot.platform} webhooks are set in the platform's developer console: use the bot's webhook_url there`);
+    const url = `${publicBaseUrl(c.env, c.req.url)}${webhookPath(bot.platform, bot.botId)}`;
+    const res = await adapter.registerWebhook(bot, url, configOf(c.env).PLATFORM_API_TIMEOUT_MS);
+    if (!res.ok) throw new HostError(502, "bad_gateway", `${bot.platform} refused the webhook: ${scrubSecrets(res.failure.message, bot.credentials)}`);
+    return c.json({ bot_id: bot.botId, webhook_url: url, registered: true });
+  });

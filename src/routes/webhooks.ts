@@ -1,0 +1,45 @@
+import { dbOf } from "../db/connect";
+import { configOf } from "../env";
+import { HostError, notFound } from "../lib/errors";
+import { limitBody } from "../middleware/body-limit";
+import { ingestEvents } from "../platforms/ingest";
+import { ADAPTERS } from "../platforms/registry";
+import { PLATFORMS, type PlatformName } from "../platforms/types";
+import { botsStore } from "../stores/bots";
+import { publicBaseUrl, router } from "./app-env";
+
+const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
+
+/**
+ * POST /v1/webhooks/{platform}/{bot_id}: a chat platform calls in. Verified
+ * first (401, failing closed), then recorded and handed to the conversation's
+ * object; the answer goes back as soon as that is durable, well within the
+ * platforms' 3 s, while the run continues in the Durable Object.
+ */
+export const webhooksRouter = router().post(
+  "/:platform/:botId",
+  (c, next) => limitBody(configOf(c.env).MAX_EVENT_BODY_BYTES)(c, next),
+  async (c) => {
+    const platform = c.req.param("platform");
+    const botId = c.req.param("botId");
+    if (!isPlatform(platform)) throw notFound(`no webhook for platform ${platform}`);
+    const bot = await botsStore(dbOf(c.env)).load(botId);
+    if (!bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
+    const adapter = ADAPTERS[platform];
+    const rawBody = await c.req.text();
+    const inbound = await adapter.receive(bot, { headers: c.req.raw.headers, rawBody, now: Date.now() }).catch((err: unknown) => {
+      // The reason helps an operator fix a misconfigured bot; it never includes a secret.
+      if (err instanceof HostError && err.status === 401) console.warn(`webhook ${platform}/${botId}: ${err.message}`);
+      throw err;
+    });
+    if (inbound.kind === "handshake") return c.json(inbound.body);
+    const config = configOf(c.env);
+    const recorded = await ingestEvents(
+      { env: c.env, adapter, bot, publicBaseUrl: publicBaseUrl(c.env, c.req.url), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS },
+      inbound.raw,
+      inbound.events,
+    );
+    const ack = adapter.acknowledge(recorded);
+    return ack === null ? c.body(null, 200) : c.json(ack);
+  },
+);

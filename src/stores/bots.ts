@@ -1,0 +1,65 @@
+import { eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { bot } from "../db/schema";
+import { iso, parseJson } from "../lib/json";
+import { ADAPTERS } from "../platforms/registry";
+import { PLATFORMS, type Bot, type PlatformName } from "../platforms/types";
+
+export type BotRow = typeof bot.$inferSelect;
+
+export const webhookPath = (platform: string, botId: string) => `/v1/webhooks/${platform}/${encodeURIComponent(botId)}`;
+
+/** Public view: which credentials are set, never their values. */
+export function toBotView(row: BotRow, publicBaseUrl: string) {
+  return {
+    bot_id: row.botId,
+    platform: row.platform,
+    name: row.name ?? undefined,
+    workspace_id: row.workspaceId ?? undefined,
+    api_base_url: row.apiBaseUrl ?? undefined,
+    webhook_url: `${publicBaseUrl}${webhookPath(row.platform, row.botId)}`,
+    credential_fields: Object.keys(parseJson<Record<string, unknown>>(row.credentialsJson, {})).sort(),
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+  };
+}
+
+const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
+
+/** A row as the adapters use it: credentials parsed by the platform's schema, the API origin resolved. Null when unusable. */
+export function botOf(row: BotRow): Bot | null {
+  if (!isPlatform(row.platform)) return null;
+  const adapter = ADAPTERS[row.platform];
+  const credentials = adapter.credentials.safeParse(parseJson<unknown>(row.credentialsJson, null));
+  if (!credentials.success) return null;
+  return {
+    botId: row.botId,
+    platform: row.platform,
+    name: row.name,
+    workspaceId: row.workspaceId,
+    apiBaseUrl: row.apiBaseUrl ?? adapter.defaultApiBaseUrl,
+    credentials: credentials.data,
+  };
+}
+
+export function botsStore(db: Db) {
+  return {
+    get: (botId: string) => db.select().from(bot).where(eq(bot.botId, botId)).get(),
+    list: () => db.select().from(bot).orderBy(bot.createdAt).all(),
+    async create(row: BotRow) {
+      await db.insert(bot).values(row);
+    },
+    async replace(row: BotRow) {
+      const { botId, createdAt: _createdAt, ...rest } = row;
+      await db.update(bot).set(rest).where(eq(bot.botId, botId));
+    },
+    async remove(botId: string) {
+      await db.delete(bot).where(eq(bot.botId, botId));
+    },
+    /** The bot ready for its adapter, or undefined when absent or unusable. */
+    async load(botId: string): Promise<Bot | undefined> {
+      const row = await this.get(botId);
+      return (row && botOf(row)) ?? undefined;
+    },
+  };
+}

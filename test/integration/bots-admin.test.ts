@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host";
+
+const TELEGRAM = { bot_token: "999:ADMIN-test-telegram-token", secret_token: "admin-secret-token-123" };
+const SLACK = { bot_token: "xoxb-admin-test-slack-token", signing_secret: "admin-slack-signing-secret-0123" };
+const LARK = { app_id: "cli_admin", app_secret: "admin-lark-app-secret", verification_token: "admin-lark-verify", encrypt_key: "admin-lark-encrypt" };
+const DISCORD = { application_id: "42", public_key: "ab".repeat(32), bot_token: "admin-discord-bot-token" };
+const SECRETS = [TELEGRAM.bot_token, TELEGRAM.secret_token, SLACK.bot_token, SLACK.signing_secret, LARK.app_secret, LARK.verification_token, LARK.encrypt_key, DISCORD.bot_token];
+
+let host: TestHost;
+beforeAll(async () => {
+  host = await startTestHost({ captureLogs: true });
+});
+afterAll(async () => {
+  await host?.dispose();
+});
+
+describe("admin API for bots", () => {
+  it("registers a bot of each platform, answering its id and webhook URL and never its credentials", async () => {
+    const bodies: string[] = [];
+    for (const [platform, credentials] of Object.entries({ telegram: TELEGRAM, slack: SLACK, lark: LARK, discord: DISCORD })) {
+      const res = await host.admin("POST", "/v1/admin/bots", { platform, name: `${platform} bot`, workspace_id: "ws1", credentials });
+      bodies.push(JSON.stringify(res.body));
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ platform, name: `${platform} bot`, workspace_id: "ws1", credential_fields: Object.keys(credentials).sort() });
+      expect(res.body.bot_id).toMatch(/^bot_/);
+      expect(res.body.webhook_url).toBe(`${host.url}/v1/webhooks/${platform}/${res.body.bot_id}`);
+      const got = await host.admin("GET", `/v1/admin/bots/${res.body.bot_id}`);
+      bodies.push(JSON.stringify(got.body));
+      expect(got.body).toEqual(res.body);
+    }
+    const list = await host.admin("GET", "/v1/admin/bots");
+    bodies.push(JSON.stringify(list.body));
+    expect(list.body.items.length).toBeGreaterThanOrEqual(4);
+    for (const secret of SECRETS) for (const body of [...bodies, host.logs()]) expect(body).not.toContain(secret);
+  });
+
+  it("refuses credentials that do not fit the platform, naming fields but not values", async () => {
+    const missing = await host.admin("POST", "/v1/admin/bots", { platform: "slack", credentials: { bot_token: SLACK.bot_token } });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.message).toMatch(/signing_secret/);
+    const badKey = await host.admin("POST", "/v1/admin/bots", { platform: "discord", credentials: { ...DISCORD, public_key: "not-hex" } });
+    expect(badKey.status).toBe(400);
+    expect(badKey.body.error.message).toMatch(/public_key/);
+    expect(JSON.stringify(badKey.body)).not.toContain(DISCORD.bot_token);
+    const extra = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", credentials: { ...TELEGRAM, password: "hunter2-secret" } });
+    expect(extra.status).toBe(400);
+    expect(JSON.stringify(extra.body)).not.toContain("hunter2-secret");
+    const platform = await host.admin("POST", "/v1/admin/bots", { platform: "irc", credentials: {} });
+    expect(platform.status).toBe(400);
+  });
+
+  it("replaces settings with PUT, keeping credentials unless new ones are given, and never changes the platform", async () => {
+    const created = await host.admin("POST", "/v1/admin/bots", { bot_id: "put-me", platform: "telegram", name: "before", credentials: TELEGRAM });
+    expect(created.status).toBe(201);
+    const renamed = await host.admin("PUT", "/v1/admin/bots/put-me", { name: "after", api_base_url: "http://127.0.0.1:9/" });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ bot_id: "put-me", name: "after", api_base_url: "http://127.0.0.1:9", credential_fields: ["bot_token", "secret_token"] });
+    const [row] = await host.query<{ credentials_json: string }>("SELECT credentials_json FROM bot WHERE bot_id = 'put-me'");
+    expect(JSON.parse(row.credentials_json)).toEqual(TELEGRAM);
+    const rotated = await host.admin("PUT", "/v1/admin/bots/put-me", { credentials: { ...TELEGRAM, secret_token: "rotated-secret" } });
+    expect(rotated.status).toBe(200);
+    const [after] = await host.query<{ credentials_json: string }>("SELECT credentials_json FROM bot WHERE bot_id = 'put-me'");
+    expect(JSON.parse(after.credentials_json).secret_token).toBe("rotated-secret");
+    expect((await host.admin("PUT", "/v1/admin/bots/put-me", { platform: "slack" })).status).toBe(400);
+    expect((await host.admin("POST", "/v1/admin/bots", { bot_id: "put-me", platform: "telegram", credentials: TELEGRAM })).status).toBe(409);
+  });
+
+  it("deletes a bot; its webhook and admin routes then answer 404", async () => {
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", credentials: SLACK });
+    const id = created.body.bot_id;
+    expect((await host.admin("DELETE", `/v1/admin/bots/${id}`)).status).toBe(204);
+    expect((await host.admin("GET", `/v1/admin/bots/${id}`)).status).toBe(404);
+    expect((await host.admin("DELETE", `/v1/admin/bots/${id}`)).status).toBe(404);
+    expect((await fetch(created.body.webhook_url, { method: "POST", body: "{}" })).status).toBe(404);
+  });
+
+  it("registers webhooks only where the platform's API allows it", async () => {
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", credentials: SLACK });
+    const res = await host.admin("POST", `/v1/admin/bots/${created.body.bot_id}/webhook`);
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toMatch(/developer console/);
+  });
+
+  it("is an operator API: no admin token, no access; a webhook of the wrong platform is not found", async () => {
+    expect((await fetch(`${host.url}/v1/admin/bots`)).status).toBe(401);
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", credentials: TELEGRAM });
+    const wrong = await fetch(`${host.url}/v1/webhooks/slack/${created.body.bot_id}`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: "{}" });
+    expect(wrong.status).toBe(404);
+    expect((await fetch(`${host.url}/v1/webhooks/irc/${created.body.bot_id}`, { method: "POST", body: "{}" })).status).toBe(404);
+  });
+});

@@ -1,0 +1,233 @@
+import { generateKeyPairSync, sign as edSign, type KeyObject } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+const APPLICATION_ID = "1122334455667788";
+const BOT_TOKEN = "discord-bot-token-SECRET-0123456789";
+const FILE = new Uint8Array([1, 2, 3, 4, 5]);
+/** Interaction tokens whose first write the fake answers 429 with retry_after 0.3. */
+const throttledTokens = new Set<string>();
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+let privateKey: KeyObject;
+let publicKeyHex: string;
+let botId: string;
+let webhookUrl: string;
+let followups = 0;
+const answered: string[] = [];
+
+function discordApi(call: PlatformCall): FakeReply {
+  if (call.path === "/cdn/attachments/report.txt") return { bytes: FILE, headers: { "content-type": "text/plain" } };
+  const m = /^\/webhooks\/([^/]+)\/([^/]+)(?:\/messages\/(.+))?$/.exec(call.path);
+  if (!m || m[1] !== APPLICATION_ID) return { status: 404, json: { message: "Unknown Webhook", code: 10015 } };
+  if (throttledTokens.delete(m[2])) return { status: 429, headers: { "retry-after": "1" }, json: { message: "You are being rate limited.", retry_after: 0.3, global: false } };
+  if (call.method === "PATCH") return { json: { id: m[3] === "@original" ? "original_msg" : m[3], content: call.body.content } };
+  if (call.method === "POST") return { json: { id: `followup_${++followups}`, content: call.body.content } };
+  return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
+}
+
+beforeAll(async () => {
+  const pair = generateKeyPairSync("ed25519");
+  privateKey = pair.privateKey;
+  // The raw 32-byte key is the tail of the SPKI encoding.
+  publicKeyHex = pair.publicKey.export({ type: "spki", format: "der" }).subarray(-32).toString("hex");
+  fake = await startFakePlatform(discordApi);
+  runner = await startChatRunner("discord-chat");
+  host = await startTestHost({ captureLogs: true });
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "discord", api_base_url: fake.url, credentials: { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: BOT_TOKEN } });
+  expect(created.status).toBe(201);
+  answered.push(JSON.stringify(created.body));
+  botId = created.body.bot_id;
+  webhookUrl = created.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "discord-agent", scope: { type: "bot", id: botId } });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+async function postRaw(body: string, headers: Record<string, string>) {
+  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+  const text = await res.text();
+  answered.push(text);
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+function signed(body: string, key = privateKey) {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  return { "x-signature-timestamp": timestamp, "x-signature-ed25519": edSign(null, Buffer.from(timestamp + body), key).toString("hex") };
+}
+const post = (interaction: unknown) => {
+  const body = JSON.stringify(interaction);
+  return postRaw(body, signed(body));
+};
+
+let seq = 0;
+function interaction(type: number, data: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const id = `9${String(++seq).padStart(17, "0")}`;
+  return {
+    id,
+    application_id: APPLICATION_ID,
+    type,
+    token: `interaction-token-${id}-secret`,
+    version: 1,
+    guild_id: "G1",
+    channel_id: "C1",
+    channel: { id: "C1", type: 0 },
+    member: { user: { id: "U42", username: "ada", global_name: "Ada" } },
+    data,
+    ...extra,
+  };
+}
+const command = (question: string, extra: Record<string, unknown> = {}) => interaction(2, { id: "cmd1", name: "ask", type: 1, options: [{ name: "question", type: 3, value: question }] }, extra);
+
+const writesFor = (i: { token: string }) => fake.calls.filter((c) => c.path.startsWith(`/webhooks/${APPLICATION_ID}/${i.token}`));
+const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
+
+describe("Discord: interactions over HTTP, answered by editing the deferred response", () => {
+  it("answers PING with PONG", async () => {
+    expect(await post({ id: "1", application_id: APPLICATION_ID, type: 1, token: "t", version: 1 })).toEqual({ status: 200, body: { type: 1 } });
+  });
+
+  it("defers a slash command at once and delivers the answer by editing the original response", async () => {
+    const i = command("hello discord");
+    const started = Date.now();
+    const res = await post(i);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(res).toEqual({ status: 200, body: { type: 5 } });
+    const [edit] = await waitFor(() => writesFor(i).length > 0 && writesFor(i));
+    expect(edit.method).toBe("PATCH");
+    expect(edit.path).toBe(`/webhooks/${APPLICATION_ID}/${i.token}/messages/@original`);
+    expect(edit.body).toEqual({ content: "echo: hello discord", allowed_mentions: { parse: [] } });
+    const [ctx] = contextFor("hello discord");
+    expect(ctx.event).toMatchObject({ event_id: `discord:${botId}:${i.id}`, source: "discord", source_event_type: "APPLICATION_COMMAND" });
+    expect(ctx.event.data).toMatchObject({ guild_id: "G1", channel_id: "C1", command: { name: "ask", path: [], options: { question: "hello discord" } } });
+    expect(ctx.conversation).toMatchObject({ conversation_id: "C1", thread_id: null, sender_id: "U42" });
+    expect(ctx.delivery).toMatchObject({ surface: "discord", reply_target: { channel_id: "C1", interaction_id: i.id }, supports_edit: true, max_message_size: 2000 });
+    expect(JSON.stringify(ctx)).not.toContain(i.token);
+  });
+
+  it("refuses a bad, foreign or missing signature with 401", async () => {
+    const before = runner.calls.length;
+    const body = JSON.stringify(command("forged"));
+    const other = generateKeyPairSync("ed25519").privateKey;
+    const foreign = await postRaw(body, signed(body, other));
+    const tampered = await postRaw(body.replace("forged", "forgee"), signed(body));
+    const missing = await postRaw(body, {});
+    for (const res of [foreign, tampered, missing]) expect(res.status).toBe(401);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(runner.calls.length).toBe(before);
+  });
+
+  it("never runs a replayed interaction twice", async () => {
+    const i = command("just once");
+    await post(i);
+    await waitFor(() => writesFor(i).length > 0);
+    expect(await post(i)).toEqual({ status: 200, body: { type: 5 } });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(contextFor("just once")).toHaveLength(1);
+    expect(writesFor(i)).toHaveLength(1);
+  });
+
+  it("streams by editing the original response at most once a second, ending exactly on the final text", async () => {
+    const i = command("stream red green blue cyan magenta");
+    await post(i);
+    const final = "red green blue cyan magenta";
+    const writes = await waitFor(() => writesFor(i).some((w) => w.body.content === final) && writesFor(i), 15_000, "the final edit");
+    expect(writes.every((w) => w.method === "PATCH" && w.path.endsWith("/messages/@original"))).toBe(true);
+    expect(writes.length).toBeGreaterThanOrEqual(2);
+    expect(writes.at(-1)!.body.content).toBe(final);
+    for (const gap of gapsBetween(writes.map((w) => w.at))) expect(gap).toBeGreaterThanOrEqual(950);
+  });
+
+  it("a stream that outgrows 2000 characters continues in a follow-up, both ending exact", async () => {
+    const i = command("bigstream 5 600");
+    await post(i);
+    const runId = await waitFor(() => contextFor("bigstream 5 600")[0]?.run_id);
+    const final = ((await host.waitForRun(runId)).message as { content: string }).content;
+    expect(final.length).toBeGreaterThan(2000);
+    const settled = () => {
+      const shown = new Map<string, string>();
+      for (const w of writesFor(i)) shown.set(w.method === "POST" ? (w.reply!.json as any).id : w.path.split("/messages/")[1], w.body.content);
+      return [...shown.values()];
+    };
+    const messages = await waitFor(() => settled().join("") === final && settled(), 15_000, "the exact final text across messages");
+    expect(messages).toHaveLength(2);
+    expect(messages.every((m) => m.length <= 2000)).toBe(true);
+    const original = writesFor(i).filter((w) => w.path.endsWith("/messages/@original"));
+    for (const gap of gapsBetween(original.map((w) => w.at))) expect(gap).toBeGreaterThanOrEqual(950);
+  });
+
+  it("splits a long answer: the original response, then follow-up messages", async () => {
+    const i = command("long 4500");
+    await post(i);
+    const writes = await waitFor(() => writesFor(i).length >= 3 && writesFor(i));
+    expect(writes.map((w) => w.method)).toEqual(["PATCH", "POST", "POST"]);
+    expect(writes[1].query.get("wait")).toBe("true");
+    expect(writes.every((w) => w.body.content.length <= 2000)).toBe(true);
+    expect(writes.map((w) => w.body.content).join("")).toHaveLength(4500);
+  });
+
+  it("waits the retry_after of a 429 (seconds, fractional) before editing again", async () => {
+    const i = command("discord busy");
+    throttledTokens.add(i.token);
+    await post(i);
+    const writes = await waitFor(() => writesFor(i).length >= 2 && writesFor(i));
+    expect(writes[1].at - writes[0].at).toBeGreaterThanOrEqual(280);
+    const runId = contextFor("discord busy")[0].run_id;
+    const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
+    expect(JSON.parse(failed.data_json)).toMatchObject({ status: 429, retry_after_ms: 300, will_retry: true });
+  });
+
+  it("runs message components, keeps thread channels as threads, and stores attachment options", async () => {
+    const button = interaction(3, { custom_id: "btn_yes", component_type: 2 }, { message: { id: "M1" } });
+    expect((await post(button)).body).toEqual({ type: 5 });
+    await waitFor(() => writesFor(button).length > 0);
+    expect(contextFor("btn_yes")[0].event).toMatchObject({ source_event_type: "MESSAGE_COMPONENT", data: { component: { custom_id: "btn_yes" }, message_id: "M1" } });
+
+    const inThread = command("in a thread", { channel_id: "T9", channel: { id: "T9", type: 11, parent_id: "C1" } });
+    await post(inThread);
+    await waitFor(() => writesFor(inThread).length > 0);
+    expect(contextFor("in a thread")[0].conversation).toMatchObject({ conversation_id: "C1", thread_id: "T9" });
+
+    const withFile = interaction(2, {
+      name: "summarize",
+      type: 1,
+      options: [{ name: "file", type: 11, value: "A1" }],
+      resolved: { attachments: { A1: { id: "A1", filename: "report.txt", content_type: "text/plain", url: `${fake.url}/cdn/attachments/report.txt` } } },
+    });
+    await post(withFile);
+    await waitFor(() => writesFor(withFile).length > 0);
+    const ctx = contextFor("/summarize")[0];
+    expect(ctx.input.attachments[0]).toMatchObject({ name: "report.txt", mime_type: "text/plain", size_bytes: FILE.length });
+  });
+
+  it("acknowledges what it does not handle: autocomplete gets no choices and is recorded", async () => {
+    const auto = interaction(4, { name: "ask", type: 1, options: [{ name: "question", type: 3, value: "hel", focused: true }] });
+    expect(await post(auto)).toEqual({ status: 200, body: { type: 8, data: { choices: [] } } });
+    const [row] = await host.query<{ event_type: string; source_event_type: string }>("SELECT event_type, source_event_type FROM event_log WHERE event_id = ?", [`discord:${botId}:${auto.id}`]);
+    expect(row).toEqual({ event_type: "platform.unhandled", source_event_type: "APPLICATION_COMMAND_AUTOCOMPLETE" });
+  });
+
+  it("keeps the bot token and interaction tokens out of every answer, record and log line", async () => {
+    const i = command("token check");
+    await post(i);
+    await waitFor(() => writesFor(i).length > 0);
+    const forged = JSON.stringify(command("forged"));
+    await postRaw(forged, signed(forged, generateKeyPairSync("ed25519").privateKey));
+    const got = await host.admin("GET", `/v1/admin/bots/${botId}`);
+    answered.push(JSON.stringify(got.body));
+    expect(got.body.credential_fields).toEqual(["application_id", "bot_token", "public_key"]);
+    const records = await host.query<{ row: string }>("SELECT data_json || metadata_json || COALESCE(input_json, '') AS row FROM event_log");
+    const raws = await Promise.all((await host.r2Keys("raw/")).map(async (k) => new TextDecoder().decode((await host.r2Object(k))!)));
+    expect(raws.length).toBeGreaterThan(0);
+    expect(host.logs()).toMatch(/webhook refused/);
+    for (const text of [...answered, ...records.map((r) => r.row), ...raws, host.logs()]) {
+      expect(text).not.toContain(BOT_TOKEN);
+      expect(text).not.toMatch(/interaction-token-\d+-secret/);
+    }
+  });
+});

@@ -1,0 +1,241 @@
+import { createCipheriv, createHash, randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+const APP_ID = "cli_test_app_0001";
+const APP_SECRET = "lark-app-secret-0123456789abcdef";
+const VERIFICATION_TOKEN = "lark-verification-token-abcdef";
+const ENCRYPT_KEY = "lark-encrypt-key-0123456789";
+const TENANT_TOKEN = "t-tenant-access-token-xyz0123456789";
+const IMAGE = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
+/** Chats whose first reply the fake answers 429 (code 99991400) with x-ogw-ratelimit-reset: 1. */
+const throttledMessages = new Set<string>();
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+/** Two bots of one app: one with plain bodies, one with an encrypt key. */
+const plain = { botId: "", url: "" };
+const encrypted = { botId: "", url: "" };
+let replyCount = 0;
+const answered: string[] = [];
+
+function larkApi(call: PlatformCall): FakeReply {
+  if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") {
+    if (call.body?.app_id !== APP_ID || call.body?.app_secret !== APP_SECRET) return { json: { code: 10014, msg: "app secret invalid" } };
+    return { json: { code: 0, msg: "ok", tenant_access_token: TENANT_TOKEN, expire: 7200 } };
+  }
+  if (call.headers.authorization !== `Bearer ${TENANT_TOKEN}`) return { status: 400, json: { code: 99991663, msg: "Invalid access token" } };
+  const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(call.path);
+  if (reply && call.method === "POST") {
+    if (throttledMessages.delete(reply[1])) return { status: 429, headers: { "x-ogw-ratelimit-reset": "1" }, json: { code: 99991400, msg: "request trigger frequency limit" } };
+    return { json: { code: 0, msg: "success", data: { message_id: `om_reply_${++replyCount}` } } };
+  }
+  if (/^\/open-apis\/im\/v1\/messages\/[^/]+$/.test(call.path) && call.method === "PATCH") return { json: { code: 0, msg: "success", data: {} } };
+  if (/^\/open-apis\/im\/v1\/messages\/[^/]+\/resources\/img_1$/.test(call.path)) return { bytes: IMAGE, headers: { "content-type": "image/png" } };
+  return { status: 404, json: { code: 404, msg: "not found" } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(larkApi);
+  runner = await startChatRunner("lark-chat");
+  host = await startTestHost({ captureLogs: true });
+  for (const [bot, extra] of [[plain, {}], [encrypted, { encrypt_key: ENCRYPT_KEY }]] as const) {
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: APP_ID, app_secret: APP_SECRET, verification_token: VERIFICATION_TOKEN, ...extra } });
+    expect(created.status).toBe(201);
+    answered.push(JSON.stringify(created.body));
+    bot.botId = created.body.bot_id;
+    bot.url = created.body.webhook_url;
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `lark-${bot === plain ? "plain" : "enc"}`, scope: { type: "bot", id: bot.botId } });
+  }
+  // The encrypted bot's agent does not stream: its replies are plain text messages, sent once complete.
+  const agent = await host.admin("GET", "/v1/admin/agents/lark-enc");
+  const { agent_id: _id, created_at: _c, updated_at: _u, ...input } = agent.body;
+  expect((await host.admin("PUT", "/v1/admin/agents/lark-enc", { ...input, delivery_policy: { streaming: false } })).status).toBe(200);
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+/** Lark's encrypted body: AES-256-CBC, key SHA-256(encrypt key), a random IV prefixed, base64. */
+function encrypt(payload: unknown, key = ENCRYPT_KEY): string {
+  const iv = randomBytes(16);
+  const cipher = createCipheriv("aes-256-cbc", createHash("sha256").update(key).digest(), iv);
+  return JSON.stringify({ encrypt: Buffer.concat([iv, cipher.update(JSON.stringify(payload), "utf8"), cipher.final()]).toString("base64") });
+}
+const signature = (timestamp: string, nonce: string, body: string, key = ENCRYPT_KEY) => createHash("sha256").update(timestamp + nonce + key + body).digest("hex");
+
+async function postRaw(url: string, body: string, headers: Record<string, string> = {}) {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+  const text = await res.text();
+  answered.push(text);
+  return { status: res.status, text };
+}
+const postPlain = (payload: unknown) => postRaw(plain.url, JSON.stringify(payload));
+async function postEncrypted(payload: unknown, opts: { signed?: boolean; key?: string } = {}) {
+  const body = encrypt(payload, opts.key);
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const nonce = randomBytes(8).toString("hex");
+  const headers: Record<string, string> = opts.signed === false ? {} : { "x-lark-request-timestamp": timestamp, "x-lark-request-nonce": nonce, "x-lark-signature": signature(timestamp, nonce, body, opts.key) };
+  return postRaw(encrypted.url, body, headers);
+}
+
+let seq = 0;
+function event<E extends Record<string, unknown>>(type: string, ev: E, eventId = `ev_${++seq}_test`) {
+  return { schema: "2.0", header: { event_id: eventId, event_type: type, create_time: String(Date.now()), token: VERIFICATION_TOKEN, app_id: APP_ID, tenant_key: "tenant_1" }, event: ev };
+}
+function received(chatId: string, content: Record<string, unknown>, extra: Record<string, unknown> = {}, messageType = "text") {
+  return event("im.message.receive_v1", {
+    sender: { sender_id: { open_id: "ou_user_1", union_id: "on_1", user_id: null }, sender_type: "user", tenant_key: "tenant_1" },
+    message: { message_id: `om_${++seq}`, chat_id: chatId, chat_type: "group", message_type: messageType, content: JSON.stringify(content), create_time: String(Date.now()), ...extra },
+  });
+}
+
+const repliesTo = (messageId: string) => fake.calls.filter((c) => c.path === `/open-apis/im/v1/messages/${messageId}/reply`);
+const patchesOf = (messageId: string) => fake.calls.filter((c) => c.method === "PATCH" && c.path === `/open-apis/im/v1/messages/${messageId}`);
+const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
+const cardText = (content: string) => JSON.parse(content).elements[0].text.content;
+
+describe("Lark/Feishu: event subscription in, Open API out", () => {
+  it("answers the URL challenge at once, plain or encrypted, and refuses a wrong token", async () => {
+    const started = Date.now();
+    const res = await postPlain({ challenge: "ch-plain", token: VERIFICATION_TOKEN, type: "url_verification" });
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text)).toEqual({ challenge: "ch-plain" });
+    const enc = await postEncrypted({ challenge: "ch-enc", token: VERIFICATION_TOKEN, type: "url_verification" }, { signed: false });
+    expect(JSON.parse(enc.text)).toEqual({ challenge: "ch-enc" });
+    expect((await postPlain({ challenge: "ch", token: "wrong-token", type: "url_verification" })).status).toBe(401);
+  });
+
+  it("runs a plain message and replies to it with the tenant token", async () => {
+    const ev = received("oc_100", { text: "hello lark" });
+    const res = await postPlain(ev);
+    expect(res.status).toBe(200);
+    const messageId = ev.event.message.message_id;
+    const [reply] = await waitFor(() => repliesTo(messageId).length > 0 && repliesTo(messageId));
+    expect(reply.headers.authorization).toBe(`Bearer ${TENANT_TOKEN}`);
+    expect(reply.body).toMatchObject({ msg_type: "text", content: JSON.stringify({ text: "echo: hello lark" }), reply_in_thread: false });
+    const [ctx] = contextFor("hello lark");
+    expect(ctx.event).toMatchObject({ event_id: `lark:${plain.botId}:${ev.header.event_id}`, source: "lark", source_event_type: "im.message.receive_v1" });
+    expect(ctx.conversation).toMatchObject({ conversation_id: "oc_100", thread_id: null, sender_id: "ou_user_1" });
+    expect(ctx.delivery).toMatchObject({ surface: "lark", reply_target: { chat_id: "oc_100", reply_to_message_id: messageId, reply_in_thread: false }, supports_edit: true, max_message_size: 9000 });
+    const raw = JSON.parse(new TextDecoder().decode((await host.r2Object(ctx.event.raw_ref))!));
+    expect(raw.header.token).toBeUndefined();
+  });
+
+  it("decrypts a signed encrypted event and replies in its topic thread", async () => {
+    const ev = received("oc_200", { text: "secret hello" }, { thread_id: "omt_thread_1" });
+    expect((await postEncrypted(ev)).status).toBe(200);
+    const [reply] = await waitFor(() => repliesTo(ev.event.message.message_id).length > 0 && repliesTo(ev.event.message.message_id));
+    expect(reply.body).toMatchObject({ reply_in_thread: true, content: JSON.stringify({ text: "echo: secret hello" }) });
+    expect(contextFor("secret hello")[0].conversation).toMatchObject({ conversation_id: "oc_200", thread_id: "omt_thread_1", bot_id: encrypted.botId });
+  });
+
+  it("refuses bad signatures, unsigned events, wrong keys, plain bodies and wrong tokens in encrypted mode", async () => {
+    const before = runner.calls.length;
+    const ev = () => received("oc_300", { text: "forged" });
+    const body = encrypt(ev());
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const badSignature = await postRaw(encrypted.url, body, { "x-lark-request-timestamp": timestamp, "x-lark-request-nonce": "n1", "x-lark-signature": signature(timestamp, "n2", body) });
+    const unsigned = await postEncrypted(ev(), { signed: false });
+    const wrongKey = await postEncrypted(ev(), { key: "some-other-encrypt-key" });
+    const plainBody = await postRaw(encrypted.url, JSON.stringify(ev()));
+    const wrongToken = await postEncrypted({ ...ev(), header: { ...ev().header, token: "wrong" } });
+    const encryptedToPlainBot = await postRaw(plain.url, encrypt(ev()));
+    for (const res of [badSignature, unsigned, wrongKey, plainBody, wrongToken, encryptedToPlainBot]) expect(res.status).toBe(401);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(runner.calls.length).toBe(before);
+  });
+
+  it("never runs a redelivered event twice (each retry encrypted anew)", async () => {
+    const ev = received("oc_400", { text: "exactly once" });
+    await postEncrypted(ev);
+    await waitFor(() => repliesTo(ev.event.message.message_id).length > 0);
+    for (let i = 0; i < 2; i++) expect((await postEncrypted(ev)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(contextFor("exactly once")).toHaveLength(1);
+    expect(repliesTo(ev.event.message.message_id)).toHaveLength(1);
+  });
+
+  it("streams into a card patched at most once a second, ending exactly on the final text", async () => {
+    const ev = received("oc_500", { text: "stream alpha beta gamma delta epsilon" });
+    await postPlain(ev);
+    const final = "alpha beta gamma delta epsilon";
+    const [card] = await waitFor(() => repliesTo(ev.event.message.message_id).length > 0 && repliesTo(ev.event.message.message_id));
+    expect(card.body.msg_type).toBe("interactive");
+    const cardId = (card.reply!.json as any).data.message_id;
+    const patches = await waitFor(() => patchesOf(cardId).some((p) => cardText(p.body.content) === final) && patchesOf(cardId), 15_000, "the final patch");
+    expect(cardText(patches.at(-1)!.body.content)).toBe(final);
+    for (const gap of gapsBetween([card.at, ...patches.map((p) => p.at)])) expect(gap).toBeGreaterThanOrEqual(950);
+  });
+
+  it("sends one complete text message when the agent's policy turns streaming off", async () => {
+    const ev = received("oc_550", { text: "stream no streaming here" });
+    await postEncrypted(ev);
+    const runId = await waitFor(() => contextFor("stream no streaming here")[0]?.run_id);
+    await host.waitForRun(runId);
+    const [reply] = await waitFor(() => repliesTo(ev.event.message.message_id).length > 0 && repliesTo(ev.event.message.message_id));
+    expect(reply.body).toMatchObject({ msg_type: "text", content: JSON.stringify({ text: "no streaming here" }) });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(repliesTo(ev.event.message.message_id)).toHaveLength(1);
+    expect(fake.calls.filter((c) => c.method === "PATCH" && c.path.endsWith((reply.reply!.json as any).data.message_id))).toEqual([]);
+    expect(contextFor("stream no streaming here")[0].delivery).toMatchObject({ supports_streaming: false, supports_edit: true });
+  });
+
+  it("waits out a rate limit before replying again", async () => {
+    const ev = received("oc_600", { text: "busy lark" });
+    throttledMessages.add(ev.event.message.message_id);
+    await postPlain(ev);
+    const replies = await waitFor(() => repliesTo(ev.event.message.message_id).length >= 2 && repliesTo(ev.event.message.message_id));
+    expect(replies[1].at - replies[0].at).toBeGreaterThanOrEqual(950);
+    // The same uuid both times: Lark would drop a duplicate of a send whose answer was lost.
+    expect(replies[0].body.uuid).toBe(replies[1].body.uuid);
+  });
+
+  it("downloads an image message's resource into an input artifact", async () => {
+    const ev = received("oc_700", { image_key: "img_1" }, {}, "image");
+    await postPlain(ev);
+    await waitFor(() => repliesTo(ev.event.message.message_id).length > 0);
+    const download = fake.calls.find((c) => c.path.endsWith("/resources/img_1"))!;
+    expect(download.query.get("type")).toBe("image");
+    expect(download.headers.authorization).toBe(`Bearer ${TENANT_TOKEN}`);
+    const ctx = runner.contexts.find((c) => c.event.event_id === `lark:${plain.botId}:${ev.header.event_id}`);
+    const [ref] = ctx.input.attachments;
+    expect(ref).toMatchObject({ artifact_type: "image", mime_type: "image/png", size_bytes: IMAGE.length });
+    expect(ctx.input.contents).toEqual([{ type: "image", artifact_id: ref.artifact_id }]);
+  });
+
+  it("records recalls and member joins, and acknowledges events it does not handle", async () => {
+    const recalled = event("im.message.recalled_v1", { message_id: "om_gone", chat_id: "oc_800", recall_time: String(Date.now()), recall_type: "message_owner" });
+    const added = event("im.chat.member.user.added_v1", { chat_id: "oc_800", operator_id: { open_id: "ou_op" }, users: [{ name: "Bob", tenant_key: "tenant_1", user_id: { open_id: "ou_bob", union_id: "on_bob" } }] });
+    const read = event("im.message.message_read_v1", { reader: { reader_id: { open_id: "ou_user_1" } }, message_id_list: ["om_1"] });
+    for (const ev of [recalled, added, read]) expect((await postPlain(ev)).status).toBe(200);
+    const rows = await host.query<{ event_type: string; source_event_type: string }>("SELECT event_type, source_event_type FROM event_log WHERE event_id IN (?, ?, ?) ORDER BY seq", [
+      `lark:${plain.botId}:${recalled.header.event_id}`,
+      `lark:${plain.botId}:${added.header.event_id}:ou_bob`,
+      `lark:${plain.botId}:${read.header.event_id}`,
+    ]);
+    expect(rows).toEqual([
+      { event_type: "message.recalled", source_event_type: "im.message.recalled_v1" },
+      { event_type: "group.member_joined", source_event_type: "im.chat.member.user.added_v1" },
+      { event_type: "platform.unhandled", source_event_type: "im.message.message_read_v1" },
+    ]);
+  });
+
+  it("keeps the app secret, verification token, encrypt key and tenant token out of every answer, record and log line", async () => {
+    await postEncrypted(received("oc_900", { text: "forged" }), { key: "wrong-encrypt-key-000" });
+    const list = await host.admin("GET", "/v1/admin/bots");
+    answered.push(JSON.stringify(list.body));
+    expect(list.body.items.map((b: any) => b.credential_fields)).toContainEqual(["app_id", "app_secret", "encrypt_key", "verification_token"]);
+    const records = await host.query<{ row: string }>("SELECT data_json || metadata_json || COALESCE(input_json, '') AS row FROM event_log");
+    const raws = await Promise.all((await host.r2Keys("raw/")).map(async (k) => new TextDecoder().decode((await host.r2Object(k))!)));
+    expect(host.logs()).toMatch(/webhook refused/);
+    for (const secret of [APP_SECRET, VERIFICATION_TOKEN, ENCRYPT_KEY, TENANT_TOKEN]) {
+      for (const text of [...answered, ...records.map((r) => r.row), ...raws, host.logs()]) expect(text).not.toContain(secret);
+    }
+  });
+});

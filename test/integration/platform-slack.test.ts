@@ -1,0 +1,209 @@
+import { createHmac } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+const BOT_TOKEN = "xoxb-TEST-slack-bot-token-1234567890";
+const SIGNING_SECRET = "slack-signing-secret-0123456789abcdef";
+const FILE = new Uint8Array([0x25, 0x50, 0x44, 0x46, 9, 8, 7]);
+/** Channels whose first chat.postMessage the fake answers 429 with Retry-After: 1. */
+const throttledChannels = new Set<string>();
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+let botId: string;
+let webhookUrl: string;
+let ts = 1_700_000_000;
+const answered: string[] = [];
+
+function slackApi(call: PlatformCall): FakeReply {
+  if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
+  if (call.path === "/files/F1/report.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
+  if (call.path === "/chat.postMessage") {
+    if (throttledChannels.delete(call.body.channel)) return { status: 429, headers: { "retry-after": "1" }, json: { ok: false, error: "ratelimited" } };
+    return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
+  }
+  if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
+  return { status: 404, json: { ok: false, error: "unknown_method" } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(slackApi);
+  runner = await startChatRunner("slack-chat");
+  host = await startTestHost({ captureLogs: true });
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", workspace_id: "acme", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } });
+  expect(created.status).toBe(201);
+  answered.push(JSON.stringify(created.body));
+  botId = created.body.bot_id;
+  webhookUrl = created.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "slack-agent", scope: { type: "bot", id: botId } });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+const sign = (timestamp: number, body: string, secret = SIGNING_SECRET) => `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
+
+async function post(payload: unknown, opts: { timestamp?: number; signature?: string; headers?: Record<string, string> } = {}) {
+  const body = JSON.stringify(payload);
+  const timestamp = opts.timestamp ?? Math.floor(Date.now() / 1000);
+  const res = await fetch(webhookUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-slack-request-timestamp": String(timestamp), "x-slack-signature": opts.signature ?? sign(timestamp, body), ...opts.headers },
+    body,
+  });
+  const text = await res.text();
+  answered.push(text);
+  return { status: res.status, text };
+}
+
+let eventSeq = 0;
+function callback(event: Record<string, unknown>, eventId = `Ev${++eventSeq}TEST`) {
+  return { token: "legacy-verification-token", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000), event };
+}
+let messageTs = 1_800_000_000;
+const message = (channel: string, text: string, extra: Record<string, unknown> = {}) => ({ type: "message", channel, channel_type: "channel", user: "U42", text, ts: `${++messageTs}.000200`, team: "T1", ...extra });
+
+const postsTo = (channel: string) => fake.callsTo(/^\/chat\.postMessage$/).filter((c) => c.body.channel === channel);
+const updatesIn = (channel: string) => fake.callsTo(/^\/chat\.update$/).filter((c) => c.body.channel === channel);
+const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
+
+describe("Slack: Events API in, Web API out", () => {
+  it("answers the url_verification challenge of a signed request", async () => {
+    const res = await post({ token: "legacy-verification-token", type: "url_verification", challenge: "challenge-abc" });
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text)).toEqual({ challenge: "challenge-abc" });
+  });
+
+  it("runs a channel message and posts the reply in the channel, with the bot token", async () => {
+    const ev = callback(message("C100", "hello slack"));
+    const res = await post(ev);
+    expect(res.status).toBe(200);
+    const [reply] = await waitFor(() => postsTo("C100").length > 0 && postsTo("C100"));
+    expect(reply.body).toEqual({ channel: "C100", text: "echo: hello slack" });
+    const [ctx] = contextFor("hello slack");
+    expect(ctx.event).toMatchObject({ event_id: `slack:${botId}:msg:C100:${ev.event.ts}`, source: "slack", source_event_type: "message" });
+    expect(ctx.conversation).toMatchObject({ conversation_id: "C100", thread_id: null, workspace_id: "acme", bot_id: botId, sender_id: "U42" });
+    expect(ctx.delivery).toMatchObject({ surface: "slack", reply_target: { channel: "C100", thread_ts: null }, supports_edit: true, supports_streaming: true, max_message_size: 4000 });
+    // The legacy verification token is not kept with the raw payload.
+    const raw = JSON.parse(new TextDecoder().decode((await host.r2Object(ctx.event.raw_ref))!));
+    expect(raw.token).toBeUndefined();
+    expect(raw.event.text).toBe("hello slack");
+  });
+
+  it("replies in the thread a threaded message came from", async () => {
+    await post(callback(message("C200", "in thread", { thread_ts: "1799999999.000100" })));
+    const [reply] = await waitFor(() => postsTo("C200").length > 0 && postsTo("C200"));
+    expect(reply.body).toMatchObject({ channel: "C200", thread_ts: "1799999999.000100" });
+    expect(contextFor("in thread")[0].conversation).toMatchObject({ conversation_id: "C200", thread_id: "1799999999.000100" });
+  });
+
+  it("refuses a bad signature, a timestamp older than 5 minutes and missing headers with 401", async () => {
+    const before = runner.calls.length;
+    const ev = callback(message("C300", "forged"));
+    const badSig = await post(ev, { signature: sign(Math.floor(Date.now() / 1000), JSON.stringify(ev), "another-secret-0123456789") });
+    const old = Math.floor(Date.now() / 1000) - 6 * 60;
+    const stale = await post(ev, { timestamp: old, signature: sign(old, JSON.stringify(ev)) });
+    const missing = await fetch(webhookUrl, { method: "POST", body: JSON.stringify(ev) });
+    answered.push(await missing.text());
+    for (const status of [badSig.status, stale.status, missing.status]) expect(status).toBe(401);
+    expect(JSON.parse(stale.text).error.message).toMatch(/5 minutes/);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(runner.calls.length).toBe(before);
+  });
+
+  it("never runs a retried delivery or the app_mention of the same message twice", async () => {
+    const msg = message("C400", "<@UBOT> once please");
+    const ev = callback(msg);
+    await post(ev);
+    await waitFor(() => postsTo("C400").length > 0);
+    // Slack's retry: the same event, signed anew, with X-Slack-Retry-Num.
+    expect((await post(ev, { headers: { "x-slack-retry-num": "1", "x-slack-retry-reason": "http_timeout" } })).status).toBe(200);
+    expect((await post(ev, { headers: { "x-slack-retry-num": "2", "x-slack-retry-reason": "http_timeout" } })).status).toBe(200);
+    // The same message reported again as app_mention, under another event id.
+    expect((await post(callback({ ...msg, type: "app_mention" }))).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(contextFor("<@UBOT> once please")).toHaveLength(1);
+    expect(postsTo("C400")).toHaveLength(1);
+  });
+
+  it("streams with chat.update at most once a second and ends on the completed text, not the draft", async () => {
+    await post(callback(message("C500", "differ The final answer.")));
+    await waitFor(() => updatesIn("C500").length > 0, 15_000, "the correcting update");
+    const [first] = postsTo("C500");
+    expect(postsTo("C500")).toHaveLength(1);
+    expect(first.body.text).toBe("draft that will be replaced");
+    const updates = updatesIn("C500");
+    expect(updates.at(-1)!.body).toEqual({ channel: "C500", ts: (first.reply!.json as any).ts, text: "The final answer." });
+    for (const gap of gapsBetween([first.at, ...updates.map((u) => u.at)])) expect(gap).toBeGreaterThanOrEqual(950);
+  });
+
+  it("splits a long reply at 4000 characters in the same thread", async () => {
+    await post(callback(message("C600", "long 8500", { thread_ts: "1799999999.000600" })));
+    const posts = await waitFor(() => postsTo("C600").length >= 3 && postsTo("C600"));
+    expect(posts.every((p) => p.body.text.length <= 4000 && p.body.thread_ts === "1799999999.000600")).toBe(true);
+    expect(posts.map((p) => p.body.text).join("")).toHaveLength(8500);
+  });
+
+  it("waits out a 429's Retry-After before posting again", async () => {
+    throttledChannels.add("C700");
+    await post(callback(message("C700", "throttled")));
+    const posts = await waitFor(() => postsTo("C700").length >= 2 && postsTo("C700"));
+    expect(posts[1].at - posts[0].at).toBeGreaterThanOrEqual(950);
+    const runId = contextFor("throttled")[0].run_id;
+    const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
+    expect(JSON.parse(failed.data_json)).toMatchObject({ status: 429, retry_after_ms: 1000, will_retry: true });
+  });
+
+  it("downloads a shared file with the bot token into an input artifact", async () => {
+    const file = { id: "F1", name: "report.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F1/report.pdf` };
+    await post(callback(message("C800", "see file", { subtype: "file_share", files: [file] })));
+    await waitFor(() => postsTo("C800").length > 0);
+    const download = fake.callsTo(/^\/files\/F1/)[0];
+    expect(download.headers.authorization).toBe(`Bearer ${BOT_TOKEN}`);
+    const [ref] = contextFor("see file")[0].input.attachments;
+    expect(ref).toMatchObject({ artifact_type: "file", mime_type: "application/pdf", name: "report.pdf", size_bytes: FILE.length });
+    expect(await host.r2Object(`artifacts/${ref.artifact_id}`)).toEqual(FILE);
+
+    // A file the host cannot fetch does not lose the message: it runs without it, the reason recorded.
+    const gone = { id: "F2", name: "gone.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F2/gone.pdf` };
+    const ev = callback(message("C850", "file gone", { subtype: "file_share", files: [gone] }));
+    expect((await post(ev)).status).toBe(200);
+    await waitFor(() => postsTo("C850").length > 0);
+    expect(contextFor("file gone")[0].input.attachments).toEqual([]);
+    const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`slack:${botId}:msg:C850:${ev.event.ts}`]);
+    expect(JSON.parse(row.metadata_json).attachments_unavailable).toMatch(/HTTP 404/);
+  });
+
+  it("records deletions, joins and bot messages without running them", async () => {
+    const before = runner.calls.length;
+    const deleted = callback({ type: "message", subtype: "message_deleted", channel: "C900", deleted_ts: "1800000000.000001", ts: "1800000005.000001", previous_message: { user: "U42", ts: "1800000000.000001", text: "oops" } });
+    const joined = callback({ type: "member_joined_channel", user: "U77", channel: "C900", channel_type: "C", inviter: "U42" });
+    const ours = callback(message("C900", "echo: from the bot", { bot_id: "B1", subtype: "bot_message" }));
+    for (const ev of [deleted, joined, ours]) expect((await post(ev)).status).toBe(200);
+    const rows = await host.query<{ event_type: string; source_event_type: string; actor_id: string | null }>("SELECT event_type, source_event_type, actor_id FROM event_log WHERE conversation_id = 'C900' ORDER BY seq");
+    expect(rows).toEqual([
+      { event_type: "message.recalled", source_event_type: "message.message_deleted", actor_id: "U42" },
+      { event_type: "group.member_joined", source_event_type: "member_joined_channel", actor_id: "U77" },
+      { event_type: "platform.unhandled", source_event_type: "message.bot_message", actor_id: null },
+    ]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(runner.calls.length).toBe(before);
+  });
+
+  it("keeps the bot token and signing secret out of every answer, record and log line", async () => {
+    await post(callback(message("C950", "forged")), { signature: "v0=deadbeef" });
+    const got = await host.admin("GET", `/v1/admin/bots/${botId}`);
+    answered.push(JSON.stringify(got.body));
+    expect(got.body.credential_fields).toEqual(["bot_token", "signing_secret"]);
+    const records = await host.query<{ row: string }>("SELECT data_json || metadata_json || COALESCE(input_json, '') AS row FROM event_log");
+    const raws = await Promise.all((await host.r2Keys("raw/")).map(async (k) => new TextDecoder().decode((await host.r2Object(k))!)));
+    expect(host.logs()).toMatch(/webhook refused/);
+    for (const secret of [BOT_TOKEN, SIGNING_SECRET, "legacy-verification-token"]) {
+      for (const text of [...answered, ...records.map((r) => r.row), ...raws, host.logs()]) expect(text).not.toContain(secret);
+    }
+  });
+});

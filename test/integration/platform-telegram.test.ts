@@ -1,0 +1,269 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
+const SECRET_TOKEN = "tg-secret-token-0123456789";
+const PHOTO = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4]);
+/** Chats whose first sendMessage the fake refuses with 429, and the retry_after (seconds) it asks. */
+const throttledChats = new Map<string, number>();
+/** A chat whose sendMessage fails with an error that (wrongly) echoes the token. */
+const LEAKY_CHAT = "-666";
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+let botId: string;
+let webhookUrl: string;
+let nextMessageId = 9000;
+/** Every body the host answered in this file, to look for secrets. */
+const answered: string[] = [];
+
+function telegramApi(call: PlatformCall): FakeReply {
+  const m = /^\/(file\/)?bot([^/]+)\/(.+)$/.exec(call.path);
+  if (!m || m[2] !== BOT_TOKEN) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
+  if (m[1]) return { bytes: PHOTO, headers: { "content-type": "image/jpeg" } };
+  const method = m[3];
+  const chat = String(call.body?.chat_id);
+  if (method === "sendMessage") {
+    if (chat === LEAKY_CHAT) return { status: 400, json: { ok: false, error_code: 400, description: `Bad Request: chat not found (bot ${BOT_TOKEN})` } };
+    const retryAfter = throttledChats.get(chat);
+    if (retryAfter !== undefined && throttledChats.delete(chat)) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } } };
+    return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(chat) }, text: call.body.text } } };
+  }
+  if (method === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
+  if (method === "getFile") return { json: { ok: true, result: { file_id: call.body.file_id, file_path: `photos/${call.body.file_id}.jpg` } } };
+  if (method === "setWebhook") return { json: { ok: true, result: true } };
+  return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(telegramApi);
+  runner = await startChatRunner("telegram-chat");
+  host = await startTestHost({ captureLogs: true });
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
+  expect(created.status).toBe(201);
+  answered.push(JSON.stringify(created.body));
+  botId = created.body.bot_id;
+  webhookUrl = created.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "tg-agent", scope: { type: "bot", id: botId }, eventTypes: ["message.received"] });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+let updateId = 1000;
+function update(chatId: string, message: Record<string, unknown>, id = ++updateId) {
+  return {
+    update_id: id,
+    message: { message_id: id * 10, date: Math.floor(Date.now() / 1000), chat: { id: Number(chatId), type: "supergroup", title: "Test group" }, from: { id: 42, is_bot: false, first_name: "Ada", username: "ada" }, ...message },
+  };
+}
+
+async function post(body: unknown, secret: string | null = SECRET_TOKEN) {
+  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", ...(secret === null ? {} : { "x-telegram-bot-api-secret-token": secret }) }, body: JSON.stringify(body) });
+  const text = await res.text();
+  answered.push(text);
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+const sendsTo = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat);
+const editsOf = (chat: string) => fake.callsTo(/\/editMessageText$/).filter((c) => String(c.body.chat_id) === chat);
+const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
+
+describe("Telegram: webhook in, reply out", () => {
+  it("runs a verified message and replies in its chat, quoting it; the context names the real surface", async () => {
+    const u = update("-100200", { text: "hello telegram" });
+    const res = await post(u);
+    expect(res).toEqual({ status: 200, body: { ok: true } });
+    const [send] = await waitFor(() => sendsTo("-100200").length > 0 && sendsTo("-100200"), 15_000, "the reply");
+    expect(send.body).toMatchObject({ chat_id: "-100200", text: "echo: hello telegram", reply_parameters: { message_id: u.message.message_id } });
+    expect(send.body.message_thread_id).toBeUndefined();
+
+    const [ctx] = contextFor("hello telegram");
+    expect(ctx.event).toMatchObject({ event_id: `telegram:${botId}:${u.update_id}`, event_type: "message.received", source: "telegram", source_event_type: "message" });
+    expect(ctx.trigger.source).toBe("platform");
+    expect(ctx.conversation).toMatchObject({ conversation_id: "-100200", thread_id: null, bot_id: botId, sender_id: "42" });
+    expect(ctx.actor).toMatchObject({ actor_type: "user", actor_id: "42", actor_name: "Ada" });
+    expect(ctx.delivery).toEqual({
+      surface: "telegram",
+      reply_target: { chat_id: "-100200", message_thread_id: null, reply_to_message_id: u.message.message_id },
+      supports_streaming: true,
+      supports_edit: true,
+      supports_reaction: false,
+      max_message_size: 4096,
+      platform_capabilities: { threads: "forum_topics", reply_quotes: true },
+    });
+    // The raw update is in R2, referenced, never inlined.
+    const raw = await host.r2Object(ctx.event.raw_ref);
+    expect(JSON.parse(new TextDecoder().decode(raw!))).toEqual(u);
+
+    // The delivery trail: attempted then succeeded, with the platform's message id.
+    const trail = await waitFor(async () => {
+      const rows = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [ctx.run_id]);
+      return rows.length >= 2 && rows;
+    });
+    expect(trail.map((r) => r.event_type)).toEqual(["delivery.attempted", "delivery.succeeded"]);
+    expect(JSON.parse(trail[1].data_json)).toMatchObject({ platform: "telegram", bot_id: botId, operation: "send", part: 1, attempt: 1, message_id: String(messageIdOf(send)) });
+  });
+
+  it("keeps a forum topic as the thread and replies into it", async () => {
+    await post(update("-100300", { text: "in a topic", message_thread_id: 77, is_topic_message: true }));
+    const [send] = await waitFor(() => sendsTo("-100300").length > 0 && sendsTo("-100300"));
+    expect(send.body).toMatchObject({ message_thread_id: 77, text: "echo: in a topic" });
+    expect(contextFor("in a topic")[0].conversation).toMatchObject({ conversation_id: "-100300", thread_id: "77" });
+  });
+
+  it("refuses a wrong or missing secret token with 401 and runs nothing", async () => {
+    const before = runner.calls.length;
+    const wrong = await post(update("-100400", { text: "forged" }), "not-the-secret");
+    const missing = await post(update("-100400", { text: "forged" }), null);
+    for (const res of [wrong, missing]) {
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe("unauthorized");
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    expect(runner.calls.length).toBe(before);
+    expect(await host.query("SELECT 1 FROM event_log WHERE conversation_id = '-100400'")).toEqual([]);
+  });
+
+  it("answers an unknown bot with 404", async () => {
+    const res = await fetch(webhookUrl.replace(botId, "bot_nope"), { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: "{}" });
+    expect(res.status).toBe(404);
+  });
+
+  it("never runs a redelivered update twice, however late", async () => {
+    const u = update("-100500", { text: "only once" });
+    await post(u);
+    await waitFor(() => sendsTo("-100500").length > 0);
+    expect((await post(u)).status).toBe(200);
+    expect((await post(u)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(contextFor("only once")).toHaveLength(1);
+    expect(sendsTo("-100500")).toHaveLength(1);
+    const rows = await host.query("SELECT event_id FROM event_log WHERE event_id = ?", [`telegram:${botId}:${u.update_id}`]);
+    expect(rows).toHaveLength(1);
+  });
+
+  it("streams a reply into one message, edited at most once a second, ending exactly on the final text", async () => {
+    await post(update("-100600", { text: "stream one two three four five six" }));
+    const final = "one two three four five six";
+    await waitFor(() => editsOf("-100600").some((c) => c.body.text === final), 15_000, "the final edit");
+    const [send] = sendsTo("-100600");
+    expect(sendsTo("-100600")).toHaveLength(1);
+    expect(final.startsWith(send.body.text)).toBe(true);
+    const edits = editsOf("-100600");
+    expect(edits.every((e) => e.body.message_id === messageIdOf(send))).toBe(true);
+    expect(edits.at(-1)!.body.text).toBe(final);
+    // The send and every edit of the message are at least the interval apart (small clock tolerance).
+    for (const gap of gapsBetween([send.at, ...edits.map((e) => e.at)])) expect(gap).toBeGreaterThanOrEqual(950);
+    // Six deltas over ~1.5 s: far fewer edits than deltas.
+    expect(edits.length).toBeLessThanOrEqual(3);
+  });
+
+  it("splits a long reply at 4096 characters, every part in the chat, only the first quoting", async () => {
+    await post(update("-100700", { text: "long 9000" }));
+    const sends = await waitFor(() => sendsTo("-100700").length >= 3 && sendsTo("-100700"));
+    expect(sends.every((s) => s.body.text.length <= 4096)).toBe(true);
+    expect(sends.map((s) => s.body.text).join("")).toHaveLength(9000);
+    expect(sends[0].body.reply_parameters).toBeDefined();
+    expect(sends.slice(1).every((s) => s.body.reply_parameters === undefined)).toBe(true);
+  });
+
+  it("retries a 429 after the retry_after Telegram asks for, and records both attempts", async () => {
+    throttledChats.set("-100800", 1);
+    await post(update("-100800", { text: "rate limited" }));
+    const sends = await waitFor(() => sendsTo("-100800").length >= 2 && sendsTo("-100800"));
+    expect(sends[1].at - sends[0].at).toBeGreaterThanOrEqual(950);
+    const runId = contextFor("rate limited")[0].run_id;
+    const rows = await waitFor(async () => {
+      const r = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
+      return r.length >= 4 && r;
+    });
+    expect(rows.map((r) => r.event_type)).toEqual(["delivery.attempted", "delivery.failed", "delivery.attempted", "delivery.succeeded"]);
+    expect(JSON.parse(rows[1].data_json)).toMatchObject({ status: 429, code: "rate_limited", retry_after_ms: 1000, will_retry: true, attempt: 1 });
+    expect(JSON.parse(rows[3].data_json)).toMatchObject({ attempt: 2 });
+    expect((await host.waitForRun(runId)).status).toBe("completed");
+  });
+
+  it("a reply waiting out a rate limit holds neither its run nor the conversation's next run", async () => {
+    throttledChats.set("-101200", 2);
+    await post(update("-101200", { text: "first" }));
+    const [refused] = await waitFor(() => sendsTo("-101200").length > 0 && sendsTo("-101200"));
+    expect(refused.reply?.status).toBe(429);
+    // The run's status was final before its reply was even tried.
+    const first = contextFor("first")[0].run_id;
+    expect((await host.admin("GET", `/v1/runs/${first}`)).body.status).toBe("completed");
+    await post(update("-101200", { text: "second" }));
+    const sends = await waitFor(() => sendsTo("-101200").length >= 3 && sendsTo("-101200"), 15_000, "both replies");
+    // The second run answered while the first reply still waited for its retry.
+    expect(sends.map((c) => c.body.text)).toEqual(["echo: first", "echo: second", "echo: first"]);
+    expect(sends[2].at - sends[0].at).toBeGreaterThanOrEqual(1950);
+  });
+
+  it("downloads a photo into R2 as an input artifact the runner gets by reference", async () => {
+    await post(update("-100900", { caption: "look", photo: [{ file_id: "small", width: 90, height: 90 }, { file_id: "big", width: 800, height: 800 }] }));
+    await waitFor(() => sendsTo("-100900").length > 0);
+    expect(fake.callsTo(/\/getFile$/).map((c) => c.body.file_id)).toContain("big");
+    const [ctx] = contextFor("look");
+    expect(ctx.input.attachments).toHaveLength(1);
+    const [ref] = ctx.input.attachments;
+    expect(ref).toMatchObject({ artifact_type: "image", mime_type: "image/jpeg", size_bytes: PHOTO.length });
+    expect(ctx.input.contents).toEqual([{ type: "text", text: "look" }, { type: "image", artifact_id: ref.artifact_id }]);
+    expect(await host.r2Object(`artifacts/${ref.artifact_id}`)).toEqual(PHOTO);
+  });
+
+  it("records joins as group.member_joined and other updates as unhandled, acknowledging both", async () => {
+    const joined = update("-101000", { new_chat_members: [{ id: 7, is_bot: false, first_name: "Bob" }, { id: 8, is_bot: false, first_name: "Cy" }] });
+    expect((await post(joined)).status).toBe(200);
+    const rows = await host.query<{ event_type: string; actor_id: string; source_event_type: string }>("SELECT event_type, actor_id, source_event_type FROM event_log WHERE conversation_id = '-101000' ORDER BY seq");
+    expect(rows).toEqual([
+      { event_type: "group.member_joined", actor_id: "7", source_event_type: "new_chat_members" },
+      { event_type: "group.member_joined", actor_id: "8", source_event_type: "new_chat_members" },
+    ]);
+    const callback = { update_id: ++updateId, callback_query: { id: "cb1", from: { id: 42, first_name: "Ada" }, data: "x" } };
+    expect(await post(callback)).toEqual({ status: 200, body: { ok: true } });
+    const [row] = await host.query<{ event_type: string; source_event_type: string; raw_ref: string }>("SELECT event_type, source_event_type, raw_ref FROM event_log WHERE event_id = ?", [`telegram:${botId}:${callback.update_id}`]);
+    expect(row).toMatchObject({ event_type: "platform.unhandled", source_event_type: "callback_query" });
+    expect(row.raw_ref).toMatch(/^raw\/telegram\//);
+    // Verified but unreadable (no update_id): still recorded and acknowledged, so Telegram does not retry it forever.
+    expect(await post({ something: "else" })).toEqual({ status: 200, body: { ok: true } });
+    const odd = await host.query("SELECT 1 FROM event_log WHERE event_type = 'platform.unhandled' AND source_event_type = 'unknown' AND bot_id = ?", [botId]);
+    expect(odd).toHaveLength(1);
+  });
+
+  it("sets the webhook with the secret token through the admin API", async () => {
+    const res = await host.admin("POST", `/v1/admin/bots/${botId}/webhook`);
+    answered.push(JSON.stringify(res.body));
+    expect(res).toEqual({ status: 200, body: { bot_id: botId, webhook_url: webhookUrl, registered: true } });
+    const [call] = fake.callsTo(/\/setWebhook$/);
+    expect(call.body).toEqual({ url: webhookUrl, secret_token: SECRET_TOKEN });
+  });
+
+  it("keeps the bot token and secret token out of every answer, record and log line", async () => {
+    // A failure whose platform message echoes the token, and a refused webhook (logged), happen here too.
+    await post(update(LEAKY_CHAT, { text: "leak?" }));
+    await post(update("-101100", { text: "forged" }), "wrong");
+    const runId = await waitFor(() => contextFor("leak?")[0]?.run_id);
+    const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
+    expect(JSON.parse(failed.data_json)).toMatchObject({ status: 400, will_retry: false, error: "Bad Request: chat not found (bot [redacted])" });
+    // A delivery that fails for good leaves the run as it ended.
+    expect((await host.waitForRun(runId)).status).toBe("completed");
+    const got = await host.admin("GET", `/v1/admin/bots/${botId}`);
+    const list = await host.admin("GET", "/v1/admin/bots");
+    answered.push(JSON.stringify(got.body), JSON.stringify(list.body));
+    expect(got.body.credential_fields).toEqual(["bot_token", "secret_token"]);
+
+    const records = await host.query<{ row: string }>("SELECT data_json || metadata_json || COALESCE(input_json, '') AS row FROM event_log");
+    const raws = await Promise.all((await host.r2Keys("raw/")).map(async (k) => new TextDecoder().decode((await host.r2Object(k))!)));
+    expect(host.logs()).toMatch(/webhook refused/);
+    for (const secret of [BOT_TOKEN, SECRET_TOKEN]) {
+      for (const text of [...answered, ...records.map((r) => r.row), ...raws, host.logs()]) expect(text).not.toContain(secret);
+    }
+  });
+});
+
+/** The message id the fake gave a send. */
+const messageIdOf = (send: PlatformCall) => (send.reply?.json as any)?.result?.message_id;

@@ -1,0 +1,120 @@
+import { createCipheriv, createHash, createHmac, randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { retryDelay } from "../../src/delivery/retry";
+import { contentOf, normalizeLarkPayload } from "../../src/platforms/lark/normalize";
+import { decryptLarkBody, openLarkRequest } from "../../src/platforms/lark/verify";
+import { scrubSecrets, withoutPaths } from "../../src/platforms/redact";
+import { normalizeEnvelope } from "../../src/platforms/slack/normalize";
+import { verifySlackSignature } from "../../src/platforms/slack/verify";
+import { splitMessage } from "../../src/platforms/split";
+import { normalizeUpdate } from "../../src/platforms/telegram/normalize";
+import { normalizeInteraction } from "../../src/platforms/discord/normalize";
+
+describe("splitMessage", () => {
+  it("keeps short text whole and joins back to the original", () => {
+    expect(splitMessage("hello", 10)).toEqual(["hello"]);
+    expect(splitMessage("", 10)).toEqual([""]);
+    const text = "alpha beta gamma delta epsilon zeta eta theta";
+    const parts = splitMessage(text, 12);
+    expect(parts.join("")).toBe(text);
+    expect(parts.every((p) => p.length <= 12)).toBe(true);
+  });
+
+  it("prefers a line break, then a space, in the second half of a part; else cuts hard", () => {
+    expect(splitMessage("aaaaaa\nbbbbbbbbb", 10)).toEqual(["aaaaaa\n", "bbbbbbbbb"]);
+    expect(splitMessage("aaaaaaa bbbbbbbbb", 10)).toEqual(["aaaaaaa ", "bbbbbbbbb"]);
+    expect(splitMessage("a bbbbbbbbbbbbbbbbbb", 10)).toEqual(["a bbbbbbbb", "bbbbbbbbbb"]);
+  });
+
+  it("never cuts a surrogate pair", () => {
+    const text = "x".repeat(9) + "😀" + "y".repeat(5);
+    const parts = splitMessage(text, 10);
+    expect(parts[0]).toBe("x".repeat(9));
+    expect(parts.join("")).toBe(text);
+  });
+
+  it("splits a growing text the same way: earlier parts stay stable once full", () => {
+    const full = "word ".repeat(40);
+    const early = splitMessage(full.slice(0, 130), 50);
+    const late = splitMessage(full, 50);
+    expect(late.slice(0, early.length - 1)).toEqual(early.slice(0, -1));
+  });
+});
+
+describe("retryDelay", () => {
+  const policy = { maxAttempts: 4, baseMs: 500, maxRetryAfterMs: 60_000 };
+  it("waits what a rate limit asks, backs off on transient errors, gives up on permanent ones and at the bound", () => {
+    expect(retryDelay(policy, { kind: "rate_limited", status: 429, code: "x", message: "", retryAfterMs: 3000 }, 1)).toBe(3000);
+    expect(retryDelay(policy, { kind: "rate_limited", status: 429, code: "x", message: "" }, 2)).toBe(1000);
+    expect(retryDelay(policy, { kind: "transient", status: 502, code: "x", message: "" }, 3)).toBe(2000);
+    expect(retryDelay(policy, { kind: "permanent", status: 400, code: "x", message: "" }, 1)).toBeNull();
+    expect(retryDelay(policy, { kind: "transient", status: 502, code: "x", message: "" }, 4)).toBeNull();
+    expect(retryDelay(policy, { kind: "rate_limited", status: 429, code: "x", message: "", retryAfterMs: 120_000 }, 1)).toBeNull();
+  });
+});
+
+describe("Slack signatures", () => {
+  const secret = "signing-secret-0123456789";
+  const body = '{"type":"event_callback"}';
+  const headers = (ts: number, sig?: string) => new Headers({ "x-slack-request-timestamp": String(ts), "x-slack-signature": sig ?? `v0=${createHmac("sha256", secret).update(`v0:${ts}:${body}`).digest("hex")}` });
+  it("accepts a fresh, correct signature and refuses stale or wrong ones", async () => {
+    const now = Date.now();
+    const ts = Math.floor(now / 1000);
+    await expect(verifySlackSignature(headers(ts), body, secret, now)).resolves.toBeUndefined();
+    await expect(verifySlackSignature(headers(ts - 301), body, secret, now)).rejects.toMatchObject({ status: 401 });
+    await expect(verifySlackSignature(headers(ts + 301), body, secret, now)).rejects.toMatchObject({ status: 401 });
+    await expect(verifySlackSignature(headers(ts, "v0=00"), body, secret, now)).rejects.toMatchObject({ status: 401 });
+    await expect(verifySlackSignature(headers(ts), `${body} `, secret, now)).rejects.toMatchObject({ status: 401 });
+  });
+});
+
+describe("Lark encryption", () => {
+  const key = "encrypt-key-123";
+  const encrypt = (text: string) => {
+    const iv = randomBytes(16);
+    const c = createCipheriv("aes-256-cbc", createHash("sha256").update(key).digest(), iv);
+    return Buffer.concat([iv, c.update(text, "utf8"), c.final()]).toString("base64");
+  };
+  it("decrypts AES-256-CBC with key SHA-256(encrypt key) and the IV in front", async () => {
+    expect(await decryptLarkBody(key, encrypt('{"hi":"飞书"}'))).toBe('{"hi":"飞书"}');
+    await expect(decryptLarkBody("other-key", encrypt('{"hi":1}'))).rejects.toBeDefined();
+  });
+
+  it("checks the verification token in plain mode", async () => {
+    const body = JSON.stringify({ type: "url_verification", token: "vt", challenge: "c" });
+    await expect(openLarkRequest(new Headers(), body, { verification_token: "vt" })).resolves.toMatchObject({ challenge: "c" });
+    await expect(openLarkRequest(new Headers(), body, { verification_token: "other" })).rejects.toMatchObject({ status: 401 });
+  });
+});
+
+describe("normalisation", () => {
+  it("Telegram: a topic message, its thread and reply target", () => {
+    const [ev] = normalizeUpdate({ update_id: 5, message: { message_id: 9, date: 1, chat: { id: -1, type: "supergroup" }, from: { id: 2, first_name: "A" }, text: "hi", message_thread_id: 3, is_topic_message: true } });
+    expect(ev).toMatchObject({ key: "5", eventType: "message.received", conversationId: "-1", threadId: "3", replyTarget: { platform: "telegram", chatId: "-1", messageThreadId: 3, replyToMessageId: 9 } });
+  });
+
+  it("Slack: message keyed by channel and ts, bot messages unhandled", () => {
+    const env = (event: Record<string, unknown>) => ({ type: "event_callback", event_id: "Ev1", event: { type: "message", ...event } });
+    expect(normalizeEnvelope(env({ channel: "C", ts: "1.2", user: "U", text: "x" }), "k")[0]).toMatchObject({ key: "msg:C:1.2", eventType: "message.received" });
+    expect(normalizeEnvelope(env({ channel: "C", ts: "1.3", bot_id: "B", text: "x" }), "k")[0]).toMatchObject({ key: "Ev1", eventType: null });
+  });
+
+  it("Lark: text, rich text and file contents", () => {
+    expect(contentOf("text", '{"text":"hi"}')).toEqual({ text: "hi", files: [] });
+    expect(contentOf("post", JSON.stringify({ zh_cn: { title: "T", content: [[{ tag: "text", text: "a" }, { tag: "img", image_key: "k" }]] } }))).toEqual({ text: "T\na", files: [{ ref: "image:k", artifactType: "image" }] });
+    expect(contentOf("file", '{"file_key":"f","file_name":"n.pdf"}').files).toEqual([{ ref: "file:f", name: "n.pdf", artifactType: "file" }]);
+    expect(normalizeLarkPayload({ uuid: "u1", type: "event_callback", event: { type: "message" } }, "k")[0]).toMatchObject({ key: "u1", eventType: null });
+  });
+
+  it("Discord: the option values are the text; a subcommand path is kept", () => {
+    const [ev] = normalizeInteraction({ id: "1", type: 2, token: "t", channel_id: "C", data: { name: "ai", options: [{ name: "ask", type: 1, options: [{ name: "q", type: 3, value: "why?" }] }] } });
+    expect(ev).toMatchObject({ text: "why?", data: { command: { name: "ai", path: ["ask"], options: { q: "why?" } } } });
+  });
+});
+
+describe("redaction", () => {
+  it("removes secret fields by path and scrubs credential values from text", () => {
+    expect(withoutPaths({ token: "t", header: { token: "t", id: 1 }, a: 1 }, [["token"], ["header", "token"]])).toEqual({ header: { id: 1 }, a: 1 });
+    expect(scrubSecrets("bad bot 123:abcdef in url", { bot_token: "123:abcdef", short: "ab" })).toBe("bad bot [redacted] in url");
+  });
+});
