@@ -22,6 +22,6 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   const db = dbOf(env);
   const limits = { batchSize: config.RETENTION_BATCH_SIZE, maxBatches: config.RETENTION_MAX_BATCHES };
   const artifacts = await deleteExpiredArtifacts(db, env.ARTIFACTS, now, { ...limits, batchSize: Math.min(limits.batchSize, R2_DELETE_MAX_KEYS) });
-  const history = config.RETENTION_DAYS === undefined ? { eventLog: 0, transcript: 0 } : await deleteOldHistory(db, now - config.RETENTION_DAYS * DAY_MS, limits);
+  const history = config.RETENTION_DAYS === undefined ? { eventLog: 0, transcript: 0 } : await deleteOldHistory(db, env.ARTIFACTS, now - config.RETENTION_DAYS * DAY_MS, limits);
   return { artifacts, ...history };
 }
