@@ -18,6 +18,7 @@ import { loadResourceDescriptors } from "../src/resources/grants";
 import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
 import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement, hostRecordInsert } from "../src/stores/event-log";
+import { run } from "../src/db/schema";
 import { runsStore, type RunOutcome } from "../src/stores/runs";
 import { RunSession } from "./run-session";
 import { runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
@@ -28,6 +29,8 @@ const ALARM_BUDGET_MS = 14 * 60_000;
 /** Watchdog margin past a run's deadline before its alarm declares the session lost. */
 const WATCHDOG_GRACE_MS = 5_000;
 const REPLAY_PAGE = 500;
+/** How long a run that failed to start waits before the next attempt (the database was unreachable). */
+const RETRY_PAUSE_MS = 5_000;
 
 const START_RULE: Record<ConcurrencyStrategy, StartRule> = {
   steer: "after-all",
@@ -53,8 +56,10 @@ export interface DispatchResult {
  */
 export class ConversationDO extends DurableObject<Env> {
   private readonly sessions = new Map<string, RunSession>();
-  /** Runs this instance executes, from the moment they are started. */
-  private readonly active = new Map<string, Promise<void>>();
+  /** Runs this instance executes, from the moment they are started: cancel and interrupt reach them through `abort`. */
+  private readonly active = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Dispatches whose decision is still being recorded: a repeat of the same run waits for the first. */
+  private readonly deciding = new Map<string, Promise<DispatchResult>>();
   private readonly live = new LiveHub();
   private readonly steering = new SteeringQueue(this.ctx.storage);
   private scheduling = false;
@@ -71,6 +76,15 @@ export class ConversationDO extends DurableObject<Env> {
    * Idempotent by run id.
    */
   async dispatch(job: RunJob): Promise<DispatchResult> {
+    // A redelivery can arrive while a steer or reject decision awaits libSQL (the input gate is open then).
+    const pending = this.deciding.get(job.runId);
+    if (pending) return pending;
+    const decided = this.decide(job).finally(() => this.deciding.delete(job.runId));
+    this.deciding.set(job.runId, decided);
+    return decided;
+  }
+
+  private async decide(job: RunJob): Promise<DispatchResult> {
     const key = runKey(job);
     const table = await this.table();
     const now = Date.now();
@@ -80,11 +94,11 @@ export class ConversationDO extends DurableObject<Env> {
     const strategy = strategyOf(job);
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
-        const target = steeringTarget(table, now, this.isActive);
+        const target = steeringTarget(table, now, this.isActive, job.agent.agentId);
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, target.job, now);
       }
       if (strategy === "reject") return this.reject(job);
-      if (strategy === "interrupt") this.interruptActive();
+      if (strategy === "interrupt") await this.interruptActive(table);
     }
     const stored: StoredRun = { job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0) };
     // Not awaited: the output gate holds the reply until the write is durable.
@@ -109,12 +123,14 @@ export class ConversationDO extends DurableObject<Env> {
         }
         const table = await this.table();
         const now = Date.now();
-        const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS > ALARM_BUDGET_MS;
+        // A run started now must end, and its reply settle, within this invocation's wall time.
+        const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS + config.DELIVERY_SETTLE_TIMEOUT_MS > ALARM_BUDGET_MS;
         if (!outOfBudget) for (const [key, run] of startable(table, now, this.isActive)) this.start(key, run);
         if (this.active.size === 0 && this.delivering.size === 0) {
           if (table.length === 0) return await this.ctx.storage.deleteAlarm();
           // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
-          return await this.ctx.storage.setAlarm(outOfBudget ? now : Math.min(...table.map(([, r]) => r.notBefore)));
+          const debounced = table.map(([, r]) => r.notBefore).filter((t) => t > now);
+          return await this.ctx.storage.setAlarm(outOfBudget || !debounced.length ? now : Math.min(...debounced));
         }
         await this.armWatchdog();
         await this.nextChange(table, now);
@@ -129,7 +145,8 @@ export class ConversationDO extends DurableObject<Env> {
   async hostApi(runId: string, token: string, body: unknown): Promise<HostApiReply> {
     const session = this.sessions.get(runId);
     const valid = session ? await session.verify(token) : false;
-    if (!session || !valid) return { status: 401, json: JSON.stringify(invalidToken().toBody()) };
+    // A cancelled or interrupted run is over for its runner even while its stream unwinds.
+    if (!session || !valid || session.abort.signal.aborted) return { status: 401, json: JSON.stringify(invalidToken().toBody()) };
     const db = dbOf(this.env);
     return handleHostApiCall(
       {
@@ -171,19 +188,25 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** Operator cancel: aborts an active run, or drops a queued one. */
   async cancel(runId: string): Promise<{ cancelled: boolean }> {
-    const session = this.sessions.get(runId);
-    if (session) {
-      session.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
+    const active = this.active.get(runId);
+    if (active) {
+      // Also reaches a run still starting: it sees the abort before calling its runner.
+      active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
       return { cancelled: true };
     }
     const entry = (await this.table()).find(([, r]) => r.job.runId === runId);
-    if (!entry || this.isActive(runId)) return { cancelled: false };
-    await this.ctx.storage.delete(entry[0]);
-    await runsStore(dbOf(this.env)).finishStatement(runId, { status: "cancelled", errorCode: "cancelled", errorMessage: "run cancelled before it started", resultCount: 0 }).run();
-    await this.dropUnpulled(entry[1].job);
-    this.live.end(runId, "cancelled");
-    this.kick();
+    if (!entry) return { cancelled: false };
+    await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started");
     return { cancelled: true };
+  }
+
+  /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. */
+  private async cancelQueued(key: string, job: RunJob, reason: string): Promise<void> {
+    await runsStore(dbOf(this.env)).finishStatement(job.runId, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 }).run();
+    await this.ctx.storage.delete(key);
+    await this.dropUnpulled(job);
+    this.live.end(job.runId, "cancelled");
+    this.kick();
   }
 
   private async table(): Promise<RunTable> {
@@ -219,16 +242,19 @@ export class ConversationDO extends DurableObject<Env> {
 
   private start(key: string, stored: StoredRun): void {
     const runId = stored.job.runId;
-    const done = this.runOne(key, stored).finally(() => {
+    const abort = new AbortController();
+    const done = this.runOne(key, stored, abort).finally(() => {
       this.active.delete(runId);
       this.kick();
     });
-    this.active.set(runId, done);
+    this.active.set(runId, { abort, done });
   }
 
-  private interruptActive(): void {
-    for (const session of this.sessions.values()) {
-      session.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
+  /** Interrupt: the active runs end cancelled, and older interrupting runs still waiting are superseded. */
+  private async interruptActive(table: RunTable): Promise<void> {
+    for (const run of this.active.values()) run.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
+    for (const [key, run] of table) {
+      if (run.state === "queued" && run.start === "after-running" && !this.isActive(run.job.runId)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
     }
   }
 
@@ -259,31 +285,44 @@ export class ConversationDO extends DurableObject<Env> {
 
   private steeringPort(run: RunJob): SteeringPort {
     return {
-      pull: async (mode, limit) => {
-        const items = await this.steering.peek(run.runId, mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP));
-        const db = dbOf(this.env);
-        await writeAll(db, items.map(([, item]) => steeringOutcomeInsert(db, "injected", item, run)));
-        await this.steering.remove(items.map(([k]) => k));
-        return items.map(([, item]) => item);
-      },
+      pull: async (mode, limit) => (await this.takeSteering(run, "injected", mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP))).map(([, item]) => item),
     };
   }
 
   /** Claimed messages the run never pulled: one `steering.dropped` record each. */
   private async dropUnpulled(run: RunJob): Promise<void> {
-    const items = await this.steering.peek(run.runId);
-    if (!items.length) return;
-    const db = dbOf(this.env);
-    await writeAll(db, items.map(([, item]) => steeringOutcomeInsert(db, "dropped", item, run)));
-    await this.steering.remove(items.map(([k]) => k));
+    await this.takeSteering(run, "dropped");
   }
 
-  private async runOne(key: string, stored: StoredRun): Promise<void> {
+  /**
+   * Take items off a run's queue and record what became of them. They leave
+   * the queue before the libSQL write (storage calls do not open the input
+   * gate, the write does), so a concurrent pull or drop never sees them too;
+   * they are put back if the write fails.
+   */
+  private async takeSteering(run: RunJob, outcome: "injected" | "dropped", limit?: number) {
+    const items = await this.steering.peek(run.runId, limit);
+    if (!items.length) return items;
+    await this.steering.remove(items.map(([k]) => k));
+    const db = dbOf(this.env);
+    try {
+      await writeAll(db, items.map(([, item]) => steeringOutcomeInsert(db, outcome, item, run)));
+    } catch (err) {
+      await this.steering.restore(items);
+      throw err;
+    }
+    return items;
+  }
+
+  private async runOne(key: string, stored: StoredRun, abort: AbortController): Promise<void> {
     const { job } = stored;
     const db = dbOf(this.env);
     const config = configOf(this.env);
     const deadlineAt = Date.now() + config.RUN_DEADLINE_MS;
+    // From the start: a database call that hangs while the run starts is bounded too.
+    const timer = setTimeout(() => abort.abort(new RunnerCallError("deadline_exceeded", `run exceeded its deadline of ${config.RUN_DEADLINE_MS} ms`)), config.RUN_DEADLINE_MS);
     let status = "failed";
+    let recorded = true;
     let delivery: DeliverySession | null = null;
     try {
       const snapshot = await freezeSnapshot(job, deadlineAt, await loadResourceDescriptors(db, job.agent.resourcePolicy));
@@ -304,13 +343,11 @@ export class ConversationDO extends DurableObject<Env> {
       // Chat platform events: the reply follows the ledger as it is written (null otherwise).
       delivery = DeliverySession.open({ db, config }, job);
       const token = randomToken();
-      const abort = new AbortController();
       const session = new RunSession(job, snapshot, await sha256Hex(token), abort);
       this.sessions.set(job.runId, session);
       void this.armWatchdog({ allowUnconfirmed: true });
-      const timer = setTimeout(() => abort.abort(new RunnerCallError("deadline_exceeded", `run exceeded its deadline of ${config.RUN_DEADLINE_MS} ms`)), deadlineAt - Date.now());
-      try {
-        const outcome = await executeRun({
+      // A run cancelled while starting reaches executeRun aborted: its runner is never called.
+      const outcome = await executeRun({
           db,
           artifacts: this.env.ARTIFACTS,
           config,
@@ -323,20 +360,26 @@ export class ConversationDO extends DurableObject<Env> {
             this.live.publish(job.runId, entries);
             delivery?.feed(entries);
           },
-          ledgerSequence: session.ledgerSequence,
-        });
-        status = outcome.status;
-      } finally {
-        clearTimeout(timer);
-      }
+        ledgerSequence: session.ledgerSequence,
+      });
+      status = outcome.status;
     } catch (err) {
       // Only host-side failures reach here (the database refused a write the run needs).
       console.error(`run ${job.runId}: host failure: ${(err as Error).message}`);
-      await this.endWithoutSession(job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).catch(() => undefined);
+      recorded = await this.endWithoutSession(job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).then(
+        () => true,
+        () => false,
+      );
     } finally {
+      clearTimeout(timer);
+      // Host API calls still in flight (a model stream, a tool call) end with the run.
+      if (!abort.signal.aborted) abort.abort(new RunnerCallError("cancelled", "the run has ended"));
       // Unregister first so no pull races the drop; delete the entry so no new claim targets this run.
       this.sessions.delete(job.runId);
-      await this.ctx.storage.delete(key);
+      // Unrecorded, the entry stays: as "running" the scheduler finds it as an orphan and retries the
+      // terminal write; as "queued" (it failed while starting) it is tried again after a pause.
+      if (recorded) await this.ctx.storage.delete(key);
+      else if ((await this.ctx.storage.get<StoredRun>(key))?.state !== "running") await this.ctx.storage.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
       await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       this.live.end(job.runId, status);
       // The run is over in every sense (status written, token void); its reply may still be on the wire.
@@ -362,19 +405,20 @@ export class ConversationDO extends DurableObject<Env> {
     });
     await this.ctx.storage.delete(key);
     await this.dropUnpulled(job);
+    this.live.end(job.runId, (await runsStore(dbOf(this.env)).get(job.runId))?.status ?? "failed");
   }
 
+  /** Ends a run the host must close itself; the run.failed record only when this write is what ended it. */
   private async endWithoutSession(job: RunJob, outcome: RunOutcome): Promise<void> {
     const db = dbOf(this.env);
-    await db.batch([
-      runsStore(db).finishStatement(job.runId, outcome),
-      hostRecordInsert(db, {
-        eventType: "run.failed",
-        conversationKey: job.conversationKey,
-        conversationId: job.conversation.conversation_id,
-        runId: job.runId,
-        data: { run_id: job.runId, runner_id: job.runner.runnerId, code: outcome.errorCode, error: outcome.errorMessage },
-      }),
-    ]);
+    const ended = await runsStore(db).finishStatement(job.runId, outcome).returning({ runId: run.runId });
+    if (!ended.length) return;
+    await hostRecordInsert(db, {
+      eventType: "run.failed",
+      conversationKey: job.conversationKey,
+      conversationId: job.conversation.conversation_id,
+      runId: job.runId,
+      data: { run_id: job.runId, runner_id: job.runner.runnerId, code: outcome.errorCode, error: outcome.errorMessage },
+    }).run();
   }
 }

@@ -30,35 +30,41 @@ export function strategyOf(job: RunJob): ConcurrencyStrategy {
 
 const canSteer = (job: RunJob) => job.runner.capabilities.steering === true;
 
-/** Whether the run at `index` may start now, ignoring its debounce. */
-function ready(table: RunTable, index: number, running: (runId: string) => boolean): boolean {
-  const [, run] = table[index];
-  if (run.state !== "queued" || running(run.job.runId)) return false;
-  switch (run.start) {
-    case "now":
-      return true;
-    case "after-running":
-      return !table.some(([, r]) => running(r.job.runId));
-    case "after-all":
-      return index === 0;
-  }
-}
-
-/** The runs that may start now, in arrival order. `running` says which runs this instance executes. */
+/**
+ * The runs that may start now, in arrival order. `running` says which runs
+ * this instance executes. One pass in arrival order, where each run chosen
+ * counts as running for the ones after it, so two runs that must take turns
+ * never start together.
+ */
 export function startable(table: RunTable, now: number, running: (runId: string) => boolean): [string, StoredRun][] {
   const out: [string, StoredRun][] = [];
-  table.forEach(([key, run], i) => {
-    if (run.notBefore <= now && ready(table, i, running)) out.push([key, run]);
+  let anyRunning = table.some(([, r]) => running(r.job.runId));
+  table.forEach(([key, run], index) => {
+    if (run.state !== "queued" || running(run.job.runId) || run.notBefore > now) return;
+    const ready = run.start === "now" || (!anyRunning && (run.start === "after-running" || index === 0));
+    if (!ready) return;
+    out.push([key, run]);
+    if (run.start !== "now") anyRunning = true;
   });
   return out;
 }
 
+/** Whether a queued run would start at once were its debounce over (it waits for no other run). */
+function waitsOnlyForTime(table: RunTable, index: number, running: (runId: string) => boolean): boolean {
+  const [, run] = table[index];
+  if (run.state !== "queued" || running(run.job.runId)) return false;
+  const anyRunning = table.some(([, r]) => running(r.job.runId));
+  return run.start === "now" || (!anyRunning && (run.start === "after-running" || index === 0));
+}
+
 /**
- * The run a new message is claimed by (PROTOCOL §10): the oldest active run,
- * counting a run still in its debounce window as active, if its runner steers.
+ * The run a new message is claimed by (PROTOCOL §10): the oldest active run
+ * of the same agent, counting a run still in its debounce window as active,
+ * if its runner steers. Another agent's run never receives the message: one
+ * event, one binding.
  */
-export function steeringTarget(table: RunTable, now: number, running: (runId: string) => boolean): StoredRun | undefined {
-  const active = table.find(([, r], i) => running(r.job.runId) || (r.notBefore > now && ready(table, i, running)));
-  return active && canSteer(active[1].job) ? active[1] : undefined;
+export function steeringTarget(table: RunTable, now: number, running: (runId: string) => boolean, agentId: string): StoredRun | undefined {
+  const active = table.find(([, r], i) => running(r.job.runId) || (r.notBefore > now && waitsOnlyForTime(table, i, running)));
+  return active && canSteer(active[1].job) && active[1].job.agent.agentId === agentId ? active[1] : undefined;
 }
 

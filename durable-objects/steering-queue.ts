@@ -31,6 +31,11 @@ export class SteeringQueue {
     return this.storage.delete(keys);
   }
 
+  /** Put taken items back under their own keys (claim order is kept). */
+  restore(items: [string, SteeringInputItem][]): Promise<void> {
+    return this.storage.put(Object.fromEntries(items));
+  }
+
   /** Oldest first, at most `limit`. */
   async peek(runId: string, limit?: number): Promise<[string, SteeringInputItem][]> {
     const items = await this.storage.list<SteeringInputItem>({ prefix: prefixOf(runId), limit });

@@ -29,12 +29,15 @@ export interface AuthorizationSnapshot {
   deadlineAt: number;
 }
 
+const OPT_IN_GROUPS: ReadonlySet<string> = new Set(["storage"]);
+
 /** manifest.permissions ∩ agent.resource_policy.allow (an omitted group keeps the manifest's request). */
 export function effectivePermissions(manifest: Permissions, allow: Permissions | undefined): Permissions {
   const out: Record<string, string[]> = {};
   for (const group of PERMISSION_GROUPS) {
     const asked: readonly string[] = manifest[group] ?? [];
-    const granted = allow?.[group];
+    // Storage areas are shared (a whole runner service, a whole workspace): granted only when the agent says so (§9).
+    const granted = allow?.[group] ?? (OPT_IN_GROUPS.has(group) ? [] : undefined);
     const values = granted === undefined ? asked : asked.filter((v) => (granted as readonly string[]).includes(v));
     if (values.length) out[group] = [...values];
   }

@@ -28,7 +28,7 @@ beforeAll(async () => {
   const onBot = (agent_id: string, runner_id: string, bot: string, extra: Record<string, unknown> = {}) =>
     putAgent(host, { agent_id, runner_id, scope: { type: "bot", id: bot }, ...extra });
   await onBot("narrow", runner.runnerId("narrow"), "bot-narrow");
-  await onBot("wide", runner.runnerId("wide"), "bot-wide");
+  await onBot("wide", runner.runnerId("wide"), "bot-wide", { resource_policy: { allow: { storage: ["plugin"] } } });
   // The agent narrows the manifest: history paging only.
   await onBot("wide-page-only", runner.runnerId("wide"), "bot-page-only", { resource_policy: { allow: { history: ["page"] } } });
 });

@@ -19,8 +19,11 @@ beforeAll(async () => {
   await alpha.register(host);
   await beta.register(host);
   const conversationScope = (id: string) => ({ type: "conversation", id });
-  await putAgent(host, { agent_id: "alpha", runner_id: alpha.runnerId(), scope: conversationScope("st-alpha") });
-  await putAgent(host, { agent_id: "beta", runner_id: beta.runnerId(), scope: conversationScope("st-beta") });
+  const bothAreas = { allow: { storage: ["plugin", "workspace"] } };
+  await putAgent(host, { agent_id: "alpha", runner_id: alpha.runnerId(), scope: conversationScope("st-alpha"), resource_policy: bothAreas });
+  await putAgent(host, { agent_id: "beta", runner_id: beta.runnerId(), scope: conversationScope("st-beta"), resource_policy: bothAreas });
+  // No storage in the agent's policy: the manifest's request alone grants nothing.
+  await putAgent(host, { agent_id: "alpha-default", runner_id: alpha.runnerId(), scope: conversationScope("st-alpha-default") });
   // The agent's policy narrows what the manifest asks for: plugin storage only.
   await putAgent(host, { agent_id: "alpha-plugin-only", runner_id: alpha.runnerId(), scope: conversationScope("st-alpha-plugin"), resource_policy: { allow: { storage: ["plugin"] } } });
 });
@@ -106,6 +109,18 @@ describe("storage.* (PROTOCOL §9)", () => {
     expect(await deniedCalls(host, runId)).toEqual([
       expect.objectContaining({ run_id: runId, runner_id: alpha.runnerId(), action: "storage.get", resource: { area: "workspace" }, scope: { conversation_id: "st-alpha-plugin", thread_id: null } }),
     ]);
+  });
+
+  it("grants no storage when the agent's policy does not name it, whatever the manifest asks", async () => {
+    const { result, runId } = await alpha.run(host, "st-alpha-default", async (api, ctx) => ({
+      resources: ctx.resources.storage,
+      available: ctx.context.available_apis.storage,
+      plugin: await api("storage.get", { area: "plugin", key: "k" }),
+    }), { workspace_id: "ws-2" });
+    expect(result.resources).toEqual({ plugin_storage: false, workspace_storage: false });
+    expect(result.available).toBe(false);
+    expect([result.plugin.status, result.plugin.body.error.code]).toEqual([403, "unauthorized"]);
+    expect(await deniedCalls(host, runId)).toHaveLength(1);
   });
 
   it("refuses the workspace area for an event without a workspace", async () => {

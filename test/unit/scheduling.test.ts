@@ -2,13 +2,13 @@ import { describe, expect, it } from "vitest";
 import { startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
 import type { RunJob } from "../../src/run/job";
 
-const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"] } = {}) =>
+const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string } = {}) =>
   // Only the fields scheduling reads are meaningful; the rest of a job does not matter here.
-  ({ runId, runner: { capabilities: { steering: opts.steering } }, agent: { concurrency: { strategy: opts.strategy } } }) as unknown as RunJob;
+  ({ runId, runner: { capabilities: { steering: opts.steering } }, agent: { agentId: opts.agentId ?? "agent", concurrency: { strategy: opts.strategy } } }) as unknown as RunJob;
 
-const row = (runId: string, state: StoredRun["state"], start: StartRule, notBefore = 0, steering = false): [string, StoredRun] => [
+const row = (runId: string, state: StoredRun["state"], start: StartRule, notBefore = 0, steering = false, agentId = "agent"): [string, StoredRun] => [
   `run:${runId}`,
-  { job: job(runId, { steering }), state, start, notBefore },
+  { job: job(runId, { steering, agentId }), state, start, notBefore },
 ];
 const none = () => false;
 const keys = (xs: [string, StoredRun][]) => xs.map(([k]) => k);
@@ -31,7 +31,12 @@ describe("scheduling", () => {
     const running = (id: string) => id === "a";
     const table: RunTable = [row("a", "running", "after-all"), row("p", "queued", "now"), row("i", "queued", "after-running")];
     expect(keys(startable(table, 10, running))).toEqual(["run:p"]);
-    expect(keys(startable([row("q", "queued", "after-all"), row("i", "queued", "after-running")], 10, none))).toEqual(["run:q", "run:i"]);
+    // Runs that take turns never start together: the first chosen counts as running for the rest.
+    expect(keys(startable([row("q", "queued", "after-all"), row("i", "queued", "after-running")], 10, none))).toEqual(["run:q"]);
+    expect(keys(startable([row("i2", "queued", "after-running"), row("i3", "queued", "after-running")], 10, none))).toEqual(["run:i2"]);
+    expect(keys(startable([row("i", "queued", "after-running"), row("p", "queued", "now")], 10, none))).toEqual(["run:i", "run:p"]);
+    // A debounced run ahead does not start while a later interrupting run is running.
+    expect(keys(startable([row("d", "queued", "after-all", 5), row("i", "running", "after-running")], 10, (id) => id === "i"))).toEqual([]);
   });
 
   it("holds a debounced run until its time", () => {
@@ -40,14 +45,16 @@ describe("scheduling", () => {
     expect(keys(startable(table, 100, none))).toEqual(["run:a"]);
   });
 
-  it("claims for the oldest active run, counting a debouncing run, only when its runner steers", () => {
+  it("claims for the oldest active run of the same agent, counting a debouncing run, only when its runner steers", () => {
     const running = (id: string) => id === "b";
-    expect(steeringTarget([row("b", "running", "after-all", 0, true), row("c", "running", "now", 0, true)], 10, (id) => id !== "x")?.job.runId).toBe("b");
-    expect(steeringTarget([row("a", "queued", "after-all", 50, true)], 10, none)?.job.runId).toBe("a");
-    expect(steeringTarget([row("b", "running", "after-all", 0, false)], 10, running)).toBeUndefined();
+    expect(steeringTarget([row("b", "running", "after-all", 0, true), row("c", "running", "now", 0, true)], 10, (id) => id !== "x", "agent")?.job.runId).toBe("b");
+    expect(steeringTarget([row("a", "queued", "after-all", 50, true)], 10, none, "agent")?.job.runId).toBe("a");
+    expect(steeringTarget([row("b", "running", "after-all", 0, false)], 10, running, "agent")).toBeUndefined();
     // A run waiting its turn (not debouncing, not running) is not active.
-    expect(steeringTarget([row("b", "running", "after-all", 0, false), row("q", "queued", "after-all", 0, true)], 10, running)).toBeUndefined();
+    expect(steeringTarget([row("b", "running", "after-all", 0, false), row("q", "queued", "after-all", 0, true)], 10, running, "agent")).toBeUndefined();
     // A stored "running" entry this instance does not execute is an orphan, not a target.
-    expect(steeringTarget([row("o", "running", "after-all", 0, true)], 10, none)).toBeUndefined();
+    expect(steeringTarget([row("o", "running", "after-all", 0, true)], 10, none, "agent")).toBeUndefined();
+    // Another agent's run never receives the message.
+    expect(steeringTarget([row("b", "running", "after-all", 0, true, "other")], 10, running, "agent")).toBeUndefined();
   });
 });

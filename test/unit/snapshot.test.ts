@@ -7,7 +7,9 @@ import { durableObjectIdOfRun, newRunId } from "../../src/lib/ids";
 describe("effective access", () => {
   it("is the manifest's request narrowed by the agent's allow list, group by group", () => {
     const manifest = { history: ["page", "search"] as ("page" | "search")[], events: ["get"] as "get"[], storage: ["plugin"] as "plugin"[] };
-    expect(effectivePermissions(manifest, undefined)).toEqual(manifest);
+    // Storage is opt-in: the manifest's request alone grants no shared area.
+    expect(effectivePermissions(manifest, undefined)).toEqual({ history: ["page", "search"], events: ["get"] });
+    expect(effectivePermissions(manifest, { storage: ["plugin"] })).toEqual(manifest);
     expect(effectivePermissions(manifest, { history: ["page"], storage: [] })).toEqual({ history: ["page"], events: ["get"] });
     // An allow list cannot add what the manifest did not ask for.
     expect(effectivePermissions({}, { history: ["page"] })).toEqual({});
