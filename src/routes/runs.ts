@@ -13,10 +13,16 @@ import { badRequest } from "../lib/errors";
 import { router } from "./app-env";
 import { uploadArtifact } from "./run-artifacts";
 
-/** The Durable Object that owns a run, from the id alone (no database lookup). */
+/** The Durable Object that owns a run, from the id alone (no database lookup); null for an id this host never issued. */
 function ownerOf(env: Env, runId: string) {
   const hex = durableObjectIdOfRun(runId);
-  return hex ? env.CONVERSATIONS.get(env.CONVERSATIONS.idFromString(hex)) : null;
+  if (!hex) return null;
+  try {
+    return env.CONVERSATIONS.get(env.CONVERSATIONS.idFromString(hex));
+  } catch {
+    // Well-formed but not an id of this namespace: a forged or foreign run id.
+    return null;
+  }
 }
 
 async function existingRun(env: Env, runId: string) {

@@ -154,4 +154,13 @@ describe("Host API authorisation", () => {
       await held;
     }
   });
+
+  it("refuses a forged run id (well-formed, never issued) with 401, not a server error", async () => {
+    const forged = `run_${"ab".repeat(32)}_forged0000`;
+    const api = await callHostApi(host.url, forged, "some-token", "host.version");
+    expect([api.status, api.body.error?.code]).toEqual([401, "unauthorized"]);
+    const upload = await fetch(`${host.url}/v1/runs/${forged}/artifacts`, { method: "PUT", headers: { authorization: "Bearer some-token", "content-length": "1" }, body: "x" });
+    expect(upload.status).toBe(401);
+    expect((await host.admin("POST", `/v1/runs/${forged}/cancel`)).status).toBe(404);
+  });
 });

@@ -215,6 +215,20 @@ describe("concurrency strategies for a busy conversation", () => {
     expect(startedTexts(c)).toEqual(["hold", "newer"]);
   });
 
+  it("interrupt burst: each newer event supersedes the older ones, and only the newest runs to the end", async () => {
+    const c = "interrupt-burst";
+    await agentFor(c, plain, { concurrency: { strategy: "interrupt" } });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    const burst = [];
+    for (const text of ["b1", "b2", "b3"]) burst.push(await host.postEvent(messageEvent(c, text)));
+    const last = burst[burst.length - 1];
+    expect((await reply(last.body.run_id!)).text).toBe("b3");
+    for (const r of [first, ...burst.slice(0, -1)]) expect(await host.waitForRun(r.body.run_id!)).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });
+    expect(startedTexts(c)[0]).toBe("hold");
+    expect(startedTexts(c).at(-1)).toBe("b3");
+  });
+
   it("reject: records the event, answers rejected and runs nothing", async () => {
     const c = "reject";
     await agentFor(c, plain, { concurrency: { strategy: "reject" } });
