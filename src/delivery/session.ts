@@ -61,6 +61,10 @@ function assistantText(message: unknown): string | null {
 }
 
 /** What a call made after the session was abandoned (settle timeout) answers, without touching the platform. */
+/** What the user sees when a run fails before showing anything. */
+const FAILURE_NOTICE = "Sorry, I could not answer this time.";
+/** What a streamed message beyond the final text's parts is edited to. */
+const SUPERSEDED_PART = "…";
 const ABANDONED: ApiResult<never> = { ok: false, failure: { kind: "permanent", status: null, code: "abandoned", message: "delivery abandoned" } };
 
 export class DeliverySession {
@@ -132,6 +136,9 @@ export class DeliverySession {
         const text = entry.type === "run.completed" && !this.completedSeen ? assistantText(data.message) : null;
         if (text !== null) this.complete(text);
         else if (this.current) this.complete(this.current.text);
+        // A failed run that showed nothing still answers, so no user waits on silence (or on Discord's
+        // "thinking…"). A cancelled one does not: an operator or a newer message superseded it.
+        else if (entry.type === "run.failed" && this.replies === 0 && data.code !== "cancelled") this.complete(FAILURE_NOTICE);
       }
     }
   }
@@ -213,11 +220,20 @@ export class DeliverySession {
       }
       await this.send(reply, i, parts[i], false);
     }
+    // A draft that outgrew the final text: its extra messages must not keep showing stale text.
+    for (let i = parts.length; i < reply.messages.length && !this.closed; i++) {
+      const message = reply.messages[i];
+      if (!message || message.shown === SUPERSEDED_PART) continue;
+      const wait = message.lastWriteAt + this.interval - Date.now();
+      if (wait > 0) await this.sleep(wait);
+      await this.edit(reply, message, i, SUPERSEDED_PART);
+    }
   }
 
   private async send(reply: Reply, part: number, text: string, editable: boolean): Promise<boolean> {
     const messenger = this.messenger!;
-    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0);
+    // A send that timed out may have been posted: retrying it could show the message twice.
+    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryTimeouts: false });
     if (!res.ok) return false;
     reply.messages[part] = { id: res.value, shown: text, lastWriteAt: Date.now() };
     return true;
@@ -233,9 +249,9 @@ export class DeliverySession {
   }
 
   /** One platform call with its retries, each attempt and outcome recorded. */
-  private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number): Promise<ApiResult<T>> {
+  private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number, opts: { retryTimeouts?: boolean } = {}): Promise<ApiResult<T>> {
     return withRetries(
-      this.retry,
+      { ...this.retry, retryTimeouts: opts.retryTimeouts ?? true },
       async () => (this.closed ? ABANDONED : attempt()),
       ({ attempt: n, result, retryInMs }) => {
         const attempted: DeliveryFact = { type: "delivery.attempted", data: { ...facts, attempt: n } };

@@ -110,6 +110,29 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(JSON.stringify(ctx)).not.toContain(i.token);
   });
 
+  it("resolves the deferred response with a short notice when the run fails before answering", async () => {
+    const i = command("fail");
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const [edit] = await waitFor(() => writesFor(i).length > 0 && writesFor(i));
+    expect(edit.method).toBe("PATCH");
+    expect(edit.path).toBe(`/webhooks/${APPLICATION_ID}/${i.token}/messages/@original`);
+    expect(edit.body.content).toBe("Sorry, I could not answer this time.");
+  });
+
+  it("a draft longer than the final answer leaves no stale follow-up text", async () => {
+    const i = command("shrink");
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const shown = () => {
+      const latest = new Map<string, string>();
+      for (const w of writesFor(i)) latest.set(w.method === "POST" ? (w.reply!.json as any).id : w.path.split("/messages/")[1], w.body.content);
+      return latest;
+    };
+    await waitFor(() => shown().get("@original") === "short final" && [...shown().values()].filter((t) => t === "…").length === 1, 15_000);
+    expect([...shown().values()].sort()).toEqual(["short final", "…"].sort());
+    // The draft really spilled into a follow-up before the final answer shrank it.
+    expect(writesFor(i).some((w) => w.method === "POST" && String(w.body.content).startsWith("line"))).toBe(true);
+  });
+
   it("refuses a bad, foreign or missing signature with 401", async () => {
     const before = runner.calls.length;
     const body = JSON.stringify(command("forged"));

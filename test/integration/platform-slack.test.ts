@@ -178,6 +178,20 @@ describe("Slack: Events API in, Web API out", () => {
     expect(JSON.parse(row.metadata_json).attachments_unavailable).toMatch(/HTTP 404/);
   });
 
+  it("never sends the bot token to a file URL outside Slack's file host", async () => {
+    const elsewhere = await startFakePlatform(() => ({ bytes: FILE, headers: { "content-type": "application/pdf" } }));
+    try {
+      const file = { id: "F9", name: "lure.pdf", mimetype: "application/pdf", url_private_download: `${elsewhere.url.replace("127.0.0.1", "localhost")}/files/F9/lure.pdf` };
+      await post(callback(message("C860", "foreign file", { subtype: "file_share", files: [file] })));
+      await waitFor(() => postsTo("C860").length > 0);
+      const [download] = elsewhere.callsTo(/^\/files\/F9/);
+      expect(download).toBeDefined();
+      expect(download.headers.authorization).toBeUndefined();
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
   it("records deletions, joins and bot messages without running them", async () => {
     const before = runner.calls.length;
     const deleted = callback({ type: "message", subtype: "message_deleted", channel: "C900", deleted_ts: "1800000000.000001", ts: "1800000005.000001", previous_message: { user: "U42", ts: "1800000000.000001", text: "oops" } });

@@ -116,6 +116,20 @@ export async function startChatRunner(name: string) {
         return w.reply(text.slice("differ ".length));
       }
       if (text.startsWith("long ")) return w.reply(longText(Number(text.slice(5))));
+      if (text === "shrink") {
+        // A draft that spills into a second message, then a final answer that fits in one.
+        // Spaced past the 1 s edit interval, so the draft is really shown in two messages.
+        for (const n of [1, 2]) {
+          w.send("message.delta", { chunk: { role: "assistant", content: longText(1500).replace(/^line 1 /, `draft ${n} `) } });
+          await sleep(1200);
+        }
+        return w.reply("short final");
+      }
+      if (text === "fail") {
+        w.send("run.failed", { code: "runner.crashed", error: "the runner gave up", retryable: false });
+        res.end();
+        return;
+      }
       w.reply(`echo: ${text || "(no text)"}`);
     },
   });

@@ -38,8 +38,11 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   acknowledge: () => null,
 
   async download(bot, file) {
-    // Private file URLs need the bot token; the host never stores the URL or the header.
-    return { kind: "url", url: file.ref, headers: { authorization: `Bearer ${bot.credentials.bot_token}` }, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
+    // Private file URLs need the bot token, but only Slack's own file host (or the configured API origin) gets
+    // it: a payload naming another URL must not make the host hand its token away. Never stored either way.
+    const trusted = isTrustedFileUrl(file.ref, bot.apiBaseUrl);
+    const headers = trusted ? { authorization: `Bearer ${bot.credentials.bot_token}` } : undefined;
+    return { kind: "url", url: file.ref, headers, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
   },
 
   // The deprecated verification `token` is a credential.
@@ -50,3 +53,14 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   },
   replyTargetView: (t) => (t.platform === "slack" ? { channel: t.channel, thread_ts: t.threadTs } : {}),
 };
+
+const SLACK_FILE_ORIGIN = "https://files.slack.com";
+
+function isTrustedFileUrl(url: string, apiBaseUrl: string): boolean {
+  try {
+    const origin = new URL(url).origin;
+    return origin === SLACK_FILE_ORIGIN || origin === new URL(apiBaseUrl).origin;
+  } catch {
+    return false;
+  }
+}
