@@ -41,6 +41,9 @@ export interface Env {
 const MiB = 1024 * 1024;
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
+/** A run and its reply's settling must fit in one alarm invocation (15 min), with a margin for its writes. */
+const RUN_WALL_TIME_MAX_MS = 13 * 60_000;
+
 const ConfigSchema = z.object({
   ADMIN_TOKEN: z.string().min(16, "ADMIN_TOKEN must be at least 16 characters"),
   PUBLIC_URL: z.url().optional(),
@@ -57,7 +60,8 @@ const ConfigSchema = z.object({
   /** Lifetime of artifacts the host stores (inputs, uploads, runner output); 0 keeps them forever. */
   ARTIFACT_TTL_SECONDS: z.coerce.number().int().nonnegative().default(30 * 24 * 3600),
   /** EventLog and Transcript rows older than this are deleted by the cron job; unset keeps them forever. */
-  RETENTION_DAYS: z.coerce.number().positive().optional(),
+  // At least a day: deleting an EventLog row forgets its event id, and platforms redeliver for hours (Lark ~7 h).
+  RETENTION_DAYS: z.coerce.number().min(1).optional(),
   /** Rows (or artifacts) deleted per statement, and statements per table per cron invocation. */
   RETENTION_BATCH_SIZE: positiveInt(500),
   RETENTION_MAX_BATCHES: positiveInt(20),
@@ -81,6 +85,8 @@ const ConfigSchema = z.object({
   DELIVERY_MAX_RETRY_AFTER_MS: positiveInt(60_000),
   /** After a run ends, how long its conversation's object keeps delivering the reply; within the alarm's 15-minute wall time. */
   DELIVERY_SETTLE_TIMEOUT_MS: positiveInt(60_000),
+}).refine((c) => c.RUN_DEADLINE_MS + c.DELIVERY_SETTLE_TIMEOUT_MS <= RUN_WALL_TIME_MAX_MS, {
+  message: `RUN_DEADLINE_MS + DELIVERY_SETTLE_TIMEOUT_MS must stay within ${RUN_WALL_TIME_MAX_MS / 60_000} minutes: a run lives in a Durable Object alarm, which has 15 minutes of wall time`,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

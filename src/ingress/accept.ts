@@ -147,7 +147,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
       },
       sql`${owned} AND ${isBound}`,
     ),
-    db.select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition }).from(eventLog).where(eq(eventLog.eventId, eventId)),
+    db.select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition, inputJson: eventLog.inputJson, eventTime: eventLog.eventTime }).from(eventLog).where(eq(eventLog.eventId, eventId)),
     db.select({ seq: transcript.seq }).from(transcript).where(and(eq(transcript.eventId, eventId), eq(transcript.role, "user"))),
     resolution.query,
     ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned)),
@@ -161,7 +161,9 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     if (row.runId && bound && row.disposition === "bound") {
       const first = await runsStore(db).get(row.runId);
       if (first?.status === "queued") {
-        const job = buildJob({ ev, eventId, eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: first.createdAt });
+        // The run is for the event as first recorded (its stored attachments, its time), not as redelivered.
+        const recorded = { ...ev, input: parseJson<InputContext>(row.inputJson ?? "", ev.input) };
+        const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: first.createdAt });
         await env.CONVERSATIONS.get(doId).dispatch(job);
       }
     }

@@ -1,4 +1,4 @@
-import { sql, type SQL } from "drizzle-orm";
+import { inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { eventLog, transcript } from "../db/schema";
 import { R2_DELETE_MAX_KEYS, type BatchLimits } from "./limits";
@@ -36,9 +36,13 @@ async function deleteOldest(
   return deleted;
 }
 
-/** A platform's raw payload (R2, `raw_ref`) goes with the last EventLog rows that name it. */
-async function deleteRawPayloads(bucket: R2Bucket, refs: unknown[]) {
-  const keys = [...new Set(refs.filter((r): r is string => typeof r === "string" && r.startsWith("raw/")))];
+/** A platform's raw payload (R2, `raw_ref`) goes with the last EventLog row that names it. */
+async function deleteRawPayloads(db: Db, bucket: R2Bucket, refs: unknown[]) {
+  const named = [...new Set(refs.filter((r): r is string => typeof r === "string" && r.startsWith("raw/")))];
+  if (!named.length) return;
+  // One payload can hold several events (Telegram's new members): keep it while any of them remains.
+  const stillNamed = new Set((await db.select({ ref: eventLog.rawRef }).from(eventLog).where(inArray(eventLog.rawRef, named)).all()).map((r) => r.ref));
+  const keys = named.filter((k) => !stillNamed.has(k));
   for (let i = 0; i < keys.length; i += R2_DELETE_MAX_KEYS) await bucket.delete(keys.slice(i, i + R2_DELETE_MAX_KEYS));
 }
 
@@ -54,7 +58,7 @@ export async function deleteOldHistory(db: Db, bucket: R2Bucket, cutoff: number,
   return {
     eventLog: await deleteOldest(db, eventLog, sql`${eventLog.seq}`, cutoff, limits, {
       returning: sql`${eventLog.rawRef}`,
-      onDeleted: (refs) => deleteRawPayloads(bucket, refs),
+      onDeleted: (refs) => deleteRawPayloads(db, bucket, refs),
     }),
     transcript: await deleteOldest(db, transcript, transcriptRowid, cutoff, limits, { keep: newestOfItsConversation }),
   };
