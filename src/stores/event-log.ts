@@ -1,4 +1,4 @@
-import { and, desc, eq, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { eventLog } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
@@ -79,12 +79,13 @@ export function eventLogStore(db: Db) {
     async get(eventId: string): Promise<EventRow | undefined> {
       return db.select().from(eventLog).where(eq(eventLog.eventId, eventId)).get();
     },
-    /** Newest first, strictly before `beforeSeq` when given. */
-    async page(conversationKey: string, beforeSeq: number | undefined, limit: number): Promise<{ rows: EventRow[]; hasMore: boolean }> {
-      const where = beforeSeq === undefined
-        ? eq(eventLog.conversationKey, conversationKey)
-        : and(eq(eventLog.conversationKey, conversationKey), lt(eventLog.seq, beforeSeq));
-      const rows = await db.select().from(eventLog).where(where).orderBy(desc(eventLog.seq)).limit(limit + 1).all();
+    /** Newest first strictly before `beforeSeq`, or oldest first strictly after `afterSeq` (following new events). */
+    async page(conversationKey: string, bound: { beforeSeq?: number; afterSeq?: number }, limit: number): Promise<{ rows: EventRow[]; hasMore: boolean }> {
+      const conds = [eq(eventLog.conversationKey, conversationKey)];
+      if (bound.beforeSeq !== undefined) conds.push(lt(eventLog.seq, bound.beforeSeq));
+      if (bound.afterSeq !== undefined) conds.push(gt(eventLog.seq, bound.afterSeq));
+      const order = bound.afterSeq !== undefined ? asc(eventLog.seq) : desc(eventLog.seq);
+      const rows = await db.select().from(eventLog).where(and(...conds)).orderBy(order).limit(limit + 1).all();
       return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
     },
   };

@@ -22,6 +22,12 @@ beforeAll(async () => {
         await held.release.promise;
         return w.reply("held");
       }
+      if (mode === "events-both-ways") {
+        const newestFirst = (await api("event.page", { limit: 100 })).body.data.items;
+        const oldest = newestFirst[newestFirst.length - 1];
+        const forward = (await api("event.page", { after_cursor: oldest.cursor, limit: 100 })).body.data.items;
+        return w.reply(JSON.stringify({ newestFirst: newestFirst.map((e: any) => e.seq), forward: forward.map((e: any) => e.seq) }));
+      }
       if (mode === "events") {
         const page = await api("event.page", { limit: 100 });
         return w.reply(JSON.stringify(page.body.data.items.filter((e: any) => e.event_type === "host_api.denied").map((e: any) => e.metadata)));
@@ -109,6 +115,14 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
 
     held.release.resolve();
     expect((await host.waitForRun(hold.body.run_id!)).status).toBe("completed");
+  });
+
+  it("pages EventLog backward with before_cursor and forward with after_cursor", async () => {
+    for (const text of ["one", "two"]) await host.waitForRun((await host.postEvent(messageEvent("api-pages", text))).body.run_id!);
+    const res = await host.postEvent(messageEvent("api-pages", "events-both-ways"));
+    const { newestFirst, forward } = JSON.parse(String((await host.waitForRun(res.body.run_id!)).message?.content));
+    expect(newestFirst.length).toBeGreaterThanOrEqual(3);
+    expect(forward).toEqual([...newestFirst].reverse().slice(1));
   });
 
   it("refuses a Host API call with no token or an unknown run id with 401", async () => {
