@@ -36,7 +36,7 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
     const headers = parseJson<Record<string, string>>(server.headersJson, {});
     return {
       secrets: secretFragments(Object.values(headers)),
-      invoke: (signal) => callMcpTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs }),
+      invoke: (signal) => callMcpTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs, maxBytes }),
     };
   }
   if (!row.endpoint) throw new ApiError("not_found", `tool ${row.toolName} has no endpoint`);
