@@ -17,7 +17,7 @@ const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
     const entries = await retrieve(
       { endpoint: kb.endpoint, apiKey: kb.apiKey },
       { query: p.query, topK: p.top_k, filters: p.filters },
-      { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES },
+      { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES, attemptTimeoutMs: ctx.config.MODEL_ATTEMPT_TIMEOUT_MS },
     );
     await ctx.ledger.append([{ type: "knowledge.retrieved", data: { kb_id: p.kb_id, top_k: p.top_k, entry_count: entries.length, duration_ms: Date.now() - startedAt } }]);
     return { kb_id: p.kb_id, entries: JSON.parse(redact(JSON.stringify(entries), secrets)) as typeof entries };
