@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import { mcpSchemaValidator } from "./json-schema";
+import { mcpSchemaValidator, schemaProblems, type JsonSchema } from "./json-schema";
 import { cappedFetch, UpstreamError } from "./upstream";
 
 export interface McpServerTarget {
@@ -82,17 +82,35 @@ async function withSession<T>(server: McpServerTarget, opts: McpCallOptions, wor
   }
 }
 
-/** Every tool the server lists (following pagination). */
-export function discoverMcpTools(server: McpServerTarget, opts: McpCallOptions): Promise<{ tools: McpToolInfo[]; skipped: string[] }> {
+/** A listed tool the host does not register, and why. */
+export interface SkippedMcpTool {
+  name: string;
+  reason: string;
+}
+
+/** Why a listed tool cannot be used: its name, or a schema the host could not enforce. */
+function unusable(tool: { name: string; inputSchema: unknown; outputSchema?: unknown }): string | undefined {
+  if (!MCP_TOOL_NAME.test(tool.name)) return "the name is not a valid MCP tool name (letters, digits, _ . -, at most 128)";
+  for (const [which, schema] of [["input", tool.inputSchema], ["output", tool.outputSchema]] as const) {
+    if (schema === undefined) continue;
+    const problems = schemaProblems(schema as JsonSchema);
+    if (problems.length) return `its ${which} schema cannot be enforced: ${problems.join("; ")}`;
+  }
+  return undefined;
+}
+
+/** Every tool the server lists (following pagination); the ones the host cannot use are reported, not registered. */
+export function discoverMcpTools(server: McpServerTarget, opts: McpCallOptions): Promise<{ tools: McpToolInfo[]; skipped: SkippedMcpTool[] }> {
   return withSession(server, opts, async (client, signal) => {
     const tools: McpToolInfo[] = [];
-    const skipped: string[] = [];
+    const skipped: SkippedMcpTool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_DISCOVERY_PAGES; page++) {
       const listed = await client.listTools(cursor ? { cursor } : undefined, { signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
       for (const t of listed.tools) {
-        if (MCP_TOOL_NAME.test(t.name)) tools.push({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema as Record<string, unknown> });
-        else skipped.push(t.name);
+        const reason = unusable(t);
+        if (reason) skipped.push({ name: t.name, reason });
+        else tools.push({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema as Record<string, unknown> });
       }
       cursor = listed.nextCursor;
       if (!cursor) break;

@@ -9,12 +9,13 @@ import { listenLoopback, readBody, sendJson } from "./http-server";
  * credential it was sent, as careless servers do. Tools: `add` (with an
  * output schema, which the SDK client's default validator cannot handle in
  * workerd) and `shout`; with `hugeBytes`, also `huge` (a text result of that
- * many bytes).
+ * many bytes); with `brokenTool`, also `broken`, whose input schema has a
+ * pattern no JavaScript engine compiles.
  *
  * With `sessionId` it names a session on every answer, so the client ends it
  * with DELETE at the end; with `hangOnDelete` that DELETE is never answered.
  */
-export async function startFakeMcpServer(opts: { token: string; sessionId?: string; hangOnDelete?: boolean; hugeBytes?: number }) {
+export async function startFakeMcpServer(opts: { token: string; sessionId?: string; hangOnDelete?: boolean; hugeBytes?: number; brokenTool?: boolean }) {
   const calls: { method: string | undefined; tool?: string }[] = [];
   const server = await listenLoopback(async (req, res) => {
     if (req.headers.authorization !== `Bearer ${opts.token}`) return sendJson(res, 401, { error: `unauthorised: ${req.headers.authorization ?? "no credentials"}` });
@@ -39,6 +40,11 @@ export async function startFakeMcpServer(opts: { token: string; sessionId?: stri
     if (opts.hugeBytes) {
       const bytes = opts.hugeBytes;
       mcp.registerTool("huge", { description: "A very large answer", inputSchema: {} }, async () => ({ content: [{ type: "text", text: "x".repeat(bytes) }] }));
+    }
+    if (opts.brokenTool) {
+      mcp.registerTool("broken", { description: "Declares a pattern that is not a regular expression", inputSchema: { code: z.string().meta({ pattern: "(" }) } }, async () => ({
+        content: [{ type: "text", text: "unreachable" }],
+      }));
     }
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on("close", () => {
