@@ -107,11 +107,16 @@ describe("tools and MCP servers", () => {
 
   it("refuses an MCP server it cannot list with 502, saving nothing and showing no credential", async () => {
     const wrong = "wrong-token-0f3a9c5d2e";
-    const res = await host.admin("POST", "/v1/admin/mcp-servers", { name: "locked", url: mcp.url, headers: { authorization: `Bearer ${wrong}` } });
+    // Credentials in the URL too: a path token and a query token.
+    const pathToken = "Tk7f3a9c5d2e1b8a4f6c";
+    const queryToken = "q-0f3a9c5d2e7b";
+    const url = `${mcp.url}/${pathToken}?key=${queryToken}`;
+    const res = await host.admin("POST", "/v1/admin/mcp-servers", { name: "locked", url, headers: { authorization: `Bearer ${wrong}` } });
     expect([res.status, res.body.error.code]).toEqual([502, "bad_gateway"]);
-    // The server's refusal echoes the credential it was sent: the host passes the refusal on, scrubbed.
-    expect(res.body.error.message).toContain("unauthorised: [redacted]");
-    expect(JSON.stringify(res.body)).not.toContain(wrong);
+    // The server's refusal echoes the credential and the URL it was sent: the host passes the refusal on, scrubbed.
+    expect(res.body.error.message).toContain(`could not list the tools of MCP server ${mcp.url}/********?key=********:`);
+    expect(res.body.error.message).toContain("unauthorised: [redacted] at /mcp/[redacted]?key=[redacted]");
+    for (const secret of [wrong, pathToken, queryToken]) expect(JSON.stringify(res.body)).not.toContain(secret);
     expect((await host.admin("GET", "/v1/admin/mcp-servers/locked")).status).toBe(404);
   });
 });

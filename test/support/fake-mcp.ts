@@ -5,8 +5,8 @@ import { listenLoopback, readBody, sendJson } from "./http-server";
 
 /**
  * A real MCP server (the official SDK's McpServer over streamable HTTP,
- * stateless) on loopback, requiring a bearer token; a refusal echoes the
- * credential it was sent, as careless servers do. Tools: `add` (with an
+ * stateless) on loopback, at any path, requiring a bearer token; a refusal
+ * echoes the credential and the URL it was sent, as careless servers do. Tools: `add` (with an
  * output schema, which the SDK client's default validator cannot handle in
  * workerd) and `shout`; with `hugeBytes`, also `huge` (a text result of that
  * many bytes); with `brokenTool`, also `broken`, whose input schema has a
@@ -18,7 +18,7 @@ import { listenLoopback, readBody, sendJson } from "./http-server";
 export async function startFakeMcpServer(opts: { token: string; sessionId?: string; hangOnDelete?: boolean; hugeBytes?: number; brokenTool?: boolean }) {
   const calls: { method: string | undefined; tool?: string }[] = [];
   const server = await listenLoopback(async (req, res) => {
-    if (req.headers.authorization !== `Bearer ${opts.token}`) return sendJson(res, 401, { error: `unauthorised: ${req.headers.authorization ?? "no credentials"}` });
+    if (req.headers.authorization !== `Bearer ${opts.token}`) return sendJson(res, 401, { error: `unauthorised: ${req.headers.authorization ?? "no credentials"} at ${req.url}` });
     if (req.method === "DELETE") {
       calls.push({ method: "DELETE" });
       if (opts.hangOnDelete) return; // accepted, never answered

@@ -5,7 +5,7 @@ import { ApiError } from "../../src/host-api/errors";
 import { chatStreamToNdjson, type StreamEnd } from "../../src/resources/chat-stream";
 import { toChatRequest, ModelInputError } from "../../src/resources/chat-request";
 import { grantResources } from "../../src/resources/grants";
-import { redact, secretFragments } from "../../src/resources/secrets";
+import { maskUrl, redact, redactValue, secretFragments, urlSecrets } from "../../src/resources/secrets";
 
 describe("effective resource grants", () => {
   const found = {
@@ -168,5 +168,32 @@ describe("secret scrubbing", () => {
     // Too short to scrub safely; the scheme word is not a secret.
     expect(fragments).not.toContain("sk-1");
     expect(fragments).not.toContain("Bearer");
+  });
+
+  it("scrubs the leaves of a JSON value, whatever the secret's characters, without breaking numbers", () => {
+    const quoted = 'ab"cd\\ef-12';
+    const numeric = "4711000";
+    const value = { echo: `key=${quoted}`, [`k-${quoted}`]: [quoted, { n: 47110001, m: 12, s: `${numeric}!` }], ok: true, none: null };
+    expect(JSON.stringify(value)).not.toContain(quoted); // why scrubbing serialised JSON misses it
+    expect(redactValue(value, secretFragments([quoted, numeric]))).toEqual({
+      echo: "key=[redacted]",
+      "k-[redacted]": ["[redacted]", { n: "[redacted]", m: 12, s: "[redacted]!" }],
+      ok: true,
+      none: null,
+    });
+    expect(redactValue({ a: 1 }, [])).toEqual({ a: 1 });
+  });
+
+  it("masks what may be a credential in an endpoint URL, and lists it for scrubbing", () => {
+    const url = "https://user:pa55word@mcp.example/servers/AbCdEf0123456789xyZ/mcp?api_key=sk%2Dq%20t&lang=en&flag#frag";
+    expect(maskUrl(url)).toBe("https://********@mcp.example/servers/********/mcp?api_key=********&lang=********&********#********");
+    expect(urlSecrets(url)).toEqual(expect.arrayContaining(["user", "pa55word", "AbCdEf0123456789xyZ", "sk%2Dq%20t", "sk-q t", "en", "flag", "frag"]));
+    // Names are not tokens; a URL with nothing to hide is shown as given.
+    for (const plain of ["https://api.example/v1", "https://x.example/openai/deployments/gpt-4o-mini-2024-07-18/chat", "http://127.0.0.1:8080/mcp"]) {
+      expect(maskUrl(plain)).toBe(plain);
+      expect(urlSecrets(plain)).toEqual([]);
+    }
+    expect(maskUrl("https://hooks.example/t/3f2a9c1e-5b7d-4e0f-9a8b-0c1d2e3f4a5b")).toBe("https://hooks.example/t/********");
+    expect(maskUrl("https://api.telegram.example/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/send")).toBe("https://api.telegram.example/********/send");
   });
 });

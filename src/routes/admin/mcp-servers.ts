@@ -7,7 +7,7 @@ import { parseJson } from "../../lib/json";
 import { jsonBody } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { discoverMcpTools } from "../../resources/mcp";
-import { redact, secretFragments } from "../../resources/secrets";
+import { maskUrl, redact, secretFragments, urlSecrets } from "../../resources/secrets";
 import { mcpToolName, toolsStore, toMcpServerView } from "../../resources/tools-store";
 import { UpstreamError } from "../../resources/upstream";
 import { router } from "../app-env";
@@ -29,8 +29,8 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
   try {
     discovered = await discoverMcpTools(server, { signal: controller.signal, timeoutMs: DISCOVERY_TIMEOUT_MS, maxBytes: config.RESOURCE_RESPONSE_MAX_BYTES });
   } catch (err) {
-    const message = redact(err instanceof Error ? err.message : String(err), secretFragments(Object.values(server.headers)));
-    throw new HostError(502, "bad_gateway", `could not list the tools of MCP server ${server.url}: ${message}`);
+    const message = redact(err instanceof Error ? err.message : String(err), secretFragments([...Object.values(server.headers), ...urlSecrets(server.url)]));
+    throw new HostError(502, "bad_gateway", `could not list the tools of MCP server ${maskUrl(server.url)}: ${message}`);
   } finally {
     clearTimeout(timer);
   }
