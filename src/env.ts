@@ -29,6 +29,7 @@ export interface Env {
   TOOL_CALL_TIMEOUT_MS?: string;
   TOOL_RESULT_INLINE_MAX_BYTES?: string;
   RESOURCE_RESPONSE_MAX_BYTES?: string;
+  MODEL_ATTEMPT_TIMEOUT_MS?: string;
   STORAGE_MAX_VALUE_BYTES?: string;
   PLATFORM_API_TIMEOUT_MS?: string;
   DELIVERY_EDIT_INTERVAL_MS?: string;
@@ -71,6 +72,12 @@ const ConfigSchema = z.object({
   TOOL_RESULT_INLINE_MAX_BYTES: positiveInt(64 * 1024),
   /** Largest body read from a provider, tool or retrieval endpoint. */
   RESOURCE_RESPONSE_MAX_BYTES: positiveInt(16 * MiB),
+  /**
+   * One attempt at a model provider (or a retrieval endpoint) must answer within this long: response
+   * headers, or for a stream its first bytes. Past it the attempt is a provider fault and the next
+   * fallback model is tried.
+   */
+  MODEL_ATTEMPT_TIMEOUT_MS: positiveInt(60_000),
   /** Largest storage.set value, decoded bytes (its base64 must also fit in MAX_API_BODY_BYTES). */
   STORAGE_MAX_VALUE_BYTES: positiveInt(MiB),
   /** Each call to a chat platform's API (send, edit, file lookup) gives up after this long. */

@@ -1,6 +1,6 @@
 import { modelsStore } from "../resources/models-store";
 import type { ProviderTarget } from "../resources/openai";
-import { secretFragments } from "../resources/secrets";
+import { secretFragments, urlSecrets } from "../resources/secrets";
 import { UpstreamError } from "../resources/upstream";
 import type { ActionContext } from "./actions/context";
 import { ApiError } from "./errors";
@@ -31,7 +31,7 @@ export function modelCandidates(ctx: ActionContext, requested: string, operation
 async function attemptOf(ctx: ActionContext, modelId: string): Promise<ModelAttempt> {
   const row = await modelsStore(ctx.db).get(modelId);
   if (!row) throw new ApiError("not_found", `model ${modelId} is no longer registered on this host`, { details: { model_id: modelId } });
-  return { modelId, target: { baseUrl: row.baseUrl, apiKey: row.apiKey, model: row.providerModel }, secrets: secretFragments([row.apiKey]) };
+  return { modelId, target: { baseUrl: row.baseUrl, apiKey: row.apiKey, model: row.providerModel }, secrets: secretFragments([row.apiKey, ...urlSecrets(row.baseUrl)]) };
 }
 
 /**

@@ -1,6 +1,20 @@
 import { readLines, sseFramer } from "../runner/lines";
 import type { ChatResult, Usage } from "./openai";
 import { UsageSchema } from "./openai";
+import { UpstreamError } from "./upstream";
+
+/**
+ * A stream the provider ended badly after it began: closed before saying it
+ * was done (`stream_closed`), or reported an error inside it (`provider_error`).
+ */
+export class ModelStreamError extends UpstreamError {
+  constructor(
+    readonly code: "stream_closed" | "provider_error",
+    message: string,
+  ) {
+    super("invalid_response", message);
+  }
+}
 
 /**
  * `model.stream` NDJSON lines (PROTOCOL §8): a `delta` per provider chunk, as
@@ -23,7 +37,7 @@ export interface ChatStreamOptions {
   maxBytes: number;
   /** The error line for a failure mid-stream (deadline, run stopped, provider), its text scrubbed of secrets. */
   describeError: (err: unknown) => { code: string; message: string; retryable: boolean };
-  /** Called once, after the last line is queued and before the stream closes (ledger write). */
+  /** Called once, after the last line is queued and before the stream closes (ledger write), or when the runner cancels. */
   onEnd: (end: StreamEnd) => Promise<void>;
   /** The runner went away: stop the provider call. */
   onCancel: () => void;
@@ -52,6 +66,15 @@ class ToolCallAssembler {
   }
 }
 
+/** A provider's error object (OpenAI-style `{message, type, code}`) or string, as text. */
+function errorText(error: unknown): string {
+  if (typeof error === "string") return error.slice(0, 500);
+  const e = error as { message?: unknown; type?: unknown; code?: unknown } | null;
+  if (typeof e?.message !== "string") return JSON.stringify(error).slice(0, 500);
+  const about = [e.type, e.code].filter((v) => typeof v === "string" || typeof v === "number");
+  return (about.length ? `${e.message} (${about.join(", ")})` : e.message).slice(0, 500);
+}
+
 const encoder = new TextEncoder();
 const ndjson = (lines: ModelStreamLine[]) => encoder.encode(lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
 
@@ -64,6 +87,13 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   let finishReason: string | null = null;
   let usage: Usage | null = null;
   let finished = false;
+  let ended = false;
+  /** The end is recorded once, whichever of the last line and a cancel by the runner comes first. */
+  const endOnce = (end: StreamEnd) => {
+    if (ended) return Promise.resolve();
+    ended = true;
+    return opts.onEnd(end);
+  };
 
   const assembled = (): ChatResult => {
     const toolCalls = tools.result();
@@ -77,12 +107,14 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   /** Lines for one provider payload; `done` when the provider said so. */
   const translate = (payload: string, out: ModelStreamLine[]): boolean => {
     if (payload.trim() === "[DONE]") return true;
-    let chunk: { choices?: { delta?: Record<string, unknown>; finish_reason?: string | null }[]; usage?: unknown };
+    let chunk: { choices?: { delta?: Record<string, unknown>; finish_reason?: string | null }[]; usage?: unknown; error?: unknown };
     try {
       chunk = JSON.parse(payload);
     } catch {
-      throw new Error("the model provider sent a stream chunk that is not JSON");
+      throw new UpstreamError("invalid_response", "the model provider sent a stream chunk that is not JSON");
     }
+    if (typeof chunk !== "object" || chunk === null) throw new UpstreamError("invalid_response", "the model provider sent a stream chunk that is not an object");
+    if (chunk.error !== undefined && chunk.error !== null) throw new ModelStreamError("provider_error", `the model provider reported an error mid-stream: ${errorText(chunk.error)}`);
     if (chunk.usage) {
       const parsed = UsageSchema.safeParse(chunk.usage);
       if (parsed.success) usage = parsed.data;
@@ -107,9 +139,14 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   const end = async (controller: ReadableStreamDefaultController<Uint8Array>, last: ModelStreamLine, result: StreamEnd) => {
     finished = true;
     await stopProvider();
+    if (ended) return; // the runner cancelled meanwhile: the stream is gone
     controller.enqueue(ndjson([last]));
-    await opts.onEnd(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${err.message}`));
-    controller.close();
+    await endOnce(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${err.message}`));
+    try {
+      controller.close();
+    } catch {
+      // cancelled by the runner while the end was being recorded
+    }
   };
 
   return new ReadableStream<Uint8Array>({
@@ -120,9 +157,22 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
         for (;;) {
           const next = await lines.next();
           const out: ModelStreamLine[] = [];
-          let done = next.done === true;
-          if (!next.done) for (const payload of frame(next.value)) done = translate(payload, out) || done;
+          let done = false;
+          let failure: unknown;
+          if (next.done) {
+            // A provider says it is done ([DONE], or a finish reason); a stream that merely stops was cut off.
+            if (finishReason === null) failure = new ModelStreamError("stream_closed", "the model provider closed the stream before it finished");
+            done = true;
+          } else {
+            try {
+              for (const payload of frame(next.value)) if ((done = translate(payload, out))) break;
+            } catch (err) {
+              failure = err;
+            }
+          }
+          // What arrived before a failure in the same network chunk is still the runner's.
           if (out.length) controller.enqueue(ndjson(out));
+          if (failure) throw failure;
           if (done) {
             const result = assembled();
             return await end(controller, { type: "completed", model_id: opts.modelId, ...result }, { result });
@@ -139,7 +189,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
       finished = true;
       opts.onCancel();
       await stopProvider();
-      await opts.onEnd({ error: { code: "cancelled", message: "the runner closed the stream" } }).catch(() => {});
+      await endOnce({ error: { code: "cancelled", message: "the runner closed the stream" } }).catch(() => {});
     },
   });
 }

@@ -3,10 +3,17 @@
  * `eval`/`new Function`, which rules out Ajv, and `@cfworker/json-schema` is
  * not a dependency here; so this interprets the subset tool schemas use:
  * type (incl. "integer" and type lists), properties, required,
- * additionalProperties, items, enum, const, anyOf/oneOf/allOf, not,
- * minimum/maximum (and exclusive forms), minLength/maxLength, pattern,
- * minItems/maxItems, uniqueItems, minProperties/maxProperties.
- * Other keywords ($ref, format, if/then, ...) are ignored, i.e. permissive.
+ * additionalProperties, patternProperties, items/prefixItems, enum, const,
+ * anyOf/oneOf/allOf, not, minimum/maximum (and exclusive forms, draft-4
+ * booleans included), multipleOf, minLength/maxLength, pattern,
+ * minItems/maxItems, uniqueItems, minProperties/maxProperties, and local
+ * `$ref` (`#`, `#/$defs/...`, `#/definitions/...`, any JSON pointer).
+ * Other keywords (format, if/then, ...) are ignored, i.e. permissive.
+ *
+ * What it cannot interpret it does not let through silently: a schema whose
+ * pattern compiles neither as Unicode nor as plain JavaScript, or whose $ref
+ * does not resolve locally, is refused at registration (`schemaProblems`),
+ * and fails closed if one is met anyway.
  */
 
 export type JsonSchema = boolean | { [keyword: string]: unknown };
@@ -18,8 +25,10 @@ export interface SchemaIssue {
 }
 
 const MAX_ISSUES = 20;
-/** Deeper schemas or values are refused rather than recursed into. */
+/** Deeper schemas or values (or longer $ref chains) are refused rather than recursed into. */
 const MAX_DEPTH = 64;
+/** Schema applications per validation: combinators over recursive $refs cannot make it exponential. */
+const MAX_STEPS = 100_000;
 
 type JsonType = "null" | "boolean" | "object" | "array" | "number" | "integer" | "string";
 
@@ -41,37 +50,117 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** Deep equality of JSON values (enum, const, uniqueItems). */
-function jsonEqual(a: unknown, b: unknown): boolean {
+/** Deep equality of JSON values (enum, const); values nested deeper than MAX_DEPTH are never equal. */
+function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
   if (a === b) return true;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
+  if (depth > MAX_DEPTH) return false;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => jsonEqual(x, b[i], depth + 1));
   if (isObject(a) && isObject(b)) {
     const ka = Object.keys(a);
-    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
+    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k], depth + 1));
   }
   return false;
+}
+
+/** Canonical JSON (object keys sorted), so equal values have equal text; undefined when nested deeper than MAX_DEPTH. */
+function canonicalJson(value: unknown, depth = 0): string | undefined {
+  if (depth > MAX_DEPTH) return undefined;
+  if (Array.isArray(value)) {
+    const parts: string[] = [];
+    for (const item of value) {
+      const part = canonicalJson(item, depth + 1);
+      if (part === undefined) return undefined;
+      parts.push(part);
+    }
+    return `[${parts.join(",")}]`;
+  }
+  if (isObject(value)) {
+    const parts: string[] = [];
+    for (const key of Object.keys(value).sort()) {
+      const part = canonicalJson(value[key], depth + 1);
+      if (part === undefined) return undefined;
+      parts.push(`${JSON.stringify(key)}:${part}`);
+    }
+    return `{${parts.join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** `value` is an integer multiple of `step`, allowing for binary floating point (0.07 of 0.01, 0.3 of 0.1). */
+function isMultipleOf(value: number, step: number): boolean {
+  if (Number.isInteger(value) && Number.isInteger(step)) return value % step === 0;
+  const quotient = value / step;
+  if (!Number.isFinite(quotient)) return false;
+  return Math.abs(quotient - Math.round(quotient)) <= 1e-13 * Math.max(1, Math.abs(quotient));
+}
+
+/** A schema pattern as JSON Schema means it (ECMA-262, Unicode), else as plain JavaScript; null when neither compiles. */
+export function compilePattern(source: string): RegExp | null {
+  try {
+    return new RegExp(source, "u");
+  } catch {
+    // Many real schemas use escapes the `u` flag rejects (`\-` outside a class, `[\w-.]`).
+  }
+  try {
+    return new RegExp(source);
+  } catch {
+    return null;
+  }
+}
+
+const notARegex = (source: string) => `pattern ${JSON.stringify(source)} is not a valid regular expression`;
+const invalidPattern = (source: string) => `the schema's ${notARegex(source)}`;
+
+/** The subschema a local `$ref` (`#`, or `#` + a JSON pointer) points at in `root`; undefined when it does not resolve. */
+function resolveLocalRef(root: JsonSchema, ref: string): JsonSchema | undefined {
+  if (!ref.startsWith("#")) return undefined;
+  let fragment: string;
+  try {
+    fragment = decodeURIComponent(ref.slice(1));
+  } catch {
+    return undefined;
+  }
+  if (fragment === "") return root;
+  if (!fragment.startsWith("/")) return undefined; // `#anchor`: not supported
+  let node: unknown = root;
+  for (const token of fragment.slice(1).split("/")) {
+    const key = token.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (Array.isArray(node) && /^(0|[1-9][0-9]*)$/.test(key)) node = node[Number(key)];
+    else if (isObject(node) && Object.hasOwn(node, key)) node = node[key];
+    else return undefined;
+  }
+  return typeof node === "boolean" || isObject(node) ? node : undefined;
 }
 
 const pointer = (path: string, key: string | number) => `${path}/${String(key).replace(/~/g, "~0").replace(/\//g, "~1")}`;
 const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
 
+/** What one validation shares across its sub-checks: the root (for $ref), compiled patterns, the step budget. */
+interface Validation {
+  root: JsonSchema;
+  patterns: Map<string, RegExp | null>;
+  steps: number;
+}
+
 class Checker {
   readonly issues: SchemaIssue[] = [];
-  private readonly patterns = new Map<string, RegExp | null>();
+
+  constructor(private readonly v: Validation) {}
 
   private fail(path: string, message: string) {
     if (this.issues.length < MAX_ISSUES) this.issues.push({ path, message });
   }
 
   private regex(source: string): RegExp | null {
-    if (!this.patterns.has(source)) {
-      try {
-        this.patterns.set(source, new RegExp(source, "u"));
-      } catch {
-        this.patterns.set(source, null); // an invalid pattern in the schema constrains nothing
-      }
-    }
-    return this.patterns.get(source) ?? null;
+    if (!this.v.patterns.has(source)) this.v.patterns.set(source, compilePattern(source));
+    return this.v.patterns.get(source) ?? null;
+  }
+
+  /** `text` matches `source`; a pattern that does not compile fails closed rather than matching nothing. */
+  private matches(source: string, text: string, path: string): boolean {
+    const re = this.regex(source);
+    if (!re) this.fail(path, invalidPattern(source));
+    return re !== null && re.test(text);
   }
 
   /** Validate into `this.issues`; returns whether this value passed. */
@@ -87,7 +176,18 @@ class Checker {
       this.fail(path, `nested deeper than ${MAX_DEPTH} levels`);
       return false;
     }
+    if (++this.v.steps > MAX_STEPS) {
+      this.fail(path, "the schema is too complex to check");
+      return false;
+    }
     const s = schema;
+
+    if (typeof s.$ref === "string") {
+      const target = resolveLocalRef(this.v.root, s.$ref);
+      if (target === undefined) this.fail(path, `the schema's $ref ${JSON.stringify(s.$ref)} does not resolve`);
+      // Sibling keywords apply as well (draft 2019-09 and later).
+      else this.check(target, value, path, depth + 1);
+    }
 
     if (s.type !== undefined) {
       const types = (Array.isArray(s.type) ? s.type : [s.type]).filter((t): t is string => typeof t === "string");
@@ -112,14 +212,17 @@ class Checker {
   private number(s: Record<string, unknown>, value: number, path: string) {
     const min = num(s.minimum);
     const max = num(s.maximum);
+    // Draft 4: `exclusiveMinimum: true` makes `minimum` exclusive; later drafts give the bound itself.
+    const minExclusive = s.exclusiveMinimum === true;
+    const maxExclusive = s.exclusiveMaximum === true;
     const xmin = num(s.exclusiveMinimum);
     const xmax = num(s.exclusiveMaximum);
-    if (min !== undefined && value < min) this.fail(path, `must be >= ${min}`);
-    if (max !== undefined && value > max) this.fail(path, `must be <= ${max}`);
+    if (min !== undefined && (minExclusive ? value <= min : value < min)) this.fail(path, `must be ${minExclusive ? ">" : ">="} ${min}`);
+    if (max !== undefined && (maxExclusive ? value >= max : value > max)) this.fail(path, `must be ${maxExclusive ? "<" : "<="} ${max}`);
     if (xmin !== undefined && value <= xmin) this.fail(path, `must be > ${xmin}`);
     if (xmax !== undefined && value >= xmax) this.fail(path, `must be < ${xmax}`);
     const step = num(s.multipleOf);
-    if (step !== undefined && step > 0 && !Number.isInteger(value / step)) this.fail(path, `must be a multiple of ${step}`);
+    if (step !== undefined && step > 0 && !isMultipleOf(value, step)) this.fail(path, `must be a multiple of ${step}`);
   }
 
   private string(s: Record<string, unknown>, value: string, path: string) {
@@ -130,7 +233,8 @@ class Checker {
     if (max !== undefined && length > max) this.fail(path, `must be at most ${max} characters`);
     if (typeof s.pattern === "string") {
       const re = this.regex(s.pattern);
-      if (re && !re.test(value)) this.fail(path, `must match ${s.pattern}`);
+      if (!re) this.fail(path, invalidPattern(s.pattern));
+      else if (!re.test(value)) this.fail(path, `must match ${s.pattern}`);
     }
   }
 
@@ -139,7 +243,7 @@ class Checker {
     const max = num(s.maxItems);
     if (min !== undefined && value.length < min) this.fail(path, `must have at least ${min} items`);
     if (max !== undefined && value.length > max) this.fail(path, `must have at most ${max} items`);
-    if (s.uniqueItems === true && value.some((v, i) => value.findIndex((w) => jsonEqual(v, w)) !== i)) this.fail(path, "items must be unique");
+    if (s.uniqueItems === true) this.unique(value, path);
     // Draft 2020-12 `prefixItems` + `items`, and the older tuple form `items: [...]`.
     const prefix = Array.isArray(s.prefixItems) ? s.prefixItems : Array.isArray(s.items) ? s.items : [];
     const rest = Array.isArray(s.items) ? s.additionalItems : s.items;
@@ -147,6 +251,17 @@ class Checker {
       const itemSchema = i < prefix.length ? prefix[i] : rest;
       if (itemSchema !== undefined) this.check(itemSchema as JsonSchema, item, pointer(path, i), depth + 1);
     });
+  }
+
+  /** One pass over canonical texts, not a comparison of every pair. */
+  private unique(value: unknown[], path: string) {
+    const seen = new Set<string>();
+    for (const item of value) {
+      const text = canonicalJson(item);
+      if (text === undefined) return this.fail(path, `nested deeper than ${MAX_DEPTH} levels`);
+      if (seen.has(text)) return this.fail(path, "items must be unique");
+      seen.add(text);
+    }
   }
 
   private object(s: Record<string, unknown>, value: Record<string, unknown>, path: string, depth: number) {
@@ -169,7 +284,7 @@ class Checker {
         this.check(properties[key] as JsonSchema, v, pointer(path, key), depth + 1);
       }
       for (const [source, sub] of patternProps) {
-        if (this.regex(source)?.test(key)) {
+        if (this.matches(source, key, pointer(path, key))) {
           matched = true;
           this.check(sub as JsonSchema, v, pointer(path, key), depth + 1);
         }
@@ -183,7 +298,7 @@ class Checker {
 
   /** Sub-checks whose own issues only matter through the combinator's verdict. */
   private trial(schema: unknown, value: unknown, path: string, depth: number): boolean {
-    const probe = new Checker();
+    const probe = new Checker(this.v);
     return probe.check(schema as JsonSchema, value, path, depth + 1);
   }
 
@@ -202,13 +317,57 @@ class Checker {
 
 /** Validate `value` against `schema`; an empty list means valid. */
 export function validateJsonSchema(schema: JsonSchema, value: unknown): SchemaIssue[] {
-  const checker = new Checker();
+  const checker = new Checker({ root: schema, patterns: new Map(), steps: 0 });
   checker.check(schema, value, "", 0);
   return checker.issues;
 }
 
 export function formatSchemaIssues(issues: SchemaIssue[]): string {
   return issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ");
+}
+
+/** Keywords whose value is one subschema, a list of them, or a map of them (drafts 4 to 2020-12). */
+const ONE_SCHEMA = ["additionalProperties", "additionalItems", "items", "contains", "not", "if", "then", "else", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema"];
+const SCHEMA_LISTS = ["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+const SCHEMA_MAPS = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
+
+/**
+ * What makes a schema unusable here, for refusing it when a tool is
+ * registered or discovered: patterns that compile neither with nor without
+ * the `u` flag, `$ref`s that are not local or do not resolve, nesting deeper
+ * than the validator goes. Empty when the schema is fine.
+ */
+export function schemaProblems(schema: JsonSchema): string[] {
+  const problems: string[] = [];
+  const add = (path: string, message: string) => {
+    if (problems.length < MAX_ISSUES) problems.push(`${path || "(root)"}: ${message}`);
+  };
+  const walk = (node: unknown, path: string, depth: number) => {
+    if (!isObject(node)) return;
+    if (depth > MAX_DEPTH) return add(path, `nested deeper than ${MAX_DEPTH} levels`);
+    if (typeof node.pattern === "string" && compilePattern(node.pattern) === null) add(pointer(path, "pattern"), notARegex(node.pattern));
+    if (isObject(node.patternProperties)) {
+      for (const source of Object.keys(node.patternProperties)) {
+        if (compilePattern(source) === null) add(pointer(path, "patternProperties"), notARegex(source));
+      }
+    }
+    if (node.$ref !== undefined) {
+      if (typeof node.$ref !== "string") add(pointer(path, "$ref"), "must be a string");
+      else if (!node.$ref.startsWith("#")) add(pointer(path, "$ref"), `${JSON.stringify(node.$ref)} is not a local reference (only "#..." within the schema is supported)`);
+      else if (resolveLocalRef(schema, node.$ref) === undefined) add(pointer(path, "$ref"), `${JSON.stringify(node.$ref)} does not resolve within the schema`);
+    }
+    for (const key of ONE_SCHEMA) if (isObject(node[key])) walk(node[key], pointer(path, key), depth + 1);
+    for (const key of SCHEMA_LISTS) {
+      const list = node[key];
+      if (Array.isArray(list)) list.forEach((sub, i) => walk(sub, pointer(pointer(path, key), i), depth + 1));
+    }
+    for (const key of SCHEMA_MAPS) {
+      const map = node[key];
+      if (isObject(map)) for (const [name, sub] of Object.entries(map)) walk(sub, pointer(pointer(path, key), name), depth + 1);
+    }
+  };
+  walk(schema, "", 0);
+  return problems;
 }
 
 /**

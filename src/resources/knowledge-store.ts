@@ -2,17 +2,17 @@ import { eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { knowledgeBase } from "../db/schema";
 import { iso } from "../lib/json";
-import { MASK } from "./secrets";
+import { MASK, maskUrl } from "./secrets";
 
 export type KnowledgeBaseRow = typeof knowledgeBase.$inferSelect;
 
-/** Admin view: the API key is never shown. */
+/** Admin view: the API key, and what may be a credential in the endpoint, are never shown. */
 export function toKnowledgeBaseView(row: KnowledgeBaseRow) {
   return {
     kb_id: row.kbId,
     name: row.name,
     description: row.description ?? undefined,
-    endpoint: row.endpoint,
+    endpoint: maskUrl(row.endpoint),
     api_key: row.apiKey ? MASK : null,
     created_at: iso(row.createdAt),
   };

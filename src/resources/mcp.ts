@@ -1,8 +1,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import { mcpSchemaValidator } from "./json-schema";
-import { UpstreamError } from "./upstream";
+import { mcpSchemaValidator, schemaProblems, type JsonSchema } from "./json-schema";
+import { cappedFetch, UpstreamError } from "./upstream";
 
 export interface McpServerTarget {
   url: string;
@@ -21,6 +21,15 @@ const MAX_DISCOVERY_PAGES = 20;
 const CLIENT_INFO = { name: "agent-host", version: "1" };
 /** The SDK's own request timeout trails the caller's signal, so the caller's reason (deadline, timeout) wins. */
 const SDK_TIMEOUT_SLACK_MS = 1_000;
+/** Ending a stateful server's session is a courtesy: it may not hold the call longer than this. */
+const TERMINATE_WAIT_MS = 1_000;
+
+export interface McpCallOptions {
+  signal: AbortSignal;
+  timeoutMs: number;
+  /** Largest body read from the server (each HTTP answer, JSON or event stream). */
+  maxBytes: number;
+}
 
 function upstreamOf(err: unknown, signal: AbortSignal): unknown {
   // An abort carries the host's own reason (deadline, timeout): keep it.
@@ -30,38 +39,78 @@ function upstreamOf(err: unknown, signal: AbortSignal): unknown {
   return new UpstreamError(err instanceof McpError ? "invalid_response" : "network", `the MCP server failed: ${message}`, undefined, { cause: err });
 }
 
+const settleWithin = (promise: Promise<unknown>, ms: number) => {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([promise.catch(() => {}), waited]).finally(() => clearTimeout(timer));
+};
+
 /**
  * One short MCP session over streamable HTTP (official SDK client): connect,
  * do `work`, close. Sessions are not kept between calls, so nothing is held
  * in a Durable Object that could outlive its run.
+ *
+ * The SDK's requests follow the session's signal: the caller's (deadline,
+ * timeout, run ended), or a body over `maxBytes`, which ends the wait for an
+ * answer that will not come.
  */
-async function withSession<T>(server: McpServerTarget, signal: AbortSignal, timeoutMs: number, work: (client: Client) => Promise<T>): Promise<T> {
+async function withSession<T>(server: McpServerTarget, opts: McpCallOptions, work: (client: Client, signal: AbortSignal) => Promise<T>): Promise<T> {
+  const session = new AbortController();
+  const stop = (reason: unknown) => {
+    if (!session.signal.aborted) session.abort(reason);
+  };
+  const follow = () => stop(opts.signal.reason);
+  if (opts.signal.aborted) follow();
+  else opts.signal.addEventListener("abort", follow, { once: true });
   // Our own validator: the SDK's default (Ajv) compiles code at run time, which workerd forbids.
   const client = new Client(CLIENT_INFO, { jsonSchemaValidator: mcpSchemaValidator });
-  const transport = new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } });
+  const transport = new StreamableHTTPClientTransport(new URL(server.url), {
+    requestInit: { headers: server.headers },
+    fetch: cappedFetch(opts.maxBytes, stop),
+  });
   try {
-    await client.connect(transport, { signal, timeout: timeoutMs + SDK_TIMEOUT_SLACK_MS });
-    return await work(client);
+    await client.connect(transport, { signal: session.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
+    return await work(client, session.signal);
   } catch (err) {
-    throw upstreamOf(err, signal);
+    throw upstreamOf(err, session.signal);
   } finally {
-    // Ends a stateful server's session (DELETE); a stateless server has none.
-    await transport.terminateSession().catch(() => {});
+    opts.signal.removeEventListener("abort", follow);
+    // Ends a stateful server's session (DELETE; a stateless server has none), waiting for it only briefly:
+    // closing the client aborts a DELETE still under way.
+    await settleWithin(transport.terminateSession(), TERMINATE_WAIT_MS);
     await client.close().catch(() => {});
   }
 }
 
-/** Every tool the server lists (following pagination). */
-export function discoverMcpTools(server: McpServerTarget, opts: { signal: AbortSignal; timeoutMs: number }): Promise<{ tools: McpToolInfo[]; skipped: string[] }> {
-  return withSession(server, opts.signal, opts.timeoutMs, async (client) => {
+/** A listed tool the host does not register, and why. */
+export interface SkippedMcpTool {
+  name: string;
+  reason: string;
+}
+
+/** Why a listed tool cannot be used: its name, or a schema the host could not enforce. */
+function unusable(tool: { name: string; inputSchema: unknown; outputSchema?: unknown }): string | undefined {
+  if (!MCP_TOOL_NAME.test(tool.name)) return "the name is not a valid MCP tool name (letters, digits, _ . -, at most 128)";
+  for (const [which, schema] of [["input", tool.inputSchema], ["output", tool.outputSchema]] as const) {
+    if (schema === undefined) continue;
+    const problems = schemaProblems(schema as JsonSchema);
+    if (problems.length) return `its ${which} schema cannot be enforced: ${problems.join("; ")}`;
+  }
+  return undefined;
+}
+
+/** Every tool the server lists (following pagination); the ones the host cannot use are reported, not registered. */
+export function discoverMcpTools(server: McpServerTarget, opts: McpCallOptions): Promise<{ tools: McpToolInfo[]; skipped: SkippedMcpTool[] }> {
+  return withSession(server, opts, async (client, signal) => {
     const tools: McpToolInfo[] = [];
-    const skipped: string[] = [];
+    const skipped: SkippedMcpTool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_DISCOVERY_PAGES; page++) {
-      const listed = await client.listTools(cursor ? { cursor } : undefined, { signal: opts.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
+      const listed = await client.listTools(cursor ? { cursor } : undefined, { signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
       for (const t of listed.tools) {
-        if (MCP_TOOL_NAME.test(t.name)) tools.push({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema as Record<string, unknown> });
-        else skipped.push(t.name);
+        const reason = unusable(t);
+        if (reason) skipped.push({ name: t.name, reason });
+        else tools.push({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema as Record<string, unknown> });
       }
       cursor = listed.nextCursor;
       if (!cursor) break;
@@ -80,10 +129,10 @@ export interface McpToolResult {
 export function callMcpTool(
   server: McpServerTarget,
   call: { name: string; arguments: Record<string, unknown> },
-  opts: { signal: AbortSignal; timeoutMs: number },
+  opts: McpCallOptions,
 ): Promise<McpToolResult> {
-  return withSession(server, opts.signal, opts.timeoutMs, async (client) => {
-    const result = await client.callTool(call, undefined, { signal: opts.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
+  return withSession(server, opts, async (client, signal) => {
+    const result = await client.callTool(call, undefined, { signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
     return {
       content: Array.isArray(result.content) ? result.content : [],
       ...(result.structuredContent ? { structuredContent: result.structuredContent as Record<string, unknown> } : {}),

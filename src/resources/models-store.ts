@@ -2,18 +2,18 @@ import { eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { model } from "../db/schema";
 import { iso } from "../lib/json";
-import { MASK } from "./secrets";
+import { MASK, maskUrl } from "./secrets";
 
 export type ModelRow = typeof model.$inferSelect;
 export type ModelKind = "llm" | "rerank" | "embedding";
 
-/** Admin view: the API key is never shown. */
+/** Admin view: the API key, and what may be a credential in the base URL, are never shown. */
 export function toModelView(row: ModelRow) {
   return {
     model_id: row.modelId,
     name: row.name,
     kind: row.kind as ModelKind,
-    base_url: row.baseUrl,
+    base_url: maskUrl(row.baseUrl),
     model: row.providerModel,
     context_window: row.contextWindow ?? undefined,
     api_key: MASK,

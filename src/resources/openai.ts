@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ChatRequest } from "./chat-request";
-import { httpError, joinUrl, readJson, upstreamFetch, UpstreamError } from "./upstream";
+import { abortReason, attemptSignal, httpError, joinUrl, readJson, readText, upstreamFetch, UpstreamError, type AttemptSignal } from "./upstream";
 
 /** Where and as whom the host calls a model; built from the model row at call time. */
 export interface ProviderTarget {
@@ -12,6 +12,8 @@ export interface ProviderTarget {
 export interface CallOptions {
   signal: AbortSignal;
   maxBytes: number;
+  /** The provider must start answering within this long (see MODEL_ATTEMPT_TIMEOUT_MS). */
+  attemptTimeoutMs: number;
 }
 
 export const UsageSchema = z
@@ -55,15 +57,29 @@ function chatBody(target: ProviderTarget, req: ChatRequest, stream: boolean): st
   return JSON.stringify({ ...streamDefaults, ...req.extra, model: target.model, messages: req.messages, tools: req.tools, stream });
 }
 
-async function post(target: ProviderTarget, path: string, body: string, accept: string, opts: CallOptions): Promise<Response> {
-  const res = await upstreamFetch(joinUrl(target.baseUrl, path), { method: "POST", headers: headers(target, accept), body, signal: opts.signal });
-  if (!res.ok) throw await httpError(res, "the model provider", opts.signal);
+/** A 2xx answer, its attempt timer still running (the caller says when the provider has answered). */
+async function post(target: ProviderTarget, path: string, body: string, accept: string, opts: CallOptions): Promise<{ res: Response; attempt: AttemptSignal }> {
+  const attempt = attemptSignal(opts.signal, opts.attemptTimeoutMs, "the model provider");
+  try {
+    const res = await upstreamFetch(joinUrl(target.baseUrl, path), { method: "POST", headers: headers(target, accept), body, signal: attempt.signal });
+    if (!res.ok) throw await httpError(res, "the model provider", attempt.signal);
+    return { res, attempt };
+  } catch (err) {
+    attempt.dispose();
+    throw err;
+  }
+}
+
+/** A JSON answer: the provider has answered once its headers are in. */
+async function postJson(target: ProviderTarget, path: string, body: string, opts: CallOptions): Promise<Response> {
+  const { res, attempt } = await post(target, path, body, "application/json", opts);
+  attempt.answered();
   return res;
 }
 
 /** POST /chat/completions: one message back, tool calls included. */
 export async function chatCompletion(target: ProviderTarget, req: ChatRequest, opts: CallOptions): Promise<ChatResult> {
-  const res = await post(target, "/chat/completions", chatBody(target, req, false), "application/json", opts);
+  const res = await postJson(target, "/chat/completions", chatBody(target, req, false), opts);
   const parsed = ChatCompletionSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the model provider"));
   if (!parsed.success) throw new UpstreamError("invalid_response", "the model provider's answer is not a chat completion", res.status);
   const choice = parsed.data.choices[0];
@@ -76,11 +92,57 @@ export async function chatCompletion(target: ProviderTarget, req: ChatRequest, o
   };
 }
 
-/** POST /chat/completions with `stream: true`: the provider's SSE body, once it answered 2xx. */
+/** The body again, its first chunk (already read) included. */
+function withFirstChunk(first: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>): ReadableStream<Uint8Array> {
+  let head: Uint8Array | undefined = first;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (head) {
+          controller.enqueue(head);
+          head = undefined;
+          return;
+        }
+        const next = await reader.read();
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/**
+ * POST /chat/completions with `stream: true`: the provider's SSE body, once
+ * it answered 2xx as an event stream and sent its first bytes. Until then the
+ * call is still the host's to retry elsewhere: an answer that is not an event
+ * stream, or none within the attempt timeout, is a provider fault.
+ */
 export async function openChatStream(target: ProviderTarget, req: ChatRequest, opts: CallOptions): Promise<ReadableStream<Uint8Array>> {
-  const res = await post(target, "/chat/completions", chatBody(target, req, true), "text/event-stream", opts);
-  if (!res.body) throw new UpstreamError("invalid_response", "the model provider answered without a body", res.status);
-  return res.body;
+  const { res, attempt } = await post(target, "/chat/completions", chatBody(target, req, true), "text/event-stream", opts);
+  try {
+    const type = res.headers.get("content-type") ?? "";
+    if (!/^\s*text\/event-stream\s*(;|$)/i.test(type)) {
+      const snippet = (await readText(res, 64 * 1024, attempt.signal).catch(() => "")).trim().slice(0, 300);
+      throw new UpstreamError("invalid_response", `the model provider answered ${type || "without a content type"} instead of an event stream${snippet ? `: ${snippet}` : ""}`, res.status);
+    }
+    if (!res.body) throw new UpstreamError("invalid_response", "the model provider answered without a body", res.status);
+    const reader = res.body.getReader();
+    let first: ReadableStreamReadResult<Uint8Array>;
+    try {
+      first = await reader.read();
+    } catch (err) {
+      reader.cancel().catch(() => {});
+      throw abortReason(attempt.signal, new UpstreamError("network", `the model provider's stream broke off: ${(err as Error).message}`, undefined, { cause: err }));
+    }
+    if (first.done) throw new UpstreamError("invalid_response", "the model provider's stream ended before it began", res.status);
+    attempt.answered();
+    return withFirstChunk(first.value, reader);
+  } catch (err) {
+    attempt.dispose();
+    throw err;
+  }
 }
 
 const RerankSchema = z.looseObject({
@@ -99,7 +161,7 @@ export interface RerankResult {
  */
 export async function rerank(target: ProviderTarget, input: { query: string; documents: string[]; topK?: number }, opts: CallOptions): Promise<RerankResult> {
   const body = JSON.stringify({ model: target.model, query: input.query, documents: input.documents, top_n: input.topK ?? input.documents.length });
-  const res = await post(target, "/rerank", body, "application/json", opts);
+  const res = await postJson(target, "/rerank", body, opts);
   const parsed = RerankSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the rerank provider"));
   if (!parsed.success) throw new UpstreamError("invalid_response", "the rerank provider's answer has no results list", res.status);
   const results = parsed.data.results

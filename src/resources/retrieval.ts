@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RecordSchema } from "../protocol/common";
-import { httpError, readJson, upstreamFetch, UpstreamError } from "./upstream";
+import { attemptSignal, httpError, readJson, upstreamFetch, UpstreamError } from "./upstream";
 
 export interface RetrievalTarget {
   endpoint: string;
@@ -22,12 +22,21 @@ export type RetrievedEntry = { content: string; score: number; metadata: Record<
 export async function retrieve(
   target: RetrievalTarget,
   input: { query: string; topK: number; filters?: Record<string, unknown> | null },
-  opts: { signal: AbortSignal; maxBytes: number },
+  opts: { signal: AbortSignal; maxBytes: number; attemptTimeoutMs: number },
 ): Promise<RetrievedEntry[]> {
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
   if (target.apiKey) headers.authorization = `Bearer ${target.apiKey}`;
   const body = JSON.stringify({ query: input.query, top_k: input.topK, filters: input.filters ?? {} });
-  const res = await upstreamFetch(target.endpoint, { method: "POST", headers, body, signal: opts.signal });
+  // The endpoint must answer (headers) within the attempt timeout; the body is then bounded by the call's signal only.
+  const attempt = attemptSignal(opts.signal, opts.attemptTimeoutMs, "the retrieval endpoint");
+  let res: Response;
+  try {
+    res = await upstreamFetch(target.endpoint, { method: "POST", headers, body, signal: attempt.signal });
+    attempt.answered();
+  } catch (err) {
+    attempt.dispose();
+    throw err;
+  }
   if (!res.ok) throw await httpError(res, "the retrieval endpoint", opts.signal);
   const parsed = EntriesSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the retrieval endpoint"));
   if (!parsed.success) throw new UpstreamError("invalid_response", "the retrieval endpoint's answer is not {entries: [{content, score}]}", res.status);

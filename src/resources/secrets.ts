@@ -1,8 +1,9 @@
 /**
- * Secrets of host-held resources (API keys, tool and MCP headers) are written
- * once by the operator and then only ever used by the host itself: listings
- * mask them, and any text that came back from an upstream and is about to be
- * shown to a runner, the ledger or the logs is scrubbed of them first.
+ * Secrets of host-held resources (API keys, tool and MCP headers, tokens in
+ * endpoint URLs) are written once by the operator and then only ever used by
+ * the host itself: listings mask them, and any text that came back from an
+ * upstream and is about to be shown to a runner, the ledger or the logs is
+ * scrubbed of them first.
  */
 
 export const MASK = "********";
@@ -30,8 +31,123 @@ export function secretFragments(values: readonly (string | null | undefined)[]):
   return [...out].sort((a, b) => b.length - a.length);
 }
 
+export const REDACTED = "[redacted]";
+
 export function redact(text: string, fragments: readonly string[]): string {
   let out = text;
-  for (const f of fragments) if (out.includes(f)) out = out.split(f).join("[redacted]");
+  for (const f of fragments) if (out.includes(f)) out = out.split(f).join(REDACTED);
   return out;
+}
+
+/**
+ * A JSON value (an upstream's answer) with its secrets scrubbed where they
+ * are: in string values and keys, matched as the text they are rather than
+ * as escaped in serialised JSON (a secret with `"` or `\` in it). A number
+ * that contains a secret's digits becomes the string "[redacted]". Anything
+ * nested deeper than `maxDepth` is replaced whole.
+ */
+export function redactValue(value: unknown, fragments: readonly string[], maxDepth = 256): unknown {
+  if (!fragments.length) return value;
+  const walk = (v: unknown, depth: number): unknown => {
+    if (typeof v === "string") return redact(v, fragments);
+    if (typeof v === "number") {
+      const text = String(v);
+      return fragments.some((f) => text.includes(f)) ? REDACTED : v;
+    }
+    if (v === null || typeof v !== "object") return v;
+    if (depth >= maxDepth) return REDACTED;
+    if (Array.isArray(v)) return v.map((item) => walk(item, depth + 1));
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(v)) out[redact(key, fragments)] = walk(item, depth + 1);
+    return out;
+  };
+  return walk(value, 0);
+}
+
+const decode = (text: string) => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+};
+/** Query values are form-encoded: `+` is a space. */
+const decodeQuery = (text: string) => decode(text.replace(/\+/g, " "));
+
+/**
+ * A path segment that looks like a credential rather than a name: long, and
+ * either mixed-case with digits (`AbC9...`), a hex/UUID run, or a long
+ * random-looking string with several digits. `completions`, `v1` and
+ * `gpt-4o-mini-2024-07-18` are names.
+ */
+function tokenLike(segment: string): boolean {
+  if (segment.length < 16 || !/^[A-Za-z0-9._~+=:-]+$/.test(segment)) return false;
+  const digits = (segment.match(/[0-9]/g) ?? []).length;
+  if (!digits) return false;
+  if (/[a-z]/.test(segment) && /[A-Z]/.test(segment)) return true;
+  if (/^[0-9a-fA-F-]+$/.test(segment) && segment.replace(/-/g, "").length >= 16 && /[a-fA-F]/.test(segment)) return true;
+  return segment.length >= 32 && digits >= 4;
+}
+
+interface UrlParts {
+  url: URL;
+  /** Raw path segments, each with whether it looks like a credential. */
+  segments: { raw: string; secret: boolean }[];
+  /** Raw query parameters: `name=value` split, or a bare value. */
+  params: { name?: string; value: string }[];
+}
+
+function urlParts(text: string): UrlParts | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return undefined;
+  }
+  const segments = url.pathname.split("/").map((raw) => ({ raw, secret: tokenLike(decode(raw)) }));
+  const params = url.search
+    ? url.search
+        .slice(1)
+        .split("&")
+        .filter(Boolean)
+        .map((p) => {
+          const at = p.indexOf("=");
+          return at < 0 ? { value: p } : { name: p.slice(0, at), value: p.slice(at + 1) };
+        })
+    : [];
+  return { url, segments, params };
+}
+
+/**
+ * The parts of an endpoint URL that may be credentials: userinfo, every
+ * query value, token-like path segments, the fragment; raw and decoded, to
+ * be scrubbed (with `secretFragments`) wherever the URL's secrets could
+ * come back.
+ */
+export function urlSecrets(text: string): string[] {
+  const parts = urlParts(text);
+  if (!parts) return [];
+  const { url, segments, params } = parts;
+  const out = new Set<string>();
+  const add = (raw: string, decoded: string) => {
+    if (raw) out.add(raw).add(decoded);
+  };
+  add(url.username, decode(url.username));
+  add(url.password, decode(url.password));
+  for (const s of segments) if (s.secret) add(s.raw, decode(s.raw));
+  for (const p of params) add(p.value, decodeQuery(p.value));
+  add(url.hash.slice(1), decode(url.hash.slice(1)));
+  return [...out];
+}
+
+/** An endpoint URL as shown to operators and in messages: its possible credentials masked (see `urlSecrets`). */
+export function maskUrl(text: string): string {
+  const parts = urlParts(text);
+  if (!parts) return MASK;
+  const { url, segments, params } = parts;
+  if (!url.username && !url.password && !url.hash && !params.length && !segments.some((s) => s.secret)) return text;
+  const userinfo = url.username || url.password ? `${MASK}@` : "";
+  const path = segments.map((s) => (s.secret ? MASK : s.raw)).join("/");
+  const query = params.length ? `?${params.map((p) => (p.name === undefined ? MASK : `${p.name}=${p.value ? MASK : ""}`)).join("&")}` : "";
+  return `${url.protocol}//${userinfo}${url.host}${path}${query}${url.hash ? `#${MASK}` : ""}`;
 }

@@ -2,19 +2,19 @@ import { eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mcpServer, tool } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
-import { maskHeaders } from "./secrets";
+import { maskHeaders, maskUrl } from "./secrets";
 
 export type ToolRow = typeof tool.$inferSelect;
 export type McpServerRow = typeof mcpServer.$inferSelect;
 
-/** Admin view: header values are never shown. */
+/** Admin view: header values, and what may be a credential in the endpoint, are never shown. */
 export function toToolView(row: ToolRow) {
   return {
     name: row.toolName,
     description: row.description,
     parameters: parseJson<Record<string, unknown>>(row.parametersJson, {}),
     source: row.mcpServer ? ("mcp" as const) : ("http" as const),
-    endpoint: row.endpoint ?? undefined,
+    endpoint: row.endpoint ? maskUrl(row.endpoint) : undefined,
     headers: row.headersJson ? maskHeaders(parseJson<Record<string, string>>(row.headersJson, {})) : undefined,
     mcp_server: row.mcpServer ?? undefined,
     created_at: iso(row.createdAt),
@@ -24,7 +24,7 @@ export function toToolView(row: ToolRow) {
 export function toMcpServerView(row: McpServerRow, tools: ToolRow[]) {
   return {
     name: row.name,
-    url: row.url,
+    url: maskUrl(row.url),
     headers: maskHeaders(parseJson<Record<string, string>>(row.headersJson, {})),
     tools: tools.map((t) => t.toolName),
     discovered_at: iso(row.discoveredAt),

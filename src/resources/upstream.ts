@@ -4,7 +4,7 @@
  * show once scrubbed of the resource's secrets (see secrets.ts).
  */
 
-export type UpstreamFailure = "network" | "http" | "invalid_response" | "too_large";
+export type UpstreamFailure = "network" | "http" | "invalid_response" | "too_large" | "timeout";
 
 export class UpstreamError extends Error {
   override readonly name = "UpstreamError";
@@ -19,14 +19,14 @@ export class UpstreamError extends Error {
 
   /** The provider's side failed (down, overloaded, throttling, garbage): another provider may do better. */
   get providerFault(): boolean {
-    if (this.kind === "network" || this.kind === "invalid_response") return true;
+    if (this.kind === "network" || this.kind === "invalid_response" || this.kind === "timeout") return true;
     const s = this.status ?? 0;
     return this.kind === "http" && (s >= 500 || s === 429 || s === 408);
   }
 }
 
 /** An aborted call rethrows its signal's reason when the host set one (deadline, timeout, run ended). */
-function abortReason(signal: AbortSignal, fallback: unknown): unknown {
+export function abortReason(signal: AbortSignal, fallback: unknown): unknown {
   return signal.aborted && signal.reason instanceof Error && signal.reason.name !== "AbortError" ? signal.reason : fallback;
 }
 
@@ -36,6 +36,36 @@ export async function upstreamFetch(url: string, init: RequestInit & { signal: A
   } catch (err) {
     throw abortReason(init.signal, new UpstreamError("network", `request to ${new URL(url).origin} failed: ${(err as Error).message}`, undefined, { cause: err }));
   }
+}
+
+export interface AttemptSignal {
+  /** For the request: aborted by the parent signal, or by the attempt's own timer. */
+  signal: AbortSignal;
+  /** The upstream has answered: its timer stops, while the parent still aborts the call. */
+  answered(): void;
+  /** The attempt is over (failed): stop the timer and stop following the parent. */
+  dispose(): void;
+}
+
+/**
+ * One attempt at an upstream that must start answering (headers, or the
+ * first bytes of a stream) within `ms`; otherwise it is aborted with a
+ * `timeout` UpstreamError, a provider fault, so a fallback can be tried.
+ */
+export function attemptSignal(parent: AbortSignal, ms: number, what: string): AttemptSignal {
+  const controller = new AbortController();
+  const follow = () => controller.abort(parent.reason);
+  if (parent.aborted) follow();
+  else parent.addEventListener("abort", follow, { once: true });
+  const timer = setTimeout(() => controller.abort(new UpstreamError("timeout", `${what} did not answer within ${ms} ms`)), ms);
+  return {
+    signal: controller.signal,
+    answered: () => clearTimeout(timer),
+    dispose() {
+      clearTimeout(timer);
+      parent.removeEventListener("abort", follow);
+    },
+  };
 }
 
 /** Read a body up to `maxBytes`, refusing (not truncating) a larger one. */
@@ -76,6 +106,41 @@ export async function readJson(res: Response, maxBytes: number, signal: AbortSig
   } catch (cause) {
     throw new UpstreamError("invalid_response", `${what} did not answer JSON`, res.status, { cause });
   }
+}
+
+/**
+ * A `fetch` whose answers' bodies are capped at `maxBytes` (for clients that
+ * read bodies themselves, like the MCP SDK's transport): a body over the cap
+ * errors with a `too_large` UpstreamError, which is also reported to
+ * `onTooLarge` so the caller can stop waiting for an answer that will not come.
+ */
+export function cappedFetch(maxBytes: number, onTooLarge: (err: UpstreamError) => void): typeof fetch {
+  const tooLarge = () => {
+    const err = new UpstreamError("too_large", `response is larger than ${maxBytes} bytes`);
+    onTooLarge(err);
+    return err;
+  };
+  return async (input, init) => {
+    const res = await fetch(input, init);
+    // Redirects are returned as they are (their url and type matter to the caller); they have no body worth reading.
+    if (!res.body || (res.status >= 300 && res.status < 400)) return res;
+    const declared = Number(res.headers.get("content-length"));
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      await res.body.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    let total = 0;
+    const counted = res.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          total += chunk.byteLength;
+          if (total > maxBytes) controller.error(tooLarge());
+          else controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(counted, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
 }
 
 export const joinUrl = (base: string, path: string) => `${base.replace(/\/+$/, "")}${path}`;

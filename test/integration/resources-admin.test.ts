@@ -9,17 +9,19 @@ const MCP_TOKEN = "mcp-admin-token-5f0c9e2a71";
 const API_KEY = "sk-admin-test-9b1e77d3c4";
 let host: TestHost;
 let mcp: Awaited<ReturnType<typeof startFakeMcpServer>>;
+let strict: Awaited<ReturnType<typeof startFakeMcpServer>>;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 
 beforeAll(async () => {
   mcp = await startFakeMcpServer({ token: MCP_TOKEN });
+  strict = await startFakeMcpServer({ token: MCP_TOKEN, brokenTool: true });
   runner = await startAdHocRunner({ name: "admin-resources", onRun: (_call, res) => void res.end() });
   host = await startTestHost();
   await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url });
 });
 afterAll(async () => {
   await host?.dispose();
-  await Promise.all([mcp?.close(), runner?.close()]);
+  await Promise.all([mcp?.close(), strict?.close(), runner?.close()]);
 });
 
 describe("models", () => {
@@ -62,6 +64,14 @@ describe("tools and MCP servers", () => {
     // Dots are reserved for `{server}.{tool}`; arguments are always an object.
     expect((await host.admin("POST", "/v1/admin/tools", { ...tool, name: "a.b" })).status).toBe(400);
     expect((await host.admin("POST", "/v1/admin/tools", { ...tool, name: "arr", parameters: { type: "array" } })).status).toBe(400);
+    // A schema the host cannot enforce is refused, saying why; a pattern only the `u` flag rejects is fine.
+    const badPattern = await host.admin("POST", "/v1/admin/tools", { ...tool, name: "bad", parameters: { type: "object", properties: { q: { type: "string", pattern: "(" } } } });
+    expect([badPattern.status, badPattern.body.error.code]).toEqual([400, "invalid_request"]);
+    expect(badPattern.body.error.message).toContain('/properties/q/pattern: pattern "(" is not a valid regular expression');
+    const badRef = await host.admin("POST", "/v1/admin/tools", { ...tool, name: "bad", parameters: { type: "object", properties: { q: { $ref: "#/$defs/Q" } } } });
+    expect([badRef.status, badRef.body.error.message]).toEqual([400, expect.stringContaining('"#/$defs/Q" does not resolve')]);
+    const nonUnicode = { type: "object", properties: { q: { type: "string", pattern: "^[a-z]+\\-[0-9]+$" } }, $defs: { Q: { type: "string" } } };
+    expect((await host.admin("POST", "/v1/admin/tools", { ...tool, name: "non_unicode", parameters: nonUnicode })).status).toBe(201);
     expect(JSON.stringify((await host.admin("GET", "/v1/admin/tools")).body)).not.toContain(API_KEY);
     expect((await host.admin("DELETE", "/v1/admin/tools/lookup")).status).toBe(204);
     expect((await host.admin("GET", "/v1/admin/tools/lookup")).status).toBe(404);
@@ -87,11 +97,26 @@ describe("tools and MCP servers", () => {
     expect((await host.admin("GET", "/v1/admin/tools/calc.add")).status).toBe(404);
   });
 
+  it("does not register a discovered tool whose schema it cannot enforce, and says why", async () => {
+    const created = await host.admin("POST", "/v1/admin/mcp-servers", { name: "strict", url: strict.url, headers: { authorization: `Bearer ${MCP_TOKEN}` } });
+    expect(created.status).toBe(201);
+    expect(created.body.tools).toEqual(["strict.add", "strict.shout"]);
+    expect(created.body.skipped_tools).toEqual([{ name: "broken", reason: expect.stringContaining('/properties/code/pattern: pattern "(" is not a valid regular expression') }]);
+    expect((await host.admin("GET", "/v1/admin/tools/strict.broken")).status).toBe(404);
+  });
+
   it("refuses an MCP server it cannot list with 502, saving nothing and showing no credential", async () => {
     const wrong = "wrong-token-0f3a9c5d2e";
-    const res = await host.admin("POST", "/v1/admin/mcp-servers", { name: "locked", url: mcp.url, headers: { authorization: `Bearer ${wrong}` } });
+    // Credentials in the URL too: a path token and a query token.
+    const pathToken = "Tk7f3a9c5d2e1b8a4f6c";
+    const queryToken = "q-0f3a9c5d2e7b";
+    const url = `${mcp.url}/${pathToken}?key=${queryToken}`;
+    const res = await host.admin("POST", "/v1/admin/mcp-servers", { name: "locked", url, headers: { authorization: `Bearer ${wrong}` } });
     expect([res.status, res.body.error.code]).toEqual([502, "bad_gateway"]);
-    expect(JSON.stringify(res.body)).not.toContain(wrong);
+    // The server's refusal echoes the credential and the URL it was sent: the host passes the refusal on, scrubbed.
+    expect(res.body.error.message).toContain(`could not list the tools of MCP server ${mcp.url}/********?key=********:`);
+    expect(res.body.error.message).toContain("unauthorised: [redacted] at /mcp/[redacted]?key=[redacted]");
+    for (const secret of [wrong, pathToken, queryToken]) expect(JSON.stringify(res.body)).not.toContain(secret);
     expect((await host.admin("GET", "/v1/admin/mcp-servers/locked")).status).toBe(404);
   });
 });

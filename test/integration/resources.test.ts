@@ -24,6 +24,12 @@ const SECRETS = {
   echo: secret("echo-key"),
   mcp: secret("mcp-token"),
   kb: secret("kb-key"),
+  // Secrets that JSON escapes, and secrets in endpoint URLs.
+  quoted: `quo"te\\${randomBytes(8).toString("hex")}`,
+  kbQuoted: `kb"key\\${randomBytes(8).toString("hex")}`,
+  urlKey: secret("url-key"),
+  mcpPath: secret("mcpPath"),
+  mcpQuery: secret("mcp-query"),
 };
 const INLINE_LIMIT = 2048;
 const TOOL_TIMEOUT_MS = 400;
@@ -102,7 +108,7 @@ beforeAll(async () => {
   });
   tools = await startFakeTools({ bigBytes: 4 * INLINE_LIMIT });
   mcp = await startFakeMcpServer({ token: SECRETS.mcp });
-  retrieval = await startFakeRetrieval({ apiKey: SECRETS.kb });
+  retrieval = await startFakeRetrieval({ apiKey: [SECRETS.kb, SECRETS.kbQuoted] });
   runner = await startAdHocRunner({
     name: "resources",
     runners: [
@@ -153,9 +159,13 @@ beforeAll(async () => {
   await tool("slow", "/slow");
   await tool("echo_auth", "/echo-auth", { headers: { "x-api-key": SECRETS.echo } });
   await tool("ungranted", "/weather");
+  await tool("echo_quote", "/echo-auth", { headers: { "x-api-key": SECRETS.quoted } });
+  await tool("echo_url", `/echo-url?key=${SECRETS.urlKey}&lang=en`);
   await register("/v1/admin/mcp-servers", { name: "calc", url: mcp.url, headers: { authorization: `Bearer ${SECRETS.mcp}` } });
+  await register("/v1/admin/mcp-servers", { name: "keyed", url: `${mcp.url}/${SECRETS.mcpPath}?access_token=${SECRETS.mcpQuery}`, headers: { authorization: `Bearer ${SECRETS.mcp}` } });
   await register("/v1/admin/knowledge-bases", { kb_id: "docs", name: "Docs", description: "product docs", endpoint: retrieval.url, api_key: SECRETS.kb });
   await register("/v1/admin/knowledge-bases", { kb_id: "private-kb", name: "Private", endpoint: retrieval.url, api_key: SECRETS.kb });
+  await register("/v1/admin/knowledge-bases", { kb_id: "quoted-kb", name: "Quoted", endpoint: retrieval.url, api_key: SECRETS.kbQuoted });
   await register("/v1/admin/runner-services", { base_url: runner.url });
 
   const agent = (agent_id: string, scope: Record<string, unknown>, resource_policy: Record<string, unknown>) =>
@@ -172,6 +182,8 @@ beforeAll(async () => {
     models: ["flaky", "chat"],
     tools: ["weather"],
   });
+  // Upstreams that echo what they were sent.
+  await agent("careless", { type: "conversation", id: "careless" }, { tools: ["echo_quote", "echo_url", "keyed.shout"], knowledge_bases: ["quoted-kb"] });
 });
 
 afterAll(async () => {
@@ -384,6 +396,30 @@ describe("tools", () => {
   });
 });
 
+describe("careless upstreams", () => {
+  it("have their credentials scrubbed from what they answer: secrets JSON escapes, and secrets in endpoint URLs", async () => {
+    const { result } = await inRun("careless", async ({ api }) => ({
+      quote: await api("tool.call", { tool_name: "echo_quote", parameters: {} }),
+      url: await api("tool.call", { tool_name: "echo_url", parameters: {} }),
+      mcp: await api("tool.call", { tool_name: "keyed.shout", parameters: { text: "psst" } }),
+      kb: await api("knowledge.retrieve", { kb_id: "quoted-kb", query: "echo", top_k: 1 }),
+    }));
+    expect(result.quote.body.data.result).toEqual({ you_sent: "[redacted]" });
+    expect(tools.calls.find((c) => c.headers["x-api-key"] === SECRETS.quoted)).toBeDefined();
+    expect(result.url.body.data.result).toEqual({ path: "/echo-url?key=[redacted]&lang=en" });
+    expect(result.mcp.body.data.result).toMatchObject({ content: [{ type: "text", text: "PSST" }] });
+    expect(result.kb.body.data?.entries, JSON.stringify(result.kb)).toEqual([{ content: "you sent Bearer [redacted]", score: 1, metadata: { auth: "Bearer [redacted]" } }]);
+  });
+
+  it("have the credentials in their URLs masked in admin views", async () => {
+    const tool = await host.admin("GET", "/v1/admin/tools/echo_url");
+    expect(tool.body.endpoint).toBe(`${tools.url}/echo-url?key=********&lang=********`);
+    const server = await host.admin("GET", "/v1/admin/mcp-servers/keyed");
+    expect(server.body.url).toBe(`${mcp.url}/********?access_token=********`);
+    expect(JSON.stringify([tool.body, server.body, (await host.admin("GET", "/v1/admin/mcp-servers")).body])).not.toMatch(new RegExp(`${SECRETS.urlKey}|${SECRETS.mcpPath}|${SECRETS.mcpQuery}`));
+  });
+});
+
 describe("knowledge bases", () => {
   it("retrieves scored entries, best first, at most top_k", async () => {
     const { result, runId } = await inRun("retrieve", async ({ api }) => ({
@@ -475,6 +511,8 @@ describe("secrets", () => {
     expect(seenByRunners.length).toBeGreaterThan(10);
     for (const [name, value] of Object.entries(SECRETS)) {
       expect(corpus.includes(value), `secret ${name} leaked`).toBe(false);
+      // As it would appear inside serialised JSON.
+      expect(corpus.includes(JSON.stringify(value).slice(1, -1)), `secret ${name} leaked (escaped)`).toBe(false);
     }
     // The capture works: upstream failures are logged (scrubbed) for operators.
     expect(host.logs()).toContain("model flaky (invoke) failed");

@@ -5,14 +5,26 @@ import { listenLoopback, readBody, sendJson } from "./http-server";
 
 /**
  * A real MCP server (the official SDK's McpServer over streamable HTTP,
- * stateless) on loopback, requiring a bearer token. Tools: `add` (with an
+ * stateless) on loopback, at any path, requiring a bearer token; a refusal
+ * echoes the credential and the URL it was sent, as careless servers do. Tools: `add` (with an
  * output schema, which the SDK client's default validator cannot handle in
- * workerd) and `shout`.
+ * workerd) and `shout`; with `hugeBytes`, also `huge` (a text result of that
+ * many bytes); with `brokenTool`, also `broken`, whose input schema has a
+ * pattern no JavaScript engine compiles.
+ *
+ * With `sessionId` it names a session on every answer, so the client ends it
+ * with DELETE at the end; with `hangOnDelete` that DELETE is never answered.
  */
-export async function startFakeMcpServer(opts: { token: string }) {
+export async function startFakeMcpServer(opts: { token: string; sessionId?: string; hangOnDelete?: boolean; hugeBytes?: number; brokenTool?: boolean }) {
   const calls: { method: string | undefined; tool?: string }[] = [];
   const server = await listenLoopback(async (req, res) => {
-    if (req.headers.authorization !== `Bearer ${opts.token}`) return sendJson(res, 401, { error: "unauthorised" });
+    if (req.headers.authorization !== `Bearer ${opts.token}`) return sendJson(res, 401, { error: `unauthorised: ${req.headers.authorization ?? "no credentials"} at ${req.url}` });
+    if (req.method === "DELETE") {
+      calls.push({ method: "DELETE" });
+      if (opts.hangOnDelete) return; // accepted, never answered
+      res.writeHead(200);
+      return void res.end();
+    }
     const raw = await readBody(req);
     const message = raw ? JSON.parse(raw) : undefined;
     calls.push({ method: message?.method, tool: message?.params?.name });
@@ -25,11 +37,22 @@ export async function startFakeMcpServer(opts: { token: string }) {
     mcp.registerTool("shout", { description: "Upper-case a text", inputSchema: { text: z.string() } }, async ({ text }) => ({
       content: [{ type: "text", text: text.toUpperCase() }],
     }));
+    if (opts.hugeBytes) {
+      const bytes = opts.hugeBytes;
+      mcp.registerTool("huge", { description: "A very large answer", inputSchema: {} }, async () => ({ content: [{ type: "text", text: "x".repeat(bytes) }] }));
+    }
+    if (opts.brokenTool) {
+      mcp.registerTool("broken", { description: "Declares a pattern that is not a regular expression", inputSchema: { code: z.string().meta({ pattern: "(" }) } }, async () => ({
+        content: [{ type: "text", text: "unreachable" }],
+      }));
+    }
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on("close", () => {
       void transport.close();
       void mcp.close();
     });
+    // A stateless transport ignores the session id the client sends back; the client still ends the session.
+    if (opts.sessionId) res.setHeader("mcp-session-id", opts.sessionId);
     await mcp.connect(transport);
     await transport.handleRequest(req, res, message);
   });

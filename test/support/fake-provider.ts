@@ -9,16 +9,35 @@ export interface ProviderCall {
 
 /** The user text that makes a streamed answer pause mid-way until `releaseStream()`. */
 export const HOLD_STREAM = "hold the stream";
+/** Streamed answers that end badly (or oddly), chosen by the user text. */
+export const STREAM_CLOSES_EARLY = "close the stream early";
+export const STREAM_ERROR_CHUNK = "send an error chunk";
+export const STREAM_NO_DONE = "finish without done";
 
 /**
  * A fake OpenAI-compatible provider on loopback: `/v1/chat/completions`
  * (JSON and SSE) and `/v1/rerank`. Each provider model name has its own API
  * key; a wrong key is a 401 and a model listed in `failing` a 503, both
- * echoing the key they received, as careless providers do.
+ * echoing the key they received, as careless providers do. Other models
+ * misbehave as their option says (`hanging`, `silentStreams`, `jsonStreams`),
+ * and some user texts end a stream badly (STREAM_CLOSES_EARLY,
+ * STREAM_ERROR_CHUNK) or without [DONE] (STREAM_NO_DONE).
  */
-export async function startFakeProvider(opts: { keys: Record<string, string>; failing?: string[] }) {
+export async function startFakeProvider(opts: {
+  keys: Record<string, string>;
+  failing?: string[];
+  /** Models whose requests are accepted and never answered, not even with headers. */
+  hanging?: string[];
+  /** Models whose streams answer 200 with SSE headers and then never send a byte. */
+  silentStreams?: string[];
+  /** Models that answer a stream request with a plain JSON completion (200, application/json). */
+  jsonStreams?: string[];
+}) {
   const calls: ProviderCall[] = [];
   const failing = new Set(opts.failing ?? []);
+  const hanging = new Set(opts.hanging ?? []);
+  const silentStreams = new Set(opts.silentStreams ?? []);
+  const jsonStreams = new Set(opts.jsonStreams ?? []);
   let gate = deferred();
   const state = { streamsFinished: 0 };
 
@@ -29,6 +48,7 @@ export async function startFakeProvider(opts: { keys: Record<string, string>; fa
     const key = opts.keys[body.model];
     if (!key || authorization !== `Bearer ${key}`) return sendJson(res, 401, { error: { message: `Incorrect API key provided: ${authorization}` } });
     if (failing.has(body.model)) return sendJson(res, 503, { error: { message: `model overloaded (request authorised by ${authorization})` } });
+    if (hanging.has(body.model)) return; // accepted, never answered
 
     if (req.url === "/v1/rerank") {
       const results = (body.documents as string[])
@@ -41,7 +61,7 @@ export async function startFakeProvider(opts: { keys: Record<string, string>; fa
 
     const lastUser = [...body.messages].reverse().find((m: any) => m.role === "user");
     const text = typeof lastUser?.content === "string" ? lastUser.content : JSON.stringify(lastUser?.content);
-    if (!body.stream) {
+    if (!body.stream || jsonStreams.has(body.model)) {
       if (body.tools?.length) {
         const call = { id: "call_1", type: "function", function: { name: body.tools[0].function.name, arguments: '{"city":"Oslo"}' } };
         return sendJson(res, 200, { choices: [{ message: { role: "assistant", content: null, tool_calls: [call] }, finish_reason: "tool_calls" }], usage: { prompt_tokens: 20, completion_tokens: 5, total_tokens: 25 } });
@@ -54,18 +74,24 @@ export async function startFakeProvider(opts: { keys: Record<string, string>; fa
     }
 
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    if (silentStreams.has(body.model)) return void res.flushHeaders(); // headers, then silence
     const send = (chunk: unknown) => res.write(`data: ${JSON.stringify(chunk)}\n\n`);
     const delta = (d: Record<string, unknown>, finish: string | null = null) => send({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
     res.write(": keep-alive\n\n");
     delta({ role: "assistant", content: "" });
     delta({ content: "Hel" });
     delta({ content: "lo" });
+    if (text === STREAM_CLOSES_EARLY) return void res.end(); // no finish_reason, no [DONE]
+    if (text === STREAM_ERROR_CHUNK) {
+      send({ error: { message: `upstream overloaded (key ${authorization})`, type: "server_error", code: 529 } });
+      return void res.end();
+    }
     // Held until the test releases it; a host that buffered the stream would never let the runner do so (the timer ends the wait).
     if (text === HOLD_STREAM) await Promise.race([gate.promise, new Promise((r) => setTimeout(r, 5_000))]);
     delta({ content: ` from ${body.model}` });
     delta({}, "stop");
     send({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 } });
-    res.end("data: [DONE]\n\n");
+    res.end(text === STREAM_NO_DONE ? undefined : "data: [DONE]\n\n");
     state.streamsFinished++;
   });
 

@@ -3,15 +3,18 @@ import { listenLoopback, readBody, sendJson } from "./http-server";
 /**
  * A fake retrieval endpoint on loopback: `{query, top_k}` in, `{entries}` out.
  * It returns more entries than asked (unordered), so the host's cap shows,
- * and never answers the query "hang".
+ * never answers the query "hang", and answers "echo" with the credential it
+ * received (a careless endpoint).
  */
-export async function startFakeRetrieval(opts: { apiKey: string }) {
+export async function startFakeRetrieval(opts: { apiKey: string | string[] }) {
+  const accepted = new Set([opts.apiKey].flat().map((key) => `Bearer ${key}`));
   const calls: { authorization: string | undefined; body: any }[] = [];
   const server = await listenLoopback(async (req, res) => {
     const body = JSON.parse((await readBody(req)) || "{}");
     calls.push({ authorization: req.headers.authorization, body });
-    if (req.headers.authorization !== `Bearer ${opts.apiKey}`) return sendJson(res, 401, { error: "bad key" });
+    if (!accepted.has(req.headers.authorization ?? "")) return sendJson(res, 401, { error: "bad key" });
     if (body.query === "hang") return;
+    if (body.query === "echo") return sendJson(res, 200, { entries: [{ content: `you sent ${req.headers.authorization}`, score: 1, metadata: { auth: req.headers.authorization } }] });
     const entries = Array.from({ length: 30 }, (_, i) => ({ content: `${body.query} passage ${i}`, score: ((i * 7) % 30) / 30, metadata: { doc: `d${i}` } }));
     return sendJson(res, 200, { entries });
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mcpSchemaValidator, validateJsonSchema, type JsonSchema } from "../../src/resources/json-schema";
+import { mcpSchemaValidator, schemaProblems, validateJsonSchema, type JsonSchema } from "../../src/resources/json-schema";
 
 const paths = (schema: JsonSchema, value: unknown) => validateJsonSchema(schema, value).map((i) => i.path);
 
@@ -39,8 +39,97 @@ describe("tool parameter schemas", () => {
   });
 
   it("ignores keywords it does not implement instead of refusing", () => {
-    expect(validateJsonSchema({ $ref: "#/defs/x", format: "email" }, "not-an-email")).toEqual([]);
+    expect(validateJsonSchema({ format: "email", if: { type: "string" }, then: { minLength: 100 } }, "not-an-email")).toEqual([]);
     expect(validateJsonSchema({}, { anything: [1, 2] })).toEqual([]);
+  });
+
+  it("resolves local $refs ($defs, definitions, the root) and fails closed on one that does not resolve", () => {
+    const pydantic: JsonSchema = {
+      $defs: { Point: { type: "object", properties: { x: { type: "number" } }, required: ["x"] } },
+      definitions: { Tag: { type: "string", maxLength: 3 } },
+      type: "object",
+      properties: { at: { $ref: "#/$defs/Point" }, tags: { type: "array", items: { $ref: "#/definitions/Tag" } } },
+    };
+    expect(validateJsonSchema(pydantic, { at: { x: 1 }, tags: ["a"] })).toEqual([]);
+    expect(paths(pydantic, { at: { x: "1" }, tags: ["a", "long"] }).sort()).toEqual(["/at/x", "/tags/1"]);
+    expect(paths(pydantic, { at: {} })).toEqual(["/at/x"]);
+    // A recursive schema through the root, and JSON pointer escapes.
+    const tree: JsonSchema = { type: "object", properties: { kids: { type: "array", items: { $ref: "#" } }, "a/b": { $ref: "#/$defs/x~1y" } }, $defs: { "x/y": { const: 1 } } };
+    expect(validateJsonSchema(tree, { kids: [{ kids: [] }, { kids: [{ "a/b": 1 }] }] })).toEqual([]);
+    expect(paths(tree, { kids: [{ kids: [{ "a/b": 2 }] }] })).toEqual(["/kids/0/kids/0/a~1b"]);
+    expect(validateJsonSchema({ $ref: "#/$defs/missing" }, 1)[0].message).toContain("does not resolve");
+    expect(validateJsonSchema({ $ref: "https://example.com/schema.json" }, 1)).toHaveLength(1);
+  });
+
+  it("stops a $ref loop at the depth guard", () => {
+    const loop: JsonSchema = { $defs: { a: { $ref: "#/$defs/b" }, b: { $ref: "#/$defs/a" } }, $ref: "#/$defs/a" };
+    expect(validateJsonSchema(loop, 1)[0].message).toContain("nested deeper than");
+    // Combinators over a recursive $ref do not explode either.
+    const bomb: JsonSchema = { anyOf: [{ $ref: "#" }, { $ref: "#" }, { $ref: "#" }] };
+    const started = Date.now();
+    expect(validateJsonSchema(bomb, 1).length).toBeGreaterThan(0);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("compiles a pattern without the u flag when it needs to, and fails closed when neither compiles", () => {
+    // `\-` outside a class is an error with the u flag, fine without it.
+    expect(paths({ type: "string", pattern: "^[a-z]+\\-[0-9]+$" }, "ab-12")).toEqual([]);
+    expect(paths({ type: "string", pattern: "^[a-z]+\\-[0-9]+$" }, "ab12")).toEqual([""]);
+    expect(paths({ type: "object", patternProperties: { "^x\\-": { type: "number" } } }, { "x-a": "no" })).toEqual(["/x-a"]);
+    const broken = validateJsonSchema({ type: "string", pattern: "(unclosed" }, "anything");
+    expect(broken).toEqual([{ path: "", message: 'the schema\'s pattern "(unclosed" is not a valid regular expression' }]);
+  });
+
+  it("accepts multiples of a decimal step despite binary floating point", () => {
+    expect(paths({ multipleOf: 0.01 }, 0.07)).toEqual([]);
+    expect(paths({ multipleOf: 0.1 }, 0.3)).toEqual([]);
+    expect(paths({ multipleOf: 0.01 }, 19.99)).toEqual([]);
+    expect(paths({ multipleOf: 0.1 }, 0.1 + 0.2)).toEqual([]);
+    expect(paths({ multipleOf: 0.01 }, 0.075)).toEqual([""]);
+    expect(paths({ multipleOf: 3 }, 10)).toEqual([""]);
+    expect(paths({ multipleOf: 1.5 }, 4.5)).toEqual([]);
+  });
+
+  it("reads draft-4 boolean exclusiveMinimum/exclusiveMaximum as making the bounds exclusive", () => {
+    const draft4: JsonSchema = { type: "number", minimum: 0, exclusiveMinimum: true, maximum: 10, exclusiveMaximum: true };
+    expect(paths(draft4, 0)).toEqual([""]);
+    expect(paths(draft4, 10)).toEqual([""]);
+    expect(paths(draft4, 5)).toEqual([]);
+    expect(paths({ minimum: 0, exclusiveMinimum: false }, 0)).toEqual([]);
+    expect(paths({ exclusiveMinimum: 0 }, 0)).toEqual([""]);
+  });
+
+  it("checks uniqueItems in one pass, by value whatever the key order", () => {
+    expect(paths({ uniqueItems: true }, [{ a: 1, b: [2] }, { b: [2], a: 1 }])).toEqual([""]);
+    expect(paths({ uniqueItems: true }, [1, "1", [1], { a: 1 }, null, true])).toEqual([]);
+    const many = Array.from({ length: 20_000 }, (_, i) => ({ id: i, tags: [`t${i}`] }));
+    const started = Date.now();
+    expect(validateJsonSchema({ uniqueItems: true }, many)).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    let deep: unknown = 1;
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    expect(validateJsonSchema({ uniqueItems: true }, [deep, deep])[0].message).toContain("nested deeper than");
+    expect(validateJsonSchema({ const: deep }, deep)).toHaveLength(0); // the same object is equal without recursing
+    expect(validateJsonSchema({ enum: [JSON.parse(JSON.stringify([[[[1]]]]))] }, [[[[1]]]])).toEqual([]);
+  });
+
+  it("names what makes a schema unusable, for refusing it at registration", () => {
+    expect(schemaProblems({ type: "object", properties: { a: { type: "string", pattern: "^\\w+\\-x$" } }, $defs: { p: { type: "number" } }, required: ["a"] })).toEqual([]);
+    expect(
+      schemaProblems({
+        type: "object",
+        properties: { a: { pattern: "(" }, b: { $ref: "#/$defs/none" }, c: { $ref: "other.json#/x" }, d: { items: [{ $ref: "#/properties/a" }] } },
+        patternProperties: { "[": {} },
+        // Data, not schemas: not looked into.
+        default: { pattern: "(" },
+        enum: [{ $ref: "nowhere" }],
+      }),
+    ).toEqual([
+      '/patternProperties: pattern "[" is not a valid regular expression',
+      '/properties/a/pattern: pattern "(" is not a valid regular expression',
+      '/properties/b/$ref: "#/$defs/none" does not resolve within the schema',
+      '/properties/c/$ref: "other.json#/x" is not a local reference (only "#..." within the schema is supported)',
+    ]);
   });
 
   it("refuses hostile nesting without exhausting the stack", () => {

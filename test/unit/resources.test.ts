@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ResourcePolicySchema } from "../../src/agents/policy";
+import { streamError } from "../../src/host-api/actions/models";
+import { ApiError } from "../../src/host-api/errors";
 import { chatStreamToNdjson, type StreamEnd } from "../../src/resources/chat-stream";
 import { toChatRequest, ModelInputError } from "../../src/resources/chat-request";
 import { grantResources } from "../../src/resources/grants";
-import { redact, secretFragments } from "../../src/resources/secrets";
+import { maskUrl, redact, redactValue, secretFragments, urlSecrets } from "../../src/resources/secrets";
 
 describe("effective resource grants", () => {
   const found = {
@@ -62,23 +64,29 @@ function sse(chunks: string[]): ReadableStream<Uint8Array> {
   });
 }
 
-async function collect(body: ReadableStream<Uint8Array>): Promise<{ lines: any[]; end: StreamEnd | undefined }> {
-  let end: StreamEnd | undefined;
-  const out = chatStreamToNdjson(body, {
+const KEY = "sk-secret-123";
+
+/** The stream as `model.stream` builds it: the real error lines of actions/models.ts, for a model whose key is KEY. */
+function ndjsonOf(body: ReadableStream<Uint8Array>, opts: { signal?: AbortSignal; onEnd?: (e: StreamEnd) => Promise<void> } = {}) {
+  const signal = opts.signal ?? new AbortController().signal;
+  return chatStreamToNdjson(body, {
     modelId: "m",
     maxLineBytes: 1024,
     maxBytes: 1 << 20,
-    describeError: (err) => ({ code: "runtime_error", message: redact(String(err), ["sk-secret-123"]), retryable: true }),
-    onEnd: async (e) => {
-      end = e;
-    },
+    describeError: (err) => streamError(err, signal, secretFragments([KEY])),
+    onEnd: opts.onEnd ?? (async () => {}),
     onCancel: () => {},
   });
-  const text = await new Response(out).text();
+}
+
+async function collect(body: ReadableStream<Uint8Array>, signal?: AbortSignal): Promise<{ lines: any[]; end: StreamEnd | undefined }> {
+  let end: StreamEnd | undefined;
+  const text = await new Response(ndjsonOf(body, { signal, onEnd: async (e) => void (end = e) })).text();
   return { lines: text.trim().split("\n").map((l) => JSON.parse(l)), end };
 }
 
 const data = (v: unknown) => `data: ${JSON.stringify(v)}\n\n`;
+const DONE = "data: [DONE]\n\n";
 
 describe("model.stream framing", () => {
   it("assembles tool calls streamed in fragments, across network chunks split mid-line", async () => {
@@ -86,7 +94,7 @@ describe("model.stream framing", () => {
       data({ choices: [{ delta: { role: "assistant", tool_calls: [{ index: 0, id: "c1", type: "function", function: { name: "get_", arguments: "" } }] } }] }),
       data({ choices: [{ delta: { tool_calls: [{ index: 0, function: { name: "weather", arguments: '{"ci' } }] } }] }),
       data({ choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: 'ty":"Oslo"}' } }] }, finish_reason: "tool_calls" }] }),
-      "data: [DONE]\n\n",
+      DONE,
     ].join("");
     const { lines, end } = await collect(sse([frames.slice(0, 37), frames.slice(37, 150), frames.slice(150)]));
     expect(lines.filter((l) => l.type === "delta")).toHaveLength(3);
@@ -100,12 +108,56 @@ describe("model.stream framing", () => {
     expect(end?.result?.finish_reason).toBe("tool_calls");
   });
 
-  it("ends with an error line (secrets scrubbed) when the provider sends garbage", async () => {
-    const { lines, end } = await collect(sse([data({ choices: [{ delta: { content: "a" } }] }), "data: not json sk-secret-123\n\n"]));
+  it("an error chunk ends the stream with a provider_error line, the key scrubbed, after the deltas of the same network chunk", async () => {
+    const { lines, end } = await collect(sse([data({ choices: [{ delta: { content: "a" } }] }) + data({ error: { message: `quota exceeded for key ${KEY}`, type: "insufficient_quota" } }) + DONE]));
     expect(lines[0]).toEqual({ type: "delta", chunk: { role: "assistant", content: "a" } });
-    expect(lines[1]).toMatchObject({ type: "error", error: { code: "runtime_error", retryable: true } });
-    expect(lines[1].error.message).not.toContain("sk-secret-123");
-    expect(end?.error?.code).toBe("runtime_error");
+    expect(lines[1]).toMatchObject({ type: "error", error: { code: "provider_error", retryable: true, details: { model_id: "m" } } });
+    expect(lines[1].error.message).toBe("the model provider reported an error mid-stream: quota exceeded for key [redacted] (insufficient_quota)");
+    expect(lines).toHaveLength(2);
+    expect(end).toEqual({ error: { code: "provider_error", message: lines[1].error.message } });
+  });
+
+  it("a stream that stops without [DONE] or a finish reason is not completed", async () => {
+    const { lines, end } = await collect(sse([data({ choices: [{ delta: { content: "Hel" } }] })]));
+    expect(lines.map((l) => l.type)).toEqual(["delta", "error"]);
+    expect(lines[1].error).toMatchObject({ code: "stream_closed", retryable: true });
+    expect(end?.result).toBeUndefined();
+    expect(end?.error?.code).toBe("stream_closed");
+    // A finish reason is enough, [DONE] or not.
+    const finished = await collect(sse([data({ choices: [{ delta: { content: "Hi" }, finish_reason: "stop" }] })]));
+    expect(finished.lines.at(-1)).toMatchObject({ type: "completed", finish_reason: "stop", message: { content: "Hi" } });
+  });
+
+  it("garbage from the provider is a retryable runtime_error; an aborted call reports why it was aborted", async () => {
+    const garbage = await collect(sse([data({ choices: [{ delta: { content: "a" } }] }), "data: not json\n\n"]));
+    expect(garbage.lines[1]).toMatchObject({ type: "error", error: { code: "runtime_error", retryable: true } });
+
+    const call = new AbortController();
+    call.abort(new ApiError("deadline_exceeded", "the run's deadline passed during the call"));
+    const aborted = await collect(sse([data({ choices: [{ delta: { content: "a" } }] }), "data: not json\n\n"]), call.signal);
+    expect(aborted.lines[1].error).toMatchObject({ code: "deadline_exceeded", retryable: false, message: "the run's deadline passed during the call" });
+  });
+
+  it("records the end once when the runner cancels while the end is being recorded", async () => {
+    const ends: StreamEnd[] = [];
+    let release!: () => void;
+    const recording = new Promise<void>((r) => (release = r));
+    const out = ndjsonOf(sse([data({ choices: [{ delta: { content: "a" }, finish_reason: "stop" }] }), DONE]), {
+      onEnd: async (e) => {
+        ends.push(e);
+        await recording; // a slow ledger write
+      },
+    });
+    const reader = out.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    while (!text.includes('"completed"')) text += decoder.decode((await reader.read()).value);
+    // The completed line is out and its end is being recorded: the runner goes away now.
+    const cancelled = reader.cancel();
+    release();
+    await cancelled;
+    expect(ends).toHaveLength(1);
+    expect(ends[0].result?.finish_reason).toBe("stop");
   });
 });
 
@@ -116,5 +168,32 @@ describe("secret scrubbing", () => {
     // Too short to scrub safely; the scheme word is not a secret.
     expect(fragments).not.toContain("sk-1");
     expect(fragments).not.toContain("Bearer");
+  });
+
+  it("scrubs the leaves of a JSON value, whatever the secret's characters, without breaking numbers", () => {
+    const quoted = 'ab"cd\\ef-12';
+    const numeric = "4711000";
+    const value = { echo: `key=${quoted}`, [`k-${quoted}`]: [quoted, { n: 47110001, m: 12, s: `${numeric}!` }], ok: true, none: null };
+    expect(JSON.stringify(value)).not.toContain(quoted); // why scrubbing serialised JSON misses it
+    expect(redactValue(value, secretFragments([quoted, numeric]))).toEqual({
+      echo: "key=[redacted]",
+      "k-[redacted]": ["[redacted]", { n: "[redacted]", m: 12, s: "[redacted]!" }],
+      ok: true,
+      none: null,
+    });
+    expect(redactValue({ a: 1 }, [])).toEqual({ a: 1 });
+  });
+
+  it("masks what may be a credential in an endpoint URL, and lists it for scrubbing", () => {
+    const url = "https://user:pa55word@mcp.example/servers/AbCdEf0123456789xyZ/mcp?api_key=sk%2Dq%20t&lang=en&flag#frag";
+    expect(maskUrl(url)).toBe("https://********@mcp.example/servers/********/mcp?api_key=********&lang=********&********#********");
+    expect(urlSecrets(url)).toEqual(expect.arrayContaining(["user", "pa55word", "AbCdEf0123456789xyZ", "sk%2Dq%20t", "sk-q t", "en", "flag", "frag"]));
+    // Names are not tokens; a URL with nothing to hide is shown as given.
+    for (const plain of ["https://api.example/v1", "https://x.example/openai/deployments/gpt-4o-mini-2024-07-18/chat", "http://127.0.0.1:8080/mcp"]) {
+      expect(maskUrl(plain)).toBe(plain);
+      expect(urlSecrets(plain)).toEqual([]);
+    }
+    expect(maskUrl("https://hooks.example/t/3f2a9c1e-5b7d-4e0f-9a8b-0c1d2e3f4a5b")).toBe("https://hooks.example/t/********");
+    expect(maskUrl("https://api.telegram.example/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/send")).toBe("https://api.telegram.example/********/send");
   });
 });

@@ -1,6 +1,6 @@
-import { chatStreamToNdjson, type StreamEnd } from "../../resources/chat-stream";
+import { chatStreamToNdjson, ModelStreamError, type StreamEnd } from "../../resources/chat-stream";
 import { ModelInputError, toChatRequest, type ChatRequest } from "../../resources/chat-request";
-import { chatCompletion, openChatStream, rerank, type Usage } from "../../resources/openai";
+import { chatCompletion, openChatStream, rerank, type CallOptions, type Usage } from "../../resources/openai";
 import { redact } from "../../resources/secrets";
 import { UpstreamError } from "../../resources/upstream";
 import { callSignal } from "../call-signal";
@@ -36,12 +36,16 @@ function recordUsage(ctx: ActionContext, call: { modelId: string; requested: str
   ]);
 }
 
+function callOptions(ctx: ActionContext, signal: AbortSignal): CallOptions {
+  return { signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES, attemptTimeoutMs: ctx.config.MODEL_ATTEMPT_TIMEOUT_MS };
+}
+
 const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
   const request = chatRequest(p);
   const startedAt = Date.now();
   const call = callSignal(ctx);
   try {
-    const opts = { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES };
+    const opts = callOptions(ctx, call.signal);
     const { value, model } = await withModelFallback(ctx, p.model_id, "invoke", (m) => chatCompletion(m.target, request, opts));
     await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "invoke", usage: value.usage, startedAt });
     return { model_id: model.modelId, ...value };
@@ -50,11 +54,16 @@ const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
   }
 };
 
-/** The NDJSON error line for a failure mid-stream; an aborted call reports why it was aborted. */
-function streamError(err: unknown, signal: AbortSignal, secrets: readonly string[]) {
+/**
+ * The NDJSON error line for a failure mid-stream, its message scrubbed of the
+ * model's secrets: an aborted call reports why it was aborted; a stream the
+ * provider cut off or reported an error in says so in its code.
+ */
+export function streamError(err: unknown, signal: AbortSignal, secrets: readonly string[]): { code: string; message: string; retryable: boolean } {
   const cause: unknown = signal.aborted ? signal.reason : err;
   const message = redact(cause instanceof Error ? cause.message : String(cause), secrets);
   if (cause instanceof ApiError) return { code: cause.code, message, retryable: false };
+  if (cause instanceof ModelStreamError) return { code: cause.code, message, retryable: true };
   return { code: "runtime_error", message, retryable: cause instanceof UpstreamError ? cause.providerFault : true };
 }
 
@@ -67,7 +76,7 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
   const startedAt = Date.now();
   const call = callSignal(ctx);
   try {
-    const opts = { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES };
+    const opts = callOptions(ctx, call.signal);
     const { value: body, model } = await withModelFallback(ctx, p.model_id, "stream", (m) => openChatStream(m.target, request, opts));
     const onEnd = async (end: StreamEnd) => {
       call.dispose();
@@ -95,7 +104,7 @@ const modelRerank: Handler<"model.rerank"> = async (ctx, p) => {
   const startedAt = Date.now();
   const call = callSignal(ctx);
   try {
-    const opts = { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES };
+    const opts = callOptions(ctx, call.signal);
     const input = { query: p.query, documents: p.documents, topK: p.top_k ?? undefined };
     const { value, model } = await withModelFallback(ctx, p.model_id, "rerank", (m) => rerank(m.target, input, opts));
     await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "rerank", usage: value.usage, startedAt });

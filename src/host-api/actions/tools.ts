@@ -3,7 +3,7 @@ import type { ToolResource } from "../../protocol/resources";
 import { callHttpTool } from "../../resources/http-tool";
 import { formatSchemaIssues, validateJsonSchema } from "../../resources/json-schema";
 import { callMcpTool } from "../../resources/mcp";
-import { redact, secretFragments } from "../../resources/secrets";
+import { redactValue, secretFragments, urlSecrets } from "../../resources/secrets";
 import { storeToolResult } from "../../resources/tool-result-artifact";
 import { toolsStore, type ToolRow } from "../../resources/tools-store";
 import { parseJson } from "../../lib/json";
@@ -35,22 +35,22 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
     if (!server || !row.mcpToolName) throw new ApiError("not_found", `the MCP server of tool ${row.toolName} is no longer registered`);
     const headers = parseJson<Record<string, string>>(server.headersJson, {});
     return {
-      secrets: secretFragments(Object.values(headers)),
-      invoke: (signal) => callMcpTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs }),
+      secrets: secretFragments([...Object.values(headers), ...urlSecrets(server.url)]),
+      invoke: (signal) => callMcpTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs, maxBytes }),
     };
   }
   if (!row.endpoint) throw new ApiError("not_found", `tool ${row.toolName} has no endpoint`);
   const headers = parseJson<Record<string, string>>(row.headersJson, {});
   return {
-    secrets: secretFragments(Object.values(headers)),
+    secrets: secretFragments([...Object.values(headers), ...urlSecrets(row.endpoint)]),
     invoke: (signal, toolCallId) => callHttpTool({ endpoint: row.endpoint!, headers }, { runId: ctx.snapshot.runId, toolCallId, parameters }, { signal, maxBytes }),
   };
 }
 
 /** Inline when small; otherwise an artifact the runner reads through the artifact API. */
-async function deliverable(ctx: ActionContext, call: { toolName: string; toolCallId: string }, json: string) {
-  const bytes = new TextEncoder().encode(json);
-  if (bytes.length <= ctx.config.TOOL_RESULT_INLINE_MAX_BYTES) return { result: JSON.parse(json) as unknown };
+async function deliverable(ctx: ActionContext, call: { toolName: string; toolCallId: string }, result: unknown) {
+  const bytes = new TextEncoder().encode(JSON.stringify(result));
+  if (bytes.length <= ctx.config.TOOL_RESULT_INLINE_MAX_BYTES) return { result };
   const s = ctx.snapshot;
   const ref = await storeToolResult({ db: ctx.db, artifacts: ctx.artifacts, config: ctx.config }, { conversationKey: s.conversationKey, conversationId: s.conversationId, runId: s.runId, runnerId: s.runnerId }, call, bytes);
   return { result_ref: ref };
@@ -82,7 +82,7 @@ const toolCall: Handler<"tool.call"> = async (ctx, p) => {
   try {
     const raw = await invoke(call.signal, toolCallId);
     // A tool that echoes its credentials must not hand them to the runner.
-    const out = await deliverable(ctx, { toolName: p.tool_name, toolCallId }, redact(JSON.stringify(raw ?? null), secrets));
+    const out = await deliverable(ctx, { toolName: p.tool_name, toolCallId }, redactValue(raw ?? null, secrets));
     await ctx.ledger.append([{ type: "tool.call.completed", data: { ...ids, ...out, duration_ms: Date.now() - startedAt } }]);
     return { ...ids, ...out };
   } catch (err) {

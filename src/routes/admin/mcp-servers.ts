@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { dbOf } from "../../db/connect";
 import type { Db } from "../../db/client";
+import { configOf, type Config } from "../../env";
 import { conflict, HostError, notFound } from "../../lib/errors";
 import { parseJson } from "../../lib/json";
 import { jsonBody } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { discoverMcpTools } from "../../resources/mcp";
-import { redact, secretFragments } from "../../resources/secrets";
+import { maskUrl, redact, secretFragments, urlSecrets } from "../../resources/secrets";
 import { mcpToolName, toolsStore, toMcpServerView } from "../../resources/tools-store";
 import { UpstreamError } from "../../resources/upstream";
 import { router } from "../app-env";
@@ -21,15 +22,15 @@ const McpServerInput = z.strictObject({
 });
 
 /** List the server's tools and store them with it (replacing the earlier list). 502 when the server cannot be listed. */
-async function discoverAndSave(db: Db, server: { name: string; url: string; headers: Record<string, string> }, createdAt: number) {
+async function discoverAndSave(db: Db, config: Config, server: { name: string; url: string; headers: Record<string, string> }, createdAt: number) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new UpstreamError("network", `no answer within ${DISCOVERY_TIMEOUT_MS} ms`)), DISCOVERY_TIMEOUT_MS);
   let discovered;
   try {
-    discovered = await discoverMcpTools(server, { signal: controller.signal, timeoutMs: DISCOVERY_TIMEOUT_MS });
+    discovered = await discoverMcpTools(server, { signal: controller.signal, timeoutMs: DISCOVERY_TIMEOUT_MS, maxBytes: config.RESOURCE_RESPONSE_MAX_BYTES });
   } catch (err) {
-    const message = redact(err instanceof Error ? err.message : String(err), secretFragments(Object.values(server.headers)));
-    throw new HostError(502, "bad_gateway", `could not list the tools of MCP server ${server.url}: ${message}`);
+    const message = redact(err instanceof Error ? err.message : String(err), secretFragments([...Object.values(server.headers), ...urlSecrets(server.url)]));
+    throw new HostError(502, "bad_gateway", `could not list the tools of MCP server ${maskUrl(server.url)}: ${message}`);
   } finally {
     clearTimeout(timer);
   }
@@ -60,7 +61,7 @@ export const mcpServersRouter = router()
     const input = c.get("body");
     const db = dbOf(c.env);
     if (await toolsStore(db).getServer(input.name)) throw conflict(`MCP server ${input.name} already exists`);
-    return c.json(await discoverAndSave(db, { name: input.name, url: input.url, headers: input.headers ?? {} }, Date.now()), 201);
+    return c.json(await discoverAndSave(db, configOf(c.env), { name: input.name, url: input.url, headers: input.headers ?? {} }, Date.now()), 201);
   })
   .get("/:name", async (c) => {
     const store = toolsStore(dbOf(c.env));
@@ -73,7 +74,7 @@ export const mcpServersRouter = router()
     const row = await toolsStore(db).getServer(c.req.param("name"));
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
     const headers = parseJson<Record<string, string>>(row.headersJson, {});
-    return c.json(await discoverAndSave(db, { name: row.name, url: row.url, headers }, row.createdAt));
+    return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers }, row.createdAt));
   })
   .delete("/:name", async (c) => {
     const store = toolsStore(dbOf(c.env));

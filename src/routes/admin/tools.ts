@@ -4,14 +4,22 @@ import { conflict, notFound } from "../../lib/errors";
 import { RecordSchema } from "../../protocol/common";
 import { jsonBody } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
+import { schemaProblems } from "../../resources/json-schema";
 import { toolsStore, toToolView } from "../../resources/tools-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
 
-/** Tool arguments are a JSON object, so the schema must describe one. */
+/**
+ * Tool arguments are a JSON object, so the schema must describe one; and one
+ * the host can enforce (patterns that compile, local $refs that resolve).
+ */
 const ParametersSchema = RecordSchema.refine((s) => s.type === undefined || s.type === "object", {
   message: 'parameters must be a JSON Schema of an object (type "object")',
-}).default({ type: "object", properties: {} });
+})
+  .superRefine((schema, ctx) => {
+    for (const problem of schemaProblems(schema)) ctx.addIssue({ code: "custom", message: `parameters schema ${problem}` });
+  })
+  .default({ type: "object", properties: {} });
 
 /** An HTTP tool: `POST {endpoint}` with the arguments as the JSON body and `headers` (secret) added. */
 const ToolInput = z.strictObject({

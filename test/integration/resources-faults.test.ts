@@ -1,0 +1,215 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeMcpServer } from "../support/fake-mcp";
+import { startFakeRetrieval } from "../support/fake-retrieval";
+import { STREAM_CLOSES_EARLY, STREAM_ERROR_CHUNK, STREAM_NO_DONE, startFakeProvider } from "../support/fake-provider";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * Host-held resources that misbehave: providers that never answer, close a
+ * stream early, report an error inside it or do not stream at all; MCP
+ * servers that never answer a session's DELETE or answer too much. Each is a
+ * fake on loopback; the host must stay bounded and tell the truth.
+ */
+
+const KEYS = { main: "sk-faults-main-7d1f0a", backup: "sk-faults-backup-2b9e4c", odd: "sk-faults-odd-5a3c8e", mcp: "mcp-faults-token-9c2e71", kb: "kb-faults-key-3e8a5d" };
+const ATTEMPT_TIMEOUT_MS = 700;
+const MAX_BYTES = 32 * 1024;
+
+let host: TestHost;
+let provider: Awaited<ReturnType<typeof startFakeProvider>>;
+let sticky: Awaited<ReturnType<typeof startFakeMcpServer>>;
+let retrieval: Awaited<ReturnType<typeof startFakeRetrieval>>;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+
+type Api = (action: string, params?: Record<string, unknown>) => Promise<{ status: number; body: any }>;
+type Raw = (action: string, params: Record<string, unknown>) => Promise<Response>;
+const scripts = new Map<string, (t: { api: Api; raw: Raw }) => Promise<unknown>>();
+let scriptCount = 0;
+
+async function inRun<T = any>(conversationId: string, script: (t: { api: Api; raw: Raw }) => Promise<unknown>): Promise<{ result: T; runId: string }> {
+  const key = `script-${++scriptCount}`;
+  scripts.set(key, script);
+  const posted = await host.postEvent(messageEvent(conversationId, key));
+  const run = await host.waitForRun(posted.body.run_id!);
+  if (run.status !== "completed") throw new Error(`run ended ${run.status}: ${JSON.stringify(run.error)}`);
+  return { result: JSON.parse(String(run.message?.content)) as T, runId: run.run_id };
+}
+
+async function ledger(runId: string): Promise<{ type: string; data: any }[]> {
+  return (await host.admin("GET", `/v1/runs/${runId}/events?limit=1000`)).body.items;
+}
+
+async function register(path: string, body: unknown) {
+  const res = await host.admin("POST", path, body);
+  if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+const lines = async (res: Response) =>
+  (await res.text())
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
+
+const user = (content: string) => [{ role: "user", content }];
+
+beforeAll(async () => {
+  provider = await startFakeProvider({
+    keys: { "gpt-main": KEYS.main, "gpt-backup": KEYS.backup, "gpt-hang": KEYS.odd, "gpt-mute": KEYS.odd, "gpt-json": KEYS.odd },
+    hanging: ["gpt-hang"],
+    silentStreams: ["gpt-mute"],
+    jsonStreams: ["gpt-json"],
+  });
+  sticky = await startFakeMcpServer({ token: KEYS.mcp, sessionId: "session-1", hangOnDelete: true, hugeBytes: 2 * MAX_BYTES });
+  retrieval = await startFakeRetrieval({ apiKey: KEYS.kb });
+  runner = await startAdHocRunner({
+    name: "faults",
+    runners: [{ name: "default", label: { en_US: "faults" }, permissions: { models: ["invoke", "stream"], tools: ["detail", "call"], knowledge_bases: ["retrieve"] } }],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      const raw: Raw = (action, params) =>
+        fetch(`${ctx.runtime.api.base_url}/v1/runs/${ctx.run_id}/api`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${ctx.runtime.api.token}`, "content-type": "application/json" },
+          body: JSON.stringify({ action, params }),
+        });
+      const api: Api = async (action, params = {}) => {
+        const answer = await raw(action, params);
+        return { status: answer.status, body: await answer.json() };
+      };
+      const script = scripts.get(ctx.input.text);
+      if (!script) return w.reply("no script");
+      try {
+        w.reply(JSON.stringify((await script({ api, raw })) ?? null));
+      } catch (err) {
+        w.send("run.failed", { code: "test.script_failed", error: String(err), retryable: false });
+        res.end();
+      }
+    },
+  });
+  host = await startTestHost({
+    vars: { MODEL_ATTEMPT_TIMEOUT_MS: String(ATTEMPT_TIMEOUT_MS), RESOURCE_RESPONSE_MAX_BYTES: String(MAX_BYTES), TOOL_CALL_TIMEOUT_MS: "5000" },
+  });
+  const llm = (model_id: string, model: string, api_key: string) => register("/v1/admin/models", { model_id, name: model_id, kind: "llm", base_url: provider.baseUrl, api_key, model });
+  await llm("chat", "gpt-main", KEYS.main);
+  await llm("backup", "gpt-backup", KEYS.backup);
+  await llm("hang", "gpt-hang", KEYS.odd);
+  await llm("mute", "gpt-mute", KEYS.odd);
+  await llm("jsonish", "gpt-json", KEYS.odd);
+  await register("/v1/admin/knowledge-bases", { kb_id: "kb", name: "KB", endpoint: retrieval.url, api_key: KEYS.kb });
+  await register("/v1/admin/runner-services", { base_url: runner.url });
+  await agent("faults", { type: "global" }, { models: ["chat", "hang", "mute", "jsonish"], fallback_models: ["backup"], knowledge_bases: ["kb"] });
+  await agent("alone", { type: "conversation", id: "alone" }, { models: ["jsonish", "hang"] });
+});
+
+const agent = (agent_id: string, scope: Record<string, unknown>, resource_policy: Record<string, unknown>) =>
+  register("/v1/admin/agents", { agent_id, name: agent_id, runner_id: runner.runnerId(), event_types: ["message.received"], scope, resource_policy });
+
+afterAll(async () => {
+  await host?.dispose();
+  await Promise.all([runner?.close(), provider?.close(), sticky?.close(), retrieval?.close()]);
+});
+
+describe("provider attempts", () => {
+  it("falls back from a provider that accepts and never answers, within MODEL_ATTEMPT_TIMEOUT_MS", async () => {
+    const started = Date.now();
+    const { result, runId } = await inRun("attempts", async ({ api, raw }) => ({
+      invoke: await api("model.invoke", { model_id: "hang", messages: user("anyone there?") }),
+      stream: await lines(await raw("model.stream", { model_id: "hang", messages: user("anyone streaming?") })),
+      // Headers at once, then not a byte: the stream is not the runner's until the provider says something.
+      mute: await lines(await raw("model.stream", { model_id: "mute", messages: user("say something") })),
+    }));
+    expect(Date.now() - started).toBeLessThan(3 * ATTEMPT_TIMEOUT_MS + 4_000);
+    expect(result.invoke.status).toBe(200);
+    expect(result.invoke.body.data).toMatchObject({ model_id: "backup", message: { content: "gpt-backup says: anyone there?" } });
+    expect(result.stream.at(-1)).toMatchObject({ type: "completed", model_id: "backup" });
+    expect(result.mute.at(-1)).toMatchObject({ type: "completed", model_id: "backup", message: { content: "Hello from gpt-backup" } });
+    const fallbacks = (await ledger(runId)).filter((e) => e.type === "model.fallback");
+    expect(fallbacks.map((e) => [e.data.model_id, e.data.operation])).toEqual([["hang", "invoke"], ["hang", "stream"], ["mute", "stream"]]);
+    expect(fallbacks[0].data.error).toContain(`${ATTEMPT_TIMEOUT_MS} ms`);
+  });
+
+  it("without a fallback, a provider that never answers is a 502 after the attempt timeout", async () => {
+    const started = Date.now();
+    const { result } = await inRun("alone", async ({ api }) => api("model.invoke", { model_id: "hang", messages: user("hello?") }));
+    expect([result.status, result.body.error.code, result.body.error.retryable]).toEqual([502, "runtime_error", true]);
+    expect(Date.now() - started).toBeLessThan(ATTEMPT_TIMEOUT_MS + 4_000);
+  });
+});
+
+describe("knowledge retrieval", () => {
+  it("an endpoint that never answers fails after the attempt timeout, not at the run's deadline", async () => {
+    const started = Date.now();
+    const { result, runId } = await inRun("retrieve", async ({ api }) => api("knowledge.retrieve", { kb_id: "kb", query: "hang" }));
+    expect([result.status, result.body.error.code]).toEqual([502, "runtime_error"]);
+    expect(result.body.error.message).toContain(`${ATTEMPT_TIMEOUT_MS} ms`);
+    expect(Date.now() - started).toBeLessThan(ATTEMPT_TIMEOUT_MS + 4_000);
+    expect((await ledger(runId)).find((e) => e.type === "knowledge.failed")?.data).toMatchObject({ kb_id: "kb", code: "runtime_error" });
+  });
+});
+
+describe("model.stream endings", () => {
+  it("a stream that closes without [DONE] or a finish reason ends with an error line, recorded as model.failed", async () => {
+    const { result, runId } = await inRun("closes-early", async ({ raw }) => lines(await raw("model.stream", { model_id: "chat", messages: user(STREAM_CLOSES_EARLY) })));
+    expect(result.slice(0, -1).map((l: any) => l.type)).toEqual(["delta", "delta"]);
+    expect(result.at(-1)).toMatchObject({ type: "error", error: { code: "stream_closed", retryable: true, details: { model_id: "chat" } } });
+    const entries = await ledger(runId);
+    expect(entries.filter((e) => e.type === "model.usage")).toEqual([]);
+    expect(entries.filter((e) => e.type === "model.failed").map((e) => [e.data.model_id, e.data.operation, e.data.code])).toEqual([["chat", "stream", "stream_closed"]]);
+  });
+
+  it("an error chunk mid-stream ends it with an error line, the key scrubbed", async () => {
+    const { result, runId } = await inRun("error-chunk", async ({ raw }) => lines(await raw("model.stream", { model_id: "chat", messages: user(STREAM_ERROR_CHUNK) })));
+    expect(result.slice(0, -1).map((l: any) => l.type)).toEqual(["delta", "delta"]);
+    const last = result.at(-1);
+    expect(last).toMatchObject({ type: "error", error: { code: "provider_error", retryable: true } });
+    expect(last.error.message).toContain("upstream overloaded");
+    expect(JSON.stringify(result)).not.toContain(KEYS.main);
+    const entries = await ledger(runId);
+    expect(entries.filter((e) => e.type === "model.usage")).toEqual([]);
+    expect(entries.find((e) => e.type === "model.failed")?.data).toMatchObject({ model_id: "chat", code: "provider_error" });
+  });
+
+  it("a finish reason without [DONE] is still a completed stream", async () => {
+    const { result, runId } = await inRun("no-done", async ({ raw }) => lines(await raw("model.stream", { model_id: "chat", messages: user(STREAM_NO_DONE) })));
+    expect(result.at(-1)).toMatchObject({ type: "completed", finish_reason: "stop", message: { content: "Hello from gpt-main" } });
+    expect((await ledger(runId)).filter((e) => e.type === "model.usage")).toHaveLength(1);
+  });
+
+  it("a 200 answer that is not an event stream is a provider fault: fallback when there is one, else 502 invalid", async () => {
+    const { result, runId } = await inRun("json-stream", async ({ raw }) => lines(await raw("model.stream", { model_id: "jsonish", messages: user("stream please") })));
+    expect(result.at(-1)).toMatchObject({ type: "completed", model_id: "backup", message: { content: "Hello from gpt-backup" } });
+    expect((await ledger(runId)).find((e) => e.type === "model.fallback")?.data).toMatchObject({ model_id: "jsonish", next_model_id: "backup", operation: "stream" });
+
+    const { result: alone } = await inRun("alone", async ({ api }) => api("model.stream", { model_id: "jsonish", messages: user("stream please") }));
+    expect([alone.status, alone.body.error.code, alone.body.error.retryable]).toEqual([502, "runtime_error", true]);
+    expect(alone.body.error.message).toContain("event stream");
+  });
+});
+
+describe("MCP servers", () => {
+  it("a server that never answers a session's DELETE holds neither discovery nor a tool call", async () => {
+    let started = Date.now();
+    await register("/v1/admin/mcp-servers", { name: "sticky", url: sticky.url, headers: { authorization: `Bearer ${KEYS.mcp}` } });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(sticky.calls.some((c) => c.method === "DELETE")).toBe(true);
+    await agent("mcp", { type: "conversation", id: "sticky" }, { tools: ["sticky.add", "sticky.huge"] });
+
+    started = Date.now();
+    const { result } = await inRun("sticky", async ({ api }) => api("tool.call", { tool_name: "sticky.add", parameters: { a: 2, b: 2 } }));
+    expect(result.status).toBe(200);
+    expect(result.body.data.result).toMatchObject({ structuredContent: { sum: 4 }, isError: false });
+    expect(Date.now() - started).toBeLessThan(4_000);
+  });
+
+  it("an MCP answer larger than RESOURCE_RESPONSE_MAX_BYTES is refused, not passed on", async () => {
+    const started = Date.now();
+    const { result, runId } = await inRun("sticky", async ({ api }) => api("tool.call", { tool_name: "sticky.huge", parameters: {} }));
+    expect([result.status, result.body.error.code]).toEqual([502, "runtime_error"]);
+    expect(result.body.error.message).toContain(`${MAX_BYTES} bytes`);
+    expect(Date.now() - started).toBeLessThan(4_000);
+    expect((await ledger(runId)).find((e) => e.type === "tool.call.completed")?.data.error).toMatchObject({ code: "runtime_error" });
+  });
+});
