@@ -4,6 +4,7 @@ import { startFakeRetrieval } from "../support/fake-retrieval";
 import { STREAM_CLOSES_EARLY, STREAM_ERROR_CHUNK, STREAM_NO_DONE, startFakeProvider } from "../support/fake-provider";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { rawHostApi } from "../support/host-api";
 
 /**
  * Host-held resources that misbehave: providers that never answer, close a
@@ -69,12 +70,7 @@ beforeAll(async () => {
     async onRun({ body }, res) {
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
-      const raw: Raw = (action, params) =>
-        fetch(`${ctx.runtime.api.base_url}/v1/runs/${ctx.run_id}/api`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${ctx.runtime.api.token}`, "content-type": "application/json" },
-          body: JSON.stringify({ action, params }),
-        });
+      const raw: Raw = (action, params) => rawHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
       const api: Api = async (action, params = {}) => {
         const answer = await raw(action, params);
         return { status: answer.status, body: await answer.json() };

@@ -6,6 +6,7 @@ import { startFakeRetrieval } from "../support/fake-retrieval";
 import { startFakeTools } from "../support/fake-tool";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { rawHostApi } from "../support/host-api";
 
 /**
  * Host-held models, tools and knowledge bases (PROTOCOL §4, §6, §8): a runner
@@ -123,12 +124,7 @@ beforeAll(async () => {
       seenByRunners.push(raw);
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
-      const post = (action: string, params: Record<string, unknown>) =>
-        fetch(`${ctx.runtime.api.base_url}/v1/runs/${ctx.run_id}/api`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${ctx.runtime.api.token}`, "content-type": "application/json" },
-          body: JSON.stringify({ action, params }),
-        });
+      const post = (action: string, params: Record<string, unknown>) => rawHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
       const api: Api = async (action, params = {}) => {
         const answer = await post(action, params);
         const text = await answer.text();

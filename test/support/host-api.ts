@@ -1,10 +1,15 @@
-/** Call the Host API as a runner would. */
-export async function callHostApi(baseUrl: string, runId: string, token: string, action: string, params: Record<string, unknown> = {}) {
-  const res = await fetch(`${baseUrl}/v1/runs/${runId}/api`, {
+/** The raw Host API response (for streams and exact bodies), as a runner would get it. */
+export function rawHostApi(baseUrl: string, runId: string, token: string, action: string, params: Record<string, unknown> = {}): Promise<Response> {
+  return fetch(`${baseUrl}/v1/runs/${runId}/api`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     body: JSON.stringify({ action, params }),
   });
+}
+
+/** Call the Host API as a runner would. */
+export async function callHostApi(baseUrl: string, runId: string, token: string, action: string, params: Record<string, unknown> = {}) {
+  const res = await rawHostApi(baseUrl, runId, token, action, params);
   return { status: res.status, body: (await res.json()) as { ok: boolean; data?: any; error?: { code: string; message: string } } };
 }
 
