@@ -44,6 +44,8 @@ interface Deps {
   db: Db;
   bucket: R2Bucket;
   config: Config;
+  /** URL fetches end by this time (ms since the epoch), e.g. a platform's acknowledgement deadline. */
+  fetchDeadlineAt?: number;
 }
 
 const label = (index: number) => `input.attachments.${index}`;
@@ -115,7 +117,8 @@ async function storeOne(
     if (source.bytes.length > max) throw tooLarge();
     bytes = source.bytes;
   } else {
-    const fetched = await fetchAttachment(source.url, source.headers, deps.config, index);
+    const timeoutMs = Math.min(deps.config.INPUT_ATTACHMENT_FETCH_TIMEOUT_MS, (deps.fetchDeadlineAt ?? Infinity) - Date.now());
+    const fetched = await fetchAttachment(source.url, source.headers, { timeoutMs, maxBytes: deps.config.INPUT_ATTACHMENT_MAX_BYTES }, index);
     if (fetched === "too_large") throw tooLarge();
     bytes = fetched.bytes;
     mimeType ??= fetched.contentType;
@@ -150,9 +153,10 @@ async function storeOne(
   };
 }
 
-async function fetchAttachment(url: string, headers: Record<string, string> | undefined, config: Config, index: number) {
+async function fetchAttachment(url: string, headers: Record<string, string> | undefined, { timeoutMs, maxBytes }: { timeoutMs: number; maxBytes: number }, index: number) {
   const unavailable = (why: string, cause?: unknown) => new HostError(400, "attachment_unavailable", `${label(index)}: ${why}`, undefined, { cause });
-  const signal = AbortSignal.timeout(config.INPUT_ATTACHMENT_FETCH_TIMEOUT_MS);
+  if (timeoutMs <= 0) throw unavailable("no time left to fetch it");
+  const signal = AbortSignal.timeout(timeoutMs);
   let res: Response;
   try {
     res = await fetch(url, { headers, signal, redirect: "follow" });
@@ -165,7 +169,7 @@ async function fetchAttachment(url: string, headers: Record<string, string> | un
   }
   let bytes: Uint8Array | "too_large";
   try {
-    bytes = await readCapped(res, config.INPUT_ATTACHMENT_MAX_BYTES);
+    bytes = await readCapped(res, maxBytes);
   } catch (cause) {
     throw unavailable("the URL's body could not be read", cause);
   }

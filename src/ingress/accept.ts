@@ -36,6 +36,8 @@ export interface CanonicalEvent {
   input: InputContext;
   /** Binary inputs to store as artifacts before the run; their refs are appended to `input.attachments`. */
   attachmentSources?: InputAttachmentSource[];
+  /** Attachment URL fetches end by this time (a platform's acknowledgement deadline). */
+  attachmentDeadlineAt?: number;
   data: Record<string, unknown>;
   metadata: Record<string, unknown>;
   /** Where a chat platform's reply goes; carried to the run (never recorded: it may hold a short-lived token). */
@@ -70,7 +72,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   const now = Date.now();
   // Blobs first (R2 is not part of the batch); their rows join the batch below, guarded like the transcript item.
   const attached = await inputWithAttachments(
-    { db, bucket: env.ARTIFACTS, config: configOf(env) },
+    { db, bucket: env.ARTIFACTS, config: configOf(env), fetchDeadlineAt: ev.attachmentDeadlineAt },
     { eventId, clientChosenId: ev.event_id !== undefined, conversationKey: key, conversationId: ev.conversation_id, input: ev.input },
     ev.attachmentSources ?? [],
   );

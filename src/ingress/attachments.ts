@@ -23,7 +23,7 @@ export function attachmentSourceOf(a: EnvelopeAttachment): InputAttachmentSource
  * first recorded and stores nothing again (no re-download, no new blobs).
  */
 export async function inputWithAttachments(
-  deps: { db: Db; bucket: R2Bucket; config: Config },
+  deps: { db: Db; bucket: R2Bucket; config: Config; fetchDeadlineAt?: number },
   event: { eventId: string; clientChosenId: boolean; conversationKey: string; conversationId: string; input: InputContext },
   sources: InputAttachmentSource[],
 ): Promise<{ input: InputContext; artifactRows: ArtifactRow[] }> {

@@ -17,6 +17,9 @@ import { eventLogStore } from "../stores/event-log";
 import { scrubSecrets } from "./redact";
 import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
+/** Time kept back from a platform's acknowledgement deadline for recording the event and answering. */
+const ACK_MARGIN_MS = 1_000;
+
 export const UNHANDLED_EVENT_TYPE = "platform.unhandled";
 
 export const dedupeId = (bot: Bot, key: string) => `${bot.platform}:${bot.botId}:${key}`;
@@ -82,10 +85,16 @@ async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: Norm
   const { env, adapter, bot, publicBaseUrl } = deps;
   // A redelivery downloads nothing again: acceptEvent answers it as a duplicate.
   if (event.files.length === 0 || (await eventLogStore(dbOf(env)).get(ev.event_id!))) return acceptEvent(env, ev, publicBaseUrl);
+  // Platforms that want an answer within seconds get it: files not fetched by then are left out (and said so).
+  const deadlineAt = adapter.ackDeadlineMs === undefined ? undefined : Date.now() + adapter.ackDeadlineMs - ACK_MARGIN_MS;
+  const timeLeft = () => Math.min(deps.apiTimeoutMs, (deadlineAt ?? Infinity) - Date.now());
   try {
     const sources: InputAttachmentSource[] = [];
-    for (const file of event.files) sources.push(await adapter.download(bot, file, event, deps.apiTimeoutMs));
-    return await acceptEvent(env, { ...ev, attachmentSources: sources }, publicBaseUrl);
+    for (const file of event.files) {
+      if (timeLeft() <= 0) throw new HostError(400, "attachment_unavailable", "files not fetched within the platform's acknowledgement deadline");
+      sources.push(await adapter.download(bot, file, event, timeLeft()));
+    }
+    return await acceptEvent(env, { ...ev, attachmentSources: sources, attachmentDeadlineAt: deadlineAt }, publicBaseUrl);
   } catch (err) {
     if (!(err instanceof HostError) || err.status >= 500) throw err;
     return acceptEvent(env, { ...ev, metadata: { ...ev.metadata, attachments_unavailable: scrubSecrets(err.message, bot.credentials) } }, publicBaseUrl);

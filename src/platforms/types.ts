@@ -114,6 +114,8 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   credentials: z.ZodType<C>;
   defaultApiBaseUrl: string;
   surface: Surface;
+  /** How soon the platform wants its webhook answered (Slack, Lark, Discord: 3 s); unset when it waits long. */
+  ackDeadlineMs?: number;
   /** Verify the request (throwing a 401 HostError, failing closed) and normalise it. */
   receive(bot: Bot<C>, req: WebhookRequest): Promise<Inbound>;
   /** The HTTP answer once the events are recorded (platforms that expect a body, e.g. Discord's deferral). */

@@ -178,6 +178,26 @@ describe("Slack: Events API in, Web API out", () => {
     expect(JSON.parse(row.metadata_json).attachments_unavailable).toMatch(/HTTP 404/);
   });
 
+  it("acknowledges within 3 s even when a shared file is slow: the message runs without it, the reason recorded", async () => {
+    const slow = await startFakePlatform(async () => {
+      await new Promise((r) => setTimeout(r, 5_000));
+      return { bytes: FILE, headers: { "content-type": "application/pdf" } };
+    });
+    try {
+      const file = { id: "F7", name: "slow.pdf", mimetype: "application/pdf", url_private_download: `${slow.url}/files/F7/slow.pdf` };
+      const ev = callback(message("C870", "slow file", { subtype: "file_share", files: [file] }));
+      const started = Date.now();
+      expect((await post(ev)).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      await waitFor(() => postsTo("C870").length > 0);
+      expect(contextFor("slow file")[0].input.attachments).toEqual([]);
+      const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`slack:${botId}:msg:C870:${ev.event.ts}`]);
+      expect(JSON.parse(row.metadata_json).attachments_unavailable).toMatch(/could not be fetched|no time left/);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("never sends the bot token to a file URL outside Slack's file host", async () => {
     const elsewhere = await startFakePlatform(() => ({ bytes: FILE, headers: { "content-type": "application/pdf" } }));
     try {

@@ -45,6 +45,7 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
   defaultApiBaseUrl: "https://discord.com/api/v10",
   // Message content is at most 2,000 characters; the deferred response and follow-ups are editable.
   surface: { canEdit: true, maxMessageSize: 2000, capabilities: { interactions: true, followups: true } },
+  ackDeadlineMs: 3_000,
 
   async receive(bot, req) {
     await verifyDiscordSignature(req.headers, req.rawBody, bot.credentials.public_key);

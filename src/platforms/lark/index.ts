@@ -26,6 +26,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   defaultApiBaseUrl: "https://open.feishu.cn",
   // Card bodies are capped at 30 KB: 9,000 characters stay under it even when every one takes 3 bytes.
   surface: { canEdit: true, maxMessageSize: 9000, capabilities: { threads: "thread_id", edit: "card_patch" } },
+  ackDeadlineMs: 3_000,
 
   async receive(bot, req) {
     const payload = await openLarkRequest(req.headers, req.rawBody, bot.credentials);

@@ -23,6 +23,7 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   defaultApiBaseUrl: "https://slack.com/api",
   // Slack truncates text past 40,000 characters and advises at most 4,000 per message; chat.update edits in place.
   surface: { canEdit: true, maxMessageSize: 4000, capabilities: { threads: "thread_ts" } },
+  ackDeadlineMs: 3_000,
 
   async receive(bot, req) {
     await verifySlackSignature(req.headers, req.rawBody, bot.credentials.signing_secret, req.now);
