@@ -1,6 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
 import type { ConcurrencyStrategy } from "../src/agents/policy";
-import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { DeliverySession } from "../src/delivery/session";
@@ -10,16 +9,16 @@ import type { SteeringPort } from "../src/host-api/actions/index";
 import { invalidToken } from "../src/host-api/errors";
 import { authorizeUpload, type UploadAuthorization } from "../src/host-api/upload";
 import { claimRun, executeRun } from "../src/run/execute";
+import { endRunAsHost } from "../src/run/host-end";
 import type { RunJob } from "../src/run/job";
 import { frameOf, LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
 import { hostLedger } from "../src/run/host-ledger";
 import { loadResourceDescriptors } from "../src/resources/grants";
-import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
+import { claimMetadata, steeringItemOf } from "../src/run/steering";
 import { RunnerCallError } from "../src/runner/errors";
-import { eventDecisionStatement, hostRecordInsert } from "../src/stores/event-log";
-import { run } from "../src/db/schema";
-import { runsStore, type RunOutcome } from "../src/stores/runs";
+import { eventDecisionStatement } from "../src/stores/event-log";
+import { runsStore } from "../src/stores/runs";
 import { RunSession } from "./run-session";
 import { runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
@@ -285,34 +284,15 @@ export class ConversationDO extends DurableObject<Env> {
 
   private steeringPort(run: RunJob): SteeringPort {
     return {
-      pull: async (mode, limit) => (await this.takeSteering(run, "injected", mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP))).map(([, item]) => item),
+      pull: async (mode, limit) => (await this.steering.take(dbOf(this.env), run, "injected", mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP))).map(([, item]) => item),
     };
   }
 
   /** Claimed messages the run never pulled: one `steering.dropped` record each. */
   private async dropUnpulled(run: RunJob): Promise<void> {
-    await this.takeSteering(run, "dropped");
+    await this.steering.take(dbOf(this.env), run, "dropped");
   }
 
-  /**
-   * Take items off a run's queue and record what became of them. They leave
-   * the queue before the libSQL write (storage calls do not open the input
-   * gate, the write does), so a concurrent pull or drop never sees them too;
-   * they are put back if the write fails.
-   */
-  private async takeSteering(run: RunJob, outcome: "injected" | "dropped", limit?: number) {
-    const items = await this.steering.peek(run.runId, limit);
-    if (!items.length) return items;
-    await this.steering.remove(items.map(([k]) => k));
-    const db = dbOf(this.env);
-    try {
-      await writeAll(db, items.map(([, item]) => steeringOutcomeInsert(db, outcome, item, run)));
-    } catch (err) {
-      await this.steering.restore(items);
-      throw err;
-    }
-    return items;
-  }
 
   private async runOne(key: string, stored: StoredRun, abort: AbortController): Promise<void> {
     const { job } = stored;
@@ -366,7 +346,7 @@ export class ConversationDO extends DurableObject<Env> {
     } catch (err) {
       // Only host-side failures reach here (the database refused a write the run needs).
       console.error(`run ${job.runId}: host failure: ${(err as Error).message}`);
-      recorded = await this.endWithoutSession(job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).then(
+      recorded = await endRunAsHost(dbOf(this.env), job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).then(
         () => true,
         () => false,
       );
@@ -397,7 +377,7 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async finishLost(key: string, job: RunJob): Promise<void> {
-    await this.endWithoutSession(job, {
+    await endRunAsHost(dbOf(this.env), job, {
       status: "failed",
       errorCode: "host.session_lost",
       errorMessage: "the host instance running this run lost its state",
@@ -406,19 +386,5 @@ export class ConversationDO extends DurableObject<Env> {
     await this.ctx.storage.delete(key);
     await this.dropUnpulled(job);
     this.live.end(job.runId, (await runsStore(dbOf(this.env)).get(job.runId))?.status ?? "failed");
-  }
-
-  /** Ends a run the host must close itself; the run.failed record only when this write is what ended it. */
-  private async endWithoutSession(job: RunJob, outcome: RunOutcome): Promise<void> {
-    const db = dbOf(this.env);
-    const ended = await runsStore(db).finishStatement(job.runId, outcome).returning({ runId: run.runId });
-    if (!ended.length) return;
-    await hostRecordInsert(db, {
-      eventType: "run.failed",
-      conversationKey: job.conversationKey,
-      conversationId: job.conversation.conversation_id,
-      runId: job.runId,
-      data: { run_id: job.runId, runner_id: job.runner.runnerId, code: outcome.errorCode, error: outcome.errorMessage },
-    }).run();
   }
 }

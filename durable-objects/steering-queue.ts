@@ -1,4 +1,7 @@
+import { writeAll, type Db } from "../src/db/client";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
+import type { RunJob } from "../src/run/job";
+import { steeringOutcomeInsert } from "../src/run/steering";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
 export const STEERING_QUEUE_CAP = 100;
@@ -40,5 +43,25 @@ export class SteeringQueue {
   async peek(runId: string, limit?: number): Promise<[string, SteeringInputItem][]> {
     const items = await this.storage.list<SteeringInputItem>({ prefix: prefixOf(runId), limit });
     return [...items];
+  }
+
+  /**
+   * Take items off a run's queue and record what became of them (pulled by
+   * the run, or dropped at its end). They leave the queue before the libSQL
+   * write (storage calls do not open the input gate, the write does), so a
+   * concurrent pull or drop never sees them too; they are put back if the
+   * write fails.
+   */
+  async take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number): Promise<[string, SteeringInputItem][]> {
+    const items = await this.peek(run.runId, limit);
+    if (!items.length) return items;
+    await this.remove(items.map(([k]) => k));
+    try {
+      await writeAll(db, items.map(([, item]) => steeringOutcomeInsert(db, outcome, item, run)));
+    } catch (err) {
+      await this.restore(items);
+      throw err;
+    }
+    return items;
   }
 }

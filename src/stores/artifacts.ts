@@ -12,11 +12,8 @@ export type NewArtifactRow = typeof artifact.$inferInsert;
 /** The §8 ArtifactMetadata view of a row. */
 export function toArtifactMetadata(row: ArtifactRow): ArtifactMetadata {
   return {
-    artifact_id: row.artifactId,
+    ...toArtifactRef(row),
     artifact_type: row.artifactType,
-    mime_type: row.mimeType ?? undefined,
-    name: row.name ?? undefined,
-    size_bytes: row.sizeBytes ?? undefined,
     sha256: row.sha256 ?? undefined,
     source: row.source,
     conversation_id: row.conversationId ?? undefined,
