@@ -12,9 +12,9 @@ import { claimRun, executeRun } from "../src/run/execute";
 import { endRunAsHost } from "../src/run/host-end";
 import type { RunJob } from "../src/run/job";
 import { frameOf, LiveHub } from "../src/run/live";
-import { freezeSnapshot } from "../src/run/snapshot";
+import { freezeSnapshot, stateScopesOf } from "../src/run/snapshot";
 import { hostLedger } from "../src/run/host-ledger";
-import { loadResourceDescriptors } from "../src/resources/grants";
+import { descriptorsFrom, resourceDescriptorQueries } from "../src/resources/grants";
 import { claimMetadata, steeringItemOf } from "../src/run/steering";
 import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
@@ -305,9 +305,10 @@ export class ConversationDO extends DurableObject<Env> {
     let recorded = true;
     let delivery: DeliverySession | null = null;
     try {
-      const snapshot = await freezeSnapshot(job, deadlineAt, await loadResourceDescriptors(db, job.agent.resourcePolicy));
-      const state = await claimRun(db, job, snapshot);
-      if (!state) {
+      const stateScopes = await stateScopesOf(job);
+      // The agent's grants are read in the claim's round trip.
+      const claimed = await claimRun(db, job, stateScopes, resourceDescriptorQueries(db, job.agent.resourcePolicy));
+      if (!claimed) {
         // Already taken by an earlier trigger (or cancelled): never run twice. Still "running" means
         // an instance took it and died before its own "running" mark below became durable.
         status = (await runsStore(db).get(job.runId))?.status ?? "unknown";
@@ -320,6 +321,8 @@ export class ConversationDO extends DurableObject<Env> {
       // Unconfirmed: the runner call must not wait for this write to be flushed. If it is lost with
       // the instance, the entry stays "queued" and the branch above ends the run as lost.
       this.ctx.storage.put(key, { ...stored, state: "running" } satisfies StoredRun, { allowUnconfirmed: true });
+      const snapshot = freezeSnapshot(job, deadlineAt, stateScopes, descriptorsFrom(claimed.extra));
+      const state = claimed.state;
       // Chat platform events: the reply follows the ledger as it is written (null otherwise).
       delivery = DeliverySession.open({ db, config }, job);
       const token = randomToken();

@@ -1,5 +1,5 @@
 import type { ResourcePolicy } from "../agents/policy";
-import type { Db } from "../db/client";
+import { batchAll, type Db } from "../db/client";
 import { parseJson } from "../lib/json";
 import type { Permissions } from "../protocol/manifest";
 import type { KnowledgeBaseResource, ModelResource, ToolResource } from "../protocol/resources";
@@ -27,16 +27,27 @@ export interface GrantedResources {
 
 const grantedModelIds = (policy: ResourcePolicy) => [...new Set([...policy.models, ...policy.fallback_models])];
 
-/** One libSQL round trip for the agent's grants; none when it grants nothing. */
-export async function loadResourceDescriptors(db: Db, policy: ResourcePolicy): Promise<ResourceDescriptors> {
+/**
+ * The reads of the agent's grants, to join another batch (a run's claim);
+ * none when it grants nothing. `descriptorsFrom` reads their results back.
+ */
+export function resourceDescriptorQueries(db: Db, policy: ResourcePolicy) {
   const modelIds = grantedModelIds(policy);
-  if (!modelIds.length && !policy.tools.length && !policy.knowledge_bases.length) return NO_RESOURCE_DESCRIPTORS;
-  const [models, tools, knowledgeBases] = await db.batch([
-    modelsStore(db).descriptors(modelIds),
-    toolsStore(db).descriptors(policy.tools),
-    knowledgeStore(db).descriptors(policy.knowledge_bases),
-  ]);
+  if (!modelIds.length && !policy.tools.length && !policy.knowledge_bases.length) return [];
+  return [modelsStore(db).descriptors(modelIds), toolsStore(db).descriptors(policy.tools), knowledgeStore(db).descriptors(policy.knowledge_bases)] as const;
+}
+
+export function descriptorsFrom(results: readonly unknown[]): ResourceDescriptors {
+  if (!results.length) return NO_RESOURCE_DESCRIPTORS;
+  // Positional results of resourceDescriptorQueries, in its order.
+  const [models, tools, knowledgeBases] = results as [ModelDescriptor[], ToolDescriptor[], KnowledgeBaseDescriptor[]];
   return { models, tools, knowledgeBases };
+}
+
+/** One libSQL round trip for the agent's grants; none when it grants nothing. */
+async function loadResourceDescriptors(db: Db, policy: ResourcePolicy): Promise<ResourceDescriptors> {
+  const queries = resourceDescriptorQueries(db, policy);
+  return descriptorsFrom(queries.length ? await batchAll(db, [...queries]) : []);
 }
 
 /** What each model kind can be used for through the Host API. */

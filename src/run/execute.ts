@@ -17,7 +17,7 @@ import type { RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
 import { ResultProcessor, type ResultBatch } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
-import type { AuthorizationSnapshot } from "./snapshot";
+import type { AuthorizationSnapshot, StateScopeKeys } from "./snapshot";
 
 export interface ExecuteDeps {
   db: Db;
@@ -35,25 +35,34 @@ export interface ExecuteDeps {
 
 
 /**
- * queued → running, the §9 seed of `external.conversation_id`, and the state
- * snapshot of the run's enabled scopes (only those), in one round trip. Null
- * when another trigger already took the run.
+ * queued → running, the §9 seed of `external.conversation_id`, the state
+ * snapshot of the run's enabled scopes (only those), and any `extra` reads the
+ * run needs before it starts, in one round trip. Null when another trigger
+ * already took the run.
  */
-export async function claimRun(db: Db, job: RunJob, snapshot: AuthorizationSnapshot): Promise<EnabledStateSnapshot | null> {
-  const scopes = Object.entries(snapshot.stateScopes) as [StateScope, string][];
+export async function claimRun(
+  db: Db,
+  job: RunJob,
+  stateScopes: StateScopeKeys,
+  extra: readonly unknown[] = [],
+): Promise<{ state: EnabledStateSnapshot; extra: unknown[] } | null> {
+  const scopes = Object.entries(stateScopes) as [StateScope, string][];
   const state = stateStore(db);
-  const conversationScope = snapshot.stateScopes.conversation;
+  const conversationId = job.conversation.conversation_id;
   // Insert-if-absent, so the seed is idempotent and never overwrites the runner's own value.
-  const seeds = conversationScope && snapshot.conversationId
-    ? [state.seedStatement(conversationScope, SEEDED_CONVERSATION_ID_KEY, job.runner.runnerId, "conversation", JSON.stringify(snapshot.conversationId))]
+  const seeds = stateScopes.conversation && conversationId
+    ? [state.seedStatement(stateScopes.conversation, SEEDED_CONVERSATION_ID_KEY, job.runner.runnerId, "conversation", JSON.stringify(conversationId))]
     : [];
   // One query per scope so that a scope with many keys cannot crowd out another's.
   const reads = scopes.map(([, key]) => state.scopeSnapshotQuery(key));
   // Each result is read back by position below.
-  const results = await batchAll(db, [runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads]);
+  const results = await batchAll(db, [runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads, ...extra]);
   if ((results[0] as unknown[]).length !== 1) return null;
-  const rowsOf = results.slice(1 + seeds.length) as { key: string; valueJson: string }[][];
-  return Object.fromEntries(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])]));
+  const rowsOf = results.slice(1 + seeds.length, 1 + seeds.length + reads.length) as { key: string; valueJson: string }[][];
+  return {
+    state: Object.fromEntries(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])])),
+    extra: results.slice(1 + seeds.length + reads.length),
+  };
 }
 
 /** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */

@@ -54,11 +54,11 @@ function deepFreeze<T>(value: T): T {
 }
 
 /** `resources`: the granted resources' descriptors, read at run start (resources/grants.ts). */
-export async function freezeSnapshot(job: RunJob, deadlineAt: number, resources: ResourceDescriptors = NO_RESOURCE_DESCRIPTORS): Promise<AuthorizationSnapshot> {
-  const permissions = effectivePermissions(job.runner.permissions, job.agent.resourcePolicy.allow);
-  const has = (group: keyof Permissions, op: string) => ((permissions[group] ?? []) as readonly string[]).includes(op);
+export type StateScopeKeys = Partial<Record<StateScope, string>>;
 
-  const stateScopes: Partial<Record<StateScope, string>> = {};
+/** Scope → scope key, only for scopes the state policy enables and the event identifies. */
+export async function stateScopesOf(job: RunJob): Promise<StateScopeKeys> {
+  const stateScopes: StateScopeKeys = {};
   if (job.agent.statePolicy.enable_state) {
     const identity = {
       runnerId: job.runner.runnerId,
@@ -77,6 +77,12 @@ export async function freezeSnapshot(job: RunJob, deadlineAt: number, resources:
       if (key) stateScopes[scope] = key;
     }
   }
+  return stateScopes;
+}
+
+export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: StateScopeKeys, resources: ResourceDescriptors = NO_RESOURCE_DESCRIPTORS): AuthorizationSnapshot {
+  const permissions = effectivePermissions(job.runner.permissions, job.agent.resourcePolicy.allow);
+  const has = (group: keyof Permissions, op: string) => ((permissions[group] ?? []) as readonly string[]).includes(op);
   const storage = { plugin_storage: has("storage", "plugin"), workspace_storage: has("storage", "workspace") && Boolean(job.conversation.workspace_id) };
 
   return deepFreeze({

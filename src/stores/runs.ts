@@ -6,7 +6,6 @@ import { iso, parseJson } from "../lib/json";
 
 export type RunRow = typeof run.$inferSelect;
 export type RunStatus = "queued" | "running" | "completed" | "failed" | "cancelled" | "timeout";
-export const TERMINAL_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled", "timeout"];
 
 export function toRunView(row: RunRow) {
   return {
