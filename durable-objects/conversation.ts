@@ -21,6 +21,7 @@ import { eventDecisionStatement } from "../src/stores/event-log";
 import { runsStore } from "../src/stores/runs";
 import { RunSession } from "./run-session";
 import { runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
+import { RunTableStore } from "./run-table";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 
 /** An alarm handler gets 15 minutes of wall time; leave a margin. */
@@ -61,6 +62,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly deciding = new Map<string, Promise<DispatchResult>>();
   private readonly live = new LiveHub();
   private readonly steering = new SteeringQueue(this.ctx.storage);
+  private readonly runs = new RunTableStore(this.ctx.storage);
   private scheduling = false;
   /** Set when something changed that the scheduler has not looked at yet. */
   private dirty = false;
@@ -101,7 +103,7 @@ export class ConversationDO extends DurableObject<Env> {
     }
     const stored: StoredRun = { job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0) };
     // Not awaited: the output gate holds the reply until the write is durable.
-    this.ctx.storage.put(key, stored);
+    void this.runs.put(key, stored);
     this.kick();
     const startsNow = strategy === "interrupt" || startable([...table, [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
     return { disposition: startsNow ? "started" : "queued", runId: job.runId };
@@ -168,20 +170,33 @@ export class ConversationDO extends DurableObject<Env> {
     return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot });
   }
 
-  /** SSE of a run's results: the ledger so far, then live frames until the run ends. */
-  async subscribe(runId: string): Promise<ReadableStream<Uint8Array>> {
-    const sub = this.live.subscribe(runId);
-    const runs = runsStore(dbOf(this.env));
+  /**
+   * SSE of a run's results: the ledger so far, then live frames until the run
+   * ends; null for a run this host does not know. A running run's ledger is
+   * replayed from memory when it fits there, so following a run costs no
+   * database round trip.
+   */
+  async subscribe(runId: string): Promise<ReadableStream<Uint8Array> | null> {
     const active = this.sessions.has(runId) || (await this.table()).some(([, r]) => r.job.runId === runId);
+    const remembered = active ? this.live.remembered(runId) : null;
+    if (remembered) {
+      const sub = this.live.subscribe(runId);
+      sub.replayed(remembered);
+      return sub.readable;
+    }
+    const runs = runsStore(dbOf(this.env));
+    const row = active ? null : await runs.get(runId);
+    if (!active && !row) return null;
+    const sub = this.live.subscribe(runId);
     const frames = [];
     for (let after = 0; ; ) {
       const page = await runs.ledger(runId, after, REPLAY_PAGE);
-      for (const row of page.rows) frames.push(frameOf({ ...row, data: JSON.parse(row.dataJson), origin: row.origin as "runner" | "host" }));
+      for (const r of page.rows) frames.push(frameOf({ ...r, data: JSON.parse(r.dataJson), origin: r.origin as "runner" | "host" }));
       if (!page.hasMore || page.rows.length === 0) break;
       after = page.rows[page.rows.length - 1].seq;
     }
     sub.replayed(frames);
-    if (!active) this.live.endOne(runId, sub, (await runs.get(runId))?.status ?? "unknown");
+    if (!active) this.live.endOne(runId, sub, row!.status);
     return sub.readable;
   }
 
@@ -202,16 +217,14 @@ export class ConversationDO extends DurableObject<Env> {
   /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. */
   private async cancelQueued(key: string, job: RunJob, reason: string): Promise<void> {
     await runsStore(dbOf(this.env)).finishStatement(job.runId, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 }).run();
-    await this.ctx.storage.delete(key);
+    await this.runs.delete(key);
     await this.dropUnpulled(job);
     this.live.end(job.runId, "cancelled");
     this.kick();
   }
 
-  private async table(): Promise<RunTable> {
-    const stored = await this.ctx.storage.list<Partial<StoredRun> & Pick<StoredRun, "job" | "state">>({ prefix: "run:" });
-    // Entries written before start rules existed wait their turn like any enqueued run.
-    return [...stored].map(([k, r]) => [k, { start: "after-all", notBefore: 0, ...r }] as const);
+  private table(): Promise<RunTable> {
+    return this.runs.entries();
   }
 
   /** Tell the scheduler something changed, starting it if it is not running. */
@@ -308,6 +321,7 @@ export class ConversationDO extends DurableObject<Env> {
       const stateScopes = await stateScopesOf(job);
       // The agent's grants are read in the claim's round trip.
       const claimed = await claimRun(db, job, stateScopes, resourceDescriptorQueries(db, job.agent.resourcePolicy));
+      if (claimed) this.live.track(job.runId);
       if (!claimed) {
         // Already taken by an earlier trigger (or cancelled): never run twice. Still "running" means
         // an instance took it and died before its own "running" mark below became durable.
@@ -320,7 +334,7 @@ export class ConversationDO extends DurableObject<Env> {
       }
       // Unconfirmed: the runner call must not wait for this write to be flushed. If it is lost with
       // the instance, the entry stays "queued" and the branch above ends the run as lost.
-      this.ctx.storage.put(key, { ...stored, state: "running" } satisfies StoredRun, { allowUnconfirmed: true });
+      void this.runs.put(key, { ...stored, state: "running" }, { allowUnconfirmed: true });
       const snapshot = freezeSnapshot(job, deadlineAt, stateScopes, descriptorsFrom(claimed.extra));
       const state = claimed.state;
       // Chat platform events: the reply follows the ledger as it is written (null otherwise).
@@ -361,8 +375,8 @@ export class ConversationDO extends DurableObject<Env> {
       this.sessions.delete(job.runId);
       // Unrecorded, the entry stays: as "running" the scheduler finds it as an orphan and retries the
       // terminal write; as "queued" (it failed while starting) it is tried again after a pause.
-      if (recorded) await this.ctx.storage.delete(key);
-      else if ((await this.ctx.storage.get<StoredRun>(key))?.state !== "running") await this.ctx.storage.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
+      if (recorded) await this.runs.delete(key);
+      else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
       await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       this.live.end(job.runId, status);
       // The run is over in every sense (status written, token void); its reply may still be on the wire.
@@ -386,7 +400,7 @@ export class ConversationDO extends DurableObject<Env> {
       errorMessage: "the host instance running this run lost its state",
       resultCount: 0,
     });
-    await this.ctx.storage.delete(key);
+    await this.runs.delete(key);
     await this.dropUnpulled(job);
     this.live.end(job.runId, (await runsStore(dbOf(this.env)).get(job.runId))?.status ?? "failed");
   }

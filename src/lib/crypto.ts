@@ -1,9 +1,11 @@
 const encoder = new TextEncoder();
 
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+
 export function toHex(bytes: ArrayBuffer | Uint8Array): string {
   const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   let out = "";
-  for (const b of view) out += b.toString(16).padStart(2, "0");
+  for (const b of view) out += HEX[b];
   return out;
 }
 
@@ -40,4 +42,23 @@ export function constantTimeEqual(a: string, b: string): boolean {
   const n = Math.max(x.length, y.length);
   for (let i = 0; i < n; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
   return diff === 0;
+}
+
+/** Digests of expected secrets (config values: few and long-lived), so a check hashes only what was presented. */
+const expectedDigests = new Map<string, Promise<string>>();
+const EXPECTED_DIGESTS_CAP = 64;
+
+/**
+ * Whether a presented secret equals the expected one, in constant time
+ * whatever their lengths: their SHA-256 digests are compared.
+ */
+export async function secretsEqual(given: string | null | undefined, expected: string): Promise<boolean> {
+  if (given == null) return false;
+  let digest = expectedDigests.get(expected);
+  if (!digest) {
+    if (expectedDigests.size >= EXPECTED_DIGESTS_CAP) expectedDigests.clear();
+    digest = sha256Hex(expected);
+    expectedDigests.set(expected, digest);
+  }
+  return constantTimeEqual(await sha256Hex(given), await digest);
 }

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { configOf, type Env } from "../env";
-import { constantTimeEqual, sha256Hex } from "../lib/crypto";
+import { secretsEqual } from "../lib/crypto";
 import { unauthorized } from "../lib/errors";
 
 export function bearerToken(header: string | undefined): string | null {
@@ -13,7 +13,7 @@ export function adminAuth(): MiddlewareHandler<{ Bindings: Env }> {
   return async function adminAuth(c, next) {
     const token = bearerToken(c.req.header("authorization"));
     const expected = configOf(c.env).ADMIN_TOKEN;
-    if (!token || !constantTimeEqual(await sha256Hex(token), await sha256Hex(expected))) throw unauthorized();
+    if (!(await secretsEqual(token, expected))) throw unauthorized();
     await next();
   };
 }

@@ -96,10 +96,8 @@ export const runsRouter = router()
   })
   .get("/:runId/stream", validate("param", RunParam), async (c) => {
     const { runId } = c.req.valid("param");
-    await existingRun(c.env, runId);
-    const owner = ownerOf(c.env, runId);
-    if (!owner) throw notFound(`run ${runId} not found`);
-    const stream = await owner.subscribe(runId);
+    const stream = await ownerOf(c.env, runId)?.subscribe(runId);
+    if (!stream) throw notFound(`run ${runId} not found`);
     return new Response(stream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
   })
   .post("/:runId/cancel", validate("param", RunParam), async (c) => {

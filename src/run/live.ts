@@ -78,9 +78,33 @@ export class Subscriber {
   }
 }
 
-/** Live subscribers per run, held by the Durable Object that runs it. */
+/** The ledger of a run kept in memory while it runs, up to a byte budget. */
+interface Recent {
+  frames: LiveFrame[];
+  bytes: number;
+}
+
+/** Per run, the recent ledger is replayed from memory up to this many bytes of result data; past it, from the database. */
+export const RECENT_LEDGER_BYTES = 256 * 1024;
+
+/**
+ * Live subscribers per run, held by the Durable Object that runs it, and the
+ * ledger of each running run as it was published, so a subscriber that joins
+ * mid-run is replayed from memory rather than from the database.
+ */
 export class LiveHub {
   private readonly subs = new Map<string, Set<Subscriber>>();
+  private readonly recent = new Map<string, Recent | null>();
+
+  /** From the run's start: every entry published from now on is remembered, within the budget. */
+  track(runId: string) {
+    this.recent.set(runId, { frames: [], bytes: 0 });
+  }
+
+  /** The run's whole ledger so far, or null when it was not tracked from its start or outgrew the budget. */
+  remembered(runId: string): LiveFrame[] | null {
+    return this.recent.get(runId)?.frames.slice() ?? null;
+  }
 
   subscribe(runId: string): Subscriber {
     const sub = new Subscriber();
@@ -91,15 +115,28 @@ export class LiveHub {
   }
 
   publish(runId: string, entries: LedgerEntry[]) {
+    if (entries.length === 0) return;
+    const frames = entries.map(frameOf);
+    this.remember(runId, frames);
     const set = this.subs.get(runId);
-    if (!set || entries.length === 0) return;
-    for (const e of entries) for (const s of set) s.push(frameOf(e));
+    if (!set) return;
+    for (const f of frames) for (const s of set) s.push(f);
   }
 
   end(runId: string, status: string) {
+    this.recent.delete(runId);
     const set = this.subs.get(runId);
     this.subs.delete(runId);
     for (const s of set ?? []) s.end(status);
+  }
+
+  private remember(runId: string, frames: LiveFrame[]) {
+    const recent = this.recent.get(runId);
+    if (!recent) return;
+    for (const f of frames) recent.bytes += JSON.stringify(f.data ?? null).length;
+    // Over budget, the database is the only full copy; memory stays bounded whatever the runner sends.
+    if (recent.bytes > RECENT_LEDGER_BYTES) this.recent.set(runId, null);
+    else recent.frames.push(...frames);
   }
 
   /** End one subscriber of a run this object is not running. */

@@ -221,7 +221,8 @@ describe("concurrency strategies for a busy conversation", () => {
     const first = await host.postEvent(messageEvent(c, "hold"));
     await until("the first run to start", () => startedTexts(c).length === 1);
     const burst = [];
-    for (const text of ["b1", "b2", "b3"]) burst.push(await host.postEvent(messageEvent(c, text)));
+    // The older ones hold if they start, so each is cancelled (running) or superseded (waiting), never completed.
+    for (const text of ["hold b1", "hold b2", "b3"]) burst.push(await host.postEvent(messageEvent(c, text)));
     const last = burst[burst.length - 1];
     expect((await reply(last.body.run_id!)).text).toBe("b3");
     for (const r of [first, ...burst.slice(0, -1)]) expect(await host.waitForRun(r.body.run_id!)).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });

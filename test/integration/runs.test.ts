@@ -121,6 +121,41 @@ describe("GET /v1/runs/{run_id}/events", () => {
     expect(rest.run_status).toBe("completed");
   });
 
+  it("a stream opened mid-run replays the results so far, then follows the run to its end", async () => {
+    const started = deferred<string>();
+    const release = deferred<void>();
+    const finished = runner.run(host, "runs-mid-stream", async (_api, ctx, emit) => {
+      emit("message.delta", { chunk: { role: "assistant", content: "early" } });
+      started.resolve(ctx.run_id);
+      await release.promise;
+      return "late";
+    });
+    const runId = await started.promise;
+    for (let i = 0; (await host.admin("GET", `/v1/runs/${runId}/events`)).body.items.length === 0; i++) {
+      if (i > 500) throw new Error("the delta was never recorded");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const res = await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
+    expect(res.status).toBe(200);
+    release.resolve();
+    const { frames, end } = await readSse(res);
+    expect(end).toBe("completed");
+    expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
+    expect(frames[0]).toMatchObject({ type: "message.delta", data: { chunk: { content: "early" } } });
+    expect(frames.at(-1)?.type).toBe("run.completed");
+    await finished;
+  });
+
+  it("answers 404 for the stream of a run its conversation never had", async () => {
+    const { runId } = await runner.run(host, "runs-stream-404", async () => "ok");
+    const sibling = runId.replace(/_[0-9a-z]+$/, "_0000000000000000");
+    for (const id of [sibling, "run_unknown"]) {
+      const res = await fetch(`${host.url}/v1/runs/${id}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
+      expect(res.status).toBe(404);
+      expect((await res.json()).error.code).toBe("not_found");
+    }
+  });
+
   it("answers 404 for an unknown run and 400 for a cursor of another listing", async () => {
     expect((await host.admin("GET", "/v1/runs/run_unknown/events")).status).toBe(404);
     const { runId } = await runner.run(host, "runs-cursor", async () => "ok");

@@ -6,9 +6,9 @@
  * verification token is checked in every mode.
  */
 import { base64ToBytes } from "../../lib/base64";
-import { constantTimeEqual, sha256Hex } from "../../lib/crypto";
+import { constantTimeEqual, sha256Hex, secretsEqual } from "../../lib/crypto";
 import { asRecord } from "../http";
-import { parseBody, refused, secretsEqual } from "../verify";
+import { parseBody, refused } from "../verify";
 
 const encoder = new TextEncoder();
 

@@ -1,8 +1,9 @@
+import { secretsEqual } from "../../lib/crypto";
 import { z } from "zod";
 import { HostError } from "../../lib/errors";
 import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
-import { parseBody, refused, secretsEqual } from "../verify";
+import { parseBody, refused } from "../verify";
 import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
 import { normalizeUpdate, UpdateSchema } from "./normalize";
 

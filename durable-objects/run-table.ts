@@ -1,0 +1,56 @@
+import type { RunTable, StoredRun } from "./scheduling";
+
+const PREFIX = "run:";
+
+/**
+ * The conversation's stored runs, kept in DO storage and mirrored in memory.
+ * The mirror is loaded once per instance and changed in the same tick as
+ * storage, so reads never deserialise every job again (a listing clones each
+ * RunJob). A write that fails resets the instance, and with it the mirror.
+ */
+export class RunTableStore {
+  private mirror?: Map<string, StoredRun>;
+  private loading?: Promise<Map<string, StoredRun>>;
+  /** Writes made before the mirror was loaded, replayed on top of the listing whatever it saw. */
+  private readonly early: [string, StoredRun | undefined][] = [];
+
+  constructor(private readonly storage: DurableObjectStorage) {}
+
+  /** Stored runs in arrival order (keys sort by enqueue time). */
+  async entries(): Promise<RunTable> {
+    const mirror = await this.load();
+    return [...mirror].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  async get(key: string): Promise<StoredRun | undefined> {
+    return (await this.load()).get(key);
+  }
+
+  /** Callers may leave the promise unawaited: the output gate holds replies until the write is durable. */
+  put(key: string, run: StoredRun, options?: DurableObjectPutOptions): Promise<void> {
+    if (this.mirror) this.mirror.set(key, run);
+    else this.early.push([key, run]);
+    return this.storage.put(key, run, options);
+  }
+
+  delete(key: string): Promise<boolean> {
+    if (this.mirror) this.mirror.delete(key);
+    else this.early.push([key, undefined]);
+    return this.storage.delete(key);
+  }
+
+  private load(): Promise<Map<string, StoredRun>> {
+    if (this.mirror) return Promise.resolve(this.mirror);
+    this.loading ??= this.storage.list<Partial<StoredRun> & Pick<StoredRun, "job" | "state">>({ prefix: PREFIX }).then((stored) => {
+      // Entries written before start rules existed wait their turn like any enqueued run.
+      const mirror = new Map<string, StoredRun>([...stored].map(([k, r]) => [k, { start: "after-all", notBefore: 0, ...r }]));
+      for (const [k, r] of this.early.splice(0)) {
+        if (r) mirror.set(k, r);
+        else mirror.delete(k);
+      }
+      this.mirror = mirror;
+      return mirror;
+    });
+    return this.loading;
+  }
+}
