@@ -64,9 +64,9 @@ async function startFloor(dir: string) {
   // Inside the project: workerd refuses module paths that climb out of the working directory.
   const outfile = join(ROOT, "dist/bench/floor.js");
   await build({ entryPoints: [join(ROOT, "bench/floor-worker.ts")], outfile, bundle: true, format: "esm", platform: "neutral", external: ["cloudflare:*"], logLevel: "warning" });
-  const { client, executor } = await openEmbeddedDb(`file:${join(dir, "floor.db")}`);
-  await client.execute("CREATE TABLE IF NOT EXISTS floor (id TEXT PRIMARY KEY, body TEXT)");
-  const listener = await listenForWorker(executor, "floor-token");
+  const embedded = await openEmbeddedDb(`file:${join(dir, "floor.db")}`);
+  await embedded.executor.query({ sql: "CREATE TABLE IF NOT EXISTS floor (id TEXT PRIMARY KEY, body TEXT)", params: [], method: "run" });
+  const listener = await listenForWorker(embedded.executor, "floor-token");
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
@@ -77,7 +77,7 @@ async function startFloor(dir: string) {
     serviceBindings: { LIBSQL: { external: { address: listener.address, http: {} } } },
     bindings: { LIBSQL_BINDING_TOKEN: "floor-token" },
   });
-  return { url: (await mf.ready).origin, dispose: async () => (await mf.dispose(), await listener.close(), client.close()) };
+  return { url: (await mf.ready).origin, dispose: async () => (await mf.dispose(), await listener.close(), embedded.close()) };
 }
 
 type BenchRunner = Awaited<ReturnType<typeof startBenchRunner>>;

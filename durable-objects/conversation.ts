@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { ConcurrencyStrategy } from "../src/agents/policy";
+import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { DeliverySession } from "../src/delivery/session";
@@ -216,7 +217,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. */
   private async cancelQueued(key: string, job: RunJob, reason: string): Promise<void> {
-    await runsStore(dbOf(this.env)).finishStatement(job.runId, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 }).run();
+    await runsStore(dbOf(this.env)).finishStatement(job.runId, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 }).execute();
     await this.runs.delete(key);
     await this.dropUnpulled(job);
     this.live.end(job.runId, "cancelled");
@@ -276,7 +277,7 @@ export class ConversationDO extends DurableObject<Env> {
     const key = this.steering.push(target.runId, item);
     const db = dbOf(this.env);
     try {
-      await db.batch([
+      await writeAll(db, [
         eventDecisionStatement(db, job.event.event_id, { disposition: "steered", runId: target.runId, metadata: claimMetadata(item) }),
         runsStore(db).discardQueuedStatement(job.runId),
       ]);
@@ -291,7 +292,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   private async reject(job: RunJob): Promise<DispatchResult> {
     const db = dbOf(this.env);
-    await db.batch([eventDecisionStatement(db, job.event.event_id, { disposition: "rejected", runId: null }), runsStore(db).discardQueuedStatement(job.runId)]);
+    await writeAll(db, [eventDecisionStatement(db, job.event.event_id, { disposition: "rejected", runId: null }), runsStore(db).discardQueuedStatement(job.runId)]);
     return { disposition: "rejected", runId: null };
   }
 

@@ -46,15 +46,16 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
   const scriptPath = opts.scriptPath ?? (await buildWorker());
   if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
   const dbUrl = opts.dataDir ? `file:${join(opts.dataDir, "host.db")}` : (opts.dbUrl ?? ":memory:");
-  const { client, executor } = await openEmbeddedDb(dbUrl);
+  const embedded = await openEmbeddedDb(dbUrl);
   const dbToken = randomBytes(24).toString("hex");
-  const listener = await listenForWorker(executor, dbToken);
+  const listener = await listenForWorker(embedded.executor, dbToken);
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: opts.port ?? 0,
     modules: true,
     scriptPath,
     compatibilityDate: "2026-04-01",
+    ...(process.env.TRACE_INSPECTOR_PORT ? { inspectorPort: Number(process.env.TRACE_INSPECTOR_PORT) } : {}),
     // SQLite-backed, as `new_sqlite_classes` in wrangler.toml makes it in production.
     durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
     r2Buckets: ["ARTIFACTS"],
@@ -83,7 +84,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
       }
     },
     async query<T>(sql: string, args: (string | number | null)[] = []) {
-      return (await client.execute({ sql, args })).rows as unknown as T[];
+      return embedded.rows<T>(sql, args);
     },
     async triggerScheduled({ cron = "17 * * * *", scheduledTime = new Date() } = {}) {
       // workerd's Fetcher has scheduled(); the workers-types Fetcher type does not declare it.
@@ -94,7 +95,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     async dispose() {
       await mf.dispose();
       await listener.close();
-      client.close();
+      embedded.close();
     },
   };
 }

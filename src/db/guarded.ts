@@ -1,4 +1,4 @@
-import { getTableColumns, sql, type SQL } from "drizzle-orm";
+import { getTableColumns, sql, type Placeholder, type SQL } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./client";
 
@@ -6,12 +6,13 @@ import type { Db } from "./client";
  * `INSERT INTO t (...) SELECT ... WHERE guard`: an insert that takes effect
  * only if `guard` holds when it runs, so a batch can make its later writes
  * depend on an earlier one without a round trip in between. A value may be
- * SQL (a subquery) evaluated inside the same statement.
+ * SQL (a subquery) evaluated inside the same statement, or a placeholder
+ * of a compiled statement.
  */
 export function insertWhere<T extends SQLiteTable>(
   db: Db,
   table: T,
-  values: { [K in keyof T["$inferInsert"]]: T["$inferInsert"][K] | SQL },
+  values: { [K in keyof T["$inferInsert"]]: T["$inferInsert"][K] | SQL | Placeholder },
   guard: SQL = sql`1`,
 ) {
   const columns = getTableColumns(table);

@@ -1,7 +1,8 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
+import { batchAll } from "../db/client";
+import type { ResultOf } from "../db/compiled";
 import { dbOf } from "../db/connect";
-import { eventLog, run, transcript } from "../db/schema";
-import { insertWhere } from "../db/guarded";
+import { eventLog } from "../db/schema";
 import { configOf, type Env } from "../env";
 import { randomHex } from "../lib/crypto";
 import { newId, newRunId } from "../lib/ids";
@@ -10,13 +11,14 @@ import { ConcurrencySchema, DeliveryPolicySchema, ResourcePolicySchema, StatePol
 import type { AgentEventContext, InputContext } from "../protocol/context";
 import type { AgentRunnerManifest } from "../protocol/manifest";
 import type { RunJob } from "../run/job";
-import { agentsStore } from "../stores/agents";
+import { resolutionValues, resolveBinding, type BoundAgent } from "../stores/binding-resolution";
 import { conversationKey } from "../stores/conversation-key";
 import { runsStore } from "../stores/runs";
 import { transcriptInsert } from "../stores/transcript";
 import type { InputAttachmentSource } from "../artifacts/input";
 import { artifactsStore } from "../stores/artifacts";
 import { inputWithAttachments } from "./attachments";
+import { eventInsert, recordedEvent, runInsert, userItemSeq } from "./statements";
 import type { PlatformDelivery } from "../platforms/types";
 
 /** An event after normalisation, whatever its ingress (HTTP API, platform webhook). */
@@ -64,7 +66,6 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   const eventId = ev.event_id ?? newId("evt");
   const eventTime = ev.event_time ?? new Date().toISOString();
   const key = conversationKey({ workspaceId: ev.workspace_id, botId: ev.bot_id, conversationId: ev.conversation_id, threadId: ev.thread_id });
-  const resolution = agentsStore(db).resolution({ eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id });
   const doId = env.CONVERSATIONS.idFromName(key);
   // Minted before we know whether an agent binds; used only if one does.
   const runId = newRunId(doId.toString());
@@ -78,42 +79,36 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   );
   ev = { ...ev, input: attached.input };
   const owned = sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.acceptId} = ${acceptId})`;
-  const isBound = sql`${resolution.agentId} IS NOT NULL`;
-
-  // Resolution, writes and read-back in one transaction: what is written is what was resolved.
-  const [, , , rows, userItem, resolved] = await db.batch([
-    db
-      .insert(eventLog)
-      .values({
-        eventId,
-        eventType: ev.event_type,
-        eventTime,
-        source: ev.source,
-        sourceEventType: ev.source_event_type ?? null,
-        workspaceId: ev.workspace_id ?? null,
-        botId: ev.bot_id ?? null,
-        conversationKey: key,
-        conversationId: ev.conversation_id,
-        threadId: ev.thread_id ?? null,
-        actorType: ev.actor.actor_type,
-        actorId: ev.actor.actor_id ?? null,
-        actorName: ev.actor.actor_name ?? null,
-        subjectType: ev.subject?.subject_type ?? null,
-        subjectId: ev.subject?.subject_id ?? null,
-        inputJson: JSON.stringify(ev.input),
-        inputSummary: ev.input.text ? ev.input.text.slice(0, 200) : null,
-        dataJson: JSON.stringify(ev.data),
-        rawRef: ev.raw_ref ?? null,
-        runId: sql`CASE WHEN ${isBound} THEN ${runId} END`,
-        agentId: resolution.agentId,
-        disposition: sql`CASE WHEN ${isBound} THEN 'bound' ELSE 'unbound' END`,
-        acceptId,
-        metadataJson: JSON.stringify(ev.metadata),
-        createdAt: now,
-      })
-      .onConflictDoNothing(),
-    hasInput(ev.input)
-      ? transcriptInsert(
+  const resolveQuery = { eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id };
+  const values = {
+    ...resolutionValues(resolveQuery),
+    eventId,
+    eventType: ev.event_type,
+    eventTime,
+    source: ev.source,
+    sourceEventType: ev.source_event_type ?? null,
+    workspaceId: ev.workspace_id ?? null,
+    botId: ev.bot_id ?? null,
+    conversationKey: key,
+    conversationId: ev.conversation_id,
+    threadId: ev.thread_id ?? null,
+    actorType: ev.actor.actor_type,
+    actorId: ev.actor.actor_id ?? null,
+    actorName: ev.actor.actor_name ?? null,
+    subjectType: ev.subject?.subject_type ?? null,
+    subjectId: ev.subject?.subject_id ?? null,
+    inputJson: JSON.stringify(ev.input),
+    inputSummary: ev.input.text ? ev.input.text.slice(0, 200) : null,
+    dataJson: JSON.stringify(ev.data),
+    rawRef: ev.raw_ref ?? null,
+    runId,
+    acceptId,
+    metadataJson: JSON.stringify(ev.metadata),
+    createdAt: now,
+  };
+  const userItem = hasInput(ev.input)
+    ? [
+        transcriptInsert(
           db,
           {
             transcriptId: newId("tr"),
@@ -128,35 +123,19 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
             artifactRefs: ev.input.attachments,
             metadata: { actor_type: ev.actor.actor_type, actor_id: ev.actor.actor_id ?? null, actor_name: ev.actor.actor_name ?? null },
           },
-          owned,
-        )
-      : db.run(sql`SELECT 1`),
-    insertWhere(
-      db,
-      run,
-      {
-        runId,
-        eventId,
-        conversationKey: key,
-        conversationId: ev.conversation_id,
-        threadId: ev.thread_id ?? null,
-        workspaceId: ev.workspace_id ?? null,
-        botId: ev.bot_id ?? null,
-        agentId: resolution.agentId,
-        runnerId: resolution.runnerId,
-        status: "queued",
-        createdAt: now,
-      },
-      sql`${owned} AND ${isBound}`,
-    ),
-    db.select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition, inputJson: eventLog.inputJson, eventTime: eventLog.eventTime }).from(eventLog).where(eq(eventLog.eventId, eventId)),
-    db.select({ seq: transcript.seq }).from(transcript).where(and(eq(transcript.eventId, eventId), eq(transcript.role, "user"))),
-    resolution.query,
-    ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned)),
-  ]);
+          acceptId,
+        ),
+      ]
+    : [];
+
+  const writes = [eventInsert(db, values), ...userItem, runInsert(db, values), ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned))];
+  // Resolution, writes and read-back in one transaction: what is written is what was resolved.
+  const results = await batchAll(db, [...writes, recordedEvent(db, values), userItemSeq(db, values), resolveBinding(db, resolveQuery)]);
+  // The three reads follow the writes, in this order.
+  const [rows, userItems, resolved] = results.slice(writes.length) as [ResultOf<typeof recordedEvent>, ResultOf<typeof userItemSeq>, BoundAgent[]];
   const row = rows[0];
   const bound = resolved[0];
-  const transcriptSeq = userItem[0]?.seq ?? null;
+  const transcriptSeq = userItems[0]?.seq ?? null;
 
   if (row.acceptId !== acceptId) {
     // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
@@ -177,7 +156,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   return { event_id: eventId, run_id: decided.runId, disposition: decided.disposition };
 }
 
-type Bound = Awaited<ReturnType<ReturnType<ReturnType<typeof agentsStore>["resolution"]>["query"]["all"]>>[number];
+type Bound = BoundAgent;
 
 function runnerGrants(manifestJson: string) {
   // Validated when the service was registered.

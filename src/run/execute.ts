@@ -106,7 +106,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   }));
   batch.audits.push(...refused);
   for (const item of batch.transcriptItems) item.artifactRefs = refs.resolve((item.artifactRefs ?? []) as ArtifactRef[]);
-  if (batch.ledger.length) statements.push(runsStore(db).ledgerInsert(batch.ledger));
+  statements.push(...runsStore(db).ledgerInserts(batch.ledger));
   for (const item of batch.transcriptItems) statements.push(transcriptInsert(db, item));
   const state = stateStore(db);
   for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, job.runner.runnerId, w.scope, w.valueJson));
@@ -161,7 +161,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   const { outcome, ledger } = processor.finish(failure);
   const runs = runsStore(db);
   const statements: unknown[] = [...last.statements];
-  if (ledger.length) statements.push(runs.ledgerInsert(ledger));
+  statements.push(...runs.ledgerInserts(ledger));
   statements.push(runs.finishStatement(job.runId, outcome));
   if (outcome.status !== "completed") {
     statements.push(

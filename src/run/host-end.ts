@@ -1,5 +1,4 @@
 import type { Db } from "../db/client";
-import { run } from "../db/schema";
 import { hostRecordInsert } from "../stores/event-log";
 import { runsStore, type RunOutcome } from "../stores/runs";
 import type { RunJob } from "./job";
@@ -9,7 +8,7 @@ import type { RunJob } from "./job";
  * `run.failed` EventLog record only when this write is what ended it.
  */
 export async function endRunAsHost(db: Db, job: RunJob, outcome: RunOutcome): Promise<void> {
-  const ended = await runsStore(db).finishStatement(job.runId, outcome).returning({ runId: run.runId });
+  const ended = await runsStore(db).finishStatement(job.runId, outcome).execute();
   if (!ended.length) return;
   await hostRecordInsert(db, {
     eventType: "run.failed",

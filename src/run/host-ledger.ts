@@ -1,4 +1,4 @@
-import type { Db } from "../db/client";
+import { writeAll, type Db } from "../db/client";
 import type { LedgerPort } from "../host-api/actions/context";
 import { runsStore, type LedgerEntry } from "../stores/runs";
 import type { LedgerSequence } from "./ledger-sequence";
@@ -13,7 +13,7 @@ export function hostLedger(db: Db, runId: string, sequence: LedgerSequence, publ
     async append(entries) {
       if (!entries.length) return;
       const rows: LedgerEntry[] = entries.map((e) => ({ runId, seq: sequence.next(), type: e.type, data: e.data, origin: "host", createdAt: Date.now() }));
-      await runsStore(db).ledgerInsert(rows).run();
+      await writeAll(db, runsStore(db).ledgerInserts(rows));
       publish(rows);
     },
   };

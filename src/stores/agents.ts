@@ -1,6 +1,6 @@
-import { and, eq, inArray, or, sql } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { agent, agentBinding, runner, runnerService } from "../db/schema";
+import { agent, agentBinding } from "../db/schema";
 import { DbError } from "../db/executor";
 import { iso, parseJson } from "../lib/json";
 
@@ -35,13 +35,6 @@ export class BindingConflictError extends Error {
       options,
     );
   }
-}
-
-export interface ResolveQuery {
-  eventType: string;
-  conversationId?: string | null;
-  botId?: string | null;
-  workspaceId?: string | null;
 }
 
 export function agentsStore(db: Db) {
@@ -92,38 +85,6 @@ export function agentsStore(db: Db) {
     },
     async remove(agentId: string) {
       await db.batch([db.delete(b).where(eq(b.agentId, agentId)), db.delete(agent).where(eq(agent.agentId, agentId))]);
-    },
-
-    /**
-     * The one agent for an event: the most specific enabled scope that lists
-     * the event type. The binding key guarantees at most one per scope.
-     * Returned as a query (to batch) and as SQL subqueries of the chosen ids,
-     * so the ingress batch can write with the same resolution it reads.
-     */
-    resolution(q: ResolveQuery) {
-      const scopeMatch = [and(eq(b.scopeType, "global"), eq(b.scopeId, ""))];
-      if (q.conversationId) scopeMatch.push(and(eq(b.scopeType, "conversation"), eq(b.scopeId, q.conversationId)));
-      if (q.botId) scopeMatch.push(and(eq(b.scopeType, "bot"), eq(b.scopeId, q.botId)));
-      if (q.workspaceId) scopeMatch.push(and(eq(b.scopeType, "workspace"), eq(b.scopeId, q.workspaceId)));
-      const specificity = sql`CASE ${b.scopeType} WHEN 'conversation' THEN 0 WHEN 'bot' THEN 1 WHEN 'workspace' THEN 2 ELSE 3 END`;
-      const where = and(eq(b.eventType, q.eventType), or(...scopeMatch));
-      const chosen = sql`FROM ${b} INNER JOIN ${agent} ON ${agent.agentId} = ${b.agentId}
-        INNER JOIN ${runner} ON ${runner.runnerId} = ${agent.runnerId}
-        INNER JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId}
-        WHERE ${where} ORDER BY ${specificity} LIMIT 1`;
-      return {
-        query: db
-          .select({ agent, runner, service: runnerService })
-          .from(b)
-          .innerJoin(agent, eq(agent.agentId, b.agentId))
-          .innerJoin(runner, eq(runner.runnerId, agent.runnerId))
-          .innerJoin(runnerService, eq(runnerService.serviceId, runner.serviceId))
-          .where(where)
-          .orderBy(specificity)
-          .limit(1),
-        agentId: sql<string | null>`(SELECT ${agent.agentId} ${chosen})`,
-        runnerId: sql<string | null>`(SELECT ${runner.runnerId} ${chosen})`,
-      };
     },
   };
 }

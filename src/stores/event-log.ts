@@ -1,11 +1,20 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { param } from "../db/compiled";
 import { eventLog } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
 import { newId } from "../lib/ids";
 import { iso, parseJson } from "../lib/json";
 
 export type EventRow = typeof eventLog.$inferSelect;
+
+/**
+ * SQL for compiled statements: the EventLog row of `:eventId` was written by
+ * the ingress attempt `:acceptId` (earlier in the same batch), so later writes
+ * of that batch happen once per event however often it is delivered.
+ */
+export const acceptedHere = () =>
+  sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${param("eventId")} AND ${eventLog.acceptId} = ${param("acceptId")})`;
 
 /** The §8 AgentEventRecord view of an EventLog row. */
 export function toEventRecord(row: EventRow) {

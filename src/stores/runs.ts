@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gt, inArray, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { compiled, param } from "../db/compiled";
 import { run, runEvent } from "../db/schema";
 import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
@@ -57,52 +58,97 @@ export interface RunOutcome {
   resultCount: number;
 }
 
+const getRun = compiled((db) => db.select().from(run).where(eq(run.runId, param("runId"))).limit(1));
+
+const markRunning = compiled((db) =>
+  db
+    .update(run)
+    .set({ status: "running", startedAt: sql`${param("startedAt")}` })
+    .where(and(eq(run.runId, param("runId")), eq(run.status, "queued")))
+    .returning({ runId: run.runId }),
+);
+
+const discardQueued = compiled((db) => db.delete(run).where(and(eq(run.runId, param("runId")), eq(run.status, "queued"))));
+
+const finishRun = compiled((db) =>
+  db
+    .update(run)
+    .set({
+      status: sql`${param("status")}`,
+      finishReason: sql`${param("finishReason")}`,
+      finalMessageJson: sql`${param("finalMessageJson")}`,
+      errorCode: sql`${param("errorCode")}`,
+      errorMessage: sql`${param("errorMessage")}`,
+      resultCount: sql`${param("resultCount")}`,
+      endedAt: sql`${param("endedAt")}`,
+    })
+    .where(and(eq(run.runId, param("runId")), inArray(run.status, ["queued", "running"])))
+    .returning({ runId: run.runId }),
+);
+
+const LEDGER_ROWS_PER_STATEMENT = 16;
+const ledgerInsertByRows = new Map<number, ReturnType<typeof compileLedgerInsert>>();
+const compileLedgerInsert = (rows: number) =>
+  compiled((db) =>
+    db.insert(runEvent).values(
+      Array.from({ length: rows }, (_, j) => ({
+        runId: param(`runId${j}`),
+        seq: param(`seq${j}`),
+        type: param(`type${j}`),
+        dataJson: param(`dataJson${j}`),
+        runnerSequence: param(`runnerSequence${j}`),
+        origin: param(`origin${j}`),
+        createdAt: param(`createdAt${j}`),
+      })),
+    ),
+  );
+function ledgerRowsInsert(rows: number) {
+  let statement = ledgerInsertByRows.get(rows);
+  if (!statement) ledgerInsertByRows.set(rows, (statement = compileLedgerInsert(rows)));
+  return statement;
+}
+
 export function runsStore(db: Db) {
   return {
-    get: (runId: string) => db.select().from(run).where(eq(run.runId, runId)).get(),
+    get: async (runId: string): Promise<RunRow | undefined> => (await getRun(db, { runId }).execute())[0],
 
     /** queued → running; returns the run id only when this trigger took the run. */
-    markRunningStatement(runId: string) {
-      return db
-        .update(run)
-        .set({ status: "running", startedAt: Date.now() })
-        .where(and(eq(run.runId, runId), eq(run.status, "queued")))
-        .returning({ runId: run.runId });
-    },
+    markRunningStatement: (runId: string) => markRunning(db, { runId, startedAt: Date.now() }),
 
     /** Drop a run minted at ingress that the conversation decided not to start (steered or rejected). */
-    discardQueuedStatement(runId: string) {
-      return db.delete(run).where(and(eq(run.runId, runId), eq(run.status, "queued")));
-    },
+    discardQueuedStatement: (runId: string) => discardQueued(db, { runId }),
 
-    /** The terminal write; only a run that has not ended yet is changed. */
-    finishStatement(runId: string, outcome: RunOutcome) {
-      return db
-        .update(run)
-        .set({
-          status: outcome.status,
-          finishReason: outcome.finishReason ?? null,
-          finalMessageJson: outcome.finalMessage === undefined ? null : JSON.stringify(outcome.finalMessage),
-          errorCode: outcome.errorCode ?? null,
-          errorMessage: outcome.errorMessage ?? null,
-          resultCount: outcome.resultCount,
-          endedAt: Date.now(),
-        })
-        .where(and(eq(run.runId, runId), inArray(run.status, ["queued", "running"])));
-    },
+    /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. */
+    finishStatement: (runId: string, outcome: RunOutcome) =>
+      finishRun(db, {
+        runId,
+        status: outcome.status,
+        finishReason: outcome.finishReason ?? null,
+        finalMessageJson: outcome.finalMessage === undefined ? null : JSON.stringify(outcome.finalMessage),
+        errorCode: outcome.errorCode ?? null,
+        errorMessage: outcome.errorMessage ?? null,
+        resultCount: outcome.resultCount,
+        endedAt: Date.now(),
+      }),
 
-    ledgerInsert(entries: LedgerEntry[]) {
-      return db.insert(runEvent).values(
-        entries.map((e) => ({
-          runId: e.runId,
-          seq: e.seq,
-          type: e.type,
-          dataJson: JSON.stringify(e.data ?? {}),
-          runnerSequence: e.runnerSequence ?? null,
-          origin: e.origin,
-          createdAt: e.createdAt,
-        })),
-      );
+    /** Ledger rows, at most LEDGER_ROWS_PER_STATEMENT per statement (each row count is compiled once). */
+    ledgerInserts(entries: LedgerEntry[]) {
+      const statements = [];
+      for (let i = 0; i < entries.length; i += LEDGER_ROWS_PER_STATEMENT) {
+        const rows = entries.slice(i, i + LEDGER_ROWS_PER_STATEMENT);
+        const values: Record<string, unknown> = {};
+        rows.forEach((e, j) => {
+          values[`runId${j}`] = e.runId;
+          values[`seq${j}`] = e.seq;
+          values[`type${j}`] = e.type;
+          values[`dataJson${j}`] = JSON.stringify(e.data ?? {});
+          values[`runnerSequence${j}`] = e.runnerSequence ?? null;
+          values[`origin${j}`] = e.origin;
+          values[`createdAt${j}`] = e.createdAt;
+        });
+        statements.push(ledgerRowsInsert(rows.length)(db, values));
+      }
+      return statements;
     },
 
     async ledger(runId: string, afterSeq: number, limit: number) {

@@ -1,5 +1,6 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { compiled, param } from "../db/compiled";
 import { runnerState } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { parseJson } from "../lib/json";
@@ -57,31 +58,35 @@ export const SEEDED_CONVERSATION_ID_KEY = "external.conversation_id";
 /** The context carries at most this many keys per scope; runners page the rest with state.list. */
 export const SNAPSHOT_KEYS_PER_SCOPE = 100;
 
+const s = runnerState;
+const newValue = () => ({ scopeKey: param("scopeKey"), key: param("key"), runnerId: param("runnerId"), scope: param("scope"), valueJson: param("valueJson"), updatedAt: param("updatedAt") });
+const scopeSnapshot = compiled((db) =>
+  db.select({ key: s.key, valueJson: s.valueJson }).from(s).where(eq(s.scopeKey, param("scopeKey"))).orderBy(asc(s.key)).limit(param("limit")),
+);
+const seed = compiled((db) => db.insert(s).values(newValue()).onConflictDoNothing());
+const upsert = compiled((db) =>
+  db
+    .insert(s)
+    .values(newValue())
+    .onConflictDoUpdate({ target: [s.scopeKey, s.key], set: { valueJson: sql`excluded.${sql.identifier(s.valueJson.name)}`, updatedAt: sql`excluded.${sql.identifier(s.updatedAt.name)}` } }),
+);
+
 export function stateStore(db: Db) {
-  const s = runnerState;
   return {
     /** The first keys of one scope, for the context's snapshot: one query per scope, batched by the caller. */
-    scopeSnapshotQuery(scopeKey: string, limit = SNAPSHOT_KEYS_PER_SCOPE) {
-      return db.select({ key: s.key, valueJson: s.valueJson }).from(s).where(eq(s.scopeKey, scopeKey)).orderBy(asc(s.key)).limit(limit);
-    },
+    scopeSnapshotQuery: (scopeKey: string, limit = SNAPSHOT_KEYS_PER_SCOPE) => scopeSnapshot(db, { scopeKey, limit }),
     snapshotOf(rows: { key: string; valueJson: string }[]): Record<string, unknown> {
       return Object.fromEntries(rows.map((r) => [r.key, parseJson<unknown>(r.valueJson, null)]));
     },
     /** Write a value only if the key is absent: never overwrites what a runner stored. */
-    seedStatement(scopeKey: string, key: string, runnerId: string, scope: StateScope, valueJson: string) {
-      return db.insert(s).values({ scopeKey, key, runnerId, scope, valueJson, updatedAt: Date.now() }).onConflictDoNothing();
-    },
+    seedStatement: (scopeKey: string, key: string, runnerId: string, scope: StateScope, valueJson: string) =>
+      seed(db, { scopeKey, key, runnerId, scope, valueJson, updatedAt: Date.now() }),
     async get(scopeKey: string, key: string): Promise<unknown | undefined> {
       const row = await db.select().from(s).where(and(eq(s.scopeKey, scopeKey), eq(s.key, key))).get();
       return row ? parseJson<unknown>(row.valueJson, null) : undefined;
     },
-    setStatement(scopeKey: string, key: string, runnerId: string, scope: StateScope, valueJson: string) {
-      const updatedAt = Date.now();
-      return db
-        .insert(s)
-        .values({ scopeKey, key, runnerId, scope, valueJson, updatedAt })
-        .onConflictDoUpdate({ target: [s.scopeKey, s.key], set: { valueJson, updatedAt } });
-    },
+    setStatement: (scopeKey: string, key: string, runnerId: string, scope: StateScope, valueJson: string) =>
+      upsert(db, { scopeKey, key, runnerId, scope, valueJson, updatedAt: Date.now() }),
     deleteStatement(scopeKey: string, key: string) {
       return db.delete(s).where(and(eq(s.scopeKey, scopeKey), eq(s.key, key)));
     },

@@ -1,5 +1,7 @@
-import { and, asc, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import { compiled, param } from "../db/compiled";
 import { insertWhere } from "../db/guarded";
+import { acceptedHere } from "./event-log";
 import type { Db } from "../db/client";
 import { transcript } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
@@ -40,35 +42,54 @@ export interface NewTranscriptItem {
   metadata?: Record<string, unknown>;
 }
 
+/** The columns of a new item, as placeholders; the next per-conversation seq is computed inside the statement. */
+function itemColumns() {
+  const t = transcript;
+  return {
+    transcriptId: param("transcriptId"),
+    conversationKey: param("conversationKey"),
+    seq: sql`(SELECT COALESCE(MAX(${t.seq}), 0) + 1 FROM ${t} WHERE ${t.conversationKey} = ${param("conversationKey")})`,
+    eventId: param("eventId"),
+    runId: param("runId"),
+    conversationId: param("conversationId"),
+    threadId: param("threadId"),
+    role: param("role"),
+    itemType: param("itemType"),
+    content: param("content"),
+    contentJson: param("contentJson"),
+    artifactRefsJson: param("artifactRefsJson"),
+    metadataJson: param("metadataJson"),
+    createdAt: param("createdAt"),
+  };
+}
+
+const insertItem = compiled((db) => insertWhere(db, transcript, itemColumns()));
+const insertItemIfAccepted = compiled((db) => insertWhere(db, transcript, itemColumns(), acceptedHere()));
+
 /**
  * Insert with the next per-conversation seq computed inside the statement, so
  * concurrent writers (ingress and the run) never pick the same number: each
- * batch is one SQLite write transaction. `guard` makes the insert
- * conditional on an earlier statement of the same batch.
+ * batch is one SQLite write transaction. With `acceptId`, the insert happens
+ * only if that ingress attempt wrote the item's EventLog row, earlier in the
+ * same batch.
  */
-export function transcriptInsert(db: Db, item: NewTranscriptItem, guard?: SQL) {
-  const t = transcript;
-  return insertWhere(
-    db,
-    t,
-    {
-      transcriptId: item.transcriptId,
-      conversationKey: item.conversationKey,
-      seq: sql`(SELECT COALESCE(MAX(${t.seq}), 0) + 1 FROM ${t} WHERE ${t.conversationKey} = ${item.conversationKey})`,
-      eventId: item.eventId,
-      runId: item.runId ?? null,
-      conversationId: item.conversationId ?? null,
-      threadId: item.threadId ?? null,
-      role: item.role,
-      itemType: item.itemType,
-      content: item.content ?? null,
-      contentJson: item.contentJson === undefined ? null : JSON.stringify(item.contentJson),
-      artifactRefsJson: JSON.stringify(item.artifactRefs ?? []),
-      metadataJson: JSON.stringify(item.metadata ?? {}),
-      createdAt: Date.now(),
-    },
-    guard,
-  );
+export function transcriptInsert(db: Db, item: NewTranscriptItem, acceptId?: string) {
+  const values = {
+    transcriptId: item.transcriptId,
+    conversationKey: item.conversationKey,
+    eventId: item.eventId,
+    runId: item.runId ?? null,
+    conversationId: item.conversationId ?? null,
+    threadId: item.threadId ?? null,
+    role: item.role,
+    itemType: item.itemType,
+    content: item.content ?? null,
+    contentJson: item.contentJson === undefined ? null : JSON.stringify(item.contentJson),
+    artifactRefsJson: JSON.stringify(item.artifactRefs ?? []),
+    metadataJson: JSON.stringify(item.metadata ?? {}),
+    createdAt: Date.now(),
+  };
+  return acceptId === undefined ? insertItem(db, values) : insertItemIfAccepted(db, { ...values, acceptId });
 }
 
 export type PageDirection = "backward" | "forward";

@@ -152,7 +152,7 @@ describe("GET /v1/runs/{run_id}/events", () => {
     for (const id of [sibling, "run_unknown"]) {
       const res = await fetch(`${host.url}/v1/runs/${id}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
       expect(res.status).toBe(404);
-      expect((await res.json()).error.code).toBe("not_found");
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("not_found");
     }
   });
 

@@ -1,11 +1,14 @@
 import { createClient } from "@libsql/client";
 import { drizzle } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
-import { sql } from "drizzle-orm";
 import { beforeEach, describe, expect, it } from "vitest";
-import { createDb, type Db } from "../../src/db/client";
+import { eq } from "drizzle-orm";
+import { createDb, writeAll, type Db } from "../../src/db/client";
+import { compiled, param } from "../../src/db/compiled";
+import { runnerState } from "../../src/db/schema";
 import { libsqlExecutor } from "../../src/db/executor";
 import { agentsStore, BindingConflictError } from "../../src/stores/agents";
+import { runsStore } from "../../src/stores/runs";
 import { stateStore } from "../../src/stores/state";
 import { transcriptInsert, transcriptStore } from "../../src/stores/transcript";
 
@@ -41,8 +44,8 @@ describe("stores on embedded libSQL", () => {
     expect((await t.page("B", { direction: "backward", limit: 10 })).rows.map((r) => r.seq)).toEqual([1]);
   });
 
-  it("skips a guarded insert whose guard is false", async () => {
-    await db.batch([transcriptInsert(db, { transcriptId: "g1", conversationKey: "G", eventId: "e", role: "user", itemType: "message" }, sql`0`)]);
+  it("skips an insert guarded on an ingress attempt that did not write the event", async () => {
+    await db.batch([transcriptInsert(db, { transcriptId: "g1", conversationKey: "G", eventId: "e", role: "user", itemType: "message" }, "another-attempt")]);
     expect((await transcriptStore(db).page("G", { direction: "backward", limit: 5 })).rows).toHaveLength(0);
   });
 
@@ -64,5 +67,27 @@ describe("stores on embedded libSQL", () => {
     expect(await s.get("k", "a.1")).toBe(10);
     expect(await s.list("k", { prefix: "a.", limit: 1 })).toEqual({ keys: ["a.1"], hasMore: true });
     expect(await s.list("k", { prefix: "a.", afterKey: "a.1", limit: 5 })).toEqual({ keys: ["a.2"], hasMore: false });
+  });
+
+  it("compiled statements bind fresh values on every use, alone or in a batch, and refuse a missing value", async () => {
+    const s = stateStore(db);
+    await s.setStatement("k", "a", "r", "conversation", '"one"').execute();
+    await db.batch([s.setStatement("k", "b", "r", "conversation", '"two"'), s.seedStatement("k", "a", "r", "conversation", '"ignored"')]);
+    const [rowsK, rowsOther] = await db.batch([s.scopeSnapshotQuery("k"), s.scopeSnapshotQuery("other")]);
+    expect(s.snapshotOf(rowsK)).toEqual({ a: "one", b: "two" });
+    expect(rowsOther).toEqual([]);
+    expect(await s.scopeSnapshotQuery("k", 1).execute()).toEqual([{ key: "a", valueJson: '"one"' }]);
+    const getState = compiled((d) => d.select().from(runnerState).where(eq(runnerState.key, param("key"))));
+    await expect(getState(db, {}).execute()).rejects.toThrow(/placeholder "key"/);
+  });
+
+  it("writes a run's ledger of any length in seq order, sixteen rows per statement", async () => {
+    const entries = Array.from({ length: 40 }, (_, i) => ({ runId: "r1", seq: i + 1, type: "message.delta", data: { i }, origin: "runner" as const, createdAt: i }));
+    const statements = runsStore(db).ledgerInserts(entries);
+    expect(statements).toHaveLength(3);
+    await writeAll(db, statements);
+    const page = await runsStore(db).ledger("r1", 0, 100);
+    expect(page.rows.map((r) => [r.seq, JSON.parse(r.dataJson).i])).toEqual(entries.map((e) => [e.seq, e.data.i]));
+    expect(runsStore(db).ledgerInserts([])).toEqual([]);
   });
 });

@@ -17,7 +17,7 @@ const stateGet: Handler<"state.get"> = async (ctx, p) => {
 
 const stateSet: Handler<"state.set"> = async (ctx, p) => {
   const scopeKey = stateScopeKey(ctx, p.scope);
-  await stateStore(ctx.db).setStatement(scopeKey, p.key, ctx.snapshot.runnerId, p.scope, JSON.stringify(p.value)).run();
+  await stateStore(ctx.db).setStatement(scopeKey, p.key, ctx.snapshot.runnerId, p.scope, JSON.stringify(p.value)).execute();
   return { ok: true };
 };
 

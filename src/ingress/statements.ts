@@ -1,0 +1,84 @@
+import { and, eq, sql } from "drizzle-orm";
+import { compiled, param } from "../db/compiled";
+import { insertWhere } from "../db/guarded";
+import { eventLog, run, transcript } from "../db/schema";
+import { acceptedHere } from "../stores/event-log";
+import { chosenAgentId, chosenRunnerId } from "../stores/binding-resolution";
+
+/**
+ * The ingress batch's own statements, compiled once (src/db/compiled.ts).
+ * Their placeholders are the EventLog columns, `acceptId` (this attempt),
+ * `runId` (minted in case an agent binds) and the resolution's `bind*` values.
+ */
+
+/** The EventLog row, with the agent the same transaction resolves; nothing on a repeated event_id. */
+export const eventInsert = compiled((db) =>
+  db
+    .insert(eventLog)
+    .values({
+      eventId: param("eventId"),
+      eventType: param("eventType"),
+      eventTime: param("eventTime"),
+      source: param("source"),
+      sourceEventType: param("sourceEventType"),
+      workspaceId: param("workspaceId"),
+      botId: param("botId"),
+      conversationKey: param("conversationKey"),
+      conversationId: param("conversationId"),
+      threadId: param("threadId"),
+      actorType: param("actorType"),
+      actorId: param("actorId"),
+      actorName: param("actorName"),
+      subjectType: param("subjectType"),
+      subjectId: param("subjectId"),
+      inputJson: param("inputJson"),
+      inputSummary: param("inputSummary"),
+      dataJson: param("dataJson"),
+      rawRef: param("rawRef"),
+      runId: sql`CASE WHEN ${chosenAgentId()} IS NOT NULL THEN ${param("runId")} END`,
+      agentId: chosenAgentId(),
+      disposition: sql`CASE WHEN ${chosenAgentId()} IS NOT NULL THEN 'bound' ELSE 'unbound' END`,
+      acceptId: param("acceptId"),
+      metadataJson: param("metadataJson"),
+      createdAt: param("createdAt"),
+    })
+    .onConflictDoNothing(),
+);
+
+/** The run row, only when this attempt wrote the event and an agent binds it. */
+export const runInsert = compiled((db) =>
+  insertWhere(
+    db,
+    run,
+    {
+      runId: param("runId"),
+      eventId: param("eventId"),
+      conversationKey: param("conversationKey"),
+      conversationId: param("conversationId"),
+      threadId: param("threadId"),
+      workspaceId: param("workspaceId"),
+      botId: param("botId"),
+      agentId: chosenAgentId(),
+      runnerId: chosenRunnerId(),
+      status: "queued",
+      createdAt: param("createdAt"),
+    },
+    sql`${acceptedHere()} AND ${chosenAgentId()} IS NOT NULL`,
+  ),
+);
+
+/** The event as recorded (this attempt's, or the first one's for a repeat). */
+export const recordedEvent = compiled((db) =>
+  db
+    .select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition, inputJson: eventLog.inputJson, eventTime: eventLog.eventTime })
+    .from(eventLog)
+    .where(eq(eventLog.eventId, param("eventId"))),
+);
+
+/** The user transcript item of the event, if it has one. */
+export const userItemSeq = compiled((db) =>
+  db
+    .select({ seq: transcript.seq })
+    .from(transcript)
+    .where(and(eq(transcript.eventId, param("eventId")), eq(transcript.role, "user"))),
+);

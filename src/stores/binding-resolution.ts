@@ -1,0 +1,61 @@
+import { and, eq, or, sql } from "drizzle-orm";
+import { compiled, param } from "../db/compiled";
+import type { Db } from "../db/client";
+import { agent, agentBinding as b, runner, runnerService } from "../db/schema";
+
+export interface ResolveQuery {
+  eventType: string;
+  conversationId?: string | null;
+  botId?: string | null;
+  workspaceId?: string | null;
+}
+
+/**
+ * The one agent for an event: the most specific enabled scope that lists the
+ * event type (the binding key allows at most one per scope). Written over
+ * placeholders, so the ingress batch can resolve, write with what it
+ * resolved, and read it back, in one transaction and with SQL built once.
+ */
+const bindingMatch = () =>
+  and(
+    eq(b.eventType, param("bindEventType")),
+    or(
+      and(eq(b.scopeType, "global"), eq(b.scopeId, "")),
+      // A null placeholder matches nothing: a scope the event lacks never binds it.
+      and(eq(b.scopeType, "conversation"), eq(b.scopeId, param("bindConversationId"))),
+      and(eq(b.scopeType, "bot"), eq(b.scopeId, param("bindBotId"))),
+      and(eq(b.scopeType, "workspace"), eq(b.scopeId, param("bindWorkspaceId"))),
+    ),
+  );
+const specificity = () => sql`CASE ${b.scopeType} WHEN 'conversation' THEN 0 WHEN 'bot' THEN 1 WHEN 'workspace' THEN 2 ELSE 3 END`;
+const chosen = () => sql`FROM ${b} INNER JOIN ${agent} ON ${agent.agentId} = ${b.agentId}
+  INNER JOIN ${runner} ON ${runner.runnerId} = ${agent.runnerId}
+  INNER JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId}
+  WHERE ${bindingMatch()} ORDER BY ${specificity()} LIMIT 1`;
+
+/** SQL subquery: the chosen agent's id (null when none binds). */
+export const chosenAgentId = () => sql<string | null>`(SELECT ${agent.agentId} ${chosen()})`;
+/** SQL subquery: the chosen agent's runner id. */
+export const chosenRunnerId = () => sql<string | null>`(SELECT ${runner.runnerId} ${chosen()})`;
+
+/** The placeholder values of a resolution (their own names, so they mix with a statement's other values); an absent scope id is null. */
+export function resolutionValues(q: ResolveQuery) {
+  return { bindEventType: q.eventType, bindConversationId: q.conversationId || null, bindBotId: q.botId || null, bindWorkspaceId: q.workspaceId || null };
+}
+
+const resolve = compiled((db) =>
+  db
+    .select({ agent, runner, service: runnerService })
+    .from(b)
+    .innerJoin(agent, eq(agent.agentId, b.agentId))
+    .innerJoin(runner, eq(runner.runnerId, agent.runnerId))
+    .innerJoin(runnerService, eq(runnerService.serviceId, runner.serviceId))
+    .where(bindingMatch())
+    .orderBy(specificity())
+    .limit(1),
+);
+
+/** The chosen agent with its runner and service (zero or one row), to batch. */
+export const resolveBinding = (db: Db, q: ResolveQuery) => resolve(db, resolutionValues(q));
+
+export type BoundAgent = Awaited<ReturnType<ReturnType<typeof resolveBinding>["execute"]>>[number];
