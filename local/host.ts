@@ -19,6 +19,8 @@ export interface HostOptions {
   vars?: Record<string, string>;
   /** Reuse a bundle already built (tests build once). */
   scriptPath?: string;
+  /** Open workerd's V8 inspector on this port (CPU profiles of the Worker: `npm run bench:profile`). */
+  inspectorPort?: number;
   /** Receives the Worker's stdout and stderr (console output) instead of this process's streams. */
   onRuntimeOutput?: (text: string) => void;
 }
@@ -55,7 +57,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     modules: true,
     scriptPath,
     compatibilityDate: "2026-04-01",
-    ...(process.env.TRACE_INSPECTOR_PORT ? { inspectorPort: Number(process.env.TRACE_INSPECTOR_PORT) } : {}),
+    ...(opts.inspectorPort ? { inspectorPort: opts.inspectorPort } : {}),
     // SQLite-backed, as `new_sqlite_classes` in wrangler.toml makes it in production.
     durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
     r2Buckets: ["ARTIFACTS"],
