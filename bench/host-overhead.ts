@@ -3,7 +3,9 @@
  *
  * overhead = (ingress request sent → runner receives the run request)
  *          + (runner sends its last result → the run's `end` arrives on its stream)
- * over EVENTS events spread across CONVERSATIONS conversations, against a floor
+ * over EVENTS events spread across CONVERSATIONS conversations. The bench opens
+ * each run's stream between the two windows (the runner answers once it is
+ * open), so neither window includes the observer's own request. The floor is
  * measured in the same run: a bare Worker → Durable Object → runner fetch
  * round trip with one libSQL write (bench/floor-worker.ts), on the same
  * Miniflare/workerd and the same libSQL transport.
@@ -31,9 +33,25 @@ const BLOCK = 50;
 const TARGET_RATIO_P50 = 2;
 
 
-/** A runner that answers at once and records when it received the request and sent its last result. */
+/**
+ * A runner that records when it received a run request, answers as soon as
+ * the bench lets it (`arrived(runId)` gives the time and the release), and
+ * records when it sent its last result.
+ */
 async function startBenchRunner() {
-  const received = new Map<string, number>();
+  type Arrival = { at: number; release: () => void };
+  // Whichever comes first, the run request or the bench asking for it, makes the meeting point.
+  const arrivals = new Map<string, { promise: Promise<Arrival>; resolve: (a: Arrival) => void }>();
+  const meeting = (runId: string) => {
+    let m = arrivals.get(runId);
+    if (!m) {
+      let resolve!: (a: Arrival) => void;
+      m = { promise: new Promise<Arrival>((r) => (resolve = r)), resolve };
+      arrivals.set(runId, m);
+    }
+    return m;
+  };
+  const arrived = (runId: string) => meeting(runId).promise.finally(() => arrivals.delete(runId));
   const lastSent = new Map<string, number>();
   const server = createServer(async (req, res) => {
     if (req.url === "/manifest") {
@@ -50,14 +68,14 @@ async function startBenchRunner() {
       return;
     }
     const runId = JSON.parse(raw).context.run_id as string;
-    received.set(runId, t);
+    await new Promise<void>((release) => meeting(runId).resolve({ at: t, release }));
     res.writeHead(200, { "content-type": "application/x-ndjson" });
     res.write(`${JSON.stringify({ run_id: runId, type: "message.completed", sequence: 1, data: { message: { role: "assistant", content: "ok" } } })}\n`);
     lastSent.set(runId, performance.now());
     res.end(`${JSON.stringify({ run_id: runId, type: "run.completed", sequence: 2, data: { finish_reason: "stop" } })}\n`);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received, lastSent, close: () => server.close() };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, arrived, lastSent, close: () => server.close() };
 }
 
 async function startFloor(dir: string) {
@@ -92,8 +110,10 @@ async function hostEvent(host: LocalHost, runner: BenchRunner, conversation: str
     input: { text },
   });
   const runId = res.body.run_id;
+  const arrival = await runner.arrived(runId);
   const stream = await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
   const reader = stream.body!.getReader();
+  arrival.release();
   let frames = "";
   const decoder = new TextDecoder();
   while (!frames.includes("event: end")) {
@@ -104,7 +124,7 @@ async function hostEvent(host: LocalHost, runner: BenchRunner, conversation: str
   const t3 = performance.now();
   await reader.cancel();
   if (!frames.includes('"status":"completed"')) throw new Error(`run ${runId} did not complete: ${frames.slice(-200)}`);
-  return { inbound: runner.received.get(runId)! - t0, outbound: t3 - runner.lastSent.get(runId)! };
+  return { inbound: arrival.at - t0, outbound: t3 - runner.lastSent.get(runId)! };
 }
 
 /** One bare Worker → DO → runner round trip with one libSQL write (ms). */
