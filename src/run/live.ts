@@ -10,8 +10,16 @@ export interface LiveFrame {
 
 const encoder = new TextEncoder();
 
+/** Frames are encoded once, whatever the number of subscribers and replays. */
+const encoded = new WeakMap<LiveFrame, Uint8Array>();
+
 export function sseFrame(frame: LiveFrame): Uint8Array {
-  return encoder.encode(`id: ${frame.seq}\nevent: result\ndata: ${JSON.stringify(frame)}\n\n`);
+  let bytes = encoded.get(frame);
+  if (!bytes) {
+    bytes = encoder.encode(`id: ${frame.seq}\nevent: result\ndata: ${JSON.stringify(frame)}\n\n`);
+    encoded.set(frame, bytes);
+  }
+  return bytes;
 }
 export function sseEnd(status: string): Uint8Array {
   return encoder.encode(`event: end\ndata: ${JSON.stringify({ status })}\n\n`);
@@ -84,7 +92,7 @@ interface Recent {
   bytes: number;
 }
 
-/** Per run, the recent ledger is replayed from memory up to this many bytes of result data; past it, from the database. */
+/** Per run, the recent ledger is replayed from memory up to this many bytes of encoded frames; past it, from the database. */
 export const RECENT_LEDGER_BYTES = 256 * 1024;
 
 /**
@@ -133,7 +141,7 @@ export class LiveHub {
   private remember(runId: string, frames: LiveFrame[]) {
     const recent = this.recent.get(runId);
     if (!recent) return;
-    for (const f of frames) recent.bytes += JSON.stringify(f.data ?? null).length;
+    for (const f of frames) recent.bytes += sseFrame(f).byteLength;
     // Over budget, the database is the only full copy; memory stays bounded whatever the runner sends.
     if (recent.bytes > RECENT_LEDGER_BYTES) this.recent.set(runId, null);
     else recent.frames.push(...frames);

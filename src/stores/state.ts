@@ -49,8 +49,19 @@ export async function stateScopeKey(scope: StateScope, id: ScopeIdentity): Promi
       identity = [];
       break;
   }
-  return sha256Hex(JSON.stringify([id.runnerId, id.agentId, id.workspaceId ?? null, scope, ...identity]));
+  const input = JSON.stringify([id.runnerId, id.agentId, id.workspaceId ?? null, scope, ...identity]);
+  let key = scopeKeys.get(input);
+  if (!key) {
+    if (scopeKeys.size >= SCOPE_KEY_CACHE_SIZE) scopeKeys.clear();
+    key = sha256Hex(input);
+    scopeKeys.set(input, key);
+  }
+  return key;
 }
+
+/** Keys already hashed (a conversation's runs ask for the same few again and again); ids only, no secrets. */
+const scopeKeys = new Map<string, Promise<string>>();
+const SCOPE_KEY_CACHE_SIZE = 1024;
 
 /** Seeded into the conversation scope when absent (§9): the host's conversation id. */
 export const SEEDED_CONVERSATION_ID_KEY = "external.conversation_id";

@@ -135,14 +135,16 @@ describe("GET /v1/runs/{run_id}/events", () => {
       if (i > 500) throw new Error("the delta was never recorded");
       await new Promise((r) => setTimeout(r, 10));
     }
-    const res = await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
-    expect(res.status).toBe(200);
+    // Two followers of the same run get the same frames, each encoded once and written to both.
+    const streams = await Promise.all([1, 2].map(() => fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } })));
+    expect(streams.map((r) => r.status)).toEqual([200, 200]);
     release.resolve();
-    const { frames, end } = await readSse(res);
+    const [{ frames, end }, second] = await Promise.all(streams.map(readSse));
     expect(end).toBe("completed");
     expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
     expect(frames[0]).toMatchObject({ type: "message.delta", data: { chunk: { content: "early" } } });
     expect(frames.at(-1)?.type).toBe("run.completed");
+    expect(second).toEqual({ frames, end });
     await finished;
   });
 
