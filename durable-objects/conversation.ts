@@ -12,7 +12,7 @@ import { authorizeUpload, type UploadAuthorization } from "../src/host-api/uploa
 import { claimRun, executeRun } from "../src/run/execute";
 import { endRunAsHost } from "../src/run/host-end";
 import type { RunJob } from "../src/run/job";
-import { frameOf, LiveHub } from "../src/run/live";
+import { LiveHub, storedFrames } from "../src/run/live";
 import { freezeSnapshot, stateScopesOf } from "../src/run/snapshot";
 import { hostLedger } from "../src/run/host-ledger";
 import { descriptorsFrom, resourceDescriptorQueries } from "../src/resources/grants";
@@ -29,7 +29,6 @@ import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 const ALARM_BUDGET_MS = 14 * 60_000;
 /** Watchdog margin past a run's deadline before its alarm declares the session lost. */
 const WATCHDOG_GRACE_MS = 5_000;
-const REPLAY_PAGE = 500;
 /** How long a run that failed to start waits before the next attempt (the database was unreachable). */
 const RETRY_PAUSE_MS = 5_000;
 
@@ -88,7 +87,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   private async decide(job: RunJob): Promise<DispatchResult> {
     const key = runKey(job);
-    const table = await this.table();
+    const table = await this.runs.entries();
     const now = Date.now();
     const known = table.find(([k]) => k === key);
     if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === key) ? "started" : "queued", runId: job.runId };
@@ -119,11 +118,11 @@ export class ConversationDO extends DurableObject<Env> {
     try {
       for (;;) {
         this.dirty = false;
-        for (const [key, run] of await this.table()) {
+        for (const [key, run] of await this.runs.entries()) {
           // A run stored as running that this instance does not execute was lost with an earlier instance.
           if (run.state === "running" && !this.isActive(run.job.runId)) await this.finishLost(key, run.job);
         }
-        const table = await this.table();
+        const table = await this.runs.entries();
         const now = Date.now();
         // A run started now must end, and its reply settle, within this invocation's wall time.
         const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS + config.DELIVERY_SETTLE_TIMEOUT_MS > ALARM_BUDGET_MS;
@@ -178,7 +177,7 @@ export class ConversationDO extends DurableObject<Env> {
    * database round trip.
    */
   async subscribe(runId: string): Promise<ReadableStream<Uint8Array> | null> {
-    const active = this.sessions.has(runId) || (await this.table()).some(([, r]) => r.job.runId === runId);
+    const active = this.sessions.has(runId) || (await this.runs.entries()).some(([, r]) => r.job.runId === runId);
     const remembered = active ? this.live.remembered(runId) : null;
     if (remembered) {
       const sub = this.live.subscribe(runId);
@@ -189,14 +188,7 @@ export class ConversationDO extends DurableObject<Env> {
     const row = active ? null : await runs.get(runId);
     if (!active && !row) return null;
     const sub = this.live.subscribe(runId);
-    const frames = [];
-    for (let after = 0; ; ) {
-      const page = await runs.ledger(runId, after, REPLAY_PAGE);
-      for (const r of page.rows) frames.push(frameOf({ ...r, data: JSON.parse(r.dataJson), origin: r.origin as "runner" | "host" }));
-      if (!page.hasMore || page.rows.length === 0) break;
-      after = page.rows[page.rows.length - 1].seq;
-    }
-    sub.replayed(frames);
+    sub.replayed(await storedFrames(runs, runId));
     if (!active) this.live.endOne(runId, sub, row!.status);
     return sub.readable;
   }
@@ -209,7 +201,7 @@ export class ConversationDO extends DurableObject<Env> {
       active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
       return { cancelled: true };
     }
-    const entry = (await this.table()).find(([, r]) => r.job.runId === runId);
+    const entry = (await this.runs.entries()).find(([, r]) => r.job.runId === runId);
     if (!entry) return { cancelled: false };
     await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started");
     return { cancelled: true };
@@ -222,10 +214,6 @@ export class ConversationDO extends DurableObject<Env> {
     await this.dropUnpulled(job);
     this.live.end(job.runId, "cancelled");
     this.kick();
-  }
-
-  private table(): Promise<RunTable> {
-    return this.runs.entries();
   }
 
   /** Tell the scheduler something changed, starting it if it is not running. */
@@ -286,7 +274,7 @@ export class ConversationDO extends DurableObject<Env> {
       throw err;
     }
     // The target may have ended while the claim was being recorded: then nobody will pull it.
-    if (!this.isActive(target.runId) && !(await this.table()).some(([, r]) => r.job.runId === target.runId)) await this.dropUnpulled(target);
+    if (!this.isActive(target.runId) && !(await this.runs.entries()).some(([, r]) => r.job.runId === target.runId)) await this.dropUnpulled(target);
     return { disposition: "steered", runId: target.runId };
   }
 
@@ -306,7 +294,6 @@ export class ConversationDO extends DurableObject<Env> {
   private async dropUnpulled(run: RunJob): Promise<void> {
     await this.steering.take(dbOf(this.env), run, "dropped");
   }
-
 
   private async runOne(key: string, stored: StoredRun, abort: AbortController): Promise<void> {
     const { job } = stored;

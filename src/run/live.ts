@@ -1,4 +1,4 @@
-import type { LedgerEntry } from "../stores/runs";
+import type { LedgerEntry, runsStore } from "../stores/runs";
 
 export interface LiveFrame {
   seq: number;
@@ -26,6 +26,19 @@ export function sseEnd(status: string): Uint8Array {
 }
 
 export const frameOf = (e: LedgerEntry): LiveFrame => ({ seq: e.seq, type: e.type, data: e.data, sequence: e.runnerSequence, origin: e.origin });
+
+const REPLAY_PAGE = 500;
+
+/** A run's whole ledger as recorded, in seq order, read page by page. */
+export async function storedFrames(runs: ReturnType<typeof runsStore>, runId: string): Promise<LiveFrame[]> {
+  const frames: LiveFrame[] = [];
+  for (let after = 0; ; ) {
+    const page = await runs.ledger(runId, after, REPLAY_PAGE);
+    for (const r of page.rows) frames.push(frameOf({ ...r, data: JSON.parse(r.dataJson), origin: r.origin as "runner" | "host" }));
+    if (!page.hasMore || page.rows.length === 0) return frames;
+    after = page.rows[page.rows.length - 1].seq;
+  }
+}
 
 /**
  * One subscriber's stream: the replayed ledger first, then live frames past
