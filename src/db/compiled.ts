@@ -1,4 +1,5 @@
-import { fillPlaceholders, sql, type Placeholder } from "drizzle-orm";
+import { fillPlaceholders, is, sql, type Placeholder } from "drizzle-orm";
+import { SQLitePreparedQuery } from "drizzle-orm/sqlite-core";
 import type { Db } from "./client";
 
 /**
@@ -29,7 +30,10 @@ export class BoundStatement<R> {
     private readonly values: Record<string, unknown>,
   ) {}
 
+  /** Runs alone: a query builder's statement as a single query (no write transaction), db.run(sql) as a batch of one. */
   async execute(): Promise<R> {
+    // A prepared builder query runs with its placeholders filled and maps its result to R itself.
+    if (is(this.prepared, SQLitePreparedQuery)) return (await this.prepared.execute(this.values)) as R;
     const [result] = await this.db.batch([this]);
     return result;
   }

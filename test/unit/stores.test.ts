@@ -81,6 +81,16 @@ describe("stores on embedded libSQL", () => {
     await expect(getState(db, {}).execute()).rejects.toThrow(/placeholder "key"/);
   });
 
+  it("runs a compiled query alone as a single query, not as a write batch", async () => {
+    const client = createClient({ url: ":memory:" });
+    await migrate(drizzle(client), { migrationsFolder: "migrations" });
+    const inner = libsqlExecutor(client);
+    const calls: string[] = [];
+    const counted = createDb({ query: (q) => (calls.push("query"), inner.query(q)), batch: (qs) => (calls.push("batch"), inner.batch(qs)) });
+    expect(await runsStore(counted).get("no-such-run")).toBeUndefined();
+    expect(calls).toEqual(["query"]);
+  });
+
   it("writes a run's ledger of any length in seq order, sixteen rows per statement", async () => {
     const entries = Array.from({ length: 40 }, (_, i) => ({ runId: "r1", seq: i + 1, type: "message.delta", data: { i }, origin: "runner" as const, createdAt: i }));
     const statements = runsStore(db).ledgerInserts(entries);
