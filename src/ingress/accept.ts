@@ -78,7 +78,6 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     ev.attachmentSources ?? [],
   );
   ev = { ...ev, input: attached.input };
-  const owned = sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.acceptId} = ${acceptId})`;
   const resolveQuery = { eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id };
   const values = {
     ...resolutionValues(resolveQuery),
@@ -128,7 +127,9 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
       ]
     : [];
 
-  const writes = [eventInsert(db, values), ...userItem, runInsert(db, values), ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned))];
+  // Attachment rows are rare and vary in number, so they stay uncompiled, guarded like the rest.
+  const owned = () => sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.acceptId} = ${acceptId})`;
+  const writes = [eventInsert(db, values), ...userItem, runInsert(db, values), ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned()))];
   // Resolution, writes and read-back in one transaction: what is written is what was resolved.
   const results = await batchAll(db, [...writes, recordedEvent(db, values), userItemSeq(db, values), resolveBinding(db, resolveQuery)]);
   // The three reads follow the writes, in this order.

@@ -1,9 +1,9 @@
 import { and, eq, sql } from "drizzle-orm";
 import { compiled, param } from "../db/compiled";
 import { insertWhere } from "../db/guarded";
-import { eventLog, run, transcript } from "../db/schema";
+import { agent, eventLog, run, transcript } from "../db/schema";
 import { acceptedHere } from "../stores/event-log";
-import { chosenAgentId, chosenRunnerId } from "../stores/binding-resolution";
+import { chosenAgentId } from "../stores/binding-resolution";
 
 /**
  * The ingress batch's own statements, compiled once (src/db/compiled.ts).
@@ -45,6 +45,9 @@ export const eventInsert = compiled((db) =>
     .onConflictDoNothing(),
 );
 
+/** The agent the EventLog row (written earlier in the batch) records: resolved once, not again per statement. */
+const recordedAgentId = () => sql`(SELECT ${eventLog.agentId} FROM ${eventLog} WHERE ${eventLog.eventId} = ${param("eventId")})`;
+
 /** The run row, only when this attempt wrote the event and an agent binds it. */
 export const runInsert = compiled((db) =>
   insertWhere(
@@ -58,12 +61,12 @@ export const runInsert = compiled((db) =>
       threadId: param("threadId"),
       workspaceId: param("workspaceId"),
       botId: param("botId"),
-      agentId: chosenAgentId(),
-      runnerId: chosenRunnerId(),
+      agentId: recordedAgentId(),
+      runnerId: sql`(SELECT ${agent.runnerId} FROM ${agent} WHERE ${agent.agentId} = ${recordedAgentId()})`,
       status: "queued",
       createdAt: param("createdAt"),
     },
-    sql`${acceptedHere()} AND ${chosenAgentId()} IS NOT NULL`,
+    sql`${acceptedHere()} AND ${recordedAgentId()} IS NOT NULL`,
   ),
 );
 

@@ -35,8 +35,6 @@ const chosen = () => sql`FROM ${b} INNER JOIN ${agent} ON ${agent.agentId} = ${b
 
 /** SQL subquery: the chosen agent's id (null when none binds). */
 export const chosenAgentId = () => sql<string | null>`(SELECT ${agent.agentId} ${chosen()})`;
-/** SQL subquery: the chosen agent's runner id. */
-export const chosenRunnerId = () => sql<string | null>`(SELECT ${runner.runnerId} ${chosen()})`;
 
 /** The placeholder values of a resolution (their own names, so they mix with a statement's other values); an absent scope id is null. */
 export function resolutionValues(q: ResolveQuery) {
