@@ -363,10 +363,14 @@ export class ConversationDO extends DurableObject<Env> {
       this.sessions.delete(job.runId);
       // Unrecorded, the entry stays: as "running" the scheduler finds it as an orphan and retries the
       // terminal write; as "queued" (it failed while starting) it is tried again after a pause.
-      if (recorded) await this.runs.delete(key);
-      else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
+      if (recorded) {
+        // Its status is durable: followers learn the end now, not after the entry's removal is flushed.
+        const removed = this.runs.delete(key);
+        this.live.end(job.runId, status);
+        await removed;
+      } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
       await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
-      this.live.end(job.runId, status);
+      this.live.end(job.runId, status); // unrecorded runs end for followers only now; a no-op otherwise
       // The run is over in every sense (status written, token void); its reply may still be on the wire.
       if (delivery) this.settleDelivery(delivery, config.DELIVERY_SETTLE_TIMEOUT_MS);
     }

@@ -7,10 +7,16 @@ export interface LineLimits {
 
 const NEWLINE = 10;
 
+/** Resolves on the event loop's next turn: by then every chunk the network had already delivered has been read. */
+const nextTurn = () => new Promise<null>((resolve) => setTimeout(resolve, 0, null));
+
 /**
- * Splits a byte stream into lines incrementally, yielding the complete lines
- * of each network chunk together (so callers can apply them as one batch).
- * Holds at most one partial line, never more than `maxLineBytes`.
+ * Splits a byte stream into lines incrementally. Each yield holds the
+ * complete lines of every chunk that had already arrived (so callers apply
+ * them as one batch: a runner's last message and its `run.completed` sent
+ * back to back cost one write, not two), never waiting for more and never
+ * holding more than about `maxLineBytes` of lines plus one partial line of at
+ * most `maxLineBytes`.
  */
 export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits): AsyncGenerator<string[]> {
   const decoder = new TextDecoder();
@@ -31,19 +37,33 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
     }
     return decoder.decode(joined);
   };
+  /** A read started while lines were in hand that had not resolved by the next turn: the next batch begins with it. */
+  let ahead: Promise<ReadableStreamReadResult<Uint8Array>> | undefined;
+  let lines: string[] = [];
+  let linesBytes = 0;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
+      const read = ahead ?? reader.read();
+      ahead = undefined;
+      const result = lines.length ? await Promise.race([read, nextTurn()]) : await read;
+      if (result === null) {
+        ahead = read;
+        yield lines;
+        lines = [];
+        linesBytes = 0;
+        continue;
+      }
+      if (result.done) break;
+      const value = result.value;
       total += value.length;
       if (total > limits.maxStreamBytes) {
         throw new RunnerCallError("runner.stream_too_large", `result stream exceeded ${limits.maxStreamBytes} bytes`);
       }
-      const lines: string[] = [];
       let start = 0;
       for (let i = value.indexOf(NEWLINE); i !== -1; i = value.indexOf(NEWLINE, start)) {
         if (pendingBytes + (i - start) > limits.maxLineBytes) throw lineTooLarge(limits);
         lines.push(take(value.subarray(start, i)));
+        linesBytes += i - start;
         start = i + 1;
       }
       if (start < value.length) {
@@ -53,10 +73,18 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
         // Copy: the reader may reuse its buffer.
         pending.push(rest.slice());
       }
-      if (lines.length) yield lines;
+      // Bounded memory: a runner that floods gets its lines applied in slices.
+      if (linesBytes >= limits.maxLineBytes) {
+        yield lines;
+        lines = [];
+        linesBytes = 0;
+      }
     }
-    if (pendingBytes > 0) yield [take(new Uint8Array())];
+    if (pendingBytes > 0) lines.push(take(new Uint8Array()));
+    if (lines.length) yield lines;
   } finally {
+    // Released below with a read still pending: that read rejects, and nobody is left to care.
+    ahead?.catch(() => {});
     reader.releaseLock();
   }
 }

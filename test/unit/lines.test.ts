@@ -12,15 +12,55 @@ function streamOf(chunks: (string | Uint8Array)[]): ReadableStream<Uint8Array> {
   });
 }
 
-async function collect(chunks: (string | Uint8Array)[], limits = { maxLineBytes: 1024, maxStreamBytes: 1 << 20 }) {
+/** Each chunk arrives `gapMs` after the previous one was read. */
+function trickleOf(chunks: string[], gapMs: number): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  let i = 0;
+  return new ReadableStream({
+    async pull(c) {
+      if (i > 0) await new Promise((r) => setTimeout(r, gapMs));
+      if (i < chunks.length) c.enqueue(enc.encode(chunks[i++]));
+      else c.close();
+    },
+  });
+}
+
+const LIMITS = { maxLineBytes: 1024, maxStreamBytes: 1 << 20 };
+
+async function collect(chunks: (string | Uint8Array)[] | ReadableStream<Uint8Array>, limits = LIMITS) {
   const out: string[][] = [];
-  for await (const batch of readLines(streamOf(chunks), limits)) out.push(batch);
+  for await (const batch of readLines(Array.isArray(chunks) ? streamOf(chunks) : chunks, limits)) out.push(batch);
   return out;
 }
 
 describe("readLines", () => {
-  it("yields the complete lines of each chunk together, joining lines split across chunks", async () => {
-    expect(await collect(['{"a":1}\n{"b"', ':2}\n{"c":3}\n', '{"d":4}'])).toEqual([['{"a":1}'], ['{"b":2}', '{"c":3}'], ['{"d":4}']]);
+  it("yields the lines of every chunk that already arrived together, joining lines split across chunks", async () => {
+    expect(await collect(['{"a":1}\n{"b"', ':2}\n{"c":3}\n', '{"d":4}'])).toEqual([['{"a":1}', '{"b":2}', '{"c":3}', '{"d":4}']]);
+  });
+
+  it("does not wait for chunks still to come: each late chunk is its own batch", async () => {
+    expect(await collect(trickleOf(['{"a":1}\n{"b"', ':2}\n{"c":3}\n', '{"d":4}\n'], 20))).toEqual([['{"a":1}'], ['{"b":2}', '{"c":3}'], ['{"d":4}']]);
+  });
+
+  it("bounds what it holds: lines already arrived are yielded in slices of about maxLineBytes", async () => {
+    const line = "y".repeat(99);
+    const batches = await collect(Array.from({ length: 30 }, () => `${line}\n`), { maxLineBytes: 1000, maxStreamBytes: 1 << 20 });
+    expect(batches.flat()).toHaveLength(30);
+    expect(batches.length).toBeGreaterThanOrEqual(3);
+    for (const b of batches) expect(b.join("").length).toBeLessThanOrEqual(1000 + line.length);
+  });
+
+  it("lets its consumer stop while a read is still pending", async () => {
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode("first\n"));
+      },
+    });
+    const lines = readLines(body, LIMITS);
+    expect((await lines.next()).value).toEqual(["first"]);
+    expect(await lines.return(undefined)).toEqual({ done: true, value: undefined });
+    // The lock is released: the body can be cancelled by its owner.
+    await expect(body.cancel()).resolves.toBeUndefined();
   });
 
   it("decodes a multi-byte character split between chunks", async () => {
