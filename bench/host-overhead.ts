@@ -23,6 +23,7 @@ import { listenForWorker } from "../local/db-listener";
 import { openEmbeddedDb } from "../local/libsql";
 import { startHost, type LocalHost } from "../local/host";
 import { adminCall, bindRunner } from "../local/setup";
+import { cpuMsOf, spawnedBy } from "./process-cpu";
 import { quantile, stats } from "./stats";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500);
@@ -138,30 +139,44 @@ async function floorRoundTrip(floorUrl: string, runnerUrl: string, conversation:
 export async function benchHostOverhead() {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-bench-"));
   const runner = await startBenchRunner();
-  const host = await startHost({ adminToken: "bench-admin-token-0123456789", dbUrl: `file:${join(dir, "host.db")}` });
-  const floor = await startFloor(dir);
+  const { value: host, pids: hostWorkerd } = await spawnedBy(() => startHost({ adminToken: "bench-admin-token-0123456789", dbUrl: `file:${join(dir, "host.db")}` }));
+  const { value: floor, pids: floorWorkerd } = await spawnedBy(() => startFloor(dir));
   await bindRunner(host, { baseUrl: runner.url, runnerId: "http:bench/fast/default", agentId: "bench" });
 
   const inbound: number[] = [];
   const outbound: number[] = [];
   const total: number[] = [];
   const floorMs: number[] = [];
+  // workerd CPU spent in each side's blocks (ms), warm-up included: the latency ratio follows it.
+  const cpu = { host: 0, floor: 0, measured: true };
+  const spent = (pids: number[], during: () => Promise<void>) => async () => {
+    const before = cpuMsOf(pids);
+    await during();
+    const after = cpuMsOf(pids);
+    if (before === null || after === null) cpu.measured = false;
+    return (after ?? 0) - (before ?? 0);
+  };
   // Host events and floor round trips alternate in blocks: both see the same machine over the run,
   // and neither measures the other's tail work.
   for (let block = 0; block * BLOCK < EVENTS + WARMUP; block++) {
     const indexes = Array.from({ length: BLOCK }, (_, j) => block * BLOCK + j).filter((i) => i < EVENTS + WARMUP);
-    for (const i of indexes) {
-      const event = await hostEvent(host, runner, `bench-${i % CONVERSATIONS}`, `event ${i}`);
-      if (i < WARMUP) continue;
-      inbound.push(event.inbound);
-      outbound.push(event.outbound);
-      total.push(event.inbound + event.outbound);
-    }
-    for (const i of indexes) {
-      const ms = await floorRoundTrip(floor.url, runner.url, `bench-${i % CONVERSATIONS}`);
-      if (i >= WARMUP) floorMs.push(ms);
-    }
+    cpu.host += await spent(hostWorkerd, async () => {
+      for (const i of indexes) {
+        const event = await hostEvent(host, runner, `bench-${i % CONVERSATIONS}`, `event ${i}`);
+        if (i < WARMUP) continue;
+        inbound.push(event.inbound);
+        outbound.push(event.outbound);
+        total.push(event.inbound + event.outbound);
+      }
+    })();
+    cpu.floor += await spent(floorWorkerd, async () => {
+      for (const i of indexes) {
+        const ms = await floorRoundTrip(floor.url, runner.url, `bench-${i % CONVERSATIONS}`);
+        if (i >= WARMUP) floorMs.push(ms);
+      }
+    })();
   }
+  const perEvent = (ms: number) => +(ms / (EVENTS + WARMUP)).toFixed(3);
 
   const ratio = quantile(total, 0.5) / quantile(floorMs, 0.5);
   const report = {
@@ -175,6 +190,9 @@ export async function benchHostOverhead() {
     ratio_p99: +(quantile(total, 0.99) / quantile(floorMs, 0.99)).toFixed(3),
     target_ratio_p50: TARGET_RATIO_P50,
     meets_target: ratio <= TARGET_RATIO_P50,
+    // Diagnostic (Linux only, else null): workerd CPU per host event and per floor round trip. The host event's
+    // includes the bench opening its stream.
+    workerd_cpu_ms_per_event: cpu.measured ? { host: perEvent(cpu.host), floor: perEvent(cpu.floor), ratio: +(cpu.host / cpu.floor).toFixed(3) } : null,
   };
   await host.dispose();
   await floor.dispose();
