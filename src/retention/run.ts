@@ -3,18 +3,20 @@ import { configOf, type Env } from "../env";
 import { deleteExpiredArtifacts } from "./artifacts";
 import { deleteOldHistory } from "./history";
 import { R2_DELETE_MAX_KEYS } from "./limits";
+import { deleteOldRuns } from "./runs";
 
 export interface RetentionSummary {
   artifacts: number;
   eventLog: number;
   transcript: number;
+  runs: number;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
 
 /**
- * The cron job: expired artifacts always; EventLog and Transcript rows older
- * than RETENTION_DAYS when that is set. `now` is the trigger's scheduled time.
+ * The cron job: expired artifacts always; EventLog and Transcript rows, and
+ * ended runs with their ledgers, older than RETENTION_DAYS when that is set. `now` is the trigger's scheduled time.
  * Bounded per invocation; what is left is picked up by the next one.
  */
 export async function runRetention(env: Env, now: number): Promise<RetentionSummary> {
@@ -22,6 +24,8 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   const db = dbOf(env);
   const limits = { batchSize: config.RETENTION_BATCH_SIZE, maxBatches: config.RETENTION_MAX_BATCHES };
   const artifacts = await deleteExpiredArtifacts(db, env.ARTIFACTS, now, { ...limits, batchSize: Math.min(limits.batchSize, R2_DELETE_MAX_KEYS) });
-  const history = config.RETENTION_DAYS === undefined ? { eventLog: 0, transcript: 0 } : await deleteOldHistory(db, env.ARTIFACTS, now - config.RETENTION_DAYS * DAY_MS, limits);
-  return { artifacts, ...history };
+  if (config.RETENTION_DAYS === undefined) return { artifacts, eventLog: 0, transcript: 0, runs: 0 };
+  const cutoff = now - config.RETENTION_DAYS * DAY_MS;
+  const history = await deleteOldHistory(db, env.ARTIFACTS, cutoff, limits);
+  return { artifacts, ...history, runs: await deleteOldRuns(db, cutoff, limits) };
 }

@@ -7,6 +7,13 @@ const TTL_MS = 1000; // ARTIFACT_TTL_SECONDS=1
 const DAY_MS = 24 * 3600 * 1000;
 
 let host: TestHost;
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+/** A run whose input is "hold" says it has arrived, then waits to be released before it answers. */
+const hold = { arrived: deferred(), release: deferred() };
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -18,6 +25,10 @@ beforeAll(async () => {
       const ctx = body.context;
       const api = (action: string, params: Record<string, unknown>) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
       const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text === "hold") {
+        hold.arrived.resolve();
+        await hold.release.promise;
+      }
       if (ctx.input.text !== "read after expiry") return w.reply("ok");
       const id = ctx.input.attachments[0].artifact_id;
       const fresh = (await api("artifact.read", { artifact_id: id })).status;
@@ -83,6 +94,12 @@ describe("retention", () => {
     const recentEvents = (await count("event_log")) - oldEvents;
     const recentItems = (await count("transcript")) - oldItems;
     const oldConversations = (await host.query("SELECT DISTINCT conversation_key FROM transcript WHERE created_at < ?", [cutoff])).length;
+    const oldRuns = await isOld("run");
+    const ledgerOf = (when: "<" | ">=") => host.query<{ n: number }>(`SELECT COUNT(*) AS n FROM run_event WHERE run_id IN (SELECT run_id FROM run WHERE created_at ${when} ?)`, [cutoff]).then((r) => r[0].n);
+    const recentLedger = await ledgerOf(">=");
+    expect(await ledgerOf("<")).toBeGreaterThan(0);
+    expect(recentLedger).toBeGreaterThan(0);
+    expect(oldRuns).toBeGreaterThan(2);
     expect(oldEvents).toBeGreaterThan(2);
     expect(oldItems - oldConversations).toBeGreaterThan(2);
     expect(recentEvents).toBeGreaterThan(0);
@@ -93,9 +110,14 @@ describe("retention", () => {
     // RETENTION_BATCH_SIZE=2, RETENTION_MAX_BATCHES=1: two rows per table per invocation.
     expect(await isOld("event_log")).toBe(oldEvents - 2);
     expect(await isOld("transcript")).toBe(oldItems - 2);
+    expect(await isOld("run")).toBe(oldRuns - 2);
 
     for (let i = 0; i < 10; i++) await host.triggerScheduled({ scheduledTime });
     expect(await count("event_log")).toBe(recentEvents);
+    // Ended runs go with their whole ledger; recent runs and theirs are untouched.
+    expect(await isOld("run")).toBe(0);
+    expect(await count("run")).toBeGreaterThan(0);
+    expect(await count("run_event")).toBe(recentLedger);
     // Each old conversation keeps its newest item, so its sequence (and every cursor into it) never restarts.
     expect(await count("transcript")).toBe(recentItems + oldConversations);
     const oldLeft = await host.query<{ conversation_id: string; seq: number; role: string }>("SELECT conversation_id, seq, role FROM transcript WHERE created_at < ? ORDER BY conversation_id", [cutoff]);
@@ -107,5 +129,25 @@ describe("retention", () => {
     await post("ret-old", "back again");
     const resumed = await host.query<{ seq: number }>("SELECT seq FROM transcript WHERE conversation_id = 'ret-old' ORDER BY seq");
     expect(resumed.map((r) => r.seq)).toEqual([2, 3, 4]);
+  });
+
+  it("keeps a run that has not ended, however old, and lets it finish", async () => {
+    const posted = await host.postEvent(messageEvent("ret-held", "hold"));
+    expect(posted.status).toBe(202);
+    await hold.arrived.promise;
+    // Everything is older than this cutoff, the running run included; enough invocations to clear every batch.
+    const sweep = async () => {
+      const scheduledTime = new Date(Date.now() + 2 * DAY_MS);
+      for (let i = 0; i < 10; i++) await host.triggerScheduled({ scheduledTime });
+    };
+    await sweep();
+    const runs = () => host.query<{ run_id: string; status: string }>("SELECT run_id, status FROM run");
+    expect(await runs()).toEqual([{ run_id: posted.body.run_id, status: "running" }]);
+
+    hold.release.resolve();
+    expect((await host.waitForRun(posted.body.run_id!)).status).toBe("completed");
+    await sweep();
+    expect(await runs()).toEqual([]);
+    expect(await count("run_event")).toBe(0);
   });
 });
