@@ -163,11 +163,11 @@ export class ConversationDO extends DurableObject<Env> {
     );
   }
 
-  /** artifact.upload: the token and snapshot are checked here; the Worker then streams the body to R2 itself. */
-  async authorizeUpload(runId: string, token: string): Promise<UploadAuthorization> {
+  /** artifact.upload: the token, snapshot and run's upload budget are checked here; the Worker then streams the body to R2 itself. */
+  async authorizeUpload(runId: string, token: string, length: number | null): Promise<UploadAuthorization> {
     const session = this.sessions.get(runId);
-    if (!session || !(await session.verify(token))) return { ok: false, reply: { status: 401, json: JSON.stringify(invalidToken().toBody()) } };
-    return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot });
+    if (!session || !(await session.verify(token)) || session.abort.signal.aborted) return { ok: false, reply: { status: 401, json: JSON.stringify(invalidToken().toBody()) } };
+    return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, length, session);
   }
 
   /**

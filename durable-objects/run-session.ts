@@ -11,6 +11,8 @@ import type { AuthorizationSnapshot } from "../src/run/snapshot";
 export class RunSession {
   /** Ledger numbering shared by the run's result stream and its Host API records. */
   readonly ledgerSequence = new LedgerSequence();
+  /** Declared bytes of the uploads this run has started (its ARTIFACT_UPLOAD_RUN_MAX_BYTES budget). */
+  uploadedBytes = 0;
 
   constructor(
     readonly job: RunJob,

@@ -22,6 +22,7 @@ export interface Env {
   INPUT_ATTACHMENT_MAX_BYTES?: string;
   INPUT_ATTACHMENT_FETCH_TIMEOUT_MS?: string;
   ARTIFACT_UPLOAD_MAX_BYTES?: string;
+  ARTIFACT_UPLOAD_RUN_MAX_BYTES?: string;
   ARTIFACT_TTL_SECONDS?: string;
   RETENTION_DAYS?: string;
   RETENTION_BATCH_SIZE?: string;
@@ -58,6 +59,8 @@ const ConfigSchema = z.object({
   INPUT_ATTACHMENT_MAX_BYTES: positiveInt(10 * MiB),
   INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: positiveInt(10_000),
   ARTIFACT_UPLOAD_MAX_BYTES: positiveInt(100 * MiB),
+  /** Declared bytes of all the uploads one run may start, refused or broken ones included. */
+  ARTIFACT_UPLOAD_RUN_MAX_BYTES: positiveInt(500 * MiB),
   /** Lifetime of artifacts the host stores (inputs, uploads, runner output); 0 keeps them forever. */
   ARTIFACT_TTL_SECONDS: z.coerce.number().int().nonnegative().default(30 * 24 * 3600),
   /** EventLog and Transcript rows older than this are deleted by the cron job; unset keeps them forever. */

@@ -22,8 +22,9 @@ export async function storeUpload(
   grant: UploadGrant,
   query: ArtifactUploadQuery,
   body: ReadableStream<Uint8Array> | null,
-  length: number,
+  signal?: AbortSignal,
 ): Promise<ArtifactMetadata> {
+  const { length } = grant;
   const artifactId = newId("art");
   const r2Key = artifactR2Key(artifactId);
   const mimeType = query.mime_type ?? null;
@@ -33,6 +34,10 @@ export async function storeUpload(
   const hashWriter = digest.getWriter();
   let received = 0;
   const hashing = new TransformStream<Uint8Array, Uint8Array>({
+    start(out) {
+      // Erroring the stream fails R2's put and cancels the request body.
+      signal?.addEventListener("abort", () => out.error(signal.reason), { once: true });
+    },
     async transform(chunk, out) {
       received += chunk.length;
       await hashWriter.write(chunk);

@@ -1,3 +1,4 @@
+import type { Config } from "../env";
 import type { ActionContext } from "./actions/index";
 import { ApiError } from "./errors";
 import { auditDenial, checkDeadline, checkGranted, errorReply, type HostApiReply } from "./handle";
@@ -12,20 +13,48 @@ export interface UploadGrant {
   runnerId: string;
   conversationKey: string;
   conversationId: string | null;
+  /** The body's declared length. */
+  length: number;
+  /** The upload ends with its run's deadline. */
+  deadlineAt: number;
+}
+
+/** What the run has already spent of its upload budget; the authorisation takes from it. */
+export interface UploadBudget {
+  uploadedBytes: number;
 }
 
 export type UploadAuthorization = { ok: true; grant: UploadGrant } | { ok: false; reply: HostApiReply };
 
-/** The same checks as any Host API call (§8 order: granted, deadline), denials audited. */
-export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot">): Promise<UploadAuthorization> {
+/**
+ * The same checks as any Host API call (§8 order: granted, deadline), denials
+ * audited; then the declared length (`null` when the request has none)
+ * against the per-upload cap and what is left of the run's budget, which an
+ * accepted upload takes whether or not its body then arrives whole.
+ */
+export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot" | "config">, length: number | null, budget: UploadBudget): Promise<UploadAuthorization> {
   try {
     checkGranted(ctx, "artifact.upload");
     checkDeadline(ctx);
+    checkLength(ctx.config, length, budget);
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     if (err.code === "unauthorized") await auditDenial(ctx, "artifact.upload", err);
     return { ok: false, reply: errorReply(err) };
   }
+  // checkLength refused a missing length.
+  budget.uploadedBytes += length!;
   const s = ctx.snapshot;
-  return { ok: true, grant: { runId: s.runId, runnerId: s.runnerId, conversationKey: s.conversationKey, conversationId: s.conversationId } };
+  return { ok: true, grant: { runId: s.runId, runnerId: s.runnerId, conversationKey: s.conversationKey, conversationId: s.conversationId, length: length!, deadlineAt: s.deadlineAt } };
+}
+
+function checkLength(config: Config, length: number | null, budget: UploadBudget): asserts length is number {
+  if (length === null) throw new ApiError("invalid_argument", "Content-Length is required: uploads are streamed with a known length", { status: 411 });
+  if (length > config.ARTIFACT_UPLOAD_MAX_BYTES) {
+    throw new ApiError("payload_too_large", `upload of ${length} bytes exceeds ARTIFACT_UPLOAD_MAX_BYTES (${config.ARTIFACT_UPLOAD_MAX_BYTES})`);
+  }
+  if (budget.uploadedBytes + length > config.ARTIFACT_UPLOAD_RUN_MAX_BYTES) {
+    const left = config.ARTIFACT_UPLOAD_RUN_MAX_BYTES - budget.uploadedBytes;
+    throw new ApiError("payload_too_large", `upload of ${length} bytes exceeds what is left of this run's ARTIFACT_UPLOAD_RUN_MAX_BYTES (${left} of ${config.ARTIFACT_UPLOAD_RUN_MAX_BYTES})`);
+  }
 }

@@ -35,19 +35,17 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
   const query = ArtifactUploadQuerySchema.safeParse(c.req.query());
   if (!query.success) return fail(new ApiError("invalid_argument", `invalid query: ${formatZodIssues(query.error)}`));
 
-  const auth = await owner.authorizeUpload(runId, token);
+  const length = declaredLength(c.req.header("content-length"));
+  const auth = await owner.authorizeUpload(runId, token, length);
   if (!auth.ok) return relay(auth.reply);
 
-  const config = configOf(c.env);
-  const length = declaredLength(c.req.header("content-length"));
-  if (length === null) return fail(new ApiError("invalid_argument", "Content-Length is required: uploads are streamed with a known length", { status: 411 }));
-  if (length > config.ARTIFACT_UPLOAD_MAX_BYTES) {
-    return fail(new ApiError("payload_too_large", `upload of ${length} bytes exceeds ARTIFACT_UPLOAD_MAX_BYTES (${config.ARTIFACT_UPLOAD_MAX_BYTES})`));
-  }
+  // A body still arriving at the run's deadline is cut there.
+  const deadline = AbortSignal.timeout(Math.max(0, auth.grant.deadlineAt - Date.now()));
   try {
-    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config }, auth.grant, query.data, c.req.raw.body, length);
+    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, query.data, c.req.raw.body, deadline);
     return json(200, { ok: true, data: metadata });
   } catch (err) {
+    if (deadline.aborted) return fail(new ApiError("deadline_exceeded", "the run's deadline passed before the upload's body arrived"));
     if (err instanceof TruncatedUploadError) return fail(new ApiError("invalid_argument", err.message));
     throw err;
   }

@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
-import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, uploadArtifact } from "../support/host-api";
+import { callHostApi, rawUpload, uploadArtifact } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 const MiB = 1024 * 1024;
 const UPLOAD_MAX = 3 * MiB; // ARTIFACT_UPLOAD_MAX_BYTES of this host
+const RUN_UPLOAD_MAX = 4 * MiB; // ARTIFACT_UPLOAD_RUN_MAX_BYTES of this host
 /** 2.5 MiB with a position-dependent pattern, so a misplaced window shows. */
 const BIG = Buffer.from(Array.from({ length: 2.5 * MiB }, (_, i) => (i * 31 + (i >> 10)) & 0xff));
 
@@ -44,11 +44,14 @@ beforeAll(async () => {
           out.too_long = await api("artifact.read", { artifact_id: id, length: MiB + 1 });
           out.metadata = (await api("artifact.metadata", { artifact_id: id })).body.data;
           out.empty = await upload(new Uint8Array(), { name: "empty.txt", mime_type: "text/plain" });
-          out.truncated = await truncatedUpload(base, ctx.run_id, token);
+          out.truncated = await rawUpload(base, ctx.run_id, token, { declared: 100, body: "0123456789", end: true });
           out.too_big = await upload(Buffer.alloc(UPLOAD_MAX + 1));
           out.chunked = await upload(new Blob([Buffer.from("no length")]).stream());
           out.bad_token = await upload(Buffer.from("x"), {}, "not-the-token");
           out.bad_query = await upload(Buffer.from("x"), { artifact_type: "t".repeat(65) });
+          // 2.5 MiB and 100 declared bytes spent: 1.5 MiB more is over the run's budget, 1 MiB is not.
+          out.over_budget = await upload(Buffer.alloc(1.5 * MiB));
+          out.within_budget = await upload(Buffer.alloc(MiB), { name: "last.bin" });
           out.foreign_read = await api("artifact.read", { artifact_id: foreignArtifactId });
           out.foreign_metadata = await api("artifact.metadata", { artifact_id: foreignArtifactId });
           out.unknown_read = await api("artifact.read", { artifact_id: "art_nope" });
@@ -63,6 +66,8 @@ beforeAll(async () => {
           out.without = (await api("history.page", { limit: 2 })).body.data.items;
           const uploaded = out.with[1].artifact_refs[0]?.artifact_id;
           out.read_in_later_run = (await api("artifact.read", { artifact_id: uploaded, length: 4 })).status;
+          // Each run has its own upload budget.
+          out.fresh_budget = (await upload(Buffer.alloc(2 * MiB))).status;
           return w.reply(JSON.stringify(out));
         }
         case "no permission": {
@@ -75,7 +80,7 @@ beforeAll(async () => {
       }
     },
   });
-  host = await startTestHost({ vars: { ARTIFACT_UPLOAD_MAX_BYTES: String(UPLOAD_MAX) } });
+  host = await startTestHost({ vars: { ARTIFACT_UPLOAD_MAX_BYTES: String(UPLOAD_MAX), ARTIFACT_UPLOAD_RUN_MAX_BYTES: String(RUN_UPLOAD_MAX) } });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "artifacts" });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId("plain"), agentId: "plain", scope: { type: "conversation", id: "art-noperm" } });
 
@@ -138,12 +143,16 @@ describe("artifact Host API", () => {
     expect(out.chunked.body.error.message).toMatch(/Content-Length is required/);
     expect([out.bad_token.status, out.bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.bad_query.status, out.bad_query.body.error.code]).toEqual([400, "invalid_argument"]);
+    expect([out.over_budget.status, out.over_budget.body.error.code]).toEqual([413, "payload_too_large"]);
+    expect(out.over_budget.body.error.message).toMatch(/ARTIFACT_UPLOAD_RUN_MAX_BYTES \(1572764 of 4194304\)/);
+    expect(out.within_budget.body.data).toMatchObject({ name: "last.bin", size_bytes: MiB });
     expect([out.foreign_read.status, out.foreign_read.body.error.code]).toEqual([403, "unauthorized"]);
     expect([out.foreign_metadata.status, out.foreign_metadata.body.error.code]).toEqual([403, "unauthorized"]);
     expect([out.unknown_read.status, out.unknown_read.body.error.code]).toEqual([404, "not_found"]);
-    // Refused uploads stored nothing: R2 holds the other conversation's input and the two accepted uploads.
-    expect(await host.query("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId])).toHaveLength(2);
-    expect((await host.r2Keys("artifacts/")).sort()).toEqual([foreignArtifactId, uploaded.artifact_id, out.empty.body.data.artifact_id].map((id) => `artifacts/${id}`).sort());
+    // Refused uploads stored nothing: R2 holds the other conversation's input and the three accepted uploads.
+    expect(await host.query("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId])).toHaveLength(3);
+    const accepted = [uploaded, out.empty.body.data, out.within_budget.body.data].map((a) => a.artifact_id);
+    expect((await host.r2Keys("artifacts/")).sort()).toEqual([foreignArtifactId, ...accepted].map((id) => `artifacts/${id}`).sort());
 
     // Denied reads are audited in EventLog.
     const denied = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'host_api.denied' AND run_id = ?", [runId]);
@@ -164,6 +173,7 @@ describe("artifact Host API", () => {
     expect(out.without.map((i: any) => i.artifact_refs)).toEqual([[], []]);
     // The conversation's later runs may read what an earlier run uploaded.
     expect(out.read_in_later_run).toBe(200);
+    expect(out.fresh_budget).toBe(200);
 
     // Refused references are audited, not attached.
     const dropped = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'runner.result_dropped' AND run_id = ?", [uploadRunId]);
@@ -193,18 +203,3 @@ describe("artifact Host API", () => {
     expect(await host.r2Keys("artifacts/")).toHaveLength(before.artifacts);
   });
 });
-
-/** A PUT that promises 100 bytes, sends 10 and stops writing: what the host answers, if anything. */
-function truncatedUpload(baseUrl: string, runId: string, token: string): Promise<string> {
-  const { hostname, port } = new URL(baseUrl);
-  return new Promise((resolve) => {
-    const socket = connect(Number(port), hostname, () => {
-      socket.write(`PUT /v1/runs/${runId}/artifacts HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\nContent-Length: 100\r\n\r\n0123456789`);
-      socket.end();
-    });
-    let answer = "";
-    socket.on("data", (d) => (answer += d));
-    socket.on("close", () => resolve(answer || "closed"));
-    socket.on("error", () => resolve("closed"));
-  });
-}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeRetrieval } from "../support/fake-retrieval";
-import { callHostApi, deferred } from "../support/host-api";
+import { callHostApi, deferred, rawUpload } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -11,16 +11,23 @@ let host: TestHost;
 let retrieval: Awaited<ReturnType<typeof startFakeRetrieval>>;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const answered = deferred<{ status: number; body: any; afterMs: number }>();
+const uploadAnswered = deferred<{ raw: string; afterMs: number }>();
 
 beforeAll(async () => {
   retrieval = await startFakeRetrieval({ apiKey: "kb-deadline-key-7a1c" });
   runner = await startAdHocRunner({
     name: "deadline",
-    runners: [{ name: "default", label: { en_US: "deadline" }, permissions: { knowledge_bases: ["retrieve"] } }],
+    runners: [{ name: "default", label: { en_US: "deadline" }, permissions: { knowledge_bases: ["retrieve"], artifacts: ["metadata", "read"] } }],
     async onRun({ body }, res) {
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
       const started = Date.now();
+      if (ctx.input.text === "upload") {
+        // Declares 100 bytes, sends 10, then neither sends more nor closes.
+        const raw = await rawUpload(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, { declared: 100, body: "0123456789", end: false });
+        uploadAnswered.resolve({ raw, afterMs: Date.now() - started });
+        return w.reply("too late");
+      }
       const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "knowledge.retrieve", { kb_id: "slow-kb", query: "hang" });
       answered.resolve({ ...answer, afterMs: Date.now() - started });
       w.reply("too late");
@@ -53,5 +60,16 @@ describe("run deadline", () => {
     expect(run.status).toBe("timeout");
     const ledger = (await host.admin("GET", `/v1/runs/${run.run_id}/events`)).body.items;
     expect(ledger.find((e: any) => e.type === "knowledge.failed")?.data).toMatchObject({ kb_id: "slow-kb", code: "deadline_exceeded" });
+  });
+
+  it("cuts an upload whose body is still arriving at the run's deadline with 408, and stores nothing", async () => {
+    const posted = await host.postEvent(messageEvent("deadline-upload", "upload"));
+    const answer = await uploadAnswered.promise;
+    expect(answer.raw).toMatch(/^HTTP\/1\.1 408/);
+    expect(answer.raw).toContain('"code":"deadline_exceeded"');
+    expect(answer.afterMs).toBeLessThan(DEADLINE_MS + 1_000);
+    expect((await host.waitForRun(posted.body.run_id!)).status).toBe("timeout");
+    expect(await host.query("SELECT artifact_id FROM artifact WHERE run_id = ?", [posted.body.run_id])).toEqual([]);
+    expect(await host.r2Keys("artifacts/")).toEqual([]);
   });
 });

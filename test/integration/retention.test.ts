@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi } from "../support/host-api";
+import { callHostApi, deferred } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -7,11 +7,6 @@ const TTL_MS = 1000; // ARTIFACT_TTL_SECONDS=1
 const DAY_MS = 24 * 3600 * 1000;
 
 let host: TestHost;
-function deferred() {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 /** A run whose input is "hold" says it has arrived, then waits to be released before it answers. */
 const hold = { arrived: deferred(), release: deferred() };
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;

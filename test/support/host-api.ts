@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 /** The raw Host API response (for streams and exact bodies), as a runner would get it. */
 export function rawHostApi(baseUrl: string, runId: string, token: string, action: string, params: Record<string, unknown> = {}): Promise<Response> {
   return fetch(`${baseUrl}/v1/runs/${runId}/api`, {
@@ -36,4 +37,27 @@ export async function uploadArtifact(
     ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
   } as RequestInit);
   return { status: res.status, body: (await res.json()) as { ok: boolean; data?: any; error?: { code: string; message: string } } };
+}
+
+/**
+ * A PUT to the upload route written by hand on a socket: it declares
+ * `declared` bytes, sends `body`, then closes its side (`end`) or stalls.
+ * Resolves with whatever the host answered, raw ("closed" if nothing).
+ */
+export function rawUpload(baseUrl: string, runId: string, token: string, opts: { declared: number; body: string; end: boolean }): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(`PUT /v1/runs/${runId}/artifacts HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\nContent-Length: ${opts.declared}\r\n\r\n${opts.body}`);
+      if (opts.end) socket.end();
+    });
+    let answer = "";
+    socket.on("data", (d) => {
+      answer += d;
+      // A stalled sender never closes: the answer is complete once its body is.
+      if (!opts.end && /\r\n\r\n[\s\S]*\}$/.test(answer)) socket.destroy();
+    });
+    socket.on("close", () => resolve(answer || "closed"));
+    socket.on("error", () => resolve("closed"));
+  });
 }
