@@ -2,9 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeMcpServer } from "../support/fake-mcp";
 import { startFakeRetrieval } from "../support/fake-retrieval";
 import { STREAM_CLOSES_EARLY, STREAM_ERROR_CHUNK, STREAM_NO_DONE, startFakeProvider } from "../support/fake-provider";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
-import { resultWriter, startAdHocRunner } from "../support/runner";
-import { rawHostApi } from "../support/host-api";
+import { startTestHost, type TestHost } from "../support/host";
+import { runLedger, startScriptedRunner } from "../support/scripted-runner";
 
 /**
  * Host-held resources that misbehave: providers that never answer, close a
@@ -21,25 +20,15 @@ let host: TestHost;
 let provider: Awaited<ReturnType<typeof startFakeProvider>>;
 let sticky: Awaited<ReturnType<typeof startFakeMcpServer>>;
 let retrieval: Awaited<ReturnType<typeof startFakeRetrieval>>;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 
 type Api = (action: string, params?: Record<string, unknown>) => Promise<{ status: number; body: any }>;
 type Raw = (action: string, params: Record<string, unknown>) => Promise<Response>;
-const scripts = new Map<string, (t: { api: Api; raw: Raw }) => Promise<unknown>>();
-let scriptCount = 0;
 
-async function inRun<T = any>(conversationId: string, script: (t: { api: Api; raw: Raw }) => Promise<unknown>): Promise<{ result: T; runId: string }> {
-  const key = `script-${++scriptCount}`;
-  scripts.set(key, script);
-  const posted = await host.postEvent(messageEvent(conversationId, key));
-  const run = await host.waitForRun(posted.body.run_id!);
-  if (run.status !== "completed") throw new Error(`run ended ${run.status}: ${JSON.stringify(run.error)}`);
-  return { result: JSON.parse(String(run.message?.content)) as T, runId: run.run_id };
-}
-
-async function ledger(runId: string): Promise<{ type: string; data: any }[]> {
-  return (await host.admin("GET", `/v1/runs/${runId}/events?limit=1000`)).body.items;
-}
+/** Run `script` inside a run of `conversationId` and return what it returned. */
+const inRun = <T = any>(conversationId: string, script: (t: { api: Api; raw: Raw }) => Promise<unknown>) =>
+  runner.run<T>(host, conversationId, (api, _ctx, _emit, raw) => script({ api, raw }));
+const ledger = (runId: string) => runLedger(host, runId);
 
 async function register(path: string, body: unknown) {
   const res = await host.admin("POST", path, body);
@@ -64,26 +53,9 @@ beforeAll(async () => {
   });
   sticky = await startFakeMcpServer({ token: KEYS.mcp, sessionId: "session-1", hangOnDelete: true, hugeBytes: 2 * MAX_BYTES });
   retrieval = await startFakeRetrieval({ apiKey: KEYS.kb });
-  runner = await startAdHocRunner({
+  runner = await startScriptedRunner({
     name: "faults",
     runners: [{ name: "default", label: { en_US: "faults" }, permissions: { models: ["invoke", "stream"], tools: ["detail", "call"], knowledge_bases: ["retrieve"] } }],
-    async onRun({ body }, res) {
-      const ctx = body.context;
-      const w = resultWriter(res, ctx.run_id);
-      const raw: Raw = (action, params) => rawHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
-      const api: Api = async (action, params = {}) => {
-        const answer = await raw(action, params);
-        return { status: answer.status, body: await answer.json() };
-      };
-      const script = scripts.get(ctx.input.text);
-      if (!script) return w.reply("no script");
-      try {
-        w.reply(JSON.stringify((await script({ api, raw })) ?? null));
-      } catch (err) {
-        w.send("run.failed", { code: "test.script_failed", error: String(err), retryable: false });
-        res.end();
-      }
-    },
   });
   host = await startTestHost({
     vars: { MODEL_ATTEMPT_TIMEOUT_MS: String(ATTEMPT_TIMEOUT_MS), RESOURCE_RESPONSE_MAX_BYTES: String(MAX_BYTES), TOOL_CALL_TIMEOUT_MS: "5000" },

@@ -4,9 +4,8 @@ import { startFakeMcpServer } from "../support/fake-mcp";
 import { HOLD_STREAM, startFakeProvider } from "../support/fake-provider";
 import { startFakeRetrieval } from "../support/fake-retrieval";
 import { startFakeTools } from "../support/fake-tool";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
-import { resultWriter, startAdHocRunner } from "../support/runner";
-import { rawHostApi } from "../support/host-api";
+import { startTestHost, type TestHost } from "../support/host";
+import { runLedger, startScriptedRunner } from "../support/scripted-runner";
 
 /**
  * Host-held models, tools and knowledge bases (PROTOCOL §4, §6, §8): a runner
@@ -40,7 +39,7 @@ let provider: Awaited<ReturnType<typeof startFakeProvider>>;
 let tools: Awaited<ReturnType<typeof startFakeTools>>;
 let mcp: Awaited<ReturnType<typeof startFakeMcpServer>>;
 let retrieval: Awaited<ReturnType<typeof startFakeRetrieval>>;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 
 /** Everything the host ever sent a runner: contexts and Host API answers (raw text). */
 const seenByRunners: string[] = [];
@@ -52,23 +51,11 @@ interface RunTools {
   raw: (action: string, params: Record<string, unknown>) => Promise<Response>;
   ctx: any;
 }
-const scripts = new Map<string, (t: RunTools) => Promise<unknown>>();
-let scriptCount = 0;
 
 /** Run `script` inside a run of `conversationId` and return what it returned. */
-async function inRun<T = any>(conversationId: string, script: (t: RunTools) => Promise<unknown>): Promise<{ result: T; runId: string }> {
-  const key = `script-${++scriptCount}`;
-  scripts.set(key, script);
-  const posted = await host.postEvent(messageEvent(conversationId, key));
-  const run = await host.waitForRun(posted.body.run_id!);
-  if (run.status !== "completed") throw new Error(`run ended ${run.status}: ${JSON.stringify(run.error)}`);
-  return { result: JSON.parse(String(run.message?.content)) as T, runId: run.run_id };
-}
-
-async function ledger(runId: string): Promise<{ type: string; origin: string; data: any }[]> {
-  const res = await host.admin("GET", `/v1/runs/${runId}/events?limit=1000`);
-  return res.body.items;
-}
+const inRun = <T = any>(conversationId: string, script: (t: RunTools) => Promise<unknown>) =>
+  runner.run<T>(host, conversationId, (api, ctx, _emit, raw) => script({ api, raw, ctx }));
+const ledger = (runId: string) => runLedger(host, runId);
 
 /** NDJSON lines of a streaming answer, as they arrive. */
 async function* ndjson(res: Response): AsyncGenerator<any> {
@@ -110,7 +97,7 @@ beforeAll(async () => {
   tools = await startFakeTools({ bigBytes: 4 * INLINE_LIMIT });
   mcp = await startFakeMcpServer({ token: SECRETS.mcp });
   retrieval = await startFakeRetrieval({ apiKey: [SECRETS.kb, SECRETS.kbQuoted] });
-  runner = await startAdHocRunner({
+  runner = await startScriptedRunner({
     name: "resources",
     runners: [
       {
@@ -120,26 +107,7 @@ beforeAll(async () => {
         permissions: { models: ["invoke", "stream", "rerank"], tools: ["detail", "call"], knowledge_bases: ["list", "retrieve"], events: ["get", "page"] },
       },
     ],
-    async onRun({ body, raw }, res) {
-      seenByRunners.push(raw);
-      const ctx = body.context;
-      const w = resultWriter(res, ctx.run_id);
-      const post = (action: string, params: Record<string, unknown>) => rawHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
-      const api: Api = async (action, params = {}) => {
-        const answer = await post(action, params);
-        const text = await answer.text();
-        seenByRunners.push(text);
-        return { status: answer.status, body: JSON.parse(text) };
-      };
-      const script = scripts.get(ctx.input.text);
-      if (!script) return w.reply("no script");
-      try {
-        w.reply(JSON.stringify((await script({ api, raw: post, ctx })) ?? null));
-      } catch (err) {
-        w.send("run.failed", { code: "test.script_failed", error: String(err), retryable: false });
-        res.end();
-      }
-    },
+    observe: (text) => seenByRunners.push(text),
   });
 
   host = await startTestHost({ captureLogs: true, vars: { TOOL_RESULT_INLINE_MAX_BYTES: String(INLINE_LIMIT), TOOL_CALL_TIMEOUT_MS: String(TOOL_TIMEOUT_MS) } });

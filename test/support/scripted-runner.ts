@@ -1,4 +1,4 @@
-import { callHostApi } from "./host-api";
+import { callHostApi, rawHostApi } from "./host-api";
 import { messageEvent, type TestHost } from "./host";
 import { resultWriter, startAdHocRunner } from "./runner";
 
@@ -7,29 +7,42 @@ export type HostApiAnswer = Awaited<ReturnType<typeof callHostApi>>;
 export type RunApi = (action: string, params?: Record<string, unknown>, as?: { runId?: string; token?: string }) => Promise<HostApiAnswer>;
 /** Send one result (e.g. state.updated) on the run's stream before the reply. */
 export type EmitResult = (type: string, data: unknown) => void;
+/** The raw Host API response (streaming actions, exact bodies). */
+export type RawRunApi = (action: string, params?: Record<string, unknown>) => Promise<Response>;
 /** Test code executed inside a run, with that run's API and context; what it returns is the run's reply. */
-export type RunScript = (api: RunApi, ctx: any, emit: EmitResult) => Promise<unknown>;
+export type RunScript = (api: RunApi, ctx: any, emit: EmitResult, raw: RawRunApi) => Promise<unknown>;
 
 /**
  * A runner service whose runs execute test code: a test registers a script,
  * posts an event whose text names it, and gets back what the script returned
  * (carried as the run's final message). A run with no script echoes its input.
  */
-export async function startScriptedRunner(opts: { name: string; runners?: Record<string, unknown>[] }) {
+export async function startScriptedRunner(opts: {
+  name: string;
+  runners?: Record<string, unknown>[];
+  /** Sees every run request body and every (non-raw) Host API answer, as text, as the runner got them. */
+  observe?: (text: string) => void;
+}) {
   const scripts = new Map<string, RunScript>();
   let counter = 0;
   const runner = await startAdHocRunner({
     name: opts.name,
     runners: opts.runners,
-    async onRun({ body }, res) {
+    async onRun({ body, raw: request }, res) {
+      opts.observe?.(request);
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
       const script = scripts.get(ctx.input.text);
       if (!script) return w.reply(`echo: ${ctx.input.text ?? ""}`);
-      const api: RunApi = (action, params = {}, as = {}) =>
-        callHostApi(ctx.runtime.api.base_url, as.runId ?? ctx.run_id, as.token ?? ctx.runtime.api.token, action, params);
+      const raw: RawRunApi = (action, params = {}) => rawHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
+      const api: RunApi = async (action, params = {}, as = {}) => {
+        const answer = await rawHostApi(ctx.runtime.api.base_url, as.runId ?? ctx.run_id, as.token ?? ctx.runtime.api.token, action, params);
+        const text = await answer.text();
+        opts.observe?.(text);
+        return { status: answer.status, body: JSON.parse(text) as HostApiAnswer["body"] };
+      };
       try {
-        w.reply(JSON.stringify((await script(api, ctx, (type, data) => w.send(type, data))) ?? null));
+        w.reply(JSON.stringify((await script(api, ctx, (type, data) => w.send(type, data), raw)) ?? null));
       } catch (err) {
         w.send("run.failed", { code: "test.script_failed", error: String(err), retryable: false });
         res.end();
@@ -71,4 +84,9 @@ export async function putAgent(host: TestHost, agent: { agent_id: string; runner
   const existing = await host.admin("GET", `/v1/admin/agents/${agent.agent_id}`);
   const res = existing.status === 200 ? await host.admin("PUT", `/v1/admin/agents/${agent.agent_id}`, body) : await host.admin("POST", "/v1/admin/agents", body);
   if (res.status >= 300) throw new Error(`agent ${agent.agent_id}: ${JSON.stringify(res.body)}`);
+}
+
+/** A run's whole ledger (results and host records), oldest first. */
+export async function runLedger(host: TestHost, runId: string): Promise<{ type: string; origin: string; data: any }[]> {
+  return (await host.admin("GET", `/v1/runs/${runId}/events?limit=1000`)).body.items;
 }
