@@ -5,7 +5,7 @@ import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { DeliverySession } from "../src/delivery/session";
 import { randomToken, sha256Hex } from "../src/lib/crypto";
-import { handleHostApiCall, type HostApiReply } from "../src/host-api/handle";
+import { handleHostApiCall, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import type { SteeringPort } from "../src/host-api/actions/index";
 import { invalidToken } from "../src/host-api/errors";
 import { authorizeUpload, type UploadAuthorization } from "../src/host-api/upload";
@@ -143,11 +143,12 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   /** A run's Host API call; the token is checked here, against the hash of the live session. */
-  async hostApi(runId: string, token: string, body: unknown): Promise<HostApiReply> {
+  async hostApi(runId: string, token: string, body: HostApiBody): Promise<HostApiReply> {
     const session = this.sessions.get(runId);
     const valid = session ? await session.verify(token) : false;
     // A cancelled or interrupted run is over for its runner even while its stream unwinds.
     if (!session || !valid || session.abort.signal.aborted) return { status: 401, json: JSON.stringify(invalidToken().toBody()) };
+    if ("refused" in body) return body.refused;
     const db = dbOf(this.env);
     return handleHostApiCall(
       {
@@ -159,7 +160,7 @@ export class ConversationDO extends DurableObject<Env> {
         ledger: hostLedger(db, runId, session.ledgerSequence, (entries) => this.live.publish(runId, entries)),
         signal: session.abort.signal,
       },
-      body,
+      body.json,
     );
   }
 
@@ -333,19 +334,11 @@ export class ConversationDO extends DurableObject<Env> {
       void this.armWatchdog({ allowUnconfirmed: true });
       // A run cancelled while starting reaches executeRun aborted: its runner is never called.
       const outcome = await executeRun({
-          db,
-          artifacts: this.env.ARTIFACTS,
-          config,
-          job,
-          snapshot,
-          state,
-          token,
-          signal: abort.signal,
-          publish: (entries) => {
-            this.live.publish(job.runId, entries);
-            delivery?.feed(entries);
-          },
-        ledgerSequence: session.ledgerSequence,
+        db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state, token, signal: abort.signal, ledgerSequence: session.ledgerSequence,
+        publish: (entries) => {
+          this.live.publish(job.runId, entries);
+          delivery?.feed(entries);
+        },
       });
       status = outcome.status;
     } catch (err) {

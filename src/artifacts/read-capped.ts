@@ -1,9 +1,9 @@
 /**
- * A response body read whole, but never more than `maxBytes`: a declared
- * Content-Length over the cap is refused before reading, and an undeclared
- * or lying one is cut off as soon as the count passes the cap.
+ * A request or response body read whole, but never more than `maxBytes`: a
+ * declared Content-Length over the cap is refused before reading, and an
+ * undeclared or lying one is cut off as soon as the count passes the cap.
  */
-export async function readCapped(res: Response, maxBytes: number): Promise<Uint8Array | "too_large"> {
+export async function readCapped(res: Request | Response, maxBytes: number): Promise<Uint8Array | "too_large"> {
   const declared = Number(res.headers.get("content-length") ?? NaN);
   if (declared > maxBytes) {
     await res.body?.cancel();

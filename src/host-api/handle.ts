@@ -15,6 +15,14 @@ export interface HostApiReply {
   contentType?: string;
 }
 
+/**
+ * A Host API request body as the Worker read it: its JSON, or the refusal it
+ * earned (too large, not JSON), as plain data to cross the RPC boundary. A
+ * refusal is answered only once the token has been accepted: §8 checks the
+ * run and its token before the payload.
+ */
+export type HostApiBody = { json: unknown } | { refused: HostApiReply };
+
 const reply = (status: number, body: unknown): HostApiReply => ({ status, json: JSON.stringify(body) });
 export const errorReply = (err: ApiError): HostApiReply => reply(err.status, err.toBody());
 

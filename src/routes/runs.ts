@@ -4,9 +4,10 @@ import { durableObjectIdOfRun } from "../lib/ids";
 import { notFound } from "../lib/errors";
 import { decodeCursor, decodeTimeIdCursor, encodeTimeIdCursor, InvalidCursorError } from "../lib/cursor";
 import { adminAuth, bearerToken } from "../middleware/admin-auth";
-import { limitBody } from "../middleware/body-limit";
 import { validate } from "../middleware/validate";
 import { invalidToken, ApiError } from "../host-api/errors";
+import { errorReply, type HostApiBody } from "../host-api/handle";
+import { readCapped } from "../artifacts/read-capped";
 import { dbOf } from "../db/connect";
 import { runsStore, toLedgerView, toRunView } from "../stores/runs";
 import { badRequest } from "../lib/errors";
@@ -41,6 +42,17 @@ const ListQuery = z.object({
 });
 const RUN_LIST_CURSOR = "runs";
 
+/** The body, read no further than the cap; what is wrong with it is judged after the token (§8). */
+async function readHostApiBody(request: Request, maxBytes: number): Promise<HostApiBody> {
+  const bytes = await readCapped(request, maxBytes);
+  if (bytes === "too_large") return { refused: errorReply(new ApiError("payload_too_large", `request body exceeds ${maxBytes} bytes`)) };
+  try {
+    return { json: JSON.parse(new TextDecoder().decode(bytes)) };
+  } catch {
+    return { refused: errorReply(new ApiError("invalid_argument", "request body is not valid JSON")) };
+  }
+}
+
 /** An opaque cursor from the caller: a malformed one is a 400, not a 500. */
 function decodeOr400<T>(decode: () => T): T {
   try {
@@ -53,18 +65,12 @@ function decodeOr400<T>(decode: () => T): T {
 
 export const runsRouter = router()
   // Host API: authenticated by the run token, not the admin token; routed to the owning DO.
-  .post("/:runId/api", (c, next) => limitBody(configOf(c.env).MAX_API_BODY_BYTES)(c, next), async (c) => {
+  .post("/:runId/api", async (c) => {
     const runId = c.req.param("runId");
     const token = bearerToken(c.req.header("authorization"));
     const owner = ownerOf(c.env, runId);
     if (!token || !owner) return c.json(invalidToken().toBody(), 401);
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      return c.json(new ApiError("invalid_argument", "request body is not valid JSON").toBody(), 400);
-    }
-    const reply = await owner.hostApi(runId, token, body);
+    const reply = await owner.hostApi(runId, token, await readHostApiBody(c.req.raw, configOf(c.env).MAX_API_BODY_BYTES));
     if (reply.stream) {
       return new Response(reply.stream, { status: reply.status, headers: { "content-type": reply.contentType ?? "application/x-ndjson", "cache-control": "no-cache" } });
     }

@@ -6,6 +6,15 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const held = { started: deferred<{ runId: string; token: string }>(), release: deferred() };
+/** Over the default MAX_API_BODY_BYTES (2 MiB). */
+const OVERSIZED = JSON.stringify({ action: "host.version", params: { pad: "x".repeat(2 * 1024 * 1024) } });
+
+/** A Host API request with a body written by hand: its status and error code. */
+async function rawCall(base: string, runId: string, token: string, body: string) {
+  const res = await fetch(`${base}/v1/runs/${runId}/api`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body });
+  const answer = (await res.json()) as { error?: { code: string } };
+  return [res.status, answer.error?.code];
+}
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
@@ -53,6 +62,11 @@ beforeAll(async () => {
         version: await api("host.version"),
         unknown_action: await api("teleport"),
         bad_params: await api("history.page", { limit: 101 }),
+        // §8: the token before the payload.
+        oversized: await rawCall(base, ctx.run_id, ctx.runtime.api.token, OVERSIZED),
+        oversized_wrong_token: await rawCall(base, ctx.run_id, "not-a-token", OVERSIZED),
+        not_json: await rawCall(base, ctx.run_id, ctx.runtime.api.token, "{nope"),
+        not_json_wrong_token: await rawCall(base, ctx.run_id, "not-a-token", "{nope"),
       };
       w.reply(JSON.stringify(results));
     },
@@ -99,6 +113,10 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     expect(r.version.body).toEqual({ ok: true, data: { version: "0.1.0" } });
     expect([status("unknown_action"), code("unknown_action")]).toEqual([404, "not_found"]);
     expect([status("bad_params"), code("bad_params")]).toEqual([400, "invalid_argument"]);
+    expect(r.oversized).toEqual([413, "payload_too_large"]);
+    expect(r.not_json).toEqual([400, "invalid_argument"]);
+    expect(r.oversized_wrong_token).toEqual([401, "unauthorized"]);
+    expect(r.not_json_wrong_token).toEqual([401, "unauthorized"]);
 
     // A finished run's token no longer works.
     const ended = runner.calls.find((c) => c.body.context.run_id === probe.body.run_id)!.body.context.runtime.api.token;
