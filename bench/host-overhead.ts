@@ -192,7 +192,7 @@ export async function benchHostOverhead() {
     meets_target: ratio <= TARGET_RATIO_P50,
     // Diagnostic (Linux only, else null): workerd CPU per host event and per floor round trip. The host event's
     // includes the bench opening its stream.
-    workerd_cpu_ms_per_event: cpu.measured ? { host: perEvent(cpu.host), floor: perEvent(cpu.floor), ratio: +(cpu.host / cpu.floor).toFixed(3) } : null,
+    workerd_cpu_ms_per_event: cpu.measured && cpu.floor > 0 ? { host: perEvent(cpu.host), floor: perEvent(cpu.floor), ratio: +(cpu.host / cpu.floor).toFixed(3) } : null,
   };
   await host.dispose();
   await floor.dispose();

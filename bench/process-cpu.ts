@@ -28,7 +28,8 @@ export function cpuMsOf(pids: number[]): number | null {
     let ticks = 0;
     for (const pid of pids) {
       // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       ticks += Number(fields[11]) + Number(fields[12]);
     }
     return (ticks * 1000) / TICKS_PER_SECOND;

@@ -357,10 +357,10 @@ export class ConversationDO extends DurableObject<Env> {
       // Unrecorded, the entry stays: as "running" the scheduler finds it as an orphan and retries the
       // terminal write; as "queued" (it failed while starting) it is tried again after a pause.
       if (recorded) {
-        // Its status is durable: followers learn the end now, not after the entry's removal is flushed.
-        const removed = this.runs.delete(key);
+        // Unconfirmed, so the output gate does not hold the stream's end until the removal is flushed. If it is
+        // lost with the instance, the entry comes back as "running" and finishLost finds the run already ended.
+        void this.runs.delete(key, { allowUnconfirmed: true });
         this.live.end(job.runId, status);
-        await removed;
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
       await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       this.live.end(job.runId, status); // unrecorded runs end for followers only now; a no-op otherwise

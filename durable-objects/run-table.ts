@@ -33,10 +33,10 @@ export class RunTableStore {
     return this.storage.put(key, run, options);
   }
 
-  delete(key: string): Promise<boolean> {
+  delete(key: string, options?: DurableObjectPutOptions): Promise<boolean> {
     if (this.mirror) this.mirror.delete(key);
     else this.early.push([key, undefined]);
-    return this.storage.delete(key);
+    return this.storage.delete(key, options);
   }
 
   private load(): Promise<Map<string, StoredRun>> {

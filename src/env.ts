@@ -59,7 +59,7 @@ const ConfigSchema = z.object({
   INPUT_ATTACHMENT_MAX_BYTES: positiveInt(10 * MiB),
   INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: positiveInt(10_000),
   ARTIFACT_UPLOAD_MAX_BYTES: positiveInt(100 * MiB),
-  /** Declared bytes of all the uploads one run may start, refused or broken ones included. */
+  /** Declared bytes of all the uploads one run may start: every accepted one counts, even if its body then breaks. */
   ARTIFACT_UPLOAD_RUN_MAX_BYTES: positiveInt(500 * MiB),
   /** Lifetime of artifacts the host stores (inputs, uploads, runner output); 0 keeps them forever. */
   ARTIFACT_TTL_SECONDS: z.coerce.number().int().nonnegative().default(30 * 24 * 3600),

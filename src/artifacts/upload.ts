@@ -17,6 +17,11 @@ export class TruncatedUploadError extends Error {
   override readonly name = "TruncatedUploadError";
 }
 
+/** The run's deadline passed while the body was still arriving. */
+export class UploadDeadlineError extends Error {
+  override readonly name = "UploadDeadlineError";
+}
+
 export async function storeUpload(
   deps: { db: Db; bucket: R2Bucket; config: Config },
   grant: UploadGrant,
@@ -52,6 +57,7 @@ export async function storeUpload(
     const content = source.pipeThrough(hashing).pipeThrough(new FixedLengthStream(length));
     await deps.bucket.put(r2Key, content, { httpMetadata: mimeType ? { contentType: mimeType } : undefined });
   } catch (err) {
+    if (signal?.aborted) throw new UploadDeadlineError(`the run's deadline passed after ${received} of ${length} bytes`, { cause: err });
     if (received < length) throw new TruncatedUploadError(`the body ended after ${received} of ${length} bytes`, { cause: err });
     throw err;
   }

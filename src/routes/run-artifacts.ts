@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ConversationDO } from "../../durable-objects/conversation";
-import { storeUpload, TruncatedUploadError } from "../artifacts/upload";
+import { storeUpload, TruncatedUploadError, UploadDeadlineError } from "../artifacts/upload";
 import { dbOf } from "../db/connect";
 import { configOf } from "../env";
 import { ApiError, invalidToken } from "../host-api/errors";
@@ -45,7 +45,7 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
     const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, query.data, c.req.raw.body, deadline);
     return json(200, { ok: true, data: metadata });
   } catch (err) {
-    if (deadline.aborted) return fail(new ApiError("deadline_exceeded", "the run's deadline passed before the upload's body arrived"));
+    if (err instanceof UploadDeadlineError) return fail(new ApiError("deadline_exceeded", err.message));
     if (err instanceof TruncatedUploadError) return fail(new ApiError("invalid_argument", err.message));
     throw err;
   }

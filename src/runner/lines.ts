@@ -7,16 +7,25 @@ export interface LineLimits {
 
 const NEWLINE = 10;
 
-/** Resolves on the event loop's next turn: by then every chunk the network had already delivered has been read. */
-const nextTurn = () => new Promise<null>((resolve) => setTimeout(resolve, 0, null));
+/** `read`'s result, or null if it has not settled by the event loop's next turn. */
+async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const nextTurn = new Promise<null>((resolve) => (timer = setTimeout(resolve, 0, null)));
+  try {
+    return await Promise.race([read, nextTurn]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * Splits a byte stream into lines incrementally. Each yield holds the
- * complete lines of every chunk that had already arrived (so callers apply
- * them as one batch: a runner's last message and its `run.completed` sent
- * back to back cost one write, not two), never waiting for more and never
- * holding more than about `maxLineBytes` of lines plus one partial line of at
- * most `maxLineBytes`.
+ * complete lines of the chunks read so far that were ready without waiting
+ * (so callers apply them as one batch: a runner's last message and its
+ * `run.completed` sent back to back usually cost one write, not two). It
+ * never waits for more to batch, holds at most about `maxLineBytes` of lines
+ * plus one chunk, and one partial line of at most `maxLineBytes`. Lines that
+ * arrived before the stream failed are yielded before the failure is thrown.
  */
 export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits): AsyncGenerator<string[]> {
   const decoder = new TextDecoder();
@@ -37,54 +46,65 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
     }
     return decoder.decode(joined);
   };
-  /** A read started while lines were in hand that had not resolved by the next turn: the next batch begins with it. */
-  let ahead: Promise<ReadableStreamReadResult<Uint8Array>> | undefined;
   let lines: string[] = [];
   let linesBytes = 0;
+  const split = (value: Uint8Array) => {
+    total += value.length;
+    if (total > limits.maxStreamBytes) {
+      throw new RunnerCallError("runner.stream_too_large", `result stream exceeded ${limits.maxStreamBytes} bytes`);
+    }
+    let start = 0;
+    for (let i = value.indexOf(NEWLINE); i !== -1; i = value.indexOf(NEWLINE, start)) {
+      if (pendingBytes + (i - start) > limits.maxLineBytes) throw lineTooLarge(limits);
+      linesBytes += pendingBytes + (i - start);
+      lines.push(take(value.subarray(start, i)));
+      start = i + 1;
+    }
+    if (start < value.length) {
+      const rest = value.subarray(start);
+      pendingBytes += rest.length;
+      if (pendingBytes > limits.maxLineBytes) throw lineTooLarge(limits);
+      // Copy: the reader may reuse its buffer.
+      pending.push(rest.slice());
+    }
+  };
+  const handOver = () => {
+    const batch = lines;
+    lines = [];
+    linesBytes = 0;
+    return batch;
+  };
+  /** A read started while lines were in hand that had not settled by the next turn: the next batch begins with it. */
+  let ahead: Promise<ReadableStreamReadResult<Uint8Array>> | undefined;
   try {
     for (;;) {
-      const read = ahead ?? reader.read();
-      ahead = undefined;
-      const result = lines.length ? await Promise.race([read, nextTurn()]) : await read;
-      if (result === null) {
-        ahead = read;
-        yield lines;
-        lines = [];
-        linesBytes = 0;
-        continue;
-      }
-      if (result.done) break;
-      const value = result.value;
-      total += value.length;
-      if (total > limits.maxStreamBytes) {
-        throw new RunnerCallError("runner.stream_too_large", `result stream exceeded ${limits.maxStreamBytes} bytes`);
-      }
-      let start = 0;
-      for (let i = value.indexOf(NEWLINE); i !== -1; i = value.indexOf(NEWLINE, start)) {
-        if (pendingBytes + (i - start) > limits.maxLineBytes) throw lineTooLarge(limits);
-        lines.push(take(value.subarray(start, i)));
-        linesBytes += i - start;
-        start = i + 1;
-      }
-      if (start < value.length) {
-        const rest = value.subarray(start);
-        pendingBytes += rest.length;
-        if (pendingBytes > limits.maxLineBytes) throw lineTooLarge(limits);
-        // Copy: the reader may reuse its buffer.
-        pending.push(rest.slice());
+      try {
+        const read = ahead ?? reader.read();
+        ahead = undefined;
+        const result = lines.length ? await unlessLater(read) : await read;
+        if (result === null) {
+          ahead = read;
+          yield handOver();
+          continue;
+        }
+        if (result.done) break;
+        split(result.value);
+      } catch (err) {
+        // What arrived intact is applied before the failure: it may hold the run's terminal result.
+        if (lines.length) yield handOver();
+        throw err;
       }
       // Bounded memory: a runner that floods gets its lines applied in slices.
-      if (linesBytes >= limits.maxLineBytes) {
-        yield lines;
-        lines = [];
-        linesBytes = 0;
-      }
+      if (linesBytes >= limits.maxLineBytes) yield handOver();
     }
     if (pendingBytes > 0) lines.push(take(new Uint8Array()));
-    if (lines.length) yield lines;
+    if (lines.length) yield handOver();
   } finally {
-    // Released below with a read still pending: that read rejects, and nobody is left to care.
-    ahead?.catch(() => {});
+    if (ahead) {
+      // The consumer left with a read outstanding, and workerd refuses to release a lock then: cancel the body and let that read settle.
+      await reader.cancel().catch(() => {});
+      await ahead.catch(() => {});
+    }
     reader.releaseLock();
   }
 }

@@ -45,6 +45,16 @@ beforeAll(async () => {
         }
         case "hang":
           return; // never answers
+        case "linger":
+        case "reset": {
+          // Done, but the stream stays open a while, or the connection is reset right after.
+          const w = out();
+          w.send("message.completed", { message: { role: "assistant", content: `${mode}ed` } });
+          w.send("run.completed", { finish_reason: "stop" });
+          if (mode === "linger") setTimeout(() => res.end(), 200);
+          else setTimeout(() => res.destroy(), 1);
+          return;
+        }
         case "flood":
           res.writeHead(200, { "content-type": "application/x-ndjson" });
           res.write(`{"run_id":"${ctx.run_id}","type":"message.delta","data":{"chunk":{"role":"assistant","content":"${"x".repeat(LINE_LIMIT * 2)}`);
@@ -120,6 +130,15 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
   it("a line over the limit → runner.line_too_large", () => expectFailureIsContained("fail-flood", "flood", "failed", "runner.line_too_large"));
   it("completed without any message → runner.no_output", () => expectFailureIsContained("fail-silent", "silent", "failed", "runner.no_output"));
   it("results for another run → runner.protocol_error", () => expectFailureIsContained("fail-liar", "liar", "failed", "runner.protocol_error"));
+
+  it("a run whose runner says run.completed is completed, however its stream then ends", async () => {
+    for (const mode of ["linger", "reset"]) {
+      const ev = await host.postEvent(messageEvent(`after-${mode}`, mode));
+      const run = await host.waitForRun(ev.body.run_id!);
+      expect([mode, run.status, run.error?.code]).toEqual([mode, "completed", undefined]);
+      expect(run.message?.content).toBe(`${mode}ed`);
+    }
+  });
 
   it("drops invalid payloads, ignores unknown types and duplicate sequences, warns on gaps, and completes", async () => {
     const ev = await host.postEvent(messageEvent("fail-sloppy", "sloppy run"));

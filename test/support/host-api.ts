@@ -54,8 +54,10 @@ export function rawUpload(baseUrl: string, runId: string, token: string, opts: {
     let answer = "";
     socket.on("data", (d) => {
       answer += d;
-      // A stalled sender never closes: the answer is complete once its body is.
-      if (!opts.end && /\r\n\r\n[\s\S]*\}$/.test(answer)) socket.destroy();
+      // A stalled sender never closes: the answer is complete once its declared body is.
+      const head = answer.indexOf("\r\n\r\n");
+      const length = /\r\ncontent-length: *(\d+)/i.exec(answer.slice(0, head));
+      if (!opts.end && head >= 0 && length && Buffer.byteLength(answer.slice(head + 4)) >= Number(length[1])) socket.destroy();
     });
     socket.on("close", () => resolve(answer || "closed"));
     socket.on("error", () => resolve("closed"));

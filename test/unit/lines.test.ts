@@ -50,6 +50,18 @@ describe("readLines", () => {
     for (const b of batches) expect(b.join("").length).toBeLessThanOrEqual(1000 + line.length);
   });
 
+  it("yields the lines that arrived before the stream failed, then the failure", async () => {
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode("last\ndone\n"));
+        setTimeout(() => c.error(new Error("connection reset")), 0);
+      },
+    });
+    const lines = readLines(body, LIMITS);
+    expect((await lines.next()).value).toEqual(["last", "done"]);
+    await expect(lines.next()).rejects.toThrow("connection reset");
+  });
+
   it("lets its consumer stop while a read is still pending", async () => {
     const body = new ReadableStream<Uint8Array>({
       start(c) {
