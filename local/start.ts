@@ -1,7 +1,8 @@
 /**
  * `npm start`: the host on its embedded default, with nothing to configure.
  * PORT (default 8787), ADMIN_TOKEN (default: a dev token kept in .data/),
- * DATA_DIR (default .data), RUNNER_PORT (default 8788).
+ * SECRETS_KEY (default: a key kept in .data/), DATA_DIR (default .data),
+ * RUNNER_PORT (default 8788).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,9 +15,9 @@ import { bindRunner } from "./setup";
 const dataDir = process.env.DATA_DIR ?? join(ROOT, ".data");
 mkdirSync(dataDir, { recursive: true });
 
-function devSecret(name: string): string {
+function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24): string {
   const file = join(dataDir, name);
-  if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString("hex"), { mode: 0o600 });
+  if (!existsSync(file)) writeFileSync(file, randomBytes(bytes).toString(encoding), { mode: 0o600 });
   return readFileSync(file, "utf8").trim();
 }
 
@@ -27,7 +28,8 @@ const host = await startHost({
   adminToken,
   port: Number(process.env.PORT ?? 8787),
   dataDir,
-  vars: process.env.PUBLIC_URL ? { PUBLIC_URL: process.env.PUBLIC_URL } : {},
+  // Stored credentials are sealed with it: losing this file makes them unreadable (register them again).
+  vars: { SECRETS_KEY: process.env.SECRETS_KEY ?? devSecret("secrets-key", "base64", 32), ...(process.env.PUBLIC_URL ? { PUBLIC_URL: process.env.PUBLIC_URL } : {}) },
 });
 await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo" });
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ConversationDO } from "../durable-objects/conversation";
+import { isSecretsKey } from "./lib/secret-box";
 
 /** Bindings and vars the Worker and the Durable Object receive. */
 export interface Env {
@@ -12,6 +13,7 @@ export interface Env {
   LIBSQL_URL?: string;
   LIBSQL_AUTH_TOKEN?: string;
   ADMIN_TOKEN?: string;
+  SECRETS_KEY?: string;
   PUBLIC_URL?: string;
   RUN_DEADLINE_MS?: string;
   RUNNER_MAX_LINE_BYTES?: string;
@@ -48,6 +50,8 @@ const RUN_WALL_TIME_MAX_MS = 13 * 60_000;
 
 const ConfigSchema = z.object({
   ADMIN_TOKEN: z.string().min(16, "ADMIN_TOKEN must be at least 16 characters"),
+  /** Seals stored credentials (lib/secret-box.ts); unset, they are stored as given. */
+  SECRETS_KEY: z.string().refine(isSecretsKey, "SECRETS_KEY must be 32 random bytes in base64 (openssl rand -base64 32)").optional(),
   PUBLIC_URL: z.url().optional(),
   RUN_DEADLINE_MS: positiveInt(300_000),
   RUNNER_MAX_LINE_BYTES: positiveInt(MiB),

@@ -1,15 +1,19 @@
 import { drizzle, type SqliteRemoteDatabase } from "drizzle-orm/sqlite-proxy";
 import * as schema from "./schema";
 import type { SqlExecutor } from "./executor";
+import { secretBox, type SecretBox } from "../lib/secret-box";
 
-export type Db = SqliteRemoteDatabase<typeof schema>;
+/** The database, and the box that seals the credentials stored in it. */
+export type Db = SqliteRemoteDatabase<typeof schema> & { readonly secrets: SecretBox };
 
-export function createDb(executor: SqlExecutor): Db {
-  return drizzle(
+/** Without a box, secrets are stored as given (unit tests, migrations). */
+export function createDb(executor: SqlExecutor, secrets: SecretBox = secretBox(undefined)): Db {
+  const db = drizzle(
     async (sql, params, method) => executor.query({ sql, params, method }),
     async (queries) => executor.batch(queries),
     { schema },
   );
+  return Object.assign(db, { secrets });
 }
 
 type BatchItems = Parameters<Db["batch"]>[0];

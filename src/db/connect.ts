@@ -1,5 +1,6 @@
 import { createClient } from "@libsql/client/web";
-import type { Env } from "../env";
+import { configOf, type Env } from "../env";
+import { secretBox } from "../lib/secret-box";
 import { createDb, type Db } from "./client";
 import { bindingExecutor, libsqlExecutor } from "./executor";
 
@@ -13,8 +14,9 @@ const cache = new WeakMap<object, Db>();
 export function dbOf(env: Env): Db {
   let db = cache.get(env);
   if (db) return db;
-  if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN));
-  else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(createClient({ url: env.LIBSQL_URL, authToken: env.LIBSQL_AUTH_TOKEN })));
+  const secrets = secretBox(configOf(env).SECRETS_KEY);
+  if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN), secrets);
+  else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(createClient({ url: env.LIBSQL_URL, authToken: env.LIBSQL_AUTH_TOKEN })), secrets);
   else throw new Error("no database configured: set LIBSQL_URL (or run locally with `npm start`)");
   cache.set(env, db);
   return db;

@@ -1,12 +1,28 @@
+import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { drainBody } from "../lib/drain";
 import { HostError } from "../lib/errors";
 
-/** Refuse bodies over `maxSize` bytes with 413, before reading them whole. */
-export function limitBody(maxSize: number) {
-  return bodyLimit({
+const tooLarge = (maxSize: number) => new HostError(413, "payload_too_large", `request body exceeds ${maxSize} bytes`);
+
+/**
+ * Refuse bodies over `maxSize` bytes with 413, never holding more than that:
+ * a body declared too large is drained unread first (so the client gets the
+ * 413, not a reset); one that only turns out too large is cut by hono's
+ * counting limit.
+ */
+export function limitBody(maxSize: number): MiddlewareHandler {
+  const counted = bodyLimit({
     maxSize,
     onError: () => {
-      throw new HostError(413, "payload_too_large", `request body exceeds ${maxSize} bytes`);
+      throw tooLarge(maxSize);
     },
   });
+  return async function limitBody(c, next) {
+    if (Number(c.req.header("content-length") ?? NaN) > maxSize) {
+      await drainBody(c.req.raw);
+      throw tooLarge(maxSize);
+    }
+    return counted(c, next);
+  };
 }

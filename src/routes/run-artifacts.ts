@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { ConversationDO } from "../../durable-objects/conversation";
 import { storeUpload, TruncatedUploadError, UploadDeadlineError } from "../artifacts/upload";
 import { dbOf } from "../db/connect";
+import { drainBody } from "../lib/drain";
 import { configOf } from "../env";
 import { ApiError, invalidToken } from "../host-api/errors";
 import type { HostApiReply } from "../host-api/handle";
@@ -30,14 +31,16 @@ function declaredLength(header: string | undefined): number | null {
  */
 export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStub<ConversationDO> | null): Promise<Response> {
   const runId = c.req.param("runId")!;
+  // A refused upload's body is drained first, so the client reads the refusal instead of a reset.
+  const refuse = async (answer: Response) => (await drainBody(c.req.raw), answer);
   const token = bearerToken(c.req.header("authorization"));
-  if (!token || !owner) return fail(invalidToken());
+  if (!token || !owner) return refuse(fail(invalidToken()));
   const query = ArtifactUploadQuerySchema.safeParse(c.req.query());
-  if (!query.success) return fail(new ApiError("invalid_argument", `invalid query: ${formatZodIssues(query.error)}`));
+  if (!query.success) return refuse(fail(new ApiError("invalid_argument", `invalid query: ${formatZodIssues(query.error)}`)));
 
   const length = declaredLength(c.req.header("content-length"));
   const auth = await owner.authorizeUpload(runId, token, length);
-  if (!auth.ok) return relay(auth.reply);
+  if (!auth.ok) return refuse(relay(auth.reply));
 
   // A body still arriving at the run's deadline is cut there.
   const deadline = AbortSignal.timeout(Math.max(0, auth.grant.deadlineAt - Date.now()));

@@ -8,6 +8,7 @@ import { validate } from "../middleware/validate";
 import { invalidToken, ApiError } from "../host-api/errors";
 import { errorReply, type HostApiBody } from "../host-api/handle";
 import { readCapped } from "../artifacts/read-capped";
+import { drainBody } from "../lib/drain";
 import { dbOf } from "../db/connect";
 import { runsStore, toLedgerView, toRunView } from "../stores/runs";
 import { badRequest } from "../lib/errors";
@@ -44,7 +45,9 @@ const RUN_LIST_CURSOR = "runs";
 
 /** The body, read no further than the cap; what is wrong with it is judged after the token (§8). */
 async function readHostApiBody(request: Request, maxBytes: number): Promise<HostApiBody> {
-  const bytes = await readCapped(request, maxBytes);
+  const declaredTooLarge = Number(request.headers.get("content-length") ?? NaN) > maxBytes;
+  // Declared too large: drained unread, so the client gets its answer rather than a reset.
+  const bytes = declaredTooLarge ? (await drainBody(request), "too_large" as const) : await readCapped(request, maxBytes);
   if (bytes === "too_large") return { refused: errorReply(new ApiError("payload_too_large", `request body exceeds ${maxBytes} bytes`)) };
   try {
     return { json: JSON.parse(new TextDecoder().decode(bytes)) };

@@ -5,8 +5,8 @@ import type { PlatformDelivery } from "../platforms/types";
 
 /**
  * Everything a Durable Object needs to run one event, fixed at ingress and
- * kept in the DO's storage until the run ends. Holds the runner secret, so it
- * never leaves the host.
+ * kept in the DO's storage until the run ends. Holds the runner secret as
+ * stored (sealed when SECRETS_KEY is set), so it never leaves the host.
  */
 export interface RunJob {
   runId: string;

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { bot } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 import { ADAPTERS } from "../platforms/registry";
+import { openValues, type SecretBox } from "../lib/secret-box";
 import { PLATFORMS, type Bot, type PlatformName } from "../platforms/types";
 
 export type BotRow = typeof bot.$inferSelect;
@@ -26,11 +27,12 @@ export function toBotView(row: BotRow, publicBaseUrl: string) {
 
 const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
 
-/** A row as the adapters use it: credentials parsed by the platform's schema, the API origin resolved. Null when unusable. */
-export function botOf(row: BotRow): Bot | null {
+/** A row as the adapters use it: credentials opened and parsed by the platform's schema, the API origin resolved. Null when unusable. */
+export async function botOf(row: BotRow, secrets: SecretBox): Promise<Bot | null> {
   if (!isPlatform(row.platform)) return null;
   const adapter = ADAPTERS[row.platform];
-  const credentials = adapter.credentials.safeParse(parseJson<unknown>(row.credentialsJson, null));
+  const stored = parseJson<Record<string, unknown> | null>(row.credentialsJson, null);
+  const credentials = adapter.credentials.safeParse(stored && (await openValues(secrets, stored)));
   if (!credentials.success) return null;
   return {
     botId: row.botId,
@@ -59,7 +61,7 @@ export function botsStore(db: Db) {
     /** The bot ready for its adapter, or undefined when absent or unusable. */
     async load(botId: string): Promise<Bot | undefined> {
       const row = await this.get(botId);
-      return (row && botOf(row)) ?? undefined;
+      return (row && (await botOf(row, db.secrets))) ?? undefined;
     },
   };
 }

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host";
+import { openValues, secretBox } from "../../src/lib/secret-box";
+import { ADMIN_TOKEN, SECRETS_KEY, startTestHost, type TestHost } from "../support/host";
+
+/** Opens what the host sealed, as a test with the host's key may. */
+const box = secretBox(SECRETS_KEY);
 
 const TELEGRAM = { bot_token: "999:ADMIN-test-telegram-token", secret_token: "admin-secret-token-123" };
 const SLACK = { bot_token: "xoxb-admin-test-slack-token", signing_secret: "admin-slack-signing-secret-0123" };
@@ -56,12 +60,16 @@ describe("admin API for bots", () => {
     const renamed = await host.admin("PUT", "/v1/admin/bots/put-me", { name: "after", api_base_url: "http://127.0.0.1:9/" });
     expect(renamed.status).toBe(200);
     expect(renamed.body).toMatchObject({ bot_id: "put-me", name: "after", api_base_url: "http://127.0.0.1:9", credential_fields: ["bot_token", "secret_token"] });
+    // Kept, and sealed at rest: the stored values are not the credentials, and open to them.
     const [row] = await host.query<{ credentials_json: string }>("SELECT credentials_json FROM bot WHERE bot_id = 'put-me'");
-    expect(JSON.parse(row.credentials_json)).toEqual(TELEGRAM);
+    const stored = JSON.parse(row.credentials_json);
+    expect(Object.values(stored).every((v) => String(v).startsWith("sealed:v1:"))).toBe(true);
+    expect(row.credentials_json).not.toContain(TELEGRAM.bot_token);
+    expect(await openValues(box, stored)).toEqual(TELEGRAM);
     const rotated = await host.admin("PUT", "/v1/admin/bots/put-me", { credentials: { ...TELEGRAM, secret_token: "rotated-secret" } });
     expect(rotated.status).toBe(200);
     const [after] = await host.query<{ credentials_json: string }>("SELECT credentials_json FROM bot WHERE bot_id = 'put-me'");
-    expect(JSON.parse(after.credentials_json).secret_token).toBe("rotated-secret");
+    expect((await openValues(box, JSON.parse(after.credentials_json))).secret_token).toBe("rotated-secret");
     expect((await host.admin("PUT", "/v1/admin/bots/put-me", { platform: "slack" })).status).toBe(400);
     expect((await host.admin("POST", "/v1/admin/bots", { bot_id: "put-me", platform: "telegram", credentials: TELEGRAM })).status).toBe(409);
   });

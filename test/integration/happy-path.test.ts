@@ -46,6 +46,11 @@ describe("an event in, the runner called over HTTP, the reply out", () => {
     const ledger = await host.admin("GET", `/v1/runs/${second.body.run_id}/events?limit=2`);
     expect(ledger.body.items).toHaveLength(2);
     expect(ledger.body.has_more).toBe(true);
+
+    // The runner verified every request's signature; the secret it shares is sealed at rest.
+    const [service] = await host.query<{ secret: string }>("SELECT secret FROM runner_service");
+    expect(service.secret).toMatch(/^sealed:v1:/);
+    expect(service.secret).not.toContain(SECRET);
   });
 
   it("streams a live run from its start, replaying what already happened", async () => {

@@ -7,6 +7,8 @@ import { startHost, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
+/** Every test host seals stored credentials, as `npm start` does. */
+export const SECRETS_KEY = Buffer.alloc(32, 7).toString("base64");
 const TERMINAL = new Set(["completed", "failed", "cancelled", "timeout"]);
 
 export interface RunView {
@@ -38,7 +40,7 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     adminToken: ADMIN_TOKEN,
     dbUrl,
     scriptPath: join(ROOT, "dist/test/worker.js"),
-    vars: opts.vars,
+    vars: { SECRETS_KEY, ...opts.vars },
     ...(opts.captureLogs ? { onRuntimeOutput: (text: string) => (logs += text) } : {}),
   });
   const admin = <T>(method: string, path: string, body?: unknown) => adminCall<T>(host, method, path, body);

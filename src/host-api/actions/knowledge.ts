@@ -10,12 +10,13 @@ import type { ActionTable, Handler } from "./context";
 const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
   const kb = await knowledgeStore(ctx.db).get(p.kb_id);
   if (!kb) throw new ApiError("not_found", `knowledge base ${p.kb_id} is no longer registered on this host`);
-  const secrets = secretFragments([kb.apiKey, ...urlSecrets(kb.endpoint)]);
+  const apiKey = await ctx.db.secrets.open(kb.apiKey);
+  const secrets = secretFragments([apiKey, ...urlSecrets(kb.endpoint)]);
   const startedAt = Date.now();
   const call = callSignal(ctx);
   try {
     const entries = await retrieve(
-      { endpoint: kb.endpoint, apiKey: kb.apiKey },
+      { endpoint: kb.endpoint, apiKey },
       { query: p.query, topK: p.top_k, filters: p.filters },
       { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES, attemptTimeoutMs: ctx.config.MODEL_ATTEMPT_TIMEOUT_MS },
     );

@@ -7,6 +7,7 @@ import { redactValue, secretFragments, urlSecrets } from "../../resources/secret
 import { storeToolResult } from "../../resources/tool-result-artifact";
 import { toolsStore, type ToolRow } from "../../resources/tools-store";
 import { parseJson } from "../../lib/json";
+import { openValues } from "../../lib/secret-box";
 import { callSignal } from "../call-signal";
 import { ApiError, denied } from "../errors";
 import { logUpstreamFailure, toApiError } from "../upstream-error";
@@ -33,14 +34,14 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
   if (row.mcpServer) {
     const server = await toolsStore(ctx.db).getServer(row.mcpServer);
     if (!server || !row.mcpToolName) throw new ApiError("not_found", `the MCP server of tool ${row.toolName} is no longer registered`);
-    const headers = parseJson<Record<string, string>>(server.headersJson, {});
+    const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(server.headersJson, {}));
     return {
       secrets: secretFragments([...Object.values(headers), ...urlSecrets(server.url)]),
       invoke: (signal) => callMcpTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs, maxBytes }),
     };
   }
   if (!row.endpoint) throw new ApiError("not_found", `tool ${row.toolName} has no endpoint`);
-  const headers = parseJson<Record<string, string>>(row.headersJson, {});
+  const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(row.headersJson, {}));
   return {
     secrets: secretFragments([...Object.values(headers), ...urlSecrets(row.endpoint)]),
     invoke: (signal, toolCallId) => callHttpTool({ endpoint: row.endpoint!, headers }, { runId: ctx.snapshot.runId, toolCallId, parameters }, { signal, maxBytes }),

@@ -1,5 +1,7 @@
 import { z } from "zod";
+import type { Db } from "../../db/client";
 import { dbOf } from "../../db/connect";
+import { sealValues } from "../../lib/secret-box";
 import { configOf } from "../../env";
 import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
@@ -33,10 +35,11 @@ const ReplaceBot = z.strictObject({
 });
 
 /** The platform's own credential schema; issues name fields, never values. */
-function checkedCredentials(platform: PlatformName, credentials: Record<string, string>): string {
+/** Valid for the platform, then sealed value by value (their names stay listable). */
+async function checkedCredentials(db: Db, platform: PlatformName, credentials: Record<string, string>): Promise<string> {
   const parsed = ADAPTERS[platform].credentials.safeParse(credentials);
   if (!parsed.success) throw badRequest(`invalid credentials for ${platform}: ${formatZodIssues(parsed.error)}`);
-  return JSON.stringify(parsed.data);
+  return JSON.stringify(await sealValues(db.secrets, parsed.data as Record<string, unknown>));
 }
 
 const trimSlash = (url: string | undefined) => (url ? url.replace(/\/+$/, "") : null);
@@ -65,7 +68,7 @@ export const botsRouter = router()
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
       apiBaseUrl: trimSlash(input.api_base_url),
-      credentialsJson: checkedCredentials(input.platform, input.credentials),
+      credentialsJson: await checkedCredentials(db, input.platform, input.credentials),
       createdAt: now,
       updatedAt: now,
     };
@@ -83,7 +86,7 @@ export const botsRouter = router()
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
       apiBaseUrl: trimSlash(input.api_base_url),
-      credentialsJson: input.credentials ? checkedCredentials(row.platform as PlatformName, input.credentials) : row.credentialsJson,
+      credentialsJson: input.credentials ? await checkedCredentials(db, row.platform as PlatformName, input.credentials) : row.credentialsJson,
       updatedAt: Date.now(),
     };
     await botsStore(db).replace(updated);
@@ -99,7 +102,7 @@ export const botsRouter = router()
   .post("/:botId/webhook", async (c) => {
     const db = dbOf(c.env);
     const row = await existing(db, c.req.param("botId"));
-    const bot = botOf(row);
+    const bot = await botOf(row, db.secrets);
     if (!bot) throw new HostError(409, "conflict", `bot ${row.botId} has unusable credentials; PUT new ones`);
     const adapter = ADAPTERS[bot.platform];
     if (!adapter.registerWebhook) throw badRequest(`${bot.platform} webhooks are set in the platform's developer console: use the bot's webhook_url there`);

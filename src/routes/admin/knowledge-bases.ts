@@ -21,8 +21,10 @@ export const knowledgeBasesRouter = router()
   .get("/", async (c) => c.json({ items: (await knowledgeStore(dbOf(c.env)).list()).map(toKnowledgeBaseView) }))
   .post("/", jsonBody(KnowledgeBaseInput), async (c) => {
     const input = c.get("body");
-    const store = knowledgeStore(dbOf(c.env));
+    const db = dbOf(c.env);
+    const store = knowledgeStore(db);
     const kbId = input.kb_id ?? newId("kb");
+    const apiKey = await db.secrets.seal(input.api_key ?? null);
     await insertUnique(
       () =>
         store.create({
@@ -30,7 +32,7 @@ export const knowledgeBasesRouter = router()
           name: input.name,
           description: input.description ?? null,
           endpoint: input.endpoint,
-          apiKey: input.api_key ?? null,
+          apiKey,
           createdAt: Date.now(),
         }),
       `knowledge base ${kbId}`,

@@ -4,6 +4,7 @@ import type { Db } from "../../db/client";
 import { configOf, type Config } from "../../env";
 import { conflict, HostError, notFound } from "../../lib/errors";
 import { parseJson } from "../../lib/json";
+import { openValues, sealValues } from "../../lib/secret-box";
 import { jsonBody } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { discoverMcpTools } from "../../resources/mcp";
@@ -37,7 +38,7 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
   const now = Date.now();
   const store = toolsStore(db);
   await store.saveServer(
-    { name: server.name, url: server.url, headersJson: JSON.stringify(server.headers), discoveredAt: now, createdAt },
+    { name: server.name, url: server.url, headersJson: JSON.stringify(await sealValues(db.secrets, server.headers)), discoveredAt: now, createdAt },
     discovered.tools.map((t) => ({
       toolName: mcpToolName(server.name, t.name),
       description: t.description,
@@ -73,7 +74,7 @@ export const mcpServersRouter = router()
     const db = dbOf(c.env);
     const row = await toolsStore(db).getServer(c.req.param("name"));
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
-    const headers = parseJson<Record<string, string>>(row.headersJson, {});
+    const headers = await openValues(db.secrets, parseJson<Record<string, string>>(row.headersJson, {}));
     return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers }, row.createdAt));
   })
   .delete("/:name", async (c) => {

@@ -25,6 +25,7 @@ export const modelsRouter = router()
     const input = c.get("body");
     const store = modelsStore(dbOf(c.env));
     const modelId = input.model_id ?? newId("mdl");
+    const apiKey = await dbOf(c.env).secrets.seal(input.api_key);
     await insertUnique(
       () =>
         store.create({
@@ -32,7 +33,7 @@ export const modelsRouter = router()
           name: input.name,
           kind: input.kind,
           baseUrl: input.base_url,
-          apiKey: input.api_key,
+          apiKey,
           providerModel: input.model,
           contextWindow: input.context_window ?? null,
           createdAt: Date.now(),

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { dbOf } from "../../db/connect";
 import { conflict, notFound } from "../../lib/errors";
+import { sealValues } from "../../lib/secret-box";
 import { RecordSchema } from "../../protocol/common";
 import { jsonBody } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
@@ -35,7 +36,9 @@ export const toolsRouter = router()
   .get("/", async (c) => c.json({ items: (await toolsStore(dbOf(c.env)).list()).map(toToolView) }))
   .post("/", jsonBody(ToolInput), async (c) => {
     const input = c.get("body");
-    const store = toolsStore(dbOf(c.env));
+    const db = dbOf(c.env);
+    const store = toolsStore(db);
+    const headersJson = JSON.stringify(await sealValues(db.secrets, input.headers ?? {}));
     await insertUnique(
       () =>
         store.create({
@@ -43,7 +46,7 @@ export const toolsRouter = router()
           description: input.description,
           parametersJson: JSON.stringify(input.parameters),
           endpoint: input.endpoint,
-          headersJson: JSON.stringify(input.headers ?? {}),
+          headersJson,
           createdAt: Date.now(),
         }),
       `tool ${input.name}`,
