@@ -1,28 +1,39 @@
 /**
- * A refused request's body still on its way is read and thrown away, up to
- * this many bytes, before the answer is sent: an HTTP client still writing
- * when the server answers and closes may see a connection reset instead of
- * the answer. A larger body is cut (the reset is then the answer).
+ * A refused request's body still on its way is read and thrown away before
+ * the answer is sent: an HTTP client still writing when the server answers
+ * and closes may see a connection reset instead of the answer. The drain is
+ * bounded in bytes and time, so a refusal never costs more than that; past
+ * either bound the body is cut (and the reset is the answer).
  */
-export const DRAIN_MAX_BYTES = 16 * 1024 * 1024;
+export const DRAIN_MAX_BYTES = 4 * 1024 * 1024;
+export const DRAIN_MAX_MS = 5_000;
 
-/** Reads `body` to its end and discards it, or cancels it once more than `maxBytes` have come (or are declared). */
-export async function drainBody(request: Request, maxBytes = DRAIN_MAX_BYTES): Promise<void> {
+/** Reads the request's body to its end and discards it, or cancels it once a bound is passed (or declared past). */
+export async function drainBody(request: Request, maxBytes = DRAIN_MAX_BYTES, maxMs = DRAIN_MAX_MS): Promise<void> {
   const body = request.body;
   if (!body || body.locked) return;
-  const declared = Number(request.headers.get("content-length") ?? NaN);
   const reader = body.getReader();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((resolve) => (timer = setTimeout(resolve, maxMs, "late")));
   try {
-    if (declared > maxBytes) return void (await reader.cancel());
+    if (Number(request.headers.get("content-length") ?? NaN) > maxBytes) return await reader.cancel();
     for (let seen = 0; ; ) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      seen += value.length;
-      if (seen > maxBytes) return void (await reader.cancel());
+      const pending = reader.read();
+      const read = await Promise.race([pending, late]);
+      if (read === "late") {
+        // The lock cannot be released with a read outstanding: the cancel settles it.
+        await reader.cancel();
+        await pending.catch(() => {});
+        return;
+      }
+      if (read.done) return;
+      seen += read.value.length;
+      if (seen > maxBytes) return await reader.cancel();
     }
   } catch {
     // The client went away: nothing left to drain.
   } finally {
+    clearTimeout(timer);
     reader.releaseLock();
   }
 }

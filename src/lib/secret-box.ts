@@ -60,13 +60,13 @@ export function secretBox(keyBase64: string | undefined): SecretBox {
     async open(stored) {
       if (stored === null || !stored.startsWith(SEALED)) return stored;
       if (!keyBase64) throw new SealedSecretError("a stored secret is sealed and SECRETS_KEY is not set");
-      const bytes = base64ToBytes(stored.slice(SEALED.length));
       try {
+        const bytes = base64ToBytes(stored.slice(SEALED.length));
         const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.subarray(0, IV_BYTES) }, await importKey(keyBase64), bytes.subarray(IV_BYTES));
         // As in seal: a string in, a string out.
         return decoder.decode(plain) as typeof stored;
       } catch (err) {
-        throw new SealedSecretError("a stored secret cannot be opened: SECRETS_KEY is not the key it was sealed with", { cause: err });
+        throw new SealedSecretError("a stored secret cannot be opened: it is damaged, or SECRETS_KEY is not the key it was sealed with", { cause: err });
       }
     },
   };

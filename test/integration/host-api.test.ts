@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred } from "../support/host-api";
+import { callHostApi, deferred, stalledBody } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -65,8 +65,8 @@ beforeAll(async () => {
         // §8: the token before the payload.
         oversized: await rawCall(base, ctx.run_id, ctx.runtime.api.token, OVERSIZED),
         oversized_wrong_token: await rawCall(base, ctx.run_id, "not-a-token", OVERSIZED),
-        // Drained, not reset: every refusal reaches the client.
-        oversized_again: await Promise.all(Array.from({ length: 5 }, () => rawCall(base, ctx.run_id, "not-a-token", OVERSIZED).catch((e) => `reset: ${e.cause?.code ?? e.message}`))),
+        // Drained, not reset: the answer waits for the body, so it reaches the client.
+        oversized_stalled: await stalledBody(`${base}/v1/runs/${ctx.run_id}/api`, { method: "POST", token: "not-a-token", declared: 3 * 1024 * 1024, first: 64 * 1024, pauseMs: 300 }),
         not_json: await rawCall(base, ctx.run_id, ctx.runtime.api.token, "{nope"),
         not_json_wrong_token: await rawCall(base, ctx.run_id, "not-a-token", "{nope"),
       };
@@ -118,7 +118,7 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     expect(r.oversized).toEqual([413, "payload_too_large"]);
     expect(r.not_json).toEqual([400, "invalid_argument"]);
     expect(r.oversized_wrong_token).toEqual([401, "unauthorized"]);
-    expect(r.oversized_again).toEqual(Array(5).fill([401, "unauthorized"]));
+    expect(r.oversized_stalled).toEqual({ answeredDuringPause: false, status: 401 });
     expect(r.not_json_wrong_token).toEqual([401, "unauthorized"]);
 
     // A finished run's token no longer works.

@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import { connect } from "node:net";
 /** The raw Host API response (for streams and exact bodies), as a runner would get it. */
 export function rawHostApi(baseUrl: string, runId: string, token: string, action: string, params: Record<string, unknown> = {}): Promise<Response> {
@@ -61,5 +62,29 @@ export function rawUpload(baseUrl: string, runId: string, token: string, opts: {
     });
     socket.on("close", () => resolve(answer || "closed"));
     socket.on("error", () => resolve("closed"));
+  });
+}
+
+/**
+ * A request whose body stalls halfway: it declares `declared` bytes, sends
+ * `first`, waits `pauseMs`, then sends the rest. Says whether the host
+ * answered during the pause (before the body was whole), and what it answered
+ * or how the connection failed.
+ */
+export function stalledBody(url: string, opts: { method: string; token: string; declared: number; first: number; pauseMs: number }) {
+  return new Promise<{ answeredDuringPause: boolean; status?: number; error?: string }>((resolve) => {
+    let pausing = true;
+    let answeredDuringPause = false;
+    const req = request(url, { method: opts.method, headers: { authorization: `Bearer ${opts.token}`, "content-length": String(opts.declared) } }, (res) => {
+      answeredDuringPause = pausing;
+      res.resume();
+      res.on("end", () => resolve({ answeredDuringPause, status: res.statusCode }));
+    });
+    req.on("error", (err: NodeJS.ErrnoException) => resolve({ answeredDuringPause, error: err.code ?? err.message }));
+    req.write(Buffer.alloc(opts.first, 0x20));
+    setTimeout(() => {
+      pausing = false;
+      req.end(Buffer.alloc(opts.declared - opts.first, 0x20));
+    }, opts.pauseMs);
   });
 }

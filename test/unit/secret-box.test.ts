@@ -25,11 +25,12 @@ describe("secretBox", () => {
 
   it("refuses to open a sealed value without its key, saying why", async () => {
     const sealed = await secretBox(KEY).seal("sk-live-123");
-    await expect(secretBox(OTHER_KEY).open(sealed)).rejects.toThrow(/not the key it was sealed with/);
+    await expect(secretBox(OTHER_KEY).open(sealed)).rejects.toThrow(/SECRETS_KEY is not the key it was sealed with/);
     await expect(secretBox(undefined).open(sealed)).rejects.toBeInstanceOf(SealedSecretError);
     // A tampered value fails the GCM tag check.
     const tampered = sealed.slice(0, -4) + (sealed.endsWith("AAAA") ? "BBBB" : "AAAA");
     await expect(secretBox(KEY).open(tampered)).rejects.toBeInstanceOf(SealedSecretError);
+    await expect(secretBox(KEY).open("sealed:v1:%%% not base64")).rejects.toBeInstanceOf(SealedSecretError);
   });
 
   it("seals the string values of a record and keeps its keys and other values", async () => {
