@@ -8,6 +8,7 @@ import { mcpServersRouter } from "./routes/admin/mcp-servers";
 import { modelsRouter } from "./routes/admin/models";
 import { toolsRouter } from "./routes/admin/tools";
 import { botsRouter } from "./routes/admin/bots";
+import { secretsRouter } from "./routes/admin/secrets";
 import { runnerServicesRouter, runnersRouter } from "./routes/admin/runner-services";
 import { eventsRouter } from "./routes/events";
 import { runsRouter } from "./routes/runs";
@@ -27,6 +28,7 @@ export function createApp() {
   app.route("/v1/admin/mcp-servers", mcpServersRouter);
   app.route("/v1/admin/knowledge-bases", knowledgeBasesRouter);
   app.route("/v1/admin/bots", botsRouter);
+  app.route("/v1/admin/secrets", secretsRouter);
   app.route("/v1/webhooks", webhooksRouter);
   app.onError(onError);
   app.notFound(notFound);

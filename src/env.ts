@@ -14,6 +14,7 @@ export interface Env {
   LIBSQL_AUTH_TOKEN?: string;
   ADMIN_TOKEN?: string;
   SECRETS_KEY?: string;
+  SECRETS_KEY_PREVIOUS?: string;
   PUBLIC_URL?: string;
   RUN_DEADLINE_MS?: string;
   RUNNER_MAX_LINE_BYTES?: string;
@@ -52,6 +53,8 @@ const ConfigSchema = z.object({
   ADMIN_TOKEN: z.string().min(16, "ADMIN_TOKEN must be at least 16 characters"),
   /** Seals stored credentials (lib/secret-box.ts); unset, they are stored as given. */
   SECRETS_KEY: z.string().refine(isSecretsKey, "SECRETS_KEY must be 32 random bytes in base64 (openssl rand -base64 32)").optional(),
+  /** During a key rotation: the key values may still be sealed under, until `POST /v1/admin/secrets/reseal` has run. */
+  SECRETS_KEY_PREVIOUS: z.string().refine(isSecretsKey, "SECRETS_KEY_PREVIOUS must be 32 bytes in base64").optional(),
   PUBLIC_URL: z.url().optional(),
   RUN_DEADLINE_MS: positiveInt(300_000),
   RUNNER_MAX_LINE_BYTES: positiveInt(MiB),

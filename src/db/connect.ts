@@ -14,7 +14,8 @@ const cache = new WeakMap<object, Db>();
 export function dbOf(env: Env): Db {
   let db = cache.get(env);
   if (db) return db;
-  const secrets = secretBox(configOf(env).SECRETS_KEY);
+  const config = configOf(env);
+  const secrets = secretBox(config.SECRETS_KEY, config.SECRETS_KEY_PREVIOUS);
   if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN), secrets);
   else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(createClient({ url: env.LIBSQL_URL, authToken: env.LIBSQL_AUTH_TOKEN })), secrets);
   else throw new Error("no database configured: set LIBSQL_URL (or run locally with `npm start`)");

@@ -22,6 +22,8 @@ export interface SecretBox {
   seal<T extends string | null>(plain: T): Promise<T>;
   /** The value as it was given: opened when sealed; a value stored before a key was set is returned as it is. */
   open<T extends string | null>(stored: T): Promise<T>;
+  /** The value sealed under the current key, or undefined when it already is (or is null): nothing to write. */
+  reseal(stored: string | null): Promise<string | undefined>;
 }
 
 /** Imported keys, by their base64 (one per deployment in practice). */
@@ -45,7 +47,13 @@ export function isSecretsKey(keyBase64: string): boolean {
   }
 }
 
-export function secretBox(keyBase64: string | undefined): SecretBox {
+/**
+ * Seals under `keyBase64`; opens under it or, while keys are being rotated,
+ * under `previousKeyBase64` (a GCM tag that does not verify tells the keys apart).
+ */
+export function secretBox(keyBase64: string | undefined, previousKeyBase64?: string): SecretBox {
+  const openUnder = async (key: string, bytes: Uint8Array) =>
+    decoder.decode(await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.subarray(0, IV_BYTES) }, await importKey(key), bytes.subarray(IV_BYTES)));
   return {
     async seal(plain) {
       if (plain === null || !keyBase64) return plain;
@@ -60,14 +68,27 @@ export function secretBox(keyBase64: string | undefined): SecretBox {
     async open(stored) {
       if (stored === null || !stored.startsWith(SEALED)) return stored;
       if (!keyBase64) throw new SealedSecretError("a stored secret is sealed and SECRETS_KEY is not set");
+      let bytes: Uint8Array;
       try {
-        const bytes = base64ToBytes(stored.slice(SEALED.length));
-        const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.subarray(0, IV_BYTES) }, await importKey(keyBase64), bytes.subarray(IV_BYTES));
-        // As in seal: a string in, a string out.
-        return decoder.decode(plain) as typeof stored;
+        bytes = base64ToBytes(stored.slice(SEALED.length));
       } catch (err) {
-        throw new SealedSecretError("a stored secret cannot be opened: it is damaged, or SECRETS_KEY is not the key it was sealed with", { cause: err });
+        throw new SealedSecretError("a stored secret is damaged", { cause: err });
       }
+      // As in seal: a string in, a string out.
+      for (const key of previousKeyBase64 ? [keyBase64, previousKeyBase64] : [keyBase64]) {
+        try {
+          return (await openUnder(key, bytes)) as typeof stored;
+        } catch {
+          // Not this key (or damaged): try the next.
+        }
+      }
+      throw new SealedSecretError("a stored secret cannot be opened: it is damaged, or sealed under neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS");
+    },
+    async reseal(stored) {
+      if (stored === null) return undefined;
+      if (!keyBase64) throw new SealedSecretError("SECRETS_KEY is not set: there is no key to seal under");
+      if (stored.startsWith(SEALED) && (await secretBox(keyBase64).open(stored).then(() => true, () => false))) return undefined;
+      return this.seal(await this.open(stored));
     },
   };
 }
@@ -80,4 +101,17 @@ export async function sealValues<T extends Record<string, unknown>>(box: SecretB
 /** The record as it was given to sealValues. */
 export async function openValues<T extends Record<string, unknown>>(box: SecretBox, record: T): Promise<T> {
   return Object.fromEntries(await Promise.all(Object.entries(record).map(async ([k, v]) => [k, typeof v === "string" ? await box.open(v) : v]))) as T;
+}
+
+/** The record with every string value sealed under the current key, or undefined when all already are. */
+export async function resealValues<T extends Record<string, unknown>>(box: SecretBox, record: T): Promise<T | undefined> {
+  let changed = false;
+  const entries = await Promise.all(
+    Object.entries(record).map(async ([k, v]) => {
+      const resealed = typeof v === "string" ? await box.reseal(v) : undefined;
+      if (resealed !== undefined) changed = true;
+      return [k, resealed ?? v];
+    }),
+  );
+  return changed ? (Object.fromEntries(entries) as T) : undefined;
 }

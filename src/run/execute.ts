@@ -140,8 +140,11 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   try {
     const context = buildRunContext({ job, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
-    // Sealed at rest and in the job: opened only to sign the request.
-    const target = { baseUrl: job.runner.baseUrl, runnerName: job.runner.runnerName, secret: await db.secrets.open(job.runner.secret) };
+    // Sealed at rest and in the job: opened only to sign the request. Unopenable, the runner is not called at all.
+    const secret = await db.secrets.open(job.runner.secret).catch((err: Error) => {
+      throw new RunnerCallError("host.internal_error", `the runner service's secret cannot be used: ${err.message}`, { cause: err });
+    });
+    const target = { baseUrl: job.runner.baseUrl, runnerName: job.runner.runnerName, secret };
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
     for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
       const batch = processor.process(payloads);

@@ -25,12 +25,25 @@ describe("secretBox", () => {
 
   it("refuses to open a sealed value without its key, saying why", async () => {
     const sealed = await secretBox(KEY).seal("sk-live-123");
-    await expect(secretBox(OTHER_KEY).open(sealed)).rejects.toThrow(/SECRETS_KEY is not the key it was sealed with/);
+    await expect(secretBox(OTHER_KEY).open(sealed)).rejects.toThrow(/sealed under neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS/);
     await expect(secretBox(undefined).open(sealed)).rejects.toBeInstanceOf(SealedSecretError);
     // A tampered value fails the GCM tag check.
     const tampered = sealed.slice(0, -4) + (sealed.endsWith("AAAA") ? "BBBB" : "AAAA");
     await expect(secretBox(KEY).open(tampered)).rejects.toBeInstanceOf(SealedSecretError);
     await expect(secretBox(KEY).open("sealed:v1:%%% not base64")).rejects.toBeInstanceOf(SealedSecretError);
+  });
+
+  it("rotates: opens under the previous key too, and reseals only what is not under the current one", async () => {
+    const old = await secretBox(OTHER_KEY).seal("sk-old");
+    const rotating = secretBox(KEY, OTHER_KEY);
+    expect(await rotating.open(old)).toBe("sk-old");
+    const moved = await rotating.reseal(old);
+    expect(moved).toMatch(/^sealed:v1:/);
+    expect(await secretBox(KEY).open(moved!)).toBe("sk-old");
+    expect(await rotating.reseal(moved!)).toBeUndefined();
+    expect(await secretBox(KEY).open((await rotating.reseal("plain-before-any-key"))!)).toBe("plain-before-any-key");
+    expect(await rotating.reseal(null)).toBeUndefined();
+    await expect(secretBox(undefined).reseal("x")).rejects.toBeInstanceOf(SealedSecretError);
   });
 
   it("seals the string values of a record and keeps its keys and other values", async () => {

@@ -1,0 +1,125 @@
+import { createHmac } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../local/build";
+import { startHost, type LocalHost } from "../../local/host";
+import { adminCall } from "../../local/setup";
+import { startFakeProvider } from "../support/fake-provider";
+import { ADMIN_TOKEN, messageEvent, type RunView } from "../support/host";
+import { callHostApi } from "../support/host-api";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * Credentials at rest across key changes, on one data folder: values stored
+ * before there was a key, a key set later, a rotation (SECRETS_KEY_PREVIOUS)
+ * and `POST /v1/admin/secrets/reseal`; a wrong key fails runs instead of
+ * sending anything unsigned.
+ */
+const KEY_A = Buffer.alloc(32, 0xa).toString("base64");
+const KEY_B = Buffer.alloc(32, 0xb).toString("base64");
+const RUNNER_SECRET = "rotation-runner-secret-5c1d";
+const MODEL_KEY = "sk-rotation-model-8e2f";
+
+let dataDir: string;
+let provider: Awaited<ReturnType<typeof startFakeProvider>>;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+
+const start = (vars: Record<string, string>) => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars });
+
+async function withHost<T>(vars: Record<string, string>, use: (host: LocalHost) => Promise<T>): Promise<T> {
+  const host = await start(vars);
+  try {
+    return await use(host);
+  } finally {
+    await host.dispose();
+  }
+}
+
+async function finished(host: LocalHost, runId: string): Promise<RunView> {
+  for (const end = Date.now() + 10_000; ; await new Promise((r) => setTimeout(r, 25))) {
+    const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
+    if (!["queued", "running"].includes(res.body.status)) return res.body;
+    if (Date.now() > end) throw new Error(`run ${runId} did not end`);
+  }
+}
+
+/** One run that invokes the model: its status, its reply, and whether the runner saw a request signed with the shared secret. */
+async function useCredentials(host: LocalHost, conversation: string) {
+  const calls = runner.calls.length;
+  const posted = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent(conversation, "invoke"));
+  const run = await finished(host, posted.body.run_id);
+  const call = runner.calls[calls];
+  const signed = call ? call.headers["x-agent-signature"] === `v1=${createHmac("sha256", RUNNER_SECRET).update(`${call.headers["x-agent-timestamp"]}.${call.raw}`).digest("hex")}` : null;
+  return { status: run.status, reply: run.message?.content, signed, error: run.error };
+}
+
+const reseal = (host: LocalHost) => adminCall<{ resealed: Record<string, number> }>(host, "POST", "/v1/admin/secrets/reseal");
+const stored = async (host: LocalHost) => ({
+  runner: (await host.query<{ v: string }>("SELECT secret AS v FROM runner_service"))[0].v,
+  model: (await host.query<{ v: string }>("SELECT api_key AS v FROM model"))[0].v,
+});
+const NOTHING = { runner_services: 0, bots: 0, models: 0, knowledge_bases: 0, tools: 0, mcp_servers: 0 };
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "agent-host-secrets-"));
+  provider = await startFakeProvider({ keys: { "gpt-main": MODEL_KEY } });
+  runner = await startAdHocRunner({
+    name: "rotation",
+    runners: [{ name: "default", label: { en_US: "rotation" }, permissions: { models: ["invoke"] } }],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "model.invoke", { model_id: "chat", messages: [{ role: "user", content: "hi" }] });
+      resultWriter(res, ctx.run_id).reply(String(answer.status));
+    },
+  });
+});
+afterAll(async () => {
+  await Promise.all([runner?.close(), provider?.close()]);
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe("credentials at rest across key changes", () => {
+  it("keeps every credential usable from no key, to a key, through a rotation, and refuses a wrong key", async () => {
+    // No key: stored as given; nothing to reseal under.
+    await withHost({}, async (host) => {
+      expect((await reseal(host)).status).toBe(409);
+      expect((await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: runner.url, secret: RUNNER_SECRET })).status).toBe(201);
+      expect((await adminCall(host, "POST", "/v1/admin/models", { model_id: "chat", name: "chat", kind: "llm", base_url: provider.baseUrl, api_key: MODEL_KEY, model: "gpt-main" })).status).toBe(201);
+      const agent = { agent_id: "rotation", name: "rotation", runner_id: runner.runnerId(), event_types: ["message.received"], resource_policy: { models: ["chat"] } };
+      expect((await adminCall(host, "POST", "/v1/admin/agents", agent)).status).toBe(201);
+      expect(await stored(host)).toEqual({ runner: RUNNER_SECRET, model: MODEL_KEY });
+      expect(await useCredentials(host, "no-key")).toMatchObject({ status: "completed", reply: "200", signed: true });
+    });
+
+    // A key set later: the old plain values still work, and reseal seals them (once).
+    await withHost({ SECRETS_KEY: KEY_A }, async (host) => {
+      expect(await useCredentials(host, "key-a")).toMatchObject({ status: "completed", reply: "200", signed: true });
+      expect((await reseal(host)).body.resealed).toEqual({ ...NOTHING, runner_services: 1, models: 1 });
+      expect((await reseal(host)).body.resealed).toEqual(NOTHING);
+      const sealed = await stored(host);
+      expect(sealed.runner).toMatch(/^sealed:v1:/);
+      expect(sealed.model).toMatch(/^sealed:v1:/);
+      expect(await useCredentials(host, "key-a-sealed")).toMatchObject({ status: "completed", reply: "200", signed: true });
+    });
+
+    // Rotation: the new key with the old one as previous; reseal moves everything to the new key.
+    await withHost({ SECRETS_KEY: KEY_B, SECRETS_KEY_PREVIOUS: KEY_A }, async (host) => {
+      expect(await useCredentials(host, "rotating")).toMatchObject({ status: "completed", reply: "200", signed: true });
+      expect((await reseal(host)).body.resealed).toEqual({ ...NOTHING, runner_services: 1, models: 1 });
+    });
+    await withHost({ SECRETS_KEY: KEY_B }, async (host) => {
+      expect(await useCredentials(host, "key-b")).toMatchObject({ status: "completed", reply: "200", signed: true });
+    });
+
+    // A wrong key: the run fails before anything is sent with a credential it cannot open.
+    await withHost({ SECRETS_KEY: KEY_A }, async (host) => {
+      const before = runner.calls.length;
+      const outcome = await useCredentials(host, "wrong-key");
+      expect(outcome.status).toBe("failed");
+      expect(outcome.error).toMatchObject({ code: "host.internal_error", message: expect.stringMatching(/secret cannot be used: .*SECRETS_KEY/) });
+      expect(runner.calls.length).toBe(before);
+    });
+  });
+});
