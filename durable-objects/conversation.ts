@@ -68,8 +68,8 @@ export class ConversationDO extends DurableObject<Env> {
   private dirty = false;
   private wake?: () => void;
   private readonly isActive = (runId: string) => this.active.has(runId);
-  /** Replies still on their way to a chat platform after their run ended: the alarm stays alive for them, the next run does not wait. */
-  private readonly delivering = new Set<Promise<void>>();
+  /** Work left after a run ended (its reply still on its way, its MCP sessions closing): the alarm stays alive for it, the next run does not wait. */
+  private readonly settling = new Set<Promise<void>>();
 
   /**
    * Decide what an event bound to an agent does in this conversation (PROTOCOL
@@ -127,7 +127,7 @@ export class ConversationDO extends DurableObject<Env> {
         // A run started now must end, and its reply settle, within this invocation's wall time.
         const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS + config.DELIVERY_SETTLE_TIMEOUT_MS > ALARM_BUDGET_MS;
         if (!outOfBudget) for (const [key, run] of startable(table, now, this.isActive)) this.start(key, run);
-        if (this.active.size === 0 && this.delivering.size === 0) {
+        if (this.active.size === 0 && this.settling.size === 0) {
           if (table.length === 0) return await this.ctx.storage.deleteAlarm();
           // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
           const debounced = table.map(([, r]) => r.notBefore).filter((t) => t > now);
@@ -159,6 +159,7 @@ export class ConversationDO extends DurableObject<Env> {
         steering: this.steeringPort(session.job),
         ledger: hostLedger(db, runId, session.ledgerSequence, (entries) => this.live.publish(runId, entries)),
         signal: session.abort.signal,
+        mcp: session.mcp,
       },
       body.json,
     );
@@ -353,6 +354,7 @@ export class ConversationDO extends DurableObject<Env> {
       // Host API calls still in flight (a model stream, a tool call) end with the run.
       if (!abort.signal.aborted) abort.abort(new RunnerCallError("cancelled", "the run has ended"));
       // Unregister first so no pull races the drop; delete the entry so no new claim targets this run.
+      const ending = this.sessions.get(job.runId);
       this.sessions.delete(job.runId);
       // Unrecorded, the entry stays: as "running" the scheduler finds it as an orphan and retries the
       // terminal write; as "queued" (it failed while starting) it is tried again after a pause.
@@ -365,17 +367,18 @@ export class ConversationDO extends DurableObject<Env> {
       await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       this.live.end(job.runId, status); // unrecorded runs end for followers only now; a no-op otherwise
       // The run is over in every sense (status written, token void); its reply may still be on the wire.
-      if (delivery) this.settleDelivery(delivery, config.DELIVERY_SETTLE_TIMEOUT_MS);
+      if (delivery) this.settle(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
+      if (ending) this.settle(ending.mcp.closeAll());
     }
   }
 
-  /** Bounded wait for a reply's last sends and edits, tracked so the alarm handler outlives it. */
-  private settleDelivery(delivery: DeliverySession, timeoutMs: number): void {
-    const settled: Promise<void> = delivery.settle(timeoutMs).finally(() => {
-      this.delivering.delete(settled);
+  /** Bounded work after a run (a reply's last sends, MCP sessions' ends), tracked so the alarm handler outlives it. */
+  private settle(work: Promise<void>): void {
+    const settled: Promise<void> = work.finally(() => {
+      this.settling.delete(settled);
       this.kick();
     });
-    this.delivering.add(settled);
+    this.settling.add(settled);
   }
 
   private async finishLost(key: string, job: RunJob): Promise<void> {

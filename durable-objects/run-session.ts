@@ -1,6 +1,7 @@
 import { constantTimeEqual, sha256Hex } from "../src/lib/crypto";
 import type { RunJob } from "../src/run/job";
 import { LedgerSequence } from "../src/run/ledger-sequence";
+import { McpSessionPool } from "../src/resources/mcp";
 import type { AuthorizationSnapshot } from "../src/run/snapshot";
 
 /**
@@ -13,13 +14,17 @@ export class RunSession {
   readonly ledgerSequence = new LedgerSequence();
   /** Declared bytes of the uploads this run has started (its ARTIFACT_UPLOAD_RUN_MAX_BYTES budget). */
   uploadedBytes = 0;
+  /** MCP sessions of the run's tool calls; they end with the run. */
+  readonly mcp: McpSessionPool;
 
   constructor(
     readonly job: RunJob,
     readonly snapshot: AuthorizationSnapshot,
     private readonly tokenHash: string,
     readonly abort: AbortController,
-  ) {}
+  ) {
+    this.mcp = new McpSessionPool(abort.signal);
+  }
 
   async verify(token: string): Promise<boolean> {
     return constantTimeEqual(await sha256Hex(token), this.tokenHash);

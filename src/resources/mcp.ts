@@ -45,40 +45,62 @@ const settleWithin = (promise: Promise<unknown>, ms: number) => {
   return Promise.race([promise.catch(() => {}), waited]).finally(() => clearTimeout(timer));
 };
 
+/** An open MCP session: its client, and the signal that ends it (its owner's, or an answer over maxBytes). */
+interface McpSession {
+  client: Client;
+  signal: AbortSignal;
+  /** Ends a stateful server's session (DELETE), waiting for it only briefly, and closes the client. */
+  close(): Promise<void>;
+}
+
 /**
- * One short MCP session over streamable HTTP (official SDK client): connect,
- * do `work`, close. Sessions are not kept between calls, so nothing is held
- * in a Durable Object that could outlive its run.
- *
- * The SDK's requests follow the session's signal: the caller's (deadline,
- * timeout, run ended), or a body over `maxBytes`, which ends the wait for an
- * answer that will not come.
+ * Connects to a server over streamable HTTP (official SDK client). The
+ * session lives until `lifetime` aborts or an answer exceeds `maxBytes`;
+ * `connectSignal` bounds the connection itself.
  */
-async function withSession<T>(server: McpServerTarget, opts: McpCallOptions, work: (client: Client, signal: AbortSignal) => Promise<T>): Promise<T> {
+async function openSession(server: McpServerTarget, opts: McpCallOptions & { lifetime: AbortSignal }): Promise<McpSession> {
   const session = new AbortController();
   const stop = (reason: unknown) => {
     if (!session.signal.aborted) session.abort(reason);
   };
-  const follow = () => stop(opts.signal.reason);
-  if (opts.signal.aborted) follow();
-  else opts.signal.addEventListener("abort", follow, { once: true });
+  const follow = () => stop(opts.lifetime.reason);
+  if (opts.lifetime.aborted) follow();
+  else opts.lifetime.addEventListener("abort", follow, { once: true });
   // Our own validator: the SDK's default (Ajv) compiles code at run time, which workerd forbids.
   const client = new Client(CLIENT_INFO, { jsonSchemaValidator: mcpSchemaValidator });
   const transport = new StreamableHTTPClientTransport(new URL(server.url), {
     requestInit: { headers: server.headers },
     fetch: cappedFetch(opts.maxBytes, stop),
   });
+  const close = async () => {
+    opts.lifetime.removeEventListener("abort", follow);
+    // A stateless server has no session to end; closing the client aborts a DELETE still under way.
+    await settleWithin(transport.terminateSession(), TERMINATE_WAIT_MS);
+    await client.close().catch(() => {});
+  };
+  const connecting = AbortSignal.any([session.signal, opts.signal]);
   try {
-    await client.connect(transport, { signal: session.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
-    return await work(client, session.signal);
+    await client.connect(transport, { signal: connecting, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
+  } catch (err) {
+    await close();
+    throw upstreamOf(err, connecting);
+  }
+  return { client, signal: session.signal, close };
+}
+
+/**
+ * One short session: connect, do `work`, close (discovery). The SDK's
+ * requests follow the caller's signal and the session's, which an answer
+ * over `maxBytes` aborts, ending the wait for an answer that will not come.
+ */
+async function withSession<T>(server: McpServerTarget, opts: McpCallOptions, work: (client: Client, signal: AbortSignal) => Promise<T>): Promise<T> {
+  const session = await openSession(server, { ...opts, lifetime: opts.signal });
+  try {
+    return await work(session.client, session.signal);
   } catch (err) {
     throw upstreamOf(err, session.signal);
   } finally {
-    opts.signal.removeEventListener("abort", follow);
-    // Ends a stateful server's session (DELETE; a stateless server has none), waiting for it only briefly:
-    // closing the client aborts a DELETE still under way.
-    await settleWithin(transport.terminateSession(), TERMINATE_WAIT_MS);
-    await client.close().catch(() => {});
+    await session.close();
   }
 }
 
@@ -125,18 +147,54 @@ export interface McpToolResult {
   isError: boolean;
 }
 
-/** `tools/call`. A tool-level failure (`isError`) is a result, for the model to read, not an exception. */
-export function callMcpTool(
-  server: McpServerTarget,
-  call: { name: string; arguments: Record<string, unknown> },
-  opts: McpCallOptions,
-): Promise<McpToolResult> {
-  return withSession(server, opts, async (client, signal) => {
-    const result = await client.callTool(call, undefined, { signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
-    return {
-      content: Array.isArray(result.content) ? result.content : [],
-      ...(result.structuredContent ? { structuredContent: result.structuredContent as Record<string, unknown> } : {}),
-      isError: result.isError === true,
-    };
-  });
+const toToolResult = (result: Awaited<ReturnType<Client["callTool"]>>): McpToolResult => ({
+  content: Array.isArray(result.content) ? result.content : [],
+  ...(result.structuredContent ? { structuredContent: result.structuredContent as Record<string, unknown> } : {}),
+  isError: result.isError === true,
+});
+
+/**
+ * A run's MCP sessions, one per server, opened on the first `tools/call` and
+ * kept until the run ends (`closeAll`), so later calls skip the handshake.
+ * A call that fails drops its session (an oversized answer, for one, ends
+ * it): the next call opens a new one.
+ */
+export class McpSessionPool {
+  private readonly sessions = new Map<string, Promise<McpSession>>();
+
+  /** `lifetime`: the run's signal; every session ends with it. */
+  constructor(private readonly lifetime: AbortSignal) {}
+
+  /** `tools/call`. A tool-level failure (`isError`) is a result, for the model to read, not an exception. */
+  async callTool(server: McpServerTarget, call: { name: string; arguments: Record<string, unknown> }, opts: McpCallOptions): Promise<McpToolResult> {
+    // Headers are part of the key: a server re-registered with new credentials gets a new session.
+    const key = JSON.stringify([server.url, server.headers]);
+    let opening = this.sessions.get(key);
+    if (!opening) {
+      opening = openSession(server, { ...opts, lifetime: this.lifetime });
+      this.sessions.set(key, opening);
+      opening.catch(() => this.drop(key, opening!));
+    }
+    const session = await opening;
+    const signal = AbortSignal.any([session.signal, opts.signal]);
+    try {
+      return toToolResult(await session.client.callTool(call, undefined, { signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }));
+    } catch (err) {
+      if (this.drop(key, opening)) void session.close();
+      throw upstreamOf(err, signal);
+    }
+  }
+
+  /** Ends every session (bounded: a server that never answers its DELETE is not waited for long). */
+  async closeAll(): Promise<void> {
+    const open = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.all(open.map((s) => s.then((session) => session.close(), () => {})));
+  }
+
+  private drop(key: string, session: Promise<McpSession>): boolean {
+    if (this.sessions.get(key) !== session) return false;
+    this.sessions.delete(key);
+    return true;
+  }
 }

@@ -166,17 +166,27 @@ describe("MCP servers", () => {
     await agent("mcp", { type: "conversation", id: "sticky" }, { tools: ["sticky.add", "sticky.huge"] });
 
     started = Date.now();
+    const deletes = sticky.calls.filter((c) => c.method === "DELETE").length;
     const { result } = await inRun("sticky", async ({ api }) => api("tool.call", { tool_name: "sticky.add", parameters: { a: 2, b: 2 } }));
     expect(result.status).toBe(200);
     expect(result.body.data.result).toMatchObject({ structuredContent: { sum: 4 }, isError: false });
     expect(Date.now() - started).toBeLessThan(4_000);
+    // The run's session is ended once the run is over (the DELETE is sent, and not waited for long).
+    for (const end = Date.now() + 3_000; sticky.calls.filter((c) => c.method === "DELETE").length === deletes && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    expect(sticky.calls.filter((c) => c.method === "DELETE").length).toBe(deletes + 1);
   });
 
   it("an MCP answer larger than RESOURCE_RESPONSE_MAX_BYTES is refused, not passed on", async () => {
     const started = Date.now();
-    const { result, runId } = await inRun("sticky", async ({ api }) => api("tool.call", { tool_name: "sticky.huge", parameters: {} }));
+    const { result: both, runId } = await inRun("sticky", async ({ api }) => ({
+      huge: await api("tool.call", { tool_name: "sticky.huge", parameters: {} }),
+      // The oversized answer ended that session; the run's next call opens another.
+      after: await api("tool.call", { tool_name: "sticky.add", parameters: { a: 1, b: 2 } }),
+    }));
+    const result = both.huge;
     expect([result.status, result.body.error.code]).toEqual([502, "runtime_error"]);
     expect(result.body.error.message).toContain(`${MAX_BYTES} bytes`);
+    expect([both.after.status, both.after.body.data?.result?.structuredContent]).toEqual([200, { sum: 3 }]);
     expect(Date.now() - started).toBeLessThan(4_000);
     expect((await ledger(runId)).find((e) => e.type === "tool.call.completed")?.data.error).toMatchObject({ code: "runtime_error" });
   });

@@ -305,14 +305,25 @@ describe("tools", () => {
     expect(calls[1].data.result).toEqual({ city: "Oslo", forecast: "sunny", days: 2 });
   });
 
-  it("calls tools discovered on an MCP server over streamable HTTP", async () => {
-    const { result } = await inRun("mcp-tool", async ({ api }) => ({
-      add: await api("tool.call", { tool_name: "calc.add", parameters: { a: 2, b: 3 } }),
-      shout: await api("tool.call", { tool_name: "calc.shout", parameters: { text: "hey" } }),
-    }));
+  it("calls tools discovered on an MCP server over streamable HTTP, on one session per run", async () => {
+    const run = () =>
+      inRun("mcp-tool", async ({ api }) => ({
+        add: await api("tool.call", { tool_name: "calc.add", parameters: { a: 2, b: 3 } }),
+        shout: await api("tool.call", { tool_name: "calc.shout", parameters: { text: "hey" } }),
+        again: await api("tool.call", { tool_name: "calc.add", parameters: { a: 1, b: 1 } }),
+      }));
+    const before = mcp.calls.length;
+    const { result } = await run();
     expect(result.add.body.data.result).toEqual({ content: [{ type: "text", text: "5" }], structuredContent: { sum: 5 }, isError: false });
     expect(result.shout.body.data.result).toEqual({ content: [{ type: "text", text: "HEY" }], isError: false });
-    expect(mcp.calls.filter((c) => c.method === "tools/call").map((c) => c.tool)).toEqual(expect.arrayContaining(["add", "shout"]));
+    expect(result.again.body.data.result).toMatchObject({ structuredContent: { sum: 2 } });
+    // Three calls, one handshake: the session is opened by the first call and kept for the run.
+    const methods = () => mcp.calls.slice(before).map((c) => c.method);
+    expect(methods().filter((m) => m === "initialize")).toHaveLength(1);
+    expect(methods().filter((m) => m === "tools/call")).toHaveLength(3);
+    // The next run opens its own.
+    await run();
+    expect(methods().filter((m) => m === "initialize")).toHaveLength(2);
   });
 
   it("refuses parameters that do not match the tool's schema with 400, without reaching the tool", async () => {

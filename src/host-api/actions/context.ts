@@ -1,3 +1,4 @@
+import type { McpSessionPool } from "../../resources/mcp";
 import type { Db } from "../../db/client";
 import type { Config } from "../../env";
 import { decodeCursor, decodeKeyCursor, InvalidCursorError } from "../../lib/cursor";
@@ -26,6 +27,8 @@ export interface ActionContext {
   ledger: LedgerPort;
   /** Aborted when the run is cancelled, interrupted or passes its deadline: in-flight upstream calls stop. */
   signal: AbortSignal;
+  /** The run's MCP sessions, kept from one tool call to the next until the run ends. */
+  mcp: McpSessionPool;
 }
 
 export type Handler<A extends HostApiAction> = (ctx: ActionContext, params: HostApiParams<A>) => Promise<unknown>;

@@ -2,7 +2,6 @@ import { newId } from "../../lib/ids";
 import type { ToolResource } from "../../protocol/resources";
 import { callHttpTool } from "../../resources/http-tool";
 import { formatSchemaIssues, validateJsonSchema } from "../../resources/json-schema";
-import { callMcpTool } from "../../resources/mcp";
 import { redactValue, secretFragments, urlSecrets } from "../../resources/secrets";
 import { storeToolResult } from "../../resources/tool-result-artifact";
 import { toolsStore, type ToolRow } from "../../resources/tools-store";
@@ -37,7 +36,7 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
     const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(server.headersJson, {}));
     return {
       secrets: secretFragments([...Object.values(headers), ...urlSecrets(server.url)]),
-      invoke: (signal) => callMcpTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs, maxBytes }),
+      invoke: (signal) => ctx.mcp.callTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs, maxBytes }),
     };
   }
   if (!row.endpoint) throw new ApiError("not_found", `tool ${row.toolName} has no endpoint`);
