@@ -76,10 +76,11 @@ describe("POST /v1/events", () => {
       expect(repeat.body).toEqual({ event_id: "idem-event-1", run_id: first.body.run_id, disposition: "duplicate" });
     }
     await host.waitForRun(first.body.run_id!);
-    await new Promise((r) => setTimeout(r, 200));
-    expect(runner.calls.length - before).toBe(1);
     const runs = await host.admin("GET", "/v1/runs?conversation_id=idem");
     expect(runs.body.items).toHaveLength(1);
+    await afterEverythingIn("idem");
+    expect(runner.calls.length - before).toBe(2); // the first and the marker
+    expect(timeline.filter((t) => t === "start once")).toHaveLength(1);
   });
 
   it("makes a second message to a busy conversation wait for the active run (enqueue)", async () => {
@@ -110,7 +111,7 @@ describe("POST /v1/events", () => {
     hold.resolve();
     await host.waitForRun(first.body.run_id!);
     expect((await host.waitForRun(queued.body.run_id!)).status).toBe("completed");
-    await new Promise((r) => setTimeout(r, 200));
+    await afterEverythingIn("redeliver");
     expect(timeline.filter((t) => t === "start queued once")).toHaveLength(1);
   });
 
@@ -141,6 +142,16 @@ describe("POST /v1/events", () => {
     expect((await host.waitForRun(ra.body.run_id!)).message?.content).toBe("echo hold:a");
   });
 });
+
+/**
+ * A barrier instead of a sleep: a conversation's runs go one after another, so
+ * once a marker event posted now has run, any run an earlier event could
+ * have started has run too.
+ */
+async function afterEverythingIn(conversationId: string) {
+  const marker = await host.postEvent(messageEvent(conversationId, `marker ${conversationId}`));
+  expect((await host.waitForRun(marker.body.run_id!)).status).toBe("completed");
+}
 
 async function waitFor(cond: () => boolean, timeoutMs = 5000) {
   const until = Date.now() + timeoutMs;
