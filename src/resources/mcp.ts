@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { mcpSchemaValidator, schemaProblems, type JsonSchema } from "./json-schema";
 import { cappedFetch, UpstreamError } from "./upstream";
 
@@ -55,10 +55,10 @@ interface McpSession {
 
 /**
  * Connects to a server over streamable HTTP (official SDK client). The
- * session lives until `lifetime` aborts or an answer exceeds `maxBytes`;
- * `connectSignal` bounds the connection itself.
+ * session lives until `lifetime` aborts or an answer exceeds `maxBytes`; the
+ * handshake itself is bounded by `timeoutMs`.
  */
-async function openSession(server: McpServerTarget, opts: McpCallOptions & { lifetime: AbortSignal }): Promise<McpSession> {
+async function openSession(server: McpServerTarget, opts: { lifetime: AbortSignal; timeoutMs: number; maxBytes: number }): Promise<McpSession> {
   const session = new AbortController();
   const stop = (reason: unknown) => {
     if (!session.signal.aborted) session.abort(reason);
@@ -70,7 +70,8 @@ async function openSession(server: McpServerTarget, opts: McpCallOptions & { lif
   const client = new Client(CLIENT_INFO, { jsonSchemaValidator: mcpSchemaValidator });
   const transport = new StreamableHTTPClientTransport(new URL(server.url), {
     requestInit: { headers: server.headers },
-    fetch: cappedFetch(opts.maxBytes, stop),
+    // Per event on a stream: the server's notification stream may stay open as long as the session.
+    fetch: cappedFetch(opts.maxBytes, stop, { perSseEvent: true }),
   });
   const close = async () => {
     opts.lifetime.removeEventListener("abort", follow);
@@ -78,14 +79,41 @@ async function openSession(server: McpServerTarget, opts: McpCallOptions & { lif
     await settleWithin(transport.terminateSession(), TERMINATE_WAIT_MS);
     await client.close().catch(() => {});
   };
-  const connecting = AbortSignal.any([session.signal, opts.signal]);
   try {
-    await client.connect(transport, { signal: connecting, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
+    await client.connect(transport, { signal: session.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
   } catch (err) {
     await close();
-    throw upstreamOf(err, connecting);
+    throw upstreamOf(err, session.signal);
   }
   return { client, signal: session.signal, close };
+}
+
+/** A signal that aborts when either does, with that one's reason; `dispose` removes its listeners (`a` may live long). */
+function eitherSignal(a: AbortSignal, b: AbortSignal): { signal: AbortSignal; dispose(): void } {
+  const either = new AbortController();
+  const fromA = () => either.abort(a.reason);
+  const fromB = () => either.abort(b.reason);
+  if (b.aborted) fromB();
+  else if (a.aborted) fromA();
+  else {
+    a.addEventListener("abort", fromA, { once: true });
+    b.addEventListener("abort", fromB, { once: true });
+  }
+  return {
+    signal: either.signal,
+    dispose() {
+      a.removeEventListener("abort", fromA);
+      b.removeEventListener("abort", fromB);
+    },
+  };
+}
+
+/** `promise`, or the signal's reason as soon as it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  let stop!: () => void;
+  const aborted = new Promise<never>((_, reject) => signal.addEventListener("abort", (stop = () => reject(signal.reason)), { once: true }));
+  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener("abort", stop));
 }
 
 /**
@@ -94,7 +122,7 @@ async function openSession(server: McpServerTarget, opts: McpCallOptions & { lif
  * over `maxBytes` aborts, ending the wait for an answer that will not come.
  */
 async function withSession<T>(server: McpServerTarget, opts: McpCallOptions, work: (client: Client, signal: AbortSignal) => Promise<T>): Promise<T> {
-  const session = await openSession(server, { ...opts, lifetime: opts.signal });
+  const session = await openSession(server, { lifetime: opts.signal, timeoutMs: opts.timeoutMs, maxBytes: opts.maxBytes });
   try {
     return await work(session.client, session.signal);
   } catch (err) {
@@ -153,48 +181,81 @@ const toToolResult = (result: Awaited<ReturnType<Client["callTool"]>>): McpToolR
   isError: result.isError === true,
 });
 
+interface PoolEntry {
+  key: string;
+  opening: Promise<McpSession>;
+  /** Calls using (or waiting for) the session: a retired session is closed once there are none. */
+  inflight: number;
+  retired: boolean;
+  closed: boolean;
+}
+
 /**
  * A run's MCP sessions, one per server, opened on the first `tools/call` and
  * kept until the run ends (`closeAll`), so later calls skip the handshake.
- * A call that fails drops its session (an oversized answer, for one, ends
- * it): the next call opens a new one.
+ * A session that itself fails (its connection, an answer over the cap) is
+ * retired, and closed once no call uses it; the next call opens another. A
+ * call's own end (its timeout, its caller gone, an error the server answered)
+ * leaves the session to the others.
  */
 export class McpSessionPool {
-  private readonly sessions = new Map<string, Promise<McpSession>>();
+  private readonly entries = new Map<string, PoolEntry>();
+  private readonly closing = new Set<Promise<void>>();
 
   /** `lifetime`: the run's signal; every session ends with it. */
   constructor(private readonly lifetime: AbortSignal) {}
 
   /** `tools/call`. A tool-level failure (`isError`) is a result, for the model to read, not an exception. */
   async callTool(server: McpServerTarget, call: { name: string; arguments: Record<string, unknown> }, opts: McpCallOptions): Promise<McpToolResult> {
+    const entry = this.entryFor(server, opts);
+    entry.inflight++;
+    try {
+      const session = await untilAborted(entry.opening, opts.signal);
+      const linked = eitherSignal(session.signal, opts.signal);
+      try {
+        return toToolResult(await session.client.callTool(call, undefined, { signal: linked.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }));
+      } catch (err) {
+        // The SDK reports an aborted request as RequestTimeout, a lost connection as ConnectionClosed.
+        const answered = err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout;
+        if (session.signal.aborted || (!opts.signal.aborted && !answered)) this.retire(entry);
+        // The run's end and the call's deadline fire together; the call's reason says which.
+        throw upstreamOf(err, opts.signal.aborted ? opts.signal : linked.signal);
+      } finally {
+        linked.dispose();
+      }
+    } finally {
+      entry.inflight--;
+      if (entry.retired && entry.inflight === 0) this.close(entry);
+    }
+  }
+
+  /** Retires every session and waits for their ends (bounded: a server that never answers its DELETE is not waited for long). */
+  async closeAll(): Promise<void> {
+    for (const entry of [...this.entries.values()]) this.retire(entry);
+    while (this.closing.size) await Promise.all([...this.closing]);
+  }
+
+  private entryFor(server: McpServerTarget, opts: McpCallOptions): PoolEntry {
     // Headers are part of the key: a server re-registered with new credentials gets a new session.
     const key = JSON.stringify([server.url, server.headers]);
-    let opening = this.sessions.get(key);
-    if (!opening) {
-      opening = openSession(server, { ...opts, lifetime: this.lifetime });
-      this.sessions.set(key, opening);
-      opening.catch(() => this.drop(key, opening!));
-    }
-    const session = await opening;
-    const signal = AbortSignal.any([session.signal, opts.signal]);
-    try {
-      return toToolResult(await session.client.callTool(call, undefined, { signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }));
-    } catch (err) {
-      if (this.drop(key, opening)) void session.close();
-      throw upstreamOf(err, signal);
-    }
+    const existing = this.entries.get(key);
+    if (existing) return existing;
+    const entry: PoolEntry = { key, opening: openSession(server, { lifetime: this.lifetime, timeoutMs: opts.timeoutMs, maxBytes: opts.maxBytes }), inflight: 0, retired: false, closed: false };
+    this.entries.set(key, entry);
+    entry.opening.catch(() => this.retire(entry));
+    return entry;
   }
 
-  /** Ends every session (bounded: a server that never answers its DELETE is not waited for long). */
-  async closeAll(): Promise<void> {
-    const open = [...this.sessions.values()];
-    this.sessions.clear();
-    await Promise.all(open.map((s) => s.then((session) => session.close(), () => {})));
+  private retire(entry: PoolEntry): void {
+    if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
+    entry.retired = true;
+    if (entry.inflight === 0) this.close(entry);
   }
 
-  private drop(key: string, session: Promise<McpSession>): boolean {
-    if (this.sessions.get(key) !== session) return false;
-    this.sessions.delete(key);
-    return true;
+  private close(entry: PoolEntry): void {
+    if (entry.closed) return;
+    entry.closed = true;
+    const closed: Promise<void> = entry.opening.then((s) => s.close(), () => {}).finally(() => this.closing.delete(closed));
+    this.closing.add(closed);
   }
 }

@@ -114,7 +114,7 @@ export async function readJson(res: Response, maxBytes: number, signal: AbortSig
  * errors with a `too_large` UpstreamError, which is also reported to
  * `onTooLarge` so the caller can stop waiting for an answer that will not come.
  */
-export function cappedFetch(maxBytes: number, onTooLarge: (err: UpstreamError) => void): typeof fetch {
+export function cappedFetch(maxBytes: number, onTooLarge: (err: UpstreamError) => void, opts: { perSseEvent?: boolean } = {}): typeof fetch {
   const tooLarge = () => {
     const err = new UpstreamError("too_large", `response is larger than ${maxBytes} bytes`);
     onTooLarge(err);
@@ -129,11 +129,21 @@ export function cappedFetch(maxBytes: number, onTooLarge: (err: UpstreamError) =
       await res.body.cancel().catch(() => {});
       throw tooLarge();
     }
+    // An event stream may be capped per event (bytes since the last blank line) rather than as a whole.
+    const perEvent = opts.perSseEvent === true && /text\/event-stream/i.test(res.headers.get("content-type") ?? "");
     let total = 0;
+    let previous = -1;
     const counted = res.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
-          total += chunk.byteLength;
+          if (!perEvent) total += chunk.byteLength;
+          else {
+            for (const byte of chunk) {
+              if (byte === 13) continue;
+              total = byte === 10 && previous === 10 ? 0 : total + 1;
+              previous = byte;
+            }
+          }
           if (total > maxBytes) controller.error(tooLarge());
           else controller.enqueue(chunk);
         },

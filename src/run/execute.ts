@@ -9,6 +9,7 @@ import type { EnabledStateSnapshot, StateScope } from "../protocol/context";
 import { runnerClient } from "../runner/client";
 import { RunnerCallError } from "../runner/errors";
 import { hostRecordInsert } from "../stores/event-log";
+import { registryStore } from "../stores/registry";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { SEEDED_CONVERSATION_ID_KEY, stateStore } from "../stores/state";
 import { transcriptInsert } from "../stores/transcript";
@@ -27,6 +28,8 @@ export interface ExecuteDeps {
   snapshot: AuthorizationSnapshot;
   state: EnabledStateSnapshot;
   token: string;
+  /** The runner service's secret as stored (claimRun read it); opened only to sign the request. */
+  runnerSecret: string | null;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
   /** The run's ledger numbering, shared with the Host API's ledger records. */
@@ -36,16 +39,16 @@ export interface ExecuteDeps {
 
 /**
  * queued → running, the §9 seed of `external.conversation_id`, the state
- * snapshot of the run's enabled scopes (only those), and any `extra` reads the
- * run needs before it starts, in one round trip. Null when another trigger
- * already took the run.
+ * snapshot of the run's enabled scopes (only those), the runner service's
+ * secret, and any `extra` reads the run needs before it starts, in one round
+ * trip. Null when another trigger already took the run.
  */
 export async function claimRun(
   db: Db,
   job: RunJob,
   stateScopes: StateScopeKeys,
   extra: readonly unknown[] = [],
-): Promise<{ state: EnabledStateSnapshot; extra: unknown[] } | null> {
+): Promise<{ state: EnabledStateSnapshot; runnerSecret: string | null; extra: unknown[] } | null> {
   const scopes = Object.entries(stateScopes) as [StateScope, string][];
   const state = stateStore(db);
   const conversationId = job.conversation.conversation_id;
@@ -56,12 +59,15 @@ export async function claimRun(
   // One query per scope so that a scope with many keys cannot crowd out another's.
   const reads = scopes.map(([, key]) => state.scopeSnapshotQuery(key));
   // Each result is read back by position below.
-  const results = await batchAll(db, [runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads, ...extra]);
+  const secret = registryStore(db).secretStatement(job.runner.serviceId);
+  const results = await batchAll(db, [runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads, secret, ...extra]);
   if ((results[0] as unknown[]).length !== 1) return null;
-  const rowsOf = results.slice(1 + seeds.length, 1 + seeds.length + reads.length) as { key: string; valueJson: string }[][];
+  const afterReads = 1 + seeds.length + reads.length;
+  const rowsOf = results.slice(1 + seeds.length, afterReads) as { key: string; valueJson: string }[][];
   return {
     state: Object.fromEntries(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])])),
-    extra: results.slice(1 + seeds.length + reads.length),
+    runnerSecret: (results[afterReads] as { secret: string | null }[])[0]?.secret ?? null,
+    extra: results.slice(afterReads + 1),
   };
 }
 
@@ -140,8 +146,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   try {
     const context = buildRunContext({ job, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
-    // Sealed at rest and in the job: opened only to sign the request. Unopenable, the runner is not called at all.
-    const secret = await db.secrets.open(job.runner.secret).catch((err: Error) => {
+    // Sealed at rest: opened only to sign the request. Unopenable, the runner is not called at all.
+    const secret = await db.secrets.open(deps.runnerSecret).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the runner service's secret cannot be used: ${err.message}`, { cause: err });
     });
     const target = { baseUrl: job.runner.baseUrl, runnerName: job.runner.runnerName, secret };

@@ -5,8 +5,8 @@ import type { PlatformDelivery } from "../platforms/types";
 
 /**
  * Everything a Durable Object needs to run one event, fixed at ingress and
- * kept in the DO's storage until the run ends. Holds the runner secret as
- * stored (sealed when SECRETS_KEY is set), so it never leaves the host.
+ * kept in the DO's storage until the run ends. Holds no credential: the
+ * runner service's secret is read when the run starts.
  */
 export interface RunJob {
   runId: string;
@@ -32,7 +32,6 @@ export interface RunJob {
     runnerName: string;
     serviceId: string;
     baseUrl: string;
-    secret: string | null;
     /** Only what the run's authorisation needs from the manifest: the job stays small. */
     capabilities: Capabilities;
     permissions: Permissions;

@@ -1,5 +1,6 @@
 import { eq } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { compiled, param } from "../db/compiled";
 import { runner, runnerService } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 
@@ -25,8 +26,13 @@ export function toRunnerView(row: RunnerRow) {
   return { runner_id: row.runnerId, service_id: row.serviceId, name: row.name, manifest: parseJson<unknown>(row.manifestJson, {}) };
 }
 
+/** The service's HMAC secret as stored (sealed when SECRETS_KEY is set), read when a run starts. */
+const serviceSecret = compiled((db) => db.select({ secret: runnerService.secret }).from(runnerService).where(eq(runnerService.serviceId, param("serviceId"))));
+
 export function registryStore(db: Db) {
   return {
+    /** To batch with a run's claim: so a rotated secret (or key) applies to runs already queued. */
+    secretStatement: (serviceId: string) => serviceSecret(db, { serviceId }),
     getService: (serviceId: string) => db.select().from(runnerService).where(eq(runnerService.serviceId, serviceId)).get(),
     getServiceByUrl: (baseUrl: string) => db.select().from(runnerService).where(eq(runnerService.baseUrl, baseUrl)).get(),
     listRunners: () => db.select().from(runner).orderBy(runner.runnerId).all(),

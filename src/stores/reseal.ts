@@ -1,6 +1,6 @@
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
-import { writeAll, type Db } from "../db/client";
+import { batchAll, type Db } from "../db/client";
 import { bot, knowledgeBase, mcpServer, model, runnerService, tool } from "../db/schema";
 import { parseJson } from "../lib/json";
 import { resealValues, type SecretBox } from "../lib/secret-box";
@@ -28,21 +28,30 @@ async function resealed(box: SecretBox, kind: "value" | "record", stored: string
  * Seals every stored credential under the current key: values stored before
  * a key was set, and values sealed under SECRETS_KEY_PREVIOUS during a
  * rotation. Values already sealed under the current key are left as they
- * are. One read and at most one batch of writes per table.
+ * are. Each write applies only if the row still holds what was read, so a
+ * credential changed meanwhile is never put back. A value that cannot be
+ * opened is counted in `failed` and left as it is; the rest go on. One read
+ * and at most one batch of writes per table.
  */
-export async function resealStoredSecrets(db: Db): Promise<ResealCounts> {
-  const counts = {} as ResealCounts;
+export async function resealStoredSecrets(db: Db): Promise<{ resealed: ResealCounts; failed: ResealCounts }> {
+  const resealedCounts = {} as ResealCounts;
+  const failed = {} as ResealCounts;
   for (const [name, { table, key, column, field, kind }] of Object.entries(SEALED_COLUMNS) as [keyof typeof SEALED_COLUMNS, (typeof SEALED_COLUMNS)[keyof typeof SEALED_COLUMNS]][]) {
     // The six tables differ in type; each entry's key and column belong to its own table, so the casts only forget which one.
     const t = table as SQLiteTable;
     const rows = (await db.select({ id: key, stored: column }).from(t).all()) as { id: string; stored: string | null }[];
     const writes: unknown[] = [];
+    failed[name] = 0;
     for (const row of rows) {
-      const next = await resealed(db.secrets, kind, row.stored);
-      if (next !== undefined) writes.push(db.update(t).set({ [field]: next }).where(eq(key, row.id)));
+      const next = await resealed(db.secrets, kind, row.stored).catch(() => {
+        failed[name]++;
+        return undefined;
+      });
+      // Compare-and-set: row.stored is never null here (a null has nothing to reseal).
+      if (next !== undefined) writes.push(db.update(t).set({ [field]: next }).where(and(eq(key, row.id), eq(column, row.stored!))).returning({ id: key }));
     }
-    await writeAll(db, writes);
-    counts[name] = writes.length;
+    const results = writes.length ? await batchAll(db, writes) : [];
+    resealedCounts[name] = results.reduce<number>((n, r) => n + (r as unknown[]).length, 0);
   }
-  return counts;
+  return { resealed: resealedCounts, failed };
 }

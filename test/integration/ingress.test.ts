@@ -81,6 +81,8 @@ describe("POST /v1/events", () => {
     await afterEverythingIn("idem");
     expect(runner.calls.length - before).toBe(2); // the first and the marker
     expect(timeline.filter((t) => t === "start once")).toHaveLength(1);
+    const after = await host.admin("GET", "/v1/runs?conversation_id=idem");
+    expect(after.body.items.filter((r: { event_id: string }) => r.event_id === "idem-event-1")).toHaveLength(1);
   });
 
   it("makes a second message to a busy conversation wait for the active run (enqueue)", async () => {

@@ -167,8 +167,15 @@ describe("MCP servers", () => {
 
     started = Date.now();
     const deletes = sticky.calls.filter((c) => c.method === "DELETE").length;
-    const { result } = await inRun("sticky", async ({ api }) => api("tool.call", { tool_name: "sticky.add", parameters: { a: 2, b: 2 } }));
+    const deletesDuringRun = () => sticky.calls.filter((c) => c.method === "DELETE").length - deletes;
+    const { result: inside } = await inRun("sticky", async ({ api }) => ({
+      call: await api("tool.call", { tool_name: "sticky.add", parameters: { a: 2, b: 2 } }),
+      deletes: deletesDuringRun(),
+    }));
+    const result = inside.call;
     expect(result.status).toBe(200);
+    // The session outlives the call: it is ended with the run, not before.
+    expect(inside.deletes).toBe(0);
     expect(result.body.data.result).toMatchObject({ structuredContent: { sum: 4 }, isError: false });
     expect(Date.now() - started).toBeLessThan(4_000);
     // The run's session is ended once the run is over (the DELETE is sent, and not waited for long).

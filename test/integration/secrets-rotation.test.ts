@@ -55,7 +55,7 @@ async function useCredentials(host: LocalHost, conversation: string) {
   return { status: run.status, reply: run.message?.content, signed, error: run.error };
 }
 
-const reseal = (host: LocalHost) => adminCall<{ resealed: Record<string, number> }>(host, "POST", "/v1/admin/secrets/reseal");
+const reseal = (host: LocalHost) => adminCall<{ resealed: Record<string, number>; failed: Record<string, number> }>(host, "POST", "/v1/admin/secrets/reseal");
 const stored = async (host: LocalHost) => ({
   runner: (await host.query<{ v: string }>("SELECT secret AS v FROM runner_service"))[0].v,
   model: (await host.query<{ v: string }>("SELECT api_key AS v FROM model"))[0].v,
@@ -96,8 +96,8 @@ describe("credentials at rest across key changes", () => {
     // A key set later: the old plain values still work, and reseal seals them (once).
     await withHost({ SECRETS_KEY: KEY_A }, async (host) => {
       expect(await useCredentials(host, "key-a")).toMatchObject({ status: "completed", reply: "200", signed: true });
-      expect((await reseal(host)).body.resealed).toEqual({ ...NOTHING, runner_services: 1, models: 1 });
-      expect((await reseal(host)).body.resealed).toEqual(NOTHING);
+      expect((await reseal(host)).body).toEqual({ resealed: { ...NOTHING, runner_services: 1, models: 1 }, failed: NOTHING });
+      expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: NOTHING });
       const sealed = await stored(host);
       expect(sealed.runner).toMatch(/^sealed:v1:/);
       expect(sealed.model).toMatch(/^sealed:v1:/);
@@ -113,8 +113,9 @@ describe("credentials at rest across key changes", () => {
       expect(await useCredentials(host, "key-b")).toMatchObject({ status: "completed", reply: "200", signed: true });
     });
 
-    // A wrong key: the run fails before anything is sent with a credential it cannot open.
+    // A wrong key: the run fails before anything is sent with a credential it cannot open, and reseal reports what it cannot open.
     await withHost({ SECRETS_KEY: KEY_A }, async (host) => {
+      expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: { ...NOTHING, runner_services: 1, models: 1 } });
       const before = runner.calls.length;
       const outcome = await useCredentials(host, "wrong-key");
       expect(outcome.status).toBe("failed");

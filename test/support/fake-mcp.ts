@@ -10,12 +10,13 @@ import { listenLoopback, readBody, sendJson } from "./http-server";
  * output schema, which the SDK client's default validator cannot handle in
  * workerd) and `shout`; with `hugeBytes`, also `huge` (a text result of that
  * many bytes); with `brokenTool`, also `broken`, whose input schema has a
- * pattern no JavaScript engine compiles.
+ * pattern no JavaScript engine compiles; with `slowMs`, also `slow`, which
+ * answers after that long.
  *
  * With `sessionId` it names a session on every answer, so the client ends it
  * with DELETE at the end; with `hangOnDelete` that DELETE is never answered.
  */
-export async function startFakeMcpServer(opts: { token: string; sessionId?: string; hangOnDelete?: boolean; hugeBytes?: number; brokenTool?: boolean }) {
+export async function startFakeMcpServer(opts: { token: string; sessionId?: string; hangOnDelete?: boolean; hugeBytes?: number; brokenTool?: boolean; slowMs?: number }) {
   const calls: { method: string | undefined; tool?: string }[] = [];
   const server = await listenLoopback(async (req, res) => {
     if (req.headers.authorization !== `Bearer ${opts.token}`) return sendJson(res, 401, { error: `unauthorised: ${req.headers.authorization ?? "no credentials"} at ${req.url}` });
@@ -40,6 +41,13 @@ export async function startFakeMcpServer(opts: { token: string; sessionId?: stri
     if (opts.hugeBytes) {
       const bytes = opts.hugeBytes;
       mcp.registerTool("huge", { description: "A very large answer", inputSchema: {} }, async () => ({ content: [{ type: "text", text: "x".repeat(bytes) }] }));
+    }
+    if (opts.slowMs) {
+      const ms = opts.slowMs;
+      mcp.registerTool("slow", { description: "Answers after a while", inputSchema: {} }, async () => {
+        await new Promise((r) => setTimeout(r, ms));
+        return { content: [{ type: "text", text: "slow" }] };
+      });
     }
     if (opts.brokenTool) {
       mcp.registerTool("broken", { description: "Declares a pattern that is not a regular expression", inputSchema: { code: z.string().meta({ pattern: "(" }) } }, async () => ({

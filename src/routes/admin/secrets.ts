@@ -7,9 +7,10 @@ import { router } from "../app-env";
 /**
  * `POST /v1/admin/secrets/reseal`: every stored credential sealed under the
  * current SECRETS_KEY (those stored before a key was set, and those still
- * under SECRETS_KEY_PREVIOUS after a rotation). Safe to repeat.
+ * under SECRETS_KEY_PREVIOUS after a rotation). Answers how many it
+ * rewrote and how many it could not open, per kind. Safe to repeat.
  */
 export const secretsRouter = router().post("/reseal", async (c) => {
   if (!configOf(c.env).SECRETS_KEY) throw conflict("SECRETS_KEY is not set: there is no key to seal under");
-  return c.json({ resealed: await resealStoredSecrets(dbOf(c.env)) });
+  return c.json(await resealStoredSecrets(dbOf(c.env)));
 });
