@@ -43,7 +43,8 @@ export function resolutionValues(q: ResolveQuery) {
 
 const resolve = compiled((db) =>
   db
-    .select({ agent, runner, service: runnerService })
+    // Of the service, only what the job needs: not its manifest (the runner row has its own part), nor its secret.
+    .select({ agent, runner, service: { serviceId: runnerService.serviceId, baseUrl: runnerService.baseUrl } })
     .from(b)
     .innerJoin(agent, eq(agent.agentId, b.agentId))
     .innerJoin(runner, eq(runner.runnerId, agent.runnerId))
