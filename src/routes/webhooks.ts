@@ -18,7 +18,8 @@ const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly stri
  */
 export const webhooksRouter = router().post(
   "/:platform/:botId",
-  (c, next) => limitBody(configOf(c.env).MAX_EVENT_BODY_BYTES)(c, next),
+  // Platforms never send more: an anonymous oversized body is refused without reading it.
+  (c, next) => limitBody(configOf(c.env).MAX_EVENT_BODY_BYTES, { drain: false })(c, next),
   async (c) => {
     const platform = c.req.param("platform");
     const botId = c.req.param("botId");
