@@ -5,10 +5,9 @@ import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { DeliverySession } from "../src/delivery/session";
 import { randomToken, sha256Hex } from "../src/lib/crypto";
-import { handleHostApiCall, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
+import { handleHostApiCall, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import type { SteeringPort } from "../src/host-api/actions/index";
-import { invalidToken } from "../src/host-api/errors";
-import { authorizeUpload, type UploadAuthorization } from "../src/host-api/upload";
+import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { claimRun, executeRun } from "../src/run/execute";
 import { endRunAsHost } from "../src/run/host-end";
 import type { RunJob } from "../src/run/job";
@@ -147,8 +146,8 @@ export class ConversationDO extends DurableObject<Env> {
     const session = this.sessions.get(runId);
     const valid = session ? await session.verify(token) : false;
     // A cancelled or interrupted run is over for its runner even while its stream unwinds.
-    if (!session || !valid || session.abort.signal.aborted) return { status: 401, json: JSON.stringify(invalidToken().toBody()) };
-    if ("refused" in body) return body.refused;
+    if (!session || !valid || session.abort.signal.aborted) return refuseToken(runId, session);
+    if ("refused" in body) return refuseBody(session.snapshot, body.refused);
     const db = dbOf(this.env);
     return handleHostApiCall(
       {
@@ -166,10 +165,10 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   /** artifact.upload: the token, snapshot and run's upload budget are checked here; the Worker then streams the body to R2 itself. */
-  async authorizeUpload(runId: string, token: string, length: number | null): Promise<UploadAuthorization> {
+  async authorizeUpload(runId: string, token: string, request: UploadRequest): Promise<UploadAuthorization> {
     const session = this.sessions.get(runId);
-    if (!session || !(await session.verify(token)) || session.abort.signal.aborted) return { ok: false, reply: { status: 401, json: JSON.stringify(invalidToken().toBody()) } };
-    return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, length, session);
+    if (!session || !(await session.verify(token)) || session.abort.signal.aborted) return { ok: false, reply: refuseToken(runId, session, "artifact.upload") };
+    return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, request, session);
   }
 
   /**

@@ -2,7 +2,10 @@ import { hostRecordInsert } from "../stores/event-log";
 import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams } from "../protocol/host-api";
 import { formatZodIssues } from "../protocol/common";
 import { ACTIONS, type ActionContext } from "./actions/index";
-import { ApiError, denied } from "./errors";
+import type { ApiErrorCode } from "../protocol/errors";
+import type { AuthorizationSnapshot } from "../run/snapshot";
+import { ApiError, denied, invalidToken } from "./errors";
+import { decisionScope, logDecision, logRefusal, resourceOf } from "./decision-log";
 import { checkResourceGrant, isResourceAction } from "./resource-gate";
 import { StreamReply } from "./stream-reply";
 
@@ -21,23 +24,44 @@ export interface HostApiReply {
  * refusal is answered only once the token has been accepted: §8 checks the
  * run and its token before the payload.
  */
-export type HostApiBody = { json: unknown } | { refused: HostApiReply };
+export type HostApiBody = { json: unknown } | { refused: { code: ApiErrorCode; message: string } };
 
 const reply = (status: number, body: unknown): HostApiReply => ({ status, json: JSON.stringify(body) });
 export const errorReply = (err: ApiError): HostApiReply => reply(err.status, err.toBody());
 
+/** 401 for a token that opens no active run; logged, with the run's runner when the run is live here. */
+export function refuseToken(runId: string, session: { snapshot: AuthorizationSnapshot } | undefined, action: string | null = null): HostApiReply {
+  const err = invalidToken();
+  logRefusal(runId, session?.snapshot ?? null, err.code, err.status, action);
+  return errorReply(err);
+}
+
+/** A body the Worker refused (too large, not JSON), answered now that the token was accepted. */
+export function refuseBody(snapshot: AuthorizationSnapshot, refused: { code: ApiErrorCode; message: string }): HostApiReply {
+  const err = new ApiError(refused.code, refused.message);
+  logRefusal(snapshot.runId, snapshot, err.code, err.status);
+  return errorReply(err);
+}
+
 /**
  * One Host API call of an authenticated run (the token was already checked by
  * the owning Durable Object). Checks in §8 order against the frozen snapshot:
- * API granted, params, scope (inside the action), deadline. Every denial is
- * appended to EventLog.
+ * API granted, params, scope (inside the action), deadline. Every decision
+ * is logged; every denial is also appended to EventLog.
  */
 export async function handleHostApiCall(ctx: ActionContext, body: unknown): Promise<HostApiReply> {
-  let action = "";
+  let action: string | null = null;
+  let params: unknown;
+  const answered = (reply: HostApiReply, outcome: string, resource: Record<string, unknown> = resourceOf(params)) => {
+    const s = ctx.snapshot;
+    logDecision({ run_id: s.runId, runner_id: s.runnerId, action, resource, scope: decisionScope(s), outcome, status: reply.status });
+    return reply;
+  };
   try {
     const envelope = HostApiRequestSchema.safeParse(body);
     if (!envelope.success) throw new ApiError("invalid_argument", `invalid Host API request: ${formatZodIssues(envelope.error)}`);
     action = envelope.data.action;
+    params = envelope.data.params;
     if (!Object.hasOwn(API_GROUP_OF_ACTION, action)) throw new ApiError("not_found", `unknown action "${action}"`);
     checkGranted(ctx, action as GatedAction, envelope.data.params);
     const parsed = parseHostApiParams(action, envelope.data.params);
@@ -46,12 +70,12 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     const handler = ACTIONS[parsed.action] as ((c: ActionContext, p: unknown) => Promise<unknown>) | undefined;
     if (!handler) throw new ApiError("not_found", `${action} is not available on this host`);
     const data = await handler(ctx, parsed.params);
-    if (data instanceof StreamReply) return { status: 200, json: "", stream: data.body, contentType: data.contentType };
-    return reply(200, { ok: true, data });
+    if (data instanceof StreamReply) return answered({ status: 200, json: "", stream: data.body, contentType: data.contentType }, "allowed");
+    return answered(reply(200, { ok: true, data }), "allowed");
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
-    if (err.code === "unauthorized") await auditDenial(ctx, action, err);
-    return errorReply(err);
+    if (err.code === "unauthorized") await auditDenial(ctx, action ?? "", err);
+    return answered(errorReply(err), err.code, { ...resourceOf(params), ...resourceOf(err.details) });
   }
 }
 

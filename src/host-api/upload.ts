@@ -1,5 +1,7 @@
 import type { Config } from "../env";
 import type { ActionContext } from "./actions/index";
+import type { ApiErrorCode } from "../protocol/errors";
+import { decisionScope, logDecision } from "./decision-log";
 import { ApiError } from "./errors";
 import { auditDenial, checkDeadline, checkGranted, errorReply, type HostApiReply } from "./handle";
 
@@ -27,25 +29,41 @@ export interface UploadBudget {
 export type UploadAuthorization = { ok: true; grant: UploadGrant } | { ok: false; reply: HostApiReply };
 
 /**
- * The same checks as any Host API call (§8 order: granted, deadline), denials
- * audited; then the declared length (`null` when the request has none)
- * against the per-upload cap and what is left of the run's budget, which an
- * accepted upload takes whether or not its body then arrives whole.
+ * An upload request as the Worker read it: the body's declared length (null
+ * when it has none) and, when its query is invalid, the refusal it earned,
+ * answered only once the token has been accepted (§8: token before payload).
  */
-export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot" | "config">, length: number | null, budget: UploadBudget): Promise<UploadAuthorization> {
+export interface UploadRequest {
+  length: number | null;
+  refused?: { code: ApiErrorCode; message: string };
+}
+
+/**
+ * The same checks as any Host API call (§8 order: granted, payload,
+ * deadline), every decision logged and denials audited: the query, then the
+ * declared length against the per-upload cap and what is left of the run's
+ * budget, which an accepted upload takes whether or not its body then
+ * arrives whole.
+ */
+export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot" | "config">, request: UploadRequest, budget: UploadBudget): Promise<UploadAuthorization> {
+  const s = ctx.snapshot;
+  const decided = (outcome: string, status: number) =>
+    logDecision({ run_id: s.runId, runner_id: s.runnerId, action: "artifact.upload", resource: {}, scope: decisionScope(s), outcome, status });
+  const { length } = request;
   try {
     checkGranted(ctx, "artifact.upload");
-    checkDeadline(ctx);
+    if (request.refused) throw new ApiError(request.refused.code, request.refused.message);
     checkLength(ctx.config, length, budget);
+    checkDeadline(ctx);
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     if (err.code === "unauthorized") await auditDenial(ctx, "artifact.upload", err);
+    decided(err.code, err.status);
     return { ok: false, reply: errorReply(err) };
   }
-  // checkLength refused a missing length.
-  budget.uploadedBytes += length!;
-  const s = ctx.snapshot;
-  return { ok: true, grant: { runId: s.runId, runnerId: s.runnerId, conversationKey: s.conversationKey, conversationId: s.conversationId, length: length!, deadlineAt: s.deadlineAt } };
+  budget.uploadedBytes += length;
+  decided("allowed", 200);
+  return { ok: true, grant: { runId: s.runId, runnerId: s.runnerId, conversationKey: s.conversationKey, conversationId: s.conversationId, length, deadlineAt: s.deadlineAt } };
 }
 
 function checkLength(config: Config, length: number | null, budget: UploadBudget): asserts length is number {

@@ -4,8 +4,8 @@ import { storeUpload, TruncatedUploadError, UploadDeadlineError } from "../artif
 import { dbOf } from "../db/connect";
 import { drainBody } from "../lib/drain";
 import { configOf } from "../env";
-import { ApiError, invalidToken } from "../host-api/errors";
-import type { HostApiReply } from "../host-api/handle";
+import { ApiError } from "../host-api/errors";
+import { refuseToken, type HostApiReply } from "../host-api/handle";
 import { bearerToken } from "../middleware/admin-auth";
 import { formatZodIssues } from "../protocol/common";
 import { ArtifactUploadQuerySchema } from "../protocol/host-api";
@@ -34,18 +34,20 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
   // A refused upload's body is drained first, so the client reads the refusal instead of a reset.
   const refuse = async (answer: Response) => (await drainBody(c.req.raw), answer);
   const token = bearerToken(c.req.header("authorization"));
-  if (!token || !owner) return refuse(fail(invalidToken()));
+  if (!token || !owner) return refuse(relay(refuseToken(runId, undefined, "artifact.upload")));
   const query = ArtifactUploadQuerySchema.safeParse(c.req.query());
-  if (!query.success) return refuse(fail(new ApiError("invalid_argument", `invalid query: ${formatZodIssues(query.error)}`)));
-
   const length = declaredLength(c.req.header("content-length"));
-  const auth = await owner.authorizeUpload(runId, token, length);
+  // An invalid query is answered by the DO, after the token: §8 checks the token before the payload.
+  const refused = query.success ? undefined : { code: "invalid_argument" as const, message: `invalid query: ${formatZodIssues(query.error)}` };
+  const auth = await owner.authorizeUpload(runId, token, { length, refused });
   if (!auth.ok) return refuse(relay(auth.reply));
+  // Safe: the DO refuses every request that came with `refused`, so an accepted one has a valid query.
+  const options = query.data!;
 
   // A body still arriving at the run's deadline is cut there.
   const deadline = AbortSignal.timeout(Math.max(0, auth.grant.deadlineAt - Date.now()));
   try {
-    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, query.data, c.req.raw.body, deadline);
+    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, options, c.req.raw.body, deadline);
     return json(200, { ok: true, data: metadata });
   } catch (err) {
     if (err instanceof UploadDeadlineError) return fail(new ApiError("deadline_exceeded", err.message));

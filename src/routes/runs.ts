@@ -5,8 +5,7 @@ import { notFound } from "../lib/errors";
 import { decodeCursor, decodeTimeIdCursor, encodeTimeIdCursor, InvalidCursorError } from "../lib/cursor";
 import { adminAuth, bearerToken } from "../middleware/admin-auth";
 import { validate } from "../middleware/validate";
-import { invalidToken, ApiError } from "../host-api/errors";
-import { errorReply, type HostApiBody } from "../host-api/handle";
+import { refuseToken, type HostApiBody } from "../host-api/handle";
 import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
 import { dbOf } from "../db/connect";
@@ -48,11 +47,11 @@ async function readHostApiBody(request: Request, maxBytes: number): Promise<Host
   const declaredTooLarge = Number(request.headers.get("content-length") ?? NaN) > maxBytes;
   // Declared too large: drained unread, so the client gets its answer rather than a reset.
   const bytes = declaredTooLarge ? (await drainBody(request), "too_large" as const) : await readCapped(request, maxBytes);
-  if (bytes === "too_large") return { refused: errorReply(new ApiError("payload_too_large", `request body exceeds ${maxBytes} bytes`)) };
+  if (bytes === "too_large") return { refused: { code: "payload_too_large", message: `request body exceeds ${maxBytes} bytes` } };
   try {
     return { json: JSON.parse(new TextDecoder().decode(bytes)) };
   } catch {
-    return { refused: errorReply(new ApiError("invalid_argument", "request body is not valid JSON")) };
+    return { refused: { code: "invalid_argument", message: "request body is not valid JSON" } };
   }
 }
 
@@ -72,8 +71,7 @@ export const runsRouter = router()
     const runId = c.req.param("runId");
     const token = bearerToken(c.req.header("authorization"));
     const owner = ownerOf(c.env, runId);
-    if (!token || !owner) return c.json(invalidToken().toBody(), 401);
-    const reply = await owner.hostApi(runId, token, await readHostApiBody(c.req.raw, configOf(c.env).MAX_API_BODY_BYTES));
+    const reply = token && owner ? await owner.hostApi(runId, token, await readHostApiBody(c.req.raw, configOf(c.env).MAX_API_BODY_BYTES)) : refuseToken(runId, undefined);
     if (reply.stream) {
       return new Response(reply.stream, { status: reply.status, headers: { "content-type": reply.contentType ?? "application/x-ndjson", "cache-control": "no-cache" } });
     }

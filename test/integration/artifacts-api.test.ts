@@ -49,6 +49,8 @@ beforeAll(async () => {
           out.chunked = await upload(new Blob([Buffer.from("no length")]).stream());
           out.bad_token = await upload(Buffer.from("x"), {}, "not-the-token");
           out.bad_query = await upload(Buffer.from("x"), { artifact_type: "t".repeat(65) });
+          // §8: the token before the payload.
+          out.bad_query_bad_token = await upload(Buffer.from("x"), { artifact_type: "t".repeat(65) }, "not-the-token");
           // 2.5 MiB and 100 declared bytes spent: 1.5 MiB more is over the run's budget, 1 MiB is not.
           out.over_budget = await upload(Buffer.alloc(1.5 * MiB));
           // Refused before being read, the body is still drained: the answer waits for it, so the client reads it, never a reset.
@@ -82,7 +84,7 @@ beforeAll(async () => {
       }
     },
   });
-  host = await startTestHost({ vars: { ARTIFACT_UPLOAD_MAX_BYTES: String(UPLOAD_MAX), ARTIFACT_UPLOAD_RUN_MAX_BYTES: String(RUN_UPLOAD_MAX) } });
+  host = await startTestHost({ captureLogs: true, vars: { ARTIFACT_UPLOAD_MAX_BYTES: String(UPLOAD_MAX), ARTIFACT_UPLOAD_RUN_MAX_BYTES: String(RUN_UPLOAD_MAX) } });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "artifacts" });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId("plain"), agentId: "plain", scope: { type: "conversation", id: "art-noperm" } });
 
@@ -145,6 +147,7 @@ describe("artifact Host API", () => {
     expect(out.chunked.body.error.message).toMatch(/Content-Length is required/);
     expect([out.bad_token.status, out.bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.bad_query.status, out.bad_query.body.error.code]).toEqual([400, "invalid_argument"]);
+    expect([out.bad_query_bad_token.status, out.bad_query_bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.over_budget.status, out.over_budget.body.error.code]).toEqual([413, "payload_too_large"]);
     expect(out.over_budget.body.error.message).toMatch(/ARTIFACT_UPLOAD_RUN_MAX_BYTES \(1572764 of 4194304\)/);
     expect(out.within_budget.body.data).toMatchObject({ name: "last.bin", size_bytes: MiB });
@@ -156,6 +159,20 @@ describe("artifact Host API", () => {
     expect(await host.query("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId])).toHaveLength(3);
     const accepted = [uploaded, out.empty.body.data, out.within_budget.body.data].map((a) => a.artifact_id);
     expect((await host.r2Keys("artifacts/")).sort()).toEqual([foreignArtifactId, ...accepted].map((id) => `artifacts/${id}`).sort());
+
+    // Every upload decision is logged (§8), the ones that failed later included: the truncated body was allowed.
+    const uploads = () => host.decisions(runId).filter((d) => d.action === "artifact.upload").map((d) => [d.outcome, d.status]);
+    await expect.poll(uploads).toEqual([
+      ...Array(3).fill(["allowed", 200]),
+      ["payload_too_large", 413],
+      ["invalid_argument", 411],
+      ["unauthorized", 401],
+      ["invalid_argument", 400],
+      ["unauthorized", 401],
+      ["payload_too_large", 413],
+      ["payload_too_large", 413],
+      ["allowed", 200],
+    ]);
 
     // Denied reads are audited in EventLog.
     const denied = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'host_api.denied' AND run_id = ?", [runId]);

@@ -41,6 +41,15 @@ beforeAll(async () => {
         const page = await api("event.page", { limit: 100 });
         return w.reply(JSON.stringify(page.body.data.items.filter((e: any) => e.event_type === "host_api.denied").map((e: any) => e.metadata)));
       }
+      if (mode === "log-probe") {
+        await api("history.page", { limit: 1 });
+        await api("state.set", { scope: "conversation", key: "log.k", value: "secret-value" });
+        await api("history.page", { conversation_id: "api-other" });
+        await api("history.search", { query: "x" });
+        await api("host.version", {}, ctx.run_id, "not-a-token");
+        await rawCall(base, ctx.run_id, ctx.runtime.api.token, OVERSIZED);
+        return w.reply(JSON.stringify({ token: ctx.runtime.api.token }));
+      }
       if (mode !== "probe") return w.reply("plain");
       const other = await held.started.promise;
       const results: Record<string, unknown> = {
@@ -73,7 +82,7 @@ beforeAll(async () => {
       w.reply(JSON.stringify(results));
     },
   });
-  host = await startTestHost();
+  host = await startTestHost({ captureLogs: true });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "probe" });
 });
 afterAll(async () => {
@@ -136,6 +145,28 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
 
     held.release.resolve();
     expect((await host.waitForRun(hold.body.run_id!)).status).toBe("completed");
+  });
+
+  it("logs every decision, allowed or not, with run, runner, action, resource, scope and outcome, and never a token or a value", async () => {
+    const probe = await host.postEvent(messageEvent("api-log", "log-probe"));
+    const run = await host.waitForRun(probe.body.run_id!);
+    const { token } = JSON.parse(String(run.message?.content));
+    const runId = probe.body.run_id!;
+    // The lines reach this process through workerd's stdout, a little after the answers.
+    await expect.poll(() => host.decisions(runId).length).toBe(6);
+    const [allowed, setState, crossConversation, notGranted, badToken, tooLarge] = host.decisions(runId);
+    const own = { run_id: runId, runner_id: runner.runnerId(), scope: { conversation_id: "api-log", thread_id: null } };
+    expect(allowed).toMatchObject({ ...own, action: "history.page", outcome: "allowed", status: 200, resource: {} });
+    expect(setState).toEqual({ log: "host_api.decision", ...own, action: "state.set", resource: { scope: "conversation", key: "log.k" }, outcome: "allowed", status: 200 });
+    expect(crossConversation).toMatchObject({ ...own, action: "history.page", outcome: "unauthorized", status: 403, resource: { conversation_id: "api-other" } });
+    expect(notGranted).toMatchObject({ ...own, action: "history.search", outcome: "unauthorized", status: 403, resource: { api: "history_search" } });
+    expect(badToken).toMatchObject({ ...own, action: null, outcome: "unauthorized", status: 401 });
+    expect(tooLarge).toMatchObject({ ...own, action: null, outcome: "payload_too_large", status: 413 });
+    // A call naming a run this host does not know is logged too, with no runner.
+    await fetch(`${host.url}/v1/runs/run_unknown/api`, { method: "POST", headers: { authorization: "Bearer nope" }, body: "{}" });
+    await expect.poll(() => host.decisions("run_unknown")).toEqual([{ log: "host_api.decision", run_id: "run_unknown", runner_id: null, action: null, resource: {}, scope: { conversation_id: null, thread_id: null }, outcome: "unauthorized", status: 401 }]);
+    expect(host.logs()).not.toContain(token);
+    expect(host.logs()).not.toContain("secret-value");
   });
 
   it("pages EventLog backward with before_cursor and forward with after_cursor", async () => {

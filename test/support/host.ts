@@ -26,6 +26,8 @@ export interface TestHost extends LocalHost {
   bind(opts: Parameters<typeof bindRunner>[1]): Promise<void>;
   /** Everything the Worker printed so far (only with `captureLogs`). */
   logs(): string;
+  /** The §8 decision lines the Worker logged so far for a run (only with `captureLogs`). */
+  decisions(runId: string): Record<string, any>[];
   /** Read the host's libSQL file directly (facts the API does not list, e.g. audit records). */
   query<T = Record<string, unknown>>(sql: string, args?: InArgs): Promise<T[]>;
 }
@@ -50,6 +52,12 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     postEvent: (body) => admin("POST", "/v1/events", body),
     bind: (o) => bindRunner(host, o),
     logs: () => logs,
+    decisions: (runId) =>
+      logs
+        .split("\n")
+        .filter((line) => line.startsWith('{"log":"host_api.decision"'))
+        .map((line) => JSON.parse(line))
+        .filter((d) => d.run_id === runId),
     async query<T>(sql: string, args: InArgs = []) {
       reader ??= createClient({ url: dbUrl });
       return (await reader.execute({ sql, args })).rows as unknown as T[];
