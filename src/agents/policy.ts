@@ -23,8 +23,13 @@ export const StatePolicySchema = z.strictObject({
 });
 export type StatePolicy = z.infer<typeof StatePolicySchema>;
 
+/** What the user sees when a run fails before showing anything, unless the agent says otherwise. */
+export const DEFAULT_FAILURE_NOTICE = "Sorry, I could not answer this time.";
+
 export const DeliveryPolicySchema = z.strictObject({
   streaming: z.boolean().default(true),
+  /** In the bot's language: the host has no way to guess it. */
+  failure_notice: z.string().trim().min(1).max(1000).default(DEFAULT_FAILURE_NOTICE),
 });
 export type DeliveryPolicy = z.infer<typeof DeliveryPolicySchema>;
 

@@ -60,11 +60,9 @@ function assistantText(message: unknown): string | null {
   return text.trim() ? text : null;
 }
 
-/** What a call made after the session was abandoned (settle timeout) answers, without touching the platform. */
-/** What the user sees when a run fails before showing anything. */
-const FAILURE_NOTICE = "Sorry, I could not answer this time.";
 /** What a streamed message beyond the final text's parts is edited to. */
 const SUPERSEDED_PART = "…";
+/** What a call made after the session was abandoned (settle timeout) answers, without touching the platform. */
 const ABANDONED: ApiResult<never> = { ok: false, failure: { kind: "permanent", status: null, code: "abandoned", message: "delivery abandoned" } };
 
 export class DeliverySession {
@@ -138,7 +136,7 @@ export class DeliverySession {
         else if (this.current) this.complete(this.current.text);
         // A failed run that showed nothing still answers, so no user waits on silence (or on Discord's
         // "thinking…"). A cancelled one does not: an operator or a newer message superseded it.
-        else if (entry.type === "run.failed" && this.replies === 0 && data.code !== "cancelled") this.complete(FAILURE_NOTICE);
+        else if (entry.type === "run.failed" && this.replies === 0 && data.code !== "cancelled") this.complete(this.job.agent.deliveryPolicy.failure_notice);
       }
     }
   }

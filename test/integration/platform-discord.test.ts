@@ -43,6 +43,9 @@ beforeAll(async () => {
   botId = created.body.bot_id;
   webhookUrl = created.body.webhook_url;
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "discord-agent", scope: { type: "bot", id: botId } });
+  // One channel's agent speaks Chinese.
+  const zh = { agent_id: "discord-zh", name: "zh", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "C7" }, delivery_policy: { failure_notice: "抱歉，这次没能回答。" } };
+  expect((await host.admin("POST", "/v1/admin/agents", zh)).status).toBe(201);
 });
 afterAll(async () => {
   await host?.dispose();
@@ -117,6 +120,12 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(edit.method).toBe("PATCH");
     expect(edit.path).toBe(`/webhooks/${APPLICATION_ID}/${i.token}/messages/@original`);
     expect(edit.body.content).toBe("Sorry, I could not answer this time.");
+
+    // An agent's delivery policy words the notice in its bot's language.
+    const zh = command("fail", { channel_id: "C7", channel: { id: "C7", type: 0 } });
+    expect((await post(zh)).body).toEqual({ type: 5 });
+    const [zhEdit] = await waitFor(() => writesFor(zh).length > 0 && writesFor(zh));
+    expect(zhEdit.body.content).toBe("抱歉，这次没能回答。");
   });
 
   it("a draft longer than the final answer leaves no stale follow-up text", async () => {
