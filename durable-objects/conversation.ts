@@ -24,6 +24,8 @@ import { runKey, startable, steeringTarget, strategyOf, type RunTable, type Star
 import { RunTableStore } from "./run-table";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 
+/** The abort reason of a run that ended normally: one shared instance, as building an Error (and its stack) per run costs. */
+const RUN_ENDED = new RunnerCallError("cancelled", "the run has ended");
 /** An alarm handler gets 15 minutes of wall time; leave a margin. */
 const ALARM_BUDGET_MS = 14 * 60_000;
 /** Watchdog margin past a run's deadline before its alarm declares the session lost. */
@@ -351,7 +353,7 @@ export class ConversationDO extends DurableObject<Env> {
     } finally {
       clearTimeout(timer);
       // Host API calls still in flight (a model stream, a tool call) end with the run.
-      if (!abort.signal.aborted) abort.abort(new RunnerCallError("cancelled", "the run has ended"));
+      if (!abort.signal.aborted) abort.abort(RUN_ENDED);
       // Unregister first so no pull races the drop; delete the entry so no new claim targets this run.
       const ending = this.sessions.get(job.runId);
       this.sessions.delete(job.runId);
