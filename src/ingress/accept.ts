@@ -142,7 +142,8 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
     if (row.runId && bound && row.disposition === "bound") {
       const first = await runsStore(db).get(row.runId);
-      if (first?.status === "queued") {
+      // Only a true repeat: one naming another conversation or meeting another agent now must not take the run there.
+      if (first?.status === "queued" && first.conversationKey === key && first.agentId === bound.agent.agentId) {
         // The run is for the event as first recorded (its stored attachments, its time), not as redelivered.
         const recorded = { ...ev, input: parseJson<InputContext>(row.inputJson ?? "", ev.input) };
         const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: first.createdAt });

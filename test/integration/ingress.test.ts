@@ -110,11 +110,15 @@ describe("POST /v1/events", () => {
     expect(queued.body.disposition).toBe("queued");
     // The repeat finds its run still queued and hands it to the DO again; the DO and the run status refuse a second run.
     expect((await host.postEvent(event)).body).toMatchObject({ disposition: "duplicate", run_id: queued.body.run_id });
+    // A repeat naming another conversation is a duplicate too, and never takes the run there.
+    expect((await host.postEvent({ ...event, conversation_id: "redeliver-elsewhere" })).body).toMatchObject({ disposition: "duplicate", run_id: queued.body.run_id });
     hold.resolve();
     await host.waitForRun(first.body.run_id!);
     expect((await host.waitForRun(queued.body.run_id!)).status).toBe("completed");
     await afterEverythingIn("redeliver");
     expect(timeline.filter((t) => t === "start queued once")).toHaveLength(1);
+    expect(timeline.indexOf("start queued once")).toBeGreaterThan(timeline.indexOf("end hold:redeliver"));
+    expect(runner.calls.filter((c) => c.body.context.input.text === "queued once").map((c) => c.body.context.conversation.conversation_id)).toEqual(["redeliver"]);
   });
 
   it("cancels an active run on operator request and answers 404 for an unknown run", async () => {
