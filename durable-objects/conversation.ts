@@ -22,6 +22,7 @@ import { runsStore } from "../src/stores/runs";
 import { RunSession } from "./run-session";
 import { runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
 import { RunTableStore } from "./run-table";
+import { SerialDecisions } from "./serial-decisions";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 
 /** The abort reason of a run that ended normally: one shared instance, as building an Error (and its stack) per run costs. */
@@ -59,8 +60,9 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly sessions = new Map<string, RunSession>();
   /** Runs this instance executes, from the moment they are started: cancel and interrupt reach them through `abort`. */
   private readonly active = new Map<string, { abort: AbortController; done: Promise<void> }>();
-  /** Dispatches whose decision is still being recorded: a repeat of the same run waits for the first. */
-  private readonly deciding = new Map<string, Promise<DispatchResult>>();
+  private readonly decisions = new SerialDecisions<DispatchResult>();
+  /** Queued runs whose cancellation is being recorded: the scheduler must not start them meanwhile. */
+  private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub();
   private readonly steering = new SteeringQueue(this.ctx.storage);
   private readonly runs = new RunTableStore(this.ctx.storage);
@@ -78,12 +80,9 @@ export class ConversationDO extends DurableObject<Env> {
    * Idempotent by run id.
    */
   async dispatch(job: RunJob): Promise<DispatchResult> {
-    // A redelivery can arrive while a steer or reject decision awaits libSQL (the input gate is open then).
-    const pending = this.deciding.get(job.runId);
-    if (pending) return pending;
-    const decided = this.decide(job).finally(() => this.deciding.delete(job.runId));
-    this.deciding.set(job.runId, decided);
-    return decided;
+    // One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of
+    // a run still being decided shares that decision.
+    return this.decisions.decide(job.runId, () => this.decide(job));
   }
 
   private async decide(job: RunJob): Promise<DispatchResult> {
@@ -127,7 +126,7 @@ export class ConversationDO extends DurableObject<Env> {
         const now = Date.now();
         // A run started now must end, and its reply settle, within this invocation's wall time.
         const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS + config.DELIVERY_SETTLE_TIMEOUT_MS > ALARM_BUDGET_MS;
-        if (!outOfBudget) for (const [key, run] of startable(table, now, this.isActive)) this.start(key, run);
+        if (!outOfBudget) for (const [key, run] of startable(table, now, this.isActive)) if (!this.cancelling.has(run.job.runId)) this.start(key, run);
         if (this.active.size === 0 && this.settling.size === 0) {
           if (table.length === 0) return await this.ctx.storage.deleteAlarm();
           // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
@@ -212,8 +211,13 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. */
   private async cancelQueued(key: string, job: RunJob, reason: string): Promise<void> {
-    await runsStore(dbOf(this.env)).finishStatement(job.runId, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 }).execute();
-    await this.runs.delete(key);
+    this.cancelling.add(job.runId);
+    try {
+      await runsStore(dbOf(this.env)).finishStatement(job.runId, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 }).execute();
+      await this.runs.delete(key);
+    } finally {
+      this.cancelling.delete(job.runId);
+    }
     await this.dropUnpulled(job);
     this.live.end(job.runId, "cancelled");
     this.kick();

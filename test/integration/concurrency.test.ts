@@ -230,6 +230,25 @@ describe("concurrency strategies for a busy conversation", () => {
     expect(startedTexts(c).at(-1)).toBe("b3");
   });
 
+  it("interrupt burst sent at once: the decisions take turns, so exactly one of the burst survives", async () => {
+    const c = "interrupt-at-once";
+    await agentFor(c, plain, { concurrency: { strategy: "interrupt" } });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    const burst = await Promise.all(Array.from({ length: 6 }, (_, i) => host.postEvent(messageEvent(c, `hold b${i}`))));
+    const ids = [first, ...burst].map((r) => r.body.run_id!);
+    const statusOf = async (id: string) => (await host.admin("GET", `/v1/runs/${id}`)).body.status as string;
+    // Every run but one ends cancelled while they all would still hold.
+    const live = async () => (await Promise.all(ids.map(statusOf))).filter((s) => s === "queued" || s === "running").length;
+    const end = Date.now() + 10_000;
+    while ((await live()) > 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+    expect(await live()).toBe(1);
+    gate(c).resolve();
+    const ended = await Promise.all(ids.map((id) => host.waitForRun(id)));
+    expect(ended.filter((r) => r.status === "completed")).toHaveLength(1);
+    expect(ended.filter((r) => r.status === "cancelled")).toHaveLength(ids.length - 1);
+  });
+
   it("reject: records the event, answers rejected and runs nothing", async () => {
     const c = "reject";
     await agentFor(c, plain, { concurrency: { strategy: "reject" } });

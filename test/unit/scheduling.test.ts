@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
+import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
 
 const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string } = {}) =>
@@ -56,5 +57,27 @@ describe("scheduling", () => {
     expect(steeringTarget([row("o", "running", "after-all", 0, true)], 10, none, "agent")).toBeUndefined();
     // Another agent's run never receives the message.
     expect(steeringTarget([row("b", "running", "after-all", 0, true, "other")], 10, running, "agent")).toBeUndefined();
+  });
+});
+
+describe("SerialDecisions", () => {
+  it("takes decisions one at a time in arrival order, shares a repeat's, and goes on after a failure", async () => {
+    const decisions = new SerialDecisions<string>();
+    const log: string[] = [];
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    const a = decisions.decide("a", async () => (log.push("a start"), await slow, log.push("a end"), "A"));
+    const failing = decisions.decide("f", async () => {
+      log.push("f");
+      throw new Error("refused");
+    });
+    const b = decisions.decide("b", async () => (log.push("b"), "B"));
+    const aAgain = decisions.decide("a", async () => (log.push("a twice"), "A2"));
+    await Promise.resolve();
+    expect(log).toEqual(["a start"]);
+    release();
+    expect(await Promise.all([a, aAgain, b])).toEqual(["A", "A", "B"]);
+    await expect(failing).rejects.toThrow("refused");
+    expect(log).toEqual(["a start", "a end", "f", "b"]);
   });
 });

@@ -1,0 +1,20 @@
+/**
+ * Decisions taken one at a time, in arrival order, so each sees what the
+ * previous one left (a Durable Object's input gate opens while a decision
+ * awaits libSQL). A repeat of a key still being decided shares the first
+ * decision instead of queueing a second.
+ */
+export class SerialDecisions<T> {
+  private readonly pending = new Map<string, Promise<T>>();
+  private tail: Promise<unknown> = Promise.resolve();
+
+  decide(key: string, decision: () => Promise<T>): Promise<T> {
+    const pending = this.pending.get(key);
+    if (pending) return pending;
+    const decided = this.tail.then(decision).finally(() => this.pending.delete(key));
+    // A failed decision is its caller's answer; the next one still runs.
+    this.tail = decided.catch(() => undefined);
+    this.pending.set(key, decided);
+    return decided;
+  }
+}
