@@ -81,7 +81,7 @@ const ndjson = (lines: ModelStreamLine[]) => encoder.encode(lines.map((l) => `${
 /** Parse the provider's SSE body incrementally and re-frame it as NDJSON, one network chunk at a time. */
 export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ReadableStream<Uint8Array> {
   const lines = readLines(providerBody, { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes });
-  const frame = sseFramer();
+  const frame = sseFramer({ maxLineBytes: opts.maxLineBytes });
   const tools = new ToolCallAssembler();
   let content = "";
   let finishReason: string | null = null;

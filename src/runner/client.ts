@@ -45,7 +45,7 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
     await res.body?.cancel().catch(() => {});
     throw new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}`);
   }
-  const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer() : null;
+  const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer(opts) : null;
   try {
     for await (const lines of readLines(res.body, opts)) {
       const payloads = (frame ? frame(lines) : lines).filter((l) => l.trim() !== "");

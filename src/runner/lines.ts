@@ -109,16 +109,19 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
   }
 }
 
-function lineTooLarge(limits: LineLimits): RunnerCallError {
+function lineTooLarge(limits: Pick<LineLimits, "maxLineBytes">): RunnerCallError {
   return new RunnerCallError("runner.line_too_large", `a result line exceeded ${limits.maxLineBytes} bytes`);
 }
 
 /**
  * Turns text/event-stream lines into payloads: `data:` lines of one frame are
  * joined; a blank line ends the frame; comments and other fields are ignored.
+ * A frame is one result, so it is held to the same byte limit as a line
+ * (each of its lines already was, but not their sum).
  */
-export function sseFramer(): (lines: string[]) => string[] {
+export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">): (lines: string[]) => string[] {
   let data: string[] = [];
+  let bytes = 0;
   return (lines) => {
     const out: string[] = [];
     for (const raw of lines) {
@@ -126,10 +129,26 @@ export function sseFramer(): (lines: string[]) => string[] {
       if (line === "") {
         if (data.length) out.push(data.join("\n"));
         data = [];
+        bytes = 0;
       } else if (line.startsWith("data:")) {
-        data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+        const value = line.slice(line.startsWith("data: ") ? 6 : 5);
+        // The joining newline included.
+        bytes += utf8Length(value) + (data.length ? 1 : 0);
+        if (bytes > limits.maxLineBytes) throw lineTooLarge(limits);
+        data.push(value);
       }
     }
     return out;
   };
+}
+
+/** UTF-8 size of a string, without encoding it. */
+function utf8Length(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    // U+0080..U+07FF take 2 bytes, the rest of the BMP 3; a surrogate pair (2 units) takes 4.
+    if (c >= 0x80) n += c >= 0x800 && (c < 0xd800 || c > 0xdfff) ? 2 : 1;
+  }
+  return n;
 }

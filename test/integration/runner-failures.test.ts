@@ -59,6 +59,15 @@ beforeAll(async () => {
           res.writeHead(200, { "content-type": "application/x-ndjson" });
           res.write(`{"run_id":"${ctx.run_id}","type":"message.delta","data":{"chunk":{"role":"assistant","content":"${"x".repeat(LINE_LIMIT * 2)}`);
           return;
+        case "sseflood": {
+          // Each data line is under the limit; the frame they make, one result, is not.
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          const part = JSON.stringify({ type: "text", text: "x".repeat(LINE_LIMIT / 2) });
+          res.write(`data: {"run_id":"${ctx.run_id}","type":"message.completed","data":{"message":{"role":"assistant","content":[\n`);
+          for (let i = 0; i < 4; i++) res.write(`data: ${part}${i < 3 ? "," : ""}\n`);
+          res.end("data: ]}}}\n\n");
+          return;
+        }
         case "silent": {
           const w = out();
           w.send("run.completed", { finish_reason: "stop" });
@@ -128,6 +137,7 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
   it("stream ends without a terminal result → runner.stream_closed", () => expectFailureIsContained("fail-end", "endearly", "failed", "runner.stream_closed"));
   it("no answer before the deadline → timeout with deadline_exceeded", () => expectFailureIsContained("fail-hang", "hang", "timeout", "deadline_exceeded"));
   it("a line over the limit → runner.line_too_large", () => expectFailureIsContained("fail-flood", "flood", "failed", "runner.line_too_large"));
+  it("an SSE frame over the limit, made of lines under it → runner.line_too_large", () => expectFailureIsContained("fail-sse-flood", "sseflood", "failed", "runner.line_too_large"));
   it("completed without any message → runner.no_output", () => expectFailureIsContained("fail-silent", "silent", "failed", "runner.no_output"));
   it("results for another run → runner.protocol_error", () => expectFailureIsContained("fail-liar", "liar", "failed", "runner.protocol_error"));
 

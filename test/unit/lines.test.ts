@@ -94,8 +94,20 @@ describe("readLines", () => {
 
 describe("sseFramer", () => {
   it("joins data lines of a frame and ignores comments and other fields", () => {
-    const frame = sseFramer();
+    const frame = sseFramer({ maxLineBytes: 1024 });
     expect(frame([": comment", "event: result", 'data: {"a":', "data: 1}", "", 'data: {"b":2}'])).toEqual(['{"a":\n1}']);
     expect(frame(["", "id: 3"])).toEqual(['{"b":2}']);
+  });
+
+  it("holds a whole frame, not only each of its lines, to the line limit (in UTF-8 bytes)", () => {
+    // Two lines of 6 bytes and the joining newline: 13 bytes.
+    expect(sseFramer({ maxLineBytes: 13 })(["data: éèà", "data: ¢¢¢", ""])).toEqual(["éèà\n¢¢¢"]);
+    expect(() => sseFramer({ maxLineBytes: 12 })(["data: éèà", "data: ¢¢¢", ""])).toThrow(expect.objectContaining({ code: "runner.line_too_large" }));
+    // 4-byte characters (surrogate pairs) and 3-byte ones.
+    expect(() => sseFramer({ maxLineBytes: 7 })(["data: 😀", "data: 中", ""])).toThrow(expect.objectContaining({ code: "runner.line_too_large" }));
+    expect(sseFramer({ maxLineBytes: 8 })(["data: 😀", "data: 中", ""])).toEqual(["😀\n中"]);
+    // The count starts again with each frame.
+    const frame = sseFramer({ maxLineBytes: 6 });
+    expect(frame(["data: abc", "", "data: def", ""])).toEqual(["abc", "def"]);
   });
 });
