@@ -43,7 +43,9 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     dbUrl,
     scriptPath: join(ROOT, "dist/test/worker.js"),
     vars: { SECRETS_KEY, ...opts.vars },
-    ...(opts.captureLogs ? { onRuntimeOutput: (text: string) => (logs += text) } : {}),
+    // Decision lines (one per Host API call) are kept for the tests that read them; everything else the
+    // Worker prints reaches the test output, unless the test captures it.
+    onRuntimeOutput: opts.captureLogs ? (text: string) => (logs += text) : withoutDecisionLines((text) => process.stdout.write(text)),
   });
   const admin = <T>(method: string, path: string, body?: unknown) => adminCall<T>(host, method, path, body);
   return {
@@ -55,7 +57,7 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     decisions: (runId) =>
       logs
         .split("\n")
-        .filter((line) => line.startsWith('{"log":"host_api.decision"'))
+        .filter((line) => line.startsWith(DECISION_LINE))
         .map((line) => JSON.parse(line))
         .filter((d) => d.run_id === runId),
     async query<T>(sql: string, args: InArgs = []) {
@@ -76,6 +78,19 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
       await host.dispose();
       rmSync(dir, { recursive: true, force: true });
     },
+  };
+}
+
+const DECISION_LINE = '{"log":"host_api.decision"';
+
+/** Forwards whole lines of the Worker's output, less the §8 decision lines. */
+function withoutDecisionLines(write: (text: string) => void) {
+  let partial = "";
+  return (text: string) => {
+    const lines = (partial + text).split("\n");
+    partial = lines.pop()!;
+    const kept = lines.filter((line) => !line.startsWith(DECISION_LINE));
+    if (kept.length) write(`${kept.join("\n")}\n`);
   };
 }
 
