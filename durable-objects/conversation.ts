@@ -5,7 +5,7 @@ import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { DeliverySession } from "../src/delivery/session";
 import { randomToken, sha256Hex } from "../src/lib/crypto";
-import { handleHostApiCall, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
+import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import type { SteeringPort } from "../src/host-api/actions/index";
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { claimRun, executeRun } from "../src/run/execute";
@@ -19,7 +19,7 @@ import { claimMetadata, steeringItemOf } from "../src/run/steering";
 import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { runsStore } from "../src/stores/runs";
-import { RunSession } from "./run-session";
+import { RunSession, SessionRegistry } from "./run-session";
 import { runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
@@ -57,7 +57,7 @@ export interface DispatchResult {
  * twice.
  */
 export class ConversationDO extends DurableObject<Env> {
-  private readonly sessions = new Map<string, RunSession>();
+  private readonly sessions = new SessionRegistry();
   /** Runs this instance executes, from the moment they are started: cancel and interrupt reach them through `abort`. */
   private readonly active = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private readonly decisions = new SerialDecisions<DispatchResult>();
@@ -144,11 +144,10 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** A run's Host API call; the token is checked here, against the hash of the live session. */
   async hostApi(runId: string, token: string, body: HostApiBody): Promise<HostApiReply> {
-    const session = this.sessions.get(runId);
-    const valid = session ? await session.verify(token) : false;
-    // A cancelled or interrupted run is over for its runner even while its stream unwinds.
-    if (!session || !valid || session.abort.signal.aborted) return refuseToken(runId, session);
-    if ("refused" in body) return refuseBody(session.snapshot, body.refused);
+    const session = await this.sessions.authenticated(runId, token);
+    if (!session) return refuseToken(runId, this.sessions.get(runId));
+    const parsed = parseHostApiBody(body);
+    if ("refused" in parsed) return refuseBody(session.snapshot, parsed.refused);
     const db = dbOf(this.env);
     return handleHostApiCall(
       {
@@ -161,14 +160,14 @@ export class ConversationDO extends DurableObject<Env> {
         signal: session.abort.signal,
         mcp: session.mcp,
       },
-      body.json,
+      parsed.json,
     );
   }
 
   /** artifact.upload: the token, snapshot and run's upload budget are checked here; the Worker then streams the body to R2 itself. */
   async authorizeUpload(runId: string, token: string, request: UploadRequest): Promise<UploadAuthorization> {
-    const session = this.sessions.get(runId);
-    if (!session || !(await session.verify(token)) || session.abort.signal.aborted) return { ok: false, reply: refuseToken(runId, session, "artifact.upload") };
+    const session = await this.sessions.authenticated(runId, token);
+    if (!session) return { ok: false, reply: refuseToken(runId, this.sessions.get(runId), "artifact.upload") };
     return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, request, session);
   }
 

@@ -30,3 +30,12 @@ export class RunSession {
     return constantTimeEqual(await sha256Hex(token), this.tokenHash);
   }
 }
+
+/** The session registry: the live runs of one Durable Object, by run id. */
+export class SessionRegistry extends Map<string, RunSession> {
+  /** The run's session if `token` is its token and the run is not over (a cancelled run is, even while its stream unwinds). */
+  async authenticated(runId: string, token: string): Promise<RunSession | undefined> {
+    const session = this.get(runId);
+    return session && !session.abort.signal.aborted && (await session.verify(token)) ? session : undefined;
+  }
+}

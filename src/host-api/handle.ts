@@ -1,6 +1,6 @@
 import { hostRecordInsert } from "../stores/event-log";
 import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams } from "../protocol/host-api";
-import { formatZodIssues } from "../protocol/common";
+import { formatZodIssues, jsonDepthExceeds, MAX_JSON_DEPTH } from "../protocol/common";
 import { ACTIONS, type ActionContext } from "./actions/index";
 import type { ApiErrorCode } from "../protocol/errors";
 import type { AuthorizationSnapshot } from "../run/snapshot";
@@ -19,12 +19,27 @@ export interface HostApiReply {
 }
 
 /**
- * A Host API request body as the Worker read it: its JSON, or the refusal it
- * earned (too large, not JSON), as plain data to cross the RPC boundary. A
- * refusal is answered only once the token has been accepted: §8 checks the
+ * A Host API request body as the Worker read it: its text, or the refusal it
+ * earned (too large), as plain data to cross the RPC boundary. What is wrong
+ * with it is answered only once the token has been accepted: §8 checks the
  * run and its token before the payload.
  */
-export type HostApiBody = { json: unknown } | { refused: { code: ApiErrorCode; message: string } };
+export type HostApiBody = { text: string } | { refused: { code: ApiErrorCode; message: string } };
+
+type BodyRefusal = { code: ApiErrorCode; message: string };
+
+/** The body's JSON, or why it cannot be read as a request: not JSON, or nested deeper than any request is. */
+export function parseHostApiBody(body: HostApiBody): { json: unknown } | { refused: BodyRefusal } {
+  if ("refused" in body) return body;
+  let json: unknown;
+  try {
+    json = JSON.parse(body.text);
+  } catch {
+    return { refused: { code: "invalid_argument", message: "request body is not valid JSON" } };
+  }
+  if (jsonDepthExceeds(json, MAX_JSON_DEPTH)) return { refused: { code: "invalid_argument", message: `request body is nested deeper than ${MAX_JSON_DEPTH} levels` } };
+  return { json };
+}
 
 const reply = (status: number, body: unknown): HostApiReply => ({ status, json: JSON.stringify(body) });
 export const errorReply = (err: ApiError): HostApiReply => reply(err.status, err.toBody());
@@ -37,7 +52,7 @@ export function refuseToken(runId: string, session: { snapshot: AuthorizationSna
 }
 
 /** A body the Worker refused (too large, not JSON), answered now that the token was accepted. */
-export function refuseBody(snapshot: AuthorizationSnapshot, refused: { code: ApiErrorCode; message: string }): HostApiReply {
+export function refuseBody(snapshot: AuthorizationSnapshot, refused: BodyRefusal): HostApiReply {
   const err = new ApiError(refused.code, refused.message);
   logRefusal(snapshot.runId, snapshot, err.code, err.status);
   return errorReply(err);

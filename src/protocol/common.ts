@@ -64,8 +64,14 @@ export function utf8ByteLength(text: string): number {
   return new TextEncoder().encode(text).length;
 }
 
-/** Free-form object bag (`metadata`, `data`, `config`, ...). */
-export const RecordSchema = z.record(z.string(), z.unknown());
+/**
+ * Free-form object bag (`metadata`, `data`, `config`, ...), nested at most
+ * MAX_JSON_DEPTH: deeper input is refused here, not by a stack overflow when
+ * it is cloned to a Durable Object or serialised.
+ */
+export const RecordSchema = z.record(z.string(), z.unknown()).check(
+  z.refine((v) => !jsonDepthExceeds(v, MAX_JSON_DEPTH), { message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`, abort: true }),
+);
 export type JsonObject = z.infer<typeof RecordSchema>;
 
 /** Localised text keyed by locale, e.g. {"en_US": "...", "zh_Hans": "..."}. */

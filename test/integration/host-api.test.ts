@@ -6,6 +6,8 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const held = { started: deferred<{ runId: string; token: string }>(), release: deferred() };
+/** Small, but nested far deeper than any request. */
+const DEEP = `{"action":"history.page","params":{"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}}`;
 /** Over the default MAX_API_BODY_BYTES (2 MiB). */
 const OVERSIZED = JSON.stringify({ action: "host.version", params: { pad: "x".repeat(2 * 1024 * 1024) } });
 
@@ -78,6 +80,9 @@ beforeAll(async () => {
         oversized_stalled: await stalledBody(`${base}/v1/runs/${ctx.run_id}/api`, { method: "POST", token: "not-a-token", declared: 3 * 1024 * 1024, first: 64 * 1024, pauseMs: 300 }),
         not_json: await rawCall(base, ctx.run_id, ctx.runtime.api.token, "{nope"),
         not_json_wrong_token: await rawCall(base, ctx.run_id, "not-a-token", "{nope"),
+        // Hostile nesting is refused as a bad argument, not a crash, and still only after the token.
+        too_deep: await rawCall(base, ctx.run_id, ctx.runtime.api.token, DEEP),
+        too_deep_wrong_token: await rawCall(base, ctx.run_id, "not-a-token", DEEP),
       };
       w.reply(JSON.stringify(results));
     },
@@ -129,6 +134,8 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     expect(r.oversized_wrong_token).toEqual([401, "unauthorized"]);
     expect(r.oversized_stalled).toEqual({ answeredDuringPause: false, status: 401 });
     expect(r.not_json_wrong_token).toEqual([401, "unauthorized"]);
+    expect(r.too_deep).toEqual([400, "invalid_argument"]);
+    expect(r.too_deep_wrong_token).toEqual([401, "unauthorized"]);
 
     // A finished run's token no longer works.
     const ended = runner.calls.find((c) => c.body.context.run_id === probe.body.run_id)!.body.context.runtime.api.token;

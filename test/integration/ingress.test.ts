@@ -50,6 +50,18 @@ describe("POST /v1/events", () => {
     expect(body.error.message).toMatch(/extra/);
   });
 
+  it("refuses hostile nesting in data or metadata with 400, and records nothing", async () => {
+    const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
+    for (const field of ["data", "metadata"]) {
+      const eventId = `deep-${field}`;
+      const event = JSON.stringify({ ...messageEvent("deep", "x"), event_id: eventId }).slice(0, -1);
+      const res = await post(`${event},"${field}":{"a":${deep}}}`);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as any).error.message).toBe(`invalid body: ${field}: JSON nested deeper than 64 levels`);
+      expect(await host.query("SELECT event_id FROM event_log WHERE event_id = ?", [eventId])).toEqual([]);
+    }
+  });
+
   it("refuses an oversized body with 413", async () => {
     const res = await post(JSON.stringify(messageEvent("big", "x".repeat(100 * 1024))));
     expect(res.status).toBe(413);
