@@ -11,3 +11,13 @@ export function parseBody(raw: string): unknown {
     throw new HostError(400, "invalid_json", "request body is not valid JSON");
   }
 }
+
+/**
+ * A signed timestamp (Unix seconds) must be at most `maxAgeSeconds` away from
+ * now: a captured request replayed later is refused even once EventLog no
+ * longer holds its event id (retention keeps ids for at least a day).
+ */
+export function checkFreshness(timestamp: string, now: number, maxAgeSeconds: number, header: string): void {
+  if (!/^\d{1,12}$/.test(timestamp)) throw refused(`malformed ${header}`);
+  if (Math.abs(now / 1000 - Number(timestamp)) > maxAgeSeconds) throw refused(`${header} is more than ${maxAgeSeconds / 60} minutes away from now`);
+}

@@ -59,8 +59,8 @@ async function postRaw(body: string, headers: Record<string, string>) {
   answered.push(text);
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
-function signed(body: string, key = privateKey) {
-  const timestamp = String(Math.floor(Date.now() / 1000));
+function signed(body: string, key = privateKey, at = Date.now()) {
+  const timestamp = String(Math.floor(at / 1000));
   return { "x-signature-timestamp": timestamp, "x-signature-ed25519": edSign(null, Buffer.from(timestamp + body), key).toString("hex") };
 }
 const post = (interaction: unknown) => {
@@ -142,14 +142,17 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(writesFor(i).some((w) => w.method === "POST" && String(w.body.content).startsWith("line"))).toBe(true);
   });
 
-  it("refuses a bad, foreign or missing signature with 401", async () => {
+  it("refuses a bad, foreign, missing or replayed signature with 401", async () => {
     const before = runner.calls.length;
     const body = JSON.stringify(command("forged"));
     const other = generateKeyPairSync("ed25519").privateKey;
     const foreign = await postRaw(body, signed(body, other));
     const tampered = await postRaw(body.replace("forged", "forgee"), signed(body));
     const missing = await postRaw(body, {});
-    for (const res of [foreign, tampered, missing]) expect(res.status).toBe(401);
+    // Signed by Discord, but six minutes ago: a captured request replayed.
+    const replayed = await postRaw(body, signed(body, privateKey, Date.now() - 6 * 60_000));
+    expect(replayed.body.error.message).toMatch(/X-Signature-Timestamp is more than 5 minutes away/);
+    for (const res of [foreign, tampered, missing, replayed]) expect(res.status).toBe(401);
     // Nothing was recorded, so nothing can run.
     expect(await host.query("SELECT 1 FROM event_log WHERE input_summary IN ('forged', 'forgee')")).toEqual([]);
     expect(runner.calls.length).toBe(before);

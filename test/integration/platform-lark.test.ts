@@ -145,8 +145,12 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     const wrongKey = await postEncrypted(ev(), { key: "some-other-encrypt-key" });
     const plainBody = await postRaw(encrypted.url, JSON.stringify(ev()));
     const wrongToken = await postEncrypted({ ...ev(), header: { ...ev().header, token: "wrong" } });
+    // Signed by Lark, but 13 hours ago (Lark's retries end after about 7): a captured request replayed.
+    const old = String(Math.floor(Date.now() / 1000) - 13 * 3600);
+    const replayed = await postRaw(encrypted.url, body, { "x-lark-request-timestamp": old, "x-lark-request-nonce": "n1", "x-lark-signature": signature(old, "n1", body) });
+    expect(replayed.text).toMatch(/X-Lark-Request-Timestamp is more than 720 minutes away/);
     const encryptedToPlainBot = await postRaw(plain.url, encrypt(ev()));
-    for (const res of [badSignature, unsigned, wrongKey, plainBody, wrongToken, encryptedToPlainBot]) expect(res.status).toBe(401);
+    for (const res of [badSignature, unsigned, wrongKey, plainBody, wrongToken, encryptedToPlainBot, replayed]) expect(res.status).toBe(401);
     // Nothing was recorded, so nothing can run.
     expect(await host.query("SELECT 1 FROM event_log WHERE conversation_id = 'oc_300'")).toEqual([]);
     expect(runner.calls.length).toBe(before);

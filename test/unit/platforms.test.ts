@@ -82,8 +82,8 @@ describe("Lark encryption", () => {
 
   it("checks the verification token in plain mode", async () => {
     const body = JSON.stringify({ type: "url_verification", token: "vt", challenge: "c" });
-    await expect(openLarkRequest(new Headers(), body, { verification_token: "vt" })).resolves.toMatchObject({ challenge: "c" });
-    await expect(openLarkRequest(new Headers(), body, { verification_token: "other" })).rejects.toMatchObject({ status: 401 });
+    await expect(openLarkRequest(new Headers(), body, { verification_token: "vt" }, Date.now())).resolves.toMatchObject({ challenge: "c" });
+    await expect(openLarkRequest(new Headers(), body, { verification_token: "other" }, Date.now())).rejects.toMatchObject({ status: 401 });
   });
 });
 

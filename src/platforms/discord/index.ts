@@ -48,7 +48,7 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {
-    await verifyDiscordSignature(req.headers, req.rawBody, bot.credentials.public_key);
+    await verifyDiscordSignature(req.headers, req.rawBody, bot.credentials.public_key, req.now);
     const body = parseBody(req.rawBody);
     const interaction = InteractionSchema.safeParse(body);
     if (!interaction.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };

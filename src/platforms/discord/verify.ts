@@ -1,4 +1,7 @@
-import { refused } from "../verify";
+import { checkFreshness, refused } from "../verify";
+
+/** Discord calls at once and never retries an interaction, so a request older than this is a replay. */
+export const DISCORD_MAX_AGE_SECONDS = 5 * 60;
 
 const encoder = new TextEncoder();
 
@@ -10,9 +13,10 @@ export function hexToBytes(hex: string): Uint8Array {
 
 /**
  * Discord interactions: `X-Signature-Ed25519` is the Ed25519 signature of
- * `X-Signature-Timestamp` + raw body under the application's public key.
+ * `X-Signature-Timestamp` + raw body under the application's public key, and
+ * the timestamp is recent.
  */
-export async function verifyDiscordSignature(headers: Headers, rawBody: string, publicKeyHex: string): Promise<void> {
+export async function verifyDiscordSignature(headers: Headers, rawBody: string, publicKeyHex: string, now: number): Promise<void> {
   const signature = headers.get("x-signature-ed25519");
   const timestamp = headers.get("x-signature-timestamp");
   if (!signature || !timestamp || !/^[0-9a-f]{128}$/i.test(signature)) throw refused("missing or malformed X-Signature-Ed25519 / X-Signature-Timestamp");
@@ -20,4 +24,5 @@ export async function verifyDiscordSignature(headers: Headers, rawBody: string, 
   const key = await crypto.subtle.importKey("raw", hexToBytes(publicKeyHex), algorithm, false, ["verify"]);
   const valid = await crypto.subtle.verify(algorithm, key, hexToBytes(signature), encoder.encode(timestamp + rawBody));
   if (!valid) throw refused("bad X-Signature-Ed25519");
+  checkFreshness(timestamp, now, DISCORD_MAX_AGE_SECONDS, "X-Signature-Timestamp");
 }

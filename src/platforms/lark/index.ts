@@ -29,7 +29,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {
-    const payload = await openLarkRequest(req.headers, req.rawBody, bot.credentials);
+    const payload = await openLarkRequest(req.headers, req.rawBody, bot.credentials, req.now);
     if (payload.type === "url_verification") return { kind: "handshake", body: { challenge: typeof payload.challenge === "string" ? payload.challenge : "" } };
     return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, await bodyKey(req.rawBody)) };
   },

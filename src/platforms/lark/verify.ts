@@ -8,7 +8,14 @@
 import { base64ToBytes } from "../../lib/base64";
 import { constantTimeEqual, sha256Hex, secretsEqual } from "../../lib/crypto";
 import { asRecord } from "../http";
-import { parseBody, refused } from "../verify";
+import { checkFreshness, parseBody, refused } from "../verify";
+
+/**
+ * Lark retries a delivery for about seven hours (15 s, 5 min, 1 h, 6 h); a
+ * signed request older than this is a replay. Shorter than the shortest
+ * retention (a day), so a replay is refused either as a duplicate or as stale.
+ */
+export const LARK_MAX_AGE_SECONDS = 12 * 60 * 60;
 
 const encoder = new TextEncoder();
 
@@ -30,7 +37,7 @@ export interface LarkSecrets {
 }
 
 /** The verified, decrypted payload; throws a 401 HostError for anything else. */
-export async function openLarkRequest(headers: Headers, rawBody: string, secrets: LarkSecrets): Promise<Record<string, unknown>> {
+export async function openLarkRequest(headers: Headers, rawBody: string, secrets: LarkSecrets, now: number): Promise<Record<string, unknown>> {
   const body = asRecord(parseBody(rawBody));
   let payload = body;
   if (secrets.encrypt_key) {
@@ -40,6 +47,7 @@ export async function openLarkRequest(headers: Headers, rawBody: string, secrets
     const signature = headers.get("x-lark-signature");
     const signed = Boolean(timestamp && nonce && signature);
     if (signed && !constantTimeEqual(signature!, await larkSignature(timestamp!, nonce!, secrets.encrypt_key, rawBody))) throw refused("bad X-Lark-Signature");
+    if (signed) checkFreshness(timestamp!, now, LARK_MAX_AGE_SECONDS, "X-Lark-Request-Timestamp");
     try {
       payload = asRecord(JSON.parse(await decryptLarkBody(secrets.encrypt_key, body.encrypt)));
     } catch {

@@ -1,5 +1,5 @@
 import { constantTimeEqual, hmacSha256Hex } from "../../lib/crypto";
-import { refused } from "../verify";
+import { checkFreshness, refused } from "../verify";
 
 /** Slack refuses requests older than this, and so do we (replays of a captured request). */
 export const SLACK_MAX_AGE_SECONDS = 5 * 60;
@@ -13,7 +13,7 @@ export async function verifySlackSignature(headers: Headers, rawBody: string, si
   const timestamp = headers.get("x-slack-request-timestamp");
   const signature = headers.get("x-slack-signature");
   if (!timestamp || !signature || !/^\d{1,12}$/.test(timestamp)) throw refused("missing X-Slack-Request-Timestamp or X-Slack-Signature");
-  if (Math.abs(now / 1000 - Number(timestamp)) > SLACK_MAX_AGE_SECONDS) throw refused("X-Slack-Request-Timestamp is more than 5 minutes away from now");
+  checkFreshness(timestamp, now, SLACK_MAX_AGE_SECONDS, "X-Slack-Request-Timestamp");
   const expected = `v0=${await hmacSha256Hex(signingSecret, `v0:${timestamp}:${rawBody}`)}`;
   if (!constantTimeEqual(signature, expected)) throw refused("bad X-Slack-Signature");
 }
