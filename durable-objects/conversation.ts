@@ -194,7 +194,7 @@ export class ConversationDO extends DurableObject<Env> {
     return sub.readable;
   }
 
-  /** Operator cancel: aborts an active run, or drops a queued one. */
+  /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). */
   async cancel(runId: string): Promise<{ cancelled: boolean }> {
     const active = this.active.get(runId);
     if (active) {
@@ -203,7 +203,8 @@ export class ConversationDO extends DurableObject<Env> {
       return { cancelled: true };
     }
     const entry = (await this.runs.entries()).find(([, r]) => r.job.runId === runId);
-    if (!entry) return { cancelled: false };
+    // Unknown here: a run whose hand-over from ingress was lost stays queued in libSQL only; it ends there.
+    if (!entry) return { cancelled: (await runsStore(dbOf(this.env)).cancelQueuedStatement(runId, "run cancelled before it reached its conversation").execute()).length > 0 };
     await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started");
     return { cancelled: true };
   }

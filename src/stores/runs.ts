@@ -86,6 +86,15 @@ const finishRun = compiled((db) =>
     .returning({ runId: run.runId }),
 );
 
+/** Cancel a run that is still only queued (never a running one: that is ended by its own run). */
+const cancelQueuedRun = compiled((db) =>
+  db
+    .update(run)
+    .set({ status: "cancelled", errorCode: "cancelled", errorMessage: sql`${param("errorMessage")}`, endedAt: sql`${param("endedAt")}` })
+    .where(and(eq(run.runId, param("runId")), eq(run.status, "queued")))
+    .returning({ runId: run.runId }),
+);
+
 const LEDGER_ROWS_PER_STATEMENT = 16;
 const ledgerInsertByRows = new Map<number, ReturnType<typeof compileLedgerInsert>>();
 const compileLedgerInsert = (rows: number) =>
@@ -117,6 +126,9 @@ export function runsStore(db: Db) {
 
     /** Drop a run minted at ingress that the conversation decided not to start (steered or rejected). */
     discardQueuedStatement: (runId: string) => discardQueued(db, { runId }),
+
+    /** queued → cancelled; returns the run id only when the run was still queued. */
+    cancelQueuedStatement: (runId: string, reason: string) => cancelQueuedRun(db, { runId, errorMessage: reason, endedAt: Date.now() }),
 
     /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. */
     finishStatement: (runId: string, outcome: RunOutcome) =>

@@ -147,6 +147,22 @@ describe("POST /v1/events", () => {
     expect((await host.admin("GET", "/v1/runs/run_unknown")).status).toBe(404);
   });
 
+  it("cancels a run left queued in libSQL whose hand-over to its conversation was lost", async () => {
+    const done = await host.postEvent(messageEvent("lost-dispatch", "first"));
+    await host.waitForRun(done.body.run_id!);
+    // As if ingress had recorded a second run and then failed to reach the DO: same conversation, same DO id prefix.
+    const lost = done.body.run_id!.replace(/_[^_]+$/, "_lostdispatch1");
+    await host.query("INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, created_at) SELECT ?, event_id, conversation_key, conversation_id, agent_id, runner_id, 'queued', created_at FROM run WHERE run_id = ?", [lost, done.body.run_id!]);
+    expect((await host.admin("GET", `/v1/runs/${lost}`)).body.status).toBe("queued");
+    const res = await host.admin("POST", `/v1/runs/${lost}/cancel`);
+    expect(res).toMatchObject({ status: 202, body: { cancelled: true } });
+    expect((await host.admin("GET", `/v1/runs/${lost}`)).body).toMatchObject({ status: "cancelled", error: { code: "cancelled", message: "run cancelled before it reached its conversation" } });
+    // Ended runs are not cancelled again, and a completed one is left alone.
+    expect((await host.admin("POST", `/v1/runs/${lost}/cancel`)).status).toBe(409);
+    expect((await host.admin("POST", `/v1/runs/${done.body.run_id}/cancel`)).status).toBe(409);
+    expect((await host.admin("GET", `/v1/runs/${done.body.run_id}`)).body.status).toBe("completed");
+  });
+
   it("keeps two conversations isolated and concurrent", async () => {
     const a = deferred();
     holds.set("hold:a", a);
