@@ -18,7 +18,7 @@ import { transcriptInsert } from "../stores/transcript";
 import type { InputAttachmentSource } from "../artifacts/input";
 import { artifactsStore } from "../stores/artifacts";
 import { inputWithAttachments } from "./attachments";
-import { eventInsert, recordedEvent, runInsert, userItemSeq } from "./statements";
+import { eventInsert, latestTranscriptSeq, recordedEvent, runInsert, userItemSeq } from "./statements";
 import type { PlatformDelivery } from "../platforms/types";
 
 /** An event after normalisation, whatever its ingress (HTTP API, platform webhook). */
@@ -131,12 +131,14 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   const owned = () => sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.acceptId} = ${acceptId})`;
   const writes = [eventInsert(db, values), ...userItem, runInsert(db, values), ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned()))];
   // Resolution, writes and read-back in one transaction: what is written is what was resolved.
-  const results = await batchAll(db, [...writes, recordedEvent(db, values), userItemSeq(db, values), resolveBinding(db, resolveQuery)]);
+  // The event's own user item, or for an event without one the conversation's newest item.
+  const itemSeq = userItem.length ? userItemSeq(db, values) : latestTranscriptSeq(db, values);
+  const results = await batchAll(db, [...writes, recordedEvent(db, values), itemSeq, resolveBinding(db, resolveQuery)]);
   // The three reads follow the writes, in this order.
-  const [rows, userItems, resolved] = results.slice(writes.length) as [ResultOf<typeof recordedEvent>, ResultOf<typeof userItemSeq>, BoundAgent[]];
+  const [rows, items, resolved] = results.slice(writes.length) as [ResultOf<typeof recordedEvent>, { seq: number | null }[], BoundAgent[]];
   const row = rows[0];
   const bound = resolved[0];
-  const transcriptSeq = userItems[0]?.seq ?? null;
+  const seqs = { transcriptSeq: userItem.length ? (items[0]?.seq ?? null) : null, latestTranscriptSeq: items[0]?.seq ?? null };
 
   if (row.acceptId !== acceptId) {
     // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
@@ -146,14 +148,14 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
       if (first?.status === "queued" && first.conversationKey === key && first.agentId === bound.agent.agentId) {
         // The run is for the event as first recorded (its stored attachments, its time), not as redelivered.
         const recorded = { ...ev, input: parseJson<InputContext>(row.inputJson ?? "", ev.input) };
-        const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: first.createdAt });
+        const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl, enqueuedAt: first.createdAt });
         await env.CONVERSATIONS.get(doId).dispatch(job);
       }
     }
     return { event_id: eventId, run_id: row.runId ?? null, disposition: "duplicate" };
   }
   if (!bound || row.runId !== runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
-  const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, transcriptSeq, bound, publicBaseUrl, enqueuedAt: now });
+  const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl, enqueuedAt: now });
   const decided = await env.CONVERSATIONS.get(doId).dispatch(job);
   return { event_id: eventId, run_id: decided.runId, disposition: decided.disposition };
 }
@@ -174,12 +176,13 @@ interface JobParts {
   runId: string;
   eventSeq: number;
   transcriptSeq: number | null;
+  latestTranscriptSeq: number | null;
   bound: Bound;
   publicBaseUrl: string;
   enqueuedAt: number;
 }
 
-function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq, bound, publicBaseUrl, enqueuedAt }: JobParts): RunJob {
+function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq, latestTranscriptSeq, bound, publicBaseUrl, enqueuedAt }: JobParts): RunJob {
   const event: AgentEventContext = {
     event_id: eventId,
     event_type: ev.event_type,
@@ -196,6 +199,7 @@ function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq,
     event,
     eventSeq,
     transcriptSeq,
+    latestTranscriptSeq,
     conversation: {
       conversation_id: ev.conversation_id,
       thread_id: ev.thread_id ?? null,

@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, max, sql } from "drizzle-orm";
 import { compiled, param } from "../db/compiled";
 import { insertWhere } from "../db/guarded";
 import { agent, eventLog, run, transcript } from "../db/schema";
@@ -84,4 +84,12 @@ export const userItemSeq = compiled((db) =>
     .select({ seq: transcript.seq })
     .from(transcript)
     .where(and(eq(transcript.eventId, param("eventId")), eq(transcript.role, "user"))),
+);
+
+/** The conversation's newest transcript item: the history an event without a user item of its own comes after. */
+export const latestTranscriptSeq = compiled((db) =>
+  db
+    .select({ seq: max(transcript.seq) })
+    .from(transcript)
+    .where(eq(transcript.conversationKey, param("conversationKey"))),
 );

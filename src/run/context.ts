@@ -46,10 +46,11 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
     context: {
       conversation_id: snapshot.conversationId,
       thread_id: snapshot.threadId,
-      latest_cursor: job.transcriptSeq ? encodeCursor("t", job.transcriptSeq) : null,
+      latest_cursor: job.latestTranscriptSeq ? encodeCursor("t", job.latestTranscriptSeq) : null,
       event_seq: job.eventSeq,
       transcript_seq: job.transcriptSeq,
-      has_history_before: (job.transcriptSeq ?? 0) > 1,
+      // Before the event's own item; an event without one comes after the whole history.
+      has_history_before: job.transcriptSeq !== null ? job.transcriptSeq > 1 : typeof job.latestTranscriptSeq === "number",
       inline_policy: { mode: "current_event", delivered_count: 0, messages_complete: false },
       available_apis: snapshot.availableApis,
     },

@@ -14,7 +14,10 @@ export interface RunJob {
   publicBaseUrl: string;
   event: AgentEventContext;
   eventSeq: number;
+  /** The event's own user item, when it has one. */
   transcriptSeq: number | null;
+  /** The conversation's newest item at ingress: the event's own, or the last before an event without one. */
+  latestTranscriptSeq: number | null;
   conversation: ConversationContext;
   actor: ActorContext | null;
   subject: SubjectContext | null;

@@ -163,6 +163,27 @@ describe("POST /v1/events", () => {
     expect((await host.admin("GET", `/v1/runs/${done.body.run_id}`)).body.status).toBe("completed");
   });
 
+  it("tells a run where the history stands, for events with and without a message of their own", async () => {
+    const agent = { agent_id: "ctx-history", name: "h", runner_id: runner.runnerId(), event_types: ["message.received", "group.member_joined"], scope: { type: "workspace", id: "w-history" } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    const post = (c: string, event: Record<string, unknown>) => host.postEvent({ ...event, conversation_id: c, workspace_id: "w-history" });
+    const joined = { event_type: "group.member_joined", actor: { actor_type: "user", actor_id: "u9" } };
+    const contextOf = async (posted: Awaited<ReturnType<typeof post>>) => {
+      await host.waitForRun(posted.body.run_id!);
+      return runner.calls.find((call) => call.body.context.run_id === posted.body.run_id)!.body.context.context;
+    };
+    // A join into an empty conversation: no history, no item of its own.
+    expect(await contextOf(await post("ctx-empty", joined))).toMatchObject({ has_history_before: false, latest_cursor: null, transcript_seq: null });
+    // A first message: its own item is the first.
+    const first = await contextOf(await post("ctx-history", messageEvent("", "hi")));
+    expect(first).toMatchObject({ has_history_before: false, transcript_seq: 1 });
+    // A join after it comes after the whole history (the reply included), with no item of its own.
+    const later = await contextOf(await post("ctx-history", joined));
+    expect(later).toMatchObject({ has_history_before: true, transcript_seq: null });
+    expect(later.latest_cursor).toEqual(expect.any(String));
+    expect(later.latest_cursor).not.toBe(first.latest_cursor);
+  });
+
   it("keeps two conversations isolated and concurrent", async () => {
     const a = deferred();
     holds.set("hold:a", a);
