@@ -1,4 +1,5 @@
 import { readLines, sseFramer } from "../runner/lines";
+import { redactValue } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
 import { UsageSchema } from "./openai";
 import { UpstreamError } from "./upstream";
@@ -35,6 +36,8 @@ export interface ChatStreamOptions {
   modelId: string;
   maxLineBytes: number;
   maxBytes: number;
+  /** Secret fragments of the model (its key, credentials in its URL): scrubbed from every line, as an upstream may echo them. */
+  secrets: readonly string[];
   /** The error line for a failure mid-stream (deadline, run stopped, provider), its text scrubbed of secrets. */
   describeError: (err: unknown) => { code: string; message: string; retryable: boolean };
   /** Called once, after the last line is queued and before the stream closes (ledger write), or when the runner cancels. */
@@ -76,7 +79,8 @@ function errorText(error: unknown): string {
 }
 
 const encoder = new TextEncoder();
-const ndjson = (lines: ModelStreamLine[]) => encoder.encode(lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
+/** Lines as NDJSON, each scrubbed of the secrets (a secret split across two deltas is caught in the final message). */
+const ndjson = (lines: ModelStreamLine[], secrets: readonly string[]) => encoder.encode(lines.map((l) => `${JSON.stringify(redactValue(l, secrets))}\n`).join(""));
 
 /** Parse the provider's SSE body incrementally and re-frame it as NDJSON, one network chunk at a time. */
 export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ReadableStream<Uint8Array> {
@@ -140,7 +144,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     finished = true;
     await stopProvider();
     if (ended) return; // the runner cancelled meanwhile: the stream is gone
-    controller.enqueue(ndjson([last]));
+    controller.enqueue(ndjson([last], opts.secrets));
     await endOnce(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${err.message}`));
     try {
       controller.close();
@@ -171,7 +175,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
             }
           }
           // What arrived before a failure in the same network chunk is still the runner's.
-          if (out.length) controller.enqueue(ndjson(out));
+          if (out.length) controller.enqueue(ndjson(out, opts.secrets));
           if (failure) throw failure;
           if (done) {
             const result = assembled();

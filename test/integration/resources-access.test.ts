@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ECHO_KEY } from "../support/fake-provider";
 import { startResourcesFixture, type ResourcesFixture } from "../support/resources-fixture";
 
 /** Who may use host-held resources (PROTOCOL §4, §8), and credentials: never shown to runners, sealed at rest. */
@@ -63,6 +64,10 @@ describe("secrets", () => {
     // Exercise every path in this test too, failures included, so it stands on its own.
     const { runId } = await world.inRun("secrets", async ({ api, raw }) => {
       await api("model.invoke", { model_id: "flaky", messages: [{ role: "user", content: "x" }] });
+      // A provider quoting the key it was sent, answered and streamed.
+      const echoed = await api("model.invoke", { model_id: "chat", messages: [{ role: "user", content: ECHO_KEY }] });
+      if (echoed.body.data.message.content !== "you used Bearer [redacted]") throw new Error(`not scrubbed as expected: ${JSON.stringify(echoed.body)}`);
+      for await (const line of world.ndjson(await raw("model.stream", { model_id: "chat", messages: [{ role: "user", content: ECHO_KEY }] }))) void line;
       for await (const line of world.ndjson(await raw("model.stream", { model_id: "chat", messages: [{ role: "user", content: "y" }] }))) void line;
       await api("model.rerank", { model_id: "reranker", query: "q", documents: ["a"] });
       await api("tool.call", { tool_name: "weather", parameters: { city: "Rome" } });

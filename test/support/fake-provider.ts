@@ -13,6 +13,8 @@ export const HOLD_STREAM = "hold the stream";
 export const STREAM_CLOSES_EARLY = "close the stream early";
 export const STREAM_ERROR_CHUNK = "send an error chunk";
 export const STREAM_NO_DONE = "finish without done";
+/** A user text the provider answers by quoting the Authorization header it received, as a careless proxy might. */
+export const ECHO_KEY = "what key did I use?";
 
 /**
  * A fake OpenAI-compatible provider on loopback: `/v1/chat/completions`
@@ -68,7 +70,7 @@ export async function startFakeProvider(opts: {
       }
       return sendJson(res, 200, {
         model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content: `${body.model} says: ${text}` }, finish_reason: "stop" }],
+        choices: [{ index: 0, message: { role: "assistant", content: text === ECHO_KEY ? `you used ${authorization}` : `${body.model} says: ${text}` }, finish_reason: "stop" }],
         usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
       });
     }
@@ -88,6 +90,7 @@ export async function startFakeProvider(opts: {
     }
     // Held until the test releases it; a host that buffered the stream would never let the runner do so (the timer ends the wait).
     if (text === HOLD_STREAM) await Promise.race([gate.promise, new Promise((r) => setTimeout(r, 5_000))]);
+    if (text === ECHO_KEY) delta({ content: ` (you used ${authorization})` });
     delta({ content: ` from ${body.model}` });
     delta({}, "stop");
     send({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 } });

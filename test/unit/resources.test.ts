@@ -73,6 +73,7 @@ function ndjsonOf(body: ReadableStream<Uint8Array>, opts: { signal?: AbortSignal
     modelId: "m",
     maxLineBytes: 1024,
     maxBytes: 1 << 20,
+    secrets: secretFragments([KEY]),
     describeError: (err) => streamError(err, signal, secretFragments([KEY])),
     onEnd: opts.onEnd ?? (async () => {}),
     onCancel: () => {},

@@ -1,7 +1,7 @@
 import { chatStreamToNdjson, ModelStreamError, type StreamEnd } from "../../resources/chat-stream";
 import { ModelInputError, toChatRequest, type ChatRequest } from "../../resources/chat-request";
 import { chatCompletion, openChatStream, rerank, type CallOptions, type Usage } from "../../resources/openai";
-import { redact } from "../../resources/secrets";
+import { redact, redactValue } from "../../resources/secrets";
 import { UpstreamError } from "../../resources/upstream";
 import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
@@ -48,7 +48,8 @@ const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
     const opts = callOptions(ctx, call.signal);
     const { value, model } = await withModelFallback(ctx, p.model_id, "invoke", (m) => chatCompletion(m.target, request, opts));
     await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "invoke", usage: value.usage, startedAt });
-    return { model_id: model.modelId, ...value };
+    // An upstream may echo what it was sent: the runner never sees the model's credentials.
+    return { model_id: model.modelId, ...(redactValue(value, model.secrets) as typeof value) };
   } finally {
     call.dispose();
   }
@@ -89,6 +90,7 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
         modelId: model.modelId,
         maxLineBytes: ctx.config.RUNNER_MAX_LINE_BYTES,
         maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES,
+        secrets: model.secrets,
         describeError: (err) => streamError(err, call.signal, model.secrets),
         onEnd,
         onCancel: () => call.abort(),
