@@ -3,11 +3,13 @@ import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams } from ".
 import { formatZodIssues, jsonDepthExceeds, MAX_JSON_DEPTH } from "../protocol/common";
 import { ACTIONS, type ActionContext } from "./actions/index";
 import type { ApiErrorCode } from "../protocol/errors";
+import { SealedSecretError } from "../lib/secret-box";
 import type { AuthorizationSnapshot } from "../run/snapshot";
 import { ApiError, denied, invalidToken } from "./errors";
 import { decisionScope, logDecision, logRefusal, resourceOf } from "./decision-log";
 import { checkResourceGrant, isResourceAction } from "./resource-gate";
 import { StreamReply } from "./stream-reply";
+import { unopenedCredential } from "./upstream-error";
 
 /** Serialised here so the reply crosses the Durable Object RPC boundary as plain text (or a byte stream). */
 export interface HostApiReply {
@@ -87,7 +89,8 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     const data = await handler(ctx, parsed.params);
     if (data instanceof StreamReply) return answered({ status: 200, json: "", stream: data.body, contentType: data.contentType }, "allowed");
     return answered(reply(200, { ok: true, data }), "allowed");
-  } catch (err) {
+  } catch (thrown) {
+    const err = thrown instanceof SealedSecretError ? unopenedCredential(thrown) : thrown;
     if (!(err instanceof ApiError)) throw err;
     if (err.code === "unauthorized") await auditDenial(ctx, action ?? "", err);
     return answered(errorReply(err), err.code, { ...resourceOf(params), ...resourceOf(err.details) });

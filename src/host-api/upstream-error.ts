@@ -1,3 +1,4 @@
+import { SealedSecretError } from "../lib/secret-box";
 import { UPSTREAM_ERROR_STATUS } from "../protocol/errors";
 import { redact } from "../resources/secrets";
 import { UpstreamError } from "../resources/upstream";
@@ -11,6 +12,7 @@ import { ApiError } from "./errors";
  */
 export function toApiError(err: unknown, secrets: readonly string[], details: Record<string, unknown>): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof SealedSecretError) return unopenedCredential(err, details);
   if (err instanceof UpstreamError) {
     return new ApiError("runtime_error", redact(err.message, secrets), {
       status: UPSTREAM_ERROR_STATUS,
@@ -21,6 +23,11 @@ export function toApiError(err: unknown, secrets: readonly string[], details: Re
   }
   const message = err instanceof Error ? err.message : String(err);
   return new ApiError("runtime_error", redact(message, secrets), { status: UPSTREAM_ERROR_STATUS, details, cause: err });
+}
+
+/** A resource whose stored credential the host's keys cannot open: the host's fault (500), told without the credential. */
+export function unopenedCredential(err: SealedSecretError, details?: Record<string, unknown>): ApiError {
+  return new ApiError("runtime_error", `the host cannot open this resource's stored credential (${err.message}); an operator must check SECRETS_KEY`, { status: 500, details, cause: err });
 }
 
 /** One log line per failed upstream call, for operators; the message is already scrubbed. */

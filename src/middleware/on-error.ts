@@ -1,6 +1,7 @@
 import type { ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { HostError } from "../lib/errors";
+import { SealedSecretError } from "../lib/secret-box";
 
 /** The one error handler: every failure answers `{error: {code, message}}`. */
 export const onError: ErrorHandler = (err, c) => {
@@ -9,6 +10,11 @@ export const onError: ErrorHandler = (err, c) => {
     // Hono's own validators throw these, e.g. for a body that is not JSON.
     const code = err.status === 400 ? "invalid_json" : err.status === 413 ? "payload_too_large" : "invalid_request";
     return c.json({ error: { code, message: err.message || "bad request" } }, err.status);
+  }
+  // A stored credential the configured keys cannot open: the operator's to fix (SECRETS_KEY, SECRETS_KEY_PREVIOUS).
+  if (err instanceof SealedSecretError) {
+    console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${err.message}`);
+    return c.json({ error: { code: "secrets_unavailable", message: `${err.message}; check SECRETS_KEY and SECRETS_KEY_PREVIOUS` } }, 500);
   }
   console.error(`unhandled error on ${c.req.method} ${new URL(c.req.url).pathname}: ${(err as Error).message}`);
   return c.json({ error: { code: "internal", message: "internal error" } }, 500);

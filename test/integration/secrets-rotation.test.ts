@@ -25,6 +25,9 @@ const MODEL_KEY = "sk-rotation-model-8e2f";
 let dataDir: string;
 let provider: Awaited<ReturnType<typeof startFakeProvider>>;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+/** A runner service without a secret of its own, so its runs reach the model whatever the key. */
+let openRunner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let botId = "";
 
 const start = (vars: Record<string, string>) => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars });
 
@@ -74,9 +77,18 @@ beforeAll(async () => {
       resultWriter(res, ctx.run_id).reply(String(answer.status));
     },
   });
+  openRunner = await startAdHocRunner({
+    name: "rotation-open",
+    runners: [{ name: "default", label: { en_US: "rotation-open" }, permissions: { models: ["invoke"] } }],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "model.invoke", { model_id: "chat", messages: [{ role: "user", content: "hi" }] });
+      resultWriter(res, ctx.run_id).reply(JSON.stringify({ status: answer.status, error: answer.body.error ?? null }));
+    },
+  });
 });
 afterAll(async () => {
-  await Promise.all([runner?.close(), provider?.close()]);
+  await Promise.all([runner?.close(), openRunner?.close(), provider?.close()]);
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -90,6 +102,9 @@ describe("credentials at rest across key changes", () => {
       const agent = { agent_id: "rotation", name: "rotation", runner_id: runner.runnerId(), event_types: ["message.received"], resource_policy: { models: ["chat"] } };
       expect((await adminCall(host, "POST", "/v1/admin/agents", agent)).status).toBe(201);
       expect(await stored(host)).toEqual({ runner: RUNNER_SECRET, model: MODEL_KEY });
+      expect((await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: openRunner.url })).status).toBe(201);
+      const open = { agent_id: "rotation-open", name: "open", runner_id: openRunner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "open" }, resource_policy: { models: ["chat"] } };
+      expect((await adminCall(host, "POST", "/v1/admin/agents", open)).status).toBe(201);
       expect(await useCredentials(host, "no-key")).toMatchObject({ status: "completed", reply: "200", signed: true });
     });
 
@@ -111,16 +126,31 @@ describe("credentials at rest across key changes", () => {
     });
     await withHost({ SECRETS_KEY: KEY_B }, async (host) => {
       expect(await useCredentials(host, "key-b")).toMatchObject({ status: "completed", reply: "200", signed: true });
+      const bot = await adminCall<{ bot_id: string }>(host, "POST", "/v1/admin/bots", { platform: "telegram", credentials: { bot_token: "123:rotation-bot-token", secret_token: "rotation-webhook-secret" } });
+      expect(bot.status).toBe(201);
+      botId = bot.body.bot_id;
     });
 
     // A wrong key: the run fails before anything is sent with a credential it cannot open, and reseal reports what it cannot open.
     await withHost({ SECRETS_KEY: KEY_A }, async (host) => {
-      expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: { ...NOTHING, runner_services: 1, models: 1 } });
+      expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: { ...NOTHING, runner_services: 1, models: 1, bots: 1 } });
       const before = runner.calls.length;
       const outcome = await useCredentials(host, "wrong-key");
       expect(outcome.status).toBe("failed");
       expect(outcome.error).toMatchObject({ code: "host.internal_error", message: expect.stringMatching(/secret cannot be used: .*SECRETS_KEY/) });
       expect(runner.calls.length).toBe(before);
+
+      // A model key it cannot open: the Host API says so (500), without the key and without calling the provider.
+      const providerCalls = provider.calls.length;
+      const posted = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent("open", "invoke"));
+      const open = await finished(host, posted.body.run_id);
+      expect(JSON.parse(String(open.message?.content))).toMatchObject({ status: 500, error: { code: "runtime_error", message: expect.stringMatching(/cannot open this resource's stored credential.*SECRETS_KEY/) } });
+      expect(provider.calls.length).toBe(providerCalls);
+
+      // A bot whose credentials it cannot open: its webhook answers a clear 500, not a generic one.
+      const res = await fetch(`${host.url}/v1/webhooks/telegram/${botId}`, { method: "POST", headers: { "x-telegram-bot-api-secret-token": "rotation-webhook-secret" }, body: JSON.stringify({ update_id: 1 }) });
+      expect(res.status).toBe(500);
+      expect(((await res.json()) as any).error).toMatchObject({ code: "secrets_unavailable", message: expect.stringMatching(/SECRETS_KEY_PREVIOUS/) });
     });
   });
 });
