@@ -45,10 +45,36 @@ export const ScopeSchema = z
   .strictObject({
     type: z.enum(["global", "workspace", "bot", "conversation"]),
     id: z.string().min(1).max(200).optional(),
+    /** Conversation scope only: the conversation as one bot sees it (chat ids are unique per platform, not per bot). */
+    bot_id: z.string().min(1).max(200).optional(),
   })
   .refine((s) => (s.type === "global" ? s.id === undefined : s.id !== undefined), {
     message: "scope.id is required for workspace, bot and conversation scopes, and must be absent for global",
-  });
+  })
+  .refine((s) => s.bot_id === undefined || s.type === "conversation", { message: "scope.bot_id is only for conversation scopes" });
+export type Scope = z.infer<typeof ScopeSchema>;
+
+/**
+ * How a scope is stored in `agent_binding`: a conversation seen by one bot is
+ * its own scope type, keyed by both ids, so it outranks the same conversation
+ * of any bot and never collides with it.
+ */
+export function storedScope(scope: Scope): { scopeType: string; scopeId: string } {
+  if (scope.type === "conversation" && scope.bot_id !== undefined) return { scopeType: "bot_conversation", scopeId: botConversationKey(scope.bot_id, scope.id!) };
+  return { scopeType: scope.type, scopeId: scope.id ?? "" };
+}
+
+export function scopeView(scopeType: string, scopeId: string): Scope {
+  if (scopeType === "global") return { type: "global" };
+  if (scopeType === "bot_conversation") {
+    const [botId, id] = JSON.parse(scopeId) as [string, string];
+    return { type: "conversation", id, bot_id: botId };
+  }
+  // Stored from a validated scope.
+  return { type: scopeType as Scope["type"], id: scopeId };
+}
+
+export const botConversationKey = (botId: string, conversationId: string) => JSON.stringify([botId, conversationId]);
 
 /** Body of POST/PUT /v1/admin/agents. */
 export const AgentInputSchema = z.strictObject({

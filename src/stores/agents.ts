@@ -2,6 +2,7 @@ import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { agent, agentBinding } from "../db/schema";
 import { DbError } from "../db/executor";
+import { scopeView } from "../agents/policy";
 import { iso, parseJson } from "../lib/json";
 
 export type AgentRow = typeof agent.$inferSelect;
@@ -15,7 +16,7 @@ export function toAgentView(row: AgentRow) {
     runner_id: row.runnerId,
     runner_config: parseJson<Record<string, unknown>>(row.runnerConfigJson, {}),
     event_types: parseJson<string[]>(row.eventTypesJson, []),
-    scope: row.scopeType === "global" ? { type: row.scopeType } : { type: row.scopeType, id: row.scopeId },
+    scope: scopeView(row.scopeType, row.scopeId),
     resource_policy: parseJson<Record<string, unknown>>(row.resourcePolicyJson, {}),
     state_policy: parseJson<Record<string, unknown>>(row.statePolicyJson, {}),
     delivery_policy: parseJson<Record<string, unknown>>(row.deliveryPolicyJson, {}),

@@ -1,5 +1,6 @@
 import { and, eq, or, sql } from "drizzle-orm";
 import { compiled, param } from "../db/compiled";
+import { botConversationKey } from "../agents/policy";
 import type { Db } from "../db/client";
 import { agent, agentBinding as b, runner, runnerService } from "../db/schema";
 
@@ -22,12 +23,13 @@ const bindingMatch = () =>
     or(
       and(eq(b.scopeType, "global"), eq(b.scopeId, "")),
       // A null placeholder matches nothing: a scope the event lacks never binds it.
+      and(eq(b.scopeType, "bot_conversation"), eq(b.scopeId, param("bindBotConversation"))),
       and(eq(b.scopeType, "conversation"), eq(b.scopeId, param("bindConversationId"))),
       and(eq(b.scopeType, "bot"), eq(b.scopeId, param("bindBotId"))),
       and(eq(b.scopeType, "workspace"), eq(b.scopeId, param("bindWorkspaceId"))),
     ),
   );
-const specificity = () => sql`CASE ${b.scopeType} WHEN 'conversation' THEN 0 WHEN 'bot' THEN 1 WHEN 'workspace' THEN 2 ELSE 3 END`;
+const specificity = () => sql`CASE ${b.scopeType} WHEN 'bot_conversation' THEN 0 WHEN 'conversation' THEN 1 WHEN 'bot' THEN 2 WHEN 'workspace' THEN 3 ELSE 4 END`;
 const chosen = () => sql`FROM ${b} INNER JOIN ${agent} ON ${agent.agentId} = ${b.agentId}
   INNER JOIN ${runner} ON ${runner.runnerId} = ${agent.runnerId}
   INNER JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId}
@@ -38,7 +40,13 @@ export const chosenAgentId = () => sql<string | null>`(SELECT ${agent.agentId} $
 
 /** The placeholder values of a resolution (their own names, so they mix with a statement's other values); an absent scope id is null. */
 export function resolutionValues(q: ResolveQuery) {
-  return { bindEventType: q.eventType, bindConversationId: q.conversationId || null, bindBotId: q.botId || null, bindWorkspaceId: q.workspaceId || null };
+  return {
+    bindEventType: q.eventType,
+    bindBotConversation: q.botId && q.conversationId ? botConversationKey(q.botId, q.conversationId) : null,
+    bindConversationId: q.conversationId || null,
+    bindBotId: q.botId || null,
+    bindWorkspaceId: q.workspaceId || null,
+  };
 }
 
 const resolve = compiled((db) =>

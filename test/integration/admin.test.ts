@@ -105,6 +105,26 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect(none.body.disposition).toBe("unbound");
   });
 
+  it("scopes a conversation to one bot when asked: chat ids are unique per platform, not per bot", async () => {
+    for (const [id, scope] of [
+      ["room-any", { type: "conversation", id: "room" }],
+      ["room-bot-a", { type: "conversation", id: "room", bot_id: "bot-a" }],
+      ["room-bot-b", { type: "bot", id: "bot-b" }],
+    ] as const) {
+      expect((await host.admin("POST", "/v1/admin/agents", agent(id, "beta", scope))).status).toBe(201);
+    }
+    expect((await host.admin("GET", "/v1/admin/agents/room-bot-a")).body.scope).toEqual({ type: "conversation", id: "room", bot_id: "bot-a" });
+    const answer = async (botId: string) => (await host.waitForRun((await host.postEvent(messageEvent("room", "hi", { bot_id: botId }))).body.run_id!)).message?.content;
+    // Bot A's own binding of the room outranks the room of any bot, which outranks a bot's own scope.
+    expect(await answer("bot-a")).toBe("beta for room-bot-a");
+    expect(await answer("bot-b")).toBe("beta for room-any");
+    // The same room and bot twice is a conflict; the same room for another bot is not.
+    expect((await host.admin("POST", "/v1/admin/agents", agent("room-bot-a2", "beta", { type: "conversation", id: "room", bot_id: "bot-a" }))).status).toBe(409);
+    expect((await host.admin("POST", "/v1/admin/agents", agent("room-bot-c", "beta", { type: "conversation", id: "room", bot_id: "bot-c" }))).status).toBe(201);
+    const misplaced = await host.admin("POST", "/v1/admin/agents", agent("bad-bot-id", "beta", { type: "bot", id: "bot-x", bot_id: "bot-x" }));
+    expect([misplaced.status, misplaced.body.error.message]).toEqual([400, expect.stringMatching(/bot_id is only for conversation scopes/)]);
+  });
+
   it("validates agent bodies with zod and answers 404 for unknown agents", async () => {
     const bad = await host.admin("POST", "/v1/admin/agents", { name: "x", runner_id: "r", event_types: ["not.a.type"], scope: { type: "bot" } });
     expect(bad.status).toBe(400);

@@ -1,6 +1,6 @@
 import { dbOf } from "../../db/connect";
 import type { Db } from "../../db/client";
-import { AgentInputSchema, type AgentInput } from "../../agents/policy";
+import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { parseJson } from "../../lib/json";
@@ -36,8 +36,7 @@ function toRow(agentId: string, input: AgentInput, createdAt: number): NewAgentR
     runnerId: input.runner_id,
     runnerConfigJson: JSON.stringify(input.runner_config),
     eventTypesJson: JSON.stringify([...new Set(input.event_types)]),
-    scopeType: input.scope.type,
-    scopeId: input.scope.id ?? "",
+    ...storedScope(input.scope),
     resourcePolicyJson: JSON.stringify(input.resource_policy),
     statePolicyJson: JSON.stringify(input.state_policy),
     deliveryPolicyJson: JSON.stringify(input.delivery_policy),
