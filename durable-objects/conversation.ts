@@ -363,14 +363,14 @@ export class ConversationDO extends DurableObject<Env> {
       this.sessions.delete(job.runId);
       // Unrecorded, the entry stays: as "running" the scheduler finds it as an orphan and retries the
       // terminal write; as "queued" (it failed while starting) it is tried again after a pause.
+      // Followers and claimed messages wait for an unrecorded run: it is retried or ended as lost, not over yet.
       if (recorded) {
         // Unconfirmed, so the output gate does not hold the stream's end until the removal is flushed. If it is
         // lost with the instance, the entry comes back as "running" and finishLost finds the run already ended.
         void this.runs.delete(key, { allowUnconfirmed: true });
         this.live.end(job.runId, status);
+        await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
-      await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
-      this.live.end(job.runId, status); // unrecorded runs end for followers only now; a no-op otherwise
       // The run is over in every sense (status written, token void); its reply may still be on the wire.
       if (delivery) this.settle(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
       if (ending) this.settle(ending.mcp.closeAll());

@@ -10,12 +10,25 @@ import { serveExecutor, type SqlExecutor } from "../src/db/executor";
  * binding because it is a third of the latency per query (measured: ~0.4 ms
  * against ~1.1 ms). Only requests carrying this start's random token are served.
  */
-export async function listenForWorker(executor: SqlExecutor, token: string): Promise<{ address: string; close(): Promise<void> }> {
+export interface WorkerDbListener {
+  address: string;
+  /** While on, every query fails as an unreachable database would (503): fault drills and tests. */
+  setOutage(on: boolean): void;
+  close(): Promise<void>;
+}
+
+export async function listenForWorker(executor: SqlExecutor, token: string): Promise<WorkerDbListener> {
   const expected = Buffer.from(`Bearer ${token}`);
+  let outage = false;
   const server = createServer(async (req, res) => {
     const given = Buffer.from(req.headers.authorization ?? "");
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
       res.writeHead(401).end();
+      return;
+    }
+    if (outage) {
+      req.resume();
+      res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: "database unavailable (outage drill)" } }));
       return;
     }
     const chunks: Buffer[] = [];
@@ -32,6 +45,9 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    setOutage: (on) => {
+      outage = on;
+    },
     close: () =>
       new Promise<void>((done) => {
         server.closeAllConnections();
