@@ -20,7 +20,8 @@ import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { runsStore } from "../src/stores/runs";
 import { RunSession, SessionRegistry } from "./run-session";
-import { runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
+import { nextDebounceEnd, runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
+import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
@@ -67,9 +68,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly steering = new SteeringQueue(this.ctx.storage);
   private readonly runs = new RunTableStore(this.ctx.storage);
   private scheduling = false;
-  /** Set when something changed that the scheduler has not looked at yet. */
-  private dirty = false;
-  private wake?: () => void;
+  private readonly changes = new ChangeSignal();
   private readonly isActive = (runId: string) => this.active.has(runId);
   /** Work left after a run ended (its reply still on its way, its MCP sessions closing): the alarm stays alive for it, the next run does not wait. */
   private readonly settling = new Set<Promise<void>>();
@@ -117,10 +116,16 @@ export class ConversationDO extends DurableObject<Env> {
     const config = configOf(this.env);
     try {
       for (;;) {
-        this.dirty = false;
+        this.changes.seen();
         for (const [key, run] of await this.runs.entries()) {
           // A run stored as running that this instance does not execute was lost with an earlier instance.
-          if (run.state === "running" && !this.isActive(run.job.runId)) await this.finishLost(key, run.job);
+          if (run.state !== "running" || this.isActive(run.job.runId)) continue;
+          await this.finishLost(key, run.job).catch(async (err: Error) => {
+            // The database is unreachable: try again after a pause (its notBefore wakes this alarm) rather than
+            // throw and leave the run to the platform's few alarm retries.
+            console.error(`run ${run.job.runId}: lost run not ended yet: ${err.message}`);
+            await this.runs.put(key, { ...run, notBefore: Date.now() + RETRY_PAUSE_MS });
+          });
         }
         const table = await this.runs.entries();
         const now = Date.now();
@@ -134,11 +139,10 @@ export class ConversationDO extends DurableObject<Env> {
           return await this.ctx.storage.setAlarm(outOfBudget || !debounced.length ? now : Math.min(...debounced));
         }
         await this.armWatchdog();
-        await this.nextChange(table, now);
+        await this.changes.next(nextDebounceEnd(table, now));
       }
     } finally {
       this.scheduling = false;
-      this.wake = undefined;
     }
   }
 
@@ -225,20 +229,8 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** Tell the scheduler something changed, starting it if it is not running. */
   private kick(): void {
-    this.dirty = true;
-    if (this.scheduling) this.wake?.();
-    else this.ctx.storage.setAlarm(Date.now());
-  }
-
-  /** Resolves when a run ends, a dispatch or cancel arrives, or the next debounce expires. */
-  private nextChange(table: RunTable, now: number): Promise<void> {
-    if (this.dirty) return Promise.resolve();
-    const debounced = table.filter(([, r]) => r.state === "queued" && r.notBefore > now).map(([, r]) => r.notBefore);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    return new Promise<void>((resolve) => {
-      this.wake = resolve;
-      if (debounced.length) timer = setTimeout(resolve, Math.min(...debounced) - now);
-    }).finally(() => clearTimeout(timer));
+    this.changes.notify();
+    if (!this.scheduling) this.ctx.storage.setAlarm(Date.now());
   }
 
   /** If this instance dies mid-run, the alarm finds the orphans and ends them. */

@@ -68,3 +68,9 @@ export function steeringTarget(table: RunTable, now: number, running: (runId: st
   return active && canSteer(active[1].job) && active[1].job.agent.agentId === agentId ? active[1] : undefined;
 }
 
+
+/** When the first queued run still in its debounce window may start (undefined when none waits for time). */
+export function nextDebounceEnd(table: RunTable, now: number): number | undefined {
+  const waiting = table.filter(([, r]) => r.state === "queued" && r.notBefore > now).map(([, r]) => r.notBefore);
+  return waiting.length ? Math.min(...waiting) : undefined;
+}

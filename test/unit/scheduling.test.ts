@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
+import { nextDebounceEnd, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
+import { ChangeSignal } from "../../durable-objects/change-signal";
 import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
 
@@ -79,5 +80,31 @@ describe("SerialDecisions", () => {
     expect(await Promise.all([a, aAgain, b])).toEqual(["A", "A", "B"]);
     await expect(failing).rejects.toThrow("refused");
     expect(log).toEqual(["a start", "a end", "f", "b"]);
+  });
+});
+
+describe("nextDebounceEnd", () => {
+  it("is when the first queued run still in its debounce window may start", () => {
+    const table: RunTable = [row("a", "running", "after-all", 900), row("b", "queued", "after-all", 500), row("c", "queued", "after-all", 300), row("d", "queued", "after-all", 50)];
+    expect(nextDebounceEnd(table, 100)).toBe(300);
+    expect(nextDebounceEnd(table, 600)).toBeUndefined();
+  });
+});
+
+describe("ChangeSignal", () => {
+  it("wakes a waiting scheduler on a change, returns at once for a change not yet seen, and wakes at the asked time", async () => {
+    const changes = new ChangeSignal();
+    let woke = false;
+    const waiting = changes.next().then(() => (woke = true));
+    await Promise.resolve();
+    expect(woke).toBe(false);
+    changes.notify();
+    await waiting;
+    // Not seen yet: the next wait returns at once; once seen, it waits again, here until its time.
+    await changes.next();
+    changes.seen();
+    const t0 = Date.now();
+    await changes.next(t0 + 30);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(25);
   });
 });
