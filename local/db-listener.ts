@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { timingSafeEqual } from "node:crypto";
 import { serveExecutor, type SqlExecutor } from "../src/db/executor";
@@ -12,14 +12,21 @@ import { serveExecutor, type SqlExecutor } from "../src/db/executor";
  */
 export interface WorkerDbListener {
   address: string;
-  /** While on, every query fails as an unreachable database would (503): fault drills and tests. */
-  setOutage(on: boolean): void;
+  /**
+   * Fault drills and tests: while on, every query fails as an unreachable
+   * database would (503), or with "hang" gets no answer at all until the
+   * outage ends (then a 503).
+   */
+  setOutage(mode: boolean | "hang"): void;
   close(): Promise<void>;
 }
 
 export async function listenForWorker(executor: SqlExecutor, token: string): Promise<WorkerDbListener> {
   const expected = Buffer.from(`Bearer ${token}`);
-  let outage = false;
+  let outage: boolean | "hang" = false;
+  const hung: ServerResponse[] = [];
+  const unavailable = (res: ServerResponse) =>
+    res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: "database unavailable (outage drill)" } }));
   const server = createServer(async (req, res) => {
     const given = Buffer.from(req.headers.authorization ?? "");
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
@@ -28,7 +35,8 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     }
     if (outage) {
       req.resume();
-      res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: "database unavailable (outage drill)" } }));
+      if (outage === "hang") hung.push(res);
+      else unavailable(res);
       return;
     }
     const chunks: Buffer[] = [];
@@ -45,8 +53,9 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    setOutage: (on) => {
-      outage = on;
+    setOutage: (mode) => {
+      outage = mode;
+      if (mode !== "hang") for (const res of hung.splice(0)) if (!res.destroyed) unavailable(res);
     },
     close: () =>
       new Promise<void>((done) => {

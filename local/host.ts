@@ -34,8 +34,8 @@ export interface LocalHost {
   r2Keys(prefix: string): Promise<string[]>;
   /** Rows of a read query on the embedded database (inspection). */
   query<T = Record<string, unknown>>(sql: string, args?: (string | number | null)[]): Promise<T[]>;
-  /** Make the database unreachable for the Worker (every query fails) until called with false: fault drills and tests. */
-  databaseOutage(on: boolean): void;
+  /** Make the database unreachable for the Worker (every query fails, or with "hang" never answers) until called with false: fault drills and tests. */
+  databaseOutage(mode: boolean | "hang"): void;
   /** Fire the Worker's cron handler once, as the platform would; `scheduledTime` defaults to now. */
   triggerScheduled(opts?: { cron?: string; scheduledTime?: Date }): Promise<void>;
   dispose(): Promise<void>;
@@ -87,7 +87,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
         cursor = page.cursor;
       }
     },
-    databaseOutage: (on) => listener.setOutage(on),
+    databaseOutage: (mode) => listener.setOutage(mode),
     async query<T>(sql: string, args: (string | number | null)[] = []) {
       return embedded.rows<T>(sql, args);
     },

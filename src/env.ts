@@ -36,6 +36,7 @@ export interface Env {
   MODEL_ATTEMPT_TIMEOUT_MS?: string;
   STORAGE_MAX_VALUE_BYTES?: string;
   PLATFORM_API_TIMEOUT_MS?: string;
+  DB_QUERY_TIMEOUT_MS?: string;
   DELIVERY_EDIT_INTERVAL_MS?: string;
   DELIVERY_MAX_ATTEMPTS?: string;
   DELIVERY_RETRY_BASE_MS?: string;
@@ -92,6 +93,8 @@ const ConfigSchema = z.object({
   STORAGE_MAX_VALUE_BYTES: positiveInt(MiB),
   /** Each call to a chat platform's API (send, edit, file lookup) gives up after this long. */
   PLATFORM_API_TIMEOUT_MS: positiveInt(10_000),
+  /** One libSQL round trip (a query or a batch): a database that hangs fails the call instead of holding a run or an alarm. */
+  DB_QUERY_TIMEOUT_MS: positiveInt(15_000),
   /** Streaming replies: at least this long between two edits of one message. */
   DELIVERY_EDIT_INTERVAL_MS: positiveInt(1_000),
   /** Tries per delivery call (send or edit), the first included. */

@@ -2,7 +2,7 @@ import { createClient } from "@libsql/client/web";
 import { configOf, type Env } from "../env";
 import { secretBox } from "../lib/secret-box";
 import { createDb, type Db } from "./client";
-import { bindingExecutor, libsqlExecutor } from "./executor";
+import { bindingExecutor, fetchWithTimeout, libsqlExecutor } from "./executor";
 
 const cache = new WeakMap<object, Db>();
 
@@ -16,8 +16,9 @@ export function dbOf(env: Env): Db {
   if (db) return db;
   const config = configOf(env);
   const secrets = secretBox(config.SECRETS_KEY, config.SECRETS_KEY_PREVIOUS);
-  if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN), secrets);
-  else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(createClient({ url: env.LIBSQL_URL, authToken: env.LIBSQL_AUTH_TOKEN })), secrets);
+  const timeoutMs = config.DB_QUERY_TIMEOUT_MS;
+  if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN, timeoutMs), secrets);
+  else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(createClient({ url: env.LIBSQL_URL, authToken: env.LIBSQL_AUTH_TOKEN, fetch: fetchWithTimeout(timeoutMs) })), secrets);
   else throw new Error("no database configured: set LIBSQL_URL (or run locally with `npm start`)");
   cache.set(env, db);
   return db;

@@ -80,15 +80,21 @@ export function libsqlExecutor(client: Client): SqlExecutor {
   };
 }
 
-/** Worker side of the local embedded database: JSON over a service binding. */
-export function bindingExecutor(binding: Fetcher, token = ""): SqlExecutor {
+/** Worker side of the local embedded database: JSON over a service binding, each round trip bounded by `timeoutMs`. */
+export function bindingExecutor(binding: Fetcher, token = "", timeoutMs?: number): SqlExecutor {
   async function post<T>(path: string, body: unknown): Promise<T> {
-    const res = await binding.fetch(`http://libsql${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-      body: JSON.stringify(body),
-    });
-    const payload = (await res.json()) as { ok: boolean; data?: T; error?: { message: string; code?: string } };
+    let payload: { ok: boolean; data?: T; error?: { message: string; code?: string } };
+    try {
+      const res = await binding.fetch(`http://libsql${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+        signal: timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined,
+      });
+      payload = await res.json();
+    } catch (err) {
+      throw new DbError(`database unreachable: ${(err as Error).message}`, undefined, { cause: err });
+    }
     if (!payload.ok) throw new DbError(payload.error?.message ?? "database error", payload.error?.code);
     return payload.data as T;
   }
@@ -108,4 +114,9 @@ export async function serveExecutor(executor: SqlExecutor, path: string, body: u
     const e = wrap(err);
     return { status: 500, body: { ok: false, error: { message: e.message, code: e.code } } };
   }
+}
+
+/** A fetch whose every request ends after `timeoutMs` (for the libSQL HTTP client). */
+export function fetchWithTimeout(timeoutMs: number): typeof fetch {
+  return (input, init) => fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs) });
 }
