@@ -10,6 +10,7 @@ import { toolsRouter } from "./routes/admin/tools";
 import { botsRouter } from "./routes/admin/bots";
 import { secretsRouter } from "./routes/admin/secrets";
 import { runnerServicesRouter, runnersRouter } from "./routes/admin/runner-services";
+import { conversationsRouter } from "./routes/conversations";
 import { eventsRouter } from "./routes/events";
 import { runsRouter } from "./routes/runs";
 import { webhooksRouter } from "./routes/webhooks";
@@ -19,6 +20,7 @@ export function createApp() {
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.route("/v1/events", eventsRouter);
   app.route("/v1/runs", runsRouter);
+  app.route("/v1/conversations", conversationsRouter);
   app.use("/v1/admin/*", adminAuth());
   app.route("/v1/admin/runner-services", runnerServicesRouter);
   app.route("/v1/admin/runners", runnersRouter);

@@ -5,32 +5,41 @@ import { adminAuth } from "../middleware/admin-auth";
 import { limitBody } from "../middleware/body-limit";
 import { jsonBody } from "../middleware/validate";
 import { configOf } from "../env";
+import { dbOf } from "../db/connect";
+import { notFound } from "../lib/errors";
+import { eventLogStore, toOperatorEventView } from "../stores/event-log";
 import { publicBaseUrl, router } from "./app-env";
 
-/** POST /v1/events: the public HTTP ingress. Answers as soon as the event is durable and handed over. */
-export const eventsRouter = router().post(
-  "/",
-  adminAuth(),
-  (c, next) => limitBody(configOf(c.env).MAX_EVENT_BODY_BYTES)(c, next),
-  jsonBody(EventEnvelopeSchema),
-  async (c) => {
-    const body = c.get("body");
-    const accepted = await acceptEvent(
-      c.env,
-      {
-        ...body,
-        event_id: body.event_id ?? undefined,
-        event_time: body.event_time ?? undefined,
-        source: "api",
-        actor: { ...body.actor, metadata: body.actor.metadata ?? {} },
-        subject: body.subject ? { ...body.subject, data: body.subject.data ?? {} } : null,
-        input: { text: body.input?.text ?? null, contents: body.input?.contents ?? [], attachments: [] },
-        attachmentSources: (body.input?.attachments ?? []).map(attachmentSourceOf),
-        data: body.data ?? {},
-        metadata: body.metadata ?? {},
-      },
-      publicBaseUrl(c.env, c.req.url),
-    );
-    return c.json(accepted, accepted.disposition === "duplicate" ? 200 : 202);
-  },
-);
+/** POST /v1/events: the public HTTP ingress. Answers as soon as the event is durable and handed over. GET: one recorded event. */
+export const eventsRouter = router()
+  .get("/:eventId", adminAuth(), async (c) => {
+    const row = await eventLogStore(dbOf(c.env)).get(c.req.param("eventId"));
+    if (!row) throw notFound(`event ${c.req.param("eventId")} not found`);
+    return c.json(toOperatorEventView(row));
+  })
+  .post(
+    "/",
+    adminAuth(),
+    (c, next) => limitBody(configOf(c.env).MAX_EVENT_BODY_BYTES)(c, next),
+    jsonBody(EventEnvelopeSchema),
+    async (c) => {
+      const body = c.get("body");
+      const accepted = await acceptEvent(
+        c.env,
+        {
+          ...body,
+          event_id: body.event_id ?? undefined,
+          event_time: body.event_time ?? undefined,
+          source: "api",
+          actor: { ...body.actor, metadata: body.actor.metadata ?? {} },
+          subject: body.subject ? { ...body.subject, data: body.subject.data ?? {} } : null,
+          input: { text: body.input?.text ?? null, contents: body.input?.contents ?? [], attachments: [] },
+          attachmentSources: (body.input?.attachments ?? []).map(attachmentSourceOf),
+          data: body.data ?? {},
+          metadata: body.metadata ?? {},
+        },
+        publicBaseUrl(c.env, c.req.url),
+      );
+      return c.json(accepted, accepted.disposition === "duplicate" ? 200 : 202);
+    },
+  );

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { configOf, type Env } from "../env";
 import { durableObjectIdOfRun } from "../lib/ids";
 import { notFound } from "../lib/errors";
-import { decodeCursor, decodeTimeIdCursor, encodeTimeIdCursor, InvalidCursorError } from "../lib/cursor";
+import { decodeCursor, decodeTimeIdCursor, encodeTimeIdCursor } from "../lib/cursor";
 import { adminAuth, bearerToken } from "../middleware/admin-auth";
 import { validate } from "../middleware/validate";
 import { refuseToken, type HostApiBody } from "../host-api/handle";
@@ -10,8 +10,7 @@ import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
 import { dbOf } from "../db/connect";
 import { runsStore, toLedgerView, toRunView } from "../stores/runs";
-import { badRequest } from "../lib/errors";
-import { router } from "./app-env";
+import { decodeOr400, router } from "./app-env";
 import { uploadArtifact } from "./run-artifacts";
 
 /** The Durable Object that owns a run, from the id alone (no database lookup); null for an id this host never issued. */
@@ -50,16 +49,6 @@ async function readHostApiBody(request: Request, maxBytes: number): Promise<Host
   if (bytes === "too_large") return { refused: { code: "payload_too_large", message: `request body exceeds ${maxBytes} bytes` } };
   // Parsed by the DO: text crosses the RPC boundary cheaply, and hostile nesting is refused there, not by a clone.
   return { text: new TextDecoder().decode(bytes) };
-}
-
-/** An opaque cursor from the caller: a malformed one is a 400, not a 500. */
-function decodeOr400<T>(decode: () => T): T {
-  try {
-    return decode();
-  } catch (err) {
-    if (err instanceof InvalidCursorError) throw badRequest(err.message);
-    throw err;
-  }
 }
 
 export const runsRouter = router()

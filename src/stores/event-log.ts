@@ -42,6 +42,19 @@ export function toEventRecord(row: EventRow) {
 }
 
 /** A record the host itself appends (denials, runner errors, steering outcomes). */
+/** An EventLog row as an operator sees it: the §8 record, plus what the host decided and what the event carried. */
+export function toOperatorEventView(row: EventRow) {
+  return {
+    ...toEventRecord(row),
+    source_event_type: row.sourceEventType ?? undefined,
+    disposition: row.disposition ?? undefined,
+    run_id: row.runId ?? undefined,
+    agent_id: row.agentId ?? undefined,
+    input: parseJson<Record<string, unknown> | null>(row.inputJson ?? "", null) ?? undefined,
+    data: parseJson<Record<string, unknown>>(row.dataJson, {}),
+  };
+}
+
 export interface HostRecord {
   eventType: string;
   conversationKey?: string | null;

@@ -1,0 +1,46 @@
+import { z } from "zod";
+import { dbOf } from "../db/connect";
+import { decodeCursor, encodeCursor } from "../lib/cursor";
+import { adminAuth } from "../middleware/admin-auth";
+import { validate } from "../middleware/validate";
+import { conversationKey } from "../stores/conversation-key";
+import { eventLogStore, toOperatorEventView } from "../stores/event-log";
+import { toTranscriptItem, transcriptStore } from "../stores/transcript";
+import { decodeOr400, router } from "./app-env";
+
+/** One conversation, named as events name it (its workspace, bot and thread when it has them), and a page of it. */
+const ConversationQuery = z.object({
+  conversation_id: z.string().min(1).max(200),
+  workspace_id: z.string().min(1).max(200).optional(),
+  bot_id: z.string().min(1).max(200).optional(),
+  thread_id: z.string().min(1).max(200).optional(),
+  cursor: z.string().min(1).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+const TranscriptQuery = ConversationQuery.extend({ include_artifacts: z.enum(["true", "false"]).default("true") });
+
+const keyOf = (q: z.infer<typeof ConversationQuery>) =>
+  conversationKey({ workspaceId: q.workspace_id, botId: q.bot_id, conversationId: q.conversation_id, threadId: q.thread_id });
+
+/**
+ * Operator reads of the facts the host keeps for a conversation, newest first
+ * and keyset-paged: its EventLog (ingress events and the host's own records:
+ * steering, delivery, denials) and its Transcript.
+ */
+export const conversationsRouter = router()
+  .use("*", adminAuth())
+  .get("/events", validate("query", ConversationQuery), async (c) => {
+    const q = c.req.valid("query");
+    const beforeSeq = q.cursor ? decodeOr400(() => decodeCursor("e", q.cursor!)) : undefined;
+    const { rows, hasMore } = await eventLogStore(dbOf(c.env)).page(keyOf(q), { beforeSeq }, q.limit);
+    const last = rows[rows.length - 1];
+    return c.json({ items: rows.map(toOperatorEventView), has_more: hasMore, next_cursor: hasMore && last ? encodeCursor("e", last.seq) : undefined });
+  })
+  .get("/transcript", validate("query", TranscriptQuery), async (c) => {
+    const q = c.req.valid("query");
+    const beforeSeq = q.cursor ? decodeOr400(() => decodeCursor("t", q.cursor!)) : undefined;
+    const { rows, hasMore } = await transcriptStore(dbOf(c.env)).page(keyOf(q), { direction: "backward", beforeSeq, limit: q.limit });
+    const last = rows[rows.length - 1];
+    const items = rows.map((row) => toTranscriptItem(row, q.include_artifacts === "true"));
+    return c.json({ items, has_more: hasMore, next_cursor: hasMore && last ? encodeCursor("t", last.seq) : undefined });
+  });
