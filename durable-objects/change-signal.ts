@@ -13,6 +13,11 @@ export class ChangeSignal {
     this.wake?.();
   }
 
+  /** Whether something changed that the scheduler has not looked at yet. */
+  get changed(): boolean {
+    return this.pending;
+  }
+
   /** The scheduler is looking at everything now. */
   seen(): void {
     this.pending = false;

@@ -20,7 +20,7 @@ import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { runsStore } from "../src/stores/runs";
 import { RunSession, SessionRegistry } from "./run-session";
-import { nextDebounceEnd, runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
+import { nextWakeAt, runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
@@ -132,14 +132,18 @@ export class ConversationDO extends DurableObject<Env> {
         // A run started now must end, and its reply settle, within this invocation's wall time.
         const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS + config.DELIVERY_SETTLE_TIMEOUT_MS > ALARM_BUDGET_MS;
         if (!outOfBudget) for (const [key, run] of startable(table, now, this.isActive)) if (!this.cancelling.has(run.job.runId)) this.start(key, run);
-        if (this.active.size === 0 && this.settling.size === 0) {
-          if (table.length === 0) return await this.ctx.storage.deleteAlarm();
+        // A cancellation being recorded is work too: its end wakes the scheduler, so it waits rather than re-arm at once.
+        if (this.active.size === 0 && this.settling.size === 0 && this.cancelling.size === 0) {
           // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
           const debounced = table.map(([, r]) => r.notBefore).filter((t) => t > now);
-          return await this.ctx.storage.setAlarm(outOfBudget || !debounced.length ? now : Math.min(...debounced));
+          if (table.length === 0) await this.ctx.storage.deleteAlarm();
+          else await this.ctx.storage.setAlarm(outOfBudget || !debounced.length ? now : Math.min(...debounced));
+          // A dispatch or a cancel that came in meanwhile only signalled this (still running) scheduler: look again.
+          if (!this.changes.changed) return;
+          continue;
         }
         await this.armWatchdog();
-        await this.changes.next(nextDebounceEnd(table, now));
+        await this.changes.next(nextWakeAt(table, now));
       }
     } finally {
       this.scheduling = false;
@@ -200,6 +204,8 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). */
   async cancel(runId: string): Promise<{ cancelled: boolean }> {
+    // A run whose dispatch is still being decided is cancelled as that decision leaves it.
+    await this.decisions.settled(runId);
     const active = this.active.get(runId);
     if (active) {
       // Also reaches a run still starting: it sees the abort before calling its runner.
@@ -221,10 +227,11 @@ export class ConversationDO extends DurableObject<Env> {
       await this.runs.delete(key);
     } finally {
       this.cancelling.delete(job.runId);
+      // Cancelled, or (the write failed) startable again: either way the scheduler looks again.
+      this.kick();
     }
     await this.dropUnpulled(job);
     this.live.end(job.runId, "cancelled");
-    this.kick();
   }
 
   /** Tell the scheduler something changed, starting it if it is not running. */

@@ -69,8 +69,11 @@ export function steeringTarget(table: RunTable, now: number, running: (runId: st
 }
 
 
-/** When the first queued run still in its debounce window may start (undefined when none waits for time). */
-export function nextDebounceEnd(table: RunTable, now: number): number | undefined {
-  const waiting = table.filter(([, r]) => r.state === "queued" && r.notBefore > now).map(([, r]) => r.notBefore);
+/**
+ * The next time a stored run waits for (undefined when none does): a queued
+ * run's debounce, or the pause before a lost run is ended again.
+ */
+export function nextWakeAt(table: RunTable, now: number): number | undefined {
+  const waiting = table.filter(([, r]) => r.notBefore > now).map(([, r]) => r.notBefore);
   return waiting.length ? Math.min(...waiting) : undefined;
 }

@@ -17,4 +17,9 @@ export class SerialDecisions<T> {
     this.pending.set(key, decided);
     return decided;
   }
+
+  /** Resolves once the decision for `key` now pending (if any) is taken, however it ends. */
+  async settled(key: string): Promise<void> {
+    await this.pending.get(key)?.catch(() => undefined);
+  }
 }

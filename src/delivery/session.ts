@@ -8,6 +8,7 @@
  * every attempt and outcome lands in EventLog. Nothing here can fail or
  * delay the run: the run's status is written before `settle` is awaited.
  */
+import { DEFAULT_FAILURE_NOTICE } from "../agents/policy";
 import type { Db } from "../db/client";
 import type { Config } from "../env";
 import { asRecord } from "../platforms/http";
@@ -136,7 +137,7 @@ export class DeliverySession {
         else if (this.current) this.complete(this.current.text);
         // A failed run that showed nothing still answers, so no user waits on silence (or on Discord's
         // "thinking…"). A cancelled one does not: an operator or a newer message superseded it.
-        else if (entry.type === "run.failed" && this.replies === 0 && data.code !== "cancelled") this.complete(this.job.agent.deliveryPolicy.failure_notice);
+        else if (entry.type === "run.failed" && this.replies === 0 && data.code !== "cancelled") this.complete(this.job.agent.deliveryPolicy.failure_notice ?? DEFAULT_FAILURE_NOTICE);
       }
     }
   }

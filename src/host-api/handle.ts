@@ -29,6 +29,8 @@ export interface HostApiReply {
 export type HostApiBody = { text: string } | { refused: { code: ApiErrorCode; message: string } };
 
 type BodyRefusal = { code: ApiErrorCode; message: string };
+/** Levels a request adds above a value: the body, params, and the value's own container. */
+const ENVELOPE_DEPTH = 4;
 
 /** The body's JSON, or why it cannot be read as a request: not JSON, or nested deeper than any request is. */
 export function parseHostApiBody(body: HostApiBody): { json: unknown } | { refused: BodyRefusal } {
@@ -39,7 +41,8 @@ export function parseHostApiBody(body: HostApiBody): { json: unknown } | { refus
   } catch {
     return { refused: { code: "invalid_argument", message: "request body is not valid JSON" } };
   }
-  if (jsonDepthExceeds(json, MAX_JSON_DEPTH)) return { refused: { code: "invalid_argument", message: `request body is nested deeper than ${MAX_JSON_DEPTH} levels` } };
+  // Headroom for the envelope around params: a value as deep as JsonValueSchema allows still gets to its own check.
+  if (jsonDepthExceeds(json, MAX_JSON_DEPTH + ENVELOPE_DEPTH)) return { refused: { code: "invalid_argument", message: `request body is nested deeper than ${MAX_JSON_DEPTH + ENVELOPE_DEPTH} levels` } };
   return { json };
 }
 
@@ -71,7 +74,8 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
   let params: unknown;
   const answered = (reply: HostApiReply, outcome: string, resource: Record<string, unknown> = resourceOf(params)) => {
     const s = ctx.snapshot;
-    logDecision({ run_id: s.runId, runner_id: s.runnerId, action, resource, scope: decisionScope(s), outcome, status: reply.status });
+    // The action is the runner's string until it is known: cut like any other field.
+    logDecision({ run_id: s.runId, runner_id: s.runnerId, action: action?.slice(0, 200) ?? null, resource, scope: decisionScope(s), outcome, status: reply.status });
     return reply;
   };
   try {

@@ -70,7 +70,8 @@ export function utf8ByteLength(text: string): number {
  * it is cloned to a Durable Object or serialised.
  */
 export const RecordSchema = z.record(z.string(), z.unknown()).check(
-  z.refine((v) => !jsonDepthExceeds(v, MAX_JSON_DEPTH), { message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`, abort: true }),
+  // One level more than a JSON value: the record's own, around values as deep as JsonValueSchema allows.
+  z.refine((v) => !jsonDepthExceeds(v, MAX_JSON_DEPTH + 1), { message: `JSON nested deeper than ${MAX_JSON_DEPTH + 1} levels`, abort: true }),
 );
 export type JsonObject = z.infer<typeof RecordSchema>;
 

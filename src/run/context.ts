@@ -46,7 +46,8 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
     context: {
       conversation_id: snapshot.conversationId,
       thread_id: snapshot.threadId,
-      latest_cursor: job.latestTranscriptSeq ? encodeCursor("t", job.latestTranscriptSeq) : null,
+      // Jobs stored before latestTranscriptSeq existed have only their own item.
+      latest_cursor: (job.latestTranscriptSeq ?? job.transcriptSeq) ? encodeCursor("t", (job.latestTranscriptSeq ?? job.transcriptSeq)!) : null,
       event_seq: job.eventSeq,
       transcript_seq: job.transcriptSeq,
       // Before the event's own item; an event without one comes after the whole history.

@@ -20,8 +20,8 @@ beforeAll(async () => {
   });
   host = await startTestHost({ captureLogs: true, vars: { DB_QUERY_TIMEOUT_MS: "1000" } });
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
-  // A debounce gives the test time to cut the database between ingress and the run's start.
-  const agent = { agent_id: "outage", name: "outage", runner_id: runner.runnerId(), event_types: ["message.received"], concurrency: { debounce_ms: 300 } };
+  // A debounce gives the test ample time to cut the database between ingress and the run's start.
+  const agent = { agent_id: "outage", name: "outage", runner_id: runner.runnerId(), event_types: ["message.received"], concurrency: { debounce_ms: 1500 } };
   expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
 });
 afterAll(async () => {

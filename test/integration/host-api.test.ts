@@ -6,6 +6,8 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const held = { started: deferred<{ runId: string; token: string }>(), release: deferred() };
+/** `levels` arrays, one inside the other. */
+const nested = (levels: number): unknown => JSON.parse(`${"[".repeat(levels)}${"]".repeat(levels)}`);
 /** Small, but nested far deeper than any request. */
 const DEEP = `{"action":"history.page","params":{"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}}`;
 /** Over the default MAX_API_BODY_BYTES (2 MiB). */
@@ -70,6 +72,9 @@ beforeAll(async () => {
         state_list: await api("state.list", { scope: "conversation", prefix: "notes.", limit: 1 }),
         state_delete: await api("state.delete", { scope: "conversation", key: "notes.b" }),
         state_too_big: await api("state.set", { scope: "conversation", key: "big", value: "x".repeat(300 * 1024) }),
+        // As deep as a JSON value may be, inside the request's own envelope; one level more is refused.
+        state_deepest: await api("state.set", { scope: "conversation", key: "deep", value: nested(64) }),
+        state_too_deep: await api("state.set", { scope: "conversation", key: "deep", value: nested(65) }),
         version: await api("host.version"),
         unknown_action: await api("teleport"),
         bad_params: await api("history.page", { limit: 101 }),
@@ -126,6 +131,8 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     expect(r.state_list.body.data).toMatchObject({ keys: ["notes.a"], has_more: true });
     expect(status("state_delete")).toBe(200);
     expect(status("state_too_big")).toBe(400);
+    expect(status("state_deepest")).toBe(200);
+    expect([status("state_too_deep"), code("state_too_deep")]).toEqual([400, "invalid_argument"]);
     expect(r.version.body).toEqual({ ok: true, data: { version: "0.1.0" } });
     expect([status("unknown_action"), code("unknown_action")]).toEqual([404, "not_found"]);
     expect([status("bad_params"), code("bad_params")]).toEqual([400, "invalid_argument"]);

@@ -57,7 +57,7 @@ describe("POST /v1/events", () => {
       const event = JSON.stringify({ ...messageEvent("deep", "x"), event_id: eventId }).slice(0, -1);
       const res = await post(`${event},"${field}":{"a":${deep}}}`);
       expect(res.status).toBe(400);
-      expect(((await res.json()) as any).error.message).toBe(`invalid body: ${field}: JSON nested deeper than 64 levels`);
+      expect(((await res.json()) as any).error.message).toBe(`invalid body: ${field}: JSON nested deeper than 65 levels`);
       expect(await host.query("SELECT event_id FROM event_log WHERE event_id = ?", [eventId])).toEqual([]);
     }
   });

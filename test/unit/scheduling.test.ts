@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nextDebounceEnd, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
+import { nextWakeAt, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
 import { ChangeSignal } from "../../durable-objects/change-signal";
 import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
@@ -80,14 +80,22 @@ describe("SerialDecisions", () => {
     expect(await Promise.all([a, aAgain, b])).toEqual(["A", "A", "B"]);
     await expect(failing).rejects.toThrow("refused");
     expect(log).toEqual(["a start", "a end", "f", "b"]);
+    // Waiting for a decision: none pending resolves at once; a failed one still resolves.
+    await decisions.settled("nothing");
+    const late = decisions.decide("late", async () => {
+      throw new Error("refused");
+    });
+    await decisions.settled("late");
+    await expect(late).rejects.toThrow("refused");
   });
 });
 
-describe("nextDebounceEnd", () => {
-  it("is when the first queued run still in its debounce window may start", () => {
+describe("nextWakeAt", () => {
+  it("is the first time a stored run waits for: a debounce, or a lost run's pause", () => {
     const table: RunTable = [row("a", "running", "after-all", 900), row("b", "queued", "after-all", 500), row("c", "queued", "after-all", 300), row("d", "queued", "after-all", 50)];
-    expect(nextDebounceEnd(table, 100)).toBe(300);
-    expect(nextDebounceEnd(table, 600)).toBeUndefined();
+    expect(nextWakeAt(table, 100)).toBe(300);
+    expect(nextWakeAt(table, 600)).toBe(900);
+    expect(nextWakeAt(table, 1000)).toBeUndefined();
   });
 });
 
