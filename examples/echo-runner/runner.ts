@@ -64,7 +64,8 @@ export function createEchoRunner(opts: { secret?: string } = {}) {
     }
     const { context: ctx } = JSON.parse(raw) as { context: AgentRunContext };
     const text = ctx.input.text ?? "";
-    const turns = Number(ctx.state.conversation.turns ?? 0) + 1;
+    // The host sends only the state scopes its agent enables: without conversation state, every turn is the first.
+    const turns = Number(ctx.state?.conversation?.turns ?? 0) + 1;
     const greeting = String(ctx.config.greeting ?? "You said");
     const encoder = new TextEncoder();
     let sequence = 0;

@@ -68,6 +68,16 @@ describe("an event in, the runner called over HTTP, the reply out", () => {
     expect((await host.waitForRun(ev.body.run_id!)).status).toBe("completed");
   });
 
+  it("runs the example runner for an agent that keeps no state: every turn is its first", async () => {
+    const agent = { agent_id: "echo-stateless", name: "stateless", runner_id: "http:examples/echo/default", event_types: ["message.received"], scope: { type: "conversation", id: "happy-stateless" }, state_policy: { enable_state: false } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    for (const text of ["one", "two"]) {
+      const run = await host.waitForRun((await host.postEvent(messageEvent("happy-stateless", text))).body.run_id!);
+      expect(run.status).toBe("completed");
+      expect(String(run.message?.content)).toContain(`"${text}" (turn 1)`);
+    }
+  });
+
   it("records an event no agent matches and answers unbound", async () => {
     const res = await host.postEvent({ ...messageEvent("happy-unbound", "anyone?"), event_type: "group.member_joined" });
     expect(res.status).toBe(202);
