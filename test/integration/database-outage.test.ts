@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
+import { deferred } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+
+const BOT_TOKEN = "123456:outage-telegram-bot-token";
+const SECRET_TOKEN = "outage-webhook-secret";
 
 /**
  * The database goes away while a run starts (`databaseOutage`: every query
@@ -10,14 +15,20 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let telegram: Awaited<ReturnType<typeof startFakePlatform>>;
+/** Chat runs hold here until the test lets them answer. */
+const answer = deferred();
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
     name: "outage",
     async onRun({ body }, res) {
+      if (body.context.delivery?.surface === "telegram") await answer.promise;
       resultWriter(res, body.context.run_id).reply(`done: ${body.context.input.text}`);
     },
   });
+  let messageId = 100;
+  telegram = await startFakePlatform((call: PlatformCall) => ({ json: { ok: true, result: { message_id: ++messageId, chat: { id: Number(call.body?.chat_id) }, text: call.body?.text } } }));
   host = await startTestHost({ captureLogs: true, vars: { DB_QUERY_TIMEOUT_MS: "1000" } });
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
   // A debounce gives the test ample time to cut the database between ingress and the run's start.
@@ -26,8 +37,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   host?.databaseOutage(false);
+  answer.resolve();
   await host?.dispose();
   await runner?.close();
+  await telegram?.close();
 });
 
 /** A run whose start meets the outage: it must not end, and runs once the database is back. */
@@ -50,4 +63,31 @@ async function startDuring(mode: true | "hang", conversation: string) {
 describe("a database outage while a run starts", () => {
   it("keeps the run and its followers waiting, then runs it once the database is back", () => startDuring(true, "outage-refused"), 25_000);
   it("gives up on a database that does not answer (DB_QUERY_TIMEOUT_MS), and likewise runs it later", () => startDuring("hang", "outage-hang"), 25_000);
+});
+
+describe("a database outage while a chat run ends", () => {
+  it("ends the run once the database is back, and still tells the user it failed", async () => {
+    const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
+    const agent = { agent_id: "outage-chat", name: "chat", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "bot", id: bot.body.bot_id } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    const update = { update_id: 1, message: { message_id: 10, date: Math.floor(Date.now() / 1000), chat: { id: -4242, type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "are you there?" } };
+    const res = await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) });
+    expect(res.status).toBe(200);
+    await waitFor(() => runner.calls.some((c) => c.body.context.input.text === "are you there?"));
+    const runId = runner.calls.find((c) => c.body.context.input.text === "are you there?")!.body.context.run_id;
+
+    // The runner answers while the database is away: the answer cannot be recorded, nor the failure.
+    host.databaseOutage(true);
+    answer.resolve();
+    await expect.poll(() => host.logs().includes(`run ${runId}: host failure`), { timeout: 8_000 }).toBe(true);
+    host.databaseOutage(false);
+
+    // Left running with no session, the run is ended as lost, and the chat hears about it.
+    expect(await host.waitForRun(runId, 20_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+    const notices = await waitFor(() => {
+      const sent = telegram.callsTo(/\/sendMessage$/).filter((c) => c.body.chat_id === "-4242" || c.body.chat_id === -4242);
+      return sent.length > 0 && sent;
+    });
+    expect(notices.map((c) => c.body.text)).toEqual(["Sorry, I could not answer this time."]);
+  }, 30_000);
 });
