@@ -38,6 +38,8 @@ export interface StoredInputAttachments {
   refs: ArtifactRef[];
   /** New artifact rows, for the caller's ingress batch. */
   rows: ArtifactRow[];
+  /** The R2 keys this attempt wrote (not those it found in place). */
+  written: string[];
 }
 
 interface Deps {
@@ -81,7 +83,7 @@ export async function storeInputAttachments(
     if (written.length) await deps.bucket.delete(written);
     throw err;
   }
-  return { refs, rows };
+  return { refs, rows, written };
 }
 
 /** References to existing artifacts: only this conversation's, only unexpired; the stored facts win. */

@@ -133,7 +133,12 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   // Resolution, writes and read-back in one transaction: what is written is what was resolved.
   // The event's own user item, or for an event without one the conversation's newest item.
   const itemSeq = userItem.length ? userItemSeq(db, values) : latestTranscriptSeq(db, values);
-  const results = await batchAll(db, [...writes, recordedEvent(db, values), itemSeq, resolveBinding(db, resolveQuery)]);
+  const results = await batchAll(db, [...writes, recordedEvent(db, values), itemSeq, resolveBinding(db, resolveQuery)]).catch(async (err: unknown) => {
+    // Nothing names the blobs this attempt wrote. Under an id the host minted they are its own and are removed; under
+    // the client's id they are kept for the retry that reuses them (a concurrent delivery may already name them).
+    if (ev.event_id === undefined && attached.written.length) await env.ARTIFACTS.delete(attached.written).catch(() => {});
+    throw err;
+  });
   // The three reads follow the writes, in this order.
   const [rows, items, resolved] = results.slice(writes.length) as [ResultOf<typeof recordedEvent>, { seq: number | null }[], BoundAgent[]];
   const row = rows[0];

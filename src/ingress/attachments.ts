@@ -26,13 +26,13 @@ export async function inputWithAttachments(
   deps: { db: Db; bucket: R2Bucket; config: Config; fetchDeadlineAt?: number },
   event: { eventId: string; clientChosenId: boolean; conversationKey: string; conversationId: string; input: InputContext },
   sources: InputAttachmentSource[],
-): Promise<{ input: InputContext; artifactRows: ArtifactRow[] }> {
-  if (sources.length === 0) return { input: event.input, artifactRows: [] };
+): Promise<{ input: InputContext; artifactRows: ArtifactRow[]; written: string[] }> {
+  if (sources.length === 0) return { input: event.input, artifactRows: [], written: [] };
   const earlier = event.clientChosenId ? await eventLogStore(deps.db).get(event.eventId) : undefined;
-  if (earlier) return { input: parseJson<InputContext>(earlier.inputJson, event.input), artifactRows: [] };
+  if (earlier) return { input: parseJson<InputContext>(earlier.inputJson, event.input), artifactRows: [], written: [] };
   const stored = await storeInputAttachments(deps, event, sources);
   const input = { ...event.input, contents: withAttachmentElements(event.input, stored.refs), attachments: [...event.input.attachments, ...stored.refs] };
-  return { input, artifactRows: stored.rows };
+  return { input, artifactRows: stored.rows, written: stored.written };
 }
 
 function contentElementOf(ref: ArtifactRef): ContentElement {

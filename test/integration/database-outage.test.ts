@@ -91,3 +91,17 @@ describe("a database outage while a chat run ends", () => {
     expect(notices.map((c) => c.body.text)).toEqual(["Sorry, I could not answer this time."]);
   }, 30_000);
 });
+
+describe("a database outage at ingress", () => {
+  it("refuses the event and keeps none of the attachment blobs it stored for it", async () => {
+    const before = await host.r2Keys("artifacts/");
+    host.databaseOutage(true);
+    try {
+      const res = await host.postEvent(messageEvent("outage-ingress", "with a file", { input: { text: "with a file", attachments: [{ content_base64: Buffer.from("hello").toString("base64"), name: "a.txt" }] } }));
+      expect(res.status).toBe(500);
+    } finally {
+      host.databaseOutage(false);
+    }
+    expect(await host.r2Keys("artifacts/")).toEqual(before);
+  });
+});
