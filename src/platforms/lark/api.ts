@@ -85,12 +85,16 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
   let sent = 0;
   return {
     async send(text, { editable }) {
-      // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice.
-      const uuid = (await sha256Hex(`${target.replyToMessageId}\n${sent}`)).slice(0, 32);
+      // Only cards can be patched, so a message that will be edited is a card.
+      const msgType = editable ? "interactive" : "text";
+      const content = editable ? cardContent(text) : JSON.stringify({ text });
+      // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice. The content
+      // is part of it, so a different message in the same place (the final text after a streamed card whose answer was
+      // lost) is never taken for that retry and dropped.
+      const uuid = (await sha256Hex(`${target.replyToMessageId}\n${sent}\n${msgType}\n${content}`)).slice(0, 32);
       const res = await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(target.replyToMessageId)}/reply`, {
-        // Only cards can be patched, so a message that will be edited is a card.
-        msg_type: editable ? "interactive" : "text",
-        content: editable ? cardContent(text) : JSON.stringify({ text }),
+        msg_type: msgType,
+        content,
         reply_in_thread: target.replyInThread,
         uuid,
       });

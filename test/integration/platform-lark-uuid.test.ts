@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+/**
+ * Lark drops a send whose uuid it has seen in the last hour and answers with
+ * the first message. A streamed card whose send was posted but answered too
+ * late must not make the final text look like a retry of it.
+ */
+const APP_ID = "cli_uuid_app_0001";
+const VERIFICATION_TOKEN = "lark-uuid-verification-token";
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+let webhookUrl = "";
+let nextId = 0;
+const byUuid = new Map<string, string>();
+/** What each message shows now, by message id. */
+const shown = new Map<string, string>();
+let answerLate = true;
+
+async function larkApi(call: PlatformCall): Promise<FakeReply> {
+  if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") return { json: { code: 0, msg: "ok", tenant_access_token: "t-uuid-tenant-token", expire: 7200 } };
+  if (call.method === "POST" && /\/reply$/.test(call.path)) {
+    const seen = byUuid.get(call.body.uuid);
+    if (seen) return { json: { code: 0, msg: "success", data: { message_id: seen } } };
+    const id = `om_uuid_${++nextId}`;
+    byUuid.set(call.body.uuid, id);
+    shown.set(id, call.body.content);
+    // The first send is posted, but its answer comes after the host's PLATFORM_API_TIMEOUT_MS.
+    if (answerLate) {
+      answerLate = false;
+      await new Promise((r) => setTimeout(r, 1_500));
+    }
+    return { json: { code: 0, msg: "success", data: { message_id: id } } };
+  }
+  if (call.method === "PATCH") {
+    shown.set(call.path.split("/").pop()!, call.body.content);
+    return { json: { code: 0, msg: "success", data: {} } };
+  }
+  return { status: 404, json: { code: 404, msg: "not found" } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(larkApi);
+  runner = await startChatRunner("lark-uuid");
+  host = await startTestHost({ vars: { PLATFORM_API_TIMEOUT_MS: "1000" } });
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: APP_ID, app_secret: "lark-uuid-app-secret-0123", verification_token: VERIFICATION_TOKEN } });
+  webhookUrl = created.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "lark-uuid", scope: { type: "bot", id: created.body.bot_id } });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+describe("Lark: a streamed card answered too late", () => {
+  it("still shows the final text: it is never sent under the card's uuid", async () => {
+    const ev = {
+      schema: "2.0",
+      header: { event_id: "ev_uuid_1", event_type: "im.message.receive_v1", create_time: String(Date.now()), token: VERIFICATION_TOKEN, app_id: APP_ID, tenant_key: "t" },
+      event: { sender: { sender_id: { open_id: "ou_1" }, sender_type: "user" }, message: { message_id: "om_user_1", chat_id: "oc_1", chat_type: "group", message_type: "text", content: JSON.stringify({ text: "stream alpha beta gamma" }) } },
+    };
+    expect((await fetch(webhookUrl, { method: "POST", body: JSON.stringify(ev) })).status).toBe(200);
+    await waitFor(() => [...shown.values()].some((content) => content.includes("alpha beta gamma")), 15_000, "the final text on screen");
+  });
+});
