@@ -94,6 +94,13 @@ describe("Slack: Events API in, Web API out", () => {
     expect(raw.event.text).toBe("hello slack");
   });
 
+  it("shows text literally both ways: what the user typed reaches the runner, and an answer can never ping or link", async () => {
+    await post(callback(message("C150", "a &lt;b&gt; &amp;&lt;!channel&gt;")));
+    const [reply] = await waitFor(() => postsTo("C150").length > 0 && postsTo("C150"));
+    expect(contextFor("a <b> &<!channel>")).toHaveLength(1);
+    expect(reply.body.text).toBe("echo: a &lt;b&gt; &amp;&lt;!channel&gt;");
+  });
+
   it("replies in the thread a threaded message came from", async () => {
     await post(callback(message("C200", "in thread", { thread_ts: "1799999999.000100" })));
     const [reply] = await waitFor(() => postsTo("C200").length > 0 && postsTo("C200"));

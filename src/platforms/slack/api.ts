@@ -5,6 +5,7 @@
  */
 import { asRecord, callPlatform, failureOfStatus, retryAfterHeaderMs } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+import { escapeSlackText } from "./text";
 
 export interface SlackCredentials extends Record<string, string> {
   bot_token: string;
@@ -34,11 +35,11 @@ export async function slackCall(bot: Bot<SlackCredentials>, method: string, para
 export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<DeliveryTarget, { platform: "slack" }>, timeoutMs: number): Messenger {
   return {
     async send(text) {
-      const res = await slackCall(bot, "chat.postMessage", { channel: target.channel, text, ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }, timeoutMs);
+      const res = await slackCall(bot, "chat.postMessage", { channel: target.channel, text: escapeSlackText(text), ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }, timeoutMs);
       return res.ok ? { ok: true, value: String(res.value.ts) } : res;
     },
     async edit(messageId, text) {
-      const res = await slackCall(bot, "chat.update", { channel: target.channel, ts: messageId, text }, timeoutMs);
+      const res = await slackCall(bot, "chat.update", { channel: target.channel, ts: messageId, text: escapeSlackText(text) }, timeoutMs);
       return res.ok ? { ok: true, value: undefined } : res;
     },
   };

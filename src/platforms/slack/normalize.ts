@@ -7,6 +7,7 @@ import { z } from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
+import { unescapeSlackText } from "./text";
 
 export const EnvelopeSchema = z.looseObject({
   type: z.string(),
@@ -86,7 +87,7 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
         conversationId: msg.channel,
         threadId,
         actor: userActor(msg.user, msg.team),
-        text: msg.text ?? null,
+        text: msg.text === undefined ? null : unescapeSlackText(msg.text),
         files: filesOf(msg.files),
         data: { ...common.data, ts: msg.ts, channel_type: msg.channel_type ?? null },
         replyTarget: { platform: "slack", channel: msg.channel, threadTs: threadId },

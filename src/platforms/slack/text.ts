@@ -1,0 +1,10 @@
+/**
+ * Agent text as Slack shows it literally: `&`, `<` and `>` are Slack's control
+ * characters, so an answer can never ping `<!channel>`, mention someone or
+ * hide a link, and code such as `Vec<String>` is shown as written. Escaped per
+ * message part, after splitting, so no entity is cut in two.
+ */
+export const escapeSlackText = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/** Inbound message text as the user typed it (Slack escapes the same three characters). */
+export const unescapeSlackText = (text: string) => text.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
