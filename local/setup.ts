@@ -14,8 +14,14 @@ export async function bindRunner(
   host: { url: string; adminToken: string },
   opts: { baseUrl: string; secret?: string; runnerId: string; agentId: string; scope?: { type: string; id?: string }; eventTypes?: string[] },
 ) {
-  const reg = await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: opts.baseUrl, secret: opts.secret });
-  if (reg.status !== 201) throw new Error(`registering ${opts.baseUrl} failed: ${JSON.stringify(reg.body)}`);
+  let reg = await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: opts.baseUrl, secret: opts.secret });
+  if (reg.status === 409) {
+    // Its runners are registered at another address (the service moved, e.g. RUNNER_PORT changed): move that service here.
+    const runners = await adminCall<{ items: { runner_id: string; service_id: string }[] }>(host, "GET", "/v1/admin/runners");
+    const owner = runners.body.items.find((r) => r.runner_id === opts.runnerId);
+    if (owner) reg = await adminCall(host, "PUT", `/v1/admin/runner-services/${owner.service_id}`, { base_url: opts.baseUrl, secret: opts.secret });
+  }
+  if (reg.status !== 201 && reg.status !== 200) throw new Error(`registering ${opts.baseUrl} failed: ${JSON.stringify(reg.body)}`);
   const agent = {
     agent_id: opts.agentId,
     name: opts.agentId,

@@ -56,6 +56,33 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect(refreshed.body.service.service_id).toBe(res.body.service.service_id);
   });
 
+  it("moves a service to a new address (PUT), keeping its runners, agents and secret; npm start's binding does so itself", async () => {
+    const reply = (where: string) => async ({ body }: { body: any }, res: import("node:http").ServerResponse) => resultWriter(res, body.context.run_id).reply(`from ${where}`);
+    const first = await startAdHocRunner({ name: "moving", onRun: reply("first") });
+    const second = await startAdHocRunner({ name: "moving", onRun: reply("second") });
+    const third = await startAdHocRunner({ name: "moving", onRun: reply("third") });
+    try {
+      const reg = await host.admin("POST", "/v1/admin/runner-services", { base_url: first.url, secret: "moving-secret-0123456789" });
+      expect((await host.admin("POST", "/v1/admin/agents", agent("moving", "default", { type: "conversation", id: "moving" }, { runner_id: first.runnerId() }))).status).toBe(201);
+      const answer = async () => (await host.waitForRun((await host.postEvent(messageEvent("moving", "hi"))).body.run_id!)).message?.content;
+      expect(await answer()).toBe("from first");
+      // The same runner ids at another address are another service's: refused, until the service itself moves.
+      expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: second.url })).status).toBe(409);
+      const moved = await host.admin("PUT", `/v1/admin/runner-services/${reg.body.service.service_id}`, { base_url: second.url });
+      expect(moved.status).toBe(200);
+      expect(moved.body.service).toMatchObject({ service_id: reg.body.service.service_id, base_url: second.url, has_secret: true });
+      expect(await answer()).toBe("from second");
+      expect(second.calls.at(-1)!.headers["x-agent-signature"]).toMatch(/^v1=/);
+      // npm start after RUNNER_PORT changed: its binding finds the service by its runner and moves it.
+      await host.bind({ baseUrl: third.url, runnerId: third.runnerId(), agentId: "moving-started", scope: { type: "conversation", id: "moving-started" } });
+      expect((await host.admin("GET", "/v1/admin/runners")).body.items.find((r: any) => r.runner_id === third.runnerId()).service_id).toBe(reg.body.service.service_id);
+      expect(await answer()).toBe("from third");
+      expect((await host.admin("PUT", "/v1/admin/runner-services/svc_missing", { base_url: third.url })).status).toBe(404);
+    } finally {
+      await Promise.all([first.close(), second.close(), third.close()]);
+    }
+  });
+
   it("answers 502 for an unreachable service and 400 for a bad body", async () => {
     expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: "http://127.0.0.1:9/" })).status).toBe(502);
     expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: "ftp://x" })).status).toBe(400);

@@ -16,6 +16,13 @@ export const runnerServicesRouter = router()
     const result = await registerRunnerService(dbOf(c.env), c.get("body"));
     return c.json(result, 201);
   })
+  // Moved (a new address, e.g. another port or host) or given a new secret: its runners, agents and runs keep their ids.
+  .put("/:serviceId", jsonBody(ServiceInput), async (c) => {
+    const db = dbOf(c.env);
+    const service = await registryStore(db).getService(c.req.param("serviceId"));
+    if (!service) throw notFound(`runner service ${c.req.param("serviceId")} not found`);
+    return c.json(await registerRunnerService(db, { ...c.get("body"), serviceId: service.serviceId }));
+  })
   .post("/:serviceId/refresh", async (c) => {
     const db = dbOf(c.env);
     const service = await registryStore(db).getService(c.req.param("serviceId"));
