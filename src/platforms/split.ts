@@ -2,24 +2,59 @@
  * Split a reply into parts of at most `max` UTF-16 code units, the unit
  * platforms count in. A part ends at the last line break, else the last
  * space, in its second half; otherwise it is cut hard, never inside a
- * surrogate pair. Deterministic, so a growing stream splits the same way
- * every time and the parts already sent stay stable.
+ * surrogate pair. A part that ends inside a Markdown code fence closes it,
+ * and the next part opens it again (with its language), so a long code
+ * block renders as code in every part. Deterministic, so a growing stream
+ * splits the same way every time and the parts already sent stay stable.
  */
 export function splitMessage(text: string, max: number): string[] {
   if (max < 2) throw new Error("max message size must be at least 2");
+  // Room for a fence's closing line and its reopening; text without fences is split exactly as before.
+  const fenced = text.includes(FENCE) && max > 2 * FENCE_OVERHEAD + 8;
   const parts: string[] = [];
   let rest = text;
-  while (rest.length > max) {
-    const window = rest.slice(0, max);
-    let cut = window.lastIndexOf("\n");
-    if (cut < max / 2) cut = window.lastIndexOf(" ");
-    if (cut < max / 2) cut = max;
-    else cut += 1; // the separator stays with the part before it
-    const code = rest.charCodeAt(cut - 1);
-    if (code >= 0xd800 && code <= 0xdbff) cut -= 1; // a high surrogate never ends a part
-    parts.push(rest.slice(0, cut));
+  let open: string | null = null; // the fence opener the next part starts inside of, if any
+  for (;;) {
+    const prefix = open === null ? "" : `${open}\n`;
+    if (prefix.length + rest.length <= max) break;
+    const budget = max - prefix.length - (fenced ? CLOSER.length + 1 : 0);
+    const cut = cutPoint(rest, budget);
+    const piece = rest.slice(0, cut);
+    const inside: string | null = fenced ? fenceAfter(piece, open) : null;
+    parts.push(prefix + piece + (inside === null ? "" : `${piece.endsWith("\n") ? "" : "\n"}${CLOSER}`));
+    open = inside;
     rest = rest.slice(cut);
   }
-  if (rest.length || parts.length === 0) parts.push(rest);
+  if (rest.length || parts.length === 0) parts.push((open === null ? "" : `${open}\n`) + rest);
   return parts;
+}
+
+const FENCE = "```";
+const CLOSER = "```";
+/** The most a split adds around a part: a closing fence line, and a reopening line with a short language tag. */
+const FENCE_OVERHEAD = 20;
+
+function cutPoint(rest: string, budget: number): number {
+  const window = rest.slice(0, budget);
+  let cut = window.lastIndexOf("\n");
+  if (cut < budget / 2) cut = window.lastIndexOf(" ");
+  if (cut < budget / 2) cut = budget;
+  else cut += 1; // the separator stays with the part before it
+  const code = rest.charCodeAt(cut - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut -= 1; // a high surrogate never ends a part
+  return cut;
+}
+
+/** The fence opener (e.g. "```ts") still open after `piece`, given the one open before it, or null. */
+function fenceAfter(piece: string, openBefore: string | null): string | null {
+  let open = openBefore;
+  let lineStart = 0;
+  for (;;) {
+    const end = piece.indexOf("\n", lineStart);
+    // A line cut off at the part's end is not a fence line yet.
+    if (end < 0) return open;
+    const line = piece.slice(lineStart, end).trimEnd();
+    if (line.startsWith(FENCE)) open = open === null ? line.slice(0, FENCE.length + 12) : null;
+    lineStart = end + 1;
+  }
 }

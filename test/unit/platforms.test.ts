@@ -26,6 +26,30 @@ describe("splitMessage", () => {
     expect(splitMessage("a bbbbbbbbbbbbbbbbbb", 10)).toEqual(["a bbbbbbbb", "bbbbbbbbbb"]);
   });
 
+  it("closes a code fence a part ends inside, and opens it again (with its language) in the next", () => {
+    const code = Array.from({ length: 30 }, (_, i) => `const line${i} = ${i};`).join("\n");
+    const text = `Here is the code:\n\n\`\`\`ts\n${code}\n\`\`\`\n\nThat is all.`;
+    const parts = splitMessage(text, 200);
+    expect(parts.length).toBeGreaterThan(3);
+    expect(parts.every((p) => p.length <= 200)).toBe(true);
+    // Every part has balanced fences, and every part after the first that continues the block reopens it as ts.
+    for (const p of parts) expect((p.match(/^\`\`\`/gm) ?? []).length % 2).toBe(0);
+    for (const p of parts.slice(1, -1)) expect(p.startsWith("\`\`\`ts\n")).toBe(true);
+    expect(parts.at(-1)).toContain("That is all.");
+    // Less what the split added, the parts are the text.
+    const joined = parts.map((p, i) => (i > 0 && p.startsWith("\`\`\`ts\n") ? p.slice(6) : p)).map((p, i, all) => (i < all.length - 1 ? p.replace(/\n?\`\`\`$/, "") : p)).join("");
+    expect(joined.replace(/\n/g, "")).toBe(text.replace(/\n/g, ""));
+    // Text without fences splits exactly as before.
+    expect(splitMessage("aaaaaa\nbbbbbbbbb", 10)).toEqual(["aaaaaa\n", "bbbbbbbbb"]);
+  });
+
+  it("splits a growing fenced text the same way: earlier parts stay stable once full", () => {
+    const full = `\`\`\`py\n${"print(1)\n".repeat(80)}\`\`\``;
+    const early = splitMessage(full.slice(0, 400), 120);
+    const late = splitMessage(full, 120);
+    expect(late.slice(0, early.length - 1)).toEqual(early.slice(0, -1));
+  });
+
   it("never cuts a surrogate pair", () => {
     const text = "x".repeat(9) + "😀" + "y".repeat(5);
     const parts = splitMessage(text, 10);
