@@ -339,7 +339,7 @@ export class ConversationDO extends DurableObject<Env> {
       void this.armWatchdog({ allowUnconfirmed: true });
       // A run cancelled while starting reaches executeRun aborted: its runner is never called.
       const outcome = await executeRun({
-        db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state, token, runnerSecret: claimed.runnerSecret, signal: abort.signal, ledgerSequence: session.ledgerSequence,
+        db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state, token, runnerSecret: claimed.runnerSecret, runnerBaseUrl: claimed.runnerBaseUrl, signal: abort.signal, ledgerSequence: session.ledgerSequence,
         publish: (entries) => {
           this.live.publish(job.runId, entries);
           delivery?.feed(entries);

@@ -30,6 +30,8 @@ export interface ExecuteDeps {
   token: string;
   /** The runner service's secret as stored (claimRun read it); opened only to sign the request. */
   runnerSecret: string | null;
+  /** The service's address as read when the run was claimed. */
+  runnerBaseUrl: string;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
   /** The run's ledger numbering, shared with the Host API's ledger records. */
@@ -48,7 +50,7 @@ export async function claimRun(
   job: RunJob,
   stateScopes: StateScopeKeys,
   extra: readonly unknown[] = [],
-): Promise<{ state: EnabledStateSnapshot; runnerSecret: string | null; extra: unknown[] } | null> {
+): Promise<{ state: EnabledStateSnapshot; runnerSecret: string | null; runnerBaseUrl: string; extra: unknown[] } | null> {
   const scopes = Object.entries(stateScopes) as [StateScope, string][];
   const state = stateStore(db);
   const conversationId = job.conversation.conversation_id;
@@ -59,14 +61,16 @@ export async function claimRun(
   // One query per scope so that a scope with many keys cannot crowd out another's.
   const reads = scopes.map(([, key]) => state.scopeSnapshotQuery(key));
   // Each result is read back by position below.
-  const secret = registryStore(db).secretStatement(job.runner.serviceId);
-  const results = await batchAll(db, [runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads, secret, ...extra]);
+  const endpoint = registryStore(db).endpointStatement(job.runner.serviceId);
+  const results = await batchAll(db, [runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads, endpoint, ...extra]);
   if ((results[0] as unknown[]).length !== 1) return null;
   const afterReads = 1 + seeds.length + reads.length;
   const rowsOf = results.slice(1 + seeds.length, afterReads) as { key: string; valueJson: string }[][];
   return {
     state: Object.fromEntries(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])])),
     runnerSecret: (results[afterReads] as { secret: string | null }[])[0]?.secret ?? null,
+    // Where the service is now: it may have moved (PUT) since the run was queued.
+    runnerBaseUrl: (results[afterReads] as { baseUrl: string }[])[0]?.baseUrl ?? job.runner.baseUrl,
     extra: results.slice(afterReads + 1),
   };
 }
@@ -150,7 +154,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const secret = await db.secrets.open(deps.runnerSecret).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the runner service's secret cannot be used: ${err.message}`, { cause: err });
     });
-    const target = { baseUrl: job.runner.baseUrl, runnerName: job.runner.runnerName, secret };
+    const target = { baseUrl: deps.runnerBaseUrl, runnerName: job.runner.runnerName, secret };
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
     for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
       const batch = processor.process(payloads);

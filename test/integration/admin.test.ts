@@ -66,6 +66,10 @@ describe("admin API: runner services, runners, agents and binding resolution", (
       expect((await host.admin("POST", "/v1/admin/agents", agent("moving", "default", { type: "conversation", id: "moving" }, { runner_id: first.runnerId() }))).status).toBe(201);
       const answer = async () => (await host.waitForRun((await host.postEvent(messageEvent("moving", "hi"))).body.run_id!)).message?.content;
       expect(await answer()).toBe("from first");
+      // A run still waiting (debounced) when the service moves goes to where it is now.
+      const later = agent("moving-later", "default", { type: "conversation", id: "moving-later" }, { runner_id: first.runnerId(), concurrency: { debounce_ms: 1500 } });
+      expect((await host.admin("POST", "/v1/admin/agents", later)).status).toBe(201);
+      const waiting = await host.postEvent(messageEvent("moving-later", "hi"));
       // The same runner ids at another address are another service's: refused, until the service itself moves.
       expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: second.url })).status).toBe(409);
       const moved = await host.admin("PUT", `/v1/admin/runner-services/${reg.body.service.service_id}`, { base_url: second.url });
@@ -73,6 +77,7 @@ describe("admin API: runner services, runners, agents and binding resolution", (
       expect(moved.body.service).toMatchObject({ service_id: reg.body.service.service_id, base_url: second.url, has_secret: true });
       expect(await answer()).toBe("from second");
       expect(second.calls.at(-1)!.headers["x-agent-signature"]).toMatch(/^v1=/);
+      expect((await host.waitForRun(waiting.body.run_id!)).message?.content).toBe("from second");
       // npm start after RUNNER_PORT changed: its binding finds the service by its runner and moves it.
       await host.bind({ baseUrl: third.url, runnerId: third.runnerId(), agentId: "moving-started", scope: { type: "conversation", id: "moving-started" } });
       expect((await host.admin("GET", "/v1/admin/runners")).body.items.find((r: any) => r.runner_id === third.runnerId()).service_id).toBe(reg.body.service.service_id);
