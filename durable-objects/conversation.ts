@@ -9,7 +9,7 @@ import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type Host
 import type { SteeringPort } from "../src/host-api/actions/index";
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { claimRun, executeRun } from "../src/run/execute";
-import { endRunAsHost, hostFailureEntry } from "../src/run/host-end";
+import { endRunAsHost } from "../src/run/host-end";
 import type { RunJob } from "../src/run/job";
 import { LiveHub, storedFrames } from "../src/run/live";
 import { freezeSnapshot, stateScopesOf } from "../src/run/snapshot";
@@ -349,10 +349,10 @@ export class ConversationDO extends DurableObject<Env> {
     } catch (err) {
       // Only host-side failures reach here (the database refused a write the run needs).
       console.error(`run ${job.runId}: host failure: ${(err as Error).message}`);
-      recorded = await endRunAsHost(dbOf(this.env), job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).then(
-        (ended) => (ended && delivery?.feed([hostFailureEntry(job, "host.internal_error")]), true),
-        () => false,
-      );
+      const ended = await endRunAsHost(db, job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).catch(() => null);
+      recorded = ended !== null;
+      // The user hears of it: through the reply in progress, or a session of its own if the run failed before one opened.
+      if (ended) delivery = DeliverySession.failureNotice({ db, config }, job, "host.internal_error", delivery ?? undefined);
     } finally {
       clearTimeout(timer);
       // Host API calls still in flight (a model stream, a tool call) end with the run.
@@ -386,11 +386,11 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async finishLost(key: string, job: RunJob): Promise<void> {
+    const [db, config] = [dbOf(this.env), configOf(this.env)];
     const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", resultCount: 0 };
-    // The reply's session was lost too: a new one only tells the user the run failed.
-    const delivery = (await endRunAsHost(dbOf(this.env), job, outcome)) ? DeliverySession.open({ db: dbOf(this.env), config: configOf(this.env) }, job) : null;
-    delivery?.feed([hostFailureEntry(job, "host.session_lost")]);
-    if (delivery) this.settle(delivery.settle(configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS));
+    // The reply's session was lost too: a new one tells the user the run failed, unless the run had shown them its reply.
+    const notice = (await endRunAsHost(db, job, outcome)) && !(await runsStore(db).showedReply(job.runId)) ? DeliverySession.failureNotice({ db, config }, job, "host.session_lost") : null;
+    if (notice) this.settle(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);
     await this.dropUnpulled(job);
     this.live.end(job.runId, (await runsStore(dbOf(this.env)).get(job.runId))?.status ?? "failed");

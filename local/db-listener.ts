@@ -10,20 +10,23 @@ import { serveExecutor, type SqlExecutor } from "../src/db/executor";
  * binding because it is a third of the latency per query (measured: ~0.4 ms
  * against ~1.1 ms). Only requests carrying this start's random token are served.
  */
+export type OutageMode = boolean | "hang" | { queries: number };
+
 export interface WorkerDbListener {
   address: string;
   /**
    * Fault drills and tests: while on, every query fails as an unreachable
    * database would (503), or with "hang" gets no answer at all until the
-   * outage ends (then a 503).
+   * outage ends (then a 503); `{ queries: n }` fails only the next n.
    */
-  setOutage(mode: boolean | "hang"): void;
+  setOutage(mode: OutageMode): void;
   close(): Promise<void>;
 }
 
 export async function listenForWorker(executor: SqlExecutor, token: string): Promise<WorkerDbListener> {
   const expected = Buffer.from(`Bearer ${token}`);
   let outage: boolean | "hang" = false;
+  let failNext = 0;
   const hung: ServerResponse[] = [];
   const unavailable = (res: ServerResponse) =>
     res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: "database unavailable (outage drill)" } }));
@@ -31,6 +34,12 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     const given = Buffer.from(req.headers.authorization ?? "");
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
       res.writeHead(401).end();
+      return;
+    }
+    if (failNext > 0) {
+      failNext--;
+      req.resume();
+      unavailable(res);
       return;
     }
     if (outage) {
@@ -54,6 +63,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     setOutage: (mode) => {
+      if (typeof mode === "object") return void (failNext = mode.queries);
       outage = mode;
       if (mode !== "hang") for (const res of hung.splice(0)) if (!res.destroyed) unavailable(res);
     },

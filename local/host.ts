@@ -4,7 +4,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { buildWorker } from "./build";
-import { listenForWorker } from "./db-listener";
+import { listenForWorker, type OutageMode } from "./db-listener";
 import { openEmbeddedDb } from "./libsql";
 
 export interface HostOptions {
@@ -34,8 +34,8 @@ export interface LocalHost {
   r2Keys(prefix: string): Promise<string[]>;
   /** Rows of a read query on the embedded database (inspection). */
   query<T = Record<string, unknown>>(sql: string, args?: (string | number | null)[]): Promise<T[]>;
-  /** Make the database unreachable for the Worker (every query fails, or with "hang" never answers) until called with false: fault drills and tests. */
-  databaseOutage(mode: boolean | "hang"): void;
+  /** Make the database unreachable for the Worker (every query fails, or with "hang" never answers) until called with false, or fail only the next `{ queries: n }`: fault drills and tests. */
+  databaseOutage(mode: OutageMode): void;
   /** Fire the Worker's cron handler once, as the platform would; `scheduledTime` defaults to now. */
   triggerScheduled(opts?: { cron?: string; scheduledTime?: Date }): Promise<void>;
   dispose(): Promise<void>;

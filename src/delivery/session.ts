@@ -17,6 +17,7 @@ import { ADAPTERS } from "../platforms/registry";
 import { splitMessage } from "../platforms/split";
 import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
 import { MessageSchema } from "../protocol/common";
+import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
 import { botsStore } from "../stores/bots";
 import type { LedgerEntry } from "../stores/runs";
@@ -83,6 +84,16 @@ export class DeliverySession {
   /** A session for a job with a platform reply target; null otherwise. */
   static open(deps: DeliveryDeps, job: RunJob): DeliverySession | null {
     return job.delivery ? new DeliverySession(deps, job, job.delivery) : null;
+  }
+
+  /**
+   * For a run the host ended itself: the reply in progress hears the run
+   * failed (a notice if it showed nothing); without one (it was lost, or the
+   * run failed before it opened), a session of its own does. Settle it.
+   */
+  static failureNotice(deps: DeliveryDeps, job: RunJob, code: string, session = DeliverySession.open(deps, job)): DeliverySession | null {
+    session?.feed([hostFailureEntry(job, code)]);
+    return session;
   }
 
   private constructor(

@@ -60,6 +60,15 @@ export interface RunOutcome {
 
 const getRun = compiled((db) => db.select().from(run).where(eq(run.runId, param("runId"))).limit(1));
 
+/** Whether the run's ledger holds any of its reply (a delta or a message): then it showed the user something. */
+const showedReply = compiled((db) =>
+  db
+    .select({ seq: runEvent.seq })
+    .from(runEvent)
+    .where(and(eq(runEvent.runId, param("runId")), inArray(runEvent.type, ["message.delta", "message.completed"])))
+    .limit(1),
+);
+
 const markRunning = compiled((db) =>
   db
     .update(run)
@@ -120,6 +129,7 @@ function ledgerRowsInsert(rows: number) {
 export function runsStore(db: Db) {
   return {
     get: async (runId: string): Promise<RunRow | undefined> => (await getRun(db, { runId }).execute())[0],
+    showedReply: async (runId: string): Promise<boolean> => (await showedReply(db, { runId }).execute()).length > 0,
 
     /** queued → running; returns the run id only when this trigger took the run. */
     markRunningStatement: (runId: string) => markRunning(db, { runId, startedAt: Date.now() }),

@@ -92,6 +92,28 @@ describe("a database outage while a chat run ends", () => {
   }, 30_000);
 });
 
+describe("a database failure as a chat run starts", () => {
+  it("ends the run as the host's failure, and the chat hears of it", async () => {
+    const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
+    const agent = { agent_id: "outage-start", name: "start", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "bot", id: bot.body.bot_id }, concurrency: { debounce_ms: 1000 } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    const update = { update_id: 2, message: { message_id: 20, date: Math.floor(Date.now() / 1000), chat: { id: -5151, type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "hello?" } };
+    const res = await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) });
+    expect(res.status).toBe(200);
+    // The next query is the run's claim, once its debounce is over: it fails; recording the failure does not.
+    host.databaseOutage({ queries: 1 });
+    const notices = await waitFor(() => {
+      const sent = telegram.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === "-5151");
+      return sent.length > 0 && sent;
+    });
+    expect(notices.map((c) => c.body.text)).toEqual(["Sorry, I could not answer this time."]);
+    const runs = await host.admin("GET", "/v1/runs?limit=50");
+    const run = runs.body.items.find((r: any) => r.agent_id === "outage-start");
+    expect(run).toMatchObject({ status: "failed", error: { code: "host.internal_error" } });
+    expect(runner.calls.filter((c) => c.body.context.input.text === "hello?")).toEqual([]);
+  }, 20_000);
+});
+
 describe("a database outage at ingress", () => {
   it("refuses the event and keeps none of the attachment blobs it stored for it", async () => {
     const before = await host.r2Keys("artifacts/");
