@@ -2,12 +2,14 @@
  * `npm start`: the host on its embedded default, with nothing to configure.
  * PORT (default 8787), ADMIN_TOKEN (default: a dev token kept in .data/),
  * SECRETS_KEY (default: a key kept in .data/), DATA_DIR (default .data),
- * RUNNER_PORT (default 8788).
+ * RUNNER_PORT (default 8788); any other Worker variable of src/env.ts
+ * (RUN_DEADLINE_MS, RETENTION_DAYS, PUBLIC_URL, ...) is passed through.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { startEchoRunner } from "../examples/echo-runner/runner";
+import { CONFIG_VARS, configProblems } from "../src/env";
 import { ROOT } from "./build";
 import { startHost } from "./host";
 import { bindRunner } from "./setup";
@@ -22,15 +24,20 @@ function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24)
 }
 
 const adminToken = process.env.ADMIN_TOKEN ?? devSecret("admin-token");
+const vars: Record<string, string> = {
+  // Stored credentials are sealed with it: losing this file makes them unreadable (register them again).
+  SECRETS_KEY: process.env.SECRETS_KEY ?? devSecret("secrets-key", "base64", 32),
+};
+for (const name of CONFIG_VARS) if (name !== "ADMIN_TOKEN" && process.env[name] !== undefined) vars[name] = process.env[name]!;
+// Checked here, so a bad value is one clear line, not a failure deep inside the first request.
+const problems = configProblems({ ADMIN_TOKEN: adminToken, ...vars });
+if (problems.length) {
+  console.error(`npm start: the configuration is not valid:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+  process.exit(1);
+}
 const runnerSecret = devSecret("runner-secret");
 const runner = await startEchoRunner({ port: Number(process.env.RUNNER_PORT ?? 8788), secret: runnerSecret });
-const host = await startHost({
-  adminToken,
-  port: Number(process.env.PORT ?? 8787),
-  dataDir,
-  // Stored credentials are sealed with it: losing this file makes them unreadable (register them again).
-  vars: { SECRETS_KEY: process.env.SECRETS_KEY ?? devSecret("secrets-key", "base64", 32), ...(process.env.PUBLIC_URL ? { PUBLIC_URL: process.env.PUBLIC_URL } : {}) },
-});
+const host = await startHost({ adminToken, port: Number(process.env.PORT ?? 8787), dataDir, vars });
 await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo" });
 
 console.log(`agent host listening on ${host.url}

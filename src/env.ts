@@ -50,13 +50,14 @@ const positiveInt = (fallback: number) => z.coerce.number().int().positive().def
 /** A run and its reply's settling must fit in one alarm invocation (15 min), with a margin for its writes. */
 const RUN_WALL_TIME_MAX_MS = 13 * 60_000;
 
-const ConfigSchema = z.object({
+const ConfigFields = z.object({
   ADMIN_TOKEN: z.string().min(16, "ADMIN_TOKEN must be at least 16 characters"),
   /** Seals stored credentials (lib/secret-box.ts); unset, they are stored as given. */
   SECRETS_KEY: z.string().refine(isSecretsKey, "SECRETS_KEY must be 32 random bytes in base64 (openssl rand -base64 32)").optional(),
   /** During a key rotation: the key values may still be sealed under, until `POST /v1/admin/secrets/reseal` has run. */
   SECRETS_KEY_PREVIOUS: z.string().refine(isSecretsKey, "SECRETS_KEY_PREVIOUS must be 32 bytes in base64").optional(),
-  PUBLIC_URL: z.url().optional(),
+  // Without a trailing slash: paths are appended to it.
+  PUBLIC_URL: z.url().transform((url) => url.replace(/\/+$/, "")).optional(),
   RUN_DEADLINE_MS: positiveInt(300_000),
   RUNNER_MAX_LINE_BYTES: positiveInt(MiB),
   RUNNER_MAX_STREAM_BYTES: positiveInt(32 * MiB),
@@ -105,13 +106,24 @@ const ConfigSchema = z.object({
   DELIVERY_MAX_RETRY_AFTER_MS: positiveInt(60_000),
   /** After a run ends, how long its conversation's object keeps delivering the reply; within the alarm's 15-minute wall time. */
   DELIVERY_SETTLE_TIMEOUT_MS: positiveInt(60_000),
-}).refine((c) => c.RUN_DEADLINE_MS + c.DELIVERY_SETTLE_TIMEOUT_MS <= RUN_WALL_TIME_MAX_MS, {
+});
+
+/** The Worker's configuration variables (what wrangler.toml [vars] and secrets may set). */
+export const CONFIG_VARS = Object.keys(ConfigFields.shape) as (keyof typeof ConfigFields.shape)[];
+
+const ConfigSchema = ConfigFields.refine((c) => c.RUN_DEADLINE_MS + c.DELIVERY_SETTLE_TIMEOUT_MS <= RUN_WALL_TIME_MAX_MS, {
   message: `RUN_DEADLINE_MS + DELIVERY_SETTLE_TIMEOUT_MS must stay within ${RUN_WALL_TIME_MAX_MS / 60_000} minutes: a run lives in a Durable Object alarm, which has 15 minutes of wall time`,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
 
 const cache = new WeakMap<object, Config>();
+
+/** What is wrong with a set of variables, one line each (none when they make a valid configuration). */
+export function configProblems(vars: Record<string, unknown>): string[] {
+  const parsed = ConfigSchema.safeParse(vars);
+  return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`);
+}
 
 /** Parse the environment once per isolate; a misconfiguration fails loudly. */
 export function configOf(env: Env): Config {

@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { CONFIG_VARS, configOf, configProblems, type Env } from "../../src/env";
+
+const TOKEN = "an-admin-token-of-24-chars";
+
+describe("configuration", () => {
+  it("says what is wrong, one line per variable, and nothing for a valid set", () => {
+    expect(configProblems({ ADMIN_TOKEN: TOKEN })).toEqual([]);
+    expect(configProblems({ ADMIN_TOKEN: "short", RUN_DEADLINE_MS: "-1" })).toEqual([
+      "ADMIN_TOKEN: ADMIN_TOKEN must be at least 16 characters",
+      expect.stringMatching(/^RUN_DEADLINE_MS: /),
+    ]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, RUN_DEADLINE_MS: String(13 * 60_000) })).toEqual([expect.stringMatching(/must stay within 13 minutes/)]);
+  });
+
+  it("lists the Worker's variables, and keeps PUBLIC_URL without a trailing slash", () => {
+    expect(CONFIG_VARS).toEqual(expect.arrayContaining(["ADMIN_TOKEN", "RUN_DEADLINE_MS", "RETENTION_DAYS", "PUBLIC_URL", "DB_QUERY_TIMEOUT_MS"]));
+    // Only the variables the config reads matter here: the bindings are not parsed.
+    const env = { ADMIN_TOKEN: TOKEN, PUBLIC_URL: "https://agents.example.com//" } as unknown as Env;
+    expect(configOf(env).PUBLIC_URL).toBe("https://agents.example.com");
+  });
+});
