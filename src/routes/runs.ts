@@ -98,5 +98,8 @@ export const runsRouter = router()
     const row = await existingRun(c.env, runId);
     const owner = ownerOf(c.env, runId);
     const { cancelled } = owner ? await owner.cancel(runId) : { cancelled: false };
-    return c.json({ run_id: runId, cancelled, status: cancelled ? "cancelling" : row.status }, cancelled ? 202 : 409);
+    if (cancelled) return c.json({ run_id: runId, cancelled, status: "cancelling" }, 202);
+    // The usual error shape, with the run's status beside it.
+    const latest = (await runsStore(dbOf(c.env)).get(runId))?.status ?? row.status;
+    return c.json({ error: { code: "conflict", message: `run ${runId} has already ended (${latest}): there is nothing to cancel` }, run_id: runId, cancelled, status: latest }, 409);
   });

@@ -108,6 +108,7 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     const clash = await host.admin("POST", "/v1/admin/agents", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }));
     expect(clash.status).toBe(409);
     expect(clash.body.error.message).toMatch(/dup-1/);
+    expect(clash.body.error.details).toEqual({ conflicts: [{ agent_id: "dup-1", event_type: "message.received" }] });
     // Disabled, it may exist; enabling it through PUT is refused the same way.
     expect((await host.admin("POST", "/v1/admin/agents", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }, { enabled: false }))).status).toBe(201);
     expect((await host.admin("PUT", "/v1/admin/agents/dup-2", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }))).status).toBe(409);

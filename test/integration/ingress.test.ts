@@ -143,7 +143,8 @@ describe("POST /v1/events", () => {
     const run = await host.waitForRun(ev.body.run_id!);
     expect(run).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });
     hold.resolve();
-    expect((await host.admin("POST", `/v1/runs/${ev.body.run_id}/cancel`)).status).toBe(409);
+    const again = await host.admin("POST", `/v1/runs/${ev.body.run_id}/cancel`);
+    expect(again).toMatchObject({ status: 409, body: { error: { code: "conflict", message: expect.stringMatching(/already ended \(cancelled\)/) }, cancelled: false, status: "cancelled" } });
     expect((await host.admin("GET", "/v1/runs/run_unknown")).status).toBe(404);
   });
 

@@ -43,6 +43,14 @@ describe("models", () => {
     expect(JSON.stringify(list.body)).not.toContain(API_KEY);
     expect((await host.admin("GET", "/v1/admin/models/m1")).body.api_key).toBe("********");
 
+    // Granted (here as a fallback), it stays until no agent names it; saving the agent as GET shows it works throughout.
+    const agent = { agent_id: "uses-m1", name: "uses m1", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "uses-m1" }, resource_policy: { fallback_models: ["m1"] } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    const refused = await host.admin("DELETE", "/v1/admin/models/m1");
+    expect(refused).toMatchObject({ status: 409, body: { error: { code: "conflict", message: expect.stringMatching(/granted to agent uses-m1/) } } });
+    const shown = (await host.admin("GET", "/v1/admin/agents/uses-m1")).body;
+    expect((await host.admin("PUT", "/v1/admin/agents/uses-m1", shown)).status).toBe(200);
+    expect((await host.admin("PUT", "/v1/admin/agents/uses-m1", { ...shown, resource_policy: {} })).status).toBe(200);
     expect((await host.admin("DELETE", "/v1/admin/models/m1")).status).toBe(204);
     expect((await host.admin("GET", "/v1/admin/models/m1")).status).toBe(404);
     expect((await host.admin("DELETE", "/v1/admin/models/m1")).status).toBe(404);
@@ -93,6 +101,11 @@ describe("tools and MCP servers", () => {
     expect([refreshed.status, refreshed.body.tools]).toEqual([200, ["calc.add", "calc.shout"]]);
     expect(JSON.stringify((await host.admin("GET", "/v1/admin/mcp-servers")).body)).not.toContain(MCP_TOKEN);
 
+    // A server one of whose tools an agent grants stays until the grant is gone.
+    const agent = { agent_id: "uses-calc", name: "uses calc", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "uses-calc" }, resource_policy: { tools: ["calc.shout"] } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    expect((await host.admin("DELETE", "/v1/admin/mcp-servers/calc")).status).toBe(409);
+    expect((await host.admin("DELETE", "/v1/admin/agents/uses-calc")).status).toBe(204);
     expect((await host.admin("DELETE", "/v1/admin/mcp-servers/calc")).status).toBe(204);
     expect((await host.admin("GET", "/v1/admin/tools/calc.add")).status).toBe(404);
   });

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { dbOf } from "../../db/connect";
 import type { Db } from "../../db/client";
 import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
@@ -51,10 +52,13 @@ async function save(write: () => Promise<void>) {
   try {
     await write();
   } catch (err) {
-    if (err instanceof BindingConflictError) throw conflict(err.message, { conflicts: err.conflicts });
+    if (err instanceof BindingConflictError) throw conflict(err.message, { conflicts: err.conflicts.map((c) => ({ agent_id: c.agentId, event_type: c.eventType })) });
     throw err;
   }
 }
+
+/** PUT replaces the agent with the same body as POST; what GET answered can be sent back as it is (its timestamps are ignored). */
+const AgentReplaceSchema = AgentInputSchema.extend({ created_at: z.string().optional(), updated_at: z.string().optional() });
 
 export const agentsRouter = router()
   .get("/", async (c) => c.json({ items: (await agentsStore(dbOf(c.env)).list()).map(toAgentView) }))
@@ -75,7 +79,7 @@ export const agentsRouter = router()
     if (!row) throw notFound(`agent ${c.req.param("agentId")} not found`);
     return c.json(toAgentView(row));
   })
-  .put("/:agentId", jsonBody(AgentInputSchema), async (c) => {
+  .put("/:agentId", jsonBody(AgentReplaceSchema), async (c) => {
     const db = dbOf(c.env);
     const agentId = c.req.param("agentId");
     const input = c.get("body");

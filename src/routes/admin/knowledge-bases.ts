@@ -7,6 +7,7 @@ import { EndpointSchema, ResourceIdSchema } from "../../resources/ids";
 import { knowledgeStore, toKnowledgeBaseView } from "../../resources/knowledge-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
+import { refuseIfGranted } from "../../agents/grants-in-use";
 
 /** A retrieval endpoint: `POST {endpoint}` with `{query, top_k, filters}` answers `{entries: [{content, score, metadata?}]}`. */
 const KnowledgeBaseInput = z.strictObject({
@@ -48,6 +49,7 @@ export const knowledgeBasesRouter = router()
     const store = knowledgeStore(dbOf(c.env));
     const kbId = c.req.param("kbId");
     if (!(await store.get(kbId))) throw notFound(`knowledge base ${kbId} not found`);
+    await refuseIfGranted(dbOf(c.env), "knowledge_bases", `knowledge base ${kbId}`, (id) => id === kbId);
     await store.remove(kbId);
     return c.body(null, 204);
   });

@@ -12,6 +12,7 @@ import { maskUrl, redact, secretFragments, urlSecrets } from "../../resources/se
 import { mcpToolName, toolsStore, toMcpServerView } from "../../resources/tools-store";
 import { UpstreamError } from "../../resources/upstream";
 import { router } from "../app-env";
+import { refuseIfGranted } from "../../agents/grants-in-use";
 
 const DISCOVERY_TIMEOUT_MS = 10_000;
 
@@ -81,6 +82,7 @@ export const mcpServersRouter = router()
     const store = toolsStore(dbOf(c.env));
     const name = c.req.param("name");
     if (!(await store.getServer(name))) throw notFound(`MCP server ${name} not found`);
+    await refuseIfGranted(dbOf(c.env), "tools", `a tool of MCP server ${name}`, (id) => id.startsWith(`${name}.`));
     await store.removeServer(name);
     return c.body(null, 204);
   });

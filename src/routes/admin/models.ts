@@ -7,6 +7,7 @@ import { EndpointSchema, ResourceIdSchema } from "../../resources/ids";
 import { modelsStore, toModelView } from "../../resources/models-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
+import { refuseIfGranted } from "../../agents/grants-in-use";
 
 /** An OpenAI-compatible endpoint; `base_url` is the part before `/chat/completions` (or `/rerank`). */
 const ModelInput = z.strictObject({
@@ -51,6 +52,7 @@ export const modelsRouter = router()
     const store = modelsStore(dbOf(c.env));
     const modelId = c.req.param("modelId");
     if (!(await store.get(modelId))) throw notFound(`model ${modelId} not found`);
+    await refuseIfGranted(dbOf(c.env), "models", `model ${modelId}`, (id) => id === modelId);
     await store.remove(modelId);
     return c.body(null, 204);
   });

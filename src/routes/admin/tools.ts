@@ -9,6 +9,7 @@ import { schemaProblems } from "../../resources/json-schema";
 import { toolsStore, toToolView } from "../../resources/tools-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
+import { refuseIfGranted } from "../../agents/grants-in-use";
 
 /**
  * Tool arguments are a JSON object, so the schema must describe one; and one
@@ -65,6 +66,7 @@ export const toolsRouter = router()
     if (!row) throw notFound(`tool ${name} not found`);
     // A refresh would bring it back: MCP tools come and go with their server.
     if (row.mcpServer) throw conflict(`tool ${name} belongs to MCP server ${row.mcpServer}; delete or refresh the server instead`);
+    await refuseIfGranted(dbOf(c.env), "tools", `tool ${name}`, (id) => id === name);
     await store.remove(name);
     return c.body(null, 204);
   });
