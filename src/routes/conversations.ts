@@ -17,7 +17,7 @@ const ConversationQuery = z.object({
   cursor: z.string().min(1).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
-const TranscriptQuery = ConversationQuery.extend({ include_artifacts: z.enum(["true", "false"]).default("true") });
+const TranscriptQuery = ConversationQuery.extend({ include_artifacts: z.enum(["true", "false", "1", "0"]).default("true") });
 
 const keyOf = (q: z.infer<typeof ConversationQuery>) =>
   conversationKey({ workspaceId: q.workspace_id, botId: q.bot_id, conversationId: q.conversation_id, threadId: q.thread_id });
@@ -41,6 +41,6 @@ export const conversationsRouter = router()
     const beforeSeq = q.cursor ? decodeOr400(() => decodeCursor("t", q.cursor!)) : undefined;
     const { rows, hasMore } = await transcriptStore(dbOf(c.env)).page(keyOf(q), { direction: "backward", beforeSeq, limit: q.limit });
     const last = rows[rows.length - 1];
-    const items = rows.map((row) => toTranscriptItem(row, q.include_artifacts === "true"));
+    const items = rows.map((row) => toTranscriptItem(row, q.include_artifacts === "true" || q.include_artifacts === "1"));
     return c.json({ items, has_more: hasMore, next_cursor: hasMore && last ? encodeCursor("t", last.seq) : undefined });
   });

@@ -71,7 +71,9 @@ describe("admin API: runner services, runners, agents and binding resolution", (
       expect((await host.admin("POST", "/v1/admin/agents", later)).status).toBe(201);
       const waiting = await host.postEvent(messageEvent("moving-later", "hi"));
       // The same runner ids at another address are another service's: refused, until the service itself moves.
-      expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: second.url })).status).toBe(409);
+      const clash = await host.admin("POST", "/v1/admin/runner-services", { base_url: second.url });
+      expect(clash.status).toBe(409);
+      expect(clash.body.error).toMatchObject({ message: expect.stringContaining(`PUT /v1/admin/runner-services/${reg.body.service.service_id}`), details: { service_id: reg.body.service.service_id } });
       const moved = await host.admin("PUT", `/v1/admin/runner-services/${reg.body.service.service_id}`, { base_url: second.url });
       expect(moved.status).toBe(200);
       expect(moved.body.service).toMatchObject({ service_id: reg.body.service.service_id, base_url: second.url, has_secret: true });

@@ -31,7 +31,9 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
   try {
     discovered = await discoverMcpTools(server, { signal: controller.signal, timeoutMs: DISCOVERY_TIMEOUT_MS, maxBytes: config.RESOURCE_RESPONSE_MAX_BYTES });
   } catch (err) {
-    const message = redact(err instanceof Error ? err.message : String(err), secretFragments([...Object.values(server.headers), ...urlSecrets(server.url)]));
+    // The MCP client reports a malformed answer as a schema dump: say what it means instead.
+    const raw = err instanceof Error ? (err.name === "ZodError" ? "its answer is not a valid MCP response" : err.message) : String(err);
+    const message = redact(raw, secretFragments([...Object.values(server.headers), ...urlSecrets(server.url)])).slice(0, 500);
     throw new HostError(502, "bad_gateway", `could not list the tools of MCP server ${maskUrl(server.url)}: ${message}`);
   } finally {
     clearTimeout(timer);
