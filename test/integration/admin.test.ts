@@ -85,6 +85,18 @@ describe("admin API: runner services, runners, agents and binding resolution", (
       expect((await host.admin("GET", "/v1/admin/runners")).body.items.find((r: any) => r.runner_id === third.runnerId()).service_id).toBe(reg.body.service.service_id);
       expect(await answer()).toBe("from third");
       expect((await host.admin("PUT", "/v1/admin/runner-services/svc_missing", { base_url: third.url })).status).toBe(404);
+
+      // Listed and shown; deleted only once no agent runs on it, and its past runs stay readable.
+      const id = reg.body.service.service_id;
+      expect((await host.admin("GET", "/v1/admin/runner-services")).body.items.map((s: any) => s.service_id)).toContain(id);
+      expect((await host.admin("GET", `/v1/admin/runner-services/${id}`)).body).toMatchObject({ service_id: id, base_url: third.url, runners: [third.runnerId()] });
+      const inUse = await host.admin("DELETE", `/v1/admin/runner-services/${id}`);
+      expect(inUse).toMatchObject({ status: 409, body: { error: { details: { agents: ["moving", "moving-later", "moving-started"] } } } });
+      for (const a of ["moving", "moving-later", "moving-started"]) expect((await host.admin("DELETE", `/v1/admin/agents/${a}`)).status).toBe(204);
+      expect((await host.admin("DELETE", `/v1/admin/runner-services/${id}`)).status).toBe(204);
+      expect((await host.admin("GET", `/v1/admin/runner-services/${id}`)).status).toBe(404);
+      expect((await host.admin("GET", "/v1/admin/runners")).body.items.map((r: any) => r.runner_id)).not.toContain(third.runnerId());
+      expect((await host.admin("GET", `/v1/runs/${waiting.body.run_id}`)).body.status).toBe("completed");
     } finally {
       await Promise.all([first.close(), second.close(), third.close()]);
     }

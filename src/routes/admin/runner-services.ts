@@ -1,9 +1,11 @@
 import { z } from "zod";
 import { dbOf } from "../../db/connect";
-import { notFound } from "../../lib/errors";
+import type { Db } from "../../db/client";
+import { conflict, notFound } from "../../lib/errors";
+import { agentsStore } from "../../stores/agents";
 import { jsonBody } from "../../middleware/validate";
 import { registerRunnerService } from "../../registry/register";
-import { registryStore, toRunnerView } from "../../stores/registry";
+import { registryStore, toRunnerView, toServiceView } from "../../stores/registry";
 import { router } from "../app-env";
 
 const ServiceInput = z.strictObject({
@@ -11,7 +13,34 @@ const ServiceInput = z.strictObject({
   secret: z.string().min(16, "secret must be at least 16 characters").max(512).optional(),
 });
 
+async function existingService(db: Db, serviceId: string) {
+  const service = await registryStore(db).getService(serviceId);
+  if (!service) throw notFound(`runner service ${serviceId} not found`);
+  return service;
+}
+
 export const runnerServicesRouter = router()
+  .get("/", async (c) => {
+    const store = registryStore(dbOf(c.env));
+    const services = await store.listServices();
+    return c.json({ items: await Promise.all(services.map(async (s) => toServiceView(s, await store.runnersOf(s.serviceId)))) });
+  })
+  .get("/:serviceId", async (c) => {
+    const db = dbOf(c.env);
+    const service = await existingService(db, c.req.param("serviceId"));
+    return c.json(toServiceView(service, await registryStore(db).runnersOf(service.serviceId)));
+  })
+  // Only once no agent runs on it: its agents would be left with a runner that does not exist.
+  .delete("/:serviceId", async (c) => {
+    const db = dbOf(c.env);
+    const store = registryStore(db);
+    const service = await existingService(db, c.req.param("serviceId"));
+    const runnerIds = new Set((await store.runnersOf(service.serviceId)).map((r) => r.runnerId));
+    const agents = (await agentsStore(db).list()).filter((a) => runnerIds.has(a.runnerId)).map((a) => a.agentId);
+    if (agents.length) throw conflict(`runner service ${service.serviceId} runs agents ${agents.join(", ")}: delete them or move them to another runner first`, { agents });
+    await store.removeService(service.serviceId);
+    return c.body(null, 204);
+  })
   .post("/", jsonBody(ServiceInput), async (c) => {
     const result = await registerRunnerService(dbOf(c.env), c.get("body"));
     return c.json(result, 201);
@@ -19,14 +48,12 @@ export const runnerServicesRouter = router()
   // Moved (a new address, e.g. another port or host) or given a new secret: its runners, agents and runs keep their ids.
   .put("/:serviceId", jsonBody(ServiceInput), async (c) => {
     const db = dbOf(c.env);
-    const service = await registryStore(db).getService(c.req.param("serviceId"));
-    if (!service) throw notFound(`runner service ${c.req.param("serviceId")} not found`);
+    const service = await existingService(db, c.req.param("serviceId"));
     return c.json(await registerRunnerService(db, { ...c.get("body"), serviceId: service.serviceId }));
   })
   .post("/:serviceId/refresh", async (c) => {
     const db = dbOf(c.env);
-    const service = await registryStore(db).getService(c.req.param("serviceId"));
-    if (!service) throw notFound(`runner service ${c.req.param("serviceId")} not found`);
+    const service = await existingService(db, c.req.param("serviceId"));
     return c.json(await registerRunnerService(db, { base_url: service.baseUrl, serviceId: service.serviceId }));
   });
 
