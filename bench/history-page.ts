@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { startHost } from "../local/host";
+import { workerOutputToStderr } from "./worker-output";
 import { adminCall, bindRunner } from "../local/setup";
 import { conversationKey } from "../src/stores/conversation-key";
 import { quantile, stats } from "./stats";
@@ -108,7 +109,7 @@ export async function benchHistoryPage() {
   const dbUrl = `file:${join(dir, "host.db")}`;
   const runner = await startHoldingRunner();
   // The held runs must outlive every call (BENCH_CALLS may be raised): a 10-minute deadline.
-  const host = await startHost({ adminToken: "bench-admin-token-0123456789", dbUrl, vars: { RUN_DEADLINE_MS: "600000" } });
+  const host = await startHost({ adminToken: "bench-admin-token-0123456789", dbUrl, vars: { RUN_DEADLINE_MS: "600000" }, onRuntimeOutput: workerOutputToStderr() });
   await bindRunner(host, { baseUrl: runner.url, runnerId: "http:bench/history/default", agentId: "bench-history" });
 
   const seedStarted = performance.now();

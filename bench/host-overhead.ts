@@ -22,6 +22,7 @@ import { ROOT } from "../local/build";
 import { listenForWorker } from "../local/db-listener";
 import { openEmbeddedDb } from "../local/libsql";
 import { startHost, type LocalHost } from "../local/host";
+import { workerOutputToStderr } from "./worker-output";
 import { adminCall, bindRunner } from "../local/setup";
 import { cpuMsOf, spawnedBy } from "./process-cpu";
 import { quantile, stats } from "./stats";
@@ -139,7 +140,7 @@ async function floorRoundTrip(floorUrl: string, runnerUrl: string, conversation:
 export async function benchHostOverhead() {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-bench-"));
   const runner = await startBenchRunner();
-  const { value: host, pids: hostWorkerd } = await spawnedBy(() => startHost({ adminToken: "bench-admin-token-0123456789", dbUrl: `file:${join(dir, "host.db")}` }));
+  const { value: host, pids: hostWorkerd } = await spawnedBy(() => startHost({ adminToken: "bench-admin-token-0123456789", dbUrl: `file:${join(dir, "host.db")}`, onRuntimeOutput: workerOutputToStderr() }));
   const { value: floor, pids: floorWorkerd } = await spawnedBy(() => startFloor(dir));
   await bindRunner(host, { baseUrl: runner.url, runnerId: "http:bench/fast/default", agentId: "bench" });
 

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { startHost } from "../local/host";
+import { workerOutputToStderr } from "./worker-output";
 import { adminCall, bindRunner } from "../local/setup";
 import { stats } from "./stats";
 
@@ -62,7 +63,7 @@ async function pull(run: HeldRun): Promise<{ event: { event_id: string } }[]> {
 export async function benchSteeringClaim() {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-bench-steer-"));
   const runner = await startHoldingRunner();
-  const host = await startHost({ adminToken: "bench-admin-token-0123456789", dbUrl: `file:${join(dir, "host.db")}` });
+  const host = await startHost({ adminToken: "bench-admin-token-0123456789", dbUrl: `file:${join(dir, "host.db")}`, onRuntimeOutput: workerOutputToStderr() });
   await bindRunner(host, { baseUrl: runner.url, runnerId: "http:bench/steer/default", agentId: "steer" });
   const message = (conversation: string, text: string, eventId?: string) => ({
     event_id: eventId,

@@ -111,3 +111,17 @@ function captureStdio(onText: (text: string) => void) {
     for (const stream of [stdout, stderr]) stream.on("data", (chunk: Buffer) => onText(chunk.toString("utf8")));
   };
 }
+
+/** How each Host API decision line (src/host-api/decision-log.ts) starts. */
+export const DECISION_LINE = '{"log":"host_api.decision"';
+
+/** Forwards whole lines of the Worker's output, less the §8 decision lines. */
+export function withoutDecisionLines(write: (text: string) => void) {
+  let partial = "";
+  return (text: string) => {
+    const lines = (partial + text).split("\n");
+    partial = lines.pop()!;
+    const kept = lines.filter((line) => !line.startsWith(DECISION_LINE));
+    if (kept.length) write(`${kept.join("\n")}\n`);
+  };
+}

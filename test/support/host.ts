@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import { DECISION_LINE, startHost, withoutDecisionLines, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
@@ -78,19 +78,6 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
       await host.dispose();
       rmSync(dir, { recursive: true, force: true });
     },
-  };
-}
-
-const DECISION_LINE = '{"log":"host_api.decision"';
-
-/** Forwards whole lines of the Worker's output, less the §8 decision lines. */
-function withoutDecisionLines(write: (text: string) => void) {
-  let partial = "";
-  return (text: string) => {
-    const lines = (partial + text).split("\n");
-    partial = lines.pop()!;
-    const kept = lines.filter((line) => !line.startsWith(DECISION_LINE));
-    if (kept.length) write(`${kept.join("\n")}\n`);
   };
 }
 
