@@ -349,7 +349,9 @@ export class ConversationDO extends DurableObject<Env> {
     } catch (err) {
       // Only host-side failures reach here (the database refused a write the run needs).
       console.error(`run ${job.runId}: host failure: ${(err as Error).message}`);
-      const ended = await endRunAsHost(db, job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).catch(() => null);
+      const ended = await endRunAsHost(db, job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).catch(
+        (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${e.message}); the run is tried again or ended as lost`), null),
+      );
       recorded = ended !== null;
       // The user hears of it: through the reply in progress, or a session of its own if the run failed before one opened.
       if (ended) delivery = DeliverySession.failureNotice({ db, config }, job, "host.internal_error", delivery ?? undefined);

@@ -51,7 +51,7 @@ async function startDuring(mode: true | "hang", conversation: string) {
   const frames = stream.text();
   host.databaseOutage(mode);
   // The start failed, and so did recording the failure (each call refused, or given up after DB_QUERY_TIMEOUT_MS).
-  await expect.poll(() => host.logs().includes(`run ${runId}: host failure`), { timeout: 8_000 }).toBe(true);
+  await expect.poll(() => host.logs().includes(`run ${runId}: failure not recorded`), { timeout: 8_000 }).toBe(true);
   host.databaseOutage(false);
   const ended = await frames;
   expect(ended).toContain("event: end");
@@ -79,7 +79,7 @@ describe("a database outage while a chat run ends", () => {
     // The runner answers while the database is away: the answer cannot be recorded, nor the failure.
     host.databaseOutage(true);
     answer.resolve();
-    await expect.poll(() => host.logs().includes(`run ${runId}: host failure`), { timeout: 8_000 }).toBe(true);
+    await expect.poll(() => host.logs().includes(`run ${runId}: failure not recorded`), { timeout: 8_000 }).toBe(true);
     host.databaseOutage(false);
 
     // Left running with no session, the run is ended as lost, and the chat hears about it.
