@@ -390,8 +390,9 @@ export class ConversationDO extends DurableObject<Env> {
   private async finishLost(key: string, job: RunJob): Promise<void> {
     const [db, config] = [dbOf(this.env), configOf(this.env)];
     const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", resultCount: 0 };
-    // The reply's session was lost too: a new one tells the user the run failed, unless the run had shown them its reply.
-    const notice = (await endRunAsHost(db, job, outcome)) && !(await runsStore(db).showedReply(job.runId)) ? DeliverySession.failureNotice({ db, config }, job, "host.session_lost") : null;
+    // The reply's session was lost too: a new one tells the user the run failed, unless they had seen some of its reply.
+    const delivered = job.delivery ? await runsStore(db).deliveredReply(job.conversationKey, job.runId) : true;
+    const notice = (await endRunAsHost(db, job, outcome)) && !delivered ? DeliverySession.failureNotice({ db, config }, job, "host.session_lost") : null;
     if (notice) this.settle(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);
     await this.dropUnpulled(job);

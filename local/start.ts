@@ -23,12 +23,13 @@ function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24)
   return readFileSync(file, "utf8").trim();
 }
 
-const adminToken = process.env.ADMIN_TOKEN ?? devSecret("admin-token");
+const adminToken = process.env.ADMIN_TOKEN || devSecret("admin-token");
 const vars: Record<string, string> = {
   // Stored credentials are sealed with it: losing this file makes them unreadable (register them again).
-  SECRETS_KEY: process.env.SECRETS_KEY ?? devSecret("secrets-key", "base64", 32),
+  SECRETS_KEY: process.env.SECRETS_KEY || devSecret("secrets-key", "base64", 32),
 };
-for (const name of CONFIG_VARS) if (name !== "ADMIN_TOKEN" && process.env[name] !== undefined) vars[name] = process.env[name]!;
+// An empty variable (a blank line of a .env template) counts as unset.
+for (const name of CONFIG_VARS) if (name !== "ADMIN_TOKEN" && process.env[name]) vars[name] = process.env[name]!;
 // Checked here, so a bad value is one clear line, not a failure deep inside the first request.
 const problems = configProblems({ ADMIN_TOKEN: adminToken, ...vars });
 if (problems.length) {

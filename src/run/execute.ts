@@ -30,8 +30,8 @@ export interface ExecuteDeps {
   token: string;
   /** The runner service's secret as stored (claimRun read it); opened only to sign the request. */
   runnerSecret: string | null;
-  /** The service's address as read when the run was claimed. */
-  runnerBaseUrl: string;
+  /** The service's address as read when the run was claimed; null when the service was removed meanwhile. */
+  runnerBaseUrl: string | null;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
   /** The run's ledger numbering, shared with the Host API's ledger records. */
@@ -50,7 +50,7 @@ export async function claimRun(
   job: RunJob,
   stateScopes: StateScopeKeys,
   extra: readonly unknown[] = [],
-): Promise<{ state: EnabledStateSnapshot; runnerSecret: string | null; runnerBaseUrl: string; extra: unknown[] } | null> {
+): Promise<{ state: EnabledStateSnapshot; runnerSecret: string | null; runnerBaseUrl: string | null; extra: unknown[] } | null> {
   const scopes = Object.entries(stateScopes) as [StateScope, string][];
   const state = stateStore(db);
   const conversationId = job.conversation.conversation_id;
@@ -70,7 +70,7 @@ export async function claimRun(
     state: Object.fromEntries(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])])),
     runnerSecret: (results[afterReads] as { secret: string | null }[])[0]?.secret ?? null,
     // Where the service is now: it may have moved (PUT) since the run was queued.
-    runnerBaseUrl: (results[afterReads] as { baseUrl: string }[])[0]?.baseUrl ?? job.runner.baseUrl,
+    runnerBaseUrl: (results[afterReads] as { baseUrl: string }[])[0]?.baseUrl ?? null,
     extra: results.slice(afterReads + 1),
   };
 }
@@ -150,6 +150,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   try {
     const context = buildRunContext({ job, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
+    // Removed since the run was queued: nothing (and no one unsigned) is called in its place.
+    if (deps.runnerBaseUrl === null) throw new RunnerCallError("runner.unreachable", "the run's runner service is no longer registered on this host");
     // Sealed at rest: opened only to sign the request. Unopenable, the runner is not called at all.
     const secret = await db.secrets.open(deps.runnerSecret).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the runner service's secret cannot be used: ${err.message}`, { cause: err });

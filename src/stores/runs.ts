@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
-import { run, runEvent } from "../db/schema";
+import { eventLog, run, runEvent } from "../db/schema";
 import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
 
@@ -60,12 +60,13 @@ export interface RunOutcome {
 
 const getRun = compiled((db) => db.select().from(run).where(eq(run.runId, param("runId"))).limit(1));
 
-/** Whether the run's ledger holds any of its reply (a delta or a message): then it showed the user something. */
-const showedReply = compiled((db) =>
+/** Whether a platform accepted any send of the run's reply: its delivery trail in EventLog says so. */
+const deliveredReply = compiled((db) =>
   db
-    .select({ seq: runEvent.seq })
-    .from(runEvent)
-    .where(and(eq(runEvent.runId, param("runId")), inArray(runEvent.type, ["message.delta", "message.completed"])))
+    .select({ seq: eventLog.seq })
+    .from(eventLog)
+    // Within the conversation's range of the EventLog index, so no table scan.
+    .where(and(eq(eventLog.conversationKey, param("conversationKey")), eq(eventLog.runId, param("runId")), eq(eventLog.eventType, "delivery.succeeded")))
     .limit(1),
 );
 
@@ -129,7 +130,8 @@ function ledgerRowsInsert(rows: number) {
 export function runsStore(db: Db) {
   return {
     get: async (runId: string): Promise<RunRow | undefined> => (await getRun(db, { runId }).execute())[0],
-    showedReply: async (runId: string): Promise<boolean> => (await showedReply(db, { runId }).execute()).length > 0,
+    /** Whether the user saw any of the run's reply (not what the runner sent: what a platform accepted). */
+    deliveredReply: async (conversationKey: string, runId: string): Promise<boolean> => (await deliveredReply(db, { conversationKey, runId }).execute()).length > 0,
 
     /** queued → running; returns the run id only when this trigger took the run. */
     markRunningStatement: (runId: string) => markRunning(db, { runId, startedAt: Date.now() }),

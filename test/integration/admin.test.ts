@@ -102,6 +102,22 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     }
   });
 
+  it("fails a run still waiting when its runner service is deleted, and calls no one in its place", async () => {
+    const leaving = await startAdHocRunner({ name: "leaving", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("should not run") });
+    try {
+      const reg = await host.admin("POST", "/v1/admin/runner-services", { base_url: leaving.url });
+      const waits = agent("leaving", "default", { type: "conversation", id: "leaving" }, { runner_id: leaving.runnerId(), concurrency: { debounce_ms: 1000 } });
+      expect((await host.admin("POST", "/v1/admin/agents", waits)).status).toBe(201);
+      const posted = await host.postEvent(messageEvent("leaving", "hi"));
+      expect((await host.admin("DELETE", "/v1/admin/agents/leaving")).status).toBe(204);
+      expect((await host.admin("DELETE", `/v1/admin/runner-services/${reg.body.service.service_id}`)).status).toBe(204);
+      expect(await host.waitForRun(posted.body.run_id!)).toMatchObject({ status: "failed", error: { code: "runner.unreachable", message: expect.stringMatching(/no longer registered/) } });
+      expect(leaving.calls).toEqual([]);
+    } finally {
+      await leaving.close();
+    }
+  });
+
   it("answers 502 for an unreachable service and 400 for a bad body", async () => {
     expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: "http://127.0.0.1:9/" })).status).toBe(502);
     expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: "ftp://x" })).status).toBe(400);

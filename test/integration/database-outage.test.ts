@@ -18,13 +18,19 @@ let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let telegram: Awaited<ReturnType<typeof startFakePlatform>>;
 /** Chat runs hold here until the test lets them answer. */
 const answer = deferred();
+/** "think first" runs send a draft, then hold here. */
+const thought = deferred();
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
     name: "outage",
     async onRun({ body }, res) {
-      if (body.context.delivery?.surface === "telegram") await answer.promise;
-      resultWriter(res, body.context.run_id).reply(`done: ${body.context.input.text}`);
+      const w = resultWriter(res, body.context.run_id);
+      if (body.context.input.text === "think first") {
+        w.send("message.delta", { chunk: { role: "assistant", content: "a draft" } });
+        await thought.promise;
+      } else if (body.context.delivery?.surface === "telegram") await answer.promise;
+      w.reply(`done: ${body.context.input.text}`);
     },
   });
   let messageId = 100;
@@ -38,6 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   host?.databaseOutage(false);
   answer.resolve();
+  thought.resolve();
   await host?.dispose();
   await runner?.close();
   await telegram?.close();
@@ -89,6 +96,29 @@ describe("a database outage while a chat run ends", () => {
       return sent.length > 0 && sent;
     });
     expect(notices.map((c) => c.body.text)).toEqual(["Sorry, I could not answer this time."]);
+  }, 30_000);
+});
+
+describe("a lost chat run whose draft the user never saw", () => {
+  it("still tells the user it failed: what counts is what a platform accepted, not what the runner sent", async () => {
+    const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
+    // Streaming off: the draft is in the ledger, never on screen.
+    const agent = { agent_id: "outage-draft", name: "draft", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "bot", id: bot.body.bot_id }, delivery_policy: { streaming: false } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    const update = { update_id: 3, message: { message_id: 30, date: Math.floor(Date.now() / 1000), chat: { id: -6262, type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "think first" } };
+    expect((await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) })).status).toBe(200);
+    const runId = await waitFor(() => runner.calls.find((c) => c.body.context.input.text === "think first")?.body.context.run_id);
+    await expect.poll(async () => (await host.query("SELECT 1 FROM run_event WHERE run_id = ? AND type = 'message.delta'", [runId])).length).toBe(1);
+    host.databaseOutage(true);
+    thought.resolve();
+    await expect.poll(() => host.logs().includes(`run ${runId}: failure not recorded`), { timeout: 8_000 }).toBe(true);
+    host.databaseOutage(false);
+    expect(await host.waitForRun(runId, 20_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+    const sent = await waitFor(() => {
+      const calls = telegram.callsTo(/\/(sendMessage|editMessageText)$/).filter((c) => String(c.body.chat_id) === "-6262");
+      return calls.length > 0 && calls;
+    });
+    expect(sent.map((c) => c.body.text)).toEqual(["Sorry, I could not answer this time."]);
   }, 30_000);
 });
 
