@@ -10,6 +10,7 @@ import type { SteeringPort } from "../src/host-api/actions/index";
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { claimRun, executeRun } from "../src/run/execute";
 import { endRunAsHost } from "../src/run/host-end";
+import { endLostRun } from "../src/run/lost-run";
 import type { RunJob } from "../src/run/job";
 import { LiveHub, storedFrames } from "../src/run/live";
 import { freezeSnapshot, stateScopesOf } from "../src/run/snapshot";
@@ -388,11 +389,8 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async finishLost(key: string, job: RunJob): Promise<void> {
-    const [db, config] = [dbOf(this.env), configOf(this.env)];
-    const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", resultCount: 0 };
-    // The reply's session was lost too: a new one tells the user the run failed, unless they had seen some of its reply.
-    const delivered = job.delivery ? await runsStore(db).deliveredReply(job.conversationKey, job.runId) : true;
-    const notice = (await endRunAsHost(db, job, outcome)) && !delivered ? DeliverySession.failureNotice({ db, config }, job, "host.session_lost") : null;
+    const config = configOf(this.env);
+    const notice = await endLostRun({ db: dbOf(this.env), config }, job);
     if (notice) this.settle(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);
     await this.dropUnpulled(job);
