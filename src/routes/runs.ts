@@ -33,8 +33,11 @@ async function existingRun(env: Env, runId: string) {
 
 const RunParam = z.object({ runId: z.string().min(1).max(200) });
 const LedgerQuery = z.object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) });
-const ListQuery = z.object({
+const ListQuery = z.strictObject({
   conversation_id: z.string().min(1).max(200).optional(),
+  workspace_id: z.string().min(1).max(200).optional(),
+  bot_id: z.string().min(1).max(200).optional(),
+  agent_id: z.string().min(1).max(200).optional(),
   status: z.enum(["queued", "running", "completed", "failed", "cancelled", "timeout"]).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().min(1).optional(),
@@ -69,7 +72,7 @@ export const runsRouter = router()
   .get("/", validate("query", ListQuery), async (c) => {
     const q = c.req.valid("query");
     const before = q.cursor ? decodeOr400(() => decodeTimeIdCursor(RUN_LIST_CURSOR, q.cursor!)) : undefined;
-    const { rows, hasMore } = await runsStore(dbOf(c.env)).list({ conversationId: q.conversation_id, status: q.status, before, limit: q.limit });
+    const { rows, hasMore } = await runsStore(dbOf(c.env)).list({ conversationId: q.conversation_id, workspaceId: q.workspace_id, botId: q.bot_id, agentId: q.agent_id, status: q.status, before, limit: q.limit });
     const last = rows[rows.length - 1];
     const nextCursor = hasMore && last ? encodeTimeIdCursor(RUN_LIST_CURSOR, { time: last.createdAt, id: last.runId }) : undefined;
     return c.json({ items: rows.map(toRunView), next_cursor: nextCursor, has_more: hasMore });

@@ -60,6 +60,13 @@ describe("operator reads of a conversation's facts", () => {
     expect((await host.admin("GET", `/v1/runs/${one.body.run_id}`)).body.status).toBe("completed");
   });
 
+  it("lists a conversation's runs by the ids its events carry, and refuses a filter it does not know", async () => {
+    const mine = await host.admin("GET", `/v1/runs?${query({ agent_id: "facts" })}`);
+    expect(mine.body.items).toHaveLength(4);
+    expect((await host.admin("GET", `/v1/runs?${query({ bot_id: "another-bot" })}`)).body.items).toEqual([]);
+    expect((await host.admin("GET", "/v1/runs?botid=b-facts")).status).toBe(400);
+  });
+
   it("refuses what it cannot answer with the usual errors", async () => {
     expect((await host.admin("GET", "/v1/conversations/transcript")).status).toBe(400);
     expect((await host.admin("GET", `/v1/conversations/events?${query({ cursor: "not-a-cursor" })}`)).status).toBe(400);
