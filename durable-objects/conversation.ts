@@ -12,7 +12,7 @@ import { claimRun, executeRun } from "../src/run/execute";
 import { endRunAsHost } from "../src/run/host-end";
 import { endLostRun } from "../src/run/lost-run";
 import type { RunJob } from "../src/run/job";
-import { LiveHub, storedFrames } from "../src/run/live";
+import { LiveHub } from "../src/run/live";
 import { freezeSnapshot, stateScopesOf } from "../src/run/snapshot";
 import { hostLedger } from "../src/run/host-ledger";
 import { descriptorsFrom, resourceDescriptorQueries } from "../src/resources/grants";
@@ -73,6 +73,8 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly isActive = (runId: string) => this.active.has(runId);
   /** Work left after a run ended (its reply still on its way, its MCP sessions closing): the alarm stays alive for it, the next run does not wait. */
   private readonly settling = new Set<Promise<void>>();
+  /** The replies of runs that could not record how they ended: when such a run is ended as lost, its own reply hears of it. */
+  private readonly unrecordedReplies = new Map<string, DeliverySession>();
 
   /**
    * Decide what an event bound to an agent does in this conversation (PROTOCOL
@@ -180,27 +182,10 @@ export class ConversationDO extends DurableObject<Env> {
     return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, request, session);
   }
 
-  /**
-   * SSE of a run's results: the ledger so far, then live frames until the run
-   * ends; null for a run this host does not know. A running run's ledger is
-   * replayed from memory when it fits there, so following a run costs no
-   * database round trip.
-   */
+  /** SSE of a run's results for a new follower (LiveHub.follow); null for a run this host does not know. */
   async subscribe(runId: string): Promise<ReadableStream<Uint8Array> | null> {
     const active = this.sessions.has(runId) || (await this.runs.entries()).some(([, r]) => r.job.runId === runId);
-    const remembered = active ? this.live.remembered(runId) : null;
-    if (remembered) {
-      const sub = this.live.subscribe(runId);
-      sub.replayed(remembered);
-      return sub.readable;
-    }
-    const runs = runsStore(dbOf(this.env));
-    const row = active ? null : await runs.get(runId);
-    if (!active && !row) return null;
-    const sub = this.live.subscribe(runId);
-    sub.replayed(await storedFrames(runs, runId));
-    if (!active) this.live.endOne(runId, sub, row!.status);
-    return sub.readable;
+    return this.live.follow(runId, active, runsStore(dbOf(this.env)));
   }
 
   /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). */
@@ -373,6 +358,7 @@ export class ConversationDO extends DurableObject<Env> {
         this.live.end(job.runId, status);
         await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
+      if (!recorded && delivery) this.unrecordedReplies.set(job.runId, delivery);
       // The run is over in every sense (status written, token void); its reply may still be on the wire.
       if (delivery) this.settle(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
       if (ending) this.settle(ending.mcp.closeAll());
@@ -390,7 +376,8 @@ export class ConversationDO extends DurableObject<Env> {
 
   private async finishLost(key: string, job: RunJob): Promise<void> {
     const config = configOf(this.env);
-    const notice = await endLostRun({ db: dbOf(this.env), config }, job);
+    const notice = await endLostRun({ db: dbOf(this.env), config }, job, this.unrecordedReplies.get(job.runId));
+    this.unrecordedReplies.delete(job.runId);
     if (notice) this.settle(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);
     await this.dropUnpulled(job);

@@ -14,7 +14,7 @@ import { ROOT } from "./build";
 import { startHost } from "./host";
 import { bindRunner } from "./setup";
 
-const dataDir = process.env.DATA_DIR ?? join(ROOT, ".data");
+const dataDir = process.env.DATA_DIR || join(ROOT, ".data");
 mkdirSync(dataDir, { recursive: true });
 
 function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24): string {
@@ -37,8 +37,8 @@ if (problems.length) {
   process.exit(1);
 }
 const runnerSecret = devSecret("runner-secret");
-const runner = await startEchoRunner({ port: Number(process.env.RUNNER_PORT ?? 8788), secret: runnerSecret });
-const host = await startHost({ adminToken, port: Number(process.env.PORT ?? 8787), dataDir, vars });
+const runner = await startEchoRunner({ port: Number(process.env.RUNNER_PORT || 8788), secret: runnerSecret });
+const host = await startHost({ adminToken, port: Number(process.env.PORT || 8787), dataDir, vars });
 await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo" });
 
 console.log(`agent host listening on ${host.url}

@@ -165,4 +165,21 @@ export class LiveHub {
     this.subs.get(runId)?.delete(sub);
     sub.end(status);
   }
+
+  /**
+   * SSE of a run for a new follower: the ledger so far, then live frames
+   * until the run ends; null for a run this host does not know. A run this
+   * object has (`active`) is replayed from memory when its ledger fits there,
+   * so following it costs no database round trip; an ended run's stream ends
+   * after its replay.
+   */
+  async follow(runId: string, active: boolean, runs: ReturnType<typeof runsStore>): Promise<ReadableStream<Uint8Array> | null> {
+    const remembered = active ? this.remembered(runId) : null;
+    const row = active ? null : await runs.get(runId);
+    if (!active && !row) return null;
+    const sub = this.subscribe(runId);
+    sub.replayed(remembered ?? (await storedFrames(runs, runId)));
+    if (!active) this.endOne(runId, sub, row!.status);
+    return sub.readable;
+  }
 }

@@ -6,14 +6,16 @@ import { endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
 
 /**
- * Ends a run whose instance lost it (`host.session_lost`). Its reply's
- * session was lost too: for a chat run that this write ended, a new session
- * tells the user it failed, unless a platform had accepted some of its reply.
- * Returns that session, to settle.
+ * Ends a run whose session is gone (`host.session_lost`) and, for a chat run
+ * this write ended, tells the user. The run's own reply, when this instance
+ * still has it (the run could not record its end), knows what it showed and
+ * says so itself. Without it, a new session tells the user the run failed,
+ * unless a platform had accepted some of the reply (its delivery trail).
+ * Returns the session to settle.
  */
-export async function endLostRun(deps: { db: Db; config: Config }, job: RunJob): Promise<DeliverySession | null> {
-  const delivered = job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : true;
+export async function endLostRun(deps: { db: Db; config: Config }, job: RunJob, reply?: DeliverySession): Promise<DeliverySession | null> {
+  const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;
   const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", resultCount: 0 };
   const ended = await endRunAsHost(deps.db, job, outcome);
-  return ended && !delivered ? DeliverySession.failureNotice(deps, job, "host.session_lost") : null;
+  return ended && !delivered ? DeliverySession.failureNotice(deps, job, "host.session_lost", reply) : null;
 }

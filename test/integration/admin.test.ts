@@ -106,7 +106,7 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     const leaving = await startAdHocRunner({ name: "leaving", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("should not run") });
     try {
       const reg = await host.admin("POST", "/v1/admin/runner-services", { base_url: leaving.url });
-      const waits = agent("leaving", "default", { type: "conversation", id: "leaving" }, { runner_id: leaving.runnerId(), concurrency: { debounce_ms: 1000 } });
+      const waits = agent("leaving", "default", { type: "conversation", id: "leaving" }, { runner_id: leaving.runnerId(), concurrency: { debounce_ms: 5000 } });
       expect((await host.admin("POST", "/v1/admin/agents", waits)).status).toBe(201);
       const posted = await host.postEvent(messageEvent("leaving", "hi"));
       expect((await host.admin("DELETE", "/v1/admin/agents/leaving")).status).toBe(204);

@@ -20,6 +20,10 @@ let telegram: Awaited<ReturnType<typeof startFakePlatform>>;
 const answer = deferred();
 /** "think first" runs send a draft, then hold here. */
 const thought = deferred();
+/** "draft and wait" runs send a draft, then hold here; the fake Telegram holds sends to HELD_CHAT until `sendable`. */
+const drafted = deferred();
+const sendable = deferred();
+const HELD_CHAT = "-7373";
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
@@ -29,12 +33,20 @@ beforeAll(async () => {
       if (body.context.input.text === "think first") {
         w.send("message.delta", { chunk: { role: "assistant", content: "a draft" } });
         await thought.promise;
+      } else if (body.context.input.text === "marker") {
+        // Answered at once.
+      } else if (body.context.input.text === "draft and wait") {
+        w.send("message.delta", { chunk: { role: "assistant", content: "a draft the user sees" } });
+        await drafted.promise;
       } else if (body.context.delivery?.surface === "telegram") await answer.promise;
       w.reply(`done: ${body.context.input.text}`);
     },
   });
   let messageId = 100;
-  telegram = await startFakePlatform((call: PlatformCall) => ({ json: { ok: true, result: { message_id: ++messageId, chat: { id: Number(call.body?.chat_id) }, text: call.body?.text } } }));
+  telegram = await startFakePlatform(async (call: PlatformCall) => {
+    if (String(call.body?.chat_id) === HELD_CHAT) await sendable.promise;
+    return { json: { ok: true, result: { message_id: ++messageId, chat: { id: Number(call.body?.chat_id) }, text: call.body?.text } } };
+  });
   host = await startTestHost({ captureLogs: true, vars: { DB_QUERY_TIMEOUT_MS: "1000" } });
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
   // A debounce gives the test ample time to cut the database between ingress and the run's start.
@@ -45,6 +57,8 @@ afterAll(async () => {
   host?.databaseOutage(false);
   answer.resolve();
   thought.resolve();
+  drafted.resolve();
+  sendable.resolve();
   await host?.dispose();
   await runner?.close();
   await telegram?.close();
@@ -119,6 +133,34 @@ describe("a lost chat run whose draft the user never saw", () => {
       return calls.length > 0 && calls;
     });
     expect(sent.map((c) => c.body.text)).toEqual(["Sorry, I could not answer this time."]);
+  }, 30_000);
+});
+
+describe("a lost chat run whose draft reached the user while the database was away", () => {
+  it("sends no failure notice after it: the run's own reply knows what it showed", async () => {
+    const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
+    const agent = { agent_id: "outage-seen", name: "seen", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "bot", id: bot.body.bot_id } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    const update = { update_id: 4, message: { message_id: 40, date: Math.floor(Date.now() / 1000), chat: { id: Number(HELD_CHAT), type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "draft and wait" } };
+    expect((await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) })).status).toBe(200);
+    const runId = await waitFor(() => runner.calls.find((c) => c.body.context.input.text === "draft and wait")?.body.context.run_id);
+    const toChat = () => telegram.callsTo(/\/(sendMessage|editMessageText)$/).filter((c) => String(c.body.chat_id) === HELD_CHAT);
+    // The draft's send is on its way (held by the platform) when the database goes.
+    await waitFor(() => toChat().length > 0);
+    host.databaseOutage(true);
+    drafted.resolve();
+    await expect.poll(() => host.logs().includes(`run ${runId}: failure not recorded`), { timeout: 8_000 }).toBe(true);
+    // The platform takes the draft; the trail cannot record it.
+    sendable.resolve();
+    await expect.poll(() => host.logs().includes(`run ${runId}: delivery record not written`), { timeout: 8_000 }).toBe(true);
+    host.databaseOutage(false);
+    expect(await host.waitForRun(runId, 20_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+    // A barrier: a notice goes out as the run is ended, long before a later message of the chat is answered.
+    const marker = { update_id: 5, message: { ...update.message, message_id: 50, text: "marker" } };
+    expect((await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(marker) })).status).toBe(200);
+    await waitFor(() => toChat().some((c) => c.body.text === "done: marker"));
+    expect(toChat().map((c) => c.body.text)).not.toContain("Sorry, I could not answer this time.");
+    expect(toChat()[0].body.text).toBe("a draft the user sees");
   }, 30_000);
 });
 
