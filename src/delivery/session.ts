@@ -81,6 +81,11 @@ export class DeliverySession {
   private scrub: (text: string) => string = (text) => text;
   private readonly sleepers = new Set<() => void>();
 
+  /** Whether it still delivers (not abandoned after its settle timeout, its bot still usable). */
+  get usable(): boolean {
+    return !this.closed;
+  }
+
   /** A session for a job with a platform reply target; null otherwise. */
   static open(deps: DeliveryDeps, job: RunJob): DeliverySession | null {
     return job.delivery ? new DeliverySession(deps, job, job.delivery) : null;

@@ -13,7 +13,9 @@ import type { RunJob } from "./job";
  * unless a platform had accepted some of the reply (its delivery trail).
  * Returns the session to settle.
  */
-export async function endLostRun(deps: { db: Db; config: Config }, job: RunJob, reply?: DeliverySession): Promise<DeliverySession | null> {
+export async function endLostRun(deps: { db: Db; config: Config }, job: RunJob, kept?: DeliverySession): Promise<DeliverySession | null> {
+  // Abandoned meanwhile (its settle timed out during a long outage), it can no longer say anything.
+  const reply = kept?.usable ? kept : undefined;
   const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;
   const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", resultCount: 0 };
   const ended = await endRunAsHost(deps.db, job, outcome);
