@@ -1,24 +1,31 @@
-import type { Db } from "../db/client";
-import { hostRecordInsert } from "../stores/event-log";
+import { sql } from "drizzle-orm";
+import { batchAll, type Db } from "../db/client";
+import { insertWhere } from "../db/guarded";
+import { eventLog, run } from "../db/schema";
+import { hostRecordValues } from "../stores/event-log";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import type { RunJob } from "./job";
 
 /**
  * Ends a run the host must close itself (lost session, host failure); the
- * `run.failed` EventLog record only when this write is what ended it.
- * Returns whether it did: a chat reply then still owes the user a failure notice.
+ * `run.failed` EventLog record only when this write is what ended it, in
+ * the same batch, so the two are never split by a failure in between.
+ * Returns whether it ended the run: a chat reply then still owes the user a
+ * failure notice.
  */
 export async function endRunAsHost(db: Db, job: RunJob, outcome: RunOutcome): Promise<boolean> {
-  const ended = await runsStore(db).finishStatement(job.runId, outcome).execute();
-  if (!ended.length) return false;
-  await hostRecordInsert(db, {
+  const endedAt = Date.now();
+  const record = hostRecordValues({
     eventType: "run.failed",
     conversationKey: job.conversationKey,
     conversationId: job.conversation.conversation_id,
     runId: job.runId,
     data: { run_id: job.runId, runner_id: job.runner.runnerId, code: outcome.errorCode, error: outcome.errorMessage },
-  }).run();
-  return true;
+  });
+  // This write ended it if the run now carries this write's end (a run ended earlier keeps its own).
+  const endedHere = sql`EXISTS (SELECT 1 FROM ${run} WHERE ${run.runId} = ${job.runId} AND ${run.endedAt} = ${endedAt} AND ${run.errorCode} IS ${outcome.errorCode ?? null})`;
+  const [ended] = (await batchAll(db, [runsStore(db).finishStatement(job.runId, outcome, endedAt), insertWhere(db, eventLog, record, endedHere)])) as [unknown[], unknown];
+  return ended.length > 0;
 }
 
 /** What a reply in progress hears when the host, not the runner, ended the run: a `run.failed` as the ledger would carry it. */

@@ -66,7 +66,12 @@ export interface HostRecord {
 }
 
 export function hostRecordInsert(db: Db, rec: HostRecord) {
-  return db.insert(eventLog).values({
+  return db.insert(eventLog).values(hostRecordValues(rec));
+}
+
+/** The EventLog row of a host record. */
+export function hostRecordValues(rec: HostRecord) {
+  return {
     eventId: newId("hev"),
     eventType: rec.eventType,
     source: "system",
@@ -78,7 +83,7 @@ export function hostRecordInsert(db: Db, rec: HostRecord) {
     // AgentEventRecord exposes metadata, not data: a host record's facts go in both.
     metadataJson: JSON.stringify({ ...rec.data, ...rec.metadata }),
     createdAt: Date.now(),
-  });
+  };
 }
 
 /**

@@ -143,7 +143,7 @@ export function runsStore(db: Db) {
     cancelQueuedStatement: (runId: string, reason: string) => cancelQueuedRun(db, { runId, errorMessage: reason, endedAt: Date.now() }),
 
     /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. */
-    finishStatement: (runId: string, outcome: RunOutcome) =>
+    finishStatement: (runId: string, outcome: RunOutcome, endedAt = Date.now()) =>
       finishRun(db, {
         runId,
         status: outcome.status,
@@ -152,7 +152,7 @@ export function runsStore(db: Db) {
         errorCode: outcome.errorCode ?? null,
         errorMessage: outcome.errorMessage ?? null,
         resultCount: outcome.resultCount,
-        endedAt: Date.now(),
+        endedAt,
       }),
 
     /** Ledger rows, at most LEDGER_ROWS_PER_STATEMENT per statement (each row count is compiled once). */

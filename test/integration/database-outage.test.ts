@@ -105,6 +105,8 @@ describe("a database outage while a chat run ends", () => {
 
     // Left running with no session, the run is ended as lost, and the chat hears about it.
     expect(await host.waitForRun(runId, 20_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+    const records = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'run.failed'", [runId]);
+    expect(records.map((r) => JSON.parse(r.data_json).code)).toEqual(["host.session_lost"]);
     const notices = await waitFor(() => {
       const sent = telegram.callsTo(/\/sendMessage$/).filter((c) => c.body.chat_id === "-4242" || c.body.chat_id === -4242);
       return sent.length > 0 && sent;
@@ -182,6 +184,9 @@ describe("a database failure as a chat run starts", () => {
     const runs = await host.admin("GET", "/v1/runs?limit=50");
     const run = runs.body.items.find((r: any) => r.agent_id === "outage-start");
     expect(run).toMatchObject({ status: "failed", error: { code: "host.internal_error" } });
+    // Its end is an EventLog fact too, written with it, once.
+    const records = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'run.failed'", [run.run_id]);
+    expect(records.map((r) => JSON.parse(r.data_json).code)).toEqual(["host.internal_error"]);
     expect(runner.calls.filter((c) => c.body.context.input.text === "hello?")).toEqual([]);
   }, 20_000);
 });

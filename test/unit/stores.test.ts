@@ -2,7 +2,7 @@ import { createClient } from "@libsql/client";
 import { drizzle } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
 import { beforeEach, describe, expect, it } from "vitest";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { createDb, writeAll, type Db } from "../../src/db/client";
 import { compiled, param } from "../../src/db/compiled";
 import { runnerState } from "../../src/db/schema";
@@ -99,5 +99,21 @@ describe("stores on embedded libSQL", () => {
     const page = await runsStore(db).ledger("r1", 0, 100);
     expect(page.rows.map((r) => [r.seq, JSON.parse(r.dataJson).i])).toEqual(entries.map((e) => [e.seq, e.data.i]));
     expect(runsStore(db).ledgerInserts([])).toEqual([]);
+  });
+});
+
+describe("endRunAsHost", () => {
+  it("ends a run and records run.failed in one batch, once: a run already ended is left as it is", async () => {
+    const { endRunAsHost } = await import("../../src/run/host-end");
+    const { run } = await import("../../src/db/schema");
+    await db.insert(run).values({ runId: "r1", eventId: "e1", conversationKey: "k", agentId: "a", runnerId: "http:a/b/c", status: "running", createdAt: 1 });
+    // Only the fields endRunAsHost reads matter here.
+    const job = { runId: "r1", conversationKey: "k", conversation: { conversation_id: "c" }, runner: { runnerId: "http:a/b/c" } } as unknown as import("../../src/run/job").RunJob;
+    const lost = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "lost", resultCount: 0 };
+    expect(await endRunAsHost(db, job, lost)).toBe(true);
+    expect(await endRunAsHost(db, job, { ...lost, errorCode: "host.internal_error" })).toBe(false);
+    expect((await runsStore(db).get("r1"))).toMatchObject({ status: "failed", errorCode: "host.session_lost" });
+    const records = await db.all<{ data_json: string }>(sql`SELECT data_json FROM event_log WHERE run_id = 'r1' AND event_type = 'run.failed'`);
+    expect(records.map((r) => JSON.parse(Object.values(r)[0] as string).code)).toEqual(["host.session_lost"]);
   });
 });
