@@ -10,14 +10,15 @@ import { serveExecutor, type SqlExecutor } from "../src/db/executor";
  * binding because it is a third of the latency per query (measured: ~0.4 ms
  * against ~1.1 ms). Only requests carrying this start's random token are served.
  */
-export type OutageMode = boolean | "hang" | { queries: number };
+/** On, off, "hang", or `{ queries: n, matching? }`: fail the next n requests (those whose SQL contains `matching`, when given). */
+export type OutageMode = boolean | "hang" | { queries: number; matching?: string };
 
 export interface WorkerDbListener {
   address: string;
   /**
    * Fault drills and tests: while on, every query fails as an unreachable
    * database would (503), or with "hang" gets no answer at all until the
-   * outage ends (then a 503); `{ queries: n }` fails only the next n.
+   * outage ends (then a 503); `{ queries: n, matching? }` fails only the next n (with that SQL).
    */
   setOutage(mode: OutageMode): void;
   close(): Promise<void>;
@@ -26,7 +27,7 @@ export interface WorkerDbListener {
 export async function listenForWorker(executor: SqlExecutor, token: string): Promise<WorkerDbListener> {
   const expected = Buffer.from(`Bearer ${token}`);
   let outage: boolean | "hang" = false;
-  let failNext = 0;
+  let failNext = { queries: 0, matching: undefined as string | undefined };
   const hung: ServerResponse[] = [];
   const unavailable = (res: ServerResponse) =>
     res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: "database unavailable (outage drill)" } }));
@@ -34,12 +35,6 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     const given = Buffer.from(req.headers.authorization ?? "");
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
       res.writeHead(401).end();
-      return;
-    }
-    if (failNext > 0) {
-      failNext--;
-      req.resume();
-      unavailable(res);
       return;
     }
     if (outage) {
@@ -50,6 +45,11 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (failNext.queries > 0 && (failNext.matching === undefined || Buffer.concat(chunks).includes(failNext.matching))) {
+      failNext.queries--;
+      unavailable(res);
+      return;
+    }
     let reply: { status: number; body: unknown };
     try {
       reply = await serveExecutor(executor, new URL(req.url ?? "/", "http://x").pathname, JSON.parse(Buffer.concat(chunks).toString("utf8")));
@@ -63,7 +63,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     setOutage: (mode) => {
-      if (typeof mode === "object") return void (failNext = mode.queries);
+      if (typeof mode === "object") return void (failNext = { queries: mode.queries, matching: mode.matching });
       outage = mode;
       if (mode !== "hang") for (const res of hung.splice(0)) if (!res.destroyed) unavailable(res);
     },

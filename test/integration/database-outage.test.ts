@@ -64,6 +64,25 @@ afterAll(async () => {
   await telegram?.close();
 });
 
+let updateId = 0;
+/**
+ * A Telegram bot whose agent (`extra` added to it) runs on the outage runner,
+ * and `say(chatId, text)`, which posts a message to it and answers 200.
+ */
+async function chatBot(agentId: string, extra: Record<string, unknown> = {}) {
+  const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
+  const agent = { agent_id: agentId, name: agentId, runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "bot", id: bot.body.bot_id }, ...extra };
+  expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+  return async (chatId: string, text: string) => {
+    const id = ++updateId;
+    const update = { update_id: id, message: { message_id: id * 10, date: Math.floor(Date.now() / 1000), chat: { id: Number(chatId), type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text } };
+    const res = await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) });
+    expect(res.status).toBe(200);
+  };
+}
+/** What the fake Telegram was asked to show in a chat (sends and edits). */
+const shownIn = (chatId: string) => telegram.callsTo(/\/(sendMessage|editMessageText)$/).filter((c) => String(c.body.chat_id) === chatId);
+
 /** A run whose start meets the outage: it must not end, and runs once the database is back. */
 async function startDuring(mode: true | "hang", conversation: string) {
   const posted = await host.postEvent(messageEvent(conversation, "hello"));
@@ -88,12 +107,8 @@ describe("a database outage while a run starts", () => {
 
 describe("a database outage while a chat run ends", () => {
   it("ends the run once the database is back, and still tells the user it failed", async () => {
-    const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-    const agent = { agent_id: "outage-chat", name: "chat", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "bot", id: bot.body.bot_id } };
-    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
-    const update = { update_id: 1, message: { message_id: 10, date: Math.floor(Date.now() / 1000), chat: { id: -4242, type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "are you there?" } };
-    const res = await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) });
-    expect(res.status).toBe(200);
+    const say = await chatBot("outage-chat");
+    await say("-4242", "are you there?");
     await waitFor(() => runner.calls.some((c) => c.body.context.input.text === "are you there?"));
     const runId = runner.calls.find((c) => c.body.context.input.text === "are you there?")!.body.context.run_id;
 
@@ -107,22 +122,16 @@ describe("a database outage while a chat run ends", () => {
     expect(await host.waitForRun(runId, 20_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
     const records = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'run.failed'", [runId]);
     expect(records.map((r) => JSON.parse(r.data_json).code)).toEqual(["host.session_lost"]);
-    const notices = await waitFor(() => {
-      const sent = telegram.callsTo(/\/sendMessage$/).filter((c) => c.body.chat_id === "-4242" || c.body.chat_id === -4242);
-      return sent.length > 0 && sent;
-    });
+    const notices = await waitFor(() => shownIn("-4242").length > 0 && shownIn("-4242"));
     expect(notices.map((c) => c.body.text)).toEqual(["Sorry, I could not answer this time."]);
   }, 30_000);
 });
 
 describe("a lost chat run whose draft the user never saw", () => {
   it("still tells the user it failed: what counts is what a platform accepted, not what the runner sent", async () => {
-    const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
     // Streaming off: the draft is in the ledger, never on screen.
-    const agent = { agent_id: "outage-draft", name: "draft", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "bot", id: bot.body.bot_id }, delivery_policy: { streaming: false } };
-    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
-    const update = { update_id: 3, message: { message_id: 30, date: Math.floor(Date.now() / 1000), chat: { id: -6262, type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "think first" } };
-    expect((await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) })).status).toBe(200);
+    const say = await chatBot("outage-draft", { delivery_policy: { streaming: false } });
+    await say("-6262", "think first");
     const runId = await waitFor(() => runner.calls.find((c) => c.body.context.input.text === "think first")?.body.context.run_id);
     await expect.poll(async () => (await host.query("SELECT 1 FROM run_event WHERE run_id = ? AND type = 'message.delta'", [runId])).length).toBe(1);
     host.databaseOutage(true);
@@ -130,23 +139,17 @@ describe("a lost chat run whose draft the user never saw", () => {
     await expect.poll(() => host.logs().includes(`run ${runId}: failure not recorded`), { timeout: 8_000 }).toBe(true);
     host.databaseOutage(false);
     expect(await host.waitForRun(runId, 20_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
-    const sent = await waitFor(() => {
-      const calls = telegram.callsTo(/\/(sendMessage|editMessageText)$/).filter((c) => String(c.body.chat_id) === "-6262");
-      return calls.length > 0 && calls;
-    });
+    const sent = await waitFor(() => shownIn("-6262").length > 0 && shownIn("-6262"));
     expect(sent.map((c) => c.body.text)).toEqual(["Sorry, I could not answer this time."]);
   }, 30_000);
 });
 
 describe("a lost chat run whose draft reached the user while the database was away", () => {
   it("sends no failure notice after it: the run's own reply knows what it showed", async () => {
-    const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-    const agent = { agent_id: "outage-seen", name: "seen", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "bot", id: bot.body.bot_id } };
-    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
-    const update = { update_id: 4, message: { message_id: 40, date: Math.floor(Date.now() / 1000), chat: { id: Number(HELD_CHAT), type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "draft and wait" } };
-    expect((await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) })).status).toBe(200);
+    const say = await chatBot("outage-seen");
+    await say(HELD_CHAT, "draft and wait");
     const runId = await waitFor(() => runner.calls.find((c) => c.body.context.input.text === "draft and wait")?.body.context.run_id);
-    const toChat = () => telegram.callsTo(/\/(sendMessage|editMessageText)$/).filter((c) => String(c.body.chat_id) === HELD_CHAT);
+    const toChat = () => shownIn(HELD_CHAT);
     // The draft's send is on its way (held by the platform) when the database goes.
     await waitFor(() => toChat().length > 0);
     host.databaseOutage(true);
@@ -158,8 +161,7 @@ describe("a lost chat run whose draft reached the user while the database was aw
     host.databaseOutage(false);
     expect(await host.waitForRun(runId, 20_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
     // A barrier: a notice goes out as the run is ended, long before a later message of the chat is answered.
-    const marker = { update_id: 5, message: { ...update.message, message_id: 50, text: "marker" } };
-    expect((await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(marker) })).status).toBe(200);
+    await say(HELD_CHAT, "marker");
     await waitFor(() => toChat().some((c) => c.body.text === "done: marker"));
     expect(toChat().map((c) => c.body.text)).not.toContain("Sorry, I could not answer this time.");
     expect(toChat()[0].body.text).toBe("a draft the user sees");
@@ -168,18 +170,11 @@ describe("a lost chat run whose draft reached the user while the database was aw
 
 describe("a database failure as a chat run starts", () => {
   it("ends the run as the host's failure, and the chat hears of it", async () => {
-    const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-    const agent = { agent_id: "outage-start", name: "start", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "bot", id: bot.body.bot_id }, concurrency: { debounce_ms: 1000 } };
-    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
-    const update = { update_id: 2, message: { message_id: 20, date: Math.floor(Date.now() / 1000), chat: { id: -5151, type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "hello?" } };
-    const res = await fetch(bot.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) });
-    expect(res.status).toBe(200);
-    // The next query is the run's claim, once its debounce is over: it fails; recording the failure does not.
-    host.databaseOutage({ queries: 1 });
-    const notices = await waitFor(() => {
-      const sent = telegram.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === "-5151");
-      return sent.length > 0 && sent;
-    });
+    const say = await chatBot("outage-start", { concurrency: { debounce_ms: 1000 } });
+    await say("-5151", "hello?");
+    // The run's claim (the one query that sets started_at), once its debounce is over, fails; recording the failure does not.
+    host.databaseOutage({ queries: 1, matching: "started_at" });
+    const notices = await waitFor(() => shownIn("-5151").length > 0 && shownIn("-5151"));
     expect(notices.map((c) => c.body.text)).toEqual(["Sorry, I could not answer this time."]);
     const runs = await host.admin("GET", "/v1/runs?limit=50");
     const run = runs.body.items.find((r: any) => r.agent_id === "outage-start");
