@@ -7,7 +7,7 @@ import { ResourcePolicySchema } from "./policy";
 type GrantKind = "models" | "tools" | "knowledge_bases";
 
 /** The agents whose resource policy grants a resource `matches` picks (models as fallbacks too). */
-export async function agentsGranting(db: Db, kind: GrantKind, matches: (id: string) => boolean): Promise<string[]> {
+async function agentsGranting(db: Db, kind: GrantKind, matches: (id: string) => boolean): Promise<string[]> {
   const agents = await agentsStore(db).list();
   return agents
     .filter((a) => {

@@ -44,16 +44,12 @@ export function jsonDepthExceeds(value: unknown, maxDepth: number): boolean {
   return false;
 }
 
+/** A check refusing a value nested deeper than `maxDepth`, before any recursive schema walks it. */
+const nestedAtMost = (maxDepth: number) =>
+  z.refine((v) => !jsonDepthExceeds(v, maxDepth), { message: `JSON nested deeper than ${maxDepth} levels`, abort: true });
+
 /** Any JSON value (no undefined, functions, NaN, class instances), nested at most MAX_JSON_DEPTH. */
-export const JsonValueSchema = z
-  .unknown()
-  .check(
-    z.refine((v) => !jsonDepthExceeds(v, MAX_JSON_DEPTH), {
-      message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
-      abort: true,
-    }),
-  )
-  .pipe(JsonValueInnerSchema);
+export const JsonValueSchema = z.unknown().check(nestedAtMost(MAX_JSON_DEPTH)).pipe(JsonValueInnerSchema);
 
 /** UTF-8 size of a value once serialised; limits in the protocol are in bytes. */
 export function jsonByteLength(value: unknown): number {
@@ -69,10 +65,8 @@ export function utf8ByteLength(text: string): number {
  * MAX_JSON_DEPTH: deeper input is refused here, not by a stack overflow when
  * it is cloned to a Durable Object or serialised.
  */
-export const RecordSchema = z.record(z.string(), z.unknown()).check(
-  // One level more than a JSON value: the record's own, around values as deep as JsonValueSchema allows.
-  z.refine((v) => !jsonDepthExceeds(v, MAX_JSON_DEPTH + 1), { message: `JSON nested deeper than ${MAX_JSON_DEPTH + 1} levels`, abort: true }),
-);
+// One level more than a JSON value: the record's own, around values as deep as JsonValueSchema allows.
+export const RecordSchema = z.record(z.string(), z.unknown()).check(nestedAtMost(MAX_JSON_DEPTH + 1));
 export type JsonObject = z.infer<typeof RecordSchema>;
 
 /** Localised text keyed by locale, e.g. {"en_US": "...", "zh_Hans": "..."}. */

@@ -65,27 +65,23 @@ const stored = async (host: LocalHost) => ({
 });
 const NOTHING = { runner_services: 0, bots: 0, models: 0, knowledge_bases: 0, tools: 0, mcp_servers: 0 };
 
+/** A runner whose every run invokes model `chat` through the Host API and replies with what `describe` makes of the answer. */
+const modelRunner = (name: string, describe: (answer: Awaited<ReturnType<typeof callHostApi>>) => string) =>
+  startAdHocRunner({
+    name,
+    runners: [{ name: "default", label: { en_US: name }, permissions: { models: ["invoke"] } }],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "model.invoke", { model_id: "chat", messages: [{ role: "user", content: "hi" }] });
+      resultWriter(res, ctx.run_id).reply(describe(answer));
+    },
+  });
+
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-secrets-"));
   provider = await startFakeProvider({ keys: { "gpt-main": MODEL_KEY } });
-  runner = await startAdHocRunner({
-    name: "rotation",
-    runners: [{ name: "default", label: { en_US: "rotation" }, permissions: { models: ["invoke"] } }],
-    async onRun({ body }, res) {
-      const ctx = body.context;
-      const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "model.invoke", { model_id: "chat", messages: [{ role: "user", content: "hi" }] });
-      resultWriter(res, ctx.run_id).reply(String(answer.status));
-    },
-  });
-  openRunner = await startAdHocRunner({
-    name: "rotation-open",
-    runners: [{ name: "default", label: { en_US: "rotation-open" }, permissions: { models: ["invoke"] } }],
-    async onRun({ body }, res) {
-      const ctx = body.context;
-      const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "model.invoke", { model_id: "chat", messages: [{ role: "user", content: "hi" }] });
-      resultWriter(res, ctx.run_id).reply(JSON.stringify({ status: answer.status, error: answer.body.error ?? null }));
-    },
-  });
+  runner = await modelRunner("rotation", (answer) => String(answer.status));
+  openRunner = await modelRunner("rotation-open", (answer) => JSON.stringify({ status: answer.status, error: answer.body.error ?? null }));
 });
 afterAll(async () => {
   await Promise.all([runner?.close(), openRunner?.close(), provider?.close()]);
