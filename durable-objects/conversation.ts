@@ -175,6 +175,11 @@ export class ConversationDO extends DurableObject<Env> {
     );
   }
 
+  /** The refusal of a token that `hostApi` would refuse now, or null: asked before a large body is read. */
+  async refuseHostApiToken(runId: string, token: string): Promise<HostApiReply | null> {
+    return (await this.sessions.authenticated(runId, token)) ? null : refuseToken(runId, this.sessions.get(runId));
+  }
+
   /** artifact.upload: the token, snapshot and run's upload budget are checked here; the Worker then streams the body to R2 itself. */
   async authorizeUpload(runId: string, token: string, request: UploadRequest): Promise<UploadAuthorization> {
     const session = await this.sessions.authenticated(runId, token);

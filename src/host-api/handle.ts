@@ -20,6 +20,14 @@ export interface HostApiReply {
   contentType?: string;
 }
 
+/** The HTTP answer the Worker sends for a reply. */
+export function hostApiResponse(reply: HostApiReply): Response {
+  if (reply.stream) {
+    return new Response(reply.stream, { status: reply.status, headers: { "content-type": reply.contentType ?? "application/x-ndjson", "cache-control": "no-cache" } });
+  }
+  return new Response(reply.json, { status: reply.status, headers: { "content-type": "application/json" } });
+}
+
 /**
  * A Host API request body as the Worker read it: its text, or the refusal it
  * earned (too large), as plain data to cross the RPC boundary. What is wrong

@@ -5,7 +5,7 @@ import { dbOf } from "../db/connect";
 import { drainBody } from "../lib/drain";
 import { configOf } from "../env";
 import { ApiError } from "../host-api/errors";
-import { refuseToken, type HostApiReply } from "../host-api/handle";
+import { hostApiResponse, refuseToken } from "../host-api/handle";
 import { bearerToken } from "../middleware/admin-auth";
 import { formatZodIssues } from "../protocol/common";
 import { ArtifactUploadQuerySchema } from "../protocol/host-api";
@@ -13,7 +13,6 @@ import type { AppEnv } from "./app-env";
 
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 const fail = (err: ApiError) => json(err.status, err.toBody());
-const relay = (reply: HostApiReply) => new Response(reply.json, { status: reply.status, headers: { "content-type": "application/json" } });
 
 /** A Content-Length we can stream against, or null when absent or malformed. */
 function declaredLength(header: string | undefined): number | null {
@@ -34,13 +33,13 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
   // A refused upload's body is drained first, so the client reads the refusal instead of a reset.
   const refuse = async (answer: Response) => (await drainBody(c.req.raw), answer);
   const token = bearerToken(c.req.header("authorization"));
-  if (!token || !owner) return refuse(relay(refuseToken(runId, undefined, "artifact.upload")));
+  if (!token || !owner) return refuse(hostApiResponse(refuseToken(runId, undefined, "artifact.upload")));
   const query = ArtifactUploadQuerySchema.safeParse(c.req.query());
   const length = declaredLength(c.req.header("content-length"));
   // An invalid query is answered by the DO, after the token: §8 checks the token before the payload.
   const refused = query.success ? undefined : { code: "invalid_argument" as const, message: `invalid query: ${formatZodIssues(query.error)}` };
   const auth = await owner.authorizeUpload(runId, token, { length, refused });
-  if (!auth.ok) return refuse(relay(auth.reply));
+  if (!auth.ok) return refuse(hostApiResponse(auth.reply));
   // Safe: the DO refuses every request that came with `refused`, so an accepted one has a valid query.
   const options = query.data!;
 

@@ -5,7 +5,7 @@ import { notFound } from "../lib/errors";
 import { decodeCursor, decodeTimeIdCursor, encodeTimeIdCursor } from "../lib/cursor";
 import { adminAuth, bearerToken } from "../middleware/admin-auth";
 import { validate } from "../middleware/validate";
-import { refuseToken, type HostApiBody } from "../host-api/handle";
+import { hostApiResponse, refuseToken, type HostApiBody } from "../host-api/handle";
 import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
 import { dbOf } from "../db/connect";
@@ -44,6 +44,14 @@ const ListQuery = z.strictObject({
 });
 const RUN_LIST_CURSOR = "runs";
 
+/**
+ * Bodies up to this size are read before the owning DO checks the token: a
+ * second round trip would cost every ordinary call more than reading them
+ * does. A larger or undeclared body is read only once its token is accepted,
+ * so an anonymous caller never makes the host hold more than this.
+ */
+const UNAUTHENTICATED_READ_BYTES = 64 * 1024;
+
 /** The body, read no further than the cap; what is wrong with it is judged after the token (§8). */
 async function readHostApiBody(request: Request, maxBytes: number): Promise<HostApiBody> {
   const declaredTooLarge = Number(request.headers.get("content-length") ?? NaN) > maxBytes;
@@ -60,11 +68,14 @@ export const runsRouter = router()
     const runId = c.req.param("runId");
     const token = bearerToken(c.req.header("authorization"));
     const owner = ownerOf(c.env, runId);
-    const reply = token && owner ? await owner.hostApi(runId, token, await readHostApiBody(c.req.raw, configOf(c.env).MAX_API_BODY_BYTES)) : refuseToken(runId, undefined);
-    if (reply.stream) {
-      return new Response(reply.stream, { status: reply.status, headers: { "content-type": reply.contentType ?? "application/x-ndjson", "cache-control": "no-cache" } });
+    if (!token || !owner) return hostApiResponse(refuseToken(runId, undefined));
+    if (!(Number(c.req.header("content-length") ?? NaN) <= UNAUTHENTICATED_READ_BYTES)) {
+      const refusal = await owner.refuseHostApiToken(runId, token);
+      // Drained, not buffered, so the client reads its answer instead of a reset.
+      if (refusal) return (await drainBody(c.req.raw), hostApiResponse(refusal));
     }
-    return new Response(reply.json, { status: reply.status, headers: { "content-type": "application/json" } });
+    const reply = await owner.hostApi(runId, token, await readHostApiBody(c.req.raw, configOf(c.env).MAX_API_BODY_BYTES));
+    return hostApiResponse(reply);
   })
   // artifact.upload: run token checked by the owning DO, body streamed to R2 (run-artifacts.ts).
   .put("/:runId/artifacts", (c) => uploadArtifact(c, ownerOf(c.env, c.req.param("runId"))))

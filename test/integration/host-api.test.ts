@@ -13,6 +13,12 @@ const DEEP = `{"action":"history.page","params":{"x":${"[".repeat(20_000)}${"]".
 /** Over the default MAX_API_BODY_BYTES (2 MiB). */
 const OVERSIZED = JSON.stringify({ action: "host.version", params: { pad: "x".repeat(2 * 1024 * 1024) } });
 
+/** Whether `check` came true within `ms`. */
+async function pollUntil(check: () => boolean, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) if (check()) return true;
+  return check();
+}
+
 /** A Host API request with a body written by hand: its status and error code. */
 async function rawCall(base: string, runId: string, token: string, body: string) {
   const res = await fetch(`${base}/v1/runs/${runId}/api`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body });
@@ -189,6 +195,18 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     const { newestFirst, forward } = JSON.parse(String((await host.waitForRun(res.body.run_id!)).message?.content));
     expect(newestFirst.length).toBeGreaterThanOrEqual(3);
     expect(forward).toEqual([...newestFirst].reverse().slice(1));
+  });
+
+  it("checks the token of a large body before reading it, so an anonymous caller never has it buffered", async () => {
+    const res = await host.postEvent(messageEvent("api-large-anonymous", "plain"));
+    const runId = res.body.run_id!;
+    await host.waitForRun(runId);
+    // Under the body cap, over what is read before the token: the refusal is decided while the body is still stalled.
+    const refusedBeforeBody = () =>
+      pollUntil(() => host.decisions(runId).some((d) => d.status === 401), 3_000);
+    const answer = await stalledBody(`${host.url}/v1/runs/${runId}/api`, { method: "POST", token: "not-a-token", declared: 1024 * 1024, first: 16 * 1024, pauseMs: 0, duringPause: refusedBeforeBody });
+    // Still drained, not reset: the client reads its answer once it has sent the rest.
+    expect(answer).toEqual({ answeredDuringPause: false, status: 401, seenDuringPause: true });
   });
 
   it("refuses a Host API call with no token or an unknown run id with 401", async () => {

@@ -67,24 +67,29 @@ export function rawUpload(baseUrl: string, runId: string, token: string, opts: {
 
 /**
  * A request whose body stalls halfway: it declares `declared` bytes, sends
- * `first`, waits `pauseMs`, then sends the rest. Says whether the host
- * answered during the pause (before the body was whole), and what it answered
- * or how the connection failed.
+ * `first`, waits `pauseMs` (and for `duringPause`, whose answer it keeps),
+ * then sends the rest. Says whether the host answered during the pause
+ * (before the body was whole), and what it answered or how the connection failed.
  */
-export function stalledBody(url: string, opts: { method: string; token: string; declared: number; first: number; pauseMs: number }) {
-  return new Promise<{ answeredDuringPause: boolean; status?: number; error?: string }>((resolve) => {
+export function stalledBody<T = undefined>(
+  url: string,
+  opts: { method: string; token: string; declared: number; first: number; pauseMs: number; duringPause?: () => Promise<T> },
+) {
+  return new Promise<{ answeredDuringPause: boolean; status?: number; error?: string; seenDuringPause?: T }>((resolve) => {
     let pausing = true;
     let answeredDuringPause = false;
+    let seenDuringPause: T | undefined;
     const req = request(url, { method: opts.method, headers: { authorization: `Bearer ${opts.token}`, "content-length": String(opts.declared) } }, (res) => {
       answeredDuringPause = pausing;
       res.resume();
-      res.on("end", () => resolve({ answeredDuringPause, status: res.statusCode }));
+      res.on("end", () => resolve({ answeredDuringPause, status: res.statusCode, ...(opts.duringPause ? { seenDuringPause } : {}) }));
     });
     req.on("error", (err: NodeJS.ErrnoException) => resolve({ answeredDuringPause, error: err.code ?? err.message }));
     req.write(Buffer.alloc(opts.first, 0x20));
-    setTimeout(() => {
+    const pause = new Promise((r) => setTimeout(r, opts.pauseMs));
+    void Promise.all([pause, opts.duringPause?.().then((seen) => (seenDuringPause = seen))]).then(() => {
       pausing = false;
       req.end(Buffer.alloc(opts.declared - opts.first, 0x20));
-    }, opts.pauseMs);
+    });
   });
 }
