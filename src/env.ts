@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ConversationDO } from "../durable-objects/conversation";
 import { isSecretsKey } from "./lib/secret-box";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { EventTypeSchema, RecordSchema } from "../protocol/common";
 import { StateScopeSchema } from "../protocol/context";
 import { PermissionsSchema } from "../protocol/manifest";

@@ -6,7 +6,7 @@
  * written in Python (LangBot's SDK) dump `None` as `null`, and rows read from
  * libSQL carry `null` for absent columns; both mean "absent", not "malformed".
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /** Nesting limit for JSON values; deeper input would exhaust the stack of the recursive schema. */
 export const MAX_JSON_DEPTH = 64;

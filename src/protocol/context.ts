@@ -3,7 +3,7 @@
  * its AgentRunContext. These objects strip unknown keys rather than refusing
  * them, so an older runner keeps working when a newer host adds fields.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   ArtifactRefSchema,
   ContentElementSchema,

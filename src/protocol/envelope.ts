@@ -5,7 +5,7 @@
  * keys are refused with a clear 400 instead of being dropped silently; free-form
  * extras belong in `data` / `metadata`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   ContentElementSchema,
   EventTypeSchema,

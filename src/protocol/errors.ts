@@ -2,7 +2,7 @@
  * Error shapes (PROTOCOL.md §8 "Errors", §3, §11): Host API errors returned to
  * runners, and the failure codes the host records on `run.failed`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { RecordSchema } from "./common";
 
 export const API_ERROR_CODES = [

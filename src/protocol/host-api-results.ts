@@ -3,7 +3,7 @@
  * Field names follow §8 exactly. Where §8 only says "value", "ok" or "keys",
  * the shape is fixed here as a small object so it can grow without breaking.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   ArtifactRefSchema,
   JsonValueSchema,

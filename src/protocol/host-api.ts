@@ -3,7 +3,7 @@
  * `{action, params}`. Params are strict: a misspelt parameter is a clear 400,
  * not a silently ignored option on a call that may have side effects.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { formatZodIssues, ModelMessageSchema, RecordSchema } from "./common";
 import type { AvailableApiName } from "./context";
 import { StateScopeSchema } from "./context";

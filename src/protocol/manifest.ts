@@ -1,7 +1,7 @@
 /**
  * Runner discovery (PROTOCOL.md §2, §4): what `GET {base_url}/manifest` returns.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { formatZodIssues, I18nSchema, RecordSchema } from "./common";
 
 export const PROTOCOL_ID = "agent-runner/v1";

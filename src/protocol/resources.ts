@@ -2,7 +2,7 @@
  * Resources projected to a run (PROTOCOL.md §6): the run's effective access,
  * frozen before the run starts. Resource ids are opaque to runners.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { RecordSchema } from "./common";
 import { PERMISSION_VALUES } from "./manifest";
 

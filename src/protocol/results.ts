@@ -4,7 +4,7 @@
  * discriminated union) so that unknown types survive version skew; payloads
  * are validated per type afterwards with `parseResultPayload`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   formatZodIssues,
   jsonByteLength,

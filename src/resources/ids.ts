@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** Model and knowledge base ids: opaque to runners, chosen by the operator or generated. */
 export const ResourceIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, "1-128 characters: letters, digits, _ . : -");

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ChatRequest } from "./chat-request";
 import { abortReason, attemptSignal, httpError, joinUrl, readJson, readText, upstreamFetch, UpstreamError, type AttemptSignal } from "./upstream";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { RecordSchema } from "../protocol/common";
 import { attemptSignal, httpError, readJson, upstreamFetch, UpstreamError } from "./upstream";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { dbOf } from "../db/connect";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { adminAuth } from "../middleware/admin-auth";

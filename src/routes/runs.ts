@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { configOf, type Env } from "../env";
 import { durableObjectIdOfRun } from "../lib/ids";
 import { notFound } from "../lib/errors";

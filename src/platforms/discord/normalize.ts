@@ -5,7 +5,7 @@
  * conversation (`channel_id`); a thread channel is a thread of its parent
  * channel. The guild is kept in `data.guild_id`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { HostError } from "../../lib/errors";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter } from "../types";

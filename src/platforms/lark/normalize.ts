@@ -3,7 +3,7 @@
  * conversation (`chat_id`); a topic thread is its thread (`thread_id`), and
  * replies go to the user's message (in its thread when it has one).
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";

@@ -3,7 +3,7 @@
  * is a conversation (`channel`); a thread is `thread_ts`, and a reply goes to
  * the thread its message came from (top-level messages are answered at top level).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";

@@ -1,5 +1,5 @@
 import { secretsEqual } from "../../lib/crypto";
-import { z } from "zod";
+import * as z from "zod";
 import { HostError } from "../../lib/errors";
 import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";

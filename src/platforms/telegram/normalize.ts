@@ -4,7 +4,7 @@
  * when `is_topic_message`). Telegram does not tell bots about deletions, so
  * there is no `message.recalled` here.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { Db } from "../../db/client";
 import { dbOf } from "../../db/connect";
 import { sealValues } from "../../lib/secret-box";

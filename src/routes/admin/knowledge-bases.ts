@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { dbOf } from "../../db/connect";
 import { notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";

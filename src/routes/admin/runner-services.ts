@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { dbOf } from "../../db/connect";
 import type { Db } from "../../db/client";
 import { conflict, notFound } from "../../lib/errors";
