@@ -42,7 +42,8 @@ export interface PlatformFile {
 export type DeliveryTarget =
   | { platform: "telegram"; chatId: string; messageThreadId: number | null; replyToMessageId: number | null }
   | { platform: "slack"; channel: string; threadTs: string | null }
-  | { platform: "lark"; chatId: string; replyToMessageId: string; replyInThread: boolean }
+  /** Without a message to reply to (a welcome), the reply is a new message in the chat. */
+  | { platform: "lark"; chatId: string; replyToMessageId: string | null; replyInThread: boolean }
   | { platform: "discord"; channelId: string | null; interactionId: string; interactionToken: string };
 
 /** What the run job carries so its conversation's object can deliver the reply. */

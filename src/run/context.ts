@@ -29,7 +29,8 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
     input: job.input,
     delivery: job.delivery ? platformDeliveryContext(job.delivery, job.agent.deliveryPolicy) : {
       surface: job.event.source,
-      supports_streaming: job.agent.deliveryPolicy.streaming,
+      // A platform event with nowhere to reply (a recall) has no live surface; an API caller follows the run's stream.
+      supports_streaming: job.event.source === "api" && job.agent.deliveryPolicy.streaming,
       supports_edit: false,
       supports_reaction: false,
       platform_capabilities: {},

@@ -9,8 +9,8 @@ const VERIFICATION_TOKEN = "lark-verification-token-abcdef";
 const ENCRYPT_KEY = "lark-encrypt-key-0123456789";
 const TENANT_TOKEN = "t-tenant-access-token-xyz0123456789";
 const IMAGE = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
-/** Chats whose first reply the fake answers 429 (code 99991400) with x-ogw-ratelimit-reset: 1. */
-const throttledMessages = new Set<string>();
+/** Messages whose first reply the fake refuses as rate limited, with x-ogw-ratelimit-reset: 1: the app's limit (429, 99991400) or the chat's (400, 230020). */
+const throttledMessages = new Map<string, { status: number; code: number }>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -29,8 +29,12 @@ function larkApi(call: PlatformCall): FakeReply {
   if (call.headers.authorization !== `Bearer ${TENANT_TOKEN}`) return { status: 400, json: { code: 99991663, msg: "Invalid access token" } };
   const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(call.path);
   if (reply && call.method === "POST") {
-    if (throttledMessages.delete(reply[1])) return { status: 429, headers: { "x-ogw-ratelimit-reset": "1" }, json: { code: 99991400, msg: "request trigger frequency limit" } };
+    const throttled = throttledMessages.get(reply[1]);
+    if (throttled && throttledMessages.delete(reply[1])) return { status: throttled.status, headers: { "x-ogw-ratelimit-reset": "1" }, json: { code: throttled.code, msg: "request trigger frequency limit" } };
     return { json: { code: 0, msg: "success", data: { message_id: `om_reply_${++replyCount}` } } };
+  }
+  if (call.path === "/open-apis/im/v1/messages" && call.method === "POST" && call.query.get("receive_id_type") === "chat_id") {
+    return { json: { code: 0, msg: "success", data: { message_id: `om_new_${++replyCount}` } } };
   }
   if (/^\/open-apis\/im\/v1\/messages\/[^/]+$/.test(call.path) && call.method === "PATCH") return { json: { code: 0, msg: "success", data: {} } };
   if (/^\/open-apis\/im\/v1\/messages\/[^/]+\/resources\/img_1$/.test(call.path)) return { bytes: IMAGE, headers: { "content-type": "image/png" } };
@@ -194,14 +198,37 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(contextFor("stream no streaming here")[0].delivery).toMatchObject({ supports_streaming: false, supports_edit: true });
   });
 
-  it("waits out a rate limit before replying again", async () => {
-    const ev = received("oc_600", { text: "busy lark" });
-    throttledMessages.add(ev.event.message.message_id);
+  it.each([
+    ["the app's", 429, 99991400],
+    ["a chat's", 400, 230020],
+  ])("waits out %s rate limit before replying again", async (_which, status, code) => {
+    const ev = received(`oc_600_${code}`, { text: "busy lark" });
+    throttledMessages.set(ev.event.message.message_id, { status, code });
     await postPlain(ev);
     const replies = await waitFor(() => repliesTo(ev.event.message.message_id).length >= 2 && repliesTo(ev.event.message.message_id));
     expect(replies[1].at - replies[0].at).toBeGreaterThanOrEqual(950);
     // The same uuid both times: Lark would drop a duplicate of a send whose answer was lost.
     expect(replies[0].body.uuid).toBe(replies[1].body.uuid);
+  });
+
+  it("never lets an agent's text mention everyone", async () => {
+    const ev = received("oc_610", { text: '<at user_id="all"></at> and < AT user_id="all">' });
+    await postPlain(ev);
+    const [reply] = await waitFor(() => repliesTo(ev.event.message.message_id).length > 0 && repliesTo(ev.event.message.message_id));
+    const { text } = JSON.parse(reply.body.content);
+    expect(text).not.toMatch(/<\s*at\b/i);
+    // It reads the same: only a zero-width space was added.
+    expect(text.replaceAll("\u200b", "")).toContain('<at user_id="all"></at> and < AT user_id="all">');
+  });
+
+  it("delivers a welcome for a member join as a new message in the chat", async () => {
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "lark-welcome", scope: { type: "bot", id: plain.botId }, eventTypes: ["group.member_joined"] });
+    const added = event("im.chat.member.user.added_v1", { chat_id: "oc_620", operator_id: { open_id: "ou_op" }, users: [{ name: "Cy", tenant_key: "tenant_1", user_id: { open_id: "ou_cy" } }] });
+    expect((await postPlain(added)).status).toBe(200);
+    const created = () => fake.calls.filter((c) => c.path === "/open-apis/im/v1/messages" && c.body?.receive_id === "oc_620");
+    const [welcome] = await waitFor(() => created().length > 0 && created(), 10_000, "the welcome");
+    expect(welcome.query.get("receive_id_type")).toBe("chat_id");
+    expect(welcome.body).toMatchObject({ msg_type: expect.any(String), uuid: expect.any(String) });
   });
 
   it("downloads an image message's resource into an input artifact", async () => {

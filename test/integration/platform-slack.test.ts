@@ -239,6 +239,21 @@ describe("Slack: Events API in, Web API out", () => {
     expect(runner.calls.length).toBe(before);
   });
 
+  it("delivers a welcome for a join to the channel, outside any thread; a recall has nowhere to reply and says so", async () => {
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "slack-welcome", scope: { type: "bot", id: botId }, eventTypes: ["group.member_joined", "message.recalled"] });
+    expect((await post(callback({ type: "member_joined_channel", user: "U78", channel: "C910", channel_type: "C" }))).status).toBe(200);
+    const [welcome] = await waitFor(() => postsTo("C910").length > 0 && postsTo("C910"), 10_000, "the welcome");
+    expect(welcome.body.thread_ts).toBeUndefined();
+    const joinContext = runner.contexts.find((c) => c.conversation.conversation_id === "C910");
+    expect(joinContext.delivery).toMatchObject({ surface: "slack", reply_target: { channel: "C910" }, supports_streaming: true });
+
+    const deleted = callback({ type: "message", subtype: "message_deleted", channel: "C920", deleted_ts: "1800000000.000002", ts: "1800000006.000001", previous_message: { user: "U42", ts: "1800000000.000002", text: "gone" } });
+    expect((await post(deleted)).status).toBe(200);
+    const recallContext = await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === "C920"), 10_000, "the recall's run");
+    expect(recallContext.delivery).toMatchObject({ surface: "slack", supports_streaming: false, supports_edit: false });
+    expect(recallContext.delivery.reply_target).toBeUndefined();
+  });
+
   it("keeps the bot token and signing secret out of every answer, record and log line", async () => {
     await post(callback(message("C950", "forged")), { signature: "v0=deadbeef" });
     const got = await host.admin("GET", `/v1/admin/bots/${botId}`);

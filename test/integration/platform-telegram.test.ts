@@ -236,6 +236,26 @@ describe("Telegram: webhook in, reply out", () => {
     expect(odd).toHaveLength(1);
   });
 
+  it("delivers a welcome for a join to the chat and topic, quoting nothing", async () => {
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "tg-welcome", scope: { type: "bot", id: botId }, eventTypes: ["group.member_joined"] });
+    const joined = update("-101400", { new_chat_members: [{ id: 9, is_bot: false, first_name: "Dee" }], message_thread_id: 77, is_topic_message: true });
+    expect((await post(joined)).status).toBe(200);
+    const [send] = await waitFor(() => sendsTo("-101400").length > 0 && sendsTo("-101400"), 10_000, "the welcome");
+    expect(send.body).toMatchObject({ chat_id: "-101400", message_thread_id: 77 });
+    expect(send.body.reply_parameters).toBeUndefined();
+  });
+
+  it("records another bot's message without answering it (two agents would answer each other forever), but answers an anonymous admin", async () => {
+    const fromBot = update("-101300", { from: { id: 999, is_bot: true, first_name: "OtherAgent" }, text: "a bot speaking", reply_to_message: { message_id: 5 } });
+    expect((await post(fromBot)).status).toBe(200);
+    const anonymousAdmin = update("-101300", { from: { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" }, sender_chat: { id: -101300, type: "supergroup" }, text: "an admin speaking" });
+    expect((await post(anonymousAdmin)).status).toBe(200);
+    await waitFor(() => sendsTo("-101300").some((c) => c.body.text === "echo: an admin speaking"), 10_000, "the admin's answer");
+    const [row] = await host.query<{ event_type: string; source_event_type: string }>("SELECT event_type, source_event_type FROM event_log WHERE event_id = ?", [`telegram:${botId}:${fromBot.update_id}`]);
+    expect(row).toEqual({ event_type: "platform.unhandled", source_event_type: "message.from_bot" });
+    expect(contextFor("a bot speaking")).toEqual([]);
+  });
+
   it("sets the webhook with the secret token through the admin API", async () => {
     const res = await host.admin("POST", `/v1/admin/bots/${botId}/webhook`);
     answered.push(JSON.stringify(res.body));

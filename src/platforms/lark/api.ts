@@ -14,8 +14,8 @@ export interface LarkCredentials extends Record<string, string> {
   verification_token: string;
 }
 
-/** Lark's "too many requests" code, sometimes sent with HTTP 400. */
-const RATE_LIMITED = 99991400;
+/** Lark's "too many requests" codes, often sent with HTTP 400: the app's own limit, a chat's 5 messages a second, the tenant's. */
+const RATE_LIMITED = new Set([99991400, 230020, 11232]);
 /** Token invalid or expired: fetch a new one and retry. */
 const TOKEN_INVALID = new Set([99991661, 99991663, 99991668]);
 /** Refresh this long before Lark says the token expires. */
@@ -28,7 +28,7 @@ function failureOf(status: number, headers: Headers, body: Record<string, unknow
   const code = typeof body.code === "number" ? body.code : null;
   const message = typeof body.msg === "string" ? body.msg : `HTTP ${status}`;
   const retryAfterMs = retryAfterHeaderMs(headers, "x-ogw-ratelimit-reset") ?? retryAfterHeaderMs(headers);
-  if (status === 429 || code === RATE_LIMITED) return { kind: "rate_limited", status, code: "rate_limited", message, retryAfterMs };
+  if (status === 429 || (code !== null && RATE_LIMITED.has(code))) return { kind: "rate_limited", status, code: "rate_limited", message, retryAfterMs };
   if (code !== null && TOKEN_INVALID.has(code)) return { kind: "transient", status, code: `lark_${code}`, message };
   if (status >= 400 || code === null) return failureOfStatus(status, code === null ? `lark_http_${status}` : `lark_${code}`, message, retryAfterMs);
   return { kind: "permanent", status, code: `lark_${code}`, message };
@@ -77,6 +77,12 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
   };
 }
 
+/**
+ * Text messages turn `<at user_id="all">` into a mention of everyone, and Lark documents no escape: a zero-width
+ * space after the `<` keeps an agent's text from pinging anyone while it reads the same.
+ */
+const inertMentions = (text: string) => text.replace(/<(?=\s*at\b)/gi, "<\u200b");
+
 /** A card whose one element is the text, shown exactly as given (plain_text), updatable by patch. */
 export const cardContent = (text: string) => JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "div", text: { tag: "plain_text", content: text } }] });
 
@@ -87,17 +93,20 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
     async send(text, { editable }) {
       // Only cards can be patched, so a message that will be edited is a card.
       const msgType = editable ? "interactive" : "text";
-      const content = editable ? cardContent(text) : JSON.stringify({ text });
+      const content = editable ? cardContent(text) : JSON.stringify({ text: inertMentions(text) });
       // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice. The content
       // is part of it, so a different message in the same place (the final text after a streamed card whose answer was
       // lost) is never taken for that retry and dropped.
-      const uuid = (await sha256Hex(`${target.replyToMessageId}\n${sent}\n${msgType}\n${content}`)).slice(0, 32);
-      const res = await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(target.replyToMessageId)}/reply`, {
-        msg_type: msgType,
-        content,
-        reply_in_thread: target.replyInThread,
-        uuid,
-      });
+      const uuid = (await sha256Hex(`${target.replyToMessageId ?? target.chatId}\n${sent}\n${msgType}\n${content}`)).slice(0, 32);
+      const res =
+        target.replyToMessageId === null
+          ? await api.call("POST", "/open-apis/im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: msgType, content, uuid })
+          : await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(target.replyToMessageId)}/reply`, {
+              msg_type: msgType,
+              content,
+              reply_in_thread: target.replyInThread,
+              uuid,
+            });
       if (!res.ok) return res;
       sent++;
       return { ok: true, value: String(res.value.message_id) };

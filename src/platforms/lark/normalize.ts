@@ -84,6 +84,8 @@ export function normalizeLarkPayload(payload: Record<string, unknown>, fallbackK
       conversationId: r.data.chat_id,
       actor: { actor_type: "user", actor_id: u.user_id.open_id ?? null, actor_name: u.name ?? null, metadata: idsOf(u.user_id) },
       data: { ...base.data, operator_open_id: r.data.operator_id?.open_id ?? null },
+      // A welcome goes to the chat as a new message.
+      replyTarget: { platform: "lark" as const, chatId: r.data.chat_id, replyToMessageId: null, replyInThread: false },
     }));
   }
   const chatId = (payload.event as Record<string, unknown> | undefined)?.chat_id;

@@ -109,7 +109,8 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
         text: null,
         files: [],
         data: { ...common.data, inviter: j.data.inviter ?? null, channel_type: j.data.channel_type ?? null },
-        replyTarget: null,
+        // A welcome goes to the channel itself.
+        replyTarget: { platform: "slack", channel: j.data.channel, threadTs: null },
       },
     ];
   }

@@ -25,6 +25,8 @@ const MessageSchema = z.looseObject({
   date: z.number(),
   chat: z.looseObject({ id: z.number(), type: z.string(), title: z.string().optional() }),
   from: UserSchema.optional(),
+  /** Set when a chat speaks (an anonymous group admin, a linked channel): `from` is then a placeholder bot. */
+  sender_chat: z.looseObject({ id: z.number() }).optional(),
   message_thread_id: z.number().optional(),
   is_topic_message: z.boolean().optional(),
   text: z.string().optional(),
@@ -105,12 +107,16 @@ export function normalizeUpdate(update: z.infer<typeof UpdateSchema>): Normalize
       text: null,
       files: [],
       data: { ...common.data, added_by: m.from ? String(m.from.id) : null },
-      replyTarget: null,
+      // A welcome goes to the chat (and topic), quoting nothing.
+      replyTarget: { platform: "telegram" as const, chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: null },
     }));
   }
   const text = m.text ?? m.caption ?? null;
   const files = filesOf(m);
   if (text === null && files.length === 0) return [{ ...unhandled(key, kind), conversationId: common.conversationId, threadId: common.threadId }];
+  // Another bot's message (bot-to-bot mode delivers replies to ours) is recorded, not answered: two agents would
+  // answer each other forever. A chat speaking through Telegram's placeholder bot is a person.
+  if (m.from?.is_bot && !m.sender_chat) return [{ ...unhandled(key, "message.from_bot"), conversationId: common.conversationId, threadId: common.threadId }];
   return [
     {
       ...common,
