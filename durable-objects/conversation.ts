@@ -214,7 +214,11 @@ export class ConversationDO extends DurableObject<Env> {
   private async cancelQueued(key: string, job: RunJob, reason: string): Promise<void> {
     this.cancelling.add(job.runId);
     try {
-      await runsStore(dbOf(this.env)).finishStatement(job.runId, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 }).execute();
+      const deps = { db: dbOf(this.env), config: configOf(this.env) };
+      if (await endRunAsHost(deps.db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 })) {
+        const notice = DeliverySession.cancelNotice(deps, job);
+        if (notice) this.settle(notice.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS));
+      }
       await this.runs.delete(key);
     } finally {
       this.cancelling.delete(job.runId);

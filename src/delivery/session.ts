@@ -62,6 +62,11 @@ function assistantText(message: unknown): string | null {
   return text.trim() ? text : null;
 }
 
+/** Shown for a completed answer with nothing but images, files or audio, which replies here do not carry. */
+const NO_TEXT_NOTICE = "(The answer has no text that can be shown here.)";
+/** Shown on a surface still waiting for an answer when the host cancelled the run. */
+const CANCELLED_NOTICE = "(This answer was cancelled.)";
+
 /** What a streamed message beyond the final text's parts is edited to. */
 const SUPERSEDED_PART = "…";
 /** What a call made after the session was abandoned (settle timeout) answers, without touching the platform. */
@@ -101,6 +106,11 @@ export class DeliverySession {
     return session;
   }
 
+  /** For a run cancelled before it started, on a surface still showing a placeholder for it: a session that resolves it. Settle it. */
+  static cancelNotice(deps: DeliveryDeps, job: RunJob): DeliverySession | null {
+    return job.delivery && ADAPTERS[job.delivery.target.platform].surface.awaitsAnswer ? DeliverySession.failureNotice(deps, job, "cancelled") : null;
+  }
+
   private constructor(
     private readonly deps: DeliveryDeps,
     private readonly job: RunJob,
@@ -129,7 +139,9 @@ export class DeliverySession {
 
   /** The publish seam: every ledger entry of the run, in order, as it is written. */
   feed(entries: LedgerEntry[]): void {
-    for (const entry of entries) {
+    // The host may end a run the runner called complete (no message): the user hears how it really ended.
+    const end = entries.findLastIndex((e) => e.type === "run.completed" || e.type === "run.failed");
+    for (const [i, entry] of entries.entries()) {
       if (this.closed) return;
       const data = asRecord(entry.data);
       if (entry.type === "message.delta" && this.streaming) {
@@ -146,16 +158,28 @@ export class DeliverySession {
         if (text === null) continue;
         this.completedSeen = true;
         this.complete(text);
-      } else if (entry.type === "run.completed" || entry.type === "run.failed") {
+      } else if (i === end) {
         // run.completed may carry the only message; a stream cut short keeps exactly what it showed.
         const text = entry.type === "run.completed" && !this.completedSeen ? assistantText(data.message) : null;
         if (text !== null) this.complete(text);
         else if (this.current) this.complete(this.current.text);
-        // A failed run that showed nothing still answers, so no user waits on silence (or on Discord's
-        // "thinking…"). A cancelled one does not: an operator or a newer message superseded it.
-        else if (entry.type === "run.failed" && this.replies === 0 && data.code !== "cancelled") this.complete(this.job.agent.deliveryPolicy.failure_notice ?? DEFAULT_FAILURE_NOTICE);
+        else if (this.replies === 0) {
+          const notice = this.noticeInsteadOfAnswer(entry);
+          if (notice !== null) this.complete(notice);
+        }
       }
     }
+  }
+
+  /**
+   * What a run that ended without showing anything says, so no user waits on silence (or on Discord's "thinking…"):
+   * the failure notice; for an answer without text, that it cannot be shown. A run the host cancelled (an operator,
+   * a newer message) stays silent where nothing is waiting for it.
+   */
+  private noticeInsteadOfAnswer(end: LedgerEntry): string | null {
+    if (end.type === "run.completed") return NO_TEXT_NOTICE;
+    if (end.origin === "host" && asRecord(end.data).code === "cancelled") return this.adapter.surface.awaitsAnswer ? CANCELLED_NOTICE : null;
+    return this.job.agent.deliveryPolicy.failure_notice ?? DEFAULT_FAILURE_NOTICE;
   }
 
   /**

@@ -108,6 +108,8 @@ export interface Surface {
   /** Characters (UTF-16 code units) per message; longer replies are split. */
   maxMessageSize: number;
   capabilities: Record<string, unknown>;
+  /** The platform shows a placeholder until the first answer (Discord's deferred "thinking…"): every run must answer it, even a cancelled one. */
+  awaitsAnswer?: boolean;
 }
 
 export interface PlatformAdapter<C extends Record<string, string> = Record<string, string>> {

@@ -60,10 +60,13 @@ export const StateValueSchema = JsonValueSchema.refine(
 
 // Strict payloads: they cause delivery or host side effects, so unknown keys are refused too.
 
-export const MessageDeltaDataSchema = z.strictObject({ chunk: MessageSchema });
+/** What a runner says is the assistant's (§7): a message in another role would pass for the user's in the transcript. */
+const AssistantMessageSchema = MessageSchema.extend({ role: z.literal("assistant", { error: "a runner's message must have role assistant" }) });
+
+export const MessageDeltaDataSchema = z.strictObject({ chunk: AssistantMessageSchema });
 export type MessageDeltaData = z.infer<typeof MessageDeltaDataSchema>;
 
-export const MessageCompletedDataSchema = z.strictObject({ message: MessageSchema });
+export const MessageCompletedDataSchema = z.strictObject({ message: AssistantMessageSchema });
 export type MessageCompletedData = z.infer<typeof MessageCompletedDataSchema>;
 
 export const ArtifactCreatedDataSchema = z.strictObject({
@@ -100,6 +103,7 @@ export type ActionRequestedData = z.infer<typeof ActionRequestedDataSchema>;
 
 export const RunCompletedDataSchema = z.strictObject({
   finish_reason: z.string().min(1),
+  // Any role parses, so the run still completes; a message in another role is dropped on its own (ResultProcessor).
   message: MessageSchema.nullish(),
 });
 export type RunCompletedData = z.infer<typeof RunCompletedDataSchema>;

@@ -45,6 +45,12 @@ function messageText(message: Message): string {
   return message.content.map((el) => (el.type === "text" ? el.text : "")).join("");
 }
 
+/** Nothing to show: no element but text, and no text but whitespace. A success made of it would be a blank one (§7). */
+function isBlank(message: Message): boolean {
+  if (typeof message.content === "string") return message.content.trim() === "";
+  return message.content.every((el) => el.type === "text" && el.text.trim() === "");
+}
+
 /**
  * Applies PROTOCOL §7 to a run's result stream: validation, sequence
  * de-duplication and gap warnings, and the host effect of each result. Pure:
@@ -197,6 +203,7 @@ export class ResultProcessor {
   private apply(result: KnownResult, batch: ResultBatch, sequence: number | null) {
     switch (result.type) {
       case "message.completed":
+        if (isBlank(result.data.message)) return this.drop(batch, result.type, "the message has no content", sequence);
         return this.addMessage(batch, result.data.message);
       case "state.updated": {
         const scopeKey = this.init.stateScopes[result.data.scope];
@@ -220,7 +227,9 @@ export class ResultProcessor {
         return;
       }
       case "run.completed":
-        if (result.data.message && !this.sawMessage) this.addMessage(batch, result.data.message);
+        if (result.data.message?.role !== undefined && result.data.message.role !== "assistant") {
+          this.drop(batch, result.type, "its message must have role assistant; the message is dropped, the completion kept", sequence);
+        } else if (result.data.message && !isBlank(result.data.message) && !this.sawMessage) this.addMessage(batch, result.data.message);
         this.terminalResult = result;
         return;
       case "run.failed":

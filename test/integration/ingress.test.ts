@@ -148,6 +148,24 @@ describe("POST /v1/events", () => {
     expect((await host.admin("GET", "/v1/runs/run_unknown")).status).toBe(404);
   });
 
+  it("ends a run cancelled while it waits with run.failed {code: cancelled} in its ledger and in EventLog (§11)", async () => {
+    const hold = deferred();
+    holds.set("hold:cancel-queued", hold);
+    const active = await host.postEvent(messageEvent("cancel-queued", "hold:cancel-queued"));
+    await waitFor(() => timeline.includes("start hold:cancel-queued"));
+    const waiting = await host.postEvent(messageEvent("cancel-queued", "never started"));
+    expect(waiting.body.disposition).toBe("queued");
+    expect((await host.admin("POST", `/v1/runs/${waiting.body.run_id}/cancel`)).status).toBe(202);
+    expect(await host.waitForRun(waiting.body.run_id!)).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });
+    const ledger = (await host.admin("GET", `/v1/runs/${waiting.body.run_id}/events`)).body.items;
+    expect(ledger).toMatchObject([{ type: "run.failed", origin: "host", data: { code: "cancelled", retryable: false } }]);
+    const records = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'run.failed' AND run_id = ?", [waiting.body.run_id]);
+    expect(records.map((r) => JSON.parse(r.data_json))).toMatchObject([{ run_id: waiting.body.run_id, code: "cancelled" }]);
+    hold.resolve();
+    expect((await host.waitForRun(active.body.run_id!)).status).toBe("completed");
+    expect(timeline).not.toContain("start never started");
+  });
+
   it("cancels a run left queued in libSQL whose hand-over to its conversation was lost", async () => {
     const done = await host.postEvent(messageEvent("lost-dispatch", "first"));
     await host.waitForRun(done.body.run_id!);

@@ -128,6 +128,36 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(zhEdit.body.content).toBe("抱歉，这次没能回答。");
   });
 
+  it("resolves the deferred response of a run a newer interaction interrupted", async () => {
+    const interrupting = { agent_id: "discord-interrupt", name: "interrupt", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "C9" }, concurrency: { strategy: "interrupt" } };
+    expect((await host.admin("POST", "/v1/admin/agents", interrupting)).status).toBe(201);
+    const inC9 = { channel_id: "C9", channel: { id: "C9", type: 0 } };
+    const first = command("sleep 5000", inC9);
+    expect((await post(first)).body).toEqual({ type: 5 });
+    await waitFor(() => contextFor("sleep 5000").length > 0);
+    const second = command("newer", inC9);
+    expect((await post(second)).body).toEqual({ type: 5 });
+    const [edit] = await waitFor(() => writesFor(first).length > 0 && writesFor(first), 10_000, "the first interaction resolved");
+    expect([edit.method, edit.path, edit.body.content]).toEqual(["PATCH", `/webhooks/${APPLICATION_ID}/${first.token}/messages/@original`, "(This answer was cancelled.)"]);
+    expect((await host.waitForRun(contextFor("sleep 5000")[0].run_id)).status).toBe("cancelled");
+    await waitFor(() => writesFor(second).some((w) => w.body.content === "echo: newer"));
+  });
+
+  it("resolves the deferred response of an interaction cancelled while it waited its turn", async () => {
+    const inC10 = { channel_id: "C10", channel: { id: "C10", type: 0 } };
+    const busy = command("sleep 1500", inC10);
+    expect((await post(busy)).body).toEqual({ type: 5 });
+    await waitFor(() => contextFor("sleep 1500").length > 0);
+    const waiting = command("waiting", inC10);
+    expect((await post(waiting)).body).toEqual({ type: 5 });
+    const [queued] = (await host.admin("GET", "/v1/runs?conversation_id=C10&status=queued")).body.items;
+    expect((await host.admin("POST", `/v1/runs/${queued.run_id}/cancel`)).status).toBe(202);
+    const [edit] = await waitFor(() => writesFor(waiting).length > 0 && writesFor(waiting), 10_000, "the waiting interaction resolved");
+    expect([edit.method, edit.path, edit.body.content]).toEqual(["PATCH", `/webhooks/${APPLICATION_ID}/${waiting.token}/messages/@original`, "(This answer was cancelled.)"]);
+    await waitFor(() => writesFor(busy).some((w) => w.body.content === "echo: sleep 1500"));
+    expect(contextFor("waiting")).toEqual([]);
+  });
+
   it("a draft longer than the final answer leaves no stale follow-up text", async () => {
     const i = command("shrink");
     expect((await post(i)).body).toEqual({ type: 5 });

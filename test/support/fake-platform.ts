@@ -116,6 +116,8 @@ export async function startChatRunner(name: string) {
         return w.reply(text.slice("differ ".length));
       }
       if (text.startsWith("long ")) return w.reply(longText(Number(text.slice(5))));
+      // `sleep <ms>`: a runner thinking, silent, before it answers.
+      if (text.startsWith("sleep ")) await sleep(Number(text.slice("sleep ".length)));
       if (text === "shrink") {
         // A draft that spills into a second message, then a final answer that fits in one.
         // Spaced past the 1 s edit interval, so the draft is really shown in two messages.

@@ -44,7 +44,7 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
   credentials: CredentialsSchema,
   defaultApiBaseUrl: "https://discord.com/api/v10",
   // Message content is at most 2,000 characters; the deferred response and follow-ups are editable.
-  surface: { canEdit: true, maxMessageSize: 2000, capabilities: { interactions: true, followups: true } },
+  surface: { canEdit: true, maxMessageSize: 2000, capabilities: { interactions: true, followups: true }, awaitsAnswer: true },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {
