@@ -102,11 +102,19 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     if (data instanceof StreamReply) return answered({ status: 200, json: "", stream: data.body, contentType: data.contentType }, "allowed");
     return answered(reply(200, { ok: true, data }), "allowed");
   } catch (thrown) {
-    const err = thrown instanceof SealedSecretError ? unopenedCredential(thrown) : thrown;
-    if (!(err instanceof ApiError)) throw err;
-    if (err.code === "unauthorized") await auditDenial(ctx, action ?? "", err);
+    const err = thrown instanceof SealedSecretError ? unopenedCredential(thrown) : thrown instanceof ApiError ? thrown : hostFault(ctx.snapshot.runId, action, thrown);
+    if (err.code === "unauthorized") await auditDenial(ctx, action ?? "", err).catch((e: Error) => console.error(`run ${ctx.snapshot.runId}: denial of ${action} not recorded: ${e.message}`));
     return answered(errorReply(err), err.code, { ...resourceOf(params), ...resourceOf(err.details) });
   }
+}
+
+/**
+ * The host's own failure while serving a call (the database refused or timed out): answered in §8's shape as a
+ * retryable 500 `runtime_error`. The cause goes to the log only: it may name tables or queries.
+ */
+export function hostFault(runId: string, action: string | null, cause: unknown): ApiError {
+  console.error(`run ${runId}: ${action ?? "Host API call"} failed in the host: ${cause instanceof Error ? cause.message : String(cause)}`);
+  return new ApiError("runtime_error", "the host failed while serving this call; it may be tried again", { status: 500, retryable: true, cause });
 }
 
 type GatedAction = keyof typeof API_GROUP_OF_ACTION;

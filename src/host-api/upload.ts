@@ -67,7 +67,7 @@ export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot"
 }
 
 function checkLength(config: Config, length: number | null, budget: UploadBudget): asserts length is number {
-  if (length === null) throw new ApiError("invalid_argument", "Content-Length is required: uploads are streamed with a known length", { status: 411 });
+  if (length === null) throw new ApiError("invalid_argument", "Content-Length is required: uploads are streamed with a known length");
   if (length > config.ARTIFACT_UPLOAD_MAX_BYTES) {
     throw new ApiError("payload_too_large", `upload of ${length} bytes exceeds ARTIFACT_UPLOAD_MAX_BYTES (${config.ARTIFACT_UPLOAD_MAX_BYTES})`);
   }

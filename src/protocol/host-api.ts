@@ -4,11 +4,11 @@
  * not a silently ignored option on a call that may have side effects.
  */
 import * as z from "zod";
-import { formatZodIssues, ModelMessageSchema, RecordSchema } from "./common";
+import { formatZodIssues, JsonValueSchema, ModelMessageSchema, RecordSchema } from "./common";
 import type { AvailableApiName } from "./context";
 import { StateScopeSchema } from "./context";
 import type { PermissionGroup } from "./manifest";
-import { StateKeySchema, StateValueSchema } from "./results";
+import { StateKeySchema } from "./results";
 
 /** Largest artifact.read window: responses stay bounded whatever the artifact size. */
 export const ARTIFACT_READ_MAX_LENGTH = 1024 * 1024;
@@ -79,7 +79,8 @@ export const HOST_API_PARAMS = {
     length: z.int().min(1).max(ARTIFACT_READ_MAX_LENGTH).default(ARTIFACT_READ_MAX_LENGTH),
   }),
   "state.get": z.strictObject(stateRef),
-  "state.set": z.strictObject({ ...stateRef, value: StateValueSchema }),
+  // The value's size is checked by the action, after the scope: §8 checks scope before payload size.
+  "state.set": z.strictObject({ ...stateRef, value: JsonValueSchema }),
   "state.delete": z.strictObject(stateRef),
   "state.list": z.strictObject({
     scope: StateScopeSchema,
@@ -88,7 +89,8 @@ export const HOST_API_PARAMS = {
     cursor,
   }),
   "storage.get": z.strictObject({ area: StorageAreaSchema, key: storageKey }),
-  "storage.set": z.strictObject({ area: StorageAreaSchema, key: storageKey, value_base64: z.base64() }),
+  // Checked by the action after the area (§8: scope before payload): base64, then size.
+  "storage.set": z.strictObject({ area: StorageAreaSchema, key: storageKey, value_base64: z.string() }),
   "storage.delete": z.strictObject({ area: StorageAreaSchema, key: storageKey }),
   "storage.keys": z.strictObject({
     area: StorageAreaSchema,
@@ -109,7 +111,8 @@ export const HOST_API_PARAMS = {
   "knowledge.retrieve": z.strictObject({
     kb_id: id,
     query: z.string().min(1),
-    top_k: z.int().min(1).max(20).default(5),
+    // §8 sets no cap; this one only keeps an answer bounded.
+    top_k: z.int().min(1).max(100).default(5),
     filters: RecordSchema.nullish(),
   }),
   "host.version": z.strictObject({}),

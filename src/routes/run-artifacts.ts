@@ -5,7 +5,7 @@ import { dbOf } from "../db/connect";
 import { drainBody } from "../lib/drain";
 import { configOf } from "../env";
 import { ApiError } from "../host-api/errors";
-import { hostApiResponse, refuseToken } from "../host-api/handle";
+import { hostApiResponse, hostFault, refuseToken } from "../host-api/handle";
 import { bearerToken } from "../middleware/admin-auth";
 import { formatZodIssues } from "../protocol/common";
 import { ArtifactUploadQuerySchema } from "../protocol/host-api";
@@ -25,8 +25,9 @@ function declaredLength(header: string | undefined): number | null {
  * `PUT /v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` (PROTOCOL §8,
  * artifact.upload). The owning Durable Object checks the run token and the
  * snapshot; this Worker then streams the body to R2, so large uploads never
- * cross the DO. A body without Content-Length is refused (411): R2 needs the
- * length up front, and buffering to learn it would defeat streaming.
+ * cross the DO. A body without Content-Length is refused (400, as §8 answers
+ * `invalid_argument`): R2 needs the length up front, and buffering to learn
+ * it would defeat streaming.
  */
 export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStub<ConversationDO> | null): Promise<Response> {
   const runId = c.req.param("runId")!;
@@ -51,6 +52,6 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
   } catch (err) {
     if (err instanceof UploadDeadlineError) return fail(new ApiError("deadline_exceeded", err.message));
     if (err instanceof TruncatedUploadError) return fail(new ApiError("invalid_argument", err.message));
-    throw err;
+    return fail(err instanceof ApiError ? err : hostFault(runId, "artifact.upload", err));
   }
 }

@@ -143,7 +143,7 @@ describe("artifact Host API", () => {
     expect(out.truncated).toContain('"code":"invalid_argument","message":"the body ended after 10 of 100 bytes"');
     expect([out.too_big.status, out.too_big.body.error.code]).toEqual([413, "payload_too_large"]);
     expect(out.too_big.body.error.message).toMatch(/ARTIFACT_UPLOAD_MAX_BYTES/);
-    expect([out.chunked.status, out.chunked.body.error.code]).toEqual([411, "invalid_argument"]);
+    expect([out.chunked.status, out.chunked.body.error.code]).toEqual([400, "invalid_argument"]);
     expect(out.chunked.body.error.message).toMatch(/Content-Length is required/);
     expect([out.bad_token.status, out.bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.bad_query.status, out.bad_query.body.error.code]).toEqual([400, "invalid_argument"]);
@@ -165,7 +165,7 @@ describe("artifact Host API", () => {
     await expect.poll(uploads).toEqual([
       ...Array(3).fill(["allowed", 200]),
       ["payload_too_large", 413],
-      ["invalid_argument", 411],
+      ["invalid_argument", 400],
       ["unauthorized", 401],
       ["invalid_argument", 400],
       ["unauthorized", 401],

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
-import { deferred } from "../support/host-api";
+import { callHostApi, deferred } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -33,6 +33,11 @@ beforeAll(async () => {
       if (body.context.input.text === "think first") {
         w.send("message.delta", { chunk: { role: "assistant", content: "a draft" } });
         await thought.promise;
+      } else if (body.context.input.text === "read state during an outage") {
+        const ctx = body.context;
+        host.databaseOutage({ queries: 1, matching: "runner_state" });
+        const read = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "state.get", { scope: "conversation", key: "k" });
+        return w.reply(JSON.stringify(read));
       } else if (body.context.input.text === "marker") {
         // Answered at once.
       } else if (body.context.input.text === "draft and wait") {
@@ -99,6 +104,17 @@ async function startDuring(mode: true | "hang", conversation: string) {
   expect((await host.waitForRun(runId, 15_000)).message?.content).toBe("done: hello");
   expect(runner.calls.filter((c) => c.body.context.run_id === runId)).toHaveLength(1);
 }
+
+describe("a database outage during a Host API call", () => {
+  it("answers in §8's shape, a retryable 500 runtime_error that names no query, and the run goes on", async () => {
+    const posted = await host.postEvent(messageEvent("outage-host-api", "read state during an outage"));
+    const run = await host.waitForRun(posted.body.run_id!, 15_000);
+    expect(run.status).toBe("completed");
+    const read = JSON.parse(String(run.message?.content));
+    expect(read).toEqual({ status: 500, body: { ok: false, error: { code: "runtime_error", message: "the host failed while serving this call; it may be tried again", retryable: true, details: {} } } });
+    expect(host.logs()).toContain(`run ${posted.body.run_id}: state.get failed in the host`);
+  });
+});
 
 describe("a database outage while a run starts", () => {
   it("keeps the run and its followers waiting, then runs it once the database is back", () => startDuring(true, "outage-refused"), 25_000);

@@ -78,6 +78,7 @@ beforeAll(async () => {
         state_list: await api("state.list", { scope: "conversation", prefix: "notes.", limit: 1 }),
         state_delete: await api("state.delete", { scope: "conversation", key: "notes.b" }),
         state_too_big: await api("state.set", { scope: "conversation", key: "big", value: "x".repeat(300 * 1024) }),
+        state_too_big_disabled_scope: await api("state.set", { scope: "subject", key: "big", value: "x".repeat(300 * 1024) }),
         // As deep as a JSON value may be, inside the request's own envelope; one level more is refused.
         state_deepest: await api("state.set", { scope: "conversation", key: "deep", value: nested(64) }),
         state_too_deep: await api("state.set", { scope: "conversation", key: "deep", value: nested(65) }),
@@ -136,7 +137,9 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     expect(r.state_get.body.data).toEqual({ value: { n: 1 }, found: true });
     expect(r.state_list.body.data).toMatchObject({ keys: ["notes.a"], has_more: true });
     expect(status("state_delete")).toBe(200);
-    expect(status("state_too_big")).toBe(400);
+    expect([status("state_too_big"), code("state_too_big")]).toEqual([413, "payload_too_large"]);
+    // §8: scope before payload size, so a denial is a denial (and audited) whatever the payload.
+    expect([status("state_too_big_disabled_scope"), code("state_too_big_disabled_scope")]).toEqual([403, "unauthorized"]);
     expect(status("state_deepest")).toBe(200);
     expect([status("state_too_deep"), code("state_too_deep")]).toEqual([400, "invalid_argument"]);
     expect(r.version.body).toEqual({ ok: true, data: { version: "0.1.0" } });
@@ -157,7 +160,7 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     // Denials are in EventLog with run, runner, action and scope.
     const audit = await host.postEvent(messageEvent("api-main", "events"));
     const denials = JSON.parse(String((await host.waitForRun(audit.body.run_id!)).message?.content));
-    expect(denials.map((d: any) => d.action).sort()).toEqual(["event.get", "history.page", "history.search", "state.get"]);
+    expect(denials.map((d: any) => d.action).sort()).toEqual(["event.get", "history.page", "history.search", "state.get", "state.set"]);
     for (const d of denials) {
       expect(d).toMatchObject({ run_id: probe.body.run_id, runner_id: runner.runnerId(), scope: { conversation_id: "api-main" } });
       expect(d.resource).toBeTypeOf("object");

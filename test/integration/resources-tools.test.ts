@@ -128,15 +128,21 @@ describe("careless upstreams", () => {
 describe("knowledge bases", () => {
   it("retrieves scored entries, best first, at most top_k", async () => {
     const { result, runId } = await world.inRun("retrieve", async ({ api }) => ({
+      // §8 sets no cap: the host's own bound is 100.
+      thirty: await api("knowledge.retrieve", { kb_id: "docs", query: "refunds", top_k: 30 }),
       three: await api("knowledge.retrieve", { kb_id: "docs", query: "refunds", top_k: 3, filters: { lang: "en" } }),
-      tooMany: await api("knowledge.retrieve", { kb_id: "docs", query: "refunds", top_k: 50 }),
+      tooMany: await api("knowledge.retrieve", { kb_id: "docs", query: "refunds", top_k: 101 }),
     }));
     const entries = result.three.body.data.entries;
     expect(entries).toHaveLength(3);
     expect(entries.map((e: any) => e.score)).toEqual([...entries.map((e: any) => e.score)].sort((a, b) => b - a));
     expect(entries[0]).toMatchObject({ content: expect.stringContaining("refunds passage"), metadata: { doc: expect.any(String) } });
     expect(world.retrieval.calls.at(-1)).toEqual({ authorization: `Bearer ${world.SECRETS.kb}`, body: { query: "refunds", top_k: 3, filters: { lang: "en" } } });
+    expect(result.thirty.status).toBe(200);
     expect([result.tooMany.status, result.tooMany.body.error.code]).toEqual([400, "invalid_argument"]);
-    expect((await world.ledger(runId)).find((e) => e.type === "knowledge.retrieved")?.data).toMatchObject({ kb_id: "docs", top_k: 3, entry_count: 3 });
+    expect((await world.ledger(runId)).filter((e) => e.type === "knowledge.retrieved").map((e) => e.data)).toMatchObject([
+      { kb_id: "docs", top_k: 30, entry_count: 30 },
+      { kb_id: "docs", top_k: 3, entry_count: 3 },
+    ]);
   });
 });

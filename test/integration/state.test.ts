@@ -146,7 +146,7 @@ describe("state (PROTOCOL §9)", () => {
     expect(result.second).toMatchObject({ keys: ["notes.c"], has_more: false });
     expect(result.percent).toEqual(["notes%"]);
     expect(result.all).toEqual(["notes%", "notes.a", "notes.b", "notes.c", "notesX", "other"]);
-    expect([result.too_big.status, result.too_big.body.error.code]).toEqual([400, "invalid_argument"]);
+    expect([result.too_big.status, result.too_big.body.error.code]).toEqual([413, "payload_too_large"]);
     expect(result.bad_cursor.status).toBe(400);
   });
 

@@ -102,12 +102,16 @@ describe("storage.* (PROTOCOL §9)", () => {
       resources: ctx.resources.storage,
       plugin: await api("storage.keys", { area: "plugin" }),
       workspace: await api("storage.get", { area: "workspace", key: "team" }),
+      // §8: the area (scope) is checked before the payload, so a bad value does not hide a denial.
+      workspace_bad_value: await api("storage.set", { area: "workspace", key: "team", value_base64: "not base64!" }),
     }), { workspace_id: "ws-2" });
     expect(result.resources).toEqual({ plugin_storage: true, workspace_storage: false });
     expect(result.plugin.status).toBe(200);
     expect([result.workspace.status, result.workspace.body.error.code]).toEqual([403, "unauthorized"]);
+    expect([result.workspace_bad_value.status, result.workspace_bad_value.body.error.code]).toEqual([403, "unauthorized"]);
     expect(await deniedCalls(host, runId)).toEqual([
       expect.objectContaining({ run_id: runId, runner_id: alpha.runnerId(), action: "storage.get", resource: { area: "workspace" }, scope: { conversation_id: "st-alpha-plugin", thread_id: null } }),
+      expect.objectContaining({ action: "storage.set", resource: { area: "workspace" } }),
     ]);
   });
 

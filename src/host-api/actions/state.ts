@@ -1,7 +1,9 @@
 import { encodeKeyCursor } from "../../lib/cursor";
 import type { StateScope } from "../../protocol/context";
 import { stateStore } from "../../stores/state";
-import { denied } from "../errors";
+import { utf8ByteLength } from "../../protocol/common";
+import { STATE_VALUE_MAX_BYTES } from "../../protocol/results";
+import { ApiError, denied } from "../errors";
 import { type ActionContext, type ActionTable, type Handler, afterKeyOf } from "./context";
 
 function stateScopeKey(ctx: ActionContext, scope: StateScope): string {
@@ -17,7 +19,10 @@ const stateGet: Handler<"state.get"> = async (ctx, p) => {
 
 const stateSet: Handler<"state.set"> = async (ctx, p) => {
   const scopeKey = stateScopeKey(ctx, p.scope);
-  await stateStore(ctx.db).setStatement(scopeKey, p.key, ctx.snapshot.runnerId, p.scope, JSON.stringify(p.value)).execute();
+  const valueJson = JSON.stringify(p.value);
+  const size = utf8ByteLength(valueJson);
+  if (size > STATE_VALUE_MAX_BYTES) throw new ApiError("payload_too_large", `state value is ${size} bytes serialised; at most ${STATE_VALUE_MAX_BYTES} are allowed`);
+  await stateStore(ctx.db).setStatement(scopeKey, p.key, ctx.snapshot.runnerId, p.scope, valueJson).execute();
   return { ok: true };
 };
 

@@ -1,3 +1,4 @@
+import * as z from "zod";
 import { encodeKeyCursor } from "../../lib/cursor";
 import type { StorageArea } from "../../protocol/host-api";
 import { storageStore, type StorageOwner } from "../../stores/storage";
@@ -15,6 +16,8 @@ function ownerOf(ctx: ActionContext, area: StorageArea): StorageOwner {
   throw denied(`storage area "${area}" is not allowed for this run`, { area });
 }
 
+const Base64Schema = z.base64();
+
 /** Decoded size of validated base64, without decoding it. */
 function base64ByteLength(b64: string): number {
   const padding = b64.endsWith("==") ? 2 : b64.endsWith("=") ? 1 : 0;
@@ -28,6 +31,7 @@ const storageGet: Handler<"storage.get"> = async (ctx, p) => {
 
 const storageSet: Handler<"storage.set"> = async (ctx, p) => {
   const owner = ownerOf(ctx, p.area);
+  if (!Base64Schema.safeParse(p.value_base64).success) throw new ApiError("invalid_argument", "value_base64 is not base64");
   const size = base64ByteLength(p.value_base64);
   const max = ctx.config.STORAGE_MAX_VALUE_BYTES;
   if (size > max) throw new ApiError("payload_too_large", `storage value is ${size} bytes; at most ${max} are allowed`);
