@@ -24,29 +24,17 @@ async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
  * (so callers apply them as one batch: a runner's last message and its
  * `run.completed` sent back to back usually cost one write, not two). It
  * never waits for more to batch, holds at most about `maxLineBytes` of lines
- * plus one chunk, and one partial line of at most `maxLineBytes`. Lines that
- * arrived before the stream failed are yielded before the failure is thrown.
+ * (each counted with its newline) plus one chunk, and one partial line in a
+ * buffer of at most twice `maxLineBytes`. Lines that arrived before the
+ * stream failed are yielded before the failure is thrown.
  */
 export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits): AsyncGenerator<string[]> {
   const decoder = new TextDecoder();
   const reader = body.getReader();
-  let pending: Uint8Array[] = [];
-  let pendingBytes = 0;
+  const partial = new PartialLine();
   let total = 0;
-  const take = (tail: Uint8Array): string => {
-    const parts = pending.length ? [...pending, tail] : [tail];
-    pending = [];
-    pendingBytes = 0;
-    if (parts.length === 1) return decoder.decode(parts[0]);
-    const joined = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      joined.set(p, at);
-      at += p.length;
-    }
-    return decoder.decode(joined);
-  };
   let lines: string[] = [];
+  /** Bytes of the lines in hand, each counted with its newline, so a flood of empty lines is bounded too. */
   let linesBytes = 0;
   const split = (value: Uint8Array) => {
     total += value.length;
@@ -55,17 +43,14 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
     }
     let start = 0;
     for (let i = value.indexOf(NEWLINE); i !== -1; i = value.indexOf(NEWLINE, start)) {
-      if (pendingBytes + (i - start) > limits.maxLineBytes) throw lineTooLarge(limits);
-      linesBytes += pendingBytes + (i - start);
-      lines.push(take(value.subarray(start, i)));
+      if (partial.length + (i - start) > limits.maxLineBytes) throw lineTooLarge(limits);
+      linesBytes += partial.length + (i - start) + 1;
+      lines.push(decoder.decode(partial.take(value.subarray(start, i))));
       start = i + 1;
     }
     if (start < value.length) {
-      const rest = value.subarray(start);
-      pendingBytes += rest.length;
-      if (pendingBytes > limits.maxLineBytes) throw lineTooLarge(limits);
-      // Copy: the reader may reuse its buffer.
-      pending.push(rest.slice());
+      if (partial.length + (value.length - start) > limits.maxLineBytes) throw lineTooLarge(limits);
+      partial.append(value.subarray(start));
     }
   };
   const handOver = () => {
@@ -97,7 +82,7 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
       // Bounded memory: a runner that floods gets its lines applied in slices.
       if (linesBytes >= limits.maxLineBytes) yield handOver();
     }
-    if (pendingBytes > 0) lines.push(take(new Uint8Array()));
+    if (partial.length > 0) lines.push(decoder.decode(partial.take(new Uint8Array())));
     if (lines.length) yield handOver();
   } finally {
     if (ahead) {
@@ -106,6 +91,37 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
       await ahead.catch(() => {});
     }
     reader.releaseLock();
+  }
+}
+
+/**
+ * The unfinished line, in one buffer that grows by doubling: a line dripped a
+ * byte per chunk costs at most twice its size, not a buffer per chunk.
+ */
+class PartialLine {
+  private buffer = new Uint8Array(0);
+  length = 0;
+
+  append(bytes: Uint8Array): void {
+    const needed = this.length + bytes.length;
+    if (needed > this.buffer.length) {
+      const grown = new Uint8Array(Math.max(needed, this.buffer.length * 2, 1024));
+      grown.set(this.buffer.subarray(0, this.length));
+      this.buffer = grown;
+    }
+    // Copied: the reader may reuse its chunk's memory.
+    this.buffer.set(bytes, this.length);
+    this.length = needed;
+  }
+
+  /** The whole line, ending with `tail`; the buffer is released, as most lines arrive whole. */
+  take(tail: Uint8Array): Uint8Array {
+    if (this.length === 0) return tail;
+    this.append(tail);
+    const line = this.buffer.subarray(0, this.length);
+    this.buffer = new Uint8Array(0);
+    this.length = 0;
+    return line;
   }
 }
 

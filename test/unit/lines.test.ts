@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { readLines, sseFramer } from "../../src/runner/lines";
 import { RunnerCallError } from "../../src/runner/errors";
@@ -48,6 +50,44 @@ describe("readLines", () => {
     expect(batches.flat()).toHaveLength(30);
     expect(batches.length).toBeGreaterThanOrEqual(3);
     for (const b of batches) expect(b.join("").length).toBeLessThanOrEqual(1000 + line.length);
+  });
+
+  it("bounds a flood of empty lines too: each line counts with its newline", async () => {
+    const newlines = new Uint8Array(16 * 1024).fill(10);
+    const batches = await collect([newlines, newlines, newlines, newlines], { maxLineBytes: 1024, maxStreamBytes: 1 << 20 });
+    expect(batches.flat()).toHaveLength(4 * 16 * 1024);
+    // At most the limit's worth plus the chunk being split, never the whole flood at once.
+    expect(Math.max(...batches.map((b) => b.length))).toBeLessThanOrEqual(1024 + newlines.length);
+  });
+
+  it("keeps a line dripped a byte at a time in one buffer, and joins it whole", async () => {
+    const line = "x".repeat(5000);
+    let sent = 0;
+    const drip = new ReadableStream<Uint8Array>({
+      pull: (c) => (sent < line.length ? c.enqueue(new Uint8Array([line.charCodeAt(sent++)])) : (c.enqueue(new Uint8Array([10])), c.close())),
+    });
+    expect(await collect(drip, { maxLineBytes: 8192, maxStreamBytes: 1 << 20 })).toEqual([[line]]);
+  });
+
+  it("holds an unfinished line dripped a byte at a time in memory about its size, not a buffer per chunk", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const size = 256 * 1024;
+    let sent = 0;
+    let stalled!: () => void;
+    const atStall = new Promise<void>((r) => (stalled = r));
+    const drip = new ReadableStream<Uint8Array>(
+      { pull: (c) => (sent++ < size ? c.enqueue(new Uint8Array([120])) : (stalled(), new Promise<void>(() => {}))) },
+      { highWaterMark: 0 },
+    );
+    gc();
+    const before = process.memoryUsage();
+    void readLines(drip, { maxLineBytes: 1024 * 1024, maxStreamBytes: 1 << 24 })[Symbol.asyncIterator]().next();
+    await atStall;
+    gc();
+    const after = process.memoryUsage();
+    // A buffer per one-byte chunk held over 200 bytes each: about 55 MiB here. One growing buffer: well under a MiB.
+    expect(after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers).toBeLessThan(8 * 1024 * 1024);
   });
 
   it("yields the lines that arrived before the stream failed, then the failure", async () => {
