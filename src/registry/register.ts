@@ -3,6 +3,7 @@ import { DbError } from "../db/executor";
 import { conflict, HostError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { formatRunnerId, parseRunnerServiceManifest, type SkippedRunner } from "../protocol/manifest";
+import { agentsStore } from "../stores/agents";
 import { registryStore, toServiceView } from "../stores/registry";
 
 const MANIFEST_TIMEOUT_MS = 10_000;
@@ -26,6 +27,19 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
   }
 }
 
+/** A service's new manifest may not drop a runner an agent runs on: its events would silently go unbound. */
+async function refuseOrphaningAgents(db: Db, serviceId: string, kept: Set<string>): Promise<void> {
+  const dropped = new Set((await registryStore(db).runnersOf(serviceId)).map((r) => r.runnerId).filter((id) => !kept.has(id)));
+  if (!dropped.size) return;
+  const agents = (await agentsStore(db).list()).filter((a) => dropped.has(a.runnerId));
+  if (!agents.length) return;
+  const runnerIds = [...new Set(agents.map((a) => a.runnerId))];
+  throw conflict(
+    `the manifest no longer lists runner ${runnerIds.join(", ")}, which agents ${agents.map((a) => a.agentId).join(", ")} run on: move or delete those agents first, or keep the runner in the manifest`,
+    { agents: agents.map((a) => a.agentId), runner_ids: runnerIds },
+  );
+}
+
 /**
  * Fetch a service's manifest and (re)register its runners. Each runner is
  * validated on its own: an invalid one is skipped and reported, the rest
@@ -46,6 +60,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     manifestJson: JSON.stringify(r),
     updatedAt: now,
   }));
+  if (existing) await refuseOrphaningAgents(db, existing.serviceId, new Set(runners.map((r) => r.runnerId)));
   try {
     await store.saveService(
       {

@@ -56,6 +56,28 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect(refreshed.body.service.service_id).toBe(res.body.service.service_id);
   });
 
+  it("refuses a refresh whose manifest drops a runner an agent runs on (409 naming both), and applies it once no agent does", async () => {
+    const runners: Record<string, unknown>[] = [{ name: "keep", label: { en_US: "keep" } }, { name: "gone", label: { en_US: "gone" } }];
+    const mutable = await startAdHocRunner({ name: "mutable", runners, onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("ok") });
+    try {
+      const reg = await host.admin("POST", "/v1/admin/runner-services", { base_url: mutable.url });
+      const serviceId = reg.body.service.service_id;
+      const onGone = { agent_id: "on-gone", name: "g", runner_id: mutable.runnerId("gone"), event_types: ["message.received"], scope: { type: "conversation", id: "on-gone" } };
+      expect((await host.admin("POST", "/v1/admin/agents", onGone)).status).toBe(201);
+      runners.splice(1);
+      const refused = await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`);
+      expect(refused).toMatchObject({ status: 409, body: { error: { code: "conflict", details: { agents: ["on-gone"], runner_ids: [mutable.runnerId("gone")] } } } });
+      // Nothing changed: the agent still runs.
+      expect((await host.postEvent(messageEvent("on-gone", "still here"))).body.disposition).toBe("started");
+      expect((await host.admin("DELETE", "/v1/admin/agents/on-gone")).status).toBe(204);
+      const applied = await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`);
+      expect(applied.status).toBe(200);
+      expect(applied.body.registered).toEqual([mutable.runnerId("keep")]);
+    } finally {
+      await mutable.close();
+    }
+  });
+
   it("moves a service to a new address (PUT), keeping its runners, agents and secret; npm start's binding does so itself", async () => {
     const reply = (where: string) => async ({ body }: { body: any }, res: import("node:http").ServerResponse) => resultWriter(res, body.context.run_id).reply(`from ${where}`);
     const first = await startAdHocRunner({ name: "moving", onRun: reply("first") });
