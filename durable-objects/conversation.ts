@@ -175,9 +175,9 @@ export class ConversationDO extends DurableObject<Env> {
     );
   }
 
-  /** The refusal of a token that `hostApi` would refuse now, or null: asked before a large body is read. */
-  async refuseHostApiToken(runId: string, token: string): Promise<HostApiReply | null> {
-    return (await this.sessions.authenticated(runId, token)) ? null : refuseToken(runId, this.sessions.get(runId));
+  /** The refusal of a token that `hostApi` would refuse now, or null: asked before a large body is read, and before an upload is recorded. */
+  async refuseHostApiToken(runId: string, token: string, action: string | null = null): Promise<HostApiReply | null> {
+    return (await this.sessions.authenticated(runId, token)) ? null : refuseToken(runId, this.sessions.get(runId), action);
   }
 
   /** artifact.upload: the token, snapshot and run's upload budget are checked here; the Worker then streams the body to R2 itself. */

@@ -17,6 +17,11 @@ export class TruncatedUploadError extends Error {
   override readonly name = "TruncatedUploadError";
 }
 
+/** The run ended (cancelled, failed) while its upload arrived: its token no longer holds, and nothing is kept. */
+export class RunEndedDuringUploadError extends Error {
+  override readonly name = "RunEndedDuringUploadError";
+}
+
 /** The run's deadline passed while the body was still arriving. */
 export class UploadDeadlineError extends Error {
   override readonly name = "UploadDeadlineError";
@@ -28,6 +33,8 @@ export async function storeUpload(
   query: ArtifactUploadQuery,
   body: ReadableStream<Uint8Array> | null,
   signal?: AbortSignal,
+  /** Asked once the blob is stored, before it is recorded: whether the run is still active (§8: its token holds only then). */
+  stillActive?: () => Promise<boolean>,
 ): Promise<ArtifactMetadata> {
   const { length } = grant;
   const artifactId = newId("art");
@@ -60,6 +67,11 @@ export async function storeUpload(
     if (signal?.aborted) throw new UploadDeadlineError(`the run's deadline passed after ${received} of ${length} bytes`, { cause: err });
     if (received < length) throw new TruncatedUploadError(`the body ended after ${received} of ${length} bytes`, { cause: err });
     throw err;
+  }
+
+  if (stillActive && !(await stillActive())) {
+    await deps.bucket.delete(r2Key);
+    throw new RunEndedDuringUploadError("the run ended while its upload arrived; nothing was kept");
   }
 
   const now = Date.now();

@@ -1,10 +1,10 @@
 import type { Context } from "hono";
 import type { ConversationDO } from "../../durable-objects/conversation";
-import { storeUpload, TruncatedUploadError, UploadDeadlineError } from "../artifacts/upload";
+import { RunEndedDuringUploadError, storeUpload, TruncatedUploadError, UploadDeadlineError } from "../artifacts/upload";
 import { dbOf } from "../db/connect";
 import { drainBody } from "../lib/drain";
 import { configOf } from "../env";
-import { ApiError } from "../host-api/errors";
+import { ApiError, invalidToken } from "../host-api/errors";
 import { hostApiResponse, hostFault, refuseToken } from "../host-api/handle";
 import { bearerToken } from "../middleware/admin-auth";
 import { formatZodIssues } from "../protocol/common";
@@ -47,11 +47,14 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
   // A body still arriving at the run's deadline is cut there.
   const deadline = AbortSignal.timeout(Math.max(0, auth.grant.deadlineAt - Date.now()));
   try {
-    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, options, c.req.raw.body, deadline);
+    const stillActive = async () => (await owner.refuseHostApiToken(runId, token, "artifact.upload")) === null;
+    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, options, c.req.raw.body, deadline, stillActive);
     return json(200, { ok: true, data: metadata });
   } catch (err) {
     if (err instanceof UploadDeadlineError) return fail(new ApiError("deadline_exceeded", err.message));
     if (err instanceof TruncatedUploadError) return fail(new ApiError("invalid_argument", err.message));
+    // Refused (and logged) by the owning DO, as any call with a token that no longer holds.
+    if (err instanceof RunEndedDuringUploadError) return fail(invalidToken());
     return fail(err instanceof ApiError ? err : hostFault(runId, "artifact.upload", err));
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, rawUpload, stalledBody, uploadArtifact } from "../support/host-api";
+import { callHostApi, deferred, rawUpload, stalledBody, uploadArtifact } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -13,6 +13,8 @@ const BIG = Buffer.from(Array.from({ length: 2.5 * MiB }, (_, i) => (i * 31 + (i
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let foreignArtifactId = "";
+/** An upload still arriving when its run is cancelled. */
+const acrossCancel = { midUpload: deferred<string>(), cancelled: deferred(), answer: deferred<Awaited<ReturnType<typeof stalledBody>>>() };
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
@@ -73,6 +75,23 @@ beforeAll(async () => {
           // Each run has its own upload budget.
           out.fresh_budget = (await upload(Buffer.alloc(2 * MiB))).status;
           return w.reply(JSON.stringify(out));
+        }
+        case "upload across a cancel": {
+          // Half the body, then the test cancels the run, then the rest.
+          const answer = await stalledBody(`${base}/v1/runs/${ctx.run_id}/artifacts?name=late.bin`, {
+            method: "PUT",
+            token,
+            declared: 2000,
+            first: 1000,
+            pauseMs: 0,
+            duringPause: async () => {
+              acrossCancel.midUpload.resolve(ctx.run_id);
+              await acrossCancel.cancelled.promise;
+            },
+          });
+          acrossCancel.answer.resolve(answer);
+          res.end();
+          return;
         }
         case "no permission": {
           out.upload = await upload(Buffer.from("x"));
@@ -213,6 +232,21 @@ describe("artifact Host API", () => {
     const ended = runner.calls.find((c) => c.body.context.run_id === uploadRunId)!.body.context.runtime.api.token;
     const late = await uploadArtifact(host.url, uploadRunId, ended, Buffer.from("late"));
     expect([late.status, late.body.error?.code]).toEqual([401, "unauthorized"]);
+  });
+
+  it("keeps nothing of an upload still arriving when its run is cancelled: the token held only while the run was active", async () => {
+    await host.postEvent(messageEvent("art-cancel", "upload across a cancel"));
+    const runId = await acrossCancel.midUpload.promise;
+    expect((await host.admin("POST", `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    expect((await host.waitForRun(runId)).status).toBe("cancelled");
+    acrossCancel.cancelled.resolve();
+    expect(await acrossCancel.answer.promise).toEqual({ answeredDuringPause: false, status: 401 });
+    expect(await host.query("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId])).toEqual([]);
+    expect(await host.r2Keys("artifacts/")).not.toContainEqual(expect.stringMatching(/late/));
+    await expect.poll(() => host.decisions(runId).filter((d) => d.action === "artifact.upload").map((d) => [d.outcome, d.status])).toEqual([
+      ["allowed", 200],
+      ["unauthorized", 401],
+    ]);
   });
 
   it("keeps history and unexpired artifacts when the cron runs without RETENTION_DAYS", async () => {
