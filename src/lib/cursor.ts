@@ -56,7 +56,8 @@ export function decodeTimeIdCursor(kind: string, cursor: string): TimeIdPosition
   } catch (cause) {
     throw new InvalidCursorError("cursor is not valid", { cause });
   }
-  const match = /^([^:]+):(\d+):(.+)$/s.exec(text);
+  const match = /^([^:]+):(\d{1,15}):(.+)$/s.exec(text);
+  // At most 15 digits: a time past any real one would lose precision (or become Infinity) on its way to SQL.
   if (!match || match[1] !== kind) throw new InvalidCursorError("cursor is not valid for this listing");
   return { time: Number(match[2]), id: match[3] };
 }

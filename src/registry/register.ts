@@ -1,3 +1,4 @@
+import { readCapped } from "../artifacts/read-capped";
 import type { Db } from "../db/client";
 import { DbError } from "../db/executor";
 import { conflict, HostError } from "../lib/errors";
@@ -18,8 +19,10 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
     throw new HostError(502, "bad_gateway", `could not fetch ${url}: ${(cause as Error).message}`, undefined, { cause });
   }
   if (!res.ok) throw new HostError(502, "bad_gateway", `${url} answered HTTP ${res.status}`);
-  const text = await res.text();
-  if (text.length > MANIFEST_MAX_BYTES) throw new HostError(502, "bad_gateway", `${url} is larger than ${MANIFEST_MAX_BYTES} bytes`);
+  // Read no further than the cap: a manifest that never ends is not buffered whole.
+  const bytes = await readCapped(res, MANIFEST_MAX_BYTES);
+  if (bytes === "too_large") throw new HostError(502, "bad_gateway", `${url} is larger than ${MANIFEST_MAX_BYTES} bytes`);
+  const text = new TextDecoder().decode(bytes);
   try {
     return JSON.parse(text);
   } catch (cause) {

@@ -126,7 +126,8 @@ class PartialLine {
 }
 
 function lineTooLarge(limits: Pick<LineLimits, "maxLineBytes">): RunnerCallError {
-  return new RunnerCallError("runner.line_too_large", `a result line exceeded ${limits.maxLineBytes} bytes`);
+  // The usual culprit: an inline artifact, whose base64 outgrows the line before its decoded bytes reach their own cap.
+  return new RunnerCallError("runner.line_too_large", `a result line exceeded ${limits.maxLineBytes} bytes (send large artifacts with artifact.upload)`);
 }
 
 /**

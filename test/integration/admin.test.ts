@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { listenLoopback } from "../support/http-server";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 let host: TestHost;
@@ -140,8 +141,24 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     }
   });
 
-  it("answers 502 for an unreachable service and 400 for a bad body", async () => {
+  it("answers 502 for an unreachable service or a manifest that never ends, and 400 for a bad body", async () => {
     expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: "http://127.0.0.1:9/" })).status).toBe(502);
+    // An endless manifest is cut at its 1 MiB cap, not read until the fetch times out.
+    const endless = await listenLoopback((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const more = () => { while (res.write(chunk)); };
+      res.on("drain", more);
+      more();
+    });
+    try {
+      const started = Date.now();
+      const refused = await host.admin("POST", "/v1/admin/runner-services", { base_url: endless.url });
+      expect([refused.status, refused.body.error.message]).toEqual([502, `${endless.url}/manifest is larger than 1048576 bytes`]);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await endless.close();
+    }
     expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: "ftp://x" })).status).toBe(400);
     expect((await host.admin("POST", "/v1/admin/runner-services/svc_missing/refresh")).status).toBe(404);
   });

@@ -67,6 +67,9 @@ describe("GET /v1/runs", () => {
     expect((await host.admin("GET", "/v1/runs?cursor=%25%25%25")).status).toBe(400);
     const ledgerCursor = Buffer.from("r:1").toString("base64").replace(/=+$/, "");
     expect((await host.admin("GET", `/v1/runs?cursor=${ledgerCursor}`)).status).toBe(400);
+    // A well-formed cursor whose time is past any real one (it would reach SQL as Infinity).
+    const farFuture = Buffer.from(`k:runs:${"9".repeat(400)}:run_x`).toString("base64");
+    expect((await host.admin("GET", `/v1/runs?cursor=${encodeURIComponent(farFuture)}`)).status).toBe(400);
     expect((await fetch(`${host.url}/v1/runs`)).status).toBe(401);
   });
 });

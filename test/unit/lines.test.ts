@@ -124,6 +124,8 @@ describe("readLines", () => {
     const err = await collect(["x".repeat(600), "x".repeat(600)]).catch((e) => e);
     expect(err).toBeInstanceOf(RunnerCallError);
     expect(err.code).toBe("runner.line_too_large");
+    // An inline artifact is the usual cause, and its base64 can outgrow a line below its own 1 MiB cap.
+    expect(err.message).toBe("a result line exceeded 1024 bytes (send large artifacts with artifact.upload)");
   });
 
   it("fails a stream over the total limit", async () => {
