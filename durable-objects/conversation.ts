@@ -9,7 +9,7 @@ import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type Host
 import type { SteeringPort } from "../src/host-api/actions/index";
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { claimRun, executeRun } from "../src/run/execute";
-import { endRunAsHost } from "../src/run/host-end";
+import { cancelUnhandedRun, endRunAsHost } from "../src/run/host-end";
 import { endLostRun } from "../src/run/lost-run";
 import type { RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
@@ -205,7 +205,7 @@ export class ConversationDO extends DurableObject<Env> {
     }
     const entry = (await this.runs.entries()).find(([, r]) => r.job.runId === runId);
     // Unknown here: a run whose hand-over from ingress was lost stays queued in libSQL only; it ends there.
-    if (!entry) return { cancelled: (await runsStore(dbOf(this.env)).cancelQueuedStatement(runId, "run cancelled before it reached its conversation").execute()).length > 0 };
+    if (!entry) return { cancelled: await cancelUnhandedRun(dbOf(this.env), runId) };
     await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started");
     return { cancelled: true };
   }
@@ -215,7 +215,9 @@ export class ConversationDO extends DurableObject<Env> {
     this.cancelling.add(job.runId);
     try {
       const deps = { db: dbOf(this.env), config: configOf(this.env) };
-      if (await endRunAsHost(deps.db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 })) {
+      const ended = await endRunAsHost(deps.db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 });
+      if (ended) {
+        this.live.publish(job.runId, [ended]);
         const notice = DeliverySession.cancelNotice(deps, job);
         if (notice) this.settle(notice.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS));
       }
@@ -344,12 +346,14 @@ export class ConversationDO extends DurableObject<Env> {
     } catch (err) {
       // Only host-side failures reach here (the database refused a write the run needs).
       console.error(`run ${job.runId}: host failure: ${(err as Error).message}`);
-      const ended = await endRunAsHost(db, job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).catch(
+      const ended = await endRunAsHost(db, job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).then(
+        (entry) => ({ entry }),
         (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${e.message}); the run is tried again or ended as lost`), null),
       );
       recorded = ended !== null;
+      if (ended?.entry) this.live.publish(job.runId, [ended.entry]);
       // The user hears of it: through the reply in progress, or a session of its own if the run failed before one opened.
-      if (ended) delivery = DeliverySession.failureNotice({ db, config }, job, "host.internal_error", delivery ?? undefined);
+      if (ended?.entry) delivery = DeliverySession.failureNotice({ db, config }, job, "host.internal_error", delivery ?? undefined);
     } finally {
       clearTimeout(timer);
       // Host API calls still in flight (a model stream, a tool call) end with the run.
@@ -385,7 +389,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   private async finishLost(key: string, job: RunJob): Promise<void> {
     const config = configOf(this.env);
-    const notice = await endLostRun({ db: dbOf(this.env), config }, job, this.unrecordedReplies.get(job.runId));
+    const notice = await endLostRun({ db: dbOf(this.env), config }, job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
     this.unrecordedReplies.delete(job.runId);
     if (notice) this.settle(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);

@@ -15,9 +15,24 @@ export function insertWhere<T extends SQLiteTable>(
   values: { [K in keyof T["$inferInsert"]]: T["$inferInsert"][K] | SQL | Placeholder },
   guard: SQL = sql`1`,
 ) {
+  return db.run(insertWhereSql(table, values, guard));
+}
+
+/** insertWhere's statement with `RETURNING returning`: the inserted row's values (none when the guard failed). */
+export function insertWhereReturning<T extends SQLiteTable>(
+  db: Db,
+  table: T,
+  values: { [K in keyof T["$inferInsert"]]: T["$inferInsert"][K] | SQL | Placeholder },
+  guard: SQL,
+  returning: SQL,
+) {
+  return db.all(sql`${insertWhereSql(table, values, guard)} RETURNING ${returning}`);
+}
+
+function insertWhereSql<T extends SQLiteTable>(table: T, values: Record<string, unknown>, guard: SQL): SQL {
   const columns = getTableColumns(table);
-  const entries = Object.entries(values as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  const entries = Object.entries(values).filter(([, v]) => v !== undefined);
   const names = sql.join(entries.map(([k]) => sql.identifier(columns[k].name)), sql`, `);
   const vals = sql.join(entries.map(([, v]) => sql`${typeof v === "boolean" ? Number(v) : v}`), sql`, `);
-  return db.run(sql`INSERT INTO ${table} (${names}) SELECT ${vals} WHERE ${guard}`);
+  return sql`INSERT INTO ${table} (${names}) SELECT ${vals} WHERE ${guard}`;
 }

@@ -145,8 +145,12 @@ export class DeliverySession {
       if (this.closed) return;
       const data = asRecord(entry.data);
       if (entry.type === "message.delta" && this.streaming) {
-        const text = textOf(asRecord(data.chunk).content);
-        if (!text) continue;
+        const chunk = asRecord(data.chunk);
+        // Only the assistant's words are shown (a delta in another role was dropped), and a reply opens on its first
+        // visible text: whitespace alone would count as an answer shown and hold back the notice.
+        if (chunk.role !== "assistant") continue;
+        const text = textOf(chunk.content);
+        if (!text || (!this.current && !text.trim())) continue;
         const reply = (this.current ??= this.newReply());
         reply.text += text;
         if (!reply.pumping) {
@@ -174,9 +178,11 @@ export class DeliverySession {
   /**
    * What a run that ended without showing anything says, so no user waits on silence (or on Discord's "thinking…"):
    * the failure notice; for an answer without text, that it cannot be shown. A run the host cancelled (an operator,
-   * a newer message) stays silent where nothing is waiting for it.
+   * a newer message), and one for an event that asked nothing, stay silent where nothing is waiting for them.
    */
   private noticeInsteadOfAnswer(end: LedgerEntry): string | null {
+    // Nobody waits on an event that asked nothing (a join): an agent may choose to stay silent there.
+    if (this.job.event.event_type !== "message.received" && !this.adapter.surface.awaitsAnswer) return null;
     if (end.type === "run.completed") return NO_TEXT_NOTICE;
     if (end.origin === "host" && asRecord(end.data).code === "cancelled") return this.adapter.surface.awaitsAnswer ? CANCELLED_NOTICE : null;
     return this.job.agent.deliveryPolicy.failure_notice ?? DEFAULT_FAILURE_NOTICE;

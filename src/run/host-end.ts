@@ -1,47 +1,73 @@
 import { sql } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
-import { insertWhere } from "../db/guarded";
+import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, run, runEvent } from "../db/schema";
 import { hostRecordValues } from "../stores/event-log";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import type { RunJob } from "./job";
 
+/** What ending a run needs of it: a run job, or the facts of a run row. */
+export interface HostEndTarget {
+  runId: string;
+  conversationKey: string;
+  conversation: Pick<RunJob["conversation"], "conversation_id">;
+  runner: { runnerId: string };
+}
+
 /**
  * Ends a run the host must close itself (lost session, host failure, a
  * cancel before it started); its `run.failed` EventLog record and ledger
  * entry only when this write is what ended it, in the same batch, so they
- * are never split by a failure in between.
- * Returns whether it ended the run: a chat reply then still owes the user a
- * failure notice.
+ * are never split by a failure in between. `onlyQueued` ends it only if it
+ * never started. Returns the ledger entry it wrote, for the run's live
+ * followers, or null when the run had already ended: only a run ended here
+ * still owes a chat user a notice.
  */
-export async function endRunAsHost(db: Db, job: RunJob, outcome: RunOutcome): Promise<boolean> {
+export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean } = {}): Promise<LedgerEntry | null> {
   const endedAt = Date.now();
+  const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: false };
   const record = hostRecordValues({
     eventType: "run.failed",
-    conversationKey: job.conversationKey,
-    conversationId: job.conversation.conversation_id,
-    runId: job.runId,
-    data: { run_id: job.runId, runner_id: job.runner.runnerId, code: outcome.errorCode, error: outcome.errorMessage },
+    conversationKey: target.conversationKey,
+    conversationId: target.conversation.conversation_id,
+    runId: target.runId,
+    data: { run_id: target.runId, runner_id: target.runner.runnerId, code: outcome.errorCode, error: outcome.errorMessage },
   });
   // This write ended it if the run now carries this write's end (a run ended earlier keeps its own).
-  const endedHere = sql`EXISTS (SELECT 1 FROM ${run} WHERE ${run.runId} = ${job.runId} AND ${run.endedAt} = ${endedAt} AND ${run.errorCode} IS ${outcome.errorCode ?? null})`;
-  const ledgerEntry = insertWhere(
+  const endedHere = sql`EXISTS (SELECT 1 FROM ${run} WHERE ${run.runId} = ${target.runId} AND ${run.endedAt} = ${endedAt} AND ${run.errorCode} IS ${outcome.errorCode ?? null})`;
+  const ledgerEntry = insertWhereReturning(
     db,
     runEvent,
     {
-      runId: job.runId,
+      runId: target.runId,
       // After whatever an earlier instance recorded of the run.
-      seq: sql`(SELECT COALESCE(MAX(${runEvent.seq}), 0) + 1 FROM ${runEvent} WHERE ${runEvent.runId} = ${job.runId})`,
+      seq: sql`(SELECT COALESCE(MAX(${runEvent.seq}), 0) + 1 FROM ${runEvent} WHERE ${runEvent.runId} = ${target.runId})`,
       type: "run.failed",
-      dataJson: JSON.stringify({ code: outcome.errorCode, error: outcome.errorMessage, retryable: false }),
+      dataJson: JSON.stringify(data),
       runnerSequence: null,
       origin: "host",
       createdAt: endedAt,
     },
     endedHere,
+    sql`${runEvent.seq}`,
   );
-  const [ended] = (await batchAll(db, [runsStore(db).finishStatement(job.runId, outcome, endedAt), insertWhere(db, eventLog, record, endedHere), ledgerEntry])) as [unknown[], unknown, unknown];
-  return ended.length > 0;
+  const runs = runsStore(db);
+  const finish = opts.onlyQueued ? runs.cancelQueuedStatement(target.runId, outcome.errorMessage ?? "cancelled", endedAt) : runs.finishStatement(target.runId, outcome, endedAt);
+  const [, , written] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry])) as [unknown, unknown, unknown[]];
+  // sqlite-proxy hands raw rows back as arrays of column values.
+  const row = written[0] as unknown[] | Record<string, unknown> | undefined;
+  if (row === undefined) return null;
+  const seq = Number(Array.isArray(row) ? row[0] : Object.values(row)[0]);
+  return { runId: target.runId, seq, type: "run.failed", data, runnerSequence: null, origin: "host", createdAt: endedAt };
+}
+
+/** Cancels a run left queued in libSQL only (its hand-over to its conversation was lost); true when this ended it. */
+export async function cancelUnhandedRun(db: Db, runId: string): Promise<boolean> {
+  const row = await runsStore(db).get(runId);
+  if (row?.status !== "queued") return false;
+  const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId }, runner: { runnerId: row.runnerId } };
+  const outcome = { status: "cancelled" as const, errorCode: "cancelled", errorMessage: "run cancelled before it reached its conversation", resultCount: 0 };
+  return (await endRunAsHost(db, target, outcome, { onlyQueued: true })) !== null;
 }
 
 /** What a reply in progress hears when the host, not the runner, ended the run: a `run.failed` as the ledger would carry it. */

@@ -1,7 +1,7 @@
 import type { Db } from "../db/client";
 import { DeliverySession } from "../delivery/session";
 import type { Config } from "../env";
-import { runsStore } from "../stores/runs";
+import { runsStore, type LedgerEntry } from "../stores/runs";
 import { endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
 
@@ -11,13 +11,14 @@ import type { RunJob } from "./job";
  * still has it (the run could not record its end), knows what it showed and
  * says so itself. Without it, a new session tells the user the run failed,
  * unless a platform had accepted some of the reply (its delivery trail).
- * Returns the session to settle.
+ * Its `run.failed` goes to the run's live followers. Returns the session to settle.
  */
-export async function endLostRun(deps: { db: Db; config: Config }, job: RunJob, kept?: DeliverySession): Promise<DeliverySession | null> {
+export async function endLostRun(deps: { db: Db; config: Config }, job: RunJob, kept: DeliverySession | undefined, publish: (entries: LedgerEntry[]) => void): Promise<DeliverySession | null> {
   // Abandoned meanwhile (its settle timed out during a long outage), it can no longer say anything.
   const reply = kept?.usable ? kept : undefined;
   const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;
   const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", resultCount: 0 };
   const ended = await endRunAsHost(deps.db, job, outcome);
+  if (ended) publish([ended]);
   return ended && !delivered ? DeliverySession.failureNotice(deps, job, "host.session_lost", reply) : null;
 }

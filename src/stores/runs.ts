@@ -140,7 +140,7 @@ export function runsStore(db: Db) {
     discardQueuedStatement: (runId: string) => discardQueued(db, { runId }),
 
     /** queued → cancelled; returns the run id only when the run was still queued. */
-    cancelQueuedStatement: (runId: string, reason: string) => cancelQueuedRun(db, { runId, errorMessage: reason, endedAt: Date.now() }),
+    cancelQueuedStatement: (runId: string, reason: string, endedAt = Date.now()) => cancelQueuedRun(db, { runId, errorMessage: reason, endedAt }),
 
     /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. */
     finishStatement: (runId: string, outcome: RunOutcome, endedAt = Date.now()) =>

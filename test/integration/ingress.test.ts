@@ -155,12 +155,17 @@ describe("POST /v1/events", () => {
     await waitFor(() => timeline.includes("start hold:cancel-queued"));
     const waiting = await host.postEvent(messageEvent("cancel-queued", "never started"));
     expect(waiting.body.disposition).toBe("queued");
+    // A follower of the waiting run hears its end live, as a replay would tell it.
+    const follower = fetch(`${host.url}/v1/runs/${waiting.body.run_id}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } }).then((r) => r.text());
     expect((await host.admin("POST", `/v1/runs/${waiting.body.run_id}/cancel`)).status).toBe(202);
     expect(await host.waitForRun(waiting.body.run_id!)).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });
     const ledger = (await host.admin("GET", `/v1/runs/${waiting.body.run_id}/events`)).body.items;
     expect(ledger).toMatchObject([{ type: "run.failed", origin: "host", data: { code: "cancelled", retryable: false } }]);
     const records = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'run.failed' AND run_id = ?", [waiting.body.run_id]);
     expect(records.map((r) => JSON.parse(r.data_json))).toMatchObject([{ run_id: waiting.body.run_id, code: "cancelled" }]);
+    const live = await follower;
+    expect(live).toMatch(/event: result\ndata: \{"seq":1,"type":"run\.failed".*"code":"cancelled"/);
+    expect(live).toContain('"status":"cancelled"');
     hold.resolve();
     expect((await host.waitForRun(active.body.run_id!)).status).toBe("completed");
     expect(timeline).not.toContain("start never started");
@@ -176,6 +181,8 @@ describe("POST /v1/events", () => {
     const res = await host.admin("POST", `/v1/runs/${lost}/cancel`);
     expect(res).toMatchObject({ status: 202, body: { cancelled: true } });
     expect((await host.admin("GET", `/v1/runs/${lost}`)).body).toMatchObject({ status: "cancelled", error: { code: "cancelled", message: "run cancelled before it reached its conversation" } });
+    expect((await host.admin("GET", `/v1/runs/${lost}/events`)).body.items).toMatchObject([{ type: "run.failed", origin: "host", data: { code: "cancelled" } }]);
+    expect(await host.query("SELECT 1 FROM event_log WHERE event_type = 'run.failed' AND run_id = ?", [lost])).toHaveLength(1);
     // Ended runs are not cancelled again, and a completed one is left alone.
     expect((await host.admin("POST", `/v1/runs/${lost}/cancel`)).status).toBe(409);
     expect((await host.admin("POST", `/v1/runs/${done.body.run_id}/cancel`)).status).toBe(409);

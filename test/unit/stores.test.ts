@@ -107,11 +107,16 @@ describe("endRunAsHost", () => {
     const { endRunAsHost } = await import("../../src/run/host-end");
     const { run } = await import("../../src/db/schema");
     await db.insert(run).values({ runId: "r1", eventId: "e1", conversationKey: "k", agentId: "a", runnerId: "http:a/b/c", status: "running", createdAt: 1 });
-    // Only the fields endRunAsHost reads matter here.
-    const job = { runId: "r1", conversationKey: "k", conversation: { conversation_id: "c" }, runner: { runnerId: "http:a/b/c" } } as unknown as import("../../src/run/job").RunJob;
+    const target = { runId: "r1", conversationKey: "k", conversation: { conversation_id: "c" }, runner: { runnerId: "http:a/b/c" } };
     const lost = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "lost", resultCount: 0 };
-    expect(await endRunAsHost(db, job, lost)).toBe(true);
-    expect(await endRunAsHost(db, job, { ...lost, errorCode: "host.internal_error" })).toBe(false);
+    // What an earlier instance recorded stays first in the ledger.
+    await runsStore(db).ledgerInserts([{ runId: "r1", seq: 1, type: "message.delta", data: {}, origin: "runner", createdAt: 1 }])[0].execute();
+    expect(await endRunAsHost(db, target, lost)).toMatchObject({ runId: "r1", seq: 2, type: "run.failed", origin: "host", data: { code: "host.session_lost" } });
+    expect(await endRunAsHost(db, target, { ...lost, errorCode: "host.internal_error" })).toBeNull();
+    expect((await runsStore(db).ledger("r1", 0, 10)).rows.map((e) => [e.seq, e.type])).toEqual([
+      [1, "message.delta"],
+      [2, "run.failed"],
+    ]);
     expect((await runsStore(db).get("r1"))).toMatchObject({ status: "failed", errorCode: "host.session_lost" });
     const records = await db.all<{ data_json: string }>(sql`SELECT data_json FROM event_log WHERE run_id = 'r1' AND event_type = 'run.failed'`);
     expect(records.map((r) => JSON.parse(Object.values(r)[0] as string).code)).toEqual(["host.session_lost"]);
