@@ -204,7 +204,6 @@ export class ConversationDO extends DurableObject<Env> {
       return { cancelled: true };
     }
     const entry = (await this.runs.entries()).find(([, r]) => r.job.runId === runId);
-    // Unknown here: a run whose hand-over from ingress was lost stays queued in libSQL only; it ends there.
     if (!entry) return { cancelled: await cancelUnhandedRun(dbOf(this.env), runId) };
     await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started");
     return { cancelled: true };
@@ -351,9 +350,11 @@ export class ConversationDO extends DurableObject<Env> {
         (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${e.message}); the run is tried again or ended as lost`), null),
       );
       recorded = ended !== null;
-      if (ended?.entry) this.live.publish(job.runId, [ended.entry]);
-      // The user hears of it: through the reply in progress, or a session of its own if the run failed before one opened.
-      if (ended?.entry) delivery = DeliverySession.failureNotice({ db, config }, job, "host.internal_error", delivery ?? undefined);
+      // Followers see the record; the user hears of it (through the reply in progress, or a session of its own).
+      if (ended?.entry) {
+        this.live.publish(job.runId, [ended.entry]);
+        delivery = DeliverySession.failureNotice({ db, config }, job, "host.internal_error", delivery ?? undefined);
+      }
     } finally {
       clearTimeout(timer);
       // Host API calls still in flight (a model stream, a tool call) end with the run.

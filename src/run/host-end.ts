@@ -53,11 +53,10 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   );
   const runs = runsStore(db);
   const finish = opts.onlyQueued ? runs.cancelQueuedStatement(target.runId, outcome.errorMessage ?? "cancelled", endedAt) : runs.finishStatement(target.runId, outcome, endedAt);
-  const [, , written] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry])) as [unknown, unknown, unknown[]];
-  // sqlite-proxy hands raw rows back as arrays of column values.
-  const row = written[0] as unknown[] | Record<string, unknown> | undefined;
-  if (row === undefined) return null;
-  const seq = Number(Array.isArray(row) ? row[0] : Object.values(row)[0]);
+  // sqlite-proxy hands raw rows back as arrays of column values: the one row written, or none.
+  const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry])) as [unknown, unknown, unknown[][]];
+  if (!written) return null;
+  const seq = Number(written[0]);
   return { runId: target.runId, seq, type: "run.failed", data, runnerSequence: null, origin: "host", createdAt: endedAt };
 }
 
