@@ -3,7 +3,7 @@ import type { ConcurrencyStrategy } from "../src/agents/policy";
 import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
-import { DeliverySession } from "../src/delivery/session";
+import { deliveryDepsOf, DeliverySession } from "../src/delivery/session";
 import { randomToken, sha256Hex } from "../src/lib/crypto";
 import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import type { SteeringPort } from "../src/host-api/actions/index";
@@ -213,7 +213,7 @@ export class ConversationDO extends DurableObject<Env> {
   private async cancelQueued(key: string, job: RunJob, reason: string): Promise<void> {
     this.cancelling.add(job.runId);
     try {
-      const deps = { db: dbOf(this.env), config: configOf(this.env) };
+      const deps = deliveryDepsOf(this.env);
       const ended = await endRunAsHost(deps.db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 });
       if (ended) {
         this.live.publish(job.runId, [ended]);
@@ -328,7 +328,7 @@ export class ConversationDO extends DurableObject<Env> {
       const snapshot = freezeSnapshot(job, deadlineAt, stateScopes, descriptorsFrom(claimed.extra));
       const state = claimed.state;
       // Chat platform events: the reply follows the ledger as it is written (null otherwise).
-      delivery = DeliverySession.open({ db, config }, job);
+      delivery = DeliverySession.open(deliveryDepsOf(this.env), job);
       const token = randomToken();
       const session = new RunSession(job, snapshot, await sha256Hex(token), abort);
       this.sessions.set(job.runId, session);
@@ -353,7 +353,7 @@ export class ConversationDO extends DurableObject<Env> {
       // Followers see the record; the user hears of it (through the reply in progress, or a session of its own).
       if (ended?.entry) {
         this.live.publish(job.runId, [ended.entry]);
-        delivery = DeliverySession.failureNotice({ db, config }, job, "host.internal_error", delivery ?? undefined);
+        delivery = DeliverySession.failureNotice(deliveryDepsOf(this.env), job, "host.internal_error", delivery ?? undefined);
       }
     } finally {
       clearTimeout(timer);
@@ -390,7 +390,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   private async finishLost(key: string, job: RunJob): Promise<void> {
     const config = configOf(this.env);
-    const notice = await endLostRun({ db: dbOf(this.env), config }, job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
+    const notice = await endLostRun(deliveryDepsOf(this.env), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
     this.unrecordedReplies.delete(job.runId);
     if (notice) this.settle(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);

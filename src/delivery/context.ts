@@ -16,6 +16,6 @@ export function platformDeliveryContext(delivery: PlatformDelivery, policy: Deli
     supports_edit: adapter.surface.canEdit,
     supports_reaction: false,
     max_message_size: adapter.surface.maxMessageSize,
-    platform_capabilities: adapter.surface.capabilities,
+    platform_capabilities: { ...adapter.surface.capabilities, files: { max_bytes: adapter.surface.maxFileBytes } },
   };
 }

@@ -10,7 +10,8 @@
  */
 import { DEFAULT_FAILURE_NOTICE } from "../agents/policy";
 import type { Db } from "../db/client";
-import type { Config } from "../env";
+import { dbOf } from "../db/connect";
+import { configOf, type Config, type Env } from "../env";
 import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
@@ -21,13 +22,18 @@ import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
 import { botsStore } from "../stores/bots";
 import type { LedgerEntry } from "../stores/runs";
+import { answerFileRows, fileIdsOf, loadAnswerFile } from "./files";
 import { DeliveryTrail, type DeliveryFact } from "./records";
 import { withRetries, type RetryPolicy } from "./retry";
 
 export interface DeliveryDeps {
   db: Db;
   config: Config;
+  /** Where the answer's files are read from. */
+  artifacts: R2Bucket;
 }
+
+export const deliveryDepsOf = (env: Env): DeliveryDeps => ({ db: dbOf(env), config: configOf(env), artifacts: env.ARTIFACTS });
 
 /** One platform message of a reply: what it shows now and when it was last written. */
 interface SentMessage {
@@ -42,6 +48,8 @@ interface Reply {
   text: string;
   final: string | null;
   messages: SentMessage[];
+  /** Artifact ids sent after the text, each as a message of its own. */
+  files: string[];
   pumping: boolean;
   /** A streamed write failed for good: stop streaming, still try the final text. */
   broken: boolean;
@@ -54,16 +62,10 @@ function textOf(content: unknown): string {
   return content.map((el) => (asRecord(el).type === "text" && typeof asRecord(el).text === "string" ? (asRecord(el).text as string) : "")).join("");
 }
 
-/** The text to deliver for a message result, or null when it is not an assistant message with text. */
-function assistantText(message: unknown): string | null {
-  const parsed = MessageSchema.safeParse(message);
-  if (!parsed.success || parsed.data.role !== "assistant") return null;
-  const text = textOf(parsed.data.content);
-  return text.trim() ? text : null;
-}
-
-/** Shown for a completed answer with nothing but images, files or audio, which replies here do not carry. */
+/** Shown for a completed answer with nothing this surface can show (only images by URL, say). */
 const NO_TEXT_NOTICE = "(The answer has no text that can be shown here.)";
+/** Shown for an answer of files only, none of which could be sent. */
+const FILES_NOT_SENT_NOTICE = "(The answer's files could not be sent here.)";
 /** Shown on a surface still waiting for an answer when the host cancelled the run. */
 const CANCELLED_NOTICE = "(This answer was cancelled.)";
 
@@ -82,6 +84,8 @@ export class DeliverySession {
   private current: Reply | null = null;
   private replies = 0;
   private completedSeen = false;
+  /** Artifacts announced since the last message: they belong to the next one, as in the transcript. */
+  private pendingFiles: string[] = [];
   private closed = false;
   private scrub: (text: string) => string = (text) => text;
   private readonly sleepers = new Set<() => void>();
@@ -157,15 +161,18 @@ export class DeliverySession {
           reply.pumping = true;
           this.enqueue(() => this.pump(reply));
         }
+      } else if (entry.type === "artifact.created") {
+        // Inline content is recorded with the id the host stored it under.
+        if (entry.origin === "runner" && typeof data.artifact_id === "string") this.pendingFiles.push(data.artifact_id);
       } else if (entry.type === "message.completed") {
-        const text = assistantText(data.message);
-        if (text === null) continue;
+        const answer = this.answerOf(data.message);
+        if (answer === null) continue;
         this.completedSeen = true;
-        this.complete(text);
+        this.complete(answer.text, answer.files);
       } else if (i === end) {
         // run.completed may carry the only message; a stream cut short keeps exactly what it showed.
-        const text = entry.type === "run.completed" && !this.completedSeen ? assistantText(data.message) : null;
-        if (text !== null) this.complete(text);
+        const answer = entry.type === "run.completed" && !this.completedSeen ? this.answerOf(data.message) : null;
+        if (answer !== null) this.complete(answer.text, answer.files);
         else if (this.current) this.complete(this.current.text);
         else if (this.replies === 0) {
           const notice = this.noticeInsteadOfAnswer(entry);
@@ -173,6 +180,17 @@ export class DeliverySession {
         }
       }
     }
+  }
+
+  /** What to deliver for a message result: its text and files, or null when it is not an assistant message with either. */
+  private answerOf(message: unknown): { text: string; files: string[] } | null {
+    const parsed = MessageSchema.safeParse(message);
+    if (!parsed.success || parsed.data.role !== "assistant") return null;
+    const text = textOf(parsed.data.content);
+    const files = [...new Set([...this.pendingFiles, ...fileIdsOf(parsed.data.content)])];
+    if (!text.trim() && files.length === 0) return null;
+    this.pendingFiles = [];
+    return { text: text.trim() ? text : "", files };
   }
 
   /**
@@ -205,13 +223,14 @@ export class DeliverySession {
   }
 
   private newReply(): Reply {
-    return { index: ++this.replies, text: "", final: null, messages: [], pumping: false, broken: false };
+    return { index: ++this.replies, text: "", final: null, messages: [], files: [], pumping: false, broken: false };
   }
 
-  private complete(text: string): void {
+  private complete(text: string, files: string[] = []): void {
     const reply = this.current ?? this.newReply();
     this.current = null;
     reply.final = text;
+    reply.files = files;
     this.enqueue(() => this.finish(reply));
   }
 
@@ -249,10 +268,17 @@ export class DeliverySession {
     }
   }
 
-  /** The final text, exactly: streamed messages corrected in place, the remaining parts sent. */
+  /** The final text, then the files; an answer of files alone that could send none says so. */
   private async finish(reply: Reply): Promise<void> {
     const text = reply.final ?? "";
-    if (!text.trim()) return;
+    if (text.trim()) await this.finishText(reply, text);
+    if (reply.files.length === 0) return;
+    const sent = await this.sendFiles(reply);
+    if (sent === 0 && reply.messages.length === 0 && !this.closed) await this.send(reply, 0, FILES_NOT_SENT_NOTICE, false);
+  }
+
+  /** The final text, exactly: streamed messages corrected in place, the remaining parts sent. */
+  private async finishText(reply: Reply, text: string): Promise<void> {
     const parts = splitMessage(text, this.adapter.surface.maxMessageSize);
     for (let i = 0; i < parts.length && !this.closed; i++) {
       const message = reply.messages[i];
@@ -273,6 +299,32 @@ export class DeliverySession {
       if (wait > 0) await this.sleep(wait);
       await this.edit(reply, message, i, SUPERSEDED_PART);
     }
+  }
+
+  /** Each file as a message of its own, one at a time; answers how many were sent. */
+  private async sendFiles(reply: Reply): Promise<number> {
+    const messenger = this.messenger!;
+    const facts = (artifactId: string) => ({ operation: "send_file", reply: reply.index, artifact_id: artifactId });
+    const rows = await answerFileRows(this.deps.db, reply.files).catch((err: Error) => err);
+    let sent = 0;
+    for (const artifactId of reply.files) {
+      if (this.closed) break;
+      const loaded =
+        rows instanceof Error
+          ? ({ ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be looked up: ${rows.message}` } as const)
+          : await loadAnswerFile(this.deps, this.job, artifactId, rows.get(artifactId), this.adapter.surface.maxFileBytes).catch(
+              (err: Error) => ({ ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be read: ${err.message}` }) as const,
+            );
+      if (!loaded.ok) {
+        this.trail.append([{ type: "delivery.failed", data: { ...facts(artifactId), code: loaded.code, error: loaded.error, will_retry: false } }]);
+        continue;
+      }
+      const file = loaded.file;
+      // A send that timed out may have been posted: retrying it could post the file twice.
+      const res = await this.call({ ...facts(artifactId), bytes: file.bytes.length }, () => messenger.sendFile(file), 0, { retryTimeouts: false });
+      if (res.ok) sent++;
+    }
+    return sent;
   }
 
   private async send(reply: Reply, part: number, text: string, editable: boolean): Promise<boolean> {

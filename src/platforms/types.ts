@@ -95,11 +95,28 @@ export interface ApiFailure {
 }
 export type ApiResult<T> = { ok: true; value: T } | { ok: false; failure: ApiFailure };
 
+/**
+ * The largest file the host sends to any platform: it holds one file in memory while it uploads it, and a Worker has
+ * 128 MB. Platforms that take less say so in their surface.
+ */
+export const DELIVERED_FILE_MAX_BYTES = 20 * 1024 * 1024;
+
+/** A file of an answer (an artifact the run may read), on its way to a platform. */
+export interface OutgoingFile {
+  name: string;
+  mimeType: string;
+  /** Images are shown as pictures where the platform has its own way to send them; the rest go as documents. */
+  kind: "image" | "file";
+  bytes: Uint8Array;
+}
+
 /** Sends and edits messages in one reply target. */
 export interface Messenger {
   /** A new message; `editable` when it will be edited as a stream grows (Lark sends a card then). Answers its id. */
   send(text: string, opts: { editable: boolean }): Promise<ApiResult<string>>;
   edit(messageId: string, text: string): Promise<ApiResult<void>>;
+  /** A file as a message of its own in the same place. Answers its id. */
+  sendFile(file: OutgoingFile): Promise<ApiResult<string>>;
 }
 
 /** What the platform's surface can do, for ctx.delivery and the delivery session. */
@@ -107,6 +124,8 @@ export interface Surface {
   canEdit: boolean;
   /** Characters (UTF-16 code units) per message; longer replies are split. */
   maxMessageSize: number;
+  /** The largest file (bytes) a bot may upload here; larger ones are not sent, and the delivery record says why. */
+  maxFileBytes: number;
   capabilities: Record<string, unknown>;
   /** The platform shows a placeholder until the first answer (Discord's deferred "thinking…"): every run must answer it, even a cancelled one. */
   awaitsAnswer?: boolean;

@@ -1,6 +1,4 @@
-import type { Db } from "../db/client";
-import { DeliverySession } from "../delivery/session";
-import type { Config } from "../env";
+import { DeliverySession, type DeliveryDeps } from "../delivery/session";
 import { runsStore, type LedgerEntry } from "../stores/runs";
 import { endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
@@ -13,7 +11,7 @@ import type { RunJob } from "./job";
  * unless a platform had accepted some of the reply (its delivery trail).
  * Its `run.failed` goes to the run's live followers. Returns the session to settle.
  */
-export async function endLostRun(deps: { db: Db; config: Config }, job: RunJob, kept: DeliverySession | undefined, publish: (entries: LedgerEntry[]) => void): Promise<DeliverySession | null> {
+export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: DeliverySession | undefined, publish: (entries: LedgerEntry[]) => void): Promise<DeliverySession | null> {
   // Abandoned meanwhile (its settle timed out during a long outage), it can no longer say anything.
   const reply = kept?.usable ? kept : undefined;
   const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;

@@ -1,4 +1,4 @@
-import { AgentRunResultSchema, parseResultPayload, type KnownResult } from "../protocol/results";
+import { AgentRunResultSchema, base64DecodedLength, parseResultPayload, type KnownResult } from "../protocol/results";
 import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
 import { formatZodIssues } from "../protocol/common";
@@ -143,11 +143,12 @@ export class ResultProcessor {
     if (sequence !== null && !this.acceptSequence(sequence, batch)) return;
 
     this.resultCount++;
-    batch.ledger.push(this.entry(result.type, result.data, "runner", sequence));
+    const recorded = this.entry(result.type, result.data, "runner", sequence);
+    batch.ledger.push(recorded);
     const parsed = parseResultPayload(result.type, result.data);
     if (parsed.kind === "unknown") return this.warn(batch, "result.unknown_type", `unknown result type ${result.type} ignored`, { sequence });
     if (parsed.kind === "invalid") return this.drop(batch, result.type, parsed.issues, sequence);
-    this.apply(parsed.result, batch, sequence);
+    this.apply(parsed.result, batch, sequence, recorded);
   }
 
   private acceptSequence(sequence: number, batch: ResultBatch): boolean {
@@ -200,7 +201,7 @@ export class ResultProcessor {
     this.pendingRefs = [];
   }
 
-  private apply(result: KnownResult, batch: ResultBatch, sequence: number | null) {
+  private apply(result: KnownResult, batch: ResultBatch, sequence: number | null, recorded: LedgerEntry) {
     switch (result.type) {
       case "message.completed":
         if (isBlank(result.data.message)) return this.drop(batch, result.type, "the message has no content", sequence);
@@ -217,6 +218,9 @@ export class ResultProcessor {
           const ref = { artifact_id: newId("art"), artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined };
           batch.inlineArtifacts.push({ ref, contentBase64: d.content_base64, metadata: d.metadata ?? {} });
           this.pendingRefs.push(ref);
+          // The ledger names the stored artifact instead of repeating its bytes (up to 1 MiB) to every follower and replay.
+          const { content_base64: _stored, ...described } = d;
+          recorded.data = { ...described, artifact_id: ref.artifact_id, size_bytes: base64DecodedLength(d.content_base64) };
         } else if (d.artifact_id) {
           const ref = { artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined };
           batch.artifactReferences.push(ref);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
 const SECRET_TOKEN = "tg-secret-token-0123456789";
@@ -31,6 +31,7 @@ function telegramApi(call: PlatformCall): FakeReply {
     if (retryAfter !== undefined && throttledChats.delete(chat)) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } } };
     return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(chat) }, text: call.body.text } } };
   }
+  if (method === "sendPhoto" || method === "sendDocument") return { json: { ok: true, result: { message_id: ++nextMessageId } } };
   if (method === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
   if (method === "getFile") return { json: { ok: true, result: { file_id: call.body.file_id, file_path: `photos/${call.body.file_id}.jpg` } } };
   if (method === "setWebhook") return { json: { ok: true, result: true } };
@@ -94,7 +95,7 @@ describe("Telegram: webhook in, reply out", () => {
       supports_edit: true,
       supports_reaction: false,
       max_message_size: 4096,
-      platform_capabilities: { threads: "forum_topics", reply_quotes: true },
+      platform_capabilities: { threads: "forum_topics", reply_quotes: true, files: { max_bytes: 20 * 1024 * 1024 } },
     });
     // The raw update is in R2, referenced, never inlined.
     const raw = await host.r2Object(ctx.event.raw_ref);
@@ -289,3 +290,79 @@ describe("Telegram: webhook in, reply out", () => {
 
 /** The message id the fake gave a send. */
 const messageIdOf = (send: PlatformCall) => (send.reply?.json as any)?.result?.message_id;
+
+describe("Telegram: files in answers", () => {
+  /** The uploads to a chat, with their form fields parsed. */
+  const uploadsTo = async (chat: string) => {
+    const uploads = [];
+    for (const call of fake.callsTo(/\/send(Photo|Document)$/)) {
+      const form = await formOf(call);
+      if (form.get("chat_id") === chat) uploads.push({ method: call.path.split("/").pop(), form });
+    }
+    return uploads;
+  };
+  const deliveryRecords = (runId: string) =>
+    host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
+
+  it("sends an artifact the run created after its text: an image as a photo in the same topic, quoting nothing twice", async () => {
+    const u = update("-102100", { text: "file chart.png", message_thread_id: 5, is_topic_message: true });
+    await post(u);
+    const [upload] = await waitFor(async () => (await uploadsTo("-102100")).length > 0 && uploadsTo("-102100"), 15_000, "the photo");
+    expect(upload.method).toBe("sendPhoto");
+    expect(upload.form.get("message_thread_id")).toBe("5");
+    // The text went first and quoted the user's message; the photo follows it without quoting again.
+    expect(sendsTo("-102100")[0].body).toMatchObject({ text: "here is chart.png", reply_parameters: { message_id: u.message.message_id } });
+    expect(upload.form.get("reply_parameters")).toBeNull();
+    const photo = await fileOf(upload.form, "photo");
+    expect(photo).toMatchObject({ name: "chart.png", type: "image/png" });
+    expect(photo.bytes.equals(ANSWER_FILE)).toBe(true);
+
+    const runId = contextFor("file chart.png")[0].run_id;
+    const records = await waitFor(async () => {
+      const rows = await deliveryRecords(runId);
+      return rows.length >= 4 && rows;
+    });
+    const sent = JSON.parse(records[3].data_json);
+    expect(records[3].event_type).toBe("delivery.succeeded");
+    expect(sent).toMatchObject({ operation: "send_file", bytes: ANSWER_FILE.length, message_id: expect.any(String) });
+    expect(sent.artifact_id).toMatch(/^art_/);
+    // The ledger names the stored artifact, not its bytes.
+    const [created] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'artifact.created'", [runId]);
+    expect(JSON.parse(created.data_json)).toEqual({ artifact_type: "image", mime_type: "image/png", name: "chart.png", artifact_id: sent.artifact_id, size_bytes: ANSWER_FILE.length });
+    expect(contextFor("file chart.png")[0].delivery.platform_capabilities.files).toEqual({ max_bytes: 20 * 1024 * 1024 });
+  });
+
+  it("sends anything but an image as a document, quoting the user when no text went first", async () => {
+    const u = update("-102200", { text: "fileonly report.pdf" });
+    await post(u);
+    const [upload] = await waitFor(async () => (await uploadsTo("-102200")).length > 0 && uploadsTo("-102200"), 15_000, "the document");
+    expect(upload.method).toBe("sendDocument");
+    expect(JSON.parse(String(upload.form.get("reply_parameters")))).toMatchObject({ message_id: u.message.message_id });
+    const doc = await fileOf(upload.form, "document");
+    expect(doc).toMatchObject({ name: "report.pdf", type: "application/pdf" });
+    expect(doc.bytes.equals(ANSWER_FILE)).toBe(true);
+    // An answer of files (and an image by URL) that were sent needs no "no text" notice.
+    await host.waitForRun(contextFor("fileonly report.pdf")[0].run_id);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sendsTo("-102200")).toEqual([]);
+  });
+
+  it("sends back an image the answer names by artifact id: the user's own photo", async () => {
+    await post(update("-102300", { caption: "show input", photo: [{ file_id: "big", width: 800, height: 800 }] }));
+    const [upload] = await waitFor(async () => (await uploadsTo("-102300")).length > 0 && uploadsTo("-102300"), 15_000, "the photo");
+    expect((await fileOf(upload.form, "photo")).bytes.equals(Buffer.from(PHOTO))).toBe(true);
+    expect(sendsTo("-102300")[0].body.text).toBe("showing input");
+  });
+
+  it("never sends another conversation's artifact, whatever the runner names; the text still goes and the refusal is recorded", async () => {
+    await post(update("-102400", { caption: "mine", photo: [{ file_id: "big", width: 800, height: 800 }] }));
+    await waitFor(() => sendsTo("-102400").length > 0);
+    const theirs = contextFor("mine")[0].input.attachments[0].artifact_id;
+    await post(update("-102500", { text: `show ${theirs}` }));
+    await waitFor(() => sendsTo("-102500").length > 0, 15_000, "the text");
+    const runId = contextFor(`show ${theirs}`)[0].run_id;
+    const failed = await waitFor(async () => (await deliveryRecords(runId)).find((r) => r.event_type === "delivery.failed"));
+    expect(JSON.parse(failed.data_json)).toMatchObject({ operation: "send_file", artifact_id: theirs, code: "artifact_unavailable", will_retry: false });
+    expect(await uploadsTo("-102500")).toEqual([]);
+  });
+});

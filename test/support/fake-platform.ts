@@ -10,6 +10,8 @@ export interface PlatformCall {
   /** The body parsed as JSON, or null. */
   body: any;
   raw: string;
+  /** The body as sent (a multipart upload is not text). */
+  bytes: Buffer;
   /** When the call arrived (ms since the epoch). */
   at: number;
   /** What the fake answered. */
@@ -32,7 +34,8 @@ export async function startFakePlatform(answer: (call: PlatformCall) => FakeRepl
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString("utf8");
+    const bytes = Buffer.concat(chunks);
+    const raw = bytes.toString("utf8");
     const url = new URL(req.url ?? "/", "http://fake");
     let body: unknown = null;
     try {
@@ -40,7 +43,7 @@ export async function startFakePlatform(answer: (call: PlatformCall) => FakeRepl
     } catch {
       body = null;
     }
-    const call: PlatformCall = { method: req.method ?? "GET", path: decodeURIComponent(url.pathname), query: url.searchParams, headers: req.headers, body, raw, at: Date.now() };
+    const call: PlatformCall = { method: req.method ?? "GET", path: decodeURIComponent(url.pathname), query: url.searchParams, headers: req.headers, body, raw, bytes, at: Date.now() };
     calls.push(call);
     const reply = await answer(call);
     call.reply = reply;
@@ -62,6 +65,22 @@ export async function startFakePlatform(answer: (call: PlatformCall) => FakeRepl
   };
 }
 
+/** A multipart (or form-encoded) call's fields, parsed as a server would. */
+export async function formOf(call: PlatformCall): Promise<FormData> {
+  return new Response(call.bytes, { headers: { "content-type": String(call.headers["content-type"]) } }).formData();
+}
+
+/** A file field's bytes and name. */
+export async function fileOf(form: FormData, field: string): Promise<{ name: string; type: string; bytes: Buffer }> {
+  // Node's FormData, typed here by the Workers types: a file field is a File.
+  const file = form.get(field) as unknown as File | string | null;
+  if (file === null || typeof file === "string") throw new Error(`no file in field ${field}`);
+  return { name: file.name, type: file.type, bytes: Buffer.from(await file.arrayBuffer()) };
+}
+
+/** The bytes of the file the chat runner attaches (`file <name>`): not text, so a lossy path would show. */
+export const ANSWER_FILE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0xff, 0xfe, 0x80, 0x7f, 0x01]);
+
 /** Poll until `check` returns a value (not undefined/false) or time runs out. */
 export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, what = "condition"): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -80,7 +99,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `STREAM_STEP_MS` then completes with the words (`bigstream <chunks> <chars>`
  * streams long chunks the same way); `long <n>` answers n
  * characters in lines; `differ <text>` streams a draft then completes with
- * `<text>`; anything else is echoed. Every run's context is kept.
+ * `<text>`; `file <name>` attaches ANSWER_FILE under that name (inline
+ * `artifact.created`) and answers a line of text, `fileonly <name>` the same
+ * with an answer that shows only an image by URL; `show <artifact_id>` answers
+ * text and an image element naming that artifact (`show input` names the
+ * event's first attachment); anything else is echoed. Every run's context is kept.
  */
 export const STREAM_STEP_MS = 250;
 export async function startChatRunner(name: string) {
@@ -126,6 +149,18 @@ export async function startChatRunner(name: string) {
           await sleep(1200);
         }
         return w.reply("short final");
+      }
+      if (text.startsWith("file ") || text.startsWith("fileonly ")) {
+        const name = text.slice(text.indexOf(" ") + 1);
+        const mime = name.endsWith(".png") ? "image/png" : "application/pdf";
+        w.send("artifact.created", { artifact_type: mime === "image/png" ? "image" : "file", mime_type: mime, name, content_base64: ANSWER_FILE.toString("base64") });
+        if (text.startsWith("fileonly ")) return w.reply([{ type: "image", url: "https://example.com/elsewhere.png" }]);
+        return w.reply(`here is ${name}`);
+      }
+      if (text.startsWith("show ")) {
+        const named = text.slice("show ".length);
+        const artifactId = named === "input" ? ctx.input.attachments[0]?.artifact_id : named;
+        return w.reply([{ type: "text", text: `showing ${named}` }, { type: "image", artifact_id: artifactId }]);
       }
       if (text === "fail") {
         w.send("run.failed", { code: "runner.crashed", error: "the runner gave up", retryable: false });

@@ -61,8 +61,8 @@ export function resultWriter(res: ServerResponse, runId: string) {
     send(type: string, data: unknown, seq = ++sequence) {
       res.write(`${JSON.stringify({ run_id: runId, type, data, sequence: seq })}\n`);
     },
-    reply(text: string) {
-      this.send("message.completed", { message: { role: "assistant", content: text } });
+    reply(content: string | Record<string, unknown>[]) {
+      this.send("message.completed", { message: { role: "assistant", content } });
       this.send("run.completed", { finish_reason: "stop" });
       res.end();
     },

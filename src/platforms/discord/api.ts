@@ -15,14 +15,17 @@ export interface DiscordCredentials extends Record<string, string> {
 
 const ORIGINAL = "@original";
 
+/** No @everyone, role or user pings from an agent's text. */
+const payload = (content: string) => ({ content, allowed_mentions: { parse: [] } });
+
 export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<DeliveryTarget, { platform: "discord" }>, timeoutMs: number): Messenger {
   const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
   let originalUsed = false;
 
-  async function call(method: string, url: string, content: string): Promise<ApiResult<Record<string, unknown>>> {
-    // No @everyone, role or user pings from an agent's text.
-    const body = JSON.stringify({ content, allowed_mentions: { parse: [] } });
-    const reply = await callPlatform(url, { method, headers: { "content-type": "application/json" }, body }, timeoutMs);
+  /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
+  async function call(method: string, url: string, content: string | FormData): Promise<ApiResult<Record<string, unknown>>> {
+    const init = content instanceof FormData ? { method, body: content } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(payload(content)) };
+    const reply = await callPlatform(url, init, timeoutMs);
     if (!reply.ok) return reply;
     const { status, headers, json } = reply.value;
     const data = asRecord(json);
@@ -32,16 +35,25 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     return { ok: false, failure: failureOfStatus(status, `discord_http_${status}`, message, retryAfterMs) };
   }
 
+  /** The first message answers the deferred response; the rest are follow-ups. */
+  async function post(content: string | FormData): Promise<ApiResult<string>> {
+    if (!originalUsed) {
+      const res = await call("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
+      if (!res.ok) return res;
+      originalUsed = true;
+      return { ok: true, value: ORIGINAL };
+    }
+    const res = await call("POST", `${webhook}?wait=true`, content);
+    return res.ok ? { ok: true, value: String(res.value.id) } : res;
+  }
+
   return {
-    async send(text) {
-      if (!originalUsed) {
-        const res = await call("PATCH", `${webhook}/messages/${ORIGINAL}`, text);
-        if (!res.ok) return res;
-        originalUsed = true;
-        return { ok: true, value: ORIGINAL };
-      }
-      const res = await call("POST", `${webhook}?wait=true`, text);
-      return res.ok ? { ok: true, value: String(res.value.id) } : res;
+    send: (text) => post(text),
+    async sendFile(file) {
+      const form = new FormData();
+      form.append("payload_json", JSON.stringify({ ...payload(""), attachments: [{ id: 0, filename: file.name }] }));
+      form.append("files[0]", new File([file.bytes], file.name, { type: file.mimeType }));
+      return post(form);
     },
     async edit(messageId, text) {
       const res = await call("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);

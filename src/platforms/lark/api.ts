@@ -51,14 +51,16 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
     return { ok: true, value: body.tenant_access_token };
   }
 
-  async function call(method: string, path: string, params: Record<string, unknown>): Promise<ApiResult<Record<string, unknown>>> {
+  /** JSON parameters, or a multipart form for an upload. */
+  async function call(method: string, path: string, params: Record<string, unknown> | FormData): Promise<ApiResult<Record<string, unknown>>> {
     const token = await tenantToken();
     if (!token.ok) return token;
-    const reply = await callPlatform(
-      `${bot.apiBaseUrl}${path}`,
-      { method, headers: { authorization: `Bearer ${token.value}`, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) },
-      timeoutMs,
-    );
+    const authorization = `Bearer ${token.value}`;
+    const init: RequestInit =
+      params instanceof FormData
+        ? { method, headers: { authorization }, body: params }
+        : { method, headers: { authorization, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) };
+    const reply = await callPlatform(`${bot.apiBaseUrl}${path}`, init, timeoutMs);
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (reply.value.status === 200 && body.code === 0) return { ok: true, value: asRecord(body.data) };
@@ -86,30 +88,49 @@ const inertMentions = (text: string) => text.replace(/<(?=\s*at\b)/gi, "<\u200b"
 /** A card whose one element is the text, shown exactly as given (plain_text), updatable by patch. */
 export const cardContent = (text: string) => JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "div", text: { tag: "plain_text", content: text } }] });
 
+const LARK_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
+
 export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<DeliveryTarget, { platform: "lark" }>, timeoutMs: number): Messenger {
   const api = larkApi(bot, timeoutMs);
   let sent = 0;
+  async function post(msgType: string, content: string): Promise<ApiResult<string>> {
+    // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice. The content
+    // is part of it, so a different message in the same place (the final text after a streamed card whose answer was
+    // lost) is never taken for that retry and dropped.
+    const uuid = (await sha256Hex(`${target.replyToMessageId ?? target.chatId}\n${sent}\n${msgType}\n${content}`)).slice(0, 32);
+    const res =
+      target.replyToMessageId === null
+        ? await api.call("POST", "/open-apis/im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: msgType, content, uuid })
+        : await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(target.replyToMessageId)}/reply`, {
+            msg_type: msgType,
+            content,
+            reply_in_thread: target.replyInThread,
+            uuid,
+          });
+    if (!res.ok) return res;
+    sent++;
+    return { ok: true, value: String(res.value.message_id) };
+  }
   return {
     async send(text, { editable }) {
       // Only cards can be patched, so a message that will be edited is a card.
-      const msgType = editable ? "interactive" : "text";
-      const content = editable ? cardContent(text) : JSON.stringify({ text: inertMentions(text) });
-      // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice. The content
-      // is part of it, so a different message in the same place (the final text after a streamed card whose answer was
-      // lost) is never taken for that retry and dropped.
-      const uuid = (await sha256Hex(`${target.replyToMessageId ?? target.chatId}\n${sent}\n${msgType}\n${content}`)).slice(0, 32);
-      const res =
-        target.replyToMessageId === null
-          ? await api.call("POST", "/open-apis/im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: msgType, content, uuid })
-          : await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(target.replyToMessageId)}/reply`, {
-              msg_type: msgType,
-              content,
-              reply_in_thread: target.replyInThread,
-              uuid,
-            });
-      if (!res.ok) return res;
-      sent++;
-      return { ok: true, value: String(res.value.message_id) };
+      return editable ? post("interactive", cardContent(text)) : post("text", JSON.stringify({ text: inertMentions(text) }));
+    },
+    /** Uploaded first (images ≤ 10 MB as images, shown inline; the rest as files), then sent by the key Lark gave it. */
+    async sendFile(file) {
+      const image = file.kind === "image" && file.bytes.length <= LARK_IMAGE_MAX_BYTES;
+      const form = new FormData();
+      if (image) form.append("image_type", "message");
+      else {
+        form.append("file_type", "stream");
+        form.append("file_name", file.name);
+      }
+      form.append(image ? "image" : "file", new File([file.bytes], file.name, { type: file.mimeType }));
+      const uploaded = await api.call("POST", image ? "/open-apis/im/v1/images" : "/open-apis/im/v1/files", form);
+      if (!uploaded.ok) return uploaded;
+      const key = image ? uploaded.value.image_key : uploaded.value.file_key;
+      if (typeof key !== "string") return { ok: false, failure: { kind: "permanent", status: 200, code: "lark_no_key", message: "the upload answered without a key" } };
+      return image ? post("image", JSON.stringify({ image_key: key })) : post("file", JSON.stringify({ file_key: key }));
     },
     async edit(messageId, text) {
       const res = await api.call("PATCH", `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}`, { content: cardContent(text) });

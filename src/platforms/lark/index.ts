@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { HostError } from "../../lib/errors";
 import { withoutPaths } from "../redact";
-import type { PlatformAdapter } from "../types";
+import { DELIVERED_FILE_MAX_BYTES, type PlatformAdapter } from "../types";
 import { bodyKey } from "../unhandled";
 import { larkApi, larkMessenger, type LarkCredentials } from "./api";
 import { normalizeLarkPayload } from "./normalize";
@@ -25,7 +25,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   // Feishu's origin; Lark (international) is https://open.larksuite.com, set as api_base_url.
   defaultApiBaseUrl: "https://open.feishu.cn",
   // Card bodies are capped at 30 KB: 9,000 characters stay under it even when every one takes 3 bytes.
-  surface: { canEdit: true, maxMessageSize: 9000, capabilities: { threads: "thread_id", edit: "card_patch" } },
+  surface: { canEdit: true, maxMessageSize: 9000, maxFileBytes: DELIVERED_FILE_MAX_BYTES, capabilities: { threads: "thread_id", edit: "card_patch" } },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

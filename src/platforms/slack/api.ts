@@ -1,6 +1,6 @@
 /**
- * Slack Web API: chat.postMessage and chat.update with the bot token as a
- * bearer. Errors come as HTTP 200 `{ok: false, error}`; rate limits as HTTP
+ * Slack Web API: chat.postMessage, chat.update and the external file upload
+ * with the bot token as a bearer. Errors come as HTTP 200 `{ok: false, error}`; rate limits as HTTP
  * 429 with `Retry-After` (seconds).
  */
 import { asRecord, callPlatform, failureOfStatus, retryAfterHeaderMs } from "../http";
@@ -15,12 +15,14 @@ export interface SlackCredentials extends Record<string, string> {
 /** Slack's own errors that mean "try again later", not "this request is wrong". */
 const TRANSIENT_ERRORS = new Set(["internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"]);
 
-export async function slackCall(bot: Bot<SlackCredentials>, method: string, params: Record<string, unknown>, timeoutMs: number): Promise<ApiResult<Record<string, unknown>>> {
-  const reply = await callPlatform(
-    `${bot.apiBaseUrl}/${method}`,
-    { method: "POST", headers: { authorization: `Bearer ${bot.credentials.bot_token}`, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) },
-    timeoutMs,
-  );
+/** JSON parameters, or form-encoded ones for the methods that take no JSON (the file upload ones). */
+export async function slackCall(bot: Bot<SlackCredentials>, method: string, params: Record<string, unknown> | URLSearchParams, timeoutMs: number): Promise<ApiResult<Record<string, unknown>>> {
+  const authorization = `Bearer ${bot.credentials.bot_token}`;
+  const init =
+    params instanceof URLSearchParams
+      ? { method: "POST", headers: { authorization, "content-type": "application/x-www-form-urlencoded" }, body: params.toString() }
+      : { method: "POST", headers: { authorization, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) };
+  const reply = await callPlatform(`${bot.apiBaseUrl}/${method}`, init, timeoutMs);
   if (!reply.ok) return reply;
   const { status, headers, json } = reply.value;
   const body = asRecord(json);
@@ -41,6 +43,23 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
     async edit(messageId, text) {
       const res = await slackCall(bot, "chat.update", { channel: target.channel, ts: messageId, text: escapeSlackText(text) }, timeoutMs);
       return res.ok ? { ok: true, value: undefined } : res;
+    },
+    /** Slack's three steps: an upload URL for the file, its bytes posted there, then the file shared in the channel (or thread). Answers the file id. */
+    async sendFile(file) {
+      const upload = await slackCall(bot, "files.getUploadURLExternal", new URLSearchParams({ filename: file.name, length: String(file.bytes.length) }), timeoutMs);
+      if (!upload.ok) return upload;
+      const { upload_url: url, file_id: fileId } = upload.value;
+      if (typeof url !== "string" || typeof fileId !== "string") return { ok: false, failure: { kind: "permanent", status: 200, code: "slack_no_upload_url", message: "files.getUploadURLExternal answered without upload_url or file_id" } };
+      const posted = await callPlatform(url, { method: "POST", headers: { "content-type": file.mimeType }, body: file.bytes }, timeoutMs);
+      if (!posted.ok) return posted;
+      if (posted.value.status !== 200) return { ok: false, failure: failureOfStatus(posted.value.status, `slack_upload_http_${posted.value.status}`, `the file upload answered HTTP ${posted.value.status}`, retryAfterHeaderMs(posted.value.headers)) };
+      const shared = await slackCall(
+        bot,
+        "files.completeUploadExternal",
+        new URLSearchParams({ files: JSON.stringify([{ id: fileId, title: file.name }]), channel_id: target.channel, ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }),
+        timeoutMs,
+      );
+      return shared.ok ? { ok: true, value: fileId } : shared;
     },
   };
 }

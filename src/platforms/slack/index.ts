@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { withoutPaths } from "../redact";
-import type { PlatformAdapter } from "../types";
+import { DELIVERED_FILE_MAX_BYTES, type PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
@@ -22,7 +22,7 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   credentials: CredentialsSchema,
   defaultApiBaseUrl: "https://slack.com/api",
   // Slack truncates text past 40,000 characters and advises at most 4,000 per message; chat.update edits in place.
-  surface: { canEdit: true, maxMessageSize: 4000, capabilities: { threads: "thread_ts" } },
+  surface: { canEdit: true, maxMessageSize: 4000, maxFileBytes: DELIVERED_FILE_MAX_BYTES, capabilities: { threads: "thread_ts" } },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

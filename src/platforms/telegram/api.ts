@@ -1,6 +1,6 @@
 /**
  * The few Bot API methods the host calls: sendMessage, editMessageText,
- * getFile, setWebhook. Every answer is `{ok, result}` or
+ * sendPhoto and sendDocument (multipart uploads), getFile, setWebhook. Every answer is `{ok, result}` or
  * `{ok: false, error_code, description, parameters: {retry_after}}`.
  */
 import { asRecord, callPlatform } from "../http";
@@ -15,8 +15,10 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
   // The token is part of the URL: this URL must never be logged or recorded.
   const methodUrl = (method: string) => `${bot.apiBaseUrl}/bot${bot.credentials.bot_token}/${method}`;
 
-  async function call(method: string, params: Record<string, unknown>): Promise<ApiResult<unknown>> {
-    const reply = await callPlatform(methodUrl(method), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(params) }, timeoutMs);
+  /** JSON parameters, or a multipart form for a method that uploads a file. */
+  async function call(method: string, params: Record<string, unknown> | FormData): Promise<ApiResult<unknown>> {
+    const init = params instanceof FormData ? { method: "POST", body: params } : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(params) };
+    const reply = await callPlatform(methodUrl(method), init, timeoutMs);
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (body.ok === true) return { ok: true, value: body.result };
@@ -43,21 +45,34 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
   };
 }
 
+const PHOTO_MAX_BYTES = 10_000_000;
+const PHOTO_TYPES = new Set(["image/jpeg", "image/png", "image/webp"]);
+
 export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract<DeliveryTarget, { platform: "telegram" }>, timeoutMs: number): Messenger {
   const api = telegramApi(bot, timeoutMs);
   // Only the first message quotes the user's; the rest follow it in the same chat/topic.
   let replied = false;
+  const place = () => ({
+    chat_id: target.chatId,
+    ...(target.messageThreadId !== null ? { message_thread_id: target.messageThreadId } : {}),
+    ...(target.replyToMessageId !== null && !replied ? { reply_parameters: { message_id: target.replyToMessageId, allow_sending_without_reply: true } } : {}),
+  });
+  const sent = (res: ApiResult<unknown>): ApiResult<string> => {
+    if (!res.ok) return res;
+    replied = true;
+    return { ok: true, value: String(asRecord(res.value).message_id) };
+  };
   return {
     async send(text) {
-      const res = await api.call("sendMessage", {
-        chat_id: target.chatId,
-        text,
-        ...(target.messageThreadId !== null ? { message_thread_id: target.messageThreadId } : {}),
-        ...(target.replyToMessageId !== null && !replied ? { reply_parameters: { message_id: target.replyToMessageId, allow_sending_without_reply: true } } : {}),
-      });
-      if (!res.ok) return res;
-      replied = true;
-      return { ok: true, value: String(asRecord(res.value).message_id) };
+      return sent(await api.call("sendMessage", { ...place(), text }));
+    },
+    async sendFile(file) {
+      // A photo is shown inline but Telegram recompresses it and takes at most 10 MB; anything else goes as a document.
+      const photo = file.kind === "image" && file.bytes.length <= PHOTO_MAX_BYTES && PHOTO_TYPES.has(file.mimeType);
+      const form = new FormData();
+      for (const [name, value] of Object.entries(place())) form.append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
+      form.append(photo ? "photo" : "document", new File([file.bytes], file.name, { type: file.mimeType }));
+      return sent(await api.call(photo ? "sendPhoto" : "sendDocument", form));
     },
     async edit(messageId, text) {
       const res = await api.call("editMessageText", { chat_id: target.chatId, message_id: Number(messageId), text });

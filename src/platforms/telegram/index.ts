@@ -1,7 +1,7 @@
 import { secretsEqual } from "../../lib/crypto";
 import * as z from "zod";
 import { HostError } from "../../lib/errors";
-import type { PlatformAdapter } from "../types";
+import { DELIVERED_FILE_MAX_BYTES, type PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody, refused } from "../verify";
 import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
@@ -22,7 +22,7 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
   credentials: CredentialsSchema,
   defaultApiBaseUrl: "https://api.telegram.org",
   // sendMessage text is 1-4096 characters; editMessageText edits in place.
-  surface: { canEdit: true, maxMessageSize: 4096, capabilities: { threads: "forum_topics", reply_quotes: true } },
+  surface: { canEdit: true, maxMessageSize: 4096, maxFileBytes: DELIVERED_FILE_MAX_BYTES, capabilities: { threads: "forum_topics", reply_quotes: true } },
 
   async receive(bot, req) {
     if (!(await secretsEqual(req.headers.get("x-telegram-bot-api-secret-token"), bot.credentials.secret_token))) throw refused("bad or missing X-Telegram-Bot-Api-Secret-Token");
