@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { ANSWER_FILE, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const BOT_TOKEN = "xoxb-TEST-slack-bot-token-1234567890";
 const SIGNING_SECRET = "slack-signing-secret-0123456789abcdef";
@@ -17,13 +17,21 @@ let webhookUrl: string;
 let ts = 1_700_000_000;
 const answered: string[] = [];
 
+let uploads = 0;
 function slackApi(call: PlatformCall): FakeReply {
+  // Upload URLs are Slack's own pre-signed ones: the bot token has no business there.
+  if (call.path.startsWith("/upload/")) return call.headers.authorization ? { status: 400, json: {} } : { json: {} };
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
   if (call.path === "/files/F1/report.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
   if (call.path === "/chat.postMessage") {
     if (throttledChannels.delete(call.body.channel)) return { status: 429, headers: { "retry-after": "1" }, json: { ok: false, error: "ratelimited" } };
     return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
   }
+  if (call.path === "/files.getUploadURLExternal") {
+    const id = `F${++uploads}UP`;
+    return { json: { ok: true, upload_url: `${fake.url}/upload/${id}`, file_id: id } };
+  }
+  if (call.path === "/files.completeUploadExternal") return { json: { ok: true, files: JSON.parse(new URLSearchParams(call.raw).get("files") ?? "[]") } };
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
   return { status: 404, json: { ok: false, error: "unknown_method" } };
 }
@@ -265,5 +273,25 @@ describe("Slack: Events API in, Web API out", () => {
     for (const secret of [BOT_TOKEN, SIGNING_SECRET, "legacy-verification-token"]) {
       for (const text of [...answered, ...records.map((r) => r.row), ...raws, host.logs()]) expect(text).not.toContain(secret);
     }
+  });
+});
+
+describe("Slack: files in answers", () => {
+  it("uploads an answer's file in Slack's three steps and shares it in the thread, after the text", async () => {
+    const threadTs = `${++messageTs}.000100`;
+    await post(callback(message("C-FILES", "attach chart.png", { thread_ts: threadTs })));
+    const [shared] = await waitFor(() => fake.callsTo(/^\/files\.completeUploadExternal$/).length > 0 && fake.callsTo(/^\/files\.completeUploadExternal$/), 15_000, "the shared file");
+    const [asked] = fake.callsTo(/^\/files\.getUploadURLExternal$/);
+    expect(Object.fromEntries(new URLSearchParams(asked.raw))).toEqual({ filename: "chart.png", length: String(ANSWER_FILE.length) });
+    const [uploaded] = fake.callsTo(/^\/upload\//);
+    expect(uploaded.bytes.equals(ANSWER_FILE)).toBe(true);
+    expect(uploaded.headers.authorization).toBeUndefined();
+    const fileId = uploaded.path.split("/").pop();
+    const completed = Object.fromEntries(new URLSearchParams(shared.raw));
+    expect(completed).toMatchObject({ channel_id: "C-FILES", thread_ts: threadTs });
+    expect(JSON.parse(completed.files)).toEqual([{ id: fileId, title: "chart.png" }]);
+    // The text went first, in the same thread.
+    expect(postsTo("C-FILES")[0].body).toMatchObject({ text: "here is chart.png", thread_ts: threadTs });
+    expect(postsTo("C-FILES")[0].at).toBeLessThanOrEqual(asked.at);
   });
 });

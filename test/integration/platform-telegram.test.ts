@@ -305,7 +305,7 @@ describe("Telegram: files in answers", () => {
     host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
 
   it("sends an artifact the run created after its text: an image as a photo in the same topic, quoting nothing twice", async () => {
-    const u = update("-102100", { text: "file chart.png", message_thread_id: 5, is_topic_message: true });
+    const u = update("-102100", { text: "attach chart.png", message_thread_id: 5, is_topic_message: true });
     await post(u);
     const [upload] = await waitFor(async () => (await uploadsTo("-102100")).length > 0 && uploadsTo("-102100"), 15_000, "the photo");
     expect(upload.method).toBe("sendPhoto");
@@ -317,7 +317,7 @@ describe("Telegram: files in answers", () => {
     expect(photo).toMatchObject({ name: "chart.png", type: "image/png" });
     expect(photo.bytes.equals(ANSWER_FILE)).toBe(true);
 
-    const runId = contextFor("file chart.png")[0].run_id;
+    const runId = contextFor("attach chart.png")[0].run_id;
     const records = await waitFor(async () => {
       const rows = await deliveryRecords(runId);
       return rows.length >= 4 && rows;
@@ -329,11 +329,11 @@ describe("Telegram: files in answers", () => {
     // The ledger names the stored artifact, not its bytes.
     const [created] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'artifact.created'", [runId]);
     expect(JSON.parse(created.data_json)).toEqual({ artifact_type: "image", mime_type: "image/png", name: "chart.png", artifact_id: sent.artifact_id, size_bytes: ANSWER_FILE.length });
-    expect(contextFor("file chart.png")[0].delivery.platform_capabilities.files).toEqual({ max_bytes: 20 * 1024 * 1024 });
+    expect(contextFor("attach chart.png")[0].delivery.platform_capabilities.files).toEqual({ max_bytes: 20 * 1024 * 1024 });
   });
 
   it("sends anything but an image as a document, quoting the user when no text went first", async () => {
-    const u = update("-102200", { text: "fileonly report.pdf" });
+    const u = update("-102200", { text: "attachonly report.pdf" });
     await post(u);
     const [upload] = await waitFor(async () => (await uploadsTo("-102200")).length > 0 && uploadsTo("-102200"), 15_000, "the document");
     expect(upload.method).toBe("sendDocument");
@@ -342,7 +342,7 @@ describe("Telegram: files in answers", () => {
     expect(doc).toMatchObject({ name: "report.pdf", type: "application/pdf" });
     expect(doc.bytes.equals(ANSWER_FILE)).toBe(true);
     // An answer of files (and an image by URL) that were sent needs no "no text" notice.
-    await host.waitForRun(contextFor("fileonly report.pdf")[0].run_id);
+    await host.waitForRun(contextFor("attachonly report.pdf")[0].run_id);
     await new Promise((r) => setTimeout(r, 300));
     expect(sendsTo("-102200")).toEqual([]);
   });

@@ -78,7 +78,7 @@ export async function fileOf(form: FormData, field: string): Promise<{ name: str
   return { name: file.name, type: file.type, bytes: Buffer.from(await file.arrayBuffer()) };
 }
 
-/** The bytes of the file the chat runner attaches (`file <name>`): not text, so a lossy path would show. */
+/** The bytes of the file the chat runner attaches (`attach <name>`): not text, so a lossy path would show. */
 export const ANSWER_FILE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0xff, 0xfe, 0x80, 0x7f, 0x01]);
 
 /** Poll until `check` returns a value (not undefined/false) or time runs out. */
@@ -99,8 +99,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `STREAM_STEP_MS` then completes with the words (`bigstream <chunks> <chars>`
  * streams long chunks the same way); `long <n>` answers n
  * characters in lines; `differ <text>` streams a draft then completes with
- * `<text>`; `file <name>` attaches ANSWER_FILE under that name (inline
- * `artifact.created`) and answers a line of text, `fileonly <name>` the same
+ * `<text>`; `attach <name>` attaches ANSWER_FILE under that name (inline
+ * `artifact.created`) and answers a line of text, `attachonly <name>` the same
  * with an answer that shows only an image by URL; `show <artifact_id>` answers
  * text and an image element naming that artifact (`show input` names the
  * event's first attachment); anything else is echoed. Every run's context is kept.
@@ -150,11 +150,11 @@ export async function startChatRunner(name: string) {
         }
         return w.reply("short final");
       }
-      if (text.startsWith("file ") || text.startsWith("fileonly ")) {
+      if (text.startsWith("attach ") || text.startsWith("attachonly ")) {
         const name = text.slice(text.indexOf(" ") + 1);
         const mime = name.endsWith(".png") ? "image/png" : "application/pdf";
         w.send("artifact.created", { artifact_type: mime === "image/png" ? "image" : "file", mime_type: mime, name, content_base64: ANSWER_FILE.toString("base64") });
-        if (text.startsWith("fileonly ")) return w.reply([{ type: "image", url: "https://example.com/elsewhere.png" }]);
+        if (text.startsWith("attachonly ")) return w.reply([{ type: "image", url: "https://example.com/elsewhere.png" }]);
         return w.reply(`here is ${name}`);
       }
       if (text.startsWith("show ")) {
