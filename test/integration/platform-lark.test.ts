@@ -1,7 +1,7 @@
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const APP_ID = "cli_test_app_0001";
 const APP_SECRET = "lark-app-secret-0123456789abcdef";
@@ -36,6 +36,8 @@ function larkApi(call: PlatformCall): FakeReply {
   if (call.path === "/open-apis/im/v1/messages" && call.method === "POST" && call.query.get("receive_id_type") === "chat_id") {
     return { json: { code: 0, msg: "success", data: { message_id: `om_new_${++replyCount}` } } };
   }
+  if (call.path === "/open-apis/im/v1/images" && call.method === "POST") return { json: { code: 0, msg: "success", data: { image_key: `img_up_${++replyCount}` } } };
+  if (call.path === "/open-apis/im/v1/files" && call.method === "POST") return { json: { code: 0, msg: "success", data: { file_key: `file_up_${++replyCount}` } } };
   if (/^\/open-apis\/im\/v1\/messages\/[^/]+$/.test(call.path) && call.method === "PATCH") return { json: { code: 0, msg: "success", data: {} } };
   if (/^\/open-apis\/im\/v1\/messages\/[^/]+\/resources\/img_1$/.test(call.path)) return { bytes: IMAGE, headers: { "content-type": "image/png" } };
   return { status: 404, json: { code: 404, msg: "not found" } };
@@ -271,6 +273,29 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(host.logs()).toMatch(/webhook refused/);
     for (const secret of [APP_SECRET, VERIFICATION_TOKEN, ENCRYPT_KEY, TENANT_TOKEN]) {
       for (const text of [...answered, ...records.map((r) => r.row), ...raws, host.logs()]) expect(text).not.toContain(secret);
+    }
+  });
+});
+
+describe("Lark/Feishu: files in answers", () => {
+  it("uploads an image, then replies with its image_key; any other file goes up as a file and out by its file_key", async () => {
+    for (const [name, kind] of [["chart.png", "image"], ["report.pdf", "file"]] as const) {
+      const ev = received("oc_files", { text: `attach ${name}` });
+      await postPlain(ev);
+      const messageId = ev.event.message.message_id;
+      const replies = await waitFor(() => repliesTo(messageId).length >= 2 && repliesTo(messageId), 15_000, `the ${kind} reply`);
+      expect(JSON.parse(replies[0].body.content)).toEqual({ text: `here is ${name}` });
+      const upload = fake.calls.filter((c) => c.path === `/open-apis/im/v1/${kind === "image" ? "images" : "files"}`).at(-1)!;
+      expect(upload.headers.authorization).toBe(`Bearer ${TENANT_TOKEN}`);
+      const form = await formOf(upload);
+      const sent = await fileOf(form, kind);
+      expect(sent.bytes.equals(ANSWER_FILE)).toBe(true);
+      expect(sent.name).toBe(name);
+      if (kind === "image") expect(form.get("image_type")).toBe("message");
+      else expect([form.get("file_type"), form.get("file_name")]).toEqual(["stream", name]);
+      const key = upload.reply!.json as { data: Record<string, string> };
+      expect(replies[1].body).toMatchObject({ msg_type: kind, reply_in_thread: false });
+      expect(JSON.parse(replies[1].body.content)).toEqual(kind === "image" ? { image_key: key.data.image_key } : { file_key: key.data.file_key });
     }
   });
 });
