@@ -1,7 +1,7 @@
 import { generateKeyPairSync, sign as edSign, type KeyObject } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const APPLICATION_ID = "1122334455667788";
 const BOT_TOKEN = "discord-bot-token-SECRET-0123456789";
@@ -24,8 +24,9 @@ function discordApi(call: PlatformCall): FakeReply {
   const m = /^\/webhooks\/([^/]+)\/([^/]+)(?:\/messages\/(.+))?$/.exec(call.path);
   if (!m || m[1] !== APPLICATION_ID) return { status: 404, json: { message: "Unknown Webhook", code: 10015 } };
   if (throttledTokens.delete(m[2])) return { status: 429, headers: { "retry-after": "1" }, json: { message: "You are being rate limited.", retry_after: 0.3, global: false } };
-  if (call.method === "PATCH") return { json: { id: m[3] === "@original" ? "original_msg" : m[3], content: call.body.content } };
-  if (call.method === "POST") return { json: { id: `followup_${++followups}`, content: call.body.content } };
+  // A multipart write (a file) has no JSON body.
+  if (call.method === "PATCH") return { json: { id: m[3] === "@original" ? "original_msg" : m[3], content: call.body?.content } };
+  if (call.method === "POST") return { json: { id: `followup_${++followups}`, content: call.body?.content } };
   return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
 }
 
@@ -298,5 +299,44 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
       expect(text).not.toContain(BOT_TOKEN);
       expect(text).not.toMatch(/interaction-token-\d+-secret/);
     }
+  });
+});
+
+describe("Discord: files in answers", () => {
+  const fileWrite = async (call: PlatformCall) => {
+    const form = await formOf(call);
+    return { payload: JSON.parse(String(form.get("payload_json"))), file: await fileOf(form, "files[0]") };
+  };
+
+  it("sends a file as a follow-up after the text, with the same mention guard", async () => {
+    const i = command("attach chart.png");
+    await post(i);
+    const writes = await waitFor(() => writesFor(i).length >= 2 && writesFor(i), 15_000, "the follow-up");
+    expect(writes[0]).toMatchObject({ method: "PATCH", path: `/webhooks/${APPLICATION_ID}/${i.token}/messages/@original`, body: { content: "here is chart.png" } });
+    expect(writes[1]).toMatchObject({ method: "POST", path: `/webhooks/${APPLICATION_ID}/${i.token}` });
+    expect(writes[1].query.get("wait")).toBe("true");
+    const { payload, file } = await fileWrite(writes[1]);
+    expect(payload).toEqual({ content: "", allowed_mentions: { parse: [] }, attachments: [{ id: 0, filename: "chart.png" }] });
+    expect(file).toMatchObject({ name: "chart.png", type: "image/png" });
+    expect(file.bytes.equals(ANSWER_FILE)).toBe(true);
+  });
+
+  it("resolves the deferred response with the file itself when the answer is files only", async () => {
+    const i = command("attachonly report.pdf");
+    await post(i);
+    const [write] = await waitFor(() => writesFor(i).length >= 1 && writesFor(i), 15_000, "the answer");
+    expect(write).toMatchObject({ method: "PATCH", path: `/webhooks/${APPLICATION_ID}/${i.token}/messages/@original` });
+    const { file } = await fileWrite(write);
+    expect(file).toMatchObject({ name: "report.pdf", type: "application/pdf" });
+    expect(file.bytes.equals(ANSWER_FILE)).toBe(true);
+    await host.waitForRun(contextFor("attachonly report.pdf")[0].run_id);
+    const runId = contextFor("attachonly report.pdf")[0].run_id;
+    // Sent, so no "could not be sent" notice follows it.
+    const records = await waitFor(async () => {
+      const rows = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.succeeded'", [runId]);
+      return rows.length > 0 && rows;
+    });
+    expect(records.map((r) => JSON.parse(r.data_json).operation)).toEqual(["send_file"]);
+    expect(writesFor(i)).toHaveLength(1);
   });
 });

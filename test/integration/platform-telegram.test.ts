@@ -9,6 +9,8 @@ const PHOTO = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4]);
 const throttledChats = new Map<string, number>();
 /** A chat whose sendMessage fails with an error that (wrongly) echoes the token. */
 const LEAKY_CHAT = "-666";
+/** Chats whose file uploads the fake refuses for good. */
+const REFUSING_FILES = new Set(["-102600"]);
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -24,13 +26,15 @@ function telegramApi(call: PlatformCall): FakeReply {
   if (!m || m[2] !== BOT_TOKEN) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
   if (m[1]) return { bytes: PHOTO, headers: { "content-type": "image/jpeg" } };
   const method = m[3];
-  const chat = String(call.body?.chat_id);
+  // A multipart upload names its chat in a form field, read by the tests themselves.
+  const chat = String(call.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(call.raw)?.[1]);
   if (method === "sendMessage") {
     if (chat === LEAKY_CHAT) return { status: 400, json: { ok: false, error_code: 400, description: `Bad Request: chat not found (bot ${BOT_TOKEN})` } };
     const retryAfter = throttledChats.get(chat);
     if (retryAfter !== undefined && throttledChats.delete(chat)) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } } };
     return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(chat) }, text: call.body.text } } };
   }
+  if ((method === "sendPhoto" || method === "sendDocument") && REFUSING_FILES.has(chat)) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: wrong file" } };
   if (method === "sendPhoto" || method === "sendDocument") return { json: { ok: true, result: { message_id: ++nextMessageId } } };
   if (method === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
   if (method === "getFile") return { json: { ok: true, result: { file_id: call.body.file_id, file_path: `photos/${call.body.file_id}.jpg` } } };
@@ -364,5 +368,12 @@ describe("Telegram: files in answers", () => {
     const failed = await waitFor(async () => (await deliveryRecords(runId)).find((r) => r.event_type === "delivery.failed"));
     expect(JSON.parse(failed.data_json)).toMatchObject({ operation: "send_file", artifact_id: theirs, code: "artifact_unavailable", will_retry: false });
     expect(await uploadsTo("-102500")).toEqual([]);
+  });
+
+  it("tells the user when an answer of files could send none of them", async () => {
+    await post(update("-102600", { text: "attachonly report.pdf" }));
+    const [notice] = await waitFor(() => sendsTo("-102600").length > 0 && sendsTo("-102600"), 15_000, "the notice");
+    expect(notice.body.text).toBe("(The answer's files could not be sent here.)");
+    expect(fake.callsTo(/\/sendDocument$/).filter((c) => c.raw.includes('name="chat_id"\r\n\r\n-102600'))).toHaveLength(1);
   });
 });
