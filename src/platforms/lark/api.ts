@@ -1,7 +1,7 @@
 /**
  * Lark/Feishu Open API: a tenant access token from app_id + app_secret
  * (cached per isolate until shortly before it expires), message replies,
- * card patches and message resources. Answers are `{code, msg, data}`;
+ * card patches, image and file uploads, and message resources. Answers are `{code, msg, data}`;
  * code 0 is success.
  */
 import { sha256Hex } from "../../lib/crypto";
