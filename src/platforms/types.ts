@@ -92,6 +92,8 @@ export interface ApiFailure {
   code: string;
   message: string;
   retryAfterMs?: number;
+  /** The chat now lives under this id (a Telegram group upgraded to a supergroup): the call belongs there. */
+  movedToChatId?: string;
 }
 export type ApiResult<T> = { ok: true; value: T } | { ok: false; failure: ApiFailure };
 

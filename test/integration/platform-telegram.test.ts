@@ -9,6 +9,9 @@ const PHOTO = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4]);
 const throttledChats = new Map<string, number>();
 /** A chat whose sendMessage fails with an error that (wrongly) echoes the token. */
 const LEAKY_CHAT = "-666";
+/** A group upgraded to a supergroup: Telegram refuses sends there and names the new chat. */
+const UPGRADED_GROUP = "-102700";
+const ITS_SUPERGROUP = "-1001027000001";
 /** Chats whose file uploads the fake refuses for good. */
 const REFUSING_FILES = new Set(["-102600"]);
 
@@ -29,6 +32,7 @@ function telegramApi(call: PlatformCall): FakeReply {
   // A multipart upload names its chat in a form field, read by the tests themselves.
   const chat = String(call.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(call.raw)?.[1]);
   if (method === "sendMessage") {
+    if (chat === UPGRADED_GROUP) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: Number(ITS_SUPERGROUP) } } };
     if (chat === LEAKY_CHAT) return { status: 400, json: { ok: false, error_code: 400, description: `Bad Request: chat not found (bot ${BOT_TOKEN})` } };
     const retryAfter = throttledChats.get(chat);
     if (retryAfter !== undefined && throttledChats.delete(chat)) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } } };
@@ -119,6 +123,13 @@ describe("Telegram: webhook in, reply out", () => {
     const [send] = await waitFor(() => sendsTo("-100300").length > 0 && sendsTo("-100300"));
     expect(send.body).toMatchObject({ message_thread_id: 77, text: "echo: in a topic" });
     expect(contextFor("in a topic")[0].conversation).toMatchObject({ conversation_id: "-100300", thread_id: "77" });
+  });
+
+  it("follows a group upgraded to a supergroup: the reply goes to the chat id Telegram names", async () => {
+    await post(update(UPGRADED_GROUP, { text: "hello old group" }));
+    const [reply] = await waitFor(() => sendsTo(ITS_SUPERGROUP).length > 0 && sendsTo(ITS_SUPERGROUP), 15_000, "the reply in the supergroup");
+    expect(reply.body.text).toBe("echo: hello old group");
+    expect(sendsTo(UPGRADED_GROUP)).toHaveLength(1);
   });
 
   it("refuses a wrong or missing secret token with 401 and runs nothing", async () => {

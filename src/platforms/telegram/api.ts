@@ -24,11 +24,12 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
     if (body.ok === true) return { ok: true, value: body.result };
     const status = typeof body.error_code === "number" ? body.error_code : reply.value.status;
     const message = typeof body.description === "string" ? body.description : `HTTP ${reply.value.status}`;
-    const retryAfter = asRecord(body.parameters).retry_after;
+    const { retry_after: retryAfter, migrate_to_chat_id: movedTo } = asRecord(body.parameters);
     if (status === 429) {
       return { ok: false, failure: { kind: "rate_limited", status, code: "rate_limited", message, retryAfterMs: typeof retryAfter === "number" ? retryAfter * 1000 : undefined } };
     }
-    return { ok: false, failure: { kind: status >= 500 ? "transient" : "permanent", status, code: `telegram_${status}`, message } };
+    const moved = typeof movedTo === "number" || typeof movedTo === "string" ? { movedToChatId: String(movedTo) } : {};
+    return { ok: false, failure: { kind: status >= 500 ? "transient" : "permanent", status, code: `telegram_${status}`, message, ...moved } };
   }
 
   return {
@@ -52,8 +53,16 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
   const api = telegramApi(bot, timeoutMs);
   // Only the first message quotes the user's; the rest follow it in the same chat/topic.
   let replied = false;
+  let chatId = target.chatId;
+  /** A group upgraded to a supergroup answers with its new id: the call is made again there, and so are the next ones. */
+  async function inChat(attempt: () => Promise<ApiResult<unknown>>): Promise<ApiResult<unknown>> {
+    const res = await attempt();
+    if (res.ok || res.failure.movedToChatId === undefined || res.failure.movedToChatId === chatId) return res;
+    chatId = res.failure.movedToChatId;
+    return attempt();
+  }
   const place = () => ({
-    chat_id: target.chatId,
+    chat_id: chatId,
     ...(target.messageThreadId !== null ? { message_thread_id: target.messageThreadId } : {}),
     ...(target.replyToMessageId !== null && !replied ? { reply_parameters: { message_id: target.replyToMessageId, allow_sending_without_reply: true } } : {}),
   });
@@ -64,18 +73,21 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
   };
   return {
     async send(text) {
-      return sent(await api.call("sendMessage", { ...place(), text }));
+      return sent(await inChat(() => api.call("sendMessage", { ...place(), text })));
     },
     async sendFile(file) {
       // A photo is shown inline but Telegram recompresses it and takes at most 10 MB; anything else goes as a document.
       const photo = file.kind === "image" && file.bytes.length <= PHOTO_MAX_BYTES && PHOTO_TYPES.has(file.mimeType);
-      const form = new FormData();
-      for (const [name, value] of Object.entries(place())) form.append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
-      form.append(photo ? "photo" : "document", new File([file.bytes], file.name, { type: file.mimeType }));
-      return sent(await api.call(photo ? "sendPhoto" : "sendDocument", form));
+      const form = () => {
+        const fields = new FormData();
+        for (const [name, value] of Object.entries(place())) fields.append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
+        fields.append(photo ? "photo" : "document", new File([file.bytes], file.name, { type: file.mimeType }));
+        return fields;
+      };
+      return sent(await inChat(() => api.call(photo ? "sendPhoto" : "sendDocument", form())));
     },
     async edit(messageId, text) {
-      const res = await api.call("editMessageText", { chat_id: target.chatId, message_id: Number(messageId), text });
+      const res = await api.call("editMessageText", { chat_id: chatId, message_id: Number(messageId), text });
       // Editing to the same text is refused with 400; for us it is done.
       if (!res.ok && res.failure.status === 400 && /message is not modified/i.test(res.failure.message)) return { ok: true, value: undefined };
       return res.ok ? { ok: true, value: undefined } : res;
