@@ -17,7 +17,8 @@ import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
 import { splitMessage } from "../platforms/split";
 import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
-import { MessageSchema } from "../protocol/common";
+import { isBlankMessage, MessageSchema } from "../protocol/common";
+import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
 import { botsStore } from "../stores/bots";
@@ -162,8 +163,10 @@ export class DeliverySession {
           this.enqueue(() => this.pump(reply));
         }
       } else if (entry.type === "artifact.created") {
-        // Inline content is recorded with the id the host stored it under.
-        if (entry.origin === "runner" && typeof data.artifact_id === "string") this.pendingFiles.push(data.artifact_id);
+        // Only a result the host accepted (it alone reached the transcript); inline content is recorded with the id
+        // the host stored it under.
+        const parsed = entry.origin === "runner" ? parseResultPayload(entry.type, entry.data) : null;
+        if (parsed?.kind === "ok" && parsed.result.type === "artifact.created" && parsed.result.data.artifact_id) this.pendingFiles.push(parsed.result.data.artifact_id);
       } else if (entry.type === "message.completed") {
         const answer = this.answerOf(data.message);
         if (answer === null) continue;
@@ -185,7 +188,8 @@ export class DeliverySession {
   /** What to deliver for a message result: its text and files, or null when it is not an assistant message with either. */
   private answerOf(message: unknown): { text: string; files: string[] } | null {
     const parsed = MessageSchema.safeParse(message);
-    if (!parsed.success || parsed.data.role !== "assistant") return null;
+    // What the host dropped (another role, a blank message) is no answer, and the files wait for the next one.
+    if (!parsed.success || parsed.data.role !== "assistant" || isBlankMessage(parsed.data)) return null;
     const text = textOf(parsed.data.content);
     const files = [...new Set([...this.pendingFiles, ...fileIdsOf(parsed.data.content)])];
     if (!text.trim() && files.length === 0) return null;
@@ -229,7 +233,8 @@ export class DeliverySession {
   private complete(text: string, files: string[] = []): void {
     const reply = this.current ?? this.newReply();
     this.current = null;
-    reply.final = text;
+    // A final message of files alone keeps what was streamed before it, whole.
+    reply.final = text.trim() ? text : reply.text;
     reply.files = files;
     this.enqueue(() => this.finish(reply));
   }

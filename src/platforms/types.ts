@@ -98,10 +98,11 @@ export interface ApiFailure {
 export type ApiResult<T> = { ok: true; value: T } | { ok: false; failure: ApiFailure };
 
 /**
- * The largest file the host sends to any platform: it holds one file in memory while it uploads it, and a Worker has
- * 128 MB. Platforms that take less say so in their surface.
+ * The largest file the host sends to a platform. It holds one file in memory while it uploads it (the bytes, and the
+ * request body made of them), in an isolate of 128 MB that other conversations share. Discord's own limit without a
+ * server boost is the same.
  */
-export const DELIVERED_FILE_MAX_BYTES = 20 * 1024 * 1024;
+export const DELIVERED_FILE_MAX_BYTES = 10 * 1024 * 1024;
 
 /** A file of an answer (an artifact the run may read), on its way to a platform. */
 export interface OutgoingFile {

@@ -134,6 +134,12 @@ export const MessageSchema = z.object({
 });
 export type Message = z.infer<typeof MessageSchema>;
 
+/** A message with nothing in it but whitespace: no answer (PROTOCOL §7 results carrying one are dropped). */
+export function isBlankMessage(message: Message): boolean {
+  if (typeof message.content === "string") return message.content.trim() === "";
+  return message.content.every((el) => el.type === "text" && el.text.trim() === "");
+}
+
 /**
  * A message sent to a model through the Host API. Keeps provider fields
  * (tool_calls, tool_call_id, name) and allows null content, as tool-calling

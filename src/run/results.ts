@@ -1,7 +1,7 @@
 import { AgentRunResultSchema, base64DecodedLength, parseResultPayload, type KnownResult } from "../protocol/results";
 import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
-import { formatZodIssues } from "../protocol/common";
+import { formatZodIssues, isBlankMessage } from "../protocol/common";
 import { RunnerCallError, type RunFailureCode } from "../runner/errors";
 import type { HostRecord } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
@@ -46,10 +46,6 @@ function messageText(message: Message): string {
 }
 
 /** Nothing to show: no element but text, and no text but whitespace. A success made of it would be a blank one (§7). */
-function isBlank(message: Message): boolean {
-  if (typeof message.content === "string") return message.content.trim() === "";
-  return message.content.every((el) => el.type === "text" && el.text.trim() === "");
-}
 
 /**
  * Applies PROTOCOL §7 to a run's result stream: validation, sequence
@@ -204,7 +200,7 @@ export class ResultProcessor {
   private apply(result: KnownResult, batch: ResultBatch, sequence: number | null, recorded: LedgerEntry) {
     switch (result.type) {
       case "message.completed":
-        if (isBlank(result.data.message)) return this.drop(batch, result.type, "the message has no content", sequence);
+        if (isBlankMessage(result.data.message)) return this.drop(batch, result.type, "the message has no content", sequence);
         return this.addMessage(batch, result.data.message);
       case "state.updated": {
         const scopeKey = this.init.stateScopes[result.data.scope];
@@ -233,7 +229,7 @@ export class ResultProcessor {
       case "run.completed":
         if (result.data.message?.role !== undefined && result.data.message.role !== "assistant") {
           this.drop(batch, result.type, "its message must have role assistant; the message is dropped, the completion kept", sequence);
-        } else if (result.data.message && !isBlank(result.data.message) && !this.sawMessage) this.addMessage(batch, result.data.message);
+        } else if (result.data.message && !isBlankMessage(result.data.message) && !this.sawMessage) this.addMessage(batch, result.data.message);
         this.terminalResult = result;
         return;
       case "run.failed":

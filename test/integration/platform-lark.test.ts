@@ -278,8 +278,8 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
 });
 
 describe("Lark/Feishu: files in answers", () => {
-  it("uploads an image, then replies with its image_key; any other file goes up as a file and out by its file_key", async () => {
-    for (const [name, kind] of [["chart.png", "image"], ["report.pdf", "file"]] as const) {
+  it("uploads an image, then replies with its image_key; any other file (an SVG too) goes up as a file and out by its file_key", async () => {
+    for (const [name, kind] of [["chart.png", "image"], ["report.pdf", "file"], ["diagram.svg", "file"]] as const) {
       const ev = received("oc_files", { text: `attach ${name}` });
       await postPlain(ev);
       const messageId = ev.event.message.message_id;

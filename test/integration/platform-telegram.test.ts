@@ -103,7 +103,7 @@ describe("Telegram: webhook in, reply out", () => {
       supports_edit: true,
       supports_reaction: false,
       max_message_size: 4096,
-      platform_capabilities: { threads: "forum_topics", reply_quotes: true, files: { max_bytes: 20 * 1024 * 1024 } },
+      platform_capabilities: { threads: "forum_topics", reply_quotes: true, files: { max_bytes: 10 * 1024 * 1024 } },
     });
     // The raw update is in R2, referenced, never inlined.
     const raw = await host.r2Object(ctx.event.raw_ref);
@@ -344,7 +344,7 @@ describe("Telegram: files in answers", () => {
     // The ledger names the stored artifact, not its bytes.
     const [created] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'artifact.created'", [runId]);
     expect(JSON.parse(created.data_json)).toEqual({ artifact_type: "image", mime_type: "image/png", name: "chart.png", artifact_id: sent.artifact_id, size_bytes: ANSWER_FILE.length });
-    expect(contextFor("attach chart.png")[0].delivery.platform_capabilities.files).toEqual({ max_bytes: 20 * 1024 * 1024 });
+    expect(contextFor("attach chart.png")[0].delivery.platform_capabilities.files).toEqual({ max_bytes: 10 * 1024 * 1024 });
   });
 
   it("sends anything but an image as a document, quoting the user when no text went first", async () => {

@@ -152,8 +152,8 @@ export async function startChatRunner(name: string) {
       }
       if (text.startsWith("attach ") || text.startsWith("attachonly ")) {
         const name = text.slice(text.indexOf(" ") + 1);
-        const mime = name.endsWith(".png") ? "image/png" : "application/pdf";
-        w.send("artifact.created", { artifact_type: mime === "image/png" ? "image" : "file", mime_type: mime, name, content_base64: ANSWER_FILE.toString("base64") });
+        const mime = name.endsWith(".png") ? "image/png" : name.endsWith(".svg") ? "image/svg+xml" : "application/pdf";
+        w.send("artifact.created", { artifact_type: mime.startsWith("image/") ? "image" : "file", mime_type: mime, name, content_base64: ANSWER_FILE.toString("base64") });
         if (text.startsWith("attachonly ")) return w.reply([{ type: "image", url: "https://example.com/elsewhere.png" }]);
         return w.reply(`here is ${name}`);
       }

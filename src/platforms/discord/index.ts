@@ -1,9 +1,6 @@
 import * as z from "zod";
 import { withoutPaths } from "../redact";
-import type { PlatformAdapter, Recorded } from "../types";
-
-/** Attachments a bot may post where the server has no boost (10 MiB since 2024). */
-const DISCORD_FILE_MAX_BYTES = 10 * 1024 * 1024;
+import { DELIVERED_FILE_MAX_BYTES, type PlatformAdapter, type Recorded } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { discordMessenger, type DiscordCredentials } from "./api";
@@ -47,7 +44,7 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
   credentials: CredentialsSchema,
   defaultApiBaseUrl: "https://discord.com/api/v10",
   // Message content is at most 2,000 characters; the deferred response and follow-ups are editable.
-  surface: { canEdit: true, maxMessageSize: 2000, maxFileBytes: DISCORD_FILE_MAX_BYTES, capabilities: { interactions: true, followups: true }, awaitsAnswer: true },
+  surface: { canEdit: true, maxMessageSize: 2000, maxFileBytes: DELIVERED_FILE_MAX_BYTES, capabilities: { interactions: true, followups: true }, awaitsAnswer: true },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

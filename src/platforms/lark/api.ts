@@ -89,6 +89,8 @@ const inertMentions = (text: string) => text.replace(/<(?=\s*at\b)/gi, "<\u200b"
 export const cardContent = (text: string) => JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "div", text: { tag: "plain_text", content: text } }] });
 
 const LARK_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
+/** What im/v1/images takes; any other image (an SVG, say) goes up as a file. */
+const LARK_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/webp", "image/gif", "image/tiff", "image/bmp", "image/x-icon", "image/vnd.microsoft.icon"]);
 
 export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<DeliveryTarget, { platform: "lark" }>, timeoutMs: number): Messenger {
   const api = larkApi(bot, timeoutMs);
@@ -116,9 +118,9 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
       // Only cards can be patched, so a message that will be edited is a card.
       return editable ? post("interactive", cardContent(text)) : post("text", JSON.stringify({ text: inertMentions(text) }));
     },
-    /** Uploaded first (images ≤ 10 MB as images, shown inline; the rest as files), then sent by the key Lark gave it. */
+    /** Uploaded first (images Lark shows, ≤ 10 MB, as images; the rest as files), then sent by the key Lark gave it. */
     async sendFile(file) {
-      const image = file.kind === "image" && file.bytes.length <= LARK_IMAGE_MAX_BYTES;
+      const image = file.kind === "image" && file.bytes.length <= LARK_IMAGE_MAX_BYTES && LARK_IMAGE_TYPES.has(file.mimeType);
       const form = new FormData();
       if (image) form.append("image_type", "message");
       else {

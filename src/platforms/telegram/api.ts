@@ -77,14 +77,18 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
     },
     async sendFile(file) {
       // A photo is shown inline but Telegram recompresses it and takes at most 10 MB; anything else goes as a document.
-      const photo = file.kind === "image" && file.bytes.length <= PHOTO_MAX_BYTES && PHOTO_TYPES.has(file.mimeType);
-      const form = () => {
+      const form = (field: "photo" | "document") => {
         const fields = new FormData();
         for (const [name, value] of Object.entries(place())) fields.append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
-        fields.append(photo ? "photo" : "document", new File([file.bytes], file.name, { type: file.mimeType }));
+        fields.append(field, new File([file.bytes], file.name, { type: file.mimeType }));
         return fields;
       };
-      return sent(await inChat(() => api.call(photo ? "sendPhoto" : "sendDocument", form())));
+      if (file.kind === "image" && file.bytes.length <= PHOTO_MAX_BYTES && PHOTO_TYPES.has(file.mimeType)) {
+        const res = await inChat(() => api.call("sendPhoto", form("photo")));
+        // A photo Telegram will not take as one (its dimensions, its data) still reaches the chat, as a document.
+        if (res.ok || res.failure.status !== 400) return sent(res);
+      }
+      return sent(await inChat(() => api.call("sendDocument", form("document"))));
     },
     async edit(messageId, text) {
       const res = await api.call("editMessageText", { chat_id: chatId, message_id: Number(messageId), text });

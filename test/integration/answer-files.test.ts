@@ -1,0 +1,145 @@
+/**
+ * Files in answers where delivery must follow what the host accepted (the
+ * transcript) and lose neither a file nor an answer: a dropped blank message,
+ * a dropped artifact.created, a photo Telegram refuses, a streamed reply
+ * completed by files alone.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { ANSWER_FILE, formOf, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
+const SECRET_TOKEN = "tg-secret-token-0123456789";
+const PHOTO = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4]);
+/** Chats whose sendPhoto Telegram refuses as it does for a photo past its documented dimensions (w+h ≤ 10000, ratio ≤ 20). */
+const BAD_DIMENSIONS = new Set(["-703"]);
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let webhookUrl = "";
+let nextMessageId = 100;
+const contexts: any[] = [];
+
+const chatOf = (call: PlatformCall) => String(call.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(call.raw)?.[1]);
+
+function telegramApi(call: PlatformCall): FakeReply {
+  const m = /^\/(file\/)?bot([^/]+)\/(.+)$/.exec(call.path);
+  if (!m || m[2] !== BOT_TOKEN) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
+  if (m[1]) return { bytes: PHOTO, headers: { "content-type": "image/jpeg" } };
+  const method = m[3];
+  if (method === "getFile") return { json: { ok: true, result: { file_id: call.body.file_id, file_path: `photos/${call.body.file_id}.jpg` } } };
+  if (method === "sendPhoto" && BAD_DIMENSIONS.has(chatOf(call))) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: PHOTO_INVALID_DIMENSIONS" } };
+  return { json: { ok: true, result: { message_id: ++nextMessageId } } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(telegramApi);
+  runner = await startAdHocRunner({
+    name: "answer-files",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      contexts.push(ctx);
+      const w = resultWriter(res, ctx.run_id);
+      const mode = String(ctx.input.text ?? "");
+      const inline = { artifact_type: "image", mime_type: "image/png", name: "chart.png", content_base64: ANSWER_FILE.toString("base64") };
+      if (mode === "blank_then_final") {
+        // A blank message.completed is dropped by the host (§7); the answer is run.completed's message.
+        w.send("artifact.created", inline);
+        w.send("message.completed", { message: { role: "assistant", content: "" } });
+        w.send("run.completed", { finish_reason: "stop", message: { role: "assistant", content: "here is the chart" } });
+      } else if (mode === "invalid_ref") {
+        // Not a valid artifact.created (strict payload: an unknown key), so the host drops it: no transcript ref.
+        w.send("artifact.created", { artifact_type: "image", artifact_id: ctx.input.attachments[0].artifact_id, not_a_field: true });
+        w.send("message.completed", { message: { role: "assistant", content: "done" } });
+        w.send("run.completed", { finish_reason: "stop" });
+      } else if (mode === "stream_then_file") {
+        // Streams its words, then completes with a message that is only the file (no text element).
+        w.send("message.delta", { chunk: { role: "assistant", content: "Here is " } });
+        await new Promise((r) => setTimeout(r, 300));
+        w.send("message.delta", { chunk: { role: "assistant", content: "the chart you asked for." } });
+        w.send("artifact.created", inline);
+        w.send("message.completed", { message: { role: "assistant", content: [{ type: "image", artifact_id: ctx.input.attachments[0].artifact_id }] } });
+        w.send("run.completed", { finish_reason: "stop" });
+      } else if (mode === "tall_png") {
+        w.send("artifact.created", { ...inline, name: "tall-screenshot.png" });
+        w.send("message.completed", { message: { role: "assistant", content: "the screenshot" } });
+        w.send("run.completed", { finish_reason: "stop" });
+      } else {
+        w.send("message.completed", { message: { role: "assistant", content: "?" } });
+        w.send("run.completed", { finish_reason: "stop" });
+      }
+      res.end();
+    },
+  });
+  host = await startTestHost();
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
+  expect(created.status).toBe(201);
+  webhookUrl = created.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "answer-files", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+let updateId = 5000;
+async function post(chat: string, message: Record<string, unknown>) {
+  const id = ++updateId;
+  const body = { update_id: id, message: { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "group" }, from: { id: 42, is_bot: false, first_name: "A" }, ...message } };
+  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(body) });
+  expect(res.status).toBe(200);
+}
+const callsTo = (method: string, chat: string) => fake.callsTo(new RegExp(`/${method}$`)).filter((c) => chatOf(c) === chat);
+const runOf = async (chat: string) => (await waitFor(() => contexts.find((c) => c.conversation.conversation_id === chat))).run_id as string;
+
+describe("files in answers follow the transcript and lose nothing", () => {
+  it("a blank message.completed (dropped by the host) does not swallow run.completed's answer, which carries the file in the transcript", async () => {
+    await post("-701", { text: "blank_then_final" });
+    const runId = await runOf("-701");
+    const run = await host.waitForRun(runId);
+    expect(run.status).toBe("completed");
+    // The transcript: the file belongs to run.completed's message "here is the chart".
+    const [item] = await host.query<{ content: string; artifact_refs_json: string }>("SELECT content, artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant'", [runId]);
+    expect(item.content).toBe("here is the chart");
+    expect(JSON.parse(item.artifact_refs_json)).toHaveLength(1);
+    // Delivery: that answer's text must reach the user.
+    await waitFor(() => callsTo("sendPhoto", "-701").length > 0, 15_000, "the photo");
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(callsTo("sendMessage", "-701").map((c) => c.body.text)).toContain("here is the chart");
+  });
+
+  it("an artifact.created the host dropped as invalid (no transcript ref) is not posted", async () => {
+    await post("-702", { caption: "invalid_ref", photo: [{ file_id: "p1", width: 80, height: 80 }] });
+    const runId = await runOf("-702");
+    await host.waitForRun(runId);
+    const dropped = await waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE run_id = ? AND event_type = 'runner.result_dropped'", [runId])).length > 0);
+    expect(dropped).toBe(true);
+    const [item] = await host.query<{ artifact_refs_json: string }>("SELECT artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant'", [runId]);
+    expect(JSON.parse(item.artifact_refs_json)).toEqual([]);
+    await waitFor(() => callsTo("sendMessage", "-702").length > 0, 15_000, "the text");
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(callsTo("sendPhoto", "-702")).toEqual([]);
+  });
+
+  it("an image Telegram refuses as a photo (PHOTO_INVALID_DIMENSIONS) still reaches the chat, as a document", async () => {
+    await post("-703", { text: "tall_png" });
+    await waitFor(() => callsTo("sendPhoto", "-703").length > 0, 15_000, "the photo attempt");
+    await new Promise((r) => setTimeout(r, 1500));
+    const docs = callsTo("sendDocument", "-703");
+    expect(docs).toHaveLength(1);
+    expect((await formOf(docs[0])).get("document")).not.toBeNull();
+  });
+
+  it("a streamed reply completed by a files-only message still ends on the whole streamed text", async () => {
+    await post("-704", { caption: "stream_then_file", photo: [{ file_id: "p2", width: 80, height: 80 }] });
+    const runId = await runOf("-704");
+    await host.waitForRun(runId);
+    await waitFor(() => callsTo("sendPhoto", "-704").length >= 2, 15_000, "the photos");
+    await new Promise((r) => setTimeout(r, 2000));
+    const writes = [...callsTo("sendMessage", "-704"), ...callsTo("editMessageText", "-704")].sort((a, b) => a.at - b.at);
+    expect(writes.at(-1)?.body.text).toBe("Here is the chart you asked for.");
+  });
+});
