@@ -1,8 +1,9 @@
 /**
  * A run's reply on its chat platform, driven by the run's ledger entries as
  * they are published (ConversationDO.runOne). Completed messages are sent,
- * split at the platform's size, their files after them (src/delivery/files.ts); with streaming on and an editable surface,
- * deltas grow one message in place, edited at most once per
+ * split at the platform's size, their files after them (./files.ts); with
+ * streaming on and an editable surface, deltas grow one message in place,
+ * edited at most once per
  * DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was
  * streamed exactly. Calls are retried (bounded, honouring rate limits) and
  * every attempt and outcome lands in EventLog. Nothing here can fail or

@@ -30,6 +30,16 @@ export async function callPlatform(url: string, init: RequestInit, timeoutMs: nu
   return { ok: true, value: { status: res.status, headers: res.headers, json } };
 }
 
+/**
+ * A platform call's request: JSON parameters, a multipart form (an upload: fetch sets its boundary) or form-encoded
+ * ones (the methods that take no JSON).
+ */
+export function requestInit(method: string, params: Record<string, unknown> | FormData | URLSearchParams, headers: Record<string, string> = {}): RequestInit {
+  if (params instanceof FormData) return { method, headers, body: params };
+  if (params instanceof URLSearchParams) return { method, headers: { ...headers, "content-type": "application/x-www-form-urlencoded" }, body: params.toString() };
+  return { method, headers: { ...headers, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) };
+}
+
 /** `Retry-After` in seconds (the only form platforms send us), as milliseconds. */
 export function retryAfterHeaderMs(headers: Headers, name = "retry-after"): number | undefined {
   const value = Number(headers.get(name));

@@ -4,7 +4,7 @@
  * token in the path is the credential (15 minutes), so URLs are never logged.
  * Rate limits answer 429 with `retry_after` (seconds, fractional) in the body.
  */
-import { asRecord, callPlatform, failureOfStatus, retryAfterHeaderMs } from "../http";
+import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
 
 export interface DiscordCredentials extends Record<string, string> {
@@ -24,8 +24,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
 
   /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
   async function call(method: string, url: string, content: string | FormData): Promise<ApiResult<Record<string, unknown>>> {
-    const init = content instanceof FormData ? { method, body: content } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(payload(content)) };
-    const reply = await callPlatform(url, init, timeoutMs);
+    const reply = await callPlatform(url, requestInit(method, content instanceof FormData ? content : payload(content)), timeoutMs);
     if (!reply.ok) return reply;
     const { status, headers, json } = reply.value;
     const data = asRecord(json);

@@ -1,11 +1,11 @@
 /**
  * Lark/Feishu Open API: a tenant access token from app_id + app_secret
  * (cached per isolate until shortly before it expires), message replies,
- * card patches, image and file uploads, and message resources. Answers are `{code, msg, data}`;
- * code 0 is success.
+ * card patches, image and file uploads, and message resources. Answers are
+ * `{code, msg, data}`; code 0 is success.
  */
 import { sha256Hex } from "../../lib/crypto";
-import { asRecord, callPlatform, failureOfStatus, retryAfterHeaderMs } from "../http";
+import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
 
 export interface LarkCredentials extends Record<string, string> {
@@ -55,12 +55,7 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
   async function call(method: string, path: string, params: Record<string, unknown> | FormData): Promise<ApiResult<Record<string, unknown>>> {
     const token = await tenantToken();
     if (!token.ok) return token;
-    const authorization = `Bearer ${token.value}`;
-    const init: RequestInit =
-      params instanceof FormData
-        ? { method, headers: { authorization }, body: params }
-        : { method, headers: { authorization, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) };
-    const reply = await callPlatform(`${bot.apiBaseUrl}${path}`, init, timeoutMs);
+    const reply = await callPlatform(`${bot.apiBaseUrl}${path}`, requestInit(method, params, { authorization: `Bearer ${token.value}` }), timeoutMs);
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (reply.value.status === 200 && body.code === 0) return { ok: true, value: asRecord(body.data) };

@@ -3,7 +3,7 @@
  * with the bot token as a bearer. Errors come as HTTP 200 `{ok: false, error}`; rate limits as HTTP
  * 429 with `Retry-After` (seconds).
  */
-import { asRecord, callPlatform, failureOfStatus, retryAfterHeaderMs } from "../http";
+import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
 import { escapeSlackText } from "./text";
 
@@ -17,12 +17,7 @@ const TRANSIENT_ERRORS = new Set(["internal_error", "fatal_error", "service_unav
 
 /** JSON parameters, or form-encoded ones for the methods that take no JSON (the file upload ones). */
 export async function slackCall(bot: Bot<SlackCredentials>, method: string, params: Record<string, unknown> | URLSearchParams, timeoutMs: number): Promise<ApiResult<Record<string, unknown>>> {
-  const authorization = `Bearer ${bot.credentials.bot_token}`;
-  const init =
-    params instanceof URLSearchParams
-      ? { method: "POST", headers: { authorization, "content-type": "application/x-www-form-urlencoded" }, body: params.toString() }
-      : { method: "POST", headers: { authorization, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) };
-  const reply = await callPlatform(`${bot.apiBaseUrl}/${method}`, init, timeoutMs);
+  const reply = await callPlatform(`${bot.apiBaseUrl}/${method}`, requestInit("POST", params, { authorization: `Bearer ${bot.credentials.bot_token}` }), timeoutMs);
   if (!reply.ok) return reply;
   const { status, headers, json } = reply.value;
   const body = asRecord(json);

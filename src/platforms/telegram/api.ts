@@ -1,9 +1,10 @@
 /**
  * The few Bot API methods the host calls: sendMessage, editMessageText,
- * sendPhoto and sendDocument (multipart uploads), getFile, setWebhook. Every answer is `{ok, result}` or
+ * sendPhoto and sendDocument (multipart uploads), getFile, setWebhook.
+ * Every answer is `{ok, result}` or
  * `{ok: false, error_code, description, parameters: {retry_after}}`.
  */
-import { asRecord, callPlatform } from "../http";
+import { asRecord, callPlatform, requestInit } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
 
 export interface TelegramCredentials extends Record<string, string> {
@@ -17,8 +18,7 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
 
   /** JSON parameters, or a multipart form for a method that uploads a file. */
   async function call(method: string, params: Record<string, unknown> | FormData): Promise<ApiResult<unknown>> {
-    const init = params instanceof FormData ? { method: "POST", body: params } : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(params) };
-    const reply = await callPlatform(methodUrl(method), init, timeoutMs);
+    const reply = await callPlatform(methodUrl(method), requestInit("POST", params), timeoutMs);
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (body.ok === true) return { ok: true, value: body.result };
