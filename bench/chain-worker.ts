@@ -36,7 +36,7 @@ export class ChainDO extends DurableObject<ChainEnv> {
 
   override async alarm(): Promise<void> {
     for (const [runId, runnerUrl] of await this.ctx.storage.list<string>()) {
-      const claimed = await this.db().query({ sql: "UPDATE chain_run SET status = 'running' WHERE id = ? AND status = 'queued' RETURNING id", params: [runId], method: "all" });
+      const claimed = await this.db().query({ sql: "UPDATE chain_run SET status = 'running' WHERE id = ? AND status = 'created' RETURNING id", params: [runId], method: "all" });
       if (claimed.rows.length === 1) {
         const res = await fetch(runnerUrl, { method: "POST", body: JSON.stringify({ context: { run_id: runId } }) });
         const results = await res.text();
@@ -68,7 +68,7 @@ export default {
     }
     const runId = crypto.randomUUID();
     const text = await request.text();
-    await bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN).query({ sql: "INSERT INTO chain_run (id, status, event) VALUES (?, 'queued', ?)", params: [runId, text], method: "run" });
+    await bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN).query({ sql: "INSERT INTO chain_run (id, status, event) VALUES (?, 'created', ?)", params: [runId, text], method: "run" });
     await stub.dispatch(runId, url.searchParams.get("runner")!);
     return Response.json({ run_id: runId }, { status: 202 });
   },

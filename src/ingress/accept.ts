@@ -150,7 +150,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     if (row.runId && bound && row.disposition === "bound") {
       const first = await runsStore(db).get(row.runId);
       // Only a true repeat: one naming another conversation or meeting another agent now must not take the run there.
-      if (first?.status === "queued" && first.conversationKey === key && first.agentId === bound.agent.agentId) {
+      if (first?.status === "created" && first.conversationKey === key && first.agentId === bound.agent.agentId) {
         // The run is for the event as first recorded (its stored attachments, its time), not as redelivered.
         const recorded = { ...ev, input: parseJson<InputContext>(row.inputJson ?? "", ev.input) };
         const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl, enqueuedAt: first.createdAt });

@@ -63,7 +63,7 @@ export const runInsert = compiled((db) =>
       botId: param("botId"),
       agentId: recordedAgentId(),
       runnerId: sql`(SELECT ${agent.runnerId} FROM ${agent} WHERE ${agent.agentId} = ${recordedAgentId()})`,
-      status: "queued",
+      status: "created",
       createdAt: param("createdAt"),
     },
     sql`${acceptedHere()} AND ${recordedAgentId()} IS NOT NULL`,

@@ -38,7 +38,7 @@ const ListQuery = z.strictObject({
   workspace_id: z.string().min(1).max(200).optional(),
   bot_id: z.string().min(1).max(200).optional(),
   agent_id: z.string().min(1).max(200).optional(),
-  status: z.enum(["queued", "running", "completed", "failed", "cancelled", "timeout"]).optional(),
+  status: z.enum(["created", "running", "completed", "failed", "cancelled", "timeout"]).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().min(1).optional(),
 });

@@ -63,7 +63,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
 /** Cancels a run left queued in libSQL only (its hand-over to its conversation was lost); true when this ended it. */
 export async function cancelUnhandedRun(db: Db, runId: string): Promise<boolean> {
   const row = await runsStore(db).get(runId);
-  if (row?.status !== "queued") return false;
+  if (row?.status !== "created") return false;
   const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId }, runner: { runnerId: row.runnerId } };
   const outcome = { status: "cancelled" as const, errorCode: "cancelled", errorMessage: "run cancelled before it reached its conversation", resultCount: 0 };
   return (await endRunAsHost(db, target, outcome, { onlyQueued: true })) !== null;

@@ -6,7 +6,7 @@ import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
 
 export type RunRow = typeof run.$inferSelect;
-export type RunStatus = "queued" | "running" | "completed" | "failed" | "cancelled" | "timeout";
+export type RunStatus = "created" | "running" | "completed" | "failed" | "cancelled" | "timeout";
 
 export function toRunView(row: RunRow) {
   return {
@@ -50,7 +50,7 @@ export function toLedgerView(e: { seq: number; type: string; dataJson: string; r
 }
 
 export interface RunOutcome {
-  status: Exclude<RunStatus, "queued" | "running">;
+  status: Exclude<RunStatus, "created" | "running">;
   finishReason?: string | null;
   finalMessage?: unknown;
   errorCode?: string | null;
@@ -74,11 +74,11 @@ const markRunning = compiled((db) =>
   db
     .update(run)
     .set({ status: "running", startedAt: sql`${param("startedAt")}` })
-    .where(and(eq(run.runId, param("runId")), eq(run.status, "queued")))
+    .where(and(eq(run.runId, param("runId")), eq(run.status, "created")))
     .returning({ runId: run.runId }),
 );
 
-const discardQueued = compiled((db) => db.delete(run).where(and(eq(run.runId, param("runId")), eq(run.status, "queued"))));
+const discardQueued = compiled((db) => db.delete(run).where(and(eq(run.runId, param("runId")), eq(run.status, "created"))));
 
 const finishRun = compiled((db) =>
   db
@@ -92,7 +92,7 @@ const finishRun = compiled((db) =>
       resultCount: sql`${param("resultCount")}`,
       endedAt: sql`${param("endedAt")}`,
     })
-    .where(and(eq(run.runId, param("runId")), inArray(run.status, ["queued", "running"])))
+    .where(and(eq(run.runId, param("runId")), inArray(run.status, ["created", "running"])))
     .returning({ runId: run.runId }),
 );
 
@@ -101,7 +101,7 @@ const cancelQueuedRun = compiled((db) =>
   db
     .update(run)
     .set({ status: "cancelled", errorCode: "cancelled", errorMessage: sql`${param("errorMessage")}`, endedAt: sql`${param("endedAt")}` })
-    .where(and(eq(run.runId, param("runId")), eq(run.status, "queued")))
+    .where(and(eq(run.runId, param("runId")), eq(run.status, "created")))
     .returning({ runId: run.runId }),
 );
 
@@ -133,13 +133,13 @@ export function runsStore(db: Db) {
     /** Whether the user saw any of the run's reply (not what the runner sent: what a platform accepted). */
     deliveredReply: async (conversationKey: string, runId: string): Promise<boolean> => (await deliveredReply(db, { conversationKey, runId }).execute()).length > 0,
 
-    /** queued → running; returns the run id only when this trigger took the run. */
+    /** created → running; returns the run id only when this trigger took the run. */
     markRunningStatement: (runId: string) => markRunning(db, { runId, startedAt: Date.now() }),
 
     /** Drop a run minted at ingress that the conversation decided not to start (steered or rejected). */
     discardQueuedStatement: (runId: string) => discardQueued(db, { runId }),
 
-    /** queued → cancelled; returns the run id only when the run was still queued. */
+    /** created → cancelled; returns the run id only when the run had not started. */
     cancelQueuedStatement: (runId: string, reason: string, endedAt = Date.now()) => cancelQueuedRun(db, { runId, errorMessage: reason, endedAt }),
 
     /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. */

@@ -155,6 +155,10 @@ describe("POST /v1/events", () => {
     await waitFor(() => timeline.includes("start hold:cancel-queued"));
     const waiting = await host.postEvent(messageEvent("cancel-queued", "never started"));
     expect(waiting.body.disposition).toBe("queued");
+    // Not started yet: `created` (§11), in the run view and in the listing's status filter.
+    expect((await host.admin("GET", `/v1/runs/${waiting.body.run_id}`)).body.status).toBe("created");
+    const created = (await host.admin("GET", "/v1/runs?conversation_id=cancel-queued&status=created")).body.items;
+    expect(created.map((r: { run_id: string }) => r.run_id)).toEqual([waiting.body.run_id]);
     // A follower of the waiting run hears its end live, as a replay would tell it.
     const follower = fetch(`${host.url}/v1/runs/${waiting.body.run_id}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } }).then((r) => r.text());
     expect((await host.admin("POST", `/v1/runs/${waiting.body.run_id}/cancel`)).status).toBe(202);
@@ -176,8 +180,8 @@ describe("POST /v1/events", () => {
     await host.waitForRun(done.body.run_id!);
     // As if ingress had recorded a second run and then failed to reach the DO: same conversation, same DO id prefix.
     const lost = done.body.run_id!.replace(/_[^_]+$/, "_lostdispatch1");
-    await host.query("INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, created_at) SELECT ?, event_id, conversation_key, conversation_id, agent_id, runner_id, 'queued', created_at FROM run WHERE run_id = ?", [lost, done.body.run_id!]);
-    expect((await host.admin("GET", `/v1/runs/${lost}`)).body.status).toBe("queued");
+    await host.query("INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, created_at) SELECT ?, event_id, conversation_key, conversation_id, agent_id, runner_id, 'created', created_at FROM run WHERE run_id = ?", [lost, done.body.run_id!]);
+    expect((await host.admin("GET", `/v1/runs/${lost}`)).body.status).toBe("created");
     const res = await host.admin("POST", `/v1/runs/${lost}/cancel`);
     expect(res).toMatchObject({ status: 202, body: { cancelled: true } });
     expect((await host.admin("GET", `/v1/runs/${lost}`)).body).toMatchObject({ status: "cancelled", error: { code: "cancelled", message: "run cancelled before it reached its conversation" } });

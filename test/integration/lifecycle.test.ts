@@ -46,7 +46,7 @@ async function waitForRun(host: LocalHost, runId: string, timeoutMs: number): Pr
   const end = Date.now() + timeoutMs;
   for (;;) {
     const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
-    if (!["queued", "running"].includes(res.body.status)) return res.body;
+    if (!["created", "running"].includes(res.body.status)) return res.body;
     if (Date.now() > end) throw new Error(`run ${runId} still ${res.body.status} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -151,7 +151,7 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     await waitFor(() => contextFor("sleep 1500").length > 0);
     const waiting = command("waiting", inC10);
     expect((await post(waiting)).body).toEqual({ type: 5 });
-    const [queued] = (await host.admin("GET", "/v1/runs?conversation_id=C10&status=queued")).body.items;
+    const [queued] = (await host.admin("GET", "/v1/runs?conversation_id=C10&status=created")).body.items;
     expect((await host.admin("POST", `/v1/runs/${queued.run_id}/cancel`)).status).toBe(202);
     const [edit] = await waitFor(() => writesFor(waiting).length > 0 && writesFor(waiting), 10_000, "the waiting interaction resolved");
     expect([edit.method, edit.path, edit.body.content]).toEqual(["PATCH", `/webhooks/${APPLICATION_ID}/${waiting.token}/messages/@original`, "(This answer was cancelled.)"]);

@@ -130,7 +130,7 @@ describe("retention", () => {
     const posted = await host.postEvent(messageEvent("ret-held", "hold"));
     expect(posted.status).toBe(202);
     await hold.arrived.promise;
-    const ended = () => host.query<{ n: number }>("SELECT COUNT(*) AS n FROM run WHERE status NOT IN ('queued', 'running')").then((r) => r[0].n);
+    const ended = () => host.query<{ n: number }>("SELECT COUNT(*) AS n FROM run WHERE status NOT IN ('created', 'running')").then((r) => r[0].n);
     // Everything is older than this cutoff, the running run included; as many invocations as the batches need.
     const sweep = async () => {
       const scheduledTime = new Date(Date.now() + 2 * DAY_MS);

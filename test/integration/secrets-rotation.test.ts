@@ -43,7 +43,7 @@ async function withHost<T>(vars: Record<string, string>, use: (host: LocalHost) 
 async function finished(host: LocalHost, runId: string): Promise<RunView> {
   for (const end = Date.now() + 10_000; ; await new Promise((r) => setTimeout(r, 25))) {
     const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
-    if (!["queued", "running"].includes(res.body.status)) return res.body;
+    if (!["created", "running"].includes(res.body.status)) return res.body;
     if (Date.now() > end) throw new Error(`run ${runId} did not end`);
   }
 }

@@ -1,0 +1,35 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient } from "@libsql/client";
+import { drizzle } from "drizzle-orm/libsql";
+import { migrate } from "drizzle-orm/libsql/migrator";
+import { afterEach, describe, expect, it } from "vitest";
+
+type Journal = { entries: { tag: string }[] };
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+/** The migrations folder as it stood before `tag` (same files, journal cut there). */
+function migrationsBefore(tag: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "migrations-"));
+  dirs.push(dir);
+  cpSync("migrations", dir, { recursive: true });
+  const journal = JSON.parse(readFileSync(join(dir, "meta/_journal.json"), "utf8")) as Journal;
+  const cut = journal.entries.findIndex((e) => e.tag === tag);
+  expect(cut).toBeGreaterThan(0);
+  writeFileSync(join(dir, "meta/_journal.json"), JSON.stringify({ ...journal, entries: journal.entries.slice(0, cut) }));
+  return dir;
+}
+
+describe("migrations on an existing database", () => {
+  it("renames runs stored as queued to created (PROTOCOL §11) and leaves the others", async () => {
+    const client = createClient({ url: ":memory:" });
+    await migrate(drizzle(client), { migrationsFolder: migrationsBefore("0005_run_status_created") });
+    const insert = "INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, created_at) VALUES (?, ?, 'k', 'c', 'a', 'http:a/b/c', ?, 1)";
+    for (const [id, status] of [["r-waiting", "queued"], ["r-running", "running"], ["r-done", "completed"]]) await client.execute({ sql: insert, args: [id, `e-${id}`, status] });
+    await migrate(drizzle(client), { migrationsFolder: "migrations" });
+    const rows = await client.execute("SELECT run_id, status FROM run ORDER BY run_id");
+    expect(rows.rows.map((r) => [r.run_id, r.status])).toEqual([["r-done", "completed"], ["r-running", "running"], ["r-waiting", "created"]]);
+  });
+});
