@@ -8,6 +8,10 @@ const BOT_TOKEN = "discord-bot-token-SECRET-0123456789";
 const FILE = new Uint8Array([1, 2, 3, 4, 5]);
 /** Interaction tokens whose first write the fake answers 429 with retry_after 0.3. */
 const throttledTokens = new Set<string>();
+/** Interaction tokens Discord no longer honours (past their 15 minutes), and ones that expire after their first write. */
+const expiredTokens = new Set<string>();
+const expiringTokens = new Set<string>();
+let channelMessages = 0;
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -21,8 +25,18 @@ const answered: string[] = [];
 
 function discordApi(call: PlatformCall): FakeReply {
   if (call.path === "/cdn/attachments/report.txt") return { bytes: FILE, headers: { "content-type": "text/plain" } };
+  const ch = /^\/channels\/([^/]+)\/messages(?:\/(.+))?$/.exec(call.path);
+  if (ch) {
+    // The bot's own API: its token in the Authorization header.
+    if (call.headers.authorization !== `Bot ${BOT_TOKEN}`) return { status: 401, json: { message: "401: Unauthorized", code: 0 } };
+    if (call.method === "POST" && !ch[2]) return { json: { id: `channel_msg_${++channelMessages}`, channel_id: ch[1], content: call.body?.content } };
+    if (call.method === "PATCH" && ch[2]) return { json: { id: ch[2], channel_id: ch[1], content: call.body?.content } };
+    return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
+  }
   const m = /^\/webhooks\/([^/]+)\/([^/]+)(?:\/messages\/(.+))?$/.exec(call.path);
   if (!m || m[1] !== APPLICATION_ID) return { status: 404, json: { message: "Unknown Webhook", code: 10015 } };
+  if (expiredTokens.has(m[2])) return { status: 401, json: { message: "Invalid Webhook Token", code: 50027 } };
+  if (expiringTokens.delete(m[2])) expiredTokens.add(m[2]);
   if (throttledTokens.delete(m[2])) return { status: 429, headers: { "retry-after": "1" }, json: { message: "You are being rate limited.", retry_after: 0.3, global: false } };
   // A multipart write (a file) has no JSON body.
   if (call.method === "PATCH") return { json: { id: m[3] === "@original" ? "original_msg" : m[3], content: call.body?.content } };
@@ -338,5 +352,52 @@ describe("Discord: files in answers", () => {
     });
     expect(records.map((r) => JSON.parse(r.data_json).operation)).toEqual(["send_file"]);
     expect(writesFor(i)).toHaveLength(1);
+  });
+});
+
+describe("Discord: answers after the interaction token expires", () => {
+  const channelWrites = (since: number) => fake.calls.filter((c) => c.path.startsWith("/channels/") && c.at >= since);
+  const deliveryRecords = async (runId: string) =>
+    (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type IN ('delivery.succeeded', 'delivery.failed') ORDER BY seq", [runId])).map((r) => [
+      r.event_type,
+      JSON.parse(r.data_json).operation,
+    ]);
+
+  it("continues in the interaction's channel with the bot token, text and files, once Discord refuses the token", async () => {
+    const since = Date.now();
+    const i = command("attach late.png", { channel_id: "C21", channel: { id: "C21", type: 0 } });
+    expiredTokens.add(i.token);
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const writes = await waitFor(() => channelWrites(since).length >= 2 && channelWrites(since), 15_000, "the channel messages");
+    // The deferred response was tried first, once; then the bot's own API.
+    expect(writesFor(i).map((w) => [w.method, w.reply?.status])).toEqual([["PATCH", 401]]);
+    expect(writes[0]).toMatchObject({ method: "POST", path: "/channels/C21/messages", body: { content: "here is late.png", allowed_mentions: { parse: [] } } });
+    expect(writes.every((w) => w.headers.authorization === `Bot ${BOT_TOKEN}`)).toBe(true);
+    const form = await formOf(writes[1]);
+    expect(JSON.parse(String(form.get("payload_json")))).toEqual({ content: "", allowed_mentions: { parse: [] }, attachments: [{ id: 0, filename: "late.png" }] });
+    expect((await fileOf(form, "files[0]")).bytes.equals(ANSWER_FILE)).toBe(true);
+    const runId = contextFor("attach late.png")[0].run_id;
+    await host.waitForRun(runId);
+    expect(await waitFor(async () => (await deliveryRecords(runId)).length >= 2 && deliveryRecords(runId))).toEqual([
+      ["delivery.succeeded", "send"],
+      ["delivery.succeeded", "send_file"],
+    ]);
+  });
+
+  it("a stream whose token expires mid-way edits its message by id with the bot token and ends exactly on the final text", async () => {
+    const since = Date.now();
+    const i = command("stream one two three four five six", { channel_id: "C22", channel: { id: "C22", type: 0 } });
+    expiringTokens.add(i.token);
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const runId = await waitFor(() => contextFor("stream one two three four five six")[0]?.run_id);
+    await host.waitForRun(runId);
+    const final = "one two three four five six";
+    await waitFor(() => channelWrites(since).at(-1)?.body.content === final, 15_000, "the final edit");
+    // The first write resolved the deferred response; every later one edits that same message through the channel.
+    expect(writesFor(i).filter((w) => w.reply?.status === undefined || w.reply.status < 300)).toHaveLength(1);
+    const edits = channelWrites(since);
+    expect(edits.every((w) => w.method === "PATCH" && w.path === "/channels/C22/messages/original_msg")).toBe(true);
+    expect(edits.length).toBeGreaterThan(1);
+    expect((await deliveryRecords(runId)).filter(([t]) => t === "delivery.failed")).toEqual([]);
   });
 });

@@ -2,7 +2,10 @@
  * Answering a deferred interaction: the first message edits the original
  * response, later ones are follow-ups; both are edited by id. The interaction
  * token in the path is the credential (15 minutes), so URLs are never logged.
- * Rate limits answer 429 with `retry_after` (seconds, fractional) in the body.
+ * A run queued or running past those 15 minutes would lose its answer: once
+ * Discord refuses the token, the reply continues in the interaction's channel
+ * under the bot token. Rate limits answer 429 with `retry_after` (seconds,
+ * fractional) in the body.
  */
 import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
@@ -18,32 +21,53 @@ const ORIGINAL = "@original";
 /** No @everyone, role or user pings from an agent's text. */
 const payload = (content: string) => ({ content, allowed_mentions: { parse: [] } });
 
+/** Discord's answers for an interaction token it no longer honours (expired after 15 minutes, or unknown). */
+const EXPIRED_TOKEN_CODES = new Set([50027, 10015]);
+
 export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<DeliveryTarget, { platform: "discord" }>, timeoutMs: number): Messenger {
   const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
+  const channel = target.channelId ? `${bot.apiBaseUrl}/channels/${encodeURIComponent(target.channelId)}/messages` : null;
+  const botAuth = { authorization: `Bot ${bot.credentials.bot_token}` };
   let originalUsed = false;
+  /** The deferred response's message id, from its first edit: the bot token can edit it by id once the interaction token is gone. */
+  let originalId: string | null = null;
+  /** The interaction token was refused: every later write goes through the channel. */
+  let viaChannel = false;
 
   /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
-  async function call(method: string, url: string, content: string | FormData): Promise<ApiResult<Record<string, unknown>>> {
-    const reply = await callPlatform(url, requestInit(method, content instanceof FormData ? content : payload(content)), timeoutMs);
+  async function call(method: string, url: string, content: string | FormData, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
+    const reply = await callPlatform(url, requestInit(method, content instanceof FormData ? content : payload(content), headers), timeoutMs);
     if (!reply.ok) return reply;
-    const { status, headers, json } = reply.value;
+    const { status, headers: replyHeaders, json } = reply.value;
     const data = asRecord(json);
     if (status >= 200 && status < 300) return { ok: true, value: data };
     const message = typeof data.message === "string" ? data.message : `HTTP ${status}`;
-    const retryAfterMs = typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(headers);
-    return { ok: false, failure: failureOfStatus(status, `discord_http_${status}`, message, retryAfterMs) };
+    const retryAfterMs = typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(replyHeaders);
+    const code = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404) ? "discord_interaction_expired" : `discord_http_${status}`;
+    return { ok: false, failure: failureOfStatus(status, code, message, retryAfterMs) };
   }
 
-  /** The first message answers the deferred response; the rest are follow-ups. */
+  /** A webhook write, unless the token is refused and there is a channel to continue in: then `null`, and the channel takes over. */
+  async function viaWebhook(method: string, url: string, content: string | FormData): Promise<ApiResult<Record<string, unknown>> | null> {
+    if (viaChannel) return null;
+    const res = await call(method, url, content);
+    if (res.ok || res.failure.code !== "discord_interaction_expired" || !channel) return res;
+    viaChannel = true;
+    return null;
+  }
+
+  /** The first message answers the deferred response; the rest are follow-ups (or channel messages, once the token is gone). */
   async function post(content: string | FormData): Promise<ApiResult<string>> {
-    if (!originalUsed) {
-      const res = await call("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
-      if (!res.ok) return res;
+    const res = originalUsed ? await viaWebhook("POST", `${webhook}?wait=true`, content) : await viaWebhook("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
+    if (res && !res.ok) return res;
+    if (res && !originalUsed) {
       originalUsed = true;
+      originalId = typeof res.value.id === "string" ? res.value.id : null;
       return { ok: true, value: ORIGINAL };
     }
-    const res = await call("POST", `${webhook}?wait=true`, content);
-    return res.ok ? { ok: true, value: String(res.value.id) } : res;
+    // A FormData body is serialised anew by each fetch, so the refused form itself goes to the channel.
+    const sent = res ?? (await call("POST", channel!, content, botAuth));
+    return sent.ok ? { ok: true, value: String(sent.value.id) } : sent;
   }
 
   return {
@@ -55,8 +79,12 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
       return post(form);
     },
     async edit(messageId, text) {
-      const res = await call("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);
-      return res.ok ? { ok: true, value: undefined } : res;
+      const res = await viaWebhook("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);
+      if (res) return res.ok ? { ok: true, value: undefined } : res;
+      const id = messageId === ORIGINAL ? originalId : messageId;
+      if (!id) return { ok: false, failure: { kind: "permanent", status: null, code: "discord_interaction_expired", message: "the deferred response can no longer be edited" } };
+      const edited = await call("PATCH", `${channel!}/${encodeURIComponent(id)}`, text, botAuth);
+      return edited.ok ? { ok: true, value: undefined } : edited;
     },
   };
 }
