@@ -133,6 +133,17 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(raw.header.token).toBeUndefined();
   });
 
+  it("shows the runner mentioned users by name where a text message has placeholders, keeping the mentions in the event", async () => {
+    const mentions = [
+      { key: "@_user_1", id: { open_id: "ou_bot" }, name: "Helper Bot", tenant_key: "tenant_1" },
+      { key: "@_user_10", id: { open_id: "ou_ada" }, name: "Ada", tenant_key: "tenant_1" },
+    ];
+    const ev = received("oc_mentions", { text: "@_user_1 ask @_user_10 and @_user_2 about it" }, { mentions });
+    expect((await postPlain(ev)).status).toBe(200);
+    const [ctx] = await waitFor(() => contextFor("@Helper Bot ask @Ada and @_user_2 about it").length > 0 && contextFor("@Helper Bot ask @Ada and @_user_2 about it"));
+    expect(ctx.event.data.mentions).toEqual(mentions);
+  });
+
   it("decrypts a signed encrypted event and replies in its topic thread", async () => {
     const ev = received("oc_200", { text: "secret hello" }, { thread_id: "omt_thread_1" });
     expect((await postEncrypted(ev)).status).toBe(200);

@@ -51,6 +51,7 @@ export function normalizeLarkPayload(payload: Record<string, unknown>, fallbackK
     const { sender, message: m } = r.data;
     const threadId = m.thread_id ?? null;
     const content = contentOf(m.message_type, m.content);
+    if (m.message_type === "text") content.text = withMentionNames(content.text, m.mentions);
     // Messages of other apps (and our own) never start a run.
     if (sender.sender_type !== "user" || (content.text === null && content.files.length === 0)) return [{ ...unhandled(key, type), conversationId: m.chat_id, threadId }];
     return [
@@ -90,6 +91,13 @@ export function normalizeLarkPayload(payload: Record<string, unknown>, fallbackK
   }
   const chatId = (payload.event as Record<string, unknown> | undefined)?.chat_id;
   return [{ ...unhandled(key, type), conversationId: typeof chatId === "string" ? chatId : null }];
+}
+
+/** A text message names the users it mentions by placeholder (`@_user_1`); the runner reads their names instead. */
+function withMentionNames(text: string | null, mentions: { key: string; name?: string }[] = []): string | null {
+  if (!text || mentions.length === 0) return text;
+  const names = new Map(mentions.filter((m) => m.name).map((m) => [m.key, `@${m.name}`]));
+  return text.replace(/@_user_\d+/g, (key) => names.get(key) ?? key);
 }
 
 function idsOf(ids: z.infer<typeof UserIdSchema> | undefined): Record<string, unknown> {
