@@ -30,17 +30,26 @@ export async function answerFileRows(db: Db, ids: string[]): Promise<Map<string,
   return new Map((await artifactsStore(db).getMany(ids)).map((row) => [row.artifactId, row]));
 }
 
-/** One file's bytes, read only when the run may show it and the platform can take it. One at a time: memory holds one file. */
+/**
+ * One file, when the run may show it and the platform can take it. Its bytes are streamed to the platform from
+ * storage on each attempt, never held whole in memory.
+ */
 export async function loadAnswerFile(deps: AnswerFileDeps, job: RunJob, artifactId: string, row: ArtifactRow | undefined, maxBytes: number): Promise<LoadedFile> {
   const access = row ? artifactAccess(row, { conversationKey: job.conversationKey, runId: job.runId }, Date.now()) : "not_found";
   if (!row || access !== "granted") return { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} is not one this run may show (${access})` };
-  if ((row.sizeBytes ?? 0) > maxBytes) return { ok: false, code: "file_too_large", error: `artifact ${artifactId} is ${row.sizeBytes} bytes; this platform takes at most ${maxBytes}` };
-  const object = await deps.artifacts.get(row.r2Key);
-  if (!object) return { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} has no stored bytes` };
-  const bytes = new Uint8Array(await object.arrayBuffer());
-  // The row's size is the runner's claim for an upload in progress; the bytes are the fact.
-  if (bytes.length > maxBytes) return { ok: false, code: "file_too_large", error: `artifact ${artifactId} is ${bytes.length} bytes; this platform takes at most ${maxBytes}` };
+  const tooLarge = (size: number) => ({ ok: false, code: "file_too_large", error: `artifact ${artifactId} is ${size} bytes; this platform takes at most ${maxBytes}` }) as const;
+  if ((row.sizeBytes ?? 0) > maxBytes) return tooLarge(row.sizeBytes ?? 0);
+  // The row's size is the runner's claim for an upload in progress; the stored object is the fact.
+  const stored = await deps.artifacts.head(row.r2Key);
+  if (!stored) return { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} has no stored bytes` };
+  if (stored.size > maxBytes) return tooLarge(stored.size);
   const mimeType = row.mimeType ?? "application/octet-stream";
   const image = row.artifactType === "image" || mimeType.startsWith("image/");
-  return { ok: true, file: { name: row.name ?? artifactId, mimeType, kind: image ? "image" : "file", bytes } };
+  const open = async () => {
+    // Stored artifacts are never rewritten; the etag makes sure a retry streams the same bytes the size was read from.
+    const object = await deps.artifacts.get(row.r2Key, { onlyIf: { etagMatches: stored.etag } });
+    if (!object || !("body" in object)) throw new Error(`artifact ${artifactId} is no longer stored as it was`);
+    return object.body;
+  };
+  return { ok: true, file: { name: row.name ?? artifactId, mimeType, kind: image ? "image" : "file", size: stored.size, open } };
 }

@@ -327,7 +327,7 @@ export class DeliverySession {
       }
       const file = loaded.file;
       // A send that timed out may have been posted: retrying it could post the file twice.
-      const res = await this.call({ ...facts(artifactId), bytes: file.bytes.length }, () => messenger.sendFile(file), 0, { retryTimeouts: false });
+      const res = await this.call({ ...facts(artifactId), bytes: file.size }, () => messenger.sendFile(file), 0, { retryTimeouts: false });
       if (res.ok) sent++;
     }
     return sent;

@@ -1,4 +1,5 @@
 import type { ApiFailure, ApiResult } from "./types";
+import { UploadForm } from "./upload";
 
 export interface HttpReply {
   status: number;
@@ -31,11 +32,14 @@ export async function callPlatform(url: string, init: RequestInit, timeoutMs: nu
 }
 
 /**
- * A platform call's request: JSON parameters, a multipart form (an upload: fetch sets its boundary) or form-encoded
- * ones (the methods that take no JSON).
+ * A platform call's request: JSON parameters, a multipart upload (its file streamed, a fresh body per call) or
+ * form-encoded parameters (the methods that take no JSON).
  */
-export function requestInit(method: string, params: Record<string, unknown> | FormData | URLSearchParams, headers: Record<string, string> = {}): RequestInit {
-  if (params instanceof FormData) return { method, headers, body: params };
+export function requestInit(method: string, params: Record<string, unknown> | UploadForm | URLSearchParams, headers: Record<string, string> = {}): RequestInit {
+  if (params instanceof UploadForm) {
+    const { body, contentType } = params.body();
+    return { method, headers: { ...headers, "content-type": contentType }, body };
+  }
   if (params instanceof URLSearchParams) return { method, headers: { ...headers, "content-type": "application/x-www-form-urlencoded" }, body: params.toString() };
   return { method, headers: { ...headers, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) };
 }

@@ -97,20 +97,16 @@ export interface ApiFailure {
 }
 export type ApiResult<T> = { ok: true; value: T } | { ok: false; failure: ApiFailure };
 
-/**
- * The largest file the host sends to a platform. It holds one file in memory while it uploads it (the bytes, and the
- * request body made of them), in an isolate of 128 MB that other conversations share. Discord's own limit without a
- * server boost is the same.
- */
-export const DELIVERED_FILE_MAX_BYTES = 10 * 1024 * 1024;
-
 /** A file of an answer (an artifact the run may read), on its way to a platform. */
 export interface OutgoingFile {
   name: string;
   mimeType: string;
   /** Images are shown as pictures where the platform has its own way to send them; the rest go as documents. */
   kind: "image" | "file";
-  bytes: Uint8Array;
+  /** Exactly the bytes `open` streams. */
+  size: number;
+  /** The bytes, streamed anew for each attempt (a retry, a fallback): a file is never held whole in memory. */
+  open(): Promise<ReadableStream<Uint8Array>>;
 }
 
 /** Sends and edits messages in one reply target. */

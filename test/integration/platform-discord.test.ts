@@ -355,6 +355,23 @@ describe("Discord: files in answers", () => {
   });
 });
 
+describe("Discord: a file over the upload limit", () => {
+  it("is not sent: the text is, and the record says why", async () => {
+    const size = 10 * 1024 * 1024 + 1;
+    const i = command(`upload huge.pdf ${size}`);
+    await post(i);
+    const runId = await waitFor(() => contextFor(`upload huge.pdf ${size}`)[0]?.run_id, 30_000, "the run");
+    expect(contextFor(`upload huge.pdf ${size}`)[0].delivery.platform_capabilities.files).toEqual({ max_bytes: 10 * 1024 * 1024 });
+    const failed = await waitFor(async () => {
+      const rows = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]);
+      return rows.length > 0 && rows.map((r) => JSON.parse(r.data_json));
+    }, 30_000, "the delivery record");
+    expect(failed).toMatchObject([{ operation: "send_file", code: "file_too_large", will_retry: false }]);
+    expect(failed[0].error).toContain(`${size} bytes`);
+    expect(writesFor(i).map((w) => [w.method, w.body?.content])).toEqual([["PATCH", "here is huge.pdf"]]);
+  });
+});
+
 describe("Discord: answers after the interaction token expires", () => {
   const channelWrites = (since: number) => fake.calls.filter((c) => c.path.startsWith("/channels/") && c.at >= since);
   const deliveryRecords = async (runId: string) =>

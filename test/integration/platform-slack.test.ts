@@ -286,6 +286,9 @@ describe("Slack: files in answers", () => {
     const [uploaded] = fake.callsTo(/^\/upload\//);
     expect(uploaded.bytes.equals(ANSWER_FILE)).toBe(true);
     expect(uploaded.headers.authorization).toBeUndefined();
+    // Streamed from storage with its length declared, not chunked.
+    expect(uploaded.headers["content-length"]).toBe(String(ANSWER_FILE.length));
+    expect(uploaded.headers["content-type"]).toBe("image/png");
     const fileId = uploaded.path.split("/").pop();
     const completed = Object.fromEntries(new URLSearchParams(shared.raw));
     expect(completed).toMatchObject({ channel_id: "C-FILES", thread_ts: threadTs });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { ANSWER_FILE, fileOf, formOf, gapsBetween, largeFile, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
 const SECRET_TOKEN = "tg-secret-token-0123456789";
@@ -103,7 +103,7 @@ describe("Telegram: webhook in, reply out", () => {
       supports_edit: true,
       supports_reaction: false,
       max_message_size: 4096,
-      platform_capabilities: { threads: "forum_topics", reply_quotes: true, files: { max_bytes: 10 * 1024 * 1024 } },
+      platform_capabilities: { threads: "forum_topics", reply_quotes: true, files: { max_bytes: 50_000_000 } },
     });
     // The raw update is in R2, referenced, never inlined.
     const raw = await host.r2Object(ctx.event.raw_ref);
@@ -344,7 +344,26 @@ describe("Telegram: files in answers", () => {
     // The ledger names the stored artifact, not its bytes.
     const [created] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'artifact.created'", [runId]);
     expect(JSON.parse(created.data_json)).toEqual({ artifact_type: "image", mime_type: "image/png", name: "chart.png", artifact_id: sent.artifact_id, size_bytes: ANSWER_FILE.length });
-    expect(contextFor("attach chart.png")[0].delivery.platform_capabilities.files).toEqual({ max_bytes: 10 * 1024 * 1024 });
+    expect(contextFor("attach chart.png")[0].delivery.platform_capabilities.files).toEqual({ max_bytes: 50_000_000 });
+  });
+
+  it("streams a file over 10 MB whole, with its length declared: an image too large for a photo goes as a document", async () => {
+    const size = 12 * 1024 * 1024;
+    await post(update("-102150", { text: `upload big.png ${size}` }));
+    const [upload] = await waitFor(async () => (await uploadsTo("-102150")).length > 0 && uploadsTo("-102150"), 30_000, "the document");
+    expect(upload.method).toBe("sendDocument");
+    const document = await fileOf(upload.form, "document");
+    expect(document).toMatchObject({ name: "big.png", type: "image/png" });
+    expect(document.bytes.equals(largeFile(size))).toBe(true);
+    const [call] = fake.callsTo(/\/sendDocument$/).filter((c) => c.raw.includes('name="chat_id"\r\n\r\n-102150'));
+    expect(call.headers["transfer-encoding"]).toBeUndefined();
+    expect(Number(call.headers["content-length"])).toBe(call.bytes.length);
+    const runId = contextFor(`upload big.png ${size}`)[0].run_id;
+    const records = await waitFor(async () => {
+      const rows = (await deliveryRecords(runId)).filter((r) => r.event_type === "delivery.succeeded").map((r) => JSON.parse(r.data_json));
+      return rows.some((r) => r.operation === "send_file") && rows;
+    });
+    expect(records.find((r) => r.operation === "send_file")).toMatchObject({ bytes: size });
   });
 
   it("sends anything but an image as a document, quoting the user when no text went first", async () => {

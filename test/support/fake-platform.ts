@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
+import { uploadArtifact } from "./host-api";
 import { resultWriter, startAdHocRunner } from "./runner";
 
 export interface PlatformCall {
@@ -103,13 +104,16 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `artifact.created`) and answers a line of text, `attachonly <name>` the same
  * with an answer that shows only an image by URL; `show <artifact_id>` answers
  * text and an image element naming that artifact (`show input` names the
- * event's first attachment); anything else is echoed. Every run's context is kept.
+ * event's first attachment); `upload <name> <bytes>` stores `largeFile(bytes)`
+ * through `artifact.upload` and answers text and an element naming it;
+ * anything else is echoed. Every run's context is kept.
  */
 export const STREAM_STEP_MS = 250;
 export async function startChatRunner(name: string) {
   const contexts: any[] = [];
   const runner = await startAdHocRunner({
     name,
+    runners: [{ name: "default", label: { en_US: name }, capabilities: { streaming: true }, permissions: { history: ["page"], events: ["get", "page"], artifacts: ["metadata", "read"] } }],
     async onRun({ body }, res) {
       const ctx = body.context;
       contexts.push(ctx);
@@ -152,7 +156,7 @@ export async function startChatRunner(name: string) {
       }
       if (text.startsWith("attach ") || text.startsWith("attachonly ")) {
         const name = text.slice(text.indexOf(" ") + 1);
-        const mime = name.endsWith(".png") ? "image/png" : name.endsWith(".svg") ? "image/svg+xml" : "application/pdf";
+        const mime = mimeOf(name);
         w.send("artifact.created", { artifact_type: mime.startsWith("image/") ? "image" : "file", mime_type: mime, name, content_base64: ANSWER_FILE.toString("base64") });
         if (text.startsWith("attachonly ")) return w.reply([{ type: "image", url: "https://example.com/elsewhere.png" }]);
         return w.reply(`here is ${name}`);
@@ -161,6 +165,15 @@ export async function startChatRunner(name: string) {
         const named = text.slice("show ".length);
         const artifactId = named === "input" ? ctx.input.attachments[0]?.artifact_id : named;
         return w.reply([{ type: "text", text: `showing ${named}` }, { type: "image", artifact_id: artifactId }]);
+      }
+      if (text.startsWith("upload ")) {
+        const [file, size] = text.slice("upload ".length).split(" ");
+        const mime = mimeOf(file);
+        const query = { name: file, mime_type: mime, artifact_type: mime.startsWith("image/") ? "image" : "file" };
+        const up = await uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, largeFile(Number(size)), query);
+        if (!up.body.ok) throw new Error(`upload refused: ${JSON.stringify(up.body.error)}`);
+        const element = mime.startsWith("image/") ? { type: "image", artifact_id: up.body.data.artifact_id } : { type: "file", artifact_id: up.body.data.artifact_id, name: file };
+        return w.reply([{ type: "text", text: `here is ${file}` }, element]);
       }
       if (text === "fail") {
         w.send("run.failed", { code: "runner.crashed", error: "the runner gave up", retryable: false });
@@ -171,6 +184,15 @@ export async function startChatRunner(name: string) {
     },
   });
   return { ...runner, contexts };
+}
+
+const mimeOf = (name: string) => (name.endsWith(".png") ? "image/png" : name.endsWith(".svg") ? "image/svg+xml" : "application/pdf");
+
+/** n bytes in a pattern that repeats only every 251 bytes, so a lost, doubled or reordered chunk shows. */
+export function largeFile(n: number): Buffer {
+  const bytes = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) bytes[i] = (i * 7 + (i >> 16)) % 251;
+  return bytes;
 }
 
 /** n characters of numbered lines, so a split shows where it cut. */

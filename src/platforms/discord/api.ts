@@ -9,6 +9,7 @@
  */
 import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+import { UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface DiscordCredentials extends Record<string, string> {
   application_id: string;
@@ -35,8 +36,9 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   let viaChannel = false;
 
   /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
-  async function call(method: string, url: string, content: string | FormData, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
-    const reply = await callPlatform(url, requestInit(method, content instanceof FormData ? content : payload(content), headers), timeoutMs);
+  async function call(method: string, url: string, content: string | UploadForm, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
+    const upload = content instanceof UploadForm;
+    const reply = await callPlatform(url, requestInit(method, upload ? content : payload(content), headers), upload ? uploadTimeoutMs(timeoutMs, content.file) : timeoutMs);
     if (!reply.ok) return reply;
     const { status, headers: replyHeaders, json } = reply.value;
     const data = asRecord(json);
@@ -48,7 +50,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   }
 
   /** A webhook write, unless the token is refused and there is a channel to continue in: then `null`, and the channel takes over. */
-  async function viaWebhook(method: string, url: string, content: string | FormData): Promise<ApiResult<Record<string, unknown>> | null> {
+  async function viaWebhook(method: string, url: string, content: string | UploadForm): Promise<ApiResult<Record<string, unknown>> | null> {
     if (viaChannel) return null;
     const res = await call(method, url, content);
     if (res.ok || res.failure.code !== "discord_interaction_expired" || !channel) return res;
@@ -57,7 +59,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   }
 
   /** The first message answers the deferred response; the rest are follow-ups (or channel messages, once the token is gone). */
-  async function post(content: string | FormData): Promise<ApiResult<string>> {
+  async function post(content: string | UploadForm): Promise<ApiResult<string>> {
     const res = originalUsed ? await viaWebhook("POST", `${webhook}?wait=true`, content) : await viaWebhook("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
     if (res && !res.ok) return res;
     if (res && !originalUsed) {
@@ -65,7 +67,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
       originalId = typeof res.value.id === "string" ? res.value.id : null;
       return { ok: true, value: ORIGINAL };
     }
-    // A FormData body is serialised anew by each fetch, so the refused form itself goes to the channel.
+    // Each call streams an upload's file anew, so the refused form itself goes to the channel.
     const sent = res ?? (await call("POST", channel!, content, botAuth));
     return sent.ok ? { ok: true, value: String(sent.value.id) } : sent;
   }
@@ -73,10 +75,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   return {
     send: (text) => post(text),
     async sendFile(file) {
-      const form = new FormData();
-      form.append("payload_json", JSON.stringify({ ...payload(""), attachments: [{ id: 0, filename: file.name }] }));
-      form.append("files[0]", new File([file.bytes], file.name, { type: file.mimeType }));
-      return post(form);
+      return post(new UploadForm({ payload_json: JSON.stringify({ ...payload(""), attachments: [{ id: 0, filename: file.name }] }) }, "files[0]", file));
     },
     async edit(messageId, text) {
       const res = await viaWebhook("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { withoutPaths } from "../redact";
-import { DELIVERED_FILE_MAX_BYTES, type PlatformAdapter, type Recorded } from "../types";
+import type { PlatformAdapter, Recorded } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { discordMessenger, type DiscordCredentials } from "./api";
@@ -19,6 +19,9 @@ const CHANNEL_MESSAGE = 4;
 const DEFERRED_CHANNEL_MESSAGE = 5;
 const AUTOCOMPLETE_RESULT = 8;
 const EPHEMERAL = 64;
+
+/** A bot's attachments in a server without boosts: 10 MiB per message. */
+const DISCORD_UPLOAD_MAX_BYTES = 10 * 1024 * 1024;
 
 const notice = (content: string) => ({ type: CHANNEL_MESSAGE, data: { content, flags: EPHEMERAL } });
 
@@ -44,7 +47,7 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
   credentials: CredentialsSchema,
   defaultApiBaseUrl: "https://discord.com/api/v10",
   // Message content is at most 2,000 characters; the deferred response and follow-ups are editable.
-  surface: { canEdit: true, maxMessageSize: 2000, maxFileBytes: DELIVERED_FILE_MAX_BYTES, capabilities: { interactions: true, followups: true }, awaitsAnswer: true },
+  surface: { canEdit: true, maxMessageSize: 2000, maxFileBytes: DISCORD_UPLOAD_MAX_BYTES, capabilities: { interactions: true, followups: true }, awaitsAnswer: true },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

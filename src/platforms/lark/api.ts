@@ -7,6 +7,7 @@
 import { sha256Hex } from "../../lib/crypto";
 import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+import { UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface LarkCredentials extends Record<string, string> {
   app_id: string;
@@ -52,10 +53,11 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
   }
 
   /** JSON parameters, or a multipart form for an upload. */
-  async function call(method: string, path: string, params: Record<string, unknown> | FormData): Promise<ApiResult<Record<string, unknown>>> {
+  async function call(method: string, path: string, params: Record<string, unknown> | UploadForm): Promise<ApiResult<Record<string, unknown>>> {
     const token = await tenantToken();
     if (!token.ok) return token;
-    const reply = await callPlatform(`${bot.apiBaseUrl}${path}`, requestInit(method, params, { authorization: `Bearer ${token.value}` }), timeoutMs);
+    const callTimeoutMs = params instanceof UploadForm ? uploadTimeoutMs(timeoutMs, params.file) : timeoutMs;
+    const reply = await callPlatform(`${bot.apiBaseUrl}${path}`, requestInit(method, params, { authorization: `Bearer ${token.value}` }), callTimeoutMs);
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (reply.value.status === 200 && body.code === 0) return { ok: true, value: asRecord(body.data) };
@@ -115,14 +117,8 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
     },
     /** Uploaded first (images Lark shows, ≤ 10 MB, as images; the rest as files), then sent by the key Lark gave it. */
     async sendFile(file) {
-      const image = file.kind === "image" && file.bytes.length <= LARK_IMAGE_MAX_BYTES && LARK_IMAGE_TYPES.has(file.mimeType);
-      const form = new FormData();
-      if (image) form.append("image_type", "message");
-      else {
-        form.append("file_type", "stream");
-        form.append("file_name", file.name);
-      }
-      form.append(image ? "image" : "file", new File([file.bytes], file.name, { type: file.mimeType }));
+      const image = file.kind === "image" && file.size <= LARK_IMAGE_MAX_BYTES && LARK_IMAGE_TYPES.has(file.mimeType);
+      const form = image ? new UploadForm({ image_type: "message" }, "image", file) : new UploadForm({ file_type: "stream", file_name: file.name }, "file", file);
       const uploaded = await api.call("POST", image ? "/open-apis/im/v1/images" : "/open-apis/im/v1/files", form);
       if (!uploaded.ok) return uploaded;
       const key = image ? uploaded.value.image_key : uploaded.value.file_key;

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { HostError } from "../../lib/errors";
 import { withoutPaths } from "../redact";
-import { DELIVERED_FILE_MAX_BYTES, type PlatformAdapter } from "../types";
+import type { PlatformAdapter } from "../types";
 import { bodyKey } from "../unhandled";
 import { larkApi, larkMessenger, type LarkCredentials } from "./api";
 import { normalizeLarkPayload } from "./normalize";
@@ -19,13 +19,16 @@ const CredentialsSchema = z.strictObject({
  * once (Lark waits 1 s), plain or encrypted bodies, signatures when an
  * encrypt key is set; retries (for hours) deduplicated by `header.event_id`.
  */
+/** `im/v1/files` takes files of up to 30 MB (images up to 10 MB; larger ones go as files). */
+const LARK_FILE_MAX_BYTES = 30_000_000;
+
 export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> = {
   name: "lark",
   credentials: CredentialsSchema,
   // Feishu's origin; Lark (international) is https://open.larksuite.com, set as api_base_url.
   defaultApiBaseUrl: "https://open.feishu.cn",
   // Card bodies are capped at 30 KB: 9,000 characters stay under it even when every one takes 3 bytes.
-  surface: { canEdit: true, maxMessageSize: 9000, maxFileBytes: DELIVERED_FILE_MAX_BYTES, capabilities: { threads: "thread_id", edit: "card_patch" } },
+  surface: { canEdit: true, maxMessageSize: 9000, maxFileBytes: LARK_FILE_MAX_BYTES, capabilities: { threads: "thread_id", edit: "card_patch" } },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

@@ -6,6 +6,7 @@
 import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
 import { escapeSlackText } from "./text";
+import { fileBody, uploadTimeoutMs } from "../upload";
 
 export interface SlackCredentials extends Record<string, string> {
   bot_token: string;
@@ -41,11 +42,11 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
     },
     /** Slack's three steps: an upload URL for the file, its bytes posted there, then the file shared in the channel (or thread). Answers the file id. */
     async sendFile(file) {
-      const upload = await slackCall(bot, "files.getUploadURLExternal", new URLSearchParams({ filename: file.name, length: String(file.bytes.length) }), timeoutMs);
+      const upload = await slackCall(bot, "files.getUploadURLExternal", new URLSearchParams({ filename: file.name, length: String(file.size) }), timeoutMs);
       if (!upload.ok) return upload;
       const { upload_url: url, file_id: fileId } = upload.value;
       if (typeof url !== "string" || typeof fileId !== "string") return { ok: false, failure: { kind: "permanent", status: 200, code: "slack_no_upload_url", message: "files.getUploadURLExternal answered without upload_url or file_id" } };
-      const posted = await callPlatform(url, { method: "POST", headers: { "content-type": file.mimeType }, body: file.bytes }, timeoutMs);
+      const posted = await callPlatform(url, { method: "POST", headers: { "content-type": file.mimeType }, body: fileBody(file) }, uploadTimeoutMs(timeoutMs, file));
       if (!posted.ok) return posted;
       if (posted.value.status !== 200) return { ok: false, failure: failureOfStatus(posted.value.status, `slack_upload_http_${posted.value.status}`, `the file upload answered HTTP ${posted.value.status}`, retryAfterHeaderMs(posted.value.headers)) };
       const shared = await slackCall(

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { withoutPaths } from "../redact";
-import { DELIVERED_FILE_MAX_BYTES, type PlatformAdapter } from "../types";
+import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
@@ -17,12 +17,15 @@ const CredentialsSchema = z.strictObject({
  * secret; `url_verification` answered with its challenge; retries
  * (`X-Slack-Retry-Num`) carry the same event and are deduplicated.
  */
+/** Slack's upload URLs take files of up to 1 GB. */
+const SLACK_UPLOAD_MAX_BYTES = 1_000_000_000;
+
 export const slack: PlatformAdapter<SlackCredentials> = {
   name: "slack",
   credentials: CredentialsSchema,
   defaultApiBaseUrl: "https://slack.com/api",
   // Slack truncates text past 40,000 characters and advises at most 4,000 per message; chat.update edits in place.
-  surface: { canEdit: true, maxMessageSize: 4000, maxFileBytes: DELIVERED_FILE_MAX_BYTES, capabilities: { threads: "thread_ts" } },
+  surface: { canEdit: true, maxMessageSize: 4000, maxFileBytes: SLACK_UPLOAD_MAX_BYTES, capabilities: { threads: "thread_ts" } },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

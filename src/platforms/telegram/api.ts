@@ -6,6 +6,7 @@
  */
 import { asRecord, callPlatform, requestInit } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+import { UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface TelegramCredentials extends Record<string, string> {
   bot_token: string;
@@ -17,8 +18,8 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
   const methodUrl = (method: string) => `${bot.apiBaseUrl}/bot${bot.credentials.bot_token}/${method}`;
 
   /** JSON parameters, or a multipart form for a method that uploads a file. */
-  async function call(method: string, params: Record<string, unknown> | FormData): Promise<ApiResult<unknown>> {
-    const reply = await callPlatform(methodUrl(method), requestInit("POST", params), timeoutMs);
+  async function call(method: string, params: Record<string, unknown> | UploadForm): Promise<ApiResult<unknown>> {
+    const reply = await callPlatform(methodUrl(method), requestInit("POST", params), params instanceof UploadForm ? uploadTimeoutMs(timeoutMs, params.file) : timeoutMs);
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (body.ok === true) return { ok: true, value: body.result };
@@ -77,13 +78,9 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
     },
     async sendFile(file) {
       // A photo is shown inline but Telegram recompresses it and takes at most 10 MB; anything else goes as a document.
-      const form = (field: "photo" | "document") => {
-        const fields = new FormData();
-        for (const [name, value] of Object.entries(place())) fields.append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
-        fields.append(field, new File([file.bytes], file.name, { type: file.mimeType }));
-        return fields;
-      };
-      if (file.kind === "image" && file.bytes.length <= PHOTO_MAX_BYTES && PHOTO_TYPES.has(file.mimeType)) {
+      const form = (field: "photo" | "document") =>
+        new UploadForm(Object.fromEntries(Object.entries(place()).map(([name, value]) => [name, typeof value === "object" ? JSON.stringify(value) : String(value)])), field, file);
+      if (file.kind === "image" && file.size <= PHOTO_MAX_BYTES && PHOTO_TYPES.has(file.mimeType)) {
         const res = await inChat(() => api.call("sendPhoto", form("photo")));
         // A photo Telegram will not take as one (its dimensions, its data) still reaches the chat, as a document.
         if (res.ok || res.failure.status !== 400) return sent(res);

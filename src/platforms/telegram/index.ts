@@ -1,7 +1,7 @@
 import { secretsEqual } from "../../lib/crypto";
 import * as z from "zod";
 import { HostError } from "../../lib/errors";
-import { DELIVERED_FILE_MAX_BYTES, type PlatformAdapter } from "../types";
+import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody, refused } from "../verify";
 import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
@@ -17,12 +17,15 @@ const CredentialsSchema = z.strictObject({
  * Telegram: each update is verified by the secret token given to setWebhook,
  * echoed in `X-Telegram-Bot-Api-Secret-Token`; deduplicated by `update_id`.
  */
+/** The Bot API takes uploads of up to 50 MB (photos up to 10 MB; larger images go as documents). */
+const TELEGRAM_UPLOAD_MAX_BYTES = 50_000_000;
+
 export const telegram: PlatformAdapter<TelegramCredentials> = {
   name: "telegram",
   credentials: CredentialsSchema,
   defaultApiBaseUrl: "https://api.telegram.org",
   // sendMessage text is 1-4096 characters; editMessageText edits in place.
-  surface: { canEdit: true, maxMessageSize: 4096, maxFileBytes: DELIVERED_FILE_MAX_BYTES, capabilities: { threads: "forum_topics", reply_quotes: true } },
+  surface: { canEdit: true, maxMessageSize: 4096, maxFileBytes: TELEGRAM_UPLOAD_MAX_BYTES, capabilities: { threads: "forum_topics", reply_quotes: true } },
 
   async receive(bot, req) {
     if (!(await secretsEqual(req.headers.get("x-telegram-bot-api-secret-token"), bot.credentials.secret_token))) throw refused("bad or missing X-Telegram-Bot-Api-Secret-Token");
