@@ -1,5 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import type { ConcurrencyStrategy } from "../src/agents/policy";
 import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
@@ -21,7 +20,7 @@ import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { runsStore } from "../src/stores/runs";
 import { RunSession, SessionRegistry } from "./run-session";
-import { nextWakeAt, runKey, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "./scheduling";
+import { nextWakeAt, runKey, START_RULE, startable, steeringTarget, strategyOf, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
@@ -35,14 +34,6 @@ const ALARM_BUDGET_MS = 14 * 60_000;
 const WATCHDOG_GRACE_MS = 5_000;
 /** How long a run that failed to start waits before the next attempt (the database was unreachable). */
 const RETRY_PAUSE_MS = 5_000;
-
-const START_RULE: Record<ConcurrencyStrategy, StartRule> = {
-  steer: "after-all",
-  enqueue: "after-all",
-  reject: "after-all",
-  interrupt: "after-running",
-  parallel: "now",
-};
 
 export interface DispatchResult {
   disposition: "started" | "queued" | "steered" | "rejected";
@@ -185,6 +176,12 @@ export class ConversationDO extends DurableObject<Env> {
     const session = await this.sessions.authenticated(runId, token);
     if (!session) return { ok: false, reply: refuseToken(runId, this.sessions.get(runId), "artifact.upload") };
     return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, request, session);
+  }
+
+  /** A chunked upload reserved the most it could take: what it did not store goes back to its run's budget. */
+  async releaseUploadBudget(runId: string, bytes: number): Promise<void> {
+    const session = this.sessions.get(runId);
+    if (session) session.uploadedBytes = Math.max(0, session.uploadedBytes - bytes);
   }
 
   /** SSE of a run's results for a new follower (LiveHub.follow); null for a run this host does not know. */

@@ -12,7 +12,7 @@ import type { AuthorizationSnapshot } from "../src/run/snapshot";
 export class RunSession {
   /** Ledger numbering shared by the run's result stream and its Host API records. */
   readonly ledgerSequence = new LedgerSequence();
-  /** Declared bytes of the uploads this run has started (its ARTIFACT_UPLOAD_RUN_MAX_BYTES budget). */
+  /** Bytes the run's uploads took of its ARTIFACT_UPLOAD_RUN_MAX_BYTES budget: declared lengths, and reservations of chunked bodies until they end. */
   uploadedBytes = 0;
   /** MCP sessions of the run's tool calls; they end with the run. */
   readonly mcp: McpSessionPool;

@@ -9,6 +9,15 @@ import type { RunJob } from "../src/run/job";
  */
 export type StartRule = "after-all" | "after-running" | "now";
 
+/** How each strategy's run starts: only an interrupting run overtakes the waiting ones, only a parallel one the running ones. */
+export const START_RULE: Record<ConcurrencyStrategy, StartRule> = {
+  steer: "after-all",
+  enqueue: "after-all",
+  reject: "after-all",
+  interrupt: "after-running",
+  parallel: "now",
+};
+
 export interface StoredRun {
   job: RunJob;
   state: "queued" | "running";

@@ -1,6 +1,8 @@
 /**
- * `artifact.upload`: the request body streamed to R2 with its declared length,
- * hashed on the way through, never held whole in memory.
+ * `artifact.upload`: the request body streamed to R2, hashed on the way
+ * through, never held whole in memory. A body with a declared length is one
+ * streamed put; a chunked one (no Content-Length) goes up as an R2 multipart
+ * upload, one part in memory at a time.
  */
 import type { Db } from "../db/client";
 import type { Config } from "../env";
@@ -12,7 +14,7 @@ import { artifactsStore, toArtifactMetadata, type ArtifactRow } from "../stores/
 import type { UploadGrant } from "../host-api/upload";
 import { artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
 
-/** The body held fewer bytes than its Content-Length said. */
+/** The body held fewer bytes than its Content-Length said, or a chunked body broke off. */
 export class TruncatedUploadError extends Error {
   override readonly name = "TruncatedUploadError";
 }
@@ -27,6 +29,14 @@ export class UploadDeadlineError extends Error {
   override readonly name = "UploadDeadlineError";
 }
 
+/** A chunked body grew past what its upload reserved; nothing was kept. */
+export class UploadTooLargeError extends Error {
+  override readonly name = "UploadTooLargeError";
+}
+
+/** R2 multipart parts: all but the last of one size, at least 5 MiB. */
+const PART_BYTES = 5 * 1024 * 1024;
+
 export async function storeUpload(
   deps: { db: Db; bucket: R2Bucket; config: Config },
   grant: UploadGrant,
@@ -36,7 +46,7 @@ export async function storeUpload(
   /** Asked once the blob is stored, before it is recorded: whether the run is still active (§8: its token holds only then). */
   stillActive?: () => Promise<boolean>,
 ): Promise<ArtifactMetadata> {
-  const { length } = grant;
+  const { length, maxBytes } = grant;
   const artifactId = newId("art");
   const r2Key = artifactR2Key(artifactId);
   const mimeType = query.mime_type ?? null;
@@ -59,13 +69,15 @@ export async function storeUpload(
   });
   // No body is an empty stream: one path for every length.
   const source = body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  const options: R2PutOptions = { httpMetadata: mimeType ? { contentType: mimeType } : undefined };
   try {
     // R2 needs a known length: FixedLengthStream carries it, and fails if the body disagrees.
-    const content = source.pipeThrough(hashing).pipeThrough(new FixedLengthStream(length));
-    await deps.bucket.put(r2Key, content, { httpMetadata: mimeType ? { contentType: mimeType } : undefined });
+    if (length !== null) await deps.bucket.put(r2Key, source.pipeThrough(hashing).pipeThrough(new FixedLengthStream(length)), options);
+    else await putChunked(deps.bucket, r2Key, source.pipeThrough(hashing), maxBytes, options);
   } catch (err) {
-    if (signal?.aborted) throw new UploadDeadlineError(`the run's deadline passed after ${received} of ${length} bytes`, { cause: err });
-    if (received < length) throw new TruncatedUploadError(`the body ended after ${received} of ${length} bytes`, { cause: err });
+    const expected = length === null ? "a body without a length" : `${length} bytes`;
+    if (signal?.aborted) throw new UploadDeadlineError(`the run's deadline passed after ${received} bytes of ${expected}`, { cause: err });
+    if (length !== null && received < length) throw new TruncatedUploadError(`the body ended after ${received} of ${length} bytes`, { cause: err });
     throw err;
   }
 
@@ -80,7 +92,7 @@ export async function storeUpload(
     artifactType: query.artifact_type ?? artifactTypeOf(mimeType),
     mimeType,
     name: query.name ?? null,
-    sizeBytes: length,
+    sizeBytes: received,
     sha256: toHex(await digest.digest),
     source: "upload",
     conversationKey: grant.conversationKey,
@@ -100,4 +112,48 @@ export async function storeUpload(
     throw err;
   }
   return toArtifactMetadata(row);
+}
+
+/**
+ * A body of unknown length, up to `maxBytes`: one put when it fits in a part, else an R2 multipart upload whose
+ * parts are cut at exactly PART_BYTES as the body arrives. Any failure aborts the multipart upload.
+ */
+async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array>, maxBytes: number, options: R2PutOptions): Promise<void> {
+  const reader = body.getReader();
+  let part = new Uint8Array(Math.min(PART_BYTES, maxBytes));
+  let filled = 0;
+  let total = 0;
+  let upload: R2MultipartUpload | null = null;
+  const parts: R2UploadedPart[] = [];
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        throw new TruncatedUploadError(`the body broke off after ${total} bytes`, { cause: err });
+      }
+      if (chunk.done) break;
+      total += chunk.value.length;
+      if (total > maxBytes) throw new UploadTooLargeError(`the body outgrew the ${maxBytes} bytes this upload may take (ARTIFACT_UPLOAD_MAX_BYTES, or what is left of ARTIFACT_UPLOAD_RUN_MAX_BYTES)`);
+      for (let offset = 0; offset < chunk.value.length; ) {
+        const n = Math.min(part.length - filled, chunk.value.length - offset);
+        part.set(chunk.value.subarray(offset, offset + n), filled);
+        filled += n;
+        offset += n;
+        if (filled < PART_BYTES) continue;
+        upload ??= await bucket.createMultipartUpload(key, options);
+        parts.push(await upload.uploadPart(parts.length + 1, part));
+        part = new Uint8Array(PART_BYTES);
+        filled = 0;
+      }
+    }
+    if (!upload) return void (await bucket.put(key, part.subarray(0, filled), options));
+    if (filled > 0) parts.push(await upload.uploadPart(parts.length + 1, part.subarray(0, filled)));
+    await upload.complete(parts);
+  } catch (err) {
+    await reader.cancel(err).catch(() => undefined);
+    await upload?.abort().catch(() => undefined);
+    throw err;
+  }
 }

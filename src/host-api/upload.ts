@@ -15,8 +15,10 @@ export interface UploadGrant {
   runnerId: string;
   conversationKey: string;
   conversationId: string | null;
-  /** The body's declared length. */
-  length: number;
+  /** The body's declared length; null for a body sent without one (chunked). */
+  length: number | null;
+  /** The most the body may hold: its declared length, or for a chunked body what this upload reserved of the budget. */
+  maxBytes: number;
   /** The upload ends with its run's deadline. */
   deadlineAt: number;
 }
@@ -61,13 +63,18 @@ export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot"
     decided(err.code, err.status);
     return { ok: false, reply: errorReply(err) };
   }
-  budget.uploadedBytes += length;
+  // A body without a length reserves the most it may take; the Worker gives back what it did not use.
+  const maxBytes = length ?? Math.min(ctx.config.ARTIFACT_UPLOAD_MAX_BYTES, ctx.config.ARTIFACT_UPLOAD_RUN_MAX_BYTES - budget.uploadedBytes);
+  budget.uploadedBytes += maxBytes;
   decided("allowed", 200);
-  return { ok: true, grant: { runId: s.runId, runnerId: s.runnerId, conversationKey: s.conversationKey, conversationId: s.conversationId, length, deadlineAt: s.deadlineAt } };
+  return { ok: true, grant: { runId: s.runId, runnerId: s.runnerId, conversationKey: s.conversationKey, conversationId: s.conversationId, length, maxBytes, deadlineAt: s.deadlineAt } };
 }
 
-function checkLength(config: Config, length: number | null, budget: UploadBudget): asserts length is number {
-  if (length === null) throw new ApiError("invalid_argument", "Content-Length is required: uploads are streamed with a known length");
+function checkLength(config: Config, length: number | null, budget: UploadBudget): void {
+  if (length === null) {
+    if (budget.uploadedBytes >= config.ARTIFACT_UPLOAD_RUN_MAX_BYTES) throw new ApiError("payload_too_large", `nothing is left of this run's ARTIFACT_UPLOAD_RUN_MAX_BYTES (${config.ARTIFACT_UPLOAD_RUN_MAX_BYTES})`);
+    return;
+  }
   if (length > config.ARTIFACT_UPLOAD_MAX_BYTES) {
     throw new ApiError("payload_too_large", `upload of ${length} bytes exceeds ARTIFACT_UPLOAD_MAX_BYTES (${config.ARTIFACT_UPLOAD_MAX_BYTES})`);
   }

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ConversationDO } from "../../durable-objects/conversation";
-import { RunEndedDuringUploadError, storeUpload, TruncatedUploadError, UploadDeadlineError } from "../artifacts/upload";
+import { RunEndedDuringUploadError, storeUpload, TruncatedUploadError, UploadDeadlineError, UploadTooLargeError } from "../artifacts/upload";
 import { dbOf } from "../db/connect";
 import { drainBody } from "../lib/drain";
 import { configOf } from "../env";
@@ -25,9 +25,8 @@ function declaredLength(header: string | undefined): number | null {
  * `PUT /v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` (PROTOCOL §8,
  * artifact.upload). The owning Durable Object checks the run token and the
  * snapshot; this Worker then streams the body to R2, so large uploads never
- * cross the DO. A body without Content-Length is refused (400, as §8 answers
- * `invalid_argument`): R2 needs the length up front, and buffering to learn
- * it would defeat streaming.
+ * cross the DO. A body without Content-Length (chunked) reserves the most it
+ * may take of the run's upload budget, and what it did not store is given back.
  */
 export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStub<ConversationDO> | null): Promise<Response> {
   const runId = c.req.param("runId")!;
@@ -46,15 +45,20 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
 
   // A body still arriving at the run's deadline is cut there.
   const deadline = AbortSignal.timeout(Math.max(0, auth.grant.deadlineAt - Date.now()));
+  let stored = 0;
   try {
     const stillActive = async () => (await owner.refuseHostApiToken(runId, token, "artifact.upload")) === null;
     const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, options, c.req.raw.body, deadline, stillActive);
+    stored = metadata.size_bytes ?? 0;
     return json(200, { ok: true, data: metadata });
   } catch (err) {
     if (err instanceof UploadDeadlineError) return fail(new ApiError("deadline_exceeded", err.message));
     if (err instanceof TruncatedUploadError) return fail(new ApiError("invalid_argument", err.message));
+    if (err instanceof UploadTooLargeError) return fail(new ApiError("payload_too_large", err.message));
     // Refused (and logged) by the owning DO, as any call with a token that no longer holds.
     if (err instanceof RunEndedDuringUploadError) return fail(invalidToken());
     return fail(err instanceof ApiError ? err : hostFault(runId, "artifact.upload", err));
+  } finally {
+    if (auth.grant.length === null) await owner.releaseUploadBudget(runId, auth.grant.maxBytes - stored);
   }
 }

@@ -48,7 +48,8 @@ beforeAll(async () => {
           out.empty = await upload(new Uint8Array(), { name: "empty.txt", mime_type: "text/plain" });
           out.truncated = await rawUpload(base, ctx.run_id, token, { declared: 100, body: "0123456789", end: true });
           out.too_big = await upload(Buffer.alloc(UPLOAD_MAX + 1));
-          out.chunked = await upload(new Blob([Buffer.from("no length")]).stream());
+          // Chunked (no Content-Length): it reserves what is left of the budget and gives back what it did not use.
+          out.chunked = await upload(new Blob([Buffer.from("no length")]).stream(), { name: "chunked.txt", mime_type: "text/plain" });
           out.bad_token = await upload(Buffer.from("x"), {}, "not-the-token");
           out.bad_query = await upload(Buffer.from("x"), { artifact_type: "t".repeat(65) });
           // §8: the token before the payload.
@@ -58,6 +59,8 @@ beforeAll(async () => {
           // Refused before being read, the body is still drained: the answer waits for it, so the client reads it, never a reset.
           out.refused_stalled = await stalledBody(`${base}/v1/runs/${ctx.run_id}/artifacts`, { method: "PUT", token, declared: 1.5 * MiB, first: 64 * 1024, pauseMs: 300 });
           out.within_budget = await upload(Buffer.alloc(MiB), { name: "last.bin" });
+          // What is left now is under 0.5 MiB: a chunked body larger than that is cut off and refused, nothing kept.
+          out.chunked_too_big = await upload(new Blob([Buffer.alloc(600 * 1024)]).stream(), { name: "too-big.bin" });
           out.foreign_read = await api("artifact.read", { artifact_id: foreignArtifactId });
           out.foreign_metadata = await api("artifact.metadata", { artifact_id: foreignArtifactId });
           out.unknown_read = await api("artifact.read", { artifact_id: "art_nope" });
@@ -162,21 +165,24 @@ describe("artifact Host API", () => {
     expect(out.truncated).toContain('"code":"invalid_argument","message":"the body ended after 10 of 100 bytes"');
     expect([out.too_big.status, out.too_big.body.error.code]).toEqual([413, "payload_too_large"]);
     expect(out.too_big.body.error.message).toMatch(/ARTIFACT_UPLOAD_MAX_BYTES/);
-    expect([out.chunked.status, out.chunked.body.error.code]).toEqual([400, "invalid_argument"]);
-    expect(out.chunked.body.error.message).toMatch(/Content-Length is required/);
+    expect(out.chunked.body.data).toMatchObject({ name: "chunked.txt", mime_type: "text/plain", size_bytes: 9, sha256: createHash("sha256").update("no length").digest("hex") });
+    expect(Buffer.from((await host.r2Object(`artifacts/${out.chunked.body.data.artifact_id}`))!).toString()).toBe("no length");
+    expect([out.chunked_too_big.status, out.chunked_too_big.body.error.code]).toEqual([413, "payload_too_large"]);
+    expect(out.chunked_too_big.body.error.message).toMatch(/outgrew the 524179 bytes this upload may take/);
     expect([out.bad_token.status, out.bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.bad_query.status, out.bad_query.body.error.code]).toEqual([400, "invalid_argument"]);
     expect([out.bad_query_bad_token.status, out.bad_query_bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.over_budget.status, out.over_budget.body.error.code]).toEqual([413, "payload_too_large"]);
-    expect(out.over_budget.body.error.message).toMatch(/ARTIFACT_UPLOAD_RUN_MAX_BYTES \(1572764 of 4194304\)/);
+    // The chunked upload's unused reservation came back: only its 9 bytes count.
+    expect(out.over_budget.body.error.message).toMatch(/ARTIFACT_UPLOAD_RUN_MAX_BYTES \(1572755 of 4194304\)/);
     expect(out.within_budget.body.data).toMatchObject({ name: "last.bin", size_bytes: MiB });
     expect(out.refused_stalled).toEqual({ answeredDuringPause: false, status: 413 });
     expect([out.foreign_read.status, out.foreign_read.body.error.code]).toEqual([403, "unauthorized"]);
     expect([out.foreign_metadata.status, out.foreign_metadata.body.error.code]).toEqual([403, "unauthorized"]);
     expect([out.unknown_read.status, out.unknown_read.body.error.code]).toEqual([404, "not_found"]);
-    // Refused uploads stored nothing: R2 holds the other conversation's input and the three accepted uploads.
-    expect(await host.query("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId])).toHaveLength(3);
-    const accepted = [uploaded, out.empty.body.data, out.within_budget.body.data].map((a) => a.artifact_id);
+    // Refused uploads stored nothing: R2 holds the other conversation's input and the four accepted uploads.
+    expect(await host.query("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId])).toHaveLength(4);
+    const accepted = [uploaded, out.empty.body.data, out.chunked.body.data, out.within_budget.body.data].map((a) => a.artifact_id);
     expect((await host.r2Keys("artifacts/")).sort()).toEqual([foreignArtifactId, ...accepted].map((id) => `artifacts/${id}`).sort());
 
     // Every upload decision is logged (§8), the ones that failed later included: the truncated body was allowed.
@@ -184,12 +190,13 @@ describe("artifact Host API", () => {
     await expect.poll(uploads).toEqual([
       ...Array(3).fill(["allowed", 200]),
       ["payload_too_large", 413],
-      ["invalid_argument", 400],
+      ["allowed", 200],
       ["unauthorized", 401],
       ["invalid_argument", 400],
       ["unauthorized", 401],
       ["payload_too_large", 413],
       ["payload_too_large", 413],
+      ["allowed", 200],
       ["allowed", 200],
     ]);
 

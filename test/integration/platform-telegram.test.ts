@@ -348,8 +348,9 @@ describe("Telegram: files in answers", () => {
   });
 
   it("streams a file over 10 MB whole, with its length declared: an image too large for a photo goes as a document", async () => {
+    // Uploaded chunked, without a length: stored as a multipart upload of three parts (5 + 5 + 2 MiB).
     const size = 12 * 1024 * 1024;
-    await post(update("-102150", { text: `upload big.png ${size}` }));
+    await post(update("-102150", { text: `upload big.png ${size} chunked` }));
     const [upload] = await waitFor(async () => (await uploadsTo("-102150")).length > 0 && uploadsTo("-102150"), 30_000, "the document");
     expect(upload.method).toBe("sendDocument");
     const document = await fileOf(upload.form, "document");
@@ -358,7 +359,7 @@ describe("Telegram: files in answers", () => {
     const [call] = fake.callsTo(/\/sendDocument$/).filter((c) => c.raw.includes('name="chat_id"\r\n\r\n-102150'));
     expect(call.headers["transfer-encoding"]).toBeUndefined();
     expect(Number(call.headers["content-length"])).toBe(call.bytes.length);
-    const runId = contextFor(`upload big.png ${size}`)[0].run_id;
+    const runId = contextFor(`upload big.png ${size} chunked`)[0].run_id;
     const records = await waitFor(async () => {
       const rows = (await deliveryRecords(runId)).filter((r) => r.event_type === "delivery.succeeded").map((r) => JSON.parse(r.data_json));
       return rows.some((r) => r.operation === "send_file") && rows;

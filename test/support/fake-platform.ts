@@ -104,8 +104,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `artifact.created`) and answers a line of text, `attachonly <name>` the same
  * with an answer that shows only an image by URL; `show <artifact_id>` answers
  * text and an image element naming that artifact (`show input` names the
- * event's first attachment); `upload <name> <bytes>` stores `largeFile(bytes)`
- * through `artifact.upload` and answers text and an element naming it;
+ * event's first attachment); `upload <name> <bytes> [chunked]` stores
+ * `largeFile(bytes)` through `artifact.upload` (`chunked`: streamed in odd-sized
+ * chunks without a Content-Length) and answers text and an element naming it;
  * anything else is echoed. Every run's context is kept.
  */
 export const STREAM_STEP_MS = 250;
@@ -167,10 +168,12 @@ export async function startChatRunner(name: string) {
         return w.reply([{ type: "text", text: `showing ${named}` }, { type: "image", artifact_id: artifactId }]);
       }
       if (text.startsWith("upload ")) {
-        const [file, size] = text.slice("upload ".length).split(" ");
+        const [file, size, how] = text.slice("upload ".length).split(" ");
         const mime = mimeOf(file);
         const query = { name: file, mime_type: mime, artifact_type: mime.startsWith("image/") ? "image" : "file" };
-        const up = await uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, largeFile(Number(size)), query);
+        const bytes = largeFile(Number(size));
+        const body = how === "chunked" ? inChunks(bytes, 100_003) : bytes;
+        const up = await uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, body, query);
         if (!up.body.ok) throw new Error(`upload refused: ${JSON.stringify(up.body.error)}`);
         const element = mime.startsWith("image/") ? { type: "image", artifact_id: up.body.data.artifact_id } : { type: "file", artifact_id: up.body.data.artifact_id, name: file };
         return w.reply([{ type: "text", text: `here is ${file}` }, element]);
@@ -193,6 +196,17 @@ export function largeFile(n: number): Buffer {
   const bytes = Buffer.alloc(n);
   for (let i = 0; i < n; i++) bytes[i] = (i * 7 + (i >> 16)) % 251;
   return bytes;
+}
+
+/** The bytes as a stream of `size`-byte chunks (the last shorter). */
+function inChunks(bytes: Buffer, size: number): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (offset >= bytes.length) return controller.close();
+      controller.enqueue(new Uint8Array(bytes.subarray(offset, (offset += size))));
+    },
+  });
 }
 
 /** n characters of numbered lines, so a split shows where it cut. */
