@@ -335,8 +335,9 @@ export class DeliverySession {
 
   private async send(reply: Reply, part: number, text: string, editable: boolean): Promise<boolean> {
     const messenger = this.messenger!;
-    // A send that timed out may have been posted: retrying it could show the message twice.
-    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryTimeouts: false });
+    // A send that timed out may have been posted: retrying it could show the message twice, unless the platform drops repeats.
+    const retryTimeouts = this.adapter.surface.idempotentSends === true;
+    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryTimeouts });
     if (!res.ok) return false;
     reply.messages[part] = { id: res.value, shown: text, lastWriteAt: Date.now() };
     return true;

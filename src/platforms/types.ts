@@ -126,6 +126,8 @@ export interface Surface {
   /** The largest file (bytes) a bot may upload here; larger ones are not sent, and the delivery record says why. */
   maxFileBytes: number;
   capabilities: Record<string, unknown>;
+  /** A repeated send is recognised and not posted twice (Lark's `uuid`): a send that timed out may be retried. */
+  idempotentSends?: boolean;
   /** The platform shows a placeholder until the first answer (Discord's deferred "thinking…"): every run must answer it, even a cancelled one. */
   awaitsAnswer?: boolean;
 }

@@ -19,6 +19,9 @@ const byUuid = new Map<string, string>();
 /** What each message shows now, by message id. */
 const shown = new Map<string, string>();
 let answerLate = true;
+/** Sends (by text) whose first attempt is posted but answered after the timeout. */
+const lateOnce = new Set<string>();
+const sendsWith = (text: string) => fake.calls.filter((c) => c.method === "POST" && /\/reply$/.test(c.path) && String(c.body?.content).includes(text));
 
 async function larkApi(call: PlatformCall): Promise<FakeReply> {
   if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") return { json: { code: 0, msg: "ok", tenant_access_token: "t-uuid-tenant-token", expire: 7200 } };
@@ -29,8 +32,10 @@ async function larkApi(call: PlatformCall): Promise<FakeReply> {
     byUuid.set(call.body.uuid, id);
     shown.set(id, call.body.content);
     // The first send is posted, but its answer comes after the host's PLATFORM_API_TIMEOUT_MS.
-    if (answerLate) {
+    const late = [...lateOnce].find((text) => String(call.body.content).includes(text));
+    if (answerLate || late) {
       answerLate = false;
+      if (late) lateOnce.delete(late);
       await new Promise((r) => setTimeout(r, 1_500));
     }
     return { json: { code: 0, msg: "success", data: { message_id: id } } };
@@ -65,5 +70,30 @@ describe("Lark: a streamed card answered too late", () => {
     };
     expect((await fetch(webhookUrl, { method: "POST", body: JSON.stringify(ev) })).status).toBe(200);
     await waitFor(() => [...shown.values()].some((content) => content.includes("alpha beta gamma")), 15_000, "the final text on screen");
+  });
+});
+
+describe("Lark: a send answered too late", () => {
+  it("is retried under the same uuid, so the answer is shown once and recorded as delivered", async () => {
+    lateOnce.add("echo: late answer");
+    const ev = {
+      schema: "2.0",
+      header: { event_id: "ev_uuid_2", event_type: "im.message.receive_v1", create_time: String(Date.now()), token: VERIFICATION_TOKEN, app_id: APP_ID, tenant_key: "t" },
+      event: { sender: { sender_id: { open_id: "ou_1" }, sender_type: "user" }, message: { message_id: "om_user_2", chat_id: "oc_2", chat_type: "group", message_type: "text", content: JSON.stringify({ text: "late answer" }) } },
+    };
+    expect((await fetch(webhookUrl, { method: "POST", body: JSON.stringify(ev) })).status).toBe(200);
+    const attempts = await waitFor(() => sendsWith("echo: late answer").length >= 2 && sendsWith("echo: late answer"), 15_000, "the retry");
+    expect(new Set(attempts.map((a) => a.body.uuid)).size).toBe(1);
+    expect([...shown.values()].filter((content) => content.includes("echo: late answer"))).toHaveLength(1);
+    const runId = runner.contexts.find((c) => c.input.text === "late answer").run_id;
+    const records = await waitFor(async () => {
+      const rows = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type IN ('delivery.succeeded', 'delivery.failed') ORDER BY seq", [runId]);
+      return rows.some((r) => r.event_type === "delivery.succeeded") && rows.map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) }));
+    }, 15_000, "the delivery record");
+    // The timed-out attempt is recorded as one to retry, then the send as delivered, under the message Lark posted once.
+    expect(records).toMatchObject([
+      { type: "delivery.failed", operation: "send", code: "timeout", will_retry: true },
+      { type: "delivery.succeeded", operation: "send", message_id: byUuid.get(attempts[0].body.uuid) },
+    ]);
   });
 });

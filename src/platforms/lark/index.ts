@@ -28,7 +28,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   // Feishu's origin; Lark (international) is https://open.larksuite.com, set as api_base_url.
   defaultApiBaseUrl: "https://open.feishu.cn",
   // Card bodies are capped at 30 KB: 9,000 characters stay under it even when every one takes 3 bytes.
-  surface: { canEdit: true, maxMessageSize: 9000, maxFileBytes: LARK_FILE_MAX_BYTES, capabilities: { threads: "thread_id", edit: "card_patch" } },
+  surface: { canEdit: true, maxMessageSize: 9000, maxFileBytes: LARK_FILE_MAX_BYTES, capabilities: { threads: "thread_id", edit: "card_patch" }, idempotentSends: true },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {
