@@ -32,6 +32,8 @@ export interface LocalHost {
   r2Object(key: string): Promise<Uint8Array | null>;
   /** The R2 keys under `prefix` (inspection). */
   r2Keys(prefix: string): Promise<string[]>;
+  /** Remove an R2 object (fault drills and tests: a file gone while it is delivered). */
+  r2Delete(key: string): Promise<void>;
   /** Rows of a read query on the embedded database (inspection). */
   query<T = Record<string, unknown>>(sql: string, args?: (string | number | null)[]): Promise<T[]>;
   /** Make the database unreachable for the Worker (every query fails, or with "hang" never answers) until called with false, or fail only the next `{ queries: n }`: fault drills and tests. */
@@ -76,6 +78,9 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     async r2Object(key) {
       const object = await (await mf.getR2Bucket("ARTIFACTS")).get(key);
       return object ? new Uint8Array(await object.arrayBuffer()) : null;
+    },
+    async r2Delete(key) {
+      await (await mf.getR2Bucket("ARTIFACTS")).delete(key);
     },
     async r2Keys(prefix) {
       const bucket = await mf.getR2Bucket("ARTIFACTS");

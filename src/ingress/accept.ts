@@ -13,7 +13,7 @@ import type { AgentRunnerManifest } from "../protocol/manifest";
 import type { RunJob } from "../run/job";
 import { resolutionValues, resolveBinding, type BoundAgent } from "../stores/binding-resolution";
 import { conversationKey } from "../stores/conversation-key";
-import { runsStore } from "../stores/runs";
+import { isNotStarted, runsStore } from "../stores/runs";
 import { transcriptInsert } from "../stores/transcript";
 import type { InputAttachmentSource } from "../artifacts/input";
 import { artifactsStore } from "../stores/artifacts";
@@ -150,7 +150,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     if (row.runId && bound && row.disposition === "bound") {
       const first = await runsStore(db).get(row.runId);
       // Only a true repeat: one naming another conversation or meeting another agent now must not take the run there.
-      if (first?.status === "created" && first.conversationKey === key && first.agentId === bound.agent.agentId) {
+      if (isNotStarted(first?.status) && first.conversationKey === key && first.agentId === bound.agent.agentId) {
         // The run is for the event as first recorded (its stored attachments, its time), not as redelivered.
         const recorded = { ...ev, input: parseJson<InputContext>(row.inputJson ?? "", ev.input) };
         const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl, enqueuedAt: first.createdAt });

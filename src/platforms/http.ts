@@ -1,5 +1,5 @@
 import type { ApiFailure, ApiResult } from "./types";
-import { UploadForm } from "./upload";
+import { sourceFailureOf, UploadForm } from "./upload";
 
 export interface HttpReply {
   status: number;
@@ -11,13 +11,29 @@ export interface HttpReply {
 /**
  * One call to a platform's API. Network errors and timeouts come back as a
  * transient failure whose message never names the URL: platform URLs carry
- * credentials (Telegram's bot token, Discord's interaction token).
+ * credentials (Telegram's bot token, Discord's interaction token). A request
+ * given as a function is made anew for a 307/308 redirect, so a streamed
+ * upload is sent again there; a file that could not be read from storage is
+ * said to be that, not the platform's fault.
  */
-export async function callPlatform(url: string, init: RequestInit, timeoutMs: number): Promise<ApiResult<HttpReply>> {
+export async function callPlatform(url: string, init: RequestInit | (() => RequestInit), timeoutMs: number): Promise<ApiResult<HttpReply>> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  const make = typeof init === "function" ? init : () => init;
   let res: Response;
+  let sent: RequestInit | undefined;
   try {
-    res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    for (let hops = 0; ; hops++) {
+      sent = make();
+      const streamed = sent.body instanceof ReadableStream;
+      res = await fetch(url, { ...sent, signal, ...(streamed ? { redirect: "manual" as const } : {}) });
+      const location = res.headers.get("location");
+      if (!streamed || (res.status !== 307 && res.status !== 308) || !location || hops >= 5 || typeof init !== "function") break;
+      await res.body?.cancel();
+      url = new URL(location, url).toString();
+    }
   } catch (err) {
+    const unreadable = sourceFailureOf(sent?.body);
+    if (unreadable) return { ok: false, failure: { kind: unreadable.final ? "permanent" : "transient", status: null, code: "artifact_unavailable", message: unreadable.message } };
     const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
     return { ok: false, failure: { kind: "transient", status: null, code: timedOut ? "timeout" : "network_error", message: timedOut ? `no answer within ${timeoutMs} ms` : "the platform could not be reached" } };
   }

@@ -12,21 +12,55 @@ const encoder = new TextEncoder();
 /** Bytes known up front, or a stream opened when the body is read that far. */
 type Part = Uint8Array | (() => Promise<ReadableStream<Uint8Array>>);
 
+/** The file of a body could not be read from storage: the platform is not at fault, and `final` says a retry cannot help. */
+export class FileReadError extends Error {
+  override readonly name = "FileReadError";
+  constructor(
+    message: string,
+    readonly final: boolean,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** Why a body made here failed on the storage side, if it did: known to the call that sent it once its fetch fails. */
+const sourceFailures = new WeakMap<object, { error?: FileReadError }>();
+export const sourceFailureOf = (body: unknown): FileReadError | undefined => (body && typeof body === "object" ? sourceFailures.get(body)?.error : undefined);
+
 /** The parts one after another, as a body of exactly `length` bytes (workerd sends it with that Content-Length). */
 function concatenated(parts: Part[], length: number): ReadableStream<Uint8Array> {
   const { readable, writable } = new FixedLengthStream(length);
   const writer = writable.getWriter();
+  const state: { error?: FileReadError } = {};
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   void (async () => {
     for (const part of parts) {
       if (part instanceof Uint8Array) {
         await writer.write(part);
         continue;
       }
-      const reader = (await part()).getReader();
-      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) await writer.write(chunk.value);
+      const stream = await part().catch((err: Error) => {
+        throw new FileReadError(err.message, true, { cause: err });
+      });
+      reader = stream.getReader();
+      for (;;) {
+        const chunk = await reader.read().catch((err: Error) => {
+          throw new FileReadError(`the file could not be read: ${err.message}`, false, { cause: err });
+        });
+        if (chunk.done) break;
+        await writer.write(chunk.value);
+      }
+      reader = undefined;
     }
     await writer.close();
-  })().catch((err: unknown) => writer.abort(err).catch(() => undefined));
+  })().catch((err: unknown) => {
+    if (err instanceof FileReadError) state.error = err;
+    // Whoever broke off (the platform, a timeout, storage), the stored object's stream is released.
+    reader?.cancel(err).catch(() => undefined);
+    return writer.abort(err).catch(() => undefined);
+  });
+  sourceFailures.set(readable, state);
   return readable;
 }
 

@@ -15,7 +15,7 @@ export async function deleteOldRuns(db: Db, cutoff: number, limits: BatchLimits)
     const oldest = db
       .select({ runId: run.runId })
       .from(run)
-      .where(and(lt(run.createdAt, cutoff), notInArray(run.status, ["created", "running"])))
+      .where(and(lt(run.createdAt, cutoff), notInArray(run.status, ["created", "queued", "running"])))
       .orderBy(run.createdAt, run.runId)
       .limit(limits.batchSize);
     const [, gone] = (await batchAll(db, [

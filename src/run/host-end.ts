@@ -3,7 +3,7 @@ import { batchAll, type Db } from "../db/client";
 import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, run, runEvent } from "../db/schema";
 import { hostRecordValues } from "../stores/event-log";
-import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
+import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import type { RunJob } from "./job";
 
 /** What ending a run needs of it: a run job, or the facts of a run row. */
@@ -63,7 +63,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
 /** Cancels a run left queued in libSQL only (its hand-over to its conversation was lost); true when this ended it. */
 export async function cancelUnhandedRun(db: Db, runId: string): Promise<boolean> {
   const row = await runsStore(db).get(runId);
-  if (row?.status !== "created") return false;
+  if (!isNotStarted(row?.status)) return false;
   const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId }, runner: { runnerId: row.runnerId } };
   const outcome = { status: "cancelled" as const, errorCode: "cancelled", errorMessage: "run cancelled before it reached its conversation", resultCount: 0 };
   return (await endRunAsHost(db, target, outcome, { onlyQueued: true })) !== null;

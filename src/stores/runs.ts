@@ -7,6 +7,12 @@ import { iso, parseJson } from "../lib/json";
 
 export type RunRow = typeof run.$inferSelect;
 export type RunStatus = "created" | "running" | "completed" | "failed" | "cancelled" | "timeout";
+/**
+ * A run not started yet: `created`, or `queued` as the Worker before migration 0005 still writes it while a deploy
+ * rolls out. Both are claimed, cancelled and ended alike.
+ */
+export const NOT_STARTED = ["created", "queued"] as const;
+export const isNotStarted = (status: string | undefined) => status === "created" || status === "queued";
 
 export function toRunView(row: RunRow) {
   return {
@@ -74,11 +80,11 @@ const markRunning = compiled((db) =>
   db
     .update(run)
     .set({ status: "running", startedAt: sql`${param("startedAt")}` })
-    .where(and(eq(run.runId, param("runId")), eq(run.status, "created")))
+    .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED])))
     .returning({ runId: run.runId }),
 );
 
-const discardQueued = compiled((db) => db.delete(run).where(and(eq(run.runId, param("runId")), eq(run.status, "created"))));
+const discardQueued = compiled((db) => db.delete(run).where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED]))));
 
 const finishRun = compiled((db) =>
   db
@@ -92,7 +98,7 @@ const finishRun = compiled((db) =>
       resultCount: sql`${param("resultCount")}`,
       endedAt: sql`${param("endedAt")}`,
     })
-    .where(and(eq(run.runId, param("runId")), inArray(run.status, ["created", "running"])))
+    .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED, "running"])))
     .returning({ runId: run.runId }),
 );
 
@@ -101,7 +107,7 @@ const cancelQueuedRun = compiled((db) =>
   db
     .update(run)
     .set({ status: "cancelled", errorCode: "cancelled", errorMessage: sql`${param("errorMessage")}`, endedAt: sql`${param("endedAt")}` })
-    .where(and(eq(run.runId, param("runId")), eq(run.status, "created")))
+    .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED])))
     .returning({ runId: run.runId }),
 );
 

@@ -14,6 +14,8 @@ const SECRET_TOKEN = "tg-secret-token-0123456789";
 const PHOTO = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4]);
 /** Chats whose sendPhoto Telegram refuses as it does for a photo past its documented dimensions (w+h ≤ 10000, ratio ≤ 20). */
 const BAD_DIMENSIONS = new Set(["-703"]);
+/** Chats whose first sendDocument Telegram answers 502 while the file's stored bytes are removed (say, by retention) before the retry. */
+const VANISHING = new Set(["-705"]);
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -24,13 +26,18 @@ const contexts: any[] = [];
 
 const chatOf = (call: PlatformCall) => String(call.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(call.raw)?.[1]);
 
-function telegramApi(call: PlatformCall): FakeReply {
+async function telegramApi(call: PlatformCall): Promise<FakeReply> {
   const m = /^\/(file\/)?bot([^/]+)\/(.+)$/.exec(call.path);
   if (!m || m[2] !== BOT_TOKEN) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
   if (m[1]) return { bytes: PHOTO, headers: { "content-type": "image/jpeg" } };
   const method = m[3];
   if (method === "getFile") return { json: { ok: true, result: { file_id: call.body.file_id, file_path: `photos/${call.body.file_id}.jpg` } } };
   if (method === "sendPhoto" && BAD_DIMENSIONS.has(chatOf(call))) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: PHOTO_INVALID_DIMENSIONS" } };
+  if (method === "sendDocument" && VANISHING.delete(chatOf(call))) {
+    const [row] = await host.query<{ r2_key: string }>("SELECT r2_key FROM artifact WHERE name = 'gone.pdf'");
+    await host.r2Delete(row.r2_key);
+    return { status: 502, json: { ok: false, error_code: 502, description: "Bad Gateway" } };
+  }
   return { json: { ok: true, result: { message_id: ++nextMessageId } } };
 }
 
@@ -61,6 +68,10 @@ beforeAll(async () => {
         w.send("message.delta", { chunk: { role: "assistant", content: "the chart you asked for." } });
         w.send("artifact.created", inline);
         w.send("message.completed", { message: { role: "assistant", content: [{ type: "image", artifact_id: ctx.input.attachments[0].artifact_id }] } });
+        w.send("run.completed", { finish_reason: "stop" });
+      } else if (mode === "vanishing_file") {
+        w.send("artifact.created", { artifact_type: "file", mime_type: "application/pdf", name: "gone.pdf", content_base64: ANSWER_FILE.toString("base64") });
+        w.send("message.completed", { message: { role: "assistant", content: "the report" } });
         w.send("run.completed", { finish_reason: "stop" });
       } else if (mode === "tall_png") {
         w.send("artifact.created", { ...inline, name: "tall-screenshot.png" });
@@ -141,5 +152,24 @@ describe("files in answers follow the transcript and lose nothing", () => {
     await new Promise((r) => setTimeout(r, 2000));
     const writes = [...callsTo("sendMessage", "-704"), ...callsTo("editMessageText", "-704")].sort((a, b) => a.at - b.at);
     expect(writes.at(-1)?.body.text).toBe("Here is the chart you asked for.");
+  });
+
+  it("a file whose stored bytes are gone when an upload is retried is recorded as unavailable, not as the platform unreachable, and not retried", async () => {
+    await post("-705", { text: "vanishing_file" });
+    const runId = await runOf("-705");
+    await host.waitForRun(runId);
+    const failures = async () =>
+      (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed' ORDER BY seq", [runId]))
+        .map((r) => JSON.parse(r.data_json))
+        .filter((d) => d.operation === "send_file");
+    const records = await waitFor(async () => {
+      const rows = await failures();
+      return rows.some((d) => !d.will_retry) && rows;
+    }, 20_000, "the final send_file record");
+    // The first attempt: the platform's 502, retried.
+    expect(records[0]).toMatchObject({ attempt: 1, status: 502, will_retry: true });
+    // The retry cannot read the file: storage's fault, final, and said so.
+    expect(records.slice(1)).toEqual([expect.objectContaining({ attempt: 2, code: "artifact_unavailable", will_retry: false })]);
+    expect(records[1].error).toMatch(/gone\.pdf|no longer stored|artifact/);
   });
 });

@@ -239,7 +239,7 @@ describe("concurrency strategies for a busy conversation", () => {
     const ids = [first, ...burst].map((r) => r.body.run_id!);
     const statusOf = async (id: string) => (await host.admin("GET", `/v1/runs/${id}`)).body.status as string;
     // Every run but one ends cancelled while they all would still hold.
-    const live = async () => (await Promise.all(ids.map(statusOf))).filter((s) => s === "queued" || s === "running").length;
+    const live = async () => (await Promise.all(ids.map(statusOf))).filter((s) => s === "created" || s === "running").length;
     const end = Date.now() + 10_000;
     while ((await live()) > 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
     expect(await live()).toBe(1);

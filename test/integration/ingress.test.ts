@@ -175,6 +175,22 @@ describe("POST /v1/events", () => {
     expect(timeline).not.toContain("start never started");
   });
 
+  it("still runs a run the previous Worker recorded as `queued`, before migration 0005 renamed it (README: deploy, then migrate)", async () => {
+    const hold = deferred();
+    holds.set("hold:rollout", hold);
+    const active = await host.postEvent(messageEvent("rollout", "hold:rollout"));
+    await waitFor(() => timeline.includes("start hold:rollout"));
+    const waiting = await host.postEvent(messageEvent("rollout", "accepted by the old version"));
+    expect(waiting.body.disposition).toBe("queued");
+    // Until migration 0005 runs, rows written by the previous Worker keep the old name.
+    await host.query("UPDATE run SET status = 'queued' WHERE run_id = ?", [waiting.body.run_id!]);
+    hold.resolve();
+    expect((await host.waitForRun(active.body.run_id!)).status).toBe("completed");
+    // Neither dropped silently nor stuck: the run starts once its turn comes.
+    expect((await host.waitForRun(waiting.body.run_id!, 10_000)).status).toBe("completed");
+    expect(timeline).toContain("start accepted by the old version");
+  });
+
   it("cancels a run left queued in libSQL whose hand-over to its conversation was lost", async () => {
     const done = await host.postEvent(messageEvent("lost-dispatch", "first"));
     await host.waitForRun(done.body.run_id!);

@@ -144,6 +144,17 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(ctx.event.data.mentions).toEqual(mentions);
   });
 
+  it("names an @all mention the way Lark's mentions list names it, like any other mention placeholder", async () => {
+    const mentions = [
+      { key: "@_all", id: { open_id: "all", user_id: "all" }, name: "所有人", tenant_key: "tenant_1" },
+      { key: "@_user_1", id: { open_id: "ou_ada" }, name: "Ada", tenant_key: "tenant_1" },
+    ];
+    const ev = received("oc_mention_all", { text: "@_all standup moved, ask @_user_1" }, { mentions });
+    expect((await postPlain(ev)).status).toBe(200);
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === "oc_mention_all"), 15_000, "the run");
+    expect(ctx.input.text).toBe("@所有人 standup moved, ask @Ada");
+  });
+
   it("decrypts a signed encrypted event and replies in its topic thread", async () => {
     const ev = received("oc_200", { text: "secret hello" }, { thread_id: "omt_thread_1" });
     expect((await postEncrypted(ev)).status).toBe(200);

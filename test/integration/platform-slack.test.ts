@@ -21,6 +21,8 @@ let uploads = 0;
 function slackApi(call: PlatformCall): FakeReply {
   // Upload URLs are Slack's own pre-signed ones: the bot token has no business there.
   if (call.path.startsWith("/upload/")) return call.headers.authorization ? { status: 400, json: {} } : { json: {} };
+  // An upload URL that has moved: a 307 keeps the method and the body, as an HTTP client follows it.
+  if (call.path.startsWith("/upload-moved/")) return { status: 307, headers: { location: `${fake.url}/upload/${call.path.split("/").pop()}` }, json: {} };
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
   if (call.path === "/files/F1/report.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
   if (call.path === "/chat.postMessage") {
@@ -29,7 +31,8 @@ function slackApi(call: PlatformCall): FakeReply {
   }
   if (call.path === "/files.getUploadURLExternal") {
     const id = `F${++uploads}UP`;
-    return { json: { ok: true, upload_url: `${fake.url}/upload/${id}`, file_id: id } };
+    const moved = new URLSearchParams(call.raw).get("filename") === "moved.png";
+    return { json: { ok: true, upload_url: `${fake.url}/${moved ? "upload-moved" : "upload"}/${id}`, file_id: id } };
   }
   if (call.path === "/files.completeUploadExternal") return { json: { ok: true, files: JSON.parse(new URLSearchParams(call.raw).get("files") ?? "[]") } };
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
@@ -296,5 +299,19 @@ describe("Slack: files in answers", () => {
     // The text went first, in the same thread.
     expect(postsTo("C-FILES")[0].body).toMatchObject({ text: "here is chart.png", thread_ts: threadTs });
     expect(postsTo("C-FILES")[0].at).toBeLessThanOrEqual(asked.at);
+  });
+
+  it("follows an upload URL's 307 redirect with the file's bytes, as a retried or redirected call streams the file again", async () => {
+    await post(callback(message("C-MOVED", "attach moved.png")));
+    const shared = await waitFor(
+      () => fake.callsTo(/^\/files\.completeUploadExternal$/).find((c) => new URLSearchParams(c.raw).get("channel_id") === "C-MOVED"),
+      15_000,
+      "the shared file",
+    );
+    const [asked] = fake.callsTo(/^\/files\.getUploadURLExternal$/).filter((c) => new URLSearchParams(c.raw).get("filename") === "moved.png");
+    const id = JSON.parse(new URLSearchParams(shared.raw).get("files")!)[0].id;
+    expect(asked.reply?.json).toMatchObject({ file_id: id });
+    const [uploaded] = fake.callsTo(new RegExp(`^/upload/${id}$`));
+    expect(uploaded.bytes.equals(ANSWER_FILE)).toBe(true);
   });
 });

@@ -34,7 +34,12 @@ export async function startFakePlatform(answer: (call: PlatformCall) => FakeRepl
   const calls: PlatformCall[] = [];
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+    try {
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+    } catch {
+      // The client broke the request off (a body that failed mid-stream): nothing to answer.
+      return;
+    }
     const bytes = Buffer.concat(chunks);
     const raw = bytes.toString("utf8");
     const url = new URL(req.url ?? "/", "http://fake");

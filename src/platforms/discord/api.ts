@@ -38,7 +38,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
   async function call(method: string, url: string, content: string | UploadForm, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
     const upload = content instanceof UploadForm;
-    const reply = await callPlatform(url, requestInit(method, upload ? content : payload(content), headers), upload ? uploadTimeoutMs(timeoutMs, content.file) : timeoutMs);
+    const reply = await callPlatform(url, () => requestInit(method, upload ? content : payload(content), headers), upload ? uploadTimeoutMs(timeoutMs, content.file) : timeoutMs);
     if (!reply.ok) return reply;
     const { status, headers: replyHeaders, json } = reply.value;
     const data = asRecord(json);

@@ -57,7 +57,7 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
     const token = await tenantToken();
     if (!token.ok) return token;
     const callTimeoutMs = params instanceof UploadForm ? uploadTimeoutMs(timeoutMs, params.file) : timeoutMs;
-    const reply = await callPlatform(`${bot.apiBaseUrl}${path}`, requestInit(method, params, { authorization: `Bearer ${token.value}` }), callTimeoutMs);
+    const reply = await callPlatform(`${bot.apiBaseUrl}${path}`, () => requestInit(method, params, { authorization: `Bearer ${token.value}` }), callTimeoutMs);
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (reply.value.status === 200 && body.code === 0) return { ok: true, value: asRecord(body.data) };

@@ -93,11 +93,11 @@ export function normalizeLarkPayload(payload: Record<string, unknown>, fallbackK
   return [{ ...unhandled(key, type), conversationId: typeof chatId === "string" ? chatId : null }];
 }
 
-/** A text message names the users it mentions by placeholder (`@_user_1`); the runner reads their names instead. */
+/** A text message names what it mentions by placeholder (`@_user_1`, `@_all`); the runner reads the names instead. */
 function withMentionNames(text: string | null, mentions: { key: string; name?: string }[] = []): string | null {
   if (!text || mentions.length === 0) return text;
   const names = new Map(mentions.filter((m) => m.name).map((m) => [m.key, `@${m.name}`]));
-  return text.replace(/@_user_\d+/g, (key) => names.get(key) ?? key);
+  return text.replace(/@_(?:user_\d+|all)/g, (key) => names.get(key) ?? key);
 }
 
 function idsOf(ids: z.infer<typeof UserIdSchema> | undefined): Record<string, unknown> {

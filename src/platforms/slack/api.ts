@@ -46,7 +46,7 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
       if (!upload.ok) return upload;
       const { upload_url: url, file_id: fileId } = upload.value;
       if (typeof url !== "string" || typeof fileId !== "string") return { ok: false, failure: { kind: "permanent", status: 200, code: "slack_no_upload_url", message: "files.getUploadURLExternal answered without upload_url or file_id" } };
-      const posted = await callPlatform(url, { method: "POST", headers: { "content-type": file.mimeType }, body: fileBody(file) }, uploadTimeoutMs(timeoutMs, file));
+      const posted = await callPlatform(url, () => ({ method: "POST", headers: { "content-type": file.mimeType }, body: fileBody(file) }), uploadTimeoutMs(timeoutMs, file));
       if (!posted.ok) return posted;
       if (posted.value.status !== 200) return { ok: false, failure: failureOfStatus(posted.value.status, `slack_upload_http_${posted.value.status}`, `the file upload answered HTTP ${posted.value.status}`, retryAfterHeaderMs(posted.value.headers)) };
       const shared = await slackCall(

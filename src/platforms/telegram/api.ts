@@ -19,7 +19,7 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
 
   /** JSON parameters, or a multipart form for a method that uploads a file. */
   async function call(method: string, params: Record<string, unknown> | UploadForm): Promise<ApiResult<unknown>> {
-    const reply = await callPlatform(methodUrl(method), requestInit("POST", params), params instanceof UploadForm ? uploadTimeoutMs(timeoutMs, params.file) : timeoutMs);
+    const reply = await callPlatform(methodUrl(method), () => requestInit("POST", params), params instanceof UploadForm ? uploadTimeoutMs(timeoutMs, params.file) : timeoutMs);
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (body.ok === true) return { ok: true, value: body.result };
