@@ -130,6 +130,22 @@ describe("normalisation", () => {
     expect(normalizeLarkPayload({ uuid: "u1", type: "event_callback", event: { type: "message" } }, "k")[0]).toMatchObject({ key: "u1", eventType: null });
   });
 
+  it("Lark: mention placeholders become names, by their exact keys", () => {
+    const textOf = (text: string, mentions: { key: string; name?: string }[]) =>
+      normalizeLarkPayload(
+        {
+          header: { event_id: "e", event_type: "im.message.receive_v1" },
+          event: { sender: { sender_type: "user" }, message: { message_id: "m", chat_id: "c", message_type: "text", content: JSON.stringify({ text }), mentions } },
+        },
+        "k",
+      )[0].text;
+    const mentions = [{ key: "@_user_1", name: "Bot" }, { key: "@_user_10", name: "Ada" }, { key: "@_all", name: "all" }, { key: "@_user_2" }];
+    expect(textOf("@_user_1 ask @_user_10, @_all and @_user_2", mentions)).toBe("@Bot ask @Ada, @all and @_user_2");
+    // A placeholder directly followed by digits is still the mention it names.
+    expect(textOf("@_user_123", [{ key: "@_user_1", name: "Bot" }])).toBe("@Bot23");
+    expect(textOf("no mentions here", [])).toBe("no mentions here");
+  });
+
   it("Discord: the option values are the text; a subcommand path is kept", () => {
     const [ev] = normalizeInteraction({ id: "1", type: 2, token: "t", channel_id: "C", data: { name: "ai", options: [{ name: "ask", type: 1, options: [{ name: "q", type: 3, value: "why?" }] }] } });
     expect(ev).toMatchObject({ text: "why?", data: { command: { name: "ai", path: ["ask"], options: { q: "why?" } } } });

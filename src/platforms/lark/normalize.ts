@@ -95,9 +95,11 @@ export function normalizeLarkPayload(payload: Record<string, unknown>, fallbackK
 
 /** A text message names what it mentions by placeholder (`@_user_1`, `@_all`); the runner reads the names instead. */
 function withMentionNames(text: string | null, mentions: { key: string; name?: string }[] = []): string | null {
-  if (!text || mentions.length === 0) return text;
-  const names = new Map(mentions.filter((m) => m.name).map((m) => [m.key, `@${m.name}`]));
-  return text.replace(/@_(?:user_\d+|all)/g, (key) => names.get(key) ?? key);
+  const names = new Map(mentions.filter((m) => m.name && m.key.startsWith("@_")).map((m) => [m.key, `@${m.name}`]));
+  if (!text || names.size === 0) return text;
+  // The keys themselves, longest first: `@_user_1` directly followed by digits is still that mention, and `@_user_10` is not it.
+  const keys = [...names.keys()].sort((a, b) => b.length - a.length).map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return text.replace(new RegExp(keys.join("|"), "g"), (key) => names.get(key)!);
 }
 
 function idsOf(ids: z.infer<typeof UserIdSchema> | undefined): Record<string, unknown> {
