@@ -59,6 +59,7 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
     if (err instanceof RunEndedDuringUploadError) return fail(invalidToken());
     return fail(err instanceof ApiError ? err : hostFault(runId, "artifact.upload", err));
   } finally {
-    if (auth.grant.length === null) await owner.releaseUploadBudget(runId, auth.grant.maxBytes - stored);
+    // A release that fails costs the run budget it did not use, never the upload's answer.
+    if (auth.grant.length === null) await owner.releaseUploadBudget(runId, auth.grant.maxBytes - stored).catch((err: Error) => console.error(`run ${runId}: upload budget not released: ${err.message}`));
   }
 }
