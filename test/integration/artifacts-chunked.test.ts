@@ -1,24 +1,12 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { uploadArtifact } from "../support/host-api";
+import { inChunks, largeFile, uploadArtifact } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 const MiB = 1024 * 1024;
 const UPLOAD_MAX = 12 * MiB;
 const RUN_UPLOAD_MAX = 64 * MiB;
-const pattern = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + (i >> 10)) & 0xff));
-/** `n` bytes as a chunked stream of odd-sized chunks (so chunks straddle part boundaries). */
-function streamOf(bytes: Buffer, chunk = 100_003): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream({
-    pull(c) {
-      if (at >= bytes.length) return c.close();
-      c.enqueue(new Uint8Array(bytes.subarray(at, at + chunk)));
-      at += chunk;
-    },
-  });
-}
 /** A lazily generated body of `n` zero bytes. */
 function zeros(n: number, chunk = 256 * 1024): ReadableStream<Uint8Array> {
   let at = 0;
@@ -52,15 +40,15 @@ beforeAll(async () => {
       };
       const w = resultWriter(res, ctx.run_id);
       const out: Record<string, any> = {};
-      out.ten = await upload(streamOf(pattern(10 * MiB)), { name: "ten.bin" });
-      out.five = await upload(streamOf(pattern(5 * MiB)), { name: "five.bin" });
-      out.seven = await upload(streamOf(pattern(7 * MiB + 3)), { name: "seven.bin" });
-      out.zero = await upload(streamOf(Buffer.alloc(0)), { name: "zero.bin" });
+      out.ten = await upload(inChunks(largeFile(10 * MiB)), { name: "ten.bin" });
+      out.five = await upload(inChunks(largeFile(5 * MiB)), { name: "five.bin" });
+      out.seven = await upload(inChunks(largeFile(7 * MiB + 3)), { name: "seven.bin" });
+      out.zero = await upload(inChunks(Buffer.alloc(0)), { name: "zero.bin" });
       out.exact = await upload(zeros(UPLOAD_MAX), { name: "exact.bin" });
       // Far larger than the reservation: the host stops reading; the client should still read a 413.
       out.way_too_big = await upload(zeros(40 * MiB), { name: "huge.bin" });
       // Two chunked uploads at once, then two sized ones: what is left shows in the refusal of a last one.
-      out.parallel = await Promise.all([upload(streamOf(pattern(1))), upload(streamOf(pattern(2)))]);
+      out.parallel = await Promise.all([upload(inChunks(largeFile(1))), upload(inChunks(largeFile(2)))]);
       const sized = (n: number) => uploadArtifact(base, ctx.run_id, token, new Uint8Array(n));
       out.sized1 = (await sized(12 * MiB)).status;
       out.sized2 = (await sized(12 * MiB)).status;
@@ -83,8 +71,8 @@ describe("artifact.upload without a Content-Length", () => {
     const out = JSON.parse(String(run.message?.content));
     for (const [key, n] of [["ten", 10 * MiB], ["five", 5 * MiB], ["seven", 7 * MiB + 3]] as const) {
       expect(out[key].status, key).toBe(200);
-      expect(out[key].body.data, key).toMatchObject({ size_bytes: n, sha256: createHash("sha256").update(pattern(n)).digest("hex") });
-      expect(Buffer.from((await host.r2Object(`artifacts/${out[key].body.data.artifact_id}`))!).equals(pattern(n)), key).toBe(true);
+      expect(out[key].body.data, key).toMatchObject({ size_bytes: n, sha256: createHash("sha256").update(largeFile(n)).digest("hex") });
+      expect(Buffer.from((await host.r2Object(`artifacts/${out[key].body.data.artifact_id}`))!).equals(largeFile(n)), key).toBe(true);
     }
     expect(out.zero.body.data).toMatchObject({ size_bytes: 0 });
     expect(out.exact.body.data).toMatchObject({ size_bytes: UPLOAD_MAX });

@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
-import { uploadArtifact } from "./host-api";
+import { inChunks, largeFile, uploadArtifact } from "./host-api";
 import { resultWriter, startAdHocRunner } from "./runner";
 
 export interface PlatformCall {
@@ -177,7 +177,7 @@ export async function startChatRunner(name: string) {
         const mime = mimeOf(file);
         const query = { name: file, mime_type: mime, artifact_type: mime.startsWith("image/") ? "image" : "file" };
         const bytes = largeFile(Number(size));
-        const body = how === "chunked" ? inChunks(bytes, 100_003) : bytes;
+        const body = how === "chunked" ? inChunks(bytes) : bytes;
         const up = await uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, body, query);
         if (!up.body.ok) throw new Error(`upload refused: ${JSON.stringify(up.body.error)}`);
         const element = mime.startsWith("image/") ? { type: "image", artifact_id: up.body.data.artifact_id } : { type: "file", artifact_id: up.body.data.artifact_id, name: file };
@@ -195,24 +195,6 @@ export async function startChatRunner(name: string) {
 }
 
 const mimeOf = (name: string) => (name.endsWith(".png") ? "image/png" : name.endsWith(".svg") ? "image/svg+xml" : "application/pdf");
-
-/** n bytes in a pattern that repeats only every 251 bytes, so a lost, doubled or reordered chunk shows. */
-export function largeFile(n: number): Buffer {
-  const bytes = Buffer.alloc(n);
-  for (let i = 0; i < n; i++) bytes[i] = (i * 7 + (i >> 16)) % 251;
-  return bytes;
-}
-
-/** The bytes as a stream of `size`-byte chunks (the last shorter). */
-function inChunks(bytes: Buffer, size: number): ReadableStream<Uint8Array> {
-  let offset = 0;
-  return new ReadableStream({
-    pull(controller) {
-      if (offset >= bytes.length) return controller.close();
-      controller.enqueue(new Uint8Array(bytes.subarray(offset, (offset += size))));
-    },
-  });
-}
 
 /** n characters of numbered lines, so a split shows where it cut. */
 export function longText(n: number): string {

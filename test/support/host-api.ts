@@ -22,6 +22,24 @@ export function deferred<T = void>() {
   return { promise, resolve };
 }
 
+/** n bytes in a pattern that repeats only every 251 bytes, so a lost, doubled or reordered chunk shows. */
+export function largeFile(n: number): Buffer {
+  const bytes = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) bytes[i] = (i * 7 + (i >> 16)) % 251;
+  return bytes;
+}
+
+/** The bytes as a stream of `size`-byte chunks (the last shorter): sent as a body, it goes out chunked, without a length. */
+export function inChunks(bytes: Uint8Array, size = 100_003): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (offset >= bytes.length) return controller.close();
+      controller.enqueue(new Uint8Array(bytes.subarray(offset, (offset += size))));
+    },
+  });
+}
+
 /** `artifact.upload` as a runner would: raw bytes to PUT /v1/runs/{run_id}/artifacts. */
 export async function uploadArtifact(
   baseUrl: string,
