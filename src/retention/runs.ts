@@ -1,6 +1,7 @@
 import { and, inArray, lt, notInArray } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { run, runEvent } from "../db/schema";
+import { NOT_STARTED } from "../stores/runs";
 import type { BatchLimits } from "./limits";
 
 /**
@@ -15,7 +16,7 @@ export async function deleteOldRuns(db: Db, cutoff: number, limits: BatchLimits)
     const oldest = db
       .select({ runId: run.runId })
       .from(run)
-      .where(and(lt(run.createdAt, cutoff), notInArray(run.status, ["created", "queued", "running"])))
+      .where(and(lt(run.createdAt, cutoff), notInArray(run.status, [...NOT_STARTED, "running"])))
       .orderBy(run.createdAt, run.runId)
       .limit(limits.batchSize);
     const [, gone] = (await batchAll(db, [
