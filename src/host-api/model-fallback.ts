@@ -31,7 +31,7 @@ export function modelCandidates(ctx: ActionContext, requested: string, operation
 async function attemptOf(ctx: ActionContext, modelId: string): Promise<ModelAttempt> {
   const row = await modelsStore(ctx.db).get(modelId);
   if (!row) throw new ApiError("not_found", `model ${modelId} is no longer registered on this host`, { details: { model_id: modelId } });
-  const apiKey = await ctx.db.secrets.open(row.apiKey);
+  const apiKey = await ctx.db.secrets.open(row.apiKey, { table: "models", id: row.modelId });
   return { modelId, target: { baseUrl: row.baseUrl, apiKey, model: row.providerModel }, secrets: secretFragments([apiKey, ...urlSecrets(row.baseUrl)]) };
 }
 

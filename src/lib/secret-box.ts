@@ -1,7 +1,9 @@
 import { base64ToBytes, bytesToBase64 } from "./base64";
 
-/** Marks a stored value as sealed, and with which scheme. */
-const SEALED = "sealed:v1:";
+/** Marks a stored value as sealed, and with which scheme: v2 binds it to its slot. */
+const SEALED = "sealed:v2:";
+/** Sealed before values were bound to their slot: still opened, and resealed as v2 by `POST /v1/admin/secrets/reseal`. */
+const SEALED_UNBOUND = "sealed:v1:";
 const IV_BYTES = 12;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -11,6 +13,24 @@ export class SealedSecretError extends Error {
   override readonly name = "SealedSecretError";
 }
 
+/** The tables holding credentials, one sealed column each. */
+export type SealedTable = "runner_services" | "bots" | "models" | "knowledge_bases" | "tools" | "mcp_servers";
+
+/**
+ * Where a sealed value belongs: its table, its row's id and, in a record of
+ * values (bot credentials, headers), its name. It is the value's AES-GCM
+ * associated data, so a value copied to another row or name (by someone who
+ * can write the database but not read SECRETS_KEY) no longer opens there and
+ * cannot be sent to an endpoint that row names.
+ */
+export interface SecretSlot {
+  table: SealedTable;
+  id: string;
+  name?: string;
+}
+
+const slotData = (slot: SecretSlot): Uint8Array => encoder.encode(JSON.stringify([slot.table, slot.id, slot.name ?? null]));
+
 /**
  * Credentials at rest: what the host stores for others (runner HMAC secrets,
  * bot credentials, provider keys, tool and MCP headers) is sealed with
@@ -19,11 +39,11 @@ export class SealedSecretError extends Error {
  */
 export interface SecretBox {
   /** The value to store: sealed when the box has a key, as given otherwise. */
-  seal<T extends string | null>(plain: T): Promise<T>;
-  /** The value as it was given: opened when sealed; a value stored before a key was set is returned as it is. */
-  open<T extends string | null>(stored: T): Promise<T>;
-  /** The value sealed under the current key, or undefined when it already is (or is null): nothing to write. */
-  reseal(stored: string | null): Promise<string | undefined>;
+  seal<T extends string | null>(plain: T, slot: SecretSlot): Promise<T>;
+  /** The value as it was given: opened when sealed for this slot; a value stored before a key was set is returned as it is. */
+  open<T extends string | null>(stored: T, slot: SecretSlot): Promise<T>;
+  /** The value sealed under the current key for its slot, or undefined when it already is (or is null): nothing to write. */
+  reseal(stored: string | null, slot: SecretSlot): Promise<string | undefined>;
 }
 
 /** Imported keys, by their base64 (one per deployment in practice). */
@@ -52,63 +72,77 @@ export function isSecretsKey(keyBase64: string): boolean {
  * under `previousKeyBase64` (a GCM tag that does not verify tells the keys apart).
  */
 export function secretBox(keyBase64: string | undefined, previousKeyBase64?: string): SecretBox {
-  const openUnder = async (key: string, bytes: Uint8Array) =>
-    decoder.decode(await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.subarray(0, IV_BYTES) }, await importKey(key), bytes.subarray(IV_BYTES)));
+  const openUnder = async (key: string, bytes: Uint8Array, additionalData: Uint8Array | undefined) =>
+    decoder.decode(
+      await crypto.subtle.decrypt(
+        { name: "AES-GCM", iv: bytes.subarray(0, IV_BYTES), ...(additionalData && { additionalData }) },
+        await importKey(key),
+        bytes.subarray(IV_BYTES),
+      ),
+    );
   return {
-    async seal(plain) {
+    async seal(plain, slot) {
       if (plain === null || !keyBase64) return plain;
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
-      const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await importKey(keyBase64), encoder.encode(plain)));
+      const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: slotData(slot) }, await importKey(keyBase64), encoder.encode(plain)));
       const out = new Uint8Array(IV_BYTES + sealed.length);
       out.set(iv);
       out.set(sealed, IV_BYTES);
       // The type parameter is string here (null returned above): the sealed text is a string like the input.
       return `${SEALED}${bytesToBase64(out)}` as typeof plain;
     },
-    async open(stored) {
-      if (stored === null || !stored.startsWith(SEALED)) return stored;
+    async open(stored, slot) {
+      if (stored === null) return stored;
+      const bound = stored.startsWith(SEALED);
+      if (!bound && !stored.startsWith(SEALED_UNBOUND)) return stored;
       if (!keyBase64) throw new SealedSecretError("a stored secret is sealed and SECRETS_KEY is not set");
       let bytes: Uint8Array;
       try {
-        bytes = base64ToBytes(stored.slice(SEALED.length));
+        bytes = base64ToBytes(stored.slice((bound ? SEALED : SEALED_UNBOUND).length));
       } catch (err) {
         throw new SealedSecretError("a stored secret is damaged", { cause: err });
       }
+      const additionalData = bound ? slotData(slot) : undefined;
       // As in seal: a string in, a string out.
       for (const key of previousKeyBase64 ? [keyBase64, previousKeyBase64] : [keyBase64]) {
         try {
-          return (await openUnder(key, bytes)) as typeof stored;
+          return (await openUnder(key, bytes, additionalData)) as typeof stored;
         } catch {
-          // Not this key (or damaged): try the next.
+          // Not this key (or damaged, or sealed for another slot): try the next.
         }
       }
-      throw new SealedSecretError("a stored secret cannot be opened: it is damaged, or sealed under neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS");
+      throw new SealedSecretError(
+        `a stored secret of ${slot.table} cannot be opened: it was sealed under neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS, or sealed for another row or name, or is damaged`,
+      );
     },
-    async reseal(stored) {
+    async reseal(stored, slot) {
       if (stored === null) return undefined;
       if (!keyBase64) throw new SealedSecretError("SECRETS_KEY is not set: there is no key to seal under");
-      if (stored.startsWith(SEALED) && (await secretBox(keyBase64).open(stored).then(() => true, () => false))) return undefined;
-      return this.seal(await this.open(stored));
+      if (stored.startsWith(SEALED) && (await secretBox(keyBase64).open(stored, slot).then(() => true, () => false))) return undefined;
+      return this.seal(await this.open(stored, slot), slot);
     },
   };
 }
 
+/** The slot of a record's value: the record's own slot, named. */
+type RecordSlot = Omit<SecretSlot, "name">;
+
 /** A record of credentials or header values with each string value sealed; its keys stay readable (views list them). */
-export async function sealValues<T extends Record<string, unknown>>(box: SecretBox, record: T): Promise<T> {
-  return Object.fromEntries(await Promise.all(Object.entries(record).map(async ([k, v]) => [k, typeof v === "string" ? await box.seal(v) : v]))) as T;
+export async function sealValues<T extends Record<string, unknown>>(box: SecretBox, record: T, slot: RecordSlot): Promise<T> {
+  return Object.fromEntries(await Promise.all(Object.entries(record).map(async ([k, v]) => [k, typeof v === "string" ? await box.seal(v, { ...slot, name: k }) : v]))) as T;
 }
 
 /** The record as it was given to sealValues. */
-export async function openValues<T extends Record<string, unknown>>(box: SecretBox, record: T): Promise<T> {
-  return Object.fromEntries(await Promise.all(Object.entries(record).map(async ([k, v]) => [k, typeof v === "string" ? await box.open(v) : v]))) as T;
+export async function openValues<T extends Record<string, unknown>>(box: SecretBox, record: T, slot: RecordSlot): Promise<T> {
+  return Object.fromEntries(await Promise.all(Object.entries(record).map(async ([k, v]) => [k, typeof v === "string" ? await box.open(v, { ...slot, name: k }) : v]))) as T;
 }
 
 /** The record with every string value sealed under the current key, or undefined when all already are. */
-export async function resealValues<T extends Record<string, unknown>>(box: SecretBox, record: T): Promise<T | undefined> {
+export async function resealValues<T extends Record<string, unknown>>(box: SecretBox, record: T, slot: RecordSlot): Promise<T | undefined> {
   let changed = false;
   const entries = await Promise.all(
     Object.entries(record).map(async ([k, v]) => {
-      const resealed = typeof v === "string" ? await box.reseal(v) : undefined;
+      const resealed = typeof v === "string" ? await box.reseal(v, { ...slot, name: k }) : undefined;
       if (resealed !== undefined) changed = true;
       return [k, resealed ?? v];
     }),

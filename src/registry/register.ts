@@ -70,7 +70,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
         serviceId,
         baseUrl: input.base_url,
         // A refresh keeps the stored secret unless a new one is given.
-        secret: input.secret !== undefined ? await db.secrets.seal(input.secret) : (existing?.secret ?? null),
+        secret: input.secret !== undefined ? await db.secrets.seal(input.secret, { table: "runner_services", id: serviceId }) : (existing?.secret ?? null),
         author: parsed.service.author,
         name: parsed.service.name,
         version: parsed.service.version,

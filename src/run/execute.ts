@@ -153,7 +153,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     // Removed since the run was queued: nothing (and no one unsigned) is called in its place.
     if (deps.runnerBaseUrl === null) throw new RunnerCallError("runner.unreachable", "the run's runner service is no longer registered on this host");
     // Sealed at rest: opened only to sign the request. Unopenable, the runner is not called at all.
-    const secret = await db.secrets.open(deps.runnerSecret).catch((err: Error) => {
+    const secret = await db.secrets.open(deps.runnerSecret, { table: "runner_services", id: job.runner.serviceId }).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the runner service's secret cannot be used: ${err.message}`, { cause: err });
     });
     const target = { baseUrl: deps.runnerBaseUrl, runnerName: job.runner.runnerName, secret };

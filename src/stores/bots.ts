@@ -32,7 +32,7 @@ export async function botOf(row: BotRow, secrets: SecretBox): Promise<Bot | null
   if (!isPlatform(row.platform)) return null;
   const adapter = ADAPTERS[row.platform];
   const stored = parseJson<Record<string, unknown> | null>(row.credentialsJson, null);
-  const credentials = adapter.credentials.safeParse(stored && (await openValues(secrets, stored)));
+  const credentials = adapter.credentials.safeParse(stored && (await openValues(secrets, stored, { table: "bots", id: row.botId })));
   if (!credentials.success) return null;
   return {
     botId: row.botId,

@@ -3,7 +3,7 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { batchAll, type Db } from "../db/client";
 import { bot, knowledgeBase, mcpServer, model, runnerService, tool } from "../db/schema";
 import { parseJson } from "../lib/json";
-import { resealValues, type SecretBox } from "../lib/secret-box";
+import { resealValues, type SealedTable, type SecretBox } from "../lib/secret-box";
 
 /** Every stored credential: a plain value, or a JSON record of values (header and credential names stay readable). */
 const SEALED_COLUMNS = {
@@ -13,14 +13,14 @@ const SEALED_COLUMNS = {
   knowledge_bases: { table: knowledgeBase, key: knowledgeBase.kbId, column: knowledgeBase.apiKey, field: "apiKey", kind: "value" },
   tools: { table: tool, key: tool.toolName, column: tool.headersJson, field: "headersJson", kind: "record" },
   mcp_servers: { table: mcpServer, key: mcpServer.name, column: mcpServer.headersJson, field: "headersJson", kind: "record" },
-} as const satisfies Record<string, { table: SQLiteTable; key: SQLiteColumn; column: SQLiteColumn; field: string; kind: "value" | "record" }>;
+} as const satisfies Record<SealedTable, { table: SQLiteTable; key: SQLiteColumn; column: SQLiteColumn; field: string; kind: "value" | "record" }>;
 
 export type ResealCounts = Record<keyof typeof SEALED_COLUMNS, number>;
 
-async function resealed(box: SecretBox, kind: "value" | "record", stored: string | null): Promise<string | undefined> {
-  if (kind === "value") return box.reseal(stored);
+async function resealed(box: SecretBox, kind: "value" | "record", stored: string | null, slot: { table: SealedTable; id: string }): Promise<string | undefined> {
+  if (kind === "value") return box.reseal(stored, slot);
   const record = stored === null ? null : parseJson<Record<string, unknown> | null>(stored, null);
-  const next = record && (await resealValues(box, record));
+  const next = record && (await resealValues(box, record, slot));
   return next ? JSON.stringify(next) : undefined;
 }
 
@@ -43,7 +43,7 @@ export async function resealStoredSecrets(db: Db): Promise<{ resealed: ResealCou
     const writes: unknown[] = [];
     failed[name] = 0;
     for (const row of rows) {
-      const next = await resealed(db.secrets, kind, row.stored).catch(() => {
+      const next = await resealed(db.secrets, kind, row.stored, { table: name, id: row.id }).catch(() => {
         failed[name]++;
         return undefined;
       });

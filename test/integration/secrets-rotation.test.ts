@@ -29,10 +29,8 @@ let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let openRunner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let botId = "";
 
-const start = (vars: Record<string, string>) => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars });
-
-async function withHost<T>(vars: Record<string, string>, use: (host: LocalHost) => Promise<T>): Promise<T> {
-  const host = await start(vars);
+async function withHost<T>(vars: Record<string, string>, use: (host: LocalHost) => Promise<T>, dir = dataDir): Promise<T> {
+  const host = await startHost({ adminToken: ADMIN_TOKEN, dataDir: dir, scriptPath: join(ROOT, "dist/test/worker.js"), vars });
   try {
     return await use(host);
   } finally {
@@ -65,14 +63,14 @@ const stored = async (host: LocalHost) => ({
 });
 const NOTHING = { runner_services: 0, bots: 0, models: 0, knowledge_bases: 0, tools: 0, mcp_servers: 0 };
 
-/** A runner whose every run invokes model `chat` through the Host API and replies with what `describe` makes of the answer. */
-const modelRunner = (name: string, describe: (answer: Awaited<ReturnType<typeof callHostApi>>) => string) =>
+/** A runner whose every run invokes model `modelId` through the Host API and replies with what `describe` makes of the answer. */
+const modelRunner = (name: string, describe: (answer: Awaited<ReturnType<typeof callHostApi>>) => string, modelId = "chat") =>
   startAdHocRunner({
     name,
     runners: [{ name: "default", label: { en_US: name }, permissions: { models: ["invoke"] } }],
     async onRun({ body }, res) {
       const ctx = body.context;
-      const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "model.invoke", { model_id: "chat", messages: [{ role: "user", content: "hi" }] });
+      const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "model.invoke", { model_id: modelId, messages: [{ role: "user", content: "hi" }] });
       resultWriter(res, ctx.run_id).reply(describe(answer));
     },
   });
@@ -110,8 +108,8 @@ describe("credentials at rest across key changes", () => {
       expect((await reseal(host)).body).toEqual({ resealed: { ...NOTHING, runner_services: 1, models: 1 }, failed: NOTHING });
       expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: NOTHING });
       const sealed = await stored(host);
-      expect(sealed.runner).toMatch(/^sealed:v1:/);
-      expect(sealed.model).toMatch(/^sealed:v1:/);
+      expect(sealed.runner).toMatch(/^sealed:v2:/);
+      expect(sealed.model).toMatch(/^sealed:v2:/);
       expect(await useCredentials(host, "key-a-sealed")).toMatchObject({ status: "completed", reply: "200", signed: true });
     });
 
@@ -148,5 +146,65 @@ describe("credentials at rest across key changes", () => {
       expect(res.status).toBe(500);
       expect(((await res.json()) as any).error).toMatchObject({ code: "secrets_unavailable", message: expect.stringMatching(/SECRETS_KEY_PREVIOUS/) });
     });
+  });
+});
+
+/** A credential as sealed before values were bound to their row: `sealed:v1:`, AES-GCM without associated data. */
+async function sealedUnbound(keyBase64: string, plain: string): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", Buffer.from(keyBase64, "base64"), "AES-GCM", false, ["encrypt"]);
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, new TextEncoder().encode(plain)));
+  return `sealed:v1:${Buffer.concat([iv, sealed]).toString("base64")}`;
+}
+
+describe("credentials bound to their row", () => {
+  it("refuses a sealed value copied to another row, still uses one sealed before binding, and reseal binds it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-host-secret-slots-"));
+    const elsewhere = await startFakeProvider({ keys: { "gpt-elsewhere": "sk-elsewhere-own" } });
+    const json = (answer: Awaited<ReturnType<typeof callHostApi>>) => JSON.stringify({ status: answer.status, error: answer.body.error ?? null });
+    const swapRunner = await modelRunner("slot-swap", json, "elsewhere");
+    const invoke = async (host: LocalHost, conversation: string) => {
+      const posted = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent(conversation, "invoke"));
+      return JSON.parse(String((await finished(host, posted.body.run_id)).message?.content));
+    };
+    try {
+      await withHost(
+        { SECRETS_KEY: KEY_A },
+        async (host) => {
+          const models = [
+            { model_id: "chat", name: "chat", kind: "llm", base_url: provider.baseUrl, api_key: MODEL_KEY, model: "gpt-main" },
+            { model_id: "elsewhere", name: "elsewhere", kind: "llm", base_url: elsewhere.baseUrl, api_key: "sk-elsewhere-own", model: "gpt-elsewhere" },
+          ];
+          for (const model of models) expect((await adminCall(host, "POST", "/v1/admin/models", model)).status).toBe(201);
+          for (const r of [openRunner, swapRunner]) expect((await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: r.url })).status).toBe(201);
+          const agents = [
+            { agent_id: "chat", name: "chat", runner_id: openRunner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "chat" }, resource_policy: { models: ["chat"] } },
+            { agent_id: "swap", name: "swap", runner_id: swapRunner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "swap" }, resource_policy: { models: ["elsewhere"] } },
+          ];
+          for (const agent of agents) expect((await adminCall(host, "POST", "/v1/admin/agents", agent)).status).toBe(201);
+          expect(await invoke(host, "swap")).toEqual({ status: 200, error: null });
+          const elsewhereCalls = elsewhere.calls.length;
+
+          // Someone who can write the database but not read the key copies chat's sealed key to the model whose endpoint they chose.
+          await host.query("UPDATE model SET api_key = (SELECT api_key FROM model WHERE model_id = 'chat') WHERE model_id = 'elsewhere'");
+          expect(await invoke(host, "swap")).toMatchObject({ status: 500, error: { message: expect.stringMatching(/cannot open this resource's stored credential.*another row/) } });
+          expect(elsewhere.calls.length).toBe(elsewhereCalls);
+          expect(JSON.stringify(elsewhere.calls)).not.toContain(MODEL_KEY);
+
+          // A value sealed before binding (the previous release) still works, and reseal binds it; the copied one stays refused.
+          await host.query("UPDATE model SET api_key = ? WHERE model_id = 'chat'", [await sealedUnbound(KEY_A, MODEL_KEY)]);
+          expect(await invoke(host, "chat")).toEqual({ status: 200, error: null });
+          expect((await reseal(host)).body).toEqual({ resealed: { ...NOTHING, models: 1 }, failed: { ...NOTHING, models: 1 } });
+          const [chat] = await host.query<{ api_key: string }>("SELECT api_key FROM model WHERE model_id = 'chat'");
+          expect(chat.api_key).toMatch(/^sealed:v2:/);
+          expect(await invoke(host, "chat")).toEqual({ status: 200, error: null });
+          expect(provider.calls.at(-1)?.authorization).toBe(`Bearer ${MODEL_KEY}`);
+        },
+        dir,
+      );
+    } finally {
+      await Promise.all([swapRunner.close(), elsewhere.close()]);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -3,55 +3,86 @@ import { openValues, sealValues, SealedSecretError, secretBox } from "../../src/
 
 const KEY = Buffer.alloc(32, 1).toString("base64");
 const OTHER_KEY = Buffer.alloc(32, 2).toString("base64");
+const SLOT = { table: "models", id: "chat" } as const;
+const HEADERS = { table: "tools", id: "search" } as const;
 
 describe("secretBox", () => {
   it("seals with a fresh IV each time and opens what it sealed", async () => {
     const box = secretBox(KEY);
-    const a = await box.seal("sk-live-123");
-    const b = await box.seal("sk-live-123");
-    expect(a).toMatch(/^sealed:v1:/);
+    const a = await box.seal("sk-live-123", SLOT);
+    const b = await box.seal("sk-live-123", SLOT);
+    expect(a).toMatch(/^sealed:v2:/);
     expect(a).not.toContain("sk-live-123");
     expect(a).not.toBe(b);
-    expect(await box.open(a)).toBe("sk-live-123");
-    expect(await box.open(b)).toBe("sk-live-123");
-    expect(await box.seal(null)).toBeNull();
-    expect(await box.open(null)).toBeNull();
+    expect(await box.open(a, SLOT)).toBe("sk-live-123");
+    expect(await box.open(b, SLOT)).toBe("sk-live-123");
+    expect(await box.seal(null, SLOT)).toBeNull();
+    expect(await box.open(null, SLOT)).toBeNull();
   });
 
   it("opens a value stored before a key was set as it is, and stores as given without a key", async () => {
-    expect(await secretBox(KEY).open("plain-old-key")).toBe("plain-old-key");
-    expect(await secretBox(undefined).seal("kept-as-given")).toBe("kept-as-given");
+    expect(await secretBox(KEY).open("plain-old-key", SLOT)).toBe("plain-old-key");
+    expect(await secretBox(undefined).seal("kept-as-given", SLOT)).toBe("kept-as-given");
   });
 
   it("refuses to open a sealed value without its key, saying why", async () => {
-    const sealed = await secretBox(KEY).seal("sk-live-123");
-    await expect(secretBox(OTHER_KEY).open(sealed)).rejects.toThrow(/sealed under neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS/);
-    await expect(secretBox(undefined).open(sealed)).rejects.toBeInstanceOf(SealedSecretError);
+    const sealed = await secretBox(KEY).seal("sk-live-123", SLOT);
+    await expect(secretBox(OTHER_KEY).open(sealed, SLOT)).rejects.toThrow(/sealed under neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS/);
+    await expect(secretBox(undefined).open(sealed, SLOT)).rejects.toBeInstanceOf(SealedSecretError);
     // A tampered value fails the GCM tag check.
     const tampered = sealed.slice(0, -4) + (sealed.endsWith("AAAA") ? "BBBB" : "AAAA");
-    await expect(secretBox(KEY).open(tampered)).rejects.toBeInstanceOf(SealedSecretError);
-    await expect(secretBox(KEY).open("sealed:v1:%%% not base64")).rejects.toBeInstanceOf(SealedSecretError);
+    await expect(secretBox(KEY).open(tampered, SLOT)).rejects.toBeInstanceOf(SealedSecretError);
+    await expect(secretBox(KEY).open("sealed:v2:%%% not base64", SLOT)).rejects.toBeInstanceOf(SealedSecretError);
   });
 
   it("rotates: opens under the previous key too, and reseals only what is not under the current one", async () => {
-    const old = await secretBox(OTHER_KEY).seal("sk-old");
+    const old = await secretBox(OTHER_KEY).seal("sk-old", SLOT);
     const rotating = secretBox(KEY, OTHER_KEY);
-    expect(await rotating.open(old)).toBe("sk-old");
-    const moved = await rotating.reseal(old);
-    expect(moved).toMatch(/^sealed:v1:/);
-    expect(await secretBox(KEY).open(moved!)).toBe("sk-old");
-    expect(await rotating.reseal(moved!)).toBeUndefined();
-    expect(await secretBox(KEY).open((await rotating.reseal("plain-before-any-key"))!)).toBe("plain-before-any-key");
-    expect(await rotating.reseal(null)).toBeUndefined();
-    await expect(secretBox(undefined).reseal("x")).rejects.toBeInstanceOf(SealedSecretError);
+    expect(await rotating.open(old, SLOT)).toBe("sk-old");
+    const moved = await rotating.reseal(old, SLOT);
+    expect(moved).toMatch(/^sealed:v2:/);
+    expect(await secretBox(KEY).open(moved!, SLOT)).toBe("sk-old");
+    expect(await rotating.reseal(moved!, SLOT)).toBeUndefined();
+    expect(await secretBox(KEY).open((await rotating.reseal("plain-before-any-key", SLOT))!, SLOT)).toBe("plain-before-any-key");
+    expect(await rotating.reseal(null, SLOT)).toBeUndefined();
+    await expect(secretBox(undefined).reseal("x", SLOT)).rejects.toBeInstanceOf(SealedSecretError);
   });
 
   it("seals the string values of a record and keeps its keys and other values", async () => {
     const box = secretBox(KEY);
-    const sealed = await sealValues(box, { "x-api-key": "k-1", authorization: "Bearer t", retries: 3 });
+    const sealed = await sealValues(box, { "x-api-key": "k-1", authorization: "Bearer t", retries: 3 }, HEADERS);
     expect(Object.keys(sealed)).toEqual(["x-api-key", "authorization", "retries"]);
     expect(sealed.retries).toBe(3);
     expect(JSON.stringify(sealed)).not.toMatch(/k-1|Bearer t/);
-    expect(await openValues(box, sealed)).toEqual({ "x-api-key": "k-1", authorization: "Bearer t", retries: 3 });
+    expect(await openValues(box, sealed, HEADERS)).toEqual({ "x-api-key": "k-1", authorization: "Bearer t", retries: 3 });
+  });
+
+  it("binds a sealed value to its table, row and name: copied anywhere else it does not open", async () => {
+    const box = secretBox(KEY);
+    const sealed = await box.seal("sk-live-123", SLOT);
+    for (const elsewhere of [
+      { table: "models", id: "other" },
+      { table: "knowledge_bases", id: "chat" },
+      { table: "models", id: "chat", name: "authorization" },
+    ] as const)
+      await expect(box.open(sealed, elsewhere)).rejects.toThrow(/sealed for another row or name/);
+    const headers = await sealValues(box, { "x-api-key": "k-1", authorization: "Bearer t" }, HEADERS);
+    await expect(openValues(box, { "x-api-key": headers.authorization }, HEADERS)).rejects.toBeInstanceOf(SealedSecretError);
+    await expect(openValues(box, headers, { table: "mcp_servers", id: "search" })).rejects.toBeInstanceOf(SealedSecretError);
+    // A reseal does not launder a copied value into its new row: it cannot open it there either.
+    await expect(box.reseal(sealed, { table: "models", id: "other" })).rejects.toBeInstanceOf(SealedSecretError);
+  });
+
+  it("opens a value sealed before binding (v1), under either key, and reseals it bound", async () => {
+    const iv = new Uint8Array(12).fill(7);
+    const key = await crypto.subtle.importKey("raw", Buffer.from(OTHER_KEY, "base64"), "AES-GCM", false, ["encrypt"]);
+    const cipher = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, new TextEncoder().encode("sk-v1")));
+    const v1 = `sealed:v1:${Buffer.concat([iv, cipher]).toString("base64")}`;
+    const rotating = secretBox(KEY, OTHER_KEY);
+    expect(await rotating.open(v1, SLOT)).toBe("sk-v1");
+    const bound = await rotating.reseal(v1, SLOT);
+    expect(bound).toMatch(/^sealed:v2:/);
+    expect(await secretBox(KEY).open(bound!, SLOT)).toBe("sk-v1");
+    await expect(secretBox(KEY).open(bound!, { table: "models", id: "other" })).rejects.toBeInstanceOf(SealedSecretError);
   });
 });

@@ -10,7 +10,7 @@ import type { ActionTable, Handler } from "./context";
 const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
   const kb = await knowledgeStore(ctx.db).get(p.kb_id);
   if (!kb) throw new ApiError("not_found", `knowledge base ${p.kb_id} is no longer registered on this host`);
-  const apiKey = await ctx.db.secrets.open(kb.apiKey);
+  const apiKey = await ctx.db.secrets.open(kb.apiKey, { table: "knowledge_bases", id: kb.kbId });
   const secrets = secretFragments([apiKey, ...urlSecrets(kb.endpoint)]);
   const startedAt = Date.now();
   const call = callSignal(ctx);

@@ -33,14 +33,14 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
   if (row.mcpServer) {
     const server = await toolsStore(ctx.db).getServer(row.mcpServer);
     if (!server || !row.mcpToolName) throw new ApiError("not_found", `the MCP server of tool ${row.toolName} is no longer registered`);
-    const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(server.headersJson, {}));
+    const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(server.headersJson, {}), { table: "mcp_servers", id: server.name });
     return {
       secrets: secretFragments([...Object.values(headers), ...urlSecrets(server.url)]),
       invoke: (signal) => ctx.mcp.callTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs, maxBytes }),
     };
   }
   if (!row.endpoint) throw new ApiError("not_found", `tool ${row.toolName} has no endpoint`);
-  const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(row.headersJson, {}));
+  const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), { table: "tools", id: row.toolName });
   return {
     secrets: secretFragments([...Object.values(headers), ...urlSecrets(row.endpoint)]),
     invoke: (signal, toolCallId) => callHttpTool({ endpoint: row.endpoint!, headers }, { runId: ctx.snapshot.runId, toolCallId, parameters }, { signal, maxBytes }),

@@ -36,10 +36,10 @@ const ReplaceBot = z.strictObject({
 
 /** The platform's own credential schema; issues name fields, never values. */
 /** Valid for the platform, then sealed value by value (their names stay listable). */
-async function checkedCredentials(db: Db, platform: PlatformName, credentials: Record<string, string>): Promise<string> {
+async function checkedCredentials(db: Db, botId: string, platform: PlatformName, credentials: Record<string, string>): Promise<string> {
   const parsed = ADAPTERS[platform].credentials.safeParse(credentials);
   if (!parsed.success) throw badRequest(`invalid credentials for ${platform}: ${formatZodIssues(parsed.error)}`);
-  return JSON.stringify(await sealValues(db.secrets, parsed.data as Record<string, unknown>));
+  return JSON.stringify(await sealValues(db.secrets, parsed.data as Record<string, unknown>, { table: "bots", id: botId }));
 }
 
 const trimSlash = (url: string | undefined) => (url ? url.replace(/\/+$/, "") : null);
@@ -68,7 +68,7 @@ export const botsRouter = router()
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
       apiBaseUrl: trimSlash(input.api_base_url),
-      credentialsJson: await checkedCredentials(db, input.platform, input.credentials),
+      credentialsJson: await checkedCredentials(db, botId, input.platform, input.credentials),
       createdAt: now,
       updatedAt: now,
     };
@@ -86,7 +86,7 @@ export const botsRouter = router()
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
       apiBaseUrl: trimSlash(input.api_base_url),
-      credentialsJson: input.credentials ? await checkedCredentials(db, row.platform as PlatformName, input.credentials) : row.credentialsJson,
+      credentialsJson: input.credentials ? await checkedCredentials(db, row.botId, row.platform as PlatformName, input.credentials) : row.credentialsJson,
       updatedAt: Date.now(),
     };
     await botsStore(db).replace(updated);

@@ -25,7 +25,7 @@ export const knowledgeBasesRouter = router()
     const db = dbOf(c.env);
     const store = knowledgeStore(db);
     const kbId = input.kb_id ?? newId("kb");
-    const apiKey = await db.secrets.seal(input.api_key ?? null);
+    const apiKey = await db.secrets.seal(input.api_key ?? null, { table: "knowledge_bases", id: kbId });
     await insertUnique(
       () =>
         store.create({

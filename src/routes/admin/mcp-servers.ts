@@ -41,7 +41,7 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
   const now = Date.now();
   const store = toolsStore(db);
   await store.saveServer(
-    { name: server.name, url: server.url, headersJson: JSON.stringify(await sealValues(db.secrets, server.headers)), discoveredAt: now, createdAt },
+    { name: server.name, url: server.url, headersJson: JSON.stringify(await sealValues(db.secrets, server.headers, { table: "mcp_servers", id: server.name })), discoveredAt: now, createdAt },
     discovered.tools.map((t) => ({
       toolName: mcpToolName(server.name, t.name),
       description: t.description,
@@ -77,7 +77,7 @@ export const mcpServersRouter = router()
     const db = dbOf(c.env);
     const row = await toolsStore(db).getServer(c.req.param("name"));
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
-    const headers = await openValues(db.secrets, parseJson<Record<string, string>>(row.headersJson, {}));
+    const headers = await openValues(db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), { table: "mcp_servers", id: row.name });
     return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers }, row.createdAt));
   })
   .delete("/:name", async (c) => {

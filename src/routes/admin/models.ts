@@ -26,7 +26,7 @@ export const modelsRouter = router()
     const input = c.get("body");
     const store = modelsStore(dbOf(c.env));
     const modelId = input.model_id ?? newId("mdl");
-    const apiKey = await dbOf(c.env).secrets.seal(input.api_key);
+    const apiKey = await dbOf(c.env).secrets.seal(input.api_key, { table: "models", id: modelId });
     await insertUnique(
       () =>
         store.create({

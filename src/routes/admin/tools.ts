@@ -39,7 +39,7 @@ export const toolsRouter = router()
     const input = c.get("body");
     const db = dbOf(c.env);
     const store = toolsStore(db);
-    const headersJson = JSON.stringify(await sealValues(db.secrets, input.headers ?? {}));
+    const headersJson = JSON.stringify(await sealValues(db.secrets, input.headers ?? {}, { table: "tools", id: input.name }));
     await insertUnique(
       () =>
         store.create({
