@@ -26,7 +26,7 @@ export interface AnswerFileDeps {
 }
 
 /** The stored rows of an answer's files, by id (one query for the whole answer). */
-export async function answerFileRows(db: Db, ids: string[]): Promise<Map<string, ArtifactRow>> {
+async function answerFileRows(db: Db, ids: string[]): Promise<Map<string, ArtifactRow>> {
   return new Map((await artifactsStore(db).getMany(ids)).map((row) => [row.artifactId, row]));
 }
 
@@ -52,4 +52,22 @@ export async function loadAnswerFile(deps: AnswerFileDeps, job: RunJob, artifact
     return object.body;
   };
   return { ok: true, file: { name: row.name ?? artifactId, mimeType, kind: image ? "image" : "file", size: stored.size, open } };
+}
+
+/**
+ * An answer's files in order, each loaded (or why it cannot be sent), looked
+ * up in one query; a failed lookup or read makes that file unavailable, not
+ * the answer.
+ */
+export async function* answerFiles(deps: AnswerFileDeps, job: RunJob, ids: string[], maxBytes: number): AsyncGenerator<{ artifactId: string; loaded: LoadedFile }> {
+  const rows = await answerFileRows(deps.db, ids).catch((err: Error) => err);
+  for (const artifactId of ids) {
+    const loaded: LoadedFile =
+      rows instanceof Error
+        ? { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be looked up: ${rows.message}` }
+        : await loadAnswerFile(deps, job, artifactId, rows.get(artifactId), maxBytes).catch(
+            (err: Error): LoadedFile => ({ ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be read: ${err.message}` }),
+          );
+    yield { artifactId, loaded };
+  }
 }

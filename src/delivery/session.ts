@@ -1,15 +1,14 @@
 /**
  * A run's reply on its chat platform, driven by the run's ledger entries as
- * they are published (ConversationDO.runOne). Completed messages are sent,
- * split at the platform's size, their files after them (./files.ts); with
- * streaming on and an editable surface, deltas grow one message in place,
- * edited at most once per
+ * they are published (ConversationDO.runOne). Completed messages are sent
+ * (what they show: ./answer.ts), split at the platform's size, their files
+ * after them (./files.ts); with streaming on and an editable surface, deltas
+ * grow one message in place, edited at most once per
  * DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was
  * streamed exactly. Calls are retried (bounded, honouring rate limits) and
  * every attempt and outcome lands in EventLog. Nothing here can fail or
  * delay the run: the run's status is written before `settle` is awaited.
  */
-import { DEFAULT_FAILURE_NOTICE } from "../agents/policy";
 import type { Db } from "../db/client";
 import { dbOf } from "../db/connect";
 import { configOf, type Config, type Env } from "../env";
@@ -18,13 +17,13 @@ import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
 import { splitMessage } from "../platforms/split";
 import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
-import { isBlankMessage, MessageSchema } from "../protocol/common";
 import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
 import { botsStore } from "../stores/bots";
 import type { LedgerEntry } from "../stores/runs";
-import { answerFileRows, fileIdsOf, loadAnswerFile } from "./files";
+import { answerOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf } from "./answer";
+import { answerFiles } from "./files";
 import { DeliveryTrail, type DeliveryFact } from "./records";
 import { withRetries, type RetryPolicy } from "./retry";
 
@@ -56,20 +55,6 @@ interface Reply {
   /** A streamed write failed for good: stop streaming, still try the final text. */
   broken: boolean;
 }
-
-/** Text of a delta chunk (`{chunk: {content}}`), string or text elements. */
-function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content.map((el) => (asRecord(el).type === "text" && typeof asRecord(el).text === "string" ? (asRecord(el).text as string) : "")).join("");
-}
-
-/** Shown for a completed answer with nothing this surface can show (only images by URL, say). */
-const NO_TEXT_NOTICE = "(The answer has no text that can be shown here.)";
-/** Shown for an answer of files only, none of which could be sent. */
-const FILES_NOT_SENT_NOTICE = "(The answer's files could not be sent here.)";
-/** Shown on a surface still waiting for an answer when the host cancelled the run. */
-const CANCELLED_NOTICE = "(This answer was cancelled.)";
 
 /** What a streamed message beyond the final text's parts is edited to. */
 const SUPERSEDED_PART = "…";
@@ -179,36 +164,18 @@ export class DeliverySession {
         if (answer !== null) this.complete(answer.text, answer.files);
         else if (this.current) this.complete(this.current.text);
         else if (this.replies === 0) {
-          const notice = this.noticeInsteadOfAnswer(entry);
+          const notice = noticeInsteadOfAnswer(this.job, this.adapter.surface, entry);
           if (notice !== null) this.complete(notice);
         }
       }
     }
   }
 
-  /** What to deliver for a message result: its text and files, or null when it is not an assistant message with either. */
+  /** What to deliver for a message result; the files announced before it go with it. */
   private answerOf(message: unknown): { text: string; files: string[] } | null {
-    const parsed = MessageSchema.safeParse(message);
-    // What the host dropped (another role, a blank message) is no answer, and the files wait for the next one.
-    if (!parsed.success || parsed.data.role !== "assistant" || isBlankMessage(parsed.data)) return null;
-    const text = textOf(parsed.data.content);
-    const files = [...new Set([...this.pendingFiles, ...fileIdsOf(parsed.data.content)])];
-    if (!text.trim() && files.length === 0) return null;
-    this.pendingFiles = [];
-    return { text: text.trim() ? text : "", files };
-  }
-
-  /**
-   * What a run that ended without showing anything says, so no user waits on silence (or on Discord's "thinking…"):
-   * the failure notice; for an answer without text, that it cannot be shown. A run the host cancelled (an operator,
-   * a newer message), and one for an event that asked nothing, stay silent where nothing is waiting for them.
-   */
-  private noticeInsteadOfAnswer(end: LedgerEntry): string | null {
-    // Nobody waits on an event that asked nothing (a join): an agent may choose to stay silent there.
-    if (this.job.event.event_type !== "message.received" && !this.adapter.surface.awaitsAnswer) return null;
-    if (end.type === "run.completed") return NO_TEXT_NOTICE;
-    if (end.origin === "host" && asRecord(end.data).code === "cancelled") return this.adapter.surface.awaitsAnswer ? CANCELLED_NOTICE : null;
-    return this.job.agent.deliveryPolicy.failure_notice ?? DEFAULT_FAILURE_NOTICE;
+    const answer = answerOf(message, this.pendingFiles);
+    if (answer) this.pendingFiles = [];
+    return answer;
   }
 
   /**
@@ -310,24 +277,17 @@ export class DeliverySession {
   /** Each file as a message of its own, one at a time; answers how many were sent. */
   private async sendFiles(reply: Reply): Promise<number> {
     const messenger = this.messenger!;
-    const facts = (artifactId: string) => ({ operation: "send_file", reply: reply.index, artifact_id: artifactId });
-    const rows = await answerFileRows(this.deps.db, reply.files).catch((err: Error) => err);
     let sent = 0;
-    for (const artifactId of reply.files) {
+    for await (const { artifactId, loaded } of answerFiles(this.deps, this.job, reply.files, this.adapter.surface.maxFileBytes)) {
       if (this.closed) break;
-      const loaded =
-        rows instanceof Error
-          ? ({ ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be looked up: ${rows.message}` } as const)
-          : await loadAnswerFile(this.deps, this.job, artifactId, rows.get(artifactId), this.adapter.surface.maxFileBytes).catch(
-              (err: Error) => ({ ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be read: ${err.message}` }) as const,
-            );
+      const facts = { operation: "send_file", reply: reply.index, artifact_id: artifactId };
       if (!loaded.ok) {
-        this.trail.append([{ type: "delivery.failed", data: { ...facts(artifactId), code: loaded.code, error: loaded.error, will_retry: false } }]);
+        this.trail.append([{ type: "delivery.failed", data: { ...facts, code: loaded.code, error: loaded.error, will_retry: false } }]);
         continue;
       }
       const file = loaded.file;
       // A send that timed out may have been posted: retrying it could post the file twice.
-      const res = await this.call({ ...facts(artifactId), bytes: file.size }, () => messenger.sendFile(file), 0, { retryTimeouts: false });
+      const res = await this.call({ ...facts, bytes: file.size }, () => messenger.sendFile(file), 0, { retryTimeouts: false });
       if (res.ok) sent++;
     }
     return sent;
