@@ -12,6 +12,8 @@ const throttledTokens = new Set<string>();
 const expiredTokens = new Set<string>();
 const expiringTokens = new Set<string>();
 let channelMessages = 0;
+/** What each channel's history shows the bot (GET /channels/{id}/messages), newest first; a channel not listed refuses it (403). */
+const channelHistory = new Map<string, Record<string, unknown>[]>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -29,6 +31,10 @@ function discordApi(call: PlatformCall): FakeReply {
   if (ch) {
     // The bot's own API: its token in the Authorization header.
     if (call.headers.authorization !== `Bot ${BOT_TOKEN}`) return { status: 401, json: { message: "401: Unauthorized", code: 0 } };
+    if (call.method === "GET" && !ch[2]) {
+      const history = channelHistory.get(ch[1]);
+      return history ? { json: history.filter((m) => BigInt(String(m.id)) > BigInt(call.query.get("after") ?? "0")) } : { status: 403, json: { message: "Missing Access", code: 50001 } };
+    }
     if (call.method === "POST" && !ch[2]) return { json: { id: `channel_msg_${++channelMessages}`, channel_id: ch[1], content: call.body?.content } };
     if (call.method === "PATCH" && ch[2]) return { json: { id: ch[2], channel_id: ch[1], content: call.body?.content } };
     return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
@@ -373,14 +379,14 @@ describe("Discord: a file over the upload limit", () => {
 });
 
 describe("Discord: answers after the interaction token expires", () => {
-  const channelWrites = (since: number) => fake.calls.filter((c) => c.path.startsWith("/channels/") && c.at >= since);
+  const channelWrites = (since: number) => fake.calls.filter((c) => c.path.startsWith("/channels/") && c.method !== "GET" && c.at >= since);
   const deliveryRecords = async (runId: string) =>
     (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type IN ('delivery.succeeded', 'delivery.failed') ORDER BY seq", [runId])).map((r) => [
       r.event_type,
       JSON.parse(r.data_json).operation,
     ]);
 
-  it("continues in the interaction's channel with the bot token, text and files, once Discord refuses the token", async () => {
+  it("continues in the interaction's channel with the bot token, text and files, once Discord refuses the token (new messages when the placeholder cannot be found)", async () => {
     const since = Date.now();
     const i = command("attach late.png", { channel_id: "C21", channel: { id: "C21", type: 0 } });
     expiredTokens.add(i.token);
@@ -394,6 +400,34 @@ describe("Discord: answers after the interaction token expires", () => {
     expect(JSON.parse(String(form.get("payload_json")))).toEqual({ content: "", allowed_mentions: { parse: [] }, attachments: [{ id: 0, filename: "late.png" }] });
     expect((await fileOf(form, "files[0]")).bytes.equals(ANSWER_FILE)).toBe(true);
     const runId = contextFor("attach late.png")[0].run_id;
+    await host.waitForRun(runId);
+    expect(await waitFor(async () => (await deliveryRecords(runId)).length >= 2 && deliveryRecords(runId))).toEqual([
+      ["delivery.succeeded", "send"],
+      ["delivery.succeeded", "send_file"],
+    ]);
+  });
+
+  it("replaces the “thinking…” placeholder it finds in the channel's history when the token was refused before the first answer", async () => {
+    const since = Date.now();
+    const i = command("attach later.png", { channel_id: "C23", channel: { id: "C23", type: 0 } });
+    // Newest first: a later message, the placeholder (marked with its interaction), another interaction's, one from before.
+    const after = (n: number) => String(BigInt(i.id) + BigInt(n));
+    channelHistory.set("C23", [
+      { id: after(9), content: "someone else" },
+      { id: after(2), content: "", flags: 128, interaction_metadata: { id: i.id, type: 2 } },
+      { id: after(1), content: "", interaction_metadata: { id: "1", type: 2 } },
+      { id: String(BigInt(i.id) - 5n), content: "before" },
+    ]);
+    expiredTokens.add(i.token);
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const writes = await waitFor(() => channelWrites(since).length >= 2 && channelWrites(since), 15_000, "the channel messages");
+    const [search] = fake.calls.filter((c) => c.method === "GET" && c.path === "/channels/C23/messages" && c.at >= since);
+    expect(Object.fromEntries(search.query)).toEqual({ after: i.id, limit: "50" });
+    expect(search.headers.authorization).toBe(`Bot ${BOT_TOKEN}`);
+    expect(writes[0]).toMatchObject({ method: "PATCH", path: `/channels/C23/messages/${after(2)}`, body: { content: "here is later.png" } });
+    expect(writes[1]).toMatchObject({ method: "POST", path: "/channels/C23/messages" });
+    expect((await fileOf(await formOf(writes[1]), "files[0]")).bytes.equals(ANSWER_FILE)).toBe(true);
+    const runId = contextFor("attach later.png")[0].run_id;
     await host.waitForRun(runId);
     expect(await waitFor(async () => (await deliveryRecords(runId)).length >= 2 && deliveryRecords(runId))).toEqual([
       ["delivery.succeeded", "send"],

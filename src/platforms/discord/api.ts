@@ -4,7 +4,8 @@
  * token in the path is the credential (15 minutes), so URLs are never logged.
  * A run queued or running past those 15 minutes would lose its answer: once
  * Discord refuses the token, the reply continues in the interaction's channel
- * under the bot token. Rate limits answer 429 with `retry_after` (seconds,
+ * under the bot token, and its first message replaces the "thinking…"
+ * placeholder, found among the channel's messages by its interaction's id. Rate limits answer 429 with `retry_after` (seconds,
  * fractional) in the body.
  */
 import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
@@ -34,6 +35,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   let originalId: string | null = null;
   /** The interaction token was refused: every later write goes through the channel. */
   let viaChannel = false;
+  let placeholderSought = false;
 
   /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
   async function call(method: string, url: string, content: string | UploadForm, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
@@ -58,6 +60,20 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     return null;
   }
 
+  /**
+   * The deferred response's message id, when the token was refused before it was ever edited: the channel's first
+   * messages after the interaction include it, marked with the interaction's id (the bot needs to read the channel's
+   * history). Sought once; not found, the answer is a new message and the placeholder stays.
+   */
+  async function placeholderId(): Promise<string | null> {
+    if (placeholderSought) return null;
+    placeholderSought = true;
+    const res = await callPlatform(`${channel!}?after=${encodeURIComponent(target.interactionId)}&limit=50`, { method: "GET", headers: botAuth }, timeoutMs);
+    if (!res.ok || res.value.status !== 200 || !Array.isArray(res.value.json)) return null;
+    const placeholder = res.value.json.map(asRecord).find((m) => [m.interaction_metadata, m.interaction].some((i) => asRecord(i).id === target.interactionId));
+    return typeof placeholder?.id === "string" ? placeholder.id : null;
+  }
+
   /** The first message answers the deferred response; the rest are follow-ups (or channel messages, once the token is gone). */
   async function post(content: string | UploadForm): Promise<ApiResult<string>> {
     const res = originalUsed ? await viaWebhook("POST", `${webhook}?wait=true`, content) : await viaWebhook("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
@@ -67,8 +83,15 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
       originalId = typeof res.value.id === "string" ? res.value.id : null;
       return { ok: true, value: ORIGINAL };
     }
+    if (res) return { ok: true, value: String(res.value.id) };
     // Each call streams an upload's file anew, so the refused form itself goes to the channel.
-    const sent = res ?? (await call("POST", channel!, content, botAuth));
+    const placeholder = originalUsed ? null : await placeholderId();
+    if (placeholder && (await call("PATCH", `${channel!}/${encodeURIComponent(placeholder)}`, content, botAuth)).ok) {
+      originalUsed = true;
+      originalId = placeholder;
+      return { ok: true, value: ORIGINAL };
+    }
+    const sent = await call("POST", channel!, content, botAuth);
     return sent.ok ? { ok: true, value: String(sent.value.id) } : sent;
   }
 
