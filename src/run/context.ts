@@ -1,4 +1,4 @@
-import type { AgentRunContextInput, EnabledStateSnapshot } from "../protocol/context";
+import type { AgentRunContextInput, EnabledStateSnapshot, StateScope } from "../protocol/context";
 import { encodeCursor } from "../lib/cursor";
 import { platformDeliveryContext } from "../delivery/context";
 import type { RunJob } from "./job";
@@ -8,8 +8,14 @@ export interface ContextParts {
   job: RunJob;
   snapshot: AuthorizationSnapshot;
   token: string;
-  state: EnabledStateSnapshot;
+  state: StateRead;
   hostVersion: string;
+}
+
+/** The enabled scopes' snapshot as read at run start, and the scopes it holds only part of (key or byte bound). */
+export interface StateRead {
+  values: EnabledStateSnapshot;
+  partial: StateScope[];
 }
 
 /**
@@ -56,13 +62,14 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
       inline_policy: { mode: "current_event", delivered_count: 0, messages_complete: false },
       available_apis: snapshot.availableApis,
     },
-    state,
+    state: state.values,
     runtime: {
       host_version: hostVersion,
       trace_id: job.runId,
       deadline_at: deadline,
       api: { base_url: job.publicBaseUrl, token, expires_at: deadline },
-      metadata: {},
+      // Not every key of these scopes is in `state`: the rest are read with state.get / state.list.
+      metadata: { state_partial: state.partial },
     },
     config: job.agent.runnerConfig,
     adapter: null,

@@ -5,7 +5,7 @@ import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
 import { base64ToBytes } from "../lib/base64";
 import { sha256Hex } from "../lib/crypto";
 import type { ArtifactRef } from "../protocol/common";
-import type { EnabledStateSnapshot, StateScope } from "../protocol/context";
+import type { StateScope } from "../protocol/context";
 import { runnerClient } from "../runner/client";
 import { RunnerCallError } from "../runner/errors";
 import { hostRecordInsert } from "../stores/event-log";
@@ -13,7 +13,7 @@ import { registryStore } from "../stores/registry";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { SEEDED_CONVERSATION_ID_KEY, stateStore } from "../stores/state";
 import { transcriptInsert } from "../stores/transcript";
-import { buildRunContext } from "./context";
+import { buildRunContext, type StateRead } from "./context";
 import type { RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
 import { ResultProcessor, type ResultBatch } from "./results";
@@ -26,7 +26,7 @@ export interface ExecuteDeps {
   config: Config;
   job: RunJob;
   snapshot: AuthorizationSnapshot;
-  state: EnabledStateSnapshot;
+  state: StateRead;
   token: string;
   /** The runner service's secret as stored (claimRun read it); opened only to sign the request. */
   runnerSecret: string | null;
@@ -50,7 +50,7 @@ export async function claimRun(
   job: RunJob,
   stateScopes: StateScopeKeys,
   extra: readonly unknown[] = [],
-): Promise<{ state: EnabledStateSnapshot; runnerSecret: string | null; runnerBaseUrl: string | null; extra: unknown[] } | null> {
+): Promise<{ state: StateRead; runnerSecret: string | null; runnerBaseUrl: string | null; extra: unknown[] } | null> {
   const scopes = Object.entries(stateScopes) as [StateScope, string][];
   const state = stateStore(db);
   const conversationId = job.conversation.conversation_id;
@@ -65,14 +65,18 @@ export async function claimRun(
   const results = await batchAll(db, [runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads, endpoint, ...extra]);
   if ((results[0] as unknown[]).length !== 1) return null;
   const afterReads = 1 + seeds.length + reads.length;
-  const rowsOf = results.slice(1 + seeds.length, afterReads) as { key: string; valueJson: string }[][];
+  const rowsOf = results.slice(1 + seeds.length, afterReads) as { key: string; valueJson: string | null }[][];
   return {
-    state: Object.fromEntries(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])])),
+    state: stateRead(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])])),
     runnerSecret: (results[afterReads] as { secret: string | null }[])[0]?.secret ?? null,
     // Where the service is now: it may have moved (PUT) since the run was queued.
     runnerBaseUrl: (results[afterReads] as { baseUrl: string }[])[0]?.baseUrl ?? null,
     extra: results.slice(afterReads + 1),
   };
+}
+
+function stateRead(scopes: [StateScope, { values: Record<string, unknown>; complete: boolean }][]): StateRead {
+  return { values: Object.fromEntries(scopes.map(([scope, read]) => [scope, read.values])), partial: scopes.filter(([, read]) => !read.complete).map(([scope]) => scope) };
 }
 
 /** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */

@@ -68,12 +68,37 @@ export const SEEDED_CONVERSATION_ID_KEY = "external.conversation_id";
 
 /** The context carries at most this many keys per scope; runners page the rest with state.list. */
 export const SNAPSHOT_KEYS_PER_SCOPE = 100;
+/**
+ * And at most this many bytes of values per scope (values are up to 256 KiB
+ * each): the context, and the run's memory, stay small whatever a runner
+ * stored. The keys past the budget are read with state.get.
+ */
+export const SNAPSHOT_BYTES_PER_SCOPE = 1024 * 1024;
 
 const s = runnerState;
 const newValue = () => ({ scopeKey: param("scopeKey"), key: param("key"), runnerId: param("runnerId"), scope: param("scope"), valueJson: param("valueJson"), updatedAt: param("updatedAt") });
-const scopeSnapshot = compiled((db) =>
-  db.select({ key: s.key, valueJson: s.valueJson }).from(s).where(eq(s.scopeKey, param("scopeKey"))).orderBy(asc(s.key)).limit(param("limit")),
-);
+/**
+ * A scope's first keys, one past the key limit, each with its value while the
+ * running total of value bytes stays in the budget (null after): the cut is
+ * made in the database, so values past it never travel, and the extra row
+ * tells that the scope has more.
+ */
+const scopeSnapshot = compiled((db) => {
+  const first = db.select({ key: s.key, valueJson: s.valueJson }).from(s).where(eq(s.scopeKey, param("scopeKey"))).orderBy(asc(s.key)).limit(param("scanned")).as("first");
+  const running = db
+    .select({
+      key: first.key,
+      valueJson: first.valueJson,
+      bytes: sql<number>`sum(length(cast(${first.valueJson} as blob))) over (order by ${first.key})`.as("bytes"),
+      n: sql<number>`row_number() over (order by ${first.key})`.as("n"),
+    })
+    .from(first)
+    .as("running");
+  return db
+    .select({ key: running.key, valueJson: sql<string | null>`case when ${running.bytes} <= ${param("maxBytes")} and ${running.n} <= ${param("keys")} then ${running.valueJson} end` })
+    .from(running)
+    .orderBy(asc(running.key));
+});
 const seed = compiled((db) => db.insert(s).values(newValue()).onConflictDoNothing());
 const upsert = compiled((db) =>
   db
@@ -85,9 +110,12 @@ const upsert = compiled((db) =>
 export function stateStore(db: Db) {
   return {
     /** The first keys of one scope, for the context's snapshot: one query per scope, batched by the caller. */
-    scopeSnapshotQuery: (scopeKey: string, limit = SNAPSHOT_KEYS_PER_SCOPE) => scopeSnapshot(db, { scopeKey, limit }),
-    snapshotOf(rows: { key: string; valueJson: string }[]): Record<string, unknown> {
-      return Object.fromEntries(rows.map((r) => [r.key, parseJson<unknown>(r.valueJson, null)]));
+    scopeSnapshotQuery: (scopeKey: string, keys = SNAPSHOT_KEYS_PER_SCOPE, maxBytes = SNAPSHOT_BYTES_PER_SCOPE) =>
+      scopeSnapshot(db, { scopeKey, keys, scanned: keys + 1, maxBytes }),
+    /** The snapshot of a scope from its query's rows, and whether it holds the whole scope. */
+    snapshotOf(rows: { key: string; valueJson: string | null }[]): { values: Record<string, unknown>; complete: boolean } {
+      const kept = rows.filter((r): r is { key: string; valueJson: string } => r.valueJson !== null);
+      return { values: Object.fromEntries(kept.map((r) => [r.key, parseJson<unknown>(r.valueJson, null)])), complete: kept.length === rows.length };
     },
     /** Write a value only if the key is absent: never overwrites what a runner stored. */
     seedStatement: (scopeKey: string, key: string, runnerId: string, scope: StateScope, valueJson: string) =>

@@ -157,7 +157,31 @@ describe("state (PROTOCOL §9)", () => {
       emit("state.updated", { scope: "conversation", key: "z", value: "kept" });
     }, on("bot-all", "u-many"));
     expect(many.result).toBeNull();
-    const { result } = await runner.run(host, "st-many", async (_api, ctx) => ({ actor: Object.keys(ctx.state.actor).length, z: ctx.state.conversation.z }), on("bot-all", "u-many"));
-    expect(result).toEqual({ actor: 100, z: "kept" });
+    const { result } = await runner.run(
+      host,
+      "st-many",
+      async (_api, ctx) => ({ actor: Object.keys(ctx.state.actor).length, z: ctx.state.conversation.z, partial: ctx.runtime.metadata.state_partial }),
+      on("bot-all", "u-many"),
+    );
+    expect(result).toEqual({ actor: 100, z: "kept", partial: ["actor"] });
+  });
+
+  it("keeps each scope's snapshot within 1 MiB of values, says which scopes are partial, and serves the rest through state.get", async () => {
+    const big = (i: number) => `${i}`.repeat(250 * 1024);
+    await runner.run(host, "st-big", async (api, _ctx, emit) => {
+      for (let i = 1; i <= 5; i++) emit("state.updated", { scope: "actor", key: `big.${i}`, value: big(i) });
+      await api("state.set", { scope: "conversation", key: "small", value: "s" });
+    }, on("bot-all", "u-big"));
+    const { result } = await runner.run(host, "st-big", async (api, ctx) => ({
+      actor: Object.keys(ctx.state.actor),
+      conversation: ctx.state.conversation,
+      partial: ctx.runtime.metadata.state_partial,
+      fifth: (await api("state.get", { scope: "actor", key: "big.5" })).body,
+    }), on("bot-all", "u-big"));
+    // Four values of 250 KiB (plus quotes) fit in 1 MiB; the fifth is left to state.get.
+    expect(result.actor).toEqual(["big.1", "big.2", "big.3", "big.4"]);
+    expect(result.conversation).toEqual({ "external.conversation_id": "st-big", small: "s" });
+    expect(result.partial).toEqual(["actor"]);
+    expect(result.fifth).toMatchObject({ ok: true, data: { value: big(5) } });
   });
 });

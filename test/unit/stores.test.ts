@@ -74,11 +74,26 @@ describe("stores on embedded libSQL", () => {
     await s.setStatement("k", "a", "r", "conversation", '"one"').execute();
     await db.batch([s.setStatement("k", "b", "r", "conversation", '"two"'), s.seedStatement("k", "a", "r", "conversation", '"ignored"')]);
     const [rowsK, rowsOther] = await db.batch([s.scopeSnapshotQuery("k"), s.scopeSnapshotQuery("other")]);
-    expect(s.snapshotOf(rowsK)).toEqual({ a: "one", b: "two" });
+    expect(s.snapshotOf(rowsK)).toEqual({ values: { a: "one", b: "two" }, complete: true });
     expect(rowsOther).toEqual([]);
-    expect(await s.scopeSnapshotQuery("k", 1).execute()).toEqual([{ key: "a", valueJson: '"one"' }]);
+    // One key allowed: the next is read without its value, telling that the scope has more.
+    expect(await s.scopeSnapshotQuery("k", 1).execute()).toEqual([{ key: "a", valueJson: '"one"' }, { key: "b", valueJson: null }]);
     const getState = compiled((d) => d.select().from(runnerState).where(eq(runnerState.key, param("key"))));
     await expect(getState(db, {}).execute()).rejects.toThrow(/placeholder "key"/);
+  });
+
+  it("cuts a scope's snapshot at its byte budget in key order, counting bytes, not characters", async () => {
+    const s = stateStore(db);
+    // Two bytes per "é" in UTF-8: each value is 2 + 2 * n bytes serialised (a and b 22, c 4).
+    const value = (n: number) => JSON.stringify("é".repeat(n));
+    await db.batch([s.setStatement("k", "a", "r", "conversation", value(10)), s.setStatement("k", "b", "r", "conversation", value(10)), s.setStatement("k", "c", "r", "conversation", value(1))]);
+    const snapshot = async (maxBytes: number) => s.snapshotOf(await s.scopeSnapshotQuery("k", 100, maxBytes).execute());
+    expect(await snapshot(44)).toEqual({ values: { a: "é".repeat(10), b: "é".repeat(10) }, complete: false });
+    expect(await snapshot(43)).toEqual({ values: { a: "é".repeat(10) }, complete: false });
+    // A cut is a prefix: c would fit after a, but b comes first.
+    expect(await snapshot(30)).toEqual({ values: { a: "é".repeat(10) }, complete: false });
+    expect(await snapshot(48)).toEqual({ values: { a: "é".repeat(10), b: "é".repeat(10), c: "é" }, complete: true });
+    expect(await snapshot(10)).toEqual({ values: {}, complete: false });
   });
 
   it("runs a compiled query alone as a single query, not as a write batch", async () => {
