@@ -25,6 +25,7 @@ import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
+import { describeError } from "../src/lib/describe-error";
 
 /** The abort reason of a run that ended normally: one shared instance, as building an Error (and its stack) per run costs. */
 const RUN_ENDED = new RunnerCallError("cancelled", "the run has ended");
@@ -117,7 +118,7 @@ export class ConversationDO extends DurableObject<Env> {
           await this.finishLost(key, run.job).catch(async (err: Error) => {
             // The database is unreachable: try again after a pause (its notBefore wakes this alarm) rather than
             // throw and leave the run to the platform's few alarm retries.
-            console.error(`run ${run.job.runId}: lost run not ended yet: ${err.message}`);
+            console.error(`run ${run.job.runId}: lost run not ended yet: ${describeError(err)}`);
             await this.runs.put(key, { ...run, notBefore: Date.now() + RETRY_PAUSE_MS });
           });
         }
@@ -341,10 +342,10 @@ export class ConversationDO extends DurableObject<Env> {
       status = outcome.status;
     } catch (err) {
       // Only host-side failures reach here (the database refused a write the run needs).
-      console.error(`run ${job.runId}: host failure: ${(err as Error).message}`);
+      console.error(`run ${job.runId}: host failure: ${describeError(err)}`);
       const ended = await endRunAsHost(db, job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).then(
         (entry) => ({ entry }),
-        (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${e.message}); the run is tried again or ended as lost`), null),
+        (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${describeError(e)}); the run is tried again or ended as lost`), null),
       );
       recorded = ended !== null;
       // Followers see the record; the user hears of it (through the reply in progress, or a session of its own).
@@ -367,7 +368,7 @@ export class ConversationDO extends DurableObject<Env> {
         // lost with the instance, the entry comes back as "running" and finishLost finds the run already ended.
         void this.runs.delete(key, { allowUnconfirmed: true });
         this.live.end(job.runId, status);
-        await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${err.message}`));
+        await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${describeError(err)}`));
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
       if (!recorded && delivery) this.unrecordedReplies.set(job.runId, delivery);
       // The run is over in every sense (status written, token void); its reply may still be on the wire.

@@ -11,6 +11,7 @@ import type { MessageContent } from "../protocol/common";
 import type { OutgoingFile } from "../platforms/types";
 import { artifactsStore, type ArtifactRow } from "../stores/artifacts";
 import type { RunJob } from "../run/job";
+import { describeError } from "../lib/describe-error";
 
 /** The artifact ids a message's content elements name (images by URL are not files the host holds). */
 export function fileIdsOf(content: MessageContent): string[] {
@@ -64,9 +65,9 @@ export async function* answerFiles(deps: AnswerFileDeps, job: RunJob, ids: strin
   for (const artifactId of ids) {
     const loaded: LoadedFile =
       rows instanceof Error
-        ? { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be looked up: ${rows.message}` }
+        ? { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be looked up: ${describeError(rows)}` }
         : await loadAnswerFile(deps, job, artifactId, rows.get(artifactId), maxBytes).catch(
-            (err: Error): LoadedFile => ({ ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be read: ${err.message}` }),
+            (err: Error): LoadedFile => ({ ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be read: ${describeError(err)}` }),
           );
     yield { artifactId, loaded };
   }

@@ -1,6 +1,7 @@
 import { writeAll, type Db } from "../db/client";
 import type { RunJob } from "../run/job";
 import { hostRecordInsert } from "../stores/event-log";
+import { describeError } from "../lib/describe-error";
 
 /** One row of the delivery trail; never holds a token, a URL or message text. */
 export interface DeliveryFact {
@@ -36,7 +37,7 @@ export class DeliveryTrail {
     );
     this.writing = this.writing
       .then(() => writeAll(this.db, statements))
-      .catch((err: Error) => console.error(`run ${job.runId}: delivery record not written: ${err.message}`));
+      .catch((err: Error) => console.error(`run ${job.runId}: delivery record not written: ${describeError(err)}`));
   }
 
   flushed(): Promise<void> {

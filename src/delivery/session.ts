@@ -26,6 +26,7 @@ import { answerOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf } from "
 import { answerFiles } from "./files";
 import { DeliveryTrail, type DeliveryFact } from "./records";
 import { withRetries, type RetryPolicy } from "./retry";
+import { describeError } from "../lib/describe-error";
 
 export interface DeliveryDeps {
   db: Db;
@@ -118,7 +119,7 @@ export class DeliverySession {
   private async connect(): Promise<void> {
     const bot = await botsStore(this.deps.db)
       .load(this.delivery.botId)
-      .catch((err: Error) => console.error(`run ${this.job.runId}: bot not loaded for delivery: ${err.message}`));
+      .catch((err: Error) => console.error(`run ${this.job.runId}: bot not loaded for delivery: ${describeError(err)}`));
     if (!bot) {
       this.closed = true;
       this.trail.append([{ type: "delivery.failed", data: { operation: "connect", code: "bot_unavailable", error: `bot ${this.delivery.botId} is gone or its credentials are unusable`, will_retry: false } }]);
@@ -211,7 +212,7 @@ export class DeliverySession {
   private enqueue(work: () => Promise<void>): void {
     this.chain = this.chain
       .then(() => (this.closed ? undefined : work()))
-      .catch((err: Error) => console.error(`run ${this.job.runId}: delivery failed unexpectedly: ${err.message}`));
+      .catch((err: Error) => console.error(`run ${this.job.runId}: delivery failed unexpectedly: ${describeError(err)}`));
   }
 
   private get interval(): number {

@@ -10,6 +10,7 @@ import { decisionScope, logDecision, logRefusal, resourceOf } from "./decision-l
 import { checkResourceGrant, isResourceAction } from "./resource-gate";
 import { StreamReply } from "./stream-reply";
 import { unopenedCredential } from "./upstream-error";
+import { describeError } from "../lib/describe-error";
 
 /** Serialised here so the reply crosses the Durable Object RPC boundary as plain text (or a byte stream). */
 export interface HostApiReply {
@@ -103,7 +104,7 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     return answered(reply(200, { ok: true, data }), "allowed");
   } catch (thrown) {
     const err = thrown instanceof SealedSecretError ? unopenedCredential(thrown) : thrown instanceof ApiError ? thrown : hostFault(ctx.snapshot.runId, action, thrown);
-    if (err.code === "unauthorized") await auditDenial(ctx, action ?? "", err).catch((e: Error) => console.error(`run ${ctx.snapshot.runId}: denial of ${action} not recorded: ${e.message}`));
+    if (err.code === "unauthorized") await auditDenial(ctx, action ?? "", err).catch((e: Error) => console.error(`run ${ctx.snapshot.runId}: denial of ${action} not recorded: ${describeError(e)}`));
     return answered(errorReply(err), err.code, { ...resourceOf(params), ...resourceOf(err.details) });
   }
 }
@@ -113,7 +114,7 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
  * retryable 500 `runtime_error`. The cause goes to the log only: it may name tables or queries.
  */
 export function hostFault(runId: string, action: string | null, cause: unknown): ApiError {
-  console.error(`run ${runId}: ${action ?? "Host API call"} failed in the host: ${cause instanceof Error ? cause.message : String(cause)}`);
+  console.error(`run ${runId}: ${action ?? "Host API call"} failed in the host: ${describeError(cause)}`);
   return new ApiError("runtime_error", "the host failed while serving this call; it may be tried again", { status: 500, retryable: true, cause });
 }
 

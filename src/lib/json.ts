@@ -9,3 +9,6 @@ export function parseJson<T>(text: string | null | undefined, fallback: T): T {
 }
 
 export const iso = (ms: number | null | undefined): string | undefined => (ms == null ? undefined : new Date(ms).toISOString());
+
+/** A platform's timestamp (ms) as ISO 8601, or undefined when it is no time a Date can hold: the receipt time stands in. */
+export const platformTime = (ms: number): string | undefined => (Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : undefined);

@@ -2,6 +2,7 @@ import type { ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { HostError } from "../lib/errors";
 import { SealedSecretError } from "../lib/secret-box";
+import { describeError } from "../lib/describe-error";
 
 /** The one error handler: every failure answers `{error: {code, message}}`. */
 export const onError: ErrorHandler = (err, c) => {
@@ -16,7 +17,7 @@ export const onError: ErrorHandler = (err, c) => {
     console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${err.message}`);
     return c.json({ error: { code: "secrets_unavailable", message: `${err.message}; check SECRETS_KEY and SECRETS_KEY_PREVIOUS` } }, 500);
   }
-  console.error(`unhandled error on ${c.req.method} ${new URL(c.req.url).pathname}: ${(err as Error).message}`);
+  console.error(`unhandled error on ${c.req.method} ${new URL(c.req.url).pathname}: ${describeError(err)}`);
   return c.json({ error: { code: "internal", message: "internal error" } }, 500);
 };
 

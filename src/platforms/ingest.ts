@@ -41,10 +41,16 @@ export async function ingestEvents(deps: IngestDeps, raw: unknown, events: Norma
   return recorded;
 }
 
-/** The redacted payload, once per platform event (a redelivery overwrites it with the same facts). */
+/**
+ * The redacted payload, once per platform event: the first one stored stays.
+ * A redelivery carries the same facts, and another payload for the same event
+ * (Slack's `app_mention` copy of a `message`) is refused as a duplicate, so
+ * it must not replace what the recorded event's `raw_ref` names.
+ */
 async function storeRaw({ env, adapter, bot }: IngestDeps, raw: unknown, key: string): Promise<string> {
   const r2Key = `raw/${bot.platform}/${encodeURIComponent(bot.botId)}/${(await sha256Hex(key)).slice(0, 40)}.json`;
-  await env.ARTIFACTS.put(r2Key, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: "application/json" } });
+  // "*": only when no object is there yet (If-None-Match); otherwise put answers null and writes nothing.
+  await env.ARTIFACTS.put(r2Key, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: "application/json" }, onlyIf: { etagDoesNotMatch: "*" } });
   return r2Key;
 }
 

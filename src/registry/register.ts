@@ -6,27 +6,30 @@ import { newId } from "../lib/ids";
 import { formatRunnerId, parseRunnerServiceManifest, type SkippedRunner } from "../protocol/manifest";
 import { agentsStore } from "../stores/agents";
 import { registryStore, toServiceView } from "../stores/registry";
+import { maskUrl } from "../resources/secrets";
 
 const MANIFEST_TIMEOUT_MS = 10_000;
 const MANIFEST_MAX_BYTES = 1024 * 1024;
 
 async function fetchManifest(baseUrl: string): Promise<unknown> {
   const url = `${baseUrl.replace(/\/+$/, "")}/manifest`;
+  // What the messages below name: the URL with any credentials in it masked.
+  const shown = maskUrl(url);
   let res: Response;
   try {
     res = await fetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(MANIFEST_TIMEOUT_MS) });
   } catch (cause) {
-    throw new HostError(502, "bad_gateway", `could not fetch ${url}: ${(cause as Error).message}`, undefined, { cause });
+    throw new HostError(502, "bad_gateway", `could not fetch ${shown}: ${(cause as Error).message}`, undefined, { cause });
   }
-  if (!res.ok) throw new HostError(502, "bad_gateway", `${url} answered HTTP ${res.status}`);
+  if (!res.ok) throw new HostError(502, "bad_gateway", `${shown} answered HTTP ${res.status}`);
   // Read no further than the cap: a manifest that never ends is not buffered whole.
   const bytes = await readCapped(res, MANIFEST_MAX_BYTES);
-  if (bytes === "too_large") throw new HostError(502, "bad_gateway", `${url} is larger than ${MANIFEST_MAX_BYTES} bytes`);
+  if (bytes === "too_large") throw new HostError(502, "bad_gateway", `${shown} is larger than ${MANIFEST_MAX_BYTES} bytes`);
   const text = new TextDecoder().decode(bytes);
   try {
     return JSON.parse(text);
   } catch (cause) {
-    throw new HostError(502, "bad_gateway", `${url} is not JSON`, undefined, { cause });
+    throw new HostError(502, "bad_gateway", `${shown} is not JSON`, undefined, { cause });
   }
 }
 

@@ -3,6 +3,7 @@ import { redactValue } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
 import { UsageSchema } from "./openai";
 import { UpstreamError } from "./upstream";
+import { describeError } from "../lib/describe-error";
 
 /**
  * A stream the provider ended badly after it began: closed before saying it
@@ -145,7 +146,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     await stopProvider();
     if (ended) return; // the runner cancelled meanwhile: the stream is gone
     controller.enqueue(ndjson([last], opts.secrets));
-    await endOnce(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${err.message}`));
+    await endOnce(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${describeError(err)}`));
     try {
       controller.close();
     } catch {

@@ -10,6 +10,7 @@ import { bearerToken } from "../middleware/admin-auth";
 import { formatZodIssues } from "../protocol/common";
 import { ArtifactUploadQuerySchema } from "../protocol/host-api";
 import type { AppEnv } from "./app-env";
+import { describeError } from "../lib/describe-error";
 
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 const fail = (err: ApiError) => json(err.status, err.toBody());
@@ -60,6 +61,6 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
     return fail(err instanceof ApiError ? err : hostFault(runId, "artifact.upload", err));
   } finally {
     // A release that fails costs the run budget it did not use, never the upload's answer.
-    if (auth.grant.length === null) await owner.releaseUploadBudget(runId, auth.grant.maxBytes - stored).catch((err: Error) => console.error(`run ${runId}: upload budget not released: ${err.message}`));
+    if (auth.grant.length === null) await owner.releaseUploadBudget(runId, auth.grant.maxBytes - stored).catch((err: Error) => console.error(`run ${runId}: upload budget not released: ${describeError(err)}`));
   }
 }

@@ -5,6 +5,7 @@ import { iso, parseJson } from "../lib/json";
 import { ADAPTERS } from "../platforms/registry";
 import { openValues, type SecretBox } from "../lib/secret-box";
 import { PLATFORMS, type Bot, type PlatformName } from "../platforms/types";
+import { maskUrl } from "../resources/secrets";
 
 export type BotRow = typeof bot.$inferSelect;
 
@@ -17,7 +18,7 @@ export function toBotView(row: BotRow, publicBaseUrl: string) {
     platform: row.platform,
     name: row.name ?? undefined,
     workspace_id: row.workspaceId ?? undefined,
-    api_base_url: row.apiBaseUrl ?? undefined,
+    api_base_url: row.apiBaseUrl ? maskUrl(row.apiBaseUrl) : undefined,
     webhook_url: `${publicBaseUrl}${webhookPath(row.platform, row.botId)}`,
     credential_fields: Object.keys(parseJson<Record<string, unknown>>(row.credentialsJson, {})).sort(),
     created_at: iso(row.createdAt),

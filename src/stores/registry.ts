@@ -3,15 +3,16 @@ import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { runner, runnerService } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
+import { maskUrl } from "../resources/secrets";
 
 export type RunnerServiceRow = typeof runnerService.$inferSelect;
 export type RunnerRow = typeof runner.$inferSelect;
 
-/** Public view: never includes the service secret. */
+/** Public view: never includes the service secret, and credentials in its URL are masked. */
 export function toServiceView(row: RunnerServiceRow, runners: RunnerRow[]) {
   return {
     service_id: row.serviceId,
-    base_url: row.baseUrl,
+    base_url: maskUrl(row.baseUrl),
     has_secret: Boolean(row.secret),
     author: row.author ?? undefined,
     name: row.name ?? undefined,

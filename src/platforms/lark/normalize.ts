@@ -6,6 +6,7 @@
 import * as z from "zod";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
+import { platformTime } from "../../lib/json";
 
 const HeaderSchema = z.looseObject({ event_id: z.string().min(1), event_type: z.string(), create_time: z.string().optional() });
 
@@ -42,7 +43,7 @@ export function normalizeLarkPayload(payload: Record<string, unknown>, fallbackK
     return [unhandled(key, typeof payload.type === "string" ? payload.type : "unknown")];
   }
   const { event_id: key, event_type: type, create_time } = header.data;
-  const eventTime = create_time && /^\d+$/.test(create_time) ? new Date(Number(create_time)).toISOString() : undefined;
+  const eventTime = create_time && /^\d+$/.test(create_time) ? platformTime(Number(create_time)) : undefined;
   const base = { eventTime, data: { lark_event_id: key, tenant_key: (payload.header as Record<string, unknown>).tenant_key ?? null } };
 
   if (type === "im.message.receive_v1") {

@@ -8,6 +8,7 @@ import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { unescapeSlackText } from "./text";
+import { platformTime } from "../../lib/json";
 
 export const EnvelopeSchema = z.looseObject({
   type: z.string(),
@@ -64,7 +65,7 @@ function filesOf(files: z.infer<typeof FileSchema>[] = []): PlatformFile[] {
 /** `fallbackKey` names an envelope without event_id (a hash of its body). */
 export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): NormalizedEvent[] {
   const key = env.event_id ?? fallbackKey;
-  const eventTime = env.event_time ? new Date(env.event_time * 1000).toISOString() : undefined;
+  const eventTime = env.event_time ? platformTime(env.event_time * 1000) : undefined;
   const ev = env.event;
   if (env.type !== "event_callback" || !ev) return [unhandled(key, env.type, eventTime)];
   const common = { eventTime, data: { team_id: env.team_id ?? null, slack_event_id: env.event_id ?? null } };

@@ -8,6 +8,7 @@ import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
+import { platformTime } from "../../lib/json";
 
 const UserSchema = z.looseObject({
   id: z.number(),
@@ -74,7 +75,7 @@ function filesOf(m: TelegramMessage): PlatformFile[] {
 function base(update: { update_id: number }, kind: string, m: TelegramMessage) {
   const threadId = m.is_topic_message && m.message_thread_id !== undefined ? m.message_thread_id : null;
   return {
-    eventTime: new Date(m.date * 1000).toISOString(),
+    eventTime: platformTime(m.date * 1000),
     conversationId: String(m.chat.id),
     threadId: threadId === null ? null : String(threadId),
     data: {

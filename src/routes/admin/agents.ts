@@ -3,6 +3,7 @@ import { dbOf } from "../../db/connect";
 import type { Db } from "../../db/client";
 import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
 import { badRequest, conflict, notFound } from "../../lib/errors";
+import { insertUnique } from "./unique";
 import { newId } from "../../lib/ids";
 import { parseJson } from "../../lib/json";
 import type { AgentRunnerManifest } from "../../protocol/manifest";
@@ -71,7 +72,8 @@ export const agentsRouter = router()
     const agentId = input.agent_id ?? newId("agt");
     if (await store.get(agentId)) throw conflict(`agent ${agentId} already exists`);
     const row = toRow(agentId, input, Date.now());
-    await save(() => store.create(row));
+    // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
+    await insertUnique(() => save(() => store.create(row)), `agent ${agentId}`);
     return c.json(toAgentView((await store.get(agentId))!), 201);
   })
   .get("/:agentId", async (c) => {

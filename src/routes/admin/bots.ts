@@ -4,6 +4,7 @@ import { dbOf } from "../../db/connect";
 import { sealValues } from "../../lib/secret-box";
 import { configOf } from "../../env";
 import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
+import { insertUnique } from "./unique";
 import { newId } from "../../lib/ids";
 import { jsonBody } from "../../middleware/validate";
 import { formatZodIssues } from "../../protocol/common";
@@ -12,6 +13,7 @@ import { ADAPTERS } from "../../platforms/registry";
 import { PLATFORMS, type PlatformName } from "../../platforms/types";
 import { botOf, botsStore, toBotView, webhookPath, type BotRow } from "../../stores/bots";
 import { publicBaseUrl, router } from "../app-env";
+import { maskUrl } from "../../resources/secrets";
 
 const BotFields = {
   name: z.string().min(1).max(200).optional(),
@@ -72,7 +74,8 @@ export const botsRouter = router()
       createdAt: now,
       updatedAt: now,
     };
-    await store.create(row);
+    // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
+    await insertUnique(() => store.create(row), `bot ${botId}`);
     return c.json(toBotView(row, publicBaseUrl(c.env, c.req.url)), 201);
   })
   .get("/:botId", async (c) => c.json(toBotView(await existing(dbOf(c.env), c.req.param("botId")), publicBaseUrl(c.env, c.req.url))))
@@ -85,7 +88,8 @@ export const botsRouter = router()
       ...row,
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
-      apiBaseUrl: trimSlash(input.api_base_url),
+      // The view's URL sent back as it was (credentials masked) keeps the stored one.
+      apiBaseUrl: row.apiBaseUrl && input.api_base_url === maskUrl(row.apiBaseUrl) ? row.apiBaseUrl : trimSlash(input.api_base_url),
       credentialsJson: input.credentials ? await checkedCredentials(db, row.botId, row.platform as PlatformName, input.credentials) : row.credentialsJson,
       updatedAt: Date.now(),
     };
