@@ -37,13 +37,15 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
   const url = `${target.baseUrl.replace(/\/+$/, "")}/runners/${encodeURIComponent(target.runnerName)}/run`;
   let res: Response;
   try {
-    res = await fetch(url, { method: "POST", headers, body, signal: opts.signal });
+    // A redirect is an answer like any other non-2xx (§3): the signed request and its run token go nowhere else.
+    res = await fetch(url, { method: "POST", headers, body, signal: opts.signal, redirect: "manual" });
   } catch (err) {
     throw abortReason(opts.signal, new RunnerCallError("runner.unreachable", `runner request failed: ${(err as Error).message}`, { cause: err }));
   }
   if (!res.ok || !res.body) {
     await res.body?.cancel().catch(() => {});
-    throw new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}`);
+    const redirected = res.status >= 300 && res.status < 400 ? " (a redirect, which the host does not follow)" : "";
+    throw new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}${redirected}`);
   }
   const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer(opts) : null;
   try {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { listenLoopback, type LoopbackServer } from "../support/http-server";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
@@ -12,8 +13,15 @@ let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const tokens = new Map<string, string>();
 const LINE_LIMIT = 64 * 1024;
+/** Where the "redirect" mode points: it counts what reaches it. */
+let elsewhere: LoopbackServer;
+let elsewhereCalls = 0;
 
 beforeAll(async () => {
+  elsewhere = await listenLoopback((_req, res) => {
+    elsewhereCalls++;
+    res.writeHead(200, { "content-type": "application/x-ndjson" }).end();
+  });
   runner = await startAdHocRunner({
     name: "chaos",
     async onRun({ body }, res) {
@@ -24,6 +32,9 @@ beforeAll(async () => {
       switch (mode) {
         case "http500":
           res.writeHead(500).end("boom");
+          return;
+        case "redirect":
+          res.writeHead(307, { location: `${elsewhere.url}/runners/default/run` }).end();
           return;
         case "garbage": {
           const w = out();
@@ -106,6 +117,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await host?.dispose();
   await runner?.close();
+  await elsewhere?.close();
 });
 
 async function expectFailureIsContained(conversation: string, mode: string, status: string, code: string) {
@@ -132,6 +144,11 @@ async function expectFailureIsContained(conversation: string, mode: string, stat
 
 describe("a runner that crashes, hangs, lies or floods ends only its own run", () => {
   it("non-2xx answer → runner.http_error", () => expectFailureIsContained("fail-http", "http500", "failed", "runner.http_error"));
+  it("a redirect → runner.http_error, and the signed request is not sent where it points", async () => {
+    const run = await expectFailureIsContained("fail-redirect", "redirect", "failed", "runner.http_error");
+    expect(run.error?.message).toMatch(/307 \(a redirect/);
+    expect(elsewhereCalls).toBe(0);
+  });
   it("a garbage line → runner.protocol_error", () => expectFailureIsContained("fail-garbage", "garbage", "failed", "runner.protocol_error"));
   it("connection closed mid-stream → runner.stream_closed", () => expectFailureIsContained("fail-close", "close", "failed", "runner.stream_closed"));
   it("stream ends without a terminal result → runner.stream_closed", () => expectFailureIsContained("fail-end", "endearly", "failed", "runner.stream_closed"));
