@@ -8,6 +8,7 @@ import type { LedgerEntry, RunOutcome } from "../stores/runs";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
 import { LedgerSequence } from "./ledger-sequence";
+import { SequenceSet } from "./sequence-set";
 
 /** What one chunk of results asks the host to write; the executor does the I/O as one batch. */
 export interface ResultBatch {
@@ -37,8 +38,8 @@ export interface ResultProcessorInit {
   ledgerSequence?: LedgerSequence;
 }
 
-/** Above this many out-of-order sequence numbers the oldest gap is given up on, bounding memory. */
-const MAX_OUT_OF_ORDER = 1024;
+/** A stream whose sequence numbers leave more gaps than this open is failed: the de-duplication stays exact and small. */
+export const MAX_SEQUENCE_GAPS = 4096;
 
 function messageText(message: Message): string {
   if (typeof message.content === "string") return message.content;
@@ -54,9 +55,7 @@ function messageText(message: Message): string {
  */
 export class ResultProcessor {
   private readonly ledgerSeq: LedgerSequence;
-  /** Every sequence ≤ contiguous has been seen; `above` holds seen numbers past it. */
-  private contiguous = 0;
-  private above = new Set<number>();
+  private readonly seen = new SequenceSet(MAX_SEQUENCE_GAPS + 1);
   private maxSequence = 0;
   private pendingRefs: ArtifactRef[] = [];
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
@@ -148,21 +147,15 @@ export class ResultProcessor {
   }
 
   private acceptSequence(sequence: number, batch: ResultBatch): boolean {
-    if (sequence <= this.contiguous || this.above.has(sequence)) {
+    if (this.seen.has(sequence)) {
       this.warn(batch, "result.duplicate", `duplicate sequence ${sequence} dropped`, { sequence });
       return false;
     }
     if (sequence > this.maxSequence + 1) this.warn(batch, "result.sequence_gap", `sequence jumped from ${this.maxSequence} to ${sequence}`, { sequence });
     else if (sequence < this.maxSequence) this.warn(batch, "result.reordered", `sequence ${sequence} arrived after ${this.maxSequence}`, { sequence });
+    // Numbers from 1 on: one range when nothing is missing, one more per gap.
+    if (!this.seen.add(sequence)) throw new RunnerCallError("runner.protocol_error", `result sequence numbers leave more than ${MAX_SEQUENCE_GAPS} gaps open`);
     this.maxSequence = Math.max(this.maxSequence, sequence);
-    this.above.add(sequence);
-    while (this.above.delete(this.contiguous + 1)) this.contiguous++;
-    if (this.above.size > MAX_OUT_OF_ORDER) {
-      // Never wait for a missing number: give up on the oldest gap.
-      this.contiguous = Math.min(...this.above);
-      this.above.delete(this.contiguous);
-      while (this.above.delete(this.contiguous + 1)) this.contiguous++;
-    }
     return true;
   }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ResultProcessor } from "../../src/run/results";
+import { MAX_SEQUENCE_GAPS, ResultProcessor } from "../../src/run/results";
+import { SequenceSet } from "../../src/run/sequence-set";
 
 const RUN = "run_x";
 const make = () =>
@@ -31,13 +32,20 @@ describe("ResultProcessor", () => {
     expect(p.resultCount).toBe(3);
   });
 
-  it("keeps memory bounded when a sequence number never arrives", () => {
+  it("applies a late number however late and drops a duplicate however old, and fails a stream that leaves too many gaps", () => {
+    const delta = (s: number) => line("message.delta", { chunk: { role: "assistant", content: "" } }, s);
     const p = make();
-    const lines = [];
-    for (let s = 2; s < 3000; s++) lines.push(line("message.delta", { chunk: { role: "assistant", content: "" } }, s));
-    p.process(lines);
-    // Internal state: the out-of-order set is capped.
-    expect((p as unknown as { above: Set<number> }).above.size).toBeLessThanOrEqual(1024);
+    // 2 is held back while thousands of others go out: it is still new when it comes; 1 is still known.
+    const b = p.process([delta(1), ...Array.from({ length: 3000 }, (_, i) => delta(i + 3)), delta(2), delta(1), delta(1500)]);
+    const codes = b.ledger.filter((e) => e.type === "host.warning").map((e) => (e.data as { code: string }).code);
+    expect(codes).toEqual(["result.sequence_gap", "result.reordered", "result.duplicate", "result.duplicate"]);
+    expect(p.resultCount).toBe(3002);
+
+    // Every other number: each one opens a gap.
+    const holes = make();
+    const odd = Array.from({ length: MAX_SEQUENCE_GAPS + 1 }, (_, i) => delta(2 * i + 1));
+    expect(holes.process(odd).error).toBeUndefined();
+    expect(holes.process([delta(2 * (MAX_SEQUENCE_GAPS + 1) + 1)]).error).toMatchObject({ code: "runner.protocol_error", message: expect.stringMatching(/more than 4096 gaps/) });
   });
 
   it("drops a state update for a scope the run does not have, with an audit record", () => {
@@ -61,5 +69,29 @@ describe("ResultProcessor", () => {
     const q = make();
     q.process([line("run.failed", { code: "model.down", error: "provider unavailable", retryable: true })]);
     expect(q.finish().outcome).toMatchObject({ status: "failed", errorCode: "model.down" });
+  });
+});
+
+describe("SequenceSet", () => {
+  it("agrees with a plain set for numbers added in any order, and refuses a range past its bound", () => {
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const set = new SequenceSet(10_000);
+    const plain = new Set<number>();
+    for (let i = 0; i < 3000; i++) {
+      const n = 1 + Math.floor(random() * 2000);
+      expect(set.has(n)).toBe(plain.has(n));
+      if (!plain.has(n)) {
+        expect(set.add(n)).toBe(true);
+        plain.add(n);
+      }
+    }
+    for (let n = 0; n <= 2001; n++) expect(set.has(n)).toBe(plain.has(n));
+
+    const small = new SequenceSet(2);
+    expect([small.add(1), small.add(3), small.add(2), small.add(5), small.add(7)]).toEqual([true, true, true, true, false]);
+    expect([small.has(4), small.has(7), small.has(6)]).toEqual([false, false, false]);
+    // Filling a gap never needs a new range.
+    expect(small.add(4)).toBe(true);
   });
 });
