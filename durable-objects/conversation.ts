@@ -15,12 +15,11 @@ import { LiveHub } from "../src/run/live";
 import { freezeSnapshot, stateScopesOf } from "../src/run/snapshot";
 import { hostLedger } from "../src/run/host-ledger";
 import { descriptorsFrom, resourceDescriptorQueries } from "../src/resources/grants";
-import { claimMetadata, steeringItemOf } from "../src/run/steering";
 import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { runsStore } from "../src/stores/runs";
 import { RunSession, SessionRegistry } from "./run-session";
-import { nextWakeAt, runKey, START_RULE, startable, steeringTarget, strategyOf, type RunTable, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
@@ -63,6 +62,7 @@ export class ConversationDO extends DurableObject<Env> {
   private scheduling = false;
   private readonly changes = new ChangeSignal();
   private readonly isActive = (runId: string) => this.active.has(runId);
+  private readonly arrivalKeys = new ArrivalKeys();
   /** Work left after a run ended (its reply still on its way, its MCP sessions closing): the alarm stays alive for it, the next run does not wait. */
   private readonly settling = new Set<Promise<void>>();
   /** The replies of runs that could not record how they ended: when such a run is ended as lost, its own reply hears of it. */
@@ -80,11 +80,10 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async decide(job: RunJob): Promise<DispatchResult> {
-    const key = runKey(job);
     const table = await this.runs.entries();
     const now = Date.now();
-    const known = table.find(([k]) => k === key);
-    if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === key) ? "started" : "queued", runId: job.runId };
+    const known = table.find(([, r]) => r.job.runId === job.runId);
+    if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued", runId: job.runId };
 
     const strategy = strategyOf(job);
     if (table.length > 0) {
@@ -96,6 +95,7 @@ export class ConversationDO extends DurableObject<Env> {
       if (strategy === "interrupt") await this.interruptActive(table);
     }
     const stored: StoredRun = { job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0) };
+    const key = this.arrivalKeys.next(job.runId, now);
     // Not awaited: the output gate holds the reply until the write is durable.
     void this.runs.put(key, stored);
     this.kick();
@@ -112,6 +112,7 @@ export class ConversationDO extends DurableObject<Env> {
     try {
       for (;;) {
         this.changes.seen();
+        const dropsWaiting = await this.steering.retryDrops(dbOf(this.env));
         for (const [key, run] of await this.runs.entries()) {
           // A run stored as running that this instance does not execute was lost with an earlier instance.
           if (run.state !== "running" || this.isActive(run.job.runId)) continue;
@@ -130,9 +131,9 @@ export class ConversationDO extends DurableObject<Env> {
         // A cancellation being recorded is work too: its end wakes the scheduler, so it waits rather than re-arm at once.
         if (this.active.size === 0 && this.settling.size === 0 && this.cancelling.size === 0) {
           // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
-          const debounced = table.map(([, r]) => r.notBefore).filter((t) => t > now);
-          if (table.length === 0) await this.ctx.storage.deleteAlarm();
-          else await this.ctx.storage.setAlarm(outOfBudget || !debounced.length ? now : Math.min(...debounced));
+          const wakeAt = idleWakeAt(table, now, outOfBudget, dropsWaiting ? now + RETRY_PAUSE_MS : null);
+          if (wakeAt === null) await this.ctx.storage.deleteAlarm();
+          else await this.ctx.storage.setAlarm(wakeAt);
           // A dispatch or a cancel that came in meanwhile only signalled this (still running) scheduler: look again.
           if (!this.changes.changed) return;
           continue;
@@ -261,18 +262,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** Steer: the event joins the target run's queue; its own run is never started. */
   private async claim(job: RunJob, target: RunJob, now: number): Promise<DispatchResult> {
-    const item = steeringItemOf(job, target, now);
-    const key = this.steering.push(target.runId, item);
-    const db = dbOf(this.env);
-    try {
-      await writeAll(db, [
-        eventDecisionStatement(db, job.event.event_id, { disposition: "steered", runId: target.runId, metadata: claimMetadata(item) }),
-        runsStore(db).discardQueuedStatement(job.runId),
-      ]);
-    } catch (err) {
-      await this.steering.remove([key]);
-      throw err;
-    }
+    await this.steering.claim(dbOf(this.env), job, target, now);
     // The target may have ended while the claim was being recorded: then nobody will pull it.
     if (!this.isActive(target.runId) && !(await this.runs.entries()).some(([, r]) => r.job.runId === target.runId)) await this.dropUnpulled(target);
     return { disposition: "steered", runId: target.runId };
@@ -290,9 +280,9 @@ export class ConversationDO extends DurableObject<Env> {
     };
   }
 
-  /** Claimed messages the run never pulled: one `steering.dropped` record each. */
+  /** Claimed messages the run never pulled: one `steering.dropped` record each, now or (the database is away) retried by the alarm. */
   private async dropUnpulled(run: RunJob): Promise<void> {
-    await this.steering.take(dbOf(this.env), run, "dropped");
+    if (!(await this.steering.drop(dbOf(this.env), run))) this.kick();
   }
 
   private async runOne(key: string, stored: StoredRun, abort: AbortController): Promise<void> {
@@ -368,7 +358,7 @@ export class ConversationDO extends DurableObject<Env> {
         // lost with the instance, the entry comes back as "running" and finishLost finds the run already ended.
         void this.runs.delete(key, { allowUnconfirmed: true });
         this.live.end(job.runId, status);
-        await this.dropUnpulled(job).catch((err: Error) => console.error(`run ${job.runId}: steering drop not recorded: ${describeError(err)}`));
+        await this.dropUnpulled(job);
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
       if (!recorded && delivery) this.unrecordedReplies.set(job.runId, delivery);
       // The run is over in every sense (status written, token void); its reply may still be on the wire.
@@ -393,6 +383,6 @@ export class ConversationDO extends DurableObject<Env> {
     if (notice) this.settle(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);
     await this.dropUnpulled(job);
-    this.live.end(job.runId, (await runsStore(dbOf(this.env)).get(job.runId))?.status ?? "failed");
+    this.live.end(job.runId, (await runsStore(dbOf(this.env)).get(job.runId).catch(() => undefined))?.status ?? "failed");
   }
 }

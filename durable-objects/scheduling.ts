@@ -26,11 +26,39 @@ export interface StoredRun {
   notBefore: number;
 }
 
-/** Stored runs in arrival order (their storage keys sort by enqueue time). */
+/** Stored runs in arrival order (their storage keys sort by arrival). */
 export type RunTable = ReadonlyArray<readonly [key: string, run: StoredRun]>;
 
-/** Keys sort by enqueue time, so listing them gives arrival order. */
-export const runKey = (job: RunJob) => `run:${String(job.enqueuedAt).padStart(15, "0")}:${job.runId}`;
+/**
+ * Keys sort by arrival at the conversation, the order its decisions (and
+ * the dispositions answered) were taken in, not by when ingress began: an
+ * event slow to record (its files fetched first) must not overtake one
+ * already answered `started`. The counter orders arrivals within a
+ * millisecond.
+ */
+export class ArrivalKeys {
+  private arrivals = 0;
+  private lastAt = 0;
+
+  /** The key of a run arriving now; decisions are taken one at a time, so calls come in arrival order. */
+  next(runId: string, now: number): string {
+    // Never earlier than the last one, should the clock step back.
+    this.lastAt = Math.max(now, this.lastAt);
+    return `run:${String(this.lastAt).padStart(15, "0")}:${String(this.arrivals++).padStart(9, "0")}:${runId}`;
+  }
+}
+
+/**
+ * When an idle scheduler should wake next (null: no alarm): at once for runs
+ * it could not start in this invocation, else at the first debounce's end or
+ * the next retry of drops waiting to be recorded.
+ */
+export function idleWakeAt(table: RunTable, now: number, outOfBudget: boolean, retryAt: number | null): number | null {
+  const debounced = table.map(([, r]) => r.notBefore).filter((t) => t > now);
+  if (table.length > 0 && (outOfBudget || !debounced.length)) return now;
+  const wakes = retryAt === null ? debounced : [...debounced, retryAt];
+  return wakes.length ? Math.min(...wakes) : null;
+}
 
 /** Default strategy (PROTOCOL §10): steer when the runner supports it, else enqueue. */
 export function strategyOf(job: RunJob): ConcurrencyStrategy {

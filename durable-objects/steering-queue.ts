@@ -1,12 +1,17 @@
 import { writeAll, type Db } from "../src/db/client";
+import { describeError } from "../src/lib/describe-error";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import type { RunJob } from "../src/run/job";
-import { steeringOutcomeInsert } from "../src/run/steering";
+import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
+import { eventDecisionStatement } from "../src/stores/event-log";
+import { runsStore } from "../src/stores/runs";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
 export const STEERING_QUEUE_CAP = 100;
 
 const prefixOf = (runId: string) => `steer:${runId}:`;
+/** Ended runs whose unpulled claims are still to be recorded as dropped. */
+const DROP_LATER = "steer-drop:";
 
 /**
  * A run's steering queue in the Durable Object's storage: claimed messages in
@@ -15,6 +20,8 @@ const prefixOf = (runId: string) => `steer:${runId}:`;
  */
 export class SteeringQueue {
   private claims = 0;
+  /** Whether drops may be waiting in storage: unknown (true) until this instance has looked. */
+  private dropsWaiting = true;
 
   constructor(private readonly storage: DurableObjectStorage) {}
 
@@ -22,8 +29,23 @@ export class SteeringQueue {
     return (await this.storage.list({ prefix: prefixOf(runId) })).size;
   }
 
+  /** `job`'s event joins `target`'s queue, and the claim is recorded (its own run discarded); taken back if it cannot be. */
+  async claim(db: Db, job: RunJob, target: RunJob, now: number): Promise<void> {
+    const item = steeringItemOf(job, target, now);
+    const key = this.push(target.runId, item);
+    try {
+      await writeAll(db, [
+        eventDecisionStatement(db, job.event.event_id, { disposition: "steered", runId: target.runId, metadata: claimMetadata(item) }),
+        runsStore(db).discardQueuedStatement(job.runId),
+      ]);
+    } catch (err) {
+      await this.remove([key]);
+      throw err;
+    }
+  }
+
   /** Appends without awaiting: the output gate holds replies until the write is durable. */
-  push(runId: string, item: SteeringInputItem): string {
+  private push(runId: string, item: SteeringInputItem): string {
     // Time first for claim order across instances; the counter breaks ties within one.
     const key = `${prefixOf(runId)}${String(Date.now()).padStart(15, "0")}:${String(this.claims++).padStart(6, "0")}`;
     this.storage.put(key, item);
@@ -63,5 +85,34 @@ export class SteeringQueue {
       throw err;
     }
     return items;
+  }
+
+  /**
+   * An ended run's unpulled claims, each recorded as `steering.dropped`.
+   * Never throws: if the database cannot take the records now, the run is
+   * remembered (durably) for `retryDrops`. Answers whether they were recorded.
+   */
+  async drop(db: Db, run: RunJob): Promise<boolean> {
+    try {
+      await this.take(db, run, "dropped");
+      return true;
+    } catch (err) {
+      console.error(`run ${run.runId}: steering drop not recorded yet: ${describeError(err)}`);
+      await this.storage.put(`${DROP_LATER}${run.runId}`, run);
+      this.dropsWaiting = true;
+      return false;
+    }
+  }
+
+  /** Records the drops `drop` could not; answers whether some are still waiting. Cheap when none are. */
+  async retryDrops(db: Db): Promise<boolean> {
+    if (!this.dropsWaiting) return false;
+    let waiting = false;
+    for (const [key, run] of await this.storage.list<RunJob>({ prefix: DROP_LATER })) {
+      if (await this.drop(db, run)) await this.storage.delete(key);
+      else waiting = true;
+    }
+    this.dropsWaiting = waiting;
+    return waiting;
   }
 }

@@ -153,14 +153,14 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
       if (isNotStarted(first?.status) && first.conversationKey === key && first.agentId === bound.agent.agentId) {
         // The run is for the event as first recorded (its stored attachments, its time), not as redelivered.
         const recorded = { ...ev, input: parseJson<InputContext>(row.inputJson ?? "", ev.input) };
-        const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl, enqueuedAt: first.createdAt });
+        const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
         await env.CONVERSATIONS.get(doId).dispatch(job);
       }
     }
     return { event_id: eventId, run_id: row.runId ?? null, disposition: "duplicate" };
   }
   if (!bound || row.runId !== runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
-  const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl, enqueuedAt: now });
+  const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
   const decided = await env.CONVERSATIONS.get(doId).dispatch(job);
   return { event_id: eventId, run_id: decided.runId, disposition: decided.disposition };
 }
@@ -184,10 +184,9 @@ interface JobParts {
   latestTranscriptSeq: number | null;
   bound: Bound;
   publicBaseUrl: string;
-  enqueuedAt: number;
 }
 
-function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq, latestTranscriptSeq, bound, publicBaseUrl, enqueuedAt }: JobParts): RunJob {
+function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq, latestTranscriptSeq, bound, publicBaseUrl }: JobParts): RunJob {
   const event: AgentEventContext = {
     event_id: eventId,
     event_type: ev.event_type,
@@ -230,7 +229,6 @@ function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq,
       baseUrl: bound.service.baseUrl,
       ...runnerGrants(bound.runner.manifestJson),
     },
-    enqueuedAt,
     ...(ev.delivery ? { delivery: ev.delivery } : {}),
   };
 }

@@ -39,7 +39,6 @@ export interface RunJob {
     capabilities: Capabilities;
     permissions: Permissions;
   };
-  enqueuedAt: number;
   /** Set for chat platform events: where the reply is delivered. */
   delivery?: PlatformDelivery;
 }

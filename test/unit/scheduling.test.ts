@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nextWakeAt, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
 import { ChangeSignal } from "../../durable-objects/change-signal";
 import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
@@ -20,6 +20,22 @@ describe("scheduling", () => {
     expect(strategyOf(job("a", { steering: true }))).toBe("steer");
     expect(strategyOf(job("a"))).toBe("enqueue");
     expect(strategyOf(job("a", { steering: true, strategy: "parallel" }))).toBe("parallel");
+  });
+
+  it("keys runs by arrival: in call order within a millisecond and when the clock steps back", () => {
+    const arrivals = new ArrivalKeys();
+    const made = [arrivals.next("zzz", 1_000), arrivals.next("aaa", 1_000), arrivals.next("mmm", 999), arrivals.next("bbb", 1_001)];
+    expect([...made].sort()).toEqual(made);
+  });
+
+  it("wakes an idle scheduler at once for runs left over, else at the first debounce or drop retry, else never", () => {
+    const waiting: RunTable = [row("a", "queued", "after-all", 50)];
+    expect(idleWakeAt([], 10, false, null)).toBeNull();
+    expect(idleWakeAt([], 10, false, 5_010)).toBe(5_010);
+    expect(idleWakeAt(waiting, 10, false, null)).toBe(50);
+    expect(idleWakeAt(waiting, 10, false, 30)).toBe(30);
+    expect(idleWakeAt(waiting, 10, true, 30)).toBe(10);
+    expect(idleWakeAt([row("a", "queued", "after-all")], 10, false, 5_010)).toBe(10);
   });
 
   it("starts enqueued runs one at a time, in arrival order", () => {
