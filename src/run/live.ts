@@ -1,4 +1,5 @@
 import type { LedgerEntry, runsStore } from "../stores/runs";
+import { SequenceSet } from "./sequence-set";
 
 export interface LiveFrame {
   seq: number;
@@ -29,73 +30,115 @@ export const frameOf = (e: LedgerEntry): LiveFrame => ({ seq: e.seq, type: e.typ
 
 const REPLAY_PAGE = 500;
 
-/** A run's whole ledger as recorded, in seq order, read page by page. */
-export async function storedFrames(runs: ReturnType<typeof runsStore>, runId: string): Promise<LiveFrame[]> {
-  const frames: LiveFrame[] = [];
-  for (let after = 0; ; ) {
-    const page = await runs.ledger(runId, after, REPLAY_PAGE);
-    for (const r of page.rows) frames.push(frameOf({ ...r, data: JSON.parse(r.dataJson), origin: r.origin as "runner" | "host" }));
-    if (!page.hasMore || page.rows.length === 0) return frames;
-    after = page.rows[page.rows.length - 1].seq;
-  }
+/** A page of a run's recorded ledger after a seq, in seq order. */
+export type LedgerSource = (afterSeq: number, limit: number) => Promise<{ frames: LiveFrame[]; hasMore: boolean }>;
+
+/** Reads a run's recorded ledger for its followers. */
+export function ledgerSource(runs: ReturnType<typeof runsStore>, runId: string): LedgerSource {
+  return async (afterSeq, limit) => {
+    const page = await runs.ledger(runId, afterSeq, limit);
+    return { frames: page.rows.map((r) => frameOf({ ...r, data: JSON.parse(r.dataJson), origin: r.origin as "runner" | "host" })), hasMore: page.hasMore };
+  };
 }
 
+/** What a follower's stream holds before its reader takes it (bytes of encoded frames). */
+const QUEUED_BYTES = 64 * 1024;
+/** Live frames kept for a follower that is behind; past this it reads them from the database when it catches up. */
+export const BACKLOG_BYTES = 1024 * 1024;
+
 /**
- * One subscriber's stream: the replayed ledger first, then live frames past
- * it (deduplicated by seq), then `end`. Live frames and the end that arrive
- * while the replay is still being read wait for it. The result stream and
- * the Host API both write a run's ledger, so frames may arrive out of seq
- * order: seen numbers are tracked, not just the highest.
+ * One follower's stream: the ledger so far, then live frames (deduplicated
+ * by seq), then `end`. The stream is pulled: frames are made as its reader
+ * takes them, so memory per follower stays bounded however long the ledger
+ * and however slow the reader. The ledger so far comes from memory when the
+ * run's object has it whole, else from the database a page at a time. A
+ * follower that falls more than BACKLOG_BYTES behind the live frames drops
+ * them and reads the database instead (a frame is published only once it is
+ * recorded). The result stream and the Host API both write a run's ledger,
+ * so frames may arrive out of seq order: written numbers are tracked as a set.
  */
 export class Subscriber {
-  /** Every seq ≤ contiguous was written; `above` holds those written past it. */
-  private contiguous = 0;
-  private readonly above = new Set<number>();
-  private buffered: LiveFrame[] | null = [];
-  private pendingEnd: string | null = null;
+  private readonly written = new SequenceSet(1 << 16);
+  /** Frames waiting for the reader, in arrival order. */
+  private backlog: LiveFrame[];
+  private backlogBytes = 0;
+  /** The database must be read (past what was written) before the backlog. */
+  private catchingUp: boolean;
+  private ended: string | null = null;
   private closed = false;
-  private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
+  private wake: (() => void) | null = null;
   readonly readable: ReadableStream<Uint8Array>;
 
-  constructor() {
-    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    this.readable = readable;
-    this.writer = writable.getWriter();
-  }
-
-  replayed(frames: LiveFrame[]) {
-    if (!this.buffered) return;
-    for (const f of frames) this.write(f);
-    const pending = this.buffered;
-    this.buffered = null;
-    for (const f of pending) this.write(f);
-    if (this.pendingEnd !== null) this.end(this.pendingEnd);
+  /** `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. */
+  constructor(
+    private readonly source: LedgerSource,
+    known: LiveFrame[] | null,
+  ) {
+    this.backlog = known ?? [];
+    this.catchingUp = known === null;
+    this.readable = new ReadableStream<Uint8Array>(
+      {
+        pull: (controller) => this.pull(controller),
+        cancel: () => {
+          this.closed = true;
+          this.wake?.();
+        },
+      },
+      { highWaterMark: QUEUED_BYTES, size: (chunk) => chunk.byteLength },
+    );
   }
 
   push(frame: LiveFrame) {
-    if (this.buffered) this.buffered.push(frame);
-    else this.write(frame);
+    if (this.closed || this.ended !== null) return;
+    this.backlog.push(frame);
+    this.backlogBytes += sseFrame(frame).byteLength;
+    if (this.backlogBytes > BACKLOG_BYTES) {
+      // Behind: the database has every one of them.
+      this.backlog = [];
+      this.backlogBytes = 0;
+      this.catchingUp = true;
+    }
+    this.wake?.();
   }
 
   end(status: string) {
-    if (this.buffered) {
-      this.pendingEnd = status;
-      return;
-    }
-    if (this.closed) return;
-    this.closed = true;
-    this.writer.write(sseEnd(status)).catch(() => {});
-    this.writer.close().catch(() => {});
+    if (this.ended !== null) return;
+    this.ended = status;
+    this.wake?.();
   }
 
-  private write(f: LiveFrame) {
-    if (this.closed || f.seq <= this.contiguous || this.above.has(f.seq)) return;
-    this.above.add(f.seq);
-    while (this.above.delete(this.contiguous + 1)) this.contiguous++;
-    // A reader that went away makes writes fail; the run does not care.
-    this.writer.write(sseFrame(f)).catch(() => {
-      this.closed = true;
-    });
+  /** Called when the reader wants more: answers once something was enqueued (a pull that enqueues nothing is not called again). */
+  private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    let enqueued = 0;
+    while (enqueued === 0) {
+      if (this.closed) return;
+      if (this.catchingUp) {
+        const page = await this.source(this.written.prefixEnd(), REPLAY_PAGE);
+        for (const f of page.frames) enqueued += this.write(controller, f);
+        if (!page.hasMore) this.catchingUp = false;
+      } else if (this.backlog.length) {
+        const frames = this.backlog;
+        this.backlog = [];
+        this.backlogBytes = 0;
+        for (const f of frames) enqueued += this.write(controller, f);
+      } else if (this.ended !== null) {
+        this.closed = true;
+        controller.enqueue(sseEnd(this.ended));
+        controller.close();
+        return;
+      } else {
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = null;
+      }
+    }
+  }
+
+  /** Enqueues a frame not written yet; answers how many were (0 or 1). */
+  private write(controller: ReadableStreamDefaultController<Uint8Array>, f: LiveFrame): number {
+    if (this.written.has(f.seq)) return 0;
+    this.written.add(f.seq);
+    controller.enqueue(sseFrame(f));
+    return 1;
   }
 }
 
@@ -127,8 +170,9 @@ export class LiveHub {
     return this.recent.get(runId)?.frames.slice() ?? null;
   }
 
-  subscribe(runId: string): Subscriber {
-    const sub = new Subscriber();
+  /** A follower of a run this object runs: replayed from memory when its ledger is there whole, else from `source`. */
+  subscribe(runId: string, source: LedgerSource): Subscriber {
+    const sub = new Subscriber(source, this.remembered(runId));
     let set = this.subs.get(runId);
     if (!set) this.subs.set(runId, (set = new Set()));
     set.add(sub);
@@ -160,12 +204,6 @@ export class LiveHub {
     else recent.frames.push(...frames);
   }
 
-  /** End one subscriber of a run this object is not running. */
-  endOne(runId: string, sub: Subscriber, status: string) {
-    this.subs.get(runId)?.delete(sub);
-    sub.end(status);
-  }
-
   /**
    * SSE of a run for a new follower: the ledger so far, then live frames
    * until the run ends; null for a run this host does not know. A run this
@@ -174,12 +212,12 @@ export class LiveHub {
    * after its replay.
    */
   async follow(runId: string, active: boolean, runs: ReturnType<typeof runsStore>): Promise<ReadableStream<Uint8Array> | null> {
-    const remembered = active ? this.remembered(runId) : null;
-    const row = active ? null : await runs.get(runId);
-    if (!active && !row) return null;
-    const sub = this.subscribe(runId);
-    sub.replayed(remembered ?? (await storedFrames(runs, runId)));
-    if (!active) this.endOne(runId, sub, row!.status);
+    const source = ledgerSource(runs, runId);
+    if (active) return this.subscribe(runId, source).readable;
+    const row = await runs.get(runId);
+    if (!row) return null;
+    const sub = new Subscriber(source, null);
+    sub.end(row.status);
     return sub.readable;
   }
 }

@@ -133,6 +133,54 @@ function ledgerRowsInsert(rows: number) {
   return statement;
 }
 
+/** A ledger page holds entries until their data passes this many bytes (the first always). */
+export const LEDGER_PAGE_BYTES = 1024 * 1024;
+
+type RunEventRow = typeof runEvent.$inferSelect;
+
+/**
+ * Entries after a seq, one past the limit, each with its data while the
+ * running total of data bytes stays in the budget (null after, for the one
+ * entry that crosses it): the cut is made in the database, so data past it
+ * never travels, and what comes back says whether there is more.
+ */
+const ledgerPage = compiled((db) => {
+  const e = runEvent;
+  const page = db
+    .select({
+      runId: e.runId,
+      seq: e.seq,
+      type: e.type,
+      dataJson: e.dataJson,
+      runnerSequence: e.runnerSequence,
+      origin: e.origin,
+      createdAt: e.createdAt,
+      bytes: sql<number>`sum(length(cast(${e.dataJson} as blob))) over (order by ${e.seq})`.as("bytes"),
+      own: sql<number>`length(cast(${e.dataJson} as blob))`.as("own"),
+      n: sql<number>`row_number() over (order by ${e.seq})`.as("n"),
+    })
+    .from(e)
+    .where(and(eq(e.runId, param("runId")), gt(e.seq, param("afterSeq"))))
+    .orderBy(asc(e.seq))
+    .limit(param("scanned"))
+    .as("page");
+  const inBudget = sql`(${page.n} = 1 or ${page.bytes} <= ${param("maxBytes")})`;
+  return db
+    .select({
+      runId: page.runId,
+      seq: page.seq,
+      type: page.type,
+      dataJson: sql<string | null>`case when ${inBudget} then ${page.dataJson} end`,
+      runnerSequence: page.runnerSequence,
+      origin: page.origin,
+      createdAt: page.createdAt,
+    })
+    .from(page)
+    // The entries that start within the budget, and the second always: one past the cut, to tell there is more.
+    .where(sql`${page.n} <= 2 or ${page.bytes} - ${page.own} <= ${param("maxBytes")}`)
+    .orderBy(asc(page.seq));
+});
+
 export function runsStore(db: Db) {
   return {
     get: async (runId: string): Promise<RunRow | undefined> => (await getRun(db, { runId }).execute())[0],
@@ -181,15 +229,11 @@ export function runsStore(db: Db) {
       return statements;
     },
 
-    async ledger(runId: string, afterSeq: number, limit: number) {
-      const rows = await db
-        .select()
-        .from(runEvent)
-        .where(and(eq(runEvent.runId, runId), gt(runEvent.seq, afterSeq)))
-        .orderBy(asc(runEvent.seq))
-        .limit(limit + 1)
-        .all();
-      return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+    /** Entries after a seq, at most `limit` and (past the first) LEDGER_PAGE_BYTES of data: a page's size is bounded whatever the runner sent. */
+    async ledger(runId: string, afterSeq: number, limit: number, maxBytes = LEDGER_PAGE_BYTES) {
+      const rows = await ledgerPage(db, { runId, afterSeq, scanned: limit + 1, maxBytes }).execute();
+      const kept = rows.filter((r, i): r is RunEventRow => r.dataJson !== null && i < limit);
+      return { rows: kept, hasMore: rows.length > kept.length };
     },
 
     /** Newest first, keyset-paged on (created_at, run_id) so a page costs the same however deep it is. */

@@ -1,26 +1,67 @@
 import { describe, expect, it } from "vitest";
-import { LiveHub, RECENT_LEDGER_BYTES, Subscriber, type LiveFrame } from "../../src/run/live";
+import { BACKLOG_BYTES, LiveHub, RECENT_LEDGER_BYTES, Subscriber, type LiveFrame } from "../../src/run/live";
 import type { LedgerEntry } from "../../src/stores/runs";
 
 const frame = (seq: number): LiveFrame => ({ seq, type: "t", data: {}, origin: "host" });
 
-async function seqsOf(sub: Subscriber): Promise<number[]> {
-  const text = await new Response(sub.readable).text();
+async function seqsOf(sub: Subscriber, reader = sub.readable.getReader()): Promise<number[]> {
+  let text = "";
+  const decoder = new TextDecoder();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
   return [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+}
+
+/** A recorded ledger of `count` frames (seq 1…count), read as the database would be: pages after a seq; `reads` counts the pages. */
+function ledger(count: number, data: unknown = {}) {
+  const frames = Array.from({ length: count }, (_, i) => ({ ...frame(i + 1), data }));
+  const source = Object.assign(
+    async (after: number, limit: number) => {
+      source.reads++;
+      const rest = frames.filter((f) => f.seq > after);
+      return { frames: rest.slice(0, limit), hasMore: rest.length > limit };
+    },
+    { reads: 0 },
+  );
+  return source;
 }
 
 describe("live run subscribers", () => {
   it("deliver each ledger entry once, even when two writers publish out of seq order", async () => {
-    const sub = new Subscriber();
-    const seqs = seqsOf(sub);
-    sub.push(frame(4)); // buffered until the replay is read
-    sub.replayed([frame(1), frame(2)]);
-    sub.push(frame(2)); // already replayed
+    const sub = new Subscriber(ledger(2), null);
+    sub.push(frame(4)); // waits for the replay
+    sub.push(frame(2)); // already in the replay
     sub.push(frame(5)); // a Host API record published before result 3 is
     sub.push(frame(3));
     sub.push(frame(5));
     sub.end("completed");
-    expect(await seqs).toEqual([1, 2, 4, 5, 3]);
+    expect(await seqsOf(sub)).toEqual([1, 2, 4, 5, 3]);
+  });
+
+  it("read a long ledger page by page as the reader takes it, and a reader far behind catches up from the database", async () => {
+    const kib = { text: "x".repeat(1000) };
+    const source = ledger(3000, kib);
+    const sub = new Subscriber(source, null);
+    const reader = sub.readable.getReader();
+    const first = await reader.read();
+    // One page read for the first frame (the stream holds at most 64 KiB ahead of its reader), not the whole ledger.
+    expect(source.reads).toBe(1);
+    // 3000 live frames of 1 KiB published while the reader is away: the follower keeps at most 1 MiB of them.
+    for (let seq = 1; seq <= 3000; seq++) {
+      sub.push({ ...frame(seq), data: kib });
+      expect((sub as unknown as { backlogBytes: number }).backlogBytes).toBeLessThanOrEqual(BACKLOG_BYTES);
+    }
+    sub.end("completed");
+    const seqs = [Number(/^id: (\d+)$/m.exec(new TextDecoder().decode(first.value))![1]), ...(await seqsOf(sub, reader))];
+    // Every entry once, in order.
+    expect(seqs).toEqual(Array.from({ length: 3000 }, (_, i) => i + 1));
+  });
+
+  it("end a stream nobody reads any more without waiting for it", async () => {
+    const sub = new Subscriber(ledger(1), null);
+    await sub.readable.cancel();
+    sub.push(frame(2));
+    sub.end("completed");
+    expect((sub as unknown as { backlog: unknown[] }).backlog).toEqual([]);
   });
 });
 
@@ -52,12 +93,14 @@ describe("a running run's ledger kept in memory", () => {
     const hub = new LiveHub();
     hub.track("r");
     hub.publish("r", [entry(1)]);
-    const sub = hub.subscribe("r");
+    const source = ledger(0);
+    const sub = hub.subscribe("r", source);
     const seqs = seqsOf(sub);
-    sub.replayed(hub.remembered("r")!);
     hub.publish("r", [entry(2)]);
     hub.end("r", "completed");
     expect(await seqs).toEqual([1, 2]);
+    // Replayed from memory: the database was never read.
+    expect(source.reads).toBe(0);
     expect(hub.remembered("r")).toBeNull();
   });
 });

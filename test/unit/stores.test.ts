@@ -115,6 +115,24 @@ describe("stores on embedded libSQL", () => {
     expect(page.rows.map((r) => [r.seq, JSON.parse(r.dataJson).i])).toEqual(entries.map((e) => [e.seq, e.data.i]));
     expect(runsStore(db).ledgerInserts([])).toEqual([]);
   });
+
+  it("pages a run's ledger by bytes as well as by count: every entry once, the first of a page always", async () => {
+    // Data of 100 bytes each ({"t":"x…x"}), one of 1000.
+    const data = (i: number) => ({ t: "x".repeat((i === 5 ? 1000 : 100) - 8) });
+    const entries = Array.from({ length: 12 }, (_, i) => ({ runId: "r2", seq: i + 1, type: "message.delta", data: data(i + 1), origin: "runner" as const, createdAt: i }));
+    await writeAll(db, runsStore(db).ledgerInserts(entries));
+    const pages: number[][] = [];
+    for (let after = 0, more = true; more; ) {
+      const page = await runsStore(db).ledger("r2", after, 4, 300);
+      pages.push(page.rows.map((r) => r.seq));
+      expect(page.rows.every((r) => JSON.stringify(data(r.seq)) === r.dataJson)).toBe(true);
+      more = page.hasMore;
+      after = page.rows.at(-1)?.seq ?? after;
+    }
+    // Three of 100 fit in 300; the 1000-byte entry comes alone, as the first of its page; the count limit still applies.
+    expect(pages).toEqual([[1, 2, 3], [4], [5], [6, 7, 8], [9, 10, 11], [12]]);
+    expect((await runsStore(db).ledger("r2", 0, 2)).rows.map((r) => r.seq)).toEqual([1, 2]);
+  });
 });
 
 describe("endRunAsHost", () => {
