@@ -107,12 +107,11 @@ export class SteeringQueue {
   /** Records the drops `drop` could not; answers whether some are still waiting. Cheap when none are. */
   async retryDrops(db: Db): Promise<boolean> {
     if (!this.dropsWaiting) return false;
-    let waiting = false;
+    // Cleared before listing: a drop that fails from here on (this retry's, or another run's meanwhile) sets it again.
+    this.dropsWaiting = false;
     for (const [key, run] of await this.storage.list<RunJob>({ prefix: DROP_LATER })) {
       if (await this.drop(db, run)) await this.storage.delete(key);
-      else waiting = true;
     }
-    this.dropsWaiting = waiting;
-    return waiting;
+    return this.dropsWaiting;
   }
 }

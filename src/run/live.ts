@@ -62,8 +62,10 @@ export class Subscriber {
   /** Frames waiting for the reader, in arrival order. */
   private backlog: LiveFrame[];
   private backlogBytes = 0;
-  /** The database must be read (past what was written) before the backlog. */
-  private catchingUp: boolean;
+  /** Read the database after this seq before the backlog (null: not behind). Pages move it forward, so holes in the ledger's seqs never stall it. */
+  private catchUpAfter: number | null;
+  /** Where a follower that fell behind must read from, noted by `push` (perhaps while a page is being read) for `pull` to take. */
+  private fellBehindAfter: number | null = null;
   private ended: string | null = null;
   private closed = false;
   private wake: (() => void) | null = null;
@@ -75,7 +77,7 @@ export class Subscriber {
     known: LiveFrame[] | null,
   ) {
     this.backlog = known ?? [];
-    this.catchingUp = known === null;
+    this.catchUpAfter = known === null ? 0 : null;
     this.readable = new ReadableStream<Uint8Array>(
       {
         pull: (controller) => this.pull(controller),
@@ -93,10 +95,11 @@ export class Subscriber {
     this.backlog.push(frame);
     this.backlogBytes += sseFrame(frame).byteLength;
     if (this.backlogBytes > BACKLOG_BYTES) {
-      // Behind: the database has every one of them.
+      // Behind: the database has every one of them (a frame is published once recorded), from the lowest on.
+      const lowest = Math.min(...this.backlog.map((f) => f.seq));
+      this.fellBehindAfter = Math.min(this.fellBehindAfter ?? Infinity, lowest - 1);
       this.backlog = [];
       this.backlogBytes = 0;
-      this.catchingUp = true;
     }
     this.wake?.();
   }
@@ -112,10 +115,12 @@ export class Subscriber {
     let enqueued = 0;
     while (enqueued === 0) {
       if (this.closed) return;
-      if (this.catchingUp) {
-        const page = await this.source(this.written.prefixEnd(), REPLAY_PAGE);
+      this.takeFellBehind();
+      if (this.catchUpAfter !== null) {
+        const after = this.catchUpAfter;
+        const page = await this.source(after, REPLAY_PAGE);
         for (const f of page.frames) enqueued += this.write(controller, f);
-        if (!page.hasMore) this.catchingUp = false;
+        this.catchUpAfter = page.hasMore ? (page.frames.at(-1)?.seq ?? after) : null;
       } else if (this.backlog.length) {
         const frames = this.backlog;
         this.backlog = [];
@@ -131,6 +136,13 @@ export class Subscriber {
         this.wake = null;
       }
     }
+  }
+
+  /** A fall behind noted by `push` joins the catch-up: the earlier position wins. */
+  private takeFellBehind() {
+    if (this.fellBehindAfter === null) return;
+    this.catchUpAfter = Math.min(this.catchUpAfter ?? Infinity, this.fellBehindAfter);
+    this.fellBehindAfter = null;
   }
 
   /** Enqueues a frame not written yet; answers how many were (0 or 1). */

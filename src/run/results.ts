@@ -55,7 +55,7 @@ function messageText(message: Message): string {
  */
 export class ResultProcessor {
   private readonly ledgerSeq: LedgerSequence;
-  private readonly seen = new SequenceSet(MAX_SEQUENCE_GAPS + 1);
+  private readonly seen = new SequenceSet(MAX_SEQUENCE_GAPS + 2);
   private maxSequence = 0;
   private pendingRefs: ArtifactRef[] = [];
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
@@ -153,8 +153,10 @@ export class ResultProcessor {
     }
     if (sequence > this.maxSequence + 1) this.warn(batch, "result.sequence_gap", `sequence jumped from ${this.maxSequence} to ${sequence}`, { sequence });
     else if (sequence < this.maxSequence) this.warn(batch, "result.reordered", `sequence ${sequence} arrived after ${this.maxSequence}`, { sequence });
-    // Numbers from 1 on: one range when nothing is missing, one more per gap.
-    if (!this.seen.add(sequence)) throw new RunnerCallError("runner.protocol_error", `result sequence numbers leave more than ${MAX_SEQUENCE_GAPS} gaps open`);
+    // The set's own bound (one range more than the gaps allowed, whatever the first number) only backs this check up.
+    if (!this.seen.add(sequence) || this.seen.gaps() > MAX_SEQUENCE_GAPS) {
+      throw new RunnerCallError("runner.protocol_error", `result sequence numbers leave more than ${MAX_SEQUENCE_GAPS} gaps open`);
+    }
     this.maxSequence = Math.max(this.maxSequence, sequence);
     return true;
   }

@@ -15,10 +15,10 @@ export class SequenceSet {
     return i >= 0 && this.ranges[i][1] >= n;
   }
 
-  /** The last of the numbers 1, 2, 3… seen without a gap (0 when 1 was not). */
-  prefixEnd(): number {
+  /** How many runs of numbers are missing between 1 and the highest number seen. */
+  gaps(): number {
     const first = this.ranges[0];
-    return first && first[0] <= 1 ? first[1] : 0;
+    return first ? this.ranges.length - (first[0] === 1 ? 1 : 0) : 0;
   }
 
   /** Adds `n` (not yet seen); false when that would leave more than `maxRanges` ranges, and nothing is added. */

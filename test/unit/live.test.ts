@@ -104,3 +104,53 @@ describe("a running run's ledger kept in memory", () => {
     expect(hub.remembered("r")).toBeNull();
   });
 });
+
+describe("run stream follower", () => {
+  it("a follower that falls behind while a catch-up page is being read loses no frame", async () => {
+    // The database: what is recorded so far. A read sees what was recorded when it was sent, and answers later.
+    const recorded: LiveFrame[] = [frame(1)];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let first = true;
+    const source = async (after: number, limit: number) => {
+      const rest = recorded.filter((f) => f.seq > after);
+      const page = { frames: rest.slice(0, limit), hasMore: rest.length > limit };
+      if (first) {
+        first = false;
+        await gate; // a slow query: live frames are published meanwhile
+      }
+      return page;
+    };
+    const sub = new Subscriber(source, null);
+    const seqs = seqsOf(sub);
+    await new Promise((r) => setTimeout(r, 10)); // the first page's read is in flight
+    const kib = { text: "x".repeat(1000) };
+    const count = Math.ceil((BACKLOG_BYTES * 1.5) / 1000);
+    for (let seq = 2; seq <= count; seq++) {
+      const f = ({ ...frame(seq), data: kib });
+      recorded.push(f); // recorded first, then published (as the host does)
+      sub.push(f);
+    }
+    release();
+    await new Promise((r) => setTimeout(r, 10));
+    sub.end("completed");
+    const got = await seqs;
+    expect(got.length).toBe(count);
+    expect(got).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+  });
+
+  it("a ledger with a seq that was never recorded (a failed Host API ledger write) still streams to its end", async () => {
+    // Seq 3 was taken by a Host API record whose write failed: the ledger has 1, 2, 4, 5, … 1200.
+    const recorded = Array.from({ length: 1200 }, (_, i) => frame(i + 1)).filter((f) => f.seq !== 3);
+    let reads = 0;
+    const source = async (after: number, limit: number) => {
+      if (++reads > 50) throw new Error(`the ledger was read ${reads} times (last after seq ${after}) for a 1199-entry ledger`);
+      const rest = recorded.filter((f) => f.seq > after);
+      return { frames: rest.slice(0, limit), hasMore: rest.length > limit };
+    };
+    const sub = new Subscriber(source, null);
+    sub.end("completed"); // an ended run's stream (LiveHub.follow for a run no longer active)
+    const got = await seqsOf(sub);
+    expect(got).toEqual(recorded.map((f) => f.seq));
+  });
+});

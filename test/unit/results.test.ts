@@ -6,6 +6,7 @@ const RUN = "run_x";
 const make = () =>
   new ResultProcessor({ runId: RUN, runnerId: "http:a/b/c", eventId: "evt_1", conversationKey: "//c1/", conversationId: "c1", stateScopes: { conversation: "scope-key" } });
 const line = (type: string, data: unknown, sequence?: number) => JSON.stringify({ run_id: RUN, type, data, sequence });
+const gapDelta = (s: number) => JSON.stringify({ run_id: RUN, type: "message.delta", data: { chunk: { role: "assistant", content: "" } }, sequence: s });
 const msg = (content: string) => ({ message: { role: "assistant", content } });
 
 describe("ResultProcessor", () => {
@@ -46,6 +47,16 @@ describe("ResultProcessor", () => {
     const odd = Array.from({ length: MAX_SEQUENCE_GAPS + 1 }, (_, i) => delta(2 * i + 1));
     expect(holes.process(odd).error).toBeUndefined();
     expect(holes.process([delta(2 * (MAX_SEQUENCE_GAPS + 1) + 1)]).error).toMatchObject({ code: "runner.protocol_error", message: expect.stringMatching(/more than 4096 gaps/) });
+  });
+
+  it("fails a stream that leaves more than MAX_SEQUENCE_GAPS gaps open when the first missing number is 1", () => {
+    // Sequences start at 1 (PROTOCOL §7). 2, 4, 6, …: each number leaves the one below it open.
+    const p = make();
+    const evens = Array.from({ length: MAX_SEQUENCE_GAPS }, (_, i) => gapDelta(2 * (i + 1)));
+    // 4096 gaps open (1, 3, …, 8191): still allowed.
+    expect(p.process(evens).error).toBeUndefined();
+    // One more: 4097 gaps open (…, 8193 missing): more than 4096.
+    expect(p.process([gapDelta(2 * (MAX_SEQUENCE_GAPS + 1))]).error).toMatchObject({ code: "runner.protocol_error" });
   });
 
   it("drops a state update for a scope the run does not have, with an audit record", () => {

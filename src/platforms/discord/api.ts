@@ -35,7 +35,8 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   let originalId: string | null = null;
   /** The interaction token was refused: every later write goes through the channel. */
   let viaChannel = false;
-  let placeholderSought = false;
+  /** The "thinking…" message found in the channel once the token was refused: undefined until sought, null when there is none to use. */
+  let placeholder: string | null | undefined;
 
   /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
   async function call(method: string, url: string, content: string | UploadForm, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
@@ -63,11 +64,9 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   /**
    * The deferred response's message id, when the token was refused before it was ever edited: the channel's first
    * messages after the interaction include it, marked with the interaction's id (the bot needs to read the channel's
-   * history). Sought once; not found, the answer is a new message and the placeholder stays.
+   * history). Not found, the answer is a new message and the placeholder stays.
    */
   async function placeholderId(): Promise<string | null> {
-    if (placeholderSought) return null;
-    placeholderSought = true;
     const res = await callPlatform(`${channel!}?after=${encodeURIComponent(target.interactionId)}&limit=50`, { method: "GET", headers: botAuth }, timeoutMs);
     if (!res.ok || res.value.status !== 200 || !Array.isArray(res.value.json)) return null;
     const placeholder = res.value.json.map(asRecord).find((m) => [m.interaction_metadata, m.interaction].some((i) => asRecord(i).id === target.interactionId));
@@ -85,11 +84,17 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     }
     if (res) return { ok: true, value: String(res.value.id) };
     // Each call streams an upload's file anew, so the refused form itself goes to the channel.
-    const placeholder = originalUsed ? null : await placeholderId();
-    if (placeholder && (await call("PATCH", `${channel!}/${encodeURIComponent(placeholder)}`, content, botAuth)).ok) {
-      originalUsed = true;
-      originalId = placeholder;
-      return { ok: true, value: ORIGINAL };
+    if (!originalUsed && placeholder === undefined) placeholder = await placeholderId();
+    if (!originalUsed && placeholder) {
+      const edited = await call("PATCH", `${channel!}/${encodeURIComponent(placeholder)}`, content, botAuth);
+      if (edited.ok) {
+        originalUsed = true;
+        originalId = placeholder;
+        return { ok: true, value: ORIGINAL };
+      }
+      // Rate limited or unavailable for now: the retry edits the same message. Refused for good: a new message instead.
+      if (edited.failure.kind !== "permanent") return edited;
+      placeholder = null;
     }
     const sent = await call("POST", channel!, content, botAuth);
     return sent.ok ? { ok: true, value: String(sent.value.id) } : sent;

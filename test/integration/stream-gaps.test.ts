@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeRetrieval } from "../support/fake-retrieval";
+import { readSse, startTestHost, type TestHost } from "../support/host";
+import { startScriptedRunner } from "../support/scripted-runner";
+
+/**
+ * A Host API call whose ledger record could not be written (the database
+ * refused it once) leaves its `seq` unused: the run goes on and the rest of
+ * its ledger is recorded after the hole. The run's stream must still replay
+ * that ledger and end.
+ */
+let host: TestHost;
+let retrieval: Awaited<ReturnType<typeof startFakeRetrieval>>;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
+const KB_KEY = "kb-key-0123456789abcdef";
+
+beforeAll(async () => {
+  retrieval = await startFakeRetrieval({ apiKey: KB_KEY });
+  runner = await startScriptedRunner({
+    name: "gap",
+    runners: [{ name: "default", label: { en_US: "gap" }, capabilities: { streaming: true, knowledge_retrieval: true }, permissions: { knowledge_bases: ["list", "retrieve"] } }],
+  });
+  host = await startTestHost();
+  expect((await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "docs", name: "Docs", endpoint: retrieval.url, api_key: KB_KEY })).status).toBe(201);
+  await runner.register(host);
+  const agent = { agent_id: "gap", name: "gap", runner_id: runner.runnerId(), event_types: ["message.received"], resource_policy: { knowledge_bases: ["docs"] } };
+  expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await retrieval?.close();
+});
+
+/** The stream read with a time limit: null (and the request dropped) when it has not ended by then. */
+async function streamWithin(runId: string, ms: number) {
+  const abort = new AbortController();
+  const res = await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` }, signal: abort.signal });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)));
+  const read = await Promise.race([readSse(res).catch(() => null), late]);
+  clearTimeout(timer);
+  if (read === null) abort.abort();
+  return read;
+}
+
+describe("run stream over a ledger with a hole", () => {
+  it("replays every recorded entry and ends, though one seq was never recorded", async () => {
+    const { runId } = await runner.run(host, "gap-conv", async (api, _ctx, emit) => {
+      // The knowledge.retrieved record is refused once: its seq stays unused (knowledge.failed follows it).
+      host.databaseOutage({ queries: 1, matching: "knowledge.retrieved" });
+      const answer = await api("knowledge.retrieve", { kb_id: "docs", query: "q" });
+      for (let i = 0; i < 600; i++) emit("message.delta", { chunk: { role: "assistant", content: `${i} ` } });
+      return answer.status;
+    });
+    const recorded = (await host.query<{ seq: number }>("SELECT seq FROM run_event WHERE run_id = ? ORDER BY seq", [runId])).map((r) => r.seq);
+    // The hole is there: the first seq the Host API took was not recorded.
+    expect(recorded.length).toBeGreaterThan(600);
+    expect(recorded[recorded.length - 1]).toBe(recorded.length + 1);
+
+    const sse = await streamWithin(runId, 15_000);
+    expect(sse?.end ?? "the stream never ended").toBe("completed");
+    expect(sse!.frames.map((f) => f.seq)).toEqual(recorded);
+  }, 60_000);
+});

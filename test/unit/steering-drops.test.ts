@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { SteeringQueue } from "../../durable-objects/steering-queue";
+import { createDb } from "../../src/db/client";
+import type { SqlExecutor, SqlQuery } from "../../src/db/executor";
+import type { RunJob } from "../../src/run/job";
+
+/** Durable Object storage as SteeringQueue uses it (list by prefix in key order, put, delete). */
+class MemStorage {
+  readonly m = new Map<string, unknown>();
+  async list<T>({ prefix, limit }: { prefix: string; limit?: number }): Promise<Map<string, T>> {
+    const keys = [...this.m.keys()].filter((k) => k.startsWith(prefix)).sort();
+    return new Map(keys.slice(0, limit ?? keys.length).map((k) => [k, structuredClone(this.m.get(k)) as T]));
+  }
+  async put(key: string | Record<string, unknown>, value?: unknown) {
+    if (typeof key === "string") this.m.set(key, structuredClone(value));
+    else for (const [k, v] of Object.entries(key)) this.m.set(k, structuredClone(v));
+  }
+  async delete(key: string | string[]) {
+    const keys = Array.isArray(key) ? key : [key];
+    let n = 0;
+    for (const k of keys) if (this.m.delete(k)) n++;
+    return Array.isArray(key) ? n : n > 0;
+  }
+}
+
+/** A database whose write batches are answered by the test, one by one. */
+function scriptedDb() {
+  const batches: { qs: SqlQuery[]; ok: () => void; fail: () => void }[] = [];
+  const executor: SqlExecutor = {
+    query: async () => ({ rows: [] }),
+    batch: (qs) =>
+      new Promise((resolve, reject) => {
+        batches.push({ qs, ok: () => resolve(qs.map(() => ({ rows: [] }))), fail: () => reject(new Error("database unavailable")) });
+      }),
+  };
+  return { db: createDb(executor), batches };
+}
+
+const job = (runId: string) => ({ runId, conversationKey: "//c1/", conversation: { conversation_id: "c1", thread_id: null } }) as unknown as RunJob;
+const item = (runId: string, eventId: string) => ({ claimed_run_id: runId, runner_id: "http:a/b/c", claimed_at: new Date(0).toISOString(), event: { event_id: eventId } });
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+describe("steering drops retried by the alarm", () => {
+  it("a drop that fails while the alarm is retrying another one is still retried later", async () => {
+    const storage = new MemStorage();
+    // Run A ended earlier and its drop could not be recorded: its claim waits, and A is remembered for retryDrops.
+    await storage.put("steer:run_A:000000000000001:000000", item("run_A", "evt_a"));
+    await storage.put("steer-drop:run_A", job("run_A"));
+    // Run B is running with one claimed message.
+    await storage.put("steer:run_B:000000000000002:000000", item("run_B", "evt_b"));
+    const queue = new SteeringQueue(storage as unknown as DurableObjectStorage);
+    const { db, batches } = scriptedDb();
+
+    // The alarm retries A's drop: its write is on its way.
+    const retried = queue.retryDrops(db);
+    await tick();
+    expect(batches).toHaveLength(1);
+    // Meanwhile run B ends, and the database refuses B's drop: B is remembered for a retry.
+    const dropB = queue.drop(db, job("run_B"));
+    await tick();
+    expect(batches).toHaveLength(2);
+    batches[1].fail();
+    expect(await dropB).toBe(false);
+    expect(storage.m.has("steer-drop:run_B")).toBe(true);
+    // A's write succeeds.
+    batches[0].ok();
+    // B is still waiting: the alarm must know, so it wakes again to retry it.
+    expect(await retried).toBe(true);
+  });
+
+  it("records the drop that failed during another retry at the next retry (not forgotten until the object restarts)", async () => {
+    const storage = new MemStorage();
+    await storage.put("steer:run_A:000000000000001:000000", item("run_A", "evt_a"));
+    await storage.put("steer-drop:run_A", job("run_A"));
+    await storage.put("steer:run_B:000000000000002:000000", item("run_B", "evt_b"));
+    const queue = new SteeringQueue(storage as unknown as DurableObjectStorage);
+    const { db, batches } = scriptedDb();
+    const retried = queue.retryDrops(db);
+    await tick();
+    const dropB = queue.drop(db, job("run_B"));
+    await tick();
+    batches[1].fail();
+    await dropB;
+    batches[0].ok();
+    await retried;
+    // The database is back: the next retry writes B's steering.dropped.
+    const next = queue.retryDrops(db);
+    await tick();
+    batches[2]?.ok();
+    await next;
+    expect({ batches: batches.length, waitingB: storage.m.has("steer-drop:run_B") }).toEqual({ batches: 3, waitingB: false });
+  });
+});
