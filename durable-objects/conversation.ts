@@ -95,7 +95,7 @@ export class ConversationDO extends DurableObject<Env> {
       if (strategy === "interrupt") await this.interruptActive(table);
     }
     const stored: StoredRun = { job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0) };
-    const key = this.arrivalKeys.next(job.runId, now);
+    const key = this.arrivalKeys.next(job.runId, now, table.at(-1)?.[0]);
     // Not awaited: the output gate holds the reply until the write is durable.
     void this.runs.put(key, stored);
     this.kick();

@@ -40,10 +40,22 @@ export class ArrivalKeys {
   private arrivals = 0;
   private lastAt = 0;
 
-  /** The key of a run arriving now; decisions are taken one at a time, so calls come in arrival order. */
-  next(runId: string, now: number): string {
-    // Never earlier than the last one, should the clock step back.
+  /**
+   * The key of a run arriving now, after `lastKey` (the last one stored, by this instance or an earlier one);
+   * decisions are taken one at a time, so calls come in arrival order.
+   */
+  next(runId: string, now: number, lastKey?: string): string {
+    // Never earlier than the last one, should the clock step back (or another instance's clock be ahead).
     this.lastAt = Math.max(now, this.lastAt);
+    let key = this.keyOf(runId);
+    if (lastKey !== undefined && key <= lastKey) {
+      this.lastAt = Number(lastKey.slice(4, 19)) + 1;
+      key = this.keyOf(runId);
+    }
+    return key;
+  }
+
+  private keyOf(runId: string): string {
     return `run:${String(this.lastAt).padStart(15, "0")}:${String(this.arrivals++).padStart(9, "0")}:${runId}`;
   }
 }

@@ -11,5 +11,8 @@ export function describeError(err: unknown): string {
     const reason = err.cause instanceof Error ? err.cause.message : "no reason given";
     return `query failed (${err.query.slice(0, 200)}): ${reason}`;
   }
-  return err instanceof Error ? err.message : String(err);
+  const message = err instanceof Error ? err.message : String(err);
+  // The same error after a Durable Object RPC: a plain Error with drizzle's message.
+  const params = message.startsWith("Failed query:") ? message.indexOf("\nparams:") : -1;
+  return params >= 0 ? `${message.slice(0, params)} (bound values left out)` : message;
 }

@@ -71,10 +71,11 @@ export class Subscriber {
   private wake: (() => void) | null = null;
   readonly readable: ReadableStream<Uint8Array>;
 
-  /** `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. */
+  /** `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. `onCancel`: its reader went away. */
   constructor(
     private readonly source: LedgerSource,
     known: LiveFrame[] | null,
+    onCancel?: () => void,
   ) {
     this.backlog = known ?? [];
     this.catchUpAfter = known === null ? 0 : null;
@@ -84,6 +85,7 @@ export class Subscriber {
         cancel: () => {
           this.closed = true;
           this.wake?.();
+          onCancel?.();
         },
       },
       { highWaterMark: QUEUED_BYTES, size: (chunk) => chunk.byteLength },
@@ -184,10 +186,12 @@ export class LiveHub {
 
   /** A follower of a run this object runs: replayed from memory when its ledger is there whole, else from `source`. */
   subscribe(runId: string, source: LedgerSource): Subscriber {
-    const sub = new Subscriber(source, this.remembered(runId));
     let set = this.subs.get(runId);
     if (!set) this.subs.set(runId, (set = new Set()));
-    set.add(sub);
+    const followers = set;
+    // A follower whose reader went away is forgotten at once, not when the run ends.
+    const sub = new Subscriber(source, this.remembered(runId), () => followers.delete(sub));
+    followers.add(sub);
     return sub;
   }
 

@@ -63,6 +63,16 @@ describe("live run subscribers", () => {
     sub.end("completed");
     expect((sub as unknown as { backlog: unknown[] }).backlog).toEqual([]);
   });
+
+  it("forget a follower of a running run as soon as its reader goes away", async () => {
+    const hub = new LiveHub();
+    hub.track("r");
+    const sub = hub.subscribe("r", ledger(0));
+    const followers = () => (hub as unknown as { subs: Map<string, Set<Subscriber>> }).subs.get("r")?.size;
+    expect(followers()).toBe(1);
+    await sub.readable.cancel();
+    expect(followers()).toBe(0);
+  });
 });
 
 const entry = (seq: number, data: unknown = {}): LedgerEntry => ({ runId: "r", seq, type: "t", data, runnerSequence: null, origin: "runner", createdAt: 0 });

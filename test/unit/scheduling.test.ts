@@ -26,6 +26,10 @@ describe("scheduling", () => {
     const arrivals = new ArrivalKeys();
     const made = [arrivals.next("zzz", 1_000), arrivals.next("aaa", 1_000), arrivals.next("mmm", 999), arrivals.next("bbb", 1_001)];
     expect([...made].sort()).toEqual(made);
+    // A fresh instance (counter at 0) whose clock is behind the stored keys still sorts after them.
+    const restarted = new ArrivalKeys().next("aaa", 500, made.at(-1));
+    expect(restarted > made.at(-1)!).toBe(true);
+    expect(new ArrivalKeys().next("aaa", 500, "run:000000000000400:abc")).toMatch(/^run:000000000000500:/);
   });
 
   it("wakes an idle scheduler at once for runs left over, else at the first debounce or drop retry, else never", () => {

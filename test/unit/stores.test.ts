@@ -7,6 +7,7 @@ import { createDb, writeAll, type Db } from "../../src/db/client";
 import { compiled, param } from "../../src/db/compiled";
 import { runnerState } from "../../src/db/schema";
 import { libsqlExecutor } from "../../src/db/executor";
+import { describeError } from "../../src/lib/describe-error";
 import { agentsStore, BindingConflictError } from "../../src/stores/agents";
 import { runsStore } from "../../src/stores/runs";
 import { stateStore } from "../../src/stores/state";
@@ -94,6 +95,20 @@ describe("stores on embedded libSQL", () => {
     expect(await snapshot(30)).toEqual({ values: { a: "é".repeat(10) }, complete: false });
     expect(await snapshot(48)).toEqual({ values: { a: "é".repeat(10), b: "é".repeat(10), c: "é" }, complete: true });
     expect(await snapshot(10)).toEqual({ values: {}, complete: false });
+  });
+
+  it("describes a failed query without its bound values, also once it crossed an RPC as a plain Error", async () => {
+    const secret = "sk-bound-value-0123456789";
+    const s = stateStore(db);
+    await s.setStatement("k", "a", "r", "conversation", "1").execute();
+    // A second row under the same key through a plain insert: the primary key refuses it.
+    const err = await db.insert(runnerState).values({ scopeKey: "k", key: "a", runnerId: "r", scope: "conversation", valueJson: JSON.stringify(secret), updatedAt: 0 }).run().catch((e: unknown) => e);
+    expect(String((err as Error).message)).toContain(secret);
+    for (const e of [err, new Error((err as Error).message)]) {
+      const text = describeError(e);
+      expect(text).toMatch(/runner_state/);
+      expect(text).not.toContain(secret);
+    }
   });
 
   it("runs a compiled query alone as a single query, not as a write batch", async () => {
