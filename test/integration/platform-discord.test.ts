@@ -14,6 +14,8 @@ const expiringTokens = new Set<string>();
 let channelMessages = 0;
 /** What each channel's history shows the bot (GET /channels/{id}/messages), newest first; a channel not listed refuses it (403). */
 const channelHistory = new Map<string, Record<string, unknown>[]>();
+/** Channel message ids whose first edit the fake answers 429. */
+const throttledEdits = new Set<string>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -36,6 +38,7 @@ function discordApi(call: PlatformCall): FakeReply {
       return history ? { json: history.filter((m) => BigInt(String(m.id)) > BigInt(call.query.get("after") ?? "0")) } : { status: 403, json: { message: "Missing Access", code: 50001 } };
     }
     if (call.method === "POST" && !ch[2]) return { json: { id: `channel_msg_${++channelMessages}`, channel_id: ch[1], content: call.body?.content } };
+    if (call.method === "PATCH" && ch[2] && throttledEdits.delete(ch[2])) return { status: 429, json: { message: "You are being rate limited.", retry_after: 0.3, global: false } };
     if (call.method === "PATCH" && ch[2]) return { json: { id: ch[2], channel_id: ch[1], content: call.body?.content } };
     return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
   }
@@ -433,6 +436,25 @@ describe("Discord: answers after the interaction token expires", () => {
       ["delivery.succeeded", "send"],
       ["delivery.succeeded", "send_file"],
     ]);
+  });
+
+  it("waits out a rate-limited edit of the placeholder and edits it again, rather than posting a second message beside it", async () => {
+    const since = Date.now();
+    const i = command("hello placeholder", { channel_id: "C24", channel: { id: "C24", type: 0 } });
+    const placeholder = String(BigInt(i.id) + 2n);
+    channelHistory.set("C24", [{ id: placeholder, content: "", flags: 128, interaction_metadata: { id: i.id, type: 2 } }]);
+    throttledEdits.add(placeholder);
+    expiredTokens.add(i.token);
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const runId = await waitFor(() => contextFor("hello placeholder")[0]?.run_id);
+    await host.waitForRun(runId);
+    await waitFor(async () => (await deliveryRecords(runId)).some(([t]) => t === "delivery.succeeded"), 15_000, "the answer");
+    const writes = channelWrites(since);
+    expect(writes.map((w) => [w.method, w.path, w.reply?.status ?? 200])).toEqual([
+      ["PATCH", `/channels/C24/messages/${placeholder}`, 429],
+      ["PATCH", `/channels/C24/messages/${placeholder}`, 200],
+    ]);
+    expect(writes[1].at - writes[0].at).toBeGreaterThanOrEqual(250);
   });
 
   it("a stream whose token expires mid-way edits its message by id with the bot token and ends exactly on the final text", async () => {
