@@ -13,6 +13,7 @@ import type { ArtifactMetadata } from "../protocol/host-api-results";
 import { artifactsStore, toArtifactMetadata, type ArtifactRow } from "../stores/artifacts";
 import type { UploadGrant } from "../host-api/upload";
 import { artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
+import { drainReader } from "../lib/drain";
 
 /** The body held fewer bytes than its Content-Length said, or a chunked body broke off. */
 export class TruncatedUploadError extends Error {
@@ -152,8 +153,10 @@ async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Ui
     if (filled > 0) parts.push(await upload.uploadPart(parts.length + 1, part.subarray(0, filled)));
     await upload.complete(parts);
   } catch (err) {
-    await reader.cancel(err).catch(() => undefined);
     await upload?.abort().catch(() => undefined);
+    // Refused while the client still sends: the rest is read and discarded (bounded), so it reads the 413, not a reset.
+    if (err instanceof UploadTooLargeError) await drainReader(reader);
+    else await reader.cancel(err).catch(() => undefined);
     throw err;
   }
 }

@@ -13,10 +13,19 @@ export async function drainBody(request: Request, maxBytes = DRAIN_MAX_BYTES, ma
   const body = request.body;
   if (!body || body.locked) return;
   const reader = body.getReader();
+  try {
+    if (Number(request.headers.get("content-length") ?? NaN) > maxBytes) return await reader.cancel().catch(() => {});
+    await drainReader(reader, maxBytes, maxMs);
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+/** The rest of a body already being read, discarded within the same bounds (a chunked upload refused mid-way). */
+export async function drainReader(reader: ReadableStreamDefaultReader<Uint8Array>, maxBytes = DRAIN_MAX_BYTES, maxMs = DRAIN_MAX_MS): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<"late">((resolve) => (timer = setTimeout(resolve, maxMs, "late")));
   try {
-    if (Number(request.headers.get("content-length") ?? NaN) > maxBytes) return await reader.cancel();
     for (let seen = 0; ; ) {
       const pending = reader.read();
       const read = await Promise.race([pending, late]);
@@ -34,6 +43,5 @@ export async function drainBody(request: Request, maxBytes = DRAIN_MAX_BYTES, ma
     // The client went away: nothing left to drain.
   } finally {
     clearTimeout(timer);
-    reader.releaseLock();
   }
 }
