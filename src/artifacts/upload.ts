@@ -30,6 +30,9 @@ export class UploadDeadlineError extends Error {
   override readonly name = "UploadDeadlineError";
 }
 
+/** How much of a chunked body past its reservation is still read (and discarded) before the 413. */
+const OVERSHOOT_DRAIN_BYTES = 1024 * 1024;
+
 /** A chunked body grew past what its upload reserved; nothing was kept. */
 export class UploadTooLargeError extends Error {
   override readonly name = "UploadTooLargeError";
@@ -154,8 +157,9 @@ async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Ui
     await upload.complete(parts);
   } catch (err) {
     await upload?.abort().catch(() => undefined);
-    // Refused while the client still sends: the rest is read and discarded (bounded), so it reads the 413, not a reset.
-    if (err instanceof UploadTooLargeError) await drainReader(reader);
+    // Refused while the client still sends: a little more is read and discarded, so a body that only just outgrew its
+    // reservation ends and its client reads the 413, not a reset. A body far larger is cut soon after, as before.
+    if (err instanceof UploadTooLargeError) await drainReader(reader, OVERSHOOT_DRAIN_BYTES);
     else await reader.cancel(err).catch(() => undefined);
     throw err;
   }
