@@ -34,7 +34,7 @@ const REPLAY_PAGE = 500;
 export type LedgerSource = (afterSeq: number, limit: number) => Promise<{ frames: LiveFrame[]; hasMore: boolean }>;
 
 /** Reads a run's recorded ledger for its followers. */
-export function ledgerSource(runs: ReturnType<typeof runsStore>, runId: string): LedgerSource {
+function ledgerSource(runs: ReturnType<typeof runsStore>, runId: string): LedgerSource {
   return async (afterSeq, limit) => {
     const page = await runs.ledger(runId, afterSeq, limit);
     return { frames: page.rows.map((r) => frameOf({ ...r, data: JSON.parse(r.dataJson), origin: r.origin as "runner" | "host" })), hasMore: page.hasMore };

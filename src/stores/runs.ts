@@ -4,6 +4,7 @@ import { compiled, param } from "../db/compiled";
 import { eventLog, run, runEvent } from "../db/schema";
 import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
+import { byteLength, runningBytes } from "../db/byte-budget";
 
 export type RunRow = typeof run.$inferSelect;
 export type RunStatus = "created" | "running" | "completed" | "failed" | "cancelled" | "timeout";
@@ -155,8 +156,8 @@ const ledgerPage = compiled((db) => {
       runnerSequence: e.runnerSequence,
       origin: e.origin,
       createdAt: e.createdAt,
-      bytes: sql<number>`sum(length(cast(${e.dataJson} as blob))) over (order by ${e.seq})`.as("bytes"),
-      own: sql<number>`length(cast(${e.dataJson} as blob))`.as("own"),
+      bytes: runningBytes(e.dataJson, e.seq).as("bytes"),
+      own: byteLength(e.dataJson).as("own"),
       n: sql<number>`row_number() over (order by ${e.seq})`.as("n"),
     })
     .from(e)

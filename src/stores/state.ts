@@ -6,6 +6,7 @@ import { sha256Hex } from "../lib/crypto";
 import { parseJson } from "../lib/json";
 import type { StateScope } from "../protocol/context";
 import { keyPage, type KeyPageOptions } from "./key-page";
+import { runningBytes } from "../db/byte-budget";
 
 
 export interface ScopeIdentity {
@@ -89,7 +90,7 @@ const scopeSnapshot = compiled((db) => {
     .select({
       key: first.key,
       valueJson: first.valueJson,
-      bytes: sql<number>`sum(length(cast(${first.valueJson} as blob))) over (order by ${first.key})`.as("bytes"),
+      bytes: runningBytes(first.valueJson, first.key).as("bytes"),
       n: sql<number>`row_number() over (order by ${first.key})`.as("n"),
     })
     .from(first)
