@@ -1,0 +1,64 @@
+/**
+ * What users and runners store (state values, answers) is theirs, not the
+ * operator's log's: a write that fails names what failed, never the values
+ * it carried. The database fails exactly the write carrying the marker.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent, startScriptedRunner } from "../support/scripted-runner";
+
+let host: TestHost;
+let scripted: Awaited<ReturnType<typeof startScriptedRunner>>;
+let answering: Awaited<ReturnType<typeof startAdHocRunner>>;
+const STATE_MARKER = "PRIVATE-state-updated-90aa1f";
+const ANSWER_MARKER = "PRIVATE-answer-4b1d93";
+
+beforeAll(async () => {
+  scripted = await startScriptedRunner({ name: "logs-scripted" });
+  // Sends a state value and an answer, both carrying markers.
+  answering = await startAdHocRunner({
+    name: "logs-answer",
+    async onRun({ body }, res) {
+      const w = resultWriter(res, body.context.run_id);
+      w.send("state.updated", { scope: "conversation", key: "note", value: STATE_MARKER });
+      w.reply(`the answer is ${ANSWER_MARKER}`);
+    },
+  });
+  host = await startTestHost({ captureLogs: true });
+  await scripted.register(host);
+  await putAgent(host, { agent_id: "scripted", runner_id: scripted.runnerId(), scope: { type: "global" } });
+  await host.bind({ baseUrl: answering.url, runnerId: answering.runnerId(), agentId: "answering", scope: { type: "conversation", id: "logs-answer" } });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await scripted?.close();
+  await answering?.close();
+});
+
+describe("user data in log lines", () => {
+  it("never logs a value whose state.set failed to be stored, nor answers it", async () => {
+    const marker = "PRIVATE-state-set-7c2e55";
+    const { result, runId } = await scripted.run(host, "logs-state", async (api) => {
+      host.databaseOutage({ queries: 1, matching: marker });
+      return api("state.set", { scope: "conversation", key: "secret", value: { note: marker } });
+    });
+    expect(result).toMatchObject({ status: 500, body: { ok: false, error: { code: "runtime_error" } } });
+    expect(JSON.stringify(result.body)).not.toContain(marker);
+    await expect.poll(() => host.logs()).toContain(`run ${runId}: state.set failed in the host`);
+    expect(host.logs()).not.toContain(marker);
+  });
+
+  for (const [what, marker] of [["state value", STATE_MARKER], ["answer", ANSWER_MARKER]] as const) {
+    it(`never logs a runner's ${what} whose write failed`, async () => {
+      host.databaseOutage({ queries: 1, matching: marker });
+      const posted = await host.postEvent(messageEvent("logs-answer", "hello"));
+      const run = await host.waitForRun(posted.body.run_id!);
+      // The host could not keep the run's facts: the run fails, saying so without the data.
+      expect(run).toMatchObject({ status: "failed", error: { code: "host.internal_error" } });
+      await expect.poll(() => host.logs()).toContain(`run ${run.run_id}: host failure`);
+      expect(host.logs()).not.toContain(marker);
+      expect(JSON.stringify(run)).not.toContain(marker);
+    });
+  }
+});
