@@ -125,7 +125,7 @@ export class DeliverySession {
       this.trail.append([{ type: "delivery.failed", data: { operation: "connect", code: "bot_unavailable", error: `bot ${this.delivery.botId} is gone or its credentials are unusable`, will_retry: false } }]);
       return;
     }
-    this.messenger = this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS);
+    this.messenger = this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS, this.job.runId);
     this.scrub = (text) => scrubSecrets(text, bot.credentials);
   }
 
@@ -287,8 +287,8 @@ export class DeliverySession {
         continue;
       }
       const file = loaded.file;
-      // A send that timed out may have been posted: retrying it could post the file twice.
-      const res = await this.call({ ...facts, bytes: file.size }, () => messenger.sendFile(file), 0, { retryTimeouts: false });
+      // A send that timed out or lost its connection may have been posted: retrying it could post the file twice.
+      const res = await this.call({ ...facts, bytes: file.size }, () => messenger.sendFile(file), 0, { retryUnanswered: false });
       if (res.ok) sent++;
     }
     return sent;
@@ -296,9 +296,10 @@ export class DeliverySession {
 
   private async send(reply: Reply, part: number, text: string, editable: boolean): Promise<boolean> {
     const messenger = this.messenger!;
-    // A send that timed out may have been posted: retrying it could show the message twice, unless the platform drops repeats.
-    const retryTimeouts = this.adapter.surface.idempotentSends === true;
-    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryTimeouts });
+    // A send that timed out or lost its connection may have been posted: retrying it could show the message twice,
+    // unless the platform drops repeats.
+    const retryUnanswered = this.adapter.surface.idempotentSends === true;
+    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryUnanswered });
     if (!res.ok) return false;
     reply.messages[part] = { id: res.value, shown: text, lastWriteAt: Date.now() };
     return true;
@@ -314,9 +315,9 @@ export class DeliverySession {
   }
 
   /** One platform call with its retries, each attempt and outcome recorded. */
-  private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number, opts: { retryTimeouts?: boolean } = {}): Promise<ApiResult<T>> {
+  private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number, opts: { retryUnanswered?: boolean } = {}): Promise<ApiResult<T>> {
     return withRetries(
-      { ...this.retry, retryTimeouts: opts.retryTimeouts ?? true },
+      { ...this.retry, retryUnanswered: opts.retryUnanswered ?? true },
       async () => (this.closed ? ABANDONED : attempt()),
       ({ attempt: n, result, retryInMs }) => {
         const attempted: DeliveryFact = { type: "delivery.attempted", data: { ...facts, attempt: n } };

@@ -35,7 +35,7 @@ export async function callPlatform(url: string, init: RequestInit | (() => Reque
     const unreadable = sourceFailureOf(sent?.body);
     if (unreadable) return { ok: false, failure: { kind: unreadable.final ? "permanent" : "transient", status: null, code: "artifact_unavailable", message: unreadable.message } };
     const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
-    return { ok: false, failure: { kind: "transient", status: null, code: timedOut ? "timeout" : "network_error", message: timedOut ? `no answer within ${timeoutMs} ms` : "the platform could not be reached" } };
+    return { ok: false, failure: { kind: "transient", status: null, code: timedOut ? "timeout" : "network_error", message: timedOut ? `no answer within ${timeoutMs} ms` : "the platform could not be reached, or the connection was lost before its answer" } };
   }
   const text = await res.text().catch(() => "");
   let json: unknown = null;

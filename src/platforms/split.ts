@@ -54,7 +54,8 @@ function fenceAfter(piece: string, openBefore: string | null): string | null {
     // A line cut off at the part's end is not a fence line yet.
     if (end < 0) return open;
     const line = piece.slice(lineStart, end).trimEnd();
-    if (line.startsWith(FENCE)) open = open === null ? line.slice(0, FENCE.length + 12) : null;
+    // The opener is kept short; a cut inside a surrogate pair drops its half.
+    if (line.startsWith(FENCE)) open = open === null ? line.slice(0, FENCE.length + 12).replace(/[\ud800-\udbff]$/, "") : null;
     lineStart = end + 1;
   }
 }

@@ -149,7 +149,8 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   registerWebhook?(bot: Bot<C>, url: string, timeoutMs: number): Promise<ApiResult<unknown>>;
   /** The raw payload as stored in R2: fields that carry secrets removed. */
   redactRaw(raw: unknown): unknown;
-  messenger(bot: Bot<C>, target: DeliveryTarget, timeoutMs: number): Messenger;
+  /** `scope` names the one reply (the run) the messenger sends for: sends of different runs are never taken for repeats. */
+  messenger(bot: Bot<C>, target: DeliveryTarget, timeoutMs: number, scope?: string): Messenger;
   /** ctx.delivery.reply_target: where the reply goes, without secrets. */
   replyTargetView(target: DeliveryTarget): Record<string, unknown>;
 }

@@ -5,7 +5,8 @@ import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type Platf
 /**
  * Lark drops a send whose uuid it has seen in the last hour and answers with
  * the first message. A streamed card whose send was posted but answered too
- * late must not make the final text look like a retry of it.
+ * late must not make the final text look like a retry of it, and two runs
+ * saying the same thing in the same chat are not one repeated send.
  */
 const APP_ID = "cli_uuid_app_0001";
 const VERIFICATION_TOKEN = "lark-uuid-verification-token";
@@ -25,7 +26,7 @@ const sendsWith = (text: string) => fake.calls.filter((c) => c.method === "POST"
 
 async function larkApi(call: PlatformCall): Promise<FakeReply> {
   if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") return { json: { code: 0, msg: "ok", tenant_access_token: "t-uuid-tenant-token", expire: 7200 } };
-  if (call.method === "POST" && /\/reply$/.test(call.path)) {
+  if (call.method === "POST" && (/\/reply$/.test(call.path) || call.path === "/open-apis/im/v1/messages")) {
     const seen = byUuid.get(call.body.uuid);
     if (seen) return { json: { code: 0, msg: "success", data: { message_id: seen } } };
     const id = `om_uuid_${++nextId}`;
@@ -54,6 +55,7 @@ beforeAll(async () => {
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: APP_ID, app_secret: "lark-uuid-app-secret-0123", verification_token: VERIFICATION_TOKEN } });
   webhookUrl = created.body.webhook_url;
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "lark-uuid", scope: { type: "bot", id: created.body.bot_id } });
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "lark-welcome", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["group.member_joined"] });
 });
 afterAll(async () => {
   await host?.dispose();
@@ -95,5 +97,26 @@ describe("Lark: a send answered too late", () => {
       { type: "delivery.failed", operation: "send", code: "timeout", will_retry: true },
       { type: "delivery.succeeded", operation: "send", message_id: byUuid.get(attempts[0].body.uuid) },
     ]);
+  });
+});
+
+describe("Lark: two runs answering the same text in the same chat", () => {
+  it("posts both: the second is not dropped as a repeat of the first", async () => {
+    const joined = (eventId: string, openId: string) => ({
+      schema: "2.0",
+      header: { event_id: eventId, event_type: "im.chat.member.user.added_v1", create_time: String(Date.now()), token: VERIFICATION_TOKEN, app_id: APP_ID, tenant_key: "t" },
+      event: { chat_id: "oc_welcome", operator_id: { open_id: "ou_op" }, users: [{ name: openId, tenant_key: "t", user_id: { open_id: openId } }] },
+    });
+    const welcomes = () => fake.calls.filter((c) => c.method === "POST" && c.path === "/open-apis/im/v1/messages" && c.body.receive_id === "oc_welcome");
+    for (const [eventId, openId] of [["ev_join_1", "ou_ann"], ["ev_join_2", "ou_ben"]]) {
+      const sent = welcomes().length;
+      expect((await fetch(webhookUrl, { method: "POST", body: JSON.stringify(joined(eventId, openId)) })).status).toBe(200);
+      await waitFor(() => welcomes().length > sent, 15_000, `the welcome for ${openId}`);
+    }
+    // The same text each time (a welcome without input), posted as two messages.
+    const [first, second] = welcomes();
+    expect(first.body.content).toBe(second.body.content);
+    expect(first.body.uuid).not.toBe(second.body.uuid);
+    expect(new Set(welcomes().map((c) => byUuid.get(c.body.uuid))).size).toBe(2);
   });
 });

@@ -13,6 +13,8 @@ const LEAKY_CHAT = "-666";
 /** A group upgraded to a supergroup: Telegram refuses sends there and names the new chat. */
 const UPGRADED_GROUP = "-102700";
 const ITS_SUPERGROUP = "-1001027000001";
+/** Chats whose first sendMessage the fake takes (and posts), then drops the connection without answering. */
+const droppingChats = new Set<string>();
 /** Chats whose file uploads the fake refuses for good. */
 const REFUSING_FILES = new Set(["-102600"]);
 
@@ -35,6 +37,7 @@ function telegramApi(call: PlatformCall): FakeReply {
   if (method === "sendMessage") {
     if (chat === UPGRADED_GROUP) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: Number(ITS_SUPERGROUP) } } };
     if (chat === LEAKY_CHAT) return { status: 400, json: { ok: false, error_code: 400, description: `Bad Request: chat not found (bot ${BOT_TOKEN})` } };
+    if (droppingChats.delete(chat)) return { drop: true };
     const retryAfter = throttledChats.get(chat);
     if (retryAfter !== undefined && throttledChats.delete(chat)) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } } };
     return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(chat) }, text: call.body.text } } };
@@ -205,6 +208,19 @@ describe("Telegram: webhook in, reply out", () => {
     expect(JSON.parse(rows[1].data_json)).toMatchObject({ status: 429, code: "rate_limited", retry_after_ms: 1000, will_retry: true, attempt: 1 });
     expect(JSON.parse(rows[3].data_json)).toMatchObject({ attempt: 2 });
     expect((await host.waitForRun(runId)).status).toBe("completed");
+  });
+
+  it("never sends again a message whose connection dropped before Telegram answered: it may have been posted", async () => {
+    droppingChats.add("-100950");
+    await post(update("-100950", { text: "posted once" }));
+    const runId = (await waitFor(() => contextFor("posted once")[0]))!.run_id;
+    const rows = await waitFor(async () => {
+      const r = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
+      return r.some((row) => row.event_type === "delivery.failed") && r;
+    });
+    expect(rows.map((r) => r.event_type)).toEqual(["delivery.attempted", "delivery.failed"]);
+    expect(JSON.parse(rows[1].data_json)).toMatchObject({ operation: "send", code: "network_error", will_retry: false });
+    expect(sendsTo("-100950").map((c) => c.body.text)).toEqual(["echo: posted once"]);
   });
 
   it("a reply waiting out a rate limit holds neither its run nor the conversation's next run", async () => {

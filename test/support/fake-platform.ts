@@ -24,6 +24,8 @@ export interface FakeReply {
   headers?: Record<string, string>;
   json?: unknown;
   bytes?: Uint8Array;
+  /** Take the call, then close the connection without answering (a reset, a proxy going away). */
+  drop?: boolean;
 }
 
 /**
@@ -53,6 +55,7 @@ export async function startFakePlatform(answer: (call: PlatformCall) => FakeRepl
     calls.push(call);
     const reply = await answer(call);
     call.reply = reply;
+    if (reply.drop) return void req.socket.destroy();
     res.writeHead(reply.status ?? 200, { "content-type": reply.bytes ? "application/octet-stream" : "application/json", ...reply.headers });
     res.end(reply.bytes ?? JSON.stringify(reply.json ?? {}));
   });

@@ -43,6 +43,16 @@ describe("splitMessage", () => {
     expect(splitMessage("aaaaaa\nbbbbbbbbb", 10)).toEqual(["aaaaaa\n", "bbbbbbbbb"]);
   });
 
+  it("never reopens a fence with half a surrogate pair cut from its info string", () => {
+    const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    // The emoji sits across the opener's cut: "```typescript " is 14 code units.
+    const text = "```typescript 🚀 deploy script\n" + Array.from({ length: 200 }, (_, i) => `const step${i} = run(${i});`).join("\n") + "\n```\n";
+    const parts = splitMessage(text, 4096);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts.slice(1)) expect(part.startsWith("```typescript \n")).toBe(true);
+    for (const part of parts) expect(part).not.toMatch(loneSurrogate);
+  });
+
   it("splits a growing fenced text the same way: earlier parts stay stable once full", () => {
     const full = `\`\`\`py\n${"print(1)\n".repeat(80)}\`\`\``;
     const early = splitMessage(full.slice(0, 400), 120);

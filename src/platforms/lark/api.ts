@@ -89,14 +89,14 @@ const LARK_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** What im/v1/images takes; any other image (an SVG, say) goes up as a file. */
 const LARK_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/webp", "image/gif", "image/tiff", "image/bmp", "image/x-icon", "image/vnd.microsoft.icon"]);
 
-export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<DeliveryTarget, { platform: "lark" }>, timeoutMs: number): Messenger {
+export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<DeliveryTarget, { platform: "lark" }>, timeoutMs: number, scope = ""): Messenger {
   const api = larkApi(bot, timeoutMs);
   let sent = 0;
   async function post(msgType: string, content: string): Promise<ApiResult<string>> {
     // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice. The content
     // is part of it, so a different message in the same place (the final text after a streamed card whose answer was
     // lost) is never taken for that retry and dropped.
-    const uuid = (await sha256Hex(`${target.replyToMessageId ?? target.chatId}\n${sent}\n${msgType}\n${content}`)).slice(0, 32);
+    const uuid = (await sha256Hex(`${scope}\n${target.replyToMessageId ?? target.chatId}\n${sent}\n${msgType}\n${content}`)).slice(0, 32);
     const res =
       target.replyToMessageId === null
         ? await api.call("POST", "/open-apis/im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: msgType, content, uuid })

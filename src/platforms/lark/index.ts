@@ -50,9 +50,9 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
 
   // The verification token travels in every payload (v2 header.token, v1 token).
   redactRaw: (raw) => withoutPaths(raw, [["token"], ["header", "token"]]),
-  messenger: (bot, target, timeoutMs) => {
+  messenger: (bot, target, timeoutMs, scope) => {
     if (target.platform !== "lark") throw new Error("not a Lark target");
-    return larkMessenger(bot, target, timeoutMs);
+    return larkMessenger(bot, target, timeoutMs, scope);
   },
   replyTargetView: (t) => (t.platform === "lark" ? { chat_id: t.chatId, reply_to_message_id: t.replyToMessageId, reply_in_thread: t.replyInThread } : {}),
 };
