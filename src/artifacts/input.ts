@@ -10,9 +10,10 @@ import type { Db } from "../db/client";
 import type { Config } from "../env";
 import { sha256Hex } from "../lib/crypto";
 import { HostError } from "../lib/errors";
+import { newId } from "../lib/ids";
 import type { ArtifactRef } from "../protocol/common";
 import { artifactsStore, toArtifactRef, type ArtifactRow } from "../stores/artifacts";
-import { artifactAccess, artifactExpiry, artifactR2Key, artifactTypeOf, inputArtifactId } from "./policy";
+import { artifactAccess, artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
 import { readCapped } from "./read-capped";
 
 export interface InputAttachmentMeta {
@@ -38,7 +39,7 @@ export interface StoredInputAttachments {
   refs: ArtifactRef[];
   /** New artifact rows, for the caller's ingress batch. */
   rows: ArtifactRow[];
-  /** The R2 keys this attempt wrote (not those it found in place). */
+  /** The R2 keys this attempt wrote: removed unless this attempt's event is the one recorded. */
   written: string[];
 }
 
@@ -53,8 +54,7 @@ interface Deps {
 const label = (index: number) => `input.attachments.${index}`;
 
 /**
- * Store each source's bytes in R2 (deterministic key per event and position)
- * and answer the refs in source order plus the rows to insert. Refuses with a
+ * Store each source's bytes in R2 (a key of this attempt's own) and answer the refs in source order plus the rows to insert. Refuses with a
  * HostError (400 / 413) and removes what it wrote when any source fails.
  */
 export async function storeInputAttachments(
@@ -127,14 +127,13 @@ async function storeOne(
     name ??= fileNameOf(source.url);
   }
 
-  const artifactId = await inputArtifactId(owner.eventId, index);
+  // An id of this attempt's own, never derived from the event's: two deliveries of one event in flight at once (or
+  // an event id reused after retention) never share a blob, so an attempt that fails or loses removes only its own.
+  const artifactId = newId("art_in");
   const r2Key = artifactR2Key(artifactId);
   const sha256 = await sha256Hex(bytes);
-  // A re-delivery (or a retry after a failed batch) finds the blob in place and does not rewrite it.
-  if (!(await deps.bucket.head(r2Key))) {
-    await deps.bucket.put(r2Key, bytes, { httpMetadata: mimeType ? { contentType: mimeType } : undefined, sha256 });
-    written.push(r2Key);
-  }
+  await deps.bucket.put(r2Key, bytes, { httpMetadata: mimeType ? { contentType: mimeType } : undefined, sha256 });
+  written.push(r2Key);
   return {
     artifactId,
     artifactType: source.artifactType ?? artifactTypeOf(mimeType),

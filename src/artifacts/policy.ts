@@ -3,7 +3,6 @@
  * they live, and who may see them.
  */
 import type { Config } from "../env";
-import { sha256Hex } from "../lib/crypto";
 
 /** Where an artifact's bytes live in the ARTIFACTS bucket. */
 export const artifactR2Key = (artifactId: string) => `artifacts/${artifactId}`;
@@ -11,14 +10,6 @@ export const artifactR2Key = (artifactId: string) => `artifacts/${artifactId}`;
 /** When an artifact stored now expires; null when ARTIFACT_TTL_SECONDS is 0 (kept forever). */
 export function artifactExpiry(config: Config, now: number): number | null {
   return config.ARTIFACT_TTL_SECONDS > 0 ? now + config.ARTIFACT_TTL_SECONDS * 1000 : null;
-}
-
-/**
- * Deterministic per (event, position): a re-delivered event maps to the same
- * id and R2 key, so a duplicate overwrites nothing new and leaves no orphan.
- */
-export async function inputArtifactId(eventId: string, index: number): Promise<string> {
-  return `art_in_${(await sha256Hex(`input\n${eventId}\n${index}`)).slice(0, 32)}`;
 }
 
 /** A sensible artifact_type when the caller gave none. */

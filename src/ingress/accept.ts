@@ -134,9 +134,8 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   // The event's own user item, or for an event without one the conversation's newest item.
   const itemSeq = userItem.length ? userItemSeq(db, values) : latestTranscriptSeq(db, values);
   const results = await batchAll(db, [...writes, recordedEvent(db, values), itemSeq, resolveBinding(db, resolveQuery)]).catch(async (err: unknown) => {
-    // Nothing names the blobs this attempt wrote. Under an id the host minted they are its own and are removed; under
-    // the client's id they are kept for the retry that reuses them (a concurrent delivery may already name them).
-    if (ev.event_id === undefined && attached.written.length) await env.ARTIFACTS.delete(attached.written).catch(() => {});
+    // Nothing names the blobs this attempt wrote (they are its own): removed.
+    await deleteBlobs(env, attached.written);
     throw err;
   });
   // The three reads follow the writes, in this order.
@@ -146,6 +145,8 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   const seqs = { transcriptSeq: userItem.length ? (items[0]?.seq ?? null) : null, latestTranscriptSeq: items[0]?.seq ?? null };
 
   if (row.acceptId !== acceptId) {
+    // Another attempt recorded the event: the blobs this one wrote are named by nothing.
+    await deleteBlobs(env, attached.written);
     // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
     if (row.runId && bound && row.disposition === "bound") {
       const first = await runsStore(db).get(row.runId);
@@ -166,6 +167,11 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
 }
 
 type Bound = BoundAgent;
+
+/** Best effort: a blob left behind costs storage until its artifact's expiry would have, never the answer. */
+async function deleteBlobs(env: Env, keys: string[]): Promise<void> {
+  if (keys.length) await env.ARTIFACTS.delete(keys).catch(() => {});
+}
 
 function runnerGrants(manifestJson: string) {
   // Validated when the service was registered.

@@ -1,4 +1,4 @@
-import { inArray, sql, type SQL } from "drizzle-orm";
+import { and, gt, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { eventLog, transcript } from "../db/schema";
 import { R2_DELETE_MAX_KEYS, type BatchLimits } from "./limits";
@@ -7,43 +7,56 @@ import { R2_DELETE_MAX_KEYS, type BatchLimits } from "./limits";
 const transcriptRowid = sql.raw(`"transcript"."rowid"`);
 
 /**
- * Deletes rows created before `cutoff`, oldest first, `batchSize` per
- * statement. Rows are appended in time order, so the old ones are those
- * before the first row at or after the cutoff, found by a scan in key order
- * that stops there: no index on created_at is needed and nothing newer is
- * ever read. `keep` exempts rows that must stay.
+ * Rows are appended in time order, so the old ones are those before the
+ * first row at or after the cutoff, found by a scan in key order that stops
+ * there: no index on created_at is needed and nothing newer is ever read.
  */
-async function deleteOldest(
-  db: Db,
-  table: typeof eventLog | typeof transcript,
-  order: SQL,
-  cutoff: number,
-  limits: BatchLimits,
-  opts: { keep?: SQL; returning?: SQL; onDeleted?: (values: unknown[]) => Promise<void> } = {},
-) {
-  const firstRecent = sql`COALESCE((SELECT ${order} FROM ${table} WHERE ${table.createdAt} >= ${cutoff} ORDER BY ${order} LIMIT 1), 9223372036854775807)`;
+const firstRecent = (table: typeof eventLog | typeof transcript, order: SQL, cutoff: number) =>
+  sql`COALESCE((SELECT ${order} FROM ${table} WHERE ${table.createdAt} >= ${cutoff} ORDER BY ${order} LIMIT 1), 9223372036854775807)`;
+
+/** Deletes transcript rows created before `cutoff`, oldest first, `batchSize` per statement; `keep` exempts rows that must stay. */
+async function deleteOldTranscript(db: Db, cutoff: number, limits: BatchLimits, keep: SQL) {
   let deleted = 0;
   for (let i = 0; i < limits.maxBatches; i++) {
-    // sqlite-proxy hands raw rows back as arrays of column values.
-    const rows = await db.all<unknown[]>(sql`
-      DELETE FROM ${table}
-      WHERE ${order} IN (SELECT ${order} FROM ${table} WHERE ${order} < ${firstRecent} AND NOT (${opts.keep ?? sql`0`}) ORDER BY ${order} LIMIT ${limits.batchSize})
-      RETURNING ${opts.returning ?? sql`1`}`);
-    await opts.onDeleted?.(rows.map((r) => r[0]));
+    const rows = await db.all(sql`
+      DELETE FROM ${transcript}
+      WHERE ${transcriptRowid} IN (SELECT ${transcriptRowid} FROM ${transcript} WHERE ${transcriptRowid} < ${firstRecent(transcript, transcriptRowid, cutoff)} AND NOT (${keep}) ORDER BY ${transcriptRowid} LIMIT ${limits.batchSize})
+      RETURNING 1`);
     deleted += rows.length;
     if (rows.length < limits.batchSize) break;
   }
   return deleted;
 }
 
-/** A platform's raw payload (R2, `raw_ref`) goes with the last EventLog row that names it. */
-async function deleteRawPayloads(db: Db, bucket: R2Bucket, refs: unknown[]) {
-  const named = [...new Set(refs.filter((r): r is string => typeof r === "string" && r.startsWith("raw/")))];
-  if (!named.length) return;
-  // One payload can hold several events (Telegram's new members): keep it while any of them remains.
-  const stillNamed = new Set((await db.select({ ref: eventLog.rawRef }).from(eventLog).where(inArray(eventLog.rawRef, named)).all()).map((r) => r.ref));
-  const keys = named.filter((k) => !stillNamed.has(k));
-  for (let i = 0; i < keys.length; i += R2_DELETE_MAX_KEYS) await bucket.delete(keys.slice(i, i + R2_DELETE_MAX_KEYS));
+/**
+ * EventLog rows created before `cutoff`, oldest first, and the platform raw
+ * payloads (R2, `raw_ref`) only they name. Payloads go first, rows second: a
+ * failure between the two leaves rows naming payloads already gone, which the
+ * next sweep deletes again, never a payload no row names (it could never be
+ * found again, and would be kept forever).
+ */
+async function deleteOldEvents(db: Db, bucket: R2Bucket, cutoff: number, limits: BatchLimits) {
+  let deleted = 0;
+  for (let i = 0; i < limits.maxBatches; i++) {
+    // sqlite-proxy hands raw rows back as arrays of column values.
+    const batch = await db.all<[number, string | null]>(
+      sql`SELECT ${eventLog.seq}, ${eventLog.rawRef} FROM ${eventLog} WHERE ${eventLog.seq} < ${firstRecent(eventLog, sql`${eventLog.seq}`, cutoff)} ORDER BY ${eventLog.seq} LIMIT ${limits.batchSize}`,
+    );
+    if (batch.length === 0) break;
+    const lastSeq = batch[batch.length - 1][0];
+    const named = [...new Set(batch.map((r) => r[1]).filter((r): r is string => typeof r === "string" && r.startsWith("raw/")))];
+    if (named.length) {
+      // One payload can hold several events (Telegram's new members): kept while a row past this batch names it.
+      const still = new Set((await db.select({ ref: eventLog.rawRef }).from(eventLog).where(and(inArray(eventLog.rawRef, named), gt(eventLog.seq, lastSeq))).all()).map((r) => r.ref));
+      const keys = named.filter((k) => !still.has(k));
+      for (let j = 0; j < keys.length; j += R2_DELETE_MAX_KEYS) await bucket.delete(keys.slice(j, j + R2_DELETE_MAX_KEYS));
+    }
+    // Every row up to lastSeq is in the batch: EventLog rows are deleted in seq order, none exempt.
+    await db.run(sql`DELETE FROM ${eventLog} WHERE ${eventLog.seq} <= ${lastSeq}`);
+    deleted += batch.length;
+    if (batch.length < limits.batchSize) break;
+  }
+  return deleted;
 }
 
 /**
@@ -56,10 +69,7 @@ const newestOfItsConversation = sql`${transcript.seq} = (SELECT MAX(newer.seq) F
 
 export async function deleteOldHistory(db: Db, bucket: R2Bucket, cutoff: number, limits: BatchLimits) {
   return {
-    eventLog: await deleteOldest(db, eventLog, sql`${eventLog.seq}`, cutoff, limits, {
-      returning: sql`${eventLog.rawRef}`,
-      onDeleted: (refs) => deleteRawPayloads(db, bucket, refs),
-    }),
-    transcript: await deleteOldest(db, transcript, transcriptRowid, cutoff, limits, { keep: newestOfItsConversation }),
+    eventLog: await deleteOldEvents(db, bucket, cutoff, limits),
+    transcript: await deleteOldTranscript(db, cutoff, limits, newestOfItsConversation),
   };
 }

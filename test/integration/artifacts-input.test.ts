@@ -1,6 +1,7 @@
-import { createServer } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../support/fake-platform";
 import { callHostApi } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -11,7 +12,7 @@ const NOTES = Buffer.from("meeting notes: ship it");
 
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-let files: { url: string; hits: Map<string, number>; close(): Promise<void> };
+let files: Awaited<ReturnType<typeof startFileServer>>;
 
 /** What the runner saw and read back through the Host API. */
 interface Seen {
@@ -73,7 +74,7 @@ describe("input attachments", () => {
 
     const [notes, photo] = seen.input.attachments;
     expect(seen.input.attachments).toHaveLength(2);
-    expect(notes).toEqual({ artifact_id: expect.stringMatching(/^art_in_[0-9a-f]{32}$/), artifact_type: "file", mime_type: "text/plain", name: "notes.txt", size_bytes: NOTES.length });
+    expect(notes).toEqual({ artifact_id: expect.stringMatching(/^art_in_[0-9a-z]+$/), artifact_type: "file", mime_type: "text/plain", name: "notes.txt", size_bytes: NOTES.length });
     expect(photo).toEqual({ artifact_id: expect.stringMatching(/^art_in_/), artifact_type: "image", mime_type: "image/png", name: "photo.png", size_bytes: PNG.length });
     // The multimodal view names them too, after the text.
     expect(seen.input.contents).toEqual([
@@ -120,6 +121,32 @@ describe("input attachments", () => {
     expect(files.hits.get("/photo.png")).toBe(hitsBefore);
     expect(await host.r2Keys("artifacts/")).toEqual(keysBefore);
     const rows = await host.query("SELECT artifact_id FROM artifact WHERE metadata_json LIKE ?", ['%"event_id":"att-event-1"%']);
+    expect(rows).toHaveLength(2);
+  });
+
+  it("two deliveries of one event at once: the one that fails removes only its own blobs, never those the other recorded", async () => {
+    const keysBefore = new Set(await host.r2Keys("artifacts/"));
+    const event = { ...withAttachments("att-race", [{ url: `${files.url}/held/a` }, { url: `${files.url}/held/b` }]), event_id: "att-race-1" };
+    const answer = (res: ServerResponse, status = 200) => res.writeHead(status, { "content-type": "text/plain" }).end(status === 200 ? "bytes" : "");
+    const [x, y] = [host.postEvent(event), host.postEvent(event)];
+    // Both fetch /held/a; one (X) stores it first and waits on /held/b, then the other (Y) stores its own and records the event.
+    const [aX, aY] = await waitFor(() => files.held("/held/a").length === 2 && files.held("/held/a"), 10_000, "both fetches of a");
+    answer(aX);
+    const [bX] = await waitFor(() => files.held("/held/b").length === 1 && files.held("/held/b"), 10_000, "the first fetch of b");
+    answer(aY);
+    const bY = await waitFor(() => files.held("/held/b")[1], 10_000, "the second fetch of b");
+    answer(bY);
+    expect((await Promise.race([x, y])).status).toBe(202);
+    // X's second file is unavailable: X is refused and removes what it wrote.
+    answer(bX, 503);
+    expect((await Promise.all([x, y])).map((r) => r.status).sort()).toEqual([202, 400]);
+    const [recorded] = await host.query<{ input_json: string }>("SELECT input_json FROM event_log WHERE event_id = 'att-race-1'");
+    const named = JSON.parse(recorded.input_json).attachments.map((a: { artifact_id: string }) => `artifacts/${a.artifact_id}`);
+    expect(named).toHaveLength(2);
+    // The blobs the recorded event names are there, and they are all that is new: nothing the refused attempt wrote is left.
+    const added = (await host.r2Keys("artifacts/")).filter((k) => !keysBefore.has(k));
+    expect(added.sort()).toEqual([...named].sort());
+    const rows = await host.query("SELECT artifact_id FROM artifact WHERE metadata_json LIKE ?", ['%"event_id":"att-race-1"%']);
     expect(rows).toHaveLength(2);
   });
 
@@ -174,12 +201,14 @@ describe("input attachments", () => {
   });
 });
 
-/** Files an event may point at, with a hit count per path. */
+/** Files an event may point at, with a hit count per path; a request under /held/ waits for the test to answer it. */
 async function startFileServer() {
   const hits = new Map<string, number>();
+  const held = new Map<string, ServerResponse[]>();
   const server = createServer((req, res) => {
     const path = req.url ?? "/";
     hits.set(path, (hits.get(path) ?? 0) + 1);
+    if (path.startsWith("/held/")) return void held.set(path, [...(held.get(path) ?? []), res]);
     if (path === "/photo.png") return res.writeHead(200, { "content-type": "image/png", "content-length": PNG.length }).end(PNG);
     if (path === "/big-declared") return res.writeHead(200, { "content-length": MAX + 1 }).end(Buffer.alloc(MAX + 1));
     if (path === "/big-chunked") {
@@ -194,6 +223,8 @@ async function startFileServer() {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     hits,
+    /** The requests for `path` waiting for an answer, in arrival order. */
+    held: (path: string) => held.get(path) ?? [],
     close: () => new Promise<void>((done) => {
       server.closeAllConnections();
       server.close(() => done());
