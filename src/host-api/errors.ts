@@ -1,3 +1,4 @@
+import { describeError } from "../lib/describe-error";
 import { API_ERROR_STATUS, makeApiError, type AgentAPIError, type ApiErrorCode } from "../protocol/errors";
 
 /** A refused Host API call; `status` defaults to the §8 status of its code. */
@@ -25,3 +26,12 @@ export class ApiError extends Error {
 /** 401: the bearer token is missing, wrong, of another run, or of a run that ended. */
 export const invalidToken = () => new ApiError("unauthorized", "run token is not valid for an active run", { status: 401 });
 export const denied = (message: string, details?: Record<string, unknown>) => new ApiError("unauthorized", message, { details });
+
+/**
+ * The host's own failure while serving a call (the database refused or timed out): answered in §8's shape as a
+ * retryable 500 `runtime_error`. The cause goes to the log only: it may name tables or queries.
+ */
+export function hostFault(runId: string, action: string | null, cause: unknown): ApiError {
+  console.error(`run ${runId}: ${action ?? "Host API call"} failed in the host: ${describeError(cause)}`);
+  return new ApiError("runtime_error", "the host failed while serving this call; it may be tried again", { status: 500, retryable: true, cause });
+}

@@ -5,7 +5,7 @@ import { ACTIONS, type ActionContext } from "./actions/index";
 import type { ApiErrorCode } from "../protocol/errors";
 import { SealedSecretError } from "../lib/secret-box";
 import type { AuthorizationSnapshot } from "../run/snapshot";
-import { ApiError, denied, invalidToken } from "./errors";
+import { ApiError, denied, hostFault, invalidToken } from "./errors";
 import { decisionScope, logDecision, logRefusal, resourceOf } from "./decision-log";
 import { checkResourceGrant, isResourceAction } from "./resource-gate";
 import { StreamReply } from "./stream-reply";
@@ -107,15 +107,6 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     if (err.code === "unauthorized") await auditDenial(ctx, action ?? "", err).catch((e: Error) => console.error(`run ${ctx.snapshot.runId}: denial of ${action} not recorded: ${describeError(e)}`));
     return answered(errorReply(err), err.code, { ...resourceOf(params), ...resourceOf(err.details) });
   }
-}
-
-/**
- * The host's own failure while serving a call (the database refused or timed out): answered in §8's shape as a
- * retryable 500 `runtime_error`. The cause goes to the log only: it may name tables or queries.
- */
-export function hostFault(runId: string, action: string | null, cause: unknown): ApiError {
-  console.error(`run ${runId}: ${action ?? "Host API call"} failed in the host: ${describeError(cause)}`);
-  return new ApiError("runtime_error", "the host failed while serving this call; it may be tried again", { status: 500, retryable: true, cause });
 }
 
 type GatedAction = keyof typeof API_GROUP_OF_ACTION;

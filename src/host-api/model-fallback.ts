@@ -56,7 +56,7 @@ export async function withModelFallback<T>(
       return { value: await call(model), model };
     } catch (err) {
       const gone = err instanceof ApiError && err.code === "not_found";
-      const failure = toApiError(err, model?.secrets ?? [], { model_id: modelId, operation });
+      const failure = toApiError(err, model?.secrets ?? [], { model_id: modelId, operation }, { runId: ctx.snapshot.runId, action: `model ${modelId} (${operation})` });
       logUpstreamFailure(ctx, `model ${modelId} (${operation})`, failure);
       if (next && (gone || (err instanceof UpstreamError && err.providerFault))) {
         await ctx.ledger.append([{ type: "model.fallback", data: { model_id: modelId, next_model_id: next, operation, error: failure.message } }]);

@@ -3,26 +3,31 @@ import { UPSTREAM_ERROR_STATUS } from "../protocol/errors";
 import { redact } from "../resources/secrets";
 import { UpstreamError } from "../resources/upstream";
 import type { ActionContext } from "./actions/context";
-import { ApiError } from "./errors";
+import { ApiError, hostFault } from "./errors";
+
+/** How much of an upstream's message is shown: cut only once scrubbed, so no secret is cut in half and let through. */
+const SHOWN_MESSAGE_CHARS = 600;
 
 /**
  * A failed call to a host-held resource as the runner sees it: the host's own
  * refusals pass through; an upstream failure is a 502 `runtime_error` whose
- * message has the resource's secrets scrubbed out.
+ * message has the resource's secrets scrubbed out. Anything else failed in
+ * the host itself (its database, its bucket): §8's retryable 500, the cause
+ * (which may quote SQL) logged only.
  */
-export function toApiError(err: unknown, secrets: readonly string[], details: Record<string, unknown>): ApiError {
+export function toApiError(err: unknown, secrets: readonly string[], details: Record<string, unknown>, call: { runId: string; action: string }): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof SealedSecretError) return unopenedCredential(err, details);
   if (err instanceof UpstreamError) {
-    return new ApiError("runtime_error", redact(err.message, secrets), {
+    const message = redact(err.message, secrets);
+    return new ApiError("runtime_error", message.length > SHOWN_MESSAGE_CHARS ? `${message.slice(0, SHOWN_MESSAGE_CHARS)}…` : message, {
       status: UPSTREAM_ERROR_STATUS,
       retryable: err.providerFault,
       details: { ...details, ...(err.status ? { upstream_status: err.status } : {}) },
       cause: err,
     });
   }
-  const message = err instanceof Error ? err.message : String(err);
-  return new ApiError("runtime_error", redact(message, secrets), { status: UPSTREAM_ERROR_STATUS, details, cause: err });
+  return hostFault(call.runId, call.action, err);
 }
 
 /** A resource whose stored credential the host's keys cannot open: the host's fault (500), told without the credential. */

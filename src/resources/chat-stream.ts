@@ -1,8 +1,8 @@
 import { readLines, sseFramer } from "../runner/lines";
-import { redactValue } from "./secrets";
+import { redactValue, StreamRedactor } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
 import { UsageSchema } from "./openai";
-import { UpstreamError } from "./upstream";
+import { UPSTREAM_MESSAGE_MAX_CHARS, UpstreamError } from "./upstream";
 import { describeError } from "../lib/describe-error";
 
 /**
@@ -72,11 +72,11 @@ class ToolCallAssembler {
 
 /** A provider's error object (OpenAI-style `{message, type, code}`) or string, as text. */
 function errorText(error: unknown): string {
-  if (typeof error === "string") return error.slice(0, 500);
+  if (typeof error === "string") return error.slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
   const e = error as { message?: unknown; type?: unknown; code?: unknown } | null;
-  if (typeof e?.message !== "string") return JSON.stringify(error).slice(0, 500);
+  if (typeof e?.message !== "string") return JSON.stringify(error).slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
   const about = [e.type, e.code].filter((v) => typeof v === "string" || typeof v === "number");
-  return (about.length ? `${e.message} (${about.join(", ")})` : e.message).slice(0, 500);
+  return (about.length ? `${e.message} (${about.join(", ")})` : e.message).slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
 }
 
 const encoder = new TextEncoder();
@@ -89,6 +89,8 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   const frame = sseFramer({ maxLineBytes: opts.maxLineBytes });
   const tools = new ToolCallAssembler();
   let content = "";
+  // A secret the provider echoes is split across deltas: each delta's text is scrubbed with what came before it.
+  const shown = new StreamRedactor(opts.secrets);
   let finishReason: string | null = null;
   let usage: Usage | null = null;
   let finished = false;
@@ -127,8 +129,11 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     const choice = chunk.choices?.[0];
     if (!choice) return false;
     if (choice.finish_reason) finishReason = choice.finish_reason;
-    const delta = choice.delta ?? {};
-    if (typeof delta.content === "string") content += delta.content;
+    const delta = { ...choice.delta };
+    if (typeof delta.content === "string") {
+      content += delta.content;
+      delta.content = shown.push(delta.content);
+    }
     tools.add(delta.tool_calls);
     const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
     if (meaningful) out.push({ type: "delta", chunk: { ...delta, role: "assistant" } });
@@ -179,6 +184,8 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
           if (out.length) controller.enqueue(ndjson(out, opts.secrets));
           if (failure) throw failure;
           if (done) {
+            const held = shown.flush();
+            if (held) controller.enqueue(ndjson([{ type: "delta", chunk: { role: "assistant", content: held } }], opts.secrets));
             const result = assembled();
             return await end(controller, { type: "completed", model_id: opts.modelId, ...result }, { result });
           }

@@ -4,11 +4,13 @@
  * not a dependency here; so this interprets the subset tool schemas use:
  * type (incl. "integer" and type lists), properties, required,
  * additionalProperties, patternProperties, items/prefixItems, enum, const,
- * anyOf/oneOf/allOf, not, minimum/maximum (and exclusive forms, draft-4
- * booleans included), multipleOf, minLength/maxLength, pattern,
- * minItems/maxItems, uniqueItems, minProperties/maxProperties, and local
- * `$ref` (`#`, `#/$defs/...`, `#/definitions/...`, any JSON pointer).
- * Other keywords (format, if/then, ...) are ignored, i.e. permissive.
+ * anyOf/oneOf/allOf, not, if/then/else, minimum/maximum (and exclusive
+ * forms, draft-4 booleans included), multipleOf, minLength/maxLength, pattern,
+ * minItems/maxItems, uniqueItems, contains/minContains/maxContains,
+ * minProperties/maxProperties, propertyNames, dependentRequired,
+ * dependentSchemas and draft-7 `dependencies`, and local `$ref` (`#`,
+ * `#/$defs/...`, `#/definitions/...`, any JSON pointer). Annotations and
+ * `format` are ignored, i.e. permissive.
  *
  * What it cannot interpret it does not let through silently: a schema whose
  * pattern compiles neither as Unicode nor as plain JavaScript, or whose $ref
@@ -244,6 +246,13 @@ class Checker {
     if (min !== undefined && value.length < min) this.fail(path, `must have at least ${min} items`);
     if (max !== undefined && value.length > max) this.fail(path, `must have at most ${max} items`);
     if (s.uniqueItems === true) this.unique(value, path);
+    if (s.contains !== undefined) {
+      const found = value.filter((item, i) => this.trial(s.contains, item, pointer(path, i), depth)).length;
+      const least = num(s.minContains) ?? 1;
+      const most = num(s.maxContains);
+      if (found < least) this.fail(path, `must contain at least ${least} matching item${least === 1 ? "" : "s"}`);
+      if (most !== undefined && found > most) this.fail(path, `must contain at most ${most} matching items`);
+    }
     // Draft 2020-12 `prefixItems` + `items`, and the older tuple form `items: [...]`.
     const prefix = Array.isArray(s.prefixItems) ? s.prefixItems : Array.isArray(s.items) ? s.items : [];
     const rest = Array.isArray(s.items) ? s.additionalItems : s.items;
@@ -276,6 +285,18 @@ class Checker {
     const maxP = num(s.maxProperties);
     if (minP !== undefined && count < minP) this.fail(path, `must have at least ${minP} properties`);
     if (maxP !== undefined && count > maxP) this.fail(path, `must have at most ${maxP} properties`);
+    // dependentRequired (2019-09+) and the array form of draft-4/7 `dependencies`; their schema forms apply to the whole object.
+    for (const deps of [s.dependentRequired, s.dependencies]) {
+      if (!isObject(deps)) continue;
+      for (const [key, need] of Object.entries(deps)) {
+        if (!Object.hasOwn(value, key)) continue;
+        if (Array.isArray(need)) {
+          for (const other of need) if (typeof other === "string" && !Object.hasOwn(value, other)) this.fail(pointer(path, other), `is required when ${key} is present`);
+        } else if (need === false || isObject(need)) this.check(need as JsonSchema, value, path, depth + 1);
+      }
+    }
+    if (isObject(s.dependentSchemas)) for (const [key, sub] of Object.entries(s.dependentSchemas)) if (Object.hasOwn(value, key)) this.check(sub as JsonSchema, value, path, depth + 1);
+    if (s.propertyNames !== undefined) for (const key of Object.keys(value)) this.check(s.propertyNames as JsonSchema, key, pointer(path, key), depth + 1);
     const patternProps = isObject(s.patternProperties) ? Object.entries(s.patternProperties) : [];
     for (const [key, v] of Object.entries(value)) {
       let matched = false;
@@ -312,6 +333,10 @@ class Checker {
       if (matches !== 1) this.fail(path, `must match exactly one of the oneOf schemas (matched ${matches})`);
     }
     if (s.not !== undefined && this.trial(s.not, value, path, depth)) this.fail(path, "must not match the `not` schema");
+    if (s.if !== undefined) {
+      const branch = this.trial(s.if, value, path, depth) ? s.then : s.else;
+      if (branch !== undefined) this.check(branch as JsonSchema, value, path, depth + 1);
+    }
   }
 }
 

@@ -79,11 +79,15 @@ async function openSession(server: McpServerTarget, opts: { lifetime: AbortSigna
     await settleWithin(transport.terminateSession(), TERMINATE_WAIT_MS);
     await client.close().catch(() => {});
   };
+  // The SDK bounds only the `initialize` request; its `notifications/initialized` POST has no timeout of its own.
+  const handshake = setTimeout(() => stop(new UpstreamError("timeout", `the MCP server did not complete its handshake within ${opts.timeoutMs} ms`)), opts.timeoutMs);
   try {
-    await client.connect(transport, { signal: session.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
+    await untilAborted(client.connect(transport, { signal: session.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }), session.signal);
   } catch (err) {
     await close();
     throw upstreamOf(err, session.signal);
+  } finally {
+    clearTimeout(handshake);
   }
   return { client, signal: session.signal, close };
 }

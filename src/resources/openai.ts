@@ -1,6 +1,6 @@
 import * as z from "zod";
 import type { ChatRequest } from "./chat-request";
-import { abortReason, attemptSignal, httpError, joinUrl, readJson, readText, upstreamFetch, UpstreamError, type AttemptSignal } from "./upstream";
+import { abortReason, attemptSignal, httpError, joinUrl, readJson, readText, UPSTREAM_MESSAGE_MAX_CHARS, upstreamFetch, UpstreamError, type AttemptSignal } from "./upstream";
 
 /** Where and as whom the host calls a model; built from the model row at call time. */
 export interface ProviderTarget {
@@ -124,7 +124,7 @@ export async function openChatStream(target: ProviderTarget, req: ChatRequest, o
   try {
     const type = res.headers.get("content-type") ?? "";
     if (!/^\s*text\/event-stream\s*(;|$)/i.test(type)) {
-      const snippet = (await readText(res, 64 * 1024, attempt.signal).catch(() => "")).trim().slice(0, 300);
+      const snippet = (await readText(res, 64 * 1024, attempt.signal).catch(() => "")).trim().slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
       throw new UpstreamError("invalid_response", `the model provider answered ${type || "without a content type"} instead of an event stream${snippet ? `: ${snippet}` : ""}`, res.status);
     }
     if (!res.body) throw new UpstreamError("invalid_response", "the model provider answered without a body", res.status);

@@ -40,6 +40,41 @@ export function redact(text: string, fragments: readonly string[]): string {
 }
 
 /**
+ * Scrubs text that arrives in pieces (a model's streamed deltas): a secret
+ * split across pieces is caught too, as the tail of what arrived that could
+ * be the start of a secret waits for the next piece before it is sent.
+ */
+export class StreamRedactor {
+  private unsent = "";
+  constructor(private readonly fragments: readonly string[]) {}
+
+  /** Of the text so far, what can be sent now, scrubbed. */
+  push(piece: string): string {
+    this.unsent = redact(this.unsent + piece, this.fragments);
+    let hold = 0;
+    for (const f of this.fragments) {
+      // The longest tail that is a proper prefix of this secret.
+      for (let k = Math.min(f.length - 1, this.unsent.length); k > hold; k--) {
+        if (this.unsent.endsWith(f.slice(0, k))) {
+          hold = k;
+          break;
+        }
+      }
+    }
+    const ready = this.unsent.slice(0, this.unsent.length - hold);
+    this.unsent = this.unsent.slice(this.unsent.length - hold);
+    return ready;
+  }
+
+  /** The rest, once nothing more will arrive. */
+  flush(): string {
+    const rest = this.unsent;
+    this.unsent = "";
+    return rest;
+  }
+}
+
+/**
  * A JSON value (an upstream's answer) with its secrets scrubbed where they
  * are: in string values and keys, matched as the text they are rather than
  * as escaped in serialised JSON (a secret with `"` or `\` in it). A number

@@ -32,7 +32,8 @@ export function abortReason(signal: AbortSignal, fallback: unknown): unknown {
 
 export async function upstreamFetch(url: string, init: RequestInit & { signal: AbortSignal }): Promise<Response> {
   try {
-    return await fetch(url, init);
+    // Credentials go only where the operator pointed them: an upstream's redirect is its answer, never followed.
+    return await fetch(url, { ...init, redirect: "manual" });
   } catch (err) {
     throw abortReason(init.signal, new UpstreamError("network", `request to ${new URL(url).origin} failed: ${(err as Error).message}`, undefined, { cause: err }));
   }
@@ -93,9 +94,15 @@ export async function readText(res: Response, maxBytes: number, signal: AbortSig
 }
 
 /** A non-2xx answer as an error, with the start of its body (the caller scrubs secrets). */
+/**
+ * How much of an upstream's own words an error keeps. Generous: the message is cut to size only once its secrets
+ * are scrubbed (toApiError), so no secret is cut in half first and let through.
+ */
+export const UPSTREAM_MESSAGE_MAX_CHARS = 16 * 1024;
+
 export async function httpError(res: Response, what: string, signal: AbortSignal): Promise<UpstreamError> {
   const body = await readText(res, 64 * 1024, signal).catch(() => "");
-  const snippet = body.trim().slice(0, 300);
+  const snippet = body.trim().slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
   return new UpstreamError("http", `${what} answered HTTP ${res.status}${snippet ? `: ${snippet}` : ""}`, res.status);
 }
 

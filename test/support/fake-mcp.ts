@@ -15,8 +15,10 @@ import { listenLoopback, readBody, sendJson } from "./http-server";
  *
  * With `sessionId` it names a session on every answer, so the client ends it
  * with DELETE at the end; with `hangOnDelete` that DELETE is never answered.
+ * With `hangOnInitialized` it answers `initialize` but never the client's
+ * `notifications/initialized`, so the handshake never completes.
  */
-export async function startFakeMcpServer(opts: { token: string; sessionId?: string; hangOnDelete?: boolean; hugeBytes?: number; brokenTool?: boolean; slowMs?: number }) {
+export async function startFakeMcpServer(opts: { token: string; sessionId?: string; hangOnDelete?: boolean; hugeBytes?: number; brokenTool?: boolean; slowMs?: number; hangOnInitialized?: boolean }) {
   const calls: { method: string | undefined; tool?: string }[] = [];
   const server = await listenLoopback(async (req, res) => {
     if (req.headers.authorization !== `Bearer ${opts.token}`) return sendJson(res, 401, { error: `unauthorised: ${req.headers.authorization ?? "no credentials"} at ${req.url}` });
@@ -29,6 +31,7 @@ export async function startFakeMcpServer(opts: { token: string; sessionId?: stri
     const raw = await readBody(req);
     const message = raw ? JSON.parse(raw) : undefined;
     calls.push({ method: message?.method, tool: message?.params?.name });
+    if (opts.hangOnInitialized && message?.method === "notifications/initialized") return;
     const mcp = new McpServer({ name: "calc", version: "1.0.0" });
     mcp.registerTool(
       "add",

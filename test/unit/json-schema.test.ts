@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import * as z from "zod";
 import { mcpSchemaValidator, schemaProblems, validateJsonSchema, type JsonSchema } from "../../src/resources/json-schema";
 
 const paths = (schema: JsonSchema, value: unknown) => validateJsonSchema(schema, value).map((i) => i.path);
@@ -38,8 +39,8 @@ describe("tool parameter schemas", () => {
     expect(paths({ type: "array", uniqueItems: true }, [{ a: 1 }, { a: 1 }])).toEqual([""]);
   });
 
-  it("ignores keywords it does not implement instead of refusing", () => {
-    expect(validateJsonSchema({ format: "email", if: { type: "string" }, then: { minLength: 100 } }, "not-an-email")).toEqual([]);
+  it("ignores keywords it does not implement (format, annotations) instead of refusing", () => {
+    expect(validateJsonSchema({ format: "email", title: "address", examples: ["a@b.c"] }, "not-an-email")).toEqual([]);
     expect(validateJsonSchema({}, { anything: [1, 2] })).toEqual([]);
   });
 
@@ -146,3 +147,42 @@ describe("tool parameter schemas", () => {
     expect(validate({})).toMatchObject({ valid: false, errorMessage: "/n: is required" });
   });
 });
+
+describe("keywords real tool schemas use beyond the basics", () => {
+  it("propertyNames: what zod 4 (the MCP SDK's) publishes for a record with enum keys", () => {
+    const schema = z.toJSONSchema(z.object({ limits: z.partialRecord(z.enum(["celsius", "kelvin"]), z.number()) })) as JsonSchema;
+    expect(JSON.stringify(schema)).toContain("propertyNames");
+    expect(validateJsonSchema(schema, { limits: { celsius: 1 } })).toEqual([]);
+    expect(paths(schema, { limits: { "rm -rf /": 1 } })).toEqual(["/limits/rm -rf ~1"]);
+  });
+
+  it("dependentRequired, draft-7 dependencies (both forms), dependentSchemas", () => {
+    const schema: JsonSchema = {
+      type: "object",
+      dependentRequired: { card: ["cvv"] },
+      dependencies: { iban: ["bic"], vip: { required: ["tier"] } },
+      dependentSchemas: { discount: { properties: { price: { minimum: 10 } } } },
+    };
+    expect(validateJsonSchema(schema, { name: "x" })).toEqual([]);
+    expect(paths(schema, { card: "4111" })).toEqual(["/cvv"]);
+    expect(paths(schema, { iban: "DE00" })).toEqual(["/bic"]);
+    expect(paths(schema, { vip: true })).toEqual(["/tier"]);
+    expect(paths(schema, { discount: 1, price: 5 })).toEqual(["/price"]);
+  });
+
+  it("contains with minContains / maxContains", () => {
+    const schema: JsonSchema = { type: "array", contains: { const: "me" }, maxContains: 1 };
+    expect(validateJsonSchema(schema, ["you", "me"])).toEqual([]);
+    expect(validateJsonSchema(schema, ["you"])).not.toEqual([]);
+    expect(validateJsonSchema(schema, ["me", "me"])).not.toEqual([]);
+    expect(validateJsonSchema({ contains: { type: "number" }, minContains: 2 }, [1, "a", 2])).toEqual([]);
+  });
+
+  it("if / then / else", () => {
+    const schema: JsonSchema = { if: { required: ["unit"], properties: { unit: { const: "kelvin" } } }, then: { properties: { value: { minimum: 0 } } }, else: { required: ["unit"] } };
+    expect(validateJsonSchema(schema, { unit: "kelvin", value: 3 })).toEqual([]);
+    expect(paths(schema, { unit: "kelvin", value: -3 })).toEqual(["/value"]);
+    expect(paths(schema, { value: -3 })).toEqual(["/unit"]);
+  });
+});
+

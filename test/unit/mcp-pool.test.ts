@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { McpSessionPool } from "../../src/resources/mcp";
+import { discoverMcpTools, McpSessionPool } from "../../src/resources/mcp";
 import { startFakeMcpServer } from "../support/fake-mcp";
 
 /** The pool against a real MCP server (the official SDK's) on loopback. */
@@ -62,3 +62,29 @@ describe("McpSessionPool", () => {
     await pool.closeAll();
   });
 });
+
+describe("an MCP server whose handshake never completes", () => {
+  let stalled: Awaited<ReturnType<typeof startFakeMcpServer>>;
+  beforeAll(async () => {
+    stalled = await startFakeMcpServer({ token: TOKEN, hangOnInitialized: true });
+  });
+  afterAll(() => stalled?.close());
+  const at = () => ({ url: stalled.url, headers: { authorization: `Bearer ${TOKEN}` } });
+  /** `promise`'s outcome, or "pending" once `ms` passed. */
+  const within = (promise: Promise<unknown>, ms: number) =>
+    Promise.race([promise.then(() => "resolved", (e: Error) => `rejected: ${e.message}`), new Promise((r) => setTimeout(r, ms, "pending"))]);
+
+  it("ends discovery at its timeout", async () => {
+    const outcome = await within(discoverMcpTools(at(), { signal: AbortSignal.timeout(500), timeoutMs: 500, maxBytes: 64 * 1024 }), 4_000);
+    expect(outcome).toMatch(/^rejected: /);
+  });
+
+  it("lets a run's pool close once the run has ended", async () => {
+    const run = new AbortController();
+    const pool = new McpSessionPool(run.signal);
+    await expect(pool.callTool(at(), { name: "add", arguments: { a: 1, b: 2 } }, { signal: AbortSignal.timeout(300), timeoutMs: 300, maxBytes: 64 * 1024 })).rejects.toThrow();
+    run.abort(new Error("the run has ended"));
+    expect(await within(pool.closeAll(), 4_000)).toBe("resolved");
+  });
+});
+

@@ -5,7 +5,7 @@ import { ApiError } from "../../src/host-api/errors";
 import { chatStreamToNdjson, type StreamEnd } from "../../src/resources/chat-stream";
 import { toChatRequest, ModelInputError } from "../../src/resources/chat-request";
 import { grantResources } from "../../src/resources/grants";
-import { maskUrl, redact, redactValue, secretFragments, urlSecrets } from "../../src/resources/secrets";
+import { maskUrl, redact, redactValue, secretFragments, StreamRedactor, urlSecrets } from "../../src/resources/secrets";
 
 describe("effective resource grants", () => {
   const found = {
@@ -118,6 +118,15 @@ describe("model.stream framing", () => {
     expect(end).toEqual({ error: { code: "provider_error", message: lines[1].error.message } });
   });
 
+  it("never streams a key the provider echoes a few characters per delta, and loses none of the other text", async () => {
+    const quoted = `you used ${KEY} ok`;
+    const frames = quoted.match(/.{1,5}/g)!.map((piece) => data({ choices: [{ delta: { content: piece } }] }));
+    const { lines } = await collect(sse([...frames, data({ choices: [{ delta: {}, finish_reason: "stop" }] }), DONE]));
+    const streamed = lines.filter((l) => l.type === "delta").map((l) => l.chunk.content).join("");
+    expect(streamed).toBe("you used [redacted] ok");
+    expect(lines.at(-1)).toMatchObject({ type: "completed", message: { content: "you used [redacted] ok" } });
+  });
+
   it("a stream that stops without [DONE] or a finish reason is not completed", async () => {
     const { lines, end } = await collect(sse([data({ choices: [{ delta: { content: "Hel" } }] })]));
     expect(lines.map((l) => l.type)).toEqual(["delta", "error"]);
@@ -183,6 +192,17 @@ describe("secret scrubbing", () => {
       none: null,
     });
     expect(redactValue({ a: 1 }, [])).toEqual({ a: 1 });
+  });
+
+  it("scrubs text arriving in pieces, holding back only a tail that may begin a secret", () => {
+    const r = new StreamRedactor(["sk-abcdef", "tok-123456"]);
+    expect(r.push("hello sk-")).toBe("hello ");
+    expect(r.push("abc")).toBe("");
+    expect(r.push("def and sk-x")).toBe("[redacted] and sk-x");
+    expect(r.push(" tok-12")).toBe(" ");
+    expect(r.flush()).toBe("tok-12");
+    expect(r.flush()).toBe("");
+    expect(new StreamRedactor([]).push("sk-")).toBe("sk-");
   });
 
   it("masks what may be a credential in an endpoint URL, and lists it for scrubbing", () => {

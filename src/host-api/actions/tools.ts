@@ -86,7 +86,7 @@ const toolCall: Handler<"tool.call"> = async (ctx, p) => {
     await ctx.ledger.append([{ type: "tool.call.completed", data: { ...ids, ...out, duration_ms: Date.now() - startedAt } }]);
     return { ...ids, ...out };
   } catch (err) {
-    const failure = toApiError(err, secrets, ids);
+    const failure = toApiError(err, secrets, ids, { runId: ctx.snapshot.runId, action: `tool ${p.tool_name}` });
     logUpstreamFailure(ctx, `tool ${p.tool_name}`, failure);
     await ctx.ledger.append([{ type: "tool.call.completed", data: { ...ids, error: { code: failure.code, message: failure.message }, duration_ms: Date.now() - startedAt } }]);
     throw failure;

@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listenLoopback, readBody, sendJson } from "../support/http-server";
+import { startTestHost, type TestHost } from "../support/host";
+import { startScriptedRunner } from "../support/scripted-runner";
+
+/**
+ * What a host-held resource call must never let out: the operator's
+ * credentials (echoed by a provider, quoted in an error, carried along a
+ * redirect) and the host's own internals (a failed query). One provider, one
+ * tool and "another origin" on loopback.
+ */
+
+const KEY = "sk-review-0123456789abcdefABCDEF";
+const TOOL_KEY = "tool-review-key-9f8e7d6c5b4a";
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
+let provider: Awaited<ReturnType<typeof listenLoopback>>;
+let elsewhere: Awaited<ReturnType<typeof listenLoopback>>;
+const seenElsewhere: Record<string, string | undefined>[] = [];
+
+const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("");
+const delta = (content: string, finish: string | null = null) => ({ choices: [{ index: 0, delta: { content }, finish_reason: finish }] });
+
+beforeAll(async () => {
+  // Another origin: records what it was sent.
+  elsewhere = await listenLoopback(async (req, res) => {
+    await readBody(req);
+    seenElsewhere.push({ path: req.url, authorization: req.headers.authorization, "x-api-key": req.headers["x-api-key"] as string | undefined });
+    sendJson(res, 200, { choices: [{ message: { role: "assistant", content: "from elsewhere" }, finish_reason: "stop" }], redirected: true });
+  });
+  provider = await listenLoopback(async (req, res) => {
+    const body = JSON.parse((await readBody(req)) || "{}");
+    if (req.url === "/tool") {
+      res.writeHead(307, { location: `${elsewhere.url}/tool-result` });
+      return void res.end();
+    }
+    if (req.headers.authorization !== `Bearer ${KEY}`) return sendJson(res, 401, { error: "bad key" });
+    switch (body.model) {
+      case "echo-split": {
+        // A careless proxy quoting the key it got, as a model streams text: a few characters per delta.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const quoted = `you used ${KEY}`;
+        const parts = quoted.match(/.{1,8}/g)!.map((p) => delta(p));
+        return void res.end(sse([...parts, delta("", "stop"), "[DONE]"]));
+      }
+      case "long-error":
+        // A 503 whose body quotes the key late in a long message.
+        return sendJson(res, 503, { error: { message: `${"upstream is overloaded, please retry later. ".repeat(5)}request was authorised by ${req.headers.authorization}` } });
+      case "redirect":
+        res.writeHead(307, { location: `${elsewhere.url}/v1/chat/completions` });
+        return void res.end();
+      default:
+        return sendJson(res, 200, { choices: [{ message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] });
+    }
+  });
+  runner = await startScriptedRunner({
+    name: "leaks",
+    runners: [{ name: "default", label: { en_US: "leaks" }, permissions: { models: ["invoke", "stream"], tools: ["detail", "call"], knowledge_bases: ["retrieve"] } }],
+  });
+  host = await startTestHost({ captureLogs: true, vars: { DB_QUERY_TIMEOUT_MS: "1000" } });
+  const register = async (path: string, payload: unknown) => {
+    const res = await host.admin("POST", path, payload);
+    if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  };
+  for (const m of ["echo-split", "long-error", "redirect", "plain"]) {
+    await register("/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
+  }
+  await register("/v1/admin/tools", { name: "redirected", description: "a tool behind a redirect", endpoint: `${provider.url}/tool`, headers: { "x-api-key": TOOL_KEY } });
+  await register("/v1/admin/runner-services", { base_url: runner.url });
+  await register("/v1/admin/agents", {
+    agent_id: "leaks", name: "leaks", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
+    resource_policy: { models: ["echo-split", "long-error", "redirect", "plain"], tools: ["redirected"] },
+  });
+});
+
+afterAll(async () => {
+  host?.databaseOutage(false);
+  await host?.dispose();
+  await Promise.all([runner?.close(), provider?.close(), elsewhere?.close()]);
+});
+
+const inRun = <T = any>(conversationId: string, script: Parameters<typeof runner.run>[2]) => runner.run<T>(host, conversationId, script);
+const ndjson = async (res: Response) => (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+const user = (content: string) => [{ role: "user", content }];
+
+describe("secrets", () => {
+  it("a key the provider streams back across several deltas never reaches the runner", async () => {
+    const { result } = await inRun("split", async (_api, _ctx, _emit, raw) => ndjson(await raw("model.stream", { model_id: "echo-split", messages: user("what key?") })));
+    expect(result.at(-1)).toMatchObject({ type: "completed" });
+    expect(JSON.stringify(result.at(-1))).not.toContain(KEY);
+    // The deltas, a few characters each, never spell it out either.
+    const streamed = result.filter((l: any) => l.type === "delta").map((l: any) => l.chunk.content).join("");
+    expect(streamed).toBe("you used [redacted]");
+  });
+
+  it("an upstream error that quotes the key late in its body does not leak part of it", async () => {
+    const { result } = await inRun("long-error", async (api) => api("model.invoke", { model_id: "long-error", messages: user("hi") }));
+    expect(result.status).toBe(502);
+    const message: string = result.body.error.message;
+    // No 12-character run of the key may appear.
+    const pieces = Array.from({ length: KEY.length - 11 }, (_, i) => KEY.slice(i, i + 12));
+    expect(pieces.filter((p) => message.includes(p))).toEqual([]);
+  });
+
+  it("a provider's or tool's redirect to another origin does not carry the operator's credentials there", async () => {
+    seenElsewhere.length = 0;
+    const { result } = await inRun("redirect", async (api) => ({
+      model: await api("model.invoke", { model_id: "redirect", messages: user("hi") }),
+      tool: await api("tool.call", { tool_name: "redirected", parameters: {} }),
+    }));
+    // Nothing was sent there: a redirect is the upstream's answer (a failed one), never followed.
+    expect(seenElsewhere).toEqual([]);
+    expect([result.model.status, result.model.body.error.details.upstream_status]).toEqual([502, 307]);
+    expect([result.tool.status, result.tool.body.error.details.upstream_status]).toEqual([502, 307]);
+  });
+});
+
+describe("host faults during a resource call", () => {
+  it("a database failure reading the model is the host's retryable 500, not an upstream 502 quoting the database", async () => {
+    const { result } = await inRun("db-model", async (api) => {
+      host.databaseOutage({ queries: 1, matching: 'from \\"model\\" where' });
+      return api("model.invoke", { model_id: "plain", messages: user("hi") });
+    });
+    // As for any other Host API call during an outage (database-outage.test.ts): §8's retryable 500, naming no query.
+    expect([result.status, result.body.error.code, result.body.error.retryable]).toEqual([500, "runtime_error", true]);
+    expect(result.body.error.message).not.toMatch(/select|api_key|from "model"/i);
+  });
+
+  it("a tool call whose ledger record cannot be written is not reported as the tool's 502 quoting the SQL", async () => {
+    const { result } = await inRun("db-tool", async (api) => {
+      host.databaseOutage({ queries: 1, matching: '"tool.call.completed"' });
+      return api("tool.call", { tool_name: "redirected", parameters: {} });
+    });
+    expect([result.status, result.body.error?.code, result.body.error?.retryable]).toEqual([500, "runtime_error", true]);
+    expect(result.body.error.message).not.toMatch(/insert|run_event/i);
+  });
+});
