@@ -57,6 +57,9 @@ export const transcript = sqliteTable(
     role: text("role").notNull(),
     itemType: text("item_type").notNull(),
     content: text("content"),
+    // What the full-text index reads instead of content when set: content with each character of a script written
+    // without spaces (Chinese, Japanese, Thai, ...) as a word of its own, so a word inside a sentence is found.
+    searchText: text("search_text"),
     contentJson: text("content_json"),
     artifactRefsJson: text("artifact_refs_json").notNull().default("[]"),
     metadataJson: text("metadata_json").notNull().default("{}"),

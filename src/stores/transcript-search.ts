@@ -2,7 +2,7 @@ import { and, asc, desc, eq, exists, inArray, sql, type SQL } from "drizzle-orm"
 import type { Db } from "../db/client";
 import { transcriptFts } from "../db/fts";
 import { eventLog, transcript } from "../db/schema";
-import type { TranscriptRow } from "./transcript";
+import { transcriptItemColumns, type TranscriptRow } from "./transcript";
 
 export interface TranscriptSearchQuery {
   /** An FTS5 MATCH expression, from ftsMatchExpression: never raw user text. */
@@ -44,7 +44,7 @@ export function transcriptSearchStore(db: Db) {
       }
       const rows = await db
         .select({
-          row: t,
+          row: transcriptItemColumns,
           rank: sql<number>`${f.rank}`.mapWith(Number),
           // Counted over every match before LIMIT applies: one statement, no second scan.
           total: sql<number>`count(*) OVER ()`.mapWith(Number),

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gt, lt, sql } from "drizzle-orm";
 import { compiled, param } from "../db/compiled";
 import { insertWhere } from "../db/guarded";
 import { acceptedHere } from "./event-log";
@@ -6,8 +6,12 @@ import type { Db } from "../db/client";
 import { transcript } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
+import { searchTextOf } from "./fts-query";
 
-export type TranscriptRow = typeof transcript.$inferSelect;
+/** An item as read back: every column but `search_text`, which only the full-text index needs. */
+const { searchText: _indexOnly, ...itemReadColumns } = getTableColumns(transcript);
+export const transcriptItemColumns = itemReadColumns;
+export type TranscriptRow = Omit<typeof transcript.$inferSelect, "searchText">;
 
 export function toTranscriptItem(row: TranscriptRow, includeArtifacts = true) {
   return {
@@ -56,6 +60,7 @@ function itemColumns() {
     role: param("role"),
     itemType: param("itemType"),
     content: param("content"),
+    searchText: param("searchText"),
     contentJson: param("contentJson"),
     artifactRefsJson: param("artifactRefsJson"),
     metadataJson: param("metadataJson"),
@@ -84,6 +89,7 @@ export function transcriptInsert(db: Db, item: NewTranscriptItem, acceptId?: str
     role: item.role,
     itemType: item.itemType,
     content: item.content ?? null,
+    searchText: searchTextOf(item.content),
     contentJson: item.contentJson === undefined ? null : JSON.stringify(item.contentJson),
     artifactRefsJson: JSON.stringify(item.artifactRefs ?? []),
     metadataJson: JSON.stringify(item.metadata ?? {}),
@@ -107,7 +113,7 @@ export function transcriptStore(db: Db) {
       if (opts.beforeSeq !== undefined) conds.push(lt(t.seq, opts.beforeSeq));
       if (opts.afterSeq !== undefined) conds.push(gt(t.seq, opts.afterSeq));
       const rows = await db
-        .select()
+        .select(transcriptItemColumns)
         .from(t)
         .where(and(...conds))
         .orderBy(opts.direction === "backward" ? desc(t.seq) : asc(t.seq))

@@ -74,6 +74,19 @@ describe("history.search", () => {
     expect([result.too_many.status, result.too_many.body.error.code]).toEqual([400, "invalid_argument"]);
   });
 
+  it("finds a Chinese or Japanese word inside a sentence written without spaces", async () => {
+    const id = `search-${++conversations}`;
+    for (const text of ["我明天要去北京开会", "東京で会議があります"]) await host.waitForRun((await host.postEvent(messageEvent(id, text))).body.run_id!);
+    const { result } = await runner.run(host, id, async (api) => ({
+      beijing: await api("history.search", { query: "北京", filters: { roles: ["user"] } }),
+      meeting: await api("history.search", { query: "会議", filters: { roles: ["user"] } }),
+      reversed: await api("history.search", { query: "京北" }),
+    }));
+    expect(result.beijing.body.data.items.map((i: any) => i.content)).toEqual(["我明天要去北京开会"]);
+    expect(result.meeting.body.data.items.map((i: any) => i.content)).toEqual(["東京で会議があります"]);
+    expect(result.reversed.body.data.total_count).toBe(0);
+  });
+
   it("treats query text as words, never as FTS or SQL syntax", async () => {
     const CONVERSATION = await seededConversation();
     const hostile = ['"', "AND", "NEAR(invoice", '"invoice', "content:invoice", "invoice*", "^March", "'; DROP TABLE transcript; --", "a\u0000b", "()", "🙂"];

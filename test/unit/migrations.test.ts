@@ -32,4 +32,18 @@ describe("migrations on an existing database", () => {
     const rows = await client.execute("SELECT run_id, status FROM run ORDER BY run_id");
     expect(rows.rows.map((r) => [r.run_id, r.status])).toEqual([["r-done", "completed"], ["r-running", "running"], ["r-waiting", "created"]]);
   });
+
+  it("re-creates the full-text triggers to read search_text, keeping what was indexed before", async () => {
+    const client = createClient({ url: ":memory:" });
+    await migrate(drizzle(client), { migrationsFolder: migrationsBefore("0006_transcript_search_text") });
+    const insert = "INSERT INTO transcript (transcript_id, conversation_key, seq, event_id, role, item_type, content, created_at) VALUES (?, 'k', ?, 'e', 'user', 'message', ?, 1)";
+    await client.execute({ sql: insert, args: ["t-old", 1, "北京开会 before"] });
+    await migrate(drizzle(client), { migrationsFolder: "migrations" });
+    await client.execute({ sql: insert.replace("content, created_at) VALUES (?, 'k', ?, 'e', 'user', 'message', ?, 1)", "content, search_text, created_at) VALUES (?, 'k', ?, 'e', 'user', 'message', ?, ?, 1)"), args: ["t-new", 2, "北京开会 after", " 北  京  开  会  after"] });
+    const match = async (q: string) =>
+      (await client.execute({ sql: "SELECT t.transcript_id FROM transcript_fts f JOIN transcript t ON t.rowid = f.rowid WHERE transcript_fts MATCH ? ORDER BY t.seq", args: [`content:(${q})`] })).rows.map((r) => r.transcript_id);
+    expect(await match('"before"')).toEqual(["t-old"]);
+    expect(await match('"北 京"')).toEqual(["t-new"]);
+    expect(await match('"北京开会"')).toEqual(["t-old"]);
+  });
 });

@@ -6,8 +6,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { createDb, type Db } from "../../src/db/client";
 import { libsqlExecutor } from "../../src/db/executor";
 import { eventLog } from "../../src/db/schema";
-import { ftsMatchExpression, MAX_QUERY_TERMS } from "../../src/stores/fts-query";
-import { transcriptInsert } from "../../src/stores/transcript";
+import { ftsMatchExpression, MAX_QUERY_TERMS, searchTextOf } from "../../src/stores/fts-query";
+import { transcriptInsert, transcriptStore } from "../../src/stores/transcript";
 import { transcriptSearchStore } from "../../src/stores/transcript-search";
 
 let db: Db;
@@ -39,6 +39,13 @@ describe("ftsMatchExpression", () => {
     const many = Array.from({ length: 100 }, (_, i) => `w${i}`).join(" ");
     expect(ftsMatchExpression(many)!.split(" OR ")).toHaveLength(MAX_QUERY_TERMS);
   });
+
+  it("makes a word of a script written without spaces a phrase of its characters, as the index holds them", () => {
+    expect(ftsMatchExpression("北京 Python教程 東京で")).toBe('"北 京" OR "Python 教 程" OR "東 京 で"');
+    expect(searchTextOf("去北京开会 ok")).toBe(" 去  北  京  开  会  ok");
+    expect(searchTextOf("plain text, café")).toBeNull();
+    expect(searchTextOf(null)).toBeNull();
+  });
 });
 
 describe("transcript full-text search on embedded libSQL", () => {
@@ -57,6 +64,28 @@ describe("transcript full-text search on embedded libSQL", () => {
     // Case and diacritics do not matter; another conversation never shows up.
     expect((await search("A", "WEÁTHER")).hits.map((h) => h.row.content)).toEqual(["weather is nice"]);
     expect((await search("B", "march")).total).toBe(0);
+  });
+
+  it("finds a word inside a sentence written without spaces (Chinese, Japanese, Korean, Thai), in order only", async () => {
+    await db.batch([
+      item("C", "我明天要去北京开会"),
+      item("C", "東京で会議があります"),
+      item("C", "서울에서 만나요"),
+      item("C", "ไปกินข้าวกัน"),
+      item("C", "用Python写一个脚本"),
+      item("C", "the weather is nice"),
+    ]);
+    const found = async (text: string) => (await search("C", text)).hits.map((h) => h.row.content);
+    expect(await found("北京")).toEqual(["我明天要去北京开会"]);
+    expect(await found("会議")).toEqual(["東京で会議があります"]);
+    expect(await found("서울")).toEqual(["서울에서 만나요"]);
+    expect(await found("กินข้าว")).toEqual(["ไปกินข้าวกัน"]);
+    expect(await found("python 脚本")).toEqual(["用Python写一个脚本"]);
+    // The characters must be adjacent and in order: a phrase, not a bag of characters.
+    expect(await found("京北")).toEqual([]);
+    expect(await found("weather")).toEqual(["the weather is nice"]);
+    // What is read back is the content as written.
+    expect((await transcriptStore(db).page("C", { direction: "forward", limit: 1 })).rows[0]).not.toHaveProperty("searchText");
   });
 
   it("keeps the index in step with updates and deletes", async () => {
