@@ -5,11 +5,8 @@ export interface RetryPolicy {
   baseMs: number;
   /** A rate limit asking for a longer wait is given up on. */
   maxRetryAfterMs: number;
-  /**
-   * False for calls that are not idempotent: an attempt that timed out or lost its connection may have taken effect
-   * (a connection refused looks the same from a Worker), and sending it again would post it twice.
-   */
-  retryUnanswered?: boolean;
+  /** False for calls that are not idempotent: an attempt that may have taken effect is not made again (it would post twice). */
+  retryMaybeApplied?: boolean;
 }
 
 export interface AttemptOutcome<T> {
@@ -22,7 +19,7 @@ export interface AttemptOutcome<T> {
 /** How long to wait before the next attempt, or null when the failure is final. */
 export function retryDelay(policy: RetryPolicy, failure: ApiFailure, attempt: number): number | null {
   if (failure.kind === "permanent" || attempt >= policy.maxAttempts) return null;
-  if ((failure.code === "timeout" || failure.code === "network_error") && policy.retryUnanswered === false) return null;
+  if (failure.maybeApplied && policy.retryMaybeApplied === false) return null;
   const backoff = policy.baseMs * 2 ** (attempt - 1);
   // The platform's own wait wins for rate limits; a transient error waits at least the backoff.
   const wait = failure.kind === "rate_limited" ? (failure.retryAfterMs ?? backoff) : Math.max(backoff, failure.retryAfterMs ?? 0);

@@ -287,8 +287,8 @@ export class DeliverySession {
         continue;
       }
       const file = loaded.file;
-      // A send that timed out or lost its connection may have been posted: retrying it could post the file twice.
-      const res = await this.call({ ...facts, bytes: file.size }, () => messenger.sendFile(file), 0, { retryUnanswered: false });
+      // A send that may have been posted (no answer came, or the platform says it may have) is not made again.
+      const res = await this.call({ ...facts, bytes: file.size }, () => messenger.sendFile(file), 0, { retryMaybeApplied: false });
       if (res.ok) sent++;
     }
     return sent;
@@ -296,10 +296,10 @@ export class DeliverySession {
 
   private async send(reply: Reply, part: number, text: string, editable: boolean): Promise<boolean> {
     const messenger = this.messenger!;
-    // A send that timed out or lost its connection may have been posted: retrying it could show the message twice,
-    // unless the platform drops repeats.
-    const retryUnanswered = this.adapter.surface.idempotentSends === true;
-    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryUnanswered });
+    // A send that may have been posted (no answer came, or the platform says it may have) is not made again, unless
+    // the platform drops repeats.
+    const retryMaybeApplied = this.adapter.surface.idempotentSends === true;
+    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryMaybeApplied });
     if (!res.ok) return false;
     reply.messages[part] = { id: res.value, shown: text, lastWriteAt: Date.now() };
     return true;
@@ -315,9 +315,9 @@ export class DeliverySession {
   }
 
   /** One platform call with its retries, each attempt and outcome recorded. */
-  private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number, opts: { retryUnanswered?: boolean } = {}): Promise<ApiResult<T>> {
+  private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number, opts: { retryMaybeApplied?: boolean } = {}): Promise<ApiResult<T>> {
     return withRetries(
-      { ...this.retry, retryUnanswered: opts.retryUnanswered ?? true },
+      { ...this.retry, retryMaybeApplied: opts.retryMaybeApplied ?? true },
       async () => (this.closed ? ABANDONED : attempt()),
       ({ attempt: n, result, retryInMs }) => {
         const attempted: DeliveryFact = { type: "delivery.attempted", data: { ...facts, attempt: n } };

@@ -35,7 +35,9 @@ export async function callPlatform(url: string, init: RequestInit | (() => Reque
     const unreadable = sourceFailureOf(sent?.body);
     if (unreadable) return { ok: false, failure: { kind: unreadable.final ? "permanent" : "transient", status: null, code: "artifact_unavailable", message: unreadable.message } };
     const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
-    return { ok: false, failure: { kind: "transient", status: null, code: timedOut ? "timeout" : "network_error", message: timedOut ? `no answer within ${timeoutMs} ms` : "the platform could not be reached, or the connection was lost before its answer" } };
+    const message = timedOut ? `no answer within ${timeoutMs} ms` : "the platform could not be reached, or the connection was lost before its answer";
+    // Either way no answer came: the request may have arrived and taken effect (a refused connection looks the same).
+    return { ok: false, failure: { kind: "transient", status: null, code: timedOut ? "timeout" : "network_error", message, maybeApplied: true } };
   }
   const text = await res.text().catch(() => "");
   let json: unknown = null;

@@ -92,6 +92,8 @@ export interface ApiFailure {
   code: string;
   message: string;
   retryAfterMs?: number;
+  /** The call may have taken effect all the same (no answer came, or the platform says so): a send is not repeated. */
+  maybeApplied?: boolean;
   /** The chat now lives under this id (a Telegram group upgraded to a supergroup): the call belongs there. */
   movedToChatId?: string;
 }

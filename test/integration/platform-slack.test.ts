@@ -8,6 +8,8 @@ const SIGNING_SECRET = "slack-signing-secret-0123456789abcdef";
 const FILE = new Uint8Array([0x25, 0x50, 0x44, 0x46, 9, 8, 7]);
 /** Channels whose first chat.postMessage the fake answers 429 with Retry-After: 1. */
 const throttledChannels = new Set<string>();
+/** Channels whose first chat.postMessage the fake answers `internal_error`: Slack says the post may have happened anyway. */
+const failingChannels = new Set<string>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -27,6 +29,7 @@ function slackApi(call: PlatformCall): FakeReply {
   if (call.path === "/files/F1/report.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
   if (call.path === "/chat.postMessage") {
     if (throttledChannels.delete(call.body.channel)) return { status: 429, headers: { "retry-after": "1" }, json: { ok: false, error: "ratelimited" } };
+    if (failingChannels.delete(call.body.channel)) return { json: { ok: false, error: "internal_error" } };
     return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
   }
   if (call.path === "/files.getUploadURLExternal") {
@@ -177,6 +180,15 @@ describe("Slack: Events API in, Web API out", () => {
     const runId = contextFor("throttled")[0].run_id;
     const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
     expect(JSON.parse(failed.data_json)).toMatchObject({ status: 429, retry_after_ms: 1000, will_retry: true });
+  });
+
+  it("never posts again after an internal_error, which may have posted the message", async () => {
+    failingChannels.add("C710");
+    await post(callback(message("C710", "maybe posted")));
+    const runId = (await waitFor(() => contextFor("maybe posted")[0])).run_id;
+    const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
+    expect(JSON.parse(failed.data_json)).toMatchObject({ operation: "send", code: "slack_internal_error", will_retry: false });
+    expect(postsTo("C710")).toHaveLength(1);
   });
 
   it("downloads a shared file with the bot token into an input artifact", async () => {

@@ -15,6 +15,8 @@ export interface SlackCredentials extends Record<string, string> {
 
 /** Slack's own errors that mean "try again later", not "this request is wrong". */
 const TRANSIENT_ERRORS = new Set(["internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"]);
+/** Of those, the ones Slack documents as "some aspect of the operation may have succeeded". */
+const MAYBE_APPLIED_ERRORS = new Set(["internal_error", "fatal_error"]);
 
 /** JSON parameters, or form-encoded ones for the methods that take no JSON (the file upload ones). */
 export async function slackCall(bot: Bot<SlackCredentials>, method: string, params: Record<string, unknown> | URLSearchParams, timeoutMs: number): Promise<ApiResult<Record<string, unknown>>> {
@@ -26,7 +28,10 @@ export async function slackCall(bot: Bot<SlackCredentials>, method: string, para
   const error = typeof body.error === "string" ? body.error : `http_${status}`;
   const retryAfterMs = retryAfterHeaderMs(headers);
   if (status === 429 || error === "ratelimited") return { ok: false, failure: { kind: "rate_limited", status, code: "rate_limited", message: error, retryAfterMs } };
-  if (status === 200) return { ok: false, failure: { kind: TRANSIENT_ERRORS.has(error) ? "transient" : "permanent", status, code: `slack_${error}`, message: error } };
+  if (status === 200) {
+    const kind = TRANSIENT_ERRORS.has(error) ? "transient" : "permanent";
+    return { ok: false, failure: { kind, status, code: `slack_${error}`, message: error, ...(MAYBE_APPLIED_ERRORS.has(error) ? { maybeApplied: true } : {}) } };
+  }
   return { ok: false, failure: failureOfStatus(status, `slack_http_${status}`, error, retryAfterMs) };
 }
 
