@@ -34,12 +34,15 @@ export async function callPlatform(url: string, init: RequestInit | (() => Reque
   } catch (err) {
     const unreadable = sourceFailureOf(sent?.body);
     if (unreadable) return { ok: false, failure: { kind: unreadable.final ? "permanent" : "transient", status: null, code: "artifact_unavailable", message: unreadable.message } };
-    const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
-    const message = timedOut ? `no answer within ${timeoutMs} ms` : "the platform could not be reached, or the connection was lost before its answer";
-    // Either way no answer came: the request may have arrived and taken effect (a refused connection looks the same).
-    return { ok: false, failure: { kind: "transient", status: null, code: timedOut ? "timeout" : "network_error", message, maybeApplied: true } };
+    return unanswered(err, timeoutMs);
   }
-  const text = await res.text().catch(() => "");
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (err) {
+    // The answer broke off after its status: what the platform did is as unknown as with no answer at all.
+    return unanswered(err, timeoutMs);
+  }
   let json: unknown = null;
   try {
     json = text ? JSON.parse(text) : null;
@@ -47,6 +50,13 @@ export async function callPlatform(url: string, init: RequestInit | (() => Reque
     json = null;
   }
   return { ok: true, value: { status: res.status, headers: res.headers, json } };
+}
+
+/** No (whole) answer came: the request may have arrived and taken effect all the same (a refused connection looks the same). */
+function unanswered(err: unknown, timeoutMs: number): ApiResult<never> {
+  const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
+  const message = timedOut ? `no answer within ${timeoutMs} ms` : "the platform could not be reached, or the connection was lost before its answer";
+  return { ok: false, failure: { kind: "transient", status: null, code: timedOut ? "timeout" : "network_error", message, maybeApplied: true } };
 }
 
 /**

@@ -15,6 +15,8 @@ const UPGRADED_GROUP = "-102700";
 const ITS_SUPERGROUP = "-1001027000001";
 /** Chats whose first sendMessage the fake takes (and posts), then drops the connection without answering. */
 const droppingChats = new Set<string>();
+/** Chats whose first editMessageText is applied but its answer broken off after the status. */
+const cutEditChats = new Set<string>();
 /** Chats whose file uploads the fake refuses for good. */
 const REFUSING_FILES = new Set(["-102600"]);
 
@@ -44,6 +46,7 @@ function telegramApi(call: PlatformCall): FakeReply {
   }
   if ((method === "sendPhoto" || method === "sendDocument") && REFUSING_FILES.has(chat)) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: wrong file" } };
   if (method === "sendPhoto" || method === "sendDocument") return { json: { ok: true, result: { message_id: ++nextMessageId } } };
+  if (method === "editMessageText" && cutEditChats.delete(chat)) return { cutBody: true, json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
   if (method === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
   if (method === "getFile") return { json: { ok: true, result: { file_id: call.body.file_id, file_path: `photos/${call.body.file_id}.jpg` } } };
   if (method === "setWebhook") return { json: { ok: true, result: true } };
@@ -183,6 +186,20 @@ describe("Telegram: webhook in, reply out", () => {
     for (const gap of gapsBetween([send.at, ...edits.map((e) => e.at)])) expect(gap).toBeGreaterThanOrEqual(950);
     // Six deltas over ~1.5 s: far fewer edits than deltas.
     expect(edits.length).toBeLessThanOrEqual(3);
+  });
+
+  it("an edit whose answer broke off is tried again, never taken for a refusal that would post the text anew", async () => {
+    cutEditChats.add("-100650");
+    await post(update("-100650", { text: "stream one two three four five six" }));
+    await waitFor(() => editsOf("-100650").some((c) => c.body.text === "one two three four five six"), 15_000, "the final edit");
+    const runId = contextFor("stream one two three four five six").find((c) => c.conversation.conversation_id === "-100650")!.run_id;
+    await host.waitForRun(runId);
+    const rows = await waitFor(async () => {
+      const r = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
+      return r.filter((row) => row.event_type === "delivery.succeeded").length >= 2 && r;
+    });
+    expect(rows.map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) })).find((r) => r.type === "delivery.failed")).toMatchObject({ operation: "edit", code: "network_error", will_retry: true });
+    expect(sendsTo("-100650")).toHaveLength(1);
   });
 
   it("splits a long reply at 4096 characters, every part in the chat, only the first quoting", async () => {

@@ -26,6 +26,8 @@ export interface FakeReply {
   bytes?: Uint8Array;
   /** Take the call, then close the connection without answering (a reset, a proxy going away). */
   drop?: boolean;
+  /** Answer the status and half the body, then close the connection. */
+  cutBody?: boolean;
 }
 
 /**
@@ -57,6 +59,12 @@ export async function startFakePlatform(answer: (call: PlatformCall) => FakeRepl
     call.reply = reply;
     if (reply.drop) return void req.socket.destroy();
     res.writeHead(reply.status ?? 200, { "content-type": reply.bytes ? "application/octet-stream" : "application/json", ...reply.headers });
+    if (reply.cutBody) {
+      const body = Buffer.from(JSON.stringify(reply.json ?? {}));
+      res.flushHeaders();
+      res.write(body.subarray(0, body.length >> 1));
+      return void setTimeout(() => req.socket.destroy(), 50);
+    }
     res.end(reply.bytes ?? JSON.stringify(reply.json ?? {}));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
