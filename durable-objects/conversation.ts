@@ -62,6 +62,8 @@ export class ConversationDO extends DurableObject<Env> {
   private scheduling = false;
   private readonly changes = new ChangeSignal();
   private readonly isActive = (runId: string) => this.active.has(runId);
+  /** A run that can still pull what is claimed for it: executed here and not aborted (cancelled, interrupted, past its deadline, ended). */
+  private readonly canPull = (runId: string) => this.active.get(runId)?.abort.signal.aborted === false;
   private readonly arrivalKeys = new ArrivalKeys();
   /** Work left after a run ended (its reply still on its way, its MCP sessions closing): the alarm stays alive for it, the next run does not wait. */
   private readonly settling = new Set<Promise<void>>();
@@ -88,7 +90,7 @@ export class ConversationDO extends DurableObject<Env> {
     const strategy = strategyOf(job);
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
-        const target = steeringTarget(table, now, this.isActive, job.agent.agentId);
+        const target = steeringTarget(table, now, this.canPull, job.agent.agentId);
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, target.job, now);
       }
       if (strategy === "reject") return this.reject(job);
@@ -197,6 +199,8 @@ export class ConversationDO extends DurableObject<Env> {
     // A run whose dispatch is still being decided is cancelled as that decision leaves it.
     await this.decisions.settled(runId);
     const active = this.active.get(runId);
+    // A run whose end is recorded (its own work after it still going on) has nothing left to cancel.
+    if (active?.abort.signal.reason === RUN_ENDED) return { cancelled: false };
     if (active) {
       // Also reaches a run still starting: it sees the abort before calling its runner.
       active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));

@@ -10,8 +10,11 @@ import { serveExecutor, type SqlExecutor } from "../src/db/executor";
  * binding because it is a third of the latency per query (measured: ~0.4 ms
  * against ~1.1 ms). Only requests carrying this start's random token are served.
  */
-/** On, off, "hang", or `{ queries: n, matching? }`: fail the next n requests (those whose SQL contains `matching`, when given). */
-export type OutageMode = boolean | "hang" | { queries: number; matching?: string };
+/**
+ * On, off, "hang", `{ queries: n, matching? }`: fail the next n requests (those whose SQL contains `matching`, when
+ * given), or `{ delayMs, matching, queries? }`: hold the next (n) requests with that SQL for delayMs, then serve them.
+ */
+export type OutageMode = boolean | "hang" | { queries: number; matching?: string } | { delayMs: number; matching: string; queries?: number };
 
 export interface WorkerDbListener {
   address: string;
@@ -28,6 +31,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   const expected = Buffer.from(`Bearer ${token}`);
   let outage: boolean | "hang" = false;
   let failNext = { queries: 0, matching: undefined as string | undefined };
+  let delayNext = { queries: 0, matching: "", delayMs: 0 };
   const hung: ServerResponse[] = [];
   const unavailable = (res: ServerResponse) =>
     res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: "database unavailable (outage drill)" } }));
@@ -45,6 +49,10 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (delayNext.queries > 0 && Buffer.concat(chunks).includes(delayNext.matching)) {
+      delayNext.queries--;
+      await new Promise((r) => setTimeout(r, delayNext.delayMs));
+    }
     if (failNext.queries > 0 && (failNext.matching === undefined || Buffer.concat(chunks).includes(failNext.matching))) {
       failNext.queries--;
       unavailable(res);
@@ -63,6 +71,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     setOutage: (mode) => {
+      if (typeof mode === "object" && "delayMs" in mode) return void (delayNext = { queries: mode.queries ?? 1, matching: mode.matching, delayMs: mode.delayMs });
       if (typeof mode === "object") return void (failNext = { queries: mode.queries, matching: mode.matching });
       outage = mode;
       if (mode !== "hang") for (const res of hung.splice(0)) if (!res.destroyed) unavailable(res);

@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi, deferred } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * The conversation around a run that is ending (cancelled, or its end being
+ * recorded). The database drill `{ delayMs, matching }` holds one libSQL
+ * request whose SQL contains `matching`, to widen a window that is a round
+ * trip wide in production.
+ */
+let host: TestHost;
+let steerer: Awaited<ReturnType<typeof startAdHocRunner>>;
+const gates = new Map<string, ReturnType<typeof deferred<void>>>();
+const started = new Map<string, string[]>();
+const gate = (c: string) => {
+  if (!gates.has(c)) gates.set(c, deferred());
+  return gates.get(c)!;
+};
+const startedTexts = (c: string) => started.get(c) ?? [];
+
+beforeAll(async () => {
+  steerer = await startAdHocRunner({
+    name: "ending",
+    runners: [{ name: "default", label: { en_US: "s" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      const c: string = ctx.conversation.conversation_id;
+      const text: string = ctx.input.text ?? "";
+      started.set(c, [...startedTexts(c), text]);
+      const api = (action: string, params: Record<string, unknown> = {}) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
+      if (text === "report") {
+        const page = await api("event.page", { limit: 100 });
+        return w.reply(JSON.stringify(page.body.data.items));
+      }
+      if (text.startsWith("hold")) await gate(c).promise;
+      // A cancelled run's pull is refused (or its host is gone by then): nothing pulled.
+      const pulled = ctx.config.pull === "all" ? await api("steering.pull").then((r) => r.body.data?.items ?? [], () => []) : [];
+      w.reply(JSON.stringify({ text, pulled: pulled.map((i: any) => i.input.text) }));
+    },
+  });
+  host = await startTestHost();
+  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: steerer.url })).status).toBe(201);
+});
+afterAll(async () => {
+  for (const g of gates.values()) g.resolve();
+  host?.databaseOutage(false);
+  await host?.dispose();
+  await steerer?.close();
+});
+
+async function agentFor(c: string, pull: "all" | "never") {
+  const res = await host.admin("POST", "/v1/admin/agents", {
+    agent_id: `agent-${c}`,
+    name: c,
+    runner_id: steerer.runnerId(),
+    runner_config: { pull },
+    event_types: ["message.received"],
+    scope: { type: "conversation", id: c },
+  });
+  expect(res.status).toBe(201);
+}
+
+async function until(what: string, probe: () => boolean, timeoutMs = 10_000) {
+  const end = Date.now() + timeoutMs;
+  while (!probe()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function eventLogOf(c: string): Promise<any[]> {
+  const res = await host.postEvent(messageEvent(c, "report"));
+  return JSON.parse((await host.waitForRun(res.body.run_id!)).message!.content as string);
+}
+
+describe("steering into a run that is already cancelled", () => {
+  it("a message that arrives after the operator cancelled the active run is not absorbed into it (and lost)", async () => {
+    const c = "steer-cancelled";
+    await agentFor(c, "all");
+    const first = await host.postEvent(messageEvent(c, "hold first"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+
+    // The cancelled run's terminal write takes a while (in production: one Turso round trip).
+    host.databaseOutage({ delayMs: 2_000, matching: "run cancelled by an operator" });
+    const cancel = await host.admin("POST", `/v1/runs/${first.body.run_id}/cancel`);
+    expect(cancel.status).toBe(202);
+    await new Promise((r) => setTimeout(r, 100));
+
+    const second = await host.postEvent(messageEvent(c, "second", { event_id: "steer-cancelled-2" }));
+    const firstEnded = await host.waitForRun(first.body.run_id!);
+    expect(firstEnded.status).toBe("cancelled");
+    // A cancelled run can never pull (its token is refused): the message waits for the next run instead of being lost.
+    expect(second.body.disposition).toBe("queued");
+    expect((await host.waitForRun(second.body.run_id!)).status).toBe("completed");
+    expect(startedTexts(c)).toContain("second");
+    const log = await eventLogOf(c);
+    expect(log.filter((e) => e.event_type === "steering.dropped")).toEqual([]);
+  });
+});
+
+describe("cancel of a run that has ended", () => {
+  it("answers 409 once the run is completed, even while its unpulled claims are being recorded as dropped", async () => {
+    const c = "cancel-ended";
+    await agentFor(c, "never");
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    expect((await host.postEvent(messageEvent(c, "extra"))).body.disposition).toBe("steered");
+
+    host.databaseOutage({ delayMs: 2_000, matching: "steering.dropped" });
+    gate(c).resolve();
+    expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+    const cancel = await host.admin("POST", `/v1/runs/${first.body.run_id}/cancel`);
+    expect(cancel.status).toBe(409);
+  });
+});
