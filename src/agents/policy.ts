@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { EventTypeSchema, RecordSchema } from "../protocol/common";
+import { EventTypeSchema, RecordSchema, ScopedIdSchema } from "../protocol/common";
 import { StateScopeSchema } from "../protocol/context";
 import { PermissionsSchema } from "../protocol/manifest";
 
@@ -44,9 +44,9 @@ export type Concurrency = z.infer<typeof ConcurrencySchema>;
 export const ScopeSchema = z
   .strictObject({
     type: z.enum(["global", "workspace", "bot", "conversation"]),
-    id: z.string().min(1).max(200).optional(),
+    id: ScopedIdSchema.optional(),
     /** Conversation scope only: the conversation as one bot sees it (chat ids are unique per platform, not per bot). */
-    bot_id: z.string().min(1).max(200).optional(),
+    bot_id: ScopedIdSchema.optional(),
   })
   .refine((s) => (s.type === "global" ? s.id === undefined : s.id !== undefined), {
     message: "scope.id is required for workspace, bot and conversation scopes, and must be absent for global",

@@ -11,6 +11,16 @@ import * as z from "zod";
 /** Nesting limit for JSON values; deeper input would exhaust the stack of the recursive schema. */
 export const MAX_JSON_DEPTH = 64;
 
+/**
+ * An id naming a conversation, thread, workspace, bot or actor: it becomes part of keys, URLs and SQL text, so
+ * no control character (a NUL cuts it short when read back) and no lone surrogate (it cannot be encoded).
+ */
+export const ScopedIdSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^\p{Cc}\p{Cs}]*$/u, "must not contain control characters or unpaired surrogates");
+
 export type JsonValue =
   | string
   | number

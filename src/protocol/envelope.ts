@@ -10,6 +10,7 @@ import {
   ContentElementSchema,
   EventTypeSchema,
   RecordSchema,
+  ScopedIdSchema,
   utf8ByteLength,
 } from "./common";
 
@@ -18,7 +19,7 @@ export const INPUT_TEXT_MAX_BYTES = 64 * 1024;
 
 // Ids end up in keys, URLs and logs: keep them short and free of separators that need escaping.
 const EVENT_ID_PATTERN = /^[A-Za-z0-9._:-]+$/;
-const scopedId = z.string().min(1).max(200);
+const scopedId = ScopedIdSchema;
 
 export const EnvelopeActorSchema = z.strictObject({
   actor_type: z.string().min(1).max(64),

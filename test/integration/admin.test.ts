@@ -167,6 +167,9 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     const missing = await host.admin("POST", "/v1/admin/agents", agent("cfg-missing", "alpha", { type: "bot", id: "bot-cfg" }));
     expect(missing.status).toBe(400);
     expect(missing.body.error.message).toMatch(/api_key/);
+    // A field sent as null is not given.
+    const asNull = await host.admin("POST", "/v1/admin/agents", agent("cfg-null", "alpha", { type: "bot", id: "bot-cfg" }, { runner_config: { api_key: null } }));
+    expect([asNull.status, asNull.body.error.message]).toEqual([400, expect.stringMatching(/api_key/)]);
     const ok = await host.admin("POST", "/v1/admin/agents", agent("cfg-ok", "alpha", { type: "bot", id: "bot-cfg" }, { runner_config: { api_key: "k" } }));
     expect(ok.status).toBe(201);
     expect((await host.admin("POST", "/v1/admin/agents", agent("cfg-x", "nope", { type: "bot", id: "bot-x" }))).status).toBe(400);
@@ -232,6 +235,9 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/event_types/);
     expect(bad.body.error.message).toMatch(/scope/);
+    // A NUL would be stored whole but read back cut short, showing a scope it is not.
+    const nul = await host.admin("POST", "/v1/admin/agents", { name: "x", runner_id: "r", scope: { type: "conversation", id: "lobby\u0000x" } });
+    expect([nul.status, nul.body.error.message]).toEqual([400, expect.stringMatching(/scope\.id.*control characters/)]);
     expect((await host.admin("GET", "/v1/admin/agents/ghost")).status).toBe(404);
     expect((await host.admin("DELETE", "/v1/admin/agents/ghost")).status).toBe(404);
   });

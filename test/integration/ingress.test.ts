@@ -50,6 +50,17 @@ describe("POST /v1/events", () => {
     expect(body.error.message).toMatch(/extra/);
   });
 
+  it("refuses an id with an unpaired surrogate or a control character with 400, never a 500", async () => {
+    // JSON can carry a lone surrogate ("\ud800"): valid JSON, not a valid id.
+    for (const [field, value] of [["conversation_id", "room\\ud800"], ["workspace_id", "ws\\u0000x"], ["bot_id", "bot\\udc00"], ["thread_id", "t\\ud800"]]) {
+      const res = await post(`{"event_type":"message.received","conversation_id":"c-ids","actor":{"actor_type":"user"},"input":{"text":"hi"},"${field}":"${value}"}`.replace(`"conversation_id":"c-ids",`, field === "conversation_id" ? "" : `"conversation_id":"c-ids",`));
+      expect([field, res.status]).toEqual([field, 400]);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe("invalid_request");
+      expect(body.error.message).toMatch(new RegExp(field));
+    }
+  });
+
   it("refuses hostile nesting in data or metadata with 400, and records nothing", async () => {
     const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
     for (const field of ["data", "metadata"]) {

@@ -19,7 +19,8 @@ async function checkRunnerConfig(db: Db, input: AgentInput) {
   if (!runner) throw badRequest(`runner ${input.runner_id} is not registered`);
   const manifest = parseJson<AgentRunnerManifest>(runner.manifestJson, {} as AgentRunnerManifest);
   const missing = (manifest.config_schema ?? [])
-    .filter((item) => item.required && item.default === undefined && input.runner_config[item.name] === undefined)
+    // Given means present as the body's own field, and not null.
+    .filter((item) => item.required && item.default === undefined && (!Object.hasOwn(input.runner_config, item.name) || input.runner_config[item.name] === null))
     .map((item) => item.name);
   if (missing.length) throw badRequest(`runner_config is missing required fields: ${missing.join(", ")}`, { missing });
 }
