@@ -51,6 +51,10 @@ export function toolsStore(db: Db) {
     listServers: () => db.select().from(mcpServer).orderBy(mcpServer.name).all(),
     toolsOf: (server: string) => db.select().from(tool).where(eq(tool.mcpServer, server)).orderBy(tool.toolName).all(),
 
+    /** A new server and its tools, one batch: fails (a constraint violation) when the server exists. */
+    async createServer(server: typeof mcpServer.$inferInsert, tools: (typeof tool.$inferInsert)[]) {
+      await db.batch([db.insert(mcpServer).values(server), ...tools.map((t) => db.insert(tool).values(t))]);
+    },
     /** Save a server and replace its discovered tools: one batch. */
     async saveServer(server: typeof mcpServer.$inferInsert, tools: (typeof tool.$inferInsert)[]) {
       const { name, ...rest } = server;

@@ -10,18 +10,22 @@ const API_KEY = "sk-admin-test-9b1e77d3c4";
 let host: TestHost;
 let mcp: Awaited<ReturnType<typeof startFakeMcpServer>>;
 let strict: Awaited<ReturnType<typeof startFakeMcpServer>>;
+let shrinking: Awaited<ReturnType<typeof startFakeMcpServer>>;
+/** Read on every request: with slowMs the server also lists `slow`. */
+const shrinkingOpts: { token: string; slowMs?: number } = { token: MCP_TOKEN, slowMs: 5 };
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 
 beforeAll(async () => {
   mcp = await startFakeMcpServer({ token: MCP_TOKEN });
   strict = await startFakeMcpServer({ token: MCP_TOKEN, brokenTool: true });
+  shrinking = await startFakeMcpServer(shrinkingOpts);
   runner = await startAdHocRunner({ name: "admin-resources", onRun: (_call, res) => void res.end() });
   host = await startTestHost();
   await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url });
 });
 afterAll(async () => {
   await host?.dispose();
-  await Promise.all([mcp?.close(), strict?.close(), runner?.close()]);
+  await Promise.all([mcp?.close(), strict?.close(), shrinking?.close(), runner?.close()]);
 });
 
 describe("models", () => {
@@ -108,6 +112,30 @@ describe("tools and MCP servers", () => {
     expect((await host.admin("DELETE", "/v1/admin/agents/uses-calc")).status).toBe(204);
     expect((await host.admin("DELETE", "/v1/admin/mcp-servers/calc")).status).toBe(204);
     expect((await host.admin("GET", "/v1/admin/tools/calc.add")).status).toBe(404);
+  });
+
+  it("creates a server once when two POSTs race: one 201, one 409, the first never overwritten", async () => {
+    const answers = await Promise.all(
+      [mcp.url, shrinking.url].map((url) => host.admin("POST", "/v1/admin/mcp-servers", { name: "raced", url, headers: { authorization: `Bearer ${MCP_TOKEN}` } })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 409]);
+    const winner = answers.find((a) => a.status === 201)!.body;
+    expect((await host.admin("GET", "/v1/admin/mcp-servers/raced")).body).toMatchObject({ url: winner.url, tools: winner.tools });
+    expect((await host.admin("DELETE", "/v1/admin/mcp-servers/raced")).status).toBe(204);
+  });
+
+  it("refuses a refresh that would drop a tool an agent grants, naming the agent, as deleting it is refused", async () => {
+    expect((await host.admin("POST", "/v1/admin/mcp-servers", { name: "shrinks", url: shrinking.url, headers: { authorization: `Bearer ${MCP_TOKEN}` } })).body.tools).toContain("shrinks.slow");
+    const agent = { agent_id: "uses-slow", name: "uses slow", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "uses-slow" }, resource_policy: { tools: ["shrinks.slow"] } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    shrinkingOpts.slowMs = undefined; // the server no longer lists `slow`
+    const refused = await host.admin("POST", "/v1/admin/mcp-servers/shrinks/refresh");
+    expect([refused.status, refused.body.error?.message]).toEqual([409, expect.stringMatching(/uses-slow/)]);
+    expect((await host.admin("GET", "/v1/admin/tools/shrinks.slow")).status).toBe(200);
+    // Once no agent grants it, the refresh drops it.
+    expect((await host.admin("DELETE", "/v1/admin/agents/uses-slow")).status).toBe(204);
+    const refreshed = await host.admin("POST", "/v1/admin/mcp-servers/shrinks/refresh");
+    expect([refreshed.status, refreshed.body.tools]).toEqual([200, ["shrinks.add", "shrinks.shout"]]);
   });
 
   it("does not register a discovered tool whose schema it cannot enforce, and says why", async () => {

@@ -13,6 +13,7 @@ import { mcpToolName, toolsStore, toMcpServerView } from "../../resources/tools-
 import { UpstreamError } from "../../resources/upstream";
 import { router } from "../app-env";
 import { refuseIfGranted } from "../../agents/grants-in-use";
+import { insertUnique } from "./unique";
 
 const DISCOVERY_TIMEOUT_MS = 10_000;
 
@@ -23,8 +24,11 @@ const McpServerInput = z.strictObject({
   headers: HeadersSchema.optional(),
 });
 
-/** List the server's tools and store them with it (replacing the earlier list). 502 when the server cannot be listed. */
-async function discoverAndSave(db: Db, config: Config, server: { name: string; url: string; headers: Record<string, string> }, createdAt: number) {
+/**
+ * List the server's tools and store them with it (replacing the earlier list). 502 when the server cannot be listed;
+ * 409 when creating a server that exists meanwhile, or refreshing one into dropping a tool an agent grants.
+ */
+async function discoverAndSave(db: Db, config: Config, server: { name: string; url: string; headers: Record<string, string> }, existing: { createdAt: number } | null) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new UpstreamError("network", `no answer within ${DISCOVERY_TIMEOUT_MS} ms`)), DISCOVERY_TIMEOUT_MS);
   let discovered;
@@ -40,17 +44,23 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
   }
   const now = Date.now();
   const store = toolsStore(db);
-  await store.saveServer(
-    { name: server.name, url: server.url, headersJson: JSON.stringify(await sealValues(db.secrets, server.headers, { table: "mcp_servers", id: server.name })), discoveredAt: now, createdAt },
-    discovered.tools.map((t) => ({
-      toolName: mcpToolName(server.name, t.name),
-      description: t.description,
-      parametersJson: JSON.stringify(t.inputSchema),
-      mcpServer: server.name,
-      mcpToolName: t.name,
-      createdAt: now,
-    })),
-  );
+  const tools = discovered.tools.map((t) => ({
+    toolName: mcpToolName(server.name, t.name),
+    description: t.description,
+    parametersJson: JSON.stringify(t.inputSchema),
+    mcpServer: server.name,
+    mcpToolName: t.name,
+    createdAt: now,
+  }));
+  if (existing) {
+    // As deleting a granted tool is refused, so is a refresh that would drop one: the grant would name nothing.
+    const listed = new Set(tools.map((t) => t.toolName));
+    await refuseIfGranted(db, "tools", `a tool MCP server ${server.name} no longer lists`, (id) => id.startsWith(`${server.name}.`) && !listed.has(id));
+  }
+  const saved = { name: server.name, url: server.url, headersJson: JSON.stringify(await sealValues(db.secrets, server.headers, { table: "mcp_servers", id: server.name })), discoveredAt: now, createdAt: existing?.createdAt ?? now };
+  // Created only if still absent: of two concurrent creates one wins, the other is a 409 (never an overwrite).
+  if (existing) await store.saveServer(saved, tools);
+  else await insertUnique(() => store.createServer(saved, tools), `MCP server ${server.name}`);
   const row = (await store.getServer(server.name))!;
   return { ...toMcpServerView(row, await store.toolsOf(server.name)), skipped_tools: discovered.skipped };
 }
@@ -65,7 +75,7 @@ export const mcpServersRouter = router()
     const input = c.get("body");
     const db = dbOf(c.env);
     if (await toolsStore(db).getServer(input.name)) throw conflict(`MCP server ${input.name} already exists`);
-    return c.json(await discoverAndSave(db, configOf(c.env), { name: input.name, url: input.url, headers: input.headers ?? {} }, Date.now()), 201);
+    return c.json(await discoverAndSave(db, configOf(c.env), { name: input.name, url: input.url, headers: input.headers ?? {} }, null), 201);
   })
   .get("/:name", async (c) => {
     const store = toolsStore(dbOf(c.env));
@@ -78,7 +88,7 @@ export const mcpServersRouter = router()
     const row = await toolsStore(db).getServer(c.req.param("name"));
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
     const headers = await openValues(db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), { table: "mcp_servers", id: row.name });
-    return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers }, row.createdAt));
+    return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers }, row));
   })
   .delete("/:name", async (c) => {
     const store = toolsStore(dbOf(c.env));
