@@ -18,6 +18,8 @@
  * and fails closed if one is met anyway.
  */
 
+import { canonicalJson, isObject, jsonEqual, MAX_DEPTH } from "./json-values";
+
 export type JsonSchema = boolean | { [keyword: string]: unknown };
 
 export interface SchemaIssue {
@@ -27,8 +29,6 @@ export interface SchemaIssue {
 }
 
 const MAX_ISSUES = 20;
-/** Deeper schemas or values (or longer $ref chains) are refused rather than recursed into. */
-const MAX_DEPTH = 64;
 /** Schema applications per validation: combinators over recursive $refs cannot make it exponential. */
 const MAX_STEPS = 100_000;
 
@@ -46,46 +46,6 @@ function typeOf(value: unknown): Exclude<JsonType, "integer"> | "undefined" {
 function hasType(value: unknown, type: string): boolean {
   if (type === "integer") return typeof value === "number" && Number.isInteger(value);
   return typeOf(value) === type;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-/** Deep equality of JSON values (enum, const); values nested deeper than MAX_DEPTH are never equal. */
-function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
-  if (a === b) return true;
-  if (depth > MAX_DEPTH) return false;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => jsonEqual(x, b[i], depth + 1));
-  if (isObject(a) && isObject(b)) {
-    const ka = Object.keys(a);
-    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k], depth + 1));
-  }
-  return false;
-}
-
-/** Canonical JSON (object keys sorted), so equal values have equal text; undefined when nested deeper than MAX_DEPTH. */
-function canonicalJson(value: unknown, depth = 0): string | undefined {
-  if (depth > MAX_DEPTH) return undefined;
-  if (Array.isArray(value)) {
-    const parts: string[] = [];
-    for (const item of value) {
-      const part = canonicalJson(item, depth + 1);
-      if (part === undefined) return undefined;
-      parts.push(part);
-    }
-    return `[${parts.join(",")}]`;
-  }
-  if (isObject(value)) {
-    const parts: string[] = [];
-    for (const key of Object.keys(value).sort()) {
-      const part = canonicalJson(value[key], depth + 1);
-      if (part === undefined) return undefined;
-      parts.push(`${JSON.stringify(key)}:${part}`);
-    }
-    return `{${parts.join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }
 
 /** `value` is an integer multiple of `step`, allowing for binary floating point (0.07 of 0.01, 0.3 of 0.1). */
