@@ -54,8 +54,9 @@ interface Deps {
 const label = (index: number) => `input.attachments.${index}`;
 
 /**
- * Store each source's bytes in R2 (a key of this attempt's own) and answer the refs in source order plus the rows to insert. Refuses with a
- * HostError (400 / 413) and removes what it wrote when any source fails.
+ * Store each source's bytes in R2 (a key of this attempt's own) and answer
+ * the refs in source order plus the rows to insert. Refuses with a HostError
+ * (400 / 413) and removes what it wrote when any source fails.
  */
 export async function storeInputAttachments(
   deps: Deps,

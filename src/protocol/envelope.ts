@@ -19,18 +19,17 @@ export const INPUT_TEXT_MAX_BYTES = 64 * 1024;
 
 // Ids end up in keys, URLs and logs: keep them short and free of separators that need escaping.
 const EVENT_ID_PATTERN = /^[A-Za-z0-9._:-]+$/;
-const scopedId = ScopedIdSchema;
 
 export const EnvelopeActorSchema = z.strictObject({
   actor_type: z.string().min(1).max(64),
-  actor_id: scopedId.nullish(),
+  actor_id: ScopedIdSchema.nullish(),
   actor_name: z.string().max(200).nullish(),
   metadata: RecordSchema.default({}),
 });
 
 export const EnvelopeSubjectSchema = z.strictObject({
   subject_type: z.string().min(1).max(64),
-  subject_id: scopedId.nullish(),
+  subject_id: ScopedIdSchema.nullish(),
   data: RecordSchema.default({}),
 });
 
@@ -71,14 +70,14 @@ export const EnvelopeInputSchema = z.strictObject({
 
 export const EventEnvelopeSchema = z.strictObject({
   /** Client-chosen id for idempotency; the host generates one when absent. */
-  event_id: scopedId.regex(EVENT_ID_PATTERN, "event_id may only contain A-Z a-z 0-9 . _ : -").nullish(),
+  event_id: ScopedIdSchema.regex(EVENT_ID_PATTERN, "event_id may only contain A-Z a-z 0-9 . _ : -").nullish(),
   event_type: EventTypeSchema,
   event_time: z.iso.datetime({ offset: true }).nullish(),
   source_event_type: z.string().min(1).max(200).nullish(),
-  workspace_id: scopedId.nullish(),
-  bot_id: scopedId.nullish(),
-  conversation_id: scopedId,
-  thread_id: scopedId.nullish(),
+  workspace_id: ScopedIdSchema.nullish(),
+  bot_id: ScopedIdSchema.nullish(),
+  conversation_id: ScopedIdSchema,
+  thread_id: ScopedIdSchema.nullish(),
   actor: EnvelopeActorSchema,
   subject: EnvelopeSubjectSchema.nullish(),
   input: EnvelopeInputSchema.default({}),
