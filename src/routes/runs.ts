@@ -9,7 +9,7 @@ import { hostApiResponse, refuseToken, type HostApiBody } from "../host-api/hand
 import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
 import { dbOf } from "../db/connect";
-import { runsStore, toLedgerView, toRunView } from "../stores/runs";
+import { ENDED, runsStore, settledPrefix, toLedgerView, toRunView } from "../stores/runs";
 import { decodeOr400, router } from "./app-env";
 import { uploadArtifact } from "./run-artifacts";
 
@@ -92,14 +92,17 @@ export const runsRouter = router()
   .get("/:runId/events", validate("param", RunParam), validate("query", LedgerQuery), async (c) => {
     const { runId } = c.req.valid("param");
     const q = c.req.valid("query");
+    // The status is read before the page: a run that ends in between is still treated as live, the safe side.
     const row = await existingRun(c.env, runId);
     const after = q.cursor ? decodeOr400(() => decodeCursor("r", q.cursor!)) : 0;
     const page = await runsStore(dbOf(c.env)).ledger(runId, after, q.limit);
-    const items = page.rows.map(toLedgerView);
+    const ended = (ENDED as readonly string[]).includes(row.status);
+    const rows = ended ? page.rows : settledPrefix(page.rows, after);
+    const items = rows.map(toLedgerView);
     // The position after this page, even when it is the last one for now: a
     // client following a running run polls from it until run_status is terminal.
     const nextCursor = items.length ? items[items.length - 1].cursor : q.cursor;
-    return c.json({ items, next_cursor: nextCursor, has_more: page.hasMore, run_status: row.status });
+    return c.json({ items, next_cursor: nextCursor, has_more: page.hasMore && rows.length === page.rows.length, run_status: row.status });
   })
   .get("/:runId/stream", validate("param", RunParam), async (c) => {
     const { runId } = c.req.valid("param");

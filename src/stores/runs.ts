@@ -182,6 +182,22 @@ const ledgerPage = compiled((db) => {
     .orderBy(asc(page.seq));
 });
 
+/** Statuses after which nothing more is added to a run's ledger. */
+export const ENDED = ["completed", "failed", "cancelled", "timeout"] as const;
+
+/**
+ * While a run is live its results are numbered when read and written with
+ * their batch, so a Host API record numbered later can be visible first. A
+ * follower is shown only the unbroken stretch of seqs after its position, so
+ * its cursor never passes an entry still to come. A seq that is never written
+ * (its write failed) holds the rest back until the run ends.
+ */
+export function settledPrefix<T extends { seq: number }>(rows: T[], afterSeq: number): T[] {
+  let expected = afterSeq + 1;
+  const hole = rows.findIndex((r) => r.seq !== expected++);
+  return hole < 0 ? rows : rows.slice(0, hole);
+}
+
 export function runsStore(db: Db) {
   return {
     get: async (runId: string): Promise<RunRow | undefined> => (await getRun(db, { runId }).execute())[0],

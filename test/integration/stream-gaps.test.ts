@@ -63,3 +63,38 @@ describe("run stream over a ledger with a hole", () => {
     expect(sse!.frames.map((f) => f.seq)).toEqual(recorded);
   }, 60_000);
 });
+
+describe("following a running run's ledger page by page", () => {
+  it("never moves the cursor past an entry that is numbered but not yet written", async () => {
+    const seen: number[] = [];
+    let cursor: string | undefined;
+    const follow = async () => {
+      const res = await host.admin<{ items: { seq: number }[]; next_cursor?: string; run_status: string }>("GET", `/v1/runs/${runId}/events${cursor ? `?cursor=${cursor}` : ""}`);
+      expect(res.status).toBe(200);
+      seen.push(...res.body.items.map((i) => i.seq));
+      cursor = res.body.next_cursor;
+      return res.body;
+    };
+    let runId = "";
+    const marker = "slow-ledger-write-7f3a";
+    let followedDuringHold = false;
+    ({ runId } = await runner.run(host, "gap-follow", async (api, ctx, emit) => {
+      runId = ctx.run_id;
+      // This delta's ledger row is numbered when read, then its write is held...
+      host.databaseOutage({ delayMs: 1500, matching: marker });
+      emit("message.delta", { chunk: { role: "assistant", content: marker } });
+      await new Promise((r) => setTimeout(r, 300));
+      // ...while a Host API record takes the next number and is written at once.
+      expect((await api("knowledge.retrieve", { kb_id: "docs", query: "q" })).status).toBe(200);
+      const page = await follow();
+      followedDuringHold = page.run_status === "running";
+      return "done";
+    }));
+    expect(followedDuringHold).toBe(true);
+    // The run has ended: what was held back is shown now, in order, and then nothing more.
+    while ((await follow()).items.length);
+    const recorded = (await host.query<{ seq: number }>("SELECT seq FROM run_event WHERE run_id = ? ORDER BY seq", [runId])).map((r) => r.seq);
+    expect(recorded.length).toBeGreaterThan(3);
+    expect(seen).toEqual(recorded);
+  }, 60_000);
+});
