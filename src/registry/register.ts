@@ -3,7 +3,9 @@ import type { Db } from "../db/client";
 import { DbError } from "../db/executor";
 import { conflict, HostError } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { formatRunnerId, parseRunnerServiceManifest, type SkippedRunner } from "../protocol/manifest";
+import { formatRunnerId, parseRunnerServiceManifest, type AgentRunnerManifest, type SkippedRunner } from "../protocol/manifest";
+import { missingConfigFields } from "../agents/runner-config";
+import { parseJson } from "../lib/json";
 import { agentsStore } from "../stores/agents";
 import { registryStore, toServiceView } from "../stores/registry";
 import { maskUrl } from "../resources/secrets";
@@ -33,17 +35,33 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
   }
 }
 
-/** A service's new manifest may not drop a runner an agent runs on: its events would silently go unbound. */
-async function refuseOrphaningAgents(db: Db, serviceId: string, kept: Set<string>): Promise<void> {
+/**
+ * A service's new manifest may not break an agent bound to it: drop the runner
+ * it runs on (its events would silently go unbound), or require a config field
+ * its runner_config lacks (every run of it would be called with a config its
+ * runner refuses).
+ */
+async function refuseBreakingAgents(db: Db, serviceId: string, runners: { runnerId: string; manifest: AgentRunnerManifest }[]): Promise<void> {
+  const kept = new Map(runners.map((r) => [r.runnerId, r.manifest]));
   const dropped = new Set((await registryStore(db).runnersOf(serviceId)).map((r) => r.runnerId).filter((id) => !kept.has(id)));
-  if (!dropped.size) return;
-  const agents = (await agentsStore(db).list()).filter((a) => dropped.has(a.runnerId));
-  if (!agents.length) return;
-  const runnerIds = [...new Set(agents.map((a) => a.runnerId))];
-  throw conflict(
-    `the manifest no longer lists runner ${runnerIds.join(", ")}, which agents ${agents.map((a) => a.agentId).join(", ")} run on: move or delete those agents first, or keep the runner in the manifest`,
-    { agents: agents.map((a) => a.agentId), runner_ids: runnerIds },
-  );
+  const bound = (await agentsStore(db).list()).filter((a) => dropped.has(a.runnerId) || kept.has(a.runnerId));
+  const orphaned = bound.filter((a) => dropped.has(a.runnerId));
+  if (orphaned.length) {
+    const runnerIds = [...new Set(orphaned.map((a) => a.runnerId))];
+    throw conflict(
+      `the manifest no longer lists runner ${runnerIds.join(", ")}, which agents ${orphaned.map((a) => a.agentId).join(", ")} run on: move or delete those agents first, or keep the runner in the manifest`,
+      { agents: orphaned.map((a) => a.agentId), runner_ids: runnerIds },
+    );
+  }
+  const lacking = bound
+    .map((a) => ({ agent_id: a.agentId, runner_id: a.runnerId, missing: missingConfigFields(kept.get(a.runnerId)?.config_schema, parseJson<Record<string, unknown>>(a.runnerConfigJson, {})) }))
+    .filter((a) => a.missing.length);
+  if (lacking.length) {
+    throw conflict(
+      `the manifest requires runner_config fields that agents lack (${lacking.map((a) => `${a.agent_id}: ${a.missing.join(", ")}`).join("; ")}): give those agents the fields first, or keep them optional in the manifest`,
+      { agents: lacking },
+    );
+  }
 }
 
 /**
@@ -66,7 +84,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     manifestJson: JSON.stringify(r),
     updatedAt: now,
   }));
-  if (existing) await refuseOrphaningAgents(db, existing.serviceId, new Set(runners.map((r) => r.runnerId)));
+  if (existing) await refuseBreakingAgents(db, existing.serviceId, runners.map((r, i) => ({ runnerId: r.runnerId, manifest: parsed.runners[i] })));
   try {
     await store.saveService(
       {

@@ -79,6 +79,37 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     }
   });
 
+  it("refuses a refresh that makes a config field required which a bound agent lacks (409 naming agent and field), and applies it once the agent has it", async () => {
+    const schema: Record<string, unknown>[] = [{ name: "region", type: "string", label: { en_US: "Region" }, required: false }];
+    const runners = [{ name: "default", label: { en_US: "cfg" }, config_schema: schema }];
+    const cfg = await startAdHocRunner({ name: "cfg", runners, onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("ok") });
+    try {
+      const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: cfg.url })).body.service.service_id;
+      const bare = { agent_id: "cfg-bare", name: "bare", runner_id: cfg.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "cfg-bare" } };
+      const given = { ...bare, agent_id: "cfg-given", scope: { type: "conversation", id: "cfg-given" }, runner_config: { region: "eu" } };
+      expect((await host.admin("POST", "/v1/admin/agents", bare)).status).toBe(201);
+      expect((await host.admin("POST", "/v1/admin/agents", given)).status).toBe(201);
+
+      // Required with a default needs nothing of the agents.
+      schema[0] = { ...schema[0], required: true, default: "us" };
+      expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
+
+      schema[0] = { ...schema[0], required: true, default: undefined };
+      const refused = await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`);
+      expect(refused).toMatchObject({ status: 409, body: { error: { code: "conflict", details: { agents: [{ agent_id: "cfg-bare", runner_id: cfg.runnerId(), missing: ["region"] }] } } } });
+      expect(refused.body.error.message).toMatch(/cfg-bare: region/);
+      // Nothing changed: the stored manifest still has the default, and the agent still runs.
+      const stored = (await host.admin("GET", "/v1/admin/runners")).body.items.find((r: any) => r.runner_id === cfg.runnerId());
+      expect(JSON.stringify(stored)).toContain('"default":"us"');
+      expect((await host.postEvent(messageEvent("cfg-bare", "still here"))).body.disposition).toBe("started");
+
+      expect((await host.admin("PUT", "/v1/admin/agents/cfg-bare", { ...bare, runner_config: { region: "ap" } })).status).toBe(200);
+      expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
+    } finally {
+      await cfg.close();
+    }
+  });
+
   it("moves a service to a new address (PUT), keeping its runners, agents and secret; npm start's binding does so itself", async () => {
     const reply = (where: string) => async ({ body }: { body: any }, res: import("node:http").ServerResponse) => resultWriter(res, body.context.run_id).reply(`from ${where}`);
     const first = await startAdHocRunner({ name: "moving", onRun: reply("first") });

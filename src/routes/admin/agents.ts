@@ -4,6 +4,7 @@ import type { Db } from "../../db/client";
 import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
+import { missingConfigFields } from "../../agents/runner-config";
 import { newId } from "../../lib/ids";
 import { parseJson } from "../../lib/json";
 import type { AgentRunnerManifest } from "../../protocol/manifest";
@@ -18,10 +19,7 @@ async function checkRunnerConfig(db: Db, input: AgentInput) {
   const runner = await registryStore(db).getRunner(input.runner_id);
   if (!runner) throw badRequest(`runner ${input.runner_id} is not registered`);
   const manifest = parseJson<AgentRunnerManifest>(runner.manifestJson, {} as AgentRunnerManifest);
-  const missing = (manifest.config_schema ?? [])
-    // Given means present as the body's own field, and not null.
-    .filter((item) => item.required && item.default === undefined && (!Object.hasOwn(input.runner_config, item.name) || input.runner_config[item.name] === null))
-    .map((item) => item.name);
+  const missing = missingConfigFields(manifest.config_schema, input.runner_config);
   if (missing.length) throw badRequest(`runner_config is missing required fields: ${missing.join(", ")}`, { missing });
 }
 
