@@ -1,4 +1,5 @@
 import type { ConfigSchemaItem } from "../protocol/manifest";
+import { MASK } from "../resources/secrets";
 
 /**
  * The required fields of a runner's config_schema that an agent's
@@ -9,4 +10,38 @@ export function missingConfigFields(schema: readonly ConfigSchemaItem[] | undefi
   return (schema ?? [])
     .filter((item) => item.required && item.default === undefined && (!Object.hasOwn(config, item.name) || config[item.name] === null))
     .map((item) => item.name);
+}
+
+/** The fields a config_schema marks as secrets (`type: "secret"`). */
+export function secretFieldNames(schema: readonly ConfigSchemaItem[] | undefined): Set<string> {
+  return new Set((schema ?? []).filter((item) => item.type === "secret").map((item) => item.name));
+}
+
+/**
+ * runner_config as an operator sees it: each secret field that holds a value
+ * shows MASK. "all" when the runner is no longer registered, so which fields
+ * it declared secret is unknown.
+ */
+export function maskSecretFields(config: Record<string, unknown>, secrets: ReadonlySet<string> | "all"): Record<string, unknown> {
+  const secret = (name: string) => secrets === "all" || secrets.has(name);
+  return Object.fromEntries(Object.entries(config).map(([name, value]) => [name, secret(name) && value !== null ? MASK : value]));
+}
+
+/**
+ * runner_config as written back: a secret field given as MASK (what GET
+ * showed) keeps the value stored for it, so an agent read and sent back
+ * unchanged keeps its secrets. Masked fields that have nothing stored
+ * to keep are listed in `unknown`: the mask itself must never become the secret.
+ */
+export function restoreSecretFields(config: Record<string, unknown>, stored: Record<string, unknown> | null, secrets: ReadonlySet<string>): { config: Record<string, unknown>; unknown: string[] } {
+  const unknown: string[] = [];
+  const restored = Object.fromEntries(
+    Object.entries(config).map(([name, value]) => {
+      if (!secrets.has(name) || value !== MASK) return [name, value];
+      if (stored && Object.hasOwn(stored, name) && stored[name] !== null) return [name, stored[name]];
+      unknown.push(name);
+      return [name, value];
+    }),
+  );
+  return { config: restored, unknown };
 }

@@ -3,18 +3,20 @@ import type { Db } from "../db/client";
 import { agent, agentBinding } from "../db/schema";
 import { DbError } from "../db/executor";
 import { scopeView } from "../agents/policy";
+import { maskSecretFields } from "../agents/runner-config";
 import { iso, parseJson } from "../lib/json";
 
 export type AgentRow = typeof agent.$inferSelect;
 export type NewAgentRow = typeof agent.$inferInsert;
 
-export function toAgentView(row: AgentRow) {
+/** Admin view: runner_config fields the runner declares secret are masked (`secrets`: their names, see maskSecretFields). */
+export function toAgentView(row: AgentRow, secrets: ReadonlySet<string> | "all") {
   return {
     agent_id: row.agentId,
     name: row.name,
     description: row.description ?? undefined,
     runner_id: row.runnerId,
-    runner_config: parseJson<Record<string, unknown>>(row.runnerConfigJson, {}),
+    runner_config: maskSecretFields(parseJson<Record<string, unknown>>(row.runnerConfigJson, {}), secrets),
     event_types: parseJson<string[]>(row.eventTypesJson, []),
     scope: scopeView(row.scopeType, row.scopeId),
     resource_policy: parseJson<Record<string, unknown>>(row.resourcePolicyJson, {}),

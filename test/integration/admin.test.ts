@@ -15,9 +15,10 @@ beforeAll(async () => {
       { name: "beta", label: { en_US: "Beta" }, permissions: perms },
       { name: "broken", label: { en_US: "Broken" }, capabilities: { telepathy: true } },
     ],
-    // Each runner answers with its own name and the agent that bound it.
+    // Each runner answers with its own name and the agent that bound it (and the api_key it was given, if any).
     onRun({ body }, res) {
-      resultWriter(res, body.context.run_id).reply(`${body.runner_name} for ${body.context.metadata.agent_id}`);
+      const key = body.context.config.api_key ? ` with ${body.context.config.api_key}` : "";
+      resultWriter(res, body.context.run_id).reply(`${body.runner_name} for ${body.context.metadata.agent_id}${key}`);
     },
   });
   host = await startTestHost();
@@ -204,6 +205,29 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     const ok = await host.admin("POST", "/v1/admin/agents", agent("cfg-ok", "alpha", { type: "bot", id: "bot-cfg" }, { runner_config: { api_key: "k" } }));
     expect(ok.status).toBe(201);
     expect((await host.admin("POST", "/v1/admin/agents", agent("cfg-x", "nope", { type: "bot", id: "bot-x" }))).status).toBe(400);
+  });
+
+  it("shows secret runner_config fields masked; what GET showed can be sent back and keeps the secret the runner gets", async () => {
+    const secretAgent = agent("cfg-secret", "alpha", { type: "conversation", id: "cfg-secret" }, { runner_config: { api_key: "sk-live-0123456789", region: "eu" } });
+    const created = await host.admin("POST", "/v1/admin/agents", secretAgent);
+    expect(created.status).toBe(201);
+    expect(created.body.runner_config).toEqual({ api_key: "********", region: "eu" });
+    const shown = await host.admin("GET", "/v1/admin/agents/cfg-secret");
+    expect(shown.body.runner_config).toEqual({ api_key: "********", region: "eu" });
+    const listed = await host.admin("GET", "/v1/admin/agents");
+    expect(JSON.stringify(listed.body)).not.toContain("sk-live-0123456789");
+    const reply = async () => (await host.waitForRun((await host.postEvent(messageEvent("cfg-secret", "hi"))).body.run_id!)).message?.content;
+
+    // Sent back as shown (with another field changed): the stored secret stays.
+    const put = await host.admin("PUT", "/v1/admin/agents/cfg-secret", { ...shown.body, runner_config: { ...shown.body.runner_config, region: "us" } });
+    expect([put.status, put.body.runner_config]).toEqual([200, { api_key: "********", region: "us" }]);
+    expect(await reply()).toBe("alpha for cfg-secret with sk-live-0123456789");
+    // A new value replaces it.
+    expect((await host.admin("PUT", "/v1/admin/agents/cfg-secret", { ...secretAgent, runner_config: { api_key: "sk-live-rotated" } })).status).toBe(200);
+    expect(await reply()).toBe("alpha for cfg-secret with sk-live-rotated");
+    // The mask with nothing stored behind it is refused, never kept as the secret.
+    const masked = await host.admin("POST", "/v1/admin/agents", agent("cfg-masked", "alpha", { type: "conversation", id: "cfg-masked" }, { runner_config: { api_key: "********" } }));
+    expect([masked.status, masked.body.error.details]).toEqual([400, { masked: ["api_key"] }]);
   });
 
   it("refuses a second enabled agent on the same scope and event type with 409", async () => {

@@ -4,23 +4,42 @@ import type { Db } from "../../db/client";
 import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
-import { missingConfigFields } from "../../agents/runner-config";
+import { missingConfigFields, restoreSecretFields, secretFieldNames } from "../../agents/runner-config";
+import { MASK } from "../../resources/secrets";
 import { newId } from "../../lib/ids";
 import { parseJson } from "../../lib/json";
 import type { AgentRunnerManifest } from "../../protocol/manifest";
 import { jsonBody } from "../../middleware/validate";
-import { agentsStore, BindingConflictError, toAgentView, type NewAgentRow } from "../../stores/agents";
+import { agentsStore, BindingConflictError, toAgentView, type AgentRow, type NewAgentRow } from "../../stores/agents";
 import { registryStore } from "../../stores/registry";
 import { unknownGrants } from "../../resources/grants";
 import { router } from "../app-env";
 
-/** The runner must exist, and runner_config must carry every required field of its config_schema. */
-async function checkRunnerConfig(db: Db, input: AgentInput) {
+const configSchemaOf = (manifestJson: string) => parseJson<AgentRunnerManifest>(manifestJson, {} as AgentRunnerManifest).config_schema;
+
+/**
+ * The runner must exist, and runner_config must carry every required field of
+ * its config_schema. A secret field sent back masked, as GET showed it, keeps
+ * the value stored for the same agent on the same runner. Returns the runner's
+ * secret field names, which the answer masks.
+ */
+async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow): Promise<Set<string>> {
   const runner = await registryStore(db).getRunner(input.runner_id);
   if (!runner) throw badRequest(`runner ${input.runner_id} is not registered`);
-  const manifest = parseJson<AgentRunnerManifest>(runner.manifestJson, {} as AgentRunnerManifest);
-  const missing = missingConfigFields(manifest.config_schema, input.runner_config);
+  const schema = configSchemaOf(runner.manifestJson);
+  const secrets = secretFieldNames(schema);
+  const stored = existing?.runnerId === input.runner_id ? parseJson<Record<string, unknown>>(existing.runnerConfigJson, {}) : null;
+  const restored = restoreSecretFields(input.runner_config, stored, secrets);
+  if (restored.unknown.length) throw badRequest(`runner_config gives the mask ${MASK} for secret fields with no stored value to keep: ${restored.unknown.join(", ")}`, { masked: restored.unknown });
+  input.runner_config = restored.config;
+  const missing = missingConfigFields(schema, input.runner_config);
   if (missing.length) throw badRequest(`runner_config is missing required fields: ${missing.join(", ")}`, { missing });
+  return secrets;
+}
+
+/** Each registered runner's secret config field names, for masking a list of agents. */
+async function secretsByRunner(db: Db): Promise<Map<string, Set<string>>> {
+  return new Map((await registryStore(db).listRunners()).map((r) => [r.runnerId, secretFieldNames(configSchemaOf(r.manifestJson))]));
 }
 
 /** Every model, tool and knowledge base the policy grants must be registered (a typo would grant nothing, silently). */
@@ -61,11 +80,15 @@ async function save(write: () => Promise<void>) {
 const AgentReplaceSchema = AgentInputSchema.extend({ created_at: z.string().optional(), updated_at: z.string().optional() });
 
 export const agentsRouter = router()
-  .get("/", async (c) => c.json({ items: (await agentsStore(dbOf(c.env)).list()).map(toAgentView) }))
+  .get("/", async (c) => {
+    const db = dbOf(c.env);
+    const [rows, secrets] = await Promise.all([agentsStore(db).list(), secretsByRunner(db)]);
+    return c.json({ items: rows.map((row) => toAgentView(row, secrets.get(row.runnerId) ?? "all")) });
+  })
   .post("/", jsonBody(AgentInputSchema), async (c) => {
     const db = dbOf(c.env);
     const input = c.get("body");
-    await checkRunnerConfig(db, input);
+    const secrets = await checkRunnerConfig(db, input);
     await checkResourceGrants(db, input);
     const store = agentsStore(db);
     const agentId = input.agent_id ?? newId("agt");
@@ -73,12 +96,14 @@ export const agentsRouter = router()
     const row = toRow(agentId, input, Date.now());
     // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
     await insertUnique(() => save(() => store.create(row)), `agent ${agentId}`);
-    return c.json(toAgentView((await store.get(agentId))!), 201);
+    return c.json(toAgentView((await store.get(agentId))!, secrets), 201);
   })
   .get("/:agentId", async (c) => {
-    const row = await agentsStore(dbOf(c.env)).get(c.req.param("agentId"));
+    const db = dbOf(c.env);
+    const row = await agentsStore(db).get(c.req.param("agentId"));
     if (!row) throw notFound(`agent ${c.req.param("agentId")} not found`);
-    return c.json(toAgentView(row));
+    const runner = await registryStore(db).getRunner(row.runnerId);
+    return c.json(toAgentView(row, runner ? secretFieldNames(configSchemaOf(runner.manifestJson)) : "all"));
   })
   .put("/:agentId", jsonBody(AgentReplaceSchema), async (c) => {
     const db = dbOf(c.env);
@@ -88,10 +113,10 @@ export const agentsRouter = router()
     const store = agentsStore(db);
     const existing = await store.get(agentId);
     if (!existing) throw notFound(`agent ${agentId} not found`);
-    await checkRunnerConfig(db, input);
+    const secrets = await checkRunnerConfig(db, input, existing);
     await checkResourceGrants(db, input);
     await save(() => store.replace(toRow(agentId, input, existing.createdAt)));
-    return c.json(toAgentView((await store.get(agentId))!));
+    return c.json(toAgentView((await store.get(agentId))!, secrets));
   })
   .delete("/:agentId", async (c) => {
     const store = agentsStore(dbOf(c.env));
