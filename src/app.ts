@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { adminAuth } from "./middleware/admin-auth";
+import { limitBody } from "./middleware/body-limit";
 import { notFound, onError } from "./middleware/on-error";
 import type { AppEnv } from "./routes/app-env";
 import { agentsRouter } from "./routes/admin/agents";
@@ -15,13 +16,16 @@ import { eventsRouter } from "./routes/events";
 import { runsRouter } from "./routes/runs";
 import { webhooksRouter } from "./routes/webhooks";
 
+/** Admin writes are small JSON documents; a larger body is refused before it is held. */
+const ADMIN_BODY_MAX_BYTES = 1024 * 1024;
+
 export function createApp() {
   const app = new Hono<AppEnv>();
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.route("/v1/events", eventsRouter);
   app.route("/v1/runs", runsRouter);
   app.route("/v1/conversations", conversationsRouter);
-  app.use("/v1/admin/*", adminAuth());
+  app.use("/v1/admin/*", adminAuth(), limitBody(ADMIN_BODY_MAX_BYTES));
   app.route("/v1/admin/runner-services", runnerServicesRouter);
   app.route("/v1/admin/runners", runnersRouter);
   app.route("/v1/admin/agents", agentsRouter);

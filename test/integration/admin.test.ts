@@ -230,6 +230,21 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect([masked.status, masked.body.error.details]).toEqual([400, { masked: ["api_key"] }]);
   });
 
+  it("refuses an admin body over 1 MiB with 413, declared or streamed, and creates nothing", async () => {
+    const big = JSON.stringify(agent("too-big", "beta", { type: "conversation", id: "too-big" }, { description: "x".repeat(1024 * 1024) }));
+    const headers = { authorization: `Bearer ${host.adminToken}`, "content-type": "application/json" };
+    const declared = await fetch(`${host.url}/v1/admin/agents`, { method: "POST", headers, body: big });
+    const bytes = new TextEncoder().encode(big);
+    const streamed = await fetch(`${host.url}/v1/admin/agents`, {
+      method: "POST",
+      headers,
+      body: new ReadableStream({ pull: (ctl) => (ctl.enqueue(bytes), ctl.close()) }),
+      duplex: "half",
+    } as RequestInit);
+    for (const res of [declared, streamed]) expect([res.status, ((await res.json()) as any).error.code]).toEqual([413, "payload_too_large"]);
+    expect((await host.admin("GET", "/v1/admin/agents/too-big")).status).toBe(404);
+  });
+
   it("refuses a second enabled agent on the same scope and event type with 409", async () => {
     expect((await host.admin("POST", "/v1/admin/agents", agent("dup-1", "beta", { type: "workspace", id: "ws-dup" }))).status).toBe(201);
     const clash = await host.admin("POST", "/v1/admin/agents", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }));
