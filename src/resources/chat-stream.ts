@@ -49,20 +49,38 @@ export interface ChatStreamOptions {
 
 type ToolCallDelta = { index?: number; id?: string; type?: string; function?: { name?: string; arguments?: string } };
 
-/** Joins streamed tool-call fragments by index, as OpenAI-compatible providers send them. */
+/**
+ * Joins streamed tool-call fragments by index, as OpenAI-compatible providers
+ * send them, and gives back the fragments as the runner may see them: each
+ * call's arguments scrubbed like content, a secret split across fragments
+ * held back until it can be told.
+ */
 class ToolCallAssembler {
   private readonly calls: { id?: string; type: string; function: { name: string; arguments: string } }[] = [];
+  private readonly shown: StreamRedactor[] = [];
+  constructor(private readonly secrets: readonly string[]) {}
 
-  add(deltas: unknown) {
-    if (!Array.isArray(deltas)) return;
-    for (const raw of deltas as ToolCallDelta[]) {
+  add(deltas: unknown): unknown {
+    if (!Array.isArray(deltas)) return deltas;
+    return (deltas as ToolCallDelta[]).map((raw) => {
       const i = typeof raw?.index === "number" ? raw.index : this.calls.length;
       const call = (this.calls[i] ??= { type: "function", function: { name: "", arguments: "" } });
       if (raw.id) call.id = raw.id;
       if (raw.type) call.type = raw.type;
       if (raw.function?.name) call.function.name += raw.function.name;
-      if (raw.function?.arguments) call.function.arguments += raw.function.arguments;
-    }
+      if (typeof raw.function?.arguments !== "string") return raw;
+      call.function.arguments += raw.function.arguments;
+      const shown = (this.shown[i] ??= new StreamRedactor(this.secrets));
+      return { ...raw, function: { ...raw.function, arguments: shown.push(raw.function.arguments) } };
+    });
+  }
+
+  /** The argument text still held back, once nothing more will arrive: one fragment per call that has some. */
+  flush(): ToolCallDelta[] {
+    return this.shown.flatMap((shown, index) => {
+      const held = shown.flush();
+      return held ? [{ index, function: { arguments: held } }] : [];
+    });
   }
 
   result(): unknown[] {
@@ -80,14 +98,14 @@ function errorText(error: unknown): string {
 }
 
 const encoder = new TextEncoder();
-/** Lines as NDJSON, each scrubbed of the secrets (a secret split across two deltas is caught in the final message). */
+/** Lines as NDJSON, each scrubbed of the secrets (text streamed in pieces is scrubbed across them before it gets here). */
 const ndjson = (lines: ModelStreamLine[], secrets: readonly string[]) => encoder.encode(lines.map((l) => `${JSON.stringify(redactValue(l, secrets))}\n`).join(""));
 
 /** Parse the provider's SSE body incrementally and re-frame it as NDJSON, one network chunk at a time. */
 export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ReadableStream<Uint8Array> {
   const lines = readLines(providerBody, { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes });
   const frame = sseFramer({ maxLineBytes: opts.maxLineBytes });
-  const tools = new ToolCallAssembler();
+  const tools = new ToolCallAssembler(opts.secrets);
   let content = "";
   // A secret the provider echoes is split across deltas: each delta's text is scrubbed with what came before it.
   const shown = new StreamRedactor(opts.secrets);
@@ -134,7 +152,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
       content += delta.content;
       delta.content = shown.push(delta.content);
     }
-    tools.add(delta.tool_calls);
+    if (delta.tool_calls !== undefined) delta.tool_calls = tools.add(delta.tool_calls);
     const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
     if (meaningful) out.push({ type: "delta", chunk: { ...delta, role: "assistant" } });
     return false;
@@ -185,7 +203,11 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
           if (failure) throw failure;
           if (done) {
             const held = shown.flush();
-            if (held) controller.enqueue(ndjson([{ type: "delta", chunk: { role: "assistant", content: held } }], opts.secrets));
+            const heldCalls = tools.flush();
+            if (held || heldCalls.length) {
+              const chunk = { role: "assistant" as const, ...(held ? { content: held } : {}), ...(heldCalls.length ? { tool_calls: heldCalls } : {}) };
+              controller.enqueue(ndjson([{ type: "delta", chunk }], opts.secrets));
+            }
             const result = assembled();
             return await end(controller, { type: "completed", model_id: opts.modelId, ...result }, { result });
           }

@@ -43,6 +43,16 @@ beforeAll(async () => {
         const parts = quoted.match(/.{1,8}/g)!.map((p) => delta(p));
         return void res.end(sse([...parts, delta("", "stop"), "[DONE]"]));
       }
+      case "echo-tool-split": {
+        // The key quoted in the arguments of two tool calls, a few characters per fragment, interleaved.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const args = JSON.stringify({ key: KEY }).match(/.{1,5}/g)!;
+        const call = (index: number, part: string, first: boolean) => ({
+          choices: [{ index: 0, delta: { tool_calls: [{ index, ...(first ? { id: `call_${index}`, type: "function", function: { name: "lookup", arguments: part } } : { function: { arguments: part } }) }] }, finish_reason: null }],
+        });
+        const chunks = args.flatMap((part, i) => [call(0, part, i === 0), call(1, part, i === 0)]);
+        return void res.end(sse([...chunks, { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] }, "[DONE]"]));
+      }
       case "long-error":
         // A 503 whose body quotes the key late in a long message.
         return sendJson(res, 503, { error: { message: `${"upstream is overloaded, please retry later. ".repeat(5)}request was authorised by ${req.headers.authorization}` } });
@@ -62,14 +72,14 @@ beforeAll(async () => {
     const res = await host.admin("POST", path, payload);
     if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
   };
-  for (const m of ["echo-split", "long-error", "redirect", "plain"]) {
+  for (const m of ["echo-split", "echo-tool-split", "long-error", "redirect", "plain"]) {
     await register("/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
   }
   await register("/v1/admin/tools", { name: "redirected", description: "a tool behind a redirect", endpoint: `${provider.url}/tool`, headers: { "x-api-key": TOOL_KEY } });
   await register("/v1/admin/runner-services", { base_url: runner.url });
   await register("/v1/admin/agents", {
     agent_id: "leaks", name: "leaks", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
-    resource_policy: { models: ["echo-split", "long-error", "redirect", "plain"], tools: ["redirected"] },
+    resource_policy: { models: ["echo-split", "echo-tool-split", "long-error", "redirect", "plain"], tools: ["redirected"] },
   });
 });
 
@@ -91,6 +101,17 @@ describe("secrets", () => {
     // The deltas, a few characters each, never spell it out either.
     const streamed = result.filter((l: any) => l.type === "delta").map((l: any) => l.chunk.content).join("");
     expect(streamed).toBe("you used [redacted]");
+  });
+
+  it("a key the provider streams back across tool-call argument fragments never reaches the runner", async () => {
+    const { result } = await inRun("tool-split", async (_api, _ctx, _emit, raw) => ndjson(await raw("model.stream", { model_id: "echo-tool-split", messages: user("look it up") })));
+    expect(result.at(-1)).toMatchObject({ type: "completed", finish_reason: "tool_calls" });
+    expect(JSON.stringify(result)).not.toContain(KEY);
+    // Joined per call, the fragments the runner saw are the scrubbed arguments, whole.
+    const joined = ["", ""];
+    for (const line of result.filter((l: any) => l.type === "delta")) for (const c of line.chunk.tool_calls ?? []) joined[c.index] += c.function?.arguments ?? "";
+    expect(joined).toEqual([`{"key":"[redacted]"}`, `{"key":"[redacted]"}`]);
+    expect(result.at(-1).message.tool_calls.map((c: any) => c.function.arguments)).toEqual(joined);
   });
 
   it("an upstream error that quotes the key late in its body does not leak part of it", async () => {
