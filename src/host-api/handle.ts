@@ -1,6 +1,6 @@
 import { hostRecordInsert } from "../stores/event-log";
 import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams } from "../protocol/host-api";
-import { formatZodIssues, jsonDepthExceeds, MAX_JSON_DEPTH } from "../protocol/common";
+import { formatZodIssues, jsonShapeProblem, MAX_JSON_DEPTH } from "../protocol/common";
 import { ACTIONS, type ActionContext } from "./actions/index";
 import type { ApiErrorCode } from "../protocol/errors";
 import { SealedSecretError } from "../lib/secret-box";
@@ -41,7 +41,7 @@ type BodyRefusal = { code: ApiErrorCode; message: string };
 /** Levels a request adds above a value: the body, params, and the value's own container. */
 const ENVELOPE_DEPTH = 4;
 
-/** The body's JSON, or why it cannot be read as a request: not JSON, or nested deeper than any request is. */
+/** The body's JSON, or why it cannot be read as a request: not JSON, nested deeper than any request is, or with a "__proto__" member. */
 export function parseHostApiBody(body: HostApiBody): { json: unknown } | { refused: BodyRefusal } {
   if ("refused" in body) return body;
   let json: unknown;
@@ -51,7 +51,8 @@ export function parseHostApiBody(body: HostApiBody): { json: unknown } | { refus
     return { refused: { code: "invalid_argument", message: "request body is not valid JSON" } };
   }
   // Headroom for the envelope around params: a value as deep as JsonValueSchema allows still gets to its own check.
-  if (jsonDepthExceeds(json, MAX_JSON_DEPTH + ENVELOPE_DEPTH)) return { refused: { code: "invalid_argument", message: `request body is nested deeper than ${MAX_JSON_DEPTH + ENVELOPE_DEPTH} levels` } };
+  const problem = jsonShapeProblem(json, MAX_JSON_DEPTH + ENVELOPE_DEPTH);
+  if (problem) return { refused: { code: "invalid_argument", message: `request body: ${problem}` } };
   return { json };
 }
 

@@ -21,6 +21,18 @@ export const ScopedIdSchema = z
   .max(200)
   .regex(/^[^\p{Cc}\p{Cs}]*$/u, "must not contain control characters or unpaired surrogates");
 
+/**
+ * Text stored as a key and read back (state keys, storage keys): no NUL (the
+ * embedded driver cuts text short at it when reading) and no unpaired
+ * surrogate (stored as U+FFFD, so two keys would become one).
+ */
+export const storedKeyText = (maxLength: number) =>
+  z
+    .string()
+    .min(1)
+    .max(maxLength)
+    .regex(/^[^\u0000\p{Cs}]*$/u, "must not contain NUL or unpaired surrogates");
+
 export type JsonValue =
   | string
   | number
@@ -41,25 +53,34 @@ const JsonValueInnerSchema: z.ZodType<JsonValue> = z.lazy(() =>
   ]),
 );
 
-/** Iterative so that hostile nesting cannot blow the stack before we refuse it. */
-export function jsonDepthExceeds(value: unknown, maxDepth: number): boolean {
+/**
+ * Why a value cannot be taken as JSON here, or null: nested deeper than
+ * `maxDepth`, or holding an object member named "__proto__" (zod's records
+ * drop it, so the value would be stored altered without a word). Iterative,
+ * so that hostile nesting cannot blow the stack before it is refused.
+ */
+export function jsonShapeProblem(value: unknown, maxDepth: number): string | null {
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length > 0) {
     const [current, depth] = stack.pop() as [unknown, number];
     if (current === null || typeof current !== "object") continue;
-    if (depth > maxDepth) return true;
+    if (depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels`;
+    if (!Array.isArray(current) && Object.hasOwn(current, "__proto__")) return 'an object member named "__proto__" is not accepted';
     const children = Array.isArray(current) ? current : Object.values(current);
     for (const child of children) stack.push([child, depth + 1]);
   }
-  return false;
+  return null;
 }
 
-/** A check refusing a value nested deeper than `maxDepth`, before any recursive schema walks it. */
+/** A check refusing a value nested deeper than `maxDepth` (or with a "__proto__" member), before any recursive schema walks it. */
 const nestedAtMost = (maxDepth: number) =>
-  z.refine((v) => !jsonDepthExceeds(v, maxDepth), { message: `JSON nested deeper than ${maxDepth} levels`, abort: true });
+  z.unknown().superRefine((v, ctx) => {
+    const problem = jsonShapeProblem(v, maxDepth);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
 
 /** Any JSON value (no undefined, functions, NaN, class instances), nested at most MAX_JSON_DEPTH. */
-export const JsonValueSchema = z.unknown().check(nestedAtMost(MAX_JSON_DEPTH)).pipe(JsonValueInnerSchema);
+export const JsonValueSchema = nestedAtMost(MAX_JSON_DEPTH).pipe(JsonValueInnerSchema);
 
 /** UTF-8 size of a value once serialised; limits in the protocol are in bytes. */
 export function jsonByteLength(value: unknown): number {
@@ -76,7 +97,7 @@ export function utf8ByteLength(text: string): number {
  * it is cloned to a Durable Object or serialised.
  */
 // One level more than a JSON value: the record's own, around values as deep as JsonValueSchema allows.
-export const RecordSchema = z.record(z.string(), z.unknown()).check(nestedAtMost(MAX_JSON_DEPTH + 1));
+export const RecordSchema = nestedAtMost(MAX_JSON_DEPTH + 1).pipe(z.record(z.string(), z.unknown()));
 export type JsonObject = z.infer<typeof RecordSchema>;
 
 /** Localised text keyed by locale, e.g. {"en_US": "...", "zh_Hans": "..."}. */
@@ -130,7 +151,14 @@ export type ImageElement = z.infer<typeof ImageElementSchema>;
 export type FileElement = z.infer<typeof FileElementSchema>;
 export type AudioElement = z.infer<typeof AudioElementSchema>;
 
-export const MessageContentSchema = z.union([z.string(), z.array(ContentElementSchema)]);
+/**
+ * Message text stored as a column of its own (transcript content): no NUL, at
+ * which the embedded driver cuts text short when reading it back, so the
+ * transcript would hold less than was said.
+ */
+export const MessageTextSchema = z.string().refine((t) => !t.includes("\u0000"), "must not contain NUL characters");
+
+export const MessageContentSchema = z.union([MessageTextSchema, z.array(ContentElementSchema)]);
 export type MessageContent = z.infer<typeof MessageContentSchema>;
 
 export const MESSAGE_ROLES = ["user", "assistant", "system", "tool"] as const;

@@ -7,6 +7,7 @@
  */
 import * as z from "zod";
 import {
+  MessageTextSchema,
   ContentElementSchema,
   EventTypeSchema,
   RecordSchema,
@@ -58,9 +59,7 @@ export const EnvelopeAttachmentSchema = z
 export type EnvelopeAttachment = z.infer<typeof EnvelopeAttachmentSchema>;
 
 export const EnvelopeInputSchema = z.strictObject({
-  text: z
-    .string()
-    .refine((t) => utf8ByteLength(t) <= INPUT_TEXT_MAX_BYTES, {
+  text: MessageTextSchema.refine((t) => utf8ByteLength(t) <= INPUT_TEXT_MAX_BYTES, {
       message: `text longer than ${INPUT_TEXT_MAX_BYTES} bytes; send it as an attachment`,
     })
     .nullish(),

@@ -11,6 +11,7 @@ import {
   JsonValueSchema,
   MessageSchema,
   RecordSchema,
+  storedKeyText,
 } from "./common";
 import { StateScopeSchema } from "./context";
 
@@ -50,7 +51,7 @@ export function base64DecodedLength(b64: string): number {
   return (b64.length / 4) * 3 - padding;
 }
 
-export const StateKeySchema = z.string().min(1).max(STATE_KEY_MAX_LENGTH);
+export const StateKeySchema = storedKeyText(STATE_KEY_MAX_LENGTH);
 
 /** A JSON value that fits in host state. */
 export const StateValueSchema = JsonValueSchema.refine(
