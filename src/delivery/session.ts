@@ -130,7 +130,9 @@ export class DeliverySession {
   }
 
   /** The publish seam: every ledger entry of the run, in order, as it is written. */
-  feed(entries: LedgerEntry[]): void {
+  feed(written: LedgerEntry[]): void {
+    // What the host dropped (invalid, unknown) is recorded, never shown: neither its text nor as the run's end.
+    const entries = written.filter((e) => !e.dropped);
     // The host may end a run the runner called complete (no message): the user hears how it really ended.
     const end = entries.findLastIndex((e) => e.type === "run.completed" || e.type === "run.failed");
     for (const [i, entry] of entries.entries()) {

@@ -141,9 +141,12 @@ export class ResultProcessor {
     const recorded = this.entry(result.type, result.data, "runner", sequence);
     batch.ledger.push(recorded);
     const parsed = parseResultPayload(result.type, result.data);
-    if (parsed.kind === "unknown") return this.warn(batch, "result.unknown_type", `unknown result type ${result.type} ignored`, { sequence });
-    if (parsed.kind === "invalid") return this.drop(batch, result.type, parsed.issues, sequence);
-    this.apply(parsed.result, batch, sequence, recorded);
+    if (parsed.kind === "unknown") {
+      recorded.dropped = true;
+      return this.warn(batch, "result.unknown_type", `unknown result type ${result.type} ignored`, { sequence });
+    }
+    if (parsed.kind === "invalid") return this.drop(batch, recorded, parsed.issues);
+    this.apply(parsed.result, batch, recorded);
   }
 
   private acceptSequence(sequence: number, batch: ResultBatch): boolean {
@@ -161,7 +164,14 @@ export class ResultProcessor {
     return true;
   }
 
-  private drop(batch: ResultBatch, type: string, reason: string, sequence: number | null) {
+  /** The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. */
+  private drop(batch: ResultBatch, recorded: LedgerEntry, reason: string) {
+    recorded.dropped = true;
+    this.reportDrop(batch, recorded.type, recorded.runnerSequence ?? null, reason);
+  }
+
+  /** A host warning in the ledger and an audit record in EventLog: what was dropped and why. */
+  private reportDrop(batch: ResultBatch, type: string, sequence: number | null, reason: string) {
     this.warn(batch, "result.invalid_payload", `${type} dropped: ${reason}`, { sequence });
     batch.audits.push({
       eventType: "runner.result_dropped",
@@ -192,14 +202,14 @@ export class ResultProcessor {
     this.pendingRefs = [];
   }
 
-  private apply(result: KnownResult, batch: ResultBatch, sequence: number | null, recorded: LedgerEntry) {
+  private apply(result: KnownResult, batch: ResultBatch, recorded: LedgerEntry) {
     switch (result.type) {
       case "message.completed":
-        if (isBlankMessage(result.data.message)) return this.drop(batch, result.type, "the message has no content", sequence);
+        if (isBlankMessage(result.data.message)) return this.drop(batch, recorded, "the message has no content");
         return this.addMessage(batch, result.data.message);
       case "state.updated": {
         const scopeKey = this.init.stateScopes[result.data.scope];
-        if (!scopeKey) return this.drop(batch, result.type, `state scope ${result.data.scope} is not enabled for this run`, sequence);
+        if (!scopeKey) return this.drop(batch, recorded, `state scope ${result.data.scope} is not enabled for this run`);
         batch.stateWrites.push({ scope: result.data.scope, scopeKey, key: result.data.key, valueJson: JSON.stringify(result.data.value) });
         return;
       }
@@ -217,13 +227,14 @@ export class ResultProcessor {
           batch.artifactReferences.push(ref);
           this.pendingRefs.push(ref);
         } else {
-          this.drop(batch, result.type, "neither artifact_id nor content_base64 given", sequence);
+          this.drop(batch, recorded, "neither artifact_id nor content_base64 given");
         }
         return;
       }
       case "run.completed":
         if (result.data.message?.role !== undefined && result.data.message.role !== "assistant") {
-          this.drop(batch, result.type, "its message must have role assistant; the message is dropped, the completion kept", sequence);
+          // Only its message is dropped: the entry still ends the run, and delivery shows no other role.
+          this.reportDrop(batch, result.type, recorded.runnerSequence ?? null, "its message must have role assistant; the message is dropped, the completion kept");
         } else if (result.data.message && !isBlankMessage(result.data.message) && !this.sawMessage) this.addMessage(batch, result.data.message);
         this.terminalResult = result;
         return;

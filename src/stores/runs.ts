@@ -42,6 +42,8 @@ export interface LedgerEntry {
   runnerSequence?: number | null;
   origin: "runner" | "host";
   createdAt: number;
+  /** A runner result the host dropped (invalid, unknown, refused): recorded as sent, never acted on. Not stored. */
+  dropped?: true;
 }
 
 export function toLedgerView(e: { seq: number; type: string; dataJson: string; runnerSequence: number | null; origin: string; createdAt: number }) {

@@ -110,7 +110,7 @@ describe("results and events that could not be read back as sent", () => {
   });
 
   it("refuses an event whose text has a NUL with 400, recording nothing", async () => {
-    const res = await host.postEvent({ event_type: "message.received", conversation_id: "keys-nul", actor: { actor_type: "user", actor_id: "u1" }, input: { text: "a\u0000b" } });
+    const res = await host.admin("POST", "/v1/events", { event_type: "message.received", conversation_id: "keys-nul", actor: { actor_type: "user", actor_id: "u1" }, input: { text: "a\u0000b" } });
     expect([res.status, res.body.error.code, res.body.error.message]).toEqual([400, "invalid_request", expect.stringMatching(/input\.text: must not contain NUL/)]);
     expect(await host.query("SELECT event_id FROM event_log WHERE conversation_id = 'keys-nul'")).toEqual([]);
   });
