@@ -62,8 +62,10 @@ export class ConversationDO extends DurableObject<Env> {
   private scheduling = false;
   private readonly changes = new ChangeSignal();
   private readonly isActive = (runId: string) => this.active.has(runId);
-  /** A run that can still pull what is claimed for it: executed here and not aborted (cancelled, interrupted, past its deadline, ended). */
-  private readonly canPull = (runId: string) => this.active.get(runId)?.abort.signal.aborted === false;
+  /** Active runs whose runner's stream is over (its terminal result read, or it broke): they can only end now. */
+  private readonly finishing = new Set<string>();
+  /** A run that can still pull what is claimed for it: executed here, its runner still streaming, and not aborted (cancelled, interrupted, past its deadline). */
+  private readonly canPull = (runId: string) => this.active.get(runId)?.abort.signal.aborted === false && !this.finishing.has(runId);
   private readonly arrivalKeys = new ArrivalKeys();
   /** Work left after a run ended (its reply still on its way, its MCP sessions closing): the alarm stays alive for it, the next run does not wait. */
   private readonly settling = new Set<Promise<void>>();
@@ -199,8 +201,11 @@ export class ConversationDO extends DurableObject<Env> {
     // A run whose dispatch is still being decided is cancelled as that decision leaves it.
     await this.decisions.settled(runId);
     const active = this.active.get(runId);
-    // A run whose end is recorded (its own work after it still going on) has nothing left to cancel.
-    if (active?.abort.signal.reason === RUN_ENDED) return { cancelled: false };
+    if (active && this.finishing.has(runId)) {
+      // Its runner is done: nothing is left to cancel. Answered once its end is recorded, so the answer can say how it ended.
+      await active.done;
+      return { cancelled: false };
+    }
     if (active) {
       // Also reaches a run still starting: it sees the abort before calling its runner.
       active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
@@ -251,6 +256,7 @@ export class ConversationDO extends DurableObject<Env> {
     const abort = new AbortController();
     const done = this.runOne(key, stored, abort).finally(() => {
       this.active.delete(runId);
+      this.finishing.delete(runId);
       this.kick();
     });
     this.active.set(runId, { abort, done });
@@ -328,6 +334,7 @@ export class ConversationDO extends DurableObject<Env> {
       // A run cancelled while starting reaches executeRun aborted: its runner is never called.
       const outcome = await executeRun({
         db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state, token, runnerSecret: claimed.runnerSecret, runnerBaseUrl: claimed.runnerBaseUrl, signal: abort.signal, ledgerSequence: session.ledgerSequence,
+        onStreamEnd: () => this.finishing.add(job.runId),
         publish: (entries) => {
           this.live.publish(job.runId, entries);
           delivery?.feed(entries);
@@ -348,6 +355,7 @@ export class ConversationDO extends DurableObject<Env> {
         delivery = DeliverySession.failureNotice(deliveryDepsOf(this.env), job, "host.internal_error", delivery ?? undefined);
       }
     } finally {
+      this.finishing.add(job.runId);
       clearTimeout(timer);
       // Host API calls still in flight (a model stream, a tool call) end with the run.
       if (!abort.signal.aborted) abort.abort(RUN_ENDED);

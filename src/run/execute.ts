@@ -36,6 +36,8 @@ export interface ExecuteDeps {
   publish: (entries: LedgerEntry[]) => void;
   /** The run's ledger numbering, shared with the Host API's ledger records. */
   ledgerSequence?: LedgerSequence;
+  /** The runner's stream is over (its terminal result read, or it broke): from now on the run can only end. */
+  onStreamEnd?: () => void;
 }
 
 
@@ -177,6 +179,9 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     // An abort (deadline, cancel) may surface as any error from fetch; its reason says why.
     failure = deps.signal.aborted && deps.signal.reason instanceof RunnerCallError ? deps.signal.reason : err;
   }
+  deps.onStreamEnd?.();
+  // The end is the ledger's last entry: Host API records numbered before it are written first.
+  await deps.ledgerSequence?.closeToHost();
 
   const { outcome, ledger } = processor.finish(failure);
   const runs = runsStore(db);

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi } from "../support/host-api";
+import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
+import { startFakeTools } from "../support/fake-tool";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * What a live follower of a run sees against what the run's ledger holds, when a Host API
+ * call in flight is stopped by the run's end (an operator cancel) and records its outcome afterwards.
+ */
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let tools: Awaited<ReturnType<typeof startFakeTools>>;
+const toolAnswers: number[] = [];
+
+beforeAll(async () => {
+  tools = await startFakeTools({ bigBytes: 10 });
+  runner = await startAdHocRunner({
+    name: "host-records",
+    runners: [{ name: "default", label: { en_US: "s" }, capabilities: { streaming: true, tool_calling: true }, permissions: { tools: ["detail", "call"] } }],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      w.send("message.delta", { chunk: { role: "assistant", content: "working" } });
+      // The slow tool never answers: the call lasts until the run is stopped.
+      const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "tool.call", { tool_name: "slow", parameters: {} }).catch(() => null);
+      toolAnswers.push(answer?.status ?? -1);
+      if (!res.destroyed) w.reply("done");
+    },
+  });
+  host = await startTestHost({ vars: { TOOL_CALL_TIMEOUT_MS: "60000" } });
+  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
+  expect((await host.admin("POST", "/v1/admin/tools", { name: "slow", description: "slow tool", endpoint: `${tools.url}/slow` })).status).toBe(201);
+  const agent = { agent_id: "host-records", name: "s", runner_id: runner.runnerId(), event_types: ["message.received"], resource_policy: { tools: ["slow"] } };
+  expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+});
+afterAll(async () => {
+  host?.databaseOutage(false);
+  await host?.dispose();
+  await runner?.close();
+  await tools?.close();
+});
+
+const stream = (runId: string) => fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
+
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 10_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("a run cancelled during a tool call", () => {
+  it("its live follower sees the same ledger as a replay, and nothing is recorded after the run's terminal entry", async () => {
+    const posted = await host.postEvent(messageEvent("host-records-cancel", "go"));
+    const runId = posted.body.run_id!;
+    const ledgerTypes = async () => (await host.query<{ type: string }>("SELECT type FROM run_event WHERE run_id = ? ORDER BY seq", [runId])).map((r) => r.type);
+    await until("the tool call to be recorded", async () => (await ledgerTypes()).includes("tool.call.started"));
+
+    const live = stream(runId);
+    // The stopped call's record takes a while to write (one database round trip, widened here).
+    host.databaseOutage({ delayMs: 1_000, matching: "tool.call.completed" });
+    expect((await host.admin("POST", `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    const followed = await readSse(await live);
+    expect(followed.end).toBe("cancelled");
+
+    await new Promise((r) => setTimeout(r, 2_000));
+    const replayed = await readSse(await stream(runId));
+    const types = await ledgerTypes();
+    expect({
+      live: followed.frames.map((f) => f.type),
+      lastRecorded: types.at(-1),
+    }).toEqual({ live: replayed.frames.map((f) => f.type), lastRecorded: "run.failed" });
+  });
+});
