@@ -38,11 +38,33 @@ function cutPoint(rest: string, budget: number): number {
   const window = rest.slice(0, budget);
   let cut = window.lastIndexOf("\n");
   if (cut < budget / 2) cut = window.lastIndexOf(" ");
-  if (cut < budget / 2) cut = budget;
-  else cut += 1; // the separator stays with the part before it
-  const code = rest.charCodeAt(cut - 1);
-  if (code >= 0xd800 && code <= 0xdbff) cut -= 1; // a high surrogate never ends a part
-  return cut;
+  if (cut >= budget / 2) return cut + 1; // the separator stays with the part before it
+  return graphemeBoundaryAtOrBefore(rest, budget);
+}
+
+/** Code units looked back from a hard cut for the start of the character it falls in. */
+const GRAPHEME_LOOKBACK = 64;
+let graphemes: Intl.Segmenter | undefined;
+
+/**
+ * A hard cut moved back to the start of the user-perceived character it falls
+ * in, so a skin tone, a flag or a joined emoji is never shown in halves. A
+ * character longer than the lookback is cut between code points, never
+ * inside a surrogate pair.
+ */
+function graphemeBoundaryAtOrBefore(text: string, cut: number): number {
+  if (cut >= text.length) return cut;
+  const from = Math.max(0, cut - GRAPHEME_LOOKBACK);
+  graphemes ??= new Intl.Segmenter(undefined, { granularity: "grapheme" });
+  let boundary = from;
+  for (const { index } of graphemes.segment(text.slice(from, cut + GRAPHEME_LOOKBACK))) {
+    if (from + index > cut) break;
+    boundary = from + index;
+  }
+  // The window's own start is no evidence of a boundary (it may fall inside a character).
+  if (boundary > from) return boundary;
+  const code = text.charCodeAt(cut - 1);
+  return code >= 0xd800 && code <= 0xdbff ? cut - 1 : cut; // a high surrogate never ends a part
 }
 
 /** The fence opener (e.g. "```ts") still open after `piece`, given the one open before it, or null. */
