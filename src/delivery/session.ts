@@ -55,6 +55,8 @@ interface Reply {
   pumping: boolean;
   /** A streamed write failed for good: stop streaming, still try the final text. */
   broken: boolean;
+  /** Parts whose send failed but may have been posted, with their text: the same text is not sent again. */
+  unconfirmed: Map<number, string>;
 }
 
 /** What a streamed message beyond the final text's parts is edited to. */
@@ -198,7 +200,7 @@ export class DeliverySession {
   }
 
   private newReply(): Reply {
-    return { index: ++this.replies, text: "", final: null, messages: [], files: [], pumping: false, broken: false };
+    return { index: ++this.replies, text: "", final: null, messages: [], files: [], pumping: false, broken: false, unconfirmed: new Map() };
   }
 
   private complete(text: string, files: string[] = []): void {
@@ -259,6 +261,8 @@ export class DeliverySession {
     for (let i = 0; i < parts.length && !this.closed; i++) {
       const message = reply.messages[i];
       if (message?.shown === parts[i] || !parts[i].trim()) continue;
+      // A send of this very text may already be in the chat: not posted twice. A different text still goes out.
+      if (!message && reply.unconfirmed.get(i) === parts[i]) continue;
       if (message) {
         const wait = message.lastWriteAt + this.interval - Date.now();
         if (wait > 0) await this.sleep(wait);
@@ -302,7 +306,10 @@ export class DeliverySession {
     // the platform drops repeats.
     const retryMaybeApplied = this.adapter.surface.idempotentSends === true;
     const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryMaybeApplied });
-    if (!res.ok) return false;
+    if (!res.ok) {
+      if (res.failure.maybeApplied) reply.unconfirmed.set(part, text);
+      return false;
+    }
     reply.messages[part] = { id: res.value, shown: text, lastWriteAt: Date.now() };
     return true;
   }

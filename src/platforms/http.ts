@@ -78,10 +78,17 @@ export function retryAfterHeaderMs(headers: Headers, name = "retry-after"): numb
   return headers.has(name) && Number.isFinite(value) && value >= 0 ? Math.ceil(value * 1000) : undefined;
 }
 
+/**
+ * A 5xx after which the platform may have done what was asked: 500 (it failed
+ * partway) and 504 (a gateway stopped waiting, as a timeout does). 502 and
+ * 503 say the request never got to be served.
+ */
+export const mayHaveApplied = (status: number) => status === 500 || status === 504;
+
 /** The failure for a status no platform-specific rule claimed. */
 export function failureOfStatus(status: number, code: string, message: string, retryAfterMs?: number): ApiFailure {
   if (status === 429) return { kind: "rate_limited", status, code, message, retryAfterMs };
-  if (status >= 500) return { kind: "transient", status, code, message, retryAfterMs };
+  if (status >= 500) return { kind: "transient", status, code, message, retryAfterMs, ...(mayHaveApplied(status) ? { maybeApplied: true } : {}) };
   return { kind: "permanent", status, code, message };
 }
 

@@ -4,7 +4,7 @@
  * Every answer is `{ok, result}` or
  * `{ok: false, error_code, description, parameters: {retry_after}}`.
  */
-import { asRecord, callPlatform, requestInit } from "../http";
+import { asRecord, callPlatform, mayHaveApplied, requestInit } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
 
@@ -30,7 +30,8 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
       return { ok: false, failure: { kind: "rate_limited", status, code: "rate_limited", message, retryAfterMs: typeof retryAfter === "number" ? retryAfter * 1000 : undefined } };
     }
     const moved = typeof movedTo === "number" || typeof movedTo === "string" ? { movedToChatId: String(movedTo) } : {};
-    return { ok: false, failure: { kind: status >= 500 ? "transient" : "permanent", status, code: `telegram_${status}`, message, ...moved } };
+    const maybe = status >= 500 && mayHaveApplied(status) ? { maybeApplied: true } : {};
+    return { ok: false, failure: { kind: status >= 500 ? "transient" : "permanent", status, code: `telegram_${status}`, message, ...moved, ...maybe } };
   }
 
   return {

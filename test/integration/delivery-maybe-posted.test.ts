@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+/**
+ * A send that may have been posted (no answer came, or a 500/504) is not made
+ * again outside Lark. A streamed send that failed so may already show the
+ * final text: that text is not posted a second time. A final text that
+ * differs still goes out, so the answer is never lost.
+ */
+const BOT_TOKEN = "123456:TEST-telegram-bot-token-maybe";
+const SECRET_TOKEN = "tg-secret-token-maybe-posted";
+const droppingChats = new Set<string>();
+/** Chats whose first sendMessage is posted, then answered 504 by Telegram's front (its upstream answered too late). */
+const gatewayTimeoutChats = new Set<string>();
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+let webhookUrl: string;
+let nextMessageId = 500;
+
+function telegramApi(call: PlatformCall): FakeReply {
+  const m = /^\/bot([^/]+)\/(.+)$/.exec(call.path);
+  if (!m || m[1] !== BOT_TOKEN) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
+  const chat = String(call.body?.chat_id);
+  // The message is posted (the fake records it), then the connection drops before Telegram answers.
+  if (m[2] === "sendMessage" && droppingChats.delete(chat)) return { drop: true };
+  if (m[2] === "sendMessage" && gatewayTimeoutChats.delete(chat)) return { status: 504, json: null };
+  if (m[2] === "sendMessage") return { json: { ok: true, result: { message_id: ++nextMessageId } } };
+  if (m[2] === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id } } };
+  return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(telegramApi);
+  runner = await startChatRunner("maybe-posted");
+  host = await startTestHost();
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
+  expect(created.status).toBe(201);
+  webhookUrl = created.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "maybe-posted", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+const sendsTo = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat);
+
+let updateId = 778000;
+/** A message from Ada in `chat`; answers the run's id once the run has ended and its reply had time to go out. */
+async function chatRun(chat: string, text: string) {
+  const res = await fetch(webhookUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN },
+    body: JSON.stringify({ update_id: ++updateId, message: { message_id: updateId, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text } }),
+  });
+  expect(res.status).toBe(200);
+  const runId = (await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === chat)))!.run_id;
+  await host.waitForRun(runId);
+  // No record marks that nothing more will be sent: the final text goes out within an edit interval (1 s) of the end.
+  await new Promise((r) => setTimeout(r, 2_000));
+  return runId;
+}
+
+describe("a send that may have been posted", () => {
+  it("is not posted again when the final text is the very text of the streamed send", async () => {
+    droppingChats.add("-100777");
+    await chatRun("-100777", "stream single");
+    expect(sendsTo("-100777").map((c) => c.body.text)).toEqual(["single"]);
+  });
+
+  it("still lets a different final text go out, so the answer is never lost", async () => {
+    droppingChats.add("-100779");
+    await chatRun("-100779", "stream one two");
+    expect(sendsTo("-100779").map((c) => c.body.text)).toEqual(["one", "one two"]);
+  });
+
+  it("answered 504 Gateway Timeout, is not sent again", async () => {
+    gatewayTimeoutChats.add("-100778");
+    const runId = await chatRun("-100778", "posted once");
+    expect(sendsTo("-100778").map((c) => c.body.text)).toEqual(["echo: posted once"]);
+    const failed = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]);
+    expect(failed.map((r) => JSON.parse(r.data_json))).toEqual([expect.objectContaining({ status: 504, will_retry: false })]);
+  });
+});
