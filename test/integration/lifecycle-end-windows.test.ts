@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, deferred } from "../support/host-api";
+import { waitFor } from "../support/fake-platform";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -65,13 +66,6 @@ async function agentFor(c: string, runner: Runner, opts: Parameters<typeof agent
   expect(res.status).toBe(201);
 }
 
-async function until(what: string, probe: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
-  const end = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const statusOf = async (runId: string) => (await host.admin("GET", `/v1/runs/${runId}`)).body.status as string;
 
@@ -80,13 +74,13 @@ describe("cancel of a run that has already ended cancelled", () => {
     const c = "end-cancel-twice";
     await agentFor(c, steerer, { pull: "never" });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the run to start");
     // A claimed message the run never pulls: its steering.dropped record is written after the run's end.
     expect((await host.postEvent(messageEvent(c, "extra"))).body.disposition).toBe("steered");
     host.databaseOutage({ delayMs: 2_000, matching: "steering.dropped" });
 
     expect((await host.admin("POST", `/v1/runs/${first.body.run_id}/cancel`)).status).toBe(202);
-    await until("the cancelled end to be recorded", async () => (await statusOf(first.body.run_id!)) === "cancelled");
+    await waitFor(async () => (await statusOf(first.body.run_id!)) === "cancelled", 10_000, "the cancelled end to be recorded");
 
     const again = await host.admin("POST", `/v1/runs/${first.body.run_id}/cancel`);
     expect({ status: again.status, run_status: again.body.status }).toEqual({ status: 409, run_status: "cancelled" });
@@ -101,7 +95,7 @@ describe("a message that arrives while a completed run's end is being recorded",
     // The finished run's last write (its reply and run.completed) takes a while, as one Turso round trip can.
     host.databaseOutage({ delayMs: 2_000, matching: SLOW_REPLY });
     const first = await host.postEvent(messageEvent(c, "slow first"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     await new Promise((r) => setTimeout(r, 500));
 
     const second = await host.postEvent(messageEvent(c, "second", { event_id: "end-steer-finished-2" }));

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi } from "../support/host-api";
+import { waitFor } from "../support/fake-platform";
 import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
 import { startFakeTools } from "../support/fake-tool";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -43,20 +44,13 @@ afterAll(async () => {
 
 const stream = (runId: string) => fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
 
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 10_000) {
-  const end = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe("a run cancelled during a tool call", () => {
   it("its live follower sees the same ledger as a replay, and nothing is recorded after the run's terminal entry", async () => {
     const posted = await host.postEvent(messageEvent("host-records-cancel", "go"));
     const runId = posted.body.run_id!;
     const ledgerTypes = async () => (await host.query<{ type: string }>("SELECT type FROM run_event WHERE run_id = ? ORDER BY seq", [runId])).map((r) => r.type);
-    await until("the tool call to be recorded", async () => (await ledgerTypes()).includes("tool.call.started"));
+    await waitFor(async () => (await ledgerTypes()).includes("tool.call.started"), 10_000, "the tool call to be recorded");
 
     const live = stream(runId);
     // The stopped call's record takes a while to write (one database round trip, widened here).
