@@ -166,6 +166,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
     for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
       const batch = processor.process(payloads);
+      // From its terminal result on, the Host API records nothing more: the run's end stays its ledger's last entry.
+      if (batch.terminal) void deps.ledgerSequence?.closeToHost();
       const statements = await batchStatements(deps, batch, artifactRefs);
       if (batch.terminal && !batch.error) {
         last = { statements, ledger: batch.ledger };
