@@ -157,19 +157,17 @@ export class ConversationDO extends DurableObject<Env> {
     const parsed = parseHostApiBody(body);
     if ("refused" in parsed) return refuseBody(session.snapshot, parsed.refused);
     const db = dbOf(this.env);
-    return handleHostApiCall(
+    // Tracked: the run's end gives a call stopped with it a moment to record how it ended.
+    const call = handleHostApiCall(
       {
-        db,
-        config: configOf(this.env),
-        snapshot: session.snapshot,
-        artifacts: this.env.ARTIFACTS,
-        steering: this.steeringPort(session.job),
+        db, config: configOf(this.env), snapshot: session.snapshot, artifacts: this.env.ARTIFACTS, steering: this.steeringPort(session.job),
         ledger: hostLedger(db, runId, session.ledgerSequence, (entries) => this.live.publish(runId, entries)),
         signal: session.abort.signal,
         mcp: session.mcp,
       },
       parsed.json,
     );
+    return session.ledgerSequence.track(call);
   }
 
   /** The refusal of a token that `hostApi` would refuse now, or null: asked before a large body is read, and before an upload is recorded. */
@@ -201,11 +199,8 @@ export class ConversationDO extends DurableObject<Env> {
     // A run whose dispatch is still being decided is cancelled as that decision leaves it.
     await this.decisions.settled(runId);
     const active = this.active.get(runId);
-    if (active && this.finishing.has(runId)) {
-      // Its runner is done: nothing is left to cancel. Answered once its end is recorded, so the answer can say how it ended.
-      await active.done;
-      return { cancelled: false };
-    }
+    // Its runner is done: nothing is left to cancel. Answered once its end is recorded, so the answer says how it ended.
+    if (active && this.finishing.has(runId)) return active.done.then(() => ({ cancelled: false }));
     if (active) {
       // Also reaches a run still starting: it sees the abort before calling its runner.
       active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
@@ -334,7 +329,7 @@ export class ConversationDO extends DurableObject<Env> {
       // A run cancelled while starting reaches executeRun aborted: its runner is never called.
       const outcome = await executeRun({
         db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state, token, runnerSecret: claimed.runnerSecret, runnerBaseUrl: claimed.runnerBaseUrl, signal: abort.signal, ledgerSequence: session.ledgerSequence,
-        onStreamEnd: () => this.finishing.add(job.runId),
+        onStreamEnd: () => this.streamEnded(job.runId, abort),
         publish: (entries) => {
           this.live.publish(job.runId, entries);
           delivery?.feed(entries);
@@ -355,10 +350,8 @@ export class ConversationDO extends DurableObject<Env> {
         delivery = DeliverySession.failureNotice(deliveryDepsOf(this.env), job, "host.internal_error", delivery ?? undefined);
       }
     } finally {
-      this.finishing.add(job.runId);
+      this.streamEnded(job.runId, abort);
       clearTimeout(timer);
-      // Host API calls still in flight (a model stream, a tool call) end with the run.
-      if (!abort.signal.aborted) abort.abort(RUN_ENDED);
       // Unregister first so no pull races the drop; delete the entry so no new claim targets this run.
       const ending = this.sessions.get(job.runId);
       this.sessions.delete(job.runId);
@@ -377,6 +370,12 @@ export class ConversationDO extends DurableObject<Env> {
       if (delivery) this.settle(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
       if (ending) this.settle(ending.mcp.closeAll());
     }
+  }
+
+  /** The runner's stream is over: the run can only end now, and its Host API calls in flight (a model stream, a tool call) end with it. */
+  private streamEnded(runId: string, abort: AbortController): void {
+    this.finishing.add(runId);
+    if (!abort.signal.aborted) abort.abort(RUN_ENDED);
   }
 
   /** Bounded work after a run (a reply's last sends, MCP sessions' ends), tracked so the alarm handler outlives it. */

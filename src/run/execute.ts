@@ -36,10 +36,13 @@ export interface ExecuteDeps {
   publish: (entries: LedgerEntry[]) => void;
   /** The run's ledger numbering, shared with the Host API's ledger records. */
   ledgerSequence?: LedgerSequence;
-  /** The runner's stream is over (its terminal result read, or it broke): from now on the run can only end. */
+  /** The runner's stream is over (its terminal result read, or it broke): from now on the run can only end; its Host API calls still in flight are stopped. */
   onStreamEnd?: () => void;
 }
 
+
+/** How long the run's end waits for its stopped Host API calls to record how they ended. */
+const HOST_CALLS_WIND_DOWN_MS = 1_000;
 
 /**
  * queued → running, the §9 seed of `external.conversation_id`, the state
@@ -182,8 +185,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     failure = deps.signal.aborted && deps.signal.reason instanceof RunnerCallError ? deps.signal.reason : err;
   }
   deps.onStreamEnd?.();
-  // The end is the ledger's last entry: Host API records numbered before it are written first.
-  await deps.ledgerSequence?.closeToHost();
+  // The end is the ledger's last entry: Host API calls just stopped may record how they ended, then nothing more.
+  await deps.ledgerSequence?.closeToHost(HOST_CALLS_WIND_DOWN_MS);
 
   const { outcome, ledger } = processor.finish(failure);
   const runs = runsStore(db);

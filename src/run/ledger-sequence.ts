@@ -4,14 +4,16 @@
  * in the run's Durable Object: numbers are taken synchronously, so two
  * writers never collide on (run_id, seq).
  *
- * Once the runner's stream is over the run's end is recorded last: the Host
- * API numbers nothing more (a call cut short by the end records nothing
- * after it), and the end waits for the records numbered before it.
+ * The run's end is recorded last. Once the runner's stream is over, calls
+ * still in flight are stopped and given a moment to record how they ended;
+ * then the Host API numbers nothing more, and the end waits for the records
+ * numbered before it.
  */
 export class LedgerSequence {
   private last = 0;
   private openToHost = true;
   private readonly hostWrites = new Set<Promise<unknown>>();
+  private readonly calls = new Set<Promise<unknown>>();
 
   next(): number {
     return ++this.last;
@@ -27,8 +29,25 @@ export class LedgerSequence {
     return pending;
   }
 
-  /** No more Host API records; resolves once those already numbered are written (or failed). */
-  async closeToHost(): Promise<void> {
+  /** A Host API call in flight: the run's end may wait for it to record how it ended. */
+  track<T>(call: Promise<T>): Promise<T> {
+    const forget = () => void this.calls.delete(tracked);
+    const tracked: Promise<void> = call.then(forget, forget);
+    this.calls.add(tracked);
+    return call;
+  }
+
+  /**
+   * No more Host API records, after calls in flight have had up to
+   * `waitForCallsMs` to end (they should have been stopped); resolves once
+   * the records already numbered are written (or failed).
+   */
+  async closeToHost(waitForCallsMs = 0): Promise<void> {
+    if (this.openToHost && waitForCallsMs > 0 && this.calls.size) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.all(this.calls), new Promise((r) => (timer = setTimeout(r, waitForCallsMs)))]);
+      clearTimeout(timer);
+    }
     this.openToHost = false;
     await Promise.all(this.hostWrites);
   }
