@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, deferred } from "../support/host-api";
+import { waitFor } from "../support/fake-platform";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
- * The conversation around a run that is ending (cancelled, or its end being
- * recorded). The database drill `{ delayMs, matching }` holds one libSQL
+ * The conversation around a run that is ending (cancelled, its runner done,
+ * or its end being recorded). The database drill `{ delayMs, matching }` holds one libSQL
  * request whose SQL contains `matching`, to widen a window that is a round
  * trip wide in production.
  */
@@ -18,6 +19,8 @@ const gate = (c: string) => {
   return gates.get(c)!;
 };
 const startedTexts = (c: string) => started.get(c) ?? [];
+/** What a "slow…" run answers: the test holds that final write in the database. */
+const SLOW_REPLY = "ending-slow-final-reply-9c1e";
 
 beforeAll(async () => {
   steerer = await startAdHocRunner({
@@ -37,6 +40,7 @@ beforeAll(async () => {
       if (text.startsWith("hold")) await gate(c).promise;
       // A cancelled run's pull is refused (or its host is gone by then): nothing pulled.
       const pulled = ctx.config.pull === "all" ? await api("steering.pull").then((r) => r.body.data?.items ?? [], () => []) : [];
+      if (text.startsWith("slow")) return w.reply(`${SLOW_REPLY} ${JSON.stringify(pulled.map((i: any) => i.input.text))}`);
       w.reply(JSON.stringify({ text, pulled: pulled.map((i: any) => i.input.text) }));
     },
   });
@@ -113,5 +117,43 @@ describe("cancel of a run that has ended", () => {
     expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
     const cancel = await host.admin("POST", `/v1/runs/${first.body.run_id}/cancel`);
     expect(cancel.status).toBe(409);
+  });
+});
+
+const statusOf = async (runId: string) => (await host.admin("GET", `/v1/runs/${runId}`)).body.status as string;
+
+describe("cancel of a run that has already ended cancelled", () => {
+  it("a second cancel, after the run's cancelled end is recorded, answers 409 with status cancelled (not 202 cancelling)", async () => {
+    const c = "end-cancel-twice";
+    await agentFor(c, "never");
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await until("the run to start", () => startedTexts(c).length === 1);
+    // A claimed message the run never pulls: its steering.dropped record is written after the run's end.
+    expect((await host.postEvent(messageEvent(c, "extra"))).body.disposition).toBe("steered");
+    host.databaseOutage({ delayMs: 2_000, matching: "steering.dropped" });
+
+    expect((await host.admin("POST", `/v1/runs/${first.body.run_id}/cancel`)).status).toBe(202);
+    await waitFor(async () => (await statusOf(first.body.run_id!)) === "cancelled", 10_000, "the cancelled end to be recorded");
+
+    const again = await host.admin("POST", `/v1/runs/${first.body.run_id}/cancel`);
+    expect({ status: again.status, run_status: again.body.status }).toEqual({ status: 409, run_status: "cancelled" });
+    gate(c).resolve();
+  });
+});
+
+describe("a message that arrives while a completed run's end is being recorded", () => {
+  it("is not claimed by that run (its runner has finished and can never pull it): it gets a run of its own", async () => {
+    const c = "end-steer-finished";
+    await agentFor(c, "all");
+    // The finished run's last write (its reply and run.completed) takes a while, as one Turso round trip can.
+    host.databaseOutage({ delayMs: 2_000, matching: SLOW_REPLY });
+    const first = await host.postEvent(messageEvent(c, "slow first"));
+    await until("the first run to start", () => startedTexts(c).length === 1);
+    await new Promise((r) => setTimeout(r, 500));
+
+    const second = await host.postEvent(messageEvent(c, "second", { event_id: "end-steer-finished-2" }));
+    expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+    const dropped = await host.query<{ n: number }>("SELECT COUNT(*) AS n FROM event_log WHERE event_type = 'steering.dropped' AND conversation_id = ?", [c]);
+    expect({ disposition: second.body.disposition, dropped: Number(dropped[0].n), started: startedTexts(c) }).toEqual({ disposition: "queued", dropped: 0, started: ["slow first", "second"] });
   });
 });
