@@ -7,14 +7,14 @@ import { randomToken, sha256Hex } from "../src/lib/crypto";
 import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import type { SteeringPort } from "../src/host-api/actions/index";
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
-import { claimRun, executeRun } from "../src/run/execute";
+import { executeRun } from "../src/run/execute";
+import { claimRun } from "../src/run/claim";
 import { cancelUnhandedRun, endRunAsHost } from "../src/run/host-end";
 import { endLostRun } from "../src/run/lost-run";
 import type { RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
-import { freezeSnapshot, stateScopesOf } from "../src/run/snapshot";
+import { freezeSnapshot } from "../src/run/snapshot";
 import { hostLedger } from "../src/run/host-ledger";
-import { descriptorsFrom, resourceDescriptorQueries } from "../src/resources/grants";
 import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { runsStore } from "../src/stores/runs";
@@ -291,7 +291,7 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async runOne(key: string, stored: StoredRun, abort: AbortController): Promise<void> {
-    const { job } = stored;
+    let { job } = stored;
     const db = dbOf(this.env);
     const config = configOf(this.env);
     const deadlineAt = Date.now() + config.RUN_DEADLINE_MS;
@@ -301,9 +301,7 @@ export class ConversationDO extends DurableObject<Env> {
     let recorded = true;
     let delivery: DeliverySession | null = null;
     try {
-      const stateScopes = await stateScopesOf(job);
-      // The agent's grants are read in the claim's round trip.
-      const claimed = await claimRun(db, job, stateScopes, resourceDescriptorQueries(db, job.agent.resourcePolicy));
+      const claimed = await claimRun(db, job);
       if (claimed) this.live.track(job.runId);
       if (!claimed) {
         // Already taken by an earlier trigger (or cancelled): never run twice. Still "running" means
@@ -318,8 +316,9 @@ export class ConversationDO extends DurableObject<Env> {
       // Unconfirmed: the runner call must not wait for this write to be flushed. If it is lost with
       // the instance, the entry stays "queued" and the branch above ends the run as lost.
       void this.runs.put(key, { ...stored, state: "running" }, { allowUnconfirmed: true });
-      const snapshot = freezeSnapshot(job, deadlineAt, stateScopes, descriptorsFrom(claimed.extra));
-      const state = claimed.state;
+      // The agent as it is now: an edit made while the run was queued applies to it.
+      job = claimed.job;
+      const snapshot = freezeSnapshot(job, deadlineAt, claimed.stateScopes, claimed.descriptors);
       // Chat platform events: the reply follows the ledger as it is written (null otherwise).
       delivery = DeliverySession.open(deliveryDepsOf(this.env), job);
       const token = randomToken();
@@ -328,7 +327,7 @@ export class ConversationDO extends DurableObject<Env> {
       void this.armWatchdog({ allowUnconfirmed: true });
       // A run cancelled while starting reaches executeRun aborted: its runner is never called.
       const outcome = await executeRun({
-        db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state, token, runnerSecret: claimed.runnerSecret, runnerBaseUrl: claimed.runnerBaseUrl, signal: abort.signal, ledgerSequence: session.ledgerSequence,
+        db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state: claimed.state, token, runner: claimed.runner, signal: abort.signal, ledgerSequence: session.ledgerSequence,
         onStreamEnd: () => this.streamEnded(job.runId, abort),
         publish: (entries) => {
           this.live.publish(job.runId, entries);

@@ -7,10 +7,9 @@ import { configOf, type Env } from "../env";
 import { randomHex } from "../lib/crypto";
 import { newId, newRunId } from "../lib/ids";
 import { parseJson } from "../lib/json";
-import { ConcurrencySchema, DeliveryPolicySchema, ResourcePolicySchema, StatePolicySchema } from "../agents/policy";
 import type { AgentEventContext, InputContext } from "../protocol/context";
-import type { AgentRunnerManifest } from "../protocol/manifest";
 import type { RunJob } from "../run/job";
+import { jobAgentOf, jobRunnerOf } from "../run/job-parts";
 import { resolutionValues, resolveBinding, type BoundAgent } from "../stores/binding-resolution";
 import { conversationKey } from "../stores/conversation-key";
 import { isNotStarted, runsStore } from "../stores/runs";
@@ -173,12 +172,6 @@ async function deleteBlobs(env: Env, keys: string[]): Promise<void> {
   if (keys.length) await env.ARTIFACTS.delete(keys).catch(() => {});
 }
 
-function runnerGrants(manifestJson: string) {
-  // Validated when the service was registered.
-  const manifest = parseJson<AgentRunnerManifest>(manifestJson, {} as AgentRunnerManifest);
-  return { capabilities: manifest.capabilities ?? {}, permissions: manifest.permissions ?? {} };
-}
-
 interface JobParts {
   ev: CanonicalEvent;
   eventId: string;
@@ -220,21 +213,8 @@ function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq,
     actor: ev.actor,
     subject: ev.subject ?? null,
     input: ev.input,
-    agent: {
-      agentId: bound.agent.agentId,
-      runnerConfig: parseJson<Record<string, unknown>>(bound.agent.runnerConfigJson, {}),
-      resourcePolicy: ResourcePolicySchema.parse(parseJson(bound.agent.resourcePolicyJson, {})),
-      statePolicy: StatePolicySchema.parse(parseJson(bound.agent.statePolicyJson, {})),
-      deliveryPolicy: DeliveryPolicySchema.parse(parseJson(bound.agent.deliveryPolicyJson, {})),
-      concurrency: ConcurrencySchema.parse(parseJson(bound.agent.concurrencyJson, {})),
-    },
-    runner: {
-      runnerId: bound.runner.runnerId,
-      runnerName: bound.runner.name,
-      serviceId: bound.service.serviceId,
-      baseUrl: bound.service.baseUrl,
-      ...runnerGrants(bound.runner.manifestJson),
-    },
+    agent: jobAgentOf(bound.agent),
+    runner: jobRunnerOf(bound.runner, bound.service),
     ...(ev.delivery ? { delivery: ev.delivery } : {}),
   };
 }

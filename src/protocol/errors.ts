@@ -81,6 +81,7 @@ export const RUN_FAILURE_CODES = {
   sessionLost: "host.session_lost", // the owning host instance lost the run's state
   unreachable: "runner.unreachable", // connection failed before any answer
   internalError: "host.internal_error", // the host itself failed while running
+  agentUnavailable: "host.agent_unavailable", // the run's agent was deleted or disabled before the run started
 } as const;
 export const RUN_FAILURE_CODE_VALUES = [
   RUN_FAILURE_CODES.protocolError,
@@ -94,6 +95,7 @@ export const RUN_FAILURE_CODE_VALUES = [
   RUN_FAILURE_CODES.sessionLost,
   RUN_FAILURE_CODES.unreachable,
   RUN_FAILURE_CODES.internalError,
+  RUN_FAILURE_CODES.agentUnavailable,
 ] as const;
 export const RunFailureCodeSchema = z.enum(RUN_FAILURE_CODE_VALUES);
 export type RunFailureCode = z.infer<typeof RunFailureCodeSchema>;

@@ -1,24 +1,23 @@
-import { batchAll, writeAll, type Db } from "../db/client";
+import { writeAll, type Db } from "../db/client";
 import { artifact } from "../db/schema";
 import type { Config } from "../env";
 import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
 import { base64ToBytes } from "../lib/base64";
 import { sha256Hex } from "../lib/crypto";
 import type { ArtifactRef } from "../protocol/common";
-import type { StateScope } from "../protocol/context";
 import { runnerClient } from "../runner/client";
 import { RunnerCallError } from "../runner/errors";
 import { hostRecordInsert } from "../stores/event-log";
-import { registryStore } from "../stores/registry";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
-import { SEEDED_CONVERSATION_ID_KEY, stateStore } from "../stores/state";
+import { stateStore } from "../stores/state";
 import { transcriptInsert } from "../stores/transcript";
 import { buildRunContext, type StateRead } from "./context";
 import type { RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
 import { ResultProcessor, type ResultBatch } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
-import type { AuthorizationSnapshot, StateScopeKeys } from "./snapshot";
+import type { AuthorizationSnapshot } from "./snapshot";
+import type { RunnerEndpoint } from "./claim";
 
 export interface ExecuteDeps {
   db: Db;
@@ -28,10 +27,8 @@ export interface ExecuteDeps {
   snapshot: AuthorizationSnapshot;
   state: StateRead;
   token: string;
-  /** The runner service's secret as stored (claimRun read it); opened only to sign the request. */
-  runnerSecret: string | null;
-  /** The service's address as read when the run was claimed; null when the service was removed meanwhile. */
-  runnerBaseUrl: string | null;
+  /** Where to call the runner, as read when the run was claimed, or why it cannot be called (then it never is). */
+  runner: RunnerEndpoint | RunnerCallError;
   signal: AbortSignal;
   publish: (entries: LedgerEntry[]) => void;
   /** The run's ledger numbering, shared with the Host API's ledger records. */
@@ -43,46 +40,6 @@ export interface ExecuteDeps {
 
 /** How long the run's end waits for its stopped Host API calls to record how they ended. */
 const HOST_CALLS_WIND_DOWN_MS = 1_000;
-
-/**
- * queued → running, the §9 seed of `external.conversation_id`, the state
- * snapshot of the run's enabled scopes (only those), the runner service's
- * secret, and any `extra` reads the run needs before it starts, in one round
- * trip. Null when another trigger already took the run.
- */
-export async function claimRun(
-  db: Db,
-  job: RunJob,
-  stateScopes: StateScopeKeys,
-  extra: readonly unknown[] = [],
-): Promise<{ state: StateRead; runnerSecret: string | null; runnerBaseUrl: string | null; extra: unknown[] } | null> {
-  const scopes = Object.entries(stateScopes) as [StateScope, string][];
-  const state = stateStore(db);
-  const conversationId = job.conversation.conversation_id;
-  // Insert-if-absent, so the seed is idempotent and never overwrites the runner's own value.
-  const seeds = stateScopes.conversation && conversationId
-    ? [state.seedStatement(stateScopes.conversation, SEEDED_CONVERSATION_ID_KEY, job.runner.runnerId, "conversation", JSON.stringify(conversationId))]
-    : [];
-  // One query per scope so that a scope with many keys cannot crowd out another's.
-  const reads = scopes.map(([, key]) => state.scopeSnapshotQuery(key));
-  // Each result is read back by position below.
-  const endpoint = registryStore(db).endpointStatement(job.runner.serviceId);
-  const results = await batchAll(db, [runsStore(db).markRunningStatement(job.runId), ...seeds, ...reads, endpoint, ...extra]);
-  if ((results[0] as unknown[]).length !== 1) return null;
-  const afterReads = 1 + seeds.length + reads.length;
-  const rowsOf = results.slice(1 + seeds.length, afterReads) as { key: string; valueJson: string | null }[][];
-  return {
-    state: stateRead(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])])),
-    runnerSecret: (results[afterReads] as { secret: string | null }[])[0]?.secret ?? null,
-    // Where the service is now: it may have moved (PUT) since the run was queued.
-    runnerBaseUrl: (results[afterReads] as { baseUrl: string }[])[0]?.baseUrl ?? null,
-    extra: results.slice(afterReads + 1),
-  };
-}
-
-function stateRead(scopes: [StateScope, { values: Record<string, unknown>; complete: boolean }][]): StateRead {
-  return { values: Object.fromEntries(scopes.map(([scope, read]) => [scope, read.values])), partial: scopes.filter(([, read]) => !read.complete).map(([scope]) => scope) };
-}
 
 /** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */
 async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs): Promise<unknown[]> {
@@ -159,13 +116,12 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   try {
     const context = buildRunContext({ job, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
-    // Removed since the run was queued: nothing (and no one unsigned) is called in its place.
-    if (deps.runnerBaseUrl === null) throw new RunnerCallError("runner.unreachable", "the run's runner service is no longer registered on this host");
+    if (deps.runner instanceof RunnerCallError) throw deps.runner;
     // Sealed at rest: opened only to sign the request. Unopenable, the runner is not called at all.
-    const secret = await db.secrets.open(deps.runnerSecret, { table: "runner_services", id: job.runner.serviceId }).catch((err: Error) => {
+    const secret = await db.secrets.open(deps.runner.secret, { table: "runner_services", id: job.runner.serviceId }).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the runner service's secret cannot be used: ${err.message}`, { cause: err });
     });
-    const target = { baseUrl: deps.runnerBaseUrl, runnerName: job.runner.runnerName, secret };
+    const target = { baseUrl: deps.runner.baseUrl, runnerName: job.runner.runnerName, secret };
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
     for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
       const batch = processor.process(payloads);

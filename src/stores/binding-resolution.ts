@@ -66,3 +66,22 @@ const resolve = compiled((db) =>
 export const resolveBinding = (db: Db, q: ResolveQuery) => resolve(db, resolutionValues(q));
 
 export type BoundAgent = Awaited<ReturnType<ReturnType<typeof resolveBinding>["execute"]>>[number];
+
+/**
+ * The agent as it is now, with its runner and the service's address and secret (as stored), read when a
+ * run starts: a run queued before an edit runs with the agent as edited. Runner and service are null
+ * when no longer registered; no row when the agent was deleted.
+ */
+const current = compiled((db) =>
+  db
+    .select({ agent, runner, service: { serviceId: runnerService.serviceId, baseUrl: runnerService.baseUrl, secret: runnerService.secret } })
+    .from(agent)
+    .leftJoin(runner, eq(runner.runnerId, agent.runnerId))
+    .leftJoin(runnerService, eq(runnerService.serviceId, runner.serviceId))
+    .where(eq(agent.agentId, param("agentId"))),
+);
+
+/** To batch with a run's claim. */
+export const currentAgentStatement = (db: Db, agentId: string) => current(db, { agentId });
+
+export type CurrentAgent = Awaited<ReturnType<ReturnType<typeof currentAgentStatement>["execute"]>>[number];

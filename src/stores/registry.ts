@@ -1,6 +1,5 @@
 import { eq } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { compiled, param } from "../db/compiled";
 import { runner, runnerService } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 import { maskUrl } from "../resources/secrets";
@@ -27,15 +26,8 @@ export function toRunnerView(row: RunnerRow) {
   return { runner_id: row.runnerId, service_id: row.serviceId, name: row.name, manifest: parseJson<unknown>(row.manifestJson, {}) };
 }
 
-/** Where the service is now and its HMAC secret as stored (sealed when SECRETS_KEY is set), read when a run starts. */
-const serviceEndpoint = compiled((db) =>
-  db.select({ baseUrl: runnerService.baseUrl, secret: runnerService.secret }).from(runnerService).where(eq(runnerService.serviceId, param("serviceId"))),
-);
-
 export function registryStore(db: Db) {
   return {
-    /** To batch with a run's claim: so a moved service, a rotated secret (or key) apply to runs already queued. */
-    endpointStatement: (serviceId: string) => serviceEndpoint(db, { serviceId }),
     getService: (serviceId: string) => db.select().from(runnerService).where(eq(runnerService.serviceId, serviceId)).get(),
     getServiceByUrl: (baseUrl: string) => db.select().from(runnerService).where(eq(runnerService.baseUrl, baseUrl)).get(),
     listRunners: () => db.select().from(runner).orderBy(runner.runnerId).all(),

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
-import { eventLog, run, runEvent } from "../db/schema";
+import { agent, eventLog, run, runEvent } from "../db/schema";
 import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
 import { byteLength, runningBytes } from "../db/byte-budget";
@@ -82,7 +82,8 @@ const deliveredReply = compiled((db) =>
 const markRunning = compiled((db) =>
   db
     .update(run)
-    .set({ status: "running", startedAt: sql`${param("startedAt")}` })
+    // The run goes to its agent's runner as it is now (an operator may have moved the agent while the run was queued).
+    .set({ status: "running", startedAt: sql`${param("startedAt")}`, runnerId: sql`COALESCE((SELECT ${agent.runnerId} FROM ${agent} WHERE ${agent.agentId} = ${run.agentId}), ${run.runnerId})` })
     .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED])))
     .returning({ runId: run.runId }),
 );

@@ -157,7 +157,7 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     }
   });
 
-  it("fails a run still waiting when its runner service is deleted, and calls no one in its place", async () => {
+  it("fails a run still waiting when its agent and runner service are deleted, and calls no one in its place", async () => {
     const leaving = await startAdHocRunner({ name: "leaving", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("should not run") });
     try {
       const reg = await host.admin("POST", "/v1/admin/runner-services", { base_url: leaving.url });
@@ -166,7 +166,7 @@ describe("admin API: runner services, runners, agents and binding resolution", (
       const posted = await host.postEvent(messageEvent("leaving", "hi"));
       expect((await host.admin("DELETE", "/v1/admin/agents/leaving")).status).toBe(204);
       expect((await host.admin("DELETE", `/v1/admin/runner-services/${reg.body.service.service_id}`)).status).toBe(204);
-      expect(await host.waitForRun(posted.body.run_id!)).toMatchObject({ status: "failed", error: { code: "runner.unreachable", message: expect.stringMatching(/no longer registered/) } });
+      expect(await host.waitForRun(posted.body.run_id!)).toMatchObject({ status: "failed", error: { code: "host.agent_unavailable", message: expect.stringMatching(/deleted/) } });
       expect(leaving.calls).toEqual([]);
     } finally {
       await leaving.close();

@@ -1,0 +1,97 @@
+import { batchAll, type Db } from "../db/client";
+import type { StateScope } from "../protocol/context";
+import { RUN_FAILURE_CODES } from "../protocol/errors";
+import { descriptorsFrom, resourceDescriptorQueries, type ResourceDescriptors } from "../resources/grants";
+import { RunnerCallError } from "../runner/errors";
+import { currentAgentStatement, type CurrentAgent } from "../stores/binding-resolution";
+import { runsStore } from "../stores/runs";
+import { SEEDED_CONVERSATION_ID_KEY, stateStore } from "../stores/state";
+import type { StateRead } from "./context";
+import type { RunJob } from "./job";
+import { jobAgentOf, jobRunnerOf } from "./job-parts";
+import { stateScopesOf, type StateScopeKeys } from "./snapshot";
+
+/** Where the runner is called, as read when the run was claimed; its secret as stored (opened only to sign). */
+export interface RunnerEndpoint {
+  baseUrl: string;
+  secret: string | null;
+}
+
+export interface ClaimedRun {
+  /** The job with the agent and runner as they are now. */
+  job: RunJob;
+  stateScopes: StateScopeKeys;
+  state: StateRead;
+  descriptors: ResourceDescriptors;
+  /** The endpoint, or why the run cannot call its runner (the agent was deleted or disabled, the runner removed). */
+  runner: RunnerEndpoint | RunnerCallError;
+}
+
+/**
+ * queued → running, in one round trip with everything the run reads before it starts: the agent,
+ * runner and service as they are now, the §9 seed of `external.conversation_id`, the state snapshot
+ * of the run's enabled scopes (only those) and the descriptors of the resources the agent grants.
+ * An agent edited while the run was queued takes effect here: when the edit changed the state scopes
+ * or the grants, they are read again in a second round trip. Null when another trigger already took
+ * the run.
+ */
+export async function claimRun(db: Db, queued: RunJob): Promise<ClaimedRun | null> {
+  const stateScopes = await stateScopesOf(queued);
+  const inputs = runInputs(db, queued, stateScopes);
+  const [marked, currentRows, ...rest] = await batchAll(db, [runsStore(db).markRunningStatement(queued.runId), currentAgentStatement(db, queued.agent.agentId), ...inputs.statements]);
+  if ((marked as unknown[]).length !== 1) return null;
+  const current = (currentRows as CurrentAgent[])[0];
+  const unavailable = refusalOf(current);
+  if (unavailable) return { job: queued, stateScopes, ...inputs.read(rest), runner: unavailable };
+  // refusalOf vouched for the agent, its runner and its service.
+  const { agent, runner, service } = current as { agent: NonNullable<CurrentAgent["agent"]>; runner: NonNullable<CurrentAgent["runner"]>; service: NonNullable<CurrentAgent["service"]> };
+  const job: RunJob = { ...queued, agent: jobAgentOf(agent), runner: jobRunnerOf(runner, service) };
+  const endpoint = { baseUrl: service.baseUrl, secret: service.secret };
+  // The scope keys are derived from the state policy and the runner: recomputed only when one of them changed.
+  const scopesNow = sameJson(job.agent.statePolicy, queued.agent.statePolicy) && job.runner.runnerId === queued.runner.runnerId ? stateScopes : await stateScopesOf(job);
+  if (sameJson(scopesNow, stateScopes) && sameJson(job.agent.resourcePolicy, queued.agent.resourcePolicy)) {
+    return { job, stateScopes, ...inputs.read(rest), runner: endpoint };
+  }
+  const again = runInputs(db, job, scopesNow);
+  return { job, stateScopes: scopesNow, ...again.read(again.statements.length ? await batchAll(db, again.statements) : []), runner: endpoint };
+}
+
+function refusalOf(current: CurrentAgent | undefined): RunnerCallError | null {
+  if (!current) return new RunnerCallError(RUN_FAILURE_CODES.agentUnavailable, "the run's agent was deleted before the run started");
+  if (!current.agent.enabled) return new RunnerCallError(RUN_FAILURE_CODES.agentUnavailable, "the run's agent was disabled before the run started");
+  // Removed since the run was queued: nothing (and no one unsigned) is called in its place.
+  if (!current.runner || !current.service) return new RunnerCallError(RUN_FAILURE_CODES.unreachable, "the run's runner is no longer registered on this host");
+  return null;
+}
+
+/** Both built by the same code from the same kind of input, so key order matches when the content does. */
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** The seed, the state snapshot and the grants' descriptors of a run, as statements to batch and a reader of their results. */
+function runInputs(db: Db, job: RunJob, stateScopes: StateScopeKeys) {
+  const scopes = Object.entries(stateScopes) as [StateScope, string][];
+  const state = stateStore(db);
+  const conversationId = job.conversation.conversation_id;
+  // Insert-if-absent, so the seed is idempotent and never overwrites the runner's own value.
+  const seeds = stateScopes.conversation && conversationId
+    ? [state.seedStatement(stateScopes.conversation, SEEDED_CONVERSATION_ID_KEY, job.runner.runnerId, "conversation", JSON.stringify(conversationId))]
+    : [];
+  // One query per scope so that a scope with many keys cannot crowd out another's.
+  const reads = scopes.map(([, key]) => state.scopeSnapshotQuery(key));
+  const descriptors = resourceDescriptorQueries(db, job.agent.resourcePolicy);
+  return {
+    statements: [...seeds, ...reads, ...descriptors] as unknown[],
+    // Each result is read back by position.
+    read(results: readonly unknown[]): { state: StateRead; descriptors: ResourceDescriptors } {
+      const rowsOf = results.slice(seeds.length, seeds.length + reads.length) as { key: string; valueJson: string | null }[][];
+      return {
+        state: stateRead(scopes.map(([scope], i) => [scope, state.snapshotOf(rowsOf[i])])),
+        descriptors: descriptorsFrom(results.slice(seeds.length + reads.length)),
+      };
+    },
+  };
+}
+
+function stateRead(scopes: [StateScope, { values: Record<string, unknown>; complete: boolean }][]): StateRead {
+  return { values: Object.fromEntries(scopes.map(([scope, read]) => [scope, read.values])), partial: scopes.filter(([, read]) => !read.complete).map(([scope]) => scope) };
+}
