@@ -13,7 +13,7 @@ export interface HttpReply {
  * transient failure whose message never names the URL: platform URLs carry
  * credentials (Telegram's bot token, Discord's interaction token). A request
  * given as a function is made anew for a 307/308 redirect, so a streamed
- * upload is sent again there; a file that could not be read from storage is
+ * upload is sent again there (without its credential when the redirect leaves the origin); a file that could not be read from storage is
  * said to be that, not the platform's fault.
  */
 export async function callPlatform(url: string, init: RequestInit | (() => RequestInit), timeoutMs: number): Promise<ApiResult<HttpReply>> {
@@ -22,14 +22,19 @@ export async function callPlatform(url: string, init: RequestInit | (() => Reque
   let res: Response;
   let sent: RequestInit | undefined;
   try {
+    let crossedOrigin = false;
     for (let hops = 0; ; hops++) {
       sent = make();
+      // As fetch does for the redirects it follows: the credential stays with the origin it was meant for.
+      if (crossedOrigin) sent = { ...sent, headers: withoutCredentials(sent.headers) };
       const streamed = sent.body instanceof ReadableStream;
       res = await fetch(url, { ...sent, signal, ...(streamed ? { redirect: "manual" as const } : {}) });
       const location = res.headers.get("location");
       if (!streamed || (res.status !== 307 && res.status !== 308) || !location || hops >= 5 || typeof init !== "function") break;
       await res.body?.cancel();
-      url = new URL(location, url).toString();
+      const next = new URL(location, url);
+      crossedOrigin ||= next.origin !== new URL(url).origin;
+      url = next.toString();
     }
   } catch (err) {
     const unreadable = sourceFailureOf(sent?.body);
@@ -50,6 +55,13 @@ export async function callPlatform(url: string, init: RequestInit | (() => Reque
     json = null;
   }
   return { ok: true, value: { status: res.status, headers: res.headers, json } };
+}
+
+function withoutCredentials(headers: HeadersInit | undefined): Headers {
+  const out = new Headers(headers);
+  out.delete("authorization");
+  out.delete("cookie");
+  return out;
 }
 
 /** No (whole) answer came: the request may have arrived and taken effect all the same (a refused connection looks the same). */

@@ -14,6 +14,8 @@ const expiringTokens = new Set<string>();
 let channelMessages = 0;
 /** What each channel's history shows the bot (GET /channels/{id}/messages), newest first; a channel not listed refuses it (403). */
 const channelHistory = new Map<string, Record<string, unknown>[]>();
+/** Interaction tokens whose first edit of @original is applied, then answered 504 (a gateway stopped waiting). */
+const gatewayTimeouts = new Set<string>();
 /** Channel message ids whose first edit the fake answers 429. */
 const throttledEdits = new Set<string>();
 
@@ -47,6 +49,7 @@ function discordApi(call: PlatformCall): FakeReply {
   if (expiredTokens.has(m[2])) return { status: 401, json: { message: "Invalid Webhook Token", code: 50027 } };
   if (expiringTokens.delete(m[2])) expiredTokens.add(m[2]);
   if (throttledTokens.delete(m[2])) return { status: 429, headers: { "retry-after": "1" }, json: { message: "You are being rate limited.", retry_after: 0.3, global: false } };
+  if (call.method === "PATCH" && m[3] === "@original" && gatewayTimeouts.delete(m[2])) return { status: 504, json: { message: "upstream timeout" } };
   // A multipart write (a file) has no JSON body.
   if (call.method === "PATCH") return { json: { id: m[3] === "@original" ? "original_msg" : m[3], content: call.body?.content } };
   if (call.method === "POST") return { json: { id: `followup_${++followups}`, content: call.body?.content } };
@@ -262,6 +265,17 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(writes[1].query.get("wait")).toBe("true");
     expect(writes.every((w) => w.body.content.length <= 2000)).toBe(true);
     expect(writes.map((w) => w.body.content).join("")).toHaveLength(4500);
+  });
+
+  it("makes again an edit of the original response that may have been applied, never writing the next part over it", async () => {
+    const i = command("long 3000");
+    gatewayTimeouts.add(i.token);
+    await post(i);
+    const writes = await waitFor(() => writesFor(i).length >= 3 && writesFor(i));
+    // The edit is repeated (the same text twice shows once); the second part is a follow-up, not an edit of the original.
+    expect(writes.map((w) => [w.method, w.path.endsWith("/@original")])).toEqual([["PATCH", true], ["PATCH", true], ["POST", false]]);
+    expect(writes[1].body.content).toBe(writes[0].body.content);
+    expect(writes.slice(1).map((w) => w.body.content).join("")).toHaveLength(3000);
   });
 
   it("waits the retry_after of a 429 (seconds, fractional) before editing again", async () => {

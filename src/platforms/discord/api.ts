@@ -9,7 +9,7 @@
  * fractional) in the body.
  */
 import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
-import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface DiscordCredentials extends Record<string, string> {
@@ -26,6 +26,11 @@ const payload = (content: string) => ({ content, allowed_mentions: { parse: [] }
 /** Discord's answers for an interaction token it no longer honours (expired after 15 minutes, or unknown). */
 const EXPIRED_TOKEN_CODES = new Set([50027, 10015]);
 
+/** An edit that may have been applied can be made again (the same text twice shows once): retried like any failure. */
+function repeatable<T>(res: { ok: false; failure: ApiFailure }): ApiResult<T> {
+  return { ok: false, failure: { ...res.failure, maybeApplied: false } };
+}
+
 export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<DeliveryTarget, { platform: "discord" }>, timeoutMs: number): Messenger {
   const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
   const channel = target.channelId ? `${bot.apiBaseUrl}/channels/${encodeURIComponent(target.channelId)}/messages` : null;
@@ -35,6 +40,8 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   let originalId: string | null = null;
   /** The interaction token was refused: every later write goes through the channel. */
   let viaChannel = false;
+  /** The content of a first-message edit that got no answer (it may have been applied); null when there was none. */
+  let originalMaybe: string | UploadForm | null = null;
   /** The "thinking…" message found in the channel once the token was refused: undefined until sought, null when there is none to use. */
   let placeholder: string | null | undefined;
 
@@ -75,7 +82,13 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
 
   /** The first message answers the deferred response; the rest are follow-ups (or channel messages, once the token is gone). */
   async function post(content: string | UploadForm): Promise<ApiResult<string>> {
+    // The first message may have been written by an edit that got no answer: a different text is not written over it.
+    if (!originalUsed && originalMaybe !== null && originalMaybe !== content) originalUsed = true;
     const res = originalUsed ? await viaWebhook("POST", `${webhook}?wait=true`, content) : await viaWebhook("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
+    if (res && !res.ok && !originalUsed && res.failure.maybeApplied) {
+      originalMaybe = content;
+      return repeatable(res);
+    }
     if (res && !res.ok) return res;
     if (res && !originalUsed) {
       originalUsed = true;
@@ -93,7 +106,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
         return { ok: true, value: ORIGINAL };
       }
       // Rate limited or unavailable for now: the retry edits the same message. Refused for good: a new message instead.
-      if (edited.failure.kind !== "permanent") return edited;
+      if (edited.failure.kind !== "permanent") return repeatable(edited);
       placeholder = null;
     }
     const sent = await call("POST", channel!, content, botAuth);
