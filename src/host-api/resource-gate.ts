@@ -20,7 +20,9 @@ export function checkResourceGrant(snapshot: AuthorizationSnapshot, action: Reso
   const listed = (snapshot.resources[group] as readonly Record<string, unknown>[]).find((r) => r[ID_PARAM[group]] === id);
   const operations = (listed?.operations ?? []) as readonly string[];
   if (!operations.includes(operation)) {
-    throw denied(`${NOUN[group]} "${id}" is not granted to this run${listed ? ` for ${operation}` : ""}`, { action, group, resource_id: id, operation });
+    // The runner's string, cut as the decision log cuts it: a denial's record stays small whatever was asked.
+    const shown = id.length > 200 ? `${id.slice(0, 200)}…` : id;
+    throw denied(`${NOUN[group]} "${shown}" is not granted to this run${listed ? ` for ${operation}` : ""}`, { action, group, resource_id: shown, operation });
   }
 }
 

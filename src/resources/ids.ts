@@ -15,5 +15,6 @@ export const EndpointSchema = z.url({ protocol: /^https?$/ });
 /** Extra request headers (often credentials): stored as secrets. */
 export const HeadersSchema = z.record(
   z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "not a valid header name"),
-  z.string().max(8192),
+  // A line break would end the header (RFC 9110 forbids CR, LF and NUL in a field value): refused here, not at each call.
+  z.string().max(8192).regex(/^[^\r\n\0]*$/, "a header value cannot hold a line break or NUL"),
 );

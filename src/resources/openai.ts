@@ -53,8 +53,10 @@ function headers(target: ProviderTarget, accept: string): Record<string, string>
 }
 
 function chatBody(target: ProviderTarget, req: ChatRequest, stream: boolean): string {
-  const streamDefaults = stream ? { stream_options: { include_usage: true } } : {};
-  return JSON.stringify({ ...streamDefaults, ...req.extra, model: target.model, messages: req.messages, tools: req.tools, stream });
+  // Usage is always asked for on a stream: the host records what the operator is billed, whatever the runner's extra says.
+  const asked = req.extra.stream_options;
+  const streamOptions = stream ? { stream_options: { ...(asked && typeof asked === "object" && !Array.isArray(asked) ? asked : {}), include_usage: true } } : {};
+  return JSON.stringify({ ...req.extra, ...streamOptions, model: target.model, messages: req.messages, tools: req.tools, stream });
 }
 
 /** A 2xx answer, its attempt timer still running (the caller says when the provider has answered). */

@@ -23,9 +23,10 @@ export function secretFragments(values: readonly (string | null | undefined)[]):
   const out = new Set<string>();
   for (const value of values) {
     if (!value) continue;
-    if (value.length >= MIN_SECRET_LENGTH) out.add(value);
-    // The scheme word ("Bearer", "Basic") is not secret; what follows it is.
-    for (const part of value.trim().split(/\s+/).slice(1)) if (part.length >= MIN_SECRET_LENGTH) out.add(part);
+    const parts = [value, ...value.trim().split(/\s+/).slice(1)];
+    // The scheme word ("Bearer", "Basic") is not secret; what follows it is. Each also as JSON text carries it
+    // (a `"` or `\` escaped), for upstream text the host passes on without parsing it (an error body, say).
+    for (const part of parts) if (part.length >= MIN_SECRET_LENGTH) out.add(part).add(JSON.stringify(part).slice(1, -1));
   }
   // Longest first, so a value is scrubbed whole before its parts are looked for.
   return [...out].sort((a, b) => b.length - a.length);

@@ -160,4 +160,9 @@ export function cappedFetch(maxBytes: number, onTooLarge: (err: UpstreamError) =
   };
 }
 
-export const joinUrl = (base: string, path: string) => `${base.replace(/\/+$/, "")}${path}`;
+/** `path` appended to the base URL's path; its query (an `api-version`, say) is kept where it belongs. */
+export function joinUrl(base: string, path: string): string {
+  const url = new URL(base);
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}${path}`;
+  return url.toString();
+}

@@ -6,7 +6,7 @@ import { ApiError } from "../errors";
 import { logUpstreamFailure, toApiError } from "../upstream-error";
 import type { ActionTable, Handler } from "./context";
 
-/** `top_k` is capped by the params schema (≤ 20) and enforced on the endpoint's answer. */
+/** `top_k` is capped by the params schema (≤ 100) and enforced on the endpoint's answer. */
 const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
   const kb = await knowledgeStore(ctx.db).get(p.kb_id);
   if (!kb) throw new ApiError("not_found", `knowledge base ${p.kb_id} is no longer registered on this host`);
