@@ -107,8 +107,14 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   const frame = sseFramer({ maxLineBytes: opts.maxLineBytes });
   const tools = new ToolCallAssembler(opts.secrets);
   let content = "";
-  // A secret the provider echoes is split across deltas: each delta's text is scrubbed with what came before it.
-  const shown = new StreamRedactor(opts.secrets);
+  // A secret the provider echoes is split across deltas: each text field of a delta (content, reasoning_content,
+  // refusal, ...) is scrubbed with what came before it in the same field.
+  const shown = new Map<string, StreamRedactor>();
+  const scrubbed = (field: string, text: string) => {
+    let redactor = shown.get(field);
+    if (!redactor) shown.set(field, (redactor = new StreamRedactor(opts.secrets)));
+    return redactor.push(text);
+  };
   let finishReason: string | null = null;
   let usage: Usage | null = null;
   let finished = false;
@@ -148,10 +154,8 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     if (!choice) return false;
     if (choice.finish_reason) finishReason = choice.finish_reason;
     const delta = { ...choice.delta };
-    if (typeof delta.content === "string") {
-      content += delta.content;
-      delta.content = shown.push(delta.content);
-    }
+    if (typeof delta.content === "string") content += delta.content;
+    for (const [field, value] of Object.entries(delta)) if (field !== "role" && typeof value === "string") delta[field] = scrubbed(field, value);
     if (delta.tool_calls !== undefined) delta.tool_calls = tools.add(delta.tool_calls);
     const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
     if (meaningful) out.push({ type: "delta", chunk: { ...delta, role: "assistant" } });
@@ -202,10 +206,10 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
           if (out.length) controller.enqueue(ndjson(out, opts.secrets));
           if (failure) throw failure;
           if (done) {
-            const held = shown.flush();
+            const held = Object.fromEntries([...shown].map(([field, redactor]) => [field, redactor.flush()]).filter(([, text]) => text));
             const heldCalls = tools.flush();
-            if (held || heldCalls.length) {
-              const chunk = { role: "assistant" as const, ...(held ? { content: held } : {}), ...(heldCalls.length ? { tool_calls: heldCalls } : {}) };
+            if (Object.keys(held).length || heldCalls.length) {
+              const chunk = { role: "assistant" as const, ...held, ...(heldCalls.length ? { tool_calls: heldCalls } : {}) };
               controller.enqueue(ndjson([{ type: "delta", chunk }], opts.secrets));
             }
             const result = assembled();

@@ -8,7 +8,7 @@ import { openValues, sealValues } from "../../lib/secret-box";
 import { jsonBody } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { discoverMcpTools } from "../../resources/mcp";
-import { maskUrl, redact, secretFragments, urlSecrets } from "../../resources/secrets";
+import { maskUrl, redact, redactValue, secretFragments, urlSecrets } from "../../resources/secrets";
 import { mcpToolName, toolsStore, toMcpServerView } from "../../resources/tools-store";
 import { UpstreamError } from "../../resources/upstream";
 import { router } from "../app-env";
@@ -29,6 +29,7 @@ const McpServerInput = z.strictObject({
  * 409 when creating a server that exists meanwhile, or refreshing one into dropping a tool an agent grants.
  */
 async function discoverAndSave(db: Db, config: Config, server: { name: string; url: string; headers: Record<string, string> }, existing: { createdAt: number } | null) {
+  const secrets = secretFragments([...Object.values(server.headers), ...urlSecrets(server.url)]);
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new UpstreamError("network", `no answer within ${DISCOVERY_TIMEOUT_MS} ms`)), DISCOVERY_TIMEOUT_MS);
   let discovered;
@@ -37,17 +38,18 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
   } catch (err) {
     // The MCP client reports a malformed answer as a schema dump: say what it means instead.
     const raw = err instanceof Error ? (err.name === "ZodError" ? "its answer is not a valid MCP response" : err.message) : String(err);
-    const message = redact(raw, secretFragments([...Object.values(server.headers), ...urlSecrets(server.url)])).slice(0, 500);
+    const message = redact(raw, secrets).slice(0, 500);
     throw new HostError(502, "bad_gateway", `could not list the tools of MCP server ${maskUrl(server.url)}: ${message}`);
   } finally {
     clearTimeout(timer);
   }
   const now = Date.now();
   const store = toolsStore(db);
+  // What the server says of its tools is shown to runs and operators: scrubbed of the credential it was called with.
   const tools = discovered.tools.map((t) => ({
     toolName: mcpToolName(server.name, t.name),
-    description: t.description,
-    parametersJson: JSON.stringify(t.inputSchema),
+    description: redact(t.description, secrets),
+    parametersJson: JSON.stringify(redactValue(t.inputSchema, secrets)),
     mcpServer: server.name,
     mcpToolName: t.name,
     createdAt: now,
