@@ -13,11 +13,12 @@
  * `format` are ignored, i.e. permissive.
  *
  * What it cannot interpret it does not let through silently: a schema whose
- * pattern compiles neither as Unicode nor as plain JavaScript, or whose $ref
- * does not resolve locally, is refused at registration (`schemaProblems`),
- * and fails closed if one is met anyway.
+ * pattern RE2 cannot run (see compilePattern), whose $ref does not resolve
+ * locally, or that uses unevaluatedProperties/unevaluatedItems, is refused at registration (`schemaProblems`), and fails closed if
+ * one is met anyway.
  */
 
+import { RE2JS } from "re2js";
 import { canonicalJson, isObject, jsonEqual, MAX_DEPTH } from "./json-values";
 
 export type JsonSchema = boolean | { [keyword: string]: unknown };
@@ -56,21 +57,36 @@ function isMultipleOf(value: number, step: number): boolean {
   return Math.abs(quotient - Math.round(quotient)) <= 1e-13 * Math.max(1, Math.abs(quotient));
 }
 
-/** A schema pattern as JSON Schema means it (ECMA-262, Unicode), else as plain JavaScript; null when neither compiles. */
-export function compilePattern(source: string): RegExp | null {
+/** A compiled schema pattern: whether it is found in a text. */
+export interface Pattern {
+  test(text: string): boolean;
+}
+
+/**
+ * A schema pattern, run by RE2 (re2js): matching takes time linear in the text whatever the pattern, so a
+ * tool's schema cannot make one call's validation hold the Worker for seconds (`^(a+)+$` against "aaaa…!"
+ * backtracks exponentially in JavaScript's own engine). ECMA-262's `\uXXXX` and `\u{X}` escapes are given to
+ * RE2 as `\x{X}`. Null for what RE2 cannot run: an invalid pattern, and lookaround and backreferences, which no
+ * linear-time engine has.
+ */
+export function compilePattern(source: string): Pattern | null {
+  const re2Source = source.replace(/\\\\|\\u\{([0-9a-fA-F]+)\}|\\u([0-9a-fA-F]{4})/g, (m: string, braced?: string, four?: string) => (m === "\\\\" ? m : `\\x{${braced ?? four}}`));
   try {
-    return new RegExp(source, "u");
-  } catch {
-    // Many real schemas use escapes the `u` flag rejects (`\-` outside a class, `[\w-.]`).
-  }
-  try {
-    return new RegExp(source);
+    const re = RE2JS.compile(re2Source);
+    return { test: (text) => re.test(text) };
   } catch {
     return null;
   }
 }
 
-const notARegex = (source: string) => `pattern ${JSON.stringify(source)} is not a valid regular expression`;
+/** Keywords that would need every other keyword's evaluation tracked: refused rather than ignored (ignored, they would let anything through). */
+const UNEVALUATED = ["unevaluatedProperties", "unevaluatedItems"] as const;
+function unsupportedKeyword(s: Record<string, unknown>): string | null {
+  const used = UNEVALUATED.find((k) => s[k] !== undefined && s[k] !== true && !(isObject(s[k]) && Object.keys(s[k]).length === 0));
+  return used ? `${used} is not supported (additionalProperties / items say the same for most schemas)` : null;
+}
+
+const notARegex = (source: string) => `pattern ${JSON.stringify(source)} is not a regular expression this host runs (patterns run in linear time: lookaround and backreferences are not supported)`;
 const invalidPattern = (source: string) => `the schema's ${notARegex(source)}`;
 
 /** The subschema a local `$ref` (`#`, or `#` + a JSON pointer) points at in `root`; undefined when it does not resolve. */
@@ -100,7 +116,7 @@ const num = (v: unknown): number | undefined => (typeof v === "number" ? v : und
 /** What one validation shares across its sub-checks: the root (for $ref), compiled patterns, the step budget. */
 interface Validation {
   root: JsonSchema;
-  patterns: Map<string, RegExp | null>;
+  patterns: Map<string, Pattern | null>;
   steps: number;
 }
 
@@ -113,7 +129,7 @@ class Checker {
     if (this.issues.length < MAX_ISSUES) this.issues.push({ path, message });
   }
 
-  private regex(source: string): RegExp | null {
+  private regex(source: string): Pattern | null {
     if (!this.v.patterns.has(source)) this.v.patterns.set(source, compilePattern(source));
     return this.v.patterns.get(source) ?? null;
   }
@@ -143,6 +159,11 @@ class Checker {
       return false;
     }
     const s = schema;
+    const unsupported = unsupportedKeyword(s);
+    if (unsupported) {
+      this.fail(path, `the schema's ${unsupported}`);
+      return false;
+    }
 
     if (typeof s.$ref === "string") {
       const target = resolveLocalRef(this.v.root, s.$ref);
@@ -330,6 +351,8 @@ export function schemaProblems(schema: JsonSchema): string[] {
   const walk = (node: unknown, path: string, depth: number) => {
     if (!isObject(node)) return;
     if (depth > MAX_DEPTH) return add(path, `nested deeper than ${MAX_DEPTH} levels`);
+    const unsupported = unsupportedKeyword(node);
+    if (unsupported) add(path, unsupported);
     if (typeof node.pattern === "string" && compilePattern(node.pattern) === null) add(pointer(path, "pattern"), notARegex(node.pattern));
     if (isObject(node.patternProperties)) {
       for (const source of Object.keys(node.patternProperties)) {

@@ -72,13 +72,32 @@ describe("tool parameter schemas", () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
-  it("compiles a pattern without the u flag when it needs to, and fails closed when neither compiles", () => {
-    // `\-` outside a class is an error with the u flag, fine without it.
+  it("runs patterns in linear time, takes the escapes real schemas use, and fails closed on what it cannot run", () => {
+    // `\-` outside a class is an error with JavaScript's u flag; RE2 takes it.
     expect(paths({ type: "string", pattern: "^[a-z]+\\-[0-9]+$" }, "ab-12")).toEqual([]);
     expect(paths({ type: "string", pattern: "^[a-z]+\\-[0-9]+$" }, "ab12")).toEqual([""]);
     expect(paths({ type: "object", patternProperties: { "^x\\-": { type: "number" } } }, { "x-a": "no" })).toEqual(["/x-a"]);
     const broken = validateJsonSchema({ type: "string", pattern: "(unclosed" }, "anything");
-    expect(broken).toEqual([{ path: "", message: 'the schema\'s pattern "(unclosed" is not a valid regular expression' }]);
+    expect(broken).toEqual([{ path: "", message: expect.stringContaining('the schema\'s pattern "(unclosed" is not a regular expression this host runs') }]);
+    // Backtracking engines take exponential time here; this one answers at once.
+    expect(paths({ type: "string", pattern: "^([a-z]+\\s?)+$" }, `${"a".repeat(5000)}!`)).toEqual([""]);
+    expect(paths({ type: "string", pattern: "^(a+)+$" }, "a".repeat(100_000))).toEqual([]);
+    // ECMA-262's \u escapes, as schemas for CJK names write them.
+    expect(paths({ type: "string", pattern: "^[A-Za-z\\u4e00-\\u9fa5]+$" }, "中文abc")).toEqual([]);
+    expect(paths({ type: "string", pattern: "^[A-Za-z\\u4e00-\\u9fa5]+$" }, "中文abc!")).toEqual([""]);
+    expect(paths({ type: "string", pattern: "^\\\\u0041$" }, "\\u0041")).toEqual([]);
+    // Lookaround and backreferences need backtracking: refused, never run.
+    expect(schemaProblems({ type: "string", pattern: "^(?=a)a$" })).toEqual([expect.stringContaining("lookaround and backreferences are not supported")]);
+    expect(paths({ type: "string", pattern: "^(a)\\1$" }, "aa")).toEqual([""]);
+  });
+
+  it("refuses unevaluatedProperties and unevaluatedItems, and fails closed on them, rather than let anything through", () => {
+    const closed = { type: "object", properties: { city: { type: "string" } }, unevaluatedProperties: false };
+    expect(schemaProblems(closed)).toEqual([expect.stringContaining("unevaluatedProperties is not supported")]);
+    expect(schemaProblems({ type: "array", items: { allOf: [{ unevaluatedItems: { type: "number" } }] } })).toEqual([expect.stringContaining("unevaluatedItems is not supported")]);
+    expect(paths(closed, { city: "Oslo", delete_everything: true })).toEqual([""]);
+    // `true` and `{}` allow what they would allow anyway.
+    expect(schemaProblems({ type: "object", unevaluatedProperties: true, unevaluatedItems: {} })).toEqual([]);
   });
 
   it("accepts multiples of a decimal step despite binary floating point", () => {
@@ -126,8 +145,8 @@ describe("tool parameter schemas", () => {
         enum: [{ $ref: "nowhere" }],
       }),
     ).toEqual([
-      '/patternProperties: pattern "[" is not a valid regular expression',
-      '/properties/a/pattern: pattern "(" is not a valid regular expression',
+      '/patternProperties: pattern "[" is not a regular expression this host runs (patterns run in linear time: lookaround and backreferences are not supported)',
+      '/properties/a/pattern: pattern "(" is not a regular expression this host runs (patterns run in linear time: lookaround and backreferences are not supported)',
       '/properties/b/$ref: "#/$defs/none" does not resolve within the schema',
       '/properties/c/$ref: "other.json#/x" is not a local reference (only "#..." within the schema is supported)',
     ]);
