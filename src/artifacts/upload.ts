@@ -5,6 +5,7 @@
  * upload, one part in memory at a time.
  */
 import type { Db } from "../db/client";
+import { mayHaveApplied } from "../db/executor";
 import type { Config } from "../env";
 import { toHex } from "../lib/crypto";
 import { newId } from "../lib/ids";
@@ -111,8 +112,8 @@ export async function storeUpload(
   try {
     await artifactsStore(deps.db).insertStatement(row);
   } catch (err) {
-    // No row will ever name this blob.
-    await deps.bucket.delete(r2Key);
+    // Refused, no row will ever name this blob. Unanswered, the row may have been written: the blob stays with it.
+    if (!mayHaveApplied(err)) await deps.bucket.delete(r2Key);
     throw err;
   }
   return toArtifactMetadata(row);

@@ -27,14 +27,23 @@ export class DbError extends Error {
   constructor(
     message: string,
     readonly code: string | undefined,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; unanswered?: boolean },
   ) {
     super(message, options);
+    this.unanswered = options?.unanswered ?? false;
   }
+  /**
+   * No answer came (a timeout, a lost connection): the write may have been applied all the same. What a
+   * failed write would leave unnamed (a blob) is then kept, as a row may name it.
+   */
+  readonly unanswered: boolean;
   get isConstraintViolation(): boolean {
     return (this.code ?? "").startsWith("SQLITE_CONSTRAINT") || /UNIQUE constraint failed/.test(this.message);
   }
 }
+
+/** Whether a failed write may have been applied: always, unless the database answered that it was not. */
+export const mayHaveApplied = (err: unknown): boolean => !(err instanceof DbError) || err.unanswered;
 
 function toRows(rs: ResultSet, method: SqlMethod): SqlResult {
   if (method === "run") return { rows: [] };
@@ -57,7 +66,10 @@ function toStatement(q: SqlQuery): InStatement {
 function wrap(err: unknown): DbError {
   if (err instanceof DbError) return err;
   const e = err as { message?: string; code?: string; extendedCode?: string; cause?: { code?: string } };
-  return new DbError(e.message ?? String(err), e.extendedCode ?? e.code ?? e.cause?.code, { cause: err });
+  const code = e.extendedCode ?? e.code ?? e.cause?.code;
+  // Only SQLite's own refusal says the write was not applied; a failed fetch (no code), an HTTP status from
+  // whatever stands in front of the database (SERVER_ERROR: a 504 from a proxy, say) or a garbled answer does not.
+  return new DbError(e.message ?? String(err), code, { cause: err, unanswered: !code?.startsWith("SQLITE_") });
 }
 
 export function libsqlExecutor(client: Client): SqlExecutor {
@@ -93,7 +105,7 @@ export function bindingExecutor(binding: Fetcher, token = "", timeoutMs?: number
       });
       payload = await res.json();
     } catch (err) {
-      throw new DbError(`database unreachable: ${(err as Error).message}`, undefined, { cause: err });
+      throw new DbError(`database unreachable: ${(err as Error).message}`, undefined, { cause: err, unanswered: true });
     }
     if (!payload.ok) throw new DbError(payload.error?.message ?? "database error", payload.error?.code);
     return payload.data as T;

@@ -105,7 +105,7 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     return answered(reply(200, { ok: true, data }), "allowed");
   } catch (thrown) {
     const err = thrown instanceof SealedSecretError ? unopenedCredential(thrown) : thrown instanceof ApiError ? thrown : hostFault(ctx.snapshot.runId, action, thrown);
-    if (err.code === "unauthorized") await auditDenial(ctx, action ?? "", err).catch((e: Error) => console.error(`run ${ctx.snapshot.runId}: denial of ${action} not recorded: ${describeError(e)}`));
+    if (err.code === "unauthorized") await auditDenial(ctx, action ?? "", err);
     return answered(errorReply(err), err.code, { ...resourceOf(params), ...resourceOf(err.details) });
   }
 }
@@ -126,8 +126,11 @@ export function checkDeadline(ctx: Pick<ActionContext, "snapshot">) {
   if (Date.now() > ctx.snapshot.deadlineAt) throw new ApiError("deadline_exceeded", "the run's deadline has passed");
 }
 
-/** Denials are facts: appended to EventLog with run, runner, action, resource and scope. */
-export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, action: string, err: ApiError) {
+/**
+ * Denials are facts: appended to EventLog with run, runner, action, resource and scope. A record the database
+ * refuses is said on the log: the denial is answered all the same.
+ */
+export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, action: string, err: ApiError): Promise<void> {
   const s = ctx.snapshot;
   await hostRecordInsert(ctx.db, {
     eventType: "host_api.denied",
@@ -136,5 +139,7 @@ export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, a
     threadId: s.threadId,
     runId: s.runId,
     data: { run_id: s.runId, runner_id: s.runnerId, action, resource: err.details ?? {}, scope: { conversation_id: s.conversationId, thread_id: s.threadId }, reason: err.message },
-  }).run();
+  })
+    .run()
+    .catch((e: Error) => console.error(`run ${s.runId}: denial of ${action.slice(0, 200)} not recorded: ${describeError(e)}`));
 }

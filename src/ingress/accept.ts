@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { batchAll } from "../db/client";
+import { mayHaveApplied } from "../db/executor";
 import type { ResultOf } from "../db/compiled";
 import { dbOf } from "../db/connect";
 import { eventLog } from "../db/schema";
@@ -133,8 +134,9 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   // The event's own user item, or for an event without one the conversation's newest item.
   const itemSeq = userItem.length ? userItemSeq(db, values) : latestTranscriptSeq(db, values);
   const results = await batchAll(db, [...writes, recordedEvent(db, values), itemSeq, resolveBinding(db, resolveQuery)]).catch(async (err: unknown) => {
-    // Nothing names the blobs this attempt wrote (they are its own): removed.
-    await deleteBlobs(env, attached.written);
+    // Refused, nothing names the blobs this attempt wrote (they are its own): removed. Unanswered, the batch may
+    // have been applied and its rows name them: kept (a retry answers "duplicate" and its run reads them).
+    if (!mayHaveApplied(err)) await deleteBlobs(env, attached.written);
     throw err;
   });
   // The three reads follow the writes, in this order.

@@ -1,5 +1,6 @@
 import { writeAll, type Db } from "../db/client";
 import { artifact } from "../db/schema";
+import { mayHaveApplied } from "../db/executor";
 import type { Config } from "../env";
 import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
 import { base64ToBytes } from "../lib/base64";
@@ -90,6 +91,16 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   return statements;
 }
 
+/** A batch's rows, written. Refused, the blobs only its rows would name are removed; unanswered, they may be named: kept. */
+async function writeNaming(deps: ExecuteDeps, statements: unknown[], blobs: string[]): Promise<void> {
+  try {
+    await writeAll(deps.db, statements);
+  } catch (err) {
+    if (blobs.length && !mayHaveApplied(err)) await deps.artifacts.delete(blobs).catch(() => {});
+    throw err;
+  }
+}
+
 /**
  * Runs one event through its runner: builds the context, calls the runner,
  * applies each chunk of results as one batch, and writes the outcome. Never
@@ -112,7 +123,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
 
   let failure: unknown;
   // The last batch (terminal result) is written together with the outcome: one round trip fewer.
-  let last: { statements: unknown[]; ledger: LedgerEntry[] } = { statements: [], ledger: [] };
+  let last: { statements: unknown[]; ledger: LedgerEntry[]; blobs: string[] } = { statements: [], ledger: [], blobs: [] };
   try {
     const context = buildRunContext({ job, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
@@ -128,11 +139,12 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
       // From its terminal result on, the Host API records nothing more: the run's end stays its ledger's last entry.
       if (batch.terminal) void deps.ledgerSequence?.closeToHost();
       const statements = await batchStatements(deps, batch, artifactRefs);
+      const blobs = batch.inlineArtifacts.map((a) => artifactR2Key(a.ref.artifact_id));
       if (batch.terminal && !batch.error) {
-        last = { statements, ledger: batch.ledger };
+        last = { statements, ledger: batch.ledger, blobs };
         break;
       }
-      await writeAll(db, statements);
+      await writeNaming(deps, statements, blobs);
       deps.publish(batch.ledger);
       if (batch.error) throw batch.error;
     }
@@ -161,7 +173,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
       }),
     );
   }
-  await writeAll(db, statements);
+  await writeNaming(deps, statements, last.blobs);
   deps.publish([...last.ledger, ...ledger]);
   return outcome;
 }

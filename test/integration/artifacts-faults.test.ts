@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi, uploadArtifact } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * Artifacts when the database fails: a blob stays exactly as long as a row
+ * may name it. A write the database refused leaves no blob behind; a write
+ * that got no answer (past DB_QUERY_TIMEOUT_MS, yet committed) keeps its
+ * blob, so the row it wrote never names bytes that are gone. A denied upload
+ * whose audit record cannot be written is still a 403 in the Host API shape.
+ */
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "artifact-faults",
+    runners: [{ name: "default", label: { en_US: "x" }, capabilities: {}, permissions: { artifacts: ["metadata", "read"] } }],
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      const api = (action: string, params: Record<string, unknown>) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
+      const upload = () => uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, Buffer.from("upload bytes"), { name: "u.txt", mime_type: "text/plain" });
+      const text: string = ctx.input.text;
+      if (text === "read attachments") {
+        const reads = [];
+        for (const a of ctx.input.attachments) reads.push((await api("artifact.read", { artifact_id: a.artifact_id })).status);
+        return w.reply(JSON.stringify(reads));
+      }
+      if (text === "inline") {
+        // The inline artifact goes in a batch of its own, then the answer.
+        w.send("artifact.created", { artifact_type: "file", name: "report.txt", mime_type: "text/plain", content_base64: Buffer.from("inline bytes").toString("base64") });
+        await new Promise((r) => setTimeout(r, 300));
+        return w.reply("done");
+      }
+      if (text === "upload") {
+        const up = await upload();
+        return w.reply(JSON.stringify({ status: up.status, code: up.body.error?.code }));
+      }
+      // "denied": this conversation's agent grants no artifacts.
+      const read = await api("artifact.read", { artifact_id: "art_x" });
+      const up = await upload();
+      w.reply(JSON.stringify({ read: [read.status, read.body.error?.code], upload: [up.status, up.body] }));
+    },
+  });
+  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "1000" } });
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "artifact-faults" });
+  const denied = { agent_id: "denied", name: "denied", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "denied" }, resource_policy: { allow: { artifacts: [] } } };
+  expect((await host.admin("POST", "/v1/admin/agents", denied)).status).toBe(201);
+});
+afterAll(async () => {
+  host?.databaseOutage(false);
+  await host?.dispose();
+  await runner?.close();
+});
+
+const reply = async (runId: string) => JSON.parse(String((await host.waitForRun(runId, 30_000)).message?.content));
+/** Blobs no artifact row names (retention finds blobs only through rows, so these would stay forever). */
+const unnamedBlobs = async () => {
+  const named = new Set((await host.query<{ r2_key: string }>("SELECT r2_key FROM artifact")).map((r) => r.r2_key));
+  return (await host.r2Keys("artifacts/")).filter((k) => !named.has(k));
+};
+/** Rows naming a blob that is gone. */
+const rowsWithoutBlob = async () => {
+  const keys = new Set(await host.r2Keys("artifacts/"));
+  return (await host.query<{ r2_key: string }>("SELECT r2_key FROM artifact")).filter((r) => !keys.has(r.r2_key));
+};
+
+describe("artifacts when the database fails", () => {
+  it("an ingress batch that times out but commits keeps its attachments' blobs: the retry's run reads them", async () => {
+    const event = messageEvent("timeout-ingress", "read attachments", {
+      event_id: "evt-timeout-ingress",
+      input: { text: "read attachments", attachments: [{ content_base64: Buffer.from("hello file").toString("base64"), name: "f.txt", mime_type: "text/plain" }] },
+    });
+    // The batch reaches the database, which answers after DB_QUERY_TIMEOUT_MS: the Worker gives up, the database commits.
+    host.databaseOutage({ delayMs: 2_500, matching: 'INSERT INTO \\"artifact\\"' });
+    const first = await host.postEvent(event);
+    expect(first.status).toBeGreaterThanOrEqual(500);
+    const committed = await waitForRow("SELECT 1 FROM event_log WHERE event_id = 'evt-timeout-ingress'");
+    expect(committed).toBe(true);
+    expect(await rowsWithoutBlob()).toEqual([]);
+    const retry = await host.postEvent(event);
+    expect(retry.body.disposition).toBe("duplicate");
+    expect(await reply(retry.body.run_id!)).toEqual([200]);
+  });
+
+  it("an upload whose row insert times out but commits keeps its blob", async () => {
+    host.databaseOutage({ delayMs: 2_500, matching: 'INSERT INTO \\"artifact\\"' });
+    const posted = await host.postEvent(messageEvent("timeout-upload", "upload"));
+    // Answered as the host's retryable fault.
+    expect(await reply(posted.body.run_id!)).toEqual({ status: 500, code: "runtime_error" });
+    expect(await waitForRow("SELECT 1 FROM artifact WHERE name = 'u.txt'")).toBe(true);
+    expect(await rowsWithoutBlob()).toEqual([]);
+  });
+
+  it("an inline artifact whose row the database refuses leaves no blob behind", async () => {
+    host.databaseOutage({ queries: 1, matching: 'insert into \\"artifact\\"' });
+    const posted = await host.postEvent(messageEvent("refused-inline", "inline"));
+    expect((await host.waitForRun(posted.body.run_id!, 30_000)).status).toBe("failed");
+    expect(await unnamedBlobs()).toEqual([]);
+  });
+
+  it("a denied upload whose audit record cannot be written is still answered 403 unauthorized, as a denied call is", async () => {
+    host.databaseOutage({ queries: 2, matching: "host_api.denied" });
+    const posted = await host.postEvent(messageEvent("denied", "denied"));
+    const answer = await reply(posted.body.run_id!);
+    expect(answer.read).toEqual([403, "unauthorized"]);
+    expect(answer.upload[0]).toBe(403);
+    expect(answer.upload[1]).toMatchObject({ ok: false, error: { code: "unauthorized" } });
+  });
+});
+
+/** Whether a row shows up within a few seconds (a write the Worker gave up on, committed late). */
+async function waitForRow(sql: string): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    if ((await host.query(sql)).length) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
