@@ -11,7 +11,7 @@ import type { Config } from "../env";
 import { sha256Hex } from "../lib/crypto";
 import { HostError } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ArtifactRef } from "../protocol/common";
+import { labelOrNull, mediaTypeOrNull, type ArtifactRef } from "../protocol/common";
 import { artifactsStore, toArtifactRef, type ArtifactRow } from "../stores/artifacts";
 import { artifactAccess, artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
 import { readCapped } from "./read-capped";
@@ -127,6 +127,9 @@ async function storeOne(
     mimeType ??= fetched.contentType;
     name ??= fileNameOf(source.url);
   }
+  // What came from a URL or a platform is kept only when it could have been given in an envelope (stored as shown).
+  name = labelOrNull(name, 255);
+  mimeType = mediaTypeOrNull(mimeType);
 
   // An id of this attempt's own, never derived from the event's: two deliveries of one event in flight at once (or
   // an event id reused after retention) never share a blob, so an attempt that fails or loses removes only its own.

@@ -156,6 +156,19 @@ export type AudioElement = z.infer<typeof AudioElementSchema>;
  * which the embedded driver cuts text short when reading it back, so the
  * transcript would hold less than was said.
  */
+const LABEL_TEXT = /^[^\p{Cc}\p{Cs}]*$/u;
+const MEDIA_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/;
+
+/** A name or type stored and shown back as given: no control character (a NUL cuts it short when read back) and no unpaired surrogate. */
+export const labelSchema = (maxLength: number) => z.string().min(1).max(maxLength).regex(LABEL_TEXT, "must not contain control characters or unpaired surrogates");
+/** A media type (`type/subtype`, parameters allowed): it becomes a stored object's Content-Type. */
+export const MediaTypeSchema = labelSchema(255).regex(MEDIA_TYPE, "must be a media type such as text/plain");
+
+/** A name from elsewhere (a URL's path, a platform's file): kept only when it could have been given as a label, else null. */
+export const labelOrNull = (value: string | null | undefined, maxLength: number): string | null => (value && value.length <= maxLength && LABEL_TEXT.test(value) ? value : null);
+/** A media type from elsewhere (a fetched Content-Type, a platform's file): kept only when it is one, else null. */
+export const mediaTypeOrNull = (value: string | null | undefined): string | null => (labelOrNull(value, 255) && MEDIA_TYPE.test(value!) ? value! : null);
+
 export const MessageTextSchema = z.string().refine((t) => !t.includes("\u0000"), "must not contain NUL characters");
 
 export const MessageContentSchema = z.union([MessageTextSchema, z.array(ContentElementSchema)]);

@@ -7,6 +7,8 @@
  */
 import * as z from "zod";
 import {
+  labelSchema,
+  MediaTypeSchema,
   MessageTextSchema,
   ContentElementSchema,
   EventTypeSchema,
@@ -49,9 +51,9 @@ export const EnvelopeAttachmentSchema = z
     content_base64: z.base64().min(1).nullish(),
     url: z.url({ protocol: /^https?$/ }).nullish(),
     artifact_id: z.string().min(1).max(200).nullish(),
-    name: z.string().min(1).max(255).nullish(),
-    mime_type: z.string().min(1).max(255).nullish(),
-    artifact_type: z.string().min(1).max(64).nullish(),
+    name: labelSchema(255).nullish(),
+    mime_type: MediaTypeSchema.nullish(),
+    artifact_type: labelSchema(64).nullish(),
   })
   .refine((a) => [a.content_base64, a.url, a.artifact_id].filter(Boolean).length === 1, {
     message: "give exactly one of content_base64, url or artifact_id",

@@ -4,7 +4,7 @@
  * not a silently ignored option on a call that may have side effects.
  */
 import * as z from "zod";
-import { formatZodIssues, JsonValueSchema, ModelMessageSchema, RecordSchema, storedKeyText } from "./common";
+import { formatZodIssues, JsonValueSchema, labelSchema, MediaTypeSchema, ModelMessageSchema, RecordSchema, storedKeyText } from "./common";
 import type { AvailableApiName } from "./context";
 import { StateScopeSchema } from "./context";
 import type { PermissionGroup } from "./manifest";
@@ -127,16 +127,12 @@ export function isHostApiAction(action: string): action is HostApiAction {
   return Object.hasOwn(HOST_API_PARAMS, action);
 }
 
-/** Query text stored and shown back as given: no control character (a NUL cuts it short when read back) and no unpaired surrogate. */
-const label = (maxLength: number) => z.string().min(1).max(maxLength).regex(/^[^\p{Cc}\p{Cs}]*$/u, "must not contain control characters or unpaired surrogates");
-
 /** `artifact.upload` is `PUT {host}/v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` with raw bytes. */
 export const ArtifactUploadQuerySchema = z.object({
-  name: label(255).optional(),
-  /** A media type (`type/subtype`, parameters allowed): it becomes the stored object's Content-Type. */
-  mime_type: label(255).regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/, "must be a media type such as text/plain").optional(),
+  name: labelSchema(255).optional(),
+  mime_type: MediaTypeSchema.optional(),
   /** Absent: derived from mime_type (image, audio, video, else file). */
-  artifact_type: label(64).optional(),
+  artifact_type: labelSchema(64).optional(),
 });
 export type ArtifactUploadQuery = z.infer<typeof ArtifactUploadQuerySchema>;
 

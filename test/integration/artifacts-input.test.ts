@@ -161,6 +161,10 @@ describe("input attachments", () => {
       { attachments: [{ content_base64: Buffer.alloc(MAX + 1).toString("base64") }], status: 413, code: "payload_too_large", message: /larger than 1024 bytes/ },
       { attachments: [{ url: `${files.url}/big-declared` }], status: 413, code: "payload_too_large", message: /larger than 1024 bytes/ },
       { attachments: [{ url: `${files.url}/big-chunked` }], status: 413, code: "payload_too_large", message: /larger than 1024 bytes/ },
+      // What could not be given back as sent (a NUL cuts a stored name short) or is no media type.
+      { attachments: [{ content_base64: "aGk=", name: "invoice.pdf\u0000.exe" }], status: 400, code: "invalid_request", message: /input\.attachments\.0\.name: must not contain control characters/ },
+      { attachments: [{ content_base64: "aGk=", mime_type: "nonsense" }], status: 400, code: "invalid_request", message: /input\.attachments\.0\.mime_type: must be a media type/ },
+      { attachments: [{ content_base64: "aGk=", mime_type: "text/plain\r\nX-Evil: 1" }], status: 400, code: "invalid_request", message: /input\.attachments\.0\.mime_type/ },
       // The first one is stored before the second fails: the refusal removes it again.
       { attachments: [{ content_base64: NOTES.toString("base64") }, { url: `${files.url}/missing` }], status: 400, code: "attachment_unavailable", message: /input\.attachments\.1/ },
     ];
@@ -172,9 +176,16 @@ describe("input attachments", () => {
     expect(await host.r2Keys("artifacts/")).toEqual(keysBefore);
     expect(await host.query("SELECT event_id FROM event_log WHERE event_id LIKE 'att-bad-%'")).toEqual([]);
     // Nothing recorded: the same event id is accepted as new once its attachments are fine.
-    const retry = await host.postEvent({ ...withAttachments("att-bad", [{ content_base64: NOTES.toString("base64") }]), event_id: "att-bad-8" });
+    const retry = await host.postEvent({ ...withAttachments("att-bad", [{ content_base64: NOTES.toString("base64") }]), event_id: `att-bad-${cases.length - 1}` });
     expect(retry.status).toBe(202);
     expect((await seenBy(retry.body.run_id!)).input.attachments).toHaveLength(1);
+  });
+
+  it("keeps a name or type taken from a URL only when it could have been given: a control character in either leaves it unset", async () => {
+    const posted = await host.postEvent(withAttachments("att-url-names", [{ url: `${files.url}/odd/invoice.pdf%00.exe` }, { url: `${files.url}/odd/notes%0A.txt` }, { url: `${files.url}/photo.png` }]));
+    const seen = await seenBy(posted.body.run_id!);
+    expect(seen.input.attachments.map((a: any) => [a.name ?? null, a.mime_type ?? null])).toEqual([[null, null], [null, null], ["photo.png", "image/png"]]);
+    expect(seen.reads.map((r) => [r.metadata.name ?? null, r.metadata.mime_type ?? null])).toEqual([[null, null], [null, null], ["photo.png", "image/png"]]);
   });
 
   it("references an existing artifact only within its own conversation", async () => {
@@ -210,6 +221,8 @@ async function startFileServer() {
     hits.set(path, (hits.get(path) ?? 0) + 1);
     if (path.startsWith("/held/")) return void held.set(path, [...(held.get(path) ?? []), res]);
     if (path === "/photo.png") return res.writeHead(200, { "content-type": "image/png", "content-length": PNG.length }).end(PNG);
+    // A type that is no media type, and a name with a control character in its path.
+    if (path.startsWith("/odd/")) return res.writeHead(200, { "content-type": "text plain" }).end(NOTES);
     if (path === "/big-declared") return res.writeHead(200, { "content-length": MAX + 1 }).end(Buffer.alloc(MAX + 1));
     if (path === "/big-chunked") {
       // No Content-Length: the host must count while reading.
