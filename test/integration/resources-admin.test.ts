@@ -79,7 +79,7 @@ describe("tools and MCP servers", () => {
     // A schema the host cannot enforce is refused, saying why; a pattern only the `u` flag rejects is fine.
     const badPattern = await host.admin("POST", "/v1/admin/tools", { ...tool, name: "bad", parameters: { type: "object", properties: { q: { type: "string", pattern: "(" } } } });
     expect([badPattern.status, badPattern.body.error.code]).toEqual([400, "invalid_request"]);
-    expect(badPattern.body.error.message).toContain('/properties/q/pattern: pattern "(" is not a valid regular expression');
+    expect(badPattern.body.error.message).toContain('/properties/q/pattern: pattern "(" is not a regular expression this host runs');
     const badRef = await host.admin("POST", "/v1/admin/tools", { ...tool, name: "bad", parameters: { type: "object", properties: { q: { $ref: "#/$defs/Q" } } } });
     expect([badRef.status, badRef.body.error.message]).toEqual([400, expect.stringContaining('"#/$defs/Q" does not resolve')]);
     const nonUnicode = { type: "object", properties: { q: { type: "string", pattern: "^[a-z]+\\-[0-9]+$" } }, $defs: { Q: { type: "string" } } };
@@ -142,7 +142,7 @@ describe("tools and MCP servers", () => {
     const created = await host.admin("POST", "/v1/admin/mcp-servers", { name: "strict", url: strict.url, headers: { authorization: `Bearer ${MCP_TOKEN}` } });
     expect(created.status).toBe(201);
     expect(created.body.tools).toEqual(["strict.add", "strict.shout"]);
-    expect(created.body.skipped_tools).toEqual([{ name: "broken", reason: expect.stringContaining('/properties/code/pattern: pattern "(" is not a valid regular expression') }]);
+    expect(created.body.skipped_tools).toEqual([{ name: "broken", reason: expect.stringContaining('/properties/code/pattern: pattern "(" is not a regular expression this host runs') }]);
     expect((await host.admin("GET", "/v1/admin/tools/strict.broken")).status).toBe(404);
   });
 
