@@ -24,6 +24,11 @@ export interface SqlExecutor {
 /** A database failure that keeps the SQLite error code (e.g. SQLITE_CONSTRAINT_PRIMARYKEY). */
 export class DbError extends Error {
   override readonly name = "DbError";
+  /**
+   * No answer came (a timeout, a lost connection): the write may have been applied all the same. What a
+   * failed write would leave unnamed (a blob) is then kept, as a row may name it.
+   */
+  readonly unanswered: boolean;
   constructor(
     message: string,
     readonly code: string | undefined,
@@ -32,11 +37,6 @@ export class DbError extends Error {
     super(message, options);
     this.unanswered = options?.unanswered ?? false;
   }
-  /**
-   * No answer came (a timeout, a lost connection): the write may have been applied all the same. What a
-   * failed write would leave unnamed (a blob) is then kept, as a row may name it.
-   */
-  readonly unanswered: boolean;
   get isConstraintViolation(): boolean {
     return (this.code ?? "").startsWith("SQLITE_CONSTRAINT") || /UNIQUE constraint failed/.test(this.message);
   }
