@@ -1,5 +1,5 @@
 import { readLines, sseFramer } from "../runner/lines";
-import { redactValue, StreamRedactor } from "./secrets";
+import { redactValue, StreamRedactors } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
 import { UsageSchema } from "./openai";
 import { UPSTREAM_MESSAGE_MAX_CHARS, UpstreamError } from "./upstream";
@@ -57,8 +57,10 @@ type ToolCallDelta = { index?: number; id?: string; type?: string; function?: { 
  */
 class ToolCallAssembler {
   private readonly calls: { id?: string; type: string; function: { name: string; arguments: string } }[] = [];
-  private readonly shown: StreamRedactor[] = [];
-  constructor(private readonly secrets: readonly string[]) {}
+  private readonly shown: StreamRedactors<number>;
+  constructor(secrets: readonly string[]) {
+    this.shown = new StreamRedactors(secrets);
+  }
 
   add(deltas: unknown): unknown {
     if (!Array.isArray(deltas)) return deltas;
@@ -70,17 +72,13 @@ class ToolCallAssembler {
       if (raw.function?.name) call.function.name += raw.function.name;
       if (typeof raw.function?.arguments !== "string") return raw;
       call.function.arguments += raw.function.arguments;
-      const shown = (this.shown[i] ??= new StreamRedactor(this.secrets));
-      return { ...raw, function: { ...raw.function, arguments: shown.push(raw.function.arguments) } };
+      return { ...raw, function: { ...raw.function, arguments: this.shown.push(i, raw.function.arguments) } };
     });
   }
 
   /** The argument text still held back, once nothing more will arrive: one fragment per call that has some. */
   flush(): ToolCallDelta[] {
-    return this.shown.flatMap((shown, index) => {
-      const held = shown.flush();
-      return held ? [{ index, function: { arguments: held } }] : [];
-    });
+    return this.shown.flush().map(([index, held]) => ({ index, function: { arguments: held } }));
   }
 
   result(): unknown[] {
@@ -109,12 +107,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   let content = "";
   // A secret the provider echoes is split across deltas: each text field of a delta (content, reasoning_content,
   // refusal, ...) is scrubbed with what came before it in the same field.
-  const shown = new Map<string, StreamRedactor>();
-  const scrubbed = (field: string, text: string) => {
-    let redactor = shown.get(field);
-    if (!redactor) shown.set(field, (redactor = new StreamRedactor(opts.secrets)));
-    return redactor.push(text);
-  };
+  const shown = new StreamRedactors<string>(opts.secrets);
   let finishReason: string | null = null;
   let usage: Usage | null = null;
   let finished = false;
@@ -155,7 +148,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     if (choice.finish_reason) finishReason = choice.finish_reason;
     const delta = { ...choice.delta };
     if (typeof delta.content === "string") content += delta.content;
-    for (const [field, value] of Object.entries(delta)) if (field !== "role" && typeof value === "string") delta[field] = scrubbed(field, value);
+    for (const [field, value] of Object.entries(delta)) if (field !== "role" && typeof value === "string") delta[field] = shown.push(field, value);
     if (delta.tool_calls !== undefined) delta.tool_calls = tools.add(delta.tool_calls);
     const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
     if (meaningful) out.push({ type: "delta", chunk: { ...delta, role: "assistant" } });
@@ -206,7 +199,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
           if (out.length) controller.enqueue(ndjson(out, opts.secrets));
           if (failure) throw failure;
           if (done) {
-            const held = Object.fromEntries([...shown].map(([field, redactor]) => [field, redactor.flush()]).filter(([, text]) => text));
+            const held = Object.fromEntries(shown.flush());
             const heldCalls = tools.flush();
             if (Object.keys(held).length || heldCalls.length) {
               const chunk = { role: "assistant" as const, ...held, ...(heldCalls.length ? { tool_calls: heldCalls } : {}) };

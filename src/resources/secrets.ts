@@ -75,6 +75,23 @@ export class StreamRedactor {
   }
 }
 
+/** One StreamRedactor per stream of pieces (a delta's field, a tool call's arguments), made when its first piece comes. */
+export class StreamRedactors<K> {
+  private readonly byKey = new Map<K, StreamRedactor>();
+  constructor(private readonly fragments: readonly string[]) {}
+
+  push(key: K, piece: string): string {
+    let redactor = this.byKey.get(key);
+    if (!redactor) this.byKey.set(key, (redactor = new StreamRedactor(this.fragments)));
+    return redactor.push(piece);
+  }
+
+  /** What each stream still holds back, once nothing more will arrive (streams holding nothing left out). */
+  flush(): [K, string][] {
+    return [...this.byKey].map(([key, redactor]): [K, string] => [key, redactor.flush()]).filter(([, held]) => held !== "");
+  }
+}
+
 /**
  * A JSON value (an upstream's answer) with its secrets scrubbed where they
  * are: in string values and keys, matched as the text they are rather than
