@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Times are integer milliseconds since the epoch; JSON columns are text.
@@ -40,6 +41,8 @@ export const eventLog = sqliteTable(
   (t) => [
     uniqueIndex("event_log_event_id").on(t.eventId),
     index("event_log_conversation").on(t.conversationKey, t.seq),
+    // Platform events only (HTTP events have none): retention asks which stored payloads are still named.
+    index("event_log_raw_ref").on(t.rawRef).where(sql`${t.rawRef} IS NOT NULL`),
   ],
 );
 

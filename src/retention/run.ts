@@ -3,10 +3,12 @@ import { configOf, type Env } from "../env";
 import { deleteExpiredArtifacts } from "./artifacts";
 import { deleteOldHistory } from "./history";
 import { R2_DELETE_MAX_KEYS } from "./limits";
+import { deleteOrphanBlobs } from "./orphans";
 import { deleteOldRuns } from "./runs";
 
 export interface RetentionSummary {
   artifacts: number;
+  orphanBlobs: number;
   eventLog: number;
   transcript: number;
   runs: number;
@@ -15,7 +17,7 @@ export interface RetentionSummary {
 const DAY_MS = 24 * 3600 * 1000;
 
 /**
- * The cron job: expired artifacts always; EventLog and Transcript rows, and
+ * The cron job: expired artifacts and orphaned blobs always; EventLog and Transcript rows, and
  * ended runs with their ledgers, older than RETENTION_DAYS when that is set. `now` is the trigger's scheduled time.
  * Bounded per invocation; what is left is picked up by the next one.
  */
@@ -23,9 +25,11 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   const config = configOf(env);
   const db = dbOf(env);
   const limits = { batchSize: config.RETENTION_BATCH_SIZE, maxBatches: config.RETENTION_MAX_BATCHES };
-  const artifacts = await deleteExpiredArtifacts(db, env.ARTIFACTS, now, { ...limits, batchSize: Math.min(limits.batchSize, R2_DELETE_MAX_KEYS) });
-  if (config.RETENTION_DAYS === undefined) return { artifacts, eventLog: 0, transcript: 0, runs: 0 };
+  const r2Limits = { ...limits, batchSize: Math.min(limits.batchSize, R2_DELETE_MAX_KEYS) };
+  const artifacts = await deleteExpiredArtifacts(db, env.ARTIFACTS, now, r2Limits);
+  const orphanBlobs = await deleteOrphanBlobs(db, env.ARTIFACTS, now, r2Limits);
+  if (config.RETENTION_DAYS === undefined) return { artifacts, orphanBlobs, eventLog: 0, transcript: 0, runs: 0 };
   const cutoff = now - config.RETENTION_DAYS * DAY_MS;
   const history = await deleteOldHistory(db, env.ARTIFACTS, cutoff, limits);
-  return { artifacts, ...history, runs: await deleteOldRuns(db, cutoff, limits) };
+  return { artifacts, orphanBlobs, ...history, runs: await deleteOldRuns(db, cutoff, limits) };
 }
