@@ -92,6 +92,15 @@ export function utf8ByteLength(text: string): number {
 }
 
 /**
+ * An optional field with a default that also takes null for "absent": callers
+ * written in Python or Go send `None`/`nil` for what they leave unset, and a
+ * 400 for that helps nobody. (zod's `.default()` applies to undefined only.)
+ */
+export function orDefault<T extends z.ZodType>(schema: T, fallback: z.output<T>) {
+  return schema.nullish().transform((v): z.output<T> => v ?? fallback);
+}
+
+/**
  * Free-form object bag (`metadata`, `data`, `config`, ...), nested at most
  * MAX_JSON_DEPTH: deeper input is refused here, not by a stack overflow when
  * it is cloned to a Durable Object or serialised.

@@ -12,6 +12,7 @@ import {
   MessageTextSchema,
   ContentElementSchema,
   EventTypeSchema,
+  orDefault,
   RecordSchema,
   ScopedIdSchema,
   utf8ByteLength,
@@ -27,13 +28,13 @@ export const EnvelopeActorSchema = z.strictObject({
   actor_type: z.string().min(1).max(64),
   actor_id: ScopedIdSchema.nullish(),
   actor_name: z.string().max(200).nullish(),
-  metadata: RecordSchema.default({}),
+  metadata: orDefault(RecordSchema, {}),
 });
 
 export const EnvelopeSubjectSchema = z.strictObject({
   subject_type: z.string().min(1).max(64),
   subject_id: ScopedIdSchema.nullish(),
-  data: RecordSchema.default({}),
+  data: orDefault(RecordSchema, {}),
 });
 
 /** At most this many attachments per event: ingress work stays bounded. */
@@ -81,9 +82,9 @@ export const EventEnvelopeSchema = z.strictObject({
   thread_id: ScopedIdSchema.nullish(),
   actor: EnvelopeActorSchema,
   subject: EnvelopeSubjectSchema.nullish(),
-  input: EnvelopeInputSchema.default({}),
-  data: RecordSchema.default({}),
-  metadata: RecordSchema.default({}),
+  input: orDefault(EnvelopeInputSchema, {}),
+  data: orDefault(RecordSchema, {}),
+  metadata: orDefault(RecordSchema, {}),
 });
 export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
 export type EventEnvelopeInput = z.input<typeof EventEnvelopeSchema>;

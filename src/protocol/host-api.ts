@@ -4,7 +4,7 @@
  * not a silently ignored option on a call that may have side effects.
  */
 import * as z from "zod";
-import { formatZodIssues, JsonValueSchema, labelSchema, MediaTypeSchema, ModelMessageSchema, RecordSchema, storedKeyText } from "./common";
+import { formatZodIssues, JsonValueSchema, labelSchema, MediaTypeSchema, ModelMessageSchema, orDefault, RecordSchema, storedKeyText } from "./common";
 import type { AvailableApiName } from "./context";
 import { StateScopeSchema } from "./context";
 import type { PermissionGroup } from "./manifest";
@@ -15,7 +15,7 @@ export const ARTIFACT_READ_MAX_LENGTH = 1024 * 1024;
 
 export const HostApiRequestSchema = z.object({
   action: z.string().min(1),
-  params: RecordSchema.default({}),
+  params: orDefault(RecordSchema, {}),
 });
 export type HostApiRequest = z.infer<typeof HostApiRequestSchema>;
 
@@ -24,7 +24,7 @@ export const HISTORY_SEARCH_QUERY_MAX_LENGTH = 1000;
 
 const id = z.string().min(1);
 const cursor = z.string().min(1).nullish();
-const pageLimit = (fallback: number) => z.int().min(1).max(100).default(fallback);
+const pageLimit = (fallback: number) => orDefault(z.int().min(1).max(100), fallback);
 
 export const StorageAreaSchema = z.enum(["plugin", "workspace"]);
 export type StorageArea = z.infer<typeof StorageAreaSchema>;
@@ -45,7 +45,7 @@ export const HOST_API_PARAMS = {
     before_cursor: cursor,
     after_cursor: cursor,
     limit: pageLimit(20),
-    direction: z.enum(["backward", "forward"]).default("backward"),
+    direction: orDefault(z.enum(["backward", "forward"]), "backward"),
     include_artifacts: z.boolean().nullish(),
   }),
   "history.search": z.strictObject({
@@ -59,7 +59,7 @@ export const HOST_API_PARAMS = {
         roles: z.array(z.string().min(1)).max(50).nullish(),
       })
       .nullish(),
-    top_k: z.int().min(1).max(50).default(10),
+    top_k: orDefault(z.int().min(1).max(50), 10),
   }),
   "event.get": z.strictObject({ event_id: id }),
   "event.page": z.strictObject({
@@ -69,14 +69,14 @@ export const HOST_API_PARAMS = {
     conversation_id: id.nullish(),
   }),
   "steering.pull": z.strictObject({
-    mode: z.enum(["all", "one-at-a-time"]).default("all"),
+    mode: orDefault(z.enum(["all", "one-at-a-time"]), "all"),
     limit: z.int().min(1).max(100).nullish(),
   }),
   "artifact.metadata": z.strictObject({ artifact_id: id }),
   "artifact.read": z.strictObject({
     artifact_id: id,
-    offset: z.int().nonnegative().default(0),
-    length: z.int().min(1).max(ARTIFACT_READ_MAX_LENGTH).default(ARTIFACT_READ_MAX_LENGTH),
+    offset: orDefault(z.int().nonnegative(), 0),
+    length: orDefault(z.int().min(1).max(ARTIFACT_READ_MAX_LENGTH), ARTIFACT_READ_MAX_LENGTH),
   }),
   "state.get": z.strictObject(stateRef),
   // The value's size is checked by the action, after the scope: §8 checks scope before payload size.
@@ -95,7 +95,7 @@ export const HOST_API_PARAMS = {
   "storage.keys": z.strictObject({
     area: StorageAreaSchema,
     prefix: z.string().nullish(),
-    limit: z.int().min(1).max(1000).default(100),
+    limit: orDefault(z.int().min(1).max(1000), 100),
     cursor,
   }),
   "model.invoke": modelInvokeParams,
@@ -107,12 +107,12 @@ export const HOST_API_PARAMS = {
     top_k: z.int().positive().nullish(),
   }),
   "tool.detail": z.strictObject({ tool_name: id }),
-  "tool.call": z.strictObject({ tool_name: id, parameters: RecordSchema.default({}) }),
+  "tool.call": z.strictObject({ tool_name: id, parameters: orDefault(RecordSchema, {}) }),
   "knowledge.retrieve": z.strictObject({
     kb_id: id,
     query: z.string().min(1),
     // §8 sets no cap; this one only keeps an answer bounded.
-    top_k: z.int().min(1).max(100).default(5),
+    top_k: orDefault(z.int().min(1).max(100), 5),
     filters: RecordSchema.nullish(),
   }),
   "host.version": z.strictObject({}),

@@ -47,6 +47,17 @@ beforeAll(async () => {
         const forward = (await api("event.page", { after_cursor: oldest.cursor, limit: 100 })).body.data.items;
         return w.reply(JSON.stringify({ newestFirst: newestFirst.map((e: any) => e.seq), forward: forward.map((e: any) => e.seq) }));
       }
+      if (mode === "nulls") {
+        // As a Python or Go runner sends what it leaves unset: null, for parameters with defaults too.
+        const page = await api("history.page", { limit: null, direction: null, before_cursor: null, include_artifacts: null });
+        const events = await api("event.page", { limit: null, after_cursor: null });
+        const keys = await api("state.list", { scope: "conversation", limit: null, prefix: null, cursor: null });
+        const bad = await api("history.page", { limit: "20" });
+        return w.reply(JSON.stringify({
+          page: [page.status, page.body.data?.items?.length > 0], events: [events.status, events.body.data?.items?.length > 0],
+          keys: keys.status, bad: [bad.status, bad.body.error?.code],
+        }));
+      }
       if (mode === "events") {
         const page = await api("event.page", { limit: 100 });
         return w.reply(JSON.stringify(page.body.data.items.filter((e: any) => e.event_type === "host_api.denied").map((e: any) => e.metadata)));
@@ -190,6 +201,13 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     await expect.poll(() => host.decisions("run_unknown")).toEqual([{ log: "host_api.decision", run_id: "run_unknown", runner_id: null, action: null, resource: {}, scope: { conversation_id: null, thread_id: null }, outcome: "unauthorized", status: 401 }]);
     expect(host.logs()).not.toContain(token);
     expect(host.logs()).not.toContain("secret-value");
+  });
+
+  it("takes null for a parameter left unset, defaults included, and still refuses a wrong type", async () => {
+    const res = await host.postEvent(messageEvent("api-nulls", "nulls"));
+    expect(JSON.parse(String((await host.waitForRun(res.body.run_id!)).message?.content))).toEqual({
+      page: [200, true], events: [200, true], keys: 200, bad: [400, "invalid_argument"],
+    });
   });
 
   it("pages EventLog backward with before_cursor and forward with after_cursor", async () => {

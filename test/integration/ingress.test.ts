@@ -50,6 +50,14 @@ describe("POST /v1/events", () => {
     expect(body.error.message).toMatch(/extra/);
   });
 
+  it("takes null for an optional field left unset, as a Python or Go client sends it", async () => {
+    const body = { event_type: "message.received", conversation_id: "ing-nulls", thread_id: null, subject: null, data: null, metadata: null, actor: { actor_type: "user", actor_id: "u1", metadata: null }, input: { text: "nulls", contents: null, attachments: null } };
+    const res = await post(JSON.stringify(body));
+    expect(res.status).toBe(202);
+    const { run_id } = (await res.json()) as { run_id: string };
+    expect((await host.waitForRun(run_id)).message?.content).toBe("echo nulls");
+  });
+
   it("refuses an id with an unpaired surrogate or a control character with 400, never a 500", async () => {
     // JSON can carry a lone surrogate ("\ud800"): valid JSON, not a valid id.
     for (const [field, value] of [["conversation_id", "room\\ud800"], ["workspace_id", "ws\\u0000x"], ["bot_id", "bot\\udc00"], ["thread_id", "t\\ud800"]]) {
