@@ -19,10 +19,10 @@ export function decodeCursor(kind: CursorKind, cursor: string): number {
   } catch (cause) {
     throw new InvalidCursorError("cursor is not valid", { cause });
   }
-  const [k, n] = text.split(":");
-  const seq = Number(n);
-  if (k !== kind || !Number.isSafeInteger(seq) || seq < 0) throw new InvalidCursorError("cursor is not valid for this listing");
-  return seq;
+  // Exactly what encodeCursor writes: `Number` alone would read "", " 2" or "0x2" as positions.
+  const match = /^([a-z]):(\d{1,15})$/.exec(text);
+  if (!match || match[1] !== kind) throw new InvalidCursorError("cursor is not valid for this listing");
+  return Number(match[2]);
 }
 
 /** A cursor over string keys (state.list): the last key returned, UTF-8 then base64. */

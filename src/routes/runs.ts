@@ -2,7 +2,7 @@ import * as z from "zod";
 import { configOf, type Env } from "../env";
 import { durableObjectIdOfRun } from "../lib/ids";
 import { notFound } from "../lib/errors";
-import { decodeCursor, decodeTimeIdCursor, encodeTimeIdCursor } from "../lib/cursor";
+import { decodeCursor, decodeTimeIdCursor, encodeCursor, encodeTimeIdCursor } from "../lib/cursor";
 import { adminAuth, bearerToken } from "../middleware/admin-auth";
 import { validate } from "../middleware/validate";
 import { hostApiResponse, refuseToken, type HostApiBody } from "../host-api/handle";
@@ -101,7 +101,7 @@ export const runsRouter = router()
     const items = rows.map(toLedgerView);
     // The position after this page, even when it is the last one for now: a
     // client following a running run polls from it until run_status is terminal.
-    const nextCursor = items.length ? items[items.length - 1].cursor : q.cursor;
+    const nextCursor = items.length ? items[items.length - 1].cursor : encodeCursor("r", after);
     return c.json({ items, next_cursor: nextCursor, has_more: page.hasMore && rows.length === page.rows.length, run_status: row.status });
   })
   .get("/:runId/stream", validate("param", RunParam), async (c) => {

@@ -10,7 +10,7 @@ import type { RunJob } from "./job";
 export interface HostEndTarget {
   runId: string;
   conversationKey: string;
-  conversation: Pick<RunJob["conversation"], "conversation_id">;
+  conversation: Pick<RunJob["conversation"], "conversation_id" | "thread_id">;
   runner: { runnerId: string };
 }
 
@@ -30,6 +30,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
     eventType: "run.failed",
     conversationKey: target.conversationKey,
     conversationId: target.conversation.conversation_id,
+    threadId: target.conversation.thread_id,
     runId: target.runId,
     data: { run_id: target.runId, runner_id: target.runner.runnerId, code: outcome.errorCode, error: outcome.errorMessage },
   });
@@ -64,7 +65,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
 export async function cancelUnhandedRun(db: Db, runId: string): Promise<boolean> {
   const row = await runsStore(db).get(runId);
   if (!isNotStarted(row?.status)) return false;
-  const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId }, runner: { runnerId: row.runnerId } };
+  const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId, thread_id: row.threadId }, runner: { runnerId: row.runnerId } };
   const outcome = { status: "cancelled" as const, errorCode: "cancelled", errorMessage: "run cancelled before it reached its conversation", resultCount: 0 };
   return (await endRunAsHost(db, target, outcome, { onlyQueued: true })) !== null;
 }

@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { putAgent, startScriptedRunner } from "../support/scripted-runner";
+
+/**
+ * A cursor is opaque: one the host never issued is a 400, including one that
+ * names the right listing with no position (`base64("e:")`) or a position
+ * written otherwise than the host writes it (hex). Read as position 0, it
+ * would silently end a page walk, or replay a run's whole ledger.
+ */
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
+const b64 = (s: string) => Buffer.from(s).toString("base64").replace(/=+$/, "");
+const CONV = "cursor-empty";
+
+beforeAll(async () => {
+  runner = await startScriptedRunner({ name: "cursors" });
+  host = await startTestHost();
+  await runner.register(host);
+  await putAgent(host, { agent_id: "cursors", runner_id: runner.runnerId() });
+  for (const text of ["one", "two"]) await host.waitForRun((await host.postEvent(messageEvent(CONV, text))).body.run_id!);
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+describe("cursors without a position", () => {
+  it("are refused with 400 by the operator reads, as any cursor the host never issued", async () => {
+    const runId = (await host.admin("GET", `/v1/runs?conversation_id=${CONV}&limit=1`)).body.items[0].run_id;
+    const statuses = {
+      events: (await host.admin("GET", `/v1/conversations/events?conversation_id=${CONV}&cursor=${b64("e:")}`)).status,
+      transcript: (await host.admin("GET", `/v1/conversations/transcript?conversation_id=${CONV}&cursor=${b64("t:")}`)).status,
+      ledger: (await host.admin("GET", `/v1/runs/${runId}/events?cursor=${b64("r:")}`)).status,
+      // Whitespace and hex are not positions the host writes either.
+      transcriptHex: (await host.admin("GET", `/v1/conversations/transcript?conversation_id=${CONV}&cursor=${b64("t:0x2")}`)).status,
+    };
+    expect(statuses).toEqual({ events: 400, transcript: 400, ledger: 400, transcriptHex: 400 });
+  });
+
+  it("are refused with invalid_argument by history.page", async () => {
+    const { result } = await runner.run(host, CONV, (api) => api("history.page", { before_cursor: b64("t:") }));
+    expect(result.status).toBe(400);
+  });
+});
