@@ -188,10 +188,10 @@ export class ConversationDO extends DurableObject<Env> {
     if (session) session.uploadedBytes = Math.max(0, session.uploadedBytes - bytes);
   }
 
-  /** SSE of a run's results for a new follower (LiveHub.follow); null for a run this host does not know. */
-  async subscribe(runId: string): Promise<ReadableStream<Uint8Array> | null> {
-    const active = this.sessions.has(runId) || (await this.runs.entries()).some(([, r]) => r.job.runId === runId);
-    return this.live.follow(runId, active, runsStore(dbOf(this.env)));
+  /** SSE of a run's results for a new follower, after the frames it has (LiveHub.follow); null for a run this host does not know. */
+  async subscribe(runId: string, after = 0): Promise<ReadableStream<Uint8Array> | null> {
+    const hasRun = async () => this.sessions.has(runId) || (await this.runs.entries()).some(([, r]) => r.job.runId === runId);
+    return this.live.follow(runId, hasRun, runsStore(dbOf(this.env)), after);
   }
 
   /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). */
@@ -207,7 +207,15 @@ export class ConversationDO extends DurableObject<Env> {
       return { cancelled: true };
     }
     const entry = (await this.runs.entries()).find(([, r]) => r.job.runId === runId);
-    if (!entry) return { cancelled: await cancelUnhandedRun(dbOf(this.env), runId) };
+    if (!entry) {
+      const ended = await cancelUnhandedRun(dbOf(this.env), runId);
+      // Its followers wait for a hand-over that will now never start it.
+      if (ended) {
+        this.live.publish(runId, [ended]);
+        this.live.end(runId, "cancelled");
+      }
+      return { cancelled: ended !== null };
+    }
     await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started");
     return { cancelled: true };
   }

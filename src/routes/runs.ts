@@ -32,6 +32,7 @@ async function existingRun(env: Env, runId: string) {
 }
 
 const RunParam = z.object({ runId: z.string().min(1).max(200) });
+const StreamHeaders = z.object({ "last-event-id": z.string().regex(/^\d{1,15}$/, "Last-Event-ID must be a frame id this stream sent").optional() });
 const LedgerQuery = z.object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) });
 const ListQuery = z.strictObject({
   conversation_id: z.string().min(1).max(200).optional(),
@@ -104,9 +105,11 @@ export const runsRouter = router()
     const nextCursor = items.length ? items[items.length - 1].cursor : encodeCursor("r", after);
     return c.json({ items, next_cursor: nextCursor, has_more: page.hasMore && rows.length === page.rows.length, run_status: row.status });
   })
-  .get("/:runId/stream", validate("param", RunParam), async (c) => {
+  .get("/:runId/stream", validate("param", RunParam), validate("header", StreamHeaders), async (c) => {
     const { runId } = c.req.valid("param");
-    const stream = await ownerOf(c.env, runId)?.subscribe(runId);
+    // A reconnecting EventSource names the last frame it had (frames carry `id: {seq}`): it gets only what follows.
+    const after = Number(c.req.valid("header")["last-event-id"] ?? 0);
+    const stream = await ownerOf(c.env, runId)?.subscribe(runId, after);
     if (!stream) throw notFound(`run ${runId} not found`);
     return new Response(stream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
   })

@@ -61,13 +61,13 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   return { runId: target.runId, seq, type: "run.failed", data, runnerSequence: null, origin: "host", createdAt: endedAt };
 }
 
-/** Cancels a run left queued in libSQL only (its hand-over to its conversation was lost); true when this ended it. */
-export async function cancelUnhandedRun(db: Db, runId: string): Promise<boolean> {
+/** Cancels a run left queued in libSQL only (its hand-over to its conversation was lost); its `run.failed` entry when this ended it. */
+export async function cancelUnhandedRun(db: Db, runId: string): Promise<LedgerEntry | null> {
   const row = await runsStore(db).get(runId);
-  if (!isNotStarted(row?.status)) return false;
+  if (!isNotStarted(row?.status)) return null;
   const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId, thread_id: row.threadId }, runner: { runnerId: row.runnerId } };
   const outcome = { status: "cancelled" as const, errorCode: "cancelled", errorMessage: "run cancelled before it reached its conversation", resultCount: 0 };
-  return (await endRunAsHost(db, target, outcome, { onlyQueued: true })) !== null;
+  return endRunAsHost(db, target, outcome, { onlyQueued: true });
 }
 
 /** What a reply in progress hears when the host, not the runner, ended the run: a `run.failed` as the ledger would carry it. */

@@ -1,4 +1,4 @@
-import type { LedgerEntry, runsStore } from "../stores/runs";
+import { ENDED, type LedgerEntry, type runsStore } from "../stores/runs";
 import { SequenceSet } from "./sequence-set";
 
 export interface LiveFrame {
@@ -71,14 +71,18 @@ export class Subscriber {
   private wake: (() => void) | null = null;
   readonly readable: ReadableStream<Uint8Array>;
 
-  /** `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. `onCancel`: its reader went away. */
+  /**
+   * `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. `onCancel`:
+   * its reader went away. `after`: the frames up to this seq are the reader's already (SSE `Last-Event-ID`).
+   */
   constructor(
     private readonly source: LedgerSource,
     known: LiveFrame[] | null,
     onCancel?: () => void,
+    private readonly after = 0,
   ) {
-    this.backlog = known ?? [];
-    this.catchUpAfter = known === null ? 0 : null;
+    this.backlog = known?.filter((f) => f.seq > after) ?? [];
+    this.catchUpAfter = known === null ? after : null;
     this.readable = new ReadableStream<Uint8Array>(
       {
         pull: (controller) => this.pull(controller),
@@ -149,7 +153,7 @@ export class Subscriber {
 
   /** Enqueues a frame not written yet; answers how many were (0 or 1). */
   private write(controller: ReadableStreamDefaultController<Uint8Array>, f: LiveFrame): number {
-    if (this.written.has(f.seq)) return 0;
+    if (f.seq <= this.after || this.written.has(f.seq)) return 0;
     this.written.add(f.seq);
     controller.enqueue(sseFrame(f));
     return 1;
@@ -185,14 +189,19 @@ export class LiveHub {
   }
 
   /** A follower of a run this object runs: replayed from memory when its ledger is there whole, else from `source`. */
-  subscribe(runId: string, source: LedgerSource): Subscriber {
+  subscribe(runId: string, source: LedgerSource, after = 0): Subscriber {
     let set = this.subs.get(runId);
     if (!set) this.subs.set(runId, (set = new Set()));
-    const followers = set;
     // A follower whose reader went away is forgotten at once, not when the run ends.
-    const sub = new Subscriber(source, this.remembered(runId), () => followers.delete(sub));
-    followers.add(sub);
+    const sub = new Subscriber(source, this.remembered(runId), () => this.forget(runId, sub), after);
+    set.add(sub);
     return sub;
+  }
+
+  private forget(runId: string, sub: Subscriber) {
+    const set = this.subs.get(runId);
+    set?.delete(sub);
+    if (set?.size === 0) this.subs.delete(runId);
   }
 
   publish(runId: string, entries: LedgerEntry[]) {
@@ -221,19 +230,32 @@ export class LiveHub {
   }
 
   /**
-   * SSE of a run for a new follower: the ledger so far, then live frames
-   * until the run ends; null for a run this host does not know. A run this
-   * object has (`active`) is replayed from memory when its ledger fits there,
-   * so following it costs no database round trip; an ended run's stream ends
-   * after its replay.
+   * SSE of a run for a new follower, after the frames it has (`after`): the
+   * ledger so far, then live frames until the run ends; null for a run this
+   * host does not know. It follows before anything is read, so no end
+   * published meanwhile is missed: a run that ended before shows as ended in
+   * its row. A run this object has (`hasRun`) is replayed from memory when its
+   * ledger fits there, at no database round trip; any other run not ended
+   * (not handed to this object yet, or lost with an earlier instance) is
+   * followed until this object ends it.
    */
-  async follow(runId: string, active: boolean, runs: ReturnType<typeof runsStore>): Promise<ReadableStream<Uint8Array> | null> {
-    const source = ledgerSource(runs, runId);
-    if (active) return this.subscribe(runId, source).readable;
-    const row = await runs.get(runId);
-    if (!row) return null;
-    const sub = new Subscriber(source, null);
-    sub.end(row.status);
-    return sub.readable;
+  async follow(runId: string, hasRun: () => Promise<boolean>, runs: ReturnType<typeof runsStore>, after = 0): Promise<ReadableStream<Uint8Array> | null> {
+    const sub = this.subscribe(runId, ledgerSource(runs, runId), after);
+    try {
+      if (await hasRun()) return sub.readable;
+      const row = await runs.get(runId);
+      if (!row) {
+        this.forget(runId, sub);
+        return null;
+      }
+      if ((ENDED as readonly string[]).includes(row.status)) {
+        sub.end(row.status);
+        this.forget(runId, sub);
+      }
+      return sub.readable;
+    } catch (err) {
+      this.forget(runId, sub);
+      throw err;
+    }
   }
 }
