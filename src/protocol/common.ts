@@ -120,9 +120,12 @@ export type I18n = z.infer<typeof I18nSchema>;
 export const TimestampSchema = z.string().min(1);
 export type Timestamp = z.infer<typeof TimestampSchema>;
 
+// Stored as transcript text, which a NUL would cut short.
+export const MessageTextSchema = z.string().refine((t) => !t.includes("\u0000"), "must not contain NUL characters");
+
 export const TextElementSchema = z.object({
   type: z.literal("text"),
-  text: z.string(),
+  text: MessageTextSchema,
 });
 
 export const ImageElementSchema = z
@@ -178,7 +181,6 @@ export const labelOrNull = (value: string | null | undefined, maxLength: number)
 /** A media type from elsewhere (a fetched Content-Type, a platform's file): kept only when it is one, else null. */
 export const mediaTypeOrNull = (value: string | null | undefined): string | null => (labelOrNull(value, 255) && MEDIA_TYPE.test(value!) ? value! : null);
 
-export const MessageTextSchema = z.string().refine((t) => !t.includes("\u0000"), "must not contain NUL characters");
 
 export const MessageContentSchema = z.union([MessageTextSchema, z.array(ContentElementSchema)]);
 export type MessageContent = z.infer<typeof MessageContentSchema>;

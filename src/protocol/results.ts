@@ -9,6 +9,8 @@ import {
   formatZodIssues,
   jsonByteLength,
   JsonValueSchema,
+  labelSchema,
+  MediaTypeSchema,
   MessageSchema,
   RecordSchema,
   storedKeyText,
@@ -70,11 +72,12 @@ export type MessageDeltaData = z.infer<typeof MessageDeltaDataSchema>;
 export const MessageCompletedDataSchema = z.strictObject({ message: AssistantMessageSchema });
 export type MessageCompletedData = z.infer<typeof MessageCompletedDataSchema>;
 
+// Labels as an upload's (artifact.upload): stored, shown and sent as headers, so never altered or cut.
 export const ArtifactCreatedDataSchema = z.strictObject({
-  artifact_type: z.string().min(1),
-  artifact_id: z.string().min(1).nullish(),
-  mime_type: z.string().nullish(),
-  name: z.string().nullish(),
+  artifact_type: labelSchema(64),
+  artifact_id: z.string().min(1).max(200).nullish(),
+  mime_type: MediaTypeSchema.nullish(),
+  name: labelSchema(255).nullish(),
   size_bytes: z.int().nonnegative().nullish(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/i, "sha256 must be 64 hex digits").nullish(),
   metadata: RecordSchema.nullish(),

@@ -225,7 +225,8 @@ export class ResultProcessor {
         } else if (d.artifact_id) {
           const ref = { artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined };
           batch.artifactReferences.push(ref);
-          this.pendingRefs.push(ref);
+          // Announced again before the next message: that message carries it once.
+          if (!this.pendingRefs.some((r) => r.artifact_id === ref.artifact_id)) this.pendingRefs.push(ref);
         } else {
           this.drop(batch, recorded, "neither artifact_id nor content_base64 given");
         }
