@@ -101,7 +101,7 @@ const ndjson = (lines: ModelStreamLine[], secrets: readonly string[]) => encoder
 
 /** Parse the provider's SSE body incrementally and re-frame it as NDJSON, one network chunk at a time. */
 export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ReadableStream<Uint8Array> {
-  const lines = readLines(providerBody, { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes });
+  const lines = readLines(providerBody, { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes }, { anyLineEnding: true });
   const frame = sseFramer({ maxLineBytes: opts.maxLineBytes });
   const tools = new ToolCallAssembler(opts.secrets);
   let content = "";
@@ -190,7 +190,9 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
             done = true;
           } else {
             try {
-              for (const payload of frame(next.value)) if ((done = translate(payload, out))) break;
+              const framed = frame(next.value);
+              for (const payload of framed.payloads) if ((done = translate(payload, out))) break;
+              if (!done) failure = framed.error;
             } catch (err) {
               failure = err;
             }

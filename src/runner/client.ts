@@ -49,9 +49,11 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
   }
   const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer(opts) : null;
   try {
-    for await (const lines of readLines(res.body, opts)) {
-      const payloads = (frame ? frame(lines) : lines).filter((l) => l.trim() !== "");
-      if (payloads.length) yield payloads;
+    for await (const lines of readLines(res.body, opts, { anyLineEnding: frame !== null })) {
+      const { payloads, error } = frame ? frame(lines) : { payloads: lines };
+      const results = payloads.filter((l) => l.trim() !== "");
+      if (results.length) yield results;
+      if (error) throw error;
     }
   } catch (err) {
     throw abortReason(

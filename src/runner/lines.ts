@@ -5,7 +5,8 @@ export interface LineLimits {
   maxStreamBytes: number;
 }
 
-const NEWLINE = 10;
+const LF = 10;
+const CR = 13;
 
 /** `read`'s result, or null if it has not settled by the event loop's next turn. */
 async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
@@ -26,28 +27,32 @@ async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
  * never waits for more to batch, holds at most about `maxLineBytes` of lines
  * (each counted with its newline) plus one chunk, and one partial line in a
  * buffer of at most twice `maxLineBytes`. Lines that arrived before the
- * stream failed are yielded before the failure is thrown.
+ * stream failed, or that ended within `maxStreamBytes`, are yielded before
+ * the failure is thrown. Lines end at LF, or with `anyLineEnding` (for
+ * text/event-stream) at CRLF, LF or CR.
  */
-export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits): AsyncGenerator<string[]> {
+export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits, opts: { anyLineEnding?: boolean } = {}): AsyncGenerator<string[]> {
   const decoder = new TextDecoder();
   const reader = body.getReader();
   const partial = new PartialLine();
+  const ends = new LineEnds(opts.anyLineEnding ?? false);
   let total = 0;
   let lines: string[] = [];
   /** Bytes of the lines in hand, each counted with its newline, so a flood of empty lines is bounded too. */
   let linesBytes = 0;
-  const split = (value: Uint8Array) => {
-    total += value.length;
-    if (total > limits.maxStreamBytes) {
-      throw new RunnerCallError("runner.stream_too_large", `result stream exceeded ${limits.maxStreamBytes} bytes`);
-    }
-    let start = 0;
-    for (let i = value.indexOf(NEWLINE); i !== -1; i = value.indexOf(NEWLINE, start)) {
+  const split = (chunk: Uint8Array) => {
+    // The lines that end within the limit are kept (they may hold the terminal result); the one crossing it is not.
+    const room = limits.maxStreamBytes - total;
+    total += chunk.length;
+    const value = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    let start = ends.skipFirst(value);
+    for (let i = ends.next(value, start); i !== -1; i = ends.next(value, start)) {
       if (partial.length + (i - start) > limits.maxLineBytes) throw lineTooLarge(limits);
       linesBytes += partial.length + (i - start) + 1;
       lines.push(decoder.decode(partial.take(value.subarray(start, i))));
-      start = i + 1;
+      start = ends.after(value, i);
     }
+    if (value !== chunk) throw new RunnerCallError("runner.stream_too_large", `result stream exceeded ${limits.maxStreamBytes} bytes`);
     if (start < value.length) {
       if (partial.length + (value.length - start) > limits.maxLineBytes) throw lineTooLarge(limits);
       partial.append(value.subarray(start));
@@ -95,6 +100,46 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
 }
 
 /**
+ * Where lines end: at LF (NDJSON), or with `any` at CRLF, LF or a lone CR, as
+ * text/event-stream allows. A CR that ends a chunk may be the first half of
+ * a CRLF: an LF starting the next chunk is then skipped.
+ */
+class LineEnds {
+  private crEndedChunk = false;
+  /** Positions found ahead of the scan (Infinity: none left in the chunk), so each byte is searched once per kind. */
+  private lf = -1;
+  private cr = -1;
+
+  constructor(private readonly any: boolean) {}
+
+  /** Where the chunk's first line starts. */
+  skipFirst(value: Uint8Array): number {
+    this.lf = this.cr = -1;
+    const skip = this.crEndedChunk && value[0] === LF ? 1 : 0;
+    if (value.length) this.crEndedChunk = false;
+    return skip;
+  }
+
+  /** The next line end at or after `from`, or -1. */
+  next(value: Uint8Array, from: number): number {
+    if (this.lf < from) this.lf = found(value.indexOf(LF, from));
+    if (!this.any) return this.lf === Infinity ? -1 : this.lf;
+    if (this.cr < from) this.cr = found(value.indexOf(CR, from));
+    const end = Math.min(this.lf, this.cr);
+    return end === Infinity ? -1 : end;
+  }
+
+  /** Where the line after the end at `i` starts. */
+  after(value: Uint8Array, i: number): number {
+    if (value[i] !== CR) return i + 1;
+    if (i + 1 === value.length) this.crEndedChunk = true;
+    return value[i + 1] === LF ? i + 2 : i + 1;
+  }
+}
+
+const found = (index: number) => (index === -1 ? Infinity : index);
+
+/**
  * The unfinished line, in one buffer that grows by doubling: a line dripped a
  * byte per chunk costs at most twice its size, not a buffer per chunk.
  */
@@ -130,32 +175,39 @@ function lineTooLarge(limits: Pick<LineLimits, "maxLineBytes">): RunnerCallError
   return new RunnerCallError("runner.line_too_large", `a result line exceeded ${limits.maxLineBytes} bytes (send large artifacts with artifact.upload)`);
 }
 
+/** Payloads framed from a batch of lines, and the error that stopped the framing, if one did. */
+export interface Framed {
+  payloads: string[];
+  error?: RunnerCallError;
+}
+
 /**
- * Turns text/event-stream lines into payloads: `data:` lines of one frame are
- * joined; a blank line ends the frame; comments and other fields are ignored.
- * A frame is one result, so it is held to the same byte limit as a line
- * (each of its lines already was, but not their sum).
+ * Turns text/event-stream lines (read with `anyLineEnding`) into payloads:
+ * `data:` lines of one frame are joined; a blank line ends the frame;
+ * comments and other fields are ignored. A frame is one result, so it is
+ * held to the same byte limit as a line (each of its lines already was, but
+ * not their sum); the frames completed before one that is too large are
+ * still handed over, as they may hold the run's terminal result.
  */
-export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">): (lines: string[]) => string[] {
+export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">): (lines: string[]) => Framed {
   let data: string[] = [];
   let bytes = 0;
   return (lines) => {
-    const out: string[] = [];
-    for (const raw of lines) {
-      const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    const payloads: string[] = [];
+    for (const line of lines) {
       if (line === "") {
-        if (data.length) out.push(data.join("\n"));
+        if (data.length) payloads.push(data.join("\n"));
         data = [];
         bytes = 0;
       } else if (line.startsWith("data:")) {
         const value = line.slice(line.startsWith("data: ") ? 6 : 5);
         // The joining newline included.
         bytes += utf8Length(value) + (data.length ? 1 : 0);
-        if (bytes > limits.maxLineBytes) throw lineTooLarge(limits);
+        if (bytes > limits.maxLineBytes) return { payloads, error: lineTooLarge(limits) };
         data.push(value);
       }
     }
-    return out;
+    return { payloads };
   };
 }
 

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { readLines, sseFramer } from "../../src/runner/lines";
+import { readLines, sseFramer, type Framed } from "../../src/runner/lines";
 import { RunnerCallError } from "../../src/runner/errors";
 
 function streamOf(chunks: (string | Uint8Array)[]): ReadableStream<Uint8Array> {
@@ -132,24 +132,57 @@ describe("readLines", () => {
     const err = await collect(["a\n".repeat(100), "b\n".repeat(100)], { maxLineBytes: 1024, maxStreamBytes: 300 }).catch((e) => e);
     expect(err.code).toBe("runner.stream_too_large");
   });
+
+  it("yields the lines that end within the total limit before failing, even from the chunk that crosses it", async () => {
+    const lines: string[] = [];
+    const err = await (async () => {
+      for await (const batch of readLines(streamOf(["first\nsecond\nthird is cut"]), { maxLineBytes: 1024, maxStreamBytes: 14 })) lines.push(...batch);
+    })().catch((e) => e);
+    expect(err.code).toBe("runner.stream_too_large");
+    expect(lines).toEqual(["first", "second"]);
+  });
+
+  it("ends lines at LF only by default, and at CRLF, LF or a lone CR when asked (text/event-stream)", async () => {
+    const chunks = ["a\r\nb\rc\nd\r", "\ne\r", "f\n"];
+    const read = async (anyLineEnding: boolean) => {
+      const out: string[] = [];
+      for await (const batch of readLines(streamOf(chunks), LIMITS, { anyLineEnding })) out.push(...batch);
+      return out;
+    };
+    expect(await read(false)).toEqual(["a\r", "b\rc", "d\r", "e\rf"]);
+    // The CRLF split across chunks is one line end, not two.
+    expect(await read(true)).toEqual(["a", "b", "c", "d", "e", "f"]);
+  });
 });
 
 describe("sseFramer", () => {
+  const payloadsOf = (framed: Framed) => {
+    if (framed.error) throw framed.error;
+    return framed.payloads;
+  };
+
   it("joins data lines of a frame and ignores comments and other fields", () => {
     const frame = sseFramer({ maxLineBytes: 1024 });
-    expect(frame([": comment", "event: result", 'data: {"a":', "data: 1}", "", 'data: {"b":2}'])).toEqual(['{"a":\n1}']);
-    expect(frame(["", "id: 3"])).toEqual(['{"b":2}']);
+    expect(payloadsOf(frame([": comment", "event: result", 'data: {"a":', "data: 1}", "", 'data: {"b":2}']))).toEqual(['{"a":\n1}']);
+    expect(payloadsOf(frame(["", "id: 3"]))).toEqual(['{"b":2}']);
   });
 
   it("holds a whole frame, not only each of its lines, to the line limit (in UTF-8 bytes)", () => {
     // Two lines of 6 bytes and the joining newline: 13 bytes.
-    expect(sseFramer({ maxLineBytes: 13 })(["data: éèà", "data: ¢¢¢", ""])).toEqual(["éèà\n¢¢¢"]);
-    expect(() => sseFramer({ maxLineBytes: 12 })(["data: éèà", "data: ¢¢¢", ""])).toThrow(expect.objectContaining({ code: "runner.line_too_large" }));
+    expect(payloadsOf(sseFramer({ maxLineBytes: 13 })(["data: éèà", "data: ¢¢¢", ""]))).toEqual(["éèà\n¢¢¢"]);
+    expect(sseFramer({ maxLineBytes: 12 })(["data: éèà", "data: ¢¢¢", ""]).error).toMatchObject({ code: "runner.line_too_large" });
     // 4-byte characters (surrogate pairs) and 3-byte ones.
-    expect(() => sseFramer({ maxLineBytes: 7 })(["data: 😀", "data: 中", ""])).toThrow(expect.objectContaining({ code: "runner.line_too_large" }));
-    expect(sseFramer({ maxLineBytes: 8 })(["data: 😀", "data: 中", ""])).toEqual(["😀\n中"]);
+    expect(sseFramer({ maxLineBytes: 7 })(["data: 😀", "data: 中", ""]).error).toMatchObject({ code: "runner.line_too_large" });
+    expect(payloadsOf(sseFramer({ maxLineBytes: 8 })(["data: 😀", "data: 中", ""]))).toEqual(["😀\n中"]);
     // The count starts again with each frame.
     const frame = sseFramer({ maxLineBytes: 6 });
-    expect(frame(["data: abc", "", "data: def", ""])).toEqual(["abc", "def"]);
+    expect(payloadsOf(frame(["data: abc", "", "data: def", ""]))).toEqual(["abc", "def"]);
+  });
+
+  it("hands over the frames completed before one that is too large, with the error", () => {
+    expect(sseFramer({ maxLineBytes: 8 })(["data: done", "", "data: " + "x".repeat(9), ""])).toEqual({
+      payloads: ["done"],
+      error: expect.objectContaining({ code: "runner.line_too_large" }),
+    });
   });
 });

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { startAdHocRunner } from "../support/runner";
+
+/**
+ * The edges of a runner's result stream. What arrived intact before the
+ * stream broke a limit is applied (it may hold the run's answer and its
+ * `run.completed`), in NDJSON and SSE alike: a too-large SSE frame after the
+ * terminal result, or the chunk that crosses the stream's byte limit, does
+ * not undo what came before. An SSE stream may end its lines with CRLF, LF
+ * or a lone CR, as text/event-stream allows.
+ */
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+// Small, so what breaks a limit is written with the results in one chunk.
+const LINE_LIMIT = 256;
+const STREAM_LIMIT = 1024;
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "stream-edges",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const result = (type: string, data: unknown, sequence: number) => JSON.stringify({ run_id: ctx.run_id, type, data, sequence });
+      const done = [result("message.completed", { message: { role: "assistant", content: "the answer" } }, 1), result("run.completed", { finish_reason: "stop" }, 2)];
+      const mode: string = ctx.input.text;
+      // Each mode answers in one write: the runner's results and what breaks a limit share a chunk.
+      if (mode === "ndjson-too-large-after") {
+        // Over the line limit (every line of the SSE variant below is under it, their frame is not).
+        res.writeHead(200, { "content-type": "application/x-ndjson" });
+        return res.end(`${done.join("\n")}\n${"x".repeat(LINE_LIMIT * 2)}\n`);
+      }
+      if (mode === "sse-too-large-after") {
+        const part = "x".repeat(LINE_LIMIT / 2);
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        return res.end(`${done.map((d) => `data: ${d}\n\n`).join("")}data: ${part}\ndata: ${part}\ndata: ${part}\n\n`);
+      }
+      if (mode === "past-stream-limit") {
+        const late = result("tool.call.completed", { tool_call_id: "t", tool_name: "late", result: "x".repeat(LINE_LIMIT / 4) }, 3);
+        res.writeHead(200, { "content-type": "application/x-ndjson" });
+        return res.end(`${done.join("\n")}\n${`${late}\n`.repeat(Math.ceil(STREAM_LIMIT / late.length))}`);
+      }
+      const eol = { "sse-lf": "\n", "sse-crlf": "\r\n", "sse-cr": "\r" }[mode]!;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(done.map((d) => `data: ${d}${eol}${eol}`).join(""));
+    },
+  });
+  host = await startTestHost({ vars: { RUNNER_MAX_LINE_BYTES: String(LINE_LIMIT), RUNNER_MAX_STREAM_BYTES: String(STREAM_LIMIT) } });
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "stream-edges" });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+async function runOf(mode: string) {
+  const ev = await host.postEvent(messageEvent(`stream-edges-${mode}`, mode));
+  const run = await host.waitForRun(ev.body.run_id!);
+  const items = await host.query<{ content: string }>("SELECT content FROM transcript WHERE run_id = ? AND role = 'assistant'", [ev.body.run_id!]);
+  return { status: run.status, transcript: items.map((i) => i.content) };
+}
+const answered = { status: "completed", transcript: ["the answer"] };
+
+describe("a limit broken after the terminal result, in the same chunk", () => {
+  it("NDJSON: a line too large does not undo the answer and run.completed", async () => {
+    expect(await runOf("ndjson-too-large-after")).toEqual(answered);
+  });
+  it("SSE: a frame too large does not undo them either", async () => {
+    expect(await runOf("sse-too-large-after")).toEqual(answered);
+  });
+  it("the stream's byte limit, crossed by the chunk that holds them, does not undo them", async () => {
+    expect(await runOf("past-stream-limit")).toEqual(answered);
+  });
+});
+
+describe("an SSE result stream", () => {
+  for (const eol of ["lf", "crlf", "cr"]) {
+    it(`with ${eol} line endings completes the run`, async () => {
+      expect(await runOf(`sse-${eol}`)).toEqual(answered);
+    });
+  }
+});
