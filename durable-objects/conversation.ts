@@ -17,9 +17,9 @@ import { freezeSnapshot } from "../src/run/snapshot";
 import { hostLedger } from "../src/run/host-ledger";
 import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
-import { runsStore } from "../src/stores/runs";
+import { isNotStarted, runsStore } from "../src/stores/runs";
 import { RunSession, SessionRegistry } from "./run-session";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, type RunTable, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, willSteer, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
@@ -36,7 +36,8 @@ const WATCHDOG_GRACE_MS = 5_000;
 const RETRY_PAUSE_MS = 5_000;
 
 export interface DispatchResult {
-  disposition: "started" | "queued" | "steered" | "rejected";
+  /** `duplicate`: a redelivered event whose run was already decided (see `redeliver`). */
+  disposition: "started" | "queued" | "steered" | "rejected" | "duplicate";
   /** The run that handles the event: its own, or the run that claimed it; null when rejected. */
   runId: string | null;
 }
@@ -66,6 +67,8 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly finishing = new Set<string>();
   /** A run that can still pull what is claimed for it: executed here, its runner still streaming, and not aborted (cancelled, interrupted, past its deadline). */
   private readonly canPull = (runId: string) => this.active.get(runId)?.abort.signal.aborted === false && !this.finishing.has(runId);
+  /** Whether a run can pull claimed messages: from its frozen snapshot once started (its agent may have changed while it waited). */
+  private readonly steers = (run: StoredRun) => this.sessions.get(run.job.runId)?.snapshot.availableApis.steering_pull ?? willSteer(run);
   private readonly arrivalKeys = new ArrivalKeys();
   /** Work left after a run ended (its reply still on its way, its MCP sessions closing): the alarm stays alive for it, the next run does not wait. */
   private readonly settling = new Set<Promise<void>>();
@@ -83,6 +86,20 @@ export class ConversationDO extends DurableObject<Env> {
     return this.decisions.decide(job.runId, () => this.decide(job));
   }
 
+  /**
+   * A redelivered event whose run ingress read as not started: decided only if
+   * no decision was taken for it since (steered or rejected, its run row is
+   * gone; superseded, cancelled; started or ended), which the run table alone
+   * cannot tell once the run has left it.
+   */
+  async redeliver(job: RunJob): Promise<DispatchResult> {
+    return this.decisions.decide(job.runId, async () => {
+      const known = (await this.runs.entries()).some(([, r]) => r.job.runId === job.runId);
+      if (!known && !isNotStarted((await runsStore(dbOf(this.env)).get(job.runId))?.status)) return { disposition: "duplicate", runId: job.runId };
+      return this.decide(job);
+    });
+  }
+
   private async decide(job: RunJob): Promise<DispatchResult> {
     const table = await this.runs.entries();
     const now = Date.now();
@@ -92,7 +109,7 @@ export class ConversationDO extends DurableObject<Env> {
     const strategy = strategyOf(job);
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
-        const target = steeringTarget(table, now, this.canPull, job.agent.agentId);
+        const target = steeringTarget(table, now, job.agent.agentId, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: this.steers });
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, target.job, now);
       }
       if (strategy === "reject") return this.reject(job);
@@ -216,16 +233,18 @@ export class ConversationDO extends DurableObject<Env> {
       }
       return { cancelled: ended !== null };
     }
-    await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started");
-    return { cancelled: true };
+    // Another cancel may have ended it meanwhile: only one answers that it cancelled.
+    return { cancelled: await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started") };
   }
 
-  /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. */
-  private async cancelQueued(key: string, job: RunJob, reason: string): Promise<void> {
+  /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. Answers whether this call ended it. */
+  private async cancelQueued(key: string, job: RunJob, reason: string): Promise<boolean> {
     this.cancelling.add(job.runId);
+    let endedHere = false;
     try {
       const deps = deliveryDepsOf(this.env);
       const ended = await endRunAsHost(deps.db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 });
+      endedHere = ended !== null;
       if (ended) {
         this.live.publish(job.runId, [ended]);
         const notice = DeliverySession.cancelNotice(deps, job);
@@ -239,6 +258,7 @@ export class ConversationDO extends DurableObject<Env> {
     }
     await this.dropUnpulled(job);
     this.live.end(job.runId, "cancelled");
+    return endedHere;
   }
 
   /** Tell the scheduler something changed, starting it if it is not running. */
@@ -265,9 +285,11 @@ export class ConversationDO extends DurableObject<Env> {
     this.active.set(runId, { abort, done });
   }
 
-  /** Interrupt: the active runs end cancelled, and older interrupting runs still waiting are superseded. */
+  /** Interrupt: the active runs end cancelled (parallel ones take no turn and go on), and older interrupting runs still waiting are superseded. */
   private async interruptActive(table: RunTable): Promise<void> {
-    for (const run of this.active.values()) run.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
+    for (const [, run] of table) {
+      if (run.start !== "now") this.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
+    }
     for (const [key, run] of table) {
       if (run.state === "queued" && run.start === "after-running" && !this.isActive(run.job.runId)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
     }

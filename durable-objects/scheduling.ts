@@ -6,6 +6,7 @@ import type { RunJob } from "../src/run/job";
  * - `after-all`: every run stored before it has ended (enqueue, arrival order);
  * - `after-running`: no run is running (interrupt: the active runs were cancelled);
  * - `now`: at once (parallel).
+ * Parallel runs take no turn: they neither wait for the others nor are waited for.
  */
 export type StartRule = "after-all" | "after-running" | "now";
 
@@ -87,35 +88,54 @@ const canSteer = (job: RunJob) => job.runner.capabilities.steering === true;
  */
 export function startable(table: RunTable, now: number, running: (runId: string) => boolean): [string, StoredRun][] {
   const out: [string, StoredRun][] = [];
-  let anyRunning = table.some(([, r]) => running(r.job.runId));
-  table.forEach(([key, run], index) => {
-    if (run.state !== "queued" || running(run.job.runId) || run.notBefore > now) return;
-    const ready = run.start === "now" || (!anyRunning && (run.start === "after-running" || index === 0));
-    if (!ready) return;
+  let anyRunning = table.some(([, r]) => takesTurns(r) && running(r.job.runId));
+  let turnsBefore = 0;
+  for (const [key, run] of table) {
+    const ready = isQueued(run, running) && run.notBefore <= now && mayStart(run, anyRunning, turnsBefore);
+    if (takesTurns(run)) turnsBefore++;
+    if (!ready) continue;
     out.push([key, run]);
-    if (run.start !== "now") anyRunning = true;
-  });
+    if (takesTurns(run)) anyRunning = true;
+  }
   return out;
 }
+
+const takesTurns = (run: StoredRun) => run.start !== "now";
+const isQueued = (run: StoredRun, running: (runId: string) => boolean) => run.state === "queued" && !running(run.job.runId);
+/** Whether a queued run's turn has come: `turnsBefore` runs that take turns are stored before it, `anyRunning` says whether one of them runs. */
+const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number) =>
+  !takesTurns(run) || (!anyRunning && (run.start === "after-running" || turnsBefore === 0));
 
 /** Whether a queued run would start at once were its debounce over (it waits for no other run). */
 function waitsOnlyForTime(table: RunTable, index: number, running: (runId: string) => boolean): boolean {
   const [, run] = table[index];
-  if (run.state !== "queued" || running(run.job.runId)) return false;
-  const anyRunning = table.some(([, r]) => running(r.job.runId));
-  return run.start === "now" || (!anyRunning && (run.start === "after-running" || index === 0));
+  if (!isQueued(run, running)) return false;
+  const anyRunning = table.some(([, r]) => takesTurns(r) && running(r.job.runId));
+  return mayStart(run, anyRunning, table.slice(0, index).filter(([, r]) => takesTurns(r)).length);
 }
 
 /**
  * The run a new message is claimed by (PROTOCOL §10): the oldest active run
  * of the same agent, counting a run still in its debounce window as active,
- * if its runner steers. Another agent's run never receives the message: one
- * event, one binding.
+ * if it can pull: `steers` answers for a run, from its frozen snapshot once it
+ * has started. Another agent's run never receives the message: one event, one
+ * binding. `running` says which runs can still pull; `excluded` ones (being
+ * cancelled) are not active any more.
  */
-export function steeringTarget(table: RunTable, now: number, running: (runId: string) => boolean, agentId: string): StoredRun | undefined {
-  const active = table.find(([, r], i) => running(r.job.runId) || (r.notBefore > now && waitsOnlyForTime(table, i, running)));
-  return active && canSteer(active[1].job) && active[1].job.agent.agentId === agentId ? active[1] : undefined;
+export function steeringTarget(
+  table: RunTable,
+  now: number,
+  agentId: string,
+  runs: { running: (runId: string) => boolean; excluded: (runId: string) => boolean; steers: (run: StoredRun) => boolean },
+): StoredRun | undefined {
+  const active = table.find(
+    ([, r], i) => r.job.agent.agentId === agentId && !runs.excluded(r.job.runId) && (runs.running(r.job.runId) || (r.notBefore > now && waitsOnlyForTime(table, i, runs.running))),
+  );
+  return active && runs.steers(active[1]) ? active[1] : undefined;
 }
+
+/** Whether a run not started yet will steer, as its job stands now (an edit to its agent before it starts may change that). */
+export const willSteer = (run: StoredRun) => canSteer(run.job);
 
 
 /**

@@ -156,7 +156,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
         // The run is for the event as first recorded (its stored attachments, its time), not as redelivered.
         const recorded = { ...ev, input: parseJson<InputContext>(row.inputJson ?? "", ev.input) };
         const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
-        await env.CONVERSATIONS.get(doId).dispatch(job);
+        await env.CONVERSATIONS.get(doId).redeliver(job);
       }
     }
     return { event_id: eventId, run_id: row.runId ?? null, disposition: "duplicate" };

@@ -28,17 +28,17 @@ beforeAll(async () => {
       if (mode === "ndjson-too-large-after") {
         // Over the line limit (every line of the SSE variant below is under it, their frame is not).
         res.writeHead(200, { "content-type": "application/x-ndjson" });
-        return res.end(`${done.join("\n")}\n${"x".repeat(LINE_LIMIT * 2)}\n`);
+        return void res.end(`${done.join("\n")}\n${"x".repeat(LINE_LIMIT * 2)}\n`);
       }
       if (mode === "sse-too-large-after") {
         const part = "x".repeat(LINE_LIMIT / 2);
         res.writeHead(200, { "content-type": "text/event-stream" });
-        return res.end(`${done.map((d) => `data: ${d}\n\n`).join("")}data: ${part}\ndata: ${part}\ndata: ${part}\n\n`);
+        return void res.end(`${done.map((d) => `data: ${d}\n\n`).join("")}data: ${part}\ndata: ${part}\ndata: ${part}\n\n`);
       }
       if (mode === "past-stream-limit") {
         const late = result("tool.call.completed", { tool_call_id: "t", tool_name: "late", result: "x".repeat(LINE_LIMIT / 4) }, 3);
         res.writeHead(200, { "content-type": "application/x-ndjson" });
-        return res.end(`${done.join("\n")}\n${`${late}\n`.repeat(Math.ceil(STREAM_LIMIT / late.length))}`);
+        return void res.end(`${done.join("\n")}\n${`${late}\n`.repeat(Math.ceil(STREAM_LIMIT / late.length))}`);
       }
       const eol = { "sse-lf": "\n", "sse-crlf": "\r\n", "sse-cr": "\r" }[mode]!;
       res.writeHead(200, { "content-type": "text/event-stream" });

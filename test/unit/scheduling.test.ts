@@ -67,17 +67,32 @@ describe("scheduling", () => {
     expect(keys(startable(table, 100, none))).toEqual(["run:a"]);
   });
 
-  it("claims for the oldest active run of the same agent, counting a debouncing run, only when its runner steers", () => {
+  it("lets parallel runs take no turn: they neither wait for the others nor are waited for", () => {
+    const p = (id: string) => id === "p";
+    // A queued run whose turn has come starts beside a parallel run stored after it, or before it.
+    expect(keys(startable([row("q", "queued", "after-all"), row("p", "running", "now")], 10, p))).toEqual(["run:q"]);
+    expect(keys(startable([row("p", "running", "now"), row("q", "queued", "after-all")], 10, p))).toEqual(["run:q"]);
+    expect(keys(startable([row("p", "running", "now"), row("i", "queued", "after-running")], 10, p))).toEqual(["run:i"]);
+    // Runs that take turns still take them among themselves.
+    expect(keys(startable([row("p", "running", "now"), row("a", "queued", "after-all"), row("b", "queued", "after-all")], 10, p))).toEqual(["run:a"]);
+  });
+
+  it("claims for the oldest active run of the same agent, counting a debouncing run, only when it steers", () => {
     const running = (id: string) => id === "b";
-    expect(steeringTarget([row("b", "running", "after-all", 0, true), row("c", "running", "now", 0, true)], 10, (id) => id !== "x", "agent")?.job.runId).toBe("b");
-    expect(steeringTarget([row("a", "queued", "after-all", 50, true)], 10, none, "agent")?.job.runId).toBe("a");
-    expect(steeringTarget([row("b", "running", "after-all", 0, false)], 10, running, "agent")).toBeUndefined();
+    const runs = (isRunning: (id: string) => boolean, steers = (r: StoredRun) => r.job.runner.capabilities.steering === true, excluded = (_id: string) => false) => ({ running: isRunning, steers, excluded });
+    expect(steeringTarget([row("b", "running", "after-all", 0, true), row("c", "running", "now", 0, true)], 10, "agent", runs((id) => id !== "x"))?.job.runId).toBe("b");
+    expect(steeringTarget([row("a", "queued", "after-all", 50, true)], 10, "agent", runs(none))?.job.runId).toBe("a");
+    expect(steeringTarget([row("b", "running", "after-all", 0, false)], 10, "agent", runs(running))).toBeUndefined();
     // A run waiting its turn (not debouncing, not running) is not active.
-    expect(steeringTarget([row("b", "running", "after-all", 0, false), row("q", "queued", "after-all", 0, true)], 10, running, "agent")).toBeUndefined();
+    expect(steeringTarget([row("b", "running", "after-all", 0, false), row("q", "queued", "after-all", 0, true)], 10, "agent", runs(running))).toBeUndefined();
     // A stored "running" entry this instance does not execute is an orphan, not a target.
-    expect(steeringTarget([row("o", "running", "after-all", 0, true)], 10, none, "agent")).toBeUndefined();
-    // Another agent's run never receives the message.
-    expect(steeringTarget([row("b", "running", "after-all", 0, true, "other")], 10, running, "agent")).toBeUndefined();
+    expect(steeringTarget([row("o", "running", "after-all", 0, true)], 10, "agent", runs(none))).toBeUndefined();
+    // Another agent's run never receives the message, and does not hide this agent's own active run.
+    expect(steeringTarget([row("b", "running", "after-all", 0, true, "other")], 10, "agent", runs(running))).toBeUndefined();
+    expect(steeringTarget([row("b", "running", "now", 0, true, "other"), row("c", "running", "after-all", 0, true)], 10, "agent", runs(() => true))?.job.runId).toBe("c");
+    // A run being cancelled is not active; one whose snapshot cannot pull is not a target.
+    expect(steeringTarget([row("b", "running", "after-all", 0, true)], 10, "agent", runs(running, undefined, (id) => id === "b"))).toBeUndefined();
+    expect(steeringTarget([row("b", "running", "after-all", 0, true)], 10, "agent", runs(running, () => false))).toBeUndefined();
   });
 });
 

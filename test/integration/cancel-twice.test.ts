@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deferred } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * README: cancel answers 202 when it cancels (drops a queued run), 409 once the
+ * run has ended. Two cancels of one queued run sent together: only one of them
+ * cancels it, so the other must be told it had already ended.
+ */
+let host: TestHost;
+type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
+let plain: Runner;
+const release = deferred<void>();
+
+beforeAll(async () => {
+  plain = await startAdHocRunner({
+    name: "plain",
+    async onRun({ body }, res) {
+      const w = resultWriter(res, body.context.run_id);
+      await release.promise;
+      w.reply("done");
+    },
+  });
+  host = await startTestHost();
+  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: plain.url })).status).toBe(201);
+});
+afterAll(async () => {
+  release.resolve();
+  await host?.dispose();
+  await plain?.close();
+});
+
+describe("cancelling a queued run twice at once", () => {
+  it("one cancel answers 202, the other 409", async () => {
+    const c = "double-cancel";
+    expect(
+      (await host.admin("POST", "/v1/admin/agents", { agent_id: `agent-${c}`, name: c, runner_id: plain.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: c } })).status,
+    ).toBe(201);
+    await host.postEvent(messageEvent(c, "busy"));
+    const results: number[][] = [];
+    for (let i = 0; i < 10; i++) {
+      const queued = await host.postEvent(messageEvent(c, `queued ${i}`));
+      expect(queued.body.disposition).toBe("queued");
+      const answers = await Promise.all([1, 2].map(() => host.admin("POST", `/v1/runs/${queued.body.run_id}/cancel`)));
+      results.push(answers.map((a) => a.status).sort());
+    }
+    expect(results.filter((r) => r.join() !== "202,409")).toEqual([]);
+  });
+});

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deferred } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * Interrupt: the newest message's run survives. A redelivery of an older,
+ * already superseded message answers `duplicate` and must change nothing: in
+ * particular it must not interrupt the newer run.
+ */
+let host: TestHost;
+type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
+let plain: Runner;
+const release = deferred<void>();
+let starts = 0;
+
+beforeAll(async () => {
+  plain = await startAdHocRunner({
+    name: "plain",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      starts++;
+      await release.promise;
+      try {
+        w.reply(ctx.input.text ?? "");
+      } catch {
+        /* the host hung up (cancelled) */
+      }
+    },
+  });
+  host = await startTestHost();
+  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: plain.url })).status).toBe(201);
+});
+afterAll(async () => {
+  release.resolve();
+  await host?.dispose();
+  await plain?.close();
+});
+
+const statusOf = async (id: string) => (await host.admin("GET", `/v1/runs/${id}`)).body.status as string;
+const errorOf = async (id: string) => (await host.admin("GET", `/v1/runs/${id}`)).body.error?.message as string;
+
+describe("interrupt and redelivered events", () => {
+  it("a retried older message never cancels the newer message's run", async () => {
+    const c = "interrupt-dup";
+    const agent = await host.admin("POST", "/v1/admin/agents", {
+      agent_id: `agent-${c}`,
+      name: c,
+      runner_id: plain.runnerId(),
+      event_types: ["message.received"],
+      scope: { type: "conversation", id: c },
+      concurrency: { strategy: "interrupt" },
+    });
+    expect(agent.status).toBe(201);
+    const first = await host.postEvent(messageEvent(c, "first"));
+    expect(first.body.disposition).toBe("started");
+    const end = Date.now() + 10_000;
+    while (starts < 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+
+    const killed: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      // An older message, retried by its platform while a newer one comes in.
+      const retries = Array.from({ length: 6 }, (_, k) =>
+        new Promise((r) => setTimeout(r, k * 2)).then(() => host.postEvent(messageEvent(c, `older ${i}`, { event_id: `interrupt-dup-${i}` }))),
+      );
+      await new Promise((r) => setTimeout(r, i % 8));
+      const newer = await host.postEvent(messageEvent(c, `newer ${i}`));
+      const answers = await Promise.all(retries);
+      const older = answers.find((a) => a.body.disposition !== "duplicate")!;
+      expect(answers.filter((a) => a.body.disposition === "duplicate").length).toBe(5);
+      await new Promise((r) => setTimeout(r, 80));
+      // Whichever of the two was decided last interrupts the other; one of them must still be waiting or running.
+      const statuses = [await statusOf(older.body.run_id!), await statusOf(newer.body.run_id!)];
+      if (!statuses.some((s) => s === "created" || s === "running")) killed.push(`pair ${i}: older ${statuses[0]} (${await errorOf(older.body.run_id!)}), newer ${statuses[1]} (${await errorOf(newer.body.run_id!)})`);
+    }
+    expect(killed).toEqual([]);
+  });
+});
