@@ -3,26 +3,25 @@ import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { deliveryDepsOf, DeliverySession } from "../src/delivery/session";
-import { randomToken, sha256Hex } from "../src/lib/crypto";
 import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import type { SteeringPort } from "../src/host-api/actions/index";
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
 import { claimRun } from "../src/run/claim";
-import { cancelUnhandedRun, endRunAsHost } from "../src/run/host-end";
+import { cancelUnhandedRun, endRunAfterHostFailure, endRunAsHost } from "../src/run/host-end";
 import { endLostRun } from "../src/run/lost-run";
 import type { RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
-import { hostLedger } from "../src/run/host-ledger";
 import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { isNotStarted, runsStore } from "../src/stores/runs";
-import { RunSession, SessionRegistry } from "./run-session";
+import { SessionRegistry } from "./run-session";
 import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, willSteer, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
+import { SettlingWork } from "./settling-work";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { describeError } from "../src/lib/describe-error";
 
@@ -45,10 +44,9 @@ export interface DispatchResult {
 /**
  * One object per conversation key: the only place that decides what happens
  * to an event of its conversation. It owns the run session registry (tokens,
- * frozen snapshots), the run queue and the runs' steering queues. Runs
- * execute inside the alarm handler, which the platform keeps alive and
- * retries, guarded by the run's status so a redelivered alarm never runs one
- * twice.
+ * frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm
+ * handler, which the platform keeps alive and retries, guarded by the run's status so a redelivered
+ * alarm never runs one twice.
  */
 export class ConversationDO extends DurableObject<Env> {
   private readonly sessions = new SessionRegistry();
@@ -70,8 +68,8 @@ export class ConversationDO extends DurableObject<Env> {
   /** Whether a run can pull claimed messages: from its frozen snapshot once started (its agent may have changed while it waited). */
   private readonly steers = (run: StoredRun) => this.sessions.get(run.job.runId)?.snapshot.availableApis.steering_pull ?? willSteer(run);
   private readonly arrivalKeys = new ArrivalKeys();
-  /** Work left after a run ended (its reply still on its way, its MCP sessions closing): the alarm stays alive for it, the next run does not wait. */
-  private readonly settling = new Set<Promise<void>>();
+  /** Work left after a run ended (see SettlingWork). */
+  private readonly settling = new SettlingWork(() => this.kick());
   /** The replies of runs that could not record how they ended: when such a run is ended as lost, its own reply hears of it. */
   private readonly unrecordedReplies = new Map<string, DeliverySession>();
 
@@ -87,10 +85,8 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   /**
-   * A redelivered event whose run ingress read as not started: decided only if
-   * no decision was taken for it since (steered or rejected, its run row is
-   * gone; superseded, cancelled; started or ended), which the run table alone
-   * cannot tell once the run has left it.
+   * A redelivered event whose run ingress read as not started: decided only if no decision was taken for it
+   * since (steered or rejected: its run row is gone; superseded, started or ended), which the run table cannot tell.
    */
   async redeliver(job: RunJob): Promise<DispatchResult> {
     return this.decisions.decide(job.runId, async () => {
@@ -173,17 +169,8 @@ export class ConversationDO extends DurableObject<Env> {
     if (!session) return refuseToken(runId, this.sessions.get(runId));
     const parsed = parseHostApiBody(body);
     if ("refused" in parsed) return refuseBody(session.snapshot, parsed.refused);
-    const db = dbOf(this.env);
     // Tracked: the run's end gives a call stopped with it a moment to record how it ended.
-    const call = handleHostApiCall(
-      {
-        db, config: configOf(this.env), snapshot: session.snapshot, artifacts: this.env.ARTIFACTS, steering: this.steeringPort(session.job),
-        ledger: hostLedger(db, runId, session.ledgerSequence, (entries) => this.live.publish(runId, entries)),
-        signal: session.abort.signal,
-        mcp: session.mcp,
-      },
-      parsed.json,
-    );
+    const call = handleHostApiCall(session.actionContext(this.env, this.steeringPort(session.job), (entries) => this.live.publish(runId, entries)), parsed.json);
     return session.ledgerSequence.track(call);
   }
 
@@ -248,7 +235,7 @@ export class ConversationDO extends DurableObject<Env> {
       if (ended) {
         this.live.publish(job.runId, [ended]);
         const notice = DeliverySession.cancelNotice(deps, job);
-        if (notice) this.settle(notice.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS));
+        if (notice) this.settling.add(notice.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS));
       }
       await this.runs.delete(key);
     } finally {
@@ -351,9 +338,7 @@ export class ConversationDO extends DurableObject<Env> {
       const snapshot = freezeSnapshot(job, deadlineAt, claimed.stateScopes, claimed.descriptors);
       // Chat platform events: the reply follows the ledger as it is written (null otherwise).
       delivery = DeliverySession.open(deliveryDepsOf(this.env), job);
-      const token = randomToken();
-      const session = new RunSession(job, snapshot, await sha256Hex(token), abort);
-      this.sessions.set(job.runId, session);
+      const { session, token } = await this.sessions.open(job, snapshot, abort);
       void this.armWatchdog({ allowUnconfirmed: true });
       // A run cancelled while starting reaches executeRun aborted: its runner is never called.
       const outcome = await executeRun({
@@ -367,11 +352,7 @@ export class ConversationDO extends DurableObject<Env> {
       status = outcome.status;
     } catch (err) {
       // Only host-side failures reach here (the database refused a write the run needs).
-      console.error(`run ${job.runId}: host failure: ${describeError(err)}`);
-      const ended = await endRunAsHost(db, job, { status: "failed", errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 }).then(
-        (entry) => ({ entry }),
-        (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${describeError(e)}); the run is tried again or ended as lost`), null),
-      );
+      const ended = await endRunAfterHostFailure(db, job, err);
       recorded = ended !== null;
       // Followers see the record; the user hears of it (through the reply in progress, or a session of its own).
       if (ended?.entry) {
@@ -396,8 +377,8 @@ export class ConversationDO extends DurableObject<Env> {
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
       if (!recorded && delivery) this.unrecordedReplies.set(job.runId, delivery);
       // The run is over in every sense (status written, token void); its reply may still be on the wire.
-      if (delivery) this.settle(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
-      if (ending) this.settle(ending.mcp.closeAll());
+      if (delivery) this.settling.add(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
+      if (ending) this.settling.add(ending.mcp.closeAll());
     }
   }
 
@@ -407,20 +388,11 @@ export class ConversationDO extends DurableObject<Env> {
     if (!abort.signal.aborted) abort.abort(RUN_ENDED);
   }
 
-  /** Bounded work after a run (a reply's last sends, MCP sessions' ends), tracked so the alarm handler outlives it. */
-  private settle(work: Promise<void>): void {
-    const settled: Promise<void> = work.finally(() => {
-      this.settling.delete(settled);
-      this.kick();
-    });
-    this.settling.add(settled);
-  }
-
   private async finishLost(key: string, job: RunJob): Promise<void> {
     const config = configOf(this.env);
     const notice = await endLostRun(deliveryDepsOf(this.env), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
     this.unrecordedReplies.delete(job.runId);
-    if (notice) this.settle(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
+    if (notice) this.settling.add(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);
     await this.dropUnpulled(job);
     this.live.end(job.runId, (await runsStore(dbOf(this.env)).get(job.runId).catch(() => undefined))?.status ?? "failed");

@@ -1,4 +1,9 @@
-import { constantTimeEqual, sha256Hex } from "../src/lib/crypto";
+import { dbOf } from "../src/db/connect";
+import { configOf, type Env } from "../src/env";
+import type { ActionContext, SteeringPort } from "../src/host-api/actions/index";
+import { constantTimeEqual, randomToken, sha256Hex } from "../src/lib/crypto";
+import { hostLedger } from "../src/run/host-ledger";
+import type { LedgerEntry } from "../src/stores/runs";
 import type { RunJob } from "../src/run/job";
 import { LedgerSequence } from "../src/run/ledger-sequence";
 import { McpSessionPool } from "../src/resources/mcp";
@@ -29,10 +34,25 @@ export class RunSession {
   async verify(token: string): Promise<boolean> {
     return constantTimeEqual(await sha256Hex(token), this.tokenHash);
   }
+
+  /** What the run's Host API calls act with: its snapshot, its ledger (entries also go to `publish`), its signal and MCP sessions. */
+  actionContext(env: Env, steering: SteeringPort, publish: (entries: LedgerEntry[]) => void): ActionContext {
+    const db = dbOf(env);
+    const ledger = hostLedger(db, this.job.runId, this.ledgerSequence, publish);
+    return { db, config: configOf(env), snapshot: this.snapshot, artifacts: env.ARTIFACTS, steering, ledger, signal: this.abort.signal, mcp: this.mcp };
+  }
 }
 
 /** The session registry: the live runs of one Durable Object, by run id. */
 export class SessionRegistry extends Map<string, RunSession> {
+  /** Registers a starting run with a fresh random token, kept here only as its hash; the token goes to the runner. */
+  async open(job: RunJob, snapshot: AuthorizationSnapshot, abort: AbortController): Promise<{ session: RunSession; token: string }> {
+    const token = randomToken();
+    const session = new RunSession(job, snapshot, await sha256Hex(token), abort);
+    this.set(job.runId, session);
+    return { session, token };
+  }
+
   /** The run's session if `token` is its token and the run is not over (a cancelled run is, even while its stream unwinds). */
   async authenticated(runId: string, token: string): Promise<RunSession | undefined> {
     const session = this.get(runId);

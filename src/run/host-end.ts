@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, run, runEvent } from "../db/schema";
+import { describeError } from "../lib/describe-error";
 import { hostRecordValues } from "../stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import type { RunJob } from "./job";
@@ -59,6 +60,20 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   if (!written) return null;
   const seq = Number(written[0]);
   return { runId: target.runId, seq, type: "run.failed", data, runnerSequence: null, origin: "host", createdAt: endedAt };
+}
+
+/**
+ * A run the host failed (the database refused a write it needs): ended as failed with `host.internal_error`.
+ * `{ entry }` when recorded (entry null: it had ended already); null when even this write failed, and the
+ * run is tried again or ended as lost.
+ */
+export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown): Promise<{ entry: LedgerEntry | null } | null> {
+  console.error(`run ${job.runId}: host failure: ${describeError(err)}`);
+  const outcome = { status: "failed" as const, errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 };
+  return endRunAsHost(db, job, outcome).then(
+    (entry) => ({ entry }),
+    (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${describeError(e)}); the run is tried again or ended as lost`), null),
+  );
 }
 
 /** Cancels a run left queued in libSQL only (its hand-over to its conversation was lost); its `run.failed` entry when this ended it. */
