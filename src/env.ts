@@ -74,9 +74,11 @@ const ConfigFields = z.object({
   ARTIFACT_TTL_SECONDS: z.coerce.number().int().nonnegative().default(30 * 24 * 3600),
   /** EventLog and Transcript rows older than this are deleted by the cron job; unset keeps them forever. */
   // At least a day: deleting an EventLog row forgets its event id, and platforms redeliver for hours (Lark ~7 h).
-  RETENTION_DAYS: z.coerce.number().min(1).optional(),
+  // At most a century: a cutoff further back is no cutoff (and past Number's range, none at all).
+  RETENTION_DAYS: z.coerce.number().min(1).max(36_500, "RETENTION_DAYS must be at most 36500; unset keeps rows forever").optional(),
   /** Rows (or artifacts) deleted per statement, and statements per table per cron invocation. */
-  RETENTION_BATCH_SIZE: positiveInt(500),
+  // Bounded so a statement's parameters (one per payload of a batch) stay far below SQLite's limit.
+  RETENTION_BATCH_SIZE: positiveInt(500).refine((n) => n <= 5_000, "RETENTION_BATCH_SIZE must be at most 5000"),
   RETENTION_MAX_BATCHES: positiveInt(20),
   // Host-held resources (models, tools, knowledge bases):
   TOOL_CALL_TIMEOUT_MS: positiveInt(30_000),
@@ -119,9 +121,14 @@ export type Config = z.infer<typeof ConfigSchema>;
 
 const cache = new WeakMap<object, Config>();
 
+/** A variable set to a blank string (`X=` in a .dev.vars file, `X = ""` in wrangler.toml) is unset: its default applies. */
+function withoutBlanks(vars: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(vars).filter(([, v]) => !(typeof v === "string" && v.trim() === "")));
+}
+
 /** What is wrong with a set of variables, one line each (none when they make a valid configuration). */
 export function configProblems(vars: Record<string, unknown>): string[] {
-  const parsed = ConfigSchema.safeParse(vars);
+  const parsed = ConfigSchema.safeParse(withoutBlanks(vars));
   return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`);
 }
 
@@ -129,7 +136,7 @@ export function configProblems(vars: Record<string, unknown>): string[] {
 export function configOf(env: Env): Config {
   let config = cache.get(env);
   if (!config) {
-    config = ConfigSchema.parse(env);
+    config = ConfigSchema.parse(withoutBlanks(env));
     cache.set(env, config);
   }
   return config;

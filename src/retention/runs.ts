@@ -1,28 +1,41 @@
-import { and, inArray, lt, notInArray } from "drizzle-orm";
-import { batchAll, type Db } from "../db/client";
+import { and, inArray, lt, notInArray, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
 import { run, runEvent } from "../db/schema";
 import { NOT_STARTED } from "../stores/runs";
 import type { BatchLimits } from "./limits";
 
+// `rowid` is SQLite's row order of the ledger table, whose primary key is (run_id, seq).
+const ledgerRowid = sql.raw(`"run_event"."rowid"`);
+
 /**
- * Ended runs created before `cutoff`, each with its ledger, oldest first,
- * `batchSize` runs per round trip. A queued or running run stays whatever
- * its age: its Durable Object still owns it and will write its end.
+ * Ended runs created before `cutoff`, each with its ledger, oldest first. A
+ * ledger has a row per result (every delta of a streamed reply), so ledgers
+ * go first, at most `batchSize` rows per statement, and a run goes once its
+ * ledger is gone: no statement deletes more than `batchSize` rows or holds
+ * the write lock for long, and a run is never left without its ledger while
+ * the ledger of another stays. A queued or running run stays whatever its
+ * age: its Durable Object still owns it and will write its end.
  */
 export async function deleteOldRuns(db: Db, cutoff: number, limits: BatchLimits): Promise<number> {
-  let deleted = 0;
-  for (let i = 0; i < limits.maxBatches; i++) {
-    // Walks the (created_at, run_id) index from the oldest; both deletes below see the same runs (one transaction).
-    const oldest = db
+  // Walks the (created_at, run_id) index from the oldest.
+  const oldest = () =>
+    db
       .select({ runId: run.runId })
       .from(run)
       .where(and(lt(run.createdAt, cutoff), notInArray(run.status, [...NOT_STARTED, "running"])))
       .orderBy(run.createdAt, run.runId)
       .limit(limits.batchSize);
-    const [, gone] = (await batchAll(db, [
-      db.delete(runEvent).where(inArray(runEvent.runId, oldest)),
-      db.delete(run).where(inArray(run.runId, oldest)).returning({ runId: run.runId }),
-    ])) as [unknown, { runId: string }[]];
+  let deleted = 0;
+  for (let i = 0; i < limits.maxBatches; i++) {
+    const rows = await db.all(sql`
+      DELETE FROM ${runEvent} WHERE ${ledgerRowid} IN (SELECT ${ledgerRowid} FROM ${runEvent} WHERE ${inArray(runEvent.runId, oldest())} LIMIT ${limits.batchSize})
+      RETURNING 1`);
+    // A full batch of ledger rows: more may be left, so the runs wait for the next round.
+    if (rows.length === limits.batchSize) continue;
+    const gone = await db.all(sql`
+      DELETE FROM ${run} WHERE ${inArray(run.runId, oldest())}
+        AND NOT EXISTS (SELECT 1 FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId})
+      RETURNING 1`);
     deleted += gone.length;
     if (gone.length < limits.batchSize) break;
   }

@@ -19,4 +19,17 @@ describe("configuration", () => {
     const env = { ADMIN_TOKEN: TOKEN, PUBLIC_URL: "https://agents.example.com//" } as unknown as Env;
     expect(configOf(env).PUBLIC_URL).toBe("https://agents.example.com");
   });
+
+  it("takes a blank variable as unset, so its default applies", () => {
+    const env = { ADMIN_TOKEN: TOKEN, ARTIFACT_TTL_SECONDS: "", RETENTION_DAYS: " ", RUN_DEADLINE_MS: "" } as unknown as Env;
+    expect(configProblems(env as unknown as Record<string, unknown>)).toEqual([]);
+    const config = configOf(env);
+    expect([config.ARTIFACT_TTL_SECONDS, config.RETENTION_DAYS, config.RUN_DEADLINE_MS]).toEqual([30 * 24 * 3600, undefined, 300_000]);
+  });
+
+  it("bounds the retention settings: a cutoff past any date, or a batch past SQLite's parameter limit, is refused", () => {
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "1e301" })).toEqual([expect.stringMatching(/^RETENTION_DAYS: .*at most 36500/)]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "36500", RETENTION_BATCH_SIZE: "5000" })).toEqual([]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_BATCH_SIZE: "40000" })).toEqual([expect.stringMatching(/^RETENTION_BATCH_SIZE: .*at most 5000/)]);
+  });
 });
