@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
 import { startEchoRunner } from "../examples/echo-runner/runner";
 import { CONFIG_VARS, configProblems } from "../src/env";
 import { ROOT } from "./build";
@@ -36,9 +37,27 @@ if (problems.length) {
   console.error(`npm start: the configuration is not valid:\n${problems.map((p) => `  ${p}`).join("\n")}`);
   process.exit(1);
 }
+/** A port from the environment, checked to be one and free, so a conflict is one clear line rather than a stack trace. */
+async function freePort(name: string, fallback: number): Promise<number> {
+  const port = Number(process.env[name] || fallback);
+  const fail = (why: string) => {
+    console.error(`npm start: ${name}=${process.env[name] ?? fallback} ${why}; set ${name} to another port`);
+    process.exit(1);
+  };
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail("is not a port (0 to 65535, 0 for any free one)");
+  await new Promise<void>((resolve) => {
+    const probe = createServer()
+      .once("error", (err: NodeJS.ErrnoException) => fail(err.code === "EADDRINUSE" ? "is in use (another npm start?)" : `cannot be used (${err.code})`))
+      .listen(port, "127.0.0.1", () => probe.close(() => resolve()));
+  });
+  return port;
+}
+
+const runnerPort = await freePort("RUNNER_PORT", 8788);
+const hostPort = await freePort("PORT", 8787);
 const runnerSecret = devSecret("runner-secret");
-const runner = await startEchoRunner({ port: Number(process.env.RUNNER_PORT || 8788), secret: runnerSecret });
-const host = await startHost({ adminToken, port: Number(process.env.PORT || 8787), dataDir, vars });
+const runner = await startEchoRunner({ port: runnerPort, secret: runnerSecret });
+const host = await startHost({ adminToken, port: hostPort, dataDir, vars });
 await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo" });
 
 console.log(`agent host listening on ${host.url}
@@ -51,8 +70,10 @@ try:
   curl -s ${host.url}/v1/runs/RUN_ID -H "Authorization: Bearer ${adminToken}"
   curl -sN ${host.url}/v1/runs/RUN_ID/stream -H "Authorization: Bearer ${adminToken}"`);
 
-// Miniflare does not fire cron triggers: run retention hourly, as wrangler.toml's cron does in production.
-const retention = setInterval(() => host.triggerScheduled().catch((err) => console.error(`retention failed: ${(err as Error).message}`)), 3600_000);
+// Miniflare does not fire cron triggers: run retention at start and hourly, as wrangler.toml's cron does in production.
+const sweep = () => host.triggerScheduled().catch((err) => console.error(`retention failed: ${(err as Error).message}`));
+void sweep();
+const retention = setInterval(sweep, 3600_000);
 
 const shutdown = async () => {
   clearInterval(retention);

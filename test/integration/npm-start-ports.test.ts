@@ -1,0 +1,64 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../local/build";
+
+/**
+ * `npm start` checks what it is given before starting anything: a port
+ * already in use, or a PORT that is not a port, is one clear line naming the
+ * variable and a non-zero exit, never a stack trace from deep inside.
+ */
+const dirs: string[] = [];
+const servers: Server[] = [];
+afterAll(async () => {
+  for (const s of servers) await new Promise((r) => s.close(r));
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function occupy(): Promise<number> {
+  const server = createServer();
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return (server.address() as { port: number }).port;
+}
+
+function start(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), "npm-start-ports-"));
+  dirs.push(dataDir);
+  return new Promise((resolve) => {
+    const child = spawn(join(ROOT, "node_modules/.bin/tsx"), ["local/start.ts"], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, ...env } });
+    let output = "";
+    child.stdout.on("data", (c) => (output += c));
+    child.stderr.on("data", (c) => (output += c));
+    const timer = setTimeout(() => child.kill("SIGTERM"), 45_000);
+    child.on("exit", (code) => (clearTimeout(timer), resolve({ code, output })));
+  });
+}
+
+const clear = (output: string) => ({ stackFrames: output.split("\n").filter((l) => /^\s+at |kj::Exception/.test(l)).length, mentionsVariable: /\b(RUNNER_)?PORT\b/.test(output) });
+
+describe("npm start with a port it cannot use", () => {
+  it("PORT in use: one clear line naming PORT, no stack trace", async () => {
+    const port = await occupy();
+    const { code, output } = await start({ PORT: String(port), RUNNER_PORT: "0" });
+    expect(code).not.toBe(0);
+    expect(clear(output)).toEqual({ stackFrames: 0, mentionsVariable: true });
+  }, 60_000);
+
+  it("RUNNER_PORT in use: one clear line naming RUNNER_PORT, no stack trace", async () => {
+    const port = await occupy();
+    const { code, output } = await start({ PORT: "0", RUNNER_PORT: String(port) });
+    expect(code).not.toBe(0);
+    expect(clear(output)).toEqual({ stackFrames: 0, mentionsVariable: true });
+  }, 60_000);
+
+  it("PORT that is not a port: one clear line naming PORT", async () => {
+    const { code, output } = await start({ PORT: "abc", RUNNER_PORT: "0" });
+    expect(code).not.toBe(0);
+    expect(clear(output)).toEqual({ stackFrames: 0, mentionsVariable: true });
+    expect(output).toMatch(/PORT=abc is not a port/);
+  }, 60_000);
+});
