@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { insertWhere, insertWhereReturning } from "../db/guarded";
-import { eventLog, run, runEvent } from "../db/schema";
+import { eventLog, runEvent } from "../db/schema";
 import { describeError } from "../lib/describe-error";
 import { hostRecordValues } from "../stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
@@ -35,8 +35,10 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
     runId: target.runId,
     data: { run_id: target.runId, runner_id: target.runner.runnerId, code: outcome.errorCode, error: outcome.errorMessage },
   });
-  // This write ended it if the run now carries this write's end (a run ended earlier keeps its own).
-  const endedHere = sql`EXISTS (SELECT 1 FROM ${run} WHERE ${run.runId} = ${target.runId} AND ${run.endedAt} = ${endedAt} AND ${run.errorCode} IS ${outcome.errorCode ?? null})`;
+  // This write ended it if its terminal update changed the run (one that ended earlier is left as it was). Each
+  // statement below runs right after the one it depends on, in one transaction: `changes()` is that one's count.
+  // (Comparing the run's end time instead fails when two ends are written in the same millisecond.)
+  const endedHere = sql`changes() = 1`;
   const ledgerEntry = insertWhereReturning(
     db,
     runEvent,

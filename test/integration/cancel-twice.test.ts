@@ -6,7 +6,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
 /**
  * README: cancel answers 202 when it cancels (drops a queued run), 409 once the
  * run has ended. Two cancels of one queued run sent together: only one of them
- * cancels it, so the other must be told it had already ended.
+ * cancels it (and records its end, once), so the other is told it had already ended.
  */
 let host: TestHost;
 type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -39,12 +39,22 @@ describe("cancelling a queued run twice at once", () => {
     ).toBe(201);
     await host.postEvent(messageEvent(c, "busy"));
     const results: number[][] = [];
+    const cancelled: string[] = [];
     for (let i = 0; i < 10; i++) {
       const queued = await host.postEvent(messageEvent(c, `queued ${i}`));
       expect(queued.body.disposition).toBe("queued");
+      cancelled.push(queued.body.run_id!);
       const answers = await Promise.all([1, 2].map(() => host.admin("POST", `/v1/runs/${queued.body.run_id}/cancel`)));
       results.push(answers.map((a) => a.status).sort());
     }
     expect(results.filter((r) => r.join() !== "202,409")).toEqual([]);
+    // Ended once: one run.failed record and one ledger entry each, however close together the two cancels.
+    const records = await host.query<{ run_id: string; n: number }>(
+      `SELECT run_id, COUNT(*) AS n FROM event_log WHERE event_type = 'run.failed' AND run_id IN (${cancelled.map(() => "?").join(",")}) GROUP BY run_id`,
+      cancelled,
+    );
+    expect(records.map((r) => Number(r.n))).toEqual(cancelled.map(() => 1));
+    const ledger = await host.query<{ n: number }>(`SELECT COUNT(*) AS n FROM run_event WHERE type = 'run.failed' AND run_id IN (${cancelled.map(() => "?").join(",")})`, cancelled);
+    expect(Number(ledger[0].n)).toBe(cancelled.length);
   });
 });
