@@ -39,7 +39,7 @@ if (problems.length) {
 }
 /** A port from the environment, checked to be one and free, so a conflict is one clear line rather than a stack trace. */
 async function freePort(name: string, fallback: number): Promise<number> {
-  const port = Number(process.env[name] || fallback);
+  const port = Number(process.env[name]?.trim() || fallback);
   const fail = (why: string) => {
     console.error(`npm start: ${name}=${process.env[name] ?? fallback} ${why}; set ${name} to another port`);
     process.exit(1);
@@ -55,6 +55,11 @@ async function freePort(name: string, fallback: number): Promise<number> {
 
 const runnerPort = await freePort("RUNNER_PORT", 8788);
 const hostPort = await freePort("PORT", 8787);
+// Each was free on its own; the runner takes its port first, so one given twice would fail the host deep inside.
+if (hostPort !== 0 && hostPort === runnerPort) {
+  console.error(`npm start: PORT and RUNNER_PORT are both ${hostPort}; set one of them to another port`);
+  process.exit(1);
+}
 const runnerSecret = devSecret("runner-secret");
 const runner = await startEchoRunner({ port: runnerPort, secret: runnerSecret });
 const host = await startHost({ adminToken, port: hostPort, dataDir, vars });

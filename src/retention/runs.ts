@@ -10,10 +10,10 @@ const ledgerRowid = sql.raw(`"run_event"."rowid"`);
 /**
  * Ended runs created before `cutoff`, each with its ledger, oldest first. A
  * ledger has a row per result (every delta of a streamed reply), so ledgers
- * go first, at most `batchSize` rows per statement, and a run goes once its
- * ledger is gone: no statement deletes more than `batchSize` rows or holds
- * the write lock for long, and a run is never left without its ledger while
- * the ledger of another stays. A queued or running run stays whatever its
+ * go first, at most `batchSize` rows per statement, and a run goes in the
+ * statement right after the one that deleted the last of its ledger: no
+ * statement deletes more than `batchSize` rows or holds the write lock for
+ * long, and a run is left without its ledger only between two statements. A queued or running run stays whatever its
  * age: its Durable Object still owns it and will write its end.
  */
 export async function deleteOldRuns(db: Db, cutoff: number, limits: BatchLimits): Promise<number> {
@@ -30,14 +30,13 @@ export async function deleteOldRuns(db: Db, cutoff: number, limits: BatchLimits)
     const rows = await db.all(sql`
       DELETE FROM ${runEvent} WHERE ${ledgerRowid} IN (SELECT ${ledgerRowid} FROM ${runEvent} WHERE ${inArray(runEvent.runId, oldest())} LIMIT ${limits.batchSize})
       RETURNING 1`);
-    // A full batch of ledger rows: more may be left, so the runs wait for the next round.
-    if (rows.length === limits.batchSize) continue;
+    // The runs whose ledgers are gone now (a statement may finish one run's ledger and start the next one's).
     const gone = await db.all(sql`
       DELETE FROM ${run} WHERE ${inArray(run.runId, oldest())}
         AND NOT EXISTS (SELECT 1 FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId})
       RETURNING 1`);
     deleted += gone.length;
-    if (gone.length < limits.batchSize) break;
+    if (rows.length < limits.batchSize && gone.length < limits.batchSize) break;
   }
   return deleted;
 }

@@ -61,4 +61,13 @@ describe("npm start with a port it cannot use", () => {
     expect(clear(output)).toEqual({ stackFrames: 0, mentionsVariable: true });
     expect(output).toMatch(/PORT=abc is not a port/);
   }, 60_000);
+
+  it("PORT and RUNNER_PORT the same (each free on its own): one clear line naming both", async () => {
+    const port = await occupy();
+    await new Promise((r) => servers.pop()!.close(r));
+    const { code, output } = await start({ PORT: String(port), RUNNER_PORT: String(port) });
+    expect(code).not.toBe(0);
+    expect(clear(output)).toEqual({ stackFrames: 0, mentionsVariable: true });
+    expect(output).toMatch(/PORT and RUNNER_PORT are both/);
+  }, 60_000);
 });

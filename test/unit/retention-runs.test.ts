@@ -7,8 +7,8 @@ import { deleteOldRuns } from "../../src/retention/runs";
 /**
  * Retention of ended runs with long ledgers (a row per result, every delta of
  * a streamed reply): no statement deletes more than RETENTION_BATCH_SIZE
- * rows, so none holds the write lock for long, and a run goes only once its
- * whole ledger is gone.
+ * rows, so none holds the write lock for long; a run goes only once its whole
+ * ledger is gone, and no invocation ends with a run left without its ledger.
  */
 let e: EmbeddedDb | undefined;
 afterEach(() => e?.close());
@@ -39,19 +39,28 @@ describe("deleteOldRuns", () => {
   it("deletes at most batchSize rows per statement, ledgers first, and a run only once its ledger is gone", async () => {
     const { db, statements } = await seed(20, 50);
     let before = count("run_event");
-    // One statement's worth: 30 ledger rows of the oldest runs, no run yet.
+    // One round's worth: 30 ledger rows of the oldest runs, no run yet.
     expect(await deleteOldRuns(db, Date.now(), { batchSize: 30, maxBatches: 1 })).toBe(0);
     expect(before - count("run_event")).toBe(30);
     expect(count("run")).toBe(20);
-    // No run is ever left without its ledger while another's stays.
+    // No run is left without its ledger when an invocation ends.
     expect(e!.rows("SELECT run_id FROM run WHERE run_id NOT IN (SELECT run_id FROM run_event)")).toEqual([]);
     for (let i = 0; i < 100 && count("run") > 0; i++) {
       before = count("run_event");
       await deleteOldRuns(db, Date.now(), { batchSize: 30, maxBatches: 3 });
       expect(before - count("run_event")).toBeLessThanOrEqual(90);
+      expect(e!.rows("SELECT run_id FROM run WHERE run_id NOT IN (SELECT run_id FROM run_event)")).toEqual([]);
     }
     expect([count("run"), count("run_event")]).toEqual([0, 0]);
     expect(statements.every((q) => q.sql.trimStart().toLowerCase().startsWith("delete"))).toBe(true);
+  });
+
+  it("deletes a run whose ledger a statement finished, even when that statement went on to the next run's", async () => {
+    // Two statements of 30 rows over runs of 50: the second finishes r1's ledger and starts r2's.
+    const { db } = await seed(3, 50);
+    expect(await deleteOldRuns(db, Date.now(), { batchSize: 30, maxBatches: 2 })).toBe(1);
+    expect(e!.rows("SELECT run_id FROM run WHERE run_id NOT IN (SELECT run_id FROM run_event)")).toEqual([]);
+    expect(count("run")).toBe(2);
   });
 
   it("keeps runs that have not ended, and their ledgers, whatever their age", async () => {
