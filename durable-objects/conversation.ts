@@ -34,10 +34,9 @@ const WATCHDOG_GRACE_MS = 5_000;
 /** How long a run that failed to start waits before the next attempt (the database was unreachable). */
 const RETRY_PAUSE_MS = 5_000;
 
+/** `runId`: the run that handles the event (its own, or the one that claimed it; null when rejected); `duplicate`: see `redeliver`. */
 export interface DispatchResult {
-  /** `duplicate`: a redelivered event whose run was already decided (see `redeliver`). */
   disposition: "started" | "queued" | "steered" | "rejected" | "duplicate";
-  /** The run that handles the event: its own, or the run that claimed it; null when rejected. */
   runId: string | null;
 }
 
@@ -68,7 +67,6 @@ export class ConversationDO extends DurableObject<Env> {
   /** Whether a run can pull claimed messages: from its frozen snapshot once started (its agent may have changed while it waited). */
   private readonly steers = (run: StoredRun) => this.sessions.get(run.job.runId)?.snapshot.availableApis.steering_pull ?? willSteer(run);
   private readonly arrivalKeys = new ArrivalKeys();
-  /** Work left after a run ended (see SettlingWork). */
   private readonly settling = new SettlingWork(() => this.kick());
   /** The replies of runs that could not record how they ended: when such a run is ended as lost, its own reply hears of it. */
   private readonly unrecordedReplies = new Map<string, DeliverySession>();
@@ -285,6 +283,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Steer: the event joins the target run's queue; its own run is never started. */
   private async claim(job: RunJob, target: RunJob, now: number): Promise<DispatchResult> {
     await this.steering.claim(dbOf(this.env), job, target, now);
+    this.live.end(job.runId, "steered"); // its own run is discarded: a follower of it (handed over late) hears so
     // The target may have ended while the claim was being recorded: then nobody will pull it.
     if (!this.isActive(target.runId) && !(await this.runs.entries()).some(([, r]) => r.job.runId === target.runId)) await this.dropUnpulled(target);
     return { disposition: "steered", runId: target.runId };
@@ -293,6 +292,7 @@ export class ConversationDO extends DurableObject<Env> {
   private async reject(job: RunJob): Promise<DispatchResult> {
     const db = dbOf(this.env);
     await writeAll(db, [eventDecisionStatement(db, job.event.event_id, { disposition: "rejected", runId: null }), runsStore(db).discardQueuedStatement(job.runId)]);
+    this.live.end(job.runId, "rejected");
     return { disposition: "rejected", runId: null };
   }
 
