@@ -14,10 +14,11 @@ const encoder = new TextEncoder();
 /** Frames are encoded once, whatever the number of subscribers and replays. */
 const encoded = new WeakMap<LiveFrame, Uint8Array>();
 
+/** A result frame, without its `id:` line (which is the follower's own, see Subscriber). */
 export function sseFrame(frame: LiveFrame): Uint8Array {
   let bytes = encoded.get(frame);
   if (!bytes) {
-    bytes = encoder.encode(`id: ${frame.seq}\nevent: result\ndata: ${JSON.stringify(frame)}\n\n`);
+    bytes = encoder.encode(`event: result\ndata: ${JSON.stringify(frame)}\n\n`);
     encoded.set(frame, bytes);
   }
   return bytes;
@@ -68,6 +69,13 @@ export class Subscriber {
   private fellBehindAfter: number | null = null;
   private ended: string | null = null;
   private closed = false;
+  /**
+   * Every frame up to this seq has reached this follower: sent as each frame's SSE `id`, so a reconnect's
+   * `Last-Event-ID` never skips a frame published out of seq order (frame ids alone would, a seq published
+   * late being lower than one already sent). A hole in the ledger holds it back: a resume may then repeat
+   * frames, which carry their seq.
+   */
+  private delivered: number;
   private wake: (() => void) | null = null;
   readonly readable: ReadableStream<Uint8Array>;
 
@@ -81,6 +89,7 @@ export class Subscriber {
     onCancel?: () => void,
     private readonly after = 0,
   ) {
+    this.delivered = after;
     this.backlog = known?.filter((f) => f.seq > after) ?? [];
     this.catchUpAfter = known === null ? after : null;
     this.readable = new ReadableStream<Uint8Array>(
@@ -155,7 +164,14 @@ export class Subscriber {
   private write(controller: ReadableStreamDefaultController<Uint8Array>, f: LiveFrame): number {
     if (f.seq <= this.after || this.written.has(f.seq)) return 0;
     this.written.add(f.seq);
-    controller.enqueue(sseFrame(f));
+    while (this.written.has(this.delivered + 1)) this.delivered++;
+    const id = encoder.encode(`id: ${this.delivered}\n`);
+    const body = sseFrame(f);
+    // One chunk per frame, as a reader may stop at any chunk.
+    const chunk = new Uint8Array(id.length + body.length);
+    chunk.set(id);
+    chunk.set(body, id.length);
+    controller.enqueue(chunk);
     return 1;
   }
 }

@@ -4,12 +4,15 @@ import type { LedgerEntry } from "../../src/stores/runs";
 
 const frame = (seq: number): LiveFrame => ({ seq, type: "t", data: {}, origin: "host" });
 
-async function seqsOf(sub: Subscriber, reader = sub.readable.getReader()): Promise<number[]> {
+async function textOf(sub: Subscriber, reader = sub.readable.getReader()): Promise<string> {
   let text = "";
   const decoder = new TextDecoder();
   for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
-  return [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  return text;
 }
+/** The seqs of the frames a text holds, in order. */
+const framesIn = (text: string) => [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1])).filter((d) => typeof d.seq === "number").map((d) => d.seq as number);
+const seqsOf = async (sub: Subscriber, reader?: ReadableStreamDefaultReader<Uint8Array>) => framesIn(await textOf(sub, reader));
 
 /** A recorded ledger of `count` frames (seq 1…count), read as the database would be: pages after a seq; `reads` counts the pages. */
 function ledger(count: number, data: unknown = {}) {
@@ -34,7 +37,20 @@ describe("live run subscribers", () => {
     sub.push(frame(3));
     sub.push(frame(5));
     sub.end("completed");
-    expect(await seqsOf(sub)).toEqual([1, 2, 4, 5, 3]);
+    const text = await textOf(sub);
+    expect(framesIn(text)).toEqual([1, 2, 4, 5, 3]);
+    // Each frame's id is the seq up to which every frame has been sent: a resume from it misses none.
+    expect([...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([1, 2, 2, 2, 5]);
+  });
+
+  it("resume after the frames the reader has, replayed or live", async () => {
+    const sub = new Subscriber(ledger(3), null, undefined, 2);
+    sub.push(frame(5));
+    sub.push(frame(4));
+    sub.end("completed");
+    const text = await textOf(sub);
+    expect(framesIn(text)).toEqual([3, 5, 4]);
+    expect([...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([3, 3, 5]);
   });
 
   it("read a long ledger page by page as the reader takes it, and a reader far behind catches up from the database", async () => {
@@ -51,7 +67,7 @@ describe("live run subscribers", () => {
       expect((sub as unknown as { backlogBytes: number }).backlogBytes).toBeLessThanOrEqual(BACKLOG_BYTES);
     }
     sub.end("completed");
-    const seqs = [Number(/^id: (\d+)$/m.exec(new TextDecoder().decode(first.value))![1]), ...(await seqsOf(sub, reader))];
+    const seqs = [...framesIn(new TextDecoder().decode(first.value)), ...(await seqsOf(sub, reader))];
     // Every entry once, in order.
     expect(seqs).toEqual(Array.from({ length: 3000 }, (_, i) => i + 1));
   });
