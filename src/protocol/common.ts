@@ -97,7 +97,8 @@ export function utf8ByteLength(text: string): number {
  * 400 for that helps nobody. (zod's `.default()` applies to undefined only.)
  */
 export function orDefault<T extends z.ZodType>(schema: T, fallback: z.output<T>) {
-  return schema.nullish().transform((v): z.output<T> => v ?? fallback);
+  // Each parse gets its own copy of an object default, as with `.default()`: none shares another's.
+  return schema.nullish().transform((v): z.output<T> => v ?? (typeof fallback === "object" && fallback !== null ? structuredClone(fallback) : fallback));
 }
 
 /**

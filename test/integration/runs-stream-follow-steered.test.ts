@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, deferred } from "../support/host-api";
-import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
+import { messageEvent, readSse, startTestHost, unhandedRun, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
@@ -40,20 +40,6 @@ afterAll(async () => {
   await steerer?.close();
 });
 
-/** As in runs-stream-follow.test.ts: ingress recorded a run for the event, its hand-over was lost. */
-async function unhandedRun(conv: string, eventId: string): Promise<string> {
-  const first = await host.postEvent(messageEvent(conv, "quick", { event_id: eventId }));
-  await host.waitForRun(first.body.run_id!);
-  const lost = first.body.run_id!.replace(/_[^_]+$/, `_lost${eventId.replace(/\W/g, "")}`);
-  await host.query(
-    "INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, created_at) SELECT ?, event_id, conversation_key, conversation_id, agent_id, runner_id, 'created', created_at FROM run WHERE run_id = ?",
-    [lost, first.body.run_id!],
-  );
-  await host.query("UPDATE event_log SET run_id = ? WHERE event_id = ?", [lost, eventId]);
-  expect((await host.admin("GET", `/v1/runs/${lost}`)).body.status).toBe("created");
-  return lost;
-}
-
 async function within<T>(ms: number, p: Promise<T>): Promise<T | "still open"> {
   return Promise.race([p, new Promise<"still open">((r) => setTimeout(() => r("still open"), ms))]);
 }
@@ -64,7 +50,7 @@ describe("following an unhanded run that its redelivery steers elsewhere", () =>
     expect(
       (await host.admin("POST", "/v1/admin/agents", { agent_id: `agent-${c}`, name: c, runner_id: steerer.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: c } })).status,
     ).toBe(201);
-    const lost = await unhandedRun(c, `${c}-1`);
+    const lost = await unhandedRun(host, c, `${c}-1`, "quick");
     // An active run of the same agent that steers.
     const busy = await host.postEvent(messageEvent(c, "hold"));
     expect(busy.body.disposition).toBe("started");

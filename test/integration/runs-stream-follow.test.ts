@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
-import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
+import { messageEvent, readSse, startTestHost, unhandedRun, type TestHost } from "../support/host";
 import { putAgent, startScriptedRunner } from "../support/scripted-runner";
 
 /**
@@ -25,24 +25,9 @@ afterAll(async () => {
   await runner?.close();
 });
 
-/** As if ingress had recorded a run for the event and then failed to reach the conversation's object. */
-async function unhandedRun(conv: string, eventId: string): Promise<string> {
-  const first = await host.postEvent(messageEvent(conv, "first", { event_id: eventId }));
-  await host.waitForRun(first.body.run_id!);
-  // Same object: the run id's prefix names it.
-  const lost = first.body.run_id!.replace(/_[^_]+$/, `_lost${eventId.replace(/\W/g, "")}`);
-  await host.query(
-    "INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, created_at) SELECT ?, event_id, conversation_key, conversation_id, agent_id, runner_id, 'created', created_at FROM run WHERE run_id = ?",
-    [lost, first.body.run_id!],
-  );
-  await host.query("UPDATE event_log SET run_id = ? WHERE event_id = ?", [lost, eventId]);
-  expect((await host.admin("GET", `/v1/runs/${lost}`)).body.status).toBe("created");
-  return lost;
-}
-
 describe("the stream of a run not yet handed to its conversation", () => {
   it("follows the run once a redelivery hands it over, to its terminal end", async () => {
-    const lost = await unhandedRun("follow-unhanded", "follow-unhanded-1");
+    const lost = await unhandedRun(host, "follow-unhanded", "follow-unhanded-1");
     const stream = await fetch(`${host.url}/v1/runs/${lost}/stream`, { headers: auth() });
     expect(stream.status).toBe(200);
     const followed = readSse(stream);
@@ -56,7 +41,7 @@ describe("the stream of a run not yet handed to its conversation", () => {
   });
 
   it("ends cancelled when an operator cancels the run instead", async () => {
-    const lost = await unhandedRun("follow-cancelled", "follow-cancelled-1");
+    const lost = await unhandedRun(host, "follow-cancelled", "follow-cancelled-1");
     const followed = readSse(await fetch(`${host.url}/v1/runs/${lost}/stream`, { headers: auth() }));
     await new Promise((r) => setTimeout(r, 300));
     expect((await host.admin("POST", `/v1/runs/${lost}/cancel`)).status).toBe(202);

@@ -92,6 +92,24 @@ export function messageEvent(conversationId: string, text: string, extra: Record
 }
 
 /** Read an SSE response to its end: the `result` frames and the final `end` status. */
+/**
+ * A run as ingress leaves it when its hand-over to the conversation's object is lost: a first event runs
+ * (with `text`), then a second run row for it is recorded `created` and named by the event, as if that
+ * hand-over had failed. A redelivery of `eventId` then hands it over. Answers the lost run's id.
+ */
+export async function unhandedRun(host: TestHost, conv: string, eventId: string, text = "first"): Promise<string> {
+  const first = await host.postEvent(messageEvent(conv, text, { event_id: eventId }));
+  await host.waitForRun(first.body.run_id!);
+  // Same object: the run id's prefix names it.
+  const lost = first.body.run_id!.replace(/_[^_]+$/, `_lost${eventId.replace(/\W/g, "")}`);
+  await host.query(
+    "INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, created_at) SELECT ?, event_id, conversation_key, conversation_id, agent_id, runner_id, 'created', created_at FROM run WHERE run_id = ?",
+    [lost, first.body.run_id!],
+  );
+  await host.query("UPDATE event_log SET run_id = ? WHERE event_id = ?", [lost, eventId]);
+  return lost;
+}
+
 export async function readSse(res: Response): Promise<{ frames: { seq: number; type: string; data: any; origin: string }[]; end?: string }> {
   const text = await res.text();
   const frames: { seq: number; type: string; data: any; origin: string }[] = [];
