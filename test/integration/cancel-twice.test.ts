@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
 
 /**
  * README: cancel answers 202 when it cancels (drops a queued run), 409 once the
@@ -34,9 +35,7 @@ afterAll(async () => {
 describe("cancelling a queued run twice at once", () => {
   it("one cancel answers 202, the other 409", async () => {
     const c = "double-cancel";
-    expect(
-      (await host.admin("POST", "/v1/admin/agents", { agent_id: `agent-${c}`, name: c, runner_id: plain.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: c } })).status,
-    ).toBe(201);
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c } });
     await host.postEvent(messageEvent(c, "busy"));
     const results: number[][] = [];
     const cancelled: string[] = [];

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
 
 /**
  * Interrupt: the newest message's run survives. A redelivery of an older,
@@ -44,15 +45,7 @@ const errorOf = async (id: string) => (await host.admin("GET", `/v1/runs/${id}`)
 describe("interrupt and redelivered events", () => {
   it("a retried older message never cancels the newer message's run", async () => {
     const c = "interrupt-dup";
-    const agent = await host.admin("POST", "/v1/admin/agents", {
-      agent_id: `agent-${c}`,
-      name: c,
-      runner_id: plain.runnerId(),
-      event_types: ["message.received"],
-      scope: { type: "conversation", id: c },
-      concurrency: { strategy: "interrupt" },
-    });
-    expect(agent.status).toBe(201);
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c }, concurrency: { strategy: "interrupt" } });
     const first = await host.postEvent(messageEvent(c, "first"));
     expect(first.body.disposition).toBe("started");
     const end = Date.now() + 10_000;

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
 
 /**
  * Two agents in one conversation: one answers messages (enqueue, the default
@@ -55,15 +56,7 @@ describe("enqueue order with a parallel agent in the same conversation", () => {
       ["chat", ["message.received"], {}],
       ["jobs", ["api.invoked"], { strategy: "parallel" }],
     ] as const) {
-      const res = await host.admin("POST", "/v1/admin/agents", {
-        agent_id: `${id}-${c}`,
-        name: id,
-        runner_id: plain.runnerId(),
-        event_types: types,
-        scope: { type: "conversation", id: c },
-        concurrency,
-      });
-      expect(res.status).toBe(201);
+      await putAgent(host, { agent_id: `${id}-${c}`, runner_id: plain.runnerId(), event_types: types, scope: { type: "conversation", id: c }, concurrency });
     }
     const first = await host.postEvent(messageEvent(c, "hold first"));
     expect(first.body.disposition).toBe("started");

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, deferred } from "../support/host-api";
 import { messageEvent, readSse, startTestHost, unhandedRun, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
 
 /**
  * A follower of a run not yet handed to its conversation waits for its end.
@@ -47,9 +48,7 @@ async function within<T>(ms: number, p: Promise<T>): Promise<T | "still open"> {
 describe("following an unhanded run that its redelivery steers elsewhere", () => {
   it("ends the follower's stream with `steered`", async () => {
     const c = "follow-steered";
-    expect(
-      (await host.admin("POST", "/v1/admin/agents", { agent_id: `agent-${c}`, name: c, runner_id: steerer.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: c } })).status,
-    ).toBe(201);
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: steerer.runnerId(), scope: { type: "conversation", id: c } });
     const lost = await unhandedRun(host, c, `${c}-1`, "quick");
     // An active run of the same agent that steers.
     const busy = await host.postEvent(messageEvent(c, "hold"));

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
 
 /**
  * A run an operator is cancelling is no longer "active" (PROTOCOL §10): a
@@ -36,15 +37,7 @@ describe("steering and operator cancel", () => {
     const lost: string[] = [];
     for (let i = 0; i < 25; i++) {
       const c = `cancel-claim-${i}`;
-      const agent = await host.admin("POST", "/v1/admin/agents", {
-        agent_id: `agent-${c}`,
-        name: c,
-        runner_id: steerer.runnerId(),
-        event_types: ["message.received"],
-        scope: { type: "conversation", id: c },
-        concurrency: { debounce_ms: 3000 },
-      });
-      expect(agent.status).toBe(201);
+      await putAgent(host, { agent_id: `agent-${c}`, runner_id: steerer.runnerId(), scope: { type: "conversation", id: c }, concurrency: { debounce_ms: 3000 } });
       const first = await host.postEvent(messageEvent(c, "first"));
       expect(first.body.disposition).toBe("started");
       const cancel = host.admin("POST", `/v1/runs/${first.body.run_id}/cancel`);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, deferred } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
 
 /**
  * A platform (or client) retrying a message while it is being claimed: the
@@ -54,14 +55,7 @@ async function until(what: string, probe: () => boolean, timeoutMs = 10_000) {
 describe("steering and redelivered events", () => {
   it("a message retried while it is being claimed is claimed (and pulled) only once", async () => {
     const c = "steer-dup";
-    const agent = await host.admin("POST", "/v1/admin/agents", {
-      agent_id: `agent-${c}`,
-      name: c,
-      runner_id: steerer.runnerId(),
-      event_types: ["message.received"],
-      scope: { type: "conversation", id: c },
-    });
-    expect(agent.status).toBe(201);
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: steerer.runnerId(), scope: { type: "conversation", id: c } });
     const first = await host.postEvent(messageEvent(c, "hold"));
     expect(first.body.disposition).toBe("started");
     await until("the first run to start", () => startedCount.get(c) === 1);
