@@ -4,20 +4,21 @@ import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { deliveryDepsOf, DeliverySession } from "../src/delivery/session";
 import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
-import type { SteeringPort } from "../src/host-api/actions/index";
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
 import { claimRun } from "../src/run/claim";
-import { cancelUnhandedRun, endRunAfterHostFailure, endRunAsHost } from "../src/run/host-end";
+import { CANCELLED_UNHANDED, endRunAfterHostFailure, endRunAsHost, endUnhandedRun, NEVER_HANDED_OVER } from "../src/run/host-end";
 import { endLostRun } from "../src/run/lost-run";
 import type { RunJob } from "../src/run/job";
+import type { RunOutcome } from "../src/stores/runs";
 import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
 import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { isNotStarted, runsStore } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, willSteer, type RunTable, type StoredRun } from "./scheduling";
+import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, WATCHDOG_GRACE_MS } from "./timing";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, willSteer, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
@@ -27,18 +28,6 @@ import { describeError } from "../src/lib/describe-error";
 
 /** The abort reason of a run that ended normally: one shared instance, as building an Error (and its stack) per run costs. */
 const RUN_ENDED = new RunnerCallError("cancelled", "the run has ended");
-/** An alarm handler gets 15 minutes of wall time; leave a margin. */
-const ALARM_BUDGET_MS = 14 * 60_000;
-/** Watchdog margin past a run's deadline before its alarm declares the session lost. */
-const WATCHDOG_GRACE_MS = 5_000;
-/** How long a run that failed to start waits before the next attempt (the database was unreachable). */
-const RETRY_PAUSE_MS = 5_000;
-
-/** `runId`: the run that handles the event (its own, or the one that claimed it; null when rejected); `duplicate`: see `redeliver`. */
-export interface DispatchResult {
-  disposition: "started" | "queued" | "steered" | "rejected" | "duplicate";
-  runId: string | null;
-}
 
 /**
  * One object per conversation key: the only place that decides what happens
@@ -168,7 +157,7 @@ export class ConversationDO extends DurableObject<Env> {
     const parsed = parseHostApiBody(body);
     if ("refused" in parsed) return refuseBody(session.snapshot, parsed.refused);
     // Tracked: the run's end gives a call stopped with it a moment to record how it ended.
-    const call = handleHostApiCall(session.actionContext(this.env, this.steeringPort(session.job), (entries) => this.live.publish(runId, entries)), parsed.json);
+    const call = handleHostApiCall(session.actionContext(this.env, this.steering.portFor(dbOf(this.env), session.job), (entries) => this.live.publish(runId, entries)), parsed.json);
     return session.ledgerSequence.track(call);
   }
 
@@ -209,17 +198,32 @@ export class ConversationDO extends DurableObject<Env> {
       return { cancelled: true };
     }
     const entry = (await this.runs.entries()).find(([, r]) => r.job.runId === runId);
-    if (!entry) {
-      const ended = await cancelUnhandedRun(dbOf(this.env), runId);
-      // Its followers wait for a hand-over that will now never start it.
-      if (ended) {
-        this.live.publish(runId, [ended]);
-        this.live.end(runId, "cancelled");
-      }
-      return { cancelled: ended !== null };
-    }
+    if (!entry) return { cancelled: await this.endUnhanded(runId, CANCELLED_UNHANDED) };
     // Another cancel may have ended it meanwhile: only one answers that it cancelled.
     return { cancelled: await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started") };
+  }
+
+  /** The cron's sweep: of these runs ingress recorded long ago, those never handed over here end as failed. Answers how many it ended. */
+  async endNeverHandedOver(runIds: string[]): Promise<number> {
+    await Promise.all(runIds.map((runId) => this.decisions.settled(runId)));
+    const table = await this.runs.entries();
+    let ended = 0;
+    for (const runId of runIds) {
+      if (this.active.has(runId) || table.some(([, r]) => r.job.runId === runId)) continue;
+      if (await this.endUnhanded(runId, NEVER_HANDED_OVER)) ended++;
+    }
+    return ended;
+  }
+
+  /** A run only libSQL knows (its hand-over never came): ended if it has not started; whether this ended it. */
+  private async endUnhanded(runId: string, outcome: RunOutcome): Promise<boolean> {
+    const ended = await endUnhandedRun(dbOf(this.env), runId, outcome);
+    // Its followers wait for a hand-over that will now never start it.
+    if (ended) {
+      this.live.publish(runId, [ended]);
+      this.live.end(runId, outcome.status);
+    }
+    return ended !== null;
   }
 
   /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. Answers whether this call ended it. */
@@ -294,12 +298,6 @@ export class ConversationDO extends DurableObject<Env> {
     await writeAll(db, [eventDecisionStatement(db, job.event.event_id, { disposition: "rejected", runId: null }), runsStore(db).discardQueuedStatement(job.runId)]);
     this.live.end(job.runId, "rejected");
     return { disposition: "rejected", runId: null };
-  }
-
-  private steeringPort(run: RunJob): SteeringPort {
-    return {
-      pull: async (mode, limit) => (await this.steering.take(dbOf(this.env), run, "injected", mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP))).map(([, item]) => item),
-    };
   }
 
   /** Claimed messages the run never pulled: one `steering.dropped` record each, now or (the database is away) retried by the alarm. */

@@ -19,6 +19,12 @@ export const START_RULE: Record<ConcurrencyStrategy, StartRule> = {
   parallel: "now",
 };
 
+/** `runId`: the run that handles the event (its own, or the one that claimed it; null when rejected); `duplicate`: a redelivery of an event already decided. */
+export interface DispatchResult {
+  disposition: "started" | "queued" | "steered" | "rejected" | "duplicate";
+  runId: string | null;
+}
+
 export interface StoredRun {
   job: RunJob;
   state: "queued" | "running";

@@ -1,5 +1,6 @@
 import { writeAll, type Db } from "../src/db/client";
 import { describeError } from "../src/lib/describe-error";
+import type { SteeringPort } from "../src/host-api/actions/index";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import type { RunJob } from "../src/run/job";
 import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
@@ -85,6 +86,11 @@ export class SteeringQueue {
       throw err;
     }
     return items;
+  }
+
+  /** What a run's `steering.pull` calls: its queue's items in claim order, each recorded as injected. */
+  portFor(db: Db, run: RunJob): SteeringPort {
+    return { pull: async (mode, limit) => (await this.take(db, run, "injected", mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP))).map(([, item]) => item) };
   }
 
   /**

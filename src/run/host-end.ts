@@ -56,7 +56,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
     sql`${runEvent.seq}`,
   );
   const runs = runsStore(db);
-  const finish = opts.onlyQueued ? runs.cancelQueuedStatement(target.runId, outcome.errorMessage ?? "cancelled", endedAt) : runs.finishStatement(target.runId, outcome, endedAt);
+  const finish = opts.onlyQueued ? runs.endQueuedStatement(target.runId, outcome, endedAt) : runs.finishStatement(target.runId, outcome, endedAt);
   // sqlite-proxy hands raw rows back as arrays of column values: the one row written, or none.
   const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry])) as [unknown, unknown, unknown[][]];
   if (!written) return null;
@@ -78,12 +78,21 @@ export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown):
   );
 }
 
-/** Cancels a run left queued in libSQL only (its hand-over to its conversation was lost); its `run.failed` entry when this ended it. */
-export async function cancelUnhandedRun(db: Db, runId: string): Promise<LedgerEntry | null> {
+/** An operator's cancel of a run whose hand-over to its conversation was lost. */
+export const CANCELLED_UNHANDED: RunOutcome = { status: "cancelled", errorCode: "cancelled", errorMessage: "run cancelled before it reached its conversation", resultCount: 0 };
+/** The cron's end of a run whose hand-over to its conversation was lost and never retried. */
+export const NEVER_HANDED_OVER: RunOutcome = {
+  status: "failed",
+  errorCode: "host.not_handed_over",
+  errorMessage: "the event was recorded but never reached its conversation, and was not retried",
+  resultCount: 0,
+};
+
+/** Ends a run left queued in libSQL only (its hand-over to its conversation was lost); its `run.failed` entry when this ended it. */
+export async function endUnhandedRun(db: Db, runId: string, outcome: RunOutcome): Promise<LedgerEntry | null> {
   const row = await runsStore(db).get(runId);
   if (!isNotStarted(row?.status)) return null;
   const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId, thread_id: row.threadId }, runner: { runnerId: row.runnerId } };
-  const outcome = { status: "cancelled" as const, errorCode: "cancelled", errorMessage: "run cancelled before it reached its conversation", resultCount: 0 };
   return endRunAsHost(db, target, outcome, { onlyQueued: true });
 }
 

@@ -106,13 +106,29 @@ const finishRun = compiled((db) =>
     .returning({ runId: run.runId }),
 );
 
-/** Cancel a run that is still only queued (never a running one: that is ended by its own run). */
-const cancelQueuedRun = compiled((db) =>
+/** End a run that is still only queued (never a running one: that is ended by its own run). */
+const endQueuedRun = compiled((db) =>
   db
     .update(run)
-    .set({ status: "cancelled", errorCode: "cancelled", errorMessage: sql`${param("errorMessage")}`, endedAt: sql`${param("endedAt")}` })
+    .set({ status: sql`${param("status")}`, errorCode: sql`${param("errorCode")}`, errorMessage: sql`${param("errorMessage")}`, endedAt: sql`${param("endedAt")}` })
     .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED])))
     .returning({ runId: run.runId }),
+);
+
+/** Runs not started that were recorded before `before`, oldest first, after a (created_at, run_id) position. */
+const notStartedBefore = compiled((db) =>
+  db
+    .select({ runId: run.runId, conversationKey: run.conversationKey, createdAt: run.createdAt })
+    .from(run)
+    .where(
+      and(
+        inArray(run.status, [...NOT_STARTED]),
+        lt(run.createdAt, param("before")),
+        or(gt(run.createdAt, param("afterTime")), and(eq(run.createdAt, param("afterTime")), gt(run.runId, param("afterId")))),
+      ),
+    )
+    .orderBy(asc(run.createdAt), asc(run.runId))
+    .limit(param("limit")),
 );
 
 const LEDGER_ROWS_PER_STATEMENT = 16;
@@ -213,8 +229,13 @@ export function runsStore(db: Db) {
     /** Drop a run minted at ingress that the conversation decided not to start (steered or rejected). */
     discardQueuedStatement: (runId: string) => discardQueued(db, { runId }),
 
-    /** created → cancelled; returns the run id only when the run had not started. */
-    cancelQueuedStatement: (runId: string, reason: string, endedAt = Date.now()) => cancelQueuedRun(db, { runId, errorMessage: reason, endedAt }),
+    /** created → the outcome's status; returns the run id only when the run had not started. */
+    endQueuedStatement: (runId: string, outcome: RunOutcome, endedAt = Date.now()) =>
+      endQueuedRun(db, { runId, status: outcome.status, errorCode: outcome.errorCode ?? null, errorMessage: outcome.errorMessage ?? null, endedAt }),
+
+    /** A page of runs not started that were recorded before `before`, oldest first, after `after`. */
+    notStartedBefore: (before: number, after: { createdAt: number; runId: string }, limit: number) =>
+      notStartedBefore(db, { before, afterTime: after.createdAt, afterId: after.runId, limit }).execute(),
 
     /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. */
     finishStatement: (runId: string, outcome: RunOutcome, endedAt = Date.now()) =>
