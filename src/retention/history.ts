@@ -14,16 +14,23 @@ const transcriptRowid = sql.raw(`"transcript"."rowid"`);
 const firstRecent = (table: typeof eventLog | typeof transcript, order: SQL, cutoff: number) =>
   sql`COALESCE((SELECT ${order} FROM ${table} WHERE ${table.createdAt} >= ${cutoff} ORDER BY ${order} LIMIT 1), 9223372036854775807)`;
 
-/** Deletes transcript rows created before `cutoff`, oldest first, `batchSize` per statement; `keep` exempts rows that must stay. */
+/**
+ * Deletes transcript rows created before `cutoff`, oldest first, `batchSize` per statement; `keep` exempts rows
+ * that must stay. Each statement starts where the previous one stopped: the kept rows before that point were
+ * just checked, and rescanning them per statement would cost (kept rows × statements).
+ */
 async function deleteOldTranscript(db: Db, cutoff: number, limits: BatchLimits, keep: SQL) {
   let deleted = 0;
+  let after = 0;
   for (let i = 0; i < limits.maxBatches; i++) {
-    const rows = await db.all(sql`
+    // sqlite-proxy hands raw rows back as arrays of column values.
+    const rows = await db.all<[number]>(sql`
       DELETE FROM ${transcript}
-      WHERE ${transcriptRowid} IN (SELECT ${transcriptRowid} FROM ${transcript} WHERE ${transcriptRowid} < ${firstRecent(transcript, transcriptRowid, cutoff)} AND NOT (${keep}) ORDER BY ${transcriptRowid} LIMIT ${limits.batchSize})
-      RETURNING 1`);
+      WHERE ${transcriptRowid} IN (SELECT ${transcriptRowid} FROM ${transcript} WHERE ${transcriptRowid} > ${after} AND ${transcriptRowid} < ${firstRecent(transcript, transcriptRowid, cutoff)} AND NOT (${keep}) ORDER BY ${transcriptRowid} LIMIT ${limits.batchSize})
+      RETURNING ${transcriptRowid}`);
     deleted += rows.length;
     if (rows.length < limits.batchSize) break;
+    after = Math.max(...rows.map((r) => Number(r[0])));
   }
   return deleted;
 }
