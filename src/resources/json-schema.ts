@@ -18,7 +18,7 @@
  * one is met anyway.
  */
 
-import { RE2JS } from "re2js";
+import { compilePattern, type Pattern } from "./ecma-pattern";
 import { canonicalJson, isObject, jsonEqual, MAX_DEPTH } from "./json-values";
 
 export type JsonSchema = boolean | { [keyword: string]: unknown };
@@ -55,28 +55,6 @@ function isMultipleOf(value: number, step: number): boolean {
   const quotient = value / step;
   if (!Number.isFinite(quotient)) return false;
   return Math.abs(quotient - Math.round(quotient)) <= 1e-13 * Math.max(1, Math.abs(quotient));
-}
-
-/** A compiled schema pattern: whether it is found in a text. */
-export interface Pattern {
-  test(text: string): boolean;
-}
-
-/**
- * A schema pattern, run by RE2 (re2js): matching takes time linear in the text whatever the pattern, so a
- * tool's schema cannot make one call's validation hold the Worker for seconds (`^(a+)+$` against "aaaa…!"
- * backtracks exponentially in JavaScript's own engine). ECMA-262's `\uXXXX` and `\u{X}` escapes are given to
- * RE2 as `\x{X}`. Null for what RE2 cannot run: an invalid pattern, and lookaround and backreferences, which no
- * linear-time engine has.
- */
-export function compilePattern(source: string): Pattern | null {
-  const re2Source = source.replace(/\\\\|\\u\{([0-9a-fA-F]+)\}|\\u([0-9a-fA-F]{4})/g, (m: string, braced?: string, four?: string) => (m === "\\\\" ? m : `\\x{${braced ?? four}}`));
-  try {
-    const re = RE2JS.compile(re2Source);
-    return { test: (text) => re.test(text) };
-  } catch {
-    return null;
-  }
 }
 
 /** Keywords that would need every other keyword's evaluation tracked: refused rather than ignored (ignored, they would let anything through). */
@@ -118,7 +96,11 @@ interface Validation {
   root: JsonSchema;
   patterns: Map<string, Pattern | null>;
   steps: number;
+  /** The budget ran out, perhaps inside a trial (`not`, `if`, `anyOf`...) whose failure reads as "did not match". */
+  exhausted?: boolean;
 }
+
+const TOO_COMPLEX = "the schema is too complex to check";
 
 class Checker {
   readonly issues: SchemaIssue[] = [];
@@ -155,7 +137,8 @@ class Checker {
       return false;
     }
     if (++this.v.steps > MAX_STEPS) {
-      this.fail(path, "the schema is too complex to check");
+      this.v.exhausted = true;
+      this.fail(path, TOO_COMPLEX);
       return false;
     }
     const s = schema;
@@ -323,8 +306,11 @@ class Checker {
 
 /** Validate `value` against `schema`; an empty list means valid. */
 export function validateJsonSchema(schema: JsonSchema, value: unknown): SchemaIssue[] {
-  const checker = new Checker({ root: schema, patterns: new Map(), steps: 0 });
+  const validation: Validation = { root: schema, patterns: new Map(), steps: 0 };
+  const checker = new Checker(validation);
   checker.check(schema, value, "", 0);
+  // Fails closed: a trial cut short says nothing about the value (a `not` or an `if` would read it as a mismatch).
+  if (validation.exhausted && !checker.issues.some((i) => i.message === TOO_COMPLEX)) return [...checker.issues, { path: "", message: TOO_COMPLEX }];
   return checker.issues;
 }
 
