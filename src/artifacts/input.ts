@@ -41,6 +41,8 @@ export interface StoredInputAttachments {
   rows: ArtifactRow[];
   /** The R2 keys this attempt wrote: removed unless this attempt's event is the one recorded. */
   written: string[];
+  /** With `optional`: why each source left out could not be stored. */
+  unavailable: string[];
 }
 
 interface Deps {
@@ -56,18 +58,21 @@ const label = (index: number) => `input.attachments.${index}`;
 /**
  * Store each source's bytes in R2 (a key of this attempt's own) and answer
  * the refs in source order plus the rows to insert. Refuses with a HostError
- * (400 / 413) and removes what it wrote when any source fails.
+ * (400 / 413) and removes what it wrote when any source fails, unless
+ * `optional` (a chat platform's files: the message runs without the ones that
+ * could not be fetched), when a source that fails is left out and its reason kept.
  */
 export async function storeInputAttachments(
   deps: Deps,
   owner: InputArtifactOwner,
   sources: InputAttachmentSource[],
-  now = Date.now(),
+  { now = Date.now(), optional = false }: { now?: number; optional?: boolean } = {},
 ): Promise<StoredInputAttachments> {
   const reused = await reusedArtifacts(deps.db, owner, sources, now);
   const refs: ArtifactRef[] = [];
   const rows: ArtifactRow[] = [];
   const written: string[] = [];
+  const unavailable: string[] = [];
   try {
     // One at a time: at most one fetched body is in memory.
     for (const [index, source] of sources.entries()) {
@@ -75,7 +80,12 @@ export async function storeInputAttachments(
         refs.push(reused.get(source.artifactId)!);
         continue;
       }
-      const row = await storeOne(deps, owner, source, index, now, written);
+      const row = await storeOne(deps, owner, source, index, now, written).catch((err: unknown) => {
+        if (!optional || !(err instanceof HostError) || err.status >= 500) throw err;
+        unavailable.push(source.name ? `${source.name} (${err.message})` : err.message);
+        return null;
+      });
+      if (!row) continue;
       rows.push(row);
       refs.push(toArtifactRef(row));
     }
@@ -84,7 +94,7 @@ export async function storeInputAttachments(
     if (written.length) await deps.bucket.delete(written);
     throw err;
   }
-  return { refs, rows, written };
+  return { refs, rows, written, unavailable };
 }
 
 /** References to existing artifacts: only this conversation's, only unexpired; the stored facts win. */

@@ -40,6 +40,11 @@ export interface CanonicalEvent {
   attachmentSources?: InputAttachmentSource[];
   /** Attachment URL fetches end by this time (a platform's acknowledgement deadline). */
   attachmentDeadlineAt?: number;
+  /**
+   * A chat platform's files: one that cannot be stored is left out, the message still runs, and the reasons
+   * join `metadata.attachments_unavailable` (an API caller's bad attachment refuses its event instead).
+   */
+  attachmentsOptional?: boolean;
   data: Record<string, unknown>;
   metadata: Record<string, unknown>;
   /** Where a chat platform's reply goes; carried to the run (never recorded: it may hold a short-lived token). */
@@ -76,8 +81,10 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     { db, bucket: env.ARTIFACTS, config: configOf(env), fetchDeadlineAt: ev.attachmentDeadlineAt },
     { eventId, clientChosenId: ev.event_id !== undefined, conversationKey: key, conversationId: ev.conversation_id, input: ev.input },
     ev.attachmentSources ?? [],
+    ev.attachmentsOptional,
   );
-  ev = { ...ev, input: attached.input };
+  const unavailable = [ev.metadata.attachments_unavailable, ...attached.unavailable].filter((r) => typeof r === "string" && r !== "");
+  ev = { ...ev, input: attached.input, metadata: unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata };
   const resolveQuery = { eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id };
   const values = {
     ...resolutionValues(resolveQuery),

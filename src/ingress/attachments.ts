@@ -21,18 +21,21 @@ export function attachmentSourceOf(a: EnvelopeAttachment): InputAttachmentSource
  * The event's input with its attachments stored, and the artifact rows for
  * the ingress batch. A repeat of an event already recorded gets the input as
  * first recorded and stores nothing again (no re-download, no new blobs).
+ * `optional`: see storeInputAttachments.
  */
 export async function inputWithAttachments(
   deps: { db: Db; bucket: R2Bucket; config: Config; fetchDeadlineAt?: number },
   event: { eventId: string; clientChosenId: boolean; conversationKey: string; conversationId: string; input: InputContext },
   sources: InputAttachmentSource[],
-): Promise<{ input: InputContext; artifactRows: ArtifactRow[]; written: string[] }> {
-  if (sources.length === 0) return { input: event.input, artifactRows: [], written: [] };
+  optional = false,
+): Promise<{ input: InputContext; artifactRows: ArtifactRow[]; written: string[]; unavailable: string[] }> {
+  const none = { artifactRows: [], written: [], unavailable: [] };
+  if (sources.length === 0) return { input: event.input, ...none };
   const earlier = event.clientChosenId ? await eventLogStore(deps.db).get(event.eventId) : undefined;
-  if (earlier) return { input: parseJson<InputContext>(earlier.inputJson, event.input), artifactRows: [], written: [] };
-  const stored = await storeInputAttachments(deps, event, sources);
+  if (earlier) return { input: parseJson<InputContext>(earlier.inputJson, event.input), ...none };
+  const stored = await storeInputAttachments(deps, event, sources, { optional });
   const input = { ...event.input, contents: withAttachmentElements(event.input, stored.refs), attachments: [...event.input.attachments, ...stored.refs] };
-  return { input, artifactRows: stored.rows, written: stored.written };
+  return { input, artifactRows: stored.rows, written: stored.written, unavailable: stored.unavailable };
 }
 
 function contentElementOf(ref: ArtifactRef): ContentElement {

@@ -85,7 +85,8 @@ async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
 /**
  * Files are downloaded before the event is recorded (the runner gets
  * artifact references). A file the host cannot fetch does not lose the
- * message: it is recorded without it, and the reason kept in its metadata.
+ * message, nor the other files: it is left out, and the reason kept in the
+ * event's metadata (`attachments_unavailable`).
  */
 async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent) {
   const { env, adapter, bot, publicBaseUrl } = deps;
@@ -94,17 +95,23 @@ async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: Norm
   // Platforms that want an answer within seconds get it: files not fetched by then are left out (and said so).
   const deadlineAt = adapter.ackDeadlineMs === undefined ? undefined : Date.now() + adapter.ackDeadlineMs - ACK_MARGIN_MS;
   const timeLeft = () => Math.min(deps.apiTimeoutMs, (deadlineAt ?? Infinity) - Date.now());
-  try {
-    const sources: InputAttachmentSource[] = [];
-    for (const file of event.files) {
-      if (timeLeft() <= 0) throw new HostError(400, "attachment_unavailable", "files not fetched within the platform's acknowledgement deadline");
-      sources.push(await adapter.download(bot, file, event, timeLeft()));
+  const sources: InputAttachmentSource[] = [];
+  const unavailable: string[] = [];
+  for (const file of event.files) {
+    const name = file.name ?? "a file";
+    if (timeLeft() <= 0) {
+      unavailable.push(`${name} (not fetched within the platform's acknowledgement deadline)`);
+      continue;
     }
-    return await acceptEvent(env, { ...ev, attachmentSources: sources, attachmentDeadlineAt: deadlineAt }, publicBaseUrl);
-  } catch (err) {
-    if (!(err instanceof HostError) || err.status >= 500) throw err;
-    return acceptEvent(env, { ...ev, metadata: { ...ev.metadata, attachments_unavailable: scrubSecrets(err.message, bot.credentials) } }, publicBaseUrl);
+    try {
+      sources.push(await adapter.download(bot, file, event, timeLeft()));
+    } catch (err) {
+      if (!(err instanceof HostError) || err.status >= 500) throw err;
+      unavailable.push(`${name} (${scrubSecrets(err.message, bot.credentials)})`);
+    }
   }
+  const metadata = unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata;
+  return acceptEvent(env, { ...ev, metadata, attachmentSources: sources, attachmentDeadlineAt: deadlineAt, attachmentsOptional: true }, publicBaseUrl);
 }
 
 async function recordUnhandled(env: Env, bot: Bot, event: NormalizedEvent, eventId: string, rawRef: string): Promise<void> {
