@@ -31,6 +31,7 @@ export function splitMessage(text: string, max: number): string[] {
 
 const FENCE = "```";
 const CLOSER = "```";
+const FENCE_LINE = /^ {0,3}```/;
 /** The most a split adds around a part: a closing fence line, and a reopening line with a short language tag. */
 const FENCE_OVERHEAD = 20;
 
@@ -76,8 +77,10 @@ function fenceAfter(piece: string, openBefore: string | null): string | null {
     // A line cut off at the part's end is not a fence line yet.
     if (end < 0) return open;
     const line = piece.slice(lineStart, end).trimEnd();
-    // The opener is kept short; a cut inside a surrogate pair drops its half.
-    if (line.startsWith(FENCE)) open = open === null ? line.slice(0, FENCE.length + 12).replace(/[\ud800-\udbff]$/, "") : null;
+    // A fence line may be indented up to three spaces (a code block in a list item), as CommonMark has it.
+    // The opener is kept short, with its indent; a cut inside a surrogate pair drops its half.
+    const fence = FENCE_LINE.exec(line);
+    if (fence) open = open === null ? line.slice(0, fence[0].length + 12).replace(/[\ud800-\udbff]$/, "") : null;
     lineStart = end + 1;
   }
 }

@@ -63,4 +63,15 @@ describe("Slack: one unfetchable file among several", () => {
     expect(fake.callsTo(/^\/files\/F1/).length).toBeGreaterThan(0);
     expect(ctx.input.attachments.map((a: any) => a.name)).toEqual(["report.pdf"]);
   });
+
+  it("records why a shared file Slack gives no download URL for is missing, rather than dropping it silently", async () => {
+    const hidden = { id: "F9", name: "contract.pdf", mimetype: "application/pdf", file_access: "check_file_info" };
+    const msg = { type: "message", subtype: "file_share", channel: "CRV1", channel_type: "channel", user: "U42", text: "the contract", ts: "1800000002.000100", team: "T1", files: [hidden] };
+    const res = await post({ token: "t", team_id: "T1", type: "event_callback", event_id: "EvPartialHidden", event_time: Math.floor(Date.now() / 1000), event: msg });
+    expect(res.status).toBe(200);
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.input.text === "the contract"), 15_000, "the run");
+    expect(ctx.input.attachments).toEqual([]);
+    const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`slack:${botId}:msg:CRV1:1800000002.000100`]);
+    expect(JSON.parse(row.metadata_json).attachments_unavailable).toMatch(/^contract\.pdf \(Slack gave no download URL/);
+  });
 });

@@ -168,3 +168,67 @@ describe("redaction", () => {
     expect(scrubSecrets("bad bot 123:abcdef in url", { bot_token: "123:abcdef", short: "ab" })).toBe("bad bot [redacted] in url");
   });
 });
+
+describe("normalisation keeps what the user meant", () => {
+  it("Telegram: an anonymous group admin speaks as the group, not as Telegram's shared placeholder bot", () => {
+    const update = (chatId: number) => ({
+      update_id: chatId * -1,
+      message: {
+        message_id: 4,
+        date: 1,
+        chat: { id: chatId, type: "supergroup" },
+        from: { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" },
+        sender_chat: { id: chatId, type: "supergroup", title: `G${chatId}` },
+        text: "an admin speaking",
+      },
+    });
+    const [a] = normalizeUpdate(update(-100123));
+    const [b] = normalizeUpdate(update(-100456));
+    expect(a.eventType).toBe("message.received");
+    expect(a.actor).toMatchObject({ actor_type: "chat", actor_id: "-100123", actor_name: "G-100123" });
+    // Actor-scoped state is keyed by (type, id): two groups' anonymous admins never share it.
+    expect(b.actor?.actor_id).toBe("-100456");
+  });
+
+  it("Telegram: a hyperlinked span keeps its target, in text and captions", () => {
+    const msg = (extra: Record<string, unknown>) => normalizeUpdate({ update_id: 1, message: { message_id: 2, date: 1, chat: { id: 5, type: "private" }, from: { id: 5, is_bot: false, first_name: "A" }, ...extra } })[0];
+    const linked = msg({
+      text: "summarize this article please, 😀 and https://x.example",
+      entities: [
+        { type: "text_link", offset: 10, length: 12, url: "https://example.com/article/42" },
+        { type: "bold", offset: 0, length: 9 },
+        { type: "url", offset: 38, length: 17 },
+      ],
+    });
+    expect(linked.text).toBe("summarize this article (https://example.com/article/42) please, 😀 and https://x.example");
+    expect(msg({ caption: "see 😀 here", caption_entities: [{ type: "text_link", offset: 7, length: 4, url: "https://e.example/" }] }).text).toBe("see 😀 here (https://e.example/)");
+    // An entity past the text (a malformed update) is ignored, never throws.
+    expect(msg({ text: "short", entities: [{ type: "text_link", offset: 3, length: 10, url: "https://e.example/" }] }).text).toBe("short");
+  });
+
+  it("Lark: a rich-text link keeps its target and a code block stays a fenced block", () => {
+    const post = {
+      zh_cn: {
+        title: "",
+        content: [
+          [{ tag: "text", text: "why does this fail? see " }, { tag: "a", text: "the docs", href: "https://example.com/docs/page" }, { tag: "a", text: "https://e.example", href: "https://e.example" }],
+          [{ tag: "code_block", language: "GO", text: 'func main() {\n\tpanic("boom")\n}\n' }],
+        ],
+      },
+    };
+    expect(contentOf("post", JSON.stringify(post)).text).toBe('why does this fail? see the docs (https://example.com/docs/page)https://e.example\n```go\nfunc main() {\n\tpanic("boom")\n}\n```');
+  });
+});
+
+describe("splitMessage and indented fences", () => {
+  it("closes and reopens a fenced block indented in a list item, as it does one at the margin", () => {
+    const lines = Array.from({ length: 40 }, (_, i) => `   npm install some-package-number-${i}`).join("\n");
+    const text = `Steps:\n1. Install the packages:\n   \`\`\`bash\n${lines}\n   \`\`\`\n2. Start the server.`;
+    const parts = splitMessage(text, 500);
+    expect(parts.length).toBeGreaterThan(2);
+    for (const part of parts) expect(part.length).toBeLessThanOrEqual(500);
+    // Each part renders on its own: an even number of fence lines, and every part after the first reopens with the indent and language.
+    for (const part of parts) expect((part.match(/^ {0,3}```/gm) ?? []).length % 2).toBe(0);
+    for (const part of parts.slice(1, -1)) expect(part.startsWith("   ```bash\n")).toBe(true);
+  });
+});

@@ -134,7 +134,7 @@ export function contentOf(messageType: string, raw: string): { text: string | nu
   }
 }
 
-/** Rich text: `{title, content: [[{tag, text | image_key}]]}`, possibly wrapped in a locale key. */
+/** Rich text: `{title, content: [[{tag, text | href | image_key}]]}`, possibly wrapped in a locale key. */
 function postContent(c: Record<string, unknown>): { text: string | null; files: PlatformFile[] } {
   const post = Array.isArray(c.content) ? c : (Object.values(c).find((v) => v && typeof v === "object" && Array.isArray((v as Record<string, unknown>).content)) as Record<string, unknown> | undefined);
   if (!post) return { text: null, files: [] };
@@ -145,7 +145,10 @@ function postContent(c: Record<string, unknown>): { text: string | null; files: 
     if (!Array.isArray(paragraph)) continue;
     let line = "";
     for (const el of paragraph as Record<string, unknown>[]) {
-      if ((el.tag === "text" || el.tag === "a" || el.tag === "md") && typeof el.text === "string") line += el.text;
+      if ((el.tag === "text" || el.tag === "md") && typeof el.text === "string") line += el.text;
+      // A link's target follows its label (a runner has only the text); a code block stays one, fenced.
+      if (el.tag === "a" && typeof el.text === "string") line += typeof el.href === "string" && el.href && el.href !== el.text ? `${el.text} (${el.href})` : el.text;
+      if (el.tag === "code_block" && typeof el.text === "string") line += `\`\`\`${typeof el.language === "string" ? el.language.toLowerCase() : ""}\n${el.text.replace(/\n$/, "")}\n\`\`\``;
       if (el.tag === "at" && typeof el.user_name === "string") line += `@${el.user_name}`;
       if (el.tag === "img" && typeof el.image_key === "string") files.push({ ref: `image:${el.image_key}`, artifactType: "image" });
     }

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { HostError } from "../../lib/errors";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
@@ -42,6 +43,7 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   acknowledge: () => null,
 
   async download(bot, file) {
+    if (!file.ref) throw new HostError(400, "attachment_unavailable", "Slack gave no download URL for it (a Slack Connect file, or one the workspace's plan hides)");
     // Private file URLs need the bot token, but only Slack's own file host (or the configured API origin) gets
     // it: a payload naming another URL must not make the host hand its token away. Never stored either way.
     const trusted = isTrustedFileUrl(file.ref, bot.apiBaseUrl);

@@ -55,11 +55,9 @@ const USER_MESSAGE_SUBTYPES = new Set([undefined, "file_share", "thread_broadcas
 
 const userActor = (user: string | undefined, team?: string) => ({ actor_type: "user", actor_id: user ?? null, actor_name: null, metadata: team ? { team } : {} });
 
+/** Every shared file; one Slack gives no URL for (a Slack Connect file, one hidden by the plan) has an empty ref, and its download says why. */
 function filesOf(files: z.infer<typeof FileSchema>[] = []): PlatformFile[] {
-  return files.flatMap((f) => {
-    const url = f.url_private_download ?? f.url_private;
-    return url ? [{ ref: url, name: f.name, mimeType: f.mimetype, artifactType: artifactTypeOf(f.mimetype) as PlatformFile["artifactType"] }] : [];
-  });
+  return files.map((f) => ({ ref: f.url_private_download ?? f.url_private ?? "", name: f.name ?? f.id, mimeType: f.mimetype, artifactType: artifactTypeOf(f.mimetype) as PlatformFile["artifactType"] }));
 }
 
 /** `fallbackKey` names an envelope without event_id (a hash of its body). */

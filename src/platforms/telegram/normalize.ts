@@ -27,11 +27,13 @@ const MessageSchema = z.looseObject({
   chat: z.looseObject({ id: z.number(), type: z.string(), title: z.string().optional() }),
   from: UserSchema.optional(),
   /** Set when a chat speaks (an anonymous group admin, a linked channel): `from` is then a placeholder bot. */
-  sender_chat: z.looseObject({ id: z.number() }).optional(),
+  sender_chat: z.looseObject({ id: z.number(), type: z.string().optional(), title: z.string().optional(), username: z.string().optional() }).optional(),
   message_thread_id: z.number().optional(),
   is_topic_message: z.boolean().optional(),
   text: z.string().optional(),
+  entities: z.array(z.unknown()).optional(),
   caption: z.string().optional(),
+  caption_entities: z.array(z.unknown()).optional(),
   photo: z.array(FileSchema).optional(),
   document: FileSchema.optional(),
   voice: FileSchema.optional(),
@@ -59,6 +61,41 @@ const actorOf = (user: TelegramUser | undefined) =>
         metadata: user.username ? { username: user.username } : {},
       }
     : null;
+
+/**
+ * A chat speaking as itself (an anonymous group admin, a linked channel's post): the actor is that chat, not
+ * Telegram's placeholder bot, whose one id every anonymous admin of every group shares (actor-scoped state
+ * would be shared across groups).
+ */
+const chatActorOf = (chat: NonNullable<TelegramMessage["sender_chat"]>) => ({
+  actor_type: "chat",
+  actor_id: String(chat.id),
+  actor_name: chat.title ?? chat.username ?? null,
+  metadata: { chat_type: chat.type ?? null, ...(chat.username ? { username: chat.username } : {}) },
+});
+
+const TextLinkSchema = z.looseObject({ type: z.literal("text_link"), offset: z.int().nonnegative(), length: z.int().positive(), url: z.string().min(1) });
+
+/**
+ * The text with each hyperlinked span followed by its target, "label (url)": a runner has only the text, and
+ * the word a user linked says little without where it points. Offsets count UTF-16 units, as JavaScript's do.
+ */
+function withLinkTargets(text: string, entities: unknown[] | undefined): string {
+  const links = (entities ?? []).flatMap((e) => {
+    const link = TextLinkSchema.safeParse(e);
+    return link.success && link.data.offset + link.data.length <= text.length ? [link.data] : [];
+  });
+  let out = "";
+  let at = 0;
+  for (const link of links.sort((a, b) => a.offset - b.offset)) {
+    const end = link.offset + link.length;
+    if (link.offset < at) continue;
+    const label = text.slice(link.offset, end);
+    out += text.slice(at, end) + (label === link.url ? "" : ` (${link.url})`);
+    at = end;
+  }
+  return out + text.slice(at);
+}
 
 function filesOf(m: TelegramMessage): PlatformFile[] {
   const files: PlatformFile[] = [];
@@ -112,7 +149,7 @@ export function normalizeUpdate(update: z.infer<typeof UpdateSchema>): Normalize
       replyTarget: { platform: "telegram" as const, chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: null },
     }));
   }
-  const text = m.text ?? m.caption ?? null;
+  const text = m.text !== undefined ? withLinkTargets(m.text, m.entities) : m.caption !== undefined ? withLinkTargets(m.caption, m.caption_entities) : null;
   const files = filesOf(m);
   if (text === null && files.length === 0) return [{ ...unhandled(key, kind), conversationId: common.conversationId, threadId: common.threadId }];
   // Another bot's message (bot-to-bot mode delivers replies to ours) is recorded, not answered: two agents would
@@ -123,7 +160,7 @@ export function normalizeUpdate(update: z.infer<typeof UpdateSchema>): Normalize
       ...common,
       key,
       eventType: "message.received",
-      actor: actorOf(m.from),
+      actor: m.sender_chat ? chatActorOf(m.sender_chat) : actorOf(m.from),
       text,
       files,
       replyTarget: { platform: "telegram", chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: m.message_id },
