@@ -77,7 +77,8 @@ export function createEchoRunner(opts: { secret?: string } = {}) {
           const reply = `${greeting}: "${text}" (turn ${turns})${previous ? `. Before that you said: "${previous}"` : ""}`;
           for (const word of reply.split(/(?<= )/)) controller.enqueue(line("message.delta", { chunk: { role: "assistant", content: word } }));
           controller.enqueue(line("message.completed", { message: { role: "assistant", content: reply } }));
-          controller.enqueue(line("state.updated", { scope: "conversation", key: "turns", value: turns }));
+          // Only a scope the host sent can be written: a stateless agent's run has none.
+          if (ctx.state?.conversation) controller.enqueue(line("state.updated", { scope: "conversation", key: "turns", value: turns }));
           controller.enqueue(line("run.completed", { finish_reason: "stop" }));
         } catch (err) {
           controller.enqueue(line("run.failed", { code: "runner.error", error: (err as Error).message, retryable: false }));

@@ -12,6 +12,13 @@ export function missingConfigFields(schema: readonly ConfigSchemaItem[] | undefi
     .map((item) => item.name);
 }
 
+/** `ctx.config`: the agent's runner_config with the schema's default for each field it leaves out (absent or null, as above). */
+export function withConfigDefaults(config: Record<string, unknown>, defaults: Record<string, unknown> = {}): Record<string, unknown> {
+  const filled = { ...config };
+  for (const [name, value] of Object.entries(defaults)) if (filled[name] === undefined || filled[name] === null) filled[name] = value;
+  return filled;
+}
+
 /** The fields a config_schema marks as secrets (`type: "secret"`). */
 export function secretFieldNames(schema: readonly ConfigSchemaItem[] | undefined): Set<string> {
   return new Set((schema ?? []).filter((item) => item.type === "secret").map((item) => item.name));

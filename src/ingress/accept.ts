@@ -6,6 +6,7 @@ import { dbOf } from "../db/connect";
 import { eventLog } from "../db/schema";
 import { configOf, type Env } from "../env";
 import { randomHex } from "../lib/crypto";
+import { headOf } from "../lib/text";
 import { newId, newRunId } from "../lib/ids";
 import { parseJson } from "../lib/json";
 import type { AgentEventContext, InputContext } from "../protocol/context";
@@ -69,7 +70,8 @@ const hasInput = (i: InputContext) => Boolean(i.text) || i.contents.length > 0 |
 export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: string): Promise<Accepted> {
   const db = dbOf(env);
   const eventId = ev.event_id ?? newId("evt");
-  const eventTime = ev.event_time ?? new Date().toISOString();
+  // In UTC, as every timestamp the host sends (a client's offset is normalised, the instant unchanged).
+  const eventTime = new Date(ev.event_time ?? Date.now()).toISOString();
   const key = conversationKey({ workspaceId: ev.workspace_id, botId: ev.bot_id, conversationId: ev.conversation_id, threadId: ev.thread_id });
   const doId = env.CONVERSATIONS.idFromName(key);
   // Minted before we know whether an agent binds; used only if one does.
@@ -104,7 +106,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     subjectType: ev.subject?.subject_type ?? null,
     subjectId: ev.subject?.subject_id ?? null,
     inputJson: JSON.stringify(ev.input),
-    inputSummary: ev.input.text ? ev.input.text.slice(0, 200) : null,
+    inputSummary: ev.input.text ? headOf(ev.input.text, 200) : null,
     dataJson: JSON.stringify(ev.data),
     rawRef: ev.raw_ref ?? null,
     runId,

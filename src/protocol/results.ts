@@ -27,7 +27,8 @@ export const AgentRunResultSchema = z.object({
   run_id: z.string().min(1),
   type: z.string().min(1),
   data: z.unknown().default({}),
-  sequence: z.int().positive().nullish(),
+  // Any integer: one below 1 (a runner counting from 0) is warned about and taken as unnumbered, not a protocol error.
+  sequence: z.int().nullish(),
   timestamp: z.union([z.string(), z.number()]).nullish(),
 });
 export type AgentRunResult = z.infer<typeof AgentRunResultSchema>;

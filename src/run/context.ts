@@ -1,4 +1,5 @@
 import type { AgentRunContextInput, EnabledStateSnapshot, StateScope } from "../protocol/context";
+import { withConfigDefaults } from "../agents/runner-config";
 import { encodeCursor } from "../lib/cursor";
 import { platformDeliveryContext } from "../delivery/context";
 import type { RunJob } from "./job";
@@ -71,7 +72,7 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
       // Not every key of these scopes is in `state`: the rest are read with state.get / state.list.
       metadata: { state_partial: state.partial },
     },
-    config: job.agent.runnerConfig,
+    config: withConfigDefaults(job.agent.runnerConfig, job.runner.configDefaults),
     adapter: null,
     metadata: { agent_id: job.agent.agentId, runner_id: job.runner.runnerId },
   };

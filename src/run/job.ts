@@ -38,6 +38,8 @@ export interface RunJob {
     /** Only what the run's authorisation needs from the manifest: the job stays small. */
     capabilities: Capabilities;
     permissions: Permissions;
+    /** The config_schema's defaults, for the fields an agent's runner_config leaves out (absent in jobs stored before they were kept). */
+    configDefaults?: Record<string, unknown>;
   };
   /** Set for chat platform events: where the reply is delivered. */
   delivery?: PlatformDelivery;

@@ -1,4 +1,4 @@
-import { AgentRunResultSchema, base64DecodedLength, parseResultPayload, type KnownResult } from "../protocol/results";
+import { AgentRunResultSchema, base64DecodedLength, parseResultPayload, STRICT_RESULT_TYPES, type KnownResult } from "../protocol/results";
 import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
 import { formatZodIssues, isBlankMessage } from "../protocol/common";
@@ -134,7 +134,11 @@ export class ResultProcessor {
     if (result.run_id !== this.init.runId) {
       throw new RunnerCallError("runner.protocol_error", `result names run ${result.run_id}, not this run`);
     }
-    const sequence = result.sequence ?? null;
+    let sequence = result.sequence ?? null;
+    if (sequence !== null && sequence < 1) {
+      this.warn(batch, "result.invalid_sequence", `sequence ${sequence} is not positive; the result is taken as unnumbered`, { sequence });
+      sequence = null;
+    }
     if (sequence !== null && !this.acceptSequence(sequence, batch)) return;
 
     this.resultCount++;
@@ -145,7 +149,8 @@ export class ResultProcessor {
       recorded.dropped = true;
       return this.warn(batch, "result.unknown_type", `unknown result type ${result.type} ignored`, { sequence });
     }
-    if (parsed.kind === "invalid") return this.drop(batch, recorded, parsed.issues);
+    // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
+    if (parsed.kind === "invalid") return STRICT_RESULT_TYPES.has(parsed.type) ? this.drop(batch, recorded, parsed.issues) : undefined;
     this.apply(parsed.result, batch, recorded);
   }
 
