@@ -12,7 +12,7 @@ export async function adminCall<T = unknown>(host: { url: string; adminToken: st
 /** Register a runner service and bind one agent to it (idempotent: an existing agent is replaced). */
 export async function bindRunner(
   host: { url: string; adminToken: string },
-  opts: { baseUrl: string; secret?: string; runnerId: string; agentId: string; scope?: { type: string; id?: string }; eventTypes?: string[] },
+  opts: { baseUrl: string; secret?: string; runnerId: string; agentId: string; scope?: { type: string; id?: string }; eventTypes?: string[]; keepExisting?: boolean },
 ) {
   let reg = await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: opts.baseUrl, secret: opts.secret });
   if (reg.status === 409) {
@@ -30,6 +30,8 @@ export async function bindRunner(
     scope: opts.scope ?? { type: "global" },
   };
   const existing = await adminCall(host, "GET", `/v1/admin/agents/${opts.agentId}`);
+  // `npm start` again: the agent as the operator left it (disabled, re-scoped, reconfigured) stays as it is.
+  if (existing.status === 200 && opts.keepExisting) return;
   const res = existing.status === 200
     ? await adminCall(host, "PUT", `/v1/admin/agents/${opts.agentId}`, agent)
     : await adminCall(host, "POST", "/v1/admin/agents", agent);

@@ -63,7 +63,7 @@ if (hostPort !== 0 && hostPort === runnerPort) {
 const runnerSecret = devSecret("runner-secret");
 const runner = await startEchoRunner({ port: runnerPort, secret: runnerSecret });
 const host = await startHost({ adminToken, port: hostPort, dataDir, vars });
-await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo" });
+await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo", keepExisting: true });
 
 console.log(`agent host listening on ${host.url}
 admin token: ${adminToken}

@@ -40,6 +40,10 @@ export class DbError extends Error {
   get isConstraintViolation(): boolean {
     return (this.code ?? "").startsWith("SQLITE_CONSTRAINT") || /UNIQUE constraint failed/.test(this.message);
   }
+  /** The rule of migration 0008's integrity triggers that refused the write (`runner_in_use`, ...), or null. */
+  get integrityRule(): string | null {
+    return /integrity: ([a-z_]+)/.exec(this.message)?.[1] ?? null;
+  }
 }
 
 /** Whether a failed write may have been applied: always, unless the database answered that it was not. */

@@ -3,6 +3,13 @@ import { HTTPException } from "hono/http-exception";
 import { HostError } from "../lib/errors";
 import { SealedSecretError } from "../lib/secret-box";
 import { describeError } from "../lib/describe-error";
+import { DbError } from "../db/executor";
+
+const INTEGRITY_REFUSALS: Record<string, { status: 404 | 409; code: string; message: string }> = {
+  agent_runner_not_registered: { status: 409, code: "conflict", message: "the agent's runner is not registered (its service was deleted or refreshed meanwhile)" },
+  runner_in_use: { status: 409, code: "conflict", message: "an agent runs on a runner this would remove (it was created meanwhile): move or delete it first" },
+  binding_agent_missing: { status: 404, code: "not_found", message: "the agent was deleted meanwhile" },
+};
 
 /** The one error handler: every failure answers `{error: {code, message}}`. */
 export const onError: ErrorHandler = (err, c) => {
@@ -12,6 +19,9 @@ export const onError: ErrorHandler = (err, c) => {
     const code = err.status === 400 ? "invalid_json" : err.status === 413 ? "payload_too_large" : "invalid_request";
     return c.json({ error: { code, message: err.message || "bad request" } }, err.status);
   }
+  // A write the database refused because a concurrent one changed what the route had checked (migration 0008).
+  const refused = err instanceof DbError ? INTEGRITY_REFUSALS[err.integrityRule ?? ""] : undefined;
+  if (refused) return c.json({ error: { code: refused.code, message: refused.message } }, refused.status);
   // A stored credential the configured keys cannot open: the operator's to fix (SECRETS_KEY, SECRETS_KEY_PREVIOUS).
   if (err instanceof SealedSecretError) {
     console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${err.message}`);

@@ -103,7 +103,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
       runners,
     );
   } catch (err) {
-    if (err instanceof DbError && err.isConstraintViolation) {
+    if (err instanceof DbError && err.isConstraintViolation && !err.integrityRule) {
       const owner = (await store.listRunners()).find((r) => runners.some((mine) => mine.runnerId === r.runnerId) && r.serviceId !== serviceId)?.serviceId;
       const move = owner ? `; if it moved here, PUT /v1/admin/runner-services/${owner} with this base_url` : "";
       throw conflict(`runner ids of ${parsed.service.author}/${parsed.service.name} are already registered by service ${owner ?? "(another)"}${move}`, owner ? { service_id: owner } : undefined);

@@ -1,4 +1,5 @@
-import { eq } from "drizzle-orm";
+import { and, eq, notInArray, sql } from "drizzle-orm";
+import { insertWhere } from "../db/guarded";
 import type { Db } from "../db/client";
 import { runner, runnerService } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
@@ -40,13 +41,20 @@ export function registryStore(db: Db) {
       await db.batch([db.delete(runner).where(eq(runner.serviceId, serviceId)), db.delete(runnerService).where(eq(runnerService.serviceId, serviceId))]);
     },
 
-    /** Save a fetched manifest and replace the service's runners: one batch. */
+    /**
+     * Save a fetched manifest and replace the service's runners: one batch. Runners it still lists are updated in
+     * place, only the others deleted (the database refuses to delete one an agent runs on: `runner_in_use`).
+     */
     async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[]) {
       const { serviceId, ...rest } = service;
       await db.batch([
         db.insert(runnerService).values(service).onConflictDoUpdate({ target: runnerService.serviceId, set: rest }),
-        db.delete(runner).where(eq(runner.serviceId, serviceId)),
-        ...runners.map((r) => db.insert(runner).values(r)),
+        db.delete(runner).where(and(eq(runner.serviceId, serviceId), notInArray(runner.runnerId, runners.map((r) => r.runnerId)))),
+        // Each runner updated if it is this service's, else inserted: an id another service holds fails the insert.
+        ...runners.flatMap(({ runnerId, ...fields }) => {
+          const ours = and(eq(runner.runnerId, runnerId), eq(runner.serviceId, serviceId));
+          return [db.update(runner).set(fields).where(ours), insertWhere(db, runner, { runnerId, ...fields }, sql`NOT EXISTS (SELECT 1 FROM ${runner} WHERE ${ours})`)];
+        }),
       ]);
     },
   };

@@ -25,7 +25,7 @@ describe("concurrent creates of the same id", () => {
   it("answers 201 once and 409 for the rest when the same bot_id is POSTed concurrently, never 500", async () => {
     const statuses: number[] = [];
     for (let round = 0; round < 10; round++) {
-      const bot = { bot_id: `race-bot-${round}`, platform: "telegram", credentials: { bot_token: "123456:raceTOKEN", secret_token: "race_secret" } };
+      const bot = { bot_id: `race-bot-${round}`, platform: "telegram", credentials: { bot_token: "123456:raceTOKEN", secret_token: "race_secret_0123456789" } };
       const answers = await Promise.all(Array.from({ length: 8 }, () => host.admin("POST", "/v1/admin/bots", bot)));
       statuses.push(...answers.map((a) => a.status));
       expect(answers.filter((a) => a.status === 201)).toHaveLength(1);

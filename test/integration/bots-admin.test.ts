@@ -66,10 +66,10 @@ describe("admin API for bots", () => {
     expect(Object.values(stored).every((v) => String(v).startsWith("sealed:v2:"))).toBe(true);
     expect(row.credentials_json).not.toContain(TELEGRAM.bot_token);
     expect(await openValues(box, stored, { table: "bots", id: "put-me" })).toEqual(TELEGRAM);
-    const rotated = await host.admin("PUT", "/v1/admin/bots/put-me", { credentials: { ...TELEGRAM, secret_token: "rotated-secret" } });
+    const rotated = await host.admin("PUT", "/v1/admin/bots/put-me", { credentials: { ...TELEGRAM, secret_token: "rotated-secret-0123456789" } });
     expect(rotated.status).toBe(200);
     const [after] = await host.query<{ credentials_json: string }>("SELECT credentials_json FROM bot WHERE bot_id = 'put-me'");
-    expect((await openValues(box, JSON.parse(after.credentials_json), { table: "bots", id: "put-me" })).secret_token).toBe("rotated-secret");
+    expect((await openValues(box, JSON.parse(after.credentials_json), { table: "bots", id: "put-me" })).secret_token).toBe("rotated-secret-0123456789");
     expect((await host.admin("PUT", "/v1/admin/bots/put-me", { platform: "slack" })).status).toBe(400);
     expect((await host.admin("POST", "/v1/admin/bots", { bot_id: "put-me", platform: "telegram", credentials: TELEGRAM })).status).toBe(409);
   });

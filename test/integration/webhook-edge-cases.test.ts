@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 
 const SIGNING_SECRET = "edge-slack-signing-secret-0123";
-const TG_SECRET = "edge_tg_secret";
+const TG_SECRET = "edge_tg_secret_0123456789";
 const LARK_TOKEN = "edge-lark-verification-token";
 
 let host: TestHost;

@@ -9,8 +9,9 @@ import { normalizeUpdate, UpdateSchema } from "./normalize";
 
 const CredentialsSchema = z.strictObject({
   bot_token: z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, "bot_token must look like 123456:ABC-DEF..."),
-  // What setWebhook accepts as secret_token: 1-256 of A-Z a-z 0-9 _ -.
-  secret_token: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, "secret_token must be 1-256 characters of A-Z a-z 0-9 _ -"),
+  // What setWebhook accepts as secret_token (A-Z a-z 0-9 _ -, at most 256), and at least 16 of them: it is all that
+  // authenticates the webhook, so it must not be guessable (as no runner service or Slack secret may be shorter).
+  secret_token: z.string().regex(/^[A-Za-z0-9_-]{16,256}$/, "secret_token must be 16-256 characters of A-Z a-z 0-9 _ -"),
 });
 
 /**

@@ -116,7 +116,10 @@ export const agentsRouter = router()
     const secrets = await checkRunnerConfig(db, input, existing);
     await checkResourceGrants(db, input);
     await save(() => store.replace(toRow(agentId, input, existing.createdAt)));
-    return c.json(toAgentView((await store.get(agentId))!, secrets));
+    // Deleted meanwhile (a disabled agent has no bindings whose write the database would have refused).
+    const saved = await store.get(agentId);
+    if (!saved) throw notFound(`agent ${agentId} not found`);
+    return c.json(toAgentView(saved, secrets));
   })
   .delete("/:agentId", async (c) => {
     const store = agentsStore(dbOf(c.env));

@@ -7,7 +7,7 @@ import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
 import { newId } from "../../lib/ids";
 import { jsonBody } from "../../middleware/validate";
-import { formatZodIssues } from "../../protocol/common";
+import { formatZodIssues, ScopedIdSchema } from "../../protocol/common";
 import { scrubSecrets } from "../../platforms/redact";
 import { ADAPTERS } from "../../platforms/registry";
 import { PLATFORMS, type PlatformName } from "../../platforms/types";
@@ -16,8 +16,9 @@ import { publicBaseUrl, router } from "../app-env";
 import { maskUrl } from "../../resources/secrets";
 
 const BotFields = {
-  name: z.string().min(1).max(200).optional(),
-  workspace_id: z.string().min(1).max(200).optional(),
+  name: z.string().min(1).max(200).regex(/^[^\p{Cc}\p{Cs}]*$/u, "must not contain control characters or unpaired surrogates").optional(),
+  // Stamped on every event of the bot: refused as an event's own workspace_id would be.
+  workspace_id: ScopedIdSchema.optional(),
   // Tests point this at a fake platform on loopback; production leaves it unset.
   api_base_url: z.url({ protocol: /^https?$/ }).optional(),
 };

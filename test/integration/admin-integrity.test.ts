@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({ name: "admin-int", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply(`hi from ${body.context.metadata.agent_id}`) });
+  host = await startTestHost();
+  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+});
+
+const agentBody = (id: string, conv: string, runnerId = runner.runnerId()) => ({
+  agent_id: id,
+  name: id,
+  runner_id: runnerId,
+  event_types: ["message.received"],
+  scope: { type: "conversation", id: conv },
+});
+
+/**
+ * Admin writes checked by a route and then written: a concurrent write in
+ * between must not leave an agent on a runner that does not exist or a
+ * binding naming no agent (the database refuses such writes, migration
+ * 0008). Also: npm start's own binding leaves an operator's changes alone,
+ * and bot fields are validated like every other scope id and secret.
+ */
+describe("admin races", () => {
+  it("a PUT racing a DELETE of the same agent answers 200 or 404 (never 500) and never leaves a binding behind for the deleted agent", async () => {
+    const problems: string[] = [];
+    for (let round = 0; round < 12; round++) {
+      const id = `ghost-${round}`;
+      const conv = `ghost-conv-${round}`;
+      expect((await host.admin("POST", "/v1/admin/agents", agentBody(id, conv))).status).toBe(201);
+      const [put, del] = await Promise.all([
+        host.admin("PUT", `/v1/admin/agents/${id}`, { ...agentBody(id, conv), name: "renamed" }),
+        host.admin("DELETE", `/v1/admin/agents/${id}`),
+      ]);
+      if (![200, 404].includes(put.status)) problems.push(`${id}: PUT answered ${put.status} ${JSON.stringify(put.body)}`);
+      expect(del.status).toBe(204);
+      // The agent is gone; its scope must be free for another agent.
+      expect((await host.admin("GET", `/v1/admin/agents/${id}`)).status).toBe(404);
+      const taker = await host.admin("POST", "/v1/admin/agents", agentBody(`taker-${round}`, conv));
+      if (taker.status !== 201) problems.push(`${id} deleted, yet a new agent on its scope gets ${taker.status} ${JSON.stringify(taker.body)}`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("an agent created while its runner service is being deleted is refused, never left on a runner that does not exist", async () => {
+    const orphans: string[] = [];
+    for (let round = 0; round < 12; round++) {
+      const svc = await startAdHocRunner({ name: `vanishing-${round}`, onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("ok") });
+      try {
+        const reg = await host.admin("POST", "/v1/admin/runner-services", { base_url: svc.url });
+        expect(reg.status).toBe(201);
+        const id = `orphan-${round}`;
+        const [del, post] = await Promise.all([
+          host.admin("DELETE", `/v1/admin/runner-services/${reg.body.service.service_id}`),
+          new Promise((r) => setTimeout(r, round % 4)).then(() => host.admin("POST", "/v1/admin/agents", agentBody(id, `orphan-conv-${round}`, svc.runnerId()))),
+        ]);
+        if (del.status === 204 && post.status === 201) {
+          const ev = await host.postEvent(messageEvent(`orphan-conv-${round}`, "hi"));
+          orphans.push(`${id}: service deleted (204) and agent created (201) on ${svc.runnerId()}; event disposition ${ev.body.disposition}`);
+        }
+      } finally {
+        await svc.close();
+      }
+    }
+    expect(orphans).toEqual([]);
+  });
+});
+
+describe("refresh racing an agent write", () => {
+  it("a refresh that drops a runner never leaves an agent created meanwhile on that runner", async () => {
+    const runners: Record<string, unknown>[] = [{ name: "keep", label: { en_US: "keep" } }, { name: "gone", label: { en_US: "gone" } }];
+    const svc = await startAdHocRunner({ name: "shrinking", runners, onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("ok") });
+    const orphans: string[] = [];
+    try {
+      const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: svc.url })).body.service.service_id;
+      for (let round = 0; round < 16; round++) {
+        runners[1] = { name: "gone", label: { en_US: "gone" } };
+        expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
+        runners.splice(1);
+        const id = `on-gone-${round}`;
+        const [refresh, post] = await Promise.all([
+          host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`),
+          new Promise((r) => setTimeout(r, round % 8)).then(() => host.admin("POST", "/v1/admin/agents", agentBody(id, `on-gone-conv-${round}`, svc.runnerId("gone")))),
+        ]);
+        if (refresh.status === 200 && post.status === 201) {
+          const ev = await host.postEvent(messageEvent(`on-gone-conv-${round}`, "hi"));
+          orphans.push(`${id}: refresh dropped ${svc.runnerId("gone")} (200) and the agent on it was created (201); its event: ${ev.body.disposition}`);
+        }
+        if (post.status === 201) {
+          runners[1] = { name: "gone", label: { en_US: "gone" } };
+          await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`);
+          await host.admin("DELETE", `/v1/admin/agents/${id}`);
+        }
+      }
+    } finally {
+      await svc.close();
+    }
+    expect(orphans).toEqual([]);
+  });
+});
+
+describe("npm start's binding against an operator's own configuration", () => {
+  it("a restart of npm start (bindRunner) does not fail when the operator disabled echo and bound another global agent", async () => {
+    const echo = await startAdHocRunner({ author: "examples", name: "echo", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("echo") });
+    try {
+      const opts = { baseUrl: echo.url, runnerId: echo.runnerId(), agentId: "echo" };
+      await host.bind({ ...opts, keepExisting: true }); // first npm start
+      // The operator turns the example off and binds their own agent globally.
+      const shown = await host.admin("GET", "/v1/admin/agents/echo");
+      expect((await host.admin("PUT", "/v1/admin/agents/echo", { ...shown.body, enabled: false })).status).toBe(200);
+      expect((await host.admin("POST", "/v1/admin/agents", { agent_id: "mine", name: "mine", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" } })).status).toBe(201);
+      // Next npm start: same binding call.
+      let failure: string | null = null;
+      await host.bind({ ...opts, keepExisting: true }).catch((err: Error) => (failure = err.message));
+      expect(failure).toBeNull();
+      expect((await host.admin("GET", "/v1/admin/agents/echo")).body.enabled).toBe(false);
+    } finally {
+      await host.admin("DELETE", "/v1/admin/agents/mine");
+      await host.admin("DELETE", "/v1/admin/agents/echo");
+      await echo.close();
+    }
+  });
+});
+
+describe("bots admin validation", () => {
+  it("refuses a bot workspace_id with a control character, as every other scope id (events, agent scopes) is refused", async () => {
+    const workspace = "acme\u0000corp";
+    // The same id is refused as an agent scope and as an event's workspace_id ...
+    const scope = await host.admin("POST", "/v1/admin/agents", { name: "x", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "workspace", id: workspace } });
+    expect(scope.status).toBe(400);
+    expect((await host.postEvent(messageEvent("c-nul", "hi", { workspace_id: workspace }))).status).toBe(400);
+    // ... but a bot takes it, and stamps it on every event of its chats.
+    const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", workspace_id: workspace, credentials: { bot_token: "123:abc", secret_token: "s3cret-token-0123456789" } });
+    // Observed when it is taken: a Telegram update to this bot is recorded with workspace_id "acme" (cut at the NUL),
+    // and GET /v1/conversations/events with the bot's own workspace_id lists nothing.
+    expect(bot.status).toBe(400);
+  });
+
+  it("refuses a guessable Telegram secret_token (the only thing that authenticates its webhook), as it refuses short Slack and runner secrets", async () => {
+    const weak = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", credentials: { bot_token: "123:abc", secret_token: "a" } });
+    if (weak.status === 201) {
+      // Anyone can then post updates as any user: one of 64 guesses is accepted.
+      const u = { update_id: 9, message: { message_id: 90, date: Math.floor(Date.now() / 1000), chat: { id: 7, type: "private" }, from: { id: 1, is_bot: false, first_name: "Mallory" }, text: "forged" } };
+      let accepted = 0;
+      for (const guess of "abc") {
+        const res = await fetch(weak.body.webhook_url, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": guess }, body: JSON.stringify(u) });
+        if (res.status === 200) accepted++;
+      }
+      expect(accepted).toBe(1);
+    }
+    expect(weak.status).toBe(400);
+  });
+});
