@@ -1,4 +1,5 @@
 import { hostRecordInsert } from "../stores/event-log";
+import { readsOwnToolResult } from "./actions/artifacts";
 import { API_GROUP_OF_ACTION, HostApiRequestSchema, parseHostApiParams } from "../protocol/host-api";
 import { formatZodIssues, jsonShapeProblem, MAX_JSON_DEPTH } from "../protocol/common";
 import { ACTIONS, type ActionContext } from "./actions/index";
@@ -94,7 +95,7 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     action = envelope.data.action;
     params = envelope.data.params;
     if (!Object.hasOwn(API_GROUP_OF_ACTION, action)) throw new ApiError("not_found", `unknown action "${action}"`);
-    checkGranted(ctx, action as GatedAction, envelope.data.params);
+    if (!(await readsOwnToolResult(ctx, action, envelope.data.params))) checkGranted(ctx, action as GatedAction, envelope.data.params);
     const parsed = parseHostApiParams(action, envelope.data.params);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
     checkDeadline(ctx);

@@ -14,6 +14,16 @@ async function visibleArtifact(ctx: ActionContext, artifactId: string): Promise<
   return row;
 }
 
+/**
+ * A tool result too large to inline comes back as `result_ref` (an artifact of the calling run): the run
+ * that called the tool reads it even without the artifact_read API, or the result it paid for is unreachable.
+ */
+export async function readsOwnToolResult(ctx: Pick<ActionContext, "db" | "snapshot">, action: string, params: Record<string, unknown>): Promise<boolean> {
+  if ((action !== "artifact.read" && action !== "artifact.metadata") || typeof params.artifact_id !== "string") return false;
+  const row = await artifactsStore(ctx.db).get(params.artifact_id);
+  return row?.source === "tool" && row.runId === ctx.snapshot.runId;
+}
+
 const artifactMetadata: Handler<"artifact.metadata"> = async (ctx, p) => toArtifactMetadata(await visibleArtifact(ctx, p.artifact_id));
 
 /** One window of the bytes, through an R2 range read: responses stay ≤ 1 MiB of content whatever the artifact size. */
