@@ -63,6 +63,8 @@ describe("admin races", () => {
           host.admin("DELETE", `/v1/admin/runner-services/${reg.body.service.service_id}`),
           new Promise((r) => setTimeout(r, round % 4)).then(() => host.admin("POST", "/v1/admin/agents", agentBody(id, `orphan-conv-${round}`, svc.runnerId()))),
         ]);
+        // Whichever wins, the other is refused with a clear answer (the route's check, or the database's), never a 500.
+        if (![204, 409].includes(del.status) || ![201, 400, 409].includes(post.status)) orphans.push(`${id}: DELETE ${del.status}, POST ${post.status} ${JSON.stringify(post.body)}`);
         if (del.status === 204 && post.status === 201) {
           const ev = await host.postEvent(messageEvent(`orphan-conv-${round}`, "hi"));
           orphans.push(`${id}: service deleted (204) and agent created (201) on ${svc.runnerId()}; event disposition ${ev.body.disposition}`);
@@ -91,6 +93,7 @@ describe("refresh racing an agent write", () => {
           host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`),
           new Promise((r) => setTimeout(r, round % 8)).then(() => host.admin("POST", "/v1/admin/agents", agentBody(id, `on-gone-conv-${round}`, svc.runnerId("gone")))),
         ]);
+        if (![200, 409].includes(refresh.status) || ![201, 400, 409].includes(post.status)) orphans.push(`${id}: refresh ${refresh.status} ${JSON.stringify(refresh.body)}, POST ${post.status} ${JSON.stringify(post.body)}`);
         if (refresh.status === 200 && post.status === 201) {
           const ev = await host.postEvent(messageEvent(`on-gone-conv-${round}`, "hi"));
           orphans.push(`${id}: refresh dropped ${svc.runnerId("gone")} (200) and the agent on it was created (201); its event: ${ev.body.disposition}`);

@@ -33,6 +33,18 @@ const agentRow = (agentId: string, scopeId: string, eventTypes: string[], enable
 });
 
 describe("stores on embedded libSQL", () => {
+  it("refuses an agent on an unregistered runner, removing a runner in use and a binding with no agent (migration 0008)", async () => {
+    // Drizzle wraps a raw statement's failure ("Failed query"), with the database's refusal as its cause.
+    const refusal = (p: Promise<unknown>) => p.then(() => null, (e: Error) => /integrity: ([a-z_]+)/.exec(`${e.message} ${String((e.cause as Error | undefined)?.message)}`)?.[1] ?? e.message);
+    expect(await refusal(agentsStore(db).create(agentRow("lost", "bot-x", ["message.received"])))).toBe("agent_runner_not_registered");
+    await db.run(sql`INSERT INTO runner (runner_id, service_id, name, manifest_json, updated_at) VALUES ('http:a/b/c', 'svc', 'c', '{}', 1)`);
+    await agentsStore(db).create(agentRow("kept", "bot-x", ["message.received"]));
+    expect(await refusal(db.run(sql`DELETE FROM runner WHERE runner_id = 'http:a/b/c'`))).toBe("runner_in_use");
+    expect(await refusal(db.run(sql`INSERT INTO agent_binding (scope_type, scope_id, event_type, agent_id) VALUES ('bot', 'bot-y', 'message.received', 'nobody')`))).toBe("binding_agent_missing");
+    await agentsStore(db).remove("kept");
+    expect(await refusal(db.run(sql`DELETE FROM runner WHERE runner_id = 'http:a/b/c'`))).toBeNull();
+  });
+
   it("numbers transcript items per conversation and pages both directions", async () => {
     const item = (n: number, key: string) => transcriptInsert(db, { transcriptId: `t${key}${n}`, conversationKey: key, eventId: `e${n}`, role: "user", itemType: "message", content: `m${n}` });
     await db.batch([item(1, "A"), item(2, "A"), item(1, "B"), item(3, "A")]);
@@ -51,6 +63,8 @@ describe("stores on embedded libSQL", () => {
   });
 
   it("refuses overlapping enabled bindings atomically and names the holder", async () => {
+    // An agent needs its runner registered (migration 0008).
+    await db.run(sql`INSERT INTO runner (runner_id, service_id, name, manifest_json, updated_at) VALUES ('http:a/b/c', 'svc', 'c', '{}', 1)`);
     const agents = agentsStore(db);
     await agents.create(agentRow("one", "bot-1", ["message.received", "message.recalled"]));
     const err = await agents.create(agentRow("two", "bot-1", ["message.recalled"])).catch((e) => e);
