@@ -46,6 +46,13 @@ export class DbError extends Error {
   }
 }
 
+/** The database's own error in `err`, or in its causes: drizzle wraps a failed single query (DrizzleQueryError). */
+export function dbErrorOf(err: unknown): DbError | null {
+  let e = err;
+  for (let depth = 0; e && depth < 5; depth++, e = (e as { cause?: unknown }).cause) if (e instanceof DbError) return e;
+  return null;
+}
+
 /** Whether a failed write may have been applied: always, unless the database answered that it was not. */
 export const mayHaveApplied = (err: unknown): boolean => !(err instanceof DbError) || err.unanswered;
 

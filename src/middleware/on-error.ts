@@ -3,7 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { HostError } from "../lib/errors";
 import { SealedSecretError } from "../lib/secret-box";
 import { describeError } from "../lib/describe-error";
-import { DbError } from "../db/executor";
+import { dbErrorOf } from "../db/executor";
 
 const INTEGRITY_REFUSALS: Record<string, { status: 404 | 409; code: string; message: string }> = {
   agent_runner_not_registered: { status: 409, code: "conflict", message: "the agent's runner is not registered (its service was deleted or refreshed meanwhile)" },
@@ -20,7 +20,7 @@ export const onError: ErrorHandler = (err, c) => {
     return c.json({ error: { code, message: err.message || "bad request" } }, err.status);
   }
   // A write the database refused because a concurrent one changed what the route had checked (migration 0008).
-  const refused = err instanceof DbError ? INTEGRITY_REFUSALS[err.integrityRule ?? ""] : undefined;
+  const refused = INTEGRITY_REFUSALS[dbErrorOf(err)?.integrityRule ?? ""];
   if (refused) return c.json({ error: { code: refused.code, message: refused.message } }, refused.status);
   // A stored credential the configured keys cannot open: the operator's to fix (SECRETS_KEY, SECRETS_KEY_PREVIOUS).
   if (err instanceof SealedSecretError) {

@@ -136,7 +136,10 @@ export interface Surface {
 
 export interface PlatformAdapter<C extends Record<string, string> = Record<string, string>> {
   name: PlatformName;
+  /** Credentials as stored and used. */
   credentials: z.ZodType<C>;
+  /** Credentials an operator sends now, when stricter than those stored before (a bot keeps working with its own). */
+  newCredentials?: z.ZodType<C>;
   defaultApiBaseUrl: string;
   surface: Surface;
   /** How soon the platform wants its webhook answered (Slack, Lark, Discord: 3 s); unset when it waits long. */

@@ -65,6 +65,8 @@ describe("admin races", () => {
         ]);
         // Whichever wins, the other is refused with a clear answer (the route's check, or the database's), never a 500.
         if (![204, 409].includes(del.status) || ![201, 400, 409].includes(post.status)) orphans.push(`${id}: DELETE ${del.status}, POST ${post.status} ${JSON.stringify(post.body)}`);
+        // A 409 from the database's refusal names the runner, never an agent that "already exists" (it does not).
+        if (post.status === 409 && /already exists/.test(JSON.stringify(post.body))) orphans.push(`${id}: POST 409 ${JSON.stringify(post.body)}`);
         if (del.status === 204 && post.status === 201) {
           const ev = await host.postEvent(messageEvent(`orphan-conv-${round}`, "hi"));
           orphans.push(`${id}: service deleted (204) and agent created (201) on ${svc.runnerId()}; event disposition ${ev.body.disposition}`);
@@ -161,5 +163,20 @@ describe("bots admin validation", () => {
       expect(accepted).toBe(1);
     }
     expect(weak.status).toBe(400);
+  });
+
+  it("keeps a bot registered with a shorter secret_token (valid before the minimum) receiving its webhooks", async () => {
+    const created = await host.admin("POST", "/v1/admin/bots", {
+      platform: "telegram",
+      api_base_url: "http://127.0.0.1:9",
+      credentials: { bot_token: "123456:OLD-bot-token", secret_token: "long-enough-secret-123" },
+    });
+    expect(created.status).toBe(201);
+    // As an earlier release stored it (1-256 characters were accepted; a value stored before a key was set opens as it is).
+    await host.query("UPDATE bot SET credentials_json = ? WHERE bot_id = ?", [JSON.stringify({ bot_token: "123456:OLD-bot-token", secret_token: "oldsecret" }), created.body.bot_id]);
+    const update = { update_id: 1, message: { message_id: 1, date: 1, chat: { id: 42, type: "private" }, from: { id: 7, is_bot: false, first_name: "A" }, text: "hi" } };
+    const post = (secret: string) => fetch(created.body.webhook_url, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret }, body: JSON.stringify(update) });
+    expect((await post("oldsecret")).status).toBe(200);
+    expect((await post("wrong")).status).toBe(401);
   });
 });

@@ -9,8 +9,16 @@ import { normalizeUpdate, UpdateSchema } from "./normalize";
 
 const CredentialsSchema = z.strictObject({
   bot_token: z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, "bot_token must look like 123456:ABC-DEF..."),
-  // What setWebhook accepts as secret_token (A-Z a-z 0-9 _ -, at most 256), and at least 16 of them: it is all that
-  // authenticates the webhook, so it must not be guessable (as no runner service or Slack secret may be shorter).
+  // What setWebhook accepts as secret_token: 1-256 of A-Z a-z 0-9 _ -.
+  secret_token: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, "secret_token must be 1-256 characters of A-Z a-z 0-9 _ -"),
+});
+
+/**
+ * New credentials also need a secret_token of at least 16 characters: it is all that authenticates the webhook,
+ * so it must not be guessable (no runner service or Slack secret may be shorter). Only for new ones: a bot stored
+ * before keeps working with its shorter token until its credentials are replaced.
+ */
+const NewCredentialsSchema = CredentialsSchema.extend({
   secret_token: z.string().regex(/^[A-Za-z0-9_-]{16,256}$/, "secret_token must be 16-256 characters of A-Z a-z 0-9 _ -"),
 });
 
@@ -24,6 +32,7 @@ const TELEGRAM_UPLOAD_MAX_BYTES = 50_000_000;
 export const telegram: PlatformAdapter<TelegramCredentials> = {
   name: "telegram",
   credentials: CredentialsSchema,
+  newCredentials: NewCredentialsSchema,
   defaultApiBaseUrl: "https://api.telegram.org",
   // sendMessage text is 1-4096 characters; editMessageText edits in place.
   surface: { canEdit: true, maxMessageSize: 4096, maxFileBytes: TELEGRAM_UPLOAD_MAX_BYTES, capabilities: { threads: "forum_topics", reply_quotes: true } },

@@ -40,7 +40,7 @@ const ReplaceBot = z.strictObject({
 /** The platform's own credential schema; issues name fields, never values. */
 /** Valid for the platform, then sealed value by value (their names stay listable). */
 async function checkedCredentials(db: Db, botId: string, platform: PlatformName, credentials: Record<string, string>): Promise<string> {
-  const parsed = ADAPTERS[platform].credentials.safeParse(credentials);
+  const parsed = (ADAPTERS[platform].newCredentials ?? ADAPTERS[platform].credentials).safeParse(credentials);
   if (!parsed.success) throw badRequest(`invalid credentials for ${platform}: ${formatZodIssues(parsed.error)}`);
   return JSON.stringify(await sealValues(db.secrets, parsed.data as Record<string, unknown>, { table: "bots", id: botId }));
 }
