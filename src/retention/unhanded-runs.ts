@@ -22,7 +22,11 @@ export async function endNeverHandedOverRuns(env: Env, db: Db, now: number, limi
   for (let i = 0; i < limits.maxBatches; i++) {
     const page = await runsStore(db).notStartedBefore(now - HAND_OVER_GRACE_MS, after, limits.batchSize);
     const byConversation = new Map<string, string[]>();
-    for (const row of page) byConversation.set(row.conversationKey, [...(byConversation.get(row.conversationKey) ?? []), row.runId]);
+    for (const row of page) {
+      const runIds = byConversation.get(row.conversationKey);
+      if (runIds) runIds.push(row.runId);
+      else byConversation.set(row.conversationKey, [row.runId]);
+    }
     for (const [key, runIds] of byConversation) ended += await env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(key)).endNeverHandedOver(runIds);
     if (page.length < limits.batchSize) break;
     after = page[page.length - 1];

@@ -20,6 +20,8 @@ async function visibleArtifact(ctx: ActionContext, artifactId: string): Promise<
  */
 export async function readsOwnToolResult(ctx: Pick<ActionContext, "db" | "snapshot">, action: string, params: Record<string, unknown>): Promise<boolean> {
   if ((action !== "artifact.read" && action !== "artifact.metadata") || typeof params.artifact_id !== "string") return false;
+  // Granted the API, the run reads it through the usual gate: no lookup here.
+  if (ctx.snapshot.availableApis[action === "artifact.read" ? "artifact_read" : "artifact_metadata"]) return false;
   const row = await artifactsStore(ctx.db).get(params.artifact_id);
   return row?.source === "tool" && row.runId === ctx.snapshot.runId;
 }
