@@ -10,6 +10,7 @@ import { headOf } from "../lib/text";
 import { newId, newRunId } from "../lib/ids";
 import { parseJson } from "../lib/json";
 import type { AgentEventContext, InputContext } from "../protocol/context";
+import { textOfElements } from "../protocol/common";
 import type { RunJob } from "../run/job";
 import { jobAgentOf, jobRunnerOf } from "../run/job-parts";
 import { resolutionValues, resolveBinding, type BoundAgent } from "../stores/binding-resolution";
@@ -59,6 +60,9 @@ export interface Accepted {
   disposition: Disposition;
 }
 
+/** What the user said: `text`, or else the text elements of `contents`, so history and search read a message sent as parts too. */
+const userText = (i: InputContext) => i.text || textOfElements(i.contents) || null;
+
 const hasInput = (i: InputContext) => Boolean(i.text) || i.contents.length > 0 || i.attachments.length > 0;
 
 /**
@@ -106,7 +110,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     subjectType: ev.subject?.subject_type ?? null,
     subjectId: ev.subject?.subject_id ?? null,
     inputJson: JSON.stringify(ev.input),
-    inputSummary: ev.input.text ? headOf(ev.input.text, 200) : null,
+    inputSummary: headOf(userText(ev.input) ?? "", 200) || null,
     dataJson: JSON.stringify(ev.data),
     rawRef: ev.raw_ref ?? null,
     runId,
@@ -126,7 +130,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
             threadId: ev.thread_id,
             role: "user",
             itemType: "message",
-            content: ev.input.text ?? null,
+            content: userText(ev.input),
             contentJson: ev.input.contents.length ? ev.input.contents : undefined,
             artifactRefs: ev.input.attachments,
             metadata: { actor_type: ev.actor.actor_type, actor_id: ev.actor.actor_id ?? null, actor_name: ev.actor.actor_name ?? null },

@@ -160,6 +160,11 @@ export const ContentElementSchema = z.discriminatedUnion("type", [
 ]);
 export type ContentElement = z.infer<typeof ContentElementSchema>;
 export type TextElement = z.infer<typeof TextElementSchema>;
+
+/** The text elements of `elements`, concatenated: what a message made of parts says, for the transcript and search. */
+export function textOfElements(elements: readonly ContentElement[]): string {
+  return elements.map((el) => (el.type === "text" ? el.text : "")).join("");
+}
 export type ImageElement = z.infer<typeof ImageElementSchema>;
 export type FileElement = z.infer<typeof FileElementSchema>;
 export type AudioElement = z.infer<typeof AudioElementSchema>;

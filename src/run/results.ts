@@ -1,7 +1,7 @@
 import { AgentRunResultSchema, base64DecodedLength, parseResultPayload, STRICT_RESULT_TYPES, type KnownResult } from "../protocol/results";
 import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
-import { formatZodIssues, isBlankMessage } from "../protocol/common";
+import { formatZodIssues, isBlankMessage, textOfElements } from "../protocol/common";
 import { RunnerCallError, type RunFailureCode } from "../runner/errors";
 import type { HostRecord } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
@@ -43,7 +43,7 @@ export const MAX_SEQUENCE_GAPS = 4096;
 
 function messageText(message: Message): string {
   if (typeof message.content === "string") return message.content;
-  return message.content.map((el) => (el.type === "text" ? el.text : "")).join("");
+  return textOfElements(message.content);
 }
 
 /** Nothing to show: no element but text, and no text but whitespace. A success made of it would be a blank one (§7). */

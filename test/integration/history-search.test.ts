@@ -9,7 +9,7 @@ let conversations = 0;
 beforeAll(async () => {
   runner = await startScriptedRunner({
     name: "searcher",
-    runners: [{ name: "default", label: { en_US: "searcher" }, capabilities: {}, permissions: { history: ["page", "search"] } }],
+    runners: [{ name: "default", label: { en_US: "searcher" }, capabilities: {}, permissions: { history: ["page", "search"], events: ["get"] } }],
   });
   host = await startTestHost();
   await runner.register(host);
@@ -85,6 +85,25 @@ describe("history.search", () => {
     expect(result.beijing.body.data.items.map((i: any) => i.content)).toEqual(["我明天要去北京开会"]);
     expect(result.meeting.body.data.items.map((i: any) => i.content)).toEqual(["東京で会議があります"]);
     expect(result.reversed.body.data.total_count).toBe(0);
+  });
+
+  it("finds a user message sent as content parts without input.text, and history reads its text", async () => {
+    const id = `search-${++conversations}`;
+    const contents = [
+      { type: "text", text: "the quarterly " },
+      { type: "text", text: "budget review" },
+    ];
+    const posted = await host.postEvent({ ...messageEvent(id, ""), input: { contents } });
+    await host.waitForRun(posted.body.run_id!);
+    const { result } = await runner.run(host, id, async (api) => ({
+      search: await api("history.search", { query: "budget", filters: { roles: ["user"] } }),
+      page: await api("history.page", { limit: 5 }),
+      event: await api("event.get", { event_id: posted.body.event_id }),
+    }));
+    expect(result.search.body.data.items.map((i: any) => i.content)).toEqual(["the quarterly budget review"]);
+    const item = result.page.body.data.items.find((i: any) => i.event_id === posted.body.event_id && i.role === "user");
+    expect(item).toMatchObject({ role: "user", content: "the quarterly budget review", content_json: contents });
+    expect(result.event.body).toMatchObject({ ok: true, data: { input_summary: "the quarterly budget review" } });
   });
 
   it("treats query text as words, never as FTS or SQL syntax", async () => {
