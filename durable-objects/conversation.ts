@@ -161,6 +161,11 @@ export class ConversationDO extends DurableObject<Env> {
     return session.ledgerSequence.track(call);
   }
 
+  /** A streamed answer's reader went away (the Worker saw its request dropped): stop it. */
+  async closeHostApiStream(runId: string, streamId: string): Promise<void> {
+    await this.sessions.get(runId)?.streams.close(streamId);
+  }
+
   /** The refusal of a token that `hostApi` would refuse now, or null: asked before a large body is read, and before an upload is recorded. */
   async refuseHostApiToken(runId: string, token: string, action: string | null = null): Promise<HostApiReply | null> {
     return (await this.sessions.authenticated(runId, token)) ? null : refuseToken(runId, this.sessions.get(runId), action);
@@ -206,12 +211,9 @@ export class ConversationDO extends DurableObject<Env> {
   /** The cron's sweep: of these runs ingress recorded long ago, those never handed over here end as failed. Answers how many it ended. */
   async endNeverHandedOver(runIds: string[]): Promise<number> {
     await Promise.all(runIds.map((runId) => this.decisions.settled(runId)));
-    const table = await this.runs.entries();
+    const held = new Set([...this.active.keys(), ...(await this.runs.entries()).map(([, r]) => r.job.runId)]);
     let ended = 0;
-    for (const runId of runIds) {
-      if (this.active.has(runId) || table.some(([, r]) => r.job.runId === runId)) continue;
-      if (await this.endUnhanded(runId, NEVER_HANDED_OVER)) ended++;
-    }
+    for (const runId of runIds.filter((id) => !held.has(id))) if (await this.endUnhanded(runId, NEVER_HANDED_OVER)) ended++;
     return ended;
   }
 

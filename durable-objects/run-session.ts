@@ -7,6 +7,7 @@ import type { LedgerEntry } from "../src/stores/runs";
 import type { RunJob } from "../src/run/job";
 import { LedgerSequence } from "../src/run/ledger-sequence";
 import { McpSessionPool } from "../src/resources/mcp";
+import { OpenStreams } from "../src/host-api/open-streams";
 import type { AuthorizationSnapshot } from "../src/run/snapshot";
 
 /**
@@ -21,6 +22,8 @@ export class RunSession {
   uploadedBytes = 0;
   /** MCP sessions of the run's tool calls; they end with the run. */
   readonly mcp: McpSessionPool;
+  /** Streamed Host API answers not yet ended; the run's end waits for their ends to be recorded. */
+  readonly streams = new OpenStreams((ended) => this.ledgerSequence.track(ended));
 
   constructor(
     readonly job: RunJob,
@@ -39,7 +42,7 @@ export class RunSession {
   actionContext(env: Env, steering: SteeringPort, publish: (entries: LedgerEntry[]) => void): ActionContext {
     const db = dbOf(env);
     const ledger = hostLedger(db, this.job.runId, this.ledgerSequence, publish);
-    return { db, config: configOf(env), snapshot: this.snapshot, artifacts: env.ARTIFACTS, steering, ledger, signal: this.abort.signal, mcp: this.mcp };
+    return { db, config: configOf(env), snapshot: this.snapshot, artifacts: env.ARTIFACTS, steering, ledger, signal: this.abort.signal, mcp: this.mcp, streams: this.streams };
   }
 }
 

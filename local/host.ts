@@ -7,6 +7,10 @@ import { buildWorker } from "./build";
 import { listenForWorker, type OutageMode } from "./db-listener";
 import { openEmbeddedDb } from "./libsql";
 
+/** The runtime the Worker is written for: as wrangler.toml says for production (a unit test keeps them equal). */
+export const COMPATIBILITY_DATE = "2026-04-01";
+export const COMPATIBILITY_FLAGS = ["enable_request_signal"] as const;
+
 export interface HostOptions {
   adminToken: string;
   /** 0 picks a free port. */
@@ -60,7 +64,8 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     port: opts.port ?? 0,
     modules: true,
     scriptPath,
-    compatibilityDate: "2026-04-01",
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: [...COMPATIBILITY_FLAGS],
     ...(opts.inspectorPort ? { inspectorPort: opts.inspectorPort } : {}),
     // SQLite-backed, as `new_sqlite_classes` in wrangler.toml makes it in production.
     durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },

@@ -20,6 +20,8 @@ export interface HostApiReply {
   /** Set for streaming actions (`model.stream`): the body to pass through, and its content type. */
   stream?: ReadableStream<Uint8Array>;
   contentType?: string;
+  /** The stream's id in the run's OpenStreams: the Worker closes it by this id if the runner goes away. */
+  streamId?: string;
 }
 
 /** The HTTP answer the Worker sends for a reply. */
@@ -102,7 +104,10 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     const handler = ACTIONS[parsed.action] as ((c: ActionContext, p: unknown) => Promise<unknown>) | undefined;
     if (!handler) throw new ApiError("not_found", `${action} is not available on this host`);
     const data = await handler(ctx, parsed.params);
-    if (data instanceof StreamReply) return answered({ status: 200, json: "", stream: data.body, contentType: data.contentType }, "allowed");
+    if (data instanceof StreamReply) {
+      const streamId = data.lifecycle ? ctx.streams.open(data.lifecycle) : undefined;
+      return answered({ status: 200, json: "", stream: data.body, contentType: data.contentType, streamId }, "allowed");
+    }
     return answered(reply(200, { ok: true, data }), "allowed");
   } catch (thrown) {
     const err = thrown instanceof SealedSecretError ? unopenedCredential(thrown) : thrown instanceof ApiError ? thrown : hostFault(ctx.snapshot.runId, action, thrown);

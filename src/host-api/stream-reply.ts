@@ -6,5 +6,12 @@ export class StreamReply {
   constructor(
     readonly body: ReadableStream<Uint8Array>,
     readonly contentType = "application/x-ndjson",
+    /** `ended` settles once the stream's end is recorded; `close` stops it when its reader is gone (OpenStreams). */
+    readonly lifecycle?: StreamLifecycle,
   ) {}
+}
+
+export interface StreamLifecycle {
+  ended: Promise<void>;
+  close: () => Promise<void>;
 }

@@ -45,6 +45,20 @@ export interface ChatStreamOptions {
   onEnd: (end: StreamEnd) => Promise<void>;
   /** The runner went away: stop the provider call. */
   onCancel: () => void;
+  /**
+   * The provider call's signal. Its abort (the run ended, its deadline passed) ends the stream with an
+   * error line even when nothing is reading it: a pull in flight would notice, a stalled reader does not.
+   */
+  signal: AbortSignal;
+}
+
+/** A model stream re-framed for the runner. */
+export interface ModelStream {
+  body: ReadableStream<Uint8Array>;
+  /** Settles once the stream's end is recorded (`onEnd` done), however it ended. */
+  ended: Promise<void>;
+  /** The runner went away without cancelling `body` (its request was dropped on the way): as a cancel. */
+  close: () => Promise<void>;
 }
 
 type ToolCallDelta = { index?: number; id?: string; type?: string; function?: { name?: string; arguments?: string } };
@@ -100,7 +114,7 @@ const encoder = new TextEncoder();
 const ndjson = (lines: ModelStreamLine[], secrets: readonly string[]) => encoder.encode(lines.map((l) => `${JSON.stringify(redactValue(l, secrets))}\n`).join(""));
 
 /** Parse the provider's SSE body incrementally and re-frame it as NDJSON, one network chunk at a time. */
-export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ReadableStream<Uint8Array> {
+export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ModelStream {
   const lines = readLines(providerBody, { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes }, { anyLineEnding: true });
   const frame = sseFramer({ maxLineBytes: opts.maxLineBytes });
   const tools = new ToolCallAssembler(opts.secrets);
@@ -112,11 +126,13 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   let usage: Usage | null = null;
   let finished = false;
   let ended = false;
+  let recorded!: () => void;
+  const endRecorded = new Promise<void>((resolve) => (recorded = resolve));
   /** The end is recorded once, whichever of the last line and a cancel by the runner comes first. */
   const endOnce = (end: StreamEnd) => {
     if (ended) return Promise.resolve();
     ended = true;
-    return opts.onEnd(end);
+    return opts.onEnd(end).finally(recorded);
   };
 
   const assembled = (): ChatResult => {
@@ -161,7 +177,9 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     await providerBody.cancel().catch(() => {});
   };
 
+  /** The last line and the end's record, once: the provider's end, a failure and the call's abort may race. */
   const end = async (controller: ReadableStreamDefaultController<Uint8Array>, last: ModelStreamLine, result: StreamEnd) => {
+    if (finished) return;
     finished = true;
     await stopProvider();
     if (ended) return; // the runner cancelled meanwhile: the stream is gone
@@ -174,13 +192,36 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     }
   };
 
-  return new ReadableStream<Uint8Array>({
+  /** A failure, told to the runner as the stream's last line and recorded. */
+  const fail = async (controller: ReadableStreamDefaultController<Uint8Array>, err: unknown) => {
+    if (finished) return; // cancelled by the runner meanwhile, or already failed
+    const { code, message, retryable } = opts.describeError(err);
+    await end(controller, { type: "error", error: { code, message, retryable, details: { model_id: opts.modelId } } }, { error: { code, message } });
+  };
+
+  /** The runner went away: stop the provider and record it. */
+  const cancel = async () => {
+    if (finished && ended) return;
+    finished = true;
+    opts.onCancel();
+    await stopProvider();
+    await endOnce({ error: { code: "cancelled", message: "the runner closed the stream" } }).catch(() => {});
+  };
+
+  let controllerOf!: ReadableStreamDefaultController<Uint8Array>;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controllerOf = controller;
+      if (opts.signal.aborted) return fail(controller, opts.signal.reason);
+      opts.signal.addEventListener("abort", () => void fail(controller, opts.signal.reason), { once: true });
+    },
     async pull(controller) {
       if (finished) return;
       try {
         // Loop until this pull has something to send: keep-alive comments and role-only chunks send nothing.
         for (;;) {
           const next = await lines.next();
+          if (finished) return; // ended meanwhile (cancelled, or the call was stopped): nothing more goes out
           const out: ModelStreamLine[] = [];
           let done = false;
           let failure: unknown;
@@ -213,16 +254,23 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
           if (out.length) return;
         }
       } catch (err) {
-        if (finished) return; // cancelled by the runner meanwhile
-        const { code, message, retryable } = opts.describeError(err);
-        await end(controller, { type: "error", error: { code, message, retryable, details: { model_id: opts.modelId } } }, { error: { code, message } });
+        await fail(controller, err);
       }
     },
-    async cancel() {
-      finished = true;
-      opts.onCancel();
-      await stopProvider();
-      await endOnce({ error: { code: "cancelled", message: "the runner closed the stream" } }).catch(() => {});
-    },
+    cancel,
   });
+
+  return {
+    body,
+    ended: endRecorded,
+    async close() {
+      await cancel();
+      try {
+        // Whatever pumps the stream to the gone runner stops waiting for it to read.
+        controllerOf.error(new Error("the runner closed the stream"));
+      } catch {
+        // already closed or cancelled
+      }
+    },
+  };
 }

@@ -76,6 +76,11 @@ export const runsRouter = router()
       if (refusal) return (await drainBody(c.req.raw), hostApiResponse(refusal));
     }
     const reply = await owner.hostApi(runId, token, await readHostApiBody(c.req.raw, configOf(c.env).MAX_API_BODY_BYTES));
+    if (reply.streamId) {
+      // A runner that drops a streamed answer is noticed here, not by the object pumping it: tell it, so the provider call stops.
+      const streamId = reply.streamId;
+      c.req.raw.signal.addEventListener("abort", () => c.executionCtx.waitUntil(owner.closeHostApiStream(runId, streamId)), { once: true });
+    }
     return hostApiResponse(reply);
   })
   // artifact.upload: run token checked by the owning DO, body streamed to R2 (run-artifacts.ts).

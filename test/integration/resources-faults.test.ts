@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeMcpServer } from "../support/fake-mcp";
 import { startFakeRetrieval } from "../support/fake-retrieval";
-import { STREAM_CLOSES_EARLY, STREAM_ERROR_CHUNK, STREAM_NO_DONE, startFakeProvider } from "../support/fake-provider";
+import { STREAM_CLOSES_EARLY, STREAM_ENDLESS, STREAM_ERROR_CHUNK, STREAM_NO_DONE, startFakeProvider } from "../support/fake-provider";
 import { startTestHost, type TestHost } from "../support/host";
+import { deferred } from "../support/host-api";
 import { runLedger, startScriptedRunner } from "../support/scripted-runner";
 
 /**
@@ -138,6 +139,54 @@ describe("model.stream endings", () => {
     const entries = await ledger(runId);
     expect(entries.filter((e) => e.type === "model.usage")).toEqual([]);
     expect(entries.find((e) => e.type === "model.failed")?.data).toMatchObject({ model_id: "chat", code: "provider_error" });
+  });
+
+  it("a runner that closes a model stream closes the provider's: nothing keeps streaming, and the ledger says it was cancelled", async () => {
+    const abandoned = provider.state.streamsAbandoned;
+    const { result, runId } = await inRun("cancels", async ({ raw }) => {
+      const res = await raw("model.stream", { model_id: "chat", messages: user(STREAM_ENDLESS) });
+      const reader = res.body!.getReader();
+      let received = "";
+      while (received.split("\n").length < 5) received += new TextDecoder().decode((await reader.read()).value);
+      await reader.cancel();
+      const deadline = Date.now() + 5_000;
+      while (provider.state.streamsAbandoned === abandoned && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      return { closedUpstream: provider.state.streamsAbandoned - abandoned, firstLine: JSON.parse(received.split("\n")[0]!) };
+    });
+    expect(result).toEqual({ closedUpstream: 1, firstLine: expect.objectContaining({ type: "delta" }) });
+    const entries = await ledger(runId);
+    expect(entries.filter((e) => e.type === "model.usage")).toEqual([]);
+    expect(entries.find((e) => e.type === "model.failed")?.data).toMatchObject({ model_id: "chat", operation: "stream", code: "cancelled" });
+  });
+
+  it("a model stream still open when its run is cancelled is stopped, and the ledger says so before the run's end", async () => {
+    const abandoned = provider.state.streamsAbandoned;
+    const opened = deferred<string>();
+    const release = deferred();
+    const running = runner
+      .run(host, "cancelled-mid-stream", async (_api, ctx, _emit, raw) => {
+        const res = await raw("model.stream", { model_id: "chat", messages: user(STREAM_ENDLESS) });
+        await res.body!.getReader().read();
+        opened.resolve(ctx.run_id);
+        // Holds the stream open, unread, until the test is done with it.
+        await release.promise;
+        return null;
+      })
+      .catch((err: Error) => err.message);
+    const runId = await opened.promise;
+    expect((await host.admin("POST", `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    expect((await host.waitForRun(runId)).status).toBe("cancelled");
+    const entries = await ledger(runId);
+    // In ledger order: the stream's end, then the run's.
+    expect(entries.slice(-2)).toEqual([
+      expect.objectContaining({ type: "model.failed", data: expect.objectContaining({ model_id: "chat", operation: "stream", code: "runtime_error" }) }),
+      expect.objectContaining({ type: "run.failed", data: expect.objectContaining({ code: "cancelled" }) }),
+    ]);
+    const deadline = Date.now() + 5_000;
+    while (provider.state.streamsAbandoned === abandoned && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(provider.state.streamsAbandoned - abandoned).toBe(1);
+    release.resolve();
+    expect(await running).toContain("cancelled");
   });
 
   it("a finish reason without [DONE] is still a completed stream", async () => {

@@ -13,6 +13,8 @@ export const HOLD_STREAM = "hold the stream";
 export const STREAM_CLOSES_EARLY = "close the stream early";
 export const STREAM_ERROR_CHUNK = "send an error chunk";
 export const STREAM_NO_DONE = "finish without done";
+/** A streamed answer that never ends: a delta every 20 ms until the host closes the connection (counted in `state.streamsAbandoned`). */
+export const STREAM_ENDLESS = "stream forever";
 /** A user text the provider answers by quoting the Authorization header it received, as a careless proxy might. */
 export const ECHO_KEY = "what key did I use?";
 
@@ -41,7 +43,7 @@ export async function startFakeProvider(opts: {
   const silentStreams = new Set(opts.silentStreams ?? []);
   const jsonStreams = new Set(opts.jsonStreams ?? []);
   let gate = deferred();
-  const state = { streamsFinished: 0 };
+  const state = { streamsFinished: 0, streamsAbandoned: 0 };
 
   const server = await listenLoopback(async (req, res) => {
     const body = JSON.parse((await readBody(req)) || "{}");
@@ -84,6 +86,17 @@ export async function startFakeProvider(opts: {
     delta({ content: "Hel" });
     delta({ content: "lo" });
     if (text === STREAM_CLOSES_EARLY) return void res.end(); // no finish_reason, no [DONE]
+    if (text === STREAM_ENDLESS) {
+      const ticker = setInterval(() => delta({ content: "." }), 20);
+      // Bounded, so a host that never lets go cannot keep the test process alive.
+      const limit = setTimeout(() => res.end(), 30_000);
+      res.on("close", () => {
+        clearInterval(ticker);
+        clearTimeout(limit);
+        if (!res.writableFinished) state.streamsAbandoned++;
+      });
+      return;
+    }
     if (text === STREAM_ERROR_CHUNK) {
       send({ error: { message: `upstream overloaded (key ${authorization})`, type: "server_error", code: 529 } });
       return void res.end();

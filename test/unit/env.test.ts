@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
 import { CONFIG_VARS, configOf, configProblems, type Env } from "../../src/env";
+import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS } from "../../local/host";
 
 const TOKEN = "an-admin-token-of-24-chars";
 
@@ -31,5 +33,13 @@ describe("configuration", () => {
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "1e301" })).toEqual([expect.stringMatching(/^RETENTION_DAYS: .*at most 36500/)]);
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "36500", RETENTION_BATCH_SIZE: "5000" })).toEqual([]);
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_BATCH_SIZE: "40000" })).toEqual([expect.stringMatching(/^RETENTION_BATCH_SIZE: .*at most 5000/)]);
+  });
+});
+
+describe("runtime", () => {
+  it("runs locally on the compatibility date and flags production deploys with (wrangler.toml)", () => {
+    const toml = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
+    expect(toml.match(/^compatibility_date = "([^"]+)"$/m)?.[1]).toBe(COMPATIBILITY_DATE);
+    expect(JSON.parse(toml.match(/^compatibility_flags = (\[.*\])$/m)?.[1] ?? "null")).toEqual(COMPATIBILITY_FLAGS);
   });
 });

@@ -67,7 +67,11 @@ function sse(chunks: string[]): ReadableStream<Uint8Array> {
 const KEY = "sk-secret-123";
 
 /** The stream as `model.stream` builds it: the real error lines of actions/models.ts, for a model whose key is KEY. */
-function ndjsonOf(body: ReadableStream<Uint8Array>, opts: { signal?: AbortSignal; onEnd?: (e: StreamEnd) => Promise<void> } = {}) {
+/**
+ * `signal`: what an error line says about an aborted call; `call`: the call's signal whose abort ends the
+ * stream (in models.ts both are the call's signal; apart here to test each).
+ */
+function ndjsonOf(body: ReadableStream<Uint8Array>, opts: { signal?: AbortSignal; call?: AbortSignal; onEnd?: (e: StreamEnd) => Promise<void>; onCancel?: () => void } = {}) {
   const signal = opts.signal ?? new AbortController().signal;
   return chatStreamToNdjson(body, {
     modelId: "m",
@@ -76,14 +80,25 @@ function ndjsonOf(body: ReadableStream<Uint8Array>, opts: { signal?: AbortSignal
     secrets: secretFragments([KEY]),
     describeError: (err) => streamError(err, signal, secretFragments([KEY])),
     onEnd: opts.onEnd ?? (async () => {}),
-    onCancel: () => {},
+    onCancel: opts.onCancel ?? (() => {}),
+    signal: opts.call ?? new AbortController().signal,
   });
 }
 
 async function collect(body: ReadableStream<Uint8Array>, signal?: AbortSignal): Promise<{ lines: any[]; end: StreamEnd | undefined }> {
   let end: StreamEnd | undefined;
-  const text = await new Response(ndjsonOf(body, { signal, onEnd: async (e) => void (end = e) })).text();
+  const text = await new Response(ndjsonOf(body, { signal, onEnd: async (e) => void (end = e) }).body).text();
   return { lines: text.trim().split("\n").map((l) => JSON.parse(l)), end };
+}
+
+/** A provider stream that sends `first` and then nothing, until cancelled (which it counts). */
+function stalledProvider(first: string) {
+  const state = { cancelled: 0 };
+  const body = new ReadableStream<Uint8Array>({
+    start: (c) => c.enqueue(new TextEncoder().encode(first)),
+    cancel: () => void state.cancelled++,
+  });
+  return { body, state };
 }
 
 const data = (v: unknown) => `data: ${JSON.stringify(v)}\n\n`;
@@ -158,7 +173,7 @@ describe("model.stream framing", () => {
         await recording; // a slow ledger write
       },
     });
-    const reader = out.getReader();
+    const reader = out.body.getReader();
     const decoder = new TextDecoder();
     let text = "";
     while (!text.includes('"completed"')) text += decoder.decode((await reader.read()).value);
@@ -168,6 +183,51 @@ describe("model.stream framing", () => {
     await cancelled;
     expect(ends).toHaveLength(1);
     expect(ends[0].result?.finish_reason).toBe("stop");
+  });
+});
+
+describe("model.stream ends nobody reads", () => {
+  it("the call's abort (the run ended) ends a stream its runner stopped reading: the end is recorded, the provider let go", async () => {
+    const provider = stalledProvider(data({ choices: [{ delta: { content: "a" } }] }));
+    const call = new AbortController();
+    const ends: StreamEnd[] = [];
+    const stream = ndjsonOf(provider.body, { signal: call.signal, call: call.signal, onEnd: async (e) => void ends.push(e) });
+    const reader = stream.body.getReader();
+    expect(JSON.parse(new TextDecoder().decode((await reader.read()).value))).toMatchObject({ type: "delta" });
+    // The runner reads no more; the run ends.
+    call.abort(new ApiError("runtime_error", "the run was stopped during the call"));
+    await stream.ended;
+    expect(ends).toEqual([{ error: { code: "runtime_error", message: "the run was stopped during the call" } }]);
+    expect(provider.state.cancelled).toBe(1);
+    // A reader that comes back finds the error line, then the end.
+    expect(JSON.parse(new TextDecoder().decode((await reader.read()).value))).toMatchObject({ type: "error", error: { code: "runtime_error" } });
+    expect((await reader.read()).done).toBe(true);
+  });
+
+  it("close (the runner's request went away) stops the provider call, records a cancel, and errors the stream", async () => {
+    const provider = stalledProvider(data({ choices: [{ delta: { content: "a" } }] }));
+    const ends: StreamEnd[] = [];
+    let cancelledCall = 0;
+    const stream = ndjsonOf(provider.body, { onEnd: async (e) => void ends.push(e), onCancel: () => void cancelledCall++ });
+    const reader = stream.body.getReader();
+    await reader.read();
+    await stream.close();
+    await stream.ended;
+    expect([ends, cancelledCall, provider.state.cancelled]).toEqual([[{ error: { code: "cancelled", message: "the runner closed the stream" } }], 1, 1]);
+    await expect(reader.read()).rejects.toThrow("the runner closed the stream");
+    // Closing again, or a cancel after it, records nothing more.
+    await stream.close();
+    await reader.cancel().catch(() => {});
+    expect(ends).toHaveLength(1);
+  });
+
+  it("a stream that ended before its close records only its own end", async () => {
+    const ends: StreamEnd[] = [];
+    let cancelledCall = 0;
+    const stream = ndjsonOf(sse([data({ choices: [{ delta: { content: "a" }, finish_reason: "stop" }] }), DONE]), { onEnd: async (e) => void ends.push(e), onCancel: () => void cancelledCall++ });
+    expect(await new Response(stream.body).text()).toContain('"completed"');
+    await stream.close();
+    expect([ends.map((e) => e.result?.finish_reason), cancelledCall]).toEqual([["stop"], 0]);
   });
 });
 

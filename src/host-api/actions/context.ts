@@ -1,4 +1,5 @@
 import type { McpSessionPool } from "../../resources/mcp";
+import type { OpenStreams } from "../open-streams";
 import type { Db } from "../../db/client";
 import type { Config } from "../../env";
 import { decodeCursor, decodeKeyCursor, InvalidCursorError } from "../../lib/cursor";
@@ -29,6 +30,8 @@ export interface ActionContext {
   signal: AbortSignal;
   /** The run's MCP sessions, kept from one tool call to the next until the run ends. */
   mcp: McpSessionPool;
+  /** The run's streamed answers still open, closable by the Worker when their reader goes away. */
+  streams: OpenStreams;
 }
 
 export type Handler<A extends HostApiAction> = (ctx: ActionContext, params: HostApiParams<A>) => Promise<unknown>;

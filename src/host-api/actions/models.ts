@@ -85,17 +85,17 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
       console.warn(`run ${ctx.snapshot.runId}: model ${model.modelId} (stream) ended early (${end.error?.code}): ${end.error?.message}`);
       await ctx.ledger.append([{ type: "model.failed", data: { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", ...end.error } }]);
     };
-    return new StreamReply(
-      chatStreamToNdjson(body, {
-        modelId: model.modelId,
-        maxLineBytes: ctx.config.RUNNER_MAX_LINE_BYTES,
-        maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES,
-        secrets: model.secrets,
-        describeError: (err) => streamError(err, call.signal, model.secrets),
-        onEnd,
-        onCancel: () => call.abort(),
-      }),
-    );
+    const stream = chatStreamToNdjson(body, {
+      modelId: model.modelId,
+      maxLineBytes: ctx.config.RUNNER_MAX_LINE_BYTES,
+      maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES,
+      secrets: model.secrets,
+      describeError: (err) => streamError(err, call.signal, model.secrets),
+      onEnd,
+      onCancel: () => call.abort(),
+      signal: call.signal,
+    });
+    return new StreamReply(stream.body, "application/x-ndjson", { ended: stream.ended, close: stream.close });
   } catch (err) {
     call.dispose();
     throw err;
