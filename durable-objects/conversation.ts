@@ -161,8 +161,9 @@ export class ConversationDO extends DurableObject<Env> {
     return session.ledgerSequence.track(call);
   }
 
-  /** A streamed answer's reader went away (the Worker saw its request dropped): stop it. */
-  async closeHostApiStream(runId: string, streamId: string): Promise<void> {
+  /** The reader of a stream this object answered with (a model stream, a follower) went away; the Worker saw it, this object cannot. */
+  async readerGone(runId: string, streamId: string): Promise<void> {
+    this.live.unfollow(runId, streamId);
     await this.sessions.get(runId)?.streams.close(streamId);
   }
 
@@ -185,9 +186,10 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   /** SSE of a run's results for a new follower, after the frames it has (LiveHub.follow); null for a run this host does not know. */
-  async subscribe(runId: string, after = 0): Promise<ReadableStream<Uint8Array> | null> {
+  async subscribe(runId: string, after = 0): Promise<{ stream: ReadableStream<Uint8Array>; streamId: string } | null> {
     const hasRun = async () => this.sessions.has(runId) || (await this.runs.entries()).some(([, r]) => r.job.runId === runId);
-    return this.live.follow(runId, hasRun, runsStore(dbOf(this.env)), after);
+    const follower = await this.live.follow(runId, hasRun, runsStore(dbOf(this.env)), after);
+    return follower && { stream: follower.readable, streamId: follower.id };
   }
 
   /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). */
@@ -221,10 +223,7 @@ export class ConversationDO extends DurableObject<Env> {
   private async endUnhanded(runId: string, outcome: RunOutcome): Promise<boolean> {
     const ended = await endUnhandedRun(dbOf(this.env), runId, outcome);
     // Its followers wait for a hand-over that will now never start it.
-    if (ended) {
-      this.live.publish(runId, [ended]);
-      this.live.end(runId, outcome.status);
-    }
+    if (ended) this.live.end(runId, outcome.status, [ended]);
     return ended !== null;
   }
 

@@ -10,7 +10,8 @@ import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
 import { dbOf } from "../db/connect";
 import { ENDED, runsStore, settledPrefix, toLedgerView, toRunView } from "../stores/runs";
-import { decodeOr400, router } from "./app-env";
+import type { Context } from "hono";
+import { decodeOr400, router, type AppEnv } from "./app-env";
 import { uploadArtifact } from "./run-artifacts";
 
 /** The Durable Object that owns a run, from the id alone (no database lookup); null for an id this host never issued. */
@@ -23,6 +24,15 @@ function ownerOf(env: Env, runId: string) {
     // Well-formed but not an id of this namespace: a forged or foreign run id.
     return null;
   }
+}
+
+/**
+ * A streamed answer from the run's object (a model stream, a follower's SSE) crosses an RPC pipe whose
+ * far end just stops reading when the client goes away: the object never hears of it. This Worker does
+ * (`Request.signal`, flag `enable_request_signal`) and tells it, so it stops the stream and what feeds it.
+ */
+function closeWhenReaderGone(c: Context<AppEnv>, owner: NonNullable<ReturnType<typeof ownerOf>>, runId: string, streamId: string) {
+  c.req.raw.signal.addEventListener("abort", () => c.executionCtx.waitUntil(owner.readerGone(runId, streamId)), { once: true });
 }
 
 async function existingRun(env: Env, runId: string) {
@@ -76,11 +86,7 @@ export const runsRouter = router()
       if (refusal) return (await drainBody(c.req.raw), hostApiResponse(refusal));
     }
     const reply = await owner.hostApi(runId, token, await readHostApiBody(c.req.raw, configOf(c.env).MAX_API_BODY_BYTES));
-    if (reply.streamId) {
-      // A runner that drops a streamed answer is noticed here, not by the object pumping it: tell it, so the provider call stops.
-      const streamId = reply.streamId;
-      c.req.raw.signal.addEventListener("abort", () => c.executionCtx.waitUntil(owner.closeHostApiStream(runId, streamId)), { once: true });
-    }
+    if (reply.streamId) closeWhenReaderGone(c, owner, runId, reply.streamId);
     return hostApiResponse(reply);
   })
   // artifact.upload: run token checked by the owning DO, body streamed to R2 (run-artifacts.ts).
@@ -114,9 +120,11 @@ export const runsRouter = router()
     const { runId } = c.req.valid("param");
     // A reconnecting EventSource names the last frame it had (frames carry `id: {seq}`): it gets only what follows.
     const after = Number(c.req.valid("header")["last-event-id"] ?? 0);
-    const stream = await ownerOf(c.env, runId)?.subscribe(runId, after);
-    if (!stream) throw notFound(`run ${runId} not found`);
-    return new Response(stream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
+    const owner = ownerOf(c.env, runId);
+    const follower = await owner?.subscribe(runId, after);
+    if (!owner || !follower) throw notFound(`run ${runId} not found`);
+    closeWhenReaderGone(c, owner, runId, follower.streamId);
+    return new Response(follower.stream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
   })
   .post("/:runId/cancel", validate("param", RunParam), async (c) => {
     const { runId } = c.req.valid("param");

@@ -1,4 +1,5 @@
 import { ENDED, type LedgerEntry, type runsStore } from "../stores/runs";
+import { randomHex } from "../lib/crypto";
 import { SequenceSet } from "./sequence-set";
 
 export interface LiveFrame {
@@ -77,7 +78,10 @@ export class Subscriber {
    */
   private delivered: number;
   private wake: (() => void) | null = null;
+  private controller: ReadableStreamDefaultController<Uint8Array> | null = null;
   readonly readable: ReadableStream<Uint8Array>;
+  /** Random: the Worker that served the follower closes it by this id when its request goes away. */
+  readonly id = randomHex(8);
 
   /**
    * `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. `onCancel`:
@@ -94,6 +98,7 @@ export class Subscriber {
     this.catchUpAfter = known === null ? after : null;
     this.readable = new ReadableStream<Uint8Array>(
       {
+        start: (controller) => void (this.controller = controller),
         pull: (controller) => this.pull(controller),
         cancel: () => {
           this.closed = true;
@@ -117,6 +122,19 @@ export class Subscriber {
       this.backlogBytes = 0;
     }
     this.wake?.();
+  }
+
+  /** Its reader went away and no cancel came (it crossed an RPC pipe): stop, and let go of whatever pumps the stream. */
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    this.backlog = [];
+    this.wake?.();
+    try {
+      this.controller?.error(new Error("the follower went away"));
+    } catch {
+      // already closed
+    }
   }
 
   end(status: string) {
@@ -214,6 +232,14 @@ export class LiveHub {
     return sub;
   }
 
+  /** A follower whose reader went away, by its id (`Subscriber.id`): closed and forgotten; any other id is nothing to close. */
+  unfollow(runId: string, id: string) {
+    const sub = [...(this.subs.get(runId) ?? [])].find((s) => s.id === id);
+    if (!sub) return;
+    sub.close();
+    this.forget(runId, sub);
+  }
+
   private forget(runId: string, sub: Subscriber) {
     const set = this.subs.get(runId);
     set?.delete(sub);
@@ -229,7 +255,9 @@ export class LiveHub {
     for (const f of frames) for (const s of set) s.push(f);
   }
 
-  end(runId: string, status: string) {
+  /** The run is over: `last` (its final entries, if not published yet) then `end` to every follower. */
+  end(runId: string, status: string, last: LedgerEntry[] = []) {
+    this.publish(runId, last);
     this.recent.delete(runId);
     const set = this.subs.get(runId);
     this.subs.delete(runId);
@@ -255,10 +283,10 @@ export class LiveHub {
    * (not handed to this object yet, or lost with an earlier instance) is
    * followed until this object ends it.
    */
-  async follow(runId: string, hasRun: () => Promise<boolean>, runs: ReturnType<typeof runsStore>, after = 0): Promise<ReadableStream<Uint8Array> | null> {
+  async follow(runId: string, hasRun: () => Promise<boolean>, runs: ReturnType<typeof runsStore>, after = 0): Promise<Subscriber | null> {
     const sub = this.subscribe(runId, ledgerSource(runs, runId), after);
     try {
-      if (await hasRun()) return sub.readable;
+      if (await hasRun()) return sub;
       const row = await runs.get(runId);
       if (!row) {
         this.forget(runId, sub);
@@ -268,7 +296,7 @@ export class LiveHub {
         sub.end(row.status);
         this.forget(runId, sub);
       }
-      return sub.readable;
+      return sub;
     } catch (err) {
       this.forget(runId, sub);
       throw err;

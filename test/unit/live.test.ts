@@ -90,6 +90,27 @@ describe("live run subscribers", () => {
     // Nor is an empty set of followers kept for the run.
     expect(followers()).toBeUndefined();
   });
+
+  it("close a follower by its id when its reader went away without a cancel (it crossed an RPC pipe)", async () => {
+    const hub = new LiveHub();
+    hub.track("r");
+    const gone = hub.subscribe("r", ledger(0));
+    const staying = hub.subscribe("r", ledger(0));
+    const followers = () => (hub as unknown as { subs: Map<string, Set<Subscriber>> }).subs.get("r")?.size;
+    const reader = gone.readable.getReader();
+    const waiting = reader.read(); // a pull parked until something is published
+    hub.unfollow("r", "not-an-id");
+    hub.unfollow("other-run", gone.id);
+    expect(followers()).toBe(2);
+    hub.unfollow("r", gone.id);
+    expect(followers()).toBe(1);
+    // Whatever pumps its stream is let go: the stream errors, and nothing more is queued for it.
+    await expect(waiting).rejects.toThrow("the follower went away");
+    hub.publish("r", [entry(1)]);
+    expect((gone as unknown as { backlog: unknown[] }).backlog).toEqual([]);
+    hub.end("r", "completed");
+    expect(await seqsOf(staying)).toEqual([1]);
+  });
 });
 
 const entry = (seq: number, data: unknown = {}): LedgerEntry => ({ runId: "r", seq, type: "t", data, runnerSequence: null, origin: "runner", createdAt: 0 });
