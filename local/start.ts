@@ -12,11 +12,19 @@ import { createServer } from "node:net";
 import { startEchoRunner } from "../examples/echo-runner/runner";
 import { CONFIG_VARS, configProblems } from "../src/env";
 import { ROOT } from "./build";
+import { DataDirLockedError, lockDataDir } from "./data-lock";
 import { startHost } from "./host";
 import { bindRunner } from "./setup";
 
 const dataDir = process.env.DATA_DIR || join(ROOT, ".data");
-mkdirSync(dataDir, { recursive: true });
+mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+try {
+  lockDataDir(dataDir);
+} catch (err) {
+  if (!(err instanceof DataDirLockedError)) throw err;
+  console.error(`npm start: ${err.message}; stop it, or set DATA_DIR to another folder`);
+  process.exit(1);
+}
 
 function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24): string {
   const file = join(dataDir, name);

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +9,8 @@ import { ROOT } from "../../local/build";
 /**
  * `npm start` checks what it is given before starting anything: a port
  * already in use, or a PORT that is not a port, is one clear line naming the
- * variable and a non-zero exit, never a stack trace from deep inside.
+ * variable and a non-zero exit, never a stack trace from deep inside. So is
+ * a data folder another npm start is using.
  */
 const dirs: string[] = [];
 const servers: Server[] = [];
@@ -25,8 +26,7 @@ async function occupy(): Promise<number> {
   return (server.address() as { port: number }).port;
 }
 
-function start(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const dataDir = mkdtempSync(join(tmpdir(), "npm-start-ports-"));
+function start(env: Record<string, string>, dataDir = mkdtempSync(join(tmpdir(), "npm-start-ports-"))): Promise<{ code: number | null; output: string }> {
   dirs.push(dataDir);
   return new Promise((resolve) => {
     const child = spawn(join(ROOT, "node_modules/.bin/tsx"), ["local/start.ts"], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, ...env } });
@@ -69,5 +69,19 @@ describe("npm start with a port it cannot use", () => {
     expect(code).not.toBe(0);
     expect(clear(output)).toEqual({ stackFrames: 0, mentionsVariable: true });
     expect(output).toMatch(/PORT and RUNNER_PORT are both/);
+  }, 60_000);
+});
+
+describe("npm start on a data folder another one is using", () => {
+  it("one clear line naming the folder and the process holding it, and the holder's files untouched", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "npm-start-locked-"));
+    // This test process stands for the npm start already running there.
+    writeFileSync(join(dataDir, "host.lock"), String(process.pid));
+    const { code, output } = await start({ PORT: "0", RUNNER_PORT: "0" }, dataDir);
+    expect(code).not.toBe(0);
+    expect(output).toContain(`npm start: ${dataDir} is in use by another npm start (pid ${process.pid}); stop it, or set DATA_DIR to another folder`);
+    expect(clear(output).stackFrames).toBe(0);
+    expect(readdirSync(dataDir)).toEqual(["host.lock"]);
+    expect(readFileSync(join(dataDir, "host.lock"), "utf8")).toBe(String(process.pid));
   }, 60_000);
 });
