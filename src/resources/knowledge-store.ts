@@ -25,7 +25,6 @@ export function knowledgeStore(db: Db) {
   return {
     /** With its secret: only for the host's own call to the endpoint. */
     get: (kbId: string) => db.select().from(knowledgeBase).where(eq(knowledgeBase.kbId, kbId)).get(),
-    list: () => db.select().from(knowledgeBase).orderBy(knowledgeBase.createdAt).all(),
     create: (row: typeof knowledgeBase.$inferInsert) => db.insert(knowledgeBase).values(row).run(),
     remove: (kbId: string) => db.delete(knowledgeBase).where(eq(knowledgeBase.kbId, kbId)).run(),
     descriptors: (ids: string[]) => db.select(descriptorColumns).from(knowledgeBase).where(inArray(knowledgeBase.kbId, ids)),

@@ -29,7 +29,6 @@ export function modelsStore(db: Db) {
   return {
     /** With its secret: only for the host's own call to the provider. */
     get: (modelId: string) => db.select().from(model).where(eq(model.modelId, modelId)).get(),
-    list: () => db.select().from(model).orderBy(model.createdAt).all(),
     create: (row: typeof model.$inferInsert) => db.insert(model).values(row).run(),
     remove: (modelId: string) => db.delete(model).where(eq(model.modelId, modelId)).run(),
     descriptors: (ids: string[]) => db.select(descriptorColumns).from(model).where(inArray(model.modelId, ids)),

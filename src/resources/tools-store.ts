@@ -42,13 +42,11 @@ export function toolsStore(db: Db) {
   return {
     /** With its secret headers: only for the host's own call. */
     get: (toolName: string) => db.select().from(tool).where(eq(tool.toolName, toolName)).get(),
-    list: () => db.select().from(tool).orderBy(tool.toolName).all(),
     create: (row: typeof tool.$inferInsert) => db.insert(tool).values(row).run(),
     remove: (toolName: string) => db.delete(tool).where(eq(tool.toolName, toolName)).run(),
     descriptors: (names: string[]) => db.select(descriptorColumns).from(tool).where(inArray(tool.toolName, names)),
 
     getServer: (name: string) => db.select().from(mcpServer).where(eq(mcpServer.name, name)).get(),
-    listServers: () => db.select().from(mcpServer).orderBy(mcpServer.name).all(),
     toolsOf: (server: string) => db.select().from(tool).where(eq(tool.mcpServer, server)).orderBy(tool.toolName).all(),
 
     /** A new server and its tools, one batch: fails (a constraint violation) when the server exists. */

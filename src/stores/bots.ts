@@ -48,7 +48,6 @@ export async function botOf(row: BotRow, secrets: SecretBox): Promise<Bot | null
 export function botsStore(db: Db) {
   return {
     get: (botId: string) => db.select().from(bot).where(eq(bot.botId, botId)).get(),
-    list: () => db.select().from(bot).orderBy(bot.createdAt).all(),
     async create(row: BotRow) {
       await db.insert(bot).values(row);
     },

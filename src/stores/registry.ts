@@ -34,7 +34,6 @@ export function registryStore(db: Db) {
     listRunners: () => db.select().from(runner).orderBy(runner.runnerId).all(),
     runnersOf: (serviceId: string) => db.select().from(runner).where(eq(runner.serviceId, serviceId)).orderBy(runner.runnerId).all(),
     getRunner: (runnerId: string) => db.select().from(runner).where(eq(runner.runnerId, runnerId)).get(),
-    listServices: () => db.select().from(runnerService).orderBy(runnerService.createdAt).all(),
 
     /** A service and its runners, in one batch. */
     async removeService(serviceId: string) {

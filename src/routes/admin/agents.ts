@@ -9,11 +9,14 @@ import { MASK } from "../../resources/secrets";
 import { newId } from "../../lib/ids";
 import { parseJson } from "../../lib/json";
 import type { AgentRunnerManifest } from "../../protocol/manifest";
-import { jsonBody } from "../../middleware/validate";
+import { jsonBody, validate } from "../../middleware/validate";
 import { agentsStore, BindingConflictError, toAgentView, type AgentRow, type NewAgentRow } from "../../stores/agents";
 import { registryStore } from "../../stores/registry";
 import { unknownGrants } from "../../resources/grants";
 import { router } from "../app-env";
+import { agent } from "../../db/schema";
+import { selectPage } from "../../stores/list-page";
+import { AdminListQuery, listing } from "./list-page";
 
 const configSchemaOf = (manifestJson: string) => parseJson<AgentRunnerManifest>(manifestJson, {} as AgentRunnerManifest).config_schema;
 
@@ -80,10 +83,15 @@ async function save(write: () => Promise<void>) {
 const AgentReplaceSchema = AgentInputSchema.extend({ created_at: z.string().optional(), updated_at: z.string().optional() });
 
 export const agentsRouter = router()
-  .get("/", async (c) => {
+  .get("/", validate("query", AdminListQuery), async (c) => {
     const db = dbOf(c.env);
-    const [rows, secrets] = await Promise.all([agentsStore(db).list(), secretsByRunner(db)]);
-    return c.json({ items: rows.map((row) => toAgentView(row, secrets.get(row.runnerId) ?? "all")) });
+    const secrets = await secretsByRunner(db);
+    return listing(c, c.req.valid("query"), {
+      kind: "agents",
+      read: (page) => selectPage(db, agent, { time: agent.createdAt, id: agent.agentId }, page),
+      position: (row) => ({ time: row.createdAt, id: row.agentId }),
+      view: (rows) => rows.map((row) => toAgentView(row, secrets.get(row.runnerId) ?? "all")),
+    });
   })
   .post("/", jsonBody(AgentInputSchema), async (c) => {
     const db = dbOf(c.env);

@@ -6,7 +6,7 @@ import { configOf } from "../../env";
 import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
 import { newId } from "../../lib/ids";
-import { jsonBody } from "../../middleware/validate";
+import { jsonBody, validate } from "../../middleware/validate";
 import { formatZodIssues, ScopedIdSchema } from "../../protocol/common";
 import { scrubSecrets } from "../../platforms/redact";
 import { ADAPTERS } from "../../platforms/registry";
@@ -14,6 +14,9 @@ import { PLATFORMS, type PlatformName } from "../../platforms/types";
 import { botOf, botsStore, toBotView, webhookPath, type BotRow } from "../../stores/bots";
 import { publicBaseUrl, router } from "../app-env";
 import { maskUrl } from "../../resources/secrets";
+import { bot } from "../../db/schema";
+import { selectPage } from "../../stores/list-page";
+import { AdminListQuery, listing } from "./list-page";
 
 const BotFields = {
   name: z.string().min(1).max(200).regex(/^[^\p{Cc}\p{Cs}]*$/u, "must not contain control characters or unpaired surrogates").optional(),
@@ -54,9 +57,14 @@ async function existing(db: ReturnType<typeof dbOf>, botId: string): Promise<Bot
 }
 
 export const botsRouter = router()
-  .get("/", async (c) => {
+  .get("/", validate("query", AdminListQuery), async (c) => {
     const base = publicBaseUrl(c.env, c.req.url);
-    return c.json({ items: (await botsStore(dbOf(c.env)).list()).map((row) => toBotView(row, base)) });
+    return listing(c, c.req.valid("query"), {
+      kind: "bots",
+      read: (page) => selectPage(dbOf(c.env), bot, { time: bot.createdAt, id: bot.botId }, page),
+      position: (row) => ({ time: row.createdAt, id: row.botId }),
+      view: (rows) => rows.map((row) => toBotView(row, base)),
+    });
   })
   .post("/", jsonBody(CreateBot), async (c) => {
     const db = dbOf(c.env);

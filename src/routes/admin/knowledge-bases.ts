@@ -2,12 +2,15 @@ import * as z from "zod";
 import { dbOf } from "../../db/connect";
 import { notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { jsonBody } from "../../middleware/validate";
+import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, ResourceIdSchema } from "../../resources/ids";
 import { knowledgeStore, toKnowledgeBaseView } from "../../resources/knowledge-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
 import { refuseIfGranted } from "../../agents/grants-in-use";
+import { knowledgeBase } from "../../db/schema";
+import { selectPage } from "../../stores/list-page";
+import { AdminListQuery, listing } from "./list-page";
 
 /** A retrieval endpoint: `POST {endpoint}` with `{query, top_k, filters}` answers `{entries: [{content, score, metadata?}]}`. */
 const KnowledgeBaseInput = z.strictObject({
@@ -19,7 +22,14 @@ const KnowledgeBaseInput = z.strictObject({
 });
 
 export const knowledgeBasesRouter = router()
-  .get("/", async (c) => c.json({ items: (await knowledgeStore(dbOf(c.env)).list()).map(toKnowledgeBaseView) }))
+  .get("/", validate("query", AdminListQuery), (c) =>
+    listing(c, c.req.valid("query"), {
+      kind: "knowledge-bases",
+      read: (page) => selectPage(dbOf(c.env), knowledgeBase, { time: knowledgeBase.createdAt, id: knowledgeBase.kbId }, page),
+      position: (row) => ({ time: row.createdAt, id: row.kbId }),
+      view: (rows) => rows.map(toKnowledgeBaseView),
+    }),
+  )
   .post("/", jsonBody(KnowledgeBaseInput), async (c) => {
     const input = c.get("body");
     const db = dbOf(c.env);

@@ -5,7 +5,7 @@ import { configOf, type Config } from "../../env";
 import { conflict, HostError, notFound } from "../../lib/errors";
 import { parseJson } from "../../lib/json";
 import { openValues, sealValues } from "../../lib/secret-box";
-import { jsonBody } from "../../middleware/validate";
+import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { discoverMcpTools } from "../../resources/mcp";
 import { maskUrl, redact, redactValue, secretFragments, urlSecrets } from "../../resources/secrets";
@@ -14,6 +14,9 @@ import { UpstreamError } from "../../resources/upstream";
 import { router } from "../app-env";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { insertUnique } from "./unique";
+import { mcpServer } from "../../db/schema";
+import { selectPage } from "../../stores/list-page";
+import { AdminListQuery, listing } from "./list-page";
 
 const DISCOVERY_TIMEOUT_MS = 10_000;
 
@@ -68,10 +71,14 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
 }
 
 export const mcpServersRouter = router()
-  .get("/", async (c) => {
-    const store = toolsStore(dbOf(c.env));
-    const servers = await store.listServers();
-    return c.json({ items: await Promise.all(servers.map(async (s) => toMcpServerView(s, await store.toolsOf(s.name)))) });
+  .get("/", validate("query", AdminListQuery), (c) => {
+    const db = dbOf(c.env);
+    return listing(c, c.req.valid("query"), {
+      kind: "mcp-servers",
+      read: (page) => selectPage(db, mcpServer, { id: mcpServer.name }, page),
+      position: (row) => ({ time: 0, id: row.name }),
+      view: (rows) => Promise.all(rows.map(async (s) => toMcpServerView(s, await toolsStore(db).toolsOf(s.name)))),
+    });
   })
   .post("/", jsonBody(McpServerInput), async (c) => {
     const input = c.get("body");

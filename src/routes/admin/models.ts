@@ -2,12 +2,15 @@ import * as z from "zod";
 import { dbOf } from "../../db/connect";
 import { notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { jsonBody } from "../../middleware/validate";
+import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, ResourceIdSchema } from "../../resources/ids";
 import { modelsStore, toModelView } from "../../resources/models-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
 import { refuseIfGranted } from "../../agents/grants-in-use";
+import { model } from "../../db/schema";
+import { selectPage } from "../../stores/list-page";
+import { AdminListQuery, listing } from "./list-page";
 
 /** An OpenAI-compatible endpoint; `base_url` is the part before `/chat/completions` (or `/rerank`). */
 const ModelInput = z.strictObject({
@@ -21,7 +24,14 @@ const ModelInput = z.strictObject({
 });
 
 export const modelsRouter = router()
-  .get("/", async (c) => c.json({ items: (await modelsStore(dbOf(c.env)).list()).map(toModelView) }))
+  .get("/", validate("query", AdminListQuery), (c) =>
+    listing(c, c.req.valid("query"), {
+      kind: "models",
+      read: (page) => selectPage(dbOf(c.env), model, { time: model.createdAt, id: model.modelId }, page),
+      position: (row) => ({ time: row.createdAt, id: row.modelId }),
+      view: (rows) => rows.map(toModelView),
+    }),
+  )
   .post("/", jsonBody(ModelInput), async (c) => {
     const input = c.get("body");
     const store = modelsStore(dbOf(c.env));

@@ -3,10 +3,13 @@ import { dbOf } from "../../db/connect";
 import type { Db } from "../../db/client";
 import { conflict, notFound } from "../../lib/errors";
 import { agentsStore } from "../../stores/agents";
-import { jsonBody } from "../../middleware/validate";
+import { jsonBody, validate } from "../../middleware/validate";
 import { registerRunnerService } from "../../registry/register";
 import { registryStore, toRunnerView, toServiceView } from "../../stores/registry";
 import { router } from "../app-env";
+import { runner, runnerService } from "../../db/schema";
+import { selectPage } from "../../stores/list-page";
+import { AdminListQuery, listing } from "./list-page";
 
 const ServiceInput = z.strictObject({
   base_url: z.url({ protocol: /^https?$/ }),
@@ -20,10 +23,14 @@ async function existingService(db: Db, serviceId: string) {
 }
 
 export const runnerServicesRouter = router()
-  .get("/", async (c) => {
-    const store = registryStore(dbOf(c.env));
-    const services = await store.listServices();
-    return c.json({ items: await Promise.all(services.map(async (s) => toServiceView(s, await store.runnersOf(s.serviceId)))) });
+  .get("/", validate("query", AdminListQuery), (c) => {
+    const db = dbOf(c.env);
+    return listing(c, c.req.valid("query"), {
+      kind: "runner-services",
+      read: (page) => selectPage(db, runnerService, { time: runnerService.createdAt, id: runnerService.serviceId }, page),
+      position: (row) => ({ time: row.createdAt, id: row.serviceId }),
+      view: (rows) => Promise.all(rows.map(async (s) => toServiceView(s, await registryStore(db).runnersOf(s.serviceId)))),
+    });
   })
   .get("/:serviceId", async (c) => {
     const db = dbOf(c.env);
@@ -57,7 +64,11 @@ export const runnerServicesRouter = router()
     return c.json(await registerRunnerService(db, { base_url: service.baseUrl, serviceId: service.serviceId }));
   });
 
-export const runnersRouter = router().get("/", async (c) => {
-  const rows = await registryStore(dbOf(c.env)).listRunners();
-  return c.json({ items: rows.map(toRunnerView) });
-});
+export const runnersRouter = router().get("/", validate("query", AdminListQuery), (c) =>
+  listing(c, c.req.valid("query"), {
+    kind: "runners",
+    read: (page) => selectPage(dbOf(c.env), runner, { id: runner.runnerId }, page),
+    position: (row) => ({ time: 0, id: row.runnerId }),
+    view: (rows) => rows.map(toRunnerView),
+  }),
+);

@@ -3,13 +3,16 @@ import { dbOf } from "../../db/connect";
 import { conflict, notFound } from "../../lib/errors";
 import { sealValues } from "../../lib/secret-box";
 import { RecordSchema } from "../../protocol/common";
-import { jsonBody } from "../../middleware/validate";
+import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { schemaProblems } from "../../resources/json-schema";
 import { toolsStore, toToolView } from "../../resources/tools-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
 import { refuseIfGranted } from "../../agents/grants-in-use";
+import { tool } from "../../db/schema";
+import { selectPage } from "../../stores/list-page";
+import { AdminListQuery, listing } from "./list-page";
 
 /**
  * Tool arguments are a JSON object, so the schema must describe one; and one
@@ -34,7 +37,14 @@ const ToolInput = z.strictObject({
 
 /** Every tool, HTTP or discovered on an MCP server; header values masked. */
 export const toolsRouter = router()
-  .get("/", async (c) => c.json({ items: (await toolsStore(dbOf(c.env)).list()).map(toToolView) }))
+  .get("/", validate("query", AdminListQuery), (c) =>
+    listing(c, c.req.valid("query"), {
+      kind: "tools",
+      read: (page) => selectPage(dbOf(c.env), tool, { id: tool.toolName }, page),
+      position: (row) => ({ time: 0, id: row.toolName }),
+      view: (rows) => rows.map(toToolView),
+    }),
+  )
   .post("/", jsonBody(ToolInput), async (c) => {
     const input = c.get("body");
     const db = dbOf(c.env);
