@@ -1,60 +1,85 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import Database from "libsql";
+import { readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
+import { join, sep } from "node:path";
 
-/** Another live process holds the data folder: two hosts on one libSQL file and one DO store would corrupt both. */
+/** Another process uses the data folder: two hosts on one libSQL file and one DO store would corrupt both. */
 export class DataDirLockedError extends Error {
   constructor(
     readonly dataDir: string,
-    readonly pid: number,
+    /** Who holds it, as far as can be told: "another npm start (pid 123)", "workerd (pid 456), left running by an npm start that was killed". */
+    readonly holder: string,
   ) {
-    super(`${dataDir} is in use by another npm start (pid ${pid})`);
+    super(`${dataDir} is in use by ${holder}: stop it, or set DATA_DIR to another folder`);
     this.name = "DataDirLockedError";
   }
 }
 
-const LOCK_FILE = "host.lock";
+const LOCK_FILE = "lock.db";
+const PID_FILE = "lock.pid";
 
-/** Whether a process with this pid is alive (one this user may not signal still is). */
-function alive(pid: number): boolean {
+/** Processes other than this one with a file under `dir` open (Linux; elsewhere none can be told). */
+function otherProcessesUsing(dir: string): { pid: number; command: string }[] {
+  const inside = realpathSync(dir) + sep;
+  let pids: string[];
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid);
+  } catch {
+    return [];
   }
+  const found: { pid: number; command: string }[] = [];
+  for (const pid of pids) {
+    try {
+      const fds = readdirSync(`/proc/${pid}/fd`);
+      if (fds.some((fd) => safeReadlink(`/proc/${pid}/fd/${fd}`).startsWith(inside))) {
+        found.push({ pid: Number(pid), command: readFileSync(`/proc/${pid}/comm`, "utf8").trim() });
+      }
+    } catch {
+      // gone meanwhile, or not ours to look at
+    }
+  }
+  return found;
 }
 
+const safeReadlink = (path: string) => {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return "";
+  }
+};
+
 /**
- * Takes the data folder for this process: a lock file holding its pid,
- * created exclusively. A lock left by a process that is gone (killed, a
- * crash) is taken over. Released on `release()` and when this process exits.
+ * Takes the data folder for this process. The lock is an exclusive SQLite
+ * transaction held open on `lock.db`: the kernel drops it when the process
+ * ends however it ends (a kill, a crash), so a lock is never stale, and two
+ * starts can never both take it. A killed npm start may leave its workerd
+ * running on the folder's Durable Object store: any other process with a
+ * file of the folder open (Linux) makes the folder in use too.
  */
 export function lockDataDir(dataDir: string): { release(): void } {
-  const path = join(dataDir, LOCK_FILE);
-  for (let attempt = 0; ; attempt++) {
+  const db = new Database(join(dataDir, LOCK_FILE), { timeout: 0 });
+  try {
+    db.exec("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE");
+  } catch (err) {
+    db.close();
+    if (!/locked|busy/i.test((err as Error).message)) throw err;
+    let pid = "";
     try {
-      const fd = openSync(path, "wx", 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
-      const holder = Number(readFileSync(path, "utf8").trim());
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) throw new DataDirLockedError(dataDir, holder);
-      unlinkSync(path); // stale: its process is gone
-    }
-  }
-  let held = true;
-  const release = () => {
-    if (!held) return;
-    held = false;
-    process.off("exit", release);
-    try {
-      unlinkSync(path);
+      pid = readFileSync(join(dataDir, PID_FILE), "utf8").trim();
     } catch {
-      // already gone: nothing to release
+      // the holder has not written it yet
     }
+    throw new DataDirLockedError(dataDir, pid ? `another npm start (pid ${pid})` : "another npm start");
+  }
+  const release = () => {
+    if (db.open) db.close();
   };
-  process.on("exit", release);
+  const others = otherProcessesUsing(dataDir);
+  if (others.length) {
+    release();
+    const { pid, command } = others[0]!;
+    throw new DataDirLockedError(dataDir, `${command} (pid ${pid}), perhaps left running by an npm start that was killed`);
+  }
+  writeFileSync(join(dataDir, PID_FILE), String(process.pid));
   return { release };
 }

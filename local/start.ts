@@ -22,7 +22,7 @@ try {
   lockDataDir(dataDir);
 } catch (err) {
   if (!(err instanceof DataDirLockedError)) throw err;
-  console.error(`npm start: ${err.message}; stop it, or set DATA_DIR to another folder`);
+  console.error(`npm start: ${err.message}`);
   process.exit(1);
 }
 

@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
+import { lockDataDir } from "../../local/data-lock";
 
 /**
  * `npm start` checks what it is given before starting anything: a port
@@ -76,12 +77,16 @@ describe("npm start on a data folder another one is using", () => {
   it("one clear line naming the folder and the process holding it, and the holder's files untouched", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "npm-start-locked-"));
     // This test process stands for the npm start already running there.
-    writeFileSync(join(dataDir, "host.lock"), String(process.pid));
-    const { code, output } = await start({ PORT: "0", RUNNER_PORT: "0" }, dataDir);
-    expect(code).not.toBe(0);
-    expect(output).toContain(`npm start: ${dataDir} is in use by another npm start (pid ${process.pid}); stop it, or set DATA_DIR to another folder`);
-    expect(clear(output).stackFrames).toBe(0);
-    expect(readdirSync(dataDir)).toEqual(["host.lock"]);
-    expect(readFileSync(join(dataDir, "host.lock"), "utf8")).toBe(String(process.pid));
+    const lock = lockDataDir(dataDir);
+    try {
+      const before = readdirSync(dataDir).sort();
+      const { code, output } = await start({ PORT: "0", RUNNER_PORT: "0" }, dataDir);
+      expect(code).not.toBe(0);
+      expect(output).toContain(`npm start: ${dataDir} is in use by another npm start (pid ${process.pid}): stop it, or set DATA_DIR to another folder`);
+      expect(clear(output).stackFrames).toBe(0);
+      expect(readdirSync(dataDir).sort()).toEqual(before);
+    } finally {
+      lock.release();
+    }
   }, 60_000);
 });
