@@ -7,10 +7,10 @@ import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type Host
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
 import { claimRun } from "../src/run/claim";
-import { CANCELLED_UNHANDED, endRunAfterHostFailure, endRunAsHost, endUnhandedRun, NEVER_HANDED_OVER } from "../src/run/host-end";
+import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost, endUnhandedRun, NEVER_HANDED_OVER } from "../src/run/host-end";
 import { endLostRun } from "../src/run/lost-run";
 import type { RunJob } from "../src/run/job";
-import type { RunOutcome } from "../src/stores/runs";
+import type { LedgerEntry, RunOutcome } from "../src/stores/runs";
 import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
 import { RunnerCallError } from "../src/runner/errors";
@@ -66,8 +66,7 @@ export class ConversationDO extends DurableObject<Env> {
    * Idempotent by run id.
    */
   async dispatch(job: RunJob): Promise<DispatchResult> {
-    // One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of
-    // a run still being decided shares that decision.
+    // One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision.
     return this.decisions.decide(job.runId, () => this.decide(job));
   }
 
@@ -121,8 +120,7 @@ export class ConversationDO extends DurableObject<Env> {
           // A run stored as running that this instance does not execute was lost with an earlier instance.
           if (run.state !== "running" || this.isActive(run.job.runId)) continue;
           await this.finishLost(key, run.job).catch(async (err: Error) => {
-            // The database is unreachable: try again after a pause (its notBefore wakes this alarm) rather than
-            // throw and leave the run to the platform's few alarm retries.
+            // The database is unreachable: try again after a pause (notBefore wakes this alarm), not the platform's few alarm retries.
             console.error(`run ${run.job.runId}: lost run not ended yet: ${describeError(err)}`);
             await this.runs.put(key, { ...run, notBefore: Date.now() + RETRY_PAUSE_MS });
           });
@@ -197,8 +195,8 @@ export class ConversationDO extends DurableObject<Env> {
     // A run whose dispatch is still being decided is cancelled as that decision leaves it.
     await this.decisions.settled(runId);
     const active = this.active.get(runId);
-    // Its runner is done: nothing is left to cancel. Answered once its end is recorded, so the answer says how it ended.
-    if (active && this.finishing.has(runId)) return active.done.then(() => ({ cancelled: false }));
+    // Its runner is done, or it was stopped otherwise (deadline, interrupt, an earlier cancel): nothing is left to cancel; answered once its end is recorded.
+    if (active && (this.finishing.has(runId) || active.abort.signal.aborted)) return active.done.then(() => ({ cancelled: false }));
     if (active) {
       // Also reaches a run still starting: it sees the abort before calling its runner.
       active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
@@ -316,12 +314,17 @@ export class ConversationDO extends DurableObject<Env> {
     let status = "failed";
     let recorded = true;
     let delivery: DeliverySession | null = null;
+    let publishedUpTo = 0;
+    const publish = (entries: LedgerEntry[]) => {
+      for (const e of entries) publishedUpTo = Math.max(publishedUpTo, e.seq);
+      this.live.publish(job.runId, entries);
+      delivery?.feed(entries);
+    };
     try {
       const claimed = await claimRun(db, job);
       if (claimed) this.live.track(job.runId);
       if (!claimed) {
-        // Already taken by an earlier trigger (or cancelled): never run twice. Still "running" means
-        // an instance took it and died before its own "running" mark below became durable.
+        // Already taken by an earlier trigger (or cancelled): never run twice. Still "running": an instance took it and died before its mark below was durable.
         status = (await runsStore(db).get(job.runId))?.status ?? "unknown";
         if (status === "running") {
           await this.finishLost(key, job);
@@ -329,8 +332,7 @@ export class ConversationDO extends DurableObject<Env> {
         }
         return;
       }
-      // Unconfirmed: the runner call must not wait for this write to be flushed. If it is lost with
-      // the instance, the entry stays "queued" and the branch above ends the run as lost.
+      // Unconfirmed: the runner call must not wait for this flush. Lost with the instance, the entry stays "queued" and the branch above ends it as lost.
       void this.runs.put(key, { ...stored, state: "running" }, { allowUnconfirmed: true });
       // The agent as it is now: an edit made while the run was queued applies to it.
       job = claimed.job;
@@ -343,16 +345,17 @@ export class ConversationDO extends DurableObject<Env> {
       const outcome = await executeRun({
         db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state: claimed.state, token, runner: claimed.runner, signal: abort.signal, ledgerSequence: session.ledgerSequence,
         onStreamEnd: () => this.streamEnded(job.runId, abort),
-        publish: (entries) => {
-          this.live.publish(job.runId, entries);
-          delivery?.feed(entries);
-        },
+        publish,
       });
       status = outcome.status;
     } catch (err) {
       // Only host-side failures reach here (the database refused a write the run needs).
       const ended = await endRunAfterHostFailure(db, job, err);
       recorded = ended !== null;
+      // Ended already (its final write applied, unanswered): followers and the reply hear how, with what it recorded.
+      const meanwhile = ended && !ended.entry ? await endRecordedMeanwhile(db, job.runId, publishedUpTo).catch(() => null) : null;
+      if (meanwhile) publish(meanwhile.entries);
+      if (meanwhile) status = meanwhile.status;
       // Followers see the record; the user hears of it (through the reply in progress, or a session of its own).
       if (ended?.entry) {
         this.live.publish(job.runId, [ended.entry]);
@@ -364,12 +367,10 @@ export class ConversationDO extends DurableObject<Env> {
       // Unregister first so no pull races the drop; delete the entry so no new claim targets this run.
       const ending = this.sessions.get(job.runId);
       this.sessions.delete(job.runId);
-      // Unrecorded, the entry stays: as "running" the scheduler finds it as an orphan and retries the
-      // terminal write; as "queued" (it failed while starting) it is tried again after a pause.
+      // Unrecorded, the entry stays: as "running" the scheduler retries its terminal write as an orphan's; as "queued" (it failed starting) it waits a pause.
       // Followers and claimed messages wait for an unrecorded run: it is retried or ended as lost, not over yet.
       if (recorded) {
-        // Unconfirmed, so the output gate does not hold the stream's end until the removal is flushed. If it is
-        // lost with the instance, the entry comes back as "running" and finishLost finds the run already ended.
+        // Unconfirmed: the output gate does not hold the stream's end for this flush. Lost, the entry comes back "running"; finishLost finds it ended.
         void this.runs.delete(key, { allowUnconfirmed: true });
         this.live.end(job.runId, status);
         await this.dropUnpulled(job);

@@ -122,6 +122,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   const artifactRefs = new RunArtifactRefs(db, { conversationKey: job.conversationKey, runId: job.runId });
 
   let failure: unknown;
+  let runnerDone = false;
   // The last batch (terminal result) is written together with the outcome: one round trip fewer.
   let last: { statements: unknown[]; ledger: LedgerEntry[]; blobs: string[] } = { statements: [], ledger: [], blobs: [] };
   try {
@@ -136,8 +137,13 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
     for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
       const batch = processor.process(payloads);
-      // From its terminal result on, the Host API records nothing more: the run's end stays its ledger's last entry.
-      if (batch.terminal) void deps.ledgerSequence?.closeToHost();
+      if (batch.terminal) {
+        runnerDone = true;
+        // From its terminal result on, the Host API records nothing more: the run's end stays its ledger's last entry.
+        void deps.ledgerSequence?.closeToHost();
+        // And a cancel or the deadline changes nothing: the run ends as its runner said (the cancel is told so).
+        deps.onStreamEnd?.();
+      }
       const statements = await batchStatements(deps, batch, artifactRefs);
       const blobs = batch.inlineArtifacts.map((a) => artifactR2Key(a.ref.artifact_id));
       if (batch.terminal && !batch.error) {
@@ -149,8 +155,9 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
       if (batch.error) throw batch.error;
     }
   } catch (err) {
-    // An abort (deadline, cancel) may surface as any error from fetch; its reason says why.
-    failure = deps.signal.aborted && deps.signal.reason instanceof RunnerCallError ? deps.signal.reason : err;
+    // An abort (deadline, cancel) may surface as any error from fetch; its reason says why. Once the runner is done, the
+    // signal was aborted only to say so: a failure then is the host's own.
+    failure = !runnerDone && deps.signal.aborted && deps.signal.reason instanceof RunnerCallError ? deps.signal.reason : err;
   }
   deps.onStreamEnd?.();
   // The end is the ledger's last entry: Host API calls just stopped may record how they ended, then nothing more.

@@ -4,7 +4,7 @@ import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, runEvent } from "../db/schema";
 import { describeError } from "../lib/describe-error";
 import { hostRecordValues } from "../stores/event-log";
-import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
+import { ENDED, isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import type { RunJob } from "./job";
 
 /** What ending a run needs of it: a run job, or the facts of a run row. */
@@ -76,6 +76,20 @@ export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown):
     (entry) => ({ entry }),
     (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${describeError(e)}); the run is tried again or ended as lost`), null),
   );
+}
+
+/**
+ * A run a host failure found already ended, most likely by its own final write, applied though its answer never
+ * came: its status and the ledger entries after `afterSeq` (those its followers and its reply have not had), or
+ * null when the record says it has not ended.
+ */
+export async function endRecordedMeanwhile(db: Db, runId: string, afterSeq: number): Promise<{ status: string; entries: LedgerEntry[] } | null> {
+  const store = runsStore(db);
+  const row = await store.get(runId);
+  if (!row || !(ENDED as readonly string[]).includes(row.status)) return null;
+  const page = await store.ledger(runId, afterSeq, 1000);
+  const entries = page.rows.map((r) => ({ runId, seq: r.seq, type: r.type, data: JSON.parse(r.dataJson) as unknown, runnerSequence: r.runnerSequence, origin: r.origin as LedgerEntry["origin"], createdAt: r.createdAt }));
+  return { status: row.status, entries };
 }
 
 /** An operator's cancel of a run whose hand-over to its conversation was lost. */
