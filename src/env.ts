@@ -115,7 +115,12 @@ export const CONFIG_VARS = Object.keys(ConfigFields.shape) as (keyof typeof Conf
 
 const ConfigSchema = ConfigFields.refine((c) => c.RUN_DEADLINE_MS + c.DELIVERY_SETTLE_TIMEOUT_MS <= RUN_WALL_TIME_MAX_MS, {
   message: `RUN_DEADLINE_MS + DELIVERY_SETTLE_TIMEOUT_MS must stay within ${RUN_WALL_TIME_MAX_MS / 60_000} minutes: a run lives in a Durable Object alarm, which has 15 minutes of wall time`,
-});
+})
+  // The wrong variable removed at the end of a rotation: every sealed credential would fail, and new ones be stored in the clear.
+  .refine((c) => c.SECRETS_KEY_PREVIOUS === undefined || c.SECRETS_KEY !== undefined, {
+    path: ["SECRETS_KEY"],
+    message: "SECRETS_KEY_PREVIOUS is set without SECRETS_KEY: set SECRETS_KEY to the current key (SECRETS_KEY_PREVIOUS is only for the key being rotated out)",
+  });
 
 export type Config = z.infer<typeof ConfigSchema>;
 

@@ -36,6 +36,14 @@ describe("configuration", () => {
   });
 });
 
+describe("secrets key rotation", () => {
+  it("refuses SECRETS_KEY_PREVIOUS without SECRETS_KEY, naming what to set", () => {
+    const key = Buffer.alloc(32, 7).toString("base64");
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, SECRETS_KEY_PREVIOUS: key })).toEqual([expect.stringMatching(/^SECRETS_KEY: SECRETS_KEY_PREVIOUS is set without SECRETS_KEY/)]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, SECRETS_KEY: key, SECRETS_KEY_PREVIOUS: Buffer.alloc(32, 9).toString("base64") })).toEqual([]);
+  });
+});
+
 describe("runtime", () => {
   it("runs locally on the compatibility date and flags production deploys with (wrangler.toml)", () => {
     const toml = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
