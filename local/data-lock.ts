@@ -14,6 +14,9 @@ export class DataDirLockedError extends Error {
   }
 }
 
+/** The lock's connections, kept reachable: one collected as garbage would be closed, and its lock let go. */
+const held = new Set<InstanceType<typeof Database>>();
+
 const LOCK_FILE = "lock.db";
 const PID_FILE = "lock.pid";
 
@@ -71,7 +74,9 @@ export function lockDataDir(dataDir: string): { release(): void } {
     }
     throw new DataDirLockedError(dataDir, pid ? `another npm start (pid ${pid})` : "another npm start");
   }
+  held.add(db);
   const release = () => {
+    held.delete(db);
     if (db.open) db.close();
   };
   const others = otherProcessesUsing(dataDir);

@@ -18,8 +18,9 @@ import { bindRunner } from "./setup";
 
 const dataDir = process.env.DATA_DIR || join(ROOT, ".data");
 mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+let dataLock: { release(): void };
 try {
-  lockDataDir(dataDir);
+  dataLock = lockDataDir(dataDir);
 } catch (err) {
   if (!(err instanceof DataDirLockedError)) throw err;
   console.error(`npm start: ${err.message}`);
@@ -92,6 +93,7 @@ const shutdown = async () => {
   clearInterval(retention);
   await host.dispose();
   await runner.close();
+  dataLock.release();
   process.exit(0);
 };
 process.on("SIGINT", shutdown);

@@ -20,9 +20,9 @@ const fresh = () => {
 
 /** A process that runs `code` (a module; the folder is process.argv[2]); answers its pid once it has (tsx runs it in a child of its own). */
 async function holder(code: string, dir: string): Promise<{ pid: number; kill(): Promise<void> }> {
-  const script = join(fresh(), "holder.ts");
+  const script = join(fresh(), "holder.mts");
   writeFileSync(script, `${code}\nconsole.log("ready " + process.pid);\nsetInterval(() => {}, 1000);\n`);
-  const child = spawn(join(ROOT, "node_modules/.bin/tsx"), [script, dir], { cwd: ROOT });
+  const child = spawn(join(ROOT, "node_modules/.bin/tsx"), ["--expose-gc", script, dir], { cwd: ROOT });
   const pid = await new Promise<number>((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (c) => {
@@ -44,7 +44,8 @@ async function holder(code: string, dir: string): Promise<{ pid: number; kill():
     },
   };
 }
-const LOCKS = `import { lockDataDir } from ${JSON.stringify(join(ROOT, "local/data-lock.ts"))};\nlockDataDir(process.argv[2]);`;
+// Its answer is dropped and garbage collected: the lock must not go with it.
+const LOCKS = `import { lockDataDir } from ${JSON.stringify(join(ROOT, "local/data-lock.ts"))};\nlockDataDir(process.argv[2]);\nglobalThis.gc();\nawait new Promise((r) => setTimeout(r, 50));\nglobalThis.gc();`;
 const OPENS_A_FILE = `import { openSync } from "node:fs";\nopenSync(process.argv[2] + "/held", "w");`;
 
 function openFiles(pid: number): number {
