@@ -29,8 +29,4 @@ export class OpenStreams {
     this.closers.delete(id);
     await close?.();
   }
-
-  get size(): number {
-    return this.closers.size;
-  }
 }

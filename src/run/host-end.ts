@@ -4,7 +4,7 @@ import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, runEvent } from "../db/schema";
 import { describeError } from "../lib/describe-error";
 import { hostRecordValues } from "../stores/event-log";
-import { ENDED, isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
+import { ENDED, isNotStarted, ledgerEntryOf, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import type { RunJob } from "./job";
 
 /** What ending a run needs of it: a run job, or the facts of a run row. */
@@ -88,8 +88,7 @@ export async function endRecordedMeanwhile(db: Db, runId: string, afterSeq: numb
   const row = await store.get(runId);
   if (!row || !(ENDED as readonly string[]).includes(row.status)) return null;
   const page = await store.ledger(runId, afterSeq, 1000);
-  const entries = page.rows.map((r) => ({ runId, seq: r.seq, type: r.type, data: JSON.parse(r.dataJson) as unknown, runnerSequence: r.runnerSequence, origin: r.origin as LedgerEntry["origin"], createdAt: r.createdAt }));
-  return { status: row.status, entries };
+  return { status: row.status, entries: page.rows.map(ledgerEntryOf) };
 }
 
 /** An operator's cancel of a run whose hand-over to its conversation was lost. */

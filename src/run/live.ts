@@ -1,4 +1,4 @@
-import { ENDED, type LedgerEntry, type runsStore } from "../stores/runs";
+import { ENDED, ledgerEntryOf, type LedgerEntry, type runsStore } from "../stores/runs";
 import { randomHex } from "../lib/crypto";
 import { SequenceSet } from "./sequence-set";
 
@@ -39,7 +39,7 @@ export type LedgerSource = (afterSeq: number, limit: number) => Promise<{ frames
 function ledgerSource(runs: ReturnType<typeof runsStore>, runId: string): LedgerSource {
   return async (afterSeq, limit) => {
     const page = await runs.ledger(runId, afterSeq, limit);
-    return { frames: page.rows.map((r) => frameOf({ ...r, data: JSON.parse(r.dataJson), origin: r.origin as "runner" | "host" })), hasMore: page.hasMore };
+    return { frames: page.rows.map((r) => frameOf(ledgerEntryOf(r))), hasMore: page.hasMore };
   };
 }
 

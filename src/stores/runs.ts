@@ -46,6 +46,11 @@ export interface LedgerEntry {
   dropped?: true;
 }
 
+/** A recorded ledger row as the entry it was written from (for followers and replies replayed from the database). */
+export function ledgerEntryOf(r: { runId: string; seq: number; type: string; dataJson: string; runnerSequence: number | null; origin: string; createdAt: number }): LedgerEntry {
+  return { runId: r.runId, seq: r.seq, type: r.type, data: JSON.parse(r.dataJson) as unknown, runnerSequence: r.runnerSequence, origin: r.origin as LedgerEntry["origin"], createdAt: r.createdAt };
+}
+
 export function toLedgerView(e: { seq: number; type: string; dataJson: string; runnerSequence: number | null; origin: string; createdAt: number }) {
   return {
     seq: e.seq,
