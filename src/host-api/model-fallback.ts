@@ -5,6 +5,7 @@ import { UpstreamError } from "../resources/upstream";
 import type { ActionContext } from "./actions/context";
 import { ApiError } from "./errors";
 import { logUpstreamFailure, toApiError } from "./upstream-error";
+import { modelSlot } from "../stores/secret-slots";
 
 export type ModelOperation = "invoke" | "stream" | "rerank";
 
@@ -31,7 +32,7 @@ export function modelCandidates(ctx: ActionContext, requested: string, operation
 async function attemptOf(ctx: ActionContext, modelId: string): Promise<ModelAttempt> {
   const row = await modelsStore(ctx.db).get(modelId);
   if (!row) throw new ApiError("not_found", `model ${modelId} is no longer registered on this host`, { details: { model_id: modelId } });
-  const apiKey = await ctx.db.secrets.open(row.apiKey, { table: "models", id: row.modelId });
+  const apiKey = await ctx.db.secrets.open(row.apiKey, modelSlot(row));
   return { modelId, target: { baseUrl: row.baseUrl, apiKey, model: row.providerModel }, secrets: secretFragments([apiKey, ...urlSecrets(row.baseUrl)]) };
 }
 

@@ -1,9 +1,11 @@
 import { base64ToBytes, bytesToBase64 } from "./base64";
 
-/** Marks a stored value as sealed, and with which scheme: v2 binds it to its slot. */
-const SEALED = "sealed:v2:";
-/** Sealed before values were bound to their slot: still opened, and resealed as v2 by `POST /v1/admin/secrets/reseal`. */
+/** Marks a stored value as sealed, and with which scheme: v3 binds it to its slot and destination. */
+const SEALED = "sealed:v3:";
+/** Earlier schemes, still opened and resealed as v3 by `POST /v1/admin/secrets/reseal`: v2 bound to the slot alone, v1 to nothing. */
+const SEALED_SLOT_ONLY = "sealed:v2:";
 const SEALED_UNBOUND = "sealed:v1:";
+const SCHEMES = [SEALED, SEALED_SLOT_ONLY, SEALED_UNBOUND] as const;
 const IV_BYTES = 12;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -17,19 +19,27 @@ export class SealedSecretError extends Error {
 export type SealedTable = "runner_services" | "bots" | "models" | "knowledge_bases" | "tools" | "mcp_servers";
 
 /**
- * Where a sealed value belongs: its table, its row's id and, in a record of
- * values (bot credentials, headers), its name. It is the value's AES-GCM
- * associated data, so a value copied to another row or name (by someone who
- * can write the database but not read SECRETS_KEY) no longer opens there and
- * cannot be sent to an endpoint that row names.
+ * Where a sealed value belongs: its table, its row's id, in a record of
+ * values (bot credentials, headers) its name, and where the row sends it
+ * (its endpoint). It is the value's AES-GCM associated data, so a value
+ * copied to another row or name, or left in a row whose endpoint was
+ * changed, by someone who can write the database but not read SECRETS_KEY,
+ * no longer opens and is never sent to an endpoint they chose.
  */
 export interface SecretSlot {
   table: SealedTable;
   id: string;
   name?: string;
+  destination: string;
 }
 
-const slotData = (slot: SecretSlot): Uint8Array => encoder.encode(JSON.stringify([slot.table, slot.id, slot.name ?? null]));
+/** The associated data of each scheme: v3 all of the slot, v2 its place without the destination, v1 none. */
+const slotData = (scheme: (typeof SCHEMES)[number], slot: SecretSlot): Uint8Array | undefined =>
+  scheme === SEALED
+    ? encoder.encode(JSON.stringify([slot.table, slot.id, slot.name ?? null, slot.destination]))
+    : scheme === SEALED_SLOT_ONLY
+      ? encoder.encode(JSON.stringify([slot.table, slot.id, slot.name ?? null]))
+      : undefined;
 
 /**
  * Credentials at rest: what the host stores for others (runner HMAC secrets,
@@ -84,7 +94,7 @@ export function secretBox(keyBase64: string | undefined, previousKeyBase64?: str
     async seal(plain, slot) {
       if (plain === null || !keyBase64) return plain;
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
-      const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: slotData(slot) }, await importKey(keyBase64), encoder.encode(plain)));
+      const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: slotData(SEALED, slot) }, await importKey(keyBase64), encoder.encode(plain)));
       const out = new Uint8Array(IV_BYTES + sealed.length);
       out.set(iv);
       out.set(sealed, IV_BYTES);
@@ -93,26 +103,26 @@ export function secretBox(keyBase64: string | undefined, previousKeyBase64?: str
     },
     async open(stored, slot) {
       if (stored === null) return stored;
-      const bound = stored.startsWith(SEALED);
-      if (!bound && !stored.startsWith(SEALED_UNBOUND)) return stored;
+      const scheme = SCHEMES.find((prefix) => stored.startsWith(prefix));
+      if (!scheme) return stored;
       if (!keyBase64) throw new SealedSecretError("a stored secret is sealed and SECRETS_KEY is not set");
       let bytes: Uint8Array;
       try {
-        bytes = base64ToBytes(stored.slice((bound ? SEALED : SEALED_UNBOUND).length));
+        bytes = base64ToBytes(stored.slice(scheme.length));
       } catch (err) {
         throw new SealedSecretError("a stored secret is damaged", { cause: err });
       }
-      const additionalData = bound ? slotData(slot) : undefined;
+      const additionalData = slotData(scheme, slot);
       // As in seal: a string in, a string out.
       for (const key of previousKeyBase64 ? [keyBase64, previousKeyBase64] : [keyBase64]) {
         try {
           return (await openUnder(key, bytes, additionalData)) as typeof stored;
         } catch {
-          // Not this key (or damaged, or sealed for another slot): try the next.
+          // Not this key (or damaged, or sealed for another slot or destination): try the next.
         }
       }
       throw new SealedSecretError(
-        `a stored secret of ${slot.table} cannot be opened: it was sealed under neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS, or sealed for another row or name, or is damaged`,
+        `a stored secret of ${slot.table} cannot be opened: it was sealed under neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS, or sealed for another row or name, or its row's endpoint was changed without the admin API, or it is damaged`,
       );
     },
     async reseal(stored, slot) {
@@ -148,4 +158,19 @@ export async function resealValues<T extends Record<string, unknown>>(box: Secre
     }),
   );
   return changed ? (Object.fromEntries(entries) as T) : undefined;
+}
+
+/**
+ * A value sealed for `from`, sealed again for `to`: its row now sends it
+ * elsewhere, changed through the admin API. As it is when nothing changed.
+ */
+export async function moveSealed<T extends string | null>(box: SecretBox, stored: T, from: SecretSlot, to: SecretSlot): Promise<T> {
+  if (stored === null || from.destination === to.destination) return stored;
+  return box.seal(await box.open(stored, from), to);
+}
+
+/** A record of values sealed for `from`, each sealed again for `to` (see `moveSealed`). */
+export async function moveSealedValues<T extends Record<string, unknown>>(box: SecretBox, record: T, from: RecordSlot, to: RecordSlot): Promise<T> {
+  if (from.destination === to.destination) return record;
+  return sealValues(box, await openValues(box, record, from), to);
 }

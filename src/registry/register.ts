@@ -9,6 +9,8 @@ import { parseJson } from "../lib/json";
 import { agentsStore } from "../stores/agents";
 import { registryStore, toServiceView } from "../stores/registry";
 import { maskUrl } from "../resources/secrets";
+import { moveSealed } from "../lib/secret-box";
+import { runnerServiceSlot } from "../stores/secret-slots";
 
 const MANIFEST_TIMEOUT_MS = 10_000;
 const MANIFEST_MAX_BYTES = 1024 * 1024;
@@ -90,8 +92,13 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
       {
         serviceId,
         baseUrl: input.base_url,
-        // A refresh keeps the stored secret unless a new one is given.
-        secret: input.secret !== undefined ? await db.secrets.seal(input.secret, { table: "runner_services", id: serviceId }) : (existing?.secret ?? null),
+        // A refresh keeps the stored secret unless a new one is given; a move seals it for the new address.
+        secret:
+          input.secret !== undefined
+            ? await db.secrets.seal(input.secret, runnerServiceSlot({ serviceId, baseUrl: input.base_url }))
+            : existing
+              ? await moveSealed(db.secrets, existing.secret, runnerServiceSlot(existing), runnerServiceSlot({ serviceId, baseUrl: input.base_url }))
+              : null,
         author: parsed.service.author,
         name: parsed.service.name,
         version: parsed.service.version,

@@ -19,6 +19,7 @@ import { ResultProcessor, type ResultBatch } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
 import type { AuthorizationSnapshot } from "./snapshot";
 import type { RunnerEndpoint } from "./claim";
+import { runnerServiceSlot } from "../stores/secret-slots";
 
 export interface ExecuteDeps {
   db: Db;
@@ -130,7 +131,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
     if (deps.runner instanceof RunnerCallError) throw deps.runner;
     // Sealed at rest: opened only to sign the request. Unopenable, the runner is not called at all.
-    const secret = await db.secrets.open(deps.runner.secret, { table: "runner_services", id: job.runner.serviceId }).catch((err: Error) => {
+    const secret = await db.secrets.open(deps.runner.secret, runnerServiceSlot({ serviceId: job.runner.serviceId, baseUrl: deps.runner.baseUrl })).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the runner service's secret cannot be used: ${err.message}`, { cause: err });
     });
     const target = { baseUrl: deps.runner.baseUrl, runnerName: job.runner.runnerName, secret };

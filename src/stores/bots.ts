@@ -6,6 +6,7 @@ import { ADAPTERS } from "../platforms/registry";
 import { openValues, type SecretBox } from "../lib/secret-box";
 import { PLATFORMS, type Bot, type PlatformName } from "../platforms/types";
 import { maskUrl } from "../resources/secrets";
+import { botSlot } from "./secret-slots";
 
 export type BotRow = typeof bot.$inferSelect;
 
@@ -33,7 +34,7 @@ export async function botOf(row: BotRow, secrets: SecretBox): Promise<Bot | null
   if (!isPlatform(row.platform)) return null;
   const adapter = ADAPTERS[row.platform];
   const stored = parseJson<Record<string, unknown> | null>(row.credentialsJson, null);
-  const credentials = adapter.credentials.safeParse(stored && (await openValues(secrets, stored, { table: "bots", id: row.botId })));
+  const credentials = adapter.credentials.safeParse(stored && (await openValues(secrets, stored, botSlot(row))));
   if (!credentials.success) return null;
   return {
     botId: row.botId,

@@ -3,21 +3,45 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { batchAll, type Db } from "../db/client";
 import { bot, knowledgeBase, mcpServer, model, runnerService, tool } from "../db/schema";
 import { parseJson } from "../lib/json";
-import { resealValues, type SealedTable, type SecretBox } from "../lib/secret-box";
+import { resealValues, type SealedTable, type SecretBox, type SecretSlot } from "../lib/secret-box";
+import { botSlot, knowledgeBaseSlot, mcpServerSlot, modelSlot, runnerServiceSlot, toolSlot } from "./secret-slots";
 
-/** Every stored credential: a plain value, or a JSON record of values (header and credential names stay readable). */
+type Row = { id: string; stored: string | null; slot: Omit<SecretSlot, "name"> };
+
+/**
+ * Every stored credential: a plain value, or a JSON record of values (header and credential names stay readable),
+ * with the rows that hold it read with their slots.
+ */
 const SEALED_COLUMNS = {
-  runner_services: { table: runnerService, key: runnerService.serviceId, column: runnerService.secret, field: "secret", kind: "value" },
-  bots: { table: bot, key: bot.botId, column: bot.credentialsJson, field: "credentialsJson", kind: "record" },
-  models: { table: model, key: model.modelId, column: model.apiKey, field: "apiKey", kind: "value" },
-  knowledge_bases: { table: knowledgeBase, key: knowledgeBase.kbId, column: knowledgeBase.apiKey, field: "apiKey", kind: "value" },
-  tools: { table: tool, key: tool.toolName, column: tool.headersJson, field: "headersJson", kind: "record" },
-  mcp_servers: { table: mcpServer, key: mcpServer.name, column: mcpServer.headersJson, field: "headersJson", kind: "record" },
-} as const satisfies Record<SealedTable, { table: SQLiteTable; key: SQLiteColumn; column: SQLiteColumn; field: string; kind: "value" | "record" }>;
+  runner_services: {
+    table: runnerService, key: runnerService.serviceId, column: runnerService.secret, field: "secret", kind: "value",
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(runnerService).all()).map((r) => ({ id: r.serviceId, stored: r.secret, slot: runnerServiceSlot(r) })),
+  },
+  bots: {
+    table: bot, key: bot.botId, column: bot.credentialsJson, field: "credentialsJson", kind: "record",
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(bot).all()).map((r) => ({ id: r.botId, stored: r.credentialsJson, slot: botSlot(r) })),
+  },
+  models: {
+    table: model, key: model.modelId, column: model.apiKey, field: "apiKey", kind: "value",
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(model).all()).map((r) => ({ id: r.modelId, stored: r.apiKey, slot: modelSlot(r) })),
+  },
+  knowledge_bases: {
+    table: knowledgeBase, key: knowledgeBase.kbId, column: knowledgeBase.apiKey, field: "apiKey", kind: "value",
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(knowledgeBase).all()).map((r) => ({ id: r.kbId, stored: r.apiKey, slot: knowledgeBaseSlot(r) })),
+  },
+  tools: {
+    table: tool, key: tool.toolName, column: tool.headersJson, field: "headersJson", kind: "record",
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(tool).all()).map((r) => ({ id: r.toolName, stored: r.headersJson, slot: toolSlot(r) })),
+  },
+  mcp_servers: {
+    table: mcpServer, key: mcpServer.name, column: mcpServer.headersJson, field: "headersJson", kind: "record",
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(mcpServer).all()).map((r) => ({ id: r.name, stored: r.headersJson, slot: mcpServerSlot(r) })),
+  },
+} as const satisfies Record<SealedTable, { table: SQLiteTable; key: SQLiteColumn; column: SQLiteColumn; field: string; kind: "value" | "record"; rows: (db: Db) => Promise<Row[]> }>;
 
 export type ResealCounts = Record<keyof typeof SEALED_COLUMNS, number>;
 
-async function resealed(box: SecretBox, kind: "value" | "record", stored: string | null, slot: { table: SealedTable; id: string }): Promise<string | undefined> {
+async function resealed(box: SecretBox, kind: "value" | "record", stored: string | null, slot: Row["slot"]): Promise<string | undefined> {
   if (kind === "value") return box.reseal(stored, slot);
   const record = stored === null ? null : parseJson<Record<string, unknown> | null>(stored, null);
   const next = record && (await resealValues(box, record, slot));
@@ -25,25 +49,28 @@ async function resealed(box: SecretBox, kind: "value" | "record", stored: string
 }
 
 /**
- * Seals every stored credential under the current key: values stored before
- * a key was set, and values sealed under SECRETS_KEY_PREVIOUS during a
- * rotation. Values already sealed under the current key are left as they
- * are. Each write applies only if the row still holds what was read, so a
+ * Seals every stored credential under the current key and for its row's
+ * slot and endpoint (v3): values stored before a key was set, values sealed
+ * under SECRETS_KEY_PREVIOUS during a rotation, and values sealed by an
+ * earlier release (v1, v2). Values already sealed so are left as they are.
+ * Each write applies only if the row still holds what was read, so a
  * credential changed meanwhile is never put back. A value that cannot be
- * opened is counted in `failed` and left as it is; the rest go on. One read
- * and at most one batch of writes per table.
+ * opened (sealed under neither key, copied from another row, or left in a
+ * row whose endpoint was changed in the database) is counted in `failed`
+ * and left as it is; the rest go on. One read and at most one batch of
+ * writes per table.
  */
 export async function resealStoredSecrets(db: Db): Promise<{ resealed: ResealCounts; failed: ResealCounts }> {
   const resealedCounts = {} as ResealCounts;
   const failed = {} as ResealCounts;
-  for (const [name, { table, key, column, field, kind }] of Object.entries(SEALED_COLUMNS) as [keyof typeof SEALED_COLUMNS, (typeof SEALED_COLUMNS)[keyof typeof SEALED_COLUMNS]][]) {
+  for (const [name, { table, key, column, field, kind, rows: rowsOf }] of Object.entries(SEALED_COLUMNS) as [keyof typeof SEALED_COLUMNS, (typeof SEALED_COLUMNS)[keyof typeof SEALED_COLUMNS]][]) {
     // The six tables differ in type; each entry's key and column belong to its own table, so the casts only forget which one.
     const t = table as SQLiteTable;
-    const rows = (await db.select({ id: key, stored: column }).from(t).all()) as { id: string; stored: string | null }[];
+    const rows = await rowsOf(db);
     const writes: unknown[] = [];
     failed[name] = 0;
     for (const row of rows) {
-      const next = await resealed(db.secrets, kind, row.stored, { table: name, id: row.id }).catch(() => {
+      const next = await resealed(db.secrets, kind, row.stored, row.slot).catch(() => {
         failed[name]++;
         return undefined;
       });

@@ -63,13 +63,16 @@ describe("admin API for bots", () => {
     // Kept, and sealed at rest: the stored values are not the credentials, and open to them.
     const [row] = await host.query<{ credentials_json: string }>("SELECT credentials_json FROM bot WHERE bot_id = 'put-me'");
     const stored = JSON.parse(row.credentials_json);
-    expect(Object.values(stored).every((v) => String(v).startsWith("sealed:v2:"))).toBe(true);
+    expect(Object.values(stored).every((v) => String(v).startsWith("sealed:v3:"))).toBe(true);
     expect(row.credentials_json).not.toContain(TELEGRAM.bot_token);
-    expect(await openValues(box, stored, { table: "bots", id: "put-me" })).toEqual(TELEGRAM);
+    // Sealed again for the bot's new API origin: a credential opens only for where its row sends it.
+    expect(await openValues(box, stored, { table: "bots", id: "put-me", destination: "telegram http://127.0.0.1:9" })).toEqual(TELEGRAM);
+    await expect(openValues(box, stored, { table: "bots", id: "put-me", destination: "telegram " })).rejects.toThrow(/endpoint was changed/);
     const rotated = await host.admin("PUT", "/v1/admin/bots/put-me", { credentials: { ...TELEGRAM, secret_token: "rotated-secret-0123456789" } });
     expect(rotated.status).toBe(200);
     const [after] = await host.query<{ credentials_json: string }>("SELECT credentials_json FROM bot WHERE bot_id = 'put-me'");
-    expect((await openValues(box, JSON.parse(after.credentials_json), { table: "bots", id: "put-me" })).secret_token).toBe("rotated-secret-0123456789");
+    // A PUT replaces the settings: without api_base_url the bot is back on the platform's own API, and its new credentials sealed for it.
+    expect((await openValues(box, JSON.parse(after.credentials_json), { table: "bots", id: "put-me", destination: "telegram " })).secret_token).toBe("rotated-secret-0123456789");
     expect((await host.admin("PUT", "/v1/admin/bots/put-me", { platform: "slack" })).status).toBe(400);
     expect((await host.admin("POST", "/v1/admin/bots", { bot_id: "put-me", platform: "telegram", credentials: TELEGRAM })).status).toBe(409);
   });

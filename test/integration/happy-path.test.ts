@@ -49,7 +49,7 @@ describe("an event in, the runner called over HTTP, the reply out", () => {
 
     // The runner verified every request's signature; the secret it shares is sealed at rest.
     const [service] = await host.query<{ secret: string }>("SELECT secret FROM runner_service");
-    expect(service.secret).toMatch(/^sealed:v2:/);
+    expect(service.secret).toMatch(/^sealed:v3:/);
     expect(service.secret).not.toContain(SECRET);
   });
 

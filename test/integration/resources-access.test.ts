@@ -108,7 +108,7 @@ describe("credentials at rest", () => {
       ["SELECT api_key AS v FROM model", "SELECT headers_json AS v FROM tool", "SELECT headers_json AS v FROM mcp_server", "SELECT api_key AS v FROM knowledge_base"].map((q) => world.host.query<{ v: string | null }>(q)),
     );
     const stored = rows.flat().map((r) => r.v ?? "").join("\n");
-    expect(stored).toContain("sealed:v2:");
+    expect(stored).toContain("sealed:v3:");
     // Credentials inside endpoint URLs are stored as given (and masked in views): only keys and headers are sealed.
     const urlBorne = new Set(["urlKey", "mcpPath", "mcpQuery"]);
     for (const [name, value] of Object.entries(world.SECRETS)) {

@@ -108,8 +108,8 @@ describe("credentials at rest across key changes", () => {
       expect((await reseal(host)).body).toEqual({ resealed: { ...NOTHING, runner_services: 1, models: 1 }, failed: NOTHING });
       expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: NOTHING });
       const sealed = await stored(host);
-      expect(sealed.runner).toMatch(/^sealed:v2:/);
-      expect(sealed.model).toMatch(/^sealed:v2:/);
+      expect(sealed.runner).toMatch(/^sealed:v3:/);
+      expect(sealed.model).toMatch(/^sealed:v3:/);
       expect(await useCredentials(host, "key-a-sealed")).toMatchObject({ status: "completed", reply: "200", signed: true });
     });
 
@@ -196,7 +196,7 @@ describe("credentials bound to their row", () => {
           expect(await invoke(host, "chat")).toEqual({ status: 200, error: null });
           expect((await reseal(host)).body).toEqual({ resealed: { ...NOTHING, models: 1 }, failed: { ...NOTHING, models: 1 } });
           const [chat] = await host.query<{ api_key: string }>("SELECT api_key FROM model WHERE model_id = 'chat'");
-          expect(chat.api_key).toMatch(/^sealed:v2:/);
+          expect(chat.api_key).toMatch(/^sealed:v3:/);
           expect(await invoke(host, "chat")).toEqual({ status: 200, error: null });
           expect(provider.calls.at(-1)?.authorization).toBe(`Bearer ${MODEL_KEY}`);
         },

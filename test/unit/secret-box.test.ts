@@ -1,17 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { openValues, sealValues, SealedSecretError, secretBox } from "../../src/lib/secret-box";
+import { moveSealed, moveSealedValues, openValues, sealValues, SealedSecretError, secretBox } from "../../src/lib/secret-box";
 
 const KEY = Buffer.alloc(32, 1).toString("base64");
 const OTHER_KEY = Buffer.alloc(32, 2).toString("base64");
-const SLOT = { table: "models", id: "chat" } as const;
-const HEADERS = { table: "tools", id: "search" } as const;
+const SLOT = { table: "models", id: "chat", destination: "https://api.example.com/v1" } as const;
+const HEADERS = { table: "tools", id: "search", destination: "https://tools.example.com/search" } as const;
 
 describe("secretBox", () => {
   it("seals with a fresh IV each time and opens what it sealed", async () => {
     const box = secretBox(KEY);
     const a = await box.seal("sk-live-123", SLOT);
     const b = await box.seal("sk-live-123", SLOT);
-    expect(a).toMatch(/^sealed:v2:/);
+    expect(a).toMatch(/^sealed:v3:/);
     expect(a).not.toContain("sk-live-123");
     expect(a).not.toBe(b);
     expect(await box.open(a, SLOT)).toBe("sk-live-123");
@@ -32,7 +32,7 @@ describe("secretBox", () => {
     // A tampered value fails the GCM tag check.
     const tampered = sealed.slice(0, -4) + (sealed.endsWith("AAAA") ? "BBBB" : "AAAA");
     await expect(secretBox(KEY).open(tampered, SLOT)).rejects.toBeInstanceOf(SealedSecretError);
-    await expect(secretBox(KEY).open("sealed:v2:%%% not base64", SLOT)).rejects.toBeInstanceOf(SealedSecretError);
+    await expect(secretBox(KEY).open("sealed:v3:%%% not base64", SLOT)).rejects.toBeInstanceOf(SealedSecretError);
   });
 
   it("rotates: opens under the previous key too, and reseals only what is not under the current one", async () => {
@@ -40,7 +40,7 @@ describe("secretBox", () => {
     const rotating = secretBox(KEY, OTHER_KEY);
     expect(await rotating.open(old, SLOT)).toBe("sk-old");
     const moved = await rotating.reseal(old, SLOT);
-    expect(moved).toMatch(/^sealed:v2:/);
+    expect(moved).toMatch(/^sealed:v3:/);
     expect(await secretBox(KEY).open(moved!, SLOT)).toBe("sk-old");
     expect(await rotating.reseal(moved!, SLOT)).toBeUndefined();
     expect(await secretBox(KEY).open((await rotating.reseal("plain-before-any-key", SLOT))!, SLOT)).toBe("plain-before-any-key");
@@ -61,16 +61,16 @@ describe("secretBox", () => {
     const box = secretBox(KEY);
     const sealed = await box.seal("sk-live-123", SLOT);
     for (const elsewhere of [
-      { table: "models", id: "other" },
-      { table: "knowledge_bases", id: "chat" },
-      { table: "models", id: "chat", name: "authorization" },
+      { ...SLOT, id: "other" },
+      { ...SLOT, table: "knowledge_bases" },
+      { ...SLOT, name: "authorization" },
     ] as const)
       await expect(box.open(sealed, elsewhere)).rejects.toThrow(/sealed for another row or name/);
     const headers = await sealValues(box, { "x-api-key": "k-1", authorization: "Bearer t" }, HEADERS);
     await expect(openValues(box, { "x-api-key": headers.authorization }, HEADERS)).rejects.toBeInstanceOf(SealedSecretError);
-    await expect(openValues(box, headers, { table: "mcp_servers", id: "search" })).rejects.toBeInstanceOf(SealedSecretError);
+    await expect(openValues(box, headers, { ...HEADERS, table: "mcp_servers" })).rejects.toBeInstanceOf(SealedSecretError);
     // A reseal does not launder a copied value into its new row: it cannot open it there either.
-    await expect(box.reseal(sealed, { table: "models", id: "other" })).rejects.toBeInstanceOf(SealedSecretError);
+    await expect(box.reseal(sealed, { ...SLOT, id: "other" })).rejects.toBeInstanceOf(SealedSecretError);
   });
 
   it("opens a value sealed before binding (v1), under either key, and reseals it bound", async () => {
@@ -81,8 +81,41 @@ describe("secretBox", () => {
     const rotating = secretBox(KEY, OTHER_KEY);
     expect(await rotating.open(v1, SLOT)).toBe("sk-v1");
     const bound = await rotating.reseal(v1, SLOT);
-    expect(bound).toMatch(/^sealed:v2:/);
+    expect(bound).toMatch(/^sealed:v3:/);
     expect(await secretBox(KEY).open(bound!, SLOT)).toBe("sk-v1");
-    await expect(secretBox(KEY).open(bound!, { table: "models", id: "other" })).rejects.toBeInstanceOf(SealedSecretError);
+    await expect(secretBox(KEY).open(bound!, { ...SLOT, id: "other" })).rejects.toBeInstanceOf(SealedSecretError);
+  });
+
+  it("binds a sealed value to where its row sends it: another endpoint does not open it, and moveSealed seals it for a new one", async () => {
+    const box = secretBox(KEY);
+    const sealed = await box.seal("sk-live-123", SLOT);
+    const elsewhere = { ...SLOT, destination: "https://attacker.example/v1" };
+    await expect(box.open(sealed, elsewhere)).rejects.toThrow(/endpoint was changed/);
+    await expect(box.reseal(sealed, elsewhere)).rejects.toBeInstanceOf(SealedSecretError);
+    const moved = await moveSealed(box, sealed, SLOT, elsewhere);
+    expect(await box.open(moved, elsewhere)).toBe("sk-live-123");
+    await expect(box.open(moved, SLOT)).rejects.toBeInstanceOf(SealedSecretError);
+    expect(await moveSealed(box, sealed, SLOT, { ...SLOT })).toBe(sealed);
+    expect(await moveSealed(box, null, SLOT, elsewhere)).toBeNull();
+    const headers = await sealValues(box, { authorization: "Bearer t" }, HEADERS);
+    const movedHeaders = await moveSealedValues(box, headers, HEADERS, { ...HEADERS, destination: "https://tools.example.com/v2" });
+    expect(await openValues(box, movedHeaders, { ...HEADERS, destination: "https://tools.example.com/v2" })).toEqual({ authorization: "Bearer t" });
+    // Without the key (the operator has none yet) a plain value moves as it is.
+    expect(await moveSealed(secretBox(undefined), "plain", SLOT, elsewhere)).toBe("plain");
+  });
+
+  it("opens a value sealed for its slot alone (v2, before destinations were bound), and reseals it for its destination", async () => {
+    const iv = new Uint8Array(12).fill(9);
+    const key = await crypto.subtle.importKey("raw", Buffer.from(KEY, "base64"), "AES-GCM", false, ["encrypt"]);
+    const additionalData = new TextEncoder().encode(JSON.stringify([SLOT.table, SLOT.id, null]));
+    const cipher = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData }, key, new TextEncoder().encode("sk-v2")));
+    const v2 = `sealed:v2:${Buffer.concat([iv, cipher]).toString("base64")}`;
+    const box = secretBox(KEY);
+    expect(await box.open(v2, SLOT)).toBe("sk-v2");
+    await expect(box.open(v2, { ...SLOT, id: "other" })).rejects.toBeInstanceOf(SealedSecretError);
+    const bound = await box.reseal(v2, SLOT);
+    expect(bound).toMatch(/^sealed:v3:/);
+    expect(await box.open(bound!, SLOT)).toBe("sk-v2");
+    await expect(box.open(bound!, { ...SLOT, destination: "https://attacker.example/v1" })).rejects.toBeInstanceOf(SealedSecretError);
   });
 });

@@ -5,12 +5,13 @@ import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
 import { logUpstreamFailure, toApiError } from "../upstream-error";
 import type { ActionTable, Handler } from "./context";
+import { knowledgeBaseSlot } from "../../stores/secret-slots";
 
 /** `top_k` is capped by the params schema (≤ 100) and enforced on the endpoint's answer. */
 const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
   const kb = await knowledgeStore(ctx.db).get(p.kb_id);
   if (!kb) throw new ApiError("not_found", `knowledge base ${p.kb_id} is no longer registered on this host`);
-  const apiKey = await ctx.db.secrets.open(kb.apiKey, { table: "knowledge_bases", id: kb.kbId });
+  const apiKey = await ctx.db.secrets.open(kb.apiKey, knowledgeBaseSlot(kb));
   const secrets = secretFragments([apiKey, ...urlSecrets(kb.endpoint)]);
   const startedAt = Date.now();
   const call = callSignal(ctx);

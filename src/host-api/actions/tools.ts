@@ -11,6 +11,7 @@ import { callSignal } from "../call-signal";
 import { ApiError, denied } from "../errors";
 import { logUpstreamFailure, toApiError } from "../upstream-error";
 import type { ActionContext, ActionTable, Handler } from "./context";
+import { mcpServerSlot, toolSlot } from "../../stores/secret-slots";
 
 /** The tool as frozen in the run's snapshot: what the runner was shown is what is enforced. */
 function grantedTool(ctx: ActionContext, name: string): ToolResource {
@@ -33,14 +34,14 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
   if (row.mcpServer) {
     const server = await toolsStore(ctx.db).getServer(row.mcpServer);
     if (!server || !row.mcpToolName) throw new ApiError("not_found", `the MCP server of tool ${row.toolName} is no longer registered`);
-    const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(server.headersJson, {}), { table: "mcp_servers", id: server.name });
+    const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(server.headersJson, {}), mcpServerSlot(server));
     return {
       secrets: secretFragments([...Object.values(headers), ...urlSecrets(server.url)]),
       invoke: (signal) => ctx.mcp.callTool({ url: server.url, headers }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs, maxBytes }),
     };
   }
   if (!row.endpoint) throw new ApiError("not_found", `tool ${row.toolName} has no endpoint`);
-  const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), { table: "tools", id: row.toolName });
+  const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), toolSlot(row));
   return {
     secrets: secretFragments([...Object.values(headers), ...urlSecrets(row.endpoint)]),
     invoke: (signal, toolCallId) => callHttpTool({ endpoint: row.endpoint!, headers }, { runId: ctx.snapshot.runId, toolCallId, parameters }, { signal, maxBytes }),

@@ -1,7 +1,9 @@
 import * as z from "zod";
 import type { Db } from "../../db/client";
 import { dbOf } from "../../db/connect";
-import { sealValues } from "../../lib/secret-box";
+import { moveSealedValues, sealValues } from "../../lib/secret-box";
+import { parseJson } from "../../lib/json";
+import { botSlot } from "../../stores/secret-slots";
 import { configOf } from "../../env";
 import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
@@ -40,12 +42,20 @@ const ReplaceBot = z.strictObject({
   credentials: z.record(z.string(), z.string()).optional(),
 });
 
-/** The platform's own credential schema; issues name fields, never values. */
-/** Valid for the platform, then sealed value by value (their names stay listable). */
-async function checkedCredentials(db: Db, botId: string, platform: PlatformName, credentials: Record<string, string>): Promise<string> {
+type BotDestination = Pick<BotRow, "botId" | "platform" | "apiBaseUrl">;
+
+/** Valid for the platform's own credential schema (issues name fields, never values), then sealed value by value (their names stay listable). */
+async function checkedCredentials(db: Db, bot: BotDestination, credentials: Record<string, string>): Promise<string> {
+  const platform = bot.platform as PlatformName;
   const parsed = (ADAPTERS[platform].newCredentials ?? ADAPTERS[platform].credentials).safeParse(credentials);
   if (!parsed.success) throw badRequest(`invalid credentials for ${platform}: ${formatZodIssues(parsed.error)}`);
-  return JSON.stringify(await sealValues(db.secrets, parsed.data as Record<string, unknown>, { table: "bots", id: botId }));
+  return JSON.stringify(await sealValues(db.secrets, parsed.data as Record<string, unknown>, botSlot(bot)));
+}
+
+/** The stored credentials, sealed again for the bot's new API origin when it changed. */
+async function movedCredentials(db: Db, row: BotRow, to: BotDestination): Promise<string> {
+  if (row.apiBaseUrl === to.apiBaseUrl) return row.credentialsJson;
+  return JSON.stringify(await moveSealedValues(db.secrets, parseJson<Record<string, unknown>>(row.credentialsJson, {}), botSlot(row), botSlot(to)));
 }
 
 const trimSlash = (url: string | undefined) => (url ? url.replace(/\/+$/, "") : null);
@@ -73,13 +83,12 @@ export const botsRouter = router()
     const store = botsStore(db);
     if (await store.get(botId)) throw conflict(`bot ${botId} already exists`);
     const now = Date.now();
+    const destination = { botId, platform: input.platform, apiBaseUrl: trimSlash(input.api_base_url) };
     const row: BotRow = {
-      botId,
-      platform: input.platform,
+      ...destination,
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
-      apiBaseUrl: trimSlash(input.api_base_url),
-      credentialsJson: await checkedCredentials(db, botId, input.platform, input.credentials),
+      credentialsJson: await checkedCredentials(db, destination, input.credentials),
       createdAt: now,
       updatedAt: now,
     };
@@ -93,13 +102,13 @@ export const botsRouter = router()
     const input = c.get("body");
     const row = await existing(db, c.req.param("botId"));
     if (input.platform && input.platform !== row.platform) throw badRequest("a bot's platform cannot change; register a new bot");
+    // The view's URL sent back as it was (credentials masked) keeps the stored one.
+    const destination = { ...row, apiBaseUrl: row.apiBaseUrl && input.api_base_url === maskUrl(row.apiBaseUrl) ? row.apiBaseUrl : trimSlash(input.api_base_url) };
     const updated: BotRow = {
-      ...row,
+      ...destination,
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
-      // The view's URL sent back as it was (credentials masked) keeps the stored one.
-      apiBaseUrl: row.apiBaseUrl && input.api_base_url === maskUrl(row.apiBaseUrl) ? row.apiBaseUrl : trimSlash(input.api_base_url),
-      credentialsJson: input.credentials ? await checkedCredentials(db, row.botId, row.platform as PlatformName, input.credentials) : row.credentialsJson,
+      credentialsJson: input.credentials ? await checkedCredentials(db, destination, input.credentials) : await movedCredentials(db, row, destination),
       updatedAt: Date.now(),
     };
     await botsStore(db).replace(updated);

@@ -11,6 +11,7 @@ import { refuseIfGranted } from "../../agents/grants-in-use";
 import { knowledgeBase } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
+import { knowledgeBaseSlot } from "../../stores/secret-slots";
 
 /** A retrieval endpoint: `POST {endpoint}` with `{query, top_k, filters}` answers `{entries: [{content, score, metadata?}]}`. */
 const KnowledgeBaseInput = z.strictObject({
@@ -35,7 +36,7 @@ export const knowledgeBasesRouter = router()
     const db = dbOf(c.env);
     const store = knowledgeStore(db);
     const kbId = input.kb_id ?? newId("kb");
-    const apiKey = await db.secrets.seal(input.api_key ?? null, { table: "knowledge_bases", id: kbId });
+    const apiKey = await db.secrets.seal(input.api_key ?? null, knowledgeBaseSlot({ kbId, endpoint: input.endpoint }));
     await insertUnique(
       () =>
         store.create({

@@ -17,6 +17,7 @@ import { insertUnique } from "./unique";
 import { mcpServer } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
+import { mcpServerSlot } from "../../stores/secret-slots";
 
 const DISCOVERY_TIMEOUT_MS = 10_000;
 
@@ -62,7 +63,7 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
     const listed = new Set(tools.map((t) => t.toolName));
     await refuseIfGranted(db, "tools", `a tool MCP server ${server.name} no longer lists`, (id) => id.startsWith(`${server.name}.`) && !listed.has(id));
   }
-  const saved = { name: server.name, url: server.url, headersJson: JSON.stringify(await sealValues(db.secrets, server.headers, { table: "mcp_servers", id: server.name })), discoveredAt: now, createdAt: existing?.createdAt ?? now };
+  const saved = { name: server.name, url: server.url, headersJson: JSON.stringify(await sealValues(db.secrets, server.headers, mcpServerSlot(server))), discoveredAt: now, createdAt: existing?.createdAt ?? now };
   // Created only if still absent: of two concurrent creates one wins, the other is a 409 (never an overwrite).
   if (existing) await store.saveServer(saved, tools);
   else await insertUnique(() => store.createServer(saved, tools), `MCP server ${server.name}`);
@@ -96,7 +97,7 @@ export const mcpServersRouter = router()
     const db = dbOf(c.env);
     const row = await toolsStore(db).getServer(c.req.param("name"));
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
-    const headers = await openValues(db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), { table: "mcp_servers", id: row.name });
+    const headers = await openValues(db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), mcpServerSlot(row));
     return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers }, row));
   })
   .delete("/:name", async (c) => {

@@ -11,6 +11,7 @@ import { refuseIfGranted } from "../../agents/grants-in-use";
 import { model } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
+import { modelSlot } from "../../stores/secret-slots";
 
 /** An OpenAI-compatible endpoint; `base_url` is the part before `/chat/completions` (or `/rerank`). */
 const ModelInput = z.strictObject({
@@ -36,7 +37,7 @@ export const modelsRouter = router()
     const input = c.get("body");
     const store = modelsStore(dbOf(c.env));
     const modelId = input.model_id ?? newId("mdl");
-    const apiKey = await dbOf(c.env).secrets.seal(input.api_key, { table: "models", id: modelId });
+    const apiKey = await dbOf(c.env).secrets.seal(input.api_key, modelSlot({ modelId, baseUrl: input.base_url }));
     await insertUnique(
       () =>
         store.create({

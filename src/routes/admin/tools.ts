@@ -13,6 +13,7 @@ import { refuseIfGranted } from "../../agents/grants-in-use";
 import { tool } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
+import { toolSlot } from "../../stores/secret-slots";
 
 /**
  * Tool arguments are a JSON object, so the schema must describe one; and one
@@ -49,7 +50,7 @@ export const toolsRouter = router()
     const input = c.get("body");
     const db = dbOf(c.env);
     const store = toolsStore(db);
-    const headersJson = JSON.stringify(await sealValues(db.secrets, input.headers ?? {}, { table: "tools", id: input.name }));
+    const headersJson = JSON.stringify(await sealValues(db.secrets, input.headers ?? {}, toolSlot({ toolName: input.name, endpoint: input.endpoint })));
     await insertUnique(
       () =>
         store.create({
