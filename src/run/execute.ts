@@ -53,6 +53,8 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
     await deps.artifacts.put(r2Key, bytes, { httpMetadata: a.ref.mime_type ? { contentType: a.ref.mime_type } : undefined });
     a.ref.size_bytes = bytes.length;
     refs.stored(a.ref);
+    const digest = await sha256Hex(bytes);
+    a.recorded.sha256 = digest;
     const now = Date.now();
     statements.push(
       db.insert(artifact).values({
@@ -61,7 +63,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
         mimeType: a.ref.mime_type ?? null,
         name: a.ref.name ?? null,
         sizeBytes: bytes.length,
-        sha256: await sha256Hex(bytes),
+        sha256: digest,
         source: "runner",
         conversationKey: job.conversationKey,
         conversationId: job.conversation.conversation_id ?? null,

@@ -15,7 +15,8 @@ export interface ResultBatch {
   ledger: LedgerEntry[];
   transcriptItems: NewTranscriptItem[];
   stateWrites: { scope: StateScope; scopeKey: string; key: string; valueJson: string }[];
-  inlineArtifacts: { ref: ArtifactRef & { artifact_type: string }; contentBase64: string; metadata: Record<string, unknown> }[];
+  /** `recorded` is the ledger entry's data: the stored artifact's digest is written into it once known. */
+  inlineArtifacts: { ref: ArtifactRef & { artifact_type: string }; contentBase64: string; metadata: Record<string, unknown>; recorded: Record<string, unknown> }[];
   /** `artifact.created {artifact_id}` references: the executor checks them against the store before they are written. */
   artifactReferences: ArtifactRef[];
   audits: HostRecord[];
@@ -220,13 +221,16 @@ export class ResultProcessor {
       }
       case "artifact.created": {
         const d = result.data;
-        if (d.content_base64) {
+        // Empty content is a 0-byte artifact, as artifact.upload stores one.
+        if (d.content_base64 != null) {
           const ref = { artifact_id: newId("art"), artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined };
-          batch.inlineArtifacts.push({ ref, contentBase64: d.content_base64, metadata: d.metadata ?? {} });
-          this.pendingRefs.push(ref);
-          // The ledger names the stored artifact instead of repeating its bytes (up to 1 MiB) to every follower and replay.
+          // The ledger names the stored artifact instead of repeating its bytes (up to 1 MiB) to every follower and
+          // replay, with the stored facts (size, digest) in place of the runner's claims.
           const { content_base64: _stored, ...described } = d;
-          recorded.data = { ...described, artifact_id: ref.artifact_id, size_bytes: base64DecodedLength(d.content_base64) };
+          const data = { ...described, artifact_id: ref.artifact_id, size_bytes: base64DecodedLength(d.content_base64) };
+          recorded.data = data;
+          batch.inlineArtifacts.push({ ref, contentBase64: d.content_base64, metadata: d.metadata ?? {}, recorded: data });
+          this.pendingRefs.push(ref);
         } else if (d.artifact_id) {
           const ref = { artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined };
           batch.artifactReferences.push(ref);
