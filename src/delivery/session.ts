@@ -16,7 +16,8 @@ import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
 import { splitMessage } from "../platforms/split";
-import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
+import type { ApiResult, Bot, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
+import { SealedSecretError } from "../lib/secret-box";
 import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
@@ -117,18 +118,40 @@ export class DeliverySession {
     this.chain = this.connect();
   }
 
-  /** Credentials are read when the run starts, so a rotated token is used at once. */
+  /**
+   * Credentials are read when the run starts, so a rotated token is used at
+   * once. A database that does not answer is asked again, with the platform
+   * calls' backoff: the reply waits for it rather than being lost.
+   */
   private async connect(): Promise<void> {
-    const bot = await botsStore(this.deps.db)
-      .load(this.delivery.botId)
-      .catch((err: Error) => console.error(`run ${this.job.runId}: bot not loaded for delivery: ${describeError(err)}`));
-    if (!bot) {
+    const loaded = await withRetries(
+      this.retry,
+      () => this.loadBot(),
+      ({ attempt, result, retryInMs }) => {
+        if (!result.ok) this.trail.append([{ type: "delivery.failed", data: { operation: "connect", attempt, code: result.failure.code, error: result.failure.message, will_retry: retryInMs !== null, retry_in_ms: retryInMs } }]);
+      },
+      (ms) => this.sleep(ms),
+    );
+    if (!loaded.ok) {
       this.closed = true;
-      this.trail.append([{ type: "delivery.failed", data: { operation: "connect", code: "bot_unavailable", error: `bot ${this.delivery.botId} is gone or its credentials are unusable`, will_retry: false } }]);
       return;
     }
+    const bot = loaded.value;
     this.messenger = this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS, this.job.runId);
     this.scrub = (text) => scrubSecrets(text, bot.credentials);
+  }
+
+  /** The bot as adapters use it; gone or with credentials that cannot be used is final, a database failure is not. */
+  private async loadBot(): Promise<ApiResult<Bot>> {
+    if (this.closed) return ABANDONED;
+    const unavailable = (message: string): ApiResult<never> => ({ ok: false, failure: { kind: "permanent", status: null, code: "bot_unavailable", message } });
+    try {
+      const bot = await botsStore(this.deps.db).load(this.delivery.botId);
+      return bot ? { ok: true, value: bot } : unavailable(`bot ${this.delivery.botId} is gone or its credentials are unusable`);
+    } catch (err) {
+      if (err instanceof SealedSecretError) return unavailable(`bot ${this.delivery.botId}'s credentials cannot be opened: ${err.message}`);
+      return { ok: false, failure: { kind: "transient", status: null, code: "bot_not_loaded", message: `bot ${this.delivery.botId} could not be read: ${describeError(err)}` } };
+    }
   }
 
   /** The publish seam: every ledger entry of the run, in order, as it is written. */
@@ -159,9 +182,11 @@ export class DeliverySession {
         const parsed = entry.origin === "runner" ? parseResultPayload(entry.type, entry.data) : null;
         if (parsed?.kind === "ok" && parsed.result.type === "artifact.created" && parsed.result.data.artifact_id) this.pendingFiles.push(parsed.result.data.artifact_id);
       } else if (entry.type === "message.completed") {
+        // Accepted, it is the run's message whatever it shows here: run.completed's own message is then ignored, as
+        // the transcript ignores it.
+        this.completedSeen = true;
         const answer = this.answerOf(data.message);
         if (answer === null) continue;
-        this.completedSeen = true;
         this.complete(answer.text, answer.files);
       } else if (i === end) {
         // run.completed may carry the only message; a stream cut short keeps exactly what it showed.

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
@@ -377,7 +378,7 @@ describe("Telegram: files in answers", () => {
     expect(sent.artifact_id).toMatch(/^art_/);
     // The ledger names the stored artifact, not its bytes.
     const [created] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'artifact.created'", [runId]);
-    expect(JSON.parse(created.data_json)).toEqual({ artifact_type: "image", mime_type: "image/png", name: "chart.png", artifact_id: sent.artifact_id, size_bytes: ANSWER_FILE.length });
+    expect(JSON.parse(created.data_json)).toEqual({ artifact_type: "image", mime_type: "image/png", name: "chart.png", artifact_id: sent.artifact_id, size_bytes: ANSWER_FILE.length, sha256: createHash("sha256").update(ANSWER_FILE).digest("hex") });
     expect(contextFor("attach chart.png")[0].delivery.platform_capabilities.files).toEqual({ max_bytes: 50_000_000 });
   });
 

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * A chat reply shows what the host recorded, and survives a database that
+ * fails once when the reply loads its bot.
+ */
+const BOT_TOKEN = "123456:EDGES-telegram-bot-token-abcdefgh";
+const SECRET_TOKEN = "tg-secret-token-edges-0123456789";
+const NO_TEXT_NOTICE = "(The answer has no text that can be shown here.)";
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let webhookUrl: string;
+let nextId = 100;
+
+function api(call: PlatformCall): FakeReply {
+  if (call.path.endsWith("/sendMessage")) return { json: { ok: true, result: { message_id: ++nextId } } };
+  if (call.path.endsWith("/editMessageText")) return { json: { ok: true, result: { message_id: call.body.message_id } } };
+  return { json: { ok: true, result: true } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(api);
+  runner = await startAdHocRunner({
+    name: "delivery-edges",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text === "image only") {
+        w.send("message.completed", { message: { role: "assistant", content: [{ type: "image", url: "https://example.com/chart.png" }] } });
+        w.send("run.completed", { finish_reason: "stop", message: { role: "assistant", content: "a message the host ignores" } });
+        return void res.end();
+      }
+      // Holds the conversation a while, so the next message waits its turn.
+      if (ctx.input.text === "slow") await sleep(2_000);
+      w.reply(`answer to ${ctx.input.text}`);
+    },
+  });
+  host = await startTestHost();
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
+  webhookUrl = created.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "delivery-edges", scope: { type: "bot", id: created.body.bot_id } });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+let updateId = 7000;
+async function say(chat: string, text: string) {
+  const res = await fetch(webhookUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN },
+    body: JSON.stringify({ update_id: ++updateId, message: { message_id: updateId, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text } }),
+  });
+  expect(res.status).toBe(200);
+}
+const sentTo = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat).map((c) => c.body.text as string);
+
+describe("chat delivery", () => {
+  it("ignores run.completed's message after one of the run's own, as the transcript does, even when that one shows no text", async () => {
+    const chat = "-100990";
+    await say(chat, "image only");
+    const [sent] = await waitFor(() => sentTo(chat).length > 0 && sentTo(chat), 10_000, "the reply");
+    const [run] = await host.query<{ run_id: string }>("SELECT run_id FROM run WHERE conversation_id = ?", [chat]);
+    const view = await host.waitForRun(run.run_id);
+    expect(view.message).toEqual({ role: "assistant", content: [{ type: "image", url: "https://example.com/chart.png" }] });
+    expect(sent).toBe(NO_TEXT_NOTICE);
+  });
+
+  it("asks the database again when loading the reply's bot fails once: the answer still reaches the chat", async () => {
+    const chat = "-100880";
+    await say(chat, "slow");
+    await say(chat, "second");
+    // The next read of the bot's row (the queued run's reply, as it starts) fails, as a timeout would.
+    host.databaseOutage({ queries: 1, matching: 'from \\"bot\\"' });
+    await waitFor(() => sentTo(chat).length === 2, 20_000, "both answers");
+    expect(sentTo(chat)).toEqual(["answer to slow", "answer to second"]);
+    const [, second] = await host.query<{ run_id: string }>("SELECT run_id FROM run WHERE conversation_id = ? ORDER BY created_at", [chat]);
+    const trail = (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [second.run_id])).map((r) => JSON.parse(r.data_json));
+    expect(trail).toEqual([expect.objectContaining({ operation: "connect", attempt: 1, code: "bot_not_loaded", will_retry: true })]);
+  });
+});
