@@ -33,7 +33,8 @@ function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24)
   return readFileSync(file, "utf8").trim();
 }
 
-const adminToken = process.env.ADMIN_TOKEN || devSecret("admin-token");
+// Blank (spaces included) counts as unset, as for every other variable.
+const adminToken = process.env.ADMIN_TOKEN?.trim() || devSecret("admin-token");
 const vars: Record<string, string> = {
   // Stored credentials are sealed with it: losing this file makes them unreadable (register them again).
   SECRETS_KEY: process.env.SECRETS_KEY || devSecret("secrets-key", "base64", 32),

@@ -47,6 +47,11 @@ async function hostApi<T>(ctx: AgentRunContext, action: string, params: Record<s
   return body.data as T;
 }
 
+/** A message's text: `input.text`, or the text of its parts when it came as `input.contents` (PROTOCOL §5). */
+function textOf(input: AgentRunContext["input"]): string {
+  return input.text || (input.contents ?? []).flatMap((el) => (el.type === "text" ? [el.text] : [])).join("");
+}
+
 async function previousUserMessage(ctx: AgentRunContext): Promise<string | null> {
   if (!ctx.context.available_apis.history_page || !ctx.context.latest_cursor) return null;
   const page = await hostApi<{ items: { role: string; content?: string }[] }>(ctx, "history.page", { before_cursor: ctx.context.latest_cursor, limit: 20, direction: "backward" });
@@ -63,7 +68,7 @@ export function createEchoRunner(opts: { secret?: string } = {}) {
       return c.json({ error: "bad signature" }, 401);
     }
     const { context: ctx } = JSON.parse(raw) as { context: AgentRunContext };
-    const text = ctx.input.text ?? "";
+    const text = textOf(ctx.input);
     // The host sends only the state scopes its agent enables: without conversation state, every turn is the first.
     const turns = Number(ctx.state?.conversation?.turns ?? 0) + 1;
     const greeting = String(ctx.config.greeting ?? "You said");

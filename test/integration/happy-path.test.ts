@@ -78,6 +78,14 @@ describe("an event in, the runner called over HTTP, the reply out", () => {
     }
   });
 
+  it("echoes a message sent as input.contents text parts, and quotes it as the previous one", async () => {
+    const parts = { contents: [{ type: "text", text: "hello " }, { type: "text", text: "world" }] };
+    const first = await host.waitForRun((await host.postEvent({ ...messageEvent("happy-parts", ""), input: parts })).body.run_id!);
+    expect(first.message?.content).toBe('You said: "hello world" (turn 1)');
+    const second = await host.waitForRun((await host.postEvent(messageEvent("happy-parts", "again"))).body.run_id!);
+    expect(second.message?.content).toBe('You said: "again" (turn 2). Before that you said: "hello world"');
+  });
+
   it("records an event no agent matches and answers unbound", async () => {
     const res = await host.postEvent({ ...messageEvent("happy-unbound", "anyone?"), event_type: "group.member_joined" });
     expect(res.status).toBe(202);

@@ -27,13 +27,19 @@ async function occupy(): Promise<number> {
   return (server.address() as { port: number }).port;
 }
 
-function start(env: Record<string, string>, dataDir = mkdtempSync(join(tmpdir(), "npm-start-ports-"))): Promise<{ code: number | null; output: string }> {
+/** Run `npm start`'s script until it exits, or until its output matches `until` (then it is stopped). */
+function start(env: Record<string, string>, dataDir = mkdtempSync(join(tmpdir(), "npm-start-ports-")), until?: RegExp): Promise<{ code: number | null; output: string }> {
   dirs.push(dataDir);
   return new Promise((resolve) => {
-    const child = spawn(join(ROOT, "node_modules/.bin/tsx"), ["local/start.ts"], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, ...env } });
+    // As `npm start` runs it: node itself, so a SIGTERM reaches the script (tsx's CLI would SIGKILL a busy one, leaving workerd behind).
+    const child = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, ...env } });
     let output = "";
-    child.stdout.on("data", (c) => (output += c));
-    child.stderr.on("data", (c) => (output += c));
+    const onData = (chunk: Buffer) => {
+      output += chunk;
+      if (until?.test(output)) child.kill("SIGTERM");
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
     const timer = setTimeout(() => child.kill("SIGTERM"), 45_000);
     child.on("exit", (code) => (clearTimeout(timer), resolve({ code, output })));
   });
@@ -88,5 +94,16 @@ describe("npm start on a data folder another one is using", () => {
     } finally {
       lock.release();
     }
+  }, 60_000);
+});
+
+describe("npm start with ADMIN_TOKEN set blank", () => {
+  it("counts it as unset, as every other blank variable: a dev token is made and printed", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "npm-start-blank-"));
+    const { output } = await start({ PORT: "0", RUNNER_PORT: "0", ADMIN_TOKEN: "   " }, dataDir, /admin token: [0-9a-f]{48}\b/);
+    expect(output).not.toMatch(/configuration is not valid/);
+    expect(output).toMatch(/admin token: [0-9a-f]{48}\b/);
+    // Stopped by SIGTERM right after it started: its workerd went with it, so nothing holds the folder any more.
+    lockDataDir(dataDir).release();
   }, 60_000);
 });
