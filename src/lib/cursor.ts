@@ -1,8 +1,11 @@
 /**
  * Opaque cursors. Runners must not parse them; the host encodes a kind and a
- * sequence number so a cursor from one listing is refused by another.
+ * sequence number so a cursor from one listing is refused by another: `t` a
+ * transcript item, `e` an EventLog row, `r` a run ledger position, `g` the
+ * gap just after a transcript item (the `latest_cursor` of an event that has
+ * no item of its own).
  */
-export type CursorKind = "t" | "e" | "r";
+export type CursorKind = "t" | "e" | "r" | "g";
 
 export function encodeCursor(kind: CursorKind, seq: number): string {
   return btoa(`${kind}:${seq}`).replace(/=+$/, "");
@@ -13,6 +16,11 @@ export class InvalidCursorError extends Error {
 }
 
 export function decodeCursor(kind: CursorKind, cursor: string): number {
+  return decodeCursorOf([kind], cursor).seq;
+}
+
+/** A cursor of any of `kinds`, with the kind it is. */
+export function decodeCursorOf<K extends CursorKind>(kinds: readonly K[], cursor: string): { kind: K; seq: number } {
   let text: string;
   try {
     text = atob(cursor);
@@ -21,8 +29,9 @@ export function decodeCursor(kind: CursorKind, cursor: string): number {
   }
   // Exactly what encodeCursor writes: `Number` alone would read "", " 2" or "0x2" as positions.
   const match = /^([a-z]):(\d{1,15})$/.exec(text);
-  if (!match || match[1] !== kind) throw new InvalidCursorError("cursor is not valid for this listing");
-  return Number(match[2]);
+  if (!match || !(kinds as readonly string[]).includes(match[1])) throw new InvalidCursorError("cursor is not valid for this listing");
+  // One of `kinds`, checked just above.
+  return { kind: match[1] as K, seq: Number(match[2]) };
 }
 
 /** A cursor over string keys (state.list): the last key returned, UTF-8 then base64. */

@@ -22,8 +22,15 @@ export interface StateRead {
 /**
  * PROTOCOL §5: event-first, no history inlined. `latest_cursor` points at the
  * current event's transcript item, so `history.page(before_cursor)` returns
- * what came before it.
+ * what came before it; for an event without an item of its own, at the gap
+ * after the newest item when it arrived, so the same call returns the whole
+ * history and `after_cursor` what was written since.
  */
+function latestCursor(job: RunJob): string | null {
+  if (job.transcriptSeq) return encodeCursor("t", job.transcriptSeq);
+  return job.latestTranscriptSeq ? encodeCursor("g", job.latestTranscriptSeq) : null;
+}
+
 export function buildRunContext({ job, snapshot, token, state, hostVersion }: ContextParts): AgentRunContextInput {
   const deadline = new Date(snapshot.deadlineAt).toISOString();
   return {
@@ -54,8 +61,7 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
     context: {
       conversation_id: snapshot.conversationId,
       thread_id: snapshot.threadId,
-      // Jobs stored before latestTranscriptSeq existed have only their own item.
-      latest_cursor: (job.latestTranscriptSeq ?? job.transcriptSeq) ? encodeCursor("t", (job.latestTranscriptSeq ?? job.transcriptSeq)!) : null,
+      latest_cursor: latestCursor(job),
       event_seq: job.eventSeq,
       transcript_seq: job.transcriptSeq,
       // Before the event's own item; an event without one comes after the whole history.

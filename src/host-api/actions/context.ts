@@ -2,7 +2,7 @@ import type { McpSessionPool } from "../../resources/mcp";
 import type { OpenStreams } from "../open-streams";
 import type { Db } from "../../db/client";
 import type { Config } from "../../env";
-import { decodeCursor, decodeKeyCursor, InvalidCursorError } from "../../lib/cursor";
+import { decodeCursor, decodeCursorOf, decodeKeyCursor, InvalidCursorError } from "../../lib/cursor";
 import type { HostApiAction, HostApiParams } from "../../protocol/host-api";
 import type { SteeringInputItem } from "../../protocol/host-api-results";
 import type { AuthorizationSnapshot } from "../../run/snapshot";
@@ -38,10 +38,24 @@ export type Handler<A extends HostApiAction> = (ctx: ActionContext, params: Host
 /** A group of handlers, one module per API group. */
 export type ActionTable = { [A in HostApiAction]?: Handler<A> };
 
-export function cursorSeq(kind: "t" | "e", cursor: string | null | undefined): number | undefined {
+export function cursorSeq(kind: "e", cursor: string | null | undefined): number | undefined {
+  return cursor ? invalidArgumentOnBadCursor(() => decodeCursor(kind, cursor)) : undefined;
+}
+
+/**
+ * Where a history cursor stands, as the exclusive bounds the transcript is
+ * paged by: on item N (`t`) both are N; in the gap just after item N (`g`),
+ * item N is before it and not after it.
+ */
+export function historyBounds(cursor: string | null | undefined): { before: number; after: number } | undefined {
   if (!cursor) return undefined;
+  const { kind, seq } = invalidArgumentOnBadCursor(() => decodeCursorOf(["t", "g"], cursor));
+  return kind === "t" ? { before: seq, after: seq } : { before: seq + 1, after: seq };
+}
+
+function invalidArgumentOnBadCursor<T>(decode: () => T): T {
   try {
-    return decodeCursor(kind, cursor);
+    return decode();
   } catch (err) {
     if (err instanceof InvalidCursorError) throw new ApiError("invalid_argument", err.message);
     throw err;

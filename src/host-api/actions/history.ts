@@ -1,12 +1,12 @@
 import { toTranscriptItem, transcriptStore } from "../../stores/transcript";
-import { type ActionTable, type Handler, cursorSeq, ownConversation } from "./context";
+import { type ActionTable, type Handler, historyBounds, ownConversation } from "./context";
 
 const historyPage: Handler<"history.page"> = async (ctx, p) => {
   ownConversation(ctx, p.conversation_id, "history");
   const { rows, hasMore } = await transcriptStore(ctx.db).page(ctx.snapshot.conversationKey, {
     direction: p.direction,
-    beforeSeq: cursorSeq("t", p.before_cursor),
-    afterSeq: cursorSeq("t", p.after_cursor),
+    beforeSeq: historyBounds(p.before_cursor)?.before,
+    afterSeq: historyBounds(p.after_cursor)?.after,
     limit: p.limit,
   });
   const items = rows.map((r) => toTranscriptItem(r, p.include_artifacts ?? false));
