@@ -81,8 +81,10 @@ export const runnerState = sqliteTable(
     scope: text("scope").notNull(),
     valueJson: text("value_json").notNull(),
     updatedAt: integer("updated_at").notNull(),
+    // The agent that wrote it, so deleting the agent deletes its state; null for rows written before migration 0009.
+    agentId: text("agent_id"),
   },
-  (t) => [primaryKey({ columns: [t.scopeKey, t.key] })],
+  (t) => [primaryKey({ columns: [t.scopeKey, t.key] }), index("runner_state_agent").on(t.agentId)],
 );
 
 /** Artifact metadata; blobs live in R2 under `r2_key`. */
@@ -202,6 +204,9 @@ export const agent = sqliteTable("agent", {
   deliveryPolicyJson: text("delivery_policy_json").notNull().default("{}"),
   concurrencyJson: text("concurrency_json").notNull().default("{}"),
   enabled: integer("enabled", { mode: "boolean" }).notNull(),
+  // Random per created agent and part of its state scope keys: an agent created again under a deleted one's id starts
+  // with no state. Null for agents created before migration 0009 (their keys are unchanged).
+  stateEpoch: text("state_epoch"),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });

@@ -47,8 +47,10 @@ export async function claimRun(db: Db, queued: RunJob): Promise<ClaimedRun | nul
   const { agent, runner, service } = current as { agent: NonNullable<CurrentAgent["agent"]>; runner: NonNullable<CurrentAgent["runner"]>; service: NonNullable<CurrentAgent["service"]> };
   const job: RunJob = { ...queued, agent: jobAgentOf(agent), runner: jobRunnerOf(runner, service) };
   const endpoint = { baseUrl: service.baseUrl, secret: service.secret };
-  // The scope keys are derived from the state policy and the runner: recomputed only when one of them changed.
-  const scopesNow = sameJson(job.agent.statePolicy, queued.agent.statePolicy) && job.runner.runnerId === queued.runner.runnerId ? stateScopes : await stateScopesOf(job);
+  // The scope keys are derived from the state policy, the runner and the agent as created (its state epoch): recomputed
+  // only when one of them changed.
+  const sameKeys = sameJson(job.agent.statePolicy, queued.agent.statePolicy) && job.runner.runnerId === queued.runner.runnerId && job.agent.stateEpoch === queued.agent.stateEpoch;
+  const scopesNow = sameKeys ? stateScopes : await stateScopesOf(job);
   if (sameJson(scopesNow, stateScopes) && sameJson(job.agent.resourcePolicy, queued.agent.resourcePolicy)) {
     return { job, stateScopes, ...inputs.read(rest), runner: endpoint };
   }
@@ -74,7 +76,7 @@ function runInputs(db: Db, job: RunJob, stateScopes: StateScopeKeys) {
   const conversationId = job.conversation.conversation_id;
   // Insert-if-absent, so the seed is idempotent and never overwrites the runner's own value.
   const seeds = stateScopes.conversation && conversationId
-    ? [state.seedStatement(stateScopes.conversation, SEEDED_CONVERSATION_ID_KEY, job.runner.runnerId, "conversation", JSON.stringify(conversationId))]
+    ? [state.seedStatement(stateScopes.conversation, SEEDED_CONVERSATION_ID_KEY, { runnerId: job.runner.runnerId, agentId: job.agent.agentId }, "conversation", JSON.stringify(conversationId))]
     : [];
   // One query per scope so that a scope with many keys cannot crowd out another's.
   const reads = scopes.map(([, key]) => state.scopeSnapshotQuery(key));

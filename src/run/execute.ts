@@ -89,7 +89,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   statements.push(...runsStore(db).ledgerInserts(batch.ledger));
   for (const item of batch.transcriptItems) statements.push(transcriptInsert(db, item));
   const state = stateStore(db);
-  for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, job.runner.runnerId, w.scope, w.valueJson));
+  for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, { runnerId: job.runner.runnerId, agentId: job.agent.agentId }, w.scope, w.valueJson));
   for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
   return statements;
 }

@@ -8,6 +8,7 @@ import type { RunJob } from "./job";
 export function jobAgentOf(row: typeof agent.$inferSelect): RunJob["agent"] {
   return {
     agentId: row.agentId,
+    stateEpoch: row.stateEpoch,
     runnerConfig: parseJson<Record<string, unknown>>(row.runnerConfigJson, {}),
     resourcePolicy: ResourcePolicySchema.parse(parseJson(row.resourcePolicyJson, {})),
     statePolicy: StatePolicySchema.parse(parseJson(row.statePolicyJson, {})),

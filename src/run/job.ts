@@ -24,6 +24,8 @@ export interface RunJob {
   input: InputContext;
   agent: {
     agentId: string;
+    /** Part of its state scope keys (schema: agent.state_epoch); absent from jobs stored before it existed. */
+    stateEpoch?: string | null;
     runnerConfig: Record<string, unknown>;
     resourcePolicy: ResourcePolicy;
     statePolicy: StatePolicy;

@@ -63,6 +63,7 @@ export async function stateScopesOf(job: RunJob): Promise<StateScopeKeys> {
     const identity = {
       runnerId: job.runner.runnerId,
       agentId: job.agent.agentId,
+      stateEpoch: job.agent.stateEpoch,
       workspaceId: job.conversation.workspace_id,
       botId: job.conversation.bot_id,
       conversationId: job.conversation.conversation_id,

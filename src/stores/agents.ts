@@ -1,6 +1,6 @@
 import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { agent, agentBinding } from "../db/schema";
+import { agent, agentBinding, runnerState } from "../db/schema";
 import { DbError } from "../db/executor";
 import { scopeView } from "../agents/policy";
 import { maskSecretFields } from "../agents/runner-config";
@@ -79,15 +79,17 @@ export function agentsStore(db: Db) {
       await write(row, [db.insert(agent).values(row), ...bindingRows(row)]);
     },
     async replace(row: NewAgentRow) {
-      const { agentId, createdAt: _createdAt, ...rest } = row;
+      // What the agent was created as stays: its creation time, and its state epoch (its state stays its own).
+      const { agentId, createdAt: _createdAt, stateEpoch: _stateEpoch, ...rest } = row;
       await write(row, [
         db.delete(b).where(eq(b.agentId, agentId)),
         db.update(agent).set(rest).where(eq(agent.agentId, agentId)),
         ...bindingRows(row),
       ]);
     },
+    /** With its bindings and the state it wrote. */
     async remove(agentId: string) {
-      await db.batch([db.delete(b).where(eq(b.agentId, agentId)), db.delete(agent).where(eq(agent.agentId, agentId))]);
+      await db.batch([db.delete(b).where(eq(b.agentId, agentId)), db.delete(agent).where(eq(agent.agentId, agentId)), db.delete(runnerState).where(eq(runnerState.agentId, agentId))]);
     },
   };
 }

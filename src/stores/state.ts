@@ -9,10 +9,18 @@ import { keyPage, type KeyPageOptions } from "./key-page";
 import { runningBytes } from "../db/byte-budget";
 
 
+/** Who writes a state value: its runner, and the agent whose deletion deletes it. */
+export interface StateOwner {
+  runnerId: string;
+  agentId: string;
+}
+
 export interface ScopeIdentity {
   runnerId: string;
   /** The binding identity: the agent whose run this is, in the event's workspace. */
   agentId: string;
+  /** The agent's state epoch (null for agents created before there was one: their keys stay as they were). */
+  stateEpoch?: string | null;
   workspaceId?: string | null;
   botId?: string | null;
   conversationId?: string | null;
@@ -26,6 +34,8 @@ export interface ScopeIdentity {
 /**
  * PROTOCOL §9: hash of (runner, binding, scope identity). A scope whose
  * identity the event lacks has no key, so it is unavailable for the run.
+ * The binding is the agent as created: its id and its state epoch, so an
+ * agent created again under a deleted one's id never reads that one's state.
  * The binding includes the workspace so that one agent bound globally never
  * shares state between tenants; a conversation is identified as everywhere
  * else in the host (bot, conversation, thread), since conversation ids are
@@ -50,7 +60,8 @@ export async function stateScopeKey(scope: StateScope, id: ScopeIdentity): Promi
       identity = [];
       break;
   }
-  const input = JSON.stringify([id.runnerId, id.agentId, id.workspaceId ?? null, scope, ...identity]);
+  const binding = id.stateEpoch ? [id.runnerId, id.agentId, id.stateEpoch] : [id.runnerId, id.agentId];
+  const input = JSON.stringify([...binding, id.workspaceId ?? null, scope, ...identity]);
   let key = scopeKeys.get(input);
   if (!key) {
     if (scopeKeys.size >= SCOPE_KEY_CACHE_SIZE) scopeKeys.clear();
@@ -77,7 +88,7 @@ export const SNAPSHOT_KEYS_PER_SCOPE = 100;
 export const SNAPSHOT_BYTES_PER_SCOPE = 1024 * 1024;
 
 const s = runnerState;
-const newValue = () => ({ scopeKey: param("scopeKey"), key: param("key"), runnerId: param("runnerId"), scope: param("scope"), valueJson: param("valueJson"), updatedAt: param("updatedAt") });
+const newValue = () => ({ scopeKey: param("scopeKey"), key: param("key"), runnerId: param("runnerId"), agentId: param("agentId"), scope: param("scope"), valueJson: param("valueJson"), updatedAt: param("updatedAt") });
 /**
  * A scope's first keys, one past the key limit, each with its value while the
  * running total of value bytes stays in the budget (null after): the cut is
@@ -119,14 +130,14 @@ export function stateStore(db: Db) {
       return { values: Object.fromEntries(kept.map((r) => [r.key, parseJson<unknown>(r.valueJson, null)])), complete: kept.length === rows.length };
     },
     /** Write a value only if the key is absent: never overwrites what a runner stored. */
-    seedStatement: (scopeKey: string, key: string, runnerId: string, scope: StateScope, valueJson: string) =>
-      seed(db, { scopeKey, key, runnerId, scope, valueJson, updatedAt: Date.now() }),
+    seedStatement: (scopeKey: string, key: string, owner: StateOwner, scope: StateScope, valueJson: string) =>
+      seed(db, { scopeKey, key, ...owner, scope, valueJson, updatedAt: Date.now() }),
     async get(scopeKey: string, key: string): Promise<unknown | undefined> {
       const row = await db.select().from(s).where(and(eq(s.scopeKey, scopeKey), eq(s.key, key))).get();
       return row ? parseJson<unknown>(row.valueJson, null) : undefined;
     },
-    setStatement: (scopeKey: string, key: string, runnerId: string, scope: StateScope, valueJson: string) =>
-      upsert(db, { scopeKey, key, runnerId, scope, valueJson, updatedAt: Date.now() }),
+    setStatement: (scopeKey: string, key: string, owner: StateOwner, scope: StateScope, valueJson: string) =>
+      upsert(db, { scopeKey, key, ...owner, scope, valueJson, updatedAt: Date.now() }),
     deleteStatement(scopeKey: string, key: string) {
       return db.delete(s).where(and(eq(s.scopeKey, scopeKey), eq(s.key, key)));
     },

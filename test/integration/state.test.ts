@@ -184,4 +184,29 @@ describe("state (PROTOCOL §9)", () => {
     expect(result.partial).toEqual(["actor"]);
     expect(result.fifth).toMatchObject({ ok: true, data: { value: big(5) } });
   });
+
+  it("belongs to its agent: deleting the agent deletes its state, and one created again under its id starts with none", async () => {
+    const agent = { agent_id: "reused-id", runner_id: runner.runnerId(), scope: { type: "bot", id: "bot-reused" }, state_policy: { state_scopes: ["conversation", "actor", "runner"] } };
+    await putAgent(host, agent);
+    // Written both ways: a Host API call and a result.
+    await runner.run(host, "reused-conv", async (api, _ctx, emit) => {
+      await api("state.set", { scope: "actor", key: "profile", value: { plan: "gold" } });
+      await api("state.set", { scope: "runner", key: "session", value: "of the first agent" });
+      emit("state.updated", { scope: "conversation", key: "notes", value: "the first customer's ticket" });
+    }, on("bot-reused", "ada"));
+    const written = await host.query<{ key: string; agent_id: string }>("SELECT key, agent_id FROM runner_state WHERE agent_id = 'reused-id' ORDER BY key");
+    expect(written.map((r) => r.key)).toEqual([SEED, "notes", "profile", "session"]);
+
+    expect((await host.admin("DELETE", "/v1/admin/agents/reused-id")).status).toBe(204);
+    expect(await host.query("SELECT key FROM runner_state WHERE agent_id = 'reused-id'")).toEqual([]);
+    await putAgent(host, agent);
+    const { result } = await runner.run(host, "reused-conv", async (_api, ctx) => ctx.state, on("bot-reused", "ada"));
+    expect(result).toEqual({ conversation: { [SEED]: "reused-conv" }, actor: {}, runner: {} });
+
+    // A PUT is the same agent: its state stays.
+    await runner.run(host, "reused-conv", async (api) => void (await api("state.set", { scope: "runner", key: "session", value: "kept" })), on("bot-reused", "ada"));
+    await putAgent(host, { ...agent, name: "renamed" });
+    const after = await runner.run(host, "reused-conv", async (_api, ctx) => ctx.state.runner, on("bot-reused", "ada"));
+    expect(after.result).toEqual({ session: "kept" });
+  });
 });

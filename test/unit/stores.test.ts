@@ -10,8 +10,11 @@ import { libsqlExecutor } from "../../src/db/executor";
 import { describeError } from "../../src/lib/describe-error";
 import { agentsStore, BindingConflictError } from "../../src/stores/agents";
 import { runsStore } from "../../src/stores/runs";
-import { stateStore } from "../../src/stores/state";
+import { stateScopeKey, stateStore } from "../../src/stores/state";
+import { createHash } from "node:crypto";
 import { transcriptInsert, transcriptStore } from "../../src/stores/transcript";
+
+const OWNER = { runnerId: "r", agentId: "a" };
 
 let db: Db;
 beforeEach(async () => {
@@ -78,7 +81,7 @@ describe("stores on embedded libSQL", () => {
 
   it("lists state keys by prefix with has_more, and upserts", async () => {
     const s = stateStore(db);
-    await db.batch([s.setStatement("k", "a.1", "r", "conversation", "1"), s.setStatement("k", "a.2", "r", "conversation", "2"), s.setStatement("k", "b.1", "r", "conversation", "3"), s.setStatement("k", "a.1", "r", "conversation", "10")]);
+    await db.batch([s.setStatement("k", "a.1", OWNER, "conversation", "1"), s.setStatement("k", "a.2", OWNER, "conversation", "2"), s.setStatement("k", "b.1", OWNER, "conversation", "3"), s.setStatement("k", "a.1", OWNER, "conversation", "10")]);
     expect(await s.get("k", "a.1")).toBe(10);
     expect(await s.list("k", { prefix: "a.", limit: 1 })).toEqual({ keys: ["a.1"], hasMore: true });
     expect(await s.list("k", { prefix: "a.", afterKey: "a.1", limit: 5 })).toEqual({ keys: ["a.2"], hasMore: false });
@@ -86,8 +89,8 @@ describe("stores on embedded libSQL", () => {
 
   it("compiled statements bind fresh values on every use, alone or in a batch, and refuse a missing value", async () => {
     const s = stateStore(db);
-    await s.setStatement("k", "a", "r", "conversation", '"one"').execute();
-    await db.batch([s.setStatement("k", "b", "r", "conversation", '"two"'), s.seedStatement("k", "a", "r", "conversation", '"ignored"')]);
+    await s.setStatement("k", "a", OWNER, "conversation", '"one"').execute();
+    await db.batch([s.setStatement("k", "b", OWNER, "conversation", '"two"'), s.seedStatement("k", "a", OWNER, "conversation", '"ignored"')]);
     const [rowsK, rowsOther] = await db.batch([s.scopeSnapshotQuery("k"), s.scopeSnapshotQuery("other")]);
     expect(s.snapshotOf(rowsK)).toEqual({ values: { a: "one", b: "two" }, complete: true });
     expect(rowsOther).toEqual([]);
@@ -101,7 +104,7 @@ describe("stores on embedded libSQL", () => {
     const s = stateStore(db);
     // Two bytes per "é" in UTF-8: each value is 2 + 2 * n bytes serialised (a and b 22, c 4).
     const value = (n: number) => JSON.stringify("é".repeat(n));
-    await db.batch([s.setStatement("k", "a", "r", "conversation", value(10)), s.setStatement("k", "b", "r", "conversation", value(10)), s.setStatement("k", "c", "r", "conversation", value(1))]);
+    await db.batch([s.setStatement("k", "a", OWNER, "conversation", value(10)), s.setStatement("k", "b", OWNER, "conversation", value(10)), s.setStatement("k", "c", OWNER, "conversation", value(1))]);
     const snapshot = async (maxBytes: number) => s.snapshotOf(await s.scopeSnapshotQuery("k", 100, maxBytes).execute());
     expect(await snapshot(44)).toEqual({ values: { a: "é".repeat(10), b: "é".repeat(10) }, complete: false });
     expect(await snapshot(43)).toEqual({ values: { a: "é".repeat(10) }, complete: false });
@@ -114,7 +117,7 @@ describe("stores on embedded libSQL", () => {
   it("describes a failed query without its bound values, also once it crossed an RPC as a plain Error", async () => {
     const secret = "sk-bound-value-0123456789";
     const s = stateStore(db);
-    await s.setStatement("k", "a", "r", "conversation", "1").execute();
+    await s.setStatement("k", "a", OWNER, "conversation", "1").execute();
     // A second row under the same key through a plain insert: the primary key refuses it.
     const err = await db.insert(runnerState).values({ scopeKey: "k", key: "a", runnerId: "r", scope: "conversation", valueJson: JSON.stringify(secret), updatedAt: 0 }).run().catch((e: unknown) => e);
     expect(String((err as Error).message)).toContain(secret);
@@ -161,6 +164,18 @@ describe("stores on embedded libSQL", () => {
     // Three of 100 fit in 300; the 1000-byte entry comes alone, as the first of its page; the count limit still applies.
     expect(pages).toEqual([[1, 2, 3], [4], [5], [6, 7, 8], [9, 10, 11], [12]]);
     expect((await runsStore(db).ledger("r2", 0, 2)).rows.map((r) => r.seq)).toEqual([1, 2]);
+  });
+});
+
+describe("stateScopeKey", () => {
+  it("keys an agent without a state epoch as before epochs existed, and each epoch of an agent apart", async () => {
+    const id = { runnerId: "r", agentId: "a", workspaceId: "w", conversationId: "c" };
+    const before = createHash("sha256").update(JSON.stringify(["r", "a", "w", "conversation", null, "c", null])).digest("hex");
+    expect(await stateScopeKey("conversation", id)).toBe(before);
+    expect(await stateScopeKey("conversation", { ...id, stateEpoch: null })).toBe(before);
+    const first = await stateScopeKey("conversation", { ...id, stateEpoch: "epoch_1" });
+    const second = await stateScopeKey("conversation", { ...id, stateEpoch: "epoch_2" });
+    expect(new Set([before, first, second]).size).toBe(3);
   });
 });
 

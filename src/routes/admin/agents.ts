@@ -65,6 +65,8 @@ function toRow(agentId: string, input: AgentInput, createdAt: number): NewAgentR
     deliveryPolicyJson: JSON.stringify(input.delivery_policy),
     concurrencyJson: JSON.stringify(input.concurrency),
     enabled: input.enabled,
+    // A fresh one for a created agent; a replaced one keeps its own (agentsStore.replace).
+    stateEpoch: newId("epoch"),
     createdAt,
     updatedAt: Date.now(),
   };
