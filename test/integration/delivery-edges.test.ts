@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { sayOnTelegram, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
@@ -52,15 +52,7 @@ afterAll(async () => {
   await fake?.close();
 });
 
-let updateId = 7000;
-async function say(chat: string, text: string) {
-  const res = await fetch(webhookUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN },
-    body: JSON.stringify({ update_id: ++updateId, message: { message_id: updateId, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text } }),
-  });
-  expect(res.status).toBe(200);
-}
+const say = async (chat: string, text: string) => expect((await sayOnTelegram(webhookUrl, SECRET_TOKEN, chat, text)).status).toBe(200);
 const sentTo = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat).map((c) => c.body.text as string);
 
 describe("chat delivery", () => {

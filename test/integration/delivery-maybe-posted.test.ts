@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { sayOnTelegram, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
  * A send that may have been posted (no answer came, or a 500/504) is not made
@@ -49,15 +49,9 @@ afterAll(async () => {
 
 const sendsTo = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat);
 
-let updateId = 778000;
 /** A message from Ada in `chat`; answers the run's id once the run has ended and its reply had time to go out. */
 async function chatRun(chat: string, text: string) {
-  const res = await fetch(webhookUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN },
-    body: JSON.stringify({ update_id: ++updateId, message: { message_id: updateId, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text } }),
-  });
-  expect(res.status).toBe(200);
+  expect((await sayOnTelegram(webhookUrl, SECRET_TOKEN, chat, text)).status).toBe(200);
   const runId = (await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === chat)))!.run_id;
   await host.waitForRun(runId);
   // No record marks that nothing more will be sent: the final text goes out within an edit interval (1 s) of the end.

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakePlatform, startChatRunner, waitFor, type PlatformCall } from "../support/fake-platform";
+import { sayOnTelegram, startFakePlatform, startChatRunner, waitFor, type PlatformCall } from "../support/fake-platform";
 import { startFakeProvider } from "../support/fake-provider";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { callHostApi } from "../support/host-api";
@@ -107,13 +107,7 @@ describe("credentials bound to their destination", () => {
       expect(created.status).toBe(201);
       const botId = created.body.bot_id;
       await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "dest-bot", scope: { type: "bot", id: botId } });
-      let updateId = 500;
-      const say = (text: string) =>
-        fetch(created.body.webhook_url, {
-          method: "POST",
-          headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN },
-          body: JSON.stringify({ update_id: ++updateId, message: { message_id: updateId, date: Math.floor(Date.now() / 1000), chat: { id: 5, type: "private" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text } }),
-        });
+      const say = (text: string) => sayOnTelegram(created.body.webhook_url, SECRET_TOKEN, "5", text);
       const delivered = (fake: typeof first, text: string) => waitFor(() => fake.calls.find((c) => c.body?.text === `echo: ${text}`), 15_000, `the echo of "${text}" delivered`);
 
       expect((await say("before the move")).status).toBe(200);

@@ -98,6 +98,14 @@ export async function fileOf(form: FormData, field: string): Promise<{ name: str
 /** The bytes of the file the chat runner attaches (`attach <name>`): not text, so a lossy path would show. */
 export const ANSWER_FILE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0xff, 0xfe, 0x80, 0x7f, 0x01]);
 
+let telegramUpdateId = 100_000;
+/** Telegram delivering a message from Ada in `chat` to a bot's webhook (a negative chat id is a supergroup, else a private chat). */
+export function sayOnTelegram(webhookUrl: string, secretToken: string, chat: string, text: string): Promise<Response> {
+  const id = ++telegramUpdateId;
+  const message = { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: Number(chat) < 0 ? "supergroup" : "private" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text };
+  return fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secretToken }, body: JSON.stringify({ update_id: id, message }) });
+}
+
 /** Poll until `check` returns a value (not undefined/false) or time runs out. */
 export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, what = "condition"): Promise<T> {
   const until = Date.now() + timeoutMs;
