@@ -19,6 +19,11 @@ export interface StateRead {
   partial: StateScope[];
 }
 
+function latestCursor(job: RunJob): string | null {
+  if (job.transcriptSeq) return encodeCursor("t", job.transcriptSeq);
+  return job.latestTranscriptSeq ? encodeCursor("g", job.latestTranscriptSeq) : null;
+}
+
 /**
  * PROTOCOL §5: event-first, no history inlined. `latest_cursor` points at the
  * current event's transcript item, so `history.page(before_cursor)` returns
@@ -26,11 +31,6 @@ export interface StateRead {
  * after the newest item when it arrived, so the same call returns the whole
  * history and `after_cursor` what was written since.
  */
-function latestCursor(job: RunJob): string | null {
-  if (job.transcriptSeq) return encodeCursor("t", job.transcriptSeq);
-  return job.latestTranscriptSeq ? encodeCursor("g", job.latestTranscriptSeq) : null;
-}
-
 export function buildRunContext({ job, snapshot, token, state, hostVersion }: ContextParts): AgentRunContextInput {
   const deadline = new Date(snapshot.deadlineAt).toISOString();
   return {
