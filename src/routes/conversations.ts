@@ -31,16 +31,18 @@ export const conversationsRouter = router()
   .use("*", adminAuth())
   .get("/events", validate("query", ConversationQuery), async (c) => {
     const q = c.req.valid("query");
-    const beforeSeq = q.cursor ? decodeOr400(() => decodeCursor("e", q.cursor!)) : undefined;
-    const { rows, hasMore } = await eventLogStore(dbOf(c.env)).page(keyOf(q), { beforeSeq }, q.limit);
+    const key = keyOf(q);
+    const beforeSeq = q.cursor ? decodeOr400(() => decodeCursor("e", q.cursor!, key)) : undefined;
+    const { rows, hasMore } = await eventLogStore(dbOf(c.env)).page(key, { beforeSeq }, q.limit);
     const last = rows[rows.length - 1];
-    return c.json({ items: rows.map(toOperatorEventView), has_more: hasMore, next_cursor: hasMore && last ? encodeCursor("e", last.seq) : undefined });
+    return c.json({ items: rows.map(toOperatorEventView), has_more: hasMore, next_cursor: hasMore && last ? encodeCursor("e", last.seq, key) : undefined });
   })
   .get("/transcript", validate("query", TranscriptQuery), async (c) => {
     const q = c.req.valid("query");
-    const beforeSeq = q.cursor ? decodeOr400(() => decodeCursor("t", q.cursor!)) : undefined;
-    const { rows, hasMore } = await transcriptStore(dbOf(c.env)).page(keyOf(q), { direction: "backward", beforeSeq, limit: q.limit });
+    const key = keyOf(q);
+    const beforeSeq = q.cursor ? decodeOr400(() => decodeCursor("t", q.cursor!, key)) : undefined;
+    const { rows, hasMore } = await transcriptStore(dbOf(c.env)).page(key, { direction: "backward", beforeSeq, limit: q.limit });
     const last = rows[rows.length - 1];
     const items = rows.map((row) => toTranscriptItem(row, q.include_artifacts === "true" || q.include_artifacts === "1"));
-    return c.json({ items, has_more: hasMore, next_cursor: hasMore && last ? encodeCursor("t", last.seq) : undefined });
+    return c.json({ items, has_more: hasMore, next_cursor: hasMore && last ? encodeCursor("t", last.seq, key) : undefined });
   });

@@ -106,14 +106,14 @@ export const runsRouter = router()
     const q = c.req.valid("query");
     // The status is read before the page: a run that ends in between is still treated as live, the safe side.
     const row = await existingRun(c.env, runId);
-    const after = q.cursor ? decodeOr400(() => decodeCursor("r", q.cursor!)) : 0;
+    const after = q.cursor ? decodeOr400(() => decodeCursor("r", q.cursor!, runId)) : 0;
     const page = await runsStore(dbOf(c.env)).ledger(runId, after, q.limit);
     const ended = (ENDED as readonly string[]).includes(row.status);
     const rows = ended ? page.rows : settledPrefix(page.rows, after);
     const items = rows.map(toLedgerView);
     // The position after this page, even when it is the last one for now: a
     // client following a running run polls from it until run_status is terminal.
-    const nextCursor = items.length ? items[items.length - 1].cursor : encodeCursor("r", after);
+    const nextCursor = items.length ? items[items.length - 1].cursor : encodeCursor("r", after, runId);
     return c.json({ items, next_cursor: nextCursor, has_more: page.hasMore && rows.length === page.rows.length, run_status: row.status });
   })
   .get("/:runId/stream", validate("param", RunParam), validate("header", StreamHeaders), async (c) => {

@@ -20,8 +20,8 @@ export interface StateRead {
 }
 
 function latestCursor(job: RunJob): string | null {
-  if (job.transcriptSeq) return encodeCursor("t", job.transcriptSeq);
-  return job.latestTranscriptSeq ? encodeCursor("g", job.latestTranscriptSeq) : null;
+  if (job.transcriptSeq) return encodeCursor("t", job.transcriptSeq, job.conversationKey);
+  return job.latestTranscriptSeq ? encodeCursor("g", job.latestTranscriptSeq, job.conversationKey) : null;
 }
 
 /**

@@ -35,7 +35,7 @@ export function toEventRecord(row: EventRow) {
     input_summary: row.inputSummary ?? undefined,
     raw_ref: row.rawRef ?? undefined,
     seq: row.seq,
-    cursor: encodeCursor("e", row.seq),
+    cursor: encodeCursor("e", row.seq, row.conversationKey),
     created_at: iso(row.createdAt)!,
     metadata: parseJson<Record<string, unknown>>(row.metadataJson, {}),
   };

@@ -51,10 +51,10 @@ export function ledgerEntryOf(r: { runId: string; seq: number; type: string; dat
   return { runId: r.runId, seq: r.seq, type: r.type, data: JSON.parse(r.dataJson) as unknown, runnerSequence: r.runnerSequence, origin: r.origin as LedgerEntry["origin"], createdAt: r.createdAt };
 }
 
-export function toLedgerView(e: { seq: number; type: string; dataJson: string; runnerSequence: number | null; origin: string; createdAt: number }) {
+export function toLedgerView(e: { runId: string; seq: number; type: string; dataJson: string; runnerSequence: number | null; origin: string; createdAt: number }) {
   return {
     seq: e.seq,
-    cursor: encodeCursor("r", e.seq),
+    cursor: encodeCursor("r", e.seq, e.runId),
     type: e.type,
     data: parseJson<unknown>(e.dataJson, {}),
     sequence: e.runnerSequence ?? undefined,

@@ -25,7 +25,7 @@ export function toTranscriptItem(row: TranscriptRow, includeArtifacts = true) {
     content_json: parseJson<unknown>(row.contentJson, undefined),
     artifact_refs: includeArtifacts ? parseJson<unknown[]>(row.artifactRefsJson, []) : [],
     seq: row.seq,
-    cursor: encodeCursor("t", row.seq),
+    cursor: encodeCursor("t", row.seq, row.conversationKey),
     created_at: iso(row.createdAt)!,
     metadata: parseJson<Record<string, unknown>>(row.metadataJson, {}),
   };

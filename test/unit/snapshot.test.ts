@@ -24,9 +24,13 @@ describe("small primitives", () => {
   });
 
   it("round-trips cursors and refuses one from another listing", () => {
-    expect(decodeCursor("t", encodeCursor("t", 42))).toBe(42);
-    expect(() => decodeCursor("e", encodeCursor("t", 42))).toThrow(/not valid/);
-    expect(() => decodeCursor("t", "%%%")).toThrow(/not valid/);
+    expect(decodeCursor("t", encodeCursor("t", 42, "conv-a"), "conv-a")).toBe(42);
+    expect(() => decodeCursor("e", encodeCursor("t", 42, "conv-a"), "conv-a")).toThrow(/not valid/);
+    expect(() => decodeCursor("t", encodeCursor("t", 42, "conv-a"), "conv-b")).toThrow(/another listing/);
+    expect(() => decodeCursor("t", "%%%", "conv-a")).toThrow(/not valid/);
+    // Cursors issued before owner tags still read, in any listing of their kind.
+    expect(decodeCursor("t", btoa("t:42"), "conv-b")).toBe(42);
+    expect(decodeCursor("e", encodeCursor("e", 7, null), "conv-b")).toBe(7);
     expect(decodeKeyCursor(encodeKeyCursor("état/1"))).toBe("état/1");
   });
 

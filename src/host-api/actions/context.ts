@@ -38,8 +38,9 @@ export type Handler<A extends HostApiAction> = (ctx: ActionContext, params: Host
 /** A group of handlers, one module per API group. */
 export type ActionTable = { [A in HostApiAction]?: Handler<A> };
 
-export function cursorSeq(kind: "e", cursor: string | null | undefined): number | undefined {
-  return cursor ? invalidArgumentOnBadCursor(() => decodeCursor(kind, cursor)) : undefined;
+/** A cursor's position in a listing of this run's conversation. */
+export function cursorSeq(ctx: ActionContext, kind: "e", cursor: string | null | undefined): number | undefined {
+  return cursor ? invalidArgumentOnBadCursor(() => decodeCursor(kind, cursor, ctx.snapshot.conversationKey)) : undefined;
 }
 
 /**
@@ -47,9 +48,9 @@ export function cursorSeq(kind: "e", cursor: string | null | undefined): number 
  * paged by: on item N (`t`) both are N; in the gap just after item N (`g`),
  * item N is before it and not after it.
  */
-export function historyBounds(cursor: string | null | undefined): { before: number; after: number } | undefined {
+export function historyBounds(ctx: ActionContext, cursor: string | null | undefined): { before: number; after: number } | undefined {
   if (!cursor) return undefined;
-  const { kind, seq } = invalidArgumentOnBadCursor(() => decodeCursorOf(["t", "g"], cursor));
+  const { kind, seq } = invalidArgumentOnBadCursor(() => decodeCursorOf(["t", "g"], cursor, ctx.snapshot.conversationKey));
   return kind === "t" ? { before: seq, after: seq } : { before: seq + 1, after: seq };
 }
 

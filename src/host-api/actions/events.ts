@@ -11,7 +11,7 @@ const eventGet: Handler<"event.get"> = async (ctx, p) => {
 
 const eventPage: Handler<"event.page"> = async (ctx, p) => {
   ownConversation(ctx, p.conversation_id, "events");
-  const bound = { beforeSeq: cursorSeq("e", p.before_cursor), afterSeq: cursorSeq("e", p.after_cursor) };
+  const bound = { beforeSeq: cursorSeq(ctx, "e", p.before_cursor), afterSeq: cursorSeq(ctx, "e", p.after_cursor) };
   const { rows, hasMore } = await eventLogStore(ctx.db).page(ctx.snapshot.conversationKey, bound, p.limit);
   const items = rows.map(toEventRecord);
   return { items, next_cursor: hasMore ? items[items.length - 1]?.cursor : undefined, has_more: hasMore };

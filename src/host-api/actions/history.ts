@@ -5,8 +5,8 @@ const historyPage: Handler<"history.page"> = async (ctx, p) => {
   ownConversation(ctx, p.conversation_id, "history");
   const { rows, hasMore } = await transcriptStore(ctx.db).page(ctx.snapshot.conversationKey, {
     direction: p.direction,
-    beforeSeq: historyBounds(p.before_cursor)?.before,
-    afterSeq: historyBounds(p.after_cursor)?.after,
+    beforeSeq: historyBounds(ctx, p.before_cursor)?.before,
+    afterSeq: historyBounds(ctx, p.after_cursor)?.after,
     limit: p.limit,
   });
   const items = rows.map((r) => toTranscriptItem(r, p.include_artifacts ?? false));
