@@ -43,7 +43,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly decisions = new SerialDecisions<DispatchResult>();
   /** Queued runs whose cancellation is being recorded: the scheduler must not start them meanwhile. */
   private readonly cancelling = new Set<string>();
-  private readonly live = new LiveHub();
+  private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
   private readonly steering = new SteeringQueue(this.ctx.storage);
   private readonly runs = new RunTableStore(this.ctx.storage);
   private scheduling = false;

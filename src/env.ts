@@ -42,6 +42,7 @@ export interface Env {
   DELIVERY_RETRY_BASE_MS?: string;
   DELIVERY_MAX_RETRY_AFTER_MS?: string;
   DELIVERY_SETTLE_TIMEOUT_MS?: string;
+  RUN_STREAM_KEEPALIVE_MS?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -108,6 +109,8 @@ const ConfigFields = z.object({
   DELIVERY_MAX_RETRY_AFTER_MS: positiveInt(60_000),
   /** After a run ends, how long its conversation's object keeps delivering the reply; within the alarm's 15-minute wall time. */
   DELIVERY_SETTLE_TIMEOUT_MS: positiveInt(60_000),
+  /** A run's SSE stream (`GET /v1/runs/{id}/stream`) sends a comment after this long without a frame. */
+  RUN_STREAM_KEEPALIVE_MS: positiveInt(15_000),
 });
 
 /** The Worker's configuration variables (what wrangler.toml [vars] and secrets may set). */

@@ -27,6 +27,8 @@ export function sseFrame(frame: LiveFrame): Uint8Array {
 export function sseEnd(status: string): Uint8Array {
   return encoder.encode(`event: end\ndata: ${JSON.stringify({ status })}\n\n`);
 }
+/** An SSE comment: readers ignore it, and proxies that close idle connections see bytes. */
+const KEEP_ALIVE = encoder.encode(": keep-alive\n\n");
 
 export const frameOf = (e: LedgerEntry): LiveFrame => ({ seq: e.seq, type: e.type, data: e.data, sequence: e.runnerSequence, origin: e.origin });
 
@@ -41,6 +43,16 @@ function ledgerSource(runs: ReturnType<typeof runsStore>, runId: string): Ledger
     const page = await runs.ledger(runId, afterSeq, limit);
     return { frames: page.rows.map((r) => frameOf(ledgerEntryOf(r))), hasMore: page.hasMore };
   };
+}
+
+/** How a follower is made: where its reader stands, what to do when it goes, how often a quiet stream sends a keep-alive. */
+export interface FollowOptions {
+  /** The frames up to this seq are the reader's already (SSE `Last-Event-ID`). */
+  after?: number;
+  /** Its reader went away. */
+  onCancel?: () => void;
+  /** A comment after this long without a frame (0: never). */
+  keepAliveMs?: number;
 }
 
 /** What a follower's stream holds before its reader takes it (bytes of encoded frames). */
@@ -58,6 +70,8 @@ export const BACKLOG_BYTES = 1024 * 1024;
  * them and reads the database instead (a frame is published only once it is
  * recorded). The result stream and the Host API both write a run's ledger,
  * so frames may arrive out of seq order: written numbers are tracked as a set.
+ * A run can be quiet for minutes (a runner calling tools): the stream then
+ * sends a comment every `keepAliveMs`, so no proxy closes it as idle.
  */
 export class Subscriber {
   private readonly written = new SequenceSet(1 << 16);
@@ -83,16 +97,17 @@ export class Subscriber {
   /** Random: the Worker that served the follower closes it by this id when its request goes away. */
   readonly id = randomHex(8);
 
-  /**
-   * `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. `onCancel`:
-   * its reader went away. `after`: the frames up to this seq are the reader's already (SSE `Last-Event-ID`).
-   */
+  private readonly after: number;
+  private readonly keepAliveMs: number;
+
+  /** `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. */
   constructor(
     private readonly source: LedgerSource,
     known: LiveFrame[] | null,
-    onCancel?: () => void,
-    private readonly after = 0,
+    { after = 0, onCancel, keepAliveMs = 0 }: FollowOptions = {},
   ) {
+    this.after = after;
+    this.keepAliveMs = keepAliveMs;
     this.delivered = after;
     this.backlog = known?.filter((f) => f.seq > after) ?? [];
     this.catchUpAfter = known === null ? after : null;
@@ -164,10 +179,25 @@ export class Subscriber {
         controller.enqueue(sseEnd(this.ended));
         controller.close();
         return;
-      } else {
-        await new Promise<void>((resolve) => (this.wake = resolve));
-        this.wake = null;
+      } else if (await this.idle()) {
+        if (this.closed) return;
+        controller.enqueue(KEEP_ALIVE);
+        enqueued++;
       }
+    }
+  }
+
+  /** Waits for a push, an end or a close (false), or for `keepAliveMs` of quiet (true). */
+  private async idle(): Promise<boolean> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      return await new Promise<boolean>((resolve) => {
+        this.wake = () => resolve(false);
+        if (this.keepAliveMs > 0) timer = setTimeout(() => resolve(true), this.keepAliveMs);
+      });
+    } finally {
+      clearTimeout(timer);
+      this.wake = null;
     }
   }
 
@@ -210,6 +240,10 @@ export const RECENT_LEDGER_BYTES = 256 * 1024;
  */
 export class LiveHub {
   private readonly subs = new Map<string, Set<Subscriber>>();
+
+  /** `keepAliveMs`: read when a follower joins (configuration is read where it is used). */
+  constructor(private readonly keepAliveMs: () => number = () => 0) {}
+
   private readonly recent = new Map<string, Recent | null>();
 
   /** From the run's start: every entry published from now on is remembered, within the budget. */
@@ -227,7 +261,7 @@ export class LiveHub {
     let set = this.subs.get(runId);
     if (!set) this.subs.set(runId, (set = new Set()));
     // A follower whose reader went away is forgotten at once, not when the run ends.
-    const sub = new Subscriber(source, this.remembered(runId), () => this.forget(runId, sub), after);
+    const sub = new Subscriber(source, this.remembered(runId), { after, onCancel: () => this.forget(runId, sub), keepAliveMs: this.keepAliveMs() });
     set.add(sub);
     return sub;
   }

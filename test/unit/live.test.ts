@@ -44,7 +44,7 @@ describe("live run subscribers", () => {
   });
 
   it("resume after the frames the reader has, replayed or live", async () => {
-    const sub = new Subscriber(ledger(3), null, undefined, 2);
+    const sub = new Subscriber(ledger(3), null, { after: 2 });
     sub.push(frame(5));
     sub.push(frame(4));
     sub.end("completed");
