@@ -1,6 +1,6 @@
 /**
- * Discord interactions (slash commands, message components, modal submits)
- * in the host's terms. Ordinary channel messages reach bots only over the
+ * Discord interactions (slash commands, context-menu commands, message
+ * components, modal submits) in the host's terms. Ordinary channel messages reach bots only over the
  * Gateway, which this host does not hold. Identity: a channel is a
  * conversation (`channel_id`); a thread channel is a thread of its parent
  * channel. The guild is kept in `data.guild_id`.
@@ -14,6 +14,9 @@ const TYPE_NAMES: Record<number, string> = { 1: "PING", 2: "APPLICATION_COMMAND"
 /** Channel types that are threads (announcement, public, private). */
 const THREAD_TYPES = new Set([10, 11, 12]);
 const ATTACHMENT_OPTION = 11;
+/** Application command types: a context-menu command names what it was used on (`target_id`). */
+const USER_COMMAND = 2;
+const MESSAGE_COMMAND = 3;
 
 const UserSchema = z.looseObject({ id: z.string(), username: z.string().optional(), global_name: z.string().nullish(), bot: z.boolean().optional() });
 
@@ -21,6 +24,10 @@ type CommandOption = { name: string; type: number; value?: unknown; options?: Co
 const OptionSchema: z.ZodType<CommandOption> = z.lazy(() =>
   z.looseObject({ name: z.string(), type: z.number(), value: z.unknown().optional(), options: z.array(OptionSchema).optional() }),
 );
+
+const AttachmentSchema = z.looseObject({ url: z.string(), filename: z.string().optional(), content_type: z.string().optional() });
+type Attachment = z.infer<typeof AttachmentSchema>;
+const TargetMessageSchema = z.looseObject({ id: z.string(), content: z.string().nullish(), author: UserSchema.nullish(), attachments: z.array(AttachmentSchema).nullish() });
 
 export const InteractionSchema = z.looseObject({
   id: z.string().min(1),
@@ -35,12 +42,20 @@ export const InteractionSchema = z.looseObject({
   data: z
     .looseObject({
       name: z.string().optional(),
+      type: z.number().optional(),
+      target_id: z.string().nullish(),
       custom_id: z.string().optional(),
       component_type: z.number().optional(),
       values: z.array(z.string()).optional(),
       options: z.array(OptionSchema).optional(),
       components: z.array(z.looseObject({ components: z.array(z.looseObject({ custom_id: z.string().optional(), value: z.string().optional() })).optional() })).optional(),
-      resolved: z.looseObject({ attachments: z.record(z.string(), z.looseObject({ url: z.string(), filename: z.string().optional(), content_type: z.string().optional() })).optional() }).optional(),
+      resolved: z
+        .looseObject({
+          attachments: z.record(z.string(), AttachmentSchema).optional(),
+          messages: z.record(z.string(), TargetMessageSchema).optional(),
+          users: z.record(z.string(), UserSchema).optional(),
+        })
+        .optional(),
     })
     .optional(),
 });
@@ -56,7 +71,33 @@ function commandPath(options: CommandOption[] = []): { path: string[]; leaf: Com
   return { path: [sub.name, ...inner.path], leaf: inner.leaf };
 }
 
-function commandInput(i: Interaction): { text: string; files: PlatformFile[]; command: Record<string, unknown> } {
+const fileOf = (a: Attachment): PlatformFile => ({ ref: a.url, name: a.filename, mimeType: a.content_type, artifactType: artifactTypeOf(a.content_type) as PlatformFile["artifactType"] });
+const userName = (u: z.infer<typeof UserSchema>) => u.global_name ?? u.username ?? null;
+
+type CommandInput = { text: string; files: PlatformFile[]; command: Record<string, unknown> };
+
+/**
+ * A context-menu command: the message it was used on is what the user means
+ * (its words are the input, its files come along), a user is named in the
+ * command's `target`. The command's own name is the text when the target has none.
+ */
+function contextMenuInput(i: Interaction, type: number): CommandInput {
+  const name = i.data?.name ?? "";
+  const targetId = i.data?.target_id ?? null;
+  const resolved = i.data?.resolved;
+  const base = { name, path: [], options: {} };
+  if (type === MESSAGE_COMMAND) {
+    const m = targetId ? resolved?.messages?.[targetId] : undefined;
+    const target = { type: "message", id: targetId, content: m?.content ?? null, author_id: m?.author?.id ?? null, author_name: m?.author ? userName(m.author) : null };
+    return { text: m?.content || `/${name}`, files: (m?.attachments ?? []).map(fileOf), command: { ...base, target } };
+  }
+  const u = targetId ? resolved?.users?.[targetId] : undefined;
+  return { text: `/${name}`, files: [], command: { ...base, target: { type: "user", id: targetId, name: u ? userName(u) : null } } };
+}
+
+function commandInput(i: Interaction): CommandInput {
+  const type = i.data?.type;
+  if (type === USER_COMMAND || type === MESSAGE_COMMAND) return contextMenuInput(i, type);
   const name = i.data?.name ?? "";
   const { path, leaf } = commandPath(i.data?.options);
   const attachments = i.data?.resolved?.attachments ?? {};
@@ -66,8 +107,7 @@ function commandInput(i: Interaction): { text: string; files: PlatformFile[]; co
   for (const o of leaf) {
     options[o.name] = o.value ?? null;
     if (o.type === ATTACHMENT_OPTION && typeof o.value === "string" && attachments[o.value]) {
-      const a = attachments[o.value];
-      files.push({ ref: a.url, name: a.filename, mimeType: a.content_type, artifactType: artifactTypeOf(a.content_type) as PlatformFile["artifactType"] });
+      files.push(fileOf(attachments[o.value]));
     } else if (typeof o.value === "string" || typeof o.value === "number" || typeof o.value === "boolean") {
       values.push(String(o.value));
     }
@@ -87,7 +127,7 @@ export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
     sourceEventType,
     conversationId: inThread ? i.channel!.parent_id! : channelId,
     threadId: inThread ? channelId : null,
-    actor: user ? { actor_type: user.bot ? "bot" : "user", actor_id: user.id, actor_name: user.global_name ?? user.username ?? null, metadata: user.username ? { username: user.username } : {} } : null,
+    actor: user ? { actor_type: user.bot ? "bot" : "user", actor_id: user.id, actor_name: userName(user), metadata: user.username ? { username: user.username } : {} } : null,
     replyTarget: i.token ? { platform: "discord" as const, channelId, interactionId: i.id, interactionToken: i.token } : null,
   };
   const data = { interaction_id: i.id, interaction_type: i.type, guild_id: i.guild_id ?? null, channel_id: channelId };

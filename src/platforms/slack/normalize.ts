@@ -9,6 +9,7 @@ import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { unescapeSlackText } from "./text";
 import { platformTime } from "../../lib/json";
+import { absentOr } from "../payload";
 
 export const EnvelopeSchema = z.looseObject({
   type: z.string(),
@@ -22,36 +23,36 @@ export type SlackEnvelope = z.infer<typeof EnvelopeSchema>;
 
 const FileSchema = z.looseObject({
   id: z.string(),
-  name: z.string().optional(),
-  mimetype: z.string().optional(),
-  url_private_download: z.string().optional(),
-  url_private: z.string().optional(),
+  name: absentOr(z.string()),
+  mimetype: absentOr(z.string()),
+  url_private_download: absentOr(z.string()),
+  url_private: absentOr(z.string()),
 });
 
 const MessageSchema = z.looseObject({
   type: z.string(),
-  subtype: z.string().optional(),
+  subtype: absentOr(z.string()),
   channel: z.string(),
-  channel_type: z.string().optional(),
-  user: z.string().optional(),
-  bot_id: z.string().optional(),
-  text: z.string().optional(),
+  channel_type: absentOr(z.string()),
+  user: absentOr(z.string()),
+  bot_id: absentOr(z.string()),
+  text: absentOr(z.string()),
   ts: z.string(),
-  thread_ts: z.string().optional(),
-  team: z.string().optional(),
-  files: z.array(FileSchema).optional(),
+  thread_ts: absentOr(z.string()),
+  team: absentOr(z.string()),
+  files: absentOr(z.array(FileSchema)),
 });
 
 const DeletedSchema = z.looseObject({
   channel: z.string(),
   deleted_ts: z.string(),
-  previous_message: z.looseObject({ user: z.string().optional(), thread_ts: z.string().optional(), ts: z.string().optional() }).optional(),
+  previous_message: absentOr(z.looseObject({ user: absentOr(z.string()), thread_ts: absentOr(z.string()), ts: absentOr(z.string()) })),
 });
 
-const JoinedSchema = z.looseObject({ user: z.string(), channel: z.string(), channel_type: z.string().optional(), inviter: z.string().optional() });
+const JoinedSchema = z.looseObject({ user: z.string(), channel: z.string(), channel_type: absentOr(z.string()), inviter: absentOr(z.string()) });
 
 /** Message subtypes that are a person saying something. */
-const USER_MESSAGE_SUBTYPES = new Set([undefined, "file_share", "thread_broadcast"]);
+const USER_MESSAGE_SUBTYPES = new Set([undefined, "file_share", "thread_broadcast", "me_message"]);
 
 const userActor = (user: string | undefined, team?: string) => ({ actor_type: "user", actor_id: user ?? null, actor_name: null, metadata: team ? { team } : {} });
 
