@@ -121,8 +121,13 @@ export type I18n = z.infer<typeof I18nSchema>;
 export const TimestampSchema = z.string().min(1);
 export type Timestamp = z.infer<typeof TimestampSchema>;
 
-// Stored as transcript text, which a NUL would cut short.
-export const MessageTextSchema = z.string().refine((t) => !t.includes("\u0000"), "must not contain NUL characters");
+/**
+ * Free text stored in a column of its own and read back (transcript text, an
+ * actor's name, a run's error): no NUL, at which the embedded driver cuts
+ * text short when reading, so what is shown back would be less than was sent.
+ */
+export const nulFreeText = () => z.string().regex(/^[^\u0000]*$/, "must not contain NUL characters");
+export const MessageTextSchema = nulFreeText();
 
 export const TextElementSchema = z.object({
   type: z.literal("text"),

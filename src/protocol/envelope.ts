@@ -10,6 +10,7 @@ import {
   labelSchema,
   MediaTypeSchema,
   MessageTextSchema,
+  nulFreeText,
   ContentElementSchema,
   EventTypeSchema,
   orDefault,
@@ -23,16 +24,18 @@ export const INPUT_TEXT_MAX_BYTES = 64 * 1024;
 
 // Ids end up in keys, URLs and logs: keep them short and free of separators that need escaping.
 const EVENT_ID_PATTERN = /^[A-Za-z0-9._:-]+$/;
+// "." and ".." are path segments every URL parser removes: GET /v1/events/{event_id} could never name them.
+const DOT_SEGMENT = /^\.{1,2}$/;
 
 export const EnvelopeActorSchema = z.strictObject({
-  actor_type: z.string().min(1).max(64),
+  actor_type: nulFreeText().min(1).max(64),
   actor_id: ScopedIdSchema.nullish(),
-  actor_name: z.string().max(200).nullish(),
+  actor_name: nulFreeText().max(200).nullish(),
   metadata: orDefault(RecordSchema, {}),
 });
 
 export const EnvelopeSubjectSchema = z.strictObject({
-  subject_type: z.string().min(1).max(64),
+  subject_type: nulFreeText().min(1).max(64),
   subject_id: ScopedIdSchema.nullish(),
   data: orDefault(RecordSchema, {}),
 });
@@ -72,10 +75,12 @@ export const EnvelopeInputSchema = z.strictObject({
 
 export const EventEnvelopeSchema = z.strictObject({
   /** Client-chosen id for idempotency; the host generates one when absent. */
-  event_id: ScopedIdSchema.regex(EVENT_ID_PATTERN, "event_id may only contain A-Z a-z 0-9 . _ : -").nullish(),
+  event_id: ScopedIdSchema.regex(EVENT_ID_PATTERN, "event_id may only contain A-Z a-z 0-9 . _ : -")
+    .refine((id) => !DOT_SEGMENT.test(id), "event_id must not be \".\" or \"..\"")
+    .nullish(),
   event_type: EventTypeSchema,
   event_time: z.iso.datetime({ offset: true }).nullish(),
-  source_event_type: z.string().min(1).max(200).nullish(),
+  source_event_type: nulFreeText().min(1).max(200).nullish(),
   workspace_id: ScopedIdSchema.nullish(),
   bot_id: ScopedIdSchema.nullish(),
   conversation_id: ScopedIdSchema,

@@ -12,6 +12,7 @@ import {
   labelSchema,
   MediaTypeSchema,
   MessageSchema,
+  nulFreeText,
   RecordSchema,
   storedKeyText,
 } from "./common";
@@ -25,7 +26,8 @@ export const STATE_KEY_MAX_LENGTH = 256;
 
 export const AgentRunResultSchema = z.object({
   run_id: z.string().min(1),
-  type: z.string().min(1),
+  // Stored in the ledger's type column: with a NUL it would read back as another type (say `run.completed`).
+  type: nulFreeText().min(1),
   data: z.unknown().default({}),
   // Any integer: one below 1 (a runner counting from 0) is warned about and taken as unnumbered, not a protocol error.
   sequence: z.int().nullish(),
@@ -107,15 +109,15 @@ export const ActionRequestedDataSchema = z.strictObject({
 export type ActionRequestedData = z.infer<typeof ActionRequestedDataSchema>;
 
 export const RunCompletedDataSchema = z.strictObject({
-  finish_reason: z.string().min(1),
+  finish_reason: nulFreeText().min(1),
   // Any role parses, so the run still completes; a message in another role is dropped on its own (ResultProcessor).
   message: MessageSchema.nullish(),
 });
 export type RunCompletedData = z.infer<typeof RunCompletedDataSchema>;
 
 export const RunFailedDataSchema = z.strictObject({
-  code: z.string().min(1),
-  error: z.string(),
+  code: nulFreeText().min(1),
+  error: nulFreeText(),
   retryable: z.boolean(),
 });
 export type RunFailedData = z.infer<typeof RunFailedDataSchema>;

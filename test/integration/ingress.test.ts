@@ -69,6 +69,17 @@ describe("POST /v1/events", () => {
     }
   });
 
+  it("refuses an event_id of \".\" or \"..\" with 400: GET /v1/events/{event_id} could never name it", async () => {
+    for (const id of [".", ".."]) {
+      const posted = await host.admin("POST", "/v1/events", messageEvent("c-dots", "hi", { event_id: id }));
+      expect([id, posted.status, posted.body.error?.message]).toEqual([id, 400, expect.stringContaining("event_id")]);
+    }
+    // Dots within an id are fine, and the event reads back by it.
+    const posted = await host.postEvent(messageEvent("c-dots", "hi", { event_id: "..a.." }));
+    expect(posted.status).toBe(202);
+    expect((await host.admin("GET", "/v1/events/..a..")).status).toBe(200);
+  });
+
   it("refuses hostile nesting in data or metadata with 400, and records nothing", async () => {
     const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
     for (const field of ["data", "metadata"]) {
