@@ -112,17 +112,10 @@ const isQueued = (run: StoredRun, running: (runId: string) => boolean) => run.st
 const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number) =>
   !takesTurns(run) || (!anyRunning && (run.start === "after-running" || turnsBefore === 0));
 
-/** Whether a queued run would start at once were its debounce over (it waits for no other run). */
-function waitsOnlyForTime(table: RunTable, index: number, running: (runId: string) => boolean): boolean {
-  const [, run] = table[index];
-  if (!isQueued(run, running)) return false;
-  const anyRunning = table.some(([, r]) => takesTurns(r) && running(r.job.runId));
-  return mayStart(run, anyRunning, table.slice(0, index).filter(([, r]) => takesTurns(r)).length);
-}
-
 /**
  * The run a new message is claimed by (PROTOCOL §10): the oldest active run
- * of the same agent, counting a run still in its debounce window as active,
+ * of the same agent, counting a run still in its debounce window as active
+ * (even while it also waits for another agent's run: the burst is still one),
  * if it can pull: `steers` answers for a run, from its frozen snapshot once it
  * has started. Another agent's run never receives the message: one event, one
  * binding. `running` says which runs can still pull; `excluded` ones (being
@@ -135,7 +128,7 @@ export function steeringTarget(
   runs: { running: (runId: string) => boolean; excluded: (runId: string) => boolean; steers: (run: StoredRun) => boolean },
 ): StoredRun | undefined {
   const active = table.find(
-    ([, r], i) => r.job.agent.agentId === agentId && !runs.excluded(r.job.runId) && (runs.running(r.job.runId) || (r.notBefore > now && waitsOnlyForTime(table, i, runs.running))),
+    ([, r]) => r.job.agent.agentId === agentId && !runs.excluded(r.job.runId) && (runs.running(r.job.runId) || (r.notBefore > now && isQueued(r, runs.running))),
   );
   return active && runs.steers(active[1]) ? active[1] : undefined;
 }

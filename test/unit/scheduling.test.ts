@@ -85,6 +85,8 @@ describe("scheduling", () => {
     expect(steeringTarget([row("b", "running", "after-all", 0, false)], 10, "agent", runs(running))).toBeUndefined();
     // A run waiting its turn (not debouncing, not running) is not active.
     expect(steeringTarget([row("b", "running", "after-all", 0, false), row("q", "queued", "after-all", 0, true)], 10, "agent", runs(running))).toBeUndefined();
+    // A run in its debounce window takes the burst even while another agent's run holds the conversation.
+    expect(steeringTarget([row("w", "running", "after-all", 0, true, "other"), row("a", "queued", "after-all", 50, true)], 10, "agent", runs((id) => id === "w"))?.job.runId).toBe("a");
     // A stored "running" entry this instance does not execute is an orphan, not a target.
     expect(steeringTarget([row("o", "running", "after-all", 0, true)], 10, "agent", runs(none))).toBeUndefined();
     // Another agent's run never receives the message, and does not hide this agent's own active run.
