@@ -12,9 +12,13 @@ export const ToolNameSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 ch
 /** Outbound endpoints the operator configures. */
 export const EndpointSchema = z.url({ protocol: /^https?$/ });
 
+/**
+ * A credential sent in a header (a header value, an `Authorization: Bearer`
+ * key): a line break would end the header (RFC 9110 forbids CR, LF and NUL in
+ * a field value), so it is refused when registered, not at each call, where
+ * it would look like the provider failing.
+ */
+export const headerValue = (maxLength: number) => z.string().max(maxLength).regex(/^[^\r\n\0]*$/, "cannot hold a line break or NUL: it is sent in an HTTP header");
+
 /** Extra request headers (often credentials): stored as secrets. */
-export const HeadersSchema = z.record(
-  z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "not a valid header name"),
-  // A line break would end the header (RFC 9110 forbids CR, LF and NUL in a field value): refused here, not at each call.
-  z.string().max(8192).regex(/^[^\r\n\0]*$/, "a header value cannot hold a line break or NUL"),
-);
+export const HeadersSchema = z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "not a valid header name"), headerValue(8192));

@@ -74,9 +74,16 @@ describe("requests to host-held resources", () => {
   it.each([
     ["/v1/admin/tools", { name: "crlf", description: "", endpoint: "http://127.0.0.1:9/t", headers: { "x-api-key": "key-123456\r\nx-injected: 1" } }],
     ["/v1/admin/mcp-servers", { name: "crlfmcp", url: "http://127.0.0.1:9/mcp", headers: { authorization: "Bearer key-123456\nx-injected: 1" } }],
-  ])("%s refuses a header value with a line break (400), so no call can fail on it later", async (path, body) => {
+    // Keys sent as `Authorization: Bearer {api_key}`: two keys pasted on two lines would fail every call as if the provider were down.
+    ["/v1/admin/models", { model_id: "crlf-model", name: "m", kind: "llm", base_url: "http://127.0.0.1:9/v1", api_key: "sk-first\nsk-second", model: "x" }],
+    ["/v1/admin/knowledge-bases", { kb_id: "crlf-kb", name: "kb", endpoint: "http://127.0.0.1:9/kb", api_key: "sk-first\r\nsk-second" }],
+    ["/v1/admin/bots", { platform: "discord", credentials: { application_id: "1234", public_key: "ab".repeat(32), bot_token: "token-1\u0000" } }],
+  ])("%s refuses a header value with a line break or NUL (400), so no call can fail on it later", async (path, body) => {
     const res = await host.admin("POST", path, body);
     expect([res.status, res.body.error?.code]).toEqual([400, "invalid_request"]);
+    expect(res.body.error.message).toMatch(/line break or NUL/);
+    // The refused key is never echoed.
+    expect(JSON.stringify(res.body)).not.toContain("sk-second");
   });
 
   it("keeps the host_api.denied record small whatever the length of the id refused", async () => {

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { headerValue } from "../../resources/ids";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter, Recorded } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
@@ -10,7 +11,7 @@ import { verifyDiscordSignature } from "./verify";
 const CredentialsSchema = z.strictObject({
   application_id: z.string().regex(/^\d{1,30}$/, "application_id must be the application's snowflake id"),
   public_key: z.string().regex(/^[0-9a-fA-F]{64}$/, "public_key must be the application's 32-byte Ed25519 key in hex"),
-  bot_token: z.string().min(1).max(256),
+  bot_token: headerValue(256).min(1),
 });
 
 /** Interaction response types. */

@@ -3,7 +3,7 @@ import { dbOf } from "../../db/connect";
 import { notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { jsonBody, validate } from "../../middleware/validate";
-import { EndpointSchema, ResourceIdSchema } from "../../resources/ids";
+import { EndpointSchema, headerValue, ResourceIdSchema } from "../../resources/ids";
 import { knowledgeStore, toKnowledgeBaseView } from "../../resources/knowledge-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
@@ -19,7 +19,7 @@ const KnowledgeBaseInput = z.strictObject({
   name: z.string().min(1).max(200),
   description: z.string().max(2000).optional(),
   endpoint: EndpointSchema,
-  api_key: z.string().min(1).max(4096).optional(),
+  api_key: headerValue(4096).min(1).optional(),
 });
 
 export const knowledgeBasesRouter = router()

@@ -3,7 +3,7 @@ import { dbOf } from "../../db/connect";
 import { notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { jsonBody, validate } from "../../middleware/validate";
-import { EndpointSchema, ResourceIdSchema } from "../../resources/ids";
+import { EndpointSchema, headerValue, ResourceIdSchema } from "../../resources/ids";
 import { modelsStore, toModelView } from "../../resources/models-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
@@ -19,7 +19,7 @@ const ModelInput = z.strictObject({
   name: z.string().min(1).max(200),
   kind: z.enum(["llm", "rerank", "embedding"]),
   base_url: EndpointSchema,
-  api_key: z.string().min(1).max(4096),
+  api_key: headerValue(4096).min(1),
   model: z.string().min(1).max(200),
   context_window: z.int().positive().optional(),
 });
