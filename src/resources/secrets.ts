@@ -110,9 +110,8 @@ export function redactValue(value: unknown, fragments: readonly string[], maxDep
     if (v === null || typeof v !== "object") return v;
     if (depth >= maxDepth) return REDACTED;
     if (Array.isArray(v)) return v.map((item) => walk(item, depth + 1));
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(v)) out[redact(key, fragments)] = walk(item, depth + 1);
-    return out;
+    // fromEntries defines each key as its own property: assigned, a "__proto__" member would become the copy's prototype and vanish.
+    return Object.fromEntries(Object.entries(v).map(([key, item]) => [redact(key, fragments), walk(item, depth + 1)]));
   };
   return walk(value, 0);
 }

@@ -160,6 +160,11 @@ describe("normalisation", () => {
     const [ev] = normalizeInteraction({ id: "1", type: 2, token: "t", channel_id: "C", data: { name: "ai", options: [{ name: "ask", type: 1, options: [{ name: "q", type: 3, value: "why?" }] }] } });
     expect(ev).toMatchObject({ text: "why?", data: { command: { name: "ai", path: ["ask"], options: { q: "why?" } } } });
   });
+
+  it("keeps a command option named __proto__ as an option", () => {
+    const [ev] = normalizeInteraction({ id: "1", type: 2, token: "t", channel_id: "C", data: { name: "ai", options: [{ name: "__proto__", type: 3, value: "x" }] } });
+    expect(JSON.stringify((ev.data as { command: unknown }).command)).toBe('{"name":"ai","path":[],"options":{"__proto__":"x"}}');
+  });
 });
 
 describe("redaction", () => {

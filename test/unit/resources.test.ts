@@ -254,6 +254,14 @@ describe("secret scrubbing", () => {
     expect(redactValue({ a: 1 }, [])).toEqual({ a: 1 });
   });
 
+  it("keeps a \"__proto__\" member of parsed JSON as a member, not the copy's prototype", () => {
+    const value = JSON.parse('{"__proto__": {"kind": "entry sk-abcdef"}, "kept": 1}');
+    const copy = redactValue(value, ["sk-abcdef"]) as Record<string, unknown>;
+    expect(Object.keys(copy)).toEqual(["__proto__", "kept"]);
+    expect(JSON.stringify(copy)).toBe('{"__proto__":{"kind":"entry [redacted]"},"kept":1}');
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+  });
+
   it("scrubs text arriving in pieces, holding back only a tail that may begin a secret", () => {
     const r = new StreamRedactor(["sk-abcdef", "tok-123456"]);
     expect(r.push("hello sk-")).toBe("hello ");

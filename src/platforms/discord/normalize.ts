@@ -103,9 +103,9 @@ function commandInput(i: Interaction): CommandInput {
   const attachments = i.data?.resolved?.attachments ?? {};
   const files: PlatformFile[] = [];
   const values: string[] = [];
-  const options: Record<string, unknown> = {};
+  const options: [string, unknown][] = [];
   for (const o of leaf) {
-    options[o.name] = o.value ?? null;
+    options.push([o.name, o.value ?? null]);
     if (o.type === ATTACHMENT_OPTION && typeof o.value === "string" && attachments[o.value]) {
       files.push(fileOf(attachments[o.value]));
     } else if (typeof o.value === "string" || typeof o.value === "number" || typeof o.value === "boolean") {
@@ -114,7 +114,8 @@ function commandInput(i: Interaction): CommandInput {
   }
   // The user's words are the option values; a command without any is its own name.
   const text = values.length ? values.join(" ") : `/${[name, ...path].join(" ")}`;
-  return { text, files, command: { name, path, options } };
+  // Defined, not assigned: an option named "__proto__" stays an option.
+  return { text, files, command: { name, path, options: Object.fromEntries(options) } };
 }
 
 export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
