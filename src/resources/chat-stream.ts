@@ -70,7 +70,8 @@ type ToolCallDelta = { index?: number; id?: string; type?: string; function?: { 
  * held back until it can be told.
  */
 class ToolCallAssembler {
-  private readonly calls: { id?: string; type: string; function: { name: string; arguments: string } }[] = [];
+  /** By index, as sent: a Map, so a stray large index costs one entry, not a sparse array's holes. */
+  private readonly calls = new Map<number, { id?: string; type: string; function: { name: string; arguments: string } }>();
   private readonly shown: StreamRedactors<number>;
   constructor(secrets: readonly string[]) {
     this.shown = new StreamRedactors(secrets);
@@ -78,9 +79,11 @@ class ToolCallAssembler {
 
   add(deltas: unknown): unknown {
     if (!Array.isArray(deltas)) return deltas;
-    return (deltas as ToolCallDelta[]).map((raw) => {
-      const i = typeof raw?.index === "number" ? raw.index : this.calls.length;
-      const call = (this.calls[i] ??= { type: "function", function: { name: "", arguments: "" } });
+    return (deltas as unknown[]).map((item) => {
+      const raw = toolCallDelta(item, this.calls.size);
+      const i = raw.index ?? this.calls.size;
+      let call = this.calls.get(i);
+      if (!call) this.calls.set(i, (call = { type: "function", function: { name: "", arguments: "" } }));
       if (raw.id) call.id = raw.id;
       if (raw.type) call.type = raw.type;
       if (raw.function?.name) call.function.name += raw.function.name;
@@ -96,8 +99,23 @@ class ToolCallAssembler {
   }
 
   result(): unknown[] {
-    return this.calls.filter(Boolean);
+    return [...this.calls].sort(([a], [b]) => a - b).map(([, call]) => call);
   }
+}
+
+/** Parallel tool calls in one answer, at most: an index past it is a provider's error, not a call. */
+const MAX_TOOL_CALLS = 128;
+
+/** A tool-call fragment as sent, checked for what assembling relies on: an object, and an index that names a call. */
+function toolCallDelta(item: unknown, known: number): ToolCallDelta {
+  if (typeof item !== "object" || item === null || Array.isArray(item)) throw new UpstreamError("invalid_response", "the model provider sent a tool call fragment that is not an object");
+  const raw = item as ToolCallDelta;
+  const index = raw.index ?? undefined;
+  if (index !== undefined && !(Number.isInteger(index) && index >= 0 && index < MAX_TOOL_CALLS)) {
+    throw new UpstreamError("invalid_response", `the model provider sent a tool call fragment with index ${JSON.stringify(index).slice(0, 40)} (expected 0 to ${MAX_TOOL_CALLS - 1})`);
+  }
+  if (index === undefined && known >= MAX_TOOL_CALLS) throw new UpstreamError("invalid_response", `the model provider sent more than ${MAX_TOOL_CALLS} tool calls`);
+  return raw;
 }
 
 /** A provider's error object (OpenAI-style `{message, type, code}`) or string, as text. */

@@ -124,6 +124,21 @@ describe("model.stream framing", () => {
     expect(end?.result?.finish_reason).toBe("tool_calls");
   });
 
+  it("assembles parallel tool calls in index order, and refuses a fragment no call can be (a huge or negative index, null) with an error line, at once", async () => {
+    const call = (index: unknown, name: string) => data({ choices: [{ delta: { tool_calls: [{ index, id: name, type: "function", function: { name, arguments: "{}" } }] } }] });
+    const parallel = await collect(sse([call(1, "b"), call(0, "a"), data({ choices: [{ delta: {}, finish_reason: "tool_calls" }] }), DONE]));
+    expect(parallel.lines.at(-1).message.tool_calls.map((c: { id: string }) => c.id)).toEqual(["a", "b"]);
+
+    for (const fragment of [call(2 ** 31, "x"), call(-1, "x"), call(0.5, "x"), data({ choices: [{ delta: { tool_calls: [null] } }] })]) {
+      const started = performance.now();
+      const { lines, end } = await collect(sse([fragment, data({ choices: [{ delta: {}, finish_reason: "tool_calls" }] }), DONE]));
+      expect(performance.now() - started).toBeLessThan(1000);
+      // As any chunk the provider got wrong (not JSON, not an object): the stream's one error line, retryable.
+      expect(lines).toEqual([{ type: "error", error: { code: "runtime_error", message: expect.stringMatching(/tool call fragment/), retryable: true, details: { model_id: "m" } } }]);
+      expect(end?.error?.message).toMatch(/tool call fragment/);
+    }
+  });
+
   it("an error chunk ends the stream with a provider_error line, the key scrubbed, after the deltas of the same network chunk", async () => {
     const { lines, end } = await collect(sse([data({ choices: [{ delta: { content: "a" } }] }) + data({ error: { message: `quota exceeded for key ${KEY}`, type: "insufficient_quota" } }) + DONE]));
     expect(lines[0]).toEqual({ type: "delta", chunk: { role: "assistant", content: "a" } });
