@@ -58,6 +58,8 @@ export class ResultProcessor {
   private readonly ledgerSeq: LedgerSequence;
   private readonly seen = new SequenceSet(MAX_SEQUENCE_GAPS + 2);
   private maxSequence = 0;
+  /** Gaps given up on (closeLowestGap): warned about once. */
+  private closedGaps = 0;
   private pendingRefs: ArtifactRef[] = [];
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
   resultCount = 0;
@@ -162,12 +164,25 @@ export class ResultProcessor {
     }
     if (sequence > this.maxSequence + 1) this.warn(batch, "result.sequence_gap", `sequence jumped from ${this.maxSequence} to ${sequence}`, { sequence });
     else if (sequence < this.maxSequence) this.warn(batch, "result.reordered", `sequence ${sequence} arrived after ${this.maxSequence}`, { sequence });
-    // The set's own bound (one range more than the gaps allowed, whatever the first number) only backs this check up.
-    if (!this.seen.add(sequence) || this.seen.gaps() > MAX_SEQUENCE_GAPS) {
-      throw new RunnerCallError("runner.protocol_error", `result sequence numbers leave more than ${MAX_SEQUENCE_GAPS} gaps open`);
+    // The set's own bound (one range more than the gaps allowed, whatever the first number) only backs the gap count up.
+    if (!this.seen.add(sequence)) {
+      this.closeLowestGap(batch);
+      this.seen.add(sequence);
     }
+    while (this.seen.gaps() > MAX_SEQUENCE_GAPS) this.closeLowestGap(batch);
     this.maxSequence = Math.max(this.maxSequence, sequence);
     return true;
+  }
+
+  /**
+   * Too many numbers skipped (a runner counting in steps, or numbering what it
+   * never sends): the lowest gap is closed, so memory stays bounded and the
+   * run goes on. A number of it that still comes is dropped as a duplicate.
+   */
+  private closeLowestGap(batch: ResultBatch) {
+    const closed = this.seen.closeLowestGap();
+    if (!closed || this.closedGaps++ > 0) return;
+    this.warn(batch, "result.gaps_closed", `more than ${MAX_SEQUENCE_GAPS} sequence gaps open: the lowest are closed, and a number in them that still comes (from ${closed[0]} up) is dropped as a duplicate`);
   }
 
   /** The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. */

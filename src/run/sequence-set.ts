@@ -2,7 +2,7 @@
  * The result sequence numbers a run has seen, as sorted disjoint ranges: a
  * stream in order is one range, each number held back or skipped adds at
  * most one. Exact for any order (a late number is never taken for a
- * duplicate), in memory bounded by `maxRanges`.
+ * duplicate) while under `maxRanges`; the owner closes its lowest gap to stay there.
  */
 export class SequenceSet {
   /** [first, last] of each run of consecutive numbers seen, ascending, never touching. */
@@ -37,6 +37,26 @@ export class SequenceSet {
       r.splice(next, 0, [n, n]);
     }
     return true;
+  }
+
+  /**
+   * Counts the lowest missing run of numbers as seen, so the set holds one
+   * gap fewer: memory stays bounded, and a number of it that comes later is
+   * taken for a duplicate. Answers the numbers closed, or null when none is missing.
+   */
+  closeLowestGap(): [number, number] | null {
+    const r = this.ranges;
+    if (r.length === 0) return null;
+    if (r[0][0] > 1) {
+      const closed: [number, number] = [1, r[0][0] - 1];
+      r[0][0] = 1;
+      return closed;
+    }
+    if (r.length < 2) return null;
+    const closed: [number, number] = [r[0][1] + 1, r[1][0] - 1];
+    r[0][1] = r[1][1];
+    r.splice(1, 1);
+    return closed;
   }
 
   /** The index of the first range starting after `n` (binary search; in-order streams hit the last range at once). */
