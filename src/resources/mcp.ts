@@ -158,13 +158,18 @@ export function discoverMcpTools(server: McpServerTarget, opts: McpCallOptions):
   return withSession(server, opts, async (client, signal) => {
     const tools: McpToolInfo[] = [];
     const skipped: SkippedMcpTool[] = [];
+    const kept = new Set<string>();
     let cursor: string | undefined;
     for (let page = 0; page < MAX_DISCOVERY_PAGES; page++) {
       const listed = await client.listTools(cursor ? { cursor } : undefined, { signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
       for (const t of listed.tools) {
-        const reason = unusable(t);
+        // A name listed twice (on one page or two) would be two tools of one name: the first is kept.
+        const reason = kept.has(t.name) ? "listed more than once: the first listing is kept" : unusable(t);
         if (reason) skipped.push({ name: t.name, reason });
-        else tools.push({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema as Record<string, unknown> });
+        else {
+          kept.add(t.name);
+          tools.push({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema as Record<string, unknown> });
+        }
       }
       cursor = listed.nextCursor;
       if (!cursor) break;

@@ -1,6 +1,7 @@
-import { eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mcpServer, tool } from "../db/schema";
+import { insertWhere } from "../db/guarded";
 import { iso, parseJson } from "../lib/json";
 import { maskHeaders, maskUrl } from "./secrets";
 
@@ -53,14 +54,21 @@ export function toolsStore(db: Db) {
     async createServer(server: typeof mcpServer.$inferInsert, tools: (typeof tool.$inferInsert)[]) {
       await db.batch([db.insert(mcpServer).values(server), ...tools.map((t) => db.insert(tool).values(t))]);
     },
-    /** Save a server and replace its discovered tools: one batch. */
-    async saveServer(server: typeof mcpServer.$inferInsert, tools: (typeof tool.$inferInsert)[]) {
+    /**
+     * Save a refreshed server and replace its discovered tools, one batch, only
+     * if it is still the server that was read (`read`: not deleted, nor
+     * replaced by another of its name, while its tools were listed). False when it was not.
+     */
+    async refreshServer(server: typeof mcpServer.$inferInsert, tools: (typeof tool.$inferInsert)[], read: { createdAt: number; url: string }): Promise<boolean> {
       const { name, ...rest } = server;
-      await db.batch([
-        db.insert(mcpServer).values(server).onConflictDoUpdate({ target: mcpServer.name, set: rest }),
-        db.delete(tool).where(eq(tool.mcpServer, name)),
-        ...tools.map((t) => db.insert(tool).values(t)),
+      const same = and(eq(mcpServer.name, name), eq(mcpServer.createdAt, read.createdAt), eq(mcpServer.url, read.url));
+      const stillThere = sql`EXISTS (SELECT 1 FROM ${mcpServer} WHERE ${same})`;
+      const [updated] = await db.batch([
+        db.update(mcpServer).set(rest).where(same).returning({ name: mcpServer.name }),
+        db.delete(tool).where(and(eq(tool.mcpServer, name), stillThere)),
+        ...tools.map((t) => insertWhere(db, tool, t, stillThere)),
       ]);
+      return updated.length > 0;
     },
     async removeServer(name: string) {
       await db.batch([db.delete(tool).where(eq(tool.mcpServer, name)), db.delete(mcpServer).where(eq(mcpServer.name, name))]);

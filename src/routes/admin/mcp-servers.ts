@@ -32,7 +32,7 @@ const McpServerInput = z.strictObject({
  * List the server's tools and store them with it (replacing the earlier list). 502 when the server cannot be listed;
  * 409 when creating a server that exists meanwhile, or refreshing one into dropping a tool an agent grants.
  */
-async function discoverAndSave(db: Db, config: Config, server: { name: string; url: string; headers: Record<string, string> }, existing: { createdAt: number } | null) {
+async function discoverAndSave(db: Db, config: Config, server: { name: string; url: string; headers: Record<string, string> }, existing: { createdAt: number; url: string } | null) {
   const secrets = secretFragments([...Object.values(server.headers), ...urlSecrets(server.url)]);
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new UpstreamError("network", `no answer within ${DISCOVERY_TIMEOUT_MS} ms`)), DISCOVERY_TIMEOUT_MS);
@@ -65,8 +65,13 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
   }
   const saved = { name: server.name, url: server.url, headersJson: JSON.stringify(await sealValues(db.secrets, server.headers, mcpServerSlot(server))), discoveredAt: now, createdAt: existing?.createdAt ?? now };
   // Created only if still absent: of two concurrent creates one wins, the other is a 409 (never an overwrite).
-  if (existing) await store.saveServer(saved, tools);
-  else await insertUnique(() => store.createServer(saved, tools), `MCP server ${server.name}`);
+  if (existing) {
+    // Deleted (or replaced) while its tools were listed: a refresh never brings it back, nor overwrites the new one.
+    if (!(await store.refreshServer(saved, tools, existing))) {
+      if (await store.getServer(server.name)) throw conflict(`MCP server ${server.name} was replaced while its tools were listed: nothing was saved`);
+      throw notFound(`MCP server ${server.name} was deleted while its tools were listed: nothing was saved`);
+    }
+  } else await insertUnique(() => store.createServer(saved, tools), `MCP server ${server.name}`);
   const row = (await store.getServer(server.name))!;
   return { ...toMcpServerView(row, await store.toolsOf(server.name)), skipped_tools: discovered.skipped };
 }
