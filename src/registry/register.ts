@@ -1,7 +1,7 @@
 import { readCapped } from "../artifacts/read-capped";
 import type { Db } from "../db/client";
 import { DbError } from "../db/executor";
-import { conflict, HostError } from "../lib/errors";
+import { conflict, HostError, notFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { formatRunnerId, parseRunnerServiceManifest, type AgentRunnerManifest, type SkippedRunner } from "../protocol/manifest";
 import { missingConfigFields } from "../agents/runner-config";
@@ -66,6 +66,8 @@ async function refuseBreakingAgents(db: Db, serviceId: string, runners: { runner
   }
 }
 
+const deletedMeanwhile = (serviceId: string) => notFound(`runner service ${serviceId} was deleted while its manifest was fetched: nothing was saved`);
+
 /**
  * Fetch a service's manifest and (re)register its runners. Each runner is
  * validated on its own: an invalid one is skipped and reported, the rest
@@ -77,6 +79,8 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
   const parsed = parseRunnerServiceManifest(raw);
   if (!parsed.ok) throw new HostError(400, "invalid_request", `manifest is not an agent-runner/v1 manifest: ${parsed.issues}`);
   const existing = input.serviceId ? await store.getService(input.serviceId) : await store.getServiceByUrl(input.base_url);
+  // A refresh or PUT of a service deleted while its manifest was fetched: not registered again under a new id.
+  if (input.serviceId && !existing) throw deletedMeanwhile(input.serviceId);
   const serviceId = existing?.serviceId ?? newId("svc");
   const now = Date.now();
   const runners = parsed.runners.map((r) => ({
@@ -87,8 +91,9 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     updatedAt: now,
   }));
   if (existing) await refuseBreakingAgents(db, existing.serviceId, runners.map((r, i) => ({ runnerId: r.runnerId, manifest: parsed.runners[i] })));
+  let saved: boolean;
   try {
-    await store.saveService(
+    saved = await store.saveService(
       {
         serviceId,
         baseUrl: input.base_url,
@@ -108,6 +113,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
         createdAt: existing?.createdAt ?? now,
       },
       runners,
+      existing ?? null,
     );
   } catch (err) {
     if (err instanceof DbError && err.isConstraintViolation && !err.integrityRule) {
@@ -117,6 +123,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     }
     throw err;
   }
+  if (!saved) throw deletedMeanwhile(serviceId);
   const service = (await store.getService(serviceId))!;
   return {
     service: toServiceView(service, await store.runnersOf(serviceId)),

@@ -43,18 +43,23 @@ export function registryStore(db: Db) {
     /**
      * Save a fetched manifest and replace the service's runners: one batch. Runners it still lists are updated in
      * place, only the others deleted (the database refuses to delete one an agent runs on: `runner_in_use`).
+     * `read`: the stored service the manifest was fetched for, saved only if it is still there (a DELETE answered
+     * while the manifest was fetched is not undone); null for a new one. False when it was gone.
      */
-    async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[]) {
+    async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[], read: { createdAt: number } | null): Promise<boolean> {
       const { serviceId, ...rest } = service;
-      await db.batch([
-        db.insert(runnerService).values(service).onConflictDoUpdate({ target: runnerService.serviceId, set: rest }),
-        db.delete(runner).where(and(eq(runner.serviceId, serviceId), notInArray(runner.runnerId, runners.map((r) => r.runnerId)))),
+      const same = and(eq(runnerService.serviceId, serviceId), eq(runnerService.createdAt, read?.createdAt ?? service.createdAt));
+      const stillThere = sql`EXISTS (SELECT 1 FROM ${runnerService} WHERE ${same})`;
+      const [saved] = await db.batch([
+        read ? db.update(runnerService).set(rest).where(same).returning({ serviceId: runnerService.serviceId }) : db.insert(runnerService).values(service).returning({ serviceId: runnerService.serviceId }),
+        db.delete(runner).where(and(eq(runner.serviceId, serviceId), notInArray(runner.runnerId, runners.map((r) => r.runnerId)), stillThere)),
         // Each runner updated if it is this service's, else inserted: an id another service holds fails the insert.
         ...runners.flatMap(({ runnerId, ...fields }) => {
           const ours = and(eq(runner.runnerId, runnerId), eq(runner.serviceId, serviceId));
-          return [db.update(runner).set(fields).where(ours), insertWhere(db, runner, { runnerId, ...fields }, sql`NOT EXISTS (SELECT 1 FROM ${runner} WHERE ${ours})`)];
+          return [db.update(runner).set(fields).where(ours), insertWhere(db, runner, { runnerId, ...fields }, sql`NOT EXISTS (SELECT 1 FROM ${runner} WHERE ${ours}) AND ${stillThere}`)];
         }),
       ]);
+      return saved.length > 0;
     },
   };
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { listenLoopback, sendJson } from "../support/http-server";
 
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -110,6 +111,31 @@ describe("refresh racing an agent write", () => {
       await svc.close();
     }
     expect(orphans).toEqual([]);
+  });
+});
+
+describe("refresh racing a DELETE of the service", () => {
+  it("does not bring a runner service deleted while its manifest was fetched back", async () => {
+    let slow = false;
+    const manifest = { protocol: "agent-runner/v1", author: "tests", name: "deleted-midway", version: "1", runners: [{ name: "default", label: { en_US: "d" } }] };
+    const svc = await listenLoopback(async (_req, res) => {
+      if (slow) await new Promise((r) => setTimeout(r, 1500));
+      sendJson(res, 200, manifest);
+    });
+    try {
+      const reg = await host.admin("POST", "/v1/admin/runner-services", { base_url: svc.url });
+      expect(reg.status).toBe(201);
+      const id = reg.body.service.service_id;
+      slow = true;
+      const refreshing = host.admin("POST", `/v1/admin/runner-services/${id}/refresh`);
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await host.admin("DELETE", `/v1/admin/runner-services/${id}`)).status).toBe(204);
+      const refreshed = await refreshing;
+      expect({ refresh: refreshed.status, code: refreshed.body.error?.code, service: (await host.admin("GET", `/v1/admin/runner-services/${id}`)).status }).toEqual({ refresh: 404, code: "not_found", service: 404 });
+      expect(await host.query("SELECT runner_id FROM runner WHERE runner_id = 'http:tests/deleted-midway/default'")).toEqual([]);
+    } finally {
+      await svc.close();
+    }
   });
 });
 
