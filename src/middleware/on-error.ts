@@ -9,6 +9,8 @@ const INTEGRITY_REFUSALS: Record<string, { status: 404 | 409; code: string; mess
   agent_runner_not_registered: { status: 409, code: "conflict", message: "the agent's runner is not registered (its service was deleted or refreshed meanwhile)" },
   runner_in_use: { status: 409, code: "conflict", message: "an agent runs on a runner this would remove (it was created meanwhile): move or delete it first" },
   binding_agent_missing: { status: 404, code: "not_found", message: "the agent was deleted meanwhile" },
+  agent_grant_not_registered: { status: 409, code: "conflict", message: "the agent's resource_policy grants a model, tool or knowledge base that is not registered (it was deleted meanwhile)" },
+  resource_granted: { status: 409, code: "conflict", message: "an agent grants this resource (it was granted meanwhile): remove it from the agent's resource_policy first" },
 };
 
 /** The one error handler: every failure answers `{error: {code, message}}`. */
@@ -19,7 +21,7 @@ export const onError: ErrorHandler = (err, c) => {
     const code = err.status === 400 ? "invalid_json" : err.status === 413 ? "payload_too_large" : "invalid_request";
     return c.json({ error: { code, message: err.message || "bad request" } }, err.status);
   }
-  // A write the database refused because a concurrent one changed what the route had checked (migration 0008).
+  // A write the database refused because a concurrent one changed what the route had checked (migrations 0008, 0010).
   const refused = INTEGRITY_REFUSALS[dbErrorOf(err)?.integrityRule ?? ""];
   if (refused) return c.json({ error: { code: refused.code, message: refused.message } }, refused.status);
   // A stored credential the configured keys cannot open: the operator's to fix (SECRETS_KEY, SECRETS_KEY_PREVIOUS).

@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, notInArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mcpServer, tool } from "../db/schema";
 import { insertWhere } from "../db/guarded";
@@ -58,6 +58,8 @@ export function toolsStore(db: Db) {
      * Save a refreshed server and replace its discovered tools, one batch, only
      * if it is still the server that was read (`read`: not deleted, nor
      * replaced by another of its name, while its tools were listed). False when it was not.
+     * Tools still listed are updated in place, only the others deleted: the
+     * database refuses to delete one an agent grants (migration 0010).
      */
     async refreshServer(server: typeof mcpServer.$inferInsert, tools: (typeof tool.$inferInsert)[], read: { createdAt: number; url: string }): Promise<boolean> {
       const { name, ...rest } = server;
@@ -65,8 +67,11 @@ export function toolsStore(db: Db) {
       const stillThere = sql`EXISTS (SELECT 1 FROM ${mcpServer} WHERE ${same})`;
       const [updated] = await db.batch([
         db.update(mcpServer).set(rest).where(same).returning({ name: mcpServer.name }),
-        db.delete(tool).where(and(eq(tool.mcpServer, name), stillThere)),
-        ...tools.map((t) => insertWhere(db, tool, t, stillThere)),
+        db.delete(tool).where(and(eq(tool.mcpServer, name), notInArray(tool.toolName, tools.map((t) => t.toolName)), stillThere)),
+        ...tools.flatMap(({ toolName, ...fields }) => {
+          const ours = and(eq(tool.toolName, toolName), eq(tool.mcpServer, name));
+          return [db.update(tool).set(fields).where(and(ours, stillThere)), insertWhere(db, tool, { toolName, ...fields }, sql`NOT EXISTS (SELECT 1 FROM ${tool} WHERE ${ours}) AND ${stillThere}`)];
+        }),
       ]);
       return updated.length > 0;
     },

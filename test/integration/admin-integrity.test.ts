@@ -114,6 +114,43 @@ describe("refresh racing an agent write", () => {
   });
 });
 
+describe("grants racing deletes of what they grant", () => {
+  const model = (id: string) => ({ model_id: id, name: id, kind: "llm", base_url: "http://127.0.0.1:9/v1", api_key: "sk-race-0123456789", model: "x" });
+  const granting = (id: string, resource_policy: Record<string, string[]>) => ({ ...agentBody(id, `${id}-conv`), resource_policy });
+
+  it("an agent saved while the model it grants is deleted: one of the two writes is refused, never both done", async () => {
+    const broken: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      expect((await host.admin("POST", "/v1/admin/models", model(`race-m${i}`))).status).toBe(201);
+      const [agent, deleted] = await Promise.all([host.admin("POST", "/v1/admin/agents", granting(`race-a${i}`, { models: [`race-m${i}`] })), host.admin("DELETE", `/v1/admin/models/race-m${i}`)]);
+      expect([[201, 409], [400, 204], [409, 204]]).toContainEqual([agent.status, deleted.status]);
+      if (agent.status === 201 && deleted.status === 204) broken.push(`race-a${i}`);
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it("the database itself refuses an agent granting what is not registered, and deleting what an agent grants", async () => {
+    expect((await host.admin("POST", "/v1/admin/models", model("held"))).status).toBe(201);
+    expect((await host.admin("POST", "/v1/admin/tools", { name: "held_tool", endpoint: "http://127.0.0.1:9/t" })).status).toBe(201);
+    expect((await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "held_kb", name: "kb", endpoint: "http://127.0.0.1:9/kb" })).status).toBe(201);
+    const policy = { models: ["held"], fallback_models: ["held"], tools: ["held_tool"], knowledge_bases: ["held_kb"] };
+    expect((await host.admin("POST", "/v1/admin/agents", granting("holder", policy))).status).toBe(201);
+    // As a write racing the route's check would reach the database:
+    const refusal = (sql: string, args: string[] = []) => host.query(sql, args).then(() => "done", (err: Error) => /integrity: (\w+)/.exec(err.message)?.[1] ?? err.message);
+    expect(await refusal("DELETE FROM model WHERE model_id = 'held'")).toBe("resource_granted");
+    expect(await refusal("DELETE FROM tool WHERE tool_name = 'held_tool'")).toBe("resource_granted");
+    expect(await refusal("DELETE FROM knowledge_base WHERE kb_id = 'held_kb'")).toBe("resource_granted");
+    for (const group of ["models", "fallback_models", "tools", "knowledge_bases"]) {
+      const missing = JSON.stringify({ ...policy, [group]: ["missing"] });
+      expect([group, await refusal("UPDATE agent SET resource_policy_json = ? WHERE agent_id = 'holder'", [missing])]).toEqual([group, "agent_grant_not_registered"]);
+    }
+    // Without the grants, all of it goes.
+    expect((await host.admin("PUT", "/v1/admin/agents/holder", granting("holder", {}))).status).toBe(200);
+    expect(await refusal("DELETE FROM model WHERE model_id = 'held'")).toBe("done");
+    expect((await host.admin("DELETE", "/v1/admin/tools/held_tool")).status).toBe(204);
+  });
+});
+
 describe("refresh racing a DELETE of the service", () => {
   it("does not bring a runner service deleted while its manifest was fetched back", async () => {
     let slow = false;

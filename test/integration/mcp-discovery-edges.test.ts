@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenLoopback, readBody } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
+import { startAdHocRunner } from "../support/runner";
 
 /**
  * Discovery of an MCP server's tools meets a server that lists a name twice
@@ -63,6 +64,30 @@ describe("an MCP server listing one tool name twice", () => {
     listed.known = [tool("lookup"), tool("lookup")];
     const res = await host.admin("POST", "/v1/admin/mcp-servers/known/refresh");
     expect([res.status, res.body.tools, res.body.skipped_tools?.length]).toEqual([200, ["known.lookup"], 1]);
+  });
+});
+
+describe("an MCP server whose tool an agent grants", () => {
+  it("is refreshed with that tool kept in place, and refused (409) when the tool is no longer listed", async () => {
+    const svc = await startAdHocRunner({ name: "mcp-grants", onRun: () => undefined });
+    try {
+      expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: svc.url })).status).toBe(201);
+      listed.granted = [tool("lookup", "v1")];
+      expect((await host.admin("POST", "/v1/admin/mcp-servers", { name: "granted", url: `${upstream.url}/mcp/granted` })).status).toBe(201);
+      const agent = { agent_id: "mcp-user", name: "u", runner_id: svc.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "mcp-user" }, resource_policy: { tools: ["granted.lookup"] } };
+      expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+
+      listed.granted = [tool("lookup", "v2"), tool("extra")];
+      const refreshed = await host.admin("POST", "/v1/admin/mcp-servers/granted/refresh");
+      expect([refreshed.status, refreshed.body.tools]).toEqual([200, ["granted.extra", "granted.lookup"]]);
+      expect((await host.admin("GET", "/v1/admin/tools/granted.lookup")).body.description).toBe("v2");
+
+      listed.granted = [tool("extra")];
+      expect((await host.admin("POST", "/v1/admin/mcp-servers/granted/refresh")).status).toBe(409);
+      expect((await host.admin("GET", "/v1/admin/mcp-servers/granted")).body.tools).toEqual(["granted.extra", "granted.lookup"]);
+    } finally {
+      await svc.close();
+    }
   });
 });
 
