@@ -140,6 +140,21 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(JSON.stringify(ctx)).not.toContain(i.token);
   });
 
+  it("gives a message command (Apps → command on a message) that message as input, and names it as the command's target", async () => {
+    const target = { id: "M-TARGET-1", channel_id: "C1", content: "The quarterly numbers are up 12%.", author: { id: "U7", username: "bob" } };
+    const i = interaction(2, { id: "cmd-ctx", name: "Summarize", type: 3, target_id: target.id, resolved: { messages: { [target.id]: target } } });
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const [ctx] = await waitFor(() => contextFor(target.content).length > 0 && contextFor(target.content));
+    expect(ctx.event.data.command).toEqual({ name: "Summarize", path: [], options: {}, target: { type: "message", id: target.id, content: target.content, author_id: "U7", author_name: "bob" } });
+  });
+
+  it("names the user a user command was used on", async () => {
+    const i = interaction(2, { id: "cmd-user", name: "Profile", type: 2, target_id: "U7", resolved: { users: { U7: { id: "U7", username: "bob", global_name: null } } } });
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const [ctx] = await waitFor(() => contextFor("/Profile").length > 0 && contextFor("/Profile"));
+    expect(ctx.event.data.command.target).toEqual({ type: "user", id: "U7", name: "bob" });
+  });
+
   it("resolves the deferred response with a short notice when the run fails before answering", async () => {
     const i = command("fail");
     expect((await post(i)).body).toEqual({ type: 5 });

@@ -291,6 +291,29 @@ describe("Slack: Events API in, Web API out", () => {
   });
 });
 
+describe("Slack: payloads as Slack sends them", () => {
+  const recorded = (ev: { event_id: string }, channel: string, ts: string) =>
+    host.query<{ event_type: string; conversation_id: string | null }>("SELECT event_type, conversation_id FROM event_log WHERE event_id IN (?, ?)", [`slack:${botId}:${ev.event_id}`, `slack:${botId}:msg:${channel}:${ts}`]);
+
+  it("runs a person's upload whose payload names bot_id as null: a null field is an absent one", async () => {
+    // Slack has sent user file uploads as `"bot_id": null` (botkit#1372 shows such a payload): a person, not a bot.
+    const files = [{ id: "F1", name: "report.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F1/report.pdf` }];
+    const msg = message("C-NULLBOT", "please read this", { subtype: "file_share", upload: true, display_as_bot: false, bot_id: null, thread_ts: null, files });
+    const ev = callback(msg);
+    expect((await post(ev)).status).toBe(200);
+    expect(await recorded(ev, "C-NULLBOT", msg.ts)).toEqual([{ event_type: "message.received", conversation_id: "C-NULLBOT" }]);
+    const [ctx] = await waitFor(() => contextFor("please read this").length > 0 && contextFor("please read this"));
+    expect(ctx.input.attachments).toHaveLength(1);
+  });
+
+  it("runs a /me message (subtype me_message): a person's own words", async () => {
+    const msg = message("C-ME", "is stuck on the deploy", { subtype: "me_message" });
+    const ev = callback(msg);
+    expect((await post(ev)).status).toBe(200);
+    expect(await recorded(ev, "C-ME", msg.ts)).toEqual([{ event_type: "message.received", conversation_id: "C-ME" }]);
+  });
+});
+
 describe("Slack: files in answers", () => {
   it("uploads an answer's file in Slack's three steps and shares it in the thread, after the text", async () => {
     const threadTs = `${++messageTs}.000100`;
