@@ -58,8 +58,8 @@ export class ResultProcessor {
   private readonly ledgerSeq: LedgerSequence;
   private readonly seen = new SequenceSet(MAX_SEQUENCE_GAPS + 2);
   private maxSequence = 0;
-  /** Gaps given up on (closeLowestGap): warned about once. */
-  private closedGaps = 0;
+  /** Whether a gap was closed yet (closeLowestGap): warned about once. */
+  private gapsClosed = false;
   private pendingRefs: ArtifactRef[] = [];
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
   resultCount = 0;
@@ -181,7 +181,8 @@ export class ResultProcessor {
    */
   private closeLowestGap(batch: ResultBatch) {
     const closed = this.seen.closeLowestGap();
-    if (!closed || this.closedGaps++ > 0) return;
+    if (!closed || this.gapsClosed) return;
+    this.gapsClosed = true;
     this.warn(batch, "result.gaps_closed", `more than ${MAX_SEQUENCE_GAPS} sequence gaps open: the lowest are closed, and a number in them that still comes (from ${closed[0]} up) is dropped as a duplicate`);
   }
 

@@ -1,9 +1,9 @@
 /**
  * Discord interactions (slash commands, context-menu commands, message
- * components, modal submits) in the host's terms. Ordinary channel messages reach bots only over the
- * Gateway, which this host does not hold. Identity: a channel is a
- * conversation (`channel_id`); a thread channel is a thread of its parent
- * channel. The guild is kept in `data.guild_id`.
+ * components, modal submits) in the host's terms. Ordinary channel messages
+ * reach bots only over the Gateway, which this host does not hold. Identity:
+ * a channel is a conversation (`channel_id`); a thread channel is a thread of
+ * its parent channel. The guild is kept in `data.guild_id`.
  */
 import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
