@@ -11,12 +11,13 @@ import { registryStore, toServiceView } from "../stores/registry";
 import { maskUrl } from "../resources/secrets";
 import { moveSealed } from "../lib/secret-box";
 import { runnerServiceSlot } from "../stores/secret-slots";
+import { joinUrl } from "../lib/url";
 
 const MANIFEST_TIMEOUT_MS = 10_000;
 const MANIFEST_MAX_BYTES = 1024 * 1024;
 
 async function fetchManifest(baseUrl: string): Promise<unknown> {
-  const url = `${baseUrl.replace(/\/+$/, "")}/manifest`;
+  const url = joinUrl(baseUrl, "/manifest");
   // What the messages below name: the URL with any credentials in it masked.
   const shown = maskUrl(url);
   let res: Response;
@@ -27,7 +28,13 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
   }
   if (!res.ok) throw new HostError(502, "bad_gateway", `${shown} answered HTTP ${res.status}`);
   // Read no further than the cap: a manifest that never ends is not buffered whole.
-  const bytes = await readCapped(res, MANIFEST_MAX_BYTES);
+  let bytes: Uint8Array | "too_large";
+  try {
+    bytes = await readCapped(res, MANIFEST_MAX_BYTES);
+  } catch (cause) {
+    // A body that stalls past the timeout, or breaks off: as unreadable as one never sent.
+    throw new HostError(502, "bad_gateway", `could not read ${shown}: ${(cause as Error).message}`, undefined, { cause });
+  }
   if (bytes === "too_large") throw new HostError(502, "bad_gateway", `${shown} is larger than ${MANIFEST_MAX_BYTES} bytes`);
   const text = new TextDecoder().decode(bytes);
   try {

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import type { ChatRequest } from "./chat-request";
-import { abortReason, attemptSignal, httpError, joinUrl, readJson, readText, UPSTREAM_MESSAGE_MAX_CHARS, upstreamFetch, UpstreamError, type AttemptSignal } from "./upstream";
+import { abortReason, attemptSignal, httpError, readJson, readText, UPSTREAM_MESSAGE_MAX_CHARS, upstreamFetch, UpstreamError, type AttemptSignal } from "./upstream";
+import { joinUrl } from "../lib/url";
 
 /** Where and as whom the host calls a model; built from the model row at call time. */
 export interface ProviderTarget {

@@ -159,10 +159,3 @@ export function cappedFetch(maxBytes: number, onTooLarge: (err: UpstreamError) =
     return new Response(counted, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
-
-/** `path` appended to the base URL's path; its query (an `api-version`, say) is kept where it belongs. */
-export function joinUrl(base: string, path: string): string {
-  const url = new URL(base);
-  url.pathname = `${url.pathname.replace(/\/+$/, "")}${path}`;
-  return url.toString();
-}

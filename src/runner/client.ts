@@ -1,6 +1,7 @@
 import { RunnerCallError } from "./errors";
 import { readLines, sseFramer, type LineLimits } from "./lines";
 import { signRunRequest } from "./signing";
+import { joinUrl } from "../lib/url";
 
 export interface RunnerTarget {
   baseUrl: string;
@@ -34,7 +35,7 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
     headers["x-agent-timestamp"] = String(timestamp);
     headers["x-agent-signature"] = await signRunRequest(target.secret, timestamp, body);
   }
-  const url = `${target.baseUrl.replace(/\/+$/, "")}/runners/${encodeURIComponent(target.runnerName)}/run`;
+  const url = joinUrl(target.baseUrl, `/runners/${encodeURIComponent(target.runnerName)}/run`);
   let res: Response;
   try {
     // A redirect is an answer like any other non-2xx (§3): the signed request and its run token go nowhere else.
