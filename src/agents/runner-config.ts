@@ -4,11 +4,11 @@ import { MASK } from "../resources/secrets";
 /**
  * The required fields of a runner's config_schema that an agent's
  * runner_config does not give (given means the config's own field, not null;
- * a field with a default needs nothing).
+ * a field with a default needs nothing, and a null default is none).
  */
 export function missingConfigFields(schema: readonly ConfigSchemaItem[] | undefined, config: Record<string, unknown>): string[] {
   return (schema ?? [])
-    .filter((item) => item.required && item.default === undefined && (!Object.hasOwn(config, item.name) || config[item.name] === null))
+    .filter((item) => item.required && item.default == null && (!Object.hasOwn(config, item.name) || config[item.name] === null))
     .map((item) => item.name);
 }
 

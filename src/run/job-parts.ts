@@ -28,6 +28,6 @@ export function jobRunnerOf(row: typeof runner.$inferSelect, service: { serviceI
     baseUrl: service.baseUrl,
     capabilities: manifest.capabilities ?? {},
     permissions: manifest.permissions ?? {},
-    configDefaults: Object.fromEntries((manifest.config_schema ?? []).filter((item) => item.default !== undefined).map((item) => [item.name, item.default])),
+    configDefaults: Object.fromEntries((manifest.config_schema ?? []).filter((item) => item.default != null).map((item) => [item.name, item.default])),
   };
 }

@@ -18,6 +18,8 @@ beforeAll(async () => {
         permissions: { history: ["page"] },
         config_schema: [{ name: "mode", type: "string", label: { en_US: "Mode" }, required: true, default: "fast" }],
       },
+      // A required field whose default is null: null is no value, here as in a runner_config.
+      { name: "keyed", label: { en_US: "keyed" }, config_schema: [{ name: "api_key", type: "secret", label: { en_US: "Key" }, required: true, default: null }] },
     ],
     async onRun({ body }, res) {
       const ctx = body.context;
@@ -72,6 +74,13 @@ describe("runner protocol conformance", () => {
     expect((await host.waitForRun(ev.body.run_id!)).status).toBe("completed");
     const call = runner.calls.find((c) => c.body.context.run_id === ev.body.run_id)!;
     expect(call.body.context.config).toEqual({ mode: "fast" });
+  });
+
+  it("a required field whose schema default is null still has to be given", async () => {
+    const agent = { agent_id: "conform-keyed", name: "keyed", runner_id: runner.runnerId("keyed"), event_types: ["message.received"], scope: { type: "conversation", id: "conform-keyed" } };
+    const refused = await host.admin("POST", "/v1/admin/agents", { ...agent, runner_config: { api_key: null } });
+    expect([refused.status, refused.body.error.details?.missing]).toEqual([400, ["api_key"]]);
+    expect((await host.admin("POST", "/v1/admin/agents", { ...agent, runner_config: { api_key: "k-0123456789" } })).status).toBe(201);
   });
 
   it("ctx.config keeps what the agent set over the schema's default", async () => {
