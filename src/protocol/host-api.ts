@@ -128,7 +128,8 @@ export function isHostApiAction(action: string): action is HostApiAction {
 }
 
 /** `artifact.upload` is `PUT {host}/v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` with raw bytes. */
-export const ArtifactUploadQuerySchema = z.object({
+/** Strict, as every action's params: a misspelt option (`mimetype=`) is a 400, not an artifact stored without it. */
+export const ArtifactUploadQuerySchema = z.strictObject({
   name: labelSchema(255).optional(),
   mime_type: MediaTypeSchema.optional(),
   /** Absent: derived from mime_type (image, audio, video, else file). */

@@ -52,6 +52,8 @@ beforeAll(async () => {
           out.chunked = await upload(new Blob([Buffer.from("no length")]).stream(), { name: "chunked.txt", mime_type: "text/plain" });
           out.bad_token = await upload(Buffer.from("x"), {}, "not-the-token");
           out.bad_query = await upload(Buffer.from("x"), { artifact_type: "t".repeat(65) });
+          // Strict as every Host API call's params: a misspelt option is refused, not an artifact stored without it.
+          out.misspelt_query = await upload(Buffer.from("png"), { mimetype: "image/png", filename: "chart.png" });
           // §8: the token before the payload.
           out.bad_query_bad_token = await upload(Buffer.from("x"), { artifact_type: "t".repeat(65) }, "not-the-token");
           // 2.5 MiB and 100 declared bytes spent: 1.5 MiB more is over the run's budget, 1 MiB is not.
@@ -171,6 +173,8 @@ describe("artifact Host API", () => {
     expect(out.chunked_too_big.body.error.message).toMatch(/outgrew the 524179 bytes this upload may take/);
     expect([out.bad_token.status, out.bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.bad_query.status, out.bad_query.body.error.code]).toEqual([400, "invalid_argument"]);
+    expect([out.misspelt_query.status, out.misspelt_query.body.error.code]).toEqual([400, "invalid_argument"]);
+    expect(out.misspelt_query.body.error.message).toMatch(/mimetype/);
     expect([out.bad_query_bad_token.status, out.bad_query_bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.over_budget.status, out.over_budget.body.error.code]).toEqual([413, "payload_too_large"]);
     // The chunked upload's unused reservation came back: only its 9 bytes count.
@@ -192,6 +196,7 @@ describe("artifact Host API", () => {
       ["payload_too_large", 413],
       ["allowed", 200],
       ["unauthorized", 401],
+      ["invalid_argument", 400],
       ["invalid_argument", 400],
       ["unauthorized", 401],
       ["payload_too_large", 413],
