@@ -318,8 +318,9 @@ export class DeliverySession {
         continue;
       }
       const file = loaded.file;
-      // A send that may have been posted (no answer came, or the platform says it may have) is not made again.
-      const res = await this.call({ ...facts, bytes: file.size }, () => messenger.sendFile(file), 0, { retryMaybeApplied: false });
+      // A post that may have been made (no answer came, or the platform says it may have) is not made again, unless
+      // the platform drops a repeat (Lark). Steps before the post that show nothing come back as safe to repeat.
+      const res = await this.call({ ...facts, bytes: file.size }, () => messenger.sendFile(file), 0, { retryMaybeApplied: this.adapter.surface.idempotentSends === true });
       if (res.ok) sent++;
     }
     return sent;

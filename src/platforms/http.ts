@@ -64,6 +64,14 @@ function withoutCredentials(headers: HeadersInit | undefined): Headers {
   return out;
 }
 
+/**
+ * A failure whose call is safe to make again even if it took effect: an edit (the same text twice shows once), or a
+ * step before anything is shown in the chat (a file's upload before it is posted). Retried like any failure.
+ */
+export function repeatable<T>(res: { ok: false; failure: ApiFailure }): ApiResult<T> {
+  return { ok: false, failure: { ...res.failure, maybeApplied: false } };
+}
+
 /** No (whole) answer came: the request may have arrived and taken effect all the same (a refused connection looks the same). */
 function unanswered(err: unknown, timeoutMs: number): ApiResult<never> {
   const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";

@@ -11,6 +11,11 @@ const TENANT_TOKEN = "t-tenant-access-token-xyz0123456789";
 const IMAGE = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
 /** Messages whose first reply the fake refuses as rate limited, with x-ogw-ratelimit-reset: 1: the app's limit (429, 99991400) or the chat's (400, 230020). */
 const throttledMessages = new Map<string, { status: number; code: number }>();
+/** The next image upload loses its connection before an answer; so does the first file post replying to these messages (posted all the same). */
+let cutNextImageUpload = false;
+const cutFilePosts = new Set<string>();
+/** Lark keeps a message's uuid for an hour: a repeat of it is not posted again, and answers the first message. */
+const postedUuids = new Map<string, string>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -31,10 +36,19 @@ function larkApi(call: PlatformCall): FakeReply {
   if (reply && call.method === "POST") {
     const throttled = throttledMessages.get(reply[1]);
     if (throttled && throttledMessages.delete(reply[1])) return { status: throttled.status, headers: { "x-ogw-ratelimit-reset": "1" }, json: { code: throttled.code, msg: "request trigger frequency limit" } };
-    return { json: { code: 0, msg: "success", data: { message_id: `om_reply_${++replyCount}` } } };
+    const repeat = postedUuids.get(call.body.uuid);
+    if (repeat) return { json: { code: 0, msg: "success", data: { message_id: repeat } } };
+    const messageId = `om_reply_${++replyCount}`;
+    postedUuids.set(call.body.uuid, messageId);
+    if (call.body.msg_type === "file" && cutFilePosts.delete(reply[1])) return { drop: true };
+    return { json: { code: 0, msg: "success", data: { message_id: messageId } } };
   }
   if (call.path === "/open-apis/im/v1/messages" && call.method === "POST" && call.query.get("receive_id_type") === "chat_id") {
     return { json: { code: 0, msg: "success", data: { message_id: `om_new_${++replyCount}` } } };
+  }
+  if (call.path === "/open-apis/im/v1/images" && call.method === "POST" && cutNextImageUpload) {
+    cutNextImageUpload = false;
+    return { drop: true };
   }
   if (call.path === "/open-apis/im/v1/images" && call.method === "POST") return { json: { code: 0, msg: "success", data: { image_key: `img_up_${++replyCount}` } } };
   if (call.path === "/open-apis/im/v1/files" && call.method === "POST") return { json: { code: 0, msg: "success", data: { file_key: `file_up_${++replyCount}` } } };
@@ -319,5 +333,35 @@ describe("Lark/Feishu: files in answers", () => {
       expect(replies[1].body).toMatchObject({ msg_type: kind, reply_in_thread: false });
       expect(JSON.parse(replies[1].body.content)).toEqual(kind === "image" ? { image_key: key.data.image_key } : { file_key: key.data.file_key });
     }
+  });
+  it("repeats an upload that got no answer, and a file post too: the retry reuses the uploaded key, so its uuid lets Lark drop the repeat", async () => {
+    const fileRecords = async (runId: string) =>
+      (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]))
+        .map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) }))
+        .filter((r) => r.operation === "send_file" && r.type !== "delivery.attempted");
+    cutNextImageUpload = true;
+    const image = received("oc_cut", { text: "attach cut.png" });
+    const file = received("oc_cut", { text: "attach cut.pdf" });
+    cutFilePosts.add(file.event.message.message_id);
+    const filesUploaded = fake.calls.filter((c) => c.path === "/open-apis/im/v1/files").length;
+    for (const ev of [image, file]) {
+      await postPlain(ev);
+      const runId = (await waitFor(() => contextFor(ev.event.message.content.includes("png") ? "attach cut.png" : "attach cut.pdf")[0], 10_000, "the run")).run_id;
+      const outcomes = await waitFor(async () => {
+        const records = await fileRecords(runId);
+        return records.some((r) => r.type === "delivery.succeeded" || r.will_retry === false) && records;
+      }, 15_000, "the file's delivery");
+      expect(outcomes.map((r) => [r.type, r.code ?? null, r.will_retry ?? null])).toEqual([
+        ["delivery.failed", "network_error", true],
+        ["delivery.succeeded", null, null],
+      ]);
+    }
+    // The image: uploaded again, then posted once.
+    expect(repliesTo(image.event.message.message_id).map((r) => r.body.msg_type)).toEqual(["text", "image"]);
+    // The file: uploaded once, its post repeated with the same uuid, which Lark answered with the message it had posted.
+    expect(fake.calls.filter((c) => c.path === "/open-apis/im/v1/files").length - filesUploaded).toBe(1);
+    const posts = repliesTo(file.event.message.message_id).filter((r) => r.body.msg_type === "file");
+    expect(posts).toHaveLength(2);
+    expect(posts[1].body).toEqual(posts[0].body);
   });
 });

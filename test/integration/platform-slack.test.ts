@@ -20,8 +20,13 @@ let ts = 1_700_000_000;
 const answered: string[] = [];
 
 let uploads = 0;
+/** Files (by name) whose first files.getUploadURLExternal, or first bytes upload, loses its connection before an answer. */
+const cutAsk = new Set<string>();
+const cutBytes = new Set<string>();
+const uploadNames = new Map<string, string>();
 function slackApi(call: PlatformCall): FakeReply {
   // Upload URLs are Slack's own pre-signed ones: the bot token has no business there.
+  if (call.path.startsWith("/upload/") && cutBytes.delete(uploadNames.get(call.path.split("/").pop()!)!)) return { drop: true };
   if (call.path.startsWith("/upload/")) return call.headers.authorization ? { status: 400, json: {} } : { json: {} };
   // An upload URL that has moved: a 307 keeps the method and the body, as an HTTP client follows it.
   if (call.path.startsWith("/upload-moved/")) return { status: 307, headers: { location: `${fake.url}/upload/${call.path.split("/").pop()}` }, json: {} };
@@ -33,8 +38,11 @@ function slackApi(call: PlatformCall): FakeReply {
     return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
   }
   if (call.path === "/files.getUploadURLExternal") {
+    const filename = new URLSearchParams(call.raw).get("filename")!;
+    if (cutAsk.delete(filename)) return { drop: true };
     const id = `F${++uploads}UP`;
-    const moved = new URLSearchParams(call.raw).get("filename") === "moved.png";
+    uploadNames.set(id, filename);
+    const moved = filename === "moved.png";
     return { json: { ok: true, upload_url: `${fake.url}/${moved ? "upload-moved" : "upload"}/${id}`, file_id: id } };
   }
   if (call.path === "/files.completeUploadExternal") return { json: { ok: true, files: JSON.parse(new URLSearchParams(call.raw).get("files") ?? "[]") } };
@@ -84,6 +92,11 @@ const message = (channel: string, text: string, extra: Record<string, unknown> =
 const postsTo = (channel: string) => fake.callsTo(/^\/chat\.postMessage$/).filter((c) => c.body.channel === channel);
 const updatesIn = (channel: string) => fake.callsTo(/^\/chat\.update$/).filter((c) => c.body.channel === channel);
 const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
+/** The delivery records of an answer's files, in order. */
+async function fileRecords(runId: string) {
+  const rows = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
+  return rows.map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) })).filter((r) => r.operation === "send_file");
+}
 
 describe("Slack: Events API in, Web API out", () => {
   it("answers the url_verification challenge of a signed request", async () => {
@@ -348,5 +361,26 @@ describe("Slack: files in answers", () => {
     expect(asked.reply?.json).toMatchObject({ file_id: id });
     const [uploaded] = fake.callsTo(new RegExp(`^/upload/${id}$`));
     expect(uploaded.bytes.equals(ANSWER_FILE)).toBe(true);
+  });
+  it("repeats an upload step that got no answer (nothing is in the channel before the share), and shares the file once", async () => {
+    cutAsk.add("cut-ask.pdf");
+    cutBytes.add("cut-bytes.pdf");
+    for (const name of ["cut-ask.pdf", "cut-bytes.pdf"]) await post(callback(message(`C-CUT-${name}`, `attach ${name}`)));
+    for (const name of ["cut-ask.pdf", "cut-bytes.pdf"]) {
+      const runId = (await waitFor(() => contextFor(`attach ${name}`)[0], 10_000, "the run")).run_id;
+      const outcomes = await waitFor(async () => {
+        const files = (await fileRecords(runId)).filter((r) => r.type !== "delivery.attempted");
+        return files.some((r) => r.type === "delivery.succeeded" || r.will_retry === false) && files;
+      }, 15_000, `${name}'s delivery`);
+      expect(outcomes.map((r) => [r.type, r.code ?? null, r.will_retry ?? null])).toEqual([
+        ["delivery.failed", "network_error", true],
+        ["delivery.succeeded", null, null],
+      ]);
+      const shares = fake.callsTo(/^\/files\.completeUploadExternal$/).filter((c) => new URLSearchParams(c.raw).get("channel_id") === `C-CUT-${name}`);
+      expect(shares).toHaveLength(1);
+      // A retry starts again from the first step: a fresh upload URL, the bytes streamed again.
+      const asked = fake.callsTo(/^\/files\.getUploadURLExternal$/).filter((c) => new URLSearchParams(c.raw).get("filename") === name);
+      expect(asked).toHaveLength(2);
+    }
   });
 });

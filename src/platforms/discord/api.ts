@@ -8,8 +8,8 @@
  * placeholder, found among the channel's messages by its interaction's id. Rate limits answer 429 with `retry_after` (seconds,
  * fractional) in the body.
  */
-import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
-import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
+import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface DiscordCredentials extends Record<string, string> {
@@ -25,11 +25,6 @@ const payload = (content: string) => ({ content, allowed_mentions: { parse: [] }
 
 /** Discord's answers for an interaction token it no longer honours (expired after 15 minutes, or unknown). */
 const EXPIRED_TOKEN_CODES = new Set([50027, 10015]);
-
-/** An edit that may have been applied can be made again (the same text twice shows once): retried like any failure. */
-function repeatable<T>(res: { ok: false; failure: ApiFailure }): ApiResult<T> {
-  return { ok: false, failure: { ...res.failure, maybeApplied: false } };
-}
 
 export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<DeliveryTarget, { platform: "discord" }>, timeoutMs: number): Messenger {
   const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
@@ -87,6 +82,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     const res = originalUsed ? await viaWebhook("POST", `${webhook}?wait=true`, content) : await viaWebhook("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
     if (res && !res.ok && !originalUsed && res.failure.maybeApplied) {
       originalMaybe = content;
+      // An edit that may have been applied can be made again (the same text twice shows once).
       return repeatable(res);
     }
     if (res && !res.ok) return res;

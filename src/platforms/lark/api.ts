@@ -5,8 +5,8 @@
  * `{code, msg, data}`; code 0 is success.
  */
 import { sha256Hex } from "../../lib/crypto";
-import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
-import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
+import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface LarkCredentials extends Record<string, string> {
@@ -92,6 +92,8 @@ const LARK_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/webp", "imag
 export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<DeliveryTarget, { platform: "lark" }>, timeoutMs: number, scope = ""): Messenger {
   const api = larkApi(bot, timeoutMs);
   let sent = 0;
+  /** Each file's key from its upload: a retried send posts the same content, so its uuid lets Lark drop a repeat. */
+  const uploadedKeys = new WeakMap<OutgoingFile, string>();
   async function post(msgType: string, content: string): Promise<ApiResult<string>> {
     // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice. The content
     // is part of it, so a different message in the same place (the final text after a streamed card whose answer was
@@ -115,14 +117,22 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
       // Only cards can be patched, so a message that will be edited is a card.
       return editable ? post("interactive", cardContent(text)) : post("text", JSON.stringify({ text: inertMentions(text) }));
     },
-    /** Uploaded first (images Lark shows, ≤ 10 MB, as images; the rest as files), then sent by the key Lark gave it. */
+    /**
+     * Uploaded first (images Lark shows, ≤ 10 MB, as images; the rest as files), then sent by the key Lark gave it.
+     * The upload shows nothing in the chat, so it is safe to repeat; a retry after it reuses its key.
+     */
     async sendFile(file) {
       const image = file.kind === "image" && file.size <= LARK_IMAGE_MAX_BYTES && LARK_IMAGE_TYPES.has(file.mimeType);
-      const form = image ? new UploadForm({ image_type: "message" }, "image", file) : new UploadForm({ file_type: "stream", file_name: file.name }, "file", file);
-      const uploaded = await api.call("POST", image ? "/open-apis/im/v1/images" : "/open-apis/im/v1/files", form);
-      if (!uploaded.ok) return uploaded;
-      const key = image ? uploaded.value.image_key : uploaded.value.file_key;
-      if (typeof key !== "string") return { ok: false, failure: { kind: "permanent", status: 200, code: "lark_no_key", message: "the upload answered without a key" } };
+      let key = uploadedKeys.get(file);
+      if (key === undefined) {
+        const form = image ? new UploadForm({ image_type: "message" }, "image", file) : new UploadForm({ file_type: "stream", file_name: file.name }, "file", file);
+        const uploaded = await api.call("POST", image ? "/open-apis/im/v1/images" : "/open-apis/im/v1/files", form);
+        if (!uploaded.ok) return repeatable(uploaded);
+        const given = image ? uploaded.value.image_key : uploaded.value.file_key;
+        if (typeof given !== "string") return { ok: false, failure: { kind: "permanent", status: 200, code: "lark_no_key", message: "the upload answered without a key" } };
+        key = given;
+        uploadedKeys.set(file, key);
+      }
       return image ? post("image", JSON.stringify({ image_key: key })) : post("file", JSON.stringify({ file_key: key }));
     },
     async edit(messageId, text) {

@@ -3,7 +3,7 @@
  * with the bot token as a bearer. Errors come as HTTP 200 `{ok: false, error}`; rate limits as HTTP
  * 429 with `Retry-After` (seconds).
  */
-import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderMs } from "../http";
+import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
 import { escapeSlackText } from "./text";
 import { fileBody, uploadTimeoutMs } from "../upload";
@@ -45,15 +45,18 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
       const res = await slackCall(bot, "chat.update", { channel: target.channel, ts: messageId, text: escapeSlackText(text) }, timeoutMs);
       return res.ok ? { ok: true, value: undefined } : res;
     },
-    /** Slack's three steps: an upload URL for the file, its bytes posted there, then the file shared in the channel (or thread). Answers the file id. */
+    /**
+     * Slack's three steps: an upload URL for the file, its bytes posted there, then the file shared in the channel (or
+     * thread). Answers the file id. Nothing is in the channel before the share, so the first two are safe to repeat.
+     */
     async sendFile(file) {
       const upload = await slackCall(bot, "files.getUploadURLExternal", new URLSearchParams({ filename: file.name, length: String(file.size) }), timeoutMs);
-      if (!upload.ok) return upload;
+      if (!upload.ok) return repeatable(upload);
       const { upload_url: url, file_id: fileId } = upload.value;
       if (typeof url !== "string" || typeof fileId !== "string") return { ok: false, failure: { kind: "permanent", status: 200, code: "slack_no_upload_url", message: "files.getUploadURLExternal answered without upload_url or file_id" } };
       const posted = await callPlatform(url, () => ({ method: "POST", headers: { "content-type": file.mimeType }, body: fileBody(file) }), uploadTimeoutMs(timeoutMs, file));
-      if (!posted.ok) return posted;
-      if (posted.value.status !== 200) return { ok: false, failure: failureOfStatus(posted.value.status, `slack_upload_http_${posted.value.status}`, `the file upload answered HTTP ${posted.value.status}`, retryAfterHeaderMs(posted.value.headers)) };
+      if (!posted.ok) return repeatable(posted);
+      if (posted.value.status !== 200) return repeatable({ ok: false, failure: failureOfStatus(posted.value.status, `slack_upload_http_${posted.value.status}`, `the file upload answered HTTP ${posted.value.status}`, retryAfterHeaderMs(posted.value.headers)) });
       const shared = await slackCall(
         bot,
         "files.completeUploadExternal",
