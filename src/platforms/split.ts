@@ -4,8 +4,10 @@
  * space, in its second half; otherwise it is cut hard, never inside a
  * surrogate pair. A part that ends inside a Markdown code fence closes it,
  * and the next part opens it again (with its language), so a long code
- * block renders as code in every part. Deterministic, so a growing stream
- * splits the same way every time and the parts already sent stay stable.
+ * block renders as code in every part; a block that only touches a cut is
+ * not split into an empty one. Deterministic, so a growing stream splits the
+ * same way every time and the parts already sent stay stable (once the line
+ * after their cut has arrived).
  */
 export function splitMessage(text: string, max: number): string[] {
   if (max < 2) throw new Error("max message size must be at least 2");
@@ -18,7 +20,7 @@ export function splitMessage(text: string, max: number): string[] {
     const prefix = open === null ? "" : `${open}\n`;
     if (prefix.length + rest.length <= max) break;
     const budget = max - prefix.length - (fenced ? CLOSER.length + 1 : 0);
-    const cut = cutPoint(rest, budget);
+    const cut = fenced ? clearOfFences(rest, cutPoint(rest, budget), open, max - prefix.length) : cutPoint(rest, budget);
     const piece = rest.slice(0, cut);
     const inside: string | null = fenced ? fenceAfter(piece, open) : null;
     parts.push(prefix + piece + (inside === null ? "" : `${piece.endsWith("\n") ? "" : "\n"}${CLOSER}`));
@@ -66,6 +68,22 @@ function graphemeBoundaryAtOrBefore(text: string, cut: number): number {
   if (boundary > from) return boundary;
   const code = text.charCodeAt(cut - 1);
   return code >= 0xd800 && code <= 0xdbff ? cut - 1 : cut; // a high surrogate never ends a part
+}
+
+/**
+ * A cut moved so that a code block that merely touches it does not become an empty block of its own: a closing
+ * fence line just after the cut joins the part when it fits in `room` (instead of a closer added, and the block
+ * reopened only to be closed), and an opening fence line just before it moves to the next part.
+ */
+function clearOfFences(rest: string, cut: number, openBefore: string | null, room: number): number {
+  const piece = rest.slice(0, cut);
+  if (!piece.endsWith("\n") || fenceAfter(piece, openBefore) === null) return cut;
+  const end = rest.indexOf("\n", cut);
+  const next = rest.slice(cut, end < 0 ? rest.length : end + 1);
+  if (FENCE_LINE.test(next) && cut + next.length <= room) return cut + next.length;
+  const lastLine = piece.lastIndexOf("\n", piece.length - 2) + 1;
+  const openedByLastLine = FENCE_LINE.test(piece.slice(lastLine)) && fenceAfter(piece.slice(0, lastLine), openBefore) === null;
+  return openedByLastLine && lastLine > 0 ? lastLine : cut;
 }
 
 /** The fence opener (e.g. "```ts") still open after `piece`, given the one open before it, or null. */

@@ -43,6 +43,23 @@ describe("splitMessage", () => {
     expect(splitMessage("aaaaaa\nbbbbbbbbb", 10)).toEqual(["aaaaaa\n", "bbbbbbbbb"]);
   });
 
+  it("never makes an empty code block of one that only touches a cut", () => {
+    const emptyBlock = /(^|\n) {0,3}```[^\n`]*\n {0,3}```(\n|$)/;
+    // The closing fence falls just after where the part would end: it joins the part rather than be reopened and closed.
+    const closing = "```py\n" + "a".repeat(186) + "\n```\n" + "tail ".repeat(300);
+    const closingParts = splitMessage(closing, 200);
+    expect(closingParts[0]).toBe("```py\n" + "a".repeat(186) + "\n```\n");
+    // The opening fence is the last full line before the cut: it moves to the next part with its block.
+    const opening = "x".repeat(100) + "\n```py\n" + "long_code_line ".repeat(20) + "\n```\nend";
+    const openingParts = splitMessage(opening, 200);
+    expect(openingParts[0]).toBe("x".repeat(100) + "\n");
+    expect(openingParts[1].startsWith("```py\nlong_code_line ")).toBe(true);
+    for (const parts of [closingParts, openingParts]) {
+      expect(parts.filter((p) => emptyBlock.test(p))).toEqual([]);
+      expect(parts.every((p) => p.length <= 200)).toBe(true);
+    }
+  });
+
   it("never reopens a fence with half a surrogate pair cut from its info string", () => {
     const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
     // The emoji sits across the opener's cut: "```typescript " is 14 code units.
