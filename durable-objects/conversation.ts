@@ -17,7 +17,7 @@ import { RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { isNotStarted, runsStore } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
-import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, WATCHDOG_GRACE_MS } from "./timing";
+import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
 import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, willSteer, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
@@ -255,11 +255,11 @@ export class ConversationDO extends DurableObject<Env> {
     if (!this.scheduling) this.ctx.storage.setAlarm(Date.now());
   }
 
-  /** If this instance dies mid-run, the alarm finds the orphans and ends them. */
+  /** If this instance dies mid-run, the alarm (a heartbeat while runs are active) finds the orphans and ends them. */
   private armWatchdog(options?: DurableObjectSetAlarmOptions): Promise<void> {
     const deadlines = [...this.sessions.values()].map((s) => s.snapshot.deadlineAt);
     if (!deadlines.length) return Promise.resolve();
-    return this.ctx.storage.setAlarm(Math.min(...deadlines) + WATCHDOG_GRACE_MS, options);
+    return this.ctx.storage.setAlarm(watchdogAt(deadlines, Date.now(), configOf(this.env).RUN_WATCHDOG_INTERVAL_MS), options);
   }
 
   private start(key: string, stored: StoredRun): void {

@@ -43,6 +43,7 @@ export interface Env {
   DELIVERY_MAX_RETRY_AFTER_MS?: string;
   DELIVERY_SETTLE_TIMEOUT_MS?: string;
   RUN_STREAM_KEEPALIVE_MS?: string;
+  RUN_WATCHDOG_INTERVAL_MS?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -111,6 +112,8 @@ const ConfigFields = z.object({
   DELIVERY_SETTLE_TIMEOUT_MS: positiveInt(60_000),
   /** A run's SSE stream (`GET /v1/runs/{id}/stream`) sends a comment after this long without a frame. */
   RUN_STREAM_KEEPALIVE_MS: positiveInt(15_000),
+  /** While a conversation has runs, its alarm looks again at least this often: runs an instance lost (a restart) end this soon. */
+  RUN_WATCHDOG_INTERVAL_MS: positiveInt(10_000),
 });
 
 /** The Worker's configuration variables (what wrangler.toml [vars] and secrets may set). */

@@ -20,8 +20,9 @@ let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const release = deferred();
 const startedRuns: { runId: string; token: string; baseUrl: string; text: string }[] = [];
 
+// The default deadline (5 minutes): the orphan must be found by the watchdog's heartbeat, long before it.
 const start = () =>
-  startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_DEADLINE_MS: "1500" } });
+  startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" } });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-"));
@@ -70,6 +71,9 @@ describe("a host restarted mid-run", () => {
       const live = await untilStarted(1);
       expect(live.runId).toBe(held.body.run_id);
       expect((await callHostApi(host.url, live.runId, live.token, "host.version")).status).toBe(200);
+      // A message of the conversation waits its turn behind the held run.
+      const queued = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", messageEvent("restart", "queued behind"));
+      expect(queued.body.disposition).toBe("queued");
 
       await host.dispose();
       host = await start();
@@ -79,14 +83,16 @@ describe("a host restarted mid-run", () => {
       expect(afterRestart.status).toBe(401);
       expect(afterRestart.body.error?.code).toBe("unauthorized");
 
-      // Nothing else happens in the conversation: the persisted alarm (the interrupted one, retried, or the watchdog) finds the orphan.
+      // Nothing else happens in the conversation: the persisted alarm (the watchdog's heartbeat) finds the orphan, and
+      // the message queued behind it runs.
       const lost = await waitForRun(host, live.runId, 15_000);
       expect(lost).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      expect(await waitForRun(host, queued.body.run_id, 10_000)).toMatchObject({ status: "completed", message: { content: "done: queued behind" } });
 
       const next = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", messageEvent("restart", "after"));
       expect(next.body.disposition).toBe("started");
       expect(await waitForRun(host, next.body.run_id, 10_000)).toMatchObject({ status: "completed", message: { content: "done: after" } });
-      expect(startedRuns.map((r) => r.text)).toEqual(["hold on", "after"]);
+      expect(startedRuns.map((r) => r.text)).toEqual(["hold on", "queued behind", "after"]);
     } finally {
       await host.dispose();
     }
