@@ -9,11 +9,17 @@ export async function adminCall<T = unknown>(host: { url: string; adminToken: st
   return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
 }
 
-/** Register a runner service and bind one agent to it (idempotent: an existing agent is replaced). */
+/**
+ * Register a runner service and bind one agent to it (idempotent: an existing agent is replaced). With
+ * `keepExisting` (npm start) the agent is the operator's once made: kept as it is, and not made again once deleted
+ * while its service stayed registered. Answers whether the agent was bound now.
+ */
 export async function bindRunner(
   host: { url: string; adminToken: string },
   opts: { baseUrl: string; secret?: string; runnerId: string; agentId: string; scope?: { type: string; id?: string }; eventTypes?: string[]; keepExisting?: boolean },
-) {
+): Promise<boolean> {
+  // Registered already: this is not the first start, so a missing agent is one the operator deleted.
+  const known = opts.keepExisting && (await adminCall<{ items: { runner_id: string }[] }>(host, "GET", "/v1/admin/runners?limit=200")).body.items.some((r) => r.runner_id === opts.runnerId);
   let reg = await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: opts.baseUrl, secret: opts.secret });
   if (reg.status === 409) {
     // Its runners are registered at another address (the service moved, e.g. RUNNER_PORT changed): move that service here.
@@ -30,10 +36,11 @@ export async function bindRunner(
     scope: opts.scope ?? { type: "global" },
   };
   const existing = await adminCall(host, "GET", `/v1/admin/agents/${opts.agentId}`);
-  // `npm start` again: the agent as the operator left it (disabled, re-scoped, reconfigured) stays as it is.
-  if (existing.status === 200 && opts.keepExisting) return;
+  // `npm start` again: the agent as the operator left it (disabled, re-scoped, reconfigured, or deleted) stays so.
+  if (opts.keepExisting && (existing.status === 200 || known)) return false;
   const res = existing.status === 200
     ? await adminCall(host, "PUT", `/v1/admin/agents/${opts.agentId}`, agent)
     : await adminCall(host, "POST", "/v1/admin/agents", agent);
   if (res.status >= 300) throw new Error(`binding agent ${opts.agentId} failed: ${JSON.stringify(res.body)}`);
+  return true;
 }

@@ -37,10 +37,10 @@ function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24)
 const adminToken = process.env.ADMIN_TOKEN?.trim() || devSecret("admin-token");
 const vars: Record<string, string> = {
   // Stored credentials are sealed with it: losing this file makes them unreadable (register them again).
-  SECRETS_KEY: process.env.SECRETS_KEY || devSecret("secrets-key", "base64", 32),
+  SECRETS_KEY: process.env.SECRETS_KEY?.trim() || devSecret("secrets-key", "base64", 32),
 };
 // An empty variable (a blank line of a .env template) counts as unset.
-for (const name of CONFIG_VARS) if (name !== "ADMIN_TOKEN" && process.env[name]) vars[name] = process.env[name]!;
+for (const name of CONFIG_VARS) if (name !== "ADMIN_TOKEN" && name !== "SECRETS_KEY" && process.env[name]?.trim()) vars[name] = process.env[name]!.trim();
 // Checked here, so a bad value is one clear line, not a failure deep inside the first request.
 const problems = configProblems({ ADMIN_TOKEN: adminToken, ...vars });
 if (problems.length) {
@@ -73,11 +73,15 @@ if (hostPort !== 0 && hostPort === runnerPort) {
 const runnerSecret = devSecret("runner-secret");
 const runner = await startEchoRunner({ port: runnerPort, secret: runnerSecret });
 const host = await startHost({ adminToken, port: hostPort, dataDir, vars });
-await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo", keepExisting: true });
+// The example agent is bound the first time only; one the operator's own configuration refuses is one line, not a crash.
+const example = await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo", keepExisting: true }).then(
+  (bound) => (bound ? `bound globally as agent "echo"` : `agent "echo" as you left it`),
+  (err: Error) => `not bound: ${err.message}`,
+);
 
 console.log(`agent host listening on ${host.url}
 admin token: ${adminToken}
-example runner: ${runner.url} (http:examples/echo/default, bound globally as agent "echo")
+example runner: ${runner.url} (http:examples/echo/default, ${example})
 
 try:
   curl -s -X POST ${host.url}/v1/events -H "Authorization: Bearer ${adminToken}" -H "content-type: application/json" \\
@@ -86,16 +90,24 @@ try:
   curl -sN ${host.url}/v1/runs/RUN_ID/stream -H "Authorization: Bearer ${adminToken}"`);
 
 // Miniflare does not fire cron triggers: run retention at start and hourly, as wrangler.toml's cron does in production.
-const sweep = () => host.triggerScheduled().catch((err) => console.error(`retention failed: ${(err as Error).message}`));
+let stopping = false;
+// A sweep cut short by a stop is not a failure worth a line.
+const sweep = () => host.triggerScheduled().catch((err) => stopping || console.error(`retention failed: ${(err as Error).message}`));
 void sweep();
 const retention = setInterval(sweep, 3600_000);
 
 const shutdown = async () => {
+  stopping = true;
   clearInterval(retention);
+  // Bounded: a stop asked for is never left hanging on a stuck dispose (and a second signal stops at once).
+  setTimeout(() => process.exit(1), 10_000).unref();
   await host.dispose();
   await runner.close();
   dataLock.release();
   process.exit(0);
 };
-process.on("SIGINT", shutdown);
-process.on("SIGTERM", shutdown);
+// Miniflare's own handlers kill workerd and exit at once (128 + signal): this orderly stop replaces them.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.removeAllListeners(signal);
+  process.once(signal, shutdown);
+}

@@ -197,6 +197,22 @@ describe("npm start's binding against an operator's own configuration", () => {
       await echo.close();
     }
   });
+
+  it("a restart of npm start does not bring back the example agent the operator deleted, nor fail on their own global agent", async () => {
+    const echo = await startAdHocRunner({ author: "examples", name: "echo-deleted", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("echo") });
+    try {
+      const opts = { baseUrl: echo.url, runnerId: echo.runnerId(), agentId: "echo-deleted", keepExisting: true };
+      expect(await host.bind(opts)).toBe(true); // first npm start: bound
+      expect((await host.admin("DELETE", "/v1/admin/agents/echo-deleted")).status).toBe(204);
+      expect((await host.admin("POST", "/v1/admin/agents", { agent_id: "mine", name: "mine", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" } })).status).toBe(201);
+      // Next npm start: the same call neither fails nor makes the agent again.
+      expect(await host.bind(opts)).toBe(false);
+      expect((await host.admin("GET", "/v1/admin/agents/echo-deleted")).status).toBe(404);
+    } finally {
+      await host.admin("DELETE", "/v1/admin/agents/mine");
+      await echo.close();
+    }
+  });
 });
 
 describe("bots admin validation", () => {

@@ -1,8 +1,9 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClient } from "@libsql/client";
 import { afterAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
 import { lockDataDir } from "../../local/data-lock";
@@ -36,7 +37,8 @@ function start(env: Record<string, string>, dataDir = mkdtempSync(join(tmpdir(),
     let output = "";
     const onData = (chunk: Buffer) => {
       output += chunk;
-      if (until?.test(output)) child.kill("SIGTERM");
+      // One signal: a second one, during the orderly stop, would end it at once.
+      if (!child.killed && until?.test(output)) child.kill("SIGTERM");
     };
     child.stdout.on("data", onData);
     child.stderr.on("data", onData);
@@ -97,13 +99,22 @@ describe("npm start on a data folder another one is using", () => {
   }, 60_000);
 });
 
-describe("npm start with ADMIN_TOKEN set blank", () => {
-  it("counts it as unset, as every other blank variable: a dev token is made and printed", async () => {
+describe("npm start with ADMIN_TOKEN and SECRETS_KEY set blank", () => {
+  it("counts them as unset, as every other blank variable: a dev token is made and printed, credentials are sealed with the dev key", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "npm-start-blank-"));
-    const { output } = await start({ PORT: "0", RUNNER_PORT: "0", ADMIN_TOKEN: "   " }, dataDir, /admin token: [0-9a-f]{48}\b/);
+    const { code, output } = await start({ PORT: "0", RUNNER_PORT: "0", ADMIN_TOKEN: "   ", SECRETS_KEY: "  " }, dataDir, /admin token: [0-9a-f]{48}\b/);
     expect(output).not.toMatch(/configuration is not valid/);
     expect(output).toMatch(/admin token: [0-9a-f]{48}\b/);
-    // Stopped by SIGTERM right after it started: its workerd went with it, so nothing holds the folder any more.
+    expect(output).toMatch(/bound globally as agent "echo"/);
+    // Stopped by SIGTERM right after it started: its own orderly stop ran (exit 0), workerd went with it, so nothing holds the folder any more.
+    expect(code).toBe(0);
     lockDataDir(dataDir).release();
+    const db = createClient({ url: `file:${join(dataDir, "host.db")}` });
+    try {
+      expect(existsSync(join(dataDir, "secrets-key"))).toBe(true);
+      expect((await db.execute("SELECT secret FROM runner_service")).rows.map((r) => String(r.secret).slice(0, 7))).toEqual(["sealed:"]);
+    } finally {
+      db.close();
+    }
   }, 60_000);
 });

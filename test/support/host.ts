@@ -23,7 +23,7 @@ export interface TestHost extends LocalHost {
   admin<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
   postEvent(body: Record<string, unknown>): Promise<{ status: number; body: { event_id: string; run_id: string | null; disposition: string } }>;
   waitForRun(runId: string, timeoutMs?: number): Promise<RunView>;
-  bind(opts: Parameters<typeof bindRunner>[1]): Promise<void>;
+  bind(opts: Parameters<typeof bindRunner>[1]): Promise<boolean>;
   /** Everything the Worker printed so far (only with `captureLogs`). */
   logs(): string;
   /** The §8 decision lines the Worker logged so far for a run (only with `captureLogs`). */
