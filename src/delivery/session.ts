@@ -197,6 +197,8 @@ export class DeliverySession {
           const notice = noticeInsteadOfAnswer(this.job, this.adapter.surface, entry);
           if (notice !== null) this.complete(notice);
         }
+        // Files announced after the last message, which no message carried: sent on their own (as the transcript keeps them).
+        if (this.pendingFiles.length) this.complete("", this.pendingFiles.splice(0));
       }
     }
   }

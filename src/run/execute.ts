@@ -87,7 +87,8 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   batch.audits.push(...refused);
   for (const item of batch.transcriptItems) item.artifactRefs = refs.resolve((item.artifactRefs ?? []) as ArtifactRef[]);
   statements.push(...runsStore(db).ledgerInserts(batch.ledger));
-  for (const item of batch.transcriptItems) statements.push(transcriptInsert(db, item));
+  // An item of trailing artifacts whose every ref was refused has nothing left to say.
+  for (const item of batch.transcriptItems) if (item.itemType !== "artifacts" || item.artifactRefs?.length) statements.push(transcriptInsert(db, item));
   const state = stateStore(db);
   for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, { runnerId: job.runner.runnerId, agentId: job.agent.agentId }, w.scope, w.valueJson));
   for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));

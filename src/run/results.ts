@@ -209,12 +209,7 @@ export class ResultProcessor {
     this.sawMessage = true;
     this.lastMessage = message;
     batch.transcriptItems.push({
-      transcriptId: newId("tr"),
-      conversationKey: this.init.conversationKey,
-      eventId: this.init.eventId,
-      runId: this.init.runId,
-      conversationId: this.init.conversationId,
-      threadId: this.init.threadId,
+      ...this.itemBase(),
       role: message.role,
       itemType: "message",
       content: messageText(message),
@@ -222,6 +217,21 @@ export class ResultProcessor {
       artifactRefs: this.pendingRefs,
     });
     this.pendingRefs = [];
+  }
+
+  /**
+   * Artifacts announced after the run's last message, with no message left to carry them: an assistant item of
+   * their own (item_type "artifacts", no content), so the transcript keeps what the run made.
+   */
+  private addTrailingArtifacts(batch: ResultBatch) {
+    if (this.pendingRefs.length === 0) return;
+    batch.transcriptItems.push({ ...this.itemBase(), role: "assistant", itemType: "artifacts", artifactRefs: this.pendingRefs });
+    this.pendingRefs = [];
+  }
+
+  private itemBase() {
+    const { conversationKey, eventId, runId, conversationId, threadId } = this.init;
+    return { transcriptId: newId("tr"), conversationKey, eventId, runId, conversationId, threadId };
   }
 
   private apply(result: KnownResult, batch: ResultBatch, recorded: LedgerEntry) {
@@ -263,10 +273,10 @@ export class ResultProcessor {
           this.reportDrop(batch, result.type, recorded.runnerSequence ?? null, "its message must have role assistant; the message is dropped, the completion kept");
         } else if (result.data.message && !isBlankMessage(result.data.message) && !this.sawMessage) this.addMessage(batch, result.data.message);
         this.terminalResult = result;
-        return;
+        return this.addTrailingArtifacts(batch);
       case "run.failed":
         this.terminalResult = result;
-        return;
+        return this.addTrailingArtifacts(batch);
       default:
         // message.delta is streamed live; tool.call.* and action.requested are ledger-only in v1.
         return;

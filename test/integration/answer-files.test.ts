@@ -2,7 +2,7 @@
  * Files in answers where delivery must follow what the host accepted (the
  * transcript) and lose neither a file nor an answer: a dropped blank message,
  * a dropped artifact.created, a photo Telegram refuses, a streamed reply
- * completed by files alone.
+ * completed by files alone, a file sent after the last message.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
@@ -72,6 +72,11 @@ beforeAll(async () => {
       } else if (mode === "vanishing_file") {
         w.send("artifact.created", { artifact_type: "file", mime_type: "application/pdf", name: "gone.pdf", content_base64: ANSWER_FILE.toString("base64") });
         w.send("message.completed", { message: { role: "assistant", content: "the report" } });
+        w.send("run.completed", { finish_reason: "stop" });
+      } else if (mode === "file_after_message") {
+        // The text first, then the file it announces, then a bare completion: no message left to carry the file.
+        w.send("message.completed", { message: { role: "assistant", content: "here is your report" } });
+        w.send("artifact.created", { artifact_type: "file", mime_type: "application/pdf", name: "after.pdf", content_base64: ANSWER_FILE.toString("base64") });
         w.send("run.completed", { finish_reason: "stop" });
       } else if (mode === "tall_png") {
         w.send("artifact.created", { ...inline, name: "tall-screenshot.png" });
@@ -171,5 +176,20 @@ describe("files in answers follow the transcript and lose nothing", () => {
     // The retry cannot read the file: storage's fault, final, and said so.
     expect(records.slice(1)).toEqual([expect.objectContaining({ attempt: 2, code: "artifact_unavailable", will_retry: false })]);
     expect(records[1].error).toMatch(/gone\.pdf|no longer stored|artifact/);
+  });
+  it("a file created after the run's last message is kept in the transcript (an item of its own) and sent after the text", async () => {
+    await post("-706", { text: "file_after_message" });
+    const runId = await runOf("-706");
+    expect((await host.waitForRun(runId)).status).toBe("completed");
+    const [artifact] = await host.query<{ artifact_id: string }>("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId]);
+    const items = await host.query<{ item_type: string; content: string | null; artifact_refs_json: string }>("SELECT item_type, content, artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant' ORDER BY seq", [runId]);
+    expect(items.map((i) => [i.item_type, i.content, JSON.parse(i.artifact_refs_json).map((r: { artifact_id: string }) => r.artifact_id)])).toEqual([
+      ["message", "here is your report", []],
+      ["artifacts", null, [artifact.artifact_id]],
+    ]);
+    const [doc] = await waitFor(() => callsTo("sendDocument", "-706").length > 0 && callsTo("sendDocument", "-706"), 15_000, "the file");
+    expect(callsTo("sendMessage", "-706").map((c) => c.body.text)).toEqual(["here is your report"]);
+    expect(callsTo("sendMessage", "-706")[0].at).toBeLessThanOrEqual(doc.at);
+    expect((await formOf(doc)).get("document")).not.toBeNull();
   });
 });
