@@ -1,7 +1,7 @@
 import { and, eq, notInArray, sql } from "drizzle-orm";
 import { insertWhere } from "../db/guarded";
 import type { Db } from "../db/client";
-import { runner, runnerService } from "../db/schema";
+import { runner, runnerService, storage } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 import { maskUrl } from "../resources/secrets";
 
@@ -36,8 +36,13 @@ export function registryStore(db: Db) {
     getRunner: (runnerId: string) => db.select().from(runner).where(eq(runner.runnerId, runnerId)).get(),
 
     /** A service and its runners, in one batch. */
+    /** The service, its runners and its plugin storage, which nobody could reach again (a new registration gets a new id). */
     async removeService(serviceId: string) {
-      await db.batch([db.delete(runner).where(eq(runner.serviceId, serviceId)), db.delete(runnerService).where(eq(runnerService.serviceId, serviceId))]);
+      await db.batch([
+        db.delete(runner).where(eq(runner.serviceId, serviceId)),
+        db.delete(runnerService).where(eq(runnerService.serviceId, serviceId)),
+        db.delete(storage).where(and(eq(storage.area, "plugin"), eq(storage.ownerKey, serviceId))),
+      ]);
     },
 
     /**

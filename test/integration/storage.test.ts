@@ -135,4 +135,25 @@ describe("storage.* (PROTOCOL §9)", () => {
     expect(result.resources.workspace_storage).toBe(false);
     expect(result.workspace.status).toBe(403);
   });
+  it("a runner service deleted takes its plugin storage with it (a new registration gets a new id: nobody could reach it again)", async () => {
+    const gone = await startScriptedRunner({ name: "store-gone", runners: storing("gone") });
+    try {
+      await gone.register(host);
+      await putAgent(host, { agent_id: "gone", runner_id: gone.runnerId(), scope: { type: "conversation", id: "st-gone" }, resource_policy: { allow: { storage: ["plugin", "workspace"] } } });
+      const { result } = await gone.run(host, "st-gone", async (api) => [
+        (await api("storage.set", { area: "plugin", key: "notes", value_base64: b64("private") })).status,
+        (await api("storage.set", { area: "workspace", key: "gone-shared", value_base64: b64("for the workspace") })).status,
+      ], { workspace_id: "ws-gone" });
+      expect(result).toEqual([200, 200]);
+      const serviceId = (await host.admin("GET", "/v1/admin/runners?limit=200")).body.items.find((r: { runner_id: string }) => r.runner_id === gone.runnerId()).service_id;
+      expect(await host.query("SELECT key FROM storage WHERE owner_key = ?", [serviceId])).toEqual([{ key: "notes" }]);
+      expect((await host.admin("DELETE", "/v1/admin/agents/gone")).status).toBe(204);
+      expect((await host.admin("DELETE", `/v1/admin/runner-services/${serviceId}`)).status).toBe(204);
+      expect(await host.query("SELECT key FROM storage WHERE owner_key = ?", [serviceId])).toEqual([]);
+      // The workspace's area is the workspace's, not the service's: it stays.
+      expect(await host.query("SELECT key FROM storage WHERE area = 'workspace' AND owner_key = 'ws-gone'")).toEqual([{ key: "gone-shared" }]);
+    } finally {
+      await gone.close();
+    }
+  });
 });
