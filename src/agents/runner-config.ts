@@ -1,5 +1,6 @@
 import type { ConfigSchemaItem } from "../protocol/manifest";
 import { MASK } from "../resources/secrets";
+import { isSealed, sealValues, type SecretBox, type SecretSlot } from "../lib/secret-box";
 
 /**
  * The required fields of a runner's config_schema that an agent's
@@ -30,8 +31,15 @@ export function secretFieldNames(schema: readonly ConfigSchemaItem[] | undefined
  * it declared secret is unknown.
  */
 export function maskSecretFields(config: Record<string, unknown>, secrets: ReadonlySet<string> | "all"): Record<string, unknown> {
-  const secret = (name: string) => secrets === "all" || secrets.has(name);
-  return Object.fromEntries(Object.entries(config).map(([name, value]) => [name, secret(name) && value !== null ? MASK : value]));
+  // A sealed value is masked whatever the runner declares now (a field it no longer calls secret).
+  const secret = (name: string, value: unknown) => secrets === "all" || secrets.has(name) || isSealed(value);
+  return Object.fromEntries(Object.entries(config).map(([name, value]) => [name, secret(name, value) && value !== null ? MASK : value]));
+}
+
+/** runner_config as stored: its secret fields' values sealed for the agent and its runner (non-secret fields stay readable). */
+export async function sealSecretFields(box: SecretBox, config: Record<string, unknown>, secrets: ReadonlySet<string>, slot: Omit<SecretSlot, "name">): Promise<Record<string, unknown>> {
+  const sealed = await sealValues(box, Object.fromEntries(Object.entries(config).filter(([name]) => secrets.has(name))), slot);
+  return { ...config, ...sealed };
 }
 
 /**

@@ -16,7 +16,7 @@ export class SealedSecretError extends Error {
 }
 
 /** The tables holding credentials, one sealed column each. */
-export type SealedTable = "runner_services" | "bots" | "models" | "knowledge_bases" | "tools" | "mcp_servers";
+export type SealedTable = "runner_services" | "bots" | "models" | "knowledge_bases" | "tools" | "mcp_servers" | "agents";
 
 /**
  * Where a sealed value belongs: its table, its row's id, in a record of
@@ -133,6 +133,9 @@ export function secretBox(keyBase64: string | undefined, previousKeyBase64?: str
     },
   };
 }
+
+/** Whether a stored value is sealed (under any scheme): what a view must never show. */
+export const isSealed = (value: unknown): boolean => typeof value === "string" && SCHEMES.some((prefix) => value.startsWith(prefix));
 
 /** The slot of a record's value: the record's own slot, named. */
 type RecordSlot = Omit<SecretSlot, "name">;

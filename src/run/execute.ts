@@ -19,7 +19,8 @@ import { ResultProcessor, type ResultBatch } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
 import type { AuthorizationSnapshot } from "./snapshot";
 import type { RunnerEndpoint } from "./claim";
-import { runnerServiceSlot } from "../stores/secret-slots";
+import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
+import { openValues } from "../lib/secret-box";
 
 export interface ExecuteDeps {
   db: Db;
@@ -130,7 +131,11 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   // The last batch (terminal result) is written together with the outcome: one round trip fewer.
   let last: { statements: unknown[]; ledger: LedgerEntry[]; blobs: string[] } = { statements: [], ledger: [], blobs: [] };
   try {
-    const context = buildRunContext({ job, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });
+    // Secret config fields are sealed at rest (and in the queued job): opened only for the runner's request.
+    const runnerConfig = await openValues(db.secrets, job.agent.runnerConfig, agentConfigSlot({ agentId: job.agent.agentId, runnerId: job.runner.runnerId })).catch((err: Error) => {
+      throw new RunnerCallError("host.internal_error", `the agent's runner_config cannot be used: ${err.message}`, { cause: err });
+    });
+    const context = buildRunContext({ job: { ...job, agent: { ...job.agent, runnerConfig } }, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
     if (deps.runner instanceof RunnerCallError) throw deps.runner;
     // Sealed at rest: opened only to sign the request. Unopenable, the runner is not called at all.

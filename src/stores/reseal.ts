@@ -1,12 +1,21 @@
 import { and, eq } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { batchAll, type Db } from "../db/client";
-import { bot, knowledgeBase, mcpServer, model, runnerService, tool } from "../db/schema";
+import { agent, bot, knowledgeBase, mcpServer, model, runner, runnerService, tool } from "../db/schema";
 import { parseJson } from "../lib/json";
-import { resealValues, type SealedTable, type SecretBox, type SecretSlot } from "../lib/secret-box";
-import { botSlot, knowledgeBaseSlot, mcpServerSlot, modelSlot, runnerServiceSlot, toolSlot } from "./secret-slots";
+import { isSealed, resealValues, type SealedTable, type SecretBox, type SecretSlot } from "../lib/secret-box";
+import { secretFieldNames } from "../agents/runner-config";
+import type { AgentRunnerManifest } from "../protocol/manifest";
+import { agentConfigSlot, botSlot, knowledgeBaseSlot, mcpServerSlot, modelSlot, runnerServiceSlot, toolSlot } from "./secret-slots";
 
-type Row = { id: string; stored: string | null; slot: Omit<SecretSlot, "name"> };
+/** `secretFields`: in a record only these (and values already sealed) are credentials; absent, every value is. */
+type Row = { id: string; stored: string | null; slot: Omit<SecretSlot, "name">; secretFields?: ReadonlySet<string> };
+
+/** Each agent's runner_config with the fields its runner declares secret now. */
+async function agentConfigRows(db: Db): Promise<Row[]> {
+  const secrets = new Map((await db.select().from(runner).all()).map((r) => [r.runnerId, secretFieldNames(parseJson<AgentRunnerManifest>(r.manifestJson, {} as AgentRunnerManifest).config_schema)]));
+  return (await db.select().from(agent).all()).map((r) => ({ id: r.agentId, stored: r.runnerConfigJson, slot: agentConfigSlot(r), secretFields: secrets.get(r.runnerId) ?? new Set() }));
+}
 
 /**
  * Every stored credential: a plain value, or a JSON record of values (header and credential names stay readable),
@@ -37,15 +46,17 @@ const SEALED_COLUMNS = {
     table: mcpServer, key: mcpServer.name, column: mcpServer.headersJson, field: "headersJson", kind: "record",
     rows: async (db: Db): Promise<Row[]> => (await db.select().from(mcpServer).all()).map((r) => ({ id: r.name, stored: r.headersJson, slot: mcpServerSlot(r) })),
   },
+  agents: { table: agent, key: agent.agentId, column: agent.runnerConfigJson, field: "runnerConfigJson", kind: "record", rows: agentConfigRows },
 } as const satisfies Record<SealedTable, { table: SQLiteTable; key: SQLiteColumn; column: SQLiteColumn; field: string; kind: "value" | "record"; rows: (db: Db) => Promise<Row[]> }>;
 
 export type ResealCounts = Record<keyof typeof SEALED_COLUMNS, number>;
 
-async function resealed(box: SecretBox, kind: "value" | "record", stored: string | null, slot: Row["slot"]): Promise<string | undefined> {
+async function resealed(box: SecretBox, kind: "value" | "record", { stored, slot, secretFields }: Row): Promise<string | undefined> {
   if (kind === "value") return box.reseal(stored, slot);
   const record = stored === null ? null : parseJson<Record<string, unknown> | null>(stored, null);
-  const next = record && (await resealValues(box, record, slot));
-  return next ? JSON.stringify(next) : undefined;
+  const credentials = record && (secretFields ? Object.fromEntries(Object.entries(record).filter(([k, v]) => secretFields.has(k) || isSealed(v))) : record);
+  const next = credentials && (await resealValues(box, credentials, slot));
+  return next ? JSON.stringify({ ...record, ...next }) : undefined;
 }
 
 /**
@@ -64,13 +75,13 @@ export async function resealStoredSecrets(db: Db): Promise<{ resealed: ResealCou
   const resealedCounts = {} as ResealCounts;
   const failed = {} as ResealCounts;
   for (const [name, { table, key, column, field, kind, rows: rowsOf }] of Object.entries(SEALED_COLUMNS) as [keyof typeof SEALED_COLUMNS, (typeof SEALED_COLUMNS)[keyof typeof SEALED_COLUMNS]][]) {
-    // The six tables differ in type; each entry's key and column belong to its own table, so the casts only forget which one.
+    // The tables differ in type; each entry's key and column belong to its own table, so the casts only forget which one.
     const t = table as SQLiteTable;
     const rows = await rowsOf(db);
     const writes: unknown[] = [];
     failed[name] = 0;
     for (const row of rows) {
-      const next = await resealed(db.secrets, kind, row.stored, row.slot).catch(() => {
+      const next = await resealed(db.secrets, kind, row).catch(() => {
         failed[name]++;
         return undefined;
       });

@@ -21,6 +21,12 @@ const KEY_A = Buffer.alloc(32, 0xa).toString("base64");
 const KEY_B = Buffer.alloc(32, 0xb).toString("base64");
 const RUNNER_SECRET = "rotation-runner-secret-5c1d";
 const MODEL_KEY = "sk-rotation-model-8e2f";
+/** A runner_config field the rotation runner declares secret, beside a plain one. */
+const AGENT_KEY = "agent-config-key-77a1";
+const CONFIG_SCHEMA = [
+  { name: "api_key", type: "secret", label: { en_US: "Key" } },
+  { name: "region", type: "string", label: { en_US: "Region" } },
+];
 
 let dataDir: string;
 let provider: Awaited<ReturnType<typeof startFakeProvider>>;
@@ -53,21 +59,23 @@ async function useCredentials(host: LocalHost, conversation: string) {
   const run = await finished(host, posted.body.run_id);
   const call = runner.calls[calls];
   const signed = call ? call.headers["x-agent-signature"] === `v1=${createHmac("sha256", RUNNER_SECRET).update(`${call.headers["x-agent-timestamp"]}.${call.raw}`).digest("hex")}` : null;
-  return { status: run.status, reply: run.message?.content, signed, error: run.error };
+  return { status: run.status, reply: run.message?.content, signed, error: run.error, config: call?.body.context.config };
 }
 
 const reseal = (host: LocalHost) => adminCall<{ resealed: Record<string, number>; failed: Record<string, number> }>(host, "POST", "/v1/admin/secrets/reseal");
 const stored = async (host: LocalHost) => ({
   runner: (await host.query<{ v: string }>("SELECT secret AS v FROM runner_service"))[0].v,
   model: (await host.query<{ v: string }>("SELECT api_key AS v FROM model"))[0].v,
+  agentConfig: JSON.parse((await host.query<{ v: string }>("SELECT runner_config_json AS v FROM agent WHERE agent_id = 'rotation'"))[0].v),
 });
-const NOTHING = { runner_services: 0, bots: 0, models: 0, knowledge_bases: 0, tools: 0, mcp_servers: 0 };
+const NOTHING = { runner_services: 0, bots: 0, models: 0, knowledge_bases: 0, tools: 0, mcp_servers: 0, agents: 0 };
+const CONFIG = { api_key: AGENT_KEY, region: "eu" };
 
 /** A runner whose every run invokes model `modelId` through the Host API and replies with what `describe` makes of the answer. */
-const modelRunner = (name: string, describe: (answer: Awaited<ReturnType<typeof callHostApi>>) => string, modelId = "chat") =>
+const modelRunner = (name: string, describe: (answer: Awaited<ReturnType<typeof callHostApi>>) => string, modelId = "chat", configSchema?: unknown[]) =>
   startAdHocRunner({
     name,
-    runners: [{ name: "default", label: { en_US: name }, permissions: { models: ["invoke"] } }],
+    runners: [{ name: "default", label: { en_US: name }, permissions: { models: ["invoke"] }, ...(configSchema && { config_schema: configSchema }) }],
     async onRun({ body }, res) {
       const ctx = body.context;
       const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "model.invoke", { model_id: modelId, messages: [{ role: "user", content: "hi" }] });
@@ -78,7 +86,7 @@ const modelRunner = (name: string, describe: (answer: Awaited<ReturnType<typeof 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-secrets-"));
   provider = await startFakeProvider({ keys: { "gpt-main": MODEL_KEY } });
-  runner = await modelRunner("rotation", (answer) => String(answer.status));
+  runner = await modelRunner("rotation", (answer) => String(answer.status), "chat", CONFIG_SCHEMA);
   openRunner = await modelRunner("rotation-open", (answer) => JSON.stringify({ status: answer.status, error: answer.body.error ?? null }));
 });
 afterAll(async () => {
@@ -93,33 +101,41 @@ describe("credentials at rest across key changes", () => {
       expect((await reseal(host)).status).toBe(409);
       expect((await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: runner.url, secret: RUNNER_SECRET })).status).toBe(201);
       expect((await adminCall(host, "POST", "/v1/admin/models", { model_id: "chat", name: "chat", kind: "llm", base_url: provider.baseUrl, api_key: MODEL_KEY, model: "gpt-main" })).status).toBe(201);
-      const agent = { agent_id: "rotation", name: "rotation", runner_id: runner.runnerId(), event_types: ["message.received"], resource_policy: { models: ["chat"] } };
+      const agent = { agent_id: "rotation", name: "rotation", runner_id: runner.runnerId(), runner_config: CONFIG, event_types: ["message.received"], resource_policy: { models: ["chat"] } };
       expect((await adminCall(host, "POST", "/v1/admin/agents", agent)).status).toBe(201);
-      expect(await stored(host)).toEqual({ runner: RUNNER_SECRET, model: MODEL_KEY });
+      expect(await stored(host)).toEqual({ runner: RUNNER_SECRET, model: MODEL_KEY, agentConfig: CONFIG });
       expect((await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: openRunner.url })).status).toBe(201);
       const open = { agent_id: "rotation-open", name: "open", runner_id: openRunner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "open" }, resource_policy: { models: ["chat"] } };
       expect((await adminCall(host, "POST", "/v1/admin/agents", open)).status).toBe(201);
-      expect(await useCredentials(host, "no-key")).toMatchObject({ status: "completed", reply: "200", signed: true });
+      expect(await useCredentials(host, "no-key")).toMatchObject({ status: "completed", reply: "200", signed: true, config: CONFIG });
     });
 
     // A key set later: the old plain values still work, and reseal seals them (once).
     await withHost({ SECRETS_KEY: KEY_A }, async (host) => {
-      expect(await useCredentials(host, "key-a")).toMatchObject({ status: "completed", reply: "200", signed: true });
-      expect((await reseal(host)).body).toEqual({ resealed: { ...NOTHING, runner_services: 1, models: 1 }, failed: NOTHING });
+      expect(await useCredentials(host, "key-a")).toMatchObject({ status: "completed", reply: "200", signed: true, config: CONFIG });
+      expect((await reseal(host)).body).toEqual({ resealed: { ...NOTHING, runner_services: 1, models: 1, agents: 1 }, failed: NOTHING });
       expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: NOTHING });
       const sealed = await stored(host);
       expect(sealed.runner).toMatch(/^sealed:v3:/);
       expect(sealed.model).toMatch(/^sealed:v3:/);
-      expect(await useCredentials(host, "key-a-sealed")).toMatchObject({ status: "completed", reply: "200", signed: true });
+      // Only the field the runner declares secret is sealed; the rest of the config stays readable.
+      expect(sealed.agentConfig).toEqual({ api_key: expect.stringMatching(/^sealed:v3:/), region: "eu" });
+      expect(await useCredentials(host, "key-a-sealed")).toMatchObject({ status: "completed", reply: "200", signed: true, config: CONFIG });
     });
 
     // Rotation: the new key with the old one as previous; reseal moves everything to the new key.
     await withHost({ SECRETS_KEY: KEY_B, SECRETS_KEY_PREVIOUS: KEY_A }, async (host) => {
-      expect(await useCredentials(host, "rotating")).toMatchObject({ status: "completed", reply: "200", signed: true });
-      expect((await reseal(host)).body.resealed).toEqual({ ...NOTHING, runner_services: 1, models: 1 });
+      expect(await useCredentials(host, "rotating")).toMatchObject({ status: "completed", reply: "200", signed: true, config: CONFIG });
+      expect((await reseal(host)).body.resealed).toEqual({ ...NOTHING, runner_services: 1, models: 1, agents: 1 });
     });
     await withHost({ SECRETS_KEY: KEY_B }, async (host) => {
-      expect(await useCredentials(host, "key-b")).toMatchObject({ status: "completed", reply: "200", signed: true });
+      expect(await useCredentials(host, "key-b")).toMatchObject({ status: "completed", reply: "200", signed: true, config: CONFIG });
+      // The agent as GET shows it (its secret masked), sent back: the secret is kept, sealed anew.
+      const shown = await adminCall<Record<string, unknown>>(host, "GET", "/v1/admin/agents/rotation");
+      expect(shown.body.runner_config).toEqual({ api_key: "********", region: "eu" });
+      expect((await adminCall(host, "PUT", "/v1/admin/agents/rotation", shown.body)).status).toBe(200);
+      expect((await stored(host)).agentConfig).toEqual({ api_key: expect.stringMatching(/^sealed:v3:/), region: "eu" });
+      expect(await useCredentials(host, "key-b-put")).toMatchObject({ status: "completed", config: CONFIG });
       const bot = await adminCall<{ bot_id: string }>(host, "POST", "/v1/admin/bots", { platform: "telegram", credentials: { bot_token: "123:rotation-bot-token", secret_token: "rotation-webhook-secret" } });
       expect(bot.status).toBe(201);
       botId = bot.body.bot_id;
@@ -127,11 +143,11 @@ describe("credentials at rest across key changes", () => {
 
     // A wrong key: the run fails before anything is sent with a credential it cannot open, and reseal reports what it cannot open.
     await withHost({ SECRETS_KEY: KEY_A }, async (host) => {
-      expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: { ...NOTHING, runner_services: 1, models: 1, bots: 1 } });
+      expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: { ...NOTHING, runner_services: 1, models: 1, bots: 1, agents: 1 } });
       const before = runner.calls.length;
       const outcome = await useCredentials(host, "wrong-key");
       expect(outcome.status).toBe("failed");
-      expect(outcome.error).toMatchObject({ code: "host.internal_error", message: expect.stringMatching(/secret cannot be used: .*SECRETS_KEY/) });
+      expect(outcome.error).toMatchObject({ code: "host.internal_error", message: expect.stringMatching(/cannot be used: .*SECRETS_KEY/) });
       expect(runner.calls.length).toBe(before);
 
       // A model key it cannot open: the Host API says so (500), without the key and without calling the provider.

@@ -4,7 +4,9 @@ import type { Db } from "../../db/client";
 import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
-import { missingConfigFields, restoreSecretFields, secretFieldNames } from "../../agents/runner-config";
+import { missingConfigFields, restoreSecretFields, sealSecretFields, secretFieldNames } from "../../agents/runner-config";
+import { openValues } from "../../lib/secret-box";
+import { agentConfigSlot } from "../../stores/secret-slots";
 import { MASK } from "../../resources/secrets";
 import { newId } from "../../lib/ids";
 import { parseJson } from "../../lib/json";
@@ -31,7 +33,7 @@ async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow)
   if (!runner) throw badRequest(`runner ${input.runner_id} is not registered`);
   const schema = configSchemaOf(runner.manifestJson);
   const secrets = secretFieldNames(schema);
-  const stored = existing?.runnerId === input.runner_id ? parseJson<Record<string, unknown>>(existing.runnerConfigJson, {}) : null;
+  const stored = existing?.runnerId === input.runner_id ? await openValues(db.secrets, parseJson<Record<string, unknown>>(existing.runnerConfigJson, {}), agentConfigSlot(existing)) : null;
   const restored = restoreSecretFields(input.runner_config, stored, secrets);
   if (restored.unknown.length) throw badRequest(`runner_config gives the mask ${MASK} for secret fields with no stored value to keep: ${restored.unknown.join(", ")}`, { masked: restored.unknown });
   input.runner_config = restored.config;
@@ -51,13 +53,15 @@ async function checkResourceGrants(db: Db, input: AgentInput) {
   if (unknown.length) throw badRequest(`resource_policy grants resources that are not registered: ${unknown.join(", ")}`, { unknown });
 }
 
-function toRow(agentId: string, input: AgentInput, createdAt: number): NewAgentRow {
+/** The row to store; the runner's secret config fields sealed (`secrets`: their names). */
+async function toRow(db: Db, agentId: string, input: AgentInput, secrets: ReadonlySet<string>, createdAt: number): Promise<NewAgentRow> {
+  const runnerConfig = await sealSecretFields(db.secrets, input.runner_config, secrets, agentConfigSlot({ agentId, runnerId: input.runner_id }));
   return {
     agentId,
     name: input.name,
     description: input.description ?? null,
     runnerId: input.runner_id,
-    runnerConfigJson: JSON.stringify(input.runner_config),
+    runnerConfigJson: JSON.stringify(runnerConfig),
     eventTypesJson: JSON.stringify([...new Set(input.event_types)]),
     ...storedScope(input.scope),
     resourcePolicyJson: JSON.stringify(input.resource_policy),
@@ -103,7 +107,7 @@ export const agentsRouter = router()
     const store = agentsStore(db);
     const agentId = input.agent_id ?? newId("agt");
     if (await store.get(agentId)) throw conflict(`agent ${agentId} already exists`);
-    const row = toRow(agentId, input, Date.now());
+    const row = await toRow(db, agentId, input, secrets, Date.now());
     // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
     await insertUnique(() => save(() => store.create(row)), `agent ${agentId}`);
     return c.json(toAgentView((await store.get(agentId))!, secrets), 201);
@@ -125,7 +129,8 @@ export const agentsRouter = router()
     if (!existing) throw notFound(`agent ${agentId} not found`);
     const secrets = await checkRunnerConfig(db, input, existing);
     await checkResourceGrants(db, input);
-    await save(() => store.replace(toRow(agentId, input, existing.createdAt)));
+    const row = await toRow(db, agentId, input, secrets, existing.createdAt);
+    await save(() => store.replace(row));
     // Deleted meanwhile (a disabled agent has no bindings whose write the database would have refused).
     const saved = await store.get(agentId);
     if (!saved) throw notFound(`agent ${agentId} not found`);
