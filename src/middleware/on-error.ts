@@ -11,6 +11,8 @@ const INTEGRITY_REFUSALS: Record<string, { status: 404 | 409; code: string; mess
   binding_agent_missing: { status: 404, code: "not_found", message: "the agent was deleted meanwhile" },
   agent_grant_not_registered: { status: 409, code: "conflict", message: "the agent's resource_policy grants a model, tool or knowledge base that is not registered (it was deleted meanwhile)" },
   resource_granted: { status: 409, code: "conflict", message: "an agent grants this resource (it was granted meanwhile): remove it from the agent's resource_policy first" },
+  agent_config_incomplete: { status: 409, code: "conflict", message: "the agent's runner_config lacks a field its runner requires (its manifest was refreshed meanwhile): give the field and save again" },
+  runner_config_required: { status: 409, code: "conflict", message: "the manifest requires a runner_config field an agent lacks (the agent was saved meanwhile): give the agent the field first" },
 };
 
 /** The one error handler: every failure answers `{error: {code, message}}`. */
@@ -21,7 +23,7 @@ export const onError: ErrorHandler = (err, c) => {
     const code = err.status === 400 ? "invalid_json" : err.status === 413 ? "payload_too_large" : "invalid_request";
     return c.json({ error: { code, message: err.message || "bad request" } }, err.status);
   }
-  // A write the database refused because a concurrent one changed what the route had checked (migrations 0008, 0010).
+  // A write the database refused because a concurrent one changed what the route had checked (migrations 0008, 0010, 0011).
   const refused = INTEGRITY_REFUSALS[dbErrorOf(err)?.integrityRule ?? ""];
   if (refused) return c.json({ error: { code: refused.code, message: refused.message } }, refused.status);
   // A stored credential the configured keys cannot open: the operator's to fix (SECRETS_KEY, SECRETS_KEY_PREVIOUS).

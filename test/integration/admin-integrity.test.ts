@@ -151,6 +151,60 @@ describe("grants racing deletes of what they grant", () => {
   });
 });
 
+describe("runner_config racing a refresh that requires a field", () => {
+  /** A service whose runner's config_schema says `region.code` is required when `requireRegion` is set (a name with a dot: no JSON path). */
+  let requireRegion = false;
+  const schema = () => [
+    { name: "region.code", type: "string", label: { en_US: "Region" }, required: requireRegion },
+    { name: "mode", type: "string", label: { en_US: "Mode" }, required: true, default: "fast" },
+  ];
+  const configured = (id: string, runnerId: string, runner_config: Record<string, unknown>) => ({ ...agentBody(id, `${id}-conv`, runnerId), runner_config });
+
+  it("an agent saved while a refresh makes a field it lacks required: one of the two writes is refused, never both done", async () => {
+    // The manifest is built anew for each refresh: its runner's schema follows requireRegion.
+    const service = await listenLoopback((_req, res) =>
+      sendJson(res, 200, { protocol: "agent-runner/v1", author: "tests", name: "requiring", version: "1", runners: [{ name: "default", label: { en_US: "requiring" }, config_schema: schema() }] }),
+    );
+    const broken: string[] = [];
+    try {
+      const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: service.url })).body.service.service_id;
+      const runnerId = "http:tests/requiring/default";
+      expect((await host.admin("POST", "/v1/admin/agents", configured("racer", runnerId, { "region.code": "eu" }))).status).toBe(201);
+      for (let round = 0; round < 16; round++) {
+        requireRegion = true;
+        const [refresh, put] = await Promise.all([
+          host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`),
+          new Promise((r) => setTimeout(r, round % 8)).then(() => host.admin("PUT", "/v1/admin/agents/racer", configured("racer", runnerId, {}))),
+        ]);
+        expect([[200, 400], [200, 409], [409, 200]]).toContainEqual([refresh.status, put.status]);
+        if (refresh.status === 200 && put.status === 200) broken.push(`round ${round}`);
+        requireRegion = false;
+        expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
+        expect((await host.admin("PUT", "/v1/admin/agents/racer", configured("racer", runnerId, { "region.code": "eu" }))).status).toBe(200);
+      }
+      expect(broken).toEqual([]);
+
+      // As such a racing write reaches the database: refused there, whichever comes second.
+      const refusal = (sql: string, args: string[] = []) => host.query(sql, args).then(() => "done", (err: Error) => /integrity: (\w+)/.exec(err.message)?.[1] ?? err.message);
+      const manifestWith = (item: Record<string, unknown>) => JSON.stringify({ name: "default", label: { en_US: "requiring" }, config_schema: [item] });
+      expect((await host.admin("PUT", "/v1/admin/agents/racer", configured("racer", runnerId, {}))).status).toBe(200);
+      const update = (item: Record<string, unknown>) => refusal("UPDATE runner SET manifest_json = ? WHERE runner_id = ?", [manifestWith(item), runnerId]);
+      expect(await update({ name: "region.code", type: "string", required: true })).toBe("runner_config_required");
+      expect(await update({ name: "region.code", type: "string", required: true, default: null })).toBe("runner_config_required");
+      expect(await update({ name: "region.code", type: "string", required: true, default: "eu" })).toBe("done");
+      expect(await update({ name: "region.code", type: "string", required: true })).toBe("runner_config_required");
+      expect(await refusal("UPDATE agent SET runner_config_json = ? WHERE agent_id = 'racer'", ['{"region.code":"eu"}'])).toBe("done");
+      expect(await update({ name: "region.code", type: "string", required: true })).toBe("done");
+      for (const config of ["{}", '{"region.code":null}', '{"region":"eu"}']) {
+        expect([config, await refusal("UPDATE agent SET runner_config_json = ? WHERE agent_id = 'racer'", [config])]).toEqual([config, "agent_config_incomplete"]);
+      }
+      expect((await host.admin("DELETE", "/v1/admin/agents/racer")).status).toBe(204);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
 describe("refresh racing a DELETE of the service", () => {
   it("does not bring a runner service deleted while its manifest was fetched back", async () => {
     let slow = false;
