@@ -131,7 +131,7 @@ async function storeOne(
     bytes = source.bytes;
   } else {
     const timeoutMs = Math.min(deps.config.INPUT_ATTACHMENT_FETCH_TIMEOUT_MS, (deps.fetchDeadlineAt ?? Infinity) - Date.now());
-    const fetched = await fetchAttachment(source.url, source.headers, { timeoutMs, maxBytes: deps.config.INPUT_ATTACHMENT_MAX_BYTES }, index);
+    const fetched = await fetchAttachment(source.url, source.headers, { timeoutMs, maxBytes: deps.config.INPUT_ATTACHMENT_MAX_BYTES, declaredType: mimeType }, index);
     if (fetched === "too_large") throw tooLarge();
     bytes = fetched.bytes;
     mimeType ??= fetched.contentType;
@@ -168,7 +168,12 @@ async function storeOne(
   };
 }
 
-async function fetchAttachment(url: string, headers: Record<string, string> | undefined, { timeoutMs, maxBytes }: { timeoutMs: number; maxBytes: number }, index: number) {
+async function fetchAttachment(
+  url: string,
+  headers: Record<string, string> | undefined,
+  { timeoutMs, maxBytes, declaredType }: { timeoutMs: number; maxBytes: number; declaredType: string | null },
+  index: number,
+) {
   const unavailable = (why: string, cause?: unknown) => new HostError(400, "attachment_unavailable", `${label(index)}: ${why}`, undefined, { cause });
   if (timeoutMs <= 0) throw unavailable("no time left to fetch it");
   const signal = AbortSignal.timeout(timeoutMs);
@@ -182,6 +187,13 @@ async function fetchAttachment(url: string, headers: Record<string, string> | un
     await res.body?.cancel();
     throw unavailable(`the URL answered HTTP ${res.status}`);
   }
+  const contentType = res.headers.get("content-type")?.split(";")[0].trim().toLowerCase() || null;
+  // A web page for a file said to be something else: a sign-in page (Slack's, for a token that may not read the
+  // file) or the file's page rather than the file. Never stored as the file.
+  if (contentType === "text/html" && declaredType !== null && !/html/i.test(declaredType)) {
+    await res.body?.cancel();
+    throw unavailable(`the URL answered a web page (text/html), not the ${declaredType} it was given as: a sign-in page, or the file's page rather than the file`);
+  }
   let bytes: Uint8Array | "too_large";
   try {
     bytes = await readCapped(res, maxBytes);
@@ -189,7 +201,7 @@ async function fetchAttachment(url: string, headers: Record<string, string> | un
     throw unavailable("the URL's body could not be read", cause);
   }
   if (bytes === "too_large") return bytes;
-  return { bytes, contentType: res.headers.get("content-type")?.split(";")[0].trim() || null };
+  return { bytes, contentType };
 }
 
 function fileNameOf(url: string): string | null {

@@ -32,6 +32,8 @@ function slackApi(call: PlatformCall): FakeReply {
   if (call.path.startsWith("/upload-moved/")) return { status: 307, headers: { location: `${fake.url}/upload/${call.path.split("/").pop()}` }, json: {} };
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
   if (call.path === "/files/F1/report.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
+  // What Slack answers for a file its token may not read (no files:read scope): its sign-in page.
+  if (call.path === "/files/F3/contract.pdf") return { bytes: Buffer.from("<!DOCTYPE html><html><body>Sign in to Slack</body></html>"), headers: { "content-type": "text/html; charset=utf-8" } };
   if (call.path === "/chat.postMessage") {
     if (throttledChannels.delete(call.body.channel)) return { status: 429, headers: { "retry-after": "1" }, json: { ok: false, error: "ratelimited" } };
     if (failingChannels.delete(call.body.channel)) return { json: { ok: false, error: "internal_error" } };
@@ -222,6 +224,15 @@ describe("Slack: Events API in, Web API out", () => {
     expect(contextFor("file gone")[0].input.attachments).toEqual([]);
     const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`slack:${botId}:msg:C850:${ev.event.ts}`]);
     expect(JSON.parse(row.metadata_json).attachments_unavailable).toMatch(/HTTP 404/);
+
+    // Nor is a sign-in page stored as the file it stands in for: the message runs without it, with a note.
+    const scoped = { id: "F3", name: "contract.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F3/contract.pdf` };
+    const signIn = callback(message("C855", "scoped file", { subtype: "file_share", files: [scoped] }));
+    expect((await post(signIn)).status).toBe(200);
+    await waitFor(() => postsTo("C855").length > 0);
+    expect(contextFor("scoped file")[0].input.attachments).toEqual([]);
+    const [noted] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`slack:${botId}:msg:C855:${signIn.event.ts}`]);
+    expect(JSON.parse(noted.metadata_json).attachments_unavailable).toMatch(/^contract\.pdf \(.*web page \(text\/html\), not the application\/pdf/);
   });
 
   it("acknowledges within 3 s even when a shared file is slow: the message runs without it, the reason recorded", async () => {
