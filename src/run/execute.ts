@@ -11,7 +11,7 @@ import { RunnerCallError } from "../runner/errors";
 import { hostRecordInsert } from "../stores/event-log";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { stateStore } from "../stores/state";
-import { transcriptInsert } from "../stores/transcript";
+import { transcriptInsert, type NewTranscriptItem } from "../stores/transcript";
 import { buildRunContext, type StateRead } from "./context";
 import type { RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
@@ -86,14 +86,18 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
     data: { run_id: job.runId, runner_id: job.runner.runnerId, result_type: "artifact.created", artifact_id: artifactId, reason },
   }));
   batch.audits.push(...refused);
-  for (const item of batch.transcriptItems) item.artifactRefs = refs.resolve((item.artifactRefs ?? []) as ArtifactRef[]);
   statements.push(...runsStore(db).ledgerInserts(batch.ledger));
-  // An item of trailing artifacts whose every ref was refused has nothing left to say.
-  for (const item of batch.transcriptItems) if (item.itemType !== "artifacts" || item.artifactRefs?.length) statements.push(transcriptInsert(db, item));
+  statements.push(...transcriptStatements(db, batch.transcriptItems, refs));
   const state = stateStore(db);
   for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, { runnerId: job.runner.runnerId, agentId: job.agent.agentId }, w.scope, w.valueJson));
   for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
   return statements;
+}
+
+/** Transcript items with their refs checked (the stored facts, refused ones left out); an item of artifacts left with none is not written. */
+function transcriptStatements(db: Db, items: NewTranscriptItem[], refs: RunArtifactRefs) {
+  for (const item of items) item.artifactRefs = refs.resolve((item.artifactRefs ?? []) as ArtifactRef[]);
+  return items.filter((item) => item.itemType !== "artifacts" || item.artifactRefs?.length).map((item) => transcriptInsert(db, item));
 }
 
 /** A batch's rows, written. Refused, the blobs only its rows would name are removed; unanswered, they may be named: kept. */
@@ -172,9 +176,9 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   // The end is the ledger's last entry: Host API calls just stopped may record how they ended, then nothing more.
   await deps.ledgerSequence?.closeToHost(HOST_CALLS_WIND_DOWN_MS);
 
-  const { outcome, ledger } = processor.finish(failure);
+  const { outcome, ledger, transcriptItems } = processor.finish(failure);
   const runs = runsStore(db);
-  const statements: unknown[] = [...last.statements];
+  const statements: unknown[] = [...last.statements, ...transcriptStatements(db, transcriptItems, artifactRefs)];
   statements.push(...runs.ledgerInserts(ledger));
   statements.push(runs.finishStatement(job.runId, outcome));
   if (outcome.status !== "completed") {

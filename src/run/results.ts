@@ -90,11 +90,16 @@ export class ResultProcessor {
     return batch;
   }
 
-  /** The run's outcome once reading stopped, `error` being why it stopped early (if it did). */
-  finish(error?: unknown): { outcome: RunOutcome; ledger: LedgerEntry[] } {
+  /**
+   * The run's outcome once reading stopped, `error` being why it stopped early (if it did), and the item of artifacts
+   * it announced that no message carried (a run cut short keeps them too).
+   */
+  finish(error?: unknown): { outcome: RunOutcome; ledger: LedgerEntry[]; transcriptItems: NewTranscriptItem[] } {
+    const transcriptItems = this.trailingArtifacts();
     const fail = (status: RunOutcome["status"], code: RunFailureCode | string, message: string) => ({
       outcome: { status, errorCode: code, errorMessage: message, resultCount: this.resultCount, finalMessage: this.lastMessage },
       ledger: [this.entry("run.failed", { code, error: message, retryable: false }, "host")],
+      transcriptItems,
     });
     if (error !== undefined) {
       const e = error instanceof RunnerCallError ? error : new RunnerCallError("host.internal_error", "the host failed while running", { cause: error });
@@ -107,12 +112,14 @@ export class ResultProcessor {
       return {
         outcome: { status: "failed", errorCode: t.data.code, errorMessage: t.data.error, resultCount: this.resultCount, finalMessage: this.lastMessage },
         ledger: [],
+        transcriptItems,
       };
     }
     if (!this.sawMessage) return fail("failed", "runner.no_output", "the run completed without producing any message");
     return {
       outcome: { status: "completed", finishReason: t.data.finish_reason, finalMessage: this.lastMessage, resultCount: this.resultCount },
       ledger: [],
+      transcriptItems,
     };
   }
 
@@ -221,12 +228,13 @@ export class ResultProcessor {
 
   /**
    * Artifacts announced after the run's last message, with no message left to carry them: an assistant item of
-   * their own (item_type "artifacts", no content), so the transcript keeps what the run made.
+   * their own (item_type "artifacts", no content), so the transcript keeps what the run made. Taken once.
    */
-  private addTrailingArtifacts(batch: ResultBatch) {
-    if (this.pendingRefs.length === 0) return;
-    batch.transcriptItems.push({ ...this.itemBase(), role: "assistant", itemType: "artifacts", artifactRefs: this.pendingRefs });
+  private trailingArtifacts(): NewTranscriptItem[] {
+    if (this.pendingRefs.length === 0) return [];
+    const item = { ...this.itemBase(), role: "assistant", itemType: "artifacts", artifactRefs: this.pendingRefs };
     this.pendingRefs = [];
+    return [item];
   }
 
   private itemBase() {
@@ -273,10 +281,12 @@ export class ResultProcessor {
           this.reportDrop(batch, result.type, recorded.runnerSequence ?? null, "its message must have role assistant; the message is dropped, the completion kept");
         } else if (result.data.message && !isBlankMessage(result.data.message) && !this.sawMessage) this.addMessage(batch, result.data.message);
         this.terminalResult = result;
-        return this.addTrailingArtifacts(batch);
+        batch.transcriptItems.push(...this.trailingArtifacts());
+        return;
       case "run.failed":
         this.terminalResult = result;
-        return this.addTrailingArtifacts(batch);
+        batch.transcriptItems.push(...this.trailingArtifacts());
+        return;
       default:
         // message.delta is streamed live; tool.call.* and action.requested are ledger-only in v1.
         return;

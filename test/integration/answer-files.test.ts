@@ -78,6 +78,10 @@ beforeAll(async () => {
         w.send("message.completed", { message: { role: "assistant", content: "here is your report" } });
         w.send("artifact.created", { artifact_type: "file", mime_type: "application/pdf", name: "after.pdf", content_base64: ANSWER_FILE.toString("base64") });
         w.send("run.completed", { finish_reason: "stop" });
+      } else if (mode === "file_then_crash") {
+        // The same, then the stream breaks off before any terminal result: the run fails, what it made is kept.
+        w.send("message.completed", { message: { role: "assistant", content: "here is half" } });
+        w.send("artifact.created", { artifact_type: "file", mime_type: "application/pdf", name: "half.pdf", content_base64: ANSWER_FILE.toString("base64") });
       } else if (mode === "tall_png") {
         w.send("artifact.created", { ...inline, name: "tall-screenshot.png" });
         w.send("message.completed", { message: { role: "assistant", content: "the screenshot" } });
@@ -191,5 +195,13 @@ describe("files in answers follow the transcript and lose nothing", () => {
     expect(callsTo("sendMessage", "-706").map((c) => c.body.text)).toEqual(["here is your report"]);
     expect(callsTo("sendMessage", "-706")[0].at).toBeLessThanOrEqual(doc.at);
     expect((await formOf(doc)).get("document")).not.toBeNull();
+
+    // A run whose stream breaks off after such a file fails, and still keeps and sends it.
+    await post("-707", { text: "file_then_crash" });
+    const crashed = await runOf("-707");
+    expect((await host.waitForRun(crashed)).error?.code).toBe("runner.stream_closed");
+    const kept = await host.query<{ item_type: string; artifact_refs_json: string }>("SELECT item_type, artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant' ORDER BY seq", [crashed]);
+    expect(kept.map((i) => [i.item_type, JSON.parse(i.artifact_refs_json).length])).toEqual([["message", 0], ["artifacts", 1]]);
+    await waitFor(() => callsTo("sendDocument", "-707").length > 0, 15_000, "the file of the run cut short");
   });
 });
