@@ -9,6 +9,18 @@ export async function adminCall<T = unknown>(host: { url: string; adminToken: st
   return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
 }
 
+/** The registered runner of this id, if any: every page of the listing looked through. */
+async function registeredRunner(host: { url: string; adminToken: string }, runnerId: string) {
+  type Page = { items: { runner_id: string; service_id: string }[]; next_cursor?: string };
+  for (let cursor: string | undefined = ""; cursor !== undefined; ) {
+    const page: Page = (await adminCall<Page>(host, "GET", `/v1/admin/runners?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)).body;
+    const found = page.items.find((r) => r.runner_id === runnerId);
+    if (found) return found;
+    cursor = page.next_cursor;
+  }
+  return undefined;
+}
+
 /**
  * Register a runner service and bind one agent to it (idempotent: an existing agent is replaced). With
  * `keepExisting` (npm start) the agent is the operator's once made: kept as it is, and not made again once deleted
@@ -19,12 +31,11 @@ export async function bindRunner(
   opts: { baseUrl: string; secret?: string; runnerId: string; agentId: string; scope?: { type: string; id?: string }; eventTypes?: string[]; keepExisting?: boolean },
 ): Promise<boolean> {
   // Registered already: this is not the first start, so a missing agent is one the operator deleted.
-  const known = opts.keepExisting && (await adminCall<{ items: { runner_id: string }[] }>(host, "GET", "/v1/admin/runners?limit=200")).body.items.some((r) => r.runner_id === opts.runnerId);
+  const known = opts.keepExisting && (await registeredRunner(host, opts.runnerId)) !== undefined;
   let reg = await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: opts.baseUrl, secret: opts.secret });
   if (reg.status === 409) {
     // Its runners are registered at another address (the service moved, e.g. RUNNER_PORT changed): move that service here.
-    const runners = await adminCall<{ items: { runner_id: string; service_id: string }[] }>(host, "GET", "/v1/admin/runners");
-    const owner = runners.body.items.find((r) => r.runner_id === opts.runnerId);
+    const owner = await registeredRunner(host, opts.runnerId);
     if (owner) reg = await adminCall(host, "PUT", `/v1/admin/runner-services/${owner.service_id}`, { base_url: opts.baseUrl, secret: opts.secret });
   }
   if (reg.status !== 201 && reg.status !== 200) throw new Error(`registering ${opts.baseUrl} failed: ${JSON.stringify(reg.body)}`);

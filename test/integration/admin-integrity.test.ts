@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../local/build";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { listenLoopback, sendJson } from "../support/http-server";
@@ -198,6 +201,16 @@ describe("runner_config racing a refresh that requires a field", () => {
       for (const config of ["{}", '{"region.code":null}', '{"region":"eu"}']) {
         expect([config, await refusal("UPDATE agent SET runner_config_json = ? WHERE agent_id = 'racer'", [config])]).toEqual([config, "agent_config_incomplete"]);
       }
+
+      // An agent an earlier release left lacking a required field (before these triggers): what does not make it
+      // worse still goes (its values resealed, a manifest requiring nothing new), so it never blocks other writes.
+      const triggers = readFileSync(join(ROOT, "migrations/0011_agent_config_integrity.sql"), "utf8").split("--> statement-breakpoint");
+      for (const name of ["agent_config_complete_on_insert", "agent_config_complete_on_update", "runner_config_required_on_update"]) await host.query(`DROP TRIGGER ${name}`);
+      await host.query("UPDATE agent SET runner_config_json = '{\"other\":\"x\"}' WHERE agent_id = 'racer'");
+      for (const trigger of triggers) await host.query(trigger);
+      expect(await refusal("UPDATE agent SET runner_config_json = '{\"other\":\"y\"}' WHERE agent_id = 'racer'")).toBe("done");
+      expect(await update({ name: "region.code", type: "string", required: true, label: { en_US: "Region" } })).toBe("done");
+      expect((await host.admin("POST", "/v1/admin/secrets/reseal")).status).toBe(200);
       expect((await host.admin("DELETE", "/v1/admin/agents/racer")).status).toBe(204);
     } finally {
       await service.close();
@@ -254,17 +267,23 @@ describe("npm start's binding against an operator's own configuration", () => {
 
   it("a restart of npm start does not bring back the example agent the operator deleted, nor fail on their own global agent", async () => {
     const echo = await startAdHocRunner({ author: "examples", name: "echo-deleted", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("echo") });
+    // Another service of the operator's with more runners than a page of the listing, their ids sorting first.
+    const many = await listenLoopback((_req, res) =>
+      sendJson(res, 200, { protocol: "agent-runner/v1", author: "acme", name: "many", version: "1", runners: Array.from({ length: 201 }, (_, i) => ({ name: `r${i}`, label: { en_US: `r${i}` } })) }),
+    );
     try {
       const opts = { baseUrl: echo.url, runnerId: echo.runnerId(), agentId: "echo-deleted", keepExisting: true };
       expect(await host.bind(opts)).toBe(true); // first npm start: bound
       expect((await host.admin("DELETE", "/v1/admin/agents/echo-deleted")).status).toBe(204);
       expect((await host.admin("POST", "/v1/admin/agents", { agent_id: "mine", name: "mine", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" } })).status).toBe(201);
+      const manyId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: many.url })).body.service.service_id;
       // Next npm start: the same call neither fails nor makes the agent again.
       expect(await host.bind(opts)).toBe(false);
       expect((await host.admin("GET", "/v1/admin/agents/echo-deleted")).status).toBe(404);
+      expect((await host.admin("DELETE", `/v1/admin/runner-services/${manyId}`)).status).toBe(204);
     } finally {
       await host.admin("DELETE", "/v1/admin/agents/mine");
-      await echo.close();
+      await Promise.all([echo.close(), many.close()]);
     }
   });
 });
