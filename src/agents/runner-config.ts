@@ -36,23 +36,33 @@ export function maskSecretFields(config: Record<string, unknown>, secrets: Reado
   return Object.fromEntries(Object.entries(config).map(([name, value]) => [name, secret(name, value) && value !== null ? MASK : value]));
 }
 
-/** runner_config as stored: its secret fields' values sealed for the agent and its runner (non-secret fields stay readable). */
+/**
+ * runner_config as stored: its secret fields' values sealed for the agent and its runner (non-secret fields stay
+ * readable). A value kept as it was stored (sent back masked) is sealed already.
+ */
 export async function sealSecretFields(box: SecretBox, config: Record<string, unknown>, secrets: ReadonlySet<string>, slot: Omit<SecretSlot, "name">): Promise<Record<string, unknown>> {
-  const sealed = await sealValues(box, Object.fromEntries(Object.entries(config).filter(([name]) => secrets.has(name))), slot);
+  const sealed = await sealValues(box, Object.fromEntries(Object.entries(config).filter(([name, value]) => secrets.has(name) && !isSealed(value))), slot);
   return { ...config, ...sealed };
 }
 
+/** Secret fields given a value that is not a string (or null): a secret is text, and only text is sealed. */
+export const nonTextSecretFields = (config: Record<string, unknown>, secrets: ReadonlySet<string>) =>
+  Object.entries(config)
+    .filter(([name, value]) => secrets.has(name) && value !== null && typeof value !== "string")
+    .map(([name]) => name);
+
 /**
  * runner_config as written back: a secret field given as MASK (what GET
- * showed) keeps the value stored for it, so an agent read and sent back
- * unchanged keeps its secrets. Masked fields that have nothing stored
+ * showed) keeps the value stored for it, as stored (sealed), so an agent read and sent back
+ * unchanged keeps its secrets; so does any field whose stored value is sealed (GET masks it too, even once its
+ * runner no longer calls it secret). Masked fields that have nothing stored
  * to keep are listed in `unknown`: the mask itself must never become the secret.
  */
 export function restoreSecretFields(config: Record<string, unknown>, stored: Record<string, unknown> | null, secrets: ReadonlySet<string>): { config: Record<string, unknown>; unknown: string[] } {
   const unknown: string[] = [];
   const restored = Object.fromEntries(
     Object.entries(config).map(([name, value]) => {
-      if (!secrets.has(name) || value !== MASK) return [name, value];
+      if (value !== MASK || !(secrets.has(name) || isSealed(stored?.[name]))) return [name, value];
       if (stored && Object.hasOwn(stored, name) && stored[name] !== null) return [name, stored[name]];
       unknown.push(name);
       return [name, value];

@@ -17,6 +17,8 @@ export function createDb(executor: SqlExecutor, secrets: SecretBox = secretBox(u
 }
 
 type BatchItems = Parameters<Db["batch"]>[0];
+/** One statement of a batch. */
+export type BatchItem = BatchItems[number];
 
 /** One round trip for a non-empty list of statements built at run time; results in statement order. */
 export async function batchAll(db: Db, statements: unknown[]): Promise<readonly unknown[]> {

@@ -1,5 +1,5 @@
 import { readCapped } from "../artifacts/read-capped";
-import type { Db } from "../db/client";
+import type { BatchItem, Db } from "../db/client";
 import { DbError } from "../db/executor";
 import { conflict, HostError, notFound } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -9,8 +9,10 @@ import { parseJson } from "../lib/json";
 import { agentsStore } from "../stores/agents";
 import { registryStore, toServiceView } from "../stores/registry";
 import { maskUrl } from "../resources/secrets";
-import { moveSealed } from "../lib/secret-box";
-import { runnerServiceSlot } from "../stores/secret-slots";
+import { isSealed, moveSealed, moveSealedValues } from "../lib/secret-box";
+import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
+import { agent } from "../db/schema";
+import { and, eq } from "drizzle-orm";
 import { joinUrl } from "../lib/url";
 
 const MANIFEST_TIMEOUT_MS = 10_000;
@@ -73,6 +75,24 @@ async function refuseBreakingAgents(db: Db, serviceId: string, runners: { runner
   }
 }
 
+/**
+ * A service moved to a new address: the sealed runner_config values of the agents on its runners, sealed again for
+ * it, as statements of the same batch (each applies only if the agent's config is still what was read).
+ */
+async function agentConfigsMoved(db: Db, existing: { serviceId: string; baseUrl: string }, baseUrl: string): Promise<BatchItem[]> {
+  if (existing.baseUrl === baseUrl) return [];
+  const runnerIds = new Set((await registryStore(db).runnersOf(existing.serviceId)).map((r) => r.runnerId));
+  const moved: BatchItem[] = [];
+  for (const a of (await agentsStore(db).list()).filter((a) => runnerIds.has(a.runnerId))) {
+    const config = parseJson<Record<string, unknown>>(a.runnerConfigJson, {});
+    const sealed = Object.fromEntries(Object.entries(config).filter(([, v]) => isSealed(v)));
+    if (Object.keys(sealed).length === 0) continue;
+    const resealed = await moveSealedValues(db.secrets, sealed, agentConfigSlot(a, existing.baseUrl), agentConfigSlot(a, baseUrl));
+    moved.push(db.update(agent).set({ runnerConfigJson: JSON.stringify({ ...config, ...resealed }) }).where(and(eq(agent.agentId, a.agentId), eq(agent.runnerConfigJson, a.runnerConfigJson))));
+  }
+  return moved;
+}
+
 const deletedMeanwhile = (serviceId: string) => notFound(`runner service ${serviceId} was deleted while its manifest was fetched: nothing was saved`);
 
 /**
@@ -98,6 +118,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     updatedAt: now,
   }));
   if (existing) await refuseBreakingAgents(db, existing.serviceId, runners.map((r, i) => ({ runnerId: r.runnerId, manifest: parsed.runners[i] })));
+  const agentConfigs = existing ? await agentConfigsMoved(db, existing, input.base_url) : [];
   let saved: boolean;
   try {
     saved = await store.saveService(
@@ -121,6 +142,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
       },
       runners,
       existing ?? null,
+      agentConfigs,
     );
   } catch (err) {
     if (err instanceof DbError && err.isConstraintViolation && !err.integrityRule) {

@@ -136,7 +136,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   let last: { statements: unknown[]; ledger: LedgerEntry[]; blobs: string[] } = { statements: [], ledger: [], blobs: [] };
   try {
     // Secret config fields are sealed at rest (and in the queued job): opened only for the runner's request.
-    const runnerConfig = await openValues(db.secrets, job.agent.runnerConfig, agentConfigSlot({ agentId: job.agent.agentId, runnerId: job.runner.runnerId })).catch((err: Error) => {
+    const runnerConfig = await openValues(db.secrets, job.agent.runnerConfig, agentConfigSlot({ agentId: job.agent.agentId, runnerId: job.runner.runnerId }, job.runner.baseUrl)).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the agent's runner_config cannot be used: ${err.message}`, { cause: err });
     });
     const context = buildRunContext({ job: { ...job, agent: { ...job.agent, runnerConfig } }, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });

@@ -1,6 +1,6 @@
 import { and, eq, notInArray, sql } from "drizzle-orm";
 import { insertWhere } from "../db/guarded";
-import type { Db } from "../db/client";
+import type { BatchItem, Db } from "../db/client";
 import { runner, runnerService, storage } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 import { maskUrl } from "../resources/secrets";
@@ -49,9 +49,10 @@ export function registryStore(db: Db) {
      * Save a fetched manifest and replace the service's runners: one batch. Runners it still lists are updated in
      * place, only the others deleted (the database refuses to delete one an agent runs on: `runner_in_use`).
      * `read`: the stored service the manifest was fetched for, saved only if it is still there (a DELETE answered
-     * while the manifest was fetched is not undone); null for a new one. False when it was gone.
+     * while the manifest was fetched is not undone); null for a new one. False when it was gone. `also`: statements
+     * that go with the save (agent configs sealed again for a moved service).
      */
-    async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[], read: { createdAt: number } | null): Promise<boolean> {
+    async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[], read: { createdAt: number } | null, also: BatchItem[] = []): Promise<boolean> {
       const { serviceId, ...rest } = service;
       const same = and(eq(runnerService.serviceId, serviceId), eq(runnerService.createdAt, read?.createdAt ?? service.createdAt));
       const stillThere = sql`EXISTS (SELECT 1 FROM ${runnerService} WHERE ${same})`;
@@ -63,6 +64,7 @@ export function registryStore(db: Db) {
           const ours = and(eq(runner.runnerId, runnerId), eq(runner.serviceId, serviceId));
           return [db.update(runner).set(fields).where(ours), insertWhere(db, runner, { runnerId, ...fields }, sql`NOT EXISTS (SELECT 1 FROM ${runner} WHERE ${ours}) AND ${stillThere}`)];
         }),
+        ...also,
       ]);
       return saved.length > 0;
     },

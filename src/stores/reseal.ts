@@ -11,10 +11,16 @@ import { agentConfigSlot, botSlot, knowledgeBaseSlot, mcpServerSlot, modelSlot, 
 /** `secretFields`: in a record only these (and values already sealed) are credentials; absent, every value is. */
 type Row = { id: string; stored: string | null; slot: Omit<SecretSlot, "name">; secretFields?: ReadonlySet<string> };
 
-/** Each agent's runner_config with the fields its runner declares secret now. */
+/** Each agent's runner_config with the fields its runner declares secret now, sealed for that runner at its service's address. */
 async function agentConfigRows(db: Db): Promise<Row[]> {
-  const secrets = new Map((await db.select().from(runner).all()).map((r) => [r.runnerId, secretFieldNames(parseJson<AgentRunnerManifest>(r.manifestJson, {} as AgentRunnerManifest).config_schema)]));
-  return (await db.select().from(agent).all()).map((r) => ({ id: r.agentId, stored: r.runnerConfigJson, slot: agentConfigSlot(r), secretFields: secrets.get(r.runnerId) ?? new Set() }));
+  const services = new Map((await db.select().from(runnerService).all()).map((s) => [s.serviceId, s.baseUrl]));
+  const runners = new Map(
+    (await db.select().from(runner).all()).map((r) => [r.runnerId, { baseUrl: services.get(r.serviceId) ?? "", secrets: secretFieldNames(parseJson<AgentRunnerManifest>(r.manifestJson, {} as AgentRunnerManifest).config_schema) }]),
+  );
+  return (await db.select().from(agent).all()).map((r) => {
+    const on = runners.get(r.runnerId);
+    return { id: r.agentId, stored: r.runnerConfigJson, slot: agentConfigSlot(r, on?.baseUrl ?? ""), secretFields: on?.secrets ?? new Set<string>() };
+  });
 }
 
 /**

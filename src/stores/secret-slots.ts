@@ -25,7 +25,7 @@ export const knowledgeBaseSlot = (row: { kbId: string; endpoint: string }): Slot
 /** An MCP tool's row holds no headers (its server's are used): its destination is empty. */
 export const toolSlot = (row: { toolName: string; endpoint: string | null }): Slot => ({ table: "tools", id: row.toolName, destination: row.endpoint ?? "" });
 
-/** An agent's secret runner_config fields go to its runner: sealed for the runner it runs on. */
-export const agentConfigSlot = (row: { agentId: string; runnerId: string }): Slot => ({ table: "agents", id: row.agentId, destination: row.runnerId });
+/** An agent's secret runner_config fields go to its runner: sealed for that runner at its service's address. */
+export const agentConfigSlot = (row: { agentId: string; runnerId: string }, serviceBaseUrl: string): Slot => ({ table: "agents", id: row.agentId, destination: `${row.runnerId} ${serviceBaseUrl}` });
 
 export const mcpServerSlot = (row: { name: string; url: string }): Slot => ({ table: "mcp_servers", id: row.name, destination: row.url });

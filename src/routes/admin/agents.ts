@@ -4,8 +4,7 @@ import type { Db } from "../../db/client";
 import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
-import { missingConfigFields, restoreSecretFields, sealSecretFields, secretFieldNames } from "../../agents/runner-config";
-import { openValues } from "../../lib/secret-box";
+import { missingConfigFields, nonTextSecretFields, restoreSecretFields, sealSecretFields, secretFieldNames } from "../../agents/runner-config";
 import { agentConfigSlot } from "../../stores/secret-slots";
 import { MASK } from "../../resources/secrets";
 import { newId } from "../../lib/ids";
@@ -26,20 +25,25 @@ const configSchemaOf = (manifestJson: string) => parseJson<AgentRunnerManifest>(
  * The runner must exist, and runner_config must carry every required field of
  * its config_schema. A secret field sent back masked, as GET showed it, keeps
  * the value stored for the same agent on the same runner. Returns the runner's
- * secret field names, which the answer masks.
+ * secret field names, which the answer masks, and its service's address (where its secrets are sealed for).
  */
-async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow): Promise<Set<string>> {
-  const runner = await registryStore(db).getRunner(input.runner_id);
-  if (!runner) throw badRequest(`runner ${input.runner_id} is not registered`);
+async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow): Promise<{ secrets: Set<string>; serviceBaseUrl: string }> {
+  const store = registryStore(db);
+  const runner = await store.getRunner(input.runner_id);
+  const service = runner && (await store.getService(runner.serviceId));
+  if (!runner || !service) throw badRequest(`runner ${input.runner_id} is not registered`);
   const schema = configSchemaOf(runner.manifestJson);
   const secrets = secretFieldNames(schema);
-  const stored = existing?.runnerId === input.runner_id ? await openValues(db.secrets, parseJson<Record<string, unknown>>(existing.runnerConfigJson, {}), agentConfigSlot(existing)) : null;
+  const nonText = nonTextSecretFields(input.runner_config, secrets);
+  if (nonText.length) throw badRequest(`runner_config fields typed secret take text: ${nonText.join(", ")}`, { fields: nonText });
+  // Kept as stored (sealed): nothing is opened here, so an agent whose stored secret no longer opens can be given a new one.
+  const stored = existing?.runnerId === input.runner_id ? parseJson<Record<string, unknown>>(existing.runnerConfigJson, {}) : null;
   const restored = restoreSecretFields(input.runner_config, stored, secrets);
   if (restored.unknown.length) throw badRequest(`runner_config gives the mask ${MASK} for secret fields with no stored value to keep: ${restored.unknown.join(", ")}`, { masked: restored.unknown });
   input.runner_config = restored.config;
   const missing = missingConfigFields(schema, input.runner_config);
   if (missing.length) throw badRequest(`runner_config is missing required fields: ${missing.join(", ")}`, { missing });
-  return secrets;
+  return { secrets, serviceBaseUrl: service.baseUrl };
 }
 
 /** Each registered runner's secret config field names, for masking a list of agents. */
@@ -53,9 +57,9 @@ async function checkResourceGrants(db: Db, input: AgentInput) {
   if (unknown.length) throw badRequest(`resource_policy grants resources that are not registered: ${unknown.join(", ")}`, { unknown });
 }
 
-/** The row to store; the runner's secret config fields sealed (`secrets`: their names). */
-async function toRow(db: Db, agentId: string, input: AgentInput, secrets: ReadonlySet<string>, createdAt: number): Promise<NewAgentRow> {
-  const runnerConfig = await sealSecretFields(db.secrets, input.runner_config, secrets, agentConfigSlot({ agentId, runnerId: input.runner_id }));
+/** The row to store; the runner's secret config fields sealed (`secrets`: their names; see checkRunnerConfig). */
+async function toRow(db: Db, agentId: string, input: AgentInput, runner: Awaited<ReturnType<typeof checkRunnerConfig>>, createdAt: number): Promise<NewAgentRow> {
+  const runnerConfig = await sealSecretFields(db.secrets, input.runner_config, runner.secrets, agentConfigSlot({ agentId, runnerId: input.runner_id }, runner.serviceBaseUrl));
   return {
     agentId,
     name: input.name,
@@ -102,15 +106,15 @@ export const agentsRouter = router()
   .post("/", jsonBody(AgentInputSchema), async (c) => {
     const db = dbOf(c.env);
     const input = c.get("body");
-    const secrets = await checkRunnerConfig(db, input);
+    const checked = await checkRunnerConfig(db, input);
     await checkResourceGrants(db, input);
     const store = agentsStore(db);
     const agentId = input.agent_id ?? newId("agt");
     if (await store.get(agentId)) throw conflict(`agent ${agentId} already exists`);
-    const row = await toRow(db, agentId, input, secrets, Date.now());
+    const row = await toRow(db, agentId, input, checked, Date.now());
     // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
     await insertUnique(() => save(() => store.create(row)), `agent ${agentId}`);
-    return c.json(toAgentView((await store.get(agentId))!, secrets), 201);
+    return c.json(toAgentView((await store.get(agentId))!, checked.secrets), 201);
   })
   .get("/:agentId", async (c) => {
     const db = dbOf(c.env);
@@ -127,14 +131,14 @@ export const agentsRouter = router()
     const store = agentsStore(db);
     const existing = await store.get(agentId);
     if (!existing) throw notFound(`agent ${agentId} not found`);
-    const secrets = await checkRunnerConfig(db, input, existing);
+    const checked = await checkRunnerConfig(db, input, existing);
     await checkResourceGrants(db, input);
-    const row = await toRow(db, agentId, input, secrets, existing.createdAt);
+    const row = await toRow(db, agentId, input, checked, existing.createdAt);
     await save(() => store.replace(row));
     // Deleted meanwhile (a disabled agent has no bindings whose write the database would have refused).
     const saved = await store.get(agentId);
     if (!saved) throw notFound(`agent ${agentId} not found`);
-    return c.json(toAgentView(saved, secrets));
+    return c.json(toAgentView(saved, checked.secrets));
   })
   .delete("/:agentId", async (c) => {
     const store = agentsStore(dbOf(c.env));

@@ -1,0 +1,102 @@
+import type { ServerResponse } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner, type RunCall } from "../support/runner";
+
+/**
+ * runner_config fields a runner types `secret`, at rest (SECRETS_KEY set): sealed for the agent and its runner at its
+ * service's address, masked in views, kept when a view is sent back, and only ever opened for that runner's request.
+ * (Key changes and reseal: secrets-rotation.test.ts.)
+ */
+const KEY = "agent-secret-value-4242";
+let host: TestHost;
+beforeAll(async () => {
+  host = await startTestHost();
+});
+afterAll(async () => {
+  await host?.dispose();
+});
+
+/** A runner that answers with the config it was given. */
+const echoConfig = ({ body }: RunCall, res: ServerResponse) => resultWriter(res, body.context.run_id).reply(JSON.stringify(body.context.config));
+const agentOn = (id: string, runnerId: string, runner_config: Record<string, unknown>) => ({ agent_id: id, name: id, runner_id: runnerId, runner_config, event_types: ["message.received"], scope: { type: "conversation", id } });
+const storedConfig = async (agentId: string) => JSON.parse((await host.query<{ v: string }>("SELECT runner_config_json AS v FROM agent WHERE agent_id = ?", [agentId]))[0].v);
+async function configSeen(conversation: string) {
+  const posted = await host.postEvent(messageEvent(conversation, "hi"));
+  const run = await host.waitForRun(posted.body.run_id!);
+  return run.status === "completed" ? JSON.parse(String(run.message?.content)) : run.error;
+}
+const secretSchema = (extra: Record<string, unknown>[] = []) => [{ name: "default", label: { en_US: "r" }, config_schema: [{ name: "api_key", type: "secret", label: { en_US: "Key" } }, ...extra] as Record<string, unknown>[] }];
+
+describe("secret runner_config fields at rest", () => {
+  it("a field the refreshed manifest no longer calls secret stays masked, and the view sent back keeps its value, not the mask", async () => {
+    const runners = secretSchema([{ name: "region", type: "string", label: { en_US: "Region" } }]);
+    const runner = await startAdHocRunner({ name: "unsecret", runners, onRun: echoConfig });
+    try {
+      const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).body.service.service_id;
+      expect((await host.admin("POST", "/v1/admin/agents", agentOn("unsecret", runner.runnerId(), { api_key: KEY, region: "eu" }))).status).toBe(201);
+      expect(await storedConfig("unsecret")).toEqual({ api_key: expect.stringMatching(/^sealed:v3:/), region: "eu" });
+      runners[0].config_schema[0] = { name: "api_key", type: "string", label: { en_US: "Key" } };
+      expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
+      const shown = await host.admin("GET", "/v1/admin/agents/unsecret");
+      expect(shown.body.runner_config).toEqual({ api_key: "********", region: "eu" });
+      expect((await host.admin("PUT", "/v1/admin/agents/unsecret", shown.body)).status).toBe(200);
+      expect(await configSeen("unsecret")).toEqual({ api_key: KEY, region: "eu" });
+    } finally {
+      await runner.close();
+    }
+  });
+
+  it("is sealed for its service's address: pointed elsewhere in the database it does not open and nothing is sent; moved through the admin API it still works", async () => {
+    const runner = await startAdHocRunner({ name: "dest", runners: secretSchema(), onRun: echoConfig });
+    const attacker = await startAdHocRunner({ name: "dest", runners: secretSchema(), onRun: echoConfig });
+    const moved = await startAdHocRunner({ name: "dest", runners: secretSchema(), onRun: echoConfig });
+    try {
+      const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).body.service.service_id;
+      expect((await host.admin("POST", "/v1/admin/agents", agentOn("dest", runner.runnerId(), { api_key: KEY }))).status).toBe(201);
+      expect(await configSeen("dest")).toEqual({ api_key: KEY });
+
+      // Someone who can write the database, but not read the key, points the service (it has no secret) at a server of theirs.
+      await host.query("UPDATE runner_service SET base_url = ? WHERE service_id = ?", [attacker.url, serviceId]);
+      expect(await configSeen("dest")).toMatchObject({ code: "host.internal_error", message: expect.stringMatching(/runner_config cannot be used/) });
+      expect(attacker.calls).toEqual([]);
+      await host.query("UPDATE runner_service SET base_url = ? WHERE service_id = ?", [runner.url, serviceId]);
+
+      // Moved by the operator: sealed again for the new address, with the move.
+      expect((await host.admin("PUT", `/v1/admin/runner-services/${serviceId}`, { base_url: moved.url })).status).toBe(200);
+      expect(await configSeen("dest")).toEqual({ api_key: KEY });
+      expect(moved.calls).toHaveLength(1);
+    } finally {
+      await Promise.all([runner.close(), attacker.close(), moved.close()]);
+    }
+  });
+
+  it("an agent whose stored secret no longer opens can be given a new one with PUT", async () => {
+    const runner = await startAdHocRunner({ name: "lost", runners: secretSchema(), onRun: echoConfig });
+    try {
+      expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
+      const agent = agentOn("lost", runner.runnerId(), { api_key: KEY });
+      expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+      // Sealed under a key since lost: a sealed value nothing opens.
+      await host.query("UPDATE agent SET runner_config_json = ? WHERE agent_id = 'lost'", [JSON.stringify({ api_key: `sealed:v3:${Buffer.alloc(40, 1).toString("base64")}` })]);
+      expect((await host.admin("PUT", "/v1/admin/agents/lost", { ...agent, runner_config: { api_key: "a-brand-new-key-1234" } })).status).toBe(200);
+      expect(await configSeen("lost")).toEqual({ api_key: "a-brand-new-key-1234" });
+    } finally {
+      await runner.close();
+    }
+  });
+
+  it("a secret field takes text: a number or an object is refused (400), as only text is sealed", async () => {
+    const runner = await startAdHocRunner({ name: "numeric", runners: secretSchema(), onRun: echoConfig });
+    try {
+      expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
+      for (const value of [987654321, { pin: "1" }]) {
+        const res = await host.admin("POST", "/v1/admin/agents", agentOn("numeric", runner.runnerId(), { api_key: value }));
+        expect([res.status, res.body.error.details]).toEqual([400, { fields: ["api_key"] }]);
+      }
+      expect((await host.admin("POST", "/v1/admin/agents", agentOn("numeric", runner.runnerId(), { api_key: null }))).status).toBe(201);
+    } finally {
+      await runner.close();
+    }
+  });
+});
