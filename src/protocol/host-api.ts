@@ -127,8 +127,10 @@ export function isHostApiAction(action: string): action is HostApiAction {
   return Object.hasOwn(HOST_API_PARAMS, action);
 }
 
-/** `artifact.upload` is `PUT {host}/v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` with raw bytes. */
-/** Strict, as every action's params: a misspelt option (`mimetype=`) is a 400, not an artifact stored without it. */
+/**
+ * `artifact.upload` is `PUT {host}/v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` with raw bytes. Strict,
+ * as every action's params: a misspelt option (`mimetype=`) is a 400, not an artifact stored without it.
+ */
 export const ArtifactUploadQuerySchema = z.strictObject({
   name: labelSchema(255).optional(),
   mime_type: MediaTypeSchema.optional(),
