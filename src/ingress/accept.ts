@@ -162,6 +162,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     // Another attempt recorded the event: the blobs this one wrote are named by nothing.
     await deleteBlobs(env, attached.written);
     // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
+    let runOfRepeat = row.runId ?? null;
     if (row.runId && bound && row.disposition === "bound") {
       const first = await runsStore(db).get(row.runId);
       // Only a true repeat: one naming another conversation or meeting another agent now must not take the run there.
@@ -169,10 +170,12 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
         // The run is for the event as first recorded (its stored attachments, its time), not as redelivered.
         const recorded = { ...ev, input: parseJson<InputContext>(row.inputJson ?? "", ev.input) };
         const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
-        await env.CONVERSATIONS.get(doId).redeliver(job);
+        const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
+        // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
+        if (decided.disposition === "steered" || decided.disposition === "rejected") runOfRepeat = decided.runId;
       }
     }
-    return { event_id: eventId, run_id: row.runId ?? null, disposition: "duplicate" };
+    return { event_id: eventId, run_id: runOfRepeat, disposition: "duplicate" };
   }
   if (!bound || row.runId !== runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
   const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });

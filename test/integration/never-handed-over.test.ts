@@ -15,6 +15,7 @@ const MINUTE_MS = 60_000;
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const release = deferred<void>();
+const rejectingBusy = deferred<void>();
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
@@ -22,6 +23,7 @@ beforeAll(async () => {
     async onRun({ body }, res) {
       const w = resultWriter(res, body.context.run_id);
       if (body.context.input.text === "busy") await release.promise;
+      if (body.context.input.text === "rejecting busy") await rejectingBusy.promise;
       w.reply(`re: ${body.context.input.text}`);
     },
   });
@@ -30,6 +32,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   release.resolve();
+  rejectingBusy.resolve();
   await host?.dispose();
   await runner?.close();
 });
@@ -83,5 +86,18 @@ describe("runs never handed over to their conversation", () => {
     const done = await host.waitForRun(waiting.body.run_id!);
     expect(done.status).toBe("completed");
     expect(done.message?.content).toBe("re: next");
+  });
+  it("a redelivery that hands such a run to a conversation that now rejects it answers duplicate naming no run (the first one is gone)", async () => {
+    const c = "handed-late-rejected";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c }, concurrency: { strategy: "reject" } });
+    const lost = await unhandedRun(host, c, "evt-handed-late-rejected");
+    const busy = await host.postEvent(messageEvent(c, "rejecting busy"));
+    expect(busy.body.disposition).toBe("started");
+    const again = await host.postEvent(messageEvent(c, "first", { event_id: "evt-handed-late-rejected" }));
+    expect(again.body).toEqual({ event_id: "evt-handed-late-rejected", disposition: "duplicate", run_id: null });
+    expect((await host.admin("GET", "/v1/events/evt-handed-late-rejected")).body).toMatchObject({ disposition: "rejected" });
+    expect((await host.admin("GET", `/v1/runs/${lost}`)).status).toBe(404);
+    rejectingBusy.resolve();
+    expect((await host.waitForRun(busy.body.run_id!)).status).toBe("completed");
   });
 });
