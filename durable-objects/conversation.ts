@@ -13,7 +13,7 @@ import type { RunJob } from "../src/run/job";
 import type { LedgerEntry, RunOutcome } from "../src/stores/runs";
 import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
-import { RunnerCallError } from "../src/runner/errors";
+import { RUN_ENDED, RunnerCallError } from "../src/runner/errors";
 import { eventDecisionStatement } from "../src/stores/event-log";
 import { isNotStarted, runsStore } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
@@ -25,9 +25,6 @@ import { SerialDecisions } from "./serial-decisions";
 import { SettlingWork } from "./settling-work";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { describeError } from "../src/lib/describe-error";
-
-/** The abort reason of a run that ended normally: one shared instance, as building an Error (and its stack) per run costs. */
-const RUN_ENDED = new RunnerCallError("cancelled", "the run has ended");
 
 /**
  * One object per conversation key: the only place that decides what happens
@@ -204,6 +201,8 @@ export class ConversationDO extends DurableObject<Env> {
     }
     const entry = (await this.runs.entries()).find(([, r]) => r.job.runId === runId);
     if (!entry) return { cancelled: await this.endUnhanded(runId, CANCELLED_UNHANDED) };
+    // Stored as running but not executed here: lost with an earlier instance, it ends as lost (it did start).
+    if (entry[1].state === "running") return this.finishLost(entry[0], entry[1].job).then(() => ({ cancelled: false }));
     // Another cancel may have ended it meanwhile: only one answers that it cancelled.
     return { cancelled: await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started") };
   }

@@ -13,3 +13,6 @@ export class RunnerCallError extends Error {
     super(message, options);
   }
 }
+
+/** The abort reason of a run that ended normally: one shared instance, as building an Error (and its stack) per run costs. */
+export const RUN_ENDED = new RunnerCallError("cancelled", "the run has ended");

@@ -98,3 +98,26 @@ describe("a host restarted mid-run", () => {
     }
   });
 });
+
+describe("an operator's cancel of a run lost with a restart", () => {
+  it("ends it as lost (it did start), not as cancelled before it started, and answers that it had ended", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-host-restart-cancel-"));
+    // A watchdog far off: the cancel is what finds the orphan.
+    const startSlow = () => startHost({ adminToken: ADMIN_TOKEN, dataDir: dir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "60000" } });
+    let host = await startSlow();
+    try {
+      await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "restartable" });
+      const before = startedRuns.length;
+      const held = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent("restart-cancel", "hold still"));
+      await untilStarted(before + 1);
+      await host.dispose();
+      host = await startSlow();
+      const cancel = await adminCall<{ cancelled: boolean; status: string }>(host, "POST", `/v1/runs/${held.body.run_id}/cancel`);
+      expect([cancel.status, cancel.body.cancelled, cancel.body.status]).toEqual([409, false, "failed"]);
+      expect(await waitForRun(host, held.body.run_id, 5_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+    } finally {
+      await host.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
