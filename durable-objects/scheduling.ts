@@ -90,14 +90,16 @@ const canSteer = (job: RunJob) => job.runner.capabilities.steering === true;
  * The runs that may start now, in arrival order. `running` says which runs
  * this instance executes. One pass in arrival order, where each run chosen
  * counts as running for the ones after it, so two runs that must take turns
- * never start together.
+ * never start together. An interrupting run waiting overtakes the runs
+ * waiting their turn, whenever they arrived: it is next once nothing runs.
  */
 export function startable(table: RunTable, now: number, running: (runId: string) => boolean): [string, StoredRun][] {
   const out: [string, StoredRun][] = [];
   let anyRunning = table.some(([, r]) => takesTurns(r) && running(r.job.runId));
+  const interrupting = table.some(([, r]) => r.start === "after-running" && isQueued(r, running));
   let turnsBefore = 0;
   for (const [key, run] of table) {
-    const ready = isQueued(run, running) && run.notBefore <= now && mayStart(run, anyRunning, turnsBefore);
+    const ready = isQueued(run, running) && run.notBefore <= now && mayStart(run, anyRunning, interrupting ? Infinity : turnsBefore);
     if (takesTurns(run)) turnsBefore++;
     if (!ready) continue;
     out.push([key, run]);
@@ -108,7 +110,7 @@ export function startable(table: RunTable, now: number, running: (runId: string)
 
 const takesTurns = (run: StoredRun) => run.start !== "now";
 const isQueued = (run: StoredRun, running: (runId: string) => boolean) => run.state === "queued" && !running(run.job.runId);
-/** Whether a queued run's turn has come: `turnsBefore` runs that take turns are stored before it, `anyRunning` says whether one of them runs. */
+/** Whether a queued run's turn has come: `turnsBefore` runs that take turns come before it, `anyRunning` says whether one of them runs. */
 const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number) =>
   !takesTurns(run) || (!anyRunning && (run.start === "after-running" || turnsBefore === 0));
 

@@ -69,4 +69,20 @@ describe("interrupt and redelivered events", () => {
     }
     expect(killed).toEqual([]);
   });
+  it("an interrupting run answered started is next once the interrupted run ends, ahead of another agent's run queued before it", async () => {
+    const c = "interrupt-overtakes";
+    await putAgent(host, { agent_id: `queueing-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c }, concurrency: { strategy: "enqueue" } });
+    await putAgent(host, { agent_id: `interrupting-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c }, event_types: ["api.invoked"], concurrency: { strategy: "interrupt" } });
+    const before = starts;
+    const r1 = await host.postEvent(messageEvent(c, "held"));
+    const end = Date.now() + 10_000;
+    while (starts === before && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    const r2 = await host.postEvent(messageEvent(c, "queued behind"));
+    expect(r2.body.disposition).toBe("queued");
+    const r3 = await host.postEvent({ ...messageEvent(c, "interrupting"), event_type: "api.invoked" });
+    expect(r3.body.disposition).toBe("started");
+    expect((await host.waitForRun(r1.body.run_id!)).status).toBe("cancelled");
+    await expect.poll(() => statusOf(r3.body.run_id!), { timeout: 10_000 }).toBe("running");
+    expect(await statusOf(r2.body.run_id!)).toBe("created");
+  });
 });

@@ -53,8 +53,10 @@ describe("scheduling", () => {
     const running = (id: string) => id === "a";
     const table: RunTable = [row("a", "running", "after-all"), row("p", "queued", "now"), row("i", "queued", "after-running")];
     expect(keys(startable(table, 10, running))).toEqual(["run:p"]);
-    // Runs that take turns never start together: the first chosen counts as running for the rest.
-    expect(keys(startable([row("q", "queued", "after-all"), row("i", "queued", "after-running")], 10, none))).toEqual(["run:q"]);
+    // Runs that take turns never start together: the first chosen counts as running for the rest. An interrupting
+    // run waiting is next once nothing runs, ahead of runs that waited their turn before it (another agent's).
+    expect(keys(startable([row("q", "queued", "after-all"), row("i", "queued", "after-running")], 10, none))).toEqual(["run:i"]);
+    expect(keys(startable([row("a", "running", "after-all"), row("q", "queued", "after-all"), row("i", "queued", "after-running")], 10, (id) => id === "a"))).toEqual([]);
     expect(keys(startable([row("i2", "queued", "after-running"), row("i3", "queued", "after-running")], 10, none))).toEqual(["run:i2"]);
     expect(keys(startable([row("i", "queued", "after-running"), row("p", "queued", "now")], 10, none))).toEqual(["run:i", "run:p"]);
     // A debounced run ahead does not start while a later interrupting run is running.
