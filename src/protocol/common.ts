@@ -124,9 +124,10 @@ export type Timestamp = z.infer<typeof TimestampSchema>;
 /**
  * Free text stored in a column of its own and read back (transcript text, an
  * actor's name, a run's error): no NUL, at which the embedded driver cuts
- * text short when reading, so what is shown back would be less than was sent.
+ * text short when reading, so what is shown back would be less than was sent,
+ * and no unpaired surrogate (a JSON `\ud800`), which UTF-8 cannot hold and comes back as U+FFFD.
  */
-export const nulFreeText = () => z.string().regex(/^[^\u0000]*$/, "must not contain NUL characters");
+export const nulFreeText = () => z.string().regex(/^[^\u0000\p{Cs}]*$/u, "must not contain NUL characters or unpaired surrogates");
 export const MessageTextSchema = nulFreeText();
 
 export const TextElementSchema = z.object({

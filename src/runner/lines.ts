@@ -32,7 +32,15 @@ async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
  * text/event-stream) at CRLF, LF or CR.
  */
 export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits, opts: { anyLineEnding?: boolean } = {}): AsyncGenerator<string[]> {
-  const decoder = new TextDecoder();
+  // Fatal: bytes that are not UTF-8 make the line no JSON text at all, refused rather than read with U+FFFD in their place.
+  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+  const decode = (bytes: Uint8Array) => {
+    try {
+      return decoder.decode(bytes);
+    } catch (cause) {
+      throw new RunnerCallError("runner.protocol_error", "a result line is not valid UTF-8", { cause });
+    }
+  };
   const reader = body.getReader();
   const partial = new PartialLine();
   const ends = new LineEnds(opts.anyLineEnding ?? false);
@@ -49,7 +57,7 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
     for (let i = ends.next(value, start); i !== -1; i = ends.next(value, start)) {
       if (partial.length + (i - start) > limits.maxLineBytes) throw lineTooLarge(limits);
       linesBytes += partial.length + (i - start) + 1;
-      lines.push(decoder.decode(partial.take(value.subarray(start, i))));
+      lines.push(decode(partial.take(value.subarray(start, i))));
       start = ends.after(value, i);
     }
     if (value !== chunk) throw new RunnerCallError("runner.stream_too_large", `result stream exceeded ${limits.maxStreamBytes} bytes`);
@@ -87,7 +95,7 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
       // Bounded memory: a runner that floods gets its lines applied in slices.
       if (linesBytes >= limits.maxLineBytes) yield handOver();
     }
-    if (partial.length > 0) lines.push(decoder.decode(partial.take(new Uint8Array())));
+    if (partial.length > 0) lines.push(decode(partial.take(new Uint8Array())));
     if (lines.length) yield handOver();
   } finally {
     if (ahead) {
