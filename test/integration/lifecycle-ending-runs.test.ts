@@ -153,6 +153,8 @@ describe("a message that arrives while a completed run's end is being recorded",
 
     const second = await host.postEvent(messageEvent(c, "second", { event_id: "end-steer-finished-2" }));
     expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+    // Its own run starts once the first has ended (not at once: under load, a moment after the first reads completed).
+    await host.waitForRun(second.body.run_id!);
     const dropped = await host.query<{ n: number }>("SELECT COUNT(*) AS n FROM event_log WHERE event_type = 'steering.dropped' AND conversation_id = ?", [c]);
     expect({ disposition: second.body.disposition, dropped: Number(dropped[0].n), started: startedTexts(c) }).toEqual({ disposition: "queued", dropped: 0, started: ["slow first", "second"] });
   });

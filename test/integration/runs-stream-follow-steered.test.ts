@@ -62,8 +62,8 @@ describe("following an unhanded run that its redelivery steers elsewhere", () =>
     await new Promise((r) => setTimeout(r, 300));
 
     const again = await host.postEvent(messageEvent(c, "quick", { event_id: `${c}-1` }));
-    expect(again.body).toMatchObject({ disposition: "duplicate", run_id: lost });
-    // The redelivery was steered into the busy run: the lost run's row is gone, it will never start or end.
+    // The redelivery was steered into the busy run, which the answer names: the lost run's row is gone, it will never start or end.
+    expect(again.body).toMatchObject({ disposition: "duplicate", run_id: busy.body.run_id });
     expect((await host.admin("GET", `/v1/runs/${lost}`)).status).toBe(404);
 
     const outcome = await within(5_000, followed);
