@@ -31,11 +31,10 @@ export async function bindRunner(
   opts: { baseUrl: string; secret?: string; runnerId: string; agentId: string; scope?: { type: string; id?: string }; eventTypes?: string[]; keepExisting?: boolean },
 ): Promise<boolean> {
   // Registered already: this is not the first start, so a missing agent is one the operator deleted.
-  const known = opts.keepExisting && (await registeredRunner(host, opts.runnerId)) !== undefined;
+  const owner = await registeredRunner(host, opts.runnerId);
   let reg = await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: opts.baseUrl, secret: opts.secret });
   if (reg.status === 409) {
     // Its runners are registered at another address (the service moved, e.g. RUNNER_PORT changed): move that service here.
-    const owner = await registeredRunner(host, opts.runnerId);
     if (owner) reg = await adminCall(host, "PUT", `/v1/admin/runner-services/${owner.service_id}`, { base_url: opts.baseUrl, secret: opts.secret });
   }
   if (reg.status !== 201 && reg.status !== 200) throw new Error(`registering ${opts.baseUrl} failed: ${JSON.stringify(reg.body)}`);
@@ -48,7 +47,7 @@ export async function bindRunner(
   };
   const existing = await adminCall(host, "GET", `/v1/admin/agents/${opts.agentId}`);
   // `npm start` again: the agent as the operator left it (disabled, re-scoped, reconfigured, or deleted) stays so.
-  if (opts.keepExisting && (existing.status === 200 || known)) return false;
+  if (opts.keepExisting && (existing.status === 200 || owner !== undefined)) return false;
   const res = existing.status === 200
     ? await adminCall(host, "PUT", `/v1/admin/agents/${opts.agentId}`, agent)
     : await adminCall(host, "POST", "/v1/admin/agents", agent);

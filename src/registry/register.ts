@@ -1,4 +1,6 @@
+import { and, eq } from "drizzle-orm";
 import { readCapped } from "../artifacts/read-capped";
+import { agent } from "../db/schema";
 import type { BatchItem, Db } from "../db/client";
 import { DbError } from "../db/executor";
 import { conflict, HostError, notFound } from "../lib/errors";
@@ -11,8 +13,6 @@ import { registryStore, toServiceView } from "../stores/registry";
 import { maskUrl } from "../resources/secrets";
 import { isSealed, moveSealed, moveSealedValues } from "../lib/secret-box";
 import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
-import { agent } from "../db/schema";
-import { and, eq } from "drizzle-orm";
 import { joinUrl } from "../lib/url";
 
 const MANIFEST_TIMEOUT_MS = 10_000;
