@@ -38,12 +38,22 @@ export function maskSecretFields(config: Record<string, unknown>, secrets: Reado
 
 /**
  * runner_config as stored: its secret fields' values sealed for the agent and its runner (non-secret fields stay
- * readable). A value kept as it was stored (sent back masked) is sealed already.
+ * readable). `kept`: the fields restoreSecretFields kept as stored, sealed already; any other value is sealed as
+ * given, also one that merely looks sealed.
  */
-export async function sealSecretFields(box: SecretBox, config: Record<string, unknown>, secrets: ReadonlySet<string>, slot: Omit<SecretSlot, "name">): Promise<Record<string, unknown>> {
-  const sealed = await sealValues(box, Object.fromEntries(Object.entries(config).filter(([name, value]) => secrets.has(name) && !isSealed(value))), slot);
+export async function sealSecretFields(box: SecretBox, config: Record<string, unknown>, secrets: ReadonlySet<string>, kept: ReadonlySet<string>, slot: Omit<SecretSlot, "name">): Promise<Record<string, unknown>> {
+  const sealed = await sealValues(box, Object.fromEntries(Object.entries(config).filter(([name]) => secrets.has(name) && !kept.has(name))), slot);
   return { ...config, ...sealed };
 }
+
+/**
+ * Fields not typed secret given a value that looks sealed: the host would try to open it for the runner and fail
+ * the run. No view ever shows a sealed value, so such a value never comes from this host.
+ */
+export const sealedLookingFields = (config: Record<string, unknown>, secrets: ReadonlySet<string>, kept: ReadonlySet<string>) =>
+  Object.entries(config)
+    .filter(([name, value]) => !secrets.has(name) && !kept.has(name) && isSealed(value))
+    .map(([name]) => name);
 
 /** Secret fields given a value that is not a string (or null): a secret is text, and only text is sealed. */
 export const nonTextSecretFields = (config: Record<string, unknown>, secrets: ReadonlySet<string>) =>
@@ -58,15 +68,19 @@ export const nonTextSecretFields = (config: Record<string, unknown>, secrets: Re
  * runner no longer calls it secret). Masked fields that have nothing stored
  * to keep are listed in `unknown`: the mask itself must never become the secret.
  */
-export function restoreSecretFields(config: Record<string, unknown>, stored: Record<string, unknown> | null, secrets: ReadonlySet<string>): { config: Record<string, unknown>; unknown: string[] } {
+export function restoreSecretFields(config: Record<string, unknown>, stored: Record<string, unknown> | null, secrets: ReadonlySet<string>): { config: Record<string, unknown>; kept: Set<string>; unknown: string[] } {
   const unknown: string[] = [];
+  const kept = new Set<string>();
   const restored = Object.fromEntries(
     Object.entries(config).map(([name, value]) => {
       if (value !== MASK || !(secrets.has(name) || isSealed(stored?.[name]))) return [name, value];
-      if (stored && Object.hasOwn(stored, name) && stored[name] !== null) return [name, stored[name]];
+      if (stored && Object.hasOwn(stored, name) && stored[name] !== null) {
+        kept.add(name);
+        return [name, stored[name]];
+      }
       unknown.push(name);
       return [name, value];
     }),
   );
-  return { config: restored, unknown };
+  return { config: restored, kept, unknown };
 }

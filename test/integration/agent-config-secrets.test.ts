@@ -99,4 +99,21 @@ describe("secret runner_config fields at rest", () => {
       await runner.close();
     }
   });
+  it("a value that only looks sealed is taken as given: a secret field seals it and the runner gets it back; another field is refused (400)", async () => {
+    const runners = secretSchema([{ name: "note", type: "string", label: { en_US: "Note" } }]);
+    const runner = await startAdHocRunner({ name: "lookalike", runners, onRun: echoConfig });
+    try {
+      expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
+      const lookalike = `sealed:v3:${Buffer.alloc(40, 7).toString("base64")}`;
+      expect((await host.admin("POST", "/v1/admin/agents", agentOn("lookalike", runner.runnerId(), { api_key: lookalike }))).status).toBe(201);
+      expect((await storedConfig("lookalike")).api_key).not.toBe(lookalike);
+      expect(await configSeen("lookalike")).toEqual({ api_key: lookalike });
+
+      const refused = await host.admin("PUT", "/v1/admin/agents/lookalike", agentOn("lookalike", runner.runnerId(), { api_key: "********", note: "sealed:v2:abc" }));
+      expect([refused.status, refused.body.error.details]).toEqual([400, { fields: ["note"] }]);
+      expect(await configSeen("lookalike")).toEqual({ api_key: lookalike });
+    } finally {
+      await runner.close();
+    }
+  });
 });

@@ -4,7 +4,7 @@ import type { Db } from "../../db/client";
 import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
-import { missingConfigFields, nonTextSecretFields, restoreSecretFields, sealSecretFields, secretFieldNames } from "../../agents/runner-config";
+import { missingConfigFields, nonTextSecretFields, restoreSecretFields, sealedLookingFields, sealSecretFields, secretFieldNames } from "../../agents/runner-config";
 import { agentConfigSlot } from "../../stores/secret-slots";
 import { MASK } from "../../resources/secrets";
 import { newId } from "../../lib/ids";
@@ -27,7 +27,7 @@ const configSchemaOf = (manifestJson: string) => parseJson<AgentRunnerManifest>(
  * the value stored for the same agent on the same runner. Returns the runner's
  * secret field names, which the answer masks, and its service's address (where its secrets are sealed for).
  */
-async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow): Promise<{ secrets: Set<string>; serviceBaseUrl: string }> {
+async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow): Promise<{ secrets: Set<string>; kept: Set<string>; serviceBaseUrl: string }> {
   const store = registryStore(db);
   const runner = await store.getRunner(input.runner_id);
   const service = runner && (await store.getService(runner.serviceId));
@@ -40,10 +40,12 @@ async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow)
   const stored = existing?.runnerId === input.runner_id ? parseJson<Record<string, unknown>>(existing.runnerConfigJson, {}) : null;
   const restored = restoreSecretFields(input.runner_config, stored, secrets);
   if (restored.unknown.length) throw badRequest(`runner_config gives the mask ${MASK} for secret fields with no stored value to keep: ${restored.unknown.join(", ")}`, { masked: restored.unknown });
+  const lookSealed = sealedLookingFields(restored.config, secrets, restored.kept);
+  if (lookSealed.length) throw badRequest(`runner_config values must not begin like a sealed secret ("sealed:"): ${lookSealed.join(", ")}`, { fields: lookSealed });
   input.runner_config = restored.config;
   const missing = missingConfigFields(schema, input.runner_config);
   if (missing.length) throw badRequest(`runner_config is missing required fields: ${missing.join(", ")}`, { missing });
-  return { secrets, serviceBaseUrl: service.baseUrl };
+  return { secrets, kept: restored.kept, serviceBaseUrl: service.baseUrl };
 }
 
 /** Each registered runner's secret config field names, for masking a list of agents. */
@@ -59,7 +61,7 @@ async function checkResourceGrants(db: Db, input: AgentInput) {
 
 /** The row to store; the runner's secret config fields sealed (`secrets`: their names; see checkRunnerConfig). */
 async function toRow(db: Db, agentId: string, input: AgentInput, runner: Awaited<ReturnType<typeof checkRunnerConfig>>, createdAt: number): Promise<NewAgentRow> {
-  const runnerConfig = await sealSecretFields(db.secrets, input.runner_config, runner.secrets, agentConfigSlot({ agentId, runnerId: input.runner_id }, runner.serviceBaseUrl));
+  const runnerConfig = await sealSecretFields(db.secrets, input.runner_config, runner.secrets, runner.kept, agentConfigSlot({ agentId, runnerId: input.runner_id }, runner.serviceBaseUrl));
   return {
     agentId,
     name: input.name,
