@@ -26,18 +26,34 @@ const EACH_UNSPACED_CHARACTER = new RegExp(UNSPACED_CHARACTER.source, "gu");
 
 const segmented = (text: string) => text.replace(EACH_UNSPACED_CHARACTER, " $& ");
 
-/** What the full-text index reads for `content`: null when it is the content itself (nothing to segment). */
+/**
+ * Scripts whose accented letters the tokenizer keeps as they are: its remove_diacritics folds precomposed Latin
+ * letters only, but drops a combining accent in any script. So their letters are decomposed (NFD, "έ" is ε and
+ * U+0301), in the indexed text and the query alike, and "καλημερα" finds "Καλημέρα". Kana and Hangul stay whole: a
+ * voicing mark or a jamo is not an accent.
+ */
+const DECOMPOSED_SCRIPTS = /[\p{Script=Greek}\p{Script=Cyrillic}]/u;
+const EACH_DECOMPOSED_RUN = new RegExp(`${DECOMPOSED_SCRIPTS.source}+`, "gu");
+
+const decomposed = (text: string) => text.replace(EACH_DECOMPOSED_RUN, (run) => run.normalize("NFD"));
+
+/** What the full-text index reads for `content`: null when it is the content itself (nothing to segment or decompose). */
 export function searchTextOf(content: string | null | undefined): string | null {
   if (!content) return null;
-  return UNSPACED_CHARACTER.test(content) ? segmented(content) : null;
+  let text = DECOMPOSED_SCRIPTS.test(content) ? decomposed(content) : content;
+  if (UNSPACED_CHARACTER.test(text)) text = segmented(text);
+  return text === content ? null : text;
 }
+
+const phrase = (word: string) => `"${segmented(word).trim().replace(/\s+/gu, " ").replaceAll('"', '""')}"`;
 
 /** The MATCH expression for `text`, or null when it holds no searchable word. */
 export function ftsMatchExpression(text: string): string | null {
   const terms = new Set<string>();
   for (const word of text.replace(CONTROL_CHARACTERS, " ").split(/\s+/u)) {
     if (!TOKEN_CHARACTER.test(word)) continue;
-    terms.add(`"${segmented(word).trim().replace(/\s+/gu, " ").replaceAll('"', '""')}"`);
+    // Decomposed, as text is indexed now; as typed too, which text indexed before decomposition holds.
+    for (const form of [decomposed(word), word]) if (terms.size < MAX_QUERY_TERMS) terms.add(phrase(form));
     if (terms.size === MAX_QUERY_TERMS) break;
   }
   return terms.size ? [...terms].join(" OR ") : null;

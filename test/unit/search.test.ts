@@ -88,6 +88,21 @@ describe("transcript full-text search on embedded libSQL", () => {
     expect((await transcriptStore(db).page("C", { direction: "forward", limit: 1 })).rows[0]).not.toHaveProperty("searchText");
   });
 
+  it("ignores accents in Greek and Cyrillic as in Latin, and keeps kana voicing marks", async () => {
+    await db.batch([item("G", "Καλημέρα σας"), item("G", "Ёлка стоит в зале"), item("G", "Café au lait"), item("G", "がっこう"), item("G", "かっこう")]);
+    // Text indexed before decomposition (search_text unset): a word typed as written still finds it.
+    await db.run(sql`INSERT INTO transcript (transcript_id, conversation_key, event_id, role, item_type, content, artifact_refs_json, metadata_json, seq, created_at) SELECT 'legacy', 'G', 'e-legacy', 'user', 'message', 'Ευχαριστώ πολύ', '[]', '{}', 99, 1`);
+    const found = async (text: string) => (await search("G", text)).hits.map((h) => h.row.content);
+    expect(await found("καλημερα")).toEqual(["Καλημέρα σας"]);
+    expect(await found("ΚΑΛΗΜΈΡΑ")).toEqual(["Καλημέρα σας"]);
+    expect(await found("елка")).toEqual(["Ёлка стоит в зале"]);
+    expect(await found("cafe")).toEqual(["Café au lait"]);
+    expect(await found("ευχαριστώ")).toEqual(["Ευχαριστώ πολύ"]);
+    // A voicing mark is not an accent: が is not か.
+    expect(await found("がっこう")).toEqual(["がっこう"]);
+    expect(searchTextOf("Ёлка")).toBe("Ёлка".normalize("NFD"));
+  });
+
   it("keeps the index in step with updates and deletes", async () => {
     await db.batch([item("U", "alpha beta")]);
     await db.run(sql`UPDATE transcript SET content = 'gamma' WHERE conversation_key = 'U'`);
