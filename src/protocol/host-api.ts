@@ -24,7 +24,12 @@ export const HISTORY_SEARCH_QUERY_MAX_LENGTH = 1000;
 
 const id = z.string().min(1);
 const cursor = z.string().min(1).nullish();
-const pageLimit = (fallback: number) => orDefault(z.int().min(1).max(100), fallback);
+/**
+ * A count or size the host caps: above `max` it is `max`, as LangBot's host caps it (a runner written for that host
+ * asks for what it wants and reads `has_more`), while anything under 1 is a 400.
+ */
+const capped = (max: number) => z.int().min(1).transform((n) => Math.min(n, max));
+const pageLimit = (fallback: number) => orDefault(capped(100), fallback);
 
 export const StorageAreaSchema = z.enum(["plugin", "workspace"]);
 export type StorageArea = z.infer<typeof StorageAreaSchema>;
@@ -59,7 +64,7 @@ export const HOST_API_PARAMS = {
         roles: z.array(z.string().min(1)).max(50).nullish(),
       })
       .nullish(),
-    top_k: orDefault(z.int().min(1).max(50), 10),
+    top_k: orDefault(capped(50), 10),
   }),
   "event.get": z.strictObject({ event_id: id }),
   "event.page": z.strictObject({
@@ -70,13 +75,13 @@ export const HOST_API_PARAMS = {
   }),
   "steering.pull": z.strictObject({
     mode: orDefault(z.enum(["all", "one-at-a-time"]), "all"),
-    limit: z.int().min(1).max(100).nullish(),
+    limit: capped(100).nullish(),
   }),
   "artifact.metadata": z.strictObject({ artifact_id: id }),
   "artifact.read": z.strictObject({
     artifact_id: id,
     offset: orDefault(z.int().nonnegative(), 0),
-    length: orDefault(z.int().min(1).max(ARTIFACT_READ_MAX_LENGTH), ARTIFACT_READ_MAX_LENGTH),
+    length: orDefault(capped(ARTIFACT_READ_MAX_LENGTH), ARTIFACT_READ_MAX_LENGTH),
   }),
   "state.get": z.strictObject(stateRef),
   // The value's size is checked by the action, after the scope: §8 checks scope before payload size.
@@ -95,7 +100,7 @@ export const HOST_API_PARAMS = {
   "storage.keys": z.strictObject({
     area: StorageAreaSchema,
     prefix: z.string().nullish(),
-    limit: orDefault(z.int().min(1).max(1000), 100),
+    limit: orDefault(capped(1000), 100),
     cursor,
   }),
   "model.invoke": modelInvokeParams,
@@ -112,7 +117,7 @@ export const HOST_API_PARAMS = {
     kb_id: id,
     query: z.string().min(1),
     // §8 sets no cap; this one only keeps an answer bounded.
-    top_k: orDefault(z.int().min(1).max(100), 5),
+    top_k: orDefault(capped(100), 5),
     filters: RecordSchema.nullish(),
   }),
   "host.version": z.strictObject({}),

@@ -61,7 +61,9 @@ describe("history.search", () => {
       api_events: await api("history.search", { query: "invoice", filters: { event_types: ["api.invoked"] } }),
       own: await api("history.search", { query: "weather", filters: { conversation_id: CONVERSATION, roles: ["user"], event_types: ["message.received"] } }),
       top_1: await api("history.search", { query: "invoice", top_k: 1 }),
+      // Above the host's cap it is capped, as LangBot caps it; under 1 is refused.
       too_many: await api("history.search", { query: "invoice", top_k: 51 }),
+      none: await api("history.search", { query: "invoice", top_k: 0 }),
     }));
     expect(result.assistant.body.data.items.map((i: any) => i.content).sort()).toEqual([
       "echo: March invoice overdue, invoice unpaid",
@@ -71,7 +73,8 @@ describe("history.search", () => {
     expect(result.own.body.data.items.map((i: any) => i.content)).toEqual(["what is the weather like"]);
     expect(result.top_1.body.data.items).toHaveLength(1);
     expect(result.top_1.body.data.total_count).toBe(5);
-    expect([result.too_many.status, result.too_many.body.error.code]).toEqual([400, "invalid_argument"]);
+    expect([result.too_many.status, result.too_many.body.data.items.length]).toEqual([200, 5]);
+    expect([result.none.status, result.none.body.error.code]).toEqual([400, "invalid_argument"]);
   });
 
   it("finds a Chinese or Japanese word inside a sentence written without spaces", async () => {

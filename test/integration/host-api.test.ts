@@ -95,7 +95,7 @@ beforeAll(async () => {
         state_too_deep: await api("state.set", { scope: "conversation", key: "deep", value: nested(65) }),
         version: await api("host.version"),
         unknown_action: await api("teleport"),
-        bad_params: await api("history.page", { limit: 101 }),
+        bad_params: await api("history.page", { limit: 0 }),
         // §8: the token before the payload.
         oversized: await rawCall(base, ctx.run_id, ctx.runtime.api.token, OVERSIZED),
         oversized_wrong_token: await rawCall(base, ctx.run_id, "not-a-token", OVERSIZED),

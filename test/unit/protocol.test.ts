@@ -217,14 +217,20 @@ describe("host api params", () => {
     expect(HOST_API_PARAMS["tool.call"].parse({ tool_name: "t" }).parameters).toEqual({});
   });
 
-  it("enforces caps and refuses unknown params", () => {
-    expect(HOST_API_PARAMS["history.page"].safeParse({ limit: 101 }).success).toBe(false);
+  it("caps counts and sizes, refuses what is under 1 and unknown params", () => {
+    // Above a cap is the cap, as LangBot's host caps it.
+    expect(HOST_API_PARAMS["history.page"].parse({ limit: 101 }).limit).toBe(100);
+    expect(HOST_API_PARAMS["event.page"].parse({ limit: 5000 }).limit).toBe(100);
+    expect(HOST_API_PARAMS["steering.pull"].parse({ limit: 500 }).limit).toBe(100);
+    expect(HOST_API_PARAMS["state.list"].parse({ scope: "runner", limit: 101 }).limit).toBe(100);
+    expect(HOST_API_PARAMS["storage.keys"].parse({ area: "plugin", limit: 1001 }).limit).toBe(1000);
+    expect(HOST_API_PARAMS["history.page"].safeParse({ limit: 2.5 }).success).toBe(false);
     expect(HOST_API_PARAMS["history.page"].safeParse({ limit: 0 }).success).toBe(false);
     expect(HOST_API_PARAMS["history.page"].safeParse({ direction: "sideways" }).success).toBe(false);
-    expect(HOST_API_PARAMS["artifact.read"].safeParse({ artifact_id: "a", length: 1024 * 1024 + 1 }).success).toBe(false);
+    expect(HOST_API_PARAMS["artifact.read"].parse({ artifact_id: "a", length: 1024 * 1024 + 1 }).length).toBe(1024 * 1024);
     expect(HOST_API_PARAMS["artifact.read"].safeParse({ artifact_id: "a", offset: -1 }).success).toBe(false);
     expect(HOST_API_PARAMS["history.search"].safeParse({ query: "" }).success).toBe(false);
-    expect(HOST_API_PARAMS["history.search"].safeParse({ query: "q", top_k: 51 }).success).toBe(false);
+    expect(HOST_API_PARAMS["history.search"].parse({ query: "q", top_k: 51 }).top_k).toBe(50);
     expect(HOST_API_PARAMS["history.page"].safeParse({ limt: 10 }).success).toBe(false);
     expect(HOST_API_PARAMS["state.set"].safeParse({ scope: "runner", key: "k", value: undefined }).success).toBe(false);
     // Its value_base64 is checked by the action, after the area (§8): here only its type.
