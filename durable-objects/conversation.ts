@@ -10,12 +10,11 @@ import { claimRun } from "../src/run/claim";
 import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost, endUnhandedRun, NEVER_HANDED_OVER } from "../src/run/host-end";
 import { endLostRun } from "../src/run/lost-run";
 import type { RunJob } from "../src/run/job";
-import type { LedgerEntry, RunOutcome } from "../src/stores/runs";
 import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
 import { RUN_ENDED, RunnerCallError } from "../src/runner/errors";
-import { eventDecisionStatement } from "../src/stores/event-log";
-import { isNotStarted, runsStore } from "../src/stores/runs";
+import { decidedWithoutOwnRun } from "../src/stores/event-log";
+import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
 import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, willSteer, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
@@ -73,8 +72,10 @@ export class ConversationDO extends DurableObject<Env> {
    */
   async redeliver(job: RunJob): Promise<DispatchResult> {
     return this.decisions.decide(job.runId, async () => {
-      const known = (await this.runs.entries()).some(([, r]) => r.job.runId === job.runId);
-      if (!known && !isNotStarted((await runsStore(dbOf(this.env)).get(job.runId))?.status)) return { disposition: "duplicate", runId: job.runId };
+      // Claimed by a steering run when the claim's write got no answer: that claim is completed, not made again.
+      const claimedBy = await this.steering.completeClaim(dbOf(this.env), job.runId);
+      if (claimedBy) return { disposition: "steered", runId: claimedBy };
+      if (!(await this.runs.find(job.runId)) && !isNotStarted((await runsStore(dbOf(this.env)).get(job.runId))?.status)) return { disposition: "duplicate", runId: job.runId };
       return this.decide(job);
     });
   }
@@ -91,7 +92,8 @@ export class ConversationDO extends DurableObject<Env> {
         const target = steeringTarget(table, now, job.agent.agentId, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: this.steers });
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, target.job, now);
       }
-      if (strategy === "reject") return this.reject(job);
+      // Parallel runs take no turn: only a run that does makes the conversation busy.
+      if (strategy === "reject" && table.some(([, r]) => r.start !== "now")) return this.reject(job);
       if (strategy === "interrupt") await this.interruptActive(table);
     }
     const stored: StoredRun = { job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0) };
@@ -131,8 +133,7 @@ export class ConversationDO extends DurableObject<Env> {
         if (this.active.size === 0 && this.settling.size === 0 && this.cancelling.size === 0) {
           // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
           const wakeAt = idleWakeAt(table, now, outOfBudget, dropsWaiting ? now + RETRY_PAUSE_MS : null);
-          if (wakeAt === null) await this.ctx.storage.deleteAlarm();
-          else await this.ctx.storage.setAlarm(wakeAt);
+          await (wakeAt === null ? this.ctx.storage.deleteAlarm() : this.ctx.storage.setAlarm(wakeAt));
           // A dispatch or a cancel that came in meanwhile only signalled this (still running) scheduler: look again.
           if (!this.changes.changed) return;
           continue;
@@ -182,7 +183,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** SSE of a run's results for a new follower, after the frames it has (LiveHub.follow); null for a run this host does not know. */
   async subscribe(runId: string, after = 0): Promise<{ stream: ReadableStream<Uint8Array>; streamId: string } | null> {
-    const hasRun = async () => this.sessions.has(runId) || (await this.runs.entries()).some(([, r]) => r.job.runId === runId);
+    const hasRun = async () => this.sessions.has(runId) || (await this.runs.find(runId)) !== undefined;
     const follower = await this.live.follow(runId, hasRun, runsStore(dbOf(this.env)), after);
     return follower && { stream: follower.readable, streamId: follower.id };
   }
@@ -199,7 +200,7 @@ export class ConversationDO extends DurableObject<Env> {
       active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
       return { cancelled: true };
     }
-    const entry = (await this.runs.entries()).find(([, r]) => r.job.runId === runId);
+    const entry = await this.runs.find(runId);
     if (!entry) return { cancelled: await this.endUnhanded(runId, CANCELLED_UNHANDED) };
     // Stored as running but not executed here: lost with an earlier instance, it ends as lost (it did start).
     if (entry[1].state === "running") return this.finishLost(entry[0], entry[1].job).then(() => ({ cancelled: false }));
@@ -212,14 +213,16 @@ export class ConversationDO extends DurableObject<Env> {
     await Promise.all(runIds.map((runId) => this.decisions.settled(runId)));
     const held = new Set([...this.active.keys(), ...(await this.runs.entries()).map(([, r]) => r.job.runId)]);
     let ended = 0;
-    for (const runId of runIds.filter((id) => !held.has(id))) if (await this.endUnhanded(runId, NEVER_HANDED_OVER)) ended++;
+    for (const runId of runIds.filter((id) => !held.has(id))) {
+      // Its event claimed by a steering run, only the claim's write got no answer: the claim is completed instead.
+      if (!(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.endUnhanded(runId, NEVER_HANDED_OVER))) ended++;
+    }
     return ended;
   }
 
-  /** A run only libSQL knows (its hand-over never came): ended if it has not started; whether this ended it. */
+  /** A run only libSQL knows (its hand-over never came): ended if it has not started (its followers hear so); whether this ended it. */
   private async endUnhanded(runId: string, outcome: RunOutcome): Promise<boolean> {
     const ended = await endUnhandedRun(dbOf(this.env), runId, outcome);
-    // Its followers wait for a hand-over that will now never start it.
     if (ended) this.live.end(runId, outcome.status, [ended]);
     return ended !== null;
   }
@@ -284,16 +287,15 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** Steer: the event joins the target run's queue; its own run is never started. */
   private async claim(job: RunJob, target: RunJob, now: number): Promise<DispatchResult> {
-    await this.steering.claim(dbOf(this.env), job, target, now);
+    // The target may have ended while the claim was being recorded: then nobody will pull it (queued also when the write got no answer).
+    const ended = async () => !this.isActive(target.runId) && !(await this.runs.find(target.runId));
+    await this.steering.claim(dbOf(this.env), job, target, now).finally(async () => (await ended()) && (await this.dropUnpulled(target)));
     this.live.end(job.runId, "steered"); // its own run is discarded: a follower of it (handed over late) hears so
-    // The target may have ended while the claim was being recorded: then nobody will pull it.
-    if (!this.isActive(target.runId) && !(await this.runs.entries()).some(([, r]) => r.job.runId === target.runId)) await this.dropUnpulled(target);
     return { disposition: "steered", runId: target.runId };
   }
 
   private async reject(job: RunJob): Promise<DispatchResult> {
-    const db = dbOf(this.env);
-    await writeAll(db, [eventDecisionStatement(db, job.event.event_id, { disposition: "rejected", runId: null }), runsStore(db).discardQueuedStatement(job.runId)]);
+    await writeAll(dbOf(this.env), decidedWithoutOwnRun(dbOf(this.env), job.event.event_id, job.runId, { disposition: "rejected", runId: null }));
     this.live.end(job.runId, "rejected");
     return { disposition: "rejected", runId: null };
   }
@@ -388,10 +390,9 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async finishLost(key: string, job: RunJob): Promise<void> {
-    const config = configOf(this.env);
     const notice = await endLostRun(deliveryDepsOf(this.env), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
     this.unrecordedReplies.delete(job.runId);
-    if (notice) this.settling.add(notice.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
+    if (notice) this.settling.add(notice.settle(configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);
     await this.dropUnpulled(job);
     this.live.end(job.runId, (await runsStore(dbOf(this.env)).get(job.runId).catch(() => undefined))?.status ?? "failed");

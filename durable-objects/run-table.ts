@@ -22,6 +22,12 @@ export class RunTableStore {
     return [...mirror].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
+  /** The stored entry of a run, by its run id. */
+  async find(runId: string): Promise<[string, StoredRun] | undefined> {
+    for (const entry of await this.load()) if (entry[1].job.runId === runId) return entry;
+    return undefined;
+  }
+
   async get(key: string): Promise<StoredRun | undefined> {
     return (await this.load()).get(key);
   }

@@ -1,11 +1,11 @@
 import { writeAll, type Db } from "../src/db/client";
+import { mayHaveApplied } from "../src/db/executor";
 import { describeError } from "../src/lib/describe-error";
 import type { SteeringPort } from "../src/host-api/actions/index";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import type { RunJob } from "../src/run/job";
 import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
-import { eventDecisionStatement } from "../src/stores/event-log";
-import { runsStore } from "../src/stores/runs";
+import { decidedWithoutOwnRun } from "../src/stores/event-log";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
 export const STEERING_QUEUE_CAP = 100;
@@ -13,6 +13,17 @@ export const STEERING_QUEUE_CAP = 100;
 const prefixOf = (runId: string) => `steer:${runId}:`;
 /** Ended runs whose unpulled claims are still to be recorded as dropped. */
 const DROP_LATER = "steer-drop:";
+/** Claims whose write got no answer, by the claimed event's own run id (see `claim`). */
+const UNSETTLED = "steer-unsettled:";
+
+interface UnsettledClaim {
+  eventId: string;
+  item: SteeringInputItem;
+}
+
+/** The claim of an event, as recorded: steered into the claiming run, its own run discarded. */
+const claimStatements = (db: Db, eventId: string, runId: string, item: SteeringInputItem) =>
+  decidedWithoutOwnRun(db, eventId, runId, { disposition: "steered", runId: item.claimed_run_id, metadata: claimMetadata(item) });
 
 /**
  * A run's steering queue in the Durable Object's storage: claimed messages in
@@ -30,27 +41,45 @@ export class SteeringQueue {
     return (await this.storage.list({ prefix: prefixOf(runId) })).size;
   }
 
-  /** `job`'s event joins `target`'s queue, and the claim is recorded (its own run discarded); taken back if it cannot be. */
+  /**
+   * `job`'s event joins `target`'s queue once the claim is recorded (its own run discarded), so the run never pulls
+   * a claim that may yet be refused. A write that got no answer may have committed: the item is queued all the
+   * same (never silently lost) and the claim remembered, so the event sent again completes this claim
+   * (`completeClaim`) instead of making a second one.
+   */
   async claim(db: Db, job: RunJob, target: RunJob, now: number): Promise<void> {
     const item = steeringItemOf(job, target, now);
-    const key = this.push(target.runId, item);
+    // Its place in claim order is taken now, whichever claim's write is answered first.
+    const key = this.nextKey(target.runId);
+    // Not awaited below: the output gate holds the answer until the item is durable.
     try {
-      await writeAll(db, [
-        eventDecisionStatement(db, job.event.event_id, { disposition: "steered", runId: target.runId, metadata: claimMetadata(item) }),
-        runsStore(db).discardQueuedStatement(job.runId),
-      ]);
+      await writeAll(db, claimStatements(db, job.event.event_id, job.runId, item));
     } catch (err) {
-      await this.remove([key]);
+      if (mayHaveApplied(err)) {
+        void this.storage.put(key, item);
+        void this.storage.put<UnsettledClaim>(`${UNSETTLED}${job.runId}`, { eventId: job.event.event_id, item });
+      }
       throw err;
     }
+    void this.storage.put(key, item);
   }
 
-  /** Appends without awaiting: the output gate holds replies until the write is durable. */
-  private push(runId: string, item: SteeringInputItem): string {
-    // Time first for claim order across instances; the counter breaks ties within one.
-    const key = `${prefixOf(runId)}${String(Date.now()).padStart(15, "0")}:${String(this.claims++).padStart(6, "0")}`;
-    this.storage.put(key, item);
-    return key;
+  /**
+   * A claim of `runId`'s event whose write got no answer: recorded now, and the run that holds it named. Null when
+   * there is none. Throws when the database still cannot take it (the claim stays to complete).
+   */
+  async completeClaim(db: Db, runId: string): Promise<string | null> {
+    const key = `${UNSETTLED}${runId}`;
+    const claim = await this.storage.get<UnsettledClaim>(key);
+    if (!claim) return null;
+    await writeAll(db, claimStatements(db, claim.eventId, runId, claim.item));
+    await this.storage.delete(key);
+    return claim.item.claimed_run_id;
+  }
+
+  /** The key of a claim made now: time first for claim order across instances; the counter breaks ties within one. */
+  private nextKey(runId: string): string {
+    return `${prefixOf(runId)}${String(Date.now()).padStart(15, "0")}:${String(this.claims++).padStart(6, "0")}`;
   }
 
   remove(keys: string[]): Promise<number> {

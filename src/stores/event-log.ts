@@ -5,6 +5,7 @@ import { eventLog } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
 import { newId } from "../lib/ids";
 import { iso, parseJson } from "../lib/json";
+import { runsStore } from "./runs";
 
 export type EventRow = typeof eventLog.$inferSelect;
 
@@ -100,6 +101,12 @@ export function eventDecisionStatement(db: Db, eventId: string, decision: { disp
     })
     .where(eq(eventLog.eventId, eventId));
 }
+
+/** An event decided without a run of its own (steered into another run, or rejected): its decision, and its own run, not started, discarded. Idempotent. */
+export const decidedWithoutOwnRun = (db: Db, eventId: string, ownRunId: string, decision: Parameters<typeof eventDecisionStatement>[2]) => [
+  eventDecisionStatement(db, eventId, decision),
+  runsStore(db).discardQueuedStatement(ownRunId),
+];
 
 export function eventLogStore(db: Db) {
   return {

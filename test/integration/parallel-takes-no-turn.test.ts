@@ -75,4 +75,21 @@ describe("enqueue order with a parallel agent in the same conversation", () => {
     gate("hold job").resolve();
     expect(secondRun.status).toBe("completed");
   });
+  it("a reject agent's message beside another agent's parallel run starts, and one beside a run that takes turns is rejected", async () => {
+    const c = "reject-vs-parallel";
+    await putAgent(host, { agent_id: `chat-${c}`, runner_id: plain.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: c }, concurrency: { strategy: "reject" } });
+    await putAgent(host, { agent_id: `jobs-${c}`, runner_id: plain.runnerId(), event_types: ["api.invoked"], scope: { type: "conversation", id: c }, concurrency: { strategy: "parallel" } });
+    const job = await host.postEvent({ ...messageEvent(c, "hold job 2"), event_type: "api.invoked" });
+    expect(job.body.disposition).toBe("started");
+    await until("the parallel job's run", () => started.includes("hold job 2"));
+
+    const busy = await host.postEvent(messageEvent(c, "hold chat"));
+    expect(busy.body.disposition).toBe("started");
+    await until("the message's run", () => started.includes("hold chat"));
+    const refused = await host.postEvent(messageEvent(c, "too soon"));
+    expect([refused.body.disposition, refused.body.run_id]).toEqual(["rejected", null]);
+    gate("hold chat").resolve();
+    gate("hold job 2").resolve();
+    expect((await host.waitForRun(busy.body.run_id!)).status).toBe("completed");
+  });
 });

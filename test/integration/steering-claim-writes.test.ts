@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi, deferred } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
+
+/**
+ * A steering claim's libSQL write that fails. Applied but unanswered in time (a Turso round trip timing out: "may
+ * have applied"), the claimed message stays on the run's queue and the event sent again completes that claim, so
+ * the run gets it once. Refused, nothing was queued: the run never pulls a claim that is taken back, and the
+ * event sent again is claimed once more and pulled once.
+ */
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const release = deferred<void>();
+let started = 0;
+const firstPull = deferred<void>();
+const secondPull = deferred<void>();
+const pulledOnce = deferred<void>();
+const third = deferred<void>();
+
+const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "steerer",
+    runners: manifest,
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      started++;
+      if (ctx.input.text === "hold twice") {
+        const pull = async () => (await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "all" })).body.data.items;
+        await firstPull.promise;
+        const a = await pull();
+        pulledOnce.resolve();
+        await secondPull.promise;
+        const b = await pull();
+        return w.reply(JSON.stringify({ pulled: [...a, ...b].map((i: any) => i.event.event_id) }));
+      }
+      await (ctx.input.text === "hold three" ? third.promise : release.promise);
+      const items = (await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "all" })).body.data.items;
+      w.reply(JSON.stringify({ pulled: items.map((i: any) => i.event.event_id) }));
+    },
+  });
+  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "2000" } });
+  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
+});
+afterAll(async () => {
+  release.resolve();
+  third.resolve();
+  firstPull.resolve();
+  secondPull.resolve();
+  await host?.dispose();
+  await runner?.close();
+});
+
+describe("steering claims whose libSQL write fails", () => {
+  it("the claimed message is still pulled by the run, or recorded as dropped, never silently lost", async () => {
+    const c = "claim-unanswered";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    expect(first.body.disposition).toBe("started");
+    const end = Date.now() + 10_000;
+    while (started < 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+
+    // The claim's batch (the event's `steered` decision) is held past the Worker's 2 s timeout, then applied.
+    host.databaseOutage({ delayMs: 3_000, matching: "absorbed_into_active_run" });
+    const claimed = await host.postEvent(messageEvent(c, "please also do this", { event_id: "claim-unanswered-2" }));
+    await new Promise((r) => setTimeout(r, 1_500));
+    // The client (or platform) retries the event, as it would after an error answer.
+    const retry = await host.postEvent(messageEvent(c, "please also do this", { event_id: "claim-unanswered-2" }));
+
+    release.resolve();
+    const run = await host.waitForRun(first.body.run_id!);
+    const pulled: string[] = JSON.parse(run.message!.content as string).pulled;
+    const recorded = await host.query<{ event_type: string; metadata_json: string }>(
+      "SELECT event_type, metadata_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ?",
+      [c],
+    );
+    const event = (await host.admin("GET", "/v1/events/claim-unanswered-2")).body;
+    const runs = await host.admin("GET", `/v1/runs?conversation_id=${c}`);
+    expect(claimed.status).toBe(500);
+    expect(retry.body).toMatchObject({ disposition: "duplicate", run_id: first.body.run_id });
+    expect(event).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+    // Claimed once, pulled once, recorded once (PROTOCOL §10 / README "Steering"); no run of its own.
+    expect(pulled).toEqual(["claim-unanswered-2"]);
+    expect(recorded.map((r) => r.event_type)).toEqual(["steering.injected"]);
+    expect(runs.body.items).toHaveLength(1);
+  });
+
+  it("a claim whose write is refused after the run already pulled the message: the retried event is not delivered to the run a second time", async () => {
+    const c = "claim-refused-after-pull";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const before = started;
+    const first = await host.postEvent(messageEvent(c, "hold twice"));
+    expect(first.body.disposition).toBe("started");
+    const end = Date.now() + 10_000;
+    while (started === before && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+
+    // The claim's batch is held 1 s (the run pulls meanwhile), then refused (a transient database error: nothing applied).
+    host.databaseOutage({ delayMs: 1_000, matching: "absorbed_into_active_run" });
+    host.databaseOutage({ queries: 1, matching: "absorbed_into_active_run" });
+    const posting = host.postEvent(messageEvent(c, "one more thing", { event_id: "claim-refused-2" }));
+    await new Promise((r) => setTimeout(r, 300));
+    firstPull.resolve();
+    await pulledOnce.promise;
+    const answer = await posting;
+    // The platform retries the event it got an error for.
+    const retry = await host.postEvent(messageEvent(c, "one more thing", { event_id: "claim-refused-2" }));
+    secondPull.resolve();
+    const run = await host.waitForRun(first.body.run_id!);
+    const pulled: string[] = JSON.parse(run.message!.content as string).pulled;
+    const injected = await host.query<{ n: number }>("SELECT COUNT(*) AS n FROM event_log WHERE event_type = 'steering.injected' AND run_id = ?", [first.body.run_id!]);
+    expect(answer.status).toBe(500);
+    expect(retry.body).toMatchObject({ disposition: "duplicate", run_id: first.body.run_id });
+    // One event, delivered once (README: "A retried event whose run was already decided ... changes nothing").
+    expect(pulled).toEqual(["claim-refused-2"]);
+    expect(Number(injected[0].n)).toBe(1);
+  });
+  it("an unanswered claim that did not commit, its event never sent again: the cron's sweep completes the claim instead of failing the event's run", async () => {
+    const c = "claim-unanswered-swept";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const before = started;
+    const first = await host.postEvent(messageEvent(c, "hold three"));
+    const end = Date.now() + 10_000;
+    while (started === before && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+
+    // Held past the Worker's 2 s timeout, then refused: unanswered, and not applied.
+    host.databaseOutage({ delayMs: 3_000, matching: "absorbed_into_active_run" });
+    host.databaseOutage({ queries: 1, matching: "absorbed_into_active_run" });
+    const claimed = await host.postEvent(messageEvent(c, "and this", { event_id: "claim-swept-2" }));
+    expect(claimed.status).toBe(500);
+    await new Promise((r) => setTimeout(r, 1_500));
+    const ownRun = (await host.query<{ run_id: string }>("SELECT run_id FROM event_log WHERE event_id = 'claim-swept-2'"))[0].run_id;
+    expect((await host.admin("GET", `/v1/runs/${ownRun}`)).body.status).toBe("created");
+
+    await host.triggerScheduled({ scheduledTime: new Date(Date.now() + 11 * 60_000) });
+    expect((await host.admin("GET", "/v1/events/claim-swept-2")).body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+    expect((await host.admin("GET", `/v1/runs/${ownRun}`)).status).toBe(404);
+    third.resolve();
+    const run = await host.waitForRun(first.body.run_id!);
+    expect(JSON.parse(run.message!.content as string).pulled).toEqual(["claim-swept-2"]);
+  });
+});
