@@ -73,7 +73,8 @@ const ConfigFields = z.object({
   /** Declared bytes of all the uploads one run may start: every accepted one counts, even if its body then breaks. */
   ARTIFACT_UPLOAD_RUN_MAX_BYTES: positiveInt(500 * MiB),
   /** Lifetime of artifacts the host stores (inputs, uploads, runner output); 0 keeps them forever. */
-  ARTIFACT_TTL_SECONDS: z.coerce.number().int().nonnegative().default(30 * 24 * 3600),
+  // At most 100 years, as RETENTION_DAYS: an expiry further out is none (and past Date's range, no timestamp at all); 0 is never.
+  ARTIFACT_TTL_SECONDS: z.coerce.number().int().nonnegative().max(36_500 * 24 * 3600, "ARTIFACT_TTL_SECONDS must be at most 3153600000 (100 years); 0 keeps artifacts forever").default(30 * 24 * 3600),
   /** EventLog and Transcript rows older than this are deleted by the cron job; unset keeps them forever. */
   // At least a day: deleting an EventLog row forgets its event id, and platforms redeliver for hours (Lark ~7 h).
   // At most a century: a cutoff further back is no cutoff (and past Number's range, none at all).

@@ -2,6 +2,7 @@ import { inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { artifact, eventLog } from "../db/schema";
 import type { BatchLimits } from "./limits";
+import { readSweepPosition, writeSweepPosition } from "./sweep-position";
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -29,7 +30,7 @@ const ARTIFACTS = "artifacts/";
  * period and no row names it when checked.
  */
 export async function deleteOrphanBlobs(db: Db, bucket: R2Bucket, now: number, limits: BatchLimits): Promise<number> {
-  let after = await readCursor(bucket);
+  let after = (await readSweepPosition(bucket, ORPHAN_SWEEP_CURSOR_KEY, (p) => (typeof p.after === "string" ? p.after : null))) ?? "";
   let deleted = 0;
   for (let i = 0; i < limits.maxBatches; i++) {
     const page = await bucket.list({ startAfter: after || undefined, limit: limits.batchSize });
@@ -41,20 +42,8 @@ export async function deleteOrphanBlobs(db: Db, bucket: R2Bucket, now: number, l
     after = page.truncated && page.objects.length ? page.objects[page.objects.length - 1].key : "";
     if (!after) break;
   }
-  await bucket.put(ORPHAN_SWEEP_CURSOR_KEY, JSON.stringify({ after }), { httpMetadata: { contentType: "application/json" } });
+  await writeSweepPosition(bucket, ORPHAN_SWEEP_CURSOR_KEY, { after });
   return deleted;
-}
-
-async function readCursor(bucket: R2Bucket): Promise<string> {
-  const stored = await bucket.get(ORPHAN_SWEEP_CURSOR_KEY);
-  if (!stored) return "";
-  try {
-    const { after } = (await stored.json()) as { after?: unknown };
-    return typeof after === "string" ? after : "";
-  } catch {
-    // A cursor that cannot be read costs one walk from the start, nothing else.
-    return "";
-  }
 }
 
 /** The keys among `keys` that name a swept blob kind and that no row names. */

@@ -2,6 +2,7 @@ import type { Db } from "../db/client";
 import type { Env } from "../env";
 import { runsStore } from "../stores/runs";
 import type { BatchLimits } from "./limits";
+import { readSweepPosition, writeSweepPosition } from "./sweep-position";
 
 /**
  * How long after ingress recorded a run its hand-over may still be under way. The hand-over is part of the
@@ -9,15 +10,23 @@ import type { BatchLimits } from "./limits";
  */
 export const HAND_OVER_GRACE_MS = 10 * 60_000;
 
+/** Where the sweep keeps its place between invocations (see sweep-position.ts). */
+export const UNHANDED_SWEEP_POSITION_KEY = "host/unhanded-sweep.json";
+
+type Position = { createdAt: number; runId: string };
+const START: Position = { createdAt: -1, runId: "" };
+
 /**
  * Runs ingress recorded whose hand-over to their conversation's object failed and was never retried (the
  * caller gave up after an error answer): without this they would show as waiting forever, and retention keeps
  * a run that has not ended. Each object is asked about its own runs: one it holds (waiting its turn) stays,
  * one it never received ends as failed with `host.not_handed_over`. Oldest first, at most
- * `batchSize × maxBatches` runs looked at per invocation.
+ * `batchSize × maxBatches` runs looked at per invocation, from where the last invocation stopped (runs held
+ * long are looked at again only once the walk has reached the end and starts over, so they never keep it
+ * from a lost run behind them).
  */
 export async function endNeverHandedOverRuns(env: Env, db: Db, now: number, limits: BatchLimits): Promise<number> {
-  let after = { createdAt: -1, runId: "" };
+  let after = (await readSweepPosition(env.ARTIFACTS, UNHANDED_SWEEP_POSITION_KEY, positionOf)) ?? START;
   let ended = 0;
   for (let i = 0; i < limits.maxBatches; i++) {
     const page = await runsStore(db).notStartedBefore(now - HAND_OVER_GRACE_MS, after, limits.batchSize);
@@ -28,8 +37,15 @@ export async function endNeverHandedOverRuns(env: Env, db: Db, now: number, limi
       else byConversation.set(row.conversationKey, [row.runId]);
     }
     for (const [key, runIds] of byConversation) ended += await env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(key)).endNeverHandedOver(runIds);
-    if (page.length < limits.batchSize) break;
-    after = page[page.length - 1];
+    if (page.length < limits.batchSize) {
+      after = START;
+      break;
+    }
+    after = { createdAt: page[page.length - 1].createdAt, runId: page[page.length - 1].runId };
   }
+  await writeSweepPosition(env.ARTIFACTS, UNHANDED_SWEEP_POSITION_KEY, after === START ? null : after);
   return ended;
 }
+
+const positionOf = (p: Record<string, unknown>): Position | null =>
+  typeof p.createdAt === "number" && typeof p.runId === "string" ? { createdAt: p.createdAt, runId: p.runId } : null;

@@ -32,6 +32,9 @@ describe("configuration", () => {
   it("bounds the retention settings: a cutoff past any date, or a batch past SQLite's parameter limit, is refused", () => {
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "1e301" })).toEqual([expect.stringMatching(/^RETENTION_DAYS: .*at most 36500/)]);
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "36500", RETENTION_BATCH_SIZE: "5000" })).toEqual([]);
+    // An artifact expiry past Date's range would make every artifact's metadata unreadable.
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, ARTIFACT_TTL_SECONDS: "10000000000000" })).toEqual([expect.stringMatching(/^ARTIFACT_TTL_SECONDS: .*at most 3153600000/)]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, ARTIFACT_TTL_SECONDS: String(36_500 * 24 * 3600) })).toEqual([]);
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_BATCH_SIZE: "40000" })).toEqual([expect.stringMatching(/^RETENTION_BATCH_SIZE: .*at most 5000/)]);
   });
 });

@@ -1,0 +1,20 @@
+/**
+ * Where a sweep that walks more than one invocation can take keeps its place: a small JSON object in the bucket,
+ * under `host/` (outside every swept prefix). A place that cannot be read counts as the start: it costs one walk from
+ * the beginning, nothing else.
+ */
+export async function readSweepPosition<T>(bucket: R2Bucket, key: string, parse: (stored: Record<string, unknown>) => T | null): Promise<T | null> {
+  const stored = await bucket.get(key);
+  if (!stored) return null;
+  try {
+    const value: unknown = await stored.json();
+    return value && typeof value === "object" ? parse(value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** `position` null: the walk reached the end, and the next one starts over. */
+export async function writeSweepPosition(bucket: R2Bucket, key: string, position: object | null): Promise<void> {
+  await bucket.put(key, JSON.stringify(position ?? {}), { httpMetadata: { contentType: "application/json" } });
+}
