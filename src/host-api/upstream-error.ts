@@ -9,6 +9,15 @@ import { ApiError, hostFault } from "./errors";
 const SHOWN_MESSAGE_CHARS = 600;
 
 /**
+ * An upstream's message as a runner, the ledger and the log may see it: scrubbed of the resource's secrets, then cut.
+ * Upstream text was already cut far beyond this (UPSTREAM_MESSAGE_MAX_CHARS), so a secret that cut halved is gone here.
+ */
+export function shownUpstreamMessage(message: string, secrets: readonly string[]): string {
+  const scrubbed = redact(message, secrets);
+  return scrubbed.length > SHOWN_MESSAGE_CHARS ? `${scrubbed.slice(0, SHOWN_MESSAGE_CHARS)}…` : scrubbed;
+}
+
+/**
  * A failed call to a host-held resource as the runner sees it: the host's own
  * refusals pass through; an upstream failure is a 502 `runtime_error` whose
  * message has the resource's secrets scrubbed out. Anything else failed in
@@ -19,8 +28,7 @@ export function toApiError(err: unknown, secrets: readonly string[], details: Re
   if (err instanceof ApiError) return err;
   if (err instanceof SealedSecretError) return unopenedCredential(err, details);
   if (err instanceof UpstreamError) {
-    const message = redact(err.message, secrets);
-    return new ApiError("runtime_error", message.length > SHOWN_MESSAGE_CHARS ? `${message.slice(0, SHOWN_MESSAGE_CHARS)}…` : message, {
+    return new ApiError("runtime_error", shownUpstreamMessage(err.message, secrets), {
       status: UPSTREAM_ERROR_STATUS,
       retryable: err.providerFault,
       details: { ...details, ...(err.status ? { upstream_status: err.status } : {}) },

@@ -4,6 +4,7 @@ import type { ChatResult, Usage } from "./openai";
 import { UsageSchema } from "./openai";
 import { UPSTREAM_MESSAGE_MAX_CHARS, UpstreamError } from "./upstream";
 import { describeError } from "../lib/describe-error";
+import { RunnerCallError } from "../runner/errors";
 
 /**
  * A stream the provider ended badly after it began: closed before saying it
@@ -13,8 +14,9 @@ export class ModelStreamError extends UpstreamError {
   constructor(
     readonly code: "stream_closed" | "provider_error",
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super("invalid_response", message);
+    super("invalid_response", message, undefined, options);
   }
 }
 
@@ -137,6 +139,8 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   const frame = sseFramer({ maxLineBytes: opts.maxLineBytes });
   const tools = new ToolCallAssembler(opts.secrets);
   let content = "";
+  /** The message's other text fields (reasoning_content, refusal, ...), each joined as streamed, as model.invoke gives them. */
+  const texts: Record<string, string> = {};
   // A secret the provider echoes is split across deltas: each text field of a delta (content, reasoning_content,
   // refusal, ...) is scrubbed with what came before it in the same field.
   const shown = new StreamRedactors<string>(opts.secrets);
@@ -156,7 +160,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   const assembled = (): ChatResult => {
     const toolCalls = tools.result();
     return {
-      message: { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+      message: { ...texts, role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
       finish_reason: finishReason,
       usage,
     };
@@ -165,7 +169,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   /** Lines for one provider payload; `done` when the provider said so. */
   const translate = (payload: string, out: ModelStreamLine[]): boolean => {
     if (payload.trim() === "[DONE]") return true;
-    let chunk: { choices?: { delta?: Record<string, unknown>; finish_reason?: string | null }[]; usage?: unknown; error?: unknown };
+    let chunk: { choices?: { index?: unknown; delta?: Record<string, unknown>; finish_reason?: string | null }[]; usage?: unknown; error?: unknown };
     try {
       chunk = JSON.parse(payload);
     } catch {
@@ -177,11 +181,15 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
       const parsed = UsageSchema.safeParse(chunk.usage);
       if (parsed.success) usage = parsed.data;
     }
-    const choice = chunk.choices?.[0];
+    // Asked for several (`n` in extra), a provider interleaves the choices, each naming its index: the message is the first's.
+    const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c?.index ?? 0) === 0) : undefined;
     if (!choice) return false;
     if (choice.finish_reason) finishReason = choice.finish_reason;
     const delta = { ...choice.delta };
-    if (typeof delta.content === "string") content += delta.content;
+    for (const [field, value] of Object.entries(delta)) {
+      if (field === "content" && typeof value === "string") content += value;
+      else if (field !== "role" && typeof value === "string") texts[field] = (texts[field] ?? "") + value;
+    }
     for (const [field, value] of Object.entries(delta)) if (field !== "role" && typeof value === "string") delta[field] = shown.push(field, value);
     if (delta.tool_calls !== undefined) delta.tool_calls = tools.add(delta.tool_calls);
     const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
@@ -238,7 +246,10 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
       try {
         // Loop until this pull has something to send: keep-alive comments and role-only chunks send nothing.
         for (;;) {
-          const next = await lines.next();
+          const next = await lines.next().catch((err: unknown) => {
+            // The connection reset is a stream cut off, like one that merely stops; the host's limits and a stopped call say why themselves.
+            throw opts.signal.aborted || err instanceof RunnerCallError ? err : new ModelStreamError("stream_closed", `the model provider's stream broke off: ${describeError(err)}`, { cause: err });
+          });
           if (finished) return; // ended meanwhile (cancelled, or the call was stopped): nothing more goes out
           const out: ModelStreamLine[] = [];
           let done = false;

@@ -116,9 +116,58 @@ function withFirstChunk(first: Uint8Array, reader: ReadableStreamDefaultReader<U
   );
 }
 
+/** Bytes kept while waiting for a stream's first data field; a provider that sends more before it has answered. */
+const MAX_STREAM_PREAMBLE_BYTES = 64 * 1024;
+const DATA_FIELD = [0x64, 0x61, 0x74, 0x61]; // "data"
+
+/**
+ * The stream's bytes up to and including the start of its first `data` field (SSE comments, `: PROCESSING` keep-alives
+ * a gateway sends while the request waits, are no answer yet), or null when it ends without one. Scanned byte by byte:
+ * a line is a data field when it starts with "data" followed by ":" or its end.
+ */
+async function readUntilFirstData(reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal): Promise<Uint8Array | null> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  /** How much of "data" the current line begins with; -1 once it cannot be a data field. */
+  let matched = 0;
+  const answers = (chunk: Uint8Array) => {
+    for (const b of chunk) {
+      if (b === 0x0a || b === 0x0d) {
+        if (matched === DATA_FIELD.length) return true;
+        matched = 0;
+      } else if (matched === DATA_FIELD.length) {
+        if (b === 0x3a) return true;
+        matched = -1;
+      } else if (matched >= 0) matched = b === DATA_FIELD[matched] ? matched + 1 : -1;
+    }
+    return false;
+  };
+  for (;;) {
+    let next: ReadableStreamReadResult<Uint8Array>;
+    try {
+      next = await reader.read();
+    } catch (err) {
+      reader.cancel().catch(() => {});
+      throw abortReason(signal, new UpstreamError("network", `the model provider's stream broke off: ${(err as Error).message}`, undefined, { cause: err }));
+    }
+    if (next.done) return null;
+    chunks.push(next.value);
+    size += next.value.length;
+    if (answers(next.value) || size > MAX_STREAM_PREAMBLE_BYTES) break;
+  }
+  if (chunks.length === 1) return chunks[0];
+  const head = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    head.set(chunk, at);
+    at += chunk.length;
+  }
+  return head;
+}
+
 /**
  * POST /chat/completions with `stream: true`: the provider's SSE body, once
- * it answered 2xx as an event stream and sent its first bytes. Until then the
+ * it answered 2xx as an event stream and began its first data event. Until then the
  * call is still the host's to retry elsewhere: an answer that is not an event
  * stream, or none within the attempt timeout, is a provider fault.
  */
@@ -132,16 +181,10 @@ export async function openChatStream(target: ProviderTarget, req: ChatRequest, o
     }
     if (!res.body) throw new UpstreamError("invalid_response", "the model provider answered without a body", res.status);
     const reader = res.body.getReader();
-    let first: ReadableStreamReadResult<Uint8Array>;
-    try {
-      first = await reader.read();
-    } catch (err) {
-      reader.cancel().catch(() => {});
-      throw abortReason(attempt.signal, new UpstreamError("network", `the model provider's stream broke off: ${(err as Error).message}`, undefined, { cause: err }));
-    }
-    if (first.done) throw new UpstreamError("invalid_response", "the model provider's stream ended before it began", res.status);
+    const head = await readUntilFirstData(reader, attempt.signal);
+    if (!head) throw new UpstreamError("invalid_response", "the model provider's stream ended before it began", res.status);
     attempt.answered();
-    return withFirstChunk(first.value, reader);
+    return withFirstChunk(head, reader);
   } catch (err) {
     attempt.dispose();
     throw err;

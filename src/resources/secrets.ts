@@ -141,6 +141,9 @@ function tokenLike(segment: string): boolean {
   return segment.length >= 32 && digits >= 4;
 }
 
+/** Query parameter names that carry credentials: `key`, `api_key`, `access_token`, `code` (function hosts), `sig`, ... */
+const CREDENTIAL_PARAM = /key|token|secret|code|sig|pass|pwd|auth|cred|session|jwt|bearer/i;
+
 interface UrlParts {
   url: URL;
   /** Raw path segments, each with whether it looks like a credential. */
@@ -171,8 +174,8 @@ function urlParts(text: string): UrlParts | undefined {
 }
 
 /**
- * The parts of an endpoint URL that may be credentials: userinfo, every
- * query value, token-like path segments, the fragment; raw and decoded, to
+ * The parts of an endpoint URL that may be credentials: userinfo, query
+ * values named or shaped like credentials, token-like path segments, the fragment; raw and decoded, to
  * be scrubbed (with `secretFragments`) wherever the URL's secrets could
  * come back.
  */
@@ -187,7 +190,9 @@ export function urlSecrets(text: string): string[] {
   add(url.username, decode(url.username));
   add(url.password, decode(url.password));
   for (const s of segments) if (s.secret) add(s.raw, decode(s.raw));
-  for (const p of params) add(p.value, decodeQuery(p.value));
+  // A query value named as a credential, or that looks like one (or a bare one); `api-version=2024-10-21` or
+  // `collection=handbook` is not, and scrubbing it would mangle every answer that mentions it.
+  for (const p of params) if (p.name === undefined || CREDENTIAL_PARAM.test(decodeQuery(p.name)) || tokenLike(decodeQuery(p.value))) add(p.value, decodeQuery(p.value));
   add(url.hash.slice(1), decode(url.hash.slice(1)));
   return [...out];
 }

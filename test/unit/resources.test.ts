@@ -291,7 +291,13 @@ describe("secret scrubbing", () => {
   it("masks what may be a credential in an endpoint URL, and lists it for scrubbing", () => {
     const url = "https://user:pa55word@mcp.example/servers/AbCdEf0123456789xyZ/mcp?api_key=sk%2Dq%20t&lang=en&flag#frag";
     expect(maskUrl(url)).toBe("https://********@mcp.example/servers/********/mcp?api_key=********&lang=********&********#********");
-    expect(urlSecrets(url)).toEqual(expect.arrayContaining(["user", "pa55word", "AbCdEf0123456789xyZ", "sk%2Dq%20t", "sk-q t", "en", "flag", "frag"]));
+    expect(urlSecrets(url)).toEqual(expect.arrayContaining(["user", "pa55word", "AbCdEf0123456789xyZ", "sk%2Dq%20t", "sk-q t", "flag", "frag"]));
+    // Scrubbed from answers: a value named as a credential or shaped like one; not an ordinary setting the answers may mention.
+    const settings = urlSecrets("https://kb.example/search?collection=handbook&api-version=2024-10-21&code=fn-key-1&x=AbCdEf0123456789xyZAbCdEf0123456789");
+    expect(settings).toEqual(expect.arrayContaining(["fn-key-1", "AbCdEf0123456789xyZAbCdEf0123456789"]));
+    expect(settings).not.toEqual(expect.arrayContaining(["handbook"]));
+    expect(settings).not.toEqual(expect.arrayContaining(["2024-10-21"]));
+    expect(urlSecrets(url)).not.toContain("en");
     // Names are not tokens; a URL with nothing to hide is shown as given.
     for (const plain of ["https://api.example/v1", "https://x.example/openai/deployments/gpt-4o-mini-2024-07-18/chat", "http://127.0.0.1:8080/mcp"]) {
       expect(maskUrl(plain)).toBe(plain);

@@ -1,12 +1,13 @@
 import { chatStreamToNdjson, ModelStreamError, type StreamEnd } from "../../resources/chat-stream";
 import { ModelInputError, toChatRequest, type ChatRequest } from "../../resources/chat-request";
 import { chatCompletion, openChatStream, rerank, type CallOptions, type Usage } from "../../resources/openai";
-import { redact, redactValue } from "../../resources/secrets";
+import { redactValue } from "../../resources/secrets";
 import { UpstreamError } from "../../resources/upstream";
 import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
 import { withModelFallback, type ModelOperation } from "../model-fallback";
 import { StreamReply } from "../stream-reply";
+import { shownUpstreamMessage } from "../upstream-error";
 import type { ActionContext, ActionTable, Handler } from "./context";
 
 function chatRequest(p: Parameters<typeof toChatRequest>[0]): ChatRequest {
@@ -62,7 +63,7 @@ const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
  */
 export function streamError(err: unknown, signal: AbortSignal, secrets: readonly string[]): { code: string; message: string; retryable: boolean } {
   const cause: unknown = signal.aborted ? signal.reason : err;
-  const message = redact(cause instanceof Error ? cause.message : String(cause), secrets);
+  const message = shownUpstreamMessage(cause instanceof Error ? cause.message : String(cause), secrets);
   if (cause instanceof ApiError) return { code: cause.code, message, retryable: false };
   if (cause instanceof ModelStreamError) return { code: cause.code, message, retryable: true };
   return { code: "runtime_error", message, retryable: cause instanceof UpstreamError ? cause.providerFault : true };
