@@ -15,6 +15,7 @@ import type { RunJob } from "../run/job";
 import { jobAgentOf, jobRunnerOf } from "../run/job-parts";
 import { resolutionValues, resolveBinding, type BoundAgent } from "../stores/binding-resolution";
 import { conversationKey } from "../stores/conversation-key";
+import { eventLogStore, type EventRow } from "../stores/event-log";
 import { isNotStarted, runsStore } from "../stores/runs";
 import { transcriptInsert } from "../stores/transcript";
 import type { InputAttachmentSource } from "../artifacts/input";
@@ -167,9 +168,8 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
       const first = await runsStore(db).get(row.runId);
       // Only a true repeat: one naming another conversation or meeting another agent now must not take the run there.
       if (isNotStarted(first?.status) && first.conversationKey === key && first.agentId === bound.agent.agentId) {
-        // The run is for the event as first recorded (its stored attachments, its time), not as redelivered.
-        const recorded = { ...ev, input: parseJson<InputContext>(row.inputJson ?? "", ev.input) };
-        const job = buildJob({ ev: recorded, eventId, eventTime: row.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
+        const recorded = await eventLogStore(db).get(eventId);
+        const job = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
         const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
         // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
         if (decided.disposition === "steered" || decided.disposition === "rejected") runOfRepeat = decided.runId;
@@ -184,6 +184,27 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
 }
 
 type Bound = BoundAgent;
+
+/**
+ * The event as first recorded, for a repeat that hands its lost run over: the run is for what EventLog holds (its
+ * stored attachments, its time, its actor: what runners read back with `event.get`), not for what the repeat says.
+ * Actor metadata and subject data are not recorded: the repeat's are kept when it names the same actor and subject.
+ */
+function asRecorded(ev: CanonicalEvent, row: EventRow): CanonicalEvent {
+  const sameActor = ev.actor.actor_type === row.actorType && (ev.actor.actor_id ?? null) === row.actorId;
+  const sameSubject = (ev.subject?.subject_type ?? null) === row.subjectType && (ev.subject?.subject_id ?? null) === row.subjectId;
+  return {
+    ...ev,
+    event_type: row.eventType,
+    source_event_type: row.sourceEventType,
+    raw_ref: row.rawRef,
+    actor: { actor_type: row.actorType ?? ev.actor.actor_type, actor_id: row.actorId, actor_name: row.actorName, metadata: sameActor ? ev.actor.metadata : {} },
+    subject: row.subjectType ? { subject_type: row.subjectType, subject_id: row.subjectId, data: sameSubject ? (ev.subject?.data ?? {}) : {} } : null,
+    input: parseJson<InputContext>(row.inputJson ?? "", ev.input),
+    data: parseJson<Record<string, unknown>>(row.dataJson, {}),
+    metadata: parseJson<Record<string, unknown>>(row.metadataJson, {}),
+  };
+}
 
 /** Best effort: a blob left behind costs storage until its artifact's expiry would have, never the answer. */
 async function deleteBlobs(env: Env, keys: string[]): Promise<void> {

@@ -73,7 +73,7 @@ export const runInsert = compiled((db) =>
 /** The event as recorded (this attempt's, or the first one's for a repeat). */
 export const recordedEvent = compiled((db) =>
   db
-    .select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition, inputJson: eventLog.inputJson, eventTime: eventLog.eventTime })
+    .select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition })
     .from(eventLog)
     .where(eq(eventLog.eventId, param("eventId"))),
 );

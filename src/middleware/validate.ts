@@ -17,14 +17,21 @@ export function validate<T extends ZodType, Target extends keyof ValidationTarge
 
 /**
  * JSON bodies whatever their Content-Type (plain `curl -d` sends a form type):
- * malformed JSON is a 400 `invalid_json`, a schema violation a 400
+ * bytes that are not UTF-8 or malformed JSON are a 400 `invalid_json`, a schema violation a 400
  * `invalid_request` naming the fields. The parsed body is `c.get("body")`.
  */
 export function jsonBody<T extends ZodType>(schema: T): MiddlewareHandler<{ Variables: { body: z.output<T> } }> {
   return async function jsonBody(c, next) {
+    let text: string;
+    try {
+      // Fatal: bytes that are not UTF-8 are refused, not stored with U+FFFD in their place.
+      text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(await c.req.arrayBuffer());
+    } catch {
+      throw new HostError(400, "invalid_json", "request body is not valid UTF-8");
+    }
     let raw: unknown;
     try {
-      raw = JSON.parse(await c.req.text());
+      raw = JSON.parse(text);
     } catch {
       throw new HostError(400, "invalid_json", "request body is not valid JSON");
     }

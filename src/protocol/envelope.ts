@@ -18,6 +18,7 @@ import {
   ScopedIdSchema,
   utf8ByteLength,
 } from "./common";
+import { PLATFORMS } from "../platforms/types";
 
 /** Cap on `input.text`, in UTF-8 bytes; larger inputs are attachments. */
 export const INPUT_TEXT_MAX_BYTES = 64 * 1024;
@@ -26,6 +27,16 @@ export const INPUT_TEXT_MAX_BYTES = 64 * 1024;
 const EVENT_ID_PATTERN = /^[A-Za-z0-9._:-]+$/;
 // "." and ".." are path segments every URL parser removes: GET /v1/events/{event_id} could never name them.
 const DOT_SEGMENT = /^\.{1,2}$/;
+// The host's own event ids: a chat platform's (`{platform}:{bot_id}:{key}`) and its records' (`hev_`). One sent
+// through the API would take the id first, and the platform's own event would then be answered as a repeat.
+const HOST_EVENT_ID = new RegExp(`^(?:(?:${PLATFORMS.join("|")}):|hev_)`);
+/** Event metadata keys the host writes itself (a steering claim, attachments it could not store): a caller's would forge them. */
+const HOST_METADATA_KEYS = ["steering", "attachments_unavailable"];
+// Every timestamp the host gives back is ISO 8601 in UTC with a four-digit year.
+const inFourDigitYears = (time: string) => {
+  const year = new Date(time).getUTCFullYear();
+  return year >= 0 && year <= 9999;
+};
 
 export const EnvelopeActorSchema = z.strictObject({
   actor_type: nulFreeText().min(1).max(64),
@@ -77,9 +88,10 @@ export const EventEnvelopeSchema = z.strictObject({
   /** Client-chosen id for idempotency; the host generates one when absent. */
   event_id: ScopedIdSchema.regex(EVENT_ID_PATTERN, "event_id may only contain A-Z a-z 0-9 . _ : -")
     .refine((id) => !DOT_SEGMENT.test(id), "event_id must not be \".\" or \"..\"")
+    .refine((id) => !HOST_EVENT_ID.test(id), `event_id must not begin like the host's own (${PLATFORMS.map((p) => `${p}:`).join(", ")}, hev_)`)
     .nullish(),
   event_type: EventTypeSchema,
-  event_time: z.iso.datetime({ offset: true }).nullish(),
+  event_time: z.iso.datetime({ offset: true }).refine(inFourDigitYears, "event_time must fall within the years 0000 to 9999 in UTC").nullish(),
   source_event_type: nulFreeText().min(1).max(200).nullish(),
   workspace_id: ScopedIdSchema.nullish(),
   bot_id: ScopedIdSchema.nullish(),
@@ -89,7 +101,10 @@ export const EventEnvelopeSchema = z.strictObject({
   subject: EnvelopeSubjectSchema.nullish(),
   input: orDefault(EnvelopeInputSchema, {}),
   data: orDefault(RecordSchema, {}),
-  metadata: orDefault(RecordSchema, {}),
+  metadata: orDefault(
+    RecordSchema.refine((m) => !HOST_METADATA_KEYS.some((k) => Object.hasOwn(m, k)), `metadata keys ${HOST_METADATA_KEYS.join(", ")} are written by the host`),
+    {},
+  ),
 });
 export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
 export type EventEnvelopeInput = z.input<typeof EventEnvelopeSchema>;

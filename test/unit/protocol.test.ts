@@ -309,7 +309,7 @@ describe("run context", () => {
 
 describe("event envelope", () => {
   const envelope = {
-    event_id: "slack:T1:Ev123",
+    event_id: "crm:T1:Ev123",
     event_type: "message.received",
     event_time: "2026-01-01T00:00:00Z",
     conversation_id: "C123",
@@ -336,6 +336,10 @@ describe("event envelope", () => {
     expect(missing.error?.issues[0].path).toEqual(["conversation_id"]);
     expect(EventEnvelopeSchema.safeParse({ ...envelope, event_type: "message.sent" }).success).toBe(false);
     expect(EventEnvelopeSchema.safeParse({ ...envelope, event_id: "has space" }).success).toBe(false);
+    // The host's own ids: a chat platform's and its records'.
+    for (const event_id of ["slack:T1:Ev123", "telegram:b:1", "hev_1"]) expect(EventEnvelopeSchema.safeParse({ ...envelope, event_id }).success).toBe(false);
+    expect(EventEnvelopeSchema.safeParse({ ...envelope, metadata: { steering: {} } }).success).toBe(false);
+    expect(EventEnvelopeSchema.safeParse({ ...envelope, event_time: "0000-01-01T00:30:00+01:00" }).success).toBe(false);
     expect(EventEnvelopeSchema.safeParse({ ...envelope, event_time: "yesterday" }).success).toBe(false);
     expect(EventEnvelopeSchema.safeParse({ ...envelope, input: { text: "é".repeat(40_000) } }).success).toBe(false);
   });
