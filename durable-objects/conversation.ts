@@ -6,9 +6,9 @@ import { deliveryDepsOf, DeliverySession } from "../src/delivery/session";
 import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
-import { claimRun } from "../src/run/claim";
+import { RunClaims } from "../src/run/claim";
 import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost, endUnhandedRun, NEVER_HANDED_OVER } from "../src/run/host-end";
-import { endLostRun } from "../src/run/lost-run";
+import { endLostRun, type UnrecordedRun } from "../src/run/lost-run";
 import type { RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
@@ -52,9 +52,10 @@ export class ConversationDO extends DurableObject<Env> {
   /** Whether a run can pull claimed messages: from its frozen snapshot once started (its agent may have changed while it waited). */
   private readonly steers = (run: StoredRun) => this.sessions.get(run.job.runId)?.snapshot.availableApis.steering_pull ?? willSteer(run);
   private readonly arrivalKeys = new ArrivalKeys();
+  private readonly claims = new RunClaims();
   private readonly settling = new SettlingWork(() => this.kick());
-  /** The replies of runs that could not record how they ended: when such a run is ended as lost, its own reply hears of it. */
-  private readonly unrecordedReplies = new Map<string, DeliverySession>();
+  /** Runs that could not record how they ended (their replies, how far followers were told): ended as lost, their own reply hears of it. */
+  private readonly unrecordedReplies = new Map<string, UnrecordedRun>();
 
   /**
    * Decide what an event bound to an agent does in this conversation (PROTOCOL
@@ -153,8 +154,7 @@ export class ConversationDO extends DurableObject<Env> {
     const parsed = parseHostApiBody(body);
     if ("refused" in parsed) return refuseBody(session.snapshot, parsed.refused);
     // Tracked: the run's end gives a call stopped with it a moment to record how it ended.
-    const call = handleHostApiCall(session.actionContext(this.env, this.steering.portFor(dbOf(this.env), session.job), (entries) => this.live.publish(runId, entries)), parsed.json);
-    return session.ledgerSequence.track(call);
+    return session.ledgerSequence.track(handleHostApiCall(session.actionContext(this.env, this.steering.portFor(dbOf(this.env), session.job), (entries) => this.live.publish(runId, entries)), parsed.json));
   }
 
   /** The reader of a stream this object answered with (a model stream, a follower) went away; the Worker saw it, this object cannot. */
@@ -177,8 +177,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** A chunked upload reserved the most it could take: what it did not store goes back to its run's budget. */
   async releaseUploadBudget(runId: string, bytes: number): Promise<void> {
-    const session = this.sessions.get(runId);
-    if (session) session.uploadedBytes = Math.max(0, session.uploadedBytes - bytes);
+    this.sessions.get(runId)?.releaseUpload(bytes);
   }
 
   /** SSE of a run's results for a new follower, after the frames it has (LiveHub.follow); null for a run this host does not know. */
@@ -322,7 +321,7 @@ export class ConversationDO extends DurableObject<Env> {
       delivery?.feed(entries);
     };
     try {
-      const claimed = await claimRun(db, job);
+      const claimed = await this.claims.take(db, job);
       if (claimed) this.live.track(job.runId);
       if (!claimed) {
         // Already taken by an earlier trigger (or cancelled): never run twice. Still "running": an instance took it and died before its mark below was durable.
@@ -373,10 +372,11 @@ export class ConversationDO extends DurableObject<Env> {
       if (recorded) {
         // Unconfirmed: the output gate does not hold the stream's end for this flush. Lost, the entry comes back "running"; finishLost finds it ended.
         void this.runs.delete(key, { allowUnconfirmed: true });
+        this.claims.forget(job.runId);
         this.live.end(job.runId, status);
         await this.dropUnpulled(job);
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
-      if (!recorded && delivery) this.unrecordedReplies.set(job.runId, delivery);
+      if (!recorded) this.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo });
       // The run is over in every sense (status written, token void); its reply may still be on the wire.
       if (delivery) this.settling.add(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
       if (ending) this.settling.add(ending.mcp.closeAll());

@@ -38,6 +38,11 @@ export class RunSession {
     return constantTimeEqual(await sha256Hex(token), this.tokenHash);
   }
 
+  /** What a chunked upload reserved and did not store goes back to the budget. */
+  releaseUpload(bytes: number): void {
+    this.uploadedBytes = Math.max(0, this.uploadedBytes - bytes);
+  }
+
   /** What the run's Host API calls act with: its snapshot, its ledger (entries also go to `publish`), its signal and MCP sessions. */
   actionContext(env: Env, steering: SteeringPort, publish: (entries: LedgerEntry[]) => void): ActionContext {
     const db = dbOf(env);

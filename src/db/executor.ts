@@ -54,7 +54,7 @@ export function dbErrorOf(err: unknown): DbError | null {
 }
 
 /** Whether a failed write may have been applied: always, unless the database answered that it was not. */
-export const mayHaveApplied = (err: unknown): boolean => !(err instanceof DbError) || err.unanswered;
+export const mayHaveApplied = (err: unknown): boolean => dbErrorOf(err)?.unanswered ?? true;
 
 function toRows(rs: ResultSet, method: SqlMethod): SqlResult {
   if (method === "run") return { rows: [] };

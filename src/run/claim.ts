@@ -35,10 +35,10 @@ export interface ClaimedRun {
  * or the grants, they are read again in a second round trip. Null when another trigger already took
  * the run.
  */
-export async function claimRun(db: Db, queued: RunJob): Promise<ClaimedRun | null> {
+async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number | null): Promise<ClaimedRun | null> {
   const stateScopes = await stateScopesOf(queued);
   const inputs = runInputs(db, queued, stateScopes);
-  const [marked, currentRows, ...rest] = await batchAll(db, [runsStore(db).markRunningStatement(queued.runId), currentAgentStatement(db, queued.agent.agentId), ...inputs.statements]);
+  const [marked, currentRows, ...rest] = await batchAll(db, [runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt), currentAgentStatement(db, queued.agent.agentId), ...inputs.statements]);
   if ((marked as unknown[]).length !== 1) return null;
   const current = (currentRows as CurrentAgent[])[0];
   const unavailable = refusalOf(current);
@@ -56,6 +56,28 @@ export async function claimRun(db: Db, queued: RunJob): Promise<ClaimedRun | nul
   }
   const again = runInputs(db, job, scopesNow);
   return { job, stateScopes: scopesNow, ...again.read(again.statements.length ? await batchAll(db, again.statements) : []), runner: endpoint };
+}
+
+/**
+ * The claims one Durable Object instance makes, each stamped with the `started_at` it writes. A claim whose write went
+ * unanswered may have applied: the retry takes the run back when it is running under this instance's own stamp. Never
+ * another instance's: a run an instance that is gone started may have reached its runner, and must never run twice.
+ */
+export class RunClaims {
+  private readonly stamps = new Map<string, number>();
+
+  /** claimRun, resuming this instance's earlier claim of the run if it had one. */
+  take(db: Db, queued: RunJob): Promise<ClaimedRun | null> {
+    const resumeAt = this.stamps.get(queued.runId) ?? null;
+    const stamp = resumeAt ?? Date.now();
+    this.stamps.set(queued.runId, stamp);
+    return claimRun(db, queued, stamp, resumeAt);
+  }
+
+  /** The run's end is recorded (or it was never this instance's to run): nothing to resume. */
+  forget(runId: string): void {
+    this.stamps.delete(runId);
+  }
 }
 
 function refusalOf(current: CurrentAgent | undefined): RunnerCallError | null {

@@ -1,7 +1,13 @@
 import { DeliverySession, type DeliveryDeps } from "../delivery/session";
 import { runsStore, type LedgerEntry } from "../stores/runs";
-import { endRunAsHost } from "./host-end";
+import { endRecordedMeanwhile, endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
+
+/** What this instance still has of a run that could not record its end: its reply, and how far its followers were told. */
+export interface UnrecordedRun {
+  reply?: DeliverySession;
+  publishedUpTo: number;
+}
 
 /**
  * Ends a run whose session is gone (`host.session_lost`) and, for a chat run
@@ -9,14 +15,25 @@ import type { RunJob } from "./job";
  * still has it (the run could not record its end), knows what it showed and
  * says so itself. Without it, a new session tells the user the run failed,
  * unless a platform had accepted some of the reply (its delivery trail).
- * Its `run.failed` goes to the run's live followers. Returns the session to settle.
+ * Its `run.failed` goes to the run's live followers. A run whose own end was
+ * applied meanwhile (its write went unanswered) is not ended again: its followers
+ * and its reply get what it recorded. Returns the session to settle.
  */
-export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: DeliverySession | undefined, publish: (entries: LedgerEntry[]) => void): Promise<DeliverySession | null> {
+export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: UnrecordedRun | undefined, publish: (entries: LedgerEntry[]) => void): Promise<DeliverySession | null> {
   // Abandoned meanwhile (its settle timed out during a long outage), it can no longer say anything.
-  const reply = kept?.usable ? kept : undefined;
+  const reply = kept?.reply?.usable ? kept.reply : undefined;
   const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;
   const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", resultCount: 0 };
   const ended = await endRunAsHost(deps.db, job, outcome);
-  if (ended) publish([ended]);
-  return ended && !delivered ? DeliverySession.failureNotice(deps, job, "host.session_lost", reply) : null;
+  if (ended) {
+    publish([ended]);
+    return delivered ? null : DeliverySession.failureNotice(deps, job, "host.session_lost", reply);
+  }
+  const meanwhile = await endRecordedMeanwhile(deps.db, job.runId, kept?.publishedUpTo ?? 0);
+  if (!meanwhile) return null;
+  publish(meanwhile.entries);
+  // Its reply goes on with what the run recorded; without it, a new one sends it, unless a platform had part of it.
+  const session = reply ?? (delivered ? null : DeliverySession.open(deps, job));
+  session?.feed(meanwhile.entries);
+  return session;
 }

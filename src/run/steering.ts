@@ -40,5 +40,7 @@ export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", i
     threadId: run.conversation.thread_id,
     runId: run.runId,
     data: { source_event_id: item.event.event_id, run_id: item.claimed_run_id, runner_id: item.runner_id, claimed_at: item.claimed_at },
+    // One outcome per claim: a write that went unanswered (and is retried, or its item put back and taken again) records nothing twice.
+    onceAs: `hev_steering_${item.claimed_run_id}_${item.event.event_id}`,
   });
 }

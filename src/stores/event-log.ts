@@ -64,16 +64,19 @@ export interface HostRecord {
   runId?: string | null;
   data: Record<string, unknown>;
   metadata?: Record<string, unknown>;
+  /** A record written at most once whatever retries it: its own id, and a second insert of it changes nothing. */
+  onceAs?: string;
 }
 
 export function hostRecordInsert(db: Db, rec: HostRecord) {
-  return db.insert(eventLog).values(hostRecordValues(rec));
+  const insert = db.insert(eventLog).values(hostRecordValues(rec));
+  return rec.onceAs ? insert.onConflictDoNothing({ target: eventLog.eventId }) : insert;
 }
 
 /** The EventLog row of a host record. */
 export function hostRecordValues(rec: HostRecord) {
   return {
-    eventId: newId("hev"),
+    eventId: rec.onceAs ?? newId("hev"),
     eventType: rec.eventType,
     source: "system",
     conversationKey: rec.conversationKey ?? null,

@@ -89,7 +89,8 @@ const markRunning = compiled((db) =>
     .update(run)
     // The run goes to its agent's runner as it is now (an operator may have moved the agent while the run was queued).
     .set({ status: "running", startedAt: sql`${param("startedAt")}`, runnerId: sql`COALESCE((SELECT ${agent.runnerId} FROM ${agent} WHERE ${agent.agentId} = ${run.agentId}), ${run.runnerId})` })
-    .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED])))
+    // Or one this instance's own earlier claim may have started (its write went unanswered): `resumeAt` is that claim's stamp, null when none.
+    .where(and(eq(run.runId, param("runId")), or(inArray(run.status, [...NOT_STARTED]), and(eq(run.status, "running"), eq(run.startedAt, param("resumeAt"))))))
     .returning({ runId: run.runId }),
 );
 
@@ -228,8 +229,8 @@ export function runsStore(db: Db) {
     /** Whether the user saw any of the run's reply (not what the runner sent: what a platform accepted). */
     deliveredReply: async (conversationKey: string, runId: string): Promise<boolean> => (await deliveredReply(db, { conversationKey, runId }).execute()).length > 0,
 
-    /** created → running; returns the run id only when this trigger took the run. */
-    markRunningStatement: (runId: string) => markRunning(db, { runId, startedAt: Date.now() }),
+    /** created → running, stamped `startedAt`; returns the run id only when this trigger took the run (see markRunning for `resumeAt`). */
+    markRunningStatement: (runId: string, startedAt: number, resumeAt: number | null) => markRunning(db, { runId, startedAt, resumeAt }),
 
     /** Drop a run minted at ingress that the conversation decided not to start (steered or rejected). */
     discardQueuedStatement: (runId: string) => discardQueued(db, { runId }),

@@ -27,7 +27,7 @@ beforeAll(async () => {
     },
   });
   // Two keys per page, one page per invocation: the walk takes several invocations.
-  host = await startTestHost({ vars: { RETENTION_BATCH_SIZE: "2", RETENTION_MAX_BATCHES: "1" } });
+  host = await startTestHost({ vars: { RETENTION_BATCH_SIZE: "2", RETENTION_MAX_BATCHES: "1", DB_QUERY_TIMEOUT_MS: "1000" } });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "orphans" });
   const bot = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: "http://127.0.0.1:9", credentials: { bot_token: "1:orphan", secret_token: SECRET_TOKEN } });
   expect(bot.status).toBe(201);
@@ -73,6 +73,8 @@ describe("blobs no row names", () => {
     // the upload's row insert gets no answer, so its blob is kept in case it was committed.
     host.databaseOutage({ queries: 1, matching: 'insert into \\"event_log\\"' });
     expect((await deliver(2)).status).toBeGreaterThanOrEqual(500);
+    // No answer within DB_QUERY_TIMEOUT_MS, then refused: the Worker cannot tell it was not written.
+    host.databaseOutage({ delayMs: 1_500, matching: 'INSERT INTO \\"artifact\\"' });
     host.databaseOutage({ queries: 1, matching: 'INSERT INTO \\"artifact\\"' });
     expect(await upload("lost")).toEqual({ status: 500, code: "runtime_error" });
 

@@ -21,7 +21,7 @@ export interface RunView {
 
 export interface TestHost extends LocalHost {
   admin<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
-  postEvent(body: Record<string, unknown>): Promise<{ status: number; body: { event_id: string; run_id: string | null; disposition: string } }>;
+  postEvent(body: Record<string, unknown>): Promise<{ status: number; body: { event_id: string; run_id: string | null; disposition: string; error?: { code: string; message: string; details?: unknown } } }>;
   waitForRun(runId: string, timeoutMs?: number): Promise<RunView>;
   bind(opts: Parameters<typeof bindRunner>[1]): Promise<boolean>;
   /** Everything the Worker printed so far (only with `captureLogs`). */

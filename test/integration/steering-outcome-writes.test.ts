@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi, deferred } from "../support/host-api";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
+
+/**
+ * steering.pull takes items off the queue and records `steering.injected`; when that write is applied but gets no
+ * answer in time, the items are put back as if it had been refused, and taken again: the outcome record is written
+ * once (its id is the claim's), whether the run pulls the item again or drops it at its end.
+ */
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const release = deferred<void>();
+const releaseNoPull = deferred<void>();
+let started = 0;
+const pulls: { status: number; items: string[] }[] = [];
+const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "late-steer",
+    runners: manifest,
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const w = resultWriter(res, ctx.run_id);
+      started++;
+      if (ctx.input.text === "hold, never pull") {
+        await releaseNoPull.promise;
+        return w.reply("done without pulling");
+      }
+      await release.promise;
+      // A runner retries a retryable 500, as §8 invites it to.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const r = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "all" });
+        pulls.push({ status: r.status, items: (r.body.data?.items ?? []).map((i: any) => i.event.event_id) });
+        if (r.status === 200) break;
+      }
+      w.reply("done");
+    },
+  });
+  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "1500" } });
+  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
+});
+afterAll(async () => {
+  release.resolve();
+  releaseNoPull.resolve();
+  await host?.dispose();
+  await runner?.close();
+});
+
+describe("a steering.pull whose steering.injected write is applied but unanswered", () => {
+  it("records the message as injected once (and never also as dropped)", async () => {
+    const c = "late-pull-unanswered";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    const until = Date.now() + 10_000;
+    while (started < 1 && Date.now() < until) await sleep(10);
+    const steered = await host.postEvent(messageEvent(c, "also this", { event_id: "late-steered-1" }));
+    expect(steered.body.disposition).toBe("steered");
+
+    // The pull's record is held past the Worker's 1.5 s timeout, then applied.
+    host.databaseOutage({ delayMs: 2_500, matching: "steering.injected" });
+    release.resolve();
+    const run = await host.waitForRun(first.body.run_id!, 20_000);
+    await sleep(3_000);
+    const records = await host.query<{ event_type: string; data_json: string }>(
+      "SELECT event_type, data_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ? ORDER BY seq",
+      [c],
+    );
+    const outcomes = records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`);
+    expect({ status: run.status, pulls, outcomes }).toEqual({
+      status: "completed",
+      pulls: expect.anything(),
+      outcomes: ["steering.injected:late-steered-1"],
+    });
+  }, 30_000);
+});
+
+describe("a run ending with an unpulled claim whose steering.dropped write is applied but unanswered", () => {
+  it("records the message as dropped once", async () => {
+    const c = "late-drop-unanswered";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const before = started;
+    const first = await host.postEvent(messageEvent(c, "hold, never pull"));
+    const until = Date.now() + 10_000;
+    while (started === before && Date.now() < until) await sleep(10);
+    const steered = await host.postEvent(messageEvent(c, "this one is never pulled", { event_id: "late-steered-2" }));
+    expect(steered.body.disposition).toBe("steered");
+
+    // The end's drop record is held past the Worker's 1.5 s timeout, then applied.
+    host.databaseOutage({ delayMs: 2_500, matching: "steering.dropped" });
+    releaseNoPull.resolve();
+    const run = await host.waitForRun(first.body.run_id!, 20_000);
+    await sleep(8_000);
+    const records = await host.query<{ event_type: string; data_json: string }>(
+      "SELECT event_type, data_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ? ORDER BY seq",
+      [c],
+    );
+    const outcomes = records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`);
+    expect({ status: run.status, outcomes }).toEqual({ status: "completed", outcomes: ["steering.dropped:late-steered-2"] });
+  }, 30_000);
+});
