@@ -2,6 +2,11 @@ import { writeAll, type Db } from "../db/client";
 import type { RunJob } from "../run/job";
 import { hostRecordInsert } from "../stores/event-log";
 import { describeError } from "../lib/describe-error";
+import { newId } from "../lib/ids";
+
+/** Attempts at one batch of delivery facts, the first wait between them (doubling): about 3.5 s in all. */
+const TRAIL_WRITE_ATTEMPTS = 4;
+const TRAIL_RETRY_BASE_MS = 500;
 
 /** One row of the delivery trail; never holds a token, a URL or message text. */
 export interface DeliveryFact {
@@ -11,8 +16,9 @@ export interface DeliveryFact {
 
 /**
  * Appends delivery facts to EventLog off the delivery's own path: a slow or
- * failing database never delays or fails a reply, and `flushed()` lets the
- * session wait for the trail before the run's object moves on.
+ * failing database never delays or fails a reply (a write that fails is tried
+ * again a few times), and `flushed()` lets the session wait for the trail
+ * before the run's object moves on.
  */
 export class DeliveryTrail {
   private writing: Promise<void> = Promise.resolve();
@@ -27,6 +33,8 @@ export class DeliveryTrail {
     const { job } = this;
     const statements = facts.map((f) =>
       hostRecordInsert(this.db, {
+        // Its own id, so a write tried again after it went unanswered records nothing twice.
+        onceAs: newId("hev"),
         eventType: f.type,
         conversationKey: job.conversationKey,
         conversationId: job.conversation.conversation_id,
@@ -35,9 +43,19 @@ export class DeliveryTrail {
         data: { run_id: job.runId, event_id: job.event.event_id, platform: this.platform, bot_id: job.delivery?.botId ?? null, ...f.data },
       }),
     );
-    this.writing = this.writing
-      .then(() => writeAll(this.db, statements))
-      .catch((err: Error) => console.error(`run ${job.runId}: delivery record not written: ${describeError(err)}`));
+    this.writing = this.writing.then(() => this.write(statements));
+  }
+
+  /** Tried again a few times over a few seconds: a database blip must not lose the record that a reply was delivered. */
+  private async write(statements: unknown[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await writeAll(this.db, statements);
+      } catch (err) {
+        if (attempt >= TRAIL_WRITE_ATTEMPTS) return console.error(`run ${this.job.runId}: delivery record not written: ${describeError(err)}`);
+        await new Promise((resolve) => setTimeout(resolve, TRAIL_RETRY_BASE_MS * 2 ** (attempt - 1)));
+      }
+    }
   }
 
   flushed(): Promise<void> {

@@ -120,15 +120,17 @@ export class DeliverySession {
 
   /**
    * Credentials are read when the run starts, so a rotated token is used at
-   * once. A database that does not answer is asked again, with the platform
-   * calls' backoff: the reply waits for it rather than being lost.
+   * once. A database that does not answer is asked again, backing off, until
+   * the session is settled: the reply waits for it rather than being lost.
    */
   private async connect(): Promise<void> {
+    // Asked until the session is settled or abandoned (backing off), not for the platform calls' few attempts: a
+    // completed answer must not be lost to a database away for a few seconds.
     const loaded = await withRetries(
-      this.retry,
+      { ...this.retry, maxAttempts: Number.POSITIVE_INFINITY, maxRetryAfterMs: Number.POSITIVE_INFINITY },
       () => this.loadBot(),
       ({ attempt, result, retryInMs }) => {
-        if (!result.ok) this.trail.append([{ type: "delivery.failed", data: { operation: "connect", attempt, code: result.failure.code, error: result.failure.message, will_retry: retryInMs !== null, retry_in_ms: retryInMs } }]);
+        if (!result.ok && result !== ABANDONED) this.trail.append([{ type: "delivery.failed", data: { operation: "connect", attempt, code: result.failure.code, error: result.failure.message, will_retry: retryInMs !== null, retry_in_ms: retryInMs } }]);
       },
       (ms) => this.sleep(ms),
     );
@@ -357,6 +359,8 @@ export class DeliverySession {
       { ...this.retry, retryMaybeApplied: opts.retryMaybeApplied ?? true },
       async () => (this.closed ? ABANDONED : attempt()),
       ({ attempt: n, result, retryInMs }) => {
+        // Abandoned before it was made: no call reached the platform, so there is nothing to record.
+        if (result === ABANDONED) return;
         const attempted: DeliveryFact = { type: "delivery.attempted", data: { ...facts, attempt: n } };
         const outcome: DeliveryFact = result.ok
           ? { type: "delivery.succeeded", data: { ...facts, attempt: n, ...(typeof result.value === "string" ? { message_id: result.value } : {}) } }
@@ -381,6 +385,7 @@ export class DeliverySession {
 
   /** A wait that ends early when the session is abandoned. */
   private sleep(ms: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);

@@ -9,7 +9,7 @@
  * fractional) in the body.
  */
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
-import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+import type { ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface DiscordCredentials extends Record<string, string> {
@@ -36,7 +36,9 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   /** The interaction token was refused: every later write goes through the channel. */
   let viaChannel = false;
   /** The content of a first-message edit that got no answer (it may have been applied); null when there was none. */
-  let originalMaybe: string | UploadForm | null = null;
+  let originalMaybe: string | OutgoingFile | null = null;
+  /** What a write shows: its text, or the file a form carries (each attempt builds a new form for the same file). */
+  const shownBy = (content: string | UploadForm): string | OutgoingFile => (content instanceof UploadForm ? content.file : content);
   /** The "thinking…" message found in the channel once the token was refused: undefined until sought, null when there is none to use. */
   let placeholder: string | null | undefined;
 
@@ -78,10 +80,10 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   /** The first message answers the deferred response; the rest are follow-ups (or channel messages, once the token is gone). */
   async function post(content: string | UploadForm): Promise<ApiResult<string>> {
     // The first message may have been written by an edit that got no answer: a different text is not written over it.
-    if (!originalUsed && originalMaybe !== null && originalMaybe !== content) originalUsed = true;
+    if (!originalUsed && originalMaybe !== null && originalMaybe !== shownBy(content)) originalUsed = true;
     const res = originalUsed ? await viaWebhook("POST", `${webhook}?wait=true`, content) : await viaWebhook("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
     if (res && !res.ok && !originalUsed && res.failure.maybeApplied) {
-      originalMaybe = content;
+      originalMaybe = shownBy(content);
       // An edit that may have been applied can be made again (the same text twice shows once).
       return repeatable(res);
     }

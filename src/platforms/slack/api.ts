@@ -27,7 +27,7 @@ export async function slackCall(bot: Bot<SlackCredentials>, method: string, para
   if (status === 200 && body.ok === true) return { ok: true, value: body };
   const error = typeof body.error === "string" ? body.error : `http_${status}`;
   const retryAfterMs = retryAfterHeaderMs(headers);
-  if (status === 429 || error === "ratelimited") return { ok: false, failure: { kind: "rate_limited", status, code: "rate_limited", message: error, retryAfterMs } };
+  if (status === 429 || error === "ratelimited" || error === "rate_limited") return { ok: false, failure: { kind: "rate_limited", status, code: "rate_limited", message: error, retryAfterMs } };
   if (status === 200) {
     const kind = TRANSIENT_ERRORS.has(error) ? "transient" : "permanent";
     return { ok: false, failure: { kind, status, code: `slack_${error}`, message: error, ...(MAYBE_APPLIED_ERRORS.has(error) ? { maybeApplied: true } : {}) } };

@@ -1,0 +1,71 @@
+import { createHmac } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+/** Slack's chat.postMessage `rate_limited` error (HTTP 200, nothing posted) is a rate limit waited out, not a permanent failure. */
+const BOT_TOKEN = "xoxb-TEST-slack-bot-token-deliv";
+const SIGNING_SECRET = "slack-signing-secret-deliv-0123456789";
+/** Channels whose first chat.postMessage Slack refuses with HTTP 200 {ok:false, error:"rate_limited"} (chat.postMessage's documented "posted too many messages"). */
+const postLimited = new Set<string>();
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+let webhookUrl: string;
+let ts = 1_700_000_000;
+
+function slackApi(call: PlatformCall): FakeReply {
+  if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
+  if (call.path === "/chat.postMessage") {
+    if (postLimited.delete(call.body.channel)) return { json: { ok: false, error: "rate_limited" } };
+    return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
+  }
+  if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
+  return { status: 404, json: { ok: false, error: "unknown_method" } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(slackApi);
+  runner = await startChatRunner("slack-deliv");
+  host = await startTestHost();
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } });
+  expect(created.status).toBe(201);
+  webhookUrl = created.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "slack-agent", scope: { type: "bot", id: created.body.bot_id } });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+async function post(payload: unknown) {
+  const body = JSON.stringify(payload);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const signature = `v0=${createHmac("sha256", SIGNING_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
+  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": String(timestamp), "x-slack-signature": signature }, body });
+  await res.text();
+  return res.status;
+}
+let seq = 0;
+let messageTs = 1_800_000_000;
+const message = (channel: string, text: string) => ({
+  token: "t", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: `EvRF${++seq}`, event_time: Math.floor(Date.now() / 1000),
+  event: { type: "message", channel, channel_type: "channel", user: "U42", text, ts: `${++messageTs}.000200`, team: "T1" },
+});
+const postsTo = (channel: string) => fake.callsTo(/^\/chat\.postMessage$/).filter((c) => c.body.channel === channel);
+
+describe("Slack: chat.postMessage's own rate-limit error", () => {
+  it("answered HTTP 200 {ok:false, error:\"rate_limited\"} (nothing was posted), the reply is retried after a pause, not dropped", async () => {
+    postLimited.add("C900");
+    expect(await post(message("C900", "limited"))).toBe(200);
+    const runId = await waitFor(() => runner.contexts.find((c) => c.input.text === "limited")?.run_id);
+    await host.waitForRun(runId);
+    const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
+    // Slack documents rate_limited as "Application has posted too many messages": a rate limit, not a bad request.
+    expect(JSON.parse(failed.data_json)).toMatchObject({ code: "rate_limited", will_retry: true });
+    await waitFor(() => postsTo("C900").length >= 2, 10_000, "the retried post");
+    expect(postsTo("C900").map((c) => c.body.text)).toEqual(["echo: limited", "echo: limited"]);
+  });
+});
