@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { sayOnTelegram, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { sayOnTelegram, startChatRunner, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 
 /** A reply abandoned at its settle timeout records only the calls that reached the platform. */
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-deliv";
@@ -12,21 +12,10 @@ let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let runner: Awaited<ReturnType<typeof startChatRunner>>;
 let webhookUrl: string;
-let nextMessageId = 700;
 
-function telegramApi(call: PlatformCall): FakeReply {
-  const m = /^\/bot([^/]+)\/(.+)$/.exec(call.path);
-  if (!m || m[1] !== BOT_TOKEN) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
-  const chat = String(call.body?.chat_id);
-  const wait = throttled.get(chat);
-  if (m[2] === "sendMessage" && wait !== undefined) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${wait}`, parameters: { retry_after: wait } } };
-  if (m[2] === "sendMessage") return { json: { ok: true, result: { message_id: ++nextMessageId } } };
-  if (m[2] === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id } } };
-  return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
-}
 
 beforeAll(async () => {
-  fake = await startFakePlatform(telegramApi);
+  fake = await startFakePlatform(telegramBotApi(BOT_TOKEN, throttled));
   runner = await startChatRunner("tg-deliv");
   host = await startTestHost({ vars: { DELIVERY_SETTLE_TIMEOUT_MS: "1500" } });
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform, waitFor, type PlatformCall, type FakeReply } from "../support/fake-platform";
+import { startChatRunner, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 
 /**
  * A chat run's final write (reply + run.completed) is applied but answered late, and the host's own end writes
@@ -13,16 +13,10 @@ let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let runner: Awaited<ReturnType<typeof startChatRunner>>;
 let webhookUrl: string;
-let nextMessageId = 100;
 
-function telegramApi(call: PlatformCall): FakeReply {
-  if (call.path.endsWith("/sendMessage")) return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(call.body.chat_id) }, text: call.body.text } } };
-  if (call.path.endsWith("/editMessageText")) return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
-  return { json: { ok: true, result: true } };
-}
 
 beforeAll(async () => {
-  fake = await startFakePlatform(telegramApi);
+  fake = await startFakePlatform(telegramBotApi(BOT_TOKEN));
   runner = await startChatRunner("late-chat");
   host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "2000", RUN_WATCHDOG_INTERVAL_MS: "1000" } });
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });

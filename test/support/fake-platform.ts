@@ -98,6 +98,24 @@ export async function fileOf(form: FormData, field: string): Promise<{ name: str
 /** The bytes of the file the chat runner attaches (`attach <name>`): not text, so a lossy path would show. */
 export const ANSWER_FILE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0xff, 0xfe, 0x80, 0x7f, 0x01]);
 
+/**
+ * The Telegram Bot API of one bot, as a fake platform answers it: sendMessage gives a fresh message id (or, for a chat
+ * in `throttled`, a 429 asking to retry after that many seconds, every time), editMessageText succeeds, another token
+ * is a 401 and anything else a 404.
+ */
+export function telegramBotApi(botToken: string, throttled: ReadonlyMap<string, number> = new Map()): (call: PlatformCall) => FakeReply {
+  let nextMessageId = 700;
+  return (call) => {
+    const m = /^\/bot([^/]+)\/(.+)$/.exec(call.path);
+    if (!m || m[1] !== botToken) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
+    const wait = throttled.get(String(call.body?.chat_id));
+    if (m[2] === "sendMessage" && wait !== undefined) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${wait}`, parameters: { retry_after: wait } } };
+    if (m[2] === "sendMessage") return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(call.body.chat_id) }, text: call.body.text } } };
+    if (m[2] === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
+    return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
+  };
+}
+
 let telegramUpdateId = 100_000;
 /** Telegram delivering a message from Ada in `chat` to a bot's webhook (a negative chat id is a supergroup, else a private chat). */
 export function sayOnTelegram(webhookUrl: string, secretToken: string, chat: string, text: string): Promise<Response> {
