@@ -149,6 +149,7 @@ export class DeliverySession {
     const unavailable = (message: string): ApiResult<never> => ({ ok: false, failure: { kind: "permanent", status: null, code: "bot_unavailable", message } });
     try {
       const bot = await botsStore(this.deps.db).load(this.delivery.botId);
+      if (bot && bot.platform !== this.delivery.target.platform) return unavailable(`bot ${this.delivery.botId} is now a ${bot.platform} bot, not the ${this.delivery.target.platform} bot this reply belongs to`);
       return bot ? { ok: true, value: bot } : unavailable(`bot ${this.delivery.botId} is gone or its credentials are unusable`);
     } catch (err) {
       if (err instanceof SealedSecretError) return unavailable(`bot ${this.delivery.botId}'s credentials cannot be opened: ${err.message}`);

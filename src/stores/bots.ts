@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { bot } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
@@ -52,9 +52,15 @@ export function botsStore(db: Db) {
     async create(row: BotRow) {
       await db.insert(bot).values(row);
     },
-    async replace(row: BotRow) {
+    /** Replaces the row only if it is still as `read` left it: answers false when it was deleted or changed meanwhile. */
+    async replace(row: BotRow, read: BotRow): Promise<boolean> {
       const { botId, createdAt: _createdAt, ...rest } = row;
-      await db.update(bot).set(rest).where(eq(bot.botId, botId));
+      const done = await db
+        .update(bot)
+        .set(rest)
+        .where(and(eq(bot.botId, botId), eq(bot.updatedAt, read.updatedAt), eq(bot.credentialsJson, read.credentialsJson)))
+        .returning({ botId: bot.botId });
+      return done.length === 1;
     },
     async remove(botId: string) {
       await db.delete(bot).where(eq(bot.botId, botId));

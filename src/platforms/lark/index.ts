@@ -25,6 +25,7 @@ const LARK_FILE_MAX_BYTES = 30_000_000;
 export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> = {
   name: "lark",
   credentials: CredentialsSchema,
+  newCredentials: CredentialsSchema.extend({ verification_token: z.string().min(16).max(256) }),
   // Feishu's origin; Lark (international) is https://open.larksuite.com, set as api_base_url.
   defaultApiBaseUrl: "https://open.feishu.cn",
   // Card bodies are capped at 30 KB: 9,000 characters stay under it even when every one takes 3 bytes.

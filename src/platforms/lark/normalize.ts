@@ -7,6 +7,7 @@ import * as z from "zod";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { platformTime } from "../../lib/json";
+import { absentOr } from "../payload";
 
 const HeaderSchema = z.looseObject({ event_id: z.string().min(1), event_type: z.string(), create_time: z.string().optional() });
 
@@ -16,14 +17,14 @@ const ReceiveSchema = z.looseObject({
   sender: z.looseObject({ sender_id: UserIdSchema.optional(), sender_type: z.string().optional() }),
   message: z.looseObject({
     message_id: z.string(),
-    root_id: z.string().optional(),
-    parent_id: z.string().optional(),
-    thread_id: z.string().optional(),
+    root_id: absentOr(z.string()),
+    parent_id: absentOr(z.string()),
+    thread_id: absentOr(z.string()),
     chat_id: z.string(),
-    chat_type: z.string().optional(),
+    chat_type: absentOr(z.string()),
     message_type: z.string(),
     content: z.string(),
-    mentions: z.array(z.looseObject({ key: z.string(), name: z.string().optional() })).optional(),
+    mentions: absentOr(z.array(z.looseObject({ key: z.string(), name: z.string().optional() }))),
   }),
 });
 

@@ -75,7 +75,7 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
     const msg = m.data;
     if (msg.subtype === "message_deleted") return recalled(key, ev, common);
     // Bots' messages (ours included, echoed back) never start a run.
-    if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: msg.thread_ts ?? null }];
+    if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: msg.thread_ts ?? null }];
     const threadId = msg.thread_ts ?? null;
     return [
       {
@@ -97,6 +97,8 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
   if (ev.type === "member_joined_channel") {
     const j = JoinedSchema.safeParse(ev);
     if (!j.success) return [unhandled(key, ev.type, eventTime)];
+    const self = (env as { authorizations?: { user_id?: string }[] }).authorizations?.some((a) => a.user_id === j.data.user);
+    if (self) return [{ ...unhandled(key, "member_joined_channel.self", eventTime), conversationId: j.data.channel }];
     return [
       {
         ...common,

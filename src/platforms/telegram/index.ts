@@ -43,7 +43,7 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
     const update = UpdateSchema.safeParse(body);
     // Verified but not an update we can read: recorded and acknowledged, so Telegram does not retry it.
     if (!update.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
-    return { kind: "events", raw: update.data, events: normalizeUpdate(update.data) };
+    return { kind: "events", raw: update.data, events: normalizeUpdate(update.data, bot.credentials.bot_token.split(":")[0]) };
   },
 
   acknowledge: () => ({ ok: true }),

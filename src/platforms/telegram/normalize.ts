@@ -127,27 +127,48 @@ function base(update: { update_id: number }, kind: string, m: TelegramMessage) {
   };
 }
 
-export function normalizeUpdate(update: z.infer<typeof UpdateSchema>): NormalizedEvent[] {
+/** What an update the host does not handle says of its chat (an edit, a button press, the bot's membership): where it is recorded. */
+const ChatOfUpdateSchema = z.looseObject({
+  chat: z.looseObject({ id: z.number() }).optional(),
+  message: z.looseObject({ chat: z.looseObject({ id: z.number() }) }).optional(),
+  message_thread_id: z.number().optional(),
+  is_topic_message: z.boolean().optional(),
+});
+
+function unhandledInItsChat(update: z.infer<typeof UpdateSchema>, kind: string, key: string): NormalizedEvent {
+  const about = ChatOfUpdateSchema.safeParse((update as Record<string, unknown>)[kind]);
+  const chat = about.success ? (about.data.chat ?? about.data.message?.chat) : undefined;
+  if (!about.success || !chat) return unhandled(key, kind);
+  const topic = about.data.is_topic_message && about.data.message_thread_id !== undefined ? String(about.data.message_thread_id) : null;
+  return { ...unhandled(key, kind), conversationId: String(chat.id), threadId: topic };
+}
+
+/** `selfId`: the bot's own user id (its token's prefix), so its own arrival in a chat is not welcomed by its agent. */
+export function normalizeUpdate(update: z.infer<typeof UpdateSchema>, selfId?: string): NormalizedEvent[] {
   const kind = updateKind(update);
   const key = String(update.update_id);
   const parsed = kind === "message" ? MessageSchema.safeParse(update.message) : null;
-  if (!parsed?.success) return [unhandled(key, kind)];
+  if (!parsed?.success) return [unhandledInItsChat(update, kind, key)];
   const m = parsed.data;
   const { threadNumber, ...common } = base(update, kind, m);
 
   if (m.new_chat_members?.length) {
-    return m.new_chat_members.map((user) => ({
-      ...common,
-      key: `${key}:joined:${user.id}`,
-      eventType: "group.member_joined" as const,
-      sourceEventType: "new_chat_members",
-      actor: actorOf(user),
-      text: null,
-      files: [],
-      data: { ...common.data, added_by: m.from ? String(m.from.id) : null },
-      // A welcome goes to the chat (and topic), quoting nothing.
-      replyTarget: { platform: "telegram" as const, chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: null },
-    }));
+    return m.new_chat_members.map((user) => {
+      const joined = `${key}:joined:${user.id}`;
+      if (String(user.id) === selfId) return { ...unhandled(joined, "new_chat_members.self"), conversationId: common.conversationId, threadId: common.threadId };
+      return {
+        ...common,
+        key: joined,
+        eventType: "group.member_joined" as const,
+        sourceEventType: "new_chat_members",
+        actor: actorOf(user),
+        text: null,
+        files: [],
+        data: { ...common.data, added_by: m.from ? String(m.from.id) : null },
+        // A welcome goes to the chat (and topic), quoting nothing.
+        replyTarget: { platform: "telegram" as const, chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: null },
+      };
+    });
   }
   const text = m.text !== undefined ? withLinkTargets(m.text, m.entities) : m.caption !== undefined ? withLinkTargets(m.caption, m.caption_entities) : null;
   const files = filesOf(m);

@@ -36,10 +36,16 @@ const CreateBot = z.strictObject({
 });
 
 /** PUT replaces the bot's settings; credentials, when given, replace all of them, else they are kept. */
+/** PUT takes the body of POST, or what GET answered sent back as it is: its view-only fields are ignored (`bot_id` must be the path's). */
 const ReplaceBot = z.strictObject({
   platform: z.enum(PLATFORMS).optional(),
   ...BotFields,
   credentials: z.record(z.string(), z.string()).optional(),
+  bot_id: z.string().optional(),
+  webhook_url: z.string().optional(),
+  credential_fields: z.array(z.string()).optional(),
+  created_at: z.string().optional(),
+  updated_at: z.string().optional(),
 });
 
 type BotDestination = Pick<BotRow, "botId" | "platform" | "apiBaseUrl">;
@@ -102,6 +108,7 @@ export const botsRouter = router()
     const input = c.get("body");
     const row = await existing(db, c.req.param("botId"));
     if (input.platform && input.platform !== row.platform) throw badRequest("a bot's platform cannot change; register a new bot");
+    if (input.bot_id !== undefined && input.bot_id !== row.botId) throw badRequest(`bot_id ${input.bot_id} is not the bot at this path (${row.botId})`);
     // The view's URL sent back as it was (credentials masked) keeps the stored one.
     const destination = { ...row, apiBaseUrl: row.apiBaseUrl && input.api_base_url === maskUrl(row.apiBaseUrl) ? row.apiBaseUrl : trimSlash(input.api_base_url) };
     const updated: BotRow = {
@@ -111,7 +118,11 @@ export const botsRouter = router()
       credentialsJson: input.credentials ? await checkedCredentials(db, destination, input.credentials) : await movedCredentials(db, row, destination),
       updatedAt: Date.now(),
     };
-    await botsStore(db).replace(updated);
+    // Only over the row as read: a concurrent DELETE is a 404, a concurrent PUT (a rotated credential) a 409, never undone.
+    if (!(await botsStore(db).replace(updated, row))) {
+      if (!(await botsStore(db).get(row.botId))) throw notFound(`bot ${row.botId} not found`);
+      throw conflict(`bot ${row.botId} was changed meanwhile; read it again`);
+    }
     return c.json(toBotView(updated, publicBaseUrl(c.env, c.req.url)));
   })
   .delete("/:botId", async (c) => {
