@@ -9,8 +9,15 @@ export const ResourceIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,
  */
 export const ToolNameSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 characters: letters, digits, _ -");
 
-/** Outbound endpoints the operator configures. */
-export const EndpointSchema = z.url({ protocol: /^https?$/ });
+/**
+ * Outbound endpoints the operator configures (a resource's, a runner service's, a bot's API origin). Without
+ * `user:password@`: the Workers runtime's fetch sends no such credentials, so the call would go out without them;
+ * credentials go in a header, an API key or a secret.
+ */
+export const EndpointSchema = z.url({ protocol: /^https?$/ }).refine((url) => {
+  const parsed = new URL(url);
+  return !parsed.username && !parsed.password;
+}, "credentials in the URL (user:password@) are not sent by the runtime; give them as a header, api_key or secret");
 
 /**
  * A credential sent in a header (a header value, an `Authorization: Bearer`

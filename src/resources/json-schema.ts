@@ -101,6 +101,11 @@ interface Validation {
 }
 
 const TOO_COMPLEX = "the schema is too complex to check";
+const TOO_DEEP = `nested deeper than ${MAX_DEPTH} levels`;
+/** Schema applications nested in one another ($ref, allOf, trials...), at most: eight per level of the argument. */
+const MAX_SCHEMA_HOPS = MAX_DEPTH * 8;
+/** How deep in the argument a JSON Pointer is. */
+const valueDepth = (path: string) => (path.match(/\//g) ?? []).length;
 
 class Checker {
   readonly issues: SchemaIssue[] = [];
@@ -123,8 +128,8 @@ class Checker {
     return re !== null && re.test(text);
   }
 
-  /** Validate into `this.issues`; returns whether this value passed. */
-  check(schema: JsonSchema, value: unknown, path: string, depth: number): boolean {
+  /** Validate into `this.issues`; returns whether this value passed. `hops`: schema applications nested so far. */
+  check(schema: JsonSchema, value: unknown, path: string, hops: number): boolean {
     const before = this.issues.length;
     if (schema === true || schema === undefined) return true;
     if (schema === false) {
@@ -132,8 +137,12 @@ class Checker {
       return false;
     }
     if (!isObject(schema)) return true;
-    if (depth > MAX_DEPTH) {
-      this.fail(path, `nested deeper than ${MAX_DEPTH} levels`);
+    // The argument's own nesting is bounded by MAX_DEPTH; schema hops ($ref, combinators) by a looser bound that only
+    // stops $ref cycles. Either cut is fail-closed: inside a trial (`not`, `if`) it must not read as a mismatch.
+    const cut = valueDepth(path) > MAX_DEPTH ? TOO_DEEP : hops > MAX_SCHEMA_HOPS ? TOO_COMPLEX : null;
+    if (cut) {
+      this.v.exhausted = true;
+      this.fail(path, cut);
       return false;
     }
     if (++this.v.steps > MAX_STEPS) {
@@ -152,7 +161,7 @@ class Checker {
       const target = resolveLocalRef(this.v.root, s.$ref);
       if (target === undefined) this.fail(path, `the schema's $ref ${JSON.stringify(s.$ref)} does not resolve`);
       // Sibling keywords apply as well (draft 2019-09 and later).
-      else this.check(target, value, path, depth + 1);
+      else this.check(target, value, path, hops + 1);
     }
 
     if (s.type !== undefined) {
@@ -169,9 +178,9 @@ class Checker {
 
     if (typeof value === "number") this.number(s, value, path);
     if (typeof value === "string") this.string(s, value, path);
-    if (Array.isArray(value)) this.array(s, value, path, depth);
-    if (isObject(value)) this.object(s, value, path, depth);
-    this.combinators(s, value, path, depth);
+    if (Array.isArray(value)) this.array(s, value, path, hops);
+    if (isObject(value)) this.object(s, value, path, hops);
+    this.combinators(s, value, path, hops);
     return this.issues.length === before;
   }
 
@@ -204,14 +213,14 @@ class Checker {
     }
   }
 
-  private array(s: Record<string, unknown>, value: unknown[], path: string, depth: number) {
+  private array(s: Record<string, unknown>, value: unknown[], path: string, hops: number) {
     const min = num(s.minItems);
     const max = num(s.maxItems);
     if (min !== undefined && value.length < min) this.fail(path, `must have at least ${min} items`);
     if (max !== undefined && value.length > max) this.fail(path, `must have at most ${max} items`);
     if (s.uniqueItems === true) this.unique(value, path);
     if (s.contains !== undefined) {
-      const found = value.filter((item, i) => this.trial(s.contains, item, pointer(path, i), depth)).length;
+      const found = value.filter((item, i) => this.trial(s.contains, item, pointer(path, i), hops)).length;
       const least = num(s.minContains) ?? 1;
       const most = num(s.maxContains);
       if (found < least) this.fail(path, `must contain at least ${least} matching item${least === 1 ? "" : "s"}`);
@@ -222,7 +231,7 @@ class Checker {
     const rest = Array.isArray(s.items) ? s.additionalItems : s.items;
     value.forEach((item, i) => {
       const itemSchema = i < prefix.length ? prefix[i] : rest;
-      if (itemSchema !== undefined) this.check(itemSchema as JsonSchema, item, pointer(path, i), depth + 1);
+      if (itemSchema !== undefined) this.check(itemSchema as JsonSchema, item, pointer(path, i), hops + 1);
     });
   }
 
@@ -237,7 +246,7 @@ class Checker {
     }
   }
 
-  private object(s: Record<string, unknown>, value: Record<string, unknown>, path: string, depth: number) {
+  private object(s: Record<string, unknown>, value: Record<string, unknown>, path: string, hops: number) {
     const properties = isObject(s.properties) ? s.properties : {};
     if (Array.isArray(s.required)) {
       for (const key of s.required) {
@@ -256,50 +265,50 @@ class Checker {
         if (!Object.hasOwn(value, key)) continue;
         if (Array.isArray(need)) {
           for (const other of need) if (typeof other === "string" && !Object.hasOwn(value, other)) this.fail(pointer(path, other), `is required when ${key} is present`);
-        } else if (need === false || isObject(need)) this.check(need as JsonSchema, value, path, depth + 1);
+        } else if (need === false || isObject(need)) this.check(need as JsonSchema, value, path, hops + 1);
       }
     }
-    if (isObject(s.dependentSchemas)) for (const [key, sub] of Object.entries(s.dependentSchemas)) if (Object.hasOwn(value, key)) this.check(sub as JsonSchema, value, path, depth + 1);
-    if (s.propertyNames !== undefined) for (const key of Object.keys(value)) this.check(s.propertyNames as JsonSchema, key, pointer(path, key), depth + 1);
+    if (isObject(s.dependentSchemas)) for (const [key, sub] of Object.entries(s.dependentSchemas)) if (Object.hasOwn(value, key)) this.check(sub as JsonSchema, value, path, hops + 1);
+    if (s.propertyNames !== undefined) for (const key of Object.keys(value)) this.check(s.propertyNames as JsonSchema, key, pointer(path, key), hops + 1);
     const patternProps = isObject(s.patternProperties) ? Object.entries(s.patternProperties) : [];
     for (const [key, v] of Object.entries(value)) {
       let matched = false;
       if (Object.hasOwn(properties, key)) {
         matched = true;
-        this.check(properties[key] as JsonSchema, v, pointer(path, key), depth + 1);
+        this.check(properties[key] as JsonSchema, v, pointer(path, key), hops + 1);
       }
       for (const [source, sub] of patternProps) {
         if (this.matches(source, key, pointer(path, key))) {
           matched = true;
-          this.check(sub as JsonSchema, v, pointer(path, key), depth + 1);
+          this.check(sub as JsonSchema, v, pointer(path, key), hops + 1);
         }
       }
       if (!matched && s.additionalProperties !== undefined) {
         if (s.additionalProperties === false) this.fail(pointer(path, key), "is not an allowed property");
-        else this.check(s.additionalProperties as JsonSchema, v, pointer(path, key), depth + 1);
+        else this.check(s.additionalProperties as JsonSchema, v, pointer(path, key), hops + 1);
       }
     }
   }
 
   /** Sub-checks whose own issues only matter through the combinator's verdict. */
-  private trial(schema: unknown, value: unknown, path: string, depth: number): boolean {
+  private trial(schema: unknown, value: unknown, path: string, hops: number): boolean {
     const probe = new Checker(this.v);
-    return probe.check(schema as JsonSchema, value, path, depth + 1);
+    return probe.check(schema as JsonSchema, value, path, hops + 1);
   }
 
-  private combinators(s: Record<string, unknown>, value: unknown, path: string, depth: number) {
-    if (Array.isArray(s.allOf)) for (const sub of s.allOf) this.check(sub as JsonSchema, value, path, depth + 1);
-    if (Array.isArray(s.anyOf) && !s.anyOf.some((sub) => this.trial(sub, value, path, depth))) {
+  private combinators(s: Record<string, unknown>, value: unknown, path: string, hops: number) {
+    if (Array.isArray(s.allOf)) for (const sub of s.allOf) this.check(sub as JsonSchema, value, path, hops + 1);
+    if (Array.isArray(s.anyOf) && !s.anyOf.some((sub) => this.trial(sub, value, path, hops))) {
       this.fail(path, "must match at least one of the anyOf schemas");
     }
     if (Array.isArray(s.oneOf)) {
-      const matches = s.oneOf.filter((sub) => this.trial(sub, value, path, depth)).length;
+      const matches = s.oneOf.filter((sub) => this.trial(sub, value, path, hops)).length;
       if (matches !== 1) this.fail(path, `must match exactly one of the oneOf schemas (matched ${matches})`);
     }
-    if (s.not !== undefined && this.trial(s.not, value, path, depth)) this.fail(path, "must not match the `not` schema");
+    if (s.not !== undefined && this.trial(s.not, value, path, hops)) this.fail(path, "must not match the `not` schema");
     if (s.if !== undefined) {
-      const branch = this.trial(s.if, value, path, depth) ? s.then : s.else;
-      if (branch !== undefined) this.check(branch as JsonSchema, value, path, depth + 1);
+      const branch = this.trial(s.if, value, path, hops) ? s.then : s.else;
+      if (branch !== undefined) this.check(branch as JsonSchema, value, path, hops + 1);
     }
   }
 }
@@ -310,7 +319,7 @@ export function validateJsonSchema(schema: JsonSchema, value: unknown): SchemaIs
   const checker = new Checker(validation);
   checker.check(schema, value, "", 0);
   // Fails closed: a trial cut short says nothing about the value (a `not` or an `if` would read it as a mismatch).
-  if (validation.exhausted && !checker.issues.some((i) => i.message === TOO_COMPLEX)) return [...checker.issues, { path: "", message: TOO_COMPLEX }];
+  if (validation.exhausted && !checker.issues.some((i) => i.message === TOO_COMPLEX || i.message === TOO_DEEP)) return [...checker.issues, { path: "", message: TOO_COMPLEX }];
   return checker.issues;
 }
 

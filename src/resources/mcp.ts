@@ -1,5 +1,5 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { mcpSchemaValidator, schemaProblems, type JsonSchema } from "./json-schema";
 import { cappedFetch, UpstreamError } from "./upstream";
@@ -17,7 +17,7 @@ export interface McpToolInfo {
 
 /** MCP tool names per the spec; anything else is skipped at discovery. */
 const MCP_TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
-const MAX_DISCOVERY_PAGES = 20;
+export const MAX_DISCOVERY_PAGES = 20;
 const CLIENT_INFO = { name: "agent-host", version: "1" };
 /** The SDK's own request timeout trails the caller's signal, so the caller's reason (deadline, timeout) wins. */
 const SDK_TIMEOUT_SLACK_MS = 1_000;
@@ -36,6 +36,10 @@ function upstreamOf(err: unknown, signal: AbortSignal): unknown {
   if (signal.aborted && signal.reason instanceof Error && signal.reason.name !== "AbortError") return signal.reason;
   if (err instanceof UpstreamError) return err;
   const message = err instanceof Error ? err.message : String(err);
+  // The server's HTTP answer: its status, judged as any upstream's (a 4xx is no provider fault).
+  if (err instanceof StreamableHTTPError && err.code !== undefined && err.code >= 400) return new UpstreamError("http", `the MCP server failed: ${message}`, err.code, { cause: err });
+  // A JSON-RPC error the server answered about the call itself (invalid params, no such method): asking again changes nothing.
+  if (err instanceof McpError && [ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.InvalidRequest].includes(err.code)) return new UpstreamError("http", `the MCP server failed: ${message}`, undefined, { cause: err });
   return new UpstreamError(err instanceof McpError ? "invalid_response" : "network", `the MCP server failed: ${message}`, undefined, { cause: err });
 }
 
@@ -81,13 +85,19 @@ async function openSession(server: McpServerTarget, opts: { lifetime: AbortSigna
   };
   // The SDK bounds only the `initialize` request; its `notifications/initialized` POST has no timeout of its own.
   const handshake = setTimeout(() => stop(new UpstreamError("timeout", `the MCP server did not complete its handshake within ${opts.timeoutMs} ms`)), opts.timeoutMs);
+  // The SDK keeps its abort listener on the signal a request was given after the answer: the session's own signal,
+  // which aborts when the run ends, would then cancel the long-finished `initialize` (which MCP forbids).
+  const handshakeSignal = new AbortController();
+  const relay = () => handshakeSignal.abort(session.signal.reason);
+  session.signal.addEventListener("abort", relay, { once: true });
   try {
-    await untilAborted(client.connect(transport, { signal: session.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }), session.signal);
+    await untilAborted(client.connect(transport, { signal: handshakeSignal.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }), session.signal);
   } catch (err) {
     await close();
     throw upstreamOf(err, session.signal);
   } finally {
     clearTimeout(handshake);
+    session.signal.removeEventListener("abort", relay);
   }
   return { client, signal: session.signal, close };
 }
@@ -154,7 +164,8 @@ function unusable(tool: { name: string; inputSchema: unknown; outputSchema?: unk
 }
 
 /** Every tool the server lists (following pagination); the ones the host cannot use are reported, not registered. */
-export function discoverMcpTools(server: McpServerTarget, opts: McpCallOptions): Promise<{ tools: McpToolInfo[]; skipped: SkippedMcpTool[] }> {
+/** `unread`: the server had more pages than MAX_DISCOVERY_PAGES; the tools on them were not read (nor registered). */
+export function discoverMcpTools(server: McpServerTarget, opts: McpCallOptions): Promise<{ tools: McpToolInfo[]; skipped: SkippedMcpTool[]; unread: boolean }> {
   return withSession(server, opts, async (client, signal) => {
     const tools: McpToolInfo[] = [];
     const skipped: SkippedMcpTool[] = [];
@@ -174,7 +185,7 @@ export function discoverMcpTools(server: McpServerTarget, opts: McpCallOptions):
       cursor = listed.nextCursor;
       if (!cursor) break;
     }
-    return { tools, skipped };
+    return { tools, skipped, unread: cursor !== undefined };
   });
 }
 

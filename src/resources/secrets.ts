@@ -12,6 +12,9 @@ export function maskHeaders(headers: Record<string, string>): Record<string, str
   return Object.fromEntries(Object.keys(headers).map((name) => [name, MASK]));
 }
 
+/** Names of query parameters and `name=value` pairs that carry credentials: `key`, `api_key`, `access_token`, `code` (function hosts), `sig`, `sid`, ... */
+const CREDENTIAL_NAME = /key|token|secret|code|sig|sid|pass|pwd|auth|cred|session|jwt|bearer/i;
+
 /** Shorter fragments are too common to scrub without mangling ordinary text. */
 const MIN_SECRET_LENGTH = 6;
 
@@ -23,7 +26,14 @@ export function secretFragments(values: readonly (string | null | undefined)[]):
   const out = new Set<string>();
   for (const value of values) {
     if (!value) continue;
-    const parts = [value, ...value.trim().split(/\s+/).slice(1)];
+    // `name=value` pairs (cookies, `token=...` schemes): a value named or shaped like a credential is one of its own
+    // (not a setting such as `lang=english`, which answers may well mention).
+    const assigned = value.split(/[;,\s]+/).flatMap((pair) => {
+      const at = pair.indexOf("=");
+      const [name, v] = [pair.slice(0, at), pair.slice(at + 1).replace(/^"|"$/g, "")];
+      return at > 0 && (CREDENTIAL_NAME.test(name) || tokenLike(v)) ? [v] : [];
+    });
+    const parts = [value, ...value.trim().split(/\s+/).slice(1), ...assigned];
     // The scheme word ("Bearer", "Basic") is not secret; what follows it is. Each also as JSON text carries it
     // (a `"` or `\` escaped), for upstream text the host passes on without parsing it (an error body, say).
     for (const part of parts) if (part.length >= MIN_SECRET_LENGTH) out.add(part).add(JSON.stringify(part).slice(1, -1));
@@ -141,9 +151,6 @@ function tokenLike(segment: string): boolean {
   return segment.length >= 32 && digits >= 4;
 }
 
-/** Query parameter names that carry credentials: `key`, `api_key`, `access_token`, `code` (function hosts), `sig`, ... */
-const CREDENTIAL_PARAM = /key|token|secret|code|sig|pass|pwd|auth|cred|session|jwt|bearer/i;
-
 interface UrlParts {
   url: URL;
   /** Raw path segments, each with whether it looks like a credential. */
@@ -192,7 +199,7 @@ export function urlSecrets(text: string): string[] {
   for (const s of segments) if (s.secret) add(s.raw, decode(s.raw));
   // A query value named as a credential, or that looks like one (or a bare one); `api-version=2024-10-21` or
   // `collection=handbook` is not, and scrubbing it would mangle every answer that mentions it.
-  for (const p of params) if (p.name === undefined || CREDENTIAL_PARAM.test(decodeQuery(p.name)) || tokenLike(decodeQuery(p.value))) add(p.value, decodeQuery(p.value));
+  for (const p of params) if (p.name === undefined || CREDENTIAL_NAME.test(decodeQuery(p.name)) || tokenLike(decodeQuery(p.value))) add(p.value, decodeQuery(p.value));
   add(url.hash.slice(1), decode(url.hash.slice(1)));
   return [...out];
 }

@@ -70,10 +70,20 @@ export function attemptSignal(parent: AbortSignal, ms: number, what: string): At
 }
 
 /** Read a body up to `maxBytes`, refusing (not truncating) a larger one. */
+/** The decoder for the charset a Content-Type names (UTF-8 when it names none, or one this runtime lacks). */
+export function decoderFor(contentType: string | null): TextDecoder {
+  const label = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1];
+  try {
+    return new TextDecoder(label ?? "utf-8");
+  } catch {
+    return new TextDecoder();
+  }
+}
+
 export async function readText(res: Response, maxBytes: number, signal: AbortSignal): Promise<string> {
   if (!res.body) return "";
   const reader = res.body.getReader();
-  const decoder = new TextDecoder();
+  const decoder = decoderFor(res.headers.get("content-type"));
   let total = 0;
   let text = "";
   try {

@@ -66,6 +66,24 @@ describe("models", () => {
   });
 });
 
+describe("endpoints", () => {
+  it("refuse credentials inside the URL (user:password@), which the runtime's fetch would silently not send, without echoing them", async () => {
+    const secretUrl = "https://svc:Pa55-endpoint-secret@api.example/v1";
+    const writes: [string, Record<string, unknown>][] = [
+      ["/v1/admin/models", { model_id: "m-userinfo", name: "m", kind: "llm", base_url: secretUrl, api_key: "sk-userinfo-0123456789", model: "x" }],
+      ["/v1/admin/tools", { name: "t_userinfo", endpoint: secretUrl }],
+      ["/v1/admin/knowledge-bases", { kb_id: "kb-userinfo", name: "k", endpoint: secretUrl }],
+      ["/v1/admin/mcp-servers", { name: "mcp_userinfo", url: secretUrl }],
+      ["/v1/admin/bots", { platform: "telegram", api_base_url: secretUrl, credentials: { bot_token: "123:userinfo-bot-token", secret_token: "userinfo-secret-token-0123" } }],
+    ];
+    for (const [path, body] of writes) {
+      const res = await host.admin("POST", path, body);
+      expect([path, res.status, res.body.error?.message]).toEqual([path, 400, expect.stringMatching(/credentials in the URL/)]);
+      expect(JSON.stringify(res.body)).not.toContain("Pa55-endpoint-secret");
+    }
+  });
+});
+
 describe("tools and MCP servers", () => {
   it("registers an HTTP tool with masked headers and an object parameter schema", async () => {
     const tool = { name: "lookup", description: "Look up", parameters: { type: "object", properties: { q: { type: "string" } } }, endpoint: "https://tools.example/lookup", headers: { authorization: `Bearer ${API_KEY}` } };

@@ -64,7 +64,7 @@ describe("tool parameter schemas", () => {
 
   it("stops a $ref loop at the depth guard", () => {
     const loop: JsonSchema = { $defs: { a: { $ref: "#/$defs/b" }, b: { $ref: "#/$defs/a" } }, $ref: "#/$defs/a" };
-    expect(validateJsonSchema(loop, 1)[0].message).toContain("nested deeper than");
+    expect(validateJsonSchema(loop, 1)[0].message).toBe("the schema is too complex to check");
     // Combinators over a recursive $ref do not explode either.
     const bomb: JsonSchema = { anyOf: [{ $ref: "#" }, { $ref: "#" }, { $ref: "#" }] };
     const started = Date.now();

@@ -16,6 +16,7 @@ import { PLATFORMS, type PlatformName } from "../../platforms/types";
 import { botOf, botsStore, toBotView, webhookPath, type BotRow } from "../../stores/bots";
 import { publicBaseUrl, router } from "../app-env";
 import { maskUrl } from "../../resources/secrets";
+import { EndpointSchema } from "../../resources/ids";
 import { bot } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
@@ -25,7 +26,7 @@ const BotFields = {
   // Stamped on every event of the bot: refused as an event's own workspace_id would be.
   workspace_id: ScopedIdSchema.optional(),
   // Tests point this at a fake platform on loopback; production leaves it unset.
-  api_base_url: z.url({ protocol: /^https?$/ }).optional(),
+  api_base_url: EndpointSchema.optional(),
 };
 
 const CreateBot = z.strictObject({

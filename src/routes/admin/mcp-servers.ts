@@ -7,7 +7,7 @@ import { parseJson } from "../../lib/json";
 import { openValues, sealValues } from "../../lib/secret-box";
 import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
-import { discoverMcpTools } from "../../resources/mcp";
+import { discoverMcpTools, MAX_DISCOVERY_PAGES } from "../../resources/mcp";
 import { maskUrl, redact, redactValue, secretFragments, urlSecrets } from "../../resources/secrets";
 import { mcpToolName, toolsStore, toMcpServerView } from "../../resources/tools-store";
 import { UpstreamError } from "../../resources/upstream";
@@ -73,7 +73,8 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
     }
   } else await insertUnique(() => store.createServer(saved, tools), `MCP server ${server.name}`);
   const row = (await store.getServer(server.name))!;
-  return { ...toMcpServerView(row, await store.toolsOf(server.name)), skipped_tools: discovered.skipped };
+  // Past the page bound the rest is unread: said, so the operator knows tools are missing.
+  return { ...toMcpServerView(row, await store.toolsOf(server.name)), skipped_tools: discovered.skipped, ...(discovered.unread ? { unread_tools: `the server listed more than ${MAX_DISCOVERY_PAGES} pages of tools; those after them were not read` } : {}) };
 }
 
 export const mcpServersRouter = router()

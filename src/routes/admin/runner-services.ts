@@ -7,12 +7,13 @@ import { jsonBody, validate } from "../../middleware/validate";
 import { registerRunnerService } from "../../registry/register";
 import { registryStore, toRunnerView, toServiceView } from "../../stores/registry";
 import { router } from "../app-env";
+import { EndpointSchema } from "../../resources/ids";
 import { runner, runnerService } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
 
 const ServiceInput = z.strictObject({
-  base_url: z.url({ protocol: /^https?$/ }),
+  base_url: EndpointSchema,
   secret: z.string().min(16, "secret must be at least 16 characters").max(512).optional(),
 });
 
