@@ -10,6 +10,23 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
 export const STEERING_QUEUE_CAP = 100;
 
+/**
+ * What one steering.pull answers at most past its first item (the items as JSON): the answer crosses the object's RPC
+ * (32 MiB at most). What is left stays queued for the next pull; nothing taken is lost on the way.
+ */
+export const STEERING_PULL_MAX_BYTES = 4 * 1024 * 1024;
+
+/** The oldest items whose JSON fits `maxBytes` together, the first always; counted in characters (its UTF-8 is at most three times that, still under the RPC's cap). */
+function withinBytes(items: [string, SteeringInputItem][], maxBytes: number): [string, SteeringInputItem][] {
+  if (maxBytes === Infinity) return items;
+  let size = 0;
+  for (let i = 0; i < items.length; i++) {
+    size += JSON.stringify(items[i][1]).length;
+    if (size > maxBytes && i > 0) return items.slice(0, i);
+  }
+  return items;
+}
+
 const prefixOf = (runId: string) => `steer:${runId}:`;
 /** Ended runs whose unpulled claims are still to be recorded as dropped. */
 const DROP_LATER = "steer-drop:";
@@ -104,8 +121,8 @@ export class SteeringQueue {
    * concurrent pull or drop never sees them too; they are put back if the
    * write fails.
    */
-  async take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number): Promise<[string, SteeringInputItem][]> {
-    const items = await this.peek(run.runId, limit);
+  async take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<[string, SteeringInputItem][]> {
+    const items = withinBytes(await this.peek(run.runId, limit), maxBytes);
     if (!items.length) return items;
     await this.remove(items.map(([k]) => k));
     try {
@@ -119,7 +136,8 @@ export class SteeringQueue {
 
   /** What a run's `steering.pull` calls: its queue's items in claim order, each recorded as injected. */
   portFor(db: Db, run: RunJob): SteeringPort {
-    return { pull: async (mode, limit) => (await this.take(db, run, "injected", mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP))).map(([, item]) => item) };
+    const pull: SteeringPort["pull"] = async (mode, limit) => (await this.take(db, run, "injected", mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP), STEERING_PULL_MAX_BYTES)).map(([, item]) => item);
+    return { pull };
   }
 
   /**

@@ -75,8 +75,8 @@ export class DeliverySession {
   private current: Reply | null = null;
   private replies = 0;
   private completedSeen = false;
-  /** Artifacts announced since the last message: they belong to the next one, as in the transcript. */
-  private pendingFiles: string[] = [];
+  /** Artifacts announced since the last message, each once (in announcement order): they belong to the next one, as in the transcript. */
+  private readonly pendingFiles = new Set<string>();
   private closed = false;
   private scrub: (text: string) => string = (text) => text;
   private readonly sleepers = new Set<() => void>();
@@ -183,7 +183,8 @@ export class DeliverySession {
         // Only a result the host accepted (it alone reached the transcript); inline content is recorded with the id
         // the host stored it under.
         const parsed = entry.origin === "runner" ? parseResultPayload(entry.type, entry.data) : null;
-        if (parsed?.kind === "ok" && parsed.result.type === "artifact.created" && parsed.result.data.artifact_id) this.pendingFiles.push(parsed.result.data.artifact_id);
+        const announced = parsed?.kind === "ok" && parsed.result.type === "artifact.created" ? parsed.result.data.artifact_id : undefined;
+        if (announced) this.pendingFiles.add(announced);
       } else if (entry.type === "message.completed") {
         // Accepted, it is the run's message whatever it shows here: run.completed's own message is then ignored, as
         // the transcript ignores it.
@@ -201,16 +202,22 @@ export class DeliverySession {
           if (notice !== null) this.complete(notice);
         }
         // Files announced after the last message, which no message carried: sent on their own (as the transcript keeps them).
-        if (this.pendingFiles.length) this.complete("", this.pendingFiles.splice(0));
+        if (this.pendingFiles.size) this.complete("", this.takePendingFiles());
       }
     }
   }
 
   /** What to deliver for a message result; the files announced before it go with it. */
   private answerOf(message: unknown): { text: string; files: string[] } | null {
-    const answer = answerOf(message, this.pendingFiles);
-    if (answer) this.pendingFiles = [];
+    const answer = answerOf(message, [...this.pendingFiles]);
+    if (answer) this.pendingFiles.clear();
     return answer;
+  }
+
+  private takePendingFiles(): string[] {
+    const files = [...this.pendingFiles];
+    this.pendingFiles.clear();
+    return files;
   }
 
   /**

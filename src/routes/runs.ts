@@ -70,7 +70,12 @@ async function readHostApiBody(request: Request, maxBytes: number): Promise<Host
   const bytes = declaredTooLarge ? (await drainBody(request), "too_large" as const) : await readCapped(request, maxBytes);
   if (bytes === "too_large") return { refused: { code: "payload_too_large", message: `request body exceeds ${maxBytes} bytes` } };
   // Parsed by the DO: text crosses the RPC boundary cheaply, and hostile nesting is refused there, not by a clone.
-  return { text: new TextDecoder().decode(bytes) };
+  try {
+    // Fatal: bytes that are not UTF-8 are refused (after the token check, in the DO), never stored with U+FFFD in their place.
+    return { text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes) };
+  } catch {
+    return { refused: { code: "invalid_argument", message: "request body is not valid UTF-8" } };
+  }
 }
 
 export const runsRouter = router()

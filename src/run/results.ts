@@ -1,7 +1,7 @@
 import { AgentRunResultSchema, base64DecodedLength, parseResultPayload, STRICT_RESULT_TYPES, type KnownResult } from "../protocol/results";
 import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
-import { formatZodIssues, isBlankMessage, textOfElements } from "../protocol/common";
+import { formatZodIssues, isBlankMessage, jsonShapeProblem, MAX_JSON_DEPTH, textOfElements } from "../protocol/common";
 import { RunnerCallError, type RunFailureCode } from "../runner/errors";
 import type { HostRecord } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
@@ -61,6 +61,7 @@ export class ResultProcessor {
   /** Whether a gap was closed yet (closeLowestGap): warned about once. */
   private gapsClosed = false;
   private pendingRefs: ArtifactRef[] = [];
+  private pendingIds = new Set<string>();
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
   resultCount = 0;
   sawMessage = false;
@@ -141,6 +142,9 @@ export class ResultProcessor {
     const envelope = AgentRunResultSchema.safeParse(json);
     if (!envelope.success) throw new RunnerCallError("runner.protocol_error", `result line is not an AgentRunResult: ${formatZodIssues(envelope.error)}`);
     const result = envelope.data;
+    // Kept "as sent" in the ledger (loose telemetry, unknown types): never deeper than any JSON the host accepts elsewhere.
+    const shape = jsonShapeProblem(result.data, MAX_JSON_DEPTH + 1);
+    if (shape) throw new RunnerCallError("runner.protocol_error", `result data: ${shape}`);
     if (result.run_id !== this.init.runId) {
       throw new RunnerCallError("runner.protocol_error", `result names run ${result.run_id}, not this run`);
     }
@@ -224,6 +228,7 @@ export class ResultProcessor {
       artifactRefs: this.pendingRefs,
     });
     this.pendingRefs = [];
+    this.pendingIds.clear();
   }
 
   /**
@@ -234,6 +239,7 @@ export class ResultProcessor {
     if (this.pendingRefs.length === 0) return [];
     const item = { ...this.itemBase(), role: "assistant", itemType: "artifacts", artifactRefs: this.pendingRefs };
     this.pendingRefs = [];
+    this.pendingIds.clear();
     return [item];
   }
 
@@ -269,7 +275,10 @@ export class ResultProcessor {
           const ref = { artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined };
           batch.artifactReferences.push(ref);
           // Announced again before the next message: that message carries it once.
-          if (!this.pendingRefs.some((r) => r.artifact_id === ref.artifact_id)) this.pendingRefs.push(ref);
+          if (!this.pendingIds.has(ref.artifact_id)) {
+            this.pendingIds.add(ref.artifact_id);
+            this.pendingRefs.push(ref);
+          }
         } else {
           this.drop(batch, recorded, "neither artifact_id nor content_base64 given");
         }

@@ -1,4 +1,5 @@
-import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gt, lt, sql } from "drizzle-orm";
+import { budgetedPage, fieldsOf, ifWithin, rowBytes, withinBudget } from "../db/byte-budget";
 import type { Db } from "../db/client";
 import { param } from "../db/compiled";
 import { eventLog } from "../db/schema";
@@ -111,6 +112,9 @@ export const decidedWithoutOwnRun = (db: Db, eventId: string, ownRunId: string, 
   runsStore(db).discardQueuedStatement(ownRunId),
 ];
 
+/** Bytes a page of EventLog rows carries at most past its first (inputs, data, metadata), as TRANSCRIPT_PAGE_MAX_BYTES. */
+export const EVENT_PAGE_MAX_BYTES = 4 * 1024 * 1024;
+
 export function eventLogStore(db: Db) {
   return {
     async get(eventId: string): Promise<EventRow | undefined> {
@@ -121,9 +125,31 @@ export function eventLogStore(db: Db) {
       const conds = [eq(eventLog.conversationKey, conversationKey)];
       if (bound.beforeSeq !== undefined) conds.push(lt(eventLog.seq, bound.beforeSeq));
       if (bound.afterSeq !== undefined) conds.push(gt(eventLog.seq, bound.afterSeq));
-      const order = bound.afterSeq !== undefined ? asc(eventLog.seq) : desc(eventLog.seq);
-      const rows = await db.select().from(eventLog).where(and(...conds)).orderBy(order).limit(limit + 1).all();
-      return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+      const forward = bound.afterSeq !== undefined;
+      const order = forward ? asc : desc;
+      const e = eventLog;
+      // Cut to EVENT_PAGE_MAX_BYTES in the database, as a transcript page is: what is past it never travels.
+      const read = db
+        .select({ ...getTableColumns(e), own: rowBytes(e.inputJson, e.dataJson, e.metadataJson).as("own") })
+        .from(e)
+        .where(and(...conds))
+        .orderBy(order(e.seq))
+        .limit(limit + 1)
+        .as("read");
+      const within = withinBudget(read.own, sql`order by ${read.seq} ${sql.raw(forward ? "asc" : "desc")}`, EVENT_PAGE_MAX_BYTES);
+      const rows = await db
+        .select({
+          ...fieldsOf(read, getTableColumns(e)),
+          inputJson: ifWithin<string>(within, read.inputJson),
+          dataJson: ifWithin<string>(within, read.dataJson),
+          metadataJson: ifWithin<string>(within, read.metadataJson),
+          within,
+        })
+        .from(read)
+        .orderBy(order(read.seq))
+        .all();
+      // Rows within the budget have every column: the nulls are only on rows past it, which budgetedPage drops.
+      return budgetedPage(rows, limit) as { rows: EventRow[]; hasMore: boolean };
     },
   };
 }

@@ -2,7 +2,8 @@ import { and, asc, desc, eq, exists, inArray, sql, type SQL } from "drizzle-orm"
 import type { Db } from "../db/client";
 import { transcriptFts } from "../db/fts";
 import { eventLog, transcript } from "../db/schema";
-import { transcriptItemColumns, type TranscriptRow } from "./transcript";
+import { fieldsOf, rowBytes, withinBudget } from "../db/byte-budget";
+import { bulkyWithin, TRANSCRIPT_PAGE_MAX_BYTES, transcriptItemColumns, type TranscriptRow } from "./transcript";
 
 export interface TranscriptSearchQuery {
   /** An FTS5 MATCH expression, from ftsMatchExpression: never raw user text. */
@@ -42,12 +43,13 @@ export function transcriptSearchStore(db: Db) {
           .where(and(eq(eventLog.eventId, t.eventId), inArray(eventLog.eventType, [...q.eventTypes])));
         conds.push(exists(ofType));
       }
-      const rows = await db
+      const read = db
         .select({
-          row: transcriptItemColumns,
-          rank: sql<number>`${f.rank}`.mapWith(Number),
+          ...transcriptItemColumns,
+          own: rowBytes(t.content, t.contentJson, t.artifactRefsJson, t.metadataJson).as("own"),
+          rank: sql<number>`${f.rank}`.as("rank"),
           // Counted over every match before LIMIT applies: one statement, no second scan.
-          total: sql<number>`count(*) OVER ()`.mapWith(Number),
+          total: sql<number>`count(*) OVER ()`.as("total"),
         })
         // CROSS JOIN fixes the loop order: the index yields the candidates and each
         // is looked up by rowid. Left to itself, SQLite may walk the conversation
@@ -57,8 +59,17 @@ export function transcriptSearchStore(db: Db) {
         .where(and(...conds))
         .orderBy(asc(f.rank), desc(t.seq))
         .limit(q.limit)
+        .as("read");
+      // Best first, cut to a page's byte budget in the database, as history.page is (`total` still counts every match).
+      const within = withinBudget(read.own, sql`order by ${read.rank} asc, ${read.seq} desc`, TRANSCRIPT_PAGE_MAX_BYTES);
+      const rows = await db
+        .select({ row: { ...fieldsOf(read, transcriptItemColumns), ...bulkyWithin(read, within) }, rank: read.rank, total: read.total, within })
+        .from(read)
+        .orderBy(asc(read.rank), desc(read.seq))
         .all();
-      return { hits: rows.map((r) => ({ row: r.row, score: -r.rank })), total: rows[0]?.total ?? 0 };
+      const hits = rows.filter((r) => r.within);
+      // Rows within the budget have every column: the nulls are only on rows past it, dropped just above.
+      return { hits: hits.map((r) => ({ row: r.row as TranscriptRow, score: -Number(r.rank) })), total: Number(rows[0]?.total ?? 0) };
     },
   };
 }

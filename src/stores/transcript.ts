@@ -1,4 +1,6 @@
-import { and, asc, desc, eq, getTableColumns, gt, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gt, lt, sql, type SQL } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { budgetedPage, fieldsOf, ifWithin, rowBytes, withinBudget } from "../db/byte-budget";
 import { compiled, param } from "../db/compiled";
 import { insertWhere } from "../db/guarded";
 import { acceptedHere } from "./event-log";
@@ -12,6 +14,22 @@ import { searchTextOf } from "./fts-query";
 const { searchText: _indexOnly, ...itemReadColumns } = getTableColumns(transcript);
 export const transcriptItemColumns = itemReadColumns;
 export type TranscriptRow = Omit<typeof transcript.$inferSelect, "searchText">;
+
+/**
+ * Bytes a page of transcript items carries at most past its first (their text, parts, refs and metadata): a page
+ * crosses the conversation object's RPC (32 MiB at most) and the Worker's memory, whatever runners wrote.
+ */
+export const TRANSCRIPT_PAGE_MAX_BYTES = 4 * 1024 * 1024;
+
+/** The bulky columns of such a subquery's rows, null past the page's budget. */
+export function bulkyWithin(read: Record<"content" | "contentJson" | "artifactRefsJson" | "metadataJson", SQL.Aliased | SQLiteColumn>, within: SQL<number>) {
+  return {
+    content: ifWithin<string>(within, read.content),
+    contentJson: ifWithin<string>(within, read.contentJson),
+    artifactRefsJson: ifWithin<string>(within, read.artifactRefsJson),
+    metadataJson: ifWithin<string>(within, read.metadataJson),
+  };
+}
 
 export function toTranscriptItem(row: TranscriptRow, includeArtifacts = true) {
   return {
@@ -107,19 +125,28 @@ export function transcriptStore(db: Db) {
      * forward: oldest first, strictly after `afterSeq` when given.
      * One index range scan on (conversation_key, seq) whatever the history length.
      */
-    async page(conversationKey: string, opts: { direction: PageDirection; beforeSeq?: number; afterSeq?: number; limit: number }) {
+    /** A page of items, at most `limit` and TRANSCRIPT_PAGE_MAX_BYTES (cut in the database, so what is past it never travels). */
+    async page(conversationKey: string, opts: { direction: PageDirection; beforeSeq?: number; afterSeq?: number; limit: number }): Promise<{ rows: TranscriptRow[]; hasMore: boolean }> {
       const t = transcript;
       const conds = [eq(t.conversationKey, conversationKey)];
       if (opts.beforeSeq !== undefined) conds.push(lt(t.seq, opts.beforeSeq));
       if (opts.afterSeq !== undefined) conds.push(gt(t.seq, opts.afterSeq));
-      const rows = await db
-        .select(transcriptItemColumns)
+      const order = opts.direction === "backward" ? desc : asc;
+      const read = db
+        .select({ ...transcriptItemColumns, own: rowBytes(t.content, t.contentJson, t.artifactRefsJson, t.metadataJson).as("own") })
         .from(t)
         .where(and(...conds))
-        .orderBy(opts.direction === "backward" ? desc(t.seq) : asc(t.seq))
+        .orderBy(order(t.seq))
         .limit(opts.limit + 1)
+        .as("read");
+      const within = withinBudget(read.own, sql`order by ${read.seq} ${sql.raw(opts.direction === "backward" ? "desc" : "asc")}`, TRANSCRIPT_PAGE_MAX_BYTES);
+      const rows = await db
+        .select({ ...fieldsOf(read, transcriptItemColumns), ...bulkyWithin(read, within), within })
+        .from(read)
+        .orderBy(order(read.seq))
         .all();
-      return { rows: rows.slice(0, opts.limit), hasMore: rows.length > opts.limit };
+      // Rows within the budget have every column: the nulls are only on rows past it, which budgetedPage drops.
+      return budgetedPage(rows, opts.limit) as { rows: TranscriptRow[]; hasMore: boolean };
     },
   };
 }
