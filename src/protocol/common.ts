@@ -55,17 +55,17 @@ const JsonValueInnerSchema: z.ZodType<JsonValue> = z.lazy(() =>
 
 /**
  * Why a value cannot be taken as JSON here, or null: nested deeper than
- * `maxDepth`, or holding an object member named "__proto__" (zod's records
- * drop it, so the value would be stored altered without a word). Iterative,
- * so that hostile nesting cannot blow the stack before it is refused.
+ * `maxDepth`, or (unless `depthOnly`) holding an object member named "__proto__"
+ * (zod's records drop it, so the value would be stored altered without a word).
+ * Iterative, so that hostile nesting cannot blow the stack before it is refused.
  */
-export function jsonShapeProblem(value: unknown, maxDepth: number): string | null {
+export function jsonShapeProblem(value: unknown, maxDepth: number, opts: { depthOnly?: boolean } = {}): string | null {
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length > 0) {
     const [current, depth] = stack.pop() as [unknown, number];
     if (current === null || typeof current !== "object") continue;
     if (depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels`;
-    if (!Array.isArray(current) && Object.hasOwn(current, "__proto__")) return 'an object member named "__proto__" is not accepted';
+    if (!opts.depthOnly && !Array.isArray(current) && Object.hasOwn(current, "__proto__")) return 'an object member named "__proto__" is not accepted';
     const children = Array.isArray(current) ? current : Object.values(current);
     for (const child of children) stack.push([child, depth + 1]);
   }

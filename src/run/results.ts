@@ -143,7 +143,8 @@ export class ResultProcessor {
     if (!envelope.success) throw new RunnerCallError("runner.protocol_error", `result line is not an AgentRunResult: ${formatZodIssues(envelope.error)}`);
     const result = envelope.data;
     // Kept "as sent" in the ledger (loose telemetry, unknown types): never deeper than any JSON the host accepts elsewhere.
-    const shape = jsonShapeProblem(result.data, MAX_JSON_DEPTH + 1);
+    // Depth only: a "__proto__" member is the payload's own problem, which drops that one result (below), not the run.
+    const shape = jsonShapeProblem(result.data, MAX_JSON_DEPTH + 1, { depthOnly: true });
     if (shape) throw new RunnerCallError("runner.protocol_error", `result data: ${shape}`);
     if (result.run_id !== this.init.runId) {
       throw new RunnerCallError("runner.protocol_error", `result names run ${result.run_id}, not this run`);
