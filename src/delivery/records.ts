@@ -1,4 +1,5 @@
 import { writeAll, type Db } from "../db/client";
+import type { ApiResult } from "../platforms/types";
 import type { RunJob } from "../run/job";
 import { hostRecordInsert } from "../stores/event-log";
 import { describeError } from "../lib/describe-error";
@@ -12,6 +13,30 @@ const TRAIL_RETRY_BASE_MS = 500;
 export interface DeliveryFact {
   type: "delivery.attempted" | "delivery.succeeded" | "delivery.failed";
   data: Record<string, unknown>;
+}
+
+/**
+ * One platform call's attempt as the trail records it: `delivery.attempted`, then its outcome (`retryInMs`: the wait
+ * before the next attempt, null when none follows). The platform's error text is scrubbed of the bot's credentials.
+ */
+export function attemptFacts<T>(facts: Record<string, unknown>, o: { attempt: number; result: ApiResult<T>; retryInMs: number | null }, scrub: (text: string) => string): DeliveryFact[] {
+  const { attempt, result, retryInMs } = o;
+  const outcome: DeliveryFact = result.ok
+    ? { type: "delivery.succeeded", data: { ...facts, attempt, ...(typeof result.value === "string" ? { message_id: result.value } : {}) } }
+    : {
+        type: "delivery.failed",
+        data: {
+          ...facts,
+          attempt,
+          status: result.failure.status,
+          code: result.failure.code,
+          error: scrub(result.failure.message),
+          retry_after_ms: result.failure.retryAfterMs ?? null,
+          will_retry: retryInMs !== null,
+          retry_in_ms: retryInMs,
+        },
+      };
+  return [{ type: "delivery.attempted", data: { ...facts, attempt } }, outcome];
 }
 
 /**

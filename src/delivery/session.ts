@@ -25,7 +25,7 @@ import { botsStore } from "../stores/bots";
 import type { LedgerEntry } from "../stores/runs";
 import { answerOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf } from "./answer";
 import { answerFiles } from "./files";
-import { DeliveryTrail, type DeliveryFact } from "./records";
+import { attemptFacts, DeliveryTrail } from "./records";
 import { withRetries, type RetryPolicy } from "./retry";
 import { describeError } from "../lib/describe-error";
 
@@ -369,23 +369,7 @@ export class DeliverySession {
       ({ attempt: n, result, retryInMs }) => {
         // Abandoned before it was made: no call reached the platform, so there is nothing to record.
         if (result === ABANDONED) return;
-        const attempted: DeliveryFact = { type: "delivery.attempted", data: { ...facts, attempt: n } };
-        const outcome: DeliveryFact = result.ok
-          ? { type: "delivery.succeeded", data: { ...facts, attempt: n, ...(typeof result.value === "string" ? { message_id: result.value } : {}) } }
-          : {
-              type: "delivery.failed",
-              data: {
-                ...facts,
-                attempt: n,
-                status: result.failure.status,
-                code: result.failure.code,
-                error: this.scrub(result.failure.message),
-                retry_after_ms: result.failure.retryAfterMs ?? null,
-                will_retry: retryInMs !== null,
-                retry_in_ms: retryInMs === null ? null : Math.max(retryInMs, minRetryGapMs),
-              },
-            };
-        this.trail.append([attempted, outcome]);
+        this.trail.append(attemptFacts(facts, { attempt: n, result, retryInMs: retryInMs === null ? null : Math.max(retryInMs, minRetryGapMs) }, this.scrub));
       },
       (ms) => this.sleep(Math.max(ms, minRetryGapMs)),
     );
