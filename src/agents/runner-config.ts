@@ -75,7 +75,8 @@ export function restoreSecretFields(config: Record<string, unknown>, stored: Rec
     Object.entries(config).map(([name, value]) => {
       if (value !== MASK || !(secrets.has(name) || isSealed(stored?.[name]))) return [name, value];
       if (stored && Object.hasOwn(stored, name) && stored[name] !== null) {
-        kept.add(name);
+        // Kept sealed as it is; a value stored before its field was secret is sealed now, as given.
+        if (isSealed(stored[name])) kept.add(name);
         return [name, stored[name]];
       }
       unknown.push(name);

@@ -124,10 +124,10 @@ export class DeliverySession {
    * the session is settled: the reply waits for it rather than being lost.
    */
   private async connect(): Promise<void> {
-    // Asked until the session is settled or abandoned (backing off), not for the platform calls' few attempts: a
-    // completed answer must not be lost to a database away for a few seconds.
+    // Asked, backing off, until a wait would pass DELIVERY_MAX_RETRY_AFTER_MS or the session is settled, not for the
+    // platform calls' few attempts: a completed answer must not be lost to a database away for a few seconds.
     const loaded = await withRetries(
-      { ...this.retry, maxAttempts: Number.POSITIVE_INFINITY, maxRetryAfterMs: Number.POSITIVE_INFINITY },
+      { ...this.retry, maxAttempts: Number.POSITIVE_INFINITY },
       () => this.loadBot(),
       ({ attempt, result, retryInMs }) => {
         if (!result.ok && result !== ABANDONED) this.trail.append([{ type: "delivery.failed", data: { operation: "connect", attempt, code: result.failure.code, error: result.failure.message, will_retry: retryInMs !== null, retry_in_ms: retryInMs } }]);

@@ -116,4 +116,25 @@ describe("secret runner_config fields at rest", () => {
       await runner.close();
     }
   });
+
+  it("a value stored before its field became secret is sealed when the agent is saved as shown, and still reaches the runner", async () => {
+    const runners = [{ name: "default", label: { en_US: "r" }, config_schema: [{ name: "api_key", type: "string", label: { en_US: "Key" } }] as Record<string, unknown>[] }];
+    const runner = await startAdHocRunner({ name: "becomesecret", runners, onRun: echoConfig });
+    try {
+      const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).body.service.service_id;
+      expect((await host.admin("POST", "/v1/admin/agents", agentOn("becomesecret", runner.runnerId(), { api_key: "plain-value-1234" }))).status).toBe(201);
+      expect(await storedConfig("becomesecret")).toEqual({ api_key: "plain-value-1234" });
+      // The runner now types the field secret.
+      runners[0].config_schema[0] = { name: "api_key", type: "secret", label: { en_US: "Key" } };
+      expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
+      const shown = await host.admin("GET", "/v1/admin/agents/becomesecret");
+      expect(shown.body.runner_config).toEqual({ api_key: "********" });
+      // The operator saves the agent as shown: the secret field's value enters through this PUT and must be sealed.
+      expect((await host.admin("PUT", "/v1/admin/agents/becomesecret", shown.body)).status).toBe(200);
+      expect(await storedConfig("becomesecret")).toEqual({ api_key: expect.stringMatching(/^sealed:v3:/) });
+      expect(await configSeen("becomesecret")).toEqual({ api_key: "plain-value-1234" });
+    } finally {
+      await runner.close();
+    }
+  });
 });
