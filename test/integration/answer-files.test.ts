@@ -82,6 +82,11 @@ beforeAll(async () => {
         // The same, then the stream breaks off before any terminal result: the run fails, what it made is kept.
         w.send("message.completed", { message: { role: "assistant", content: "here is half" } });
         w.send("artifact.created", { artifact_type: "file", mime_type: "application/pdf", name: "half.pdf", content_base64: ANSWER_FILE.toString("base64") });
+      } else if (mode === "file_repeated") {
+        // The same file (this conversation's input) announced after the last message, again and again.
+        w.send("message.completed", { message: { role: "assistant", content: "here is your picture" } });
+        for (let i = 0; i < 5; i++) w.send("artifact.created", { artifact_type: "image", artifact_id: ctx.input.attachments[0].artifact_id });
+        w.send("run.completed", { finish_reason: "stop" });
       } else if (mode === "tall_png") {
         w.send("artifact.created", { ...inline, name: "tall-screenshot.png" });
         w.send("message.completed", { message: { role: "assistant", content: "the screenshot" } });
@@ -181,6 +186,18 @@ describe("files in answers follow the transcript and lose nothing", () => {
     expect(records.slice(1)).toEqual([expect.objectContaining({ attempt: 2, code: "artifact_unavailable", will_retry: false })]);
     expect(records[1].error).toMatch(/gone\.pdf|no longer stored|artifact/);
   });
+  it("a file announced several times after the last message is kept once in the transcript and posted once in the chat", async () => {
+    await post("-708", { caption: "file_repeated", photo: [{ file_id: "p1", width: 80, height: 80 }] });
+    const runId = await runOf("-708");
+    expect((await host.waitForRun(runId)).status).toBe("completed");
+    const items = await host.query<{ artifact_refs_json: string }>("SELECT artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant' ORDER BY seq", [runId]);
+    expect(items.flatMap((i) => JSON.parse(i.artifact_refs_json))).toHaveLength(1);
+    await waitFor(() => callsTo("sendPhoto", "-708").length > 0, 15_000, "the photo");
+    // Any repeat would be posted right after the first: a short wait shows none comes.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(callsTo("sendPhoto", "-708").length + callsTo("sendDocument", "-708").length).toBe(1);
+  });
+
   it("a file created after the run's last message is kept in the transcript (an item of its own) and sent after the text", async () => {
     await post("-706", { text: "file_after_message" });
     const runId = await runOf("-706");
