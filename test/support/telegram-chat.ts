@@ -1,0 +1,33 @@
+import { expect } from "vitest";
+import { startTestHost, type TestHost } from "./host";
+import { startChatRunner, startFakePlatform, telegramBotApi } from "./fake-platform";
+
+/**
+ * A host with one Telegram bot on a fake Bot API (`telegramBotApi`; chats in `throttled` answer 429) bound to a chat
+ * runner: the set-up of the delivery tests that drive one bot through its webhook.
+ */
+export async function startTelegramChat(name: string, opts: { vars?: Record<string, string>; throttled?: ReadonlyMap<string, number> } = {}) {
+  const botToken = `123456:TEST-telegram-bot-token-${name}`;
+  const secretToken = `tg-secret-token-${name}-0123`;
+  const fake = await startFakePlatform(telegramBotApi(botToken, opts.throttled));
+  const runner = await startChatRunner(name);
+  const host: TestHost = await startTestHost({ vars: opts.vars });
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
+  expect(created.status).toBe(201);
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: name, scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+  return {
+    host,
+    fake,
+    runner,
+    webhookUrl: created.body.webhook_url as string,
+    secretToken,
+    /** The run's delivery trail, in order: each record's type and data. */
+    trail: async (runId: string) =>
+      (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId])).map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) })),
+    async dispose() {
+      await host.dispose();
+      await runner.close();
+      await fake.close();
+    },
+  };
+}
