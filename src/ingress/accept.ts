@@ -164,17 +164,19 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     await deleteBlobs(env, attached.written);
     // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
     let runOfRepeat = row.runId ?? null;
-    if (row.runId && bound && row.disposition === "bound") {
-      const first = await runsStore(db).get(row.runId);
-      // Only a true repeat: one naming another conversation or meeting another agent now must not take the run there.
-      if (isNotStarted(first?.status) && first.conversationKey === key && first.agentId === bound.agent.agentId) {
-        const recorded = await eventLogStore(db).get(eventId);
-        const job = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
-        const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
-        // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
-        if (decided.disposition === "steered" || decided.disposition === "rejected") runOfRepeat = decided.runId;
-      }
-    }
+    // What the event ended up with, as its row says now: a decision taken since this batch read it (steered into
+    // another run, rejected) discarded the run it named.
+    const decidedSince = async () => (await eventLogStore(db).get(eventId))?.runId ?? null;
+    const first = row.runId ? await runsStore(db).get(row.runId) : undefined;
+    // Only a true repeat: one naming another conversation or meeting another agent now must not take the run there.
+    if (row.runId && bound && row.disposition === "bound" && isNotStarted(first?.status) && first.conversationKey === key && first.agentId === bound.agent.agentId) {
+      const recorded = await eventLogStore(db).get(eventId);
+      const job = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
+      const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
+      // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
+      if (decided.disposition === "steered" || decided.disposition === "rejected") runOfRepeat = decided.runId;
+      else if (decided.disposition === "duplicate") runOfRepeat = await decidedSince();
+    } else if (row.runId && !first) runOfRepeat = await decidedSince();
     return { event_id: eventId, run_id: runOfRepeat, disposition: "duplicate" };
   }
   if (!bound || row.runId !== runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
