@@ -49,8 +49,8 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly finishing = new Set<string>();
   /** A run that can still pull what is claimed for it: executed here, its runner still streaming, and not aborted (cancelled, interrupted, past its deadline). */
   private readonly canPull = (runId: string) => this.active.get(runId)?.abort.signal.aborted === false && !this.finishing.has(runId);
-  /** Whether a run can pull claimed messages: from its frozen snapshot once started (its agent may have changed while it waited). */
-  private readonly steers = (run: StoredRun) => this.sessions.get(run.job.runId)?.snapshot.availableApis.steering_pull ?? willSteer(run);
+  /** Whether a run can pull claimed messages: from its frozen snapshot once started; before, only if its agent's runner (as `now`, a newer job, has it) still steers. */
+  private readonly steers = (run: StoredRun, now: RunJob) => this.sessions.get(run.job.runId)?.snapshot.availableApis.steering_pull ?? (willSteer(run) && now.runner.capabilities.steering === true);
   private readonly arrivalKeys = new ArrivalKeys();
   private readonly claims = new RunClaims();
   private readonly settling = new SettlingWork(() => this.kick());
@@ -90,7 +90,7 @@ export class ConversationDO extends DurableObject<Env> {
     const strategy = strategyOf(job);
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
-        const target = steeringTarget(table, now, job.agent.agentId, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: this.steers });
+        const target = steeringTarget(table, now, job.agent.agentId, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: (run) => this.steers(run, job) });
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, target.job, now);
       }
       // Parallel runs take no turn: only a run that does makes the conversation busy.
