@@ -15,6 +15,11 @@ import { createHash } from "node:crypto";
 import { transcriptInsert, transcriptStore } from "../../src/stores/transcript";
 
 const OWNER = { runnerId: "r", agentId: "a" };
+/** State is written only for an agent that exists (migration 0012): OWNER's runner and agent. */
+async function registerOwner() {
+  await db.run(sql`INSERT INTO runner (runner_id, service_id, name, manifest_json, updated_at) VALUES ('r', 'svc', 'r', '{}', 1)`);
+  await agentsStore(db).create({ ...agentRow("a", "bot-owner", []), runnerId: "r" });
+}
 
 let db: Db;
 beforeEach(async () => {
@@ -80,6 +85,7 @@ describe("stores on embedded libSQL", () => {
   });
 
   it("lists state keys by prefix with has_more, and upserts", async () => {
+    await registerOwner();
     const s = stateStore(db);
     await db.batch([s.setStatement("k", "a.1", OWNER, "conversation", "1"), s.setStatement("k", "a.2", OWNER, "conversation", "2"), s.setStatement("k", "b.1", OWNER, "conversation", "3"), s.setStatement("k", "a.1", OWNER, "conversation", "10")]);
     expect(await s.get("k", "a.1")).toBe(10);
@@ -88,6 +94,7 @@ describe("stores on embedded libSQL", () => {
   });
 
   it("compiled statements bind fresh values on every use, alone or in a batch, and refuse a missing value", async () => {
+    await registerOwner();
     const s = stateStore(db);
     await s.setStatement("k", "a", OWNER, "conversation", '"one"').execute();
     await db.batch([s.setStatement("k", "b", OWNER, "conversation", '"two"'), s.seedStatement("k", "a", OWNER, "conversation", '"ignored"')]);
@@ -101,6 +108,7 @@ describe("stores on embedded libSQL", () => {
   });
 
   it("cuts a scope's snapshot at its byte budget in key order, counting bytes, not characters", async () => {
+    await registerOwner();
     const s = stateStore(db);
     // Two bytes per "é" in UTF-8: each value is 2 + 2 * n bytes serialised (a and b 22, c 4).
     const value = (n: number) => JSON.stringify("é".repeat(n));
@@ -115,6 +123,7 @@ describe("stores on embedded libSQL", () => {
   });
 
   it("describes a failed query without its bound values, also once it crossed an RPC as a plain Error", async () => {
+    await registerOwner();
     const secret = "sk-bound-value-0123456789";
     const s = stateStore(db);
     await s.setStatement("k", "a", OWNER, "conversation", "1").execute();
