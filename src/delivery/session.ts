@@ -74,7 +74,8 @@ export class DeliverySession {
   private readonly retry: RetryPolicy;
   private current: Reply | null = null;
   private replies = 0;
-  private completedSeen = false;
+  /** The last accepted message.completed's message (JSON): a run.completed repeating it shows nothing more. */
+  private lastCompleted: string | null = null;
   /** Artifacts announced since the last message, each once (in announcement order): they belong to the next one, as in the transcript. */
   private readonly pendingFiles = new Set<string>();
   private closed = false;
@@ -186,15 +187,15 @@ export class DeliverySession {
         const announced = parsed?.kind === "ok" && parsed.result.type === "artifact.created" ? parsed.result.data.artifact_id : undefined;
         if (announced) this.pendingFiles.add(announced);
       } else if (entry.type === "message.completed") {
-        // Accepted, it is the run's message whatever it shows here: run.completed's own message is then ignored, as
+        // Accepted, it is the run's message whatever it shows here: run.completed repeating it is then ignored, as
         // the transcript ignores it.
-        this.completedSeen = true;
+        this.lastCompleted = JSON.stringify(data.message);
         const answer = this.answerOf(data.message);
         if (answer === null) continue;
         this.complete(answer.text, answer.files);
       } else if (i === end) {
-        // run.completed may carry the only message; a stream cut short keeps exactly what it showed.
-        const answer = entry.type === "run.completed" && !this.completedSeen ? this.answerOf(data.message) : null;
+        // run.completed may carry the only message, or the final one after others; a stream cut short keeps exactly what it showed.
+        const answer = entry.type === "run.completed" && JSON.stringify(data.message) !== this.lastCompleted ? this.answerOf(data.message) : null;
         if (answer !== null) this.complete(answer.text, answer.files);
         else if (this.current) this.complete(this.current.text);
         else if (this.replies === 0) {

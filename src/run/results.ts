@@ -42,6 +42,12 @@ export interface ResultProcessorInit {
 /** A stream whose sequence numbers leave more gaps than this open is failed: the de-duplication stays exact and small. */
 export const MAX_SEQUENCE_GAPS = 4096;
 
+/** Text streamed as deltas is kept up to what one message.completed line could carry; past it, none is (memory stays bounded). */
+export const STREAMED_TEXT_MAX_CHARS = 1024 * 1024;
+
+/** Both built by JSON.parse of a line, so equal content serialises equally. */
+const sameMessage = (a: Message, b: Message | undefined) => b !== undefined && JSON.stringify(a) === JSON.stringify(b);
+
 function messageText(message: Message): string {
   if (typeof message.content === "string") return message.content;
   return textOfElements(message.content);
@@ -66,6 +72,8 @@ export class ResultProcessor {
   resultCount = 0;
   sawMessage = false;
   lastMessage: Message | undefined;
+  /** The text streamed as deltas since the last message (null once past STREAMED_TEXT_MAX_CHARS): what chat shows of an answer not completed yet. */
+  private streamed: string | null = "";
 
   constructor(private readonly init: ResultProcessorInit) {
     this.ledgerSeq = init.ledgerSequence ?? new LedgerSequence();
@@ -230,6 +238,7 @@ export class ResultProcessor {
     });
     this.pendingRefs = [];
     this.pendingIds.clear();
+    this.streamed = "";
   }
 
   /**
@@ -289,7 +298,12 @@ export class ResultProcessor {
         if (result.data.message?.role !== undefined && result.data.message.role !== "assistant") {
           // Only its message is dropped: the entry still ends the run, and delivery shows no other role.
           this.reportDrop(batch, result.type, recorded.runnerSequence ?? null, "its message must have role assistant; the message is dropped, the completion kept");
-        } else if (result.data.message && !isBlankMessage(result.data.message) && !this.sawMessage) this.addMessage(batch, result.data.message);
+        } else if (result.data.message && !isBlankMessage(result.data.message) && !sameMessage(result.data.message, this.lastMessage)) {
+          // Its own message unless it repeats the last one: a final answer after an interim one ("one moment…") is kept.
+          this.addMessage(batch, result.data.message);
+        }
+        // An answer streamed as deltas and never completed is what chat showed as the answer: the run's message too.
+        if (this.streamed?.trim()) this.addMessage(batch, { role: "assistant", content: this.streamed });
         this.terminalResult = result;
         batch.transcriptItems.push(...this.trailingArtifacts());
         return;
@@ -297,8 +311,14 @@ export class ResultProcessor {
         this.terminalResult = result;
         batch.transcriptItems.push(...this.trailingArtifacts());
         return;
+      case "message.delta": {
+        // Streamed live; kept only for an answer that is never completed (run.completed above).
+        const text = messageText(result.data.chunk);
+        this.streamed = this.streamed !== null && this.streamed.length + text.length <= STREAMED_TEXT_MAX_CHARS ? this.streamed + text : null;
+        return;
+      }
       default:
-        // message.delta is streamed live; tool.call.* and action.requested are ledger-only in v1.
+        // tool.call.* and action.requested are ledger-only in v1.
         return;
     }
   }

@@ -9,7 +9,6 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 const BOT_TOKEN = "123456:EDGES-telegram-bot-token-abcdefgh";
 const SECRET_TOKEN = "tg-secret-token-edges-0123456789";
-const NO_TEXT_NOTICE = "(The answer has no text that can be shown here.)";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let host: TestHost;
@@ -33,7 +32,7 @@ beforeAll(async () => {
       const w = resultWriter(res, ctx.run_id);
       if (ctx.input.text === "image only") {
         w.send("message.completed", { message: { role: "assistant", content: [{ type: "image", url: "https://example.com/chart.png" }] } });
-        w.send("run.completed", { finish_reason: "stop", message: { role: "assistant", content: "a message the host ignores" } });
+        w.send("run.completed", { finish_reason: "stop", message: { role: "assistant", content: "the final answer" } });
         return void res.end();
       }
       // Holds the conversation a while, so the next message waits its turn.
@@ -56,14 +55,17 @@ const say = async (chat: string, text: string) => expect((await sayOnTelegram(we
 const sentTo = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat).map((c) => c.body.text as string);
 
 describe("chat delivery", () => {
-  it("ignores run.completed's message after one of the run's own, as the transcript does, even when that one shows no text", async () => {
+  it("shows run.completed's final message after one of the run's own, as the transcript keeps it, when that one shows no text", async () => {
     const chat = "-100990";
     await say(chat, "image only");
     const [sent] = await waitFor(() => sentTo(chat).length > 0 && sentTo(chat), 10_000, "the reply");
     const [run] = await host.query<{ run_id: string }>("SELECT run_id FROM run WHERE conversation_id = ?", [chat]);
     const view = await host.waitForRun(run.run_id);
-    expect(view.message).toEqual({ role: "assistant", content: [{ type: "image", url: "https://example.com/chart.png" }] });
-    expect(sent).toBe(NO_TEXT_NOTICE);
+    expect(view.message).toEqual({ role: "assistant", content: "the final answer" });
+    // The first shows nothing here (an image by URL), so the final answer is all the chat gets: no notice in its place.
+    expect(sent).toBe("the final answer");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sentTo(chat)).toEqual(["the final answer"]);
   });
 
   it("asks the database again when loading the reply's bot fails once: the answer still reaches the chat", async () => {

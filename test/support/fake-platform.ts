@@ -185,6 +185,19 @@ export async function startChatRunner(name: string) {
         await sleep(STREAM_STEP_MS);
         return w.reply(text.slice("differ ".length));
       }
+      if (text.startsWith("deltasonly ")) {
+        // Streamed, never completed: run.completed carries no message.
+        for (const word of text.slice("deltasonly ".length).split(/(?= )/)) w.send("message.delta", { chunk: { role: "assistant", content: word } });
+        w.send("run.completed", { finish_reason: "stop" });
+        return void res.end();
+      }
+      if (text.startsWith("final ")) {
+        // `final <interim> | <final>`: a message, then run.completed carrying the final one (the same text: a repeat).
+        const [interim, final] = text.slice("final ".length).split(" | ");
+        w.send("message.completed", { message: { role: "assistant", content: interim } });
+        w.send("run.completed", { finish_reason: "stop", message: { role: "assistant", content: final } });
+        return void res.end();
+      }
       if (text.startsWith("long ")) return w.reply(longText(Number(text.slice(5))));
       // `sleep <ms>`: a runner thinking, silent, before it answers.
       if (text.startsWith("sleep ")) await sleep(Number(text.slice("sleep ".length)));
