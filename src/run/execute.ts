@@ -1,6 +1,6 @@
 import { writeAll, type Db } from "../db/client";
 import { artifact } from "../db/schema";
-import { mayHaveApplied } from "../db/executor";
+import { dbErrorOf, mayHaveApplied } from "../db/executor";
 import type { Config } from "../env";
 import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
 import { base64ToBytes } from "../lib/base64";
@@ -100,13 +100,27 @@ function transcriptStatements(db: Db, items: NewTranscriptItem[], refs: RunArtif
   return items.filter((item) => item.itemType !== "artifacts" || item.artifactRefs?.length).map((item) => transcriptInsert(db, item));
 }
 
-/** A batch's rows, written. Refused, the blobs only its rows would name are removed; unanswered, they may be named: kept. */
+/** A write the database refused for a moment (busy, away) is tried again after each of these pauses before the run gives up on it. */
+const REFUSED_WRITE_RETRY_MS = [200, 1_000, 3_000];
+
+/**
+ * A batch's rows, written. Refused, it is tried again a few times (not applied, the same rows are written once),
+ * unless a constraint refused it (it would again); then the blobs only its rows would name are removed. Unanswered,
+ * it may have been applied: not tried again, and its blobs are kept, as they may be named.
+ */
 async function writeNaming(deps: ExecuteDeps, statements: unknown[], blobs: string[]): Promise<void> {
-  try {
-    await writeAll(deps.db, statements);
-  } catch (err) {
-    if (blobs.length && !mayHaveApplied(err)) await deps.artifacts.delete(blobs).catch(() => {});
-    throw err;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await writeAll(deps.db, statements);
+    } catch (err) {
+      const refused = !mayHaveApplied(err);
+      if (refused && !dbErrorOf(err)?.isConstraintViolation && attempt < REFUSED_WRITE_RETRY_MS.length) {
+        await new Promise((r) => setTimeout(r, REFUSED_WRITE_RETRY_MS[attempt]));
+        continue;
+      }
+      if (blobs.length && refused) await deps.artifacts.delete(blobs).catch(() => {});
+      throw err;
+    }
   }
 }
 

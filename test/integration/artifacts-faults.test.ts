@@ -95,7 +95,8 @@ describe("artifacts when the database fails", () => {
   });
 
   it("an inline artifact whose row the database refuses leaves no blob behind", async () => {
-    host.databaseOutage({ queries: 1, matching: 'insert into \\"artifact\\"' });
+    // Refused on each try (a run's write is tried four times).
+    host.databaseOutage({ queries: 4, matching: 'insert into \\"artifact\\"' });
     const posted = await host.postEvent(messageEvent("refused-inline", "inline"));
     expect((await host.waitForRun(posted.body.run_id!, 30_000)).status).toBe("failed");
     expect(await unnamedBlobs()).toEqual([]);

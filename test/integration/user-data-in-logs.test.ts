@@ -51,7 +51,8 @@ describe("user data in log lines", () => {
 
   for (const [what, marker] of [["state value", STATE_MARKER], ["answer", ANSWER_MARKER]] as const) {
     it(`never logs a runner's ${what} whose write failed`, async () => {
-      host.databaseOutage({ queries: 1, matching: marker });
+      // Refused on each try (a run's write is tried four times).
+      host.databaseOutage({ queries: 4, matching: marker });
       const posted = await host.postEvent(messageEvent("logs-answer", "hello"));
       const run = await host.waitForRun(posted.body.run_id!);
       // The host could not keep the run's facts: the run fails, saying so without the data.
