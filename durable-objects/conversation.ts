@@ -26,11 +26,9 @@ import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { describeError } from "../src/lib/describe-error";
 
 /**
- * One object per conversation key: the only place that decides what happens
- * to an event of its conversation. It owns the run session registry (tokens,
- * frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm
- * handler, which the platform keeps alive and retries, guarded by the run's status so a redelivered
- * alarm never runs one twice.
+ * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
+ * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
+ * which the platform keeps alive and retries, guarded by the run's status so a redelivered alarm never runs one twice.
  */
 export class ConversationDO extends DurableObject<Env> {
   private readonly sessions = new SessionRegistry();
@@ -57,11 +55,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Runs that could not record how they ended (their replies, how far followers were told): ended as lost, their own reply hears of it. */
   private readonly unrecordedReplies = new Map<string, UnrecordedRun>();
 
-  /**
-   * Decide what an event bound to an agent does in this conversation (PROTOCOL
-   * §10): start, wait, join an active run's steering queue, or be rejected.
-   * Idempotent by run id.
-   */
+  /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue, or be rejected. Idempotent by run id. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
     // One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision.
     return this.decisions.decide(job.runId, () => this.decide(job));
@@ -199,6 +193,12 @@ export class ConversationDO extends DurableObject<Env> {
       active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
       return { cancelled: true };
     }
+    // In turn with the decisions: a redelivery handing this run over is decided wholly before this (the run is held here) or after (it finds it ended).
+    return this.decisions.inTurn(() => this.cancelNotActive(runId));
+  }
+
+  private async cancelNotActive(runId: string): Promise<{ cancelled: boolean }> {
+    if (this.active.has(runId)) return this.cancel(runId); // started by a decision taken before this one
     const entry = await this.runs.find(runId);
     if (!entry) return { cancelled: await this.endUnhanded(runId, CANCELLED_UNHANDED) };
     // Stored as running but not executed here: lost with an earlier instance, it ends as lost (it did start).

@@ -18,6 +18,13 @@ export class SerialDecisions<T> {
     return decided;
   }
 
+  /** Other work in turn with the decisions (never shared with a repeat): it sees what each decision before it left. */
+  inTurn<R>(work: () => Promise<R>): Promise<R> {
+    const done = this.tail.then(work);
+    this.tail = done.catch(() => undefined);
+    return done;
+  }
+
   /** Resolves once the decision for `key` now pending (if any) is taken, however it ends. */
   async settled(key: string): Promise<void> {
     await this.pending.get(key)?.catch(() => undefined);

@@ -133,11 +133,11 @@ export const runsRouter = router()
   })
   .post("/:runId/cancel", validate("param", RunParam), async (c) => {
     const { runId } = c.req.valid("param");
-    const row = await existingRun(c.env, runId);
+    await existingRun(c.env, runId);
     const owner = ownerOf(c.env, runId);
     const { cancelled } = owner ? await owner.cancel(runId) : { cancelled: false };
     if (cancelled) return c.json({ run_id: runId, cancelled, status: "cancelling" }, 202);
-    // The usual error shape, with the run's status beside it.
-    const latest = (await runsStore(dbOf(c.env)).get(runId))?.status ?? row.status;
+    // The usual error shape, with the run's status beside it; a run discarded meanwhile (its event steered into another run, or rejected) is a 404.
+    const latest = (await existingRun(c.env, runId)).status;
     return c.json({ error: { code: "conflict", message: `run ${runId} has already ended (${latest}): there is nothing to cancel` }, run_id: runId, cancelled, status: latest }, 409);
   });
