@@ -9,7 +9,7 @@ import { toTranscriptItem, transcriptStore } from "../stores/transcript";
 import { decodeOr400, router } from "./app-env";
 
 /** One conversation, named as events name it (its workspace, bot and thread when it has them), and a page of it. */
-const ConversationQuery = z.object({
+const ConversationQuery = z.strictObject({
   conversation_id: z.string().min(1).max(200),
   workspace_id: z.string().min(1).max(200).optional(),
   bot_id: z.string().min(1).max(200).optional(),

@@ -43,7 +43,7 @@ async function existingRun(env: Env, runId: string) {
 
 const RunParam = z.object({ runId: z.string().min(1).max(200) });
 const StreamHeaders = z.object({ "last-event-id": z.string().regex(/^\d{1,15}$/, "Last-Event-ID must be a frame id this stream sent").optional() });
-const LedgerQuery = z.object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) });
+const LedgerQuery = z.strictObject({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) });
 const ListQuery = z.strictObject({
   conversation_id: z.string().min(1).max(200).optional(),
   workspace_id: z.string().min(1).max(200).optional(),
