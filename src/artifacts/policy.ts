@@ -14,7 +14,7 @@ export function artifactExpiry(config: Config, now: number): number | null {
 
 /** A sensible artifact_type when the caller gave none. */
 export function artifactTypeOf(mimeType: string | null | undefined): string {
-  const top = (mimeType ?? "").split("/")[0];
+  const top = (mimeType ?? "").split("/")[0].trim().toLowerCase();
   return top === "image" || top === "audio" || top === "video" ? top : "file";
 }
 

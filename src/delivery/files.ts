@@ -45,7 +45,7 @@ export async function loadAnswerFile(deps: AnswerFileDeps, job: RunJob, artifact
   if (!stored) return { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} has no stored bytes` };
   if (stored.size > maxBytes) return tooLarge(stored.size);
   const mimeType = row.mimeType ?? "application/octet-stream";
-  const image = row.artifactType === "image" || mimeType.startsWith("image/");
+  const image = row.artifactType === "image" || mimeType.toLowerCase().startsWith("image/");
   const open = async () => {
     // Stored artifacts are never rewritten; the etag makes sure a retry streams the same bytes the size was read from.
     const object = await deps.artifacts.get(row.r2Key, { onlyIf: { etagMatches: stored.etag } });

@@ -23,6 +23,24 @@ function declaredLength(header: string | undefined): number | null {
   return Number.isSafeInteger(n) ? n : null;
 }
 
+/** The query as sent: a value that is not UTF-8 percent-encoding is refused (a reason), never kept altered. */
+function strictQuery(url: string): Record<string, string> | string {
+  const out: Record<string, string> = {};
+  const search = new URL(url).search.slice(1);
+  for (const pair of search ? search.split("&") : []) {
+    if (!pair) continue;
+    const at = pair.indexOf("=");
+    const [k, v] = at < 0 ? [pair, ""] : [pair.slice(0, at), pair.slice(at + 1)];
+    try {
+      const key = decodeURIComponent(k.replace(/\+/g, " "));
+      out[key] ??= decodeURIComponent(v.replace(/\+/g, " "));
+    } catch {
+      return `${k}: not UTF-8 percent-encoding`;
+    }
+  }
+  return out;
+}
+
 /**
  * `PUT /v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` (PROTOCOL §8,
  * artifact.upload). The owning Durable Object checks the run token and the
@@ -36,10 +54,12 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
   const refuse = async (answer: Response) => (await drainBody(c.req.raw), answer);
   const token = bearerToken(c.req.header("authorization"));
   if (!token || !owner) return refuse(hostApiResponse(refuseToken(runId, undefined, "artifact.upload")));
-  const query = ArtifactUploadQuerySchema.safeParse(c.req.query());
+  const raw = strictQuery(c.req.url);
+  const query = ArtifactUploadQuerySchema.safeParse(typeof raw === "string" ? {} : raw);
   const length = declaredLength(c.req.header("content-length"));
   // An invalid query is answered by the DO, after the token: §8 checks the token before the payload.
-  const refused = query.success ? undefined : { code: "invalid_argument" as const, message: `invalid query: ${formatZodIssues(query.error)}` };
+  const refused =
+    typeof raw === "string" ? { code: "invalid_argument" as const, message: `invalid query: ${raw}` } : query.success ? undefined : { code: "invalid_argument" as const, message: `invalid query: ${formatZodIssues(query.error)}` };
   const auth = await owner.authorizeUpload(runId, token, { length, refused });
   if (!auth.ok) return refuse(hostApiResponse(auth.reply));
   // Safe: the DO refuses every request that came with `refused`, so an accepted one has a valid query.

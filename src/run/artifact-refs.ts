@@ -26,6 +26,11 @@ export class RunArtifactRefs {
     this.known.set(ref.artifact_id, ref);
   }
 
+  /** Artifacts this run stored whose rows were never written (their batch was refused): no item may name them. */
+  unstored(artifactIds: string[]) {
+    for (const id of artifactIds) this.known.set(id, null);
+  }
+
   /** Look up the referenced ids not seen yet; one audit record per refused reference. */
   async check(refs: ArtifactRef[], audit: (id: string, reason: string) => HostRecord): Promise<HostRecord[]> {
     const fresh = [...new Set(refs.map((r) => r.artifact_id))].filter((id) => !this.known.has(id));

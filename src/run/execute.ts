@@ -177,7 +177,11 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
         last = { statements, ledger: batch.ledger, blobs };
         break;
       }
-      await writeNaming(deps, statements, blobs);
+      await writeNaming(deps, statements, blobs).catch((err: unknown) => {
+        // Refused, the batch's inline artifacts were never stored (their blobs are removed): no later item names them.
+        if (!mayHaveApplied(err)) artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
+        throw err;
+      });
       deps.publish(batch.ledger);
       if (batch.error) throw batch.error;
     }

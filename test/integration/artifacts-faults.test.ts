@@ -94,12 +94,17 @@ describe("artifacts when the database fails", () => {
     expect(await rowsWithoutBlob()).toEqual([]);
   });
 
-  it("an inline artifact whose row the database refuses leaves no blob behind", async () => {
+  it("an inline artifact whose row the database refuses leaves no blob behind, and no item names it", async () => {
     // Refused on each try (a run's write is tried four times).
     host.databaseOutage({ queries: 4, matching: 'insert into \\"artifact\\"' });
     const posted = await host.postEvent(messageEvent("refused-inline", "inline"));
     expect((await host.waitForRun(posted.body.run_id!, 30_000)).status).toBe("failed");
     expect(await unnamedBlobs()).toEqual([]);
+    // Nor does any transcript item name the artifact that was never stored.
+    const items = await host.query<{ artifact_refs_json: string | null }>("SELECT artifact_refs_json FROM transcript WHERE run_id = ?", [posted.body.run_id!]);
+    const named: string[] = items.flatMap((i) => JSON.parse(i.artifact_refs_json ?? "[]").map((r: { artifact_id: string }) => r.artifact_id));
+    const stored = new Set((await host.query<{ artifact_id: string }>("SELECT artifact_id FROM artifact")).map((r) => r.artifact_id));
+    expect(named.filter((id) => !stored.has(id))).toEqual([]);
   });
 
   it("a denied upload whose audit record cannot be written is still answered 403 unauthorized, as a denied call is", async () => {
