@@ -27,6 +27,8 @@ export interface HostOptions {
   inspectorPort?: number;
   /** Receives the Worker's stdout and stderr (console output) instead of this process's streams. */
   onRuntimeOutput?: (text: string) => void;
+  /** The caller stops the host on SIGINT/SIGTERM itself: Miniflare's own handlers (kill workerd, exit 128 + signal) are removed. */
+  ownSignals?: boolean;
 }
 
 export interface LocalHost {
@@ -59,6 +61,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
   const embedded = await openEmbeddedDb(dbUrl);
   const dbToken = randomBytes(24).toString("hex");
   const listener = await listenForWorker(embedded.executor, dbToken);
+  const signalsBefore = new Map((["SIGINT", "SIGTERM"] as const).map((s) => [s, process.listeners(s)]));
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: opts.port ?? 0,
@@ -76,6 +79,10 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     bindings: { ADMIN_TOKEN: opts.adminToken, LIBSQL_BINDING_TOKEN: dbToken, ...opts.vars },
     ...(opts.onRuntimeOutput ? { handleRuntimeStdio: captureStdio(opts.onRuntimeOutput) } : {}),
   });
+  if (opts.ownSignals) {
+    // Miniflare's exit hook added them in its constructor; its "exit" hook (workerd killed on exit) stays.
+    for (const signal of ["SIGINT", "SIGTERM"] as const) for (const l of process.listeners(signal)) if (!signalsBefore.get(signal)!.includes(l)) process.removeListener(signal, l);
+  }
   const url = (await mf.ready).origin;
   return {
     url,

@@ -17,15 +17,19 @@ import { startHost } from "./host";
 import { bindRunner } from "./setup";
 
 const dataDir = process.env.DATA_DIR || join(ROOT, ".data");
-mkdirSync(dataDir, { recursive: true, mode: 0o700 });
 let dataLock: { release(): void };
 try {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   dataLock = lockDataDir(dataDir);
 } catch (err) {
-  if (!(err instanceof DataDirLockedError)) throw err;
-  console.error(`npm start: ${err.message}`);
+  const why = err instanceof DataDirLockedError ? err.message : `DATA_DIR=${dataDir} cannot be used as the data folder (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); set DATA_DIR to a folder this user can write`;
+  console.error(`npm start: ${why}`);
   process.exit(1);
 }
+// Ctrl-C or SIGTERM while starting: the start completes (the example bound, nothing half made), then stops in order.
+let stopRequested = false;
+const stopWhenStarted = () => void (stopRequested = true);
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, stopWhenStarted);
 
 function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24): string {
   const file = join(dataDir, name);
@@ -72,7 +76,7 @@ if (hostPort !== 0 && hostPort === runnerPort) {
 }
 const runnerSecret = devSecret("runner-secret");
 const runner = await startEchoRunner({ port: runnerPort, secret: runnerSecret });
-const host = await startHost({ adminToken, port: hostPort, dataDir, vars });
+const host = await startHost({ adminToken, port: hostPort, dataDir, vars, ownSignals: true });
 // The example agent is bound the first time only; one the operator's own configuration refuses is one line, not a crash.
 const example = await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo", keepExisting: true }).then(
   (bound) => (bound ? `bound globally as agent "echo"` : `agent "echo" as you left it`),
@@ -111,3 +115,4 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.removeAllListeners(signal);
   process.once(signal, shutdown);
 }
+if (stopRequested) void shutdown();

@@ -59,6 +59,16 @@ async function previousUserMessage(ctx: AgentRunContext): Promise<string | null>
   return item?.content ?? null;
 }
 
+/** The request's context, or null when the body is not an AgentRunRequest: a caller's error (400), not a crash (500). */
+function contextOf(raw: string): AgentRunContext | null {
+  try {
+    const ctx = (JSON.parse(raw) as { context?: AgentRunContext } | null)?.context;
+    return ctx && typeof ctx.run_id === "string" && typeof ctx.input === "object" && ctx.input !== null ? ctx : null;
+  } catch {
+    return null;
+  }
+}
+
 export function createEchoRunner(opts: { secret?: string } = {}) {
   const app = new Hono();
   app.get("/manifest", (c) => c.json(MANIFEST));
@@ -67,11 +77,12 @@ export function createEchoRunner(opts: { secret?: string } = {}) {
     if (opts.secret && !verifySignature(opts.secret, c.req.header("x-agent-timestamp"), c.req.header("x-agent-signature"), raw)) {
       return c.json({ error: "bad signature" }, 401);
     }
-    const { context: ctx } = JSON.parse(raw) as { context: AgentRunContext };
+    const ctx = contextOf(raw);
+    if (!ctx) return c.json({ error: "the body is not an AgentRunRequest (JSON with a context)" }, 400);
     const text = textOf(ctx.input);
     // The host sends only the state scopes its agent enables: without conversation state, every turn is the first.
     const turns = Number(ctx.state?.conversation?.turns ?? 0) + 1;
-    const greeting = String(ctx.config.greeting ?? "You said");
+    const greeting = String(ctx.config?.greeting ?? "You said");
     const encoder = new TextEncoder();
     let sequence = 0;
     const line = (type: string, data: unknown) => encoder.encode(`${JSON.stringify({ run_id: ctx.run_id, type, data, sequence: ++sequence })}\n`);

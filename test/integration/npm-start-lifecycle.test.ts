@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../local/build";
+
+/**
+ * README "Two commands": npm start registers the example runner and binds it globally as agent `echo` the first
+ * time; Ctrl-C or SIGTERM stops it in order (exit code 0); configuration problems are one clear line.
+ */
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+const fresh = (prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+};
+
+function start(env: Record<string, string>) {
+  const child = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], { cwd: ROOT, env: { ...process.env, PORT: "0", RUNNER_PORT: "0", ...env } });
+  children.push(child);
+  let output = "";
+  child.stdout!.on("data", (c) => (output += c));
+  child.stderr!.on("data", (c) => (output += c));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.on("exit", (code, signal) => r({ code, signal })));
+  const timer = setTimeout(() => child.kill("SIGKILL"), 50_000);
+  void exited.then(() => clearTimeout(timer));
+  const ready = async () => {
+    for (;;) {
+      const m = /listening on (\S+)\nadmin token: (\S+)/.exec(output);
+      if (m) return { url: m[1]!, token: m[2]! };
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`npm start exited: ${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  return { child, exited, ready, output: () => output };
+}
+
+/**
+ * Wait until the example runner's service is registered in the data folder's libSQL file (and not longer); answers
+ * how many agents there were then. Watched from a process of its own: libSQL's native driver keeps a closed
+ * database's files open while its statements live, and npm start refuses a folder another process has open.
+ */
+async function untilRunnerRegistered(dataDir: string): Promise<number> {
+  const watcher = `
+    const { existsSync } = require("node:fs");
+    const Database = require("libsql");
+    const file = process.argv[1] + "/host.db";
+    let db;
+    for (;;) {
+      if (!db && existsSync(file)) db = new Database(file, { readonly: true });
+      try {
+        if (db && db.prepare("SELECT count(*) AS n FROM runner").get().n > 0) {
+          process.stdout.write(String(db.prepare("SELECT count(*) AS n FROM agent").get().n));
+          process.exit(0);
+        }
+      } catch {}
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+    }`;
+  const child = spawn(process.execPath, ["-e", watcher, dataDir], { cwd: ROOT });
+  children.push(child);
+  let out = "";
+  child.stdout!.on("data", (c) => (out += c));
+  child.stderr!.on("data", (c) => (out += c));
+  const code = await new Promise<number | null>((r) => child.on("exit", r));
+  if (code !== 0) throw new Error(`watcher failed: ${out}`);
+  return Number(out);
+}
+
+const call = async (h: { url: string; token: string }, method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${h.url}${path}`, { method, headers: { authorization: `Bearer ${h.token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: res.status, body: (await res.json().catch(() => null)) as any };
+};
+
+describe("npm start with a DATA_DIR it cannot use", () => {
+  it("DATA_DIR naming a file: one clear line naming DATA_DIR, no stack trace", async () => {
+    const file = join(fresh("npm-start-datadir-"), "not-a-folder");
+    writeFileSync(file, "x");
+    const s = start({ DATA_DIR: file });
+    const { code } = await s.exited;
+    expect(code).not.toBe(0);
+    expect(s.output().split("\n").filter((l) => /^\s+at /.test(l))).toEqual([]);
+    expect(s.output()).toMatch(/^npm start: .*DATA_DIR/m);
+  }, 60_000);
+});
+
+describe("a first npm start stopped while it was starting", () => {
+  it("SIGTERM after registering the example runner, before binding it: the start completes, so the next start has agent echo", async () => {
+    const dataDir = fresh("npm-start-first-");
+    const first = start({ DATA_DIR: dataDir });
+    const agentsThen = await untilRunnerRegistered(dataDir);
+    first.child.kill("SIGTERM");
+    await first.exited;
+    expect(agentsThen).toBe(0);
+
+    const second = start({ DATA_DIR: dataDir });
+    try {
+      const h = await second.ready();
+      const sent = await call(h, "POST", "/v1/events", { event_type: "message.received", conversation_id: "c1", actor: { actor_type: "user", actor_id: "u1" }, input: { text: "hello" } });
+      expect({ agent: (await call(h, "GET", "/v1/admin/agents/echo")).status, disposition: sent.body.disposition }).toEqual({ agent: 200, disposition: "started" });
+    } finally {
+      second.child.kill("SIGTERM");
+      await second.exited;
+    }
+  }, 90_000);
+
+  it("SIGTERM while it starts (the Worker up, the example not yet bound) stops it in order: exit code 0", async () => {
+    const dataDir = fresh("npm-start-early-term-");
+    const s = start({ DATA_DIR: dataDir });
+    await untilRunnerRegistered(dataDir);
+    s.child.kill("SIGTERM");
+    expect(await s.exited).toEqual({ code: 0, signal: null });
+  }, 60_000);
+});
