@@ -125,12 +125,15 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
       {
         serviceId,
         baseUrl: input.base_url,
-        // A refresh keeps the stored secret unless a new one is given; a move seals it for the new address.
+        // A refresh keeps the stored secret unless a new one is given: not written at all (undefined), so a reseal that
+        // landed meanwhile is not undone with the value read before it. A move seals it for the new address.
         secret:
           input.secret !== undefined
             ? await db.secrets.seal(input.secret, runnerServiceSlot({ serviceId, baseUrl: input.base_url }))
             : existing
-              ? await moveSealed(db.secrets, existing.secret, runnerServiceSlot(existing), runnerServiceSlot({ serviceId, baseUrl: input.base_url }))
+              ? existing.baseUrl === input.base_url
+                ? undefined
+                : await moveSealed(db.secrets, existing.secret, runnerServiceSlot(existing), runnerServiceSlot({ serviceId, baseUrl: input.base_url }))
               : null,
         author: parsed.service.author,
         name: parsed.service.name,

@@ -1,6 +1,7 @@
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { agent, agentBinding, runnerState } from "../db/schema";
+import { agent, agentBinding, runner, runnerService, runnerState } from "../db/schema";
+import { insertWhereReturning } from "../db/guarded";
 import { DbError } from "../db/executor";
 import { scopeView } from "../agents/policy";
 import { maskSecretFields } from "../agents/runner-config";
@@ -43,11 +44,22 @@ export class BindingConflictError extends Error {
 export function agentsStore(db: Db) {
   const b = agentBinding;
 
+  /**
+   * The agent's bindings, written only while its row binds as `row` does (scope, event types, enabled): after a write of
+   * the row that did not apply (it changed meanwhile), the bindings of the row as it is stay.
+   */
   function bindingRows(row: NewAgentRow) {
-    if (!row.enabled) return [];
-    const eventTypes = parseJson<string[]>(row.eventTypesJson, []);
-    return eventTypes.map((eventType) => db.insert(b).values({ scopeType: row.scopeType, scopeId: row.scopeId, eventType, agentId: row.agentId }));
+    const bindsSo = sql`EXISTS (SELECT 1 FROM ${agent} WHERE ${and(eq(agent.agentId, row.agentId), eq(agent.scopeType, row.scopeType), eq(agent.scopeId, row.scopeId), eq(agent.eventTypesJson, row.eventTypesJson), eq(agent.enabled, row.enabled))})`;
+    const eventTypes = row.enabled ? parseJson<string[]>(row.eventTypesJson, []) : [];
+    return [
+      db.delete(b).where(and(eq(b.agentId, row.agentId), bindsSo)),
+      ...eventTypes.map((eventType) => insertWhereReturning(db, b, { scopeType: row.scopeType, scopeId: row.scopeId, eventType, agentId: row.agentId }, bindsSo, sql`1`)),
+    ];
   }
+
+  /** The runner's service is still at the address the row's secret config fields were sealed for (`sealedFor`). */
+  const sealedFor = (row: NewAgentRow, baseUrl: string) =>
+    sql`EXISTS (SELECT 1 FROM ${runner} JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId} WHERE ${runner.runnerId} = ${row.runnerId} AND ${runnerService.baseUrl} = ${baseUrl})`;
 
   async function conflictsFor(row: NewAgentRow) {
     const eventTypes = parseJson<string[]>(row.eventTypesJson, []);
@@ -59,10 +71,11 @@ export function agentsStore(db: Db) {
     return rows.filter((r) => r.agentId !== row.agentId).map((r) => ({ agentId: r.agentId, eventType: r.eventType }));
   }
 
-  /** Run a write batch; a binding key violation becomes a BindingConflictError naming the other agent. */
-  async function write(row: NewAgentRow, statements: Parameters<Db["batch"]>[0]) {
+  /** Run a write batch (its first statement answers the rows it wrote); a binding key violation becomes a BindingConflictError naming the other agent. */
+  async function write(row: NewAgentRow, statements: Parameters<Db["batch"]>[0]): Promise<boolean> {
     try {
-      await db.batch(statements);
+      const [written] = await db.batch(statements);
+      return (written as unknown[]).length > 0;
     } catch (err) {
       if (err instanceof DbError && err.isConstraintViolation && /agent_binding/.test(err.message)) {
         throw new BindingConflictError(await conflictsFor(row), { cause: err });
@@ -75,17 +88,21 @@ export function agentsStore(db: Db) {
     get: (agentId: string) => db.select().from(agent).where(eq(agent.agentId, agentId)).get(),
     list: () => db.select().from(agent).orderBy(agent.createdAt).all(),
 
-    async create(row: NewAgentRow) {
-      await write(row, [db.insert(agent).values(row), ...bindingRows(row)]);
-    },
-    async replace(row: NewAgentRow) {
+    /**
+     * Written only while the runner's service is at `sealedFor` (its secret fields were sealed for that address: a
+     * move landing meanwhile resealed the agents it found, not this one). Answers whether it was written.
+     */
+    create: (row: NewAgentRow, sealedForUrl: string) =>
+      write(row, [insertWhereReturning(db, agent, row, sealedFor(row, sealedForUrl), sql`${agent.agentId}`), ...bindingRows(row)]),
+    /**
+     * Over the row as read only (`read`: a concurrent PUT, a reseal or a move changed it meanwhile: not undone with what
+     * was read before), and while the service is at `sealedFor`. Answers whether it was written.
+     */
+    replace(row: NewAgentRow, read: Pick<AgentRow, "updatedAt" | "runnerConfigJson" | "runnerId">, sealedForUrl: string) {
       // What the agent was created as stays: its creation time, and its state epoch (its state stays its own).
       const { agentId, createdAt: _createdAt, stateEpoch: _stateEpoch, ...rest } = row;
-      await write(row, [
-        db.delete(b).where(eq(b.agentId, agentId)),
-        db.update(agent).set(rest).where(eq(agent.agentId, agentId)),
-        ...bindingRows(row),
-      ]);
+      const asRead = and(eq(agent.agentId, agentId), eq(agent.updatedAt, read.updatedAt), eq(agent.runnerConfigJson, read.runnerConfigJson), eq(agent.runnerId, read.runnerId));
+      return write(row, [db.update(agent).set(rest).where(and(asRead, sealedFor(row, sealedForUrl))).returning({ agentId: agent.agentId }), ...bindingRows(row)]);
     },
     /** With its bindings and the state it wrote. */
     async remove(agentId: string) {

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { batchAll, type Db } from "../db/client";
 import { agent, bot, knowledgeBase, mcpServer, model, runner, runnerService, tool } from "../db/schema";
@@ -8,8 +8,15 @@ import { secretFieldNames } from "../agents/runner-config";
 import type { AgentRunnerManifest } from "../protocol/manifest";
 import { agentConfigSlot, botSlot, knowledgeBaseSlot, mcpServerSlot, modelSlot, runnerServiceSlot, toolSlot } from "./secret-slots";
 
-/** `secretFields`: in a record only these (and values already sealed) are credentials; absent, every value is. */
-type Row = { id: string; stored: string | null; slot: Omit<SecretSlot, "name">; secretFields?: ReadonlySet<string> };
+/**
+ * `secretFields`: in a record only these (and values already sealed) are credentials; absent, every value is.
+ * `slotAsRead`: the row (and what it sends to) still holds what its slot was built from, so a value is never resealed
+ * for an address a move changed meanwhile.
+ */
+type Row = { id: string; stored: string | null; slot: Omit<SecretSlot, "name">; slotAsRead: SQL | undefined; secretFields?: ReadonlySet<string> };
+
+/** The column still holds `value` as read (null included). */
+const still = (column: SQLiteColumn, value: string | null) => (value === null ? isNull(column) : eq(column, value));
 
 /** Each agent's runner_config with the fields its runner declares secret now, sealed for that runner at its service's address. */
 async function agentConfigRows(db: Db): Promise<Row[]> {
@@ -19,7 +26,8 @@ async function agentConfigRows(db: Db): Promise<Row[]> {
   );
   return (await db.select().from(agent).all()).map((r) => {
     const on = runners.get(r.runnerId);
-    return { id: r.agentId, stored: r.runnerConfigJson, slot: agentConfigSlot(r, on?.baseUrl ?? ""), secretFields: on?.secrets ?? new Set<string>() };
+    const serviceAsRead = sql`EXISTS (SELECT 1 FROM ${runner} JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId} WHERE ${runner.runnerId} = ${r.runnerId} AND ${runnerService.baseUrl} = ${on?.baseUrl ?? ""})`;
+    return { id: r.agentId, stored: r.runnerConfigJson, slot: agentConfigSlot(r, on?.baseUrl ?? ""), slotAsRead: and(eq(agent.runnerId, r.runnerId), serviceAsRead), secretFields: on?.secrets ?? new Set<string>() };
   });
 }
 
@@ -30,27 +38,27 @@ async function agentConfigRows(db: Db): Promise<Row[]> {
 const SEALED_COLUMNS = {
   runner_services: {
     table: runnerService, key: runnerService.serviceId, column: runnerService.secret, field: "secret", kind: "value",
-    rows: async (db: Db): Promise<Row[]> => (await db.select().from(runnerService).all()).map((r) => ({ id: r.serviceId, stored: r.secret, slot: runnerServiceSlot(r) })),
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(runnerService).all()).map((r) => ({ id: r.serviceId, stored: r.secret, slot: runnerServiceSlot(r), slotAsRead: still(runnerService.baseUrl, r.baseUrl) })),
   },
   bots: {
     table: bot, key: bot.botId, column: bot.credentialsJson, field: "credentialsJson", kind: "record",
-    rows: async (db: Db): Promise<Row[]> => (await db.select().from(bot).all()).map((r) => ({ id: r.botId, stored: r.credentialsJson, slot: botSlot(r) })),
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(bot).all()).map((r) => ({ id: r.botId, stored: r.credentialsJson, slot: botSlot(r), slotAsRead: and(still(bot.platform, r.platform), still(bot.apiBaseUrl, r.apiBaseUrl)) })),
   },
   models: {
     table: model, key: model.modelId, column: model.apiKey, field: "apiKey", kind: "value",
-    rows: async (db: Db): Promise<Row[]> => (await db.select().from(model).all()).map((r) => ({ id: r.modelId, stored: r.apiKey, slot: modelSlot(r) })),
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(model).all()).map((r) => ({ id: r.modelId, stored: r.apiKey, slot: modelSlot(r), slotAsRead: still(model.baseUrl, r.baseUrl) })),
   },
   knowledge_bases: {
     table: knowledgeBase, key: knowledgeBase.kbId, column: knowledgeBase.apiKey, field: "apiKey", kind: "value",
-    rows: async (db: Db): Promise<Row[]> => (await db.select().from(knowledgeBase).all()).map((r) => ({ id: r.kbId, stored: r.apiKey, slot: knowledgeBaseSlot(r) })),
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(knowledgeBase).all()).map((r) => ({ id: r.kbId, stored: r.apiKey, slot: knowledgeBaseSlot(r), slotAsRead: still(knowledgeBase.endpoint, r.endpoint) })),
   },
   tools: {
     table: tool, key: tool.toolName, column: tool.headersJson, field: "headersJson", kind: "record",
-    rows: async (db: Db): Promise<Row[]> => (await db.select().from(tool).all()).map((r) => ({ id: r.toolName, stored: r.headersJson, slot: toolSlot(r) })),
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(tool).all()).map((r) => ({ id: r.toolName, stored: r.headersJson, slot: toolSlot(r), slotAsRead: still(tool.endpoint, r.endpoint) })),
   },
   mcp_servers: {
     table: mcpServer, key: mcpServer.name, column: mcpServer.headersJson, field: "headersJson", kind: "record",
-    rows: async (db: Db): Promise<Row[]> => (await db.select().from(mcpServer).all()).map((r) => ({ id: r.name, stored: r.headersJson, slot: mcpServerSlot(r) })),
+    rows: async (db: Db): Promise<Row[]> => (await db.select().from(mcpServer).all()).map((r) => ({ id: r.name, stored: r.headersJson, slot: mcpServerSlot(r), slotAsRead: still(mcpServer.url, r.url) })),
   },
   agents: { table: agent, key: agent.agentId, column: agent.runnerConfigJson, field: "runnerConfigJson", kind: "record", rows: agentConfigRows },
 } as const satisfies Record<SealedTable, { table: SQLiteTable; key: SQLiteColumn; column: SQLiteColumn; field: string; kind: "value" | "record"; rows: (db: Db) => Promise<Row[]> }>;
@@ -91,8 +99,8 @@ export async function resealStoredSecrets(db: Db): Promise<{ resealed: ResealCou
         failed[name]++;
         return undefined;
       });
-      // Compare-and-set: row.stored is never null here (a null has nothing to reseal).
-      if (next !== undefined) writes.push(db.update(t).set({ [field]: next }).where(and(eq(key, row.id), eq(column, row.stored!))).returning({ id: key }));
+      // Compare-and-set, of the value and of what its slot was built from: row.stored is never null here (a null has nothing to reseal).
+      if (next !== undefined) writes.push(db.update(t).set({ [field]: next }).where(and(eq(key, row.id), eq(column, row.stored!), row.slotAsRead)).returning({ id: key }));
     }
     const results = writes.length ? await batchAll(db, writes) : [];
     resealedCounts[name] = results.reduce<number>((n, r) => n + (r as unknown[]).length, 0);

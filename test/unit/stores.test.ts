@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { eq, sql } from "drizzle-orm";
 import { createDb, writeAll, type Db } from "../../src/db/client";
 import { compiled, param } from "../../src/db/compiled";
-import { runnerState } from "../../src/db/schema";
+import { agent, runnerState } from "../../src/db/schema";
 import { libsqlExecutor } from "../../src/db/executor";
 import { describeError } from "../../src/lib/describe-error";
 import { agentsStore, BindingConflictError } from "../../src/stores/agents";
@@ -15,10 +15,12 @@ import { createHash } from "node:crypto";
 import { transcriptInsert, transcriptStore } from "../../src/stores/transcript";
 
 const OWNER = { runnerId: "r", agentId: "a" };
+/** The runners' service (service_id 'svc'): an agent is written only while its service is where its secrets were sealed for. */
+const SERVICE_URL = "http://svc.test";
 /** State is written only for an agent that exists (migration 0012): OWNER's runner and agent. */
 async function registerOwner() {
   await db.run(sql`INSERT INTO runner (runner_id, service_id, name, manifest_json, updated_at) VALUES ('r', 'svc', 'r', '{}', 1)`);
-  await agentsStore(db).create({ ...agentRow("a", "bot-owner", []), runnerId: "r" });
+  await agentsStore(db).create({ ...agentRow("a", "bot-owner", []), runnerId: "r" }, SERVICE_URL);
 }
 
 let db: Db;
@@ -26,6 +28,7 @@ beforeEach(async () => {
   const client = createClient({ url: ":memory:" });
   await migrate(drizzle(client), { migrationsFolder: "migrations" });
   db = createDb(libsqlExecutor(client));
+  await db.run(sql`INSERT INTO runner_service (service_id, base_url, created_at) VALUES ('svc', ${SERVICE_URL}, 1)`);
 });
 
 const agentRow = (agentId: string, scopeId: string, eventTypes: string[], enabled = true) => ({
@@ -44,9 +47,9 @@ describe("stores on embedded libSQL", () => {
   it("refuses an agent on an unregistered runner, removing a runner in use and a binding with no agent (migration 0008)", async () => {
     // Drizzle wraps a raw statement's failure ("Failed query"), with the database's refusal as its cause.
     const refusal = (p: Promise<unknown>) => p.then(() => null, (e: Error) => /integrity: ([a-z_]+)/.exec(`${e.message} ${String((e.cause as Error | undefined)?.message)}`)?.[1] ?? e.message);
-    expect(await refusal(agentsStore(db).create(agentRow("lost", "bot-x", ["message.received"])))).toBe("agent_runner_not_registered");
+    expect(await refusal(db.insert(agent).values(agentRow("lost", "bot-x", ["message.received"])).run())).toBe("agent_runner_not_registered");
     await db.run(sql`INSERT INTO runner (runner_id, service_id, name, manifest_json, updated_at) VALUES ('http:a/b/c', 'svc', 'c', '{}', 1)`);
-    await agentsStore(db).create(agentRow("kept", "bot-x", ["message.received"]));
+    expect(await agentsStore(db).create(agentRow("kept", "bot-x", ["message.received"]), SERVICE_URL)).toBe(true);
     expect(await refusal(db.run(sql`DELETE FROM runner WHERE runner_id = 'http:a/b/c'`))).toBe("runner_in_use");
     expect(await refusal(db.run(sql`INSERT INTO agent_binding (scope_type, scope_id, event_type, agent_id) VALUES ('bot', 'bot-y', 'message.received', 'nobody')`))).toBe("binding_agent_missing");
     await agentsStore(db).remove("kept");
@@ -74,13 +77,13 @@ describe("stores on embedded libSQL", () => {
     // An agent needs its runner registered (migration 0008).
     await db.run(sql`INSERT INTO runner (runner_id, service_id, name, manifest_json, updated_at) VALUES ('http:a/b/c', 'svc', 'c', '{}', 1)`);
     const agents = agentsStore(db);
-    await agents.create(agentRow("one", "bot-1", ["message.received", "message.recalled"]));
-    const err = await agents.create(agentRow("two", "bot-1", ["message.recalled"])).catch((e) => e);
+    await agents.create(agentRow("one", "bot-1", ["message.received", "message.recalled"]), SERVICE_URL);
+    const err = await agents.create(agentRow("two", "bot-1", ["message.recalled"]), SERVICE_URL).catch((e) => e);
     expect(err).toBeInstanceOf(BindingConflictError);
     expect(err.conflicts).toEqual([{ agentId: "one", eventType: "message.recalled" }]);
     // Nothing of the refused agent was written.
     expect(await agents.get("two")).toBeUndefined();
-    await agents.create(agentRow("three", "bot-1", ["message.recalled"], false));
+    await agents.create(agentRow("three", "bot-1", ["message.recalled"], false), SERVICE_URL);
     expect(await agents.get("three")).toBeDefined();
   });
 

@@ -82,9 +82,13 @@ async function toRow(db: Db, agentId: string, input: AgentInput, runner: Awaited
   };
 }
 
-async function save(write: () => Promise<void>) {
+/** A write that did not apply because what it was built from changed meanwhile. */
+const changedMeanwhile = (agentId: string) =>
+  conflict(`agent ${agentId} or its runner's service changed while this request was handled (another write, a move, a reseal); read it again and retry`);
+
+async function save(write: () => Promise<boolean>): Promise<boolean> {
   try {
-    await write();
+    return await write();
   } catch (err) {
     if (err instanceof BindingConflictError) throw conflict(err.message, { conflicts: err.conflicts.map((c) => ({ agent_id: c.agentId, event_type: c.eventType })) });
     throw err;
@@ -115,7 +119,7 @@ export const agentsRouter = router()
     if (await store.get(agentId)) throw conflict(`agent ${agentId} already exists`);
     const row = await toRow(db, agentId, input, checked, Date.now());
     // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
-    await insertUnique(() => save(() => store.create(row)), `agent ${agentId}`);
+    if (!(await insertUnique(() => save(() => store.create(row, checked.serviceBaseUrl)), `agent ${agentId}`))) throw changedMeanwhile(agentId);
     return c.json(toAgentView((await store.get(agentId))!, checked.secrets), 201);
   })
   .get("/:agentId", async (c) => {
@@ -136,10 +140,11 @@ export const agentsRouter = router()
     const checked = await checkRunnerConfig(db, input, existing);
     await checkResourceGrants(db, input);
     const row = await toRow(db, agentId, input, checked, existing.createdAt);
-    await save(() => store.replace(row));
-    // Deleted meanwhile (a disabled agent has no bindings whose write the database would have refused).
+    const written = await save(() => store.replace(row, existing, checked.serviceBaseUrl));
+    // Deleted meanwhile, or changed (only a write over the row as read applies).
     const saved = await store.get(agentId);
     if (!saved) throw notFound(`agent ${agentId} not found`);
+    if (!written) throw changedMeanwhile(agentId);
     return c.json(toAgentView(saved, checked.secrets));
   })
   .delete("/:agentId", async (c) => {
