@@ -26,7 +26,8 @@ export interface InputAttachmentMeta {
 export type InputAttachmentSource =
   | ({ kind: "bytes"; bytes: Uint8Array } & InputAttachmentMeta)
   | ({ kind: "url"; url: string; headers?: Record<string, string> } & InputAttachmentMeta)
-  | { kind: "artifact"; artifactId: string };
+  /** `namedAt`: where the event named it, when not in its attachments (an element of `input.contents`). */
+  | { kind: "artifact"; artifactId: string; namedAt?: string };
 
 export interface InputArtifactOwner {
   eventId: string;
@@ -99,15 +100,15 @@ export async function storeInputAttachments(
 
 /** References to existing artifacts: only this conversation's, only unexpired; the stored facts win. */
 async function reusedArtifacts(db: Db, owner: InputArtifactOwner, sources: InputAttachmentSource[], now: number) {
-  const wanted = sources.flatMap((s, index) => (s.kind === "artifact" ? [{ id: s.artifactId, index }] : []));
+  const wanted = sources.flatMap((s, index) => (s.kind === "artifact" ? [{ id: s.artifactId, at: s.namedAt ?? label(index) }] : []));
   const found = new Map((await artifactsStore(db).getMany(wanted.map((w) => w.id))).map((r) => [r.artifactId, r]));
   const refs = new Map<string, ArtifactRef>();
-  for (const { id, index } of wanted) {
+  for (const { id, at } of wanted) {
     const row = found.get(id);
     const access = row ? artifactAccess(row, { conversationKey: owner.conversationKey }, now) : "other_conversation";
     // Same answer for "absent" and "another conversation's": existence is not disclosed.
-    if (access === "other_conversation") throw new HostError(400, "invalid_request", `${label(index)}: artifact ${id} is not an artifact of this conversation`);
-    if (access === "expired") throw new HostError(400, "invalid_request", `${label(index)}: artifact ${id} has expired`);
+    if (access === "other_conversation") throw new HostError(400, "invalid_request", `${at}: artifact ${id} is not an artifact of this conversation`);
+    if (access === "expired") throw new HostError(400, "invalid_request", `${at}: artifact ${id} has expired`);
     refs.set(id, toArtifactRef(row!));
   }
   return refs;

@@ -18,6 +18,20 @@ export function attachmentSourceOf(a: EnvelopeAttachment): InputAttachmentSource
 }
 
 /**
+ * An API event's attachment sources: its attachments, then each artifact its `contents` name that they do not, so
+ * every artifact the event names is checked alike (an unexpired artifact of its own conversation) and attached.
+ */
+export function attachmentSourcesOf(input: { attachments?: EnvelopeAttachment[] | null; contents?: ContentElement[] | null } | null | undefined): InputAttachmentSource[] {
+  const attachments = input?.attachments ?? [];
+  const attached = new Set(attachments.flatMap((a) => (a.artifact_id ? [a.artifact_id] : [])));
+  const named = new Map<string, string>();
+  (input?.contents ?? []).forEach((el, i) => {
+    if ("artifact_id" in el && el.artifact_id && !attached.has(el.artifact_id) && !named.has(el.artifact_id)) named.set(el.artifact_id, `input.contents.${i}`);
+  });
+  return [...attachments.map(attachmentSourceOf), ...[...named].map(([artifactId, namedAt]) => ({ kind: "artifact" as const, artifactId, namedAt }))];
+}
+
+/**
  * The event's input with its attachments stored, and the artifact rows for
  * the ingress batch. A repeat of an event already recorded gets the input as
  * first recorded and stores nothing again (no re-download, no new blobs).

@@ -1,6 +1,6 @@
 import { EventEnvelopeSchema } from "../protocol/envelope";
 import { acceptEvent } from "../ingress/accept";
-import { attachmentSourceOf } from "../ingress/attachments";
+import { attachmentSourcesOf } from "../ingress/attachments";
 import { adminAuth } from "../middleware/admin-auth";
 import { limitBody } from "../middleware/body-limit";
 import { jsonBody } from "../middleware/validate";
@@ -34,7 +34,7 @@ export const eventsRouter = router()
           actor: { ...body.actor, metadata: body.actor.metadata ?? {} },
           subject: body.subject ? { ...body.subject, data: body.subject.data ?? {} } : null,
           input: { text: body.input?.text ?? null, contents: body.input?.contents ?? [], attachments: [] },
-          attachmentSources: (body.input?.attachments ?? []).map(attachmentSourceOf),
+          attachmentSources: attachmentSourcesOf(body.input),
           data: body.data ?? {},
           metadata: body.metadata ?? {},
         },

@@ -210,6 +210,20 @@ describe("input attachments", () => {
       expect((res.body as any).error).toEqual({ code: "invalid_request", message: `input.attachments.0: artifact ${id} is not an artifact of this conversation` });
     }
   });
+
+  it("checks an artifact named only in input.contents as one in input.attachments, and attaches it", async () => {
+    const placed = [{ type: "text", text: "and this?" }, { type: "file", artifact_id: firstArtifactId, name: "notes.txt" }];
+    const here = await host.postEvent(messageEvent("att-1", "and this?", { input: { contents: placed } }));
+    expect(here.status).toBe(202);
+    const seen = await seenBy(here.body.run_id!);
+    expect(seen.input.contents).toEqual(placed);
+    expect(seen.input.attachments.map((a: { artifact_id: string }) => a.artifact_id)).toEqual([firstArtifactId]);
+    expect(Buffer.from(seen.reads[0].bytes_b64!, "base64")).toEqual(NOTES);
+
+    // Another conversation's artifact, placed in contents instead of attachments, is refused alike.
+    const elsewhere = await host.postEvent(messageEvent("att-2", "look", { input: { contents: [{ type: "text", text: "look" }, { type: "file", artifact_id: firstArtifactId }] } }));
+    expect([elsewhere.status, (elsewhere.body as any).error]).toEqual([400, { code: "invalid_request", message: `input.contents.1: artifact ${firstArtifactId} is not an artifact of this conversation` }]);
+  });
 });
 
 /** Files an event may point at, with a hit count per path; a request under /held/ waits for the test to answer it. */
