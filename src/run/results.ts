@@ -170,7 +170,7 @@ export class ResultProcessor {
     const parsed = parseResultPayload(result.type, result.data);
     if (parsed.kind === "unknown") {
       recorded.dropped = true;
-      return this.warn(batch, "result.unknown_type", `unknown result type ${result.type} ignored`, { sequence });
+      return this.warn(batch, "result.unknown_type", `unknown result type ${result.type} ignored`, { sequence, ledger_seq: recorded.seq });
     }
     // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
     if (parsed.kind === "invalid") return STRICT_RESULT_TYPES.has(parsed.type) ? this.drop(batch, recorded, parsed.issues) : undefined;
@@ -209,19 +209,22 @@ export class ResultProcessor {
   /** The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. */
   private drop(batch: ResultBatch, recorded: LedgerEntry, reason: string) {
     recorded.dropped = true;
-    this.reportDrop(batch, recorded.type, recorded.runnerSequence ?? null, reason);
+    this.reportDrop(batch, recorded, reason);
   }
 
   /** A host warning in the ledger and an audit record in EventLog: what was dropped and why. */
-  private reportDrop(batch: ResultBatch, type: string, sequence: number | null, reason: string) {
-    this.warn(batch, "result.invalid_payload", `${type} dropped: ${reason}`, { sequence });
+  private reportDrop(batch: ResultBatch, recorded: LedgerEntry, reason: string) {
+    const { type, seq: ledger_seq } = recorded;
+    const sequence = recorded.runnerSequence ?? null;
+    // `ledger_seq` names the entry kept as sent (its SSE frame id), so a follower can tell it was not applied.
+    this.warn(batch, "result.invalid_payload", `${type} dropped: ${reason}`, { sequence, ledger_seq });
     batch.audits.push({
       eventType: "runner.result_dropped",
       conversationKey: this.init.conversationKey,
       conversationId: this.init.conversationId,
       threadId: this.init.threadId,
       runId: this.init.runId,
-      data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, reason },
+      data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, ledger_seq, reason },
     });
   }
 
@@ -297,7 +300,7 @@ export class ResultProcessor {
       case "run.completed":
         if (result.data.message?.role !== undefined && result.data.message.role !== "assistant") {
           // Only its message is dropped: the entry still ends the run, and delivery shows no other role.
-          this.reportDrop(batch, result.type, recorded.runnerSequence ?? null, "its message must have role assistant; the message is dropped, the completion kept");
+          this.reportDrop(batch, recorded, "its message must have role assistant; the message is dropped, the completion kept");
         } else if (result.data.message && !isBlankMessage(result.data.message) && !sameMessage(result.data.message, this.lastMessage)) {
           // Its own message unless it repeats the last one: a final answer after an interim one ("one moment…") is kept.
           this.addMessage(batch, result.data.message);
