@@ -198,8 +198,8 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async cancelNotActive(runId: string): Promise<{ cancelled: boolean }> {
-    if (this.active.has(runId)) return this.cancel(runId); // started by a decision taken before this one
     const entry = await this.runs.find(runId);
+    if (this.active.has(runId)) return this.cancel(runId); // started meanwhile: aborted instead (nothing awaits from here to cancelQueued's mark)
     if (!entry) return { cancelled: await this.endUnhanded(runId, CANCELLED_UNHANDED) };
     // Stored as running but not executed here: lost with an earlier instance, it ends as lost (it did start).
     if (entry[1].state === "running") return this.finishLost(entry[0], entry[1].job).then(() => ({ cancelled: false }));

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, deferred } from "../support/host-api";
 import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
+import { waitFor } from "../support/fake-platform";
 
 /**
  * Bursts: the same event_id posted at once (every answer names what the event ended up with, even when steering or
@@ -62,35 +64,16 @@ afterAll(async () => {
   await plain?.close();
 });
 
-async function agentFor(conversation: string, runner: Runner, opts: { concurrency?: Record<string, unknown>; pull?: string } = {}) {
-  const res = await host.admin("POST", "/v1/admin/agents", {
-    agent_id: `agent-${conversation}`,
-    name: conversation,
-    runner_id: runner.runnerId(),
-    runner_config: { pull: opts.pull ?? "never" },
-    event_types: ["message.received"],
-    scope: { type: "conversation", id: conversation },
-    concurrency: opts.concurrency ?? {},
-  });
-  expect(res.status).toBe(201);
-}
-
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+/** An agent bound to one conversation only, so each test has its own strategy. */
+const agentFor = (conversation: string, runner: Runner, opts: { concurrency?: Record<string, unknown>; pull?: string } = {}) =>
+  putAgent(host, { agent_id: `agent-${conversation}`, name: conversation, runner_id: runner.runnerId(), runner_config: { pull: opts.pull ?? "never" }, scope: { type: "conversation", id: conversation }, concurrency: opts.concurrency ?? {} });
 
 describe("the same event_id posted concurrently", () => {
   it("to a conversation whose steering run is active: every answer names the claiming run, and the message is pulled once", async () => {
     const c = "dup-steer";
     await agentFor(c, steerer, { pull: "all" });
     const first = await host.postEvent(messageEvent(c, "hold first"));
-    await until("the first run", () => (started.get(c) ?? []).length === 1);
+    await waitFor(() => (started.get(c) ?? []).length === 1, 10_000, "the first run");
     const answers: any[] = [];
     for (let round = 0; round < 5; round++) {
       const id = `dup-steer-${round}`;
@@ -179,7 +162,7 @@ describe("reject and parallel under a burst", () => {
     const c = "dup-reject";
     await agentFor(c, plain, { concurrency: { strategy: "reject" } });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run", () => (started.get(c) ?? []).length === 1);
+    await waitFor(() => (started.get(c) ?? []).length === 1, 10_000, "the first run");
     const answers: any[] = [];
     for (let round = 0; round < 5; round++) {
       const copies = await Promise.all(Array.from({ length: 20 }, () => host.postEvent(messageEvent(c, `r${round}`, { event_id: `dup-reject-${round}` }))));
@@ -212,7 +195,7 @@ describe("reject and parallel under a burst", () => {
     await agentFor(c, plain, { concurrency: { strategy: "parallel" } });
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => host.postEvent(messageEvent(c, `hold ${i}`))));
     expect(answers.map((a) => a.body.disposition)).toEqual(answers.map(() => "started"));
-    await until("all 20 to run at once", () => (inFlight.get(c) ?? 0) === 20, 15_000);
+    await waitFor(() => (inFlight.get(c) ?? 0) === 20, 15_000, "all 20 to run at once");
     gate(c).resolve();
     const ends = await Promise.all(answers.map((a) => host.waitForRun(a.body.run_id!)));
     expect(ends.map((r) => r.status)).toEqual(ends.map(() => "completed"));
