@@ -224,3 +224,97 @@ describe("credentials bound to their row", () => {
     }
   });
 });
+
+/** A run of one event: how it ended. */
+const runOnce = async (host: LocalHost, conversation: string) => finished(host, (await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent(conversation, "hi"))).body.run_id);
+/**
+ * README "Credentials at rest", to rotate: "call reseal until it answers all zeros, then remove SECRETS_KEY_PREVIOUS".
+ * A write that keeps a stored secret (a runner service refresh, an agent PUT sent back as GET showed it) landing around
+ * the reseal must not put the secret back under the key being rotated out.
+ */
+describe("a key rotation racing writes that keep a stored secret", () => {
+  it("after reseal has answered all zeros, the runner service secret is under the new key", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-host-refresh-race-"));
+    const signer = await startAdHocRunner({
+      name: "refresh-race",
+      onRun: ({ body, headers, raw }, res) => {
+        const signed = headers["x-agent-signature"] === `v1=${createHmac("sha256", RUNNER_SECRET).update(`${headers["x-agent-timestamp"]}.${raw}`).digest("hex")}`;
+        resultWriter(res, body.context.run_id).reply(signed ? "signed" : "unsigned");
+      },
+    });
+    let serviceId = "";
+    try {
+      await withHost({ SECRETS_KEY: KEY_A }, async (host) => {
+        const reg = await adminCall<any>(host, "POST", "/v1/admin/runner-services", { base_url: signer.url, secret: RUNNER_SECRET });
+        expect(reg.status).toBe(201);
+        serviceId = reg.body.service.service_id;
+        expect((await adminCall(host, "POST", "/v1/admin/agents", { agent_id: "rr", name: "rr", runner_id: signer.runnerId(), event_types: ["message.received"] })).status).toBe(201);
+        expect(await runOnce(host, "a")).toMatchObject({ status: "completed", message: { content: "signed" } });
+      }, dir);
+
+      await withHost({ SECRETS_KEY: KEY_B, SECRETS_KEY_PREVIOUS: KEY_A }, async (host) => {
+        // The refresh's write (it carries the manifest) is held a moment, as a slow database would, while the operator reseals.
+        host.databaseOutage({ delayMs: 1500, matching: "refresh-race" });
+        const refreshing = adminCall(host, "POST", `/v1/admin/runner-services/${serviceId}/refresh`);
+        await new Promise((r) => setTimeout(r, 400));
+        expect((await reseal(host)).body.resealed.runner_services).toBe(1);
+        expect((await reseal(host)).body.resealed.runner_services).toBe(0);
+        expect((await refreshing).status).toBe(200);
+        // The procedure's "all zeros" was answered before the refresh landed: the operator now removes SECRETS_KEY_PREVIOUS.
+      }, dir);
+
+      // SECRETS_KEY_PREVIOUS removed, as the README says to.
+      await withHost({ SECRETS_KEY: KEY_B }, async (host) => {
+        expect(await runOnce(host, "b")).toMatchObject({ status: "completed", message: { content: "signed" } });
+      }, dir);
+    } finally {
+      await signer.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("an agent saved as GET showed it around the reseal keeps its secret under the new key", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-host-put-race-"));
+    const PUT_RACE_KEY = "agent-put-race-key-4411";
+    const echo = await startAdHocRunner({
+      name: "put-race",
+      runners: [{ name: "default", label: { en_US: "r" }, config_schema: [{ name: "api_key", type: "secret", label: { en_US: "Key" } }] }],
+      onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply(JSON.stringify(body.context.config)),
+    });
+    try {
+      await withHost(
+        { SECRETS_KEY: KEY_A },
+        async (host) => {
+          expect((await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: echo.url })).status).toBe(201);
+          expect((await adminCall(host, "POST", "/v1/admin/agents", { agent_id: "pr", name: "pr", runner_id: echo.runnerId(), runner_config: { api_key: PUT_RACE_KEY }, event_types: ["message.received"] })).status).toBe(201);
+        },
+        dir,
+      );
+      await withHost(
+        { SECRETS_KEY: KEY_B, SECRETS_KEY_PREVIOUS: KEY_A },
+        async (host) => {
+          // The operator renames the agent, sending back what GET showed (its secret masked); its write is held a moment.
+          const shown = (await adminCall<any>(host, "GET", "/v1/admin/agents/pr")).body;
+          host.databaseOutage({ delayMs: 1500, matching: "pr-renamed-8c1f" });
+          const putting = adminCall(host, "PUT", "/v1/admin/agents/pr", { ...shown, name: "pr-renamed-8c1f" });
+          await new Promise((r) => setTimeout(r, 400));
+          expect((await reseal(host)).body.resealed.agents).toBe(1);
+          expect((await reseal(host)).body.resealed.agents).toBe(0);
+          // Written over the row as read only: the reseal changed it meanwhile, so the PUT is a 409 and undoes nothing.
+          expect((await putting).status).toBe(409);
+        },
+        dir,
+      );
+      await withHost(
+        { SECRETS_KEY: KEY_B },
+        async (host) => {
+          expect(await runOnce(host, "c")).toMatchObject({ status: "completed", message: { content: JSON.stringify({ api_key: PUT_RACE_KEY }) } });
+        },
+        dir,
+      );
+    } finally {
+      await echo.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
