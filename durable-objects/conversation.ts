@@ -61,10 +61,7 @@ export class ConversationDO extends DurableObject<Env> {
     return this.decisions.decide(job.runId, () => this.decide(job));
   }
 
-  /**
-   * A redelivered event whose run ingress read as not started: decided only if no decision was taken for it
-   * since (steered or rejected: its run row is gone; superseded, started or ended), which the run table cannot tell.
-   */
+  /** A redelivered event whose run ingress read as not started: decided only if no decision was taken for it since (steered or rejected: its run row is gone; superseded, started or ended), which the run table cannot tell. */
   async redeliver(job: RunJob): Promise<DispatchResult> {
     return this.decisions.decide(job.runId, async () => {
       // Claimed by a steering run when the claim's write got no answer: that claim is completed, not made again.
@@ -185,23 +182,24 @@ export class ConversationDO extends DurableObject<Env> {
   async cancel(runId: string): Promise<{ cancelled: boolean }> {
     // A run whose dispatch is still being decided is cancelled as that decision leaves it.
     await this.decisions.settled(runId);
-    const active = this.active.get(runId);
-    // Its runner is done, or it was stopped otherwise (deadline, interrupt, an earlier cancel): nothing is left to cancel; answered once its end is recorded.
-    if (active && (this.finishing.has(runId) || active.abort.signal.aborted)) return active.done.then(() => ({ cancelled: false }));
-    if (active) {
-      // Also reaches a run still starting: it sees the abort before calling its runner.
-      active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
-      return { cancelled: true };
-    }
-    // In turn with the decisions: a redelivery handing this run over is decided wholly before this (the run is held here) or after (it finds it ended).
-    return this.decisions.inTurn(() => this.cancelNotActive(runId));
+    // In turn with the decisions (a redelivery handing this run over is decided wholly before or after); a run active (or started meanwhile) is aborted outside.
+    return this.abortActive(runId) ?? (await this.decisions.inTurn(() => this.cancelNotActive(runId))) ?? this.abortActive(runId) ?? { cancelled: false };
   }
 
-  private async cancelNotActive(runId: string): Promise<{ cancelled: boolean }> {
+  /** An active run aborted (one starting sees it before calling its runner), or one already done or stopped answered once its end is recorded; null if none. */
+  private abortActive(runId: string): Promise<{ cancelled: boolean }> | null {
+    const active = this.active.get(runId);
+    if (!active) return null;
+    if (this.finishing.has(runId) || active.abort.signal.aborted) return active.done.then(() => ({ cancelled: false }));
+    active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
+    return Promise.resolve({ cancelled: true });
+  }
+
+  private async cancelNotActive(runId: string): Promise<{ cancelled: boolean } | null> {
     const entry = await this.runs.find(runId);
-    if (this.active.has(runId)) return this.cancel(runId); // started meanwhile: aborted instead (nothing awaits from here to cancelQueued's mark)
+    if (this.active.has(runId)) return null; // nothing awaits from here to cancelQueued's mark
     if (!entry) return { cancelled: await this.endUnhanded(runId, CANCELLED_UNHANDED) };
-    // Stored as running but not executed here: lost with an earlier instance, it ends as lost (it did start).
+    // Stored as running, not executed here: lost with an earlier instance, it ends as lost. (Null: the scheduler started it meanwhile.)
     if (entry[1].state === "running") return this.finishLost(entry[0], entry[1].job).then(() => ({ cancelled: false }));
     // Another cancel may have ended it meanwhile: only one answers that it cancelled.
     return { cancelled: await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started") };
