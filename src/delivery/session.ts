@@ -25,6 +25,7 @@ import { botsStore } from "../stores/bots";
 import type { LedgerEntry } from "../stores/runs";
 import { answerOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf } from "./answer";
 import { answerFiles } from "./files";
+import { FinalAnswer } from "./final-answer";
 import { attemptFacts, DeliveryTrail } from "./records";
 import { withRetries, type RetryPolicy } from "./retry";
 import { describeError } from "../lib/describe-error";
@@ -74,8 +75,7 @@ export class DeliverySession {
   private readonly retry: RetryPolicy;
   private current: Reply | null = null;
   private replies = 0;
-  /** The last accepted message.completed's message (JSON): a run.completed repeating it shows nothing more. */
-  private lastCompleted: string | null = null;
+  private readonly final = new FinalAnswer();
   /** Artifacts announced since the last message, each once (in announcement order): they belong to the next one, as in the transcript. */
   private readonly pendingFiles = new Set<string>();
   private closed = false;
@@ -167,13 +167,14 @@ export class DeliverySession {
     for (const [i, entry] of entries.entries()) {
       if (this.closed) return;
       const data = asRecord(entry.data);
-      if (entry.type === "message.delta" && this.streaming) {
+      if (entry.type === "message.delta") {
         const chunk = asRecord(data.chunk);
         // Only the assistant's words are shown (a delta in another role was dropped), and a reply opens on its first
         // visible text: whitespace alone would count as an answer shown and hold back the notice.
         if (chunk.role !== "assistant") continue;
         const text = textOf(chunk.content);
-        if (!text || (!this.current && !text.trim())) continue;
+        this.final.delta(text);
+        if (!this.streaming || !text || (!this.current && !text.trim())) continue;
         const reply = (this.current ??= this.newReply());
         reply.text += text;
         if (!reply.pumping) {
@@ -189,15 +190,17 @@ export class DeliverySession {
       } else if (entry.type === "message.completed") {
         // Accepted, it is the run's message whatever it shows here: run.completed repeating it is then ignored, as
         // the transcript ignores it.
-        this.lastCompleted = JSON.stringify(data.message);
+        this.final.completed(entry);
         const answer = this.answerOf(data.message);
         if (answer === null) continue;
         this.complete(answer.text, answer.files);
       } else if (i === end) {
         // run.completed may carry the only message, or the final one after others; a stream cut short keeps exactly what it showed.
-        const answer = entry.type === "run.completed" && JSON.stringify(data.message) !== this.lastCompleted ? this.answerOf(data.message) : null;
+        const answer = entry.type === "run.completed" && this.final.isNew(entry) ? this.answerOf(data.message) : null;
         if (answer !== null) this.complete(answer.text, answer.files);
         else if (this.current) this.complete(this.current.text);
+        // Streamed as deltas to a chat that does not stream, never completed: the run's message, sent whole.
+        else if (entry.type === "run.completed" && this.final.unfinished) this.complete(this.final.unfinished);
         else if (this.replies === 0) {
           const notice = noticeInsteadOfAnswer(this.job, this.adapter.surface, entry);
           if (notice !== null) this.complete(notice);

@@ -47,8 +47,22 @@ describe("the run's final message", () => {
     });
   });
 
-  it("run.completed repeating the last message adds nothing", async () => {
-    const got = await answerTo("-78003", "final Done. | Done.");
-    expect(got).toEqual({ status: "completed", error: null, message: "Done.", transcript: ["Done."], sent: ["Done."] });
+  it("run.completed repeating the last message adds nothing, however the runner wrote it (key order, a stripped key)", async () => {
+    for (const [chatId, said] of [["-78003", "final Done. | Done."], ["-78004", "samefinal Done."]]) {
+      const got = await answerTo(chatId, said);
+      expect(got).toEqual({ status: "completed", error: null, message: "Done.", transcript: ["Done."], sent: ["Done."] });
+    }
+  });
+});
+
+describe("the run's final message, on a chat the agent does not stream to", () => {
+  beforeAll(async () => {
+    const shown = await chat.host.admin("GET", "/v1/admin/agents/final-message");
+    expect((await chat.host.admin("PUT", "/v1/admin/agents/final-message", { ...shown.body, delivery_policy: { streaming: false } })).status).toBe(200);
+  });
+
+  it("an answer streamed as deltas and never completed is sent whole, as the run records it", async () => {
+    const got = await answerTo("-78011", "deltasonly Your order ships on Friday.");
+    expect(got).toEqual({ status: "completed", error: null, message: "Your order ships on Friday.", transcript: ["Your order ships on Friday."], sent: ["Your order ships on Friday."] });
   });
 });
