@@ -1,6 +1,7 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { agent, agentBinding, runner, runnerService, runnerState } from "../db/schema";
+import { agent, agentBinding, runnerState } from "../db/schema";
+import { runnerServiceAt } from "./registry";
 import { insertWhereReturning } from "../db/guarded";
 import { DbError } from "../db/executor";
 import { scopeView } from "../agents/policy";
@@ -57,9 +58,7 @@ export function agentsStore(db: Db) {
     ];
   }
 
-  /** The runner's service is still at the address the row's secret config fields were sealed for (`sealedFor`). */
-  const sealedFor = (row: NewAgentRow, baseUrl: string) =>
-    sql`EXISTS (SELECT 1 FROM ${runner} JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId} WHERE ${runner.runnerId} = ${row.runnerId} AND ${runnerService.baseUrl} = ${baseUrl})`;
+
 
   async function conflictsFor(row: NewAgentRow) {
     const eventTypes = parseJson<string[]>(row.eventTypesJson, []);
@@ -89,20 +88,20 @@ export function agentsStore(db: Db) {
     list: () => db.select().from(agent).orderBy(agent.createdAt).all(),
 
     /**
-     * Written only while the runner's service is at `sealedFor` (its secret fields were sealed for that address: a
+     * Written only while the runner's service is at `sealedForUrl` (its secret fields were sealed for that address: a
      * move landing meanwhile resealed the agents it found, not this one). Answers whether it was written.
      */
     create: (row: NewAgentRow, sealedForUrl: string) =>
-      write(row, [insertWhereReturning(db, agent, row, sealedFor(row, sealedForUrl), sql`${agent.agentId}`), ...bindingRows(row)]),
+      write(row, [insertWhereReturning(db, agent, row, runnerServiceAt(row.runnerId, sealedForUrl), sql`${agent.agentId}`), ...bindingRows(row)]),
     /**
      * Over the row as read only (`read`: a concurrent PUT, a reseal or a move changed it meanwhile: not undone with what
-     * was read before), and while the service is at `sealedFor`. Answers whether it was written.
+     * was read before), and while the service is at `sealedForUrl`. Answers whether it was written.
      */
     replace(row: NewAgentRow, read: Pick<AgentRow, "updatedAt" | "runnerConfigJson" | "runnerId">, sealedForUrl: string) {
       // What the agent was created as stays: its creation time, and its state epoch (its state stays its own).
       const { agentId, createdAt: _createdAt, stateEpoch: _stateEpoch, ...rest } = row;
       const asRead = and(eq(agent.agentId, agentId), eq(agent.updatedAt, read.updatedAt), eq(agent.runnerConfigJson, read.runnerConfigJson), eq(agent.runnerId, read.runnerId));
-      return write(row, [db.update(agent).set(rest).where(and(asRead, sealedFor(row, sealedForUrl))).returning({ agentId: agent.agentId }), ...bindingRows(row)]);
+      return write(row, [db.update(agent).set(rest).where(and(asRead, runnerServiceAt(row.runnerId, sealedForUrl))).returning({ agentId: agent.agentId }), ...bindingRows(row)]);
     },
     /** With its bindings and the state it wrote. */
     async remove(agentId: string) {

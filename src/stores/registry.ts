@@ -27,6 +27,10 @@ export function toRunnerView(row: RunnerRow) {
   return { runner_id: row.runnerId, service_id: row.serviceId, name: row.name, manifest: parseJson<unknown>(row.manifestJson, {}) };
 }
 
+/** SQL: the runner is registered and its service is at `baseUrl` (where an agent's secret config fields were sealed for). */
+export const runnerServiceAt = (runnerId: string, baseUrl: string) =>
+  sql`EXISTS (SELECT 1 FROM ${runner} JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId} WHERE ${runner.runnerId} = ${runnerId} AND ${runnerService.baseUrl} = ${baseUrl})`;
+
 export function registryStore(db: Db) {
   return {
     getService: (serviceId: string) => db.select().from(runnerService).where(eq(runnerService.serviceId, serviceId)).get(),

@@ -1,4 +1,4 @@
-import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
+import { and, eq, isNull, type SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { batchAll, type Db } from "../db/client";
 import { agent, bot, knowledgeBase, mcpServer, model, runner, runnerService, tool } from "../db/schema";
@@ -6,6 +6,7 @@ import { parseJson } from "../lib/json";
 import { isSealed, resealValues, type SealedTable, type SecretBox, type SecretSlot } from "../lib/secret-box";
 import { secretFieldNames } from "../agents/runner-config";
 import type { AgentRunnerManifest } from "../protocol/manifest";
+import { runnerServiceAt } from "./registry";
 import { agentConfigSlot, botSlot, knowledgeBaseSlot, mcpServerSlot, modelSlot, runnerServiceSlot, toolSlot } from "./secret-slots";
 
 /**
@@ -26,8 +27,8 @@ async function agentConfigRows(db: Db): Promise<Row[]> {
   );
   return (await db.select().from(agent).all()).map((r) => {
     const on = runners.get(r.runnerId);
-    const serviceAsRead = sql`EXISTS (SELECT 1 FROM ${runner} JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId} WHERE ${runner.runnerId} = ${r.runnerId} AND ${runnerService.baseUrl} = ${on?.baseUrl ?? ""})`;
-    return { id: r.agentId, stored: r.runnerConfigJson, slot: agentConfigSlot(r, on?.baseUrl ?? ""), slotAsRead: and(eq(agent.runnerId, r.runnerId), serviceAsRead), secretFields: on?.secrets ?? new Set<string>() };
+    const slotAsRead = and(eq(agent.runnerId, r.runnerId), runnerServiceAt(r.runnerId, on?.baseUrl ?? ""));
+    return { id: r.agentId, stored: r.runnerConfigJson, slot: agentConfigSlot(r, on?.baseUrl ?? ""), slotAsRead, secretFields: on?.secrets ?? new Set<string>() };
   });
 }
 
