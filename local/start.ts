@@ -5,7 +5,7 @@
  * RUNNER_PORT (default 8788); any other Worker variable of src/env.ts
  * (RUN_DEADLINE_MS, RETENTION_DAYS, PUBLIC_URL, ...) is passed through.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
@@ -76,10 +76,15 @@ if (hostPort !== 0 && hostPort === runnerPort) {
 }
 const runnerSecret = devSecret("runner-secret");
 const runner = await startEchoRunner({ port: runnerPort, secret: runnerSecret });
+// A first start (no database yet) binds the example until it has: one stopped before (a terminal's Ctrl-C stops workerd
+// too) is still a first start the next time, not an operator who deleted the agent.
+const bindingPending = join(dataDir, "example-binding-pending");
+if (!existsSync(join(dataDir, "host.db"))) writeFileSync(bindingPending, "");
 const host = await startHost({ adminToken, port: hostPort, dataDir, vars, ownSignals: true });
 // The example agent is bound the first time only; one the operator's own configuration refuses is one line, not a crash.
-const example = await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo", keepExisting: true }).then(
-  (bound) => (bound ? `bound globally as agent "echo"` : `agent "echo" as you left it`),
+const keepExisting = !existsSync(bindingPending);
+const example = await bindRunner(host, { baseUrl: runner.url, secret: runnerSecret, runnerId: "http:examples/echo/default", agentId: "echo", keepExisting }).then(
+  (bound) => (rmSync(bindingPending, { force: true }), bound ? `bound globally as agent "echo"` : `agent "echo" as you left it`),
   (err: Error) => `not bound: ${err.message}`,
 );
 

@@ -13,6 +13,7 @@ const dirs: string[] = [];
 const children: ChildProcess[] = [];
 afterAll(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  for (const c of children) if (c.spawnargs.includes("local/start.ts")) try { process.kill(-c.pid!, "SIGKILL"); } catch { /* not a group of its own, or gone */ }
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 const fresh = (prefix: string) => {
@@ -21,8 +22,9 @@ const fresh = (prefix: string) => {
   return dir;
 };
 
-function start(env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], { cwd: ROOT, env: { ...process.env, PORT: "0", RUNNER_PORT: "0", ...env } });
+/** `detached`: in a process group of its own, as a terminal's foreground job is (signalled as -pid). */
+function start(env: Record<string, string>, detached = false) {
+  const child = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], { cwd: ROOT, detached, env: { ...process.env, PORT: "0", RUNNER_PORT: "0", ...env } });
   children.push(child);
   let output = "";
   child.stdout!.on("data", (c) => (output += c));
@@ -105,6 +107,22 @@ describe("a first npm start stopped while it was starting", () => {
       expect({ agent: (await call(h, "GET", "/v1/admin/agents/echo")).status, disposition: sent.body.disposition }).toEqual({ agent: 200, disposition: "started" });
     } finally {
       second.child.kill("SIGTERM");
+      await second.exited;
+    }
+  }, 90_000);
+
+  it("Ctrl-C (SIGINT to the whole process group, workerd included) after registering the example: the next start binds agent echo", async () => {
+    const dataDir = fresh("npm-start-ctrlc-");
+    const first = start({ DATA_DIR: dataDir }, true);
+    await untilRunnerRegistered(dataDir);
+    process.kill(-first.child.pid!, "SIGINT");
+    expect(await first.exited).toEqual({ code: 0, signal: null });
+    const second = start({ DATA_DIR: dataDir }, true);
+    try {
+      const h = await second.ready();
+      expect((await call(h, "GET", "/v1/admin/agents/echo")).status).toBe(200);
+    } finally {
+      process.kill(-second.child.pid!, "SIGTERM");
       await second.exited;
     }
   }, 90_000);
