@@ -1,31 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred } from "../support/host-api";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
-import { resultWriter, startAdHocRunner } from "../support/runner";
+import { messageEvent, type TestHost } from "../support/host";
+import type { RunCall } from "../support/runner";
+import { runOf, startSteererAndPlain } from "../support/conversation-runners";
+import type { ServerResponse } from "node:http";
+import { waitFor } from "../support/fake-platform";
 
 /**
  * PROTOCOL §10 through the real path: a steering runner and a plain one, each
  * able to stay busy ("hold …" waits for the test's gate) and to pull its
  * steering queue the way its agent's runner_config says ("all", "one", or never).
  */
+let setup: Awaited<ReturnType<typeof startSteererAndPlain>>;
 let host: TestHost;
-type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
-let steerer: Runner;
-let plain: Runner;
-const gates = new Map<string, ReturnType<typeof deferred<void>>>();
+let steerer: typeof setup.steerer;
+let plain: typeof setup.plain;
 const started = new Map<string, string[]>();
+const gate = (conversation: string) => setup.gate(conversation);
+const agentFor = (...args: Parameters<typeof setup.agentFor>) => setup.agentFor(...args);
 
-const gate = (conversation: string) => {
-  if (!gates.has(conversation)) gates.set(conversation, deferred());
-  return gates.get(conversation)!;
-};
-
-async function behave({ body }: { body: any }, res: import("node:http").ServerResponse) {
-  const ctx = body.context;
-  const w = resultWriter(res, ctx.run_id);
-  const conversation: string = ctx.conversation.conversation_id;
-  const text: string = ctx.input.text ?? "";
-  const api = (action: string, params: Record<string, unknown> = {}) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
+async function behave(call: RunCall, res: ServerResponse) {
+  const { ctx, w, conversation, text, api } = runOf(call, res);
   started.set(conversation, [...(started.get(conversation) ?? []), text]);
   if (text === "report") {
     const page = await api("event.page", { limit: 100 });
@@ -38,44 +32,13 @@ async function behave({ body }: { body: any }, res: import("node:http").ServerRe
   w.reply(JSON.stringify({ text, pulled: pulled.map((i) => i.input.text), pulled_items: pulled }));
 }
 
-const steeringManifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
-
 beforeAll(async () => {
-  steerer = await startAdHocRunner({ name: "steerer", runners: steeringManifest, onRun: behave });
-  plain = await startAdHocRunner({ name: "plain", runners: [{ ...steeringManifest[0], capabilities: { streaming: true } }], onRun: behave });
-  host = await startTestHost();
-  for (const r of [steerer, plain]) expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: r.url })).status).toBe(201);
+  setup = await startSteererAndPlain(behave, (steering) => [{ name: "default", label: { en_US: steering ? "steerer" : "plain" }, capabilities: { streaming: true, steering }, permissions: { events: ["get", "page"] } }]);
+  ({ host, steerer, plain } = setup);
 });
 afterAll(async () => {
-  for (const g of gates.values()) g.resolve();
-  await host?.dispose();
-  await steerer?.close();
-  await plain?.close();
+  await setup?.dispose();
 });
-
-/** An agent bound to one conversation only, so each test has its own strategy. */
-async function agentFor(conversation: string, runner: Runner, opts: { concurrency?: Record<string, unknown>; pull?: "all" | "one" | "never" } = {}) {
-  const res = await host.admin("POST", "/v1/admin/agents", {
-    agent_id: `agent-${conversation}`,
-    name: conversation,
-    runner_id: runner.runnerId(),
-    runner_config: { pull: opts.pull ?? "never" },
-    event_types: ["message.received"],
-    scope: { type: "conversation", id: conversation },
-    concurrency: opts.concurrency ?? {},
-  });
-  expect(res.status).toBe(201);
-}
-
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const startedTexts = (conversation: string) => started.get(conversation) ?? [];
 const reply = async (runId: string) => JSON.parse((await host.waitForRun(runId)).message!.content as string);
@@ -92,7 +55,7 @@ describe("steering (PROTOCOL §10)", () => {
     await agentFor(c, steerer, { pull: "all" });
     const first = await host.postEvent(messageEvent(c, "hold first"));
     expect(first.body.disposition).toBe("started");
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
 
     const second = await host.postEvent(messageEvent(c, "second", { event_id: "steer-all-2" }));
     const third = await host.postEvent(messageEvent(c, "third", { event_id: "steer-all-3" }));
@@ -121,7 +84,7 @@ describe("steering (PROTOCOL §10)", () => {
     const c = "steer-one";
     await agentFor(c, steerer, { pull: "one" });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     for (const n of ["a", "b", "c"]) expect((await host.postEvent(messageEvent(c, n, { event_id: `steer-one-${n}` }))).body.disposition).toBe("steered");
     gate(c).resolve();
     expect((await reply(first.body.run_id!)).pulled).toEqual(["a"]);
@@ -134,7 +97,7 @@ describe("steering (PROTOCOL §10)", () => {
     const c = "steer-never";
     await agentFor(c, steerer, { pull: "never" });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     expect((await host.postEvent(messageEvent(c, "lost", { event_id: "steer-never-1" }))).body.disposition).toBe("steered");
     gate(c).resolve();
     expect((await reply(first.body.run_id!)).pulled).toEqual([]);
@@ -147,7 +110,7 @@ describe("steering (PROTOCOL §10)", () => {
     const c = "steer-full";
     await agentFor(c, steerer, { pull: "all" });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     const dispositions: string[] = [];
     for (let i = 0; i < 100; i += 10) {
       const batch = await Promise.all(Array.from({ length: 10 }, (_, j) => host.postEvent(messageEvent(c, `m${i + j}`))));
@@ -179,7 +142,7 @@ describe("concurrency strategies for a busy conversation", () => {
     const c = "enqueue";
     await agentFor(c, plain);
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     const second = await host.postEvent(messageEvent(c, "second"));
     const third = await host.postEvent(messageEvent(c, "third"));
     expect([second.body.disposition, third.body.disposition]).toEqual(["queued", "queued"]);
@@ -194,7 +157,7 @@ describe("concurrency strategies for a busy conversation", () => {
     const c = "enqueue-steerer";
     await agentFor(c, steerer, { pull: "all", concurrency: { strategy: "enqueue" } });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     const second = await host.postEvent(messageEvent(c, "second"));
     expect(second.body.disposition).toBe("queued");
     gate(c).resolve();
@@ -206,7 +169,7 @@ describe("concurrency strategies for a busy conversation", () => {
     const c = "interrupt";
     await agentFor(c, plain, { concurrency: { strategy: "interrupt" } });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     const second = await host.postEvent(messageEvent(c, "newer"));
     expect(second.body.disposition).toBe("started");
     const ended = await host.waitForRun(first.body.run_id!);
@@ -219,7 +182,7 @@ describe("concurrency strategies for a busy conversation", () => {
     const c = "interrupt-burst";
     await agentFor(c, plain, { concurrency: { strategy: "interrupt" } });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     const burst = [];
     // The older ones hold if they start, so each is cancelled (running) or superseded (waiting), never completed.
     for (const text of ["hold b1", "hold b2", "b3"]) burst.push(await host.postEvent(messageEvent(c, text)));
@@ -234,7 +197,7 @@ describe("concurrency strategies for a busy conversation", () => {
     const c = "interrupt-at-once";
     await agentFor(c, plain, { concurrency: { strategy: "interrupt" } });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     const burst = await Promise.all(Array.from({ length: 6 }, (_, i) => host.postEvent(messageEvent(c, `hold b${i}`))));
     const ids = [first, ...burst].map((r) => r.body.run_id!);
     const statusOf = async (id: string) => (await host.admin("GET", `/v1/runs/${id}`)).body.status as string;
@@ -253,7 +216,7 @@ describe("concurrency strategies for a busy conversation", () => {
     const c = "reject";
     await agentFor(c, plain, { concurrency: { strategy: "reject" } });
     const first = await host.postEvent(messageEvent(c, "hold"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     const second = await host.postEvent(messageEvent(c, "refused", { event_id: "reject-2" }));
     expect(second.status).toBe(202);
     expect(second.body).toMatchObject({ disposition: "rejected", run_id: null });
@@ -270,10 +233,10 @@ describe("concurrency strategies for a busy conversation", () => {
     const c = "parallel";
     await agentFor(c, plain, { concurrency: { strategy: "parallel" } });
     const first = await host.postEvent(messageEvent(c, "hold one"));
-    await until("the first run to start", () => startedTexts(c).length === 1);
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
     const second = await host.postEvent(messageEvent(c, "hold two"));
     expect(second.body.disposition).toBe("started");
-    await until("the second run to start while the first is busy", () => startedTexts(c).length === 2);
+    await waitFor(() => startedTexts(c).length === 2, 10_000, "the second run to start while the first is busy");
     gate(c).resolve();
     for (const r of [first, second]) expect((await host.waitForRun(r.body.run_id!)).status).toBe("completed");
   });

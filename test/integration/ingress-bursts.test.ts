@@ -1,37 +1,29 @@
+import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred } from "../support/host-api";
-import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
-import { resultWriter, startAdHocRunner } from "../support/runner";
-import { putAgent } from "../support/scripted-runner";
+import { runOf, startSteererAndPlain } from "../support/conversation-runners";
 import { waitFor } from "../support/fake-platform";
+import { messageEvent, readSse, type TestHost } from "../support/host";
+import type { RunCall } from "../support/runner";
 
 /**
  * Bursts: the same event_id posted at once (every answer names what the event ended up with, even when steering or
  * a rejection discarded its run meanwhile), many events to one conversation or many at once, by strategy, with
  * followers and cancels racing them. One run per event, one at a time where runs take turns, gapless ledgers.
  */
+let setup: Awaited<ReturnType<typeof startSteererAndPlain>>;
 let host: TestHost;
-type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
-let steerer: Runner;
-let plain: Runner;
-const gates = new Map<string, ReturnType<typeof deferred<void>>>();
+let steerer: typeof setup.steerer;
+let plain: typeof setup.plain;
+const gate = (conversation: string) => setup.gate(conversation);
+const agentFor = (...args: Parameters<typeof setup.agentFor>) => setup.agentFor(...args);
 const started = new Map<string, string[]>();
 /** Runs in progress per conversation, and the most seen at once. */
 const inFlight = new Map<string, number>();
 const maxInFlight = new Map<string, number>();
 const pulledBy = new Map<string, string[]>();
 
-const gate = (conversation: string) => {
-  if (!gates.has(conversation)) gates.set(conversation, deferred());
-  return gates.get(conversation)!;
-};
-
-async function behave({ body }: { body: any }, res: import("node:http").ServerResponse) {
-  const ctx = body.context;
-  const w = resultWriter(res, ctx.run_id);
-  const conversation: string = ctx.conversation.conversation_id;
-  const text: string = ctx.input.text ?? "";
-  const api = (action: string, params: Record<string, unknown> = {}) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
+async function behave(call: RunCall, res: ServerResponse) {
+  const { ctx, w, conversation, text, api } = runOf(call, res);
   started.set(conversation, [...(started.get(conversation) ?? []), text]);
   const n = (inFlight.get(conversation) ?? 0) + 1;
   inFlight.set(conversation, n);
@@ -49,24 +41,13 @@ async function behave({ body }: { body: any }, res: import("node:http").ServerRe
   }
 }
 
-const manifestOf = (steering: boolean) => [{ name: "default", label: { en_US: "r" }, capabilities: { streaming: true, steering }, permissions: { events: ["get", "page"], history: ["page"] } }];
-
 beforeAll(async () => {
-  steerer = await startAdHocRunner({ name: "steerer", runners: manifestOf(true), onRun: behave });
-  plain = await startAdHocRunner({ name: "plain", runners: manifestOf(false), onRun: behave });
-  host = await startTestHost();
-  for (const r of [steerer, plain]) expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: r.url })).status).toBe(201);
+  setup = await startSteererAndPlain(behave, (steering) => [{ name: "default", label: { en_US: "r" }, capabilities: { streaming: true, steering }, permissions: { events: ["get", "page"], history: ["page"] } }]);
+  ({ host, steerer, plain } = setup);
 });
 afterAll(async () => {
-  for (const g of gates.values()) g.resolve();
-  await host?.dispose();
-  await steerer?.close();
-  await plain?.close();
+  await setup?.dispose();
 });
-
-/** An agent bound to one conversation only, so each test has its own strategy. */
-const agentFor = (conversation: string, runner: Runner, opts: { concurrency?: Record<string, unknown>; pull?: string } = {}) =>
-  putAgent(host, { agent_id: `agent-${conversation}`, name: conversation, runner_id: runner.runnerId(), runner_config: { pull: opts.pull ?? "never" }, scope: { type: "conversation", id: conversation }, concurrency: opts.concurrency ?? {} });
 
 describe("the same event_id posted concurrently", () => {
   it("to a conversation whose steering run is active: every answer names the claiming run, and the message is pulled once", async () => {
