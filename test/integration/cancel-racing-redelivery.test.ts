@@ -91,6 +91,8 @@ describe("cancel of a run left unhanded while its event's redelivery hands it ov
     const cancel = await host.admin("POST", `/v1/runs/${lost}/cancel`);
     expect((await redelivery).body).toMatchObject({ disposition: "duplicate", run_id: busy });
     holds.get(c)!.resolve();
+    // The active run calls steering.pull once released: let it end before the host can be disposed under it.
+    await host.waitForRun(busy);
     // The run was discarded (its event steered): 404 as GET answers, or a 409 naming a status that is an end.
     expect((await host.admin("GET", `/v1/runs/${lost}`)).status).toBe(404);
     const named = { status: cancel.status, runStatus: cancel.body.status, message: cancel.body.error?.message?.replace(/run_\S+/, "run_…") };
