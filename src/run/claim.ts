@@ -65,18 +65,37 @@ async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number 
  */
 export class RunClaims {
   private readonly stamps = new Map<string, number>();
+  /** Claims made ahead of the run's start (`prepare`), for its start to take. */
+  private readonly early = new Map<string, Promise<ClaimedRun | null>>();
 
-  /** claimRun, resuming this instance's earlier claim of the run if it had one. */
+  /** claimRun, resuming this instance's earlier claim of the run if it had one; the claim `prepare` made, if there is one. */
   take(db: Db, queued: RunJob): Promise<ClaimedRun | null> {
+    const early = this.early.get(queued.runId);
+    this.early.delete(queued.runId);
+    if (early) return early;
     const resumeAt = this.stamps.get(queued.runId) ?? null;
     const stamp = resumeAt ?? Date.now();
     this.stamps.set(queued.runId, stamp);
     return claimRun(db, queued, stamp, resumeAt);
   }
 
+  /**
+   * Claims a run about to start while the object's alarm is still on its way, so the round trip overlaps that hop.
+   * Safe before the run's table entry is durable: the output gate holds the claim's request until it is. An early claim
+   * not taken (the run was cancelled meanwhile) leaves the run `running` for the cancel's end write, which ends running
+   * runs too; lost with the instance, the next one finds it running under another stamp and ends it as lost.
+   */
+  prepare(db: Db, queued: RunJob): void {
+    const claim = this.take(db, queued);
+    // Awaited by the run's start; a failure is its start's to handle (or nobody's, once cancelled).
+    claim.catch(() => {});
+    this.early.set(queued.runId, claim);
+  }
+
   /** The run's end is recorded (or it was never this instance's to run): nothing to resume. */
   forget(runId: string): void {
     this.stamps.delete(runId);
+    this.early.delete(runId);
   }
 }
 

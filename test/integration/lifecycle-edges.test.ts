@@ -116,6 +116,40 @@ describe("a run whose steering drop fails once", () => {
   });
 });
 
+describe("a run of an idle conversation cancelled before the scheduler starts it", () => {
+  it("ends cancelled, though its claim was made ahead of its start, and the runner never hears of it", async () => {
+    const conv = "edge-cancel-claimed-ahead";
+    await agentFor(conv);
+    const release = deferred();
+    behaviours.set(conv, async (ctx, res) => {
+      const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text === "hold") await release.promise;
+      w.reply(`done: ${ctx.input.text}`);
+    });
+    const first = await host.postEvent(messageEvent(conv, "hold"));
+    await until("started", () => seen.get(conv)?.length);
+    expect((await host.postEvent(messageEvent(conv, "claimed"))).body.disposition).toBe("steered");
+    // The run's own drop of its unpulled claim is slow, then fails; the scheduler's retry is slow again: while it
+    // waits, the scheduler starts nothing, so the next run stays queued with its claim already made.
+    host.databaseOutage({ queries: 1, matching: "steering.dropped" });
+    host.databaseOutage({ delayMs: 1500, queries: 2, matching: "steering.dropped" });
+    release.resolve();
+    expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+    await new Promise((r) => setTimeout(r, 1800));
+    const next = await host.postEvent(messageEvent(conv, "cancel me"));
+    expect(next.body.disposition).toBe("started");
+    const cancel = await host.admin("POST", `/v1/runs/${next.body.run_id}/cancel`);
+    const after = await host.postEvent(messageEvent(conv, "after"));
+    const outcome = {
+      cancel: cancel.status,
+      cancelled: (await host.waitForRun(next.body.run_id!)).status,
+      after: (await host.waitForRun(after.body.run_id!)).status,
+      runnerHeard: seen.get(conv)!.map((r) => r.text),
+    };
+    expect(outcome).toEqual({ cancel: 202, cancelled: "cancelled", after: "completed", runnerHeard: ["hold", "after"] });
+  });
+});
+
 describe("enqueue order against dispositions", () => {
   it("the run answered started runs before the one answered queued (an event slow at ingress does not overtake)", async () => {
     const conv = "edge-order";
