@@ -82,6 +82,27 @@ const nestedAtMost = (maxDepth: number) =>
 /** Any JSON value (no undefined, functions, NaN, class instances), nested at most MAX_JSON_DEPTH. */
 export const JsonValueSchema = nestedAtMost(MAX_JSON_DEPTH).pipe(JsonValueInnerSchema);
 
+/**
+ * The first whole number in a (parsed) JSON value beyond ±(2^53 − 1) but within 64 bits, or null. Parsing already
+ * rounded it (a 64-bit id such as a Discord snowflake comes out as a neighbour): kept, it would be stored altered
+ * without a word. Larger magnitudes are left alone: they are floating-point quantities, not ids.
+ */
+export function unsafeIntegerIn(value: unknown): number | null {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current === "number" && Number.isInteger(current) && !Number.isSafeInteger(current) && Math.abs(current) <= 2 ** 64) return current;
+    if (current !== null && typeof current === "object") stack.push(...(Array.isArray(current) ? current : Object.values(current)));
+  }
+  return null;
+}
+
+/** A JSON value to keep as sent (state): one whose numbers JSON parsing may have rounded is refused, with what to send instead. */
+export const ExactJsonValueSchema = JsonValueSchema.superRefine((v, ctx) => {
+  const unsafe = unsafeIntegerIn(v);
+  if (unsafe !== null) ctx.addIssue({ code: "custom", message: `the number ${unsafe} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string` });
+});
+
 /** UTF-8 size of a value once serialised; limits in the protocol are in bytes. */
 export function jsonByteLength(value: unknown): number {
   return new TextEncoder().encode(JSON.stringify(value) ?? "").length;

@@ -4,7 +4,7 @@
  * not a silently ignored option on a call that may have side effects.
  */
 import * as z from "zod";
-import { formatZodIssues, JsonValueSchema, labelSchema, MediaTypeSchema, ModelMessageSchema, orDefault, RecordSchema, storedKeyText } from "./common";
+import { ExactJsonValueSchema, formatZodIssues, labelSchema, MediaTypeSchema, ModelMessageSchema, orDefault, RecordSchema, storedKeyText } from "./common";
 import type { AvailableApiName } from "./context";
 import { StateScopeSchema } from "./context";
 import type { PermissionGroup } from "./manifest";
@@ -85,7 +85,7 @@ export const HOST_API_PARAMS = {
   }),
   "state.get": z.strictObject(stateRef),
   // The value's size is checked by the action, after the scope: §8 checks scope before payload size.
-  "state.set": z.strictObject({ ...stateRef, value: JsonValueSchema }),
+  "state.set": z.strictObject({ ...stateRef, value: ExactJsonValueSchema }),
   "state.delete": z.strictObject(stateRef),
   "state.list": z.strictObject({
     scope: StateScopeSchema,

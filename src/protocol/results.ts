@@ -8,7 +8,7 @@ import * as z from "zod";
 import {
   formatZodIssues,
   jsonByteLength,
-  JsonValueSchema,
+  ExactJsonValueSchema,
   labelSchema,
   MediaTypeSchema,
   MessageSchema,
@@ -59,7 +59,7 @@ export function base64DecodedLength(b64: string): number {
 export const StateKeySchema = storedKeyText(STATE_KEY_MAX_LENGTH);
 
 /** A JSON value that fits in host state. */
-export const StateValueSchema = JsonValueSchema.refine(
+export const StateValueSchema = ExactJsonValueSchema.refine(
   (v) => jsonByteLength(v) <= STATE_VALUE_MAX_BYTES,
   { message: `state value larger than ${STATE_VALUE_MAX_BYTES} bytes serialised` },
 );

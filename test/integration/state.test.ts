@@ -106,6 +106,21 @@ describe("state (PROTOCOL §9)", () => {
     expect(await host.query("SELECT key FROM runner_state WHERE value_json = ?", [JSON.stringify("st-off")])).toEqual([]);
   });
 
+  it("refuses a whole number beyond 2^53 − 1 (JSON parsing rounds it) in calls and results, and keeps one within", async () => {
+    // 2^53 + 2 is exact as a double, but the same parsed value comes from the text 9007199254740993: which was sent is lost.
+    const beyond = 2 ** 53 + 2;
+    const { result, runId } = await runner.run(host, "st-bigint", async (api, _ctx, emit) => {
+      emit("state.updated", { scope: "conversation", key: "emitted", value: { id: beyond } });
+      emit("state.updated", { scope: "conversation", key: "within", value: [Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 1.5e300] });
+      const set = await api("state.set", { scope: "conversation", key: "set", value: [1, { snowflake: -beyond }] });
+      return { status: set.status, code: set.body.error?.code, message: set.body.error?.message };
+    }, on("bot-conv", "u1"));
+    expect(result).toEqual({ status: 400, code: "invalid_argument", message: expect.stringContaining(`${-beyond} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string`) });
+    expect(await droppedResults(runId)).toEqual([expect.objectContaining({ result_type: "state.updated", reason: expect.stringContaining(`${beyond} is beyond`) })]);
+    const kept = await runner.run(host, "st-bigint", async (_api, ctx) => ctx.state.conversation, on("bot-conv", "u1"));
+    expect([kept.result.emitted, kept.result.set, kept.result.within]).toEqual([undefined, undefined, [Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 1.5e300]]);
+  });
+
   it("enables conversation and actor by default", async () => {
     const { result } = await runner.run(host, "st-default", async (_api, ctx) => Object.keys(ctx.state).sort(), on("bot-default", "u1", "T1"));
     expect(result).toEqual(["actor", "conversation"]);
