@@ -93,7 +93,7 @@ export class ConversationDO extends DurableObject<Env> {
     // Not awaited: the output gate holds the reply until the write is durable.
     void this.runs.put(key, stored);
     this.kick();
-    if (table.length === 0 && stored.notBefore <= now) this.claims.prepare(dbOf(this.env), job); // starts with the alarm just set: claimed meanwhile
+    if (table.length === 0 && stored.notBefore <= now && !this.scheduling) this.claims.prepare(dbOf(this.env), job); // starts with the alarm just set: claimed meanwhile
     const startsNow = strategy === "interrupt" || startable([...table, [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
     return { disposition: startsNow ? "started" : "queued", runId: job.runId };
   }
@@ -228,6 +228,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. Answers whether this call ended it. */
   private async cancelQueued(key: string, job: RunJob, reason: string): Promise<boolean> {
     this.cancelling.add(job.runId);
+    this.claims.withdraw(job.runId);
     let endedHere = false;
     try {
       const deps = deliveryDepsOf(this.env);
@@ -239,7 +240,6 @@ export class ConversationDO extends DurableObject<Env> {
         if (notice) this.settling.add(notice.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS));
       }
       await this.runs.delete(key);
-      this.claims.forget(job.runId);
     } finally {
       this.cancelling.delete(job.runId);
       // Cancelled, or (the write failed) startable again: either way the scheduler looks again.

@@ -80,16 +80,25 @@ export class RunClaims {
   }
 
   /**
-   * Claims a run about to start while the object's alarm is still on its way, so the round trip overlaps that hop.
-   * Safe before the run's table entry is durable: the output gate holds the claim's request until it is. An early claim
-   * not taken (the run was cancelled meanwhile) leaves the run `running` for the cancel's end write, which ends running
-   * runs too; lost with the instance, the next one finds it running under another stamp and ends it as lost.
+   * Claims a run about to start while the object's alarm is on its way (a fresh alarm, due now), so the round trip
+   * overlaps that hop. Safe before the run's table entry is durable: the output gate holds the claim's request until it
+   * is. An early claim not taken (the run was cancelled meanwhile) leaves the run `running` for the cancel's end write,
+   * which ends running runs too; lost with the instance in that moment, the next one finds it running under another
+   * stamp and ends it as lost (as it would a run claimed by the alarm, lost before its runner call).
    */
   prepare(db: Db, queued: RunJob): void {
     const claim = this.take(db, queued);
     // Awaited by the run's start; a failure is its start's to handle (or nobody's, once cancelled).
     claim.catch(() => {});
     this.early.set(queued.runId, claim);
+  }
+
+  /**
+   * A cancel is ending the run: a claim made ahead of its start is void. Should the cancel fail (its write unanswered,
+   * maybe applied), the start claims again, resuming by its stamp: a run the cancel ended is then not run.
+   */
+  withdraw(runId: string): void {
+    this.early.delete(runId);
   }
 
   /** The run's end is recorded (or it was never this instance's to run): nothing to resume. */

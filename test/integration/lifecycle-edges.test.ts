@@ -117,7 +117,7 @@ describe("a run whose steering drop fails once", () => {
 });
 
 describe("a run of an idle conversation cancelled before the scheduler starts it", () => {
-  it("ends cancelled, though its claim was made ahead of its start, and the runner never hears of it", async () => {
+  it("ends cancelled while the scheduler is busy elsewhere, and the runner never hears of it", async () => {
     const conv = "edge-cancel-claimed-ahead";
     await agentFor(conv);
     const release = deferred();
@@ -130,7 +130,7 @@ describe("a run of an idle conversation cancelled before the scheduler starts it
     await until("started", () => seen.get(conv)?.length);
     expect((await host.postEvent(messageEvent(conv, "claimed"))).body.disposition).toBe("steered");
     // The run's own drop of its unpulled claim is slow, then fails; the scheduler's retry is slow again: while it
-    // waits, the scheduler starts nothing, so the next run stays queued with its claim already made.
+    // waits, the scheduler starts nothing, so the next run stays queued (and unclaimed: the start is not imminent).
     host.databaseOutage({ queries: 1, matching: "steering.dropped" });
     host.databaseOutage({ delayMs: 1500, queries: 2, matching: "steering.dropped" });
     release.resolve();
@@ -147,6 +147,21 @@ describe("a run of an idle conversation cancelled before the scheduler starts it
       runnerHeard: seen.get(conv)!.map((r) => r.text),
     };
     expect(outcome).toEqual({ cancel: 202, cancelled: "cancelled", after: "completed", runnerHeard: ["hold", "after"] });
+  });
+});
+
+describe("a run of an idle conversation whose claim, made as it is dispatched, the database refuses", () => {
+  it("ends as the host's failure without its runner being called, and the next message runs", async () => {
+    const conv = "edge-early-claim-refused";
+    await agentFor(conv);
+    // The claim is the one query that sets started_at.
+    host.databaseOutage({ queries: 1, matching: "started_at" });
+    const refused = await host.postEvent(messageEvent(conv, "refused"));
+    expect(refused.body.disposition).toBe("started");
+    expect(await host.waitForRun(refused.body.run_id!)).toMatchObject({ status: "failed", error: { code: "host.internal_error" } });
+    const next = await host.postEvent(messageEvent(conv, "next"));
+    expect((await host.waitForRun(next.body.run_id!)).status).toBe("completed");
+    expect(seen.get(conv)!.map((r) => r.text)).toEqual(["next"]);
   });
 });
 
