@@ -64,6 +64,22 @@ async function until<T>(what: string, probe: () => T | undefined | false | Promi
   }
 }
 
+/** A run of its own agent held until `release`, with a second message claimed into it (steered). */
+async function heldRunWithClaim(conversation: string) {
+  await agentFor(conversation);
+  const release = deferred();
+  behaviours.set(conversation, async (ctx, res) => {
+    const w = resultWriter(res, ctx.run_id);
+    if (ctx.input.text === "hold") await release.promise;
+    w.reply(`done: ${ctx.input.text}`);
+  });
+  const first = await host.postEvent(messageEvent(conversation, "hold"));
+  await until("started", () => seen.get(conversation)?.length);
+  const second = await host.postEvent(messageEvent(conversation, "claimed"));
+  expect(second.body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+  return { first, second, release };
+}
+
 const stream = (runId: string) => fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
 
 /** Read an SSE stream with a time limit: null when it has not ended by then. */
@@ -93,17 +109,7 @@ describe("a cancelled queued run whose steering drop cannot be recorded at once"
 describe("a run whose steering drop fails once", () => {
   it("records steering.dropped for its unpulled claim eventually", async () => {
     const conv = "edge-run-drop";
-    await agentFor(conv);
-    const release = deferred();
-    behaviours.set(conv, async (ctx, res) => {
-      const w = resultWriter(res, ctx.run_id);
-      if (ctx.input.text === "hold") await release.promise;
-      w.reply(`done: ${ctx.input.text}`);
-    });
-    const first = await host.postEvent(messageEvent(conv, "hold"));
-    await until("started", () => seen.get(conv)?.length);
-    const second = await host.postEvent(messageEvent(conv, "claimed"));
-    expect(second.body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+    const { first, second, release } = await heldRunWithClaim(conv);
     host.databaseOutage({ queries: 1, matching: "steering.dropped" });
     release.resolve();
     expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
@@ -119,16 +125,7 @@ describe("a run whose steering drop fails once", () => {
 describe("a run of an idle conversation cancelled before the scheduler starts it", () => {
   it("ends cancelled while the scheduler is busy elsewhere, and the runner never hears of it", async () => {
     const conv = "edge-cancel-claimed-ahead";
-    await agentFor(conv);
-    const release = deferred();
-    behaviours.set(conv, async (ctx, res) => {
-      const w = resultWriter(res, ctx.run_id);
-      if (ctx.input.text === "hold") await release.promise;
-      w.reply(`done: ${ctx.input.text}`);
-    });
-    const first = await host.postEvent(messageEvent(conv, "hold"));
-    await until("started", () => seen.get(conv)?.length);
-    expect((await host.postEvent(messageEvent(conv, "claimed"))).body.disposition).toBe("steered");
+    const { first, release } = await heldRunWithClaim(conv);
     // The run's own drop of its unpulled claim is slow, then fails; the scheduler's retry is slow again: while it
     // waits, the scheduler starts nothing, so the next run stays queued (and unclaimed: the start is not imminent).
     host.databaseOutage({ queries: 1, matching: "steering.dropped" });
