@@ -34,7 +34,12 @@ export async function startAdHocRunner(opts: {
       return;
     }
     let raw = "";
-    for await (const chunk of req) raw += chunk;
+    try {
+      for await (const chunk of req) raw += chunk;
+    } catch {
+      // The host broke the request off (disposed mid-request): nothing to answer.
+      return;
+    }
     const call = { headers: req.headers, body: JSON.parse(raw), raw };
     calls.push(call);
     try {
