@@ -48,7 +48,12 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
       return;
     }
     const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+    try {
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+    } catch {
+      // workerd broke the request off (the Worker's call was aborted, the runtime is stopping): nothing to run or answer.
+      return;
+    }
     if (delayNext.queries > 0 && Buffer.concat(chunks).includes(delayNext.matching)) {
       delayNext.queries--;
       await new Promise((r) => setTimeout(r, delayNext.delayMs));
