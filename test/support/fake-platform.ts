@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
+import { bodyUnlessBrokenOff } from "./http-server";
 import { inChunks, largeFile, uploadArtifact } from "./host-api";
 import { resultWriter, startAdHocRunner } from "./runner";
 
@@ -37,14 +38,9 @@ export interface FakeReply {
 export async function startFakePlatform(answer: (call: PlatformCall) => FakeReply | Promise<FakeReply>) {
   const calls: PlatformCall[] = [];
   const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    try {
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-    } catch {
-      // The client broke the request off (a body that failed mid-stream): nothing to answer.
-      return;
-    }
-    const bytes = Buffer.concat(chunks);
+    const bytes = await bodyUnlessBrokenOff(req);
+    // Broken off by the client: nothing to answer.
+    if (!bytes) return;
     const raw = bytes.toString("utf8");
     const url = new URL(req.url ?? "/", "http://fake");
     let body: unknown = null;

@@ -12,6 +12,17 @@ export async function readBody(req: IncomingMessage): Promise<string> {
   return raw;
 }
 
+/** The request's body, or null when the client broke the request off (a body that failed mid-stream, a host disposed mid-request). */
+export async function bodyUnlessBrokenOff(req: IncomingMessage): Promise<Buffer | null> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+  } catch {
+    return null;
+  }
+  return Buffer.concat(chunks);
+}
+
 export function sendJson(res: ServerResponse, status: number, body: unknown) {
   res.writeHead(status, { "content-type": "application/json" });
   res.end(JSON.stringify(body));

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { bodyUnlessBrokenOff } from "./http-server";
 
 export interface RunCall {
   headers: IncomingMessage["headers"];
@@ -33,13 +34,10 @@ export async function startAdHocRunner(opts: {
       res.end(JSON.stringify(manifest));
       return;
     }
-    let raw = "";
-    try {
-      for await (const chunk of req) raw += chunk;
-    } catch {
-      // The host broke the request off (disposed mid-request): nothing to answer.
-      return;
-    }
+    const body = await bodyUnlessBrokenOff(req);
+    // Broken off by the host (disposed mid-request): nothing to answer.
+    if (!body) return;
+    const raw = body.toString("utf8");
     const call = { headers: req.headers, body: JSON.parse(raw), raw };
     calls.push(call);
     try {
