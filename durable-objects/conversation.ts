@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
-import { deliveryDepsOf, DeliverySession } from "../src/delivery/session";
+import { chatReplyDeps, DeliverySession } from "../src/delivery/session";
 import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
@@ -52,6 +52,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly arrivalKeys = new ArrivalKeys();
   private readonly claims = new RunClaims();
   private readonly settling = new SettlingWork(() => this.kick());
+  private readonly deliveryDeps = chatReplyDeps(this.env);
   /** Runs that could not record how they ended (their replies, how far followers were told): ended as lost, their own reply hears of it. */
   private readonly unrecordedReplies = new Map<string, UnrecordedRun>();
 
@@ -231,7 +232,7 @@ export class ConversationDO extends DurableObject<Env> {
     this.claims.withdraw(job.runId);
     let endedHere = false;
     try {
-      const deps = deliveryDepsOf(this.env);
+      const deps = this.deliveryDeps();
       const ended = await endRunAsHost(deps.db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 });
       endedHere = ended !== null;
       if (ended) {
@@ -338,7 +339,7 @@ export class ConversationDO extends DurableObject<Env> {
       job = claimed.job;
       const snapshot = freezeSnapshot(job, deadlineAt, claimed.stateScopes, claimed.descriptors);
       // Chat platform events: the reply follows the ledger as it is written (null otherwise).
-      delivery = DeliverySession.open(deliveryDepsOf(this.env), job);
+      delivery = DeliverySession.open(this.deliveryDeps(), job);
       const { session, token } = await this.sessions.open(job, snapshot, abort);
       void this.armWatchdog({ allowUnconfirmed: true });
       // A run cancelled while starting reaches executeRun aborted: its runner is never called.
@@ -359,7 +360,7 @@ export class ConversationDO extends DurableObject<Env> {
       // Followers see the record; the user hears of it (through the reply in progress, or a session of its own).
       if (ended?.entry) {
         this.live.publish(job.runId, [ended.entry]);
-        delivery = DeliverySession.failureNotice(deliveryDepsOf(this.env), job, "host.internal_error", delivery ?? undefined);
+        delivery = DeliverySession.failureNotice(this.deliveryDeps(), job, "host.internal_error", delivery ?? undefined);
       }
     } finally {
       this.streamEnded(job.runId, abort);
@@ -367,8 +368,9 @@ export class ConversationDO extends DurableObject<Env> {
       // Unregister first so no pull races the drop; delete the entry so no new claim targets this run.
       const ending = this.sessions.get(job.runId);
       this.sessions.delete(job.runId);
-      // Unrecorded, the entry stays: as "running" the scheduler retries its terminal write as an orphan's; as "queued" (it failed starting) it waits a pause.
-      // Followers and claimed messages wait for an unrecorded run: it is retried or ended as lost, not over yet.
+      // Its reply may still be on the wire: settling before any await here, the next run's reply comes after it (ReplyOrder).
+      if (delivery) this.settling.add(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
+      // Unrecorded, the entry stays ("running": its terminal write is retried as an orphan's; "queued", it failed starting: after a pause), and so do its followers and claims.
       if (recorded) {
         // Unconfirmed: the output gate does not hold the stream's end for this flush. Lost, the entry comes back "running"; finishLost finds it ended.
         void this.runs.delete(key, { allowUnconfirmed: true });
@@ -377,8 +379,6 @@ export class ConversationDO extends DurableObject<Env> {
         await this.dropUnpulled(job);
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
       if (!recorded) this.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo });
-      // The run is over in every sense (status written, token void); its reply may still be on the wire.
-      if (delivery) this.settling.add(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
       if (ending) this.settling.add(ending.mcp.closeAll());
     }
   }
@@ -390,7 +390,7 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async finishLost(key: string, job: RunJob): Promise<void> {
-    const notice = await endLostRun(deliveryDepsOf(this.env), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
+    const notice = await endLostRun(this.deliveryDeps(), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
     this.unrecordedReplies.delete(job.runId);
     if (notice) this.settling.add(notice.settle(configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);

@@ -16,28 +16,34 @@ import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
 import { splitMessage } from "../platforms/split";
-import type { ApiResult, Bot, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
-import { SealedSecretError } from "../lib/secret-box";
+import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
 import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
-import { botsStore } from "../stores/bots";
 import type { LedgerEntry } from "../stores/runs";
 import { answerOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf } from "./answer";
 import { answerFiles } from "./files";
 import { FinalAnswer } from "./final-answer";
 import { attemptFacts, DeliveryTrail } from "./records";
+import { loadReplyBot } from "./reply-bot";
 import { withRetries, type RetryPolicy } from "./retry";
 import { describeError } from "../lib/describe-error";
+import { ReplyOrder } from "./reply-order";
 
 export interface DeliveryDeps {
   db: Db;
   config: Config;
   /** Where the answer's files are read from. */
   artifacts: R2Bucket;
+  /** The chat's replies in the order their runs ended (one per conversation object). */
+  order: ReplyOrder;
 }
 
-export const deliveryDepsOf = (env: Env): DeliveryDeps => ({ db: dbOf(env), config: configOf(env), artifacts: env.ARTIFACTS });
+/** The deps of one chat's replies (a conversation object's): they share one ReplyOrder. */
+export function chatReplyDeps(env: Env): () => DeliveryDeps {
+  const order = new ReplyOrder();
+  return () => ({ db: dbOf(env), config: configOf(env), artifacts: env.ARTIFACTS, order });
+}
 
 /** One platform message of a reply: what it shows now and when it was last written. */
 interface SentMessage {
@@ -116,12 +122,13 @@ export class DeliverySession {
     this.streaming = job.agent.deliveryPolicy.streaming && this.adapter.surface.canEdit;
     this.trail = new DeliveryTrail(deps.db, job, delivery.target.platform);
     this.retry = { maxAttempts: deps.config.DELIVERY_MAX_ATTEMPTS, baseMs: deps.config.DELIVERY_RETRY_BASE_MS, maxRetryAfterMs: deps.config.DELIVERY_MAX_RETRY_AFTER_MS };
-    this.chain = this.connect();
+    // After the replies of runs that ended before this one opened: the chat shows answers in order.
+    this.chain = deps.order.turn().then(() => this.connect());
   }
 
   /**
-   * Credentials are read when the run starts, so a rotated token is used at
-   * once. A database that does not answer is asked again, backing off, until
+   * Credentials are read when the reply's turn comes, so a rotated token is
+   * used at once. A database that does not answer is asked again, backing off, until
    * the session is settled: the reply waits for it rather than being lost.
    */
   private async connect(): Promise<void> {
@@ -129,7 +136,7 @@ export class DeliverySession {
     // platform calls' few attempts: a completed answer must not be lost to a database away for a few seconds.
     const loaded = await withRetries(
       { ...this.retry, maxAttempts: Number.POSITIVE_INFINITY },
-      () => this.loadBot(),
+      async () => (this.closed ? ABANDONED : loadReplyBot(this.deps.db, this.delivery)),
       ({ attempt, result, retryInMs }) => {
         if (!result.ok && result !== ABANDONED) this.trail.append([{ type: "delivery.failed", data: { operation: "connect", attempt, code: result.failure.code, error: result.failure.message, will_retry: retryInMs !== null, retry_in_ms: retryInMs } }]);
       },
@@ -142,20 +149,6 @@ export class DeliverySession {
     const bot = loaded.value;
     this.messenger = this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS, this.job.runId);
     this.scrub = (text) => scrubSecrets(text, bot.credentials);
-  }
-
-  /** The bot as adapters use it; gone or with credentials that cannot be used is final, a database failure is not. */
-  private async loadBot(): Promise<ApiResult<Bot>> {
-    if (this.closed) return ABANDONED;
-    const unavailable = (message: string): ApiResult<never> => ({ ok: false, failure: { kind: "permanent", status: null, code: "bot_unavailable", message } });
-    try {
-      const bot = await botsStore(this.deps.db).load(this.delivery.botId);
-      if (bot && bot.platform !== this.delivery.target.platform) return unavailable(`bot ${this.delivery.botId} is now a ${bot.platform} bot, not the ${this.delivery.target.platform} bot this reply belongs to`);
-      return bot ? { ok: true, value: bot } : unavailable(`bot ${this.delivery.botId} is gone or its credentials are unusable`);
-    } catch (err) {
-      if (err instanceof SealedSecretError) return unavailable(`bot ${this.delivery.botId}'s credentials cannot be opened: ${err.message}`);
-      return { ok: false, failure: { kind: "transient", status: null, code: "bot_not_loaded", message: `bot ${this.delivery.botId} could not be read: ${describeError(err)}` } };
-    }
   }
 
   /** The publish seam: every ledger entry of the run, in order, as it is written. */
@@ -228,7 +221,13 @@ export class DeliverySession {
    * Wait (at most `timeoutMs`) for every send and edit and their records.
    * Past the bound the rest is abandoned and recorded as such.
    */
-  async settle(timeoutMs: number): Promise<void> {
+  settle(timeoutMs: number): Promise<void> {
+    const settled = this.settled(timeoutMs);
+    this.deps.order.settling(settled);
+    return settled;
+  }
+
+  private async settled(timeoutMs: number): Promise<void> {
     if (this.current) this.complete(this.current.text);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = await Promise.race([this.chain.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs)))]);

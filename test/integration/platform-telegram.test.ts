@@ -241,7 +241,7 @@ describe("Telegram: webhook in, reply out", () => {
     expect(sendsTo("-100950").map((c) => c.body.text)).toEqual(["echo: posted once"]);
   });
 
-  it("a reply waiting out a rate limit holds neither its run nor the conversation's next run", async () => {
+  it("a reply waiting out a rate limit holds neither its run nor the next run, and the next reply comes after it", async () => {
     throttledChats.set("-101200", 2);
     await post(update("-101200", { text: "first" }));
     const [refused] = await waitFor(() => sendsTo("-101200").length > 0 && sendsTo("-101200"));
@@ -250,10 +250,15 @@ describe("Telegram: webhook in, reply out", () => {
     const first = contextFor("first")[0].run_id;
     expect((await host.admin("GET", `/v1/runs/${first}`)).body.status).toBe("completed");
     await post(update("-101200", { text: "second" }));
+    const second = (await waitFor(() => contextFor("second")[0], 15_000, "the second run"))!.run_id;
+    expect((await host.waitForRun(second)).status).toBe("completed");
+    const [{ ended_at: secondEndedAt }] = await host.query<{ ended_at: number }>("SELECT ended_at FROM run WHERE run_id = ?", [second]);
     const sends = await waitFor(() => sendsTo("-101200").length >= 3 && sendsTo("-101200"), 15_000, "both replies");
-    // The second run answered while the first reply still waited for its retry.
-    expect(sends.map((c) => c.body.text)).toEqual(["echo: first", "echo: second", "echo: first"]);
-    expect(sends[2].at - sends[0].at).toBeGreaterThanOrEqual(1950);
+    // The second run ended while the first reply still waited for its retry; its own reply waited its turn behind it.
+    expect(secondEndedAt).toBeLessThan(sends[1].at);
+    expect(sends.map((c) => c.body.text)).toEqual(["echo: first", "echo: first", "echo: second"]);
+    expect(sends[1].at - sends[0].at).toBeGreaterThanOrEqual(1950);
+    expect(sends[2].at).toBeGreaterThanOrEqual(sends[1].at);
   });
 
   it("downloads a photo into R2 as an input artifact the runner gets by reference", async () => {
