@@ -25,10 +25,15 @@ export const HISTORY_SEARCH_QUERY_MAX_LENGTH = 1000;
 const id = z.string().min(1);
 const cursor = z.string().min(1).nullish();
 /**
+ * A whole number of any size: a runner asking for "everything" with its language's largest integer
+ * (Python's sys.maxsize, Go's math.MaxInt64) is over 2^53, which `z.int()` refuses; capped, it means the cap.
+ */
+const wholeNumber = z.number().refine(Number.isInteger, { message: "expected a whole number" });
+/**
  * A count or size the host caps: above `max` it is `max`, as LangBot's host caps it (a runner written for that host
  * asks for what it wants and reads `has_more`), while anything under 1 is a 400.
  */
-const capped = (max: number) => z.int().min(1).transform((n) => Math.min(n, max));
+const capped = (max: number) => wholeNumber.min(1).transform((n) => Math.min(n, max));
 const pageLimit = (fallback: number) => orDefault(capped(100), fallback);
 
 export const StorageAreaSchema = z.enum(["plugin", "workspace"]);

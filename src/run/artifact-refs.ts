@@ -1,10 +1,9 @@
 import type { Db } from "../db/client";
 import { artifactAccess, type ArtifactOwner } from "../artifacts/policy";
 import type { ArtifactRef } from "../protocol/common";
-import type { HostRecord } from "../stores/event-log";
 import { artifactsStore, toArtifactRef } from "../stores/artifacts";
 
-const REFUSAL = { not_found: "which does not exist", other_conversation: "which belongs to another conversation", expired: "which has expired" } as const;
+const REFUSAL = { not_found: "does not exist", other_conversation: "belongs to another conversation", expired: "has expired" } as const;
 
 /**
  * The artifact refs a run attaches to its transcript items. A runner's
@@ -15,6 +14,8 @@ const REFUSAL = { not_found: "which does not exist", other_conversation: "which 
  */
 export class RunArtifactRefs {
   private readonly known = new Map<string, ArtifactRef | null>();
+  /** Why each refused reference is refused. */
+  private readonly refusals = new Map<string, string>();
 
   constructor(
     private readonly db: Db,
@@ -28,23 +29,29 @@ export class RunArtifactRefs {
 
   /** Artifacts this run stored whose rows were never written (their batch was refused): no item may name them. */
   unstored(artifactIds: string[]) {
-    for (const id of artifactIds) this.known.set(id, null);
+    for (const id of artifactIds) {
+      this.known.set(id, null);
+      this.refusals.set(id, `artifact ${id} was never stored (its batch was refused)`);
+    }
   }
 
-  /** Look up the referenced ids not seen yet; one audit record per refused reference. */
-  async check(refs: ArtifactRef[], audit: (id: string, reason: string) => HostRecord): Promise<HostRecord[]> {
-    const fresh = [...new Set(refs.map((r) => r.artifact_id))].filter((id) => !this.known.has(id));
-    if (fresh.length === 0) return [];
+  /** Look up the referenced ids not seen yet; `refusal` then says which may not be attached. */
+  async check(artifactIds: string[]): Promise<void> {
+    const fresh = [...new Set(artifactIds)].filter((id) => !this.known.has(id));
+    if (fresh.length === 0) return;
     const rows = new Map((await artifactsStore(this.db).getMany(fresh)).map((r) => [r.artifactId, r]));
-    const audits: HostRecord[] = [];
     const now = Date.now();
     for (const id of fresh) {
       const row = rows.get(id);
       const access = row ? artifactAccess(row, this.owner, now) : "not_found";
       this.known.set(id, access === "granted" ? toArtifactRef(row!) : null);
-      if (access !== "granted") audits.push(audit(id, `artifact.created names artifact ${id}, ${REFUSAL[access]}`));
+      if (access !== "granted") this.refusals.set(id, `artifact ${id} ${REFUSAL[access]}`);
     }
-    return audits;
+  }
+
+  /** Why a checked reference may not be attached, or null when it may. */
+  refusal(artifactId: string): string | null {
+    return this.refusals.get(artifactId) ?? null;
   }
 
   /** The refs to write: checked ones replaced by their stored facts, refused ones left out. */

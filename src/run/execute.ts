@@ -45,7 +45,7 @@ export interface ExecuteDeps {
 const HOST_CALLS_WIND_DOWN_MS = 1_000;
 
 /** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */
-async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs): Promise<unknown[]> {
+async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs, processor: ResultProcessor): Promise<unknown[]> {
   const { db, job } = deps;
   const statements = [];
   for (const a of batch.inlineArtifacts) {
@@ -77,15 +77,12 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
       }),
     );
   }
-  const refused = await refs.check(batch.artifactReferences, (artifactId, reason) => ({
-    eventType: "runner.result_dropped",
-    conversationKey: job.conversationKey,
-    conversationId: job.conversation.conversation_id,
-    threadId: job.conversation.thread_id,
-    runId: job.runId,
-    data: { run_id: job.runId, runner_id: job.runner.runnerId, result_type: "artifact.created", artifact_id: artifactId, reason },
-  }));
-  batch.audits.push(...refused);
+  // Dropped before the batch's ledger and audits are written: its warning and audit name the entry, as any dropped result's.
+  await refs.check(batch.artifactReferences.map((r) => r.ref.artifact_id));
+  for (const { ref, recorded } of batch.artifactReferences) {
+    const refusal = refs.refusal(ref.artifact_id);
+    if (refusal) processor.refuseReference(batch, recorded, ref.artifact_id, refusal);
+  }
   statements.push(...runsStore(db).ledgerInserts(batch.ledger));
   statements.push(...transcriptStatements(db, batch.transcriptItems, refs));
   const state = stateStore(db);
@@ -171,7 +168,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
         // And a cancel or the deadline changes nothing: the run ends as its runner said (the cancel is told so).
         deps.onStreamEnd?.();
       }
-      const statements = await batchStatements(deps, batch, artifactRefs);
+      const statements = await batchStatements(deps, batch, artifactRefs, processor);
       const blobs = batch.inlineArtifacts.map((a) => artifactR2Key(a.ref.artifact_id));
       if (batch.terminal && !batch.error) {
         last = { statements, ledger: batch.ledger, blobs };

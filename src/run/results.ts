@@ -17,8 +17,8 @@ export interface ResultBatch {
   stateWrites: { scope: StateScope; scopeKey: string; key: string; valueJson: string }[];
   /** `recorded` is the ledger entry's data: the stored artifact's digest is written into it once known. */
   inlineArtifacts: { ref: ArtifactRef & { artifact_type: string }; contentBase64: string; metadata: Record<string, unknown>; recorded: Record<string, unknown> }[];
-  /** `artifact.created {artifact_id}` references: the executor checks them against the store before they are written. */
-  artifactReferences: ArtifactRef[];
+  /** `artifact.created {artifact_id}` references, with their ledger entries: the executor checks them against the store before they are written. */
+  artifactReferences: { ref: ArtifactRef; recorded: LedgerEntry }[];
   audits: HostRecord[];
   /** Set when this batch held run.completed or run.failed: stop reading. */
   terminal: boolean;
@@ -207,13 +207,18 @@ export class ResultProcessor {
   }
 
   /** The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. */
-  private drop(batch: ResultBatch, recorded: LedgerEntry, reason: string) {
+  private drop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}) {
     recorded.dropped = true;
-    this.reportDrop(batch, recorded, reason);
+    this.reportDrop(batch, recorded, reason, facts);
+  }
+
+  /** A reference the executor's lookup refused (the run may not attach that artifact): dropped like any invalid result. */
+  refuseReference(batch: ResultBatch, recorded: LedgerEntry, artifactId: string, reason: string) {
+    this.drop(batch, recorded, reason, { artifact_id: artifactId });
   }
 
   /** A host warning in the ledger and an audit record in EventLog: what was dropped and why. */
-  private reportDrop(batch: ResultBatch, recorded: LedgerEntry, reason: string) {
+  private reportDrop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}) {
     const { type, seq: ledger_seq } = recorded;
     const sequence = recorded.runnerSequence ?? null;
     // `ledger_seq` names the entry kept as sent (its SSE frame id), so a follower can tell it was not applied.
@@ -224,7 +229,7 @@ export class ResultProcessor {
       conversationId: this.init.conversationId,
       threadId: this.init.threadId,
       runId: this.init.runId,
-      data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, ledger_seq, reason },
+      data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, ledger_seq, ...facts, reason },
     });
   }
 
@@ -286,7 +291,7 @@ export class ResultProcessor {
           this.pendingRefs.push(ref);
         } else if (d.artifact_id) {
           const ref = { artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined };
-          batch.artifactReferences.push(ref);
+          batch.artifactReferences.push({ ref, recorded });
           // Announced again before the next message: that message carries it once.
           if (!this.pendingIds.has(ref.artifact_id)) {
             this.pendingIds.add(ref.artifact_id);

@@ -231,8 +231,8 @@ describe("artifact Host API", () => {
     // Refused references are audited, not attached.
     const dropped = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'runner.result_dropped' AND run_id = ?", [uploadRunId]);
     expect(dropped.map((d) => JSON.parse(d.data_json).reason).sort()).toEqual([
-      `artifact.created names artifact ${foreignArtifactId}, which belongs to another conversation`,
-      "artifact.created names artifact art_nope, which does not exist",
+      `artifact ${foreignArtifactId} belongs to another conversation`,
+      "artifact art_nope does not exist",
     ]);
   });
 
