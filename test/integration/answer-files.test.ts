@@ -61,6 +61,11 @@ beforeAll(async () => {
         w.send("artifact.created", { artifact_type: "image", artifact_id: ctx.input.attachments[0].artifact_id, not_a_field: true });
         w.send("message.completed", { message: { role: "assistant", content: "done" } });
         w.send("run.completed", { finish_reason: "stop" });
+      } else if (mode === "unknown_ref") {
+        // A valid artifact.created naming an artifact that does not exist: refused when checked against the store.
+        w.send("artifact.created", { artifact_type: "file", artifact_id: "art_never_stored" });
+        w.send("message.completed", { message: { role: "assistant", content: "done" } });
+        w.send("run.completed", { finish_reason: "stop" });
       } else if (mode === "stream_then_file") {
         // Streams its words, then completes with a message that is only the file (no text element).
         w.send("message.delta", { chunk: { role: "assistant", content: "Here is " } });
@@ -147,6 +152,23 @@ describe("files in answers follow the transcript and lose nothing", () => {
     await waitFor(() => callsTo("sendMessage", "-702").length > 0, 15_000, "the text");
     await new Promise((r) => setTimeout(r, 1000));
     expect(callsTo("sendPhoto", "-702")).toEqual([]);
+  });
+
+  it("an artifact.created naming an artifact the run may not attach is not announced: the text goes alone, no file is tried", async () => {
+    await post("-709", { text: "unknown_ref" });
+    const runId = await runOf("-709");
+    expect((await host.waitForRun(runId)).status).toBe("completed");
+    await waitFor(() => callsTo("sendMessage", "-709").length > 0, 15_000, "the text");
+    const trail = async () => (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId])).map((r) => [r.event_type, JSON.parse(r.data_json).operation]);
+    await waitFor(async () => (await trail()).some(([type]) => type === "delivery.succeeded"), 15_000, "the text's record");
+    await new Promise((r) => setTimeout(r, 1000));
+    // Only the text was attempted: no file send, and no failure for a file that was never the run's.
+    expect(await trail()).toEqual([
+      ["delivery.attempted", "send"],
+      ["delivery.succeeded", "send"],
+    ]);
+    expect(callsTo("sendMessage", "-709").map((c) => c.body.text)).toEqual(["done"]);
+    expect([...callsTo("sendDocument", "-709"), ...callsTo("sendPhoto", "-709")]).toEqual([]);
   });
 
   it("an image Telegram refuses as a photo (PHOTO_INVALID_DIMENSIONS) still reaches the chat, as a document", async () => {
