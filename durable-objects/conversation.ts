@@ -120,8 +120,8 @@ export class ConversationDO extends DurableObject<Env> {
         }
         const table = await this.runs.entries();
         const now = Date.now();
-        // A run started now must end, and its reply settle, within this invocation's wall time.
-        const outOfBudget = now - startedAt + config.RUN_DEADLINE_MS + config.DELIVERY_SETTLE_TIMEOUT_MS > ALARM_BUDGET_MS;
+        // A run started now must end, and its reply settle (after the replies before it), within this invocation's wall time.
+        const outOfBudget = Math.max(now + config.RUN_DEADLINE_MS, this.deliveryDeps().order.busyUntil()) + config.DELIVERY_SETTLE_TIMEOUT_MS - startedAt > ALARM_BUDGET_MS;
         if (!outOfBudget) for (const [key, run] of startable(table, now, this.isActive)) if (!this.cancelling.has(run.job.runId)) this.start(key, run);
         // A cancellation being recorded is work too: its end wakes the scheduler, so it waits rather than re-arm at once.
         if (this.active.size === 0 && this.settling.size === 0 && this.cancelling.size === 0) {

@@ -25,10 +25,11 @@ import { answerOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf } from "
 import { answerFiles } from "./files";
 import { FinalAnswer } from "./final-answer";
 import { attemptFacts, DeliveryTrail } from "./records";
+import { Naps } from "./naps";
 import { loadReplyBot } from "./reply-bot";
 import { withRetries, type RetryPolicy } from "./retry";
 import { describeError } from "../lib/describe-error";
-import { ReplyOrder } from "./reply-order";
+import { ReplyOrder, type ReplyTurn } from "./reply-order";
 
 export interface DeliveryDeps {
   db: Db;
@@ -74,6 +75,8 @@ const ABANDONED: ApiResult<never> = { ok: false, failure: { kind: "permanent", s
 
 export class DeliverySession {
   private chain: Promise<void>;
+  /** The replies before this one (ReplyOrder): its first platform call waits for them, its settle window starts after them. */
+  private readonly turn: ReplyTurn;
   private messenger: Messenger | null = null;
   private readonly adapter: PlatformAdapter;
   private readonly trail: DeliveryTrail;
@@ -86,7 +89,7 @@ export class DeliverySession {
   private readonly pendingFiles = new Set<string>();
   private closed = false;
   private scrub: (text: string) => string = (text) => text;
-  private readonly sleepers = new Set<() => void>();
+  private readonly naps = new Naps();
 
   /** Whether it still delivers (not abandoned after its settle timeout, its bot still usable). */
   get usable(): boolean {
@@ -122,8 +125,8 @@ export class DeliverySession {
     this.streaming = job.agent.deliveryPolicy.streaming && this.adapter.surface.canEdit;
     this.trail = new DeliveryTrail(deps.db, job, delivery.target.platform);
     this.retry = { maxAttempts: deps.config.DELIVERY_MAX_ATTEMPTS, baseMs: deps.config.DELIVERY_RETRY_BASE_MS, maxRetryAfterMs: deps.config.DELIVERY_MAX_RETRY_AFTER_MS };
-    // After the replies of runs that ended before this one opened: the chat shows answers in order.
-    this.chain = deps.order.turn().then(() => this.connect());
+    this.turn = deps.order.turn();
+    this.chain = this.turn.done.then(() => this.connect());
   }
 
   /**
@@ -218,23 +221,26 @@ export class DeliverySession {
   }
 
   /**
-   * Wait (at most `timeoutMs`) for every send and edit and their records.
-   * Past the bound the rest is abandoned and recorded as such.
+   * Wait for every send and edit and their records, for `timeoutMs` from now
+   * or from when the replies before this one will have settled, whichever is
+   * later. Past that bound the rest is abandoned and recorded as such.
    */
   settle(timeoutMs: number): Promise<void> {
-    const settled = this.settled(timeoutMs);
-    this.deps.order.settling(settled);
+    const bound = Math.max(Date.now(), this.turn.bound) + timeoutMs;
+    const settled = this.settled(bound, timeoutMs);
+    this.deps.order.settling(settled, bound);
     return settled;
   }
 
-  private async settled(timeoutMs: number): Promise<void> {
+  private async settled(bound: number, timeoutMs: number): Promise<void> {
     if (this.current) this.complete(this.current.text);
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = await Promise.race([this.chain.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs)))]);
+    const timedOut = await Promise.race([this.chain.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), bound - Date.now())))]);
     clearTimeout(timer);
     if (timedOut) {
       this.close();
-      this.trail.append([{ type: "delivery.failed", data: { operation: "settle", code: "settle_timeout", error: `delivery still busy ${timeoutMs} ms after the run ended; the rest is abandoned`, will_retry: false } }]);
+      const error = `delivery still busy ${timeoutMs} ms after the run ended and the replies before it settled; the rest is abandoned`;
+      this.trail.append([{ type: "delivery.failed", data: { operation: "settle", code: "settle_timeout", error, will_retry: false } }]);
     }
     await this.trail.flushed();
   }
@@ -380,20 +386,11 @@ export class DeliverySession {
 
   /** A wait that ends early when the session is abandoned. */
   private sleep(ms: number): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.sleepers.add(wake);
-    });
+    return this.closed ? Promise.resolve() : this.naps.sleep(ms);
   }
 
   private close(): void {
     this.closed = true;
-    for (const wake of [...this.sleepers]) wake();
+    this.naps.wakeAll();
   }
 }
