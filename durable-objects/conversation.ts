@@ -17,7 +17,7 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, willSteer, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, supersededByInterrupt, willSteer, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
@@ -78,7 +78,6 @@ export class ConversationDO extends DurableObject<Env> {
     const now = Date.now();
     const known = table.find(([, r]) => r.job.runId === job.runId);
     if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued", runId: job.runId };
-
     const strategy = strategyOf(job);
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
@@ -147,7 +146,10 @@ export class ConversationDO extends DurableObject<Env> {
     const parsed = parseHostApiBody(body);
     if ("refused" in parsed) return refuseBody(session.snapshot, parsed.refused);
     // Tracked: the run's end gives a call stopped with it a moment to record how it ended.
-    return session.ledgerSequence.track(handleHostApiCall(session.actionContext(this.env, this.steering.portFor(dbOf(this.env), session.job), (entries) => this.live.publish(runId, entries)), parsed.json));
+    const answer = await session.ledgerSequence.track(handleHostApiCall(session.actionContext(this.env, this.steering.portFor(dbOf(this.env), session.job), (entries) => this.live.publish(runId, entries)), parsed.json));
+    // Outlived its (recorded) run's end and its drop: what it put back (a pull whose write failed) is dropped now.
+    if (!this.sessions.has(runId) && !(await this.runs.find(runId))) await this.dropUnpulled(session.job);
+    return answer;
   }
 
   /** The reader of a stream this object answered with (a model stream, a follower) went away; the Worker saw it, this object cannot. */
@@ -275,20 +277,18 @@ export class ConversationDO extends DurableObject<Env> {
     this.active.set(runId, { abort, done });
   }
 
-  /** Interrupt: the active runs end cancelled (parallel ones take no turn and go on), and older interrupting runs still waiting are superseded. */
+  /** Interrupt: the active runs end cancelled (parallel ones take no turn and go on), and the waiting runs it supersedes are cancelled. */
   private async interruptActive(table: RunTable): Promise<void> {
     for (const [, run] of table) {
       if (run.start !== "now") this.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
     }
-    for (const [key, run] of table) {
-      if (run.state === "queued" && run.start === "after-running" && !this.isActive(run.job.runId)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
-    }
+    for (const [key, run] of supersededByInterrupt(table, Date.now(), this.isActive)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
   }
 
   /** Steer: the event joins the target run's queue; its own run is never started. */
   private async claim(job: RunJob, target: RunJob, now: number): Promise<DispatchResult> {
-    // The target may have ended while the claim was being recorded: then nobody will pull it (queued also when the write got no answer).
-    const ended = async () => !this.isActive(target.runId) && !(await this.runs.find(target.runId));
+    // The target may have ended (or stopped pulling) while the claim was being recorded: then nobody will pull it (queued also when the write got no answer).
+    const ended = async () => (this.isActive(target.runId) ? !this.canPull(target.runId) : !(await this.runs.find(target.runId)));
     await this.steering.claim(dbOf(this.env), job, target, now).finally(async () => (await ended()) && (await this.dropUnpulled(target)));
     this.live.end(job.runId, "steered"); // its own run is discarded: a follower of it (handed over late) hears so
     return { disposition: "steered", runId: target.runId };

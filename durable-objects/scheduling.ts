@@ -108,6 +108,16 @@ export function startable(table: RunTable, now: number, running: (runId: string)
   return out;
 }
 
+/**
+ * What an interrupting event supersedes besides the active runs (which are aborted): the runs taking turns that
+ * were answered "started" but are not executing yet (due now, their alarm still to come), and older interrupting
+ * runs still waiting. Parallel runs take no turn and go on.
+ */
+export function supersededByInterrupt(table: RunTable, now: number, running: (runId: string) => boolean): RunTable {
+  const due = new Set(startable(table, now, running).map(([key]) => key));
+  return table.filter(([key, run]) => isQueued(run, running) && (run.start === "after-running" || (takesTurns(run) && due.has(key))));
+}
+
 const takesTurns = (run: StoredRun) => run.start !== "now";
 const isQueued = (run: StoredRun, running: (runId: string) => boolean) => run.state === "queued" && !running(run.job.runId);
 /** Whether a queued run's turn has come: `turnsBefore` runs that take turns come before it, `anyRunning` says whether one of them runs. */

@@ -2,6 +2,7 @@ import { writeAll, type Db } from "../src/db/client";
 import { mayHaveApplied } from "../src/db/executor";
 import { describeError } from "../src/lib/describe-error";
 import type { SteeringPort } from "../src/host-api/actions/index";
+import { jsonByteLength } from "../src/protocol/common";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import type { RunJob } from "../src/run/job";
 import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
@@ -16,12 +17,12 @@ export const STEERING_QUEUE_CAP = 100;
  */
 export const STEERING_PULL_MAX_BYTES = 4 * 1024 * 1024;
 
-/** The oldest items whose JSON fits `maxBytes` together, the first always; counted in characters (its UTF-8 is at most three times that, still under the RPC's cap). */
+/** The oldest items whose JSON (UTF-8) fits `maxBytes` together, the first always. */
 function withinBytes(items: [string, SteeringInputItem][], maxBytes: number): [string, SteeringInputItem][] {
   if (maxBytes === Infinity) return items;
   let size = 0;
   for (let i = 0; i < items.length; i++) {
-    size += JSON.stringify(items[i][1]).length;
+    size += jsonByteLength(items[i][1]);
     if (size > maxBytes && i > 0) return items.slice(0, i);
   }
   return items;

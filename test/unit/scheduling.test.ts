@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, strategyOf, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, strategyOf, supersededByInterrupt, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
 import { ChangeSignal } from "../../durable-objects/change-signal";
 import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
@@ -61,6 +61,16 @@ describe("scheduling", () => {
     expect(keys(startable([row("i", "queued", "after-running"), row("p", "queued", "now")], 10, none))).toEqual(["run:i", "run:p"]);
     // A debounced run ahead does not start while a later interrupting run is running.
     expect(keys(startable([row("d", "queued", "after-all", 5), row("i", "running", "after-running")], 10, (id) => id === "i"))).toEqual([]);
+  });
+
+  it("has an interrupt supersede the runs answered started but not executing yet, and older interrupting runs; not parallel, debounced or later turns", () => {
+    // q is due now (its alarm still to come); q2 waits its turn behind it; d is debounced; p is parallel; i is an older interrupting run.
+    const table: RunTable = [row("q", "queued", "after-all"), row("q2", "queued", "after-all"), row("d", "queued", "after-all", 50), row("p", "queued", "now"), row("i", "queued", "after-running")];
+    // An interrupting run waiting makes it next: the one it supersedes, with q not due any more.
+    expect(keys(supersededByInterrupt(table, 10, none))).toEqual(["run:i"]);
+    expect(keys(supersededByInterrupt(table.slice(0, 4), 10, none))).toEqual(["run:q"]);
+    // Executing already, it is aborted, not cancelled as queued.
+    expect(keys(supersededByInterrupt([row("q", "queued", "after-all")], 10, (id) => id === "q"))).toEqual([]);
   });
 
   it("holds a debounced run until its time", () => {
