@@ -23,15 +23,17 @@ async function registeredRunner(host: { url: string; adminToken: string }, runne
 
 /**
  * Register a runner service and bind one agent to it (idempotent: an existing agent is replaced). With
- * `keepExisting` (npm start) the agent is the operator's once made: kept as it is, and not made again once deleted
- * while its service stayed registered. Answers whether the agent was bound now.
+ * `keepExisting` (npm start after its first start) the example is the operator's: the agent is left as it is (disabled,
+ * re-scoped or deleted), and the service only follows the runner to its address if it is still registered. Answers
+ * whether the agent was bound now.
  */
 export async function bindRunner(
   host: { url: string; adminToken: string },
   opts: { baseUrl: string; secret?: string; runnerId: string; agentId: string; scope?: { type: string; id?: string }; eventTypes?: string[]; keepExisting?: boolean },
 ): Promise<boolean> {
-  // Registered already: this is not the first start, so a missing agent is one the operator deleted.
   const owner = await registeredRunner(host, opts.runnerId);
+  // The operator deleted the example's service: it stays deleted.
+  if (opts.keepExisting && !owner) return false;
   let reg = await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: opts.baseUrl, secret: opts.secret });
   if (reg.status === 409) {
     // Its runners are registered at another address (the service moved, e.g. RUNNER_PORT changed): move that service here.
@@ -45,9 +47,9 @@ export async function bindRunner(
     event_types: opts.eventTypes ?? ["message.received"],
     scope: opts.scope ?? { type: "global" },
   };
-  const existing = await adminCall(host, "GET", `/v1/admin/agents/${opts.agentId}`);
   // `npm start` again: the agent as the operator left it (disabled, re-scoped, reconfigured, or deleted) stays so.
-  if (opts.keepExisting && (existing.status === 200 || owner !== undefined)) return false;
+  if (opts.keepExisting) return false;
+  const existing = await adminCall(host, "GET", `/v1/admin/agents/${opts.agentId}`);
   const res = existing.status === 200
     ? await adminCall(host, "PUT", `/v1/admin/agents/${opts.agentId}`, agent)
     : await adminCall(host, "POST", "/v1/admin/agents", agent);

@@ -248,7 +248,7 @@ describe("npm start's binding against an operator's own configuration", () => {
     const echo = await startAdHocRunner({ author: "examples", name: "echo", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("echo") });
     try {
       const opts = { baseUrl: echo.url, runnerId: echo.runnerId(), agentId: "echo" };
-      await host.bind({ ...opts, keepExisting: true }); // first npm start
+      await host.bind(opts); // first npm start
       // The operator turns the example off and binds their own agent globally.
       const shown = await host.admin("GET", "/v1/admin/agents/echo");
       expect((await host.admin("PUT", "/v1/admin/agents/echo", { ...shown.body, enabled: false })).status).toBe(200);
@@ -273,7 +273,7 @@ describe("npm start's binding against an operator's own configuration", () => {
     );
     try {
       const opts = { baseUrl: echo.url, runnerId: echo.runnerId(), agentId: "echo-deleted", keepExisting: true };
-      expect(await host.bind(opts)).toBe(true); // first npm start: bound
+      expect(await host.bind({ ...opts, keepExisting: false })).toBe(true); // first npm start: bound
       expect((await host.admin("DELETE", "/v1/admin/agents/echo-deleted")).status).toBe(204);
       expect((await host.admin("POST", "/v1/admin/agents", { agent_id: "mine", name: "mine", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" } })).status).toBe(201);
       const manyId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: many.url })).body.service.service_id;

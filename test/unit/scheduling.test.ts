@@ -13,7 +13,7 @@ const row = (runId: string, state: StoredRun["state"], start: StartRule, notBefo
   { job: job(runId, { steering, agentId }), state, start, notBefore },
 ];
 const none = () => false;
-const keys = (xs: [string, StoredRun][]) => xs.map(([k]) => k);
+const keys = (xs: RunTable) => xs.map(([k]) => k);
 
 describe("scheduling", () => {
   it("defaults to steer for a steering runner and enqueue otherwise; an explicit strategy wins", () => {
