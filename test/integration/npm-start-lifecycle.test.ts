@@ -13,7 +13,8 @@ const dirs: string[] = [];
 const children: ChildProcess[] = [];
 afterAll(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-  for (const c of children) if (c.spawnargs.includes("local/start.ts")) try { process.kill(-c.pid!, "SIGKILL"); } catch { /* not a group of its own, or gone */ }
+  // npm start's own process group: its workerd, and whatever a failed stop left running.
+  for (const c of children) if (c.spawnargs.includes("local/start.ts") || c.spawnargs[0] === "npm") try { process.kill(-c.pid!, "SIGKILL"); } catch { /* not a group of its own, or gone */ }
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 const fresh = (prefix: string) => {
@@ -22,9 +23,10 @@ const fresh = (prefix: string) => {
   return dir;
 };
 
-/** `detached`: in a process group of its own, as a terminal's foreground job is (signalled as -pid). */
-function start(env: Record<string, string>, detached = false) {
-  const child = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], { cwd: ROOT, detached, env: { ...process.env, PORT: "0", RUNNER_PORT: "0", ...env } });
+/** `detached`: in a process group of its own, as a terminal's foreground job is (signalled as -pid). `viaNpm`: `npm start` itself. */
+function start(env: Record<string, string>, detached = false, viaNpm = false) {
+  const [command, args] = viaNpm ? ["npm", ["start", "--silent"]] : [process.execPath, ["--import", "tsx", "local/start.ts"]];
+  const child = spawn(command, args, { cwd: ROOT, detached, env: { ...process.env, PORT: "0", RUNNER_PORT: "0", ...env } });
   children.push(child);
   let output = "";
   child.stdout!.on("data", (c) => (output += c));
@@ -134,4 +136,40 @@ describe("a first npm start stopped while it was starting", () => {
     s.child.kill("SIGTERM");
     expect(await s.exited).toEqual({ code: 0, signal: null });
   }, 60_000);
+});
+
+describe("npm start after its first start", () => {
+  it("leaves the example as the operator left it: agent echo and its service deleted stay deleted", async () => {
+    const dataDir = fresh("npm-start-echo-deleted-");
+    const first = start({ DATA_DIR: dataDir });
+    const h1 = await first.ready();
+    expect((await call(h1, "DELETE", "/v1/admin/agents/echo")).status).toBe(204);
+    const services = (await call(h1, "GET", "/v1/admin/runner-services")).body.items as { service_id: string }[];
+    for (const s of services) expect((await call(h1, "DELETE", `/v1/admin/runner-services/${s.service_id}`)).status).toBe(204);
+    first.child.kill("SIGTERM");
+    expect((await first.exited).code).toBe(0);
+
+    const second = start({ DATA_DIR: dataDir });
+    try {
+      const h2 = await second.ready();
+      expect((await call(h2, "GET", "/v1/admin/agents/echo")).status).toBe(404);
+      expect((await call(h2, "GET", "/v1/admin/runner-services")).body.items).toEqual([]);
+      expect(second.output()).toMatch(/agent "echo" as you left it/);
+    } finally {
+      second.child.kill("SIGTERM");
+      await second.exited;
+    }
+  }, 90_000);
+});
+
+describe("npm start stopped by a supervisor", () => {
+  it("SIGTERM to the npm process itself (docker stop, systemd) stops the host in order: exit 0, nothing left answering", async () => {
+    const s = start({ DATA_DIR: fresh("npm-start-npm-term-") }, true, true);
+    const h = await s.ready();
+    s.child.kill("SIGTERM");
+    expect((await s.exited).code).toBe(0);
+    // Before, npm's shell died alone and node with its workerd went on serving.
+    const after = await fetch(`${h.url}/healthz`).then((r) => r.status, () => "refused");
+    expect(after).toBe("refused");
+  }, 90_000);
 });
