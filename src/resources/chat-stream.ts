@@ -160,7 +160,8 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   const assembled = (): ChatResult => {
     const toolCalls = tools.result();
     return {
-      message: { ...texts, role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+      // A tool-call-only answer has no content: null, as model.invoke gives it.
+      message: { ...texts, role: "assistant", content: content === "" && toolCalls.length ? null : content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
       finish_reason: finishReason,
       usage,
     };

@@ -166,6 +166,55 @@ async function readUntilFirstData(reader: ReadableStreamDefaultReader<Uint8Array
 }
 
 /**
+ * The first event read whole (up to its blank line, within the preamble budget), and the provider fault it reports
+ * if any: a gateway may answer 200, then say in its first event that its upstream failed (overloaded, throttled)
+ * before any token. Nothing has reached the runner yet, so that call is still the host's to make elsewhere.
+ */
+async function readFirstEvent(head: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal): Promise<{ bytes: Uint8Array; fault: UpstreamError | null }> {
+  const decoder = new TextDecoder();
+  let bytes = head;
+  let text = decoder.decode(head, { stream: true });
+  const fromData = () => text.slice(Math.max(0, text.search(/(^|[\r\n])data(:|[\r\n])/)));
+  while (!/(\r\n|\n|\r)(\r\n|\n|\r)/.test(fromData()) && bytes.length <= MAX_STREAM_PREAMBLE_BYTES) {
+    let next: ReadableStreamReadResult<Uint8Array>;
+    try {
+      next = await reader.read();
+    } catch (err) {
+      reader.cancel().catch(() => {});
+      throw abortReason(signal, new UpstreamError("network", `the model provider's stream broke off: ${(err as Error).message}`, undefined, { cause: err }));
+    }
+    if (next.done) break;
+    const joined = new Uint8Array(bytes.length + next.value.length);
+    joined.set(bytes);
+    joined.set(next.value, bytes.length);
+    bytes = joined;
+    text += decoder.decode(next.value, { stream: true });
+  }
+  const [event] = fromData().replace(/^[\r\n]/, "").split(/\r\n\r\n|\n\n|\r\r/);
+  const data = event.split(/\r\n|\n|\r/).filter((line) => /^data(:|$)/.test(line)).map((line) => line.replace(/^data:? ?/, "")).join("\n");
+  return { bytes, fault: streamStartFault(data) };
+}
+
+/** A first event that is only an error a provider fault would answer (5xx, 429, or their types): another provider may do better. */
+function streamStartFault(data: string): UpstreamError | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== "object" || parsed === null || !("error" in parsed) || "choices" in parsed) return null;
+  const error = parsed.error;
+  const e = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {};
+  const code = [e.code, e.status, e.status_code].find((v): v is number => typeof v === "number" && v >= 400 && v < 600);
+  const type = typeof e.type === "string" ? e.type : "";
+  const status = code ?? (/rate_limit/.test(type) ? 429 : /server_error|overloaded|unavailable/.test(type) ? 503 : undefined);
+  if (status === undefined || (status < 500 && status !== 429)) return null;
+  const message = typeof e.message === "string" ? e.message : typeof error === "string" ? error : JSON.stringify(error);
+  return new UpstreamError("http", `the model provider's stream failed before its first token: ${message.slice(0, UPSTREAM_MESSAGE_MAX_CHARS)}`, status);
+}
+
+/**
  * POST /chat/completions with `stream: true`: the provider's SSE body, once
  * it answered 2xx as an event stream and began its first data event. Until then the
  * call is still the host's to retry elsewhere: an answer that is not an event
@@ -183,8 +232,13 @@ export async function openChatStream(target: ProviderTarget, req: ChatRequest, o
     const reader = res.body.getReader();
     const head = await readUntilFirstData(reader, attempt.signal);
     if (!head) throw new UpstreamError("invalid_response", "the model provider's stream ended before it began", res.status);
+    const first = await readFirstEvent(head, reader, attempt.signal);
+    if (first.fault) {
+      reader.cancel().catch(() => {});
+      throw first.fault;
+    }
     attempt.answered();
-    return withFirstChunk(head, reader);
+    return withFirstChunk(first.bytes, reader);
   } catch (err) {
     attempt.dispose();
     throw err;
@@ -210,9 +264,14 @@ export async function rerank(target: ProviderTarget, input: { query: string; doc
   const res = await postJson(target, "/rerank", body, opts);
   const parsed = RerankSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the rerank provider"));
   if (!parsed.success) throw new UpstreamError("invalid_response", "the rerank provider's answer has no results list", res.status);
-  const results = parsed.data.results
-    .filter((r) => r.index < input.documents.length)
-    .map((r) => ({ index: r.index, score: r.relevance_score ?? r.score ?? 0 }))
+  // One result per document: a provider listing one twice keeps its best score.
+  const best = new Map<number, number>();
+  for (const r of parsed.data.results) {
+    const score = r.relevance_score ?? r.score ?? 0;
+    if (r.index < input.documents.length && score >= (best.get(r.index) ?? -Infinity)) best.set(r.index, score);
+  }
+  const results = [...best]
+    .map(([index, score]) => ({ index, score }))
     .sort((a, b) => b.score - a.score)
     .slice(0, input.topK ?? input.documents.length);
   return { results, usage: parsed.data.usage ?? null };

@@ -117,7 +117,8 @@ describe("model.stream framing", () => {
     expect(lines.at(-1)).toEqual({
       type: "completed",
       model_id: "m",
-      message: { role: "assistant", content: "", tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } }] },
+      // No content streamed: null, as model.invoke gives a tool-call-only message.
+      message: { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } }] },
       finish_reason: "tool_calls",
       usage: null,
     });

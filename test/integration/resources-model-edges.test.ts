@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listenLoopback, readBody, sendJson } from "../support/http-server";
+import { startTestHost, type TestHost } from "../support/host";
+import { runLedger, startScriptedRunner } from "../support/scripted-runner";
+
+/** Host-held models at their edges: a stream that fails before its first token falls back, a streamed message is the one model.invoke gives, a rerank ranks each document once. */
+const KEY = "sk-review-0123456789abcdefABCDEF";
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
+let provider: Awaited<ReturnType<typeof listenLoopback>>;
+const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("");
+const user = (content: string) => [{ role: "user", content }];
+const lines = (text: string) => text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+
+beforeAll(async () => {
+  provider = await listenLoopback(async (req, res) => {
+    const body = JSON.parse((await readBody(req)) || "{}");
+    if (req.headers.authorization !== `Bearer ${KEY}`) return sendJson(res, 401, { error: "bad key" });
+    const m = body.model;
+    if (req.url === "/v1/rerank") {
+      // A provider that lists the best document twice.
+      if (m === "rr-dup") return sendJson(res, 200, { results: [{ index: 0, relevance_score: 0.9 }, { index: 0, relevance_score: 0.9 }, { index: 1, relevance_score: 0.5 }] });
+      return sendJson(res, 404, { error: "no route" });
+    }
+    // An overloaded upstream behind a gateway: 200 event stream whose first (and only) event is an error.
+    if (m === "overloaded" && body.stream) {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      return void res.end(sse([{ error: { message: "upstream overloaded, try again", type: "server_error", code: 503 } }]));
+    }
+    if (m === "overloaded") return sendJson(res, 503, { error: { message: "upstream overloaded" } });
+    // A tool-call-only answer.
+    if (m === "caller") {
+      const call = { id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } };
+      if (!body.stream) return sendJson(res, 200, { choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [call] }, finish_reason: "tool_calls" }] });
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      return void res.end(sse([
+        { choices: [{ index: 0, delta: { role: "assistant", tool_calls: [{ index: 0, ...call, function: { name: "lookup", arguments: "" } }] }, finish_reason: null }] },
+        { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"q":"x"}' } }] }, finish_reason: null }] },
+        { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] },
+        "[DONE]",
+      ]));
+    }
+    if (body.stream) {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      return void res.end(sse([{ choices: [{ index: 0, delta: { content: `${m} answers` }, finish_reason: "stop" }] }, "[DONE]"]));
+    }
+    return sendJson(res, 200, { choices: [{ index: 0, message: { role: "assistant", content: `${m} answers` }, finish_reason: "stop" }] });
+  });
+  runner = await startScriptedRunner({ name: "review", runners: [{ name: "default", label: { en_US: "review" }, permissions: { models: ["invoke", "stream", "rerank"] } }] });
+  host = await startTestHost();
+  for (const [model_id, kind, model] of [["primary", "llm", "overloaded"], ["backup", "llm", "backup-model"], ["caller", "llm", "caller"], ["rr", "rerank", "rr-dup"]]) {
+    const res = await host.admin("POST", "/v1/admin/models", { model_id, name: model_id, kind, base_url: `${provider.url}/v1`, api_key: KEY, model });
+    if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+  }
+  await runner.register(host);
+  const agent = await host.admin("POST", "/v1/admin/agents", {
+    agent_id: "review", name: "review", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
+    resource_policy: { models: ["primary", "caller", "rr"], fallback_models: ["backup"] },
+  });
+  if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
+});
+
+afterAll(async () => {
+  await host?.dispose();
+  await Promise.all([runner?.close(), provider?.close()]);
+});
+
+describe("model.stream fallback", () => {
+  it("falls back when the provider's stream fails with a 5xx error before any token, as model.invoke does for the same outage", async () => {
+    const { result, runId } = await runner.run(host, "fallback-first-chunk", async (api, _ctx, _emit, raw) => ({
+      invoke: await api("model.invoke", { model_id: "primary", messages: user("hi") }),
+      stream: lines(await (await raw("model.stream", { model_id: "primary", messages: user("hi") })).text()),
+    }));
+    // model.invoke: the 503 falls back to the backup model.
+    expect(result.invoke.body.data).toMatchObject({ model_id: "backup", message: { content: "backup-model answers" } });
+    // model.stream: the runner was sent nothing yet, the provider said it is overloaded (503): the backup should answer too.
+    expect(result.stream.at(-1)).toMatchObject({ type: "completed", model_id: "backup", message: { content: "backup-model answers" } });
+    const host_records = (await runLedger(host, runId)).filter((e) => e.origin === "host").map((e) => [e.type, e.data.operation]);
+    expect(host_records).toContainEqual(["model.fallback", "stream"]);
+  });
+});
+
+describe("model.stream's completed message", () => {
+  it("is the message as model.invoke gives it: a tool-call-only answer has content null", async () => {
+    const { result } = await runner.run(host, "parity", async (api, _ctx, _emit, raw) => ({
+      invoke: (await api("model.invoke", { model_id: "caller", messages: user("hi") })).body.data.message,
+      stream: lines(await (await raw("model.stream", { model_id: "caller", messages: user("hi") })).text()).at(-1).message,
+    }));
+    expect(result.invoke).toEqual({ role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } }] });
+    expect(result.stream).toEqual(result.invoke);
+  });
+});
+
+describe("model.rerank results", () => {
+  it("rank each document at most once, even when the provider repeats one", async () => {
+    const { result } = await runner.run(host, "rerank-dup", async (api) => (await api("model.rerank", { model_id: "rr", query: "q", documents: ["a", "b"] })).body);
+    const indexes = result.data.results.map((r: any) => r.index);
+    expect(indexes).toEqual([...new Set(indexes)]);
+    expect(indexes.sort()).toEqual([0, 1]);
+  });
+});
