@@ -2,6 +2,7 @@ import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
 import type { Db } from "../db/client";
 import type { Config } from "../env";
 import { artifact } from "../db/schema";
+import { mayHaveApplied } from "../db/executor";
 import { sha256Hex } from "../lib/crypto";
 import { newId } from "../lib/ids";
 import type { ArtifactRef } from "../protocol/common";
@@ -28,8 +29,9 @@ export async function storeToolResult(
   const r2Key = artifactR2Key(artifactId);
   const mimeType = "application/json";
   const name = `${call.toolName}-result.json`;
+  const sha256 = await sha256Hex(bytes);
   await deps.artifacts.put(r2Key, bytes, { httpMetadata: { contentType: mimeType } });
-  await deps.db
+  const row = deps.db
     .insert(artifact)
     .values({
       artifactId,
@@ -37,7 +39,7 @@ export async function storeToolResult(
       mimeType,
       name,
       sizeBytes: bytes.length,
-      sha256: await sha256Hex(bytes),
+      sha256,
       source: "tool",
       conversationKey: owner.conversationKey,
       conversationId: owner.conversationId,
@@ -47,7 +49,11 @@ export async function storeToolResult(
       metadataJson: JSON.stringify({ tool_name: call.toolName, tool_call_id: call.toolCallId }),
       createdAt: Date.now(),
       expiresAt: artifactExpiry(deps.config, Date.now()),
-    })
-    .run();
+    });
+  await row.run().catch(async (err: unknown) => {
+    // Refused, no row names the blob: removed (unanswered, the row may exist and name it: kept).
+    if (!mayHaveApplied(err)) await deps.artifacts.delete(r2Key).catch(() => {});
+    throw err;
+  });
   return { artifact_id: artifactId, artifact_type: "tool_result", mime_type: mimeType, name, size_bytes: bytes.length };
 }

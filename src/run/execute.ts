@@ -48,6 +48,13 @@ const HOST_CALLS_WIND_DOWN_MS = 1_000;
 async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs, processor: ResultProcessor): Promise<unknown[]> {
   const { db, job } = deps;
   const statements = [];
+  // References first, a database read: failing, it leaves no blob put below that no row would name.
+  // Dropped before the batch's ledger and audits are written: its warning and audit name the entry, as any dropped result's.
+  await refs.check(batch.artifactReferences.map((r) => r.ref.artifact_id));
+  for (const { ref, recorded } of batch.artifactReferences) {
+    const refusal = refs.refusal(ref.artifact_id);
+    if (refusal) processor.refuseReference(batch, recorded, ref.artifact_id, refusal);
+  }
   for (const a of batch.inlineArtifacts) {
     const bytes = base64ToBytes(a.contentBase64);
     const r2Key = artifactR2Key(a.ref.artifact_id);
@@ -76,12 +83,6 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
         expiresAt: artifactExpiry(deps.config, now),
       }),
     );
-  }
-  // Dropped before the batch's ledger and audits are written: its warning and audit name the entry, as any dropped result's.
-  await refs.check(batch.artifactReferences.map((r) => r.ref.artifact_id));
-  for (const { ref, recorded } of batch.artifactReferences) {
-    const refusal = refs.refusal(ref.artifact_id);
-    if (refusal) processor.refuseReference(batch, recorded, ref.artifact_id, refusal);
   }
   statements.push(...runsStore(db).ledgerInserts(batch.ledger));
   statements.push(...transcriptStatements(db, batch.transcriptItems, refs));
