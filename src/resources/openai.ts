@@ -116,6 +116,16 @@ function withFirstChunk(first: Uint8Array, reader: ReadableStreamDefaultReader<U
   );
 }
 
+/** The stream's next chunk; one that breaks off is the provider's fault (or, aborted, the abort's reason). */
+async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal): Promise<ReadableStreamReadResult<Uint8Array>> {
+  try {
+    return await reader.read();
+  } catch (err) {
+    reader.cancel().catch(() => {});
+    throw abortReason(signal, new UpstreamError("network", `the model provider's stream broke off: ${(err as Error).message}`, undefined, { cause: err }));
+  }
+}
+
 /** Bytes kept while waiting for a stream's first data field; a provider that sends more before it has answered. */
 const MAX_STREAM_PREAMBLE_BYTES = 64 * 1024;
 const DATA_FIELD = [0x64, 0x61, 0x74, 0x61]; // "data"
@@ -143,13 +153,7 @@ async function readUntilFirstData(reader: ReadableStreamDefaultReader<Uint8Array
     return false;
   };
   for (;;) {
-    let next: ReadableStreamReadResult<Uint8Array>;
-    try {
-      next = await reader.read();
-    } catch (err) {
-      reader.cancel().catch(() => {});
-      throw abortReason(signal, new UpstreamError("network", `the model provider's stream broke off: ${(err as Error).message}`, undefined, { cause: err }));
-    }
+    const next = await nextChunk(reader, signal);
     if (next.done) return null;
     chunks.push(next.value);
     size += next.value.length;
@@ -176,13 +180,7 @@ async function readFirstEvent(head: Uint8Array, reader: ReadableStreamDefaultRea
   let text = decoder.decode(head, { stream: true });
   const fromData = () => text.slice(Math.max(0, text.search(/(^|[\r\n])data(:|[\r\n])/)));
   while (!/(\r\n|\n|\r)(\r\n|\n|\r)/.test(fromData()) && bytes.length <= MAX_STREAM_PREAMBLE_BYTES) {
-    let next: ReadableStreamReadResult<Uint8Array>;
-    try {
-      next = await reader.read();
-    } catch (err) {
-      reader.cancel().catch(() => {});
-      throw abortReason(signal, new UpstreamError("network", `the model provider's stream broke off: ${(err as Error).message}`, undefined, { cause: err }));
-    }
+    const next = await nextChunk(reader, signal);
     if (next.done) break;
     const joined = new Uint8Array(bytes.length + next.value.length);
     joined.set(bytes);
@@ -216,9 +214,10 @@ function streamStartFault(data: string): UpstreamError | null {
 
 /**
  * POST /chat/completions with `stream: true`: the provider's SSE body, once
- * it answered 2xx as an event stream and began its first data event. Until then the
+ * it answered 2xx as an event stream and sent its first data event whole. Until then the
  * call is still the host's to retry elsewhere: an answer that is not an event
- * stream, or none within the attempt timeout, is a provider fault.
+ * stream, none within the attempt timeout, or a first event that is a provider
+ * fault, is a provider fault.
  */
 export async function openChatStream(target: ProviderTarget, req: ChatRequest, opts: CallOptions): Promise<ReadableStream<Uint8Array>> {
   const { res, attempt } = await post(target, "/chat/completions", chatBody(target, req, true), "text/event-stream", opts);
