@@ -8,7 +8,8 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * The conversation around a run that is ending (cancelled, its runner done,
  * or its end being recorded). The database drill `{ delayMs, matching }` holds one libSQL
  * request whose SQL contains `matching`, to widen a window that is a round
- * trip wide in production.
+ * trip wide in production. Every claimed message is pulled or recorded as dropped (PROTOCOL §10), also when its
+ * claim is recorded while the run ends, or the run's pull fails after its end.
  */
 let host: TestHost;
 let steerer: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -38,6 +39,12 @@ beforeAll(async () => {
         return w.reply(JSON.stringify(page.body.data.items));
       }
       if (text.startsWith("hold")) await gate(c).promise;
+      if (text.startsWith("pullhold")) {
+        // Pulls once let go, then waits again (the test refuses that pull's write after cancelling the run).
+        await gate(c).promise;
+        await api("steering.pull").catch(() => undefined);
+        await gate(`${c}-after`).promise;
+      }
       // A cancelled run's pull is refused (or its host is gone by then): nothing pulled.
       const pulled = ctx.config.pull === "all" ? await api("steering.pull").then((r) => r.body.data?.items ?? [], () => []) : [];
       if (text.startsWith("slow")) return w.reply(`${SLOW_REPLY} ${JSON.stringify(pulled.map((i: any) => i.input.text))}`);
@@ -158,4 +165,61 @@ describe("a message that arrives while a completed run's end is being recorded",
     const dropped = await host.query<{ n: number }>("SELECT COUNT(*) AS n FROM event_log WHERE event_type = 'steering.dropped' AND conversation_id = ?", [c]);
     expect({ disposition: second.body.disposition, dropped: Number(dropped[0].n), started: startedTexts(c) }).toEqual({ disposition: "queued", dropped: 0, started: ["slow first", "second"] });
   });
+});
+
+describe("a claim recorded while the claiming run's earlier drops are being recorded", () => {
+  it("the late-claimed message is recorded as steering.dropped (not left in a dead run's queue, lost)", async () => {
+    const c = "rv-claim-during-drop";
+    await agentFor(c, "never");
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
+    // A: claimed at once (never pulled: dropped at the run's end, a libSQL write).
+    expect((await host.postEvent(messageEvent(c, "a", { event_id: `${c}-a` }))).body.disposition).toBe("steered");
+
+    // B: its claim's libSQL write takes a while (one slow round trip).
+    host.databaseOutage({ delayMs: 2_000, matching: "absorbed_into_active_run" });
+    const second = host.postEvent(messageEvent(c, "b", { event_id: `${c}-b` }));
+    await new Promise((r) => setTimeout(r, 400));
+    // The run ends meanwhile; its drop record for A is slow too.
+    host.databaseOutage({ delayMs: 3_500, matching: "steering.dropped" });
+    gate(c).resolve();
+
+    expect((await second).body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+    expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+    const droppedNow = () =>
+      host.query<{ src: string }>("SELECT json_extract(data_json, '$.source_event_id') AS src FROM event_log WHERE event_type = 'steering.dropped' AND conversation_id = ? ORDER BY seq", [c]);
+    // Every write settles: both claims end recorded (before the fix, B stayed in the ended run's queue for good).
+    await waitFor(async () => (await droppedNow()).length >= 2, 15_000, "both claims recorded as dropped");
+    const dropped = await droppedNow();
+    const injected = await host.query<{ n: number }>("SELECT COUNT(*) AS n FROM event_log WHERE event_type = 'steering.injected' AND conversation_id = ?", [c]);
+    expect({ dropped: dropped.map((d) => d.src).sort(), injected: Number(injected[0].n) }).toEqual({ dropped: [`${c}-a`, `${c}-b`], injected: 0 });
+  }, 30_000);
+});
+
+describe("a steering.pull whose injected write fails after its run was cancelled", () => {
+  it("the message it had taken is recorded as dropped (not put back into the ended run's queue, lost)", async () => {
+    const c = "rv-pull-fails-after-end";
+    await agentFor(c, "never");
+    const first = await host.postEvent(messageEvent(c, "pullhold"));
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
+    expect((await host.postEvent(messageEvent(c, "b", { event_id: `${c}-b` }))).body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+
+    // The pull's steering.injected write is slow, then refused (a blip).
+    host.databaseOutage({ delayMs: 3_000, matching: "steering.injected" });
+    host.databaseOutage({ queries: 1, matching: "steering.injected" });
+    gate(c).resolve();
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await host.admin("POST", `/v1/runs/${first.body.run_id}/cancel`)).status).toBe(202);
+    expect((await host.waitForRun(first.body.run_id!)).status).toBe("cancelled");
+    const outcomesNow = () =>
+      host.query<{ t: string; src: string }>(
+        "SELECT event_type AS t, json_extract(data_json, '$.source_event_id') AS src FROM event_log WHERE event_type IN ('steering.dropped', 'steering.injected') AND conversation_id = ? ORDER BY seq",
+        [c],
+      );
+    // The pull's write is refused after the run's end: what it took is recorded as dropped (before the fix, put back and never recorded).
+    await waitFor(async () => (await outcomesNow()).length > 0, 15_000, "the message's outcome");
+    gate(`${c}-after`).resolve();
+    const outcomes = await outcomesNow();
+    expect(outcomes).toEqual([{ t: "steering.dropped", src: `${c}-b` }]);
+  }, 30_000);
 });
