@@ -7,13 +7,16 @@ import { putAgent } from "../support/scripted-runner";
 /**
  * Interrupt: the newest message's run survives. A redelivery of an older,
  * already superseded message answers `duplicate` and must change nothing: in
- * particular it must not interrupt the newer run.
+ * particular it must not interrupt the newer run. A run answered "started" that
+ * its alarm had not started yet is interrupted too, never overtaken.
  */
 let host: TestHost;
 type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
 let plain: Runner;
 const release = deferred<void>();
 let starts = 0;
+/** The texts each conversation's runner calls came with, in call order. */
+const order = new Map<string, string[]>();
 
 beforeAll(async () => {
   plain = await startAdHocRunner({
@@ -22,6 +25,8 @@ beforeAll(async () => {
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
       starts++;
+      const c = ctx.conversation.conversation_id as string;
+      order.set(c, [...(order.get(c) ?? []), ctx.input.text ?? ""]);
       await release.promise;
       try {
         w.reply(ctx.input.text ?? "");
@@ -85,4 +90,28 @@ describe("interrupt and redelivered events", () => {
     await expect.poll(() => statusOf(r3.body.run_id!), { timeout: 10_000 }).toBe("running");
     expect(await statusOf(r2.body.run_id!)).toBe("created");
   });
+});
+
+describe("interrupt racing a run answered started that its alarm has not started yet", () => {
+  it("the run answered started is interrupted (cancelled) or runs first; it is never overtaken and run after the newer event", async () => {
+    const bad: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const c = `rv-int-race-${i}`;
+      await putAgent(host, { agent_id: `q-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c }, concurrency: { strategy: "enqueue" } });
+      await putAgent(host, { agent_id: `i-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c }, event_types: ["api.invoked"], concurrency: { strategy: "interrupt" } });
+      const a = host.postEvent(messageEvent(c, "hold older"));
+      await new Promise((r) => setTimeout(r, i % 4));
+      const b = await host.postEvent({ ...messageEvent(c, "newer"), event_type: "api.invoked" });
+      const older = await a;
+      await new Promise((r) => setTimeout(r, 300));
+      if (older.body.disposition === "started" && b.body.disposition === "started") {
+        const sOlder = await statusOf(older.body.run_id!);
+        const sNewer = await statusOf(b.body.run_id!);
+        const started = order.get(c) ?? [];
+        // The newer one ran while the older one, answered started, was neither cancelled nor started.
+        if (started[0] === "newer" && sOlder !== "cancelled") bad.push(`${c}: older ${sOlder} newer ${sNewer}, runner saw ${JSON.stringify(started)}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  }, 60_000);
 });
