@@ -6,7 +6,7 @@ import type { AuthorizationSnapshot } from "../run/snapshot";
  * messages, queries, tool arguments) never do.
  */
 const RESOURCE_FIELDS = ["api", "conversation_id", "thread_id", "event_id", "artifact_id", "scope", "key", "prefix", "area", "model_id", "tool_name", "kb_id", "mode"] as const;
-const MAX_PARAM_CHARS = 200;
+export const MAX_PARAM_CHARS = 200;
 
 /** One §8 decision, as one JSON log line. */
 export interface HostApiDecision {

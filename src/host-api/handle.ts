@@ -7,7 +7,7 @@ import type { ApiErrorCode } from "../protocol/errors";
 import { SealedSecretError } from "../lib/secret-box";
 import type { AuthorizationSnapshot } from "../run/snapshot";
 import { ApiError, denied, hostFault, invalidToken } from "./errors";
-import { decisionScope, logDecision, logRefusal, resourceOf } from "./decision-log";
+import { decisionScope, logDecision, logRefusal, MAX_PARAM_CHARS, resourceOf } from "./decision-log";
 import { checkResourceGrant, isResourceAction } from "./resource-gate";
 import { StreamReply } from "./stream-reply";
 import { unopenedCredential } from "./upstream-error";
@@ -136,6 +136,11 @@ export function checkDeadline(ctx: Pick<ActionContext, "snapshot">) {
  * Denials are facts: appended to EventLog with run, runner, action, resource and scope. A record the database
  * refuses is said on the log: the denial is answered all the same.
  */
+/** A denial's record stays small whatever was asked (an id of a MiB): each field cut as the decision log cuts it. */
+const cutStrings = (details: Record<string, unknown> | undefined) =>
+  Object.fromEntries(Object.entries(details ?? {}).map(([name, value]) => [name, typeof value === "string" ? value.slice(0, MAX_PARAM_CHARS) : value]));
+const MAX_REASON_CHARS = 1000;
+
 export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, action: string, err: ApiError): Promise<void> {
   const s = ctx.snapshot;
   await hostRecordInsert(ctx.db, {
@@ -144,7 +149,7 @@ export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, a
     conversationId: s.conversationId,
     threadId: s.threadId,
     runId: s.runId,
-    data: { run_id: s.runId, runner_id: s.runnerId, action, resource: err.details ?? {}, scope: { conversation_id: s.conversationId, thread_id: s.threadId }, reason: err.message },
+    data: { run_id: s.runId, runner_id: s.runnerId, action, resource: cutStrings(err.details), scope: { conversation_id: s.conversationId, thread_id: s.threadId }, reason: err.message.slice(0, MAX_REASON_CHARS) },
   })
     .run()
     .catch((e: Error) => console.error(`run ${s.runId}: denial of ${action.slice(0, 200)} not recorded: ${describeError(e)}`));
