@@ -36,13 +36,20 @@ export function toArtifactRef(row: Pick<ArtifactRow, "artifactId" | "artifactTyp
   };
 }
 
+/** Ids bound in one `IN (…)` read: well under SQLite's 32,766 bound parameters. */
+const IDS_PER_QUERY = 500;
+
 export function artifactsStore(db: Db) {
   return {
     get: (artifactId: string) => db.select().from(artifact).where(eq(artifact.artifactId, artifactId)).get(),
 
+    /** Any number of ids (a runner's result chunk chooses how many): read in slices under SQLite's bound-parameter limit. */
     async getMany(artifactIds: string[]): Promise<ArtifactRow[]> {
-      if (artifactIds.length === 0) return [];
-      return db.select().from(artifact).where(inArray(artifact.artifactId, artifactIds)).all();
+      const rows: ArtifactRow[] = [];
+      for (let i = 0; i < artifactIds.length; i += IDS_PER_QUERY) {
+        rows.push(...(await db.select().from(artifact).where(inArray(artifact.artifactId, artifactIds.slice(i, i + IDS_PER_QUERY))).all()));
+      }
+      return rows;
     },
 
     /** `guard` makes the insert conditional on an earlier statement of the same batch (see insertWhere). */

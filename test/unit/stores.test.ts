@@ -9,6 +9,7 @@ import { agent, runnerState } from "../../src/db/schema";
 import { libsqlExecutor } from "../../src/db/executor";
 import { describeError } from "../../src/lib/describe-error";
 import { agentsStore, BindingConflictError } from "../../src/stores/agents";
+import { artifactsStore } from "../../src/stores/artifacts";
 import { runsStore } from "../../src/stores/runs";
 import { stateScopeKey, stateStore } from "../../src/stores/state";
 import { createHash } from "node:crypto";
@@ -176,6 +177,13 @@ describe("stores on embedded libSQL", () => {
     // Three of 100 fit in 300; the 1000-byte entry comes alone, as the first of its page; the count limit still applies.
     expect(pages).toEqual([[1, 2, 3], [4], [5], [6, 7, 8], [9, 10, 11], [12]]);
     expect((await runsStore(db).ledger("r2", 0, 2)).rows.map((r) => r.seq)).toEqual([1, 2]);
+  });
+
+  it("looks up more artifact ids than SQLite binds in one statement (a runner's burst of references chooses how many)", async () => {
+    const row = (id: string) => ({ artifactId: id, artifactType: "file", source: "runner", conversationKey: "k", r2Key: `artifacts/${id}`, metadataJson: "{}", createdAt: 1 });
+    await writeAll(db, [artifactsStore(db).insertStatement(row("art_first")), artifactsStore(db).insertStatement(row("art_last"))]);
+    const ids = ["art_first", ...Array.from({ length: 40_000 }, (_, i) => `art_unknown_${i}`), "art_last"];
+    expect((await artifactsStore(db).getMany(ids)).map((r) => r.artifactId).sort()).toEqual(["art_first", "art_last"]);
   });
 });
 
