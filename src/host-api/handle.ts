@@ -132,15 +132,15 @@ export function checkDeadline(ctx: Pick<ActionContext, "snapshot">) {
   if (Date.now() > ctx.snapshot.deadlineAt) throw new ApiError("deadline_exceeded", "the run's deadline has passed");
 }
 
-/**
- * Denials are facts: appended to EventLog with run, runner, action, resource and scope. A record the database
- * refuses is said on the log: the denial is answered all the same.
- */
 /** A denial's record stays small whatever was asked (an id of a MiB): each field cut as the decision log cuts it. */
 const cutStrings = (details: Record<string, unknown> | undefined) =>
   Object.fromEntries(Object.entries(details ?? {}).map(([name, value]) => [name, typeof value === "string" ? value.slice(0, MAX_PARAM_CHARS) : value]));
 const MAX_REASON_CHARS = 1000;
 
+/**
+ * Denials are facts: appended to EventLog with run, runner, action, resource and scope. A record the database
+ * refuses is said on the log: the denial is answered all the same.
+ */
 export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, action: string, err: ApiError): Promise<void> {
   const s = ctx.snapshot;
   await hostRecordInsert(ctx.db, {

@@ -1,5 +1,5 @@
 import { asc, eq, inArray, lte, type SQL } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { batchAll, type Db } from "../db/client";
 import { insertWhere } from "../db/guarded";
 import { artifact } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
@@ -43,13 +43,13 @@ export function artifactsStore(db: Db) {
   return {
     get: (artifactId: string) => db.select().from(artifact).where(eq(artifact.artifactId, artifactId)).get(),
 
-    /** Any number of ids (a runner's result chunk chooses how many): read in slices under SQLite's bound-parameter limit. */
+    /** Any number of ids (a runner's result chunk chooses how many): slices under SQLite's bound-parameter limit, one round trip. */
     async getMany(artifactIds: string[]): Promise<ArtifactRow[]> {
-      const rows: ArtifactRow[] = [];
-      for (let i = 0; i < artifactIds.length; i += IDS_PER_QUERY) {
-        rows.push(...(await db.select().from(artifact).where(inArray(artifact.artifactId, artifactIds.slice(i, i + IDS_PER_QUERY))).all()));
-      }
-      return rows;
+      const slices = [];
+      for (let i = 0; i < artifactIds.length; i += IDS_PER_QUERY) slices.push(db.select().from(artifact).where(inArray(artifact.artifactId, artifactIds.slice(i, i + IDS_PER_QUERY))));
+      if (slices.length === 0) return [];
+      // Each item of the batch is a select of artifact rows.
+      return (await batchAll(db, slices)).flat() as ArtifactRow[];
     },
 
     /** `guard` makes the insert conditional on an earlier statement of the same batch (see insertWhere). */
