@@ -162,7 +162,7 @@ describe("credentials at rest across key changes", () => {
       expect(res.status).toBe(500);
       expect(((await res.json()) as any).error).toMatchObject({ code: "secrets_unavailable", message: expect.stringMatching(/SECRETS_KEY_PREVIOUS/) });
     });
-  });
+  }, 120_000); // five hosts started one after another: each start takes seconds on a loaded machine
 });
 
 /** A credential as sealed before values were bound to their row: `sealed:v1:`, AES-GCM without associated data. */
@@ -271,7 +271,7 @@ describe("a key rotation racing writes that keep a stored secret", () => {
       await signer.close();
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 60_000); // three hosts started one after another
 
   it("an agent saved as GET showed it around the reseal keeps its secret under the new key", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agent-host-put-race-"));
@@ -316,5 +316,5 @@ describe("a key rotation racing writes that keep a stored secret", () => {
       await echo.close();
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 60_000); // three hosts started one after another
 });
