@@ -25,6 +25,10 @@ const OptionSchema: z.ZodType<CommandOption> = z.lazy(() =>
   z.looseObject({ name: z.string(), type: z.number(), value: z.unknown().optional(), options: z.array(OptionSchema).optional() }),
 );
 
+/** A modal's submitted input: a text input's `value`, a select's `values`, or a file upload's (type 19) attachment ids. */
+const ModalFieldSchema = z.looseObject({ type: z.number().optional(), custom_id: z.string().optional(), value: z.string().optional(), values: z.array(z.string()).optional() });
+const FILE_UPLOAD = 19;
+
 const AttachmentSchema = z.looseObject({ url: z.string(), filename: z.string().optional(), content_type: z.string().optional() });
 type Attachment = z.infer<typeof AttachmentSchema>;
 const TargetMessageSchema = z.looseObject({ id: z.string(), content: z.string().nullish(), author: UserSchema.nullish(), attachments: z.array(AttachmentSchema).nullish() });
@@ -48,7 +52,8 @@ export const InteractionSchema = z.looseObject({
       component_type: z.number().optional(),
       values: z.array(z.string()).optional(),
       options: z.array(OptionSchema).optional(),
-      components: z.array(z.looseObject({ components: z.array(z.looseObject({ custom_id: z.string().optional(), value: z.string().optional() })).optional() })).optional(),
+      // A modal's inputs: in Action Rows (`components`), or each in a Label (type 18, its one `component`).
+      components: z.array(z.looseObject({ components: z.array(ModalFieldSchema).optional(), component: ModalFieldSchema.optional() })).optional(),
       resolved: z
         .looseObject({
           attachments: z.record(z.string(), AttachmentSchema).optional(),
@@ -151,9 +156,12 @@ export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
     ];
   }
   if (i.type === InteractionType.MODAL_SUBMIT) {
-    const fields = (i.data?.components ?? []).flatMap((row) => row.components ?? []);
-    const text = fields.map((f) => f.value ?? "").filter(Boolean).join("\n");
-    return [{ ...common, eventType: "message.received", text, files: [], data: { ...data, modal: { custom_id: i.data?.custom_id ?? null, fields: Object.fromEntries(fields.map((f) => [f.custom_id ?? "", f.value ?? ""])) } } }];
+    const inputs = (i.data?.components ?? []).flatMap((row) => row.components ?? (row.component ? [row.component] : []));
+    const attachments = i.data?.resolved?.attachments ?? {};
+    const files = inputs.flatMap((f) => (f.type === FILE_UPLOAD ? (f.values ?? []).flatMap((id) => (attachments[id] ? [fileOf(attachments[id])] : [])) : []));
+    const fields = inputs.filter((f) => f.type !== FILE_UPLOAD).map((f) => ({ id: f.custom_id ?? "", value: f.value ?? f.values?.join(" ") ?? "" }));
+    const text = fields.map((f) => f.value).filter(Boolean).join("\n");
+    return [{ ...common, eventType: "message.received", text, files, data: { ...data, modal: { custom_id: i.data?.custom_id ?? null, fields: Object.fromEntries(fields.map((f) => [f.id, f.value])) } } }];
   }
   return [{ ...common, eventType: null, text: null, files: [], data, replyTarget: null }];
 }

@@ -54,6 +54,9 @@ const JoinedSchema = z.looseObject({ user: z.string(), channel: z.string(), chan
 /** Message subtypes that are a person saying something. */
 const USER_MESSAGE_SUBTYPES = new Set([undefined, "file_share", "thread_broadcast", "me_message"]);
 
+/** The thread a message is a reply in: its `thread_ts`, unless it is the thread's parent (`thread_ts` = `ts`). */
+const threadOf = (m: { ts?: unknown; thread_ts?: unknown } | null | undefined): string | null => (m && typeof m.thread_ts === "string" && m.thread_ts !== m.ts ? m.thread_ts : null);
+
 const userActor = (user: string | undefined, team?: string) => ({ actor_type: "user", actor_id: user ?? null, actor_name: null, metadata: team ? { team } : {} });
 
 /** Every shared file; one Slack gives no URL for (a Slack Connect file, one hidden by the plan) has an empty ref, and its download says why. */
@@ -75,7 +78,9 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
     const msg = m.data;
     if (msg.subtype === "message_deleted") return recalled(key, ev, common);
     // Bots' messages (ours included, echoed back) never start a run.
-    if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: msg.thread_ts ?? null }];
+    // An edit (message_changed) names its thread in the edited message, as a deletion does in previous_message.
+    const unhandledThread = msg.thread_ts ?? threadOf((ev as { message?: { ts?: unknown; thread_ts?: unknown } }).message);
+    if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread }];
     const threadId = msg.thread_ts ?? null;
     return [
       {
@@ -124,7 +129,7 @@ function recalled(key: string, ev: unknown, common: { eventTime?: string; data: 
   const d = DeletedSchema.safeParse(ev);
   if (!d.success) return [unhandled(key, "message.message_deleted", common.eventTime)];
   const prev = d.data.previous_message;
-  const threadId = prev?.thread_ts && prev.thread_ts !== prev.ts ? prev.thread_ts : null;
+  const threadId = threadOf(prev);
   return [
     {
       ...common,
