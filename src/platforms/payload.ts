@@ -7,3 +7,15 @@ import * as z from "zod";
  * for saying "none" one way rather than the other.
  */
 export const absentOr = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v): z.output<T> | undefined => v ?? undefined);
+
+/**
+ * A payload with every object member whose value is `null` left out, at any depth (array items stay as they are):
+ * what a platform says is absent by null reads as absent by omission, in every field a schema reads.
+ */
+export function withoutNulls<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((item) => (item !== null && typeof item === "object" ? withoutNulls(item) : item)) as T;
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = typeof v === "object" ? withoutNulls(v) : v;
+  return out as T;
+}

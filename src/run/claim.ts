@@ -41,7 +41,7 @@ async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number 
   const [marked, currentRows, ...rest] = await batchAll(db, [runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt), currentAgentStatement(db, queued.agent.agentId), ...inputs.statements]);
   if ((marked as unknown[]).length !== 1) return null;
   const current = (currentRows as CurrentAgent[])[0];
-  const unavailable = refusalOf(current);
+  const unavailable = refusalOf(current, queued);
   if (unavailable) return { job: queued, stateScopes, ...inputs.read(rest), runner: unavailable };
   // refusalOf vouched for the agent, its runner and its service.
   const { agent, runner, service } = current as { agent: NonNullable<CurrentAgent["agent"]>; runner: NonNullable<CurrentAgent["runner"]>; service: NonNullable<CurrentAgent["service"]> };
@@ -108,8 +108,12 @@ export class RunClaims {
   }
 }
 
-function refusalOf(current: CurrentAgent | undefined): RunnerCallError | null {
+function refusalOf(current: CurrentAgent | undefined, queued: RunJob): RunnerCallError | null {
   if (!current) return new RunnerCallError(RUN_FAILURE_CODES.agentUnavailable, "the run's agent was deleted before the run started");
+  // Another agent created under the same id since (a new state epoch) is not the agent that bound the event: it was deleted.
+  if (queued.agent.stateEpoch !== undefined && (queued.agent.stateEpoch ?? null) !== (current.agent.stateEpoch ?? null)) {
+    return new RunnerCallError(RUN_FAILURE_CODES.agentUnavailable, "the run's agent was deleted before the run started (another agent now has its id)");
+  }
   if (!current.agent.enabled) return new RunnerCallError(RUN_FAILURE_CODES.agentUnavailable, "the run's agent was disabled before the run started");
   // Removed since the run was queued: nothing (and no one unsigned) is called in its place.
   if (!current.runner || !current.service) return new RunnerCallError(RUN_FAILURE_CODES.unreachable, "the run's runner is no longer registered on this host");

@@ -7,7 +7,7 @@ import * as z from "zod";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { platformTime } from "../../lib/json";
-import { absentOr } from "../payload";
+import { absentOr, withoutNulls } from "../payload";
 
 const HeaderSchema = z.looseObject({ event_id: z.string().min(1), event_type: z.string(), create_time: z.string().optional() });
 
@@ -37,7 +37,9 @@ const AddedSchema = z.looseObject({
 });
 
 /** v2 events carry `header`; v1 callbacks (`uuid`, `event.type`) are recorded only. */
-export function normalizeLarkPayload(payload: Record<string, unknown>, fallbackKey: string): NormalizedEvent[] {
+export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey: string): NormalizedEvent[] {
+  // A field sent as null counts as absent (README).
+  const payload = withoutNulls(given);
   const header = HeaderSchema.safeParse(payload.header);
   if (!header.success) {
     const key = typeof payload.uuid === "string" ? payload.uuid : fallbackKey;

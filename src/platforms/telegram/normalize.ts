@@ -9,6 +9,7 @@ import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { platformTime } from "../../lib/json";
+import { withoutNulls } from "../payload";
 
 const UserSchema = z.looseObject({
   id: z.number(),
@@ -144,7 +145,9 @@ function unhandledInItsChat(update: z.infer<typeof UpdateSchema>, kind: string, 
 }
 
 /** `selfId`: the bot's own user id (its token's prefix), so its own arrival in a chat is not welcomed by its agent. */
-export function normalizeUpdate(update: z.infer<typeof UpdateSchema>, selfId?: string): NormalizedEvent[] {
+export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, selfId?: string): NormalizedEvent[] {
+  // A field sent as null counts as absent (README).
+  const update = withoutNulls(given);
   const kind = updateKind(update);
   const key = String(update.update_id);
   const parsed = kind === "message" ? MessageSchema.safeParse(update.message) : null;
