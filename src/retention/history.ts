@@ -6,13 +6,9 @@ import { R2_DELETE_MAX_KEYS, type BatchLimits } from "./limits";
 // `rowid` is SQLite's row order (insertion order) of the transcript table, which has a text primary key.
 const transcriptRowid = sql.raw(`"transcript"."rowid"`);
 
-/**
- * Rows are appended in time order, so the old ones are those before the
- * first row at or after the cutoff, found by a scan in key order that stops
- * there: no index on created_at is needed and nothing newer is ever read.
- */
-const firstRecent = (table: typeof eventLog | typeof transcript, order: SQL, cutoff: number) =>
-  sql`COALESCE((SELECT ${order} FROM ${table} WHERE ${table.createdAt} >= ${cutoff} ORDER BY ${order} LIMIT 1), 9223372036854775807)`;
+// Rows are appended in time order, so the old ones are those before the first row at or after the cutoff. That row
+// is looked for only among the rows a statement would delete (key order, from where the last stopped): no index on
+// created_at is needed, and a statement reads about its batch, however large the backlog of old rows before it.
 
 /**
  * Deletes transcript rows created before `cutoff`, oldest first, `batchSize` per statement; `keep` exempts rows
@@ -23,10 +19,13 @@ async function deleteOldTranscript(db: Db, cutoff: number, limits: BatchLimits, 
   let deleted = 0;
   let after = 0;
   for (let i = 0; i < limits.maxBatches; i++) {
+    // The next batch of rows not kept, then those of them before the first recent row (kept or not) up to its last.
     // sqlite-proxy hands raw rows back as arrays of column values.
     const rows = await db.all<[number]>(sql`
       DELETE FROM ${transcript}
-      WHERE ${transcriptRowid} IN (SELECT ${transcriptRowid} FROM ${transcript} WHERE ${transcriptRowid} > ${after} AND ${transcriptRowid} < ${firstRecent(transcript, transcriptRowid, cutoff)} AND NOT (${keep}) ORDER BY ${transcriptRowid} LIMIT ${limits.batchSize})
+      WHERE ${transcriptRowid} IN (
+        WITH candidate(id) AS (SELECT ${transcriptRowid} FROM ${transcript} WHERE ${transcriptRowid} > ${after} AND NOT (${keep}) ORDER BY ${transcriptRowid} LIMIT ${limits.batchSize})
+        SELECT id FROM candidate WHERE id < COALESCE((SELECT ${transcriptRowid} FROM ${transcript} WHERE ${transcriptRowid} > ${after} AND ${transcriptRowid} <= (SELECT MAX(id) FROM candidate) AND ${transcript.createdAt} >= ${cutoff} ORDER BY ${transcriptRowid} LIMIT 1), 9223372036854775807))
       RETURNING ${transcriptRowid}`);
     deleted += rows.length;
     if (rows.length < limits.batchSize) break;
@@ -46,9 +45,11 @@ async function deleteOldEvents(db: Db, bucket: R2Bucket, cutoff: number, limits:
   let deleted = 0;
   for (let i = 0; i < limits.maxBatches; i++) {
     // sqlite-proxy hands raw rows back as arrays of column values.
-    const batch = await db.all<[number, string | null]>(
-      sql`SELECT ${eventLog.seq}, ${eventLog.rawRef} FROM ${eventLog} WHERE ${eventLog.seq} < ${firstRecent(eventLog, sql`${eventLog.seq}`, cutoff)} ORDER BY ${eventLog.seq} LIMIT ${limits.batchSize}`,
+    const next = await db.all<[number, string | null, number]>(
+      sql`SELECT ${eventLog.seq}, ${eventLog.rawRef}, ${eventLog.createdAt} FROM ${eventLog} ORDER BY ${eventLog.seq} LIMIT ${limits.batchSize}`,
     );
+    const firstRecent = next.findIndex((r) => Number(r[2]) >= cutoff);
+    const batch = firstRecent < 0 ? next : next.slice(0, firstRecent);
     if (batch.length === 0) break;
     const lastSeq = batch[batch.length - 1][0];
     const named = [...new Set(batch.map((r) => r[1]).filter((r): r is string => typeof r === "string" && r.startsWith("raw/")))];

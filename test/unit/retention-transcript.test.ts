@@ -74,4 +74,20 @@ describe("transcript retention", () => {
     expect((await deleteOldHistory(db, BUCKET, cutoff, { batchSize: 1, maxBatches: 2 })).transcript).toBe(2);
     expect(left()).toEqual(["d1", "b5"]);
   });
+
+  it("stops at the first recent item inside a statement's batch, and deletes nothing past it", async () => {
+    // One batch of ten reaches past the cutoff: b1..b3 are old, b4 and c1 recent, a1 (old, a's newest) kept.
+    const { db } = await seed([
+      ["b", 1, true],
+      ["a", 1, true],
+      ["b", 2, true],
+      ["b", 3, true],
+      ["b", 4, false],
+      ["c", 1, false],
+      ["b", 5, false],
+    ]);
+    const cutoff = Date.now() - DAY_MS;
+    expect((await deleteOldHistory(db, BUCKET, cutoff, { batchSize: 10, maxBatches: 3 })).transcript).toBe(3);
+    expect(left()).toEqual(["a1", "b4", "c1", "b5"]);
+  });
 });
