@@ -42,7 +42,10 @@ async function existingRun(env: Env, runId: string) {
 }
 
 const RunParam = z.object({ runId: z.string().min(1).max(200) });
-const StreamHeaders = z.object({ "last-event-id": z.string().regex(/^\d{1,15}$/, "Last-Event-ID must be a frame id this stream sent").optional() });
+const FrameId = z.string().regex(/^\d{1,15}$/, "Last-Event-ID must be a frame id this stream sent");
+const StreamHeaders = z.object({ "last-event-id": FrameId.optional() });
+/** `lastEventId` is where EventSource polyfills put Last-Event-ID on reconnect; any other parameter is a 400, not a replay from the start. */
+const StreamQuery = z.strictObject({ lastEventId: FrameId.optional() });
 const LedgerQuery = z.strictObject({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) });
 const ListQuery = z.strictObject({
   conversation_id: z.string().min(1).max(200).optional(),
@@ -121,10 +124,10 @@ export const runsRouter = router()
     const nextCursor = items.length ? items[items.length - 1].cursor : encodeCursor("r", after, runId);
     return c.json({ items, next_cursor: nextCursor, has_more: page.hasMore && rows.length === page.rows.length, run_status: row.status });
   })
-  .get("/:runId/stream", validate("param", RunParam), validate("header", StreamHeaders), async (c) => {
+  .get("/:runId/stream", validate("param", RunParam), validate("query", StreamQuery), validate("header", StreamHeaders), async (c) => {
     const { runId } = c.req.valid("param");
     // A reconnecting EventSource names the last frame it had (frames carry `id: {seq}`): it gets only what follows.
-    const after = Number(c.req.valid("header")["last-event-id"] ?? 0);
+    const after = Number(c.req.valid("header")["last-event-id"] ?? c.req.valid("query").lastEventId ?? 0);
     const owner = ownerOf(c.env, runId);
     const follower = await owner?.subscribe(runId, after);
     if (!owner || !follower) throw notFound(`run ${runId} not found`);
