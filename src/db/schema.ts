@@ -83,6 +83,9 @@ export const runnerState = sqliteTable(
     updatedAt: integer("updated_at").notNull(),
     // The agent that wrote it, so deleting the agent deletes its state; null for rows written before migration 0009.
     agentId: text("agent_id"),
+    // The writing agent's state epoch (null for an agent without one): a run of a deleted agent writes nothing even
+    // once another agent has its id (migration 0014). Null for rows written before 0014.
+    agentEpoch: text("agent_epoch"),
   },
   (t) => [primaryKey({ columns: [t.scopeKey, t.key] }), index("runner_state_agent").on(t.agentId)],
 );

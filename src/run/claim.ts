@@ -130,7 +130,7 @@ function runInputs(db: Db, job: RunJob, stateScopes: StateScopeKeys) {
   const conversationId = job.conversation.conversation_id;
   // Insert-if-absent, so the seed is idempotent and never overwrites the runner's own value.
   const seeds = stateScopes.conversation && conversationId
-    ? [state.seedStatement(stateScopes.conversation, SEEDED_CONVERSATION_ID_KEY, { runnerId: job.runner.runnerId, agentId: job.agent.agentId }, "conversation", JSON.stringify(conversationId))]
+    ? [state.seedStatement(stateScopes.conversation, SEEDED_CONVERSATION_ID_KEY, { runnerId: job.runner.runnerId, agentId: job.agent.agentId, agentEpoch: job.agent.stateEpoch ?? null }, "conversation", JSON.stringify(conversationId))]
     : [];
   // One query per scope so that a scope with many keys cannot crowd out another's.
   const reads = scopes.map(([, key]) => state.scopeSnapshotQuery(key));

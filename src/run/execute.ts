@@ -87,7 +87,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   statements.push(...runsStore(db).ledgerInserts(batch.ledger));
   statements.push(...transcriptStatements(db, batch.transcriptItems, refs));
   const state = stateStore(db);
-  for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, { runnerId: job.runner.runnerId, agentId: job.agent.agentId }, w.scope, w.valueJson));
+  for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, { runnerId: job.runner.runnerId, agentId: job.agent.agentId, agentEpoch: job.agent.stateEpoch ?? null }, w.scope, w.valueJson));
   for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
   return statements;
 }

@@ -13,6 +13,8 @@ export interface AuthorizationSnapshot {
   runId: string;
   runnerId: string;
   agentId: string;
+  /** The agent's state epoch (null for an agent without one): whose state the run writes. */
+  agentEpoch: string | null;
   serviceId: string;
   conversationKey: string;
   conversationId: string | null;
@@ -90,6 +92,7 @@ export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: Sta
     runId: job.runId,
     runnerId: job.runner.runnerId,
     agentId: job.agent.agentId,
+    agentEpoch: job.agent.stateEpoch ?? null,
     serviceId: job.runner.serviceId,
     conversationKey: job.conversationKey,
     conversationId: job.conversation.conversation_id ?? null,

@@ -13,6 +13,8 @@ import { runningBytes } from "../db/byte-budget";
 export interface StateOwner {
   runnerId: string;
   agentId: string;
+  /** The agent as created (its state epoch): once it is deleted, nothing more is written for it, whoever has its id since. */
+  agentEpoch: string | null;
 }
 
 export interface ScopeIdentity {
@@ -88,7 +90,7 @@ export const SNAPSHOT_KEYS_PER_SCOPE = 100;
 export const SNAPSHOT_BYTES_PER_SCOPE = 1024 * 1024;
 
 const s = runnerState;
-const newValue = () => ({ scopeKey: param("scopeKey"), key: param("key"), runnerId: param("runnerId"), agentId: param("agentId"), scope: param("scope"), valueJson: param("valueJson"), updatedAt: param("updatedAt") });
+const newValue = () => ({ scopeKey: param("scopeKey"), key: param("key"), runnerId: param("runnerId"), agentId: param("agentId"), agentEpoch: param("agentEpoch"), scope: param("scope"), valueJson: param("valueJson"), updatedAt: param("updatedAt") });
 /**
  * A scope's first keys, one past the key limit, each with its value while the
  * running total of value bytes stays in the budget (null after): the cut is

@@ -15,7 +15,7 @@ import { stateScopeKey, stateStore } from "../../src/stores/state";
 import { createHash } from "node:crypto";
 import { transcriptInsert, transcriptStore } from "../../src/stores/transcript";
 
-const OWNER = { runnerId: "r", agentId: "a" };
+const OWNER = { runnerId: "r", agentId: "a", agentEpoch: null };
 /** The runners' service (service_id 'svc'): an agent is written only while its service is where its secrets were sealed for. */
 const SERVICE_URL = "http://svc.test";
 /** State is written only for an agent that exists (migration 0012): OWNER's runner and agent. */

@@ -22,7 +22,7 @@ const stateSet: Handler<"state.set"> = async (ctx, p) => {
   const valueJson = JSON.stringify(p.value);
   const size = utf8ByteLength(valueJson);
   if (size > STATE_VALUE_MAX_BYTES) throw new ApiError("payload_too_large", `state value is ${size} bytes serialised; at most ${STATE_VALUE_MAX_BYTES} are allowed`);
-  await stateStore(ctx.db).setStatement(scopeKey, p.key, { runnerId: ctx.snapshot.runnerId, agentId: ctx.snapshot.agentId }, p.scope, valueJson).execute();
+  await stateStore(ctx.db).setStatement(scopeKey, p.key, { runnerId: ctx.snapshot.runnerId, agentId: ctx.snapshot.agentId, agentEpoch: ctx.snapshot.agentEpoch }, p.scope, valueJson).execute();
   return { ok: true };
 };
 
