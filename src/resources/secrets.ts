@@ -35,11 +35,19 @@ export function secretFragments(values: readonly (string | null | undefined)[]):
     });
     const parts = [value, ...value.trim().split(/\s+/).slice(1), ...assigned];
     // The scheme word ("Bearer", "Basic") is not secret; what follows it is. Each also as JSON text carries it
-    // (a `"` or `\` escaped), for upstream text the host passes on without parsing it (an error body, say).
-    for (const part of parts) if (part.length >= MIN_SECRET_LENGTH) out.add(part).add(JSON.stringify(part).slice(1, -1));
+    // (a `"` or `\` escaped; a `/` as `\/`, as PHP's json_encode writes it; beyond ASCII as `\uXXXX`, as Python's
+    // json.dumps does), for upstream text the host passes on without parsing it (an error body, say).
+    for (const part of parts) if (part.length >= MIN_SECRET_LENGTH) for (const form of jsonForms(part)) out.add(form);
   }
   // Longest first, so a value is scrubbed whole before its parts are looked for.
   return [...out].sort((a, b) => b.length - a.length);
+}
+
+/** A value as it is, and as the inside of a JSON string may carry it (escaped as JSON.stringify does, `/` as `\/`, non-ASCII as `\uXXXX`). */
+function jsonForms(value: string): string[] {
+  const escaped = JSON.stringify(value).slice(1, -1);
+  const ascii = escaped.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return [value, escaped, escaped.replace(/\//g, "\\/"), ascii, ascii.replace(/\//g, "\\/")];
 }
 
 export const REDACTED = "[redacted]";
