@@ -55,6 +55,13 @@ export interface FollowOptions {
   keepAliveMs?: number;
 }
 
+/**
+ * A follower that takes nothing for this many keep-alive intervals while its stream is full is closed. Its reader
+ * may have gone without the Worker hearing of it (nothing more is written to a full stream, and a write is what
+ * tells); a live reader that stalled that long reconnects with Last-Event-ID.
+ */
+export const STALLED_AFTER_KEEPALIVES = 4;
+
 /** What a follower's stream holds before its reader takes it (bytes of encoded frames). */
 const QUEUED_BYTES = 64 * 1024;
 /** Live frames kept for a follower that is behind; past this it reads them from the database when it catches up. */
@@ -99,6 +106,9 @@ export class Subscriber {
 
   private readonly after: number;
   private readonly keepAliveMs: number;
+  private readonly onCancel: (() => void) | undefined;
+  /** Armed while the stream is full: fires if its reader takes nothing for STALLED_AFTER_KEEPALIVES keep-alive intervals. */
+  private stallTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. */
   constructor(
@@ -108,6 +118,7 @@ export class Subscriber {
   ) {
     this.after = after;
     this.keepAliveMs = keepAliveMs;
+    this.onCancel = onCancel;
     this.delivered = after;
     this.backlog = known?.filter((f) => f.seq > after) ?? [];
     this.catchUpAfter = known === null ? after : null;
@@ -117,6 +128,7 @@ export class Subscriber {
         pull: (controller) => this.pull(controller),
         cancel: () => {
           this.closed = true;
+          clearTimeout(this.stallTimer);
           this.wake?.();
           onCancel?.();
         },
@@ -143,6 +155,7 @@ export class Subscriber {
   close() {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.stallTimer);
     this.backlog = [];
     this.wake?.();
     try {
@@ -160,6 +173,7 @@ export class Subscriber {
 
   /** Called when the reader wants more: answers once something was enqueued (a pull that enqueues nothing is not called again). */
   private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    clearTimeout(this.stallTimer);
     let enqueued = 0;
     while (enqueued === 0) {
       if (this.closed) return;
@@ -184,6 +198,13 @@ export class Subscriber {
         controller.enqueue(KEEP_ALIVE);
         enqueued++;
       }
+    }
+    // Full: the next pull comes when the reader takes something. Without one for that long, the reader is taken as gone.
+    if (this.keepAliveMs > 0 && !this.closed && (controller.desiredSize ?? 1) <= 0) {
+      this.stallTimer = setTimeout(() => {
+        this.close();
+        this.onCancel?.();
+      }, STALLED_AFTER_KEEPALIVES * this.keepAliveMs);
     }
   }
 
