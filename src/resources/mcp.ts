@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { mcpSchemaValidator, schemaProblems, type JsonSchema } from "./json-schema";
 import { cappedFetch, UpstreamError } from "./upstream";
+import { watchAnswers } from "./mcp-answers";
 
 export interface McpServerTarget {
   url: string;
@@ -53,6 +54,8 @@ const settleWithin = (promise: Promise<unknown>, ms: number) => {
 interface McpSession {
   client: Client;
   signal: AbortSignal;
+  /** The session id the server gave, if any (a stateless server gives none). */
+  sessionId(): string | undefined;
   /** Ends a stateful server's session (DELETE), waiting for it only briefly, and closes the client. */
   close(): Promise<void>;
 }
@@ -75,7 +78,8 @@ async function openSession(server: McpServerTarget, opts: { lifetime: AbortSigna
   const transport = new StreamableHTTPClientTransport(new URL(server.url), {
     requestInit: { headers: server.headers },
     // Per event on a stream: the server's notification stream may stay open as long as the session.
-    fetch: cappedFetch(opts.maxBytes, stop, { perSseEvent: true }),
+    // A call answered as an event stream that breaks off unanswered ends the session at once, not at the call's timeout.
+    fetch: watchAnswers(cappedFetch(opts.maxBytes, stop, { perSseEvent: true }), stop),
   });
   const close = async () => {
     opts.lifetime.removeEventListener("abort", follow);
@@ -99,7 +103,7 @@ async function openSession(server: McpServerTarget, opts: { lifetime: AbortSigna
     clearTimeout(handshake);
     session.signal.removeEventListener("abort", relay);
   }
-  return { client, signal: session.signal, close };
+  return { client, signal: session.signal, sessionId: () => transport.sessionId, close };
 }
 
 /** A signal that aborts when either does, with that one's reason; `dispose` removes its listeners (`a` may live long). */
@@ -201,6 +205,9 @@ const toToolResult = (result: Awaited<ReturnType<Client["callTool"]>>): McpToolR
   isError: result.isError === true,
 });
 
+/** The server answered 404 to a request naming the run's session: it no longer knows it. */
+class SessionGone extends Error {}
+
 interface PoolEntry {
   key: string;
   opening: Promise<McpSession>;
@@ -227,6 +234,17 @@ export class McpSessionPool {
 
   /** `tools/call`. A tool-level failure (`isError`) is a result, for the model to read, not an exception. */
   async callTool(server: McpServerTarget, call: { name: string; arguments: Record<string, unknown> }, opts: McpCallOptions): Promise<McpToolResult> {
+    try {
+      return await this.callOnce(server, call, opts);
+    } catch (err) {
+      // MCP: a 404 to a request naming a session means the server no longer knows it (a restart, an expiry); the client
+      // MUST start a new session. The server did not run the call, so it is made once more, on the new session.
+      if (!(err instanceof SessionGone)) throw err;
+      return await this.callOnce(server, call, opts, false);
+    }
+  }
+
+  private async callOnce(server: McpServerTarget, call: { name: string; arguments: Record<string, unknown> }, opts: McpCallOptions, retryGone = true): Promise<McpToolResult> {
     const entry = this.entryFor(server, opts);
     entry.inflight++;
     try {
@@ -238,6 +256,7 @@ export class McpSessionPool {
         // The SDK reports an aborted request as RequestTimeout, a lost connection as ConnectionClosed.
         const answered = err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout;
         if (session.signal.aborted || (!opts.signal.aborted && !answered)) this.retire(entry);
+        if (retryGone && !opts.signal.aborted && err instanceof StreamableHTTPError && err.code === 404 && session.sessionId() !== undefined) throw new SessionGone();
         // The run's end and the call's deadline fire together; the call's reason says which.
         throw upstreamOf(err, opts.signal.aborted ? opts.signal : linked.signal);
       } finally {
