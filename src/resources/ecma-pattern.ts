@@ -101,7 +101,7 @@ export function ecmaToRe2(source: string): string | null {
  * A schema pattern, run by RE2 (re2js): matching takes time linear in the text whatever the pattern, so a
  * tool's schema cannot make one call's validation hold the Worker for seconds (`^(a+)+$` against "aaaa…!"
  * backtracks exponentially in JavaScript's own engine). Read as ECMA-262 (see ecmaToRe2). Null for what RE2
- * cannot run: an invalid pattern, and lookaround and backreferences, which no linear-time engine has.
+ * cannot run: an invalid pattern, lookaround and backreferences, which no linear-time engine has, and counted repeats over 1000 (RE2's limit).
  */
 export function compilePattern(source: string): Pattern | null {
   const re2Source = ecmaToRe2(source);

@@ -64,7 +64,7 @@ function unsupportedKeyword(s: Record<string, unknown>): string | null {
   return used ? `${used} is not supported (additionalProperties / items say the same for most schemas)` : null;
 }
 
-const notARegex = (source: string) => `pattern ${JSON.stringify(source)} is not a regular expression this host runs (patterns run in linear time: lookaround and backreferences are not supported)`;
+const notARegex = (source: string) => `pattern ${JSON.stringify(source)} is not a regular expression this host runs (patterns run in linear time: lookaround, backreferences and counted repeats over 1000 are not supported)`;
 const invalidPattern = (source: string) => `the schema's ${notARegex(source)}`;
 
 /** The subschema a local `$ref` (`#`, or `#` + a JSON pointer) points at in `root`; undefined when it does not resolve. */

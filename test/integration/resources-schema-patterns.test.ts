@@ -56,7 +56,7 @@ describe("tool argument patterns", () => {
       parameters: { type: "object", properties: { word: { type: "string", pattern: "^(?!admin)[a-z]+$" } } },
     });
     expect([res.status, res.body.error?.code]).toEqual([400, "invalid_request"]);
-    expect(res.body.error.message).toContain("lookaround and backreferences are not supported");
+    expect(res.body.error.message).toContain("lookaround, backreferences and counted repeats over 1000 are not supported");
   });
 
   it("refuses to register a schema closed with unevaluatedProperties, which it cannot enforce (400), rather than let anything through", async () => {

@@ -87,7 +87,9 @@ describe("tool parameter schemas", () => {
     expect(paths({ type: "string", pattern: "^[A-Za-z\\u4e00-\\u9fa5]+$" }, "中文abc!")).toEqual([""]);
     expect(paths({ type: "string", pattern: "^\\\\u0041$" }, "\\u0041")).toEqual([]);
     // Lookaround and backreferences need backtracking: refused, never run.
-    expect(schemaProblems({ type: "string", pattern: "^(?=a)a$" })).toEqual([expect.stringContaining("lookaround and backreferences are not supported")]);
+    expect(schemaProblems({ type: "string", pattern: "^(?=a)a$" })).toEqual([expect.stringContaining("lookaround, backreferences and counted repeats over 1000 are not supported")]);
+    // Valid JavaScript, past RE2's repeat limit: refused, and the message names why.
+    expect(schemaProblems({ type: "string", pattern: "^[a-z]{1,2000}$" })).toEqual([expect.stringContaining("counted repeats over 1000")]);
     expect(paths({ type: "string", pattern: "^(a)\\1$" }, "aa")).toEqual([""]);
   });
 
@@ -145,8 +147,8 @@ describe("tool parameter schemas", () => {
         enum: [{ $ref: "nowhere" }],
       }),
     ).toEqual([
-      '/patternProperties: pattern "[" is not a regular expression this host runs (patterns run in linear time: lookaround and backreferences are not supported)',
-      '/properties/a/pattern: pattern "(" is not a regular expression this host runs (patterns run in linear time: lookaround and backreferences are not supported)',
+      '/patternProperties: pattern "[" is not a regular expression this host runs (patterns run in linear time: lookaround, backreferences and counted repeats over 1000 are not supported)',
+      '/properties/a/pattern: pattern "(" is not a regular expression this host runs (patterns run in linear time: lookaround, backreferences and counted repeats over 1000 are not supported)',
       '/properties/b/$ref: "#/$defs/none" does not resolve within the schema',
       '/properties/c/$ref: "other.json#/x" is not a local reference (only "#..." within the schema is supported)',
     ]);
