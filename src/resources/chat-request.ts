@@ -8,6 +8,13 @@ export class ModelInputError extends Error {
 /** Keys of `extra` the host owns: the model and the messages are not the runner's to override. */
 const RESERVED = new Set(["model", "messages", "tools", "stream"]);
 
+/**
+ * Keys with which a gateway picks models other than the one asked for (OpenRouter's `models` and `route`, LiteLLM's
+ * `fallbacks`): through them a runner granted one model would call others on the operator's key. Refused, not dropped,
+ * so the runner knows it got no fallback; the agent's `fallback_models` are the grant for that.
+ */
+const MODEL_ROUTING = new Set(["models", "route", "fallbacks"]);
+
 export interface ChatRequest {
   messages: Record<string, unknown>[];
   tools?: Record<string, unknown>[];
@@ -37,6 +44,8 @@ function toProviderTool(tool: unknown): Record<string, unknown> {
 }
 
 export function toChatRequest(p: { messages: ModelMessage[]; tools?: unknown[] | null; extra?: Record<string, unknown> | null }): ChatRequest {
+  const routing = Object.keys(p.extra ?? {}).find((k) => MODEL_ROUTING.has(k));
+  if (routing) throw new ModelInputError(`extra.${routing} would have the provider pick models this run was not granted; an agent's resource_policy.fallback_models are tried when a provider fails`);
   const extra = Object.fromEntries(Object.entries(p.extra ?? {}).filter(([k]) => !RESERVED.has(k)));
   return {
     messages: p.messages.map(toProviderMessage),

@@ -71,6 +71,26 @@ describe("requests to host-held resources", () => {
     expect(usage.map((e: any) => e.data.total_tokens)).toEqual([101]);
   });
 
+  it("refuses an extra that would have a gateway pick other models than the granted one, and calls no provider", async () => {
+    seen.length = 0;
+    const { result } = await runner.run(host, "extra-routing", async (api) => {
+      const answers = [];
+      // OpenRouter's model fallbacks and routing, LiteLLM's fallbacks: each names models the agent was not granted.
+      for (const extra of [{ models: ["gpt-ungranted"] }, { route: "fallback" }, { fallbacks: ["gpt-ungranted"] }]) {
+        const answer = await api("model.invoke", { model_id: "q-llm", messages: [{ role: "user", content: "hi" }], extra });
+        answers.push([answer.status, answer.body.error?.code, answer.body.error?.message]);
+      }
+      const allowed = await api("model.invoke", { model_id: "q-llm", messages: [{ role: "user", content: "hi" }], extra: { temperature: 0.2 } });
+      return { answers, allowed: allowed.status };
+    });
+    for (const [status, code, message] of result.answers) {
+      expect([status, code]).toEqual([400, "invalid_argument"]);
+      expect(message).toMatch(/fallback_models/);
+    }
+    expect(result.allowed).toBe(200);
+    expect(seen.map((s) => s.body.temperature)).toEqual([0.2]);
+  });
+
   it.each([
     ["/v1/admin/tools", { name: "crlf", description: "", endpoint: "http://127.0.0.1:9/t", headers: { "x-api-key": "key-123456\r\nx-injected: 1" } }],
     ["/v1/admin/mcp-servers", { name: "crlfmcp", url: "http://127.0.0.1:9/mcp", headers: { authorization: "Bearer key-123456\nx-injected: 1" } }],
