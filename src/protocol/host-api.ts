@@ -19,8 +19,11 @@ export const HostApiRequestSchema = z.object({
 });
 export type HostApiRequest = z.infer<typeof HostApiRequestSchema>;
 
-/** Longest history.search query text, in characters. */
-export const HISTORY_SEARCH_QUERY_MAX_LENGTH = 1000;
+/**
+ * Longest history.search query text, in characters: as long as any message text the host accepts (64 KiB), so a
+ * runner may search with the message it was given. Only its first words are used (fts-query MAX_QUERY_TERMS).
+ */
+export const HISTORY_SEARCH_QUERY_MAX_LENGTH = 64 * 1024;
 
 const id = z.string().min(1);
 const cursor = z.string().min(1).nullish();
@@ -137,15 +140,18 @@ export function isHostApiAction(action: string): action is HostApiAction {
   return Object.hasOwn(HOST_API_PARAMS, action);
 }
 
+/** A query option sent with no value (`?name=`, what httpx sends for None) is left unset, as a null param is. */
+const unsetIfEmpty = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === "" ? undefined : v), schema.optional());
+
 /**
  * `artifact.upload` is `PUT {host}/v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` with raw bytes. Strict,
  * as every action's params: a misspelt option (`mimetype=`) is a 400, not an artifact stored without it.
  */
 export const ArtifactUploadQuerySchema = z.strictObject({
-  name: labelSchema(255).optional(),
-  mime_type: MediaTypeSchema.optional(),
+  name: unsetIfEmpty(labelSchema(255)),
+  mime_type: unsetIfEmpty(MediaTypeSchema),
   /** Absent: derived from mime_type (image, audio, video, else file). */
-  artifact_type: labelSchema(64).optional(),
+  artifact_type: unsetIfEmpty(labelSchema(64)),
 });
 export type ArtifactUploadQuery = z.infer<typeof ArtifactUploadQuerySchema>;
 

@@ -43,11 +43,13 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
   } catch (err) {
     throw abortReason(opts.signal, new RunnerCallError("runner.unreachable", `runner request failed: ${(err as Error).message}`, { cause: err }));
   }
-  if (!res.ok || !res.body) {
+  if (!res.ok) {
     await res.body?.cancel().catch(() => {});
     const redirected = res.status >= 300 && res.status < 400 ? " (a redirect, which the host does not follow)" : "";
     throw new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}${redirected}`);
   }
+  // A 2xx without a body (204) is no HTTP error (§3): it closed without a terminal result.
+  if (!res.body) throw new RunnerCallError("runner.stream_closed", `runner answered HTTP ${res.status} with no result stream`);
   const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer(opts) : null;
   try {
     for await (const lines of readLines(res.body, opts, { anyLineEnding: frame !== null })) {
