@@ -19,22 +19,50 @@ export interface RetentionSummary {
 
 const DAY_MS = 24 * 3600 * 1000;
 
+/** Steps of one invocation that failed; the others ran. */
+export class RetentionStepsFailed extends Error {
+  override readonly name = "RetentionStepsFailed";
+  constructor(
+    readonly failed: string[],
+    readonly summary: RetentionSummary,
+    options: { cause: AggregateError },
+  ) {
+    super(`retention steps failed: ${failed.join(", ")} (the others ran: ${JSON.stringify(summary)})`, options);
+  }
+}
+
 /**
  * The cron job: expired artifacts, orphaned blobs and runs never handed over always; EventLog and Transcript rows, and
  * ended runs with their ledgers, older than RETENTION_DAYS when that is set. `now` is the trigger's scheduled time.
- * Bounded per invocation; what is left is picked up by the next one.
+ * Bounded per invocation; what is left is picked up by the next one. Each step runs whatever happened to the ones
+ * before it (R2 away, one query refused), so one that keeps failing never holds the others back; the invocation then
+ * fails, naming it.
  */
 export async function runRetention(env: Env, now: number): Promise<RetentionSummary> {
   const config = configOf(env);
   const db = dbOf(env);
   const limits = { batchSize: config.RETENTION_BATCH_SIZE, maxBatches: config.RETENTION_MAX_BATCHES };
   const r2Limits = { ...limits, batchSize: Math.min(limits.batchSize, R2_DELETE_MAX_KEYS) };
-  const artifacts = await deleteExpiredArtifacts(db, env.ARTIFACTS, now, r2Limits);
-  const orphanBlobs = await deleteOrphanBlobs(db, env.ARTIFACTS, now, r2Limits);
+  const summary: RetentionSummary = { artifacts: 0, orphanBlobs: 0, neverHandedOver: 0, eventLog: 0, transcript: 0, runs: 0 };
+  const failures: [string, unknown][] = [];
+  const step = async (name: string, work: () => Promise<Partial<RetentionSummary>>) => {
+    try {
+      Object.assign(summary, await work());
+    } catch (err) {
+      failures.push([name, err]);
+    }
+  };
+  await step("artifacts", async () => ({ artifacts: await deleteExpiredArtifacts(db, env.ARTIFACTS, now, r2Limits) }));
+  await step("orphan blobs", async () => ({ orphanBlobs: await deleteOrphanBlobs(db, env.ARTIFACTS, now, r2Limits) }));
   // Before old runs are deleted: a run ended here can go in the same invocation.
-  const neverHandedOver = await endNeverHandedOverRuns(env, db, now, limits);
-  if (config.RETENTION_DAYS === undefined) return { artifacts, orphanBlobs, neverHandedOver, eventLog: 0, transcript: 0, runs: 0 };
-  const cutoff = now - config.RETENTION_DAYS * DAY_MS;
-  const history = await deleteOldHistory(db, env.ARTIFACTS, cutoff, limits);
-  return { artifacts, orphanBlobs, neverHandedOver, ...history, runs: await deleteOldRuns(db, cutoff, limits) };
+  await step("never handed over", async () => ({ neverHandedOver: await endNeverHandedOverRuns(env, db, now, limits) }));
+  if (config.RETENTION_DAYS !== undefined) {
+    const cutoff = now - config.RETENTION_DAYS * DAY_MS;
+    await step("history", () => deleteOldHistory(db, env.ARTIFACTS, cutoff, limits));
+    await step("runs", async () => ({ runs: await deleteOldRuns(db, cutoff, limits) }));
+  }
+  if (failures.length) {
+    throw new RetentionStepsFailed(failures.map(([name]) => name), summary, { cause: new AggregateError(failures.map(([, err]) => err)) });
+  }
+  return summary;
 }

@@ -150,4 +150,23 @@ describe("retention", () => {
     expect(await held()).toEqual([]);
     expect(await count("run_event")).toBe(0);
   });
+
+  it("goes on with the other steps when one fails, and reports the invocation failed", async () => {
+    await post("ret-step", "old one");
+    await post("ret-step", "old two");
+    const cutoff = Date.now();
+    await sleep(20);
+    const old = () => host.query<{ n: number }>("SELECT COUNT(*) AS n FROM event_log WHERE created_at < ?", [cutoff]).then((r) => r[0].n);
+    const before = await old();
+    expect(before).toBeGreaterThan(0);
+    // The expired-artifacts step, the first, cannot read its batch: the database refuses that query.
+    host.databaseOutage({ queries: 10, matching: "expires_at" });
+    try {
+      await expect(host.triggerScheduled({ scheduledTime: new Date(cutoff + DAY_MS) })).rejects.toThrow(/outcome/);
+    } finally {
+      host.databaseOutage({ queries: 0 });
+    }
+    // EventLog retention ran all the same (RETENTION_BATCH_SIZE=2, one batch).
+    expect(await old()).toBe(before - 2);
+  });
 });
