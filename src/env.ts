@@ -53,13 +53,18 @@ const positiveInt = (fallback: number) => z.coerce.number().int().positive().def
 const RUN_WALL_TIME_MAX_MS = 13 * 60_000;
 
 const ConfigFields = z.object({
-  ADMIN_TOKEN: z.string().min(16, "ADMIN_TOKEN must be at least 16 characters"),
+  // Visible ASCII only: a bearer ends at its first space, and a header carries no other text as sent, so such a token could never be presented.
+  ADMIN_TOKEN: z
+    .string()
+    .min(16, "ADMIN_TOKEN must be at least 16 characters")
+    .regex(/^[\x21-\x7E]+$/, "ADMIN_TOKEN must be printable ASCII without spaces (it is sent as `Authorization: Bearer <token>`)"),
   /** Seals stored credentials (lib/secret-box.ts); unset, they are stored as given. */
   SECRETS_KEY: z.string().refine(isSecretsKey, "SECRETS_KEY must be 32 random bytes in base64 (openssl rand -base64 32)").optional(),
   /** During a key rotation: the key values may still be sealed under, until `POST /v1/admin/secrets/reseal` has run. */
   SECRETS_KEY_PREVIOUS: z.string().refine(isSecretsKey, "SECRETS_KEY_PREVIOUS must be 32 bytes in base64").optional(),
   // Without a trailing slash: paths are appended to it.
-  PUBLIC_URL: z.url().transform((url) => url.replace(/\/+$/, "")).optional(),
+  // An http(s) origin: runners and platforms call it (`localhost:8787`, typed without a scheme, parses as a URL of scheme "localhost:").
+  PUBLIC_URL: z.url({ protocol: /^https?$/, error: "PUBLIC_URL must be an http(s) URL such as https://agents.example.com" }).transform((url) => url.replace(/\/+$/, "")).optional(),
   RUN_DEADLINE_MS: positiveInt(300_000),
   RUNNER_MAX_LINE_BYTES: positiveInt(MiB),
   RUNNER_MAX_STREAM_BYTES: positiveInt(32 * MiB),

@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { configOf, type Env } from "../env";
 import { secretsEqual } from "../lib/crypto";
+import { drainBody } from "../lib/drain";
 import { unauthorized } from "../lib/errors";
 
 export function bearerToken(header: string | undefined): string | null {
@@ -13,7 +14,11 @@ export function adminAuth(): MiddlewareHandler<{ Bindings: Env }> {
   return async function adminAuth(c, next) {
     const token = bearerToken(c.req.header("authorization"));
     const expected = configOf(c.env).ADMIN_TOKEN;
-    if (!(await secretsEqual(token, expected))) throw unauthorized();
+    if (!(await secretsEqual(token, expected))) {
+      // Refused unread: drained (within its bounds), so the client reads the 401 instead of a reset.
+      await drainBody(c.req.raw);
+      throw unauthorized();
+    }
     await next();
   };
 }

@@ -15,7 +15,13 @@ export const ToolNameSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 ch
  * credentials go in a header, an API key or a secret.
  */
 export const EndpointSchema = z.url({ protocol: /^https?$/ }).refine((url) => {
-  const parsed = new URL(url);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // zod runs this check even when the value failed z.url(): one that is no URL at all is already refused there.
+    return true;
+  }
   return !parsed.username && !parsed.password;
 }, "credentials in the URL (user:password@) are not sent by the runtime; give them as a header, api_key or secret");
 

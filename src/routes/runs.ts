@@ -87,7 +87,11 @@ export const runsRouter = router()
     const runId = c.req.param("runId");
     const token = bearerToken(c.req.header("authorization"));
     const owner = ownerOf(c.env, runId);
-    if (!token || !owner) return hostApiResponse(refuseToken(runId, undefined));
+    if (!token || !owner) {
+      // Refused unread, as a wrong token is: drained, so the client reads the 401 instead of a reset.
+      await drainBody(c.req.raw);
+      return hostApiResponse(refuseToken(runId, undefined));
+    }
     if (!(Number(c.req.header("content-length") ?? NaN) <= UNAUTHENTICATED_READ_BYTES)) {
       const refusal = await owner.refuseHostApiToken(runId, token);
       // Drained, not buffered, so the client reads its answer instead of a reset.

@@ -205,3 +205,29 @@ describe("agent grants", () => {
     expect(accepted.body.resource_policy).toMatchObject({ models: ["granted"], fallback_models: [] });
   });
 });
+
+/**
+ * README "HTTP API": a request the host cannot take is a 400 (`invalid_request`); 500 is the host's own failure
+ * (`internal`). Every admin route that takes an endpoint URL must refuse a value that is not a URL at all as a 400,
+ * as it refuses `ftp://x` or `user:password@`, and not crash into a 500.
+ */
+const NOT_A_URL = "not a url";
+const bodies: [string, Record<string, unknown>][] = [
+  ["/v1/admin/runner-services", { base_url: NOT_A_URL }],
+  ["/v1/admin/models", { name: "m", kind: "llm", base_url: NOT_A_URL, api_key: "k", model: "gpt" }],
+  ["/v1/admin/tools", { name: "t", endpoint: NOT_A_URL }],
+  ["/v1/admin/knowledge-bases", { name: "kb", endpoint: NOT_A_URL }],
+  ["/v1/admin/mcp-servers", { name: "mcp", url: NOT_A_URL }],
+  ["/v1/admin/bots", { platform: "slack", api_base_url: NOT_A_URL, credentials: { bot_token: "xoxb-1-2", signing_secret: "s".repeat(16) } }],
+];
+
+describe("an endpoint that is not a URL", () => {
+  it("is a 400 invalid_request on every admin route that takes one, never a 500", async () => {
+    const answers = [];
+    for (const [path, body] of bodies) {
+      const res = await host.admin("POST", path, body);
+      answers.push({ path, status: res.status, code: res.body?.error?.code });
+    }
+    expect(answers).toEqual(bodies.map(([path]) => ({ path, status: 400, code: "invalid_request" })));
+  });
+});
