@@ -1,3 +1,5 @@
+import { headOf } from "../lib/text";
+
 /**
  * Turn a runner's free text into an FTS5 MATCH expression that can never be a
  * syntax error: every whitespace-separated word becomes a quoted FTS5 string
@@ -45,7 +47,36 @@ export function searchTextOf(content: string | null | undefined): string | null 
   return text === content ? null : text;
 }
 
-const phrase = (word: string) => `"${segmented(word).trim().replace(/\s+/gu, " ").replaceAll('"', '""')}"`;
+/**
+ * Longest phrase, in UTF-16 units. FTS5 matches a phrase in time proportional to its tokens times the tokens of each
+ * item holding them, so a single "word" of thousands of tokens (`x.x.x.…`, a long sentence without spaces, which a
+ * 64 KiB query may be) would cost seconds of database time per call. A longer word keeps its start: cut after its
+ * last whole token within the limit, or, in a run of letters longer than the limit, cut there and matched as a prefix.
+ */
+export const MAX_PHRASE_CHARS = 64;
+// Never part of a token (unicode61 keeps letters, numbers, private use, and accents it may drop): a safe place to cut.
+const SEPARATOR = /[^\p{L}\p{N}\p{M}\p{Co}]/u;
+
+function phrase(word: string): string {
+  let text = segmented(word).trim().replace(/\s+/gu, " ");
+  let prefix = false;
+  if (text.length > MAX_PHRASE_CHARS) {
+    // Punctuation before the first token matches nothing.
+    text = text.slice(Math.max(0, text.search(TOKEN_CHARACTER)));
+    if (text.length > MAX_PHRASE_CHARS) {
+      let cut = 0;
+      let at = 0;
+      for (const char of text) {
+        if (at > MAX_PHRASE_CHARS) break;
+        if (at > 0 && SEPARATOR.test(char)) cut = at;
+        at += char.length;
+      }
+      prefix = cut === 0;
+      text = prefix ? headOf(text, MAX_PHRASE_CHARS) : text.slice(0, cut);
+    }
+  }
+  return `"${text.replaceAll('"', '""')}"${prefix ? " *" : ""}`;
+}
 
 /** The MATCH expression for `text`, or null when it holds no searchable word. */
 export function ftsMatchExpression(text: string): string | null {
