@@ -23,6 +23,7 @@ import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
 import { SettlingWork } from "./settling-work";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
+import { PendingReplies } from "./pending-replies";
 import { describeError } from "../src/lib/describe-error";
 
 /**
@@ -40,6 +41,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
   private readonly steering = new SteeringQueue(this.ctx.storage);
   private readonly runs = new RunTableStore(this.ctx.storage);
+  private readonly replies = new PendingReplies(this.ctx.storage);
   private scheduling = false;
   private readonly changes = new ChangeSignal();
   private readonly isActive = (runId: string) => this.active.has(runId);
@@ -107,7 +109,8 @@ export class ConversationDO extends DurableObject<Env> {
     try {
       for (;;) {
         this.changes.seen();
-        const dropsWaiting = await this.steering.retryDrops(dbOf(this.env));
+        for (const settled of await this.replies.recover(this.deliveryDeps())) this.settling.add(settled);
+        const dropsWaiting = (await this.steering.retryDrops(dbOf(this.env))) || !this.replies.recoveredAll;
         for (const [key, run] of await this.runs.entries()) {
           // A run stored as running that this instance does not execute was lost with an earlier instance.
           if (run.state !== "running" || this.isActive(run.job.runId)) continue;
@@ -157,24 +160,20 @@ export class ConversationDO extends DurableObject<Env> {
     this.live.unfollow(runId, streamId);
     await this.sessions.get(runId)?.streams.close(streamId);
   }
-
   /** The refusal of a token that `hostApi` would refuse now, or null: asked before a large body is read, and before an upload is recorded. */
   async refuseHostApiToken(runId: string, token: string, action: string | null = null): Promise<HostApiReply | null> {
     return (await this.sessions.authenticated(runId, token)) ? null : refuseToken(runId, this.sessions.get(runId), action);
   }
-
   /** artifact.upload: the token, snapshot and run's upload budget are checked here; the Worker then streams the body to R2 itself. */
   async authorizeUpload(runId: string, token: string, request: UploadRequest): Promise<UploadAuthorization> {
     const session = await this.sessions.authenticated(runId, token);
     if (!session) return { ok: false, reply: refuseToken(runId, this.sessions.get(runId), "artifact.upload") };
     return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, request, session);
   }
-
   /** A chunked upload reserved the most it could take: what it did not store goes back to its run's budget. */
   async releaseUploadBudget(runId: string, bytes: number): Promise<void> {
     this.sessions.get(runId)?.releaseUpload(bytes);
   }
-
   /** SSE of a run's results for a new follower, after the frames it has (LiveHub.follow); null for a run this host does not know. */
   async subscribe(runId: string, after = 0): Promise<{ stream: ReadableStream<Uint8Array>; streamId: string } | null> {
     const hasRun = async () => this.sessions.has(runId) || (await this.runs.find(runId)) !== undefined;
@@ -262,7 +261,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** If this instance dies mid-run, the alarm (a heartbeat while runs are active) finds the orphans and ends them. */
   private armWatchdog(options?: DurableObjectSetAlarmOptions): Promise<void> {
     const deadlines = [...this.sessions.values()].map((s) => s.snapshot.deadlineAt);
-    if (!deadlines.length) return Promise.resolve();
+    if (!deadlines.length && !this.replies.size) return Promise.resolve();
     return this.ctx.storage.setAlarm(watchdogAt(deadlines, Date.now(), configOf(this.env).RUN_WATCHDOG_INTERVAL_MS), options);
   }
 
@@ -369,7 +368,7 @@ export class ConversationDO extends DurableObject<Env> {
       const ending = this.sessions.get(job.runId);
       this.sessions.delete(job.runId);
       // Its reply may still be on the wire: settling before any await here, the next run's reply comes after it (ReplyOrder).
-      if (delivery) this.settling.add(delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
+      if (delivery) this.settling.add(recorded ? this.replies.track(job, delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS)) : delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
       // Unrecorded, the entry stays ("running": its terminal write is retried as an orphan's; "queued", it failed starting: after a pause), and so do its followers and claims.
       if (recorded) {
         // Unconfirmed: the output gate does not hold the stream's end for this flush. Lost, the entry comes back "running"; finishLost finds it ended.

@@ -33,6 +33,8 @@ const prefixOf = (runId: string) => `steer:${runId}:`;
 const DROP_LATER = "steer-drop:";
 /** Claims whose write got no answer, by the claimed event's own run id (see `claim`). */
 const UNSETTLED = "steer-unsettled:";
+/** Items taken off a queue whose outcome is being written, under this prefix and their queue key (see `take`). */
+const TAKING = "steer-taking:";
 
 interface UnsettledClaim {
   eventId: string;
@@ -50,6 +52,8 @@ const claimStatements = (db: Db, eventId: string, runId: string, item: SteeringI
  */
 export class SteeringQueue {
   private claims = 0;
+  /** The `TAKING` keys of this instance's own takes still writing: any other is an earlier instance's, lost with it. */
+  private readonly inFlight = new Set<string>();
   /** Whether drops may be waiting in storage: unknown (true) until this instance has looked. */
   private dropsWaiting = true;
 
@@ -120,19 +124,37 @@ export class SteeringQueue {
    * the run, or dropped at its end). They leave the queue before the libSQL
    * write (storage calls do not open the input gate, the write does), so a
    * concurrent pull or drop never sees them too; they are put back if the
-   * write fails.
+   * write fails. Until the write is answered they are kept under `TAKING`
+   * keys: should the instance die meanwhile (its pull never answered), the
+   * run's drop finds them there and records them, rather than losing them.
    */
   async take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<[string, SteeringInputItem][]> {
     const items = withinBytes(await this.peek(run.runId, limit), maxBytes);
-    if (!items.length) return items;
-    await this.remove(items.map(([k]) => k));
+    // A drop also records what an earlier instance's pull had taken when it died: its runner never had the answer.
+    const orphans = outcome === "dropped" ? await this.orphansOf(run.runId) : [];
+    if (!items.length && !orphans.length) return items;
+    const taking = items.map(([k, item]): [string, SteeringInputItem] => [`${TAKING}${k}`, item]);
+    for (const [k] of taking) this.inFlight.add(k);
     try {
-      await writeAll(db, items.map(([, item]) => steeringOutcomeInsert(db, outcome, item, run)));
-    } catch (err) {
-      await this.restore(items);
-      throw err;
+      // Both in one tick: one atomic write.
+      if (items.length) await Promise.all([this.storage.put(Object.fromEntries(taking)), this.remove(items.map(([k]) => k))]);
+      try {
+        await writeAll(db, [...items, ...orphans].map(([, item]) => steeringOutcomeInsert(db, outcome, item, run)));
+      } catch (err) {
+        if (items.length) await Promise.all([this.restore(items), this.storage.delete(taking.map(([k]) => k))]);
+        throw err;
+      }
+      await this.storage.delete([...taking, ...orphans].map(([k]) => k));
+    } finally {
+      for (const [k] of taking) this.inFlight.delete(k);
     }
     return items;
+  }
+
+  /** Items an earlier instance was taking off `runId`'s queue when it died (their outcome's write never answered there). */
+  private async orphansOf(runId: string): Promise<[string, SteeringInputItem][]> {
+    const taking = await this.storage.list<SteeringInputItem>({ prefix: `${TAKING}${prefixOf(runId)}` });
+    return [...taking].filter(([k]) => !this.inFlight.has(k));
   }
 
   /** What a run's `steering.pull` calls: its queue's items in claim order, each recorded as injected. */

@@ -56,7 +56,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
     sql`${runEvent.seq}`,
   );
   const runs = runsStore(db);
-  const finish = opts.onlyQueued ? runs.endQueuedStatement(target.runId, outcome, endedAt) : runs.finishStatement(target.runId, outcome, endedAt);
+  const finish = opts.onlyQueued ? runs.endQueuedStatement(target.runId, outcome, endedAt) : runs.finishAsHostStatement(target.runId, outcome, endedAt);
   // sqlite-proxy hands raw rows back as arrays of column values: the one row written, or none.
   const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry])) as [unknown, unknown, unknown[][]];
   if (!written) return null;

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
-import { agent, eventLog, run, runEvent } from "../db/schema";
+import { agent, eventLog, run, runEvent, transcript } from "../db/schema";
 import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
 import { byteLength, runningBytes } from "../db/byte-budget";
@@ -106,6 +106,25 @@ const finishRun = compiled((db) =>
       errorCode: sql`${param("errorCode")}`,
       errorMessage: sql`${param("errorMessage")}`,
       resultCount: sql`${param("resultCount")}`,
+      endedAt: sql`${param("endedAt")}`,
+    })
+    .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED, "running"])))
+    .returning({ runId: run.runId }),
+);
+
+/**
+ * The host's end of a run it did not see end (lost session, host failure): what the run recorded before stands in for
+ * the count and message its own end would have written, the runner's ledger entries and its last message item.
+ */
+const finishRunAsHost = compiled((db) =>
+  db
+    .update(run)
+    .set({
+      status: sql`${param("status")}`,
+      errorCode: sql`${param("errorCode")}`,
+      errorMessage: sql`${param("errorMessage")}`,
+      resultCount: sql`(SELECT COUNT(*) FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId} AND ${runEvent.origin} = 'runner')`,
+      finalMessageJson: sql`(SELECT json_object('role', t.role, 'content', COALESCE(json(t.content_json), t.content)) FROM ${transcript} t WHERE t.event_id = ${run.eventId} AND t.run_id = ${run.runId} AND t.item_type = 'message' ORDER BY t.seq DESC LIMIT 1)`,
       endedAt: sql`${param("endedAt")}`,
     })
     .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED, "running"])))
@@ -242,6 +261,10 @@ export function runsStore(db: Db) {
     /** A page of runs not started that were recorded before `before`, oldest first, after `after`. */
     notStartedBefore: (before: number, after: { createdAt: number; runId: string }, limit: number) =>
       notStartedBefore(db, { before, afterTime: after.createdAt, afterId: after.runId, limit }).execute(),
+
+    /** The host's terminal write for a run whose own end never came (finishRunAsHost); only a run not ended yet is changed. */
+    finishAsHostStatement: (runId: string, outcome: RunOutcome, endedAt = Date.now()) =>
+      finishRunAsHost(db, { runId, status: outcome.status, errorCode: outcome.errorCode ?? null, errorMessage: outcome.errorMessage ?? null, endedAt }),
 
     /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. */
     finishStatement: (runId: string, outcome: RunOutcome, endedAt = Date.now()) =>

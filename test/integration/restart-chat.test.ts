@@ -1,0 +1,126 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../local/build";
+import { startHost, type LocalHost } from "../../local/host";
+import { adminCall, bindRunner } from "../../local/setup";
+import { ADMIN_TOKEN, type RunView } from "../support/host";
+import { deferred } from "../support/host-api";
+import { sayOnTelegram, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * A Telegram chat whose host restarts mid-work (same data folder). A run lost with the instance tells the chat it
+ * failed, and the message queued behind it is answered after that notice. A run that completed, whose answer was
+ * still being delivered (waiting out the platform's rate limit) when the instance died, is not lost silently: the
+ * answer reaches the chat after the restart.
+ */
+const botToken = "123456:TEST-telegram-bot-token-restart";
+const secretToken = "tg-secret-token-restart-0123";
+let dataDir: string;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+const never = deferred();
+const started: string[] = [];
+/** Chats whose first sendMessage is refused with a 429 asking to wait this many seconds. */
+const throttleOnce = new Map<string, number>();
+
+const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" } });
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-chat-"));
+  let nextId = 900;
+  fake = await startFakePlatform((call: PlatformCall) => {
+    const m = /^\/bot([^/]+)\/(.+)$/.exec(call.path);
+    if (!m || m[1] !== botToken) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
+    const chat = String(call.body?.chat_id);
+    const wait = throttleOnce.get(chat);
+    if (m[2] === "sendMessage" && wait !== undefined) {
+      throttleOnce.delete(chat);
+      return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${wait}`, parameters: { retry_after: wait } } };
+    }
+    if (m[2] === "sendMessage") return { json: { ok: true, result: { message_id: ++nextId, chat: { id: Number(chat) }, text: call.body.text } } };
+    if (m[2] === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
+    return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
+  });
+  runner = await startAdHocRunner({
+    name: "restartchat",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      started.push(ctx.input.text);
+      const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text.startsWith("hold")) await never.promise;
+      w.reply(`done: ${ctx.input.text}`);
+    },
+  });
+});
+afterAll(async () => {
+  never.resolve();
+  await runner?.close();
+  await fake?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function waitForRun(host: LocalHost, runId: string, timeoutMs: number): Promise<RunView> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
+    if (!["created", "running"].includes(res.body.status)) return res.body;
+    if (Date.now() > end) throw new Error(`run ${runId} still ${res.body.status} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const sentTo = (chat: string) => fake.callsTo(/sendMessage$/).filter((c) => String(c.body?.chat_id) === chat && c.reply?.status === undefined).map((c) => c.body.text as string);
+const runOf = async (host: LocalHost, text: string) =>
+  waitFor(async () => (await host.query<{ run_id: string | null }>("SELECT run_id FROM event_log WHERE source = 'telegram' AND input_summary LIKE ?", [`%${text}%`]))[0]?.run_id ?? undefined, 10_000, `run of ${text}`);
+
+let webhookPath = "";
+async function setUp(host: LocalHost) {
+  const created = await adminCall<{ bot_id: string; webhook_url: string }>(host, "POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
+  expect(created.status).toBe(201);
+  webhookPath = new URL(created.body.webhook_url).pathname;
+  await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "restartchat", scope: { type: "bot", id: created.body.bot_id } });
+}
+const say = (host: LocalHost, chat: string, text: string) => sayOnTelegram(`${host.url}${webhookPath}`, secretToken, chat, text);
+
+describe("a Telegram chat across a host restart", () => {
+  it("a run lost with the instance tells the chat it failed, then the message queued behind it is answered", async () => {
+    let host = await start();
+    try {
+      await setUp(host);
+      expect((await say(host, "5551", "hold on")).status).toBe(200);
+      await waitFor(() => started.includes("hold on"), 10_000, "the held run");
+      expect((await say(host, "5551", "next one")).status).toBe(200);
+      const lostRun = await runOf(host, "hold on");
+      const nextRun = await runOf(host, "next one");
+      await host.dispose();
+      host = await start();
+      expect(await waitForRun(host, lostRun, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      expect(await waitForRun(host, nextRun, 15_000)).toMatchObject({ status: "completed" });
+      await waitFor(() => sentTo("5551").length >= 2, 10_000, "two replies");
+      expect(sentTo("5551")).toEqual(["Sorry, I could not answer this time.", "done: next one"]);
+    } finally {
+      await host.dispose();
+    }
+  });
+
+  it("a completed run's answer still waiting out a rate limit when the instance died reaches the chat after the restart", async () => {
+    let host = await start();
+    try {
+      throttleOnce.set("5552", 4);
+      expect((await say(host, "5552", "answer me")).status).toBe(200);
+      const runId = await runOf(host, "answer me");
+      expect(await waitForRun(host, runId, 10_000)).toMatchObject({ status: "completed" });
+      // The first send was refused with a 429; the reply waits 4 s before the next attempt.
+      await waitFor(() => fake.callsTo(/sendMessage$/).some((c) => String(c.body?.chat_id) === "5552"), 10_000, "the first attempt");
+      await host.dispose();
+      host = await start();
+      await waitFor(() => sentTo("5552").length > 0, 15_000, "the answer after the restart").catch(() => undefined);
+      expect(sentTo("5552")).toEqual(["done: answer me"]);
+    } finally {
+      await host.dispose();
+    }
+  });
+});

@@ -1,0 +1,124 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../local/build";
+import { startHost, type LocalHost } from "../../local/host";
+import { adminCall } from "../../local/setup";
+import { ADMIN_TOKEN, messageEvent, type RunView } from "../support/host";
+import { callHostApi, deferred } from "../support/host-api";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * A host restarted while a steering run holds claimed messages. README: "each item still queued when the run ends
+ * gets a steering.dropped record"; a message steered into a run is never lost silently. A pull whose libSQL write
+ * was in flight when the instance died never reached the runner: the item must still get an outcome.
+ */
+let dataDir: string;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const started: { runId: string; text: string; pull: () => Promise<unknown> }[] = [];
+const pullNow = deferred();
+const never = deferred();
+
+const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
+const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000", DB_QUERY_TIMEOUT_MS: "30000" } });
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-steer-"));
+  runner = await startAdHocRunner({
+    name: "steerer",
+    runners: manifest,
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      const pull = () => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "all" });
+      started.push({ runId: ctx.run_id, text: ctx.input.text, pull });
+      const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text === "hold and pull") {
+        await pullNow.promise;
+        await pull().catch(() => undefined);
+      }
+      if (ctx.input.text.startsWith("hold")) await never.promise;
+      w.reply(`done: ${ctx.input.text}`);
+    },
+  });
+});
+afterAll(async () => {
+  never.resolve();
+  pullNow.resolve();
+  await runner?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function waitForRun(host: LocalHost, runId: string, timeoutMs: number): Promise<RunView> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
+    if (!["created", "running"].includes(res.body.status)) return res.body;
+    if (Date.now() > end) throw new Error(`run ${runId} still ${res.body.status} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function untilStarted(n: number) {
+  const end = Date.now() + 10_000;
+  while (started.length < n) {
+    if (Date.now() > end) throw new Error("runner was never called");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return started[n - 1];
+}
+
+const outcomes = (host: LocalHost, eventId: string) =>
+  host.query<{ event_type: string }>("SELECT event_type FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND data_json LIKE ?", [`%"source_event_id":"${eventId}"%`]);
+
+async function agentFor(host: LocalHost, conv: string) {
+  await adminCall(host, "POST", "/v1/admin/runner-services", { base_url: runner.url });
+  const res = await adminCall(host, "POST", "/v1/admin/agents", { agent_id: `agent-${conv}`, name: conv, runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: conv } });
+  expect(res.status).toBe(201);
+}
+
+describe("steering claims of a run lost with a restart", () => {
+  it("a claimed message never pulled is recorded as steering.dropped", async () => {
+    let host = await start();
+    try {
+      await agentFor(host, "rs-claimed");
+      const held = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent("rs-claimed", "hold still"));
+      await untilStarted(1);
+      const steered = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", messageEvent("rs-claimed", "also this", { event_id: "rs-claimed-2" }));
+      expect(steered.body).toMatchObject({ disposition: "steered", run_id: held.body.run_id });
+      await host.dispose();
+      host = await start();
+      expect(await waitForRun(host, held.body.run_id, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      const end = Date.now() + 5_000;
+      while ((await outcomes(host, "rs-claimed-2")).length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      expect((await outcomes(host, "rs-claimed-2")).map((r) => r.event_type)).toEqual(["steering.dropped"]);
+    } finally {
+      await host.dispose();
+    }
+  });
+
+  it("a message whose pull was in flight (its write unanswered) when the instance died is not lost silently", async () => {
+    let host = await start();
+    try {
+      await agentFor(host, "rs-pulling");
+      const before = started.length;
+      const held = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent("rs-pulling", "hold and pull"));
+      await untilStarted(before + 1);
+      const steered = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", messageEvent("rs-pulling", "and this", { event_id: "rs-pulling-2" }));
+      expect(steered.body).toMatchObject({ disposition: "steered", run_id: held.body.run_id });
+      // The pull takes the item off the queue, then its libSQL write (steering.injected) gets no answer: the instance dies.
+      host.databaseOutage("hang");
+      pullNow.resolve();
+      await new Promise((r) => setTimeout(r, 800));
+      await host.dispose();
+      host = await start();
+      expect(await waitForRun(host, held.body.run_id, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      // The runner never received it (its pull got no answer): the run's end records it as dropped.
+      const end = Date.now() + 5_000;
+      while ((await outcomes(host, "rs-pulling-2")).length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      expect((await outcomes(host, "rs-pulling-2")).map((r) => r.event_type)).toEqual(["steering.dropped"]);
+    } finally {
+      await host.dispose();
+    }
+  });
+});
