@@ -39,7 +39,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Queued runs whose cancellation is being recorded: the scheduler must not start them meanwhile. */
   private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
-  private readonly steering = new SteeringQueue(this.ctx.storage);
+  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"));
   private readonly runs = new RunTableStore(this.ctx.storage);
   private readonly replies = new PendingReplies(this.ctx.storage);
   private scheduling = false;
@@ -92,8 +92,7 @@ export class ConversationDO extends DurableObject<Env> {
     }
     const stored: StoredRun = { job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0) };
     const key = this.arrivalKeys.next(job.runId, now, table.at(-1)?.[0]);
-    // Not awaited: the output gate holds the reply until the write is durable.
-    void this.runs.put(key, stored);
+    void this.runs.put(key, stored); // not awaited: the output gate holds the reply until the write is durable
     this.kick();
     if (table.length === 0 && stored.notBefore <= now && !this.scheduling) this.claims.prepare(dbOf(this.env), job); // starts with the alarm just set: claimed meanwhile
     const startsNow = strategy === "interrupt" || startable([...table, [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
@@ -242,6 +241,7 @@ export class ConversationDO extends DurableObject<Env> {
         if (notice) this.settling.add(notice.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS));
       }
       await this.runs.delete(key);
+      this.claims.forget(job.runId); // its end is recorded: no claim to resume
     } finally {
       this.cancelling.delete(job.runId);
       // Cancelled, or (the write failed) startable again: either way the scheduler looks again.
@@ -353,9 +353,8 @@ export class ConversationDO extends DurableObject<Env> {
       const ended = await endRunAfterHostFailure(db, job, err);
       recorded = ended !== null;
       // Ended already (its final write applied, unanswered): followers and the reply hear how, with what it recorded.
-      const meanwhile = ended && !ended.entry ? await endRecordedMeanwhile(db, job.runId, publishedUpTo).catch(() => null) : null;
-      if (meanwhile) publish(meanwhile.entries);
-      if (meanwhile) status = meanwhile.status;
+      const meanwhile = ended && !ended.entry ? await endRecordedMeanwhile(db, job.runId, publishedUpTo, () => publish).catch(() => null) : null;
+      if (meanwhile) status = meanwhile;
       // Followers see the record; the user hears of it (through the reply in progress, or a session of its own).
       if (ended?.entry) {
         this.live.publish(job.runId, [ended.entry]);
@@ -369,7 +368,7 @@ export class ConversationDO extends DurableObject<Env> {
       this.sessions.delete(job.runId);
       // Its reply may still be on the wire: settling before any await here, the next run's reply comes after it (ReplyOrder).
       if (delivery) this.settling.add(recorded ? this.replies.track(job, delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS)) : delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
-      // Unrecorded, the entry stays ("running": its terminal write is retried as an orphan's; "queued", it failed starting: after a pause), and so do its followers and claims.
+      // Unrecorded, the entry stays ("running": its terminal write is retried as an orphan's, which takes its reply from unrecordedReplies; "queued", it failed starting: after a pause), and so do its followers and claims.
       if (recorded) {
         // Unconfirmed: the output gate does not hold the stream's end for this flush. Lost, the entry comes back "running"; finishLost finds it ended.
         void this.runs.delete(key, { allowUnconfirmed: true });
@@ -377,7 +376,7 @@ export class ConversationDO extends DurableObject<Env> {
         this.live.end(job.runId, status);
         await this.dropUnpulled(job);
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
-      if (!recorded) this.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo });
+      else this.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo });
       if (ending) this.settling.add(ending.mcp.closeAll());
     }
   }
@@ -391,6 +390,7 @@ export class ConversationDO extends DurableObject<Env> {
   private async finishLost(key: string, job: RunJob): Promise<void> {
     const notice = await endLostRun(this.deliveryDeps(), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
     this.unrecordedReplies.delete(job.runId);
+    this.claims.forget(job.runId); // its end is recorded: no claim to resume
     if (notice) this.settling.add(notice.settle(configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS));
     await this.runs.delete(key);
     await this.dropUnpulled(job);

@@ -50,14 +50,19 @@ export class PendingReplies {
       for (const [key, job] of await this.storage.list<RunJob>({ prefix: PREFIX })) {
         if (this.mine.has(job.runId)) continue;
         const delivered = await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId);
-        const recorded = delivered ? null : await endRecordedMeanwhile(deps.db, job.runId, 0);
-        const session = recorded && DeliverySession.open(deps, job);
-        if (!session) {
+        const reply: { session: DeliverySession | null } = { session: null };
+        // The run's whole ledger, a page at a time, into a new reply (none for a run not ended, or one a platform had part of).
+        const ended = delivered
+          ? null
+          : await endRecordedMeanwhile(deps.db, job.runId, 0, () => {
+              reply.session = DeliverySession.open(deps, job);
+              return (entries) => reply.session?.feed(entries);
+            });
+        if (ended === null || !reply.session) {
           await this.storage.delete(key);
           continue;
         }
-        session.feed(recorded!.entries);
-        resumed.push(this.track(job, session.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS)));
+        resumed.push(this.track(job, reply.session.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS)));
       }
       this.recovered = true;
     } catch (err) {

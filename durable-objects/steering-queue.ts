@@ -57,7 +57,11 @@ export class SteeringQueue {
   /** Whether drops may be waiting in storage: unknown (true) until this instance has looked. */
   private dropsWaiting = true;
 
-  constructor(private readonly storage: DurableObjectStorage) {}
+  /** `completed`: a claim completed late discarded the claimed event's own run (its followers hear it was steered). */
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly completed: (runId: string) => void = () => {},
+  ) {}
 
   async size(runId: string): Promise<number> {
     return (await this.storage.list({ prefix: prefixOf(runId) })).size;
@@ -96,6 +100,7 @@ export class SteeringQueue {
     if (!claim) return null;
     await writeAll(db, claimStatements(db, claim.eventId, runId, claim.item));
     await this.storage.delete(key);
+    this.completed(runId);
     return claim.item.claimed_run_id;
   }
 
@@ -164,13 +169,19 @@ export class SteeringQueue {
   }
 
   /**
-   * An ended run's unpulled claims, each recorded as `steering.dropped`.
-   * Never throws: if the database cannot take the records now, the run is
-   * remembered (durably) for `retryDrops`. Answers whether they were recorded.
+   * An ended run's unpulled claims, each recorded as `steering.dropped`, and
+   * its claims whose write got no answer completed (when that write applied,
+   * the event sent again is answered without reaching this object: nothing
+   * else would ever remove them). Never throws: if the database cannot take
+   * the records now, the run is remembered (durably) for `retryDrops`.
+   * Answers whether they were recorded.
    */
   async drop(db: Db, run: RunJob): Promise<boolean> {
     try {
       await this.take(db, run, "dropped");
+      for (const [key, claim] of await this.storage.list<UnsettledClaim>({ prefix: UNSETTLED })) {
+        if (claim.item.claimed_run_id === run.runId) await this.completeClaim(db, key.slice(UNSETTLED.length));
+      }
       return true;
     } catch (err) {
       console.error(`run ${run.runId}: steering drop not recorded yet: ${describeError(err)}`);

@@ -80,15 +80,22 @@ export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown):
 
 /**
  * A run a host failure found already ended, most likely by its own final write, applied though its answer never
- * came: its status and the ledger entries after `afterSeq` (those its followers and its reply have not had), or
- * null when the record says it has not ended.
+ * came: its status, or null when the record says it has not ended. The ledger entries after `afterSeq` (those its
+ * followers and its reply have not had) go to the sink `publisher` gives once the run is known to have ended, a page
+ * at a time: they may be more than one page (a long last batch; a whole run, lost with an earlier instance).
  */
-export async function endRecordedMeanwhile(db: Db, runId: string, afterSeq: number): Promise<{ status: string; entries: LedgerEntry[] } | null> {
+export async function endRecordedMeanwhile(db: Db, runId: string, afterSeq: number, publisher: () => (entries: LedgerEntry[]) => void): Promise<string | null> {
   const store = runsStore(db);
   const row = await store.get(runId);
   if (!row || !(ENDED as readonly string[]).includes(row.status)) return null;
-  const page = await store.ledger(runId, afterSeq, 1000);
-  return { status: row.status, entries: page.rows.map(ledgerEntryOf) };
+  const publish = publisher();
+  for (let after = afterSeq; ; ) {
+    const page = await store.ledger(runId, after, 1000);
+    const entries = page.rows.map(ledgerEntryOf);
+    if (entries.length) publish(entries);
+    if (!page.hasMore || !entries.length) return row.status;
+    after = entries[entries.length - 1].seq;
+  }
 }
 
 /** An operator's cancel of a run whose hand-over to its conversation was lost. */

@@ -29,11 +29,14 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
     publish([ended]);
     return delivered ? null : DeliverySession.failureNotice(deps, job, "host.session_lost", reply);
   }
-  const meanwhile = await endRecordedMeanwhile(deps.db, job.runId, kept?.publishedUpTo ?? 0);
-  if (!meanwhile) return null;
-  publish(meanwhile.entries);
-  // Its reply goes on with what the run recorded; without it, a new one sends it, unless a platform had part of it.
-  const session = reply ?? (delivered ? null : DeliverySession.open(deps, job));
-  session?.feed(meanwhile.entries);
-  return session;
+  let session = null as DeliverySession | null;
+  const meanwhile = await endRecordedMeanwhile(deps.db, job.runId, kept?.publishedUpTo ?? 0, () => {
+    // Its reply goes on with what the run recorded; without it, a new one sends it, unless a platform had part of it.
+    session = reply ?? (delivered ? null : DeliverySession.open(deps, job));
+    return (entries) => {
+      publish(entries);
+      session?.feed(entries);
+    };
+  });
+  return meanwhile === null ? null : session;
 }
