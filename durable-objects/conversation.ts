@@ -148,7 +148,7 @@ export class ConversationDO extends DurableObject<Env> {
     const parsed = parseHostApiBody(body);
     if ("refused" in parsed) return refuseBody(session.snapshot, parsed.refused);
     // Tracked: the run's end gives a call stopped with it a moment to record how it ended.
-    const answer = await session.ledgerSequence.track(handleHostApiCall(session.actionContext(this.env, this.steering.portFor(dbOf(this.env), session.job), (entries) => this.live.publish(runId, entries)), parsed.json));
+    const answer = await session.ledgerSequence.track(handleHostApiCall(session.actionContext(this.env, this.steering.portFor(dbOf(this.env), session.job), (entries) => this.live.publish(runId, entries)), parsed));
     // Outlived its (recorded) run's end and its drop: what it put back (a pull whose write failed) is dropped now.
     if (!this.sessions.has(runId) && !(await this.runs.find(runId))) await this.dropUnpulled(session.job);
     return answer;

@@ -12,6 +12,7 @@ import { checkResourceGrant, isResourceAction } from "./resource-gate";
 import { StreamReply } from "./stream-reply";
 import { unopenedCredential } from "./upstream-error";
 import { describeError } from "../lib/describe-error";
+import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
 
 /** Serialised here so the reply crosses the Durable Object RPC boundary as plain text (or a byte stream). */
 export interface HostApiReply {
@@ -45,7 +46,7 @@ type BodyRefusal = { code: ApiErrorCode; message: string };
 const ENVELOPE_DEPTH = 4;
 
 /** The body's JSON, or why it cannot be read as a request: not JSON, nested deeper than any request is, or with a "__proto__" member. */
-export function parseHostApiBody(body: HostApiBody): { json: unknown } | { refused: BodyRefusal } {
+export function parseHostApiBody(body: HostApiBody): { json: unknown; text: string } | { refused: BodyRefusal } {
   if ("refused" in body) return body;
   let json: unknown;
   try {
@@ -56,7 +57,7 @@ export function parseHostApiBody(body: HostApiBody): { json: unknown } | { refus
   // Headroom for the envelope around params: a value as deep as JsonValueSchema allows still gets to its own check.
   const problem = jsonShapeProblem(json, MAX_JSON_DEPTH + ENVELOPE_DEPTH);
   if (problem) return { refused: { code: "invalid_argument", message: `request body: ${problem}` } };
-  return { json };
+  return { json, text: body.text };
 }
 
 const reply = (status: number, body: unknown): HostApiReply => ({ status, json: JSON.stringify(body) });
@@ -82,7 +83,7 @@ export function refuseBody(snapshot: AuthorizationSnapshot, refused: BodyRefusal
  * API granted, params, scope (inside the action), deadline. Every decision
  * is logged; every denial is also appended to EventLog.
  */
-export async function handleHostApiCall(ctx: ActionContext, body: unknown): Promise<HostApiReply> {
+export async function handleHostApiCall(ctx: ActionContext, { json: body, text }: { json: unknown; text?: string }): Promise<HostApiReply> {
   let action: string | null = null;
   let params: unknown;
   const answered = (reply: HostApiReply, outcome: string, resource: Record<string, unknown> = resourceOf(params)) => {
@@ -100,6 +101,9 @@ export async function handleHostApiCall(ctx: ActionContext, body: unknown): Prom
     if (!(await readsOwnToolResult(ctx, action, envelope.data.params))) checkGranted(ctx, action as GatedAction, envelope.data.params);
     const parsed = parseHostApiParams(action, envelope.data.params);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
+    // A whole number past what the value check can see (beyond 64 bits, read as a float): refused as the others are, not stored rounded.
+    const rounded = parsed.action === "state.set" && text !== undefined ? roundedIntegerAt(text, ["params", "value"]) : null;
+    if (rounded) throw new ApiError("invalid_argument", `value: ${roundedIntegerMessage(rounded)}`);
     checkDeadline(ctx);
     const handler = ACTIONS[parsed.action] as ((c: ActionContext, p: unknown) => Promise<unknown>) | undefined;
     if (!handler) throw new ApiError("not_found", `${action} is not available on this host`);

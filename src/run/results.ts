@@ -8,6 +8,7 @@ import type { LedgerEntry, RunOutcome } from "../stores/runs";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
 import { LedgerSequence } from "./ledger-sequence";
+import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
 import { SequenceSet } from "./sequence-set";
 
 /** What one chunk of results asks the host to write; the executor does the I/O as one batch. */
@@ -174,6 +175,9 @@ export class ResultProcessor {
     }
     // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
     if (parsed.kind === "invalid") return STRICT_RESULT_TYPES.has(parsed.type) ? this.drop(batch, recorded, parsed.issues) : undefined;
+    // A state value's whole number past what the value check can see (beyond 64 bits, read as a float): dropped, not stored rounded.
+    const rounded = parsed.result.type === "state.updated" ? roundedIntegerAt(payload, ["data", "value"]) : null;
+    if (rounded) return this.drop(batch, recorded, `value: ${roundedIntegerMessage(rounded)}`);
     this.apply(parsed.result, batch, recorded);
   }
 

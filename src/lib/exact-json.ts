@@ -1,0 +1,52 @@
+/**
+ * Whole numbers JSON parsing rounds, found in the text itself. A parsed value cannot tell a Python int such as
+ * 2**70 or uuid.int (all digits, rounded to the nearest double) from a float that happens to be whole (1e+21):
+ * the source text can. workerd gives a JSON.parse reviver each primitive's source text; a runtime that does not
+ * (Node 20) finds nothing here, and the value-based check (unsafeIntegerIn) stays the only one.
+ */
+
+type SourceReviver = (this: unknown, key: string, value: unknown, context?: { source?: string }) => unknown;
+
+const INTEGER_LITERAL = /^-?\d+$/;
+
+/** Whether JSON.parse hands revivers the source text (checked once). */
+const SOURCE_TEXT = (() => {
+  let seen = false;
+  JSON.parse("1", ((_key, value, context) => ((seen = context?.source === "1"), value)) as SourceReviver as never);
+  return seen;
+})();
+
+/**
+ * The digits of the first integer literal beyond ±(2^53 − 1), as written in `text`, within the member at `path`
+ * (["params", "value"]), or null: none there, or the runtime does not give the source text.
+ */
+export function roundedIntegerAt(text: string, path: readonly string[]): string | null {
+  if (!SOURCE_TEXT) return null;
+  const marks = new Map<unknown, Map<string, string>>();
+  const reviver: SourceReviver = function (key, value, context) {
+    if (typeof value === "number" && !Number.isSafeInteger(value) && context?.source && INTEGER_LITERAL.test(context.source)) {
+      let members = marks.get(this);
+      if (!members) marks.set(this, (members = new Map()));
+      members.set(key, context.source);
+    }
+    return value;
+  };
+  let holder: unknown = { "": JSON.parse(text, reviver as never) };
+  let key = "";
+  for (const step of path) {
+    const next = (holder as Record<string, unknown>)[key];
+    if (next === null || typeof next !== "object" || !Object.hasOwn(next, step)) return null;
+    [holder, key] = [next, step];
+  }
+  const stack: [unknown, string][] = [[holder, key]];
+  while (stack.length > 0) {
+    const [h, k] = stack.pop()!;
+    const digits = marks.get(h)?.get(k);
+    if (digits) return digits;
+    const child = (h as Record<string, unknown>)[k];
+    if (child !== null && typeof child === "object") for (const name of Object.keys(child)) stack.push([child, name]);
+  }
+  return null;
+}
+
+export const roundedIntegerMessage = (digits: string) => `the number ${digits} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string`;
