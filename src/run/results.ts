@@ -146,7 +146,8 @@ export class ResultProcessor {
     try {
       json = JSON.parse(payload);
     } catch (cause) {
-      throw new RunnerCallError("runner.protocol_error", `result line is not JSON: ${payload.slice(0, 80)}`, { cause });
+      // The parser's words name where it stopped (a NaN deep in the line, say), which the line's start may not show.
+      throw new RunnerCallError("runner.protocol_error", `result line is not JSON (${(cause instanceof Error ? cause.message : String(cause)).slice(0, 200)}): ${payload.slice(0, 80)}`, { cause });
     }
     const envelope = AgentRunResultSchema.safeParse(json);
     if (!envelope.success) throw new RunnerCallError("runner.protocol_error", `result line is not an AgentRunResult: ${formatZodIssues(envelope.error)}`);

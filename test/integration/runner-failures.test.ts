@@ -42,6 +42,12 @@ beforeAll(async () => {
           res.write("this is not json\n");
           return; // left open: the host must stop on its own
         }
+        case "nan": {
+          // As Python's json.dumps writes a float NaN, far into a line whose start is only the run id.
+          res.writeHead(200, { "content-type": "application/x-ndjson" });
+          res.write(`{"run_id": "${ctx.run_id}", "type": "message.delta", "sequence": 1, "data": {"chunk": {"role": "assistant", "content": "x"}, "score": NaN}}\n`);
+          return;
+        }
         case "close": {
           const w = out();
           w.send("message.delta", { chunk: { role: "assistant", content: "half" } });
@@ -150,6 +156,10 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
     expect(elsewhereCalls).toBe(0);
   });
   it("a garbage line → runner.protocol_error", () => expectFailureIsContained("fail-garbage", "garbage", "failed", "runner.protocol_error"));
+  it("a line with NaN (Python's json.dumps) → runner.protocol_error whose message shows where", async () => {
+    const run = await expectFailureIsContained("fail-nan", "nan", "failed", "runner.protocol_error");
+    expect(run.error?.message).toMatch(/NaN/);
+  });
   it("connection closed mid-stream → runner.stream_closed", () => expectFailureIsContained("fail-close", "close", "failed", "runner.stream_closed"));
   it("stream ends without a terminal result → runner.stream_closed", () => expectFailureIsContained("fail-end", "endearly", "failed", "runner.stream_closed"));
   it("no answer before the deadline → timeout with deadline_exceeded", () => expectFailureIsContained("fail-hang", "hang", "timeout", "deadline_exceeded"));
