@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { startAdHocRunner } from "../support/runner";
 
