@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import { startHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { ADMIN_TOKEN, messageEvent, type RunView } from "../support/host";
+import { ADMIN_TOKEN, messageEvent, waitForRunOn } from "../support/host";
 import { callHostApi, deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -43,15 +43,6 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function waitForRun(host: LocalHost, runId: string, timeoutMs: number): Promise<RunView> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
-    if (!["created", "running"].includes(res.body.status)) return res.body;
-    if (Date.now() > end) throw new Error(`run ${runId} still ${res.body.status} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function untilStarted(n: number) {
   const end = Date.now() + 10_000;
@@ -85,13 +76,13 @@ describe("a host restarted mid-run", () => {
 
       // Nothing else happens in the conversation: the persisted alarm (the watchdog's heartbeat) finds the orphan, and
       // the message queued behind it runs.
-      const lost = await waitForRun(host, live.runId, 15_000);
+      const lost = await waitForRunOn(host, live.runId, 15_000);
       expect(lost).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
-      expect(await waitForRun(host, queued.body.run_id, 10_000)).toMatchObject({ status: "completed", message: { content: "done: queued behind" } });
+      expect(await waitForRunOn(host, queued.body.run_id, 10_000)).toMatchObject({ status: "completed", message: { content: "done: queued behind" } });
 
       const next = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", messageEvent("restart", "after"));
       expect(next.body.disposition).toBe("started");
-      expect(await waitForRun(host, next.body.run_id, 10_000)).toMatchObject({ status: "completed", message: { content: "done: after" } });
+      expect(await waitForRunOn(host, next.body.run_id, 10_000)).toMatchObject({ status: "completed", message: { content: "done: after" } });
       expect(startedRuns.map((r) => r.text)).toEqual(["hold on", "queued behind", "after"]);
     } finally {
       await host.dispose();
@@ -114,7 +105,7 @@ describe("an operator's cancel of a run lost with a restart", () => {
       host = await startSlow();
       const cancel = await adminCall<{ cancelled: boolean; status: string }>(host, "POST", `/v1/runs/${held.body.run_id}/cancel`);
       expect([cancel.status, cancel.body.cancelled, cancel.body.status]).toEqual([409, false, "failed"]);
-      expect(await waitForRun(host, held.body.run_id, 5_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      expect(await waitForRunOn(host, held.body.run_id, 5_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
     } finally {
       await host.dispose();
       rmSync(dir, { recursive: true, force: true });

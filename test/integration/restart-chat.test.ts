@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
 import { startHost, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { ADMIN_TOKEN, type RunView } from "../support/host";
+import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { sayOnTelegram, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -62,15 +62,6 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function waitForRun(host: LocalHost, runId: string, timeoutMs: number): Promise<RunView> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
-    if (!["created", "running"].includes(res.body.status)) return res.body;
-    if (Date.now() > end) throw new Error(`run ${runId} still ${res.body.status} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const sentTo = (chat: string) => fake.callsTo(/sendMessage$/).filter((c) => String(c.body?.chat_id) === chat && c.reply?.status === undefined).map((c) => c.body.text as string);
 const runOf = async (host: LocalHost, text: string) =>
@@ -97,8 +88,8 @@ describe("a Telegram chat across a host restart", () => {
       const nextRun = await runOf(host, "next one");
       await host.dispose();
       host = await start();
-      expect(await waitForRun(host, lostRun, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
-      expect(await waitForRun(host, nextRun, 15_000)).toMatchObject({ status: "completed" });
+      expect(await waitForRunOn(host, lostRun, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      expect(await waitForRunOn(host, nextRun, 15_000)).toMatchObject({ status: "completed" });
       await waitFor(() => sentTo("5551").length >= 2, 10_000, "two replies");
       expect(sentTo("5551")).toEqual(["Sorry, I could not answer this time.", "done: next one"]);
     } finally {
@@ -112,7 +103,7 @@ describe("a Telegram chat across a host restart", () => {
       throttleOnce.set("5552", 4);
       expect((await say(host, "5552", "answer me")).status).toBe(200);
       const runId = await runOf(host, "answer me");
-      expect(await waitForRun(host, runId, 10_000)).toMatchObject({ status: "completed" });
+      expect(await waitForRunOn(host, runId, 10_000)).toMatchObject({ status: "completed" });
       // The first send was refused with a 429; the reply waits 4 s before the next attempt.
       await waitFor(() => fake.callsTo(/sendMessage$/).some((c) => String(c.body?.chat_id) === "5552"), 10_000, "the first attempt");
       await host.dispose();

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import { startHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { ADMIN_TOKEN, messageEvent, readSse, type RunView } from "../support/host";
+import { ADMIN_TOKEN, messageEvent, readSse, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -45,15 +45,6 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function waitForRun(host: LocalHost, runId: string, timeoutMs: number): Promise<RunView> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
-    if (!["created", "running"].includes(res.body.status)) return res.body;
-    if (Date.now() > end) throw new Error(`run ${runId} still ${res.body.status} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function untilStarted(text: string) {
   const end = Date.now() + 10_000;
@@ -75,7 +66,7 @@ describe("runs in flight at a restart", () => {
       while ((await host.query("SELECT 1 FROM run_event WHERE run_id = ? AND type = 'tool.call.started'", [held.body.run_id])).length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
       await host.dispose();
       host = await start();
-      const lost = await waitForRun(host, held.body.run_id, 15_000);
+      const lost = await waitForRunOn(host, held.body.run_id, 15_000);
       expect(lost).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
       const ledger = (await adminCall<{ items: { type: string; origin: string }[] }>(host, "GET", `/v1/runs/${held.body.run_id}/events`)).body.items;
       expect(ledger.map((e) => e.type)).toEqual(["message.completed", "tool.call.started", "run.failed"]);
@@ -102,8 +93,8 @@ describe("runs in flight at a restart", () => {
       const stream = fetch(`${host.url}/v1/runs/${held.body.run_id}/stream`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       const d = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", messageEvent("rr-queue", "fourth"));
       expect(d.body.disposition).toBe("queued");
-      expect(await waitForRun(host, held.body.run_id, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
-      for (const r of [b, c, d]) expect(await waitForRun(host, r.body.run_id, 15_000)).toMatchObject({ status: "completed" });
+      expect(await waitForRunOn(host, held.body.run_id, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      for (const r of [b, c, d]) expect(await waitForRunOn(host, r.body.run_id, 15_000)).toMatchObject({ status: "completed" });
       expect(started.filter((s) => [b, c, d].some((r) => r.body.run_id === s.runId)).map((s) => s.text)).toEqual(["second", "third", "fourth"]);
       const sse = await readSse(await stream);
       expect(sse.end).toBe("failed");

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
 import { startHost, type LocalHost } from "../../local/host";
 import { adminCall } from "../../local/setup";
-import { ADMIN_TOKEN, messageEvent, type RunView } from "../support/host";
+import { ADMIN_TOKEN, messageEvent, waitForRunOn } from "../support/host";
 import { callHostApi, deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -49,15 +49,6 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function waitForRun(host: LocalHost, runId: string, timeoutMs: number): Promise<RunView> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
-    if (!["created", "running"].includes(res.body.status)) return res.body;
-    if (Date.now() > end) throw new Error(`run ${runId} still ${res.body.status} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function untilStarted(n: number) {
   const end = Date.now() + 10_000;
@@ -88,7 +79,7 @@ describe("steering claims of a run lost with a restart", () => {
       expect(steered.body).toMatchObject({ disposition: "steered", run_id: held.body.run_id });
       await host.dispose();
       host = await start();
-      expect(await waitForRun(host, held.body.run_id, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      expect(await waitForRunOn(host, held.body.run_id, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
       const end = Date.now() + 5_000;
       while ((await outcomes(host, "rs-claimed-2")).length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
       expect((await outcomes(host, "rs-claimed-2")).map((r) => r.event_type)).toEqual(["steering.dropped"]);
@@ -112,7 +103,7 @@ describe("steering claims of a run lost with a restart", () => {
       await new Promise((r) => setTimeout(r, 800));
       await host.dispose();
       host = await start();
-      expect(await waitForRun(host, held.body.run_id, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      expect(await waitForRunOn(host, held.body.run_id, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
       // The runner never received it (its pull got no answer): the run's end records it as dropped.
       const end = Date.now() + 5_000;
       while ((await outcomes(host, "rs-pulling-2")).length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));

@@ -11,6 +11,17 @@ export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
 export const SECRETS_KEY = Buffer.alloc(32, 7).toString("base64");
 const TERMINAL = new Set(["completed", "failed", "cancelled", "timeout"]);
 
+/** Polls a run on any local host (one a test restarts too) until it has ended. */
+export async function waitForRunOn(host: LocalHost, runId: string, timeoutMs = 15_000): Promise<RunView> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await adminCall<RunView>(host, "GET", `/v1/runs/${runId}`);
+    if (res.status === 200 && TERMINAL.has(res.body.status)) return res.body;
+    if (Date.now() > until) throw new Error(`run ${runId} did not end in ${timeoutMs} ms: ${JSON.stringify(res.body)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 export interface RunView {
   run_id: string;
   status: string;
@@ -64,15 +75,7 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
       reader ??= createClient({ url: dbUrl });
       return (await reader.execute({ sql, args })).rows as unknown as T[];
     },
-    async waitForRun(runId, timeoutMs = 15_000) {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const res = await admin<RunView>("GET", `/v1/runs/${runId}`);
-        if (res.status === 200 && TERMINAL.has(res.body.status)) return res.body;
-        if (Date.now() > until) throw new Error(`run ${runId} did not end in ${timeoutMs} ms: ${JSON.stringify(res.body)}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
+    waitForRun: (runId, timeoutMs) => waitForRunOn(host, runId, timeoutMs),
     async dispose() {
       reader?.close();
       await host.dispose();
