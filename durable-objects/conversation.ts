@@ -4,7 +4,7 @@ import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { chatReplyDeps, DeliverySession } from "../src/delivery/session";
 import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
-import { authorizeUpload, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
+import { authorizeUpload, changeUploadBudget, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
 import { RunClaims } from "../src/run/claim";
 import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost, endUnhandedRun, NEVER_HANDED_OVER } from "../src/run/host-end";
@@ -169,9 +169,9 @@ export class ConversationDO extends DurableObject<Env> {
     if (!session) return { ok: false, reply: refuseToken(runId, this.sessions.get(runId), "artifact.upload") };
     return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, request, session);
   }
-  /** A chunked upload reserved the most it could take: what it did not store goes back to its run's budget. */
-  async releaseUploadBudget(runId: string, bytes: number): Promise<void> {
-    this.sessions.get(runId)?.releaseUpload(bytes);
+  /** More of its run's upload budget for a chunked body as it arrives (only while its token holds), or what an upload did not store given back. */
+  async changeUploadBudget(runId: string, token: string, held: number, change: number): Promise<number | null> {
+    return changeUploadBudget(configOf(this.env), change > 0 ? await this.sessions.authenticated(runId, token) : this.sessions.get(runId), held, change);
   }
   /** SSE of a run's results for a new follower, after the frames it has (LiveHub.follow); null for a run this host does not know. */
   async subscribe(runId: string, after = 0): Promise<{ stream: ReadableStream<Uint8Array>; streamId: string } | null> {

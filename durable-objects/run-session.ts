@@ -18,7 +18,7 @@ import type { AuthorizationSnapshot } from "../src/run/snapshot";
 export class RunSession {
   /** Ledger numbering shared by the run's result stream and its Host API records. */
   readonly ledgerSequence = new LedgerSequence();
-  /** Bytes the run's uploads took of its ARTIFACT_UPLOAD_RUN_MAX_BYTES budget: declared lengths, and reservations of chunked bodies until they end. */
+  /** Bytes the run's uploads took of its ARTIFACT_UPLOAD_RUN_MAX_BYTES budget: what they stored, and what uploads still arriving hold (declared lengths, reservations of chunked bodies). */
   uploadedBytes = 0;
   /** MCP sessions of the run's tool calls; they end with the run. */
   readonly mcp: McpSessionPool;
@@ -36,11 +36,6 @@ export class RunSession {
 
   async verify(token: string): Promise<boolean> {
     return constantTimeEqual(await sha256Hex(token), this.tokenHash);
-  }
-
-  /** What a chunked upload reserved and did not store goes back to the budget. */
-  releaseUpload(bytes: number): void {
-    this.uploadedBytes = Math.max(0, this.uploadedBytes - bytes);
   }
 
   /** What the run's Host API calls act with: its snapshot, its ledger (entries also go to `publish`), its signal and MCP sessions. */

@@ -50,6 +50,8 @@ export async function storeUpload(
   signal?: AbortSignal,
   /** Asked once the blob is stored, before it is recorded: whether the run is still active (§8: its token holds only then). */
   stillActive?: () => Promise<boolean>,
+  /** More of the run's budget for a chunked body outgrowing `maxBytes`: what was granted (0: none), null once the run is over. */
+  more?: MoreBudget,
 ): Promise<ArtifactMetadata> {
   const { length, maxBytes } = grant;
   const artifactId = newId("art");
@@ -78,7 +80,7 @@ export async function storeUpload(
   try {
     // R2 needs a known length: FixedLengthStream carries it, and fails if the body disagrees.
     if (length !== null) await deps.bucket.put(r2Key, source.pipeThrough(hashing).pipeThrough(new FixedLengthStream(length)), options);
-    else await putChunked(deps.bucket, r2Key, source.pipeThrough(hashing), maxBytes, options);
+    else await putChunked(deps.bucket, r2Key, source.pipeThrough(hashing), maxBytes, more, options);
   } catch (err) {
     const expected = length === null ? "a body without a length" : `${length} bytes`;
     if (signal?.aborted) throw new UploadDeadlineError(`the run's deadline passed after ${received} bytes of ${expected}`, { cause: err });
@@ -119,11 +121,14 @@ export async function storeUpload(
   return toArtifactMetadata(row);
 }
 
+export type MoreBudget = (wanted: number) => Promise<number | null>;
+
 /**
- * A body of unknown length, up to `maxBytes`: one put when it fits in a part, else an R2 multipart upload whose
- * parts are cut at exactly PART_BYTES as the body arrives. Any failure aborts the multipart upload.
+ * A body of unknown length, up to `maxBytes` and what `more` adds to it as the body outgrows it (a part at a time):
+ * one put when it fits in a part, else an R2 multipart upload whose parts are cut at exactly PART_BYTES as the body
+ * arrives. Any failure aborts the multipart upload.
  */
-async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array>, maxBytes: number, options: R2PutOptions): Promise<void> {
+async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array>, maxBytes: number, more: MoreBudget | undefined, options: R2PutOptions): Promise<void> {
   const reader = body.getReader();
   let part = new Uint8Array(Math.min(PART_BYTES, maxBytes));
   let filled = 0;
@@ -140,8 +145,15 @@ async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Ui
       }
       if (chunk.done) break;
       total += chunk.value.length;
+      if (total > maxBytes && more) {
+        const granted = await more(Math.max(PART_BYTES, total - maxBytes));
+        if (granted === null) throw new RunEndedDuringUploadError("the run ended while its upload arrived; nothing was kept");
+        maxBytes += granted;
+      }
       if (total > maxBytes) throw new UploadTooLargeError(`the body outgrew the ${maxBytes} bytes this upload may take (ARTIFACT_UPLOAD_MAX_BYTES, or what is left of ARTIFACT_UPLOAD_RUN_MAX_BYTES)`);
       for (let offset = 0; offset < chunk.value.length; ) {
+        // A part cut to a smaller budget, which has grown since: room for what the budget now allows, up to a part.
+        if (filled === part.length) part = grown(part, Math.min(PART_BYTES, maxBytes - parts.length * PART_BYTES));
         const n = Math.min(part.length - filled, chunk.value.length - offset);
         part.set(chunk.value.subarray(offset, offset + n), filled);
         filled += n;
@@ -164,4 +176,10 @@ async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Ui
     else await reader.cancel(err).catch(() => undefined);
     throw err;
   }
+}
+
+function grown(part: Uint8Array, size: number): Uint8Array<ArrayBuffer> {
+  const bigger = new Uint8Array(size);
+  bigger.set(part);
+  return bigger;
 }

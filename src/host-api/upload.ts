@@ -17,7 +17,7 @@ export interface UploadGrant {
   conversationId: string | null;
   /** The body's declared length; null for a body sent without one (chunked). */
   length: number | null;
-  /** The most the body may hold: its declared length, or for a chunked body what this upload reserved of the budget. */
+  /** The most the body may hold: its declared length, or for a chunked body what this upload reserved of the budget so far (changeUploadBudget adds to it). */
   maxBytes: number;
   /** The upload ends with its run's deadline. */
   deadlineAt: number;
@@ -44,8 +44,8 @@ export interface UploadRequest {
  * The same checks as any Host API call (§8 order: granted, payload,
  * deadline), every decision logged and denials audited: the query, then the
  * declared length against the per-upload cap and what is left of the run's
- * budget, which an accepted upload takes whether or not its body then
- * arrives whole.
+ * budget, which an accepted upload holds until it ends: what it did not
+ * store (a body that never arrived whole) is then given back.
  */
 export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot" | "config">, request: UploadRequest, budget: UploadBudget): Promise<UploadAuthorization> {
   const s = ctx.snapshot;
@@ -63,11 +63,31 @@ export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot"
     decided(err.code, err.status);
     return { ok: false, reply: errorReply(err) };
   }
-  // A body without a length reserves the most it may take; the Worker gives back what it did not use.
-  const maxBytes = length ?? Math.min(ctx.config.ARTIFACT_UPLOAD_MAX_BYTES, ctx.config.ARTIFACT_UPLOAD_RUN_MAX_BYTES - budget.uploadedBytes);
+  // A body without a length takes the budget a step at a time as it arrives (changeUploadBudget), so uploads at once
+  // hold what they store, not each the most it could take; the Worker gives back what it did not use.
+  const maxBytes = length ?? Math.min(CHUNKED_UPLOAD_STEP_BYTES, ctx.config.ARTIFACT_UPLOAD_MAX_BYTES, ctx.config.ARTIFACT_UPLOAD_RUN_MAX_BYTES - budget.uploadedBytes);
   budget.uploadedBytes += maxBytes;
   decided("allowed", 200);
   return { ok: true, grant: { runId: s.runId, runnerId: s.runnerId, conversationKey: s.conversationKey, conversationId: s.conversationId, length, maxBytes, deadlineAt: s.deadlineAt } };
+}
+
+/** What a chunked upload takes of its run's budget at a time: one R2 part, the most it holds in memory anyway. */
+export const CHUNKED_UPLOAD_STEP_BYTES = 5 * 1024 * 1024;
+
+/**
+ * An upload's share of its run's budget: `change` > 0 asks for that much more as a chunked body arrives, granted as far
+ * as it fits in ARTIFACT_UPLOAD_MAX_BYTES (the upload holds `held`) and in what is left of the run's (0 when nothing
+ * fits; null when the run is over), and < 0 gives back what an upload did not store.
+ */
+export function changeUploadBudget(config: Config, budget: UploadBudget | undefined, held: number, change: number): number | null {
+  if (change <= 0) {
+    if (budget) budget.uploadedBytes = Math.max(0, budget.uploadedBytes + change);
+    return 0;
+  }
+  if (!budget) return null;
+  const granted = Math.max(0, Math.min(change, config.ARTIFACT_UPLOAD_MAX_BYTES - held, config.ARTIFACT_UPLOAD_RUN_MAX_BYTES - budget.uploadedBytes));
+  budget.uploadedBytes += granted;
+  return granted;
 }
 
 function checkLength(config: Config, length: number | null, budget: UploadBudget): void {

@@ -45,8 +45,9 @@ function strictQuery(url: string): Record<string, string> | string {
  * `PUT /v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` (PROTOCOL §8,
  * artifact.upload). The owning Durable Object checks the run token and the
  * snapshot; this Worker then streams the body to R2, so large uploads never
- * cross the DO. A body without Content-Length (chunked) reserves the most it
- * may take of the run's upload budget, and what it did not store is given back.
+ * cross the DO. A body without Content-Length (chunked) takes the run's upload
+ * budget a part at a time as it arrives; a sized one takes its declared length. What
+ * an upload did not store is given back.
  */
 export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStub<ConversationDO> | null): Promise<Response> {
   const runId = c.req.param("runId")!;
@@ -68,9 +69,16 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
   // A body still arriving at the run's deadline is cut there.
   const deadline = AbortSignal.timeout(Math.max(0, auth.grant.deadlineAt - Date.now()));
   let stored = 0;
+  // What this upload holds of the run's budget: its declared length, or what its chunked body took so far.
+  let held = auth.grant.maxBytes;
   try {
     const stillActive = async () => (await owner.refuseHostApiToken(runId, token, "artifact.upload")) === null;
-    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, options, c.req.raw.body, deadline, stillActive);
+    const more = async (wanted: number) => {
+      const granted = await owner.changeUploadBudget(runId, token, held, wanted);
+      held += granted ?? 0;
+      return granted;
+    };
+    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, options, c.req.raw.body, deadline, stillActive, more);
     stored = metadata.size_bytes ?? 0;
     return json(200, { ok: true, data: metadata });
   } catch (err) {
@@ -81,7 +89,10 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
     if (err instanceof RunEndedDuringUploadError) return fail(invalidToken());
     return fail(err instanceof ApiError ? err : hostFault(runId, "artifact.upload", err));
   } finally {
-    // A release that fails costs the run budget it did not use, never the upload's answer.
-    if (auth.grant.length === null) await owner.releaseUploadBudget(runId, auth.grant.maxBytes - stored).catch((err: Error) => console.error(`run ${runId}: upload budget not released: ${describeError(err)}`));
+    // What the upload did not store goes back to the run's budget: a chunked body's unused reservation, and a sized
+    // body that never arrived whole (its client went away, its run ended). A release that fails costs the run budget
+    // it did not use, never the upload's answer.
+    const unused = held - stored;
+    if (unused > 0) await owner.changeUploadBudget(runId, token, held, -unused).catch((err: Error) => console.error(`run ${runId}: upload budget not released: ${describeError(err)}`));
   }
 }

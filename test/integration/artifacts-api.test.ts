@@ -50,7 +50,7 @@ beforeAll(async () => {
           out.empty = await upload(new Uint8Array(), { name: "empty.txt", mime_type: "text/plain" });
           out.truncated = await rawUpload(base, ctx.run_id, token, { declared: 100, body: "0123456789", end: true });
           out.too_big = await upload(Buffer.alloc(UPLOAD_MAX + 1));
-          // Chunked (no Content-Length): it reserves what is left of the budget and gives back what it did not use.
+          // Chunked (no Content-Length): it takes the budget a part at a time and gives back what it did not use.
           out.chunked = await upload(new Blob([Buffer.from("no length")]).stream(), { name: "chunked.txt", mime_type: "text/plain" });
           out.bad_token = await upload(Buffer.from("x"), {}, "not-the-token");
           out.bad_query = await upload(Buffer.from("x"), { artifact_type: "t".repeat(65) });
@@ -58,7 +58,7 @@ beforeAll(async () => {
           out.misspelt_query = await upload(Buffer.from("png"), { mimetype: "image/png", filename: "chart.png" });
           // §8: the token before the payload.
           out.bad_query_bad_token = await upload(Buffer.from("x"), { artifact_type: "t".repeat(65) }, "not-the-token");
-          // 2.5 MiB and 100 declared bytes spent: 1.5 MiB more is over the run's budget, 1 MiB is not.
+          // 2.5 MiB spent (the truncated body's 100 declared bytes were given back): 1.5 MiB more is over the run's budget, 1 MiB is not.
           out.over_budget = await upload(Buffer.alloc(1.5 * MiB));
           // Refused before being read, the body is still drained: the answer waits for it, so the client reads it, never a reset.
           out.refused_stalled = await stalledBody(`${base}/v1/runs/${ctx.run_id}/artifacts`, { method: "PUT", token, declared: 1.5 * MiB, first: 64 * 1024, pauseMs: 300 });
@@ -172,15 +172,15 @@ describe("artifact Host API", () => {
     expect(out.chunked.body.data).toMatchObject({ name: "chunked.txt", mime_type: "text/plain", size_bytes: 9, sha256: createHash("sha256").update("no length").digest("hex") });
     expect(Buffer.from((await host.r2Object(`artifacts/${out.chunked.body.data.artifact_id}`))!).toString()).toBe("no length");
     expect([out.chunked_too_big.status, out.chunked_too_big.body.error.code]).toEqual([413, "payload_too_large"]);
-    expect(out.chunked_too_big.body.error.message).toMatch(/outgrew the 524179 bytes this upload may take/);
+    expect(out.chunked_too_big.body.error.message).toMatch(/outgrew the 524279 bytes this upload may take/);
     expect([out.bad_token.status, out.bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.bad_query.status, out.bad_query.body.error.code]).toEqual([400, "invalid_argument"]);
     expect([out.misspelt_query.status, out.misspelt_query.body.error.code]).toEqual([400, "invalid_argument"]);
     expect(out.misspelt_query.body.error.message).toMatch(/mimetype/);
     expect([out.bad_query_bad_token.status, out.bad_query_bad_token.body.error.code]).toEqual([401, "unauthorized"]);
     expect([out.over_budget.status, out.over_budget.body.error.code]).toEqual([413, "payload_too_large"]);
-    // The chunked upload's unused reservation came back: only its 9 bytes count.
-    expect(out.over_budget.body.error.message).toMatch(/ARTIFACT_UPLOAD_RUN_MAX_BYTES \(1572755 of 4194304\)/);
+    // The chunked upload's unused reservation and the truncated body's declared length came back: only the chunked upload's 9 bytes count.
+    expect(out.over_budget.body.error.message).toMatch(/ARTIFACT_UPLOAD_RUN_MAX_BYTES \(1572855 of 4194304\)/);
     expect(out.within_budget.body.data).toMatchObject({ name: "last.bin", size_bytes: MiB });
     expect(out.refused_stalled).toEqual({ answeredDuringPause: false, status: 413 });
     expect([out.foreign_read.status, out.foreign_read.body.error.code]).toEqual([403, "unauthorized"]);
