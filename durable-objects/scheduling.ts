@@ -126,22 +126,28 @@ const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number) =>
 
 /**
  * The run a new message is claimed by (PROTOCOL §10): the oldest active run
- * of the same agent, counting a run still in its debounce window as active
- * (even while it also waits for another agent's run: the burst is still one),
- * if it can pull: `steers` answers for a run, from its frozen snapshot once it
- * has started. Another agent's run never receives the message: one event, one
- * binding. `running` says which runs can still pull; `excluded` ones (being
- * cancelled) are not active any more.
+ * of the same agent, if it can pull: `steers` answers for a run, from its
+ * frozen snapshot once it has started. Another agent's run never receives the
+ * message: one event, one binding. `running` says which runs can still pull;
+ * `excluded` ones (being cancelled) are not active any more.
+ *
+ * A run of the agent that has not begun counts too, and comes first (the
+ * newest of them): one in its debounce window (even while it also waits for
+ * another agent's run: the burst is still one), one answered `started` whose
+ * alarm is still to come, one waiting its turn (a message that queued in a run
+ * of its own, the steering queue full, say). Otherwise the next message,
+ * claimed by the run before it, would be handled ahead of it. `executing` says
+ * which runs this instance executes (without it, `running`).
  */
 export function steeringTarget(
   table: RunTable,
-  now: number,
   agentId: string,
-  runs: { running: (runId: string) => boolean; excluded: (runId: string) => boolean; steers: (run: StoredRun) => boolean },
+  runs: { running: (runId: string) => boolean; excluded: (runId: string) => boolean; steers: (run: StoredRun) => boolean; executing?: (runId: string) => boolean },
 ): StoredRun | undefined {
-  const active = table.find(
-    ([, r]) => r.job.agent.agentId === agentId && !runs.excluded(r.job.runId) && (runs.running(r.job.runId) || (r.notBefore > now && isQueued(r, runs.running))),
-  );
+  const ofAgent = (r: StoredRun) => r.job.agent.agentId === agentId && !runs.excluded(r.job.runId);
+  // Waiting: not begun here yet (a run executing that cannot pull, being stopped, is not waiting).
+  const waiting = table.findLast(([, r]) => ofAgent(r) && isQueued(r, runs.executing ?? runs.running));
+  const active = waiting ?? table.find(([, r]) => ofAgent(r) && runs.running(r.job.runId));
   return active && runs.steers(active[1]) ? active[1] : undefined;
 }
 

@@ -92,21 +92,24 @@ describe("scheduling", () => {
   it("claims for the oldest active run of the same agent, counting a debouncing run, only when it steers", () => {
     const running = (id: string) => id === "b";
     const runs = (isRunning: (id: string) => boolean, steers = (r: StoredRun) => r.job.runner.capabilities.steering === true, excluded = (_id: string) => false) => ({ running: isRunning, steers, excluded });
-    expect(steeringTarget([row("b", "running", "after-all", 0, true), row("c", "running", "now", 0, true)], 10, "agent", runs((id) => id !== "x"))?.job.runId).toBe("b");
-    expect(steeringTarget([row("a", "queued", "after-all", 50, true)], 10, "agent", runs(none))?.job.runId).toBe("a");
-    expect(steeringTarget([row("b", "running", "after-all", 0, false)], 10, "agent", runs(running))).toBeUndefined();
-    // A run waiting its turn (not debouncing, not running) is not active.
-    expect(steeringTarget([row("b", "running", "after-all", 0, false), row("q", "queued", "after-all", 0, true)], 10, "agent", runs(running))).toBeUndefined();
+    expect(steeringTarget([row("b", "running", "after-all", 0, true), row("c", "running", "now", 0, true)], "agent", runs((id) => id !== "x"))?.job.runId).toBe("b");
+    expect(steeringTarget([row("a", "queued", "after-all", 50, true)], "agent", runs(none))?.job.runId).toBe("a");
+    expect(steeringTarget([row("b", "running", "after-all", 0, false)], "agent", runs(running))).toBeUndefined();
+    // A run waiting its turn (not debouncing, not running) takes the message, ahead of a running one: the message comes after its own.
+    expect(steeringTarget([row("b", "running", "after-all", 0, false), row("q", "queued", "after-all", 0, true)], "agent", runs(running))?.job.runId).toBe("q");
+    expect(steeringTarget([row("b", "running", "after-all", 0, true), row("q", "queued", "after-all", 0, true), row("r", "queued", "after-all", 0, true)], "agent", runs(running))?.job.runId).toBe("r");
+    // The newest waiting run cannot pull: the message is not handed to the running one ahead of it.
+    expect(steeringTarget([row("b", "running", "after-all", 0, true), row("q", "queued", "after-all", 0, false)], "agent", runs(running))).toBeUndefined();
     // A run in its debounce window takes the burst even while another agent's run holds the conversation.
-    expect(steeringTarget([row("w", "running", "after-all", 0, true, "other"), row("a", "queued", "after-all", 50, true)], 10, "agent", runs((id) => id === "w"))?.job.runId).toBe("a");
+    expect(steeringTarget([row("w", "running", "after-all", 0, true, "other"), row("a", "queued", "after-all", 50, true)], "agent", runs((id) => id === "w"))?.job.runId).toBe("a");
     // A stored "running" entry this instance does not execute is an orphan, not a target.
-    expect(steeringTarget([row("o", "running", "after-all", 0, true)], 10, "agent", runs(none))).toBeUndefined();
+    expect(steeringTarget([row("o", "running", "after-all", 0, true)], "agent", runs(none))).toBeUndefined();
     // Another agent's run never receives the message, and does not hide this agent's own active run.
-    expect(steeringTarget([row("b", "running", "after-all", 0, true, "other")], 10, "agent", runs(running))).toBeUndefined();
-    expect(steeringTarget([row("b", "running", "now", 0, true, "other"), row("c", "running", "after-all", 0, true)], 10, "agent", runs(() => true))?.job.runId).toBe("c");
+    expect(steeringTarget([row("b", "running", "after-all", 0, true, "other")], "agent", runs(running))).toBeUndefined();
+    expect(steeringTarget([row("b", "running", "now", 0, true, "other"), row("c", "running", "after-all", 0, true)], "agent", runs(() => true))?.job.runId).toBe("c");
     // A run being cancelled is not active; one whose snapshot cannot pull is not a target.
-    expect(steeringTarget([row("b", "running", "after-all", 0, true)], 10, "agent", runs(running, undefined, (id) => id === "b"))).toBeUndefined();
-    expect(steeringTarget([row("b", "running", "after-all", 0, true)], 10, "agent", runs(running, () => false))).toBeUndefined();
+    expect(steeringTarget([row("b", "running", "after-all", 0, true)], "agent", runs(running, undefined, (id) => id === "b"))).toBeUndefined();
+    expect(steeringTarget([row("b", "running", "after-all", 0, true)], "agent", runs(running, () => false))).toBeUndefined();
   });
 });
 

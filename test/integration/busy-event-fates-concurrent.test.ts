@@ -1,0 +1,186 @@
+import type { ServerResponse } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runOf, startSteererAndPlain } from "../support/conversation-runners";
+import { waitFor } from "../support/fake-platform";
+import { messageEvent, type TestHost } from "../support/host";
+import type { RunCall } from "../support/runner";
+
+/**
+ * Hammer a conversation with concurrent posts under each strategy, then check every event's fate: exactly one of
+ * its own run, a steering item injected, a steering item dropped, or rejected; ingress answer, GET /v1/events and
+ * EventLog agree; the runner saw each message at most once (exactly once when run or injected).
+ */
+let setup: Awaited<ReturnType<typeof startSteererAndPlain>>;
+let host: TestHost;
+let steerer: typeof setup.steerer;
+let plain: typeof setup.plain;
+const gate = (conversation: string) => setup.gate(conversation);
+const agentFor = (...args: Parameters<typeof setup.agentFor>) => setup.agentFor(...args);
+const seenAsRun = new Map<string, number>();
+const seenInPull = new Map<string, number>();
+const runsStarted = new Map<string, string[]>();
+const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+
+async function behave(call: RunCall, res: ServerResponse) {
+  const { ctx, w, conversation, text, api } = runOf(call, res);
+  runsStarted.set(conversation, [...(runsStarted.get(conversation) ?? []), text]);
+  bump(seenAsRun, text);
+  const pull = async () => {
+    if (ctx.config.pull === "never") return;
+    const n = ctx.config.pull === "double" ? 3 : 1;
+    const rs = await Promise.all(Array.from({ length: n }, () => api("steering.pull", ctx.config.pull === "one" ? { mode: "one-at-a-time" } : {})));
+    for (const r of rs) for (const i of r.body.data?.items ?? []) bump(seenInPull, i.input.text);
+  };
+  if (text.startsWith("hold")) {
+    let open = false;
+    void gate(conversation).promise.then(() => (open = true));
+    while (!open) {
+      await pull();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } else await new Promise((r) => setTimeout(r, 5));
+  await pull();
+  w.reply(`re: ${text}`);
+}
+
+beforeAll(async () => {
+  setup = await startSteererAndPlain(behave, (steering) => [{ name: "default", label: { en_US: "r" }, capabilities: { streaming: true, steering }, permissions: { events: ["get", "page"] } }]);
+  ({ host, steerer, plain } = setup);
+});
+afterAll(async () => {
+  await setup?.dispose();
+});
+
+interface Post {
+  text: string;
+  eventId: string;
+  answer: { status: number; body: { event_id: string; run_id: string | null; disposition: string } };
+}
+
+/** Every violation of the fate invariants, once the conversation has quieted down. */
+async function violations(posts: Post[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const p of posts) {
+    const { disposition, run_id } = p.answer.body;
+    const tag = `${p.text} (${disposition} ${run_id})`;
+    if (p.answer.status !== 202) out.push(`${tag}: status ${p.answer.status}`);
+    const ev = (await host.admin("GET", `/v1/events/${p.eventId}`)).body;
+    const outcomes = await host.query<{ event_type: string; run_id: string; data: string }>(
+      "SELECT event_type, run_id, data_json AS data FROM event_log WHERE event_type LIKE 'steering.%' AND json_extract(data_json, '$.source_event_id') = ?",
+      [p.eventId],
+    );
+    const runRows = await host.query<{ run_id: string; status: string }>("SELECT run_id, status FROM run WHERE event_id = ?", [p.eventId]);
+    const asRun = seenAsRun.get(p.text) ?? 0;
+    const inPull = seenInPull.get(p.text) ?? 0;
+    if (disposition === "started" || disposition === "queued") {
+      if (ev.disposition !== "bound" || ev.run_id !== run_id) out.push(`${tag}: GET says ${ev.disposition} ${ev.run_id}`);
+      if (outcomes.length) out.push(`${tag}: also has steering records ${outcomes.map((o) => o.event_type)}`);
+      if (runRows.length !== 1 || runRows[0].run_id !== run_id) out.push(`${tag}: run rows ${JSON.stringify(runRows)}`);
+      const status = runRows[0]?.status;
+      if (inPull) out.push(`${tag}: also pulled ${inPull}x`);
+      if (status === "completed" && asRun !== 1) out.push(`${tag}: completed but runner saw it ${asRun}x`);
+      if (status !== "completed" && status !== "cancelled") out.push(`${tag}: run ended ${status}`);
+      if (asRun > 1) out.push(`${tag}: runner called ${asRun}x`);
+    } else if (disposition === "steered") {
+      if (ev.disposition !== "steered" || ev.run_id !== run_id) out.push(`${tag}: GET says ${ev.disposition} ${ev.run_id}`);
+      if (outcomes.length !== 1) out.push(`${tag}: steering outcomes ${outcomes.map((o) => o.event_type).join(",") || "none"}`);
+      else {
+        if (outcomes[0].run_id !== run_id) out.push(`${tag}: outcome recorded on ${outcomes[0].run_id}`);
+        const want = outcomes[0].event_type === "steering.injected" ? 1 : 0;
+        if (inPull !== want) out.push(`${tag}: ${outcomes[0].event_type} but pulled ${inPull}x`);
+      }
+      if (runRows.length) out.push(`${tag}: own run rows ${JSON.stringify(runRows)}`);
+      if (asRun) out.push(`${tag}: also ran ${asRun}x`);
+    } else if (disposition === "rejected") {
+      if (ev.disposition !== "rejected" || (ev.run_id ?? null) !== null) out.push(`${tag}: GET says ${ev.disposition} ${ev.run_id}`);
+      if (outcomes.length || runRows.length || asRun || inPull) out.push(`${tag}: rejected yet ${JSON.stringify({ outcomes, runRows, asRun, inPull })}`);
+    } else out.push(`${tag}: unexpected disposition`);
+  }
+  return out;
+}
+
+/** Until no run of the conversation is left to end. */
+async function quiet(conversation: string) {
+  await waitFor(
+    async () => (await host.query<{ n: number }>("SELECT count(*) AS n FROM run WHERE conversation_id = ? AND status IN ('created','running')", [conversation]))[0].n === 0,
+    30_000,
+    `${conversation} to quiet down`,
+  );
+  // Drops are recorded after the run's end.
+  await new Promise((r) => setTimeout(r, 300));
+}
+
+const burst = (c: string, n: number, prefix: string, extra: Record<string, unknown> = {}) =>
+  Promise.all(
+    Array.from({ length: n }, async (_, i): Promise<Post> => {
+      const text = `${prefix}${i}`;
+      const eventId = `${c}-${prefix}${i}`;
+      const answer = (await host.postEvent(messageEvent(c, text, { event_id: eventId, ...extra }))) as Post["answer"];
+      return { text, eventId, answer };
+    }),
+  );
+
+async function holding(c: string, text = `hold-${c}`): Promise<Post> {
+  const eventId = `${c}-first`;
+  const answer = (await host.postEvent(messageEvent(c, text, { event_id: eventId }))) as Post["answer"];
+  await waitFor(() => (runsStarted.get(c) ?? []).length === 1, 10_000, "the first run");
+  return { text, eventId, answer };
+}
+
+
+const putAgentAs = (c: string, runner: typeof plain, strategy: string, pull = "all") =>
+  host.admin("PUT", `/v1/admin/agents/agent-${c}`, { name: c, runner_id: runner.runnerId(), runner_config: { pull }, event_types: ["message.received"], scope: { type: "conversation", id: c }, concurrency: { strategy } });
+
+describe("more bursts", () => {
+  it("steer, the runner pulling three at once in a loop: nothing is handed to it twice", async () => {
+    const c = "g-double";
+    await agentFor(c, steerer, { pull: "double" as any });
+    const first = await holding(c);
+    const posts = await burst(c, 20, "dp");
+    await new Promise((r) => setTimeout(r, 200));
+    gate(c).resolve();
+    await quiet(c);
+    expect(await violations([first, ...posts])).toEqual([]);
+  }, 60_000);
+
+  for (const strategy of ["interrupt", "enqueue", "parallel", "steer"]) {
+    it(`the same event_id 20 times at once to a busy ${strategy} conversation, 4 rounds: one fate each`, async () => {
+      const c = `g-dup-${strategy}`;
+      await agentFor(c, strategy === "steer" ? steerer : plain, { pull: "all", concurrency: { strategy } });
+      const first = await holding(c);
+      const posts: Post[] = [];
+      for (let round = 0; round < 4; round++) {
+        const text = `${strategy}-d${round}`;
+        const eventId = `${c}-${text}`;
+        const copies = await Promise.all(Array.from({ length: 20 }, () => host.postEvent(messageEvent(c, text, { event_id: eventId }))));
+        const firsts = copies.filter((a) => a.body.disposition !== "duplicate");
+        const runIds = [...new Set(copies.map((a) => a.body.run_id))];
+        expect({ firsts: firsts.length, runIds: runIds.length }).toEqual({ firsts: 1, runIds: 1 });
+        posts.push({ text, eventId, answer: firsts[0] as Post["answer"] });
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      gate(c).resolve();
+      await quiet(c);
+      expect(await violations([first, ...posts])).toEqual([]);
+    }, 60_000);
+  }
+
+  it("the agent's strategy edited back and forth during a burst: every event one fate", async () => {
+    const c = "g-edit";
+    await agentFor(c, steerer, { pull: "one", concurrency: { strategy: "enqueue" } });
+    const first = await holding(c);
+    const strategies = ["steer", "reject", "interrupt", "parallel", "enqueue", "steer"];
+    const edits = (async () => {
+      for (const s of strategies) {
+        expect((await putAgentAs(c, steerer, s, "one")).status).toBe(200);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const posts = await burst(c, 30, "ed");
+    await edits;
+    await new Promise((r) => setTimeout(r, 100));
+    gate(c).resolve();
+    await quiet(c);
+    expect(await violations([first, ...posts])).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,249 @@
+import type { ServerResponse } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runOf, startSteererAndPlain } from "../support/conversation-runners";
+import { waitFor } from "../support/fake-platform";
+import { messageEvent, type TestHost } from "../support/host";
+import type { RunCall } from "../support/runner";
+
+/**
+ * Hammer a conversation with concurrent posts under each strategy, then check every event's fate: exactly one of
+ * its own run, a steering item injected, a steering item dropped, or rejected; ingress answer, GET /v1/events and
+ * EventLog agree; the runner saw each message at most once (exactly once when run or injected).
+ */
+let setup: Awaited<ReturnType<typeof startSteererAndPlain>>;
+let host: TestHost;
+let steerer: typeof setup.steerer;
+let plain: typeof setup.plain;
+const gate = (conversation: string) => setup.gate(conversation);
+const agentFor = (...args: Parameters<typeof setup.agentFor>) => setup.agentFor(...args);
+const seenAsRun = new Map<string, number>();
+const seenInPull = new Map<string, number>();
+const runsStarted = new Map<string, string[]>();
+const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+
+async function behave(call: RunCall, res: ServerResponse) {
+  const { ctx, w, conversation, text, api } = runOf(call, res);
+  runsStarted.set(conversation, [...(runsStarted.get(conversation) ?? []), text]);
+  bump(seenAsRun, text);
+  const pull = async () => {
+    if (ctx.config.pull === "never") return;
+    const r = await api("steering.pull", ctx.config.pull === "one" ? { mode: "one-at-a-time" } : {});
+    for (const i of r.body.data?.items ?? []) bump(seenInPull, i.input.text);
+  };
+  if (text.startsWith("hold")) {
+    let open = false;
+    void gate(conversation).promise.then(() => (open = true));
+    while (!open) {
+      await pull();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } else await new Promise((r) => setTimeout(r, 5));
+  await pull();
+  w.reply(`re: ${text}`);
+}
+
+beforeAll(async () => {
+  setup = await startSteererAndPlain(behave, (steering) => [{ name: "default", label: { en_US: "r" }, capabilities: { streaming: true, steering }, permissions: { events: ["get", "page"] } }]);
+  ({ host, steerer, plain } = setup);
+});
+afterAll(async () => {
+  await setup?.dispose();
+});
+
+interface Post {
+  text: string;
+  eventId: string;
+  answer: { status: number; body: { event_id: string; run_id: string | null; disposition: string } };
+}
+
+/** Every violation of the fate invariants, once the conversation has quieted down. */
+async function violations(posts: Post[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const p of posts) {
+    const { disposition, run_id } = p.answer.body;
+    const tag = `${p.text} (${disposition} ${run_id})`;
+    if (p.answer.status !== 202) out.push(`${tag}: status ${p.answer.status}`);
+    const ev = (await host.admin("GET", `/v1/events/${p.eventId}`)).body;
+    const outcomes = await host.query<{ event_type: string; run_id: string; data: string }>(
+      "SELECT event_type, run_id, data_json AS data FROM event_log WHERE event_type LIKE 'steering.%' AND json_extract(data_json, '$.source_event_id') = ?",
+      [p.eventId],
+    );
+    const runRows = await host.query<{ run_id: string; status: string }>("SELECT run_id, status FROM run WHERE event_id = ?", [p.eventId]);
+    const asRun = seenAsRun.get(p.text) ?? 0;
+    const inPull = seenInPull.get(p.text) ?? 0;
+    if (disposition === "started" || disposition === "queued") {
+      if (ev.disposition !== "bound" || ev.run_id !== run_id) out.push(`${tag}: GET says ${ev.disposition} ${ev.run_id}`);
+      if (outcomes.length) out.push(`${tag}: also has steering records ${outcomes.map((o) => o.event_type)}`);
+      if (runRows.length !== 1 || runRows[0].run_id !== run_id) out.push(`${tag}: run rows ${JSON.stringify(runRows)}`);
+      const status = runRows[0]?.status;
+      if (inPull) out.push(`${tag}: also pulled ${inPull}x`);
+      if (status === "completed" && asRun !== 1) out.push(`${tag}: completed but runner saw it ${asRun}x`);
+      if (status !== "completed" && status !== "cancelled") out.push(`${tag}: run ended ${status}`);
+      if (asRun > 1) out.push(`${tag}: runner called ${asRun}x`);
+    } else if (disposition === "steered") {
+      if (ev.disposition !== "steered" || ev.run_id !== run_id) out.push(`${tag}: GET says ${ev.disposition} ${ev.run_id}`);
+      if (outcomes.length !== 1) out.push(`${tag}: steering outcomes ${outcomes.map((o) => o.event_type).join(",") || "none"}`);
+      else {
+        if (outcomes[0].run_id !== run_id) out.push(`${tag}: outcome recorded on ${outcomes[0].run_id}`);
+        const want = outcomes[0].event_type === "steering.injected" ? 1 : 0;
+        if (inPull !== want) out.push(`${tag}: ${outcomes[0].event_type} but pulled ${inPull}x`);
+      }
+      if (runRows.length) out.push(`${tag}: own run rows ${JSON.stringify(runRows)}`);
+      if (asRun) out.push(`${tag}: also ran ${asRun}x`);
+    } else if (disposition === "rejected") {
+      if (ev.disposition !== "rejected" || (ev.run_id ?? null) !== null) out.push(`${tag}: GET says ${ev.disposition} ${ev.run_id}`);
+      if (outcomes.length || runRows.length || asRun || inPull) out.push(`${tag}: rejected yet ${JSON.stringify({ outcomes, runRows, asRun, inPull })}`);
+    } else out.push(`${tag}: unexpected disposition`);
+  }
+  return out;
+}
+
+/** The conversation's EventLog as the operator pages it: each event once, with the disposition GET gives, and its steering outcome. */
+async function listingViolations(c: string, posts: Post[], thread?: string): Promise<string[]> {
+  const items: any[] = [];
+  let cursor: string | undefined;
+  do {
+    const q = new URLSearchParams({ conversation_id: c, limit: "200", ...(thread ? { thread_id: thread } : {}), ...(cursor ? { cursor } : {}) });
+    const page = (await host.admin("GET", `/v1/conversations/events?${q}`)).body;
+    items.push(...page.items);
+    cursor = page.next_cursor;
+  } while (cursor);
+  const out: string[] = [];
+  for (const p of posts) {
+    const own = items.filter((i) => i.event_id === p.eventId);
+    const ev = (await host.admin("GET", `/v1/events/${p.eventId}`)).body;
+    if (own.length !== 1 || own[0].disposition !== ev.disposition || own[0].run_id !== ev.run_id) out.push(`${p.text}: listed ${JSON.stringify(own.map((o) => [o.disposition, o.run_id]))}`);
+    const outcomes = items.filter((i) => i.event_type.startsWith("steering.") && i.data?.source_event_id === p.eventId);
+    if (outcomes.length !== (p.answer.body.disposition === "steered" ? 1 : 0)) out.push(`${p.text}: listed outcomes ${outcomes.length}`);
+  }
+  return out;
+}
+
+/** Until no run of the conversation is left to end. */
+async function quiet(conversation: string) {
+  await waitFor(
+    async () => (await host.query<{ n: number }>("SELECT count(*) AS n FROM run WHERE conversation_id = ? AND status IN ('created','running')", [conversation]))[0].n === 0,
+    30_000,
+    `${conversation} to quiet down`,
+  );
+  // Drops are recorded after the run's end.
+  await new Promise((r) => setTimeout(r, 300));
+}
+
+const burst = (c: string, n: number, prefix: string, extra: Record<string, unknown> = {}) =>
+  Promise.all(
+    Array.from({ length: n }, async (_, i): Promise<Post> => {
+      const text = `${prefix}${i}`;
+      const eventId = `${c}-${prefix}${i}`;
+      const answer = (await host.postEvent(messageEvent(c, text, { event_id: eventId, ...extra }))) as Post["answer"];
+      return { text, eventId, answer };
+    }),
+  );
+
+async function holding(c: string, text = `hold-${c}`): Promise<Post> {
+  const eventId = `${c}-first`;
+  const answer = (await host.postEvent(messageEvent(c, text, { event_id: eventId }))) as Post["answer"];
+  await waitFor(() => (runsStarted.get(c) ?? []).length === 1, 10_000, "the first run");
+  return { text, eventId, answer };
+}
+
+describe("every event's fate under a concurrent burst", () => {
+  it("steer, the active run pulling all in a loop: all 20 steered and injected once", async () => {
+    const c = "f-steer-all";
+    await agentFor(c, steerer, { pull: "all" });
+    const first = await holding(c);
+    const posts = await burst(c, 20, "sa");
+    await new Promise((r) => setTimeout(r, 200));
+    gate(c).resolve();
+    await quiet(c);
+    expect(posts.map((p) => p.answer.body.disposition)).toEqual(posts.map(() => "steered"));
+    expect(await violations([first, ...posts])).toEqual([]);
+  }, 60_000);
+
+  it("steer, the run ending while the burst arrives (one-at-a-time pulls): each event has exactly one fate", async () => {
+    const c = "f-steer-ending";
+    await agentFor(c, steerer, { pull: "one" });
+    const first = await holding(c);
+    const pending = burst(c, 20, "se");
+    setTimeout(() => gate(c).resolve(), 15);
+    const posts = await pending;
+    await quiet(c);
+    expect(await violations([first, ...posts])).toEqual([]);
+    expect(await listingViolations(c, [first, ...posts])).toEqual([]);
+  }, 60_000);
+
+  it("steer, a run that never pulls: all 20 dropped once", async () => {
+    const c = "f-steer-never";
+    await agentFor(c, steerer, { pull: "never" });
+    const first = await holding(c);
+    const posts = await burst(c, 20, "sn");
+    gate(c).resolve();
+    await quiet(c);
+    expect(await violations([first, ...posts])).toEqual([]);
+  }, 60_000);
+
+  it("interrupt: 20 at once to a busy conversation, exactly one completes, each event its own run", async () => {
+    const c = "f-interrupt";
+    await agentFor(c, plain, { concurrency: { strategy: "interrupt" } });
+    const first = await holding(c);
+    const posts = await burst(c, 20, "in");
+    await quiet(c);
+    expect(await violations([first, ...posts])).toEqual([]);
+    const rows = await host.query<{ status: string }>("SELECT status FROM run WHERE conversation_id = ?", [c]);
+    expect(rows.filter((r) => r.status === "completed")).toHaveLength(1);
+  }, 60_000);
+
+  it("reject: 20 at once to a busy conversation, all rejected", async () => {
+    const c = "f-reject";
+    await agentFor(c, plain, { concurrency: { strategy: "reject" } });
+    const first = await holding(c);
+    const posts = await burst(c, 20, "rj");
+    gate(c).resolve();
+    await quiet(c);
+    expect(posts.map((p) => p.answer.body.disposition)).toEqual(posts.map(() => "rejected"));
+    expect(await violations([first, ...posts])).toEqual([]);
+  }, 60_000);
+
+  it("enqueue: 20 at once to a busy conversation, each runs once in turn", async () => {
+    const c = "f-enqueue";
+    await agentFor(c, plain, { concurrency: { strategy: "enqueue" } });
+    const first = await holding(c);
+    const posts = await burst(c, 20, "eq");
+    gate(c).resolve();
+    await quiet(c);
+    expect(posts.map((p) => p.answer.body.disposition)).toEqual(posts.map(() => "queued"));
+    expect(await violations([first, ...posts])).toEqual([]);
+  }, 60_000);
+
+  it("steer with debounce to an idle conversation: one run, every other event steered once", async () => {
+    const c = "f-steer-debounce";
+    await agentFor(c, steerer, { pull: "all", concurrency: { debounce_ms: 300 } });
+    const posts = await burst(c, 20, "sd");
+    await quiet(c);
+    expect(posts.filter((p) => p.answer.body.disposition === "started")).toHaveLength(1);
+    expect(await violations(posts)).toEqual([]);
+  }, 60_000);
+
+  it("steer to an idle conversation without debounce: each event one fate", async () => {
+    const c = "f-steer-idle";
+    await agentFor(c, steerer, { pull: "one" });
+    const posts = await burst(c, 20, "si");
+    await quiet(c);
+    expect(await violations(posts)).toEqual([]);
+  }, 60_000);
+
+  it("threads: a burst to two threads of one busy conversation is steered only within its own thread", async () => {
+    const c = "f-threads";
+    await agentFor(c, steerer, { pull: "all" });
+    const first = { text: "hold-t1", eventId: `${c}-first`, answer: (await host.postEvent(messageEvent(c, "hold-t1", { event_id: `${c}-first`, thread_id: "t1" }))) as Post["answer"] };
+    await waitFor(() => (runsStarted.get(c) ?? []).length === 1, 10_000, "the first run");
+    const [a, b] = await Promise.all([burst(c, 10, "ta", { thread_id: "t1" }), burst(c, 10, "tb", { thread_id: "t2" })]);
+    await new Promise((r) => setTimeout(r, 200));
+    gate(c).resolve();
+    await quiet(c);
+    expect(a.map((p) => [p.answer.body.disposition, p.answer.body.run_id])).toEqual(a.map(() => ["steered", first.answer.body.run_id]));
+    expect(b.filter((p) => p.answer.body.run_id === first.answer.body.run_id)).toEqual([]);
+    expect(await violations([first, ...a, ...b])).toEqual([]);
+    expect([...(await listingViolations(c, [first, ...a], "t1")), ...(await listingViolations(c, b, "t2"))]).toEqual([]);
+  }, 60_000);
+});
