@@ -27,8 +27,10 @@ async function behave(call: RunCall, res: ServerResponse) {
   bump(seenAsRun, text);
   const pull = async () => {
     if (ctx.config.pull === "never") return;
-    const r = await api("steering.pull", ctx.config.pull === "one" ? { mode: "one-at-a-time" } : {});
-    for (const i of r.body.data?.items ?? []) bump(seenInPull, i.input.text);
+    // "double": three pulls at once, as a runner with concurrent turns might.
+    const n = ctx.config.pull === "double" ? 3 : 1;
+    const rs = await Promise.all(Array.from({ length: n }, () => api("steering.pull", ctx.config.pull === "one" ? { mode: "one-at-a-time" } : {})));
+    for (const r of rs) for (const i of r.body.data?.items ?? []) bump(seenInPull, i.input.text);
   };
   if (text.startsWith("hold")) {
     let open = false;
@@ -245,5 +247,62 @@ describe("every event's fate under a concurrent burst", () => {
     expect(b.filter((p) => p.answer.body.run_id === first.answer.body.run_id)).toEqual([]);
     expect(await violations([first, ...a, ...b])).toEqual([]);
     expect([...(await listingViolations(c, [first, ...a], "t1")), ...(await listingViolations(c, b, "t2"))]).toEqual([]);
+  }, 60_000);
+});
+
+const putAgentAs = (c: string, runner: typeof plain, strategy: string, pull = "all") =>
+  host.admin("PUT", `/v1/admin/agents/agent-${c}`, { name: c, runner_id: runner.runnerId(), runner_config: { pull }, event_types: ["message.received"], scope: { type: "conversation", id: c }, concurrency: { strategy } });
+
+describe("more bursts", () => {
+  it("steer, the runner pulling three at once in a loop: nothing is handed to it twice", async () => {
+    const c = "g-double";
+    await agentFor(c, steerer, { pull: "double" as any });
+    const first = await holding(c);
+    const posts = await burst(c, 20, "dp");
+    await new Promise((r) => setTimeout(r, 200));
+    gate(c).resolve();
+    await quiet(c);
+    expect(await violations([first, ...posts])).toEqual([]);
+  }, 60_000);
+
+  for (const strategy of ["interrupt", "enqueue", "parallel", "steer"]) {
+    it(`the same event_id 20 times at once to a busy ${strategy} conversation, 4 rounds: one fate each`, async () => {
+      const c = `g-dup-${strategy}`;
+      await agentFor(c, strategy === "steer" ? steerer : plain, { pull: "all", concurrency: { strategy } });
+      const first = await holding(c);
+      const posts: Post[] = [];
+      for (let round = 0; round < 4; round++) {
+        const text = `${strategy}-d${round}`;
+        const eventId = `${c}-${text}`;
+        const copies = await Promise.all(Array.from({ length: 20 }, () => host.postEvent(messageEvent(c, text, { event_id: eventId }))));
+        const firsts = copies.filter((a) => a.body.disposition !== "duplicate");
+        const runIds = [...new Set(copies.map((a) => a.body.run_id))];
+        expect({ firsts: firsts.length, runIds: runIds.length }).toEqual({ firsts: 1, runIds: 1 });
+        posts.push({ text, eventId, answer: firsts[0] as Post["answer"] });
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      gate(c).resolve();
+      await quiet(c);
+      expect(await violations([first, ...posts])).toEqual([]);
+    }, 60_000);
+  }
+
+  it("the agent's strategy edited back and forth during a burst: every event one fate", async () => {
+    const c = "g-edit";
+    await agentFor(c, steerer, { pull: "one", concurrency: { strategy: "enqueue" } });
+    const first = await holding(c);
+    const strategies = ["steer", "reject", "interrupt", "parallel", "enqueue", "steer"];
+    const edits = (async () => {
+      for (const s of strategies) {
+        expect((await putAgentAs(c, steerer, s, "one")).status).toBe(200);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const posts = await burst(c, 30, "ed");
+    await edits;
+    await new Promise((r) => setTimeout(r, 100));
+    gate(c).resolve();
+    await quiet(c);
+    expect(await violations([first, ...posts])).toEqual([]);
   }, 60_000);
 });
