@@ -97,11 +97,14 @@ export function unsafeIntegerIn(value: unknown): number | null {
   return null;
 }
 
-/** A JSON value to keep as sent (state): one whose numbers JSON parsing may have rounded is refused, with what to send instead. */
-export const ExactJsonValueSchema = JsonValueSchema.superRefine((v, ctx) => {
-  const unsafe = unsafeIntegerIn(v);
+/** A zod refinement for a value kept as sent: one whose numbers JSON parsing may have rounded is refused, with what to send instead. */
+export function refuseRoundedIntegers(value: unknown, ctx: z.RefinementCtx): void {
+  const unsafe = unsafeIntegerIn(value);
   if (unsafe !== null) ctx.addIssue({ code: "custom", message: `the number ${unsafe} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string` });
-});
+}
+
+/** A JSON value to keep as sent (state). */
+export const ExactJsonValueSchema = JsonValueSchema.superRefine(refuseRoundedIntegers);
 
 /** UTF-8 size of a value once serialised; limits in the protocol are in bytes. */
 export function jsonByteLength(value: unknown): number {

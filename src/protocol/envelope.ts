@@ -16,6 +16,7 @@ import {
   orDefault,
   RecordSchema,
   ScopedIdSchema,
+  refuseRoundedIntegers,
   utf8ByteLength,
 } from "./common";
 import { PLATFORMS } from "../platforms/types";
@@ -32,6 +33,8 @@ const DOT_SEGMENT = /^\.{1,2}$/;
 const HOST_EVENT_ID = new RegExp(`^(?:(?:${PLATFORMS.join("|")}):|hev_)`);
 /** Event metadata keys the host writes itself (a steering claim, attachments it could not store): a caller's would forge them. */
 const HOST_METADATA_KEYS = ["steering", "attachments_unavailable"];
+/** A free-form bag kept and passed on as sent: a whole number JSON parsing rounded (a 64-bit id) is refused, never stored altered. */
+const ExactRecordSchema = RecordSchema.superRefine(refuseRoundedIntegers);
 // Every timestamp the host gives back is ISO 8601 in UTC with a four-digit year.
 const inFourDigitYears = (time: string) => {
   const year = new Date(time).getUTCFullYear();
@@ -42,13 +45,13 @@ export const EnvelopeActorSchema = z.strictObject({
   actor_type: nulFreeText().min(1).max(64),
   actor_id: ScopedIdSchema.nullish(),
   actor_name: nulFreeText().max(200).nullish(),
-  metadata: orDefault(RecordSchema, {}),
+  metadata: orDefault(ExactRecordSchema, {}),
 });
 
 export const EnvelopeSubjectSchema = z.strictObject({
   subject_type: nulFreeText().min(1).max(64),
   subject_id: ScopedIdSchema.nullish(),
-  data: orDefault(RecordSchema, {}),
+  data: orDefault(ExactRecordSchema, {}),
 });
 
 /** At most this many attachments per event: ingress work stays bounded. */
@@ -100,9 +103,9 @@ export const EventEnvelopeSchema = z.strictObject({
   actor: EnvelopeActorSchema,
   subject: EnvelopeSubjectSchema.nullish(),
   input: orDefault(EnvelopeInputSchema, {}),
-  data: orDefault(RecordSchema, {}),
+  data: orDefault(ExactRecordSchema, {}),
   metadata: orDefault(
-    RecordSchema.refine((m) => !HOST_METADATA_KEYS.some((k) => Object.hasOwn(m, k)), `metadata keys ${HOST_METADATA_KEYS.join(", ")} are written by the host`),
+    ExactRecordSchema.refine((m) => !HOST_METADATA_KEYS.some((k) => Object.hasOwn(m, k)), `metadata keys ${HOST_METADATA_KEYS.join(", ")} are written by the host`),
     {},
   ),
 });
