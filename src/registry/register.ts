@@ -93,6 +93,7 @@ async function agentConfigsMoved(db: Db, existing: { serviceId: string; baseUrl:
   return moved;
 }
 
+const movedMeanwhile = (serviceId: string) => conflict(`runner service ${serviceId} was moved while its manifest was fetched: nothing was saved; read it again and retry`);
 const deletedMeanwhile = (serviceId: string) => notFound(`runner service ${serviceId} was deleted while its manifest was fetched: nothing was saved`);
 
 /**
@@ -100,7 +101,7 @@ const deletedMeanwhile = (serviceId: string) => notFound(`runner service ${servi
  * validated on its own: an invalid one is skipped and reported, the rest
  * are registered as `http:{author}/{name}/{runner}`.
  */
-export async function registerRunnerService(db: Db, input: { base_url: string; secret?: string | null; serviceId?: string }) {
+export async function registerRunnerService(db: Db, input: { base_url: string; secret?: string | null; serviceId?: string; refresh?: boolean }) {
   const store = registryStore(db);
   const raw = await fetchManifest(input.base_url);
   const parsed = parseRunnerServiceManifest(raw);
@@ -108,6 +109,8 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
   const existing = input.serviceId ? await store.getService(input.serviceId) : await store.getServiceByUrl(input.base_url);
   // A refresh or PUT of a service deleted while its manifest was fetched: not registered again under a new id.
   if (input.serviceId && !existing) throw deletedMeanwhile(input.serviceId);
+  // A refresh of a service moved (PUT) while its manifest was fetched from the old address: not moved back.
+  if (input.refresh && existing && existing.baseUrl !== input.base_url) throw movedMeanwhile(existing.serviceId);
   const serviceId = existing?.serviceId ?? newId("svc");
   const now = Date.now();
   const runners = parsed.runners.map((r) => ({
@@ -155,7 +158,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     }
     throw err;
   }
-  if (!saved) throw deletedMeanwhile(serviceId);
+  if (!saved) throw (await store.getService(serviceId)) ? movedMeanwhile(serviceId) : deletedMeanwhile(serviceId);
   const service = (await store.getService(serviceId))!;
   return {
     service: toServiceView(service, await store.runnersOf(serviceId)),

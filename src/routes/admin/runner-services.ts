@@ -62,7 +62,7 @@ export const runnerServicesRouter = router()
   .post("/:serviceId/refresh", async (c) => {
     const db = dbOf(c.env);
     const service = await existingService(db, c.req.param("serviceId"));
-    return c.json(await registerRunnerService(db, { base_url: service.baseUrl, serviceId: service.serviceId }));
+    return c.json(await registerRunnerService(db, { base_url: service.baseUrl, serviceId: service.serviceId, refresh: true }));
   });
 
 export const runnersRouter = router().get("/", validate("query", AdminListQuery), (c) =>
