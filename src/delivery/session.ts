@@ -66,6 +66,8 @@ interface Reply {
   broken: boolean;
   /** Parts whose send failed but may have been posted, with their text: the same text is not sent again. */
   unconfirmed: Map<number, string>;
+  /** Shown instead of the draft when none of it reached the chat (the run failed), or null. */
+  unshownNotice?: string | null;
 }
 
 /** What a streamed message beyond the final text's parts is edited to. */
@@ -194,7 +196,8 @@ export class DeliverySession {
         // run.completed may carry the only message, or the final one after others; a stream cut short keeps exactly what it showed.
         const answer = entry.type === "run.completed" && this.final.isNew(entry) ? this.answerOf(data.message) : null;
         if (answer !== null) this.complete(answer.text, answer.files);
-        else if (this.current) this.complete(this.current.text);
+        // A run that failed before any of its draft reached the chat has shown nothing: it answers with the notice.
+        else if (this.current) this.complete(this.current.text, [], entry.type === "run.failed" ? noticeInsteadOfAnswer(this.job, this.adapter.surface, entry) : null);
         // Streamed as deltas to a chat that does not stream, never completed: the run's message, sent whole.
         else if (entry.type === "run.completed" && this.final.unfinished) this.complete(this.final.unfinished);
         else if (this.replies === 0) {
@@ -249,8 +252,9 @@ export class DeliverySession {
     return { index: ++this.replies, text: "", final: null, messages: [], files: [], pumping: false, broken: false, unconfirmed: new Map() };
   }
 
-  private complete(text: string, files: string[] = []): void {
+  private complete(text: string, files: string[] = [], unshownNotice: string | null = null): void {
     const reply = this.current ?? this.newReply();
+    reply.unshownNotice = unshownNotice;
     this.current = null;
     // A final message of files alone keeps what was streamed before it, whole.
     reply.final = text.trim() ? text : reply.text;
@@ -294,7 +298,7 @@ export class DeliverySession {
 
   /** The final text, then the files; an answer of files alone that could send none says so. */
   private async finish(reply: Reply): Promise<void> {
-    const text = reply.final ?? "";
+    const text = reply.unshownNotice && !reply.messages.length && !reply.unconfirmed.size ? reply.unshownNotice : (reply.final ?? "");
     if (text.trim()) await this.finishText(reply, text);
     if (reply.files.length === 0) return;
     const sent = await this.sendFiles(reply);
