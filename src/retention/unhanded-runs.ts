@@ -23,11 +23,12 @@ const START: Position = { createdAt: -1, runId: "" };
  * one it never received ends as failed with `host.not_handed_over`. Oldest first, at most
  * `batchSize × maxBatches` runs looked at per invocation, from where the last invocation stopped (runs held
  * long are looked at again only once the walk has reached the end and starts over, so they never keep it
- * from a lost run behind them).
+ * from a lost run behind them; so are those of a conversation whose object failed, and the invocation then fails).
  */
 export async function endNeverHandedOverRuns(env: Env, db: Db, now: number, limits: BatchLimits): Promise<number> {
   let after = (await readSweepPosition(env.ARTIFACTS, UNHANDED_SWEEP_POSITION_KEY, positionOf)) ?? START;
   let ended = 0;
+  const failures: unknown[] = [];
   for (let i = 0; i < limits.maxBatches; i++) {
     const page = await runsStore(db).notStartedBefore(now - HAND_OVER_GRACE_MS, after, limits.batchSize);
     const byConversation = new Map<string, string[]>();
@@ -36,7 +37,14 @@ export async function endNeverHandedOverRuns(env: Env, db: Db, now: number, limi
       if (runIds) runIds.push(row.runId);
       else byConversation.set(row.conversationKey, [row.runId]);
     }
-    for (const [key, runIds] of byConversation) ended += await env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(key)).endNeverHandedOver(runIds);
+    for (const [key, runIds] of byConversation) {
+      try {
+        ended += await env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(key)).endNeverHandedOver(runIds);
+      } catch (err) {
+        // Passed over until the walk comes round again, so one conversation that keeps failing never holds up the rest.
+        failures.push(err);
+      }
+    }
     if (page.length < limits.batchSize) {
       after = START;
       break;
@@ -44,6 +52,7 @@ export async function endNeverHandedOverRuns(env: Env, db: Db, now: number, limi
     after = { createdAt: page[page.length - 1].createdAt, runId: page[page.length - 1].runId };
   }
   await writeSweepPosition(env.ARTIFACTS, UNHANDED_SWEEP_POSITION_KEY, after === START ? null : after);
+  if (failures.length) throw new AggregateError(failures, `${failures.length} conversation(s) could not be asked about their runs (${ended} ended)`);
   return ended;
 }
 

@@ -100,4 +100,23 @@ describe("runs never handed over to their conversation", () => {
     rejectingBusy.resolve();
     expect((await host.waitForRun(busy.body.run_id!)).status).toBe("completed");
   });
+  it("one conversation whose object keeps failing does not keep the sweep from the others, and the invocation says it failed", async () => {
+    const failing = "handed-failing";
+    const healthy = "handed-healthy";
+    for (const c of [failing, healthy]) await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    // Oldest first: the failing conversation's run comes before the healthy one's.
+    const stuck = await unhandedRun(host, failing, "evt-handed-failing");
+    const lost = await unhandedRun(host, healthy, "evt-handed-healthy");
+    host.databaseOutage({ queries: 1000, matching: stuck });
+    try {
+      await expect(host.triggerScheduled({ scheduledTime: new Date(Date.now() + 11 * MINUTE_MS) })).rejects.toThrow(/outcome exception/);
+    } finally {
+      host.databaseOutage({ queries: 0 });
+    }
+    expect((await statusOf(lost)).error?.code).toBe("host.not_handed_over");
+    expect((await statusOf(stuck)).status).toBe("created");
+    // The walk went on to the end: the next invocation starts over and reaches the one that failed.
+    await host.triggerScheduled({ scheduledTime: new Date(Date.now() + 12 * MINUTE_MS) });
+    expect((await statusOf(stuck)).error?.code).toBe("host.not_handed_over");
+  });
 });
