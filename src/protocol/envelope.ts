@@ -17,6 +17,7 @@ import {
   RecordSchema,
   ScopedIdSchema,
   refuseRoundedIntegers,
+  textOfElements,
   utf8ByteLength,
 } from "./common";
 import { PLATFORMS } from "../platforms/types";
@@ -83,7 +84,12 @@ export const EnvelopeInputSchema = z.strictObject({
       message: `text longer than ${INPUT_TEXT_MAX_BYTES} bytes; send it as an attachment`,
     })
     .nullish(),
-  contents: z.array(ContentElementSchema).nullish(),
+  contents: z
+    .array(ContentElementSchema)
+    .refine((els) => utf8ByteLength(textOfElements(els)) <= INPUT_TEXT_MAX_BYTES, {
+      message: `text parts longer than ${INPUT_TEXT_MAX_BYTES} bytes together; send it as an attachment`,
+    })
+    .nullish(),
   attachments: z.array(EnvelopeAttachmentSchema).max(INPUT_ATTACHMENTS_MAX).nullish(),
 });
 

@@ -342,5 +342,10 @@ describe("event envelope", () => {
     expect(EventEnvelopeSchema.safeParse({ ...envelope, event_time: "0000-01-01T00:30:00+01:00" }).success).toBe(false);
     expect(EventEnvelopeSchema.safeParse({ ...envelope, event_time: "yesterday" }).success).toBe(false);
     expect(EventEnvelopeSchema.safeParse({ ...envelope, input: { text: "é".repeat(40_000) } }).success).toBe(false);
+    // Text sent as parts is held to the same cap, counted over all its parts.
+    const parts = (n: number) => Array.from({ length: n }, () => ({ type: "text", text: "é".repeat(10_000) }));
+    expect(EventEnvelopeSchema.safeParse({ ...envelope, input: { contents: parts(3) } }).success).toBe(true);
+    const tooLong = EventEnvelopeSchema.safeParse({ ...envelope, input: { contents: parts(4) } });
+    expect(tooLong.error?.issues[0]).toMatchObject({ path: ["input", "contents"], message: expect.stringMatching(/attachment/) });
   });
 });
