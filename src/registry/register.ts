@@ -46,6 +46,13 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
   }
 }
 
+async function readManifest(baseUrl: string) {
+  const raw = await fetchManifest(baseUrl);
+  const parsed = parseRunnerServiceManifest(raw);
+  if (!parsed.ok) throw new HostError(400, "invalid_request", `manifest is not an agent-runner/v1 manifest: ${parsed.issues}`);
+  return { raw, parsed };
+}
+
 /**
  * A service's new manifest may not break an agent bound to it: drop the runner
  * it runs on (its events would silently go unbound), or require a config field
@@ -103,9 +110,11 @@ const deletedMeanwhile = (serviceId: string) => notFound(`runner service ${servi
  */
 export async function registerRunnerService(db: Db, input: { base_url: string; secret?: string | null; serviceId?: string; refresh?: boolean }) {
   const store = registryStore(db);
-  const raw = await fetchManifest(input.base_url);
-  const parsed = parseRunnerServiceManifest(raw);
-  if (!parsed.ok) throw new HostError(400, "invalid_request", `manifest is not an agent-runner/v1 manifest: ${parsed.issues}`);
+  const { raw, parsed } = await readManifest(input.base_url).catch(async (err: unknown) => {
+    // A refresh that could not read the manifest: the service keeps its runners, and shows why until one succeeds.
+    if (input.refresh && input.serviceId && err instanceof HostError) await store.noteRefreshFailed(input.serviceId, input.base_url, err.message);
+    throw err;
+  });
   const existing = input.serviceId ? await store.getService(input.serviceId) : await store.getServiceByUrl(input.base_url);
   // A refresh or PUT of a service deleted while its manifest was fetched: not registered again under a new id.
   if (input.serviceId && !existing) throw deletedMeanwhile(input.serviceId);

@@ -39,7 +39,11 @@ export function registryStore(db: Db) {
     runnersOf: (serviceId: string) => db.select().from(runner).where(eq(runner.serviceId, serviceId)).orderBy(runner.runnerId).all(),
     getRunner: (runnerId: string) => db.select().from(runner).where(eq(runner.runnerId, runnerId)).get(),
 
-    /** A service and its runners, in one batch. */
+    /** Why the service's manifest could not be read at `baseUrl` (only while it is still there). */
+    async noteRefreshFailed(serviceId: string, baseUrl: string, message: string) {
+      await db.update(runnerService).set({ lastError: message }).where(and(eq(runnerService.serviceId, serviceId), eq(runnerService.baseUrl, baseUrl)));
+    },
+
     /** The service, its runners and its plugin storage, which nobody could reach again (a new registration gets a new id). */
     async removeService(serviceId: string) {
       await db.batch([

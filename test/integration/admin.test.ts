@@ -58,6 +58,32 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect(refreshed.body.service.service_id).toBe(res.body.service.service_id);
   });
 
+  it("shows why the last refresh failed as last_error, until a refresh succeeds", async () => {
+    let answer: "manifest" | "down" | "garbage" = "manifest";
+    const manifest = { protocol: "agent-runner/v1", author: "tests", name: "flaky", version: "1", runners: [{ name: "default", label: { en_US: "flaky" } }] };
+    const flaky = await listenLoopback((_req, res) => {
+      if (answer === "down") res.writeHead(503).end("maintenance");
+      else res.writeHead(200, { "content-type": "application/json" }).end(answer === "garbage" ? '{"protocol":"v0"}' : JSON.stringify(manifest));
+    });
+    try {
+      const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: flaky.url })).body.service.service_id;
+      const lastError = async () => (await host.admin("GET", `/v1/admin/runner-services/${serviceId}`)).body.last_error;
+      expect(await lastError()).toBeUndefined();
+      answer = "down";
+      expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(502);
+      expect(await lastError()).toMatch(/HTTP 503/);
+      answer = "garbage";
+      expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(400);
+      expect(await lastError()).toMatch(/not an agent-runner\/v1 manifest/);
+      answer = "manifest";
+      expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
+      expect(await lastError()).toBeUndefined();
+      expect((await host.admin("DELETE", `/v1/admin/runner-services/${serviceId}`)).status).toBe(204);
+    } finally {
+      await flaky.close();
+    }
+  });
+
   it("refuses a refresh whose manifest drops a runner an agent runs on (409 naming both), and applies it once no agent does", async () => {
     const runners: Record<string, unknown>[] = [{ name: "keep", label: { en_US: "keep" } }, { name: "gone", label: { en_US: "gone" } }];
     const mutable = await startAdHocRunner({ name: "mutable", runners, onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("ok") });
