@@ -3,7 +3,7 @@ import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { chatReplyDeps, DeliverySession } from "../src/delivery/session";
-import { handleHostApiCall, parseHostApiBody, refuseBody, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
+import { handleHostApiCall, parseHostApiBody, refuseBody, refuseCallsInFlight, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import { authorizeUpload, changeUploadBudget, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
 import { RunClaims } from "../src/run/claim";
@@ -25,7 +25,6 @@ import { SettlingWork } from "./settling-work";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { PendingReplies } from "./pending-replies";
 import { describeError } from "../src/lib/describe-error";
-
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
  * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
@@ -145,6 +144,8 @@ export class ConversationDO extends DurableObject<Env> {
   async hostApi(runId: string, token: string, body: HostApiBody): Promise<HostApiReply> {
     const session = await this.sessions.authenticated(runId, token);
     if (!session) return refuseToken(runId, this.sessions.get(runId));
+    const limit = configOf(this.env).MAX_API_CALLS_IN_FLIGHT;
+    if (session.ledgerSequence.callsInFlight >= limit) return refuseCallsInFlight(session.snapshot, limit);
     const parsed = parseHostApiBody(body);
     if ("refused" in parsed) return refuseBody(session.snapshot, parsed.refused);
     // Tracked: the run's end gives a call stopped with it a moment to record how it ended.

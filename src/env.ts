@@ -21,6 +21,7 @@ export interface Env {
   RUNNER_MAX_STREAM_BYTES?: string;
   MAX_EVENT_BODY_BYTES?: string;
   MAX_API_BODY_BYTES?: string;
+  MAX_API_CALLS_IN_FLIGHT?: string;
   HOST_VERSION?: string;
   INPUT_ATTACHMENT_MAX_BYTES?: string;
   INPUT_ATTACHMENT_FETCH_TIMEOUT_MS?: string;
@@ -70,6 +71,8 @@ const ConfigFields = z.object({
   RUNNER_MAX_STREAM_BYTES: positiveInt(32 * MiB),
   MAX_EVENT_BODY_BYTES: positiveInt(MiB),
   MAX_API_BODY_BYTES: positiveInt(2 * MiB),
+  /** Host API calls one run may have in flight; more are refused 429, so a runner cannot make its conversation's object hold a body and an upstream answer for each of thousands. */
+  MAX_API_CALLS_IN_FLIGHT: positiveInt(16),
   HOST_VERSION: z.string().default("0.1.0"),
   /** Largest input attachment (decoded base64 or fetched URL body). */
   INPUT_ATTACHMENT_MAX_BYTES: positiveInt(10 * MiB),

@@ -77,6 +77,13 @@ export function refuseBody(snapshot: AuthorizationSnapshot, refused: BodyRefusal
   return errorReply(err);
 }
 
+/** 429 for a call past the run's MAX_API_CALLS_IN_FLIGHT: refused before it is looked at, so it holds nothing. */
+export function refuseCallsInFlight(snapshot: AuthorizationSnapshot, limit: number): HostApiReply {
+  const err = new ApiError("rate_limited", `this run already has ${limit} Host API calls in flight; try again once one is answered`, { retryable: true, details: { limit } });
+  logRefusal(snapshot.runId, snapshot, err.code, err.status);
+  return errorReply(err);
+}
+
 /**
  * One Host API call of an authenticated run (the token was already checked by
  * the owning Durable Object). Checks in §8 order against the frozen snapshot:

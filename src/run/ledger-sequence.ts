@@ -29,6 +29,11 @@ export class LedgerSequence {
     return pending;
   }
 
+  /** Host API calls in flight. */
+  get callsInFlight(): number {
+    return this.calls.size;
+  }
+
   /** A Host API call in flight: the run's end may wait for it to record how it ended. */
   track<T>(call: Promise<T>): Promise<T> {
     const forget = () => void this.calls.delete(tracked);
