@@ -39,6 +39,7 @@ export interface Env {
   PLATFORM_API_TIMEOUT_MS?: string;
   DB_QUERY_TIMEOUT_MS?: string;
   DELIVERY_EDIT_INTERVAL_MS?: string;
+  DELIVERY_MAX_PARTS?: string;
   DELIVERY_MAX_ATTEMPTS?: string;
   DELIVERY_RETRY_BASE_MS?: string;
   DELIVERY_MAX_RETRY_AFTER_MS?: string;
@@ -111,6 +112,8 @@ const ConfigFields = z.object({
   DB_QUERY_TIMEOUT_MS: positiveInt(15_000),
   /** Streaming replies: at least this long between two edits of one message. */
   DELIVERY_EDIT_INTERVAL_MS: positiveInt(1_000),
+  /** Most messages one reply's text takes in a chat (the last of them then says the rest was cut); at least 2. */
+  DELIVERY_MAX_PARTS: positiveInt(20).refine((n) => n >= 2, "DELIVERY_MAX_PARTS must be at least 2"),
   /** Tries per delivery call (send or edit), the first included. */
   DELIVERY_MAX_ATTEMPTS: positiveInt(4),
   /** Backoff before the n-th retry of a failed call: base * 2^(n-1), when the platform named no wait. */

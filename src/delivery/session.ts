@@ -15,7 +15,7 @@ import { configOf, type Config, type Env } from "../env";
 import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
-import { splitMessage } from "../platforms/split";
+import { splitReply } from "../platforms/split";
 import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
 import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
@@ -277,7 +277,7 @@ export class DeliverySession {
   private async pump(reply: Reply): Promise<void> {
     try {
       while (!this.closed && reply.final === null && !reply.broken) {
-        const parts = splitMessage(reply.text, this.adapter.surface.maxMessageSize);
+        const parts = splitReply(reply.text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS);
         const i = parts.findIndex((part, n) => reply.messages[n]?.shown !== part);
         // Nothing new, or only whitespace so far (platforms refuse blank messages).
         if (i < 0 || !parts[i].trim()) return;
@@ -307,7 +307,7 @@ export class DeliverySession {
 
   /** The final text, exactly: streamed messages corrected in place, the remaining parts sent. */
   private async finishText(reply: Reply, text: string): Promise<void> {
-    const parts = splitMessage(text, this.adapter.surface.maxMessageSize);
+    const parts = splitReply(text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS);
     for (let i = 0; i < parts.length && !this.closed; i++) {
       const message = reply.messages[i];
       if (message?.shown === parts[i] || !parts[i].trim()) continue;

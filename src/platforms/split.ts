@@ -31,6 +31,21 @@ export function splitMessage(text: string, max: number): string[] {
   return parts;
 }
 
+/** The last message of a reply cut at DELIVERY_MAX_PARTS. */
+export const REPLY_CUT_NOTICE = "(The answer goes on, but is too long for this chat: the rest was cut.)";
+
+/**
+ * A reply's messages: `splitMessage`'s parts, at most `maxParts` of them; past that the last says the rest was cut, so
+ * a runaway answer (a runner's reply of megabytes) never floods the chat with hundreds of messages. Only the text's
+ * start is split, so its cost does not grow with the reply (a streamed draft is split again at each edit).
+ */
+export function splitReply(text: string, max: number, maxParts: number): string[] {
+  // Every part but the last takes at most `max` units: so many more than maxParts parts need, and suffice to tell.
+  const head = text.length > (maxParts + 1) * max ? text.slice(0, (maxParts + 1) * max) : text;
+  const parts = splitMessage(head, max);
+  return parts.length <= maxParts ? parts : [...parts.slice(0, maxParts - 1), REPLY_CUT_NOTICE];
+}
+
 const FENCE = "```";
 const CLOSER = "```";
 const FENCE_LINE = /^ {0,3}```/;

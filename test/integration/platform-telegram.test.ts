@@ -212,6 +212,17 @@ describe("Telegram: webhook in, reply out", () => {
     expect(sends.slice(1).every((s) => s.body.reply_parameters === undefined)).toBe(true);
   });
 
+  it("cuts a runaway reply at DELIVERY_MAX_PARTS (20) messages, the last saying so", async () => {
+    await post(update("-100710", { text: "long 200000" }));
+    const runId = contextFor("long 200000").find((c) => c.conversation.conversation_id === "-100710")!.run_id;
+    expect((await host.waitForRun(runId)).message?.content).toHaveLength(200_000);
+    const sends = await waitFor(() => sendsTo("-100710").length >= 20 && sendsTo("-100710"));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(sendsTo("-100710")).toHaveLength(20);
+    expect(sends.at(-1)!.body.text).toBe("(The answer goes on, but is too long for this chat: the rest was cut.)");
+    expect(sends.slice(0, -1).every((s) => s.body.text.length > 2048 && s.body.text.length <= 4096)).toBe(true);
+  });
+
   it("retries a 429 after the retry_after Telegram asks for, and records both attempts", async () => {
     throttledChats.set("-100800", 1);
     await post(update("-100800", { text: "rate limited" }));

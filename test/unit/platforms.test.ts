@@ -6,9 +6,27 @@ import { decryptLarkBody, openLarkRequest } from "../../src/platforms/lark/verif
 import { scrubSecrets, withoutPaths } from "../../src/platforms/redact";
 import { normalizeEnvelope } from "../../src/platforms/slack/normalize";
 import { verifySlackSignature } from "../../src/platforms/slack/verify";
-import { splitMessage } from "../../src/platforms/split";
+import { REPLY_CUT_NOTICE, splitMessage, splitReply } from "../../src/platforms/split";
 import { normalizeUpdate } from "../../src/platforms/telegram/normalize";
 import { normalizeInteraction } from "../../src/platforms/discord/normalize";
+
+describe("splitReply", () => {
+  it("is splitMessage up to maxParts parts, and past them ends with the cut notice after maxParts - 1 parts", () => {
+    const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
+    for (const text of [words(10), words(200), "```ts\n" + "const x = 1;\n".repeat(40) + "```\n" + words(30)]) {
+      const whole = splitMessage(text, 50);
+      const capped = splitReply(text, 50, 8);
+      if (whole.length <= 8) expect(capped).toEqual(whole);
+      else expect(capped).toEqual([...whole.slice(0, 7), REPLY_CUT_NOTICE]);
+    }
+  });
+  it("splits only the text's start, so a reply of megabytes costs what its first parts cost", () => {
+    const huge = "x ".repeat(4 * 1024 * 1024);
+    const parts = splitReply(huge, 4096, 20);
+    expect(parts).toHaveLength(20);
+    expect(parts.slice(0, 19)).toEqual(splitMessage(huge.slice(0, 100_000), 4096).slice(0, 19));
+  });
+});
 
 describe("splitMessage", () => {
   it("keeps short text whole and joins back to the original", () => {
