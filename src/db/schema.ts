@@ -132,6 +132,8 @@ export const run = sqliteTable(
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
     resultCount: integer("result_count").notNull().default(0),
+    /** The conversation's newest transcript seq when its event was recorded (0: none; null: recorded before migration 0015). */
+    latestTranscriptSeq: integer("latest_transcript_seq"),
     createdAt: integer("created_at").notNull(),
     startedAt: integer("started_at"),
     endedAt: integer("ended_at"),

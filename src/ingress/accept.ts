@@ -171,7 +171,10 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     // Only a true repeat: one naming another conversation or meeting another agent now must not take the run there.
     if (row.runId && bound && row.disposition === "bound" && isNotStarted(first?.status) && first.conversationKey === key && first.agentId === bound.agent.agentId) {
       const recorded = await eventLogStore(db).get(eventId);
-      const job = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
+      // An event without an item of its own comes after the history as it stood when it arrived, not as it stands now.
+      const arrival = seqs.transcriptSeq === null ? first.latestTranscriptSeq : null;
+      const latestTranscriptSeq = arrival === null ? seqs.latestTranscriptSeq : arrival || null;
+      const job = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, latestTranscriptSeq, bound, publicBaseUrl });
       const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
       // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
       if (decided.disposition === "steered" || decided.disposition === "rejected") runOfRepeat = decided.runId;

@@ -64,6 +64,8 @@ export const runInsert = compiled((db) =>
       agentId: recordedAgentId(),
       runnerId: sql`(SELECT ${agent.runnerId} FROM ${agent} WHERE ${agent.agentId} = ${recordedAgentId()})`,
       status: "created",
+      // Where the history stood when the event arrived, kept for a repeat that hands this run over later.
+      latestTranscriptSeq: sql`(SELECT COALESCE(MAX(${transcript.seq}), 0) FROM ${transcript} WHERE ${transcript.conversationKey} = ${param("conversationKey")})`,
       createdAt: param("createdAt"),
     },
     sql`${acceptedHere()} AND ${recordedAgentId()} IS NOT NULL`,

@@ -106,7 +106,7 @@ export async function unhandedRun(host: TestHost, conv: string, eventId: string,
   // Same object: the run id's prefix names it.
   const lost = first.body.run_id!.replace(/_[^_]+$/, `_lost${eventId.replace(/\W/g, "")}`);
   await host.query(
-    "INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, created_at) SELECT ?, event_id, conversation_key, conversation_id, agent_id, runner_id, 'created', created_at FROM run WHERE run_id = ?",
+    "INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, latest_transcript_seq, created_at) SELECT ?, event_id, conversation_key, conversation_id, agent_id, runner_id, 'created', latest_transcript_seq, created_at FROM run WHERE run_id = ?",
     [lost, first.body.run_id!],
   );
   await host.query("UPDATE event_log SET run_id = ? WHERE event_id = ?", [lost, eventId]);

@@ -1,0 +1,1 @@
+ALTER TABLE `run` ADD `latest_transcript_seq` integer;
