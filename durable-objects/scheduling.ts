@@ -141,10 +141,13 @@ const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number) =>
  */
 export function steeringTarget(
   table: RunTable,
-  agentId: string,
+  agent: string | Pick<RunJob["agent"], "agentId" | "stateEpoch">,
   runs: { running: (runId: string) => boolean; excluded: (runId: string) => boolean; steers: (run: StoredRun) => boolean; executing?: (runId: string) => boolean },
 ): StoredRun | undefined {
-  const ofAgent = (r: StoredRun) => r.job.agent.agentId === agentId && !runs.excluded(r.job.runId);
+  const { agentId, stateEpoch } = typeof agent === "string" ? { agentId: agent, stateEpoch: undefined } : agent;
+  // The agent as created: one deleted and created anew under its id (a new state epoch) is another agent, whose runs never take this message.
+  const sameEpoch = (r: StoredRun) => stateEpoch === undefined || r.job.agent.stateEpoch === undefined || (r.job.agent.stateEpoch ?? null) === (stateEpoch ?? null);
+  const ofAgent = (r: StoredRun) => r.job.agent.agentId === agentId && sameEpoch(r) && !runs.excluded(r.job.runId);
   // Waiting: not begun here yet (a run executing that cannot pull, being stopped, is not waiting).
   const waiting = table.findLast(([, r]) => ofAgent(r) && isQueued(r, runs.executing ?? runs.running));
   const active = waiting ?? table.find(([, r]) => ofAgent(r) && runs.running(r.job.runId));

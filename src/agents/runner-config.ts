@@ -85,3 +85,13 @@ export function restoreSecretFields(config: Record<string, unknown>, stored: Rec
   );
   return { config: restored, kept, unknown };
 }
+
+/**
+ * Fields sent back as MASK that GET masked on the agent's previous runner (`previousSecrets`: its secret field names):
+ * their stored value is sealed for that runner and does not follow the agent to another one, so unless the new runner
+ * keeps it (restoreSecretFields), the mask itself would become the value.
+ */
+export const maskedOnPreviousRunner = (config: Record<string, unknown>, previous: Record<string, unknown>, previousSecrets: ReadonlySet<string>) =>
+  Object.entries(config)
+    .filter(([name, value]) => value === MASK && Object.hasOwn(previous, name) && previous[name] !== null && (previousSecrets.has(name) || isSealed(previous[name])))
+    .map(([name]) => name);

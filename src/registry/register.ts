@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { readCapped } from "../artifacts/read-capped";
 import { agent } from "../db/schema";
 import type { BatchItem, Db } from "../db/client";
@@ -9,7 +9,7 @@ import { formatRunnerId, parseRunnerServiceManifest, type AgentRunnerManifest, t
 import { missingConfigFields } from "../agents/runner-config";
 import { parseJson } from "../lib/json";
 import { agentsStore } from "../stores/agents";
-import { registryStore, toServiceView } from "../stores/registry";
+import { registryStore, runnerServiceAt, toServiceView } from "../stores/registry";
 import { maskUrl } from "../resources/secrets";
 import { isSealed, moveSealed, moveSealedValues } from "../lib/secret-box";
 import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
@@ -84,23 +84,32 @@ async function refuseBreakingAgents(db: Db, serviceId: string, runners: { runner
 
 /**
  * A service moved to a new address: the sealed runner_config values of the agents on its runners, sealed again for
- * it, as statements of the same batch (each applies only if the agent's config is still what was read).
+ * it, as statements of the same batch (each applies only if the agent's config is still what was read, and once the
+ * service is at its new address). `asRead`: the move itself applies only while every agent on those runners still has
+ * the config read here, so an agent saved, created or resealed meanwhile (sealed for the address being left, which
+ * no statement here reseals) makes the move a 409 instead of leaving that agent's secret unopenable.
  */
-async function agentConfigsMoved(db: Db, existing: { serviceId: string; baseUrl: string }, baseUrl: string): Promise<BatchItem[]> {
-  if (existing.baseUrl === baseUrl) return [];
-  const runnerIds = new Set((await registryStore(db).runnersOf(existing.serviceId)).map((r) => r.runnerId));
+async function agentConfigsMoved(db: Db, existing: { serviceId: string; baseUrl: string }, baseUrl: string): Promise<{ statements: BatchItem[]; asRead?: SQL }> {
+  if (existing.baseUrl === baseUrl) return { statements: [] };
+  const runnerIds = (await registryStore(db).runnersOf(existing.serviceId)).map((r) => r.runnerId);
+  const agents = (await agentsStore(db).list()).filter((a) => runnerIds.includes(a.runnerId));
   const moved: BatchItem[] = [];
-  for (const a of (await agentsStore(db).list()).filter((a) => runnerIds.has(a.runnerId))) {
+  for (const a of agents) {
     const config = parseJson<Record<string, unknown>>(a.runnerConfigJson, {});
     const sealed = Object.fromEntries(Object.entries(config).filter(([, v]) => isSealed(v)));
     if (Object.keys(sealed).length === 0) continue;
     const resealed = await moveSealedValues(db.secrets, sealed, agentConfigSlot(a, existing.baseUrl), agentConfigSlot(a, baseUrl));
-    moved.push(db.update(agent).set({ runnerConfigJson: JSON.stringify({ ...config, ...resealed }) }).where(and(eq(agent.agentId, a.agentId), eq(agent.runnerConfigJson, a.runnerConfigJson))));
+    const where = and(eq(agent.agentId, a.agentId), eq(agent.runnerConfigJson, a.runnerConfigJson), runnerServiceAt(a.runnerId, baseUrl));
+    moved.push(db.update(agent).set({ runnerConfigJson: JSON.stringify({ ...config, ...resealed }) }).where(where));
   }
-  return moved;
+  if (!runnerIds.length) return { statements: moved };
+  const read = agents.map((a) => sql`(${a.agentId}, ${a.runnerConfigJson})`);
+  const changed = read.length ? sql` AND (${agent.agentId}, ${agent.runnerConfigJson}) NOT IN (VALUES ${sql.join(read, sql`, `)})` : sql``;
+  return { statements: moved, asRead: sql`NOT EXISTS (SELECT 1 FROM ${agent} WHERE ${inArray(agent.runnerId, runnerIds)}${changed})` };
 }
 
-const movedMeanwhile = (serviceId: string) => conflict(`runner service ${serviceId} was moved while its manifest was fetched: nothing was saved; read it again and retry`);
+const movedMeanwhile = (serviceId: string) =>
+  conflict(`runner service ${serviceId} was moved, or an agent on it saved or resealed, while its manifest was fetched: nothing was saved; read it again and retry`);
 const deletedMeanwhile = (serviceId: string) => notFound(`runner service ${serviceId} was deleted while its manifest was fetched: nothing was saved`);
 
 /**
@@ -130,7 +139,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     updatedAt: now,
   }));
   if (existing) await refuseBreakingAgents(db, existing.serviceId, runners.map((r, i) => ({ runnerId: r.runnerId, manifest: parsed.runners[i] })));
-  const agentConfigs = existing ? await agentConfigsMoved(db, existing, input.base_url) : [];
+  const agentConfigs = existing ? await agentConfigsMoved(db, existing, input.base_url) : { statements: [] };
   let saved: boolean;
   try {
     saved = await store.saveService(
@@ -157,7 +166,8 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
       },
       runners,
       existing ?? null,
-      agentConfigs,
+      agentConfigs.statements,
+      agentConfigs.asRead,
     );
   } catch (err) {
     if (err instanceof DbError && err.isConstraintViolation && !err.integrityRule) {

@@ -1,4 +1,4 @@
-import { and, eq, notInArray, sql } from "drizzle-orm";
+import { and, eq, notInArray, sql, type SQL } from "drizzle-orm";
 import { insertWhere } from "../db/guarded";
 import type { BatchItem, Db } from "../db/client";
 import { runner, runnerService, storage } from "../db/schema";
@@ -58,16 +58,17 @@ export function registryStore(db: Db) {
      * place, only the others deleted (the database refuses to delete one an agent runs on: `runner_in_use`).
      * `read`: the stored service the manifest was fetched for, saved only if it is still there (a DELETE answered
      * while the manifest was fetched is not undone); null for a new one. False when it was gone. `also`: statements
-     * that go with the save (agent configs sealed again for a moved service).
+     * that go with the save (agent configs sealed again for a moved service); `alsoAsRead`: what they were built
+     * from is unchanged (the save applies only then).
      */
-    async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[], read: { createdAt: number; baseUrl: string } | null, also: BatchItem[] = []): Promise<boolean> {
+    async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[], read: { createdAt: number; baseUrl: string } | null, also: BatchItem[] = [], alsoAsRead?: SQL): Promise<boolean> {
       const { serviceId, ...rest } = service;
       const same = and(eq(runnerService.serviceId, serviceId), eq(runnerService.createdAt, read?.createdAt ?? service.createdAt));
       // Once saved it is at the new address: the statements after the first apply only if the first did.
       const stillThere = sql`EXISTS (SELECT 1 FROM ${runnerService} WHERE ${and(same, eq(runnerService.baseUrl, service.baseUrl))})`;
       const [saved] = await db.batch([
         // Over the service as read only: a move (PUT) landing meanwhile is not undone with the address read before it.
-        read ? db.update(runnerService).set(rest).where(and(same, eq(runnerService.baseUrl, read.baseUrl))).returning({ serviceId: runnerService.serviceId }) : db.insert(runnerService).values(service).returning({ serviceId: runnerService.serviceId }),
+        read ? db.update(runnerService).set(rest).where(and(same, eq(runnerService.baseUrl, read.baseUrl), alsoAsRead)).returning({ serviceId: runnerService.serviceId }) : db.insert(runnerService).values(service).returning({ serviceId: runnerService.serviceId }),
         db.delete(runner).where(and(eq(runner.serviceId, serviceId), notInArray(runner.runnerId, runners.map((r) => r.runnerId)), stillThere)),
         // Each runner updated if it is this service's, else inserted: an id another service holds fails the insert.
         ...runners.flatMap(({ runnerId, ...fields }) => {

@@ -4,7 +4,7 @@ import type { Db } from "../../db/client";
 import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
-import { missingConfigFields, nonTextSecretFields, restoreSecretFields, sealedLookingFields, sealSecretFields, secretFieldNames } from "../../agents/runner-config";
+import { maskedOnPreviousRunner, missingConfigFields, nonTextSecretFields, restoreSecretFields, sealedLookingFields, sealSecretFields, secretFieldNames } from "../../agents/runner-config";
 import { agentConfigSlot } from "../../stores/secret-slots";
 import { MASK } from "../../resources/secrets";
 import { newId } from "../../lib/ids";
@@ -39,7 +39,14 @@ async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow)
   // Kept as stored (sealed): nothing is opened here, so an agent whose stored secret no longer opens can be given a new one.
   const stored = existing?.runnerId === input.runner_id ? parseJson<Record<string, unknown>>(existing.runnerConfigJson, {}) : null;
   const restored = restoreSecretFields(input.runner_config, stored, secrets);
-  if (restored.unknown.length) throw badRequest(`runner_config gives the mask ${MASK} for secret fields with no stored value to keep: ${restored.unknown.join(", ")}`, { masked: restored.unknown });
+  const unknown = new Set(restored.unknown);
+  if (existing && existing.runnerId !== input.runner_id) {
+    // Moved to another runner: a secret masked on the previous one cannot be kept, and the mask must not become its value.
+    const before = await store.getRunner(existing.runnerId);
+    const previous = parseJson<Record<string, unknown>>(existing.runnerConfigJson, {});
+    for (const name of maskedOnPreviousRunner(restored.config, previous, secretFieldNames(before && configSchemaOf(before.manifestJson)))) unknown.add(name);
+  }
+  if (unknown.size) throw badRequest(`runner_config gives the mask ${MASK} for secret fields with no stored value to keep: ${[...unknown].join(", ")}`, { masked: [...unknown] });
   const lookSealed = sealedLookingFields(restored.config, secrets, restored.kept);
   if (lookSealed.length) throw badRequest(`runner_config values must not begin like a sealed secret ("sealed:"): ${lookSealed.join(", ")}`, { fields: lookSealed });
   input.runner_config = restored.config;
