@@ -69,6 +69,8 @@ export class ResultProcessor {
   private gapsClosed = false;
   private pendingRefs: ArtifactRef[] = [];
   private pendingIds = new Set<string>();
+  /** The ids a runner gave its inline artifacts, to the ids the host stored them under: its messages name them by its own. */
+  private readonly inlineIds = new Map<string, string>();
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
   resultCount = 0;
   sawMessage = false;
@@ -179,7 +181,30 @@ export class ResultProcessor {
     // A state value's whole number past what the value check can see (beyond 64 bits, read as a float): dropped, not stored rounded.
     const rounded = parsed.result.type === "state.updated" ? roundedIntegerAt(payload, ["data", "value"]) : null;
     if (rounded) return this.drop(batch, recorded, `value: ${roundedIntegerMessage(rounded)}`);
+    this.nameStoredArtifacts(parsed.result, recorded);
     this.apply(parsed.result, batch, recorded);
+  }
+
+  /**
+   * A message naming one of the run's inline artifacts by the id its runner gave it (`artifact.created {artifact_id,
+   * content_base64}`) names the artifact as stored, in the transcript, the run's message and the ledger delivery reads.
+   */
+  private nameStoredArtifacts(result: KnownResult, recorded: LedgerEntry) {
+    const field = result.type === "message.delta" ? "chunk" : result.type === "message.completed" || result.type === "run.completed" ? "message" : null;
+    const message = field ? (result.data as Record<string, Message | null | undefined>)[field] : null;
+    if (!field || !message || this.inlineIds.size === 0) return;
+    const content = this.storedIdsIn(message.content);
+    if (content === message.content) return;
+    message.content = content;
+    const sent = (recorded.data as Record<string, Record<string, unknown>>)[field];
+    recorded.data = { ...(recorded.data as Record<string, unknown>), [field]: { ...sent, content: this.storedIdsIn(sent.content) } };
+  }
+
+  /** Content elements with the runner's ids of inline artifacts replaced by the stored ids; the same array when none is named. */
+  private storedIdsIn<T>(content: T): T {
+    if (!Array.isArray(content)) return content;
+    const stored = (el: unknown) => (el !== null && typeof el === "object" && typeof (el as { artifact_id?: unknown }).artifact_id === "string" ? this.inlineIds.get((el as { artifact_id: string }).artifact_id) : undefined);
+    return content.some((el) => stored(el) !== undefined) ? (content.map((el) => (stored(el) ? { ...el, artifact_id: stored(el) } : el)) as T) : content;
   }
 
   private acceptSequence(sequence: number, batch: ResultBatch): boolean {
@@ -294,6 +319,7 @@ export class ResultProcessor {
           recorded.data = data;
           batch.inlineArtifacts.push({ ref, contentBase64: d.content_base64, metadata: d.metadata ?? {}, recorded: data });
           this.pendingRefs.push(ref);
+          if (d.artifact_id) this.inlineIds.set(d.artifact_id, ref.artifact_id);
         } else if (d.artifact_id) {
           const ref = { artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined };
           batch.artifactReferences.push({ ref, recorded });
