@@ -5,7 +5,7 @@ import type { SteeringPort } from "../src/host-api/actions/index";
 import { jsonByteLength } from "../src/protocol/common";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import type { RunJob } from "../src/run/job";
-import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
+import { claimMetadata, claimRefOf, steeringItemOf, steeringOutcomeInsert, type ClaimRef } from "../src/run/steering";
 import { decidedWithoutOwnRun } from "../src/stores/event-log";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
@@ -17,18 +17,39 @@ export const STEERING_QUEUE_CAP = 100;
  */
 export const STEERING_PULL_MAX_BYTES = 4 * 1024 * 1024;
 
-/** The oldest items whose JSON (UTF-8) fits `maxBytes` together, the first always. */
-function withinBytes(items: [string, SteeringInputItem][], maxBytes: number): [string, SteeringInputItem][] {
+/**
+ * What a queue key holds: the claim and its message's size. The message itself (up to MAX_EVENT_BODY_BYTES, and a
+ * queue holds 100) is kept apart under `BODY`, read only when pulled: counting a queue, choosing what a pull answers
+ * and recording drops never bring every message into the isolate's memory.
+ */
+interface ClaimStub extends ClaimRef {
+  bytes: number;
+}
+/** A queue value: a stub, or (written by an earlier version) the whole item. */
+type Queued = ClaimStub | SteeringInputItem;
+const isWhole = (v: Queued): v is SteeringInputItem => "event" in v;
+const stubOf = (v: Queued): ClaimStub => (isWhole(v) ? { ...claimRefOf(v), bytes: jsonByteLength(v) } : v);
+
+/** The oldest claims whose messages' JSON (UTF-8) fits `maxBytes` together, the first always. */
+function withinBytes(items: [string, Queued][], maxBytes: number): [string, Queued][] {
   if (maxBytes === Infinity) return items;
   let size = 0;
   for (let i = 0; i < items.length; i++) {
-    size += jsonByteLength(items[i][1]);
+    size += stubOf(items[i][1]).bytes;
     if (size > maxBytes && i > 0) return items.slice(0, i);
   }
   return items;
 }
 
-const prefixOf = (runId: string) => `steer:${runId}:`;
+/** Storage calls take at most 128 keys; chunks issued in one tick still make one atomic write. */
+const MAX_KEYS = 128;
+const chunks = <T>(xs: T[]): T[][] => Array.from({ length: Math.ceil(xs.length / MAX_KEYS) }, (_, i) => xs.slice(i * MAX_KEYS, (i + 1) * MAX_KEYS));
+
+const QUEUE = "steer:";
+const prefixOf = (runId: string) => `${QUEUE}${runId}:`;
+/** The messages of queued claims, under their queue key's suffix. */
+const BODY = "steer-item:";
+const bodyKeyOf = (queueKey: string) => `${BODY}${queueKey.slice(QUEUE.length)}`;
 /** Ended runs whose unpulled claims are still to be recorded as dropped. */
 const DROP_LATER = "steer-drop:";
 /** Claims whose write got no answer, by the claimed event's own run id (see `claim`). */
@@ -52,6 +73,8 @@ const claimStatements = (db: Db, eventId: string, runId: string, item: SteeringI
  */
 export class SteeringQueue {
   private claims = 0;
+  /** The time of this instance's last claim key. */
+  private lastAt = 0;
   /** The `TAKING` keys of this instance's own takes still writing: any other is an earlier instance's, lost with it. */
   private readonly inFlight = new Set<string>();
   /** Whether drops may be waiting in storage: unknown (true) until this instance has looked. */
@@ -76,18 +99,23 @@ export class SteeringQueue {
   async claim(db: Db, job: RunJob, target: RunJob, now: number): Promise<void> {
     const item = steeringItemOf(job, target, now);
     // Its place in claim order is taken now, whichever claim's write is answered first.
-    const key = this.nextKey(target.runId);
+    const key = await this.nextKey(target.runId);
     // Not awaited below: the output gate holds the answer until the item is durable.
     try {
       await writeAll(db, claimStatements(db, job.event.event_id, job.runId, item));
     } catch (err) {
       if (mayHaveApplied(err)) {
-        void this.storage.put(key, item);
+        void this.enqueue(key, item);
         void this.storage.put<UnsettledClaim>(`${UNSETTLED}${job.runId}`, { eventId: job.event.event_id, item });
       }
       throw err;
     }
-    void this.storage.put(key, item);
+    void this.enqueue(key, item);
+  }
+
+  /** The claim under its key, its message apart (one atomic write). */
+  private enqueue(key: string, item: SteeringInputItem): Promise<void> {
+    return this.storage.put({ [key]: { ...claimRefOf(item), bytes: jsonByteLength(item) } satisfies ClaimStub, [bodyKeyOf(key)]: item });
   }
 
   /**
@@ -104,24 +132,40 @@ export class SteeringQueue {
     return claim.item.claimed_run_id;
   }
 
-  /** The key of a claim made now: time first for claim order across instances; the counter breaks ties within one. */
-  private nextKey(runId: string): string {
-    return `${prefixOf(runId)}${String(Date.now()).padStart(15, "0")}:${String(this.claims++).padStart(6, "0")}`;
+  /**
+   * The key of a claim made now: time first for claim order across instances; the counter breaks ties within one.
+   * Never before the run's last claim (queued, or being taken), should the clock step back (or an earlier
+   * instance's clock have been ahead), as the run table's arrival keys.
+   */
+  private async nextKey(runId: string): Promise<string> {
+    const prefix = prefixOf(runId);
+    const latest = async (p: string) => [...(await this.storage.list({ prefix: p, reverse: true, limit: 1 })).keys()][0]?.slice(p.length - prefix.length);
+    const last = [await latest(prefix), await latest(`${TAKING}${prefix}`)].filter((k) => k !== undefined).sort().at(-1);
+    this.lastAt = Math.max(Date.now(), this.lastAt);
+    const keyAt = () => `${prefix}${String(this.lastAt).padStart(15, "0")}:${String(this.claims++).padStart(6, "0")}`;
+    const key = keyAt();
+    if (last === undefined || key > last) return key;
+    this.lastAt = Number(last.slice(prefix.length, prefix.length + 15)) + 1;
+    return keyAt();
   }
 
-  remove(keys: string[]): Promise<number> {
-    return this.storage.delete(keys);
+  private deleteAll(keys: string[]): Promise<unknown> {
+    return Promise.all(chunks(keys).map((part) => this.storage.delete(part)));
   }
 
-  /** Put taken items back under their own keys (claim order is kept). */
-  restore(items: [string, SteeringInputItem][]): Promise<void> {
-    return this.storage.put(Object.fromEntries(items));
+  private putAll(entries: [string, unknown][]): Promise<unknown> {
+    return Promise.all(chunks(entries).map((part) => this.storage.put(Object.fromEntries(part))));
   }
 
-  /** Oldest first, at most `limit`. */
-  async peek(runId: string, limit?: number): Promise<[string, SteeringInputItem][]> {
-    const items = await this.storage.list<SteeringInputItem>({ prefix: prefixOf(runId), limit });
-    return [...items];
+  /** The messages of these queue entries, in their order (an entry stored whole is its own message). */
+  private async messagesOf(entries: [string, Queued][]): Promise<SteeringInputItem[]> {
+    const keys = entries.filter(([, v]) => !isWhole(v)).map(([k]) => bodyKeyOf(k));
+    const bodies = new Map<string, SteeringInputItem>();
+    for (const part of chunks(keys)) for (const [k, v] of await this.storage.get<SteeringInputItem>(part)) bodies.set(k, v);
+    return entries.flatMap(([k, v]) => {
+      const item = isWhole(v) ? v : bodies.get(bodyKeyOf(k));
+      return item ? [item] : [];
+    });
   }
 
   /**
@@ -133,38 +177,42 @@ export class SteeringQueue {
    * keys: should the instance die meanwhile (its pull never answered), the
    * run's drop finds them there and records them, rather than losing them.
    */
-  async take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<[string, SteeringInputItem][]> {
-    const items = withinBytes(await this.peek(run.runId, limit), maxBytes);
+  async take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
+    const entries = withinBytes([...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit }))], maxBytes);
     // A drop also records what an earlier instance's pull had taken when it died: its runner never had the answer.
     const orphans = outcome === "dropped" ? await this.orphansOf(run.runId) : [];
-    if (!items.length && !orphans.length) return items;
-    const taking = items.map(([k, item]): [string, SteeringInputItem] => [`${TAKING}${k}`, item]);
+    if (!entries.length && !orphans.length) return [];
+    // Only a pull reads the messages: what its answer carries.
+    const items = outcome === "injected" ? await this.messagesOf(entries) : [];
+    const taking = entries.map(([k, v]): [string, Queued] => [`${TAKING}${k}`, v]);
     for (const [k] of taking) this.inFlight.add(k);
     try {
-      // Both in one tick: one atomic write.
-      if (items.length) await Promise.all([this.storage.put(Object.fromEntries(taking)), this.remove(items.map(([k]) => k))]);
+      // All in one tick: one atomic write.
+      if (entries.length) await Promise.all([this.putAll(taking), this.deleteAll(entries.map(([k]) => k))]);
       try {
-        await writeAll(db, [...items, ...orphans].map(([, item]) => steeringOutcomeInsert(db, outcome, item, run)));
+        await writeAll(db, [...entries, ...orphans].map(([, v]) => steeringOutcomeInsert(db, outcome, stubOf(v), run)));
       } catch (err) {
-        if (items.length) await Promise.all([this.restore(items), this.storage.delete(taking.map(([k]) => k))]);
+        // Put back under their own keys (claim order is kept); their messages never left.
+        if (entries.length) await Promise.all([this.putAll(entries), this.deleteAll(taking.map(([k]) => k))]);
         throw err;
       }
-      await this.storage.delete([...taking, ...orphans].map(([k]) => k));
+      const queueKeys = [...entries.map(([k]) => k), ...orphans.map(([k]) => k.slice(TAKING.length))];
+      await this.deleteAll([...taking.map(([k]) => k), ...orphans.map(([k]) => k), ...queueKeys.map(bodyKeyOf)]);
     } finally {
       for (const [k] of taking) this.inFlight.delete(k);
     }
     return items;
   }
 
-  /** Items an earlier instance was taking off `runId`'s queue when it died (their outcome's write never answered there). */
-  private async orphansOf(runId: string): Promise<[string, SteeringInputItem][]> {
-    const taking = await this.storage.list<SteeringInputItem>({ prefix: `${TAKING}${prefixOf(runId)}` });
+  /** Claims an earlier instance was taking off `runId`'s queue when it died (their outcome's write never answered there). */
+  private async orphansOf(runId: string): Promise<[string, Queued][]> {
+    const taking = await this.storage.list<Queued>({ prefix: `${TAKING}${prefixOf(runId)}` });
     return [...taking].filter(([k]) => !this.inFlight.has(k));
   }
 
   /** What a run's `steering.pull` calls: its queue's items in claim order, each recorded as injected. */
   portFor(db: Db, run: RunJob): SteeringPort {
-    const pull: SteeringPort["pull"] = async (mode, limit) => (await this.take(db, run, "injected", mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP), STEERING_PULL_MAX_BYTES)).map(([, item]) => item);
+    const pull: SteeringPort["pull"] = (mode, limit) => this.take(db, run, "injected", mode === "one-at-a-time" ? 1 : (limit ?? STEERING_QUEUE_CAP), STEERING_PULL_MAX_BYTES);
     return { pull };
   }
 

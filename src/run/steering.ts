@@ -31,16 +31,31 @@ export function claimMetadata(item: SteeringInputItem) {
   };
 }
 
+/** What an outcome record needs of a claim: small, so the queue keeps it apart from the (up to 1 MiB) message itself. */
+export interface ClaimRef {
+  event_id: string;
+  claimed_run_id: string;
+  runner_id: string;
+  claimed_at: string;
+}
+
+export const claimRefOf = (item: SteeringInputItem): ClaimRef => ({
+  event_id: item.event.event_id,
+  claimed_run_id: item.claimed_run_id,
+  runner_id: item.runner_id,
+  claimed_at: item.claimed_at,
+});
+
 /** `steering.injected` (pulled by the run) or `steering.dropped` (never pulled before the run ended). */
-export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", item: SteeringInputItem, run: RunJob) {
+export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", item: ClaimRef, run: RunJob) {
   return hostRecordInsert(db, {
     eventType: `steering.${outcome}`,
     conversationKey: run.conversationKey,
     conversationId: run.conversation.conversation_id,
     threadId: run.conversation.thread_id,
     runId: run.runId,
-    data: { source_event_id: item.event.event_id, run_id: item.claimed_run_id, runner_id: item.runner_id, claimed_at: item.claimed_at },
+    data: { source_event_id: item.event_id, run_id: item.claimed_run_id, runner_id: item.runner_id, claimed_at: item.claimed_at },
     // One outcome per claim: a write that went unanswered (and is retried, or its item put back and taken again) records nothing twice.
-    onceAs: `hev_steering_${item.claimed_run_id}_${item.event.event_id}`,
+    onceAs: `hev_steering_${item.claimed_run_id}_${item.event_id}`,
   });
 }
