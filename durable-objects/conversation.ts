@@ -17,7 +17,7 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, START_RULE, startable, steeringTarget, strategyOf, supersededByInterrupt, willSteer, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, strategyOf, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions } from "./serial-decisions";
@@ -80,16 +80,16 @@ export class ConversationDO extends DurableObject<Env> {
     const known = table.find(([, r]) => r.job.runId === job.runId);
     if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued", runId: job.runId };
     const strategy = strategyOf(job);
+    const stored = waitingRun(job, strategy, now);
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
         const target = steeringTarget(table, job.agent, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: (run) => this.steers(run, job), executing: this.isActive });
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, target.job, now);
       }
       // Parallel runs take no turn: only a run that does makes the conversation busy.
-      if (strategy === "reject" && table.some(([, r]) => r.start !== "now")) return this.reject(job);
+      if ((strategy === "reject" && table.some(([, r]) => r.start !== "now")) || waitingRoomFull(table, stored)) return this.reject(job);
       if (strategy === "interrupt") await this.interruptActive(table);
     }
-    const stored: StoredRun = { job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0) };
     const key = this.arrivalKeys.next(job.runId, now, table.at(-1)?.[0]);
     void this.runs.put(key, stored); // not awaited: the output gate holds the reply until the write is durable
     this.kick();

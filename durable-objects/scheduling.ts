@@ -1,5 +1,6 @@
 import type { ConcurrencyStrategy } from "../src/agents/policy";
 import type { RunJob } from "../src/run/job";
+import { jsonByteLength } from "../src/protocol/common";
 
 /**
  * When a stored run may start, relative to the other runs of its conversation:
@@ -31,6 +32,31 @@ export interface StoredRun {
   start: StartRule;
   /** Debounce: not before this time (ms since the epoch). */
   notBefore: number;
+  /** The job's size as JSON (absent in runs stored by earlier releases). */
+  bytes?: number;
+}
+
+/**
+ * A conversation holds at most this many runs waiting to begin, and this many bytes of their jobs (an API event
+ * carries up to MAX_EVENT_BODY_BYTES): its object keeps them in memory, which a Worker isolate has 128 MB of. An event
+ * beyond is rejected, whatever the strategy.
+ */
+export const WAITING_RUNS_CAP = 100;
+export const WAITING_RUNS_MAX_BYTES = 32 * 1024 * 1024;
+
+/** A new run as it waits in the table: its start rule and debounce from its agent. */
+export const waitingRun = (job: RunJob, strategy: ConcurrencyStrategy, now: number): StoredRun => ({
+  job,
+  state: "queued",
+  start: START_RULE[strategy],
+  notBefore: now + (job.agent.concurrency.debounce_ms ?? 0),
+  bytes: jsonByteLength(job),
+});
+
+/** Whether `run` would take the waiting runs past WAITING_RUNS_CAP or WAITING_RUNS_MAX_BYTES. */
+export function waitingRoomFull(table: RunTable, run: StoredRun): boolean {
+  const waiting = table.filter(([, r]) => r.state === "queued");
+  return waiting.length >= WAITING_RUNS_CAP || waiting.reduce((sum, [, r]) => sum + (r.bytes ?? 0), run.bytes ?? 0) > WAITING_RUNS_MAX_BYTES;
 }
 
 /** Stored runs in arrival order (their storage keys sort by arrival). */
