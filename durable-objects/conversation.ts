@@ -20,7 +20,7 @@ import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
 import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, strategyOf, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
-import { SerialDecisions } from "./serial-decisions";
+import { SerialDecisions, sharedByKey } from "./serial-decisions";
 import { SettlingWork } from "./settling-work";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { PendingReplies } from "./pending-replies";
@@ -56,6 +56,8 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly deliveryDeps = chatReplyDeps(this.env);
   /** Runs that could not record how they ended (their replies, how far followers were told): ended as lost, their own reply hears of it. */
   private readonly unrecordedReplies = new Map<string, UnrecordedRun>();
+  /** A lost run ended once at a time: a cancel and the watchdog finding it together share one end (one notice). */
+  private readonly finishLost = sharedByKey((_key: string, job: RunJob) => job.runId, (key: string, job: RunJob) => this.endLost(key, job));
 
   /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue, or be rejected. Idempotent by run id. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
@@ -279,9 +281,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** Interrupt: the active runs end cancelled (parallel ones take no turn and go on), and the waiting runs it supersedes are cancelled. */
   private async interruptActive(table: RunTable): Promise<void> {
-    for (const [, run] of table) {
-      if (run.start !== "now") this.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
-    }
+    for (const [, run] of table) if (run.start !== "now") this.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
     for (const [key, run] of supersededByInterrupt(table, Date.now(), this.isActive)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
   }
 
@@ -388,7 +388,7 @@ export class ConversationDO extends DurableObject<Env> {
     if (!abort.signal.aborted) abort.abort(RUN_ENDED);
   }
 
-  private async finishLost(key: string, job: RunJob): Promise<void> {
+  private async endLost(key: string, job: RunJob): Promise<void> {
     const notice = await endLostRun(this.deliveryDeps(), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
     this.unrecordedReplies.delete(job.runId);
     this.claims.forget(job.runId); // its end is recorded: no claim to resume

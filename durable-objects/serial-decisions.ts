@@ -30,3 +30,19 @@ export class SerialDecisions<T> {
     await this.pending.get(key)?.catch(() => undefined);
   }
 }
+
+/**
+ * `work` done once per key at a time: a call while the same key's work is under way shares it instead of doing it
+ * again (a lost run found by an operator's cancel and by the watchdog at once is ended, and its chat told, once).
+ */
+export function sharedByKey<A extends unknown[]>(keyOf: (...args: A) => string, work: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+  const pending = new Map<string, Promise<void>>();
+  return (...args) => {
+    const key = keyOf(...args);
+    const running = pending.get(key);
+    if (running) return running;
+    const done = work(...args).finally(() => pending.delete(key));
+    pending.set(key, done);
+    return done;
+  };
+}

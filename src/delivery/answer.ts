@@ -49,6 +49,11 @@ export function noticeInsteadOfAnswer(job: RunJob, surface: Surface, end: Ledger
   // Nobody waits on an event that asked nothing (a join): an agent may choose to stay silent there.
   if (job.event.event_type !== "message.received" && !surface.awaitsAnswer) return null;
   if (end.type === "run.completed") return NO_TEXT_NOTICE;
-  if (end.origin === "host" && asRecord(end.data).code === "cancelled") return surface.awaitsAnswer ? CANCELLED_NOTICE : null;
+  if (cancelledByHost(end)) return surface.awaitsAnswer ? CANCELLED_NOTICE : null;
   return job.agent.deliveryPolicy.failure_notice ?? DEFAULT_FAILURE_NOTICE;
+}
+
+/** A run the host cancelled (an operator, a newer message), not one its runner called cancelled. */
+export function cancelledByHost(end: LedgerEntry): boolean {
+  return end.type === "run.failed" && end.origin === "host" && asRecord(end.data).code === "cancelled";
 }

@@ -21,7 +21,7 @@ import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
 import type { LedgerEntry } from "../stores/runs";
-import { answerOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf } from "./answer";
+import { answerOf, cancelledByHost, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf } from "./answer";
 import { answerFiles } from "./files";
 import { FinalAnswer } from "./final-answer";
 import { attemptFacts, DeliveryTrail } from "./records";
@@ -66,7 +66,7 @@ interface Reply {
   broken: boolean;
   /** Parts whose send failed but may have been posted, with their text: the same text is not sent again. */
   unconfirmed: Map<number, string>;
-  /** Shown instead of the draft when none of it reached the chat (the run failed), or null. */
+  /** Shown instead of the draft when none of it reached the chat (the run failed; "": nothing, the host cancelled it), or null. */
   unshownNotice?: string | null;
 }
 
@@ -196,8 +196,8 @@ export class DeliverySession {
         // run.completed may carry the only message, or the final one after others; a stream cut short keeps exactly what it showed.
         const answer = entry.type === "run.completed" && this.final.isNew(entry) ? this.answerOf(data.message) : null;
         if (answer !== null) this.complete(answer.text, answer.files);
-        // A run that failed before any of its draft reached the chat has shown nothing: it answers with the notice.
-        else if (this.current) this.complete(this.current.text, [], entry.type === "run.failed" ? noticeInsteadOfAnswer(this.job, this.adapter.surface, entry) : null);
+        // A run that failed before any of its draft reached the chat answers with the notice (host-cancelled: nothing).
+        else if (this.current) this.complete(this.current.text, [], entry.type === "run.failed" ? (noticeInsteadOfAnswer(this.job, this.adapter.surface, entry) ?? (cancelledByHost(entry) ? "" : null)) : null);
         // Streamed as deltas to a chat that does not stream, never completed: the run's message, sent whole.
         else if (entry.type === "run.completed" && this.final.unfinished) this.complete(this.final.unfinished);
         else if (this.replies === 0) {
@@ -298,7 +298,7 @@ export class DeliverySession {
 
   /** The final text, then the files; an answer of files alone that could send none says so. */
   private async finish(reply: Reply): Promise<void> {
-    const text = reply.unshownNotice && !reply.messages.length && !reply.unconfirmed.size ? reply.unshownNotice : (reply.final ?? "");
+    const text = reply.unshownNotice != null && !reply.messages.length && !reply.unconfirmed.size ? reply.unshownNotice : (reply.final ?? "");
     if (text.trim()) await this.finishText(reply, text);
     if (reply.files.length === 0) return;
     const sent = await this.sendFiles(reply);

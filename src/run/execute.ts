@@ -7,7 +7,7 @@ import { base64ToBytes } from "../lib/base64";
 import { sha256Hex } from "../lib/crypto";
 import type { ArtifactRef } from "../protocol/common";
 import { runnerClient } from "../runner/client";
-import { RunnerCallError } from "../runner/errors";
+import { RUN_ENDED, RunnerCallError } from "../runner/errors";
 import { hostRecordInsert } from "../stores/event-log";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { stateStore } from "../stores/state";
@@ -161,6 +161,9 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const target = { baseUrl: deps.runner.baseUrl, runnerName: job.runner.runnerName, secret };
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
     for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
+      // Stopped (a cancel, the deadline) before these were applied, though read already: the run ends as it was stopped
+      // (a cancel was answered 202), not with a terminal result applied after it.
+      if (deps.signal.aborted && deps.signal.reason instanceof RunnerCallError && deps.signal.reason !== RUN_ENDED) throw deps.signal.reason;
       const batch = processor.process(payloads);
       if (batch.terminal) {
         runnerDone = true;
