@@ -214,7 +214,7 @@ describe("Telegram: webhook in, reply out", () => {
 
   it("cuts a runaway reply at DELIVERY_MAX_PARTS (20) messages, the last saying so", async () => {
     await post(update("-100710", { text: "long 200000" }));
-    const runId = contextFor("long 200000").find((c) => c.conversation.conversation_id === "-100710")!.run_id;
+    const runId = await waitFor(() => contextFor("long 200000").find((c) => c.conversation.conversation_id === "-100710")?.run_id);
     expect((await host.waitForRun(runId)).message?.content).toHaveLength(200_000);
     const sends = await waitFor(() => sendsTo("-100710").length >= 20 && sendsTo("-100710"));
     await new Promise((r) => setTimeout(r, 500));
