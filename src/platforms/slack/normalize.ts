@@ -64,6 +64,13 @@ function filesOf(files: z.infer<typeof FileSchema>[] = []): PlatformFile[] {
   return files.map((f) => ({ ref: f.url_private_download ?? f.url_private ?? "", name: f.name ?? f.id, mimeType: f.mimetype, artifactType: artifactTypeOf(f.mimetype) as PlatformFile["artifactType"] }));
 }
 
+/** The channel an event names: its own (`channel`, `channel_id`), or its item's (a reaction's message, a pin). */
+function channelOf(ev: Record<string, unknown>): string | null {
+  const item = ev.item && typeof ev.item === "object" ? (ev.item as Record<string, unknown>) : {};
+  const named = [ev.channel, ev.channel_id, item.channel].find((c) => typeof c === "string" && c !== "");
+  return typeof named === "string" ? named : null;
+}
+
 /** `fallbackKey` names an envelope without event_id (a hash of its body). */
 export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): NormalizedEvent[] {
   const key = env.event_id ?? fallbackKey;
@@ -121,8 +128,7 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
       },
     ];
   }
-  const channel = typeof ev.channel === "string" ? ev.channel : null;
-  return [{ ...unhandled(key, ev.type, eventTime), conversationId: channel }];
+  return [{ ...unhandled(key, ev.type, eventTime), conversationId: channelOf(ev) }];
 }
 
 function recalled(key: string, ev: unknown, common: { eventTime?: string; data: Record<string, unknown> }): NormalizedEvent[] {

@@ -131,7 +131,7 @@ function base(update: { update_id: number }, kind: string, m: TelegramMessage) {
 /** What an update the host does not handle says of its chat (an edit, a button press, the bot's membership): where it is recorded. */
 const ChatOfUpdateSchema = z.looseObject({
   chat: z.looseObject({ id: z.number() }).optional(),
-  message: z.looseObject({ chat: z.looseObject({ id: z.number() }) }).optional(),
+  message: z.looseObject({ chat: z.looseObject({ id: z.number() }), message_thread_id: z.number().optional(), is_topic_message: z.boolean().optional() }).optional(),
   message_thread_id: z.number().optional(),
   is_topic_message: z.boolean().optional(),
 });
@@ -140,7 +140,9 @@ function unhandledInItsChat(update: z.infer<typeof UpdateSchema>, kind: string, 
   const about = ChatOfUpdateSchema.safeParse((update as Record<string, unknown>)[kind]);
   const chat = about.success ? (about.data.chat ?? about.data.message?.chat) : undefined;
   if (!about.success || !chat) return unhandled(key, kind);
-  const topic = about.data.is_topic_message && about.data.message_thread_id !== undefined ? String(about.data.message_thread_id) : null;
+  // An update about a message (a button pressed under it) names its topic in that message, as an edit names its own.
+  const where = about.data.chat ? about.data : (about.data.message ?? about.data);
+  const topic = where.is_topic_message && where.message_thread_id !== undefined ? String(where.message_thread_id) : null;
   return { ...unhandled(key, kind), conversationId: String(chat.id), threadId: topic };
 }
 
