@@ -1,10 +1,10 @@
-import { and, asc, desc, eq, gt, inArray, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { agent, eventLog, run, runEvent, transcript } from "../db/schema";
 import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
-import { byteLength, runningBytes } from "../db/byte-budget";
+import { budgetedPage, byteLength, fieldsOf, ifWithin, rowBytes, runningBytes, withinBudget } from "../db/byte-budget";
 
 export type RunRow = typeof run.$inferSelect;
 export type RunStatus = "created" | "running" | "completed" | "failed" | "cancelled" | "timeout";
@@ -178,6 +178,9 @@ function ledgerRowsInsert(rows: number) {
   return statement;
 }
 
+/** A page of `GET /v1/runs` carries at most this many bytes of final messages and errors past its first run. */
+export const RUNS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
+
 /** A ledger page holds entries until their data passes this many bytes (the first always). */
 export const LEDGER_PAGE_BYTES = 1024 * 1024;
 
@@ -318,14 +321,22 @@ export function runsStore(db: Db) {
         const b = filter.before;
         conds.push(or(lt(run.createdAt, b.time), and(eq(run.createdAt, b.time), lt(run.runId, b.id))));
       }
-      const rows = await db
-        .select()
+      // Cut to RUNS_PAGE_MAX_BYTES in the database, as the other pages are: 200 final messages of a MiB never travel.
+      const read = db
+        .select({ ...getTableColumns(run), own: rowBytes(run.finalMessageJson, run.errorMessage).as("own") })
         .from(run)
         .where(conds.length ? and(...conds) : sql`1`)
         .orderBy(desc(run.createdAt), desc(run.runId))
         .limit(filter.limit + 1)
+        .as("read");
+      const within = withinBudget(read.own, sql`order by ${read.createdAt} desc, ${read.runId} desc`, RUNS_PAGE_MAX_BYTES);
+      const rows = await db
+        .select({ ...fieldsOf(read, getTableColumns(run)), finalMessageJson: ifWithin<string>(within, read.finalMessageJson), errorMessage: ifWithin<string>(within, read.errorMessage), within })
+        .from(read)
+        .orderBy(desc(read.createdAt), desc(read.runId))
         .all();
-      return { rows: rows.slice(0, filter.limit), hasMore: rows.length > filter.limit };
+      // Rows within the budget have every column: the nulls are only on rows past it, which budgetedPage drops.
+      return budgetedPage(rows, filter.limit) as { rows: RunRow[]; hasMore: boolean };
     },
   };
 }

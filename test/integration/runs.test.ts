@@ -61,6 +61,17 @@ describe("GET /v1/runs", () => {
     expect(completed.body.items.map((r: any) => r.run_id)).toEqual(expect.arrayContaining(runIds));
   });
 
+  it("cuts a page of runs with large final messages at 4 MiB past its first, and the next pages carry the rest", async () => {
+    const runIds: string[] = [];
+    for (let i = 0; i < 6; i++) runIds.push((await runner.run(host, "runs-large", async () => String(i).repeat(900_000))).runId);
+    const first = await host.admin("GET", "/v1/runs?conversation_id=runs-large&limit=200");
+    expect(first.body.items.length).toBeLessThan(6);
+    expect(first.body.has_more).toBe(true);
+    expect(first.body.items.every((r: any) => r.message.content.length === 900_002)).toBe(true);
+    const listed = (await allPages("/v1/runs?conversation_id=runs-large", 200)).flatMap((p) => p.items.map((r: any) => r.run_id));
+    expect(listed).toEqual([...runIds].reverse());
+  });
+
   it("refuses bad filters and cursors with 400 and anyone without the admin token with 401", async () => {
     expect((await host.admin("GET", "/v1/runs?status=sleeping")).status).toBe(400);
     expect((await host.admin("GET", "/v1/runs?limit=0")).status).toBe(400);
