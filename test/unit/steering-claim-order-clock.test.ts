@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SteeringQueue } from "../../durable-objects/steering-queue";
+import { MemStorage } from "../support/mem-storage";
 import { createDb } from "../../src/db/client";
 import type { SqlExecutor } from "../../src/db/executor";
 import type { RunJob } from "../../src/run/job";
@@ -9,29 +10,6 @@ import type { RunJob } from "../../src/run/job";
  * arrival keys already allow for a clock that steps back, or an object that comes back on a host whose clock is
  * behind the one it was on (ArrivalKeys). The steering queue must too, or a newer message is pulled first.
  */
-class MemStorage {
-  readonly m = new Map<string, unknown>();
-  async list<T>({ prefix, limit, reverse }: { prefix: string; limit?: number; reverse?: boolean }): Promise<Map<string, T>> {
-    const keys = [...this.m.keys()].filter((k) => k.startsWith(prefix)).sort();
-    if (reverse) keys.reverse();
-    return new Map(keys.slice(0, limit ?? keys.length).map((k) => [k, structuredClone(this.m.get(k)) as T]));
-  }
-  async get(key: string | string[]): Promise<unknown> {
-    if (!Array.isArray(key)) return structuredClone(this.m.get(key));
-    return new Map(key.filter((k) => this.m.has(k)).map((k) => [k, structuredClone(this.m.get(k))]));
-  }
-  async put(key: string | Record<string, unknown>, value?: unknown) {
-    if (typeof key === "string") this.m.set(key, structuredClone(value));
-    else for (const [k, v] of Object.entries(key)) this.m.set(k, structuredClone(v));
-  }
-  async delete(key: string | string[]) {
-    const keys = Array.isArray(key) ? key : [key];
-    let n = 0;
-    for (const k of keys) if (this.m.delete(k)) n++;
-    return Array.isArray(key) ? n : n > 0;
-  }
-}
-
 const executor: SqlExecutor = { query: async () => ({ rows: [] }), batch: async (qs) => qs.map(() => ({ rows: [] })) };
 const db = createDb(executor);
 const job = (runId: string, eventId: string) =>

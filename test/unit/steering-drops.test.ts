@@ -1,27 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { SteeringQueue } from "../../durable-objects/steering-queue";
+import { MemStorage } from "../support/mem-storage";
 import { createDb } from "../../src/db/client";
 import type { SqlExecutor, SqlQuery } from "../../src/db/executor";
 import type { RunJob } from "../../src/run/job";
-
-/** Durable Object storage as SteeringQueue uses it (list by prefix in key order, put, delete). */
-class MemStorage {
-  readonly m = new Map<string, unknown>();
-  async list<T>({ prefix, limit }: { prefix: string; limit?: number }): Promise<Map<string, T>> {
-    const keys = [...this.m.keys()].filter((k) => k.startsWith(prefix)).sort();
-    return new Map(keys.slice(0, limit ?? keys.length).map((k) => [k, structuredClone(this.m.get(k)) as T]));
-  }
-  async put(key: string | Record<string, unknown>, value?: unknown) {
-    if (typeof key === "string") this.m.set(key, structuredClone(value));
-    else for (const [k, v] of Object.entries(key)) this.m.set(k, structuredClone(v));
-  }
-  async delete(key: string | string[]) {
-    const keys = Array.isArray(key) ? key : [key];
-    let n = 0;
-    for (const k of keys) if (this.m.delete(k)) n++;
-    return Array.isArray(key) ? n : n > 0;
-  }
-}
 
 /** A database whose write batches are answered by the test, one by one. */
 function scriptedDb() {
