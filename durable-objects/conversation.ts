@@ -3,7 +3,7 @@ import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { chatReplyDeps, DeliverySession } from "../src/delivery/session";
-import { handleHostApiCall, parseHostApiBody, refuseBody, refuseCallsInFlight, refuseToken, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
+import { handleHostApiCall, parseHostApiBody, refuseBody, refuseCallsInFlight, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import { authorizeUpload, changeUploadBudget, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
 import { RunClaims } from "../src/run/claim";
@@ -145,7 +145,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** A run's Host API call; the token is checked here, against the hash of the live session. */
   async hostApi(runId: string, token: string, body: HostApiBody): Promise<HostApiReply> {
     const session = await this.sessions.authenticated(runId, token);
-    if (!session) return refuseToken(runId, this.sessions.get(runId));
+    if (!session) return this.sessions.refusal(runId, token);
     const limit = configOf(this.env).MAX_API_CALLS_IN_FLIGHT;
     if (session.ledgerSequence.callsInFlight >= limit) return refuseCallsInFlight(session.snapshot, limit);
     const parsed = parseHostApiBody(body);
@@ -164,12 +164,12 @@ export class ConversationDO extends DurableObject<Env> {
   }
   /** The refusal of a token that `hostApi` would refuse now, or null: asked before a large body is read, and before an upload is recorded. */
   async refuseHostApiToken(runId: string, token: string, action: string | null = null): Promise<HostApiReply | null> {
-    return (await this.sessions.authenticated(runId, token)) ? null : refuseToken(runId, this.sessions.get(runId), action);
+    return (await this.sessions.authenticated(runId, token)) ? null : this.sessions.refusal(runId, token, action);
   }
   /** artifact.upload: the token, snapshot and run's upload budget are checked here; the Worker then streams the body to R2 itself. */
   async authorizeUpload(runId: string, token: string, request: UploadRequest): Promise<UploadAuthorization> {
     const session = await this.sessions.authenticated(runId, token);
-    if (!session) return { ok: false, reply: refuseToken(runId, this.sessions.get(runId), "artifact.upload") };
+    if (!session) return { ok: false, reply: await this.sessions.refusal(runId, token, "artifact.upload") };
     return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, request, session);
   }
   /** More of its run's upload budget for a chunked body as it arrives (only while its token holds), or what an upload did not store given back. */

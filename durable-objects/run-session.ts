@@ -1,6 +1,8 @@
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import type { ActionContext, SteeringPort } from "../src/host-api/actions/index";
+import { refusePastDeadline, refuseToken, type HostApiReply } from "../src/host-api/handle";
+import { RunnerCallError } from "../src/runner/errors";
 import { constantTimeEqual, randomToken, sha256Hex } from "../src/lib/crypto";
 import { hostLedger } from "../src/run/host-ledger";
 import type { LedgerEntry } from "../src/stores/runs";
@@ -60,5 +62,13 @@ export class SessionRegistry extends Map<string, RunSession> {
   async authenticated(runId: string, token: string): Promise<RunSession | undefined> {
     const session = this.get(runId);
     return session && !session.abort.signal.aborted && (await session.verify(token)) ? session : undefined;
+  }
+
+  /** The answer to a token `authenticated` refused: 408 for the run's own token once its deadline stopped it (it is still ending), else 401. */
+  async refusal(runId: string, token: string, action: string | null = null): Promise<HostApiReply> {
+    const session = this.get(runId);
+    const reason: unknown = session?.abort.signal.reason;
+    const pastDeadline = reason instanceof RunnerCallError && reason.code === "deadline_exceeded";
+    return session && pastDeadline && (await session.verify(token)) ? refusePastDeadline(session.snapshot, action) : refuseToken(runId, session, action);
   }
 }

@@ -70,6 +70,13 @@ export function refuseToken(runId: string, session: { snapshot: AuthorizationSna
   return errorReply(err);
 }
 
+/** 408 for a call with the token of a run stopped by its deadline and still ending (PROTOCOL §8: the deadline check), logged. */
+export function refusePastDeadline(snapshot: AuthorizationSnapshot, action: string | null = null): HostApiReply {
+  const err = new ApiError("deadline_exceeded", "the run's deadline has passed");
+  logRefusal(snapshot.runId, snapshot, err.code, err.status, action);
+  return errorReply(err);
+}
+
 /** A body the Worker refused (too large, not JSON), answered now that the token was accepted. */
 export function refuseBody(snapshot: AuthorizationSnapshot, refused: BodyRefusal): HostApiReply {
   const err = new ApiError(refused.code, refused.message);
