@@ -1,7 +1,6 @@
-import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
-import { resultWriter, startAdHocRunner, type RunCall } from "../support/runner";
+import { echoConfig, startAdHocRunner } from "../support/runner";
 
 /**
  * runner_config fields a runner types `secret`, at rest (SECRETS_KEY set): sealed for the agent and its runner at its
@@ -17,8 +16,6 @@ afterAll(async () => {
   await host?.dispose();
 });
 
-/** A runner that answers with the config it was given. */
-const echoConfig = ({ body }: RunCall, res: ServerResponse) => resultWriter(res, body.context.run_id).reply(JSON.stringify(body.context.config));
 const agentOn = (id: string, runnerId: string, runner_config: Record<string, unknown>, name = id) => ({ agent_id: id, name, runner_id: runnerId, runner_config, event_types: ["message.received"], scope: { type: "conversation", id } });
 const storedConfig = async (agentId: string) => JSON.parse((await host.query<{ v: string }>("SELECT runner_config_json AS v FROM agent WHERE agent_id = ?", [agentId]))[0].v);
 async function configSeen(conversation: string) {

@@ -7,10 +7,9 @@
  * other order: the move has read the agents and its write is held while a reseal seals an agent's value for the
  * address the service is leaving. Both answer success; the agent must still reach its runner with its key.
  */
-import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
-import { resultWriter, startAdHocRunner, type RunCall } from "../support/runner";
+import { echoConfig, startAdHocRunner } from "../support/runner";
 
 let host: TestHost;
 beforeAll(async () => {
@@ -20,7 +19,6 @@ afterAll(async () => {
   await host?.dispose();
 });
 
-const echoConfig = ({ body }: RunCall, res: ServerResponse) => resultWriter(res, body.context.run_id).reply(JSON.stringify(body.context.config));
 async function configSeen(conversation: string) {
   const posted = await host.postEvent(messageEvent(conversation, "hi"));
   const run = await host.waitForRun(posted.body.run_id!);

@@ -82,3 +82,6 @@ export function resultWriter(res: ServerResponse, runId: string) {
     },
   };
 }
+
+/** An `onRun` that answers with the config its run was given. */
+export const echoConfig = ({ body }: RunCall, res: ServerResponse) => resultWriter(res, body.context.run_id).reply(JSON.stringify(body.context.config));
