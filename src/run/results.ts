@@ -139,6 +139,25 @@ export class ResultProcessor {
     return { runId: this.init.runId, seq: this.ledgerSeq.next(), type, data, runnerSequence: runnerSequence ?? null, origin, createdAt: Date.now() };
   }
 
+  /**
+   * Whether this result line, processed next, would end the run: a terminal result of this run, valid, with a sequence
+   * not seen. Parses the line apart from `process`, so only worth it when something waits on the answer.
+   */
+  endsRun(payload: string): boolean {
+    let json: unknown;
+    try {
+      json = JSON.parse(payload);
+    } catch {
+      return false;
+    }
+    const envelope = AgentRunResultSchema.safeParse(json);
+    if (!envelope.success || envelope.data.run_id !== this.init.runId) return false;
+    const { type, data, sequence } = envelope.data;
+    if (type !== "run.completed" && type !== "run.failed") return false;
+    if (sequence != null && sequence >= 1 && this.seen.has(sequence)) return false;
+    return parseResultPayload(type, data).kind === "ok";
+  }
+
   private warn(batch: ResultBatch, code: string, message: string, extra: Record<string, unknown> = {}) {
     batch.ledger.push(this.entry("host.warning", { code, message, ...extra }, "host"));
   }

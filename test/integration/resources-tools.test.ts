@@ -94,6 +94,23 @@ describe("tools", () => {
     expect(completed?.data.error).toMatchObject({ code: "deadline_exceeded" });
   });
 
+  it("records how a tool call still in flight at the runner's run.completed ended, before the run's end", async () => {
+    const { runId } = await world.inRun("tool-at-completed", async ({ api }) => {
+      const before = world.tools.calls.filter((c) => c.path === "/slow").length;
+      void api("tool.call", { tool_name: "slow", parameters: {} });
+      // The call has reached the tool: the run ends with it in flight.
+      while (world.tools.calls.filter((c) => c.path === "/slow").length === before) await new Promise((r) => setTimeout(r, 5));
+      return "done";
+    });
+    const ledger = await world.ledger(runId);
+    const types = ledger.map((e) => e.type);
+    const started = ledger.find((e) => e.type === "tool.call.started")!;
+    const completed = ledger.find((e) => e.type === "tool.call.completed");
+    expect(completed?.data).toMatchObject({ tool_call_id: started.data.tool_call_id, error: { code: "runtime_error", message: "the run was stopped during the call" } });
+    expect(types.at(-1)).toBe("run.completed");
+    expect(types.indexOf("tool.call.completed")).toBeLessThan(types.indexOf("run.completed"));
+  });
+
   it("scrubs a tool's own credentials from what it answers", async () => {
     const { result } = await world.inRun("echo-tool", async ({ api }) => api("tool.call", { tool_name: "echo_auth", parameters: {} }));
     expect(result.body.data.result).toEqual({ you_sent: "[redacted]" });
