@@ -61,7 +61,7 @@ async function readManifest(baseUrl: string) {
  */
 async function refuseBreakingAgents(db: Db, serviceId: string, runners: { runnerId: string; manifest: AgentRunnerManifest }[]): Promise<void> {
   const kept = new Map(runners.map((r) => [r.runnerId, r.manifest]));
-  const dropped = new Set((await registryStore(db).runnersOf(serviceId)).map((r) => r.runnerId).filter((id) => !kept.has(id)));
+  const dropped = new Set((await registryStore(db).runnerIdsOf(serviceId)).filter((id) => !kept.has(id)));
   const bound = (await agentsStore(db).list()).filter((a) => dropped.has(a.runnerId) || kept.has(a.runnerId));
   const orphaned = bound.filter((a) => dropped.has(a.runnerId));
   if (orphaned.length) {
@@ -91,7 +91,7 @@ async function refuseBreakingAgents(db: Db, serviceId: string, runners: { runner
  */
 async function agentConfigsMoved(db: Db, existing: { serviceId: string; baseUrl: string }, baseUrl: string): Promise<{ statements: BatchItem[]; asRead?: SQL }> {
   if (existing.baseUrl === baseUrl) return { statements: [] };
-  const runnerIds = (await registryStore(db).runnersOf(existing.serviceId)).map((r) => r.runnerId);
+  const runnerIds = await registryStore(db).runnerIdsOf(existing.serviceId);
   const agents = (await agentsStore(db).list()).filter((a) => runnerIds.includes(a.runnerId));
   const moved: BatchItem[] = [];
   for (const a of agents) {
@@ -171,7 +171,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     );
   } catch (err) {
     if (err instanceof DbError && err.isConstraintViolation && !err.integrityRule) {
-      const owner = (await store.listRunners()).find((r) => runners.some((mine) => mine.runnerId === r.runnerId) && r.serviceId !== serviceId)?.serviceId;
+      const owner = await store.serviceHolding(runners.map((r) => r.runnerId), serviceId);
       const move = owner ? `; if it moved here, PUT /v1/admin/runner-services/${owner} with this base_url` : "";
       throw conflict(`runner ids of ${parsed.service.author}/${parsed.service.name} are already registered by service ${owner ?? "(another)"}${move}`, owner ? { service_id: owner } : undefined);
     }
@@ -180,7 +180,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
   if (!saved) throw (await store.getService(serviceId)) ? movedMeanwhile(serviceId) : deletedMeanwhile(serviceId);
   const service = (await store.getService(serviceId))!;
   return {
-    service: toServiceView(service, await store.runnersOf(serviceId)),
+    service: toServiceView(service, await store.runnerIdsOf(serviceId)),
     registered: runners.map((r) => r.runnerId),
     skipped: parsed.skipped.map((s: SkippedRunner) => ({ index: s.index, name: s.name, reason: s.issues })),
   };

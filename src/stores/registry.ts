@@ -1,15 +1,17 @@
-import { and, eq, notInArray, sql, type SQL } from "drizzle-orm";
+import { and, eq, getTableColumns, inArray, ne, notInArray, sql, type SQL } from "drizzle-orm";
+import { budgetedPage, fieldsOf, ifWithin, rowBytes, withinBudget } from "../db/byte-budget";
 import { insertWhere } from "../db/guarded";
 import type { BatchItem, Db } from "../db/client";
 import { runner, runnerService, storage } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 import { maskUrl } from "../resources/secrets";
+import { pageQuery, type ListPage } from "./list-page";
 
 export type RunnerServiceRow = typeof runnerService.$inferSelect;
 export type RunnerRow = typeof runner.$inferSelect;
 
 /** Public view: never includes the service secret, and credentials in its URL are masked. */
-export function toServiceView(row: RunnerServiceRow, runners: RunnerRow[]) {
+export function toServiceView(row: RunnerServiceRow, runnerIds: string[]) {
   return {
     service_id: row.serviceId,
     base_url: maskUrl(row.baseUrl),
@@ -19,7 +21,7 @@ export function toServiceView(row: RunnerServiceRow, runners: RunnerRow[]) {
     version: row.version ?? undefined,
     last_error: row.lastError ?? undefined,
     fetched_at: iso(row.fetchedAt),
-    runners: runners.map((r) => r.runnerId),
+    runners: runnerIds,
   };
 }
 
@@ -31,12 +33,58 @@ export function toRunnerView(row: RunnerRow) {
 export const runnerServiceAt = (runnerId: string, baseUrl: string) =>
   sql`EXISTS (SELECT 1 FROM ${runner} JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId} WHERE ${runner.runnerId} = ${runnerId} AND ${runnerService.baseUrl} = ${baseUrl})`;
 
+/** A page of `GET /v1/admin/runners` carries at most this many bytes of manifests past its first runner. */
+export const RUNNERS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
+
 export function registryStore(db: Db) {
   return {
     getService: (serviceId: string) => db.select().from(runnerService).where(eq(runnerService.serviceId, serviceId)).get(),
     getServiceByUrl: (baseUrl: string) => db.select().from(runnerService).where(eq(runnerService.baseUrl, baseUrl)).get(),
-    listRunners: () => db.select().from(runner).orderBy(runner.runnerId).all(),
-    runnersOf: (serviceId: string) => db.select().from(runner).where(eq(runner.serviceId, serviceId)).orderBy(runner.runnerId).all(),
+    /** The ids of a service's runners (no manifests: those are read only where needed). */
+    async runnerIdsOf(serviceId: string): Promise<string[]> {
+      return (await this.runnerIdsOfServices([serviceId])).get(serviceId) ?? [];
+    },
+    /** The ids of each service's runners, in one read. */
+    async runnerIdsOfServices(serviceIds: string[]): Promise<Map<string, string[]>> {
+      const byService = new Map<string, string[]>();
+      if (!serviceIds.length) return byService;
+      const rows = await db.select({ serviceId: runner.serviceId, runnerId: runner.runnerId }).from(runner).where(inArray(runner.serviceId, serviceIds)).orderBy(runner.runnerId).all();
+      for (const r of rows) byService.set(r.serviceId, [...(byService.get(r.serviceId) ?? []), r.runnerId]);
+      return byService;
+    },
+    /** The config_schema of each of these runners (a JSON text, null without one), not their whole manifests. */
+    async configSchemasOf(runnerIds: string[]): Promise<Map<string, string | null>> {
+      if (!runnerIds.length) return new Map();
+      const rows = await db.select({ runnerId: runner.runnerId, schema: sql<string | null>`json_extract(${runner.manifestJson}, '$.config_schema')` }).from(runner).where(inArray(runner.runnerId, runnerIds)).all();
+      return new Map(rows.map((r) => [r.runnerId, r.schema]));
+    },
+    /** Which other service holds one of these runner ids, if any. */
+    async serviceHolding(runnerIds: string[], exceptServiceId: string): Promise<string | undefined> {
+      if (!runnerIds.length) return undefined;
+      return (await db.select({ serviceId: runner.serviceId }).from(runner).where(and(inArray(runner.runnerId, runnerIds), ne(runner.serviceId, exceptServiceId))).limit(1).get())?.serviceId;
+    },
+    /**
+     * A page of runners in id order, cut in the database at RUNNERS_PAGE_MAX_BYTES of manifests past its first: a
+     * page of 200 runners of megabyte manifests never travels whole.
+     */
+    async runnersPage(page: ListPage): Promise<{ rows: RunnerRow[]; hasMore: boolean }> {
+      const q = pageQuery({ id: runner.runnerId }, page);
+      const read = db
+        .select({ ...getTableColumns(runner), own: rowBytes(runner.manifestJson).as("own") })
+        .from(runner)
+        .where(q.where)
+        .orderBy(...q.orderBy)
+        .limit(q.limit)
+        .as("read");
+      const within = withinBudget(read.own, sql`order by ${read.runnerId}`, RUNNERS_PAGE_MAX_BYTES);
+      const rows = await db
+        .select({ ...fieldsOf(read, getTableColumns(runner)), manifestJson: ifWithin<string>(within, read.manifestJson), within })
+        .from(read)
+        .orderBy(read.runnerId)
+        .all();
+      // Rows within the budget have every column: the nulls are only on rows past it, which budgetedPage drops.
+      return budgetedPage(rows, page.limit) as { rows: RunnerRow[]; hasMore: boolean };
+    },
     getRunner: (runnerId: string) => db.select().from(runner).where(eq(runner.runnerId, runnerId)).get(),
 
     /** Why the service's manifest could not be read at `baseUrl` (only while it is still there). */

@@ -242,6 +242,8 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect(shown.body.runner_config).toEqual({ api_key: "********", region: "eu" });
     const listed = await host.admin("GET", "/v1/admin/agents");
     expect(JSON.stringify(listed.body)).not.toContain("sk-live-0123456789");
+    // Masked by its runner's schema: only the secret field.
+    expect(listed.body.items.find((a: { agent_id: string }) => a.agent_id === "cfg-secret").runner_config).toEqual({ api_key: "********", region: "eu" });
     const reply = async () => (await host.waitForRun((await host.postEvent(messageEvent("cfg-secret", "hi"))).body.run_id!)).message?.content;
 
     // Sent back as shown (with another field changed): the stored secret stays.

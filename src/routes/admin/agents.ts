@@ -55,9 +55,10 @@ async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow)
   return { secrets, kept: restored.kept, serviceBaseUrl: service.baseUrl };
 }
 
-/** Each registered runner's secret config field names, for masking a list of agents. */
-async function secretsByRunner(db: Db): Promise<Map<string, Set<string>>> {
-  return new Map((await registryStore(db).listRunners()).map((r) => [r.runnerId, secretFieldNames(configSchemaOf(r.manifestJson))]));
+/** The secret config field names of these agents' runners (read for them only), for masking a page of agents. */
+async function secretsByRunner(db: Db, agents: AgentRow[]): Promise<Map<string, Set<string>>> {
+  const schemas = await registryStore(db).configSchemasOf([...new Set(agents.map((a) => a.runnerId))]);
+  return new Map([...schemas].map(([runnerId, schema]) => [runnerId, secretFieldNames(parseJson<AgentRunnerManifest["config_schema"] | undefined>(schema, undefined))]));
 }
 
 /** Every model, tool and knowledge base the policy grants must be registered (a typo would grant nothing, silently). */
@@ -108,12 +109,14 @@ const AgentReplaceSchema = AgentInputSchema.extend({ created_at: z.string().opti
 export const agentsRouter = router()
   .get("/", validate("query", AdminListQuery), async (c) => {
     const db = dbOf(c.env);
-    const secrets = await secretsByRunner(db);
     return listing(c, c.req.valid("query"), {
       kind: "agents",
       read: (page) => selectPage(db, agent, { time: agent.createdAt, id: agent.agentId }, page),
       position: (row) => ({ time: row.createdAt, id: row.agentId }),
-      view: (rows) => rows.map((row) => toAgentView(row, secrets.get(row.runnerId) ?? "all")),
+      view: async (rows) => {
+        const secrets = await secretsByRunner(db, rows);
+        return rows.map((row) => toAgentView(row, secrets.get(row.runnerId) ?? "all"));
+      },
     });
   })
   .post("/", jsonBody(AgentInputSchema), async (c) => {

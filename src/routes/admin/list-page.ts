@@ -13,8 +13,8 @@ export const AdminListQuery = z.strictObject({
 export interface Listing<Row> {
   /** Names the listing in its cursors, so one listing's cursor is refused by another. */
   kind: string;
-  /** Up to one row more than the page holds (pageQuery). */
-  read: (page: ListPage) => Promise<Row[]>;
+  /** Up to one row more than the page holds (pageQuery), or a page its store cut to a byte budget. */
+  read: (page: ListPage) => Promise<Row[] | { rows: Row[]; hasMore: boolean }>;
   /** Where a row sits in the listing's order. */
   position: (row: Row) => TimeIdPosition;
   view: (rows: Row[]) => unknown[] | Promise<unknown[]>;
@@ -27,9 +27,10 @@ export interface Listing<Row> {
  */
 export async function listing<Row>(c: Context, q: z.output<typeof AdminListQuery>, { kind, read, position, view }: Listing<Row>) {
   const after = q.cursor ? decodeOr400(() => decodeTimeIdCursor(`admin-${kind}`, q.cursor!)) : undefined;
-  const rows = await read({ limit: q.limit, after });
-  const page = rows.slice(0, q.limit);
+  const got = await read({ limit: q.limit, after });
+  const cut = Array.isArray(got) ? { rows: got.slice(0, q.limit), hasMore: got.length > q.limit } : got;
+  const page = cut.rows;
   const last = page[page.length - 1];
-  const hasMore = rows.length > q.limit && last !== undefined;
+  const hasMore = cut.hasMore && last !== undefined;
   return c.json({ items: await view(page), ...(hasMore ? { next_cursor: encodeTimeIdCursor(`admin-${kind}`, position(last)) } : {}), has_more: hasMore });
 }

@@ -8,7 +8,7 @@ import { registerRunnerService } from "../../registry/register";
 import { registryStore, toRunnerView, toServiceView } from "../../stores/registry";
 import { router } from "../app-env";
 import { EndpointSchema } from "../../resources/ids";
-import { runner, runnerService } from "../../db/schema";
+import { runnerService } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
 
@@ -30,20 +30,23 @@ export const runnerServicesRouter = router()
       kind: "runner-services",
       read: (page) => selectPage(db, runnerService, { time: runnerService.createdAt, id: runnerService.serviceId }, page),
       position: (row) => ({ time: row.createdAt, id: row.serviceId }),
-      view: (rows) => Promise.all(rows.map(async (s) => toServiceView(s, await registryStore(db).runnersOf(s.serviceId)))),
+      view: async (rows) => {
+        const runnerIds = await registryStore(db).runnerIdsOfServices(rows.map((s) => s.serviceId));
+        return rows.map((s) => toServiceView(s, runnerIds.get(s.serviceId) ?? []));
+      },
     });
   })
   .get("/:serviceId", async (c) => {
     const db = dbOf(c.env);
     const service = await existingService(db, c.req.param("serviceId"));
-    return c.json(toServiceView(service, await registryStore(db).runnersOf(service.serviceId)));
+    return c.json(toServiceView(service, await registryStore(db).runnerIdsOf(service.serviceId)));
   })
   // Only once no agent runs on it: its agents would be left with a runner that does not exist.
   .delete("/:serviceId", async (c) => {
     const db = dbOf(c.env);
     const store = registryStore(db);
     const service = await existingService(db, c.req.param("serviceId"));
-    const runnerIds = new Set((await store.runnersOf(service.serviceId)).map((r) => r.runnerId));
+    const runnerIds = new Set(await store.runnerIdsOf(service.serviceId));
     const agents = (await agentsStore(db).list()).filter((a) => runnerIds.has(a.runnerId)).map((a) => a.agentId);
     if (agents.length) throw conflict(`runner service ${service.serviceId} runs agents ${agents.join(", ")}: delete them or move them to another runner first`, { agents });
     await store.removeService(service.serviceId);
@@ -68,7 +71,7 @@ export const runnerServicesRouter = router()
 export const runnersRouter = router().get("/", validate("query", AdminListQuery), (c) =>
   listing(c, c.req.valid("query"), {
     kind: "runners",
-    read: (page) => selectPage(dbOf(c.env), runner, { id: runner.runnerId }, page),
+    read: (page) => registryStore(dbOf(c.env)).runnersPage(page),
     position: (row) => ({ time: 0, id: row.runnerId }),
     view: (rows) => rows.map(toRunnerView),
   }),
