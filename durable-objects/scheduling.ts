@@ -105,11 +105,6 @@ export function idleWakeAt(table: RunTable, now: number, outOfBudget: boolean, r
   return wakes.length ? Math.min(...wakes) : null;
 }
 
-/** Default strategy (PROTOCOL §10): steer when the runner supports it, else enqueue. */
-export function strategyOf(job: RunJob): ConcurrencyStrategy {
-  return job.agent.concurrency.strategy ?? (job.runner.capabilities.steering ? "steer" : "enqueue");
-}
-
 const canSteer = (job: RunJob) => job.runner.capabilities.steering === true;
 
 /**

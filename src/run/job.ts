@@ -1,4 +1,4 @@
-import type { Concurrency, DeliveryPolicy, ResourcePolicy, StatePolicy } from "../agents/policy";
+import type { Concurrency, ConcurrencyStrategy, DeliveryPolicy, ResourcePolicy, StatePolicy } from "../agents/policy";
 import type { AgentEventContext, ActorContext, ConversationContext, InputContext, SubjectContext } from "../protocol/context";
 import type { Capabilities, Permissions } from "../protocol/manifest";
 import type { PlatformDelivery } from "../platforms/types";
@@ -45,4 +45,9 @@ export interface RunJob {
   };
   /** Set for chat platform events: where the reply is delivered. */
   delivery?: PlatformDelivery;
+}
+
+/** The agent's concurrency strategy; by default (PROTOCOL §10) steer when the runner supports it, else enqueue. */
+export function strategyOf(job: RunJob): ConcurrencyStrategy {
+  return job.agent.concurrency.strategy ?? (job.runner.capabilities.steering ? "steer" : "enqueue");
 }

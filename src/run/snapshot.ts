@@ -2,7 +2,7 @@ import { PERMISSION_GROUPS, type Permissions } from "../protocol/manifest";
 import type { AvailableApis, StateScope } from "../protocol/context";
 import { stateScopeKey } from "../stores/state";
 import { grantResources, NO_RESOURCE_DESCRIPTORS, type GrantedResources, type ResourceDescriptors } from "../resources/grants";
-import type { RunJob } from "./job";
+import { strategyOf, type RunJob } from "./job";
 
 /**
  * The run's frozen authorisation (PROTOCOL §4): computed once before the run,
@@ -109,7 +109,8 @@ export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: Sta
       artifact_read: has("artifacts", "read"),
       state: Object.keys(stateScopes).length > 0,
       storage: storage.plugin_storage || storage.workspace_storage,
-      steering_pull: job.runner.capabilities.steering === true,
+      // Only a run whose agent steers is ever given messages to pull.
+      steering_pull: job.runner.capabilities.steering === true && strategyOf(job) === "steer",
     },
     stateScopes,
     storage,

@@ -68,4 +68,17 @@ describe("steering claims follow the runner the run actually has", () => {
     const dropped = await host.query<{ n: number }>("SELECT COUNT(*) AS n FROM event_log WHERE event_type = 'steering.dropped'");
     expect({ disposition: second.body.disposition, dropped: Number(dropped[0].n) }).toEqual({ disposition: "queued", dropped: 0 });
   });
+
+  it("a steering runner's run may pull only when its agent steers (by default or by choice), not under another strategy", async () => {
+    const pullOf = async (c: string, concurrency?: Record<string, unknown>) => {
+      const agent = { agent_id: `agent-${c}`, name: c, runner_id: steerer.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: c }, ...(concurrency ? { concurrency } : {}) };
+      expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+      const run = await host.waitForRun((await host.postEvent(messageEvent(c, `pull ${c}`))).body.run_id!);
+      expect(run.status).toBe("completed");
+      return seen.find((s) => s.text === `pull ${c}`)!.steeringPull;
+    };
+    expect(await pullOf("strategy-default")).toBe(true);
+    expect(await pullOf("strategy-steer", { strategy: "steer" })).toBe(true);
+    for (const strategy of ["enqueue", "interrupt", "reject", "parallel"]) expect([strategy, await pullOf(`strategy-${strategy}`, { strategy })]).toEqual([strategy, false]);
+  });
 });

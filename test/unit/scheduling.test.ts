@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, strategyOf, supersededByInterrupt, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, supersededByInterrupt, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
+import { strategyOf } from "../../src/run/job";
 import { ChangeSignal } from "../../durable-objects/change-signal";
 import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
