@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { ANSWER_FILE, formOf, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { addTelegramBot, ANSWER_FILE, type FakeReply, formOf, type PlatformCall, startFakePlatform, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
@@ -104,10 +104,7 @@ beforeAll(async () => {
     },
   });
   host = await startTestHost();
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-  expect(created.status).toBe(201);
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "answer-files", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN, name: "tg" }, { runner: runner, agentId: "answer-files" }));
 });
 afterAll(async () => {
   await host?.dispose();

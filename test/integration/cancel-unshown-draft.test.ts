@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { sayOnTelegram, startChatRunner, startFakePlatform, telegramBotApi, waitFor, type PlatformCall } from "../support/fake-platform";
+import { addTelegramBot, type PlatformCall, sayOnTelegram, startChatRunner, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 
 /**
  * README (Delivery): "A run the host cancelled (an operator, a newer message) stays silent, except on Discord". A
@@ -23,10 +23,7 @@ beforeAll(async () => {
   });
   runner = await startChatRunner("cancel-unshown");
   host = await startTestHost();
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET } });
-  expect(created.status).toBe(201);
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "cancel-unshown", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET }, { runner: runner, agentId: "cancel-unshown" }));
 });
 afterAll(async () => {
   await host?.dispose();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { sayOnTelegram, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { addTelegramBot, type FakeReply, type PlatformCall, sayOnTelegram, startFakePlatform, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
@@ -41,9 +41,7 @@ beforeAll(async () => {
     },
   });
   host = await startTestHost();
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "delivery-edges", scope: { type: "bot", id: created.body.bot_id } });
+  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner: runner, agentId: "delivery-edges" }));
 });
 afterAll(async () => {
   await host?.dispose();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
-import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
+import { addTelegramBot, sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 
 /**
  * README (Delivery): "A run asked a question that fails before showing anything still answers, with
@@ -31,10 +31,7 @@ beforeAll(async () => {
     },
   });
   host = await startTestHost();
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-  expect(created.status).toBe(201);
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "unshown", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner: runner, agentId: "unshown" }));
 });
 afterAll(async () => {
   await host?.dispose();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { sayOnTelegram, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { addTelegramBot, type FakeReply, type PlatformCall, sayOnTelegram, startChatRunner, startFakePlatform, waitFor } from "../support/fake-platform";
 
 /**
  * A send that may have been posted (no answer came, or a 500/504) is not made
@@ -36,10 +36,7 @@ beforeAll(async () => {
   fake = await startFakePlatform(telegramApi);
   runner = await startChatRunner("maybe-posted");
   host = await startTestHost();
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-  expect(created.status).toBe(201);
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "maybe-posted", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner: runner, agentId: "maybe-posted" }));
 });
 afterAll(async () => {
   await host?.dispose();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform, type PlatformCall, type FakeReply } from "../support/fake-platform";
+import { addTelegramBot, type FakeReply, type PlatformCall, startChatRunner, startFakePlatform } from "../support/fake-platform";
 
 /**
  * Same defect as final-write-unanswered.test.ts, seen by a chat user: the run's final write (reply +
@@ -25,10 +25,7 @@ beforeAll(async () => {
   fake = await startFakePlatform(telegramApi);
   runner = await startChatRunner("probe-chat");
   host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "2000" } });
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-  expect(created.status).toBe(201);
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "tg-agent", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN, name: "tg" }, { runner: runner, agentId: "tg-agent" }));
 });
 afterAll(async () => {
   await host?.dispose();

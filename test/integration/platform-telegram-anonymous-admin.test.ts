@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startFakePlatform, waitFor, type PlatformCall, type FakeReply } from "../support/fake-platform";
+import { addTelegramBot, type FakeReply, type PlatformCall, startFakePlatform, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 const BOT_TOKEN = "123456:ANON-telegram-bot-token-abcdef";
@@ -39,10 +39,7 @@ beforeAll(async () => {
     },
   });
   host = await startTestHost();
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-  expect(created.status).toBe(201);
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "anon-memo-agent", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner: runner, agentId: "anon-memo-agent" }));
 });
 afterAll(async () => {
   await host?.dispose();

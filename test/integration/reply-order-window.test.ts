@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform, telegramBotApi, waitFor, type PlatformCall } from "../support/fake-platform";
+import { addTelegramBot, type PlatformCall, startChatRunner, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 
 /**
  * Replies in the order their runs ended (ReplyOrder): a reply waiting its turn behind a slow earlier reply gets its
@@ -25,10 +25,7 @@ beforeAll(async () => {
   });
   runner = await startChatRunner("order-window");
   host = await startTestHost({ vars: { DELIVERY_SETTLE_TIMEOUT_MS: String(SETTLE_MS) } });
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET } });
-  expect(created.status).toBe(201);
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "order-agent", scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
+  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET }, { runner: runner, agentId: "order-agent" }));
 });
 afterAll(async () => {
   await host?.dispose();
