@@ -14,6 +14,7 @@ import { sha256Hex } from "../lib/crypto";
 import { HostError } from "../lib/errors";
 import { conversationKey } from "../stores/conversation-key";
 import { eventLogStore } from "../stores/event-log";
+import { storableText } from "../lib/text";
 import { scrubSecrets } from "./redact";
 import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
@@ -72,8 +73,10 @@ async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
     bot_id: bot.botId,
     conversation_id: event.conversationId,
     thread_id: event.threadId,
-    actor: event.actor ?? { actor_type: "unknown", metadata: {} },
-    input: { text: event.text, contents: [], attachments: [] },
+    // What a text column cannot hold as sent (a NUL, half a surrogate pair) is replaced before anyone sees it: the
+    // runner, the transcript and the event record then all give back the same text.
+    actor: event.actor ? { ...event.actor, actor_name: event.actor.actor_name === null ? null : storableText(event.actor.actor_name) } : { actor_type: "unknown", metadata: {} },
+    input: { text: event.text === null ? null : storableText(event.text), contents: [], attachments: [] },
     data: event.data,
     metadata: {},
     delivery: event.replyTarget ? { botId: bot.botId, target: event.replyTarget } : undefined,

@@ -7,6 +7,7 @@ import type { HostRecord } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
+import { headOf } from "../lib/text";
 import { LedgerSequence } from "./ledger-sequence";
 import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
 import { SequenceSet } from "./sequence-set";
@@ -168,7 +169,7 @@ export class ResultProcessor {
       json = JSON.parse(payload);
     } catch (cause) {
       // The parser's words name where it stopped (a NaN deep in the line, say), which the line's start may not show.
-      throw new RunnerCallError("runner.protocol_error", `result line is not JSON (${(cause instanceof Error ? cause.message : String(cause)).slice(0, 200)}): ${payload.slice(0, 80)}`, { cause });
+      throw new RunnerCallError("runner.protocol_error", `result line is not JSON (${headOf(cause instanceof Error ? cause.message : String(cause), 200)}): ${headOf(payload, 80)}`, { cause });
     }
     const envelope = AgentRunResultSchema.safeParse(json);
     if (!envelope.success) throw new RunnerCallError("runner.protocol_error", `result line is not an AgentRunResult: ${formatZodIssues(envelope.error)}`);

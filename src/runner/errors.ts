@@ -1,3 +1,4 @@
+import { storableText } from "../lib/text";
 import type { RunFailureCode } from "../protocol/errors";
 
 export type { RunFailureCode };
@@ -10,7 +11,8 @@ export class RunnerCallError extends Error {
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    // Stored as the run's error: a runner's text quoted in it (a bad line, a run id) must read back as recorded.
+    super(storableText(message), options);
   }
 }
 
