@@ -1,7 +1,7 @@
 import { writeAll, type Db } from "../db/client";
 import type { ApiResult } from "../platforms/types";
 import type { RunJob } from "../run/job";
-import { hostRecordInsert } from "../stores/event-log";
+import { hostRecordInsert, placeOfRun } from "../stores/event-log";
 import { describeError } from "../lib/describe-error";
 import { newId } from "../lib/ids";
 
@@ -61,9 +61,7 @@ export class DeliveryTrail {
         // Its own id, so a write tried again after it went unanswered records nothing twice.
         onceAs: newId("hev"),
         eventType: f.type,
-        conversationKey: job.conversationKey,
-        conversationId: job.conversation.conversation_id,
-        threadId: job.conversation.thread_id,
+        ...placeOfRun(job),
         runId: job.runId,
         data: { run_id: job.runId, event_id: job.event.event_id, platform: this.platform, bot_id: job.delivery?.botId ?? null, ...f.data },
       }),

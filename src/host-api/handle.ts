@@ -166,6 +166,8 @@ export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, a
     conversationKey: s.conversationKey,
     conversationId: s.conversationId,
     threadId: s.threadId,
+    workspaceId: s.workspaceId,
+    botId: s.botId,
     runId: s.runId,
     data: { run_id: s.runId, runner_id: s.runnerId, action, resource: cutStrings(err.details), scope: { conversation_id: s.conversationId, thread_id: s.threadId }, reason: err.message.slice(0, MAX_REASON_CHARS) },
   })

@@ -8,7 +8,7 @@ import { sha256Hex } from "../lib/crypto";
 import type { ArtifactRef } from "../protocol/common";
 import { runnerClient } from "../runner/client";
 import { RUN_ENDED, RunnerCallError } from "../runner/errors";
-import { hostRecordInsert } from "../stores/event-log";
+import { hostRecordInsert, placeOfRun } from "../stores/event-log";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { stateStore } from "../stores/state";
 import { transcriptInsert, type NewTranscriptItem } from "../stores/transcript";
@@ -133,9 +133,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     runId: job.runId,
     runnerId: job.runner.runnerId,
     eventId: job.event.event_id,
-    conversationKey: job.conversationKey,
-    conversationId: job.conversation.conversation_id,
-    threadId: job.conversation.thread_id,
+    place: placeOfRun(job),
     stateScopes: snapshot.stateScopes,
     ledgerSequence: deps.ledgerSequence,
   });
@@ -211,9 +209,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     statements.push(
       hostRecordInsert(db, {
         eventType: "run.failed",
-        conversationKey: job.conversationKey,
-        conversationId: job.conversation.conversation_id,
-        threadId: job.conversation.thread_id,
+        ...placeOfRun(job),
         runId: job.runId,
         data: { run_id: job.runId, runner_id: job.runner.runnerId, status: outcome.status, code: outcome.errorCode, error: outcome.errorMessage },
       }),

@@ -3,7 +3,7 @@ import { batchAll, type Db } from "../db/client";
 import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, runEvent } from "../db/schema";
 import { describeError } from "../lib/describe-error";
-import { hostRecordValues } from "../stores/event-log";
+import { hostRecordValues, placeOfRun } from "../stores/event-log";
 import { ENDED, isNotStarted, ledgerEntryOf, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import type { RunJob } from "./job";
 
@@ -11,7 +11,7 @@ import type { RunJob } from "./job";
 export interface HostEndTarget {
   runId: string;
   conversationKey: string;
-  conversation: Pick<RunJob["conversation"], "conversation_id" | "thread_id">;
+  conversation: Pick<RunJob["conversation"], "conversation_id" | "thread_id" | "workspace_id" | "bot_id">;
   runner: { runnerId: string };
 }
 
@@ -29,9 +29,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: false };
   const record = hostRecordValues({
     eventType: "run.failed",
-    conversationKey: target.conversationKey,
-    conversationId: target.conversation.conversation_id,
-    threadId: target.conversation.thread_id,
+    ...placeOfRun(target),
     runId: target.runId,
     data: { run_id: target.runId, runner_id: target.runner.runnerId, code: outcome.errorCode, error: outcome.errorMessage },
   });
@@ -112,7 +110,7 @@ export const NEVER_HANDED_OVER: RunOutcome = {
 export async function endUnhandedRun(db: Db, runId: string, outcome: RunOutcome): Promise<LedgerEntry | null> {
   const row = await runsStore(db).get(runId);
   if (!isNotStarted(row?.status)) return null;
-  const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId, thread_id: row.threadId }, runner: { runnerId: row.runnerId } };
+  const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId, thread_id: row.threadId, workspace_id: row.workspaceId, bot_id: row.botId }, runner: { runnerId: row.runnerId } };
   return endRunAsHost(db, target, outcome, { onlyQueued: true });
 }
 

@@ -3,7 +3,7 @@ import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
 import { formatZodIssues, isBlankMessage, jsonShapeProblem, MAX_JSON_DEPTH, textOfElements } from "../protocol/common";
 import { RunnerCallError, type RunFailureCode } from "../runner/errors";
-import type { HostRecord } from "../stores/event-log";
+import type { HostRecord, RecordPlace } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
@@ -32,9 +32,8 @@ export interface ResultProcessorInit {
   runId: string;
   runnerId: string;
   eventId: string;
-  conversationKey: string;
-  conversationId?: string | null;
-  threadId?: string | null;
+  /** The run's conversation, where its transcript items and host records go. */
+  place: RecordPlace & { conversationKey: string };
   /** Enabled, available state scopes of this run (frozen in its snapshot). */
   stateScopes: Partial<Record<StateScope, string>>;
   /** Shared with other ledger writers of the run; a private counter when absent. */
@@ -275,9 +274,7 @@ export class ResultProcessor {
     this.warn(batch, "result.invalid_payload", `${type} dropped: ${reason}`, { sequence, ledger_seq });
     batch.audits.push({
       eventType: "runner.result_dropped",
-      conversationKey: this.init.conversationKey,
-      conversationId: this.init.conversationId,
-      threadId: this.init.threadId,
+      ...this.init.place,
       runId: this.init.runId,
       data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, ledger_seq, ...facts, reason },
     });
@@ -312,8 +309,8 @@ export class ResultProcessor {
   }
 
   private itemBase() {
-    const { conversationKey, eventId, runId, conversationId, threadId } = this.init;
-    return { transcriptId: newId("tr"), conversationKey, eventId, runId, conversationId, threadId };
+    const { eventId, runId, place } = this.init;
+    return { transcriptId: newId("tr"), conversationKey: place.conversationKey, eventId, runId, conversationId: place.conversationId, threadId: place.threadId };
   }
 
   private apply(result: KnownResult, batch: ResultBatch, recorded: LedgerEntry) {

@@ -1,6 +1,6 @@
 import type { Db } from "../db/client";
 import type { SteeringInputItem } from "../protocol/host-api-results";
-import { hostRecordInsert } from "../stores/event-log";
+import { hostRecordInsert, placeOfRun } from "../stores/event-log";
 import type { RunJob } from "./job";
 
 /** The steering item a claimed event becomes (PROTOCOL §8 SteeringInputItem). */
@@ -50,9 +50,7 @@ export const claimRefOf = (item: SteeringInputItem): ClaimRef => ({
 export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", item: ClaimRef, run: RunJob) {
   return hostRecordInsert(db, {
     eventType: `steering.${outcome}`,
-    conversationKey: run.conversationKey,
-    conversationId: run.conversation.conversation_id,
-    threadId: run.conversation.thread_id,
+    ...placeOfRun(run),
     runId: run.runId,
     data: { source_event_id: item.event_id, run_id: item.claimed_run_id, runner_id: item.runner_id, claimed_at: item.claimed_at },
     // One outcome per claim: a write that went unanswered (and is retried, or its item put back and taken again) records nothing twice.

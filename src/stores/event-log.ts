@@ -43,7 +43,6 @@ export function toEventRecord(row: EventRow) {
   };
 }
 
-/** A record the host itself appends (denials, runner errors, steering outcomes). */
 /** An EventLog row as an operator sees it: the §8 record, plus what the host decided and what the event carried. */
 export function toOperatorEventView(row: EventRow) {
   return {
@@ -57,11 +56,26 @@ export function toOperatorEventView(row: EventRow) {
   };
 }
 
-export interface HostRecord {
-  eventType: string;
+/** Where a host record belongs: its run's conversation, named as the run's event names it. */
+export interface RecordPlace {
   conversationKey?: string | null;
   conversationId?: string | null;
   threadId?: string | null;
+  workspaceId?: string | null;
+  botId?: string | null;
+}
+
+/** The place of a run's host records: its conversation (a chat's bot and workspace included). */
+export const placeOfRun = (run: { conversationKey: string; conversation: { conversation_id?: string | null; thread_id?: string | null; workspace_id?: string | null; bot_id?: string | null } }): RecordPlace & { conversationKey: string } => ({
+  conversationKey: run.conversationKey,
+  conversationId: run.conversation.conversation_id ?? null,
+  threadId: run.conversation.thread_id ?? null,
+  workspaceId: run.conversation.workspace_id ?? null,
+  botId: run.conversation.bot_id ?? null,
+});
+
+export interface HostRecord extends RecordPlace {
+  eventType: string;
   runId?: string | null;
   data: Record<string, unknown>;
   metadata?: Record<string, unknown>;
@@ -83,6 +97,8 @@ export function hostRecordValues(rec: HostRecord) {
     conversationKey: rec.conversationKey ?? null,
     conversationId: rec.conversationId ?? null,
     threadId: rec.threadId ?? null,
+    workspaceId: rec.workspaceId ?? null,
+    botId: rec.botId ?? null,
     runId: rec.runId ?? null,
     dataJson: JSON.stringify(rec.data),
     // AgentEventRecord exposes metadata, not data: a host record's facts go in both.

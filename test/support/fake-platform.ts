@@ -267,10 +267,10 @@ export function gapsBetween(times: number[]): number[] {
  */
 export async function addTelegramBot(
   host: { admin: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>; bind: (opts: { baseUrl: string; runnerId: string; agentId: string; scope?: { type: string; id?: string }; eventTypes?: string[] }) => Promise<boolean> },
-  bot: { apiBaseUrl: string; botToken: string; secretToken: string; name?: string },
+  bot: { apiBaseUrl: string; botToken: string; secretToken: string; name?: string; workspaceId?: string },
   agent?: { runner: { url: string; runnerId: () => string }; agentId: string; eventTypes?: string[] },
 ): Promise<{ botId: string; webhookUrl: string }> {
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", ...(bot.name ? { name: bot.name } : {}), api_base_url: bot.apiBaseUrl, credentials: { bot_token: bot.botToken, secret_token: bot.secretToken } });
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", ...(bot.name ? { name: bot.name } : {}), ...(bot.workspaceId ? { workspace_id: bot.workspaceId } : {}), api_base_url: bot.apiBaseUrl, credentials: { bot_token: bot.botToken, secret_token: bot.secretToken } });
   if (created.status !== 201) throw new Error(`registering the Telegram bot: ${created.status} ${JSON.stringify(created.body)}`);
   const botId: string = created.body.bot_id;
   if (agent) await host.bind({ baseUrl: agent.runner.url, runnerId: agent.runner.runnerId(), agentId: agent.agentId, scope: { type: "bot", id: botId }, ...(agent.eventTypes ? { eventTypes: agent.eventTypes } : {}) });

@@ -4,7 +4,7 @@ import { SequenceSet } from "../../src/run/sequence-set";
 
 const RUN = "run_x";
 const make = () =>
-  new ResultProcessor({ runId: RUN, runnerId: "http:a/b/c", eventId: "evt_1", conversationKey: "//c1/", conversationId: "c1", stateScopes: { conversation: "scope-key" } });
+  new ResultProcessor({ runId: RUN, runnerId: "http:a/b/c", eventId: "evt_1", place: { conversationKey: "//c1/", conversationId: "c1" }, stateScopes: { conversation: "scope-key" } });
 const line = (type: string, data: unknown, sequence?: number) => JSON.stringify({ run_id: RUN, type, data, sequence });
 const gapDelta = (s: number) => JSON.stringify({ run_id: RUN, type: "message.delta", data: { chunk: { role: "assistant", content: "" } }, sequence: s });
 const msg = (content: string) => ({ message: { role: "assistant", content } });
