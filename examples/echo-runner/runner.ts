@@ -80,7 +80,9 @@ export function createEchoRunner(opts: { secret?: string } = {}) {
     const ctx = contextOf(raw);
     if (!ctx) return c.json({ error: "the body is not an AgentRunRequest (JSON with a context)" }, 400);
     const text = textOf(ctx.input);
-    // The host sends only the state scopes its agent enables: without conversation state, every turn is the first.
+    // The scopes its agent enables are named in runtime.metadata.state_scopes: without conversation state, every turn is the first.
+    const scopes = ctx.runtime?.metadata?.state_scopes;
+    const conversationState = Array.isArray(scopes) && scopes.includes("conversation");
     const turns = Number(ctx.state?.conversation?.turns ?? 0) + 1;
     const greeting = String(ctx.config?.greeting ?? "You said");
     const encoder = new TextEncoder();
@@ -93,8 +95,8 @@ export function createEchoRunner(opts: { secret?: string } = {}) {
           const reply = `${greeting}: "${text}" (turn ${turns})${previous ? `. Before that you said: "${previous}"` : ""}`;
           for (const word of reply.split(/(?<= )/)) controller.enqueue(line("message.delta", { chunk: { role: "assistant", content: word } }));
           controller.enqueue(line("message.completed", { message: { role: "assistant", content: reply } }));
-          // Only a scope the host sent can be written: a stateless agent's run has none.
-          if (ctx.state?.conversation) controller.enqueue(line("state.updated", { scope: "conversation", key: "turns", value: turns }));
+          // Only an enabled scope can be written: a stateless agent's run has none.
+          if (conversationState) controller.enqueue(line("state.updated", { scope: "conversation", key: "turns", value: turns }));
           controller.enqueue(line("run.completed", { finish_reason: "stop" }));
         } catch (err) {
           controller.enqueue(line("run.failed", { code: "runner.error", error: (err as Error).message, retryable: false }));

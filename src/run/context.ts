@@ -1,4 +1,4 @@
-import type { AgentRunContextInput, EnabledStateSnapshot, StateScope } from "../protocol/context";
+import { STATE_SCOPES, type AgentRunContextInput, type EnabledStateSnapshot, type StateScope } from "../protocol/context";
 import { withConfigDefaults } from "../agents/runner-config";
 import { encodeCursor } from "../lib/cursor";
 import { platformDeliveryContext } from "../delivery/context";
@@ -69,14 +69,15 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
       inline_policy: { mode: "current_event", delivered_count: 0, messages_complete: false },
       available_apis: snapshot.availableApis,
     },
-    state: state.values,
+    // Every scope is there, as LangBot's host sends it: a disabled or unidentified one empty (runtime.metadata.state_scopes names the others).
+    state: { conversation: {}, actor: {}, subject: {}, runner: {}, ...state.values },
     runtime: {
       host_version: hostVersion,
       trace_id: job.runId,
       deadline_at: deadline,
       api: { base_url: job.publicBaseUrl, token, expires_at: deadline },
       // Not every key of these scopes is in `state`: the rest are read with state.get / state.list.
-      metadata: { state_partial: state.partial },
+      metadata: { state_scopes: STATE_SCOPES.filter((s) => snapshot.stateScopes[s] !== undefined), state_partial: state.partial },
     },
     config: withConfigDefaults(job.agent.runnerConfig, job.runner.configDefaults),
     adapter: null,

@@ -99,7 +99,7 @@ describe("Host API authorisation", () => {
 
   it("refuses a state scope the policy does not enable", async () => {
     const run = await runOn("bot-wide", async (api, ctx) => {
-      expect(Object.keys(ctx.state).sort()).toEqual(["actor", "conversation"]);
+      expect([ctx.runtime.metadata.state_scopes, ctx.state.runner]).toEqual([["conversation", "actor"], {}]);
       return api("state.get", { scope: "runner", key: "k" });
     });
     await expectDeniedOnce(run, "wide", "state.get", { scope: "runner" });

@@ -30,7 +30,7 @@ const behave = (name: string) =>
       return w.reply("held");
     }
     const page = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "event.page", { limit: 1 });
-    w.reply(JSON.stringify({ runner: name, config: ctx.config, state_scopes: Object.keys(ctx.state), event_page: page.status, apis: ctx.context.available_apis }));
+    w.reply(JSON.stringify({ runner: name, config: ctx.config, state_scopes: ctx.runtime.metadata.state_scopes, event_page: page.status, apis: ctx.context.available_apis }));
   };
 
 const manifest = [{ name: "default", label: { en_US: "probe" }, capabilities: { streaming: true }, permissions: { events: ["get", "page"] } }];

@@ -63,9 +63,10 @@ describe("state (PROTOCOL §9)", () => {
   it("sends only enabled, identified scopes and refuses the others for calls and results", async () => {
     const noSubject = await runner.run(host, "st-nosubject", async (api, ctx, emit) => {
       emit("state.updated", { scope: "subject", key: "k", value: 1 });
-      return { scopes: Object.keys(ctx.state).sort(), get: await api("state.get", { scope: "subject", key: "k" }) };
+      return { scopes: ctx.runtime.metadata.state_scopes, subject: ctx.state.subject, get: await api("state.get", { scope: "subject", key: "k" }) };
     }, on("bot-all", "u1"));
-    expect(noSubject.result.scopes).toEqual(["actor", "conversation", "runner"]);
+    // Every scope is in ctx.state (LangBot's shape); the disabled one empty.
+    expect([noSubject.result.scopes, noSubject.result.subject]).toEqual([["conversation", "actor", "runner"], {}]);
     expect(noSubject.result.get.status).toBe(403);
     expect(await droppedResults(noSubject.runId)).toEqual([expect.objectContaining({ result_type: "state.updated", reason: expect.stringMatching(/subject/) })]);
 
@@ -73,7 +74,7 @@ describe("state (PROTOCOL §9)", () => {
       emit("state.updated", { scope: "actor", key: "k", value: 1 });
       emit("state.updated", { scope: "conversation", key: "k", value: 1 });
       return {
-        scopes: Object.keys(ctx.state),
+        scopes: ctx.runtime.metadata.state_scopes,
         actor: await api("state.set", { scope: "actor", key: "k", value: 2 }),
         runner: await api("state.list", { scope: "runner" }),
         conversation: await api("state.get", { scope: "conversation", key: "k" }),
@@ -97,7 +98,7 @@ describe("state (PROTOCOL §9)", () => {
       emit("state.updated", { scope: "conversation", key: "k", value: 1 });
       return { state: ctx.state, available: ctx.context.available_apis.state, get: await api("state.get", { scope: "conversation", key: "k" }) };
     }, on("bot-none", "u1", "T1"));
-    expect(result.state).toEqual({});
+    expect(result.state).toEqual({ conversation: {}, actor: {}, subject: {}, runner: {} });
     expect(result.available).toBe(false);
     expect([result.get.status, result.get.body.error.code]).toEqual([403, "unauthorized"]);
     expect(await deniedCalls(host, runId)).toEqual([expect.objectContaining({ action: "state.get", resource: { action: "state.get", api: "state" } })]);
@@ -122,8 +123,8 @@ describe("state (PROTOCOL §9)", () => {
   });
 
   it("enables conversation and actor by default", async () => {
-    const { result } = await runner.run(host, "st-default", async (_api, ctx) => Object.keys(ctx.state).sort(), on("bot-default", "u1", "T1"));
-    expect(result).toEqual(["actor", "conversation"]);
+    const { result } = await runner.run(host, "st-default", async (_api, ctx) => ctx.runtime.metadata.state_scopes, on("bot-default", "u1", "T1"));
+    expect(result).toEqual(["conversation", "actor"]);
   });
 
   it("seeds external.conversation_id when absent and never overwrites the runner's value", async () => {
@@ -216,7 +217,7 @@ describe("state (PROTOCOL §9)", () => {
     expect(await host.query("SELECT key FROM runner_state WHERE agent_id = 'reused-id'")).toEqual([]);
     await putAgent(host, agent);
     const { result } = await runner.run(host, "reused-conv", async (_api, ctx) => ctx.state, on("bot-reused", "ada"));
-    expect(result).toEqual({ conversation: { [SEED]: "reused-conv" }, actor: {}, runner: {} });
+    expect(result).toEqual({ conversation: { [SEED]: "reused-conv" }, actor: {}, subject: {}, runner: {} });
 
     // A PUT is the same agent: its state stays.
     await runner.run(host, "reused-conv", async (api) => void (await api("state.set", { scope: "runner", key: "session", value: "kept" })), on("bot-reused", "ada"));
