@@ -1,4 +1,4 @@
-import { createClient } from "@libsql/client/web";
+import { createClient, type Client } from "@libsql/client/web";
 import { configOf, type Env } from "../env";
 import { secretBox } from "../lib/secret-box";
 import { createDb, type Db } from "./client";
@@ -18,8 +18,21 @@ export function dbOf(env: Env): Db {
   const secrets = secretBox(config.SECRETS_KEY, config.SECRETS_KEY_PREVIOUS);
   const timeoutMs = config.DB_QUERY_TIMEOUT_MS;
   if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN, timeoutMs), secrets);
-  else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(createClient({ url: env.LIBSQL_URL, authToken: env.LIBSQL_AUTH_TOKEN, fetch: fetchWithTimeout(timeoutMs) })), secrets);
+  else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(remoteClient(env.LIBSQL_URL, env.LIBSQL_AUTH_TOKEN, timeoutMs)), secrets);
   else throw new Error("no database configured: set LIBSQL_URL (or run locally with `npm start`)");
   cache.set(env, db);
   return db;
+}
+
+/**
+ * The HTTP client for LIBSQL_URL. A URL it refuses is reported by its setting's name only: the client's
+ * own message repeats the URL, and with it an `?authToken=` the URL may carry.
+ */
+function remoteClient(url: string, authToken: string | undefined, timeoutMs: number): Client {
+  try {
+    return createClient({ url, authToken, fetch: fetchWithTimeout(timeoutMs) });
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    throw new Error(`LIBSQL_URL is not a usable libSQL URL${typeof code === "string" ? ` (${code})` : ""}: expected libsql://<host> (Turso) or https://<host> (sqld), without quotes`);
+  }
 }

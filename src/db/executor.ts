@@ -76,8 +76,9 @@ function toStatement(q: SqlQuery): InStatement {
 
 function wrap(err: unknown): DbError {
   if (err instanceof DbError) return err;
-  const e = err as { message?: string; code?: string; extendedCode?: string; cause?: { code?: string } };
-  const code = e.extendedCode ?? e.code ?? e.cause?.code;
+  const e = err as { message?: string; code?: unknown; extendedCode?: unknown; cause?: { code?: unknown } };
+  // Only a string names a database error: a DOMException's `code` (a fetch timed out: 23) is a number.
+  const code = [e.extendedCode, e.code, e.cause?.code].find((c): c is string => typeof c === "string");
   // Only SQLite's own refusal says the write was not applied; a failed fetch (no code), an HTTP status from
   // whatever stands in front of the database (SERVER_ERROR: a 504 from a proxy, say) or a garbled answer does not.
   return new DbError(e.message ?? String(err), code, { cause: err, unanswered: !code?.startsWith("SQLITE_") });

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Miniflare } from "miniflare";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { ROOT } from "../../local/build";
+import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS } from "../../local/host";
+
+/**
+ * The production database path: no LIBSQL service binding, LIBSQL_URL set, so the Worker talks to
+ * Turso/sqld through @libsql/client/web (src/db/connect.ts). The real bundle runs under workerd with
+ * the bindings wrangler.toml gives it.
+ */
+const ADMIN_TOKEN = "prod-admin-token-0123456789";
+const AUTH_TOKEN = "eyJhbGciOiJFZERTQSJ9.TURSO-SECRET-PART";
+
+async function startWorker(vars: Record<string, string>) {
+  let logs = "";
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: 0,
+    modules: true,
+    scriptPath: join(ROOT, "dist/test/worker.js"),
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: [...COMPATIBILITY_FLAGS],
+    durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
+    r2Buckets: ["ARTIFACTS"],
+    bindings: { ADMIN_TOKEN, ...vars },
+    handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
+      for (const s of [stdout, stderr]) s.on("data", (c: Buffer) => (logs += c.toString("utf8")));
+    },
+  });
+  const url = (await mf.ready).origin;
+  const get = async (path: string) => {
+    const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    return { status: res.status, body: await res.text() };
+  };
+  // workerd's output arrives a moment after the response.
+  const logsSettled = async () => {
+    for (let i = 0; i < 40 && !/unhandled error/.test(logs); i++) await new Promise((r) => setTimeout(r, 25));
+    return logs;
+  };
+  return { mf, get, logsSettled };
+}
+
+describe("a LIBSQL_URL secret that does not parse", () => {
+  // Typical paste mistakes in `wrangler secret put LIBSQL_URL`: a leading space, the value in quotes.
+  for (const url of [` libsql://db-acme.turso.io?authToken=${AUTH_TOKEN}`, `"libsql://db-acme.turso.io?authToken=${AUTH_TOKEN}"`]) {
+    it(`is reported naming LIBSQL_URL, without the auth token it carries (${JSON.stringify(url.slice(0, 12))}…)`, async () => {
+      const w = await startWorker({ LIBSQL_URL: url });
+      try {
+        const res = await w.get("/v1/admin/agents");
+        expect(res.status).toBe(500);
+        expect(res.body).not.toContain("TURSO-SECRET-PART");
+        const logs = await w.logsSettled();
+        expect(logs).toMatch(/unhandled error/);
+        // The operator's log must not carry the credential...
+        expect(logs).not.toContain("TURSO-SECRET-PART");
+        // ...and says which setting is wrong.
+        expect(logs).toMatch(/LIBSQL_URL/);
+      } finally {
+        await w.mf.dispose();
+      }
+    });
+  }
+});
+
+describe("a database that does not answer within DB_QUERY_TIMEOUT_MS", () => {
+  let silent: Server;
+  let port: number;
+  beforeAll(async () => {
+    // Accepts the Hrana pipeline request and never answers: a hung Turso/sqld, or a proxy holding the call.
+    silent = createServer((req) => req.resume());
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    port = (silent.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    silent.closeAllConnections();
+    await new Promise((r) => silent.close(r));
+  });
+
+  it("fails the query as a database timeout, not as a crash in the error mapping", async () => {
+    const w = await startWorker({ LIBSQL_URL: `http://127.0.0.1:${port}`, DB_QUERY_TIMEOUT_MS: "300" });
+    try {
+      const res = await w.get("/v1/admin/agents");
+      expect(res.status).toBe(500);
+      const logs = await w.logsSettled();
+      expect(logs).toMatch(/unhandled error/);
+      // The Worker's fetch rejects with a DOMException TimeoutError, whose `code` is the number 23.
+      expect(logs).not.toMatch(/is not a function/);
+      expect(logs).toMatch(/timeout/i);
+    } finally {
+      await w.mf.dispose();
+    }
+  });
+});
