@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { EventTypeSchema, RecordSchema, ScopedIdSchema } from "../protocol/common";
+import { EventTypeSchema, RecordSchema, refuseRoundedIntegers, ScopedIdSchema } from "../protocol/common";
 import { StateScopeSchema } from "../protocol/context";
 import { PermissionsSchema } from "../protocol/manifest";
 
@@ -82,7 +82,8 @@ export const AgentInputSchema = z.strictObject({
   name: z.string().min(1).max(200),
   description: z.string().max(2000).optional(),
   runner_id: z.string().min(1),
-  runner_config: RecordSchema.default({}),
+  // Handed to the runner as ctx.config as written: a 64-bit id JSON parsing rounded is refused, never stored altered.
+  runner_config: RecordSchema.superRefine(refuseRoundedIntegers).default({}),
   event_types: z.array(EventTypeSchema).min(1),
   scope: ScopeSchema.default({ type: "global" }),
   resource_policy: ResourcePolicySchema.default(ResourcePolicySchema.parse({})),

@@ -1,9 +1,13 @@
+import { drainReader } from "../lib/drain";
+
 /**
  * A request or response body read whole, but never more than `maxBytes`: a
  * declared Content-Length over the cap is refused before reading, and an
- * undeclared or lying one is cut off as soon as the count passes the cap.
+ * undeclared or lying one is cut off as soon as the count passes the cap
+ * (or, with `drainOverflow`, a request whose client waits for its answer,
+ * the rest is drained within drainReader's bounds, so it reads a 413, not a reset).
  */
-export async function readCapped(res: Request | Response, maxBytes: number): Promise<Uint8Array | "too_large"> {
+export async function readCapped(res: Request | Response, maxBytes: number, opts: { drainOverflow?: boolean } = {}): Promise<Uint8Array | "too_large"> {
   const declared = Number(res.headers.get("content-length") ?? NaN);
   if (declared > maxBytes) {
     await res.body?.cancel();
@@ -18,7 +22,7 @@ export async function readCapped(res: Request | Response, maxBytes: number): Pro
     if (done) break;
     total += value.length;
     if (total > maxBytes) {
-      await reader.cancel();
+      await (opts.drainOverflow ? drainReader(reader) : reader.cancel());
       return "too_large";
     }
     chunks.push(value);

@@ -92,7 +92,8 @@ export function unsafeIntegerIn(value: unknown): number | null {
   while (stack.length > 0) {
     const current = stack.pop();
     if (typeof current === "number" && Number.isInteger(current) && !Number.isSafeInteger(current) && Math.abs(current) <= 2 ** 64) return current;
-    if (current !== null && typeof current === "object") stack.push(...(Array.isArray(current) ? current : Object.values(current)));
+    // One push per child: spreading a wide array (hundreds of thousands of members) into push() overflows the stack.
+    if (current !== null && typeof current === "object") for (const child of Array.isArray(current) ? current : Object.values(current)) stack.push(child);
   }
   return null;
 }

@@ -25,7 +25,8 @@ function declaredLength(header: string | undefined): number | null {
 
 /** The query as sent: a value that is not UTF-8 percent-encoding is refused (a reason), never kept altered. */
 function strictQuery(url: string): Record<string, string> | string {
-  const out: Record<string, string> = {};
+  // No prototype: a parameter named `constructor` or `__proto__` is a parameter like any other (refused as unknown).
+  const out: Record<string, string> = Object.create(null);
   const search = new URL(url).search.slice(1);
   for (const pair of search ? search.split("&") : []) {
     if (!pair) continue;

@@ -70,7 +70,7 @@ const UNAUTHENTICATED_READ_BYTES = 64 * 1024;
 async function readHostApiBody(request: Request, maxBytes: number): Promise<HostApiBody> {
   const declaredTooLarge = Number(request.headers.get("content-length") ?? NaN) > maxBytes;
   // Declared too large: drained unread, so the client gets its answer rather than a reset.
-  const bytes = declaredTooLarge ? (await drainBody(request), "too_large" as const) : await readCapped(request, maxBytes);
+  const bytes = declaredTooLarge ? (await drainBody(request), "too_large" as const) : await readCapped(request, maxBytes, { drainOverflow: true });
   if (bytes === "too_large") return { refused: { code: "payload_too_large", message: `request body exceeds ${maxBytes} bytes` } };
   // Parsed by the DO: text crosses the RPC boundary cheaply, and hostile nesting is refused there, not by a clone.
   try {
