@@ -337,7 +337,7 @@ export class ConversationDO extends DurableObject<Env> {
       void this.runs.put(key, { ...stored, state: "running" }, { allowUnconfirmed: true });
       // The agent as it is now: an edit made while the run was queued applies to it.
       job = claimed.job;
-      const snapshot = freezeSnapshot(job, deadlineAt, claimed.stateScopes, claimed.descriptors);
+      const snapshot = freezeSnapshot(job, deadlineAt, claimed.stateScopes, claimed.descriptors, { holdsClaims: strategyOf(job) !== "steer" && (await this.steering.size(job.runId)) > 0 });
       // Chat platform events: the reply follows the ledger as it is written (null otherwise).
       delivery = DeliverySession.open(this.deliveryDeps(), job);
       const { session, token } = await this.sessions.open(job, snapshot, abort);

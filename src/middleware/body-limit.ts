@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
-import { drainBody, drainReader } from "../lib/drain";
+import { readCapped } from "../artifacts/read-capped";
+import { drainBody } from "../lib/drain";
 import { HostError } from "../lib/errors";
 
 const tooLarge = (maxSize: number) => new HostError(413, "payload_too_large", `request body exceeds ${maxSize} bytes`);
@@ -22,25 +23,8 @@ export function limitBody(maxSize: number, opts: { drain?: boolean } = {}): Midd
       throw tooLarge(maxSize);
     }
     if (!request.body || (declared !== null && !request.headers.has("transfer-encoding"))) return next();
-    const reader = request.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.length;
-      if (size > maxSize) {
-        if (opts.drain !== false) await drainReader(reader);
-        throw tooLarge(maxSize);
-      }
-      chunks.push(value);
-    }
-    const body = new Uint8Array(size);
-    let at = 0;
-    for (const chunk of chunks) {
-      body.set(chunk, at);
-      at += chunk.length;
-    }
+    const body = await readCapped(request, maxSize, { drainOverflow: opts.drain !== false });
+    if (body === "too_large") throw tooLarge(maxSize);
     c.req.raw = new Request(request, { body });
     return next();
   };

@@ -162,7 +162,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
       // Stopped (a cancel, the deadline) before these were applied, though read already: the run ends as it was stopped
       // (a cancel was answered 202), not with a terminal result applied after it.
       if (deps.signal.aborted && deps.signal.reason instanceof RunnerCallError && deps.signal.reason !== RUN_ENDED) throw deps.signal.reason;
-      if (deps.ledgerSequence?.callsInFlight && payloads.some((p) => processor.endsRun(p))) {
+      if (deps.ledgerSequence?.callsInFlight && processor.endsRun(payloads)) {
         // The runner ends its run with Host API calls in flight (a tool call): they are stopped and record how they
         // ended before its end is numbered, which stays the ledger's last entry.
         runnerDone = true;

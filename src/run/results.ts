@@ -140,22 +140,31 @@ export class ResultProcessor {
   }
 
   /**
-   * Whether this result line, processed next, would end the run: a terminal result of this run, valid, with a sequence
-   * not seen. Parses the line apart from `process`, so only worth it when something waits on the answer.
+   * Whether this chunk, processed next, would end the run as `process` would: a valid terminal result of this run, its
+   * sequence seen neither before nor earlier in the chunk, with no line before it that fails the run. Parses the lines
+   * apart from `process`, so only worth it when something waits on the answer.
    */
-  endsRun(payload: string): boolean {
-    let json: unknown;
-    try {
-      json = JSON.parse(payload);
-    } catch {
-      return false;
+  endsRun(payloads: string[]): boolean {
+    const inChunk = new Set<number>();
+    for (const payload of payloads) {
+      let json: unknown;
+      try {
+        json = JSON.parse(payload);
+      } catch {
+        return false;
+      }
+      const envelope = AgentRunResultSchema.safeParse(json);
+      if (!envelope.success || envelope.data.run_id !== this.init.runId) return false;
+      const { type, data, sequence } = envelope.data;
+      if (jsonShapeProblem(data, MAX_JSON_DEPTH + 1, { depthOnly: true })) return false;
+      if (sequence != null && sequence >= 1) {
+        // A duplicate is dropped, and the run goes on.
+        if (this.seen.has(sequence) || inChunk.has(sequence)) continue;
+        inChunk.add(sequence);
+      }
+      if ((type === "run.completed" || type === "run.failed") && parseResultPayload(type, data).kind === "ok") return true;
     }
-    const envelope = AgentRunResultSchema.safeParse(json);
-    if (!envelope.success || envelope.data.run_id !== this.init.runId) return false;
-    const { type, data, sequence } = envelope.data;
-    if (type !== "run.completed" && type !== "run.failed") return false;
-    if (sequence != null && sequence >= 1 && this.seen.has(sequence)) return false;
-    return parseResultPayload(type, data).kind === "ok";
+    return false;
   }
 
   private warn(batch: ResultBatch, code: string, message: string, extra: Record<string, unknown> = {}) {

@@ -83,7 +83,7 @@ export async function stateScopesOf(job: RunJob): Promise<StateScopeKeys> {
   return stateScopes;
 }
 
-export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: StateScopeKeys, resources: ResourceDescriptors = NO_RESOURCE_DESCRIPTORS): AuthorizationSnapshot {
+export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: StateScopeKeys, resources: ResourceDescriptors = NO_RESOURCE_DESCRIPTORS, opts: { holdsClaims?: boolean } = {}): AuthorizationSnapshot {
   const permissions = effectivePermissions(job.runner.permissions, job.agent.resourcePolicy.allow);
   const has = (group: keyof Permissions, op: string) => ((permissions[group] ?? []) as readonly string[]).includes(op);
   const storage = { plugin_storage: has("storage", "plugin"), workspace_storage: has("storage", "workspace") && Boolean(job.conversation.workspace_id) };
@@ -109,8 +109,9 @@ export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: Sta
       artifact_read: has("artifacts", "read"),
       state: Object.keys(stateScopes).length > 0,
       storage: storage.plugin_storage || storage.workspace_storage,
-      // Only a run whose agent steers is ever given messages to pull.
-      steering_pull: job.runner.capabilities.steering === true && strategyOf(job) === "steer",
+      // Only a run whose agent steers is ever given messages to pull, or one that holds messages claimed while it waited
+      // (its agent steered then): an edit to its strategy since must not leave them unpulled, dropped.
+      steering_pull: job.runner.capabilities.steering === true && (strategyOf(job) === "steer" || opts.holdsClaims === true),
     },
     stateScopes,
     storage,
