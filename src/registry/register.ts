@@ -10,7 +10,7 @@ import { missingConfigFields } from "../agents/runner-config";
 import { parseJson } from "../lib/json";
 import { agentsStore } from "../stores/agents";
 import { registryStore, runnerServiceAt, toServiceView } from "../stores/registry";
-import { maskUrl } from "../resources/secrets";
+import { maskUrl, redact, urlSecrets } from "../resources/secrets";
 import { isSealed, moveSealed, moveSealedValues } from "../lib/secret-box";
 import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
 import { joinUrl } from "../lib/url";
@@ -22,11 +22,13 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
   const url = joinUrl(baseUrl, "/manifest");
   // What the messages below name: the URL with any credentials in it masked.
   const shown = maskUrl(url);
+  // The runtime's own reason may name URLs (every one a redirect loop visited, a Location it cannot follow): masked too.
+  const why = (cause: unknown) => redact(String((cause as Error)?.message ?? cause).replace(/[a-z][a-z0-9+.-]*:\/\/[^\s,]+/gi, (u) => maskUrl(u)), urlSecrets(url));
   let res: Response;
   try {
     res = await fetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(MANIFEST_TIMEOUT_MS) });
   } catch (cause) {
-    throw new HostError(502, "bad_gateway", `could not fetch ${shown}: ${(cause as Error).message}`, undefined, { cause });
+    throw new HostError(502, "bad_gateway", `could not fetch ${shown}: ${why(cause)}`, undefined, { cause });
   }
   if (!res.ok) throw new HostError(502, "bad_gateway", `${shown} answered HTTP ${res.status}`);
   // Read no further than the cap: a manifest that never ends is not buffered whole.
@@ -35,7 +37,7 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
     bytes = await readCapped(res, MANIFEST_MAX_BYTES);
   } catch (cause) {
     // A body that stalls past the timeout, or breaks off: as unreadable as one never sent.
-    throw new HostError(502, "bad_gateway", `could not read ${shown}: ${(cause as Error).message}`, undefined, { cause });
+    throw new HostError(502, "bad_gateway", `could not read ${shown}: ${why(cause)}`, undefined, { cause });
   }
   if (bytes === "too_large") throw new HostError(502, "bad_gateway", `${shown} is larger than ${MANIFEST_MAX_BYTES} bytes`);
   const text = new TextDecoder().decode(bytes);

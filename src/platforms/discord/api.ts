@@ -9,6 +9,7 @@
  * fractional) in the body.
  */
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
+import { scrubSecrets } from "../redact";
 import type { ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
 
@@ -30,6 +31,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
   const channel = target.channelId ? `${bot.apiBaseUrl}/channels/${encodeURIComponent(target.channelId)}/messages` : null;
   const botAuth = { authorization: `Bot ${bot.credentials.bot_token}` };
+  const interactionSecrets = { token: target.interactionToken, encoded: encodeURIComponent(target.interactionToken) };
   let originalUsed = false;
   /** The deferred response's message id, from its first edit: the bot token can edit it by id once the interaction token is gone. */
   let originalId: string | null = null;
@@ -50,7 +52,8 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     const { status, headers: replyHeaders, json } = reply.value;
     const data = asRecord(json);
     if (status >= 200 && status < 300) return { ok: true, value: data };
-    const message = typeof data.message === "string" ? data.message : `HTTP ${status}`;
+    // The interaction token is a credential of its own, not the bot's: an answer quoting the URL must not carry it on.
+    const message = typeof data.message === "string" ? scrubSecrets(data.message, interactionSecrets) : `HTTP ${status}`;
     const retryAfterMs = typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(replyHeaders);
     const code = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404) ? "discord_interaction_expired" : `discord_http_${status}`;
     return { ok: false, failure: failureOfStatus(status, code, message, retryAfterMs) };

@@ -7,6 +7,7 @@
 import { sha256Hex } from "../../lib/crypto";
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
+import { scrubSecrets } from "../redact";
 import { UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface LarkCredentials extends Record<string, string> {
@@ -61,7 +62,9 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (reply.value.status === 200 && body.code === 0) return { ok: true, value: asRecord(body.data) };
+    // The tenant token is derived, not among the bot's credentials that records are scrubbed of: scrubbed here.
     const failure = failureOf(reply.value.status, reply.value.headers, body);
+    failure.message = scrubSecrets(failure.message, { tenant: token.value });
     if (failure.code.startsWith("lark_") && TOKEN_INVALID.has(Number(failure.code.slice(5)))) tokens.delete(tokenKey(bot));
     return { ok: false, failure };
   }
