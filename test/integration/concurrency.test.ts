@@ -27,9 +27,11 @@ async function behave(call: RunCall, res: ServerResponse) {
   }
   if (text.startsWith("hold")) await gate(conversation).promise;
   const pulled: any[] = [];
-  if (ctx.config.pull === "all") pulled.push(...(await api("steering.pull")).body.data.items);
-  if (ctx.config.pull === "one") pulled.push(...(await api("steering.pull", { mode: "one-at-a-time" })).body.data.items);
-  w.reply(JSON.stringify({ text, pulled: pulled.map((i) => i.input.text), pulled_items: pulled }));
+  // A run may pull only when its agent steers (available_apis.steering_pull).
+  const canPull = ctx.context.available_apis.steering_pull === true;
+  if (canPull && ctx.config.pull === "all") pulled.push(...(await api("steering.pull")).body.data.items);
+  if (canPull && ctx.config.pull === "one") pulled.push(...(await api("steering.pull", { mode: "one-at-a-time" })).body.data.items);
+  w.reply(JSON.stringify({ text, can_pull: canPull, pulled: pulled.map((i) => i.input.text), pulled_items: pulled }));
 }
 
 beforeAll(async () => {
@@ -161,7 +163,7 @@ describe("concurrency strategies for a busy conversation", () => {
     const second = await host.postEvent(messageEvent(c, "second"));
     expect(second.body.disposition).toBe("queued");
     gate(c).resolve();
-    expect((await reply(first.body.run_id!)).pulled).toEqual([]);
+    expect(await reply(first.body.run_id!)).toMatchObject({ can_pull: false, pulled: [] });
     expect((await reply(second.body.run_id!)).text).toBe("second");
   });
 
