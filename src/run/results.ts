@@ -1,4 +1,4 @@
-import { AgentRunResultSchema, base64DecodedLength, parseResultPayload, STRICT_RESULT_TYPES, type KnownResult } from "../protocol/results";
+import { AgentRunResultSchema, base64DecodedLength, parseResultPayload, STRICT_RESULT_TYPES, type AgentRunResult, type KnownResult } from "../protocol/results";
 import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
 import { formatZodIssues, isBlankMessage, jsonShapeProblem, MAX_JSON_DEPTH, textOfElements } from "../protocol/common";
@@ -147,16 +147,13 @@ export class ResultProcessor {
   endsRun(payloads: string[]): boolean {
     const inChunk = new Set<number>();
     for (const payload of payloads) {
-      let json: unknown;
+      let result: AgentRunResult;
       try {
-        json = JSON.parse(payload);
+        result = this.envelopeOf(payload);
       } catch {
-        return false;
+        return false; // a line that fails the run before any terminal result
       }
-      const envelope = AgentRunResultSchema.safeParse(json);
-      if (!envelope.success || envelope.data.run_id !== this.init.runId) return false;
-      const { type, data, sequence } = envelope.data;
-      if (jsonShapeProblem(data, MAX_JSON_DEPTH + 1, { depthOnly: true })) return false;
+      const { type, data, sequence } = result;
       if (sequence != null && sequence >= 1) {
         // A duplicate is dropped, and the run goes on.
         if (this.seen.has(sequence) || inChunk.has(sequence)) continue;
@@ -171,7 +168,8 @@ export class ResultProcessor {
     batch.ledger.push(this.entry("host.warning", { code, message, ...extra }, "host"));
   }
 
-  private one(payload: string, batch: ResultBatch) {
+  /** The line as an AgentRunResult of this run, or the protocol error that fails the run. */
+  private envelopeOf(payload: string): AgentRunResult {
     let json: unknown;
     try {
       json = JSON.parse(payload);
@@ -189,6 +187,11 @@ export class ResultProcessor {
     if (result.run_id !== this.init.runId) {
       throw new RunnerCallError("runner.protocol_error", `result names run ${result.run_id}, not this run`);
     }
+    return result;
+  }
+
+  private one(payload: string, batch: ResultBatch) {
+    const result = this.envelopeOf(payload);
     let sequence = result.sequence ?? null;
     if (sequence !== null && sequence < 1) {
       this.warn(batch, "result.invalid_sequence", `sequence ${sequence} is not positive; the result is taken as unnumbered`, { sequence });
