@@ -1,4 +1,4 @@
-import type { ErrorHandler, NotFoundHandler } from "hono";
+import type { ErrorHandler, Handler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { HostError } from "../lib/errors";
 import { SealedSecretError } from "../lib/secret-box";
@@ -36,3 +36,10 @@ export const onError: ErrorHandler = (err, c) => {
 };
 
 export const notFound: NotFoundHandler = (c) => c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404);
+
+/** A route that exists, asked with a method it does not take: 405 with `Allow`. */
+export const methodNotAllowed = (allow: string): Handler =>
+  function methodNotAllowed(c) {
+    c.header("allow", allow);
+    return c.json({ error: { code: "method_not_allowed", message: `${new URL(c.req.url).pathname} takes ${allow}, not ${c.req.method}` } }, 405);
+  };

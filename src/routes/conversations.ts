@@ -7,6 +7,7 @@ import { conversationKey } from "../stores/conversation-key";
 import { eventLogStore, toOperatorEventView } from "../stores/event-log";
 import { toTranscriptItem, transcriptStore } from "../stores/transcript";
 import { decodeOr400, router } from "./app-env";
+import { pageCursor, pageLimit } from "./query";
 
 /** One conversation, named as events name it (its workspace, bot and thread when it has them), and a page of it. */
 const ConversationQuery = z.strictObject({
@@ -14,8 +15,8 @@ const ConversationQuery = z.strictObject({
   workspace_id: z.string().min(1).max(200).optional(),
   bot_id: z.string().min(1).max(200).optional(),
   thread_id: z.string().min(1).max(200).optional(),
-  cursor: z.string().min(1).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: pageCursor.optional(),
+  limit: pageLimit(200, 50),
 });
 const TranscriptQuery = ConversationQuery.extend({ include_artifacts: z.enum(["true", "false", "1", "0"]).default("true") });
 

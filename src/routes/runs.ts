@@ -13,6 +13,8 @@ import { ENDED, runsStore, settledPrefix, toLedgerView, toRunView } from "../sto
 import type { Context } from "hono";
 import { decodeOr400, router, type AppEnv } from "./app-env";
 import { uploadArtifact } from "./run-artifacts";
+import { pageCursor, pageLimit } from "./query";
+import { methodNotAllowed } from "../middleware/on-error";
 
 /** The Durable Object that owns a run, from the id alone (no database lookup); null for an id this host never issued. */
 function ownerOf(env: Env, runId: string) {
@@ -46,15 +48,15 @@ const FrameId = z.string().regex(/^\d{1,15}$/, "Last-Event-ID must be a frame id
 const StreamHeaders = z.object({ "last-event-id": FrameId.optional() });
 /** `lastEventId` is where EventSource polyfills put Last-Event-ID on reconnect; any other parameter is a 400, not a replay from the start. */
 const StreamQuery = z.strictObject({ lastEventId: FrameId.optional() });
-const LedgerQuery = z.strictObject({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) });
+const LedgerQuery = z.strictObject({ cursor: pageCursor.optional(), limit: pageLimit(1000, 100) });
 const ListQuery = z.strictObject({
   conversation_id: z.string().min(1).max(200).optional(),
   workspace_id: z.string().min(1).max(200).optional(),
   bot_id: z.string().min(1).max(200).optional(),
   agent_id: z.string().min(1).max(200).optional(),
   status: z.enum(["created", "running", "completed", "failed", "cancelled", "timeout"]).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().min(1).optional(),
+  limit: pageLimit(200, 50),
+  cursor: pageCursor.optional(),
 });
 const RUN_LIST_CURSOR = "runs";
 
@@ -103,6 +105,9 @@ export const runsRouter = router()
   })
   // artifact.upload: run token checked by the owning DO, body streamed to R2 (run-artifacts.ts).
   .put("/:runId/artifacts", (c) => uploadArtifact(c, ownerOf(c.env, c.req.param("runId"))))
+  // Each run-token route takes one method: another gets a 405 naming it, not the admin 401 a runner author would misread.
+  .all("/:runId/api", methodNotAllowed("POST"))
+  .all("/:runId/artifacts", methodNotAllowed("PUT"))
   .use("*", adminAuth())
   .get("/", validate("query", ListQuery), async (c) => {
     const q = c.req.valid("query");

@@ -43,3 +43,45 @@ describe("cursors without a position", () => {
     expect(result.status).toBe(400);
   });
 });
+
+describe("empty cursors and limits not written in decimal", () => {
+  it("are a 400 on every listing, not a read from the start or a page of another size", async () => {
+    const runId = (await host.admin("GET", `/v1/runs?conversation_id=${CONV}&limit=1`)).body.items[0].run_id;
+    const reads = [
+      `/v1/runs/${runId}/events?cursor=`,
+      `/v1/runs?cursor=`,
+      `/v1/conversations/events?conversation_id=${CONV}&cursor=`,
+      `/v1/admin/agents?cursor=`,
+      ...["0x10", "1e1", "%201", "1.0", "", "-1"].flatMap((limit) => [
+        `/v1/runs/${runId}/events?limit=${limit}`,
+        `/v1/runs?limit=${limit}`,
+        `/v1/conversations/transcript?conversation_id=${CONV}&limit=${limit}`,
+        `/v1/admin/runners?limit=${limit}`,
+      ]),
+    ];
+    const answers = await Promise.all(reads.map(async (path) => [path, (await host.admin("GET", path)).status] as const));
+    expect(answers.filter(([, status]) => status !== 400)).toEqual([]);
+    // Plain decimal still pages as asked.
+    const page = await host.admin("GET", `/v1/conversations/transcript?conversation_id=${CONV}&limit=01`);
+    expect([page.status, page.body.items.length, page.body.has_more]).toEqual([200, 1, true]);
+  });
+});
+
+describe("a run-token route asked with another method", () => {
+  it("answers 405 naming the method it takes, not the admin 401", async () => {
+    const runId = (await host.admin("GET", `/v1/runs?conversation_id=${CONV}&limit=1`)).body.items[0].run_id;
+    const asked = await Promise.all(
+      [["GET", "api"], ["PUT", "api"], ["GET", "artifacts"], ["POST", "artifacts"]].map(async ([method, route]) => {
+        const res = await fetch(`${host.url}/v1/runs/${runId}/${route}`, { method, headers: { authorization: "Bearer whatever" } });
+        const body = (await res.json()) as { error: { code: string } };
+        return [method, route, res.status, res.headers.get("allow"), body.error.code];
+      }),
+    );
+    expect(asked).toEqual([
+      ["GET", "api", 405, "POST", "method_not_allowed"],
+      ["PUT", "api", 405, "POST", "method_not_allowed"],
+      ["GET", "artifacts", 405, "PUT", "method_not_allowed"],
+      ["POST", "artifacts", 405, "PUT", "method_not_allowed"],
+    ]);
+  });
+});

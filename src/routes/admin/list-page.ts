@@ -3,11 +3,12 @@ import * as z from "zod";
 import { decodeTimeIdCursor, encodeTimeIdCursor, type TimeIdPosition } from "../../lib/cursor";
 import type { ListPage } from "../../stores/list-page";
 import { decodeOr400 } from "../app-env";
+import { pageCursor, pageLimit } from "../query";
 
 /** `?limit` (1 to 200, default 100) and `?cursor` (a previous page's `next_cursor`) of every admin listing. */
 export const AdminListQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(200).default(100),
-  cursor: z.string().min(1).max(2048).optional(),
+  limit: pageLimit(200, 100),
+  cursor: pageCursor.optional(),
 });
 
 export interface Listing<Row> {
