@@ -34,7 +34,9 @@ function strictQuery(url: string): Record<string, string> | string {
     const [k, v] = at < 0 ? [pair, ""] : [pair.slice(0, at), pair.slice(at + 1)];
     try {
       const key = decodeURIComponent(k.replace(/\+/g, " "));
-      out[key] ??= decodeURIComponent(v.replace(/\+/g, " "));
+      // Two values for one name: which one the caller meant is not the host's guess.
+      if (key in out) return `${key}: given more than once`;
+      out[key] = decodeURIComponent(v.replace(/\+/g, " "));
     } catch {
       return `${k}: not UTF-8 percent-encoding`;
     }

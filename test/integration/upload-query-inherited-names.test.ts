@@ -19,7 +19,7 @@ beforeAll(async () => {
     async onRun({ body }, res) {
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
-      for (const q of ["misspelt=x", "constructor=x", "toString=x", "__proto__=x"]) {
+      for (const q of ["misspelt=x", "constructor=x", "toString=x", "__proto__=x", "name=b.txt", "mime_type=text/plain&mime_type=image/png"]) {
         const r = await fetch(`${ctx.runtime.api.base_url}/v1/runs/${ctx.run_id}/artifacts?name=a.txt&${q}`, {
           method: "PUT",
           headers: { authorization: `Bearer ${ctx.runtime.api.token}` },
@@ -39,7 +39,7 @@ afterAll(async () => {
   await runner?.close();
 });
 
-it("an upload with a query parameter named like an inherited property is a 400, as any other unknown one", async () => {
+it("an upload with a query parameter named like an inherited property, or one given twice, is a 400, as any other unknown one", async () => {
   await host.waitForRun((await host.postEvent(messageEvent("upinh", "go"))).body.run_id!);
-  expect(out).toEqual({ "misspelt=x": 400, "constructor=x": 400, "toString=x": 400, "__proto__=x": 400 });
+  expect(out).toEqual({ "misspelt=x": 400, "constructor=x": 400, "toString=x": 400, "__proto__=x": 400, "name=b.txt": 400, "mime_type=text/plain&mime_type=image/png": 400 });
 });
