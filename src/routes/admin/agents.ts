@@ -4,6 +4,7 @@ import type { Db } from "../../db/client";
 import { AgentInputSchema, storedScope, type AgentInput } from "../../agents/policy";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
+import { mistypedConfigFields } from "../../agents/config-types";
 import { maskedOnPreviousRunner, missingConfigFields, nonTextSecretFields, restoreSecretFields, sealedLookingFields, sealSecretFields, secretFieldNames } from "../../agents/runner-config";
 import { agentConfigSlot } from "../../stores/secret-slots";
 import { MASK } from "../../resources/secrets";
@@ -23,7 +24,7 @@ const configSchemaOf = (manifestJson: string) => parseJson<AgentRunnerManifest>(
 
 /**
  * The runner must exist, and runner_config must carry every required field of
- * its config_schema. A secret field sent back masked, as GET showed it, keeps
+ * its config_schema, each field of a type the schema names as that type. A secret field sent back masked, as GET showed it, keeps
  * the value stored for the same agent on the same runner. Returns the runner's
  * secret field names, which the answer masks, and its service's address (where its secrets are sealed for).
  */
@@ -52,6 +53,8 @@ async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow)
   input.runner_config = restored.config;
   const missing = missingConfigFields(schema, input.runner_config);
   if (missing.length) throw badRequest(`runner_config is missing required fields: ${missing.join(", ")}`, { missing });
+  const mistyped = mistypedConfigFields(schema, input.runner_config);
+  if (mistyped.length) throw badRequest(`runner_config fields do not have their config_schema type: ${mistyped.map((m) => `${m.field} (${m.expected})`).join(", ")}`, { mistyped });
   return { secrets, kept: restored.kept, serviceBaseUrl: service.baseUrl };
 }
 
