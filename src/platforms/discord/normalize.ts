@@ -25,8 +25,11 @@ const OptionSchema: z.ZodType<CommandOption> = z.lazy(() =>
   z.looseObject({ name: z.string(), type: z.number(), value: z.unknown().optional(), options: z.array(OptionSchema).optional() }),
 );
 
-/** A modal's submitted input: a text input's `value`, a select's `values`, or a file upload's (type 19) attachment ids. */
-const ModalFieldSchema = z.looseObject({ type: z.number().optional(), custom_id: z.string().optional(), value: z.string().optional(), values: z.array(z.string()).optional() });
+/**
+ * A modal's submitted input: a text input's `value`, a select's or checkbox group's `values`, a file upload's (type 19)
+ * attachment ids, a checkbox's (type 23) `value` true or false, a radio group's (type 21) `value`, null when none was picked.
+ */
+const ModalFieldSchema = z.looseObject({ type: z.number().optional(), custom_id: z.string().optional(), value: z.union([z.string(), z.boolean()]).nullish(), values: z.array(z.string()).optional() });
 const FILE_UPLOAD = 19;
 
 const AttachmentSchema = z.looseObject({ url: z.string(), filename: z.string().optional(), content_type: z.string().optional() });
@@ -159,8 +162,9 @@ export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
     const inputs = (i.data?.components ?? []).flatMap((row) => row.components ?? (row.component ? [row.component] : []));
     const attachments = i.data?.resolved?.attachments ?? {};
     const files = inputs.flatMap((f) => (f.type === FILE_UPLOAD ? (f.values ?? []).flatMap((id) => (attachments[id] ? [fileOf(attachments[id])] : [])) : []));
-    const fields = inputs.filter((f) => f.type !== FILE_UPLOAD).map((f) => ({ id: f.custom_id ?? "", value: f.value ?? f.values?.join(" ") ?? "" }));
-    const text = fields.map((f) => f.value).filter(Boolean).join("\n");
+    // Each field's value as sent (a checkbox's boolean, an unpicked radio group's null); the text is what was typed or picked.
+    const fields = inputs.filter((f) => f.type !== FILE_UPLOAD).map((f) => ({ id: f.custom_id ?? "", value: f.value !== undefined ? f.value : (f.values?.join(" ") ?? "") }));
+    const text = fields.map((f) => (typeof f.value === "string" ? f.value : "")).filter(Boolean).join("\n");
     return [{ ...common, eventType: "message.received", text, files, data: { ...data, modal: { custom_id: i.data?.custom_id ?? null, fields: Object.fromEntries(fields.map((f) => [f.id, f.value])) } } }];
   }
   return [{ ...common, eventType: null, text: null, files: [], data, replyTarget: null }];
