@@ -52,6 +52,10 @@ describe("admin API for bots", () => {
     expect(JSON.stringify(extra.body)).not.toContain("hunter2-secret");
     const platform = await host.admin("POST", "/v1/admin/bots", { platform: "irc", credentials: {} });
     expect(platform.status).toBe(400);
+    // A user token would post as its user, whose messages carry no bot_id: the bot would answer itself.
+    const userToken = await host.admin("POST", "/v1/admin/bots", { platform: "slack", credentials: { ...SLACK, bot_token: "xoxp-1234-user-token-secret" } });
+    expect([userToken.status, userToken.body.error.message]).toEqual([400, expect.stringMatching(/bot_token/)]);
+    expect(JSON.stringify(userToken.body)).not.toContain("xoxp-1234");
   });
 
   it("replaces settings with PUT, keeping credentials unless new ones are given, and never changes the platform", async () => {

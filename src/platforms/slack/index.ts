@@ -9,7 +9,8 @@ import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
 import { verifySlackSignature } from "./verify";
 
 const CredentialsSchema = z.strictObject({
-  bot_token: z.string().regex(/^xox[a-z]-[A-Za-z0-9-]+$/, "bot_token must be a Slack token (xoxb-...)"),
+  // A bot token only: a user token (xoxp-) posts as its user, whose messages carry no bot_id, so the bot would answer itself.
+  bot_token: z.string().regex(/^xoxb-[A-Za-z0-9-]+$/, "bot_token must be a Slack bot token (xoxb-...)"),
   signing_secret: z.string().min(16).max(256),
 });
 
