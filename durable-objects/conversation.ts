@@ -241,7 +241,7 @@ export class ConversationDO extends DurableObject<Env> {
       if (ended) {
         this.live.publish(job.runId, [ended]);
         const notice = DeliverySession.cancelNotice(deps, job);
-        if (notice) this.settling.add(notice.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS));
+        if (notice) this.settling.add(this.replies.track(job, notice.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS)));
       }
       await this.runs.delete(key);
       this.claims.forget(job.runId); // its end is recorded: no claim to resume
@@ -391,8 +391,8 @@ export class ConversationDO extends DurableObject<Env> {
   private async endLost(key: string, job: RunJob): Promise<void> {
     const notice = await endLostRun(this.deliveryDeps(), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
     this.unrecordedReplies.delete(job.runId);
-    this.claims.forget(job.runId); // its end is recorded: no claim to resume
-    if (notice) this.settling.add(notice.settle(configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS));
+    this.claims.forget(job.runId); // its end is recorded: no claim to resume; its notice is tracked as any recorded run's reply (a restart leaves it to the next instance)
+    if (notice) this.settling.add(this.replies.track(job, notice.settle(configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS)));
     await this.runs.delete(key);
     await this.dropUnpulled(job);
     this.live.end(job.runId, (await runsStore(dbOf(this.env)).get(job.runId).catch(() => undefined))?.status ?? "failed");
