@@ -38,7 +38,7 @@ export interface ClaimedRun {
 async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number | null): Promise<ClaimedRun | null> {
   const stateScopes = await stateScopesOf(queued);
   const inputs = runInputs(db, queued, stateScopes);
-  const [marked, currentRows, ...rest] = await batchAll(db, [runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt), currentAgentStatement(db, queued.agent.agentId), ...inputs.statements]);
+  const [marked, currentRows, ...rest] = await batchAll(db, [runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt, queued.agent.stateEpoch), currentAgentStatement(db, queued.agent.agentId), ...inputs.statements]);
   if ((marked as unknown[]).length !== 1) return null;
   const current = (currentRows as CurrentAgent[])[0];
   const unavailable = refusalOf(current, queued);

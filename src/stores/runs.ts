@@ -87,8 +87,14 @@ const deliveredReply = compiled((db) =>
 const markRunning = compiled((db) =>
   db
     .update(run)
-    // The run goes to its agent's runner as it is now (an operator may have moved the agent while the run was queued).
-    .set({ status: "running", startedAt: sql`${param("startedAt")}`, runnerId: sql`COALESCE((SELECT ${agent.runnerId} FROM ${agent} WHERE ${agent.agentId} = ${run.agentId}), ${run.runnerId})` })
+    // The run goes to its agent's runner as it is now (an operator may have moved the agent while the run was queued),
+    // only if that agent can still take it (claim.ts refusalOf): enabled, and the agent as created (its state epoch;
+    // `anyEpoch` for a job stored before epochs). Another agent created under its id never gets the run's record.
+    .set({
+      status: "running",
+      startedAt: sql`${param("startedAt")}`,
+      runnerId: sql`COALESCE((SELECT ${agent.runnerId} FROM ${agent} WHERE ${agent.agentId} = ${run.agentId} AND ${agent.enabled} = 1 AND (${param("anyEpoch")} = 1 OR ${agent.stateEpoch} IS ${param("agentEpoch")})), ${run.runnerId})`,
+    })
     // Or one this instance's own earlier claim may have started (its write went unanswered): `resumeAt` is that claim's stamp, null when none.
     .where(and(eq(run.runId, param("runId")), or(inArray(run.status, [...NOT_STARTED]), and(eq(run.status, "running"), eq(run.startedAt, param("resumeAt"))))))
     .returning({ runId: run.runId }),
@@ -251,8 +257,12 @@ export function runsStore(db: Db) {
     /** Whether the user saw any of the run's reply (not what the runner sent: what a platform accepted). */
     deliveredReply: async (conversationKey: string, runId: string): Promise<boolean> => (await deliveredReply(db, { conversationKey, runId }).execute()).length > 0,
 
-    /** created → running, stamped `startedAt`; returns the run id only when this trigger took the run (see markRunning for `resumeAt`). */
-    markRunningStatement: (runId: string, startedAt: number, resumeAt: number | null) => markRunning(db, { runId, startedAt, resumeAt }),
+    /**
+     * created → running, stamped `startedAt`; returns the run id only when this trigger took the run (see markRunning for
+     * `resumeAt`). `agentEpoch`: the state epoch of the agent the run was bound to (undefined for a job stored before epochs).
+     */
+    markRunningStatement: (runId: string, startedAt: number, resumeAt: number | null, agentEpoch?: string | null) =>
+      markRunning(db, { runId, startedAt, resumeAt, anyEpoch: agentEpoch === undefined ? 1 : 0, agentEpoch: agentEpoch ?? null }),
 
     /** Drop a run minted at ingress that the conversation decided not to start (steered or rejected). */
     discardQueuedStatement: (runId: string) => discardQueued(db, { runId }),
