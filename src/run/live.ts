@@ -199,13 +199,22 @@ export class Subscriber {
         enqueued++;
       }
     }
-    // Full: the next pull comes when the reader takes something. Without one for that long, the reader is taken as gone.
-    if (this.keepAliveMs > 0 && !this.closed && (controller.desiredSize ?? 1) <= 0) {
-      this.stallTimer = setTimeout(() => {
-        this.close();
-        this.onCancel?.();
-      }, STALLED_AFTER_KEEPALIVES * this.keepAliveMs);
-    }
+    // Full: the next pull comes once the reader has taken what is queued.
+    if (this.keepAliveMs > 0 && !this.closed && (controller.desiredSize ?? 1) <= 0) this.watchStall(controller);
+  }
+
+  /**
+   * A full stream's reader that takes nothing for that long is taken as gone. Taking only part of what is queued
+   * calls no pull (a reader slower than the run), so what it took is told by the queue having shrunk: not stalled.
+   */
+  private watchStall(controller: ReadableStreamDefaultController<Uint8Array>) {
+    const queued = controller.desiredSize ?? 0;
+    this.stallTimer = setTimeout(() => {
+      if (this.closed) return;
+      if ((controller.desiredSize ?? 0) > queued) return this.watchStall(controller);
+      this.close();
+      this.onCancel?.();
+    }, STALLED_AFTER_KEEPALIVES * this.keepAliveMs);
   }
 
   /** Waits for a push, an end or a close (false), or for `keepAliveMs` of quiet (true). */
