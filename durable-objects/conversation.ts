@@ -17,7 +17,7 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, withoutLost, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions, sharedByKey } from "./serial-decisions";
@@ -89,14 +89,14 @@ export class ConversationDO extends DurableObject<Env> {
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, target.job, now);
       }
       // Parallel runs take no turn: only a run that does makes the conversation busy.
-      if ((strategy === "reject" && table.some(([, r]) => r.start !== "now")) || waitingRoomFull(table, stored)) return this.reject(job);
+      if ((strategy === "reject" && withoutLost(table, this.isActive).some(([, r]) => r.start !== "now")) || waitingRoomFull(table, stored)) return this.reject(job);
       if (strategy === "interrupt") await this.interruptActive(table);
     }
     const key = this.arrivalKeys.next(job.runId, now, table.at(-1)?.[0]);
     void this.runs.put(key, stored); // not awaited: the output gate holds the reply until the write is durable
     this.kick();
     if (table.length === 0 && stored.notBefore <= now && !this.scheduling) this.claims.prepare(dbOf(this.env), job); // starts with the alarm just set: claimed meanwhile
-    const startsNow = strategy === "interrupt" || startable([...table, [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
+    const startsNow = strategy === "interrupt" || startable([...withoutLost(table, this.isActive), [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
     return { disposition: startsNow ? "started" : "queued", runId: job.runId };
   }
 
@@ -282,7 +282,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Interrupt: the active runs end cancelled (parallel ones take no turn and go on), and the waiting runs it supersedes are cancelled. */
   private async interruptActive(table: RunTable): Promise<void> {
     for (const [, run] of table) if (run.start !== "now") this.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
-    for (const [key, run] of supersededByInterrupt(table, Date.now(), this.isActive)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
+    for (const [key, run] of supersededByInterrupt(table, this.isActive)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
   }
 
   /** Steer: the event joins the target run's queue; its own run is never started. */

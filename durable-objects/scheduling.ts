@@ -131,13 +131,20 @@ export function startable(table: RunTable, now: number, running: (runId: string)
 
 /**
  * What an interrupting event supersedes besides the active runs (which are aborted): the runs taking turns that
- * were answered "started" but are not executing yet (due now, their alarm still to come), and older interrupting
- * runs still waiting. Parallel runs take no turn and go on.
+ * were answered "started" but are not executing yet (due now, their alarm still to come, or first in line but still
+ * in their debounce window: `started` is answered whatever the debounce, as `decide` computes it), and older
+ * interrupting runs still waiting. Parallel runs take no turn and go on.
  */
-export function supersededByInterrupt(table: RunTable, now: number, running: (runId: string) => boolean): RunTable {
-  const due = new Set(startable(table, now, running).map(([key]) => key));
+export function supersededByInterrupt(table: RunTable, running: (runId: string) => boolean): RunTable {
+  const due = new Set(startable(table, Infinity, running).map(([key]) => key));
   return table.filter(([key, run]) => isQueued(run, running) && (run.start === "after-running" || (takesTurns(run) && due.has(key))));
 }
+
+/**
+ * The runs but those lost with an earlier instance (stored as running, not executed by this one): neither active nor
+ * waiting, a run of a `reject` agent is not refused for them, nor answered `queued` (the scheduler ends them first).
+ */
+export const withoutLost = (table: RunTable, running: (runId: string) => boolean): RunTable => table.filter(([, r]) => r.state !== "running" || running(r.job.runId));
 
 const takesTurns = (run: StoredRun) => run.start !== "now";
 const isQueued = (run: StoredRun, running: (runId: string) => boolean) => run.state === "queued" && !running(run.job.runId);

@@ -64,14 +64,16 @@ describe("scheduling", () => {
     expect(keys(startable([row("d", "queued", "after-all", 5), row("i", "running", "after-running")], 10, (id) => id === "i"))).toEqual([]);
   });
 
-  it("has an interrupt supersede the runs answered started but not executing yet, and older interrupting runs; not parallel, debounced or later turns", () => {
-    // q is due now (its alarm still to come); q2 waits its turn behind it; d is debounced; p is parallel; i is an older interrupting run.
+  it("has an interrupt supersede the runs answered started but not executing yet (debouncing too), and older interrupting runs; not parallel runs or later turns", () => {
+    // q is due now (its alarm still to come); q2 waits its turn behind it; d is debounced behind them; p is parallel; i is an older interrupting run.
     const table: RunTable = [row("q", "queued", "after-all"), row("q2", "queued", "after-all"), row("d", "queued", "after-all", 50), row("p", "queued", "now"), row("i", "queued", "after-running")];
     // An interrupting run waiting makes it next: the one it supersedes, with q not due any more.
-    expect(keys(supersededByInterrupt(table, 10, none))).toEqual(["run:i"]);
-    expect(keys(supersededByInterrupt(table.slice(0, 4), 10, none))).toEqual(["run:q"]);
+    expect(keys(supersededByInterrupt(table, none))).toEqual(["run:i"]);
+    expect(keys(supersededByInterrupt(table.slice(0, 4), none))).toEqual(["run:q"]);
     // Executing already, it is aborted, not cancelled as queued.
-    expect(keys(supersededByInterrupt([row("q", "queued", "after-all")], 10, (id) => id === "q"))).toEqual([]);
+    expect(keys(supersededByInterrupt([row("q", "queued", "after-all")], (id) => id === "q"))).toEqual([]);
+    // First in line but still in its debounce window, it was answered "started" all the same: superseded too.
+    expect(keys(supersededByInterrupt([row("d", "queued", "after-all", 50), row("q2", "queued", "after-all"), row("p", "queued", "now")], none))).toEqual(["run:d"]);
   });
 
   it("holds a debounced run until its time", () => {
