@@ -55,5 +55,8 @@ describe("a queued run whose agent was deleted and another created under its id"
     expect(second.calls).toHaveLength(0);
     expect(run.status).toBe("failed");
     expect(run.error?.code).toBe("host.agent_unavailable");
+    // Its row agrees with its own run.failed record: the runner it was bound to, never the new agent's.
+    const [record] = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'run.failed' AND run_id = ?", [probe.body.run_id]);
+    expect([run.runner_id, JSON.parse(record.data_json).runner_id]).toEqual([first.runnerId(), first.runnerId()]);
   });
 });
