@@ -14,7 +14,8 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * A Telegram chat whose host restarts mid-work (same data folder). A run lost with the instance tells the chat it
  * failed, and the message queued behind it is answered after that notice. A run that completed, whose answer was
  * still being delivered (waiting out the platform's rate limit) when the instance died, is not lost silently: the
- * answer reaches the chat after the restart.
+ * answer reaches the chat after the restart; so does a lost run's failure notice when the host restarts again while
+ * that notice waits out a rate limit.
  */
 const botToken = "123456:TEST-telegram-bot-token-restart";
 const secretToken = "tg-secret-token-restart-0123";
@@ -54,6 +55,13 @@ beforeAll(async () => {
       w.reply(`done: ${ctx.input.text}`);
     },
   });
+  // The bot and its binding, kept in the data folder for every test's host.
+  const host = await start();
+  try {
+    await setUp(host);
+  } finally {
+    await host.dispose();
+  }
 });
 afterAll(async () => {
   never.resolve();
@@ -80,7 +88,6 @@ describe("a Telegram chat across a host restart", () => {
   it("a run lost with the instance tells the chat it failed, then the message queued behind it is answered", async () => {
     let host = await start();
     try {
-      await setUp(host);
       expect((await say(host, "5551", "hold on")).status).toBe(200);
       await waitFor(() => started.includes("hold on"), 10_000, "the held run");
       expect((await say(host, "5551", "next one")).status).toBe(200);
@@ -114,4 +121,26 @@ describe("a Telegram chat across a host restart", () => {
       await host.dispose();
     }
   });
+
+  it("a lost run's failure notice still waiting out a rate limit when the instance died again reaches the chat", async () => {
+    let host = await start();
+    try {
+      expect((await say(host, "5561", "hold again")).status).toBe(200);
+      await waitFor(() => started.includes("hold again"), 10_000, "the held run");
+      const runId = await runOf(host, "hold again");
+      // First restart: the run is lost; its notice's first send is refused with a 429 asking to wait 4 s.
+      throttleOnce.set("5561", 4);
+      await host.dispose();
+      host = await start();
+      expect(await waitForRunOn(host, runId, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      await waitFor(() => fake.callsTo(/sendMessage$/).some((c) => String(c.body?.chat_id) === "5561" && c.reply?.status === 429), 10_000, "the notice's first attempt");
+      // Second restart while the notice waits.
+      await host.dispose();
+      host = await start();
+      await waitFor(() => sentTo("5561").length > 0, 15_000, "the notice after the second restart").catch(() => undefined);
+      expect(sentTo("5561")).toEqual(["Sorry, I could not answer this time."]);
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
 });
