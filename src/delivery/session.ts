@@ -289,7 +289,7 @@ export class DeliverySession {
         const wait = message.lastWriteAt + this.interval - Date.now();
         // After the wait the text is read again: deltas that came meanwhile go out in this one edit.
         if (wait > 0) await this.sleep(wait);
-        else if (!(await this.edit(reply, message, i, parts[i]))) reply.broken = true;
+        else if (!(await this.edit(reply, message, i, parts[i])).ok) reply.broken = true;
       }
     } finally {
       reply.pumping = false;
@@ -316,8 +316,8 @@ export class DeliverySession {
       if (message) {
         const wait = message.lastWriteAt + this.interval - Date.now();
         if (wait > 0) await this.sleep(wait);
-        if (await this.edit(reply, message, i, parts[i])) continue;
-        // The streamed message could not be corrected: the exact text goes out as a new one.
+        if (await this.edit(reply, message, i, parts[i]).then((r) => r.ok || r.failure.maybeApplied)) continue;
+        // Not corrected, the exact text goes out as a new one (one that may have landed shows it: not posted beside it).
       }
       await this.send(reply, i, parts[i], false);
     }
@@ -365,13 +365,13 @@ export class DeliverySession {
     return true;
   }
 
-  private async edit(reply: Reply, message: SentMessage, part: number, text: string): Promise<boolean> {
+  private async edit(reply: Reply, message: SentMessage, part: number, text: string): Promise<ApiResult<void>> {
     const messenger = this.messenger!;
     // A retried edit is an edit too: it also waits out the interval.
     const res = await this.call({ operation: "edit", reply: reply.index, part: part + 1, message_id: message.id, chars: text.length }, () => messenger.edit(message.id, text), this.interval);
     message.lastWriteAt = Date.now();
     if (res.ok) message.shown = text;
-    return res.ok;
+    return res;
   }
 
   /** One platform call with its retries, each attempt and outcome recorded. */

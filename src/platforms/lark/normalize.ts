@@ -154,6 +154,8 @@ function postContent(c: Record<string, unknown>): { text: string | null; files: 
       if (el.tag === "code_block" && typeof el.text === "string") line += `\`\`\`${typeof el.language === "string" ? el.language.toLowerCase() : ""}\n${el.text.replace(/\n$/, "")}\n\`\`\``;
       if (el.tag === "at" && typeof el.user_name === "string") line += `@${el.user_name}`;
       if (el.tag === "img" && typeof el.image_key === "string") files.push({ ref: `image:${el.image_key}`, artifactType: "image" });
+      // A video in rich text is fetched as a standalone video message is (the message's resource, type=file).
+      if (el.tag === "media" && typeof el.file_key === "string") files.push({ ref: `file:${el.file_key}`, name: typeof el.file_name === "string" ? el.file_name : null, artifactType: "video" });
     }
     lines.push(line);
   }

@@ -40,6 +40,8 @@ const MessageSchema = z.looseObject({
   voice: FileSchema.optional(),
   audio: FileSchema.optional(),
   video: FileSchema.optional(),
+  /** A round video message, recorded like a voice message: always MP4. */
+  video_note: FileSchema.optional(),
   new_chat_members: z.array(UserSchema).optional(),
   reply_to_message: z.looseObject({ message_id: z.number() }).optional(),
 });
@@ -107,6 +109,7 @@ function filesOf(m: TelegramMessage): PlatformFile[] {
   if (m.voice) files.push({ ref: m.voice.file_id, mimeType: m.voice.mime_type ?? "audio/ogg", artifactType: "audio" });
   if (m.audio) files.push({ ref: m.audio.file_id, name: m.audio.file_name, mimeType: m.audio.mime_type, artifactType: "audio" });
   if (m.video) files.push({ ref: m.video.file_id, name: m.video.file_name, mimeType: m.video.mime_type, artifactType: "video" });
+  if (m.video_note) files.push({ ref: m.video_note.file_id, mimeType: "video/mp4", artifactType: "video" });
   return files;
 }
 
