@@ -134,6 +134,8 @@ export const run = sqliteTable(
     resultCount: integer("result_count").notNull().default(0),
     /** The conversation's newest transcript seq when its event was recorded (0: none; null: recorded before migration 0015). */
     latestTranscriptSeq: integer("latest_transcript_seq"),
+    /** The state epoch of the agent that bound its event ("" for an agent without one; null: recorded before migration 0016). */
+    agentEpoch: text("agent_epoch"),
     createdAt: integer("created_at").notNull(),
     startedAt: integer("started_at"),
     endedAt: integer("ended_at"),

@@ -174,7 +174,8 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
       // An event without an item of its own comes after the history as it stood when it arrived, not as it stands now.
       const arrival = seqs.transcriptSeq === null ? first.latestTranscriptSeq : null;
       const latestTranscriptSeq = arrival === null ? seqs.latestTranscriptSeq : arrival || null;
-      const job = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, latestTranscriptSeq, bound, publicBaseUrl });
+      const built = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, latestTranscriptSeq, bound, publicBaseUrl });
+      const job = asBoundThen(built, first);
       const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
       // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
       if (decided.disposition === "steered" || decided.disposition === "rejected") runOfRepeat = decided.runId;
@@ -209,6 +210,17 @@ function asRecorded(ev: CanonicalEvent, row: EventRow): CanonicalEvent {
     data: parseJson<Record<string, unknown>>(row.dataJson, {}),
     metadata: parseJson<Record<string, unknown>>(row.metadataJson, {}),
   };
+}
+
+/**
+ * The job of a repeat handing its lost run over, as the run was bound: an agent deleted and created anew under its id
+ * since (another state epoch) is another agent, which never bound the event. The job then names the agent as created
+ * then, and the runner the run was recorded with, so its start fails it with `host.agent_unavailable`, as it fails a
+ * queued run (claim.ts refusalOf). A run recorded before its agent's epoch was kept (migration 0016) is taken as bound.
+ */
+function asBoundThen(job: RunJob, first: { agentEpoch: string | null; runnerId: string }): RunJob {
+  if (first.agentEpoch === null || first.agentEpoch === (job.agent.stateEpoch ?? "")) return job;
+  return { ...job, agent: { ...job.agent, stateEpoch: first.agentEpoch || null }, runner: { ...job.runner, runnerId: first.runnerId } };
 }
 
 /** Best effort: a blob left behind costs storage until its artifact's expiry would have, never the answer. */

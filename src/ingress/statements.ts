@@ -63,6 +63,8 @@ export const runInsert = compiled((db) =>
       botId: param("botId"),
       agentId: recordedAgentId(),
       runnerId: sql`(SELECT ${agent.runnerId} FROM ${agent} WHERE ${agent.agentId} = ${recordedAgentId()})`,
+      // The agent as created (its state epoch; "" when it has none), for a repeat that hands this run over later.
+      agentEpoch: sql`(SELECT COALESCE(${agent.stateEpoch}, '') FROM ${agent} WHERE ${agent.agentId} = ${recordedAgentId()})`,
       status: "created",
       // Where the history stood when the event arrived, kept for a repeat that hands this run over later.
       latestTranscriptSeq: sql`(SELECT COALESCE(MAX(${transcript.seq}), 0) FROM ${transcript} WHERE ${transcript.conversationKey} = ${param("conversationKey")})`,

@@ -105,10 +105,10 @@ export async function unhandedRun(host: TestHost, conv: string, eventId: string,
   await host.waitForRun(first.body.run_id!);
   // Same object: the run id's prefix names it.
   const lost = first.body.run_id!.replace(/_[^_]+$/, `_lost${eventId.replace(/\W/g, "")}`);
-  await host.query(
-    "INSERT INTO run (run_id, event_id, conversation_key, conversation_id, agent_id, runner_id, status, latest_transcript_seq, created_at) SELECT ?, event_id, conversation_key, conversation_id, agent_id, runner_id, 'created', latest_transcript_seq, created_at FROM run WHERE run_id = ?",
-    [lost, first.body.run_id!],
-  );
+  // Every column ingress writes is copied (whatever the schema holds), the outcome's left out.
+  const outcome = new Set(["run_id", "status", "finish_reason", "final_message_json", "error_code", "error_message", "result_count", "started_at", "ended_at"]);
+  const copied = (await host.query<{ name: string }>("SELECT name FROM pragma_table_info('run')")).map((c) => c.name).filter((c) => !outcome.has(c));
+  await host.query(`INSERT INTO run (run_id, status, ${copied.join(", ")}) SELECT ?, 'created', ${copied.join(", ")} FROM run WHERE run_id = ?`, [lost, first.body.run_id!]);
   await host.query("UPDATE event_log SET run_id = ? WHERE event_id = ?", [lost, eventId]);
   return lost;
 }
