@@ -5,6 +5,7 @@ import { eventLog, runEvent } from "../db/schema";
 import { describeError } from "../lib/describe-error";
 import { hostRecordValues, placeOfRun } from "../stores/event-log";
 import { ENDED, isNotStarted, ledgerEntryOf, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
+import { transcriptInsertWhere, type NewTranscriptItem } from "../stores/transcript";
 import type { RunJob } from "./job";
 
 /** What ending a run needs of it: a run job, or the facts of a run row. */
@@ -20,11 +21,12 @@ export interface HostEndTarget {
  * cancel before it started); its `run.failed` EventLog record and ledger
  * entry only when this write is what ended it, in the same batch, so they
  * are never split by a failure in between. `onlyQueued` ends it only if it
- * never started. Returns the ledger entry it wrote, for the run's live
- * followers, or null when the run had already ended: only a run ended here
- * still owes a chat user a notice.
+ * never started. `item` (the run's trailing artifacts, recordedTrailingArtifacts)
+ * is written with them, on the same condition: never twice. Returns the ledger
+ * entry it wrote, for the run's live followers, or null when the run had
+ * already ended: only a run ended here still owes a chat user a notice.
  */
-export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean } = {}): Promise<LedgerEntry | null> {
+export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null } = {}): Promise<LedgerEntry | null> {
   const endedAt = Date.now();
   const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: false };
   const record = hostRecordValues({
@@ -56,7 +58,9 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   const runs = runsStore(db);
   const finish = opts.onlyQueued ? runs.endQueuedStatement(target.runId, outcome, endedAt) : runs.finishAsHostStatement(target.runId, outcome, endedAt);
   // sqlite-proxy hands raw rows back as arrays of column values: the one row written, or none.
-  const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry])) as [unknown, unknown, unknown[][]];
+  // The item after the ledger entry, whose insert (one row, or none) is what `changes()` then counts.
+  const item = opts.item ? [transcriptInsertWhere(db, opts.item, endedHere)] : [];
+  const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry, ...item])) as [unknown, unknown, unknown[][]];
   if (!written) return null;
   const seq = Number(written[0]);
   return { runId: target.runId, seq, type: "run.failed", data, runnerSequence: null, origin: "host", createdAt: endedAt };

@@ -97,7 +97,19 @@ const insertItemIfAccepted = compiled((db) => insertWhere(db, transcript, itemCo
  * same batch.
  */
 export function transcriptInsert(db: Db, item: NewTranscriptItem, acceptId?: string) {
-  const values = {
+  const values = itemValues(item);
+  return acceptId === undefined ? insertItem(db, values) : insertItemIfAccepted(db, { ...values, acceptId });
+}
+
+/** An insert taking effect only if `guard` holds when it runs, as a later statement of a batch (see insertWhere). */
+export function transcriptInsertWhere(db: Db, item: NewTranscriptItem, guard: SQL) {
+  const t = transcript;
+  const seq = sql`(SELECT COALESCE(MAX(${t.seq}), 0) + 1 FROM ${t} WHERE ${t.conversationKey} = ${item.conversationKey})`;
+  return insertWhere(db, t, { ...itemValues(item), seq }, guard);
+}
+
+function itemValues(item: NewTranscriptItem) {
+  return {
     transcriptId: item.transcriptId,
     conversationKey: item.conversationKey,
     eventId: item.eventId,
@@ -113,7 +125,6 @@ export function transcriptInsert(db: Db, item: NewTranscriptItem, acceptId?: str
     metadataJson: JSON.stringify(item.metadata ?? {}),
     createdAt: Date.now(),
   };
-  return acceptId === undefined ? insertItem(db, values) : insertItemIfAccepted(db, { ...values, acceptId });
 }
 
 export type PageDirection = "backward" | "forward";
