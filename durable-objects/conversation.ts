@@ -93,10 +93,10 @@ export class ConversationDO extends DurableObject<Env> {
       if (strategy === "interrupt") await this.interruptActive(table);
     }
     const key = this.arrivalKeys.next(job.runId, now, table.at(-1)?.[0]);
-    void this.runs.put(key, stored); // not awaited: the output gate holds the reply until the write is durable
+    const startsNow = strategy === "interrupt" || startable([...withoutLost(table, this.isActive), [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
+    void this.runs.put(key, { ...stored, answered: startsNow ? "started" : "queued" }); // not awaited: the output gate holds the reply until the write is durable
     this.kick();
     if (table.length === 0 && stored.notBefore <= now && !this.scheduling) this.claims.prepare(dbOf(this.env), job); // starts with the alarm just set: claimed meanwhile
-    const startsNow = strategy === "interrupt" || startable([...withoutLost(table, this.isActive), [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
     return { disposition: startsNow ? "started" : "queued", runId: job.runId };
   }
 
@@ -282,7 +282,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Interrupt: the active runs end cancelled (parallel ones take no turn and go on), and the waiting runs it supersedes are cancelled. */
   private async interruptActive(table: RunTable): Promise<void> {
     for (const [, run] of table) if (run.start !== "now") this.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
-    for (const [key, run] of supersededByInterrupt(table, this.isActive)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
+    for (const [key, run] of supersededByInterrupt(table, Date.now(), this.isActive)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
   }
 
   /** Steer: the event joins the target run's queue; its own run is never started. */

@@ -34,6 +34,8 @@ export interface StoredRun {
   notBefore: number;
   /** The job's size as JSON (absent in runs stored by earlier releases). */
   bytes?: number;
+  /** What its event was answered (absent in runs stored by earlier releases): an interrupt supersedes a run answered `started`, debounced or not. */
+  answered?: "started" | "queued";
 }
 
 /**
@@ -131,13 +133,13 @@ export function startable(table: RunTable, now: number, running: (runId: string)
 
 /**
  * What an interrupting event supersedes besides the active runs (which are aborted): the runs taking turns that
- * were answered "started" but are not executing yet (due now, their alarm still to come, or first in line but still
- * in their debounce window: `started` is answered whatever the debounce, as `decide` computes it), and older
- * interrupting runs still waiting. Parallel runs take no turn and go on.
+ * were answered "started" but are not executing yet (still in their debounce window, or due now with their alarm
+ * still to come), and older interrupting runs still waiting. A run answered "queued" whose turn came meanwhile is
+ * superseded only once it is due: in its debounce window it still waits its turn. Parallel runs take no turn and go on.
  */
-export function supersededByInterrupt(table: RunTable, running: (runId: string) => boolean): RunTable {
-  const due = new Set(startable(table, Infinity, running).map(([key]) => key));
-  return table.filter(([key, run]) => isQueued(run, running) && (run.start === "after-running" || (takesTurns(run) && due.has(key))));
+export function supersededByInterrupt(table: RunTable, now: number, running: (runId: string) => boolean): RunTable {
+  const due = new Set(startable(table, now, running).map(([key]) => key));
+  return table.filter(([key, run]) => isQueued(run, running) && (run.start === "after-running" || (takesTurns(run) && (due.has(key) || run.answered === "started"))));
 }
 
 /**

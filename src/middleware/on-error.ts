@@ -1,5 +1,6 @@
 import type { ErrorHandler, Handler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { drainBody } from "../lib/drain";
 import { HostError } from "../lib/errors";
 import { SealedSecretError } from "../lib/secret-box";
 import { describeError } from "../lib/describe-error";
@@ -37,9 +38,10 @@ export const onError: ErrorHandler = (err, c) => {
 
 export const notFound: NotFoundHandler = (c) => c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404);
 
-/** A route that exists, asked with a method it does not take: 405 with `Allow`. */
+/** A route that exists, asked with a method it does not take: 405 with `Allow`; its body drained unread, as any refusal's. */
 export const methodNotAllowed = (allow: string): Handler =>
-  function methodNotAllowed(c) {
+  async function methodNotAllowed(c) {
+    await drainBody(c.req.raw);
     c.header("allow", allow);
     return c.json({ error: { code: "method_not_allowed", message: `${new URL(c.req.url).pathname} takes ${allow}, not ${c.req.method}` } }, 405);
   };

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { stalledBody } from "../support/host-api";
 import { putAgent, startScriptedRunner } from "../support/scripted-runner";
 
 /**
@@ -82,6 +83,19 @@ describe("a run-token route asked with another method", () => {
       ["PUT", "api", 405, "POST", "method_not_allowed"],
       ["GET", "artifacts", 405, "PUT", "method_not_allowed"],
       ["POST", "artifacts", 405, "PUT", "method_not_allowed"],
+    ]);
+  });
+
+  it("drains a body still coming before the 405, as any refusal, so the client reads it instead of a reset", async () => {
+    const runId = (await host.admin("GET", `/v1/runs?conversation_id=${CONV}&limit=1`)).body.items[0].run_id;
+    const answers = [];
+    for (const [method, route] of [["POST", "artifacts"], ["PUT", "api"]]) {
+      const answer = await stalledBody(`${host.url}/v1/runs/${runId}/${route}`, { method, token: "some-token", declared: 512 * 1024, first: 64 * 1024, pauseMs: 300 });
+      answers.push({ method, route, ...answer });
+    }
+    expect(answers).toEqual([
+      { method: "POST", route: "artifacts", answeredDuringPause: false, status: 405 },
+      { method: "PUT", route: "api", answeredDuringPause: false, status: 405 },
     ]);
   });
 });

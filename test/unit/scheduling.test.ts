@@ -68,12 +68,15 @@ describe("scheduling", () => {
     // q is due now (its alarm still to come); q2 waits its turn behind it; d is debounced behind them; p is parallel; i is an older interrupting run.
     const table: RunTable = [row("q", "queued", "after-all"), row("q2", "queued", "after-all"), row("d", "queued", "after-all", 50), row("p", "queued", "now"), row("i", "queued", "after-running")];
     // An interrupting run waiting makes it next: the one it supersedes, with q not due any more.
-    expect(keys(supersededByInterrupt(table, none))).toEqual(["run:i"]);
-    expect(keys(supersededByInterrupt(table.slice(0, 4), none))).toEqual(["run:q"]);
+    expect(keys(supersededByInterrupt(table, 10, none))).toEqual(["run:i"]);
+    expect(keys(supersededByInterrupt(table.slice(0, 4), 10, none))).toEqual(["run:q"]);
     // Executing already, it is aborted, not cancelled as queued.
-    expect(keys(supersededByInterrupt([row("q", "queued", "after-all")], (id) => id === "q"))).toEqual([]);
+    expect(keys(supersededByInterrupt([row("q", "queued", "after-all")], 10, (id) => id === "q"))).toEqual([]);
     // First in line but still in its debounce window, it was answered "started" all the same: superseded too.
-    expect(keys(supersededByInterrupt([row("d", "queued", "after-all", 50), row("q2", "queued", "after-all"), row("p", "queued", "now")], none))).toEqual(["run:d"]);
+    const answered = (r: [string, StoredRun], a: StoredRun["answered"]): [string, StoredRun] => [r[0], { ...r[1], answered: a }];
+    expect(keys(supersededByInterrupt([answered(row("d", "queued", "after-all", 50), "started"), row("q2", "queued", "after-all"), row("p", "queued", "now")], 10, none))).toEqual(["run:d"]);
+    // Answered "queued" (it waited behind a run that has ended since), still in its debounce window: it waits its turn.
+    expect(keys(supersededByInterrupt([answered(row("d", "queued", "after-all", 50), "queued"), row("q2", "queued", "after-all")], 10, none))).toEqual([]);
   });
 
   it("holds a debounced run until its time", () => {

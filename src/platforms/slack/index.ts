@@ -9,9 +9,16 @@ import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
 import { verifySlackSignature } from "./verify";
 
 const CredentialsSchema = z.strictObject({
-  // A bot token only: a user token (xoxp-) posts as its user, whose messages carry no bot_id, so the bot would answer itself.
-  bot_token: z.string().regex(/^xoxb-[A-Za-z0-9-]+$/, "bot_token must be a Slack bot token (xoxb-...)"),
+  bot_token: z.string().regex(/^xox[a-z]-[A-Za-z0-9-]+$/, "bot_token must be a Slack token (xoxb-...)"),
   signing_secret: z.string().min(16).max(256),
+});
+
+/**
+ * New credentials take a bot token only: a user token (xoxp-) posts as its user, whose messages carry no bot_id, so
+ * the bot would answer itself. Only for new ones: a bot stored before keeps working until its credentials are replaced.
+ */
+const NewCredentialsSchema = CredentialsSchema.extend({
+  bot_token: z.string().regex(/^xoxb-[A-Za-z0-9-]+$/, "bot_token must be a Slack bot token (xoxb-...)"),
 });
 
 /**
@@ -25,6 +32,7 @@ const SLACK_UPLOAD_MAX_BYTES = 1_000_000_000;
 export const slack: PlatformAdapter<SlackCredentials> = {
   name: "slack",
   credentials: CredentialsSchema,
+  newCredentials: NewCredentialsSchema,
   defaultApiBaseUrl: "https://slack.com/api",
   // Slack truncates text past 40,000 characters and advises at most 4,000 per message; chat.update edits in place.
   surface: { canEdit: true, maxMessageSize: 4000, maxFileBytes: SLACK_UPLOAD_MAX_BYTES, capabilities: { threads: "thread_ts" } },

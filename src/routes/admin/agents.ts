@@ -53,7 +53,8 @@ async function checkRunnerConfig(db: Db, input: AgentInput, existing?: AgentRow)
   input.runner_config = restored.config;
   const missing = missingConfigFields(schema, input.runner_config);
   if (missing.length) throw badRequest(`runner_config is missing required fields: ${missing.join(", ")}`, { missing });
-  const mistyped = mistypedConfigFields(schema, input.runner_config);
+  // A value kept as stored is not checked again: a refresh that changed its type left it so, and what GET answered goes back.
+  const mistyped = mistypedConfigFields(schema, input.runner_config).filter((m) => !stored || !Object.hasOwn(stored, m.field) || JSON.stringify(stored[m.field]) !== JSON.stringify(input.runner_config[m.field]));
   if (mistyped.length) throw badRequest(`runner_config fields do not have their config_schema type: ${mistyped.map((m) => `${m.field} (${m.expected})`).join(", ")}`, { mistyped });
   return { secrets, kept: restored.kept, serviceBaseUrl: service.baseUrl };
 }
