@@ -176,11 +176,10 @@ export class ConversationDO extends DurableObject<Env> {
   async changeUploadBudget(runId: string, token: string, held: number, change: number): Promise<number | null> {
     return changeUploadBudget(configOf(this.env), change > 0 ? await this.sessions.authenticated(runId, token) : this.sessions.get(runId), held, change);
   }
-  /** SSE of a run's results for a new follower, after the frames it has (LiveHub.follow); null for a run this host does not know. */
-  async subscribe(runId: string, after = 0): Promise<{ stream: ReadableStream<Uint8Array>; streamId: string } | null> {
-    const hasRun = async () => this.sessions.has(runId) || (await this.runs.find(runId)) !== undefined;
-    const follower = await this.live.follow(runId, hasRun, runsStore(dbOf(this.env)), after);
-    return follower && { stream: follower.readable, streamId: follower.id };
+  /** SSE of a run's results for a new follower, after the frames it has (LiveHub.follow); null for a run this host does not know, "full" for one followed by as many as it may be. */
+  async subscribe(runId: string, after = 0): Promise<{ stream: ReadableStream<Uint8Array>; streamId: string } | null | "full"> {
+    const follower = await this.live.follow(runId, async () => this.sessions.has(runId) || (await this.runs.find(runId)) !== undefined, runsStore(dbOf(this.env)), after);
+    return typeof follower === "string" || !follower ? follower : { stream: follower.readable, streamId: follower.id };
   }
 
   /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). */

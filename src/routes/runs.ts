@@ -13,6 +13,7 @@ import { ENDED, runsStore, settledPrefix, toLedgerView, toRunView } from "../sto
 import type { Context } from "hono";
 import { decodeOr400, router, type AppEnv } from "./app-env";
 import { uploadArtifact } from "./run-artifacts";
+import { MAX_FOLLOWERS_PER_RUN } from "../run/live";
 import { pageCursor, pageLimit } from "./query";
 import { methodNotAllowed } from "../middleware/on-error";
 
@@ -140,6 +141,7 @@ export const runsRouter = router()
     const owner = ownerOf(c.env, runId);
     const follower = await owner?.subscribe(runId, after);
     if (!owner || !follower) throw notFound(`run ${runId} not found`);
+    if (follower === "full") return c.json({ error: { code: "rate_limited", message: `run ${runId} has ${MAX_FOLLOWERS_PER_RUN} followers already: close one, or follow GET /v1/runs/${runId}/events`, details: { limit: MAX_FOLLOWERS_PER_RUN } } }, 429);
     closeWhenReaderGone(c, owner, runId, follower.streamId);
     return new Response(follower.stream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
   })

@@ -260,6 +260,12 @@ interface Recent {
   bytes: number;
 }
 
+/**
+ * Followers of one run at once. Each may hold its backlog (up to about 1 MiB) in the object's memory, which every run
+ * of the conversation shares: one more is refused until one leaves, so no number of readers can exhaust it.
+ */
+export const MAX_FOLLOWERS_PER_RUN = 32;
+
 /** Per run, the recent ledger is replayed from memory up to this many bytes of encoded frames; past it, from the database. */
 export const RECENT_LEDGER_BYTES = 256 * 1024;
 
@@ -345,9 +351,10 @@ export class LiveHub {
    * its row. A run this object has (`hasRun`) is replayed from memory when its
    * ledger fits there, at no database round trip; any other run not ended
    * (not handed to this object yet, or lost with an earlier instance) is
-   * followed until this object ends it.
+   * followed until this object ends it. "full" when the run has MAX_FOLLOWERS_PER_RUN already.
    */
-  async follow(runId: string, hasRun: () => Promise<boolean>, runs: ReturnType<typeof runsStore>, after = 0): Promise<Subscriber | null> {
+  async follow(runId: string, hasRun: () => Promise<boolean>, runs: ReturnType<typeof runsStore>, after = 0): Promise<Subscriber | null | "full"> {
+    if ((this.subs.get(runId)?.size ?? 0) >= MAX_FOLLOWERS_PER_RUN) return "full";
     const sub = this.subscribe(runId, ledgerSource(runs, runId), after);
     try {
       if (await hasRun()) return sub;

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSse, startTestHost, type TestHost } from "../support/host";
+import { MAX_FOLLOWERS_PER_RUN } from "../../src/run/live";
+import { deferred } from "../support/host-api";
 import { putAgent, startScriptedRunner } from "../support/scripted-runner";
 
 /**
@@ -51,5 +53,31 @@ describe("a run's stream told where to resume", () => {
     const [fromQuery, fromHeader] = await Promise.all([readSse(byQuery), readSse(byHeader)]);
     expect(fromQuery.frames[0].seq).toBe(4);
     expect(fromQuery.frames.map((f) => f.seq)).toEqual(fromHeader.frames.map((f) => f.seq));
+  });
+});
+
+describe("a run's stream with as many followers as it may have", () => {
+  it("refuses one more with 429 naming the limit, and lets followers in again once the run has ended", async () => {
+    const hold = deferred();
+    const started = deferred();
+    const done = runner.run(host, "stream-params", async () => {
+      started.resolve();
+      await hold.promise;
+      return "ok";
+    });
+    await started.promise;
+    const runId = (await host.admin("GET", "/v1/runs?conversation_id=stream-params&status=running")).body.items[0].run_id;
+    const follow = () => fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: auth() });
+    const followers = await Promise.all(Array.from({ length: MAX_FOLLOWERS_PER_RUN }, follow));
+    expect(followers.map((r) => r.status)).toEqual(followers.map(() => 200));
+    const extra = await follow();
+    expect([extra.status, ((await extra.json()) as { error: { code: string; details: unknown } }).error]).toEqual([429, expect.objectContaining({ code: "rate_limited", details: { limit: MAX_FOLLOWERS_PER_RUN } })]);
+    hold.resolve();
+    await done;
+    // Every follower got the end; the run's stream replays to whoever asks now.
+    const ends = await Promise.all(followers.map(async (r) => (await readSse(r)).end));
+    expect(new Set(ends)).toEqual(new Set(["completed"]));
+    const after = await follow();
+    expect([after.status, (await readSse(after)).end]).toEqual([200, "completed"]);
   });
 });
