@@ -53,7 +53,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly arrivalKeys = new ArrivalKeys();
   private readonly claims = new RunClaims();
   private readonly settling = new SettlingWork(() => this.kick());
-  private readonly deliveryDeps = chatReplyDeps(this.env);
+  private readonly deliveryDeps = chatReplyDeps(this.env, this.replies);
   /** Runs that could not record how they ended (their replies, how far followers were told): ended as lost, their own reply hears of it. */
   private readonly unrecordedReplies = new Map<string, UnrecordedRun>();
   /** A lost run ended once at a time: a cancel and the watchdog finding it together share one end (one notice). */

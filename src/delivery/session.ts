@@ -1,13 +1,10 @@
 /**
- * A run's reply on its chat platform, driven by the run's ledger entries as
- * they are published (ConversationDO.runOne). Completed messages are sent
- * (what they show: ./answer.ts), split at the platform's size, their files
- * after them (./files.ts); with streaming on and an editable surface, deltas
- * grow one message in place, edited at most once per
- * DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was
- * streamed exactly. Calls are retried (bounded, honouring rate limits) and
- * every attempt and outcome lands in EventLog. Nothing here can fail or
- * delay the run: the run's status is written before `settle` is awaited.
+ * A run's reply on its chat platform, driven by the run's ledger entries as they are published (ConversationDO.runOne).
+ * Completed messages are sent (what they show: ./answer.ts), split at the platform's size, their files after them
+ * (./files.ts); with streaming on and an editable surface, deltas grow one message in place, edited at most once per
+ * DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was streamed exactly. Calls are retried
+ * (bounded, honouring rate limits) and every attempt and outcome lands in EventLog. Nothing here can fail or delay the
+ * run: the run's status is written before `settle` is awaited.
  */
 import type { Db } from "../db/client";
 import { dbOf } from "../db/connect";
@@ -30,6 +27,7 @@ import { loadReplyBot } from "./reply-bot";
 import { withRetries, type RetryPolicy } from "./retry";
 import { describeError } from "../lib/describe-error";
 import { ReplyOrder, type ReplyTurn } from "./reply-order";
+import { markedMessenger, type PostingMarks } from "./posting-marks";
 
 export interface DeliveryDeps {
   db: Db;
@@ -38,12 +36,14 @@ export interface DeliveryDeps {
   artifacts: R2Bucket;
   /** The chat's replies in the order their runs ended (one per conversation object). */
   order: ReplyOrder;
+  /** Where a call that may show in the chat is marked before it is made (the conversation object's storage), if anywhere. */
+  marks?: PostingMarks;
 }
 
-/** The deps of one chat's replies (a conversation object's): they share one ReplyOrder. */
-export function chatReplyDeps(env: Env): () => DeliveryDeps {
+/** The deps of one chat's replies (a conversation object's): they share one ReplyOrder, and the object's posting marks. */
+export function chatReplyDeps(env: Env, marks?: PostingMarks): () => DeliveryDeps {
   const order = new ReplyOrder();
-  return () => ({ db: dbOf(env), config: configOf(env), artifacts: env.ARTIFACTS, order });
+  return () => ({ db: dbOf(env), config: configOf(env), artifacts: env.ARTIFACTS, order, marks });
 }
 
 /** One platform message of a reply: what it shows now and when it was last written. */
@@ -152,7 +152,7 @@ export class DeliverySession {
       return;
     }
     const bot = loaded.value;
-    this.messenger = this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS, this.job.runId);
+    this.messenger = markedMessenger(this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS, this.job.runId), this.deps.marks, this.job.runId);
     this.scrub = (text) => scrubSecrets(text, bot.credentials);
   }
 

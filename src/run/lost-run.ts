@@ -29,16 +29,21 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
   const ended = await endRunAsHost(deps.db, job, outcome, { item: await recordedTrailingArtifacts(deps.db, job) });
   if (ended) {
     publish([ended]);
+    // The notice is a message of its own, sent even if a send of the run's may be in the chat; the earlier marks are done with.
+    if (!reply) deps.marks?.forget(job.runId);
     return delivered ? null : DeliverySession.failureNotice(deps, job, "host.session_lost", reply);
   }
   let session = null as DeliverySession | null;
+  // A send of its answer an earlier instance had on the wire (or whose answer never came) may be in the chat: not posted twice.
+  const showsTwice = !reply && job.delivery ? ((await deps.marks?.wouldShowTwice(job)) ?? false) : false;
   const meanwhile = await endRecordedMeanwhile(deps.db, job.runId, kept?.publishedUpTo ?? 0, () => {
-    // Its reply goes on with what the run recorded; without it, a new one sends it, unless a platform had part of it.
-    session = reply ?? (delivered ? null : DeliverySession.open(deps, job));
+    // Its reply goes on with what the run recorded; without it, a new one sends it, unless a platform had (or may have had) part of it.
+    session = reply ?? (delivered || showsTwice ? null : DeliverySession.open(deps, job));
     return (entries) => {
       publish(entries);
       session?.feed(entries);
     };
   });
+  if (!reply) deps.marks?.forget(job.runId);
   return meanwhile === null ? null : session;
 }
