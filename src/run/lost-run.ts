@@ -1,4 +1,5 @@
 import { DeliverySession, type DeliveryDeps } from "../delivery/session";
+import { describeError } from "../lib/describe-error";
 import { runsStore, type LedgerEntry } from "../stores/runs";
 import { endRecordedMeanwhile, endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
@@ -14,8 +15,11 @@ export interface UnrecordedRun {
  * Ends a run whose session is gone (`host.session_lost`) and, for a chat run
  * this write ended, tells the user. The run's own reply, when this instance
  * still has it (the run could not record its end), knows what it showed and
- * says so itself. Without it, a new session tells the user the run failed,
- * unless a platform had accepted some of the reply (its delivery trail).
+ * says so itself. Without it, unless a platform had accepted some of the reply
+ * (its delivery trail), a new session is given the run's whole ledger, as the
+ * next instance would give it (PendingReplies.recover): its recorded answer and
+ * the files after it, or the failure notice if it recorded none (only the
+ * notice when a send of its reply may be in the chat: PostingMarks).
  * Its `run.failed` goes to the run's live followers. A run whose own end was
  * applied meanwhile (its write went unanswered) is not ended again: its followers
  * and its reply get what it recorded. The artifacts it announced after its last
@@ -29,9 +33,13 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
   const ended = await endRunAsHost(deps.db, job, outcome, { item: await recordedTrailingArtifacts(deps.db, job) });
   if (ended) {
     publish([ended]);
-    // The notice is a message of its own, sent even if a send of the run's may be in the chat; the earlier marks are done with.
-    if (!reply) deps.marks?.forget(job.runId);
-    return delivered ? null : DeliverySession.failureNotice(deps, job, "host.session_lost", reply);
+    if (reply) return DeliverySession.failureNotice(deps, job, "host.session_lost", reply);
+    // A send an earlier instance had on the wire may be in the chat: the recorded answer is not posted again, the notice
+    // (a message of its own) is; the earlier marks are done with.
+    const showsTwice = !delivered && job.delivery ? ((await deps.marks?.wouldShowTwice(job)) ?? false) : false;
+    deps.marks?.forget(job.runId);
+    if (delivered) return null;
+    return showsTwice ? DeliverySession.failureNotice(deps, job, "host.session_lost") : replyFromLedger(deps, job);
   }
   let session = null as DeliverySession | null;
   // A send of its answer an earlier instance had on the wire (or whose answer never came) may be in the chat: not posted twice.
@@ -46,4 +54,20 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
   });
   if (!reply) deps.marks?.forget(job.runId);
   return meanwhile === null ? null : session;
+}
+
+/** A new reply from the whole ledger of a run just ended as lost; the ledger unreadable, what was read of it and the run's end. */
+async function replyFromLedger(deps: DeliveryDeps, job: RunJob): Promise<DeliverySession | null> {
+  let session: DeliverySession | null | undefined;
+  const open = () => (session === undefined ? (session = DeliverySession.open(deps, job)) : session);
+  try {
+    const read = await endRecordedMeanwhile(deps.db, job.runId, 0, () => {
+      const reply = open();
+      return (entries) => reply?.feed(entries);
+    });
+    if (read !== null) return open();
+  } catch (err) {
+    console.error(`run ${job.runId}: lost run's ledger not read for its reply: ${describeError(err)}`);
+  }
+  return DeliverySession.failureNotice(deps, job, "host.session_lost", open() ?? undefined);
 }

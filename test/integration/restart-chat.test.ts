@@ -72,6 +72,9 @@ afterAll(async () => {
 
 
 const sentTo = (chat: string) => fake.callsTo(/sendMessage$/).filter((c) => String(c.body?.chat_id) === chat && c.reply?.status === undefined).map((c) => c.body.text as string);
+/** The host has taken in the run's refused send (its delivery.failed record is written, so the posting mark it took back is too): a restart before that finds a send on the wire, not posted again. */
+const refusalRecorded = (host: LocalHost, runId: string) =>
+  waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId])).length > 0 || undefined, 10_000, "the refusal recorded");
 const runOf = async (host: LocalHost, text: string) =>
   waitFor(async () => (await host.query<{ run_id: string | null }>("SELECT run_id FROM event_log WHERE source = 'telegram' AND input_summary LIKE ?", [`%${text}%`]))[0]?.run_id ?? undefined, 10_000, `run of ${text}`);
 
@@ -113,6 +116,7 @@ describe("a Telegram chat across a host restart", () => {
       expect(await waitForRunOn(host, runId, 10_000)).toMatchObject({ status: "completed" });
       // The first send was refused with a 429; the reply waits 4 s before the next attempt.
       await waitFor(() => fake.callsTo(/sendMessage$/).some((c) => String(c.body?.chat_id) === "5552"), 10_000, "the first attempt");
+      await refusalRecorded(host, runId);
       await host.dispose();
       host = await start();
       await waitFor(() => sentTo("5552").length > 0, 15_000, "the answer after the restart").catch(() => undefined);
@@ -134,6 +138,7 @@ describe("a Telegram chat across a host restart", () => {
       host = await start();
       expect(await waitForRunOn(host, runId, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
       await waitFor(() => fake.callsTo(/sendMessage$/).some((c) => String(c.body?.chat_id) === "5561" && c.reply?.status === 429), 10_000, "the notice's first attempt");
+      await refusalRecorded(host, runId);
       // Second restart while the notice waits.
       await host.dispose();
       host = await start();
