@@ -11,10 +11,19 @@ import { deleteOldHistory } from "../../src/retention/history";
  * table; a statement must not rescan them once an earlier one has passed them.
  */
 let e: EmbeddedDb | undefined;
-afterEach(() => e?.close());
+afterEach(() => {
+  e?.close();
+  stored.clear();
+});
 
 const DAY_MS = 24 * 3600 * 1000;
-const BUCKET = { delete: async () => {} } as unknown as R2Bucket; // no EventLog rows: never called
+// No EventLog rows: nothing deleted from it. It keeps the transcript walks' place between invocations.
+const stored = new Map<string, string>();
+const BUCKET = {
+  delete: async () => {},
+  get: async (key: string) => (stored.has(key) ? { json: async () => JSON.parse(stored.get(key)!) } : null),
+  put: async (key: string, value: string) => void stored.set(key, value),
+} as unknown as R2Bucket;
 
 /** Items in insertion (rowid) order: [conversation, seq, old?]. */
 async function seed(items: [string, number, boolean][]) {
@@ -30,6 +39,13 @@ async function seed(items: [string, number, boolean][]) {
   const statements: SqlQuery[] = [];
   const db = createDb({ query: (q) => (statements.push(q), e!.executor.query(q)), batch: (qs) => (statements.push(...qs), e!.executor.batch(qs)) });
   return { db, statements };
+}
+async function append(conv: string, seq: number, createdAt: number) {
+  await e!.executor.query({
+    sql: "INSERT INTO transcript (transcript_id, conversation_key, seq, event_id, role, item_type, content, created_at) VALUES (?, ?, ?, ?, 'user', 'message', 'x', ?)",
+    params: [`a-${conv}${seq}`, conv, seq, `ea-${conv}${seq}`, createdAt],
+    method: "run",
+  });
 }
 const left = () => e!.rows<{ k: string; seq: number }>("SELECT conversation_key AS k, seq FROM transcript ORDER BY rowid").map((r) => `${r.k}${r.seq}`);
 
@@ -89,5 +105,60 @@ describe("transcript retention", () => {
     const cutoff = Date.now() - DAY_MS;
     expect((await deleteOldHistory(db, BUCKET, cutoff, { batchSize: 10, maxBatches: 3 })).transcript).toBe(3);
     expect(left()).toEqual(["a1", "b4", "c1", "b5"]);
+  });
+  it("deletes a kept item passed by an earlier invocation once its conversation gets a newer one", async () => {
+    const { db } = await seed([
+      ["d", 1, true],
+      ["b", 1, true],
+      ["b", 2, true],
+      ["b", 3, false],
+    ]);
+    const cutoff = Date.now() - DAY_MS;
+    expect((await deleteOldHistory(db, BUCKET, cutoff, { batchSize: 10, maxBatches: 3 })).transcript).toBe(2);
+    expect(left()).toEqual(["d1", "b3"]);
+    await append("d", 2, Date.now());
+    // d1 is old and no longer d's newest (found with a single statement allowed, the old rows' walk having caught up).
+    expect((await deleteOldHistory(db, BUCKET, cutoff, { batchSize: 10, maxBatches: 1 })).transcript).toBe(1);
+    expect(left()).toEqual(["b3", "d2"]);
+  });
+
+  it("deletes an item whose newer one came while it was recent, once it is old", async () => {
+    const now = Date.now();
+    const { db } = await seed([["b", 1, true]]);
+    await append("d", 1, now - 2 * DAY_MS);
+    await append("b", 2, now);
+    const firstCutoff = now - 3 * DAY_MS; // d1 is recent then
+    expect((await deleteOldHistory(db, BUCKET, firstCutoff, { batchSize: 10, maxBatches: 3 })).transcript).toBe(0);
+    await append("d", 2, now);
+    expect((await deleteOldHistory(db, BUCKET, firstCutoff, { batchSize: 10, maxBatches: 3 })).transcript).toBe(0);
+    // A day later: b1 and d1 are old, and neither is its conversation's newest.
+    expect((await deleteOldHistory(db, BUCKET, now - DAY_MS, { batchSize: 10, maxBatches: 3 })).transcript).toBe(2);
+    expect(left()).toEqual(["b2", "d2"]);
+  });
+
+  it("starts over from a kept place past the table's end (rows renumbered by a VACUUM, a restored database)", async () => {
+    const { db } = await seed([
+      ["d", 1, true],
+      ["b", 1, true],
+      ["b", 2, false],
+    ]);
+    stored.set("host/transcript-sweep.json", JSON.stringify({ after: 1000, checked: 1000, cutoff: 0 }));
+    expect((await deleteOldHistory(db, BUCKET, Date.now() - DAY_MS, { batchSize: 10, maxBatches: 3 })).transcript).toBe(1);
+    expect(left()).toEqual(["d1", "b2"]);
+  });
+  it("deletes an item kept under a shorter RETENTION_DAYS once its conversation goes on and it is old under the longer one", async () => {
+    const now = Date.now();
+    const { db } = await seed([]);
+    await append("d", 1, now - 5 * DAY_MS);
+    await append("b", 1, now - 4 * DAY_MS);
+    await append("b", 2, now);
+    // RETENTION_DAYS 1: d1 passed and kept (d's newest), b1 deleted.
+    expect((await deleteOldHistory(db, BUCKET, now - DAY_MS, { batchSize: 10, maxBatches: 3 })).transcript).toBe(1);
+    // Raised to 10: d goes on, and d1 is recent under the new cutoff.
+    await append("d", 2, now);
+    expect((await deleteOldHistory(db, BUCKET, now - 10 * DAY_MS, { batchSize: 10, maxBatches: 3 })).transcript).toBe(0);
+    // Days later d1 is old under it too, and not d's newest.
+    expect((await deleteOldHistory(db, BUCKET, now - 4.5 * DAY_MS, { batchSize: 10, maxBatches: 3 })).transcript).toBe(1);
+    expect(left()).toEqual(["b2", "d2"]);
   });
 });
