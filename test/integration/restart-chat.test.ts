@@ -7,7 +7,7 @@ import { startHost, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
-import { sayOnTelegram, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
+import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
@@ -24,27 +24,14 @@ let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 const never = deferred();
 const started: string[] = [];
-/** Chats whose first sendMessage is refused with a 429 asking to wait this many seconds. */
-const throttleOnce = new Map<string, number>();
+/** Chats whose next sendMessages are refused with a 429 asking to wait these many seconds, one each. */
+const throttleOnce = new Map<string, number[]>();
 
 const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" } });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-chat-"));
-  let nextId = 900;
-  fake = await startFakePlatform((call: PlatformCall) => {
-    const m = /^\/bot([^/]+)\/(.+)$/.exec(call.path);
-    if (!m || m[1] !== botToken) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
-    const chat = String(call.body?.chat_id);
-    const wait = throttleOnce.get(chat);
-    if (m[2] === "sendMessage" && wait !== undefined) {
-      throttleOnce.delete(chat);
-      return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${wait}`, parameters: { retry_after: wait } } };
-    }
-    if (m[2] === "sendMessage") return { json: { ok: true, result: { message_id: ++nextId, chat: { id: Number(chat) }, text: call.body.text } } };
-    if (m[2] === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
-    return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
-  });
+  fake = await startFakePlatform(telegramBotApi(botToken, new Map(), throttleOnce));
   runner = await startAdHocRunner({
     name: "restartchat",
     async onRun({ body }, res) {
@@ -110,7 +97,7 @@ describe("a Telegram chat across a host restart", () => {
   it("a completed run's answer still waiting out a rate limit when the instance died reaches the chat after the restart", async () => {
     let host = await start();
     try {
-      throttleOnce.set("5552", 4);
+      throttleOnce.set("5552", [4]);
       expect((await say(host, "5552", "answer me")).status).toBe(200);
       const runId = await runOf(host, "answer me");
       expect(await waitForRunOn(host, runId, 10_000)).toMatchObject({ status: "completed" });
@@ -133,7 +120,7 @@ describe("a Telegram chat across a host restart", () => {
       await waitFor(() => started.includes("hold again"), 10_000, "the held run");
       const runId = await runOf(host, "hold again");
       // First restart: the run is lost; its notice's first send is refused with a 429 asking to wait 4 s.
-      throttleOnce.set("5561", 4);
+      throttleOnce.set("5561", [4]);
       await host.dispose();
       host = await start();
       expect(await waitForRunOn(host, runId, 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });

@@ -7,7 +7,7 @@ import { startHost, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
-import { ANSWER_FILE, sayOnTelegram, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
+import { ANSWER_FILE, sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
@@ -34,19 +34,7 @@ const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: jo
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-lost-reply-"));
-  let nextId = 900;
-  fake = await startFakePlatform((call: PlatformCall) => {
-    const m = /^\/bot([^/]+)\/(.+)$/.exec(call.path);
-    if (!m || m[1] !== botToken) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
-    const chat = String(call.body?.chat_id);
-    const wait = m[2] === "sendMessage" ? throttles.get(chat)?.shift() : undefined;
-    if (wait !== undefined) {
-      return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${wait}`, parameters: { retry_after: wait } } };
-    }
-    if (m[2] === "sendMessage" || m[2] === "sendDocument" || m[2] === "sendPhoto") return { json: { ok: true, result: { message_id: ++nextId, text: call.body?.text } } };
-    if (m[2] === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
-    return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
-  });
+  fake = await startFakePlatform(telegramBotApi(botToken, new Map(), throttles));
   runner = await startAdHocRunner({
     name: "lostreply",
     async onRun({ body }, res) {

@@ -99,14 +99,17 @@ export const ANSWER_FILE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a
  * in `throttled`, a 429 asking to retry after that many seconds, every time), editMessageText succeeds, another token
  * is a 401 and anything else a 404.
  */
-export function telegramBotApi(botToken: string, throttled: ReadonlyMap<string, number> = new Map()): (call: PlatformCall) => FakeReply {
+export function telegramBotApi(botToken: string, throttled: ReadonlyMap<string, number> = new Map(), throttledOnce: Map<string, number[]> = new Map()): (call: PlatformCall) => FakeReply {
   let nextMessageId = 700;
   return (call) => {
     const m = /^\/bot([^/]+)\/(.+)$/.exec(call.path);
     if (!m || m[1] !== botToken) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
-    const wait = throttled.get(String(call.body?.chat_id));
-    if (m[2] === "sendMessage" && wait !== undefined) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${wait}`, parameters: { retry_after: wait } } };
-    if (m[2] === "sendMessage") return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(call.body.chat_id) }, text: call.body.text } } };
+    const chat = String(call.body?.chat_id);
+    // `throttledOnce`: the next sendMessages of a chat are refused, asking to wait each of these seconds in turn.
+    const wait = m[2] === "sendMessage" ? (throttledOnce.get(chat)?.shift() ?? throttled.get(chat)) : undefined;
+    if (wait !== undefined) return { status: 429, json: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${wait}`, parameters: { retry_after: wait } } };
+    if (m[2] === "sendMessage") return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(chat) }, text: call.body.text } } };
+    if (m[2] === "sendDocument" || m[2] === "sendPhoto") return { json: { ok: true, result: { message_id: ++nextMessageId } } };
     if (m[2] === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
     return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
   };
