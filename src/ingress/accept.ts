@@ -21,6 +21,7 @@ import { transcriptInsert } from "../stores/transcript";
 import type { InputAttachmentSource } from "../artifacts/input";
 import { artifactsStore } from "../stores/artifacts";
 import { inputWithAttachments } from "./attachments";
+import { lostRunAgent } from "./lost-run-agent";
 import { eventInsert, latestTranscriptSeq, recordedEvent, runInsert, userItemSeq } from "./statements";
 import type { PlatformDelivery } from "../platforms/types";
 
@@ -168,14 +169,14 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     // another run, rejected) discarded the run it named.
     const decidedSince = async () => (await eventLogStore(db).get(eventId))?.runId ?? null;
     const first = row.runId ? await runsStore(db).get(row.runId) : undefined;
-    // Only a true repeat: one naming another conversation or meeting another agent now must not take the run there.
-    if (row.runId && bound && row.disposition === "bound" && isNotStarted(first?.status) && first.conversationKey === key && first.agentId === bound.agent.agentId) {
+    // Only a true repeat: one naming another conversation must not take the run there. The run is its agent's, whatever
+    // binds the conversation now (lostRunAgent): an agent that can no longer take it fails it at once.
+    if (row.runId && row.disposition === "bound" && isNotStarted(first?.status) && first.conversationKey === key) {
       const recorded = await eventLogStore(db).get(eventId);
       // An event without an item of its own comes after the history as it stood when it arrived, not as it stands now.
       const arrival = seqs.transcriptSeq === null ? first.latestTranscriptSeq : null;
       const latestTranscriptSeq = arrival === null ? seqs.latestTranscriptSeq : arrival || null;
-      const built = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, latestTranscriptSeq, bound, publicBaseUrl });
-      const job = asBoundThen(built, first);
+      const job = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, latestTranscriptSeq, ...(await lostRunAgent(db, first, bound)), publicBaseUrl });
       const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
       // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
       if (decided.disposition === "steered" || decided.disposition === "rejected") runOfRepeat = decided.runId;
@@ -184,12 +185,10 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     return { event_id: eventId, run_id: runOfRepeat, disposition: "duplicate" };
   }
   if (!bound || row.runId !== runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
-  const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, ...seqs, bound, publicBaseUrl });
+  const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, ...seqs, agent: jobAgentOf(bound.agent), runner: jobRunnerOf(bound.runner, bound.service), publicBaseUrl });
   const decided = await env.CONVERSATIONS.get(doId).dispatch(job);
   return { event_id: eventId, run_id: decided.runId, disposition: decided.disposition };
 }
-
-type Bound = BoundAgent;
 
 /**
  * The event as first recorded, for a repeat that hands its lost run over: the run is for what EventLog holds (its
@@ -212,17 +211,6 @@ function asRecorded(ev: CanonicalEvent, row: EventRow): CanonicalEvent {
   };
 }
 
-/**
- * The job of a repeat handing its lost run over, as the run was bound: an agent deleted and created anew under its id
- * since (another state epoch) is another agent, which never bound the event. The job then names the agent as created
- * then, and the runner the run was recorded with, so its start fails it with `host.agent_unavailable`, as it fails a
- * queued run (claim.ts refusalOf). A run recorded before its agent's epoch was kept (migration 0016) is taken as bound.
- */
-function asBoundThen(job: RunJob, first: { agentEpoch: string | null; runnerId: string }): RunJob {
-  if (first.agentEpoch === null || first.agentEpoch === (job.agent.stateEpoch ?? "")) return job;
-  return { ...job, agent: { ...job.agent, stateEpoch: first.agentEpoch || null }, runner: { ...job.runner, runnerId: first.runnerId } };
-}
-
 /** Best effort: a blob left behind costs storage until its artifact's expiry would have, never the answer. */
 async function deleteBlobs(env: Env, keys: string[]): Promise<void> {
   if (keys.length) await env.ARTIFACTS.delete(keys).catch(() => {});
@@ -237,11 +225,12 @@ interface JobParts {
   eventSeq: number;
   transcriptSeq: number | null;
   latestTranscriptSeq: number | null;
-  bound: Bound;
+  agent: RunJob["agent"];
+  runner: RunJob["runner"];
   publicBaseUrl: string;
 }
 
-function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq, latestTranscriptSeq, bound, publicBaseUrl }: JobParts): RunJob {
+function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq, latestTranscriptSeq, agent, runner, publicBaseUrl }: JobParts): RunJob {
   const event: AgentEventContext = {
     event_id: eventId,
     event_type: ev.event_type,
@@ -269,8 +258,8 @@ function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq,
     actor: ev.actor,
     subject: ev.subject ?? null,
     input: ev.input,
-    agent: jobAgentOf(bound.agent),
-    runner: jobRunnerOf(bound.runner, bound.service),
+    agent,
+    runner,
     ...(ev.delivery ? { delivery: ev.delivery } : {}),
   };
 }
