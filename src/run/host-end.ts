@@ -7,6 +7,7 @@ import { hostRecordValues, placeOfRun } from "../stores/event-log";
 import { ENDED, isNotStarted, ledgerEntryOf, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { transcriptInsertWhere, type NewTranscriptItem } from "../stores/transcript";
 import type { RunJob } from "./job";
+import { recordedTrailingArtifacts } from "./recorded-artifacts";
 
 /** What ending a run needs of it: a run job, or the facts of a run row. */
 export interface HostEndTarget {
@@ -67,14 +68,17 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
 }
 
 /**
- * A run the host failed (the database refused a write it needs): ended as failed with `host.internal_error`.
+ * A run the host failed (the database refused a write it needs): ended as failed with `host.internal_error`, with the
+ * item of the artifacts its ledger shows it announced after its last message (recordedTrailingArtifacts).
  * `{ entry }` when recorded (entry null: it had ended already); null when even this write failed, and the
  * run is tried again or ended as lost.
  */
 export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown): Promise<{ entry: LedgerEntry | null } | null> {
   console.error(`run ${job.runId}: host failure: ${describeError(err)}`);
   const outcome = { status: "failed" as const, errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 };
-  return endRunAsHost(db, job, outcome).then(
+  // The artifacts it announced after its last message keep their item (README, Artifacts); unreadable, the end is still written.
+  const item = await recordedTrailingArtifacts(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts not read (${describeError(e)})`), null));
+  return endRunAsHost(db, job, outcome, { item }).then(
     (entry) => ({ entry }),
     (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${describeError(e)}); the run is tried again or ended as lost`), null),
   );
