@@ -12,7 +12,7 @@ import { configOf, type Config, type Env } from "../env";
 import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
-import { splitReply } from "../platforms/split";
+import { grownDraft, splitReply } from "../platforms/split";
 import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
 import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
@@ -174,7 +174,7 @@ export class DeliverySession {
         this.final.delta(text);
         if (!this.streaming || !text || (!this.current && !text.trim())) continue;
         const reply = (this.current ??= this.newReply());
-        reply.text += text;
+        reply.text = grownDraft(reply.text, text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS);
         if (!reply.pumping) {
           reply.pumping = true;
           this.enqueue(() => this.pump(reply));

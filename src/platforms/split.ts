@@ -46,6 +46,16 @@ export function splitReply(text: string, max: number, maxParts: number): string[
   return parts.length <= maxParts ? parts : [...parts.slice(0, maxParts - 1), REPLY_CUT_NOTICE];
 }
 
+/**
+ * A draft grown by `more`, up to what `splitReply` reads of it: the text past its first (maxParts + 1) × max units is
+ * never shown, so a runner streaming megabytes of deltas leaves no more than that in memory (RUNNER_MAX_STREAM_BYTES
+ * is per run, the conversation object's memory is shared).
+ */
+export function grownDraft(text: string, more: string, max: number, maxParts: number): string {
+  const room = (maxParts + 1) * max + 1 - text.length;
+  return room <= 0 ? text : text + (more.length > room ? more.slice(0, room) : more);
+}
+
 const FENCE = "```";
 const CLOSER = "```";
 const FENCE_LINE = /^ {0,3}```/;

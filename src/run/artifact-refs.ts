@@ -14,8 +14,13 @@ const REFUSAL = { not_found: "does not exist", other_conversation: "belongs to a
  */
 export class RunArtifactRefs {
   private readonly known = new Map<string, ArtifactRef | null>();
-  /** Why each refused reference is refused. */
+  /** Why each artifact this run stored but never recorded is refused (see `unstored`). */
   private readonly refusals = new Map<string, string>();
+  /**
+   * Why each reference the last `check` looked up is refused: kept for its batch only, so a runner naming artifacts it
+   * may not attach (up to RUNNER_MAX_STREAM_BYTES of them) leaves nothing in memory; one named again is looked up again.
+   */
+  private readonly refusedNow = new Map<string, string>();
 
   constructor(
     private readonly db: Db,
@@ -37,6 +42,7 @@ export class RunArtifactRefs {
 
   /** Look up the referenced ids not seen yet; `refusal` then says which may not be attached. */
   async check(artifactIds: string[]): Promise<void> {
+    this.refusedNow.clear();
     const fresh = [...new Set(artifactIds)].filter((id) => !this.known.has(id));
     if (fresh.length === 0) return;
     const rows = new Map((await artifactsStore(this.db).getMany(fresh)).map((r) => [r.artifactId, r]));
@@ -44,14 +50,14 @@ export class RunArtifactRefs {
     for (const id of fresh) {
       const row = rows.get(id);
       const access = row ? artifactAccess(row, this.owner, now) : "not_found";
-      this.known.set(id, access === "granted" ? toArtifactRef(row!) : null);
-      if (access !== "granted") this.refusals.set(id, `artifact ${id} ${REFUSAL[access]}`);
+      if (access === "granted") this.known.set(id, toArtifactRef(row!));
+      else this.refusedNow.set(id, `artifact ${id} ${REFUSAL[access]}`);
     }
   }
 
   /** Why a checked reference may not be attached, or null when it may. */
   refusal(artifactId: string): string | null {
-    return this.refusals.get(artifactId) ?? null;
+    return this.refusals.get(artifactId) ?? this.refusedNow.get(artifactId) ?? null;
   }
 
   /** The refs to write: checked ones replaced by their stored facts, refused ones left out. */

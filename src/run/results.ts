@@ -67,8 +67,8 @@ export class ResultProcessor {
   private maxSequence = 0;
   /** Whether a gap was closed yet (closeLowestGap): warned about once. */
   private gapsClosed = false;
-  private pendingRefs: ArtifactRef[] = [];
-  private pendingIds = new Set<string>();
+  /** Artifacts announced since the last message, by id, in announcement order (each once): the next message carries them. */
+  private readonly pending = new Map<string, ArtifactRef>();
   /** The ids a runner gave its inline artifacts, to the ids the host stored them under: its messages name them by its own. */
   private readonly inlineIds = new Map<string, string>();
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
@@ -275,6 +275,8 @@ export class ResultProcessor {
 
   /** A reference the executor's lookup refused (the run may not attach that artifact): dropped like any invalid result. */
   refuseReference(batch: ResultBatch, recorded: LedgerEntry, artifactId: string, reason: string) {
+    // Never attached: not kept for the next message either, so a runner naming artifacts it may not attach fills no memory.
+    this.pending.delete(artifactId);
     this.drop(batch, recorded, reason, { artifact_id: artifactId });
   }
 
@@ -301,10 +303,9 @@ export class ResultProcessor {
       itemType: "message",
       content: messageText(message),
       contentJson: typeof message.content === "string" ? undefined : message.content,
-      artifactRefs: this.pendingRefs,
+      artifactRefs: [...this.pending.values()],
     });
-    this.pendingRefs = [];
-    this.pendingIds.clear();
+    this.pending.clear();
     this.streamed = "";
   }
 
@@ -313,10 +314,9 @@ export class ResultProcessor {
    * their own (item_type "artifacts", no content), so the transcript keeps what the run made. Taken once.
    */
   private trailingArtifacts(): NewTranscriptItem[] {
-    if (this.pendingRefs.length === 0) return [];
-    const item = { ...this.itemBase(), role: "assistant", itemType: "artifacts", artifactRefs: this.pendingRefs };
-    this.pendingRefs = [];
-    this.pendingIds.clear();
+    if (this.pending.size === 0) return [];
+    const item = { ...this.itemBase(), role: "assistant", itemType: "artifacts", artifactRefs: [...this.pending.values()] };
+    this.pending.clear();
     return [item];
   }
 
@@ -347,16 +347,13 @@ export class ResultProcessor {
           const data = { ...described, artifact_id: ref.artifact_id, size_bytes: base64DecodedLength(d.content_base64) };
           recorded.data = data;
           batch.inlineArtifacts.push({ ref, contentBase64: d.content_base64, metadata: d.metadata ?? {}, recorded: data });
-          this.pendingRefs.push(ref);
+          this.pending.set(ref.artifact_id, ref);
           if (d.artifact_id) this.inlineIds.set(d.artifact_id, ref.artifact_id);
         } else if (d.artifact_id) {
           const ref = { artifact_id: d.artifact_id, artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined, size_bytes: d.size_bytes ?? undefined };
           batch.artifactReferences.push({ ref, recorded });
           // Announced again before the next message: that message carries it once.
-          if (!this.pendingIds.has(ref.artifact_id)) {
-            this.pendingIds.add(ref.artifact_id);
-            this.pendingRefs.push(ref);
-          }
+          if (!this.pending.has(ref.artifact_id)) this.pending.set(ref.artifact_id, ref);
         } else {
           this.drop(batch, recorded, "neither artifact_id nor content_base64 given");
         }
