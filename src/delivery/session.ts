@@ -12,7 +12,7 @@ import { configOf, type Config, type Env } from "../env";
 import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
-import { grownDraft, splitReply } from "../platforms/split";
+import { grownDraft, messagesCutNotice, splitReply } from "../platforms/split";
 import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
 import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
@@ -86,6 +86,8 @@ export class DeliverySession {
   private readonly retry: RetryPolicy;
   private current: Reply | null = null;
   private replies = 0;
+  /** Messages past DELIVERY_MAX_PARTS replies, not shown: said once at the end (a runaway run neither floods the chat nor holds them). */
+  private unshown = 0;
   private readonly final = new FinalAnswer();
   /** Artifacts announced since the last message, each once (in announcement order): they belong to the next one, as in the transcript. */
   private readonly pendingFiles = new Set<string>();
@@ -172,7 +174,7 @@ export class DeliverySession {
         if (chunk.role !== "assistant") continue;
         const text = textOf(chunk.content);
         this.final.delta(text);
-        if (!this.streaming || !text || (!this.current && !text.trim())) continue;
+        if (!this.streaming || !text || (!this.current && (!text.trim() || this.replies >= this.deps.config.DELIVERY_MAX_PARTS))) continue;
         const reply = (this.current ??= this.newReply());
         reply.text = grownDraft(reply.text, text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS);
         if (!reply.pumping) {
@@ -206,6 +208,7 @@ export class DeliverySession {
         }
         // Files announced after the last message, which no message carried: sent on their own (as the transcript keeps them).
         if (this.pendingFiles.size) this.complete("", this.takePendingFiles());
+        if (this.unshown) this.complete(messagesCutNotice(this.unshown), [], null, true);
       }
     }
   }
@@ -217,11 +220,7 @@ export class DeliverySession {
     return answer;
   }
 
-  private takePendingFiles(): string[] {
-    const files = [...this.pendingFiles];
-    this.pendingFiles.clear();
-    return files;
-  }
+  private takePendingFiles = (): string[] => ((files) => (this.pendingFiles.clear(), files))([...this.pendingFiles]);
 
   /**
    * Wait for every send and edit and their records, for `timeoutMs` from now
@@ -252,7 +251,8 @@ export class DeliverySession {
     return { index: ++this.replies, text: "", final: null, messages: [], files: [], pumping: false, broken: false, unconfirmed: new Map() };
   }
 
-  private complete(text: string, files: string[] = [], unshownNotice: string | null = null): void {
+  private complete(text: string, files: string[] = [], unshownNotice: string | null = null, pastCap = false): void {
+    if (!this.current && !pastCap && this.replies >= this.deps.config.DELIVERY_MAX_PARTS) return void this.unshown++;
     const reply = this.current ?? this.newReply();
     reply.unshownNotice = unshownNotice;
     this.current = null;

@@ -35,6 +35,16 @@ beforeAll(async () => {
         w.send("run.completed", { finish_reason: "stop", message: { role: "assistant", content: "the final answer" } });
         return void res.end();
       }
+      // `flood N`: N messages (each streamed first, when `streamed`), more than a chat is shown.
+      const flood = /^(streamed )?flood (\d+)$/.exec(ctx.input.text);
+      if (flood) {
+        for (let i = 1; i <= Number(flood[2]); i++) {
+          if (flood[1]) w.send("message.delta", { chunk: { role: "assistant", content: `message ${i}` } });
+          w.send("message.completed", { message: { role: "assistant", content: `message ${i}` } });
+        }
+        w.send("run.completed", { finish_reason: "stop" });
+        return void res.end();
+      }
       // Holds the conversation a while, so the next message waits its turn.
       if (ctx.input.text === "slow") await sleep(2_000);
       w.reply(`answer to ${ctx.input.text}`);
@@ -77,5 +87,19 @@ describe("chat delivery", () => {
     const [, second] = await host.query<{ run_id: string }>("SELECT run_id FROM run WHERE conversation_id = ? ORDER BY created_at", [chat]);
     const trail = (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [second.run_id])).map((r) => JSON.parse(r.data_json));
     expect(trail).toEqual([expect.objectContaining({ operation: "connect", attempt: 1, code: "bot_not_loaded", will_retry: true })]);
+  });
+
+  it("shows at most DELIVERY_MAX_PARTS (20) messages of a run, then says once how many more it sent, streamed or not", async () => {
+    const shown = Array.from({ length: 20 }, (_, i) => `message ${i + 1}`);
+    for (const [chat, text] of [["-100770", "flood 45"], ["-100771", "streamed flood 45"]]) {
+      await say(chat, text);
+      const notice = "(25 more messages of this answer are not shown here.)";
+      await waitFor(() => sentTo(chat).includes(notice), 20_000, `the notice in ${chat}`);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(sentTo(chat)).toEqual([...shown, notice]);
+      // The run keeps them all.
+      const [run] = await host.query<{ run_id: string }>("SELECT run_id FROM run WHERE conversation_id = ?", [chat]);
+      expect((await host.query("SELECT 1 FROM transcript WHERE run_id = ? AND role = 'assistant'", [run.run_id])).length).toBe(45);
+    }
   });
 });
