@@ -79,6 +79,25 @@ describe("a repeat handing over a lost run whose agent changed since", () => {
     expect(ranOn(first, lost) || ranOn(second, lost)).toBe(false);
   });
 
+  it("fails it when its agent was deleted and created anew under its id on another runner, binding the same conversation", async () => {
+    const conv = "rc-recreated-here";
+    const { lost, run } = await repeatedAfter(conv, async () => {
+      await del(conv);
+      expect((await host.admin("POST", "/v1/admin/agents", agentBody(conv, { runner_id: second.runnerId() }))).status).toBe(201);
+    });
+    expect(run.error?.code).toBe("host.agent_unavailable");
+    expect(ranOn(second, lost)).toBe(false);
+    // Its row agrees with its own run.failed record: the runner it was bound to, never the new agent's.
+    const [record] = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'run.failed' AND run_id = ?", [lost]);
+    expect([run.runner_id, JSON.parse(record.data_json).runner_id]).toEqual([first.runnerId(), first.runnerId()]);
+  });
+
+  it("runs it under its agent only edited meanwhile (moved to another runner), as it would a queued run", async () => {
+    const conv = "rc-moved";
+    const { run } = await repeatedAfter(conv, () => put(conv, { runner_id: second.runnerId() }));
+    expect([run.status, run.message?.content]).toEqual(["completed", "second: first"]);
+  });
+
   it("never runs it under another agent that binds the conversation now: its own agent, disabled, fails it", async () => {
     const conv = "rc-disabled-other";
     const { lost, run } = await repeatedAfter(conv, async () => {
