@@ -27,9 +27,12 @@ try {
   process.exit(1);
 }
 // Ctrl-C or SIGTERM while starting: the start completes (the example bound, nothing half made), then stops in order.
+// One handler for the whole life of the process: while a signal has no listener Node restores its default (killed at
+// once), and a signal caught by a listener removed before its turn in the event loop is lost.
 let stopRequested = false;
-const stopWhenStarted = () => void (stopRequested = true);
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, stopWhenStarted);
+let shutdown: (() => Promise<void>) | undefined;
+const onStopSignal = () => (shutdown ? void shutdown() : void (stopRequested = true));
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, onStopSignal);
 
 function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24): string {
   const file = join(dataDir, name);
@@ -105,19 +108,20 @@ const sweep = () => host.triggerScheduled().catch((err) => stopping || console.e
 void sweep();
 const retention = setInterval(sweep, 3600_000);
 
-const shutdown = async () => {
+shutdown = async () => {
+  // A second signal during the orderly stop stops at once.
+  if (stopping) process.exit(1);
   stopping = true;
   clearInterval(retention);
-  // Bounded: a stop asked for is never left hanging on a stuck dispose (and a second signal stops at once).
+  // Bounded: a stop asked for is never left hanging on a stuck dispose.
   setTimeout(() => process.exit(1), 10_000).unref();
   await host.dispose();
   await runner.close();
   dataLock.release();
   process.exit(0);
 };
-// Miniflare's own handlers kill workerd and exit at once (128 + signal): this orderly stop replaces them.
+// Miniflare's own handlers kill workerd and exit at once (128 + signal): the orderly stop replaces them.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.removeAllListeners(signal);
-  process.once(signal, shutdown);
+  for (const listener of process.listeners(signal)) if (listener !== onStopSignal) process.off(signal, listener);
 }
 if (stopRequested) void shutdown();

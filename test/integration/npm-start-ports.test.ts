@@ -42,7 +42,7 @@ function start(env: Record<string, string>, dataDir = mkdtempSync(join(tmpdir(),
     };
     child.stdout.on("data", onData);
     child.stderr.on("data", onData);
-    const timer = setTimeout(() => child.kill("SIGTERM"), 45_000);
+    const timer = setTimeout(() => child.killed || child.kill("SIGTERM"), 45_000);
     child.on("exit", (code) => (clearTimeout(timer), resolve({ code, output })));
   });
 }
