@@ -12,7 +12,7 @@ import { configOf, type Config, type Env } from "../env";
 import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
-import { grownDraft, messagesCutNotice, splitReply } from "../platforms/split";
+import { grownDraft, splitReply } from "../platforms/split";
 import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
 import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
@@ -28,6 +28,8 @@ import { withRetries, type RetryPolicy } from "./retry";
 import { describeError } from "../lib/describe-error";
 import { ReplyOrder, type ReplyTurn } from "./reply-order";
 import { markedMessenger, type PostingMarks } from "./posting-marks";
+import { ShownCap } from "./shown-cap";
+import type { Reply, SentMessage } from "./reply";
 
 export interface DeliveryDeps {
   db: Db;
@@ -46,30 +48,6 @@ export function chatReplyDeps(env: Env, marks?: PostingMarks): () => DeliveryDep
   return () => ({ db: dbOf(env), config: configOf(env), artifacts: env.ARTIFACTS, order, marks });
 }
 
-/** One platform message of a reply: what it shows now and when it was last written. */
-interface SentMessage {
-  id: string;
-  shown: string;
-  lastWriteAt: number;
-}
-
-/** One assistant message on its way out: the streamed text so far, then its final text. */
-interface Reply {
-  index: number;
-  text: string;
-  final: string | null;
-  messages: SentMessage[];
-  /** Artifact ids sent after the text, each as a message of its own. */
-  files: string[];
-  pumping: boolean;
-  /** A streamed write failed for good: stop streaming, still try the final text. */
-  broken: boolean;
-  /** Parts whose send failed but may have been posted, with their text: the same text is not sent again. */
-  unconfirmed: Map<number, string>;
-  /** Shown instead of the draft when none of it reached the chat (the run failed; "": nothing, the host cancelled it), or null. */
-  unshownNotice?: string | null;
-}
-
 /** What a streamed message beyond the final text's parts is edited to. */
 const SUPERSEDED_PART = "…";
 /** What a call made after the session was abandoned (settle timeout) answers, without touching the platform. */
@@ -86,8 +64,8 @@ export class DeliverySession {
   private readonly retry: RetryPolicy;
   private current: Reply | null = null;
   private replies = 0;
-  /** Messages past DELIVERY_MAX_PARTS replies, not shown: said once at the end (a runaway run neither floods the chat nor holds them). */
-  private unshown = 0;
+  /** At most DELIVERY_MAX_PARTS of the run's messages, and as many files, are shown; the rest is said once at the end. */
+  private readonly cap: ShownCap;
   private readonly final = new FinalAnswer();
   /** Artifacts announced since the last message, each once (in announcement order): they belong to the next one, as in the transcript. */
   private readonly pendingFiles = new Set<string>();
@@ -130,6 +108,7 @@ export class DeliverySession {
     this.trail = new DeliveryTrail(deps.db, job, delivery.target.platform);
     this.retry = { maxAttempts: deps.config.DELIVERY_MAX_ATTEMPTS, baseMs: deps.config.DELIVERY_RETRY_BASE_MS, maxRetryAfterMs: deps.config.DELIVERY_MAX_RETRY_AFTER_MS };
     this.turn = deps.order.turn();
+    this.cap = new ShownCap(deps.config.DELIVERY_MAX_PARTS);
     this.chain = this.turn.done.then(() => this.connect());
   }
 
@@ -174,7 +153,7 @@ export class DeliverySession {
         if (chunk.role !== "assistant") continue;
         const text = textOf(chunk.content);
         this.final.delta(text);
-        if (!this.streaming || !text || (!this.current && (!text.trim() || this.replies >= this.deps.config.DELIVERY_MAX_PARTS))) continue;
+        if (!this.streaming || !text || (!this.current && (!text.trim() || this.cap.full(this.replies)))) continue;
         const reply = (this.current ??= this.newReply());
         reply.text = grownDraft(reply.text, text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS);
         if (!reply.pumping) {
@@ -186,7 +165,7 @@ export class DeliverySession {
         // the host stored it under.
         const parsed = entry.origin === "runner" ? parseResultPayload(entry.type, entry.data) : null;
         const announced = parsed?.kind === "ok" && parsed.result.type === "artifact.created" ? parsed.result.data.artifact_id : undefined;
-        if (announced) this.pendingFiles.add(announced);
+        if (announced) this.pendingFiles.size < this.cap.filesLeft ? this.pendingFiles.add(announced) : this.cap.fileCut();
       } else if (entry.type === "message.completed") {
         // Accepted, it is the run's message whatever it shows here: run.completed repeating it is then ignored, as
         // the transcript ignores it.
@@ -208,7 +187,8 @@ export class DeliverySession {
         }
         // Files announced after the last message, which no message carried: sent on their own (as the transcript keeps them).
         if (this.pendingFiles.size) this.complete("", this.takePendingFiles());
-        if (this.unshown) this.complete(messagesCutNotice(this.unshown), [], null, true);
+        const cut = this.cap.notice();
+        if (cut) this.complete(cut, [], null, true);
       }
     }
   }
@@ -252,13 +232,16 @@ export class DeliverySession {
   }
 
   private complete(text: string, files: string[] = [], unshownNotice: string | null = null, pastCap = false): void {
-    if (!this.current && !pastCap && this.replies >= this.deps.config.DELIVERY_MAX_PARTS) return void this.unshown++;
+    if (!this.current && !pastCap && this.cap.full(this.replies)) return this.cap.messageCut(files.length);
+    const shownFiles = this.cap.take(files);
+    // Files alone, all past the cap: no reply of their own.
+    if (!this.current && !text.trim() && !shownFiles.length) return;
     const reply = this.current ?? this.newReply();
     reply.unshownNotice = unshownNotice;
     this.current = null;
     // A final message of files alone keeps what was streamed before it, whole.
     reply.final = text.trim() ? text : reply.text;
-    reply.files = files;
+    reply.files = shownFiles;
     this.enqueue(() => this.finish(reply));
   }
 

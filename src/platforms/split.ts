@@ -33,8 +33,6 @@ export function splitMessage(text: string, max: number): string[] {
 
 /** The last message of a reply cut at DELIVERY_MAX_PARTS. */
 export const REPLY_CUT_NOTICE = "(The answer goes on, but is too long for this chat: the rest was cut.)";
-/** Said once after a run's last reply shown, when it sent more messages than a chat is shown (DELIVERY_MAX_PARTS). */
-export const messagesCutNotice = (n: number) => `(${n} more message${n === 1 ? " of this answer is" : "s of this answer are"} not shown here.)`;
 
 /**
  * A reply's messages: `splitMessage`'s parts, at most `maxParts` of them; past that the last says the rest was cut, so

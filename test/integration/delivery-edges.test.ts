@@ -18,7 +18,7 @@ let webhookUrl: string;
 let nextId = 100;
 
 function api(call: PlatformCall): FakeReply {
-  if (call.path.endsWith("/sendMessage")) return { json: { ok: true, result: { message_id: ++nextId } } };
+  if (/\/send(Message|Document)$/.test(call.path)) return { json: { ok: true, result: { message_id: ++nextId } } };
   if (call.path.endsWith("/editMessageText")) return { json: { ok: true, result: { message_id: call.body.message_id } } };
   return { json: { ok: true, result: true } };
 }
@@ -42,6 +42,16 @@ beforeAll(async () => {
           if (flood[1]) w.send("message.delta", { chunk: { role: "assistant", content: `message ${i}` } });
           w.send("message.completed", { message: { role: "assistant", content: `message ${i}` } });
         }
+        w.send("run.completed", { finish_reason: "stop" });
+        return void res.end();
+      }
+      // `files N then M`: N files announced, a message they go with, then M more files after it.
+      const files = /^files (\d+) then (\d+)$/.exec(ctx.input.text);
+      if (files) {
+        const file = (i: number) => ({ artifact_type: "file", mime_type: "text/plain", name: `f${i}.txt`, content_base64: Buffer.from(`file ${i}`).toString("base64") });
+        for (let i = 1; i <= Number(files[1]); i++) w.send("artifact.created", file(i));
+        w.send("message.completed", { message: { role: "assistant", content: "the files" } });
+        for (let i = 1; i <= Number(files[2]); i++) w.send("artifact.created", file(Number(files[1]) + i));
         w.send("run.completed", { finish_reason: "stop" });
         return void res.end();
       }
@@ -101,5 +111,19 @@ describe("chat delivery", () => {
       const [run] = await host.query<{ run_id: string }>("SELECT run_id FROM run WHERE conversation_id = ?", [chat]);
       expect((await host.query("SELECT 1 FROM transcript WHERE run_id = ? AND role = 'assistant'", [run.run_id])).length).toBe(45);
     }
+  });
+
+  it("sends at most DELIVERY_MAX_PARTS (20) files of a run, then says once how many more it made, wherever they were announced", async () => {
+    const chat = "-100772";
+    const documentsTo = () => fake.callsTo(/\/sendDocument$/).filter((c) => /name="chat_id"\r\n\r\n([^\r]*)/.exec(c.raw)?.[1] === chat).map((c) => /filename="([^"]+)"/.exec(c.raw)?.[1]);
+    await say(chat, "files 15 then 30");
+    const notice = "(25 more files of this answer are not shown here.)";
+    await waitFor(() => sentTo(chat).includes(notice), 20_000, "the notice");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sentTo(chat)).toEqual(["the files", notice]);
+    expect(documentsTo()).toEqual(Array.from({ length: 20 }, (_, i) => `f${i + 1}.txt`));
+    // The run keeps them all.
+    const [run] = await host.query<{ run_id: string }>("SELECT run_id FROM run WHERE conversation_id = ?", [chat]);
+    expect((await host.query("SELECT 1 FROM artifact WHERE run_id = ?", [run.run_id])).length).toBe(45);
   });
 });
