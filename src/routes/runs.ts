@@ -35,7 +35,10 @@ function ownerOf(env: Env, runId: string) {
  * (`Request.signal`, flag `enable_request_signal`) and tells it, so it stops the stream and what feeds it.
  */
 function closeWhenReaderGone(c: Context<AppEnv>, owner: NonNullable<ReturnType<typeof ownerOf>>, runId: string, streamId: string) {
-  c.req.raw.signal.addEventListener("abort", () => c.executionCtx.waitUntil(owner.readerGone(runId, streamId)), { once: true });
+  const gone = () => c.executionCtx.waitUntil(owner.readerGone(runId, streamId));
+  // Gone already while the follower was being set up: an abort listener added now would never fire.
+  if (c.req.raw.signal.aborted) gone();
+  else c.req.raw.signal.addEventListener("abort", gone, { once: true });
 }
 
 async function existingRun(env: Env, runId: string) {
