@@ -115,9 +115,10 @@ export async function handleHostApiCall(ctx: ActionContext, { json: body, text }
     if (!(await readsOwnToolResult(ctx, action, envelope.data.params))) checkGranted(ctx, action as GatedAction, envelope.data.params);
     const parsed = parseHostApiParams(action, envelope.data.params);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
-    // A whole number past what the value check can see (beyond 64 bits, read as a float): refused as the others are, not stored rounded.
-    const rounded = parsed.action === "state.set" && text !== undefined ? roundedIntegerAt(text, ["params", "value"]) : null;
-    if (rounded) throw new ApiError("invalid_argument", `value: ${roundedIntegerMessage(rounded)}`);
+    // A whole number past what the value check can see (beyond 64 bits, read as a float): refused as the others are, not kept or passed on rounded.
+    const exactAt = EXACT_PARAMS[parsed.action];
+    const rounded = exactAt && text !== undefined ? roundedIntegerAt(text, ["params", exactAt]) : null;
+    if (rounded) throw new ApiError("invalid_argument", `${exactAt}: ${roundedIntegerMessage(rounded)}`);
     checkDeadline(ctx);
     const handler = ACTIONS[parsed.action] as ((c: ActionContext, p: unknown) => Promise<unknown>) | undefined;
     if (!handler) throw new ApiError("not_found", `${action} is not available on this host`);
@@ -135,6 +136,15 @@ export async function handleHostApiCall(ctx: ActionContext, { json: body, text }
 }
 
 type GatedAction = keyof typeof API_GROUP_OF_ACTION;
+
+/** The param of each action whose value the host keeps (state) or passes on to an upstream as sent. */
+const EXACT_PARAMS: Partial<Record<string, string>> = {
+  "state.set": "value",
+  "tool.call": "parameters",
+  "knowledge.retrieve": "filters",
+  "model.invoke": "extra",
+  "model.stream": "extra",
+};
 
 /** The action's API must be in the snapshot's available_apis, or its resource and operation in the snapshot's grants. */
 export function checkGranted(ctx: Pick<ActionContext, "snapshot">, action: GatedAction, params: Record<string, unknown> = {}) {

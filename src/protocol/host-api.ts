@@ -4,7 +4,7 @@
  * not a silently ignored option on a call that may have side effects.
  */
 import * as z from "zod";
-import { ExactJsonValueSchema, formatZodIssues, labelSchema, MediaTypeSchema, ModelMessageSchema, orDefault, RecordSchema, storedKeyText } from "./common";
+import { ExactJsonValueSchema, formatZodIssues, labelSchema, MediaTypeSchema, ModelMessageSchema, orDefault, RecordSchema, refuseRoundedIntegers, storedKeyText } from "./common";
 import type { AvailableApiName } from "./context";
 import { StateScopeSchema } from "./context";
 import type { PermissionGroup } from "./manifest";
@@ -45,11 +45,17 @@ const storageKey = storedKeyText(256);
 
 const stateRef = { scope: StateScopeSchema, key: StateKeySchema };
 
+/**
+ * An object the host passes on to an upstream as sent (tool arguments, retrieval filters, provider fields): one whose
+ * whole number JSON parsing rounded (a 64-bit id) is refused, as in every value kept as sent, not passed on altered.
+ */
+const ExactRecordSchema = RecordSchema.superRefine(refuseRoundedIntegers);
+
 const modelInvokeParams = z.strictObject({
   model_id: id,
   messages: z.array(ModelMessageSchema).min(1),
   tools: z.array(z.unknown()).nullish(),
-  extra: RecordSchema.nullish(),
+  extra: ExactRecordSchema.nullish(),
 });
 
 export const HOST_API_PARAMS = {
@@ -120,13 +126,13 @@ export const HOST_API_PARAMS = {
     top_k: z.int().positive().nullish(),
   }),
   "tool.detail": z.strictObject({ tool_name: id }),
-  "tool.call": z.strictObject({ tool_name: id, parameters: orDefault(RecordSchema, {}) }),
+  "tool.call": z.strictObject({ tool_name: id, parameters: orDefault(ExactRecordSchema, {}) }),
   "knowledge.retrieve": z.strictObject({
     kb_id: id,
     query: z.string().min(1),
     // §8 sets no cap; this one only keeps an answer bounded.
     top_k: orDefault(capped(100), 5),
-    filters: RecordSchema.nullish(),
+    filters: ExactRecordSchema.nullish(),
   }),
   "host.version": z.strictObject({}),
 } as const;

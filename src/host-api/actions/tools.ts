@@ -12,6 +12,14 @@ import { ApiError, denied } from "../errors";
 import { logUpstreamFailure, toApiError } from "../upstream-error";
 import type { ActionContext, ActionTable, Handler } from "./context";
 import { mcpServerSlot, toolSlot } from "../../stores/secret-slots";
+import { jsonShapeProblem } from "../../protocol/common";
+import { UpstreamError } from "../../resources/upstream";
+
+/**
+ * Levels of nesting a tool's answer may have (as deep as the host scrubs answers): a deeper one cannot be carried
+ * (serialising it overflows the stack), so it is the tool's unusable answer, a 502, not the host's failure.
+ */
+const MAX_TOOL_RESULT_DEPTH = 256;
 
 /** The tool as frozen in the run's snapshot: what the runner was shown is what is enforced. */
 function grantedTool(ctx: ActionContext, name: string): ToolResource {
@@ -82,6 +90,8 @@ const toolCall: Handler<"tool.call"> = async (ctx, p) => {
   const call = callSignal(ctx, { ms: ctx.config.TOOL_CALL_TIMEOUT_MS, what: `tool ${p.tool_name}` });
   try {
     const raw = await invoke(call.signal, toolCallId);
+    const shape = jsonShapeProblem(raw, MAX_TOOL_RESULT_DEPTH, { depthOnly: true });
+    if (shape) throw new UpstreamError("invalid_response", `the tool's answer is ${shape}`);
     // A tool that echoes its credentials must not hand them to the runner.
     const out = await deliverable(ctx, { toolName: p.tool_name, toolCallId }, redactValue(raw ?? null, secrets));
     await ctx.ledger.append([{ type: "tool.call.completed", data: { ...ids, ...out, duration_ms: Date.now() - startedAt } }]);
