@@ -1,4 +1,5 @@
 import { modelsStore } from "../resources/models-store";
+import { assertSameResource } from "./resource-identity";
 import type { ProviderTarget } from "../resources/openai";
 import { secretFragments, urlSecrets } from "../resources/secrets";
 import { UpstreamError } from "../resources/upstream";
@@ -32,6 +33,7 @@ export function modelCandidates(ctx: ActionContext, requested: string, operation
 async function attemptOf(ctx: ActionContext, modelId: string): Promise<ModelAttempt> {
   const row = await modelsStore(ctx.db).get(modelId);
   if (!row) throw new ApiError("not_found", `model ${modelId} is no longer registered on this host`, { details: { model_id: modelId } });
+  assertSameResource(ctx, "models", modelId, row.createdAt);
   const apiKey = await ctx.db.secrets.open(row.apiKey, modelSlot(row));
   return { modelId, target: { baseUrl: row.baseUrl, apiKey, model: row.providerModel }, secrets: secretFragments([apiKey, ...urlSecrets(row.baseUrl)]) };
 }

@@ -100,6 +100,26 @@ export function grantResources(permissions: Permissions, policy: ResourcePolicy,
   };
 }
 
+/** Which resource each granted id named when the run started (its `createdAt`), by kind. */
+export interface ResourceIdentities {
+  models: Record<string, number>;
+  tools: Record<string, number>;
+  knowledge_bases: Record<string, number>;
+}
+
+/** The identities of the resources `granted` lists, as `found` read them. */
+export function identitiesOf(granted: GrantedResources, found: ResourceDescriptors): ResourceIdentities {
+  const pick = <T extends { createdAt: number }>(rows: T[], idOf: (r: T) => string, ids: string[]) => {
+    const wanted = new Set(ids);
+    return Object.fromEntries(rows.filter((r) => wanted.has(idOf(r))).map((r) => [idOf(r), r.createdAt]));
+  };
+  return {
+    models: pick(found.models, (m) => m.modelId, granted.models.map((m) => m.model_id)),
+    tools: pick(found.tools, (t) => t.toolName, granted.tools.map((t) => t.tool_name)),
+    knowledge_bases: pick(found.knowledgeBases, (k) => k.kbId, granted.knowledge_bases.map((k) => k.kb_id)),
+  };
+}
+
 /** Ids an agent grants that are not registered (refused when the agent is saved). */
 export async function unknownGrants(db: Db, policy: ResourcePolicy): Promise<string[]> {
   const found = await loadResourceDescriptors(db, policy);

@@ -18,8 +18,9 @@ export function toKnowledgeBaseView(row: KnowledgeBaseRow) {
   };
 }
 
-const descriptorColumns = { kbId: knowledgeBase.kbId, name: knowledgeBase.name, description: knowledgeBase.description };
-export type KnowledgeBaseDescriptor = { kbId: string; name: string; description: string | null };
+/** `createdAt`: which knowledge base of this id it is (one deleted and registered anew is another). */
+const descriptorColumns = { kbId: knowledgeBase.kbId, name: knowledgeBase.name, description: knowledgeBase.description, createdAt: knowledgeBase.createdAt };
+export type KnowledgeBaseDescriptor = { kbId: string; name: string; description: string | null; createdAt: number };
 
 export function knowledgeStore(db: Db) {
   return {

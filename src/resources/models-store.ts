@@ -22,8 +22,9 @@ export function toModelView(row: ModelRow) {
 }
 
 /** What a run may know about a model: no endpoint, no key. */
-const descriptorColumns = { modelId: model.modelId, name: model.name, kind: model.kind, contextWindow: model.contextWindow };
-export type ModelDescriptor = { modelId: string; name: string; kind: string; contextWindow: number | null };
+/** `createdAt`: which model of this id it is (one deleted and registered anew is another). */
+const descriptorColumns = { modelId: model.modelId, name: model.name, kind: model.kind, contextWindow: model.contextWindow, createdAt: model.createdAt };
+export type ModelDescriptor = { modelId: string; name: string; kind: string; contextWindow: number | null; createdAt: number };
 
 export function modelsStore(db: Db) {
   return {

@@ -33,8 +33,17 @@ export function toMcpServerView(row: McpServerRow, tools: ToolRow[]) {
   };
 }
 
-const descriptorColumns = { toolName: tool.toolName, description: tool.description, parametersJson: tool.parametersJson };
-export type ToolDescriptor = { toolName: string; description: string; parametersJson: string };
+/**
+ * `createdAt`: which tool of this name it is (one deleted and registered anew is another); for an MCP tool its server's,
+ * as its own row is written anew by each refresh.
+ */
+const descriptorColumns = {
+  toolName: tool.toolName,
+  description: tool.description,
+  parametersJson: tool.parametersJson,
+  createdAt: sql<number>`coalesce(${mcpServer.createdAt}, ${tool.createdAt})`.mapWith(Number),
+};
+export type ToolDescriptor = { toolName: string; description: string; parametersJson: string; createdAt: number };
 
 /** An MCP tool's full name `{server}.{tool}`. */
 export const mcpToolName = (server: string, name: string) => `${server}.${name}`;
@@ -45,7 +54,7 @@ export function toolsStore(db: Db) {
     get: (toolName: string) => db.select().from(tool).where(eq(tool.toolName, toolName)).get(),
     create: (row: typeof tool.$inferInsert) => db.insert(tool).values(row).run(),
     remove: (toolName: string) => db.delete(tool).where(eq(tool.toolName, toolName)).run(),
-    descriptors: (names: string[]) => db.select(descriptorColumns).from(tool).where(inArray(tool.toolName, names)),
+    descriptors: (names: string[]) => db.select(descriptorColumns).from(tool).leftJoin(mcpServer, eq(tool.mcpServer, mcpServer.name)).where(inArray(tool.toolName, names)),
 
     getServer: (name: string) => db.select().from(mcpServer).where(eq(mcpServer.name, name)).get(),
     toolsOf: (server: string) => db.select().from(tool).where(eq(tool.mcpServer, server)).orderBy(tool.toolName).all(),

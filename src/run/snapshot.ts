@@ -1,7 +1,7 @@
 import { PERMISSION_GROUPS, type Permissions } from "../protocol/manifest";
 import type { AvailableApis, StateScope } from "../protocol/context";
 import { stateScopeKey } from "../stores/state";
-import { grantResources, NO_RESOURCE_DESCRIPTORS, type GrantedResources, type ResourceDescriptors } from "../resources/grants";
+import { grantResources, identitiesOf, NO_RESOURCE_DESCRIPTORS, type GrantedResources, type ResourceDescriptors, type ResourceIdentities } from "../resources/grants";
 import { strategyOf, type RunJob } from "./job";
 
 /**
@@ -28,6 +28,11 @@ export interface AuthorizationSnapshot {
   storage: { plugin_storage: boolean; workspace_storage: boolean };
   /** Host-held models, tools and knowledge bases this run may use, with their operations. */
   resources: GrantedResources;
+  /**
+   * Which resource each granted id named at run start: one deleted and registered anew under its id since is not
+   * the one granted. Absent from snapshots stored before it was kept (their runs are not checked).
+   */
+  resourceIdentities?: ResourceIdentities;
   deadlineAt: number;
 }
 
@@ -88,6 +93,7 @@ export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: Sta
   const has = (group: keyof Permissions, op: string) => ((permissions[group] ?? []) as readonly string[]).includes(op);
   const storage = { plugin_storage: has("storage", "plugin"), workspace_storage: has("storage", "workspace") && Boolean(job.conversation.workspace_id) };
 
+  const granted = grantResources(permissions, job.agent.resourcePolicy, resources);
   return deepFreeze({
     runId: job.runId,
     runnerId: job.runner.runnerId,
@@ -115,7 +121,8 @@ export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: Sta
     },
     stateScopes,
     storage,
-    resources: grantResources(permissions, job.agent.resourcePolicy, resources),
+    resources: granted,
+    resourceIdentities: identitiesOf(granted, resources),
     deadlineAt,
   });
 }

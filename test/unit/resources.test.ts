@@ -4,19 +4,19 @@ import { streamError } from "../../src/host-api/actions/models";
 import { ApiError } from "../../src/host-api/errors";
 import { chatStreamToNdjson, type StreamEnd } from "../../src/resources/chat-stream";
 import { toChatRequest, ModelInputError } from "../../src/resources/chat-request";
-import { grantResources } from "../../src/resources/grants";
+import { grantResources, identitiesOf } from "../../src/resources/grants";
 import { maskUrl, redact, redactValue, secretFragments, StreamRedactor, urlSecrets } from "../../src/resources/secrets";
 
 describe("effective resource grants", () => {
   const found = {
     models: [
-      { modelId: "chat", name: "Chat", kind: "llm", contextWindow: 8000 },
-      { modelId: "ranker", name: "Ranker", kind: "rerank", contextWindow: null },
-      { modelId: "embed", name: "Embed", kind: "embedding", contextWindow: null },
-      { modelId: "spare", name: "Spare", kind: "llm", contextWindow: null },
+      { modelId: "chat", name: "Chat", kind: "llm", contextWindow: 8000, createdAt: 1 },
+      { modelId: "ranker", name: "Ranker", kind: "rerank", contextWindow: null, createdAt: 2 },
+      { modelId: "embed", name: "Embed", kind: "embedding", contextWindow: null, createdAt: 3 },
+      { modelId: "spare", name: "Spare", kind: "llm", contextWindow: null, createdAt: 4 },
     ],
-    tools: [{ toolName: "calc.add", description: "add", parametersJson: '{"type":"object"}' }],
-    knowledgeBases: [{ kbId: "docs", name: "Docs", description: null }],
+    tools: [{ toolName: "calc.add", description: "add", parametersJson: '{"type":"object"}', createdAt: 5 }],
+    knowledgeBases: [{ kbId: "docs", name: "Docs", description: null, createdAt: 6 }],
   };
   const policy = ResourcePolicySchema.parse({ models: ["chat", "ranker", "embed", "gone"], fallback_models: ["spare", "ranker"], tools: ["calc.add"], knowledge_bases: ["docs"] });
 
@@ -32,6 +32,11 @@ describe("effective resource grants", () => {
     expect(granted.fallback_models).toEqual(["spare", "ranker"]);
     expect(granted.tools).toEqual([{ tool_name: "calc.add", description: "add", parameters: { type: "object" }, operations: ["call"] }]);
     expect(granted.knowledge_bases).toEqual([{ kb_id: "docs", name: "Docs", description: null, operations: ["retrieve"] }]);
+  });
+
+  it("keeps which resource each granted id named, for the granted ones only", () => {
+    const granted = grantResources({ models: ["invoke", "rerank"], tools: ["call"], knowledge_bases: ["retrieve"] }, policy, found);
+    expect(identitiesOf(granted, found)).toEqual({ models: { chat: 1, ranker: 2, spare: 4 }, tools: { "calc.add": 5 }, knowledge_bases: { docs: 6 } });
   });
 
   it("grants nothing of a group the manifest does not ask for", () => {

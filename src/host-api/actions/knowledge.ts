@@ -2,6 +2,7 @@ import { knowledgeStore } from "../../resources/knowledge-store";
 import { retrieve } from "../../resources/retrieval";
 import { redactValue, secretFragments, urlSecrets } from "../../resources/secrets";
 import { callSignal } from "../call-signal";
+import { assertSameResource } from "../resource-identity";
 import { ApiError } from "../errors";
 import { logUpstreamFailure, toApiError } from "../upstream-error";
 import type { ActionTable, Handler } from "./context";
@@ -11,6 +12,7 @@ import { knowledgeBaseSlot } from "../../stores/secret-slots";
 const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
   const kb = await knowledgeStore(ctx.db).get(p.kb_id);
   if (!kb) throw new ApiError("not_found", `knowledge base ${p.kb_id} is no longer registered on this host`);
+  assertSameResource(ctx, "knowledge_bases", p.kb_id, kb.createdAt);
   const apiKey = await ctx.db.secrets.open(kb.apiKey, knowledgeBaseSlot(kb));
   const secrets = secretFragments([apiKey, ...urlSecrets(kb.endpoint)]);
   const startedAt = Date.now();

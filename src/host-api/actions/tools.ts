@@ -8,6 +8,7 @@ import { toolsStore, type ToolRow } from "../../resources/tools-store";
 import { parseJson } from "../../lib/json";
 import { openValues } from "../../lib/secret-box";
 import { callSignal } from "../call-signal";
+import { assertSameResource } from "../resource-identity";
 import { ApiError, denied } from "../errors";
 import { logUpstreamFailure, toApiError } from "../upstream-error";
 import type { ActionContext, ActionTable, Handler } from "./context";
@@ -42,6 +43,7 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
   if (row.mcpServer) {
     const server = await toolsStore(ctx.db).getServer(row.mcpServer);
     if (!server || !row.mcpToolName) throw new ApiError("not_found", `the MCP server of tool ${row.toolName} is no longer registered`);
+    assertSameResource(ctx, "tools", row.toolName, server.createdAt);
     const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(server.headersJson, {}), mcpServerSlot(server));
     return {
       secrets: secretFragments([...Object.values(headers), ...urlSecrets(server.url)]),
@@ -49,6 +51,7 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
     };
   }
   if (!row.endpoint) throw new ApiError("not_found", `tool ${row.toolName} has no endpoint`);
+  assertSameResource(ctx, "tools", row.toolName, row.createdAt);
   const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), toolSlot(row));
   return {
     secrets: secretFragments([...Object.values(headers), ...urlSecrets(row.endpoint)]),
