@@ -14,6 +14,7 @@ import {
   MessageSchema,
   nulFreeText,
   RecordSchema,
+  refuseRoundedIntegers,
   storedKeyText,
 } from "./common";
 import { StateScopeSchema } from "./context";
@@ -83,7 +84,8 @@ export const ArtifactCreatedDataSchema = z.strictObject({
   name: labelSchema(255).nullish(),
   size_bytes: z.int().nonnegative().nullish(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/i, "sha256 must be 64 hex digits").nullish(),
-  metadata: RecordSchema.nullish(),
+  // Stored with the artifact and given back by artifact.metadata: a 64-bit id in it is refused, never stored rounded.
+  metadata: RecordSchema.superRefine(refuseRoundedIntegers).nullish(),
   content_base64: z
     .base64()
     .refine((b64) => base64DecodedLength(b64) <= ARTIFACT_INLINE_MAX_BYTES, {

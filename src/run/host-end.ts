@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { parseResultPayload } from "../protocol/results";
 import { batchAll, type Db } from "../db/client";
 import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, runEvent } from "../db/schema";
@@ -95,12 +96,38 @@ export async function endRecordedMeanwhile(db: Db, runId: string, afterSeq: numb
   const row = await store.get(runId);
   if (!row || !(ENDED as readonly string[]).includes(row.status)) return null;
   const publish = publisher();
+  let held: LedgerEntry[] = [];
   for (let after = afterSeq; ; ) {
     const page = await store.ledger(runId, after, 1000);
-    const entries = page.rows.map(ledgerEntryOf);
+    const entries = [...held, ...page.rows.map(ledgerEntryOf)];
+    markDropped(entries);
+    // A runner result ending a page waits for the next: the warning that drops it comes right after it.
+    held = page.hasMore && page.rows.length && entries[entries.length - 1].origin === "runner" ? [entries.pop()!] : [];
     if (entries.length) publish(entries);
-    if (!page.hasMore || !entries.length) return row.status;
-    after = entries[entries.length - 1].seq;
+    if (!page.hasMore || !page.rows.length) {
+      if (held.length) publish(held);
+      return row.status;
+    }
+    after = page.rows[page.rows.length - 1].seq;
+  }
+}
+
+/**
+ * The runner results the host dropped (invalid, unknown, refused), marked as they were when written: `dropped` is not
+ * stored, but the host.warning reporting each names it by `ledger_seq`. A reply rebuilt from the ledger (a restart)
+ * then shows what the live reply would, never a result the host refused.
+ */
+export function markDropped(entries: LedgerEntry[]): void {
+  const named = new Set<number>();
+  for (const e of entries) {
+    const seq = e.origin === "host" && e.type === "host.warning" ? (e.data as { ledger_seq?: unknown } | null)?.ledger_seq : undefined;
+    if (typeof seq === "number") named.add(seq);
+  }
+  if (!named.size) return;
+  for (const e of entries) {
+    // A valid run.completed whose message alone was dropped still ended the run (ResultProcessor): not dropped itself.
+    if (e.origin !== "runner" || !named.has(e.seq) || (e.type === "run.completed" && parseResultPayload(e.type, e.data).kind === "ok")) continue;
+    e.dropped = true;
   }
 }
 

@@ -209,9 +209,11 @@ export class ResultProcessor {
     }
     // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
     if (parsed.kind === "invalid") return STRICT_RESULT_TYPES.has(parsed.type) ? this.drop(batch, recorded, parsed.issues) : undefined;
-    // A state value's whole number past what the value check can see (beyond 64 bits, read as a float): dropped, not stored rounded.
-    const rounded = parsed.result.type === "state.updated" ? roundedIntegerAt(payload, ["data", "value"]) : null;
-    if (rounded) return this.drop(batch, recorded, `value: ${roundedIntegerMessage(rounded)}`);
+    // A whole number past what the value check can see (beyond 64 bits, read as a float) in what is stored (a state value,
+    // an artifact's metadata): dropped, not stored rounded.
+    const kept = parsed.result.type === "state.updated" ? "value" : parsed.result.type === "artifact.created" && parsed.result.data.metadata ? "metadata" : null;
+    const rounded = kept ? roundedIntegerAt(payload, ["data", kept]) : null;
+    if (rounded) return this.drop(batch, recorded, `${kept}: ${roundedIntegerMessage(rounded)}`);
     this.nameStoredArtifacts(parsed.result, recorded);
     this.apply(parsed.result, batch, recorded);
   }
