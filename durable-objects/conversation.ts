@@ -86,7 +86,7 @@ export class ConversationDO extends DurableObject<Env> {
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
         const target = steeringTarget(table, job.agent, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: (run) => this.steers(run, job), executing: this.isActive });
-        if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, target.job, now);
+        if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, this.sessions.get(target.job.runId)?.job ?? { ...target.job, runner: job.runner }, now);
       }
       // Parallel runs take no turn: only a run that does makes the conversation busy.
       if ((strategy === "reject" && withoutLost(table, this.isActive).some(([, r]) => r.start !== "now")) || waitingRoomFull(table, stored)) return this.reject(job);
@@ -202,7 +202,7 @@ export class ConversationDO extends DurableObject<Env> {
   private async cancelNotActive(runId: string): Promise<{ cancelled: boolean } | null> {
     const entry = await this.runs.find(runId);
     if (this.active.has(runId)) return null; // nothing awaits from here to cancelQueued's mark
-    if (!entry) return { cancelled: await this.endUnhanded(runId, CANCELLED_UNHANDED) };
+    if (!entry) return { cancelled: !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.endUnhanded(runId, CANCELLED_UNHANDED)) }; // an unanswered claim of its event is completed (run discarded), as the sweep does
     // Stored as running, not executed here: lost with an earlier instance, it ends as lost. (Null: the scheduler started it meanwhile.)
     if (entry[1].state === "running") return this.finishLost(entry[0], entry[1].job).then(() => ({ cancelled: false }));
     // Another cancel may have ended it meanwhile: only one answers that it cancelled.

@@ -1,6 +1,8 @@
+import { eq } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { eventLog } from "../db/schema";
 import type { SteeringInputItem } from "../protocol/host-api-results";
-import { hostRecordInsert, placeOfRun } from "../stores/event-log";
+import { hostRecordInsert, hostRecordValues, placeOfRun, type HostRecord } from "../stores/event-log";
 import type { RunJob } from "./job";
 
 /** The steering item a claimed event becomes (PROTOCOL §8 SteeringInputItem). */
@@ -48,12 +50,17 @@ export const claimRefOf = (item: SteeringInputItem): ClaimRef => ({
 
 /** `steering.injected` (pulled by the run) or `steering.dropped` (never pulled before the run ended). */
 export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", item: ClaimRef, run: RunJob) {
-  return hostRecordInsert(db, {
+  const rec: HostRecord = {
     eventType: `steering.${outcome}`,
     ...placeOfRun(run),
     runId: run.runId,
     data: { source_event_id: item.event_id, run_id: item.claimed_run_id, runner_id: item.runner_id, claimed_at: item.claimed_at },
     // One outcome per claim: a write that went unanswered (and is retried, or its item put back and taken again) records nothing twice.
     onceAs: `hev_steering_${item.claimed_run_id}_${item.event_id}`,
-  });
+  };
+  if (outcome === "injected") return hostRecordInsert(db, rec);
+  // A claim dropped after a pull whose injected record applied unanswered (the item put back, or orphaned by a restart):
+  // that pull's answer never reached the runner, so the record says what became of the message: dropped.
+  const { eventType, dataJson, metadataJson } = hostRecordValues(rec);
+  return db.insert(eventLog).values(hostRecordValues(rec)).onConflictDoUpdate({ target: eventLog.eventId, set: { eventType, dataJson, metadataJson }, setWhere: eq(eventLog.eventType, "steering.injected") });
 }
