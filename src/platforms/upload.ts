@@ -96,3 +96,6 @@ export class UploadForm {
  * 1 MB/s: a 50 MB document is not cut off at a timeout sized for a text message.
  */
 export const uploadTimeoutMs = (timeoutMs: number, file: OutgoingFile) => timeoutMs + Math.ceil(file.size / 1_000);
+
+/** A media type's essence (`type/subtype`), as RFC 6838 compares them: case-insensitive, parameters left out. */
+export const mediaEssence = (mimeType: string): string => mimeType.split(";")[0].trim().toLowerCase();

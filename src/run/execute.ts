@@ -55,10 +55,17 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
     const refusal = refs.refusal(ref.artifact_id);
     if (refusal) processor.refuseReference(batch, recorded, ref.artifact_id, refusal);
   }
+  const put: string[] = [];
   for (const a of batch.inlineArtifacts) {
     const bytes = base64ToBytes(a.contentBase64);
     const r2Key = artifactR2Key(a.ref.artifact_id);
-    await deps.artifacts.put(r2Key, bytes, { httpMetadata: a.ref.mime_type ? { contentType: a.ref.mime_type } : undefined });
+    // A put that fails leaves the batch unwritten: the blobs put before it are named by no row, nor may any item name them.
+    await deps.artifacts.put(r2Key, bytes, { httpMetadata: a.ref.mime_type ? { contentType: a.ref.mime_type } : undefined }).catch(async (err: unknown) => {
+      refs.unstored(batch.inlineArtifacts.map((b) => b.ref.artifact_id));
+      if (put.length) await deps.artifacts.delete(put).catch(() => {});
+      throw err;
+    });
+    put.push(r2Key);
     a.ref.size_bytes = bytes.length;
     refs.stored(a.ref);
     const digest = await sha256Hex(bytes);

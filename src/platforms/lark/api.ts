@@ -8,7 +8,7 @@ import { sha256Hex } from "../../lib/crypto";
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
 import { scrubSecrets } from "../redact";
-import { UploadForm, uploadTimeoutMs } from "../upload";
+import { mediaEssence, UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface LarkCredentials extends Record<string, string> {
   app_id: string;
@@ -125,7 +125,7 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
      * The upload shows nothing in the chat, so it is safe to repeat; a retry after it reuses its key.
      */
     async sendFile(file) {
-      const image = file.kind === "image" && file.size <= LARK_IMAGE_MAX_BYTES && LARK_IMAGE_TYPES.has(file.mimeType);
+      const image = file.kind === "image" && file.size <= LARK_IMAGE_MAX_BYTES && LARK_IMAGE_TYPES.has(mediaEssence(file.mimeType));
       let key = uploadedKeys.get(file);
       if (key === undefined) {
         const form = image ? new UploadForm({ image_type: "message" }, "image", file) : new UploadForm({ file_type: "stream", file_name: file.name }, "file", file);

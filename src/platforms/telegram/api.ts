@@ -6,7 +6,7 @@
  */
 import { asRecord, callPlatform, mayHaveApplied, requestInit } from "../http";
 import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
-import { UploadForm, uploadTimeoutMs } from "../upload";
+import { mediaEssence, UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface TelegramCredentials extends Record<string, string> {
   bot_token: string;
@@ -81,7 +81,7 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
       // A photo is shown inline but Telegram recompresses it and takes at most 10 MB; anything else goes as a document.
       const form = (field: "photo" | "document") =>
         new UploadForm(Object.fromEntries(Object.entries(place()).map(([name, value]) => [name, typeof value === "object" ? JSON.stringify(value) : String(value)])), field, file);
-      if (file.kind === "image" && file.size <= PHOTO_MAX_BYTES && PHOTO_TYPES.has(file.mimeType)) {
+      if (file.kind === "image" && file.size <= PHOTO_MAX_BYTES && PHOTO_TYPES.has(mediaEssence(file.mimeType))) {
         const res = await inChat(() => api.call("sendPhoto", form("photo")));
         // A photo Telegram will not take as one (its dimensions, its data) still reaches the chat, as a document.
         if (res.ok || res.failure.status !== 400) return sent(res);
