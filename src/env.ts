@@ -19,6 +19,7 @@ export interface Env {
   RUN_DEADLINE_MS?: string;
   RUNNER_MAX_LINE_BYTES?: string;
   RUNNER_MAX_STREAM_BYTES?: string;
+  RUN_MAX_ARTIFACTS?: string;
   MAX_EVENT_BODY_BYTES?: string;
   MAX_API_BODY_BYTES?: string;
   MAX_API_CALLS_IN_FLIGHT?: string;
@@ -70,6 +71,8 @@ const ConfigFields = z.object({
   RUN_DEADLINE_MS: positiveInt(300_000),
   RUNNER_MAX_LINE_BYTES: positiveInt(MiB),
   RUNNER_MAX_STREAM_BYTES: positiveInt(32 * MiB),
+  /** `artifact.created` results one run may have accepted (inline or by reference); past it each is dropped, so what a run holds of them stays bounded. */
+  RUN_MAX_ARTIFACTS: positiveInt(1000),
   MAX_EVENT_BODY_BYTES: positiveInt(MiB),
   MAX_API_BODY_BYTES: positiveInt(2 * MiB),
   /** Host API calls one run may have in flight; more are refused 429, so a runner cannot make its conversation's object hold a body and an upstream answer for each of thousands. */

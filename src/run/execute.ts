@@ -143,6 +143,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     place: placeOfRun(job),
     stateScopes: snapshot.stateScopes,
     ledgerSequence: deps.ledgerSequence,
+    maxArtifacts: config.RUN_MAX_ARTIFACTS,
   });
 
   const artifactRefs = new RunArtifactRefs(db, { conversationKey: job.conversationKey, runId: job.runId });

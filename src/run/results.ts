@@ -38,6 +38,8 @@ export interface ResultProcessorInit {
   stateScopes: Partial<Record<StateScope, string>>;
   /** Shared with other ledger writers of the run; a private counter when absent. */
   ledgerSequence?: LedgerSequence;
+  /** Most `artifact.created` results the run may have accepted (RUN_MAX_ARTIFACTS); past it each is dropped. None when absent. */
+  maxArtifacts?: number;
 }
 
 /** A stream whose sequence numbers leave more gaps than this open is failed: the de-duplication stays exact and small. */
@@ -71,6 +73,8 @@ export class ResultProcessor {
   private readonly pending = new Map<string, ArtifactRef>();
   /** The ids a runner gave its inline artifacts, to the ids the host stored them under: its messages name them by its own. */
   private readonly inlineIds = new Map<string, string>();
+  /** The `artifact.created` results accepted so far (a reference then refused included): at most `maxArtifacts`. */
+  private artifacts = 0;
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
   resultCount = 0;
   sawMessage = false;
@@ -270,9 +274,9 @@ export class ResultProcessor {
   }
 
   /** The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. */
-  private drop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}) {
+  private drop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}, code?: string) {
     recorded.dropped = true;
-    this.reportDrop(batch, recorded, reason, facts);
+    this.reportDrop(batch, recorded, reason, facts, code);
   }
 
   /** A reference the executor's lookup refused (the run may not attach that artifact): dropped like any invalid result. */
@@ -283,11 +287,11 @@ export class ResultProcessor {
   }
 
   /** A host warning in the ledger and an audit record in EventLog: what was dropped and why. */
-  private reportDrop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}) {
+  private reportDrop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}, code = "result.invalid_payload") {
     const { type, seq: ledger_seq } = recorded;
     const sequence = recorded.runnerSequence ?? null;
     // `ledger_seq` names the entry kept as sent (its SSE frame id), so a follower can tell it was not applied.
-    this.warn(batch, "result.invalid_payload", `${type} dropped: ${reason}`, { sequence, ledger_seq });
+    this.warn(batch, code, `${type} dropped: ${reason}`, { sequence, ledger_seq });
     batch.audits.push({
       eventType: "runner.result_dropped",
       ...this.init.place,
@@ -340,6 +344,11 @@ export class ResultProcessor {
       }
       case "artifact.created": {
         const d = result.data;
+        if (d.content_base64 == null && !d.artifact_id) return this.drop(batch, recorded, "neither artifact_id nor content_base64 given");
+        // Past the cap, dropped before anything is stored or looked up: the run's maps and items stay bounded.
+        const limit = this.init.maxArtifacts ?? Infinity;
+        if (this.artifacts >= limit) return this.drop(batch, recorded, `the run's limit of ${limit} artifacts is reached`, { limit }, "result.artifact_limit");
+        this.artifacts++;
         // Empty content is a 0-byte artifact, as artifact.upload stores one.
         if (d.content_base64 != null) {
           const ref = { artifact_id: newId("art"), artifact_type: d.artifact_type, mime_type: d.mime_type ?? undefined, name: d.name ?? undefined };
@@ -356,8 +365,6 @@ export class ResultProcessor {
           batch.artifactReferences.push({ ref, recorded });
           // Announced again before the next message: that message carries it once.
           if (!this.pending.has(ref.artifact_id)) this.pending.set(ref.artifact_id, ref);
-        } else {
-          this.drop(batch, recorded, "neither artifact_id nor content_base64 given");
         }
         return;
       }
