@@ -13,7 +13,8 @@ import { StateKeySchema } from "./results";
 /** Largest artifact.read window: responses stay bounded whatever the artifact size. */
 export const ARTIFACT_READ_MAX_LENGTH = 1024 * 1024;
 
-export const HostApiRequestSchema = z.object({
+/** Strict, as its params are: a misspelt `params` member is a 400, not a call run with every default. */
+export const HostApiRequestSchema = z.strictObject({
   action: z.string().min(1),
   params: orDefault(RecordSchema, {}),
 });
