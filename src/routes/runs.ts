@@ -63,6 +63,7 @@ const ListQuery = z.strictObject({
   cursor: pageCursor.optional(),
 });
 const RUN_LIST_CURSOR = "runs";
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
 
 /**
  * Bodies up to this size are read before the owning DO checks the token: a
@@ -135,18 +136,24 @@ export const runsRouter = router()
     // The position after this page, even when it is the last one for now: a
     // client following a running run polls from it until run_status is terminal.
     const nextCursor = items.length ? items[items.length - 1].cursor : encodeCursor("r", after, runId);
-    return c.json({ items, next_cursor: nextCursor, has_more: page.hasMore && rows.length === page.rows.length, run_status: row.status });
+    return c.json({ items, next_cursor: nextCursor, has_more: page.hasMore && rows.length === page.rows.length, run_status: toRunView(row).status });
   })
   .get("/:runId/stream", validate("param", RunParam), validate("query", StreamQuery), validate("header", StreamHeaders), async (c) => {
     const { runId } = c.req.valid("param");
     // A reconnecting EventSource names the last frame it had (frames carry `id: {seq}`): it gets only what follows.
     const after = Number(c.req.valid("header")["last-event-id"] ?? c.req.valid("query").lastEventId ?? 0);
+    // HEAD (curl -I, a link checker) reads no body: a follower made for it would hold one of the run's slots with
+    // nothing ever to write to it or see its reader go. The headers only, and no follower.
+    if (c.req.method === "HEAD") {
+      await existingRun(c.env, runId);
+      return new Response(null, { headers: SSE_HEADERS });
+    }
     const owner = ownerOf(c.env, runId);
     const follower = await owner?.subscribe(runId, after);
     if (!owner || !follower) throw notFound(`run ${runId} not found`);
     if (follower === "full") return c.json({ error: { code: "rate_limited", message: `run ${runId} has ${MAX_FOLLOWERS_PER_RUN} followers already: close one, or follow GET /v1/runs/${runId}/events`, details: { limit: MAX_FOLLOWERS_PER_RUN } } }, 429);
     closeWhenReaderGone(c, owner, runId, follower.streamId);
-    return new Response(follower.stream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
+    return new Response(follower.stream, { headers: SSE_HEADERS });
   })
   .post("/:runId/cancel", validate("param", RunParam), async (c) => {
     const { runId } = c.req.valid("param");

@@ -1,5 +1,6 @@
 import { writeAll, type Db } from "../db/client";
-import { artifact } from "../db/schema";
+import { and, eq, gte, lte } from "drizzle-orm";
+import { artifact, runEvent } from "../db/schema";
 import { dbErrorOf, mayHaveApplied } from "../db/executor";
 import type { Config } from "../env";
 import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
@@ -43,6 +44,19 @@ export interface ExecuteDeps {
 
 /** How long the run's end waits for its stopped Host API calls to record how they ended. */
 const HOST_CALLS_WIND_DOWN_MS = 1_000;
+
+/**
+ * Of the entries of a write that got no answer (perhaps applied), those the ledger holds. Best effort: unreadable,
+ * none (the ledger still has them for a replay).
+ */
+async function recordedOf(db: Db, runId: string, entries: LedgerEntry[]): Promise<LedgerEntry[]> {
+  if (!entries.length) return [];
+  const seqs = entries.map((e) => e.seq);
+  const range = and(eq(runEvent.runId, runId), gte(runEvent.seq, Math.min(...seqs)), lte(runEvent.seq, Math.max(...seqs)));
+  const rows = await db.select({ seq: runEvent.seq }).from(runEvent).where(range).all().catch(() => []);
+  const held = new Set(rows.map((r) => r.seq));
+  return entries.filter((e) => held.has(e.seq));
+}
 
 /** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */
 async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs, processor: ResultProcessor): Promise<unknown[]> {
@@ -152,6 +166,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   let runnerDone = false;
   // The last batch (terminal result) is written together with the outcome: one round trip fewer.
   let last: { statements: unknown[]; ledger: LedgerEntry[]; blobs: string[] } = { statements: [], ledger: [], blobs: [] };
+  // A batch whose write got no answer may have been applied: what of it the ledger holds goes to followers with the end.
+  const unanswered: LedgerEntry[] = [];
   try {
     // Secret config fields are sealed at rest (and in the queued job): opened only for the runner's request.
     const runnerConfig = await openValues(db.secrets, job.agent.runnerConfig, agentConfigSlot({ agentId: job.agent.agentId, runnerId: job.runner.runnerId }, job.runner.baseUrl)).catch((err: Error) => {
@@ -194,6 +210,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
       await writeNaming(deps, statements, blobs).catch((err: unknown) => {
         // Refused, the batch's inline artifacts were never stored (their blobs are removed): no later item names them.
         if (!mayHaveApplied(err)) artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
+        else unanswered.push(...batch.ledger);
         throw err;
       });
       deps.publish(batch.ledger);
@@ -224,6 +241,6 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     );
   }
   await writeNaming(deps, statements, last.blobs);
-  deps.publish([...last.ledger, ...ledger]);
+  deps.publish([...(await recordedOf(db, job.runId, unanswered)), ...last.ledger, ...ledger]);
   return outcome;
 }

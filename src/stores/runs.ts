@@ -19,7 +19,8 @@ export function toRunView(row: RunRow) {
   return {
     run_id: row.runId,
     event_id: row.eventId,
-    status: row.status as RunStatus,
+    // `queued` (the Worker before migration 0005) is `created` in PROTOCOL §11's names.
+    status: (isNotStarted(row.status) ? "created" : row.status) as RunStatus,
     agent_id: row.agentId,
     runner_id: row.runnerId,
     conversation_id: row.conversationId ?? undefined,
@@ -326,7 +327,8 @@ export function runsStore(db: Db) {
       if (filter.workspaceId) conds.push(eq(run.workspaceId, filter.workspaceId));
       if (filter.botId) conds.push(eq(run.botId, filter.botId));
       if (filter.agentId) conds.push(eq(run.agentId, filter.agentId));
-      if (filter.status) conds.push(eq(run.status, filter.status));
+      // A run not started is `created` to readers, however it was stored (NOT_STARTED).
+      if (filter.status) conds.push(filter.status === "created" ? inArray(run.status, [...NOT_STARTED]) : eq(run.status, filter.status));
       if (filter.before) {
         const b = filter.before;
         conds.push(or(lt(run.createdAt, b.time), and(eq(run.createdAt, b.time), lt(run.runId, b.id))));
