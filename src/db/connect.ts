@@ -26,11 +26,13 @@ export function dbOf(env: Env): Db {
 
 /**
  * The HTTP client for LIBSQL_URL. A URL it refuses is reported by its setting's name only: the client's
- * own message repeats the URL, and with it an `?authToken=` the URL may carry.
+ * own message repeats the URL, and with it an `?authToken=` the URL may carry. A `ws://` / `wss://` URL (sqld and
+ * Turso serve Hrana over HTTP on the same address) is reached over HTTP too: over a WebSocket the client would not
+ * use our fetch, and a round trip would have no DB_QUERY_TIMEOUT_MS.
  */
 function remoteClient(url: string, authToken: string | undefined, timeoutMs: number): Client {
   try {
-    return createClient({ url, authToken, fetch: fetchWithTimeout(timeoutMs) });
+    return createClient({ url: url.replace(/^ws(s?):/i, "http$1:"), authToken, fetch: fetchWithTimeout(timeoutMs) });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     throw new Error(`LIBSQL_URL is not a usable libSQL URL${typeof code === "string" ? ` (${code})` : ""}: expected libsql://<host> (Turso) or https://<host> (sqld), without quotes`);

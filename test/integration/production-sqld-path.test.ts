@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Miniflare } from "miniflare";
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { promisify } from "node:util";
+import { startEchoRunner } from "../../examples/echo-runner/runner";
+import { ROOT } from "../../local/build";
+import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS } from "../../local/host";
+import { adminCall, bindRunner } from "../../local/setup";
+import { waitForRunOn } from "../support/host";
+import { startFakeSqld, type FakeSqld } from "../support/fake-sqld";
+
+/**
+ * The production deployment as README "Production" describes it: `npm run db:migrate` with LIBSQL_URL and
+ * LIBSQL_AUTH_TOKEN against a libSQL server over HTTP, then the Worker with those secrets and no LIBSQL binding.
+ */
+const ADMIN_TOKEN = "prod-admin-token-0123456789";
+const AUTH_TOKEN = "turso-auth-token-abcdef";
+const SECRET = "echo-runner-secret-0123456789";
+let dir: string;
+let sqld: FakeSqld;
+let mf: Miniflare;
+let url: string;
+let logs = "";
+let runner: Awaited<ReturnType<typeof startEchoRunner>>;
+const host = () => ({ url, adminToken: ADMIN_TOKEN });
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "prod-sqld-"));
+  sqld = await startFakeSqld(join(dir, "db.sqlite"), { authToken: AUTH_TOKEN });
+  await promisify(execFile)(process.execPath, [join(ROOT, "node_modules/drizzle-kit/bin.cjs"), "migrate"], {
+    cwd: ROOT,
+    env: { ...process.env, LIBSQL_URL: sqld.url, LIBSQL_AUTH_TOKEN: AUTH_TOKEN },
+  });
+  runner = await startEchoRunner({ secret: SECRET });
+  mf = new Miniflare({
+    host: "127.0.0.1",
+    port: 0,
+    modules: true,
+    scriptPath: process.env.PROD_SCRIPT ?? join(ROOT, "dist/test/worker.js"),
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: [...COMPATIBILITY_FLAGS],
+    durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
+    r2Buckets: ["ARTIFACTS"],
+    bindings: { ADMIN_TOKEN, SECRETS_KEY: Buffer.alloc(32, 9).toString("base64"), LIBSQL_URL: sqld.url, LIBSQL_AUTH_TOKEN: AUTH_TOKEN },
+    handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
+      for (const s of [stdout, stderr]) s.on("data", (c: Buffer) => (logs += c.toString("utf8")));
+    },
+  });
+  url = (await mf.ready).origin;
+}, 120_000);
+afterAll(async () => {
+  await mf?.dispose();
+  await runner?.close();
+  await sqld?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the Worker on Turso/sqld (LIBSQL_URL, LIBSQL_AUTH_TOKEN)", () => {
+  it("migrates over HTTP as README says, then registers, binds and runs an event end to end", async () => {
+    const applied = sqld.db.prepare("SELECT COUNT(*) AS n FROM __drizzle_migrations").get() as { n: number };
+    expect(applied.n).toBe(17);
+    expect(await bindRunner(host(), { baseUrl: runner.url, secret: SECRET, runnerId: "http:examples/echo/default", agentId: "echo" })).toBe(true);
+    const ev = await adminCall<{ run_id: string; disposition: string }>(host(), "POST", "/v1/events", {
+      event_type: "message.received",
+      conversation_id: "prod-1",
+      actor: { actor_type: "user", actor_id: "u1" },
+      input: { text: "hello" },
+    });
+    expect(ev.status, JSON.stringify(ev.body) + logs).toBe(202);
+    const run = await waitForRunOn(host() as unknown as Parameters<typeof waitForRunOn>[0], ev.body.run_id);
+    expect(run.status, JSON.stringify(run) + logs).toBe("completed");
+    const second = await adminCall<{ run_id: string }>(host(), "POST", "/v1/events", {
+      event_type: "message.received",
+      conversation_id: "prod-1",
+      actor: { actor_type: "user", actor_id: "u1" },
+      input: { text: "again" },
+    });
+    const run2 = await waitForRunOn(host() as unknown as Parameters<typeof waitForRunOn>[0], second.body.run_id);
+    expect(run2.message?.content).toBe('You said: "again" (turn 2). Before that you said: "hello"');
+    // Every request carried the auth token.
+    expect(sqld.requests.every((r) => r.authorization === `Bearer ${AUTH_TOKEN}`)).toBe(true);
+  });
+
+  it("maps the database's refusals as locally: a second agent on the same scope and event type is a 409", async () => {
+    const dup = await adminCall(host(), "POST", "/v1/admin/agents", { agent_id: "echo2", name: "echo2", runner_id: "http:examples/echo/default", event_types: ["message.received"], scope: { type: "global" } });
+    expect(dup.status, JSON.stringify(dup.body)).toBe(409);
+    const inUse = await adminCall<{ items: { service_id: string }[] }>(host(), "GET", "/v1/admin/runner-services");
+    const del = await adminCall(host(), "DELETE", `/v1/admin/runner-services/${inUse.body.items[0].service_id}`);
+    expect(del.status, JSON.stringify(del.body)).toBe(409);
+  });
+
+  it("runs the retention cron", async () => {
+    const worker = (await mf.getWorker()) as unknown as { scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }> };
+    const result = await worker.scheduled({ cron: "17 * * * *", scheduledTime: new Date() });
+    expect(result.outcome, logs).toBe("ok");
+  });
+});
