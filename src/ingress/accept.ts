@@ -173,10 +173,13 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     // binds the conversation now (lostRunAgent): an agent that can no longer take it fails it at once.
     if (row.runId && row.disposition === "bound" && isNotStarted(first?.status) && first.conversationKey === key) {
       const recorded = await eventLogStore(db).get(eventId);
+      const asFirst = recorded ? asRecorded(ev, recorded) : ev;
+      // The event's own item as recorded, whatever the repeat carries (one without the input read no item above).
+      const transcriptSeq = seqs.transcriptSeq ?? (hasInput(asFirst.input) ? ((await userItemSeq(db, values).execute())[0]?.seq ?? null) : null);
       // An event without an item of its own comes after the history as it stood when it arrived, not as it stands now.
-      const arrival = seqs.transcriptSeq === null ? first.latestTranscriptSeq : null;
-      const latestTranscriptSeq = arrival === null ? seqs.latestTranscriptSeq : arrival || null;
-      const job = buildJob({ ev: recorded ? asRecorded(ev, recorded) : ev, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, ...seqs, latestTranscriptSeq, ...(await lostRunAgent(db, first, bound)), publicBaseUrl });
+      const arrival = transcriptSeq === null ? first.latestTranscriptSeq : null;
+      const latestTranscriptSeq = arrival === null ? (transcriptSeq ?? seqs.latestTranscriptSeq) : arrival || null;
+      const job = buildJob({ ev: asFirst, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, latestTranscriptSeq, ...(await lostRunAgent(db, first, bound)), publicBaseUrl });
       const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
       // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
       if (decided.disposition === "steered" || decided.disposition === "rejected") runOfRepeat = decided.runId;

@@ -1,4 +1,4 @@
-import { and, eq, max, sql } from "drizzle-orm";
+import { and, desc, eq, max, sql } from "drizzle-orm";
 import { compiled, param } from "../db/compiled";
 import { insertWhere } from "../db/guarded";
 import { agent, eventLog, run, transcript } from "../db/schema";
@@ -82,12 +82,18 @@ export const recordedEvent = compiled((db) =>
     .where(eq(eventLog.eventId, param("eventId"))),
 );
 
-/** The user transcript item of the event, if it has one. */
+/**
+ * The user transcript item of the event, if it has one. An event id used again once retention removed its EventLog
+ * row is recorded afresh, while retention may keep the first one's item (its conversation's newest): the newest
+ * item of the id in this conversation is the event's own.
+ */
 export const userItemSeq = compiled((db) =>
   db
     .select({ seq: transcript.seq })
     .from(transcript)
-    .where(and(eq(transcript.eventId, param("eventId")), eq(transcript.role, "user"))),
+    .where(and(eq(transcript.eventId, param("eventId")), eq(transcript.conversationKey, param("conversationKey")), eq(transcript.role, "user")))
+    .orderBy(desc(transcript.seq))
+    .limit(1),
 );
 
 /** The conversation's newest transcript item: the history an event without a user item of its own comes after. */

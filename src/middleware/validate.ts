@@ -3,6 +3,7 @@ import type { MiddlewareHandler, ValidationTargets } from "hono";
 import type { z, ZodType } from "zod";
 import { HostError } from "../lib/errors";
 import { formatZodIssues } from "../protocol/common";
+import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
 
 function invalid(target: string, error: Parameters<typeof formatZodIssues>[0]): HostError {
   return new HostError(400, "invalid_request", `invalid ${target}: ${formatZodIssues(error)}`);
@@ -19,8 +20,10 @@ export function validate<T extends ZodType, Target extends keyof ValidationTarge
  * JSON bodies whatever their Content-Type (plain `curl -d` sends a form type):
  * bytes that are not UTF-8 or malformed JSON are a 400 `invalid_json`, a schema violation a 400
  * `invalid_request` naming the fields. The parsed body is `c.get("body")`.
+ * `exact`: the body's numbers are kept as sent (an event's free-form bags), so a whole number written past what the
+ * parsed value can show (beyond 64 bits, read as a float) is a 400 too, as the value check refuses one within 64 bits.
  */
-export function jsonBody<T extends ZodType>(schema: T): MiddlewareHandler<{ Variables: { body: z.output<T> } }> {
+export function jsonBody<T extends ZodType>(schema: T, opts: { exact?: boolean } = {}): MiddlewareHandler<{ Variables: { body: z.output<T> } }> {
   return async function jsonBody(c, next) {
     let text: string;
     try {
@@ -37,6 +40,9 @@ export function jsonBody<T extends ZodType>(schema: T): MiddlewareHandler<{ Vari
     }
     const parsed = schema.safeParse(raw);
     if (!parsed.success) throw invalid("body", parsed.error);
+    // Only a run of 16 digits can be one: most bodies skip the second parse.
+    const rounded = opts.exact && /\d{16}/.test(text) ? roundedIntegerAt(text, []) : null;
+    if (rounded) throw new HostError(400, "invalid_request", `invalid body: ${roundedIntegerMessage(rounded)}`);
     c.set("body", parsed.data);
     await next();
   };

@@ -91,7 +91,8 @@ export function unsafeIntegerIn(value: unknown): number | null {
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const current = stack.pop();
-    if (typeof current === "number" && Number.isInteger(current) && !Number.isSafeInteger(current) && Math.abs(current) <= 2 ** 64) return current;
+    // A number past the double range (1e400) parses as ±Infinity, which JSON cannot carry: it would be kept as null.
+    if (typeof current === "number" && (!Number.isFinite(current) || (Number.isInteger(current) && !Number.isSafeInteger(current) && Math.abs(current) <= 2 ** 64))) return current;
     // One push per child: spreading a wide array (hundreds of thousands of members) into push() overflows the stack.
     if (current !== null && typeof current === "object") for (const child of Array.isArray(current) ? current : Object.values(current)) stack.push(child);
   }
@@ -101,7 +102,7 @@ export function unsafeIntegerIn(value: unknown): number | null {
 /** A zod refinement for a value kept as sent: one whose numbers JSON parsing may have rounded is refused, with what to send instead. */
 export function refuseRoundedIntegers(value: unknown, ctx: z.RefinementCtx): void {
   const unsafe = unsafeIntegerIn(value);
-  if (unsafe !== null) ctx.addIssue({ code: "custom", message: `the number ${unsafe} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string` });
+  if (unsafe !== null) ctx.addIssue({ code: "custom", message: Number.isFinite(unsafe) ? `the number ${unsafe} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string` : "a number beyond the range of a double (it parses as infinity) cannot be kept; send it as a string" });
 }
 
 /** A JSON value to keep as sent (state). */

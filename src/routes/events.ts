@@ -21,7 +21,8 @@ export const eventsRouter = router()
     "/",
     adminAuth(),
     (c, next) => limitBody(configOf(c.env).MAX_EVENT_BODY_BYTES)(c, next),
-    jsonBody(EventEnvelopeSchema),
+    // Its data, metadata, actor.metadata and subject.data are kept as sent: a whole number parsing would round is a 400.
+    jsonBody(EventEnvelopeSchema, { exact: true }),
     async (c) => {
       const body = c.get("body");
       const accepted = await acceptEvent(
