@@ -211,12 +211,12 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** The cron's sweep: of these runs ingress recorded long ago, those never handed over here end as failed. Answers how many it ended. */
   async endNeverHandedOver(runIds: string[]): Promise<number> {
-    await Promise.all(runIds.map((runId) => this.decisions.settled(runId)));
-    const held = new Set([...this.active.keys(), ...(await this.runs.entries()).map(([, r]) => r.job.runId)]);
     let ended = 0;
-    for (const runId of runIds.filter((id) => !held.has(id))) {
-      // Its event claimed by a steering run, only the claim's write got no answer: the claim is completed instead.
-      if (!(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.endUnhanded(runId, NEVER_HANDED_OVER))) ended++;
+    // Each in turn with the decisions: a redelivery handing the run over is decided wholly before (then held here) or after (then it finds the run ended).
+    for (const runId of runIds) {
+      // Held here (waiting its turn, or running) it stays; its event claimed by a steering run, only the claim's write got no answer: the claim is completed instead.
+      const end = async () => !this.active.has(runId) && !(await this.runs.find(runId)) && !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.endUnhanded(runId, NEVER_HANDED_OVER));
+      if (await this.decisions.inTurn(end)) ended++;
     }
     return ended;
   }

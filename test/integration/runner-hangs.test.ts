@@ -1,0 +1,95 @@
+import type { ServerResponse } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi } from "../support/host-api";
+import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent, runLedger } from "../support/scripted-runner";
+
+/** A runner that hangs at each stage: every run must end once, timeout or cancelled, its token dead, the next event run. */
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const tokens = new Map<string, string>();
+const open: ServerResponse[] = [];
+
+beforeAll(async () => {
+  runner = await startAdHocRunner({
+    name: "hangs",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      tokens.set(ctx.run_id, ctx.runtime.api.token);
+      const mode = String(ctx.input.text).split(" ")[0];
+      open.push(res);
+      switch (mode) {
+        case "headers":
+          res.writeHead(200, { "content-type": "application/x-ndjson" });
+          res.flushHeaders();
+          return;
+        case "sseheaders":
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.write(": hello\n\n");
+          return;
+        case "between": {
+          const w = resultWriter(res, ctx.run_id);
+          w.send("message.delta", { chunk: { role: "assistant", content: "partial" } });
+          return;
+        }
+        case "midline":
+          res.writeHead(200, { "content-type": "application/x-ndjson" });
+          res.write(`{"run_id":"${ctx.run_id}","type":"message.delta","data":{"chunk":`);
+          return;
+        case "trickle": {
+          // Keeps sending telemetry forever: never idle, never done.
+          const w = resultWriter(res, ctx.run_id);
+          const t = setInterval(() => {
+            if (res.destroyed || res.writableEnded) return clearInterval(t);
+            w.send("tool.call.started", { tool_call_id: "c", tool_name: "t", parameters: {} });
+          }, 50);
+          return;
+        }
+        default:
+          resultWriter(res, ctx.run_id).reply(`ok: ${ctx.input.text}`);
+      }
+    },
+  });
+  host = await startTestHost({ vars: { RUN_DEADLINE_MS: "1500" } });
+  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
+});
+afterAll(async () => {
+  for (const r of open) r.destroy();
+  await host?.dispose();
+  await runner?.close();
+});
+
+async function hangs(conv: string, mode: string, cancelAfterMs?: number) {
+  await putAgent(host, { agent_id: `agent-${conv}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: conv } });
+  const posted = await host.postEvent(messageEvent(conv, `${mode} please`));
+  const runId = posted.body.run_id!;
+  const follower = fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
+  const queued = await host.postEvent(messageEvent(conv, "behind"));
+  let cancel: number | undefined;
+  if (cancelAfterMs !== undefined) {
+    await new Promise((r) => setTimeout(r, cancelAfterMs));
+    cancel = (await host.admin("POST", `/v1/runs/${runId}/cancel`)).status;
+  }
+  const run = await host.waitForRun(runId, 10_000);
+  const sse = await readSse(await follower);
+  const ledger = await runLedger(host, runId);
+  const ends = ledger.filter((e) => e.type === "run.failed" || e.type === "run.completed");
+  const token = tokens.get(runId);
+  const api = token ? (await callHostApi(host.url, runId, token, "host.version")).status : "never called";
+  const next = await host.waitForRun(queued.body.run_id!, 10_000);
+  return { cancel, status: run.status, code: run.error?.code, ends: ends.length, last: ledger.at(-1)?.type, sseEnd: sse.end, api, next: next.status, nextMsg: next.message?.content };
+}
+
+describe("a runner that hangs", () => {
+  for (const mode of ["headers", "sseheaders", "between", "midline", "trickle"]) {
+    it(`(${mode}) times out once, its token dies, and the queued event runs`, async () => {
+      const got = await hangs(`hang-${mode}`, mode);
+      expect(got).toEqual({ cancel: undefined, status: "timeout", code: "deadline_exceeded", ends: 1, last: "run.failed", sseEnd: "timeout", api: 401, next: "completed", nextMsg: "ok: behind" });
+    });
+    it(`(${mode}) cancelled mid-hang ends cancelled once`, async () => {
+      const got = await hangs(`cancel-${mode}`, mode, 500);
+      expect(got).toEqual({ cancel: 202, status: "cancelled", code: "cancelled", ends: 1, last: "run.failed", sseEnd: "cancelled", api: 401, next: "completed", nextMsg: "ok: behind" });
+    });
+  }
+});
