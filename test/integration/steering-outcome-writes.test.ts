@@ -7,12 +7,15 @@ import { putAgent } from "../support/scripted-runner";
 /**
  * steering.pull takes items off the queue and records `steering.injected`; when that write is applied but gets no
  * answer in time, the items are put back as if it had been refused, and taken again: the outcome record is written
- * once (its id is the claim's), whether the run pulls the item again or drops it at its end.
+ * once (its id is the claim's), whether the run pulls the item again or drops it at its end. A pull that is not
+ * retried never gave the runner its items: dropped at the run's end, the record says dropped, not injected.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const release = deferred<void>();
 const releaseNoPull = deferred<void>();
+const releaseOnePull = deferred<void>();
+const onePull: { status: number; items: string[] }[] = [];
 let started = 0;
 const pulls: { status: number; items: string[] }[] = [];
 const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
@@ -30,6 +33,14 @@ beforeAll(async () => {
         await releaseNoPull.promise;
         return w.reply("done without pulling");
       }
+      if (ctx.input.text === "hold, pull once") {
+        await releaseOnePull.promise;
+        const r = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "all" });
+        onePull.push({ status: r.status, items: (r.body.data?.items ?? []).map((i: any) => i.event.event_id) });
+        // No retry: the held write lands meanwhile, then the run ends.
+        await sleep(2_000);
+        return w.reply("done after one pull");
+      }
       await release.promise;
       // A runner retries a retryable 500, as §8 invites it to.
       for (let attempt = 0; attempt < 3; attempt++) {
@@ -46,6 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   release.resolve();
   releaseNoPull.resolve();
+  releaseOnePull.resolve();
   await host?.dispose();
   await runner?.close();
 });
@@ -54,9 +66,10 @@ describe("a steering.pull whose steering.injected write is applied but unanswere
   it("records the message as injected once (and never also as dropped)", async () => {
     const c = "late-pull-unanswered";
     await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const before = started;
     const first = await host.postEvent(messageEvent(c, "hold"));
     const until = Date.now() + 10_000;
-    while (started < 1 && Date.now() < until) await sleep(10);
+    while (started === before && Date.now() < until) await sleep(10);
     const steered = await host.postEvent(messageEvent(c, "also this", { event_id: "late-steered-1" }));
     expect(steered.body.disposition).toBe("steered");
 
@@ -100,5 +113,29 @@ describe("a run ending with an unpulled claim whose steering.dropped write is ap
     );
     const outcomes = records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`);
     expect({ status: run.status, outcomes }).toEqual({ status: "completed", outcomes: ["steering.dropped:late-steered-2"] });
+  }, 30_000);
+});
+
+describe("a pull not retried after its steering.injected write was applied unanswered", () => {
+  it("records the message the runner never received as dropped, not injected", async () => {
+    const c = "late-pull-not-retried";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const before = started;
+    const first = await host.postEvent(messageEvent(c, "hold, pull once"));
+    const until = Date.now() + 10_000;
+    while (started === before && Date.now() < until) await sleep(10);
+    const steered = await host.postEvent(messageEvent(c, "also this", { event_id: "late-steered-3" }));
+    expect(steered.body.disposition).toBe("steered");
+
+    host.databaseOutage({ delayMs: 2_500, matching: "steering.injected" });
+    releaseOnePull.resolve();
+    const run = await host.waitForRun(first.body.run_id!, 20_000);
+    await sleep(2_000);
+    const records = await host.query<{ event_type: string; data_json: string }>(
+      "SELECT event_type, data_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ? ORDER BY seq",
+      [c],
+    );
+    const outcomes = records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`);
+    expect({ status: run.status, onePull, outcomes }).toEqual({ status: "completed", onePull: [{ status: 500, items: [] }], outcomes: ["steering.dropped:late-steered-3"] });
   }, 30_000);
 });
