@@ -1,11 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Miniflare } from "miniflare";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { ROOT } from "../../local/build";
 import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS } from "../../local/host";
+import { openEmbeddedDb } from "../../local/libsql";
+import { startFakeSqld } from "../support/fake-sqld";
 
 /**
  * The production database path: no LIBSQL service binding, LIBSQL_URL set, so the Worker talks to
@@ -69,29 +73,53 @@ describe("a LIBSQL_URL secret that does not parse", () => {
 describe("a database that does not answer within DB_QUERY_TIMEOUT_MS", () => {
   let silent: Server;
   let port: number;
+  const sockets: Socket[] = [];
   beforeAll(async () => {
-    // Accepts the Hrana pipeline request and never answers: a hung Turso/sqld, or a proxy holding the call.
+    // Accepts the Hrana pipeline request (or a WebSocket upgrade) and never answers: a hung Turso/sqld, or a proxy holding the call.
     silent = createServer((req) => req.resume());
+    silent.on("upgrade", (_req, socket: Socket) => sockets.push(socket));
     await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
     port = (silent.address() as AddressInfo).port;
   });
   afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
     silent.closeAllConnections();
     await new Promise((r) => silent.close(r));
   });
 
-  it("fails the query as a database timeout, not as a crash in the error mapping", async () => {
-    const w = await startWorker({ LIBSQL_URL: `http://127.0.0.1:${port}`, DB_QUERY_TIMEOUT_MS: "300" });
+  // @libsql/client/web would reach a ws(s):// URL (older Turso instructions give `wss://…`) over a WebSocket, outside
+  // the timed fetch: it is reached over HTTP at the same address instead, so its round trips are bounded too.
+  for (const scheme of ["http", "ws"]) {
+    it(`(${scheme}://) fails the query as a database timeout, not as a crash in the error mapping`, async () => {
+      const w = await startWorker({ LIBSQL_URL: `${scheme}://127.0.0.1:${port}`, DB_QUERY_TIMEOUT_MS: "300" });
+      try {
+        const res = await Promise.race([w.get("/v1/admin/agents"), new Promise<{ status: string }>((r) => setTimeout(() => r({ status: "no answer" }), 4_000))]);
+        expect(res.status).toBe(500);
+        const logs = await w.logsSettled();
+        expect(logs).toMatch(/unhandled error/);
+        // The Worker's fetch rejects with a DOMException TimeoutError, whose `code` is the number 23.
+        expect(logs).not.toMatch(/is not a function/);
+        expect(logs).toMatch(/timeout/i);
+      } finally {
+        await w.mf.dispose();
+      }
+    });
+  }
+});
+
+describe("a ws:// LIBSQL_URL of a database that answers", () => {
+  it("is served, over HTTP", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ws-url-"));
+    (await openEmbeddedDb(`file:${join(dir, "db")}`)).close();
+    const sqld = await startFakeSqld(join(dir, "db"));
+    const w = await startWorker({ LIBSQL_URL: sqld.url.replace(/^http:/, "ws:") });
     try {
-      const res = await w.get("/v1/admin/agents");
-      expect(res.status).toBe(500);
-      const logs = await w.logsSettled();
-      expect(logs).toMatch(/unhandled error/);
-      // The Worker's fetch rejects with a DOMException TimeoutError, whose `code` is the number 23.
-      expect(logs).not.toMatch(/is not a function/);
-      expect(logs).toMatch(/timeout/i);
+      expect((await w.get("/v1/admin/agents")).status).toBe(200);
+      expect(sqld.requests.length).toBeGreaterThan(0);
     } finally {
       await w.mf.dispose();
+      await sqld.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
