@@ -232,7 +232,9 @@ export class DeliverySession {
   }
 
   private complete(text: string, files: string[] = [], unshownNotice: string | null = null, pastCap = false): void {
-    if (!this.current && !pastCap && this.cap.full(this.replies)) return this.cap.messageCut(files.length);
+    // Files alone are no message of the run's: bounded by the files' own cap (take), never counted as a message cut.
+    const filesAlone = !text.trim() && files.length > 0;
+    if (!this.current && !pastCap && !filesAlone && this.cap.full(this.replies)) return this.cap.messageCut(files.length);
     const shownFiles = this.cap.take(files);
     // Files alone, all past the cap: no reply of their own.
     if (!this.current && !text.trim() && !shownFiles.length) return;

@@ -116,9 +116,10 @@ export async function handleHostApiCall(ctx: ActionContext, { json: body, text }
     const parsed = parseHostApiParams(action, envelope.data.params);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
     // A whole number past what the value check can see (beyond 64 bits, read as a float): refused as the others are, not kept or passed on rounded.
-    const exactAt = EXACT_PARAMS[parsed.action];
-    const rounded = exactAt && text !== undefined ? roundedIntegerAt(text, ["params", exactAt]) : null;
-    if (rounded) throw new ApiError("invalid_argument", `${exactAt}: ${roundedIntegerMessage(rounded)}`);
+    for (const exactAt of text === undefined ? [] : (EXACT_PARAMS[parsed.action] ?? [])) {
+      const rounded = roundedIntegerAt(text!, ["params", exactAt]);
+      if (rounded) throw new ApiError("invalid_argument", `${exactAt}: ${roundedIntegerMessage(rounded)}`);
+    }
     checkDeadline(ctx);
     const handler = ACTIONS[parsed.action] as ((c: ActionContext, p: unknown) => Promise<unknown>) | undefined;
     if (!handler) throw new ApiError("not_found", `${action} is not available on this host`);
@@ -137,13 +138,13 @@ export async function handleHostApiCall(ctx: ActionContext, { json: body, text }
 
 type GatedAction = keyof typeof API_GROUP_OF_ACTION;
 
-/** The param of each action whose value the host keeps (state) or passes on to an upstream as sent. */
-const EXACT_PARAMS: Partial<Record<string, string>> = {
-  "state.set": "value",
-  "tool.call": "parameters",
-  "knowledge.retrieve": "filters",
-  "model.invoke": "extra",
-  "model.stream": "extra",
+/** The params of each action whose value the host keeps (state) or passes on to an upstream as sent. */
+const EXACT_PARAMS: Partial<Record<string, readonly string[]>> = {
+  "state.set": ["value"],
+  "tool.call": ["parameters"],
+  "knowledge.retrieve": ["filters"],
+  "model.invoke": ["extra", "tools"],
+  "model.stream": ["extra", "tools"],
 };
 
 /** The action's API must be in the snapshot's available_apis, or its resource and operation in the snapshot's grants. */

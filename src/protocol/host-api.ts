@@ -55,7 +55,8 @@ const ExactRecordSchema = RecordSchema.superRefine(refuseRoundedIntegers);
 const modelInvokeParams = z.strictObject({
   model_id: id,
   messages: z.array(ModelMessageSchema).min(1),
-  tools: z.array(z.unknown()).nullish(),
+  // Function definitions go to the provider as sent: a 64-bit id in a schema (`const`, `enum`) is refused, not rounded.
+  tools: z.array(z.unknown()).superRefine(refuseRoundedIntegers).nullish(),
   extra: ExactRecordSchema.nullish(),
 });
 

@@ -96,18 +96,19 @@ export async function endRecordedMeanwhile(db: Db, runId: string, afterSeq: numb
   const row = await store.get(runId);
   if (!row || !(ENDED as readonly string[]).includes(row.status)) return null;
   const publish = publisher();
-  let held: LedgerEntry[] = [];
+  // A page is published once the next one is read: the warning that drops a result may come after the rest of its
+  // batch (a refused reference's is written after the whole batch), so on the next page.
+  let previous: LedgerEntry[] = [];
   for (let after = afterSeq; ; ) {
     const page = await store.ledger(runId, after, 1000);
-    const entries = [...held, ...page.rows.map(ledgerEntryOf)];
-    markDropped(entries);
-    // A runner result ending a page waits for the next: the warning that drops it comes right after it.
-    held = page.hasMore && page.rows.length && entries[entries.length - 1].origin === "runner" ? [entries.pop()!] : [];
-    if (entries.length) publish(entries);
+    const entries = page.rows.map(ledgerEntryOf);
+    markDropped([...previous, ...entries]);
+    if (previous.length) publish(previous);
     if (!page.hasMore || !page.rows.length) {
-      if (held.length) publish(held);
+      if (entries.length) publish(entries);
       return row.status;
     }
+    previous = entries;
     after = page.rows[page.rows.length - 1].seq;
   }
 }

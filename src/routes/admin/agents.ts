@@ -123,7 +123,8 @@ export const agentsRouter = router()
       },
     });
   })
-  .post("/", jsonBody(AgentInputSchema), async (c) => {
+  // runner_config is kept and handed to the runner as sent: a whole number parsing would round (past 64 bits too) is a 400.
+  .post("/", jsonBody(AgentInputSchema, { exact: true }), async (c) => {
     const db = dbOf(c.env);
     const input = c.get("body");
     const checked = await checkRunnerConfig(db, input);
@@ -143,7 +144,7 @@ export const agentsRouter = router()
     const runner = await registryStore(db).getRunner(row.runnerId);
     return c.json(toAgentView(row, runner ? secretFieldNames(configSchemaOf(runner.manifestJson)) : "all"));
   })
-  .put("/:agentId", jsonBody(AgentReplaceSchema), async (c) => {
+  .put("/:agentId", jsonBody(AgentReplaceSchema, { exact: true }), async (c) => {
     const db = dbOf(c.env);
     const agentId = c.req.param("agentId");
     const input = c.get("body");
