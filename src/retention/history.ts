@@ -11,7 +11,7 @@ import { deleteOldTranscript } from "./transcript";
  * next sweep deletes again, never a payload no row names (it could never be
  * found again, and would be kept forever).
  */
-async function deleteOldEvents(db: Db, bucket: R2Bucket, cutoff: number, limits: BatchLimits) {
+export async function deleteOldEvents(db: Db, bucket: R2Bucket, cutoff: number, limits: BatchLimits) {
   let deleted = 0;
   for (let i = 0; i < limits.maxBatches; i++) {
     // sqlite-proxy hands raw rows back as arrays of column values.
