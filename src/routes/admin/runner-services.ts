@@ -8,6 +8,7 @@ import { registerRunnerService } from "../../registry/register";
 import { registryStore, toRunnerView, toServiceView } from "../../stores/registry";
 import { router } from "../app-env";
 import { EndpointSchema } from "../../resources/ids";
+import { maskUrl } from "../../resources/secrets";
 import { runnerService } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
@@ -60,7 +61,11 @@ export const runnerServicesRouter = router()
   .put("/:serviceId", jsonBody(ServiceInput), async (c) => {
     const db = dbOf(c.env);
     const service = await existingService(db, c.req.param("serviceId"));
-    return c.json(await registerRunnerService(db, { ...c.get("body"), serviceId: service.serviceId }));
+    const input = c.get("body");
+    // The address as the view shows it (query values, credential-like path segments masked) keeps the stored one: it
+    // is the only one an operator can read back, and `********` must never replace a function key or a setting.
+    const baseUrl = input.base_url === maskUrl(service.baseUrl) ? service.baseUrl : input.base_url;
+    return c.json(await registerRunnerService(db, { ...input, base_url: baseUrl, serviceId: service.serviceId }));
   })
   .post("/:serviceId/refresh", async (c) => {
     const db = dbOf(c.env);
