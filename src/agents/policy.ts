@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { EventTypeSchema, RecordSchema, refuseRoundedIntegers, ScopedIdSchema } from "../protocol/common";
 import { StateScopeSchema } from "../protocol/context";
-import { PermissionsSchema } from "../protocol/manifest";
+import { AllowedPermissionsSchema } from "../protocol/manifest";
 
 /**
  * The agent's resource policy. `allow` narrows what the runner's manifest
@@ -9,7 +9,7 @@ import { PermissionsSchema } from "../protocol/manifest";
  * Model, tool and knowledge base ids are grants of host-held resources.
  */
 export const ResourcePolicySchema = z.strictObject({
-  allow: PermissionsSchema.optional(),
+  allow: AllowedPermissionsSchema.optional(),
   models: z.array(z.string().min(1)).default([]),
   fallback_models: z.array(z.string().min(1)).default([]),
   tools: z.array(z.string().min(1)).default([]),

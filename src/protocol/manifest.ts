@@ -2,7 +2,7 @@
  * Runner discovery (PROTOCOL.md §2, §4): what `GET {base_url}/manifest` returns.
  */
 import * as z from "zod";
-import { formatZodIssues, I18nSchema, RecordSchema } from "./common";
+import { formatZodIssues, I18nSchema, orDefault, RecordSchema } from "./common";
 
 export const PROTOCOL_ID = "agent-runner/v1";
 
@@ -26,20 +26,31 @@ export type PermissionGroup = keyof typeof PERMISSION_VALUES;
 export type PermissionValue<G extends PermissionGroup> = (typeof PERMISSION_VALUES)[G][number];
 export const PERMISSION_GROUPS = Object.keys(PERMISSION_VALUES) as PermissionGroup[];
 
-const permissionList = <const T extends readonly [string, ...string[]]>(values: T) =>
-  z.array(z.enum(values)).optional();
+/** null is absent (a Python SDK dumps an unset list as None), as everywhere in the protocol (common.ts). */
+const absentIfNull = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === null ? undefined : v), schema.optional());
 
-/** Upper bound a runner asks for; unknown groups or operations are refused, not ignored. */
-export const PermissionsSchema = z.strictObject({
-  models: permissionList(PERMISSION_VALUES.models),
-  tools: permissionList(PERMISSION_VALUES.tools),
-  knowledge_bases: permissionList(PERMISSION_VALUES.knowledge_bases),
-  history: permissionList(PERMISSION_VALUES.history),
-  events: permissionList(PERMISSION_VALUES.events),
-  artifacts: permissionList(PERMISSION_VALUES.artifacts),
-  storage: permissionList(PERMISSION_VALUES.storage),
-  files: permissionList(PERMISSION_VALUES.files),
-});
+/** Unknown groups or operations are refused, not ignored; `nullIsAbsent` for what runners send (a manifest). */
+function permissionsSchema(nullIsAbsent: boolean) {
+  const list = <const T extends readonly [string, ...string[]]>(values: T) => (nullIsAbsent ? absentIfNull(z.array(z.enum(values))) : z.array(z.enum(values)).optional());
+  return z.strictObject({
+    models: list(PERMISSION_VALUES.models),
+    tools: list(PERMISSION_VALUES.tools),
+    knowledge_bases: list(PERMISSION_VALUES.knowledge_bases),
+    history: list(PERMISSION_VALUES.history),
+    events: list(PERMISSION_VALUES.events),
+    artifacts: list(PERMISSION_VALUES.artifacts),
+    storage: list(PERMISSION_VALUES.storage),
+    files: list(PERMISSION_VALUES.files),
+  });
+}
+
+/** Upper bound a runner asks for. */
+export const PermissionsSchema = permissionsSchema(true);
+/**
+ * What an agent's policy allows (`resource_policy.allow`): an omitted group keeps the manifest's request, so a
+ * group sent as null is refused rather than read as omitted, which would widen what the operator meant to narrow.
+ */
+export const AllowedPermissionsSchema = permissionsSchema(false);
 export type Permissions = z.infer<typeof PermissionsSchema>;
 
 export const CAPABILITY_NAMES = [
@@ -54,14 +65,15 @@ export const CAPABILITY_NAMES = [
 export type CapabilityName = (typeof CAPABILITY_NAMES)[number];
 
 /** Typed booleans (absent = false); unknown keys are refused so typos never pass silently. */
+const flag = absentIfNull(z.boolean());
 export const CapabilitiesSchema = z.strictObject({
-  streaming: z.boolean().optional(),
-  tool_calling: z.boolean().optional(),
-  knowledge_retrieval: z.boolean().optional(),
-  multimodal_input: z.boolean().optional(),
-  skill_authoring: z.boolean().optional(),
-  interrupt: z.boolean().optional(),
-  steering: z.boolean().optional(),
+  streaming: flag,
+  tool_calling: flag,
+  knowledge_retrieval: flag,
+  multimodal_input: flag,
+  skill_authoring: flag,
+  interrupt: flag,
+  steering: flag,
 });
 export type Capabilities = z.infer<typeof CapabilitiesSchema>;
 
@@ -91,9 +103,9 @@ export const AgentRunnerManifestSchema = z.object({
   name: z.string().min(1).max(64).regex(RUNNER_NAME_PATTERN),
   label: I18nSchema,
   description: I18nSchema.nullish(),
-  capabilities: CapabilitiesSchema.default({}),
-  permissions: PermissionsSchema.default({}),
-  config_schema: z.array(ConfigSchemaItemSchema).default([]),
+  capabilities: orDefault(CapabilitiesSchema, {}),
+  permissions: orDefault(PermissionsSchema, {}),
+  config_schema: orDefault(z.array(ConfigSchemaItemSchema), []),
   metadata: RecordSchema.nullish(),
 });
 export type AgentRunnerManifest = z.infer<typeof AgentRunnerManifestSchema>;

@@ -59,6 +59,7 @@ describe("a burst of events each sent several times at once", () => {
     const all = await repeatedBurst(c, 30, 3);
     setup.gate(c).resolve();
     for (const id of new Set(all.map((a) => a.body.run_id!))) await host.waitForRun(id);
+    expect((await host.waitForRun(held.body.run_id!)).status).toBe("completed");
     const counts: Record<string, number> = {};
     for (const t of texts(c)) counts[t] = (counts[t] ?? 0) + 1;
     expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
@@ -75,6 +76,8 @@ describe("a burst of events each sent several times at once", () => {
     expect(ids.size).toBe(10);
     const ends = await Promise.all([...ids].map((id) => host.waitForRun(id).then((r) => r.status)));
     expect(ends.filter((s) => s === "completed")).toHaveLength(1);
+    // The run the burst interrupted ends cancelled.
+    expect((await host.waitForRun(held.body.run_id!)).status).toBe("cancelled");
     const counts: Record<string, number> = {};
     for (const t of texts(c)) counts[t] = (counts[t] ?? 0) + 1;
     expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
