@@ -6,7 +6,7 @@ import { runOf, startSteererAndPlain } from "../support/conversation-runners";
 import { waitFor } from "../support/fake-platform";
 import { putAgent } from "../support/scripted-runner";
 
-/** Concurrent bursts into one conversation under each strategy: nothing lost, nothing run twice. */
+/** Concurrent bursts into one conversation under each strategy, and with each event sent several times at once: nothing lost, nothing run twice. */
 let setup: Awaited<ReturnType<typeof startSteererAndPlain>>;
 let host: TestHost;
 const calls = new Map<string, { runId: string; text: string }[]>();
@@ -40,6 +40,11 @@ async function busy(c: string) {
   expect(held.body.disposition).toBe("started");
   await waitFor(() => texts(c).includes("hold"), 10_000, "the held run");
   return held.body.run_id!;
+}
+/** Each of n events sent `copies` times at once (a client retrying). */
+async function repeatedBurst(c: string, n: number, copies: number) {
+  const all = await Promise.all(Array.from({ length: n * copies }, (_, k) => host.postEvent(messageEvent(c, `m${k % n}`, { event_id: `${c}-e${k % n}` }))));
+  return all;
 }
 const status = async (runId: string) => (await host.admin("GET", `/v1/runs/${runId}`)).body.status as string;
 
@@ -152,5 +157,55 @@ describe("bursts into one busy conversation", () => {
     await host.waitForRun(held);
     for (const a of answers) expect((await host.waitForRun(a.body.run_id!)).status).toBe("completed");
     expect(texts(c)).toHaveLength(13);
+  });
+});
+
+describe("a burst of events each sent several times at once", () => {
+  it("steer: each message claimed and pulled once", async () => {
+    const c = "dup-steer";
+    await setup.agentFor(c, setup.steerer, { pull: "all" });
+    const held = await host.postEvent(messageEvent(c, "hold"));
+    await waitFor(() => texts(c).includes("hold"), 10_000, "held");
+    const all = await repeatedBurst(c, 30, 3);
+    setup.gate(c).resolve();
+    await host.waitForRun(held.body.run_id!);
+    const pulled = pulledBy.get(held.body.run_id!)!;
+    const counts: Record<string, number> = {};
+    for (const t of pulled) counts[t] = (counts[t] ?? 0) + 1;
+    expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
+    expect(pulled.length).toBe(30);
+    expect(all.every((a) => a.body.run_id === held.body.run_id)).toBe(true);
+  });
+
+  it("enqueue: each message runs once", async () => {
+    const c = "dup-enqueue";
+    await setup.agentFor(c, setup.plain, { concurrency: { strategy: "enqueue" } });
+    const held = await host.postEvent(messageEvent(c, "hold"));
+    await waitFor(() => texts(c).includes("hold"), 10_000, "held");
+    const all = await repeatedBurst(c, 30, 3);
+    setup.gate(c).resolve();
+    for (const id of new Set(all.map((a) => a.body.run_id!))) await host.waitForRun(id);
+    expect((await host.waitForRun(held.body.run_id!)).status).toBe("completed");
+    const counts: Record<string, number> = {};
+    for (const t of texts(c)) counts[t] = (counts[t] ?? 0) + 1;
+    expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
+    expect(texts(c).length).toBe(31);
+  });
+
+  it("interrupt: each repeat names the event's run; exactly one survives", async () => {
+    const c = "dup-interrupt";
+    await setup.agentFor(c, setup.plain, { concurrency: { strategy: "interrupt" } });
+    const held = await host.postEvent(messageEvent(c, "hold"));
+    await waitFor(() => texts(c).includes("hold"), 10_000, "held");
+    const all = await repeatedBurst(c, 10, 3);
+    const ids = new Set(all.map((a) => a.body.run_id!));
+    expect(ids.size).toBe(10);
+    const ends = await Promise.all([...ids].map((id) => host.waitForRun(id).then((r) => r.status)));
+    expect(ends.filter((s) => s === "completed")).toHaveLength(1);
+    // The run the burst interrupted ends cancelled.
+    expect((await host.waitForRun(held.body.run_id!)).status).toBe("cancelled");
+    const counts: Record<string, number> = {};
+    for (const t of texts(c)) counts[t] = (counts[t] ?? 0) + 1;
+    expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
   });
 });
