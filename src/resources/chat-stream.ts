@@ -1,7 +1,7 @@
 import { readLines, sseFramer } from "../runner/lines";
 import { redactValue, StreamRedactors } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
-import { UsageSchema } from "./openai";
+import { streamErrorStatus, UsageSchema } from "./openai";
 import { UPSTREAM_MESSAGE_MAX_CHARS, UpstreamError } from "./upstream";
 import { describeError } from "../lib/describe-error";
 import { RunnerCallError } from "../runner/errors";
@@ -14,9 +14,15 @@ export class ModelStreamError extends UpstreamError {
   constructor(
     readonly code: "stream_closed" | "provider_error",
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; status?: number },
   ) {
-    super("invalid_response", message, undefined, options);
+    super("invalid_response", message, options?.status, options);
+  }
+
+  /** Worth trying again: a cut-off stream, or an error the provider names as its own (5xx, 429, 408) or does not qualify. */
+  get retryable(): boolean {
+    const s = this.status;
+    return s === undefined || s >= 500 || s === 429 || s === 408;
   }
 }
 
@@ -170,6 +176,8 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
   /** Lines for one provider payload; `done` when the provider said so. */
   const translate = (payload: string, out: ModelStreamLine[]): boolean => {
     if (payload.trim() === "[DONE]") return true;
+    // An event whose data is empty is not dispatched (WHATWG SSE): a keep-alive, not a chunk.
+    if (payload === "") return false;
     let chunk: { choices?: { index?: unknown; delta?: Record<string, unknown>; finish_reason?: string | null }[]; usage?: unknown; error?: unknown };
     try {
       chunk = JSON.parse(payload);
@@ -177,7 +185,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
       throw new UpstreamError("invalid_response", "the model provider sent a stream chunk that is not JSON");
     }
     if (typeof chunk !== "object" || chunk === null) throw new UpstreamError("invalid_response", "the model provider sent a stream chunk that is not an object");
-    if (chunk.error !== undefined && chunk.error !== null) throw new ModelStreamError("provider_error", `the model provider reported an error mid-stream: ${errorText(chunk.error)}`);
+    if (chunk.error !== undefined && chunk.error !== null) throw new ModelStreamError("provider_error", `the model provider reported an error mid-stream: ${errorText(chunk.error)}`, { status: streamErrorStatus(chunk.error) });
     if (chunk.usage) {
       const parsed = UsageSchema.safeParse(chunk.usage);
       if (parsed.success) usage = parsed.data;

@@ -193,6 +193,14 @@ async function readFirstEvent(head: Uint8Array, reader: ReadableStreamDefaultRea
   return { bytes, fault: streamStartFault(data) };
 }
 
+/** The HTTP status a provider's error object in a stream names (its code or status, or what its type says), if any. */
+export function streamErrorStatus(error: unknown): number | undefined {
+  const e = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {};
+  const code = [e.code, e.status, e.status_code].find((v): v is number => typeof v === "number" && v >= 400 && v < 600);
+  const type = typeof e.type === "string" ? e.type : "";
+  return code ?? (/rate_limit/.test(type) ? 429 : /server_error|overloaded|unavailable/.test(type) ? 503 : /invalid_request|authentication|permission|not_found/.test(type) ? 400 : undefined);
+}
+
 /** A first event that is only an error a provider fault would answer (5xx, 429, or their types): another provider may do better. */
 function streamStartFault(data: string): UpstreamError | null {
   let parsed: unknown;
@@ -203,11 +211,9 @@ function streamStartFault(data: string): UpstreamError | null {
   }
   if (typeof parsed !== "object" || parsed === null || !("error" in parsed) || "choices" in parsed) return null;
   const error = parsed.error;
-  const e = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {};
-  const code = [e.code, e.status, e.status_code].find((v): v is number => typeof v === "number" && v >= 400 && v < 600);
-  const type = typeof e.type === "string" ? e.type : "";
-  const status = code ?? (/rate_limit/.test(type) ? 429 : /server_error|overloaded|unavailable/.test(type) ? 503 : undefined);
+  const status = streamErrorStatus(error);
   if (status === undefined || (status < 500 && status !== 429)) return null;
+  const e = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {};
   const message = typeof e.message === "string" ? e.message : typeof error === "string" ? error : JSON.stringify(error);
   return new UpstreamError("http", `the model provider's stream failed before its first token: ${message.slice(0, UPSTREAM_MESSAGE_MAX_CHARS)}`, status);
 }

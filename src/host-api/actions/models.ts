@@ -65,7 +65,7 @@ export function streamError(err: unknown, signal: AbortSignal, secrets: readonly
   const cause: unknown = signal.aborted ? signal.reason : err;
   const message = shownUpstreamMessage(cause instanceof Error ? cause.message : String(cause), secrets);
   if (cause instanceof ApiError) return { code: cause.code, message, retryable: false };
-  if (cause instanceof ModelStreamError) return { code: cause.code, message, retryable: true };
+  if (cause instanceof ModelStreamError) return { code: cause.code, message, retryable: cause.retryable };
   return { code: "runtime_error", message, retryable: cause instanceof UpstreamError ? cause.providerFault : true };
 }
 

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listenLoopback, readBody, sendJson } from "../support/http-server";
+import { startTestHost, type TestHost } from "../support/host";
+import { runLedger, startScriptedRunner } from "../support/scripted-runner";
+
+/**
+ * A provider's SSE as model.stream relays it: an event with empty data is a keep-alive (README: keep-alives are no
+ * answer), and an error the provider reports mid-stream is retryable only when it is the provider's own fault, as
+ * model.invoke answers the same error (PROTOCOL §8 `retryable`): a runner must not repeat a call that cannot succeed.
+ */
+const KEY = "sk-model-stream-errors-0123456789abcdefABCDEF";
+let host: TestHost;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
+let provider: Awaited<ReturnType<typeof listenLoopback>>;
+const ev = (c: unknown) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`;
+const d = (delta: Record<string, unknown>, finish: string | null = null) => ({ choices: [{ index: 0, delta, finish_reason: finish }] });
+
+beforeAll(async () => {
+  provider = await listenLoopback(async (req, res) => {
+    const body = JSON.parse((await readBody(req)) || "{}");
+    if (req.headers.authorization !== `Bearer ${KEY}`) return sendJson(res, 401, { error: "bad key" });
+    switch (body.model) {
+      case "emptydata":
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        // An SSE event with an empty data buffer is not dispatched (WHATWG SSE): a keep-alive, not a chunk.
+        return void res.end(ev(d({ role: "assistant", content: "Hel" })) + "data:\n\n" + "data: \n\n" + ev(d({ content: "lo" })) + ev(d({}, "stop")) + ev("[DONE]"));
+      case "badreq-chunk":
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        return void res.end(ev(d({ role: "assistant", content: "Hi" })) + ev({ error: { message: "maximum context length exceeded", type: "invalid_request_error", code: 400 } }));
+      case "badreq":
+        return sendJson(res, 400, { error: { message: "maximum context length exceeded", type: "invalid_request_error" } });
+      default:
+        return sendJson(res, 200, { choices: [{ message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] });
+    }
+  });
+  runner = await startScriptedRunner({ name: "z1", runners: [{ name: "default", label: { en_US: "z1" }, permissions: { models: ["invoke", "stream"] } }] });
+  host = await startTestHost({});
+  const register = async (path: string, payload: unknown) => {
+    const res = await host.admin("POST", path, payload);
+    if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  };
+  const models = ["emptydata", "badreq-chunk", "badreq"];
+  for (const m of models) await register("/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
+  await register("/v1/admin/runner-services", { base_url: runner.url });
+  await register("/v1/admin/agents", { agent_id: "z1", name: "z1", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { models } });
+});
+
+afterAll(async () => {
+  await host?.dispose();
+  await Promise.all([runner?.close(), provider?.close()]);
+});
+
+const ndjson = async (res: Response) => (await res.text()).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+const user = (content: string) => [{ role: "user", content }];
+
+describe("model.stream from a provider's SSE", () => {
+  it("reads an event with empty data as a keep-alive (WHATWG SSE does not dispatch it), not a chunk that fails the stream", async () => {
+    const { result, runId } = await runner.run<any>(host, "emptydata", async (_api, _ctx, _emit, raw) => ndjson(await raw("model.stream", { model_id: "emptydata", messages: user("hi") })));
+    expect(result.at(-1)).toMatchObject({ type: "completed", message: { content: "Hello" } });
+    expect((await runLedger(host, runId)).some((e) => e.type === "model.usage")).toBe(true);
+  });
+
+  it("marks a provider's 4xx-class error mid-stream not retryable, as model.invoke does for the same error", async () => {
+    const { result } = await runner.run<any>(host, "badreq", async (api, _ctx, _emit, raw) => ({
+      invoke: (await api("model.invoke", { model_id: "badreq", messages: user("hi") })).body,
+      stream: await ndjson(await raw("model.stream", { model_id: "badreq-chunk", messages: user("hi") })),
+    }));
+    expect(result.invoke.error.retryable).toBe(false);
+    expect(result.stream.at(-1)).toMatchObject({ type: "error", error: { code: "provider_error", retryable: false } });
+  });
+});
