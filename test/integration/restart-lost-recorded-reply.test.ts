@@ -46,6 +46,12 @@ beforeAll(async () => {
         w.send("message.completed", { message: { role: "assistant", content: `recorded: ${text}` } });
         return never.promise;
       }
+      if (text.startsWith("dropped")) {
+        // Strict payload with an unknown key: dropped (runner.result_dropped), never shown; the valid one after it is the answer.
+        w.send("message.completed", { message: { role: "assistant", content: `DROPPED: ${text}` }, message_id: "m1" });
+        w.send("message.completed", { message: { role: "assistant", content: `recorded: ${text}` } });
+        return never.promise;
+      }
       if (text.startsWith("file")) {
         w.send("message.completed", { message: { role: "assistant", content: `recorded: ${text}` } });
         w.send("artifact.created", { artifact_type: "file", name: "report.bin", mime_type: "application/octet-stream", content_base64: ANSWER_FILE.toString("base64") });
@@ -189,6 +195,21 @@ describe("a lost chat run whose recorded answer had not reached the chat", () =>
       await barrier(host, "7105");
       expect(sentTo("7105")).toEqual(["partial draft shown", "done: marker"]);
       expect(callsIn("7105", /editMessageText$/)).toEqual([]);
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+
+  it("a message.completed the host dropped as invalid is not shown by the reply rebuilt from the ledger (PROTOCOL §7)", async () => {
+    let host = await start();
+    try {
+      let runId: string;
+      ({ host, runId } = await loseWhileThrottled(host, "7107", "dropped answer"));
+      // Live, the dropped message was never sent: the first (refused) send was the valid one.
+      expect(callsIn("7107", /sendMessage$/)[0].body.text).toBe("recorded: dropped answer");
+      expect((await host.query("SELECT 1 FROM event_log WHERE run_id = ? AND event_type = 'runner.result_dropped'", [runId])).length).toBe(1);
+      await barrier(host, "7107");
+      expect(sentTo("7107")).toEqual(["recorded: dropped answer", "done: marker"]);
     } finally {
       await host.dispose();
     }
