@@ -17,13 +17,14 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, withoutLost, type DispatchResult, type RunTable, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, withoutLost, type DispatchResult, type EventDecision, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions, sharedByKey } from "./serial-decisions";
 import { SettlingWork } from "./settling-work";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { PendingReplies } from "./pending-replies";
+import { albumRunFor, joinAlbum } from "./albums";
 import { describeError } from "../src/lib/describe-error";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
@@ -59,9 +60,8 @@ export class ConversationDO extends DurableObject<Env> {
   /** A lost run ended once at a time: a cancel and the watchdog finding it together share one end (one notice). */
   private readonly finishLost = sharedByKey((_key: string, job: RunJob) => job.runId, (key: string, job: RunJob) => this.endLost(key, job));
 
-  /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue, or be rejected. Idempotent by run id. */
+  /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
-    // One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision.
     return this.decisions.decide(job.runId, () => this.decide(job));
   }
 
@@ -82,14 +82,17 @@ export class ConversationDO extends DurableObject<Env> {
     const known = table.find(([, r]) => r.job.runId === job.runId);
     if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued", runId: job.runId };
     const strategy = strategyOf(job);
-    const stored = waitingRun(job, strategy, now);
+    const stored = waitingRun(job, strategy, now, configOf(this.env).ALBUM_WAIT_MS);
     if (table.length > 0) {
+      // An album's item joins the run of its first (not begun yet), whatever the strategy: the user sent one message.
+      const album = albumRunFor(table, job, (runId) => !this.isActive(runId) && !this.cancelling.has(runId));
+      if (album) return this.withoutOwnRun(job, joinAlbum(album, job, configOf(this.env).ALBUM_WAIT_MS, now, (k, r) => { void this.runs.put(k, r); this.kick(); }));
       if (strategy === "steer" && job.event.event_type === "message.received") {
         const target = steeringTarget(table, job.agent, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: (run) => this.steers(run, job), executing: this.isActive });
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, this.sessions.get(target.job.runId)?.job ?? { ...target.job, runner: job.runner }, now);
       }
       // Parallel runs take no turn: only a run that does makes the conversation busy.
-      if ((strategy === "reject" && withoutLost(table, this.isActive).some(([, r]) => r.start !== "now")) || waitingRoomFull(table, stored)) return this.reject(job);
+      if ((strategy === "reject" && withoutLost(table, this.isActive).some(([, r]) => r.start !== "now")) || waitingRoomFull(table, stored)) return this.withoutOwnRun(job, { disposition: "rejected", runId: null });
       if (strategy === "interrupt") await this.interruptActive(table);
     }
     const key = this.arrivalKeys.next(job.runId, now, table.at(-1)?.[0]);
@@ -182,11 +185,9 @@ export class ConversationDO extends DurableObject<Env> {
     return typeof follower === "string" || !follower ? follower : { stream: follower.readable, streamId: follower.id };
   }
 
-  /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). */
+  /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). A run whose dispatch is still being decided is cancelled as that decision leaves it; one not active in turn with the decisions (a redelivery handing it over is decided wholly before or after); one active (or started meanwhile) is aborted outside. */
   async cancel(runId: string): Promise<{ cancelled: boolean }> {
-    // A run whose dispatch is still being decided is cancelled as that decision leaves it.
     await this.decisions.settled(runId);
-    // In turn with the decisions (a redelivery handing this run over is decided wholly before or after); a run active (or started meanwhile) is aborted outside.
     return this.abortActive(runId) ?? (await this.decisions.inTurn(() => this.cancelNotActive(runId))) ?? this.abortActive(runId) ?? { cancelled: false };
   }
 
@@ -284,19 +285,19 @@ export class ConversationDO extends DurableObject<Env> {
     for (const [key, run] of supersededByInterrupt(table, Date.now(), this.isActive)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
   }
 
-  /** Steer: the event joins the target run's queue; its own run is never started. */
+  /** Steer: the event joins the target run's queue; its own run is never started. The target may have ended (or stopped pulling) while the claim was being recorded: then nobody will pull it (queued also when the write got no answer). */
   private async claim(job: RunJob, target: RunJob, now: number): Promise<DispatchResult> {
-    // The target may have ended (or stopped pulling) while the claim was being recorded: then nobody will pull it (queued also when the write got no answer).
     const ended = async () => (this.isActive(target.runId) ? !this.canPull(target.runId) : !(await this.runs.find(target.runId)));
     await this.steering.claim(dbOf(this.env), job, target, now).finally(async () => (await ended()) && (await this.dropUnpulled(target)));
     this.live.end(job.runId, "steered"); // its own run is discarded: a follower of it (handed over late) hears so
     return { disposition: "steered", runId: target.runId };
   }
 
-  private async reject(job: RunJob): Promise<DispatchResult> {
-    await writeAll(dbOf(this.env), decidedWithoutOwnRun(dbOf(this.env), job.event.event_id, job.runId, { disposition: "rejected", runId: null }));
-    this.live.end(job.runId, "rejected");
-    return { disposition: "rejected", runId: null };
+  /** An event decided without a run of its own (rejected, or an album's item joining its first's run): recorded, and followers of its own run told. */
+  private async withoutOwnRun(job: RunJob, decision: EventDecision): Promise<DispatchResult> {
+    await writeAll(dbOf(this.env), decidedWithoutOwnRun(dbOf(this.env), job.event.event_id, job.runId, decision));
+    this.live.end(job.runId, decision.disposition);
+    return { disposition: decision.disposition, runId: decision.runId };
   }
 
   /** Claimed messages the run never pulled: one `steering.dropped` record each, now or (the database is away) retried by the alarm. */

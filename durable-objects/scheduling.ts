@@ -1,6 +1,7 @@
 import type { ConcurrencyStrategy } from "../src/agents/policy";
 import type { RunJob } from "../src/run/job";
 import { jsonByteLength } from "../src/protocol/common";
+import { asAlbumHead } from "./albums";
 
 /**
  * When a stored run may start, relative to the other runs of its conversation:
@@ -20,10 +21,17 @@ export const START_RULE: Record<ConcurrencyStrategy, StartRule> = {
   parallel: "now",
 };
 
-/** `runId`: the run that handles the event (its own, or the one that claimed it; null when rejected); `duplicate`: a redelivery of an event already decided. */
+/** `runId`: the run that handles the event (its own, the one that claimed it or whose album it joined; null when rejected); `duplicate`: a redelivery of an event already decided. */
 export interface DispatchResult {
-  disposition: "started" | "queued" | "steered" | "rejected" | "duplicate";
+  disposition: "started" | "queued" | "steered" | "merged" | "rejected" | "duplicate";
   runId: string | null;
+}
+
+/** A decision that leaves an event without a run of its own (recorded on its EventLog row). */
+export interface EventDecision {
+  disposition: "rejected" | "merged";
+  runId: string | null;
+  metadata?: Record<string, unknown>;
 }
 
 export interface StoredRun {
@@ -46,14 +54,9 @@ export interface StoredRun {
 export const WAITING_RUNS_CAP = 100;
 export const WAITING_RUNS_MAX_BYTES = 32 * 1024 * 1024;
 
-/** A new run as it waits in the table: its start rule and debounce from its agent. */
-export const waitingRun = (job: RunJob, strategy: ConcurrencyStrategy, now: number): StoredRun => ({
-  job,
-  state: "queued",
-  start: START_RULE[strategy],
-  notBefore: now + (job.agent.concurrency.debounce_ms ?? 0),
-  bytes: jsonByteLength(job),
-});
+/** A new run as it waits in the table: its start rule and debounce from its agent; an album's first item waits `albumWaitMs` for the others. */
+export const waitingRun = (job: RunJob, strategy: ConcurrencyStrategy, now: number, albumWaitMs = 0): StoredRun =>
+  asAlbumHead({ job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0), bytes: jsonByteLength(job) }, albumWaitMs, now);
 
 /** Whether `run` would take the waiting runs past WAITING_RUNS_CAP or WAITING_RUNS_MAX_BYTES. */
 export function waitingRoomFull(table: RunTable, run: StoredRun): boolean {

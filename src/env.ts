@@ -47,6 +47,7 @@ export interface Env {
   DELIVERY_SETTLE_TIMEOUT_MS?: string;
   RUN_STREAM_KEEPALIVE_MS?: string;
   RUN_WATCHDOG_INTERVAL_MS?: string;
+  ALBUM_WAIT_MS?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -129,6 +130,8 @@ const ConfigFields = z.object({
   RUN_STREAM_KEEPALIVE_MS: positiveInt(15_000),
   /** While a conversation has runs, its alarm looks again at least this often: runs an instance lost (a restart) end this soon. */
   RUN_WATCHDOG_INTERVAL_MS: positiveInt(10_000),
+  /** How long the run of a Telegram album's first item waits for the next item (and again after each); 0 runs every item on its own. */
+  ALBUM_WAIT_MS: z.coerce.number().int().nonnegative().max(10_000, "ALBUM_WAIT_MS must be at most 10000").default(1_500),
 });
 
 /** The Worker's configuration variables (what wrangler.toml [vars] and secrets may set). */

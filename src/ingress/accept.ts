@@ -55,7 +55,7 @@ export interface CanonicalEvent {
   delivery?: PlatformDelivery;
 }
 
-export type Disposition = "started" | "queued" | "steered" | "rejected" | "duplicate" | "unbound";
+export type Disposition = "started" | "queued" | "steered" | "merged" | "rejected" | "duplicate" | "unbound";
 export interface Accepted {
   event_id: string;
   run_id: string | null;
@@ -182,7 +182,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
       const job = buildJob({ ev: asFirst, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, latestTranscriptSeq, ...(await lostRunAgent(db, first, bound)), publicBaseUrl });
       const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
       // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
-      if (decided.disposition === "steered" || decided.disposition === "rejected") runOfRepeat = decided.runId;
+      if (decided.disposition === "steered" || decided.disposition === "merged" || decided.disposition === "rejected") runOfRepeat = decided.runId;
       else if (decided.disposition === "duplicate") runOfRepeat = await decidedSince();
     } else if (row.runId && !first) runOfRepeat = await decidedSince();
     return { event_id: eventId, run_id: runOfRepeat, disposition: "duplicate" };

@@ -81,6 +81,7 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
     },
     config: withConfigDefaults(job.agent.runnerConfig, job.runner.configDefaults),
     adapter: null,
-    metadata: { agent_id: job.agent.agentId, runner_id: job.runner.runnerId },
+    // An album's items gathered into this run: `input` holds all of theirs; each is an event of its own (event.get).
+    metadata: { agent_id: job.agent.agentId, runner_id: job.runner.runnerId, ...(job.album ? { album: { media_group_id: job.album.mediaGroupId, event_ids: job.album.parts.map((p) => p.eventId) } } : {}) },
   };
 }

@@ -45,6 +45,16 @@ export interface RunJob {
   };
   /** Set for chat platform events: where the reply is delivered. */
   delivery?: PlatformDelivery;
+  /** An album's items gathered into this run (durable-objects/albums.ts); `input` is theirs, joined. */
+  album?: { mediaGroupId: string; parts: AlbumPart[] };
+}
+
+/** One item of an album as it joined its run. */
+export interface AlbumPart {
+  eventId: string;
+  /** Where the item stands in the album (its platform message id). */
+  order: number;
+  input: InputContext;
 }
 
 /** The agent's concurrency strategy; by default (PROTOCOL §10) steer when the runner supports it, else enqueue. */

@@ -102,8 +102,12 @@ export const ANSWER_FILE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a
 export function telegramBotApi(botToken: string, throttled: ReadonlyMap<string, number> = new Map(), throttledOnce: Map<string, number[]> = new Map()): (call: PlatformCall) => FakeReply {
   let nextMessageId = 700;
   return (call) => {
+    const file = /^\/file\/bot([^/]+)\/(.+)$/.exec(call.path);
+    // A file's bytes name its path, so a test can tell which one a runner got.
+    if (file?.[1] === botToken) return { bytes: new TextEncoder().encode(`bytes of ${file[2]}`), headers: { "content-type": "image/jpeg" } };
     const m = /^\/bot([^/]+)\/(.+)$/.exec(call.path);
     if (!m || m[1] !== botToken) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
+    if (m[2] === "getFile") return { json: { ok: true, result: { file_id: call.body.file_id, file_path: `photos/${call.body.file_id}.jpg` } } };
     const chat = String(call.body?.chat_id);
     // `throttledOnce`: the next sendMessages of a chat are refused, asking to wait each of these seconds in turn.
     const wait = m[2] === "sendMessage" ? (throttledOnce.get(chat)?.shift() ?? throttled.get(chat)) : undefined;

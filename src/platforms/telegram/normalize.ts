@@ -44,6 +44,8 @@ const MessageSchema = z.looseObject({
   video_note: FileSchema.optional(),
   new_chat_members: z.array(UserSchema).optional(),
   reply_to_message: z.looseObject({ message_id: z.number() }).optional(),
+  /** Shared by the items of an album, each sent as an update of its own. */
+  media_group_id: z.string().optional(),
 });
 type TelegramMessage = z.infer<typeof MessageSchema>;
 
@@ -125,6 +127,7 @@ function base(update: { update_id: number }, kind: string, m: TelegramMessage) {
       chat_title: m.chat.title ?? null,
       message_id: m.message_id,
       reply_to_message_id: m.reply_to_message?.message_id ?? null,
+      ...(m.media_group_id ? { media_group_id: m.media_group_id } : {}),
     },
     sourceEventType: kind,
     threadNumber: threadId,

@@ -1,0 +1,67 @@
+import { jsonByteLength } from "../src/protocol/common";
+import type { InputContext } from "../src/protocol/context";
+import type { AlbumPart, RunJob } from "../src/run/job";
+import type { EventDecision, RunTable, StoredRun } from "./scheduling";
+
+/**
+ * Telegram sends an album (photos, videos or files sent together, the caption on one of them) as one update per
+ * item, sharing a `media_group_id`. The user sent one message: the run of the first item to arrive waits
+ * ALBUM_WAIT_MS, and the items arriving meanwhile join it instead of starting runs of their own, so one run gets
+ * every file and the caption. Each item is still its own EventLog event and transcript item.
+ */
+
+/** Telegram's own bound on an album's items: a run never gathers more. */
+export const ALBUM_MAX_PARTS = 10;
+
+/** The album an event is an item of, or null. */
+export function albumIdOf(job: RunJob): string | null {
+  const id = job.event.data.media_group_id;
+  return job.event.source === "telegram" && job.event.event_type === "message.received" && typeof id === "string" && id !== "" ? id : null;
+}
+
+/** Items in the order the user sent them (Telegram's message ids), whatever order their updates arrived in. */
+const orderOf = (job: RunJob) => (typeof job.event.data.message_id === "number" ? job.event.data.message_id : Number.MAX_SAFE_INTEGER);
+
+/** The items' inputs as one: their texts (a caption) joined, their contents and files in the album's order. */
+export function albumInput(parts: AlbumPart[]): InputContext {
+  const texts = parts.map((p) => p.input.text).filter((t): t is string => typeof t === "string" && t !== "");
+  return { text: texts.length ? texts.join("\n\n") : null, contents: parts.flatMap((p) => p.input.contents), attachments: parts.flatMap((p) => p.input.attachments) };
+}
+
+/** A new run whose event is an album's item waits for the album's other items (0: albums are not gathered). */
+export function asAlbumHead(run: StoredRun, waitMs: number, now: number): StoredRun {
+  const albumId = albumIdOf(run.job);
+  if (albumId === null || waitMs === 0) return run;
+  const job: RunJob = { ...run.job, album: { mediaGroupId: albumId, parts: [{ eventId: run.job.event.event_id, order: orderOf(run.job), input: run.job.input }] } };
+  return { ...run, job, notBefore: Math.max(run.notBefore, now + waitMs), bytes: jsonByteLength(job) };
+}
+
+/**
+ * The run an album's item joins: one of its agent gathering that album, not begun (`joinable`: not executing, not being
+ * cancelled) and not full; or the run the item already joined (its decision's write went unanswered: it is made again).
+ */
+export function albumRunFor(table: RunTable, job: RunJob, joinable: (runId: string) => boolean): readonly [string, StoredRun] | undefined {
+  const albumId = albumIdOf(job);
+  if (albumId === null) return undefined;
+  const gathering = table.filter(([, r]) => r.job.album?.mediaGroupId === albumId && r.job.agent.agentId === job.agent.agentId);
+  return (
+    gathering.find(([, r]) => r.job.album!.parts.some((p) => p.eventId === job.event.event_id)) ??
+    gathering.find(([, r]) => r.state === "queued" && joinable(r.job.runId) && r.job.album!.parts.length < ALBUM_MAX_PARTS)
+  );
+}
+
+/**
+ * The item joins the gathering run, which waits ALBUM_WAIT_MS more for the next one (`store` keeps it and wakes the
+ * scheduler); answers the decision for the item, whose own run is discarded. The run holds the item before that decision
+ * is written: a write that fails is answered as an error (the platform sends the update again, and the decision is
+ * written then), never a second run for the item.
+ */
+export function joinAlbum([key, run]: readonly [string, StoredRun], job: RunJob, waitMs: number, now: number, store: (key: string, run: StoredRun) => void): EventDecision {
+  const album = run.job.album!;
+  if (!album.parts.some((p) => p.eventId === job.event.event_id)) {
+    const parts = [...album.parts, { eventId: job.event.event_id, order: orderOf(job), input: job.input }].sort((a, b) => a.order - b.order);
+    const joined: RunJob = { ...run.job, input: albumInput(parts), album: { ...album, parts } };
+    store(key, { ...run, job: joined, notBefore: Math.max(run.notBefore, now + waitMs), bytes: jsonByteLength(joined) });
+  }
+  return { disposition: "merged", runId: run.job.runId, metadata: { album: { media_group_id: album.mediaGroupId, run_id: run.job.runId } } };
+}

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../support/fake-platform";
+import { startTelegramChat } from "../support/telegram-chat";
+
+/**
+ * A Telegram album: one update per item, sharing a `media_group_id`, the caption on one item. The user sent one
+ * message, so one run gets every item's file and the caption, and the chat gets one answer.
+ */
+let chat: Awaited<ReturnType<typeof startTelegramChat>>;
+let updateId = 5_000;
+
+beforeAll(async () => {
+  chat = await startTelegramChat("album");
+});
+afterAll(async () => {
+  await chat?.dispose();
+});
+
+/** One item of album `group` in `chatId`: message id `messageId`, a photo whose file id names it. */
+function item(chatId: string, group: string, messageId: number, caption?: string, id = ++updateId) {
+  const message = {
+    message_id: messageId,
+    date: Math.floor(Date.now() / 1000),
+    chat: { id: Number(chatId), type: "supergroup", title: "Album group" },
+    from: { id: 42, is_bot: false, first_name: "Ada" },
+    media_group_id: group,
+    photo: [{ file_id: `small-${messageId}`, width: 90, height: 90 }, { file_id: `photo-${messageId}`, width: 800, height: 800 }],
+    ...(caption === undefined ? {} : { caption }),
+  };
+  return { update_id: id, message };
+}
+
+async function post(update: unknown): Promise<number> {
+  const res = await fetch(chat.webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": chat.secretToken }, body: JSON.stringify(update) });
+  await res.text();
+  return res.status;
+}
+
+const contextsIn = (chatId: string) => chat.runner.contexts.filter((c) => c.conversation.conversation_id === chatId);
+const answersIn = (chatId: string) => chat.fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chatId);
+const eventsIn = (chatId: string) =>
+  chat.host.query<{ event_id: string; disposition: string; run_id: string | null; metadata_json: string }>(
+    "SELECT event_id, disposition, run_id, metadata_json FROM event_log WHERE conversation_id = ? AND event_type = 'message.received' ORDER BY seq",
+    [chatId],
+  );
+const bytesOf = async (ref: { artifact_id: string }) => new TextDecoder().decode((await chat.host.r2Object(`artifacts/${ref.artifact_id}`))!);
+
+describe("a Telegram album", () => {
+  it("is one run: every item's photo in the album's order, the caption, one answer; each item still its own event and transcript item", async () => {
+    const chatId = "-880001";
+    // Arriving out of order, the caption on the second item, each within the wait of the one before.
+    const statuses = [];
+    for (const [messageId, caption] of [[303], [302, "our trip"], [301]] as const) {
+      statuses.push(await post(item(chatId, "album-a", messageId, caption)));
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(statuses).toEqual([200, 200, 200]);
+    await waitFor(() => answersIn(chatId).length > 0, 15_000, "the answer");
+    const [ctx, ...more] = contextsIn(chatId);
+    expect(more).toEqual([]);
+    expect(ctx.input.text).toBe("our trip");
+    expect(await Promise.all(ctx.input.attachments.map(bytesOf))).toEqual(["bytes of photos/photo-301.jpg", "bytes of photos/photo-302.jpg", "bytes of photos/photo-303.jpg"]);
+    expect(ctx.input.contents.map((c: { type: string }) => c.type)).toEqual(["image", "text", "image", "image"]);
+
+    const events = await eventsIn(chatId);
+    const runId = ctx.run_id;
+    // The first to arrive (303) has the run; the others joined it.
+    expect(events.map((e) => [e.disposition, e.run_id])).toEqual([["bound", runId], ["merged", runId], ["merged", runId]]);
+    expect(JSON.parse(events[1].metadata_json).album).toEqual({ media_group_id: "album-a", run_id: runId });
+    expect(ctx.metadata.album).toEqual({ media_group_id: "album-a", event_ids: [events[2].event_id, events[1].event_id, events[0].event_id] });
+    const items = await chat.host.query<{ event_id: string }>("SELECT event_id FROM transcript WHERE conversation_id = ? AND role = 'user' ORDER BY seq", [chatId]);
+    expect(items.map((i) => i.event_id)).toEqual(events.map((e) => e.event_id));
+    // The joined items' own runs were discarded: one run for the album.
+    expect(await chat.host.query("SELECT run_id, status FROM run WHERE conversation_id = ?", [chatId])).toEqual([{ run_id: runId, status: "completed" }]);
+    expect((await chat.host.admin("GET", `/v1/runs/${runId}`)).body.status).toBe("completed");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(answersIn(chatId).map((c) => c.body.text)).toEqual(["echo: our trip"]);
+  });
+
+  it("items sent at once make one run, and an item Telegram sends again joins nothing twice", async () => {
+    const chatId = "-880002";
+    const updates = [401, 402, 403, 404].map((messageId, i) => item(chatId, "album-b", messageId, i === 0 ? "four" : undefined));
+    expect(await Promise.all(updates.map(post))).toEqual([200, 200, 200, 200]);
+    expect(await post(updates[2])).toBe(200);
+    await waitFor(() => answersIn(chatId).length > 0, 15_000, "the answer");
+    const [ctx, ...more] = contextsIn(chatId);
+    expect(more).toEqual([]);
+    expect(await Promise.all(ctx.input.attachments.map(bytesOf))).toEqual([401, 402, 403, 404].map((n) => `bytes of photos/photo-${n}.jpg`));
+    const events = await eventsIn(chatId);
+    expect(events).toHaveLength(4);
+    expect(events.filter((e) => e.disposition === "merged")).toHaveLength(3);
+    expect(new Set(events.map((e) => e.run_id))).toEqual(new Set([ctx.run_id]));
+  });
+
+  it("an item arriving after its album's run began runs on its own; another album in the chat is another run", async () => {
+    const chatId = "-880003";
+    expect(await post(item(chatId, "album-c", 501, "first"))).toBe(200);
+    await waitFor(() => contextsIn(chatId).length === 1, 15_000, "the album's run");
+    expect(await post(item(chatId, "album-c", 502))).toBe(200);
+    expect(await post(item(chatId, "album-d", 601, "second album"))).toBe(200);
+    await waitFor(() => answersIn(chatId).length === 3, 15_000, "three answers");
+    const contexts = contextsIn(chatId);
+    expect(contexts.map((c) => c.input.attachments.length)).toEqual([1, 1, 1]);
+    expect(contexts.map((c) => c.input.text)).toEqual(["first", null, "second album"]);
+    expect((await eventsIn(chatId)).map((e) => e.disposition)).toEqual(["bound", "bound", "bound"]);
+  });
+});

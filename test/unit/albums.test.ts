@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { ALBUM_MAX_PARTS, albumRunFor, joinAlbum } from "../../durable-objects/albums";
+import { waitingRun, type RunTable, type StoredRun } from "../../durable-objects/scheduling";
+import type { RunJob } from "../../src/run/job";
+
+/** An album item's job: only what gathering reads is meaningful. */
+function itemJob(runId: string, messageId: number, opts: { group?: string; source?: string; agentId?: string; text?: string } = {}): RunJob {
+  const input = { text: opts.text ?? null, contents: [], attachments: [{ artifact_id: `art-${messageId}` }] };
+  const event = { event_id: `evt-${runId}`, event_type: "message.received", source: opts.source ?? "telegram", data: { message_id: messageId, media_group_id: opts.group ?? "g1" } };
+  // A partial job: albums read its event, input and agent id, and waitingRun its debounce.
+  return { runId, event, input, agent: { agentId: opts.agentId ?? "agent", concurrency: {} }, runner: { capabilities: {} } } as unknown as RunJob;
+}
+
+const head = (job: RunJob, waitMs = 1_000, now = 0): [string, StoredRun] => [`run:${job.runId}`, waitingRun(job, "enqueue", now, waitMs)];
+const joinable = () => true;
+
+describe("Telegram albums", () => {
+  it("an album's first item waits ALBUM_WAIT_MS; 0, another source, or no album starts at once as before", () => {
+    expect(head(itemJob("a", 1), 1_500, 10)[1]).toMatchObject({ notBefore: 1_510, job: { album: { mediaGroupId: "g1" } } });
+    expect(head(itemJob("a", 1), 0, 10)[1].notBefore).toBe(10);
+    const api = head(itemJob("a", 1, { source: "api" }), 1_500, 10)[1];
+    expect([api.notBefore, api.job.album]).toEqual([10, undefined]);
+    expect(head(itemJob("a", 1, { group: "" }), 1_500, 10)[1].job.album).toBeUndefined();
+  });
+
+  it("items join in the album's order, each pushing the start back; the caption is the text", () => {
+    let entry: readonly [string, StoredRun] = head(itemJob("a", 3), 1_000, 0);
+    const store = (key: string, run: StoredRun) => (entry = [key, run]);
+    for (const [runId, messageId, at, text] of [["b", 1, 400, "caption"], ["c", 2, 900, undefined]] as const) {
+      const job = itemJob(runId, messageId, { text });
+      const found = albumRunFor([entry], job, joinable)!;
+      expect(joinAlbum(found, job, 1_000, at, store)).toEqual({ disposition: "merged", runId: "a", metadata: { album: { media_group_id: "g1", run_id: "a" } } });
+    }
+    const [, run] = entry;
+    expect(run.notBefore).toBe(1_900);
+    expect(run.job.input).toEqual({ text: "caption", contents: [], attachments: [1, 2, 3].map((n) => ({ artifact_id: `art-${n}` })) });
+    expect(run.job.album!.parts.map((p) => p.eventId)).toEqual(["evt-b", "evt-c", "evt-a"]);
+    // The same item again (its decision's write went unanswered) finds its run and changes nothing.
+    let stored = 0;
+    expect(joinAlbum(albumRunFor([entry], itemJob("c", 2), () => false)!, itemJob("c", 2), 1_000, 5_000, () => stored++).runId).toBe("a");
+    expect(stored).toBe(0);
+  });
+
+  it("joins no run of another album, another agent, one that began or is full", () => {
+    const table: RunTable = [head(itemJob("a", 1))];
+    expect(albumRunFor(table, itemJob("b", 2, { group: "g2" }), joinable)).toBeUndefined();
+    expect(albumRunFor(table, itemJob("b", 2, { agentId: "other" }), joinable)).toBeUndefined();
+    expect(albumRunFor(table, itemJob("b", 2), () => false)).toBeUndefined();
+    expect(albumRunFor([[table[0][0], { ...table[0][1], state: "running" }]], itemJob("b", 2), joinable)).toBeUndefined();
+    let entry: readonly [string, StoredRun] = table[0];
+    for (let n = 2; n <= ALBUM_MAX_PARTS; n++) joinAlbum(entry, itemJob(`p${n}`, n), 1_000, 0, (key, run) => (entry = [key, run]));
+    expect(entry[1].job.album!.parts).toHaveLength(ALBUM_MAX_PARTS);
+    expect(albumRunFor([entry], itemJob("late", 99), joinable)).toBeUndefined();
+  });
+});
