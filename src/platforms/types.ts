@@ -27,6 +27,8 @@ export interface WebhookRequest {
   rawBody: string;
   /** Milliseconds since the epoch, for timestamp windows. */
   now: number;
+  /** Bounds a platform call made to read the request (Telegram's getMe). */
+  apiTimeoutMs: number;
 }
 
 /** A file a platform message carries, before the host downloads it. */

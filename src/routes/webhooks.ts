@@ -28,13 +28,13 @@ export const webhooksRouter = router().post(
     if (!bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
     const adapter = ADAPTERS[platform];
     const rawBody = await c.req.text();
-    const inbound = await adapter.receive(bot, { headers: c.req.raw.headers, rawBody, now: Date.now() }).catch((err: unknown) => {
+    const config = configOf(c.env);
+    const inbound = await adapter.receive(bot, { headers: c.req.raw.headers, rawBody, now: Date.now(), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS }).catch((err: unknown) => {
       // The reason helps an operator fix a misconfigured bot; it never includes a secret.
       if (err instanceof HostError && err.status === 401) console.warn(`webhook ${platform}/${botId}: ${err.message}`);
       throw err;
     });
     if (inbound.kind === "handshake") return c.json(inbound.body);
-    const config = configOf(c.env);
     const recorded = await ingestEvents(
       { env: c.env, adapter, bot, publicBaseUrl: publicBaseUrl(c.env, c.req.url), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS },
       inbound.raw,

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { addTelegramBot, ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { largeFile } from "../support/host-api";
 
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
@@ -14,6 +14,18 @@ const LEAKY_CHAT = "-666";
 /** A group upgraded to a supergroup: Telegram refuses sends there and names the new chat. */
 const UPGRADED_GROUP = "-102700";
 const ITS_SUPERGROUP = "-1001027000001";
+/** A group upgraded mid-reply, once two messages were posted there: every later call naming it is refused. */
+const UPGRADED_MID_REPLY = "-102800";
+const ITS_NEW_SUPERGROUP = "-1001028000001";
+/** Groups and what they became, with how many more sends each takes before it is upgraded. */
+const upgrades = new Map([
+  [UPGRADED_GROUP, { to: ITS_SUPERGROUP, sendsLeft: 0 }],
+  [UPGRADED_MID_REPLY, { to: ITS_NEW_SUPERGROUP, sendsLeft: 2 }],
+]);
+/** The bot's username, as getMe names it. */
+const OUR_USERNAME = "OurTestBot";
+/** Another bot of ours whose getMe fails: everything else answers as for BOT_TOKEN. */
+const NO_GETME_TOKEN = "123457:TEST-telegram-bot-token-nogetme";
 /** Chats whose first sendMessage the fake takes (and posts), then drops the connection without answering. */
 const droppingChats = new Set<string>();
 /** Chats whose first editMessageText is applied but its answer broken off after the status. */
@@ -32,13 +44,17 @@ const answered: string[] = [];
 
 function telegramApi(call: PlatformCall): FakeReply {
   const m = /^\/(file\/)?bot([^/]+)\/(.+)$/.exec(call.path);
-  if (!m || m[2] !== BOT_TOKEN) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
+  if (!m || (m[2] !== BOT_TOKEN && m[2] !== NO_GETME_TOKEN)) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
   if (m[1]) return { bytes: PHOTO, headers: { "content-type": "image/jpeg" } };
   const method = m[3];
+  if (method === "getMe" && m[2] === NO_GETME_TOKEN) return { status: 502, json: { ok: false, error_code: 502, description: "Bad Gateway" } };
+  if (method === "getMe") return { json: { ok: true, result: { id: 123456, is_bot: true, first_name: "Test", username: OUR_USERNAME } } };
   // A multipart upload names its chat in a form field, read by the tests themselves.
   const chat = String(call.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(call.raw)?.[1]);
+  const upgrade = upgrades.get(chat);
+  if (upgrade?.sendsLeft === 0) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: Number(upgrade.to) } } };
   if (method === "sendMessage") {
-    if (chat === UPGRADED_GROUP) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: Number(ITS_SUPERGROUP) } } };
+    if (upgrade) upgrade.sendsLeft--;
     if (chat === LEAKY_CHAT) return { status: 400, json: { ok: false, error_code: 400, description: `Bad Request: chat not found (bot ${BOT_TOKEN})` } };
     if (droppingChats.delete(chat)) return { drop: true };
     const retryAfter = throttledChats.get(chat);
@@ -138,6 +154,24 @@ describe("Telegram: webhook in, reply out", () => {
     const [reply] = await waitFor(() => sendsTo(ITS_SUPERGROUP).length > 0 && sendsTo(ITS_SUPERGROUP), 15_000, "the reply in the supergroup");
     expect(reply.body.text).toBe("echo: hello old group");
     expect(sendsTo(UPGRADED_GROUP)).toHaveLength(1);
+  });
+
+  it("follows a group upgraded mid-reply for the reply's next posts, but edits each message only in the chat it was posted in", async () => {
+    // A draft of two messages posted in the group, which is upgraded then; the final text fits in one message.
+    await post(update(UPGRADED_MID_REPLY, { text: "shrink 3000" }));
+    const [final] = await waitFor(() => sendsTo(ITS_NEW_SUPERGROUP).length > 0 && sendsTo(ITS_NEW_SUPERGROUP), 15_000, "the final text in the supergroup");
+    expect(final.body.text).toBe("short final");
+    const drafts = sendsTo(UPGRADED_MID_REPLY);
+    const runId = contextFor("shrink 3000")[0].run_id;
+    await host.waitForRun(runId);
+    const superseded = await waitFor(() => fake.callsTo(/\/editMessageText$/).find((c) => c.body.text === "…" && c.body.message_id === messageIdOf(drafts[1])), 10_000, "the second draft message superseded");
+    // Its message ids are the group's: editing them in the supergroup would change other messages there.
+    expect(superseded.body.chat_id).toBe(UPGRADED_MID_REPLY);
+    expect(editsOf(ITS_NEW_SUPERGROUP)).toEqual([]);
+    expect(new Set(editsOf(UPGRADED_MID_REPLY).map((c) => c.body.message_id))).toEqual(new Set(drafts.map(messageIdOf)));
+    // Once an edit named the supergroup, the final text went straight there: only the two drafts were sent to the group.
+    expect(drafts).toHaveLength(2);
+    expect(sendsTo(ITS_NEW_SUPERGROUP)).toHaveLength(1);
   });
 
   it("refuses a wrong or missing secret token with 401 and runs nothing", async () => {
@@ -321,6 +355,43 @@ describe("Telegram: webhook in, reply out", () => {
     const [row] = await host.query<{ event_type: string; source_event_type: string }>("SELECT event_type, source_event_type FROM event_log WHERE event_id = ?", [`telegram:${botId}:${fromBot.update_id}`]);
     expect(row).toEqual({ event_type: "platform.unhandled", source_event_type: "message.from_bot" });
     expect(contextFor("a bot speaking")).toEqual([]);
+  });
+
+  it("records a linked channel's post auto-forwarded into its discussion group without answering it, but answers a comment on it", async () => {
+    const forward = update("-101600", { from: { id: 777000, is_bot: false, first_name: "Telegram" }, sender_chat: { id: -1001016000001, type: "channel", title: "News" }, is_automatic_forward: true, text: "a channel post" });
+    expect((await post(forward)).status).toBe(200);
+    const [row] = await host.query<{ event_type: string; source_event_type: string; conversation_id: string }>("SELECT event_type, source_event_type, conversation_id FROM event_log WHERE event_id = ?", [`telegram:${botId}:${forward.update_id}`]);
+    expect(row).toEqual({ event_type: "platform.unhandled", source_event_type: "message.automatic_forward", conversation_id: "-101600" });
+    await post(update("-101600", { text: "a comment", reply_to_message: { message_id: forward.message.message_id } }));
+    await waitFor(() => sendsTo("-101600").some((c) => c.body.text === "echo: a comment"), 10_000, "the comment's answer");
+    expect(contextFor("a channel post")).toEqual([]);
+    expect(sendsTo("-101600")).toHaveLength(1);
+  });
+
+  it("answers a group command addressed to it (any case) or to no bot, and records one addressed to another bot without running it", async () => {
+    const command = (text: string) => update("-101700", { text, entities: [{ type: "bot_command", offset: 0, length: text.split(" ")[0].length }] });
+    const forOther = command("/help@OtherBot");
+    expect((await post(forOther)).status).toBe(200);
+    const [row] = await host.query<{ event_type: string; source_event_type: string; conversation_id: string }>("SELECT event_type, source_event_type, conversation_id FROM event_log WHERE event_id = ?", [`telegram:${botId}:${forOther.update_id}`]);
+    expect(row).toEqual({ event_type: "platform.unhandled", source_event_type: "message.command_for_other_bot", conversation_id: "-101700" });
+    await post(command("/help@ourtestbot please"));
+    await post(command("/help"));
+    // In a private chat only this bot is there to ask.
+    await post({ ...command("/start@OtherBot"), message: { ...command("/start@OtherBot").message, chat: { id: 101700, type: "private" } } });
+    await waitFor(() => sendsTo("-101700").length >= 2 && sendsTo("101700").length >= 1, 15_000, "the answers");
+    expect(sendsTo("-101700").map((c) => c.body.text)).toEqual(["echo: /help@ourtestbot please", "echo: /help"]);
+    expect(contextFor("/help@OtherBot").filter((c) => c.conversation.conversation_id === "-101700")).toEqual([]);
+    // The username was asked once, when a command first named a bot, and kept.
+    expect(fake.callsTo(/\/getMe$/).filter((c) => c.path.includes(BOT_TOKEN))).toHaveLength(1);
+  });
+
+  it("answers a command addressed to another bot when its own username cannot be read (getMe failed), rather than drop it", async () => {
+    const other = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: NO_GETME_TOKEN, secretToken: "tg-secret-token-nogetme-0123" }, { runner, agentId: "tg-agent-nogetme" });
+    const u = update("-101800", { text: "/help@OtherBot", entities: [{ type: "bot_command", offset: 0, length: 14 }] });
+    const res = await fetch(other.webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": "tg-secret-token-nogetme-0123" }, body: JSON.stringify(u) });
+    expect(res.status).toBe(200);
+    await waitFor(() => sendsTo("-101800").some((c) => c.body.text === "echo: /help@OtherBot"), 15_000, "the answer");
+    expect(fake.callsTo(/\/getMe$/).filter((c) => c.path.includes(NO_GETME_TOKEN))).toHaveLength(1);
   });
 
   it("sets the webhook with the secret token through the admin API", async () => {

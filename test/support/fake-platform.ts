@@ -145,7 +145,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `STREAM_STEP_MS` then completes with the words (`bigstream <chunks> <chars>`
  * streams long chunks the same way); `long <n>` answers n
  * characters in lines; `differ <text>` streams a draft then completes with
- * `<text>`; `attach <name>` attaches ANSWER_FILE under that name (inline
+ * `<text>`; `shrink [chars]` streams a draft of two messages then completes with one short line; `attach <name>` attaches ANSWER_FILE under that name (inline
  * `artifact.created`) and answers a line of text, `attachonly <name>` the same
  * with an answer that shows only an image by URL; `show <artifact_id>` answers
  * text and an image element naming that artifact (`show input` names the
@@ -211,11 +211,13 @@ export async function startChatRunner(name: string) {
       if (text.startsWith("long ")) return w.reply(longText(Number(text.slice(5))));
       // `sleep <ms>`: a runner thinking, silent, before it answers.
       if (text.startsWith("sleep ")) await sleep(Number(text.slice("sleep ".length)));
-      if (text === "shrink") {
-        // A draft that spills into a second message, then a final answer that fits in one.
-        // Spaced past the 1 s edit interval, so the draft is really shown in two messages.
+      if (text === "shrink" || text.startsWith("shrink ")) {
+        // A draft that spills into a second message, then a final answer that fits in one (`shrink <chars>`: each of
+        // the draft's two deltas that long, 1500 unless given). Spaced past the 1 s edit interval, so the draft is
+        // really shown in two messages.
+        const chars = Number(text.slice("shrink ".length)) || 1500;
         for (const n of [1, 2]) {
-          w.send("message.delta", { chunk: { role: "assistant", content: longText(1500).replace(/^line 1 /, `draft ${n} `) } });
+          w.send("message.delta", { chunk: { role: "assistant", content: longText(chars).replace(/^line 1 /, `draft ${n} `) } });
           await sleep(1200);
         }
         return w.reply("short final");

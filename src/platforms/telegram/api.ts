@@ -1,6 +1,6 @@
 /**
  * The few Bot API methods the host calls: sendMessage, editMessageText,
- * sendPhoto and sendDocument (multipart uploads), getFile, setWebhook.
+ * sendPhoto and sendDocument (multipart uploads), getFile, setWebhook, getMe.
  * Every answer is `{ok, result}` or
  * `{ok: false, error_code, description, parameters: {retry_after}}`.
  */
@@ -45,6 +45,7 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
       return { ok: true, value: `${bot.apiBaseUrl}/file/bot${bot.credentials.bot_token}/${path}` };
     },
     setWebhook: (url: string) => call("setWebhook", { url, secret_token: bot.credentials.secret_token }),
+    getMe: () => call("getMe", {}),
   };
 }
 
@@ -56,12 +57,18 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
   // Only the first message quotes the user's; the rest follow it in the same chat/topic.
   let replied = false;
   let chatId = target.chatId;
-  /** A group upgraded to a supergroup answers with its new id: the call is made again there, and so are the next ones. */
+  /** The chat each message was posted in: an edit goes there, wherever the next sends go since. */
+  const postedIn = new Map<string, string>();
+  /** A group upgraded to a supergroup answers with its new id: the next posts go there. Answers whether it moved. */
+  const followed = (res: ApiResult<unknown>): boolean => {
+    if (res.ok || res.failure.movedToChatId === undefined || res.failure.movedToChatId === chatId) return false;
+    chatId = res.failure.movedToChatId;
+    return true;
+  };
+  /** A post refused for the move is made again in the new chat. */
   async function inChat(attempt: () => Promise<ApiResult<unknown>>): Promise<ApiResult<unknown>> {
     const res = await attempt();
-    if (res.ok || res.failure.movedToChatId === undefined || res.failure.movedToChatId === chatId) return res;
-    chatId = res.failure.movedToChatId;
-    return attempt();
+    return followed(res) ? attempt() : res;
   }
   const place = () => ({
     chat_id: chatId,
@@ -71,7 +78,9 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
   const sent = (res: ApiResult<unknown>): ApiResult<string> => {
     if (!res.ok) return res;
     replied = true;
-    return { ok: true, value: String(asRecord(res.value).message_id) };
+    const id = String(asRecord(res.value).message_id);
+    postedIn.set(id, chatId);
+    return { ok: true, value: id };
   };
   return {
     async send(text) {
@@ -89,7 +98,10 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
       return sent(await inChat(() => api.call("sendDocument", form("document"))));
     },
     async edit(messageId, text) {
-      const res = await api.call("editMessageText", { chat_id: chatId, message_id: Number(messageId), text });
+      // Message ids are per chat: an edit refused for the move is not made in the new chat, where that id is another
+      // message (the session posts the text anew instead), but the next posts go straight there.
+      const res = await api.call("editMessageText", { chat_id: postedIn.get(messageId) ?? chatId, message_id: Number(messageId), text });
+      followed(res);
       // Editing to the same text is refused with 400; for us it is done.
       if (!res.ok && res.failure.status === 400 && /message is not modified/i.test(res.failure.message)) return { ok: true, value: undefined };
       return res.ok ? { ok: true, value: undefined } : res;

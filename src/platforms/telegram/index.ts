@@ -5,7 +5,8 @@ import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody, refused } from "../verify";
 import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
-import { normalizeUpdate, UpdateSchema } from "./normalize";
+import { commandAddresseeOf, normalizeUpdate, UpdateSchema } from "./normalize";
+import { ownUsername } from "./own-username";
 
 const CredentialsSchema = z.strictObject({
   bot_token: z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, "bot_token must look like 123456:ABC-DEF..."),
@@ -43,7 +44,8 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
     const update = UpdateSchema.safeParse(body);
     // Verified but not an update we can read: recorded and acknowledged, so Telegram does not retry it.
     if (!update.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
-    return { kind: "events", raw: update.data, events: normalizeUpdate(update.data, bot.credentials.bot_token.split(":")[0]) };
+    const username = commandAddresseeOf(update.data) === null ? null : await ownUsername(bot, req.apiTimeoutMs);
+    return { kind: "events", raw: update.data, events: normalizeUpdate(update.data, { id: bot.credentials.bot_token.split(":")[0], username }) };
   },
 
   acknowledge: () => ({ ok: true }),

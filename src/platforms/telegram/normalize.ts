@@ -43,6 +43,8 @@ const MessageSchema = z.looseObject({
   /** A round video message, recorded like a voice message: always MP4. */
   video_note: FileSchema.optional(),
   new_chat_members: z.array(UserSchema).optional(),
+  /** A linked channel's post, copied by Telegram into the channel's discussion group. */
+  is_automatic_forward: z.boolean().optional(),
   reply_to_message: z.looseObject({ message_id: z.number() }).optional(),
   /** Shared by the items of an album, each sent as an update of its own. */
   media_group_id: z.string().optional(),
@@ -134,6 +136,26 @@ function base(update: { update_id: number }, kind: string, m: TelegramMessage) {
   };
 }
 
+/** A command at the start of a message, as Telegram marks it. */
+const LeadingCommandSchema = z.looseObject({ type: z.literal("bot_command"), offset: z.literal(0), length: z.int().positive() });
+
+/**
+ * The bot a group message's leading command names (`/help@OtherBot` → "OtherBot"), or null: a bare command is for
+ * every bot, and in a private chat the bot is the only one there to ask.
+ */
+function commandAddressee(m: TelegramMessage): string | null {
+  const [text, entities] = m.text !== undefined ? [m.text, m.entities] : [m.caption, m.caption_entities];
+  if (m.chat.type === "private" || text === undefined) return null;
+  const command = (entities ?? []).map((e) => LeadingCommandSchema.safeParse(e)).find((e) => e.success)?.data;
+  return command ? (/^\/[^@\s]+@([A-Za-z0-9_]+)$/.exec(text.slice(0, command.length))?.[1] ?? null) : null;
+}
+
+/** The bot an update's message command names, if any: the bot's own username is looked up only then. */
+export function commandAddresseeOf(given: z.infer<typeof UpdateSchema>): string | null {
+  const parsed = MessageSchema.safeParse(withoutNulls(given).message);
+  return parsed.success ? commandAddressee(parsed.data) : null;
+}
+
 /** What an update the host does not handle says of its chat (an edit, a button press, the bot's membership): where it is recorded. */
 const ChatOfUpdateSchema = z.looseObject({
   chat: z.looseObject({ id: z.number() }).optional(),
@@ -152,8 +174,11 @@ function unhandledInItsChat(update: z.infer<typeof UpdateSchema>, kind: string, 
   return { ...unhandled(key, kind), conversationId: String(chat.id), threadId: topic };
 }
 
-/** `selfId`: the bot's own user id (its token's prefix), so its own arrival in a chat is not welcomed by its agent. */
-export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, selfId?: string): NormalizedEvent[] {
+/**
+ * `self.id`: the bot's own user id (its token's prefix), so its own arrival in a chat is not welcomed by its agent;
+ * `self.username`: its username when known, so a command addressed to another bot is not answered.
+ */
+export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?: string; username?: string | null } = {}): NormalizedEvent[] {
   // A field sent as null counts as absent (README).
   const update = withoutNulls(given);
   const kind = updateKind(update);
@@ -166,7 +191,7 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, selfId?: st
   if (m.new_chat_members?.length) {
     return m.new_chat_members.map((user) => {
       const joined = `${key}:joined:${user.id}`;
-      if (String(user.id) === selfId) return { ...unhandled(joined, "new_chat_members.self"), conversationId: common.conversationId, threadId: common.threadId };
+      if (String(user.id) === self.id) return { ...unhandled(joined, "new_chat_members.self"), conversationId: common.conversationId, threadId: common.threadId };
       return {
         ...common,
         key: joined,
@@ -183,10 +208,18 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, selfId?: st
   }
   const text = m.text !== undefined ? withLinkTargets(m.text, m.entities) : m.caption !== undefined ? withLinkTargets(m.caption, m.caption_entities) : null;
   const files = filesOf(m);
-  if (text === null && files.length === 0) return [{ ...unhandled(key, kind), conversationId: common.conversationId, threadId: common.threadId }];
+  const ignored = (why: string): NormalizedEvent[] => [{ ...unhandled(key, why), conversationId: common.conversationId, threadId: common.threadId }];
+  if (text === null && files.length === 0) return ignored(kind);
   // Another bot's message (bot-to-bot mode delivers replies to ours) is recorded, not answered: two agents would
   // answer each other forever. A chat speaking through Telegram's placeholder bot is a person.
-  if (m.from?.is_bot && !m.sender_chat) return [{ ...unhandled(key, "message.from_bot"), conversationId: common.conversationId, threadId: common.threadId }];
+  if (m.from?.is_bot && !m.sender_chat) return ignored("message.from_bot");
+  // A channel's post copied into its discussion group is the channel broadcasting, not someone talking to the bot
+  // (and a post the bot itself made there would come back to it).
+  if (m.is_automatic_forward) return ignored("message.automatic_forward");
+  // Telegram gives a command addressed to another bot to every bot in the group that reads all messages. Without
+  // the bot's own username (getMe failed) it is answered rather than dropped.
+  const addressee = commandAddressee(m);
+  if (addressee !== null && self.username && addressee.toLowerCase() !== self.username.toLowerCase()) return ignored("message.command_for_other_bot");
   return [
     {
       ...common,
