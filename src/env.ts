@@ -36,6 +36,8 @@ export interface Env {
   TOOL_RESULT_INLINE_MAX_BYTES?: string;
   RESOURCE_RESPONSE_MAX_BYTES?: string;
   MODEL_ATTEMPT_TIMEOUT_MS?: string;
+  MODEL_STREAM_IDLE_TIMEOUT_MS?: string;
+  RESOURCE_RESPONSE_BUDGET_BYTES?: string;
   STORAGE_MAX_VALUE_BYTES?: string;
   PLATFORM_API_TIMEOUT_MS?: string;
   DB_QUERY_TIMEOUT_MS?: string;
@@ -103,11 +105,19 @@ const ConfigFields = z.object({
   /** Largest body read from a provider, tool or retrieval endpoint. */
   RESOURCE_RESPONSE_MAX_BYTES: positiveInt(16 * MiB),
   /**
-   * One attempt at a model provider (or a retrieval endpoint) must answer within this long: response
-   * headers, or for a stream its first bytes. Past it the attempt is a provider fault and the next
+   * Upstream answers (bodies being read, and what is made of them until the call is answered) held at once by
+   * one isolate's calls, all runs together: a call whose answer would take more is refused (429), so a few calls
+   * reading large answers cannot exhaust the 128 MB a Durable Object has. At least RESOURCE_RESPONSE_MAX_BYTES.
+   */
+  RESOURCE_RESPONSE_BUDGET_BYTES: positiveInt(24 * MiB),
+  /**
+   * One attempt at a model provider (or a retrieval endpoint) must answer within this long: the whole
+   * answer, or for a stream its first event. Past it the attempt is a provider fault and the next
    * fallback model is tried.
    */
   MODEL_ATTEMPT_TIMEOUT_MS: positiveInt(60_000),
+  /** A model stream the provider sends nothing on (not even a keep-alive) for this long is ended with an error line. */
+  MODEL_STREAM_IDLE_TIMEOUT_MS: positiveInt(60_000),
   /** Largest storage.set value, decoded bytes (its base64 must also fit in MAX_API_BODY_BYTES). */
   STORAGE_MAX_VALUE_BYTES: positiveInt(MiB),
   /** Each call to a chat platform's API (send, edit, file lookup) gives up after this long. */
@@ -140,6 +150,10 @@ export const CONFIG_VARS = Object.keys(ConfigFields.shape) as (keyof typeof Conf
 const ConfigSchema = ConfigFields.refine((c) => c.RUN_DEADLINE_MS + c.DELIVERY_SETTLE_TIMEOUT_MS <= RUN_WALL_TIME_MAX_MS, {
   message: `RUN_DEADLINE_MS + DELIVERY_SETTLE_TIMEOUT_MS must stay within ${RUN_WALL_TIME_MAX_MS / 60_000} minutes: a run lives in a Durable Object alarm, which has 15 minutes of wall time`,
 })
+  .refine((c) => c.RESOURCE_RESPONSE_BUDGET_BYTES >= c.RESOURCE_RESPONSE_MAX_BYTES, {
+    path: ["RESOURCE_RESPONSE_BUDGET_BYTES"],
+    message: "RESOURCE_RESPONSE_BUDGET_BYTES must be at least RESOURCE_RESPONSE_MAX_BYTES: an answer as large as allowed must fit in it",
+  })
   // The wrong variable removed at the end of a rotation: every sealed credential would fail, and new ones be stored in the clear.
   .refine((c) => c.SECRETS_KEY_PREVIOUS === undefined || c.SECRETS_KEY !== undefined, {
     path: ["SECRETS_KEY"],

@@ -256,8 +256,10 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
         // Loop until this pull has something to send: keep-alive comments and role-only chunks send nothing.
         for (;;) {
           const next = await lines.next().catch((err: unknown) => {
-            // The connection reset is a stream cut off, like one that merely stops; the host's limits and a stopped call say why themselves.
-            throw opts.signal.aborted || err instanceof RunnerCallError ? err : new ModelStreamError("stream_closed", `the model provider's stream broke off: ${describeError(err)}`, { cause: err });
+            // The connection reset is a stream cut off, like one that merely stops; the host's limits, a stopped call and a
+            // provider silent too long (an UpstreamError timeout) say why themselves.
+            const said = opts.signal.aborted || err instanceof RunnerCallError || err instanceof UpstreamError;
+            throw said ? err : new ModelStreamError("stream_closed", `the model provider's stream broke off: ${describeError(err)}`, { cause: err });
           });
           if (finished) return; // ended meanwhile (cancelled, or the call was stopped): nothing more goes out
           const out: ModelStreamLine[] = [];

@@ -1,4 +1,4 @@
-import { httpError, readText, upstreamFetch } from "./upstream";
+import { httpError, readText, upstreamFetch, type TakeBytes } from "./upstream";
 
 export interface HttpToolTarget {
   endpoint: string;
@@ -13,7 +13,7 @@ export interface HttpToolTarget {
 export async function callHttpTool(
   target: HttpToolTarget,
   call: { runId: string; toolCallId: string; parameters: Record<string, unknown> },
-  opts: { signal: AbortSignal; maxBytes: number },
+  opts: { signal: AbortSignal; maxBytes: number; take?: TakeBytes },
 ): Promise<unknown> {
   const headers = {
     ...target.headers,
@@ -24,7 +24,7 @@ export async function callHttpTool(
   };
   const res = await upstreamFetch(target.endpoint, { method: "POST", headers, body: JSON.stringify(call.parameters), signal: opts.signal });
   if (!res.ok) throw await httpError(res, "the tool endpoint", opts.signal);
-  const text = await readText(res, opts.maxBytes, opts.signal);
+  const text = await readText(res, opts.maxBytes, opts.signal, opts.take);
   if (/\bjson\b/i.test(res.headers.get("content-type") ?? "")) {
     try {
       return JSON.parse(text);

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import type { ChatRequest } from "./chat-request";
-import { abortReason, attemptSignal, httpError, readJson, readText, UPSTREAM_MESSAGE_MAX_CHARS, upstreamFetch, UpstreamError, type AttemptSignal } from "./upstream";
+import { abortReason, attemptSignal, httpError, readJson, readText, UPSTREAM_MESSAGE_MAX_CHARS, upstreamFetch, UpstreamError, type AttemptSignal, type TakeBytes } from "./upstream";
 import { joinUrl } from "../lib/url";
 
 /** Where and as whom the host calls a model; built from the model row at call time. */
@@ -13,8 +13,12 @@ export interface ProviderTarget {
 export interface CallOptions {
   signal: AbortSignal;
   maxBytes: number;
-  /** The provider must start answering within this long (see MODEL_ATTEMPT_TIMEOUT_MS). */
+  /** The provider must answer (a stream: begin) within this long (see MODEL_ATTEMPT_TIMEOUT_MS). */
   attemptTimeoutMs: number;
+  /** A begun stream the provider sends nothing on for this long fails (see MODEL_STREAM_IDLE_TIMEOUT_MS). */
+  streamIdleMs: number;
+  /** Counts a JSON answer's bytes as they are read, against what the host may hold at once. */
+  take?: TakeBytes;
 }
 
 export const UsageSchema = z
@@ -73,17 +77,23 @@ async function post(target: ProviderTarget, path: string, body: string, accept: 
   }
 }
 
-/** A JSON answer: the provider has answered once its headers are in. */
-async function postJson(target: ProviderTarget, path: string, body: string, opts: CallOptions): Promise<Response> {
+/**
+ * A JSON answer, read whole within the attempt's timeout: a provider that sends its headers and then stalls
+ * or trickles its body has not answered, and another may do better.
+ */
+async function postJson(target: ProviderTarget, path: string, body: string, opts: CallOptions, what: string): Promise<{ json: unknown; status: number }> {
   const { res, attempt } = await post(target, path, body, "application/json", opts);
-  attempt.answered();
-  return res;
+  try {
+    return { json: await readJson(res, opts.maxBytes, attempt.signal, what, opts.take), status: res.status };
+  } finally {
+    attempt.dispose();
+  }
 }
 
 /** POST /chat/completions: one message back, tool calls included. */
 export async function chatCompletion(target: ProviderTarget, req: ChatRequest, opts: CallOptions): Promise<ChatResult> {
-  const res = await postJson(target, "/chat/completions", chatBody(target, req, false), opts);
-  const parsed = ChatCompletionSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the model provider"));
+  const res = await postJson(target, "/chat/completions", chatBody(target, req, false), opts, "the model provider");
+  const parsed = ChatCompletionSchema.safeParse(res.json);
   if (!parsed.success) throw new UpstreamError("invalid_response", "the model provider's answer is not a chat completion", res.status);
   const choice = parsed.data.choices[0];
   const { tool_calls: rawToolCalls, content, ...extras } = choice.message;
@@ -95,8 +105,12 @@ export async function chatCompletion(target: ProviderTarget, req: ChatRequest, o
   };
 }
 
-/** The body again, its first chunk (already read) included. */
-function withFirstChunk(first: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>): ReadableStream<Uint8Array> {
+/**
+ * The body again, its first chunk (already read) included. A provider that sends nothing (not even a
+ * keep-alive) for `idleMs` while a chunk is awaited is let go, and the body fails with a `timeout`: a stream
+ * is bounded otherwise only by the run's deadline.
+ */
+function withFirstChunk(first: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>, idleMs: number): ReadableStream<Uint8Array> {
   let head: Uint8Array | undefined = first;
   return new ReadableStream<Uint8Array>(
     {
@@ -106,9 +120,20 @@ function withFirstChunk(first: Uint8Array, reader: ReadableStreamDefaultReader<U
           head = undefined;
           return;
         }
-        const next = await reader.read();
-        if (next.done) controller.close();
-        else controller.enqueue(next.value);
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const silent = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new UpstreamError("timeout", `the model provider sent nothing for ${idleMs} ms mid-stream`)), idleMs);
+        });
+        try {
+          const next = await Promise.race([reader.read(), silent]);
+          if (next.done) controller.close();
+          else controller.enqueue(next.value);
+        } catch (err) {
+          reader.cancel(err).catch(() => {});
+          throw err;
+        } finally {
+          clearTimeout(timer);
+        }
       },
       cancel: (reason) => reader.cancel(reason),
     },
@@ -243,7 +268,7 @@ export async function openChatStream(target: ProviderTarget, req: ChatRequest, o
       throw first.fault;
     }
     attempt.answered();
-    return withFirstChunk(first.bytes, reader);
+    return withFirstChunk(first.bytes, reader, opts.streamIdleMs);
   } catch (err) {
     attempt.dispose();
     throw err;
@@ -266,8 +291,8 @@ export interface RerankResult {
  */
 export async function rerank(target: ProviderTarget, input: { query: string; documents: string[]; topK?: number }, opts: CallOptions): Promise<RerankResult> {
   const body = JSON.stringify({ model: target.model, query: input.query, documents: input.documents, top_n: input.topK ?? input.documents.length });
-  const res = await postJson(target, "/rerank", body, opts);
-  const parsed = RerankSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the rerank provider"));
+  const res = await postJson(target, "/rerank", body, opts, "the rerank provider");
+  const parsed = RerankSchema.safeParse(res.json);
   if (!parsed.success) throw new UpstreamError("invalid_response", "the rerank provider's answer has no results list", res.status);
   // One result per document: a provider listing one twice keeps its best score.
   const best = new Map<number, number>();

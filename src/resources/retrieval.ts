@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { RecordSchema } from "../protocol/common";
-import { attemptSignal, httpError, readJson, upstreamFetch, UpstreamError } from "./upstream";
+import { attemptSignal, httpError, readJson, upstreamFetch, UpstreamError, type TakeBytes } from "./upstream";
 
 export interface RetrievalTarget {
   endpoint: string;
@@ -22,24 +22,25 @@ export type RetrievedEntry = { content: string; score: number; metadata: Record<
 export async function retrieve(
   target: RetrievalTarget,
   input: { query: string; topK: number; filters?: Record<string, unknown> | null },
-  opts: { signal: AbortSignal; maxBytes: number; attemptTimeoutMs: number },
+  opts: { signal: AbortSignal; maxBytes: number; attemptTimeoutMs: number; take?: TakeBytes },
 ): Promise<RetrievedEntry[]> {
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
   if (target.apiKey) headers.authorization = `Bearer ${target.apiKey}`;
   const body = JSON.stringify({ query: input.query, top_k: input.topK, filters: input.filters ?? {} });
-  // The endpoint must answer (headers) within the attempt timeout; the body is then bounded by the call's signal only.
+  // The whole answer, not only its headers, within the attempt timeout: a body that stalls or trickles holds nothing longer.
   const attempt = attemptSignal(opts.signal, opts.attemptTimeoutMs, "the retrieval endpoint");
-  let res: Response;
+  let json: unknown;
+  let status: number;
   try {
-    res = await upstreamFetch(target.endpoint, { method: "POST", headers, body, signal: attempt.signal });
-    attempt.answered();
-  } catch (err) {
+    const res = await upstreamFetch(target.endpoint, { method: "POST", headers, body, signal: attempt.signal });
+    if (!res.ok) throw await httpError(res, "the retrieval endpoint", attempt.signal);
+    status = res.status;
+    json = await readJson(res, opts.maxBytes, attempt.signal, "the retrieval endpoint", opts.take);
+  } finally {
     attempt.dispose();
-    throw err;
   }
-  if (!res.ok) throw await httpError(res, "the retrieval endpoint", opts.signal);
-  const parsed = EntriesSchema.safeParse(await readJson(res, opts.maxBytes, opts.signal, "the retrieval endpoint"));
-  if (!parsed.success) throw new UpstreamError("invalid_response", "the retrieval endpoint's answer is not {entries: [{content, score}]}", res.status);
+  const parsed = EntriesSchema.safeParse(json);
+  if (!parsed.success) throw new UpstreamError("invalid_response", "the retrieval endpoint's answer is not {entries: [{content, score}]}", status);
   return parsed.data.entries
     .map((e) => ({ content: e.content, score: e.score, metadata: e.metadata ?? {} }))
     .sort((a, b) => b.score - a.score)

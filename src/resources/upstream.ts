@@ -42,16 +42,16 @@ export async function upstreamFetch(url: string, init: RequestInit & { signal: A
 export interface AttemptSignal {
   /** For the request: aborted by the parent signal, or by the attempt's own timer. */
   signal: AbortSignal;
-  /** The upstream has answered: its timer stops, while the parent still aborts the call. */
+  /** The upstream has answered (a stream began): its timer stops, while the parent still aborts the call. */
   answered(): void;
   /** The attempt is over (failed): stop the timer and stop following the parent. */
   dispose(): void;
 }
 
 /**
- * One attempt at an upstream that must start answering (headers, or the
- * first bytes of a stream) within `ms`; otherwise it is aborted with a
- * `timeout` UpstreamError, a provider fault, so a fallback can be tried.
+ * One attempt at an upstream that must answer (its whole body, or a stream's
+ * first event) within `ms`; otherwise it is aborted with a `timeout`
+ * UpstreamError, a provider fault, so a fallback can be tried.
  */
 export function attemptSignal(parent: AbortSignal, ms: number, what: string): AttemptSignal {
   const controller = new AbortController();
@@ -69,7 +69,6 @@ export function attemptSignal(parent: AbortSignal, ms: number, what: string): At
   };
 }
 
-/** Read a body up to `maxBytes`, refusing (not truncating) a larger one. */
 /** The decoder for the charset a Content-Type names (UTF-8 when it names none, or one this runtime lacks). */
 export function decoderFor(contentType: string | null): TextDecoder {
   const label = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1];
@@ -80,7 +79,23 @@ export function decoderFor(contentType: string | null): TextDecoder {
   }
 }
 
-export async function readText(res: Response, maxBytes: number, signal: AbortSignal): Promise<string> {
+/** Counts bytes of an answer as they are read, against what the host may hold at once; throws to refuse more. */
+export type TakeBytes = (bytes: number) => void;
+
+/** The body's next chunk; one that breaks off is the upstream's fault (or, aborted, the abort's reason: deadline, timeout). */
+async function readChunk(reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal): Promise<ReadableStreamReadResult<Uint8Array>> {
+  try {
+    return await reader.read();
+  } catch (err) {
+    throw abortReason(signal, new UpstreamError("network", `response broke off: ${(err as Error).message}`, undefined, { cause: err }));
+  }
+}
+
+/**
+ * Read a body up to `maxBytes`, refusing (not truncating) a larger one, each chunk counted by `take` as it
+ * arrives. `signal` bounds the whole read: the request's signal, whose abort also errors the body.
+ */
+export async function readText(res: Response, maxBytes: number, signal: AbortSignal, take?: TakeBytes): Promise<string> {
   if (!res.body) return "";
   const reader = res.body.getReader();
   const decoder = decoderFor(res.headers.get("content-type"));
@@ -88,15 +103,13 @@ export async function readText(res: Response, maxBytes: number, signal: AbortSig
   let text = "";
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await readChunk(reader, signal);
       if (done) break;
       total += value.length;
       if (total > maxBytes) throw new UpstreamError("too_large", `response is larger than ${maxBytes} bytes`);
+      take?.(value.length);
       text += decoder.decode(value, { stream: true });
     }
-  } catch (err) {
-    if (err instanceof UpstreamError) throw err;
-    throw abortReason(signal, new UpstreamError("network", `response broke off: ${(err as Error).message}`, undefined, { cause: err }));
   } finally {
     reader.cancel().catch(() => {});
   }
@@ -116,8 +129,8 @@ export async function httpError(res: Response, what: string, signal: AbortSignal
   return new UpstreamError("http", `${what} answered HTTP ${res.status}${snippet ? `: ${snippet}` : ""}`, res.status);
 }
 
-export async function readJson(res: Response, maxBytes: number, signal: AbortSignal, what: string): Promise<unknown> {
-  const text = await readText(res, maxBytes, signal);
+export async function readJson(res: Response, maxBytes: number, signal: AbortSignal, what: string, take?: TakeBytes): Promise<unknown> {
+  const text = await readText(res, maxBytes, signal, take);
   try {
     return JSON.parse(text);
   } catch (cause) {

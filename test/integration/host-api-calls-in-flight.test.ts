@@ -2,39 +2,52 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
 import { listenLoopback, readBody, sendJson } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
-import { startScriptedRunner } from "../support/scripted-runner";
+import { runLedger, startScriptedRunner } from "../support/scripted-runner";
 
 /**
  * A run has at most MAX_API_CALLS_IN_FLIGHT Host API calls in flight; one more is answered 429 `rate_limited`
  * (retryable) at once, so a runner firing calls without bound cannot make its conversation's object hold a body and
- * an upstream answer for each. Calls answered free their places.
+ * an upstream answer for each. Calls answered free their places. Upstream answers held at once are bounded too
+ * (RESOURCE_RESPONSE_BUDGET_BYTES), so a few calls reading large answers cannot exhaust the object's memory.
  */
 const LIMIT = 3;
+const BUDGET = 64 * 1024;
+/** Sent by the `half` tool before it waits: two such answers held at once cross the budget. */
+const HALF = 40 * 1024;
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 let tool: Awaited<ReturnType<typeof listenLoopback>>;
 const release = deferred<void>();
 let arrived = 0;
 const allArrived = deferred<void>();
+const finishHalves = deferred<void>();
 
 beforeAll(async () => {
   tool = await listenLoopback(async (req, res) => {
     await readBody(req);
+    if (req.url === "/half") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write(`{"blob": "${"x".repeat(HALF)}`);
+      await finishHalves.promise;
+      return void res.end('"}');
+    }
     if (++arrived === LIMIT) allArrived.resolve();
     await release.promise;
     sendJson(res, 200, { ok: true });
   });
   runner = await startScriptedRunner({ name: "inflight", runners: [{ name: "default", label: { en_US: "i" }, permissions: { tools: ["call"], history: ["page"] } }] });
-  host = await startTestHost({ vars: { MAX_API_CALLS_IN_FLIGHT: String(LIMIT) } });
+  host = await startTestHost({ vars: { MAX_API_CALLS_IN_FLIGHT: String(LIMIT), RESOURCE_RESPONSE_MAX_BYTES: String(BUDGET), RESOURCE_RESPONSE_BUDGET_BYTES: String(BUDGET) } });
   expect((await host.admin("POST", "/v1/admin/tools", { name: "held", endpoint: `${tool.url}/held` })).status).toBe(201);
+  expect((await host.admin("POST", "/v1/admin/tools", { name: "half", endpoint: `${tool.url}/half` })).status).toBe(201);
   await runner.register(host);
   const agent = await host.admin("POST", "/v1/admin/agents", {
-    agent_id: "inflight", name: "i", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { tools: ["held"] },
+    agent_id: "inflight", name: "i", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { tools: ["held", "half"] },
   });
   expect(agent.status).toBe(201);
 });
 afterAll(async () => {
   release.resolve();
+  finishHalves.resolve();
   await host?.dispose();
   await Promise.all([runner?.close(), tool?.close()]);
 });
@@ -54,5 +67,19 @@ describe("Host API calls in flight per run", () => {
     expect(result.refused.body.error).toMatchObject({ code: "rate_limited", retryable: true, details: { limit: LIMIT } });
     expect(result.answered).toEqual(Array(LIMIT).fill(200));
     expect(result.after).toBe(200);
+  });
+
+  it("holding answers past RESOURCE_RESPONSE_BUDGET_BYTES at once: the call whose answer crosses it is refused 429 (retryable) and recorded", async () => {
+    const { result, runId } = await runner.run(host, "budget", async (api) => {
+      const calls = [api("tool.call", { tool_name: "half", parameters: {} }), api("tool.call", { tool_name: "half", parameters: {} })];
+      // Neither answer can finish before the test lets it: only a refusal settles a call now.
+      const first = await Promise.race([...calls, new Promise((r) => setTimeout(r, 4_000, "none settled"))]);
+      finishHalves.resolve();
+      return { first, statuses: (await Promise.all(calls)).map((r) => r.status).sort() };
+    });
+    expect(result.first).toMatchObject({ status: 429, body: { error: { code: "rate_limited", retryable: true, details: { limit: BUDGET } } } });
+    expect(result.statuses).toEqual([200, 429]);
+    const completed = (await runLedger(host, runId)).filter((e) => e.type === "tool.call.completed").map((e) => e.data.error?.code ?? "ok");
+    expect(completed.sort()).toEqual(["ok", "rate_limited"]);
   });
 });

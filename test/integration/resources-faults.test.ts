@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeMcpServer } from "../support/fake-mcp";
 import { startFakeRetrieval } from "../support/fake-retrieval";
-import { STREAM_CLOSES_EARLY, STREAM_ENDLESS, STREAM_ERROR_CHUNK, STREAM_NO_DONE, startFakeProvider } from "../support/fake-provider";
+import { STREAM_CLOSES_EARLY, STREAM_ENDLESS, STREAM_ERROR_CHUNK, STREAM_NO_DONE, STREAM_STALLS, startFakeProvider } from "../support/fake-provider";
 import { startTestHost, type TestHost } from "../support/host";
 import { deferred } from "../support/host-api";
 import { runLedger, startScriptedRunner } from "../support/scripted-runner";
@@ -9,12 +9,14 @@ import { runLedger, startScriptedRunner } from "../support/scripted-runner";
 /**
  * Host-held resources that misbehave: providers that never answer, close a
  * stream early, report an error inside it or do not stream at all; MCP
- * servers that never answer a session's DELETE or answer too much. Each is a
+ * servers that never answer a session's DELETE or answer too much; answers
+ * whose bodies stall or trickle after their headers. Each is a
  * fake on loopback; the host must stay bounded and tell the truth.
  */
 
 const KEYS = { main: "sk-faults-main-7d1f0a", backup: "sk-faults-backup-2b9e4c", odd: "sk-faults-odd-5a3c8e", mcp: "mcp-faults-token-9c2e71", kb: "kb-faults-key-3e8a5d" };
 const ATTEMPT_TIMEOUT_MS = 700;
+const STREAM_IDLE_MS = 700;
 const MAX_BYTES = 32 * 1024;
 
 let host: TestHost;
@@ -45,10 +47,18 @@ const lines = async (res: Response) =>
 
 const user = (content: string) => [{ role: "user", content }];
 
+/** The call's answer, or "unanswered" when it takes longer than `ms` (a host that waits for the run's deadline). */
+const within = async <T>(ms: number, call: Promise<T>): Promise<T | "unanswered"> => {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"unanswered">((r) => (timer = setTimeout(r, ms, "unanswered")));
+  return Promise.race([call, late]).finally(() => clearTimeout(timer));
+};
+
 beforeAll(async () => {
   provider = await startFakeProvider({
-    keys: { "gpt-main": KEYS.main, "gpt-backup": KEYS.backup, "gpt-hang": KEYS.odd, "gpt-mute": KEYS.odd, "gpt-json": KEYS.odd },
+    keys: { "gpt-main": KEYS.main, "gpt-backup": KEYS.backup, "gpt-hang": KEYS.odd, "gpt-mute": KEYS.odd, "gpt-json": KEYS.odd, "gpt-stall": KEYS.odd, "rr-stall": KEYS.odd },
     hanging: ["gpt-hang"],
+    stallingBodies: ["gpt-stall", "rr-stall"],
     silentStreams: ["gpt-mute"],
     jsonStreams: ["gpt-json"],
   });
@@ -56,10 +66,15 @@ beforeAll(async () => {
   retrieval = await startFakeRetrieval({ apiKey: KEYS.kb });
   runner = await startScriptedRunner({
     name: "faults",
-    runners: [{ name: "default", label: { en_US: "faults" }, permissions: { models: ["invoke", "stream"], tools: ["detail", "call"], knowledge_bases: ["retrieve"] } }],
+    runners: [{ name: "default", label: { en_US: "faults" }, permissions: { models: ["invoke", "stream", "rerank"], tools: ["detail", "call"], knowledge_bases: ["retrieve"] } }],
   });
   host = await startTestHost({
-    vars: { MODEL_ATTEMPT_TIMEOUT_MS: String(ATTEMPT_TIMEOUT_MS), RESOURCE_RESPONSE_MAX_BYTES: String(MAX_BYTES), TOOL_CALL_TIMEOUT_MS: "5000" },
+    vars: {
+      MODEL_ATTEMPT_TIMEOUT_MS: String(ATTEMPT_TIMEOUT_MS),
+      MODEL_STREAM_IDLE_TIMEOUT_MS: String(STREAM_IDLE_MS),
+      RESOURCE_RESPONSE_MAX_BYTES: String(MAX_BYTES),
+      TOOL_CALL_TIMEOUT_MS: "5000",
+    },
   });
   const llm = (model_id: string, model: string, api_key: string) => register("/v1/admin/models", { model_id, name: model_id, kind: "llm", base_url: provider.baseUrl, api_key, model });
   await llm("chat", "gpt-main", KEYS.main);
@@ -67,9 +82,11 @@ beforeAll(async () => {
   await llm("hang", "gpt-hang", KEYS.odd);
   await llm("mute", "gpt-mute", KEYS.odd);
   await llm("jsonish", "gpt-json", KEYS.odd);
+  await llm("stall", "gpt-stall", KEYS.odd);
+  await register("/v1/admin/models", { model_id: "rr-stall", name: "rr-stall", kind: "rerank", base_url: provider.baseUrl, api_key: KEYS.odd, model: "rr-stall" });
   await register("/v1/admin/knowledge-bases", { kb_id: "kb", name: "KB", endpoint: retrieval.url, api_key: KEYS.kb });
   await register("/v1/admin/runner-services", { base_url: runner.url });
-  await agent("faults", { type: "global" }, { models: ["chat", "hang", "mute", "jsonish"], fallback_models: ["backup"], knowledge_bases: ["kb"] });
+  await agent("faults", { type: "global" }, { models: ["chat", "hang", "mute", "jsonish", "stall", "rr-stall"], fallback_models: ["backup"], knowledge_bases: ["kb"] });
   await agent("alone", { type: "conversation", id: "alone" }, { models: ["jsonish", "hang"] });
 });
 
@@ -203,6 +220,47 @@ describe("model.stream endings", () => {
     const { result: alone } = await inRun("alone", async ({ api }) => api("model.stream", { model_id: "jsonish", messages: user("stream please") }));
     expect([alone.status, alone.body.error.code, alone.body.error.retryable]).toEqual([502, "runtime_error", true]);
     expect(alone.body.error.message).toContain("event stream");
+  });
+});
+
+describe("answers whose bodies stall or trickle after their headers", () => {
+  it("a model provider's stalled body is an attempt that timed out: fallback, or without one a retryable 502", async () => {
+    const { result, runId } = await inRun("stalled-bodies", async ({ api }) => ({
+      invoke: await within(4_000, api("model.invoke", { model_id: "stall", messages: user("answer slowly") })),
+      rerank: await within(4_000, api("model.rerank", { model_id: "rr-stall", query: "q", documents: ["a", "b"] })),
+    }));
+    expect(result.invoke.body?.data).toMatchObject({ model_id: "backup", message: { content: "gpt-backup says: answer slowly" } });
+    expect([result.rerank.status, result.rerank.body?.error.code, result.rerank.body?.error.retryable]).toEqual([502, "runtime_error", true]);
+    expect(result.rerank.body.error.message).toContain(`${ATTEMPT_TIMEOUT_MS} ms`);
+    const entries = await ledger(runId);
+    expect(entries.find((e) => e.type === "model.fallback")?.data).toMatchObject({ model_id: "stall", operation: "invoke" });
+    expect(entries.find((e) => e.type === "model.failed")?.data).toMatchObject({ model_id: "rr-stall", operation: "rerank", code: "runtime_error" });
+  });
+
+  it("a retrieval endpoint that stalls or trickles its answer fails within the attempt timeout, recorded", async () => {
+    const started = Date.now();
+    const { result, runId } = await inRun("stalled-retrieval", async ({ api }) => ({
+      stall: await within(4_000, api("knowledge.retrieve", { kb_id: "kb", query: "stall" })),
+      trickle: await within(4_000, api("knowledge.retrieve", { kb_id: "kb", query: "trickle" })),
+    }));
+    for (const answer of [result.stall, result.trickle]) {
+      expect([answer.status, answer.body?.error.code, answer.body?.error.retryable]).toEqual([502, "runtime_error", true]);
+      expect(answer.body.error.message).toContain(`${ATTEMPT_TIMEOUT_MS} ms`);
+    }
+    expect(Date.now() - started).toBeLessThan(2 * ATTEMPT_TIMEOUT_MS + 4_000);
+    expect((await ledger(runId)).filter((e) => e.type === "knowledge.failed").map((e) => e.data.code)).toEqual(["runtime_error", "runtime_error"]);
+  });
+
+  it("a model stream that goes silent mid-way ends with a retryable error line after MODEL_STREAM_IDLE_TIMEOUT_MS, and the provider is let go", async () => {
+    const abandoned = provider.state.streamsAbandoned;
+    const { result, runId } = await inRun("stalled-stream", async ({ raw }) => within(4_000, raw("model.stream", { model_id: "chat", messages: user(STREAM_STALLS) }).then(lines)));
+    expect(result).not.toBe("unanswered");
+    expect(result.slice(0, -1).map((l: any) => l.type)).toEqual(["delta", "delta"]);
+    expect(result.at(-1)).toMatchObject({ type: "error", error: { code: "runtime_error", retryable: true, details: { model_id: "chat" } } });
+    expect(result.at(-1).error.message).toContain(`${STREAM_IDLE_MS} ms`);
+    expect((await ledger(runId)).find((e) => e.type === "model.failed")?.data).toMatchObject({ model_id: "chat", operation: "stream", code: "runtime_error" });
+    for (const end = Date.now() + 3_000; provider.state.streamsAbandoned === abandoned && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    expect(provider.state.streamsAbandoned - abandoned).toBe(1);
   });
 });
 

@@ -1,5 +1,5 @@
 import { deferred } from "./host-api";
-import { listenLoopback, readBody, sendJson } from "./http-server";
+import { listenLoopback, readBody, sendJson, sendPartThenStall } from "./http-server";
 
 export interface ProviderCall {
   path: string;
@@ -15,6 +15,8 @@ export const STREAM_ERROR_CHUNK = "send an error chunk";
 export const STREAM_NO_DONE = "finish without done";
 /** A streamed answer that never ends: a delta every 20 ms until the host closes the connection (counted in `state.streamsAbandoned`). */
 export const STREAM_ENDLESS = "stream forever";
+/** A streamed answer that sends its first deltas, then nothing until the host lets go (counted in `state.streamsAbandoned`). */
+export const STREAM_STALLS = "stall mid-stream";
 /** A user text the provider answers by quoting the Authorization header it received, as a careless proxy might. */
 export const ECHO_KEY = "what key did I use?";
 
@@ -23,9 +25,9 @@ export const ECHO_KEY = "what key did I use?";
  * (JSON and SSE) and `/v1/rerank`. Each provider model name has its own API
  * key; a wrong key is a 401 and a model listed in `failing` a 503, both
  * echoing the key they received, as careless providers do. Other models
- * misbehave as their option says (`hanging`, `silentStreams`, `jsonStreams`),
- * and some user texts end a stream badly (STREAM_CLOSES_EARLY,
- * STREAM_ERROR_CHUNK) or without [DONE] (STREAM_NO_DONE).
+ * misbehave as their option says (`hanging`, `silentStreams`, `jsonStreams`,
+ * `stallingBodies`), and some user texts end a stream badly (STREAM_CLOSES_EARLY,
+ * STREAM_ERROR_CHUNK, STREAM_STALLS) or without [DONE] (STREAM_NO_DONE).
  */
 export async function startFakeProvider(opts: {
   keys: Record<string, string>;
@@ -36,12 +38,15 @@ export async function startFakeProvider(opts: {
   silentStreams?: string[];
   /** Models that answer a stream request with a plain JSON completion (200, application/json). */
   jsonStreams?: string[];
+  /** Models whose JSON answers (completions, rerank) send headers and the start of the body, then nothing. */
+  stallingBodies?: string[];
 }) {
   const calls: ProviderCall[] = [];
   const failing = new Set(opts.failing ?? []);
   const hanging = new Set(opts.hanging ?? []);
   const silentStreams = new Set(opts.silentStreams ?? []);
   const jsonStreams = new Set(opts.jsonStreams ?? []);
+  const stallingBodies = new Set(opts.stallingBodies ?? []);
   let gate = deferred();
   const state = { streamsFinished: 0, streamsAbandoned: 0 };
 
@@ -53,6 +58,7 @@ export async function startFakeProvider(opts: {
     if (!key || authorization !== `Bearer ${key}`) return sendJson(res, 401, { error: { message: `Incorrect API key provided: ${authorization}` } });
     if (failing.has(body.model)) return sendJson(res, 503, { error: { message: `model overloaded (request authorised by ${authorization})` } });
     if (hanging.has(body.model)) return; // accepted, never answered
+    if (stallingBodies.has(body.model) && !body.stream) return sendPartThenStall(res, "application/json", '{"choices": [');
 
     if (req.url === "/v1/rerank") {
       const results = (body.documents as string[])
@@ -86,6 +92,7 @@ export async function startFakeProvider(opts: {
     delta({ content: "Hel" });
     delta({ content: "lo" });
     if (text === STREAM_CLOSES_EARLY) return void res.end(); // no finish_reason, no [DONE]
+    if (text === STREAM_STALLS) return void res.on("close", () => void (res.writableFinished || state.streamsAbandoned++));
     if (text === STREAM_ENDLESS) {
       const ticker = setInterval(() => delta({ content: "." }), 20);
       // Bounded, so a host that never lets go cannot keep the test process alive.

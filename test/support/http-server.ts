@@ -28,6 +28,22 @@ export function sendJson(res: ServerResponse, status: number, body: unknown) {
   res.end(JSON.stringify(body));
 }
 
+/**
+ * A 200 whose body starts and then stalls: headers and `part` at once, then nothing until the client lets go
+ * (`onClosed` is told), or, with `trickleMs`, `rest` one byte at a time at that pace (a provider that trickles).
+ */
+export function sendPartThenStall(res: ServerResponse, contentType: string, part: string, opts: { rest?: string; trickleMs?: number; onClosed?: () => void } = {}) {
+  res.writeHead(200, { "content-type": contentType });
+  res.write(part);
+  let at = 0;
+  const rest = opts.rest ?? "";
+  const ticker = opts.trickleMs ? setInterval(() => (at < rest.length ? res.write(rest[at++]) : res.end()), opts.trickleMs) : undefined;
+  res.on("close", () => {
+    clearInterval(ticker);
+    if (!res.writableFinished) opts.onClosed?.();
+  });
+}
+
 /** A plain HTTP server on 127.0.0.1 (a fake of something outside the host). */
 export async function listenLoopback(handler: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): Promise<LoopbackServer> {
   const server: Server = createServer((req, res) => {

@@ -39,6 +39,15 @@ describe("configuration", () => {
   });
 });
 
+describe("upstream answers", () => {
+  it("refuses a budget of answers held at once smaller than one answer may be, naming what to set", () => {
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, RESOURCE_RESPONSE_MAX_BYTES: String(32 * 1024 * 1024) })).toEqual([
+      expect.stringMatching(/^RESOURCE_RESPONSE_BUDGET_BYTES: .*at least RESOURCE_RESPONSE_MAX_BYTES/),
+    ]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, RESOURCE_RESPONSE_MAX_BYTES: "65536", RESOURCE_RESPONSE_BUDGET_BYTES: "65536" })).toEqual([]);
+  });
+});
+
 describe("secrets key rotation", () => {
   it("refuses SECRETS_KEY_PREVIOUS without SECRETS_KEY, naming what to set", () => {
     const key = Buffer.alloc(32, 7).toString("base64");

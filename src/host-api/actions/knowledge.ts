@@ -1,6 +1,7 @@
 import { knowledgeStore } from "../../resources/knowledge-store";
 import { retrieve } from "../../resources/retrieval";
 import { redactValue, secretFragments, urlSecrets } from "../../resources/secrets";
+import { answerHold } from "../answer-budget";
 import { callSignal } from "../call-signal";
 import { assertSameResource } from "../resource-identity";
 import { ApiError } from "../errors";
@@ -17,11 +18,12 @@ const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
   const secrets = secretFragments([apiKey, ...urlSecrets(kb.endpoint)]);
   const startedAt = Date.now();
   const call = callSignal(ctx);
+  const hold = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   try {
     const entries = await retrieve(
       { endpoint: kb.endpoint, apiKey },
       { query: p.query, topK: p.top_k, filters: p.filters },
-      { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES, attemptTimeoutMs: ctx.config.MODEL_ATTEMPT_TIMEOUT_MS },
+      { signal: call.signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES, attemptTimeoutMs: ctx.config.MODEL_ATTEMPT_TIMEOUT_MS, take: hold.take },
     );
     await ctx.ledger.append([{ type: "knowledge.retrieved", data: { kb_id: p.kb_id, top_k: p.top_k, entry_count: entries.length, duration_ms: Date.now() - startedAt } }]);
     return { kb_id: p.kb_id, entries: redactValue(entries, secrets) as typeof entries };
@@ -32,6 +34,7 @@ const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
     throw failure;
   } finally {
     call.dispose();
+    hold.release();
   }
 };
 

@@ -3,6 +3,7 @@ import { ModelInputError, toChatRequest, type ChatRequest } from "../../resource
 import { chatCompletion, openChatStream, rerank, type CallOptions, type Usage } from "../../resources/openai";
 import { redactValue } from "../../resources/secrets";
 import { UpstreamError } from "../../resources/upstream";
+import { answerHold, type AnswerHold } from "../answer-budget";
 import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
 import { withModelFallback, type ModelOperation } from "../model-fallback";
@@ -37,22 +38,25 @@ function recordUsage(ctx: ActionContext, call: { modelId: string; requested: str
   ]);
 }
 
-function callOptions(ctx: ActionContext, signal: AbortSignal): CallOptions {
-  return { signal, maxBytes: ctx.config.RESOURCE_RESPONSE_MAX_BYTES, attemptTimeoutMs: ctx.config.MODEL_ATTEMPT_TIMEOUT_MS };
+function callOptions(ctx: ActionContext, signal: AbortSignal, hold?: AnswerHold): CallOptions {
+  const c = ctx.config;
+  return { signal, maxBytes: c.RESOURCE_RESPONSE_MAX_BYTES, attemptTimeoutMs: c.MODEL_ATTEMPT_TIMEOUT_MS, streamIdleMs: c.MODEL_STREAM_IDLE_TIMEOUT_MS, take: hold?.take };
 }
 
 const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
   const request = chatRequest(p);
   const startedAt = Date.now();
   const call = callSignal(ctx);
+  const hold = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   try {
-    const opts = callOptions(ctx, call.signal);
+    const opts = callOptions(ctx, call.signal, hold);
     const { value, model } = await withModelFallback(ctx, p.model_id, "invoke", (m) => chatCompletion(m.target, request, opts));
     await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "invoke", usage: value.usage, startedAt });
     // An upstream may echo what it was sent: the runner never sees the model's credentials.
     return { model_id: model.modelId, ...(redactValue(value, model.secrets) as typeof value) };
   } finally {
     call.dispose();
+    hold.release();
   }
 };
 
@@ -106,14 +110,16 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
 const modelRerank: Handler<"model.rerank"> = async (ctx, p) => {
   const startedAt = Date.now();
   const call = callSignal(ctx);
+  const hold = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   try {
-    const opts = callOptions(ctx, call.signal);
+    const opts = callOptions(ctx, call.signal, hold);
     const input = { query: p.query, documents: p.documents, topK: p.top_k ?? undefined };
     const { value, model } = await withModelFallback(ctx, p.model_id, "rerank", (m) => rerank(m.target, input, opts));
     await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "rerank", usage: value.usage, startedAt });
     return { model_id: model.modelId, results: value.results, usage: value.usage };
   } finally {
     call.dispose();
+    hold.release();
   }
 };
 

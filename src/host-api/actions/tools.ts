@@ -7,6 +7,7 @@ import { storeToolResult } from "../../resources/tool-result-artifact";
 import { toolsStore, type ToolRow } from "../../resources/tools-store";
 import { parseJson } from "../../lib/json";
 import { openValues } from "../../lib/secret-box";
+import { answerHold, type AnswerHold } from "../answer-budget";
 import { callSignal } from "../call-signal";
 import { assertSameResource } from "../resource-identity";
 import { ApiError, denied } from "../errors";
@@ -34,7 +35,7 @@ const toolDetail: Handler<"tool.detail"> = async (ctx, p) => {
   return { tool_name: tool.tool_name, description: tool.description, parameters: tool.parameters };
 };
 
-type Invoke = (signal: AbortSignal, toolCallId: string) => Promise<unknown>;
+type Invoke = (signal: AbortSignal, toolCallId: string, hold: AnswerHold) => Promise<unknown>;
 
 /** How to reach the tool, with its secrets, read at call time. */
 async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<string, unknown>): Promise<{ invoke: Invoke; secrets: string[] }> {
@@ -55,7 +56,7 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
   const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), toolSlot(row));
   return {
     secrets: secretFragments([...Object.values(headers), ...urlSecrets(row.endpoint)]),
-    invoke: (signal, toolCallId) => callHttpTool({ endpoint: row.endpoint!, headers }, { runId: ctx.snapshot.runId, toolCallId, parameters }, { signal, maxBytes }),
+    invoke: (signal, toolCallId, hold) => callHttpTool({ endpoint: row.endpoint!, headers }, { runId: ctx.snapshot.runId, toolCallId, parameters }, { signal, maxBytes, take: hold.take }),
   };
 }
 
@@ -91,8 +92,9 @@ const toolCall: Handler<"tool.call"> = async (ctx, p) => {
   await ctx.ledger.append([{ type: "tool.call.started", data: { ...ids, ...recorded } }]);
   const startedAt = Date.now();
   const call = callSignal(ctx, { ms: ctx.config.TOOL_CALL_TIMEOUT_MS, what: `tool ${p.tool_name}` });
+  const hold = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   try {
-    const raw = await invoke(call.signal, toolCallId);
+    const raw = await invoke(call.signal, toolCallId, hold);
     const shape = jsonShapeProblem(raw, MAX_TOOL_RESULT_DEPTH, { depthOnly: true });
     if (shape) throw new UpstreamError("invalid_response", `the tool's answer is ${shape}`);
     // A tool that echoes its credentials must not hand them to the runner.
@@ -106,6 +108,7 @@ const toolCall: Handler<"tool.call"> = async (ctx, p) => {
     throw failure;
   } finally {
     call.dispose();
+    hold.release();
   }
 };
 
