@@ -50,3 +50,29 @@ export function roundedIntegerAt(text: string, path: readonly string[]): string 
 }
 
 export const roundedIntegerMessage = (digits: string) => `the number ${digits} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string`;
+
+type RawJson = (text: string) => object;
+/** JSON.rawJSON where the runtime has it (workerd does; Node 20 does not). */
+const RAW_JSON = (JSON as { rawJSON?: RawJson }).rawJSON;
+const isRaw = (JSON as { isRawJSON?: (v: unknown) => boolean }).isRawJSON;
+
+/** A run of digits long enough to be past 2^53: without one, nothing can be rounded and the plain parse is taken. */
+const LONG_DIGITS = /\d{16}/;
+
+/**
+ * JSON.parse that keeps each whole number beyond ±(2^53 − 1) as written: a raw JSON value, which JSON.stringify
+ * writes back digit for digit, so an upstream's answer (a tool's, a knowledge base's) passed on to a runner never has
+ * an id rounded. The host cannot refuse such an answer as it refuses a runner's input: it is the upstream's to give.
+ * A runtime without source text or rawJSON parses plainly.
+ */
+export function parseKeepingIntegers(text: string): unknown {
+  if (!SOURCE_TEXT || !RAW_JSON || !LONG_DIGITS.test(text)) return JSON.parse(text);
+  const keep: SourceReviver = (_key, value, context) =>
+    typeof value === "number" && !Number.isSafeInteger(value) && context?.source && INTEGER_LITERAL.test(context.source) ? RAW_JSON(context.source) : value;
+  return JSON.parse(text, keep as never);
+}
+
+/** The digits of a whole number `parseKeepingIntegers` kept as written, or undefined for any other value. */
+export function keptIntegerText(value: unknown): string | undefined {
+  return isRaw?.(value) ? (value as { rawJSON: string }).rawJSON : undefined;
+}

@@ -1,3 +1,4 @@
+import { parseKeepingIntegers } from "../lib/exact-json";
 import { httpError, readText, upstreamFetch, type TakeBytes } from "./upstream";
 
 export interface HttpToolTarget {
@@ -27,7 +28,7 @@ export async function callHttpTool(
   const text = await readText(res, opts.maxBytes, opts.signal, opts.take);
   if (/\bjson\b/i.test(res.headers.get("content-type") ?? "")) {
     try {
-      return JSON.parse(text);
+      return parseKeepingIntegers(text);
     } catch {
       // Labelled JSON but is not: the text is still the tool's answer.
     }

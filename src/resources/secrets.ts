@@ -6,6 +6,8 @@
  * scrubbed of them first.
  */
 
+import { keptIntegerText } from "../lib/exact-json";
+
 export const MASK = "********";
 
 export function maskHeaders(headers: Record<string, string>): Record<string, string> {
@@ -126,6 +128,9 @@ export function redactValue(value: unknown, fragments: readonly string[], maxDep
       return fragments.some((f) => text.includes(f)) ? REDACTED : v;
     }
     if (v === null || typeof v !== "object") return v;
+    // A whole number kept as written (parseKeepingIntegers): a value, not an object to copy.
+    const digits = keptIntegerText(v);
+    if (digits !== undefined) return fragments.some((f) => digits.includes(f)) ? REDACTED : v;
     if (depth >= maxDepth) return REDACTED;
     if (Array.isArray(v)) return v.map((item) => walk(item, depth + 1));
     // fromEntries defines each key as its own property: assigned, a "__proto__" member would become the copy's prototype and vanish.

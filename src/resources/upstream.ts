@@ -4,6 +4,8 @@
  * show once scrubbed of the resource's secrets (see secrets.ts).
  */
 
+import { parseKeepingIntegers } from "../lib/exact-json";
+
 export type UpstreamFailure = "network" | "http" | "invalid_response" | "too_large" | "timeout";
 
 export class UpstreamError extends Error {
@@ -132,7 +134,7 @@ export async function httpError(res: Response, what: string, signal: AbortSignal
 export async function readJson(res: Response, maxBytes: number, signal: AbortSignal, what: string, take?: TakeBytes): Promise<unknown> {
   const text = await readText(res, maxBytes, signal, take);
   try {
-    return JSON.parse(text);
+    return parseKeepingIntegers(text);
   } catch (cause) {
     throw new UpstreamError("invalid_response", `${what} did not answer JSON`, res.status, { cause });
   }

@@ -20,6 +20,9 @@ beforeAll(async () => {
   upstream = await listenLoopback(async (req, res) => {
     received.push({ path: req.url ?? "", raw: await readBody(req) });
     if (req.url === "/kb") return sendJson(res, 200, { entries: [] });
+    // Upstream answers carrying 64-bit ids, written as a Go or Python service writes them.
+    if (req.url === "/kb-ids") return sendRaw(res, `{"entries":[{"content":"order","score":0.5,"metadata":{"order_id":${ID},"small":7}}]}`);
+    if (req.url === "/lookup") return sendRaw(res, `{"order_id":${ID},"lines":[{"sku":-${ID}},1.5,12345678901234567890],"note":"id ${ID}"}`);
     return sendJson(res, 200, { cancelled: true });
   });
   runner = await startScriptedRunner({ name: "exact-numbers", runners: [{ name: "default", label: { en_US: "x" }, permissions: { tools: ["detail", "call"], knowledge_bases: ["retrieve"] } }] });
@@ -31,10 +34,12 @@ beforeAll(async () => {
   });
   expect(tool.status).toBe(201);
   expect((await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "orders", name: "orders", endpoint: `${upstream.url}/kb` })).status).toBe(201);
+  expect((await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "order-ids", name: "order ids", endpoint: `${upstream.url}/kb-ids` })).status).toBe(201);
+  expect((await host.admin("POST", "/v1/admin/tools", { name: "lookup_order", endpoint: `${upstream.url}/lookup`, headers: { "x-api-key": "lookup-secret-0123" }, parameters: { type: "object", properties: {} } })).status).toBe(201);
   await runner.register(host);
   const agent = await host.admin("POST", "/v1/admin/agents", {
     agent_id: "x", name: "x", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
-    resource_policy: { tools: ["cancel_order"], knowledge_bases: ["orders"] },
+    resource_policy: { tools: ["cancel_order", "lookup_order"], knowledge_bases: ["orders", "order-ids"] },
   });
   expect(agent.status).toBe(201);
 });
@@ -43,10 +48,15 @@ afterAll(async () => {
   await Promise.all([runner?.close(), upstream?.close()]);
 });
 
-/** A Host API call sent as raw text, as a Python or Go runner serialises a 64-bit int. */
+function sendRaw(res: import("node:http").ServerResponse, text: string) {
+  res.writeHead(200, { "content-type": "application/json" }).end(text);
+}
+
+/** A Host API call sent as raw text, as a Python or Go runner serialises a 64-bit int; the answer's text as well, which a runner in such a language reads exactly. */
 const rawCall = async (ctx: any, text: string) => {
   const res = await fetch(`${ctx.runtime.api.base_url}/v1/runs/${ctx.run_id}/api`, { method: "POST", headers: { authorization: `Bearer ${ctx.runtime.api.token}` }, body: text });
-  return { status: res.status, body: (await res.json()) as any };
+  const raw = await res.text();
+  return { status: res.status, body: JSON.parse(raw) as any, raw };
 };
 
 describe("a 64-bit whole number in what the host passes on to an upstream", () => {
@@ -74,5 +84,17 @@ describe("a 64-bit whole number in what the host passes on to an upstream", () =
     } else {
       expect(sent.every((f) => f.includes(ID))).toBe(true);
     }
+  });
+
+  // The tool has a secret header, so its answer is also scrubbed of it on the way (a kept number is a value there, not an object).
+  it("in a tool's or knowledge base's answer reaches the runner as the upstream wrote it, never rounded", async () => {
+    const { result } = await runner.run(host, "exact-answers", async (_api, ctx) => ({
+      tool: await rawCall(ctx, `{"action":"tool.call","params":{"tool_name":"lookup_order","parameters":{}}}`),
+      kb: await rawCall(ctx, `{"action":"knowledge.retrieve","params":{"kb_id":"order-ids","query":"q"}}`),
+    }));
+    expect(result.tool.status).toBe(200);
+    expect(result.tool.raw).toContain(`"result":{"order_id":${ID},"lines":[{"sku":-${ID}},1.5,12345678901234567890],"note":"id ${ID}"}`);
+    expect(result.kb.status).toBe(200);
+    expect(result.kb.raw).toContain(`"metadata":{"order_id":${ID},"small":7}`);
   });
 });
