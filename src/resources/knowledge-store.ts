@@ -1,6 +1,7 @@
 import { eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { knowledgeBase } from "../db/schema";
+import { unchanged } from "../db/unchanged";
 import { iso } from "../lib/json";
 import { MASK, maskUrl } from "./secrets";
 
@@ -28,6 +29,11 @@ export function knowledgeStore(db: Db) {
     get: (kbId: string) => db.select().from(knowledgeBase).where(eq(knowledgeBase.kbId, kbId)).get(),
     create: (row: typeof knowledgeBase.$inferInsert) => db.insert(knowledgeBase).values(row).run(),
     remove: (kbId: string) => db.delete(knowledgeBase).where(eq(knowledgeBase.kbId, kbId)).run(),
+    /** The knowledge base as `row`, only if it is still `read`: false when it was deleted or changed meanwhile. */
+    async replace(row: KnowledgeBaseRow, read: KnowledgeBaseRow): Promise<boolean> {
+      const { kbId, ...rest } = row;
+      return (await db.update(knowledgeBase).set(rest).where(unchanged(knowledgeBase, read)).returning({ kbId: knowledgeBase.kbId })).length === 1;
+    },
     descriptors: (ids: string[]) => db.select(descriptorColumns).from(knowledgeBase).where(inArray(knowledgeBase.kbId, ids)),
   };
 }

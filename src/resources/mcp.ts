@@ -8,6 +8,8 @@ import { watchAnswers } from "./mcp-answers";
 export interface McpServerTarget {
   url: string;
   headers: Record<string, string>;
+  /** The registered server's name: a run's session of it opened with other credentials or at another URL is superseded. */
+  name?: string;
 }
 
 export interface McpToolInfo {
@@ -56,8 +58,8 @@ interface McpSession {
   signal: AbortSignal;
   /** The session id the server gave, if any (a stateless server gives none). */
   sessionId(): string | undefined;
-  /** Ends a stateful server's session (DELETE), waiting for it only briefly, and closes the client. */
-  close(): Promise<void>;
+  /** Ends a stateful server's session (DELETE, unless `terminate` is false), waiting for it only briefly, and closes the client. */
+  close(terminate?: boolean): Promise<void>;
 }
 
 /**
@@ -81,10 +83,10 @@ async function openSession(server: McpServerTarget, opts: { lifetime: AbortSigna
     // A call answered as an event stream that breaks off unanswered ends the session at once, not at the call's timeout.
     fetch: watchAnswers(cappedFetch(opts.maxBytes, stop, { perSseEvent: true }), stop),
   });
-  const close = async () => {
+  const close = async (terminate = true) => {
     opts.lifetime.removeEventListener("abort", follow);
     // A stateless server has no session to end; closing the client aborts a DELETE still under way.
-    await settleWithin(transport.terminateSession(), TERMINATE_WAIT_MS);
+    if (terminate) await settleWithin(transport.terminateSession(), TERMINATE_WAIT_MS);
     await client.close().catch(() => {});
   };
   // The SDK bounds only the `initialize` request; its `notifications/initialized` POST has no timeout of its own.
@@ -210,6 +212,9 @@ class SessionGone extends Error {}
 
 interface PoolEntry {
   key: string;
+  server: string | undefined;
+  /** False once superseded: its DELETE would send credentials the operator replaced. */
+  terminate: boolean;
   opening: Promise<McpSession>;
   /** Calls using (or waiting for) the session: a retired session is closed once there are none. */
   inflight: number;
@@ -279,22 +284,27 @@ export class McpSessionPool {
     const key = JSON.stringify([server.url, server.headers]);
     const existing = this.entries.get(key);
     if (existing) return existing;
-    const entry: PoolEntry = { key, opening: openSession(server, { lifetime: this.lifetime, timeoutMs: opts.timeoutMs, maxBytes: opts.maxBytes }), inflight: 0, retired: false, closed: false };
+    // The server's credentials (or URL) were replaced (a PUT): its earlier session is left to expire, never ended with
+    // a DELETE that would send the replaced credentials once more.
+    for (const other of this.entries.values()) if (server.name !== undefined && other.server === server.name) this.retire(other, false);
+    const opening = openSession(server, { lifetime: this.lifetime, timeoutMs: opts.timeoutMs, maxBytes: opts.maxBytes });
+    const entry: PoolEntry = { key, server: server.name, terminate: true, opening, inflight: 0, retired: false, closed: false };
     this.entries.set(key, entry);
     entry.opening.catch(() => this.retire(entry));
     return entry;
   }
 
-  private retire(entry: PoolEntry): void {
+  private retire(entry: PoolEntry, terminate = true): void {
     if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
     entry.retired = true;
+    entry.terminate &&= terminate;
     if (entry.inflight === 0) this.close(entry);
   }
 
   private close(entry: PoolEntry): void {
     if (entry.closed) return;
     entry.closed = true;
-    const closed: Promise<void> = entry.opening.then((s) => s.close(), () => {}).finally(() => this.closing.delete(closed));
+    const closed: Promise<void> = entry.opening.then((s) => s.close(entry.terminate), () => {}).finally(() => this.closing.delete(closed));
     this.closing.add(closed);
   }
 }

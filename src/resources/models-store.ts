@@ -1,6 +1,7 @@
 import { eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { model } from "../db/schema";
+import { unchanged } from "../db/unchanged";
 import { iso } from "../lib/json";
 import { MASK, maskUrl } from "./secrets";
 
@@ -32,6 +33,11 @@ export function modelsStore(db: Db) {
     get: (modelId: string) => db.select().from(model).where(eq(model.modelId, modelId)).get(),
     create: (row: typeof model.$inferInsert) => db.insert(model).values(row).run(),
     remove: (modelId: string) => db.delete(model).where(eq(model.modelId, modelId)).run(),
+    /** The model as `row`, only if it is still `read`: false when it was deleted or changed meanwhile. */
+    async replace(row: ModelRow, read: ModelRow): Promise<boolean> {
+      const { modelId, ...rest } = row;
+      return (await db.update(model).set(rest).where(unchanged(model, read)).returning({ modelId: model.modelId })).length === 1;
+    },
     descriptors: (ids: string[]) => db.select(descriptorColumns).from(model).where(inArray(model.modelId, ids)),
   };
 }

@@ -2,6 +2,7 @@ import { and, eq, inArray, notInArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mcpServer, tool } from "../db/schema";
 import { insertWhere } from "../db/guarded";
+import { unchanged } from "../db/unchanged";
 import { iso, parseJson } from "../lib/json";
 import { maskHeaders, maskUrl } from "./secrets";
 
@@ -54,6 +55,11 @@ export function toolsStore(db: Db) {
     get: (toolName: string) => db.select().from(tool).where(eq(tool.toolName, toolName)).get(),
     create: (row: typeof tool.$inferInsert) => db.insert(tool).values(row).run(),
     remove: (toolName: string) => db.delete(tool).where(eq(tool.toolName, toolName)).run(),
+    /** The tool as `row`, only if it is still `read`: false when it was deleted or changed meanwhile. */
+    async replace(row: ToolRow, read: ToolRow): Promise<boolean> {
+      const { toolName, ...rest } = row;
+      return (await db.update(tool).set(rest).where(unchanged(tool, read)).returning({ toolName: tool.toolName })).length === 1;
+    },
     descriptors: (names: string[]) => db.select(descriptorColumns).from(tool).leftJoin(mcpServer, eq(tool.mcpServer, mcpServer.name)).where(inArray(tool.toolName, names)),
 
     getServer: (name: string) => db.select().from(mcpServer).where(eq(mcpServer.name, name)).get(),
@@ -64,25 +70,25 @@ export function toolsStore(db: Db) {
       await db.batch([db.insert(mcpServer).values(server), ...tools.map((t) => db.insert(tool).values(t))]);
     },
     /**
-     * Save a refreshed server and replace its discovered tools, one batch, only
-     * if it is still the server that was read (`read`: not deleted, nor
-     * replaced by another of its name, while its tools were listed). False when it was not.
-     * Tools still listed are updated in place, only the others deleted: the
-     * database refuses to delete one an agent grants (migration 0010).
+     * Save a refreshed (or replaced) server and replace its discovered tools, one batch, only if it is still the
+     * server that was read (`read`: not deleted, replaced by another of its name, nor changed by a PUT or another
+     * refresh while its tools were listed). False when it was not. The server's row is written last, so every
+     * statement before it checks the row as read. Tools still listed are updated in place, only the others
+     * deleted: the database refuses to delete one an agent grants (migration 0010).
      */
-    async refreshServer(server: typeof mcpServer.$inferInsert, tools: (typeof tool.$inferInsert)[], read: { createdAt: number; url: string }): Promise<boolean> {
+    async refreshServer(server: typeof mcpServer.$inferInsert, tools: (typeof tool.$inferInsert)[], read: McpServerRow): Promise<boolean> {
       const { name, ...rest } = server;
-      const same = and(eq(mcpServer.name, name), eq(mcpServer.createdAt, read.createdAt), eq(mcpServer.url, read.url));
+      const same = unchanged(mcpServer, read);
       const stillThere = sql`EXISTS (SELECT 1 FROM ${mcpServer} WHERE ${same})`;
-      const [updated] = await db.batch([
-        db.update(mcpServer).set(rest).where(same).returning({ name: mcpServer.name }),
+      const results = await db.batch([
         db.delete(tool).where(and(eq(tool.mcpServer, name), notInArray(tool.toolName, tools.map((t) => t.toolName)), stillThere)),
         ...tools.flatMap(({ toolName, ...fields }) => {
           const ours = and(eq(tool.toolName, toolName), eq(tool.mcpServer, name));
           return [db.update(tool).set(fields).where(and(ours, stillThere)), insertWhere(db, tool, { toolName, ...fields }, sql`NOT EXISTS (SELECT 1 FROM ${tool} WHERE ${ours}) AND ${stillThere}`)];
         }),
+        db.update(mcpServer).set(rest).where(same).returning({ name: mcpServer.name }),
       ]);
-      return updated.length > 0;
+      return (results.at(-1) as unknown[]).length > 0;
     },
     async removeServer(name: string) {
       await db.batch([db.delete(tool).where(eq(tool.mcpServer, name)), db.delete(mcpServer).where(eq(mcpServer.name, name))]);

@@ -16,11 +16,23 @@ import { listenLoopback, readBody, sendJson } from "./http-server";
  * With `sessionId` it names a session on every answer, so the client ends it
  * with DELETE at the end; with `hangOnDelete` that DELETE is never answered.
  * With `hangOnInitialized` it answers `initialize` but never the client's
- * `notifications/initialized`, so the handshake never completes.
+ * `notifications/initialized`, so the handshake never completes. `opts.token` and `opts.beforeList` (awaited
+ * before a `tools/list` is answered) are read at each request; `authorizations` holds what every request carried.
  */
-export async function startFakeMcpServer(opts: { token: string; sessionId?: string; hangOnDelete?: boolean; hugeBytes?: number; brokenTool?: boolean; slowMs?: number; hangOnInitialized?: boolean }) {
+export async function startFakeMcpServer(opts: {
+  token: string;
+  sessionId?: string;
+  hangOnDelete?: boolean;
+  hugeBytes?: number;
+  brokenTool?: boolean;
+  slowMs?: number;
+  hangOnInitialized?: boolean;
+  beforeList?: () => Promise<void>;
+}) {
   const calls: { method: string | undefined; tool?: string }[] = [];
+  const authorizations: { method: string | undefined; authorization: string | undefined }[] = [];
   const server = await listenLoopback(async (req, res) => {
+    authorizations.push({ method: req.method, authorization: req.headers.authorization });
     if (req.headers.authorization !== `Bearer ${opts.token}`) return sendJson(res, 401, { error: `unauthorised: ${req.headers.authorization ?? "no credentials"} at ${req.url}` });
     if (req.method === "DELETE") {
       calls.push({ method: "DELETE" });
@@ -32,6 +44,7 @@ export async function startFakeMcpServer(opts: { token: string; sessionId?: stri
     const message = raw ? JSON.parse(raw) : undefined;
     calls.push({ method: message?.method, tool: message?.params?.name });
     if (opts.hangOnInitialized && message?.method === "notifications/initialized") return;
+    if (message?.method === "tools/list") await opts.beforeList?.();
     const mcp = new McpServer({ name: "calc", version: "1.0.0" });
     mcp.registerTool(
       "add",
@@ -67,5 +80,5 @@ export async function startFakeMcpServer(opts: { token: string; sessionId?: stri
     await mcp.connect(transport);
     await transport.handleRequest(req, res, message);
   });
-  return { url: `${server.url}/mcp`, calls, close: server.close };
+  return { url: `${server.url}/mcp`, calls, authorizations, close: server.close };
 }

@@ -5,10 +5,11 @@ import { listenLoopback, readBody, sendJson, sendPartThenStall } from "./http-se
  * It returns more entries than asked (unordered), so the host's cap shows,
  * never answers the query "hang", answers "echo" with the credential it
  * received (a careless endpoint), starts its answer to "stall" and never ends
- * it, and trickles its answer to "trickle" a byte every 50 ms.
+ * it, and trickles its answer to "trickle" a byte every 50 ms. `opts.apiKey` is
+ * read at each request: a test may revoke a key by changing it.
  */
 export async function startFakeRetrieval(opts: { apiKey: string | string[] }) {
-  const accepted = new Set([opts.apiKey].flat().map((key) => `Bearer ${key}`));
+  const accepted = { has: (authorization: string) => [opts.apiKey].flat().some((key) => authorization === `Bearer ${key}`) };
   const calls: { authorization: string | undefined; body: any }[] = [];
   const server = await listenLoopback(async (req, res) => {
     const body = JSON.parse((await readBody(req)) || "{}");

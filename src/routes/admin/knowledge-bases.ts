@@ -1,12 +1,14 @@
 import * as z from "zod";
 import { dbOf } from "../../db/connect";
-import { notFound } from "../../lib/errors";
+import { badRequest, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, headerValue, ResourceIdSchema } from "../../resources/ids";
 import { knowledgeStore, toKnowledgeBaseView } from "../../resources/knowledge-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
+import { replaceOrExplain } from "./replace";
+import { keptEndpoint, replacedKey } from "../../resources/replaced-secrets";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { knowledgeBase } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
@@ -20,6 +22,12 @@ const KnowledgeBaseInput = z.strictObject({
   description: z.string().max(2000).optional(),
   endpoint: EndpointSchema,
   api_key: headerValue(4096).min(1).optional(),
+});
+
+/** PUT takes the body of POST, or what GET answered sent back as it is (`api_key` masked keeps the key, null removes it; `created_at` is ignored). */
+const KnowledgeBaseReplace = KnowledgeBaseInput.extend({
+  api_key: headerValue(4096).min(1).nullable().optional(),
+  created_at: z.string().optional(),
 });
 
 export const knowledgeBasesRouter = router()
@@ -55,6 +63,20 @@ export const knowledgeBasesRouter = router()
     const row = await knowledgeStore(dbOf(c.env)).get(c.req.param("kbId"));
     if (!row) throw notFound(`knowledge base ${c.req.param("kbId")} not found`);
     return c.json(toKnowledgeBaseView(row));
+  })
+  // In place: its identity (created_at) is kept, so runs under way keep it; their next call reads the new definition.
+  .put("/:kbId", jsonBody(KnowledgeBaseReplace, { exact: true }), async (c) => {
+    const input = c.get("body");
+    const db = dbOf(c.env);
+    const store = knowledgeStore(db);
+    const row = await store.get(c.req.param("kbId"));
+    if (!row) throw notFound(`knowledge base ${c.req.param("kbId")} not found`);
+    if (input.kb_id !== undefined && input.kb_id !== row.kbId) throw badRequest(`kb_id ${input.kb_id} is not the knowledge base at this path (${row.kbId})`);
+    const endpoint = keptEndpoint(input.endpoint, row.endpoint);
+    const apiKey = await replacedKey(db.secrets, input.api_key, row.apiKey, knowledgeBaseSlot(row), knowledgeBaseSlot({ kbId: row.kbId, endpoint }), "api_key");
+    const updated = { ...row, name: input.name, description: input.description ?? null, endpoint, apiKey };
+    await replaceOrExplain(() => store.replace(updated, row), () => store.get(row.kbId), `knowledge base ${row.kbId}`);
+    return c.json(toKnowledgeBaseView(updated));
   })
   .delete("/:kbId", async (c) => {
     const store = knowledgeStore(dbOf(c.env));

@@ -2,14 +2,15 @@ import * as z from "zod";
 import { dbOf } from "../../db/connect";
 import type { Db } from "../../db/client";
 import { configOf, type Config } from "../../env";
-import { conflict, HostError, notFound } from "../../lib/errors";
+import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
 import { parseJson } from "../../lib/json";
 import { openValues, sealValues } from "../../lib/secret-box";
 import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { discoverMcpTools, MAX_DISCOVERY_PAGES } from "../../resources/mcp";
 import { maskUrl, redact, redactValue, secretFragments, urlSecrets } from "../../resources/secrets";
-import { mcpToolName, toolsStore, toMcpServerView } from "../../resources/tools-store";
+import { mcpToolName, toolsStore, toMcpServerView, type McpServerRow } from "../../resources/tools-store";
+import { keptEndpoint, replacedHeaders } from "../../resources/replaced-secrets";
 import { UpstreamError } from "../../resources/upstream";
 import { router } from "../app-env";
 import { refuseIfGranted } from "../../agents/grants-in-use";
@@ -28,11 +29,22 @@ const McpServerInput = z.strictObject({
   headers: HeadersSchema.optional(),
 });
 
+/** PUT takes the body of POST, or what GET answered sent back as it is: its view-only fields are ignored (`name` must be the path's). */
+const McpServerReplace = McpServerInput.extend({
+  name: z.string().optional(),
+  tools: z.array(z.string()).optional(),
+  discovered_at: z.string().optional(),
+  created_at: z.string().optional(),
+});
+
+type ServerToSave = { name: string; url: string; headers: Record<string, string>; headersJson: string };
+
 /**
- * List the server's tools and store them with it (replacing the earlier list). 502 when the server cannot be listed;
- * 409 when creating a server that exists meanwhile, or refreshing one into dropping a tool an agent grants.
+ * List the server's tools and store them with it (replacing the earlier list), `headersJson` the headers as stored.
+ * 502 when the server cannot be listed; 409 when creating a server that exists meanwhile, or saving over one into
+ * dropping a tool an agent grants. `existing`: the row as read, the only one a refresh or PUT writes over.
  */
-async function discoverAndSave(db: Db, config: Config, server: { name: string; url: string; headers: Record<string, string> }, existing: { createdAt: number; url: string } | null) {
+async function discoverAndSave(db: Db, config: Config, server: ServerToSave, existing: McpServerRow | null) {
   const secrets = secretFragments([...Object.values(server.headers), ...urlSecrets(server.url)]);
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new UpstreamError("network", `no answer within ${DISCOVERY_TIMEOUT_MS} ms`)), DISCOVERY_TIMEOUT_MS);
@@ -63,12 +75,13 @@ async function discoverAndSave(db: Db, config: Config, server: { name: string; u
     const listed = new Set(tools.map((t) => t.toolName));
     await refuseIfGranted(db, "tools", `a tool MCP server ${server.name} no longer lists`, (id) => id.startsWith(`${server.name}.`) && !listed.has(id));
   }
-  const saved = { name: server.name, url: server.url, headersJson: JSON.stringify(await sealValues(db.secrets, server.headers, mcpServerSlot(server))), discoveredAt: now, createdAt: existing?.createdAt ?? now };
+  // Its created_at is its identity (PROTOCOL §4): kept, so runs granted its tools keep them across a refresh or PUT.
+  const saved = { name: server.name, url: server.url, headersJson: server.headersJson, discoveredAt: now, createdAt: existing?.createdAt ?? now };
   // Created only if still absent: of two concurrent creates one wins, the other is a 409 (never an overwrite).
   if (existing) {
-    // Deleted (or replaced) while its tools were listed: a refresh never brings it back, nor overwrites the new one.
+    // Deleted, replaced or changed while its tools were listed: never brought back, nor written over (a rotated key restored).
     if (!(await store.refreshServer(saved, tools, existing))) {
-      if (await store.getServer(server.name)) throw conflict(`MCP server ${server.name} was replaced while its tools were listed: nothing was saved`);
+      if (await store.getServer(server.name)) throw conflict(`MCP server ${server.name} was replaced or changed while its tools were listed: nothing was saved`);
       throw notFound(`MCP server ${server.name} was deleted while its tools were listed: nothing was saved`);
     }
   } else await insertUnique(() => store.createServer(saved, tools), `MCP server ${server.name}`);
@@ -91,7 +104,9 @@ export const mcpServersRouter = router()
     const input = c.get("body");
     const db = dbOf(c.env);
     if (await toolsStore(db).getServer(input.name)) throw conflict(`MCP server ${input.name} already exists`);
-    return c.json(await discoverAndSave(db, configOf(c.env), { name: input.name, url: input.url, headers: input.headers ?? {} }, null), 201);
+    const headers = input.headers ?? {};
+    const headersJson = JSON.stringify(await sealValues(db.secrets, headers, mcpServerSlot(input)));
+    return c.json(await discoverAndSave(db, configOf(c.env), { name: input.name, url: input.url, headers, headersJson }, null), 201);
   })
   .get("/:name", async (c) => {
     const store = toolsStore(dbOf(c.env));
@@ -104,7 +119,20 @@ export const mcpServersRouter = router()
     const row = await toolsStore(db).getServer(c.req.param("name"));
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
     const headers = await openValues(db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), mcpServerSlot(row));
-    return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers }, row));
+    // Written back as stored: a refresh seals nothing anew.
+    return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers, headersJson: row.headersJson }, row));
+  })
+  // New credentials or a new address: its tools are listed with them before anything is saved (a 502 saves nothing).
+  .put("/:name", jsonBody(McpServerReplace, { exact: true }), async (c) => {
+    const db = dbOf(c.env);
+    const input = c.get("body");
+    const row = await toolsStore(db).getServer(c.req.param("name"));
+    if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
+    if (input.name !== undefined && input.name !== row.name) throw badRequest(`name ${input.name} is not the MCP server at this path (${row.name})`);
+    const to = { name: row.name, url: keptEndpoint(input.url, row.url) };
+    const headersJson = await replacedHeaders(db.secrets, input.headers, row.headersJson, mcpServerSlot(row), mcpServerSlot(to));
+    const headers = await openValues(db.secrets, parseJson<Record<string, string>>(headersJson, {}), mcpServerSlot(to));
+    return c.json(await discoverAndSave(db, configOf(c.env), { ...to, headers, headersJson }, row));
   })
   .delete("/:name", async (c) => {
     const store = toolsStore(dbOf(c.env));

@@ -1,12 +1,14 @@
 import * as z from "zod";
 import { dbOf } from "../../db/connect";
-import { notFound } from "../../lib/errors";
+import { badRequest, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, headerValue, ResourceIdSchema } from "../../resources/ids";
 import { modelsStore, toModelView } from "../../resources/models-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
+import { replaceOrExplain } from "./replace";
+import { keptEndpoint, replacedKey } from "../../resources/replaced-secrets";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { model } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
@@ -22,6 +24,12 @@ const ModelInput = z.strictObject({
   api_key: headerValue(4096).min(1),
   model: z.string().min(1).max(200),
   context_window: z.int().positive().optional(),
+});
+
+/** PUT takes the body of POST, or what GET answered sent back as it is (`api_key` masked keeps the key; `created_at` is ignored). */
+const ModelReplace = ModelInput.extend({
+  api_key: headerValue(4096).min(1).optional(),
+  created_at: z.string().optional(),
 });
 
 export const modelsRouter = router()
@@ -58,6 +66,23 @@ export const modelsRouter = router()
     const row = await modelsStore(dbOf(c.env)).get(c.req.param("modelId"));
     if (!row) throw notFound(`model ${c.req.param("modelId")} not found`);
     return c.json(toModelView(row));
+  })
+  // In place: its identity (created_at) is kept, so runs under way keep it; their next call reads the new definition.
+  .put("/:modelId", jsonBody(ModelReplace, { exact: true }), async (c) => {
+    const input = c.get("body");
+    const db = dbOf(c.env);
+    const store = modelsStore(db);
+    const row = await store.get(c.req.param("modelId"));
+    if (!row) throw notFound(`model ${c.req.param("modelId")} not found`);
+    if (input.model_id !== undefined && input.model_id !== row.modelId) throw badRequest(`model_id ${input.model_id} is not the model at this path (${row.modelId})`);
+    // The runs granted it froze its kind's operations: another kind is another model.
+    if (input.kind !== row.kind) throw badRequest(`a model's kind cannot change (${row.kind}); register a new model`);
+    const baseUrl = keptEndpoint(input.base_url, row.baseUrl);
+    const apiKey = await replacedKey(db.secrets, input.api_key, row.apiKey, modelSlot(row), modelSlot({ modelId: row.modelId, baseUrl }), "api_key");
+    // Never null: a model always has a key, and its PUT takes none as null.
+    const updated = { ...row, name: input.name, baseUrl, apiKey: apiKey!, providerModel: input.model, contextWindow: input.context_window ?? null };
+    await replaceOrExplain(() => store.replace(updated, row), () => store.get(row.modelId), `model ${row.modelId}`);
+    return c.json(toModelView(updated));
   })
   .delete("/:modelId", async (c) => {
     const store = modelsStore(dbOf(c.env));

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { dbOf } from "../../db/connect";
-import { conflict, notFound } from "../../lib/errors";
+import { badRequest, conflict, notFound } from "../../lib/errors";
 import { sealValues } from "../../lib/secret-box";
 import { RecordSchema } from "../../protocol/common";
 import { jsonBody, validate } from "../../middleware/validate";
@@ -9,6 +9,8 @@ import { schemaProblems } from "../../resources/json-schema";
 import { toolsStore, toToolView } from "../../resources/tools-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
+import { replaceOrExplain } from "./replace";
+import { keptEndpoint, replacedHeaders } from "../../resources/replaced-secrets";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { tool } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
@@ -34,6 +36,13 @@ const ToolInput = z.strictObject({
   parameters: ParametersSchema,
   endpoint: EndpointSchema,
   headers: HeadersSchema.optional(),
+});
+
+/** PUT takes the body of POST, or what GET answered sent back as it is: its view-only fields are ignored (`name` must be the path's). */
+const ToolReplace = ToolInput.extend({
+  name: z.string().optional(),
+  source: z.literal("http").optional(),
+  created_at: z.string().optional(),
 });
 
 /** Every tool, HTTP or discovered on an MCP server; header values masked. */
@@ -69,6 +78,25 @@ export const toolsRouter = router()
     const row = await toolsStore(dbOf(c.env)).get(c.req.param("name"));
     if (!row) throw notFound(`tool ${c.req.param("name")} not found`);
     return c.json(toToolView(row));
+  })
+  // In place: its identity (created_at) is kept, so runs under way keep it and call it as it now is (their snapshot
+  // keeps the parameters they were shown).
+  .put("/:name", jsonBody(ToolReplace, { exact: true }), async (c) => {
+    const input = c.get("body");
+    const db = dbOf(c.env);
+    const store = toolsStore(db);
+    const name = c.req.param("name");
+    const row = await store.get(name);
+    if (!row) throw notFound(`tool ${name} not found`);
+    // A refresh would undo it: MCP tools are as their server lists them.
+    if (row.mcpServer) throw conflict(`tool ${name} belongs to MCP server ${row.mcpServer}; PUT or refresh the server instead`);
+    if (row.endpoint === null) throw conflict(`tool ${name} has no endpoint to replace`);
+    if (input.name !== undefined && input.name !== name) throw badRequest(`name ${input.name} is not the tool at this path (${name})`);
+    const endpoint = keptEndpoint(input.endpoint, row.endpoint);
+    const headersJson = await replacedHeaders(db.secrets, input.headers, row.headersJson, toolSlot(row), toolSlot({ toolName: name, endpoint }));
+    const updated = { ...row, description: input.description, parametersJson: JSON.stringify(input.parameters), endpoint, headersJson };
+    await replaceOrExplain(() => store.replace(updated, row), () => store.get(name), `tool ${name}`);
+    return c.json(toToolView(updated));
   })
   .delete("/:name", async (c) => {
     const store = toolsStore(dbOf(c.env));
