@@ -116,6 +116,14 @@ describe("PUT of a resource", () => {
     });
     expect(raw.status).toBe(400);
     expect(JSON.stringify(await host.query("SELECT * FROM model, tool, knowledge_base WHERE model_id = 'm-bad' AND tool_name = 't-bad' AND kb_id = 'kb-bad'"))).toBe(before);
+    // POST as PUT: a new tool with such a bound is refused too, not stored rounded.
+    const posted = await fetch(`${host.url}/v1/admin/tools`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${host.adminToken}`, "content-type": "application/json" },
+      body: '{"name":"t-round","endpoint":"https://tool.example/run","parameters":{"type":"object","properties":{"id":{"type":"integer","minimum":-9007199254740993}}}}',
+    });
+    expect([posted.status, ((await posted.json()) as any).error?.message]).toEqual([400, expect.stringMatching(/9007199254740993/)]);
+    expect(await host.query("SELECT tool_name FROM tool WHERE tool_name = 't-round'")).toEqual([]);
 
     // An MCP server's tool is changed through its server, as it is deleted through it.
     await create("/v1/admin/mcp-servers", { name: "calc", url: mcp.url, headers: { authorization: `Bearer ${TOKEN}` } });

@@ -39,7 +39,7 @@ export const knowledgeBasesRouter = router()
       view: (rows) => rows.map(toKnowledgeBaseView),
     }),
   )
-  .post("/", jsonBody(KnowledgeBaseInput), async (c) => {
+  .post("/", jsonBody(KnowledgeBaseInput, { exact: true }), async (c) => {
     const input = c.get("body");
     const db = dbOf(c.env);
     const store = knowledgeStore(db);

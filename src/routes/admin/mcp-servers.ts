@@ -100,7 +100,7 @@ export const mcpServersRouter = router()
       view: (rows) => Promise.all(rows.map(async (s) => toMcpServerView(s, await toolsStore(db).toolsOf(s.name)))),
     });
   })
-  .post("/", jsonBody(McpServerInput), async (c) => {
+  .post("/", jsonBody(McpServerInput, { exact: true }), async (c) => {
     const input = c.get("body");
     const db = dbOf(c.env);
     if (await toolsStore(db).getServer(input.name)) throw conflict(`MCP server ${input.name} already exists`);

@@ -41,7 +41,7 @@ export const modelsRouter = router()
       view: (rows) => rows.map(toModelView),
     }),
   )
-  .post("/", jsonBody(ModelInput), async (c) => {
+  .post("/", jsonBody(ModelInput, { exact: true }), async (c) => {
     const input = c.get("body");
     const store = modelsStore(dbOf(c.env));
     const modelId = input.model_id ?? newId("mdl");

@@ -55,7 +55,7 @@ export const toolsRouter = router()
       view: (rows) => rows.map(toToolView),
     }),
   )
-  .post("/", jsonBody(ToolInput), async (c) => {
+  .post("/", jsonBody(ToolInput, { exact: true }), async (c) => {
     const input = c.get("body");
     const db = dbOf(c.env);
     const store = toolsStore(db);
