@@ -1,6 +1,6 @@
 import { jsonByteLength } from "../src/protocol/common";
 import type { InputContext } from "../src/protocol/context";
-import type { AlbumPart, RunJob } from "../src/run/job";
+import { mergedDecision, type AlbumPart, type RunJob } from "../src/run/job";
 import type { EventDecision, RunTable, StoredRun } from "./scheduling";
 
 /**
@@ -32,7 +32,7 @@ export function albumInput(parts: AlbumPart[]): InputContext {
 export function asAlbumHead(run: StoredRun, waitMs: number, now: number): StoredRun {
   const albumId = albumIdOf(run.job);
   if (albumId === null || waitMs === 0) return run;
-  const job: RunJob = { ...run.job, album: { mediaGroupId: albumId, parts: [{ eventId: run.job.event.event_id, order: orderOf(run.job), input: run.job.input }] } };
+  const job: RunJob = { ...run.job, album: { mediaGroupId: albumId, parts: [{ eventId: run.job.event.event_id, runId: run.job.runId, order: orderOf(run.job), input: run.job.input }] } };
   return { ...run, job, notBefore: Math.max(run.notBefore, now + waitMs), bytes: jsonByteLength(job) };
 }
 
@@ -54,14 +54,14 @@ export function albumRunFor(table: RunTable, job: RunJob, joinable: (runId: stri
  * The item joins the gathering run, which waits ALBUM_WAIT_MS more for the next one (`store` keeps it and wakes the
  * scheduler); answers the decision for the item, whose own run is discarded. The run holds the item before that decision
  * is written: a write that fails is answered as an error (the platform sends the update again, and the decision is
- * written then), never a second run for the item.
+ * written then, or by the run's claim if it started meanwhile: run/claim.ts), never a second run for the item.
  */
 export function joinAlbum([key, run]: readonly [string, StoredRun], job: RunJob, waitMs: number, now: number, store: (key: string, run: StoredRun) => void): EventDecision {
   const album = run.job.album!;
   if (!album.parts.some((p) => p.eventId === job.event.event_id)) {
-    const parts = [...album.parts, { eventId: job.event.event_id, order: orderOf(job), input: job.input }].sort((a, b) => a.order - b.order);
+    const parts = [...album.parts, { eventId: job.event.event_id, runId: job.runId, order: orderOf(job), input: job.input }].sort((a, b) => a.order - b.order);
     const joined: RunJob = { ...run.job, input: albumInput(parts), album: { ...album, parts } };
     store(key, { ...run, job: joined, notBefore: Math.max(run.notBefore, now + waitMs), bytes: jsonByteLength(joined) });
   }
-  return { disposition: "merged", runId: run.job.runId, metadata: { album: { media_group_id: album.mediaGroupId, run_id: run.job.runId } } };
+  return mergedDecision(album.mediaGroupId, run.job.runId);
 }

@@ -215,8 +215,8 @@ export class ConversationDO extends DurableObject<Env> {
     let ended = 0;
     // Each in turn with the decisions: a redelivery handing the run over is decided wholly before (then held here) or after (then it finds the run ended).
     for (const runId of runIds) {
-      // Held here (waiting its turn, or running) it stays; its event claimed by a steering run, only the claim's write got no answer: the claim is completed instead.
-      const end = async () => !this.active.has(runId) && !(await this.runs.find(runId)) && !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.endUnhanded(runId, NEVER_HANDED_OVER));
+      // Held here (waiting its turn, or running; or its album's item) it stays; its event claimed by a steering run, only the claim's write got no answer: the claim is completed instead.
+      const end = async () => !this.active.has(runId) && !(await this.runs.holds(runId)) && !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.endUnhanded(runId, NEVER_HANDED_OVER));
       if (await this.decisions.inTurn(end)) ended++;
     }
     return ended;

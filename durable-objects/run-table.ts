@@ -28,6 +28,12 @@ export class RunTableStore {
     return undefined;
   }
 
+  /** Whether a stored run is this one, or has it as an album's item that joined it (its decision's write may have failed: the item's own run is the album's to discard). */
+  async holds(runId: string): Promise<boolean> {
+    for (const [, r] of await this.load()) if (r.job.runId === runId || r.job.album?.parts.some((p) => p.runId === runId)) return true;
+    return false;
+  }
+
   async get(key: string): Promise<StoredRun | undefined> {
     return (await this.load()).get(key);
   }

@@ -4,10 +4,11 @@ import { RUN_FAILURE_CODES } from "../protocol/errors";
 import { descriptorsFrom, resourceDescriptorQueries, type ResourceDescriptors } from "../resources/grants";
 import { RunnerCallError } from "../runner/errors";
 import { currentAgentStatement, type CurrentAgent } from "../stores/binding-resolution";
+import { decidedWithoutOwnRun } from "../stores/event-log";
 import { runsStore } from "../stores/runs";
 import { SEEDED_CONVERSATION_ID_KEY, stateStore } from "../stores/state";
 import type { StateRead } from "./context";
-import type { RunJob } from "./job";
+import { mergedDecision, type RunJob } from "./job";
 import { jobAgentOf, jobRunnerOf } from "./job-parts";
 import { stateScopesOf, type StateScopeKeys } from "./snapshot";
 
@@ -38,7 +39,9 @@ export interface ClaimedRun {
 async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number | null): Promise<ClaimedRun | null> {
   const stateScopes = await stateScopesOf(queued);
   const inputs = runInputs(db, queued, stateScopes);
-  const [marked, currentRows, ...rest] = await batchAll(db, [runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt, queued.agent.stateEpoch), currentAgentStatement(db, queued.agent.agentId), ...inputs.statements]);
+  const merged = albumDecisions(db, queued);
+  const results = await batchAll(db, [...merged, runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt, queued.agent.stateEpoch), currentAgentStatement(db, queued.agent.agentId), ...inputs.statements]);
+  const [marked, currentRows, ...rest] = results.slice(merged.length);
   if ((marked as unknown[]).length !== 1) return null;
   const current = (currentRows as CurrentAgent[])[0];
   const unavailable = refusalOf(current, queued);
@@ -56,6 +59,17 @@ async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number 
   }
   const again = runInputs(db, job, scopesNow);
   return { job, stateScopes: scopesNow, ...again.read(again.statements.length ? await batchAll(db, again.statements) : []), runner: endpoint };
+}
+
+/**
+ * The `merged` decisions of the album items that joined the run, written (again: idempotent) as it starts. An item
+ * whose own decision write failed is sent again by its platform, maybe after this run ended and its conversation
+ * forgot the album: its event then already says `merged`, and it never runs a second time.
+ */
+function albumDecisions(db: Db, job: RunJob): unknown[] {
+  const album = job.album;
+  if (!album) return [];
+  return album.parts.filter((p) => p.runId !== job.runId).flatMap((p) => decidedWithoutOwnRun(db, p.eventId, p.runId, mergedDecision(album.mediaGroupId, job.runId)));
 }
 
 /**

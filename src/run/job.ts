@@ -52,10 +52,15 @@ export interface RunJob {
 /** One item of an album as it joined its run. */
 export interface AlbumPart {
   eventId: string;
+  /** The run ingress made for the item (the gathering run's own, for its first item), discarded once it joined. */
+  runId: string;
   /** Where the item stands in the album (its platform message id). */
   order: number;
   input: InputContext;
 }
+
+/** The decision recorded for an album's item that joined the run `runId` (EventLog `merged`). */
+export const mergedDecision = (mediaGroupId: string, runId: string) => ({ disposition: "merged" as const, runId, metadata: { album: { media_group_id: mediaGroupId, run_id: runId } } });
 
 /** The agent's concurrency strategy; by default (PROTOCOL §10) steer when the runner supports it, else enqueue. */
 export function strategyOf(job: RunJob): ConcurrencyStrategy {

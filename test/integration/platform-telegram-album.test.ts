@@ -92,6 +92,47 @@ describe("a Telegram album", () => {
     expect(new Set(events.map((e) => e.run_id))).toEqual(new Set([ctx.run_id]));
   });
 
+  it("an item whose merged decision could not be written, sent again after its album's run ended, runs in no second run", async () => {
+    const chatId = "-880004";
+    expect(await post(item(chatId, "album-e", 701, "two photos"))).toBe(200);
+    // The item's decision (merged) is refused by the database: the webhook answers an error, and Telegram sends it again later.
+    chat.host.databaseOutage({ queries: 1, matching: '"merged"' });
+    const second = item(chatId, "album-e", 702);
+    expect(await post(second)).toBe(500);
+    await waitFor(() => answersIn(chatId).length > 0, 15_000, "the album's answer");
+    const [ctx] = contextsIn(chatId);
+    expect(await Promise.all(ctx.input.attachments.map(bytesOf))).toEqual(["bytes of photos/photo-701.jpg", "bytes of photos/photo-702.jpg"]);
+    await chat.host.waitForRun(ctx.run_id);
+
+    expect(await post(second)).toBe(200);
+    await new Promise((r) => setTimeout(r, 2_500));
+    // The runner had the item once, in the album's run; its event says so, and no run of its own is left.
+    expect(contextsIn(chatId)).toHaveLength(1);
+    expect(answersIn(chatId)).toHaveLength(1);
+    expect((await eventsIn(chatId)).map((e) => [e.disposition, e.run_id])).toEqual([["bound", ctx.run_id], ["merged", ctx.run_id]]);
+    expect(await chat.host.query("SELECT run_id FROM run WHERE conversation_id = ?", [chatId])).toEqual([{ run_id: ctx.run_id }]);
+  });
+
+  it("an item whose merged decision could not be written is not ended as never handed over while its album's run waits", async () => {
+    const chatId = "-880005";
+    // A reply streamed for seconds: the album's run waits its turn behind it.
+    const busy = { update_id: ++updateId, message: { message_id: 800, date: Math.floor(Date.now() / 1000), chat: { id: Number(chatId), type: "supergroup", title: "Album group" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text: `stream ${"word ".repeat(24)}` } };
+    expect(await post(busy)).toBe(200);
+    await waitFor(() => contextsIn(chatId).length === 1, 15_000, "the busy run");
+    expect(await post(item(chatId, "album-f", 801, "two more"))).toBe(200);
+    chat.host.databaseOutage({ queries: 1, matching: '"merged"' });
+    expect(await post(item(chatId, "album-f", 802))).toBe(500);
+    // The cron's sweep of runs ingress recorded long ago and never handed over to their conversation.
+    await chat.host.triggerScheduled({ scheduledTime: new Date(Date.now() + 11 * 60_000) });
+    await waitFor(() => answersIn(chatId).length === 2, 20_000, "the album's answer");
+    const album = contextsIn(chatId)[1];
+    await chat.host.waitForRun(album.run_id);
+    expect(album.input.attachments).toHaveLength(2);
+    expect((await eventsIn(chatId)).map((e) => e.disposition)).toEqual(["bound", "bound", "merged"]);
+    // The item's own run is discarded, not left failed beside the run that had it.
+    expect(await chat.host.query("SELECT status FROM run WHERE conversation_id = ?", [chatId])).toEqual([{ status: "completed" }, { status: "completed" }]);
+  });
+
   it("an item arriving after its album's run began runs on its own; another album in the chat is another run", async () => {
     const chatId = "-880003";
     expect(await post(item(chatId, "album-c", 501, "first"))).toBe(200);
