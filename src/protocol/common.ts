@@ -7,6 +7,7 @@
  * libSQL carry `null` for absent columns; both mean "absent", not "malformed".
  */
 import * as z from "zod";
+import { keptIntegerText } from "../lib/exact-json";
 
 /** Nesting limit for JSON values; deeper input would exhaust the stack of the recursive schema. */
 export const MAX_JSON_DEPTH = 64;
@@ -63,7 +64,8 @@ export function jsonShapeProblem(value: unknown, maxDepth: number, opts: { depth
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length > 0) {
     const [current, depth] = stack.pop() as [unknown, number];
-    if (current === null || typeof current !== "object") continue;
+    // A whole number an upstream's answer keeps as written (a raw JSON value) is a number, not a level.
+    if (current === null || typeof current !== "object" || keptIntegerText(current) !== undefined) continue;
     if (depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels`;
     if (!opts.depthOnly && !Array.isArray(current) && Object.hasOwn(current, "__proto__")) return 'an object member named "__proto__" is not accepted';
     const children = Array.isArray(current) ? current : Object.values(current);

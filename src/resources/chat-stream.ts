@@ -4,6 +4,7 @@ import type { ChatResult, Usage } from "./openai";
 import { streamErrorStatus, UsageSchema } from "./openai";
 import { UPSTREAM_MESSAGE_MAX_CHARS, UpstreamError } from "./upstream";
 import { describeError } from "../lib/describe-error";
+import { keptIntegerText, parseKeepingIntegers } from "../lib/exact-json";
 import { RunnerCallError } from "../runner/errors";
 
 /**
@@ -180,11 +181,12 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     if (payload === "") return false;
     let chunk: { choices?: { index?: unknown; delta?: Record<string, unknown>; finish_reason?: string | null }[]; usage?: unknown; error?: unknown };
     try {
-      chunk = JSON.parse(payload);
+      // Whole numbers past 2^53 kept as written, as in model.invoke.
+      chunk = parseKeepingIntegers(payload) as typeof chunk;
     } catch {
       throw new UpstreamError("invalid_response", "the model provider sent a stream chunk that is not JSON");
     }
-    if (typeof chunk !== "object" || chunk === null) throw new UpstreamError("invalid_response", "the model provider sent a stream chunk that is not an object");
+    if (typeof chunk !== "object" || chunk === null || keptIntegerText(chunk) !== undefined) throw new UpstreamError("invalid_response", "the model provider sent a stream chunk that is not an object");
     if (chunk.error !== undefined && chunk.error !== null) throw new ModelStreamError("provider_error", `the model provider reported an error mid-stream: ${errorText(chunk.error)}`, { status: streamErrorStatus(chunk.error) });
     if (chunk.usage) {
       const parsed = UsageSchema.safeParse(chunk.usage);

@@ -24,7 +24,12 @@ const finishHalves = deferred<void>();
 
 beforeAll(async () => {
   tool = await listenLoopback(async (req, res) => {
-    await readBody(req);
+    const sent = await readBody(req);
+    // A provider (`{tool.url}/v1`): the model `junk` answers HALF bytes that are not JSON (a provider fault), `big` a completion as large.
+    if (req.url === "/v1/chat/completions") {
+      if (JSON.parse(sent).model === "junk") return void res.writeHead(200, { "content-type": "application/json" }).end("x".repeat(HALF));
+      return sendJson(res, 200, { choices: [{ message: { role: "assistant", content: "y".repeat(HALF) }, finish_reason: "stop" }] });
+    }
     if (req.url === "/half") {
       res.writeHead(200, { "content-type": "application/json" });
       res.write(`{"blob": "${"x".repeat(HALF)}`);
@@ -35,13 +40,16 @@ beforeAll(async () => {
     await release.promise;
     sendJson(res, 200, { ok: true });
   });
-  runner = await startScriptedRunner({ name: "inflight", runners: [{ name: "default", label: { en_US: "i" }, permissions: { tools: ["call"], history: ["page"] } }] });
+  runner = await startScriptedRunner({ name: "inflight", runners: [{ name: "default", label: { en_US: "i" }, permissions: { tools: ["call"], history: ["page"], models: ["invoke"] } }] });
   host = await startTestHost({ vars: { MAX_API_CALLS_IN_FLIGHT: String(LIMIT), RESOURCE_RESPONSE_MAX_BYTES: String(BUDGET), RESOURCE_RESPONSE_BUDGET_BYTES: String(BUDGET) } });
   expect((await host.admin("POST", "/v1/admin/tools", { name: "held", endpoint: `${tool.url}/held` })).status).toBe(201);
   expect((await host.admin("POST", "/v1/admin/tools", { name: "half", endpoint: `${tool.url}/half` })).status).toBe(201);
+  for (const model of ["junk", "big"]) {
+    expect((await host.admin("POST", "/v1/admin/models", { model_id: model, name: model, kind: "llm", base_url: `${tool.url}/v1`, api_key: "sk-budget", model })).status).toBe(201);
+  }
   await runner.register(host);
   const agent = await host.admin("POST", "/v1/admin/agents", {
-    agent_id: "inflight", name: "i", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { tools: ["held", "half"] },
+    agent_id: "inflight", name: "i", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { tools: ["held", "half"], models: ["junk", "big"], fallback_models: ["big"] },
   });
   expect(agent.status).toBe(201);
 });
@@ -81,5 +89,11 @@ describe("Host API calls in flight per run", () => {
     expect(result.statuses).toEqual([200, 429]);
     const completed = (await runLedger(host, runId)).filter((e) => e.type === "tool.call.completed").map((e) => e.data.error?.code ?? "ok");
     expect(completed.sort()).toEqual(["ok", "rate_limited"]);
+  });
+
+  it("a fallback's answer is not refused for the answer of the attempt that failed before it: only the answer being read is held", async () => {
+    const { result, runId } = await runner.run(host, "budget-fallback", async (api) => api("model.invoke", { model_id: "junk", messages: [{ role: "user", content: "hi" }] }));
+    expect([result.status, result.body.data?.model_id, result.body.data?.message.content.length]).toEqual([200, "big", HALF]);
+    expect((await runLedger(host, runId)).find((e) => e.type === "model.fallback")?.data).toMatchObject({ model_id: "junk", next_model_id: "big" });
   });
 });

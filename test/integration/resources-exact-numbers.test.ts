@@ -23,9 +23,18 @@ beforeAll(async () => {
     // Upstream answers carrying 64-bit ids, written as a Go or Python service writes them.
     if (req.url === "/kb-ids") return sendRaw(res, `{"entries":[{"content":"order","score":0.5,"metadata":{"order_id":${ID},"small":7}}]}`);
     if (req.url === "/lookup") return sendRaw(res, `{"order_id":${ID},"lines":[{"sku":-${ID}},1.5,12345678901234567890],"note":"id ${ID}"}`);
+    // As deep as each check allows, a 64-bit id innermost: the id is a number there, not one level more.
+    if (req.url === "/deep") return sendRaw(res, `${"[".repeat(256)}${ID}${"]".repeat(256)}`);
+    if (req.url === "/kb-deep") return sendRaw(res, `{"entries":[{"content":"deep","score":0.5,"metadata":{"path":${"[".repeat(64)}${ID}${"]".repeat(64)}}}]}`);
+    if (req.url === "/v1/chat/completions") {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"see","citation_id":${ID}},"finish_reason":null}]}\n\n`);
+      res.write(`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n`);
+      return void res.end("data: [DONE]\n\n");
+    }
     return sendJson(res, 200, { cancelled: true });
   });
-  runner = await startScriptedRunner({ name: "exact-numbers", runners: [{ name: "default", label: { en_US: "x" }, permissions: { tools: ["detail", "call"], knowledge_bases: ["retrieve"] } }] });
+  runner = await startScriptedRunner({ name: "exact-numbers", runners: [{ name: "default", label: { en_US: "x" }, permissions: { tools: ["detail", "call"], knowledge_bases: ["retrieve"], models: ["stream"] } }] });
   host = await startTestHost();
   const tool = await host.admin("POST", "/v1/admin/tools", {
     name: "cancel_order",
@@ -36,10 +45,13 @@ beforeAll(async () => {
   expect((await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "orders", name: "orders", endpoint: `${upstream.url}/kb` })).status).toBe(201);
   expect((await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "order-ids", name: "order ids", endpoint: `${upstream.url}/kb-ids` })).status).toBe(201);
   expect((await host.admin("POST", "/v1/admin/tools", { name: "lookup_order", endpoint: `${upstream.url}/lookup`, headers: { "x-api-key": "lookup-secret-0123" }, parameters: { type: "object", properties: {} } })).status).toBe(201);
+  expect((await host.admin("POST", "/v1/admin/tools", { name: "deep", endpoint: `${upstream.url}/deep` })).status).toBe(201);
+  expect((await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "deep", name: "deep", endpoint: `${upstream.url}/kb-deep` })).status).toBe(201);
+  expect((await host.admin("POST", "/v1/admin/models", { model_id: "cites", name: "cites", kind: "llm", base_url: `${upstream.url}/v1`, api_key: "sk-cites-0123", model: "cites" })).status).toBe(201);
   await runner.register(host);
   const agent = await host.admin("POST", "/v1/admin/agents", {
     agent_id: "x", name: "x", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
-    resource_policy: { tools: ["cancel_order", "lookup_order"], knowledge_bases: ["orders", "order-ids"] },
+    resource_policy: { tools: ["cancel_order", "lookup_order", "deep"], knowledge_bases: ["orders", "order-ids", "deep"], models: ["cites"] },
   });
   expect(agent.status).toBe(201);
 });
@@ -96,5 +108,25 @@ describe("a 64-bit whole number in what the host passes on to an upstream", () =
     expect(result.tool.raw).toContain(`"result":{"order_id":${ID},"lines":[{"sku":-${ID}},1.5,12345678901234567890],"note":"id ${ID}"}`);
     expect(result.kb.status).toBe(200);
     expect(result.kb.raw).toContain(`"metadata":{"order_id":${ID},"small":7}`);
+  });
+
+  it("kept as written, counts as a number, not a level, where an answer's depth is bounded (a tool's 256 levels, an entry's metadata)", async () => {
+    const { result } = await runner.run(host, "exact-deep", async (_api, ctx) => ({
+      tool: await rawCall(ctx, `{"action":"tool.call","params":{"tool_name":"deep","parameters":{}}}`),
+      kb: await rawCall(ctx, `{"action":"knowledge.retrieve","params":{"kb_id":"deep","query":"q"}}`),
+    }));
+    expect([result.tool.status, result.kb.status]).toEqual([200, 200]);
+    expect(result.tool.raw).toContain(`"result":${"[".repeat(256)}${ID}${"]".repeat(256)}`);
+    expect(result.kb.raw).toContain(`"metadata":{"path":${"[".repeat(64)}${ID}${"]".repeat(64)}}`);
+  });
+
+  it("in a model stream's delta reaches the runner as the provider wrote it, as in model.invoke", async () => {
+    const { result } = await runner.run(host, "exact-stream", async (_api, ctx) => {
+      const body = JSON.stringify({ action: "model.stream", params: { model_id: "cites", messages: [{ role: "user", content: "q" }] } });
+      const res = await fetch(`${ctx.runtime.api.base_url}/v1/runs/${ctx.run_id}/api`, { method: "POST", headers: { authorization: `Bearer ${ctx.runtime.api.token}` }, body });
+      return { status: res.status, raw: await res.text() };
+    });
+    expect(result.status).toBe(200);
+    expect(result.raw).toContain(`"citation_id":${ID}`);
   });
 });

@@ -133,6 +133,32 @@ describe("PUT of a resource", () => {
     expect(misnamed.status).toBe(400);
   });
 
+  it("refuses text the database gives back cut short (a NUL), at POST and PUT: a resource holding it could never be replaced, each PUT a 409", async () => {
+    await create("/v1/admin/models", model("m-nul"));
+    await create("/v1/admin/tools", { name: "t-nul", endpoint: "https://tool.example/run" });
+    await create("/v1/admin/knowledge-bases", { kb_id: "kb-nul", name: "KB", endpoint: "https://kb.example/search" });
+    const kb = { name: "KB", endpoint: "https://kb.example/search" };
+    const refusals: [string, string, unknown][] = [
+      ["POST", "/v1/admin/models", model("m-nul-new", { name: "a\u0000b" })],
+      ["PUT", "/v1/admin/models/m-nul", model("m-nul", { name: "a\u0000b" })],
+      ["PUT", "/v1/admin/models/m-nul", model("m-nul", { model: "gpt\u0000x" })],
+      ["POST", "/v1/admin/tools", { name: "t-nul-new", description: "x\u0000y", endpoint: "https://tool.example/run" }],
+      ["PUT", "/v1/admin/tools/t-nul", { description: "x\u0000y", endpoint: "https://tool.example/run" }],
+      ["PUT", "/v1/admin/knowledge-bases/kb-nul", { ...kb, name: "K\u0000B" }],
+      ["PUT", "/v1/admin/knowledge-bases/kb-nul", { ...kb, description: "d\u0000" }],
+    ];
+    for (const [method, path, body] of refusals) {
+      const res = await host.admin(method, path, body);
+      expect([method, path, res.status, res.body.error?.message]).toEqual([method, path, 400, expect.stringMatching(/NUL/)]);
+    }
+    const replaced = [
+      await host.admin("PUT", "/v1/admin/models/m-nul", model("m-nul", { name: "renamed" })),
+      await host.admin("PUT", "/v1/admin/tools/t-nul", { description: "fixed", endpoint: "https://tool.example/run" }),
+      await host.admin("PUT", "/v1/admin/knowledge-bases/kb-nul", { ...kb, description: "fixed" }),
+    ];
+    expect(replaced.map((r) => r.status)).toEqual([200, 200, 200]);
+  });
+
   it("answers 404 for a resource that does not exist, of each kind", async () => {
     await create("/v1/admin/models", model("m-404"));
     expect((await host.admin("PUT", "/v1/admin/models/m-404", model("m-404"))).status).toBe(200);

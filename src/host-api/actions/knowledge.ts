@@ -28,6 +28,8 @@ const knowledgeRetrieve: Handler<"knowledge.retrieve"> = async (ctx, p) => {
     await ctx.ledger.append([{ type: "knowledge.retrieved", data: { kb_id: p.kb_id, top_k: p.top_k, entry_count: entries.length, duration_ms: Date.now() - startedAt } }]);
     return { kb_id: p.kb_id, entries: redactValue(entries, secrets) as typeof entries };
   } catch (err) {
+    // Its answer is dropped: not held while the failure is recorded, where it could get another call refused.
+    hold.release();
     const failure = toApiError(err, secrets, { kb_id: p.kb_id }, { runId: ctx.snapshot.runId, action: `knowledge base ${p.kb_id}` });
     logUpstreamFailure(ctx, `knowledge base ${p.kb_id}`, failure);
     await ctx.ledger.append([{ type: "knowledge.failed", data: { kb_id: p.kb_id, code: failure.code, error: failure.message } }]);

@@ -43,6 +43,16 @@ function callOptions(ctx: ActionContext, signal: AbortSignal, hold?: AnswerHold)
   return { signal, maxBytes: c.RESOURCE_RESPONSE_MAX_BYTES, attemptTimeoutMs: c.MODEL_ATTEMPT_TIMEOUT_MS, streamIdleMs: c.MODEL_STREAM_IDLE_TIMEOUT_MS, take: hold?.take };
 }
 
+/** An attempt's answer is held until the call is answered; a failed attempt's is dropped at once, so neither a fallback nor another call is refused for it. */
+async function afresh<T>(hold: AnswerHold, attempt: () => Promise<T>): Promise<T> {
+  try {
+    return await attempt();
+  } catch (err) {
+    hold.release();
+    throw err;
+  }
+}
+
 const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
   const request = chatRequest(p);
   const startedAt = Date.now();
@@ -50,7 +60,7 @@ const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
   const hold = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   try {
     const opts = callOptions(ctx, call.signal, hold);
-    const { value, model } = await withModelFallback(ctx, p.model_id, "invoke", (m) => chatCompletion(m.target, request, opts));
+    const { value, model } = await withModelFallback(ctx, p.model_id, "invoke", (m) => afresh(hold, () => chatCompletion(m.target, request, opts)));
     await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "invoke", usage: value.usage, startedAt });
     // An upstream may echo what it was sent: the runner never sees the model's credentials.
     return { model_id: model.modelId, ...(redactValue(value, model.secrets) as typeof value) };
@@ -114,7 +124,7 @@ const modelRerank: Handler<"model.rerank"> = async (ctx, p) => {
   try {
     const opts = callOptions(ctx, call.signal, hold);
     const input = { query: p.query, documents: p.documents, topK: p.top_k ?? undefined };
-    const { value, model } = await withModelFallback(ctx, p.model_id, "rerank", (m) => rerank(m.target, input, opts));
+    const { value, model } = await withModelFallback(ctx, p.model_id, "rerank", (m) => afresh(hold, () => rerank(m.target, input, opts)));
     await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "rerank", usage: value.usage, startedAt });
     return { model_id: model.modelId, results: value.results, usage: value.usage };
   } finally {

@@ -102,6 +102,8 @@ const toolCall: Handler<"tool.call"> = async (ctx, p) => {
     await ctx.ledger.append([{ type: "tool.call.completed", data: { ...ids, ...out, duration_ms: Date.now() - startedAt } }]);
     return { ...ids, ...out };
   } catch (err) {
+    // Its answer is dropped: not held while the failure is recorded, where it could get another call refused.
+    hold.release();
     const failure = toApiError(err, secrets, ids, { runId: ctx.snapshot.runId, action: `tool ${p.tool_name}` });
     logUpstreamFailure(ctx, `tool ${p.tool_name}`, failure);
     await ctx.ledger.append([{ type: "tool.call.completed", data: { ...ids, error: { code: failure.code, message: failure.message }, duration_ms: Date.now() - startedAt } }]);

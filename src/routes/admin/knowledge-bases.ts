@@ -12,14 +12,16 @@ import { keptEndpoint, replacedKey } from "../../resources/replaced-secrets";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { knowledgeBase } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
+import { nulFreeText } from "../../protocol/common";
 import { AdminListQuery, listing } from "./list-page";
 import { knowledgeBaseSlot } from "../../stores/secret-slots";
 
 /** A retrieval endpoint: `POST {endpoint}` with `{query, top_k, filters}` answers `{entries: [{content, score, metadata?}]}`. */
 const KnowledgeBaseInput = z.strictObject({
   kb_id: ResourceIdSchema.optional(),
-  name: z.string().min(1).max(200),
-  description: z.string().max(2000).optional(),
+  // Stored and compared as read back (a PUT writes only over the row as read): no NUL, at which reading cuts it short.
+  name: nulFreeText().min(1).max(200),
+  description: nulFreeText().max(2000).optional(),
   endpoint: EndpointSchema,
   api_key: headerValue(4096).min(1).optional(),
 });

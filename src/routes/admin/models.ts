@@ -12,17 +12,19 @@ import { keptEndpoint, replacedKey } from "../../resources/replaced-secrets";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { model } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
+import { nulFreeText } from "../../protocol/common";
 import { AdminListQuery, listing } from "./list-page";
 import { modelSlot } from "../../stores/secret-slots";
 
 /** An OpenAI-compatible endpoint; `base_url` is the part before `/chat/completions` (or `/rerank`). */
 const ModelInput = z.strictObject({
   model_id: ResourceIdSchema.optional(),
-  name: z.string().min(1).max(200),
+  // Stored and compared as read back (a PUT writes only over the row as read): no NUL, at which reading cuts it short.
+  name: nulFreeText().min(1).max(200),
   kind: z.enum(["llm", "rerank", "embedding"]),
   base_url: EndpointSchema,
   api_key: headerValue(4096).min(1),
-  model: z.string().min(1).max(200),
+  model: nulFreeText().min(1).max(200),
   context_window: z.int().positive().optional(),
 });
 

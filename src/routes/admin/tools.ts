@@ -2,7 +2,7 @@ import * as z from "zod";
 import { dbOf } from "../../db/connect";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { sealValues } from "../../lib/secret-box";
-import { RecordSchema } from "../../protocol/common";
+import { nulFreeText, RecordSchema } from "../../protocol/common";
 import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { schemaProblems } from "../../resources/json-schema";
@@ -32,7 +32,8 @@ const ParametersSchema = RecordSchema.refine((s) => s.type === undefined || s.ty
 /** An HTTP tool: `POST {endpoint}` with the arguments as the JSON body and `headers` (secret) added. */
 const ToolInput = z.strictObject({
   name: ToolNameSchema,
-  description: z.string().max(4000).default(""),
+  // Stored and compared as read back (a PUT writes only over the row as read): no NUL, at which reading cuts it short.
+  description: nulFreeText().max(4000).default(""),
   parameters: ParametersSchema,
   endpoint: EndpointSchema,
   headers: HeadersSchema.optional(),
