@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "libsql";
 import { afterAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
 
@@ -49,15 +50,19 @@ function start(env: Record<string, string>, detached = false, viaNpm = false) {
  * Wait until the example runner's service is registered in the data folder's libSQL file (and not longer); answers
  * how many agents there were then. Watched from a process of its own: libSQL's native driver keeps a closed
  * database's files open while its statements live, and npm start refuses a folder another process has open.
+ * The file is opened once its WAL has frames: npm start then has it in WAL mode, where a reader never holds a lock
+ * its writes need. Before, a read here could hold the lock npm start's `PRAGMA journal_mode = WAL` needs on the new
+ * file (no busy timeout): npm start died of SQLITE_BUSY and this waited until the test's timeout. (libsql ignores
+ * `readonly`: the connection is read-write whatever is asked.) A start that exits first fails the wait at once.
  */
-async function untilRunnerRegistered(dataDir: string): Promise<number> {
+async function untilRunnerRegistered(dataDir: string, started?: { exited: Promise<unknown>; output(): string }): Promise<number> {
   const watcher = `
-    const { existsSync } = require("node:fs");
+    const { existsSync, statSync } = require("node:fs");
     const Database = require("libsql");
     const file = process.argv[1] + "/host.db";
     let db;
     for (;;) {
-      if (!db && existsSync(file)) db = new Database(file, { readonly: true });
+      if (!db && existsSync(file + "-wal") && statSync(file + "-wal").size > 0) db = new Database(file);
       try {
         if (db && db.prepare("SELECT count(*) AS n FROM runner").get().n > 0) {
           process.stdout.write(String(db.prepare("SELECT count(*) AS n FROM agent").get().n));
@@ -71,7 +76,12 @@ async function untilRunnerRegistered(dataDir: string): Promise<number> {
   let out = "";
   child.stdout!.on("data", (c) => (out += c));
   child.stderr!.on("data", (c) => (out += c));
-  const code = await new Promise<number | null>((r) => child.on("exit", r));
+  const watched = new Promise<number | null>((r) => child.on("exit", r));
+  const code = await (started ? Promise.race([watched, started.exited.then(() => "start exited" as const)]) : watched);
+  if (code === "start exited") {
+    child.kill("SIGKILL");
+    throw new Error(`npm start exited before registering the example: ${started!.output()}`);
+  }
   if (code !== 0) throw new Error(`watcher failed: ${out}`);
   return Number(out);
 }
@@ -94,10 +104,34 @@ describe("npm start with a DATA_DIR it cannot use", () => {
 });
 
 describe("a first npm start stopped while it was starting", () => {
+  it("watching for the registration never holds host.db while npm start makes it: its switch to WAL gets the file at once", async () => {
+    const dataDir = fresh("npm-start-watcher-");
+    // As npm start's openEmbeddedDb begins: the file made, not yet in WAL mode.
+    const db = new Database(join(dataDir, "host.db"));
+    const registered = untilRunnerRegistered(dataDir);
+    // `PRAGMA journal_mode = WAL` needs the file exclusively and waits for no one: that lock, taken over and over while the watcher polls.
+    let refused = 0;
+    for (const end = Date.now() + 2000; Date.now() < end && !refused; ) {
+      try {
+        db.exec("BEGIN EXCLUSIVE");
+        db.exec("ROLLBACK");
+      } catch {
+        refused++;
+      }
+    }
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec("CREATE TABLE runner (runner_id TEXT); CREATE TABLE agent (agent_id TEXT); INSERT INTO runner VALUES ('r')");
+    try {
+      expect({ refused, agents: await registered }).toEqual({ refused: 0, agents: 0 });
+    } finally {
+      db.close();
+    }
+  }, 30_000);
+
   it("SIGTERM after registering the example runner, before binding it: the start completes, so the next start has agent echo", async () => {
     const dataDir = fresh("npm-start-first-");
     const first = start({ DATA_DIR: dataDir });
-    const agentsThen = await untilRunnerRegistered(dataDir);
+    const agentsThen = await untilRunnerRegistered(dataDir, first);
     first.child.kill("SIGTERM");
     await first.exited;
     expect(agentsThen).toBe(0);
@@ -116,7 +150,7 @@ describe("a first npm start stopped while it was starting", () => {
   it("Ctrl-C (SIGINT to the whole process group, workerd included) after registering the example: the next start binds agent echo", async () => {
     const dataDir = fresh("npm-start-ctrlc-");
     const first = start({ DATA_DIR: dataDir }, true);
-    await untilRunnerRegistered(dataDir);
+    await untilRunnerRegistered(dataDir, first);
     process.kill(-first.child.pid!, "SIGINT");
     expect(await first.exited).toEqual({ code: 0, signal: null });
     const second = start({ DATA_DIR: dataDir }, true);
@@ -132,7 +166,7 @@ describe("a first npm start stopped while it was starting", () => {
   it("SIGTERM while it starts (the Worker up, the example not yet bound) stops it in order: exit code 0", async () => {
     const dataDir = fresh("npm-start-early-term-");
     const s = start({ DATA_DIR: dataDir });
-    await untilRunnerRegistered(dataDir);
+    await untilRunnerRegistered(dataDir, s);
     s.child.kill("SIGTERM");
     expect(await s.exited).toEqual({ code: 0, signal: null });
   }, 60_000);
