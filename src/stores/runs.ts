@@ -4,6 +4,7 @@ import { compiled, param } from "../db/compiled";
 import { agent, eventLog, run, runEvent, transcript } from "../db/schema";
 import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
+import { parseKeepingIntegers } from "../lib/exact-json";
 import { budgetedPage, byteLength, fieldsOf, ifWithin, rowBytes, runningBytes, withinBudget } from "../db/byte-budget";
 
 export type RunRow = typeof run.$inferSelect;
@@ -47,9 +48,18 @@ export interface LedgerEntry {
   dropped?: true;
 }
 
+/** A ledger row's data as written: an upstream's 64-bit id in a tool result is given back digit for digit (lib/exact-json). */
+function ledgerData(text: string): unknown {
+  try {
+    return parseKeepingIntegers(text);
+  } catch {
+    return {};
+  }
+}
+
 /** A recorded ledger row as the entry it was written from (for followers and replies replayed from the database). */
 export function ledgerEntryOf(r: { runId: string; seq: number; type: string; dataJson: string; runnerSequence: number | null; origin: string; createdAt: number }): LedgerEntry {
-  return { runId: r.runId, seq: r.seq, type: r.type, data: JSON.parse(r.dataJson) as unknown, runnerSequence: r.runnerSequence, origin: r.origin as LedgerEntry["origin"], createdAt: r.createdAt };
+  return { runId: r.runId, seq: r.seq, type: r.type, data: parseKeepingIntegers(r.dataJson), runnerSequence: r.runnerSequence, origin: r.origin as LedgerEntry["origin"], createdAt: r.createdAt };
 }
 
 export function toLedgerView(e: { runId: string; seq: number; type: string; dataJson: string; runnerSequence: number | null; origin: string; createdAt: number }) {
@@ -57,7 +67,7 @@ export function toLedgerView(e: { runId: string; seq: number; type: string; data
     seq: e.seq,
     cursor: encodeCursor("r", e.seq, e.runId),
     type: e.type,
-    data: parseJson<unknown>(e.dataJson, {}),
+    data: ledgerData(e.dataJson),
     sequence: e.runnerSequence ?? undefined,
     origin: e.origin,
     created_at: iso(e.createdAt),

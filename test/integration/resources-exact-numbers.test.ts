@@ -100,7 +100,7 @@ describe("a 64-bit whole number in what the host passes on to an upstream", () =
 
   // The tool has a secret header, so its answer is also scrubbed of it on the way (a kept number is a value there, not an object).
   it("in a tool's or knowledge base's answer reaches the runner as the upstream wrote it, never rounded", async () => {
-    const { result } = await runner.run(host, "exact-answers", async (_api, ctx) => ({
+    const { result, runId } = await runner.run(host, "exact-answers", async (_api, ctx) => ({
       tool: await rawCall(ctx, `{"action":"tool.call","params":{"tool_name":"lookup_order","parameters":{}}}`),
       kb: await rawCall(ctx, `{"action":"knowledge.retrieve","params":{"kb_id":"order-ids","query":"q"}}`),
     }));
@@ -108,6 +108,9 @@ describe("a 64-bit whole number in what the host passes on to an upstream", () =
     expect(result.tool.raw).toContain(`"result":{"order_id":${ID},"lines":[{"sku":-${ID}},1.5,12345678901234567890],"note":"id ${ID}"}`);
     expect(result.kb.status).toBe(200);
     expect(result.kb.raw).toContain(`"metadata":{"order_id":${ID},"small":7}`);
+    // The run's ledger keeps the tool's answer as written, and gives it back so.
+    const ledger = await (await fetch(`${host.url}/v1/runs/${runId}/events`, { headers: { authorization: `Bearer ${host.adminToken}` } })).text();
+    expect(ledger).toContain(`"result":{"order_id":${ID},"lines":[{"sku":-${ID}},1.5,12345678901234567890]`);
   });
 
   it("kept as written, counts as a number, not a level, where an answer's depth is bounded (a tool's 256 levels, an entry's metadata)", async () => {
