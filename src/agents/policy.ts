@@ -47,34 +47,44 @@ export const ScopeSchema = z
     id: ScopedIdSchema.optional(),
     /** Conversation scope only: the conversation as one bot sees it (chat ids are unique per platform, not per bot). */
     bot_id: ScopedIdSchema.optional(),
+    /** Conversation scope only: the conversation of one workspace (callers of POST /v1/events name conversations per workspace). */
+    workspace_id: ScopedIdSchema.optional(),
   })
   .refine((s) => (s.type === "global" ? s.id === undefined : s.id !== undefined), {
     message: "scope.id is required for workspace, bot and conversation scopes, and must be absent for global",
   })
-  .refine((s) => s.bot_id === undefined || s.type === "conversation", { message: "scope.bot_id is only for conversation scopes" });
+  .refine((s) => s.bot_id === undefined || s.type === "conversation", { message: "scope.bot_id is only for conversation scopes" })
+  .refine((s) => s.workspace_id === undefined || s.type === "conversation", { message: "scope.workspace_id is only for conversation scopes" })
+  // A bot belongs to one workspace at most, so its conversation is already one workspace's.
+  .refine((s) => s.workspace_id === undefined || s.bot_id === undefined, { message: "scope takes bot_id or workspace_id, not both" });
 export type Scope = z.infer<typeof ScopeSchema>;
 
 /**
- * How a scope is stored in `agent_binding`: a conversation seen by one bot is
- * its own scope type, keyed by both ids, so it outranks the same conversation
- * of any bot and never collides with it.
+ * How a scope is stored in `agent_binding`: a conversation seen by one bot, or
+ * in one workspace, is its own scope type, keyed by both ids, so it outranks
+ * the same conversation id anywhere and never collides with it.
  */
 export function storedScope(scope: Scope): { scopeType: string; scopeId: string } {
-  if (scope.type === "conversation" && scope.bot_id !== undefined) return { scopeType: "bot_conversation", scopeId: botConversationKey(scope.bot_id, scope.id!) };
+  if (scope.type === "conversation" && scope.bot_id !== undefined) return { scopeType: "bot_conversation", scopeId: qualifiedConversationKey(scope.bot_id, scope.id!) };
+  if (scope.type === "conversation" && scope.workspace_id !== undefined) {
+    return { scopeType: "workspace_conversation", scopeId: qualifiedConversationKey(scope.workspace_id, scope.id!) };
+  }
   return { scopeType: scope.type, scopeId: scope.id ?? "" };
 }
 
 export function scopeView(scopeType: string, scopeId: string): Scope {
   if (scopeType === "global") return { type: "global" };
-  if (scopeType === "bot_conversation") {
-    const [botId, id] = JSON.parse(scopeId) as [string, string];
-    return { type: "conversation", id, bot_id: botId };
+  if (scopeType === "bot_conversation" || scopeType === "workspace_conversation") {
+    // Written by qualifiedConversationKey.
+    const [owner, id] = JSON.parse(scopeId) as [string, string];
+    return scopeType === "bot_conversation" ? { type: "conversation", id, bot_id: owner } : { type: "conversation", id, workspace_id: owner };
   }
   // Stored from a validated scope.
   return { type: scopeType as Scope["type"], id: scopeId };
 }
 
-export const botConversationKey = (botId: string, conversationId: string) => JSON.stringify([botId, conversationId]);
+/** A conversation id qualified by the bot or workspace it belongs to. */
+export const qualifiedConversationKey = (ownerId: string, conversationId: string) => JSON.stringify([ownerId, conversationId]);
 
 /** Body of POST/PUT /v1/admin/agents. */
 export const AgentInputSchema = z.strictObject({

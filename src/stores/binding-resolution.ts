@@ -1,6 +1,6 @@
 import { and, eq, or, sql } from "drizzle-orm";
 import { compiled, param } from "../db/compiled";
-import { botConversationKey } from "../agents/policy";
+import { qualifiedConversationKey } from "../agents/policy";
 import type { Db } from "../db/client";
 import { agent, agentBinding as b, runner, runnerService } from "../db/schema";
 
@@ -24,12 +24,14 @@ const bindingMatch = () =>
       and(eq(b.scopeType, "global"), eq(b.scopeId, "")),
       // A null placeholder matches nothing: a scope the event lacks never binds it.
       and(eq(b.scopeType, "bot_conversation"), eq(b.scopeId, param("bindBotConversation"))),
+      and(eq(b.scopeType, "workspace_conversation"), eq(b.scopeId, param("bindWorkspaceConversation"))),
       and(eq(b.scopeType, "conversation"), eq(b.scopeId, param("bindConversationId"))),
       and(eq(b.scopeType, "bot"), eq(b.scopeId, param("bindBotId"))),
       and(eq(b.scopeType, "workspace"), eq(b.scopeId, param("bindWorkspaceId"))),
     ),
   );
-const specificity = () => sql`CASE ${b.scopeType} WHEN 'bot_conversation' THEN 0 WHEN 'conversation' THEN 1 WHEN 'bot' THEN 2 WHEN 'workspace' THEN 3 ELSE 4 END`;
+const specificity = () => sql`CASE ${b.scopeType} WHEN 'bot_conversation' THEN 0 WHEN 'workspace_conversation' THEN 1
+  WHEN 'conversation' THEN 2 WHEN 'bot' THEN 3 WHEN 'workspace' THEN 4 ELSE 5 END`;
 const chosen = () => sql`FROM ${b} INNER JOIN ${agent} ON ${agent.agentId} = ${b.agentId}
   INNER JOIN ${runner} ON ${runner.runnerId} = ${agent.runnerId}
   INNER JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId}
@@ -42,7 +44,8 @@ export const chosenAgentId = () => sql<string | null>`(SELECT ${agent.agentId} $
 export function resolutionValues(q: ResolveQuery) {
   return {
     bindEventType: q.eventType,
-    bindBotConversation: q.botId && q.conversationId ? botConversationKey(q.botId, q.conversationId) : null,
+    bindBotConversation: q.botId && q.conversationId ? qualifiedConversationKey(q.botId, q.conversationId) : null,
+    bindWorkspaceConversation: q.workspaceId && q.conversationId ? qualifiedConversationKey(q.workspaceId, q.conversationId) : null,
     bindConversationId: q.conversationId || null,
     bindBotId: q.botId || null,
     bindWorkspaceId: q.workspaceId || null,

@@ -328,6 +328,30 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect([misplaced.status, misplaced.body.error.message]).toEqual([400, expect.stringMatching(/bot_id is only for conversation scopes/)]);
   });
 
+  it("scopes a conversation to one workspace when asked: callers name their conversations per workspace", async () => {
+    for (const [id, scope] of [
+      ["desk-acme", { type: "conversation", id: "desk", workspace_id: "ws-acme" }],
+      ["desk-any", { type: "conversation", id: "desk" }],
+      ["desk-bot", { type: "conversation", id: "desk", bot_id: "bot-desk" }],
+    ] as const) {
+      expect((await host.admin("POST", "/v1/admin/agents", agent(id, "beta", scope))).status).toBe(201);
+    }
+    expect((await host.admin("GET", "/v1/admin/agents/desk-acme")).body.scope).toEqual({ type: "conversation", id: "desk", workspace_id: "ws-acme" });
+    const answer = async (where: Record<string, string>) =>
+      (await host.waitForRun((await host.postEvent(messageEvent("desk", "hi", where))).body.run_id!)).message?.content;
+    // Acme's desk is Acme's alone; another workspace's desk, or one with no workspace, is not it.
+    expect(await answer({ workspace_id: "ws-acme" })).toBe("beta for desk-acme");
+    expect(await answer({ workspace_id: "ws-other" })).toBe("beta for desk-any");
+    expect(await answer({})).toBe("beta for desk-any");
+    // One bot's view of the conversation is more specific still.
+    expect(await answer({ workspace_id: "ws-acme", bot_id: "bot-desk" })).toBe("beta for desk-bot");
+    expect((await host.admin("POST", "/v1/admin/agents", agent("desk-acme2", "beta", { type: "conversation", id: "desk", workspace_id: "ws-acme" }))).status).toBe(409);
+    const both = await host.admin("POST", "/v1/admin/agents", agent("desk-both", "beta", { type: "conversation", id: "desk", workspace_id: "ws-acme", bot_id: "bot-desk" }));
+    expect([both.status, both.body.error.message]).toEqual([400, expect.stringMatching(/bot_id or workspace_id, not both/)]);
+    const misplaced = await host.admin("POST", "/v1/admin/agents", agent("desk-ws", "beta", { type: "workspace", id: "ws-acme", workspace_id: "ws-acme" }));
+    expect([misplaced.status, misplaced.body.error.message]).toEqual([400, expect.stringMatching(/workspace_id is only for conversation scopes/)]);
+  });
+
   it("validates agent bodies with zod and answers 404 for unknown agents", async () => {
     const bad = await host.admin("POST", "/v1/admin/agents", { name: "x", runner_id: "r", event_types: ["not.a.type"], scope: { type: "bot" } });
     expect(bad.status).toBe(400);
