@@ -7,7 +7,8 @@ import type { EventDecision, RunTable, StoredRun } from "./scheduling";
  * Telegram sends an album (photos, videos or files sent together, the caption on one of them) as one update per
  * item, sharing a `media_group_id`. The user sent one message: the run of the first item to arrive waits
  * ALBUM_WAIT_MS, and the items arriving meanwhile join it instead of starting runs of their own, so one run gets
- * every file and the caption. Each item is still its own EventLog event and transcript item.
+ * every file and the caption, and its answer quotes the album's first item. Each item is still its own EventLog event
+ * and transcript item.
  */
 
 /** Telegram's own bound on an album's items: a run never gathers more. */
@@ -60,7 +61,10 @@ export function joinAlbum([key, run]: readonly [string, StoredRun], job: RunJob,
   const album = run.job.album!;
   if (!album.parts.some((p) => p.eventId === job.event.event_id)) {
     const parts = [...album.parts, { eventId: job.event.event_id, runId: job.runId, order: orderOf(job), input: job.input }].sort((a, b) => a.order - b.order);
-    const joined: RunJob = { ...run.job, input: albumInput(parts), album: { ...album, parts } };
+    // The answer quotes the album's first item (its lowest message id), not the first to arrive: an item sorted ahead
+    // of the others brings its own delivery, which differs only in the message it quotes.
+    const first = parts[0].eventId === job.event.event_id && job.delivery ? { delivery: job.delivery } : {};
+    const joined: RunJob = { ...run.job, ...first, input: albumInput(parts), album: { ...album, parts } };
     store(key, { ...run, job: joined, notBefore: Math.max(run.notBefore, now + waitMs), bytes: jsonByteLength(joined) });
   }
   return mergedDecision(album.mediaGroupId, run.job.runId);

@@ -75,6 +75,8 @@ describe("a Telegram album", () => {
     expect((await chat.host.admin("GET", `/v1/runs/${runId}`)).body.status).toBe("completed");
     await new Promise((r) => setTimeout(r, 300));
     expect(answersIn(chatId).map((c) => c.body.text)).toEqual(["echo: our trip"]);
+    // It quotes the album's first item (301), not the first to arrive (303).
+    expect(answersIn(chatId)[0].body.reply_parameters).toEqual({ message_id: 301, allow_sending_without_reply: true });
   });
 
   it("items sent at once make one run, and an item Telegram sends again joins nothing twice", async () => {

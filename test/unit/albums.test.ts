@@ -7,8 +7,9 @@ import type { RunJob } from "../../src/run/job";
 function itemJob(runId: string, messageId: number, opts: { group?: string; source?: string; agentId?: string; text?: string } = {}): RunJob {
   const input = { text: opts.text ?? null, contents: [], attachments: [{ artifact_id: `art-${messageId}` }] };
   const event = { event_id: `evt-${runId}`, event_type: "message.received", source: opts.source ?? "telegram", data: { message_id: messageId, media_group_id: opts.group ?? "g1" } };
-  // A partial job: albums read its event, input and agent id, and waitingRun its debounce.
-  return { runId, event, input, agent: { agentId: opts.agentId ?? "agent", concurrency: {} }, runner: { capabilities: {} } } as unknown as RunJob;
+  const delivery = { botId: "bot", target: { platform: "telegram", chatId: "-1", messageThreadId: null, replyToMessageId: messageId } };
+  // A partial job: albums read its event, input, delivery and agent id, and waitingRun its debounce.
+  return { runId, event, input, delivery, agent: { agentId: opts.agentId ?? "agent", concurrency: {} }, runner: { capabilities: {} } } as unknown as RunJob;
 }
 
 const head = (job: RunJob, waitMs = 1_000, now = 0): [string, StoredRun] => [`run:${job.runId}`, waitingRun(job, "enqueue", now, waitMs)];
@@ -35,6 +36,8 @@ describe("Telegram albums", () => {
     expect(run.notBefore).toBe(1_900);
     expect(run.job.input).toEqual({ text: "caption", contents: [], attachments: [1, 2, 3].map((n) => ({ artifact_id: `art-${n}` })) });
     expect(run.job.album!.parts.map((p) => p.eventId)).toEqual(["evt-b", "evt-c", "evt-a"]);
+    // The answer quotes the album's first item (message 1), not the first to arrive (3).
+    expect(run.job.delivery!.target).toMatchObject({ replyToMessageId: 1 });
     // The same item again (its decision's write went unanswered) finds its run and changes nothing.
     let stored = 0;
     expect(joinAlbum(albumRunFor([entry], itemJob("c", 2), () => false)!, itemJob("c", 2), 1_000, 5_000, () => stored++).runId).toBe("a");

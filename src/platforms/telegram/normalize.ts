@@ -139,21 +139,46 @@ function base(update: { update_id: number }, kind: string, m: TelegramMessage) {
 /** A command at the start of a message, as Telegram marks it. */
 const LeadingCommandSchema = z.looseObject({ type: z.literal("bot_command"), offset: z.literal(0), length: z.int().positive() });
 
+/** A message's words and their entities: its text, or a file's caption. */
+const wordsOf = (m: TelegramMessage) =>
+  m.text !== undefined ? { text: m.text, entities: m.entities } : m.caption !== undefined ? { text: m.caption, entities: m.caption_entities } : null;
+
 /**
- * The bot a group message's leading command names (`/help@OtherBot` → "OtherBot"), or null: a bare command is for
- * every bot, and in a private chat the bot is the only one there to ask.
+ * The `@bot` part of a group message's leading command (`/help@OtherBot` → "OtherBot", at 5 to 14), or null: a bare
+ * command is for every bot, and in a private chat the bot is the only one there to ask.
  */
-function commandAddressee(m: TelegramMessage): string | null {
-  const [text, entities] = m.text !== undefined ? [m.text, m.entities] : [m.caption, m.caption_entities];
-  if (m.chat.type === "private" || text === undefined) return null;
-  const command = (entities ?? []).map((e) => LeadingCommandSchema.safeParse(e)).find((e) => e.success)?.data;
-  return command ? (/^\/[^@\s]+@([A-Za-z0-9_]+)$/.exec(text.slice(0, command.length))?.[1] ?? null) : null;
+function commandSuffix(m: TelegramMessage): { bot: string; at: number; end: number } | null {
+  const words = wordsOf(m);
+  if (m.chat.type === "private" || words === null) return null;
+  const command = (words.entities ?? []).map((e) => LeadingCommandSchema.safeParse(e)).find((e) => e.success)?.data;
+  if (!command) return null;
+  const named = /^(\/[^@\s]+)@([A-Za-z0-9_]+)$/.exec(words.text.slice(0, command.length));
+  return named ? { bot: named[2], at: named[1].length, end: command.length } : null;
+}
+
+const SpanSchema = z.looseObject({ offset: z.int().nonnegative(), length: z.int().positive() });
+
+/**
+ * The words without the span [at, end): an entity after it moves back, one holding it (the command) shrinks, one
+ * cut into is dropped. Offsets count UTF-16 units, as JavaScript's do.
+ */
+function withoutSpan(words: { text: string; entities?: unknown[] }, at: number, end: number) {
+  const gone = end - at;
+  const entities = (words.entities ?? []).flatMap((e) => {
+    const span = SpanSchema.safeParse(e);
+    if (!span.success) return [e];
+    const { offset, length } = span.data;
+    if (offset + length <= at) return [e];
+    if (offset >= end) return [{ ...span.data, offset: offset - gone }];
+    return offset <= at && offset + length >= end ? [{ ...span.data, length: length - gone }] : [];
+  });
+  return { text: words.text.slice(0, at) + words.text.slice(end), entities };
 }
 
 /** The bot an update's message command names, if any: the bot's own username is looked up only then. */
 export function commandAddresseeOf(given: z.infer<typeof UpdateSchema>): string | null {
   const parsed = MessageSchema.safeParse(withoutNulls(given).message);
-  return parsed.success ? commandAddressee(parsed.data) : null;
+  return parsed.success ? (commandSuffix(parsed.data)?.bot ?? null) : null;
 }
 
 /** What an update the host does not handle says of its chat (an edit, a button press, the bot's membership): where it is recorded. */
@@ -206,7 +231,14 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
       };
     });
   }
-  const text = m.text !== undefined ? withLinkTargets(m.text, m.entities) : m.caption !== undefined ? withLinkTargets(m.caption, m.caption_entities) : null;
+  // A command addressed to this bot reaches the runner as a bare one would, `/help args` (the raw update keeps what
+  // was sent); one addressed to another bot is dropped below. Without the bot's own username (getMe failed) it is
+  // answered as sent rather than dropped.
+  const suffix = commandSuffix(m);
+  const forUs = suffix !== null && !!self.username && suffix.bot.toLowerCase() === self.username.toLowerCase();
+  const words = wordsOf(m);
+  const said = words && forUs ? withoutSpan(words, suffix.at, suffix.end) : words;
+  const text = said === null ? null : withLinkTargets(said.text, said.entities);
   const files = filesOf(m);
   const ignored = (why: string): NormalizedEvent[] => [{ ...unhandled(key, why), conversationId: common.conversationId, threadId: common.threadId }];
   if (text === null && files.length === 0) return ignored(kind);
@@ -216,10 +248,8 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
   // A channel's post copied into its discussion group is the channel broadcasting, not someone talking to the bot
   // (and a post the bot itself made there would come back to it).
   if (m.is_automatic_forward) return ignored("message.automatic_forward");
-  // Telegram gives a command addressed to another bot to every bot in the group that reads all messages. Without
-  // the bot's own username (getMe failed) it is answered rather than dropped.
-  const addressee = commandAddressee(m);
-  if (addressee !== null && self.username && addressee.toLowerCase() !== self.username.toLowerCase()) return ignored("message.command_for_other_bot");
+  // Telegram gives a command addressed to another bot to every bot in the group that reads all messages.
+  if (suffix !== null && self.username && !forUs) return ignored("message.command_for_other_bot");
   return [
     {
       ...common,
