@@ -7,14 +7,14 @@ import { handleHostApiCall, parseHostApiBody, refuseBody, refuseCallsInFlight, t
 import { authorizeUpload, changeUploadBudget, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
 import { RunClaims } from "../src/run/claim";
-import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost, endUnhandedRun, NEVER_HANDED_OVER } from "../src/run/host-end";
+import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost, NEVER_HANDED_OVER } from "../src/run/host-end";
 import { endLostRun, type UnrecordedRun } from "../src/run/lost-run";
 import { strategyOf, type RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
 import { RUN_ENDED, RunnerCallError } from "../src/runner/errors";
 import { decidedWithoutOwnRun } from "../src/stores/event-log";
-import { isNotStarted, runsStore, type LedgerEntry, type RunOutcome } from "../src/stores/runs";
+import { isNotStarted, runsStore, type LedgerEntry } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
 import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, withoutLost, type DispatchResult, type EventDecision, type RunTable, type StoredRun } from "./scheduling";
@@ -25,6 +25,7 @@ import { SettlingWork } from "./settling-work";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { PendingReplies } from "./pending-replies";
 import { albumRunFor, joinAlbum } from "./albums";
+import { UnhandedRuns } from "./unhanded-runs";
 import { describeError } from "../src/lib/describe-error";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
@@ -42,6 +43,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"));
   private readonly runs = new RunTableStore(this.ctx.storage);
   private readonly replies = new PendingReplies(this.ctx.storage);
+  private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.noticeCancelled(job));
   private scheduling = false;
   private readonly changes = new ChangeSignal();
   private readonly isActive = (runId: string) => this.active.has(runId);
@@ -60,9 +62,9 @@ export class ConversationDO extends DurableObject<Env> {
   /** A lost run ended once at a time: a cancel and the watchdog finding it together share one end (one notice). */
   private readonly finishLost = sharedByKey((_key: string, job: RunJob) => job.runId, (key: string, job: RunJob) => this.endLost(key, job));
 
-  /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. */
+  /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. A run ended before this hand-over came (cancelled while ingress was on its way) stays ended: it was dropped while queued, and its event joins nothing. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
-    return this.decisions.decide(job.runId, () => this.decide(job));
+    return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.decide(job));
   }
 
   /** A redelivered event whose run ingress read as not started: decided only if no decision was taken for it since (steered or rejected: its run row is gone; superseded, started or ended), which the run table cannot tell. */
@@ -203,7 +205,7 @@ export class ConversationDO extends DurableObject<Env> {
   private async cancelNotActive(runId: string): Promise<{ cancelled: boolean } | null> {
     const entry = await this.runs.find(runId);
     if (this.active.has(runId)) return null; // nothing awaits from here to cancelQueued's mark
-    if (!entry) return { cancelled: !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.endUnhanded(runId, CANCELLED_UNHANDED)) }; // an unanswered claim of its event is completed (run discarded), as the sweep does
+    if (!entry) return { cancelled: !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.unhanded.end(dbOf(this.env), runId, CANCELLED_UNHANDED)) }; // an unanswered claim of its event is completed (run discarded), as the sweep does
     // Stored as running, not executed here: lost with an earlier instance, it ends as lost. (Null: the scheduler started it meanwhile.)
     if (entry[1].state === "running") return this.finishLost(entry[0], entry[1].job).then(() => ({ cancelled: false }));
     // Another cancel may have ended it meanwhile: only one answers that it cancelled.
@@ -216,17 +218,10 @@ export class ConversationDO extends DurableObject<Env> {
     // Each in turn with the decisions: a redelivery handing the run over is decided wholly before (then held here) or after (then it finds the run ended).
     for (const runId of runIds) {
       // Held here (waiting its turn, or running; or its album's item) it stays; its event claimed by a steering run, only the claim's write got no answer: the claim is completed instead.
-      const end = async () => !this.active.has(runId) && !(await this.runs.holds(runId)) && !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.endUnhanded(runId, NEVER_HANDED_OVER));
+      const end = async () => !this.active.has(runId) && !(await this.runs.holds(runId)) && !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.unhanded.end(dbOf(this.env), runId, NEVER_HANDED_OVER));
       if (await this.decisions.inTurn(end)) ended++;
     }
     return ended;
-  }
-
-  /** A run only libSQL knows (its hand-over never came): ended if it has not started (its followers hear so); whether this ended it. */
-  private async endUnhanded(runId: string, outcome: RunOutcome): Promise<boolean> {
-    const ended = await endUnhandedRun(dbOf(this.env), runId, outcome);
-    if (ended) this.live.end(runId, outcome.status, [ended]);
-    return ended !== null;
   }
 
   /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. Answers whether this call ended it. */
@@ -240,8 +235,7 @@ export class ConversationDO extends DurableObject<Env> {
       endedHere = ended !== null;
       if (ended) {
         this.live.publish(job.runId, [ended]);
-        const notice = DeliverySession.cancelNotice(deps, job);
-        if (notice) this.settling.add(this.replies.track(job, notice.settle(deps.config.DELIVERY_SETTLE_TIMEOUT_MS)));
+        this.noticeCancelled(job);
       }
       await this.runs.delete(key);
       this.claims.forget(job.runId); // its end is recorded: no claim to resume
@@ -253,6 +247,12 @@ export class ConversationDO extends DurableObject<Env> {
     await this.dropUnpulled(job);
     this.live.end(job.runId, "cancelled");
     return endedHere;
+  }
+
+  /** A placeholder still shown for a run cancelled before it started (Discord's "thinking…") is resolved; tracked as any reply. */
+  private noticeCancelled(job: RunJob): void {
+    const notice = DeliverySession.cancelNotice(this.deliveryDeps(), job);
+    if (notice) this.settling.add(this.replies.track(job, notice.settle(configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS)));
   }
 
   /** Tell the scheduler something changed, starting it if it is not running. */

@@ -12,9 +12,15 @@ import { serveExecutor, type SqlExecutor } from "../src/db/executor";
  */
 /**
  * On, off, "hang", `{ queries: n, matching? }`: fail the next n requests (those whose SQL contains `matching`, when
- * given), or `{ delayMs, matching, queries? }`: hold the next (n) requests with that SQL for delayMs, then serve them.
+ * given), or `{ delayMs, matching, queries? }`: hold the next (n) requests with that SQL for delayMs, then serve them,
+ * or `{ answerDelayMs, matching, queries? }`: serve them at once and hold their answers (a write applied, its answer slow).
  */
-export type OutageMode = boolean | "hang" | { queries: number; matching?: string } | { delayMs: number; matching: string; queries?: number };
+export type OutageMode =
+  | boolean
+  | "hang"
+  | { queries: number; matching?: string }
+  | { delayMs: number; matching: string; queries?: number }
+  | { answerDelayMs: number; matching: string; queries?: number };
 
 export interface WorkerDbListener {
   address: string;
@@ -32,6 +38,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   let outage: boolean | "hang" = false;
   let failNext = { queries: 0, matching: undefined as string | undefined };
   let delayNext = { queries: 0, matching: "", delayMs: 0 };
+  let delayAnswer = { queries: 0, matching: "", delayMs: 0 };
   const hung: ServerResponse[] = [];
   const unavailable = (res: ServerResponse) =>
     res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: "database unavailable (outage drill)" } }));
@@ -69,6 +76,10 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     } catch {
       reply = { status: 400, body: { ok: false, error: { message: "request is not JSON" } } };
     }
+    if (delayAnswer.queries > 0 && Buffer.concat(chunks).includes(delayAnswer.matching)) {
+      delayAnswer.queries--;
+      await new Promise((r) => setTimeout(r, delayAnswer.delayMs));
+    }
     res.writeHead(reply.status, { "content-type": "application/json" }).end(JSON.stringify(reply.body));
   });
   server.keepAliveTimeout = 60_000;
@@ -76,6 +87,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     setOutage: (mode) => {
+      if (typeof mode === "object" && "answerDelayMs" in mode) return void (delayAnswer = { queries: mode.queries ?? 1, matching: mode.matching, delayMs: mode.answerDelayMs });
       if (typeof mode === "object" && "delayMs" in mode) return void (delayNext = { queries: mode.queries ?? 1, matching: mode.matching, delayMs: mode.delayMs });
       if (typeof mode === "object") return void (failNext = { queries: mode.queries, matching: mode.matching });
       outage = mode;

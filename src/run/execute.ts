@@ -241,6 +241,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     );
   }
   await writeNaming(deps, statements, last.blobs);
-  deps.publish([...(await recordedOf(db, job.runId, unanswered)), ...last.ledger, ...ledger]);
+  // Host API records unanswered too: those applied before the end are held; one landing after it writes nothing.
+  deps.publish([...(await recordedOf(db, job.runId, [...unanswered, ...(deps.ledgerSequence?.unansweredHostRecords ?? [])])), ...last.ledger, ...ledger]);
   return outcome;
 }

@@ -1,4 +1,5 @@
-import { writeAll, type Db } from "../db/client";
+import { batchAll, type Db } from "../db/client";
+import { mayHaveApplied } from "../db/executor";
 import type { LedgerPort } from "../host-api/actions/context";
 import { runsStore, type LedgerEntry } from "../stores/runs";
 import type { LedgerSequence } from "./ledger-sequence";
@@ -7,7 +8,9 @@ import type { LedgerSequence } from "./ledger-sequence";
  * The run ledger as the Host API writes it (tool calls, model usage): host
  * records numbered from the run's shared sequence, written, then shown to
  * live subscribers like any result. Once the run is ending nothing more is
- * recorded: its end is the ledger's last entry.
+ * recorded: its end is the ledger's last entry (a write that lands after it,
+ * held on the wire, writes nothing). A write that got no answer may have
+ * been applied: the run's end tells followers of those the ledger holds.
  */
 export function hostLedger(db: Db, runId: string, sequence: LedgerSequence, publish: (entries: LedgerEntry[]) => void): LedgerPort {
   return {
@@ -15,8 +18,12 @@ export function hostLedger(db: Db, runId: string, sequence: LedgerSequence, publ
       if (!entries.length) return;
       const written = sequence.hostRecord(entries.length, async (seqs) => {
         const rows: LedgerEntry[] = entries.map((e, i) => ({ runId, seq: seqs[i], type: e.type, data: e.data, origin: "host", createdAt: Date.now() }));
-        await writeAll(db, runsStore(db).ledgerInserts(rows));
-        publish(rows);
+        const results = await batchAll(db, runsStore(db).hostRecordInserts(rows)).catch((err: unknown) => {
+          if (mayHaveApplied(err)) sequence.unansweredHostRecords.push(...rows);
+          throw err;
+        });
+        // Only what was recorded: a run's followers are never shown an entry its ledger does not hold.
+        publish(rows.filter((_, i) => (results[i] as unknown[]).length > 0));
       });
       if (!written) console.warn(`run ${runId}: ${entries.map((e) => e.type).join(", ")} not recorded: the run has ended`);
       await written;

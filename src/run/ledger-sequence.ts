@@ -1,3 +1,5 @@
+import type { LedgerEntry } from "../stores/runs";
+
 /**
  * The run ledger's `seq` counter for one run. Shared by the result processor
  * and the Host API (which records tool calls and model usage), both running
@@ -14,6 +16,8 @@ export class LedgerSequence {
   private openToHost = true;
   private readonly hostWrites = new Set<Promise<unknown>>();
   private readonly calls = new Set<Promise<unknown>>();
+  /** Host API records whose write got no answer (it may have been applied): the run's end gives followers those the ledger holds. */
+  readonly unansweredHostRecords: LedgerEntry[] = [];
 
   next(): number {
     return ++this.last;

@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
+import { insertWhereReturning } from "../db/guarded";
 import { agent, eventLog, run, runEvent, transcript } from "../db/schema";
 import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
@@ -195,6 +196,21 @@ function ledgerRowsInsert(rows: number) {
   return statement;
 }
 
+/**
+ * One ledger row, written only while its run is running: a write held on the wire (answered too late, maybe applied
+ * later still) that lands after the run's end adds nothing past it, which its followers, told already, would never get.
+ * Answers the row's seq when written.
+ */
+const ledgerRowWhileRunning = compiled((db) =>
+  insertWhereReturning(
+    db,
+    runEvent,
+    { runId: param("runId"), seq: param("seq"), type: param("type"), dataJson: param("dataJson"), runnerSequence: param("runnerSequence"), origin: param("origin"), createdAt: param("createdAt") },
+    sql`EXISTS (SELECT 1 FROM ${run} WHERE ${run.runId} = ${param("runId")} AND ${run.status} = 'running')`,
+    sql`${runEvent.seq}`,
+  ),
+);
+
 /** A page of `GET /v1/runs` carries at most this many bytes of final messages and errors past its first run. */
 export const RUNS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
 
@@ -321,6 +337,11 @@ export function runsStore(db: Db) {
         statements.push(ledgerRowsInsert(rows.length)(db, values));
       }
       return statements;
+    },
+
+    /** Host API records, one statement each, written only while the run is running (ledgerRowWhileRunning); each statement answers a row when its entry was written. */
+    hostRecordInserts(entries: LedgerEntry[]) {
+      return entries.map((e) => ledgerRowWhileRunning(db, { runId: e.runId, seq: e.seq, type: e.type, dataJson: JSON.stringify(e.data ?? {}), runnerSequence: e.runnerSequence ?? null, origin: e.origin, createdAt: e.createdAt }));
     },
 
     /** Entries after a seq, at most `limit` and (past the first) LEDGER_PAGE_BYTES of data: a page's size is bounded whatever the runner sent. */

@@ -13,6 +13,10 @@ const heard: string[] = [];
 beforeAll(async () => {
   runner = await startAdHocRunner({
     name: "cancel-stages",
+    runners: [
+      { name: "default", label: { en_US: "cancel-stages" }, capabilities: { streaming: true }, permissions: { history: ["page"] } },
+      { name: "steers", label: { en_US: "cancel-stages steering" }, capabilities: { streaming: true, steering: true }, permissions: { history: ["page"] } },
+    ],
     async onRun({ body }, res) {
       const ctx = body.context;
       heard.push(ctx.input.text);
@@ -44,6 +48,22 @@ async function facts(runId: string) {
   return { status: run.status, code: run.error?.code ?? null, ends: ledger.filter((e) => e.type === "run.failed" || e.type === "run.completed").length, records: Number(records[0].n) };
 }
 
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * An event whose run ingress has recorded (`created`) while the database's answer to that write is slow, so its
+ * hand-over to the conversation's object comes after an operator's cancel of the run.
+ */
+async function cancelBeforeHandOver(c: string, text: string) {
+  const eventId = `evt-${c}`;
+  host.databaseOutage({ answerDelayMs: 1_500, matching: text });
+  const posting = host.postEvent(messageEvent(c, text, { event_id: eventId }));
+  let runId: string | undefined;
+  while (!(runId = (await host.query<{ run_id: string }>("SELECT run_id FROM run WHERE event_id = ?", [eventId]))[0]?.run_id)) await pause(10);
+  const cancel = await host.admin("POST", `/v1/runs/${runId}/cancel`);
+  return { runId, eventId, cancel, posted: await posting };
+}
+
 const follow = (runId: string) => fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } }).then(readSse);
 
 describe("cancel at each stage", () => {
@@ -60,6 +80,44 @@ describe("cancel at each stage", () => {
     expect([again.status, again.body.status]).toEqual([409, "cancelled"]);
     const next = await host.postEvent(messageEvent(c, "cs-unhanded next"));
     expect((await host.waitForRun(next.body.run_id!)).status).toBe("completed");
+  });
+
+  it("created, its hand-over on its way: the run stays cancelled and its event starts nothing", async () => {
+    const c = "cs-before-handover";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const { runId, cancel, posted } = await cancelBeforeHandOver(c, `${c} go`);
+    expect([cancel.status, cancel.body.status]).toEqual([202, "cancelling"]);
+    // Dropped while it was queued: the event's answer says so, not that it started.
+    expect(posted.body).toMatchObject({ run_id: runId, disposition: "queued" });
+    const next = await host.postEvent(messageEvent(c, `${c} next`));
+    expect((await host.waitForRun(next.body.run_id!, 10_000)).status).toBe("completed");
+    expect(await facts(runId)).toEqual({ status: "cancelled", code: "cancelled", ends: 1, records: 1 });
+    expect(heard).not.toContain(`${c} go`);
+  });
+
+  it("created, its hand-over on its way: its event neither interrupts the active run nor is steered into it", async () => {
+    for (const [c, runnerName, concurrency] of [["cs-bh-interrupt", "default", { strategy: "interrupt" }], ["cs-bh-steer", "steers", { strategy: "steer" }]] as const) {
+      await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(runnerName), scope: { type: "conversation", id: c }, concurrency });
+      const hold = deferred<void>();
+      holds.set(`${c} busy`, hold);
+      const busy = await host.postEvent(messageEvent(c, `${c} busy`));
+      while (!heard.includes(`${c} busy`)) await pause(10);
+      const { runId, eventId, cancel, posted } = await cancelBeforeHandOver(c, `${c} cancelled`);
+      expect([cancel.status, cancel.body.status]).toEqual([202, "cancelling"]);
+      await pause(300);
+      hold.resolve();
+      const busyEnd = (await host.waitForRun(busy.body.run_id!, 10_000)).status;
+      const event = (await host.admin("GET", `/v1/events/${eventId}`)).body;
+      expect({ c, busyEnd, answer: posted.body.disposition, answerRun: posted.body.run_id, event: event.disposition, eventRun: event.run_id }).toEqual({
+        c,
+        busyEnd: "completed",
+        answer: "queued",
+        answerRun: runId,
+        event: "bound",
+        eventRun: runId,
+      });
+      expect(await facts(runId)).toEqual({ status: "cancelled", code: "cancelled", ends: 1, records: 1 });
+    }
   });
 
   it("queued behind a busy run, and in its debounce window", async () => {

@@ -200,6 +200,21 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(contextFor("waiting")).toEqual([]);
   });
 
+  it("resolves the deferred response of an interaction cancelled before its hand-over reached the conversation", async () => {
+    const i = command("cancelled on its way", { channel_id: "C11", channel: { id: "C11", type: 0 } });
+    // The database's answer to ingress's write is slow: the run is recorded (created) and cancelled before its hand-over.
+    host.databaseOutage({ answerDelayMs: 1_500, matching: "cancelled on its way" });
+    const posting = post(i);
+    let runId: string | undefined;
+    while (!(runId = (await host.admin("GET", "/v1/runs?conversation_id=C11&status=created")).body.items[0]?.run_id)) await new Promise((r) => setTimeout(r, 10));
+    expect((await host.admin("POST", `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    expect((await posting).body).toEqual({ type: 5 });
+    const [edit] = await waitFor(() => writesFor(i).length > 0 && writesFor(i), 10_000, "the interaction resolved");
+    expect([edit.method, edit.path, edit.body.content]).toEqual(["PATCH", `/webhooks/${APPLICATION_ID}/${i.token}/messages/@original`, "(This answer was cancelled.)"]);
+    expect((await host.waitForRun(runId)).status).toBe("cancelled");
+    expect(contextFor("cancelled on its way")).toEqual([]);
+  });
+
   it("a draft longer than the final answer leaves no stale follow-up text", async () => {
     const i = command("shrink");
     expect((await post(i)).body).toEqual({ type: 5 });

@@ -23,13 +23,19 @@ beforeAll(async () => {
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
       w.send("message.delta", { chunk: { role: "assistant", content: "working" } });
+      if (ctx.input.text.startsWith("held record")) {
+        // The call fails (its tool.call.started write got no answer); the run then works on a while, or ends at once.
+        await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "tool.call", { tool_name: "slow", parameters: {} }).catch(() => null);
+        if (ctx.input.text === "held record, more work") await new Promise((r) => setTimeout(r, 2_500));
+        return w.reply("done");
+      }
       // The slow tool never answers: the call lasts until the run is stopped.
       const answer = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "tool.call", { tool_name: "slow", parameters: {} }).catch(() => null);
       toolAnswers.push(answer?.status ?? -1);
       if (!res.destroyed) w.reply("done");
     },
   });
-  host = await startTestHost({ vars: { TOOL_CALL_TIMEOUT_MS: "60000" } });
+  host = await startTestHost({ vars: { TOOL_CALL_TIMEOUT_MS: "60000", DB_QUERY_TIMEOUT_MS: "2000" } });
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
   expect((await host.admin("POST", "/v1/admin/tools", { name: "slow", description: "slow tool", endpoint: `${tools.url}/slow` })).status).toBe(201);
   const agent = { agent_id: "host-records", name: "s", runner_id: runner.runnerId(), event_types: ["message.received"], resource_policy: { tools: ["slow"] } };
@@ -66,5 +72,32 @@ describe("a run cancelled during a tool call", () => {
     const bySeq = (frames: { seq?: number; type?: string }[]) => [...frames].sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0)).map((f) => `${f.seq} ${f.type}`);
     expect({ live: bySeq(followed.frames), lastRecorded: types.at(-1) }).toEqual({ live: bySeq(replayed.frames), lastRecorded: "run.failed" });
     expect(types).toContain("tool.call.completed");
+  });
+});
+
+describe("a Host API record whose write got no answer but is applied", () => {
+  /** The run's live follower and, once the held write has landed, a replay; the frames by seq. */
+  async function followedAndReplayed(c: string, text: string, heldMs: number) {
+    // Held past the Worker's 2 s query timeout, then applied.
+    host.databaseOutage({ delayMs: heldMs, matching: "tool.call.started" });
+    const posted = await host.postEvent(messageEvent(c, text));
+    const runId = posted.body.run_id!;
+    const followed = await readSse(await stream(runId));
+    await new Promise((r) => setTimeout(r, heldMs));
+    const replayed = await readSse(await stream(runId));
+    const bySeq = (frames: { seq?: number; type?: string }[]) => [...frames].sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0)).map((f) => `${f.seq} ${f.type}`);
+    return { status: (await host.waitForRun(runId)).status, end: followed.end, live: bySeq(followed.frames), replay: bySeq(replayed.frames) };
+  }
+
+  it("applied while the run goes on: its live follower gets it with the run's end, as a replay shows it", async () => {
+    const seen = await followedAndReplayed("host-records-held", "held record, more work", 3_000);
+    expect(seen.replay.some((f) => f.endsWith(" tool.call.started"))).toBe(true);
+    expect({ status: seen.status, end: seen.end, live: seen.live }).toEqual({ status: "completed", end: "completed", live: seen.replay });
+  });
+
+  it("applied only after the run's end: nothing follows the end, so the follower and a replay agree", async () => {
+    const seen = await followedAndReplayed("host-records-late", "held record, end at once", 4_000);
+    expect(seen.replay.at(-1)).toMatch(/ run\.completed$/);
+    expect({ status: seen.status, end: seen.end, live: seen.live }).toEqual({ status: "completed", end: "completed", live: seen.replay });
   });
 });
