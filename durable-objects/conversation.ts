@@ -40,7 +40,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Queued runs whose cancellation is being recorded: the scheduler must not start them meanwhile. */
   private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
-  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"));
+  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job) => this.dispatch(job));
   private readonly runs = new RunTableStore(this.ctx.storage);
   private readonly replies = new PendingReplies(this.ctx.storage);
   private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.noticeCancelled(job));
@@ -70,7 +70,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** A redelivered event whose run ingress read as not started: decided only if no decision was taken for it since (steered or rejected: its run row is gone; superseded, started or ended), which the run table cannot tell. */
   async redeliver(job: RunJob): Promise<DispatchResult> {
     return this.decisions.decide(job.runId, async () => {
-      // Claimed by a steering run when the claim's write got no answer: that claim is completed, not made again.
+      // Claimed by a steering run when the claim's write got no answer: that claim is completed, not made again (taken back if its writer died).
       const claimedBy = await this.steering.completeClaim(dbOf(this.env), job.runId);
       if (claimedBy) return { disposition: "steered", runId: claimedBy };
       if (!(await this.runs.find(job.runId)) && !isNotStarted((await runsStore(dbOf(this.env)).get(job.runId))?.status)) return { disposition: "duplicate", runId: job.runId };
@@ -285,10 +285,10 @@ export class ConversationDO extends DurableObject<Env> {
     for (const [key, run] of supersededByInterrupt(table, Date.now(), this.isActive)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
   }
 
-  /** Steer: the event joins the target run's queue; its own run is never started. The target may have ended (or stopped pulling) while the claim was being recorded: then nobody will pull it (queued also when the write got no answer). */
+  /** Steer: the event joins the target run's queue; its own run is never started. A target that stopped pulling (ended) while the claim was recorded never had it: the claim is taken back and the event decided anew (README "Steering"); if it cannot be, or the write got no answer (queued all the same), the target's drop records it. */
   private async claim(job: RunJob, target: RunJob, now: number): Promise<DispatchResult> {
-    const ended = async () => (this.isActive(target.runId) ? !this.canPull(target.runId) : !(await this.runs.find(target.runId)));
-    await this.steering.claim(dbOf(this.env), job, target, now).finally(async () => (await ended()) && (await this.dropUnpulled(target)));
+    const pulls = () => (this.isActive(target.runId) ? this.canPull(target.runId) : this.runs.holdsNow(target.runId));
+    if ((await this.steering.claim(dbOf(this.env), job, target, now, pulls).finally(async () => pulls() || (await this.dropUnpulled(target)))) === "released") return this.decide(job);
     this.live.end(job.runId, "steered"); // its own run is discarded: a follower of it (handed over late) hears so
     return { disposition: "steered", runId: target.runId };
   }

@@ -34,6 +34,11 @@ export class RunTableStore {
     return false;
   }
 
+  /** `holds` without waiting, for a check made in the same tick as what depends on it; true until the mirror is loaded. */
+  holdsNow(runId: string): boolean {
+    return !this.mirror || [...this.mirror.values()].some((r) => r.job.runId === runId);
+  }
+
   async get(key: string): Promise<StoredRun | undefined> {
     return (await this.load()).get(key);
   }

@@ -46,3 +46,15 @@ export function sharedByKey<A extends unknown[]>(keyOf: (...args: A) => string, 
     return done;
   };
 }
+
+/** Work done one at a time per key, in call order: each sees what the one before it left (a failure is its own caller's answer; the next still runs). */
+export function inTurnByKey(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return (key, work) => {
+    const done = (tails.get(key) ?? Promise.resolve()).then(work);
+    const tail = done.catch(() => undefined);
+    tails.set(key, tail);
+    void tail.then(() => tails.get(key) === tail && tails.delete(key));
+    return done;
+  };
+}

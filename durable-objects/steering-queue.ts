@@ -6,7 +6,9 @@ import { jsonByteLength } from "../src/protocol/common";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import type { RunJob } from "../src/run/job";
 import { claimMetadata, claimRefOf, steeringItemOf, steeringOutcomeInsert, type ClaimRef } from "../src/run/steering";
+import { releaseStatements } from "../src/run/steering-release";
 import { decidedWithoutOwnRun } from "../src/stores/event-log";
+import { inTurnByKey } from "./serial-decisions";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
 export const STEERING_QUEUE_CAP = 100;
@@ -56,11 +58,24 @@ const DROP_LATER = "steer-drop:";
 const UNSETTLED = "steer-unsettled:";
 /** Items taken off a queue whose outcome is being written, under this prefix and their queue key (see `take`). */
 const TAKING = "steer-taking:";
+/** Claims being written, by the claimed event's own run id (see `claim`). */
+const CLAIMING = "steer-claiming:";
 
 interface UnsettledClaim {
   eventId: string;
   item: SteeringInputItem;
 }
+
+/** A claim whose write is on its way: what taking it back needs, and the instance writing it. */
+interface ClaimInFlight {
+  job: RunJob;
+  target: { runId: string; runner: { runnerId: string } };
+  at: number;
+  /** Its place in the target's queue. */
+  key: string;
+  instance: string;
+}
+const itemOf = (c: ClaimInFlight) => steeringItemOf(c.job, c.target, c.at);
 
 /** The claim of an event, as recorded: steered into the claiming run, its own run discarded. */
 const claimStatements = (db: Db, eventId: string, runId: string, item: SteeringInputItem) =>
@@ -77,13 +92,23 @@ export class SteeringQueue {
   private lastAt = 0;
   /** The `TAKING` keys of this instance's own takes still writing: any other is an earlier instance's, lost with it. */
   private readonly inFlight = new Set<string>();
-  /** Whether drops may be waiting in storage: unknown (true) until this instance has looked. */
+  /** Whether drops (or claims an earlier instance was writing) may be waiting in storage: unknown (true) until this instance has looked. */
   private dropsWaiting = true;
+  /** Takes of one run one at a time: a pull that fails puts its items back before the next pull looks (claim order). */
+  private readonly inTurn = inTurnByKey();
+  /** Marks this instance's claims in flight: one with another mark was being written by an instance that died. */
+  private readonly instance = crypto.randomUUID();
+  /** This instance's claims in flight (the claimed events' own run ids). */
+  private readonly writing = new Set<string>();
 
-  /** `completed`: a claim completed late discarded the claimed event's own run (its followers hear it was steered). */
+  /**
+   * `completed`: a claim completed late discarded the claimed event's own run (its followers hear it was steered).
+   * `released`: a claim an earlier instance died writing was taken back (`retryDrops`): its event's run to decide anew.
+   */
   constructor(
     private readonly storage: DurableObjectStorage,
     private readonly completed: (runId: string) => void = () => {},
+    private readonly released: (job: RunJob) => Promise<unknown> = async () => {},
   ) {}
 
   async size(runId: string): Promise<number> {
@@ -94,23 +119,73 @@ export class SteeringQueue {
    * `job`'s event joins `target`'s queue once the claim is recorded (its own run discarded), so the run never pulls
    * a claim that may yet be refused. A write that got no answer may have committed: the item is queued all the
    * same (never silently lost) and the claim remembered, so the event sent again completes this claim
-   * (`completeClaim`) instead of making a second one.
+   * (`completeClaim`) instead of making a second one. A target that can no longer pull it once recorded (`pulls`,
+   * asked in the same tick as the item would be queued) never had it: the claim is taken back (`release`), and the
+   * answer says so; the caller decides the event anew.
    */
-  async claim(db: Db, job: RunJob, target: RunJob, now: number): Promise<void> {
+  async claim(db: Db, job: RunJob, target: RunJob, now: number, pulls: () => boolean = () => true): Promise<"queued" | "released"> {
     const item = steeringItemOf(job, target, now);
     // Its place in claim order is taken now, whichever claim's write is answered first.
     const key = await this.nextKey(target.runId);
+    const claim: ClaimInFlight = { job, target: { runId: target.runId, runner: { runnerId: target.runner.runnerId } }, at: now, key, instance: this.instance };
+    // Durable before the write leaves (the output gate holds it): should this instance die before the answer, the next one takes the claim back (`retryDrops`).
+    this.writing.add(job.runId);
+    this.dropsWaiting = true;
+    void this.storage.put(`${CLAIMING}${job.runId}`, claim);
     // Not awaited below: the output gate holds the answer until the item is durable.
     try {
       await writeAll(db, claimStatements(db, job.event.event_id, job.runId, item));
     } catch (err) {
-      if (mayHaveApplied(err)) {
-        void this.enqueue(key, item);
-        void this.storage.put<UnsettledClaim>(`${UNSETTLED}${job.runId}`, { eventId: job.event.event_id, item });
-      }
+      if (mayHaveApplied(err)) this.standUnsettled(claim);
+      this.settled(job.runId);
       throw err;
     }
+    if (!pulls()) return (await this.release(db, claim)) ? "released" : "queued";
     void this.enqueue(key, item);
+    this.settled(job.runId);
+    return "queued";
+  }
+
+  /** A claim whose write may have committed stands: queued, and remembered so that its write is made again (`completeClaim`). */
+  private standUnsettled(claim: ClaimInFlight): void {
+    const item = itemOf(claim);
+    void this.enqueue(claim.key, item);
+    void this.storage.put<UnsettledClaim>(`${UNSETTLED}${claim.job.runId}`, { eventId: claim.job.event.event_id, item });
+  }
+
+  /** A claim in flight is answered: in the same tick as what it left (queued, or remembered). */
+  private settled(runId: string): void {
+    this.writing.delete(runId);
+    void this.storage.delete(`${CLAIMING}${runId}`);
+  }
+
+  /**
+   * A claim taken back: its event bound to its own run again, to be decided anew. If that cannot be recorded the
+   * claim stands (queued: its target's drop records it, and makes its write again, as the release may have applied).
+   * Answers whether it was taken back.
+   */
+  private async release(db: Db, claim: ClaimInFlight): Promise<boolean> {
+    const { job } = claim;
+    try {
+      await writeAll(db, releaseStatements(db, job, claim.target.runId));
+      return true;
+    } catch (err) {
+      console.error(`run ${job.runId}: claim into ${claim.target.runId} not taken back: ${describeError(err)}`);
+      this.standUnsettled(claim);
+      return false;
+    } finally {
+      this.settled(job.runId);
+    }
+  }
+
+  /** A claim an earlier instance died writing (the write may have committed), taken back; false if none. Throws when the database cannot take it now. */
+  private async releaseOrphan(db: Db, runId: string): Promise<boolean> {
+    const key = `${CLAIMING}${runId}`;
+    const claim = await this.storage.get<ClaimInFlight>(key);
+    if (!claim || claim.instance === this.instance) return false;
+    await writeAll(db, releaseStatements(db, claim.job, claim.target.runId));
+    await this.storage.delete(key);
+    return true;
   }
 
   /** The claim under its key, its message apart (one atomic write). */
@@ -123,6 +198,8 @@ export class SteeringQueue {
    * there is none. Throws when the database still cannot take it (the claim stays to complete).
    */
   async completeClaim(db: Db, runId: string): Promise<string | null> {
+    // Its claim was being written when an earlier instance died: never answered, it is taken back (the event's run decided as any other).
+    if (await this.releaseOrphan(db, runId)) return null;
     const key = `${UNSETTLED}${runId}`;
     const claim = await this.storage.get<UnsettledClaim>(key);
     if (!claim) return null;
@@ -177,7 +254,11 @@ export class SteeringQueue {
    * keys: should the instance die meanwhile (its pull never answered), the
    * run's drop finds them there and records them, rather than losing them.
    */
-  async take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
+  take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
+    return this.inTurn(run.runId, () => this.takeNow(db, run, outcome, limit, maxBytes));
+  }
+
+  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
     const entries = withinBytes([...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit }))], maxBytes);
     // A drop also records what an earlier instance's pull had taken when it died: its runner never had the answer.
     const orphans = outcome === "dropped" ? await this.orphansOf(run.runId) : [];
@@ -239,7 +320,11 @@ export class SteeringQueue {
     }
   }
 
-  /** Records the drops `drop` could not; answers whether some are still waiting. Cheap when none are. */
+  /**
+   * Records the drops `drop` could not, and takes back the claims an earlier instance died writing (their events'
+   * runs decided anew: the ingress call that made them failed with that instance); answers whether some are still
+   * waiting (or claims still being written: should this instance die, the alarm wakes the next). Cheap when none are.
+   */
   async retryDrops(db: Db): Promise<boolean> {
     if (!this.dropsWaiting) return false;
     // Cleared before listing: a drop that fails from here on (this retry's, or another run's meanwhile) sets it again.
@@ -247,6 +332,16 @@ export class SteeringQueue {
     for (const [key, run] of await this.storage.list<RunJob>({ prefix: DROP_LATER })) {
       if (await this.drop(db, run)) await this.storage.delete(key);
     }
+    for (const [key, claim] of await this.storage.list<ClaimInFlight>({ prefix: CLAIMING })) {
+      const runId = key.slice(CLAIMING.length);
+      try {
+        if (await this.releaseOrphan(db, runId)) void this.released(claim.job).catch((err: Error) => console.error(`run ${runId}: not decided again: ${describeError(err)}`));
+      } catch (err) {
+        console.error(`run ${runId}: claim into ${claim.target.runId} not taken back yet: ${describeError(err)}`);
+        this.dropsWaiting = true;
+      }
+    }
+    if (this.writing.size) this.dropsWaiting = true;
     return this.dropsWaiting;
   }
 }

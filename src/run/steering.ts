@@ -6,7 +6,7 @@ import { hostRecordInsert, hostRecordValues, placeOfRun, type HostRecord } from 
 import type { RunJob } from "./job";
 
 /** The steering item a claimed event becomes (PROTOCOL §8 SteeringInputItem). */
-export function steeringItemOf(event: RunJob, claimedBy: RunJob, claimedAt: number): SteeringInputItem {
+export function steeringItemOf(event: RunJob, claimedBy: Pick<RunJob, "runId"> & { runner: Pick<RunJob["runner"], "runnerId"> }, claimedAt: number): SteeringInputItem {
   return {
     claimed_run_id: claimedBy.runId,
     runner_id: claimedBy.runner.runnerId,

@@ -168,7 +168,7 @@ describe("a message that arrives while a completed run's end is being recorded",
 });
 
 describe("a claim recorded while the claiming run's earlier drops are being recorded", () => {
-  it("the late-claimed message is recorded as steering.dropped (not left in a dead run's queue, lost)", async () => {
+  it("the late-claimed message, which the ended run never had, is taken back and run as its own (not left in a dead run's queue, lost)", async () => {
     const c = "rv-claim-during-drop";
     await agentFor(c, "never");
     const first = await host.postEvent(messageEvent(c, "hold"));
@@ -184,15 +184,19 @@ describe("a claim recorded while the claiming run's earlier drops are being reco
     host.databaseOutage({ delayMs: 3_500, matching: "steering.dropped" });
     gate(c).resolve();
 
-    expect((await second).body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+    // B's claim is recorded after the run stopped pulling: taken back, B is decided again (README "Steering") and runs.
+    const answer = (await second).body;
+    expect(["started", "queued"]).toContain(answer.disposition);
     expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+    expect((await host.waitForRun(answer.run_id!)).status).toBe("completed");
+    expect(startedTexts(c)).toEqual(["hold", "b"]);
     const droppedNow = () =>
       host.query<{ src: string }>("SELECT json_extract(data_json, '$.source_event_id') AS src FROM event_log WHERE event_type = 'steering.dropped' AND conversation_id = ? ORDER BY seq", [c]);
-    // Every write settles: both claims end recorded (before the fix, B stayed in the ended run's queue for good).
-    await waitFor(async () => (await droppedNow()).length >= 2, 15_000, "both claims recorded as dropped");
+    // Every write settles: A, which the run held, ends recorded as dropped.
+    await waitFor(async () => (await droppedNow()).length >= 1, 15_000, "A recorded as dropped");
     const dropped = await droppedNow();
     const injected = await host.query<{ n: number }>("SELECT COUNT(*) AS n FROM event_log WHERE event_type = 'steering.injected' AND conversation_id = ?", [c]);
-    expect({ dropped: dropped.map((d) => d.src).sort(), injected: Number(injected[0].n) }).toEqual({ dropped: [`${c}-a`, `${c}-b`], injected: 0 });
+    expect({ dropped: dropped.map((d) => d.src), injected: Number(injected[0].n) }).toEqual({ dropped: [`${c}-a`], injected: 0 });
   }, 30_000);
 });
 

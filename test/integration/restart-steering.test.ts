@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClient } from "@libsql/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
 import { startHost, type LocalHost } from "../../local/host";
@@ -112,4 +113,53 @@ describe("steering claims of a run lost with a restart", () => {
       await host.dispose();
     }
   });
+
+  it("a message whose claim was being written when the instance died is run as its own, whether that write landed or not", async () => {
+    let host = await start();
+    const claimedEvents = ["rs-dying-landed", "rs-dying-not-landed"];
+    const held: string[] = [];
+    const posted: Promise<unknown>[] = [];
+    try {
+      for (const conv of claimedEvents) {
+        await agentFor(host, conv);
+        const before = started.length;
+        held.push((await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent(conv, "hold on"))).body.run_id);
+        await untilStarted(before + 1);
+      }
+      // Both claims' libSQL writes are held; the instance dies meanwhile.
+      host.databaseOutage({ delayMs: 5_000, matching: "absorbed_into_active_run", queries: 2 });
+      for (const conv of claimedEvents) posted.push(adminCall(host, "POST", "/v1/events", messageEvent(conv, `claimed as it died: ${conv}`, { event_id: conv })).catch(() => undefined));
+      await new Promise((r) => setTimeout(r, 700));
+      await host.dispose();
+      await Promise.all(posted);
+      // The first claim's write had reached the database and was applied (only its answer was lost with the instance).
+      const db = createClient({ url: `file:${join(dataDir, "host.db")}` });
+      try {
+        const own = (await db.execute({ sql: "SELECT run_id FROM event_log WHERE event_id = ?", args: [claimedEvents[0]] })).rows[0].run_id as string;
+        const steering = { status: "queued", trigger_behavior: "absorbed_into_active_run", claimed_by_run_id: held[0], claimed_runner_id: runner.runnerId(), claimed_at: new Date().toISOString() };
+        await db.batch([
+          { sql: "UPDATE event_log SET disposition = 'steered', run_id = ?, metadata_json = json_patch(metadata_json, ?) WHERE event_id = ?", args: [held[0], JSON.stringify({ steering }), claimedEvents[0]] },
+          { sql: "DELETE FROM run WHERE run_id = ? AND status = 'created'", args: [own] },
+        ]);
+      } finally {
+        db.close();
+      }
+      host = await start();
+      for (const [i, conv] of claimedEvents.entries()) {
+        expect(await waitForRunOn(host, held[i], 15_000)).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+        // Never answered `steered` (the ingress call failed with the instance): the event goes back to its own run, which runs it.
+        const end = Date.now() + 10_000;
+        let event = (await adminCall<{ disposition: string; run_id: string | null }>(host, "GET", `/v1/events/${conv}`)).body;
+        while (event.disposition !== "bound" && Date.now() < end) {
+          await new Promise((r) => setTimeout(r, 50));
+          event = (await adminCall<{ disposition: string; run_id: string | null }>(host, "GET", `/v1/events/${conv}`)).body;
+        }
+        expect(event.disposition).toBe("bound");
+        expect((await waitForRunOn(host, event.run_id!, 15_000)).message?.content).toBe(`done: claimed as it died: ${conv}`);
+        expect(await outcomes(host, conv)).toEqual([]);
+      }
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
 });

@@ -18,6 +18,7 @@ const firstPull = deferred<void>();
 const secondPull = deferred<void>();
 const pulledOnce = deferred<void>();
 const third = deferred<void>();
+const endNow = deferred<void>();
 
 const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
 
@@ -29,6 +30,11 @@ beforeAll(async () => {
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
       started++;
+      if (ctx.input.text === "hold, then end without pulling") {
+        await endNow.promise;
+        return w.reply("ended");
+      }
+      if (ctx.input.text === "sent as the run ended") return w.reply(`ran: ${ctx.input.text}`);
       if (ctx.input.text === "hold twice") {
         const pull = async () => (await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "all" })).body.data.items;
         await firstPull.promise;
@@ -51,6 +57,7 @@ afterAll(async () => {
   third.resolve();
   firstPull.resolve();
   secondPull.resolve();
+  endNow.resolve();
   await host?.dispose();
   await runner?.close();
 });
@@ -141,5 +148,32 @@ describe("steering claims whose libSQL write fails", () => {
     third.resolve();
     const run = await host.waitForRun(first.body.run_id!);
     expect(JSON.parse(run.message!.content as string).pulled).toEqual(["claim-swept-2"]);
+  });
+
+  it("a claim whose write is answered only once its run has ended: the message is not dropped but decided again, and run", async () => {
+    const c = "claim-outlived";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const before = started;
+    const first = await host.postEvent(messageEvent(c, "hold, then end without pulling"));
+    const end = Date.now() + 10_000;
+    while (started === before && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+
+    // The claim's batch is held 1 s (applied then, well within the Worker's timeout); the run ends meanwhile.
+    host.databaseOutage({ delayMs: 1_000, matching: "absorbed_into_active_run" });
+    const posting = host.postEvent(messageEvent(c, "sent as the run ended", { event_id: "claim-outlived-2" }));
+    await new Promise((r) => setTimeout(r, 200));
+    endNow.resolve();
+    expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+    const answer = await posting;
+
+    // Answered as an event that found its run over (README "Steering"): its own run, which runs it.
+    expect(answer.status).toBe(202);
+    expect(["started", "queued"]).toContain(answer.body.disposition);
+    expect(answer.body.run_id).not.toBe(first.body.run_id);
+    const own = await host.waitForRun(answer.body.run_id!);
+    expect({ status: own.status, message: own.message?.content }).toEqual({ status: "completed", message: "ran: sent as the run ended" });
+    expect((await host.admin("GET", "/v1/events/claim-outlived-2")).body).toMatchObject({ disposition: "bound", run_id: answer.body.run_id });
+    const outcomes = await host.query("SELECT event_type FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ?", [c]);
+    expect(outcomes).toEqual([]);
   });
 });

@@ -16,6 +16,8 @@ const release = deferred<void>();
 const releaseNoPull = deferred<void>();
 const releaseOnePull = deferred<void>();
 const onePull: { status: number; items: string[] }[] = [];
+const releaseConcurrent = deferred<void>();
+const concurrentPulls: { status: number; items: string[] }[] = [];
 let started = 0;
 const pulls: { status: number; items: string[] }[] = [];
 const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
@@ -32,6 +34,22 @@ beforeAll(async () => {
       if (ctx.input.text === "hold, never pull") {
         await releaseNoPull.promise;
         return w.reply("done without pulling");
+      }
+      if (ctx.input.text === "hold, pull twice at once") {
+        await releaseConcurrent.promise;
+        const pull = async () => {
+          const r = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "one-at-a-time" });
+          const answer = { status: r.status, items: (r.body.data?.items ?? []).map((i: any) => i.event.event_id) };
+          concurrentPulls.push(answer);
+          return answer;
+        };
+        // Two pulls at once (a runner's parallel turns): the second starts while the first's record is being written.
+        const first = pull();
+        await sleep(300);
+        await Promise.all([first, pull()]);
+        // Then one after another until the queue is empty, as a runner retrying its failed pull would.
+        for (let i = 0; i < 4 && (await pull()).items.length > 0; i++);
+        return w.reply("done pulling");
       }
       if (ctx.input.text === "hold, pull once") {
         await releaseOnePull.promise;
@@ -58,6 +76,7 @@ afterAll(async () => {
   release.resolve();
   releaseNoPull.resolve();
   releaseOnePull.resolve();
+  releaseConcurrent.resolve();
   await host?.dispose();
   await runner?.close();
 });
@@ -137,5 +156,30 @@ describe("a pull not retried after its steering.injected write was applied unans
     );
     const outcomes = records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`);
     expect({ status: run.status, onePull, outcomes }).toEqual({ status: "completed", onePull: [{ status: 500, items: [] }], outcomes: ["steering.dropped:late-steered-3"] });
+  }, 30_000);
+});
+
+describe("two steering.pull calls of one run at once, the first one's steering.injected write refused", () => {
+  it("the run still gets its messages in claim order, each once", async () => {
+    const c = "concurrent-pulls";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const before = started;
+    const first = await host.postEvent(messageEvent(c, "hold, pull twice at once"));
+    const until = Date.now() + 10_000;
+    while (started === before && Date.now() < until) await sleep(10);
+    for (const id of ["conc-first", "conc-second"]) expect((await host.postEvent(messageEvent(c, id, { event_id: id }))).body.disposition).toBe("steered");
+
+    // The first pull's record is held 1 s, then refused (nothing applied): its item goes back to the queue.
+    host.databaseOutage({ delayMs: 1_000, matching: "steering.injected" });
+    host.databaseOutage({ queries: 1, matching: "conc-first" });
+    releaseConcurrent.resolve();
+    const run = await host.waitForRun(first.body.run_id!, 20_000);
+    const received = concurrentPulls.flatMap((p) => p.items);
+    const records = await host.query<{ event_type: string; data_json: string }>(
+      "SELECT event_type, data_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ? ORDER BY seq",
+      [c],
+    );
+    expect({ status: run.status, failed: concurrentPulls.filter((p) => p.status !== 200).length, received }).toEqual({ status: "completed", failed: 1, received: ["conc-first", "conc-second"] });
+    expect(records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`)).toEqual(["steering.injected:conc-first", "steering.injected:conc-second"]);
   }, 30_000);
 });
