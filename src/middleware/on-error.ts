@@ -5,6 +5,7 @@ import { HostError } from "../lib/errors";
 import { SealedSecretError } from "../lib/secret-box";
 import { describeError } from "../lib/describe-error";
 import { dbErrorOf } from "../db/executor";
+import { ApiError } from "../host-api/errors";
 
 const INTEGRITY_REFUSALS: Record<string, { status: 404 | 409; code: string; message: string }> = {
   agent_runner_not_registered: { status: 409, code: "conflict", message: "the agent's runner is not registered (its service was deleted or refreshed meanwhile)" },
@@ -38,10 +39,15 @@ export const onError: ErrorHandler = (err, c) => {
 
 export const notFound: NotFoundHandler = (c) => c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404);
 
-/** A route that exists, asked with a method it does not take: 405 with `Allow`; its body drained unread, as any refusal's. */
+/**
+ * A run-token route (the Host API, uploads) asked with a method it does not take: 405 with `Allow`, its body drained
+ * unread as any refusal's, answered as every answer there is (PROTOCOL §8 `{ok: false, error}`), so a runner's client
+ * reads it as it reads the others.
+ */
 export const methodNotAllowed = (allow: string): Handler =>
   async function methodNotAllowed(c) {
     await drainBody(c.req.raw);
     c.header("allow", allow);
-    return c.json({ error: { code: "method_not_allowed", message: `${new URL(c.req.url).pathname} takes ${allow}, not ${c.req.method}` } }, 405);
+    const err = new ApiError("invalid_argument", `${new URL(c.req.url).pathname} takes ${allow}, not ${c.req.method}`, { status: 405, details: { allow } });
+    return c.json(err.toBody(), 405);
   };

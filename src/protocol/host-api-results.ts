@@ -82,6 +82,7 @@ export type AgentEventRecord = z.infer<typeof AgentEventRecordSchema>;
 export const EventPageSchema = z.object({
   items: z.array(AgentEventRecordSchema),
   next_cursor: z.string().nullish(),
+  prev_cursor: z.string().nullish(),
   has_more: z.boolean(),
 });
 export type EventPage = z.infer<typeof EventPageSchema>;

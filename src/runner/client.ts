@@ -58,6 +58,10 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
       if (results.length) yield results;
       if (error) throw error;
     }
+    // A clean end closes the frame in progress, as it ends an NDJSON line sent without its newline: a runner whose last
+    // frame (its run.completed) lacks the blank line after it still ends its run as it said.
+    const rest = frame?.end().filter((l) => l.trim() !== "") ?? [];
+    if (rest.length) yield rest;
   } catch (err) {
     throw abortReason(
       opts.signal,

@@ -189,6 +189,13 @@ export interface Framed {
   error?: RunnerCallError;
 }
 
+/** An SSE framer: fed the stream's lines batch by batch, then asked for the frame left open when it ended cleanly. */
+export interface SseFramer {
+  (lines: string[]): Framed;
+  /** The payload of the frame in progress (no blank line after it yet), if any: what a stream that ended cleanly left. */
+  end(): string[];
+}
+
 /**
  * Turns text/event-stream lines (read with `anyLineEnding`) into payloads:
  * `data:` lines of one frame are joined; a blank line ends the frame;
@@ -197,10 +204,16 @@ export interface Framed {
  * not their sum); the frames completed before one that is too large are
  * still handed over, as they may hold the run's terminal result.
  */
-export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">): (lines: string[]) => Framed {
+export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">): SseFramer {
   let data: string[] = [];
   let bytes = 0;
-  return (lines) => {
+  const end = () => {
+    const rest = data.length ? [data.join("\n")] : [];
+    data = [];
+    bytes = 0;
+    return rest;
+  };
+  const frame = (lines: string[]): Framed => {
     const payloads: string[] = [];
     for (const line of lines) {
       if (line === "") {
@@ -217,6 +230,7 @@ export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">): (lines: str
     }
     return { payloads };
   };
+  return Object.assign(frame, { end });
 }
 
 /** UTF-8 size of a string, without encoding it. */

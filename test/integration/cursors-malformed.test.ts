@@ -69,20 +69,21 @@ describe("empty cursors and limits not written in decimal", () => {
 });
 
 describe("a run-token route asked with another method", () => {
-  it("answers 405 naming the method it takes, not the admin 401", async () => {
+  it("answers 405 naming the method it takes, not the admin 401, in the §8 shape of every answer there", async () => {
     const runId = (await host.admin("GET", `/v1/runs?conversation_id=${CONV}&limit=1`)).body.items[0].run_id;
     const asked = await Promise.all(
       [["GET", "api"], ["PUT", "api"], ["GET", "artifacts"], ["POST", "artifacts"]].map(async ([method, route]) => {
         const res = await fetch(`${host.url}/v1/runs/${runId}/${route}`, { method, headers: { authorization: "Bearer whatever" } });
-        const body = (await res.json()) as { error: { code: string } };
-        return [method, route, res.status, res.headers.get("allow"), body.error.code];
+        // A runner's client reads `ok` and an AgentAPIError here as on any other Host API answer.
+        const body = (await res.json()) as { ok: boolean; error: { code: string; retryable: boolean; details: Record<string, unknown> } };
+        return [method, route, res.status, res.headers.get("allow"), body.ok, body.error.code, body.error.retryable, body.error.details];
       }),
     );
     expect(asked).toEqual([
-      ["GET", "api", 405, "POST", "method_not_allowed"],
-      ["PUT", "api", 405, "POST", "method_not_allowed"],
-      ["GET", "artifacts", 405, "PUT", "method_not_allowed"],
-      ["POST", "artifacts", 405, "PUT", "method_not_allowed"],
+      ["GET", "api", 405, "POST", false, "invalid_argument", false, { allow: "POST" }],
+      ["PUT", "api", 405, "POST", false, "invalid_argument", false, { allow: "POST" }],
+      ["GET", "artifacts", 405, "PUT", false, "invalid_argument", false, { allow: "PUT" }],
+      ["POST", "artifacts", 405, "PUT", false, "invalid_argument", false, { allow: "PUT" }],
     ]);
   });
 

@@ -45,7 +45,12 @@ beforeAll(async () => {
         const newestFirst = (await api("event.page", { limit: 100 })).body.data.items;
         const oldest = newestFirst[newestFirst.length - 1];
         const forward = (await api("event.page", { after_cursor: oldest.cursor, limit: 100 })).body.data.items;
-        return w.reply(JSON.stringify({ newestFirst: newestFirst.map((e: any) => e.seq), forward: forward.map((e: any) => e.seq) }));
+        // As history.page pages: next_cursor goes on the same way, prev_cursor (the page's first item) the other way.
+        const first = (await api("event.page", { limit: 1 })).body.data;
+        const second = (await api("event.page", { before_cursor: first.next_cursor, limit: 1 })).body.data;
+        const back = (await api("event.page", { after_cursor: second.prev_cursor, limit: 1 })).body.data;
+        const cursors = { prev_is_first: [first.prev_cursor, second.prev_cursor].map((c, i) => c !== undefined && c === [first, second][i].items[0].cursor), back: back.items.map((e: any) => e.seq), first: first.items.map((e: any) => e.seq) };
+        return w.reply(JSON.stringify({ newestFirst: newestFirst.map((e: any) => e.seq), forward: forward.map((e: any) => e.seq), cursors }));
       }
       if (mode === "nulls") {
         // As a Python or Go runner sends what it leaves unset: null, for parameters with defaults too.
@@ -210,12 +215,14 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     });
   });
 
-  it("pages EventLog backward with before_cursor and forward with after_cursor", async () => {
+  it("pages EventLog backward with before_cursor and forward with after_cursor, prev_cursor naming where to turn back", async () => {
     for (const text of ["one", "two"]) await host.waitForRun((await host.postEvent(messageEvent("api-pages", text))).body.run_id!);
     const res = await host.postEvent(messageEvent("api-pages", "events-both-ways"));
-    const { newestFirst, forward } = JSON.parse(String((await host.waitForRun(res.body.run_id!)).message?.content));
+    const { newestFirst, forward, cursors } = JSON.parse(String((await host.waitForRun(res.body.run_id!)).message?.content));
     expect(newestFirst.length).toBeGreaterThanOrEqual(3);
     expect(forward).toEqual([...newestFirst].reverse().slice(1));
+    // prev_cursor, as history.page gives it: the page's first item, from which after_cursor pages back the other way.
+    expect(cursors).toEqual({ prev_is_first: [true, true], back: cursors.first, first: [newestFirst[0]] });
   });
 
   it("checks the token of a large body before reading it, so an anonymous caller never has it buffered", async () => {

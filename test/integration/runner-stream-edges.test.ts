@@ -8,7 +8,8 @@ import { startAdHocRunner } from "../support/runner";
  * `run.completed`), in NDJSON and SSE alike: a too-large SSE frame after the
  * terminal result, or the chunk that crosses the stream's byte limit, does
  * not undo what came before. An SSE stream may end its lines with CRLF, LF
- * or a lone CR, as text/event-stream allows.
+ * or a lone CR, as text/event-stream allows, and its last frame may end with the
+ * stream itself.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -39,6 +40,11 @@ beforeAll(async () => {
         const late = result("tool.call.completed", { tool_call_id: "t", tool_name: "late", result: "x".repeat(LINE_LIMIT / 4) }, 3);
         res.writeHead(200, { "content-type": "application/x-ndjson" });
         return void res.end(`${done.join("\n")}\n${`${late}\n`.repeat(Math.ceil(STREAM_LIMIT / late.length))}`);
+      }
+      if (mode.startsWith("sse-open-last-frame")) {
+        // The last frame (run.completed) ends the stream without the blank line after it: with its line's end, or without.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        return void res.end(`data: ${done[0]}\n\nevent: result\ndata: ${done[1]}${mode.endsWith("-lf") ? "\n" : ""}`);
       }
       const eol = { "sse-lf": "\n", "sse-crlf": "\r\n", "sse-cr": "\r" }[mode]!;
       res.writeHead(200, { "content-type": "text/event-stream" });
@@ -79,4 +85,9 @@ describe("an SSE result stream", () => {
       expect(await runOf(`sse-${eol}`)).toEqual(answered);
     });
   }
+
+  it("whose last frame ends with the stream, without the blank line after it, still ends the run as that frame says", async () => {
+    // As an NDJSON stream whose last line lacks its newline: the runner sent run.completed, the run is not failed for it.
+    expect([await runOf("sse-open-last-frame-lf"), await runOf("sse-open-last-frame-eof")]).toEqual([answered, answered]);
+  });
 });

@@ -56,11 +56,12 @@ export async function startScriptedRunner(opts: {
       const res = await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url });
       if (res.status !== 201) throw new Error(`registering ${runner.url}: ${JSON.stringify(res.body)}`);
     },
-    /** Run `script` in a run of `conversationId` and return its result with the run's ids. */
+    /** Run `script` in a run of `conversationId` and return its result with the run's ids; an `input` in `extra` (attachments) keeps the script's text. */
     async run<T = any>(host: TestHost, conversationId: string, script: RunScript, extra: Record<string, unknown> = {}) {
       const key = `script-${++counter}`;
       scripts.set(key, script);
-      const posted = await host.postEvent(messageEvent(conversationId, key, extra));
+      const input = extra.input ? { input: { ...(extra.input as Record<string, unknown>), text: key } } : {};
+      const posted = await host.postEvent(messageEvent(conversationId, key, { ...extra, ...input }));
       if (!posted.body.run_id) throw new Error(`event for ${conversationId} started no run: ${JSON.stringify(posted.body)}`);
       const run = await host.waitForRun(posted.body.run_id);
       if (run.status !== "completed") throw new Error(`script run ended ${run.status}: ${JSON.stringify(run.error)}`);

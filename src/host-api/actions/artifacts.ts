@@ -5,7 +5,7 @@ import { ApiError, denied } from "../errors";
 import type { ActionContext, ActionTable, Handler } from "./context";
 
 /** The artifact if this run may see it: its conversation's or its own, and not expired. */
-async function visibleArtifact(ctx: ActionContext, artifactId: string): Promise<ArtifactRow> {
+export async function visibleArtifact(ctx: Pick<ActionContext, "db" | "snapshot">, artifactId: string): Promise<ArtifactRow> {
   const row = await artifactsStore(ctx.db).get(artifactId);
   if (!row) throw new ApiError("not_found", `artifact ${artifactId} not found`);
   const access = artifactAccess(row, { conversationKey: ctx.snapshot.conversationKey, runId: ctx.snapshot.runId }, Date.now());

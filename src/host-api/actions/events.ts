@@ -14,7 +14,8 @@ const eventPage: Handler<"event.page"> = async (ctx, p) => {
   const bound = { beforeSeq: cursorSeq(ctx, "e", p.before_cursor), afterSeq: cursorSeq(ctx, "e", p.after_cursor) };
   const { rows, hasMore } = await eventLogStore(ctx.db).page(ctx.snapshot.conversationKey, bound, p.limit);
   const items = rows.map(toEventRecord);
-  return { items, next_cursor: hasMore ? items[items.length - 1]?.cursor : undefined, has_more: hasMore };
+  // Cursors as history.page gives them: next_cursor goes on the same way, prev_cursor (the first item) the other way.
+  return { items, next_cursor: hasMore ? items[items.length - 1]?.cursor : undefined, prev_cursor: items[0]?.cursor, has_more: hasMore };
 };
 
 export const eventActions: ActionTable = {

@@ -4,6 +4,7 @@ import { chatCompletion, openChatStream, rerank, type CallOptions, type Usage } 
 import { redactValue } from "../../resources/secrets";
 import { UpstreamError } from "../../resources/upstream";
 import { answerHold, type AnswerHold } from "../answer-budget";
+import { artifactImages } from "../model-images";
 import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
 import { withModelFallback, type ModelOperation } from "../model-fallback";
@@ -11,9 +12,11 @@ import { StreamReply } from "../stream-reply";
 import { shownUpstreamMessage } from "../upstream-error";
 import type { ActionContext, ActionTable, Handler } from "./context";
 
-function chatRequest(p: Parameters<typeof toChatRequest>[0]): ChatRequest {
+/** The provider request; images named by artifact_id are read in first, their size held in `images` until it is sent. */
+async function chatRequest(ctx: ActionContext, p: Parameters<typeof toChatRequest>[0], images: AnswerHold): Promise<ChatRequest> {
+  const inline = await artifactImages(ctx, p.messages, images);
   try {
-    return toChatRequest(p);
+    return toChatRequest(p, inline);
   } catch (err) {
     if (err instanceof ModelInputError) throw new ApiError("invalid_argument", err.message);
     throw err;
@@ -54,11 +57,12 @@ async function afresh<T>(hold: AnswerHold, attempt: () => Promise<T>): Promise<T
 }
 
 const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
-  const request = chatRequest(p);
+  const images = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   const startedAt = Date.now();
   const call = callSignal(ctx);
   const hold = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   try {
+    const request = await chatRequest(ctx, p, images);
     const opts = callOptions(ctx, call.signal, hold);
     const { value, model } = await withModelFallback(ctx, p.model_id, "invoke", (m) => afresh(hold, () => chatCompletion(m.target, request, opts)));
     await recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "invoke", usage: value.usage, startedAt });
@@ -67,6 +71,7 @@ const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
   } finally {
     call.dispose();
     hold.release();
+    images.release();
   }
 };
 
@@ -88,12 +93,14 @@ export function streamError(err: unknown, signal: AbortSignal, secrets: readonly
  * chunk on, the stream is the runner's and a failure ends it with an error line.
  */
 const modelStream: Handler<"model.stream"> = async (ctx, p) => {
-  const request = chatRequest(p);
+  const images = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   const startedAt = Date.now();
   const call = callSignal(ctx);
   try {
+    const request = await chatRequest(ctx, p, images);
     const opts = callOptions(ctx, call.signal);
-    const { value: body, model } = await withModelFallback(ctx, p.model_id, "stream", (m) => openChatStream(m.target, request, opts));
+    // Sent once the provider accepted it: its images are held no longer.
+    const { value: body, model } = await withModelFallback(ctx, p.model_id, "stream", (m) => openChatStream(m.target, request, opts)).finally(() => images.release());
     const onEnd = async (end: StreamEnd) => {
       call.dispose();
       if (end.result) return recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "stream", usage: end.result.usage, startedAt });
@@ -113,6 +120,7 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
     return new StreamReply(stream.body, "application/x-ndjson", { ended: stream.ended, close: stream.close });
   } catch (err) {
     call.dispose();
+    images.release();
     throw err;
   }
 };

@@ -1,0 +1,56 @@
+import { bytesToBase64 } from "../lib/base64";
+import type { ModelMessage } from "../protocol/common";
+import { visibleArtifact } from "./actions/artifacts";
+import type { ActionContext } from "./actions/context";
+import type { AnswerHold } from "./answer-budget";
+import { ApiError, denied } from "./errors";
+
+/** Largest image a model call may name by artifact_id: as large as an input attachment is by default (INPUT_ATTACHMENT_MAX_BYTES). */
+export const MODEL_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
+
+/** The artifact ids of the image elements in `messages` that name no url. */
+function imageArtifactIds(messages: readonly ModelMessage[]): Set<string> {
+  const ids = new Set<string>();
+  for (const message of messages) {
+    if (!Array.isArray(message.content)) continue;
+    for (const el of message.content) if (el.type === "image" && !el.url && el.artifact_id) ids.add(el.artifact_id);
+  }
+  return ids;
+}
+
+/**
+ * The images a model call names by artifact_id (a user's photo in `ctx.input.contents`, PROTOCOL §5: binaries travel
+ * by reference), as data URLs by id: a provider cannot fetch the host's artifacts, so they go inline. Read as
+ * `artifact.read` reads them: the run's artifact_read API, its conversation's or its own artifacts, unexpired. Their
+ * encoded size is taken from the isolate's budget (`hold`) while the call holds them in its request.
+ */
+export async function artifactImages(ctx: ActionContext, messages: readonly ModelMessage[], hold: AnswerHold): Promise<Map<string, string>> {
+  const images = new Map<string, string>();
+  const ids = imageArtifactIds(messages);
+  if (ids.size === 0) return images;
+  if (!ctx.snapshot.availableApis.artifact_read) {
+    throw denied("an image named by artifact_id is read from the artifact: artifact_read is not in this run's available_apis", { api: "artifact_read", artifact_id: [...ids][0] });
+  }
+  for (const id of ids) {
+    const row = await visibleArtifact(ctx, id);
+    const mimeType = (row.mimeType ?? "").split(";")[0].trim().toLowerCase();
+    if (!mimeType.startsWith("image/")) throw new ApiError("invalid_argument", `artifact ${id} is not an image (mime_type ${row.mimeType ?? "unknown"})`, { details: { artifact_id: id } });
+    const tooLarge = (size: number) => new ApiError("payload_too_large", `image ${id} is ${size} bytes; a model call takes images of at most ${MODEL_IMAGE_MAX_BYTES}`, { details: { artifact_id: id } });
+    if (row.sizeBytes !== null && row.sizeBytes > MODEL_IMAGE_MAX_BYTES) throw tooLarge(row.sizeBytes);
+    const object = await ctx.artifacts.get(row.r2Key);
+    if (!object) throw new ApiError("not_found", `artifact ${id} has no stored content`);
+    if (object.size > MODEL_IMAGE_MAX_BYTES) {
+      await object.body.cancel().catch(() => {});
+      throw tooLarge(object.size);
+    }
+    try {
+      // Its base64 (4/3 of its size) is what the request holds.
+      hold.take(Math.ceil(object.size / 3) * 4);
+    } catch (err) {
+      await object.body.cancel().catch(() => {});
+      throw err;
+    }
+    images.set(id, `data:${mimeType};base64,${bytesToBase64(new Uint8Array(await object.arrayBuffer()))}`);
+  }
+  return images;
+}

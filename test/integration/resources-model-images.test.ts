@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeProvider } from "../support/fake-provider";
+import { startTestHost, type TestHost } from "../support/host";
+import { putAgent, startScriptedRunner } from "../support/scripted-runner";
+
+/**
+ * A user's image reaches a runner by reference (`{type: "image", artifact_id}` in `ctx.input.contents`, PROTOCOL §5),
+ * and a model message's content is a list of those elements (§7): a runner passes what it was given to a host-held
+ * model, and the host sends the image inline, read as `artifact.read` reads it.
+ */
+const PNG = Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489", "hex");
+const KEY = "sk-vision-0123456789abcdef";
+
+let host: TestHost;
+let provider: Awaited<ReturnType<typeof startFakeProvider>>;
+let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
+
+beforeAll(async () => {
+  provider = await startFakeProvider({ keys: { "gpt-vision": KEY } });
+  const runnerOf = (name: string, permissions: Record<string, string[]>) => ({ name, label: { en_US: name }, capabilities: { multimodal_input: true }, permissions });
+  runner = await startScriptedRunner({
+    name: "vision",
+    runners: [runnerOf("default", { models: ["invoke", "stream"], artifacts: ["metadata", "read"] }), runnerOf("blind", { models: ["invoke", "stream"] })],
+  });
+  host = await startTestHost();
+  await runner.register(host);
+  const model = await host.admin("POST", "/v1/admin/models", { model_id: "vision", name: "vision", kind: "llm", base_url: provider.baseUrl, api_key: KEY, model: "gpt-vision" });
+  expect(model.status).toBe(201);
+  await putAgent(host, { agent_id: "vision", runner_id: runner.runnerId(), resource_policy: { models: ["vision"] } });
+  await putAgent(host, { agent_id: "blind", runner_id: runner.runnerId("blind"), scope: { type: "conversation", id: "img-blind" }, resource_policy: { models: ["vision"] } });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await provider?.close();
+});
+
+/** An event carrying the image (and a text file), as a chat platform's photo arrives: stored, then passed by reference. */
+const withImage = (withFile = true) => ({
+  input: {
+    attachments: [
+      { content_base64: PNG.toString("base64"), name: "photo.png", mime_type: "image/png" },
+      ...(withFile ? [{ content_base64: Buffer.from("not a picture").toString("base64"), name: "notes.txt", mime_type: "text/plain" }] : []),
+    ],
+  },
+});
+const imageOf = (ctx: any, mime: string) => ctx.input.attachments.find((a: any) => a.mime_type === mime).artifact_id;
+const ask = (artifactId: string) => [{ role: "user", content: [{ type: "text", text: "what is in this picture?" }, { type: "image", artifact_id: artifactId }] }];
+
+describe("an image named by artifact_id in a model call", () => {
+  it("is sent to the provider inline, by model.invoke and model.stream alike", async () => {
+    const before = provider.calls.length;
+    const { result } = await runner.run(host, "img-main", async (api, ctx, _emit, raw) => {
+      // The contents as the runner got them: text and image elements.
+      const invoke = await api("model.invoke", { model_id: "vision", messages: [{ role: "user", content: ctx.input.contents }] });
+      const stream = await raw("model.stream", { model_id: "vision", messages: ask(imageOf(ctx, "image/png")) });
+      return { invoke: [invoke.status, invoke.body.data?.message?.role], stream: [stream.status, (await stream.text()).includes('"type":"completed"')] };
+    }, withImage(false));
+    expect(result).toEqual({ invoke: [200, "assistant"], stream: [200, true] });
+    const sent = provider.calls.slice(before).map((c) => c.body.messages[0].content.filter((p: any) => p.type === "image_url").map((p: any) => p.image_url.url));
+    expect(sent).toEqual([[`data:image/png;base64,${PNG.toString("base64")}`], [`data:image/png;base64,${PNG.toString("base64")}`]]);
+  });
+
+  it("is refused as artifact.read refuses it: without the artifacts API (403, audited), not an image (400), unknown (404); the provider is not called", async () => {
+    const before = provider.calls.length;
+    const call = async (api: any, artifactId: string) => {
+      const answer = await api("model.invoke", { model_id: "vision", messages: ask(artifactId) });
+      return [answer.status, answer.body.error?.code];
+    };
+    const { result: blind, runId } = await runner.run(host, "img-blind", async (api, ctx) => call(api, imageOf(ctx, "image/png")), withImage());
+    const { result: seeing } = await runner.run(host, "img-main", async (api, ctx) => ({ text: await call(api, imageOf(ctx, "text/plain")), unknown: await call(api, "art_nope") }), withImage());
+    expect({ blind, ...seeing }).toEqual({ blind: [403, "unauthorized"], text: [400, "invalid_argument"], unknown: [404, "not_found"] });
+    expect(provider.calls.length).toBe(before);
+    const denials = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'host_api.denied' AND run_id = ?", [runId]);
+    expect(denials.map((d) => JSON.parse(d.data_json).action)).toEqual(["model.invoke"]);
+  });
+});
