@@ -8,7 +8,7 @@ import { ApiError, invalidToken } from "../host-api/errors";
 import { hostApiResponse, refuseToken } from "../host-api/handle";
 import { hostFault } from "../host-api/errors";
 import { bearerToken } from "../middleware/admin-auth";
-import { formatZodIssues } from "../protocol/common";
+import { formatZodIssues, mediaTypeOrNull } from "../protocol/common";
 import { ArtifactUploadQuerySchema } from "../protocol/host-api";
 import type { AppEnv } from "./app-env";
 import { describeError } from "../lib/describe-error";
@@ -45,6 +45,15 @@ function strictQuery(url: string): Record<string, string> | string {
 }
 
 /**
+ * The body's own Content-Type, for an upload whose query names none (a client sends the header as any HTTP client
+ * does): kept when it is a media type, and not the "some bytes" a client sends for a type it does not know.
+ */
+function typeOfBody(header: string | undefined): string | undefined {
+  const type = mediaTypeOrNull(header?.trim());
+  return type && !/^application\/octet-stream\s*(;|$)/i.test(type) ? type : undefined;
+}
+
+/**
  * `PUT /v1/runs/{run_id}/artifacts?name=&mime_type=&artifact_type=` (PROTOCOL §8,
  * artifact.upload). The owning Durable Object checks the run token and the
  * snapshot; this Worker then streams the body to R2, so large uploads never
@@ -67,7 +76,7 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
   const auth = await owner.authorizeUpload(runId, token, { length, refused });
   if (!auth.ok) return refuse(hostApiResponse(auth.reply));
   // Safe: the DO refuses every request that came with `refused`, so an accepted one has a valid query.
-  const options = query.data!;
+  const options = { ...query.data!, mime_type: query.data!.mime_type ?? typeOfBody(c.req.header("content-type")) };
 
   // A body still arriving at the run's deadline is cut there.
   const deadline = AbortSignal.timeout(Math.max(0, auth.grant.deadlineAt - Date.now()));

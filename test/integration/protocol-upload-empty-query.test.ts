@@ -21,6 +21,12 @@ beforeAll(async () => {
       const w = resultWriter(res, ctx.run_id);
       out.template = await uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, new TextEncoder().encode("bytes"), { name: "", mime_type: "", artifact_type: "" });
       out.named = await uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, new TextEncoder().encode("bytes"), { name: "report.txt", mime_type: "", artifact_type: "" });
+      const upload = (query: Record<string, string>, contentType: string) =>
+        uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, new TextEncoder().encode("bytes"), query, { "content-type": contentType });
+      out.byHeader = await upload({ name: "chart.png" }, "image/png");
+      out.queryWins = await upload({ mime_type: "text/csv" }, "image/png");
+      out.unknown = await upload({}, "application/octet-stream");
+      out.notAType = await upload({}, "png");
       return w.reply("ok");
     },
   });
@@ -39,4 +45,15 @@ it("an upload whose optional query options are sent empty is stored, those optio
   expect(out.template.body.data).toMatchObject({ artifact_type: "file", size_bytes: 5 });
   expect(out.template.body.data.name ?? null).toBeNull();
   expect([out.named.status, out.named.body.data?.name]).toEqual([200, "report.txt"]);
+});
+
+it("an upload whose query names no mime_type takes its body's Content-Type, unless that says only \"bytes\" or is not a media type", async () => {
+  const ev = await host.postEvent(messageEvent("upq-type", "go"));
+  await host.waitForRun(ev.body.run_id!);
+  expect([out.byHeader.status, out.byHeader.body.data?.mime_type, out.byHeader.body.data?.artifact_type]).toEqual([200, "image/png", "image"]);
+  // The query is the protocol's way to say it: it wins.
+  expect([out.queryWins.status, out.queryWins.body.data?.mime_type]).toEqual([200, "text/csv"]);
+  for (const upload of [out.unknown, out.notAType]) {
+    expect([upload.status, upload.body.data?.mime_type ?? null, upload.body.data?.artifact_type]).toEqual([200, null, "file"]);
+  }
 });

@@ -47,10 +47,11 @@ export async function uploadArtifact(
   token: string,
   body: Uint8Array | ReadableStream<Uint8Array>,
   query: Record<string, string> = {},
+  headers: Record<string, string> = {},
 ) {
   const res = await fetch(`${baseUrl}/v1/runs/${runId}/artifacts?${new URLSearchParams(query)}`, {
     method: "PUT",
-    headers: { authorization: `Bearer ${token}` },
+    headers: { ...headers, authorization: `Bearer ${token}` },
     body,
     // A stream body goes out chunked, without Content-Length.
     ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
