@@ -125,7 +125,8 @@ export const HOST_API_PARAMS = {
     model_id: id,
     query: z.string().min(1),
     documents: z.array(z.string()).min(1),
-    top_k: z.int().positive().nullish(),
+    // Any size (sys.maxsize means "all"): the provider is asked for at most the documents given.
+    top_k: wholeNumber.min(1).nullish(),
   }),
   "tool.detail": z.strictObject({ tool_name: id }),
   "tool.call": z.strictObject({ tool_name: id, parameters: orDefault(ExactRecordSchema, {}) }),

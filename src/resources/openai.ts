@@ -290,7 +290,7 @@ export interface RerankResult {
  * `{model, query, documents, top_n}` → `{results: [{index, relevance_score}]}`.
  */
 export async function rerank(target: ProviderTarget, input: { query: string; documents: string[]; topK?: number }, opts: CallOptions): Promise<RerankResult> {
-  const body = JSON.stringify({ model: target.model, query: input.query, documents: input.documents, top_n: input.topK ?? input.documents.length });
+  const body = JSON.stringify({ model: target.model, query: input.query, documents: input.documents, top_n: Math.min(input.topK ?? Infinity, input.documents.length) });
   const res = await postJson(target, "/rerank", body, opts, "the rerank provider");
   const parsed = RerankSchema.safeParse(res.json);
   if (!parsed.success) throw new UpstreamError("invalid_response", "the rerank provider's answer has no results list", res.status);

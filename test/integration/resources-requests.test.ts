@@ -60,6 +60,17 @@ describe("requests to host-held resources", () => {
     expect(result).toEqual({ invoke: 200, rerank: 200 });
   });
 
+  it("asks a rerank provider for at most the documents given, however large top_k is (sys.maxsize means all)", async () => {
+    seen.length = 0;
+    const { result } = await runner.run(host, "rerank-top-k", async (api) => ({
+      huge: (await api("model.rerank", { model_id: "q-rr", query: "a", documents: ["a", "b"], top_k: 2 ** 63 })).status,
+      one: (await api("model.rerank", { model_id: "q-rr", query: "a", documents: ["a", "b"], top_k: 1 })).status,
+      zero: (await api("model.rerank", { model_id: "q-rr", query: "a", documents: ["a", "b"], top_k: 0 })).status,
+    }));
+    expect(result).toEqual({ huge: 200, one: 200, zero: 400 });
+    expect(seen.map((s) => s.body.top_n)).toEqual([2, 1]);
+  });
+
   it("always asks for usage on a stream: a runner's extra cannot switch off what the host records", async () => {
     seen.length = 0;
     const { runId } = await runner.run(host, "usage-off", async (_api, _ctx, _emit, raw) => {
