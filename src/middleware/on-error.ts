@@ -1,11 +1,13 @@
-import type { ErrorHandler, Handler, NotFoundHandler } from "hono";
+import type { Context, ErrorHandler, Handler, NotFoundHandler } from "hono";
+import type { AppEnv } from "../routes/app-env";
 import { HTTPException } from "hono/http-exception";
 import { drainBody } from "../lib/drain";
 import { HostError } from "../lib/errors";
 import { SealedSecretError } from "../lib/secret-box";
 import { describeError } from "../lib/describe-error";
 import { dbErrorOf } from "../db/executor";
-import { ApiError } from "../host-api/errors";
+import { ApiError, hostFault } from "../host-api/errors";
+import { logRefusal } from "../host-api/decision-log";
 
 const INTEGRITY_REFUSALS: Record<string, { status: 404 | 409; code: string; message: string }> = {
   agent_runner_not_registered: { status: 409, code: "conflict", message: "the agent's runner is not registered (its service was deleted or refreshed meanwhile)" },
@@ -50,4 +52,23 @@ export const methodNotAllowed = (allow: string): Handler =>
     c.header("allow", allow);
     const err = new ApiError("invalid_argument", `${new URL(c.req.url).pathname} takes ${allow}, not ${c.req.method}`, { status: 405, details: { allow } });
     return c.json(err.toBody(), 405);
+  };
+
+/**
+ * A run-token route whose call into the run's Durable Object throws (the object reset or overloaded, or a body over
+ * the 32 MiB such a call carries) answers as every answer there does: a retryable 500 `runtime_error` in the §8
+ * shape, logged as a decision, not `onError`'s `{error}` a runner's client cannot read. A body not yet read is drained,
+ * as any refusal's, so the client reads the answer instead of a reset.
+ */
+export const inHostApiShape = (action: string | null, handler: (c: Context<AppEnv>, runId: string) => Promise<Response>) =>
+  async function inHostApiShape(c: Context<AppEnv>): Promise<Response> {
+    const runId = c.req.param("runId") ?? "";
+    try {
+      return await handler(c, runId);
+    } catch (err) {
+      const fault = hostFault(runId, action, err);
+      logRefusal(runId, null, fault.code, fault.status, action);
+      await drainBody(c.req.raw);
+      return c.json(fault.toBody(), 500);
+    }
   };

@@ -15,7 +15,7 @@ import { decodeOr400, router, type AppEnv } from "./app-env";
 import { uploadArtifact } from "./run-artifacts";
 import { MAX_FOLLOWERS_PER_RUN } from "../run/live";
 import { pageCursor, pageLimit } from "./query";
-import { methodNotAllowed } from "../middleware/on-error";
+import { inHostApiShape, methodNotAllowed } from "../middleware/on-error";
 
 /** The Durable Object that owns a run, from the id alone (no database lookup); null for an id this host never issued. */
 function ownerOf(env: Env, runId: string) {
@@ -88,28 +88,30 @@ async function readHostApiBody(request: Request, maxBytes: number): Promise<Host
   }
 }
 
+/** A Host API call (PROTOCOL §8), authenticated by the run token, not the admin token, and handed to the run's DO. */
+async function hostApiCall(c: Context<AppEnv>, runId: string): Promise<Response> {
+  const token = bearerToken(c.req.header("authorization"));
+  const owner = ownerOf(c.env, runId);
+  if (!token || !owner) {
+    // Refused unread, as a wrong token is: drained, so the client reads the 401 instead of a reset.
+    await drainBody(c.req.raw);
+    return hostApiResponse(refuseToken(runId, undefined));
+  }
+  if (!(Number(c.req.header("content-length") ?? NaN) <= UNAUTHENTICATED_READ_BYTES)) {
+    const refusal = await owner.refuseHostApiToken(runId, token);
+    // Drained, not buffered, so the client reads its answer instead of a reset.
+    if (refusal) return (await drainBody(c.req.raw), hostApiResponse(refusal));
+  }
+  const reply = await owner.hostApi(runId, token, await readHostApiBody(c.req.raw, configOf(c.env).MAX_API_BODY_BYTES));
+  if (reply.streamId) closeWhenReaderGone(c, owner, runId, reply.streamId);
+  return hostApiResponse(reply);
+}
+
 export const runsRouter = router()
-  // Host API: authenticated by the run token, not the admin token; routed to the owning DO.
-  .post("/:runId/api", async (c) => {
-    const runId = c.req.param("runId");
-    const token = bearerToken(c.req.header("authorization"));
-    const owner = ownerOf(c.env, runId);
-    if (!token || !owner) {
-      // Refused unread, as a wrong token is: drained, so the client reads the 401 instead of a reset.
-      await drainBody(c.req.raw);
-      return hostApiResponse(refuseToken(runId, undefined));
-    }
-    if (!(Number(c.req.header("content-length") ?? NaN) <= UNAUTHENTICATED_READ_BYTES)) {
-      const refusal = await owner.refuseHostApiToken(runId, token);
-      // Drained, not buffered, so the client reads its answer instead of a reset.
-      if (refusal) return (await drainBody(c.req.raw), hostApiResponse(refusal));
-    }
-    const reply = await owner.hostApi(runId, token, await readHostApiBody(c.req.raw, configOf(c.env).MAX_API_BODY_BYTES));
-    if (reply.streamId) closeWhenReaderGone(c, owner, runId, reply.streamId);
-    return hostApiResponse(reply);
-  })
+  // The run-token routes answer in §8's shape, also when the call into the run's DO throws (inHostApiShape).
+  .post("/:runId/api", inHostApiShape(null, hostApiCall))
   // artifact.upload: run token checked by the owning DO, body streamed to R2 (run-artifacts.ts).
-  .put("/:runId/artifacts", (c) => uploadArtifact(c, ownerOf(c.env, c.req.param("runId"))))
+  .put("/:runId/artifacts", inHostApiShape("artifact.upload", (c, runId) => uploadArtifact(c, ownerOf(c.env, runId))))
   // Each run-token route takes one method: another gets a 405 naming it, not the admin 401 a runner author would misread.
   .all("/:runId/api", methodNotAllowed("POST"))
   .all("/:runId/artifacts", methodNotAllowed("PUT"))
