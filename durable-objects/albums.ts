@@ -1,5 +1,6 @@
 import { jsonByteLength } from "../src/protocol/common";
 import type { InputContext } from "../src/protocol/context";
+import { albumIdOf as telegramAlbumOf } from "../src/platforms/telegram/album";
 import { mergedDecision, type AlbumPart, type RunJob } from "../src/run/job";
 import type { EventDecision, RunTable, StoredRun } from "./scheduling";
 
@@ -8,17 +9,14 @@ import type { EventDecision, RunTable, StoredRun } from "./scheduling";
  * item, sharing a `media_group_id`. The user sent one message: the run of the first item to arrive waits
  * ALBUM_WAIT_MS, and the items arriving meanwhile join it instead of starting runs of their own, so one run gets
  * every file and the caption, and its answer quotes the album's first item. Each item is still its own EventLog event
- * and transcript item.
+ * and transcript item. Items announced by ingress and still downloading hold the run longer (album-gathering.ts).
  */
 
 /** Telegram's own bound on an album's items: a run never gathers more. */
 export const ALBUM_MAX_PARTS = 10;
 
 /** The album an event is an item of, or null. */
-export function albumIdOf(job: RunJob): string | null {
-  const id = job.event.data.media_group_id;
-  return job.event.source === "telegram" && job.event.event_type === "message.received" && typeof id === "string" && id !== "" ? id : null;
-}
+export const albumIdOf = (job: RunJob): string | null => telegramAlbumOf(job.event);
 
 /** Items in the order the user sent them (Telegram's message ids), whatever order their updates arrived in. */
 const orderOf = (job: RunJob) => (typeof job.event.data.message_id === "number" ? job.event.data.message_id : Number.MAX_SAFE_INTEGER);
@@ -33,8 +31,9 @@ export function albumInput(parts: AlbumPart[]): InputContext {
 export function asAlbumHead(run: StoredRun, waitMs: number, now: number): StoredRun {
   const albumId = albumIdOf(run.job);
   if (albumId === null || waitMs === 0) return run;
-  const job: RunJob = { ...run.job, album: { mediaGroupId: albumId, parts: [{ eventId: run.job.event.event_id, runId: run.job.runId, order: orderOf(run.job), input: run.job.input }] } };
-  return { ...run, job, notBefore: Math.max(run.notBefore, now + waitMs), bytes: jsonByteLength(job) };
+  const waitUntil = Math.max(run.notBefore, now + waitMs);
+  const job: RunJob = { ...run.job, album: { mediaGroupId: albumId, waitUntil, parts: [{ eventId: run.job.event.event_id, runId: run.job.runId, order: orderOf(run.job), input: run.job.input }] } };
+  return { ...run, job, notBefore: waitUntil, bytes: jsonByteLength(job) };
 }
 
 /**
@@ -52,10 +51,11 @@ export function albumRunFor(table: RunTable, job: RunJob, joinable: (runId: stri
 }
 
 /**
- * The item joins the gathering run, which waits ALBUM_WAIT_MS more for the next one (`store` keeps it and wakes the
- * scheduler); answers the decision for the item, whose own run is discarded. The run holds the item before that decision
- * is written: a write that fails is answered as an error (the platform sends the update again, and the decision is
- * written then, or by the run's claim if it started meanwhile: run/claim.ts), never a second run for the item.
+ * The item joins the gathering run, which waits ALBUM_WAIT_MS more for the next one (`store` keeps it, held longer by
+ * items still on their way, and wakes the scheduler); answers the decision for the item, whose own run is discarded.
+ * The run holds the item before that decision is written: a write that fails is answered as an error (the platform
+ * sends the update again, and the decision is written then, or by the run's claim if it started meanwhile:
+ * run/claim.ts), never a second run for the item.
  */
 export function joinAlbum([key, run]: readonly [string, StoredRun], job: RunJob, waitMs: number, now: number, store: (key: string, run: StoredRun) => void): EventDecision {
   const album = run.job.album!;
@@ -64,8 +64,10 @@ export function joinAlbum([key, run]: readonly [string, StoredRun], job: RunJob,
     // The answer quotes the album's first item (its lowest message id), not the first to arrive: an item sorted ahead
     // of the others brings its own delivery, which differs only in the message it quotes.
     const first = parts[0].eventId === job.event.event_id && job.delivery ? { delivery: job.delivery } : {};
-    const joined: RunJob = { ...run.job, ...first, input: albumInput(parts), album: { ...album, parts } };
-    store(key, { ...run, job: joined, notBefore: Math.max(run.notBefore, now + waitMs), bytes: jsonByteLength(joined) });
+    // Timed from its own wait (a run stored by an earlier release has none: its start), not from a hold by this item.
+    const waitUntil = Math.max(album.waitUntil ?? run.notBefore, now + waitMs);
+    const joined: RunJob = { ...run.job, ...first, input: albumInput(parts), album: { ...album, waitUntil, parts } };
+    store(key, { ...run, job: joined, notBefore: waitUntil, bytes: jsonByteLength(joined) });
   }
   return mergedDecision(album.mediaGroupId, run.job.runId);
 }

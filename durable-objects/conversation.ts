@@ -24,9 +24,9 @@ import { SerialDecisions, sharedByKey } from "./serial-decisions";
 import { SettlingWork } from "./settling-work";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { PendingReplies } from "./pending-replies";
-import { albumRunFor, joinAlbum } from "./albums";
+import { AlbumGathering } from "./album-gathering";
 import { UnhandedRuns } from "./unhanded-runs";
-import { describeError } from "../src/lib/describe-error";
+import { endLostRuns } from "./lost-runs";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
  * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
@@ -42,6 +42,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
   private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job) => this.dispatch(job));
   private readonly runs = new RunTableStore(this.ctx.storage);
+  private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly replies = new PendingReplies(this.ctx.storage);
   private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.noticeCancelled(job));
   private scheduling = false;
@@ -78,17 +79,21 @@ export class ConversationDO extends DurableObject<Env> {
     });
   }
 
+  /** Ingress: an album's item is on its way, `files` downloading, or (null) its ingress ended, whatever became of it; its album's run waits for it meanwhile (album-gathering.ts). */
+  albumItem(eventId: string, coming: { albumId: string; files: number } | null): Promise<void> {
+    return coming ? this.albums.announce(coming.albumId, eventId, coming.files) : this.albums.withdraw(eventId);
+  }
+
   private async decide(job: RunJob): Promise<DispatchResult> {
     const table = await this.runs.entries();
     const now = Date.now();
     const known = table.find(([, r]) => r.job.runId === job.runId);
     if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued", runId: job.runId };
+    const merged = this.albums.join(table, job, now);
+    if (merged) return this.withoutOwnRun(job, merged);
     const strategy = strategyOf(job);
-    const stored = waitingRun(job, strategy, now, configOf(this.env).ALBUM_WAIT_MS);
+    const stored = this.albums.timed(waitingRun(job, strategy, now, configOf(this.env).ALBUM_WAIT_MS), now);
     if (table.length > 0) {
-      // An album's item joins the run of its first (not begun yet), whatever the strategy: the user sent one message.
-      const album = albumRunFor(table, job, (runId) => !this.isActive(runId) && !this.cancelling.has(runId));
-      if (album) return this.withoutOwnRun(job, joinAlbum(album, job, configOf(this.env).ALBUM_WAIT_MS, now, (k, r) => { void this.runs.put(k, r); this.kick(); }));
       if (strategy === "steer" && job.event.event_type === "message.received") {
         const target = steeringTarget(table, job.agent, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: (run) => this.steers(run, job), executing: this.isActive });
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, this.sessions.get(target.job.runId)?.job ?? { ...target.job, runner: job.runner }, now);
@@ -116,15 +121,7 @@ export class ConversationDO extends DurableObject<Env> {
         this.changes.seen();
         for (const settled of await this.replies.recover(this.deliveryDeps())) this.settling.add(settled);
         const dropsWaiting = (await this.steering.retryDrops(dbOf(this.env))) || !this.replies.recoveredAll;
-        for (const [key, run] of await this.runs.entries()) {
-          // A run stored as running that this instance does not execute was lost with an earlier instance.
-          if (run.state !== "running" || this.isActive(run.job.runId)) continue;
-          await this.finishLost(key, run.job).catch(async (err: Error) => {
-            // The database is unreachable: try again after a pause (notBefore wakes this alarm), not the platform's few alarm retries.
-            console.error(`run ${run.job.runId}: lost run not ended yet: ${describeError(err)}`);
-            await this.runs.put(key, { ...run, notBefore: Date.now() + RETRY_PAUSE_MS });
-          });
-        }
+        await endLostRuns(this.runs, this.isActive, this.finishLost);
         const table = await this.runs.entries();
         const now = Date.now();
         // A run started now must end, and its reply settle (after the replies before it), within this invocation's wall time.

@@ -15,6 +15,7 @@ import { HostError } from "../lib/errors";
 import { conversationKey } from "../stores/conversation-key";
 import { eventLogStore } from "../stores/event-log";
 import { storableText } from "../lib/text";
+import { announceAlbumItem } from "./album-notice";
 import { scrubSecrets } from "./redact";
 import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
@@ -92,9 +93,21 @@ async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
  * event's metadata (`attachments_unavailable`).
  */
 async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent) {
-  const { env, adapter, bot, publicBaseUrl } = deps;
+  const { env, publicBaseUrl } = deps;
   // A redelivery downloads nothing again: acceptEvent answers it as a duplicate.
   if (event.files.length === 0 || (await eventLogStore(dbOf(env)).get(ev.event_id!))) return acceptEvent(env, ev, publicBaseUrl);
+  // An album's item tells its conversation it is coming before the download, which may outlast the album's wait.
+  const settled = await announceAlbumItem(env, ev, event.files.length);
+  try {
+    return await acceptEvent(env, await withFiles(deps, ev, event), publicBaseUrl);
+  } finally {
+    await settled();
+  }
+}
+
+/** The event with its files to store: those the platform gave (as sources), the reasons for those it did not. */
+async function withFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent): Promise<CanonicalEvent> {
+  const { adapter, bot } = deps;
   // Platforms that want an answer within seconds get it: files not fetched by then are left out (and said so).
   const deadlineAt = adapter.ackDeadlineMs === undefined ? undefined : Date.now() + adapter.ackDeadlineMs - ACK_MARGIN_MS;
   const timeLeft = () => Math.min(deps.apiTimeoutMs, (deadlineAt ?? Infinity) - Date.now());
@@ -114,7 +127,7 @@ async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: Norm
     }
   }
   const metadata = unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata;
-  return acceptEvent(env, { ...ev, metadata, attachmentSources: sources, attachmentDeadlineAt: deadlineAt, attachmentsOptional: true }, publicBaseUrl);
+  return { ...ev, metadata, attachmentSources: sources, attachmentDeadlineAt: deadlineAt, attachmentsOptional: true };
 }
 
 async function recordUnhandled(env: Env, bot: Bot, event: NormalizedEvent, eventId: string, rawRef: string): Promise<void> {

@@ -46,7 +46,12 @@ export interface RunJob {
   /** Set for chat platform events: where the reply is delivered. */
   delivery?: PlatformDelivery;
   /** An album's items gathered into this run (durable-objects/albums.ts); `input` is theirs, joined. */
-  album?: { mediaGroupId: string; parts: AlbumPart[] };
+  album?: {
+    mediaGroupId: string;
+    /** When its own wait ends (ALBUM_WAIT_MS after the last item arrived); items still on their way may hold it longer (durable-objects/album-holds.ts). Absent in runs stored by earlier releases. */
+    waitUntil?: number;
+    parts: AlbumPart[];
+  };
 }
 
 /** One item of an album as it joined its run. */

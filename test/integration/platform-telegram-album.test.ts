@@ -135,6 +135,30 @@ describe("a Telegram album", () => {
     expect(await chat.host.query("SELECT status FROM run WHERE conversation_id = ?", [chatId])).toEqual([{ status: "completed" }, { status: "completed" }]);
   });
 
+  it("an item whose download outlasts the wait still joins its album's run; one refused after its download holds it no longer", async () => {
+    const chatId = "-880006";
+    // Each item's webhook is announced to the conversation before its file is downloaded. 902's file takes longer than
+    // ALBUM_WAIT_MS (1.5 s); 903's longer still, and its event is then refused by the database (Telegram would send it again).
+    chat.slowFiles.set("photos/photo-902.jpg", 2_500);
+    chat.slowFiles.set("photos/photo-903.jpg", 4_000);
+    chat.host.databaseOutage({ queries: 1, matching: "photo-903.jpg" });
+    const sentAt = Date.now();
+    const updates = [item(chatId, "album-g", 901, "one message"), item(chatId, "album-g", 902), item(chatId, "album-g", 903)];
+    expect(await Promise.all(updates.map(post))).toEqual([200, 200, 500]);
+    await waitFor(() => answersIn(chatId).length > 0, 15_000, "the answer");
+    const [ctx] = contextsIn(chatId);
+    await chat.host.waitForRun(ctx.run_id);
+    await new Promise((r) => setTimeout(r, 500));
+    // One run, with the slow item's photo: the user gets one answer.
+    expect(contextsIn(chatId)).toHaveLength(1);
+    expect(ctx.input.text).toBe("one message");
+    expect(await Promise.all(ctx.input.attachments.map(bytesOf))).toEqual(["bytes of photos/photo-901.jpg", "bytes of photos/photo-902.jpg"]);
+    expect(answersIn(chatId).map((c) => c.body.text)).toEqual(["echo: one message"]);
+    expect((await eventsIn(chatId)).map((e) => [e.disposition, e.run_id])).toEqual([["bound", ctx.run_id], ["merged", ctx.run_id]]);
+    // The refused item released the run as its webhook failed: it did not wait out the announcement's bound (tens of seconds).
+    expect(answersIn(chatId)[0].at - sentAt).toBeLessThan(4_000 + 5_000);
+  });
+
   it("an item arriving after its album's run began runs on its own; another album in the chat is another run", async () => {
     const chatId = "-880003";
     expect(await post(item(chatId, "album-c", 501, "first"))).toBe(200);

@@ -4,12 +4,19 @@ import { startChatRunner, startFakePlatform, telegramBotApi } from "./fake-platf
 
 /**
  * A host with one Telegram bot on a fake Bot API (`telegramBotApi`; chats in `throttled` answer 429) bound to a chat
- * runner: the set-up of the delivery tests that drive one bot through its webhook.
+ * runner: the set-up of the delivery tests that drive one bot through its webhook. A file whose path (as getFile names
+ * it: `photos/<file_id>.jpg`) a test puts in `slowFiles` is downloaded only after that many ms (a large video, a slow link).
  */
 export async function startTelegramChat(name: string, opts: { vars?: Record<string, string>; throttled?: ReadonlyMap<string, number> } = {}) {
   const botToken = `123456:TEST-telegram-bot-token-${name}`;
   const secretToken = `tg-secret-token-${name}-0123`;
-  const fake = await startFakePlatform(telegramBotApi(botToken, opts.throttled));
+  const api = telegramBotApi(botToken, opts.throttled);
+  const slowFiles = new Map<string, number>();
+  const fake = await startFakePlatform(async (call) => {
+    const delayMs = slowFiles.get(call.path.replace(/^\/file\/bot[^/]+\//, ""));
+    if (call.path.startsWith("/file/") && delayMs) await new Promise((r) => setTimeout(r, delayMs));
+    return api(call);
+  });
   const runner = await startChatRunner(name);
   const host: TestHost = await startTestHost({ vars: opts.vars });
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
@@ -20,6 +27,7 @@ export async function startTelegramChat(name: string, opts: { vars?: Record<stri
     fake,
     runner,
     webhookUrl: created.body.webhook_url as string,
+    slowFiles,
     secretToken,
     /** The run's delivery trail, in order: each record's type and data. */
     trail: async (runId: string) =>

@@ -1,5 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { AlbumGathering } from "../../durable-objects/album-gathering";
 import { ALBUM_MAX_PARTS, albumRunFor, joinAlbum } from "../../durable-objects/albums";
+import { RunTableStore } from "../../durable-objects/run-table";
+import type { Config } from "../../src/env";
+import { MemStorage } from "../support/mem-storage";
 import { waitingRun, type RunTable, type StoredRun } from "../../durable-objects/scheduling";
 import type { RunJob } from "../../src/run/job";
 
@@ -54,5 +58,43 @@ describe("Telegram albums", () => {
     for (let n = 2; n <= ALBUM_MAX_PARTS; n++) joinAlbum(entry, itemJob(`p${n}`, n), 1_000, 0, (key, run) => (entry = [key, run]));
     expect(entry[1].job.album!.parts).toHaveLength(ALBUM_MAX_PARTS);
     expect(albumRunFor([entry], itemJob("late", 99), joinable)).toBeUndefined();
+  });
+});
+
+describe("album items on their way", () => {
+  // An announced item may take 10 s + 10 s (getFile, the download) + 15 s (its recording) to arrive.
+  const config = { ALBUM_WAIT_MS: 1_000, PLATFORM_API_TIMEOUT_MS: 10_000, INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: 10_000, DB_QUERY_TIMEOUT_MS: 15_000 } as Config;
+  afterEach(() => vi.useRealTimers());
+
+  it("hold their album's run until they arrive, are withdrawn, or have taken as long as their ingress may", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(100_000);
+    const runs = new RunTableStore(new MemStorage() as unknown as DurableObjectStorage);
+    const albums = new AlbumGathering(runs, () => config, () => true, (work) => work(), () => {});
+    const notBefore = async () => (await runs.entries())[0][1].notBefore;
+    // b is on its way when a, the first to arrive, begins the album's run: the run waits for b, not only 1 s.
+    await albums.announce("g1", "evt-b", 1);
+    const a = itemJob("a", 1, { text: "caption" });
+    expect(albums.join(await runs.entries(), a, 100_000)).toBeNull();
+    await runs.put("run:a", albums.timed(waitingRun(a, "enqueue", 100_000, 1_000), 100_000));
+    expect(await notBefore()).toBe(135_000);
+    // b arrives at 103 s and joins: the run waits 1 s more, for b no longer.
+    vi.setSystemTime(103_000);
+    expect(albums.join(await runs.entries(), itemJob("b", 2), 103_000)?.disposition).toBe("merged");
+    expect(await notBefore()).toBe(104_000);
+    // c is announced, then its ingress fails: the run is held, then released.
+    await albums.announce("g1", "evt-c", 1);
+    expect(await notBefore()).toBe(138_000);
+    await albums.withdraw("evt-c");
+    expect(await notBefore()).toBe(104_000);
+    // d is announced and never comes (its Worker went away): past its bound it holds nothing.
+    await albums.announce("g1", "evt-d", 1);
+    const [, held] = (await runs.entries())[0];
+    expect([held.notBefore, albums.timed(held, 138_001).notBefore]).toEqual([138_000, 104_000]);
+    // Another album's item, or one already gathered (b sent again), holds nothing.
+    await albums.withdraw("evt-d");
+    await albums.announce("g2", "evt-x", 1);
+    await albums.announce("g1", "evt-b", 1);
+    expect(await notBefore()).toBe(104_000);
   });
 });
