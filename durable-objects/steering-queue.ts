@@ -103,7 +103,8 @@ export class SteeringQueue {
 
   /**
    * `completed`: a claim completed late discarded the claimed event's own run (its followers hear it was steered).
-   * `released`: a claim an earlier instance died writing was taken back (`retryDrops`): its event's run to decide anew.
+   * `released`: a claim an earlier instance died writing was taken back (`retryDrops`): its event's run to decide anew,
+   * unless decided meanwhile (the event sent again took the claim back too, and was steered or rejected: a redelivery).
    */
   constructor(
     private readonly storage: DurableObjectStorage,

@@ -10,6 +10,8 @@ import { putAgent, startScriptedRunner } from "../support/scripted-runner";
  */
 const PNG = Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489", "hex");
 const KEY = "sk-vision-0123456789abcdef";
+/** The isolate's budget for what model calls hold (RESOURCE_RESPONSE_BUDGET_BYTES), small here so an image's copies can cross it. */
+const BUDGET = 256 * 1024;
 
 let host: TestHost;
 let provider: Awaited<ReturnType<typeof startFakeProvider>>;
@@ -22,7 +24,7 @@ beforeAll(async () => {
     name: "vision",
     runners: [runnerOf("default", { models: ["invoke", "stream"], artifacts: ["metadata", "read"] }), runnerOf("blind", { models: ["invoke", "stream"] })],
   });
-  host = await startTestHost();
+  host = await startTestHost({ vars: { RESOURCE_RESPONSE_MAX_BYTES: String(BUDGET), RESOURCE_RESPONSE_BUDGET_BYTES: String(BUDGET) } });
   await runner.register(host);
   const model = await host.admin("POST", "/v1/admin/models", { model_id: "vision", name: "vision", kind: "llm", base_url: provider.baseUrl, api_key: KEY, model: "gpt-vision" });
   expect(model.status).toBe(201);
@@ -73,5 +75,18 @@ describe("an image named by artifact_id in a model call", () => {
     expect(provider.calls.length).toBe(before);
     const denials = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'host_api.denied' AND run_id = ?", [runId]);
     expect(denials.map((d) => JSON.parse(d.data_json).action)).toEqual(["model.invoke"]);
+  });
+
+  it("is held once per element naming it (the request carries each copy): a call whose copies exceed the budget is refused 413, the provider not called", async () => {
+    // 120 KiB, 160 KiB as base64: one copy fits the budget, two do not.
+    const big = Buffer.concat([PNG, Buffer.alloc(120 * 1024 - PNG.length, 7)]);
+    const before = provider.calls.length;
+    const { result } = await runner.run(host, "img-main", async (api, ctx) => {
+      const image = { type: "image", artifact_id: imageOf(ctx, "image/png") };
+      const messages = [{ role: "user", content: [image] }, { role: "assistant", content: "a photo" }, { role: "user", content: [{ type: "text", text: "again:" }, image] }];
+      const answer = await api("model.invoke", { model_id: "vision", messages });
+      return [answer.status, answer.body.error?.code, (answer.body.error as { retryable?: boolean } | undefined)?.retryable ?? false];
+    }, { input: { attachments: [{ content_base64: big.toString("base64"), name: "big.png", mime_type: "image/png" }] } });
+    expect({ result, sent: provider.calls.length - before }).toEqual({ result: [413, "payload_too_large", false], sent: 0 });
   });
 });

@@ -22,7 +22,8 @@ const pullNow = deferred();
 const never = deferred();
 
 const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
-const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000", DB_QUERY_TIMEOUT_MS: "30000" } });
+const start = (watchdogMs = 1000) =>
+  startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: String(watchdogMs), DB_QUERY_TIMEOUT_MS: "30000" } });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-steer-"));
@@ -39,6 +40,11 @@ beforeAll(async () => {
         await pull().catch(() => undefined);
       }
       if (ctx.input.text.startsWith("hold")) await never.promise;
+      if (ctx.input.text === "pull in a while") {
+        await new Promise((r) => setTimeout(r, 2_000));
+        const pulled = (await pull()).body.data.items.map((i: { event: { event_id: string } }) => i.event.event_id);
+        return w.reply(JSON.stringify(pulled));
+      }
       w.reply(`done: ${ctx.input.text}`);
     },
   });
@@ -158,6 +164,39 @@ describe("steering claims of a run lost with a restart", () => {
         expect((await waitForRunOn(host, event.run_id!, 15_000)).message?.content).toBe(`done: claimed as it died: ${conv}`);
         expect(await outcomes(host, conv)).toEqual([]);
       }
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+
+  it("a claim the next instance is taking back while the event sent again is decided (steered) is not decided a second time", async () => {
+    // No watchdog alarm due at the restart: the next instance wakes only when an event reaches it.
+    let host = await start(60_000);
+    const conv = "rs-taken-back-twice";
+    const claimedId = "rs-taken-back-twice-1";
+    const claimed = messageEvent(conv, "claimed as it died", { event_id: claimedId });
+    try {
+      await agentFor(host, conv);
+      const before = started.length;
+      await adminCall(host, "POST", "/v1/events", messageEvent(conv, "hold on"));
+      await untilStarted(before + 1);
+      // The claim's write never lands: the instance dies with it in flight.
+      host.databaseOutage({ delayMs: 5_000, matching: "absorbed_into_active_run" });
+      const posting = adminCall(host, "POST", "/v1/events", claimed).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 700));
+      await host.dispose();
+      await posting;
+      host = await start(60_000);
+      // The next instance's alarm (woken by a new message, whose run waits for it) takes the claim back; its write is slow.
+      host.databaseOutage({ delayMs: 3_000, matching: "json_remove" });
+      const next = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent(conv, "pull in a while"));
+      await new Promise((r) => setTimeout(r, 500));
+      // Meanwhile the event is sent again: taken back at once, it is steered into the run waiting to start.
+      const again = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", claimed);
+      expect(again.body).toMatchObject({ disposition: "duplicate", run_id: next.body.run_id });
+      const run = await waitForRunOn(host, next.body.run_id, 20_000);
+      expect({ status: run.status, pulled: JSON.parse(String(run.message?.content)) }).toEqual({ status: "completed", pulled: [claimedId] });
+      expect((await outcomes(host, claimedId)).map((r) => r.event_type)).toEqual(["steering.injected"]);
     } finally {
       await host.dispose();
     }
