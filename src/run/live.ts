@@ -30,7 +30,7 @@ export function sseEnd(status: string): Uint8Array {
 /** An SSE comment: readers ignore it, and proxies that close idle connections see bytes. */
 const KEEP_ALIVE = encoder.encode(": keep-alive\n\n");
 
-export const frameOf = (e: LedgerEntry): LiveFrame => ({ seq: e.seq, type: e.type, data: e.data, sequence: e.runnerSequence, origin: e.origin });
+export const frameOf = (e: LedgerEntry): LiveFrame => ({ seq: e.seq, type: e.type, data: e.data, sequence: e.runnerSequence ?? undefined, origin: e.origin });
 
 const REPLAY_PAGE = 500;
 

@@ -72,6 +72,10 @@ describe("a run cancelled during a tool call", () => {
     const bySeq = (frames: { seq?: number; type?: string }[]) => [...frames].sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0)).map((f) => `${f.seq} ${f.type}`);
     expect({ live: bySeq(followed.frames), lastRecorded: types.at(-1) }).toEqual({ live: bySeq(replayed.frames), lastRecorded: "run.failed" });
     expect(types).toContain("tool.call.completed");
+    // A frame is the entry `GET /v1/runs/{id}/events` gives, field for field (a host record carries no runner `sequence` in either).
+    const entries = (await host.admin("GET", `/v1/runs/${runId}/events`)).body.items.map(({ cursor: _c, created_at: _t, ...frame }: Record<string, unknown>) => frame);
+    expect(replayed.frames).toEqual(entries);
+    expect(followed.frames.filter((f) => f.origin === "host").every((f) => !("sequence" in f))).toBe(true);
   });
 });
 
