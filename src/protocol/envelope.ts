@@ -39,7 +39,8 @@ const ExactRecordSchema = RecordSchema.superRefine(refuseRoundedIntegers);
 // Every timestamp the host gives back is ISO 8601 in UTC with a four-digit year.
 const inFourDigitYears = (time: string) => {
   const year = new Date(time).getUTCFullYear();
-  return year >= 0 && year <= 9999;
+  // Not a time at all: the datetime check says so, alone.
+  return Number.isNaN(year) || (year >= 0 && year <= 9999);
 };
 
 export const EnvelopeActorSchema = z.strictObject({
