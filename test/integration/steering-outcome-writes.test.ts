@@ -81,14 +81,29 @@ afterAll(async () => {
   await runner?.close();
 });
 
+/** A run of its own agent in conversation `c`, holding (by its text) until released; answers once its runner has it. */
+async function heldRun(c: string, text: string) {
+  await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+  const before = started;
+  const first = await host.postEvent(messageEvent(c, text));
+  const until = Date.now() + 10_000;
+  while (started === before && Date.now() < until) await sleep(10);
+  return first;
+}
+
+/** The conversation's steering outcomes, in order, as `type:source_event_id`. */
+async function outcomesOf(c: string) {
+  const records = await host.query<{ event_type: string; data_json: string }>(
+    "SELECT event_type, data_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ? ORDER BY seq",
+    [c],
+  );
+  return records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`);
+}
+
 describe("a steering.pull whose steering.injected write is applied but unanswered", () => {
   it("records the message as injected once (and never also as dropped)", async () => {
     const c = "late-pull-unanswered";
-    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
-    const before = started;
-    const first = await host.postEvent(messageEvent(c, "hold"));
-    const until = Date.now() + 10_000;
-    while (started === before && Date.now() < until) await sleep(10);
+    const first = await heldRun(c, "hold");
     const steered = await host.postEvent(messageEvent(c, "also this", { event_id: "late-steered-1" }));
     expect(steered.body.disposition).toBe("steered");
 
@@ -97,11 +112,7 @@ describe("a steering.pull whose steering.injected write is applied but unanswere
     release.resolve();
     const run = await host.waitForRun(first.body.run_id!, 20_000);
     await sleep(3_000);
-    const records = await host.query<{ event_type: string; data_json: string }>(
-      "SELECT event_type, data_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ? ORDER BY seq",
-      [c],
-    );
-    const outcomes = records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`);
+    const outcomes = await outcomesOf(c);
     expect({ status: run.status, pulls, outcomes }).toEqual({
       status: "completed",
       pulls: expect.anything(),
@@ -113,11 +124,7 @@ describe("a steering.pull whose steering.injected write is applied but unanswere
 describe("a run ending with an unpulled claim whose steering.dropped write is applied but unanswered", () => {
   it("records the message as dropped once", async () => {
     const c = "late-drop-unanswered";
-    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
-    const before = started;
-    const first = await host.postEvent(messageEvent(c, "hold, never pull"));
-    const until = Date.now() + 10_000;
-    while (started === before && Date.now() < until) await sleep(10);
+    const first = await heldRun(c, "hold, never pull");
     const steered = await host.postEvent(messageEvent(c, "this one is never pulled", { event_id: "late-steered-2" }));
     expect(steered.body.disposition).toBe("steered");
 
@@ -126,11 +133,7 @@ describe("a run ending with an unpulled claim whose steering.dropped write is ap
     releaseNoPull.resolve();
     const run = await host.waitForRun(first.body.run_id!, 20_000);
     await sleep(8_000);
-    const records = await host.query<{ event_type: string; data_json: string }>(
-      "SELECT event_type, data_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ? ORDER BY seq",
-      [c],
-    );
-    const outcomes = records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`);
+    const outcomes = await outcomesOf(c);
     expect({ status: run.status, outcomes }).toEqual({ status: "completed", outcomes: ["steering.dropped:late-steered-2"] });
   }, 30_000);
 });
@@ -138,11 +141,7 @@ describe("a run ending with an unpulled claim whose steering.dropped write is ap
 describe("a pull not retried after its steering.injected write was applied unanswered", () => {
   it("records the message the runner never received as dropped, not injected", async () => {
     const c = "late-pull-not-retried";
-    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
-    const before = started;
-    const first = await host.postEvent(messageEvent(c, "hold, pull once"));
-    const until = Date.now() + 10_000;
-    while (started === before && Date.now() < until) await sleep(10);
+    const first = await heldRun(c, "hold, pull once");
     const steered = await host.postEvent(messageEvent(c, "also this", { event_id: "late-steered-3" }));
     expect(steered.body.disposition).toBe("steered");
 
@@ -150,11 +149,7 @@ describe("a pull not retried after its steering.injected write was applied unans
     releaseOnePull.resolve();
     const run = await host.waitForRun(first.body.run_id!, 20_000);
     await sleep(2_000);
-    const records = await host.query<{ event_type: string; data_json: string }>(
-      "SELECT event_type, data_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ? ORDER BY seq",
-      [c],
-    );
-    const outcomes = records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`);
+    const outcomes = await outcomesOf(c);
     expect({ status: run.status, onePull, outcomes }).toEqual({ status: "completed", onePull: [{ status: 500, items: [] }], outcomes: ["steering.dropped:late-steered-3"] });
   }, 30_000);
 });
@@ -162,11 +157,7 @@ describe("a pull not retried after its steering.injected write was applied unans
 describe("two steering.pull calls of one run at once, the first one's steering.injected write refused", () => {
   it("the run still gets its messages in claim order, each once", async () => {
     const c = "concurrent-pulls";
-    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
-    const before = started;
-    const first = await host.postEvent(messageEvent(c, "hold, pull twice at once"));
-    const until = Date.now() + 10_000;
-    while (started === before && Date.now() < until) await sleep(10);
+    const first = await heldRun(c, "hold, pull twice at once");
     for (const id of ["conc-first", "conc-second"]) expect((await host.postEvent(messageEvent(c, id, { event_id: id }))).body.disposition).toBe("steered");
 
     // The first pull's record is held 1 s, then refused (nothing applied): its item goes back to the queue.
@@ -175,11 +166,8 @@ describe("two steering.pull calls of one run at once, the first one's steering.i
     releaseConcurrent.resolve();
     const run = await host.waitForRun(first.body.run_id!, 20_000);
     const received = concurrentPulls.flatMap((p) => p.items);
-    const records = await host.query<{ event_type: string; data_json: string }>(
-      "SELECT event_type, data_json FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ? ORDER BY seq",
-      [c],
-    );
+    const outcomes = await outcomesOf(c);
     expect({ status: run.status, failed: concurrentPulls.filter((p) => p.status !== 200).length, received }).toEqual({ status: "completed", failed: 1, received: ["conc-first", "conc-second"] });
-    expect(records.map((r) => `${r.event_type}:${JSON.parse(r.data_json).source_event_id}`)).toEqual(["steering.injected:conc-first", "steering.injected:conc-second"]);
+    expect(outcomes).toEqual(["steering.injected:conc-first", "steering.injected:conc-second"]);
   }, 30_000);
 });
