@@ -56,7 +56,12 @@ export class UnhandedRuns {
 
   private load(): Promise<Map<string, Ended>> {
     this.ended ??= this.storage.list<Ended>({ prefix: PREFIX }).then(
-      (stored) => new Map([...stored].map(([key, ended]) => [key.slice(PREFIX.length), ended])),
+      (stored) => {
+        const ended = new Map([...stored].map(([key, e]) => [key.slice(PREFIX.length), e]));
+        // A conversation that ended one such run and then went quiet is cleared by its next instance's first hand-over.
+        void this.forgetStale(ended, Date.now()).catch(() => undefined);
+        return ended;
+      },
       (err: unknown) => {
         // Not kept: the next hand-over reads storage again.
         this.ended = undefined;
@@ -70,9 +75,13 @@ export class UnhandedRuns {
     const ended = await this.load();
     const now = Date.now();
     ended.set(runId, { at: now, status });
-    // Forgotten after a while: cancels of runs never handed over are rare, and so is each one's late hand-over.
+    await Promise.all([this.storage.put<Ended>(`${PREFIX}${runId}`, { at: now, status }), this.forgetStale(ended, now)]);
+  }
+
+  /** Forgotten after a while: cancels of runs never handed over are rare, and so is each one's late hand-over. */
+  private async forgetStale(ended: Map<string, Ended>, now: number): Promise<void> {
     const stale = [...ended].filter(([, e]) => now - e.at > KEEP_MS).slice(0, MAX_KEYS).map(([id]) => id);
     for (const id of stale) ended.delete(id);
-    await Promise.all([this.storage.put<Ended>(`${PREFIX}${runId}`, { at: now, status }), stale.length ? this.storage.delete(stale.map((id) => `${PREFIX}${id}`)) : null]);
+    if (stale.length) await this.storage.delete(stale.map((id) => `${PREFIX}${id}`));
   }
 }
