@@ -377,9 +377,14 @@ describe("Telegram: webhook in, reply out", () => {
     const ours = command("/help@ourtestbot please");
     await post(ours);
     await post(command("/help"));
-    // In a private chat only this bot is there to ask.
-    await post({ ...command("/start@OtherBot"), message: { ...command("/start@OtherBot").message, chat: { id: 101700, type: "private" } } });
-    await waitFor(() => sendsTo("-101700").length >= 2 && sendsTo("101700").length >= 1, 15_000, "the answers");
+    // In a private chat only this bot is there to ask: a command naming another bot is answered as sent, one naming it
+    // (as typed by hand) reaches the runner as a bare one reads.
+    const inPrivate = (text: string) => ({ ...command(text), message: { ...command(text).message, chat: { id: 101700, type: "private" } } });
+    await post(inPrivate("/start@OtherBot"));
+    await waitFor(() => sendsTo("101700").length >= 1, 15_000, "the private answer");
+    await post(inPrivate("/start@OurTestBot now"));
+    await waitFor(() => sendsTo("-101700").length >= 2 && sendsTo("101700").length >= 2, 15_000, "the answers");
+    expect(sendsTo("101700").map((c) => c.body.text)).toEqual(["echo: /start@OtherBot", "echo: /start now"]);
     // The runner gets the command as a bare one reads; the raw update keeps what was sent.
     expect(sendsTo("-101700").map((c) => c.body.text)).toEqual(["echo: /help please", "echo: /help"]);
     const [{ raw_ref: rawRef }] = await host.query<{ raw_ref: string }>("SELECT raw_ref FROM event_log WHERE event_id = ?", [`telegram:${botId}:${ours.update_id}`]);

@@ -144,12 +144,12 @@ const wordsOf = (m: TelegramMessage) =>
   m.text !== undefined ? { text: m.text, entities: m.entities } : m.caption !== undefined ? { text: m.caption, entities: m.caption_entities } : null;
 
 /**
- * The `@bot` part of a group message's leading command (`/help@OtherBot` → "OtherBot", at 5 to 14), or null: a bare
- * command is for every bot, and in a private chat the bot is the only one there to ask.
+ * The `@bot` part of a message's leading command (`/help@OtherBot` → "OtherBot", at 5 to 14), or null: a bare
+ * command is for every bot.
  */
 function commandSuffix(m: TelegramMessage): { bot: string; at: number; end: number } | null {
   const words = wordsOf(m);
-  if (m.chat.type === "private" || words === null) return null;
+  if (words === null) return null;
   const command = (words.entities ?? []).map((e) => LeadingCommandSchema.safeParse(e)).find((e) => e.success)?.data;
   if (!command) return null;
   const named = /^(\/[^@\s]+)@([A-Za-z0-9_]+)$/.exec(words.text.slice(0, command.length));
@@ -248,8 +248,9 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
   // A channel's post copied into its discussion group is the channel broadcasting, not someone talking to the bot
   // (and a post the bot itself made there would come back to it).
   if (m.is_automatic_forward) return ignored("message.automatic_forward");
-  // Telegram gives a command addressed to another bot to every bot in the group that reads all messages.
-  if (suffix !== null && self.username && !forUs) return ignored("message.command_for_other_bot");
+  // Telegram gives a command addressed to another bot to every bot in the group that reads all messages. In a private
+  // chat this bot is the only one there to ask: such a command is answered as sent.
+  if (suffix !== null && self.username && !forUs && m.chat.type !== "private") return ignored("message.command_for_other_bot");
   return [
     {
       ...common,
