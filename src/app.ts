@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { adminAuth } from "./middleware/admin-auth";
 import { limitBody } from "./middleware/body-limit";
-import { notFound, onError } from "./middleware/on-error";
+import { onError } from "./middleware/on-error";
+import { notFoundOrNotAllowed } from "./middleware/not-found";
 import type { AppEnv } from "./routes/app-env";
 import { agentsRouter } from "./routes/admin/agents";
 import { knowledgeBasesRouter } from "./routes/admin/knowledge-bases";
@@ -37,6 +38,6 @@ export function createApp() {
   app.route("/v1/admin/secrets", secretsRouter);
   app.route("/v1/webhooks", webhooksRouter);
   app.onError(onError);
-  app.notFound(notFound);
+  app.notFound(notFoundOrNotAllowed(() => app.routes));
   return app;
 }

@@ -1,4 +1,4 @@
-import type { Context, ErrorHandler, Handler, NotFoundHandler } from "hono";
+import type { Context, ErrorHandler, Handler } from "hono";
 import type { AppEnv } from "../routes/app-env";
 import { HTTPException } from "hono/http-exception";
 import { drainBody } from "../lib/drain";
@@ -38,8 +38,6 @@ export const onError: ErrorHandler = (err, c) => {
   console.error(`unhandled error on ${c.req.method} ${new URL(c.req.url).pathname}: ${describeError(err)}`);
   return c.json({ error: { code: "internal", message: "internal error" } }, 500);
 };
-
-export const notFound: NotFoundHandler = (c) => c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404);
 
 /**
  * A run-token route (the Host API, uploads) asked with a method it does not take: 405 with `Allow`, its body drained

@@ -51,7 +51,8 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
 async function readManifest(baseUrl: string) {
   const raw = await fetchManifest(baseUrl);
   const parsed = parseRunnerServiceManifest(raw);
-  if (!parsed.ok) throw new HostError(400, "invalid_request", `manifest is not an agent-runner/v1 manifest: ${parsed.issues}`);
+  // The request was sound and the service answered, but not with a manifest: the upstream's fault, as an unreadable one is.
+  if (!parsed.ok) throw new HostError(502, "bad_gateway", `${maskUrl(joinUrl(baseUrl, "/manifest"))} is not an agent-runner/v1 manifest: ${parsed.issues}`);
   return { raw, parsed };
 }
 
@@ -115,6 +116,18 @@ const movedMeanwhile = (serviceId: string) =>
 const deletedMeanwhile = (serviceId: string) => notFound(`runner service ${serviceId} was deleted while its manifest was fetched: nothing was saved`);
 
 /**
+ * The secret column to write. Null removes it (runs go unsigned); a new one is sealed. Left out, it is kept: not
+ * written at all (undefined) where the service stays, so a reseal that landed meanwhile is not undone with the value
+ * read before it; sealed again for the new address of a move.
+ */
+async function secretToStore(db: Db, input: { base_url: string; secret?: string | null }, existing: { serviceId: string; baseUrl: string; secret: string | null } | undefined, serviceId: string) {
+  if (input.secret === null) return null;
+  if (input.secret !== undefined) return db.secrets.seal(input.secret, runnerServiceSlot({ serviceId, baseUrl: input.base_url }));
+  if (!existing) return null;
+  return existing.baseUrl === input.base_url ? undefined : moveSealed(db.secrets, existing.secret, runnerServiceSlot(existing), runnerServiceSlot({ serviceId, baseUrl: input.base_url }));
+}
+
+/**
  * Fetch a service's manifest and (re)register its runners. Each runner is
  * validated on its own: an invalid one is skipped and reported, the rest
  * are registered as `http:{author}/{name}/{runner}`.
@@ -148,16 +161,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
       {
         serviceId,
         baseUrl: input.base_url,
-        // A refresh keeps the stored secret unless a new one is given: not written at all (undefined), so a reseal that
-        // landed meanwhile is not undone with the value read before it. A move seals it for the new address.
-        secret:
-          input.secret !== undefined
-            ? await db.secrets.seal(input.secret, runnerServiceSlot({ serviceId, baseUrl: input.base_url }))
-            : existing
-              ? existing.baseUrl === input.base_url
-                ? undefined
-                : await moveSealed(db.secrets, existing.secret, runnerServiceSlot(existing), runnerServiceSlot({ serviceId, baseUrl: input.base_url }))
-              : null,
+        secret: await secretToStore(db, input, existing, serviceId),
         author: parsed.service.author,
         name: parsed.service.name,
         version: parsed.service.version,

@@ -72,8 +72,10 @@ describe("admin API: runner services, runners, agents and binding resolution", (
       answer = "down";
       expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(502);
       expect(await lastError()).toMatch(/HTTP 503/);
+      // Not a manifest is the service's fault, as an unreadable one is: 502, never the 400 of a bad request.
       answer = "garbage";
-      expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(400);
+      const notManifest = await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`);
+      expect([notManifest.status, notManifest.body.error.code, notManifest.body.error.message]).toEqual([502, "bad_gateway", expect.stringContaining(`${flaky.url}/manifest is not an agent-runner/v1 manifest`)]);
       expect(await lastError()).toMatch(/not an agent-runner\/v1 manifest/);
       answer = "manifest";
       expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
@@ -183,6 +185,23 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     }
   });
 
+  it("drops a runner service's secret given as null, so its runs go unsigned; left out, the secret is kept", async () => {
+    const signed = await startAdHocRunner({ name: "unsigning", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("ok") });
+    try {
+      const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: signed.url, secret: "unsigning-secret-0123456789" })).body.service.service_id;
+      expect((await host.admin("POST", "/v1/admin/agents", agent("unsigning", "default", { type: "conversation", id: "unsigning" }, { runner_id: signed.runnerId() }))).status).toBe(201);
+      const signature = async () => (await host.waitForRun((await host.postEvent(messageEvent("unsigning", "hi"))).body.run_id!), signed.calls.at(-1)!.headers["x-agent-signature"]);
+      expect((await host.admin("PUT", `/v1/admin/runner-services/${serviceId}`, { base_url: signed.url })).body.service.has_secret).toBe(true);
+      expect(await signature()).toMatch(/^v1=/);
+      const dropped = await host.admin("PUT", `/v1/admin/runner-services/${serviceId}`, { base_url: signed.url, secret: null });
+      expect([dropped.status, dropped.body.service.has_secret]).toEqual([200, false]);
+      expect(await signature()).toBeUndefined();
+      expect((await host.admin("DELETE", "/v1/admin/agents/unsigning")).status).toBe(204);
+    } finally {
+      await signed.close();
+    }
+  });
+
   it("fails a run still waiting when its agent and runner service are deleted, and calls no one in its place", async () => {
     const leaving = await startAdHocRunner({ name: "leaving", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("should not run") });
     try {
@@ -199,8 +218,15 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     }
   });
 
-  it("answers 502 for an unreachable service or a manifest that never ends, and 400 for a bad body", async () => {
+  it("answers 502 for an unreachable service, a manifest that never ends or an answer that is not a manifest, and 400 for a bad body", async () => {
     expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: "http://127.0.0.1:9/" })).status).toBe(502);
+    const notManifest = await listenLoopback((_req, res) => void res.writeHead(200, { "content-type": "application/json" }).end('{"hello":"world"}'));
+    try {
+      const refused = await host.admin("POST", "/v1/admin/runner-services", { base_url: notManifest.url });
+      expect([refused.status, refused.body.error.code]).toEqual([502, "bad_gateway"]);
+    } finally {
+      await notManifest.close();
+    }
     // An endless manifest is cut at its 1 MiB cap, not read until the fetch times out.
     const endless = await listenLoopback((_req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
@@ -350,6 +376,30 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect([both.status, both.body.error.message]).toEqual([400, expect.stringMatching(/bot_id or workspace_id, not both/)]);
     const misplaced = await host.admin("POST", "/v1/admin/agents", agent("desk-ws", "beta", { type: "workspace", id: "ws-acme", workspace_id: "ws-acme" }));
     expect([misplaced.status, misplaced.body.error.message]).toEqual([400, expect.stringMatching(/workspace_id is only for conversation scopes/)]);
+  });
+
+  it("answers a method an admin route does not take with 405 and Allow, after the admin token, and a path no route takes with 404", async () => {
+    const serviceId = (await host.admin("GET", "/v1/admin/runner-services")).body.items[0].service_id;
+    const call = async (method: string, path: string, token = host.adminToken) => {
+      const res = await fetch(`${host.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: method === "GET" || method === "HEAD" ? undefined : "{}" });
+      return { status: res.status, allow: res.headers.get("allow"), body: method === "HEAD" ? null : ((await res.json()) as any) };
+    };
+    for (const [method, path, allow] of [
+      ["PATCH", "/v1/admin/agents/anyone", "GET, HEAD, PUT, DELETE"],
+      ["DELETE", "/v1/admin/agents", "GET, HEAD, POST"],
+      ["POST", `/v1/admin/runner-services/${serviceId}`, "GET, HEAD, DELETE, PUT"],
+      ["GET", `/v1/admin/runner-services/${serviceId}/refresh`, "POST"],
+      ["POST", "/v1/admin/runners", "GET, HEAD"],
+      ["GET", "/v1/admin/secrets/reseal", "POST"],
+      ["PATCH", "/v1/admin/bots/anyone", "GET, HEAD, PUT, DELETE"],
+    ] as const) {
+      const res = await call(method, path);
+      expect(res, `${method} ${path}`).toEqual({ status: 405, allow, body: { error: { code: "method_not_allowed", message: `${path} takes ${allow}, not ${method}`, details: { allow } } } });
+    }
+    // The admin token first: a wrong method tells an anonymous caller no more than a right one.
+    expect((await call("PATCH", "/v1/admin/agents/anyone", "wrong-token")).status).toBe(401);
+    expect((await call("HEAD", "/v1/admin/agents")).status).toBe(200);
+    expect(await call("GET", "/v1/admin/nothing-here")).toMatchObject({ status: 404, allow: null, body: { error: { code: "not_found" } } });
   });
 
   it("validates agent bodies with zod and answers 404 for unknown agents", async () => {

@@ -15,7 +15,8 @@ import { AdminListQuery, listing } from "./list-page";
 
 const ServiceInput = z.strictObject({
   base_url: EndpointSchema,
-  secret: z.string().min(16, "secret must be at least 16 characters").max(512).optional(),
+  // Left out: the stored one is kept (a move, a re-registration); null: none, its runs go unsigned.
+  secret: z.string().min(16, "secret must be at least 16 characters").max(512).nullable().optional(),
 });
 
 async function existingService(db: Db, serviceId: string) {
