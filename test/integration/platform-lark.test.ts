@@ -169,6 +169,20 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(ctx.input.text).toBe("@所有人 standup moved, ask @Ada");
   });
 
+  it("names a rich-text message's mentions too: from the mentions list where the element gives no name", async () => {
+    // A received post's `at` element can come with an empty user_name (as in Lark's own example): the name is in `mentions`.
+    const mentions = [
+      { key: "@_user_1", id: { open_id: "ou_bot" }, name: "Helper Bot", tenant_key: "tenant_1" },
+      { key: "@_user_2", id: { open_id: "ou_ada" }, name: "Ada", tenant_key: "tenant_1" },
+    ];
+    const post = { title: "", content: [[{ tag: "at", user_id: "@_user_1", user_name: "", style: [] }, { tag: "text", text: " ask " }, { tag: "at", user_id: "@_user_2", user_name: "Ada" }, { tag: "text", text: " and " }, { tag: "at", user_id: "@_user_3", user_name: "" }]] };
+    const ev = received("oc_post_mentions", post, { mentions }, "post");
+    expect((await postPlain(ev)).status).toBe(200);
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === "oc_post_mentions"), 15_000, "the run");
+    // One nobody named keeps its placeholder, as in a text message.
+    expect(ctx.input.text).toBe("@Helper Bot ask @Ada and @_user_3");
+  });
+
   it("decrypts a signed encrypted event and replies in its topic thread", async () => {
     const ev = received("oc_200", { text: "secret hello" }, { thread_id: "omt_thread_1" });
     expect((await postEncrypted(ev)).status).toBe(200);
@@ -297,6 +311,31 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
       { event_type: "group.member_joined", source_event_type: "im.chat.member.user.added_v1" },
       { event_type: "platform.unhandled", source_event_type: "im.message.message_read_v1" },
     ]);
+  });
+
+  it("never lends a bot of the same app the tenant token another bot's secret fetched: a wrong app secret fails its replies", async () => {
+    // Another bot of the app has fetched (and cached) a token with the right secret.
+    const warm = received("oc_right_secret", { text: "warm the token" });
+    await postPlain(warm);
+    await waitFor(() => repliesTo(warm.event.message.message_id).length > 0, 15_000, "the right secret's reply");
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: APP_ID, app_secret: "a-mistyped-app-secret-0000", verification_token: VERIFICATION_TOKEN } });
+    expect(created.status).toBe(201);
+    answered.push(JSON.stringify(created.body));
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "lark-wrong-secret", scope: { type: "bot", id: created.body.bot_id } });
+    const ev = received("oc_wrong_secret", { text: "who am i" });
+    expect((await postRaw(created.body.webhook_url, JSON.stringify(ev))).status).toBe(200);
+    const runId = (await waitFor(() => contextFor("who am i")[0], 15_000, "the run")).run_id;
+    // The reply's outcome, whichever it is: sent, or given up.
+    const outcome = await waitFor(
+      async () => {
+        const rows = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type IN ('delivery.succeeded', 'delivery.failed') ORDER BY seq", [runId]);
+        return rows.map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) })).find((r) => r.type === "delivery.succeeded" || r.will_retry === false);
+      },
+      15_000,
+      "the reply's outcome",
+    );
+    expect(repliesTo(ev.event.message.message_id)).toEqual([]);
+    expect(outcome).toMatchObject({ type: "delivery.failed", operation: "send", code: "lark_10014" });
   });
 
   it("keeps the app secret, verification token, encrypt key and tenant token out of every answer, record and log line", async () => {

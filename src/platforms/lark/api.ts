@@ -24,7 +24,11 @@ const TOKEN_INVALID = new Set([99991661, 99991663, 99991668]);
 const TOKEN_MARGIN_MS = 5 * 60_000;
 
 const tokens = new Map<string, { token: string; expiresAt: number }>();
-const tokenKey = (bot: Bot<LarkCredentials>) => `${bot.apiBaseUrl}\n${bot.credentials.app_id}`;
+/**
+ * The secret is part of the key (it stays in this isolate's memory, as the credentials do): a bot whose secret is
+ * wrong, or was just replaced, must fetch its own token, not borrow one another bot of the same app fetched.
+ */
+const tokenKey = (bot: Bot<LarkCredentials>) => `${bot.apiBaseUrl}\n${bot.credentials.app_id}\n${bot.credentials.app_secret}`;
 
 function failureOf(status: number, headers: Headers, body: Record<string, unknown>): ApiFailure {
   const code = typeof body.code === "number" ? body.code : null;

@@ -54,7 +54,7 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
     if (!r.success) return [unhandled(key, type)];
     const { sender, message: m } = r.data;
     const threadId = m.thread_id ?? null;
-    const content = contentOf(m.message_type, m.content);
+    const content = contentOf(m.message_type, m.content, m.mentions);
     if (m.message_type === "text") content.text = withMentionNames(content.text, m.mentions);
     // Messages of other apps (and our own) never start a run.
     if (sender.sender_type !== "user" || (content.text === null && content.files.length === 0)) return [{ ...unhandled(key, type), conversationId: m.chat_id, threadId }];
@@ -97,8 +97,10 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
   return [{ ...unhandled(key, type), conversationId: typeof chatId === "string" ? chatId : null }];
 }
 
+type Mention = { key: string; name?: string };
+
 /** A text message names what it mentions by placeholder (`@_user_1`, `@_all`); the runner reads the names instead. */
-function withMentionNames(text: string | null, mentions: { key: string; name?: string }[] = []): string | null {
+function withMentionNames(text: string | null, mentions: Mention[] = []): string | null {
   const names = new Map(mentions.filter((m) => m.name && m.key.startsWith("@_")).map((m) => [m.key, `@${m.name}`]));
   if (!text || names.size === 0) return text;
   // The keys themselves, longest first: `@_user_1` directly followed by digits is still that mention, and `@_user_10` is not it.
@@ -111,7 +113,7 @@ function idsOf(ids: z.infer<typeof UserIdSchema> | undefined): Record<string, un
 }
 
 /** Text and files of a message's `content` (a JSON string whose shape depends on message_type). */
-export function contentOf(messageType: string, raw: string): { text: string | null; files: PlatformFile[] } {
+export function contentOf(messageType: string, raw: string, mentions: Mention[] = []): { text: string | null; files: PlatformFile[] } {
   let c: Record<string, unknown>;
   try {
     c = JSON.parse(raw) as Record<string, unknown>;
@@ -131,14 +133,14 @@ export function contentOf(messageType: string, raw: string): { text: string | nu
     case "media":
       return { text: null, files: str(c.file_key) ? [{ ref: `file:${c.file_key}`, name: str(c.file_name), artifactType: "video" }] : [] };
     case "post":
-      return postContent(c);
+      return postContent(c, mentions);
     default:
       return { text: null, files: [] };
   }
 }
 
 /** Rich text: `{title, content: [[{tag, text | href | image_key}]]}`, possibly wrapped in a locale key. */
-function postContent(c: Record<string, unknown>): { text: string | null; files: PlatformFile[] } {
+function postContent(c: Record<string, unknown>, mentions: Mention[]): { text: string | null; files: PlatformFile[] } {
   const post = Array.isArray(c.content) ? c : (Object.values(c).find((v) => v && typeof v === "object" && Array.isArray((v as Record<string, unknown>).content)) as Record<string, unknown> | undefined);
   if (!post) return { text: null, files: [] };
   const lines: string[] = [];
@@ -152,7 +154,9 @@ function postContent(c: Record<string, unknown>): { text: string | null; files: 
       // A link's target follows its label (a runner has only the text); a code block stays one, fenced.
       if (el.tag === "a" && typeof el.text === "string") line += typeof el.href === "string" && el.href && el.href !== el.text ? `${el.text} (${el.href})` : el.text;
       if (el.tag === "code_block" && typeof el.text === "string") line += `\`\`\`${typeof el.language === "string" ? el.language.toLowerCase() : ""}\n${el.text.replace(/\n$/, "")}\n\`\`\``;
-      if (el.tag === "at" && typeof el.user_name === "string") line += `@${el.user_name}`;
+      // A received post's `at` names its placeholder (`@_user_1`) and may leave user_name empty (Lark's own example
+      // does): the name is then the mentions list's; one nobody named keeps its placeholder, as in a text message.
+      if (el.tag === "at") line += mentionOf(el, mentions);
       if (el.tag === "img" && typeof el.image_key === "string") files.push({ ref: `image:${el.image_key}`, artifactType: "image" });
       // A video in rich text is fetched as a standalone video message is (the message's resource, type=file).
       if (el.tag === "media" && typeof el.file_key === "string") files.push({ ref: `file:${el.file_key}`, name: typeof el.file_name === "string" ? el.file_name : null, artifactType: "video" });
@@ -161,4 +165,12 @@ function postContent(c: Record<string, unknown>): { text: string | null; files: 
   }
   const text = lines.join("\n").trim();
   return { text: text || null, files };
+}
+
+/** A rich-text `at` element as the runner reads it: `@name`, from the element or from the message's mentions. */
+function mentionOf(el: Record<string, unknown>, mentions: Mention[]): string {
+  const id = typeof el.user_id === "string" ? el.user_id : "";
+  const name = (typeof el.user_name === "string" && el.user_name) || mentions.find((m) => m.key === id)?.name;
+  if (name) return `@${name}`;
+  return id.startsWith("@") ? id : "";
 }
