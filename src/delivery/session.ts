@@ -262,7 +262,7 @@ export class DeliverySession {
   private async pump(reply: Reply): Promise<void> {
     try {
       while (!this.closed && reply.final === null && !reply.broken) {
-        const parts = splitReply(reply.text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS);
+        const parts = splitReply(reply.text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS, this.adapter.surface.sentUnits);
         const i = parts.findIndex((part, n) => reply.messages[n]?.shown !== part);
         // Nothing new, or only whitespace so far (platforms refuse blank messages).
         if (i < 0 || !parts[i].trim()) return;
@@ -292,7 +292,7 @@ export class DeliverySession {
 
   /** The final text, exactly: streamed messages corrected in place, the remaining parts sent. */
   private async finishText(reply: Reply, text: string): Promise<void> {
-    const parts = splitReply(text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS);
+    const parts = splitReply(text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS, this.adapter.surface.sentUnits);
     for (let i = 0; i < parts.length && !this.closed; i++) {
       const message = reply.messages[i];
       if (message?.shown === parts[i] || !parts[i].trim()) continue;

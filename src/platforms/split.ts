@@ -1,7 +1,8 @@
 /**
  * Split a reply into parts of at most `max` UTF-16 code units, the unit
- * platforms count in. A part ends at the last line break, else the last
- * space, in its second half; otherwise it is cut hard, never inside a
+ * platforms count in, as the platform gets them (`sentUnits`: what a code
+ * unit becomes once the messenger escapes it). A part ends at the last line
+ * break, else the last space, in its second half; otherwise it is cut hard, never inside a
  * surrogate pair. A part that ends inside a Markdown code fence closes it,
  * and the next part opens it again (with its language), so a long code
  * block renders as code in every part; a block that only touches a cut is
@@ -9,7 +10,7 @@
  * same way every time and the parts already sent stay stable (once the line
  * after their cut has arrived).
  */
-export function splitMessage(text: string, max: number): string[] {
+export function splitMessage(text: string, max: number, sentUnits: (charCode: number) => number = oneUnit): string[] {
   if (max < 2) throw new Error("max message size must be at least 2");
   // Room for a fence's closing line and its reopening; text without fences is split exactly as before.
   const fenced = text.includes(FENCE) && max > 2 * FENCE_OVERHEAD + 8;
@@ -18,9 +19,11 @@ export function splitMessage(text: string, max: number): string[] {
   let open: string | null = null; // the fence opener the next part starts inside of, if any
   for (;;) {
     const prefix = open === null ? "" : `${open}\n`;
-    if (prefix.length + rest.length <= max) break;
-    const budget = max - prefix.length - (fenced ? CLOSER.length + 1 : 0);
-    const cut = fenced ? clearOfFences(rest, cutPoint(rest, budget), open, max - prefix.length) : cutPoint(rest, budget);
+    const room = max - sizeAsSent(prefix, sentUnits);
+    // A code unit takes at least one unit as sent: a rest longer than the room never fits (and is not measured whole).
+    if (rest.length <= room && sizeAsSent(rest, sentUnits) <= room) break;
+    const budget = fitting(rest, room - (fenced ? CLOSER.length + 1 : 0), sentUnits);
+    const cut = fenced ? clearOfFences(rest, cutPoint(rest, budget), open, fitting(rest, room, sentUnits)) : cutPoint(rest, budget);
     const piece = rest.slice(0, cut);
     const inside: string | null = fenced ? fenceAfter(piece, open) : null;
     parts.push(prefix + piece + (inside === null ? "" : `${piece.endsWith("\n") ? "" : "\n"}${CLOSER}`));
@@ -39,10 +42,10 @@ export const REPLY_CUT_NOTICE = "(The answer goes on, but is too long for this c
  * a runaway answer (a runner's reply of megabytes) never floods the chat with hundreds of messages. Only the text's
  * start is split, so its cost does not grow with the reply (a streamed draft is split again at each edit).
  */
-export function splitReply(text: string, max: number, maxParts: number): string[] {
+export function splitReply(text: string, max: number, maxParts: number, sentUnits?: (charCode: number) => number): string[] {
   // Every part but the last takes at most `max` units: so many more than maxParts parts need, and suffice to tell.
   const head = text.length > (maxParts + 1) * max ? text.slice(0, (maxParts + 1) * max) : text;
-  const parts = splitMessage(head, max);
+  const parts = splitMessage(head, max, sentUnits);
   return parts.length <= maxParts ? parts : [...parts.slice(0, maxParts - 1), REPLY_CUT_NOTICE];
 }
 
@@ -54,6 +57,27 @@ export function splitReply(text: string, max: number, maxParts: number): string[
 export function grownDraft(text: string, more: string, max: number, maxParts: number): string {
   const room = (maxParts + 1) * max + 1 - text.length;
   return room <= 0 ? text : text + (more.length > room ? more.slice(0, room) : more);
+}
+
+const oneUnit = () => 1;
+
+/** A text's size as the platform gets it. */
+function sizeAsSent(text: string, sentUnits: (charCode: number) => number): number {
+  if (sentUnits === oneUnit) return text.length;
+  let size = 0;
+  for (let i = 0; i < text.length; i++) size += sentUnits(text.charCodeAt(i));
+  return size;
+}
+
+/** How many code units from the text's start take at most `budget` as sent (at least one: a split always moves on). */
+function fitting(text: string, budget: number, sentUnits: (charCode: number) => number): number {
+  if (sentUnits === oneUnit) return budget;
+  let used = 0;
+  for (let i = 0; i < text.length; i++) {
+    used += sentUnits(text.charCodeAt(i));
+    if (used > budget) return Math.max(1, i);
+  }
+  return text.length;
 }
 
 const FENCE = "```";

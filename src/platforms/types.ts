@@ -127,6 +127,8 @@ export interface Surface {
   canEdit: boolean;
   /** Characters (UTF-16 code units) per message; longer replies are split. */
   maxMessageSize: number;
+  /** What one code unit of a reply takes of maxMessageSize as sent, when the messenger escapes it (Slack's `&` is `&amp;`); one otherwise. */
+  sentUnits?: (charCode: number) => number;
   /** The largest file (bytes) a bot may upload here; larger ones are not sent, and the delivery record says why. */
   maxFileBytes: number;
   capabilities: Record<string, unknown>;

@@ -187,6 +187,24 @@ describe("Slack: Events API in, Web API out", () => {
     expect(posts.map((p) => p.body.text).join("")).toHaveLength(8500);
   });
 
+  it("counts `& < >` as the entities Slack gets (`&amp;` is five) against the 4000, so no message sent is longer", async () => {
+    // The answer is 2,007 characters, but 8,007 as sent: it went out as one message, twice Slack's limit.
+    await post(callback(message("C610", `x${"&lt;&gt;".repeat(1000)}`)));
+    const whole = `echo: x${"&lt;&gt;".repeat(1000)}`;
+    const posts = await waitFor(() => postsTo("C610").map((p) => p.body.text).join("") === whole && postsTo("C610"));
+    expect(posts.map((p) => p.body.text.length).filter((n) => n > 4000)).toEqual([]);
+    // No entity cut in two.
+    expect(posts.every((p) => !/&[a-z]*$/.test(p.body.text))).toBe(true);
+
+    // A streamed draft too: no chat.update longer than that either.
+    const word = "&lt;&gt;".repeat(400);
+    await post(callback(message("C620", `stream ${word} ${word} ${word}`)));
+    // What each message shows in the end: its last update, else what was posted.
+    const shown = () => postsTo("C620").map((p) => updatesIn("C620").filter((u) => u.body.ts === (p.reply!.json as any).ts).at(-1)?.body.text ?? p.body.text);
+    await waitFor(() => updatesIn("C620").length > 0 && shown().join("") === `${word} ${word} ${word}`, 15_000, "the streamed answer");
+    expect([...postsTo("C620"), ...updatesIn("C620")].map((c) => c.body.text.length).filter((n) => n > 4000)).toEqual([]);
+  });
+
   it("waits out a 429's Retry-After before posting again", async () => {
     throttledChannels.add("C700");
     await post(callback(message("C700", "throttled")));

@@ -6,6 +6,7 @@ import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
 import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
+import { slackSentUnits } from "./text";
 import { verifySlackSignature } from "./verify";
 
 const CredentialsSchema = z.strictObject({
@@ -34,8 +35,9 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   credentials: CredentialsSchema,
   newCredentials: NewCredentialsSchema,
   defaultApiBaseUrl: "https://slack.com/api",
-  // Slack truncates text past 40,000 characters and advises at most 4,000 per message; chat.update edits in place.
-  surface: { canEdit: true, maxMessageSize: 4000, maxFileBytes: SLACK_UPLOAD_MAX_BYTES, capabilities: { threads: "thread_ts" } },
+  // Slack advises at most 4,000 characters per message (and answers longer ones msg_too_long), counted as sent: the
+  // escaped text. chat.update edits in place.
+  surface: { canEdit: true, maxMessageSize: 4000, sentUnits: slackSentUnits, maxFileBytes: SLACK_UPLOAD_MAX_BYTES, capabilities: { threads: "thread_ts" } },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

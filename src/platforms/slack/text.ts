@@ -8,3 +8,6 @@ export const escapeSlackText = (text: string) => text.replace(/&/g, "&amp;").rep
 
 /** Inbound message text as the user typed it (Slack escapes the same three characters). */
 export const unescapeSlackText = (text: string) => text.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+
+/** What a character takes of Slack's message size once escaped: `&` goes out as five (`&amp;`), `<` and `>` as four. */
+export const slackSentUnits = (code: number) => (code === 0x26 ? 5 : code === 0x3c || code === 0x3e ? 4 : 1);
