@@ -10,7 +10,7 @@ import { newId } from "../lib/ids";
 import { headOf } from "../lib/text";
 import { LedgerSequence } from "./ledger-sequence";
 import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
-import { SequenceSet } from "./sequence-set";
+import { SequenceCheck } from "./sequence-check";
 
 /** What one chunk of results asks the host to write; the executor does the I/O as one batch. */
 export interface ResultBatch {
@@ -42,9 +42,6 @@ export interface ResultProcessorInit {
   maxArtifacts?: number;
 }
 
-/** A stream whose sequence numbers leave more gaps than this open is failed: the de-duplication stays exact and small. */
-export const MAX_SEQUENCE_GAPS = 4096;
-
 /** Text streamed as deltas is kept up to what one message.completed line could carry; past it, none is (memory stays bounded). */
 export const STREAMED_TEXT_MAX_CHARS = 1024 * 1024;
 
@@ -65,10 +62,7 @@ function messageText(message: Message): string {
  */
 export class ResultProcessor {
   private readonly ledgerSeq: LedgerSequence;
-  private readonly seen = new SequenceSet(MAX_SEQUENCE_GAPS + 2);
-  private maxSequence = 0;
-  /** Whether a gap was closed yet (closeLowestGap): warned about once. */
-  private gapsClosed = false;
+  private readonly sequences = new SequenceCheck();
   /** Artifacts announced since the last message, by id, in announcement order (each once): the next message carries them. */
   private readonly pending = new Map<string, ArtifactRef>();
   /** The ids a runner gave its inline artifacts, to the ids the host stored them under: its messages name them by its own. */
@@ -160,7 +154,7 @@ export class ResultProcessor {
       const { type, data, sequence } = result;
       if (sequence != null && sequence >= 1) {
         // A duplicate is dropped, and the run goes on.
-        if (this.seen.has(sequence) || inChunk.has(sequence)) continue;
+        if (this.sequences.seen(sequence) || inChunk.has(sequence)) continue;
         inChunk.add(sequence);
       }
       if ((type === "run.completed" || type === "run.failed") && parseResultPayload(type, data).kind === "ok") return true;
@@ -201,7 +195,7 @@ export class ResultProcessor {
       this.warn(batch, "result.invalid_sequence", `sequence ${sequence} is not positive; the result is taken as unnumbered`, { sequence });
       sequence = null;
     }
-    if (sequence !== null && !this.acceptSequence(sequence, batch)) return;
+    if (sequence !== null && !this.sequences.accept(sequence, (code, message, extra) => this.warn(batch, code, message, extra))) return;
 
     this.resultCount++;
     const recorded = this.entry(result.type, result.data, "runner", sequence);
@@ -242,35 +236,6 @@ export class ResultProcessor {
     if (!Array.isArray(content)) return content;
     const stored = (el: unknown) => (el !== null && typeof el === "object" && typeof (el as { artifact_id?: unknown }).artifact_id === "string" ? this.inlineIds.get((el as { artifact_id: string }).artifact_id) : undefined);
     return content.some((el) => stored(el) !== undefined) ? (content.map((el) => (stored(el) ? { ...el, artifact_id: stored(el) } : el)) as T) : content;
-  }
-
-  private acceptSequence(sequence: number, batch: ResultBatch): boolean {
-    if (this.seen.has(sequence)) {
-      this.warn(batch, "result.duplicate", `duplicate sequence ${sequence} dropped`, { sequence });
-      return false;
-    }
-    if (sequence > this.maxSequence + 1) this.warn(batch, "result.sequence_gap", `sequence jumped from ${this.maxSequence} to ${sequence}`, { sequence });
-    else if (sequence < this.maxSequence) this.warn(batch, "result.reordered", `sequence ${sequence} arrived after ${this.maxSequence}`, { sequence });
-    // The set's own bound (one range more than the gaps allowed, whatever the first number) only backs the gap count up.
-    if (!this.seen.add(sequence)) {
-      this.closeLowestGap(batch);
-      this.seen.add(sequence);
-    }
-    while (this.seen.gaps() > MAX_SEQUENCE_GAPS) this.closeLowestGap(batch);
-    this.maxSequence = Math.max(this.maxSequence, sequence);
-    return true;
-  }
-
-  /**
-   * Too many numbers skipped (a runner counting in steps, or numbering what it
-   * never sends): the lowest gap is closed, so memory stays bounded and the
-   * run goes on. A number of it that still comes is dropped as a duplicate.
-   */
-  private closeLowestGap(batch: ResultBatch) {
-    const closed = this.seen.closeLowestGap();
-    if (!closed || this.gapsClosed) return;
-    this.gapsClosed = true;
-    this.warn(batch, "result.gaps_closed", `more than ${MAX_SEQUENCE_GAPS} sequence gaps open: the lowest are closed, and a number in them that still comes (from ${closed[0]} up) is dropped as a duplicate`);
   }
 
   /** The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. */

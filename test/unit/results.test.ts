@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { MAX_SEQUENCE_GAPS, ResultProcessor } from "../../src/run/results";
+import { ResultProcessor } from "../../src/run/results";
+import { MAX_SEQUENCE_GAPS } from "../../src/run/sequence-check";
 import { SequenceSet } from "../../src/run/sequence-set";
 
 const RUN = "run_x";
