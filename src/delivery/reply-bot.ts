@@ -17,6 +17,9 @@ export async function loadReplyBot(db: Db, delivery: PlatformDelivery): Promise<
     return bot ? { ok: true, value: bot } : unavailable(`bot ${delivery.botId} is gone or its credentials are unusable`);
   } catch (err) {
     if (err instanceof SealedSecretError) return unavailable(`bot ${delivery.botId}'s credentials cannot be opened: ${err.message}`);
-    return { ok: false, failure: { kind: "transient", status: null, code: "bot_not_loaded", message: `bot ${delivery.botId} could not be read: ${describeError(err)}` } };
+    // The failure goes to the delivery trail, which the conversation's runners read (event.page): the cause, which names
+    // the statement and the database's reason, goes to the log only, as a Host API call's host fault does.
+    console.error(`bot ${delivery.botId}: not read for a reply: ${describeError(err)}`);
+    return { ok: false, failure: { kind: "transient", status: null, code: "bot_not_loaded", message: `bot ${delivery.botId} could not be read: the database failed or did not answer` } };
   }
 }

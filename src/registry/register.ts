@@ -26,11 +26,17 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
   const why = (cause: unknown) => redact(String((cause as Error)?.message ?? cause).replace(/[a-z][a-z0-9+.-]*:\/\/[^\s,]+/gi, (u) => maskUrl(u)), urlSecrets(url));
   let res: Response;
   try {
-    res = await fetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(MANIFEST_TIMEOUT_MS) });
+    // Not followed, as run requests are not (runner/client.ts): the host calls only the address the operator registered,
+    // never one a service's answer names (another host, an internal one), and a service registered there would fail every run.
+    res = await fetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(MANIFEST_TIMEOUT_MS), redirect: "manual" });
   } catch (cause) {
     throw new HostError(502, "bad_gateway", `could not fetch ${shown}: ${why(cause)}`, undefined, { cause });
   }
-  if (!res.ok) throw new HostError(502, "bad_gateway", `${shown} answered HTTP ${res.status}`);
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => {});
+    const redirected = res.status >= 300 && res.status < 400 ? " (a redirect, which the host does not follow: register the address the service answers at)" : "";
+    throw new HostError(502, "bad_gateway", `${shown} answered HTTP ${res.status}${redirected}`);
+  }
   // Read no further than the cap: a manifest that never ends is not buffered whole.
   let bytes: Uint8Array | "too_large";
   try {

@@ -247,6 +247,27 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect((await host.admin("POST", "/v1/admin/runner-services/svc_missing/refresh")).status).toBe(404);
   });
 
+  it("answers 502 for a manifest answered with a redirect and never fetches where it points, as run requests never do", async () => {
+    // Where the redirect points: a valid manifest, at an address the operator never registered (another host, an internal one).
+    let elsewhereCalls = 0;
+    const elsewhere = await listenLoopback((_req, res) => {
+      elsewhereCalls++;
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ protocol: "agent-runner/v1", author: "tests", name: "bounced", version: "1", runners: [{ name: "default", label: { en_US: "b" } }] }));
+    });
+    const bouncer = await listenLoopback((_req, res) => void res.writeHead(302, { location: `${elsewhere.url}/manifest` }).end());
+    try {
+      const refused = await host.admin("POST", "/v1/admin/runner-services", { base_url: bouncer.url });
+      expect([refused.status, refused.body.error?.code]).toEqual([502, "bad_gateway"]);
+      expect(refused.body.error.message).toMatch(/HTTP 302.*redirect/);
+      expect(elsewhereCalls).toBe(0);
+      const services = await host.admin("GET", "/v1/admin/runner-services");
+      expect(services.body.items.map((s: { base_url: string }) => s.base_url)).not.toContain(bouncer.url);
+    } finally {
+      await bouncer.close();
+      await elsewhere.close();
+    }
+  });
+
   it("checks runner_config against the runner's required config fields", async () => {
     const missing = await host.admin("POST", "/v1/admin/agents", agent("cfg-missing", "alpha", { type: "bot", id: "bot-cfg" }));
     expect(missing.status).toBe(400);

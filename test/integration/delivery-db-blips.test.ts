@@ -40,5 +40,26 @@ describe("Telegram: a reply whose bot cannot be loaded for a few seconds", () =>
     // The bot's row was asked for again, backing off, until the database answered.
     const connect = (await tg.trail(runId)).filter((r) => r.operation === "connect").map((r) => [r.attempt, r.code, r.will_retry]);
     expect(connect).toEqual([1, 2, 3, 4].map((n) => [n, "bot_not_loaded", true]));
+    // The trail is the conversation's EventLog, which its runners read (event.page): the failure is told, not the
+    // statement that failed, naming the bot table's columns (the Host API's own host faults keep that for the log).
+    const errors = (await tg.trail(runId)).filter((r) => r.operation === "connect").map((r) => String(r.error));
+    expect(errors.join("\n")).not.toMatch(/select|credentials_json|query/i);
+    expect(errors[0]).toMatch(/could not be read/);
+  }, 40_000);
+});
+
+describe("Telegram: an answer's file whose lookup the database fails", () => {
+  it("records the file as unavailable, telling the failure, not the database's own words (its runners read the trail; the cause goes to the log)", async () => {
+    const chat = "-100558";
+    tg.host.databaseOutage({ queries: 1, matching: 'from \\"artifact\\"' });
+    expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, "show art_looked_up_in_vain")).status).toBe(200);
+    const runId = await waitFor(() => tg.runner.contexts.find((c) => c.input.text === "show art_looked_up_in_vain")?.run_id, 15_000, "the run");
+    expect((await tg.host.waitForRun(runId)).status).toBe("completed");
+    const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed" && r.operation === "send_file"), 15_000, "the file's delivery.failed");
+    expect(failed.code).toBe("artifact_unavailable");
+    expect(failed.error).toMatch(/could not be looked up/);
+    expect(failed.error).not.toMatch(/outage drill|select|query/i);
+    // The text still went.
+    await waitFor(() => tg.fake.callsTo(/\/sendMessage$/).some((c) => String(c.body.chat_id) === chat), 10_000, "the text");
   }, 40_000);
 });

@@ -2,8 +2,9 @@
  * A runner service's base_url may carry a credential in its query (a function key, `?code=…`: README "HTTP API").
  * README "Credentials at rest": credentials inside endpoint URLs are stored as given and "views mask them";
  * src/registry/register.ts masks the URL its messages name. The runtime's own fetch error, quoted after it,
- * must not name the URL unmasked: a manifest address that redirects in a loop makes workerd's fetch throw
- * "Too many redirects." followed by every URL it visited, query included.
+ * must not name the URL unmasked: a manifest address that redirects in a loop made workerd's fetch throw
+ * "Too many redirects." followed by every URL it visited, query included (redirects are no longer followed:
+ * the answer names the 302, and still not the key).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
