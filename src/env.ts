@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { ConversationDO } from "../durable-objects/conversation";
+import { ConfigError } from "./lib/config-error";
 import { isSecretsKey } from "./lib/secret-box";
 
 /** Bindings and vars the Worker and the Durable Object receive. */
@@ -60,8 +61,9 @@ const RUN_WALL_TIME_MAX_MS = 13 * 60_000;
 
 const ConfigFields = z.object({
   // Visible ASCII only: a bearer ends at its first space, and a header carries no other text as sent, so such a token could never be presented.
+  // Unset, the operator has skipped a step of README "Production": say which (zod's own message is "expected string").
   ADMIN_TOKEN: z
-    .string()
+    .string({ error: (iss) => (iss.input === undefined ? "not set: npx wrangler secret put ADMIN_TOKEN (under wrangler dev, in .dev.vars)" : undefined) })
     .min(16, "ADMIN_TOKEN must be at least 16 characters")
     .regex(/^[\x21-\x7E]+$/, "ADMIN_TOKEN must be printable ASCII without spaces (it is sent as `Authorization: Bearer <token>`)"),
   /** Seals stored credentials (lib/secret-box.ts); unset, they are stored as given. */
@@ -169,17 +171,28 @@ function withoutBlanks(vars: object): Record<string, unknown> {
   return Object.fromEntries(Object.entries(vars).filter(([, v]) => !(typeof v === "string" && v.trim() === "")));
 }
 
+const issueLine = (issue: z.core.$ZodIssue) => `${issue.path.join(".") || "config"}: ${issue.message}`;
+
 /** What is wrong with a set of variables, one line each (none when they make a valid configuration). */
 export function configProblems(vars: Record<string, unknown>): string[] {
   const parsed = ConfigSchema.safeParse(withoutBlanks(vars));
-  return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`);
+  return parsed.success ? [] : parsed.error.issues.map(issueLine);
 }
 
-/** Parse the environment once per isolate; a misconfiguration fails loudly. */
+/** What is wrong with where the database is: nothing when the local binding or LIBSQL_URL names one. */
+export function databaseProblems(env: Env): string[] {
+  if (env.LIBSQL || env.LIBSQL_URL?.trim()) return [];
+  return ["LIBSQL_URL: not set: npx wrangler secret put LIBSQL_URL (libsql://<db>.turso.io or https://<sqld host>), with LIBSQL_AUTH_TOKEN; locally, npm start brings its own database"];
+}
+
+/** Parse the environment once per isolate; a misconfiguration fails loudly, naming every problem (ConfigError). */
 export function configOf(env: Env): Config {
   let config = cache.get(env);
   if (!config) {
-    config = ConfigSchema.parse(withoutBlanks(env));
+    const parsed = ConfigSchema.safeParse(withoutBlanks(env));
+    // The database's setting too: an operator who skipped several secrets learns of all of them at once.
+    if (!parsed.success) throw new ConfigError([...parsed.error.issues.map(issueLine), ...databaseProblems(env)]);
+    config = parsed.data;
     cache.set(env, config);
   }
   return config;

@@ -1,5 +1,6 @@
 import { createClient, type Client } from "@libsql/client/web";
-import { configOf, type Env } from "../env";
+import { configOf, databaseProblems, type Env } from "../env";
+import { ConfigError } from "../lib/config-error";
 import { secretBox } from "../lib/secret-box";
 import { createDb, type Db } from "./client";
 import { bindingExecutor, fetchWithTimeout, libsqlExecutor } from "./executor";
@@ -19,7 +20,7 @@ export function dbOf(env: Env): Db {
   const timeoutMs = config.DB_QUERY_TIMEOUT_MS;
   if (env.LIBSQL) db = createDb(bindingExecutor(env.LIBSQL, env.LIBSQL_BINDING_TOKEN, timeoutMs), secrets);
   else if (env.LIBSQL_URL) db = createDb(libsqlExecutor(remoteClient(env.LIBSQL_URL, env.LIBSQL_AUTH_TOKEN, timeoutMs)), secrets);
-  else throw new Error("no database configured: set LIBSQL_URL (or run locally with `npm start`)");
+  else throw new ConfigError(databaseProblems(env));
   cache.set(env, db);
   return db;
 }
@@ -35,6 +36,6 @@ function remoteClient(url: string, authToken: string | undefined, timeoutMs: num
     return createClient({ url: url.replace(/^ws(s?):/i, "http$1:"), authToken, fetch: fetchWithTimeout(timeoutMs) });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    throw new Error(`LIBSQL_URL is not a usable libSQL URL${typeof code === "string" ? ` (${code})` : ""}: expected libsql://<host> (Turso) or https://<host> (sqld), without quotes`);
+    throw new ConfigError([`LIBSQL_URL: not a usable libSQL URL${typeof code === "string" ? ` (${code})` : ""}: expected libsql://<host> (Turso) or https://<host> (sqld), without quotes`]);
   }
 }

@@ -29,13 +29,24 @@ export class DbError extends Error {
    * failed write would leave unnamed (a blob) is then kept, as a row may name it.
    */
   readonly unanswered: boolean;
+  /** The HTTP status of a database server that refused the request itself (not a statement of it). */
+  readonly httpStatus: number | undefined;
   constructor(
     message: string,
     readonly code: string | undefined,
-    options?: { cause?: unknown; unanswered?: boolean },
+    options?: { cause?: unknown; unanswered?: boolean; httpStatus?: number },
   ) {
     super(message, options);
     this.unanswered = options?.unanswered ?? false;
+    this.httpStatus = options?.httpStatus;
+  }
+  /** A table or column this Worker uses is missing: migrations/ were not (all) applied to the database. */
+  get notMigrated(): boolean {
+    return /\bno such (table|column)\b/.test(this.message);
+  }
+  /** Turso/sqld refused the Worker's credentials (LIBSQL_AUTH_TOKEN missing, wrong or expired). */
+  get credentialsRefused(): boolean {
+    return this.httpStatus === 401 || this.httpStatus === 403;
   }
   get isConstraintViolation(): boolean {
     return (this.code ?? "").startsWith("SQLITE_CONSTRAINT") || /UNIQUE constraint failed/.test(this.message);
@@ -76,12 +87,14 @@ function toStatement(q: SqlQuery): InStatement {
 
 function wrap(err: unknown): DbError {
   if (err instanceof DbError) return err;
-  const e = err as { message?: string; code?: unknown; extendedCode?: unknown; cause?: { code?: unknown } };
+  const e = err as { message?: string; code?: unknown; extendedCode?: unknown; cause?: { code?: unknown; status?: unknown } };
   // Only a string names a database error: a DOMException's `code` (a fetch timed out: 23) is a number.
   const code = [e.extendedCode, e.code, e.cause?.code].find((c): c is string => typeof c === "string");
   // Only SQLite's own refusal says the write was not applied; a failed fetch (no code), an HTTP status from
   // whatever stands in front of the database (SERVER_ERROR: a 504 from a proxy, say) or a garbled answer does not.
-  return new DbError(e.message ?? String(err), code, { cause: err, unanswered: !code?.startsWith("SQLITE_") });
+  // @libsql/client keeps the server's HTTP status on the transport error it wraps (SERVER_ERROR).
+  const httpStatus = typeof e.cause?.status === "number" ? e.cause.status : undefined;
+  return new DbError(e.message ?? String(err), code, { cause: err, unanswered: !code?.startsWith("SQLITE_"), httpStatus });
 }
 
 export function libsqlExecutor(client: Client): SqlExecutor {

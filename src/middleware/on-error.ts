@@ -4,6 +4,7 @@ import { HTTPException } from "hono/http-exception";
 import { drainBody } from "../lib/drain";
 import { HostError } from "../lib/errors";
 import { SealedSecretError } from "../lib/secret-box";
+import { ConfigError } from "../lib/config-error";
 import { describeError } from "../lib/describe-error";
 import { dbErrorOf } from "../db/executor";
 import { ApiError, hostFault } from "../host-api/errors";
@@ -19,6 +20,23 @@ const INTEGRITY_REFUSALS: Record<string, { status: 404 | 409; code: string; mess
   runner_config_required: { status: 409, code: "conflict", message: "the manifest requires a runner_config field an agent lacks (the agent was saved meanwhile): give the agent the field first" },
 };
 
+/**
+ * A deployment step skipped or done wrong (README "Production"): nothing is served until the operator acts, and the
+ * answer says what to do, where the operator's first request sees it, not only in `wrangler tail`.
+ */
+function operatorFault(err: unknown): { code: "misconfigured" | "database_not_migrated"; message: string } | null {
+  if (err instanceof ConfigError) return { code: "misconfigured", message: err.message };
+  const db = dbErrorOf(err);
+  if (db?.notMigrated) {
+    const reason = /\bno such (table|column): [\w.]+/.exec(db.message)?.[0];
+    return { code: "database_not_migrated", message: `the database is not migrated to this version (${reason}): apply migrations/ with LIBSQL_URL=… LIBSQL_AUTH_TOKEN=… npm run db:migrate` };
+  }
+  if (db?.credentialsRefused) {
+    return { code: "misconfigured", message: `the host is misconfigured: LIBSQL_AUTH_TOKEN: the database refused it (HTTP ${db.httpStatus}): npx wrangler secret put LIBSQL_AUTH_TOKEN with a token of the database LIBSQL_URL names` };
+  }
+  return null;
+}
+
 /** The one error handler: every failure answers `{error: {code, message}}`. */
 export const onError: ErrorHandler = (err, c) => {
   if (err instanceof HostError) return c.json(err.toBody(), err.status);
@@ -30,6 +48,11 @@ export const onError: ErrorHandler = (err, c) => {
   // A write the database refused because a concurrent one changed what the route had checked (migrations 0008, 0010, 0011).
   const refused = INTEGRITY_REFUSALS[dbErrorOf(err)?.integrityRule ?? ""];
   if (refused) return c.json({ error: { code: refused.code, message: refused.message } }, refused.status);
+  const fault = operatorFault(err);
+  if (fault) {
+    console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${fault.message}`);
+    return c.json({ error: fault }, 503);
+  }
   // A stored credential the configured keys cannot open: the operator's to fix (SECRETS_KEY, SECRETS_KEY_PREVIOUS).
   if (err instanceof SealedSecretError) {
     console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${err.message}`);

@@ -40,12 +40,16 @@ async function startWorker(vars: Record<string, string>) {
     const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     return { status: res.status, body: await res.text() };
   };
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${url}${path}`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: JSON.stringify(body) });
+    return { status: res.status, body: await res.text() };
+  };
   // workerd's output arrives a moment after the response.
-  const logsSettled = async () => {
-    for (let i = 0; i < 40 && !/unhandled error/.test(logs); i++) await new Promise((r) => setTimeout(r, 25));
+  const logsSettled = async (until = /unhandled error|misconfigured|not migrated/) => {
+    for (let i = 0; i < 40 && !until.test(logs); i++) await new Promise((r) => setTimeout(r, 25));
     return logs;
   };
-  return { mf, get, logsSettled };
+  return { mf, get, post, logsSettled };
 }
 
 describe("a LIBSQL_URL secret that does not parse", () => {
@@ -55,10 +59,11 @@ describe("a LIBSQL_URL secret that does not parse", () => {
       const w = await startWorker({ LIBSQL_URL: url });
       try {
         const res = await w.get("/v1/admin/agents");
-        expect(res.status).toBe(500);
+        expect(res.status).toBe(503);
+        expect(JSON.parse(res.body).error).toMatchObject({ code: "misconfigured", message: expect.stringMatching(/LIBSQL_URL/) });
         expect(res.body).not.toContain("TURSO-SECRET-PART");
         const logs = await w.logsSettled();
-        expect(logs).toMatch(/unhandled error/);
+        expect(logs).toMatch(/misconfigured/);
         // The operator's log must not carry the credential...
         expect(logs).not.toContain("TURSO-SECRET-PART");
         // ...and says which setting is wrong.
@@ -120,6 +125,80 @@ describe("a ws:// LIBSQL_URL of a database that answers", () => {
       await w.mf.dispose();
       await sqld.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * Day one of a deployment as README "Production" lays it out: a secret not yet put, the migrate step skipped, a token
+ * pasted wrong. The operator's first request must say what to fix, not `internal error` with the reason only in
+ * `wrangler tail` (and there as zod's issue dump).
+ */
+describe("a deployment missing a step", () => {
+  const EVENT = { event_type: "message.received", conversation_id: "c1", actor: { actor_type: "user", actor_id: "u1" }, input: { text: "hi" } };
+  let dir: string;
+  let sqld: Awaited<ReturnType<typeof startFakeSqld>>;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "day-one-"));
+    // A database as `turso db create` leaves it: no migration applied.
+    sqld = await startFakeSqld(join(dir, "db"), { authToken: "turso-token-right" });
+  });
+  afterAll(async () => {
+    await sqld.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("without the ADMIN_TOKEN or LIBSQL_URL secret answers 503 misconfigured, naming each and how to set it, logged one line each", async () => {
+    const w = await startWorker({ ADMIN_TOKEN: "" });
+    try {
+      for (const res of [await w.get("/v1/admin/agents"), await w.post("/v1/events", EVENT)]) {
+        expect(res.status, res.body).toBe(503);
+        const error = JSON.parse(res.body).error as { code: string; message: string };
+        expect(error.code).toBe("misconfigured");
+        expect(error.message).toMatch(/ADMIN_TOKEN: not set: npx wrangler secret put ADMIN_TOKEN/);
+        expect(error.message).toMatch(/LIBSQL_URL: not set: npx wrangler secret put LIBSQL_URL/);
+      }
+      const logs = await w.logsSettled();
+      expect(logs).toMatch(/misconfigured: ADMIN_TOKEN: not set/);
+      expect(logs).not.toMatch(/"code": "invalid_type"/);
+    } finally {
+      await w.mf.dispose();
+    }
+  });
+
+  it("names an invalid variable the same way", async () => {
+    const w = await startWorker({ LIBSQL_URL: sqld.url, LIBSQL_AUTH_TOKEN: "turso-token-right", RUN_DEADLINE_MS: "5m" });
+    try {
+      const res = await w.get("/v1/admin/agents");
+      expect(res.status, res.body).toBe(503);
+      expect(JSON.parse(res.body).error).toEqual({ code: "misconfigured", message: expect.stringMatching(/^the host is misconfigured: RUN_DEADLINE_MS: /) });
+    } finally {
+      await w.mf.dispose();
+    }
+  });
+
+  it("on a database the migrations were not applied to answers 503 database_not_migrated, naming npm run db:migrate", async () => {
+    const w = await startWorker({ LIBSQL_URL: sqld.url, LIBSQL_AUTH_TOKEN: "turso-token-right" });
+    try {
+      for (const res of [await w.get("/v1/admin/agents"), await w.post("/v1/events", EVENT)]) {
+        expect(res.status, res.body).toBe(503);
+        expect(JSON.parse(res.body).error).toEqual({ code: "database_not_migrated", message: expect.stringMatching(/no such table.*npm run db:migrate/) });
+      }
+      expect(await w.logsSettled()).toMatch(/not migrated.*npm run db:migrate/);
+    } finally {
+      await w.mf.dispose();
+    }
+  });
+
+  it("with a LIBSQL_AUTH_TOKEN the database refuses answers 503 misconfigured, naming it, without the token", async () => {
+    const w = await startWorker({ LIBSQL_URL: sqld.url, LIBSQL_AUTH_TOKEN: AUTH_TOKEN });
+    try {
+      const res = await w.get("/v1/admin/agents");
+      expect(res.status, res.body).toBe(503);
+      expect(JSON.parse(res.body).error).toEqual({ code: "misconfigured", message: expect.stringMatching(/LIBSQL_AUTH_TOKEN/) });
+      expect(res.body + (await w.logsSettled())).not.toContain("TURSO-SECRET-PART");
+    } finally {
+      await w.mf.dispose();
     }
   });
 });
