@@ -49,7 +49,7 @@ async function post(interaction: unknown) {
 }
 
 let seq = 0;
-const modalSubmit = (components: unknown[]) => {
+const modalSubmit = (components: unknown[], resolved?: unknown) => {
   const id = `8${String(++seq).padStart(17, "0")}`;
   return {
     id,
@@ -61,7 +61,7 @@ const modalSubmit = (components: unknown[]) => {
     channel_id: "C1",
     channel: { id: "C1", type: 0 },
     member: { user: { id: "U42", username: "ada", global_name: "Ada" } },
-    data: { custom_id: "bug_report", components },
+    data: { custom_id: "bug_report", components, ...(resolved ? { resolved } : {}) },
   };
 };
 
@@ -82,5 +82,20 @@ describe("Discord: a modal submit with a checkbox or radio group", () => {
     const ctx = await waitFor(() => runner.contexts.find((c) => c.event.event_id === `discord:${botId}:${i.id}`), 10_000, "the modal's run");
     expect(ctx.input.text).toContain("Login broken on Safari");
     expect(ctx.event.data.modal.fields).toMatchObject({ title: "Login broken on Safari", urgent: true, area: null });
+  });
+
+  it("names the users and channels a select picked, as the server shows them, and keeps their ids in the fields", async () => {
+    const i = modalSubmit(
+      [
+        { type: 18, id: 1, component: { type: 4, id: 2, custom_id: "title", value: "Checkout fails" } },
+        { type: 18, id: 3, component: { type: 5, id: 4, custom_id: "owner", values: ["222"] } },
+        { type: 18, id: 5, component: { type: 8, id: 6, custom_id: "where", values: ["555"] } },
+      ],
+      { users: { "222": { id: "222", username: "bob", global_name: "Bob" } }, members: { "222": { nick: "Bobby" } }, channels: { "555": { id: "555", name: "bugs", type: 0 } } },
+    );
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.event.event_id === `discord:${botId}:${i.id}`), 10_000, "the modal's run");
+    expect(ctx.input.text).toBe("Checkout fails\n@Bobby\n#bugs");
+    expect(ctx.event.data.modal.fields).toEqual({ title: "Checkout fails", owner: "222", where: "555" });
   });
 });

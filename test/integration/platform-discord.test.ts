@@ -18,6 +18,8 @@ const channelHistory = new Map<string, Record<string, unknown>[]>();
 const gatewayTimeouts = new Set<string>();
 /** Channel message ids whose first edit the fake answers 429. */
 const throttledEdits = new Set<string>();
+/** Channels whose first history read the fake answers 429. */
+const throttledHistory = new Set<string>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -35,6 +37,7 @@ function discordApi(call: PlatformCall): FakeReply {
   if (ch) {
     // The bot's own API: its token in the Authorization header.
     if (call.headers.authorization !== `Bot ${BOT_TOKEN}`) return { status: 401, json: { message: "401: Unauthorized", code: 0 } };
+    if (call.method === "GET" && !ch[2] && throttledHistory.delete(ch[1])) return { status: 429, json: { message: "You are being rate limited.", retry_after: 0.3, global: false } };
     if (call.method === "GET" && !ch[2]) {
       const history = channelHistory.get(ch[1]);
       return history ? { json: history.filter((m) => BigInt(String(m.id)) > BigInt(call.query.get("after") ?? "0")) } : { status: 403, json: { message: "Missing Access", code: 50001 } };
@@ -116,6 +119,7 @@ const command = (question: string, extra: Record<string, unknown> = {}) => inter
 
 const writesFor = (i: { token: string }) => fake.calls.filter((c) => c.path.startsWith(`/webhooks/${APPLICATION_ID}/${i.token}`));
 const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
+const runOf = (i: { id: string }) => waitFor(() => runner.contexts.find((c) => c.event.event_id === `discord:${botId}:${i.id}`), 10_000, `the run of interaction ${i.id}`);
 
 describe("Discord: interactions over HTTP, answered by editing the deferred response", () => {
   it("answers PING with PONG", async () => {
@@ -153,6 +157,45 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect((await post(i)).body).toEqual({ type: 5 });
     const [ctx] = await waitFor(() => contextFor("/Profile").length > 0 && contextFor("/Profile"));
     expect(ctx.event.data.command.target).toEqual({ type: "user", id: "U7", name: "bob" });
+  });
+
+  it("names the users, roles and channels a command's options and a select menu pick as the server shows them, never as bare ids", async () => {
+    const resolved = {
+      users: { "222": { id: "222", username: "bob", global_name: "Bob" }, "333": { id: "333", username: "cy", global_name: null } },
+      members: { "222": { nick: "Bobby", roles: [] } },
+      roles: { "444": { id: "444", name: "Moderators" } },
+      channels: { "555": { id: "555", name: "general", type: 0 } },
+    };
+    const options = [
+      { name: "who", type: 6, value: "222" },
+      { name: "where", type: 7, value: "555" },
+      { name: "notify", type: 8, value: "444" },
+      { name: "cc", type: 9, value: "333" },
+      { name: "what", type: 3, value: "call mom" },
+    ];
+    const remind = interaction(2, { id: "cmd-remind", name: "remind", type: 1, options, resolved });
+    expect((await post(remind)).body).toEqual({ type: 5 });
+    const ctx = await runOf(remind);
+    expect(ctx.input.text).toBe("@Bobby #general @Moderators @cy call mom");
+    // The ids stay in the command's options.
+    expect(ctx.event.data.command.options).toEqual({ who: "222", where: "555", notify: "444", cc: "333", what: "call mom" });
+
+    const pick = interaction(3, { custom_id: "assign", component_type: 5, values: ["222", "333"], resolved }, { message: { id: "M2" } });
+    expect((await post(pick)).body).toEqual({ type: 5 });
+    const picked = await runOf(pick);
+    expect(picked.input.text).toBe("@Bobby @cy");
+    expect(picked.event.data.component).toEqual({ custom_id: "assign", component_type: 5, values: ["222", "333"] });
+  });
+
+  it("names the user by their server nickname, as the server shows them", async () => {
+    const i = command("who am I", { member: { nick: "Captain Ada", user: { id: "U42", username: "ada", global_name: "Ada" } } });
+    expect((await post(i)).body).toEqual({ type: 5 });
+    expect((await runOf(i)).actor).toMatchObject({ actor_id: "U42", actor_name: "Captain Ada", metadata: { username: "ada" } });
+
+    // A user command's target too.
+    const profile = interaction(2, { id: "cmd-user", name: "Whois", type: 2, target_id: "U7", resolved: { users: { U7: { id: "U7", username: "bob", global_name: "Bob" } }, members: { U7: { nick: "Bobby" } } } });
+    expect((await post(profile)).body).toEqual({ type: 5 });
+    expect((await runOf(profile)).event.data.command.target).toEqual({ type: "user", id: "U7", name: "Bobby" });
   });
 
   it("resolves the deferred response with a short notice when the run fails before answering", async () => {
@@ -499,6 +542,23 @@ describe("Discord: answers after the interaction token expires", () => {
       ["PATCH", `/channels/C24/messages/${placeholder}`, 200],
     ]);
     expect(writes[1].at - writes[0].at).toBeGreaterThanOrEqual(250);
+  });
+
+  it("looks for the placeholder again after a rate-limited read of the channel's history, rather than posting beside it", async () => {
+    const since = Date.now();
+    const i = command("hello again placeholder", { channel_id: "C25", channel: { id: "C25", type: 0 } });
+    const placeholder = String(BigInt(i.id) + 2n);
+    channelHistory.set("C25", [{ id: placeholder, content: "", flags: 128, interaction_metadata: { id: i.id, type: 2 } }]);
+    throttledHistory.add("C25");
+    expiredTokens.add(i.token);
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const runId = await waitFor(() => contextFor("hello again placeholder")[0]?.run_id);
+    await host.waitForRun(runId);
+    await waitFor(async () => (await deliveryRecords(runId)).some(([t]) => t === "delivery.succeeded"), 15_000, "the answer");
+    const searches = fake.calls.filter((c) => c.method === "GET" && c.path === "/channels/C25/messages" && c.at >= since);
+    expect(searches.map((c) => c.reply?.status ?? 200)).toEqual([429, 200]);
+    expect(searches[1].at - searches[0].at).toBeGreaterThanOrEqual(250);
+    expect(channelWrites(since).map((w) => [w.method, w.path, w.body?.content])).toEqual([["PATCH", `/channels/C25/messages/${placeholder}`, "echo: hello again placeholder"]]);
   });
 
   it("a stream whose token expires mid-way edits its message by id with the bot token and ends exactly on the final text", async () => {

@@ -10,7 +10,7 @@
  */
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
 import { scrubSecrets } from "../redact";
-import type { ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
+import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
 
 export interface DiscordCredentials extends Record<string, string> {
@@ -26,6 +26,8 @@ const payload = (content: string) => ({ content, allowed_mentions: { parse: [] }
 
 /** Discord's answers for an interaction token it no longer honours (expired after 15 minutes, or unknown). */
 const EXPIRED_TOKEN_CODES = new Set([50027, 10015]);
+/** Reads of the channel's history for the placeholder that may fail for now (rate limited, unavailable) before the answer is a new message. */
+const PLACEHOLDER_SEARCHES = 2;
 
 export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<DeliveryTarget, { platform: "discord" }>, timeoutMs: number): Messenger {
   const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
@@ -43,6 +45,16 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   const shownBy = (content: string | UploadForm): string | OutgoingFile => (content instanceof UploadForm ? content.file : content);
   /** The "thinking…" message found in the channel once the token was refused: undefined until sought, null when there is none to use. */
   let placeholder: string | null | undefined;
+  let searchesFailed = 0;
+
+  /** A refusal as the retry loop reads it; a refused interaction token is told apart (the channel takes over). */
+  function failureOf(status: number, headers: Headers, data: Record<string, unknown>): { ok: false; failure: ApiFailure } {
+    // The interaction token is a credential of its own, not the bot's: an answer quoting the URL must not carry it on.
+    const message = typeof data.message === "string" ? scrubSecrets(data.message, interactionSecrets) : `HTTP ${status}`;
+    const retryAfterMs = typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(headers);
+    const code = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404) ? "discord_interaction_expired" : `discord_http_${status}`;
+    return { ok: false, failure: failureOfStatus(status, code, message, retryAfterMs) };
+  }
 
   /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
   async function call(method: string, url: string, content: string | UploadForm, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
@@ -51,12 +63,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     if (!reply.ok) return reply;
     const { status, headers: replyHeaders, json } = reply.value;
     const data = asRecord(json);
-    if (status >= 200 && status < 300) return { ok: true, value: data };
-    // The interaction token is a credential of its own, not the bot's: an answer quoting the URL must not carry it on.
-    const message = typeof data.message === "string" ? scrubSecrets(data.message, interactionSecrets) : `HTTP ${status}`;
-    const retryAfterMs = typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(replyHeaders);
-    const code = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404) ? "discord_interaction_expired" : `discord_http_${status}`;
-    return { ok: false, failure: failureOfStatus(status, code, message, retryAfterMs) };
+    return status >= 200 && status < 300 ? { ok: true, value: data } : failureOf(status, replyHeaders, data);
   }
 
   /** A webhook write, unless the token is refused and there is a channel to continue in: then `null`, and the channel takes over. */
@@ -71,13 +78,17 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   /**
    * The deferred response's message id, when the token was refused before it was ever edited: the channel's first
    * messages after the interaction include it, marked with the interaction's id (the bot needs to read the channel's
-   * history). Not found, the answer is a new message and the placeholder stays.
+   * history). Not found, or the history refused (no Read Message History), the answer is a new message and the
+   * placeholder stays. A read rate limited or unanswered is a failure for now: a read writes nothing, so it is repeatable.
    */
-  async function placeholderId(): Promise<string | null> {
+  async function placeholderId(): Promise<ApiResult<string | null>> {
     const res = await callPlatform(`${channel!}?after=${encodeURIComponent(target.interactionId)}&limit=50`, { method: "GET", headers: botAuth }, timeoutMs);
-    if (!res.ok || res.value.status !== 200 || !Array.isArray(res.value.json)) return null;
-    const placeholder = res.value.json.map(asRecord).find((m) => [m.interaction_metadata, m.interaction].some((i) => asRecord(i).id === target.interactionId));
-    return typeof placeholder?.id === "string" ? placeholder.id : null;
+    if (!res.ok) return repeatable(res);
+    const { status, headers, json } = res.value;
+    if (status === 429 || status >= 500) return repeatable(failureOf(status, headers, asRecord(json)));
+    if (status !== 200 || !Array.isArray(json)) return { ok: true, value: null };
+    const placeholder = json.map(asRecord).find((m) => [m.interaction_metadata, m.interaction].some((i) => asRecord(i).id === target.interactionId));
+    return { ok: true, value: typeof placeholder?.id === "string" ? placeholder.id : null };
   }
 
   /** The first message answers the deferred response; the rest are follow-ups (or channel messages, once the token is gone). */
@@ -98,7 +109,13 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     }
     if (res) return { ok: true, value: String(res.value.id) };
     // Each call streams an upload's file anew, so the refused form itself goes to the channel.
-    if (!originalUsed && placeholder === undefined) placeholder = await placeholderId();
+    if (!originalUsed && placeholder === undefined) {
+      const sought = await placeholderId();
+      if (sought.ok) placeholder = sought.value;
+      // Rate limited or unavailable for now: the send's retry looks again (waiting what Discord asks); still failing, a new message.
+      else if (++searchesFailed < PLACEHOLDER_SEARCHES) return sought;
+      else placeholder = null;
+    }
     if (!originalUsed && placeholder) {
       const edited = await call("PATCH", `${channel!}/${encodeURIComponent(placeholder)}`, content, botAuth);
       if (edited.ok) {

@@ -8,6 +8,7 @@
 import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
+import { memberName, nameOf, optionKind, ResolvedNamesShape, selectKind, UserSchema, userName } from "./names";
 
 export const InteractionType = { PING: 1, APPLICATION_COMMAND: 2, MESSAGE_COMPONENT: 3, AUTOCOMPLETE: 4, MODAL_SUBMIT: 5 } as const;
 const TYPE_NAMES: Record<number, string> = { 1: "PING", 2: "APPLICATION_COMMAND", 3: "MESSAGE_COMPONENT", 4: "APPLICATION_COMMAND_AUTOCOMPLETE", 5: "MODAL_SUBMIT" };
@@ -17,8 +18,6 @@ const ATTACHMENT_OPTION = 11;
 /** Application command types: a context-menu command names what it was used on (`target_id`). */
 const USER_COMMAND = 2;
 const MESSAGE_COMMAND = 3;
-
-const UserSchema = z.looseObject({ id: z.string(), username: z.string().optional(), global_name: z.string().nullish(), bot: z.boolean().optional() });
 
 type CommandOption = { name: string; type: number; value?: unknown; options?: CommandOption[] };
 const OptionSchema: z.ZodType<CommandOption> = z.lazy(() =>
@@ -43,7 +42,7 @@ export const InteractionSchema = z.looseObject({
   guild_id: z.string().optional(),
   channel_id: z.string().optional(),
   channel: z.looseObject({ id: z.string(), type: z.number().optional(), parent_id: z.string().nullish() }).optional(),
-  member: z.looseObject({ user: UserSchema.optional() }).optional(),
+  member: z.looseObject({ user: UserSchema.optional(), nick: z.string().nullish() }).optional(),
   user: UserSchema.optional(),
   message: z.looseObject({ id: z.string() }).optional(),
   data: z
@@ -61,7 +60,7 @@ export const InteractionSchema = z.looseObject({
         .looseObject({
           attachments: z.record(z.string(), AttachmentSchema).optional(),
           messages: z.record(z.string(), TargetMessageSchema).optional(),
-          users: z.record(z.string(), UserSchema).optional(),
+          ...ResolvedNamesShape,
         })
         .optional(),
     })
@@ -80,7 +79,6 @@ function commandPath(options: CommandOption[] = []): { path: string[]; leaf: Com
 }
 
 const fileOf = (a: Attachment): PlatformFile => ({ ref: a.url, name: a.filename, mimeType: a.content_type, artifactType: artifactTypeOf(a.content_type) as PlatformFile["artifactType"] });
-const userName = (u: z.infer<typeof UserSchema>) => u.global_name ?? u.username ?? null;
 
 type CommandInput = { text: string; files: PlatformFile[]; command: Record<string, unknown> };
 
@@ -100,7 +98,8 @@ function contextMenuInput(i: Interaction, type: number): CommandInput {
     return { text: m?.content || `/${name}`, files: (m?.attachments ?? []).map(fileOf), command: { ...base, target } };
   }
   const u = targetId ? resolved?.users?.[targetId] : undefined;
-  return { text: `/${name}`, files: [], command: { ...base, target: { type: "user", id: targetId, name: u ? userName(u) : null } } };
+  const shown = u && targetId ? memberName(u, resolved?.members?.[targetId]?.nick) : null;
+  return { text: `/${name}`, files: [], command: { ...base, target: { type: "user", id: targetId, name: shown } } };
 }
 
 function commandInput(i: Interaction): CommandInput {
@@ -108,14 +107,18 @@ function commandInput(i: Interaction): CommandInput {
   if (type === USER_COMMAND || type === MESSAGE_COMMAND) return contextMenuInput(i, type);
   const name = i.data?.name ?? "";
   const { path, leaf } = commandPath(i.data?.options);
-  const attachments = i.data?.resolved?.attachments ?? {};
+  const resolved = i.data?.resolved;
+  const attachments = resolved?.attachments ?? {};
   const files: PlatformFile[] = [];
   const values: string[] = [];
   const options: [string, unknown][] = [];
   for (const o of leaf) {
     options.push([o.name, o.value ?? null]);
+    const kind = optionKind(o.type);
     if (o.type === ATTACHMENT_OPTION && typeof o.value === "string" && attachments[o.value]) {
       files.push(fileOf(attachments[o.value]));
+    } else if (kind && typeof o.value === "string") {
+      values.push(nameOf(kind, o.value, resolved));
     } else if (typeof o.value === "string" || typeof o.value === "number" || typeof o.value === "boolean") {
       values.push(String(o.value));
     }
@@ -136,7 +139,7 @@ export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
     sourceEventType,
     conversationId: inThread ? i.channel!.parent_id! : channelId,
     threadId: inThread ? channelId : null,
-    actor: user ? { actor_type: user.bot ? "bot" : "user", actor_id: user.id, actor_name: userName(user), metadata: user.username ? { username: user.username } : {} } : null,
+    actor: user ? { actor_type: user.bot ? "bot" : "user", actor_id: user.id, actor_name: memberName(user, i.member?.nick), metadata: user.username ? { username: user.username } : {} } : null,
     replyTarget: i.token ? { platform: "discord" as const, channelId, interactionId: i.id, interactionToken: i.token } : null,
   };
   const data = { interaction_id: i.id, interaction_type: i.type, guild_id: i.guild_id ?? null, channel_id: channelId };
@@ -147,7 +150,10 @@ export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
   }
   if (i.type === InteractionType.MESSAGE_COMPONENT) {
     const values = i.data?.values ?? [];
-    const text = values.length ? values.join(" ") : (i.data?.custom_id ?? "");
+    // A user, role, mentionable or channel select picks ids: the text names them.
+    const kind = selectKind(i.data?.component_type);
+    const picked = kind ? values.map((id) => nameOf(kind, id, i.data?.resolved)) : values;
+    const text = values.length ? picked.join(" ") : (i.data?.custom_id ?? "");
     return [
       {
         ...common,
@@ -163,8 +169,13 @@ export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
     const attachments = i.data?.resolved?.attachments ?? {};
     const files = inputs.flatMap((f) => (f.type === FILE_UPLOAD ? (f.values ?? []).flatMap((id) => (attachments[id] ? [fileOf(attachments[id])] : [])) : []));
     // Each field's value as sent (a checkbox's boolean, an unpicked radio group's null); the text is what was typed or picked.
-    const fields = inputs.filter((f) => f.type !== FILE_UPLOAD).map((f) => ({ id: f.custom_id ?? "", value: f.value !== undefined ? f.value : (f.values?.join(" ") ?? "") }));
-    const text = fields.map((f) => (typeof f.value === "string" ? f.value : "")).filter(Boolean).join("\n");
+    const fields = inputs.filter((f) => f.type !== FILE_UPLOAD).map((f) => {
+      const kind = selectKind(f.type);
+      // A user, role, mentionable or channel select's ids are kept as sent; the text names them.
+      const shown = kind && f.values ? f.values.map((id) => nameOf(kind, id, i.data?.resolved)).join(" ") : undefined;
+      return { id: f.custom_id ?? "", value: f.value !== undefined ? f.value : (f.values?.join(" ") ?? ""), shown };
+    });
+    const text = fields.map((f) => f.shown ?? (typeof f.value === "string" ? f.value : "")).filter(Boolean).join("\n");
     return [{ ...common, eventType: "message.received", text, files, data: { ...data, modal: { custom_id: i.data?.custom_id ?? null, fields: Object.fromEntries(fields.map((f) => [f.id, f.value])) } } }];
   }
   return [{ ...common, eventType: null, text: null, files: [], data, replyTarget: null }];
