@@ -31,7 +31,12 @@ export function toApiError(err: unknown, secrets: readonly string[], details: Re
     return new ApiError("runtime_error", shownUpstreamMessage(err.message, secrets), {
       status: UPSTREAM_ERROR_STATUS,
       retryable: err.providerFault,
-      details: { ...details, ...(err.status ? { upstream_status: err.status } : {}) },
+      details: {
+        ...details,
+        ...(err.status ? { upstream_status: err.status } : {}),
+        // Passed on only with a failure worth retrying: when the upstream said to try again.
+        ...(err.providerFault && err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : {}),
+      },
       cause: err,
     });
   }

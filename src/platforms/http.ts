@@ -92,11 +92,7 @@ export function requestInit(method: string, params: Record<string, unknown> | Up
   return { method, headers: { ...headers, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify(params) };
 }
 
-/** `Retry-After` in seconds (the only form platforms send us), as milliseconds. */
-export function retryAfterHeaderMs(headers: Headers, name = "retry-after"): number | undefined {
-  const value = Number(headers.get(name));
-  return headers.has(name) && Number.isFinite(value) && value >= 0 ? Math.ceil(value * 1000) : undefined;
-}
+export { retryAfterHeaderMs } from "../lib/retry-after";
 
 /**
  * A 5xx after which the platform may have done what was asked: 500 (it failed

@@ -1,8 +1,8 @@
 import { readLines, sseFramer } from "../runner/lines";
 import { redactValue, StreamRedactors } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
-import { streamErrorStatus, UsageSchema } from "./openai";
-import { UPSTREAM_MESSAGE_MAX_CHARS, UpstreamError } from "./upstream";
+import { errorText, streamErrorStatus, UsageSchema } from "./openai";
+import { UpstreamError } from "./upstream";
 import { describeError } from "../lib/describe-error";
 import { keptIntegerText, parseKeepingIntegers } from "../lib/exact-json";
 import { RunnerCallError } from "../runner/errors";
@@ -95,7 +95,10 @@ class ToolCallAssembler {
       if (!call) this.calls.set(i, (call = { type: "function", function: { name: "", arguments: "" } }));
       if (raw.id) call.id = raw.id;
       if (raw.type) call.type = raw.type;
-      if (raw.function?.name) call.function.name += raw.function.name;
+      // Most providers send a name once, some in pieces (Gemini), some whole again in every fragment (MiniMax via NVIDIA
+      // NIM): a fragment repeating the name so far is that name, not more of it.
+      const name = raw.function?.name;
+      if (name && name !== call.function.name) call.function.name += name;
       if (typeof raw.function?.arguments !== "string") return raw;
       call.function.arguments += raw.function.arguments;
       return { ...raw, function: { ...raw.function, arguments: this.shown.push(i, raw.function.arguments) } };
@@ -125,15 +128,6 @@ function toolCallDelta(item: unknown, known: number): ToolCallDelta {
   }
   if (index === undefined && known >= MAX_TOOL_CALLS) throw new UpstreamError("invalid_response", `the model provider sent more than ${MAX_TOOL_CALLS} tool calls`);
   return raw;
-}
-
-/** A provider's error object (OpenAI-style `{message, type, code}`) or string, as text. */
-function errorText(error: unknown): string {
-  if (typeof error === "string") return error.slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
-  const e = error as { message?: unknown; type?: unknown; code?: unknown } | null;
-  if (typeof e?.message !== "string") return JSON.stringify(error).slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
-  const about = [e.type, e.code].filter((v) => typeof v === "string" || typeof v === "number");
-  return (about.length ? `${e.message} (${about.join(", ")})` : e.message).slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
 }
 
 const encoder = new TextEncoder();

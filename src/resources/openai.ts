@@ -90,11 +90,31 @@ async function postJson(target: ProviderTarget, path: string, body: string, opts
   }
 }
 
+/** A provider's error object (OpenAI-style `{message, type, code}`) or string, as text. */
+export function errorText(error: unknown): string {
+  if (typeof error === "string") return error.slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
+  const e = error as { message?: unknown; type?: unknown; code?: unknown } | null;
+  if (typeof e?.message !== "string") return JSON.stringify(error).slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
+  const about = [e.type, e.code].filter((v) => typeof v === "string" || typeof v === "number");
+  return (about.length ? `${e.message} (${about.join(", ")})` : e.message).slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
+}
+
+/**
+ * A 2xx whose body is an error, not a completion (OpenRouter answers so once the model has begun on the request): the
+ * provider's failure, judged by the status its error names (a 400 is not retried elsewhere), its words kept.
+ */
+function errorAnswer(json: unknown): UpstreamError | null {
+  const error = typeof json === "object" && json !== null && !Array.isArray(json) ? (json as { error?: unknown }).error : undefined;
+  if (error === undefined || error === null || "choices" in (json as object)) return null;
+  const status = streamErrorStatus(error);
+  return new UpstreamError(status === undefined ? "invalid_response" : "http", `the model provider answered an error: ${errorText(error)}`, status);
+}
+
 /** POST /chat/completions: one message back, tool calls included. */
 export async function chatCompletion(target: ProviderTarget, req: ChatRequest, opts: CallOptions): Promise<ChatResult> {
   const res = await postJson(target, "/chat/completions", chatBody(target, req, false), opts, "the model provider");
   const parsed = ChatCompletionSchema.safeParse(res.json);
-  if (!parsed.success) throw new UpstreamError("invalid_response", "the model provider's answer is not a chat completion", res.status);
+  if (!parsed.success) throw errorAnswer(res.json) ?? new UpstreamError("invalid_response", "the model provider's answer is not a chat completion", res.status);
   const choice = parsed.data.choices[0];
   const { tool_calls: rawToolCalls, content, ...extras } = choice.message;
   const toolCalls = rawToolCalls ?? [];

@@ -5,6 +5,7 @@
  */
 
 import { parseKeepingIntegers } from "../lib/exact-json";
+import { retryAfterMs } from "../lib/retry-after";
 
 export type UpstreamFailure = "network" | "http" | "invalid_response" | "too_large" | "timeout";
 
@@ -14,10 +15,14 @@ export class UpstreamError extends Error {
     readonly kind: UpstreamFailure,
     message: string,
     readonly status?: number,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
     super(message, options);
+    this.retryAfterMs = options?.retryAfterMs;
   }
+
+  /** How long the upstream asked to be left alone (its Retry-After), if it said. */
+  readonly retryAfterMs?: number;
 
   /** The provider's side failed (down, overloaded, throttling, garbage): another provider may do better. */
   get providerFault(): boolean {
@@ -118,17 +123,17 @@ export async function readText(res: Response, maxBytes: number, signal: AbortSig
   return text + decoder.decode();
 }
 
-/** A non-2xx answer as an error, with the start of its body (the caller scrubs secrets). */
 /**
  * How much of an upstream's own words an error keeps. Generous: the message is cut to size only once its secrets
  * are scrubbed (toApiError), so no secret is cut in half first and let through.
  */
 export const UPSTREAM_MESSAGE_MAX_CHARS = 16 * 1024;
 
+/** A non-2xx answer as an error, with the start of its body (the caller scrubs secrets). */
 export async function httpError(res: Response, what: string, signal: AbortSignal): Promise<UpstreamError> {
   const body = await readText(res, 64 * 1024, signal).catch(() => "");
   const snippet = body.trim().slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
-  return new UpstreamError("http", `${what} answered HTTP ${res.status}${snippet ? `: ${snippet}` : ""}`, res.status);
+  return new UpstreamError("http", `${what} answered HTTP ${res.status}${snippet ? `: ${snippet}` : ""}`, res.status, { retryAfterMs: retryAfterMs(res.headers) });
 }
 
 export async function readJson(res: Response, maxBytes: number, signal: AbortSignal, what: string, take?: TakeBytes): Promise<unknown> {

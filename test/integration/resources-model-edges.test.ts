@@ -3,7 +3,11 @@ import { listenLoopback, readBody, sendJson } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
 import { runLedger, startScriptedRunner } from "../support/scripted-runner";
 
-/** Host-held models at their edges: a stream that fails before its first token falls back, a streamed message is the one model.invoke gives, a rerank ranks each document once. */
+/**
+ * Host-held models at their edges: a stream that fails before its first token falls back, a streamed message is the one
+ * model.invoke gives (a tool name repeated in each fragment named once), a 200 carrying an error is that error, a
+ * throttled provider's Retry-After reaches the runner, a rerank ranks each document once.
+ */
 const KEY = "sk-review-0123456789abcdefABCDEF";
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
@@ -28,6 +32,19 @@ beforeAll(async () => {
       return void res.end(sse([{ error: { message: "upstream overloaded, try again", type: "server_error", code: 503 } }]));
     }
     if (m === "overloaded") return sendJson(res, 503, { error: { message: "upstream overloaded" } });
+    // OpenRouter: once the model has started on a request, its failure is a 200 whose body is the error, its code the status.
+    if (m === "failed-late") return sendJson(res, 200, { error: { code: 400, message: "This model's maximum context length is 8192 tokens", metadata: { provider_name: "Upstream" } } });
+    // A throttled provider saying when to come back.
+    if (m === "throttled") {
+      res.writeHead(429, { "content-type": "application/json", "retry-after": "7" });
+      return void res.end(JSON.stringify({ error: { message: "Rate limit reached for requests", type: "requests", code: "rate_limit_exceeded" } }));
+    }
+    // MiniMax via NVIDIA NIM, and some gateways: a tool call's whole name again in every fragment of it.
+    if (m === "name-again" && body.stream) {
+      const frag = (args: string) => ({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: "call_7", type: "function", function: { name: "lookup", arguments: args } }] }, finish_reason: null }] });
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      return void res.end(sse([frag(""), frag('{"q":'), frag('"x"}'), { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] }, "[DONE]"]));
+    }
     // A tool-call-only answer.
     if (m === "caller") {
       const call = { id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } };
@@ -48,14 +65,15 @@ beforeAll(async () => {
   });
   runner = await startScriptedRunner({ name: "review", runners: [{ name: "default", label: { en_US: "review" }, permissions: { models: ["invoke", "stream", "rerank"] } }] });
   host = await startTestHost();
-  for (const [model_id, kind, model] of [["primary", "llm", "overloaded"], ["backup", "llm", "backup-model"], ["caller", "llm", "caller"], ["rr", "rerank", "rr-dup"]]) {
+  for (const [model_id, kind, model] of [["primary", "llm", "overloaded"], ["backup", "llm", "backup-model"], ["caller", "llm", "caller"], ["rr", "rerank", "rr-dup"], ["late", "llm", "failed-late"], ["throttled", "llm", "throttled"], ["name-again", "llm", "name-again"]]) {
     const res = await host.admin("POST", "/v1/admin/models", { model_id, name: model_id, kind, base_url: `${provider.url}/v1`, api_key: KEY, model });
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   }
   await runner.register(host);
   const agent = await host.admin("POST", "/v1/admin/agents", {
     agent_id: "review", name: "review", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
-    resource_policy: { models: ["primary", "caller", "rr"], fallback_models: ["backup"] },
+    // "throttled" comes last among the fallbacks: asked for, it has none after it.
+    resource_policy: { models: ["primary", "caller", "rr", "late", "name-again"], fallback_models: ["backup", "throttled"] },
   });
   if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
 });
@@ -88,6 +106,33 @@ describe("model.stream's completed message", () => {
     }));
     expect(result.invoke).toEqual({ role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } }] });
     expect(result.stream).toEqual(result.invoke);
+  });
+});
+
+describe("a streamed tool call whose fragments each repeat its name", () => {
+  it("is named once in the completed message, as model.invoke would name it, not the name repeated", async () => {
+    const { result } = await runner.run(host, "name-again", async (_api, _ctx, _emit, raw) => lines(await (await raw("model.stream", { model_id: "name-again", messages: user("hi") })).text()).at(-1));
+    expect(result).toMatchObject({ type: "completed", finish_reason: "tool_calls" });
+    expect(result.message.tool_calls).toEqual([{ id: "call_7", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } }]);
+  });
+});
+
+describe("a provider's error answered with 200", () => {
+  it("is the provider's error, as its code says: its message shown, not retryable for a 400, and no fallback tried", async () => {
+    const { result, runId } = await runner.run(host, "failed-late", async (api) => api("model.invoke", { model_id: "late", messages: user("hi") }));
+    expect(result.status).toBe(502);
+    expect(result.body.error).toMatchObject({ code: "runtime_error", retryable: false, details: { model_id: "late", upstream_status: 400 } });
+    expect(result.body.error.message).toContain("maximum context length is 8192 tokens");
+    const types = (await runLedger(host, runId)).filter((e) => e.origin === "host").map((e) => e.type);
+    expect(types).not.toContain("model.fallback");
+  });
+});
+
+describe("a throttled provider's Retry-After", () => {
+  it("reaches the runner with its retryable error, as details.retry_after_ms", async () => {
+    const { result } = await runner.run(host, "throttled", async (api) => api("model.invoke", { model_id: "throttled", messages: user("hi") }));
+    expect(result.status).toBe(502);
+    expect(result.body.error).toMatchObject({ code: "runtime_error", retryable: true, details: { model_id: "throttled", upstream_status: 429, retry_after_ms: 7000 } });
   });
 });
 

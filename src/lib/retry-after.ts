@@ -1,0 +1,17 @@
+/**
+ * The wait an HTTP answer asks for, in milliseconds: a header in seconds (`Retry-After: 2.5`) or, for `Retry-After`,
+ * an HTTP date. Undefined when the header is absent or unreadable: a caller then waits its own backoff.
+ */
+export function retryAfterHeaderMs(headers: Headers, name = "retry-after", now = Date.now()): number | undefined {
+  const value = headers.get(name)?.trim();
+  if (!value) return undefined;
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.ceil(Number(value) * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** `retry-after-ms` (OpenAI, Azure OpenAI), else `Retry-After`. */
+export function retryAfterMs(headers: Headers): number | undefined {
+  const ms = headers.get("retry-after-ms")?.trim();
+  return ms && /^\d+(\.\d+)?$/.test(ms) ? Math.ceil(Number(ms)) : retryAfterHeaderMs(headers);
+}
