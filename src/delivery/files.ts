@@ -12,6 +12,7 @@ import type { OutgoingFile } from "../platforms/types";
 import { artifactsStore, type ArtifactRow } from "../stores/artifacts";
 import type { RunJob } from "../run/job";
 import { describeError } from "../lib/describe-error";
+import { deliveredFileName } from "./file-name";
 
 /** The artifact ids a message's content elements name (images by URL are not files the host holds). */
 export function fileIdsOf(content: MessageContent): string[] {
@@ -52,7 +53,7 @@ export async function loadAnswerFile(deps: AnswerFileDeps, job: RunJob, artifact
     if (!object || !("body" in object)) throw new Error(`artifact ${artifactId} is no longer stored as it was`);
     return object.body;
   };
-  return { ok: true, file: { name: row.name ?? artifactId, mimeType, kind: image ? "image" : "file", size: stored.size, open } };
+  return { ok: true, file: { name: deliveredFileName(row.name, artifactId, row.mimeType), mimeType, kind: image ? "image" : "file", size: stored.size, open } };
 }
 
 /**

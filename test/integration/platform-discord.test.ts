@@ -431,6 +431,20 @@ describe("Discord: files in answers", () => {
     expect(file.bytes.equals(ANSWER_FILE)).toBe(true);
   });
 
+  it("names a file by its type's extension when the runner gave it no name, or one without an extension: Discord shows an image by its name", async () => {
+    const unnamed = command("attachas image/png");
+    const bare = command("attachas application/pdf quarterly-report");
+    await post(unnamed);
+    await post(bare);
+    const sent = async (i: ReturnType<typeof command>) => (await fileWrite((await waitFor(() => writesFor(i).length >= 2 && writesFor(i), 15_000, "the follow-up"))[1])).file;
+    const image = await sent(unnamed);
+    const [stored] = await host.query<{ artifact_id: string; name: string | null }>("SELECT artifact_id, name FROM artifact WHERE run_id = ?", [contextFor("attachas image/png")[0].run_id]);
+    // The stored artifact keeps no name: only what the chat is sent is named.
+    expect(stored.name).toBeNull();
+    expect(image).toMatchObject({ name: `${stored.artifact_id}.png`, type: "image/png" });
+    expect(await sent(bare)).toMatchObject({ name: "quarterly-report.pdf", type: "application/pdf" });
+  });
+
   it("resolves the deferred response with the file itself when the answer is files only", async () => {
     const i = command("attachonly report.pdf");
     await post(i);

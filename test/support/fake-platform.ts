@@ -229,6 +229,12 @@ export async function startChatRunner(name: string) {
         if (text.startsWith("attachonly ")) return w.reply([{ type: "image", url: "https://example.com/elsewhere.png" }]);
         return w.reply(`here is ${name}`);
       }
+      if (text.startsWith("attachas ")) {
+        // `attachas <mime> [name]`: a file of that type, named as given or not at all.
+        const [mime, name] = text.slice("attachas ".length).split(" ");
+        w.send("artifact.created", { artifact_type: mime.startsWith("image/") ? "image" : "file", mime_type: mime, ...(name ? { name } : {}), content_base64: ANSWER_FILE.toString("base64") });
+        return w.reply(`here is a ${mime}`);
+      }
       if (text.startsWith("show ")) {
         const named = text.slice("show ".length);
         const artifactId = named === "input" ? ctx.input.attachments[0]?.artifact_id : named;

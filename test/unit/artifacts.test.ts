@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { artifactAccess, artifactTypeOf } from "../../src/artifacts/policy";
 import { readCapped } from "../../src/artifacts/read-capped";
+import { deliveredFileName } from "../../src/delivery/file-name";
 import { base64ToBytes, bytesToBase64 } from "../../src/lib/base64";
 import { EventEnvelopeSchema } from "../../src/protocol/envelope";
 
@@ -16,6 +17,22 @@ describe("artifact access", () => {
 
   it("derives types from MIME", () => {
     expect([artifactTypeOf("image/png"), artifactTypeOf("audio/ogg"), artifactTypeOf("application/pdf"), artifactTypeOf(null)]).toEqual(["image", "audio", "file", "file"]);
+  });
+});
+
+describe("the name a file goes to a chat under", () => {
+  it("adds its type's extension to a name that has none, and leaves one that has an extension as it is", () => {
+    expect(deliveredFileName(null, "art_1", "image/png")).toBe("art_1.png");
+    expect(deliveredFileName(null, "art_1", "Image/JPEG; q=1")).toBe("art_1.jpg");
+    expect(deliveredFileName("v1.2 notes", "art_1", "text/plain")).toBe("v1.2 notes.txt");
+    expect(deliveredFileName("voice", "art_1", "audio/ogg; codecs=opus")).toBe("voice.ogg");
+    expect(deliveredFileName("draft.", "art_1", "application/pdf")).toBe("draft.pdf");
+    expect(deliveredFileName("photo.JPG", "art_1", "image/png")).toBe("photo.JPG");
+    expect(deliveredFileName(".env", "art_1", "text/plain")).toBe(".env");
+    // No extension to give: as stored.
+    expect(deliveredFileName(null, "art_1", "application/octet-stream")).toBe("art_1");
+    expect(deliveredFileName("blob", "art_1", null)).toBe("blob");
+    expect(deliveredFileName("page", "art_1", "text/x-something-long")).toBe("page");
   });
 });
 
