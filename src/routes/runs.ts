@@ -14,6 +14,7 @@ import type { Context } from "hono";
 import { decodeOr400, router, type AppEnv } from "./app-env";
 import { uploadArtifact } from "./run-artifacts";
 import { MAX_FOLLOWERS_PER_RUN } from "../run/live";
+import { END_FRAME_ID } from "../run/sse-frames";
 import { pageCursor, pageLimit } from "./query";
 import { inHostApiShape, methodNotAllowed } from "../middleware/on-error";
 
@@ -48,7 +49,7 @@ async function existingRun(env: Env, runId: string) {
 }
 
 const RunParam = z.object({ runId: z.string().min(1).max(200) });
-const FrameId = z.string().regex(/^\d{1,15}$/, "Last-Event-ID must be a frame id this stream sent");
+const FrameId = z.string().regex(new RegExp(`^(\\d{1,15}|${END_FRAME_ID})$`), "Last-Event-ID must be a frame id this stream sent");
 const StreamHeaders = z.object({ "last-event-id": FrameId.optional() });
 /** `lastEventId` is where EventSource polyfills put Last-Event-ID on reconnect; any other parameter is a 400, not a replay from the start. */
 const StreamQuery = z.strictObject({ lastEventId: FrameId.optional() });
@@ -143,7 +144,13 @@ export const runsRouter = router()
   .get("/:runId/stream", validate("param", RunParam), validate("query", StreamQuery), validate("header", StreamHeaders), async (c) => {
     const { runId } = c.req.valid("param");
     // A reconnecting EventSource names the last frame it had (frames carry `id: {seq}`): it gets only what follows.
-    const after = Number(c.req.valid("header")["last-event-id"] ?? c.req.valid("query").lastEventId ?? 0);
+    const lastEventId = c.req.valid("header")["last-event-id"] ?? c.req.valid("query").lastEventId;
+    // It had the end: there is nothing more, and any 200 would have it reconnect again, forever. 204 stops an EventSource.
+    if (lastEventId === END_FRAME_ID) {
+      await existingRun(c.env, runId);
+      return c.body(null, 204);
+    }
+    const after = Number(lastEventId ?? 0);
     // HEAD (curl -I, a link checker) reads no body: a follower made for it would hold one of the run's slots with
     // nothing ever to write to it or see its reader go. The headers only, and no follower.
     if (c.req.method === "HEAD") {

@@ -1,34 +1,11 @@
 import { ENDED, ledgerEntryOf, type LedgerEntry, type runsStore } from "../stores/runs";
 import { randomHex } from "../lib/crypto";
 import { SequenceSet } from "./sequence-set";
+import { KEEP_ALIVE, sseEnd, sseFrame, type LiveFrame } from "./sse-frames";
 
-export interface LiveFrame {
-  seq: number;
-  type: string;
-  data: unknown;
-  sequence?: number | null;
-  origin: string;
-}
+export type { LiveFrame };
 
 const encoder = new TextEncoder();
-
-/** Frames are encoded once, whatever the number of subscribers and replays. */
-const encoded = new WeakMap<LiveFrame, Uint8Array>();
-
-/** A result frame, without its `id:` line (which is the follower's own, see Subscriber). */
-export function sseFrame(frame: LiveFrame): Uint8Array {
-  let bytes = encoded.get(frame);
-  if (!bytes) {
-    bytes = encoder.encode(`event: result\ndata: ${JSON.stringify(frame)}\n\n`);
-    encoded.set(frame, bytes);
-  }
-  return bytes;
-}
-export function sseEnd(status: string): Uint8Array {
-  return encoder.encode(`event: end\ndata: ${JSON.stringify({ status })}\n\n`);
-}
-/** An SSE comment: readers ignore it, and proxies that close idle connections see bytes. */
-const KEEP_ALIVE = encoder.encode(": keep-alive\n\n");
 
 export const frameOf = (e: LedgerEntry): LiveFrame => ({ seq: e.seq, type: e.type, data: e.data, sequence: e.runnerSequence ?? undefined, origin: e.origin });
 
@@ -53,6 +30,8 @@ export interface FollowOptions {
   onCancel?: () => void;
   /** A comment after this long without a frame (0: never). */
   keepAliveMs?: number;
+  /** Its first ledger read waits for this: LiveHub.follow learns meanwhile whether the run has ended (see skipNeverRecorded). */
+  ready?: Promise<void>;
 }
 
 /**
@@ -107,6 +86,7 @@ export class Subscriber {
   private readonly after: number;
   private readonly keepAliveMs: number;
   private readonly onCancel: (() => void) | undefined;
+  private ready: Promise<void> | undefined;
   /** Armed while the stream is full: fires if its reader takes nothing for STALLED_AFTER_KEEPALIVES keep-alive intervals. */
   private stallTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -114,9 +94,10 @@ export class Subscriber {
   constructor(
     private readonly source: LedgerSource,
     known: LiveFrame[] | null,
-    { after = 0, onCancel, keepAliveMs = 0 }: FollowOptions = {},
+    { after = 0, onCancel, keepAliveMs = 0, ready }: FollowOptions = {},
   ) {
     this.after = after;
+    this.ready = ready;
     this.keepAliveMs = keepAliveMs;
     this.onCancel = onCancel;
     this.delivered = after;
@@ -174,14 +155,22 @@ export class Subscriber {
   /** Called when the reader wants more: answers once something was enqueued (a pull that enqueues nothing is not called again). */
   private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     clearTimeout(this.stallTimer);
+    if (this.ready) await this.ready.finally(() => (this.ready = undefined));
     let enqueued = 0;
     while (enqueued === 0) {
       if (this.closed) return;
       this.takeFellBehind();
       if (this.catchUpAfter !== null) {
         const after = this.catchUpAfter;
+        // Read once the run has ended, a page is final: a seq missing from it was never recorded and never will be.
+        const final = this.ended !== null;
         const page = await this.source(after, REPLAY_PAGE);
-        for (const f of page.frames) enqueued += this.write(controller, f);
+        let previous = after;
+        for (const f of page.frames) {
+          if (final) this.skipNeverRecorded(previous, f.seq);
+          enqueued += this.write(controller, f);
+          previous = f.seq;
+        }
         this.catchUpAfter = page.hasMore ? (page.frames.at(-1)?.seq ?? after) : null;
       } else if (this.backlog.length) {
         const frames = this.backlog;
@@ -236,6 +225,14 @@ export class Subscriber {
     if (this.fellBehindAfter === null) return;
     this.catchUpAfter = Math.min(this.catchUpAfter ?? Infinity, this.fellBehindAfter);
     this.fellBehindAfter = null;
+  }
+
+  /**
+   * The seqs between two entries of a final page count as delivered, so the `id` sent moves past a hole in the
+   * ledger (a record whose write failed) instead of staying below it: a reconnect would replay all that follows it.
+   */
+  private skipNeverRecorded(previous: number, next: number) {
+    for (let seq = Math.max(previous, this.after) + 1; seq < next; seq++) if (!this.written.has(seq)) this.written.add(seq);
   }
 
   /** Enqueues a frame not written yet; answers how many were (0 or 1). */
@@ -293,11 +290,11 @@ export class LiveHub {
   }
 
   /** A follower of a run this object runs: replayed from memory when its ledger is there whole, else from `source`. */
-  subscribe(runId: string, source: LedgerSource, after = 0): Subscriber {
+  subscribe(runId: string, source: LedgerSource, after = 0, ready?: Promise<void>): Subscriber {
     let set = this.subs.get(runId);
     if (!set) this.subs.set(runId, (set = new Set()));
     // A follower whose reader went away is forgotten at once, not when the run ends.
-    const sub = new Subscriber(source, this.remembered(runId), { after, onCancel: () => this.forget(runId, sub), keepAliveMs: this.keepAliveMs() });
+    const sub = new Subscriber(source, this.remembered(runId), { after, onCancel: () => this.forget(runId, sub), keepAliveMs: this.keepAliveMs(), ready });
     set.add(sub);
     return sub;
   }
@@ -355,7 +352,9 @@ export class LiveHub {
    */
   async follow(runId: string, hasRun: () => Promise<boolean>, runs: ReturnType<typeof runsStore>, after = 0): Promise<Subscriber | null | "full"> {
     if ((this.subs.get(runId)?.size ?? 0) >= MAX_FOLLOWERS_PER_RUN) return "full";
-    const sub = this.subscribe(runId, ledgerSource(runs, runId), after);
+    let decided!: () => void;
+    // Its replay is read once the run is known ended or not: read after the end, the ledger is final.
+    const sub = this.subscribe(runId, ledgerSource(runs, runId), after, new Promise<void>((r) => (decided = r)));
     try {
       if (await hasRun()) return sub;
       const row = await runs.get(runId);
@@ -371,6 +370,8 @@ export class LiveHub {
     } catch (err) {
       this.forget(runId, sub);
       throw err;
+    } finally {
+      decided();
     }
   }
 }

@@ -8,7 +8,7 @@ import { putAgent, startScriptedRunner } from "../support/scripted-runner";
  * run is in when the follower comes: not yet handed to its conversation
  * (ingress recorded it, the hand-over was lost, a redelivery hands it over
  * later), running, or ended. A reconnecting EventSource names the last frame
- * it had (`Last-Event-ID`, frames carry `id: {seq}`) and gets only what follows.
+ * it had (`Last-Event-ID`, frames carry `id: {seq}`) and gets only what follows; one that had the end is told to stop.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
@@ -85,6 +85,45 @@ describe("Last-Event-ID", () => {
     expect(end).toBe("completed");
     expect(frames.map((f) => f.seq)).toEqual((await ledgerSeqs()).filter((s) => s > 2));
     expect(frames.map((f) => f.type).slice(-2)).toEqual(["message.completed", "run.completed"]);
+  });
+
+  /**
+   * EventSource reconnects whenever a stream closes, the close after `event: end` included, naming the last `id:`
+   * it had: a client that does not close it on `end` came back every few seconds forever, answered `end` again each
+   * time. The end frame has its own id, and a reconnect naming it is answered 204, which stops an EventSource.
+   */
+  it("tells an EventSource that had the end to stop reconnecting, for an ended run and for one followed live", async () => {
+    const lastId = (text: string) => [...text.matchAll(/^id: (.*)$/gm)].at(-1)?.[1];
+    const { runId } = await runner.run(host, "follow-end-ended", async () => "ok");
+    const ended = await (await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: auth() })).text();
+    expect(lastId(ended)).toBe("end");
+    const again = await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { ...auth(), "last-event-id": "end" } });
+    expect([again.status, await again.text()]).toEqual([204, ""]);
+    const byQuery = await fetch(`${host.url}/v1/runs/${runId}/stream?lastEventId=end`, { headers: auth() });
+    expect([byQuery.status, await byQuery.text()]).toEqual([204, ""]);
+    // One that missed the end (it had the last result frame only) still gets it.
+    const lastFrame = [...ended.matchAll(/^id: (\d+)$/gm)].at(-1)![1];
+    expect(await readSse(await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { ...auth(), "last-event-id": lastFrame } }))).toEqual({ frames: [], end: "completed" });
+    const unknown = await fetch(`${host.url}/v1/runs/run_unknown/stream`, { headers: { ...auth(), "last-event-id": "end" } });
+    expect(unknown.status).toBe(404);
+
+    const release = deferred();
+    const started = deferred();
+    const live = runner.run(host, "follow-end-live", async () => {
+      started.resolve();
+      await release.promise;
+      return "ok";
+    });
+    await started.promise;
+    const [run] = (await host.admin("GET", "/v1/runs?conversation_id=follow-end-live&limit=1")).body.items;
+    const followed = fetch(`${host.url}/v1/runs/${run.run_id}/stream`, { headers: auth() }).then((r) => r.text());
+    await new Promise((r) => setTimeout(r, 200));
+    release.resolve();
+    await live;
+    const text = await followed;
+    expect(text).toMatch(/^event: end$/m);
+    expect(lastId(text)).toBe("end");
+    expect((await fetch(`${host.url}/v1/runs/${run.run_id}/stream`, { headers: { ...auth(), "last-event-id": lastId(text)! } })).status).toBe(204);
   });
 
   it("is refused with 400 when it is not a frame id", async () => {

@@ -64,6 +64,32 @@ describe("run stream over a ledger with a hole", () => {
   }, 60_000);
 });
 
+describe("resuming an ended run's stream over a ledger with a hole", () => {
+  /**
+   * A frame's `id` is the seq up to which the stream has sent every frame. It stayed below the hole for the rest
+   * of the stream, though a seq missing from an ended run's ledger will never come: an EventSource that lost its
+   * connection anywhere after the hole was replayed everything after it again.
+   */
+  it("sends ids past the hole, so a reconnect gets only the frames it had not had", async () => {
+    const { runId } = await runner.run(host, "gap-resume", async (api, _ctx, emit) => {
+      host.databaseOutage({ queries: 1, matching: "knowledge.retrieved" });
+      await api("knowledge.retrieve", { kb_id: "docs", query: "q" });
+      for (let i = 0; i < 20; i++) emit("message.delta", { chunk: { role: "assistant", content: `${i} ` } });
+      return "done";
+    });
+    const recorded = (await host.query<{ seq: number }>("SELECT seq FROM run_event WHERE run_id = ? ORDER BY seq", [runId])).map((r) => Number(r.seq));
+    expect(recorded[recorded.length - 1]).toBe(recorded.length + 1);
+    const text = await (await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } })).text();
+    // The id and seq of each result frame, as an EventSource sees them.
+    const frames = [...text.matchAll(/^id: (\d+)\nevent: result\ndata: (.*)$/gm)].map((m) => ({ id: m[1], seq: JSON.parse(m[2]).seq as number }));
+    expect(frames.map((f) => f.seq)).toEqual(recorded);
+    // The connection drops after the tenth frame; the reconnect names its id.
+    const had = frames[9];
+    const resumed = await readSse(await fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}`, "last-event-id": had.id } }));
+    expect({ end: resumed.end, seqs: resumed.frames.map((f) => f.seq) }).toEqual({ end: "completed", seqs: recorded.slice(10) });
+  });
+});
+
 describe("following a running run's ledger page by page", () => {
   it("never moves the cursor past an entry that is numbered but not yet written", async () => {
     const seen: number[] = [];
