@@ -64,14 +64,20 @@ export async function loadAnswerFile(deps: AnswerFileDeps, job: RunJob, artifact
 export async function* answerFiles(deps: AnswerFileDeps, job: RunJob, ids: string[], maxBytes: number): AsyncGenerator<{ artifactId: string; loaded: LoadedFile }> {
   // What failed goes to the delivery trail, which the conversation's runners read (event.page); the cause (a statement,
   // the database's or the bucket's reason) to the log only.
-  const failed = (what: string) => (err: Error) => (console.error(`run ${job.runId}: an answer's file ${what}: ${describeError(err)}`), err);
-  const rows = await answerFileRows(deps.db, ids).catch(failed("lookup failed"));
+  const logCause = (what: string, err: Error) => console.error(`run ${job.runId}: an answer's file ${what}: ${describeError(err)}`);
+  const rows = await answerFileRows(deps.db, ids).catch((err: Error) => {
+    logCause("lookup failed", err);
+    return err;
+  });
   for (const artifactId of ids) {
     const loaded: LoadedFile =
       rows instanceof Error
         ? { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be looked up: the database failed or did not answer` }
         : await loadAnswerFile(deps, job, artifactId, rows.get(artifactId), maxBytes).catch(
-            (err: Error): LoadedFile => (failed(`${artifactId} could not be read`)(err), { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be read from storage` }),
+            (err: Error): LoadedFile => {
+              logCause(`${artifactId} could not be read`, err);
+              return { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} could not be read from storage` };
+            },
           );
     yield { artifactId, loaded };
   }
