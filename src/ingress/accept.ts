@@ -7,6 +7,7 @@ import { eventLog } from "../db/schema";
 import { configOf, type Env } from "../env";
 import { randomHex } from "../lib/crypto";
 import { headOf } from "../lib/text";
+import { conflict } from "../lib/errors";
 import { newId, newRunId } from "../lib/ids";
 import { parseJson } from "../lib/json";
 import type { AgentEventContext, InputContext } from "../protocol/context";
@@ -163,6 +164,9 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   if (row.acceptId !== acceptId) {
     // Another attempt recorded the event: the blobs this one wrote are named by nothing.
     await deleteBlobs(env, attached.written);
+    // An API caller's id already taken in another conversation is no repeat but a collision (ids numbered per
+    // conversation): answered `duplicate`, this message would be dropped without a word. A platform's ids are its own.
+    if (ev.source === "api" && row.conversationKey !== key) throw conflict(`event_id ${eventId} already names an event of another conversation: an event_id is unique across the host (a repeat names the same conversation); send this message with a new one`);
     // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
     let runOfRepeat = row.runId ?? null;
     // What the event ended up with, as its row says now: a decision taken since this batch read it (steered into

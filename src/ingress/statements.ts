@@ -77,7 +77,7 @@ export const runInsert = compiled((db) =>
 /** The event as recorded (this attempt's, or the first one's for a repeat). */
 export const recordedEvent = compiled((db) =>
   db
-    .select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition })
+    .select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition, conversationKey: eventLog.conversationKey })
     .from(eventLog)
     .where(eq(eventLog.eventId, param("eventId"))),
 );

@@ -152,8 +152,11 @@ describe("POST /v1/events", () => {
     expect(queued.body.disposition).toBe("queued");
     // The repeat finds its run still queued and hands it to the DO again; the DO and the run status refuse a second run.
     expect((await host.postEvent(event)).body).toMatchObject({ disposition: "duplicate", run_id: queued.body.run_id });
-    // A repeat naming another conversation is a duplicate too, and never takes the run there.
-    expect((await host.postEvent({ ...event, conversation_id: "redeliver-elsewhere" })).body).toMatchObject({ disposition: "duplicate", run_id: queued.body.run_id });
+    // The id taken in another conversation is a collision, not a repeat: 409, recording nothing and never taking the run there.
+    const elsewhere = await host.postEvent({ ...event, conversation_id: "redeliver-elsewhere" });
+    expect([elsewhere.status, elsewhere.body.error?.code]).toEqual([409, "conflict"]);
+    expect(elsewhere.body.error?.message).toContain("another conversation");
+    expect(await host.query("SELECT 1 FROM transcript WHERE conversation_id = 'redeliver-elsewhere'")).toEqual([]);
     hold.resolve();
     await host.waitForRun(first.body.run_id!);
     expect((await host.waitForRun(queued.body.run_id!)).status).toBe("completed");
