@@ -64,7 +64,8 @@ const ListQuery = z.strictObject({
   cursor: pageCursor.optional(),
 });
 const RUN_LIST_CURSOR = "runs";
-const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
+// Unbuffered end to end: nginx (a self-hosted proxy in front of workerd) holds a response back unless told not to.
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" };
 
 /**
  * Bodies up to this size are read before the owning DO checks the token: a

@@ -34,6 +34,8 @@ describe("an event in, the runner called over HTTP, the reply out", () => {
     // The stream of a finished run replays its ledger and ends with its status.
     const res = await fetch(`${host.url}/v1/runs/${second.body.run_id}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
     expect(res.headers.get("content-type")).toMatch(/text\/event-stream/);
+    // Frames as they come, through caches and through a buffering proxy (nginx holds a response back without this).
+    expect(["cache-control", "x-accel-buffering"].map((h) => res.headers.get(h))).toEqual(["no-cache", "no"]);
     const { frames, end } = await readSse(res);
     expect(end).toBe("completed");
     const types = frames.map((f) => f.type);
