@@ -56,6 +56,7 @@ const StreamQuery = z.strictObject({ lastEventId: FrameId.optional() });
 const LedgerQuery = z.strictObject({ cursor: pageCursor.optional(), limit: pageLimit(1000, 100) });
 const ListQuery = z.strictObject({
   conversation_id: z.string().min(1).max(200).optional(),
+  thread_id: z.string().min(1).max(200).optional(),
   workspace_id: z.string().min(1).max(200).optional(),
   bot_id: z.string().min(1).max(200).optional(),
   agent_id: z.string().min(1).max(200).optional(),
@@ -121,7 +122,7 @@ export const runsRouter = router()
   .get("/", validate("query", ListQuery), async (c) => {
     const q = c.req.valid("query");
     const before = q.cursor ? decodeOr400(() => decodeTimeIdCursor(RUN_LIST_CURSOR, q.cursor!)) : undefined;
-    const { rows, hasMore } = await runsStore(dbOf(c.env)).list({ conversationId: q.conversation_id, workspaceId: q.workspace_id, botId: q.bot_id, agentId: q.agent_id, status: q.status, before, limit: q.limit });
+    const { rows, hasMore } = await runsStore(dbOf(c.env)).list({ conversationId: q.conversation_id, threadId: q.thread_id, workspaceId: q.workspace_id, botId: q.bot_id, agentId: q.agent_id, status: q.status, before, limit: q.limit });
     const last = rows[rows.length - 1];
     const nextCursor = hasMore && last ? encodeTimeIdCursor(RUN_LIST_CURSOR, { time: last.createdAt, id: last.runId }) : undefined;
     return c.json({ items: rows.map(toRunView), next_cursor: nextCursor, has_more: hasMore });

@@ -352,9 +352,10 @@ export function runsStore(db: Db) {
     },
 
     /** Newest first, keyset-paged on (created_at, run_id) so a page costs the same however deep it is. */
-    async list(filter: { conversationId?: string; workspaceId?: string; botId?: string; agentId?: string; status?: string; before?: TimeIdPosition; limit: number }) {
+    async list(filter: { conversationId?: string; threadId?: string; workspaceId?: string; botId?: string; agentId?: string; status?: string; before?: TimeIdPosition; limit: number }) {
       const conds = [];
       if (filter.conversationId) conds.push(eq(run.conversationId, filter.conversationId));
+      if (filter.threadId) conds.push(eq(run.threadId, filter.threadId));
       if (filter.workspaceId) conds.push(eq(run.workspaceId, filter.workspaceId));
       if (filter.botId) conds.push(eq(run.botId, filter.botId));
       if (filter.agentId) conds.push(eq(run.agentId, filter.agentId));

@@ -63,6 +63,9 @@ describe("operator reads of a conversation's facts", () => {
   it("lists a conversation's runs by the ids its events carry, and refuses a filter it does not know", async () => {
     const mine = await host.admin("GET", `/v1/runs?${query({ agent_id: "facts" })}`);
     expect(mine.body.items).toHaveLength(4);
+    // One thread's runs only.
+    const threaded = await host.admin("GET", `/v1/runs?${query({ thread_id: "t1" })}`);
+    expect([threaded.status, threaded.body.items?.map((r: { thread_id?: string }) => r.thread_id)]).toEqual([200, ["t1"]]);
     expect((await host.admin("GET", `/v1/runs?${query({ bot_id: "another-bot" })}`)).body.items).toEqual([]);
     expect((await host.admin("GET", "/v1/runs?botid=b-facts")).status).toBe(400);
   });
