@@ -152,7 +152,7 @@ describe("Slack: Events API in, Web API out", () => {
     expect(runner.calls.length).toBe(before);
   });
 
-  it("never runs a retried delivery or the app_mention of the same message twice", async () => {
+  it("never runs a retried delivery or the app_mention of the same message twice, nor an edit of a message naming the bot", async () => {
     const msg = message("C400", "<@UBOT> once please");
     const ev = callback(msg);
     await post(ev);
@@ -162,10 +162,16 @@ describe("Slack: Events API in, Web API out", () => {
     expect((await post(ev, { headers: { "x-slack-retry-num": "2", "x-slack-retry-reason": "http_timeout" } })).status).toBe(200);
     // The same message reported again as app_mention, under another event id.
     expect((await post(callback({ ...msg, type: "app_mention" }))).status).toBe(200);
+    // An edit of a message naming the bot (Slack sends app_mention again, marked edited): recorded, not answered, even
+    // for a message the host has no record of (its first delivery gone with retention, or the mention added by the edit).
+    const edited = callback({ ...message("C400", "<@UBOT> once please, fixed"), type: "app_mention", ts: "1700000400.000001", edited: { user: "U1", ts: "1700000999.000000" } });
+    expect((await post(edited)).status).toBe(200);
+    expect(await host.query("SELECT source_event_type FROM event_log WHERE event_id = ?", [`slack:${botId}:${edited.event_id}`])).toEqual([{ source_event_type: "app_mention.edited" }]);
     // A barrier instead of a sleep: once a later message of the channel is answered, a second run of the first would have been too.
     await post(callback(message("C400", "marker")));
     await waitFor(() => postsTo("C400").length > 1);
     expect(contextFor("<@UBOT> once please")).toHaveLength(1);
+    expect(contextFor("<@UBOT> once please, fixed")).toEqual([]);
     expect(postsTo("C400")).toHaveLength(2);
   });
 

@@ -41,6 +41,7 @@ const MessageSchema = z.looseObject({
   thread_ts: absentOr(z.string()),
   team: absentOr(z.string()),
   files: absentOr(z.array(FileSchema)),
+  edited: absentOr(z.looseObject({})),
 });
 
 const DeletedSchema = z.looseObject({
@@ -88,6 +89,9 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
     // An edit (message_changed) names its thread in the edited message, as a deletion does in previous_message.
     const unhandledThread = msg.thread_ts ?? threadOf((ev as { message?: { ts?: unknown; thread_ts?: unknown } }).message);
     if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread }];
+    // Slack sends app_mention again, marked `edited`, each time a message naming the bot is edited: a typo fixed in an
+    // old question (one whose first delivery retention has forgotten) must not ask it again. Edits are not answered.
+    if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: unhandledThread }];
     const threadId = msg.thread_ts ?? null;
     return [
       {
