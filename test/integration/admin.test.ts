@@ -185,7 +185,7 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     }
   });
 
-  it("drops a runner service's secret given as null, so its runs go unsigned; left out, the secret is kept", async () => {
+  it("drops a runner service's secret given as null, so its runs go unsigned; left out (or sent back as GET showed it), the secret is kept", async () => {
     const signed = await startAdHocRunner({ name: "unsigning", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("ok") });
     try {
       const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: signed.url, secret: "unsigning-secret-0123456789" })).body.service.service_id;
@@ -193,6 +193,11 @@ describe("admin API: runner services, runners, agents and binding resolution", (
       const signature = async () => (await host.waitForRun((await host.postEvent(messageEvent("unsigning", "hi"))).body.run_id!), signed.calls.at(-1)!.headers["x-agent-signature"]);
       expect((await host.admin("PUT", `/v1/admin/runner-services/${serviceId}`, { base_url: signed.url })).body.service.has_secret).toBe(true);
       expect(await signature()).toMatch(/^v1=/);
+      // What GET answered can be sent back as it is (its read-only fields ignored): the secret is kept.
+      const shown = (await host.admin("GET", `/v1/admin/runner-services/${serviceId}`)).body;
+      const resent = await host.admin("PUT", `/v1/admin/runner-services/${serviceId}`, shown);
+      expect([resent.status, resent.body.service?.has_secret]).toEqual([200, true]);
+      expect((await host.admin("PUT", `/v1/admin/runner-services/${serviceId}`, { ...shown, service_id: "svc_other" })).status).toBe(400);
       const dropped = await host.admin("PUT", `/v1/admin/runner-services/${serviceId}`, { base_url: signed.url, secret: null });
       expect([dropped.status, dropped.body.service.has_secret]).toEqual([200, false]);
       expect(await signature()).toBeUndefined();

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { dbOf } from "../../db/connect";
 import type { Db } from "../../db/client";
-import { conflict, notFound } from "../../lib/errors";
+import { badRequest, conflict, notFound } from "../../lib/errors";
 import { agentsStore } from "../../stores/agents";
 import { jsonBody, validate } from "../../middleware/validate";
 import { registerRunnerService } from "../../registry/register";
@@ -17,6 +17,21 @@ const ServiceInput = z.strictObject({
   base_url: EndpointSchema,
   // Left out: the stored one is kept (a move, a re-registration); null: none, its runs go unsigned.
   secret: z.string().min(16, "secret must be at least 16 characters").max(512).nullable().optional(),
+});
+
+/**
+ * PUT takes the body of POST; what GET answered can be sent back as it is: its read-only fields are ignored (its
+ * masked `base_url` keeps the stored address, and a secret left out is kept).
+ */
+const ServiceReplace = ServiceInput.extend({
+  service_id: z.string().optional(),
+  has_secret: z.boolean().optional(),
+  author: z.string().optional(),
+  name: z.string().optional(),
+  version: z.string().optional(),
+  last_error: z.string().optional(),
+  fetched_at: z.string().optional(),
+  runners: z.array(z.string()).optional(),
 });
 
 async function existingService(db: Db, serviceId: string) {
@@ -59,10 +74,12 @@ export const runnerServicesRouter = router()
     return c.json(result, 201);
   })
   // Moved (a new address, e.g. another port or host) or given a new secret: its runners, agents and runs keep their ids.
-  .put("/:serviceId", jsonBody(ServiceInput), async (c) => {
+  .put("/:serviceId", jsonBody(ServiceReplace), async (c) => {
     const db = dbOf(c.env);
     const service = await existingService(db, c.req.param("serviceId"));
-    const input = c.get("body");
+    const { base_url, secret, service_id } = c.get("body");
+    if (service_id !== undefined && service_id !== service.serviceId) throw badRequest("service_id in the body differs from the path");
+    const input = { base_url, secret };
     // The address as the view shows it (query values, credential-like path segments masked) keeps the stored one: it
     // is the only one an operator can read back, and `********` must never replace a function key or a setting.
     const baseUrl = input.base_url === maskUrl(service.baseUrl) ? service.baseUrl : input.base_url;
