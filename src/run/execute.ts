@@ -156,6 +156,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     eventId: job.event.event_id,
     place: placeOfRun(job),
     stateScopes: snapshot.stateScopes,
+    stateScopesUnidentified: snapshot.stateScopesUnidentified,
     ledgerSequence: deps.ledgerSequence,
     maxArtifacts: config.RUN_MAX_ARTIFACTS,
   });

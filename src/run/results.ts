@@ -11,6 +11,7 @@ import { headOf } from "../lib/text";
 import { LedgerSequence } from "./ledger-sequence";
 import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
 import { SequenceCheck } from "./sequence-check";
+import { unavailableStateScope } from "./state-scope-refusal";
 
 /** What one chunk of results asks the host to write; the executor does the I/O as one batch. */
 export interface ResultBatch {
@@ -36,6 +37,8 @@ export interface ResultProcessorInit {
   place: RecordPlace & { conversationKey: string };
   /** Enabled, available state scopes of this run (frozen in its snapshot). */
   stateScopes: Partial<Record<StateScope, string>>;
+  /** Of the scopes the state policy enables, those the event does not identify (the snapshot's): what a drop names as its cause. */
+  stateScopesUnidentified?: readonly StateScope[];
   /** Shared with other ledger writers of the run; a private counter when absent. */
   ledgerSequence?: LedgerSequence;
   /** Most `artifact.created` results the run may have accepted (RUN_MAX_ARTIFACTS); past it each is dropped. None when absent. */
@@ -303,7 +306,7 @@ export class ResultProcessor {
         return this.addMessage(batch, result.data.message);
       case "state.updated": {
         const scopeKey = this.init.stateScopes[result.data.scope];
-        if (!scopeKey) return this.drop(batch, recorded, `state scope ${result.data.scope} is not enabled for this run`);
+        if (!scopeKey) return this.drop(batch, recorded, unavailableStateScope(result.data.scope, this.init.stateScopesUnidentified));
         batch.stateWrites.push({ scope: result.data.scope, scopeKey, key: result.data.key, valueJson: JSON.stringify(result.data.value) });
         return;
       }

@@ -25,6 +25,8 @@ export interface AuthorizationSnapshot {
   availableApis: AvailableApis;
   /** scope → scope key, only for scopes the state policy enables and the event identifies. */
   stateScopes: Partial<Record<StateScope, string>>;
+  /** Scopes the state policy enables whose identity the event lacks (no actor id, ...): refusals name that cause, not the policy. */
+  stateScopesUnidentified: StateScope[];
   storage: { plugin_storage: boolean; workspace_storage: boolean };
   /** Host-held models, tools and knowledge bases this run may use, with their operations. */
   resources: GrantedResources;
@@ -120,6 +122,7 @@ export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: Sta
       steering_pull: job.runner.capabilities.steering === true && (strategyOf(job) === "steer" || opts.holdsClaims === true),
     },
     stateScopes,
+    stateScopesUnidentified: job.agent.statePolicy.enable_state ? job.agent.statePolicy.state_scopes.filter((scope) => stateScopes[scope] === undefined) : [],
     storage,
     resources: granted,
     resourceIdentities: identitiesOf(granted, resources),

@@ -93,6 +93,24 @@ describe("state (PROTOCOL §9)", () => {
     expect(next.result.conversation.k).toBe(1);
   });
 
+  it("says why a scope is refused: the event lacks its identity, or the agent's policy does not enable it", async () => {
+    // The policy enables actor and subject; the event names neither an actor id nor a subject.
+    const unidentified = await runner.run(host, "st-why-event", async (api, _ctx, emit) => {
+      emit("state.updated", { scope: "actor", key: "k", value: 1 });
+      return (await api("state.get", { scope: "subject", key: "k" })).body.error?.message;
+    }, { bot_id: "bot-all", actor: { actor_type: "user" } });
+    expect(unidentified.result).toBe(`state scope "subject" is enabled by the agent's state_policy, but this run's event has no subject_type and subject_id`);
+    expect((await droppedResults(unidentified.runId)).map((d) => d.reason)).toEqual([`state scope "actor" is enabled by the agent's state_policy, but this run's event has no actor_type and actor_id`]);
+
+    // The event names an actor; the policy enables only the conversation.
+    const disabled = await runner.run(host, "st-why-policy", async (api, _ctx, emit) => {
+      emit("state.updated", { scope: "runner", key: "k", value: 1 });
+      return (await api("state.set", { scope: "actor", key: "k", value: 1 })).body.error?.message;
+    }, on("bot-conv", "u1"));
+    expect(disabled.result).toBe(`state scope "actor" is not enabled by the agent's state_policy`);
+    expect((await droppedResults(disabled.runId)).map((d) => d.reason)).toEqual([`state scope "runner" is not enabled by the agent's state_policy`]);
+  });
+
   it("turns state off entirely when the policy disables it", async () => {
     const { result, runId } = await runner.run(host, "st-off", async (api, ctx, emit) => {
       emit("state.updated", { scope: "conversation", key: "k", value: 1 });

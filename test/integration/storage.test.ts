@@ -108,6 +108,7 @@ describe("storage.* (PROTOCOL §9)", () => {
     expect(result.resources).toEqual({ plugin_storage: true, workspace_storage: false });
     expect(result.plugin.status).toBe(200);
     expect([result.workspace.status, result.workspace.body.error.code]).toEqual([403, "unauthorized"]);
+    expect(result.workspace.body.error.message).toMatch(/^storage area "workspace" is not granted to this run \(.*resource_policy\.allow\.storage/);
     expect([result.workspace_bad_value.status, result.workspace_bad_value.body.error.code]).toEqual([403, "unauthorized"]);
     expect(await deniedCalls(host, runId)).toEqual([
       expect.objectContaining({ run_id: runId, runner_id: alpha.runnerId(), action: "storage.get", resource: { area: "workspace" }, scope: { conversation_id: "st-alpha-plugin", thread_id: null } }),
@@ -134,6 +135,8 @@ describe("storage.* (PROTOCOL §9)", () => {
     }));
     expect(result.resources.workspace_storage).toBe(false);
     expect(result.workspace.status).toBe(403);
+    // The agent does grant the area: the refusal names the event's missing workspace, not the policy.
+    expect(result.workspace.body.error.message).toBe(`storage area "workspace" is granted to this agent, but this run's event has no workspace_id`);
   });
   it("a runner service deleted takes its plugin storage with it (a new registration gets a new id: nobody could reach it again)", async () => {
     const gone = await startScriptedRunner({ name: "store-gone", runners: storing("gone") });

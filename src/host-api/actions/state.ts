@@ -3,12 +3,13 @@ import type { StateScope } from "../../protocol/context";
 import { stateStore } from "../../stores/state";
 import { utf8ByteLength } from "../../protocol/common";
 import { STATE_VALUE_MAX_BYTES } from "../../protocol/results";
+import { unavailableStateScope } from "../../run/state-scope-refusal";
 import { ApiError, denied } from "../errors";
 import { type ActionContext, type ActionTable, type Handler, afterKeyOf } from "./context";
 
 function stateScopeKey(ctx: ActionContext, scope: StateScope): string {
   const key = ctx.snapshot.stateScopes[scope];
-  if (!key) throw denied(`state scope "${scope}" is not enabled for this run`, { scope });
+  if (!key) throw denied(unavailableStateScope(scope, ctx.snapshot.stateScopesUnidentified), { scope });
   return key;
 }
 
