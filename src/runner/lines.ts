@@ -7,6 +7,15 @@ export interface LineLimits {
 
 const LF = 10;
 const CR = 13;
+/**
+ * Bytes read between two turns of the event loop at most. A body already buffered is read with no I/O to wait for,
+ * and lines that carry nothing to apply (blank lines, SSE comments) give the consumer none either: the turns keep
+ * a flood of them from holding off the run's deadline, a cancel and the object's other requests until the stream limit.
+ */
+const TURN_EVERY_BYTES = 256 * 1024;
+
+/** A turn of the event loop: timers due (a deadline) and requests waiting run first. */
+const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /** `read`'s result, or null if it has not settled by the event loop's next turn. */
 async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
@@ -29,7 +38,8 @@ async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
  * buffer of at most twice `maxLineBytes`. Lines that arrived before the
  * stream failed, or that ended within `maxStreamBytes`, are yielded before
  * the failure is thrown. Lines end at LF, or with `anyLineEnding` (for
- * text/event-stream) at CRLF, LF or CR.
+ * text/event-stream) at CRLF, LF or CR. The event loop gets a turn at least
+ * every TURN_EVERY_BYTES read.
  */
 export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits, opts: { anyLineEnding?: boolean } = {}): AsyncGenerator<string[]> {
   // Fatal: bytes that are not UTF-8 make the line no JSON text at all, refused rather than read with U+FFFD in their place.
@@ -57,7 +67,8 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
     for (let i = ends.next(value, start); i !== -1; i = ends.next(value, start)) {
       if (partial.length + (i - start) > limits.maxLineBytes) throw lineTooLarge(limits);
       linesBytes += partial.length + (i - start) + 1;
-      lines.push(decode(partial.take(value.subarray(start, i))));
+      // An empty line (a flood of them costs a decode each otherwise) is the empty string.
+      lines.push(partial.length + (i - start) === 0 ? "" : decode(partial.take(value.subarray(start, i))));
       start = ends.after(value, i);
     }
     if (value !== chunk) throw new RunnerCallError("runner.stream_too_large", `result stream exceeded ${limits.maxStreamBytes} bytes`);
@@ -74,18 +85,26 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
   };
   /** A read started while lines were in hand that had not settled by the next turn: the next batch begins with it. */
   let ahead: Promise<ReadableStreamReadResult<Uint8Array>> | undefined;
+  /** Bytes read since the event loop last had a turn (a read that was not ready by the next turn resets it). */
+  let sinceTurn = 0;
   try {
     for (;;) {
       try {
+        if (sinceTurn >= TURN_EVERY_BYTES) {
+          sinceTurn = 0;
+          await nextTurn();
+        }
         const read = ahead ?? reader.read();
         ahead = undefined;
         const result = lines.length ? await unlessLater(read) : await read;
         if (result === null) {
+          sinceTurn = 0;
           ahead = read;
           yield handOver();
           continue;
         }
         if (result.done) break;
+        sinceTurn += result.value.length;
         split(result.value);
       } catch (err) {
         // What arrived intact is applied before the failure: it may hold the run's terminal result.

@@ -5,11 +5,16 @@ import { messageEvent, readSse, startTestHost, type TestHost } from "../support/
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent, runLedger } from "../support/scripted-runner";
 
-/** A runner that hangs at each stage: every run must end once, timeout or cancelled, its token dead, the next event run. */
+/**
+ * A runner that hangs at each stage: every run must end once, timeout or cancelled, its token dead, the next event run.
+ * A runner sending lines that carry no result (blank lines, SSE comments) as fast as the host reads them hangs too.
+ */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const tokens = new Map<string, string>();
 const open: ServerResponse[] = [];
+/** What a flood may send at most (the stream limit is set as high): far more than the host reads before the deadline. */
+const FLOOD_BYTES = 256 * 1024 * 1024;
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
@@ -37,6 +42,20 @@ beforeAll(async () => {
           res.writeHead(200, { "content-type": "application/x-ndjson" });
           res.write(`{"run_id":"${ctx.run_id}","type":"message.delta","data":{"chunk":`);
           return;
+        case "blanks":
+        case "comments": {
+          res.writeHead(200, { "content-type": mode === "comments" ? "text/event-stream" : "application/x-ndjson" });
+          const chunk = Buffer.from((mode === "comments" ? ":\n" : "\n").repeat(32 * 1024));
+          let sent = 0;
+          const pump = () => {
+            while (!res.destroyed && sent < FLOOD_BYTES) {
+              sent += chunk.length;
+              if (!res.write(chunk)) return void res.once("drain", pump);
+            }
+          };
+          pump();
+          return;
+        }
         case "trickle": {
           // Keeps sending telemetry forever: never idle, never done.
           const w = resultWriter(res, ctx.run_id);
@@ -51,7 +70,7 @@ beforeAll(async () => {
       }
     },
   });
-  host = await startTestHost({ vars: { RUN_DEADLINE_MS: "1500" } });
+  host = await startTestHost({ vars: { RUN_DEADLINE_MS: "1500", RUNNER_MAX_STREAM_BYTES: String(FLOOD_BYTES) } });
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
 });
 afterAll(async () => {
@@ -82,7 +101,7 @@ async function hangs(conv: string, mode: string, cancelAfterMs?: number) {
 }
 
 describe("a runner that hangs", () => {
-  for (const mode of ["headers", "sseheaders", "between", "midline", "trickle"]) {
+  for (const mode of ["headers", "sseheaders", "between", "midline", "trickle", "blanks", "comments"]) {
     it(`(${mode}) times out once, its token dies, and the queued event runs`, async () => {
       const got = await hangs(`hang-${mode}`, mode);
       expect(got).toEqual({ cancel: undefined, status: "timeout", code: "deadline_exceeded", ends: 1, last: "run.failed", sseEnd: "timeout", api: 401, next: "completed", nextMsg: "ok: behind" });
