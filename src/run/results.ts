@@ -73,6 +73,8 @@ export class ResultProcessor {
   /** The `artifact.created` results accepted so far (a reference then refused included): at most `maxArtifacts`. */
   private artifacts = 0;
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
+  /** Why the last terminal result sent was dropped (its payload invalid), for the failure of a stream that then ends without one. */
+  private droppedTerminal: string | null = null;
   resultCount = 0;
   sawMessage = false;
   lastMessage: Message | undefined;
@@ -120,7 +122,8 @@ export class ResultProcessor {
       return fail(status, e.code, e.message);
     }
     const t = this.terminalResult;
-    if (!t) return fail("failed", "runner.stream_closed", "the result stream ended without run.completed or run.failed");
+    // One was sent but dropped: the failure says why, not that none came.
+    if (!t) return fail("failed", "runner.stream_closed", `the result stream ended without ${this.droppedTerminal ? `a valid run.completed or run.failed (dropped, ${this.droppedTerminal})` : "run.completed or run.failed"}`);
     if (t.type === "run.failed") {
       return {
         outcome: { status: "failed", errorCode: t.data.code, errorMessage: t.data.error, resultCount: this.resultCount, finalMessage: this.lastMessage },
@@ -209,7 +212,10 @@ export class ResultProcessor {
       return this.warn(batch, "result.unknown_type", `unknown result type ${result.type} ignored`, { sequence, ledger_seq: recorded.seq });
     }
     // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
-    if (parsed.kind === "invalid") return STRICT_RESULT_TYPES.has(parsed.type) ? this.drop(batch, recorded, parsed.issues) : undefined;
+    if (parsed.kind === "invalid") {
+      if (parsed.type === "run.completed" || parsed.type === "run.failed") this.droppedTerminal = headOf(`${parsed.type}: ${parsed.issues}`, 500);
+      return STRICT_RESULT_TYPES.has(parsed.type) ? this.drop(batch, recorded, parsed.issues) : undefined;
+    }
     // A whole number past what the value check can see (beyond 64 bits, read as a float) in what is stored (a state value,
     // an artifact's metadata): dropped, not stored rounded.
     const kept = parsed.result.type === "state.updated" ? "value" : parsed.result.type === "artifact.created" && parsed.result.data.metadata ? "metadata" : null;

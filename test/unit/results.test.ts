@@ -25,6 +25,17 @@ describe("ResultProcessor", () => {
     expect(p.finish().outcome).toMatchObject({ status: "completed", finishReason: "stop", finalMessage: msg("see image").message });
   });
 
+  it("fails a stream whose terminal result was dropped as invalid by saying so, not that none came", () => {
+    const p = make();
+    p.process([line("message.completed", msg("hi"), 1), line("run.completed", { finish_reason: "stop", message: { role: "assistant", content: [{ type: "hologram" }] } }, 2)]);
+    const { outcome } = p.finish();
+    expect(outcome).toMatchObject({ status: "failed", errorCode: "runner.stream_closed" });
+    expect(outcome.errorMessage).toMatch(/^the result stream ended without a valid run\.completed or run\.failed \(dropped, run\.completed: /);
+    const plain = make();
+    plain.process([line("message.completed", msg("hi"), 1)]);
+    expect(plain.finish().outcome.errorMessage).toBe("the result stream ended without run.completed or run.failed");
+  });
+
   it("drops duplicate sequences and warns on gaps and reordering, never waiting", () => {
     const p = make();
     const b = p.process([line("message.delta", { chunk: { role: "assistant", content: "a" } }, 1), line("message.delta", { chunk: { role: "assistant", content: "a" } }, 1), line("message.delta", { chunk: { role: "assistant", content: "c" } }, 4), line("message.delta", { chunk: { role: "assistant", content: "b" } }, 2)]);
