@@ -2,6 +2,10 @@ import { RunnerCallError } from "./errors";
 import { readLines, sseFramer, type LineLimits } from "./lines";
 import { signRunRequest } from "./signing";
 import { joinUrl } from "../lib/url";
+import { headOf } from "../lib/text";
+
+/** Content codings fetch decodes before the body is read. */
+const DECODED_ENCODINGS = new Set(["gzip", "x-gzip", "br", "identity"]);
 
 export interface RunnerTarget {
   baseUrl: string;
@@ -50,6 +54,12 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
   }
   // A 2xx without a body (204) is no HTTP error (§3): it closed without a terminal result.
   if (!res.body) throw new RunnerCallError("runner.stream_closed", `runner answered HTTP ${res.status} with no result stream`);
+  // The runtime decodes gzip and br; any other coding arrives as it was sent, which no line of it could be read from.
+  const encoding = res.headers.get("content-encoding")?.trim().toLowerCase();
+  if (encoding && !DECODED_ENCODINGS.has(encoding)) {
+    await res.body.cancel().catch(() => {});
+    throw new RunnerCallError("runner.protocol_error", `runner answered with Content-Encoding ${headOf(encoding, 40)}, which the host does not decode: send the stream uncompressed, gzip or br`);
+  }
   const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer(opts) : null;
   try {
     for await (const lines of readLines(res.body, opts, { anyLineEnding: frame !== null })) {

@@ -1,3 +1,4 @@
+import { deflateSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { startAdHocRunner } from "../support/runner";
@@ -41,6 +42,11 @@ beforeAll(async () => {
         res.writeHead(200, { "content-type": "application/x-ndjson" });
         return void res.end(`${done.join("\n")}\n${`${late}\n`.repeat(Math.ceil(STREAM_LIMIT / late.length))}`);
       }
+      if (mode === "gzip" || mode === "deflate") {
+        // Compressed as a proxy or framework in front of a runner may: gzip (and br) are decoded, deflate is not.
+        res.writeHead(200, { "content-type": "application/x-ndjson", "content-encoding": mode });
+        return void res.end((mode === "gzip" ? gzipSync : deflateSync)(`${done.join("\n")}\n`));
+      }
       if (mode.startsWith("sse-open-last-frame")) {
         // The last frame (run.completed) ends the stream without the blank line after it: with its line's end, or without.
         res.writeHead(200, { "content-type": "text/event-stream" });
@@ -76,6 +82,16 @@ describe("a limit broken after the terminal result, in the same chunk", () => {
   });
   it("the stream's byte limit, crossed by the chunk that holds them, does not undo them", async () => {
     expect(await runOf("past-stream-limit")).toEqual(answered);
+  });
+});
+
+describe("a compressed result stream", () => {
+  it("gzip is read; deflate, which the host does not decode, fails the run saying so", async () => {
+    expect(await runOf("gzip")).toEqual(answered);
+    const ev = await host.postEvent(messageEvent("stream-edges-deflate", "deflate"));
+    const run = await host.waitForRun(ev.body.run_id!);
+    expect([run.status, run.error?.code]).toEqual(["failed", "runner.protocol_error"]);
+    expect(run.error?.message).toContain("Content-Encoding deflate");
   });
 });
 
