@@ -2,6 +2,7 @@ import * as z from "zod";
 import { EventTypeSchema, RecordSchema, refuseRoundedIntegers, ScopedIdSchema } from "../protocol/common";
 import { StateScopeSchema } from "../protocol/context";
 import { AllowedPermissionsSchema } from "../protocol/manifest";
+import { TEXT_FORMATS } from "../platforms/types";
 
 /**
  * The agent's resource policy. `allow` narrows what the runner's manifest
@@ -30,6 +31,8 @@ export const DeliveryPolicySchema = z.strictObject({
   streaming: z.boolean().default(true),
   /** In the bot's language: the host has no way to guess it. */
   failure_notice: z.string().trim().min(1).max(1000).default(DEFAULT_FAILURE_NOTICE),
+  /** `plain` shows the answer's text as it is where the host would render its Markdown (Telegram). */
+  format: z.enum(TEXT_FORMATS).default("markdown"),
 });
 export type DeliveryPolicy = z.infer<typeof DeliveryPolicySchema>;
 

@@ -18,6 +18,9 @@ export interface AttemptOutcome<T> {
 
 /** How long to wait before the next attempt, or null when the failure is final. */
 export function retryDelay(policy: RetryPolicy, failure: ApiFailure, attempt: number): number | null {
+  // Not the platform failing: the same text goes again as plain text, at once, even past the bound (one attempt more at
+  // most: a plain attempt is never refused for its formatting), so a formatting bug never loses an answer.
+  if (failure.refusedFormatting && attempt <= policy.maxAttempts) return 0;
   if (failure.kind === "permanent" || attempt >= policy.maxAttempts) return null;
   if (failure.maybeApplied && policy.retryMaybeApplied === false) return null;
   const backoff = policy.baseMs * 2 ** (attempt - 1);

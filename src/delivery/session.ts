@@ -133,7 +133,8 @@ export class DeliverySession {
       return;
     }
     const bot = loaded.value;
-    this.messenger = markedMessenger(this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS, this.job.runId), this.deps.marks, this.job.runId);
+    const messenger = this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS, { scope: this.job.runId, format: this.job.agent.deliveryPolicy.format });
+    this.messenger = markedMessenger(messenger, this.deps.marks, this.job.runId);
     this.scrub = (text) => scrubSecrets(text, bot.credentials);
   }
 
@@ -361,13 +362,16 @@ export class DeliverySession {
 
   /** One platform call with its retries, each attempt and outcome recorded. */
   private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number, opts: { retryMaybeApplied?: boolean } = {}): Promise<ApiResult<T>> {
+    // Once the platform refused the text's formatting, the messenger sends it plain: the trail says so.
+    let asPlain = false;
     return withRetries(
       { ...this.retry, retryMaybeApplied: opts.retryMaybeApplied ?? true },
       async () => (this.closed ? ABANDONED : attempt()),
       ({ attempt: n, result, retryInMs }) => {
         // Abandoned before it was made: no call reached the platform, so there is nothing to record.
         if (result === ABANDONED) return;
-        this.trail.append(attemptFacts(facts, { attempt: n, result, retryInMs: retryInMs === null ? null : Math.max(retryInMs, minRetryGapMs) }, this.scrub));
+        this.trail.append(attemptFacts(asPlain ? { ...facts, format: "plain" } : facts, { attempt: n, result, retryInMs: retryInMs === null ? null : Math.max(retryInMs, minRetryGapMs) }, this.scrub));
+        asPlain ||= !result.ok && result.failure.refusedFormatting === true;
       },
       (ms) => this.sleep(Math.max(ms, minRetryGapMs)),
     );

@@ -10,6 +10,10 @@ import type { EventType } from "../protocol/common";
 export const PLATFORMS = ["telegram", "slack", "lark", "discord"] as const;
 export type PlatformName = (typeof PLATFORMS)[number];
 
+/** How an answer's text is shown where the host formats it (Telegram): its Markdown rendered, or the text as it is. */
+export const TEXT_FORMATS = ["markdown", "plain"] as const;
+export type TextFormat = (typeof TEXT_FORMATS)[number];
+
 /** A registered bot with its parsed credentials and its effective API origin. */
 export interface Bot<C = Record<string, string>> {
   botId: string;
@@ -98,6 +102,11 @@ export interface ApiFailure {
   maybeApplied?: boolean;
   /** The chat now lives under this id (a Telegram group upgraded to a supergroup): the call belongs there. */
   movedToChatId?: string;
+  /**
+   * Refused for the formatting the messenger gave the text (Telegram could not parse its HTML): the messenger makes
+   * the next attempt at the same text as plain text, so it is made at once, even past the attempt bound.
+   */
+  refusedFormatting?: boolean;
 }
 export type ApiResult<T> = { ok: true; value: T } | { ok: false; failure: ApiFailure };
 
@@ -158,8 +167,11 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   registerWebhook?(bot: Bot<C>, url: string, timeoutMs: number): Promise<ApiResult<unknown>>;
   /** The raw payload as stored in R2: fields that carry secrets removed. */
   redactRaw(raw: unknown): unknown;
-  /** `scope` names the one reply (the run) the messenger sends for: sends of different runs are never taken for repeats. */
-  messenger(bot: Bot<C>, target: DeliveryTarget, timeoutMs: number, scope?: string): Messenger;
+  /**
+   * `scope` names the one reply (the run) the messenger sends for: sends of different runs are never taken for repeats.
+   * `format` is how its text is shown where the host formats it (Telegram; markdown unless said).
+   */
+  messenger(bot: Bot<C>, target: DeliveryTarget, timeoutMs: number, opts?: { scope?: string; format?: TextFormat }): Messenger;
   /** ctx.delivery.reply_target: where the reply goes, without secrets. */
   replyTargetView(target: DeliveryTarget): Record<string, unknown>;
 }

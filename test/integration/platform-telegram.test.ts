@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { addTelegramBot, ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { largeFile } from "../support/host-api";
+import { telegramHtmlProblem } from "../support/telegram-html";
 
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
 const SECRET_TOKEN = "tg-secret-token-0123456789";
@@ -32,6 +33,8 @@ const droppingChats = new Set<string>();
 const cutEditChats = new Set<string>();
 /** Chats whose file uploads the fake refuses for good. */
 const REFUSING_FILES = new Set(["-102600"]);
+/** A chat where the fake cannot parse any formatted text (as for a converter bug): it takes plain text only. */
+const REFUSING_HTML = "-103200";
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -51,6 +54,9 @@ function telegramApi(call: PlatformCall): FakeReply {
   if (method === "getMe") return { json: { ok: true, result: { id: 123456, is_bot: true, first_name: "Test", username: OUR_USERNAME } } };
   // A multipart upload names its chat in a form field, read by the tests themselves.
   const chat = String(call.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(call.raw)?.[1]);
+  // As Telegram does: formatted text it cannot parse is refused, and nothing is posted or edited.
+  const htmlProblem = call.body?.parse_mode === "HTML" ? (chat === REFUSING_HTML ? 'Unsupported start tag "b" at byte offset 0' : telegramHtmlProblem(String(call.body.text))) : null;
+  if (htmlProblem !== null) return { status: 400, json: { ok: false, error_code: 400, description: `Bad Request: can't parse entities: ${htmlProblem}` } };
   const upgrade = upgrades.get(chat);
   if (upgrade?.sendsLeft === 0) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: Number(upgrade.to) } } };
   if (method === "sendMessage") {
@@ -549,5 +555,95 @@ describe("Telegram: files in answers", () => {
     const [notice] = await waitFor(() => sendsTo("-102600").length > 0 && sendsTo("-102600"), 15_000, "the notice");
     expect(notice.body.text).toBe("(The answer's files could not be sent here.)");
     expect(fake.callsTo(/\/sendDocument$/).filter((c) => c.raw.includes('name="chat_id"\r\n\r\n-102600'))).toHaveLength(1);
+  });
+});
+
+describe("Telegram: answers' Markdown rendered", () => {
+  const ANSWER = [
+    "# Plan for `parse_config`",
+    "Use **bold _and italic_**, ~~old~~ and `a < b && c`; see [the docs](https://example.com/wiki/Foo_(bar)) or https://example.com/snake_case/__init__.py.",
+    "- keep snake_case_names & <tags>",
+    "> a *quote*",
+    "```python",
+    'print(a < b and "&")',
+    "```",
+  ].join("\n");
+  const RENDERED = [
+    "<b>Plan for <code>parse_config</code></b>",
+    'Use <b>bold <i>and italic</i></b>, <s>old</s> and <code>a &lt; b &amp;&amp; c</code>; see <a href="https://example.com/wiki/Foo_(bar)">the docs</a> or https://example.com/snake_case/__init__.py.',
+    "• keep snake_case_names &amp; &lt;tags&gt;",
+    "<blockquote>a <i>quote</i></blockquote>",
+    '<pre><code class="language-python">print(a &lt; b and "&amp;")</code></pre>',
+  ].join("\n");
+  const sentTo = (chat: string) => fake.callsTo(/\/(sendMessage|editMessageText)$/).filter((c) => String(c.body.chat_id) === chat);
+
+  it("sends an answer's Markdown as Telegram HTML; the ledger, the Transcript and the trail keep the Markdown as the runner sent it", async () => {
+    await post(update("-103000", { text: `samefinal ${ANSWER}` }));
+    const [send] = await waitFor(() => sendsTo("-103000").length > 0 && sendsTo("-103000"), 15_000, "the answer");
+    expect(send.body).toMatchObject({ parse_mode: "HTML", text: RENDERED });
+    const runId = contextFor(`samefinal ${ANSWER}`)[0].run_id;
+    await host.waitForRun(runId);
+    const [ledger] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'message.completed'", [runId]);
+    expect(JSON.parse(ledger.data_json).message.content).toBe(ANSWER);
+    const [item] = await host.query<{ content: string }>("SELECT content FROM transcript WHERE run_id = ? AND role = 'assistant'", [runId]);
+    expect(item.content).toBe(ANSWER);
+    const sent = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.succeeded'", [runId]))[0]);
+    expect(JSON.parse(sent.data_json)).toMatchObject({ operation: "send", attempt: 1, chars: ANSWER.length });
+  });
+
+  it("streams Markdown with every edit well-formed HTML: an unpaired marker is text, a code block still open is closed", async () => {
+    const words = "**Step one** uses `x < y` & then:\n```js\nconst a = 1;\nconst b = a && 2;\nlet c = [a, b];\nreturn c;\n```\n~~done~~ *ok*";
+    await post(update("-103100", { text: `stream ${words}` }));
+    const final = '<b>Step one</b> uses <code>x &lt; y</code> &amp; then:\n<pre><code class="language-js">const a = 1;\nconst b = a &amp;&amp; 2;\nlet c = [a, b];\nreturn c;</code></pre>\n<s>done</s> <i>ok</i>';
+    await waitFor(() => editsOf("-103100").some((c) => c.body.text === final), 20_000, "the final edit");
+    const bodies = sentTo("-103100").map((c) => c.body);
+    expect(bodies.length).toBeGreaterThan(2);
+    for (const body of bodies) {
+      expect(body.parse_mode).toBe("HTML");
+      expect(telegramHtmlProblem(body.text), body.text).toBeNull();
+    }
+    // A draft shown mid-block: the block open in the Markdown, closed in the HTML.
+    expect(bodies.some((b) => b.text.includes('<pre><code class="language-js">') && !b.text.includes("done"))).toBe(true);
+    expect(sendsTo("-103100")).toHaveLength(1);
+  });
+
+  it("sends the same text again as plain text when Telegram cannot parse its HTML, a send and each edit, and the trail says so", async () => {
+    await post(update(REFUSING_HTML, { text: "stream **one** two three four five" }));
+    const source = "**one** two three four five";
+    await waitFor(() => editsOf(REFUSING_HTML).some((c) => c.body.text === source && c.body.parse_mode === undefined), 20_000, "the final text, plain");
+    const [refused, plain] = sendsTo(REFUSING_HTML);
+    expect(refused.body).toMatchObject({ parse_mode: "HTML", text: "<b>one</b>" });
+    expect(plain.body.parse_mode).toBeUndefined();
+    expect(plain.body.text).toBe("**one**");
+    expect(sendsTo(REFUSING_HTML)).toHaveLength(2);
+    // Every formatted edit refused was made again, at once, as the same text plain.
+    const edits = editsOf(REFUSING_HTML);
+    for (const [i, edit] of edits.entries()) if (edit.body.parse_mode === "HTML") expect(edits[i + 1].body).toMatchObject({ message_id: edit.body.message_id, text: expect.any(String) });
+    expect(edits.filter((e) => e.body.parse_mode === undefined).length).toBe(edits.filter((e) => e.body.parse_mode === "HTML").length);
+    const runId = contextFor("stream **one** two three four five").find((c) => c.conversation.conversation_id === REFUSING_HTML)!.run_id;
+    await host.waitForRun(runId);
+    const trail = await waitFor(async () => {
+      const rows = (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId])).map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) }));
+      return rows.some((r) => r.type === "delivery.succeeded" && r.operation === "edit") && rows;
+    });
+    expect(trail.filter((r) => r.operation === "send").map(({ type, attempt, status, will_retry, retry_in_ms, format }) => ({ type, attempt, status, will_retry, retry_in_ms, format }))).toEqual([
+      { type: "delivery.attempted", attempt: 1, status: undefined, will_retry: undefined, retry_in_ms: undefined, format: undefined },
+      { type: "delivery.failed", attempt: 1, status: 400, will_retry: true, retry_in_ms: 0, format: undefined },
+      { type: "delivery.attempted", attempt: 2, status: undefined, will_retry: undefined, retry_in_ms: undefined, format: "plain" },
+      { type: "delivery.succeeded", attempt: 2, status: undefined, will_retry: undefined, retry_in_ms: undefined, format: "plain" },
+    ]);
+    expect(trail.find((r) => r.type === "delivery.failed")!.error).toMatch(/^Bad Request: can't parse entities/);
+  });
+
+  it("sends the answer as it is for an agent whose delivery_policy.format is plain", async () => {
+    const agent = { agent_id: "tg-plain", name: "plain", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "-103300", bot_id: botId }, delivery_policy: { format: "plain" } };
+    const created = await host.admin("POST", "/v1/admin/agents", agent);
+    expect(created.status).toBe(201);
+    expect(created.body.delivery_policy).toMatchObject({ format: "plain", streaming: true });
+    expect((await host.admin("POST", "/v1/admin/agents", { ...agent, agent_id: "tg-loud", delivery_policy: { format: "html" } })).status).toBe(400);
+    await post(update("-103300", { text: `samefinal ${ANSWER}` }));
+    const [send] = await waitFor(() => sendsTo("-103300").length > 0 && sendsTo("-103300"), 15_000, "the answer");
+    expect(send.body.parse_mode).toBeUndefined();
+    expect(send.body.text).toBe(ANSWER);
   });
 });

@@ -51,9 +51,9 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
 
   // The verification token travels in every payload (v2 header.token, v1 token).
   redactRaw: (raw) => withoutPaths(raw, [["token"], ["header", "token"]]),
-  messenger: (bot, target, timeoutMs, scope) => {
+  messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "lark") throw new Error("not a Lark target");
-    return larkMessenger(bot, target, timeoutMs, scope);
+    return larkMessenger(bot, target, timeoutMs, opts?.scope);
   },
   replyTargetView: (t) => (t.platform === "lark" ? { chat_id: t.chatId, reply_to_message_id: t.replyToMessageId, reply_in_thread: t.replyInThread } : {}),
 };

@@ -5,8 +5,9 @@
  * `{ok: false, error_code, description, parameters: {retry_after}}`.
  */
 import { asRecord, callPlatform, mayHaveApplied, requestInit } from "../http";
-import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
+import type { ApiResult, Bot, DeliveryTarget, Messenger, TextFormat } from "../types";
 import { mediaEssence, UploadForm, uploadTimeoutMs } from "../upload";
+import { telegramHtml } from "./markdown";
 
 export interface TelegramCredentials extends Record<string, string> {
   bot_token: string;
@@ -51,9 +52,27 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
 
 const PHOTO_MAX_BYTES = 10_000_000;
 const PHOTO_TYPES = new Set(["image/jpeg", "image/png", "image/webp"]);
+/**
+ * A 400 for the text as rendered (its HTML, a link's URL, or the text it leaves), which the same text sent plain does
+ * not get: "can't parse entities: …", "wrong HTTP URL", "message text is empty", "message is too long".
+ */
+const RENDERING_REFUSED = /entit(y|ies)|parse|url|text is empty|text must be non-empty|message is too long/i;
 
-export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract<DeliveryTarget, { platform: "telegram" }>, timeoutMs: number): Messenger {
+export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract<DeliveryTarget, { platform: "telegram" }>, timeoutMs: number, format: TextFormat = "markdown"): Messenger {
   const api = telegramApi(bot, timeoutMs);
+  /** The last text Telegram refused as rendered: its next attempt (calls are made one at a time) goes as it is. */
+  let refused: string | null = null;
+  /** The text's Markdown as HTML; as it is when plain, refused, or when it would render to nothing. */
+  const rendered = (text: string): { text: string; parse_mode?: "HTML" } => {
+    const html = format === "markdown" && text !== refused ? telegramHtml(text) : null;
+    return html === null ? { text } : { text: html, parse_mode: "HTML" };
+  };
+  /** A refusal of the rendering is flagged, for the delivery session to make the call again at once. */
+  const plainNext = <T>(res: ApiResult<T>, text: string, body: { parse_mode?: string }): ApiResult<T> => {
+    if (res.ok || !body.parse_mode || res.failure.status !== 400 || !RENDERING_REFUSED.test(res.failure.message)) return res;
+    refused = text;
+    return { ok: false, failure: { ...res.failure, refusedFormatting: true } };
+  };
   // Only the first message quotes the user's; the rest follow it in the same chat/topic.
   let replied = false;
   let chatId = target.chatId;
@@ -84,7 +103,8 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
   };
   return {
     async send(text) {
-      return sent(await inChat(() => api.call("sendMessage", { ...place(), text })));
+      const body = rendered(text);
+      return sent(plainNext(await inChat(() => api.call("sendMessage", { ...place(), ...body })), text, body));
     },
     async sendFile(file) {
       // A photo is shown inline but Telegram recompresses it and takes at most 10 MB; anything else goes as a document.
@@ -100,11 +120,13 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
     async edit(messageId, text) {
       // Message ids are per chat: an edit refused for the move is not made in the new chat, where that id is another
       // message (the session posts the text anew instead), but the next posts go straight there.
-      const res = await api.call("editMessageText", { chat_id: postedIn.get(messageId) ?? chatId, message_id: Number(messageId), text });
+      const body = rendered(text);
+      const res = await api.call("editMessageText", { chat_id: postedIn.get(messageId) ?? chatId, message_id: Number(messageId), ...body });
       followed(res);
-      // Editing to the same text is refused with 400; for us it is done.
+      // Editing to the same text is refused with 400 (the same as rendered: a draft's code block still open shows as
+      // the block closed does); for us it is done.
       if (!res.ok && res.failure.status === 400 && /message is not modified/i.test(res.failure.message)) return { ok: true, value: undefined };
-      return res.ok ? { ok: true, value: undefined } : res;
+      return res.ok ? { ok: true, value: undefined } : plainNext(res, text, body);
     },
   };
 }

@@ -35,7 +35,8 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
   credentials: CredentialsSchema,
   newCredentials: NewCredentialsSchema,
   defaultApiBaseUrl: "https://api.telegram.org",
-  // sendMessage text is 1-4096 characters; editMessageText edits in place.
+  // sendMessage text is 1-4096 characters after its HTML is parsed (no longer than its Markdown source, so the source is
+  // split at that size); editMessageText edits in place.
   surface: { canEdit: true, maxMessageSize: 4096, maxFileBytes: TELEGRAM_UPLOAD_MAX_BYTES, capabilities: { threads: "forum_topics", reply_quotes: true } },
 
   async receive(bot, req) {
@@ -59,9 +60,9 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
   registerWebhook: (bot, url, timeoutMs) => telegramApi(bot, timeoutMs).setWebhook(url),
   // An update carries no secret of ours.
   redactRaw: (raw) => raw,
-  messenger: (bot, target, timeoutMs) => {
+  messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "telegram") throw new Error("not a Telegram target");
-    return telegramMessenger(bot, target, timeoutMs);
+    return telegramMessenger(bot, target, timeoutMs, opts?.format);
   },
   replyTargetView: (t) => (t.platform === "telegram" ? { chat_id: t.chatId, message_thread_id: t.messageThreadId, reply_to_message_id: t.replyToMessageId } : {}),
 };

@@ -1,0 +1,142 @@
+import { describe, expect, it } from "vitest";
+import { splitReply } from "../../src/platforms/split";
+import { telegramHtml } from "../../src/platforms/telegram/markdown";
+import { telegramHtmlProblem } from "../support/telegram-html";
+
+/**
+ * An answer's Markdown as Telegram HTML: what is recognised, what stays text, and that every output is well-formed,
+ * for a streamed draft cut anywhere and for each part of a split reply.
+ */
+const html = (markdown: string) => telegramHtml(markdown);
+
+const ANSWER = [
+  "# Plan for `parse_config`",
+  "",
+  "Use **bold _and italic_**, *one*, __two__ and ~~old~~; `a < b && c > d` is code.",
+  "See [the docs](https://example.com/wiki/Foo_(bar)) or https://example.com/snake_case_path/__init__.py, then:",
+  "",
+  "1. run `make` in a_b_c",
+  "- a **bullet** with a [link](https://x.example/?q=1&r=2)",
+  "  * nested & <escaped>",
+  "> quoted *text*",
+  "> second line",
+  "",
+  "```python",
+  "def f(a, b):",
+  '    return a < b and "&" or "**not bold**"',
+  "```",
+  "",
+  "---",
+  "Done ~~really~~.",
+].join("\n");
+
+describe("telegramHtml: what renders", () => {
+  it("a representative answer", () => {
+    expect(html(ANSWER)).toBe(
+      [
+        "<b>Plan for <code>parse_config</code></b>",
+        "",
+        "Use <b>bold <i>and italic</i></b>, <i>one</i>, <b>two</b> and <s>old</s>; <code>a &lt; b &amp;&amp; c &gt; d</code> is code.",
+        'See <a href="https://example.com/wiki/Foo_(bar)">the docs</a> or https://example.com/snake_case_path/__init__.py, then:',
+        "",
+        "1. run <code>make</code> in a_b_c",
+        '• a <b>bullet</b> with a <a href="https://x.example/?q=1&amp;r=2">link</a>',
+        "  • nested &amp; &lt;escaped&gt;",
+        "<blockquote>quoted <i>text</i>\nsecond line</blockquote>",
+        "",
+        '<pre><code class="language-python">def f(a, b):\n    return a &lt; b and "&amp;" or "**not bold**"</code></pre>',
+        "",
+        "———",
+        "Done <s>really</s>.",
+      ].join("\n"),
+    );
+  });
+
+  it("nested markers, CommonMark's way", () => {
+    expect(html("***both*** and **bold *it* bold** and *it **bold** it*")).toBe("<i><b>both</b></i> and <b>bold <i>it</i> bold</b> and <i>it <b>bold</b> it</i>");
+    expect(html("*foo**bar**baz*")).toBe("<i>foo<b>bar</b>baz</i>");
+    // Telegram is not asked to nest a tag in itself.
+    expect(html("**a **b** c**")).toBe("<b>a b c</b>");
+    expect(html("# A **bold** title")).toBe("<b>A bold title</b>");
+    expect(html("**[a *link*](https://example.com)**")).toBe('<b><a href="https://example.com">a <i>link</i></a></b>');
+  });
+
+  it("escapes < & > in text, in code and in a link's href; raw HTML is text", () => {
+    expect(html("<b>x</b> & <script>")).toBe("&lt;b&gt;x&lt;/b&gt; &amp; &lt;script&gt;");
+    expect(html("`<i>&amp;</i>`")).toBe("<code>&lt;i&gt;&amp;amp;&lt;/i&gt;</code>");
+    expect(html("```\n<&>\n```")).toBe("<pre>&lt;&amp;&gt;</pre>");
+    expect(html('[q](https://e.com/?a=1&b="2")')).toBe('<a href="https://e.com/?a=1&amp;b=&quot;2&quot;">q</a>');
+  });
+
+  it("underscores inside words are text: snake_case, __dunder__ in URLs, file_name_here", () => {
+    expect(html("snake_case_name and file_name_here_")).toBe("snake_case_name and file_name_here_");
+    expect(html("see https://e.com/__init__.py and www.e.com/*a*")).toBe("see https://e.com/__init__.py and www.e.com/*a*");
+    expect(html("_word_ but not in_side_ words")).toBe("<i>word</i> but not in_side_ words");
+  });
+
+  it("URLs with parentheses: balanced ones belong to the URL, a sentence's closing one does not", () => {
+    expect(html("[w](https://en.wikipedia.org/wiki/Rust_(programming_language))")).toBe('<a href="https://en.wikipedia.org/wiki/Rust_(programming_language)">w</a>');
+    expect(html("(see https://e.com/a_(b)_c).")).toBe("(see https://e.com/a_(b)_c).");
+    expect(html("[x](https://e.com/a(b)")).toBe("[x](https://e.com/a(b)");
+  });
+
+  it("links only to http(s), tg and mailto; anything else stays as written", () => {
+    expect(html("[a](javascript:alert(1)) [b](./rel_path_) [c](tg://user?id=1) [d](mailto:a@b.c) [e](HTTP://E.COM)")).toBe(
+      '[a](javascript:alert(1)) [b](./rel_path_) <a href="tg://user?id=1">c</a> <a href="mailto:a@b.c">d</a> <a href="HTTP://E.COM">e</a>',
+    );
+    expect(html("<https://e.com/x_y_z> and <ftp://e.com>")).toBe('<a href="https://e.com/x_y_z">https://e.com/x_y_z</a> and &lt;ftp://e.com&gt;');
+    expect(html("![a chart](https://e.com/c.png) and [](https://e.com)")).toBe('<a href="https://e.com/c.png">a chart</a> and <a href="https://e.com">https://e.com</a>');
+    // Telegram nests no code in a link: its text stays.
+    expect(html("[`npm ci`](https://docs.npmjs.com)")).toBe('<a href="https://docs.npmjs.com">npm ci</a>');
+  });
+
+  it("unterminated markers stay text; an unterminated code block runs to the end", () => {
+    expect(html("**bold but never closed")).toBe("**bold but never closed");
+    expect(html("a `code span never closed")).toBe("a `code span never closed");
+    expect(html("~~half and *half")).toBe("~~half and *half");
+    expect(html("[label](https://e.com")).toBe("[label](https://e.com");
+    expect(html("text\n```ts\nconst a = 1 < 2;")).toBe('text\n<pre><code class="language-ts">const a = 1 &lt; 2;</code></pre>');
+    // A block only just opened shows nothing yet; an answer of nothing else renders to nothing (sent as it is).
+    expect(html("text\n```ts")).toBe("text\n");
+    expect(html("```ts\n")).toBeNull();
+  });
+
+  it("what is not recognised is text: a lone star, a hashtag, a bare >, a table, a single tilde", () => {
+    expect(html("2 * 3 = 6, #tag, #, > , |a|b|, ~5 min, \\*x\\*")).toBe("2 * 3 = 6, #tag, #, &gt; , |a|b|, ~5 min, *x*");
+    expect(html(">")).toBe("&gt;");
+  });
+});
+
+describe("telegramHtml: always well-formed", () => {
+  it("for every prefix of an answer, as a streamed draft is edited", () => {
+    for (let n = 1; n <= ANSWER.length; n++) {
+      const out = html(ANSWER.slice(0, n));
+      if (out !== null) expect(telegramHtmlProblem(out), `prefix ${n}: ${out}`).toBeNull();
+    }
+  });
+
+  it("for hostile input: markers, brackets and tags in every order", () => {
+    const pieces = ["*", "**", "_", "__", "~~", "`", "```", "[", "](", "https://e.com/(", ")", "<", ">", "&", "\n", "> ", "# ", "- ", "a", " ", "\\"];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let round = 0; round < 2000; round++) {
+      let text = "";
+      for (let k = next() % 24; k >= 0; k--) text += pieces[next() % pieces.length];
+      const out = html(text);
+      if (out !== null) expect(telegramHtmlProblem(out), JSON.stringify(text)).toBeNull();
+    }
+  });
+
+  it("for each part of a split reply: a code block cut across parts renders as code in both", () => {
+    const code = Array.from({ length: 200 }, (_, i) => `let v${i} = a < b && **c**;`).join("\n");
+    const parts = splitReply(`Intro **bold**\n\`\`\`js\n${code}\n\`\`\`\nafter`, 4096, 20);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) {
+      const out = html(part)!;
+      expect(telegramHtmlProblem(out)).toBeNull();
+      expect(out).toContain('<pre><code class="language-js">');
+      // Telegram counts the text after its entities are parsed: never more than the Markdown it came from.
+      expect(out.replace(/<[^>]*>/g, "").replace(/&(lt|gt|amp|quot);/g, "x").length).toBeLessThanOrEqual(part.length);
+    }
+  });
+});
