@@ -18,6 +18,12 @@ export const FILES_NOT_SENT_NOTICE = "(The answer's files could not be sent here
 /** Shown on a surface still waiting for an answer when the host cancelled the run. */
 const CANCELLED_NOTICE = "(This answer was cancelled.)";
 
+/**
+ * A draft the chat already shows, of a run the host cancelled (a newer message interrupting it, an operator): it ends
+ * saying so, so a half sentence never reads as the whole answer.
+ */
+export const markedCancelled = (draft: string): string => `${draft.trimEnd()}\n\n${CANCELLED_NOTICE}`;
+
 /** Text of a delta chunk (`{chunk: {content}}`) or a message: a string, or its text elements. */
 export function textOf(content: unknown): string {
   if (typeof content === "string") return content;

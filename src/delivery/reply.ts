@@ -22,4 +22,6 @@ export interface Reply {
   unconfirmed: Map<number, string>;
   /** Shown instead of the draft when none of it reached the chat (the run failed; "": nothing, the host cancelled it), or null. */
   unshownNotice?: string | null;
+  /** The host cancelled its run mid-draft: a draft already shown ends marked so (markedCancelled). */
+  cancelled?: boolean;
 }

@@ -18,7 +18,7 @@ import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
 import type { LedgerEntry } from "../stores/runs";
-import { answerOf, cancelledByHost, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf } from "./answer";
+import { answerOf, cancelledByHost, FILES_NOT_SENT_NOTICE, markedCancelled, noticeInsteadOfAnswer, textOf } from "./answer";
 import { answerFiles } from "./files";
 import { FinalAnswer } from "./final-answer";
 import { attemptFacts, DeliveryTrail } from "./records";
@@ -178,8 +178,12 @@ export class DeliverySession {
         // run.completed may carry the only message, or the final one after others; a stream cut short keeps exactly what it showed.
         const answer = entry.type === "run.completed" && this.final.isNew(entry) ? this.answerOf(data.message) : null;
         if (answer !== null) this.complete(answer.text, answer.files);
-        // A run that failed before any of its draft reached the chat answers with the notice (host-cancelled: nothing).
-        else if (this.current) this.complete(this.current.text, [], entry.type === "run.failed" ? (noticeInsteadOfAnswer(this.job, this.adapter.surface, entry) ?? (cancelledByHost(entry) ? "" : null)) : null);
+        // A run that failed before any of its draft reached the chat answers with the notice (host-cancelled: nothing);
+        // one the host cancelled after, marks the draft shown (finish).
+        else if (this.current) {
+          this.current.cancelled = cancelledByHost(entry);
+          this.complete(this.current.text, [], entry.type === "run.failed" ? (noticeInsteadOfAnswer(this.job, this.adapter.surface, entry) ?? (this.current.cancelled ? "" : null)) : null);
+        }
         // Streamed as deltas to a chat that does not stream, never completed: the run's message, sent whole.
         else if (entry.type === "run.completed" && this.final.unfinished) this.complete(this.final.unfinished);
         else if (this.replies === 0) {
@@ -284,7 +288,9 @@ export class DeliverySession {
 
   /** The final text, then the files; an answer of files alone that could send none says so. */
   private async finish(reply: Reply): Promise<void> {
-    const text = reply.unshownNotice != null && !reply.messages.length && !reply.unconfirmed.size ? reply.unshownNotice : (reply.final ?? "");
+    // Nothing of the draft shown (or maybe shown: a send unanswered, whose text is not posted again): no mark either.
+    const shown = reply.messages.length > 0 && !reply.unconfirmed.size;
+    const text = reply.unshownNotice != null && !reply.messages.length && !reply.unconfirmed.size ? reply.unshownNotice : reply.cancelled && shown ? markedCancelled(reply.final ?? "") : (reply.final ?? "");
     if (text.trim()) await this.finishText(reply, text);
     if (reply.files.length === 0) return;
     const sent = await this.sendFiles(reply);
@@ -302,7 +308,8 @@ export class DeliverySession {
       if (message) {
         const wait = message.lastWriteAt + this.interval - Date.now();
         if (wait > 0) await this.sleep(wait);
-        if (await this.edit(reply, message, i, parts[i]).then((r) => r.ok || r.failure.maybeApplied)) continue;
+        // A cancelled run's draft is only marked in place: never posted again beside it.
+        if ((await this.edit(reply, message, i, parts[i]).then((r) => r.ok || r.failure.maybeApplied)) || reply.cancelled) continue;
         // Not corrected, the exact text goes out as a new one (one that may have landed shows it: not posted beside it).
       }
       await this.send(reply, i, parts[i], false);

@@ -6,7 +6,7 @@ import { putAgent } from "../support/scripted-runner";
 import type { TestHost } from "../support/host";
 import type { RunCall } from "../support/runner";
 
-/** Telegram messages bursting into a busy chat, under steer and interrupt: each message one fate, one reply per run that answered. */
+/** Telegram messages bursting into a busy chat, under steer and interrupt: each message one fate, one reply per run that answered, and the half answer an interrupted run streamed marked so. */
 const BOT_TOKEN = "123456:TEST-telegram-busy-abcdefgh";
 const SECRET = "tg-busy-secret-0123456789";
 let setup: Awaited<ReturnType<typeof startSteererAndPlain>>;
@@ -15,19 +15,33 @@ let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let botId: string;
 let webhookUrl: string;
 const runsOf = new Map<string, string[]>();
+/** Chats where Telegram refuses to edit the bot's messages (deleted by an admin, say). */
+const refusingEdits = new Set<string>();
 const pulledOf = new Map<string, string[]>();
 
 async function behave(call: RunCall, res: ServerResponse) {
   const { ctx, w, conversation, text, api } = runOf(call, res);
   runsOf.set(conversation, [...(runsOf.get(conversation) ?? []), text]);
-  if (text.startsWith("hold")) await setup.gate(conversation).promise;
+  // `draft <words>[ | <more>]`: streams the words (the more 200 ms later), then holds: an answer the chat shows half of.
+  if (text.startsWith("draft ")) {
+    const [first, more] = text.slice("draft ".length).split(" | ");
+    w.send("message.delta", { chunk: { role: "assistant", content: first } });
+    if (more) {
+      await new Promise((r) => setTimeout(r, 200));
+      w.send("message.delta", { chunk: { role: "assistant", content: ` ${more}` } });
+    }
+  }
+  if (text.startsWith("hold") || text.startsWith("draft ")) await setup.gate(conversation).promise;
   const items = ctx.config.pull === "all" ? ((await api("steering.pull")).body.data?.items ?? []) : [];
   pulledOf.set(conversation, [...(pulledOf.get(conversation) ?? []), ...items.map((i: any) => i.input.text)]);
   w.reply(`re: ${[text, ...items.map((i: any) => i.input.text)].join("+")}`);
 }
 
 beforeAll(async () => {
-  fake = await startFakePlatform(telegramBotApi(BOT_TOKEN));
+  const api = telegramBotApi(BOT_TOKEN);
+  fake = await startFakePlatform((call) =>
+    call.path.endsWith("/editMessageText") && refusingEdits.has(String(call.body?.chat_id)) ? { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: message can't be edited" } } : api(call),
+  );
   setup = await startSteererAndPlain(behave, (steering) => [{ name: "default", label: { en_US: "r" }, capabilities: { streaming: true, steering }, permissions: {} }]);
   host = setup.host;
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET } });
@@ -40,6 +54,7 @@ afterAll(async () => {
   await fake?.close();
 });
 
+const edits = (chat: string) => fake.callsTo(/\/editMessageText$/).filter((c) => String(c.body?.chat_id) === chat);
 const sent = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body?.chat_id) === chat).map((c) => c.body.text as string);
 
 async function messageEvents(chat: string) {
@@ -86,5 +101,37 @@ describe("a Telegram chat busy with a run", () => {
     expect(runs.filter((r) => r.status === "cancelled")).toHaveLength(10);
     expect(sent(chat)).toHaveLength(1);
     expect(sent(chat)[0]).toMatch(/^re: hold \d$/);
+  }, 60_000);
+
+  it("interrupt: the half answer the interrupted run streamed ends marked as cancelled, before the newer message's answer", async () => {
+    const chat = "-70003";
+    await putAgent(host, { agent_id: "tg-interrupt-draft", name: "d", runner_id: setup.plain.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: chat, bot_id: botId }, concurrency: { strategy: "interrupt" } });
+    expect((await sayOnTelegram(webhookUrl, SECRET, chat, "draft The answer is that the")).status).toBe(200);
+    const draft = await waitFor(() => fake.callsTo(/\/sendMessage$/).find((c) => String(c.body?.chat_id) === chat && c.reply), 10_000, "the draft shown");
+    expect(draft.body.text).toBe("The answer is that the");
+    expect((await sayOnTelegram(webhookUrl, SECRET, chat, "second")).status).toBe(200);
+    await waitFor(() => sent(chat).includes("re: second"), 15_000, "the newer message's answer");
+    const runs = await host.query<{ status: string }>("SELECT status FROM run WHERE conversation_id = ? ORDER BY created_at", [chat]);
+    expect(runs.map((r) => r.status)).toEqual(["cancelled", "completed"]);
+    // The draft's message says it was cut short, and says so before the next answer is posted.
+    const draftId = (draft.reply?.json as { result: { message_id: number } }).result.message_id;
+    const marked = edits(chat).filter((c) => c.body.message_id === draftId);
+    expect(marked.map((c) => c.body.text)).toEqual(["The answer is that the\n\n(This answer was cancelled.)"]);
+    const order = fake.calls.filter((c) => String(c.body?.chat_id) === chat && /sendMessage|editMessageText/.test(c.path)).map((c) => c.body.text);
+    expect(order).toEqual(["The answer is that the", "The answer is that the\n\n(This answer was cancelled.)", "re: second"]);
+  }, 60_000);
+
+  it("interrupt: a half answer whose marking edit Telegram refuses is left as it is, never posted again", async () => {
+    const chat = "-70004";
+    refusingEdits.add(chat);
+    await putAgent(host, { agent_id: "tg-interrupt-refused", name: "r", runner_id: setup.plain.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: chat, bot_id: botId }, concurrency: { strategy: "interrupt" } });
+    expect((await sayOnTelegram(webhookUrl, SECRET, chat, "draft The answer | is that")).status).toBe(200);
+    await waitFor(() => sent(chat).includes("The answer"), 10_000, "the draft shown");
+    // The draft has grown since (not shown yet: edits wait a second) when the newer message interrupts it.
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await sayOnTelegram(webhookUrl, SECRET, chat, "second")).status).toBe(200);
+    await waitFor(() => sent(chat).includes("re: second"), 15_000, "the newer message's answer");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(sent(chat)).toEqual(["The answer", "re: second"]);
   }, 60_000);
 });
