@@ -318,4 +318,9 @@ export const bot = sqliteTable("bot", {
   credentialsJson: text("credentials_json").notNull(),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
+  // Why the bot last did not answer, for its admin view (src/stores/bot-notes.ts): JSON, null until it first happens.
+  // Written where each happens, never on a webhook or reply that went well, and never by a PUT.
+  lastWebhookRefusalJson: text("last_webhook_refusal_json"),
+  lastUnboundEventJson: text("last_unbound_event_json"),
+  lastDeliveryFailureJson: text("last_delivery_failure_json"),
 });

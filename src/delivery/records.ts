@@ -4,6 +4,7 @@ import type { RunJob } from "../run/job";
 import { hostRecordInsert, placeOfRun } from "../stores/event-log";
 import { describeError } from "../lib/describe-error";
 import { newId } from "../lib/ids";
+import { deliveryFailureNote } from "../stores/bot-notes";
 
 /** Attempts at one batch of delivery facts, the first wait between them (doubling): about 3.5 s in all. */
 const TRAIL_WRITE_ATTEMPTS = 4;
@@ -56,16 +57,19 @@ export class DeliveryTrail {
 
   append(facts: DeliveryFact[]): void {
     const { job } = this;
-    const statements = facts.map((f) =>
-      hostRecordInsert(this.db, {
-        // Its own id, so a write tried again after it went unanswered records nothing twice.
-        onceAs: newId("hev"),
-        eventType: f.type,
-        ...placeOfRun(job),
-        runId: job.runId,
-        data: { run_id: job.runId, event_id: job.event.event_id, platform: this.platform, bot_id: job.delivery?.botId ?? null, ...f.data },
-      }),
+    const place = placeOfRun(job);
+    const records = facts.map((f): DeliveryFact => ({ type: f.type, data: { run_id: job.runId, event_id: job.event.event_id, platform: this.platform, bot_id: job.delivery?.botId ?? null, ...f.data } }));
+    const statements: unknown[] = records.map((r) =>
+      // Its own id, so a write tried again after it went unanswered records nothing twice.
+      hostRecordInsert(this.db, { onceAs: newId("hev"), eventType: r.type, ...place, runId: job.runId, data: r.data }),
     );
+    // A failure given up on is noted on the bot too, in the same write: its admin view shows why a reply never came
+    // (a token revoked, a user who blocked the bot) without knowing the conversation. Nothing is written for a success.
+    const givenUp = records.findLast((r) => r.type === "delivery.failed" && r.data.will_retry === false);
+    if (givenUp && job.delivery) {
+      const { platform: _platform, bot_id: _botId, will_retry: _willRetry, retry_in_ms: _retryInMs, ...facts } = givenUp.data;
+      statements.push(deliveryFailureNote(this.db, { botId: job.delivery.botId, platform: this.platform }, { ...facts, conversation_id: place.conversationId, thread_id: place.threadId }));
+    }
     this.writing = this.writing.then(() => this.write(statements));
   }
 

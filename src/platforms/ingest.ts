@@ -14,6 +14,9 @@ import { sha256Hex } from "../lib/crypto";
 import { HostError } from "../lib/errors";
 import { conversationKey } from "../stores/conversation-key";
 import { eventLogStore } from "../stores/event-log";
+import { noteUnboundEvent } from "../stores/bot-notes";
+import { unboundReason } from "../stores/unbound-reason";
+import { describeError } from "../lib/describe-error";
 import { storableText } from "../lib/text";
 import { announceAlbumItem } from "./album-notice";
 import { scrubSecrets } from "./redact";
@@ -83,7 +86,21 @@ async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
     delivery: event.replyTarget ? { botId: bot.botId, target: event.replyTarget } : undefined,
   };
   const accepted = await acceptWithFiles(deps, canonical, event);
+  if (accepted.disposition === "unbound") await noteUnbound(env, bot, { ...canonical, event_id: accepted.event_id });
   return { event, disposition: accepted.disposition, runId: accepted.run_id };
+}
+
+/**
+ * An event no agent took, noted on its bot with why: a bot that "does not answer" because nothing is bound shows it
+ * on its admin view. Best effort, and only for such events: the event is recorded and acknowledged either way.
+ */
+async function noteUnbound(env: Env, bot: Bot, ev: CanonicalEvent & { event_id: string }): Promise<void> {
+  const db = dbOf(env);
+  const reason = await unboundReason(db, { eventType: ev.event_type, conversationId: ev.conversation_id, botId: bot.botId, workspaceId: bot.workspaceId }).catch((err: unknown) => {
+    console.error(`bot ${bot.botId}: why event ${ev.event_id} went unbound was not read: ${describeError(err)}`);
+    return "not known (the agents could not be read)";
+  });
+  await noteUnboundEvent(db, bot, { event_id: ev.event_id, event_type: ev.event_type, conversation_id: ev.conversation_id, thread_id: ev.thread_id ?? null, reason });
 }
 
 /**

@@ -6,6 +6,8 @@ import { ingestEvents } from "../platforms/ingest";
 import { ADAPTERS } from "../platforms/registry";
 import { PLATFORMS, type PlatformName } from "../platforms/types";
 import { botsStore } from "../stores/bots";
+import { noteWebhookRefusal } from "../stores/bot-notes";
+import { SealedSecretError } from "../lib/secret-box";
 import { publicBaseUrl, router } from "./app-env";
 
 const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
@@ -24,14 +26,22 @@ export const webhooksRouter = router().post(
     const platform = c.req.param("platform");
     const botId = c.req.param("botId");
     if (!isPlatform(platform)) throw notFound(`no webhook for platform ${platform}`);
-    const bot = await botsStore(dbOf(c.env)).load(botId);
+    const db = dbOf(c.env);
+    const bot = await botsStore(db).load(botId).catch(async (err: unknown) => {
+      // SECRETS_KEY changed or lost: every webhook of the bot fails (500) until it is fixed; its admin view says why.
+      if (err instanceof SealedSecretError) await noteWebhookRefusal(db, { botId, platform }, `its stored credentials cannot be opened: ${err.message}; check SECRETS_KEY and SECRETS_KEY_PREVIOUS`);
+      throw err;
+    });
     if (!bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
     const adapter = ADAPTERS[platform];
     const rawBody = await c.req.text();
     const config = configOf(c.env);
-    const inbound = await adapter.receive(bot, { headers: c.req.raw.headers, rawBody, now: Date.now(), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS }).catch((err: unknown) => {
-      // The reason helps an operator fix a misconfigured bot; it never includes a secret.
-      if (err instanceof HostError && err.status === 401) console.warn(`webhook ${platform}/${botId}: ${err.message}`);
+    const inbound = await adapter.receive(bot, { headers: c.req.raw.headers, rawBody, now: Date.now(), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS }).catch(async (err: unknown) => {
+      // The reason helps an operator fix a misconfigured bot (in the log and on the bot's admin view); it never includes a secret.
+      if (err instanceof HostError && err.status === 401) {
+        console.warn(`webhook ${platform}/${botId}: ${err.message}`);
+        await noteWebhookRefusal(db, bot, err.message);
+      }
       throw err;
     });
     if (inbound.kind === "handshake") return c.json(inbound.body);

@@ -7,12 +7,13 @@ import { openValues, type SecretBox } from "../lib/secret-box";
 import { PLATFORMS, type Bot, type PlatformName } from "../platforms/types";
 import { maskUrl } from "../resources/secrets";
 import { botSlot } from "./secret-slots";
+import { botNotesView } from "./bot-notes";
 
 export type BotRow = typeof bot.$inferSelect;
 
 export const webhookPath = (platform: string, botId: string) => `/v1/webhooks/${platform}/${encodeURIComponent(botId)}`;
 
-/** Public view: which credentials are set, never their values. */
+/** Public view: which credentials are set, never their values; why the bot last did not answer. */
 export function toBotView(row: BotRow, publicBaseUrl: string) {
   return {
     bot_id: row.botId,
@@ -24,6 +25,8 @@ export function toBotView(row: BotRow, publicBaseUrl: string) {
     credential_fields: Object.keys(parseJson<Record<string, unknown>>(row.credentialsJson, {})).sort(),
     created_at: iso(row.createdAt),
     updated_at: iso(row.updatedAt),
+    // Why it last did not answer: a webhook refused, an event no agent took, a reply the platform refused.
+    ...botNotesView(row),
   };
 }
 
@@ -54,7 +57,8 @@ export function botsStore(db: Db) {
     },
     /** Replaces the row only if it is still as `read` left it: answers false when it was deleted or changed meanwhile. */
     async replace(row: BotRow, read: BotRow): Promise<boolean> {
-      const { botId, createdAt: _createdAt, ...rest } = row;
+      // The notes are the host's to write: a PUT neither clears nor restores them.
+      const { botId, createdAt: _createdAt, lastWebhookRefusalJson: _refusal, lastUnboundEventJson: _unbound, lastDeliveryFailureJson: _delivery, ...rest } = row;
       const done = await db
         .update(bot)
         .set(rest)

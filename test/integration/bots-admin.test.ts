@@ -90,6 +90,34 @@ describe("admin API for bots", () => {
     expect((await fetch(created.body.webhook_url, { method: "POST", body: "{}" })).status).toBe(404);
   });
 
+  it("shows on the bot's view why its last webhook was refused (when, which check), never a secret; a PUT of the view keeps it", async () => {
+    const tg = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", credentials: TELEGRAM });
+    const slack = await host.admin("POST", "/v1/admin/bots", { platform: "slack", credentials: SLACK });
+    // Nothing refused yet: nothing shown.
+    expect(tg.body.last_webhook_refusal).toBeUndefined();
+    const before = Date.now();
+    const forged = await fetch(tg.body.webhook_url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": "a-secret-token-from-elsewhere" }, body: "{}" });
+    expect(forged.status).toBe(401);
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const signed = await fetch(slack.body.webhook_url, { method: "POST", headers: { "x-slack-request-timestamp": timestamp, "x-slack-signature": `v0=${"0".repeat(64)}` }, body: "{}" });
+    expect(signed.status).toBe(401);
+
+    const tgView = await host.admin("GET", `/v1/admin/bots/${tg.body.bot_id}`);
+    expect(tgView.body.last_webhook_refusal).toEqual({ at: expect.any(String), reason: "webhook refused: bad or missing X-Telegram-Bot-Api-Secret-Token" });
+    expect(Date.parse(tgView.body.last_webhook_refusal.at)).toBeGreaterThanOrEqual(before - 1000);
+    const slackView = await host.admin("GET", `/v1/admin/bots/${slack.body.bot_id}`);
+    expect(slackView.body.last_webhook_refusal).toMatchObject({ reason: "webhook refused: bad X-Slack-Signature" });
+    // The listing shows it too, so one read finds every bot refusing its platform.
+    const listed = (await host.admin("GET", "/v1/admin/bots")).body.items.find((b: { bot_id: string }) => b.bot_id === tg.body.bot_id);
+    expect(listed.last_webhook_refusal).toEqual(tgView.body.last_webhook_refusal);
+
+    // What GET answered, sent back: taken, and the note is the host's, not undone by the PUT.
+    const put = await host.admin("PUT", `/v1/admin/bots/${tg.body.bot_id}`, tgView.body);
+    expect(put.status).toBe(200);
+    expect(put.body.last_webhook_refusal).toEqual(tgView.body.last_webhook_refusal);
+    for (const secret of SECRETS) for (const body of [JSON.stringify([tgView.body, slackView.body]), host.logs()]) expect(body).not.toContain(secret);
+  });
+
   it("registers webhooks only where the platform's API allows it", async () => {
     const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", credentials: SLACK });
     const res = await host.admin("POST", `/v1/admin/bots/${created.body.bot_id}/webhook`);

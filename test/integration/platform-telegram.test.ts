@@ -12,6 +12,8 @@ const PHOTO = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4]);
 const throttledChats = new Map<string, number>();
 /** A chat whose sendMessage fails with an error that (wrongly) echoes the token. */
 const LEAKY_CHAT = "-666";
+/** A private chat whose user blocked the bot: Telegram refuses every send there with 403. */
+const BLOCKED_CHAT = "4242";
 /** A group upgraded to a supergroup: Telegram refuses sends there and names the new chat. */
 const UPGRADED_GROUP = "-102700";
 const ITS_SUPERGROUP = "-1001027000001";
@@ -61,6 +63,7 @@ function telegramApi(call: PlatformCall): FakeReply {
   if (upgrade?.sendsLeft === 0) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: Number(upgrade.to) } } };
   if (method === "sendMessage") {
     if (upgrade) upgrade.sendsLeft--;
+    if (chat === BLOCKED_CHAT) return { status: 403, json: { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" } };
     if (chat === LEAKY_CHAT) return { status: 400, json: { ok: false, error_code: 400, description: `Bad Request: chat not found (bot ${BOT_TOKEN})` } };
     if (droppingChats.delete(chat)) return { drop: true };
     const retryAfter = throttledChats.get(chat);
@@ -337,10 +340,55 @@ describe("Telegram: webhook in, reply out", () => {
     const [row] = await host.query<{ event_type: string; source_event_type: string; raw_ref: string }>("SELECT event_type, source_event_type, raw_ref FROM event_log WHERE event_id = ?", [`telegram:${botId}:${callback.update_id}`]);
     expect(row).toMatchObject({ event_type: "platform.unhandled", source_event_type: "callback_query" });
     expect(row.raw_ref).toMatch(/^raw\/telegram\//);
+    // No agent took the joins: the bot's view says so, and why, without knowing the chat.
+    const { last_unbound_event: unbound } = (await host.admin("GET", `/v1/admin/bots/${botId}`)).body;
+    expect(unbound).toEqual({
+      at: expect.any(String),
+      event_id: expect.stringMatching(new RegExp(`^telegram:${botId}:${joined.update_id}`)),
+      event_type: "group.member_joined",
+      conversation_id: "-101000",
+      thread_id: null,
+      reason: `agent tg-agent (scope {"type":"bot","id":"${botId}"}) takes message.received, not group.member_joined`,
+    });
     // Verified but unreadable (no update_id): still recorded and acknowledged, so Telegram does not retry it forever.
     expect(await post({ something: "else" })).toEqual({ status: 200, body: { ok: true } });
     const odd = await host.query("SELECT 1 FROM event_log WHERE event_type = 'platform.unhandled' AND source_event_type = 'unknown' AND bot_id = ?", [botId]);
     expect(odd).toHaveLength(1);
+  });
+
+  it("shows on the bot's view why a message went unanswered with no agent: the agent disabled, or none scoped to the bot", async () => {
+    const other = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN, name: "tg-off" }, { runner, agentId: "tg-off" });
+    const agent = (await host.admin("GET", "/v1/admin/agents/tg-off")).body;
+    expect((await host.admin("PUT", "/v1/admin/agents/tg-off", { ...agent, enabled: false })).status).toBe(200);
+    const say = async (text: string) => {
+      const u = update("-101050", { text });
+      const res = await fetch(other.webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(u) });
+      expect(res.status).toBe(200);
+      return (await host.admin("GET", `/v1/admin/bots/${other.botId}`)).body.last_unbound_event;
+    };
+    expect(await say("anyone there?")).toMatchObject({ event_type: "message.received", conversation_id: "-101050", reason: `agent tg-off (scope {"type":"bot","id":"${other.botId}"}) is disabled` });
+    expect((await host.admin("DELETE", "/v1/admin/agents/tg-off")).status).toBe(204);
+    expect(await say("still nobody?")).toMatchObject({ reason: "no agent's scope covers it (its bot, its workspace, its conversation, or global)" });
+    expect(contextFor("anyone there?")).toEqual([]);
+  });
+
+  it("shows on the bot's view the last reply the platform refused for good, in its words, with the run and chat", async () => {
+    await post(update(BLOCKED_CHAT, { text: "are you there?" }));
+    const runId = await waitFor(() => contextFor("are you there?")[0]?.run_id);
+    const failure = await waitFor(async () => {
+      const view = (await host.admin("GET", `/v1/admin/bots/${botId}`)).body;
+      return view.last_delivery_failure?.run_id === runId && view.last_delivery_failure;
+    });
+    expect(failure).toMatchObject({
+      at: expect.any(String),
+      run_id: runId,
+      conversation_id: BLOCKED_CHAT,
+      thread_id: null,
+      operation: "send",
+      status: 403,
+      code: "telegram_403",
+      error: "Forbidden: bot was blocked by the user",
+    });
   });
 
   it("delivers a welcome for a join to the chat and topic, quoting nothing", async () => {
@@ -443,6 +491,9 @@ describe("Telegram: webhook in, reply out", () => {
     answered.push(JSON.stringify(got.body), JSON.stringify(list.body));
     expect(got.body.credential_fields).toEqual(["bot_token", "secret_token"]);
 
+    // The bot's notes of that failure and that refusal quote no secret either.
+    expect(got.body.last_delivery_failure).toMatchObject({ run_id: runId, error: "Bad Request: chat not found (bot [redacted])" });
+    expect(got.body.last_webhook_refusal).toMatchObject({ reason: "webhook refused: bad or missing X-Telegram-Bot-Api-Secret-Token" });
     const records = await host.query<{ row: string }>("SELECT data_json || metadata_json || COALESCE(input_json, '') AS row FROM event_log");
     const raws = await Promise.all((await host.r2Keys("raw/")).map(async (k) => new TextDecoder().decode((await host.r2Object(k))!)));
     expect(host.logs()).toMatch(/webhook refused/);

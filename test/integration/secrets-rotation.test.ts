@@ -161,6 +161,9 @@ describe("credentials at rest across key changes", () => {
       const res = await fetch(`${host.url}/v1/webhooks/telegram/${botId}`, { method: "POST", headers: { "x-telegram-bot-api-secret-token": "rotation-webhook-secret" }, body: JSON.stringify({ update_id: 1 }) });
       expect(res.status).toBe(500);
       expect(((await res.json()) as any).error).toMatchObject({ code: "secrets_unavailable", message: expect.stringMatching(/SECRETS_KEY_PREVIOUS/) });
+      // The bot's view, which opens nothing, says why its platform gets 500s.
+      const view = await adminCall<any>(host, "GET", `/v1/admin/bots/${botId}`);
+      expect(view.body.last_webhook_refusal).toEqual({ at: expect.any(String), reason: expect.stringMatching(/^its stored credentials cannot be opened: .*; check SECRETS_KEY and SECRETS_KEY_PREVIOUS$/) });
     });
   }, 120_000); // five hosts started one after another: each start takes seconds on a loaded machine
 });

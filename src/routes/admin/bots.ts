@@ -47,6 +47,9 @@ const ReplaceBot = z.strictObject({
   credential_fields: z.array(z.string()).optional(),
   created_at: z.string().optional(),
   updated_at: z.string().optional(),
+  last_webhook_refusal: z.unknown().optional(),
+  last_unbound_event: z.unknown().optional(),
+  last_delivery_failure: z.unknown().optional(),
 });
 
 type BotDestination = Pick<BotRow, "botId" | "platform" | "apiBaseUrl">;
@@ -98,6 +101,9 @@ export const botsRouter = router()
       credentialsJson: await checkedCredentials(db, destination, input.credentials),
       createdAt: now,
       updatedAt: now,
+      lastWebhookRefusalJson: null,
+      lastUnboundEventJson: null,
+      lastDeliveryFailureJson: null,
     };
     // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
     await insertUnique(() => store.create(row), `bot ${botId}`);
