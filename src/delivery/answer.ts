@@ -18,11 +18,18 @@ export const FILES_NOT_SENT_NOTICE = "(The answer's files could not be sent here
 /** Shown on a surface still waiting for an answer when the host cancelled the run. */
 const CANCELLED_NOTICE = "(This answer was cancelled.)";
 
+/** A draft the chat already shows, of a run that ended without its answer: it ends with `mark` (endMarkOf). */
+export const withEndMark = (draft: string, mark: string): string => `${draft.trimEnd()}\n\n${mark}`;
+
 /**
- * A draft the chat already shows, of a run the host cancelled (a newer message interrupting it, an operator): it ends
- * saying so, so a half sentence never reads as the whole answer.
+ * What a shown draft of a run that ended without its answer ends with, so a half sentence never reads as the whole
+ * answer: that the host cancelled it (a newer message interrupting it, an operator), or the agent's failure notice.
+ * Null for a run that completed, or for an event that asked nothing (noticeInsteadOfAnswer).
  */
-export const markedCancelled = (draft: string): string => `${draft.trimEnd()}\n\n${CANCELLED_NOTICE}`;
+export function endMarkOf(job: RunJob, surface: Surface, end: LedgerEntry): string | null {
+  if (end.type !== "run.failed") return null;
+  return cancelledByHost(end) ? CANCELLED_NOTICE : noticeInsteadOfAnswer(job, surface, end);
+}
 
 /** Text of a delta chunk (`{chunk: {content}}`) or a message: a string, or its text elements. */
 export function textOf(content: unknown): string {

@@ -22,6 +22,6 @@ export interface Reply {
   unconfirmed: Map<number, string>;
   /** Shown instead of the draft when none of it reached the chat (the run failed; "": nothing, the host cancelled it), or null. */
   unshownNotice?: string | null;
-  /** The host cancelled its run mid-draft: a draft already shown ends marked so (markedCancelled). */
-  cancelled?: boolean;
+  /** Its run ended mid-draft without its answer (the host cancelled it, or it failed): a draft already shown ends with this (endMarkOf). */
+  endMark?: string | null;
 }

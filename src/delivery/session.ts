@@ -18,7 +18,7 @@ import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
 import type { LedgerEntry } from "../stores/runs";
-import { answerOf, cancelledByHost, FILES_NOT_SENT_NOTICE, markedCancelled, noticeInsteadOfAnswer, textOf } from "./answer";
+import { answerOf, cancelledByHost, endMarkOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf, withEndMark } from "./answer";
 import { answerFiles } from "./files";
 import { FinalAnswer } from "./final-answer";
 import { attemptFacts, DeliveryTrail } from "./records";
@@ -179,10 +179,10 @@ export class DeliverySession {
         const answer = entry.type === "run.completed" && this.final.isNew(entry) ? this.answerOf(data.message) : null;
         if (answer !== null) this.complete(answer.text, answer.files);
         // A run that failed before any of its draft reached the chat answers with the notice (host-cancelled: nothing);
-        // one the host cancelled after, marks the draft shown (finish).
+        // one that failed or was cancelled after, marks the draft shown (finish).
         else if (this.current) {
-          this.current.cancelled = cancelledByHost(entry);
-          this.complete(this.current.text, [], entry.type === "run.failed" ? (noticeInsteadOfAnswer(this.job, this.adapter.surface, entry) ?? (this.current.cancelled ? "" : null)) : null);
+          this.current.endMark = endMarkOf(this.job, this.adapter.surface, entry);
+          this.complete(this.current.text, [], entry.type === "run.failed" ? (noticeInsteadOfAnswer(this.job, this.adapter.surface, entry) ?? (cancelledByHost(entry) ? "" : null)) : null);
         }
         // Streamed as deltas to a chat that does not stream, never completed: the run's message, sent whole.
         else if (entry.type === "run.completed" && this.final.unfinished) this.complete(this.final.unfinished);
@@ -290,7 +290,7 @@ export class DeliverySession {
   private async finish(reply: Reply): Promise<void> {
     // Nothing of the draft shown (or maybe shown: a send unanswered, whose text is not posted again): no mark either.
     const shown = reply.messages.length > 0 && !reply.unconfirmed.size;
-    const text = reply.unshownNotice != null && !reply.messages.length && !reply.unconfirmed.size ? reply.unshownNotice : reply.cancelled && shown ? markedCancelled(reply.final ?? "") : (reply.final ?? "");
+    const text = reply.unshownNotice != null && !reply.messages.length && !reply.unconfirmed.size ? reply.unshownNotice : reply.endMark && shown ? withEndMark(reply.final ?? "", reply.endMark) : (reply.final ?? "");
     if (text.trim()) await this.finishText(reply, text);
     if (reply.files.length === 0) return;
     const sent = await this.sendFiles(reply);
@@ -308,8 +308,8 @@ export class DeliverySession {
       if (message) {
         const wait = message.lastWriteAt + this.interval - Date.now();
         if (wait > 0) await this.sleep(wait);
-        // A cancelled run's draft is only marked in place: never posted again beside it.
-        if ((await this.edit(reply, message, i, parts[i]).then((r) => r.ok || r.failure.maybeApplied)) || reply.cancelled) continue;
+        // The draft of a run that ended without its answer is only marked in place: never posted again beside it.
+        if ((await this.edit(reply, message, i, parts[i]).then((r) => r.ok || r.failure.maybeApplied)) || reply.endMark) continue;
         // Not corrected, the exact text goes out as a new one (one that may have landed shows it: not posted beside it).
       }
       await this.send(reply, i, parts[i], false);

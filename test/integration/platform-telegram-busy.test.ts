@@ -31,6 +31,12 @@ async function behave(call: RunCall, res: ServerResponse) {
       w.send("message.delta", { chunk: { role: "assistant", content: ` ${more}` } });
     }
   }
+  // `draftfail <words>`: streams the words, then fails: an answer the chat shows half of, which will never come whole.
+  if (text.startsWith("draftfail ")) {
+    w.send("message.delta", { chunk: { role: "assistant", content: text.slice("draftfail ".length) } });
+    await new Promise((r) => setTimeout(r, 1200));
+    return void w.send("run.failed", { code: "upstream_down", error: "the model is down", retryable: false });
+  }
   if (text.startsWith("hold") || text.startsWith("draft ")) await setup.gate(conversation).promise;
   const items = ctx.config.pull === "all" ? ((await api("steering.pull")).body.data?.items ?? []) : [];
   pulledOf.set(conversation, [...(pulledOf.get(conversation) ?? []), ...items.map((i: any) => i.input.text)]);
@@ -119,6 +125,17 @@ describe("a Telegram chat busy with a run", () => {
     expect(marked.map((c) => c.body.text)).toEqual(["The answer is that the\n\n(This answer was cancelled.)"]);
     const order = fake.calls.filter((c) => String(c.body?.chat_id) === chat && /sendMessage|editMessageText/.test(c.path)).map((c) => c.body.text);
     expect(order).toEqual(["The answer is that the", "The answer is that the\n\n(This answer was cancelled.)", "re: second"]);
+  }, 60_000);
+
+  it("a half answer whose run then failed ends with the agent's failure notice, not as if it were the whole answer", async () => {
+    const chat = "-70005";
+    await putAgent(host, { agent_id: "tg-draft-failed", name: "f", runner_id: setup.plain.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: chat, bot_id: botId }, delivery_policy: { failure_notice: "Sorry, that went wrong." } });
+    expect((await sayOnTelegram(webhookUrl, SECRET, chat, "draftfail The answer is that the")).status).toBe(200);
+    await quiet(chat);
+    const runs = await host.query<{ status: string }>("SELECT status FROM run WHERE conversation_id = ?", [chat]);
+    expect(runs.map((r) => r.status)).toEqual(["failed"]);
+    const shown = fake.calls.filter((c) => String(c.body?.chat_id) === chat && /sendMessage|editMessageText/.test(c.path)).map((c) => c.body.text);
+    expect(shown).toEqual(["The answer is that the", "The answer is that the\n\nSorry, that went wrong."]);
   }, 60_000);
 
   it("interrupt: a half answer whose marking edit Telegram refuses is left as it is, never posted again", async () => {
