@@ -9,7 +9,7 @@ import { executeRun } from "../src/run/execute";
 import { RunClaims } from "../src/run/claim";
 import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost, NEVER_HANDED_OVER } from "../src/run/host-end";
 import { endLostRun, type UnrecordedRun } from "../src/run/lost-run";
-import { strategyOf, type RunJob } from "../src/run/job";
+import { arrivalStrategy, strategyOf, type RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
 import { RUN_ENDED, RunnerCallError } from "../src/runner/errors";
@@ -91,7 +91,7 @@ export class ConversationDO extends DurableObject<Env> {
     if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued", runId: job.runId };
     const merged = this.albums.join(table, job, now);
     if (merged) return this.withoutOwnRun(job, merged);
-    const strategy = strategyOf(job);
+    const strategy = arrivalStrategy(job);
     const stored = this.albums.timed(waitingRun(job, strategy, now, configOf(this.env).ALBUM_WAIT_MS), now);
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {

@@ -71,3 +71,13 @@ export const mergedDecision = (mediaGroupId: string, runId: string) => ({ dispos
 export function strategyOf(job: RunJob): ConcurrencyStrategy {
   return job.agent.concurrency.strategy ?? (job.runner.capabilities.steering ? "steer" : "enqueue");
 }
+
+/**
+ * How an event meets a busy conversation: a message by its agent's strategy (PROTOCOL §10 decides for messages); any
+ * other event (a join, a recall) waits its turn, or runs alongside under `parallel`: a member joining never cancels
+ * the answer being written, nor is it refused for arriving then.
+ */
+export function arrivalStrategy(job: RunJob): ConcurrencyStrategy {
+  const strategy = strategyOf(job);
+  return job.event.event_type === "message.received" || strategy === "parallel" ? strategy : "enqueue";
+}

@@ -4,6 +4,7 @@ import type { RunCall } from "../support/runner";
 import { runOf, startSteererAndPlain } from "../support/conversation-runners";
 import type { ServerResponse } from "node:http";
 import { waitFor } from "../support/fake-platform";
+import { putAgent } from "../support/scripted-runner";
 
 /**
  * PROTOCOL §10 through the real path: a steering runner and a plain one, each
@@ -212,6 +213,20 @@ describe("concurrency strategies for a busy conversation", () => {
     const ended = await Promise.all(ids.map((id) => host.waitForRun(id)));
     expect(ended.filter((r) => r.status === "completed")).toHaveLength(1);
     expect(ended.filter((r) => r.status === "cancelled")).toHaveLength(ids.length - 1);
+  });
+
+  it("interrupt and reject apply to messages (§10): an event that is no message (a join) waits its turn, cancelling nothing", async () => {
+    for (const strategy of ["interrupt", "reject"]) {
+      const c = `${strategy}-join`;
+      await putAgent(host, { agent_id: `agent-${c}`, runner_id: plain.runnerId(), runner_config: { pull: "never" }, event_types: ["message.received", "group.member_joined"], scope: { type: "conversation", id: c }, concurrency: { strategy } });
+      const first = await host.postEvent(messageEvent(c, "hold"));
+      await waitFor(() => startedTexts(c).length === 1, 10_000, "the first run to start");
+      const joined = await host.postEvent({ event_type: "group.member_joined", conversation_id: c, actor: { actor_type: "user", actor_id: "newcomer" } });
+      expect(joined.body.disposition).toBe("queued");
+      gate(c).resolve();
+      expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+      expect((await host.waitForRun(joined.body.run_id!)).status).toBe("completed");
+    }
   });
 
   it("reject: records the event, answers rejected and runs nothing", async () => {
