@@ -72,12 +72,15 @@ export function strategyOf(job: RunJob): ConcurrencyStrategy {
   return job.agent.concurrency.strategy ?? (job.runner.capabilities.steering ? "steer" : "enqueue");
 }
 
+/** Events that ask the agent something: the ones its concurrency strategy decides for (PROTOCOL §10 names messages). */
+const ASKING_EVENTS: ReadonlySet<string> = new Set(["message.received", "api.invoked"]);
+
 /**
- * How an event meets a busy conversation: a message by its agent's strategy (PROTOCOL §10 decides for messages); any
- * other event (a join, a recall) waits its turn, or runs alongside under `parallel`: a member joining never cancels
- * the answer being written, nor is it refused for arriving then.
+ * How an event meets a busy conversation: one that asks (a message, an API invocation) by its agent's strategy; a
+ * notification (a join, a recall, a schedule) waits its turn, or runs alongside under `parallel`: a member joining
+ * never cancels the answer being written, nor is it refused for arriving then.
  */
 export function arrivalStrategy(job: RunJob): ConcurrencyStrategy {
   const strategy = strategyOf(job);
-  return job.event.event_type === "message.received" || strategy === "parallel" ? strategy : "enqueue";
+  return ASKING_EVENTS.has(job.event.event_type) || strategy === "parallel" ? strategy : "enqueue";
 }
