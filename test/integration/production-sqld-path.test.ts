@@ -3,7 +3,7 @@ import { Miniflare } from "miniflare";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { startEchoRunner } from "../../examples/echo-runner/runner";
@@ -16,6 +16,8 @@ import { startFakeSqld, type FakeSqld } from "../support/fake-sqld";
 /**
  * The production deployment as README "Production" describes it: `npm run db:migrate` with LIBSQL_URL and
  * LIBSQL_AUTH_TOKEN against a libSQL server over HTTP, then the Worker with those secrets and no LIBSQL binding.
+ * The Worker is the bundle `npm run deploy` uploads (wrangler's own build of wrangler.toml, `--dry-run`), not the
+ * tests' esbuild one, so a module that resolves differently under wrangler fails here, not on deploy day.
  */
 const ADMIN_TOKEN = "prod-admin-token-0123456789";
 const AUTH_TOKEN = "turso-auth-token-abcdef";
@@ -36,11 +38,14 @@ beforeAll(async () => {
     env: { ...process.env, LIBSQL_URL: sqld.url, LIBSQL_AUTH_TOKEN: AUTH_TOKEN },
   });
   runner = await startEchoRunner({ secret: SECRET });
+  const scriptPath = process.env.PROD_SCRIPT ?? (await wranglerBundle(join(dir, "deploy")));
   mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
     modules: true,
-    scriptPath: process.env.PROD_SCRIPT ?? join(ROOT, "dist/test/worker.js"),
+    scriptPath,
+    // The bundle lives outside the project; workerd names modules relative to this root and refuses `..`.
+    modulesRoot: dirname(scriptPath),
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: [...COMPATIBILITY_FLAGS],
     durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
@@ -52,6 +57,15 @@ beforeAll(async () => {
   });
   url = (await mf.ready).origin;
 }, 120_000);
+/** `wrangler deploy --dry-run`: the deploy build, offline, written to `outDir` instead of uploaded. */
+async function wranglerBundle(outDir: string): Promise<string> {
+  await promisify(execFile)(process.execPath, [join(ROOT, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", outDir], {
+    cwd: ROOT,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" },
+  });
+  return join(outDir, "index.js");
+}
+
 afterAll(async () => {
   await mf?.dispose();
   await runner?.close();
