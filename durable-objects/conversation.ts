@@ -17,7 +17,7 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, withoutLost, type DispatchResult, type EventDecision, type RunTable, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, steeringTarget, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, withoutLost, type DispatchResult, type EventDecision, type RunTable, type StoredRun } from "./scheduling";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions, sharedByKey } from "./serial-decisions";
@@ -95,7 +95,7 @@ export class ConversationDO extends DurableObject<Env> {
     const stored = this.albums.timed(waitingRun(job, strategy, now, configOf(this.env).ALBUM_WAIT_MS), now);
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
-        const target = steeringTarget(table, job.agent, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: (run) => this.steers(run, job), executing: this.isActive });
+        const target = steeringTarget(table, job.agent, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: (run) => this.steers(run, job), executing: this.isActive, answers: repliesWhereMessage(job) });
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, this.sessions.get(target.job.runId)?.job ?? { ...target.job, runner: job.runner }, now);
       }
       // Parallel runs take no turn: only a run that does makes the conversation busy.

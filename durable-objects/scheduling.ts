@@ -170,22 +170,30 @@ const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number) =>
  * alarm is still to come, one waiting its turn (a message that queued in a run
  * of its own, the steering queue full, say). Otherwise the next message,
  * claimed by the run before it, would be handled ahead of it. `executing` says
- * which runs this instance executes (without it, `running`).
+ * which runs this instance executes (without it, `running`). Only runs that
+ * `answers` (default: all) are candidates: see `repliesWhereMessage`.
  */
 export function steeringTarget(
   table: RunTable,
   agent: string | Pick<RunJob["agent"], "agentId" | "stateEpoch">,
-  runs: { running: (runId: string) => boolean; excluded: (runId: string) => boolean; steers: (run: StoredRun) => boolean; executing?: (runId: string) => boolean },
+  runs: { running: (runId: string) => boolean; excluded: (runId: string) => boolean; steers: (run: StoredRun) => boolean; executing?: (runId: string) => boolean; answers?: (run: StoredRun) => boolean },
 ): StoredRun | undefined {
   const { agentId, stateEpoch } = typeof agent === "string" ? { agentId: agent, stateEpoch: undefined } : agent;
   // The agent as created: one deleted and created anew under its id (a new state epoch) is another agent, whose runs never take this message.
   const sameEpoch = (r: StoredRun) => stateEpoch === undefined || r.job.agent.stateEpoch === undefined || (r.job.agent.stateEpoch ?? null) === (stateEpoch ?? null);
-  const ofAgent = (r: StoredRun) => r.job.agent.agentId === agentId && sameEpoch(r) && !runs.excluded(r.job.runId);
+  const ofAgent = (r: StoredRun) => r.job.agent.agentId === agentId && sameEpoch(r) && !runs.excluded(r.job.runId) && (runs.answers?.(r) ?? true);
   // Waiting: not begun here yet (a run executing that cannot pull, being stopped, is not waiting).
   const waiting = table.findLast(([, r]) => ofAgent(r) && isQueued(r, runs.executing ?? runs.running));
   const active = waiting ?? table.find(([, r]) => ofAgent(r) && runs.running(r.job.runId));
   return active && runs.steers(active[1]) ? active[1] : undefined;
 }
+
+/**
+ * Whether `run`'s reply reaches where `message`'s answer must go: a chat message's to its chat, so only a run with a
+ * reply target there (never a recall's, which has none, nor an API event's) may pull it; an API message's caller
+ * follows the claiming run's stream, whatever run it is.
+ */
+export const repliesWhereMessage = (message: RunJob) => (run: StoredRun) => !message.delivery || run.job.delivery !== undefined;
 
 /** Whether a run not started yet will steer, as its job stands now (an edit to its agent before it starts may change that). */
 export const willSteer = (run: StoredRun) => canSteer(run.job);
