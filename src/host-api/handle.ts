@@ -9,6 +9,7 @@ import type { AuthorizationSnapshot } from "../run/snapshot";
 import { ApiError, denied, hostFault, invalidToken } from "./errors";
 import { decisionScope, logDecision, logRefusal, MAX_PARAM_CHARS, resourceOf } from "./decision-log";
 import { checkResourceGrant, isResourceAction } from "./resource-gate";
+import { gateRefusal } from "./gate-refusal";
 import { StreamReply } from "./stream-reply";
 import { unopenedCredential } from "./upstream-error";
 import { describeError } from "../lib/describe-error";
@@ -154,7 +155,7 @@ export function checkGranted(ctx: Pick<ActionContext, "snapshot">, action: Gated
     if (isResourceAction(action)) checkResourceGrant(ctx.snapshot, action, params);
     return;
   }
-  if (gate && !ctx.snapshot.availableApis[gate]) throw denied(`${action} is not in this run's available_apis`, { action, api: gate });
+  if (gate && !ctx.snapshot.availableApis[gate]) throw denied(gateRefusal(ctx.snapshot, action, gate, params), { action, api: gate });
 }
 
 export function checkDeadline(ctx: Pick<ActionContext, "snapshot">) {

@@ -16,6 +16,7 @@ beforeAll(async () => {
   await onBot("all-scopes", "bot-all", { state_scopes: ALL_SCOPES });
   await onBot("all-scopes-twin", "bot-twin", { state_scopes: ALL_SCOPES });
   await onBot("conversation-only", "bot-conv", { state_scopes: ["conversation"] });
+  await onBot("actor-only", "bot-actor", { state_scopes: ["actor"] });
   await onBot("stateless", "bot-none", { enable_state: false, state_scopes: ALL_SCOPES });
   await onBot("default-policy", "bot-default", {});
 });
@@ -109,6 +110,18 @@ describe("state (PROTOCOL §9)", () => {
     }, on("bot-conv", "u1"));
     expect(disabled.result).toBe(`state scope "actor" is not enabled by the agent's state_policy`);
     expect((await droppedResults(disabled.runId)).map((d) => d.reason)).toEqual([`state scope "runner" is not enabled by the agent's state_policy`]);
+
+    // Its only scope unidentified, the run has no state at all (available_apis.state false): the refusal still says why.
+    const none = await runner.run(host, "st-why-none", async (api, ctx) => ({
+      available: ctx.context.available_apis.state,
+      actor: (await api("state.get", { scope: "actor", key: "k" })).body.error?.message,
+      conversation: (await api("state.set", { scope: "conversation", key: "k", value: 1 })).body.error?.message,
+    }), { bot_id: "bot-actor", actor: { actor_type: "user" } });
+    expect(none.result).toEqual({
+      available: false,
+      actor: `state scope "actor" is enabled by the agent's state_policy, but this run's event has no actor_type and actor_id`,
+      conversation: `state scope "conversation" is not enabled by the agent's state_policy`,
+    });
   });
 
   it("turns state off entirely when the policy disables it", async () => {

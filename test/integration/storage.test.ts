@@ -26,6 +26,7 @@ beforeAll(async () => {
   await putAgent(host, { agent_id: "alpha-default", runner_id: alpha.runnerId(), scope: conversationScope("st-alpha-default") });
   // The agent's policy narrows what the manifest asks for: plugin storage only.
   await putAgent(host, { agent_id: "alpha-plugin-only", runner_id: alpha.runnerId(), scope: conversationScope("st-alpha-plugin"), resource_policy: { allow: { storage: ["plugin"] } } });
+  await putAgent(host, { agent_id: "alpha-workspace-only", runner_id: alpha.runnerId(), scope: conversationScope("st-alpha-workspace"), resource_policy: { allow: { storage: ["workspace"] } } });
 });
 afterAll(async () => {
   await host?.dispose();
@@ -125,7 +126,19 @@ describe("storage.* (PROTOCOL §9)", () => {
     expect(result.resources).toEqual({ plugin_storage: false, workspace_storage: false });
     expect(result.available).toBe(false);
     expect([result.plugin.status, result.plugin.body.error.code]).toEqual([403, "unauthorized"]);
+    expect(result.plugin.body.error.message).toMatch(/^storage area "plugin" is not granted to this run \(.*resource_policy\.allow\.storage/);
     expect(await deniedCalls(host, runId)).toHaveLength(1);
+  });
+
+  it("names the event's missing workspace also when that leaves the run no storage at all", async () => {
+    const { result } = await alpha.run(host, "st-alpha-workspace", async (api, ctx) => ({
+      available: ctx.context.available_apis.storage,
+      workspace: await api("storage.get", { area: "workspace", key: "k" }),
+      plugin: await api("storage.keys", { area: "plugin" }),
+    }));
+    expect(result.available).toBe(false);
+    expect([result.workspace.status, result.workspace.body.error.message]).toEqual([403, `storage area "workspace" is granted to this agent, but this run's event has no workspace_id`]);
+    expect([result.plugin.status, result.plugin.body.error.message]).toEqual([403, expect.stringMatching(/^storage area "plugin" is not granted to this run/)]);
   });
 
   it("refuses the workspace area for an event without a workspace", async () => {

@@ -3,6 +3,7 @@ import { encodeKeyCursor } from "../../lib/cursor";
 import type { StorageArea } from "../../protocol/host-api";
 import { storageStore, type StorageOwner } from "../../stores/storage";
 import { ApiError, denied } from "../errors";
+import { unavailableStorageArea } from "../gate-refusal";
 import { type ActionContext, type ActionTable, type Handler, afterKeyOf } from "./context";
 
 /**
@@ -14,10 +15,7 @@ function ownerOf(ctx: ActionContext, area: StorageArea): StorageOwner {
   if (area === "plugin" && s.storage.plugin_storage) return { area, ownerKey: s.serviceId };
   if (area === "workspace" && s.storage.workspace_storage && s.workspaceId) return { area, ownerKey: s.workspaceId };
   // The refusal names its cause, so a runner author looks at the event rather than at a policy that does grant the area.
-  if (area === "workspace" && s.permissions.storage?.includes("workspace") && !s.workspaceId) {
-    throw denied(`storage area "workspace" is granted to this agent, but this run's event has no workspace_id`, { area });
-  }
-  throw denied(`storage area "${area}" is not granted to this run (an area is when the runner's manifest asks for it and the agent's resource_policy.allow.storage names it)`, { area });
+  throw denied(unavailableStorageArea(area, s), { area });
 }
 
 const Base64Schema = z.base64();
