@@ -2,6 +2,7 @@ import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { larkMessageProblem } from "../support/lark-markdown";
 
 const APP_ID = "cli_test_app_0001";
 const APP_SECRET = "lark-app-secret-0123456789abcdef";
@@ -16,6 +17,10 @@ let cutNextImageUpload = false;
 const cutFilePosts = new Set<string>();
 /** Lark keeps a message's uuid for an hour: a repeat of it is not posted again, and answers the first message. */
 const postedUuids = new Map<string, string>();
+/** Each card's schema, by message id: a patch cannot change it. */
+const cardSchemas = new Map<string, string>();
+/** Messages whose replies (and those replies' patches) Lark refuses any Markdown card for, as for a converter bug. */
+const refusingMarkdown = new Set<string>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -25,6 +30,16 @@ const plain = { botId: "", url: "" };
 const encrypted = { botId: "", url: "" };
 let replyCount = 0;
 const answered: string[] = [];
+
+/** As Lark does: content it cannot build is refused (400, 230099), and nothing is posted or changed. */
+function refusedContent(call: PlatformCall, msgType: string, refusing: boolean, messageId?: string): FakeReply | null {
+  const refusal = (why: string): FakeReply => ({ status: 400, json: { code: 230099, msg: `Failed to create card content, ext=ErrCode: 200621; ErrMsg: ${why};` } });
+  const { problem, schema } = larkMessageProblem(msgType, String(call.body?.content));
+  if (problem) return refusal(problem);
+  if (refusing && schema === "2.0" && JSON.parse(call.body.content).body.elements[0].tag === "markdown") return refusal("markdown refused");
+  if (messageId !== undefined && cardSchemas.get(messageId) !== schema) return refusal(`a card ${cardSchemas.get(messageId)} patched as ${schema}`);
+  return null;
+}
 
 function larkApi(call: PlatformCall): FakeReply {
   if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") {
@@ -36,15 +51,19 @@ function larkApi(call: PlatformCall): FakeReply {
   if (reply && call.method === "POST") {
     const throttled = throttledMessages.get(reply[1]);
     if (throttled && throttledMessages.delete(reply[1])) return { status: throttled.status, headers: { "x-ogw-ratelimit-reset": "1" }, json: { code: throttled.code, msg: "request trigger frequency limit" } };
+    const refused = refusedContent(call, call.body.msg_type, refusingMarkdown.has(reply[1]));
+    if (refused) return refused;
     const repeat = postedUuids.get(call.body.uuid);
     if (repeat) return { json: { code: 0, msg: "success", data: { message_id: repeat } } };
     const messageId = `om_reply_${++replyCount}`;
     postedUuids.set(call.body.uuid, messageId);
+    if (call.body.msg_type === "interactive") cardSchemas.set(messageId, larkMessageProblem("interactive", call.body.content).schema!);
+    if (refusingMarkdown.has(reply[1])) refusingMarkdown.add(messageId);
     if (call.body.msg_type === "file" && cutFilePosts.delete(reply[1])) return { drop: true };
     return { json: { code: 0, msg: "success", data: { message_id: messageId } } };
   }
   if (call.path === "/open-apis/im/v1/messages" && call.method === "POST" && call.query.get("receive_id_type") === "chat_id") {
-    return { json: { code: 0, msg: "success", data: { message_id: `om_new_${++replyCount}` } } };
+    return refusedContent(call, call.body.msg_type, false) ?? { json: { code: 0, msg: "success", data: { message_id: `om_new_${++replyCount}` } } };
   }
   if (call.path === "/open-apis/im/v1/images" && call.method === "POST" && cutNextImageUpload) {
     cutNextImageUpload = false;
@@ -52,7 +71,8 @@ function larkApi(call: PlatformCall): FakeReply {
   }
   if (call.path === "/open-apis/im/v1/images" && call.method === "POST") return { json: { code: 0, msg: "success", data: { image_key: `img_up_${++replyCount}` } } };
   if (call.path === "/open-apis/im/v1/files" && call.method === "POST") return { json: { code: 0, msg: "success", data: { file_key: `file_up_${++replyCount}` } } };
-  if (/^\/open-apis\/im\/v1\/messages\/[^/]+$/.test(call.path) && call.method === "PATCH") return { json: { code: 0, msg: "success", data: {} } };
+  const patched = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(call.path);
+  if (patched && call.method === "PATCH") return refusedContent(call, "interactive", refusingMarkdown.has(patched[1]), patched[1]) ?? { json: { code: 0, msg: "success", data: {} } };
   if (/^\/open-apis\/im\/v1\/messages\/[^/]+\/resources\/img_1$/.test(call.path)) return { bytes: IMAGE, headers: { "content-type": "image/png" } };
   return { status: 404, json: { code: 404, msg: "not found" } };
 }
@@ -116,8 +136,15 @@ function received(chatId: string, content: Record<string, unknown>, extra: Recor
 
 const repliesTo = (messageId: string) => fake.calls.filter((c) => c.path === `/open-apis/im/v1/messages/${messageId}/reply`);
 const patchesOf = (messageId: string) => fake.calls.filter((c) => c.method === "PATCH" && c.path === `/open-apis/im/v1/messages/${messageId}`);
+/** The HTTP status the fake answered a call with. */
+const statusOf = (call: PlatformCall) => call.reply?.status ?? 200;
 const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
-const cardText = (content: string) => JSON.parse(content).elements[0].text.content;
+/** What a card shows: its markdown element's content (card 2.0), or its plain_text (1.0, or 2.0 as it is). */
+function cardText(content: string): string {
+  const card = JSON.parse(content);
+  const [element] = card.schema === "2.0" ? card.body.elements : card.elements;
+  return element.tag === "markdown" ? element.content : element.text.content;
+}
 
 describe("Lark/Feishu: event subscription in, Open API out", () => {
   it("answers the URL challenge at once, plain or encrypted, and refuses a wrong token", async () => {
@@ -271,6 +298,97 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(text).not.toMatch(/<\s*at\b/i);
     // It reads the same: only a zero-width space was added.
     expect(text.replaceAll("\u200b", "")).toContain('<at user_id="all"></at> and < AT user_id="all">');
+  });
+
+  it("renders an answer's Markdown in a card 2.0 markdown element, every mention in it inert; format plain shows it as before", async () => {
+    const ev = received("oc_md", { text: '**bold** `<at id=all></at>` <at id=all></at> <at user_id="all"></at> 1. a_b' });
+    await postPlain(ev);
+    const [reply] = await waitFor(() => repliesTo(ev.event.message.message_id).length > 0 && repliesTo(ev.event.message.message_id));
+    expect(statusOf(reply)).toBe(200);
+    expect(reply.body.msg_type).toBe("interactive");
+    expect(JSON.parse(reply.body.content)).toEqual({
+      schema: "2.0",
+      config: { update_multi: true },
+      body: { elements: [{ tag: "markdown", content: 'echo: **bold** `<\u200bat id=all></at>` &#60;at id=all&#62;&#60;/at&#62; &#60;at user&#95;id="all"&#62;&#60;/at&#62; 1. a&#95;b' }] },
+    });
+    // An agent whose delivery_policy.format is plain: a text message and a card 1.0 of plain_text, as before.
+    const agent = { agent_id: "lark-plain-format", name: "plain", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "oc_plain_format", bot_id: plain.botId }, delivery_policy: { format: "plain" } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    const once = received("oc_plain_format", { text: "**bold** <at id=all></at>" });
+    await postPlain(once);
+    const [text] = await waitFor(() => repliesTo(once.event.message.message_id).length > 0 && repliesTo(once.event.message.message_id), 15_000, "the answer");
+    expect(text.body).toMatchObject({ msg_type: "text", content: JSON.stringify({ text: "echo: **bold** <\u200bat id=all></at>" }) });
+    const streamed = received("oc_plain_format", { text: "stream **one** two three" });
+    await postPlain(streamed);
+    const [card] = await waitFor(() => repliesTo(streamed.event.message.message_id).length > 0 && repliesTo(streamed.event.message.message_id), 15_000, "the card");
+    const cardId = (card.reply!.json as any).data.message_id;
+    await waitFor(() => patchesOf(cardId).some((p) => cardText(p.body.content) === "**one** two three"), 15_000, "the final patch");
+    for (const write of [card, ...patchesOf(cardId)]) {
+      expect(JSON.parse(write.body.content)).toEqual({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "div", text: { tag: "plain_text", content: cardText(write.body.content) } }] });
+    }
+  });
+
+  it("streams Markdown into a card 2.0 whose open code block shows closed, patched to the final text's rendering", async () => {
+    const source = "**alpha**\n```js\nlet a = 1;\nlet b = 2;\nlet c = 3;\n```\ndone";
+    const ev = received("oc_md_stream", { text: `stream ${source}` });
+    await postPlain(ev);
+    const [card] = await waitFor(() => repliesTo(ev.event.message.message_id).length > 0 && repliesTo(ev.event.message.message_id));
+    const cardId = (card.reply!.json as any).data.message_id;
+    await waitFor(() => patchesOf(cardId).some((p) => cardText(p.body.content) === source), 20_000, "the final patch");
+    // Every write (each checked by the fake as Lark would) is the one card 2.0, its Markdown rendered.
+    const writes = [card, ...patchesOf(cardId)];
+    for (const write of writes) {
+      expect(statusOf(write)).toBe(200);
+      expect(JSON.parse(write.body.content)).toMatchObject({ schema: "2.0", body: { elements: [{ tag: "markdown" }] } });
+    }
+    // A draft shown mid-block: the block open in the Markdown, closed in the card.
+    expect(writes.some((w) => /^\*\*alpha\*\*\n```js\nlet[^`]*\n```$/.test(cardText(w.body.content)))).toBe(true);
+    expect(repliesTo(ev.event.message.message_id)).toHaveLength(1);
+  });
+
+  it("sends the same text again as it is when Lark refuses its Markdown card, a send and each edit, and the trail says so", async () => {
+    const ev = received("oc_md_refused", { text: "stream **one** two three four five" });
+    refusingMarkdown.add(ev.event.message.message_id);
+    await postPlain(ev);
+    const source = "**one** two three four five";
+    const plainCard = (text: string) => ({ schema: "2.0", config: { update_multi: true }, body: { elements: [{ tag: "div", text: { tag: "plain_text", content: text } }] } });
+    const sends = await waitFor(() => repliesTo(ev.event.message.message_id).length >= 2 && repliesTo(ev.event.message.message_id), 15_000, "the card, plain");
+    const cardId = (sends[1].reply!.json as any).data.message_id;
+    await waitFor(() => patchesOf(cardId).some((p) => statusOf(p) === 200 && cardText(p.body.content) === source), 20_000, "the final text, plain");
+    expect(sends.map((c) => [statusOf(c), JSON.parse(c.body.content).body.elements[0].tag])).toEqual([
+      [400, "markdown"],
+      [200, "div"],
+    ]);
+    expect(JSON.parse(sends[1].body.content)).toEqual(plainCard("**one**"));
+    // Every Markdown patch refused was made again, at once, as the same text plain.
+    const patches = patchesOf(cardId);
+    for (const [i, patch] of patches.entries()) {
+      if (statusOf(patch) === 400) expect(JSON.parse(patches[i + 1].body.content)).toEqual(plainCard(cardText(patch.body.content)));
+    }
+    expect(patches.filter((p) => statusOf(p) === 400).length).toBeGreaterThan(0);
+    expect(patches.filter((p) => statusOf(p) === 200).length).toBe(patches.filter((p) => statusOf(p) === 400).length);
+    const runId = contextFor("stream **one** two three four five")[0].run_id;
+    await host.waitForRun(runId);
+    const trail = await waitFor(async () => {
+      const rows = (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId])).map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) }));
+      return rows.some((r) => r.type === "delivery.succeeded" && r.operation === "edit") && rows;
+    });
+    expect(trail.filter((r) => r.operation === "send").map(({ type, attempt, code, will_retry, format }) => ({ type, attempt, code, will_retry, format }))).toEqual([
+      { type: "delivery.attempted", attempt: 1, code: undefined, will_retry: undefined, format: undefined },
+      { type: "delivery.failed", attempt: 1, code: "lark_230099", will_retry: true, format: undefined },
+      { type: "delivery.attempted", attempt: 2, code: undefined, will_retry: undefined, format: "plain" },
+      { type: "delivery.succeeded", attempt: 2, code: undefined, will_retry: undefined, format: "plain" },
+    ]);
+    // Sent once (streaming off): the card refused, the text goes as a text message, as it is.
+    const once = received("oc_md_refused_once", { text: "**bold**" });
+    refusingMarkdown.add(once.event.message.message_id);
+    await postEncrypted(once);
+    const replies = await waitFor(() => repliesTo(once.event.message.message_id).length >= 2 && repliesTo(once.event.message.message_id), 15_000, "the text, plain");
+    expect(replies.map((r) => [statusOf(r), r.body.msg_type])).toEqual([
+      [400, "interactive"],
+      [200, "text"],
+    ]);
+    expect(JSON.parse(replies[1].body.content)).toEqual({ text: "echo: **bold**" });
   });
 
   it("delivers a welcome for a member join as a new message in the chat", async () => {

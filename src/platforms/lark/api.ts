@@ -6,9 +6,10 @@
  */
 import { sha256Hex } from "../../lib/crypto";
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
-import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
+import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile, TextFormat } from "../types";
 import { scrubSecrets } from "../redact";
 import { mediaEssence, UploadForm, uploadTimeoutMs } from "../upload";
+import { larkContent, type LarkContent } from "./content";
 
 export interface LarkCredentials extends Record<string, string> {
   app_id: string;
@@ -83,22 +84,25 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
   };
 }
 
-/**
- * Text messages turn `<at user_id="all">` into a mention of everyone, and Lark documents no escape: a zero-width
- * space after the `<` keeps an agent's text from pinging anyone while it reads the same.
- */
-const inertMentions = (text: string) => text.replace(/<(?=\s*at\b)/gi, "<\u200b");
-
-/** A card whose one element is the text, shown exactly as given (plain_text), updatable by patch. */
-export const cardContent = (text: string) => JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "div", text: { tag: "plain_text", content: text } }] });
+/** Lark's refusal of a card it cannot build ("Failed to create card content": more tables than it takes, say). */
+const CARD_REFUSED = "lark_230099";
 
 const LARK_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** What im/v1/images takes; any other image (an SVG, say) goes up as a file. */
 const LARK_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/webp", "image/gif", "image/tiff", "image/bmp", "image/x-icon", "image/vnd.microsoft.icon"]);
 
-export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<DeliveryTarget, { platform: "lark" }>, timeoutMs: number, scope = ""): Messenger {
+export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<DeliveryTarget, { platform: "lark" }>, timeoutMs: number, scope = "", format: TextFormat = "markdown"): Messenger {
   const api = larkApi(bot, timeoutMs);
   let sent = 0;
+  /** The last text Lark refused as rendered: its next attempt (calls are made one at a time) goes as it is. */
+  let refused: string | null = null;
+  const contentOf = (text: string, editable: boolean) => larkContent(text, { editable, format, asIs: text === refused });
+  /** A refusal of the rendering is flagged, for the delivery session to make the call again at once. */
+  const plainNext = <T>(res: ApiResult<T>, text: string, body: LarkContent): ApiResult<T> => {
+    if (res.ok || !body.rendered || res.failure.code !== CARD_REFUSED) return res;
+    refused = text;
+    return { ok: false, failure: { ...res.failure, refusedFormatting: true } };
+  };
   /** Each file's key from its upload: a retried send posts the same content, so its uuid lets Lark drop a repeat. */
   const uploadedKeys = new WeakMap<OutgoingFile, string>();
   async function post(msgType: string, content: string): Promise<ApiResult<string>> {
@@ -122,7 +126,8 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
   return {
     async send(text, { editable }) {
       // Only cards can be patched, so a message that will be edited is a card.
-      return editable ? post("interactive", cardContent(text)) : post("text", JSON.stringify({ text: inertMentions(text) }));
+      const body = contentOf(text, editable);
+      return plainNext(await post(body.msgType, body.content), text, body);
     },
     /**
      * Uploaded first (images Lark shows, ≤ 10 MB, as images; the rest as files), then sent by the key Lark gave it.
@@ -143,8 +148,9 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
       return image ? post("image", JSON.stringify({ image_key: key })) : post("file", JSON.stringify({ file_key: key }));
     },
     async edit(messageId, text) {
-      const res = await api.call("PATCH", `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}`, { content: cardContent(text) });
-      return res.ok ? { ok: true, value: undefined } : res;
+      const body = contentOf(text, true);
+      const res = await api.call("PATCH", `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}`, { content: body.content });
+      return res.ok ? { ok: true, value: undefined } : plainNext(res, text, body);
     },
   };
 }

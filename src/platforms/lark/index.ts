@@ -53,7 +53,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   redactRaw: (raw) => withoutPaths(raw, [["token"], ["header", "token"]]),
   messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "lark") throw new Error("not a Lark target");
-    return larkMessenger(bot, target, timeoutMs, opts?.scope);
+    return larkMessenger(bot, target, timeoutMs, opts?.scope, opts?.format);
   },
   replyTargetView: (t) => (t.platform === "lark" ? { chat_id: t.chatId, reply_to_message_id: t.replyToMessageId, reply_in_thread: t.replyInThread } : {}),
 };

@@ -1,181 +1,26 @@
 /**
- * One line of Markdown as Telegram HTML (its block structure is ./markdown.ts's): emphasis (`*`, `_`, `**`, `__`),
- * `~~strikethrough~~`, code spans, links and autolinks. Emphasis follows CommonMark's delimiter rules, so an underscore
- * inside a word (snake_case) is text, and a marker that finds no partner stays as the text it is: the output never has
- * an unbalanced tag, whatever the input (a draft cut mid-span included). Everything else is text, with `& < >` escaped.
+ * One line of Markdown (parsed by ../markdown/inline.ts) as Telegram HTML: `<b>`, `<i>`, `<s>`, `<code>` and `<a>`
+ * for links to http(s), tg and mailto URLs; everything else is text, with `& < >` escaped.
  */
-
-export type Tag = "b" | "i" | "s";
-
-type Delim = { kind: "delim"; char: "*" | "_" | "~"; count: number; length: number; canOpen: boolean; canClose: boolean };
-type Node = { kind: "html"; html: string } | Delim | { kind: "span"; tag: Tag; children: Node[] };
+import { parseInline, type Inline, type Tag } from "../markdown/inline";
 
 export const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const escapeAttribute = (text: string) => escapeHtml(text).replace(/"/g, "&quot;");
 
-const ASCII_PUNCTUATION = /[!-/:-@[-`{-~]/;
-const PUNCTUATION = /[\p{P}\p{S}]/u;
-const WHITESPACE = /\s/u;
-/** The schemes a link may have in the chat; any other link stays as the text it was written as. */
-const LINK_TARGET = /^(?:https?:\/\/[^\s/?#]+|tg:\/\/\S+|mailto:\S+)/i;
-/** A bare URL: left as text (Telegram links it itself), but whole, so no `_` or `*` in it is taken for emphasis. */
-const BARE_URL = /^(?:https?:\/\/|www\.)[^\s<]+/i;
-const AUTOLINK = /^<([a-z][a-z0-9+.-]{1,31}:[^\s<>]*)>/i;
+const TELEGRAM_LINKS = { linkTarget: /^(?:https?:\/\/[^\s/?#]+|tg:\/\/\S+|mailto:\S+)/i };
 
 /** A line of Markdown as HTML; `open` are the tags it is already inside of (a heading is bold), not opened again. */
-export function inlineHtml(line: string, open: readonly Tag[] = [], inLink = false): string {
-  const nodes = scan(line, inLink);
-  matchEmphasis(nodes);
-  return render(nodes, new Set(open));
+export function inlineHtml(line: string, open: readonly Tag[] = []): string {
+  return render(parseInline(line, TELEGRAM_LINKS), new Set(open));
 }
 
-function scan(text: string, inLink: boolean): Node[] {
-  const nodes: Node[] = [];
-  const brackets = inLink || !text.includes("[") ? new Map<number, number>() : bracketPairs(text);
-  let plain = "";
-  const flush = () => {
-    if (plain) nodes.push({ kind: "html", html: escapeHtml(plain) });
-    plain = "";
-  };
-  const push = (html: string) => {
-    flush();
-    nodes.push({ kind: "html", html });
-  };
-  for (let i = 0; i < text.length; ) {
-    const c = text[i];
-    if (c === "\\" && ASCII_PUNCTUATION.test(text[i + 1] ?? "")) {
-      plain += text[i + 1];
-      i += 2;
-    } else if (c === "`") {
-      const run = runOf(text, i);
-      const close = closingBackticks(text, i + run, run);
-      if (close < 0) {
-        plain += text.slice(i, i + run);
-      } else {
-        // Telegram takes no code inside a link: there it is the link's text.
-        const code = codeSpanText(text.slice(i + run, close));
-        push(inLink ? escapeHtml(code) : `<code>${escapeHtml(code)}</code>`);
-      }
-      i = close < 0 ? i + run : close + run;
-    } else if (c === "*" || c === "_" || c === "~") {
-      const run = runOf(text, i);
-      // Only a double tilde strikes through: a single one is "about" (~5 min).
-      if (c === "~" && run !== 2) plain += text.slice(i, i + run);
-      else {
-        flush();
-        nodes.push(delimiter(text, i, run));
-      }
-      i += run;
-    } else if (!inLink && (c === "[" || (c === "!" && text[i + 1] === "["))) {
-      const link = linkAt(text, c === "!" ? i + 1 : i, brackets);
-      if (!link) {
-        plain += c;
-        i++;
-        continue;
-      }
-      const source = text.slice(i, link.end);
-      if (!LINK_TARGET.test(link.url)) push(escapeHtml(source));
-      else {
-        const label = c === "!" ? escapeHtml(link.label) : inlineHtml(link.label, [], true);
-        push(`<a href="${escapeAttribute(link.url)}">${visible(label) ? label : escapeHtml(link.url)}</a>`);
-      }
-      i = link.end;
-    } else if (c === "<" && !inLink && AUTOLINK.test(text.slice(i))) {
-      const [whole, url] = AUTOLINK.exec(text.slice(i))!;
-      push(LINK_TARGET.test(url) ? `<a href="${escapeAttribute(url)}">${escapeHtml(url)}</a>` : escapeHtml(whole));
-      i += whole.length;
-    } else if ((c === "h" || c === "H" || c === "w" || c === "W") && !/[\p{L}\p{N}]/u.test(text[i - 1] ?? "") && BARE_URL.test(text.slice(i))) {
-      const url = trimmedUrl(BARE_URL.exec(text.slice(i))![0]);
-      plain += url;
-      i += url.length;
-    } else {
-      plain += c;
-      i++;
-    }
-  }
-  flush();
-  return nodes;
-}
-
-const runOf = (text: string, at: number) => {
-  let end = at;
-  while (text[end] === text[at]) end++;
-  return end - at;
-};
-
-/** Where the run of exactly `length` backticks that closes a code span begins, or -1. */
-function closingBackticks(text: string, from: number, length: number): number {
-  for (let i = text.indexOf("`", from); i >= 0; i = text.indexOf("`", i)) {
-    const run = runOf(text, i);
-    if (run === length) return i;
-    i += run;
-  }
-  return -1;
-}
-
-/** CommonMark: one space is stripped from each end when both have one and the span is not all spaces. */
-const codeSpanText = (code: string) => (code.length > 2 && code.startsWith(" ") && code.endsWith(" ") && code.trim() ? code.slice(1, -1) : code);
-
-/** The character before or after a position, a whole code point (an emoji is a symbol, not a letter); a line's edge is whitespace. */
-function charBefore(text: string, at: number): string {
-  if (at <= 0) return " ";
-  const low = text.charCodeAt(at - 1);
-  return low >= 0xdc00 && low <= 0xdfff && at >= 2 ? text.slice(at - 2, at) : text[at - 1];
-}
-const charAfter = (text: string, at: number) => (at >= text.length ? " " : String.fromCodePoint(text.codePointAt(at)!));
-
-/** CommonMark's flanking rules: whether a run of markers may open or close emphasis. */
-function delimiter(text: string, at: number, run: number): Delim {
-  const char = text[at] as Delim["char"];
-  const before = charBefore(text, at);
-  const after = charAfter(text, at + run);
-  const [spaceBefore, spaceAfter] = [WHITESPACE.test(before), WHITESPACE.test(after)];
-  const [punctBefore, punctAfter] = [PUNCTUATION.test(before), PUNCTUATION.test(after)];
-  const left = !spaceAfter && (!punctAfter || spaceBefore || punctBefore);
-  const right = !spaceBefore && (!punctBefore || spaceAfter || punctAfter);
-  // An underscore inside a word (snake_case, file_name_here) neither opens nor closes.
-  const canOpen = char === "_" ? left && (!right || punctBefore) : left;
-  const canClose = char === "_" ? right && (!left || punctAfter) : right;
-  return { kind: "delim", char, count: run, length: run, canOpen, canClose };
-}
-
-/** Pairs openers with closers (CommonMark's "process emphasis"): what lies between a pair becomes the span's. */
-function matchEmphasis(nodes: Node[]): void {
-  for (let c = 0; c < nodes.length; c++) {
-    const closer = nodes[c];
-    if (closer.kind !== "delim" || !closer.canClose) continue;
-    while (closer.count > 0) {
-      const o = openerFor(nodes, c, closer);
-      if (o < 0) break;
-      const opener = nodes[o] as Delim;
-      const use = closer.char === "~" || (opener.count >= 2 && closer.count >= 2) ? 2 : 1;
-      const tag: Tag = closer.char === "~" ? "s" : use === 2 ? "b" : "i";
-      // Markers left unpaired inside the span can no longer pair with anything outside it: they are text.
-      const children = nodes.slice(o + 1, c).map((n): Node => (n.kind === "delim" ? { kind: "html", html: n.char.repeat(n.count) } : n));
-      opener.count -= use;
-      closer.count -= use;
-      nodes.splice(o + 1, c - o - 1, { kind: "span", tag, children });
-      c = o + 2;
-    }
-  }
-}
-
-function openerFor(nodes: Node[], before: number, closer: Delim): number {
-  for (let o = before - 1; o >= 0; o--) {
-    const n = nodes[o];
-    if (n.kind !== "delim" || n.char !== closer.char || !n.canOpen || n.count === 0) continue;
-    // The rule of three: `*foo**bar*` is one emphasis, not two broken ones.
-    if ((n.canClose || closer.canOpen) && (n.length + closer.length) % 3 === 0 && !(n.length % 3 === 0 && closer.length % 3 === 0)) continue;
-    return o;
-  }
-  return -1;
-}
-
-function render(nodes: Node[], open: ReadonlySet<Tag>): string {
+function render(nodes: readonly Inline[], open: ReadonlySet<Tag>): string {
   let out = "";
   for (const n of nodes) {
-    if (n.kind === "html") out += n.html;
-    else if (n.kind === "delim") out += n.char.repeat(n.count);
+    // A bare URL stays text: Telegram links it itself.
+    if (n.kind === "text" || n.kind === "url") out += escapeHtml(n.kind === "text" ? n.text : n.url);
+    else if (n.kind === "code") out += `<code>${escapeHtml(n.code)}</code>`;
+    else if (n.kind === "link") out += `<a href="${escapeAttribute(n.url)}">${render(n.label, new Set())}</a>`;
     else if (open.has(n.tag)) out += render(n.children, open);
     else out += `<${n.tag}>${render(n.children, new Set([...open, n.tag]))}</${n.tag}>`;
   }
@@ -184,70 +29,3 @@ function render(nodes: Node[], open: ReadonlySet<Tag>): string {
 
 /** Whether HTML shows anything: Telegram refuses a message, and may drop an entity, with no text. */
 export const visible = (html: string) => html.replace(/<[^>]*>/g, "").trim() !== "";
-
-/** Each `[` with the `]` that closes it, nested ones paired inside; brackets in code spans or escaped are text. One pass. */
-function bracketPairs(text: string): Map<number, number> {
-  const pairs = new Map<number, number>();
-  const open: number[] = [];
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === "\\") i++;
-    else if (c === "`") {
-      const run = runOf(text, i);
-      const end = closingBackticks(text, i + run, run);
-      i = (end < 0 ? i : end) + run - 1;
-    } else if (c === "[") open.push(i);
-    else if (c === "]" && open.length) pairs.set(open.pop()!, i);
-  }
-  return pairs;
-}
-
-/** A link `[label](url "title")` (or an image's `![alt](url)`) starting at `at`, or null when it is not one. */
-function linkAt(text: string, at: number, brackets: Map<number, number>): { label: string; url: string; end: number } | null {
-  const close = brackets.get(at) ?? -1;
-  if (close < 0 || text[close + 1] !== "(") return null;
-  const target = destination(text, close + 2);
-  if (!target) return null;
-  return { label: text.slice(at + 1, close), url: target.url, end: target.end };
-}
-
-/** A link's destination and optional title up to its `)`: parentheses inside it balanced, as in a Wikipedia URL. */
-function destination(text: string, from: number): { url: string; end: number } | null {
-  let i = from;
-  while (text[i] === " ") i++;
-  let url = "";
-  if (text[i] === "<") {
-    const end = text.indexOf(">", i);
-    if (end < 0 || text.slice(i + 1, end).includes("<")) return null;
-    url = text.slice(i + 1, end).replace(/\s/g, "%20");
-    i = end + 1;
-  } else {
-    let depth = 0;
-    for (; i < text.length; i++) {
-      const c = text[i];
-      if (WHITESPACE.test(c) || (c === ")" && depth === 0)) break;
-      if (c === "\\" && ASCII_PUNCTUATION.test(text[i + 1] ?? "")) url += text[++i];
-      else {
-        // As cmark: a destination nests at most 32 parentheses deep (nor is a scan past that worth its time).
-        if (c === "(" && ++depth > 32) return null;
-        if (c === ")") depth--;
-        url += c;
-      }
-    }
-    if (depth !== 0) return null;
-  }
-  const title = /^\s+(?:"[^"]*"|'[^']*'|\([^()]*\))/.exec(text.slice(i));
-  if (title) i += title[0].length;
-  while (text[i] === " ") i++;
-  return url && text[i] === ")" ? { url, end: i + 1 } : null;
-}
-
-/** GFM's autolink end: trailing punctuation is the sentence's, and so is a `)` the URL did not open. */
-function trimmedUrl(url: string): string {
-  for (;;) {
-    const last = url.at(-1)!;
-    if (/[?!.,:;*_~'"]/.test(last)) url = url.slice(0, -1);
-    else if (last === ")" && url.split(")").length > url.split("(").length) url = url.slice(0, -1);
-    else return url;
-  }
-}

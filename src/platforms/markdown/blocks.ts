@@ -1,0 +1,79 @@
+/**
+ * An answer's Markdown cut into the blocks a platform renders in its own terms: fenced code blocks, block quotes and
+ * single lines (a heading, a rule, a bullet item or text). A code block still open at the end (a streamed draft, or a
+ * part of a split reply cut inside it) ends with the text, so whatever renders it shows it closed.
+ */
+
+export type Block =
+  /** Its lines less the indentation its opening fence had; `info` is what follows the fence (the language). */
+  | { kind: "code"; info: string; lines: string[] }
+  /** Consecutive `>` lines, as written. */
+  | { kind: "quote"; lines: string[] }
+  | { kind: "line"; line: string };
+
+export type Line = { kind: "heading"; level: number; text: string } | { kind: "rule" } | { kind: "bullet"; indent: string; text: string } | { kind: "text"; text: string };
+
+const FENCE_OPEN = /^( {0,3})(`{3,})([^`]*)$/;
+const HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
+const QUOTE = /^ {0,3}> ?/;
+const BULLET = /^([ \t]*)[-*+][ \t]+(.*)$/;
+const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
+
+export function markdownBlocks(markdown: string): Block[] {
+  const lines = markdown.split(/\r?\n/);
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; ) {
+    const fence = FENCE_OPEN.exec(lines[i]);
+    if (fence) {
+      const [, indent, marker, info] = fence;
+      const body: string[] = [];
+      let j = i + 1;
+      for (; j < lines.length && !closesFence(lines[j], marker.length); j++) body.push(withoutIndent(lines[j], indent.length));
+      blocks.push({ kind: "code", info, lines: body });
+      i = j + 1;
+      continue;
+    }
+    if (QUOTE.test(lines[i])) {
+      let j = i;
+      while (j < lines.length && QUOTE.test(lines[j])) j++;
+      blocks.push({ kind: "quote", lines: lines.slice(i, j) });
+      i = j;
+      continue;
+    }
+    blocks.push({ kind: "line", line: lines[i] });
+    i++;
+  }
+  return blocks;
+}
+
+/** A quote's line without its `>`. */
+export const unquoted = (line: string) => line.replace(QUOTE, "");
+
+/** What a line outside code blocks is: a heading (one with text), a rule, a bullet item, or text. */
+export function lineOf(line: string): Line {
+  const heading = HEADING.exec(line);
+  if (heading && heading[2].trim()) return { kind: "heading", level: heading[1].length, text: heading[2] };
+  if (RULE.test(line)) return { kind: "rule" };
+  const bullet = BULLET.exec(line);
+  if (bullet) return { kind: "bullet", indent: bullet[1], text: bullet[2] };
+  return { kind: "text", text: line };
+}
+
+/** The language a code block's info string names, when it looks like one. */
+export function languageOf(info: string): string | null {
+  const language = info.trim().split(/\s/)[0];
+  return /^[A-Za-z0-9_+#.-]{1,32}$/.test(language) ? language : null;
+}
+
+/** A closing fence: at least as many backticks as the opening one, and nothing after them. */
+function closesFence(line: string, length: number): boolean {
+  const fence = /^ {0,3}(`{3,})[ \t]*$/.exec(line);
+  return fence !== null && fence[1].length >= length;
+}
+
+/** A code line less the indentation its opening fence had (a block in a list item). */
+function withoutIndent(line: string, indent: number): string {
+  let strip = 0;
+  while (strip < indent && line[strip] === " ") strip++;
+  return line.slice(strip);
+}
