@@ -87,7 +87,9 @@ export const runnerState = sqliteTable(
     // once another agent has its id (migration 0014). Null for rows written before 0014.
     agentEpoch: text("agent_epoch"),
   },
-  (t) => [primaryKey({ columns: [t.scopeKey, t.key] }), index("runner_state_agent").on(t.agentId)],
+  // By agent and epoch: retention deletes one deleted agent's rows (deleted_owner) without walking those of another
+  // agent created since under its id.
+  (t) => [primaryKey({ columns: [t.scopeKey, t.key] }), index("runner_state_agent_epoch").on(t.agentId, t.agentEpoch)],
 );
 
 /** Artifact metadata; blobs live in R2 under `r2_key`. */
@@ -248,6 +250,23 @@ export const storage = sqliteTable(
     updatedAt: integer("updated_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.area, t.ownerKey, t.key] })],
+);
+
+/**
+ * What a deleted agent or runner service left behind, for retention to delete in bounded batches: an agent's state
+ * (`kind` "agent_state": `owner_id` its id, `epoch` its state epoch) or a service's plugin storage area ("plugin_storage":
+ * its service id). Noted by the DELETE in the batch that deletes the owner; removed once nothing of it is left.
+ */
+export const deletedOwner = sqliteTable(
+  "deleted_owner",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    kind: text("kind").notNull(),
+    ownerId: text("owner_id").notNull(),
+    epoch: text("epoch"),
+    deletedAt: integer("deleted_at").notNull(),
+  },
+  (t) => [index("deleted_owner_kind").on(t.kind, t.seq)],
 );
 
 /**

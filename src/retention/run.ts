@@ -1,6 +1,7 @@
 import { dbOf } from "../db/connect";
 import { configOf, type Env } from "../env";
 import { deleteExpiredArtifacts } from "./artifacts";
+import { deleteDeletedOwnersData } from "./deleted-owners";
 import { deleteOldEvents } from "./history";
 import { deleteOldTranscript } from "./transcript";
 import { R2_DELETE_MAX_KEYS } from "./limits";
@@ -16,6 +17,8 @@ export interface RetentionSummary {
   eventLog: number;
   transcript: number;
   runs: number;
+  /** State rows of deleted agents and plugin storage rows of deleted runner services. */
+  deletedOwners: number;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -33,7 +36,8 @@ export class RetentionStepsFailed extends Error {
 }
 
 /**
- * The cron job: expired artifacts, orphaned blobs and runs never handed over always; EventLog and Transcript rows, and
+ * The cron job: expired artifacts, orphaned blobs, runs never handed over and what deleted agents and runner services
+ * left (their state, their plugin storage) always; EventLog and Transcript rows, and
  * ended runs with their ledgers, older than RETENTION_DAYS when that is set. `now` is the trigger's scheduled time.
  * Bounded per invocation; what is left is picked up by the next one. Each step runs whatever happened to the ones
  * before it (R2 away, one query refused), so one that keeps failing never holds the others back; the invocation then
@@ -44,7 +48,7 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   const db = dbOf(env);
   const limits = { batchSize: config.RETENTION_BATCH_SIZE, maxBatches: config.RETENTION_MAX_BATCHES };
   const r2Limits = { ...limits, batchSize: Math.min(limits.batchSize, R2_DELETE_MAX_KEYS) };
-  const summary: RetentionSummary = { artifacts: 0, orphanBlobs: 0, neverHandedOver: 0, eventLog: 0, transcript: 0, runs: 0 };
+  const summary: RetentionSummary = { artifacts: 0, orphanBlobs: 0, neverHandedOver: 0, eventLog: 0, transcript: 0, runs: 0, deletedOwners: 0 };
   const failures: [string, unknown][] = [];
   const step = async (name: string, work: () => Promise<Partial<RetentionSummary>>) => {
     try {
@@ -57,6 +61,7 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   await step("orphan blobs", async () => ({ orphanBlobs: await deleteOrphanBlobs(db, env.ARTIFACTS, now, r2Limits) }));
   // Before old runs are deleted: a run ended here can go in the same invocation.
   await step("never handed over", async () => ({ neverHandedOver: await endNeverHandedOverRuns(env, db, now, limits) }));
+  await step("deleted owners", async () => ({ deletedOwners: await deleteDeletedOwnersData(db, limits) }));
   if (config.RETENTION_DAYS !== undefined) {
     const cutoff = now - config.RETENTION_DAYS * DAY_MS;
     // Apart: an EventLog walk that keeps failing (a payload R2 will not delete, a statement refused) never holds the transcript back.

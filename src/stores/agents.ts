@@ -1,6 +1,7 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { agent, agentBinding, runnerState } from "../db/schema";
+import { agent, agentBinding } from "../db/schema";
+import { noteDeletedAgent } from "./deleted-owners";
 import { runnerServiceAt } from "./registry";
 import { insertWhereReturning } from "../db/guarded";
 import { DbError } from "../db/executor";
@@ -103,9 +104,9 @@ export function agentsStore(db: Db) {
       const asRead = and(eq(agent.agentId, agentId), eq(agent.updatedAt, read.updatedAt), eq(agent.runnerConfigJson, read.runnerConfigJson), eq(agent.runnerId, read.runnerId));
       return write(row, [db.update(agent).set(rest).where(and(asRead, runnerServiceAt(row.runnerId, sealedForUrl))).returning({ agentId: agent.agentId }), ...bindingRows(row)]);
     },
-    /** With its bindings and the state it wrote. */
+    /** With its bindings; the state it wrote is noted for retention to delete (any amount of it: not in this batch). */
     async remove(agentId: string) {
-      await db.batch([db.delete(b).where(eq(b.agentId, agentId)), db.delete(agent).where(eq(agent.agentId, agentId)), db.delete(runnerState).where(eq(runnerState.agentId, agentId))]);
+      await db.batch([noteDeletedAgent(db, agentId), db.delete(b).where(eq(b.agentId, agentId)), db.delete(agent).where(eq(agent.agentId, agentId))]);
     },
   };
 }

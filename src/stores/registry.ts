@@ -2,7 +2,8 @@ import { and, eq, getTableColumns, inArray, ne, notInArray, sql, type SQL } from
 import { budgetedPage, fieldsOf, ifWithin, rowBytes, withinBudget } from "../db/byte-budget";
 import { insertWhere } from "../db/guarded";
 import type { BatchItem, Db } from "../db/client";
-import { runner, runnerService, storage } from "../db/schema";
+import { runner, runnerService } from "../db/schema";
+import { noteDeletedService } from "./deleted-owners";
 import { iso, parseJson } from "../lib/json";
 import { maskUrl } from "../resources/secrets";
 import { pageQuery, type ListPage } from "./list-page";
@@ -92,13 +93,9 @@ export function registryStore(db: Db) {
       await db.update(runnerService).set({ lastError: message }).where(and(eq(runnerService.serviceId, serviceId), eq(runnerService.baseUrl, baseUrl)));
     },
 
-    /** The service, its runners and its plugin storage, which nobody could reach again (a new registration gets a new id). */
+    /** The service and its runners; its plugin storage, which nobody could reach again (a new registration gets a new id), is noted for retention to delete. */
     async removeService(serviceId: string) {
-      await db.batch([
-        db.delete(runner).where(eq(runner.serviceId, serviceId)),
-        db.delete(runnerService).where(eq(runnerService.serviceId, serviceId)),
-        db.delete(storage).where(and(eq(storage.area, "plugin"), eq(storage.ownerKey, serviceId))),
-      ]);
+      await db.batch([noteDeletedService(db, serviceId), db.delete(runner).where(eq(runner.serviceId, serviceId)), db.delete(runnerService).where(eq(runnerService.serviceId, serviceId))]);
     },
 
     /**

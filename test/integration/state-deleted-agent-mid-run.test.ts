@@ -4,7 +4,8 @@ import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
-^ * README "State": "State belongs to the agent as created: deleting the agent deletes the state it wrote". An agent
+^ * README "State": "State belongs to the agent as created: deleting the agent deletes the state it wrote" (retention
+ * deletes it, in bounded batches). An agent
  * deleted while one of its runs is in flight: what that run writes afterwards (a state.updated result, a state.set
  * call, the conversation seed) is state the deleted agent wrote: it is not written (migration 0012), where it
  * used to be left behind, readable by no agent and deleted by nothing.
@@ -48,6 +49,8 @@ describe("an agent deleted while its run is in flight", () => {
     await arrived.promise;
     const del = await host.admin("DELETE", "/v1/admin/agents/doomed");
     expect(del.status).toBeLessThan(300);
+    // What it wrote before (its conversation seed) is the cron's to delete, in bounded batches.
+    await host.triggerScheduled();
     expect(await host.query("SELECT key FROM runner_state WHERE agent_id = 'doomed'")).toEqual([]);
     release.resolve();
     const run = await host.waitForRun(posted.body.run_id!);

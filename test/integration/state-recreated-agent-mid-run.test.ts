@@ -58,6 +58,8 @@ describe("an agent deleted and created again under its id while its runs are in 
     await arrived.promise;
     expect((await host.admin("DELETE", "/v1/admin/agents/phoenix")).status).toBe(204);
     expect((await host.admin("POST", "/v1/admin/agents", agentBody("phoenix", c))).status).toBe(201);
+    // What the deleted agent wrote before (its run's conversation seed) is the cron's to delete.
+    await host.triggerScheduled();
     release.resolve();
     const run = await host.waitForRun(posted.body.run_id!);
     expect(run.status).toBe("completed");
@@ -86,6 +88,8 @@ describe("an agent deleted and created again under its id while its runs are in 
       expect(queued.body.disposition).toBe("queued");
       expect((await host.admin("DELETE", "/v1/admin/agents/ember")).status).toBe(204);
       expect((await host.admin("POST", "/v1/admin/agents", { ...agentBody("ember", c), runner_id: holder.runnerId() })).status).toBe(201);
+      // The seed its first run wrote before the delete is the cron's to delete.
+      await host.triggerScheduled();
       gate.resolve();
       await host.waitForRun(held.body.run_id!);
       const run = await host.waitForRun(queued.body.run_id!);

@@ -9,7 +9,8 @@ const SEED = "external.conversation_id";
 
 beforeAll(async () => {
   runner = await startScriptedRunner({ name: "stateful" });
-  host = await startTestHost();
+  // Small retention batches: what a deleted agent leaves is deleted by the cron two rows per invocation.
+  host = await startTestHost({ vars: { RETENTION_BATCH_SIZE: "2", RETENTION_MAX_BATCHES: "1" } });
   await runner.register(host);
   const onBot = (agent_id: string, bot: string, state_policy: Record<string, unknown>) =>
     putAgent(host, { agent_id, runner_id: runner.runnerId(), scope: { type: "bot", id: bot }, state_policy });
@@ -232,7 +233,7 @@ describe("state (PROTOCOL §9)", () => {
     expect(result.fifth).toMatchObject({ ok: true, data: { value: big(5) } });
   });
 
-  it("belongs to its agent: deleting the agent deletes its state, and one created again under its id starts with none", async () => {
+  it("belongs to its agent: deleting the agent leaves its state to the cron, which deletes it in bounded batches, and one created again under its id starts with none", async () => {
     const agent = { agent_id: "reused-id", runner_id: runner.runnerId(), scope: { type: "bot", id: "bot-reused" }, state_policy: { state_scopes: ["conversation", "actor", "runner"] } };
     await putAgent(host, agent);
     // Written both ways: a Host API call and a result.
@@ -244,11 +245,25 @@ describe("state (PROTOCOL §9)", () => {
     const written = await host.query<{ key: string; agent_id: string }>("SELECT key, agent_id FROM runner_state WHERE agent_id = 'reused-id' ORDER BY key");
     expect(written.map((r) => r.key)).toEqual([SEED, "notes", "profile", "session"]);
 
+    const byEpoch = async () =>
+      Object.fromEntries((await host.query<{ agent_epoch: string; n: number }>("SELECT agent_epoch, COUNT(*) AS n FROM runner_state WHERE agent_id = 'reused-id' GROUP BY agent_epoch")).map((r) => [r.agent_epoch, r.n]));
+    const [first] = Object.keys(await byEpoch());
+
     expect((await host.admin("DELETE", "/v1/admin/agents/reused-id")).status).toBe(204);
-    expect(await host.query("SELECT key FROM runner_state WHERE agent_id = 'reused-id'")).toEqual([]);
+    // Not deleted by the DELETE (an agent's state can be any size: one statement over all of it would hold every
+    // conversation's writes), but reachable by nobody from now on.
+    expect(await byEpoch()).toEqual({ [first]: 4 });
     await putAgent(host, agent);
     const { result } = await runner.run(host, "reused-conv", async (_api, ctx) => ctx.state, on("bot-reused", "ada"));
     expect(result).toEqual({ conversation: { [SEED]: "reused-conv" }, actor: {}, subject: {}, runner: {} });
+    // The cron deletes it, RETENTION_BATCH_SIZE rows per statement and RETENTION_MAX_BATCHES statements per invocation;
+    // the state of the agent created again under its id (its seed) stays.
+    await host.triggerScheduled();
+    expect((await byEpoch())[first]).toBe(2);
+    await host.triggerScheduled();
+    await host.triggerScheduled();
+    expect(Object.entries(await byEpoch())).toEqual([[expect.not.stringMatching(`^${first}$`), 1]]);
+    expect(await host.query("SELECT owner_id FROM deleted_owner")).toEqual([]);
 
     // A PUT is the same agent: its state stays.
     await runner.run(host, "reused-conv", async (api) => void (await api("state.set", { scope: "runner", key: "session", value: "kept" })), on("bot-reused", "ada"));

@@ -151,7 +151,7 @@ describe("storage.* (PROTOCOL §9)", () => {
     // The agent does grant the area: the refusal names the event's missing workspace, not the policy.
     expect(result.workspace.body.error.message).toBe(`storage area "workspace" is granted to this agent, but this run's event has no workspace_id`);
   });
-  it("a runner service deleted takes its plugin storage with it (a new registration gets a new id: nobody could reach it again)", async () => {
+  it("a runner service deleted leaves its plugin storage to the cron, which deletes it (a new registration gets a new id: nobody could reach it again)", async () => {
     const gone = await startScriptedRunner({ name: "store-gone", runners: storing("gone") });
     try {
       await gone.register(host);
@@ -165,6 +165,9 @@ describe("storage.* (PROTOCOL §9)", () => {
       expect(await host.query("SELECT key FROM storage WHERE owner_key = ?", [serviceId])).toEqual([{ key: "notes" }]);
       expect((await host.admin("DELETE", "/v1/admin/agents/gone")).status).toBe(204);
       expect((await host.admin("DELETE", `/v1/admin/runner-services/${serviceId}`)).status).toBe(204);
+      // Not in the DELETE's batch (an area can hold any amount): the cron deletes it, in bounded batches.
+      expect(await host.query("SELECT key FROM storage WHERE owner_key = ?", [serviceId])).toEqual([{ key: "notes" }]);
+      await host.triggerScheduled();
       expect(await host.query("SELECT key FROM storage WHERE owner_key = ?", [serviceId])).toEqual([]);
       // The workspace's area is the workspace's, not the service's: it stays.
       expect(await host.query("SELECT key FROM storage WHERE area = 'workspace' AND owner_key = 'ws-gone'")).toEqual([{ key: "gone-shared" }]);
