@@ -31,7 +31,7 @@ export const DeliveryPolicySchema = z.strictObject({
   streaming: z.boolean().default(true),
   /** In the bot's language: the host has no way to guess it. */
   failure_notice: z.string().trim().min(1).max(1000).default(DEFAULT_FAILURE_NOTICE),
-  /** `plain` shows the answer's text as it is where the host would render its Markdown (Telegram, Lark). */
+  /** `plain` shows the answer's text as it is where the host would render its Markdown (Telegram, Slack, Lark). */
   format: z.enum(TEXT_FORMATS).default("markdown"),
 });
 export type DeliveryPolicy = z.infer<typeof DeliveryPolicySchema>;

@@ -6,9 +6,10 @@
  * surrogate pair. A part that ends inside a Markdown code fence closes it,
  * and the next part opens it again (with its language), so a long code
  * block renders as code in every part; a block that only touches a cut is
- * not split into an empty one. Deterministic, so a growing stream splits the
- * same way every time and the parts already sent stay stable (once the line
- * after their cut has arrived).
+ * not split into an empty one. A last part still inside a block (a draft's)
+ * leaves room for the closing fence its messenger shows (Slack's mrkdwn adds
+ * it). Deterministic, so a growing stream splits the same way every time and
+ * the parts already sent stay stable (once the line after their cut has arrived).
  */
 export function splitMessage(text: string, max: number, sentUnits: (charCode: number) => number = oneUnit): string[] {
   if (max < 2) throw new Error("max message size must be at least 2");
@@ -21,7 +22,7 @@ export function splitMessage(text: string, max: number, sentUnits: (charCode: nu
     const prefix = open === null ? "" : `${open}\n`;
     const room = max - sizeAsSent(prefix, sentUnits);
     // A code unit takes at least one unit as sent: a rest longer than the room never fits (and is not measured whole).
-    if (rest.length <= room && sizeAsSent(rest, sentUnits) <= room) break;
+    if (rest.length <= room && sizeAsSent(rest, sentUnits) + (fenced ? closingRoom(rest, open) : 0) <= room) break;
     const budget = fitting(rest, room - (fenced ? CLOSER.length + 1 : 0), sentUnits);
     const cut = fenced ? clearOfFences(rest, cutPoint(rest, budget), open, fitting(rest, room, sentUnits)) : cutPoint(rest, budget);
     const piece = rest.slice(0, cut);
@@ -83,6 +84,21 @@ function fitting(text: string, budget: number, sentUnits: (charCode: number) => 
 const FENCE = "```";
 const CLOSER = "```";
 const FENCE_LINE = /^ {0,3}```/;
+/** A code block written on one line (```npm ci```): it closes itself, and nothing after it is code. */
+const ONE_LINE_BLOCK = /^ {0,3}```+[^`]+```+$/;
+
+/** A line that opens or closes a code block, as the split counts them. */
+const isFenceLine = (line: string) => FENCE_LINE.test(line) && !ONE_LINE_BLOCK.test(line.trimEnd());
+
+/**
+ * What closing a last part still inside a code block adds: its closing fence, on a line of its own (a fence line
+ * ending the text closes or opens as any other). Never more than the closing line the finished text brings, so a
+ * draft cut for it stays cut as it grows.
+ */
+function closingRoom(rest: string, open: string | null): number {
+  const ended = rest.endsWith("\n");
+  return fenceAfter(ended ? rest : `${rest}\n`, open) === null ? 0 : ended ? CLOSER.length : CLOSER.length + 1;
+}
 /** The most a split adds around a part: a closing fence line, and a reopening line with a short language tag. */
 const FENCE_OVERHEAD = 20;
 
@@ -129,9 +145,9 @@ function clearOfFences(rest: string, cut: number, openBefore: string | null, roo
   if (!piece.endsWith("\n") || fenceAfter(piece, openBefore) === null) return cut;
   const end = rest.indexOf("\n", cut);
   const next = rest.slice(cut, end < 0 ? rest.length : end + 1);
-  if (FENCE_LINE.test(next) && cut + next.length <= room) return cut + next.length;
+  if (isFenceLine(next) && cut + next.length <= room) return cut + next.length;
   const lastLine = piece.lastIndexOf("\n", piece.length - 2) + 1;
-  const openedByLastLine = FENCE_LINE.test(piece.slice(lastLine)) && fenceAfter(piece.slice(0, lastLine), openBefore) === null;
+  const openedByLastLine = isFenceLine(piece.slice(lastLine)) && fenceAfter(piece.slice(0, lastLine), openBefore) === null;
   return openedByLastLine && lastLine > 0 ? lastLine : cut;
 }
 
@@ -146,7 +162,7 @@ function fenceAfter(piece: string, openBefore: string | null): string | null {
     const line = piece.slice(lineStart, end).trimEnd();
     // A fence line may be indented up to three spaces (a code block in a list item), as CommonMark has it.
     // The opener is kept short, with its indent; a cut inside a surrogate pair drops its half.
-    const fence = FENCE_LINE.exec(line);
+    const fence = isFenceLine(line) ? FENCE_LINE.exec(line) : null;
     if (fence) open = open === null ? line.slice(0, fence[0].length + 12).replace(/[\ud800-\udbff]$/, "") : null;
     lineStart = end + 1;
   }

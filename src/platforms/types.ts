@@ -10,7 +10,7 @@ import type { EventType } from "../protocol/common";
 export const PLATFORMS = ["telegram", "slack", "lark", "discord"] as const;
 export type PlatformName = (typeof PLATFORMS)[number];
 
-/** How an answer's text is shown where the host formats it (Telegram, Lark): its Markdown rendered, or the text as it is. */
+/** How an answer's text is shown where the host formats it (Telegram, Slack, Lark): its Markdown rendered, or the text as it is. */
 export const TEXT_FORMATS = ["markdown", "plain"] as const;
 export type TextFormat = (typeof TEXT_FORMATS)[number];
 
@@ -170,7 +170,7 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   redactRaw(raw: unknown): unknown;
   /**
    * `scope` names the one reply (the run) the messenger sends for: sends of different runs are never taken for repeats.
-   * `format` is how its text is shown where the host formats it (Telegram, Lark; markdown unless said).
+   * `format` is how its text is shown where the host formats it (Telegram, Slack, Lark; markdown unless said).
    */
   messenger(bot: Bot<C>, target: DeliveryTarget, timeoutMs: number, opts?: { scope?: string; format?: TextFormat }): Messenger;
   /** ctx.delivery.reply_target: where the reply goes, without secrets. */

@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { ANSWER_FILE, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { slackMrkdwnProblem } from "../support/slack-mrkdwn";
 
 const BOT_TOKEN = "xoxb-TEST-slack-bot-token-1234567890";
 const SIGNING_SECRET = "slack-signing-secret-0123456789abcdef";
@@ -359,6 +360,77 @@ describe("Slack: payloads as Slack sends them", () => {
     const ev = callback(msg);
     expect((await post(ev)).status).toBe(200);
     expect(await recorded(ev, "C-ME", msg.ts)).toEqual([{ event_type: "message.received", conversation_id: "C-ME" }]);
+  });
+});
+
+describe("Slack: answers' Markdown as mrkdwn", () => {
+  const ANSWER = [
+    "# Plan for `parse_config`",
+    "Use **bold _and italic_**, ~~old~~ and `a < b && c`; see [the docs](https://example.com/wiki/Foo_(bar)), not <!channel>.",
+    "- keep snake_case_names & <tags>",
+    "```python",
+    'print(a < b and "&")',
+    "```",
+  ].join("\n");
+  const RENDERED = [
+    "*Plan for `parse_config`*",
+    "Use *bold _and italic_*, ~old~ and `a &lt; b &amp;&amp; c`; see <https://example.com/wiki/Foo_(bar)|the docs>, not &lt;!channel&gt;.",
+    "• keep snake_case_names &amp; &lt;tags&gt;",
+    "```",
+    'print(a &lt; b and "&amp;")',
+    "```",
+  ].join("\n");
+  /** A message's text as Slack delivers it: `& < >` escaped. */
+  const typed = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  const bodiesIn = (channel: string) => fake.callsTo(/^\/chat\.(postMessage|update)$/).filter((c) => c.body.channel === channel).map((c) => c.body);
+
+  it("posts an answer's Markdown as mrkdwn, a link's < > the only ones raw, or as it is for a plain agent; the ledger and the Transcript keep the Markdown", async () => {
+    await post(callback(message("C-MD", typed(`samefinal ${ANSWER}`))));
+    const [reply] = await waitFor(() => postsTo("C-MD").length > 0 && postsTo("C-MD"), 15_000, "the answer");
+    expect(reply.body.text).toBe(RENDERED);
+    expect(slackMrkdwnProblem(reply.body.text)).toBeNull();
+    const runId = contextFor(`samefinal ${ANSWER}`)[0].run_id;
+    await host.waitForRun(runId);
+    const [ledger] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'message.completed'", [runId]);
+    expect(JSON.parse(ledger.data_json).message.content).toBe(ANSWER);
+    const [item] = await host.query<{ content: string }>("SELECT content FROM transcript WHERE run_id = ? AND role = 'assistant'", [runId]);
+    expect(item.content).toBe(ANSWER);
+
+    // An agent whose delivery_policy.format is plain: the answer as it is, only escaped.
+    const agent = { agent_id: "slack-plain", name: "plain", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "C-PLAIN", bot_id: botId }, delivery_policy: { format: "plain" } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    await post(callback(message("C-PLAIN", typed(`samefinal ${ANSWER}`))));
+    const [plain] = await waitFor(() => postsTo("C-PLAIN").length > 0 && postsTo("C-PLAIN"), 15_000, "the plain answer");
+    expect(plain.body.text).toBe(typed(ANSWER));
+  });
+
+  it("streams with every post and chat.update well-formed mrkdwn: an unpaired marker is text, a code block still open is closed", async () => {
+    const words = "**Step one** uses `x < y` & then:\n```js\nconst a = 1;\nconst b = a && 2;\nlet c = [a, b];\nreturn c;\n```\n~~done~~ *ok*";
+    await post(callback(message("C-MD-STREAM", typed(`stream ${words}`))));
+    const final = "*Step one* uses `x &lt; y` &amp; then:\n```\nconst a = 1;\nconst b = a &amp;&amp; 2;\nlet c = [a, b];\nreturn c;\n```\n~done~ _ok_";
+    await waitFor(() => updatesIn("C-MD-STREAM").some((c) => c.body.text === final), 20_000, "the final update");
+    const bodies = bodiesIn("C-MD-STREAM");
+    expect(bodies.length).toBeGreaterThan(2);
+    for (const body of bodies) expect(slackMrkdwnProblem(body.text), body.text).toBeNull();
+    // A draft shown mid-block: the block open in the Markdown, closed in the mrkdwn.
+    expect(bodies.some((b) => b.text.includes("```\nconst a = 1;") && !b.text.includes("done"))).toBe(true);
+    expect(postsTo("C-MD-STREAM")).toHaveLength(1);
+  });
+
+  it("leaves room for closing a code block the answer leaves open, posted or streamed: no message outgrows the 4000", async () => {
+    // 3,998 as the split measures it (escaped), 4,002 with the closing fence the mrkdwn adds.
+    const open = `\`\`\`\n${["<>".repeat(166), "<>".repeat(166), `${"<>".repeat(166)}aaaaaaaa`].join(" ")}`;
+    await post(callback(message("C-MD-OPEN", typed(`samefinal ${open}`))));
+    await post(callback(message("C-MD-OPEN-STREAM", typed(`stream ${open}`))));
+    // What each message shows in the end: its last update, else what was posted.
+    const shown = (channel: string) => postsTo(channel).map((p) => updatesIn(channel).filter((u) => u.body.ts === (p.reply!.json as any).ts).at(-1)?.body.text ?? p.body.text);
+    for (const channel of ["C-MD-OPEN", "C-MD-OPEN-STREAM"]) {
+      await waitFor(() => shown(channel).at(-1)?.endsWith("aaaaaaaa\n```"), 15_000, "the answer's end");
+      const bodies = bodiesIn(channel);
+      expect(bodies.map((b) => b.text.length).filter((n) => n > 4000)).toEqual([]);
+      for (const body of bodies) expect(slackMrkdwnProblem(body.text), body.text).toBeNull();
+    }
+    expect(updatesIn("C-MD-OPEN-STREAM").length).toBeGreaterThan(0);
   });
 });
 

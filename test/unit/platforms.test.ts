@@ -78,6 +78,25 @@ describe("splitMessage", () => {
     }
   });
 
+  it("takes a code block written on one line (```npm ci```) for no fence: nothing added around it, nor reopened after it", () => {
+    const text = "Run ```npm ci``` first:\n```npm ci```\n" + "then the tests, ".repeat(40);
+    const parts = splitMessage(text, 200);
+    expect(parts.length).toBeGreaterThan(2);
+    expect(parts.join("")).toBe(text);
+  });
+
+  it("leaves room in a last part still inside a code block (a draft's) for the closing line its messenger shows", () => {
+    // 200 as it is; 204 once shown closed (Slack's mrkdwn adds "\n```").
+    const draft = "```\n" + "a ".repeat(98);
+    const parts = splitMessage(draft, 200);
+    expect(parts).toHaveLength(2);
+    expect(parts[0].endsWith("\n```")).toBe(true);
+    expect(parts[1].length + "\n```".length).toBeLessThanOrEqual(200);
+    // A block closed, or text without one, fits as before.
+    expect(splitMessage("```\n" + "a ".repeat(96) + "\n```", 200)).toHaveLength(1);
+    expect(splitMessage("``\n" + "a ".repeat(98) + "b", 200)).toHaveLength(1);
+  });
+
   it("never reopens a fence with half a surrogate pair cut from its info string", () => {
     const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
     // The emoji sits across the opener's cut: "```typescript " is 14 code units.

@@ -5,8 +5,11 @@
  */
 
 export type Block =
-  /** Its lines less the indentation its opening fence had; `info` is what follows the fence (the language). */
-  | { kind: "code"; info: string; lines: string[] }
+  /**
+   * Its lines less the indentation its opening fence had; `info` is what follows the fence (the language); `closed`
+   * whether a fence ended it (a renderer that adds the closing line counts what it adds).
+   */
+  | { kind: "code"; info: string; lines: string[]; closed: boolean }
   /** Consecutive `>` lines, as written. */
   | { kind: "quote"; lines: string[] }
   | { kind: "line"; line: string };
@@ -29,7 +32,7 @@ export function markdownBlocks(markdown: string): Block[] {
       const body: string[] = [];
       let j = i + 1;
       for (; j < lines.length && !closesFence(lines[j], marker.length); j++) body.push(withoutIndent(lines[j], indent.length));
-      blocks.push({ kind: "code", info, lines: body });
+      blocks.push({ kind: "code", info, lines: body, closed: j < lines.length });
       i = j + 1;
       continue;
     }

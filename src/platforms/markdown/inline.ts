@@ -1,27 +1,33 @@
 /**
  * One line of Markdown (as language models write it) as a tree a platform renders in its own terms (Telegram HTML,
- * Lark card Markdown): emphasis (`*`, `_`, `**`, `__`), `~~strikethrough~~`, code spans, links, autolinks and bare
- * URLs. Emphasis follows CommonMark's delimiter rules, so an underscore inside a word (snake_case) is text, and a
- * marker that finds no partner stays as the text it is: a tree never holds an unbalanced span, whatever the input (a
- * draft cut mid-span included). Everything else is text.
+ * Lark card Markdown, Slack mrkdwn): emphasis (`*`, `_`, `**`, `__`), `~~strikethrough~~`, code spans, links,
+ * autolinks and bare URLs. Emphasis follows CommonMark's delimiter rules, so an underscore inside a word (snake_case)
+ * is text, and a marker that finds no partner stays as the text it is: a tree never holds an unbalanced span, whatever
+ * the input (a draft cut mid-span included). Everything else is text.
  */
 
 export type Tag = "b" | "i" | "s";
 
 export type Inline =
   | { kind: "text"; text: string }
-  | { kind: "code"; code: string }
+  /** `source` is the span as written, backticks included. */
+  | { kind: "code"; code: string; source: string }
   /** A bare URL, kept whole (no `_` or `*` in it is taken for emphasis); the platform links it or not. */
   | { kind: "url"; url: string }
-  | { kind: "link"; url: string; label: Inline[] }
-  | { kind: "span"; tag: Tag; children: Inline[] };
+  /** `source` is the link (or autolink) as written. */
+  | { kind: "link"; url: string; label: Inline[]; source: string }
+  /**
+   * `marker` opened (and closed) it as written (`**`, `__`, `~~`…); `before` and `after` are the characters just
+   * outside those (a line's edge is a space): Slack formats no span inside a word, so it keeps such a one as written.
+   */
+  | { kind: "span"; tag: Tag; marker: string; children: Inline[]; before: string; after: string };
 
 /** The schemes a link may have on the platform; any other link stays as the text it was written as. */
 export interface InlineOptions {
   linkTarget: RegExp;
 }
 
-type Delim = { kind: "delim"; char: "*" | "_" | "~"; count: number; length: number; canOpen: boolean; canClose: boolean };
+type Delim = { kind: "delim"; char: "*" | "_" | "~"; count: number; length: number; canOpen: boolean; canClose: boolean; before: string; after: string };
 type Node = Inline | Delim;
 
 const ASCII_PUNCTUATION = /[!-/:-@[-`{-~]/;
@@ -75,7 +81,7 @@ function scan(text: string, opts: InlineOptions, inLink: boolean): Node[] {
       } else {
         // No code inside a link (Telegram takes none): there it is the link's text.
         const code = codeSpanText(text.slice(i + run, close));
-        push(inLink ? { kind: "text", text: code } : { kind: "code", code });
+        push(inLink ? { kind: "text", text: code } : { kind: "code", code, source: text.slice(i, close + run) });
       }
       i = close < 0 ? i + run : close + run;
     } else if (c === "*" || c === "_" || c === "~") {
@@ -98,12 +104,12 @@ function scan(text: string, opts: InlineOptions, inLink: boolean): Node[] {
       else {
         // An image is linked to, its alt text the link's: the chat shows no picture from a URL.
         const label: Inline[] = c === "!" ? [{ kind: "text", text: link.label }] : parseInline(link.label, opts, true);
-        push({ kind: "link", url: link.url, label: visibleNodes(label) ? label : [{ kind: "text", text: link.url }] });
+        push({ kind: "link", url: link.url, label: visibleNodes(label) ? label : [{ kind: "text", text: link.url }], source: text.slice(i, link.end) });
       }
       i = link.end;
     } else if (c === "<" && !inLink && AUTOLINK.test(text.slice(i))) {
       const [whole, url] = AUTOLINK.exec(text.slice(i))!;
-      push(opts.linkTarget.test(url) ? { kind: "link", url, label: [{ kind: "text", text: url }] } : { kind: "text", text: whole });
+      push(opts.linkTarget.test(url) ? { kind: "link", url, label: [{ kind: "text", text: url }], source: whole } : { kind: "text", text: whole });
       i += whole.length;
     } else if ((c === "h" || c === "H" || c === "w" || c === "W") && !/[\p{L}\p{N}]/u.test(text[i - 1] ?? "") && BARE_URL.test(text.slice(i))) {
       const url = trimmedUrl(BARE_URL.exec(text.slice(i))![0]);
@@ -158,7 +164,7 @@ function delimiter(text: string, at: number, run: number): Delim {
   // An underscore inside a word (snake_case, file_name_here) neither opens nor closes.
   const canOpen = char === "_" ? left && (!right || punctBefore) : left;
   const canClose = char === "_" ? right && (!left || punctAfter) : right;
-  return { kind: "delim", char, count: run, length: run, canOpen, canClose };
+  return { kind: "delim", char, count: run, length: run, canOpen, canClose, before, after };
 }
 
 /** Pairs openers with closers (CommonMark's "process emphasis"): what lies between a pair becomes the span's. */
@@ -176,7 +182,7 @@ function matchEmphasis(nodes: Node[]): void {
       const children = nodes.slice(o + 1, c).map(asText);
       opener.count -= use;
       closer.count -= use;
-      nodes.splice(o + 1, c - o - 1, { kind: "span", tag, children });
+      nodes.splice(o + 1, c - o - 1, { kind: "span", tag, marker: closer.char.repeat(use), children, before: opener.before, after: closer.after });
       c = o + 2;
     }
   }

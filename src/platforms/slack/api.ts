@@ -4,8 +4,8 @@
  * 429 with `Retry-After` (seconds).
  */
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
-import type { ApiResult, Bot, DeliveryTarget, Messenger } from "../types";
-import { escapeSlackText } from "./text";
+import type { ApiResult, Bot, DeliveryTarget, Messenger, TextFormat } from "../types";
+import { slackText } from "./mrkdwn";
 import { fileBody, uploadTimeoutMs } from "../upload";
 
 export interface SlackCredentials extends Record<string, string> {
@@ -35,14 +35,14 @@ export async function slackCall(bot: Bot<SlackCredentials>, method: string, para
   return { ok: false, failure: failureOfStatus(status, `slack_http_${status}`, error, retryAfterMs) };
 }
 
-export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<DeliveryTarget, { platform: "slack" }>, timeoutMs: number): Messenger {
+export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<DeliveryTarget, { platform: "slack" }>, timeoutMs: number, format: TextFormat = "markdown"): Messenger {
   return {
     async send(text) {
-      const res = await slackCall(bot, "chat.postMessage", { channel: target.channel, text: escapeSlackText(text), ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }, timeoutMs);
+      const res = await slackCall(bot, "chat.postMessage", { channel: target.channel, text: slackText(text, format), ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }, timeoutMs);
       return res.ok ? { ok: true, value: String(res.value.ts) } : res;
     },
     async edit(messageId, text) {
-      const res = await slackCall(bot, "chat.update", { channel: target.channel, ts: messageId, text: escapeSlackText(text) }, timeoutMs);
+      const res = await slackCall(bot, "chat.update", { channel: target.channel, ts: messageId, text: slackText(text, format) }, timeoutMs);
       return res.ok ? { ok: true, value: undefined } : res;
     },
     /**

@@ -6,7 +6,7 @@ import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
 import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
-import { slackSentUnits } from "./text";
+import { SLACK_MAX_TEXT, slackSentUnits } from "./text";
 import { verifySlackSignature } from "./verify";
 
 const CredentialsSchema = z.strictObject({
@@ -35,9 +35,8 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   credentials: CredentialsSchema,
   newCredentials: NewCredentialsSchema,
   defaultApiBaseUrl: "https://slack.com/api",
-  // Slack advises at most 4,000 characters per message (and answers longer ones msg_too_long), counted as sent: the
-  // escaped text. chat.update edits in place.
-  surface: { canEdit: true, maxMessageSize: 4000, sentUnits: slackSentUnits, maxFileBytes: SLACK_UPLOAD_MAX_BYTES, capabilities: { threads: "thread_ts" } },
+  // Counted as sent: the escaped text, which its mrkdwn does not outgrow (./mrkdwn.ts). chat.update edits in place.
+  surface: { canEdit: true, maxMessageSize: SLACK_MAX_TEXT, sentUnits: slackSentUnits, maxFileBytes: SLACK_UPLOAD_MAX_BYTES, capabilities: { threads: "thread_ts" } },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {
@@ -64,9 +63,9 @@ export const slack: PlatformAdapter<SlackCredentials> = {
 
   // The deprecated verification `token` is a credential.
   redactRaw: (raw) => withoutPaths(raw, [["token"]]),
-  messenger: (bot, target, timeoutMs) => {
+  messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "slack") throw new Error("not a Slack target");
-    return slackMessenger(bot, target, timeoutMs);
+    return slackMessenger(bot, target, timeoutMs, opts?.format);
   },
   replyTargetView: (t) => (t.platform === "slack" ? { channel: t.channel, thread_ts: t.threadTs } : {}),
 };

@@ -1,0 +1,171 @@
+import { describe, expect, it } from "vitest";
+import { slackMrkdwn, slackText } from "../../src/platforms/slack/mrkdwn";
+import { escapeSlackText, slackSentUnits } from "../../src/platforms/slack/text";
+import { splitReply } from "../../src/platforms/split";
+import { slackMrkdwnProblem } from "../support/slack-mrkdwn";
+
+/**
+ * An answer's Markdown as Slack mrkdwn: what is recognised, what stays text, and that every output is well-formed and
+ * no longer than the reply's split allowed, for a streamed draft cut anywhere and for each part of a split reply.
+ */
+const mrkdwn = (markdown: string) => slackMrkdwn(markdown);
+/** What the text takes of Slack's 4,000 as the split measures it: escaped. */
+const asSent = (text: string) => escapeSlackText(text).length;
+
+const ANSWER = [
+  "# Plan for `parse_config`",
+  "",
+  "Use **bold _and italic_**, *one*, __two__ and ~~old~~; `a < b && c > d` is code.",
+  "See [the docs](https://example.com/wiki/Foo_(bar)) or https://example.com/snake_case_path/__init__.py, then:",
+  "",
+  "1. run `make` in a_b_c",
+  "- a **bullet** with a [link](https://x.example/?q=1&r=2)",
+  "  * nested & <escaped>",
+  "> quoted *text*",
+  "",
+  "```python",
+  "def f(a, b):",
+  '    return a < b and "&" or "**not bold**"',
+  "```",
+  "",
+  "---",
+  "Done ~~really~~.",
+].join("\n");
+
+describe("slackMrkdwn: what renders", () => {
+  it("a representative answer", () => {
+    expect(mrkdwn(ANSWER)).toBe(
+      [
+        "*Plan for `parse_config`*",
+        "",
+        "Use *bold _and italic_*, _one_, *two* and ~old~; `a &lt; b &amp;&amp; c &gt; d` is code.",
+        "See <https://example.com/wiki/Foo_(bar)|the docs> or https://example.com/snake_case_path/__init__.py, then:",
+        "",
+        "1. run `make` in a_b_c",
+        "• a *bullet* with a <https://x.example/?q=1&amp;r=2|link>",
+        "  • nested &amp; &lt;escaped&gt;",
+        "&gt; quoted _text_",
+        "",
+        "```",
+        "def f(a, b):",
+        '    return a &lt; b and "&amp;" or "**not bold**"',
+        "```",
+        "",
+        "———",
+        "Done ~really~.",
+      ].join("\n"),
+    );
+  });
+
+  it("emphasis as Slack's markers, nested, never one inside itself; next to a letter or digit it stays as written", () => {
+    expect(mrkdwn("***both*** and **bold *it* bold** and *it **bold** it*")).toBe("_*both*_ and *bold _it_ bold* and _it *bold* it_");
+    expect(mrkdwn("**a **b** c** and # not a heading")).toBe("*a b c* and # not a heading");
+    expect(mrkdwn("# A **bold** title #")).toBe("*A bold title*");
+    expect(mrkdwn("**[a *link*](https://example.com)**")).toBe("*<https://example.com|a _link_>*");
+    // Slack formats nothing inside a word, so CommonMark's intraword emphasis keeps its markers: 2*3*4 is not 2_3_4.
+    expect(mrkdwn("2*3*4, **foo**bar, snake_case_name and in_side_ words")).toBe("2*3*4, **foo**bar, snake_case_name and in_side_ words");
+  });
+
+  it("escapes & < > everywhere but a link's own < and >: an answer can never ping <!channel> or mention anyone", () => {
+    expect(mrkdwn("<!channel> <@U123> <#C1|x> & <b>x</b>")).toBe("&lt;!channel&gt; &lt;@U123&gt; &lt;#C1|x&gt; &amp; &lt;b&gt;x&lt;/b&gt;");
+    expect(mrkdwn("`<!here>`, [<!here>](https://e.com/?a=1&b=2) and [x](https://e.com/<!here>)")).toBe(
+      "`&lt;!here&gt;`, <https://e.com/?a=1&amp;b=2|&lt;!here&gt;> and [x](https://e.com/&lt;!here&gt;)",
+    );
+    expect(mrkdwn("```\n<!channel> & co\n```")).toBe("```\n&lt;!channel&gt; &amp; co\n```");
+  });
+
+  it("links only to http(s) and mailto URLs Slack can hold; anything else stays as written", () => {
+    expect(mrkdwn("[a](javascript:alert(1)) [b](./rel_path_) [c](tg://user?id=1) [d](mailto:a@b.c) [e](HTTP://E.COM)")).toBe(
+      "[a](javascript:alert(1)) [b](./rel_path_) [c](tg://user?id=1) <mailto:a@b.c|d> <HTTP://E.COM|e>",
+    );
+    expect(mrkdwn("<https://e.com/x_y_z> and <ftp://e.com>")).toBe("<https://e.com/x_y_z> and &lt;ftp://e.com&gt;");
+    expect(mrkdwn("![a chart](https://e.com/c.png) and [](https://e.com) and [`npm ci`](https://docs.npmjs.com)")).toBe(
+      "<https://e.com/c.png|a chart> and <https://e.com> and <https://docs.npmjs.com|npm ci>",
+    );
+    // A `|` would end Slack's URL early; a destination's spaces would go out longer than written (as %20).
+    expect(mrkdwn("[x](https://e.com/a|b) [y](<https://e.com/a b c d e f>)")).toBe("[x](https://e.com/a|b) [y](&lt;https://e.com/a b c d e f&gt;)");
+  });
+
+  it("code: spans as written, blocks without their language, a one-line block as a span, ``` anywhere else defused", () => {
+    expect(mrkdwn("a `x` b ``y`` c ``z`w`` d")).toBe("a `x` b `y` c ``z`w`` d");
+    expect(mrkdwn("```ts\nconst a = 1;\n```\n```shell session\n$ ls\n```")).toBe("```\nconst a = 1;\n```\n```shell session\n$ ls\n```");
+    expect(mrkdwn("  ```\n  indented\n    more\n  ```")).toBe("```\nindented\n  more\n```");
+    expect(mrkdwn("Run ```npm ci``` then:\n```npm ci```")).toBe("Run `npm ci` then:\n`npm ci`");
+    // Slack would take a stray ``` for a block's edge, and run that block to the next fence.
+    expect(mrkdwn("use ``` to fence, \\`\\`\\` too\n```\nq = '```'\n```")).toBe("use ˋˋˋ to fence, ˋˋˋ too\n```\nq = 'ˋˋˋ'\n```");
+  });
+
+  it("unterminated markers stay text; a code block still open is closed; one only just opened shows nothing", () => {
+    expect(mrkdwn("**bold but never closed")).toBe("**bold but never closed");
+    expect(mrkdwn("a `code span never closed")).toBe("a `code span never closed");
+    expect(mrkdwn("~~half and *half")).toBe("~~half and *half");
+    expect(mrkdwn("[label](https://e.com")).toBe("[label](https://e.com");
+    expect(mrkdwn("text\n```ts\nconst a = 1 < 2;")).toBe("text\n```\nconst a = 1 &lt; 2;\n```");
+    expect(mrkdwn("text\n```ts\nconst a = 1;\n")).toBe("text\n```\nconst a = 1;\n```");
+    expect(mrkdwn("text\n```ts")).toBe("text\n");
+    expect(mrkdwn("```ts\n")).toBeNull();
+  });
+});
+
+describe("slackMrkdwn: always well-formed, never longer than the split allowed", () => {
+  it("for every prefix of an answer, as a streamed draft is edited", () => {
+    for (let n = 1; n <= ANSWER.length; n++) {
+      const draft = ANSWER.slice(0, n);
+      const out = mrkdwn(draft);
+      if (out === null) continue;
+      expect(slackMrkdwnProblem(out), `prefix ${n}: ${out}`).toBeNull();
+      // Only a code block closed adds anything: its closing line.
+      expect(out.length, `prefix ${n}`).toBeLessThanOrEqual(asSent(draft) + 4);
+    }
+  });
+
+  it("for hostile input: markers, brackets, fences and mentions in every order", () => {
+    const pieces = ["*", "**", "_", "__", "~~", "`", "```", "```js", "[", "](", "https://e.com/(", ")", "<", ">", "&", "\n", "> ", "# ", "- ", "a", " ", "\\", "|", "<!channel>", "mailto:a@b"];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let round = 0; round < 3000; round++) {
+      let text = "";
+      for (let k = next() % 30; k >= 0; k--) text += pieces[next() % pieces.length];
+      const out = mrkdwn(text);
+      if (out !== null) expect(slackMrkdwnProblem(out), JSON.stringify(text)).toBeNull();
+    }
+  });
+
+  it("for each part of a split reply: a code block cut across parts is code in each, and no part outgrows 4000", () => {
+    const code = Array.from({ length: 200 }, (_, i) => `let v${i} = a < b && **c**;`).join("\n");
+    const parts = splitReply(`Intro **bold**\n\`\`\`js\n${code}\n\`\`\`\nafter`, 4000, 20, slackSentUnits);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) {
+      const out = mrkdwn(part)!;
+      expect(slackMrkdwnProblem(out)).toBeNull();
+      expect(out).toMatch(/^```\nlet v|\n```\nlet v/);
+      expect(out.length).toBeLessThanOrEqual(4000);
+    }
+  });
+
+  it("for a streamed draft whose last part is still inside a code block: the split leaves room for its closing line", () => {
+    for (const unit of ["a", "&", "<"]) {
+      for (let size = 3980; size <= 4010; size++) {
+        const draft = `\`\`\`\n${unit.repeat(Math.ceil(size / asSent(unit)))}`;
+        for (const ending of ["", "\n"]) {
+          for (const part of splitReply(draft + ending, 4000, 20, slackSentUnits)) {
+            const out = mrkdwn(part) ?? escapeSlackText(part);
+            expect(slackMrkdwnProblem(out)).toBeNull();
+            expect(out.length, `${unit} × ${size}${JSON.stringify(ending)}`).toBeLessThanOrEqual(4000);
+          }
+        }
+      }
+    }
+  });
+
+  it("what is sent never outgrows 4000 where the split closes a block the parser reads on (```` closed with ```): that part goes escaped", () => {
+    const parts = splitReply(`\`\`\`\`\n${"ab ".repeat(3000)}\n\`\`\`\``, 4000, 20, slackSentUnits);
+    expect(parts.length).toBeGreaterThan(2);
+    const sent = parts.map((part) => slackText(part, "markdown"));
+    for (const text of sent) expect(text.length).toBeLessThanOrEqual(4000);
+    // A part the mrkdwn of which takes more goes as it is; the last, its block closed as written, fits as mrkdwn.
+    expect(sent.slice(0, -1)).toEqual(parts.slice(0, -1).map(escapeSlackText));
+    expect(sent.at(-1)).toMatch(/^```\nab ab/);
+    expect(slackMrkdwnProblem(sent.at(-1)!)).toBeNull();
+  });
+});
