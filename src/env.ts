@@ -18,6 +18,7 @@ export interface Env {
   SECRETS_KEY_PREVIOUS?: string;
   PUBLIC_URL?: string;
   RUN_DEADLINE_MS?: string;
+  RUN_WRITE_INTERVAL_MS?: string;
   RUNNER_MAX_LINE_BYTES?: string;
   RUNNER_MAX_STREAM_BYTES?: string;
   RUN_MAX_ARTIFACTS?: string;
@@ -74,6 +75,8 @@ const ConfigFields = z.object({
   // An http(s) origin: runners and platforms call it (`localhost:8787`, typed without a scheme, parses as a URL of scheme "localhost:").
   PUBLIC_URL: z.url({ protocol: /^https?$/, error: "PUBLIC_URL must be an http(s) URL such as https://agents.example.com" }).transform((url) => url.replace(/\/+$/, "")).optional(),
   RUN_DEADLINE_MS: positiveInt(300_000),
+  /** A run's results are written at most once per this long (held meanwhile, up to RUNNER_MAX_LINE_BYTES): each write is a subrequest in production. 0 writes each read at once. */
+  RUN_WRITE_INTERVAL_MS: z.coerce.number().int().nonnegative().max(10_000, "RUN_WRITE_INTERVAL_MS must be at most 10000").default(250),
   RUNNER_MAX_LINE_BYTES: positiveInt(MiB),
   RUNNER_MAX_STREAM_BYTES: positiveInt(32 * MiB),
   /** `artifact.created` results one run may have accepted (inline or by reference); past it each is dropped, so what a run holds of them stays bounded. */

@@ -18,6 +18,7 @@ import type { RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
 import { ResultProcessor, type ResultBatch } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
+import { HeldResults } from "./held-results";
 import type { AuthorizationSnapshot } from "./snapshot";
 import type { RunnerEndpoint } from "./claim";
 import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
@@ -165,10 +166,29 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
 
   let failure: unknown;
   let runnerDone = false;
-  // The last batch (terminal result) is written together with the outcome: one round trip fewer.
+  // What is held when reading stops (the terminal result's batch among it) is written together with the outcome: one round trip fewer.
   let last: { statements: unknown[]; ledger: LedgerEntry[]; blobs: string[] } = { statements: [], ledger: [], blobs: [] };
   // A batch whose write got no answer may have been applied: what of it the ledger holds goes to followers with the end.
   const unanswered: LedgerEntry[] = [];
+  const held = new HeldResults(config.RUN_WRITE_INTERVAL_MS, config.RUNNER_MAX_LINE_BYTES);
+  const statementsOf = async (batch: ResultBatch | null) => {
+    if (!batch) return last;
+    const statements = await batchStatements(deps, batch, artifactRefs, processor);
+    return { statements, ledger: batch.ledger, blobs: batch.inlineArtifacts.map((a) => artifactR2Key(a.ref.artifact_id)) };
+  };
+  const write = async (batch: ResultBatch | null) => {
+    if (!batch) return;
+    const { statements, blobs } = await statementsOf(batch);
+    await writeNaming(deps, statements, blobs).catch((err: unknown) => {
+      // Refused, the batch's inline artifacts were never stored (their blobs are removed): no later item names them.
+      if (!mayHaveApplied(err)) artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
+      else unanswered.push(...batch.ledger);
+      throw err;
+    });
+    deps.publish(batch.ledger);
+  };
+  let stream: AsyncIterator<string[]> | undefined;
+  let reading: Promise<IteratorResult<string[]>> | undefined;
   try {
     // Secret config fields are sealed at rest (and in the queued job): opened only for the runner's request.
     const runnerConfig = await openValues(db.secrets, job.agent.runnerConfig, agentConfigSlot({ agentId: job.agent.agentId, runnerId: job.runner.runnerId }, job.runner.baseUrl)).catch((err: Error) => {
@@ -183,7 +203,18 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     });
     const target = { baseUrl: deps.runner.baseUrl, runnerName: job.runner.runnerName, secret };
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
-    for await (const payloads of runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits })) {
+    stream = runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits });
+    for (;;) {
+      reading ??= stream.next();
+      const read = await held.readOrDue(reading);
+      // What is held fell due while the runner was quiet: written now, then the same read is awaited again.
+      if (read === "due") {
+        await write(held.take());
+        continue;
+      }
+      reading = undefined;
+      if (read.done) break;
+      const payloads = read.value;
       // Stopped (a cancel, the deadline) before these were applied, though read already: the run ends as it was stopped
       // (a cancel was answered 202), not with a terminal result applied after it.
       if (deps.signal.aborted && deps.signal.reason instanceof RunnerCallError && deps.signal.reason !== RUN_ENDED) throw deps.signal.reason;
@@ -195,32 +226,30 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
         await deps.ledgerSequence.closeToHost(HOST_CALLS_WIND_DOWN_MS);
       }
       const batch = processor.process(payloads);
+      held.add(batch, payloads.reduce((n, p) => n + p.length, 0));
       if (batch.terminal) {
         runnerDone = true;
         // From its terminal result on, the Host API records nothing more: the run's end stays its ledger's last entry.
         void deps.ledgerSequence?.closeToHost();
         // And a cancel or the deadline changes nothing: the run ends as its runner said (the cancel is told so).
         deps.onStreamEnd?.();
-      }
-      const statements = await batchStatements(deps, batch, artifactRefs, processor);
-      const blobs = batch.inlineArtifacts.map((a) => artifactR2Key(a.ref.artifact_id));
-      if (batch.terminal && !batch.error) {
-        last = { statements, ledger: batch.ledger, blobs };
         break;
       }
-      await writeNaming(deps, statements, blobs).catch((err: unknown) => {
-        // Refused, the batch's inline artifacts were never stored (their blobs are removed): no later item names them.
-        if (!mayHaveApplied(err)) artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
-        else unanswered.push(...batch.ledger);
-        throw err;
-      });
-      deps.publish(batch.ledger);
+      // A line that fails the run: what came before it is written with the run's end.
       if (batch.error) throw batch.error;
+      if (held.due) await write(held.take());
     }
+    last = await statementsOf(held.take());
   } catch (err) {
     // An abort (deadline, cancel) may surface as any error from fetch; its reason says why. Once the runner is done, the
     // signal was aborted only to say so: a failure then is the host's own.
     failure = !runnerDone && deps.signal.aborted && deps.signal.reason instanceof RunnerCallError ? deps.signal.reason : err;
+    // Results read before it stopped are recorded with its end, as if written before it; unstorable (R2 away), they are not.
+    last = await statementsOf(held.take()).catch(() => last);
+  } finally {
+    // A read still pending (the write made while waiting for it failed) ends with the stream, which the run's end aborts.
+    if (reading) void stream?.return?.(undefined).catch(() => {});
+    else await stream?.return?.(undefined).catch(() => {});
   }
   deps.onStreamEnd?.();
   // The end is the ledger's last entry: Host API calls just stopped may record how they ended, then nothing more.

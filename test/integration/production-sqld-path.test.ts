@@ -12,6 +12,7 @@ import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 import { waitForRunOn } from "../support/host";
 import { startFakeSqld, type FakeSqld } from "../support/fake-sqld";
+import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
  * The production deployment as README "Production" describes it: `npm run db:migrate` with LIBSQL_URL and
@@ -28,6 +29,9 @@ let mf: Miniflare;
 let url: string;
 let logs = "";
 let runner: Awaited<ReturnType<typeof startEchoRunner>>;
+/** Streams DELTAS message.delta lines, each sent on its own a moment after the last, as a model's tokens come. */
+let streaming: Awaited<ReturnType<typeof startAdHocRunner>>;
+const DELTAS = 1000;
 const host = () => ({ url, adminToken: ADMIN_TOKEN });
 
 beforeAll(async () => {
@@ -38,6 +42,17 @@ beforeAll(async () => {
     env: { ...process.env, LIBSQL_URL: sqld.url, LIBSQL_AUTH_TOKEN: AUTH_TOKEN },
   });
   runner = await startEchoRunner({ secret: SECRET });
+  streaming = await startAdHocRunner({
+    name: "token-stream",
+    async onRun({ body }, res) {
+      const w = resultWriter(res, body.context.run_id);
+      for (let i = 0; i < DELTAS; i++) {
+        w.send("message.delta", { chunk: { role: "assistant", content: `t${i} ` } });
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      w.reply("done");
+    },
+  });
   const scriptPath = process.env.PROD_SCRIPT ?? (await wranglerBundle(join(dir, "deploy")));
   mf = new Miniflare({
     host: "127.0.0.1",
@@ -69,6 +84,7 @@ async function wranglerBundle(outDir: string): Promise<string> {
 afterAll(async () => {
   await mf?.dispose();
   await runner?.close();
+  await streaming?.close();
   await sqld?.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -108,6 +124,32 @@ describe("the Worker on Turso/sqld (LIBSQL_URL, LIBSQL_AUTH_TOKEN)", () => {
     const del = await adminCall(host(), "DELETE", `/v1/admin/runner-services/${inUse.body.items[0].service_id}`);
     expect(del.status, JSON.stringify(del.body)).toBe(409);
   });
+
+  // In production each database round trip made while a run executes is a subrequest of its conversation object's
+  // alarm, which Cloudflare caps per invocation (README "Production"): the run's results are written at most once per
+  // RUN_WRITE_INTERVAL_MS (250 ms), so what a run costs grows with its time, not with how many results it sends.
+  it("writes a run streaming a thousand results one by one in a number of round trips bounded by its time, not by the results", async () => {
+    await bindRunner(host(), { baseUrl: streaming.url, runnerId: streaming.runnerId(), agentId: "streamer", scope: { type: "conversation", id: "prod-stream" } });
+    const before = sqld.requests.length;
+    const startedAt = Date.now();
+    const ev = await adminCall<{ run_id: string }>(host(), "POST", "/v1/events", {
+      event_type: "message.received",
+      conversation_id: "prod-stream",
+      actor: { actor_type: "user", actor_id: "u1" },
+      input: { text: "stream" },
+    });
+    expect(ev.status, JSON.stringify(ev.body) + logs).toBe(202);
+    // Read from the database file itself: polling the Worker would add round trips of its own to the count.
+    const status = () => (sqld.db.prepare("SELECT status FROM run WHERE run_id = ?").get(ev.body.run_id) as { status: string } | undefined)?.status;
+    while (!["completed", "failed", "timeout", "cancelled"].includes(status() ?? "") && Date.now() - startedAt < 60_000) await new Promise((r) => setTimeout(r, 20));
+    const tookMs = Date.now() - startedAt;
+    const roundTrips = sqld.requests.length - before;
+    expect(status(), logs).toBe("completed");
+    const deltas = sqld.db.prepare("SELECT COUNT(*) AS n FROM run_event WHERE run_id = ? AND type = 'message.delta'").get(ev.body.run_id) as { n: number };
+    expect(deltas.n).toBe(DELTAS);
+    // Ingress, the claim and the end take a few; the results at most one per 250 ms of the run.
+    expect(roundTrips, `${roundTrips} round trips in ${tookMs} ms`).toBeLessThanOrEqual(6 + Math.ceil(tookMs / 250));
+  }, 90_000);
 
   it("runs the retention cron", async () => {
     const worker = (await mf.getWorker()) as unknown as { scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }> };
