@@ -5,6 +5,7 @@ import { deleteDeletedOwnersData } from "./deleted-owners";
 import { deleteOldEvents } from "./history";
 import { deleteOldTranscript } from "./transcript";
 import { R2_DELETE_MAX_KEYS } from "./limits";
+import { describeError } from "../lib/describe-error";
 import { deleteOrphanBlobs } from "./orphans";
 import { deleteOldRuns } from "./runs";
 import { endNeverHandedOverRuns } from "./unhanded-runs";
@@ -23,7 +24,7 @@ export interface RetentionSummary {
 
 const DAY_MS = 24 * 3600 * 1000;
 
-/** Steps of one invocation that failed; the others ran. */
+/** Steps of one invocation that failed, each with why (describeError: no query's bound values); the others ran. */
 export class RetentionStepsFailed extends Error {
   override readonly name = "RetentionStepsFailed";
   constructor(
@@ -31,7 +32,8 @@ export class RetentionStepsFailed extends Error {
     readonly summary: RetentionSummary,
     options: { cause: AggregateError },
   ) {
-    super(`retention steps failed: ${failed.join(", ")} (the others ran: ${JSON.stringify(summary)})`, options);
+    const why = failed.map((name, i) => `${name} (${describeError(options.cause.errors[i])})`);
+    super(`steps failed: ${why.join(", ")}; the others ran: ${JSON.stringify(summary)}`, options);
   }
 }
 

@@ -16,6 +16,7 @@ import { transcriptInsert, type NewTranscriptItem } from "../stores/transcript";
 import { buildRunContext, type StateRead } from "./context";
 import type { RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
+import { logRunEnd } from "./end-log";
 import { ResultProcessor, type ResultBatch } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
 import { HeldResults } from "./held-results";
@@ -271,6 +272,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     );
   }
   await writeNaming(deps, statements, last.blobs);
+  logRunEnd(job, outcome, failure);
   // Host API records unanswered too: those applied before the end are held; one landing after it writes nothing.
   deps.publish([...(await recordedOf(db, job.runId, [...unanswered, ...(deps.ledgerSequence?.unansweredHostRecords ?? [])])), ...last.ledger, ...ledger]);
   return outcome;

@@ -9,6 +9,7 @@ import { ENDED, isNotStarted, ledgerEntryOf, runsStore, type LedgerEntry, type R
 import { transcriptInsertWhere, type NewTranscriptItem } from "../stores/transcript";
 import type { RunJob } from "./job";
 import { recordedTrailingArtifacts } from "./recorded-artifacts";
+import { logRunEnd } from "./end-log";
 
 /** What ending a run needs of it: a run job, or the facts of a run row. */
 export interface HostEndTarget {
@@ -16,6 +17,8 @@ export interface HostEndTarget {
   conversationKey: string;
   conversation: Pick<RunJob["conversation"], "conversation_id" | "thread_id" | "workspace_id" | "bot_id">;
   runner: { runnerId: string };
+  /** Named on the run's log line when known. */
+  agent?: { agentId: string };
 }
 
 /**
@@ -24,11 +27,12 @@ export interface HostEndTarget {
  * entry only when this write is what ended it, in the same batch, so they
  * are never split by a failure in between. `onlyQueued` ends it only if it
  * never started. `item` (the run's trailing artifacts, recordedTrailingArtifacts)
- * is written with them, on the same condition: never twice. Returns the ledger
- * entry it wrote, for the run's live followers, or null when the run had
- * already ended: only a run ended here still owes a chat user a notice.
+ * is written with them, on the same condition: never twice; `cause`, why it
+ * ended, goes on the run's log line (logRunEnd). Returns the ledger entry it
+ * wrote, for the run's live followers, or null when the run had already
+ * ended: only a run ended here still owes a chat user a notice.
  */
-export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null } = {}): Promise<LedgerEntry | null> {
+export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; cause?: unknown } = {}): Promise<LedgerEntry | null> {
   const endedAt = Date.now();
   const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: false };
   const record = hostRecordValues({
@@ -64,6 +68,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   const item = opts.item ? [transcriptInsertWhere(db, opts.item, endedHere)] : [];
   const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry, ...item])) as [unknown, unknown, unknown[][]];
   if (!written) return null;
+  logRunEnd(target, outcome, opts.cause);
   const seq = Number(written[0]);
   return { runId: target.runId, seq, type: "run.failed", data, runnerSequence: null, origin: "host", createdAt: endedAt };
 }
@@ -75,13 +80,17 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
  * run is tried again or ended as lost.
  */
 export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown): Promise<{ entry: LedgerEntry | null } | null> {
-  console.error(`run ${job.runId}: host failure: ${describeError(err)}`);
   const outcome = { status: "failed" as const, errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 };
+  // The run's end line says why; a failure that did not end it (it had ended, or this write failed too) has its own.
+  const unended = () => console.error(`run ${job.runId}: host failure: ${describeError(err)}`);
   // The artifacts it announced after its last message keep their item (README, Artifacts); unreadable, the end is still written.
   const item = await recordedTrailingArtifacts(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts not read (${describeError(e)})`), null));
-  return endRunAsHost(db, job, outcome, { item }).then(
-    (entry) => ({ entry }),
-    (e: Error) => (console.error(`run ${job.runId}: failure not recorded (${describeError(e)}); the run is tried again or ended as lost`), null),
+  return endRunAsHost(db, job, outcome, { item, cause: err }).then(
+    (entry) => {
+      if (!entry) unended();
+      return { entry };
+    },
+    (e: Error) => (unended(), console.error(`run ${job.runId}: failure not recorded (${describeError(e)}); the run is tried again or ended as lost`), null),
   );
 }
 
@@ -146,7 +155,7 @@ export const NEVER_HANDED_OVER: RunOutcome = {
 export async function endUnhandedRun(db: Db, runId: string, outcome: RunOutcome): Promise<LedgerEntry | null> {
   const row = await runsStore(db).get(runId);
   if (!isNotStarted(row?.status)) return null;
-  const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId, thread_id: row.threadId, workspace_id: row.workspaceId, bot_id: row.botId }, runner: { runnerId: row.runnerId } };
+  const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId, thread_id: row.threadId, workspace_id: row.workspaceId, bot_id: row.botId }, runner: { runnerId: row.runnerId }, agent: { agentId: row.agentId } };
   return endRunAsHost(db, target, outcome, { onlyQueued: true });
 }
 

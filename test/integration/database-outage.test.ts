@@ -215,3 +215,15 @@ describe("a database outage at ingress", () => {
     expect(await host.r2Keys("artifacts/")).toEqual(before);
   });
 });
+
+describe("a database outage during the retention cron", () => {
+  it("fails the sweep and logs why on one line (npm start's Miniflare prints nothing of a cron's exception)", async () => {
+    host.databaseOutage(true);
+    try {
+      await expect(host.triggerScheduled()).rejects.toThrow(/outcome exception/);
+    } finally {
+      host.databaseOutage(false);
+    }
+    await expect.poll(() => host.logs()).toMatch(/^retention failed: steps failed: artifacts \(.*database unavailable \(outage drill\)\), .*; the others ran: \{.*\}$/m);
+  });
+});

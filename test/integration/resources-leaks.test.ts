@@ -155,4 +155,13 @@ describe("host faults during a resource call", () => {
     expect([result.status, result.body.error?.code, result.body.error?.retryable]).toEqual([500, "runtime_error", true]);
     expect(result.body.error.message).not.toMatch(/insert|run_event/i);
   });
+
+  it("a stream whose end cannot be recorded is logged naming its run and model (the runner has had its end)", async () => {
+    const { result, runId } = await inRun("db-stream-end", async (_api, _ctx, _emit, raw) => {
+      host.databaseOutage({ queries: 1, matching: '"model.usage"' });
+      return ndjson(await raw("model.stream", { model_id: "echo-split", messages: user("hi") }));
+    });
+    expect(result.at(-1)).toMatchObject({ type: "completed" });
+    await expect.poll(() => host.logs()).toContain(`run ${runId}: model echo-split (stream): its end not recorded: `);
+  });
 });

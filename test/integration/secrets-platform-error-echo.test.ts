@@ -5,7 +5,7 @@
  * with also include ones derived per event or per app: Discord's interaction token (in the URL path; the host
  * treats it as a credential: src/platforms/discord/api.ts, raw payloads drop it, ctx.delivery omits it) and
  * Lark's tenant access token (Authorization). EventLog records are readable by operators and by runners
- * (event.page), so neither may be stored there.
+ * (event.page), so neither may be stored there; nor may the log line a reply given up on gets.
  */
 import { generateKeyPairSync, sign as edSign } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -79,6 +79,10 @@ describe("a platform error quoting the request", () => {
     const trail = await deliveryFailures(run.run_id);
     expect(trail).toContain("Invalid request");
     expect(trail).not.toContain(INTERACTION_TOKEN);
+    // The reply given up on is one line of the operator's log, in the platform's (scrubbed) words.
+    await expect.poll(() => host.logs()).toMatch(new RegExp(`run ${run.run_id}: reply not delivered, given up \\(discord_http_400\\); discord bot \\S+, conversation CE1, \\w+, status 400: Invalid request`));
+    expect(host.logs()).not.toContain(INTERACTION_TOKEN);
+    expect(host.logs()).not.toContain(DISCORD_BOT_TOKEN);
   });
 
   it("Lark: the tenant access token is not kept in the delivery trail", async () => {
@@ -93,5 +97,8 @@ describe("a platform error quoting the request", () => {
     const trail = await deliveryFailures(run.run_id);
     expect(trail).toContain("field validation failed");
     expect(trail).not.toContain(TENANT_TOKEN);
+    await expect.poll(() => host.logs()).toMatch(new RegExp(`run ${run.run_id}: reply not delivered, given up \\(\\w+\\); lark bot \\S+, conversation oc_echo, \\w+, status 400: field validation failed`));
+    expect(host.logs()).not.toContain(TENANT_TOKEN);
+    expect(host.logs()).not.toContain(APP_SECRET);
   });
 });

@@ -11,8 +11,11 @@ import { putAgent, startScriptedRunner } from "../support/scripted-runner";
 let host: TestHost;
 let scripted: Awaited<ReturnType<typeof startScriptedRunner>>;
 let answering: Awaited<ReturnType<typeof startAdHocRunner>>;
+let failing: Awaited<ReturnType<typeof startAdHocRunner>>;
 const STATE_MARKER = "PRIVATE-state-updated-90aa1f";
 const ANSWER_MARKER = "PRIVATE-answer-4b1d93";
+const MIDRUN_MARKER = "PRIVATE-midrun-state-5e0c17";
+const FAILURE_MARKER = "PRIVATE-runner-error-c3d9a2";
 
 beforeAll(async () => {
   scripted = await startScriptedRunner({ name: "logs-scripted" });
@@ -25,15 +28,31 @@ beforeAll(async () => {
       w.reply(`the answer is ${ANSWER_MARKER}`);
     },
   });
+  // Fails its runs as runners do, in its own words (which may quote its users); or sends a state value, then its answer a moment later.
+  failing = await startAdHocRunner({
+    name: "logs-failing",
+    async onRun({ body }, res) {
+      const w = resultWriter(res, body.context.run_id);
+      if (body.context.input.text === "mid-run") {
+        w.send("state.updated", { scope: "conversation", key: "note", value: MIDRUN_MARKER });
+        await new Promise((r) => setTimeout(r, 300));
+        return w.reply("done");
+      }
+      w.send("run.failed", { code: "tests.upstream_down", error: `could not answer ${FAILURE_MARKER}`, retryable: false });
+      res.end();
+    },
+  });
   host = await startTestHost({ captureLogs: true });
   await scripted.register(host);
   await putAgent(host, { agent_id: "scripted", runner_id: scripted.runnerId(), scope: { type: "global" } });
   await host.bind({ baseUrl: answering.url, runnerId: answering.runnerId(), agentId: "answering", scope: { type: "conversation", id: "logs-answer" } });
+  await host.bind({ baseUrl: failing.url, runnerId: failing.runnerId(), agentId: "failing", scope: { type: "conversation", id: "logs-failing" } });
 });
 afterAll(async () => {
   await host?.dispose();
   await scripted?.close();
   await answering?.close();
+  await failing?.close();
 });
 
 describe("user data in log lines", () => {
@@ -57,9 +76,29 @@ describe("user data in log lines", () => {
       const run = await host.waitForRun(posted.body.run_id!);
       // The host could not keep the run's facts: the run fails, saying so without the data.
       expect(run).toMatchObject({ status: "failed", error: { code: "host.internal_error" } });
-      await expect.poll(() => host.logs()).toContain(`run ${run.run_id}: host failure`);
+      await expect.poll(() => host.logs()).toContain(`run ${run.run_id}: failed (host.internal_error); agent answering`);
       expect(host.logs()).not.toContain(marker);
       expect(JSON.stringify(run)).not.toContain(marker);
     });
   }
+
+  it("logs a run its runner failed as one line with its code and where it ran, not the runner's words", async () => {
+    const posted = await host.postEvent(messageEvent("logs-failing", "fail"));
+    const run = await host.waitForRun(posted.body.run_id!);
+    expect(run).toMatchObject({ status: "failed", error: { code: "tests.upstream_down" } });
+    const line = `run ${run.run_id}: failed (tests.upstream_down); agent failing, runner ${failing.runnerId()}, conversation logs-failing`;
+    await expect.poll(() => host.logs()).toContain(line);
+    expect(host.logs().split(`run ${run.run_id}: failed`)).toHaveLength(2);
+    expect(host.logs()).not.toContain(FAILURE_MARKER);
+  });
+
+  it("logs a run the host failed mid-run with why, which its record does not say, never the data", async () => {
+    // The state value's batch is refused on each try (four); the run's end, written after, is not.
+    host.databaseOutage({ queries: 4, matching: MIDRUN_MARKER });
+    const posted = await host.postEvent(messageEvent("logs-failing", "mid-run"));
+    const run = await host.waitForRun(posted.body.run_id!, 20_000);
+    expect(run).toMatchObject({ status: "failed", error: { code: "host.internal_error", message: "the host failed while running" } });
+    await expect.poll(() => host.logs()).toMatch(new RegExp(`run ${run.run_id}: failed \\(host\\.internal_error\\); agent failing, .*: .*database unavailable \\(outage drill\\)`));
+    expect(host.logs()).not.toContain(MIDRUN_MARKER);
+  }, 25_000);
 });

@@ -7,6 +7,7 @@ import { answerHold, type AnswerHold } from "../answer-budget";
 import { artifactImages } from "../model-images";
 import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
+import { describeError } from "../../lib/describe-error";
 import { withModelFallback, type ModelOperation } from "../model-fallback";
 import { StreamReply } from "../stream-reply";
 import { shownUpstreamMessage } from "../upstream-error";
@@ -103,9 +104,13 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
     const { value: body, model } = await withModelFallback(ctx, p.model_id, "stream", (m) => openChatStream(m.target, request, opts)).finally(() => images.release());
     const onEnd = async (end: StreamEnd) => {
       call.dispose();
-      if (end.result) return recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "stream", usage: end.result.usage, startedAt });
-      console.warn(`run ${ctx.snapshot.runId}: model ${model.modelId} (stream) ended early (${end.error?.code}): ${end.error?.message}`);
-      await ctx.ledger.append([{ type: "model.failed", data: { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", ...end.error } }]);
+      const what = `run ${ctx.snapshot.runId}: model ${model.modelId} (stream)`;
+      if (!end.result) console.warn(`${what} ended early (${end.error?.code}): ${end.error?.message}`);
+      const record = end.result
+        ? recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "stream", usage: end.result.usage, startedAt })
+        : ctx.ledger.append([{ type: "model.failed", data: { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", ...end.error } }]);
+      // Logged here, where the run is known: the runner has had the stream's end already.
+      await record.catch((err: unknown) => console.error(`${what}: its end not recorded: ${describeError(err)}`));
     };
     const stream = chatStreamToNdjson(body, {
       modelId: model.modelId,
