@@ -27,6 +27,7 @@ import { PendingReplies } from "./pending-replies";
 import { AlbumGathering } from "./album-gathering";
 import { UnhandedRuns } from "./unhanded-runs";
 import { endLostRuns } from "./lost-runs";
+import { reviseWaiting, type MessageRevision, type RevisionOutcome } from "./waiting-revisions";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
  * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
@@ -189,6 +190,10 @@ export class ConversationDO extends DurableObject<Env> {
     await this.decisions.settled(runId);
     return this.abortActive(runId) ?? (await this.decisions.inTurn(() => this.cancelNotActive(runId))) ?? this.abortActive(runId) ?? { cancelled: false };
   }
+  /** A chat message recalled or edited while it may wait here (waiting-revisions.ts): in turn with the decisions, after its own run's. */
+  async revise(change: MessageRevision): Promise<RevisionOutcome> {
+    return this.decisions.settled(change.runId).then(() => this.decisions.inTurn(() => reviseWaiting({ db: dbOf(this.env), runs: this.runs, steering: this.steering, busy: (id) => this.isActive(id) || this.cancelling.has(id), cancelQueued: (key, job, why) => this.cancelQueued(key, job, why), endUnhanded: (id, outcome) => this.unhanded.end(dbOf(this.env), id, outcome) }, change)));
+  }
 
   /** An active run aborted (one starting sees it before calling its runner), or one already done or stopped answered once its end is recorded; null if none. */
   private abortActive(runId: string): Promise<{ cancelled: boolean }> | null {
@@ -225,11 +230,9 @@ export class ConversationDO extends DurableObject<Env> {
   private async cancelQueued(key: string, job: RunJob, reason: string): Promise<boolean> {
     this.cancelling.add(job.runId);
     this.claims.withdraw(job.runId);
-    let endedHere = false;
+    let ended: LedgerEntry | null = null;
     try {
-      const deps = this.deliveryDeps();
-      const ended = await endRunAsHost(deps.db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 });
-      endedHere = ended !== null;
+      ended = await endRunAsHost(this.deliveryDeps().db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 });
       if (ended) {
         this.live.publish(job.runId, [ended]);
         this.noticeCancelled(job);
@@ -243,7 +246,7 @@ export class ConversationDO extends DurableObject<Env> {
     }
     await this.dropUnpulled(job);
     this.live.end(job.runId, "cancelled");
-    return endedHere;
+    return ended !== null;
   }
 
   /** A placeholder still shown for a run cancelled before it started (Discord's "thinking…") is resolved; tracked as any reply. */

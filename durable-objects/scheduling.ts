@@ -44,6 +44,8 @@ export interface StoredRun {
   bytes?: number;
   /** What its event was answered (absent in runs stored by earlier releases): an interrupt supersedes a run answered `started`, debounced or not. */
   answered?: "started" | "queued";
+  /** The version of the newest edit of its message applied while it waited (waiting-revisions.ts). */
+  revision?: number;
 }
 
 /**

@@ -26,6 +26,8 @@ export const STEERING_PULL_MAX_BYTES = 4 * 1024 * 1024;
  */
 interface ClaimStub extends ClaimRef {
   bytes: number;
+  /** The version of the newest edit of its message applied while it waited (`amend`). */
+  revision?: number;
 }
 /** A queue value: a stub, or (written by an earlier version) the whole item. */
 type Queued = ClaimStub | SteeringInputItem;
@@ -256,14 +258,39 @@ export class SteeringQueue {
    * run's drop finds them there and records them, rather than losing them.
    */
   take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
-    return this.inTurn(run.runId, () => this.takeNow(db, run, outcome, limit, maxBytes));
+    return this.inTurn(run.runId, async () => (await this.takeNow(db, run, outcome, { limit, maxBytes })).items);
   }
 
-  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
-    const entries = withinBytes([...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit }))], maxBytes);
+  /**
+   * A claimed message its user recalled before the run pulled it: taken off the queue as a pull takes items, and
+   * recorded `steering.dropped` with `reason: "recalled"`. False when it is not queued (pulled or dropped already, or
+   * withdrawn by this recall delivered before).
+   */
+  withdraw(db: Db, run: RunJob, eventId: string): Promise<boolean> {
+    return this.inTurn(run.runId, async () => (await this.takeNow(db, run, "dropped", { only: eventId, reason: "recalled" })).taken > 0);
+  }
+
+  /** A claimed message its user edited before the run pulled it: the pull gets its newest words, whatever order edits arrive in. False when it is not queued. */
+  amend(runId: string, eventId: string, edit: { text: string | null; version: number }): Promise<boolean> {
+    return this.inTurn(runId, async () => {
+      const found = [...(await this.storage.list<Queued>({ prefix: prefixOf(runId) }))].find(([, v]) => stubOf(v).event_id === eventId);
+      if (!found) return false;
+      if ((stubOf(found[1]).revision ?? -Infinity) > edit.version) return true;
+      const [item] = await this.messagesOf([found]);
+      if (!item) return false;
+      const edited: SteeringInputItem = { ...item, input: { ...item.input, text: edit.text } };
+      await this.storage.put({ [found[0]]: { ...claimRefOf(edited), bytes: jsonByteLength(edited), revision: edit.version } satisfies ClaimStub, [bodyKeyOf(found[0])]: edited });
+      return true;
+    });
+  }
+
+  /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. */
+  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; only?: string; reason?: "recalled" }): Promise<{ items: SteeringInputItem[]; taken: number }> {
+    const queued = [...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: opts.only === undefined ? opts.limit : undefined }))];
+    const entries = withinBytes(opts.only === undefined ? queued : queued.filter(([, v]) => stubOf(v).event_id === opts.only), opts.maxBytes ?? Infinity);
     // A drop also records what an earlier instance's pull had taken when it died: its runner never had the answer.
-    const orphans = outcome === "dropped" ? await this.orphansOf(run.runId) : [];
-    if (!entries.length && !orphans.length) return [];
+    const orphans = outcome === "dropped" && opts.only === undefined ? await this.orphansOf(run.runId) : [];
+    if (!entries.length && !orphans.length) return { items: [], taken: 0 };
     // Only a pull reads the messages: what its answer carries.
     const items = outcome === "injected" ? await this.messagesOf(entries) : [];
     const taking = entries.map(([k, v]): [string, Queued] => [`${TAKING}${k}`, v]);
@@ -272,7 +299,7 @@ export class SteeringQueue {
       // All in one tick: one atomic write.
       if (entries.length) await Promise.all([this.putAll(taking), this.deleteAll(entries.map(([k]) => k))]);
       try {
-        await writeAll(db, [...entries, ...orphans].map(([, v]) => steeringOutcomeInsert(db, outcome, stubOf(v), run)));
+        await writeAll(db, [...entries, ...orphans].map(([, v]) => steeringOutcomeInsert(db, outcome, stubOf(v), run, opts.reason)));
       } catch (err) {
         // Put back under their own keys (claim order is kept); their messages never left.
         if (entries.length) await Promise.all([this.putAll(entries), this.deleteAll(taking.map(([k]) => k))]);
@@ -283,7 +310,7 @@ export class SteeringQueue {
     } finally {
       for (const [k] of taking) this.inFlight.delete(k);
     }
-    return items;
+    return { items, taken: entries.length };
   }
 
   /** Claims an earlier instance was taking off `runId`'s queue when it died (their outcome's write never answered there). */

@@ -19,6 +19,7 @@ import { unboundReason } from "../stores/unbound-reason";
 import { describeError } from "../lib/describe-error";
 import { storableText } from "../lib/text";
 import { announceAlbumItem } from "./album-notice";
+import { reviseWaiting } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
 import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
@@ -60,6 +61,13 @@ async function storeRaw({ env, adapter, bot }: IngestDeps, raw: unknown, key: st
 }
 
 async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string): Promise<Recorded> {
+  const recorded = await recordOne(deps, event, rawRef);
+  // After its own record: a redelivery (the first attempt failed here) does it again.
+  if (event.revises && event.conversationId !== null) await reviseWaiting(deps.env, deps.bot, event.conversationId, event.revises);
+  return recorded;
+}
+
+async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string): Promise<Recorded> {
   const { env, bot } = deps;
   const eventId = dedupeId(bot, event.key);
   if (event.eventType === null || event.conversationId === null) {

@@ -75,6 +75,19 @@ export interface NormalizedEvent {
   files: PlatformFile[];
   data: Record<string, unknown>;
   replyTarget: DeliveryTarget | null;
+  /** An earlier message of the chat this event recalls or edits: one still waiting to be answered is changed too (revise-waiting.ts). */
+  revises?: MessageRevision;
+}
+
+/**
+ * A recall or an edit, naming its message as the message's `message.received` data names it (Slack `ts`, Lark and
+ * Telegram `message_id`). `edit` is absent for a recall: the words now (null: none left, its files stay) and the
+ * edit's time, so a late older edit never undoes a newer one.
+ */
+export interface MessageRevision {
+  field: "ts" | "message_id";
+  id: string;
+  edit?: { text: string | null; version: number };
 }
 
 /** The outcome of reading a verified webhook. */

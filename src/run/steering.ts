@@ -48,13 +48,13 @@ export const claimRefOf = (item: SteeringInputItem): ClaimRef => ({
   claimed_at: item.claimed_at,
 });
 
-/** `steering.injected` (pulled by the run) or `steering.dropped` (never pulled before the run ended). */
-export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", item: ClaimRef, run: RunJob) {
+/** `steering.injected` (pulled by the run) or `steering.dropped` (never pulled before the run ended, or `reason: "recalled"`: its user recalled it first). */
+export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", item: ClaimRef, run: RunJob, reason?: "recalled") {
   const rec: HostRecord = {
     eventType: `steering.${outcome}`,
     ...placeOfRun(run),
     runId: run.runId,
-    data: { source_event_id: item.event_id, run_id: item.claimed_run_id, runner_id: item.runner_id, claimed_at: item.claimed_at },
+    data: { source_event_id: item.event_id, run_id: item.claimed_run_id, runner_id: item.runner_id, claimed_at: item.claimed_at, ...(reason ? { reason } : {}) },
     // One outcome per claim: a write that went unanswered (and is retried, or its item put back and taken again) records nothing twice.
     onceAs: `hev_steering_${item.claimed_run_id}_${item.event_id}`,
   };

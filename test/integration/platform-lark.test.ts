@@ -431,6 +431,23 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     ]);
   });
 
+  it("withdraws a message recalled while it waits its turn in a topic thread (the recall names no thread): its run ends cancelled, never answered", async () => {
+    const busy = received("oc_810", { text: "sleep 1500" }, { thread_id: "omt_810" });
+    await postPlain(busy);
+    await waitFor(() => contextFor("sleep 1500").length > 0, 10_000, "the busy run");
+    const waiting = received("oc_810", { text: "never mind this" }, { thread_id: "omt_810" });
+    await postPlain(waiting);
+    const after = received("oc_810", { text: "but this" }, { thread_id: "omt_810" });
+    await postPlain(after);
+    const recall = event("im.message.recalled_v1", { message_id: waiting.event.message.message_id, chat_id: "oc_810", recall_time: String(Date.now()), recall_type: "message_owner" });
+    expect((await postPlain(recall)).status).toBe(200);
+    const [run] = await host.query<{ status: string; error_code: string }>("SELECT status, error_code FROM run WHERE event_id = ?", [`lark:${plain.botId}:${waiting.header.event_id}`]);
+    expect(run).toEqual({ status: "cancelled", error_code: "cancelled" });
+    await waitFor(() => repliesTo(after.event.message.message_id).length > 0, 10_000, "the message after it answered");
+    expect(contextFor("never mind this")).toEqual([]);
+    expect(repliesTo(waiting.event.message.message_id)).toEqual([]);
+  });
+
   it("never lends a bot of the same app the tenant token another bot's secret fetched: a wrong app secret fails its replies", async () => {
     // Another bot of the app has fetched (and cached) a token with the right secret.
     const warm = received("oc_right_secret", { text: "warm the token" });

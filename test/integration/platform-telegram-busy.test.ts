@@ -75,6 +75,16 @@ async function quiet(chat: string) {
   await new Promise((r) => setTimeout(r, 500));
 }
 
+/** Telegram delivering Ada's edit of her message `messageId` in `chat`, made at `editDate` (seconds). */
+let editUpdateId = 900_000;
+function editOnTelegram(chat: string, messageId: number, text: string, editDate: number): Promise<Response> {
+  const edited = { message_id: messageId, date: editDate - 5, edit_date: editDate, chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text };
+  return fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: ++editUpdateId, edited_message: edited }) });
+}
+/** The Telegram message id of the message a chat's event says `summary`. */
+const messageIdOf = async (chat: string, summary: string) =>
+  (await host.query<{ id: number }>("SELECT json_extract(data_json, '$.message_id') AS id FROM event_log WHERE conversation_id = ? AND input_summary = ?", [chat, summary]))[0].id;
+
 describe("a Telegram chat busy with a run", () => {
   it("steer: ten messages at once are pulled by the run (or dropped), and the chat gets one reply per run", async () => {
     const chat = "-70001";
@@ -91,6 +101,24 @@ describe("a Telegram chat busy with a run", () => {
     const completed = await host.query<{ n: number }>("SELECT count(*) AS n FROM run WHERE conversation_id = ? AND status = 'completed'", [chat]);
     expect({ runs: runsOf.get(chat), replies: sent(chat).length }).toEqual({ runs: ["hold first"], replies: completed[0].n });
     expect([...(pulledOf.get(chat) ?? [])].sort()).toEqual(Array.from({ length: 10 }, (_, i) => `t${i}`).sort());
+  }, 60_000);
+
+  it("an edit of a message still waiting, claimed by the busy run (steer) or in a run of its own (enqueue), is answered as edited; the latest edit wins", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    for (const [chat, strategy] of [["-70006", "steer"], ["-70007", "enqueue"]] as const) {
+      const runner = strategy === "steer" ? setup.steerer : setup.plain;
+      await putAgent(host, { agent_id: `tg-edit-${strategy}`, name: strategy, runner_id: runner.runnerId(), runner_config: { pull: strategy === "steer" ? "all" : "never" }, scope: { type: "conversation", id: chat, bot_id: botId }, concurrency: { strategy } });
+      expect((await sayOnTelegram(webhookUrl, SECRET, chat, "hold first")).status).toBe(200);
+      await waitFor(() => (runsOf.get(chat) ?? []).length === 1, 10_000, "the first run");
+      expect((await sayOnTelegram(webhookUrl, SECRET, chat, "waht time")).status).toBe(200);
+      const typo = await messageIdOf(chat, "waht time");
+      expect((await editOnTelegram(chat, typo, "what time is it", now + 2)).status).toBe(200);
+      // An earlier edit Telegram delivers late: the newer words stand.
+      expect((await editOnTelegram(chat, typo, "what time", now + 1)).status).toBe(200);
+      setup.gate(chat).resolve();
+      await quiet(chat);
+      expect(sent(chat)).toEqual(strategy === "steer" ? ["re: hold first+what time is it"] : ["re: hold first", "re: what time is it"]);
+    }
   }, 60_000);
 
   it("interrupt: ten messages at once, one run answers, the interrupted ones stay silent", async () => {

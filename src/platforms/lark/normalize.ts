@@ -77,7 +77,7 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
   if (type === "im.message.recalled_v1") {
     const r = RecalledSchema.safeParse(payload.event);
     if (!r.success) return [unhandled(key, type)];
-    return [{ ...unhandled(key, type), ...base, eventType: "message.recalled", conversationId: r.data.chat_id, data: { ...base.data, message_id: r.data.message_id, recall_type: r.data.recall_type ?? null } }];
+    return [{ ...unhandled(key, type), ...base, eventType: "message.recalled", conversationId: r.data.chat_id, data: { ...base.data, message_id: r.data.message_id, recall_type: r.data.recall_type ?? null }, revises: { field: "message_id", id: r.data.message_id } }];
   }
   if (type === "im.chat.member.user.added_v1") {
     const r = AddedSchema.safeParse(payload.event);

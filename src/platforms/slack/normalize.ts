@@ -5,7 +5,7 @@
  */
 import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
-import type { NormalizedEvent, PlatformFile } from "../types";
+import type { MessageRevision, NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { unescapeSlackText } from "./text";
 import { platformTime } from "../../lib/json";
@@ -50,6 +50,9 @@ const DeletedSchema = z.looseObject({
   previous_message: absentOr(z.looseObject({ user: absentOr(z.string()), thread_ts: absentOr(z.string()), ts: absentOr(z.string()) })),
 });
 
+/** The message a `message_changed` carries as it is now: a person's edit has `edited`; a deleted thread parent turns `tombstone`. */
+const ChangedSchema = z.looseObject({ ts: z.string(), subtype: absentOr(z.string()), user: absentOr(z.string()), bot_id: absentOr(z.string()), text: absentOr(z.string()), edited: absentOr(z.looseObject({ ts: absentOr(z.string()) })) });
+
 const JoinedSchema = z.looseObject({ user: z.string(), channel: z.string(), channel_type: absentOr(z.string()), inviter: absentOr(z.string()) });
 
 /** Message subtypes that are a person saying something. */
@@ -88,10 +91,12 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
     // Bots' messages (ours included, echoed back) never start a run.
     // An edit (message_changed) names its thread in the edited message, as a deletion does in previous_message.
     const unhandledThread = msg.thread_ts ?? threadOf((ev as { message?: { ts?: unknown; thread_ts?: unknown } }).message);
-    if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread }];
+    const revises = msg.subtype === "message_changed" ? revisionOf((ev as { message?: unknown }).message) : undefined;
+    if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises }];
     // Slack sends app_mention again, marked `edited`, each time a message naming the bot is edited: a typo fixed in an
-    // old question (one whose first delivery retention has forgotten) must not ask it again. Edits are not answered.
-    if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: unhandledThread }];
+    // old question (one whose first delivery retention has forgotten) must not ask it again. Edits are not answered
+    // (one still waiting to be answered takes the new words instead).
+    if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises: revisionOf(msg) }];
     const threadId = msg.thread_ts ?? null;
     return [
       {
@@ -153,6 +158,18 @@ function recalled(key: string, ev: unknown, common: { eventTime?: string; data: 
       files: [],
       data: { ...common.data, message_id: d.data.deleted_ts },
       replyTarget: null,
+      revises: { field: "ts", id: d.data.deleted_ts },
     },
   ];
+}
+
+/** What an edited message (a `message_changed`'s, or an `app_mention` marked edited) changes of the message it was: only a person's edit counts. */
+function revisionOf(given: unknown): MessageRevision | undefined {
+  const m = ChangedSchema.safeParse(given);
+  if (!m.success) return undefined;
+  // A thread parent deleted while it has replies stays as a tombstone: recalled all the same.
+  if (m.data.subtype === "tombstone") return { field: "ts", id: m.data.ts };
+  // Not a person's edit: our own answer streamed by chat.update, a link preview added.
+  if (m.data.bot_id || !m.data.user || !m.data.edited?.ts) return undefined;
+  return { field: "ts", id: m.data.ts, edit: { text: m.data.text === undefined ? null : unescapeSlackText(m.data.text), version: Number(m.data.edited.ts) } };
 }

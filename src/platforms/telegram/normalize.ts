@@ -200,6 +200,19 @@ function unhandledInItsChat(update: z.infer<typeof UpdateSchema>, kind: string, 
 }
 
 /**
+ * An edit is recorded in its chat, not answered; a message still waiting to be answered takes its new words, read as
+ * the message would be (`revises`). An edit that would not be answered as a message (now a command for another bot)
+ * changes nothing.
+ */
+function editOf(update: z.infer<typeof UpdateSchema>, self: { id?: string; username?: string | null }): NormalizedEvent {
+  const recorded = unhandledInItsChat(update, "edited_message", String(update.update_id));
+  const editedAt = z.looseObject({ edit_date: z.number() }).safeParse(update.edited_message);
+  const [asMessage] = normalizeUpdate({ update_id: update.update_id, message: update.edited_message }, self);
+  if (!editedAt.success || asMessage?.eventType !== "message.received") return recorded;
+  return { ...recorded, revises: { field: "message_id", id: String(asMessage.data.message_id), edit: { text: asMessage.text, version: editedAt.data.edit_date } } };
+}
+
+/**
  * `self.id`: the bot's own user id (its token's prefix), so its own arrival in a chat is not welcomed by its agent;
  * `self.username`: its username when known, so a command addressed to another bot is not answered.
  */
@@ -209,6 +222,7 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
   const kind = updateKind(update);
   const key = String(update.update_id);
   const parsed = kind === "message" ? MessageSchema.safeParse(update.message) : null;
+  if (kind === "edited_message") return [editOf(update, self)];
   if (!parsed?.success) return [unhandledInItsChat(update, kind, key)];
   const m = parsed.data;
   const { threadNumber, ...common } = base(update, kind, m);
