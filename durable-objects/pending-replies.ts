@@ -96,9 +96,11 @@ export class PendingReplies implements PostingMarks {
   async recover(deps: DeliveryDeps): Promise<Promise<void>[]> {
     if (this.recovered) return [];
     const resumed: Promise<void>[] = [];
+    let current: RunJob | undefined;
     try {
       for (const [key, job] of await this.storage.list<RunJob>({ prefix: PREFIX })) {
         if (this.mine.has(job.runId)) continue;
+        current = job;
         const delivered = (await this.wouldShowTwice(job)) || (await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId));
         const reply: { session: DeliverySession | null } = { session: null };
         // The run's whole ledger, a page at a time, into a new reply (none for a run not ended, or one a platform had part of).
@@ -116,9 +118,16 @@ export class PendingReplies implements PostingMarks {
       }
       this.recovered = true;
     } catch (err) {
-      // The database is away: looked for again on the scheduler's next pass.
-      console.error(`pending replies not resumed yet: ${describeError(err)}`);
+      // The database is away: looked for again on the scheduler's next pass. Named by the reply it was at (every reply
+      // here is of this object's conversation): an operator can tell which chat waits.
+      console.error(`pending replies not resumed yet${current ? `; ${repliedIn(current)}` : ""}: ${describeError(err)}`);
     }
     return resumed;
   }
+}
+
+/** Where a reply goes, as a log line names it (as end-log.ts names a run's). */
+function repliedIn(job: RunJob): string {
+  const { conversation_id: conversationId, bot_id: botId } = job.conversation;
+  return [conversationId ? `conversation ${conversationId}` : null, botId ? `bot ${botId}` : null, `run ${job.runId}`].filter((n) => n !== null).join(", ");
 }

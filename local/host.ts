@@ -29,6 +29,8 @@ export interface HostOptions {
   onRuntimeOutput?: (text: string) => void;
   /** The caller stops the host on SIGINT/SIGTERM itself: Miniflare's own handlers (kill workerd, exit 128 + signal) are removed. */
   ownSignals?: boolean;
+  /** A fault drill from the Worker's first query on (see `databaseOutage`): what a restarted instance does first meets it. */
+  outage?: OutageMode;
 }
 
 export interface LocalHost {
@@ -61,6 +63,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
   const embedded = await openEmbeddedDb(dbUrl);
   const dbToken = randomBytes(24).toString("hex");
   const listener = await listenForWorker(embedded.executor, dbToken);
+  if (opts.outage !== undefined) listener.setOutage(opts.outage);
   const signalsBefore = new Map((["SIGINT", "SIGTERM"] as const).map((s) => [s, process.listeners(s)]));
   const mf = new Miniflare({
     host: "127.0.0.1",
@@ -112,7 +115,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
       // workerd's Fetcher has scheduled(); the workers-types Fetcher type does not declare it.
       const worker = (await mf.getWorker()) as unknown as { scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }> };
       const result = await worker.scheduled({ cron, scheduledTime });
-      if (result.outcome !== "ok") throw new Error(`scheduled handler ended with outcome ${result.outcome}`);
+      if (result.outcome !== "ok") throw new ScheduledOutcomeError(result.outcome);
     },
     async dispose() {
       await mf.dispose();
@@ -120,6 +123,14 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
       embedded.close();
     },
   };
+}
+
+/** The cron handler ran and did not end "ok": `exception` when it threw (the Worker logs why itself, src/index.ts). */
+export class ScheduledOutcomeError extends Error {
+  override readonly name = "ScheduledOutcomeError";
+  constructor(readonly outcome: string) {
+    super(`scheduled handler ended with outcome ${outcome}`);
+  }
 }
 
 /** Both of workerd's output streams, as text, to one callback. */

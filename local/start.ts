@@ -13,7 +13,7 @@ import { startEchoRunner } from "../examples/echo-runner/runner";
 import { CONFIG_VARS, configProblems } from "../src/env";
 import { ROOT } from "./build";
 import { DataDirLockedError, lockDataDir } from "./data-lock";
-import { startHost } from "./host";
+import { ScheduledOutcomeError, startHost } from "./host";
 import { bindRunner } from "./setup";
 
 const dataDir = process.env.DATA_DIR || join(ROOT, ".data");
@@ -41,7 +41,8 @@ function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24)
 }
 
 // Blank (spaces included) counts as unset, as for every other variable.
-const adminToken = process.env.ADMIN_TOKEN?.trim() || devSecret("admin-token");
+const ownAdminToken = process.env.ADMIN_TOKEN?.trim();
+const adminToken = ownAdminToken || devSecret("admin-token");
 const vars: Record<string, string> = {
   // Stored credentials are sealed with it: losing this file makes them unreadable (register them again).
   SECRETS_KEY: process.env.SECRETS_KEY?.trim() || devSecret("secrets-key", "base64", 32),
@@ -91,20 +92,23 @@ const example = await bindRunner(host, { baseUrl: runner.url, secret: runnerSecr
   (err: Error) => `not bound: ${err.message}`,
 );
 
+// The dev token it made is printed; the operator's own (ADMIN_TOKEN) is theirs already, and kept out of scrollback.
+const shownToken = ownAdminToken ? "$ADMIN_TOKEN" : adminToken;
 console.log(`agent host listening on ${host.url}
-admin token: ${adminToken}
+admin token: ${ownAdminToken ? "from ADMIN_TOKEN" : adminToken}
 example runner: ${runner.url} (http:examples/echo/default, ${example})
 
 try:
-  curl -s -X POST ${host.url}/v1/events -H "Authorization: Bearer ${adminToken}" -H "content-type: application/json" \\
+  curl -s -X POST ${host.url}/v1/events -H "Authorization: Bearer ${shownToken}" -H "content-type: application/json" \\
     -d '{"event_type":"message.received","conversation_id":"c1","actor":{"actor_type":"user","actor_id":"u1"},"input":{"text":"hello"}}'
-  curl -s ${host.url}/v1/runs/RUN_ID -H "Authorization: Bearer ${adminToken}"
-  curl -sN ${host.url}/v1/runs/RUN_ID/stream -H "Authorization: Bearer ${adminToken}"`);
+  curl -s ${host.url}/v1/runs/RUN_ID -H "Authorization: Bearer ${shownToken}"
+  curl -sN ${host.url}/v1/runs/RUN_ID/stream -H "Authorization: Bearer ${shownToken}"`);
 
 // Miniflare does not fire cron triggers: run retention at start and hourly, as wrangler.toml's cron does in production.
 let stopping = false;
-// A sweep cut short by a stop is not a failure worth a line.
-const sweep = () => host.triggerScheduled().catch((err) => stopping || console.error(`retention failed: ${(err as Error).message}`));
+// A sweep cut short by a stop is not a failure worth a line; nor is one whose handler threw: the Worker said why.
+const sweep = () =>
+  host.triggerScheduled().catch((err) => stopping || (err instanceof ScheduledOutcomeError && err.outcome === "exception") || console.error(`retention failed: ${(err as Error).message}`));
 void sweep();
 const retention = setInterval(sweep, 3600_000);
 

@@ -4,7 +4,7 @@ import type { RunJob } from "../run/job";
 import { hostRecordInsert, placeOfRun } from "../stores/event-log";
 import { describeError } from "../lib/describe-error";
 import { newId } from "../lib/ids";
-import { headOf } from "../lib/text";
+import { loggedText } from "../lib/log-text";
 import { deliveryFailureNote } from "../stores/bot-notes";
 
 /** Attempts at one batch of delivery facts, the first wait between them (doubling): about 3.5 s in all. */
@@ -92,9 +92,6 @@ export class DeliveryTrail {
   }
 }
 
-/** How much of the platform's words a log line keeps (the trail and the bot's note keep them whole). */
-const LOGGED_ERROR_CHARS = 300;
-
 /**
  * One line per reply (or part or file of one) given up on, for an operator reading the log: which run, bot and
  * conversation, the step, and the platform's answer, already scrubbed of the credentials (attemptFacts).
@@ -103,7 +100,6 @@ function logGivenUp(runId: string, d: Record<string, unknown>): void {
   const text = (v: unknown) => (typeof v === "string" || typeof v === "number" ? String(v) : null);
   const error = text(d.error) ?? "";
   const names = [`${d.platform} bot ${d.bot_id}`, text(d.conversation_id) && `conversation ${d.conversation_id}`, text(d.operation), text(d.status) && `status ${d.status}`].filter(Boolean);
-  // JSON-escaped: the platform's words are one line of the log, never lines of their own.
-  const shown = JSON.stringify(error.length > LOGGED_ERROR_CHARS ? `${headOf(error, LOGGED_ERROR_CHARS)}…` : error).slice(1, -1);
-  console.warn(`run ${runId}: reply not delivered, given up (${text(d.code) ?? "no code"}); ${names.join(", ")}: ${shown}`);
+  // The platform's words are one line of the log, never lines of their own (the trail and the bot's note keep them whole).
+  console.warn(`run ${runId}: reply not delivered, given up (${text(d.code) ?? "no code"}); ${names.join(", ")}: ${loggedText(error)}`);
 }

@@ -4,6 +4,31 @@ import { SealedSecretError } from "../lib/secret-box";
 import type { ApiResult, Bot, PlatformDelivery } from "../platforms/types";
 import { botsStore } from "../stores/bots";
 
+/** A bot that keeps failing to be read is logged again after this long at the most often. */
+const RELOG_AFTER_MS = 60_000;
+/**
+ * Bots whose last read for a reply failed (per isolate): when that was last logged, and the failures since. Every
+ * reply waiting on a bot asks again, backing off, for as long as a database outage lasts: one line per bot a minute,
+ * and one when it is read again, not one per attempt.
+ */
+const failing = new Map<string, { loggedAt: number; unlogged: number }>();
+
+function logFailure(botId: string, err: unknown): void {
+  const now = Date.now();
+  const seen = failing.get(botId);
+  if (seen && now - seen.loggedAt < RELOG_AFTER_MS) return void seen.unlogged++;
+  const since = seen ? ` (${seen.unlogged} more failures since the last line)` : "";
+  console.error(`bot ${botId}: not read for a reply${since}: ${describeError(err)}`);
+  failing.set(botId, { loggedAt: now, unlogged: 0 });
+}
+
+function logRecovery(botId: string): void {
+  const seen = failing.get(botId);
+  if (!seen) return;
+  failing.delete(botId);
+  console.warn(`bot ${botId}: read for a reply again${seen.unlogged ? ` (${seen.unlogged} more failures since the last line)` : ""}`);
+}
+
 /**
  * The bot a reply is sent as, read when the reply's turn comes (a rotated
  * token is used at once). A bot gone, moved to another platform or with credentials
@@ -13,13 +38,14 @@ export async function loadReplyBot(db: Db, delivery: PlatformDelivery): Promise<
   const unavailable = (message: string): ApiResult<never> => ({ ok: false, failure: { kind: "permanent", status: null, code: "bot_unavailable", message } });
   try {
     const bot = await botsStore(db).load(delivery.botId);
+    logRecovery(delivery.botId);
     if (bot && bot.platform !== delivery.target.platform) return unavailable(`bot ${delivery.botId} is now a ${bot.platform} bot, not the ${delivery.target.platform} bot this reply belongs to`);
     return bot ? { ok: true, value: bot } : unavailable(`bot ${delivery.botId} is gone or its credentials are unusable`);
   } catch (err) {
     if (err instanceof SealedSecretError) return unavailable(`bot ${delivery.botId}'s credentials cannot be opened: ${err.message}`);
     // The failure goes to the delivery trail, which the conversation's runners read (event.page): the cause, which names
     // the statement and the database's reason, goes to the log only, as a Host API call's host fault does.
-    console.error(`bot ${delivery.botId}: not read for a reply: ${describeError(err)}`);
+    logFailure(delivery.botId, err);
     return { ok: false, failure: { kind: "transient", status: null, code: "bot_not_loaded", message: `bot ${delivery.botId} could not be read: the database failed or did not answer` } };
   }
 }

@@ -7,15 +7,18 @@ export class ApiError extends Error {
   readonly status: number;
   readonly details?: Record<string, unknown>;
   readonly retryable?: boolean;
+  /** Already in the log with its cause (hostFault): not logged again as the call's failure. */
+  readonly logged: boolean;
   constructor(
     readonly code: ApiErrorCode,
     message: string,
-    options: { status?: number; details?: Record<string, unknown>; retryable?: boolean; cause?: unknown } = {},
+    options: { status?: number; details?: Record<string, unknown>; retryable?: boolean; cause?: unknown; logged?: boolean } = {},
   ) {
     super(message, { cause: options.cause });
     this.status = options.status ?? API_ERROR_STATUS[code];
     this.details = options.details;
     this.retryable = options.retryable;
+    this.logged = options.logged ?? false;
   }
 
   toBody(): { ok: false; error: AgentAPIError } {
@@ -33,5 +36,5 @@ export const denied = (message: string, details?: Record<string, unknown>) => ne
  */
 export function hostFault(runId: string, action: string | null, cause: unknown): ApiError {
   console.error(`run ${runId}: ${action ?? "Host API call"} failed in the host: ${describeError(cause)}`);
-  return new ApiError("runtime_error", "the host failed while serving this call; it may be tried again", { status: 500, retryable: true, cause });
+  return new ApiError("runtime_error", "the host failed while serving this call; it may be tried again", { status: 500, retryable: true, cause, logged: true });
 }

@@ -1,3 +1,4 @@
+import { loggedText } from "../lib/log-text";
 import { SealedSecretError } from "../lib/secret-box";
 import { UPSTREAM_ERROR_STATUS } from "../protocol/errors";
 import { redact } from "../resources/secrets";
@@ -48,7 +49,11 @@ export function unopenedCredential(err: SealedSecretError, details?: Record<stri
   return new ApiError("runtime_error", `the host cannot open this resource's stored credential (${err.message}); an operator must check SECRETS_KEY`, { status: 500, details, cause: err });
 }
 
-/** One log line per failed upstream call, for operators; the message is already scrubbed. */
+/**
+ * One log line per failed upstream call, for operators: the message already scrubbed, and escaped, so an upstream's
+ * words are one line of the log. The host's own fault is not logged again: hostFault logged it, with its cause.
+ */
 export function logUpstreamFailure(ctx: ActionContext, what: string, failure: ApiError): void {
-  console.warn(`run ${ctx.snapshot.runId}: ${what} failed (${failure.code}): ${failure.message}`);
+  if (failure.logged) return;
+  console.warn(`run ${ctx.snapshot.runId}: ${what} failed (${failure.code}): ${loggedText(failure.message)}`);
 }

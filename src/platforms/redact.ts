@@ -1,3 +1,5 @@
+import { redact, secretFragments } from "../resources/secrets";
+
 /**
  * A copy of a raw platform payload without the fields that carry secrets
  * (verification tokens, interaction tokens), by path. Raw payloads are kept
@@ -16,12 +18,11 @@ export function withoutPaths(raw: unknown, paths: string[][]): unknown {
 
 const isObject = (v: unknown): v is Record<string, unknown> => Boolean(v) && typeof v === "object" && !Array.isArray(v);
 
-/** Text (an error from a platform, say) with every credential value of the bot replaced, before it is recorded or answered. */
+/**
+ * Text (an error from a platform, say) with every credential value of the bot replaced, before it is recorded or
+ * answered: the scrubber of host-held resources' answers, so a value is caught as it is, JSON-escaped or
+ * percent-encoded (a platform quoting the URL it was called at). Very short values are not looked for.
+ */
 export function scrubSecrets(text: string, credentials: Record<string, string | undefined>): string {
-  let out = text;
-  for (const value of Object.values(credentials)) {
-    // Very short values would match innocent text; credentials are never that short.
-    if (value && value.length >= 6) out = out.split(value).join("[redacted]");
-  }
-  return out;
+  return redact(text, secretFragments(Object.values(credentials)));
 }

@@ -38,8 +38,9 @@ export function secretFragments(values: readonly (string | null | undefined)[]):
     const parts = [value, ...value.trim().split(/\s+/).slice(1), ...assigned];
     // The scheme word ("Bearer", "Basic") is not secret; what follows it is. Each also as JSON text carries it
     // (a `"` or `\` escaped; a `/` as `\/`, as PHP's json_encode writes it; beyond ASCII as `\uXXXX`, as Python's
-    // json.dumps does), for upstream text the host passes on without parsing it (an error body, say).
-    for (const part of parts) if (part.length >= MIN_SECRET_LENGTH) for (const form of jsonForms(part)) out.add(form);
+    // json.dumps does), for upstream text the host passes on without parsing it (an error body, say), and
+    // percent-encoded, as an upstream quoting the URL it was called at writes it (a bot token in a path).
+    for (const part of parts) if (part.length >= MIN_SECRET_LENGTH) for (const form of [...jsonForms(part), encodeURIComponent(part)]) out.add(form);
   }
   // Longest first, so a value is scrubbed whole before its parts are looked for.
   return [...out].sort((a, b) => b.length - a.length);

@@ -1,4 +1,5 @@
 import { describeError } from "../lib/describe-error";
+import { loggedText } from "../lib/log-text";
 import { RunnerCallError } from "../runner/errors";
 import type { RunOutcome } from "../stores/runs";
 
@@ -11,7 +12,7 @@ export interface LoggedRun {
 }
 
 /** A code as a log line shows it: a runner's own code is free text, so one line stays one line. */
-const shownCode = (code: string | null | undefined) => (code ? JSON.stringify(code.slice(0, 100)).slice(1, -1) : "no code");
+const shownCode = (code: string | null | undefined) => (code ? loggedText(code, 100) : "no code");
 
 /**
  * One line per run that ended without completing (failed, timed out), for an operator reading the log: its code and

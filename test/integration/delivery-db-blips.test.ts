@@ -5,7 +5,7 @@ import { startTelegramChat } from "../support/telegram-chat";
 /** Delivery while the database blips: the trail's records and the reply's bot are asked for again until it answers. */
 let tg: Awaited<ReturnType<typeof startTelegramChat>>;
 beforeAll(async () => {
-  tg = await startTelegramChat("delivery-db");
+  tg = await startTelegramChat("delivery-db", { captureLogs: true });
 });
 afterAll(async () => {
   await tg?.dispose();
@@ -26,7 +26,7 @@ describe("Telegram: the delivery trail across a database blip", () => {
 });
 
 describe("Telegram: a reply whose bot cannot be loaded for a few seconds", () => {
-  it("still reaches the chat once the database answers again (a blip of a few seconds drops no completed answer)", async () => {
+  it("still reaches the chat once the database answers again (a blip of a few seconds drops no completed answer), the failure logged once", async () => {
     const chat = "-100557";
     const sent = () => tg.fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat).map((c) => c.body.text);
     expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, "sleep 1500")).status).toBe(200);
@@ -45,6 +45,10 @@ describe("Telegram: a reply whose bot cannot be loaded for a few seconds", () =>
     const errors = (await tg.trail(runId)).filter((r) => r.operation === "connect").map((r) => String(r.error));
     expect(errors.join("\n")).not.toMatch(/select|credentials_json|query/i);
     expect(errors[0]).toMatch(/could not be read/);
+    // The log has the cause once, and the recovery, not a line per attempt: an outage of minutes would be hundreds.
+    await expect.poll(() => tg.host.logs()).toContain(`bot ${tg.botId}: read for a reply again (3 more failures since the last line)`);
+    const failures = tg.host.logs().split("\n").filter((l) => l.startsWith(`bot ${tg.botId}: not read for a reply`));
+    expect(failures).toEqual([expect.stringMatching(/: not read for a reply: .*database unavailable \(outage drill\)/)]);
   }, 40_000);
 });
 

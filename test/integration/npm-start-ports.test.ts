@@ -28,17 +28,21 @@ async function occupy(): Promise<number> {
   return (server.address() as { port: number }).port;
 }
 
-/** Run `npm start`'s script until it exits, or until its output matches `until` (then it is stopped). */
-function start(env: Record<string, string>, dataDir = mkdtempSync(join(tmpdir(), "npm-start-ports-")), until?: RegExp): Promise<{ code: number | null; output: string }> {
+/** Run `npm start`'s script until it exits, or until its output matches `until` (then it is stopped, `lingerMs` later). */
+function start(env: Record<string, string>, dataDir = mkdtempSync(join(tmpdir(), "npm-start-ports-")), until?: RegExp, lingerMs = 0): Promise<{ code: number | null; output: string }> {
   dirs.push(dataDir);
   return new Promise((resolve) => {
     // As `npm start` runs it: node itself, so a SIGTERM reaches the script (tsx's CLI would SIGKILL a busy one, leaving workerd behind).
     const child = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, ...env } });
     let output = "";
+    let stopping = false;
     const onData = (chunk: Buffer) => {
       output += chunk;
       // One signal: a second one, during the orderly stop, would end it at once.
-      if (!child.killed && until?.test(output)) child.kill("SIGTERM");
+      if (!stopping && until?.test(output)) {
+        stopping = true;
+        setTimeout(() => child.killed || child.kill("SIGTERM"), lingerMs);
+      }
     };
     child.stdout.on("data", onData);
     child.stderr.on("data", onData);
@@ -116,5 +120,37 @@ describe("npm start with ADMIN_TOKEN and SECRETS_KEY set blank", () => {
     } finally {
       db.close();
     }
+  }, 60_000);
+});
+
+/** A migrated host.db whose "deleted owners" table is gone, so that retention step fails; made in a process of its own, which keeps no file of the folder open. */
+async function withFailingRetention(dataDir: string): Promise<void> {
+  const script = `
+    const file = process.argv[1];
+    const { openEmbeddedDb } = await import("./local/libsql.ts");
+    (await openEmbeddedDb("file:" + file)).close();
+    const { default: Database } = await import("libsql");
+    const db = new Database(file);
+    db.exec("ALTER TABLE deleted_owner RENAME TO deleted_owner_gone");
+    db.close();`;
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script, join(dataDir, "host.db")], { cwd: ROOT });
+  let output = "";
+  child.stderr.on("data", (c) => (output += c));
+  const code = await new Promise((r) => child.on("exit", r));
+  if (code !== 0) throw new Error(`preparing host.db failed: ${output}`);
+}
+
+describe("npm start with ADMIN_TOKEN set, and a retention sweep that fails", () => {
+  it("prints not the operator's token but where it is, and the sweep's failure once, as the Worker says it", async () => {
+    const token = "operator-chosen-admin-token-5f3e9a";
+    const dataDir = mkdtempSync(join(tmpdir(), "npm-start-own-token-"));
+    await withFailingRetention(dataDir);
+    // Left running a while after the Worker's line: long enough for any other line about the same sweep.
+    const { code, output } = await start({ PORT: "0", RUNNER_PORT: "0", ADMIN_TOKEN: token }, dataDir, /^retention failed: steps failed: deleted owners/m, 1500);
+    expect(output).toMatch(/^admin token: from ADMIN_TOKEN$/m);
+    expect(output).toContain('-H "Authorization: Bearer $ADMIN_TOKEN"');
+    expect(output).not.toContain(token);
+    expect(output.match(/retention failed/g)).toHaveLength(1);
+    expect(code).toBe(0);
   }, 60_000);
 });

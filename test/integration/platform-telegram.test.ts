@@ -29,6 +29,7 @@ const upgrades = new Map([
 const OUR_USERNAME = "OurTestBot";
 /** Another bot of ours whose getMe fails: everything else answers as for BOT_TOKEN. */
 const NO_GETME_TOKEN = "123457:TEST-telegram-bot-token-nogetme";
+const FORGED_LINE = "telegram bot forged: getMe failed (forged)";
 /** Chats whose first sendMessage the fake takes (and posts), then drops the connection without answering. */
 const droppingChats = new Set<string>();
 /** Chats whose first editMessageText is applied but its answer broken off after the status. */
@@ -52,7 +53,8 @@ function telegramApi(call: PlatformCall): FakeReply {
   if (!m || (m[2] !== BOT_TOKEN && m[2] !== NO_GETME_TOKEN)) return { status: 401, json: { ok: false, error_code: 401, description: "Unauthorized" } };
   if (m[1]) return { bytes: PHOTO, headers: { "content-type": "image/jpeg" } };
   const method = m[3];
-  if (method === "getMe" && m[2] === NO_GETME_TOKEN) return { status: 502, json: { ok: false, error_code: 502, description: "Bad Gateway" } };
+  // Its words would read as a line of the host's own log, were their line break written as it is.
+  if (method === "getMe" && m[2] === NO_GETME_TOKEN) return { status: 502, json: { ok: false, error_code: 502, description: `Bad Gateway\n${FORGED_LINE}` } };
   if (method === "getMe") return { json: { ok: true, result: { id: 123456, is_bot: true, first_name: "Test", username: OUR_USERNAME } } };
   // A multipart upload names its chat in a form field, read by the tests themselves.
   const chat = String(call.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(call.raw)?.[1]);
@@ -467,6 +469,9 @@ describe("Telegram: webhook in, reply out", () => {
     }
     await waitFor(() => sendsTo("-101800").length >= 3, 15_000, "the next answers");
     expect(fake.callsTo(/\/getMe$/).filter((c) => c.path.includes(NO_GETME_TOKEN))).toHaveLength(1);
+    // Said on the log, the platform's words on the one line.
+    await expect.poll(() => host.logs()).toContain(`telegram bot ${other.botId}: getMe failed (Bad Gateway\\n${FORGED_LINE})`);
+    expect(host.logs().split("\n").filter((l) => l.startsWith(FORGED_LINE))).toEqual([]);
   });
 
   it("sets the webhook with the secret token through the admin API", async () => {

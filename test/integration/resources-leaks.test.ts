@@ -17,6 +17,8 @@ let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 let provider: Awaited<ReturnType<typeof listenLoopback>>;
 let elsewhere: Awaited<ReturnType<typeof listenLoopback>>;
 const seenElsewhere: Record<string, string | undefined>[] = [];
+/** What a provider's error would make of the operator's log, were its line breaks written as they are. */
+const FORGED = "run run_forged: failed (tests.forged); agent forged";
 
 const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("");
 const delta = (content: string, finish: string | null = null) => ({ choices: [{ index: 0, delta: { content }, finish_reason: finish }] });
@@ -56,6 +58,13 @@ beforeAll(async () => {
       case "long-error":
         // A 503 whose body quotes the key late in a long message.
         return sendJson(res, 503, { error: { message: `${"upstream is overloaded, please retry later. ".repeat(5)}request was authorised by ${req.headers.authorization}` } });
+      case "forged-lines":
+        // A proxy's page in plain text, quoted as it is.
+        res.writeHead(400, { "content-type": "text/plain" });
+        return void res.end(`bad request\n${FORGED}`);
+      case "forged-stream-lines":
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        return void res.end(sse([delta("so far"), { error: { message: `stream broke\r\n${FORGED}\u2028${FORGED}`, type: "server_error" } }]));
       case "redirect":
         res.writeHead(307, { location: `${elsewhere.url}/v1/chat/completions` });
         return void res.end();
@@ -72,14 +81,14 @@ beforeAll(async () => {
     const res = await host.admin("POST", path, payload);
     if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
   };
-  for (const m of ["echo-split", "echo-tool-split", "long-error", "redirect", "plain"]) {
+  for (const m of ["echo-split", "echo-tool-split", "long-error", "redirect", "plain", "forged-lines", "forged-stream-lines"]) {
     await register("/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
   }
   await register("/v1/admin/tools", { name: "redirected", description: "a tool behind a redirect", endpoint: `${provider.url}/tool`, headers: { "x-api-key": TOOL_KEY } });
   await register("/v1/admin/runner-services", { base_url: runner.url });
   await register("/v1/admin/agents", {
     agent_id: "leaks", name: "leaks", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
-    resource_policy: { models: ["echo-split", "echo-tool-split", "long-error", "redirect", "plain"], tools: ["redirected"] },
+    resource_policy: { models: ["echo-split", "echo-tool-split", "long-error", "redirect", "plain", "forged-lines", "forged-stream-lines"], tools: ["redirected"] },
   });
 });
 
@@ -147,6 +156,18 @@ describe("host faults during a resource call", () => {
     expect(result.body.error.message).not.toMatch(/select|api_key|from "model"/i);
   });
 
+  it("a host fault during a model call is one line of the log, with its cause, not that line and an upstream failure's", async () => {
+    const { runId } = await inRun("db-model-log", async (api) => {
+      host.databaseOutage({ queries: 1, matching: 'from \\"model\\" where' });
+      await api("model.invoke", { model_id: "plain", messages: user("hi") });
+      // Logged after the call above: once its line is in, any line of that call is too.
+      return api("model.invoke", { model_id: "long-error", messages: user("hi") });
+    });
+    await expect.poll(() => host.logs()).toContain(`run ${runId}: model long-error (invoke) failed (runtime_error)`);
+    const lines = host.logs().split("\n").filter((l) => l.startsWith(`run ${runId}: model plain (invoke) failed`));
+    expect(lines).toEqual([expect.stringMatching(/failed in the host: .*database unavailable \(outage drill\)/)]);
+  });
+
   it("a tool call whose ledger record cannot be written is not reported as the tool's 502 quoting the SQL", async () => {
     const { result } = await inRun("db-tool", async (api) => {
       host.databaseOutage({ queries: 1, matching: '"tool.call.completed"' });
@@ -163,5 +184,20 @@ describe("host faults during a resource call", () => {
     });
     expect(result.at(-1)).toMatchObject({ type: "completed" });
     await expect.poll(() => host.logs()).toContain(`run ${runId}: model echo-split (stream): its end not recorded: `);
+  });
+});
+
+describe("an upstream's words in the log", () => {
+  it("a provider's error, before or mid-stream, that holds line breaks is one line of the log, escaped", async () => {
+    const { result, runId } = await inRun("forged-lines", async (api, _ctx, _emit, raw) => ({
+      invoke: await api("model.invoke", { model_id: "forged-lines", messages: user("hi") }),
+      stream: await ndjson(await raw("model.stream", { model_id: "forged-stream-lines", messages: user("hi") })),
+    }));
+    expect([result.invoke.status, result.stream.at(-1).type]).toEqual([502, "error"]);
+    await expect.poll(() => host.logs()).toContain(`run ${runId}: model forged-stream-lines (stream) ended early`);
+    // Each of the provider's words where it was quoted, none on a line of its own (nor after a separator some viewers break at).
+    expect(host.logs()).toContain(`run ${runId}: model forged-lines (invoke) failed (runtime_error): the model provider answered HTTP 400: bad request\\n${FORGED}`);
+    expect(host.logs()).toMatch(new RegExp(`ended early \\(provider_error\\): .*stream broke\\\\r\\\\n.*\\\\u2028`));
+    expect(host.logs().split(/\r\n|\r|\n|\u2028/).filter((l) => l.startsWith("run run_forged"))).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import { startHost, type HostOptions, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
@@ -27,7 +27,7 @@ const started: string[] = [];
 /** Chats whose next sendMessages are refused with a 429 asking to wait these many seconds, one each. */
 const throttleOnce = new Map<string, number[]>();
 
-const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" } });
+const start = (more: Partial<HostOptions> = {}) => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" }, ...more });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-chat-"));
@@ -66,10 +66,12 @@ const runOf = async (host: LocalHost, text: string) =>
   waitFor(async () => (await host.query<{ run_id: string | null }>("SELECT run_id FROM event_log WHERE source = 'telegram' AND input_summary LIKE ?", [`%${text}%`]))[0]?.run_id ?? undefined, 10_000, `run of ${text}`);
 
 let webhookPath = "";
+let botId = "";
 async function setUp(host: LocalHost) {
   const created = await adminCall<{ bot_id: string; webhook_url: string }>(host, "POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
   expect(created.status).toBe(201);
   webhookPath = new URL(created.body.webhook_url).pathname;
+  botId = created.body.bot_id;
   await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "restartchat", scope: { type: "bot", id: created.body.bot_id } });
 }
 const say = (host: LocalHost, chat: string, text: string) => sayOnTelegram(`${host.url}${webhookPath}`, secretToken, chat, text);
@@ -112,6 +114,26 @@ describe("a Telegram chat across a host restart", () => {
       await host.dispose();
     }
   });
+
+  it("a reply left by the instance that died, whose first look the database fails, is logged naming its conversation, and still reaches the chat", async () => {
+    let host = await start();
+    try {
+      throttleOnce.set("5553", [4]);
+      expect((await say(host, "5553", "answer me later")).status).toBe(200);
+      const runId = await runOf(host, "answer me later");
+      expect(await waitForRunOn(host, runId, 10_000)).toMatchObject({ status: "completed" });
+      await refusalRecorded(host, runId);
+      await host.dispose();
+      // Whether the reply was delivered meanwhile (its delivery trail) is the new instance's first question: refused once.
+      let logs = "";
+      host = await start({ outage: { queries: 1, matching: "delivery.succeeded" }, onRuntimeOutput: (text) => (logs += text) });
+      await waitFor(() => sentTo("5553").length > 0, 15_000, "the answer after the restart").catch(() => undefined);
+      expect(sentTo("5553")).toEqual(["done: answer me later"]);
+      expect(logs).toMatch(new RegExp(`^pending replies not resumed yet; conversation 5553, bot ${botId}, run ${runId}: .*database unavailable \\(outage drill\\)$`, "m"));
+    } finally {
+      await host.dispose();
+    }
+  }, 40_000);
 
   it("a lost run's failure notice still waiting out a rate limit when the instance died again reaches the chat", async () => {
     let host = await start();

@@ -5,12 +5,13 @@
  * with also include ones derived per event or per app: Discord's interaction token (in the URL path; the host
  * treats it as a credential: src/platforms/discord/api.ts, raw payloads drop it, ctx.delivery omits it) and
  * Lark's tenant access token (Authorization). EventLog records are readable by operators and by runners
- * (event.page), so neither may be stored there; nor may the log line a reply given up on gets.
+ * (event.page), so neither may be stored there; nor may the log line a reply given up on gets. A quoted URL carries
+ * a credential percent-encoded (Telegram's bot token, in its path): that form is scrubbed too.
  */
 import { generateKeyPairSync, sign as edSign } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { sayOnTelegram, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const APPLICATION_ID = "2233445566778899";
 const DISCORD_BOT_TOKEN = "discord-bot-token-ECHO-0123456789";
@@ -19,10 +20,14 @@ const APP_ID = "cli_echo_app_0001";
 const APP_SECRET = "lark-app-secret-echo-0123456789";
 const VERIFICATION_TOKEN = "lark-verification-token-echo-01";
 const TENANT_TOKEN = "t-echo-tenant-access-token-0123456789";
+const TELEGRAM_TOKEN = "123456:ECHO-telegram-bot-token-0123456789";
+const TELEGRAM_SECRET = "tg-echo-secret-token-0123";
 
 let host: TestHost;
 let discord: Awaited<ReturnType<typeof startFakePlatform>>;
 let lark: Awaited<ReturnType<typeof startFakePlatform>>;
+let telegram: Awaited<ReturnType<typeof startFakePlatform>>;
+let telegramWebhook: string;
 let runner: Awaited<ReturnType<typeof startChatRunner>>;
 let discordWebhook: string;
 let larkWebhook: string;
@@ -35,12 +40,16 @@ function larkApi(call: PlatformCall): FakeReply {
   return { status: 400, json: { code: 99992402, msg: `field validation failed: authorization=${call.headers.authorization}` } };
 }
 
+/** Refuses every send, quoting the URL it was called at as a proxy's log writes it: percent-encoded. */
+const telegramApi = (call: PlatformCall): FakeReply => ({ status: 400, json: { ok: false, error_code: 400, description: `Bad Request: chat not found (POST ${call.path.replace(TELEGRAM_TOKEN, encodeURIComponent(TELEGRAM_TOKEN))})` } });
+
 beforeAll(async () => {
   const pair = generateKeyPairSync("ed25519");
   privateKey = pair.privateKey;
   const publicKeyHex = pair.publicKey.export({ type: "spki", format: "der" }).subarray(-32).toString("hex");
   discord = await startFakePlatform(discordApi);
   lark = await startFakePlatform(larkApi);
+  telegram = await startFakePlatform(telegramApi);
   runner = await startChatRunner("echo-errors");
   host = await startTestHost({ captureLogs: true });
   const d = await host.admin("POST", "/v1/admin/bots", { platform: "discord", api_base_url: discord.url, credentials: { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: DISCORD_BOT_TOKEN } });
@@ -51,12 +60,17 @@ beforeAll(async () => {
   expect(l.status).toBe(201);
   larkWebhook = l.body.webhook_url;
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "echo-lark", scope: { type: "bot", id: l.body.bot_id } });
+  const t = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: telegram.url, credentials: { bot_token: TELEGRAM_TOKEN, secret_token: TELEGRAM_SECRET } });
+  expect(t.status).toBe(201);
+  telegramWebhook = t.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "echo-telegram", scope: { type: "bot", id: t.body.bot_id } });
 });
 afterAll(async () => {
   await host?.dispose();
   await runner?.close();
   await discord?.close();
   await lark?.close();
+  await telegram?.close();
 });
 
 async function deliveryFailures(runId: string) {
@@ -100,5 +114,15 @@ describe("a platform error quoting the request", () => {
     await expect.poll(() => host.logs()).toMatch(new RegExp(`run ${run.run_id}: reply not delivered, given up \\(\\w+\\); lark bot \\S+, conversation oc_echo, \\w+, status 400: field validation failed`));
     expect(host.logs()).not.toContain(TENANT_TOKEN);
     expect(host.logs()).not.toContain(APP_SECRET);
+  });
+
+  it("Telegram: the bot token, quoted percent-encoded in a URL, is kept neither in the delivery trail nor in the log", async () => {
+    expect((await sayOnTelegram(telegramWebhook, TELEGRAM_SECRET, "-4040", "echo telegram")).status).toBe(200);
+    const run = await waitFor(() => runner.contexts.find((c) => c.input.text === "echo telegram"), 15_000, "the run");
+    const trail = await deliveryFailures(run.run_id);
+    expect(trail).toContain("chat not found (POST /bot[redacted]/sendMessage)");
+    expect(trail).not.toContain(encodeURIComponent(TELEGRAM_TOKEN));
+    await expect.poll(() => host.logs()).toMatch(new RegExp(`run ${run.run_id}: reply not delivered, given up \\(\\w+\\); telegram bot \\S+, conversation -4040, .*chat not found`));
+    expect(host.logs()).not.toContain(encodeURIComponent(TELEGRAM_TOKEN));
   });
 });

@@ -7,7 +7,7 @@ import { startChatRunner, startFakePlatform, telegramBotApi } from "./fake-platf
  * runner: the set-up of the delivery tests that drive one bot through its webhook. A file whose path (as getFile names
  * it: `photos/<file_id>.jpg`) a test puts in `slowFiles` is downloaded only after that many ms (a large video, a slow link).
  */
-export async function startTelegramChat(name: string, opts: { vars?: Record<string, string>; throttled?: ReadonlyMap<string, number> } = {}) {
+export async function startTelegramChat(name: string, opts: { vars?: Record<string, string>; throttled?: ReadonlyMap<string, number>; captureLogs?: boolean } = {}) {
   const botToken = `123456:TEST-telegram-bot-token-${name}`;
   const secretToken = `tg-secret-token-${name}-0123`;
   const api = telegramBotApi(botToken, opts.throttled);
@@ -18,7 +18,7 @@ export async function startTelegramChat(name: string, opts: { vars?: Record<stri
     return api(call);
   });
   const runner = await startChatRunner(name);
-  const host: TestHost = await startTestHost({ vars: opts.vars });
+  const host: TestHost = await startTestHost({ vars: opts.vars, captureLogs: opts.captureLogs });
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
   expect(created.status).toBe(201);
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: name, scope: { type: "bot", id: created.body.bot_id }, eventTypes: ["message.received"] });
@@ -26,6 +26,7 @@ export async function startTelegramChat(name: string, opts: { vars?: Record<stri
     host,
     fake,
     runner,
+    botId: created.body.bot_id as string,
     webhookUrl: created.body.webhook_url as string,
     slowFiles,
     secretToken,

@@ -8,6 +8,7 @@ import { artifactImages } from "../model-images";
 import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
 import { describeError } from "../../lib/describe-error";
+import { loggedText } from "../../lib/log-text";
 import { withModelFallback, type ModelOperation } from "../model-fallback";
 import { StreamReply } from "../stream-reply";
 import { shownUpstreamMessage } from "../upstream-error";
@@ -105,7 +106,8 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
     const onEnd = async (end: StreamEnd) => {
       call.dispose();
       const what = `run ${ctx.snapshot.runId}: model ${model.modelId} (stream)`;
-      if (!end.result) console.warn(`${what} ended early (${end.error?.code}): ${end.error?.message}`);
+      // The provider's words, scrubbed (streamError): one line of the log all the same.
+      if (!end.result) console.warn(`${what} ended early (${end.error?.code}): ${loggedText(end.error?.message ?? "")}`);
       const record = end.result
         ? recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "stream", usage: end.result.usage, startedAt })
         : ctx.ledger.append([{ type: "model.failed", data: { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", ...end.error } }]);

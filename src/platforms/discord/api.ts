@@ -33,7 +33,8 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
   const channel = target.channelId ? `${bot.apiBaseUrl}/channels/${encodeURIComponent(target.channelId)}/messages` : null;
   const botAuth = { authorization: `Bot ${bot.credentials.bot_token}` };
-  const interactionSecrets = { token: target.interactionToken, encoded: encodeURIComponent(target.interactionToken) };
+  // Scrubbed as it is and percent-encoded (the form a quoted URL has it in): scrubSecrets looks for both.
+  const interactionSecrets = { token: target.interactionToken };
   let originalUsed = false;
   /** The deferred response's message id, from its first edit: the bot token can edit it by id once the interaction token is gone. */
   let originalId: string | null = null;

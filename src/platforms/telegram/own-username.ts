@@ -4,6 +4,7 @@
  * known by its new name within the hour. A bot whose token or API origin changed is asked again. A failure is kept a
  * minute: during a Telegram outage each addressed command would otherwise wait out getMe's timeout in the webhook.
  */
+import { loggedText } from "../../lib/log-text";
 import { asRecord } from "../http";
 import { scrubSecrets } from "../redact";
 import type { Bot } from "../types";
@@ -23,7 +24,7 @@ export async function ownUsername(bot: Bot<TelegramCredentials>, timeoutMs: numb
   const username = res.ok ? asRecord(res.value).username : undefined;
   const found = typeof username === "string" && username !== "" ? username : null;
   if (found === null) {
-    const why = res.ok ? "it named no username" : scrubSecrets(res.failure.message, bot.credentials);
+    const why = res.ok ? "it named no username" : loggedText(scrubSecrets(res.failure.message, bot.credentials));
     console.warn(`telegram bot ${bot.botId}: getMe failed (${why}); the name last known is kept, else addressed commands are answered; asked again in a minute`);
   }
   // A failure after a success keeps the name it knew (a rename is rare; an outage answering other bots' commands is not).
