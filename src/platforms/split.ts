@@ -1,14 +1,17 @@
+import { fenceLine, isFenceLine, lineBefore, openAfter, reopened, type OpenFence } from "./split-fences";
+
 /**
  * Split a reply into parts of at most `max` UTF-16 code units, the unit
  * platforms count in, as the platform gets them (`sentUnits`: what a code
  * unit becomes once the messenger escapes it). A part ends at the last line
  * break, else the last space, in its second half; otherwise it is cut hard, never inside a
- * surrogate pair. A part that ends inside a Markdown code fence closes it,
+ * surrogate pair. A part that ends inside a Markdown code block closes it,
  * and the next part opens it again (with its language), so a long code
  * block renders as code in every part; a block that only touches a cut is
- * not split into an empty one. A last part still inside a block (a draft's)
- * leaves room for the closing fence its messenger shows (Slack's mrkdwn adds
- * it). Deterministic, so a growing stream splits the same way every time and
+ * not split into an empty one. Fences are read as the renderers read them
+ * (./split-fences.ts), so each part is code exactly where the whole is. A last
+ * part still inside a block (a draft's) leaves room for the closing fence its
+ * messenger shows (Slack's mrkdwn adds it). Deterministic, so a growing stream splits the same way every time and
  * the parts already sent stay stable (once the line after their cut has arrived).
  */
 export function splitMessage(text: string, max: number, sentUnits: (charCode: number) => number = oneUnit): string[] {
@@ -17,21 +20,21 @@ export function splitMessage(text: string, max: number, sentUnits: (charCode: nu
   const fenced = text.includes(FENCE) && max > 2 * FENCE_OVERHEAD + 8;
   const parts: string[] = [];
   let rest = text;
-  let open: string | null = null; // the fence opener the next part starts inside of, if any
+  let open: OpenFence | null = null; // the block the next part starts inside of, as it reopens it, if any
   for (;;) {
-    const prefix = open === null ? "" : `${open}\n`;
+    const prefix = open === null ? "" : `${fenceLine(open)}\n`;
     const room = max - sizeAsSent(prefix, sentUnits);
     // A code unit takes at least one unit as sent: a rest longer than the room never fits (and is not measured whole).
     if (rest.length <= room && sizeAsSent(rest, sentUnits) + (fenced ? closingRoom(rest, open) : 0) <= room) break;
-    const budget = fitting(rest, room - (fenced ? CLOSER.length + 1 : 0), sentUnits);
-    const cut = fenced ? clearOfFences(rest, cutPoint(rest, budget), open, fitting(rest, room, sentUnits)) : cutPoint(rest, budget);
+    const cut = fenced ? fencedCut(rest, open, room, sentUnits) : cutPoint(rest, fitting(rest, room, sentUnits));
     const piece = rest.slice(0, cut);
-    const inside: string | null = fenced ? fenceAfter(piece, open) : null;
-    parts.push(prefix + piece + (inside === null ? "" : `${piece.endsWith("\n") ? "" : "\n"}${CLOSER}`));
-    open = inside;
+    const inside: OpenFence | null = fenced ? openAfter(piece, open) : null;
+    // Closed with as many backticks as it was opened with: fewer would not close it.
+    parts.push(prefix + piece + (inside === null ? "" : `${piece.endsWith("\n") ? "" : "\n"}${inside.marker}`));
+    open = inside && reopened(inside, max);
     rest = rest.slice(cut);
   }
-  if (rest.length || parts.length === 0) parts.push((open === null ? "" : `${open}\n`) + rest);
+  if (rest.length || parts.length === 0) parts.push((open === null ? "" : `${fenceLine(open)}\n`) + rest);
   return parts;
 }
 
@@ -82,24 +85,21 @@ function fitting(text: string, budget: number, sentUnits: (charCode: number) => 
 }
 
 const FENCE = "```";
+/** The closing line a messenger adds to a block still open (Slack's mrkdwn always closes with three backticks). */
 const CLOSER = "```";
-const FENCE_LINE = /^ {0,3}```/;
-/** A code block written on one line (```npm ci```): it closes itself, and nothing after it is code. */
-const ONE_LINE_BLOCK = /^ {0,3}```+[^`]+```+$/;
-
-/** A line that opens or closes a code block, as the split counts them. */
-const isFenceLine = (line: string) => FENCE_LINE.test(line) && !ONE_LINE_BLOCK.test(line.trimEnd());
 
 /**
  * What closing a last part still inside a code block adds: its closing fence, on a line of its own (a fence line
  * ending the text closes or opens as any other). Never more than the closing line the finished text brings, so a
  * draft cut for it stays cut as it grows.
  */
-function closingRoom(rest: string, open: string | null): number {
-  const ended = rest.endsWith("\n");
-  return fenceAfter(ended ? rest : `${rest}\n`, open) === null ? 0 : ended ? CLOSER.length : CLOSER.length + 1;
+function closingRoom(rest: string, open: OpenFence | null): number {
+  return openAfter(rest, open) === null ? 0 : rest.endsWith("\n") ? CLOSER.length : CLOSER.length + 1;
 }
-/** The most a split adds around a part: a closing fence line, and a reopening line with a short language tag. */
+/**
+ * What a split adds around a part for a ``` block: a closing fence line, and a reopening line with a short language
+ * tag (more for a longer fence, up to half a part: ./split-fences.ts). Below twice that, fences are not looked at.
+ */
 const FENCE_OVERHEAD = 20;
 
 function cutPoint(rest: string, budget: number): number {
@@ -136,34 +136,67 @@ function graphemeBoundaryAtOrBefore(text: string, cut: number): number {
 }
 
 /**
+ * Where a part of a text with fences ends: as cutPoint has it, moved clear of fences (safeCut, clearOfFences), with
+ * room kept for the line closing a block open at the cut, as long as its opening fence (never less than a ``` one's,
+ * as before, so ``` blocks split where they did).
+ */
+function fencedCut(rest: string, open: OpenFence | null, room: number, sentUnits: (charCode: number) => number): number {
+  const all = fitting(rest, room, sentUnits);
+  for (let reserve = CLOSER.length + 1; ; ) {
+    const budget = fitting(rest, room - reserve, sentUnits);
+    const cut = clearOfFences(rest, safeCut(rest, cutPoint(rest, budget), open, budget), open, all);
+    const inside = openAfter(rest.slice(0, cut), open);
+    // A longer fence at the cut asks for a smaller part; the reserve only grows, and is at most what the part holds.
+    if (inside === null || inside.marker.length + 1 <= reserve) return cut;
+    reserve = inside.marker.length + 1;
+  }
+}
+
+/**
+ * A cut inside a line moved where neither half reads as a fence on a line of its own in its part, unless the line is
+ * one: else a prose line "then write ```py" cut before its ```py would open a block in the next part, and a fence line
+ * cut in two would open or close one where the whole does not. To an earlier space in the part's second half, else the
+ * line's start, else (a line longer than the part, at its start) within the line.
+ */
+function safeCut(rest: string, cut: number, open: OpenFence | null, budget: number): number {
+  const start = rest.lastIndexOf("\n", cut - 1) + 1;
+  if (start === cut) return cut;
+  const newline = rest.indexOf("\n", cut);
+  const line = newline < 0 ? rest.slice(start) : lineBefore(rest, start, newline);
+  const state = openAfter(rest.slice(0, start), open);
+  if (isFenceLine(line, state)) return start > 0 ? start : cut;
+  const plainAt = (at: number) => at > 0 && !isFenceLine(line.slice(0, at), state) && !isFenceLine(line.slice(at), state);
+  if (plainAt(cut - start)) return cut;
+  // A first half that reads as a fence reads so cut at any earlier space too (past its backticks): no space will do.
+  if (!isFenceLine(line.slice(0, cut - start), state)) {
+    for (let at = line.lastIndexOf(" ", cut - start - 2); at >= 0 && start + at + 1 >= budget / 2; at = at > 0 ? line.lastIndexOf(" ", at - 1) : -1) {
+      if (plainAt(at + 1)) return start + at + 1;
+    }
+  }
+  if (start > 0) return start;
+  // Before the spaces and backticks that begin the second half and the character before them, else within the first
+  // half's leading backticks (fewer than a fence has).
+  let before = cut;
+  while (before > 0 && (line[before - 1] === " " || line[before - 1] === "`")) before--;
+  const fewer = line.indexOf("`") + (state === null ? 3 : state.marker.length) - 1;
+  for (const at of [before > 0 ? graphemeBoundaryAtOrBefore(line, before - 1) : 0, fewer]) if (at < cut && plainAt(at)) return at;
+  return cut;
+}
+
+/**
  * A cut moved so that a code block that merely touches it does not become an empty block of its own: a closing
  * fence line just after the cut joins the part when it fits in `room` (instead of a closer added, and the block
  * reopened only to be closed), and an opening fence line just before it moves to the next part.
  */
-function clearOfFences(rest: string, cut: number, openBefore: string | null, room: number): number {
+function clearOfFences(rest: string, cut: number, openBefore: OpenFence | null, room: number): number {
   const piece = rest.slice(0, cut);
-  if (!piece.endsWith("\n") || fenceAfter(piece, openBefore) === null) return cut;
+  const inside = openAfter(piece, openBefore);
+  if (!piece.endsWith("\n") || inside === null) return cut;
   const end = rest.indexOf("\n", cut);
-  const next = rest.slice(cut, end < 0 ? rest.length : end + 1);
-  if (isFenceLine(next) && cut + next.length <= room) return cut + next.length;
+  const next = end < 0 ? rest.slice(cut) : lineBefore(rest, cut, end);
+  const through = end < 0 ? rest.length : end + 1;
+  if (isFenceLine(next, inside) && through <= room) return through;
   const lastLine = piece.lastIndexOf("\n", piece.length - 2) + 1;
-  const openedByLastLine = isFenceLine(piece.slice(lastLine)) && fenceAfter(piece.slice(0, lastLine), openBefore) === null;
+  const openedByLastLine = openAfter(piece.slice(0, lastLine), openBefore) === null;
   return openedByLastLine && lastLine > 0 ? lastLine : cut;
-}
-
-/** The fence opener (e.g. "```ts") still open after `piece`, given the one open before it, or null. */
-function fenceAfter(piece: string, openBefore: string | null): string | null {
-  let open = openBefore;
-  let lineStart = 0;
-  for (;;) {
-    const end = piece.indexOf("\n", lineStart);
-    // A line cut off at the part's end is not a fence line yet.
-    if (end < 0) return open;
-    const line = piece.slice(lineStart, end).trimEnd();
-    // A fence line may be indented up to three spaces (a code block in a list item), as CommonMark has it.
-    // The opener is kept short, with its indent; a cut inside a surrogate pair drops its half.
-    const fence = isFenceLine(line) ? FENCE_LINE.exec(line) : null;
-    if (fence) open = open === null ? line.slice(0, fence[0].length + 12).replace(/[\ud800-\udbff]$/, "") : null;
-    lineStart = end + 1;
-  }
 }

@@ -26,9 +26,9 @@ export function markdownBlocks(markdown: string): Block[] {
   const lines = markdown.split(/\r?\n/);
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; ) {
-    const fence = FENCE_OPEN.exec(lines[i]);
+    const fence = fenceOpening(lines[i]);
     if (fence) {
-      const [, indent, marker, info] = fence;
+      const { indent, marker, info } = fence;
       const body: string[] = [];
       let j = i + 1;
       for (; j < lines.length && !closesFence(lines[j], marker.length); j++) body.push(withoutIndent(lines[j], indent.length));
@@ -68,8 +68,17 @@ export function languageOf(info: string): string | null {
   return /^[A-Za-z0-9_+#.-]{1,32}$/.test(language) ? language : null;
 }
 
+/**
+ * An opening fence: up to three spaces, three or more backticks, and an info string with none (```npm ci``` is no
+ * fence). Exported with closesFence for ../split.ts, which must read fences as the renderers do.
+ */
+export function fenceOpening(line: string): { indent: string; marker: string; info: string } | null {
+  const fence = FENCE_OPEN.exec(line);
+  return fence && { indent: fence[1], marker: fence[2], info: fence[3] };
+}
+
 /** A closing fence: at least as many backticks as the opening one, and nothing after them. */
-function closesFence(line: string, length: number): boolean {
+export function closesFence(line: string, length: number): boolean {
   const fence = /^ {0,3}(`{3,})[ \t]*$/.exec(line);
   return fence !== null && fence[1].length >= length;
 }

@@ -8,13 +8,13 @@
  * each part of a split reply renders on its own. Parsed by ../markdown/blocks.ts and ../markdown/inline.ts.
  *
  * Never longer than the text escaped (slackSentUnits), which the reply was split by, except that closing a code block
- * still open adds its closing line: splitMessage leaves room for it in a last part, and slackText sends a part escaped
- * should the split have taken a block for closed that this reads on.
+ * still open adds its closing line: splitMessage, which reads fences as ../markdown/blocks.ts does, leaves no block
+ * open in a part but the last, and room for that line in it.
  */
 import { languageOf, lineOf, markdownBlocks, unquoted } from "../markdown/blocks";
 import { parseInline, type Inline, type Tag } from "../markdown/inline";
 import type { TextFormat } from "../types";
-import { escapeSlackText, SLACK_MAX_TEXT } from "./text";
+import { escapeSlackText } from "./text";
 
 const MARKS: Record<Tag, string> = { b: "*", i: "_", s: "~" };
 /** Slack formats no marker next to a letter or digit outside it: `**foo**bar` can only stay as written. */
@@ -30,12 +30,11 @@ const defused = (text: string) => text.replace(STRAY_FENCE, (run) => "\u02cb".re
 
 /**
  * A message's `text`: its Markdown as mrkdwn, else the text escaped (as a plain agent's is) when the mrkdwn would show
- * nothing (Slack refuses no text) or outgrow Slack's limit, as only a fence the split reads otherwise than
- * ../markdown/blocks.ts makes it (a ```` block the split closes with ```, a ```py line inside a block).
+ * nothing (Slack refuses no text).
  */
 export function slackText(text: string, format: TextFormat): string {
   const mrkdwn = format === "markdown" ? slackMrkdwn(text) : null;
-  return mrkdwn !== null && mrkdwn.length <= SLACK_MAX_TEXT ? mrkdwn : escapeSlackText(text);
+  return mrkdwn ?? escapeSlackText(text);
 }
 
 /** The answer as mrkdwn, or null when it would show nothing (a draft whose code block has only just opened). */
