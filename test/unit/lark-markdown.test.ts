@@ -3,6 +3,7 @@ import { larkContent } from "../../src/platforms/lark/content";
 import { larkMarkdown } from "../../src/platforms/lark/markdown";
 import { splitReply } from "../../src/platforms/split";
 import { larkMarkdownProblem } from "../support/lark-markdown";
+import { hostileTexts } from "../support/hostile-text";
 
 /**
  * An answer's Markdown as a Lark card's `markdown` element: what is recognised (the constructs rendered for Telegram),
@@ -117,11 +118,7 @@ describe("larkMarkdown: always well-formed", () => {
 
   it("for hostile input: markers, brackets, tags and line starts in every order", () => {
     const pieces = ["*", "**", "_", "__", "~~", "~", "`", "```", "[", "](", "https://e.com/(", ")", "<", ">", "&", "|", ":OK:", "<at id=all>", "\n", "> ", "# ", "- ", "1. ", "    ", "=", "a", " ", "\\"];
-    let seed = 7;
-    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
-    for (let round = 0; round < 3000; round++) {
-      let text = "";
-      for (let k = next() % 24; k >= 0; k--) text += pieces[next() % pieces.length];
+    for (const text of hostileTexts(pieces, 3000, 24)) {
       const out = md(text);
       if (out !== null) expect(larkMarkdownProblem(out), JSON.stringify(text)).toBeNull();
     }

@@ -3,6 +3,7 @@ import { slackMrkdwn, slackText } from "../../src/platforms/slack/mrkdwn";
 import { escapeSlackText, slackSentUnits } from "../../src/platforms/slack/text";
 import { splitReply } from "../../src/platforms/split";
 import { slackMrkdwnProblem } from "../support/slack-mrkdwn";
+import { hostileTexts } from "../support/hostile-text";
 
 /**
  * An answer's Markdown as Slack mrkdwn: what is recognised, what stays text, and that every output is well-formed and
@@ -121,11 +122,7 @@ describe("slackMrkdwn: always well-formed, never longer than the split allowed",
 
   it("for hostile input: markers, brackets, fences and mentions in every order", () => {
     const pieces = ["*", "**", "_", "__", "~~", "`", "```", "```js", "[", "](", "https://e.com/(", ")", "<", ">", "&", "\n", "> ", "# ", "- ", "a", " ", "\\", "|", "<!channel>", "mailto:a@b"];
-    let seed = 7;
-    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
-    for (let round = 0; round < 3000; round++) {
-      let text = "";
-      for (let k = next() % 30; k >= 0; k--) text += pieces[next() % pieces.length];
+    for (const text of hostileTexts(pieces, 3000, 30)) {
       const out = mrkdwn(text);
       if (out !== null) expect(slackMrkdwnProblem(out), JSON.stringify(text)).toBeNull();
     }

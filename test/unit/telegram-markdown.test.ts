@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { splitReply } from "../../src/platforms/split";
 import { telegramHtml } from "../../src/platforms/telegram/markdown";
 import { telegramHtmlProblem } from "../support/telegram-html";
+import { hostileTexts } from "../support/hostile-text";
 
 /**
  * An answer's Markdown as Telegram HTML: what is recognised, what stays text, and that every output is well-formed,
@@ -117,11 +118,7 @@ describe("telegramHtml: always well-formed", () => {
 
   it("for hostile input: markers, brackets and tags in every order", () => {
     const pieces = ["*", "**", "_", "__", "~~", "`", "```", "[", "](", "https://e.com/(", ")", "<", ">", "&", "\n", "> ", "# ", "- ", "a", " ", "\\"];
-    let seed = 7;
-    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
-    for (let round = 0; round < 2000; round++) {
-      let text = "";
-      for (let k = next() % 24; k >= 0; k--) text += pieces[next() % pieces.length];
+    for (const text of hostileTexts(pieces, 2000, 24)) {
       const out = html(text);
       if (out !== null) expect(telegramHtmlProblem(out), JSON.stringify(text)).toBeNull();
     }
