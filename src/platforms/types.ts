@@ -50,7 +50,8 @@ export type DeliveryTarget =
   | { platform: "slack"; channel: string; threadTs: string | null }
   /** Without a message to reply to (a welcome), the reply is a new message in the chat. */
   | { platform: "lark"; chatId: string; replyToMessageId: string | null; replyInThread: boolean }
-  | { platform: "discord"; channelId: string | null; interactionId: string; interactionToken: string };
+  /** `followupLimit`: the follow-up messages Discord takes for the interaction, when it limits them (an app installed only to the user). */
+  | { platform: "discord"; channelId: string | null; interactionId: string; interactionToken: string; followupLimit?: number };
 
 /** What the run job carries so its conversation's object can deliver the reply. */
 export interface PlatformDelivery {

@@ -20,6 +20,12 @@ const gatewayTimeouts = new Set<string>();
 const throttledEdits = new Set<string>();
 /** Channels whose first history read the fake answers 429. */
 const throttledHistory = new Set<string>();
+/** Interaction tokens of an app installed only to the user: Discord takes 5 follow-ups, then answers 400 (40094). */
+const userInstallTokens = new Set<string>();
+const followupsOf = new Map<string, number>();
+/** Interaction tokens whose follow-ups spend their bucket (`X-RateLimit-Remaining: 0`, reset after 0.6 s): one sooner is a 429. */
+const bucketedTokens = new Set<string>();
+const bucketResetAt = new Map<string, number>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -53,6 +59,18 @@ function discordApi(call: PlatformCall): FakeReply {
   if (expiringTokens.delete(m[2])) expiredTokens.add(m[2]);
   if (throttledTokens.delete(m[2])) return { status: 429, headers: { "retry-after": "1" }, json: { message: "You are being rate limited.", retry_after: 0.3, global: false } };
   if (call.method === "PATCH" && m[3] === "@original" && gatewayTimeouts.delete(m[2])) return { status: 504, json: { message: "upstream timeout" } };
+  if (call.method === "POST" && userInstallTokens.has(m[2])) {
+    const n = (followupsOf.get(m[2]) ?? 0) + 1;
+    if (n > 5) return { status: 400, json: { message: "This interaction has hit the maximum number of follow up messages", code: 40094 } };
+    followupsOf.set(m[2], n);
+  }
+  if (call.method === "POST" && bucketedTokens.has(m[2])) {
+    const wait = (bucketResetAt.get(m[2]) ?? 0) - Date.now();
+    const headers = { "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0", "x-ratelimit-reset-after": wait > 0 ? (wait / 1000).toFixed(3) : "0.600", "x-ratelimit-bucket": `followups-${m[2].slice(-12)}` };
+    if (wait > 0) return { status: 429, headers, json: { message: "You are being rate limited.", retry_after: wait / 1000, global: false } };
+    bucketResetAt.set(m[2], Date.now() + 600);
+    return { headers, json: { id: `followup_${++followups}`, content: call.body?.content } };
+  }
   // A multipart write (a file) has no JSON body.
   if (call.method === "PATCH") return { json: { id: m[3] === "@original" ? "original_msg" : m[3], content: call.body?.content } };
   if (call.method === "POST") return { json: { id: `followup_${++followups}`, content: call.body?.content } };
@@ -362,6 +380,21 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(JSON.parse(failed.data_json)).toMatchObject({ status: 429, retry_after_ms: 300, will_retry: true });
   });
 
+  it("waits out a bucket Discord says is spent (X-RateLimit-Remaining: 0) before the next call of that route, rather than meeting a 429", async () => {
+    const i = command("long 6500");
+    bucketedTokens.add(i.token);
+    await post(i);
+    const runId = (await runOf(i)).run_id;
+    await host.waitForRun(runId);
+    const writes = await waitFor(() => writesFor(i).filter((w) => w.reply?.status === undefined || w.reply.status < 300).length >= 4 && writesFor(i), 15_000, "every part");
+    expect(writes.map((w) => [w.method, w.reply?.status ?? 200])).toEqual([["PATCH", 200], ["POST", 200], ["POST", 200], ["POST", 200]]);
+    expect(writes.map((w) => w.body.content).join("")).toHaveLength(6500);
+    // Each follow-up waited for its bucket's reset (0.6 s) after the one before.
+    for (const gap of gapsBetween(writes.slice(1).map((w) => w.at))) expect(gap).toBeGreaterThanOrEqual(550);
+    const failed = await host.query("SELECT 1 FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]);
+    expect(failed).toEqual([]);
+  });
+
   it("runs message components, keeps thread channels as threads, and stores attachment options", async () => {
     const button = interaction(3, { custom_id: "btn_yes", component_type: 2 }, { message: { id: "M1" } });
     expect((await post(button)).body).toEqual({ type: 5 });
@@ -409,6 +442,59 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
       expect(text).not.toContain(BOT_TOKEN);
       expect(text).not.toMatch(/interaction-token-\d+-secret/);
     }
+  });
+});
+
+describe("Discord: an app installed only to the user (5 follow-ups per interaction)", () => {
+  const inDm = { guild_id: undefined, member: undefined, user: { id: "U42", username: "ada", global_name: "Ada" }, channel_id: "D5", channel: { id: "D5", type: 1 }, context: 2 };
+  const shownBy = (i: { token: string }) => {
+    const shown = new Map<string, string>();
+    for (const w of writesFor(i).filter((w) => (w.reply?.status ?? 200) < 300)) shown.set(w.method === "POST" ? (w.reply!.json as any).id : w.path.split("/messages/")[1], w.body.content);
+    return shown;
+  };
+  const limitRefusals = async (runId: string) =>
+    (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId])).map((r) => JSON.parse(r.data_json));
+
+  it("shows what fits in the response and 5 follow-ups, the last saying the rest was cut, and records each part not shown", async () => {
+    const i = command("long 14000", { ...inDm, authorizing_integration_owners: { "1": "U42" } });
+    userInstallTokens.add(i.token);
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const runId = (await runOf(i)).run_id;
+    const final = ((await host.waitForRun(runId)).message as { content: string }).content;
+    const refused = await waitFor(async () => ((await limitRefusals(runId)).length >= 2 ? limitRefusals(runId) : false), 15_000, "the parts past the limit recorded");
+    expect(refused.every((r) => r.operation === "send" && r.code === "discord_followup_limit" && r.will_retry === false)).toBe(true);
+    // Never past what Discord takes: the response, 5 follow-ups, then the last of them edited to say the rest was cut.
+    const writes = writesFor(i);
+    expect(writes.map((w) => [w.method, w.reply?.status ?? 200])).toEqual([["PATCH", 200], ...Array(5).fill(["POST", 200]), ["PATCH", 200]]);
+    const lastFollowup = (writes[5].reply!.json as { id: string }).id;
+    expect(writes[6].path).toBe(`/webhooks/${APPLICATION_ID}/${i.token}/messages/${lastFollowup}`);
+    const messages = [...shownBy(i).values()];
+    expect(messages).toHaveLength(6);
+    expect(messages.every((m) => m.length <= 2000)).toBe(true);
+    expect(messages.at(-1)).toMatch(/\n\n\(Discord lets this app post only 6 messages in reply here: the rest of this answer was cut\.\)$/);
+    // The answer's start, in order, up to the notice.
+    const shownText = messages.join("").replace(/\n\n\(Discord lets[^)]*\)$/, "");
+    expect(final.startsWith(shownText.trimEnd())).toBe(true);
+    expect(shownText.length).toBeGreaterThan(5 * 1900);
+
+    // Installed to the server as well, the interaction is not limited: every part is posted.
+    const both = command("long 14000", { authorizing_integration_owners: { "0": "G1", "1": "U42" } });
+    expect((await post(both)).body).toEqual({ type: 5 });
+    const bothFinal = ((await host.waitForRun((await runOf(both)).run_id)).message as { content: string }).content;
+    await waitFor(() => [...shownBy(both).values()].join("") === bothFinal, 15_000, "the whole answer");
+    expect(shownBy(both).size).toBeGreaterThan(6);
+  });
+
+  it("says so too when Discord refuses a follow-up for the limit the interaction did not name, and asks no more", async () => {
+    const i = command("long 14000", { ...inDm, channel_id: "D6", channel: { id: "D6", type: 1 } });
+    userInstallTokens.add(i.token);
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const runId = (await runOf(i)).run_id;
+    await host.waitForRun(runId);
+    await waitFor(async () => (await limitRefusals(runId)).length >= 2, 15_000, "the parts past the limit recorded");
+    expect(writesFor(i).map((w) => [w.method, w.reply?.status ?? 200])).toEqual([["PATCH", 200], ...Array(5).fill(["POST", 200]), ["POST", 400], ["PATCH", 200]]);
+    expect([...shownBy(i).values()].at(-1)).toMatch(/the rest of this answer was cut\.\)$/);
+    expect((await limitRefusals(runId)).map((r) => r.code)).toEqual(Array((await limitRefusals(runId)).length).fill("discord_followup_limit"));
   });
 });
 

@@ -6,12 +6,15 @@
  * Discord refuses the token, the reply continues in the interaction's channel
  * under the bot token, and its first message replaces the "thinking…"
  * placeholder, found among the channel's messages by its interaction's id. Rate limits answer 429 with `retry_after` (seconds,
- * fractional) in the body.
+ * fractional) in the body; a route's bucket spent is waited out before its next call (./route-limits.ts). An app
+ * installed only to the user has 5 follow-ups per interaction (./followup-limit.ts).
  */
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
 import { scrubSecrets } from "../redact";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
+import { FollowupBudget, followupLimitFailure, MAX_FOLLOWUPS_CODE, withCutNotice } from "./followup-limit";
+import { RouteLimits } from "./route-limits";
 
 export interface DiscordCredentials extends Record<string, string> {
   application_id: string;
@@ -47,6 +50,10 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   /** The "thinking…" message found in the channel once the token was refused: undefined until sought, null when there is none to use. */
   let placeholder: string | null | undefined;
   let searchesFailed = 0;
+  const limits = new RouteLimits(timeoutMs);
+  const budget = new FollowupBudget(target.followupLimit);
+  /** A call's rate-limit route: its method and endpoint, whichever message it names (Discord's buckets go by route). */
+  const routeOf = (method: string, url: string) => `${method} ${url.startsWith(webhook) ? "webhook" : "channel"}${/\/messages\/[^/?]+(?:\?|$)/.test(url) ? "/message" : ""}`;
 
   /** A refusal as the retry loop reads it; a refused interaction token is told apart (the channel takes over). */
   function failureOf(status: number, headers: Headers, data: Record<string, unknown>): { ok: false; failure: ApiFailure } {
@@ -54,15 +61,19 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     const message = typeof data.message === "string" ? scrubSecrets(data.message, interactionSecrets) : `HTTP ${status}`;
     const retryAfterMs = typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(headers);
     const code = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404) ? "discord_interaction_expired" : `discord_http_${status}`;
+    if (data.code === MAX_FOLLOWUPS_CODE && status === 400) return followupLimitFailure(status);
     return { ok: false, failure: failureOfStatus(status, code, message, retryAfterMs) };
   }
 
   /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
   async function call(method: string, url: string, content: string | UploadForm, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
     const upload = content instanceof UploadForm;
+    const route = routeOf(method, url);
+    await limits.ready(route);
     const reply = await callPlatform(url, () => requestInit(method, upload ? content : payload(content), headers), upload ? uploadTimeoutMs(timeoutMs, content.file) : timeoutMs);
     if (!reply.ok) return reply;
     const { status, headers: replyHeaders, json } = reply.value;
+    limits.noted(route, replyHeaders);
     const data = asRecord(json);
     return status >= 200 && status < 300 ? { ok: true, value: data } : failureOf(status, replyHeaders, data);
   }
@@ -83,9 +94,12 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
    * placeholder stays. A read rate limited or unanswered is a failure for now: a read writes nothing, so it is repeatable.
    */
   async function placeholderId(): Promise<ApiResult<string | null>> {
-    const res = await callPlatform(`${channel!}?after=${encodeURIComponent(target.interactionId)}&limit=50`, { method: "GET", headers: botAuth }, timeoutMs);
+    const url = `${channel!}?after=${encodeURIComponent(target.interactionId)}&limit=50`;
+    await limits.ready(routeOf("GET", url));
+    const res = await callPlatform(url, { method: "GET", headers: botAuth }, timeoutMs);
     if (!res.ok) return repeatable(res);
     const { status, headers, json } = res.value;
+    limits.noted(routeOf("GET", url), headers);
     if (status === 429 || status >= 500) return repeatable(failureOf(status, headers, asRecord(json)));
     if (status !== 200 || !Array.isArray(json)) return { ok: true, value: null };
     const placeholder = json.map(asRecord).find((m) => [m.interaction_metadata, m.interaction].some((i) => asRecord(i).id === target.interactionId));
@@ -94,6 +108,29 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
 
   /** The first message answers the deferred response; the rest are follow-ups (or channel messages, once the token is gone). */
   async function post(content: string | UploadForm): Promise<ApiResult<string>> {
+    const res = await posted(content);
+    if (!res.ok && res.failure.code === "discord_followup_limit") return followupsSpent(res.failure.status);
+    // What it shows, for the notice should the follow-ups run out after it (a file's message has no text).
+    if (res.ok) budget.shown(res.value, typeof content === "string" ? content : "", res.value !== ORIGINAL && originalUsed && !viaChannel);
+    return res;
+  }
+
+  /** Past the follow-ups Discord takes: the last message shown says the rest was cut (once), and the send is refused. */
+  async function followupsSpent(status: number | null): Promise<ApiResult<string>> {
+    // Discord's own refusal counts too (the interaction did not say it was limited): no more follow-ups are tried.
+    budget.close();
+    const notice = budget.noticeEdit();
+    if (notice) {
+      const edited = await editMessage(notice.id, withCutNotice(notice.text));
+      if (edited.ok) budget.noticed(notice.id);
+      // Rate limited or unanswered for now: the send is tried again, and with it the notice (an edit can be repeated).
+      else if (edited.failure.kind !== "permanent") return repeatable(edited);
+    }
+    return followupLimitFailure(status);
+  }
+
+  async function posted(content: string | UploadForm): Promise<ApiResult<string>> {
+    if (originalUsed && !viaChannel && budget.spent) return followupLimitFailure(null);
     // The first message may have been written by an edit that got no answer: a different text is not written over it.
     if (!originalUsed && originalMaybe !== null && originalMaybe !== shownBy(content)) originalUsed = true;
     const res = originalUsed ? await viaWebhook("POST", `${webhook}?wait=true`, content) : await viaWebhook("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
@@ -132,18 +169,21 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     return sent.ok ? { ok: true, value: String(sent.value.id) } : sent;
   }
 
+  async function editMessage(messageId: string, text: string): Promise<ApiResult<void>> {
+    const res = await viaWebhook("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);
+    if (res) return res.ok ? { ok: true, value: undefined } : res;
+    const id = messageId === ORIGINAL ? originalId : messageId;
+    if (!id) return { ok: false, failure: { kind: "permanent", status: null, code: "discord_interaction_expired", message: "the deferred response can no longer be edited" } };
+    const edited = await call("PATCH", `${channel!}/${encodeURIComponent(id)}`, text, botAuth);
+    return edited.ok ? { ok: true, value: undefined } : edited;
+  }
+
   return {
     send: (text) => post(text),
     async sendFile(file) {
       return post(new UploadForm({ payload_json: JSON.stringify({ ...payload(""), attachments: [{ id: 0, filename: file.name }] }) }, "files[0]", file));
     },
-    async edit(messageId, text) {
-      const res = await viaWebhook("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);
-      if (res) return res.ok ? { ok: true, value: undefined } : res;
-      const id = messageId === ORIGINAL ? originalId : messageId;
-      if (!id) return { ok: false, failure: { kind: "permanent", status: null, code: "discord_interaction_expired", message: "the deferred response can no longer be edited" } };
-      const edited = await call("PATCH", `${channel!}/${encodeURIComponent(id)}`, text, botAuth);
-      return edited.ok ? { ok: true, value: undefined } : edited;
-    },
+    // The message carrying the cut notice keeps it through later edits.
+    edit: (messageId, text) => editMessage(messageId, budget.editing(messageId, text)),
   };
 }

@@ -5,6 +5,7 @@ import type { PlatformAdapter, Recorded } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { discordMessenger, type DiscordCredentials } from "./api";
+import { DISCORD_MAX_CONTENT } from "./followup-limit";
 import { InteractionSchema, InteractionType, normalizeInteraction } from "./normalize";
 import { verifyDiscordSignature } from "./verify";
 
@@ -48,7 +49,7 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
   credentials: CredentialsSchema,
   defaultApiBaseUrl: "https://discord.com/api/v10",
   // Message content is at most 2,000 characters; the deferred response and follow-ups are editable.
-  surface: { canEdit: true, maxMessageSize: 2000, maxFileBytes: DISCORD_UPLOAD_MAX_BYTES, capabilities: { interactions: true, followups: true }, awaitsAnswer: true },
+  surface: { canEdit: true, maxMessageSize: DISCORD_MAX_CONTENT, maxFileBytes: DISCORD_UPLOAD_MAX_BYTES, capabilities: { interactions: true, followups: true }, awaitsAnswer: true },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

@@ -8,6 +8,7 @@
 import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
+import { followupLimitOf } from "./followup-limit";
 import { memberName, nameOf, optionKind, ResolvedNamesShape, selectKind, UserSchema, userName } from "./names";
 
 export const InteractionType = { PING: 1, APPLICATION_COMMAND: 2, MESSAGE_COMPONENT: 3, AUTOCOMPLETE: 4, MODAL_SUBMIT: 5 } as const;
@@ -45,6 +46,8 @@ export const InteractionSchema = z.looseObject({
   member: z.looseObject({ user: UserSchema.optional(), nick: z.string().nullish() }).optional(),
   user: UserSchema.optional(),
   message: z.looseObject({ id: z.string() }).optional(),
+  // Which installs of the app the interaction is authorized by: "0" the server's (or its bot's DM), "1" the user's.
+  authorizing_integration_owners: z.record(z.string(), z.unknown()).optional(),
   data: z
     .looseObject({
       name: z.string().optional(),
@@ -134,13 +137,14 @@ export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
   const channelId = i.channel?.id ?? i.channel_id ?? null;
   const inThread = i.channel?.type !== undefined && THREAD_TYPES.has(i.channel.type) && Boolean(i.channel.parent_id);
   const user = i.member?.user ?? i.user;
+  const followupLimit = followupLimitOf(i.authorizing_integration_owners);
   const common = {
     key: i.id,
     sourceEventType,
     conversationId: inThread ? i.channel!.parent_id! : channelId,
     threadId: inThread ? channelId : null,
     actor: user ? { actor_type: user.bot ? "bot" : "user", actor_id: user.id, actor_name: memberName(user, i.member?.nick), metadata: user.username ? { username: user.username } : {} } : null,
-    replyTarget: i.token ? { platform: "discord" as const, channelId, interactionId: i.id, interactionToken: i.token } : null,
+    replyTarget: i.token ? { platform: "discord" as const, channelId, interactionId: i.id, interactionToken: i.token, ...(followupLimit === undefined ? {} : { followupLimit }) } : null,
   };
   const data = { interaction_id: i.id, interaction_type: i.type, guild_id: i.guild_id ?? null, channel_id: channelId };
 
