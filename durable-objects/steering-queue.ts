@@ -284,6 +284,12 @@ export class SteeringQueue {
     });
   }
 
+  /** The run whose queue holds `eventId`'s claim, not pulled yet; null if none does. */
+  async claimantOf(eventId: string): Promise<string | null> {
+    for (const [, v] of await this.storage.list<Queued>({ prefix: QUEUE })) if (stubOf(v).event_id === eventId) return stubOf(v).claimed_run_id;
+    return null;
+  }
+
   /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. */
   private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; only?: string; reason?: "recalled" }): Promise<{ items: SteeringInputItem[]; taken: number }> {
     const queued = [...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: opts.only === undefined ? opts.limit : undefined }))];

@@ -43,6 +43,9 @@ export interface RevisionDeps {
  */
 export async function reviseWaiting(deps: RevisionDeps, change: MessageRevision): Promise<RevisionOutcome> {
   const entry = await deps.runs.find(change.runId);
+  // Read by ingress as its own run's while its claim was being recorded: steered since, the claiming run holds it.
+  const claimant = !change.steered && !entry ? await deps.steering.claimantOf(change.eventId) : null;
+  if (claimant) return reviseWaiting(deps, { ...change, runId: claimant, steered: true });
   if (change.steered) {
     // The run it was steered into ended: its queue was dropped with it (or pulled).
     if (!entry) return "untouched";

@@ -25,12 +25,14 @@ export interface MessageQuery {
  * The message a recall or an edit names, if it may be waiting: only a conversation with a run not ended yet holds
  * messages waiting, and only those recorded since that run's own event. One round trip, bounded by the runs not
  * ended (the status index) and, per conversation, by those events (the conversation index); undefined when none is.
+ * The status index is named: left to choose, the planner walks every run of the chat (run_conversation_id, or after
+ * ANALYZE the whole run_conversation index), a cost that grows with the chat's history on each recall or edit.
  */
 export async function waitingMessage(db: Db, q: MessageQuery): Promise<WaitingMessage | undefined> {
   const unended = sql.join([...NOT_STARTED, "running"].map((s) => sql`${s}`), sql`, `);
   const [row] = await db.all<[string, string, string, string]>(sql`
     SELECT e.event_id, e.conversation_key, e.run_id, e.disposition
-    FROM (SELECT r.conversation_key AS k, MIN(o.seq) AS s FROM ${run} r JOIN ${eventLog} o ON o.event_id = r.event_id
+    FROM (SELECT r.conversation_key AS k, MIN(o.seq) AS s FROM ${run} r INDEXED BY run_status JOIN ${eventLog} o ON o.event_id = r.event_id
           WHERE r.status IN (${unended}) AND r.bot_id = ${q.botId} AND r.conversation_id = ${q.conversationId} GROUP BY r.conversation_key) p
     JOIN ${eventLog} e ON e.conversation_key = p.k AND e.seq >= p.s
     WHERE e.event_type = 'message.received' AND e.source = ${q.source} AND e.disposition IN ('bound', 'steered') AND e.run_id IS NOT NULL

@@ -122,6 +122,31 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     expect(records.filter((r) => r.type === "steering.injected").map((r) => r.source_event_id)).toHaveLength(1);
   }, 40_000);
 
+  it("steer: a message deleted or edited while its claim is being recorded is withdrawn, or pulled as edited, all the same", async () => {
+    const channel = "CBUSY5";
+    await agentFor(channel, "steerer", "steer");
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    // Each claim's write held back: the recall's and the edit's lookups read the messages as their own runs' still.
+    host.databaseOutage({ delayMs: 1_500, matching: "absorbed_into_active_run", queries: 2 });
+    let second = "";
+    let third = "";
+    const said = [say(channel, "second").then((ts) => (second = ts)), say(channel, "thrid").then((ts) => (third = ts))];
+    const recorded = async (text: string) => (await host.query("SELECT 1 FROM event_log WHERE conversation_id = ? AND input_summary = ?", [channel, text])).length > 0;
+    await waitFor(async () => (await recorded("second")) && (await recorded("thrid")), 5_000, "both recorded");
+    await new Promise((r) => setTimeout(r, 200));
+    const tsOf = async (text: string) => JSON.parse((await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE conversation_id = ? AND input_summary = ?", [channel, text]))[0].data_json).ts as string;
+    await Promise.all([deliver(deletion(channel, await tsOf("second"))), deliver(edit(channel, await tsOf("thrid"), "third", "1800009999.000004"))]);
+    await Promise.all(said);
+    setup.gate(channel).resolve();
+    await quiet(channel, 1);
+    expect(pulledOf.get(channel)).toEqual(["third"]);
+    expect(postsTo(channel)).toEqual(["re: hold first+third"]);
+    const records = await steeringRecords(channel);
+    expect(records.filter((r) => r.source_event_id === eventIdOf(channel, second))).toEqual([expect.objectContaining({ type: "steering.dropped", reason: "recalled" })]);
+    expect(records.filter((r) => r.source_event_id === eventIdOf(channel, third)).map((r) => r.type)).toEqual(["steering.injected"]);
+  }, 40_000);
+
   it("enqueue: a message deleted while its run waits its turn never runs (its run ends cancelled); one already running is answered", async () => {
     const channel = "CBUSY2";
     await agentFor(channel, "plain", "enqueue");
