@@ -4,6 +4,7 @@ import { larkMarkdown } from "../../src/platforms/lark/markdown";
 import { splitReply } from "../../src/platforms/split";
 import { larkMarkdownProblem } from "../support/lark-markdown";
 import { hostileTexts } from "../support/hostile-text";
+import { MARKDOWN_ANSWER } from "../support/markdown-sample";
 
 /**
  * An answer's Markdown as a Lark card's `markdown` element: what is recognised (the constructs rendered for Telegram),
@@ -13,30 +14,10 @@ import { hostileTexts } from "../support/hostile-text";
 const md = (markdown: string) => larkMarkdown(markdown)?.content ?? null;
 const ZWSP = "\u200b";
 
-const ANSWER = [
-  "# Plan for `parse_config`",
-  "",
-  "Use **bold _and italic_**, *one*, __two__ and ~~old~~; `a < b && c > d` is code.",
-  "See [the docs](https://example.com/wiki/Foo_(bar)) or https://example.com/snake_case_path/__init__.py, then:",
-  "",
-  "1. run `make` in a_b_c",
-  "- a **bullet** with a [link](https://x.example/?q=1&r=2)",
-  "  * nested & <escaped>",
-  "> quoted *text*",
-  "> second line",
-  "",
-  "```python",
-  "def f(a, b):",
-  '    return a < b and "&" or "**not bold**"',
-  "```",
-  "",
-  "---",
-  "Done ~~really~~.",
-].join("\n");
 
 describe("larkMarkdown: what renders", () => {
   it("a representative answer", () => {
-    expect(larkMarkdown(ANSWER)).toEqual({
+    expect(larkMarkdown(MARKDOWN_ANSWER)).toEqual({
       formatted: true,
       content: [
         "# Plan for `parse_config`",
@@ -110,8 +91,8 @@ describe("larkMarkdown: what renders", () => {
 
 describe("larkMarkdown: always well-formed", () => {
   it("for every prefix of an answer, as a streamed draft is edited", () => {
-    for (let n = 1; n <= ANSWER.length; n++) {
-      const out = md(ANSWER.slice(0, n));
+    for (let n = 1; n <= MARKDOWN_ANSWER.length; n++) {
+      const out = md(MARKDOWN_ANSWER.slice(0, n));
       if (out !== null) expect(larkMarkdownProblem(out), `prefix ${n}: ${out}`).toBeNull();
     }
   });

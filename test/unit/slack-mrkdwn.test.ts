@@ -4,6 +4,7 @@ import { escapeSlackText, slackSentUnits } from "../../src/platforms/slack/text"
 import { splitReply } from "../../src/platforms/split";
 import { slackMrkdwnProblem } from "../support/slack-mrkdwn";
 import { hostileTexts } from "../support/hostile-text";
+import { MARKDOWN_ANSWER } from "../support/markdown-sample";
 
 /**
  * An answer's Markdown as Slack mrkdwn: what is recognised, what stays text, and that every output is well-formed and
@@ -13,29 +14,10 @@ const mrkdwn = (markdown: string) => slackMrkdwn(markdown);
 /** What the text takes of Slack's 4,000 as the split measures it: escaped. */
 const asSent = (text: string) => escapeSlackText(text).length;
 
-const ANSWER = [
-  "# Plan for `parse_config`",
-  "",
-  "Use **bold _and italic_**, *one*, __two__ and ~~old~~; `a < b && c > d` is code.",
-  "See [the docs](https://example.com/wiki/Foo_(bar)) or https://example.com/snake_case_path/__init__.py, then:",
-  "",
-  "1. run `make` in a_b_c",
-  "- a **bullet** with a [link](https://x.example/?q=1&r=2)",
-  "  * nested & <escaped>",
-  "> quoted *text*",
-  "",
-  "```python",
-  "def f(a, b):",
-  '    return a < b and "&" or "**not bold**"',
-  "```",
-  "",
-  "---",
-  "Done ~~really~~.",
-].join("\n");
 
 describe("slackMrkdwn: what renders", () => {
   it("a representative answer", () => {
-    expect(mrkdwn(ANSWER)).toBe(
+    expect(mrkdwn(MARKDOWN_ANSWER)).toBe(
       [
         "*Plan for `parse_config`*",
         "",
@@ -46,6 +28,7 @@ describe("slackMrkdwn: what renders", () => {
         "• a *bullet* with a <https://x.example/?q=1&amp;r=2|link>",
         "  • nested &amp; &lt;escaped&gt;",
         "&gt; quoted _text_",
+        "&gt; second line",
         "",
         "```",
         "def f(a, b):",
@@ -110,8 +93,8 @@ describe("slackMrkdwn: what renders", () => {
 
 describe("slackMrkdwn: always well-formed, never longer than the split allowed", () => {
   it("for every prefix of an answer, as a streamed draft is edited", () => {
-    for (let n = 1; n <= ANSWER.length; n++) {
-      const draft = ANSWER.slice(0, n);
+    for (let n = 1; n <= MARKDOWN_ANSWER.length; n++) {
+      const draft = MARKDOWN_ANSWER.slice(0, n);
       const out = mrkdwn(draft);
       if (out === null) continue;
       expect(slackMrkdwnProblem(out), `prefix ${n}: ${out}`).toBeNull();

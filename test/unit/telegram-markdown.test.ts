@@ -3,6 +3,7 @@ import { splitReply } from "../../src/platforms/split";
 import { telegramHtml } from "../../src/platforms/telegram/markdown";
 import { telegramHtmlProblem } from "../support/telegram-html";
 import { hostileTexts } from "../support/hostile-text";
+import { MARKDOWN_ANSWER } from "../support/markdown-sample";
 
 /**
  * An answer's Markdown as Telegram HTML: what is recognised, what stays text, and that every output is well-formed,
@@ -10,30 +11,10 @@ import { hostileTexts } from "../support/hostile-text";
  */
 const html = (markdown: string) => telegramHtml(markdown);
 
-const ANSWER = [
-  "# Plan for `parse_config`",
-  "",
-  "Use **bold _and italic_**, *one*, __two__ and ~~old~~; `a < b && c > d` is code.",
-  "See [the docs](https://example.com/wiki/Foo_(bar)) or https://example.com/snake_case_path/__init__.py, then:",
-  "",
-  "1. run `make` in a_b_c",
-  "- a **bullet** with a [link](https://x.example/?q=1&r=2)",
-  "  * nested & <escaped>",
-  "> quoted *text*",
-  "> second line",
-  "",
-  "```python",
-  "def f(a, b):",
-  '    return a < b and "&" or "**not bold**"',
-  "```",
-  "",
-  "---",
-  "Done ~~really~~.",
-].join("\n");
 
 describe("telegramHtml: what renders", () => {
   it("a representative answer", () => {
-    expect(html(ANSWER)).toBe(
+    expect(html(MARKDOWN_ANSWER)).toBe(
       [
         "<b>Plan for <code>parse_config</code></b>",
         "",
@@ -110,8 +91,8 @@ describe("telegramHtml: what renders", () => {
 
 describe("telegramHtml: always well-formed", () => {
   it("for every prefix of an answer, as a streamed draft is edited", () => {
-    for (let n = 1; n <= ANSWER.length; n++) {
-      const out = html(ANSWER.slice(0, n));
+    for (let n = 1; n <= MARKDOWN_ANSWER.length; n++) {
+      const out = html(MARKDOWN_ANSWER.slice(0, n));
       if (out !== null) expect(telegramHtmlProblem(out), `prefix ${n}: ${out}`).toBeNull();
     }
   });
