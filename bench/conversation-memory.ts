@@ -8,8 +8,7 @@
  * workerd's heap is read through its inspector after full GCs. Prints one JSON document; exits 1 if a per-run object
  * outlives its run, the run ids still held grow with the runs, or an object's storage keeps keys once idle.
  */
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +19,7 @@ import { connectInspector, growth, type HeapReport } from "./heap";
 import { resultWriter, startAdHocRunner, type RunCall } from "../test/support/runner";
 import { callHostApi } from "../test/support/host-api";
 import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../test/support/fake-platform";
+import { freePort } from "./ports";
 
 const CYCLES = Number(process.env.MEMORY_CYCLES ?? 60);
 const MANY = Number(process.env.MEMORY_CONVERSATIONS ?? 100);
@@ -49,13 +49,6 @@ function storedKeys(doDir: string): Record<string, number> {
   return counts;
 }
 
-const listen = (server: Server) => new Promise<number>((r) => server.listen(0, "127.0.0.1", () => r((server.address() as AddressInfo).port)));
-async function freePort() {
-  const server = createServer();
-  const port = await listen(server);
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** `hold <key>` runs wait until `release(key)` (or until their request is broken off), then pull one claim; `fail` fails. */
 const gates = new Map<string, () => void>();

@@ -6,8 +6,7 @@
  * functions. A diagnostic, not a target: the sampling profiler slows
  * everything down, so compare its numbers with each other, not with `npm run bench`.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer } from "node:http";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +14,7 @@ import WebSocket from "ws";
 import { ROOT } from "../local/build";
 import { startHost } from "../local/host";
 import { adminCall, bindRunner } from "../local/setup";
+import { freePort, listen } from "./ports";
 
 const EVENTS = Number(process.env.PROFILE_EVENTS ?? 300);
 const WARMUP = 50;
@@ -30,14 +30,6 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const listen = (server: Server) => new Promise<number>((r) => server.listen(0, "127.0.0.1", () => r((server.address() as AddressInfo).port)));
-
-async function freePort() {
-  const server = createServer();
-  const port = await listen(server);
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** A runner that answers every run at once with one message. */
 async function startRunner() {

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
+import { startTestHost, type TestHost, recordedAnswer } from "../support/host";
 import { ANSWER_FILE, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { slackMrkdwnProblem } from "../support/slack-mrkdwn";
 
@@ -391,10 +391,7 @@ describe("Slack: answers' Markdown as mrkdwn", () => {
     expect(slackMrkdwnProblem(reply.body.text)).toBeNull();
     const runId = contextFor(`samefinal ${ANSWER}`)[0].run_id;
     await host.waitForRun(runId);
-    const [ledger] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'message.completed'", [runId]);
-    expect(JSON.parse(ledger.data_json).message.content).toBe(ANSWER);
-    const [item] = await host.query<{ content: string }>("SELECT content FROM transcript WHERE run_id = ? AND role = 'assistant'", [runId]);
-    expect(item.content).toBe(ANSWER);
+    expect(await recordedAnswer(host, runId)).toEqual({ ledger: ANSWER, transcript: ANSWER });
 
     // An agent whose delivery_policy.format is plain: the answer as it is, only escaped.
     const agent = { agent_id: "slack-plain", name: "plain", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "C-PLAIN", bot_id: botId }, delivery_policy: { format: "plain" } };

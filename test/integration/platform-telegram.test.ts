@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
+import { startTestHost, type TestHost, recordedAnswer } from "../support/host";
 import { addTelegramBot, ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { largeFile } from "../support/host-api";
 import { telegramHtmlProblem } from "../support/telegram-html";
@@ -639,10 +639,7 @@ describe("Telegram: answers' Markdown rendered", () => {
     expect(send.body).toMatchObject({ parse_mode: "HTML", text: RENDERED });
     const runId = contextFor(`samefinal ${ANSWER}`)[0].run_id;
     await host.waitForRun(runId);
-    const [ledger] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'message.completed'", [runId]);
-    expect(JSON.parse(ledger.data_json).message.content).toBe(ANSWER);
-    const [item] = await host.query<{ content: string }>("SELECT content FROM transcript WHERE run_id = ? AND role = 'assistant'", [runId]);
-    expect(item.content).toBe(ANSWER);
+    expect(await recordedAnswer(host, runId)).toEqual({ ledger: ANSWER, transcript: ANSWER });
     const sent = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.succeeded'", [runId]))[0]);
     expect(JSON.parse(sent.data_json)).toMatchObject({ operation: "send", attempt: 1, chars: ANSWER.length });
   });

@@ -126,3 +126,10 @@ export async function readSse(res: Response): Promise<{ frames: { seq: number; t
   }
   return { frames, end };
 }
+
+/** What a run's answer is recorded as, in its ledger's `message.completed` and its assistant Transcript item: the runner's text as sent, whatever the chat was shown. */
+export async function recordedAnswer(host: TestHost, runId: string): Promise<{ ledger: string; transcript: string }> {
+  const [ledger] = await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'message.completed'", [runId]);
+  const [item] = await host.query<{ content: string }>("SELECT content FROM transcript WHERE run_id = ? AND role = 'assistant'", [runId]);
+  return { ledger: JSON.parse(ledger.data_json).message.content, transcript: item.content };
+}
