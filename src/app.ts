@@ -16,6 +16,7 @@ import { conversationsRouter } from "./routes/conversations";
 import { eventsRouter } from "./routes/events";
 import { runsRouter } from "./routes/runs";
 import { webhooksRouter } from "./routes/webhooks";
+import { readiness } from "./routes/readiness";
 
 /** Admin writes are small JSON documents; a larger body is refused before it is held. */
 const ADMIN_BODY_MAX_BYTES = 1024 * 1024;
@@ -23,6 +24,7 @@ const ADMIN_BODY_MAX_BYTES = 1024 * 1024;
 export function createApp() {
   const app = new Hono<AppEnv>();
   app.get("/healthz", (c) => c.json({ ok: true }));
+  app.get("/readyz", readiness);
   app.route("/v1/events", eventsRouter);
   app.route("/v1/runs", runsRouter);
   app.route("/v1/conversations", conversationsRouter);

@@ -62,6 +62,10 @@ describe("a LIBSQL_URL secret that does not parse", () => {
         expect(res.status).toBe(503);
         expect(JSON.parse(res.body).error).toMatchObject({ code: "misconfigured", message: expect.stringMatching(/LIBSQL_URL/) });
         expect(res.body).not.toContain("TURSO-SECRET-PART");
+        // The readiness check says the same, as an uptime monitor reads it.
+        const ready = await w.get("/readyz");
+        expect([ready.status, JSON.parse(ready.body).error.code]).toEqual([503, "misconfigured"]);
+        expect(ready.body).not.toContain("TURSO-SECRET-PART");
         const logs = await w.logsSettled();
         expect(logs).toMatch(/misconfigured/);
         // The operator's log must not carry the credential...

@@ -93,8 +93,11 @@ describe("the Worker on Turso/sqld (LIBSQL_URL, LIBSQL_AUTH_TOKEN)", () => {
   it("migrates over HTTP as README says, then registers, binds and runs an event end to end", async () => {
     const applied = sqld.db.prepare("SELECT COUNT(*) AS n FROM __drizzle_migrations").get() as { n: number };
     // Every migration drizzle-kit generated, as its journal lists them.
-    const journal = JSON.parse(readFileSync(join(ROOT, "migrations", "meta", "_journal.json"), "utf8")) as { entries: unknown[] };
+    const journal = JSON.parse(readFileSync(join(ROOT, "migrations", "meta", "_journal.json"), "utf8")) as { entries: { tag: string }[] };
     expect(applied.n).toBe(journal.entries.length);
+    // The readiness check reads what drizzle-kit recorded as `npm start`'s migrator records it.
+    const ready = await fetch(`${url}/readyz`);
+    expect(await ready.json()).toEqual({ ok: true, host_version: "0.1.0", migration: journal.entries[journal.entries.length - 1]!.tag });
     expect(await bindRunner(host(), { baseUrl: runner.url, secret: SECRET, runnerId: "http:examples/echo/default", agentId: "echo" })).toBe(true);
     const ev = await adminCall<{ run_id: string; disposition: string }>(host(), "POST", "/v1/events", {
       event_type: "message.received",
