@@ -96,12 +96,17 @@ class ToolCallAssembler {
       if (raw.id) call.id = raw.id;
       if (raw.type) call.type = raw.type;
       // Most providers send a name once, some in pieces (Gemini), some whole again in every fragment (MiniMax via NVIDIA
-      // NIM): a fragment repeating the name so far is that name, not more of it.
+      // NIM): a fragment repeating the name so far is that name, not more of it, and reaches the runner without it, so
+      // a runner joining the fragments' names (as OpenAI's Python client does) gets the name once too.
       const name = raw.function?.name;
-      if (name && name !== call.function.name) call.function.name += name;
-      if (typeof raw.function?.arguments !== "string") return raw;
-      call.function.arguments += raw.function.arguments;
-      return { ...raw, function: { ...raw.function, arguments: this.shown.push(i, raw.function.arguments) } };
+      let fragment = raw;
+      if (name && name === call.function.name) {
+        const { name: _repeated, ...rest } = raw.function!;
+        fragment = { ...raw, function: rest };
+      } else if (name) call.function.name += name;
+      if (typeof fragment.function?.arguments !== "string") return fragment;
+      call.function.arguments += fragment.function.arguments;
+      return { ...fragment, function: { ...fragment.function, arguments: this.shown.push(i, fragment.function.arguments) } };
     });
   }
 
@@ -136,7 +141,8 @@ const ndjson = (lines: ModelStreamLine[], secrets: readonly string[]) => encoder
 
 /** Parse the provider's SSE body incrementally and re-frame it as NDJSON, one network chunk at a time. */
 export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ModelStream {
-  const lines = readLines(providerBody, { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes }, { anyLineEnding: true });
+  // A line the body ends inside belongs to an event that never finished: dropped (it may end mid-character, too).
+  const lines = readLines(providerBody, { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes }, { anyLineEnding: true, dropUnended: true });
   const frame = sseFramer({ maxLineBytes: opts.maxLineBytes });
   const tools = new ToolCallAssembler(opts.secrets);
   let content = "";
@@ -251,10 +257,13 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
       try {
         // Loop until this pull has something to send: keep-alive comments and role-only chunks send nothing.
         for (;;) {
-          const next = await lines.next().catch((err: unknown) => {
+          const next = await lines.next().catch((err: unknown): IteratorResult<string[], void> => {
             // The connection reset is a stream cut off, like one that merely stops; the host's limits, a stopped call and a
             // provider silent too long (an UpstreamError timeout) say why themselves.
             const said = opts.signal.aborted || err instanceof RunnerCallError || err instanceof UpstreamError;
+            // Once the provider gave the finish reason the message is whole: a reset loses only its usage and [DONE], as a
+            // stream that merely stops there does.
+            if (!said && finishReason !== null) return { done: true, value: undefined };
             throw said ? err : new ModelStreamError("stream_closed", `the model provider's stream broke off: ${describeError(err)}`, { cause: err });
           });
           if (finished) return; // ended meanwhile (cancelled, or the call was stopped): nothing more goes out

@@ -1,5 +1,6 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
-import { UpstreamError } from "./upstream";
+import { retryAfterMs } from "../lib/retry-after";
+import { httpError, UpstreamError } from "./upstream";
 
 /** The JSON-RPC request a POST body carries: its id, or undefined for a notification (or anything else). */
 function requestOf(body: unknown): { id: unknown; method: string; params?: Record<string, unknown> } | undefined {
@@ -59,5 +60,18 @@ export function watchAnswers(inner: typeof fetch, onUnanswered: (err: UpstreamEr
       if (!ok && !cancelled.has(request.id)) onUnanswered(new UpstreamError("network", `the MCP server's answer to ${request.method} broke off before it answered`));
     });
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
+
+/**
+ * A `fetch` for the MCP client under which a POST the server refuses for now (429, 5xx) saying when to come back
+ * (`Retry-After`) fails with that wait: the SDK's own error keeps the status but drops the headers, and with them when
+ * a runner may call again.
+ */
+export function throttledAnswers(inner: typeof fetch): typeof fetch {
+  return async (input, init) => {
+    const res = await inner(input, init);
+    if (init?.method !== "POST" || res.ok || (res.status !== 429 && res.status < 500) || retryAfterMs(res.headers) === undefined) return res;
+    throw await httpError(res, "the MCP server", init.signal ?? new AbortController().signal);
   };
 }

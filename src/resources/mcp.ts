@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { mcpSchemaValidator, schemaProblems, type JsonSchema } from "./json-schema";
 import { cappedFetch, UpstreamError } from "./upstream";
-import { watchAnswers } from "./mcp-answers";
+import { throttledAnswers, watchAnswers } from "./mcp-answers";
 
 export interface McpServerTarget {
   url: string;
@@ -81,7 +81,7 @@ async function openSession(server: McpServerTarget, opts: { lifetime: AbortSigna
     requestInit: { headers: server.headers },
     // Per event on a stream: the server's notification stream may stay open as long as the session.
     // A call answered as an event stream that breaks off unanswered ends the session at once, not at the call's timeout.
-    fetch: watchAnswers(cappedFetch(opts.maxBytes, stop, { perSseEvent: true }), stop),
+    fetch: watchAnswers(throttledAnswers(cappedFetch(opts.maxBytes, stop, { perSseEvent: true })), stop),
   });
   const close = async (terminate = true) => {
     opts.lifetime.removeEventListener("abort", follow);
@@ -258,8 +258,10 @@ export class McpSessionPool {
       try {
         return toToolResult(await session.client.callTool(call, undefined, { signal: linked.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }));
       } catch (err) {
-        // The SDK reports an aborted request as RequestTimeout, a lost connection as ConnectionClosed.
-        const answered = err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout;
+        // The SDK reports an aborted request as RequestTimeout, a lost connection as ConnectionClosed. A server that said
+        // when to come back (throttledAnswers) answered too: its session is kept for that next call.
+        const answered =
+          (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout) || (err instanceof UpstreamError && err.retryAfterMs !== undefined);
         if (session.signal.aborted || (!opts.signal.aborted && !answered)) this.retire(entry);
         if (retryGone && !opts.signal.aborted && err instanceof StreamableHTTPError && err.code === 404 && session.sessionId() !== undefined) throw new SessionGone();
         // The run's end and the call's deadline fire together; the call's reason says which.

@@ -100,21 +100,22 @@ export function errorText(error: unknown): string {
 }
 
 /**
- * A 2xx whose body is an error, not a completion (OpenRouter answers so once the model has begun on the request): the
- * provider's failure, judged by the status its error names (a 400 is not retried elsewhere), its words kept.
+ * A 2xx whose body is an error, not an answer (OpenRouter answers so once the model has begun on the request; an empty
+ * `choices` or `results` may stand beside it): the provider's failure, judged by the status its error names (a 400 is
+ * not retried elsewhere), its words kept. Asked only of a body that holds no answer.
  */
-function errorAnswer(json: unknown): UpstreamError | null {
+function errorAnswer(json: unknown, what: string): UpstreamError | null {
   const error = typeof json === "object" && json !== null && !Array.isArray(json) ? (json as { error?: unknown }).error : undefined;
-  if (error === undefined || error === null || "choices" in (json as object)) return null;
+  if (error === undefined || error === null) return null;
   const status = streamErrorStatus(error);
-  return new UpstreamError(status === undefined ? "invalid_response" : "http", `the model provider answered an error: ${errorText(error)}`, status);
+  return new UpstreamError(status === undefined ? "invalid_response" : "http", `${what} answered an error: ${errorText(error)}`, status);
 }
 
 /** POST /chat/completions: one message back, tool calls included. */
 export async function chatCompletion(target: ProviderTarget, req: ChatRequest, opts: CallOptions): Promise<ChatResult> {
   const res = await postJson(target, "/chat/completions", chatBody(target, req, false), opts, "the model provider");
   const parsed = ChatCompletionSchema.safeParse(res.json);
-  if (!parsed.success) throw errorAnswer(res.json) ?? new UpstreamError("invalid_response", "the model provider's answer is not a chat completion", res.status);
+  if (!parsed.success) throw errorAnswer(res.json, "the model provider") ?? new UpstreamError("invalid_response", "the model provider's answer is not a chat completion", res.status);
   const choice = parsed.data.choices[0];
   const { tool_calls: rawToolCalls, content, ...extras } = choice.message;
   const toolCalls = rawToolCalls ?? [];
@@ -313,6 +314,11 @@ export async function rerank(target: ProviderTarget, input: { query: string; doc
   const body = JSON.stringify({ model: target.model, query: input.query, documents: input.documents, top_n: Math.min(input.topK ?? Infinity, input.documents.length) });
   const res = await postJson(target, "/rerank", body, opts, "the rerank provider");
   const parsed = RerankSchema.safeParse(res.json);
+  // An empty list beside an error ranks nothing: the error is the answer, not an empty ranking.
+  if (!parsed.success || !parsed.data.results.length) {
+    const failed = errorAnswer(res.json, "the rerank provider");
+    if (failed) throw failed;
+  }
   if (!parsed.success) throw new UpstreamError("invalid_response", "the rerank provider's answer has no results list", res.status);
   // One result per document: a provider listing one twice keeps its best score.
   const best = new Map<number, number>();

@@ -39,9 +39,11 @@ async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
  * stream failed, or that ended within `maxStreamBytes`, are yielded before
  * the failure is thrown. Lines end at LF, or with `anyLineEnding` (for
  * text/event-stream) at CRLF, LF or CR. The event loop gets a turn at least
- * every TURN_EVERY_BYTES read.
+ * every TURN_EVERY_BYTES read. Text after the last line end is a last line,
+ * unless `dropUnended`: a stream read where a line cut short means the body
+ * was cut (a model's SSE, in which an unfinished event is discarded anyway).
  */
-export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits, opts: { anyLineEnding?: boolean } = {}): AsyncGenerator<string[]> {
+export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits, opts: { anyLineEnding?: boolean; dropUnended?: boolean } = {}): AsyncGenerator<string[]> {
   // Fatal: bytes that are not UTF-8 make the line no JSON text at all, refused rather than read with U+FFFD in their place.
   const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
   const decode = (bytes: Uint8Array) => {
@@ -114,7 +116,7 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
       // Bounded memory: a runner that floods gets its lines applied in slices.
       if (linesBytes >= limits.maxLineBytes) yield handOver();
     }
-    if (partial.length > 0) lines.push(decode(partial.take(new Uint8Array())));
+    if (partial.length > 0 && !opts.dropUnended) lines.push(decode(partial.take(new Uint8Array())));
     if (lines.length) yield handOver();
   } finally {
     if (ahead) {

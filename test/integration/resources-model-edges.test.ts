@@ -5,8 +5,9 @@ import { runLedger, startScriptedRunner } from "../support/scripted-runner";
 
 /**
  * Host-held models at their edges: a stream that fails before its first token falls back, a streamed message is the one
- * model.invoke gives (a tool name repeated in each fragment named once), a 200 carrying an error is that error, a
- * throttled provider's Retry-After reaches the runner, a rerank ranks each document once.
+ * model.invoke gives (a tool name repeated in each fragment named once, in the deltas too), a 200 carrying an error is
+ * that error (a chat completion's or a rerank's), a throttled provider's Retry-After reaches the runner, a rerank ranks
+ * each document once.
  */
 const KEY = "sk-review-0123456789abcdefABCDEF";
 let host: TestHost;
@@ -24,6 +25,9 @@ beforeAll(async () => {
     if (req.url === "/v1/rerank") {
       // A provider that lists the best document twice.
       if (m === "rr-dup") return sendJson(res, 200, { results: [{ index: 0, relevance_score: 0.9 }, { index: 0, relevance_score: 0.9 }, { index: 1, relevance_score: 0.5 }] });
+      // A gateway's rerank that failed once begun: 200, the error in the body, with or without an empty results list.
+      if (m === "rr-late") return sendJson(res, 200, { error: { code: 400, message: "query is longer than this reranker's 512 tokens" } });
+      if (m === "rr-late-empty") return sendJson(res, 200, { results: [], error: { code: 400, message: "documents exceed this reranker's limit" } });
       return sendJson(res, 404, { error: "no route" });
     }
     // An overloaded upstream behind a gateway: 200 event stream whose first (and only) event is an error.
@@ -34,6 +38,8 @@ beforeAll(async () => {
     if (m === "overloaded") return sendJson(res, 503, { error: { message: "upstream overloaded" } });
     // OpenRouter: once the model has started on a request, its failure is a 200 whose body is the error, its code the status.
     if (m === "failed-late") return sendJson(res, 200, { error: { code: 400, message: "This model's maximum context length is 8192 tokens", metadata: { provider_name: "Upstream" } } });
+    // The same failure with an empty choices list beside it.
+    if (m === "failed-late-empty") return sendJson(res, 200, { choices: [], error: { code: 400, message: "This model's maximum context length is 4096 tokens" } });
     // A throttled provider saying when to come back.
     if (m === "throttled") {
       res.writeHead(429, { "content-type": "application/json", "retry-after": "7" });
@@ -65,7 +71,7 @@ beforeAll(async () => {
   });
   runner = await startScriptedRunner({ name: "review", runners: [{ name: "default", label: { en_US: "review" }, permissions: { models: ["invoke", "stream", "rerank"] } }] });
   host = await startTestHost();
-  for (const [model_id, kind, model] of [["primary", "llm", "overloaded"], ["backup", "llm", "backup-model"], ["caller", "llm", "caller"], ["rr", "rerank", "rr-dup"], ["late", "llm", "failed-late"], ["throttled", "llm", "throttled"], ["name-again", "llm", "name-again"]]) {
+  for (const [model_id, kind, model] of [["primary", "llm", "overloaded"], ["backup", "llm", "backup-model"], ["caller", "llm", "caller"], ["rr", "rerank", "rr-dup"], ["late", "llm", "failed-late"], ["throttled", "llm", "throttled"], ["name-again", "llm", "name-again"], ["late-empty", "llm", "failed-late-empty"], ["rr-late", "rerank", "rr-late"], ["rr-late-empty", "rerank", "rr-late-empty"]]) {
     const res = await host.admin("POST", "/v1/admin/models", { model_id, name: model_id, kind, base_url: `${provider.url}/v1`, api_key: KEY, model });
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   }
@@ -73,7 +79,7 @@ beforeAll(async () => {
   const agent = await host.admin("POST", "/v1/admin/agents", {
     agent_id: "review", name: "review", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
     // "throttled" comes last among the fallbacks: asked for, it has none after it.
-    resource_policy: { models: ["primary", "caller", "rr", "late", "name-again"], fallback_models: ["backup", "throttled"] },
+    resource_policy: { models: ["primary", "caller", "rr", "late", "name-again", "late-empty", "rr-late", "rr-late-empty"], fallback_models: ["backup", "throttled"] },
   });
   if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
 });
@@ -115,6 +121,14 @@ describe("a streamed tool call whose fragments each repeat its name", () => {
     expect(result).toMatchObject({ type: "completed", finish_reason: "tool_calls" });
     expect(result.message.tool_calls).toEqual([{ id: "call_7", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } }]);
   });
+
+  it("is named once in the deltas too: a runner joining the fragments' names, as OpenAI's Python client and LangChain do, gets the name", async () => {
+    const { result } = await runner.run(host, "name-again-deltas", async (_api, _ctx, _emit, raw) => lines(await (await raw("model.stream", { model_id: "name-again", messages: user("hi") })).text()));
+    const fragments = result.filter((l: any) => l.type === "delta").flatMap((l: any) => l.chunk.tool_calls ?? []);
+    expect(fragments[0]).toMatchObject({ index: 0, id: "call_7", function: { name: "lookup" } });
+    expect(fragments.map((f: any) => f.function?.name ?? "").join("")).toBe("lookup");
+    expect(fragments.map((f: any) => f.function?.arguments ?? "").join("")).toBe('{"q":"x"}');
+  });
 });
 
 describe("a provider's error answered with 200", () => {
@@ -125,6 +139,27 @@ describe("a provider's error answered with 200", () => {
     expect(result.body.error.message).toContain("maximum context length is 8192 tokens");
     const types = (await runLedger(host, runId)).filter((e) => e.origin === "host").map((e) => e.type);
     expect(types).not.toContain("model.fallback");
+  });
+
+  it("is the provider's error also beside an empty choices list, not a garbled answer handed to a fallback", async () => {
+    const { result, runId } = await runner.run(host, "failed-late-empty", async (api) => api("model.invoke", { model_id: "late-empty", messages: user("hi") }));
+    expect(result.status).toBe(502);
+    expect(result.body.error).toMatchObject({ code: "runtime_error", retryable: false, details: { model_id: "late-empty", upstream_status: 400 } });
+    expect(result.body.error.message).toContain("maximum context length is 4096 tokens");
+    expect((await runLedger(host, runId)).map((e) => e.type)).not.toContain("model.fallback");
+  });
+
+  it("from a rerank provider is its error too: its message shown, not retryable for a 400, never an empty ranking", async () => {
+    const { result } = await runner.run(host, "rerank-late", async (api) => ({
+      bare: await api("model.rerank", { model_id: "rr-late", query: "q", documents: ["a", "b"] }),
+      empty: await api("model.rerank", { model_id: "rr-late-empty", query: "q", documents: ["a", "b"] }),
+    }));
+    expect(result.bare.status).toBe(502);
+    expect(result.bare.body.error).toMatchObject({ code: "runtime_error", retryable: false, details: { model_id: "rr-late", upstream_status: 400 } });
+    expect(result.bare.body.error.message).toContain("longer than this reranker's 512 tokens");
+    expect(result.empty.status).toBe(502);
+    expect(result.empty.body.error).toMatchObject({ code: "runtime_error", retryable: false, details: { model_id: "rr-late-empty", upstream_status: 400 } });
+    expect(result.empty.body.error.message).toContain("documents exceed this reranker's limit");
   });
 });
 

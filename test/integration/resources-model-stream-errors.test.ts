@@ -7,6 +7,8 @@ import { runLedger, startScriptedRunner } from "../support/scripted-runner";
  * A provider's SSE as model.stream relays it: an event with empty data is a keep-alive (README: keep-alives are no
  * answer), and an error the provider reports mid-stream is retryable only when it is the provider's own fault, as
  * model.invoke answers the same error (PROTOCOL §8 `retryable`): a runner must not repeat a call that cannot succeed.
+ * A stream cut off before the provider finished the message says so (`stream_closed`), wherever the cut falls; one cut
+ * after the finish reason, with only its usage and [DONE] lost, is the whole message.
  */
 const KEY = "sk-model-stream-errors-0123456789abcdefABCDEF";
 let host: TestHost;
@@ -27,6 +29,16 @@ beforeAll(async () => {
       case "badreq-chunk":
         res.writeHead(200, { "content-type": "text/event-stream" });
         return void res.end(ev(d({ role: "assistant", content: "Hi" })) + ev({ error: { message: "maximum context length exceeded", type: "invalid_request_error", code: 400 } }));
+      case "cut-mid-char":
+        // The connection ends inside an event, inside a character ("café": its "é" is two bytes, one sent).
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(ev(d({ role: "assistant", content: "Un " })));
+        return void res.end(Buffer.concat([Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"caf'), Buffer.from([0xc3])]));
+      case "reset-after-finish":
+        // The message and its finish reason arrive; the connection is reset before the usage chunk and [DONE].
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(ev(d({ role: "assistant", content: "All " })) + ev(d({ content: "there." })) + ev(d({}, "stop")));
+        return void setTimeout(() => res.socket?.destroy(), 50);
       case "badreq":
         return sendJson(res, 400, { error: { message: "maximum context length exceeded", type: "invalid_request_error" } });
       default:
@@ -39,7 +51,7 @@ beforeAll(async () => {
     const res = await host.admin("POST", path, payload);
     if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
   };
-  const models = ["emptydata", "badreq-chunk", "badreq"];
+  const models = ["emptydata", "badreq-chunk", "badreq", "cut-mid-char", "reset-after-finish"];
   for (const m of models) await register("/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
   await register("/v1/admin/runner-services", { base_url: runner.url });
   await register("/v1/admin/agents", { agent_id: "z1", name: "z1", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { models } });
@@ -67,5 +79,20 @@ describe("model.stream from a provider's SSE", () => {
     }));
     expect(result.invoke.error.retryable).toBe(false);
     expect(result.stream.at(-1)).toMatchObject({ type: "error", error: { code: "provider_error", retryable: false } });
+  });
+
+  it("ends a stream cut inside an event, mid-character, with stream_closed: the unfinished event is dropped, as SSE drops it", async () => {
+    const { result, runId } = await runner.run<any>(host, "cut-mid-char", async (_api, _ctx, _emit, raw) => ndjson(await raw("model.stream", { model_id: "cut-mid-char", messages: user("hi") })));
+    expect(result.slice(0, -1).map((l: any) => l.chunk.content)).toEqual(["Un "]);
+    expect(result.at(-1)).toMatchObject({ type: "error", error: { code: "stream_closed", retryable: true } });
+    expect((await runLedger(host, runId)).find((e) => e.type === "model.failed")?.data).toMatchObject({ code: "stream_closed" });
+  });
+
+  it("completes a stream whose connection breaks after the finish reason: the message is whole, only its usage is missing", async () => {
+    const { result, runId } = await runner.run<any>(host, "reset-after-finish", async (_api, _ctx, _emit, raw) => ndjson(await raw("model.stream", { model_id: "reset-after-finish", messages: user("hi") })));
+    expect(result.at(-1)).toMatchObject({ type: "completed", finish_reason: "stop", message: { content: "All there." }, usage: null });
+    const ledger = await runLedger(host, runId);
+    expect(ledger.filter((e) => e.type === "model.failed")).toEqual([]);
+    expect(ledger.find((e) => e.type === "model.usage")?.data).toMatchObject({ model_id: "reset-after-finish", operation: "stream", total_tokens: null });
   });
 });
