@@ -25,8 +25,11 @@ export function toRunView(row: RunRow) {
     status: (isNotStarted(row.status) ? "created" : row.status) as RunStatus,
     agent_id: row.agentId,
     runner_id: row.runnerId,
+    // With the bot and workspace, the names a conversation read takes (a workspace's bot's chat is keyed by both).
     conversation_id: row.conversationId ?? undefined,
     thread_id: row.threadId ?? undefined,
+    workspace_id: row.workspaceId ?? undefined,
+    bot_id: row.botId ?? undefined,
     finish_reason: row.finishReason ?? undefined,
     message: parseJson<unknown>(row.finalMessageJson, undefined),
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? "" } : undefined,

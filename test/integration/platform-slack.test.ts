@@ -138,6 +138,20 @@ describe("Slack: Events API in, Web API out", () => {
     expect(contextFor("in thread")[0].conversation).toMatchObject({ conversation_id: "C200", thread_id: "1799999999.000100" });
   });
 
+  it("names a run's bot and workspace in its view, so an operator reads its conversation from it", async () => {
+    await post(callback(message("C210", "whose run", { thread_ts: "1799999998.000100" })));
+    await waitFor(() => postsTo("C210").length > 0);
+    const runId = contextFor("whose run")[0].run_id;
+    const view = (await host.admin("GET", `/v1/runs/${runId}`)).body;
+    expect(view).toMatchObject({ conversation_id: "C210", thread_id: "1799999998.000100", workspace_id: "acme", bot_id: botId });
+    const listed = (await host.admin("GET", `/v1/runs?bot_id=${botId}&conversation_id=C210`)).body.items;
+    expect(listed).toEqual([expect.objectContaining({ run_id: runId, workspace_id: "acme", bot_id: botId })]);
+    // The view's names are the conversation read's parameters: without workspace_id, a workspace's bot's chat is another one.
+    const names = new URLSearchParams({ conversation_id: view.conversation_id, thread_id: view.thread_id, workspace_id: view.workspace_id, bot_id: view.bot_id });
+    const transcript = (await host.admin("GET", `/v1/conversations/transcript?${names}`)).body.items;
+    expect(transcript.map((item: { role: string }) => item.role)).toEqual(["assistant", "user"]);
+  });
+
   it("refuses a bad signature, a timestamp older than 5 minutes and missing headers with 401", async () => {
     const before = runner.calls.length;
     const ev = callback(message("C300", "forged"));
