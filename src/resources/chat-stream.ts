@@ -1,11 +1,10 @@
-import { readLines, sseFramer } from "../runner/lines";
+import { readLines, sseFramer, type LineFaults } from "../runner/lines";
 import { redactValue, StreamRedactors } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
-import { errorText, streamErrorStatus, UsageSchema } from "./openai";
+import { choiceFailure, errorText, FINISHED_WITH_ERROR, streamErrorStatus, UsageSchema } from "./openai";
 import { UpstreamError } from "./upstream";
 import { describeError } from "../lib/describe-error";
 import { keptIntegerText, parseKeepingIntegers } from "../lib/exact-json";
-import { RunnerCallError } from "../runner/errors";
 
 /**
  * A stream the provider ended badly after it began: closed before saying it
@@ -139,11 +138,23 @@ const encoder = new TextEncoder();
 /** Lines as NDJSON, each scrubbed of the secrets (text streamed in pieces is scrubbed across them before it gets here). */
 const ndjson = (lines: ModelStreamLine[], secrets: readonly string[]) => encoder.encode(lines.map((l) => `${JSON.stringify(redactValue(l, secrets))}\n`).join(""));
 
+/**
+ * What the host cannot read of a provider's stream, told as the provider's (a runner's result-stream wording would
+ * blame the runner): bytes that are not UTF-8 are garbage another try may not repeat; an event or a stream past the
+ * host's limits is an answer too large, as model.invoke's would be, and not retryable.
+ */
+const PROVIDER_STREAM_FAULTS: LineFaults = {
+  notUtf8: (cause) => new UpstreamError("invalid_response", "the model provider's stream is not valid UTF-8", undefined, { cause }),
+  lineTooLarge: (max) => new UpstreamError("too_large", `the model provider's stream sent an event over ${max} bytes`),
+  streamTooLarge: (max) => new UpstreamError("too_large", `the model provider's stream exceeded ${max} bytes, the most the host reads of one answer`),
+};
+
 /** Parse the provider's SSE body incrementally and re-frame it as NDJSON, one network chunk at a time. */
 export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ModelStream {
   // A line the body ends inside belongs to an event that never finished: dropped (it may end mid-character, too).
-  const lines = readLines(providerBody, { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes }, { anyLineEnding: true, dropUnended: true });
-  const frame = sseFramer({ maxLineBytes: opts.maxLineBytes });
+  const limits = { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes };
+  const lines = readLines(providerBody, limits, { anyLineEnding: true, dropUnended: true, faults: PROVIDER_STREAM_FAULTS });
+  const frame = sseFramer(limits, PROVIDER_STREAM_FAULTS);
   const tools = new ToolCallAssembler(opts.secrets);
   let content = "";
   /** The message's other text fields (reasoning_content, refusal, ...), each joined as streamed, as model.invoke gives them. */
@@ -179,7 +190,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     if (payload.trim() === "[DONE]") return true;
     // An event whose data is empty is not dispatched (WHATWG SSE): a keep-alive, not a chunk.
     if (payload === "") return false;
-    let chunk: { choices?: { index?: unknown; delta?: Record<string, unknown>; finish_reason?: string | null }[]; usage?: unknown; error?: unknown };
+    let chunk: { choices?: { index?: unknown; delta?: Record<string, unknown>; finish_reason?: string | null; error?: unknown }[]; usage?: unknown; error?: unknown };
     try {
       // Whole numbers past 2^53 kept as written, as in model.invoke.
       chunk = parseKeepingIntegers(payload) as typeof chunk;
@@ -195,7 +206,9 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     // Asked for several (`n` in extra), a provider interleaves the choices, each naming its index: the message is the first's.
     const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c?.index ?? 0) === 0) : undefined;
     if (!choice) return false;
-    if (choice.finish_reason) finishReason = choice.finish_reason;
+    // A choice that failed (`finish_reason: "error"`) ends the message unfinished: its delta still goes out, then the error.
+    const failed = choiceFailure(choice);
+    if (choice.finish_reason && !failed) finishReason = choice.finish_reason;
     const delta = { ...choice.delta };
     for (const [field, value] of Object.entries(delta)) {
       if (field === "content" && typeof value === "string") content += value;
@@ -205,6 +218,8 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     if (delta.tool_calls !== undefined) delta.tool_calls = tools.add(delta.tool_calls);
     const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
     if (meaningful) out.push({ type: "delta", chunk: { ...delta, role: "assistant" } });
+    if (failed?.error !== undefined) throw new ModelStreamError("provider_error", `the model provider reported an error mid-stream: ${errorText(failed.error)}`, { status: streamErrorStatus(failed.error) });
+    if (failed) throw new ModelStreamError("provider_error", `the model provider ${FINISHED_WITH_ERROR}`);
     return false;
   };
 
@@ -260,7 +275,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
           const next = await lines.next().catch((err: unknown): IteratorResult<string[], void> => {
             // The connection reset is a stream cut off, like one that merely stops; the host's limits, a stopped call and a
             // provider silent too long (an UpstreamError timeout) say why themselves.
-            const said = opts.signal.aborted || err instanceof RunnerCallError || err instanceof UpstreamError;
+            const said = opts.signal.aborted || err instanceof UpstreamError;
             // Once the provider gave the finish reason the message is whole: a reset loses only its usage and [DONE], as a
             // stream that merely stops there does.
             if (!said && finishReason !== null) return { done: true, value: undefined };

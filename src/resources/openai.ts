@@ -40,6 +40,7 @@ const ChatCompletionSchema = z.looseObject({
       z.looseObject({
         message: z.looseObject({ content: z.string().nullish(), tool_calls: z.array(z.unknown()).nullish() }),
         finish_reason: z.string().nullish(),
+        error: z.unknown().optional(),
       }),
     )
     .min(1),
@@ -81,7 +82,7 @@ async function post(target: ProviderTarget, path: string, body: string, accept: 
  * A JSON answer, read whole within the attempt's timeout: a provider that sends its headers and then stalls
  * or trickles its body has not answered, and another may do better.
  */
-async function postJson(target: ProviderTarget, path: string, body: string, opts: CallOptions, what: string): Promise<{ json: unknown; status: number }> {
+export async function postJson(target: ProviderTarget, path: string, body: string, opts: CallOptions, what: string): Promise<{ json: unknown; status: number }> {
   const { res, attempt } = await post(target, path, body, "application/json", opts);
   try {
     return { json: await readJson(res, opts.maxBytes, attempt.signal, what, opts.take), status: res.status };
@@ -99,17 +100,32 @@ export function errorText(error: unknown): string {
   return (about.length ? `${e.message} (${about.join(", ")})` : e.message).slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
 }
 
-/**
- * A 2xx whose body is an error, not an answer (OpenRouter answers so once the model has begun on the request; an empty
- * `choices` or `results` may stand beside it): the provider's failure, judged by the status its error names (a 400 is
- * not retried elsewhere), its words kept. Asked only of a body that holds no answer.
- */
-function errorAnswer(json: unknown, what: string): UpstreamError | null {
-  const error = typeof json === "object" && json !== null && !Array.isArray(json) ? (json as { error?: unknown }).error : undefined;
-  if (error === undefined || error === null) return null;
+/** An error a provider reported: judged by the status it names (a 400 is not retried elsewhere), its words kept. */
+function reportedError(error: unknown, what: string): UpstreamError {
   const status = streamErrorStatus(error);
   return new UpstreamError(status === undefined ? "invalid_response" : "http", `${what} answered an error: ${errorText(error)}`, status);
 }
+
+/**
+ * A 2xx whose body is an error, not an answer (OpenRouter answers so once the model has begun on the request; an empty
+ * `choices` or `results` may stand beside it): the provider's failure. Asked only of a body that holds no answer.
+ */
+export function errorAnswer(json: unknown, what: string): UpstreamError | null {
+  const error = typeof json === "object" && json !== null && !Array.isArray(json) ? (json as { error?: unknown }).error : undefined;
+  return error === undefined || error === null ? null : reportedError(error, what);
+}
+
+/**
+ * A choice that failed rather than finished: OpenRouter, once the model has begun, marks it `finish_reason: "error"`
+ * with its `error` beside it, in a completion or in the chunk that ends a stream. Its error, if it gave one.
+ */
+export function choiceFailure(choice: { finish_reason?: unknown; error?: unknown }): { error?: unknown } | null {
+  if (choice.error !== undefined && choice.error !== null) return { error: choice.error };
+  return choice.finish_reason === "error" ? {} : null;
+}
+
+/** What a failed choice says, for an error's message. */
+export const FINISHED_WITH_ERROR = 'ended the message with finish_reason "error" and no error beside it';
 
 /** POST /chat/completions: one message back, tool calls included. */
 export async function chatCompletion(target: ProviderTarget, req: ChatRequest, opts: CallOptions): Promise<ChatResult> {
@@ -117,6 +133,9 @@ export async function chatCompletion(target: ProviderTarget, req: ChatRequest, o
   const parsed = ChatCompletionSchema.safeParse(res.json);
   if (!parsed.success) throw errorAnswer(res.json, "the model provider") ?? new UpstreamError("invalid_response", "the model provider's answer is not a chat completion", res.status);
   const choice = parsed.data.choices[0];
+  // A 200 all the same: the message (often empty, or cut short) is no answer.
+  const failed = choiceFailure(choice);
+  if (failed) throw failed.error === undefined ? new UpstreamError("invalid_response", `the model provider ${FINISHED_WITH_ERROR}`, res.status) : reportedError(failed.error, "the model provider");
   const { tool_calls: rawToolCalls, content, ...extras } = choice.message;
   const toolCalls = rawToolCalls ?? [];
   return {
@@ -247,16 +266,21 @@ export function streamErrorStatus(error: unknown): number | undefined {
   return code ?? (/rate_limit/.test(type) ? 429 : /server_error|overloaded|unavailable/.test(type) ? 503 : /invalid_request|authentication|permission|not_found/.test(type) ? 400 : undefined);
 }
 
-/** A first event that is only an error a provider fault would answer (5xx, 429, or their types): another provider may do better. */
+/**
+ * A first event that reports an error a provider fault would answer (5xx, 429, or their types), at its top or in its
+ * first choice (OpenRouter's shape has both, beside a choice that failed): another provider may do better.
+ */
 function streamStartFault(data: string): UpstreamError | null {
-  let parsed: unknown;
+  let parsed: { error?: unknown; choices?: unknown };
   try {
     parsed = JSON.parse(data);
   } catch {
     return null;
   }
-  if (typeof parsed !== "object" || parsed === null || !("error" in parsed) || "choices" in parsed) return null;
-  const error = parsed.error;
+  if (typeof parsed !== "object" || parsed === null) return null;
+  const choices = Array.isArray(parsed.choices) ? (parsed.choices as ({ index?: unknown; error?: unknown } | null)[]) : [];
+  const error = parsed.error ?? choices.find((c) => (c?.index ?? 0) === 0)?.error;
+  if (error === undefined || error === null) return null;
   const status = streamErrorStatus(error);
   if (status === undefined || (status < 500 && status !== 429)) return null;
   const e = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {};
@@ -294,41 +318,4 @@ export async function openChatStream(target: ProviderTarget, req: ChatRequest, o
     attempt.dispose();
     throw err;
   }
-}
-
-const RerankSchema = z.looseObject({
-  results: z.array(z.looseObject({ index: z.int().nonnegative(), relevance_score: z.number().optional(), score: z.number().optional() })),
-  usage: UsageSchema.nullish(),
-});
-
-export interface RerankResult {
-  results: { index: number; score: number }[];
-  usage: Usage | null;
-}
-
-/**
- * POST /rerank, the de facto standard (Cohere, Jina, vLLM, TEI, Xinference):
- * `{model, query, documents, top_n}` → `{results: [{index, relevance_score}]}`.
- */
-export async function rerank(target: ProviderTarget, input: { query: string; documents: string[]; topK?: number }, opts: CallOptions): Promise<RerankResult> {
-  const body = JSON.stringify({ model: target.model, query: input.query, documents: input.documents, top_n: Math.min(input.topK ?? Infinity, input.documents.length) });
-  const res = await postJson(target, "/rerank", body, opts, "the rerank provider");
-  const parsed = RerankSchema.safeParse(res.json);
-  // An empty list beside an error ranks nothing: the error is the answer, not an empty ranking.
-  if (!parsed.success || !parsed.data.results.length) {
-    const failed = errorAnswer(res.json, "the rerank provider");
-    if (failed) throw failed;
-  }
-  if (!parsed.success) throw new UpstreamError("invalid_response", "the rerank provider's answer has no results list", res.status);
-  // One result per document: a provider listing one twice keeps its best score.
-  const best = new Map<number, number>();
-  for (const r of parsed.data.results) {
-    const score = r.relevance_score ?? r.score ?? 0;
-    if (r.index < input.documents.length && score >= (best.get(r.index) ?? -Infinity)) best.set(r.index, score);
-  }
-  const results = [...best]
-    .map(([index, score]) => ({ index, score }))
-    .sort((a, b) => b.score - a.score)
-    .slice(0, input.topK ?? input.documents.length);
-  return { results, usage: parsed.data.usage ?? null };
 }

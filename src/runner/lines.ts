@@ -5,6 +5,20 @@ export interface LineLimits {
   maxStreamBytes: number;
 }
 
+/** The errors a stream's reader throws, in the words of whose stream it is: a runner's result stream unless told. */
+export interface LineFaults {
+  notUtf8(cause: unknown): Error;
+  lineTooLarge(maxLineBytes: number): Error;
+  streamTooLarge(maxStreamBytes: number): Error;
+}
+
+const RESULT_LINE_FAULTS: LineFaults = {
+  notUtf8: (cause) => new RunnerCallError("runner.protocol_error", "a result line is not valid UTF-8", { cause }),
+  // The usual culprit: an inline artifact, whose base64 outgrows the line before its decoded bytes reach their own cap.
+  lineTooLarge: (max) => new RunnerCallError("runner.line_too_large", `a result line exceeded ${max} bytes (send large artifacts with artifact.upload)`),
+  streamTooLarge: (max) => new RunnerCallError("runner.stream_too_large", `result stream exceeded ${max} bytes`),
+};
+
 const LF = 10;
 const CR = 13;
 /**
@@ -43,14 +57,20 @@ async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
  * unless `dropUnended`: a stream read where a line cut short means the body
  * was cut (a model's SSE, in which an unfinished event is discarded anyway).
  */
-export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineLimits, opts: { anyLineEnding?: boolean; dropUnended?: boolean } = {}): AsyncGenerator<string[]> {
+export async function* readLines(
+  body: ReadableStream<Uint8Array>,
+  limits: LineLimits,
+  opts: { anyLineEnding?: boolean; dropUnended?: boolean; faults?: LineFaults } = {},
+): AsyncGenerator<string[]> {
+  const faults = opts.faults ?? RESULT_LINE_FAULTS;
+  const lineTooLarge = () => faults.lineTooLarge(limits.maxLineBytes);
   // Fatal: bytes that are not UTF-8 make the line no JSON text at all, refused rather than read with U+FFFD in their place.
   const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
   const decode = (bytes: Uint8Array) => {
     try {
       return decoder.decode(bytes);
     } catch (cause) {
-      throw new RunnerCallError("runner.protocol_error", "a result line is not valid UTF-8", { cause });
+      throw faults.notUtf8(cause);
     }
   };
   const reader = body.getReader();
@@ -67,15 +87,15 @@ export async function* readLines(body: ReadableStream<Uint8Array>, limits: LineL
     const value = chunk.length > room ? chunk.subarray(0, room) : chunk;
     let start = ends.skipFirst(value);
     for (let i = ends.next(value, start); i !== -1; i = ends.next(value, start)) {
-      if (partial.length + (i - start) > limits.maxLineBytes) throw lineTooLarge(limits);
+      if (partial.length + (i - start) > limits.maxLineBytes) throw lineTooLarge();
       linesBytes += partial.length + (i - start) + 1;
       // An empty line (a flood of them costs a decode each otherwise) is the empty string.
       lines.push(partial.length + (i - start) === 0 ? "" : decode(partial.take(value.subarray(start, i))));
       start = ends.after(value, i);
     }
-    if (value !== chunk) throw new RunnerCallError("runner.stream_too_large", `result stream exceeded ${limits.maxStreamBytes} bytes`);
+    if (value !== chunk) throw faults.streamTooLarge(limits.maxStreamBytes);
     if (start < value.length) {
-      if (partial.length + (value.length - start) > limits.maxLineBytes) throw lineTooLarge(limits);
+      if (partial.length + (value.length - start) > limits.maxLineBytes) throw lineTooLarge();
       partial.append(value.subarray(start));
     }
   };
@@ -199,15 +219,10 @@ class PartialLine {
   }
 }
 
-function lineTooLarge(limits: Pick<LineLimits, "maxLineBytes">): RunnerCallError {
-  // The usual culprit: an inline artifact, whose base64 outgrows the line before its decoded bytes reach their own cap.
-  return new RunnerCallError("runner.line_too_large", `a result line exceeded ${limits.maxLineBytes} bytes (send large artifacts with artifact.upload)`);
-}
-
 /** Payloads framed from a batch of lines, and the error that stopped the framing, if one did. */
 export interface Framed {
   payloads: string[];
-  error?: RunnerCallError;
+  error?: Error;
 }
 
 /** An SSE framer: fed the stream's lines batch by batch, then asked for the frame left open when it ended cleanly. */
@@ -225,7 +240,7 @@ export interface SseFramer {
  * not their sum); the frames completed before one that is too large are
  * still handed over, as they may hold the run's terminal result.
  */
-export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">): SseFramer {
+export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">, faults: LineFaults = RESULT_LINE_FAULTS): SseFramer {
   let data: string[] = [];
   let bytes = 0;
   const end = () => {
@@ -245,7 +260,7 @@ export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">): SseFramer {
         const value = line.slice(line.startsWith("data: ") ? 6 : 5);
         // The joining newline included.
         bytes += utf8Length(value) + (data.length ? 1 : 0);
-        if (bytes > limits.maxLineBytes) return { payloads, error: lineTooLarge(limits) };
+        if (bytes > limits.maxLineBytes) return { payloads, error: faults.lineTooLarge(limits.maxLineBytes) };
         data.push(value);
       }
     }

@@ -6,8 +6,9 @@ import { runLedger, startScriptedRunner } from "../support/scripted-runner";
 /**
  * Host-held models at their edges: a stream that fails before its first token falls back, a streamed message is the one
  * model.invoke gives (a tool name repeated in each fragment named once, in the deltas too), a 200 carrying an error is
- * that error (a chat completion's or a rerank's), a throttled provider's Retry-After reaches the runner, a rerank ranks
- * each document once.
+ * that error (a chat completion's or a rerank's, or its first choice's, streamed or not), a throttled provider's
+ * Retry-After reaches the runner, a rerank ranks each document once, and a ranking the host cannot trust (a result
+ * without a score, a document that was not sent) is an invalid answer, never a silently different ranking.
  */
 const KEY = "sk-review-0123456789abcdefABCDEF";
 let host: TestHost;
@@ -28,6 +29,12 @@ beforeAll(async () => {
       // A gateway's rerank that failed once begun: 200, the error in the body, with or without an empty results list.
       if (m === "rr-late") return sendJson(res, 200, { error: { code: 400, message: "query is longer than this reranker's 512 tokens" } });
       if (m === "rr-late-empty") return sendJson(res, 200, { results: [], error: { code: 400, message: "documents exceed this reranker's limit" } });
+      // Voyage's answer: the same entries, listed under `data`.
+      if (m === "rr-voyage") return sendJson(res, 200, { object: "list", data: [{ index: 1, relevance_score: 0.8 }, { index: 0, relevance_score: 0.3 }], model: m, usage: { total_tokens: 9 } });
+      // Answers no ranking can be read from: a result without a score, a document the host never sent, TEI's bare list.
+      if (m === "rr-no-score") return sendJson(res, 200, { results: [{ index: 1, relevance_score: 0.2 }, { index: 0 }] });
+      if (m === "rr-outside") return sendJson(res, 200, { results: [{ index: 7, relevance_score: 0.99 }, { index: 0, relevance_score: 0.5 }] });
+      if (m === "rr-bare") return sendJson(res, 200, [{ index: 0, score: 0.4 }]);
       return sendJson(res, 404, { error: "no route" });
     }
     // An overloaded upstream behind a gateway: 200 event stream whose first (and only) event is an error.
@@ -40,6 +47,23 @@ beforeAll(async () => {
     if (m === "failed-late") return sendJson(res, 200, { error: { code: 400, message: "This model's maximum context length is 8192 tokens", metadata: { provider_name: "Upstream" } } });
     // The same failure with an empty choices list beside it.
     if (m === "failed-late-empty") return sendJson(res, 200, { choices: [], error: { code: 400, message: "This model's maximum context length is 4096 tokens" } });
+    // OpenRouter once the model has begun: a 200 whose first choice failed (`finish_reason: "error"` and its `error`),
+    // in the completion, or in a chunk after the first tokens ("choice-late": a 400, the request's own fault) or as the
+    // stream's first event, before any token, beside OpenRouter's top-level copy ("choice-down": the upstream is down).
+    if (m === "choice-late" || m === "choice-down") {
+      const error = m === "choice-late" ? { code: 400, message: "Provider returned error: prompt flagged" } : { code: 502, message: "upstream model is down" };
+      if (!body.stream) return sendJson(res, 200, { choices: [{ index: 0, message: { role: "assistant", content: "" }, finish_reason: "error", error }] });
+      const failed = { choices: [{ index: 0, delta: { content: "" }, finish_reason: "error", error }] };
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      if (m === "choice-down") return void res.end(sse([{ ...failed, error }, "[DONE]"]));
+      return void res.end(sse([{ choices: [{ index: 0, delta: { role: "assistant", content: "Hal" }, finish_reason: null }] }, failed, "[DONE]"]));
+    }
+    // A provider ending the message with finish_reason "error" and nothing more said.
+    if (m === "finish-error") {
+      if (!body.stream) return sendJson(res, 200, { choices: [{ index: 0, message: { role: "assistant", content: "Hal" }, finish_reason: "error" }] });
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      return void res.end(sse([{ choices: [{ index: 0, delta: { role: "assistant", content: "Hal" }, finish_reason: null }] }, { choices: [{ index: 0, delta: {}, finish_reason: "error" }] }, "[DONE]"]));
+    }
     // A throttled provider saying when to come back.
     if (m === "throttled") {
       res.writeHead(429, { "content-type": "application/json", "retry-after": "7" });
@@ -71,7 +95,7 @@ beforeAll(async () => {
   });
   runner = await startScriptedRunner({ name: "review", runners: [{ name: "default", label: { en_US: "review" }, permissions: { models: ["invoke", "stream", "rerank"] } }] });
   host = await startTestHost();
-  for (const [model_id, kind, model] of [["primary", "llm", "overloaded"], ["backup", "llm", "backup-model"], ["caller", "llm", "caller"], ["rr", "rerank", "rr-dup"], ["late", "llm", "failed-late"], ["throttled", "llm", "throttled"], ["name-again", "llm", "name-again"], ["late-empty", "llm", "failed-late-empty"], ["rr-late", "rerank", "rr-late"], ["rr-late-empty", "rerank", "rr-late-empty"]]) {
+  for (const [model_id, kind, model] of [["primary", "llm", "overloaded"], ["backup", "llm", "backup-model"], ["caller", "llm", "caller"], ["rr", "rerank", "rr-dup"], ["late", "llm", "failed-late"], ["throttled", "llm", "throttled"], ["name-again", "llm", "name-again"], ["late-empty", "llm", "failed-late-empty"], ["rr-late", "rerank", "rr-late"], ["rr-late-empty", "rerank", "rr-late-empty"], ["choice-late", "llm", "choice-late"], ["choice-down", "llm", "choice-down"], ["finish-error", "llm", "finish-error"], ["rr-voyage", "rerank", "rr-voyage"], ["rr-no-score", "rerank", "rr-no-score"], ["rr-outside", "rerank", "rr-outside"], ["rr-bare", "rerank", "rr-bare"]]) {
     const res = await host.admin("POST", "/v1/admin/models", { model_id, name: model_id, kind, base_url: `${provider.url}/v1`, api_key: KEY, model });
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   }
@@ -79,7 +103,7 @@ beforeAll(async () => {
   const agent = await host.admin("POST", "/v1/admin/agents", {
     agent_id: "review", name: "review", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
     // "throttled" comes last among the fallbacks: asked for, it has none after it.
-    resource_policy: { models: ["primary", "caller", "rr", "late", "name-again", "late-empty", "rr-late", "rr-late-empty"], fallback_models: ["backup", "throttled"] },
+    resource_policy: { models: ["primary", "caller", "rr", "late", "name-again", "late-empty", "rr-late", "rr-late-empty", "choice-late", "choice-down", "finish-error", "rr-voyage", "rr-no-score", "rr-outside", "rr-bare"], fallback_models: ["backup", "throttled"] },
   });
   if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
 });
@@ -177,5 +201,61 @@ describe("model.rerank results", () => {
     const indexes = result.data.results.map((r: any) => r.index);
     expect(indexes).toEqual([...new Set(indexes)]);
     expect(indexes.sort()).toEqual([0, 1]);
+  });
+});
+
+describe("a provider's first choice that failed (finish_reason \"error\")", () => {
+  it("is the provider's error for model.invoke, as its code says: a 400 shown and not retried elsewhere, a 502 falling back, never a success", async () => {
+    const { result, runId } = await runner.run(host, "choice-error", async (api) => ({
+      late: await api("model.invoke", { model_id: "choice-late", messages: user("hi") }),
+      down: await api("model.invoke", { model_id: "choice-down", messages: user("hi") }),
+    }));
+    expect(result.late.status).toBe(502);
+    expect(result.late.body.error).toMatchObject({ code: "runtime_error", retryable: false, details: { model_id: "choice-late", upstream_status: 400 } });
+    expect(result.late.body.error.message).toContain("prompt flagged");
+    expect(result.down.body.data).toMatchObject({ model_id: "backup", message: { content: "backup-model answers" } });
+    const fallbacks = (await runLedger(host, runId)).filter((e) => e.type === "model.fallback").map((e) => e.data.model_id);
+    expect(fallbacks).toEqual(["choice-down"]);
+  });
+
+  it("ends model.stream with provider_error after the tokens sent, or falls back when it is the stream's first event and the provider's fault", async () => {
+    const { result, runId } = await runner.run(host, "choice-error-stream", async (_api, _ctx, _emit, raw) => ({
+      late: lines(await (await raw("model.stream", { model_id: "choice-late", messages: user("hi") })).text()),
+      down: lines(await (await raw("model.stream", { model_id: "choice-down", messages: user("hi") })).text()),
+    }));
+    expect(result.late.slice(0, -1).map((l: any) => l.chunk.content)).toEqual(["Hal"]);
+    expect(result.late.at(-1)).toMatchObject({ type: "error", error: { code: "provider_error", retryable: false } });
+    expect(result.late.at(-1).error.message).toContain("prompt flagged");
+    expect(result.down.at(-1)).toMatchObject({ type: "completed", model_id: "backup", message: { content: "backup-model answers" } });
+    const failed = (await runLedger(host, runId)).filter((e) => e.type === "model.failed").map((e) => [e.data.model_id, e.data.code]);
+    expect(failed).toEqual([["choice-late", "provider_error"]]);
+  });
+
+  it("is a failure also when the provider gives no error with it: model.invoke falls back, model.stream ends with provider_error", async () => {
+    const { result } = await runner.run(host, "finish-error", async (api, _ctx, _emit, raw) => ({
+      invoke: await api("model.invoke", { model_id: "finish-error", messages: user("hi") }),
+      stream: lines(await (await raw("model.stream", { model_id: "finish-error", messages: user("hi") })).text()),
+    }));
+    expect(result.invoke.body.data).toMatchObject({ model_id: "backup", finish_reason: "stop" });
+    expect(result.stream.at(-1)).toMatchObject({ type: "error", error: { code: "provider_error", retryable: true } });
+    expect(result.stream.at(-1).error.message).toContain('finish_reason "error"');
+  });
+});
+
+describe("model.rerank answers", () => {
+  it("are read from Voyage's `data` list as from `results`", async () => {
+    const { result } = await runner.run(host, "rerank-voyage", async (api) => (await api("model.rerank", { model_id: "rr-voyage", query: "q", documents: ["a", "b"] })).body);
+    expect(result.data).toEqual({ model_id: "rr-voyage", results: [{ index: 1, score: 0.8 }, { index: 0, score: 0.3 }], usage: { prompt_tokens: null, completion_tokens: null, total_tokens: 9 } });
+  });
+
+  it("that cannot be trusted are an invalid answer (a retryable 502 naming what is wrong), never a ranking with a score or a document made up or dropped", async () => {
+    const { result } = await runner.run(host, "rerank-invalid", async (api) => {
+      const call = (model_id: string) => api("model.rerank", { model_id, query: "q", documents: ["a", "b"] });
+      return { noScore: await call("rr-no-score"), outside: await call("rr-outside"), bare: await call("rr-bare") };
+    });
+    for (const [answer, model_id, says] of [[result.noScore, "rr-no-score", "no score"], [result.outside, "rr-outside", "document 7"], [result.bare, "rr-bare", "{results"]] as const) {
+      expect([answer.status, answer.body.error?.code, answer.body.error?.retryable, answer.body.error?.details.model_id]).toEqual([502, "runtime_error", true, model_id]);
+      expect(answer.body.error.message).toContain(says);
+    }
   });
 });

@@ -8,9 +8,13 @@ import { runLedger, startScriptedRunner } from "../support/scripted-runner";
  * answer), and an error the provider reports mid-stream is retryable only when it is the provider's own fault, as
  * model.invoke answers the same error (PROTOCOL §8 `retryable`): a runner must not repeat a call that cannot succeed.
  * A stream cut off before the provider finished the message says so (`stream_closed`), wherever the cut falls; one cut
- * after the finish reason, with only its usage and [DONE] lost, is the whole message.
+ * after the finish reason, with only its usage and [DONE] lost, is the whole message. Bytes that are not UTF-8, an event
+ * over the line limit and a stream over the answer cap are the provider's stream's faults, told as such, never in the
+ * words of a runner's result stream.
  */
 const KEY = "sk-model-stream-errors-0123456789abcdefABCDEF";
+const LINE_LIMIT = 64 * 1024;
+const ANSWER_CAP = 1024 * 1024;
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 let provider: Awaited<ReturnType<typeof listenLoopback>>;
@@ -39,6 +43,18 @@ beforeAll(async () => {
         res.writeHead(200, { "content-type": "text/event-stream" });
         res.write(ev(d({ role: "assistant", content: "All " })) + ev(d({ content: "there." })) + ev(d({}, "stop")));
         return void setTimeout(() => res.socket?.destroy(), 50);
+      case "not-utf8":
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        return void res.end(Buffer.concat([Buffer.from(ev(d({ role: "assistant", content: "Un " }))), Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"caf'), Buffer.from([0xff]), Buffer.from('"}}]}\n\n')]));
+      case "long-event":
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        return void res.end(ev(d({ role: "assistant", content: "Un " })) + ev(d({ content: "x".repeat(LINE_LIMIT + 1) })) + ev(d({}, "stop")) + ev("[DONE]"));
+      case "long-stream": {
+        // Each event within the line limit; together more than the host reads of one answer.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const piece = ev(d({ content: "y".repeat(LINE_LIMIT / 2) }));
+        return void res.end(ev(d({ role: "assistant", content: "Un " })) + piece.repeat(Math.ceil(ANSWER_CAP / piece.length) + 1) + ev(d({}, "stop")) + ev("[DONE]"));
+      }
       case "badreq":
         return sendJson(res, 400, { error: { message: "maximum context length exceeded", type: "invalid_request_error" } });
       default:
@@ -46,12 +62,12 @@ beforeAll(async () => {
     }
   });
   runner = await startScriptedRunner({ name: "z1", runners: [{ name: "default", label: { en_US: "z1" }, permissions: { models: ["invoke", "stream"] } }] });
-  host = await startTestHost({});
+  host = await startTestHost({ vars: { RUNNER_MAX_LINE_BYTES: String(LINE_LIMIT), RESOURCE_RESPONSE_MAX_BYTES: String(ANSWER_CAP) } });
   const register = async (path: string, payload: unknown) => {
     const res = await host.admin("POST", path, payload);
     if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
   };
-  const models = ["emptydata", "badreq-chunk", "badreq", "cut-mid-char", "reset-after-finish"];
+  const models = ["emptydata", "badreq-chunk", "badreq", "cut-mid-char", "reset-after-finish", "not-utf8", "long-event", "long-stream"];
   for (const m of models) await register("/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
   await register("/v1/admin/runner-services", { base_url: runner.url });
   await register("/v1/admin/agents", { agent_id: "z1", name: "z1", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { models } });
@@ -94,5 +110,28 @@ describe("model.stream from a provider's SSE", () => {
     const ledger = await runLedger(host, runId);
     expect(ledger.filter((e) => e.type === "model.failed")).toEqual([]);
     expect(ledger.find((e) => e.type === "model.usage")?.data).toMatchObject({ model_id: "reset-after-finish", operation: "stream", total_tokens: null });
+  });
+});
+
+describe("model.stream from a provider whose stream the host cannot read", () => {
+  it("names the model provider's stream, not a runner's result line: bytes not UTF-8 (retryable), an event or a stream over the host's limits (not)", async () => {
+    // The runner keeps each stream's first and last lines only: its answer is one result line, within the line limit.
+    const { result, runId } = await runner.run<any>(host, "unreadable", async (_api, _ctx, _emit, raw) => {
+      const call = async (model_id: string) => {
+        const lines = await ndjson(await raw("model.stream", { model_id, messages: user("hi") }));
+        return { first: lines[0], last: lines.at(-1) };
+      };
+      return [await call("not-utf8"), await call("long-event"), await call("long-stream")];
+    });
+    const ends = result.map((r: any) => r.last);
+    expect(ends.map((l: any) => [l.type, l.error.code, l.error.retryable])).toEqual([["error", "runtime_error", true], ["error", "runtime_error", false], ["error", "runtime_error", false]]);
+    expect(ends[0].error.message).toMatch(/model provider's stream .*not valid UTF-8/);
+    expect(ends[1].error.message).toMatch(new RegExp(`model provider's stream .*over ${LINE_LIMIT} bytes`));
+    expect(ends[2].error.message).toMatch(new RegExp(`model provider's stream .*${ANSWER_CAP} bytes`));
+    for (const l of ends as any[]) expect(l.error.message).not.toMatch(/result (line|stream)|artifact/);
+    // What arrived before the fault is still the runner's.
+    for (const r of result) expect(r.first).toMatchObject({ type: "delta", chunk: { content: "Un " } });
+    const failed = (await runLedger(host, runId)).filter((e) => e.type === "model.failed").map((e) => [e.data.model_id, e.data.code]);
+    expect(failed).toEqual([["not-utf8", "runtime_error"], ["long-event", "runtime_error"], ["long-stream", "runtime_error"]]);
   });
 });

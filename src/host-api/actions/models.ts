@@ -1,6 +1,7 @@
 import { chatStreamToNdjson, ModelStreamError, type StreamEnd } from "../../resources/chat-stream";
 import { ModelInputError, toChatRequest, type ChatRequest } from "../../resources/chat-request";
-import { chatCompletion, openChatStream, rerank, type CallOptions, type Usage } from "../../resources/openai";
+import { chatCompletion, openChatStream, type CallOptions, type Usage } from "../../resources/openai";
+import { rerank } from "../../resources/rerank";
 import { redactValue } from "../../resources/secrets";
 import { UpstreamError } from "../../resources/upstream";
 import { answerHold, type AnswerHold } from "../answer-budget";
