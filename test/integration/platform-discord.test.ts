@@ -177,6 +177,22 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(ctx.event.data.command.target).toEqual({ type: "user", id: "U7", name: "bob" });
   });
 
+  it("reads a command with a subcommand as typed, so /todo add and /todo remove differ; a plain command is its values", async () => {
+    const todo = (sub: string, item: string) => interaction(2, { id: "cmd-todo", name: "todo", type: 1, options: [{ name: sub, type: 1, options: [{ name: "item", type: 3, value: item }] }] });
+    const add = todo("add", "milk");
+    const remove = todo("remove", "milk");
+    // A subcommand group: `/settings notify set on`; a subcommand without options: `/todo list`.
+    const grouped = interaction(2, { id: "cmd-settings", name: "settings", type: 1, options: [{ name: "notify", type: 2, options: [{ name: "set", type: 1, options: [{ name: "enabled", type: 5, value: true }] }] }] });
+    const list = interaction(2, { id: "cmd-todo", name: "todo", type: 1, options: [{ name: "list", type: 1 }] });
+    for (const i of [add, remove, grouped, list]) expect((await post(i)).body).toEqual({ type: 5 });
+    expect((await runOf(add)).input.text).toBe("/todo add milk");
+    expect((await runOf(remove)).input.text).toBe("/todo remove milk");
+    const settings = await runOf(grouped);
+    expect(settings.input.text).toBe("/settings notify set true");
+    expect(settings.event.data.command).toEqual({ name: "settings", path: ["notify", "set"], options: { enabled: true } });
+    expect((await runOf(list)).input.text).toBe("/todo list");
+  });
+
   it("names the users, roles and channels a command's options and a select menu pick as the server shows them, never as bare ids", async () => {
     const resolved = {
       users: { "222": { id: "222", username: "bob", global_name: "Bob" }, "333": { id: "333", username: "cy", global_name: null } },

@@ -9,6 +9,8 @@ const APP_SECRET = "lark-app-secret-0123456789abcdef";
 const VERIFICATION_TOKEN = "lark-verification-token-abcdef";
 const ENCRYPT_KEY = "lark-encrypt-key-0123456789";
 const TENANT_TOKEN = "t-tenant-access-token-xyz0123456789";
+/** The bot's own open_id, as bot/v3/info names it. */
+const OUR_OPEN_ID = "ou_our_bot";
 const IMAGE = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
 /** Messages whose first reply the fake refuses as rate limited, with x-ogw-ratelimit-reset: 1: the app's limit (429, 99991400) or the chat's (400, 230020). */
 const throttledMessages = new Map<string, { status: number; code: number }>();
@@ -47,6 +49,8 @@ function larkApi(call: PlatformCall): FakeReply {
     return { json: { code: 0, msg: "ok", tenant_access_token: TENANT_TOKEN, expire: 7200 } };
   }
   if (call.headers.authorization !== `Bearer ${TENANT_TOKEN}`) return { status: 400, json: { code: 99991663, msg: "Invalid access token" } };
+  // The bot's own profile: answered in `bot`, not `data`.
+  if (call.path === "/open-apis/bot/v3/info" && call.method === "GET") return { json: { code: 0, msg: "ok", bot: { activate_status: 2, app_name: "Our Bot", open_id: OUR_OPEN_ID } } };
   const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(call.path);
   if (reply && call.method === "POST") {
     const throttled = throttledMessages.get(reply[1]);
@@ -208,6 +212,23 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     const ctx = await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === "oc_post_mentions"), 15_000, "the run");
     // One nobody named keeps its placeholder, as in a text message.
     expect(ctx.input.text).toBe("@Helper Bot ask @Ada and @_user_3");
+  });
+
+  it("leaves its own leading mention out of the text, in a text message and a post; a bare ping and a mention later stay; raw_text keeps the placeholders", async () => {
+    const mentions = [
+      { key: "@_user_1", id: { open_id: OUR_OPEN_ID, user_id: "" }, name: "Our Bot", tenant_key: "tenant_1" },
+      { key: "@_user_2", id: { open_id: "ou_ada" }, name: "Ada", tenant_key: "tenant_1" },
+    ];
+    const text = received("oc_addressed", { text: "@_user_1 ask @_user_2, then @_user_1" }, { mentions });
+    expect((await postPlain(text)).status).toBe(200);
+    const [ctx] = await waitFor(() => contextFor("ask @Ada, then @Our Bot").length > 0 && contextFor("ask @Ada, then @Our Bot"), 15_000, "the text message's run");
+    expect(ctx.event.data).toMatchObject({ raw_text: "@_user_1 ask @_user_2, then @_user_1", mentions });
+    const post = { title: "", content: [[{ tag: "at", user_id: "@_user_1", user_name: "" }, { tag: "text", text: ": summarize this for " }, { tag: "at", user_id: "@_user_2", user_name: "Ada" }]] };
+    expect((await postPlain(received("oc_addressed_post", post, { mentions }, "post"))).status).toBe(200);
+    await waitFor(() => contextFor("summarize this for @Ada").length > 0, 15_000, "the post's run");
+    expect((await postPlain(received("oc_addressed_ping", { text: "@_user_1" }, { mentions }))).status).toBe(200);
+    const ping = await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === "oc_addressed_ping"), 15_000, "the ping's run");
+    expect(ping.input.text).toBe("@Our Bot");
   });
 
   it("decrypts a signed encrypted event and replies in its topic thread", async () => {

@@ -86,8 +86,11 @@ async function post(payload: unknown, opts: { timestamp?: number; signature?: st
 }
 
 let eventSeq = 0;
+/** The bot's own user, as each envelope's `authorizations` names it. */
+const BOT_USER = "UBOT";
 function callback(event: Record<string, unknown>, eventId = `Ev${++eventSeq}TEST`) {
-  return { token: "legacy-verification-token", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000), event };
+  const authorizations = [{ enterprise_id: null, team_id: "T1", user_id: BOT_USER, is_bot: true, is_enterprise_install: false }];
+  return { token: "legacy-verification-token", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000), authorizations, event };
 }
 let messageTs = 1_800_000_000;
 const message = (channel: string, text: string, extra: Record<string, unknown> = {}) => ({ type: "message", channel, channel_type: "channel", user: "U42", text, ts: `${++messageTs}.000200`, team: "T1", ...extra });
@@ -185,8 +188,8 @@ describe("Slack: Events API in, Web API out", () => {
     // A barrier instead of a sleep: once a later message of the channel is answered, a second run of the first would have been too.
     await post(callback(message("C400", "marker")));
     await waitFor(() => postsTo("C400").length > 1);
-    expect(contextFor("<@UBOT> once please")).toHaveLength(1);
-    expect(contextFor("<@UBOT> once please, fixed")).toEqual([]);
+    expect(contextFor("once please")).toHaveLength(1);
+    expect(contextFor("once please, fixed")).toEqual([]);
     expect(postsTo("C400")).toHaveLength(2);
   });
 
@@ -367,6 +370,47 @@ describe("Slack: payloads as Slack sends them", () => {
     expect(await recorded(ev, "C-NULLBOT", msg.ts)).toEqual([{ event_type: "message.received", conversation_id: "C-NULLBOT" }]);
     const [ctx] = await waitFor(() => contextFor("please read this").length > 0 && contextFor("please read this"));
     expect(ctx.input.attachments).toHaveLength(1);
+  });
+
+  it("gives the runner words, not Slack's markup: its own leading mention left out, the others, channels, links and entities readable; raw_text keeps the markup", async () => {
+    const raw = "<@UBOT>: ask <@U123> and <@UBOT> in <#C9|general> or <#C10>, <!here> &amp; <!subteam^S1|@devs>: see <https://example.com/docs|the docs>, <http://example.com|example.com>, <mailto:a@b.co|a@b.co> &lt;3";
+    const msg = message("C-WORDS", raw, { type: "app_mention" });
+    expect((await post(callback(msg))).status).toBe(200);
+    const words = "ask @U123 and @UBOT in #general or #C10, @here & @devs: see the docs (https://example.com/docs), example.com, a@b.co <3";
+    const [ctx] = await waitFor(() => contextFor(words).length > 0 && contextFor(words), 15_000, "the run");
+    expect(ctx.event.data).toMatchObject({ ts: msg.ts, raw_text: raw });
+    // A bare ping keeps the mention: the bot was called. A message naming the bot later is read with it in place.
+    await post(callback(message("C-WORDS", "<@UBOT>", { type: "app_mention" })));
+    await post(callback(message("C-WORDS", "thanks <@UBOT>")));
+    await waitFor(() => contextFor("@UBOT").length > 0 && contextFor("thanks @UBOT").length > 0, 15_000, "the pings' runs");
+    // An edit of a message still waiting takes its words read the same way.
+    const held = message("C-WORDS-EDIT", "sleep 3000");
+    await post(callback(held));
+    await waitFor(() => contextFor("sleep 3000").some((c) => c.conversation.conversation_id === "C-WORDS-EDIT"), 15_000, "the first run");
+    const typo = message("C-WORDS-EDIT", "<@UBOT> tpyo");
+    await post(callback(typo));
+    const edit = { type: "message", subtype: "message_changed", channel: "C-WORDS-EDIT", hidden: true, ts: "1800009000.000001", message: { type: "message", user: "U42", text: "<@UBOT> typo, <#C9|general>", ts: typo.ts, edited: { user: "U42", ts: "1800009000.000001" } } };
+    await post(callback(edit));
+    await waitFor(() => contextFor("typo, #general").length > 0, 15_000, "the edited message's run");
+  });
+
+  it("neither records nor answers the bot's own posts, uploads and streamed chat.update edits that Slack sends back; another bot's post is recorded", async () => {
+    const mine = { user: BOT_USER, bot_id: "B0BOT", app_id: "A1", bot_profile: { id: "B0BOT", app_id: "A1", name: "ours" } };
+    const post1 = message("C-ECHO", "echo: hi", mine);
+    const echoes = [
+      post1,
+      // The streamed answer's chat.update, as Slack reports it (the bot's own edit).
+      { type: "message", subtype: "message_changed", channel: "C-ECHO", hidden: true, ts: `${++messageTs}.000300`, message: { type: "message", text: "echo: hi there", ts: post1.ts, edited: { user: "B0BOT", ts: `${messageTs}.000300` }, ...mine }, previous_message: { ...post1 } },
+      // A file the answer shared: the bot user's upload, without bot_id.
+      message("C-ECHO", "", { subtype: "file_share", user: BOT_USER, files: [{ id: "F9", name: "chart.png", mimetype: "image/png", url_private_download: `${fake.url}/files/F9/chart.png` }] }),
+      // An app_id-only echo (no user): the app's bot all the same.
+      message("C-ECHO", "echo: again", { user: undefined, bot_id: "B0BOT", subtype: "bot_message", app_id: "A1" }),
+    ];
+    for (const ev of echoes) expect((await post(callback(ev))).status).toBe(200);
+    const other = callback(message("C-ECHO", "another app's bot", { user: "UOTHER", bot_id: "B2", app_id: "A2" }));
+    expect((await post(other)).status).toBe(200);
+    expect(await host.query("SELECT event_type, source_event_type FROM event_log WHERE conversation_id = 'C-ECHO' ORDER BY seq")).toEqual([{ event_type: "platform.unhandled", source_event_type: "message" }]);
+    expect(runner.contexts.filter((c) => c.conversation.conversation_id === "C-ECHO")).toEqual([]);
   });
 
   it("runs a /me message (subtype me_message): a person's own words", async () => {

@@ -455,6 +455,20 @@ describe("Telegram: webhook in, reply out", () => {
     expect(fake.callsTo(/\/getMe$/).filter((c) => c.path.includes(BOT_TOKEN))).toHaveLength(1);
   });
 
+  it("leaves its own leading @mention out of the text, as its name in a command: others', and one later in the message, stay; raw_text keeps what was sent", async () => {
+    const mentioning = (text: string, length: number) => update("-101750", { text, entities: [{ type: "mention", offset: 0, length }] });
+    const addressed = mentioning("@ourtestbot, what's new?", 11);
+    for (const u of [addressed, mentioning("@OtherBot what's new?", 9), mentioning("@OurTestBot", 11), update("-101750", { text: "thanks @OurTestBot", entities: [{ type: "mention", offset: 7, length: 11 }] })]) expect((await post(u)).status).toBe(200);
+    await waitFor(() => sendsTo("-101750").length >= 4, 15_000, "the answers");
+    expect(sendsTo("-101750").map((c) => c.body.text)).toEqual(["echo: what's new?", "echo: @OtherBot what's new?", "echo: @OurTestBot", "echo: thanks @OurTestBot"]);
+    const [ctx] = contextFor("what's new?");
+    expect(ctx.event.data).toMatchObject({ message_id: addressed.message.message_id, raw_text: "@ourtestbot, what's new?" });
+    // A link after the mention keeps its target where it is, its offset counted in the text as sent.
+    const text = "@OurTestBot read the docs";
+    await post(update("-101750", { text, entities: [{ type: "mention", offset: 0, length: 11 }, { type: "text_link", offset: 21, length: 4, url: "https://example.com/docs" }] }));
+    await waitFor(() => sendsTo("-101750").some((c) => c.body.text === "echo: read the docs (https://example.com/docs)"), 15_000, "the linked message's answer");
+  });
+
   it("answers a command addressed to another bot when its own username cannot be read (getMe failed), rather than drop it", async () => {
     const other = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: NO_GETME_TOKEN, secretToken: "tg-secret-token-nogetme-0123" }, { runner, agentId: "tg-agent-nogetme" });
     const u = update("-101800", { text: "/help@OtherBot", entities: [{ type: "bot_command", offset: 0, length: 14 }] });

@@ -210,9 +210,9 @@ describe("normalisation", () => {
     expect(textOf("no mentions here", [])).toBe("no mentions here");
   });
 
-  it("Discord: the option values are the text; a subcommand path is kept", () => {
+  it("Discord: a command with a subcommand reads as typed, its path kept", () => {
     const [ev] = normalizeInteraction({ id: "1", type: 2, token: "t", channel_id: "C", data: { name: "ai", options: [{ name: "ask", type: 1, options: [{ name: "q", type: 3, value: "why?" }] }] } });
-    expect(ev).toMatchObject({ text: "why?", data: { command: { name: "ai", path: ["ask"], options: { q: "why?" } } } });
+    expect(ev).toMatchObject({ text: "/ai ask why?", data: { command: { name: "ai", path: ["ask"], options: { q: "why?" } } } });
   });
 
   it("keeps a command option named __proto__ as an option", () => {

@@ -126,8 +126,10 @@ function commandInput(i: Interaction): CommandInput {
       values.push(String(o.value));
     }
   }
-  // The user's words are the option values; a command without any is its own name.
-  const text = values.length ? values.join(" ") : `/${[name, ...path].join(" ")}`;
+  // The user's words are the option values (`/ask question: hi` reads "hi"). A subcommand is a word of them too: read as
+  // typed, `/todo add milk`, or `/todo add` and `/todo remove` would read the same; a command without values is its name.
+  const line = `/${[name, ...path].join(" ")}`;
+  const text = path.length ? [line, ...values].join(" ") : values.length ? values.join(" ") : line;
   // Defined, not assigned: an option named "__proto__" stays an option.
   return { text, files, command: { name, path, options: Object.fromEntries(options) } };
 }

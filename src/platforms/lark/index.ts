@@ -4,7 +4,8 @@ import { withoutPaths } from "../redact";
 import type { PlatformAdapter } from "../types";
 import { bodyKey } from "../unhandled";
 import { larkApi, larkMessenger, type LarkCredentials } from "./api";
-import { normalizeLarkPayload } from "./normalize";
+import { mentionsSomeone, normalizeLarkPayload } from "./normalize";
+import { ownOpenId } from "./own-open-id";
 import { openLarkRequest } from "./verify";
 
 const CredentialsSchema = z.strictObject({
@@ -35,7 +36,8 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   async receive(bot, req) {
     const payload = await openLarkRequest(req.headers, req.rawBody, bot.credentials, req.now);
     if (payload.type === "url_verification") return { kind: "handshake", body: { challenge: typeof payload.challenge === "string" ? payload.challenge : "" } };
-    return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, await bodyKey(req.rawBody)) };
+    const openId = mentionsSomeone(payload) ? await ownOpenId(bot, req.apiTimeoutMs) : null;
+    return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, await bodyKey(req.rawBody), { openId }) };
   },
 
   acknowledge: () => ({}),

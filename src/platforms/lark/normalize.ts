@@ -24,7 +24,7 @@ const ReceiveSchema = z.looseObject({
     chat_type: absentOr(z.string()),
     message_type: z.string(),
     content: z.string(),
-    mentions: absentOr(z.array(z.looseObject({ key: z.string(), name: z.string().optional() }))),
+    mentions: absentOr(z.array(z.looseObject({ key: z.string(), name: z.string().optional(), id: UserIdSchema.optional() }))),
   }),
 });
 
@@ -36,8 +36,17 @@ const AddedSchema = z.looseObject({
   users: z.array(z.looseObject({ name: z.string().optional(), user_id: UserIdSchema })),
 });
 
-/** v2 events carry `header`; v1 callbacks (`uuid`, `event.type`) are recorded only. */
-export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey: string): NormalizedEvent[] {
+/** Whether a payload is a message that mentions someone: only then is the bot's own open_id needed (./own-open-id.ts). */
+export function mentionsSomeone(given: Record<string, unknown>): boolean {
+  const r = ReceiveSchema.safeParse(withoutNulls(given).event);
+  return r.success && (r.data.message.mentions?.length ?? 0) > 0;
+}
+
+/**
+ * v2 events carry `header`; v1 callbacks (`uuid`, `event.type`) are recorded only. `self.openId`: the bot's own
+ * open_id when known, so a message's leading mention of it is left out of the text.
+ */
+export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey: string, self: { openId?: string | null } = {}): NormalizedEvent[] {
   // A field sent as null counts as absent (README).
   const payload = withoutNulls(given);
   const header = HeaderSchema.safeParse(payload.header);
@@ -54,8 +63,11 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
     if (!r.success) return [unhandled(key, type)];
     const { sender, message: m } = r.data;
     const threadId = m.thread_id ?? null;
-    const content = contentOf(m.message_type, m.content, m.mentions);
-    if (m.message_type === "text") content.text = withMentionNames(content.text, m.mentions);
+    const ownKey = self.openId ? m.mentions?.find((x) => x.id?.open_id === self.openId)?.key : undefined;
+    const content = contentOf(m.message_type, m.content, m.mentions, ownKey);
+    // What a text message says as sent, its placeholders in place.
+    const rawText = m.message_type === "text" ? content.text : null;
+    if (m.message_type === "text") content.text = withMentionNames(withoutLeadingMention(content.text, ownKey), m.mentions);
     // Messages of other apps (and our own) never start a run.
     if (sender.sender_type !== "user" || (content.text === null && content.files.length === 0)) return [{ ...unhandled(key, type), conversationId: m.chat_id, threadId }];
     return [
@@ -69,7 +81,7 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
         actor: { actor_type: "user", actor_id: sender.sender_id?.open_id ?? null, actor_name: null, metadata: idsOf(sender.sender_id) },
         text: content.text,
         files: content.files,
-        data: { ...base.data, message_id: m.message_id, chat_type: m.chat_type ?? null, message_type: m.message_type, root_id: m.root_id ?? null, parent_id: m.parent_id ?? null, mentions: m.mentions ?? [] },
+        data: { ...base.data, message_id: m.message_id, chat_type: m.chat_type ?? null, message_type: m.message_type, root_id: m.root_id ?? null, parent_id: m.parent_id ?? null, mentions: m.mentions ?? [], raw_text: rawText },
         replyTarget: { platform: "lark", chatId: m.chat_id, replyToMessageId: m.message_id, replyInThread: threadId !== null },
       },
     ];
@@ -99,6 +111,16 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
 
 type Mention = { key: string; name?: string };
 
+/**
+ * The text without its leading mention `key` (the bot's own) and the `,` `:` and spaces after it, so "@Bot hi" reads
+ * "hi"; kept when nothing follows it, so a bare ping still says the bot was called.
+ */
+function withoutLeadingMention(text: string | null, key: string | undefined): string | null {
+  // `@_user_1` directly followed by a digit is another placeholder (`@_user_10`).
+  if (!text || !key || !text.startsWith(key) || /^\d/.test(text.slice(key.length))) return text;
+  return text.slice(key.length).replace(/^[\s,:]*/, "") || text;
+}
+
 /** A text message names what it mentions by placeholder (`@_user_1`, `@_all`); the runner reads the names instead. */
 function withMentionNames(text: string | null, mentions: Mention[] = []): string | null {
   const names = new Map(mentions.filter((m) => m.name && m.key.startsWith("@_")).map((m) => [m.key, `@${m.name}`]));
@@ -113,7 +135,7 @@ function idsOf(ids: z.infer<typeof UserIdSchema> | undefined): Record<string, un
 }
 
 /** Text and files of a message's `content` (a JSON string whose shape depends on message_type). */
-export function contentOf(messageType: string, raw: string, mentions: Mention[] = []): { text: string | null; files: PlatformFile[] } {
+export function contentOf(messageType: string, raw: string, mentions: Mention[] = [], ownKey?: string): { text: string | null; files: PlatformFile[] } {
   let c: Record<string, unknown>;
   try {
     c = JSON.parse(raw) as Record<string, unknown>;
@@ -133,23 +155,31 @@ export function contentOf(messageType: string, raw: string, mentions: Mention[] 
     case "media":
       return { text: null, files: str(c.file_key) ? [{ ref: `file:${c.file_key}`, name: str(c.file_name), artifactType: "video" }] : [] };
     case "post":
-      return postContent(c, mentions);
+      return postContent(c, mentions, ownKey);
     default:
       return { text: null, files: [] };
   }
 }
 
-/** Rich text: `{title, content: [[{tag, text | href | image_key}]]}`, possibly wrapped in a locale key. */
-function postContent(c: Record<string, unknown>, mentions: Mention[]): { text: string | null; files: PlatformFile[] } {
+/**
+ * Rich text: `{title, content: [[{tag, text | href | image_key}]]}`, possibly wrapped in a locale key. `ownKey`: the
+ * bot's own mention, left out where it begins the post, as in a text message (withoutLeadingMention).
+ */
+function postContent(c: Record<string, unknown>, mentions: Mention[], ownKey?: string): { text: string | null; files: PlatformFile[] } {
   const post = Array.isArray(c.content) ? c : (Object.values(c).find((v) => v && typeof v === "object" && Array.isArray((v as Record<string, unknown>).content)) as Record<string, unknown> | undefined);
   if (!post) return { text: null, files: [] };
   const lines: string[] = [];
   const files: PlatformFile[] = [];
   if (typeof post.title === "string" && post.title) lines.push(post.title);
+  let addressed = false;
   for (const paragraph of post.content as unknown[]) {
     if (!Array.isArray(paragraph)) continue;
     let line = "";
+    // The first paragraph's first element, when it is the bot's own mention.
+    const [first] = paragraph as Record<string, unknown>[];
+    const skipped = ownKey !== undefined && lines.length === (post.title ? 1 : 0) && first?.tag === "at" && first.user_id === ownKey ? first : null;
     for (const el of paragraph as Record<string, unknown>[]) {
+      if (el === skipped) continue;
       if ((el.tag === "text" || el.tag === "md") && typeof el.text === "string") line += el.text;
       // A link's target follows its label (a runner has only the text); a code block stays one, fenced.
       if (el.tag === "a" && typeof el.text === "string") line += typeof el.href === "string" && el.href && el.href !== el.text ? `${el.text} (${el.href})` : el.text;
@@ -161,9 +191,12 @@ function postContent(c: Record<string, unknown>, mentions: Mention[]): { text: s
       // A video in rich text is fetched as a standalone video message is (the message's resource, type=file).
       if (el.tag === "media" && typeof el.file_key === "string") files.push({ ref: `file:${el.file_key}`, name: typeof el.file_name === "string" ? el.file_name : null, artifactType: "video" });
     }
-    lines.push(line);
+    if (skipped) addressed = true;
+    lines.push(skipped ? line.replace(/^[\s,:]*/, "") : line);
   }
   const text = lines.join("\n").trim();
+  // Addressed to the bot and nothing else: the mention stays, so a bare ping still says the bot was called.
+  if (addressed && !text) return postContent(c, mentions);
   return { text: text || null, files };
 }
 

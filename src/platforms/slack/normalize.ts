@@ -7,7 +7,7 @@ import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { MessageRevision, NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
-import { unescapeSlackText } from "./text";
+import { readableSlackText } from "./inbound-text";
 import { platformTime } from "../../lib/json";
 import { absentOr } from "../payload";
 
@@ -17,6 +17,9 @@ export const EnvelopeSchema = z.looseObject({
   event_id: z.string().optional(),
   event_time: z.number().optional(),
   team_id: z.string().optional(),
+  api_app_id: z.string().nullish(),
+  /** The installation the event is for: `is_bot` names the app's bot user. */
+  authorizations: z.array(z.looseObject({ user_id: z.string().nullish(), is_bot: z.boolean().nullish() })).nullish(),
   event: z.looseObject({ type: z.string() }).optional(),
 });
 export type SlackEnvelope = z.infer<typeof EnvelopeSchema>;
@@ -53,6 +56,24 @@ const DeletedSchema = z.looseObject({
 /** The message a `message_changed` carries as it is now: a person's edit has `edited`; a deleted thread parent turns `tombstone`. */
 const ChangedSchema = z.looseObject({ ts: z.string(), subtype: absentOr(z.string()), user: absentOr(z.string()), bot_id: absentOr(z.string()), text: absentOr(z.string()), edited: absentOr(z.looseObject({ ts: absentOr(z.string()) })) });
 
+/** Who posted a message, as far as telling the bot's own posts goes. */
+const PosterSchema = z.looseObject({ user: absentOr(z.string()), bot_id: absentOr(z.string()), app_id: absentOr(z.string()), bot_profile: absentOr(z.looseObject({ app_id: absentOr(z.string()) })) });
+
+/** The bot itself, as the envelope names it: its bot user, its app. */
+interface Self {
+  userIds: string[];
+  appId: string | null;
+}
+const selfOf = (env: SlackEnvelope): Self => ({ userIds: (env.authorizations ?? []).flatMap((a) => (a.is_bot && a.user_id ? [a.user_id] : [])), appId: env.api_app_id ?? null });
+
+/** A message the bot posted: its bot user's, or its app's bot's. */
+function postedBySelf(given: unknown, self: Self): boolean {
+  const m = PosterSchema.safeParse(given);
+  if (!m.success) return false;
+  const app = m.data.app_id ?? m.data.bot_profile?.app_id;
+  return (m.data.user !== undefined && self.userIds.includes(m.data.user)) || (m.data.bot_id !== undefined && self.appId !== null && app === self.appId);
+}
+
 const JoinedSchema = z.looseObject({ user: z.string(), channel: z.string(), channel_type: absentOr(z.string()), inviter: absentOr(z.string()) });
 
 /** Message subtypes that are a person saying something. */
@@ -82,21 +103,26 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
   const ev = env.event;
   if (env.type !== "event_callback" || !ev) return [unhandled(key, env.type, eventTime)];
   const common = { eventTime, data: { team_id: env.team_id ?? null, slack_event_id: env.event_id ?? null } };
+  const self = selfOf(env);
 
   if (ev.type === "message" || ev.type === "app_mention") {
     const m = MessageSchema.safeParse(ev);
     if (!m.success) return [unhandled(key, ev.type, eventTime)];
     const msg = m.data;
     if (msg.subtype === "message_deleted") return recalled(key, ev, common);
-    // Bots' messages (ours included, echoed back) never start a run.
+    // Slack sends the bot's own posts back, and each chat.update of a streamed answer as a message_changed: neither
+    // recorded nor answered (no other platform sends a bot its own messages; a streamed answer would add a record,
+    // and a stored payload, per edit). Another bot's message is recorded below.
+    if (postedBySelf(msg.subtype === "message_changed" ? (ev as { message?: unknown }).message : msg, self)) return [];
+    // Other bots' messages never start a run.
     // An edit (message_changed) names its thread in the edited message, as a deletion does in previous_message.
     const unhandledThread = msg.thread_ts ?? threadOf((ev as { message?: { ts?: unknown; thread_ts?: unknown } }).message);
-    const revises = msg.subtype === "message_changed" ? revisionOf((ev as { message?: unknown }).message) : undefined;
+    const revises = msg.subtype === "message_changed" ? revisionOf((ev as { message?: unknown }).message, self) : undefined;
     if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises }];
     // Slack sends app_mention again, marked `edited`, each time a message naming the bot is edited: a typo fixed in an
     // old question (one whose first delivery retention has forgotten) must not ask it again. Edits are not answered
     // (one still waiting to be answered takes the new words instead).
-    if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises: revisionOf(msg) }];
+    if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises: revisionOf(msg, self) }];
     const threadId = msg.thread_ts ?? null;
     return [
       {
@@ -108,9 +134,10 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
         conversationId: msg.channel,
         threadId,
         actor: userActor(msg.user, msg.team),
-        text: msg.text === undefined ? null : unescapeSlackText(msg.text),
+        text: msg.text === undefined ? null : readableSlackText(msg.text, self.userIds),
         files: filesOf(msg.files),
-        data: { ...common.data, ts: msg.ts, channel_type: msg.channel_type ?? null },
+        // The text as Slack sent it, markup and all: ids of whom and what it mentions, exactly where.
+        data: { ...common.data, ts: msg.ts, channel_type: msg.channel_type ?? null, raw_text: msg.text ?? null },
         replyTarget: { platform: "slack", channel: msg.channel, threadTs: threadId },
       },
     ];
@@ -164,12 +191,12 @@ function recalled(key: string, ev: unknown, common: { eventTime?: string; data: 
 }
 
 /** What an edited message (a `message_changed`'s, or an `app_mention` marked edited) changes of the message it was: only a person's edit counts. */
-function revisionOf(given: unknown): MessageRevision | undefined {
+function revisionOf(given: unknown, self: Self): MessageRevision | undefined {
   const m = ChangedSchema.safeParse(given);
   if (!m.success) return undefined;
   // A thread parent deleted while it has replies stays as a tombstone: recalled all the same.
   if (m.data.subtype === "tombstone") return { field: "ts", id: m.data.ts };
   // Not a person's edit: our own answer streamed by chat.update, a link preview added.
   if (m.data.bot_id || !m.data.user || !m.data.edited?.ts) return undefined;
-  return { field: "ts", id: m.data.ts, edit: { text: m.data.text === undefined ? null : unescapeSlackText(m.data.text), version: Number(m.data.edited.ts) } };
+  return { field: "ts", id: m.data.ts, edit: { text: m.data.text === undefined ? null : readableSlackText(m.data.text, self.userIds), version: Number(m.data.edited.ts) } };
 }

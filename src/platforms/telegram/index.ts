@@ -5,7 +5,7 @@ import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody, refused } from "../verify";
 import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
-import { commandAddresseeOf, normalizeUpdate, UpdateSchema } from "./normalize";
+import { namesABot, normalizeUpdate, UpdateSchema } from "./normalize";
 import { ownUsername } from "./own-username";
 
 const CredentialsSchema = z.strictObject({
@@ -45,7 +45,7 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
     const update = UpdateSchema.safeParse(body);
     // Verified but not an update we can read: recorded and acknowledged, so Telegram does not retry it.
     if (!update.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
-    const username = commandAddresseeOf(update.data) === null ? null : await ownUsername(bot, req.apiTimeoutMs);
+    const username = namesABot(update.data) ? await ownUsername(bot, req.apiTimeoutMs) : null;
     return { kind: "events", raw: update.data, events: normalizeUpdate(update.data, { id: bot.credentials.bot_token.split(":")[0], username }) };
   },
 

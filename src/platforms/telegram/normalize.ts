@@ -175,10 +175,27 @@ function withoutSpan(words: { text: string; entities?: unknown[] }, at: number, 
   return { text: words.text.slice(0, at) + words.text.slice(end), entities };
 }
 
-/** The bot an update's message command names, if any: the bot's own username is looked up only then. */
-export function commandAddresseeOf(given: z.infer<typeof UpdateSchema>): string | null {
-  const parsed = MessageSchema.safeParse(withoutNulls(given).message);
-  return parsed.success ? (commandSuffix(parsed.data)?.bot ?? null) : null;
+/** A mention at the start of a message, as Telegram marks it: `@name`. */
+const LeadingMentionSchema = z.looseObject({ type: z.literal("mention"), offset: z.literal(0), length: z.int().positive() });
+
+/** Where a message's words begin after its leading mention of `username` and the `,` `:` and spaces after it; null if they do not start so, or nothing follows. */
+function afterOwnMention(words: { text: string; entities?: unknown[] }, username: string): number | null {
+  const mention = (words.entities ?? []).map((e) => LeadingMentionSchema.safeParse(e)).find((e) => e.success)?.data;
+  if (!mention || words.text.slice(0, mention.length).toLowerCase() !== `@${username.toLowerCase()}`) return null;
+  const end = mention.length + (/^[\s,:]*/.exec(words.text.slice(mention.length))?.[0].length ?? 0);
+  return end < words.text.length ? end : null;
+}
+
+/**
+ * Whether an update's message (or its edit) names a bot, by a command's `@bot` or a leading `@mention`: the bot's own
+ * username is looked up only then.
+ */
+export function namesABot(given: z.infer<typeof UpdateSchema>): boolean {
+  const update = withoutNulls(given);
+  const parsed = MessageSchema.safeParse(update.message ?? update.edited_message);
+  if (!parsed.success) return false;
+  const words = wordsOf(parsed.data);
+  return commandSuffix(parsed.data) !== null || (words !== null && (words.entities ?? []).some((e) => LeadingMentionSchema.safeParse(e).success));
 }
 
 /** What an update the host does not handle says of its chat (an edit, a button press, the bot's membership): where it is recorded. */
@@ -245,13 +262,15 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
       };
     });
   }
-  // A command addressed to this bot reaches the runner as a bare one would, `/help args` (the raw update keeps what
-  // was sent); one addressed to another bot is dropped below. Without the bot's own username (getMe failed) it is
-  // answered as sent rather than dropped.
+  // A command addressed to this bot reaches the runner as a bare one would, `/help args` (`raw_text` keeps what was
+  // sent); one addressed to another bot is dropped below. Without the bot's own username (getMe failed) it is
+  // answered as sent rather than dropped. The bot's own leading `@mention` is left out too: "@OurBot, hi" reads "hi".
   const suffix = commandSuffix(m);
   const forUs = suffix !== null && !!self.username && suffix.bot.toLowerCase() === self.username.toLowerCase();
   const words = wordsOf(m);
-  const said = words && forUs ? withoutSpan(words, suffix.at, suffix.end) : words;
+  const bare = words && forUs ? withoutSpan(words, suffix.at, suffix.end) : words;
+  const addressed = bare && self.username ? afterOwnMention(bare, self.username) : null;
+  const said = bare && addressed !== null ? withoutSpan(bare, 0, addressed) : bare;
   const text = said === null ? null : withLinkTargets(said.text, said.entities);
   const files = filesOf(m);
   const ignored = (why: string): NormalizedEvent[] => [{ ...unhandled(key, why), conversationId: common.conversationId, threadId: common.threadId }];
@@ -273,6 +292,8 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
       actor: m.sender_chat ? chatActorOf(m.sender_chat) : actorOf(m.from),
       text,
       files,
+      // The text (or caption) as sent.
+      data: { ...common.data, raw_text: words?.text ?? null },
       replyTarget: { platform: "telegram", chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: m.message_id },
     },
   ];

@@ -1,8 +1,9 @@
 /**
  * The bot's own username, from getMe, so a group command addressed `/help@OtherBot` can be told from one for this
- * bot. Asked only when a command names a bot (rare), and kept per isolate for a while: a bot renamed in BotFather is
- * known by its new name within the hour. A bot whose token or API origin changed is asked again. A failure is kept a
- * minute: during a Telegram outage each addressed command would otherwise wait out getMe's timeout in the webhook.
+ * bot, and a leading `@OurBot` from a mention of someone else. Asked only when a message names a bot so, and kept
+ * per isolate for a while: a bot renamed in BotFather is known by its new name within the hour. A bot whose token or
+ * API origin changed is asked again. A failure is kept a minute: during a Telegram outage each addressed message
+ * would otherwise wait out getMe's timeout in the webhook.
  */
 import { loggedText } from "../../lib/log-text";
 import { asRecord } from "../http";
