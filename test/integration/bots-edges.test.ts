@@ -105,6 +105,25 @@ describe("the bot's own join (Slack)", () => {
     expect((await postSlack(created.body.webhook_url, payload)).status).toBe(200);
     expect(await recordedIn("C300500", "slack")).toEqual([{ event_type: "platform.unhandled", source_event_type: "member_joined_channel.self", run_id: null }]);
   });
+
+  it("Slack: a person an installation's authorizations name (a user token, is_bot false) joining is a join like any other", async () => {
+    const payload = {
+      type: "event_callback",
+      team_id: "T1",
+      event_id: "EvRJJOIN2",
+      event_time: Math.floor(Date.now() / 1000),
+      authorizations: [
+        { enterprise_id: null, team_id: "T1", user_id: "UBOTSELF", is_bot: true, is_enterprise_install: false },
+        { enterprise_id: null, team_id: "T1", user_id: "UPERSON", is_bot: false, is_enterprise_install: false },
+      ],
+      event: { type: "member_joined_channel", user: "UPERSON", channel: "C300501", channel_type: "C", team: "T1", inviter: "U42" },
+    };
+    const bot = await host.admin("GET", "/v1/admin/bots/rj-slack-join");
+    expect((await postSlack(bot.body.webhook_url, payload)).status).toBe(200);
+    // Recorded before the webhook answered, and taken by the bot's agent.
+    const [joined] = await recordedIn("C300501", "slack");
+    expect(joined).toMatchObject({ event_type: "group.member_joined", source_event_type: "member_joined_channel", run_id: expect.any(String) });
+  });
 });
 
 describe("Lark fields sent as null", () => {

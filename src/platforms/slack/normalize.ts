@@ -145,8 +145,8 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
   if (ev.type === "member_joined_channel") {
     const j = JoinedSchema.safeParse(ev);
     if (!j.success) return [unhandled(key, ev.type, eventTime)];
-    const self = (env as { authorizations?: { user_id?: string }[] }).authorizations?.some((a) => a.user_id === j.data.user);
-    if (self) return [{ ...unhandled(key, "member_joined_channel.self", eventTime), conversationId: j.data.channel }];
+    // The bot's own join; a person an installation names (a user token's, `is_bot: false`) joining is a join.
+    if (self.userIds.includes(j.data.user)) return [{ ...unhandled(key, "member_joined_channel.self", eventTime), conversationId: j.data.channel }];
     return [
       {
         ...common,
