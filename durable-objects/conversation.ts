@@ -17,7 +17,9 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, steeringTarget, supersededByInterrupt, waitingRoomFull, waitingRun, willSteer, withoutLost, type DispatchResult, type EventDecision, type RunTable, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, steeringTarget, waitingRoomFull, waitingRun, willSteer, withoutLost, type DispatchResult, type EventDecision, type StoredRun } from "./scheduling";
+import { slideDebounce } from "./debounce";
+import { interrupt, type InterruptDeps } from "./interrupts";
 import { ChangeSignal } from "./change-signal";
 import { RunTableStore } from "./run-table";
 import { SerialDecisions, sharedByKey } from "./serial-decisions";
@@ -62,6 +64,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Runs that could not record how they ended (their replies, how far followers were told): ended as lost, their own reply hears of it. */
   private readonly unrecordedReplies = new Map<string, UnrecordedRun>();
   /** A lost run ended once at a time: a cancel and the watchdog finding it together share one end (one notice). */
+  private readonly interruptDeps: InterruptDeps = { runs: this.runs, active: this.active, cancelQueued: (key, job, why) => this.cancelQueued(key, job, why) };
   private readonly finishLost = sharedByKey((_key: string, job: RunJob) => job.runId, (key: string, job: RunJob) => this.endLost(key, job));
 
   /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. A run ended before this hand-over came (cancelled while ingress was on its way) stays ended: it was dropped while queued, and its event joins nothing. */
@@ -86,14 +89,15 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async decide(job: RunJob): Promise<DispatchResult> {
-    const table = await this.runs.entries();
-    const now = Date.now();
+    let table = await this.runs.entries();
+    const [now, lastKey] = [Date.now(), table.at(-1)?.[0]];
     const known = table.find(([, r]) => r.job.runId === job.runId);
     if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued", runId: job.runId };
     const merged = this.albums.join(table, job, now);
     if (merged) return this.withoutOwnRun(job, merged);
     const strategy = arrivalStrategy(job);
-    const stored = this.albums.timed(waitingRun(job, strategy, now, configOf(this.env).ALBUM_WAIT_MS), now);
+    const waiting = (waitLimit?: number) => this.albums.timed(waitingRun(job, strategy, now, configOf(this.env).ALBUM_WAIT_MS, waitLimit), now);
+    let stored = waiting();
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
         const target = steeringTarget(table, job.agent, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: (run) => this.steers(run, job), executing: this.isActive, answers: repliesWhereMessage(job) });
@@ -101,10 +105,10 @@ export class ConversationDO extends DurableObject<Env> {
       }
       // Parallel runs take no turn: only a run that does makes the conversation busy.
       if ((strategy === "reject" && withoutLost(table, this.isActive).some(([, r]) => r.start !== "now")) || waitingRoomFull(table, stored)) return this.withoutOwnRun(job, { disposition: "rejected", runId: null });
-      if (strategy === "interrupt") await this.interruptActive(table);
+      if (strategy === "interrupt") ({ table, stored } = await interrupt(this.interruptDeps, table, job, waiting));
     }
-    const key = this.arrivalKeys.next(job.runId, now, table.at(-1)?.[0]);
-    const startsNow = strategy === "interrupt" || startable([...withoutLost(table, this.isActive), [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
+    const key = this.arrivalKeys.next(job.runId, now, lastKey);
+    const startsNow = startable([...withoutLost(table, this.isActive), [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
     void this.runs.put(key, { ...stored, answered: startsNow ? "started" : "queued" }); // not awaited: the output gate holds the reply until the write is durable
     this.kick();
     if (table.length === 0 && stored.notBefore <= now && !this.scheduling) this.claims.prepare(dbOf(this.env), job); // starts with the alarm just set: claimed meanwhile
@@ -279,14 +283,9 @@ export class ConversationDO extends DurableObject<Env> {
     this.active.set(runId, { abort, done });
   }
 
-  /** Interrupt: the active runs end cancelled (parallel ones take no turn and go on), and the waiting runs it supersedes are cancelled. */
-  private async interruptActive(table: RunTable): Promise<void> {
-    for (const [, run] of table) if (run.start !== "now") this.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
-    for (const [key, run] of supersededByInterrupt(table, Date.now(), this.isActive)) await this.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
-  }
-
-  /** Steer: the event joins the target run's queue; its own run is never started. A target that stopped pulling (ended) while the claim was recorded never had it: the claim is taken back and the event decided anew (README "Steering"); if it cannot be, or the write got no answer (queued all the same), the target's drop records it. */
+  /** Steer: the event joins the target run's queue; its own run is never started. A target still waiting out its debounce waits longer (debounce.ts; first, so it does not start before the claim is written). A target that stopped pulling (ended) while the claim was recorded never had it: the claim is taken back and the event decided anew (README "Steering"); if it cannot be, or the write got no answer (queued all the same), the target's drop records it. */
   private async claim(job: RunJob, target: RunJob, now: number): Promise<DispatchResult> {
+    await slideDebounce(this.runs, target.runId, job, now, (runId) => this.isActive(runId) || this.cancelling.has(runId));
     const pulls = () => (this.isActive(target.runId) ? this.canPull(target.runId) : this.runs.holdsNow(target.runId));
     if ((await this.steering.claim(dbOf(this.env), job, target, now, pulls).finally(async () => pulls() || (await this.dropUnpulled(target)))) === "released") return this.decide(job);
     this.live.end(job.runId, "steered"); // its own run is discarded: a follower of it (handed over late) hears so

@@ -1,5 +1,5 @@
-import type { ConcurrencyStrategy } from "../src/agents/policy";
-import type { RunJob } from "../src/run/job";
+import { debounceLimitMs, type ConcurrencyStrategy } from "../src/agents/policy";
+import { asks, type RunJob } from "../src/run/job";
 import { jsonByteLength } from "../src/protocol/common";
 import { asAlbumHead } from "./albums";
 
@@ -40,6 +40,8 @@ export interface StoredRun {
   start: StartRule;
   /** Debounce: not before this time (ms since the epoch). */
   notBefore: number;
+  /** Debounce: the latest a burst's messages may push `notBefore` back to (absent without debounce, and in runs stored by earlier releases). */
+  waitLimit?: number;
   /** The job's size as JSON (absent in runs stored by earlier releases). */
   bytes?: number;
   /** What its event was answered (absent in runs stored by earlier releases): an interrupt supersedes a run answered `started`, debounced or not. */
@@ -56,9 +58,16 @@ export interface StoredRun {
 export const WAITING_RUNS_CAP = 100;
 export const WAITING_RUNS_MAX_BYTES = 32 * 1024 * 1024;
 
-/** A new run as it waits in the table: its start rule and debounce from its agent; an album's first item waits `albumWaitMs` for the others. */
-export const waitingRun = (job: RunJob, strategy: ConcurrencyStrategy, now: number, albumWaitMs = 0): StoredRun =>
-  asAlbumHead({ job, state: "queued", start: START_RULE[strategy], notBefore: now + (job.agent.concurrency.debounce_ms ?? 0), bytes: jsonByteLength(job) }, albumWaitMs, now);
+/**
+ * A new run as it waits in the table: its start rule and debounce from its agent; an album's first item waits `albumWaitMs` for the others.
+ * `waitLimit`: the limit of a burst it continues (the waiting run of its agent it supersedes), rather than its own.
+ */
+export function waitingRun(job: RunJob, strategy: ConcurrencyStrategy, now: number, albumWaitMs = 0, waitLimit?: number): StoredRun {
+  const quiet = job.agent.concurrency.debounce_ms ?? 0;
+  const limit = quiet > 0 ? (waitLimit ?? now + debounceLimitMs(job.agent.concurrency)) : undefined;
+  const notBefore = limit === undefined ? now : Math.max(now, Math.min(now + quiet, limit));
+  return asAlbumHead({ job, state: "queued", start: START_RULE[strategy], notBefore, ...(limit === undefined ? {} : { waitLimit: limit }), bytes: jsonByteLength(job) }, albumWaitMs, now);
+}
 
 /** Whether `run` would take the waiting runs past WAITING_RUNS_CAP or WAITING_RUNS_MAX_BYTES. */
 export function waitingRoomFull(table: RunTable, run: StoredRun): boolean {
@@ -119,16 +128,21 @@ const canSteer = (job: RunJob) => job.runner.capabilities.steering === true;
  * this instance executes. One pass in arrival order, where each run chosen
  * counts as running for the ones after it, so two runs that must take turns
  * never start together. An interrupting run waiting overtakes the runs
- * waiting their turn, whenever they arrived: it is next once nothing runs.
+ * waiting their turn, whenever they arrived: it is next once nothing runs,
+ * but after a run answered "started" before it came (another agent's, or a
+ * notification: what it supersedes was cancelled), which it does not overtake.
  */
 export function startable(table: RunTable, now: number, running: (runId: string) => boolean): [string, StoredRun][] {
   const out: [string, StoredRun][] = [];
   let anyRunning = table.some(([, r]) => takesTurns(r) && running(r.job.runId));
   const interrupting = table.some(([, r]) => r.start === "after-running" && isQueued(r, running));
   let turnsBefore = 0;
+  let promisedBefore = false;
   for (const [key, run] of table) {
-    const ready = isQueued(run, running) && run.notBefore <= now && mayStart(run, anyRunning, interrupting ? Infinity : turnsBefore);
+    const promised = run.start === "after-all" && run.answered === "started" && isQueued(run, running);
+    const ready = isQueued(run, running) && run.notBefore <= now && mayStart(run, anyRunning, interrupting && !promised ? Infinity : turnsBefore, promisedBefore);
     if (takesTurns(run)) turnsBefore++;
+    if (promised) promisedBefore = true;
     if (!ready) continue;
     out.push([key, run]);
     if (takesTurns(run)) anyRunning = true;
@@ -137,14 +151,21 @@ export function startable(table: RunTable, now: number, running: (runId: string)
 }
 
 /**
- * What an interrupting event supersedes besides the active runs (which are aborted): the runs taking turns that
- * were answered "started" but are not executing yet (still in their debounce window, or due now with their alarm
- * still to come), and older interrupting runs still waiting. A run answered "queued" whose turn came meanwhile is
- * superseded only once it is due: in its debounce window it still waits its turn. Parallel runs take no turn and go on.
+ * Whether an interrupting event of `job`'s agent supersedes `run`: a run of the same agent (as created) answering
+ * something asked (a message, an API invocation) that takes turns. Another agent's run is that agent's (its own
+ * strategy decides for it), a notification's (a welcome) is not made moot by a newer message, and parallel runs take no turn.
  */
-export function supersededByInterrupt(table: RunTable, now: number, running: (runId: string) => boolean): RunTable {
+export const supersedes = (job: RunJob) => (run: StoredRun) => takesTurns(run) && sameAgent(run.job, job.agent) && asks(run.job);
+
+/**
+ * What an interrupting event of `job`'s agent supersedes besides its active runs (which are aborted): of the runs it
+ * `supersedes`, those answered "started" but not executing yet (still in their debounce window, or due now with their
+ * alarm still to come), and older interrupting runs still waiting. A run answered "queued" whose turn came meanwhile is
+ * superseded only once it is due: in its debounce window it still waits its turn.
+ */
+export function supersededByInterrupt(table: RunTable, job: RunJob, now: number, running: (runId: string) => boolean): RunTable {
   const due = new Set(startable(table, now, running).map(([key]) => key));
-  return table.filter(([key, run]) => isQueued(run, running) && (run.start === "after-running" || (takesTurns(run) && (due.has(key) || run.answered === "started"))));
+  return table.filter(([key, run]) => isQueued(run, running) && supersedes(job)(run) && (run.start === "after-running" || due.has(key) || run.answered === "started"));
 }
 
 /**
@@ -155,9 +176,13 @@ export const withoutLost = (table: RunTable, running: (runId: string) => boolean
 
 const takesTurns = (run: StoredRun) => run.start !== "now";
 const isQueued = (run: StoredRun, running: (runId: string) => boolean) => run.state === "queued" && !running(run.job.runId);
-/** Whether a queued run's turn has come: `turnsBefore` runs that take turns come before it, `anyRunning` says whether one of them runs. */
-const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number) =>
-  !takesTurns(run) || (!anyRunning && (run.start === "after-running" || turnsBefore === 0));
+/** Whether a queued run's turn has come: `turnsBefore` runs that take turns come before it, `anyRunning` says whether one of them runs, `promisedBefore` whether one answered "started" waits before it. */
+const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number, promisedBefore: boolean) =>
+  !takesTurns(run) || (!anyRunning && (run.start === "after-running" ? !promisedBefore : turnsBefore === 0));
+
+/** The agent as created: one deleted and created anew under its id (a new state epoch) is another agent. Jobs stored before epochs existed match any. */
+const sameAgent = (job: RunJob, agent: Pick<RunJob["agent"], "agentId" | "stateEpoch">) =>
+  job.agent.agentId === agent.agentId && (agent.stateEpoch === undefined || job.agent.stateEpoch === undefined || (job.agent.stateEpoch ?? null) === (agent.stateEpoch ?? null));
 
 /**
  * The run a new message is claimed by (PROTOCOL §10): the oldest active run
@@ -180,10 +205,9 @@ export function steeringTarget(
   agent: string | Pick<RunJob["agent"], "agentId" | "stateEpoch">,
   runs: { running: (runId: string) => boolean; excluded: (runId: string) => boolean; steers: (run: StoredRun) => boolean; executing?: (runId: string) => boolean; answers?: (run: StoredRun) => boolean },
 ): StoredRun | undefined {
-  const { agentId, stateEpoch } = typeof agent === "string" ? { agentId: agent, stateEpoch: undefined } : agent;
-  // The agent as created: one deleted and created anew under its id (a new state epoch) is another agent, whose runs never take this message.
-  const sameEpoch = (r: StoredRun) => stateEpoch === undefined || r.job.agent.stateEpoch === undefined || (r.job.agent.stateEpoch ?? null) === (stateEpoch ?? null);
-  const ofAgent = (r: StoredRun) => r.job.agent.agentId === agentId && sameEpoch(r) && !runs.excluded(r.job.runId) && (runs.answers?.(r) ?? true);
+  const named = typeof agent === "string" ? { agentId: agent, stateEpoch: undefined } : agent;
+  // Another agent's runs (one deleted and created anew under its id too) never take this message.
+  const ofAgent = (r: StoredRun) => sameAgent(r.job, named) && !runs.excluded(r.job.runId) && (runs.answers?.(r) ?? true);
   // Waiting: not begun here yet (a run executing that cannot pull, being stopped, is not waiting).
   const waiting = table.findLast(([, r]) => ofAgent(r) && isQueued(r, runs.executing ?? runs.running));
   const active = waiting ?? table.find(([, r]) => ofAgent(r) && runs.running(r.job.runId));

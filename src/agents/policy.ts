@@ -38,11 +38,19 @@ export type DeliveryPolicy = z.infer<typeof DeliveryPolicySchema>;
 
 export const CONCURRENCY_STRATEGIES = ["steer", "enqueue", "interrupt", "reject", "parallel"] as const;
 export type ConcurrencyStrategy = (typeof CONCURRENCY_STRATEGIES)[number];
-export const ConcurrencySchema = z.strictObject({
-  strategy: z.enum(CONCURRENCY_STRATEGIES).optional(),
-  debounce_ms: z.int().min(0).max(60_000).optional(),
-});
+export const ConcurrencySchema = z
+  .strictObject({
+    strategy: z.enum(CONCURRENCY_STRATEGIES).optional(),
+    /** The quiet time a run's start waits for: a burst's messages each push it back this long (README "Bursts"). */
+    debounce_ms: z.int().min(0).max(60_000).optional(),
+    /** How far a burst may push the start back, from its first message (default: debounceLimitMs). */
+    debounce_max_ms: z.int().min(0).max(300_000).optional(),
+  })
+  .refine((c) => c.debounce_max_ms === undefined || c.debounce_max_ms >= (c.debounce_ms ?? 0), { message: "debounce_max_ms is at least debounce_ms", path: ["debounce_max_ms"] });
 export type Concurrency = z.infer<typeof ConcurrencySchema>;
+
+/** How long after a burst's first message its run starts at the latest: unless the agent says, four quiet times, at most a minute (debounce_ms is at most a minute: never less than one). */
+export const debounceLimitMs = (c: Concurrency): number => c.debounce_max_ms ?? Math.min(4 * (c.debounce_ms ?? 0), 60_000);
 
 export const ScopeSchema = z
   .strictObject({

@@ -74,6 +74,7 @@ export function strategyOf(job: RunJob): ConcurrencyStrategy {
 
 /** Events that ask the agent something: the ones its concurrency strategy decides for (PROTOCOL §10 names messages). */
 const ASKING_EVENTS: ReadonlySet<string> = new Set(["message.received", "api.invoked"]);
+export const asks = (job: RunJob) => ASKING_EVENTS.has(job.event.event_type);
 
 /**
  * How an event meets a busy conversation: one that asks (a message, an API invocation) by its agent's strategy; a
@@ -82,5 +83,5 @@ const ASKING_EVENTS: ReadonlySet<string> = new Set(["message.received", "api.inv
  */
 export function arrivalStrategy(job: RunJob): ConcurrencyStrategy {
   const strategy = strategyOf(job);
-  return ASKING_EVENTS.has(job.event.event_type) || strategy === "parallel" ? strategy : "enqueue";
+  return asks(job) || strategy === "parallel" ? strategy : "enqueue";
 }

@@ -16,17 +16,20 @@ let host: TestHost;
 let steerer: typeof setup.steerer;
 let plain: typeof setup.plain;
 const started = new Map<string, string[]>();
+/** When each conversation's runs reached their runner (ms since the epoch), in call order. */
+const startedAt = new Map<string, number[]>();
 const gate = (conversation: string) => setup.gate(conversation);
 const agentFor = (...args: Parameters<typeof setup.agentFor>) => setup.agentFor(...args);
 
 async function behave(call: RunCall, res: ServerResponse) {
   const { ctx, w, conversation, text, api } = runOf(call, res);
   started.set(conversation, [...(started.get(conversation) ?? []), text]);
+  startedAt.set(conversation, [...(startedAt.get(conversation) ?? []), Date.now()]);
   if (text === "report") {
     const page = await api("event.page", { limit: 100 });
     return w.reply(JSON.stringify(page.body.data.items));
   }
-  if (text.startsWith("hold")) await gate(conversation).promise;
+  if (text.startsWith("hold") || (ctx.event.event_type === "group.member_joined" && ctx.config.hold_joins === true)) await gate(conversation).promise;
   const pulled: any[] = [];
   // A run may pull only when its agent steers (available_apis.steering_pull).
   const canPull = ctx.context.available_apis.steering_pull === true;
@@ -138,6 +141,47 @@ describe("steering (PROTOCOL §10)", () => {
     expect(out).toMatchObject({ text: "one", pulled: ["two", "three"] });
     expect(startedTexts(c)).toEqual(["one"]);
   });
+
+  it("debounce slides: each message of the burst claimed by the waiting run delays its start again, so one run answers lines typed further apart than the window", async () => {
+    const c = "burst-slides";
+    await agentFor(c, steerer, { pull: "all", concurrency: { debounce_ms: 1000 } });
+    const first = await host.postEvent(messageEvent(c, "one"));
+    const rest = [];
+    let lastAt = 0;
+    // 1.5 s in all, each line 500 ms after the one before: a window fixed at the first line would have closed.
+    for (const text of ["two", "three", "four"]) {
+      await new Promise((r) => setTimeout(r, 500));
+      lastAt = Date.now();
+      rest.push(await host.postEvent(messageEvent(c, text)));
+    }
+    for (const r of rest) expect(r.body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+    expect(await reply(first.body.run_id!)).toMatchObject({ text: "one", pulled: ["two", "three", "four"] });
+    expect(startedTexts(c)).toEqual(["one"]);
+    // The window ran from the last line of the burst (sent at lastAt, decided after).
+    expect(startedAt.get(c)![0]).toBeGreaterThanOrEqual(lastAt + 950);
+  });
+
+  it("debounce slides no further than debounce_max_ms from the burst's first message", async () => {
+    const c = "burst-max-wait";
+    const refused = await host.admin("POST", "/v1/admin/agents", { agent_id: `bad-${c}`, name: c, runner_id: steerer.runnerId(), event_types: ["message.received"], concurrency: { debounce_ms: 1000, debounce_max_ms: 500 } });
+    expect(refused).toMatchObject({ status: 400, body: { error: { code: "invalid_request", message: expect.stringContaining("debounce_max_ms is at least debounce_ms") } } });
+    // Under steer the burst's messages slide its run's window; under interrupt each supersedes the run before it, which
+    // starts its own window again: bounded alike.
+    for (const [strategy, runner] of [["steer", steerer], ["interrupt", plain]] as const) {
+      const conversation = `${c}-${strategy}`;
+      await agentFor(conversation, runner, { pull: "all", concurrency: { strategy, debounce_ms: 600, debounce_max_ms: 1500 } });
+      const t0 = Date.now();
+      await host.postEvent(messageEvent(conversation, "m0"));
+      // A line every 300 ms for 3 s: the window would keep sliding past 3.6 s without a bound.
+      for (let i = 1; i <= 10; i++) {
+        await new Promise((r) => setTimeout(r, 300));
+        await host.postEvent(messageEvent(conversation, `m${i}`));
+      }
+      await waitFor(() => startedTexts(conversation).length > 0, 10_000, "a run of the burst to start");
+      const began = startedAt.get(conversation)![0] - t0;
+      expect({ strategy, began }).toEqual({ strategy, began: expect.toSatisfy((ms: number) => ms >= 1400 && ms < 2600) });
+    }
+  });
 });
 
 describe("concurrency strategies for a busy conversation", () => {
@@ -226,6 +270,61 @@ describe("concurrency strategies for a busy conversation", () => {
       gate(c).resolve();
       expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
       expect((await host.waitForRun(joined.body.run_id!)).status).toBe("completed");
+    }
+  });
+
+  it("interrupt supersedes only its own agent's runs: another agent's run goes on, and the interrupting run is next once it ends, ahead of the runs waiting their turn", async () => {
+    const c = "interrupt-other-agent";
+    await putAgent(host, { agent_id: `chat-${c}`, runner_id: plain.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: c }, concurrency: { strategy: "enqueue" } });
+    await putAgent(host, { agent_id: `api-${c}`, runner_id: plain.runnerId(), runner_config: { pull: "never" }, event_types: ["api.invoked"], scope: { type: "conversation", id: c }, concurrency: { strategy: "interrupt" } });
+    const held = await host.postEvent(messageEvent(c, "hold chat"));
+    await waitFor(() => startedTexts(c).length === 1, 10_000, "the chat run to start");
+    const waiting = await host.postEvent(messageEvent(c, "waiting"));
+    const invoked = await host.postEvent({ ...messageEvent(c, "invoked"), event_type: "api.invoked" });
+    // Told the truth: it waits for the chat run, which it does not cancel.
+    expect([waiting.body.disposition, invoked.body.disposition]).toEqual(["queued", "queued"]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await host.admin("GET", `/v1/runs/${held.body.run_id}`)).body.status).toBe("running");
+    gate(c).resolve();
+    for (const r of [held, invoked, waiting]) expect((await host.waitForRun(r.body.run_id!)).status).toBe("completed");
+    expect(startedTexts(c)).toEqual(["hold chat", "invoked", "waiting"]);
+  });
+
+  it("interrupt spares another agent's run waiting out its debounce, and the messages it claimed: they are answered, not dropped", async () => {
+    const c = "interrupt-spares-burst";
+    await putAgent(host, { agent_id: `chat-${c}`, runner_id: steerer.runnerId(), runner_config: { pull: "all" }, scope: { type: "conversation", id: c }, concurrency: { strategy: "steer", debounce_ms: 800 } });
+    await putAgent(host, { agent_id: `api-${c}`, runner_id: plain.runnerId(), runner_config: { pull: "never" }, event_types: ["api.invoked"], scope: { type: "conversation", id: c }, concurrency: { strategy: "interrupt" } });
+    const first = await host.postEvent(messageEvent(c, "one"));
+    const second = await host.postEvent(messageEvent(c, "two"));
+    expect([first.body.disposition, second.body.disposition]).toEqual(["started", "steered"]);
+    const invoked = await host.postEvent({ ...messageEvent(c, "invoked"), event_type: "api.invoked" });
+    // The burst's run was answered started: it is not overtaken either.
+    expect(invoked.body.disposition).toBe("queued");
+    expect(await reply(first.body.run_id!)).toMatchObject({ text: "one", pulled: ["two"] });
+    expect((await host.waitForRun(invoked.body.run_id!)).status).toBe("completed");
+    expect(startedTexts(c)).toEqual(["one", "invoked"]);
+  });
+
+  it("interrupt supersedes what was asked, not a notification: a join, waiting out its debounce or being answered, is answered once, and so is the message", async () => {
+    for (const joinHeld of [false, true]) {
+      const c = `interrupt-join-${joinHeld ? "active" : "debounced"}`;
+      await putAgent(host, {
+        agent_id: `agent-${c}`,
+        runner_id: plain.runnerId(),
+        runner_config: { pull: "never", hold_joins: joinHeld },
+        event_types: ["message.received", "group.member_joined"],
+        scope: { type: "conversation", id: c },
+        concurrency: { strategy: "interrupt", ...(joinHeld ? {} : { debounce_ms: 500 }) },
+      });
+      const joined = await host.postEvent({ event_type: "group.member_joined", conversation_id: c, actor: { actor_type: "user", actor_id: "newcomer" } });
+      expect(joined.body.disposition).toBe("started");
+      if (joinHeld) await waitFor(() => startedTexts(c).length === 1, 10_000, "the welcome to start");
+      const message = await host.postEvent(messageEvent(c, "hello"));
+      expect(message.body.disposition).toBe("queued");
+      setTimeout(() => gate(c).resolve(), 300);
+      expect((await host.waitForRun(joined.body.run_id!)).status).toBe("completed");
+      expect((await host.waitForRun(message.body.run_id!)).status).toBe("completed");
+      expect(startedTexts(c)).toEqual(["", "hello"]);
     }
   });
 

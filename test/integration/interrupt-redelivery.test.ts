@@ -8,7 +8,8 @@ import { putAgent } from "../support/scripted-runner";
  * Interrupt: the newest message's run survives. A redelivery of an older,
  * already superseded message answers `duplicate` and must change nothing: in
  * particular it must not interrupt the newer run. A run answered "started" that
- * its alarm had not started yet is interrupted too, never overtaken.
+ * its alarm had not started yet is interrupted too (its own agent's), or (another agent's, which an interrupt does not
+ * supersede) runs first: it is never overtaken.
  */
 let host: TestHost;
 type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -74,17 +75,18 @@ describe("interrupt and redelivered events", () => {
     }
     expect(killed).toEqual([]);
   });
-  it("an interrupting run answered started is next once the interrupted run ends, ahead of another agent's run queued before it", async () => {
+  it("an interrupting run answered started is next once the run it interrupted ends, ahead of another agent's run queued before it", async () => {
     const c = "interrupt-overtakes";
-    await putAgent(host, { agent_id: `queueing-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c }, concurrency: { strategy: "enqueue" } });
-    await putAgent(host, { agent_id: `interrupting-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c }, event_types: ["api.invoked"], concurrency: { strategy: "interrupt" } });
+    await putAgent(host, { agent_id: `queueing-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c }, event_types: ["api.invoked"], concurrency: { strategy: "enqueue" } });
+    await putAgent(host, { agent_id: `interrupting-${c}`, runner_id: plain.runnerId(), scope: { type: "conversation", id: c }, concurrency: { strategy: "interrupt" } });
     const before = starts;
     const r1 = await host.postEvent(messageEvent(c, "held"));
     const end = Date.now() + 10_000;
     while (starts === before && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-    const r2 = await host.postEvent(messageEvent(c, "queued behind"));
+    const r2 = await host.postEvent({ ...messageEvent(c, "queued behind"), event_type: "api.invoked" });
     expect(r2.body.disposition).toBe("queued");
-    const r3 = await host.postEvent({ ...messageEvent(c, "interrupting"), event_type: "api.invoked" });
+    // The interrupting agent's own run is the one it supersedes.
+    const r3 = await host.postEvent(messageEvent(c, "interrupting"));
     expect(r3.body.disposition).toBe("started");
     expect((await host.waitForRun(r1.body.run_id!)).status).toBe("cancelled");
     await expect.poll(() => statusOf(r3.body.run_id!), { timeout: 10_000 }).toBe("running");
@@ -92,8 +94,8 @@ describe("interrupt and redelivered events", () => {
   });
 });
 
-describe("interrupt racing a run answered started that its alarm has not started yet", () => {
-  it("the run answered started is interrupted (cancelled) or runs first; it is never overtaken and run after the newer event", async () => {
+describe("interrupt racing another agent's run answered started that its alarm has not started yet", () => {
+  it("the run answered started runs first; it is never overtaken and run after the newer event", async () => {
     const bad: string[] = [];
     for (let i = 0; i < 12; i++) {
       const c = `rv-int-race-${i}`;
@@ -103,13 +105,16 @@ describe("interrupt racing a run answered started that its alarm has not started
       await new Promise((r) => setTimeout(r, i % 4));
       const b = await host.postEvent({ ...messageEvent(c, "newer"), event_type: "api.invoked" });
       const older = await a;
-      await new Promise((r) => setTimeout(r, 300));
-      if (older.body.disposition === "started" && b.body.disposition === "started") {
+      for (const until = Date.now() + 10_000; !order.get(c)?.length && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 100));
+      if (older.body.disposition === "started") {
         const sOlder = await statusOf(older.body.run_id!);
         const sNewer = await statusOf(b.body.run_id!);
         const started = order.get(c) ?? [];
-        // The newer one ran while the older one, answered started, was neither cancelled nor started.
-        if (started[0] === "newer" && sOlder !== "cancelled") bad.push(`${c}: older ${sOlder} newer ${sNewer}, runner saw ${JSON.stringify(started)}`);
+        // Runs hold here: the older one runs, the newer waits for it (told so), and only the older one has started.
+        if (sOlder !== "running" || b.body.disposition !== "queued" || JSON.stringify(started) !== JSON.stringify(["hold older"])) {
+          bad.push(`${c}: older ${sOlder} newer ${sNewer} (${b.body.disposition}), runner saw ${JSON.stringify(started)}`);
+        }
       }
     }
     expect(bad).toEqual([]);

@@ -1,18 +1,21 @@
 import { describe, expect, it } from "vitest";
+import { slidWindow } from "../../durable-objects/debounce";
 import { ArrivalKeys, idleWakeAt, nextWakeAt, startable, steeringTarget, supersededByInterrupt, type RunTable, type StartRule, type StoredRun } from "../../durable-objects/scheduling";
 import { strategyOf } from "../../src/run/job";
 import { ChangeSignal } from "../../durable-objects/change-signal";
 import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
 
-const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string } = {}) =>
+const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string; eventType?: string } = {}) =>
   // Only the fields scheduling reads are meaningful; the rest of a job does not matter here.
-  ({ runId, runner: { capabilities: { steering: opts.steering } }, agent: { agentId: opts.agentId ?? "agent", concurrency: { strategy: opts.strategy } } }) as unknown as RunJob;
+  ({ runId, event: { event_type: opts.eventType ?? "message.received" }, runner: { capabilities: { steering: opts.steering } }, agent: { agentId: opts.agentId ?? "agent", concurrency: { strategy: opts.strategy } } }) as unknown as RunJob;
 
-const row = (runId: string, state: StoredRun["state"], start: StartRule, notBefore = 0, steering = false, agentId = "agent"): [string, StoredRun] => [
+const row = (runId: string, state: StoredRun["state"], start: StartRule, notBefore = 0, steering = false, agentId = "agent", eventType?: string): [string, StoredRun] => [
   `run:${runId}`,
-  { job: job(runId, { steering, agentId }), state, start, notBefore },
+  { job: job(runId, { steering, agentId, eventType }), state, start, notBefore },
 ];
+/** The interrupting event, of the agent "agent". */
+const newer = job("new");
 const none = () => false;
 const keys = (xs: RunTable) => xs.map(([k]) => k);
 
@@ -68,15 +71,35 @@ describe("scheduling", () => {
     // q is due now (its alarm still to come); q2 waits its turn behind it; d is debounced behind them; p is parallel; i is an older interrupting run.
     const table: RunTable = [row("q", "queued", "after-all"), row("q2", "queued", "after-all"), row("d", "queued", "after-all", 50), row("p", "queued", "now"), row("i", "queued", "after-running")];
     // An interrupting run waiting makes it next: the one it supersedes, with q not due any more.
-    expect(keys(supersededByInterrupt(table, 10, none))).toEqual(["run:i"]);
-    expect(keys(supersededByInterrupt(table.slice(0, 4), 10, none))).toEqual(["run:q"]);
+    expect(keys(supersededByInterrupt(table, newer, 10, none))).toEqual(["run:i"]);
+    expect(keys(supersededByInterrupt(table.slice(0, 4), newer, 10, none))).toEqual(["run:q"]);
     // Executing already, it is aborted, not cancelled as queued.
-    expect(keys(supersededByInterrupt([row("q", "queued", "after-all")], 10, (id) => id === "q"))).toEqual([]);
+    expect(keys(supersededByInterrupt([row("q", "queued", "after-all")], newer, 10, (id) => id === "q"))).toEqual([]);
     // First in line but still in its debounce window, it was answered "started" all the same: superseded too.
     const answered = (r: [string, StoredRun], a: StoredRun["answered"]): [string, StoredRun] => [r[0], { ...r[1], answered: a }];
-    expect(keys(supersededByInterrupt([answered(row("d", "queued", "after-all", 50), "started"), row("q2", "queued", "after-all"), row("p", "queued", "now")], 10, none))).toEqual(["run:d"]);
+    expect(keys(supersededByInterrupt([answered(row("d", "queued", "after-all", 50), "started"), row("q2", "queued", "after-all"), row("p", "queued", "now")], newer, 10, none))).toEqual(["run:d"]);
     // Answered "queued" (it waited behind a run that has ended since), still in its debounce window: it waits its turn.
-    expect(keys(supersededByInterrupt([answered(row("d", "queued", "after-all", 50), "queued"), row("q2", "queued", "after-all")], 10, none))).toEqual([]);
+    expect(keys(supersededByInterrupt([answered(row("d", "queued", "after-all", 50), "queued"), row("q2", "queued", "after-all")], newer, 10, none))).toEqual([]);
+    // Only its own agent's runs answering something asked: not another agent's, nor a notification's (a join).
+    expect(keys(supersededByInterrupt([answered(row("o", "queued", "after-all", 50, false, "other"), "started")], newer, 10, none))).toEqual([]);
+    expect(keys(supersededByInterrupt([answered(row("j", "queued", "after-all", 50, false, "agent", "group.member_joined"), "started")], newer, 10, none))).toEqual([]);
+  });
+
+  it("has an interrupting run wait for a run answered started before it came, which it did not supersede", () => {
+    const started = (r: [string, StoredRun]): [string, StoredRun] => [r[0], { ...r[1], answered: "started" }];
+    expect(keys(startable([started(row("o", "queued", "after-all", 50)), row("i", "queued", "after-running")], 10, none))).toEqual([]);
+    expect(keys(startable([started(row("o", "queued", "after-all", 50)), row("i", "queued", "after-running")], 50, none))).toEqual(["run:o"]);
+    // Answered queued, it is overtaken.
+    expect(keys(startable([row("q", "queued", "after-all"), row("i", "queued", "after-running")], 10, none))).toEqual(["run:i"]);
+  });
+
+  it("slides a debounce window by each message claimed, up to its limit, and not once the window is over", () => {
+    const waiting: StoredRun = { ...row("d", "queued", "after-all", 1_000)[1], waitLimit: 2_000 };
+    expect(slidWindow(waiting, 500, 1_000)?.notBefore).toBe(1_500);
+    expect(slidWindow(waiting, 900, 1_500)?.notBefore).toBe(2_000);
+    expect(slidWindow({ ...waiting, notBefore: 2_000 }, 1_900, 1_000)).toBeNull();
+    expect(slidWindow(waiting, 1_000, 1_000)).toBeNull();
+    expect(slidWindow({ ...waiting, waitLimit: undefined }, 500, 1_000)).toBeNull();
   });
 
   it("holds a debounced run until its time", () => {

@@ -1,0 +1,30 @@
+import type { RunJob } from "../src/run/job";
+import { RunnerCallError } from "../src/runner/errors";
+import type { RunTableStore } from "./run-table";
+import { supersededByInterrupt, supersedes, type RunTable, type StoredRun } from "./scheduling";
+
+/** What an interrupt reaches in its conversation's object. */
+export interface InterruptDeps {
+  runs: RunTableStore;
+  /** Runs this instance executes, by run id. */
+  active: ReadonlyMap<string, { abort: AbortController }>;
+  /** Ends a run that never started as cancelled (its claimed messages dropped). */
+  cancelQueued: (key: string, job: RunJob, reason: string) => Promise<boolean>;
+}
+
+/**
+ * An interrupting event of `job`'s agent (README "A busy conversation"): the active runs it supersedes end cancelled,
+ * and so do the waiting ones (scheduling.ts `supersededByInterrupt`); another agent's runs, and notifications', go on.
+ * Answers the table as the new run meets it (the runs it aborted are ending: they keep it waiting no more), and the
+ * new run as `waiting` makes it: within the earliest debounce limit of the waiting runs it superseded, since the burst
+ * they were waiting out goes on in it.
+ */
+export async function interrupt(deps: InterruptDeps, table: RunTable, job: RunJob, waiting: (waitLimit?: number) => StoredRun): Promise<{ table: RunTable; stored: StoredRun }> {
+  const isActive = (runId: string) => deps.active.has(runId);
+  for (const [, run] of table.filter(([, r]) => supersedes(job)(r))) deps.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
+  const superseded = supersededByInterrupt(table, job, Date.now(), isActive);
+  for (const [key, run] of superseded) await deps.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
+  const limits = superseded.map(([, r]) => r.waitLimit).filter((t) => t !== undefined);
+  const now = (await deps.runs.entries()).filter(([, r]) => !deps.active.get(r.job.runId)?.abort.signal.aborted);
+  return { table: now, stored: waiting(limits.length ? Math.min(...limits) : undefined) };
+}
