@@ -27,6 +27,11 @@ export interface DispatchResult {
   runId: string | null;
 }
 
+/** An operator's cancel: `cancelled` when its end is recorded already (it had not started), `cancelling` for an active run being aborted. */
+export type CancelOutcome = { cancelled: false } | { cancelled: true; status: "cancelled" | "cancelling" };
+/** A cancel of a run that had not started: ended by this call, or not (another cancel, its start, ended it first). */
+export const endedAtOnce = (ended: boolean): CancelOutcome => (ended ? { cancelled: true, status: "cancelled" } : { cancelled: false });
+
 /** A decision that leaves an event without a run of its own (recorded on its EventLog row). */
 export interface EventDecision {
   disposition: "rejected" | "merged";

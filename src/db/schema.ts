@@ -36,6 +36,9 @@ export const eventLog = sqliteTable(
     // same batch are guarded on it, so a duplicate event adds nothing.
     acceptId: text("accept_id"),
     metadataJson: text("metadata_json").notNull().default("{}"),
+    // What an API event said (ingress/fingerprint.ts): a repeat of its event_id saying otherwise is refused. Null for
+    // platform events (their redeliveries stay repeats) and for rows recorded before migration 0019.
+    fingerprint: text("fingerprint"),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [

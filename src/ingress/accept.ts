@@ -7,7 +7,7 @@ import { eventLog } from "../db/schema";
 import { configOf, type Env } from "../env";
 import { randomHex } from "../lib/crypto";
 import { headOf } from "../lib/text";
-import { conflict } from "../lib/errors";
+import { HostError } from "../lib/errors";
 import { newId, newRunId } from "../lib/ids";
 import { parseJson } from "../lib/json";
 import type { AgentEventContext, InputContext } from "../protocol/context";
@@ -52,6 +52,8 @@ export interface CanonicalEvent {
   attachmentsOptional?: boolean;
   data: Record<string, unknown>;
   metadata: Record<string, unknown>;
+  /** What an API event says (fingerprint.ts), kept with it: a repeat of its event_id saying otherwise is refused. */
+  fingerprint?: string;
   /** Where a chat platform's reply goes; carried to the run (never recorded: it may hold a short-lived token). */
   delivery?: PlatformDelivery;
 }
@@ -62,6 +64,8 @@ export interface Accepted {
   run_id: string | null;
   disposition: Disposition;
 }
+
+const eventIdConflict = (message: string) => new HostError(409, "event_id_conflict", message);
 
 /** What the user said: `text`, or else the text elements of `contents`, so history and search read a message sent as parts too. */
 const userText = (i: InputContext) => i.text || textOfElements(i.contents) || null;
@@ -119,6 +123,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     runId,
     acceptId,
     metadataJson: JSON.stringify(ev.metadata),
+    fingerprint: ev.fingerprint ?? null,
     createdAt: now,
   };
   const userItem = hasInput(ev.input)
@@ -166,7 +171,10 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     await deleteBlobs(env, attached.written);
     // An API caller's id already taken in another conversation is no repeat but a collision (ids numbered per
     // conversation): answered `duplicate`, this message would be dropped without a word. A platform's ids are its own.
-    if (ev.source === "api" && row.conversationKey !== key) throw conflict(`event_id ${eventId} already names an event of another conversation: an event_id is unique across the host (a repeat names the same conversation); send this message with a new one`);
+    if (ev.source === "api" && row.conversationKey !== key) throw eventIdConflict(`event_id ${eventId} already names an event of another conversation: an event_id is unique across the host (a repeat names the same conversation); send this message with a new one`);
+    // Nor is one saying something else (another text, actor, data...): a retry sends the same event. A platform's
+    // redelivery has no fingerprint, nor has an event recorded before there were any: repeats, as they always were.
+    if (ev.fingerprint && row.fingerprint && ev.fingerprint !== row.fingerprint) throw eventIdConflict(`event_id ${eventId} already names another event of this conversation, which said something else: a repeat must send the same event (its event_time aside); send this message with a new event_id`);
     // A repeat: answer with the first run and start nothing, unless that run never reached its DO.
     let runOfRepeat = row.runId ?? null;
     // What the event ended up with, as its row says now: a decision taken since this batch read it (steered into

@@ -40,6 +40,7 @@ export const eventInsert = compiled((db) =>
       disposition: sql`CASE WHEN ${chosenAgentId()} IS NOT NULL THEN 'bound' ELSE 'unbound' END`,
       acceptId: param("acceptId"),
       metadataJson: param("metadataJson"),
+      fingerprint: param("fingerprint"),
       createdAt: param("createdAt"),
     })
     .onConflictDoNothing(),
@@ -77,7 +78,7 @@ export const runInsert = compiled((db) =>
 /** The event as recorded (this attempt's, or the first one's for a repeat). */
 export const recordedEvent = compiled((db) =>
   db
-    .select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition, conversationKey: eventLog.conversationKey })
+    .select({ seq: eventLog.seq, acceptId: eventLog.acceptId, runId: eventLog.runId, disposition: eventLog.disposition, conversationKey: eventLog.conversationKey, fingerprint: eventLog.fingerprint })
     .from(eventLog)
     .where(eq(eventLog.eventId, param("eventId"))),
 );

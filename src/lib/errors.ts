@@ -8,6 +8,7 @@ export type ErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "conflict"
+  | "event_id_conflict"
   | "payload_too_large"
   | "bad_gateway"
   | "attachment_unavailable"

@@ -1,6 +1,7 @@
 import { zValidator } from "@hono/zod-validator";
 import type { MiddlewareHandler, ValidationTargets } from "hono";
-import type { z, ZodType } from "zod";
+import * as z from "zod";
+import type { ZodType } from "zod";
 import { HostError } from "../lib/errors";
 import { formatZodIssues } from "../protocol/common";
 import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
@@ -46,4 +47,16 @@ export function jsonBody<T extends ZodType>(schema: T, opts: { exact?: boolean }
     c.set("body", parsed.data);
     await next();
   };
+}
+
+const NoFields = z.strictObject({});
+
+/**
+ * A route that takes no body (a refresh): none, or `{}` (what many clients send by default). Anything else is refused
+ * as a body would be (400 `invalid_json` or `invalid_request` naming its fields), never silently ignored.
+ */
+export function noBody(): MiddlewareHandler {
+  const empty = jsonBody(NoFields);
+  // Hono keeps the bytes read: jsonBody reads them again from its cache.
+  return async (c, next) => ((await c.req.arrayBuffer()).byteLength === 0 ? next() : empty(c, next));
 }

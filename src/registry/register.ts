@@ -14,6 +14,7 @@ import { maskUrl, redact, urlSecrets } from "../resources/secrets";
 import { isSealed, moveSealed, moveSealedValues } from "../lib/secret-box";
 import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
 import { joinUrl } from "../lib/url";
+import { headOf } from "../lib/text";
 
 const MANIFEST_TIMEOUT_MS = 10_000;
 const MANIFEST_MAX_BYTES = 1024 * 1024;
@@ -54,11 +55,21 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
   }
 }
 
+const skippedView = (skipped: SkippedRunner[]) => skipped.map((s) => ({ index: s.index, name: s.name, reason: s.issues }));
+
 async function readManifest(baseUrl: string) {
   const raw = await fetchManifest(baseUrl);
   const parsed = parseRunnerServiceManifest(raw);
+  const shown = maskUrl(joinUrl(baseUrl, "/manifest"));
   // The request was sound and the service answered, but not with a manifest: the upstream's fault, as an unreadable one is.
-  if (!parsed.ok) throw new HostError(502, "bad_gateway", `${maskUrl(joinUrl(baseUrl, "/manifest"))} is not an agent-runner/v1 manifest: ${parsed.issues}`);
+  if (!parsed.ok) throw new HostError(502, "bad_gateway", `${shown} is not an agent-runner/v1 manifest: ${parsed.issues}`);
+  // Nothing to run (a wrong address, a deploy gone wrong): as unusable as no manifest, so a service is never registered
+  // empty, nor a refresh allowed to empty one.
+  if (!parsed.runners.length) {
+    const why = parsed.skipped.map((s) => `${s.name ?? `#${s.index}`}: ${s.issues}`).join("; ");
+    const message = `${shown} lists no runner the host can register${why ? ` (invalid: ${headOf(why, 1000)})` : ""}`;
+    throw new HostError(502, "bad_gateway", message, parsed.skipped.length ? { skipped: skippedView(parsed.skipped) } : undefined);
+  }
   return { raw, parsed };
 }
 
@@ -140,12 +151,15 @@ async function secretToStore(db: Db, input: { base_url: string; secret?: string 
  */
 export async function registerRunnerService(db: Db, input: { base_url: string; secret?: string | null; serviceId?: string; refresh?: boolean }) {
   const store = registryStore(db);
+  // A move (PUT) onto the address of another service, however spelled, would make one service two.
+  const holder = input.serviceId && !input.refresh ? await store.getServiceAt(input.base_url) : undefined;
+  if (holder && holder.serviceId !== input.serviceId) throw conflict(`runner service ${holder.serviceId} is registered at ${maskUrl(input.base_url)}: delete it, or move it elsewhere first`, { service_id: holder.serviceId });
   const { raw, parsed } = await readManifest(input.base_url).catch(async (err: unknown) => {
     // A refresh that could not read the manifest: the service keeps its runners, and shows why until one succeeds.
     if (input.refresh && input.serviceId && err instanceof HostError) await store.noteRefreshFailed(input.serviceId, input.base_url, err.message);
     throw err;
   });
-  const existing = input.serviceId ? await store.getService(input.serviceId) : await store.getServiceByUrl(input.base_url);
+  const existing = input.serviceId ? await store.getService(input.serviceId) : await store.getServiceAt(input.base_url);
   // A refresh or PUT of a service deleted while its manifest was fetched: not registered again under a new id.
   if (input.serviceId && !existing) throw deletedMeanwhile(input.serviceId);
   // A refresh of a service moved (PUT) while its manifest was fetched from the old address: not moved back.
@@ -194,6 +208,6 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
   return {
     service: toServiceView(service, await store.runnerIdsOf(serviceId)),
     registered: runners.map((r) => r.runnerId),
-    skipped: parsed.skipped.map((s: SkippedRunner) => ({ index: s.index, name: s.name, reason: s.issues })),
+    skipped: skippedView(parsed.skipped),
   };
 }

@@ -1,5 +1,6 @@
 import { EventEnvelopeSchema } from "../protocol/envelope";
 import { acceptEvent } from "../ingress/accept";
+import { eventFingerprint } from "../ingress/fingerprint";
 import { attachmentSourcesOf } from "../ingress/attachments";
 import { adminAuth } from "../middleware/admin-auth";
 import { limitBody } from "../middleware/body-limit";
@@ -38,6 +39,8 @@ export const eventsRouter = router()
           attachmentSources: attachmentSourcesOf(body.input),
           data: body.data ?? {},
           metadata: body.metadata ?? {},
+          // Only a caller's own event_id can be sent again: a generated one needs no fingerprint.
+          fingerprint: body.event_id ? await eventFingerprint(body) : undefined,
         },
         publicBaseUrl(c.env, c.req.url),
       );

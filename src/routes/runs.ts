@@ -170,9 +170,10 @@ export const runsRouter = router()
     const { runId } = c.req.valid("param");
     await existingRun(c.env, runId);
     const owner = ownerOf(c.env, runId);
-    const { cancelled } = owner ? await owner.cancel(runId) : { cancelled: false };
-    if (cancelled) return c.json({ run_id: runId, cancelled, status: "cancelling" }, 202);
+    const outcome = owner ? await owner.cancel(runId) : { cancelled: false as const };
+    // `cancelled`: it had not started, its end is recorded (GET shows it); `cancelling`: an active run, ending as its abort lands.
+    if (outcome.cancelled) return c.json({ run_id: runId, cancelled: true, status: outcome.status }, 202);
     // The usual error shape, with the run's status beside it; a run discarded meanwhile (its event steered into another run, or rejected) is a 404.
     const latest = (await existingRun(c.env, runId)).status;
-    return c.json({ error: { code: "conflict", message: `run ${runId} has already ended (${latest}): there is nothing to cancel` }, run_id: runId, cancelled, status: latest }, 409);
+    return c.json({ error: { code: "conflict", message: `run ${runId} has already ended (${latest}): there is nothing to cancel` }, run_id: runId, cancelled: false, status: latest }, 409);
   });

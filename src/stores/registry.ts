@@ -6,6 +6,7 @@ import { runner, runnerService } from "../db/schema";
 import { noteDeletedService } from "./deleted-owners";
 import { iso, parseJson } from "../lib/json";
 import { maskUrl } from "../resources/secrets";
+import { sameBaseUrl } from "../lib/url";
 import { pageQuery, type ListPage } from "./list-page";
 
 export type RunnerServiceRow = typeof runnerService.$inferSelect;
@@ -40,7 +41,18 @@ export const RUNNERS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
 export function registryStore(db: Db) {
   return {
     getService: (serviceId: string) => db.select().from(runnerService).where(eq(runnerService.serviceId, serviceId)).get(),
-    getServiceByUrl: (baseUrl: string) => db.select().from(runnerService).where(eq(runnerService.baseUrl, baseUrl)).get(),
+    /**
+     * The service at this (normalised) address, also one stored under another spelling of it by a version that kept
+     * addresses as sent: those rows keep their spelling (their secrets are sealed for it) until a POST or PUT moves them.
+     */
+    async getServiceAt(baseUrl: string): Promise<RunnerServiceRow | undefined> {
+      const exact = await db.select().from(runnerService).where(eq(runnerService.baseUrl, baseUrl)).get();
+      if (exact) return exact;
+      // Services are few (an operator registers each), and their addresses short: read whole rather than guessed at in SQL.
+      const all = await db.select({ serviceId: runnerService.serviceId, baseUrl: runnerService.baseUrl }).from(runnerService).all();
+      const other = all.find((s) => sameBaseUrl(s.baseUrl, baseUrl));
+      return other ? this.getService(other.serviceId) : undefined;
+    },
     /** The ids of a service's runners (no manifests: those are read only where needed). */
     async runnerIdsOf(serviceId: string): Promise<string[]> {
       return (await this.runnerIdsOfServices([serviceId])).get(serviceId) ?? [];

@@ -73,7 +73,8 @@ describe("cancel at each stage", () => {
     const lost = await unhandedRun(host, c, "evt-cs-unhanded");
     const sse = follow(lost);
     const cancel = await host.admin("POST", `/v1/runs/${lost}/cancel`);
-    expect(cancel.status).toBe(202);
+    // Ended by the cancel itself: the answer says so, and GET shows it at once.
+    expect([cancel.status, cancel.body]).toEqual([202, { run_id: lost, cancelled: true, status: "cancelled" }]);
     expect(await facts(lost)).toEqual({ status: "cancelled", code: "cancelled", ends: 1, records: 1 });
     expect((await sse).end).toBe("cancelled");
     const again = await host.admin("POST", `/v1/runs/${lost}/cancel`);
@@ -86,7 +87,7 @@ describe("cancel at each stage", () => {
     const c = "cs-before-handover";
     await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
     const { runId, cancel, posted } = await cancelBeforeHandOver(c, `${c} go`);
-    expect([cancel.status, cancel.body.status]).toEqual([202, "cancelling"]);
+    expect([cancel.status, cancel.body.status, (await host.admin("GET", `/v1/runs/${runId}`)).body.status]).toEqual([202, "cancelled", "cancelled"]);
     // Dropped while it was queued: the event's answer says so, not that it started.
     expect(posted.body).toMatchObject({ run_id: runId, disposition: "queued" });
     const next = await host.postEvent(messageEvent(c, `${c} next`));
@@ -103,7 +104,7 @@ describe("cancel at each stage", () => {
       const busy = await host.postEvent(messageEvent(c, `${c} busy`));
       while (!heard.includes(`${c} busy`)) await pause(10);
       const { runId, eventId, cancel, posted } = await cancelBeforeHandOver(c, `${c} cancelled`);
-      expect([cancel.status, cancel.body.status]).toEqual([202, "cancelling"]);
+      expect([cancel.status, cancel.body.status]).toEqual([202, "cancelled"]);
       await pause(300);
       hold.resolve();
       const busyEnd = (await host.waitForRun(busy.body.run_id!, 10_000)).status;
@@ -129,7 +130,8 @@ describe("cancel at each stage", () => {
       const waiting = await host.postEvent(messageEvent(c, `${c} waiting`));
       const sse = follow(waiting.body.run_id!);
       const cancel = await host.admin("POST", `/v1/runs/${waiting.body.run_id}/cancel`);
-      expect(cancel.status).toBe(202);
+      // It never started: cancelled, not "cancelling", and so at once on GET.
+      expect([cancel.status, cancel.body.status, (await host.admin("GET", `/v1/runs/${waiting.body.run_id}`)).body.status]).toEqual([202, "cancelled", "cancelled"]);
       const next = await host.postEvent(messageEvent(c, `${c} next`));
       hold.resolve();
       expect((await host.waitForRun(busy.body.run_id!, 10_000)).status).toBe("completed");
@@ -149,7 +151,9 @@ describe("cancel at each stage", () => {
     const queued = await host.postEvent(messageEvent(c, `${c} queued`));
     while (!heard.includes(`${c} hold`)) await new Promise((r) => setTimeout(r, 10));
     const sse = follow(run.body.run_id!);
-    expect((await host.admin("POST", `/v1/runs/${run.body.run_id}/cancel`)).status).toBe(202);
+    const cancel = await host.admin("POST", `/v1/runs/${run.body.run_id}/cancel`);
+    // Its runner is being stopped: the end comes once the abort lands.
+    expect([cancel.status, cancel.body]).toEqual([202, { run_id: run.body.run_id, cancelled: true, status: "cancelling" }]);
     expect((await host.waitForRun(run.body.run_id!)).status).toBe("cancelled");
     expect(await facts(run.body.run_id!)).toEqual({ status: "cancelled", code: "cancelled", ends: 1, records: 1 });
     expect((await sse).end).toBe("cancelled");

@@ -62,15 +62,20 @@ describe("an event_id reused once retention removed its EventLog row", () => {
 
 describe("a repeat without the input of a lost run's event", () => {
   /**
-   * README: "A repeat that hands a lost run over runs it for the event as recorded (its actor, subject, data and
-   * input), whatever the repeat says." The event has its own user item; a repeat whose body left the input out (a
+   * README: a repeat of an event recorded before migration 0019 (which has no fingerprint) "hands a lost run over [and]
+   * runs it for the event as recorded (its actor, subject, data and input), whatever the repeat says." The event has its own user item; a repeat whose body left the input out (a
    * client that resends only the ids) handed the run over as if it had none: no transcript_seq, and a latest_cursor
    * in the gap after the message, so history.page(before_cursor) returned the message itself as earlier history.
    */
-  it("gives the run its event's own item, as a repeat with the input does", async () => {
+  it("is refused; of an event recorded before fingerprints, it gives the run its event's own item, as a repeat with the input does", async () => {
     const lost = await unhandedRun(host, "repeat-no-input", "lost-no-input", "hello");
     const own = await host.query<{ seq: number }>("SELECT seq FROM transcript WHERE event_id = 'lost-no-input' AND role = 'user'");
-    const repeat = await host.postEvent({ event_id: "lost-no-input", event_type: "message.received", conversation_id: "repeat-no-input", actor: { actor_type: "user", actor_id: "u1" } });
+    const idsOnly = { event_id: "lost-no-input", event_type: "message.received", conversation_id: "repeat-no-input", actor: { actor_type: "user", actor_id: "u1" } };
+    // It says less than the event did: no repeat of it, refused.
+    expect((await host.postEvent(idsOnly)).body.error?.code).toBe("event_id_conflict");
+    // An event recorded before migration 0019 has no fingerprint to compare it with: the repeat is taken as one.
+    await host.query("UPDATE event_log SET fingerprint = NULL WHERE event_id = 'lost-no-input'");
+    const repeat = await host.postEvent(idsOnly);
     expect(repeat.body).toMatchObject({ disposition: "duplicate", run_id: lost });
     const run = await host.waitForRun(lost);
     expect(run.status).toBe("completed");

@@ -98,13 +98,17 @@ describe("POST /v1/events and the host's own facts", () => {
     expect((await host.admin("GET", "/v1/events/time-2")).body.event_time).toBe("9999-12-31T22:00:00.000Z");
   });
 
-  it("a repeat that hands over a run lost before its conversation runs it for the event as recorded, not for the repeat's other actor and data", async () => {
+  it("a repeat with another actor and data is refused and hands over nothing; of an event recorded before fingerprints, it runs the lost run for the event as recorded", async () => {
     const conv = "repeat-actor";
     const lost = await unhandedRun(host, conv, "evt-repeat-actor", "first");
     // The client sends the same event_id again, but with another actor, subject and data (a bug, or a forged retry).
-    const repeat = await host.postEvent(
-      messageEvent(conv, "first", { event_id: "evt-repeat-actor", actor: { actor_type: "user", actor_id: "mallory", actor_name: "Mallory" }, subject: { subject_type: "ticket", subject_id: "T-9" }, data: { injected: true }, source_event_type: "forged" }),
-    );
+    const forged = messageEvent(conv, "first", { event_id: "evt-repeat-actor", actor: { actor_type: "user", actor_id: "mallory", actor_name: "Mallory" }, subject: { subject_type: "ticket", subject_id: "T-9" }, data: { injected: true }, source_event_type: "forged" });
+    const refused = await host.postEvent(forged);
+    expect([refused.status, refused.body.error?.code]).toEqual([409, "event_id_conflict"]);
+    expect((await host.admin("GET", `/v1/runs/${lost}`)).body.status).toBe("created");
+    // Recorded before migration 0019, the event has no fingerprint to compare: the repeat is one, and hands the run over.
+    await host.query("UPDATE event_log SET fingerprint = NULL WHERE event_id = 'evt-repeat-actor'");
+    const repeat = await host.postEvent(forged);
     expect(repeat.status).toBe(200);
     expect(repeat.body).toMatchObject({ disposition: "duplicate", run_id: lost });
     expect((await host.waitForRun(lost)).status).toBe("completed");

@@ -127,6 +127,26 @@ describe("POST /v1/events", () => {
     expect(after.body.items.filter((r: { event_id: string }) => r.event_id === "idem-event-1")).toHaveLength(1);
   });
 
+  it("refuses an event_id whose event said something else with 409 event_id_conflict, recording nothing; the same event however spelled is a duplicate", async () => {
+    const event = messageEvent("idem-differs", "the first words", { event_id: "idem-differs-1", data: { order: 7 } });
+    const first = await host.postEvent(event);
+    expect(first.status).toBe(202);
+    // The same event: keys in another order, unset fields sent as null, another event_time (a client stamping each attempt).
+    const respelled = { data: { order: 7 }, input: { attachments: null, text: "the first words" }, actor: { actor_id: "u1", actor_type: "user", metadata: null }, thread_id: null, conversation_id: "idem-differs", event_type: "message.received", event_id: "idem-differs-1", event_time: new Date().toISOString() };
+    expect(await host.postEvent(respelled)).toEqual({ status: 200, body: { event_id: "idem-differs-1", run_id: first.body.run_id, disposition: "duplicate" } });
+    for (const changed of [{ input: { text: "other words" } }, { input: {} }, { data: { order: 8 } }, { actor: { actor_type: "user", actor_id: "u2" } }, { event_type: "api.invoked" }]) {
+      const res = await host.postEvent({ ...event, ...changed });
+      expect([changed, res.status, res.body.error?.code]).toEqual([changed, 409, "event_id_conflict"]);
+    }
+    await host.waitForRun(first.body.run_id!);
+    expect(await host.query("SELECT content FROM transcript WHERE event_id = 'idem-differs-1' ORDER BY seq")).toEqual([{ content: "the first words" }, { content: "echo the first words" }]);
+    expect((await host.admin("GET", "/v1/events/idem-differs-1")).body).toMatchObject({ event_type: "message.received", actor_id: "u1", input: { text: "the first words" }, data: { order: 7 } });
+    expect((await host.admin("GET", "/v1/runs?conversation_id=idem-differs")).body.items).toHaveLength(1);
+    // An event recorded before there were fingerprints (migration 0019) has none to compare: a repeat of its id is a duplicate, as it was.
+    await host.query("UPDATE event_log SET fingerprint = NULL WHERE event_id = 'idem-differs-1'");
+    expect((await host.postEvent({ ...event, input: { text: "other words" } })).body).toMatchObject({ disposition: "duplicate", run_id: first.body.run_id });
+  });
+
   it("makes a second message to a busy conversation wait for the active run (enqueue)", async () => {
     const hold = deferred();
     holds.set("hold:first", hold);
@@ -154,7 +174,7 @@ describe("POST /v1/events", () => {
     expect((await host.postEvent(event)).body).toMatchObject({ disposition: "duplicate", run_id: queued.body.run_id });
     // The id taken in another conversation is a collision, not a repeat: 409, recording nothing and never taking the run there.
     const elsewhere = await host.postEvent({ ...event, conversation_id: "redeliver-elsewhere" });
-    expect([elsewhere.status, elsewhere.body.error?.code]).toEqual([409, "conflict"]);
+    expect([elsewhere.status, elsewhere.body.error?.code]).toEqual([409, "event_id_conflict"]);
     expect(elsewhere.body.error?.message).toContain("another conversation");
     expect(await host.query("SELECT 1 FROM transcript WHERE conversation_id = 'redeliver-elsewhere'")).toEqual([]);
     hold.resolve();

@@ -5,6 +5,7 @@ import { ApiError } from "../../src/host-api/errors";
 import { chatStreamToNdjson, type StreamEnd } from "../../src/resources/chat-stream";
 import { toChatRequest, ModelInputError } from "../../src/resources/chat-request";
 import { grantResources, identitiesOf } from "../../src/resources/grants";
+import { normalizeBaseUrl } from "../../src/lib/url";
 import { maskUrl, redact, redactValue, secretFragments, StreamRedactor, urlSecrets } from "../../src/resources/secrets";
 
 describe("effective resource grants", () => {
@@ -311,5 +312,15 @@ describe("secret scrubbing", () => {
     }
     expect(maskUrl("https://hooks.example/t/3f2a9c1e-5b7d-4e0f-9a8b-0c1d2e3f4a5b")).toBe("https://hooks.example/t/********");
     expect(maskUrl("https://api.telegram.example/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/send")).toBe("https://api.telegram.example/********/send");
+  });
+});
+
+describe("runner service addresses", () => {
+  it("spells one address one way: scheme and host lower-cased, default port, trailing slashes and fragment left out; path case and query kept", () => {
+    const spellings = ["http://svc.example/fn?code=K", "HTTP://Svc.Example:80/fn/?code=K", "http://svc.example/fn//?code=K#top"];
+    expect(new Set(spellings.map(normalizeBaseUrl))).toEqual(new Set(["http://svc.example/fn?code=K"]));
+    expect(["https://svc.example:443/", "https://svc.example", "https://svc.example:8443/"].map(normalizeBaseUrl)).toEqual(["https://svc.example", "https://svc.example", "https://svc.example:8443"]);
+    expect(normalizeBaseUrl("http://svc.example/Fn")).toBe("http://svc.example/Fn");
+    expect(normalizeBaseUrl("http://bücher.example/")).toBe("http://xn--bcher-kva.example");
   });
 });

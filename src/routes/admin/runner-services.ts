@@ -3,11 +3,12 @@ import { dbOf } from "../../db/connect";
 import type { Db } from "../../db/client";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { agentsStore } from "../../stores/agents";
-import { jsonBody, validate } from "../../middleware/validate";
+import { jsonBody, noBody, validate } from "../../middleware/validate";
 import { registerRunnerService } from "../../registry/register";
 import { registryStore, toRunnerView, toServiceView } from "../../stores/registry";
 import { router } from "../app-env";
 import { EndpointSchema } from "../../resources/ids";
+import { normalizeBaseUrl } from "../../lib/url";
 import { maskUrl } from "../../resources/secrets";
 import { runnerService } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
@@ -70,7 +71,8 @@ export const runnerServicesRouter = router()
     return c.body(null, 204);
   })
   .post("/", jsonBody(ServiceInput), async (c) => {
-    const result = await registerRunnerService(dbOf(c.env), c.get("body"));
+    const body = c.get("body");
+    const result = await registerRunnerService(dbOf(c.env), { ...body, base_url: normalizeBaseUrl(body.base_url) });
     return c.json(result, 201);
   })
   // Moved (a new address, e.g. another port or host) or given a new secret: its runners, agents and runs keep their ids.
@@ -82,10 +84,10 @@ export const runnerServicesRouter = router()
     const input = { base_url, secret };
     // The address as the view shows it (query values, credential-like path segments masked) keeps the stored one: it
     // is the only one an operator can read back, and `********` must never replace a function key or a setting.
-    const baseUrl = input.base_url === maskUrl(service.baseUrl) ? service.baseUrl : input.base_url;
+    const baseUrl = input.base_url === maskUrl(service.baseUrl) ? service.baseUrl : normalizeBaseUrl(input.base_url);
     return c.json(await registerRunnerService(db, { ...input, base_url: baseUrl, serviceId: service.serviceId }));
   })
-  .post("/:serviceId/refresh", async (c) => {
+  .post("/:serviceId/refresh", noBody(), async (c) => {
     const db = dbOf(c.env);
     const service = await existingService(db, c.req.param("serviceId"));
     return c.json(await registerRunnerService(db, { base_url: service.baseUrl, serviceId: service.serviceId, refresh: true }));

@@ -1,0 +1,44 @@
+import { sha256Hex } from "../lib/crypto";
+import type { EventEnvelope } from "../protocol/envelope";
+
+/** JSON with every object's keys in order: one text for one value, however its sender ordered the keys. */
+function sortedJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(sortedJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${JSON.stringify(k)}:${sortedJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** The envelope's own structure (not its free-form bags, where null is a value): a field sent as null is one left out. */
+function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNulls);
+  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).flatMap(([k, v]) => (v === null ? [] : [[k, withoutNulls(v)]])));
+  return value;
+}
+
+/**
+ * What an API event says, as a digest kept on its EventLog row: a repeat of its `event_id` is answered `duplicate`
+ * only when it says the same. A field left out and one sent as null are the same (README), and so are two key orders;
+ * `event_time` is left out, as a client that stamps each attempt when it sends it is still retrying one event.
+ */
+export function eventFingerprint(e: EventEnvelope): Promise<string> {
+  const input = e.input ?? {};
+  return sha256Hex(
+    sortedJson({
+      v: 1,
+      event_type: e.event_type,
+      source_event_type: e.source_event_type ?? null,
+      workspace_id: e.workspace_id ?? null,
+      bot_id: e.bot_id ?? null,
+      conversation_id: e.conversation_id,
+      thread_id: e.thread_id ?? null,
+      actor: { actor_type: e.actor.actor_type, actor_id: e.actor.actor_id ?? null, actor_name: e.actor.actor_name ?? null, metadata: e.actor.metadata ?? {} },
+      subject: e.subject ? { subject_type: e.subject.subject_type, subject_id: e.subject.subject_id ?? null, data: e.subject.data ?? {} } : null,
+      input: { text: input.text ?? null, contents: withoutNulls(input.contents ?? []), attachments: withoutNulls(input.attachments ?? []) },
+      data: e.data ?? {},
+      metadata: e.metadata ?? {},
+    }),
+  );
+}
