@@ -4,7 +4,7 @@ import { durableObjectIdOfRun } from "../lib/ids";
 import { notFound } from "../lib/errors";
 import { decodeCursor, decodeTimeIdCursor, encodeCursor, encodeTimeIdCursor } from "../lib/cursor";
 import { adminAuth, bearerToken } from "../middleware/admin-auth";
-import { validate } from "../middleware/validate";
+import { noBody, validate } from "../middleware/validate";
 import { hostApiResponse, refuseToken, type HostApiBody } from "../host-api/handle";
 import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
@@ -166,7 +166,7 @@ export const runsRouter = router()
     closeWhenReaderGone(c, owner, runId, follower.streamId);
     return new Response(follower.stream, { headers: SSE_HEADERS });
   })
-  .post("/:runId/cancel", validate("param", RunParam), async (c) => {
+  .post("/:runId/cancel", validate("param", RunParam), noBody(), async (c) => {
     const { runId } = c.req.valid("param");
     await existingRun(c.env, runId);
     const owner = ownerOf(c.env, runId);

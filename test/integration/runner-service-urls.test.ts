@@ -151,4 +151,21 @@ describe("one runner service per address", () => {
       await runner.close();
     }
   });
+
+  it("no other body-less POST ignores a body: an MCP server's refresh, the secrets reseal and a run's cancel refuse one with fields", async () => {
+    const post = (path: string, body?: string) => fetch(`${host.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${host.adminToken}` }, body });
+    // Without a body each answers as it always did: no such server or run, a reseal with nothing to do.
+    const routes: [string, number][] = [
+      ["/v1/admin/mcp-servers/no-such-server/refresh", 404],
+      ["/v1/admin/secrets/reseal", 200],
+      ["/v1/runs/run_00000000000000000000000000/cancel", 404],
+    ];
+    for (const [path, usual] of routes) {
+      const withFields = await post(path, JSON.stringify({ force: true }));
+      expect([path, withFields.status, ((await withFields.json()) as any).error?.code]).toEqual([path, 400, "invalid_request"]);
+      const notJson = await post(path, "now");
+      expect([path, notJson.status, ((await notJson.json()) as any).error?.code]).toEqual([path, 400, "invalid_json"]);
+      for (const body of [undefined, "{}"]) expect([path, body, (await post(path, body)).status]).toEqual([path, body, usual]);
+    }
+  });
 });

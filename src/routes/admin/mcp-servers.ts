@@ -5,7 +5,7 @@ import { configOf, type Config } from "../../env";
 import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
 import { parseJson } from "../../lib/json";
 import { openValues, sealValues } from "../../lib/secret-box";
-import { jsonBody, validate } from "../../middleware/validate";
+import { jsonBody, noBody, validate } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { discoverMcpTools, MAX_DISCOVERY_PAGES } from "../../resources/mcp";
 import { maskUrl, redact, redactValue, secretFragments, urlSecrets } from "../../resources/secrets";
@@ -114,7 +114,7 @@ export const mcpServersRouter = router()
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
     return c.json(toMcpServerView(row, await store.toolsOf(row.name)));
   })
-  .post("/:name/refresh", async (c) => {
+  .post("/:name/refresh", noBody(), async (c) => {
     const db = dbOf(c.env);
     const row = await toolsStore(db).getServer(c.req.param("name"));
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
