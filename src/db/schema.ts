@@ -338,6 +338,8 @@ export const bot = sqliteTable("bot", {
   apiBaseUrl: text("api_base_url"),
   // The platform's secrets as JSON; never returned by any API nor logged.
   credentialsJson: text("credentials_json").notNull(),
+  // Paused when false: its webhooks are still verified and answered, their events recorded, but nothing runs.
+  enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
   // Why the bot last did not answer, for its admin view (src/stores/bot-notes.ts): JSON, null until it first happens.

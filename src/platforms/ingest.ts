@@ -3,30 +3,27 @@
  * downloaded as input artifacts, each event recorded (deduplicated forever by
  * `{platform}:{bot_id}:{platform event id}`, the EventLog's unique event_id)
  * and handed to its conversation's object. Events the host does not handle
- * are recorded as `platform.unhandled` and acknowledged like any other.
+ * are recorded as `platform.unhandled` and acknowledged like any other; so are a paused bot's, as `bot_disabled`.
  */
 import { dbOf } from "../db/connect";
-import { eventLog } from "../db/schema";
 import type { Env } from "../env";
 import type { InputAttachmentSource } from "../artifacts/input";
 import { acceptEvent, type CanonicalEvent } from "../ingress/accept";
 import { sha256Hex } from "../lib/crypto";
 import { HostError } from "../lib/errors";
-import { conversationKey } from "../stores/conversation-key";
 import { eventLogStore } from "../stores/event-log";
 import { noteUnboundEvent } from "../stores/bot-notes";
 import { unboundReason } from "../stores/unbound-reason";
 import { describeError } from "../lib/describe-error";
 import { storableText } from "../lib/text";
 import { announceAlbumItem } from "./album-notice";
+import { BOT_DISABLED, recordOnly, recordPaused, UNHANDLED_EVENT_TYPE } from "./record-only";
 import { reviseWaiting } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
 import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
 /** Time kept back from a platform's acknowledgement deadline for recording the event and answering. */
 const ACK_MARGIN_MS = 1_000;
-
-export const UNHANDLED_EVENT_TYPE = "platform.unhandled";
 
 export const dedupeId = (bot: Bot, key: string) => `${bot.platform}:${bot.botId}:${key}`;
 
@@ -62,7 +59,8 @@ async function storeRaw({ env, adapter, bot }: IngestDeps, raw: unknown, key: st
 
 async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string): Promise<Recorded> {
   const recorded = await recordOne(deps, event, rawRef);
-  // After its own record: a redelivery (the first attempt failed here) does it again.
+  // After its own record: a redelivery (the first attempt failed here) does it again. A paused bot's too: a message
+  // still waiting from before the pause takes its edit or recall, which starts nothing.
   if (event.revises && event.conversationId !== null) await reviseWaiting(deps.env, deps.bot, event.conversationId, event.revises);
   return recorded;
 }
@@ -71,8 +69,13 @@ async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
   const { env, bot } = deps;
   const eventId = dedupeId(bot, event.key);
   if (event.eventType === null || event.conversationId === null) {
-    await recordUnhandled(env, bot, event, eventId, rawRef);
+    await recordOnly(env, bot, event, { eventId, rawRef, eventType: UNHANDLED_EVENT_TYPE, disposition: "unhandled", metadata: { source_event_type: event.sourceEventType } });
     return { event, disposition: "unhandled", runId: null };
+  }
+  // Paused: acknowledged as the platform needs, recorded for the operator; nothing runs and nothing is fetched.
+  if (!bot.enabled) {
+    await recordPaused(env, bot, event, { eventId, rawRef, eventType: event.eventType });
+    return { event, disposition: BOT_DISABLED, runId: null };
   }
   const canonical: CanonicalEvent = {
     event_id: eventId,
@@ -153,30 +156,4 @@ async function withFiles(deps: IngestDeps, ev: CanonicalEvent, event: Normalized
   }
   const metadata = unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata;
   return { ...ev, metadata, attachmentSources: sources, attachmentDeadlineAt: deadlineAt, attachmentsOptional: true };
-}
-
-async function recordUnhandled(env: Env, bot: Bot, event: NormalizedEvent, eventId: string, rawRef: string): Promise<void> {
-  const key = event.conversationId ? conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId: event.conversationId, threadId: event.threadId }) : null;
-  await dbOf(env)
-    .insert(eventLog)
-    .values({
-      eventId,
-      eventType: UNHANDLED_EVENT_TYPE,
-      eventTime: event.eventTime ?? new Date().toISOString(),
-      source: bot.platform,
-      sourceEventType: event.sourceEventType,
-      workspaceId: bot.workspaceId,
-      botId: bot.botId,
-      conversationKey: key,
-      conversationId: event.conversationId,
-      threadId: event.threadId,
-      actorType: event.actor?.actor_type ?? null,
-      actorId: event.actor?.actor_id ?? null,
-      dataJson: JSON.stringify(event.data),
-      rawRef,
-      disposition: "unhandled",
-      metadataJson: JSON.stringify({ source_event_type: event.sourceEventType }),
-      createdAt: Date.now(),
-    })
-    .onConflictDoNothing();
 }

@@ -23,6 +23,8 @@ export interface Bot<C = Record<string, string>> {
   /** The operator's override, else the platform's own API origin. */
   apiBaseUrl: string;
   credentials: C;
+  /** False while the operator pauses the bot: its events are recorded and acknowledged, and start nothing. */
+  enabled: boolean;
 }
 
 /** A webhook request as an adapter sees it: the raw body is what signatures cover. */
@@ -180,6 +182,8 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   download(bot: Bot<C>, file: PlatformFile, event: NormalizedEvent, timeoutMs: number): Promise<InputAttachmentSource>;
   /** Point the platform at the webhook, where its API allows (Telegram's setWebhook). */
   registerWebhook?(bot: Bot<C>, url: string, timeoutMs: number): Promise<ApiResult<unknown>>;
+  /** Stop the platform calling the webhook, where its API allows (Telegram's deleteWebhook). */
+  removeWebhook?(bot: Bot<C>, timeoutMs: number): Promise<ApiResult<unknown>>;
   /** The raw payload as stored in R2: fields that carry secrets removed. */
   redactRaw(raw: unknown): unknown;
   /**

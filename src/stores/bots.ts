@@ -22,6 +22,8 @@ export function toBotView(row: BotRow, publicBaseUrl: string) {
     workspace_id: row.workspaceId ?? undefined,
     api_base_url: row.apiBaseUrl ? maskUrl(row.apiBaseUrl) : undefined,
     webhook_url: `${publicBaseUrl}${webhookPath(row.platform, row.botId)}`,
+    // False: paused, so its events are recorded (`bot_disabled`) and answered by no run.
+    enabled: row.enabled,
     credential_fields: Object.keys(parseJson<Record<string, unknown>>(row.credentialsJson, {})).sort(),
     created_at: iso(row.createdAt),
     updated_at: iso(row.updatedAt),
@@ -46,6 +48,7 @@ export async function botOf(row: BotRow, secrets: SecretBox): Promise<Bot | null
     workspaceId: row.workspaceId,
     apiBaseUrl: row.apiBaseUrl ?? adapter.defaultApiBaseUrl,
     credentials: credentials.data,
+    enabled: row.enabled,
   };
 }
 

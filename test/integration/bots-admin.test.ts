@@ -118,11 +118,30 @@ describe("admin API for bots", () => {
     for (const secret of SECRETS) for (const body of [JSON.stringify([tgView.body, slackView.body]), host.logs()]) expect(body).not.toContain(secret);
   });
 
-  it("registers webhooks only where the platform's API allows it", async () => {
+  it("registers and removes webhooks only where the platform's API allows it", async () => {
     const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", credentials: SLACK });
-    const res = await host.admin("POST", `/v1/admin/bots/${created.body.bot_id}/webhook`);
-    expect(res.status).toBe(400);
-    expect(res.body.error.message).toMatch(/developer console/);
+    for (const method of ["POST", "DELETE"]) {
+      const res = await host.admin(method, `/v1/admin/bots/${created.body.bot_id}/webhook`);
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toMatch(/developer console/);
+    }
+  });
+
+  it("has a bot enabled unless registered or PUT with enabled: false; its view says which, and a PUT of the view keeps it", async () => {
+    const on = await host.admin("POST", "/v1/admin/bots", { bot_id: "switch-on", platform: "telegram", credentials: TELEGRAM });
+    expect([on.status, on.body.enabled]).toEqual([201, true]);
+    const off = await host.admin("POST", "/v1/admin/bots", { bot_id: "switch-off", platform: "slack", enabled: false, credentials: SLACK });
+    expect([off.status, off.body.enabled]).toEqual([201, false]);
+    expect((await host.admin("GET", "/v1/admin/bots/switch-off")).body.enabled).toBe(false);
+    const listed = (await host.admin("GET", "/v1/admin/bots")).body.items.filter((b: { bot_id: string }) => b.bot_id.startsWith("switch-"));
+    expect(listed.map((b: { bot_id: string; enabled: boolean }) => [b.bot_id, b.enabled])).toEqual([["switch-on", true], ["switch-off", false]]);
+    // What GET answered, sent back, keeps it paused; a PUT replaces the bot, so one leaving it out enables it.
+    const kept = await host.admin("PUT", "/v1/admin/bots/switch-off", (await host.admin("GET", "/v1/admin/bots/switch-off")).body);
+    expect([kept.status, kept.body.enabled]).toEqual([200, false]);
+    const paused = await host.admin("PUT", "/v1/admin/bots/switch-on", { enabled: false });
+    expect([paused.status, paused.body.enabled, paused.body.credential_fields]).toEqual([200, false, ["bot_token", "secret_token"]]);
+    expect((await host.admin("PUT", "/v1/admin/bots/switch-on", {})).body.enabled).toBe(true);
+    expect((await host.admin("PUT", "/v1/admin/bots/switch-on", { enabled: "no" })).status).toBe(400);
   });
 
   it("is an operator API: no admin token, no access; a webhook of the wrong platform is not found", async () => {

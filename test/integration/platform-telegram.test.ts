@@ -78,6 +78,7 @@ function telegramApi(call: PlatformCall): FakeReply {
   if (method === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
   if (method === "getFile") return { json: { ok: true, result: { file_id: call.body.file_id, file_path: `photos/${call.body.file_id}.jpg` } } };
   if (method === "setWebhook") return { json: { ok: true, result: true } };
+  if (method === "deleteWebhook") return { json: { ok: true, result: true, description: "Webhook was deleted" } };
   return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
 }
 
@@ -494,6 +495,23 @@ describe("Telegram: webhook in, reply out", () => {
     expect(res).toEqual({ status: 200, body: { bot_id: botId, webhook_url: webhookUrl, registered: true } });
     const [call] = fake.callsTo(/\/setWebhook$/);
     expect(call.body).toEqual({ url: webhookUrl, secret_token: SECRET_TOKEN });
+  });
+
+  it("removes the webhook through the admin API (deleteWebhook), as before a DELETE of the bot; a refusal is a 502 without the token", async () => {
+    const res = await host.admin("DELETE", `/v1/admin/bots/${botId}/webhook`);
+    answered.push(JSON.stringify(res.body));
+    expect(res).toEqual({ status: 200, body: { bot_id: botId, registered: false } });
+    const [call] = fake.callsTo(/\/deleteWebhook$/);
+    expect(call.path).toBe(`/bot${BOT_TOKEN}/deleteWebhook`);
+    // The bot stays registered, and its webhook can be set again.
+    expect((await host.admin("GET", `/v1/admin/bots/${botId}`)).status).toBe(200);
+    expect((await host.admin("POST", `/v1/admin/bots/${botId}/webhook`)).status).toBe(200);
+    // A bot whose token Telegram no longer takes: the platform's refusal, as a 502.
+    const revoked = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", api_base_url: fake.url, credentials: { bot_token: "999:REVOKED-telegram-bot-token", secret_token: SECRET_TOKEN } });
+    const refused = await host.admin("DELETE", `/v1/admin/bots/${revoked.body.bot_id}/webhook`);
+    answered.push(JSON.stringify(refused.body));
+    expect([refused.status, refused.body.error.code, refused.body.error.message]).toEqual([502, "bad_gateway", "telegram refused to remove the webhook: Unauthorized"]);
+    expect((await host.admin("DELETE", "/v1/admin/bots/no-such-bot/webhook")).status).toBe(404);
   });
 
   it("keeps the bot token and secret token out of every answer, record and log line", async () => {

@@ -152,13 +152,14 @@ describe("one runner service per address", () => {
     }
   });
 
-  it("no other body-less POST ignores a body: an MCP server's refresh, the secrets reseal and a run's cancel refuse one with fields", async () => {
+  it("no other body-less POST ignores a body: an MCP server's refresh, the secrets reseal, a run's cancel and a bot's webhook registration refuse one with fields", async () => {
     const post = (path: string, body?: string) => fetch(`${host.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${host.adminToken}` }, body });
     // Without a body each answers as it always did: no such server or run, a reseal with nothing to do.
     const routes: [string, number][] = [
       ["/v1/admin/mcp-servers/no-such-server/refresh", 404],
       ["/v1/admin/secrets/reseal", 200],
       ["/v1/runs/run_00000000000000000000000000/cancel", 404],
+      ["/v1/admin/bots/no-such-bot/webhook", 404],
     ];
     for (const [path, usual] of routes) {
       const withFields = await post(path, JSON.stringify({ force: true }));

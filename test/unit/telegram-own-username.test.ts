@@ -21,6 +21,7 @@ describe("a Telegram bot's own username (getMe, kept per isolate)", () => {
       workspaceId: null,
       apiBaseUrl: api.url,
       credentials: { bot_token: "123:kept", secret_token: "s".repeat(16) },
+      enabled: true,
     };
     try {
       // Only Date: the fake's sockets keep their real timers.

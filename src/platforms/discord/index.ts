@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { headerValue } from "../../resources/ids";
+import { BOT_DISABLED } from "../record-only";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter, Recorded } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
@@ -36,6 +37,7 @@ function acknowledge(recorded: Recorded[]): unknown {
   if (r.runId && (r.disposition === "started" || r.disposition === "queued" || r.disposition === "duplicate")) return { type: DEFERRED_CHANNEL_MESSAGE };
   if (r.disposition === "steered") return notice("Added to the answer in progress.");
   if (r.disposition === "rejected") return notice("Busy with an earlier request; try again shortly.");
+  if (r.disposition === BOT_DISABLED) return notice("This app is paused; try again later.");
   return notice("No agent answers here.");
 }
 

@@ -1,6 +1,6 @@
 /**
  * The few Bot API methods the host calls: sendMessage, editMessageText,
- * sendPhoto and sendDocument (multipart uploads), getFile, setWebhook, getMe.
+ * sendPhoto and sendDocument (multipart uploads), getFile, setWebhook, deleteWebhook, getMe.
  * Every answer is `{ok, result}` or
  * `{ok: false, error_code, description, parameters: {retry_after}}`.
  */
@@ -46,6 +46,7 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
       return { ok: true, value: `${bot.apiBaseUrl}/file/bot${bot.credentials.bot_token}/${path}` };
     },
     setWebhook: (url: string) => call("setWebhook", { url, secret_token: bot.credentials.secret_token }),
+    deleteWebhook: () => call("deleteWebhook", {}),
     getMe: () => call("getMe", {}),
   };
 }

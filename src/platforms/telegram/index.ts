@@ -58,6 +58,7 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
   },
 
   registerWebhook: (bot, url, timeoutMs) => telegramApi(bot, timeoutMs).setWebhook(url),
+  removeWebhook: (bot, timeoutMs) => telegramApi(bot, timeoutMs).deleteWebhook(),
   // An update carries no secret of ours.
   redactRaw: (raw) => raw,
   messenger: (bot, target, timeoutMs, opts) => {

@@ -8,11 +8,11 @@ import { configOf } from "../../env";
 import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
 import { insertUnique } from "./unique";
 import { newId } from "../../lib/ids";
-import { jsonBody, validate } from "../../middleware/validate";
+import { jsonBody, noBody, validate } from "../../middleware/validate";
 import { formatZodIssues, ScopedIdSchema } from "../../protocol/common";
 import { scrubSecrets } from "../../platforms/redact";
 import { ADAPTERS } from "../../platforms/registry";
-import { PLATFORMS, type PlatformName } from "../../platforms/types";
+import { PLATFORMS, type Bot, type PlatformAdapter, type PlatformName } from "../../platforms/types";
 import { botOf, botsStore, toBotView, webhookPath, type BotRow } from "../../stores/bots";
 import { publicBaseUrl, router } from "../app-env";
 import { maskUrl } from "../../resources/secrets";
@@ -27,6 +27,8 @@ const BotFields = {
   workspace_id: ScopedIdSchema.optional(),
   // Tests point this at a fake platform on loopback; production leaves it unset.
   api_base_url: EndpointSchema.optional(),
+  // false pauses the bot (its events are recorded, nothing runs); left out, it is enabled.
+  enabled: z.boolean().optional(),
 };
 
 const CreateBot = z.strictObject({
@@ -99,6 +101,7 @@ export const botsRouter = router()
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
       credentialsJson: await checkedCredentials(db, destination, input.credentials),
+      enabled: input.enabled ?? true,
       createdAt: now,
       updatedAt: now,
       lastWebhookRefusalJson: null,
@@ -123,6 +126,7 @@ export const botsRouter = router()
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
       credentialsJson: input.credentials ? await checkedCredentials(db, destination, input.credentials) : await movedCredentials(db, row, destination),
+      enabled: input.enabled ?? true,
       updatedAt: Date.now(),
     };
     // Only over the row as read: a concurrent DELETE is a 404, a concurrent PUT (a rotated credential) a 409, never undone.
@@ -139,15 +143,27 @@ export const botsRouter = router()
     return c.body(null, 204);
   })
   /** Point the platform at this host's webhook, where its API allows it (Telegram's setWebhook with the secret token). */
-  .post("/:botId/webhook", async (c) => {
-    const db = dbOf(c.env);
-    const row = await existing(db, c.req.param("botId"));
-    const bot = await botOf(row, db.secrets);
-    if (!bot) throw new HostError(409, "conflict", `bot ${row.botId} has unusable credentials; PUT new ones`);
-    const adapter = ADAPTERS[bot.platform];
-    if (!adapter.registerWebhook) throw badRequest(`${bot.platform} webhooks are set in the platform's developer console: use the bot's webhook_url there`);
+  .post("/:botId/webhook", noBody(), async (c) => {
+    const { bot, change } = await webhookChange(dbOf(c.env), c.req.param("botId"), "registerWebhook");
     const url = `${publicBaseUrl(c.env, c.req.url)}${webhookPath(bot.platform, bot.botId)}`;
-    const res = await adapter.registerWebhook(bot, url, configOf(c.env).PLATFORM_API_TIMEOUT_MS);
+    const res = await change(bot, url, configOf(c.env).PLATFORM_API_TIMEOUT_MS);
     if (!res.ok) throw new HostError(502, "bad_gateway", `${bot.platform} refused the webhook: ${scrubSecrets(res.failure.message, bot.credentials)}`);
     return c.json({ bot_id: bot.botId, webhook_url: url, registered: true });
+  })
+  /** Stop the platform calling this host (Telegram's deleteWebhook): before the bot's DELETE, which the platform is not told of. */
+  .delete("/:botId/webhook", async (c) => {
+    const { bot, change } = await webhookChange(dbOf(c.env), c.req.param("botId"), "removeWebhook");
+    const res = await change(bot, configOf(c.env).PLATFORM_API_TIMEOUT_MS);
+    if (!res.ok) throw new HostError(502, "bad_gateway", `${bot.platform} refused to remove the webhook: ${scrubSecrets(res.failure.message, bot.credentials)}`);
+    return c.json({ bot_id: bot.botId, registered: false });
   });
+
+/** The bot and its platform's call that changes its webhook; a 400 where only the platform's console can. */
+async function webhookChange<K extends "registerWebhook" | "removeWebhook">(db: Db, botId: string, call: K): Promise<{ bot: Bot; change: NonNullable<PlatformAdapter[K]> }> {
+  const row = await existing(db, botId);
+  const bot = await botOf(row, db.secrets);
+  if (!bot) throw new HostError(409, "conflict", `bot ${row.botId} has unusable credentials; PUT new ones`);
+  const change = ADAPTERS[bot.platform][call];
+  if (!change) throw badRequest(`${bot.platform} webhooks are set in the platform's developer console: use the bot's webhook_url there`);
+  return { bot, change };
+}
