@@ -1,7 +1,8 @@
 import { dbOf } from "../db/connect";
 import { configOf } from "../env";
 import { HostError, notFound } from "../lib/errors";
-import { limitBody } from "../middleware/body-limit";
+import { tooLarge } from "../middleware/body-limit";
+import { readCapped } from "../artifacts/read-capped";
 import { ingestEvents } from "../platforms/ingest";
 import { ADAPTERS } from "../platforms/registry";
 import { PLATFORMS, type PlatformName } from "../platforms/types";
@@ -20,11 +21,13 @@ const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly stri
  */
 export const webhooksRouter = router().post(
   "/:platform/:botId",
-  // Platforms never send more: an anonymous oversized body is refused without reading it.
-  (c, next) => limitBody(configOf(c.env).MAX_EVENT_BODY_BYTES, { drain: false })(c, next),
   async (c) => {
     const platform = c.req.param("platform");
     const botId = c.req.param("botId");
+    const config = configOf(c.env);
+    const maxBytes = config.MAX_EVENT_BODY_BYTES;
+    // Platforms never send more: an anonymous body declared larger is refused unread, before any lookup.
+    if (Number(c.req.header("content-length") ?? NaN) > maxBytes) throw tooLarge(maxBytes);
     if (!isPlatform(platform)) throw notFound(`no webhook for platform ${platform}`);
     const db = dbOf(c.env);
     const bot = await botsStore(db).load(botId).catch(async (err: unknown) => {
@@ -34,8 +37,11 @@ export const webhooksRouter = router().post(
     });
     if (!bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
     const adapter = ADAPTERS[platform];
-    const rawBody = await c.req.text();
-    const config = configOf(c.env);
+    // Read only once the address names a bot: anyone can post to any address, and a body sent without a length
+    // (chunked) would otherwise be held, up to the cap, before a 404. One outgrowing the cap is cut there, unread.
+    const body = await readCapped(c.req.raw, maxBytes);
+    if (body === "too_large") throw tooLarge(maxBytes);
+    const rawBody = new TextDecoder().decode(body);
     const inbound = await adapter.receive(bot, { headers: c.req.raw.headers, rawBody, now: Date.now(), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS }).catch(async (err: unknown) => {
       // The reason helps an operator fix a misconfigured bot (in the log and on the bot's admin view); it never includes a secret.
       if (err instanceof HostError && err.status === 401) {

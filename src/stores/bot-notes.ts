@@ -41,9 +41,13 @@ export function botNotesView(row: { lastWebhookRefusalJson: string | null; lastU
   };
 }
 
-/** A refusal written at most this often per bot and reason by one Worker instance: anyone can send refused requests. */
+/**
+ * A bot's refusal note is written at most this often by one Worker instance, whatever its reason: anyone can send
+ * refused requests, and one alternating the check that fails (a stale timestamp, then a bad signature) would
+ * otherwise cost a database write on every request.
+ */
 const REFUSAL_NOTE_INTERVAL_MS = 10_000;
-const refusalsNoted = new Map<string, { reason: string; at: number }>();
+const refusalsNoted = new Map<string, number>();
 
 /**
  * A webhook refused (its signature or secret wrong, its credentials unopenable). Best effort: the refusal is answered
@@ -52,8 +56,8 @@ const refusalsNoted = new Map<string, { reason: string; at: number }>();
 export async function noteWebhookRefusal(db: Db, ref: BotRef, reason: string): Promise<void> {
   const now = Date.now();
   const last = refusalsNoted.get(ref.botId);
-  if (last && last.reason === reason && now - last.at < REFUSAL_NOTE_INTERVAL_MS) return;
-  refusalsNoted.set(ref.botId, { reason, at: now });
+  if (last !== undefined && now - last < REFUSAL_NOTE_INTERVAL_MS) return;
+  refusalsNoted.set(ref.botId, now);
   const note: WebhookRefusalNote = { at: new Date(now).toISOString(), reason };
   await write(db, ref, { lastWebhookRefusalJson: JSON.stringify(note) });
 }

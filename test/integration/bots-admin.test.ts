@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openValues, secretBox } from "../../src/lib/secret-box";
 import { ADMIN_TOKEN, SECRETS_KEY, startTestHost, type TestHost } from "../support/host";
@@ -12,6 +13,28 @@ const DISCORD = { application_id: "42", public_key: "ab".repeat(32), bot_token: 
 const SECRETS = [TELEGRAM.bot_token, TELEGRAM.secret_token, SLACK.bot_token, SLACK.signing_secret, LARK.app_secret, LARK.verification_token, LARK.encrypt_key, DISCORD.bot_token];
 
 let host: TestHost;
+
+/**
+ * A chunked POST (no Content-Length) that sends `first`, stalls `pauseMs`, then ends with `rest`: whether the host
+ * answered during the stall (without waiting for the body), and its status.
+ */
+function stalledChunked(url: string, headers: Record<string, string>, first: string, rest: string, pauseMs: number) {
+  return new Promise<{ answeredDuringPause: boolean; status?: number; error?: string }>((resolve) => {
+    let pausing = true;
+    let answeredDuringPause = false;
+    const req = request(url, { method: "POST", headers: { ...headers, "transfer-encoding": "chunked" }, agent: false }, (res) => {
+      answeredDuringPause = pausing;
+      res.resume();
+      res.on("end", () => resolve({ answeredDuringPause, status: res.statusCode }));
+    });
+    req.on("error", (err: NodeJS.ErrnoException) => resolve({ answeredDuringPause, error: err.code ?? err.message }));
+    req.write(first);
+    setTimeout(() => {
+      pausing = false;
+      req.end(rest);
+    }, pauseMs);
+  });
+}
 beforeAll(async () => {
   host = await startTestHost({ captureLogs: true });
 });
@@ -116,6 +139,32 @@ describe("admin API for bots", () => {
     expect(put.status).toBe(200);
     expect(put.body.last_webhook_refusal).toEqual(tgView.body.last_webhook_refusal);
     for (const secret of SECRETS) for (const body of [JSON.stringify([tgView.body, slackView.body]), host.logs()]) expect(body).not.toContain(secret);
+  });
+
+  it("writes a bot's refusal note at most every 10 s whatever the reason: a forger alternating the failing check does not write on every request", async () => {
+    const slack = await host.admin("POST", "/v1/admin/bots", { platform: "slack", credentials: SLACK });
+    const forge = (timestamp: string) => fetch(slack.body.webhook_url, { method: "POST", headers: { "x-slack-request-timestamp": timestamp, "x-slack-signature": `v0=${"0".repeat(64)}` }, body: "{}" });
+    const first = await forge(String(Math.floor(Date.now() / 1000)));
+    expect(first.status).toBe(401);
+    const noted = (await host.admin("GET", `/v1/admin/bots/${slack.body.bot_id}`)).body.last_webhook_refusal;
+    expect(noted).toMatchObject({ reason: "webhook refused: bad X-Slack-Signature" });
+    // A stale timestamp, then a bad signature again, and so on: each refused, and each logged.
+    for (let i = 0; i < 6; i++) expect((await forge(i % 2 === 0 ? "1" : String(Math.floor(Date.now() / 1000)))).status).toBe(401);
+    expect((await forge("1")).status).toBe(401);
+    // The note is still the first one: the requests after it wrote nothing.
+    expect((await host.admin("GET", `/v1/admin/bots/${slack.body.bot_id}`)).body.last_webhook_refusal).toEqual(noted);
+    expect(host.logs().split(`webhook slack/${slack.body.bot_id}: `).length - 1).toBe(8);
+  });
+
+  it("reads no webhook body before its address names a bot: a chunked body for no bot is answered 404 while it is still arriving", async () => {
+    const tg = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", credentials: TELEGRAM });
+    const headers = { "x-telegram-bot-api-secret-token": TELEGRAM.secret_token };
+    const padding = " ".repeat(64 * 1024);
+    for (const url of [`${host.url}/v1/webhooks/telegram/bot_nope`, `${host.url}/v1/webhooks/irc/${tg.body.bot_id}`, `${host.url}/v1/webhooks/slack/${tg.body.bot_id}`]) {
+      expect(await stalledChunked(url, headers, padding, padding, 1500)).toEqual({ answeredDuringPause: true, status: 404 });
+    }
+    // Its own bot's webhook reads the whole chunked body, as before, and takes it.
+    expect(await stalledChunked(tg.body.webhook_url, headers, `{"update_id": 777001}${padding}`, padding, 300)).toEqual({ answeredDuringPause: false, status: 200 });
   });
 
   it("registers and removes webhooks only where the platform's API allows it", async () => {
