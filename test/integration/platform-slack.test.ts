@@ -25,6 +25,7 @@ let uploads = 0;
 const cutAsk = new Set<string>();
 const cutBytes = new Set<string>();
 const uploadNames = new Map<string, string>();
+let fileMovedTo: string | null = null;
 function slackApi(call: PlatformCall): FakeReply {
   // Upload URLs are Slack's own pre-signed ones: the bot token has no business there.
   if (call.path.startsWith("/upload/") && cutBytes.delete(uploadNames.get(call.path.split("/").pop()!)!)) return { drop: true };
@@ -33,6 +34,8 @@ function slackApi(call: PlatformCall): FakeReply {
   if (call.path.startsWith("/upload-moved/")) return { status: 307, headers: { location: `${fake.url}/upload/${call.path.split("/").pop()}` }, json: {} };
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
   if (call.path === "/files/F1/report.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
+  // A file Slack's file host sends elsewhere (a CDN): the token must not follow it there.
+  if (call.path === "/files/F10/moved.pdf" && fileMovedTo) return { status: 302, headers: { location: fileMovedTo }, json: {} };
   // What Slack answers for a file its token may not read (no files:read scope): its sign-in page.
   if (call.path === "/files/F3/contract.pdf") return { bytes: Buffer.from("<!DOCTYPE html><html><body>Sign in to Slack</body></html>"), headers: { "content-type": "text/html; charset=utf-8" } };
   if (call.path === "/chat.postMessage") {
@@ -294,6 +297,24 @@ describe("Slack: Events API in, Web API out", () => {
       expect(JSON.parse(row.metadata_json).attachments_unavailable).toMatch(/could not be fetched|no time left/);
     } finally {
       await slow.close();
+    }
+  });
+
+  it("never carries the bot token along a redirect from Slack's file host to another host", async () => {
+    const elsewhere = await startFakePlatform(() => ({ bytes: FILE, headers: { "content-type": "application/pdf" } }));
+    fileMovedTo = `${elsewhere.url.replace("127.0.0.1", "localhost")}/files/F10/moved.pdf`;
+    try {
+      const file = { id: "F10", name: "moved.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F10/moved.pdf` };
+      await post(callback(message("C861", "redirected file", { subtype: "file_share", files: [file] })));
+      await waitFor(() => postsTo("C861").length > 0);
+      expect(fake.callsTo(/^\/files\/F10/)).toHaveLength(1);
+      const [download] = elsewhere.callsTo(/^\/files\/F10/);
+      expect(download).toBeDefined();
+      expect(download.headers.authorization).toBeUndefined();
+      expect(contextFor("redirected file")[0].input.attachments).toHaveLength(1);
+    } finally {
+      fileMovedTo = null;
+      await elsewhere.close();
     }
   });
 
