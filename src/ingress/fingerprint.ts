@@ -19,9 +19,19 @@ function withoutNulls(value: unknown): unknown {
 }
 
 /**
+ * An attachment as what it names: a URL without its query and fragment, where a presigned URL carries the signature
+ * and expiry a client signs anew for each attempt (a repeat fetches nothing: its first attempt's file is the one kept).
+ * Cut at the first `?` or `#`, which in a valid URL can only begin them, so a URL without either is digested as sent.
+ */
+function attachmentAsNamed(a: Record<string, unknown>): Record<string, unknown> {
+  return typeof a.url === "string" ? { ...a, url: a.url.replace(/[?#][\s\S]*$/, "") } : a;
+}
+
+/**
  * What an API event says, as a digest kept on its EventLog row: a repeat of its `event_id` is answered `duplicate`
  * only when it says the same. A field left out and one sent as null are the same (README), and so are two key orders;
- * `event_time` is left out, as a client that stamps each attempt when it sends it is still retrying one event.
+ * `event_time` is left out, as a client that stamps each attempt when it sends it is still retrying one event, and so
+ * is an attachment URL's query (attachmentAsNamed).
  */
 export function eventFingerprint(e: EventEnvelope): Promise<string> {
   const input = e.input ?? {};
@@ -36,7 +46,7 @@ export function eventFingerprint(e: EventEnvelope): Promise<string> {
       thread_id: e.thread_id ?? null,
       actor: { actor_type: e.actor.actor_type, actor_id: e.actor.actor_id ?? null, actor_name: e.actor.actor_name ?? null, metadata: e.actor.metadata ?? {} },
       subject: e.subject ? { subject_type: e.subject.subject_type, subject_id: e.subject.subject_id ?? null, data: e.subject.data ?? {} } : null,
-      input: { text: input.text ?? null, contents: withoutNulls(input.contents ?? []), attachments: withoutNulls(input.attachments ?? []) },
+      input: { text: input.text ?? null, contents: withoutNulls(input.contents ?? []), attachments: (withoutNulls(input.attachments ?? []) as Record<string, unknown>[]).map(attachmentAsNamed) },
       data: e.data ?? {},
       metadata: e.metadata ?? {},
     }),

@@ -33,6 +33,8 @@ interface IngestDeps {
   bot: Bot;
   publicBaseUrl: string;
   apiTimeoutMs: number;
+  /** When the platform's request arrived: its acknowledgement deadline runs from then, whatever reading it took (Lark's own open_id). */
+  receivedAt: number;
 }
 
 export async function ingestEvents(deps: IngestDeps, raw: unknown, events: NormalizedEvent[]): Promise<Recorded[]> {
@@ -137,7 +139,7 @@ async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: Norm
 async function withFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent): Promise<CanonicalEvent> {
   const { adapter, bot } = deps;
   // Platforms that want an answer within seconds get it: files not fetched by then are left out (and said so).
-  const deadlineAt = adapter.ackDeadlineMs === undefined ? undefined : Date.now() + adapter.ackDeadlineMs - ACK_MARGIN_MS;
+  const deadlineAt = adapter.ackDeadlineMs === undefined ? undefined : deps.receivedAt + adapter.ackDeadlineMs - ACK_MARGIN_MS;
   const timeLeft = () => Math.min(deps.apiTimeoutMs, (deadlineAt ?? Infinity) - Date.now());
   const sources: InputAttachmentSource[] = [];
   const unavailable: string[] = [];

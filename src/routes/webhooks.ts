@@ -22,6 +22,8 @@ const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly stri
 export const webhooksRouter = router().post(
   "/:platform/:botId",
   async (c) => {
+    // The platform's clock for our answer starts here, not after the bot is loaded and the request read.
+    const receivedAt = Date.now();
     const platform = c.req.param("platform");
     const botId = c.req.param("botId");
     const config = configOf(c.env);
@@ -52,7 +54,7 @@ export const webhooksRouter = router().post(
     });
     if (inbound.kind === "handshake") return c.json(inbound.body);
     const recorded = await ingestEvents(
-      { env: c.env, adapter, bot, publicBaseUrl: publicBaseUrl(c.env, c.req.url), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS },
+      { env: c.env, adapter, bot, publicBaseUrl: publicBaseUrl(c.env, c.req.url), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS, receivedAt },
       inbound.raw,
       inbound.events,
     );

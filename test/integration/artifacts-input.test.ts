@@ -124,6 +124,19 @@ describe("input attachments", () => {
     expect(rows).toHaveLength(2);
   });
 
+  it("a retry whose attachment URL was signed again (a presigned URL's new query) is the same event: a duplicate, fetched once; another file's URL is a conflict", async () => {
+    const signed = (sig: string) => withAttachments("att-presigned", [{ url: `${files.url}/photo.png?X-Amz-Date=20260101T00000${sig}Z&X-Amz-Signature=${sig.repeat(16)}` }], { event_id: "att-presigned-1" });
+    const first = await host.postEvent(signed("1"));
+    expect(first.status).toBe(202);
+    const hitsAfterFirst = files.hits.get("/photo.png");
+    // The client timed out waiting and retries, building its request afresh: a new signature for the same file.
+    expect(await host.postEvent(signed("2"))).toEqual({ status: 200, body: { event_id: "att-presigned-1", run_id: first.body.run_id, disposition: "duplicate" } });
+    expect(files.hits.get("/photo.png")).toBe(hitsAfterFirst);
+    const otherFile = await host.postEvent(withAttachments("att-presigned", [{ url: `${files.url}/odd/other.txt?X-Amz-Signature=3` }], { event_id: "att-presigned-1" }));
+    expect([otherFile.status, otherFile.body.error?.code]).toEqual([409, "event_id_conflict"]);
+    expect((await seenBy(first.body.run_id!)).input.attachments).toHaveLength(1);
+  });
+
   it("two deliveries of one event at once: the one that fails removes only its own blobs, never those the other recorded", async () => {
     const keysBefore = new Set(await host.r2Keys("artifacts/"));
     const event = { ...withAttachments("att-race", [{ url: `${files.url}/held/a` }, { url: `${files.url}/held/b` }]), event_id: "att-race-1" };
@@ -231,7 +244,8 @@ async function startFileServer() {
   const hits = new Map<string, number>();
   const held = new Map<string, ServerResponse[]>();
   const server = createServer((req, res) => {
-    const path = req.url ?? "/";
+    // A query (a presigned URL's signature) names no other file.
+    const path = (req.url ?? "/").split("?")[0];
     hits.set(path, (hits.get(path) ?? 0) + 1);
     if (path.startsWith("/held/")) return void held.set(path, [...(held.get(path) ?? []), res]);
     if (path === "/photo.png") return res.writeHead(200, { "content-type": "image/png", "content-length": PNG.length }).end(PNG);

@@ -111,6 +111,11 @@ describe("a paused Telegram bot", () => {
     expect(runner.contexts.filter((c) => c.conversation.bot_id === "pause-tg")).toEqual([]);
     expect(telegramCallsIn("-810001")).toEqual([]);
     expect(fake.callsTo(/\/getFile$/)).toEqual([]);
+    // Nor is its own name asked for (getMe), which an addressed message otherwise needs to be read.
+    const addressed = tgMessage("-810001", { text: "@PausedBot are you up? /help@PausedBot", entities: [{ type: "mention", offset: 0, length: 10 }, { type: "bot_command", offset: 25, length: 16 }] });
+    expect((await postTelegram(url, addressed)).status).toBe(200);
+    expect((await recorded(`telegram:pause-tg:${addressed.update_id}`)).disposition).toBe("bot_disabled");
+    expect(fake.callsTo(/\/getMe$/)).toEqual([]);
     // No agent ever saw them: a run after the pause does not read them as questions left unanswered.
     expect(await transcriptOf("pause-tg", "-810001")).toEqual([]);
     // Its view says why it does not answer; no agent is blamed.
@@ -173,6 +178,17 @@ describe("a paused bot on the platforms that want their webhook answered", () =>
     expect((await postJson(url, event("a-wrong-verification-token"))).status).toBe(401);
     expect(await postJson(url, event(LARK_TOKEN))).toEqual({ status: 200, body: {} });
     expect(await recorded("lark:pause-lark:ev_paused_1")).toMatchObject({ event_type: "message.received", disposition: "bot_disabled", input: { text: "ni hao?" } });
+    // A message mentioning someone: the bot's own open_id (a token and bot/v3/info) is not asked for either.
+    const mentioning = JSON.stringify({
+      schema: "2.0",
+      header: { event_id: "ev_paused_2", event_type: "im.message.receive_v1", create_time: String(Date.now()), token: LARK_TOKEN, app_id: "cli_pause", tenant_key: "tenant_1" },
+      event: {
+        sender: { sender_id: { open_id: "ou_1" }, sender_type: "user", tenant_key: "tenant_1" },
+        message: { message_id: "om_paused_2", chat_id: "oc_810", chat_type: "group", message_type: "text", content: JSON.stringify({ text: "@_user_1 hello" }), mentions: [{ key: "@_user_1", id: { open_id: "ou_pause_bot" }, name: "Paused Bot" }], create_time: String(Date.now()) },
+      },
+    });
+    expect(await postJson(url, mentioning)).toEqual({ status: 200, body: {} });
+    expect(await recorded("lark:pause-lark:ev_paused_2")).toMatchObject({ disposition: "bot_disabled" });
     await new Promise((r) => setTimeout(r, 500));
     expect(await runsOf("pause-lark")).toEqual([]);
     expect(callsOtherThanTelegram().filter((c) => c.path.startsWith("/open-apis/"))).toEqual([]);

@@ -81,8 +81,29 @@ function larkApi(call: PlatformCall): FakeReply {
   return { status: 404, json: { code: 404, msg: "not found" } };
 }
 
+/**
+ * Another app whose Open API is slow: its tenant token and its bot's info each answer after 900 ms (inside the host's
+ * 1 s bound for each), its image after 2.5 s. A message mentioning someone waits for both before it is even read.
+ */
+const SLOW_APP_ID = "cli_slow_app_0002";
+const SLOW_TENANT_TOKEN = "t-slow-tenant-access-token-0123";
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function slowLarkApi(call: PlatformCall): Promise<FakeReply | null> {
+  if (call.path === "/open-apis/auth/v3/tenant_access_token/internal" && call.body?.app_id === SLOW_APP_ID) {
+    await pause(900);
+    return { json: { code: 0, msg: "ok", tenant_access_token: SLOW_TENANT_TOKEN, expire: 7200 } };
+  }
+  if (call.headers.authorization !== `Bearer ${SLOW_TENANT_TOKEN}`) return null;
+  if (call.path === "/open-apis/bot/v3/info") {
+    await pause(900);
+    return { json: { code: 0, msg: "ok", bot: { activate_status: 2, app_name: "Slow Bot", open_id: "ou_slow_bot" } } };
+  }
+  await pause(2_500);
+  return { bytes: IMAGE, headers: { "content-type": "image/png" } };
+}
+
 beforeAll(async () => {
-  fake = await startFakePlatform(larkApi);
+  fake = await startFakePlatform(async (call) => (await slowLarkApi(call)) ?? larkApi(call));
   runner = await startChatRunner("lark-chat");
   host = await startTestHost({ captureLogs: true });
   for (const [bot, extra] of [[plain, {}], [encrypted, { encrypt_key: ENCRYPT_KEY }]] as const) {
@@ -420,6 +441,28 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     const [welcome] = await waitFor(() => created().length > 0 && created(), 10_000, "the welcome");
     expect(welcome.query.get("receive_id_type")).toBe("chat_id");
     expect(welcome.body).toMatchObject({ msg_type: expect.any(String), uuid: expect.any(String) });
+  });
+
+  it("answers within Lark's 3 s when its API is slow: the time spent reading the bot's own open_id counts against the file downloads, not on top of them", async () => {
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: SLOW_APP_ID, app_secret: APP_SECRET, verification_token: VERIFICATION_TOKEN } });
+    expect(created.status).toBe(201);
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "lark-slow", scope: { type: "bot", id: created.body.bot_id } });
+    const mentions = [{ key: "@_user_1", id: { open_id: "ou_slow_bot" }, name: "Slow Bot", tenant_key: "tenant_1" }];
+    const post = { title: "", content: [[{ tag: "at", user_id: "@_user_1", user_name: "" }, { tag: "text", text: " what is in this picture?" }], [{ tag: "img", image_key: "img_slow" }]] };
+    const ev = received("oc_slow_api", post, { mentions }, "post");
+    const started = Date.now();
+    const res = await postRaw(created.body.webhook_url, JSON.stringify({ ...ev, header: { ...ev.header, app_id: SLOW_APP_ID } }));
+    const took = Date.now() - started;
+    expect(res.status).toBe(200);
+    // Lark counts a webhook not answered within 3 s as failed, and sends it again.
+    expect(took).toBeLessThan(3_000);
+    expect(fake.calls.filter((c) => c.path === "/open-apis/bot/v3/info" && c.headers.authorization === `Bearer ${SLOW_TENANT_TOKEN}`)).toHaveLength(1);
+    // The words still run, read as addressed to the bot; the picture that could not come in time is said so.
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === "oc_slow_api"), 15_000, "the run");
+    expect(ctx.input.text).toBe("what is in this picture?");
+    expect(ctx.input.attachments).toEqual([]);
+    const recorded = await host.admin("GET", `/v1/events/${encodeURIComponent(ctx.event.event_id)}`);
+    expect(recorded.body.metadata.attachments_unavailable).toEqual(expect.any(String));
   });
 
   it("downloads an image message's resource into an input artifact", async () => {

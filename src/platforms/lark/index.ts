@@ -36,7 +36,8 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   async receive(bot, req) {
     const payload = await openLarkRequest(req.headers, req.rawBody, bot.credentials, req.now);
     if (payload.type === "url_verification") return { kind: "handshake", body: { challenge: typeof payload.challenge === "string" ? payload.challenge : "" } };
-    const openId = mentionsSomeone(payload) ? await ownOpenId(bot, req.apiTimeoutMs) : null;
+    // A paused bot calls no platform API: its event is only recorded, its mentions as sent.
+    const openId = bot.enabled && mentionsSomeone(payload) ? await ownOpenId(bot, req.apiTimeoutMs) : null;
     return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, await bodyKey(req.rawBody), { openId }) };
   },
 

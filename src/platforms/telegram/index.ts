@@ -45,7 +45,8 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
     const update = UpdateSchema.safeParse(body);
     // Verified but not an update we can read: recorded and acknowledged, so Telegram does not retry it.
     if (!update.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
-    const username = namesABot(update.data) ? await ownUsername(bot, req.apiTimeoutMs) : null;
+    // A paused bot calls no platform API (getMe): its event is only recorded, its words as sent.
+    const username = bot.enabled && namesABot(update.data) ? await ownUsername(bot, req.apiTimeoutMs) : null;
     return { kind: "events", raw: update.data, events: normalizeUpdate(update.data, { id: bot.credentials.bot_token.split(":")[0], username }) };
   },
 
