@@ -10,7 +10,10 @@ import type { StoredRun } from "./scheduling";
 export function slidWindow(run: StoredRun, now: number, quietMs: number): StoredRun | null {
   if (run.waitLimit === undefined || run.notBefore <= now) return null;
   const notBefore = Math.min(now + quietMs, run.waitLimit);
-  return notBefore > run.notBefore ? { ...run, notBefore } : null;
+  if (notBefore <= run.notBefore) return null;
+  // An album's run is timed anew from its own wait when an item joins or one on its way is given up (album-gathering.ts): it waits this long too.
+  const album = run.job.album && { ...run.job.album, waitUntil: Math.max(run.job.album.waitUntil ?? 0, notBefore) };
+  return { ...run, notBefore, ...(album ? { job: { ...run.job, album } } : {}) };
 }
 
 /** `message`, claimed by the run `runId`, slides that run's window if it still waits (not `busy`: executing, being cancelled). */

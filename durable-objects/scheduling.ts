@@ -135,19 +135,22 @@ const canSteer = (job: RunJob) => job.runner.capabilities.steering === true;
  * never start together. An interrupting run waiting overtakes the runs
  * waiting their turn, whenever they arrived: it is next once nothing runs,
  * but after a run answered "started" before it came (another agent's, or a
- * notification: what it supersedes was cancelled), which it does not overtake.
+ * notification: what it supersedes was cancelled), and after another agent's
+ * interrupting run waiting before it, which it does not overtake. Debounce
+ * windows never reorder: decide answers as if every window were over.
  */
 export function startable(table: RunTable, now: number, running: (runId: string) => boolean): [string, StoredRun][] {
   const out: [string, StoredRun][] = [];
   let anyRunning = table.some(([, r]) => takesTurns(r) && running(r.job.runId));
   const interrupting = table.some(([, r]) => r.start === "after-running" && isQueued(r, running));
   let turnsBefore = 0;
-  let promisedBefore = false;
+  let aheadBefore = false;
   for (const [key, run] of table) {
     const promised = run.start === "after-all" && run.answered === "started" && isQueued(run, running);
-    const ready = isQueued(run, running) && run.notBefore <= now && mayStart(run, anyRunning, interrupting && !promised ? Infinity : turnsBefore, promisedBefore);
+    const ready = isQueued(run, running) && run.notBefore <= now && mayStart(run, anyRunning, interrupting && !promised ? Infinity : turnsBefore, aheadBefore);
     if (takesTurns(run)) turnsBefore++;
-    if (promised) promisedBefore = true;
+    // An older interrupting run still waiting is another agent's (the agent's own were superseded): still in its window, it stays ahead.
+    if (promised || (run.start === "after-running" && isQueued(run, running))) aheadBefore = true;
     if (!ready) continue;
     out.push([key, run]);
     if (takesTurns(run)) anyRunning = true;
@@ -181,9 +184,9 @@ export const withoutLost = (table: RunTable, running: (runId: string) => boolean
 
 const takesTurns = (run: StoredRun) => run.start !== "now";
 const isQueued = (run: StoredRun, running: (runId: string) => boolean) => run.state === "queued" && !running(run.job.runId);
-/** Whether a queued run's turn has come: `turnsBefore` runs that take turns come before it, `anyRunning` says whether one of them runs, `promisedBefore` whether one answered "started" waits before it. */
-const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number, promisedBefore: boolean) =>
-  !takesTurns(run) || (!anyRunning && (run.start === "after-running" ? !promisedBefore : turnsBefore === 0));
+/** Whether a queued run's turn has come: `turnsBefore` runs that take turns come before it, `anyRunning` says whether one of them runs, `aheadBefore` whether one an interrupting run does not overtake waits before it. */
+const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number, aheadBefore: boolean) =>
+  !takesTurns(run) || (!anyRunning && (run.start === "after-running" ? !aheadBefore : turnsBefore === 0));
 
 /** The agent as created: one deleted and created anew under its id (a new state epoch) is another agent. Jobs stored before epochs existed match any. */
 const sameAgent = (job: RunJob, agent: Pick<RunJob["agent"], "agentId" | "stateEpoch">) =>

@@ -305,6 +305,17 @@ describe("concurrency strategies for a busy conversation", () => {
     expect(startedTexts(c)).toEqual(["one", "invoked"]);
   });
 
+  it("interrupt answered queued behind another agent's interrupting run still in its debounce window waits for it, never overtaking it", async () => {
+    const c = "interrupt-behind-debounced-interrupt";
+    await putAgent(host, { agent_id: `chat-${c}`, runner_id: plain.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: c }, concurrency: { strategy: "interrupt", debounce_ms: 800 } });
+    await putAgent(host, { agent_id: `api-${c}`, runner_id: plain.runnerId(), runner_config: { pull: "never" }, event_types: ["api.invoked"], scope: { type: "conversation", id: c }, concurrency: { strategy: "interrupt" } });
+    const first = await host.postEvent(messageEvent(c, "one"));
+    const invoked = await host.postEvent({ ...messageEvent(c, "invoked"), event_type: "api.invoked" });
+    expect([first.body.disposition, invoked.body.disposition]).toEqual(["started", "queued"]);
+    for (const r of [first, invoked]) expect((await host.waitForRun(r.body.run_id!)).status).toBe("completed");
+    expect(startedTexts(c)).toEqual(["one", "invoked"]);
+  });
+
   it("interrupt supersedes what was asked, not a notification: a join, waiting out its debounce or being answered, is answered once, and so is the message", async () => {
     for (const joinHeld of [false, true]) {
       const c = `interrupt-join-${joinHeld ? "active" : "debounced"}`;

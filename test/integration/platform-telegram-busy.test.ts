@@ -18,10 +18,13 @@ const runsOf = new Map<string, string[]>();
 /** Chats where Telegram refuses to edit the bot's messages (deleted by an admin, say). */
 const refusingEdits = new Set<string>();
 const pulledOf = new Map<string, string[]>();
+/** When each chat's runs reached their runner (ms since the epoch). */
+const startedAt = new Map<string, number[]>();
 
 async function behave(call: RunCall, res: ServerResponse) {
   const { ctx, w, conversation, text, api } = runOf(call, res);
   runsOf.set(conversation, [...(runsOf.get(conversation) ?? []), text]);
+  startedAt.set(conversation, [...(startedAt.get(conversation) ?? []), Date.now()]);
   // `draft <words>[ | <more>]`: streams the words (the more 200 ms later), then holds: an answer the chat shows half of.
   if (text.startsWith("draft ")) {
     const [first, more] = text.slice("draft ".length).split(" | ");
@@ -119,6 +122,27 @@ describe("a Telegram chat busy with a run", () => {
       await quiet(chat);
       expect(sent(chat)).toEqual(strategy === "steer" ? ["re: hold first+what time is it"] : ["re: hold first", "re: what time is it"]);
     }
+  }, 60_000);
+
+  it("steer with debounce: a message claimed by an album's run pushes its start back, and an album item joining after it does not pull that start forward again", async () => {
+    const chat = "-70008";
+    await putAgent(host, { agent_id: "tg-album-burst", name: "a", runner_id: setup.steerer.runnerId(), runner_config: { pull: "all" }, scope: { type: "conversation", id: chat, bot_id: botId }, concurrency: { strategy: "steer", debounce_ms: 3000, debounce_max_ms: 20_000 } });
+    const photo = (messageId: number, caption?: string) => {
+      const message = { message_id: messageId, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, media_group_id: "album-burst", photo: [{ file_id: `burst-${messageId}`, width: 800, height: 800 }], ...(caption ? { caption } : {}) };
+      return fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: ++editUpdateId, message }) });
+    };
+    expect((await photo(880_001, "look")).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 2000));
+    const saidAt = Date.now();
+    expect((await sayOnTelegram(webhookUrl, SECRET, chat, "what are these")).status).toBe(200);
+    // The album's second item, slow to come (its file downloaded first), arrives after the message.
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await photo(880_002)).status).toBe(200);
+    await quiet(chat);
+    expect((await messageEvents(chat)).map((e) => e.disposition)).toEqual(["bound", "steered", "merged"]);
+    expect({ runs: runsOf.get(chat), pulled: pulledOf.get(chat) }).toEqual({ runs: ["look"], pulled: ["what are these"] });
+    // debounce_ms of quiet after the message the run claimed, not only ALBUM_WAIT_MS after the album's last item.
+    expect(startedAt.get(chat)![0] - saidAt).toBeGreaterThanOrEqual(2900);
   }, 60_000);
 
   it("interrupt: ten messages at once, one run answers, the interrupted ones stay silent", async () => {

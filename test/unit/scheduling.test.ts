@@ -91,6 +91,13 @@ describe("scheduling", () => {
     expect(keys(startable([started(row("o", "queued", "after-all", 50)), row("i", "queued", "after-running")], 50, none))).toEqual(["run:o"]);
     // Answered queued, it is overtaken.
     expect(keys(startable([row("q", "queued", "after-all"), row("i", "queued", "after-running")], 10, none))).toEqual(["run:i"]);
+    // Another agent's interrupting run before it, still in its debounce window (answered started, or queued behind a
+    // run since ended): the new one was answered queued behind it, and waits for it.
+    for (const a of ["started", "queued"] as const) {
+      const other: [string, StoredRun] = [`run:o`, { ...row("o", "queued", "after-running", 50, false, "other")[1], answered: a }];
+      expect(keys(startable([other, row("i", "queued", "after-running")], 10, none))).toEqual([]);
+      expect(keys(startable([other, row("i", "queued", "after-running")], 50, none))).toEqual(["run:o"]);
+    }
   });
 
   it("slides a debounce window by each message claimed, up to its limit, and not once the window is over", () => {
