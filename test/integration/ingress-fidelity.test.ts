@@ -79,19 +79,29 @@ describe("ingress probes", () => {
     expect(text).toContain("1234567890123456789");
   });
 
-  it("the same event_id posted at once with different bodies: one recorded event, every answer names its run", async () => {
-    const bodies = Array.from({ length: 6 }, (_, i) => messageEvent("r16-race", `text ${i}`, { event_id: "r16-race-1" }));
-    const answers = await Promise.all(bodies.map((b) => host.postEvent(b)));
+  it("the same event_id posted at once: one recorded event; the same body is a duplicate naming its run, a different one a 409 event_id_conflict", async () => {
+    // Six copies of one event and six that each say something else, all at once.
+    const same = Array.from({ length: 6 }, () => messageEvent("r16-race", "the text", { event_id: "r16-race-1" }));
+    const other = Array.from({ length: 6 }, (_, i) => messageEvent("r16-race", `text ${i}`, { event_id: "r16-race-1" }));
+    const answers = await Promise.all([...same, ...other].map((b) => host.postEvent(b)));
     const rows = await host.query<{ run_id: string; input_json: string }>("SELECT run_id, input_json FROM event_log WHERE event_id = 'r16-race-1'");
     expect(rows).toHaveLength(1);
     const runs = await host.query<{ run_id: string }>("SELECT run_id FROM run WHERE event_id = 'r16-race-1'");
     expect(runs).toHaveLength(1);
-    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 202]);
-    expect(new Set(answers.map((a) => a.body.run_id))).toEqual(new Set([runs[0].run_id]));
+    // Whichever attempt was recorded first, the others that say the same are its duplicates and the rest conflict.
+    const firstText = JSON.parse(rows[0].input_json).text as string;
+    const sayFirst = [...same, ...other].map((b) => (b.input as { text: string }).text === firstText);
+    answers.forEach((a, i) => {
+      if (sayFirst[i]) {
+        expect([200, 202]).toContain(a.status);
+        expect(a.body.run_id).toBe(runs[0].run_id);
+      } else expect([a.status, a.body.error?.code]).toEqual([409, "event_id_conflict"]);
+    });
+    expect(answers.filter((a) => a.status === 202)).toHaveLength(1);
     const items = await host.query("SELECT seq FROM transcript WHERE event_id = 'r16-race-1' AND role = 'user'");
     expect(items).toHaveLength(1);
     const run = await host.waitForRun(runs[0].run_id);
-    expect(JSON.parse(String(run.message?.content)).input.text).toBe(JSON.parse(rows[0].input_json).text);
+    expect(JSON.parse(String(run.message?.content)).input.text).toBe(firstText);
   });
 
   it("GET /v1/events/{id} and the conversation's EventLog agree with what was sent", async () => {
