@@ -22,10 +22,16 @@ export interface InputAttachmentMeta {
   artifactType?: string | null;
 }
 
+/**
+ * A URL's refusal handed back to its platform: the headers to fetch it once more with (a short-lived token the
+ * platform says is stale, fetched anew), or null when the refusal stands. `timeoutMs`: the time left to fetch it.
+ */
+export type Reauthorize = (refusal: { status: number; body: string }, timeoutMs: number) => Promise<Record<string, string> | null>;
+
 /** Where an input's bytes come from; `artifact` re-uses an artifact the conversation already has. */
 export type InputAttachmentSource =
   | ({ kind: "bytes"; bytes: Uint8Array } & InputAttachmentMeta)
-  | ({ kind: "url"; url: string; headers?: Record<string, string> } & InputAttachmentMeta)
+  | ({ kind: "url"; url: string; headers?: Record<string, string>; reauthorize?: Reauthorize } & InputAttachmentMeta)
   /** `namedAt`: where the event named it, when not in its attachments (an element of `input.contents`). */
   | { kind: "artifact"; artifactId: string; namedAt?: string };
 
@@ -132,7 +138,7 @@ async function storeOne(
     bytes = source.bytes;
   } else {
     const timeoutMs = Math.min(deps.config.INPUT_ATTACHMENT_FETCH_TIMEOUT_MS, (deps.fetchDeadlineAt ?? Infinity) - Date.now());
-    const fetched = await fetchAttachment(source.url, source.headers, { timeoutMs, maxBytes: deps.config.INPUT_ATTACHMENT_MAX_BYTES, declaredType: mimeType }, index);
+    const fetched = await fetchAttachment(source, { timeoutMs, maxBytes: deps.config.INPUT_ATTACHMENT_MAX_BYTES, declaredType: mimeType }, index);
     if (fetched === "too_large") throw tooLarge();
     bytes = fetched.bytes;
     mimeType ??= fetched.contentType;
@@ -169,23 +175,33 @@ async function storeOne(
   };
 }
 
+/** A refusal's body, as far as a platform needs it to say why (its error code). */
+const REFUSAL_MAX_BYTES = 16 * 1024;
+
 async function fetchAttachment(
-  url: string,
-  headers: Record<string, string> | undefined,
+  { url, headers, reauthorize }: Extract<InputAttachmentSource, { kind: "url" }>,
   { timeoutMs, maxBytes, declaredType }: { timeoutMs: number; maxBytes: number; declaredType: string | null },
   index: number,
 ) {
   const unavailable = (why: string, cause?: unknown) => new HostError(400, "attachment_unavailable", `${label(index)}: ${why}`, undefined, { cause });
   if (timeoutMs <= 0) throw unavailable("no time left to fetch it");
+  // One bound for every step, a second fetch after a refusal included.
+  const endsAt = Date.now() + timeoutMs;
   const signal = AbortSignal.timeout(timeoutMs);
-  let res: Response;
-  try {
-    res = await fetch(url, { headers, signal, redirect: "follow" });
-  } catch (cause) {
-    throw unavailable("the URL could not be fetched", cause);
-  }
+  const get = async (given: Record<string, string> | undefined) => {
+    try {
+      return await fetch(url, { headers: given, signal, redirect: "follow" });
+    } catch (cause) {
+      throw unavailable("the URL could not be fetched", cause);
+    }
+  };
+  let res = await get(headers);
+  // Refused, perhaps for a credential that went stale since it was given: its platform may give another, once.
+  const again = !res.ok && reauthorize ? await reauthorize({ status: res.status, body: await refusalText(res) }, endsAt - Date.now()).catch(() => null) : null;
+  if (again) res = await get(again);
   if (!res.ok) {
-    await res.body?.cancel();
+    // A refusal already read for its platform has no body left to cancel.
+    if (!res.bodyUsed) await res.body?.cancel();
     throw unavailable(`the URL answered HTTP ${res.status}`);
   }
   const contentType = res.headers.get("content-type")?.split(";")[0].trim().toLowerCase() || null;
@@ -203,6 +219,11 @@ async function fetchAttachment(
   }
   if (bytes === "too_large") return bytes;
   return { bytes, contentType };
+}
+
+async function refusalText(res: Response): Promise<string> {
+  const bytes = await readCapped(res, REFUSAL_MAX_BYTES).catch(() => "too_large" as const);
+  return bytes === "too_large" ? "" : new TextDecoder().decode(bytes);
 }
 
 function fileNameOf(url: string): string | null {

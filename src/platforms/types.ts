@@ -50,8 +50,11 @@ export interface PlatformFile {
 export type DeliveryTarget =
   | { platform: "telegram"; chatId: string; messageThreadId: number | null; replyToMessageId: number | null }
   | { platform: "slack"; channel: string; threadTs: string | null }
-  /** Without a message to reply to (a welcome), the reply is a new message in the chat. */
-  | { platform: "lark"; chatId: string; replyToMessageId: string | null; replyInThread: boolean }
+  /**
+   * Without a message to reply to (a welcome), the reply is a new message in the chat. `threadRootId`: the root of the
+   * topic thread the message is in, replied to in the thread should the message be recalled first.
+   */
+  | { platform: "lark"; chatId: string; replyToMessageId: string | null; replyInThread: boolean; threadRootId?: string | null }
   /** `followupLimit`: the follow-up messages Discord takes for the interaction, when it limits them (an app installed only to the user). */
   | { platform: "discord"; channelId: string | null; interactionId: string; interactionToken: string; followupLimit?: number };
 

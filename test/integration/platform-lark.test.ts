@@ -23,6 +23,8 @@ const postedUuids = new Map<string, string>();
 const cardSchemas = new Map<string, string>();
 /** Messages whose replies (and those replies' patches) Lark refuses any Markdown card for, as for a converter bug. */
 const refusingMarkdown = new Set<string>();
+/** Messages their users recalled: Lark refuses a reply to them (400, 230011). */
+const recalledMessages = new Set<string>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -53,6 +55,7 @@ function larkApi(call: PlatformCall): FakeReply {
   if (call.path === "/open-apis/bot/v3/info" && call.method === "GET") return { json: { code: 0, msg: "ok", bot: { activate_status: 2, app_name: "Our Bot", open_id: OUR_OPEN_ID } } };
   const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(call.path);
   if (reply && call.method === "POST") {
+    if (recalledMessages.has(reply[1])) return { status: 400, json: { code: 230011, msg: "The message is recalled." } };
     const throttled = throttledMessages.get(reply[1]);
     if (throttled && throttledMessages.delete(reply[1])) return { status: throttled.status, headers: { "x-ogw-ratelimit-reset": "1" }, json: { code: throttled.code, msg: "request trigger frequency limit" } };
     const refused = refusedContent(call, call.body.msg_type, refusingMarkdown.has(reply[1]));
@@ -510,6 +513,31 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     await waitFor(() => repliesTo(after.event.message.message_id).length > 0, 10_000, "the message after it answered");
     expect(contextFor("never mind this")).toEqual([]);
     expect(repliesTo(waiting.event.message.message_id)).toEqual([]);
+  });
+
+  it("answers a message recalled once its runner had it: in its topic thread (a reply to the thread's root), else in the chat", async () => {
+    const chatPosts = (chatId: string) => fake.calls.filter((c) => c.path === "/open-apis/im/v1/messages" && c.body?.receive_id === chatId);
+    // Recalled while the run was going: the reply to it is refused.
+    const ev = received("oc_recalled", { text: "recalled meanwhile" });
+    recalledMessages.add(ev.event.message.message_id);
+    await postPlain(ev);
+    const [posted] = await waitFor(() => chatPosts("oc_recalled").length > 0 && chatPosts("oc_recalled"), 15_000, "the answer in the chat");
+    expect(posted.body).toMatchObject({ msg_type: "text", content: JSON.stringify({ text: "echo: recalled meanwhile" }) });
+    expect(repliesTo(ev.event.message.message_id).map(statusOf)).toEqual([400]);
+    const runId = contextFor("recalled meanwhile")[0].run_id;
+    const outcome = await waitFor(async () => {
+      const rows = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.succeeded'", [runId]);
+      return rows.map((r) => JSON.parse(r.data_json))[0];
+    }, 15_000, "the delivery record");
+    expect(outcome).toMatchObject({ operation: "send", message_id: (posted.reply!.json as any).data.message_id });
+    // In a topic thread: the answer stays in the thread, a reply to its root.
+    const inThread = received("oc_recalled_thread", { text: "recalled in a thread" }, { thread_id: "omt_recalled", root_id: "om_recalled_root", parent_id: "om_recalled_root" });
+    recalledMessages.add(inThread.event.message.message_id);
+    await postPlain(inThread);
+    const [toRoot] = await waitFor(() => repliesTo("om_recalled_root").length > 0 && repliesTo("om_recalled_root"), 15_000, "the answer in the thread");
+    expect(toRoot.body).toMatchObject({ reply_in_thread: true, content: JSON.stringify({ text: "echo: recalled in a thread" }) });
+    expect(statusOf(toRoot)).toBe(200);
+    expect(chatPosts("oc_recalled_thread")).toEqual([]);
   });
 
   it("never lends a bot of the same app the tenant token another bot's secret fetched: a wrong app secret fails its replies", async () => {

@@ -70,13 +70,31 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
     // The tenant token is derived, not among the bot's credentials that records are scrubbed of: scrubbed here.
     const failure = failureOf(reply.value.status, reply.value.headers, body);
     failure.message = scrubSecrets(failure.message, { tenant: token.value });
-    if (failure.code.startsWith("lark_") && TOKEN_INVALID.has(Number(failure.code.slice(5)))) tokens.delete(tokenKey(bot));
+    if (failure.code.startsWith("lark_") && TOKEN_INVALID.has(Number(failure.code.slice(5)))) forget(token.value);
     return { ok: false, failure };
+  }
+
+  /** A token Lark refused leaves the cache, unless another call already replaced it. */
+  function forget(stale: string) {
+    if (tokens.get(tokenKey(bot))?.token === stale) tokens.delete(tokenKey(bot));
   }
 
   return {
     call,
     tenantToken,
+    /** A token fetched anew when Lark's answer (a JSON body) refused `stale` as invalid or expired; else null. */
+    async renewedToken(stale: string, refusal: string): Promise<string | null> {
+      let code: unknown;
+      try {
+        code = asRecord(JSON.parse(refusal)).code;
+      } catch {
+        return null;
+      }
+      if (typeof code !== "number" || !TOKEN_INVALID.has(code)) return null;
+      forget(stale);
+      const fresh = await tenantToken();
+      return fresh.ok && fresh.value !== stale ? fresh.value : null;
+    },
     resourceUrl: (messageId: string, fileRef: string) => {
       const [type, key] = [fileRef.slice(0, fileRef.indexOf(":")), fileRef.slice(fileRef.indexOf(":") + 1)];
       return `${bot.apiBaseUrl}/open-apis/im/v1/messages/${encodeURIComponent(messageId)}/resources/${encodeURIComponent(key)}?type=${type}`;
@@ -86,6 +104,8 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
 
 /** Lark's refusal of a card it cannot build ("Failed to create card content": more tables than it takes, say). */
 const CARD_REFUSED = "lark_230099";
+/** "The message is recalled.": the message named was withdrawn by its sender (or an admin). */
+const RECALLED = "lark_230011";
 
 const LARK_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** What im/v1/images takes; any other image (an SVG, say) goes up as a file. */
@@ -105,20 +125,26 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
   };
   /** Each file's key from its upload: a retried send posts the same content, so its uuid lets Lark drop a repeat. */
   const uploadedKeys = new WeakMap<OutgoingFile, string>();
+  /**
+   * The message replied to. Recalled before the answer came (230011), as README promises an answer to a message its
+   * runner had: its topic thread's root (in the thread), else the chat as a new message; for every send after it too.
+   */
+  let replyTo = target.replyToMessageId;
   async function post(msgType: string, content: string): Promise<ApiResult<string>> {
     // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice. The content
     // is part of it, so a different message in the same place (the final text after a streamed card whose answer was
     // lost) is never taken for that retry and dropped.
-    const uuid = (await sha256Hex(`${scope}\n${target.replyToMessageId ?? target.chatId}\n${sent}\n${msgType}\n${content}`)).slice(0, 32);
+    const uuid = (await sha256Hex(`${scope}\n${replyTo ?? target.chatId}\n${sent}\n${msgType}\n${content}`)).slice(0, 32);
     const res =
-      target.replyToMessageId === null
+      replyTo === null
         ? await api.call("POST", "/open-apis/im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: msgType, content, uuid })
-        : await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(target.replyToMessageId)}/reply`, {
-            msg_type: msgType,
-            content,
-            reply_in_thread: target.replyInThread,
-            uuid,
-          });
+        : await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(replyTo)}/reply`, { msg_type: msgType, content, reply_in_thread: target.replyInThread, uuid });
+    if (!res.ok && res.failure.code === RECALLED && replyTo !== null) {
+      const root = target.threadRootId ?? null;
+      console.warn(`lark bot ${bot.botId}: message ${replyTo} was recalled; the answer goes to ${root !== null && root !== replyTo ? `its thread's root ${root}` : `chat ${target.chatId}`}`);
+      replyTo = root !== replyTo ? root : null;
+      return post(msgType, content);
+    }
     if (!res.ok) return res;
     sent++;
     return { ok: true, value: String(res.value.message_id) };

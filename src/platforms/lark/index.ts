@@ -1,4 +1,5 @@
 import * as z from "zod";
+import type { Reauthorize } from "../../artifacts/input";
 import { HostError } from "../../lib/errors";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter } from "../types";
@@ -49,7 +50,12 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
     const api = larkApi(bot, timeoutMs);
     const token = await api.tenantToken();
     if (!token.ok) throw new HostError(400, "attachment_unavailable", `Lark tenant token: ${token.failure.message}`);
-    return { kind: "url", url: api.resourceUrl(messageId, file.ref), headers: { authorization: `Bearer ${token.value}` }, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
+    // A cached token Lark refuses as expired (its API calls retry on that too): fetched anew, the file fetched once more.
+    const reauthorize: Reauthorize = async (refusal, timeLeftMs) => {
+      const fresh = timeLeftMs > 0 ? await larkApi(bot, timeLeftMs).renewedToken(token.value, refusal.body) : null;
+      return fresh === null ? null : { authorization: `Bearer ${fresh}` };
+    };
+    return { kind: "url", url: api.resourceUrl(messageId, file.ref), headers: { authorization: `Bearer ${token.value}` }, reauthorize, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
   },
 
   // The verification token travels in every payload (v2 header.token, v1 token).

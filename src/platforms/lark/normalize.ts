@@ -82,7 +82,7 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
         text: content.text,
         files: content.files,
         data: { ...base.data, message_id: m.message_id, chat_type: m.chat_type ?? null, message_type: m.message_type, root_id: m.root_id ?? null, parent_id: m.parent_id ?? null, mentions: m.mentions ?? [], raw_text: rawText },
-        replyTarget: { platform: "lark", chatId: m.chat_id, replyToMessageId: m.message_id, replyInThread: threadId !== null },
+        replyTarget: { platform: "lark", chatId: m.chat_id, replyToMessageId: m.message_id, replyInThread: threadId !== null, threadRootId: threadId !== null ? (m.root_id ?? null) : null },
       },
     ];
   }
