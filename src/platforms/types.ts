@@ -55,8 +55,11 @@ export type DeliveryTarget =
    * topic thread the message is in, replied to in the thread should the message be recalled first.
    */
   | { platform: "lark"; chatId: string; replyToMessageId: string | null; replyInThread: boolean; threadRootId?: string | null }
-  /** `followupLimit`: the follow-up messages Discord takes for the interaction, when it limits them (an app installed only to the user). */
-  | { platform: "discord"; channelId: string | null; interactionId: string; interactionToken: string; followupLimit?: number };
+  /**
+   * `followupLimit`: the follow-up messages Discord takes for the interaction, when it limits them (an app installed only
+   * to the user). `ephemeral`: the answer is the user's alone (a press on an ephemeral message). `userId`: who asked.
+   */
+  | { platform: "discord"; channelId: string | null; interactionId: string; interactionToken: string; followupLimit?: number; ephemeral?: boolean; userId?: string };
 
 /** What the run job carries so its conversation's object can deliver the reply. */
 export interface PlatformDelivery {

@@ -434,11 +434,16 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(ctx.input.attachments[0]).toMatchObject({ name: "report.txt", mime_type: "text/plain", size_bytes: FILE.length });
   });
 
-  it("acknowledges what it does not handle: autocomplete gets no choices and is recorded", async () => {
-    const auto = interaction(4, { name: "ask", type: 1, options: [{ name: "question", type: 3, value: "hel", focused: true }] });
-    expect(await post(auto)).toEqual({ status: 200, body: { type: 8, data: { choices: [] } } });
-    const [row] = await host.query<{ event_type: string; source_event_type: string }>("SELECT event_type, source_event_type FROM event_log WHERE event_id = ?", [`discord:${botId}:${auto.id}`]);
-    expect(row).toEqual({ event_type: "platform.unhandled", source_event_type: "APPLICATION_COMMAND_AUTOCOMPLETE" });
+  it("answers each autocomplete keystroke at once with no choices, storing and recording none of them", async () => {
+    const rawsBefore = (await host.r2Keys("raw/")).length;
+    const keystrokes = ["h", "he", "hel"].map((value) => interaction(4, { name: "ask", type: 1, options: [{ name: "question", type: 3, value, focused: true }] }));
+    for (const auto of keystrokes) expect(await post(auto)).toEqual({ status: 200, body: { type: 8, data: { choices: [] } } });
+    const rows = await host.query("SELECT event_id FROM event_log WHERE source_event_type = 'APPLICATION_COMMAND_AUTOCOMPLETE'");
+    expect(rows).toEqual([]);
+    expect(await host.r2Keys("raw/")).toHaveLength(rawsBefore);
+    // Still verified first: a forged keystroke is refused.
+    const forged = JSON.stringify(keystrokes[0]);
+    expect((await postRaw(forged, signed(forged, generateKeyPairSync("ed25519").privateKey))).status).toBe(401);
   });
 
   it("keeps the bot token and interaction tokens out of every answer, record and log line", async () => {

@@ -5,16 +5,18 @@
  * A run queued or running past those 15 minutes would lose its answer: once
  * Discord refuses the token, the reply continues in the interaction's channel
  * under the bot token, and its first message replaces the "thinking…"
- * placeholder, found among the channel's messages by its interaction's id. Rate limits answer 429 with `retry_after` (seconds,
- * fractional) in the body; a route's bucket spent is waited out before its next call (./route-limits.ts). An app
- * installed only to the user has 5 follow-ups per interaction (./followup-limit.ts).
+ * placeholder, found among the channel's messages by its interaction's id. Where the channel will not do (an app
+ * installed only to the user, an ephemeral answer), it continues in a DM to the user instead (./dm.ts). Rate limits
+ * answer 429 with `retry_after` (seconds, fractional) in the body; a route's bucket spent is waited out before its
+ * next call (./route-limits.ts). An app installed only to the user has 5 follow-ups per interaction (./followup-limit.ts).
  */
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
 import { scrubSecrets } from "../redact";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
+import { DM_NOTE, dmRefused, openDm } from "./dm";
 import { FollowupBudget, followupLimitFailure, MAX_FOLLOWUPS_CODE, withCutNotice } from "./followup-limit";
-import { RouteLimits } from "./route-limits";
+import { botTokenLimits, RouteLimits } from "./route-limits";
 
 export interface DiscordCredentials extends Record<string, string> {
   application_id: string;
@@ -26,6 +28,11 @@ const ORIGINAL = "@original";
 
 /** No @everyone, role or user pings from an agent's text. */
 const payload = (content: string) => ({ content, allowed_mentions: { parse: [] } });
+/** A message flag: only the user who interacted sees it. */
+const EPHEMERAL = 64;
+
+/** What a write carries: a message's text, or a file (each attempt builds a new form for it). */
+type Content = string | OutgoingFile;
 
 /** Discord's answers for an interaction token it no longer honours (expired after 15 minutes, or unknown). */
 const EXPIRED_TOKEN_CODES = new Set([50027, 10015]);
@@ -35,56 +42,91 @@ const PLACEHOLDER_SEARCHES = 2;
 export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<DeliveryTarget, { platform: "discord" }>, timeoutMs: number): Messenger {
   const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
   const channel = target.channelId ? `${bot.apiBaseUrl}/channels/${encodeURIComponent(target.channelId)}/messages` : null;
+  /** Past the token, the answer goes to the user's DM rather than the channel (./dm.ts). */
+  const toDm = target.ephemeral === true || target.followupLimit !== undefined;
+  const canContinue = toDm ? target.userId !== undefined : channel !== null;
   const botAuth = { authorization: `Bot ${bot.credentials.bot_token}` };
   // Scrubbed as it is and percent-encoded (the form a quoted URL has it in): scrubSecrets looks for both.
   const interactionSecrets = { token: target.interactionToken };
   let originalUsed = false;
   /** The deferred response's message id, from its first edit: the bot token can edit it by id once the interaction token is gone. */
   let originalId: string | null = null;
-  /** The interaction token was refused: every later write goes through the channel. */
+  /** The interaction token was refused: every later write goes through the channel (or the DM). */
   let viaChannel = false;
   /** The content of a first-message edit that got no answer (it may have been applied); null when there was none. */
-  let originalMaybe: string | OutgoingFile | null = null;
-  /** What a write shows: its text, or the file a form carries (each attempt builds a new form for the same file). */
-  const shownBy = (content: string | UploadForm): string | OutgoingFile => (content instanceof UploadForm ? content.file : content);
+  let originalMaybe: Content | null = null;
   /** The "thinking…" message found in the channel once the token was refused: undefined until sought, null when there is none to use. */
-  let placeholder: string | null | undefined;
+  let placeholder: string | null | undefined = toDm ? null : undefined;
   let searchesFailed = 0;
-  const limits = new RouteLimits(timeoutMs);
+  /** The DM's messages URL once opened and its note posted; its refusal, kept once Discord gave it; the messages posted there. */
+  let dm: string | null = null;
+  let dmRefusal: { ok: false; failure: ApiFailure } | null = null;
+  const dmMessages = new Set<string>();
+  /** The interaction's webhook has buckets of its own; calls under the bot token share the bot's (./route-limits.ts). */
+  const webhookLimits = new RouteLimits();
+  const botLimits = botTokenLimits(bot.botId);
+  const limitsOf = (url: string) => (url.startsWith(webhook) ? webhookLimits : botLimits);
   const budget = new FollowupBudget(target.followupLimit);
-  /** A call's rate-limit route: its method and endpoint, whichever message it names (Discord's buckets go by route). */
-  const routeOf = (method: string, url: string) => `${method} ${url.startsWith(webhook) ? "webhook" : "channel"}${/\/messages\/[^/?]+(?:\?|$)/.test(url) ? "/message" : ""}`;
+  /** A call's rate-limit route: its method and endpoint, whichever message it names (Discord's buckets go by route and its channel). */
+  const routeOf = (method: string, url: string) =>
+    url.startsWith(webhook)
+      ? `${method} webhook${/\/messages\/[^/?]+(?:\?|$)/.test(url) ? "/message" : ""}`
+      : `${method} ${url.slice(bot.apiBaseUrl.length).split("?")[0].replace(/\/messages\/[^/]+$/, "/messages/:id")}`;
+  const retryAfterOf = (data: Record<string, unknown>, headers: Headers) => (typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(headers));
 
   /** A refusal as the retry loop reads it; a refused interaction token is told apart (the channel takes over). */
   function failureOf(status: number, headers: Headers, data: Record<string, unknown>): { ok: false; failure: ApiFailure } {
     // The interaction token is a credential of its own, not the bot's: an answer quoting the URL must not carry it on.
     const message = typeof data.message === "string" ? scrubSecrets(data.message, interactionSecrets) : `HTTP ${status}`;
-    const retryAfterMs = typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(headers);
+    const retryAfterMs = retryAfterOf(data, headers);
     const code = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404) ? "discord_interaction_expired" : `discord_http_${status}`;
     if (data.code === MAX_FOLLOWUPS_CODE && status === 400) return followupLimitFailure(status);
     return { ok: false, failure: failureOfStatus(status, code, message, retryAfterMs) };
   }
 
-  /** A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). */
-  async function call(method: string, url: string, content: string | UploadForm, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
-    const upload = content instanceof UploadForm;
+  /**
+   * A message's text, or a form carrying a file (its `payload_json` says the same as a text message's JSON). A follow-up
+   * of an ephemeral answer is ephemeral too; an edit keeps what its message is, and the bot's own posts cannot be.
+   */
+  async function call(method: string, url: string, content: Content, headers: Record<string, string> = {}): Promise<ApiResult<Record<string, unknown>>> {
+    const json = { ...payload(typeof content === "string" ? content : ""), ...(target.ephemeral && method === "POST" && url.startsWith(webhook) ? { flags: EPHEMERAL } : {}) };
+    const body = () => (typeof content === "string" ? json : new UploadForm({ payload_json: JSON.stringify({ ...json, attachments: [{ id: 0, filename: content.name }] }) }, "files[0]", content));
     const route = routeOf(method, url);
-    await limits.ready(route);
-    const reply = await callPlatform(url, () => requestInit(method, upload ? content : payload(content), headers), upload ? uploadTimeoutMs(timeoutMs, content.file) : timeoutMs);
+    const limits = limitsOf(url);
+    await limits.ready(route, timeoutMs);
+    const reply = await callPlatform(url, () => requestInit(method, body(), headers), typeof content === "string" ? timeoutMs : uploadTimeoutMs(timeoutMs, content));
     if (!reply.ok) return reply;
-    const { status, headers: replyHeaders, json } = reply.value;
-    limits.noted(route, replyHeaders);
-    const data = asRecord(json);
+    const { status, headers: replyHeaders, json: answer } = reply.value;
+    const data = asRecord(answer);
+    limits.noted(route, status, replyHeaders, retryAfterOf(data, replyHeaders));
     return status >= 200 && status < 300 ? { ok: true, value: data } : failureOf(status, replyHeaders, data);
   }
 
-  /** A webhook write, unless the token is refused and there is a channel to continue in: then `null`, and the channel takes over. */
-  async function viaWebhook(method: string, url: string, content: string | UploadForm): Promise<ApiResult<Record<string, unknown>> | null> {
+  /** A webhook write, unless the token is refused and there is a place to continue in: then `null`, and that place takes over. */
+  async function viaWebhook(method: string, url: string, content: Content): Promise<ApiResult<Record<string, unknown>> | null> {
     if (viaChannel) return null;
     const res = await call(method, url, content);
-    if (res.ok || res.failure.code !== "discord_interaction_expired" || !channel) return res;
+    if (res.ok || res.failure.code !== "discord_interaction_expired" || !canContinue) return res;
     viaChannel = true;
     return null;
+  }
+
+  /** Where a new message goes once the token is refused: the channel, or the DM (opened, and its note posted, once). */
+  async function continuedIn(): Promise<ApiResult<string>> {
+    if (!toDm) return { ok: true, value: channel! };
+    if (dm) return { ok: true, value: dm };
+    if (dmRefusal) return dmRefusal;
+    const opened = await openDm(bot.apiBaseUrl, bot.credentials.bot_token, target.userId!, botLimits, timeoutMs);
+    if (!opened.ok && opened.failure.kind === "permanent") dmRefusal = opened;
+    if (!opened.ok) return opened;
+    const url = `${bot.apiBaseUrl}/channels/${encodeURIComponent(opened.value)}/messages`;
+    const noted = await call("POST", url, DM_NOTE, botAuth);
+    if (!noted.ok && noted.failure.kind === "permanent") dmRefusal = dmRefused(noted.failure);
+    if (dmRefusal) return dmRefusal;
+    // Not posted for now (or maybe posted): the send is tried again, note first; a note twice is better than none.
+    if (!noted.ok) return repeatable(noted);
+    dm = url;
+    return { ok: true, value: dm };
   }
 
   /**
@@ -95,11 +137,11 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
    */
   async function placeholderId(): Promise<ApiResult<string | null>> {
     const url = `${channel!}?after=${encodeURIComponent(target.interactionId)}&limit=50`;
-    await limits.ready(routeOf("GET", url));
+    await botLimits.ready(routeOf("GET", url), timeoutMs);
     const res = await callPlatform(url, { method: "GET", headers: botAuth }, timeoutMs);
     if (!res.ok) return repeatable(res);
     const { status, headers, json } = res.value;
-    limits.noted(routeOf("GET", url), headers);
+    botLimits.noted(routeOf("GET", url), status, headers, retryAfterOf(asRecord(json), headers));
     if (status === 429 || status >= 500) return repeatable(failureOf(status, headers, asRecord(json)));
     if (status !== 200 || !Array.isArray(json)) return { ok: true, value: null };
     const placeholder = json.map(asRecord).find((m) => [m.interaction_metadata, m.interaction].some((i) => asRecord(i).id === target.interactionId));
@@ -107,7 +149,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   }
 
   /** The first message answers the deferred response; the rest are follow-ups (or channel messages, once the token is gone). */
-  async function post(content: string | UploadForm): Promise<ApiResult<string>> {
+  async function post(content: Content): Promise<ApiResult<string>> {
     const res = await posted(content);
     if (!res.ok && res.failure.code === "discord_followup_limit") return followupsSpent(res.failure.status);
     // What it shows, for the notice should the follow-ups run out after it (a file's message has no text).
@@ -129,13 +171,13 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     return followupLimitFailure(status);
   }
 
-  async function posted(content: string | UploadForm): Promise<ApiResult<string>> {
+  async function posted(content: Content): Promise<ApiResult<string>> {
     if (originalUsed && !viaChannel && budget.spent) return followupLimitFailure(null);
     // The first message may have been written by an edit that got no answer: a different text is not written over it.
-    if (!originalUsed && originalMaybe !== null && originalMaybe !== shownBy(content)) originalUsed = true;
+    if (!originalUsed && originalMaybe !== null && originalMaybe !== content) originalUsed = true;
     const res = originalUsed ? await viaWebhook("POST", `${webhook}?wait=true`, content) : await viaWebhook("PATCH", `${webhook}/messages/${ORIGINAL}`, content);
     if (res && !res.ok && !originalUsed && res.failure.maybeApplied) {
-      originalMaybe = shownBy(content);
+      originalMaybe = content;
       // An edit that may have been applied can be made again (the same text twice shows once).
       return repeatable(res);
     }
@@ -146,7 +188,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
       return { ok: true, value: ORIGINAL };
     }
     if (res) return { ok: true, value: String(res.value.id) };
-    // Each call streams an upload's file anew, so the refused form itself goes to the channel.
+    // Each call streams an upload's file anew, so the refused file itself goes to the channel (or the DM).
     if (!originalUsed && placeholder === undefined) {
       const sought = await placeholderId();
       if (sought.ok) placeholder = sought.value;
@@ -165,24 +207,29 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
       if (edited.failure.kind !== "permanent") return repeatable(edited);
       placeholder = null;
     }
-    const sent = await call("POST", channel!, content, botAuth);
-    return sent.ok ? { ok: true, value: String(sent.value.id) } : sent;
+    const place = await continuedIn();
+    if (!place.ok) return place;
+    const sent = await call("POST", place.value, content, botAuth);
+    // The user stopped taking DMs from the app meanwhile: kept, as a refusal of the DM itself is.
+    if (!sent.ok && toDm && sent.failure.status === 403) dmRefusal = dmRefused(sent.failure);
+    if (!sent.ok) return dmRefusal ?? sent;
+    if (toDm) dmMessages.add(String(sent.value.id));
+    return { ok: true, value: String(sent.value.id) };
   }
 
   async function editMessage(messageId: string, text: string): Promise<ApiResult<void>> {
     const res = await viaWebhook("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);
     if (res) return res.ok ? { ok: true, value: undefined } : res;
     const id = messageId === ORIGINAL ? originalId : messageId;
-    if (!id) return { ok: false, failure: { kind: "permanent", status: null, code: "discord_interaction_expired", message: "the deferred response can no longer be edited" } };
-    const edited = await call("PATCH", `${channel!}/${encodeURIComponent(id)}`, text, botAuth);
+    // In a DM, only the messages posted there: the rest only the interaction's token could edit (the text is sent anew).
+    if (!id || (toDm && !dmMessages.has(id))) return { ok: false, failure: { kind: "permanent", status: null, code: "discord_interaction_expired", message: "the message can no longer be edited: its interaction's token expired" } };
+    const edited = await call("PATCH", `${toDm ? dm! : channel!}/${encodeURIComponent(id)}`, text, botAuth);
     return edited.ok ? { ok: true, value: undefined } : edited;
   }
 
   return {
     send: (text) => post(text),
-    async sendFile(file) {
-      return post(new UploadForm({ payload_json: JSON.stringify({ ...payload(""), attachments: [{ id: 0, filename: file.name }] }) }, "files[0]", file));
-    },
+    sendFile: (file) => post(file),
     // The message carrying the cut notice keeps it through later edits.
     edit: (messageId, text) => editMessage(messageId, budget.editing(messageId, text)),
   };

@@ -32,9 +32,10 @@ const notice = (content: string) => ({ type: CHANNEL_MESSAGE, data: { content, f
 function acknowledge(recorded: Recorded[]): unknown {
   const r = recorded[0];
   if (!r) return notice("Nothing to answer.");
-  if (r.event.sourceEventType === "APPLICATION_COMMAND_AUTOCOMPLETE") return { type: AUTOCOMPLETE_RESULT, data: { choices: [] } };
   if (r.event.eventType === null) return notice("This interaction is not supported.");
-  if (r.runId && (r.disposition === "started" || r.disposition === "queued" || r.disposition === "duplicate")) return { type: DEFERRED_CHANNEL_MESSAGE };
+  // An answer to a press on an ephemeral message is ephemeral too: the "thinking…" it edits, and its follow-ups.
+  const ephemeral = r.event.replyTarget?.platform === "discord" && r.event.replyTarget.ephemeral === true;
+  if (r.runId && (r.disposition === "started" || r.disposition === "queued" || r.disposition === "duplicate")) return { type: DEFERRED_CHANNEL_MESSAGE, ...(ephemeral ? { data: { flags: EPHEMERAL } } : {}) };
   if (r.disposition === "steered") return notice("Added to the answer in progress.");
   if (r.disposition === "rejected") return notice("Busy with an earlier request; try again shortly.");
   if (r.disposition === BOT_DISABLED) return notice("This app is paused; try again later.");
@@ -60,6 +61,9 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
     const interaction = InteractionSchema.safeParse(body);
     if (!interaction.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
     if (interaction.data.type === InteractionType.PING) return { kind: "handshake", body: { type: PONG } };
+    // Each keystroke in an autocomplete option is an interaction wanting choices within 3 s. The host offers none:
+    // answered at once, with nothing stored or recorded (a row per keystroke would tell an operator nothing).
+    if (interaction.data.type === InteractionType.AUTOCOMPLETE) return { kind: "handshake", body: { type: AUTOCOMPLETE_RESULT, data: { choices: [] } } };
     return { kind: "events", raw: interaction.data, events: normalizeInteraction(interaction.data) };
   },
 

@@ -16,6 +16,8 @@ const TYPE_NAMES: Record<number, string> = { 1: "PING", 2: "APPLICATION_COMMAND"
 /** Channel types that are threads (announcement, public, private). */
 const THREAD_TYPES = new Set([10, 11, 12]);
 const ATTACHMENT_OPTION = 11;
+/** The message flag of an ephemeral message. */
+const EPHEMERAL_FLAG = 64;
 /** Application command types: a context-menu command names what it was used on (`target_id`). */
 const USER_COMMAND = 2;
 const MESSAGE_COMMAND = 3;
@@ -45,7 +47,8 @@ export const InteractionSchema = z.looseObject({
   channel: z.looseObject({ id: z.string(), type: z.number().optional(), parent_id: z.string().nullish() }).optional(),
   member: z.looseObject({ user: UserSchema.optional(), nick: z.string().nullish() }).optional(),
   user: UserSchema.optional(),
-  message: z.looseObject({ id: z.string() }).optional(),
+  // A component's (or a modal opened from one) message: `flags` 64 when only the user sees it (ephemeral).
+  message: z.looseObject({ id: z.string(), flags: z.number().int().optional() }).optional(),
   // Which installs of the app the interaction is authorized by: "0" the server's (or its bot's DM), "1" the user's.
   authorizing_integration_owners: z.record(z.string(), z.unknown()).optional(),
   data: z
@@ -134,19 +137,25 @@ function commandInput(i: Interaction): CommandInput {
   return { text, files, command: { name, path, options: Object.fromEntries(options) } };
 }
 
+/** The fields that are set: an unset one is left out of the stored target, as it always was. */
+const withoutUnset = <T extends Record<string, unknown>>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
 export function normalizeInteraction(i: Interaction): NormalizedEvent[] {
   const sourceEventType = interactionTypeName(i.type);
   const channelId = i.channel?.id ?? i.channel_id ?? null;
   const inThread = i.channel?.type !== undefined && THREAD_TYPES.has(i.channel.type) && Boolean(i.channel.parent_id);
   const user = i.member?.user ?? i.user;
   const followupLimit = followupLimitOf(i.authorizing_integration_owners);
+  // A press on a message only the user sees is answered for their eyes too.
+  const ephemeral = ((i.message?.flags ?? 0) & EPHEMERAL_FLAG) !== 0;
+  const target = { followupLimit, ephemeral: ephemeral || undefined, userId: user?.id };
   const common = {
     key: i.id,
     sourceEventType,
     conversationId: inThread ? i.channel!.parent_id! : channelId,
     threadId: inThread ? channelId : null,
     actor: user ? { actor_type: user.bot ? "bot" : "user", actor_id: user.id, actor_name: memberName(user, i.member?.nick), metadata: user.username ? { username: user.username } : {} } : null,
-    replyTarget: i.token ? { platform: "discord" as const, channelId, interactionId: i.id, interactionToken: i.token, ...(followupLimit === undefined ? {} : { followupLimit }) } : null,
+    replyTarget: i.token ? { platform: "discord" as const, channelId, interactionId: i.id, interactionToken: i.token, ...withoutUnset(target) } : null,
   };
   const data = { interaction_id: i.id, interaction_type: i.type, guild_id: i.guild_id ?? null, channel_id: channelId };
 

@@ -1,35 +1,68 @@
 /**
- * Discord's per-route rate limits, honoured before a call rather than only after a 429: an answer saying its bucket is
+ * Discord's rate limits, honoured before a call rather than only after a 429: an answer saying its bucket is
  * spent (`X-RateLimit-Remaining: 0`) holds the next call of that route until the bucket resets
  * (`X-RateLimit-Reset-After`, seconds, fractional). Routes Discord names as one bucket (`X-RateLimit-Bucket`) wait
- * together. Kept in memory by one reply's messenger: every 429 Discord answers counts toward its ban on clients that
- * keep getting them, and a reply of many parts would otherwise meet one per burst.
+ * together. Every 429 counts toward Discord's ban on clients that keep getting them (10,000 401, 403 and 429 answers
+ * in 10 minutes), and a reply of many parts would otherwise meet one per burst.
+ *
+ * An interaction's webhook has buckets of its own (its token is part of them): one reply's messenger keeps those.
+ * Calls under the bot token (the channel or DM an answer continues in once its token expired) share the bot's
+ * buckets and its global limit (50 a second; interaction webhooks are exempt) with every reply of the bot: those are
+ * kept per bot for the whole isolate, so a global 429 one reply met holds the others' calls too.
  */
 import { retryAfterHeaderMs } from "../http";
+
+/** Routes whose bucket names are remembered; past it the oldest are forgotten (Discord names them again). */
+const MAX_ROUTES = 1_000;
 
 export class RouteLimits {
   /** Each route's bucket as Discord named it; a route it has not named is a bucket of its own. */
   private readonly buckets = new Map<string, string>();
   /** When each spent bucket has room again (ms since the epoch). */
   private readonly resetAt = new Map<string, number>();
+  /** When the global limit has room again (ms since the epoch). */
+  private globalResetAt = 0;
 
-  /** `maxWaitMs`: a longer wait is not waited here (the call goes, and a 429 says how long; the retry loop waits). */
-  constructor(private readonly maxWaitMs: number) {}
-
-  /** Resolves once the route's bucket has room again. */
-  async ready(route: string): Promise<void> {
-    const wait = (this.resetAt.get(this.buckets.get(route) ?? route) ?? 0) - Date.now();
-    if (wait > 0 && wait <= this.maxWaitMs) await new Promise((resolve) => setTimeout(resolve, wait));
+  /**
+   * Resolves once the route's bucket (and the global limit) has room again. A wait longer than `maxWaitMs` is not
+   * waited here: the call goes, and a 429 says how long (the retry loop waits).
+   */
+  async ready(route: string, maxWaitMs: number): Promise<void> {
+    const wait = Math.max(this.resetAt.get(this.buckets.get(route) ?? route) ?? 0, this.globalResetAt) - Date.now();
+    if (wait > 0 && wait <= maxWaitMs) await new Promise((resolve) => setTimeout(resolve, wait));
   }
 
-  /** What an answer on the route says of its bucket. */
-  noted(route: string, headers: Headers): void {
+  /** What an answer on the route says of its bucket, and a 429 of the global limit (`retryAfterMs`: what it asks). */
+  noted(route: string, status: number, headers: Headers, retryAfterMs: number | undefined): void {
+    const now = Date.now();
+    const global = headers.get("x-ratelimit-global")?.trim().toLowerCase() === "true" || headers.get("x-ratelimit-scope")?.trim().toLowerCase() === "global";
+    if (status === 429 && global && retryAfterMs !== undefined) this.globalResetAt = Math.max(this.globalResetAt, now + retryAfterMs);
     const named = headers.get("x-ratelimit-bucket");
-    if (named) this.buckets.set(route, named);
+    if (named) this.remember(route, named);
     const bucket = named || (this.buckets.get(route) ?? route);
     const remaining = headers.get("x-ratelimit-remaining")?.trim();
     const resetAfterMs = retryAfterHeaderMs(headers, "x-ratelimit-reset-after");
-    if (remaining === "0" && resetAfterMs !== undefined) this.resetAt.set(bucket, Date.now() + resetAfterMs);
+    if (remaining === "0" && resetAfterMs !== undefined) this.resetAt.set(bucket, now + resetAfterMs);
     else if (remaining !== undefined) this.resetAt.delete(bucket);
+    if (this.resetAt.size > MAX_ROUTES) for (const [key, at] of this.resetAt) if (at <= now) this.resetAt.delete(key);
   }
+
+  private remember(route: string, bucket: string): void {
+    this.buckets.delete(route);
+    this.buckets.set(route, bucket);
+    if (this.buckets.size > MAX_ROUTES) this.buckets.delete(this.buckets.keys().next().value!);
+  }
+}
+
+/** Each bot's limits under its token, shared by its replies in this isolate. */
+const byBot = new Map<string, RouteLimits>();
+
+export function botTokenLimits(botId: string): RouteLimits {
+  let limits = byBot.get(botId);
+  if (!limits) {
+    limits = new RouteLimits();
+    byBot.set(botId, limits);
+    if (byBot.size > MAX_ROUTES) byBot.delete(byBot.keys().next().value!);
+  }
+  return limits;
 }

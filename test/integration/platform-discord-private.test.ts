@@ -1,0 +1,205 @@
+import { generateKeyPairSync, sign as edSign, type KeyObject } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { fileOf, formOf, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+/**
+ * Discord answers that are the user's alone (a press on an ephemeral message), answers of an app installed only to the
+ * user once their interaction token expired (its bot is in no channel of theirs: a DM instead), and the bot's global
+ * rate limit shared by its replies.
+ */
+const APPLICATION_ID = "1122334455667788";
+const BOT_TOKEN = "discord-bot-token-SECRET-0123456789";
+/** Interaction tokens Discord no longer honours (past their 15 minutes), and ones that expire after their first write. */
+const expiredTokens = new Set<string>();
+const expiringTokens = new Set<string>();
+/** Channels the bot is a member of: any other refuses its posts (403, Missing Access). */
+const memberOf = new Set(["C1", "CG1", "CG2", "C41"]);
+/** Users who take no DMs from the app: opening one is refused (403, 50007). */
+const noDms = new Set(["U99"]);
+/** Channels whose first bot call meets the global limit (429, 1.5 s); until it resets, every bot-token call does. */
+const globalTrigger = new Set<string>();
+let globalUntil = 0;
+let ids = 0;
+
+function discordApi(call: PlatformCall): FakeReply {
+  const bot = /^\/(?:channels\/([^/]+)\/messages(?:\/(.+))?|users\/@me\/channels)$/.exec(call.path);
+  if (bot) {
+    if (call.headers.authorization !== `Bot ${BOT_TOKEN}`) return { status: 401, json: { message: "401: Unauthorized", code: 0 } };
+    const limited = { "x-ratelimit-global": "true", "x-ratelimit-scope": "global" };
+    if (bot[1] && globalTrigger.delete(bot[1])) globalUntil = Date.now() + 1500;
+    if (Date.now() < globalUntil) return { status: 429, headers: limited, json: { message: "You are being rate limited.", retry_after: (globalUntil - Date.now()) / 1000, global: true } };
+    if (!bot[1]) {
+      const user = String(call.body?.recipient_id);
+      return noDms.has(user) ? { status: 403, json: { message: "Cannot send messages to this user", code: 50007 } } : { json: { id: `DM-${user}`, type: 1 } };
+    }
+    if (!memberOf.has(bot[1]) && !bot[1].startsWith("DM-")) return { status: 403, json: { message: "Missing Access", code: 50001 } };
+    if (call.method === "GET") return { status: 403, json: { message: "Missing Access", code: 50001 } };
+    if (call.method === "POST" && !bot[2]) return { json: { id: `msg_${++ids}`, channel_id: bot[1] } };
+    if (call.method === "PATCH" && bot[2]) return { json: { id: bot[2], channel_id: bot[1] } };
+    return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
+  }
+  const m = /^\/webhooks\/([^/]+)\/([^/]+)(?:\/messages\/(.+))?$/.exec(call.path);
+  if (!m || m[1] !== APPLICATION_ID || expiredTokens.has(m[2])) return { status: 401, json: { message: "Invalid Webhook Token", code: 50027 } };
+  if (expiringTokens.delete(m[2])) expiredTokens.add(m[2]);
+  if (call.method === "PATCH") return { json: { id: m[3] === "@original" ? `original_${m[2].slice(-20)}` : m[3] } };
+  if (call.method === "POST") return { json: { id: `followup_${++ids}` } };
+  return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
+}
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+let privateKey: KeyObject;
+let botId: string;
+let webhookUrl: string;
+
+beforeAll(async () => {
+  const pair = generateKeyPairSync("ed25519");
+  privateKey = pair.privateKey;
+  const publicKeyHex = pair.publicKey.export({ type: "spki", format: "der" }).subarray(-32).toString("hex");
+  fake = await startFakePlatform(discordApi);
+  runner = await startChatRunner("discord-private");
+  host = await startTestHost({ captureLogs: true });
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "discord", api_base_url: fake.url, credentials: { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: BOT_TOKEN } });
+  expect(created.status).toBe(201);
+  botId = created.body.bot_id;
+  webhookUrl = created.body.webhook_url;
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "discord-agent", scope: { type: "bot", id: botId } });
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+async function post(interaction: unknown) {
+  const body = JSON.stringify(interaction);
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const signature = edSign(null, Buffer.from(timestamp + body), privateKey).toString("hex");
+  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-signature-timestamp": timestamp, "x-signature-ed25519": signature }, body });
+  return { status: res.status, body: await res.json() };
+}
+
+let seq = 0;
+function interaction(type: number, data: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const id = `7${String(++seq).padStart(17, "0")}`;
+  const channel = String(extra.channel_id ?? "C1");
+  return { id, application_id: APPLICATION_ID, type, token: `interaction-token-${id}-secret`, version: 1, guild_id: "G1", channel_id: channel, channel: { id: channel, type: 0 }, member: { user: { id: "U42", username: "ada", global_name: "Ada" } }, data, ...extra };
+}
+const command = (question: string, extra: Record<string, unknown> = {}) => interaction(2, { id: "cmd1", name: "ask", type: 1, options: [{ name: "question", type: 3, value: question }] }, extra);
+/** A pick in a string select on message `M1`: what was picked is the run's input; `flags` 64 when the message is ephemeral. */
+const pick = (value: string, flags?: number, extra: Record<string, unknown> = {}) => interaction(3, { custom_id: "menu", component_type: 3, values: [value] }, { message: { id: "M1", ...(flags === undefined ? {} : { flags }) }, ...extra });
+/** Installed only to the user: the bot is no member of the server. */
+const userInstall = { authorizing_integration_owners: { "1": "U42" } };
+
+const writesFor = (i: { token: string }) => fake.calls.filter((c) => c.path.startsWith(`/webhooks/${APPLICATION_ID}/${i.token}`));
+const runIdOf = (i: { id: string }) => waitFor(() => runner.contexts.find((c) => c.event.event_id === `discord:${botId}:${i.id}`)?.run_id as string | undefined, 10_000, `the run of ${i.id}`);
+const botCalls = (since: number) => fake.calls.filter((c) => !c.path.startsWith("/webhooks/") && c.at >= since);
+const deliveries = async (runId: string) =>
+  (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type IN ('delivery.succeeded', 'delivery.failed') ORDER BY seq", [runId])).map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) }));
+
+describe("Discord: a press on an ephemeral message", () => {
+  it("is answered for the user's eyes only: the deferred response and every follow-up, text and file, are ephemeral; a public press stays public", async () => {
+    const secret = pick("long 4500", 64);
+    expect((await post(secret)).body).toEqual({ type: 5, data: { flags: 64 } });
+    const writes = await waitFor(() => writesFor(secret).length >= 3 && writesFor(secret), 15_000, "the answer's three parts");
+    expect(writes.map((w) => w.method)).toEqual(["PATCH", "POST", "POST"]);
+    expect(writes.slice(1).map((w) => w.body.flags)).toEqual([64, 64]);
+
+    const withFile = pick("attach secret.png", 64 | 4);
+    expect((await post(withFile)).body).toEqual({ type: 5, data: { flags: 64 } });
+    const [, file] = await waitFor(() => writesFor(withFile).length >= 2 && writesFor(withFile), 15_000, "the file's follow-up");
+    expect(JSON.parse(String((await formOf(file)).get("payload_json")))).toMatchObject({ flags: 64, attachments: [{ id: 0, filename: "secret.png" }] });
+
+    const open = pick("long 4500");
+    expect((await post(open)).body).toEqual({ type: 5 });
+    const shown = await waitFor(() => writesFor(open).length >= 3 && writesFor(open), 15_000, "the public answer");
+    expect(shown.slice(1).map((w) => w.body.flags)).toEqual([undefined, undefined]);
+  });
+});
+
+describe("Discord: once the interaction token expired, where the bot cannot or must not post in the channel", () => {
+  it("continues in a DM with the user who asked, opened with a line saying why: an app installed only to the user, and an ephemeral answer", async () => {
+    for (const [i, text] of [
+      [command("late for a user app", { channel_id: "C40", channel: { id: "C40", type: 0 }, ...userInstall }), "late for a user app"],
+      [pick("late and private", 64, { channel_id: "C41", channel: { id: "C41", type: 0 } }), "late and private"],
+    ] as const) {
+      const since = Date.now();
+      expiredTokens.add(i.token);
+      expect((await post(i)).status).toBe(200);
+      const runId = await runIdOf(i);
+      await waitFor(async () => (await deliveries(runId)).length > 0, 15_000, "the answer's record");
+      // Never the channel: the bot is no member there, or the answer was the user's alone.
+      expect(botCalls(since).map((c) => [c.method, c.path, c.body?.recipient_id ?? c.body?.content])).toEqual([
+        ["POST", "/users/@me/channels", "U42"],
+        ["POST", "/channels/DM-U42/messages", "(Discord no longer lets this app answer where you asked: the answer continues here.)"],
+        ["POST", "/channels/DM-U42/messages", `echo: ${text}`],
+      ]);
+      expect(botCalls(since).every((c) => c.headers.authorization === `Bot ${BOT_TOKEN}` && c.body.flags === undefined)).toBe(true);
+      expect((await deliveries(runId)).map((d) => [d.type, d.operation])).toEqual([["delivery.succeeded", "send"]]);
+    }
+  });
+
+  it("a stream whose token expires mid-way ends in the DM on the final text, files too", async () => {
+    const since = Date.now();
+    const i = command("stream one two three four five six", { channel_id: "C42", channel: { id: "C42", type: 0 }, ...userInstall });
+    expiringTokens.add(i.token);
+    await post(i);
+    const runId = await runIdOf(i);
+    await host.waitForRun(runId);
+    const final = "one two three four five six";
+    await waitFor(() => botCalls(since).some((c) => c.body?.content === final), 15_000, "the final text in the DM");
+    // The message shown before the token expired cannot be edited by the bot: the final text is posted in the DM.
+    expect(botCalls(since).every((c) => c.path === "/users/@me/channels" || c.path.startsWith("/channels/DM-U42/"))).toBe(true);
+    expect(writesFor(i).filter((w) => (w.reply?.status ?? 200) < 300)).toHaveLength(1);
+
+    const file = command("attach late.png", { channel_id: "C42", channel: { id: "C42", type: 0 }, ...userInstall });
+    expiredTokens.add(file.token);
+    const sinceFile = Date.now();
+    await post(file);
+    const form = await waitFor(() => botCalls(sinceFile).find((c) => String(c.headers["content-type"]).startsWith("multipart/")), 15_000, "the file in the DM");
+    expect(form.path).toBe("/channels/DM-U42/messages");
+    expect((await fileOf(await formOf(form), "files[0]")).name).toBe("late.png");
+  });
+
+  it("records a DM the user takes no part in, once asked, with why, and logs it; no part asks again", async () => {
+    const since = Date.now();
+    const i = command("long 4500", { channel_id: "C43", channel: { id: "C43", type: 0 }, member: { user: { id: "U99", username: "bo" } }, ...userInstall });
+    expiredTokens.add(i.token);
+    await post(i);
+    const runId = await runIdOf(i);
+    await host.waitForRun(runId);
+    const failed = await waitFor(async () => {
+      const rows = (await deliveries(runId)).filter((d) => d.type === "delivery.failed");
+      return rows.length >= 3 && rows;
+    }, 15_000, "each part's refusal");
+    expect(failed.every((d) => d.code === "discord_dm_refused" && d.will_retry === false)).toBe(true);
+    expect(failed[0].error).toMatch(/token expired .*refused a direct message to the user: Cannot send messages to this user/);
+    expect(botCalls(since).map((c) => [c.method, c.path])).toEqual([["POST", "/users/@me/channels"]]);
+    expect(host.logs()).toMatch(new RegExp(`run ${runId}: reply not delivered, given up \\(discord_dm_refused\\)`));
+  });
+});
+
+describe("Discord: the bot's global rate limit", () => {
+  it("a global 429 one reply met holds the other replies' calls under the bot token until it resets, rather than meeting 429s of their own", async () => {
+    const first = command("first of two", { channel_id: "CG1", channel: { id: "CG1", type: 0 } });
+    const second = command("second of two", { channel_id: "CG2", channel: { id: "CG2", type: 0 } });
+    expiredTokens.add(first.token);
+    expiredTokens.add(second.token);
+    globalTrigger.add("CG1");
+    const since = Date.now();
+    await post(first);
+    const limited = await waitFor(() => botCalls(since).find((c) => c.reply?.status === 429), 15_000, "the first reply's 429");
+    await post(second);
+    const answered = await waitFor(() => {
+      const posts = botCalls(since).filter((c) => c.method === "POST" && (c.reply?.status ?? 200) < 300);
+      return posts.length >= 2 && posts;
+    }, 15_000, "both answers");
+    expect(answered.map((c) => c.body.content).sort()).toEqual(["echo: first of two", "echo: second of two"]);
+    // One 429 in all: the second reply waited out the global limit (1.5 s) its first call would have met.
+    expect(botCalls(since).filter((c) => c.reply?.status === 429)).toEqual([limited]);
+    const secondCalls = botCalls(since).filter((c) => c.path.startsWith("/channels/CG2/"));
+    expect(secondCalls[0].at - limited.at).toBeGreaterThanOrEqual(1400);
+  });
+});
