@@ -14,13 +14,28 @@ const BOT_TOKEN = "discord-bot-token-SECRET-0123456789";
 const expiredTokens = new Set<string>();
 const expiringTokens = new Set<string>();
 /** Channels the bot is a member of: any other refuses its posts (403, Missing Access). */
-const memberOf = new Set(["C1", "CG1", "CG2", "C41"]);
+const memberOf = new Set(["C1", "CG1", "CG2", "C41", "CB1", "CB2"]);
 /** Users who take no DMs from the app: opening one is refused (403, 50007). */
 const noDms = new Set(["U99"]);
 /** Channels whose first bot call meets the global limit (429, 1.5 s); until it resets, every bot-token call does. */
 const globalTrigger = new Set<string>();
 let globalUntil = 0;
 let ids = 0;
+/**
+ * Channels whose posts name one bucket, as Discord names a route's bucket whatever channel it is in (its limit counted
+ * for each channel apart): each post in CB1 spends that channel's for 4 s (one sooner is a 429); CB2's leave room.
+ */
+const BUCKET = "bucket-channel-messages";
+let cb1ResetAt = 0;
+function bucketed(channel: string): FakeReply | null {
+  if (channel === "CB2") return { headers: { "x-ratelimit-bucket": BUCKET, "x-ratelimit-remaining": "4", "x-ratelimit-reset-after": "5" }, json: { id: `msg_${++ids}`, channel_id: channel } };
+  if (channel !== "CB1") return null;
+  const wait = cb1ResetAt - Date.now();
+  const headers = { "x-ratelimit-bucket": BUCKET, "x-ratelimit-remaining": "0", "x-ratelimit-reset-after": wait > 0 ? (wait / 1000).toFixed(3) : "4" };
+  if (wait > 0) return { status: 429, headers, json: { message: "You are being rate limited.", retry_after: wait / 1000, global: false } };
+  cb1ResetAt = Date.now() + 4000;
+  return { headers, json: { id: `msg_${++ids}`, channel_id: channel } };
+}
 
 function discordApi(call: PlatformCall): FakeReply {
   const bot = /^\/(?:channels\/([^/]+)\/messages(?:\/(.+))?|users\/@me\/channels)$/.exec(call.path);
@@ -35,7 +50,7 @@ function discordApi(call: PlatformCall): FakeReply {
     }
     if (!memberOf.has(bot[1]) && !bot[1].startsWith("DM-")) return { status: 403, json: { message: "Missing Access", code: 50001 } };
     if (call.method === "GET") return { status: 403, json: { message: "Missing Access", code: 50001 } };
-    if (call.method === "POST" && !bot[2]) return { json: { id: `msg_${++ids}`, channel_id: bot[1] } };
+    if (call.method === "POST" && !bot[2]) return bucketed(bot[1]) ?? { json: { id: `msg_${++ids}`, channel_id: bot[1] } };
     if (call.method === "PATCH" && bot[2]) return { json: { id: bot[2], channel_id: bot[1] } };
     return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
   }
@@ -181,7 +196,7 @@ describe("Discord: once the interaction token expired, where the bot cannot or m
   });
 });
 
-describe("Discord: the bot's global rate limit", () => {
+describe("Discord: the bot's rate limits, shared by its replies", () => {
   it("a global 429 one reply met holds the other replies' calls under the bot token until it resets, rather than meeting 429s of their own", async () => {
     const first = command("first of two", { channel_id: "CG1", channel: { id: "CG1", type: 0 } });
     const second = command("second of two", { channel_id: "CG2", channel: { id: "CG2", type: 0 } });
@@ -201,5 +216,30 @@ describe("Discord: the bot's global rate limit", () => {
     expect(botCalls(since).filter((c) => c.reply?.status === 429)).toEqual([limited]);
     const secondCalls = botCalls(since).filter((c) => c.path.startsWith("/channels/CG2/"));
     expect(secondCalls[0].at - limited.at).toBeGreaterThanOrEqual(1400);
+  });
+
+  it("a bucket one channel spent holds that channel's next post, never another channel's: Discord names the bucket alike, but counts it per channel", async () => {
+    const channelOf = (id: string) => ({ channel_id: id, channel: { id, type: 0 } });
+    const posts = (channel: string, since: number) => botCalls(since).filter((c) => c.method === "POST" && c.path === `/channels/${channel}/messages`);
+    const late = (text: string, channel: string) => {
+      const i = command(text, channelOf(channel));
+      expiredTokens.add(i.token);
+      return i;
+    };
+    const since = Date.now();
+    // CB2's route is known to share the bucket's name; then CB1 spends its own (4 s).
+    await post(late("warm CB2", "CB2"));
+    await waitFor(() => posts("CB2", since).length >= 1, 15_000, "CB2's first answer");
+    await post(late("spend CB1", "CB1"));
+    const [spent] = await waitFor(() => posts("CB1", since).length >= 1 && posts("CB1", since), 15_000, "CB1's answer");
+    await post(late("next in CB2", "CB2"));
+    await post(late("next in CB1", "CB1"));
+    const other = await waitFor(() => posts("CB2", since).find((c) => c.body.content === "echo: next in CB2"), 15_000, "CB2's second answer");
+    // Not held for CB1's reset: CB2's bucket had room.
+    expect(other.at - spent.at).toBeLessThan(2000);
+    // CB1's own next post waits for its reset, and meets no 429.
+    const same = await waitFor(() => posts("CB1", since).find((c) => c.body.content === "echo: next in CB1"), 15_000, "CB1's second answer");
+    expect(same.at - spent.at).toBeGreaterThanOrEqual(3900);
+    expect(posts("CB1", since).filter((c) => c.reply?.status === 429)).toEqual([]);
   });
 });

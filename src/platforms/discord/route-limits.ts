@@ -2,8 +2,10 @@
  * Discord's rate limits, honoured before a call rather than only after a 429: an answer saying its bucket is
  * spent (`X-RateLimit-Remaining: 0`) holds the next call of that route until the bucket resets
  * (`X-RateLimit-Reset-After`, seconds, fractional). Routes Discord names as one bucket (`X-RateLimit-Bucket`) wait
- * together. Every 429 counts toward Discord's ban on clients that keep getting them (10,000 401, 403 and 429 answers
- * in 10 minutes), and a reply of many parts would otherwise meet one per burst.
+ * together, each channel (guild, webhook) apart: the name leaves out the top-level resource a route names, which
+ * Discord counts on its own, so one channel's spent bucket must not hold another's posts. Every 429 counts toward
+ * Discord's ban on clients that keep getting them (10,000 401, 403 and 429 answers in 10 minutes), and a reply of
+ * many parts would otherwise meet one per burst.
  *
  * An interaction's webhook has buckets of its own (its token is part of them): one reply's messenger keeps those.
  * Calls under the bot token (the channel or DM an answer continues in once its token expired) share the bot's
@@ -14,6 +16,9 @@ import { retryAfterHeaderMs } from "../http";
 
 /** Routes whose bucket names are remembered; past it the oldest are forgotten (Discord names them again). */
 const MAX_ROUTES = 1_000;
+
+/** The top-level resource a route names (`/channels/{id}`, `/guilds/{id}`, `/webhooks/{id}`), or "" for none. */
+const majorOf = (route: string) => /\/(?:channels|guilds|webhooks)\/[^/]+/.exec(route)?.[0] ?? "";
 
 export class RouteLimits {
   /** Each route's bucket as Discord named it; a route it has not named is a bucket of its own. */
@@ -28,7 +33,7 @@ export class RouteLimits {
    * waited here: the call goes, and a 429 says how long (the retry loop waits).
    */
   async ready(route: string, maxWaitMs: number): Promise<void> {
-    const wait = Math.max(this.resetAt.get(this.buckets.get(route) ?? route) ?? 0, this.globalResetAt) - Date.now();
+    const wait = Math.max(this.resetAt.get(this.bucketOf(route)) ?? 0, this.globalResetAt) - Date.now();
     if (wait > 0 && wait <= maxWaitMs) await new Promise((resolve) => setTimeout(resolve, wait));
   }
 
@@ -36,15 +41,22 @@ export class RouteLimits {
   noted(route: string, status: number, headers: Headers, retryAfterMs: number | undefined): void {
     const now = Date.now();
     const global = headers.get("x-ratelimit-global")?.trim().toLowerCase() === "true" || headers.get("x-ratelimit-scope")?.trim().toLowerCase() === "global";
-    if (status === 429 && global && retryAfterMs !== undefined) this.globalResetAt = Math.max(this.globalResetAt, now + retryAfterMs);
+    // A wait given as no finite number (`retry_after: 1e400`) is no wait to keep: it would hold every later call.
+    if (status === 429 && global && retryAfterMs !== undefined && Number.isFinite(retryAfterMs)) this.globalResetAt = Math.max(this.globalResetAt, now + retryAfterMs);
     const named = headers.get("x-ratelimit-bucket");
     if (named) this.remember(route, named);
-    const bucket = named || (this.buckets.get(route) ?? route);
+    const bucket = this.bucketOf(route, named);
     const remaining = headers.get("x-ratelimit-remaining")?.trim();
     const resetAfterMs = retryAfterHeaderMs(headers, "x-ratelimit-reset-after");
     if (remaining === "0" && resetAfterMs !== undefined) this.resetAt.set(bucket, now + resetAfterMs);
     else if (remaining !== undefined) this.resetAt.delete(bucket);
     if (this.resetAt.size > MAX_ROUTES) for (const [key, at] of this.resetAt) if (at <= now) this.resetAt.delete(key);
+  }
+
+  /** The bucket a route's call counts against: the one Discord named, for the resource the route names; else the route's own. */
+  private bucketOf(route: string, named?: string | null): string {
+    const hash = named || this.buckets.get(route);
+    return hash ? `${hash} ${majorOf(route)}` : route;
   }
 
   private remember(route: string, bucket: string): void {
@@ -54,15 +66,16 @@ export class RouteLimits {
   }
 }
 
-/** Each bot's limits under its token, shared by its replies in this isolate. */
+/** Each bot's limits under its token, shared by its replies in this isolate; the least recently made past MAX_BOTS forgotten. */
 const byBot = new Map<string, RouteLimits>();
+const MAX_BOTS = 100;
 
 export function botTokenLimits(botId: string): RouteLimits {
   let limits = byBot.get(botId);
   if (!limits) {
     limits = new RouteLimits();
     byBot.set(botId, limits);
-    if (byBot.size > MAX_ROUTES) byBot.delete(byBot.keys().next().value!);
+    if (byBot.size > MAX_BOTS) byBot.delete(byBot.keys().next().value!);
   }
   return limits;
 }
