@@ -92,7 +92,7 @@ export class ConversationDO extends DurableObject<Env> {
     let table = await this.runs.entries();
     const [now, lastKey] = [Date.now(), table.at(-1)?.[0]];
     const known = table.find(([, r]) => r.job.runId === job.runId);
-    if (known) return { disposition: this.isActive(job.runId) || startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued", runId: job.runId };
+    if (known) return { disposition: this.isActive(job.runId) ? "started" : (known[1].answered ?? (startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued")), runId: job.runId }; // as first answered
     const merged = this.albums.join(table, job, now);
     if (merged) return this.withoutOwnRun(job, merged);
     const strategy = arrivalStrategy(job);
@@ -111,7 +111,7 @@ export class ConversationDO extends DurableObject<Env> {
     const startsNow = startable([...withoutLost(table, this.isActive), [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
     void this.runs.put(key, { ...stored, answered: startsNow ? "started" : "queued" }); // not awaited: the output gate holds the reply until the write is durable
     this.kick();
-    if (table.length === 0 && stored.notBefore <= now && !this.scheduling) this.claims.prepare(dbOf(this.env), job); // starts with the alarm just set: claimed meanwhile
+    if (table.length === 0 && this.active.size === 0 && stored.notBefore <= now && !this.scheduling) this.claims.prepare(dbOf(this.env), job); // starts with the alarm just set: claimed meanwhile (never while an interrupted run is still ending: its last writes come first)
     return { disposition: startsNow ? "started" : "queued", runId: job.runId };
   }
 

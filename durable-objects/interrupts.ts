@@ -23,7 +23,10 @@ export async function interrupt(deps: InterruptDeps, table: RunTable, job: RunJo
   const isActive = (runId: string) => deps.active.has(runId);
   for (const [, run] of table.filter(([, r]) => supersedes(job)(r))) deps.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
   const superseded = supersededByInterrupt(table, job, Date.now(), isActive);
-  for (const [key, run] of superseded) await deps.cancelQueued(key, run.job, "superseded by a newer event in its conversation");
+  // All at once: each is marked as being cancelled before the first write is awaited, so the scheduler never starts one
+  // while another's end is recorded. The first failure is the decision's (the runs it left are cancelled next time).
+  const cancels = await Promise.allSettled(superseded.map(([key, run]) => deps.cancelQueued(key, run.job, "superseded by a newer event in its conversation")));
+  for (const c of cancels) if (c.status === "rejected") throw c.reason;
   const limits = superseded.map(([, r]) => r.waitLimit).filter((t) => t !== undefined);
   const now = (await deps.runs.entries()).filter(([, r]) => !deps.active.get(r.job.runId)?.abort.signal.aborted);
   return { table: now, stored: waiting(limits.length ? Math.min(...limits) : undefined) };

@@ -1,7 +1,7 @@
 import { debounceLimitMs, type ConcurrencyStrategy } from "../src/agents/policy";
 import { asks, type RunJob } from "../src/run/job";
 import { jsonByteLength } from "../src/protocol/common";
-import { asAlbumHead } from "./albums";
+import { albumIdOf, asAlbumHead } from "./albums";
 
 /**
  * When a stored run may start, relative to the other runs of its conversation:
@@ -161,9 +161,11 @@ export function startable(table: RunTable, now: number, running: (runId: string)
 /**
  * Whether an interrupting event of `job`'s agent supersedes `run`: a run of the same agent (as created) answering
  * something asked (a message, an API invocation) that takes turns. Another agent's run is that agent's (its own
- * strategy decides for it), a notification's (a welcome) is not made moot by a newer message, and parallel runs take no turn.
+ * strategy decides for it), a notification's (a welcome) is not made moot by a newer message, and parallel runs take no
+ * turn. Nor is a run of the album `job` is an item of: the album is one message, and an item too late to join its run
+ * (a slow upload) is part of what that run answers, not a newer question.
  */
-export const supersedes = (job: RunJob) => (run: StoredRun) => takesTurns(run) && sameAgent(run.job, job.agent) && asks(run.job);
+export const supersedes = (job: RunJob) => (run: StoredRun) => takesTurns(run) && sameAgent(run.job, job.agent) && asks(run.job) && !sameAlbum(run.job, job);
 
 /**
  * What an interrupting event of `job`'s agent supersedes besides its active runs (which are aborted): of the runs it
@@ -183,6 +185,8 @@ export function supersededByInterrupt(table: RunTable, job: RunJob, now: number,
 export const withoutLost = (table: RunTable, running: (runId: string) => boolean): RunTable => table.filter(([, r]) => r.state !== "running" || running(r.job.runId));
 
 const takesTurns = (run: StoredRun) => run.start !== "now";
+/** Items of one album, by their events (also with albums not gathered: ALBUM_WAIT_MS 0). */
+const sameAlbum = (a: RunJob, b: RunJob) => albumIdOf(a) !== null && albumIdOf(a) === albumIdOf(b);
 const isQueued = (run: StoredRun, running: (runId: string) => boolean) => run.state === "queued" && !running(run.job.runId);
 /** Whether a queued run's turn has come: `turnsBefore` runs that take turns come before it, `anyRunning` says whether one of them runs, `aheadBefore` whether one an interrupting run does not overtake waits before it. */
 const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number, aheadBefore: boolean) =>

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../support/fake-platform";
+import { putAgent } from "../support/scripted-runner";
 import { startTelegramChat } from "../support/telegram-chat";
 
 /**
@@ -170,5 +171,22 @@ describe("a Telegram album", () => {
     expect(contexts.map((c) => c.input.attachments.length)).toEqual([1, 1, 1]);
     expect(contexts.map((c) => c.input.text)).toEqual(["first", null, "second album"]);
     expect((await eventsIn(chatId)).map((e) => e.disposition)).toEqual(["bound", "bound", "bound"]);
+  });
+
+  it("under interrupt, an item arriving after its album's run began waits for that run rather than cancelling it: the album is one message", async () => {
+    const chatId = "-880007";
+    await putAgent(chat.host, { agent_id: "album-interrupting", runner_id: chat.runner.runnerId(), scope: { type: "conversation", id: chatId }, concurrency: { strategy: "interrupt" } });
+    // The caption has the album's run stream for about 3 s.
+    expect(await post(item(chatId, "album-i", 1001, `stream ${"word ".repeat(12).trim()}`))).toBe(200);
+    await waitFor(() => contextsIn(chatId).length === 1, 15_000, "the album's run");
+    const album = contextsIn(chatId)[0];
+    // A slow upload: the item reaches the conversation once its album's run has begun.
+    expect(await post(item(chatId, "album-i", 1002))).toBe(200);
+    await waitFor(() => contextsIn(chatId).length === 2, 15_000, "the late item's run");
+    const late = contextsIn(chatId)[1];
+    await chat.host.waitForRun(late.run_id);
+    expect((await chat.host.admin("GET", `/v1/runs/${album.run_id}`)).body.status).toBe("completed");
+    expect((await chat.host.admin("GET", `/v1/runs/${late.run_id}`)).body.status).toBe("completed");
+    expect(late.input.attachments).toHaveLength(1);
   });
 });

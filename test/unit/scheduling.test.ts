@@ -6,9 +6,9 @@ import { ChangeSignal } from "../../durable-objects/change-signal";
 import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
 
-const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string; eventType?: string } = {}) =>
+const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string; eventType?: string; album?: string } = {}) =>
   // Only the fields scheduling reads are meaningful; the rest of a job does not matter here.
-  ({ runId, event: { event_type: opts.eventType ?? "message.received" }, runner: { capabilities: { steering: opts.steering } }, agent: { agentId: opts.agentId ?? "agent", concurrency: { strategy: opts.strategy } } }) as unknown as RunJob;
+  ({ runId, event: { source: "telegram", event_type: opts.eventType ?? "message.received", data: opts.album ? { media_group_id: opts.album } : {} }, runner: { capabilities: { steering: opts.steering } }, agent: { agentId: opts.agentId ?? "agent", concurrency: { strategy: opts.strategy } } }) as unknown as RunJob;
 
 const row = (runId: string, state: StoredRun["state"], start: StartRule, notBefore = 0, steering = false, agentId = "agent", eventType?: string): [string, StoredRun] => [
   `run:${runId}`,
@@ -83,6 +83,12 @@ describe("scheduling", () => {
     // Only its own agent's runs answering something asked: not another agent's, nor a notification's (a join).
     expect(keys(supersededByInterrupt([answered(row("o", "queued", "after-all", 50, false, "other"), "started")], newer, 10, none))).toEqual([]);
     expect(keys(supersededByInterrupt([answered(row("j", "queued", "after-all", 50, false, "agent", "group.member_joined"), "started")], newer, 10, none))).toEqual([]);
+    // An album's item too late to join its run is part of the message that run answers: it supersedes no run of its album, only another.
+    const ofAlbum = (r: [string, StoredRun], album: string): [string, StoredRun] => [r[0], { ...r[1], job: job(r[1].job.runId, { album }) }];
+    const late = job("late", { album: "g1" });
+    expect(keys(supersededByInterrupt([ofAlbum(answered(row("a", "queued", "after-running", 50), "started"), "g1")], late, 10, none))).toEqual([]);
+    expect(keys(supersededByInterrupt([ofAlbum(answered(row("b", "queued", "after-running", 50), "started"), "g2")], late, 10, none))).toEqual(["run:b"]);
+    expect(keys(supersededByInterrupt([ofAlbum(answered(row("a", "queued", "after-running", 50), "started"), "g1")], newer, 10, none))).toEqual(["run:a"]);
   });
 
   it("has an interrupting run wait for a run answered started before it came, which it did not supersede", () => {
