@@ -17,7 +17,7 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, steeringTarget, waitingRoomFull, waitingRun, willSteer, withoutLost, endedAtOnce, type CancelOutcome, type DispatchResult, type EventDecision, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, rejectionOf, steeringTarget, waitingRun, willSteer, withoutLost, endedAtOnce, type CancelOutcome, type DispatchResult, type EventDecision, type StoredRun } from "./scheduling";
 import { slideDebounce } from "./debounce";
 import { interrupt, type InterruptDeps } from "./interrupts";
 import { ChangeSignal } from "./change-signal";
@@ -104,7 +104,8 @@ export class ConversationDO extends DurableObject<Env> {
         if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, this.sessions.get(target.job.runId)?.job ?? { ...target.job, runner: job.runner }, now);
       }
       // Parallel runs take no turn: only a run that does makes the conversation busy.
-      if ((strategy === "reject" && withoutLost(table, this.isActive).some(([, r]) => r.start !== "now")) || waitingRoomFull(table, stored)) return this.withoutOwnRun(job, { disposition: "rejected", runId: null });
+      const rejection = rejectionOf(table, withoutLost(table, this.isActive), stored, strategy);
+      if (rejection) return this.withoutOwnRun(job, { disposition: "rejected", runId: null, metadata: { rejection } });
       if (strategy === "interrupt") ({ table, stored } = await interrupt(this.interruptDeps, table, job, waiting));
     }
     const key = this.arrivalKeys.next(job.runId, now, lastKey);
@@ -177,7 +178,7 @@ export class ConversationDO extends DurableObject<Env> {
   async authorizeUpload(runId: string, token: string, request: UploadRequest): Promise<UploadAuthorization> {
     const session = await this.sessions.authenticated(runId, token);
     if (!session) return { ok: false, reply: await this.sessions.refusal(runId, token, "artifact.upload") };
-    return authorizeUpload({ db: dbOf(this.env), snapshot: session.snapshot, config: configOf(this.env) }, request, session);
+    return authorizeUpload(session.uploadContext(this.env, (entries) => this.live.publish(runId, entries)), request, session);
   }
   /** More of its run's upload budget for a chunked body as it arrives (only while its token holds), or what an upload did not store given back. */
   async changeUploadBudget(runId: string, token: string, held: number, change: number): Promise<number | null> {

@@ -42,9 +42,13 @@ export class RunSession {
 
   /** What the run's Host API calls act with: its snapshot, its ledger (entries also go to `publish`), its signal and MCP sessions. */
   actionContext(env: Env, steering: SteeringPort, publish: (entries: LedgerEntry[]) => void): ActionContext {
+    return { ...this.uploadContext(env, publish), artifacts: env.ARTIFACTS, steering, signal: this.abort.signal, mcp: this.mcp, streams: this.streams };
+  }
+
+  /** What an upload's authorisation acts with: the run's snapshot, and its ledger for a denial. */
+  uploadContext(env: Env, publish: (entries: LedgerEntry[]) => void): Pick<ActionContext, "db" | "config" | "snapshot" | "ledger"> {
     const db = dbOf(env);
-    const ledger = hostLedger(db, this.job.runId, this.ledgerSequence, publish);
-    return { db, config: configOf(env), snapshot: this.snapshot, artifacts: env.ARTIFACTS, steering, ledger, signal: this.abort.signal, mcp: this.mcp, streams: this.streams };
+    return { db, config: configOf(env), snapshot: this.snapshot, ledger: hostLedger(db, this.job.runId, this.ledgerSequence, publish) };
   }
 }
 

@@ -74,10 +74,23 @@ export function waitingRun(job: RunJob, strategy: ConcurrencyStrategy, now: numb
   return asAlbumHead({ job, state: "queued", start: START_RULE[strategy], notBefore, ...(limit === undefined ? {} : { waitLimit: limit }), bytes: jsonByteLength(job) }, albumWaitMs, now);
 }
 
-/** Whether `run` would take the waiting runs past WAITING_RUNS_CAP or WAITING_RUNS_MAX_BYTES. */
-export function waitingRoomFull(table: RunTable, run: StoredRun): boolean {
+/** Why an event was rejected, kept on its EventLog row as `metadata.rejection`: the two causes call for different fixes. */
+export type Rejection =
+  | { reason: "concurrency_strategy"; strategy: "reject"; busy_run_id: string }
+  | { reason: "waiting_room_full"; waiting_runs: number; waiting_bytes: number; event_bytes: number; max_runs: number; max_bytes: number };
+
+/**
+ * Whether `run` is rejected, and why: its agent's `reject` strategy while a run that takes turns is active or waiting
+ * (in `live`, the table without the runs lost with an earlier instance), or, whatever the strategy, the waiting room
+ * full (`run` would take the waiting runs past WAITING_RUNS_CAP or WAITING_RUNS_MAX_BYTES).
+ */
+export function rejectionOf(table: RunTable, live: RunTable, run: StoredRun, strategy: ConcurrencyStrategy): Rejection | null {
+  const busy = strategy === "reject" ? live.find(([, r]) => takesTurns(r)) : undefined;
+  if (busy) return { reason: "concurrency_strategy", strategy: "reject", busy_run_id: busy[1].job.runId };
   const waiting = table.filter(([, r]) => r.state === "queued");
-  return waiting.length >= WAITING_RUNS_CAP || waiting.reduce((sum, [, r]) => sum + (r.bytes ?? 0), run.bytes ?? 0) > WAITING_RUNS_MAX_BYTES;
+  const [bytes, eventBytes] = [waiting.reduce((sum, [, r]) => sum + (r.bytes ?? 0), 0), run.bytes ?? 0];
+  if (waiting.length < WAITING_RUNS_CAP && bytes + eventBytes <= WAITING_RUNS_MAX_BYTES) return null;
+  return { reason: "waiting_room_full", waiting_runs: waiting.length, waiting_bytes: bytes, event_bytes: eventBytes, max_runs: WAITING_RUNS_CAP, max_bytes: WAITING_RUNS_MAX_BYTES };
 }
 
 /** Stored runs in arrival order (their storage keys sort by arrival). */

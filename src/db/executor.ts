@@ -94,7 +94,12 @@ function wrap(err: unknown): DbError {
   // whatever stands in front of the database (SERVER_ERROR: a 504 from a proxy, say) or a garbled answer does not.
   // @libsql/client keeps the server's HTTP status on the transport error it wraps (SERVER_ERROR).
   const httpStatus = typeof e.cause?.status === "number" ? e.cause.status : undefined;
-  return new DbError(e.message ?? String(err), code, { cause: err, unanswered: !code?.startsWith("SQLITE_"), httpStatus });
+  return new DbError(onceCoded(e.message ?? String(err)), code, { cause: err, unanswered: !code?.startsWith("SQLITE_"), httpStatus });
+}
+
+/** @libsql/client prefixes a failed batch statement's message with its code twice ("SQLITE_ERROR: SQLITE_ERROR: no such table"): once is enough. */
+function onceCoded(message: string): string {
+  return message.replace(/^([A-Z][A-Z0-9_]*: )\1+/, "$1");
 }
 
 export function libsqlExecutor(client: Client): SqlExecutor {

@@ -168,12 +168,15 @@ const cutStrings = (details: Record<string, unknown> | undefined) =>
 const MAX_REASON_CHARS = 1000;
 
 /**
- * Denials are facts: appended to EventLog with run, runner, action, resource and scope. A record the database
- * refuses is said on the log: the denial is answered all the same.
+ * Denials are facts: appended to EventLog with run, runner, action, resource and scope, and to the run's ledger (one
+ * round trip), where whoever reads why the run went as it did looks first. A record the database refuses is said on
+ * the log: the denial is answered all the same.
  */
-export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, action: string, err: ApiError): Promise<void> {
+export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot" | "ledger">, action: string, err: ApiError): Promise<void> {
   const s = ctx.snapshot;
-  await hostRecordInsert(ctx.db, {
+  // Small whatever was asked: identifying fields cut as the decision log cuts them, the host's own reason; never a value.
+  const data = { run_id: s.runId, runner_id: s.runnerId, action, resource: cutStrings(err.details), scope: { conversation_id: s.conversationId, thread_id: s.threadId }, reason: err.message.slice(0, MAX_REASON_CHARS) };
+  const record = hostRecordInsert(ctx.db, {
     eventType: "host_api.denied",
     conversationKey: s.conversationKey,
     conversationId: s.conversationId,
@@ -181,8 +184,9 @@ export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot">, a
     workspaceId: s.workspaceId,
     botId: s.botId,
     runId: s.runId,
-    data: { run_id: s.runId, runner_id: s.runnerId, action, resource: cutStrings(err.details), scope: { conversation_id: s.conversationId, thread_id: s.threadId }, reason: err.message.slice(0, MAX_REASON_CHARS) },
-  })
-    .run()
+    data,
+  });
+  await ctx.ledger
+    .append([{ type: "host_api.denied", data }], [record])
     .catch((e: Error) => console.error(`run ${s.runId}: denial of ${action.slice(0, 200)} not recorded: ${describeError(e)}`));
 }

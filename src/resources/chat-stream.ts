@@ -1,4 +1,4 @@
-import { readLines, sseFramer, type LineFaults } from "../runner/lines";
+import { readLines, SSE_FIELD_BYTES, sseFramer, type LineFaults } from "../runner/lines";
 import { redactValue, StreamRedactors } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
 import { choiceFailure, errorText, FINISHED_WITH_ERROR, streamErrorStatus, UsageSchema } from "./openai";
@@ -153,7 +153,7 @@ const PROVIDER_STREAM_FAULTS: LineFaults = {
 export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opts: ChatStreamOptions): ModelStream {
   // A line the body ends inside belongs to an event that never finished: dropped (it may end mid-character, too).
   const limits = { maxLineBytes: opts.maxLineBytes, maxStreamBytes: opts.maxBytes };
-  const lines = readLines(providerBody, limits, { anyLineEnding: true, dropUnended: true, faults: PROVIDER_STREAM_FAULTS });
+  const lines = readLines(providerBody, limits, { anyLineEnding: true, dropUnended: true, fieldBytes: SSE_FIELD_BYTES, faults: PROVIDER_STREAM_FAULTS });
   const frame = sseFramer(limits, PROVIDER_STREAM_FAULTS);
   const tools = new ToolCallAssembler(opts.secrets);
   let content = "";

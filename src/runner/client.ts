@@ -1,5 +1,5 @@
 import { RunnerCallError } from "./errors";
-import { readLines, sseFramer, type LineLimits } from "./lines";
+import { readLines, SSE_FIELD_BYTES, sseFramer, type LineLimits } from "./lines";
 import { signRunRequest } from "./signing";
 import { joinUrl } from "../lib/url";
 import { headOf } from "../lib/text";
@@ -62,7 +62,7 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
   }
   const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer(opts) : null;
   try {
-    for await (const lines of readLines(res.body, opts, { anyLineEnding: frame !== null })) {
+    for await (const lines of readLines(res.body, opts, frame ? { anyLineEnding: true, fieldBytes: SSE_FIELD_BYTES } : {})) {
       const { payloads, error } = frame ? frame(lines) : { payloads: lines };
       const results = payloads.filter((l) => l.trim() !== "");
       if (results.length) yield results;

@@ -28,6 +28,12 @@ const CR = 13;
  */
 const TURN_EVERY_BYTES = 256 * 1024;
 
+/**
+ * What an SSE line holds beyond its frame's data: `data: `. The limit is the result's (sseFramer holds the frame's
+ * data to it), so a line may carry its field name too: a result an NDJSON line may send fits an SSE frame as well.
+ */
+export const SSE_FIELD_BYTES = "data: ".length;
+
 /** A turn of the event loop: timers due (a deadline) and requests waiting run first. */
 const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
@@ -52,18 +58,21 @@ async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
  * buffer of at most twice `maxLineBytes`. Lines that arrived before the
  * stream failed, or that ended within `maxStreamBytes`, are yielded before
  * the failure is thrown. Lines end at LF, or with `anyLineEnding` (for
- * text/event-stream) at CRLF, LF or CR. The event loop gets a turn at least
- * every TURN_EVERY_BYTES read. Text after the last line end is a last line,
+ * text/event-stream) at CRLF, LF or CR. A line may hold `fieldBytes` more
+ * than `maxLineBytes` (SSE_FIELD_BYTES: its field name), the limit still
+ * named as `maxLineBytes`. The event loop gets a turn at least every
+ * TURN_EVERY_BYTES read. Text after the last line end is a last line,
  * unless `dropUnended`: a stream read where a line cut short means the body
  * was cut (a model's SSE, in which an unfinished event is discarded anyway).
  */
 export async function* readLines(
   body: ReadableStream<Uint8Array>,
   limits: LineLimits,
-  opts: { anyLineEnding?: boolean; dropUnended?: boolean; faults?: LineFaults } = {},
+  opts: { anyLineEnding?: boolean; dropUnended?: boolean; fieldBytes?: number; faults?: LineFaults } = {},
 ): AsyncGenerator<string[]> {
   const faults = opts.faults ?? RESULT_LINE_FAULTS;
   const lineTooLarge = () => faults.lineTooLarge(limits.maxLineBytes);
+  const maxLine = limits.maxLineBytes + (opts.fieldBytes ?? 0);
   // Fatal: bytes that are not UTF-8 make the line no JSON text at all, refused rather than read with U+FFFD in their place.
   const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
   const decode = (bytes: Uint8Array) => {
@@ -87,7 +96,7 @@ export async function* readLines(
     const value = chunk.length > room ? chunk.subarray(0, room) : chunk;
     let start = ends.skipFirst(value);
     for (let i = ends.next(value, start); i !== -1; i = ends.next(value, start)) {
-      if (partial.length + (i - start) > limits.maxLineBytes) throw lineTooLarge();
+      if (partial.length + (i - start) > maxLine) throw lineTooLarge();
       linesBytes += partial.length + (i - start) + 1;
       // An empty line (a flood of them costs a decode each otherwise) is the empty string.
       lines.push(partial.length + (i - start) === 0 ? "" : decode(partial.take(value.subarray(start, i))));
@@ -95,7 +104,7 @@ export async function* readLines(
     }
     if (value !== chunk) throw faults.streamTooLarge(limits.maxStreamBytes);
     if (start < value.length) {
-      if (partial.length + (value.length - start) > limits.maxLineBytes) throw lineTooLarge();
+      if (partial.length + (value.length - start) > maxLine) throw lineTooLarge();
       partial.append(value.subarray(start));
     }
   };

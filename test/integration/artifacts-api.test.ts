@@ -242,6 +242,9 @@ describe("artifact Host API", () => {
     expect([out.read.status, out.read.body.error.code]).toEqual([403, "unauthorized"]);
     const denied = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'host_api.denied' AND run_id = ?", [runId]);
     expect(denied.map((d) => JSON.parse(d.data_json).action).sort()).toEqual(["artifact.read", "artifact.upload"]);
+    // An upload's denial is in the run's ledger too, as any call's.
+    const ledger = (await host.admin("GET", `/v1/runs/${runId}/events`)).body.items as { type: string; data: { action: string } }[];
+    expect(ledger.filter((e) => e.type === "host_api.denied").map((e) => e.data.action).sort()).toEqual(["artifact.read", "artifact.upload"]);
 
     const ended = runner.calls.find((c) => c.body.context.run_id === uploadRunId)!.body.context.runtime.api.token;
     const late = await uploadArtifact(host.url, uploadRunId, ended, Buffer.from("late"));

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, deferred } from "../support/host-api";
 import { startTestHost, type TestHost } from "../support/host";
-import { deniedCalls, putAgent, startScriptedRunner, type RunScript } from "../support/scripted-runner";
+import { deniedCalls, putAgent, runLedger, startScriptedRunner, type RunScript } from "../support/scripted-runner";
 
 /**
  * PROTOCOL §4 and §8: every Host API call is checked against the run's frozen
  * snapshot; every 403 is appended to EventLog as `host_api.denied` naming the
- * run, runner, action, resource and scope. One case per kind of refusal; each
+ * run, runner, action, resource and scope, and to the run's ledger. One case per kind of refusal; each
  * uses its own conversation, so none depends on another.
  */
 let host: TestHost;
@@ -44,19 +44,21 @@ async function runOn(bot: string, script: RunScript) {
   return { result, runId, eventId, conversation };
 }
 
-/** The one 403 the run's call got, and the audit record it left. */
+/** The one 403 the run's call got, and the audit record it left: in EventLog, and in the run's own ledger, before the runner's answer. */
 async function expectDeniedOnce(run: { result: any; runId: string; conversation: string }, runnerName: string, action: string, resource: Record<string, unknown>) {
   expect([run.result.status, run.result.body.ok, run.result.body.error.code]).toEqual([403, false, "unauthorized"]);
-  expect(await deniedCalls(host, run.runId)).toEqual([
-    {
-      run_id: run.runId,
-      runner_id: runner.runnerId(runnerName),
-      action,
-      resource,
-      scope: { conversation_id: run.conversation, thread_id: null },
-      reason: run.result.body.error.message,
-    },
-  ]);
+  const record = {
+    run_id: run.runId,
+    runner_id: runner.runnerId(runnerName),
+    action,
+    resource,
+    scope: { conversation_id: run.conversation, thread_id: null },
+    reason: run.result.body.error.message,
+  };
+  expect(await deniedCalls(host, run.runId)).toEqual([record]);
+  const ledger = await runLedger(host, run.runId);
+  expect(ledger.map((e) => [e.type, e.origin])).toEqual([["host_api.denied", "host"], ["message.completed", "runner"], ["run.completed", "runner"]]);
+  expect(ledger[0].data).toEqual(record);
 }
 
 describe("Host API authorisation", () => {

@@ -353,6 +353,9 @@ describe("concurrency strategies for a busy conversation", () => {
     expect(runs.body.items).toHaveLength(1);
     const log = await eventLogOf(c);
     expect(log.find((e) => e.event_id === "reject-2")).toMatchObject({ input_summary: "refused" });
+    // Why, as GET /v1/events says it: the agent's strategy, and the run that made the conversation busy.
+    const recorded = await host.admin("GET", "/v1/events/reject-2");
+    expect([recorded.body.disposition, recorded.body.metadata.rejection]).toEqual(["rejected", { reason: "concurrency_strategy", strategy: "reject", busy_run_id: first.body.run_id }]);
     expect(startedTexts(c)).toEqual(["hold", "report"]);
   });
 

@@ -49,6 +49,12 @@ beforeAll(async () => {
       case "long-event":
         res.writeHead(200, { "content-type": "text/event-stream" });
         return void res.end(ev(d({ role: "assistant", content: "Un " })) + ev(d({ content: "x".repeat(LINE_LIMIT + 1) })) + ev(d({}, "stop")) + ev("[DONE]"));
+      case "event-at-limit": {
+        // An event whose data is exactly the line limit: the limit is the event's, not counting `data: ` before it.
+        const bare = JSON.stringify(d({ content: "" }));
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        return void res.end(ev(d({ role: "assistant", content: "Un " })) + ev(d({ content: "z".repeat(LINE_LIMIT - bare.length) })) + ev(d({}, "stop")) + ev("[DONE]"));
+      }
       case "long-stream": {
         // Each event within the line limit; together more than the host reads of one answer.
         res.writeHead(200, { "content-type": "text/event-stream" });
@@ -67,7 +73,7 @@ beforeAll(async () => {
     const res = await host.admin("POST", path, payload);
     if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
   };
-  const models = ["emptydata", "badreq-chunk", "badreq", "cut-mid-char", "reset-after-finish", "not-utf8", "long-event", "long-stream"];
+  const models = ["emptydata", "badreq-chunk", "badreq", "cut-mid-char", "reset-after-finish", "not-utf8", "long-event", "long-stream", "event-at-limit"];
   for (const m of models) await register("/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
   await register("/v1/admin/runner-services", { base_url: runner.url });
   await register("/v1/admin/agents", { agent_id: "z1", name: "z1", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { models } });
@@ -114,6 +120,18 @@ describe("model.stream from a provider's SSE", () => {
 });
 
 describe("model.stream from a provider whose stream the host cannot read", () => {
+  it("reads an event whose data is exactly the line limit, as a runner's NDJSON line of that size is read", async () => {
+    const { result } = await runner.run<any>(host, "at-limit", async (_api, _ctx, _emit, raw) => {
+      const lines = await ndjson(await raw("model.stream", { model_id: "event-at-limit", messages: user("hi") }));
+      // Its answer is one result line, within the line limit: the message's length, not the message.
+      const last = lines.at(-1);
+      return { type: last?.type, finish_reason: last?.finish_reason, length: last?.message?.content?.length };
+    });
+    expect(result).toMatchObject({ type: "completed", finish_reason: "stop" });
+    expect(result.length).toBe(3 + LINE_LIMIT - JSON.stringify(d({ content: "" })).length);
+  });
+
+
   it("names the model provider's stream, not a runner's result line: bytes not UTF-8 (retryable), an event or a stream over the host's limits (not)", async () => {
     // The runner keeps each stream's first and last lines only: its answer is one result line, within the line limit.
     const { result, runId } = await runner.run<any>(host, "unreadable", async (_api, _ctx, _emit, raw) => {

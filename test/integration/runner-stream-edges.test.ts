@@ -9,8 +9,8 @@ import { startAdHocRunner } from "../support/runner";
  * `run.completed`), in NDJSON and SSE alike: a too-large SSE frame after the
  * terminal result, or the chunk that crosses the stream's byte limit, does
  * not undo what came before. An SSE stream may end its lines with CRLF, LF
- * or a lone CR, as text/event-stream allows, and its last frame may end with the
- * stream itself.
+ * or a lone CR, as text/event-stream allows, its last frame may end with the
+ * stream itself, and its frames hold results as large as NDJSON lines may be.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -36,6 +36,19 @@ beforeAll(async () => {
         const part = "x".repeat(LINE_LIMIT / 2);
         res.writeHead(200, { "content-type": "text/event-stream" });
         return void res.end(`${done.map((d) => `data: ${d}\n\n`).join("")}data: ${part}\ndata: ${part}\ndata: ${part}\n\n`);
+      }
+      if (mode === "ndjson-at-limit" || mode === "sse-at-limit") {
+        // A message whose result is exactly the line limit: what the limit allows, whichever framing carries it.
+        const bare = result("message.completed", { message: { role: "assistant", content: "" } }, 1);
+        const atLimit = result("message.completed", { message: { role: "assistant", content: "y".repeat(LINE_LIMIT - Buffer.byteLength(bare)) } }, 1);
+        if (Buffer.byteLength(atLimit) !== LINE_LIMIT) throw new Error("the result is not at the limit");
+        const lines = [atLimit, done[1]];
+        if (mode === "ndjson-at-limit") {
+          res.writeHead(200, { "content-type": "application/x-ndjson" });
+          return void res.end(`${lines.join("\n")}\n`);
+        }
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        return void res.end(lines.map((l) => `data: ${l}\n\n`).join(""));
       }
       if (mode === "past-stream-limit") {
         const late = result("tool.call.completed", { tool_call_id: "t", tool_name: "late", result: "x".repeat(LINE_LIMIT / 4) }, 3);
@@ -101,6 +114,11 @@ describe("an SSE result stream", () => {
       expect(await runOf(`sse-${eol}`)).toEqual(answered);
     });
   }
+
+  it("carries a result as large as an NDJSON line may be: the limit is the result's, not counting the `data: ` before it", async () => {
+    const atLimit = { status: "completed", transcript: [expect.stringMatching(/^y+$/)] };
+    expect([await runOf("ndjson-at-limit"), await runOf("sse-at-limit")]).toEqual([atLimit, atLimit]);
+  });
 
   it("whose last frame ends with the stream, without the blank line after it, still ends the run as that frame says", async () => {
     // As an NDJSON stream whose last line lacks its newline: the runner sent run.completed, the run is not failed for it.

@@ -7,7 +7,8 @@ import { putAgent } from "../support/scripted-runner";
 /**
  * A conversation's object keeps the runs waiting to begin in memory: at most 100 of them, and 32 MiB of their jobs
  * (an API event may carry MAX_EVENT_BODY_BYTES of data). An event past either is rejected, whatever the strategy,
- * recorded as such; the runs already waiting are untouched, and the conversation takes events again once they ran.
+ * recorded as such, with why (`metadata.rejection`); the runs already waiting are untouched, and the conversation
+ * takes events again once they ran.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -50,7 +51,10 @@ describe("runs waiting in one conversation", () => {
     }
     const over = await host.postEvent(messageEvent(c, "one too many"));
     expect(over.body).toMatchObject({ disposition: "rejected", run_id: null });
-    expect((await host.admin("GET", `/v1/events/${over.body.event_id}`)).body.disposition).toBe("rejected");
+    const recorded = (await host.admin("GET", `/v1/events/${over.body.event_id}`)).body;
+    expect(recorded.disposition).toBe("rejected");
+    // Why, as the record says it: the waiting room, not the agent's strategy (enqueue).
+    expect(recorded.metadata.rejection).toEqual({ reason: "waiting_room_full", waiting_runs: 100, waiting_bytes: expect.any(Number), event_bytes: expect.any(Number), max_runs: 100, max_bytes: 32 * 1024 * 1024 });
     gate(c).resolve();
     expect((await host.waitForRun(queued.at(-1)!)).message?.content).toBe("re: q99");
     expect((await host.postEvent(messageEvent(c, "room again"))).body.disposition).toBe("started");
@@ -61,7 +65,11 @@ describe("runs waiting in one conversation", () => {
     await busy(c);
     const big = (i: number) => messageEvent(c, `big ${i}`, { data: { blob: "x".repeat(4_000_000) } });
     for (let i = 0; i < 8; i++) expect((await host.postEvent(big(i))).body.disposition).toBe("queued");
-    expect((await host.postEvent(big(8))).body.disposition).toBe("rejected");
+    const over = await host.postEvent(big(8));
+    expect(over.body.disposition).toBe("rejected");
+    const { rejection } = (await host.admin("GET", `/v1/events/${over.body.event_id}`)).body.metadata;
+    expect(rejection).toMatchObject({ reason: "waiting_room_full", waiting_runs: 8, max_bytes: 32 * 1024 * 1024 });
+    expect(rejection.waiting_bytes + rejection.event_bytes).toBeGreaterThan(rejection.max_bytes);
     const small = await host.postEvent(messageEvent(c, "small"));
     expect(small.body.disposition).toBe("queued");
     gate(c).resolve();

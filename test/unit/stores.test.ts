@@ -141,6 +141,14 @@ describe("stores on embedded libSQL", () => {
     }
   });
 
+  it("names a refused batch's SQLite code once in its message, as a single query's, for the log lines that show it", async () => {
+    const refused = (write: Promise<unknown>) => write.then(() => "applied", (e: unknown) => describeError(e));
+    const single = await refused(db.run(sql`INSERT INTO no_such_table VALUES (1)`));
+    const batched = await refused(writeAll(db, [db.run(sql`SELECT 1`), db.run(sql`INSERT INTO no_such_table VALUES (1)`)]));
+    expect(single).toMatch(/SQLITE_ERROR: no such table: no_such_table/);
+    expect(batched).toBe("SQLITE_ERROR: no such table: no_such_table");
+  });
+
   it("runs a compiled query alone as a single query, not as a write batch", async () => {
     const client = createClient({ url: ":memory:" });
     await migrate(drizzle(client), { migrationsFolder: "migrations" });

@@ -15,7 +15,8 @@ export interface SteeringPort {
 
 /** Host-made records in the run ledger (origin "host"), numbered in step with the run's results. */
 export interface LedgerPort {
-  append(entries: { type: string; data: Record<string, unknown> }[]): Promise<void>;
+  /** `alongside`: statements written in the same round trip (written alone once the ledger takes no more). */
+  append(entries: { type: string; data: Record<string, unknown> }[], alongside?: unknown[]): Promise<void>;
 }
 
 /** What every action sees: the run's frozen snapshot and the host's stores. */
