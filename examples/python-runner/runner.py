@@ -188,7 +188,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(raw)
 
     def refuse(self, status, code, message):
-        # The host reads no body of a non-2xx answer (the run fails runner.http_error): say why in the log too.
+        # The run fails runner.http_error quoting the start of this body (GET /v1/runs/{id}); logged here too.
         log(f"refused {self.path}: {message}")
         self.send_json(status, {"error": {"code": code, "message": message}})
 

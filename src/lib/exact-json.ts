@@ -59,6 +59,9 @@ const isRaw = (JSON as { isRawJSON?: (v: unknown) => boolean }).isRawJSON;
 /** A run of digits long enough to be past 2^53: without one, nothing can be rounded and the plain parse is taken. */
 const LONG_DIGITS = /\d{16}/;
 
+/** Whether `text` may hold a whole number JSON parsing rounds: without a run of 16 digits, none can be. */
+export const mayHoldRoundedInteger = (text: string): boolean => LONG_DIGITS.test(text);
+
 /**
  * JSON.parse that keeps each whole number beyond ±(2^53 − 1) as written: a raw JSON value, which JSON.stringify
  * writes back digit for digit, so an upstream's answer (a tool's, a knowledge base's) passed on to a runner never has

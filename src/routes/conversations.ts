@@ -42,8 +42,9 @@ export const conversationsRouter = router()
     const q = c.req.valid("query");
     const key = keyOf(q);
     const beforeSeq = q.cursor ? decodeOr400(() => decodeCursor("t", q.cursor!, key)) : undefined;
-    const { rows, hasMore } = await transcriptStore(dbOf(c.env)).page(key, { direction: "backward", beforeSeq, limit: q.limit });
+    const artifacts = q.include_artifacts === "true" || q.include_artifacts === "1";
+    const { rows, hasMore } = await transcriptStore(dbOf(c.env)).page(key, { direction: "backward", beforeSeq, limit: q.limit, artifactItems: artifacts });
     const last = rows[rows.length - 1];
-    const items = rows.map((row) => toTranscriptItem(row, q.include_artifacts === "true" || q.include_artifacts === "1"));
+    const items = rows.map((row) => toTranscriptItem(row, artifacts));
     return c.json({ items, has_more: hasMore, next_cursor: hasMore && last ? encodeCursor("t", last.seq, key) : undefined });
   });

@@ -9,7 +9,7 @@ import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
 import { headOf } from "../lib/text";
 import { LedgerSequence } from "./ledger-sequence";
-import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
+import { mayHoldRoundedInteger, parseKeepingIntegers, roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
 import { SequenceCheck } from "./sequence-check";
 import { unavailableStateScope } from "./state-scope-refusal";
 
@@ -56,7 +56,16 @@ function messageText(message: Message): string {
   return textOfElements(message.content);
 }
 
-/** Nothing to show: no element but text, and no text but whitespace. A success made of it would be a blank one (§7). */
+/**
+ * A result's data as its ledger entry keeps it, "as sent": a whole number JSON parsing rounds (a Python int, a 64-bit
+ * id in telemetry, or in a result dropped for holding it) keeps its digits. The host acts on `parsed`, the plain parse,
+ * whose checks find such a number in the line's text (roundedIntegerAt).
+ */
+function ledgerDataOf(payload: string, parsed: unknown): unknown {
+  if (!mayHoldRoundedInteger(payload)) return parsed;
+  const exact = (parseKeepingIntegers(payload) as { data?: unknown }).data;
+  return exact === undefined ? parsed : exact;
+}
 
 /**
  * Applies PROTOCOL §7 to a run's result stream: validation, sequence
@@ -204,7 +213,7 @@ export class ResultProcessor {
     if (sequence !== null && !this.sequences.accept(sequence, (code, message, extra) => this.warn(batch, code, message, extra))) return;
 
     this.resultCount++;
-    const recorded = this.entry(result.type, result.data, "runner", sequence);
+    const recorded = this.entry(result.type, ledgerDataOf(payload, result.data), "runner", sequence);
     batch.ledger.push(recorded);
     const parsed = parseResultPayload(result.type, result.data);
     if (parsed.kind === "unknown") {

@@ -1,5 +1,6 @@
 import { RunnerCallError } from "./errors";
 import { readLines, SSE_FIELD_BYTES, sseFramer, type LineLimits } from "./lines";
+import { errorBodyStart } from "./error-body";
 import { signRunRequest } from "./signing";
 import { joinUrl } from "../lib/url";
 import { headOf } from "../lib/text";
@@ -17,6 +18,12 @@ export interface RunnerCallOptions extends LineLimits {
   runId: string;
   /** Aborting ends the call; a RunnerCallError reason (deadline, cancel) is rethrown as is. */
   signal: AbortSignal;
+}
+
+/** Whether the body arrives as it was meant to be read: the runtime decodes gzip and br, any other coding is left as sent. */
+function encodingDecoded(res: Response): boolean {
+  const encoding = res.headers.get("content-encoding")?.trim().toLowerCase();
+  return !encoding || DECODED_ENCODINGS.has(encoding);
 }
 
 function abortReason(signal: AbortSignal, fallback: unknown): unknown {
@@ -48,16 +55,20 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
     throw abortReason(opts.signal, new RunnerCallError("runner.unreachable", `runner request failed: ${(err as Error).message}`, { cause: err }));
   }
   if (!res.ok) {
-    await res.body?.cancel().catch(() => {});
     const redirected = res.status >= 300 && res.status < 400 ? " (a redirect, which the host does not follow)" : "";
-    throw new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}${redirected}`);
+    // The runner's own reason (a bad signature, a traceback) for whoever reads the run; a body in a coding fetch leaves
+    // encoded would read as noise. Not logged: logRunEnd leaves a runner's words out.
+    let reason = "";
+    if (encodingDecoded(res)) reason = await errorBodyStart(res, opts.signal);
+    else await res.body?.cancel().catch(() => {});
+    throw abortReason(opts.signal, new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}${redirected}${reason ? `: ${reason}` : ""}`));
   }
   // A 2xx without a body (204) is no HTTP error (§3): it closed without a terminal result.
   if (!res.body) throw new RunnerCallError("runner.stream_closed", `runner answered HTTP ${res.status} with no result stream`);
   // The runtime decodes gzip and br; any other coding arrives as it was sent, which no line of it could be read from.
-  const encoding = res.headers.get("content-encoding")?.trim().toLowerCase();
-  if (encoding && !DECODED_ENCODINGS.has(encoding)) {
+  if (!encodingDecoded(res)) {
     await res.body.cancel().catch(() => {});
+    const encoding = res.headers.get("content-encoding")?.trim().toLowerCase() ?? "";
     throw new RunnerCallError("runner.protocol_error", `runner answered with Content-Encoding ${headOf(encoding, 40)}, which the host does not decode: send the stream uncompressed, gzip or br`);
   }
   const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer(opts) : null;

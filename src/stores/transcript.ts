@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, getTableColumns, gt, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gt, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { budgetedPage, fieldsOf, ifWithin, rowBytes, withinBudget } from "../db/byte-budget";
 import { compiled, param } from "../db/compiled";
@@ -14,6 +14,9 @@ import { searchTextOf } from "./fts-query";
 const { searchText: _indexOnly, ...itemReadColumns } = getTableColumns(transcript);
 export const transcriptItemColumns = itemReadColumns;
 export type TranscriptRow = Omit<typeof transcript.$inferSelect, "searchText">;
+
+/** The item_type of an assistant item holding only the refs of artifacts announced after its run's last message. */
+export const ARTIFACTS_ITEM = "artifacts";
 
 /**
  * Bytes a page of transcript items carries at most past its first (their text, parts, refs and metadata): a page
@@ -132,16 +135,19 @@ export type PageDirection = "backward" | "forward";
 export function transcriptStore(db: Db) {
   return {
     /**
+     * A page of items, at most `limit` and TRANSCRIPT_PAGE_MAX_BYTES (cut in the database, so what is past it never travels).
      * backward: newest first, strictly before `beforeSeq` when given;
      * forward: oldest first, strictly after `afterSeq` when given.
      * One index range scan on (conversation_key, seq) whatever the history length.
+     * `artifactItems: false` leaves out the items of artifacts (item_type "artifacts"): read without their refs they
+     * would be items with nothing in them. Skipped in the scan, they cost little: at most one per run.
      */
-    /** A page of items, at most `limit` and TRANSCRIPT_PAGE_MAX_BYTES (cut in the database, so what is past it never travels). */
-    async page(conversationKey: string, opts: { direction: PageDirection; beforeSeq?: number; afterSeq?: number; limit: number }): Promise<{ rows: TranscriptRow[]; hasMore: boolean }> {
+    async page(conversationKey: string, opts: { direction: PageDirection; beforeSeq?: number; afterSeq?: number; limit: number; artifactItems?: boolean }): Promise<{ rows: TranscriptRow[]; hasMore: boolean }> {
       const t = transcript;
       const conds = [eq(t.conversationKey, conversationKey)];
       if (opts.beforeSeq !== undefined) conds.push(lt(t.seq, opts.beforeSeq));
       if (opts.afterSeq !== undefined) conds.push(gt(t.seq, opts.afterSeq));
+      if (opts.artifactItems === false) conds.push(ne(t.itemType, ARTIFACTS_ITEM));
       const order = opts.direction === "backward" ? desc : asc;
       const read = db
         .select({ ...transcriptItemColumns, own: rowBytes(t.content, t.contentJson, t.artifactRefsJson, t.metadataJson).as("own") })

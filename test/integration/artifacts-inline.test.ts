@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { runLedger } from "../support/scripted-runner";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -21,6 +22,18 @@ beforeAll(async () => {
     async onRun({ body }, res) {
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text === "history") {
+        const page = async (params: Record<string, unknown>) => (await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "history.page", params)).body.data;
+        return w.reply(JSON.stringify({ without: await page({ limit: 3 }), with: await page({ limit: 3, include_artifacts: true }) }));
+      }
+      if (ctx.input.text === "trailing") {
+        // A file announced after the run's last message: an item of its own.
+        w.send("message.completed", { message: { role: "assistant", content: "here it comes" } });
+        w.send("artifact.created", { artifact_type: "file", name: "late.txt", mime_type: "text/plain", content_base64: REPORT.toString("base64") });
+        w.send("run.completed", { finish_reason: "stop" });
+        res.end();
+        return;
+      }
       if (ctx.input.text === "claims")
         w.send("artifact.created", { artifact_type: "file", name: "report.txt", mime_type: "text/plain", sha256: CLAIMED_SHA256, size_bytes: 3, content_base64: REPORT.toString("base64") });
       else w.send("artifact.created", { artifact_type: "file", name: "empty.txt", mime_type: "text/plain", content_base64: "" });
@@ -61,5 +74,33 @@ describe("inline artifact.created", () => {
     expect(rows).toEqual([{ artifact_id: expect.any(String), size_bytes: 0, sha256: createHash("sha256").digest("hex"), name: "empty.txt" }]);
     expect(entry.data).toMatchObject({ artifact_id: rows[0].artifact_id, size_bytes: 0 });
     expect(refs).toEqual([expect.objectContaining({ artifact_id: rows[0].artifact_id, size_bytes: 0, name: "empty.txt" })]);
+  });
+});
+
+describe("an item of artifacts (announced after a run's last message)", () => {
+  it("is in history.page only with include_artifacts: never an item without content or refs", async () => {
+    const trailing = await host.postEvent(messageEvent("inline-history", "trailing"));
+    expect((await host.waitForRun(trailing.body.run_id!)).status).toBe("completed");
+    const posted = await host.postEvent(messageEvent("inline-history", "history"));
+    const run = await host.waitForRun(posted.body.run_id!);
+    expect(run.status).toBe("completed");
+    const pages = JSON.parse(String(run.message?.content));
+    const shape = (items: any[]) => items.map((i) => [i.role, i.item_type, i.content ?? null, i.artifact_refs.map((r: any) => r.name)]);
+    // Newest first: this run's message, then the run before it (its file item with refs, or not at all).
+    expect(shape(pages.with.items)).toEqual([
+      ["user", "message", "history", []],
+      ["assistant", "artifacts", null, ["late.txt"]],
+      ["assistant", "message", "here it comes", []],
+    ]);
+    expect(shape(pages.without.items)).toEqual([
+      ["user", "message", "history", []],
+      ["assistant", "message", "here it comes", []],
+      ["user", "message", "trailing", []],
+    ]);
+    expect(pages.without.has_more).toBe(false);
+    const admin = async (include: string) => shape((await host.admin("GET", `/v1/conversations/transcript?conversation_id=inline-history&include_artifacts=${include}`)).body.items);
+    // The operator's transcript reads the same way (this run's reply is in it by now).
+    expect((await admin("false")).map((i) => i[1])).toEqual(["message", "message", "message", "message"]);
+    expect((await admin("true")).map((i) => i[1])).toEqual(["message", "message", "artifacts", "message", "message"]);
   });
 });

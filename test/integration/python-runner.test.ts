@@ -111,7 +111,7 @@ describe("the Python example runner (standard library only) against the real hos
     const resecret = (secret: string) => host.admin("PUT", `/v1/admin/runner-services/${serviceId}`, { base_url: runner.url, secret });
     expect((await resecret("not-the-runner-secret-0123")).status).toBe(200);
     const run = await host.waitForRun((await host.postEvent(messageEvent("py-a", "forged?"))).body.run_id!);
-    expect(run).toMatchObject({ status: "failed", error: { code: "runner.http_error", message: "runner answered HTTP 401" } });
+    expect(run).toMatchObject({ status: "failed", error: { code: "runner.http_error", message: 'runner answered HTTP 401: {"error": {"code": "unauthorized", "message": "bad X-Agent-Signature"}}' } });
     expect(runner.stderr()).toContain("refused /runners/default/run: bad X-Agent-Signature");
     expect((await resecret(SECRET)).status).toBe(200);
   });

@@ -33,6 +33,24 @@ beforeAll(async () => {
         case "http500":
           res.writeHead(500).end("boom");
           return;
+        case "refuse401":
+          res.writeHead(401, { "content-type": "text/plain" }).end("invalid signature: timestamp too old");
+          return;
+        case "traceback500":
+          // As a Python runner's unhandled exception reads, with a terminal colour escape and a CRLF in it.
+          res.writeHead(500, { "content-type": "text/plain" }).end(`Traceback (most recent call last):\n  File "runner.py", line 42, in do_POST\r\n\u001b[31mKeyError: 'context'\u001b[0m\n`);
+          return;
+        case "json422":
+          res.writeHead(422, { "content-type": "application/json" }).end(JSON.stringify({ error: "field 'runner_name' is missing" }));
+          return;
+        case "huge500":
+          res.writeHead(500, { "content-type": "text/plain" }).end(`${"stack frame\n".repeat(20_000)}THE END`);
+          return;
+        case "stall503":
+          // Its reason, then a body that never ends: the run still ends promptly, as the runner's refusal.
+          res.writeHead(503, { "content-type": "text/plain" });
+          res.write("overloaded, try later");
+          return;
         case "redirect":
           res.writeHead(307, { location: `${elsewhere.url}/runners/default/run` }).end();
           return;
@@ -117,7 +135,7 @@ beforeAll(async () => {
       }
     },
   });
-  host = await startTestHost({ vars: { RUN_DEADLINE_MS: "1500", RUNNER_MAX_LINE_BYTES: String(LINE_LIMIT) } });
+  host = await startTestHost({ captureLogs: true, vars: { RUN_DEADLINE_MS: "1500", RUNNER_MAX_LINE_BYTES: String(LINE_LIMIT) } });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "chaos" });
 });
 afterAll(async () => {
@@ -154,6 +172,25 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
     const run = await expectFailureIsContained("fail-redirect", "redirect", "failed", "runner.http_error");
     expect(run.error?.message).toMatch(/307 \(a redirect/);
     expect(elsewhereCalls).toBe(0);
+  });
+  it("a non-2xx answer's body starts the run's error, bounded and escaped, and stays out of the log", async () => {
+    const expected: Record<string, RegExp> = {
+      refuse401: /^runner answered HTTP 401: invalid signature: timestamp too old$/,
+      traceback500: /^runner answered HTTP 500: Traceback \(most recent call last\):\\n  File "runner\.py", line 42, in do_POST\\r\\n\\u001b\[31mKeyError: 'context'\\u001b\[0m$/,
+      json422: /^runner answered HTTP 422: \{"error":"field 'runner_name' is missing"\}$/,
+      huge500: /^runner answered HTTP 500: (stack frame\\n){10,}.*…$/,
+      stall503: /^runner answered HTTP 503: overloaded, try later$/,
+    };
+    for (const [mode, message] of Object.entries(expected)) {
+      const run = await expectFailureIsContained(`fail-body-${mode}`, mode, "failed", "runner.http_error");
+      expect([mode, run.error?.message]).toEqual([mode, expect.stringMatching(message)]);
+      // A few hundred characters at most, whatever the runner sent; one line.
+      expect(run.error!.message.length).toBeLessThan(600);
+      expect(run.error!.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+      await expect.poll(() => host.logs()).toContain(`run ${run.run_id}: failed (runner.http_error)`);
+    }
+    // The runner's words may quote its users: the run's error has them, the log line does not.
+    for (const words of ["timestamp too old", "KeyError", "runner_name", "stack frame", "overloaded"]) expect(host.logs()).not.toContain(words);
   });
   it("a garbage line → runner.protocol_error", () => expectFailureIsContained("fail-garbage", "garbage", "failed", "runner.protocol_error"));
   it("a line with NaN (Python's json.dumps) → runner.protocol_error whose message shows where", async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { ADMIN_TOKEN, messageEvent, startTestHost, type TestHost } from "../support/host";
 import { startAdHocRunner } from "../support/runner";
 
 /**
@@ -36,8 +36,10 @@ beforeAll(async () => {
       const line = (seq: number, type: string, data: string) => res.write(`{"run_id": "${ctx.run_id}", "type": "${type}", "sequence": ${seq}, "data": ${data}}\n`);
       line(1, "state.updated", `{"scope": "conversation", "key": "emitted", "value": [${BIG}]}`);
       line(2, "state.updated", `{"scope": "conversation", "key": "float", "value": [1.5e300]}`);
-      line(3, "message.completed", `{"message": {"role": "assistant", "content": "ok"}}`);
-      line(4, "run.completed", `{"finish_reason": "stop"}`);
+      // Loose telemetry, kept as sent: a tool's 64-bit id in it too.
+      line(3, "tool.call.completed", `{"tool_call_id": "t1", "tool_name": "lookup", "result": {"id": ${UUID_INT}, "small": 7}}`);
+      line(4, "message.completed", `{"message": {"role": "assistant", "content": "ok"}}`);
+      line(5, "run.completed", `{"finish_reason": "stop"}`);
       res.end();
     },
   });
@@ -68,5 +70,12 @@ describe("a whole number past 64 bits in state", () => {
     ]);
     const dropped = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'runner.result_dropped' AND run_id = ?", [run.run_id]);
     expect(dropped.map((r) => JSON.parse(r.data_json))).toEqual([expect.objectContaining({ result_type: "state.updated", reason: expect.stringContaining(BIG) })]);
+    // README: a dropped result "stays in the ledger as sent", loose telemetry too: every digit, not a rounded float.
+    const ledger = await fetch(`${host.url}/v1/runs/${run.run_id}/events`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.text());
+    expect(ledger).toContain(`"data":{"scope":"conversation","key":"emitted","value":[${BIG}]}`);
+    expect(ledger).toContain(`"result":{"id":${UUID_INT},"small":7}`);
+    const stream = await fetch(`${host.url}/v1/runs/${run.run_id}/stream`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.text());
+    expect(stream).toContain(`"value":[${BIG}]`);
+    expect(stream).toContain(`"id":${UUID_INT}`);
   });
 });

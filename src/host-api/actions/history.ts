@@ -8,6 +8,7 @@ const historyPage: Handler<"history.page"> = async (ctx, p) => {
     beforeSeq: historyBounds(ctx, p.before_cursor)?.before,
     afterSeq: historyBounds(ctx, p.after_cursor)?.after,
     limit: p.limit,
+    artifactItems: p.include_artifacts ?? false,
   });
   const items = rows.map((r) => toTranscriptItem(r, p.include_artifacts ?? false));
   return {

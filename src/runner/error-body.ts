@@ -1,0 +1,64 @@
+import { headOf } from "../lib/text";
+
+/** Bytes of a refusing runner's body read at most: the start of a reason or a traceback, never its whole stream. */
+export const ERROR_BODY_MAX_BYTES = 512;
+/** How long the host waits for them: a body that stalls costs the run's end no more than this. */
+export const ERROR_BODY_MAX_MS = 500;
+/** Characters of it the run's error quotes (before escaping). */
+export const ERROR_BODY_SHOWN_CHARS = 300;
+
+/** Control characters (C0, DEL, C1, the Unicode line and paragraph separators) and the backslash that escapes them. */
+const UNSHOWN = /[\\\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const NAMED: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/**
+ * Text as one line: each control character written as its JSON escape (`\n`, `\u001b`), quotes left as they are,
+ * so a traceback or a JSON reason reads as sent, and no terminal escape or line break of a runner's acts where the
+ * error is shown.
+ */
+export function escapedLine(text: string): string {
+  return text.replace(UNSHOWN, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * The start of a non-2xx answer's body, as the run's error quotes it (the runner's own reason: "invalid signature",
+ * a traceback), or "" when none came in time. Bounded in bytes and time, and ended early by `signal` (a cancel, the
+ * deadline); the body is cancelled after, read or not. Never throws.
+ */
+export async function errorBodyStart(res: Response, signal: AbortSignal): Promise<string> {
+  const body = res.body;
+  if (!body) return "";
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let seen = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort = () => {};
+  const stop = new Promise<"stop">((resolve) => {
+    timer = setTimeout(resolve, ERROR_BODY_MAX_MS, "stop");
+    onAbort = () => resolve("stop");
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    // One byte past the cap tells the reason was cut.
+    while (seen <= ERROR_BODY_MAX_BYTES) {
+      const read = await Promise.race([reader.read(), stop]);
+      if (read === "stop" || read.done) break;
+      const room = ERROR_BODY_MAX_BYTES - seen;
+      seen += read.value.length;
+      // Streamed: a character the cap cuts in half is left out, not shown as U+FFFD.
+      if (room > 0) text += decoder.decode(read.value.subarray(0, room), { stream: true });
+    }
+  } catch {
+    // The runner went away mid-body: what came is shown.
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort);
+    // Settles a read still pending, and frees the connection.
+    void reader.cancel().catch(() => {});
+  }
+  const cut = seen > ERROR_BODY_MAX_BYTES || text.trim().length > ERROR_BODY_SHOWN_CHARS;
+  const shown = headOf(text.trim(), ERROR_BODY_SHOWN_CHARS);
+  return shown ? `${escapedLine(shown)}${cut ? "…" : ""}` : "";
+}
