@@ -21,6 +21,18 @@ export const albumIdOf = (job: RunJob): string | null => telegramAlbumOf(job.eve
 /** Items in the order the user sent them (Telegram's message ids), whatever order their updates arrived in. */
 const orderOf = (job: RunJob) => (typeof job.event.data.message_id === "number" ? job.event.data.message_id : Number.MAX_SAFE_INTEGER);
 
+/** The number Telegram gave the event's message (a chat numbers its messages in the order they were sent), or null. */
+const telegramMessageIdOf = (job: RunJob): number | null => (job.event.source === "telegram" && typeof job.event.data.message_id === "number" ? job.event.data.message_id : null);
+
+/**
+ * Whether `item`, an album's item, was sent before `job`'s message: the album came first, though the item arrives
+ * after (its file slow to download), so it is no newer question than that message.
+ */
+export function albumSentBefore(item: RunJob, job: RunJob): boolean {
+  const [sent, other] = [telegramMessageIdOf(item), telegramMessageIdOf(job)];
+  return albumIdOf(item) !== null && sent !== null && other !== null && sent < other;
+}
+
 /** The items' inputs as one: their texts (a caption) joined, their contents and files in the album's order. */
 export function albumInput(parts: AlbumPart[]): InputContext {
   const texts = parts.map((p) => p.input.text).filter((t): t is string => typeof t === "string" && t !== "");

@@ -1,7 +1,7 @@
 import { debounceLimitMs, type ConcurrencyStrategy } from "../src/agents/policy";
 import { asks, type RunJob } from "../src/run/job";
 import { jsonByteLength } from "../src/protocol/common";
-import { albumIdOf, asAlbumHead } from "./albums";
+import { albumIdOf, albumSentBefore, asAlbumHead } from "./albums";
 
 /**
  * When a stored run may start, relative to the other runs of its conversation:
@@ -176,9 +176,11 @@ export function startable(table: RunTable, now: number, running: (runId: string)
  * something asked (a message, an API invocation) that takes turns. Another agent's run is that agent's (its own
  * strategy decides for it), a notification's (a welcome) is not made moot by a newer message, and parallel runs take no
  * turn. Nor is a run of the album `job` is an item of: the album is one message, and an item too late to join its run
- * (a slow upload) is part of what that run answers, not a newer question.
+ * (a slow upload) is part of what that run answers, not a newer question; nor, for the same reason, the run of a
+ * message sent after that album (which reached the conversation first).
  */
-export const supersedes = (job: RunJob) => (run: StoredRun) => takesTurns(run) && sameAgent(run.job, job.agent) && asks(run.job) && !sameAlbum(run.job, job);
+export const supersedes = (job: RunJob) => (run: StoredRun) =>
+  takesTurns(run) && sameAgent(run.job, job.agent) && asks(run.job) && !sameAlbum(run.job, job) && !albumSentBefore(job, run.job);
 
 /**
  * What an interrupting event of `job`'s agent supersedes besides its active runs (which are aborted): of the runs it

@@ -63,6 +63,22 @@ const LONG_DIGITS = /\d{16}/;
 export const mayHoldRoundedInteger = (text: string): boolean => LONG_DIGITS.test(text);
 
 /**
+ * Whether a parsed value holds a number past ±(2^53 − 1) (what a rounded whole number parses to): a walk of the
+ * value, far cheaper than parsing its text again with a reviver, which digits inside strings (a phone number, a
+ * hash) would otherwise cost every time. Iterative: the value's depth is the sender's.
+ */
+export function holdsUnsafeNumber(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === "number") {
+      if (Number.isFinite(v) && Math.abs(v) > Number.MAX_SAFE_INTEGER) return true;
+    } else if (v !== null && typeof v === "object") for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push(child);
+  }
+  return false;
+}
+
+/**
  * JSON.parse that keeps each whole number beyond ±(2^53 − 1) as written: a raw JSON value, which JSON.stringify
  * writes back digit for digit, so an upstream's answer (a tool's, a knowledge base's) passed on to a runner never has
  * an id rounded. The host cannot refuse such an answer as it refuses a runner's input: it is the upstream's to give.

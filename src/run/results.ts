@@ -9,7 +9,7 @@ import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
 import { headOf } from "../lib/text";
 import { LedgerSequence } from "./ledger-sequence";
-import { mayHoldRoundedInteger, parseKeepingIntegers, roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
+import { holdsUnsafeNumber, mayHoldRoundedInteger, parseKeepingIntegers, roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
 import { SequenceCheck } from "./sequence-check";
 import { unavailableStateScope } from "./state-scope-refusal";
 
@@ -62,7 +62,7 @@ function messageText(message: Message): string {
  * whose checks find such a number in the line's text (roundedIntegerAt).
  */
 function ledgerDataOf(payload: string, parsed: unknown): unknown {
-  if (!mayHoldRoundedInteger(payload)) return parsed;
+  if (!mayHoldRoundedInteger(payload) || !holdsUnsafeNumber(parsed)) return parsed;
   const exact = (parseKeepingIntegers(payload) as { data?: unknown }).data;
   return exact === undefined ? parsed : exact;
 }

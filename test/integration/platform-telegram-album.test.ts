@@ -189,4 +189,24 @@ describe("a Telegram album", () => {
     expect((await chat.host.admin("GET", `/v1/runs/${late.run_id}`)).body.status).toBe("completed");
     expect(late.input.attachments).toHaveLength(1);
   });
+
+  it("under interrupt, an item too late for its album's run never cancels the run of a message sent after the album", async () => {
+    const chatId = "-880008";
+    await putAgent(chat.host, { agent_id: "album-interrupted", runner_id: chat.runner.runnerId(), scope: { type: "conversation", id: chatId }, concurrency: { strategy: "interrupt" } });
+    expect(await post(item(chatId, "album-j", 1101, `stream ${"word ".repeat(12).trim()}`))).toBe(200);
+    await waitFor(() => contextsIn(chatId).length === 1, 15_000, "the album's run");
+    // The user's next message, sent after the album: it interrupts the album's run, and its own run streams a while.
+    const text = { message_id: 1103, date: Math.floor(Date.now() / 1000), chat: { id: Number(chatId), type: "supergroup", title: "Album group" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text: `stream ${"word ".repeat(16).trim()}` };
+    expect(await post({ update_id: ++updateId, message: text })).toBe(200);
+    await waitFor(() => contextsIn(chatId).length === 2, 15_000, "the newer message's run");
+    const newer = contextsIn(chatId)[1];
+    // The album's second item, its upload slow: it reaches the conversation only now, though sent before that message.
+    expect(await post(item(chatId, "album-j", 1102))).toBe(200);
+    await waitFor(() => contextsIn(chatId).length === 3, 20_000, "the late item's run");
+    const late = contextsIn(chatId)[2];
+    await chat.host.waitForRun(late.run_id);
+    const status = async (runId: string) => (await chat.host.admin("GET", `/v1/runs/${runId}`)).body.status;
+    // The album's run gave way to the newer message; the late item waited for that message's run, then had its own.
+    expect([await status(contextsIn(chatId)[0].run_id), await status(newer.run_id), await status(late.run_id)]).toEqual(["cancelled", "completed", "completed"]);
+  });
 });

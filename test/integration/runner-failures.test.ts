@@ -43,6 +43,10 @@ beforeAll(async () => {
         case "json422":
           res.writeHead(422, { "content-type": "application/json" }).end(JSON.stringify({ error: "field 'runner_name' is missing" }));
           return;
+        case "bidi403":
+          // A right-to-left override would show what follows it reversed wherever the error is read ("exe.gnp" as "png.exe").
+          res.writeHead(403, { "content-type": "text/plain" }).end("see \u202eexe.gnp\u202c, \u2066isolated\u2069 \u200fmarked\u200e");
+          return;
         case "huge500":
           res.writeHead(500, { "content-type": "text/plain" }).end(`${"stack frame\n".repeat(20_000)}THE END`);
           return;
@@ -179,6 +183,7 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
       traceback500: /^runner answered HTTP 500: Traceback \(most recent call last\):\\n  File "runner\.py", line 42, in do_POST\\r\\n\\u001b\[31mKeyError: 'context'\\u001b\[0m$/,
       json422: /^runner answered HTTP 422: \{"error":"field 'runner_name' is missing"\}$/,
       huge500: /^runner answered HTTP 500: (stack frame\\n){10,}.*…$/,
+      bidi403: /^runner answered HTTP 403: see \\u202eexe\.gnp\\u202c, \\u2066isolated\\u2069 \\u200fmarked\\u200e$/,
       stall503: /^runner answered HTTP 503: overloaded, try later$/,
     };
     for (const [mode, message] of Object.entries(expected)) {
@@ -186,7 +191,8 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
       expect([mode, run.error?.message]).toEqual([mode, expect.stringMatching(message)]);
       // A few hundred characters at most, whatever the runner sent; one line.
       expect(run.error!.message.length).toBeLessThan(600);
-      expect(run.error!.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+      // Nor a character that reorders the text around it (bidirectional controls): escaped as the others are.
+      expect(run.error!.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
       await expect.poll(() => host.logs()).toContain(`run ${run.run_id}: failed (runner.http_error)`);
     }
     // The runner's words may quote its users: the run's error has them, the log line does not.

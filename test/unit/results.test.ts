@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ResultProcessor } from "../../src/run/results";
+import { holdsUnsafeNumber } from "../../src/lib/exact-json";
 import { MAX_SEQUENCE_GAPS } from "../../src/run/sequence-check";
 import { SequenceSet } from "../../src/run/sequence-set";
 
@@ -123,5 +124,18 @@ describe("SequenceSet", () => {
     expect([gappy.closeLowestGap(), gappy.has(1), gappy.has(2), gappy.has(4)]).toEqual([[1, 2], true, true, false]);
     expect([gappy.closeLowestGap(), gappy.has(5), gappy.has(7), gappy.gaps()]).toEqual([[4, 5], true, false, 1]);
     expect([gappy.closeLowestGap(), gappy.closeLowestGap(), gappy.gaps()]).toEqual([[7, 8], null, 0]);
+  });
+});
+
+describe("holdsUnsafeNumber (whether a result's ledger data needs its text parsed again, keeping digits)", () => {
+  it("finds a number past 2^53 anywhere in the value, and nothing in digits inside strings", () => {
+    expect(holdsUnsafeNumber({ a: [1, { b: 2 ** 60 }] })).toBe(true);
+    expect(holdsUnsafeNumber([-(2 ** 53)])).toBe(true);
+    expect(holdsUnsafeNumber({ phone: "+4412345678901234567", hash: "0123456789012345678901234567890123456789", n: 2 ** 53 - 1 })).toBe(false);
+    expect(holdsUnsafeNumber({ x: null, y: true, z: 1.5 })).toBe(false);
+    // Deep values are walked without recursion.
+    let deep: unknown = 2 ** 70;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(holdsUnsafeNumber(deep)).toBe(true);
   });
 });

@@ -6,9 +6,9 @@ import { ChangeSignal } from "../../durable-objects/change-signal";
 import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
 
-const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string; eventType?: string; album?: string } = {}) =>
+const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string; eventType?: string; album?: string; messageId?: number } = {}) =>
   // Only the fields scheduling reads are meaningful; the rest of a job does not matter here.
-  ({ runId, event: { source: "telegram", event_type: opts.eventType ?? "message.received", data: opts.album ? { media_group_id: opts.album } : {} }, runner: { capabilities: { steering: opts.steering } }, agent: { agentId: opts.agentId ?? "agent", concurrency: { strategy: opts.strategy } } }) as unknown as RunJob;
+  ({ runId, event: { source: "telegram", event_type: opts.eventType ?? "message.received", data: { ...(opts.album ? { media_group_id: opts.album } : {}), ...(opts.messageId ? { message_id: opts.messageId } : {}) } }, runner: { capabilities: { steering: opts.steering } }, agent: { agentId: opts.agentId ?? "agent", concurrency: { strategy: opts.strategy } } }) as unknown as RunJob;
 
 const row = (runId: string, state: StoredRun["state"], start: StartRule, notBefore = 0, steering = false, agentId = "agent", eventType?: string): [string, StoredRun] => [
   `run:${runId}`,
@@ -89,6 +89,12 @@ describe("scheduling", () => {
     expect(keys(supersededByInterrupt([ofAlbum(answered(row("a", "queued", "after-running", 50), "started"), "g1")], late, 10, none))).toEqual([]);
     expect(keys(supersededByInterrupt([ofAlbum(answered(row("b", "queued", "after-running", 50), "started"), "g2")], late, 10, none))).toEqual(["run:b"]);
     expect(keys(supersededByInterrupt([ofAlbum(answered(row("a", "queued", "after-running", 50), "started"), "g1")], newer, 10, none))).toEqual(["run:a"]);
+    // Nor the run of a message sent after its album (Telegram numbers a chat's messages), which reached the conversation first; one sent before, it does.
+    const sent = (r: [string, StoredRun], messageId: number): [string, StoredRun] => [r[0], { ...r[1], job: job(r[1].job.runId, { messageId }) }];
+    const straggler = job("straggler", { album: "g1", messageId: 11 });
+    expect(keys(supersededByInterrupt([sent(answered(row("m", "queued", "after-running", 50), "started"), 12)], straggler, 10, none))).toEqual([]);
+    expect(keys(supersededByInterrupt([sent(answered(row("m", "queued", "after-running", 50), "started"), 10)], straggler, 10, none))).toEqual(["run:m"]);
+    expect(keys(supersededByInterrupt([sent(answered(row("m", "queued", "after-running", 50), "started"), 12)], job("plain", { messageId: 11 }), 10, none))).toEqual(["run:m"]);
   });
 
   it("has an interrupting run wait for a run answered started before it came, which it did not supersede", () => {
