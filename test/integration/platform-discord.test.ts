@@ -170,11 +170,19 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(ctx.event.data.command).toEqual({ name: "Summarize", path: [], options: {}, target: { type: "message", id: target.id, content: target.content, author_id: "U7", author_name: "bob" } });
   });
 
-  it("names the user a user command was used on", async () => {
+  it("reads a user command as chosen, its name and the user it was used on, and names that user as its target", async () => {
     const i = interaction(2, { id: "cmd-user", name: "Profile", type: 2, target_id: "U7", resolved: { users: { U7: { id: "U7", username: "bob", global_name: null } } } });
     expect((await post(i)).body).toEqual({ type: 5 });
-    const [ctx] = await waitFor(() => contextFor("/Profile").length > 0 && contextFor("/Profile"));
+    const ctx = await runOf(i);
+    expect(ctx.input.text).toBe("/Profile @bob");
     expect(ctx.event.data.command.target).toEqual({ type: "user", id: "U7", name: "bob" });
+    // Another command on the same user reads otherwise; a message command on a message without words, its name.
+    const ban = interaction(2, { id: "cmd-ban", name: "Ban", type: 2, target_id: "U7", resolved: { users: { U7: { id: "U7", username: "bob", global_name: null } } } });
+    const target = { id: "M-TARGET-2", channel_id: "C1", content: "", author: { id: "U7", username: "bob" }, attachments: [] };
+    const bare = interaction(2, { id: "cmd-ctx", name: "Summarize", type: 3, target_id: target.id, resolved: { messages: { [target.id]: target } } });
+    for (const x of [ban, bare]) expect((await post(x)).body).toEqual({ type: 5 });
+    expect((await runOf(ban)).input.text).toBe("/Ban @bob");
+    expect((await runOf(bare)).input.text).toBe("/Summarize");
   });
 
   it("reads a command with a subcommand as typed, so /todo add and /todo remove differ; a plain command is its values", async () => {
@@ -229,7 +237,9 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     // A user command's target too.
     const profile = interaction(2, { id: "cmd-user", name: "Whois", type: 2, target_id: "U7", resolved: { users: { U7: { id: "U7", username: "bob", global_name: "Bob" } }, members: { U7: { nick: "Bobby" } } } });
     expect((await post(profile)).body).toEqual({ type: 5 });
-    expect((await runOf(profile)).event.data.command.target).toEqual({ type: "user", id: "U7", name: "Bobby" });
+    const whois = await runOf(profile);
+    expect(whois.input.text).toBe("/Whois @Bobby");
+    expect(whois.event.data.command.target).toEqual({ type: "user", id: "U7", name: "Bobby" });
   });
 
   it("resolves the deferred response with a short notice when the run fails before answering", async () => {

@@ -255,6 +255,27 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(ping.input.text).toBe("@Our Bot");
   });
 
+  it("leaves out each of its own mentions among those a message starts with, whoever is named first; nothing after them, the text is as sent", async () => {
+    // Each mention has its placeholder, the bot's second one too.
+    const mentions = [
+      { key: "@_user_1", id: { open_id: "ou_ada" }, name: "Ada", tenant_key: "tenant_1" },
+      { key: "@_user_2", id: { open_id: OUR_OPEN_ID }, name: "Our Bot", tenant_key: "tenant_1" },
+      { key: "@_user_3", id: { open_id: OUR_OPEN_ID }, name: "Our Bot", tenant_key: "tenant_1" },
+    ];
+    const sent = {
+      oc_lead_twice: received("oc_lead_twice", { text: "@_user_2 @_user_3 named twice" }, { mentions }),
+      oc_lead_second: received("oc_lead_second", { text: "@_user_1, @_user_2: named second" }, { mentions }),
+      oc_lead_post: received("oc_lead_post", { title: "", content: [[{ tag: "at", user_id: "@_user_1", user_name: "Ada" }, { tag: "text", text: " " }, { tag: "at", user_id: "@_user_2", user_name: "Our Bot" }, { tag: "text", text: ", in a post" }]] }, { mentions }, "post"),
+      oc_lead_only: received("oc_lead_only", { text: "@_user_1 @_user_2" }, { mentions }),
+    };
+    for (const ev of Object.values(sent)) expect((await postPlain(ev)).status).toBe(200);
+    const words = { oc_lead_twice: "named twice", oc_lead_second: "@Ada, named second", oc_lead_post: "@Ada in a post", oc_lead_only: "@Ada @Our Bot" };
+    for (const [chat, text] of Object.entries(words)) {
+      const ctx = await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === chat), 15_000, `the run in ${chat}`);
+      expect(ctx.input.text).toBe(text);
+    }
+  });
+
   it("decrypts a signed encrypted event and replies in its topic thread", async () => {
     const ev = received("oc_200", { text: "secret hello" }, { thread_id: "omt_thread_1" });
     expect((await postEncrypted(ev)).status).toBe(200);

@@ -364,6 +364,18 @@ describe("Slack: Events API in, Web API out", () => {
     expect(recallContext.delivery.reply_target).toBeUndefined();
   });
 
+  it("records the deletion of the bot's own message in its channel, but as no recall: no agent bound to message.recalled runs for it", async () => {
+    // The agent bound to message.recalled above is still bound: a person's deletion runs it, the bot's own does not.
+    const own = { user: BOT_USER, bot_id: "B0BOT", app_id: "A1", ts: "1800000000.000003", text: "echo: an answer" };
+    const deleted = callback({ type: "message", subtype: "message_deleted", channel: "C930", deleted_ts: own.ts, ts: "1800000007.000001", previous_message: own });
+    expect((await post(deleted)).status).toBe(200);
+    // Recorded, and dispatched or not, before the webhook answered.
+    expect(await host.query("SELECT event_type, source_event_type, actor_id, run_id FROM event_log WHERE conversation_id = 'C930'")).toEqual([
+      { event_type: "platform.unhandled", source_event_type: "message.message_deleted.self", actor_id: null, run_id: null },
+    ]);
+    expect(runner.contexts.filter((c) => c.conversation.conversation_id === "C930")).toEqual([]);
+  });
+
   it("keeps the bot token and signing secret out of every answer, record and log line", async () => {
     await post(callback(message("C950", "forged")), { signature: "v0=deadbeef" });
     const got = await host.admin("GET", `/v1/admin/bots/${botId}`);
@@ -404,6 +416,10 @@ describe("Slack: payloads as Slack sends them", () => {
     await post(callback(message("C-WORDS", "<@UBOT>", { type: "app_mention" })));
     await post(callback(message("C-WORDS", "thanks <@UBOT>")));
     await waitFor(() => contextFor("@UBOT").length > 0 && contextFor("thanks @UBOT").length > 0, 15_000, "the pings' runs");
+    // Every one of the bot's own mentions among those the message starts with is left out, whoever is named first;
+    // the others stay. Nothing after the mentions: as sent.
+    for (const raw of ["<@UBOT> <@UBOT> named twice", "<@U123>, <@UBOT>: named second", "<!here> <@UBOT> <@U123> named among others", "<@U123> <@UBOT>"]) await post(callback(message("C-WORDS-LEAD", raw)));
+    for (const words of ["named twice", "@U123, named second", "@here @U123 named among others", "@U123 @UBOT"]) await waitFor(() => contextFor(words).length > 0, 15_000, `the run of "${words}"`);
     // An edit of a message still waiting takes its words read the same way.
     const held = message("C-WORDS-EDIT", "sleep 3000");
     await post(callback(held));
@@ -432,6 +448,29 @@ describe("Slack: payloads as Slack sends them", () => {
     expect((await post(other)).status).toBe(200);
     expect(await host.query("SELECT event_type, source_event_type FROM event_log WHERE conversation_id = 'C-ECHO' ORDER BY seq")).toEqual([{ event_type: "platform.unhandled", source_event_type: "message" }]);
     expect(runner.contexts.filter((c) => c.conversation.conversation_id === "C-ECHO")).toEqual([]);
+  });
+
+  it("runs a person's post made through our app with their own user token: Slack marks it with the app's bot_id, but the words are theirs", async () => {
+    // What Slack sends for chat.postMessage with a user token the person granted our app.
+    const viaApp = { user: "U42", bot_id: "B0BOT", app_id: "A1", bot_profile: { id: "B0BOT", app_id: "A1", name: "ours" } };
+    const msg = message("C-VIA-APP", "<@UBOT> what about the person?", viaApp);
+    const ev = callback(msg);
+    expect((await post(ev)).status).toBe(200);
+    expect(await recorded(ev, "C-VIA-APP", msg.ts)).toEqual([{ event_type: "message.received", conversation_id: "C-VIA-APP" }]);
+    const ctx = await waitFor(() => contextFor("what about the person?").find((c) => c.conversation.conversation_id === "C-VIA-APP"), 15_000, "the person's run");
+    expect(ctx.actor).toMatchObject({ actor_id: "U42" });
+    // Its edit, while it still waits, is the person's edit; its deletion their recall.
+    const held = message("C-VIA-APP-EDIT", "sleep 3000");
+    await post(callback(held));
+    await waitFor(() => contextFor("sleep 3000").some((c) => c.conversation.conversation_id === "C-VIA-APP-EDIT"), 15_000, "the first run");
+    const typo = message("C-VIA-APP-EDIT", "tpyo via app", viaApp);
+    await post(callback(typo));
+    const edit = { type: "message", subtype: "message_changed", channel: "C-VIA-APP-EDIT", hidden: true, ts: `${++messageTs}.000300`, message: { type: "message", text: "typo via app", ts: typo.ts, edited: { user: "U42", ts: `${messageTs}.000300` }, ...viaApp } };
+    await post(callback(edit));
+    await waitFor(() => contextFor("typo via app").length > 0, 15_000, "the edited message's run");
+    const gone = callback({ type: "message", subtype: "message_deleted", channel: "C-VIA-APP", deleted_ts: msg.ts, ts: `${++messageTs}.000400`, previous_message: { ...viaApp, ts: msg.ts, text: msg.text } });
+    expect((await post(gone)).status).toBe(200);
+    expect(await host.query("SELECT event_type, actor_id FROM event_log WHERE event_id = ?", [`slack:${botId}:${gone.event_id}`])).toEqual([{ event_type: "message.recalled", actor_id: "U42" }]);
   });
 
   it("runs a /me message (subtype me_message): a person's own words", async () => {

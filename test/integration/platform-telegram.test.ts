@@ -470,6 +470,23 @@ describe("Telegram: webhook in, reply out", () => {
     await waitFor(() => sendsTo("-101750").some((c) => c.body.text === "echo: read the docs (https://example.com/docs)"), 15_000, "the linked message's answer");
   });
 
+  it("leaves out each of its own mentions among those a message starts with, whoever is named first; nothing after them, the text is as sent", async () => {
+    const ada = { type: "text_mention", offset: 0, length: 3, user: { id: 77, is_bot: false, first_name: "Ada" } };
+    const sent = [
+      update("-101760", { text: "@OurTestBot @OurTestBot named twice", entities: [{ type: "mention", offset: 0, length: 11 }, { type: "mention", offset: 12, length: 11 }] }),
+      // Another's mention first (a username, or a person without one), then the bot's, a link after them.
+      update("-101761", { text: "@bob, @OurTestBot: see the docs", entities: [{ type: "mention", offset: 0, length: 4 }, { type: "mention", offset: 6, length: 11 }, { type: "text_link", offset: 27, length: 4, url: "https://example.com/docs" }] }),
+      update("-101762", { text: "Ada @OurTestBot named second", entities: [ada, { type: "mention", offset: 4, length: 11 }] }),
+      update("-101763", { text: "@bob @OurTestBot", entities: [{ type: "mention", offset: 0, length: 4 }, { type: "mention", offset: 5, length: 11 }] }),
+    ];
+    for (const u of sent) expect((await post(u)).status).toBe(200);
+    const words = ["named twice", "@bob, see the docs (https://example.com/docs)", "Ada named second", "@bob @OurTestBot"];
+    for (const [i, chat] of ["-101760", "-101761", "-101762", "-101763"].entries()) {
+      const [answer] = await waitFor(() => sendsTo(chat).length > 0 && sendsTo(chat), 15_000, `the answer in ${chat}`);
+      expect(answer.body.text).toBe(`echo: ${words[i]}`);
+    }
+  });
+
   it("answers a command addressed to another bot when its own username cannot be read (getMe failed), rather than drop it", async () => {
     const other = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: NO_GETME_TOKEN, secretToken: "tg-secret-token-nogetme-0123" }, { runner, agentId: "tg-agent-nogetme" });
     const u = update("-101800", { text: "/help@OtherBot", entities: [{ type: "bot_command", offset: 0, length: 14 }] });

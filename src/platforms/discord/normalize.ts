@@ -90,8 +90,10 @@ type CommandInput = { text: string; files: PlatformFile[]; command: Record<strin
 
 /**
  * A context-menu command: the message it was used on is what the user means
- * (its words are the input, its files come along), a user is named in the
- * command's `target`. The command's own name is the text when the target has none.
+ * (its words are the input, its files come along; the command's own name when
+ * it has no words). A user command reads as chosen, its name and the user it
+ * was used on (`/Profile @Bobby`), as a slash command's picked user is named in
+ * its text; both targets are named in the command's `target`.
  */
 function contextMenuInput(i: Interaction, type: number): CommandInput {
   const name = i.data?.name ?? "";
@@ -105,7 +107,7 @@ function contextMenuInput(i: Interaction, type: number): CommandInput {
   }
   const u = targetId ? resolved?.users?.[targetId] : undefined;
   const shown = u && targetId ? memberName(u, resolved?.members?.[targetId]?.nick) : null;
-  return { text: `/${name}`, files: [], command: { ...base, target: { type: "user", id: targetId, name: shown } } };
+  return { text: targetId ? `/${name} ${nameOf("user", targetId, resolved)}` : `/${name}`, files: [], command: { ...base, target: { type: "user", id: targetId, name: shown } } };
 }
 
 function commandInput(i: Interaction): CommandInput {

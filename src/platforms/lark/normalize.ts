@@ -63,11 +63,12 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
     if (!r.success) return [unhandled(key, type)];
     const { sender, message: m } = r.data;
     const threadId = m.thread_id ?? null;
-    const ownKey = self.openId ? m.mentions?.find((x) => x.id?.open_id === self.openId)?.key : undefined;
-    const content = contentOf(m.message_type, m.content, m.mentions, ownKey);
+    // The placeholders that mention the bot itself (each mention has its own, the bot's too).
+    const ownKeys = new Set(self.openId ? (m.mentions ?? []).filter((x) => x.id?.open_id === self.openId).map((x) => x.key) : []);
+    const content = contentOf(m.message_type, m.content, m.mentions, ownKeys);
     // What a text message says as sent, its placeholders in place.
     const rawText = m.message_type === "text" ? content.text : null;
-    if (m.message_type === "text") content.text = withMentionNames(withoutLeadingMention(content.text, ownKey), m.mentions);
+    if (m.message_type === "text") content.text = withMentionNames(withoutOwnLeadingMentions(content.text, m.mentions, ownKeys), m.mentions);
     // Messages of other apps (and our own) never start a run.
     if (sender.sender_type !== "user" || (content.text === null && content.files.length === 0)) return [{ ...unhandled(key, type), conversationId: m.chat_id, threadId }];
     return [
@@ -111,14 +112,27 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
 
 type Mention = { key: string; name?: string };
 
+/** The placeholder a text starts with, if any (`keys` longest first): `@_user_1` directly followed by a digit is another one (`@_user_10`). */
+const leadingKey = (text: string, keys: string[]) => keys.find((k) => text.startsWith(k) && !/^\d/.test(text.slice(k.length)));
+
 /**
- * The text without its leading mention `key` (the bot's own) and the `,` `:` and spaces after it, so "@Bot hi" reads
- * "hi"; kept when nothing follows it, so a bare ping still says the bot was called.
+ * The text without the bot's own mentions (`own`: their placeholders) among those it starts with, each with the `,`
+ * `:` and spaces after it, so "@Bot hi" reads "hi" and "@Ada @Bot hi" reads "@Ada hi"; as sent when nothing follows
+ * those mentions, so a bare ping still says the bot was called.
  */
-function withoutLeadingMention(text: string | null, key: string | undefined): string | null {
-  // `@_user_1` directly followed by a digit is another placeholder (`@_user_10`).
-  if (!text || !key || !text.startsWith(key) || /^\d/.test(text.slice(key.length))) return text;
-  return text.slice(key.length).replace(/^[\s,:]*/, "") || text;
+function withoutOwnLeadingMentions(text: string | null, mentions: Mention[] = [], own: ReadonlySet<string>): string | null {
+  if (!text || own.size === 0) return text;
+  const keys = mentions.map((x) => x.key).sort((a, b) => b.length - a.length);
+  let rest = text;
+  let kept = "";
+  let ours = false;
+  for (let key = leadingKey(rest, keys); key; key = leadingKey(rest, keys)) {
+    const taken = key.length + (/^[\s,:]*/.exec(rest.slice(key.length))?.[0].length ?? 0);
+    if (own.has(key)) ours = true;
+    else kept += rest.slice(0, taken);
+    rest = rest.slice(taken);
+  }
+  return ours && rest ? kept + rest : text;
 }
 
 /** A text message names what it mentions by placeholder (`@_user_1`, `@_all`); the runner reads the names instead. */
@@ -135,7 +149,7 @@ function idsOf(ids: z.infer<typeof UserIdSchema> | undefined): Record<string, un
 }
 
 /** Text and files of a message's `content` (a JSON string whose shape depends on message_type). */
-export function contentOf(messageType: string, raw: string, mentions: Mention[] = [], ownKey?: string): { text: string | null; files: PlatformFile[] } {
+export function contentOf(messageType: string, raw: string, mentions: Mention[] = [], ownKeys: ReadonlySet<string> = new Set()): { text: string | null; files: PlatformFile[] } {
   let c: Record<string, unknown>;
   try {
     c = JSON.parse(raw) as Record<string, unknown>;
@@ -155,49 +169,69 @@ export function contentOf(messageType: string, raw: string, mentions: Mention[] 
     case "media":
       return { text: null, files: str(c.file_key) ? [{ ref: `file:${c.file_key}`, name: str(c.file_name), artifactType: "video" }] : [] };
     case "post":
-      return postContent(c, mentions, ownKey);
+      return postContent(c, mentions, ownKeys);
     default:
       return { text: null, files: [] };
   }
 }
 
 /**
- * Rich text: `{title, content: [[{tag, text | href | image_key}]]}`, possibly wrapped in a locale key. `ownKey`: the
- * bot's own mention, left out where it begins the post, as in a text message (withoutLeadingMention).
+ * Rich text: `{title, content: [[{tag, text | href | image_key}]]}`, possibly wrapped in a locale key. `ownKeys`: the
+ * bot's own mentions, left out where they are among those the post begins with, as in a text message
+ * (withoutOwnLeadingMentions).
  */
-function postContent(c: Record<string, unknown>, mentions: Mention[], ownKey?: string): { text: string | null; files: PlatformFile[] } {
+function postContent(c: Record<string, unknown>, mentions: Mention[], ownKeys: ReadonlySet<string>): { text: string | null; files: PlatformFile[] } {
   const post = Array.isArray(c.content) ? c : (Object.values(c).find((v) => v && typeof v === "object" && Array.isArray((v as Record<string, unknown>).content)) as Record<string, unknown> | undefined);
   if (!post) return { text: null, files: [] };
   const lines: string[] = [];
   const files: PlatformFile[] = [];
-  if (typeof post.title === "string" && post.title) lines.push(post.title);
+  const title = typeof post.title === "string" ? post.title : "";
+  if (title) lines.push(title);
+  // Among the first paragraph's leading mentions (and the separators between them); whether one of the bot's own was
+  // left out (with the separators after it); whether anything but those mentions has words.
+  let leading = ownKeys.size > 0;
   let addressed = false;
+  let trim = false;
+  let said = title !== "";
   for (const paragraph of post.content as unknown[]) {
     if (!Array.isArray(paragraph)) continue;
     let line = "";
-    // The first paragraph's first element, when it is the bot's own mention.
-    const [first] = paragraph as Record<string, unknown>[];
-    const skipped = ownKey !== undefined && lines.length === (post.title ? 1 : 0) && first?.tag === "at" && first.user_id === ownKey ? first : null;
     for (const el of paragraph as Record<string, unknown>[]) {
-      if (el === skipped) continue;
-      if ((el.tag === "text" || el.tag === "md") && typeof el.text === "string") line += el.text;
-      // A link's target follows its label (a runner has only the text); a code block stays one, fenced.
-      if (el.tag === "a" && typeof el.text === "string") line += typeof el.href === "string" && el.href && el.href !== el.text ? `${el.text} (${el.href})` : el.text;
-      if (el.tag === "code_block" && typeof el.text === "string") line += `\`\`\`${typeof el.language === "string" ? el.language.toLowerCase() : ""}\n${el.text.replace(/\n$/, "")}\n\`\`\``;
-      // A received post's `at` names its placeholder (`@_user_1`) and may leave user_name empty (Lark's own example
-      // does): the name is then the mentions list's; one nobody named keeps its placeholder, as in a text message.
-      if (el.tag === "at") line += mentionOf(el, mentions);
+      if (leading && el.tag === "at" && typeof el.user_id === "string" && ownKeys.has(el.user_id)) {
+        addressed = trim = true;
+        continue;
+      }
+      let piece = pieceOf(el, mentions);
+      if (trim && piece) {
+        piece = piece.replace(/^[\s,:]*/, "");
+        trim = piece === "";
+      }
+      if (leading && el.tag !== "at" && /[^\s,:]/.test(piece)) leading = false;
+      if (!leading && piece.trim()) said = true;
+      line += piece;
       if (el.tag === "img" && typeof el.image_key === "string") files.push({ ref: `image:${el.image_key}`, artifactType: "image" });
       // A video in rich text is fetched as a standalone video message is (the message's resource, type=file).
       if (el.tag === "media" && typeof el.file_key === "string") files.push({ ref: `file:${el.file_key}`, name: typeof el.file_name === "string" ? el.file_name : null, artifactType: "video" });
     }
-    if (skipped) addressed = true;
-    lines.push(skipped ? line.replace(/^[\s,:]*/, "") : line);
+    leading = trim = false;
+    lines.push(line);
   }
+  // Addressed to the bot with nothing else said: read as sent, so a bare ping still says the bot was called.
+  if (addressed && !said) return postContent(c, mentions, new Set());
   const text = lines.join("\n").trim();
-  // Addressed to the bot and nothing else: the mention stays, so a bare ping still says the bot was called.
-  if (addressed && !text) return postContent(c, mentions);
   return { text: text || null, files };
+}
+
+/** What a rich-text element says: its text, a link with its target after its label, a fenced code block, a mention. */
+function pieceOf(el: Record<string, unknown>, mentions: Mention[]): string {
+  if ((el.tag === "text" || el.tag === "md") && typeof el.text === "string") return el.text;
+  // A link's target follows its label (a runner has only the text); a code block stays one, fenced.
+  if (el.tag === "a" && typeof el.text === "string") return typeof el.href === "string" && el.href && el.href !== el.text ? `${el.text} (${el.href})` : el.text;
+  if (el.tag === "code_block" && typeof el.text === "string") return `\`\`\`${typeof el.language === "string" ? el.language.toLowerCase() : ""}\n${el.text.replace(/\n$/, "")}\n\`\`\``;
+  // A received post's `at` names its placeholder (`@_user_1`) and may leave user_name empty (Lark's own example
+  // does): the name is then the mentions list's; one nobody named keeps its placeholder, as in a text message.
+  if (el.tag === "at") return mentionOf(el, mentions);
+  return "";
 }
 
 /** A rich-text `at` element as the runner reads it: `@name`, from the element or from the message's mentions. */

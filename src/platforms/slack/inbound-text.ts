@@ -30,13 +30,29 @@ function readableToken(inside: string): string {
   return bare(label) === bare(target) ? label : `${label} (${target})`;
 }
 
+/** One mention of those a message starts with, and the `,` `:` and spaces after it: a user's, `<!here>`, a user group. */
+const LEADING_MENTION = /^<(@[^|>]+|!(?:here|channel|everyone|subteam\^[^|>]*))(?:\|[^>]*)?>[\s,:]*/;
+
 /**
- * The text without the bot's own leading mention (`ownUserIds`: the bot user the envelope's authorizations name), so
- * "<@UBOT> what's new?" reads "what's new?"; kept when nothing follows it, so a bare ping still says the bot was called.
+ * The text without the bot's own mentions among those it starts with (`ownUserIds`: the bot user the envelope's
+ * authorizations name), so "<@UBOT> what's new?" reads "what's new?" and "<@U1> <@UBOT> what's new?" reads
+ * "@U1 what's new?"; as sent when nothing follows those mentions, so a bare ping still says the bot was called.
  */
+function withoutOwnLeadingMentions(text: string, ownUserIds: readonly string[]): string {
+  let rest = text.trimStart();
+  let kept = "";
+  let ours = false;
+  for (let m = LEADING_MENTION.exec(rest); m; m = LEADING_MENTION.exec(rest)) {
+    if (m[1].startsWith("@") && ownUserIds.includes(m[1].slice(1))) ours = true;
+    else kept += m[0];
+    rest = rest.slice(m[0].length);
+  }
+  return ours && rest ? kept + rest : text;
+}
+
+/** The text in words (README, "Platform input"), the bot's own leading mentions left out. */
 export function readableSlackText(text: string, ownUserIds: readonly string[]): string {
-  const lead = /^\s*<@([^|>]+)(?:\|[^>]*)?>[\s,:]*/.exec(text);
-  const said = lead && ownUserIds.includes(lead[1]) && lead[0].length < text.length ? text.slice(lead[0].length) : text;
+  const said = withoutOwnLeadingMentions(text, ownUserIds);
   let out = "";
   let at = 0;
   for (const token of said.matchAll(/<([^<>]*)>/g)) {

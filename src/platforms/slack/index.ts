@@ -46,7 +46,9 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     const fallbackKey = await bodyKey(req.rawBody);
     if (!envelope.success) return { kind: "events", raw: body, events: [unhandledEvent(fallbackKey, "unknown")] };
     if (envelope.data.type === "url_verification") return { kind: "handshake", body: { challenge: envelope.data.challenge ?? "" } };
-    return { kind: "events", raw: envelope.data, events: normalizeEnvelope(envelope.data, fallbackKey) };
+    // A bot stored with a user token (before bot tokens were required) posts as that user.
+    const postsAsUser = !bot.credentials.bot_token.startsWith("xoxb-");
+    return { kind: "events", raw: envelope.data, events: normalizeEnvelope(envelope.data, fallbackKey, postsAsUser) };
   },
 
   // Slack wants a 2xx within 3 s; the body is ignored.

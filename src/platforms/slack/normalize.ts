@@ -59,19 +59,36 @@ const ChangedSchema = z.looseObject({ ts: z.string(), subtype: absentOr(z.string
 /** Who posted a message, as far as telling the bot's own posts goes. */
 const PosterSchema = z.looseObject({ user: absentOr(z.string()), bot_id: absentOr(z.string()), app_id: absentOr(z.string()), bot_profile: absentOr(z.looseObject({ app_id: absentOr(z.string()) })) });
 
-/** The bot itself, as the envelope names it: its bot user, its app. */
+/**
+ * The bot itself, as the envelope names it: its bot user, its app. `postsAsUser`: its token is a user token (a bot
+ * stored before bot tokens were required), so its own posts carry that user, not the bot user.
+ */
 interface Self {
   userIds: string[];
   appId: string | null;
+  postsAsUser: boolean;
 }
-const selfOf = (env: SlackEnvelope): Self => ({ userIds: (env.authorizations ?? []).flatMap((a) => (a.is_bot && a.user_id ? [a.user_id] : [])), appId: env.api_app_id ?? null });
+const selfOf = (env: SlackEnvelope, postsAsUser: boolean): Self => ({
+  userIds: (env.authorizations ?? []).flatMap((a) => (a.is_bot && a.user_id ? [a.user_id] : [])),
+  appId: env.api_app_id ?? null,
+  postsAsUser,
+});
 
-/** A message the bot posted: its bot user's, or its app's bot's. */
-function postedBySelf(given: unknown, self: Self): boolean {
+/**
+ * Who posted a message: the bot itself, a person, or another app's bot. Slack marks every post made through an app
+ * with its `bot_id` and `app_id`, a person's made with their own user token too: a post of our app by a user other
+ * than our bot user is that person's words. Without our bot user in the envelope (or with a user token of our own)
+ * such a post cannot be told from ours, and counts as ours: the bot never answers itself.
+ */
+function posterOf(given: unknown, self: Self): "self" | "person" | "bot" {
   const m = PosterSchema.safeParse(given);
-  if (!m.success) return false;
-  const app = m.data.app_id ?? m.data.bot_profile?.app_id;
-  return (m.data.user !== undefined && self.userIds.includes(m.data.user)) || (m.data.bot_id !== undefined && self.appId !== null && app === self.appId);
+  if (!m.success) return "person";
+  const { user, bot_id: botId } = m.data;
+  if (user !== undefined && self.userIds.includes(user)) return "self";
+  if (botId === undefined) return "person";
+  const ours = self.appId !== null && (m.data.app_id ?? m.data.bot_profile?.app_id) === self.appId;
+  if (!ours) return "bot";
+  return user !== undefined && self.userIds.length > 0 && !self.postsAsUser ? "person" : "self";
 }
 
 const JoinedSchema = z.looseObject({ user: z.string(), channel: z.string(), channel_type: absentOr(z.string()), inviter: absentOr(z.string()) });
@@ -96,29 +113,30 @@ function channelOf(ev: Record<string, unknown>): string | null {
   return typeof named === "string" ? named : null;
 }
 
-/** `fallbackKey` names an envelope without event_id (a hash of its body). */
-export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): NormalizedEvent[] {
+/** `fallbackKey` names an envelope without event_id (a hash of its body); `postsAsUser`: see Self. */
+export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, postsAsUser = false): NormalizedEvent[] {
   const key = env.event_id ?? fallbackKey;
   const eventTime = env.event_time ? platformTime(env.event_time * 1000) : undefined;
   const ev = env.event;
   if (env.type !== "event_callback" || !ev) return [unhandled(key, env.type, eventTime)];
   const common = { eventTime, data: { team_id: env.team_id ?? null, slack_event_id: env.event_id ?? null } };
-  const self = selfOf(env);
+  const self = selfOf(env, postsAsUser);
 
   if (ev.type === "message" || ev.type === "app_mention") {
     const m = MessageSchema.safeParse(ev);
     if (!m.success) return [unhandled(key, ev.type, eventTime)];
     const msg = m.data;
-    if (msg.subtype === "message_deleted") return recalled(key, ev, common);
+    if (msg.subtype === "message_deleted") return recalled(key, ev, common, self);
     // Slack sends the bot's own posts back, and each chat.update of a streamed answer as a message_changed: neither
     // recorded nor answered (no other platform sends a bot its own messages; a streamed answer would add a record,
     // and a stored payload, per edit). Another bot's message is recorded below.
-    if (postedBySelf(msg.subtype === "message_changed" ? (ev as { message?: unknown }).message : msg, self)) return [];
+    const changed = msg.subtype === "message_changed" ? (ev as { message?: unknown }).message : undefined;
+    if (posterOf(changed ?? msg, self) === "self") return [];
     // Other bots' messages never start a run.
     // An edit (message_changed) names its thread in the edited message, as a deletion does in previous_message.
     const unhandledThread = msg.thread_ts ?? threadOf((ev as { message?: { ts?: unknown; thread_ts?: unknown } }).message);
-    const revises = msg.subtype === "message_changed" ? revisionOf((ev as { message?: unknown }).message, self) : undefined;
-    if (msg.bot_id || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises }];
+    const revises = changed === undefined ? undefined : revisionOf(changed, self);
+    if (posterOf(msg, self) === "bot" || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises }];
     // Slack sends app_mention again, marked `edited`, each time a message naming the bot is edited: a typo fixed in an
     // old question (one whose first delivery retention has forgotten) must not ask it again. Edits are not answered
     // (one still waiting to be answered takes the new words instead).
@@ -167,11 +185,14 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string): Norm
   return [{ ...unhandled(key, ev.type, eventTime), conversationId: channelOf(ev) }];
 }
 
-function recalled(key: string, ev: unknown, common: { eventTime?: string; data: Record<string, unknown> }): NormalizedEvent[] {
+function recalled(key: string, ev: unknown, common: { eventTime?: string; data: Record<string, unknown> }, self: Self): NormalizedEvent[] {
   const d = DeletedSchema.safeParse(ev);
   if (!d.success) return [unhandled(key, "message.message_deleted", common.eventTime)];
   const prev = d.data.previous_message;
   const threadId = threadOf(prev);
+  // The bot's own message deleted withdraws no one's words (nothing of the bot's waits to be answered): recorded in
+  // its channel, not a recall for agents, whose actor would be the bot itself.
+  if (prev && posterOf(prev, self) === "self") return [{ ...unhandled(key, "message.message_deleted.self", common.eventTime), conversationId: d.data.channel, threadId }];
   return [
     {
       ...common,
@@ -196,7 +217,7 @@ function revisionOf(given: unknown, self: Self): MessageRevision | undefined {
   if (!m.success) return undefined;
   // A thread parent deleted while it has replies stays as a tombstone: recalled all the same.
   if (m.data.subtype === "tombstone") return { field: "ts", id: m.data.ts };
-  // Not a person's edit: our own answer streamed by chat.update, a link preview added.
-  if (m.data.bot_id || !m.data.user || !m.data.edited?.ts) return undefined;
+  // Not a person's edit: our own answer streamed by chat.update, another bot's, a link preview added.
+  if (posterOf(m.data, self) !== "person" || !m.data.user || !m.data.edited?.ts) return undefined;
   return { field: "ts", id: m.data.ts, edit: { text: m.data.text === undefined ? null : readableSlackText(m.data.text, self.userIds), version: Number(m.data.edited.ts) } };
 }

@@ -175,15 +175,29 @@ function withoutSpan(words: { text: string; entities?: unknown[] }, at: number, 
   return { text: words.text.slice(0, at) + words.text.slice(end), entities };
 }
 
-/** A mention at the start of a message, as Telegram marks it: `@name`. */
-const LeadingMentionSchema = z.looseObject({ type: z.literal("mention"), offset: z.literal(0), length: z.int().positive() });
+/** A mention as Telegram marks it: `@name`, or a user without a username named by a link to them. */
+const MentionSchema = z.looseObject({ type: z.enum(["mention", "text_mention"]), offset: z.int().nonnegative(), length: z.int().positive() });
 
-/** Where a message's words begin after its leading mention of `username` and the `,` `:` and spaces after it; null if they do not start so, or nothing follows. */
-function afterOwnMention(words: { text: string; entities?: unknown[] }, username: string): number | null {
-  const mention = (words.entities ?? []).map((e) => LeadingMentionSchema.safeParse(e)).find((e) => e.success)?.data;
-  if (!mention || words.text.slice(0, mention.length).toLowerCase() !== `@${username.toLowerCase()}`) return null;
-  const end = mention.length + (/^[\s,:]*/.exec(words.text.slice(mention.length))?.[0].length ?? 0);
-  return end < words.text.length ? end : null;
+/**
+ * The spans of the bot's own mentions (`@username`) among those a message starts with, each with the `,` `:` and
+ * spaces after it, to leave out: "@OurBot, hi" reads "hi", "@Ada @OurBot hi" reads "@Ada hi". None when nothing
+ * follows those mentions: a bare ping still says the bot was called.
+ */
+function ownLeadingMentions(words: { text: string; entities?: unknown[] }, username: string): [number, number][] {
+  const mentions = (words.entities ?? []).flatMap((e) => {
+    const m = MentionSchema.safeParse(e);
+    return m.success ? [m.data] : [];
+  });
+  const own = `@${username.toLowerCase()}`;
+  const spans: [number, number][] = [];
+  let at = 0;
+  for (let m = mentions.find((e) => e.offset === at); m; m = mentions.find((e) => e.offset === at)) {
+    const end = m.offset + m.length;
+    const next = end + (/^[\s,:]*/.exec(words.text.slice(end))?.[0].length ?? 0);
+    if (m.type === "mention" && words.text.slice(m.offset, end).toLowerCase() === own) spans.push([at, next]);
+    at = next;
+  }
+  return at < words.text.length ? spans : [];
 }
 
 /**
@@ -195,7 +209,8 @@ export function namesABot(given: z.infer<typeof UpdateSchema>): boolean {
   const parsed = MessageSchema.safeParse(update.message ?? update.edited_message);
   if (!parsed.success) return false;
   const words = wordsOf(parsed.data);
-  return commandSuffix(parsed.data) !== null || (words !== null && (words.entities ?? []).some((e) => LeadingMentionSchema.safeParse(e).success));
+  const leading = (e: unknown) => MentionSchema.safeParse(e).data?.offset === 0;
+  return commandSuffix(parsed.data) !== null || (words !== null && (words.entities ?? []).some(leading));
 }
 
 /** What an update the host does not handle says of its chat (an edit, a button press, the bot's membership): where it is recorded. */
@@ -264,13 +279,14 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
   }
   // A command addressed to this bot reaches the runner as a bare one would, `/help args` (`raw_text` keeps what was
   // sent); one addressed to another bot is dropped below. Without the bot's own username (getMe failed) it is
-  // answered as sent rather than dropped. The bot's own leading `@mention` is left out too: "@OurBot, hi" reads "hi".
+  // answered as sent rather than dropped. The bot's own leading `@mention`s are left out too: "@OurBot, hi" reads "hi".
   const suffix = commandSuffix(m);
   const forUs = suffix !== null && !!self.username && suffix.bot.toLowerCase() === self.username.toLowerCase();
   const words = wordsOf(m);
   const bare = words && forUs ? withoutSpan(words, suffix.at, suffix.end) : words;
-  const addressed = bare && self.username ? afterOwnMention(bare, self.username) : null;
-  const said = bare && addressed !== null ? withoutSpan(bare, 0, addressed) : bare;
+  const own = bare && self.username ? ownLeadingMentions(bare, self.username) : [];
+  // From the last span back, so each one's offsets still hold.
+  const said = bare && own.reduceRight((w, [at, end]) => withoutSpan(w, at, end), bare);
   const text = said === null ? null : withLinkTargets(said.text, said.entities);
   const files = filesOf(m);
   const ignored = (why: string): NormalizedEvent[] => [{ ...unhandled(key, why), conversationId: common.conversationId, threadId: common.threadId }];
