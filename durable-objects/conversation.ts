@@ -378,7 +378,7 @@ export class ConversationDO extends DurableObject<Env> {
         await this.dropUnpulled(job);
       } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
       else this.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo });
-      if (ending) this.settling.add(ending.mcp.closeAll());
+      if (ending) this.settling.add(ending.close(db));
     }
   }
 

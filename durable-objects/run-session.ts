@@ -10,6 +10,8 @@ import type { RunJob } from "../src/run/job";
 import { LedgerSequence } from "../src/run/ledger-sequence";
 import { McpSessionPool } from "../src/resources/mcp";
 import { OpenStreams } from "../src/host-api/open-streams";
+import { DenialCount } from "../src/host-api/denial-cap";
+import type { Db } from "../src/db/client";
 import type { AuthorizationSnapshot } from "../src/run/snapshot";
 
 /**
@@ -26,6 +28,8 @@ export class RunSession {
   readonly mcp: McpSessionPool;
   /** Streamed Host API answers not yet ended; the run's end waits for their ends to be recorded. */
   readonly streams = new OpenStreams((ended) => this.ledgerSequence.track(ended));
+  /** The run's Host API denials: recorded up to a cap, the rest counted and told when the run is over. */
+  readonly denials = new DenialCount();
 
   constructor(
     readonly job: RunJob,
@@ -45,10 +49,15 @@ export class RunSession {
     return { ...this.uploadContext(env, publish), artifacts: env.ARTIFACTS, steering, signal: this.abort.signal, mcp: this.mcp, streams: this.streams };
   }
 
-  /** What an upload's authorisation acts with: the run's snapshot, and its ledger for a denial. */
-  uploadContext(env: Env, publish: (entries: LedgerEntry[]) => void): Pick<ActionContext, "db" | "config" | "snapshot" | "ledger"> {
+  /** What an upload's authorisation acts with: the run's snapshot, and its ledger and denial count for a denial. */
+  uploadContext(env: Env, publish: (entries: LedgerEntry[]) => void): Pick<ActionContext, "db" | "config" | "snapshot" | "ledger" | "denials"> {
     const db = dbOf(env);
-    return { db, config: configOf(env), snapshot: this.snapshot, ledger: hostLedger(db, this.job.runId, this.ledgerSequence, publish) };
+    return { db, config: configOf(env), snapshot: this.snapshot, ledger: hostLedger(db, this.job.runId, this.ledgerSequence, publish), denials: this.denials };
+  }
+
+  /** The run is over: its MCP sessions end, and the denials it did not record are counted in EventLog. */
+  async close(db: Db): Promise<void> {
+    await Promise.all([this.mcp.closeAll(), this.denials.tell(db, this.snapshot)]);
   }
 }
 

@@ -170,9 +170,10 @@ const MAX_REASON_CHARS = 1000;
 /**
  * Denials are facts: appended to EventLog with run, runner, action, resource and scope, and to the run's ledger (one
  * round trip), where whoever reads why the run went as it did looks first. A record the database refuses is said on
- * the log: the denial is answered all the same.
+ * the log: the denial is answered all the same. Only a run's first MAX_RECORDED_DENIALS are (denial-cap.ts).
  */
-export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot" | "ledger">, action: string, err: ApiError): Promise<void> {
+export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot" | "ledger" | "denials">, action: string, err: ApiError): Promise<void> {
+  if (!ctx.denials.admit()) return;
   const s = ctx.snapshot;
   // Small whatever was asked: identifying fields cut as the decision log cuts them, the host's own reason; never a value.
   const data = { run_id: s.runId, runner_id: s.runnerId, action, resource: cutStrings(err.details), scope: { conversation_id: s.conversationId, thread_id: s.threadId }, reason: err.message.slice(0, MAX_REASON_CHARS) };

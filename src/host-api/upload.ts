@@ -47,7 +47,7 @@ export interface UploadRequest {
  * budget, which an accepted upload holds until it ends: what it did not
  * store (a body that never arrived whole) is then given back.
  */
-export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot" | "config" | "ledger">, request: UploadRequest, budget: UploadBudget): Promise<UploadAuthorization> {
+export async function authorizeUpload(ctx: Pick<ActionContext, "db" | "snapshot" | "config" | "ledger" | "denials">, request: UploadRequest, budget: UploadBudget): Promise<UploadAuthorization> {
   const s = ctx.snapshot;
   const decided = (outcome: string, status: number) =>
     logDecision({ run_id: s.runId, runner_id: s.runnerId, action: "artifact.upload", resource: {}, scope: decisionScope(s), outcome, status });

@@ -1,5 +1,6 @@
 import type { McpSessionPool } from "../../resources/mcp";
 import type { OpenStreams } from "../open-streams";
+import type { DenialCount } from "../denial-cap";
 import type { Db } from "../../db/client";
 import type { Config } from "../../env";
 import { decodeCursor, decodeCursorOf, decodeKeyCursor, InvalidCursorError } from "../../lib/cursor";
@@ -27,6 +28,8 @@ export interface ActionContext {
   artifacts: R2Bucket;
   steering: SteeringPort;
   ledger: LedgerPort;
+  /** The run's denials so far: only the first are recorded (denial-cap.ts). */
+  denials: DenialCount;
   /** Aborted when the run is cancelled, interrupted or passes its deadline: in-flight upstream calls stop. */
   signal: AbortSignal;
   /** The run's MCP sessions, kept from one tool call to the next until the run ends. */
