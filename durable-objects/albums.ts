@@ -18,11 +18,11 @@ export const ALBUM_MAX_PARTS = 10;
 /** The album an event is an item of, or null. */
 export const albumIdOf = (job: RunJob): string | null => telegramAlbumOf(job.event);
 
-/** Items in the order the user sent them (Telegram's message ids), whatever order their updates arrived in. */
-const orderOf = (job: RunJob) => (typeof job.event.data.message_id === "number" ? job.event.data.message_id : Number.MAX_SAFE_INTEGER);
-
 /** The number Telegram gave the event's message (a chat numbers its messages in the order they were sent), or null. */
 const telegramMessageIdOf = (job: RunJob): number | null => (job.event.source === "telegram" && typeof job.event.data.message_id === "number" ? job.event.data.message_id : null);
+
+/** Items in the order the user sent them (Telegram's message ids), whatever order their updates arrived in. */
+const orderOf = (job: RunJob) => telegramMessageIdOf(job) ?? Number.MAX_SAFE_INTEGER;
 
 /**
  * Whether `item`, an album's item, was sent before `job`'s message: the album came first, though the item arrives

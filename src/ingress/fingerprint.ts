@@ -1,5 +1,7 @@
 import { sha256Hex } from "../lib/crypto";
 import type { EventEnvelope } from "../protocol/envelope";
+// A field of the envelope's own structure sent as null is one left out (not in its free-form bags, where null is a value).
+import { withoutNulls } from "../platforms/payload";
 
 /** JSON with every object's keys in order: one text for one value, however its sender ordered the keys. */
 function sortedJson(value: unknown): string {
@@ -9,13 +11,6 @@ function sortedJson(value: unknown): string {
     return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${JSON.stringify(k)}:${sortedJson(v)}`).join(",")}}`;
   }
   return JSON.stringify(value) ?? "null";
-}
-
-/** The envelope's own structure (not its free-form bags, where null is a value): a field sent as null is one left out. */
-function withoutNulls(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutNulls);
-  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).flatMap(([k, v]) => (v === null ? [] : [[k, withoutNulls(v)]])));
-  return value;
 }
 
 /**
@@ -46,7 +41,7 @@ export function eventFingerprint(e: EventEnvelope): Promise<string> {
       thread_id: e.thread_id ?? null,
       actor: { actor_type: e.actor.actor_type, actor_id: e.actor.actor_id ?? null, actor_name: e.actor.actor_name ?? null, metadata: e.actor.metadata ?? {} },
       subject: e.subject ? { subject_type: e.subject.subject_type, subject_id: e.subject.subject_id ?? null, data: e.subject.data ?? {} } : null,
-      input: { text: input.text ?? null, contents: withoutNulls(input.contents ?? []), attachments: (withoutNulls(input.attachments ?? []) as Record<string, unknown>[]).map(attachmentAsNamed) },
+      input: { text: input.text ?? null, contents: withoutNulls(input.contents ?? []), attachments: withoutNulls<Record<string, unknown>[]>(input.attachments ?? []).map(attachmentAsNamed) },
       data: e.data ?? {},
       metadata: e.metadata ?? {},
     }),

@@ -63,20 +63,25 @@ const LONG_DIGITS = /\d{16}/;
 export const mayHoldRoundedInteger = (text: string): boolean => LONG_DIGITS.test(text);
 
 /**
+ * The first number in a parsed JSON value that `test` holds for, or null. Iterative: the value's depth is the sender's.
+ */
+export function numberIn(value: unknown, test: (n: number) => boolean): number | null {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current === "number" && test(current)) return current;
+    // One push per child: spreading a wide array (hundreds of thousands of members) into push() overflows the stack.
+    if (current !== null && typeof current === "object") for (const child of Array.isArray(current) ? current : Object.values(current)) stack.push(child);
+  }
+  return null;
+}
+
+/**
  * Whether a parsed value holds a number past ±(2^53 − 1) (what a rounded whole number parses to): a walk of the
  * value, far cheaper than parsing its text again with a reviver, which digits inside strings (a phone number, a
- * hash) would otherwise cost every time. Iterative: the value's depth is the sender's.
+ * hash) would otherwise cost every time.
  */
-export function holdsUnsafeNumber(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length) {
-    const v = stack.pop();
-    if (typeof v === "number") {
-      if (Number.isFinite(v) && Math.abs(v) > Number.MAX_SAFE_INTEGER) return true;
-    } else if (v !== null && typeof v === "object") for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push(child);
-  }
-  return false;
-}
+export const holdsUnsafeNumber = (value: unknown): boolean => numberIn(value, (n) => Number.isFinite(n) && Math.abs(n) > Number.MAX_SAFE_INTEGER) !== null;
 
 /**
  * JSON.parse that keeps each whole number beyond ±(2^53 − 1) as written: a raw JSON value, which JSON.stringify

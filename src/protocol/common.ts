@@ -7,7 +7,7 @@
  * libSQL carry `null` for absent columns; both mean "absent", not "malformed".
  */
 import * as z from "zod";
-import { keptIntegerText } from "../lib/exact-json";
+import { keptIntegerText, numberIn } from "../lib/exact-json";
 
 /** Nesting limit for JSON values; deeper input would exhaust the stack of the recursive schema. */
 export const MAX_JSON_DEPTH = 64;
@@ -89,17 +89,9 @@ export const JsonValueSchema = nestedAtMost(MAX_JSON_DEPTH).pipe(JsonValueInnerS
  * rounded it (a 64-bit id such as a Discord snowflake comes out as a neighbour): kept, it would be stored altered
  * without a word. Larger magnitudes are left alone: they are floating-point quantities, not ids.
  */
-export function unsafeIntegerIn(value: unknown): number | null {
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const current = stack.pop();
-    // A number past the double range (1e400) parses as ±Infinity, which JSON cannot carry: it would be kept as null.
-    if (typeof current === "number" && (!Number.isFinite(current) || (Number.isInteger(current) && !Number.isSafeInteger(current) && Math.abs(current) <= 2 ** 64))) return current;
-    // One push per child: spreading a wide array (hundreds of thousands of members) into push() overflows the stack.
-    if (current !== null && typeof current === "object") for (const child of Array.isArray(current) ? current : Object.values(current)) stack.push(child);
-  }
-  return null;
-}
+export const unsafeIntegerIn = (value: unknown): number | null =>
+  // A number past the double range (1e400) parses as ±Infinity, which JSON cannot carry: it would be kept as null.
+  numberIn(value, (n) => !Number.isFinite(n) || (Number.isInteger(n) && !Number.isSafeInteger(n) && Math.abs(n) <= 2 ** 64));
 
 /** A zod refinement for a value kept as sent: one whose numbers JSON parsing may have rounded is refused, with what to send instead. */
 export function refuseRoundedIntegers(value: unknown, ctx: z.RefinementCtx): void {

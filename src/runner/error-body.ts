@@ -1,3 +1,4 @@
+import { escapedLine } from "../lib/log-text";
 import { headOf } from "../lib/text";
 
 /** Bytes of a refusing runner's body read at most: the start of a reason or a traceback, never its whole stream. */
@@ -6,23 +7,6 @@ export const ERROR_BODY_MAX_BYTES = 512;
 export const ERROR_BODY_MAX_MS = 500;
 /** Characters of it the run's error quotes (before escaping). */
 export const ERROR_BODY_SHOWN_CHARS = 300;
-
-/**
- * Control characters (C0, DEL, C1, the Unicode line and paragraph separators), the bidirectional controls (an
- * override shows the text after it reversed, beyond the runner's words where an error is shown in a line of more),
- * and the backslash that escapes them.
- */
-const UNSHOWN = /[\\\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]/g;
-const NAMED: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
-
-/**
- * Text as one line: each control character written as its JSON escape (`\n`, `\u001b`, `\u202e`), quotes left as
- * they are, so a traceback or a JSON reason reads as sent, and no terminal escape, line break or reordering of a
- * runner's acts where the error is shown.
- */
-export function escapedLine(text: string): string {
-  return text.replace(UNSHOWN, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
 
 /**
  * The start of a non-2xx answer's body, as the run's error quotes it (the runner's own reason: "invalid signature",

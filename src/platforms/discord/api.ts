@@ -10,13 +10,13 @@
  * answer 429 with `retry_after` (seconds, fractional) in the body; a route's bucket spent is waited out before its
  * next call (./route-limits.ts). An app installed only to the user has 5 follow-ups per interaction (./followup-limit.ts).
  */
-import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
+import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit } from "../http";
 import { scrubSecrets } from "../redact";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
 import { DM_NOTE, dmRefused, openDm } from "./dm";
 import { FollowupBudget, followupLimitFailure, MAX_FOLLOWUPS_CODE, withCutNotice } from "./followup-limit";
-import { botTokenLimits, RouteLimits } from "./route-limits";
+import { botTokenLimits, retryAfterOf, RouteLimits } from "./route-limits";
 
 export interface DiscordCredentials extends Record<string, string> {
   application_id: string;
@@ -72,7 +72,6 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     url.startsWith(webhook)
       ? `${method} webhook${/\/messages\/[^/?]+(?:\?|$)/.test(url) ? "/message" : ""}`
       : `${method} ${url.slice(bot.apiBaseUrl.length).split("?")[0].replace(/\/messages\/[^/]+$/, "/messages/:id")}`;
-  const retryAfterOf = (data: Record<string, unknown>, headers: Headers) => (typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(headers));
 
   /** A refusal as the retry loop reads it; a refused interaction token is told apart (the channel takes over). */
   function failureOf(status: number, headers: Headers, data: Record<string, unknown>): { ok: false; failure: ApiFailure } {

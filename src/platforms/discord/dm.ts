@@ -6,9 +6,9 @@
  * (`POST /users/@me/channels`), opened by a line saying why it is there. Discord may refuse that too (the user takes
  * no DMs from the app): the refusal is kept, so no later part of the answer asks again.
  */
-import { asRecord, callPlatform, failureOfStatus, repeatable, retryAfterHeaderMs } from "../http";
+import { asRecord, callPlatform, failureOfStatus, repeatable } from "../http";
 import type { ApiFailure, ApiResult } from "../types";
-import type { RouteLimits } from "./route-limits";
+import { retryAfterOf, type RouteLimits } from "./route-limits";
 
 export const DM_NOTE = "(Discord no longer lets this app answer where you asked: the answer continues here.)";
 
@@ -33,7 +33,7 @@ export async function openDm(apiBaseUrl: string, botToken: string, userId: strin
   if (!res.ok) return repeatable(res);
   const { status, headers, json } = res.value;
   const data = asRecord(json);
-  const retryAfterMs = typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(headers);
+  const retryAfterMs = retryAfterOf(data, headers);
   limits.noted(route, status, headers, retryAfterMs);
   if (status >= 200 && status < 300 && typeof data.id === "string") return { ok: true, value: data.id };
   const failure = failureOfStatus(status, `discord_http_${status}`, typeof data.message === "string" ? data.message : `HTTP ${status}`, retryAfterMs);

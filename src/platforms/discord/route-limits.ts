@@ -14,6 +14,10 @@
  */
 import { retryAfterHeaderMs } from "../http";
 
+/** What a Discord answer asks to wait (ms): its body's `retry_after` (seconds, fractional), else its Retry-After header. */
+export const retryAfterOf = (data: Record<string, unknown>, headers: Headers): number | undefined =>
+  typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(headers);
+
 /** Routes whose bucket names are remembered; past it the oldest are forgotten (Discord names them again). */
 const MAX_ROUTES = 1_000;
 
