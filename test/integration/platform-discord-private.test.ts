@@ -1,4 +1,5 @@
-import { generateKeyPairSync, sign as edSign, type KeyObject } from "node:crypto";
+import type { KeyObject } from "node:crypto";
+import { discordKeyPair, postInteraction } from "../support/discord-signing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { fileOf, formOf, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
@@ -70,9 +71,9 @@ let botId: string;
 let webhookUrl: string;
 
 beforeAll(async () => {
-  const pair = generateKeyPairSync("ed25519");
-  privateKey = pair.privateKey;
-  const publicKeyHex = pair.publicKey.export({ type: "spki", format: "der" }).subarray(-32).toString("hex");
+  const keys = discordKeyPair();
+  privateKey = keys.privateKey;
+  const publicKeyHex = keys.publicKeyHex;
   fake = await startFakePlatform(discordApi);
   runner = await startChatRunner("discord-private");
   host = await startTestHost({ captureLogs: true });
@@ -88,13 +89,7 @@ afterAll(async () => {
   await fake?.close();
 });
 
-async function post(interaction: unknown) {
-  const body = JSON.stringify(interaction);
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const signature = edSign(null, Buffer.from(timestamp + body), privateKey).toString("hex");
-  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-signature-timestamp": timestamp, "x-signature-ed25519": signature }, body });
-  return { status: res.status, body: await res.json() };
-}
+const post = (interaction: unknown) => postInteraction(webhookUrl, privateKey, interaction);
 
 let seq = 0;
 function interaction(type: number, data: Record<string, unknown>, extra: Record<string, unknown> = {}) {
