@@ -15,8 +15,8 @@ const CredentialsSchema = z.strictObject({
 });
 
 /**
- * New credentials take a bot token only: a user token (xoxp-) posts as its user, whose messages carry no bot_id, so
- * the bot would answer itself. Only for new ones: a bot stored before keeps working until its credentials are replaced.
+ * New credentials take a bot token only: a user token (xoxp-) posts as its user, and its posts cannot be told from
+ * that person's own made through the app (normalize.ts posterOf), so the bot would answer itself. Only for new ones: a bot stored before keeps working until its credentials are replaced.
  */
 const NewCredentialsSchema = CredentialsSchema.extend({
   bot_token: z.string().regex(/^xoxb-[A-Za-z0-9-]+$/, "bot_token must be a Slack bot token (xoxb-...)"),
