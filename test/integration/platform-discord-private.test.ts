@@ -16,8 +16,9 @@ const expiredTokens = new Set<string>();
 const expiringTokens = new Set<string>();
 /** Channels the bot is a member of: any other refuses its posts (403, Missing Access). */
 const memberOf = new Set(["C1", "CG1", "CG2", "C41", "CB1", "CB2"]);
-/** Users who take no DMs from the app: opening one is refused (403, 50007). */
+/** Users who take no DMs from the app: opening one is refused (403, 50007); or it opens, and each message in it is refused. */
 const noDms = new Set(["U99"]);
+const noDmMessages = new Set(["U98"]);
 /** Channels whose first bot call meets the global limit (429, 1.5 s); until it resets, every bot-token call does. */
 const globalTrigger = new Set<string>();
 let globalUntil = 0;
@@ -51,6 +52,7 @@ function discordApi(call: PlatformCall): FakeReply {
     }
     if (!memberOf.has(bot[1]) && !bot[1].startsWith("DM-")) return { status: 403, json: { message: "Missing Access", code: 50001 } };
     if (call.method === "GET") return { status: 403, json: { message: "Missing Access", code: 50001 } };
+    if (call.method === "POST" && bot[1].startsWith("DM-") && noDmMessages.has(bot[1].slice("DM-".length))) return { status: 403, json: { message: "Cannot send messages to this user", code: 50007 } };
     if (call.method === "POST" && !bot[2]) return bucketed(bot[1]) ?? { json: { id: `msg_${++ids}`, channel_id: bot[1] } };
     if (call.method === "PATCH" && bot[2]) return { json: { id: bot[2], channel_id: bot[1] } };
     return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
@@ -67,13 +69,14 @@ let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let runner: Awaited<ReturnType<typeof startChatRunner>>;
 let privateKey: KeyObject;
+let publicKeyHex: string;
 let botId: string;
 let webhookUrl: string;
 
 beforeAll(async () => {
   const keys = discordKeyPair();
   privateKey = keys.privateKey;
-  const publicKeyHex = keys.publicKeyHex;
+  publicKeyHex = keys.publicKeyHex;
   fake = await startFakePlatform(discordApi);
   runner = await startChatRunner("discord-private");
   host = await startTestHost({ captureLogs: true });
@@ -188,6 +191,67 @@ describe("Discord: once the interaction token expired, where the bot cannot or m
     expect(failed[0].error).toMatch(/token expired .*refused a direct message to the user: Cannot send messages to this user/);
     expect(botCalls(since).map((c) => [c.method, c.path])).toEqual([["POST", "/users/@me/channels"]]);
     expect(host.logs()).toMatch(new RegExp(`run ${runId}: reply not delivered, given up \\(discord_dm_refused\\)`));
+  });
+
+  it("labels discord_dm_refused only Discord's 'cannot send messages to this user' (50007), opening the DM or in it; a revoked bot token keeps Discord's own code", async () => {
+    const failures = async (runId: string, parts: number) =>
+      waitFor(async () => {
+        const rows = (await deliveries(runId)).filter((d) => d.type === "delivery.failed");
+        return rows.length >= parts && rows;
+      }, 15_000, "each part's refusal");
+    // The DM opens, but Discord refuses its first message (50007): the user takes none from the app.
+    const since = Date.now();
+    const refused = command("long 4500", { channel_id: "C44", channel: { id: "C44", type: 0 }, member: { user: { id: "U98", username: "cy" } }, ...userInstall });
+    expiredTokens.add(refused.token);
+    await post(refused);
+    const refusedRun = await runIdOf(refused);
+    await host.waitForRun(refusedRun);
+    expect((await failures(refusedRun, 3)).every((d) => d.code === "discord_dm_refused" && d.will_retry === false)).toBe(true);
+    expect(botCalls(since).map((c) => [c.method, c.path])).toEqual([["POST", "/users/@me/channels"], ["POST", "/channels/DM-U98/messages"]]);
+
+    // The bot's token revoked: Discord's 401 is no word on the user, and is recorded as Discord gave it (asked once all the same).
+    const revoked = await host.admin("POST", "/v1/admin/bots", { platform: "discord", api_base_url: fake.url, credentials: { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: "revoked-bot-token-0123456789" } });
+    expect(revoked.status).toBe(201);
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "discord-agent-revoked", scope: { type: "bot", id: revoked.body.bot_id } });
+    const sinceRevoked = Date.now();
+    const i = command("long 4500", { channel_id: "C45", channel: { id: "C45", type: 0 }, ...userInstall });
+    expiredTokens.add(i.token);
+    expect((await postInteraction(revoked.body.webhook_url, privateKey, i)).status).toBe(200);
+    const runId = await waitFor(() => runner.contexts.find((c) => c.event.event_id === `discord:${revoked.body.bot_id}:${i.id}`)?.run_id as string | undefined, 10_000, "the run");
+    await host.waitForRun(runId);
+    const failed = await failures(runId, 3);
+    expect(failed.map((d) => [d.code, d.will_retry])).toEqual(failed.map(() => ["discord_http_401", false]));
+    expect(failed[0].error).toMatch(/refused a direct message to the user: 401: Unauthorized/);
+    expect(botCalls(sinceRevoked).map((c) => [c.method, c.path, c.reply?.status])).toEqual([["POST", "/users/@me/channels", 401]]);
+    expect(host.logs()).toMatch(new RegExp(`run ${runId}: reply not delivered, given up \\(discord_http_401\\)`));
+  });
+
+  it("a reply queued by the previous release (its target names no user) continues in the channel as it did then; an ephemeral one has nowhere to go", async () => {
+    // An interaction with no user is stored as that release stored every target: without `userId`.
+    const since = Date.now();
+    const old = command("queued before the DM", { channel_id: "C1", channel: { id: "C1", type: 0 }, member: undefined, ...userInstall });
+    expiredTokens.add(old.token);
+    await post(old);
+    const runId = await runIdOf(old);
+    await waitFor(async () => (await deliveries(runId)).length > 0, 15_000, "the answer's record");
+    expect((await deliveries(runId)).map((d) => [d.type, d.operation, d.code])).toEqual([["delivery.succeeded", "send", undefined]]);
+    // As then: the placeholder sought in the channel's history (refused here), then a new message there.
+    expect(botCalls(since).map((c) => [c.method, c.path, c.body?.content])).toEqual([
+      ["GET", "/channels/C1/messages", undefined],
+      ["POST", "/channels/C1/messages", "echo: queued before the DM"],
+    ]);
+
+    const sincePrivate = Date.now();
+    const secret = pick("queued and private", 64, { channel_id: "C1", channel: { id: "C1", type: 0 }, member: undefined });
+    expiredTokens.add(secret.token);
+    await post(secret);
+    const secretRun = await runIdOf(secret);
+    const [failed] = await waitFor(async () => {
+      const rows = (await deliveries(secretRun)).filter((d) => d.type === "delivery.failed");
+      return rows.length > 0 && rows;
+    }, 15_000, "the answer's refusal");
+    expect(failed.code).toBe("discord_interaction_expired");
+    expect(botCalls(sincePrivate)).toEqual([]);
   });
 });
 

@@ -14,7 +14,7 @@ import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit } from
 import { scrubSecrets } from "../redact";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
 import { UploadForm, uploadTimeoutMs } from "../upload";
-import { DM_NOTE, dmRefused, openDm } from "./dm";
+import { DM_NOTE, dmRefused, openDm, refusalCode } from "./dm";
 import { FollowupBudget, followupLimitFailure, MAX_FOLLOWUPS_CODE, withCutNotice } from "./followup-limit";
 import { botTokenLimits, retryAfterOf, RouteLimits } from "./route-limits";
 
@@ -42,8 +42,11 @@ const PLACEHOLDER_SEARCHES = 2;
 export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<DeliveryTarget, { platform: "discord" }>, timeoutMs: number): Messenger {
   const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
   const channel = target.channelId ? `${bot.apiBaseUrl}/channels/${encodeURIComponent(target.channelId)}/messages` : null;
-  /** Past the token, the answer goes to the user's DM rather than the channel (./dm.ts). */
-  const toDm = target.ephemeral === true || target.followupLimit !== undefined;
+  /**
+   * Past the token, the answer goes to the user's DM rather than the channel (./dm.ts). A reply queued before targets
+   * named their user has no DM to go to: it tries the channel, as it did then, unless it is the user's alone.
+   */
+  const toDm = target.ephemeral === true || (target.followupLimit !== undefined && target.userId !== undefined);
   const canContinue = toDm ? target.userId !== undefined : channel !== null;
   const botAuth = { authorization: `Bot ${bot.credentials.bot_token}` };
   // Scrubbed as it is and percent-encoded (the form a quoted URL has it in): scrubSecrets looks for both.
@@ -78,7 +81,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     // The interaction token is a credential of its own, not the bot's: an answer quoting the URL must not carry it on.
     const message = typeof data.message === "string" ? scrubSecrets(data.message, interactionSecrets) : `HTTP ${status}`;
     const retryAfterMs = retryAfterOf(data, headers);
-    const code = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404) ? "discord_interaction_expired" : `discord_http_${status}`;
+    const code = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404) ? "discord_interaction_expired" : refusalCode(status, data);
     if (data.code === MAX_FOLLOWUPS_CODE && status === 400) return followupLimitFailure(status);
     return { ok: false, failure: failureOfStatus(status, code, message, retryAfterMs) };
   }

@@ -3,8 +3,11 @@
  * will not do: an app installed only to the user is no member of the server or DM it was used in (a post there is
  * refused, 403, and each refusal counts toward Discord's ban on clients that keep getting them), and the answer to a
  * press on an ephemeral message was the user's alone to see. It continues in a direct message to the user who asked
- * (`POST /users/@me/channels`), opened by a line saying why it is there. Discord may refuse that too (the user takes
- * no DMs from the app): the refusal is kept, so no later part of the answer asks again.
+ * (`POST /users/@me/channels`), opened by a line saying why it is there. Discord may refuse that too: the refusal is
+ * kept, so no later part of the answer asks again. Only its code 50007 says the user takes no DMs from the app; any
+ * other refusal (a revoked bot token's 401) keeps Discord's status as its code, so an operator sees the real cause.
+ * The "thinking…" left in the interaction's channel stays: the bot token cannot reach it (the bot is no member there,
+ * and an ephemeral message only the interaction's token can edit or delete).
  */
 import { asRecord, callPlatform, failureOfStatus, repeatable } from "../http";
 import type { ApiFailure, ApiResult } from "../types";
@@ -12,13 +15,18 @@ import { retryAfterOf, type RouteLimits } from "./route-limits";
 
 export const DM_NOTE = "(Discord no longer lets this app answer where you asked: the answer continues here.)";
 
-/** The code a refused DM is recorded with. */
+/** The code a DM refused because the user cannot be messaged is recorded with. */
 export const DM_REFUSED = "discord_dm_refused";
+/** Discord's JSON code for "Cannot send messages to this user" (they take no DMs from the app). */
+const CANNOT_MESSAGE_USER = 50007;
 
-/** A permanent refusal of the DM (opening it, or its first message), said as such. */
+/** A refusal's code: DM_REFUSED when Discord says the user cannot be messaged, else Discord's HTTP status. */
+export const refusalCode = (status: number, data: Record<string, unknown>): string => (data.code === CANNOT_MESSAGE_USER ? DM_REFUSED : `discord_http_${status}`);
+
+/** A permanent refusal of the DM (opening it, or a message in it), said as such; its code stays the refusal's own. */
 export function dmRefused(failure: ApiFailure): { ok: false; failure: ApiFailure } {
   const message = `the interaction's token expired (15 minutes) and Discord refused a direct message to the user: ${failure.message}`;
-  return { ok: false, failure: { ...failure, kind: "permanent", code: DM_REFUSED, message } };
+  return { ok: false, failure: { ...failure, kind: "permanent", message } };
 }
 
 /** The bot's DM channel with the user: its id. Opening it again finds the same channel, so a failure is repeatable. */
@@ -36,6 +44,6 @@ export async function openDm(apiBaseUrl: string, botToken: string, userId: strin
   const retryAfterMs = retryAfterOf(data, headers);
   limits.noted(route, status, headers, retryAfterMs);
   if (status >= 200 && status < 300 && typeof data.id === "string") return { ok: true, value: data.id };
-  const failure = failureOfStatus(status, `discord_http_${status}`, typeof data.message === "string" ? data.message : `HTTP ${status}`, retryAfterMs);
+  const failure = failureOfStatus(status, refusalCode(status, data), typeof data.message === "string" ? data.message : `HTTP ${status}`, retryAfterMs);
   return failure.kind === "permanent" ? dmRefused(failure) : repeatable({ ok: false, failure });
 }
