@@ -3,6 +3,7 @@ import type { InputContext } from "../src/protocol/context";
 import { albumIdOf as telegramAlbumOf } from "../src/platforms/telegram/album";
 import { mergedDecision, type AlbumPart, type RunJob } from "../src/run/job";
 import type { EventDecision, RunTable, StoredRun } from "./scheduling";
+import { telegramMessageIdOf } from "./sent-order";
 
 /**
  * Telegram sends an album (photos, videos or files sent together, the caption on one of them) as one update per
@@ -18,20 +19,8 @@ export const ALBUM_MAX_PARTS = 10;
 /** The album an event is an item of, or null. */
 export const albumIdOf = (job: RunJob): string | null => telegramAlbumOf(job.event);
 
-/** The number Telegram gave the event's message (a chat numbers its messages in the order they were sent), or null. */
-const telegramMessageIdOf = (job: RunJob): number | null => (job.event.source === "telegram" && typeof job.event.data.message_id === "number" ? job.event.data.message_id : null);
-
 /** Items in the order the user sent them (Telegram's message ids), whatever order their updates arrived in. */
 const orderOf = (job: RunJob) => telegramMessageIdOf(job) ?? Number.MAX_SAFE_INTEGER;
-
-/**
- * Whether `item`, an album's item, was sent before `job`'s message: the album came first, though the item arrives
- * after (its file slow to download), so it is no newer question than that message.
- */
-export function albumSentBefore(item: RunJob, job: RunJob): boolean {
-  const [sent, other] = [telegramMessageIdOf(item), telegramMessageIdOf(job)];
-  return albumIdOf(item) !== null && sent !== null && other !== null && sent < other;
-}
 
 /** The items' inputs as one: their texts (a caption) joined, their contents and files in the album's order. */
 export function albumInput(parts: AlbumPart[]): InputContext {

@@ -1,7 +1,8 @@
 import { debounceLimitMs, type ConcurrencyStrategy } from "../src/agents/policy";
 import { asks, type RunJob } from "../src/run/job";
 import { jsonByteLength } from "../src/protocol/common";
-import { albumIdOf, albumSentBefore, asAlbumHead } from "./albums";
+import { albumIdOf, asAlbumHead } from "./albums";
+import { sentBefore } from "./sent-order";
 
 /**
  * When a stored run may start, relative to the other runs of its conversation:
@@ -77,16 +78,21 @@ export function waitingRun(job: RunJob, strategy: ConcurrencyStrategy, now: numb
 /** Why an event was rejected, kept on its EventLog row as `metadata.rejection`: the two causes call for different fixes. */
 export type Rejection =
   | { reason: "concurrency_strategy"; strategy: "reject"; busy_run_id: string }
-  | { reason: "waiting_room_full"; waiting_runs: number; waiting_bytes: number; event_bytes: number; max_runs: number; max_bytes: number };
+  | { reason: "waiting_room_full"; waiting_runs: number; waiting_bytes: number; event_bytes: number; max_runs: number; max_bytes: number }
+  | { reason: "newer_message"; strategy: "interrupt"; newer_run_id: string };
 
 /**
  * Whether `run` is rejected, and why: its agent's `reject` strategy while a run that takes turns is active or waiting
- * (in `live`, the table without the runs lost with an earlier instance), or, whatever the strategy, the waiting room
+ * (in `live`, the table without the runs lost with an earlier instance); under `interrupt`, a message the user sent
+ * before one whose run of its agent is already here (it reached its conversation late, its files slow to download):
+ * the newer question makes it moot, as it would have had it come first; or, whatever the strategy, the waiting room
  * full (`run` would take the waiting runs past WAITING_RUNS_CAP or WAITING_RUNS_MAX_BYTES).
  */
 export function rejectionOf(table: RunTable, live: RunTable, run: StoredRun, strategy: ConcurrencyStrategy): Rejection | null {
   const busy = strategy === "reject" ? live.find(([, r]) => takesTurns(r)) : undefined;
   if (busy) return { reason: "concurrency_strategy", strategy: "reject", busy_run_id: busy[1].job.runId };
+  const newer = strategy === "interrupt" && asks(run.job) ? live.find(([, r]) => sameQuestionLine(r, run.job) && sentBefore(run.job, r.job)) : undefined;
+  if (newer) return { reason: "newer_message", strategy: "interrupt", newer_run_id: newer[1].job.runId };
   const waiting = table.filter(([, r]) => r.state === "queued");
   const [bytes, eventBytes] = [waiting.reduce((sum, [, r]) => sum + (r.bytes ?? 0), 0), run.bytes ?? 0];
   if (waiting.length < WAITING_RUNS_CAP && bytes + eventBytes <= WAITING_RUNS_MAX_BYTES) return null;
@@ -148,8 +154,9 @@ const canSteer = (job: RunJob) => job.runner.capabilities.steering === true;
  * never start together. An interrupting run waiting overtakes the runs
  * waiting their turn, whenever they arrived: it is next once nothing runs,
  * but after a run answered "started" before it came (another agent's, or a
- * notification: what it supersedes was cancelled), and after another agent's
- * interrupting run waiting before it, which it does not overtake. Debounce
+ * notification: what it supersedes was cancelled), and after an interrupting
+ * run waiting before it that it did not supersede (another agent's, or one of
+ * a message sent after it), which it does not overtake. Debounce
  * windows never reorder: decide answers as if every window were over.
  */
 export function startable(table: RunTable, now: number, running: (runId: string) => boolean): [string, StoredRun][] {
@@ -162,7 +169,7 @@ export function startable(table: RunTable, now: number, running: (runId: string)
     const promised = run.start === "after-all" && run.answered === "started" && isQueued(run, running);
     const ready = isQueued(run, running) && run.notBefore <= now && mayStart(run, anyRunning, interrupting && !promised ? Infinity : turnsBefore, aheadBefore);
     if (takesTurns(run)) turnsBefore++;
-    // An older interrupting run still waiting is another agent's (the agent's own were superseded): still in its window, it stays ahead.
+    // An older interrupting run still waiting is another agent's, or of a message sent after this one (the agent's others were superseded): still in its window, it stays ahead.
     if (promised || (run.start === "after-running" && isQueued(run, running))) aheadBefore = true;
     if (!ready) continue;
     out.push([key, run]);
@@ -175,12 +182,15 @@ export function startable(table: RunTable, now: number, running: (runId: string)
  * Whether an interrupting event of `job`'s agent supersedes `run`: a run of the same agent (as created) answering
  * something asked (a message, an API invocation) that takes turns. Another agent's run is that agent's (its own
  * strategy decides for it), a notification's (a welcome) is not made moot by a newer message, and parallel runs take no
- * turn. Nor is a run of the album `job` is an item of: the album is one message, and an item too late to join its run
- * (a slow upload) is part of what that run answers, not a newer question; nor, for the same reason, the run of a
- * message sent after that album (which reached the conversation first).
+ * turn. Nor is the run of a message the user sent after `job`'s (by the platform's order: sent-order.ts), which reached
+ * the conversation first (`job`'s files slow to download): `job` is no newer question than it. Nor, for the same
+ * reason, a run of the album `job` is an item of: the album is one message, and an item too late to join its run (a
+ * slow upload) is part of what that run answers.
  */
-export const supersedes = (job: RunJob) => (run: StoredRun) =>
-  takesTurns(run) && sameAgent(run.job, job.agent) && asks(run.job) && !sameAlbum(run.job, job) && !albumSentBefore(job, run.job);
+export const supersedes = (job: RunJob) => (run: StoredRun) => sameQuestionLine(run, job) && !sentBefore(job, run.job);
+
+/** A run answering something asked of `job`'s agent that takes turns, other than `job`'s own album: what an interrupt weighs `job` against. */
+const sameQuestionLine = (run: StoredRun, job: RunJob) => takesTurns(run) && sameAgent(run.job, job.agent) && asks(run.job) && !sameAlbum(run.job, job);
 
 /**
  * What an interrupting event of `job`'s agent supersedes besides its active runs (which are aborted): of the runs it

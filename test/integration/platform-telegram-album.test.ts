@@ -5,7 +5,8 @@ import { startTelegramChat } from "../support/telegram-chat";
 
 /**
  * A Telegram album: one update per item, sharing a `media_group_id`, the caption on one item. The user sent one
- * message, so one run gets every item's file and the caption, and the chat gets one answer.
+ * message, so one run gets every item's file and the caption, and the chat gets one answer. And, with the same
+ * slow downloads, a single photo that reaches its conversation after a message sent later.
  */
 let chat: Awaited<ReturnType<typeof startTelegramChat>>;
 let updateId = 5_000;
@@ -190,7 +191,7 @@ describe("a Telegram album", () => {
     expect(late.input.attachments).toHaveLength(1);
   });
 
-  it("under interrupt, an item too late for its album's run never cancels the run of a message sent after the album", async () => {
+  it("under interrupt, an item too late for its album's run never cancels the run of a message sent after the album: that message made it moot", async () => {
     const chatId = "-880008";
     await putAgent(chat.host, { agent_id: "album-interrupted", runner_id: chat.runner.runnerId(), scope: { type: "conversation", id: chatId }, concurrency: { strategy: "interrupt" } });
     expect(await post(item(chatId, "album-j", 1101, `stream ${"word ".repeat(12).trim()}`))).toBe(200);
@@ -202,11 +203,43 @@ describe("a Telegram album", () => {
     const newer = contextsIn(chatId)[1];
     // The album's second item, its upload slow: it reaches the conversation only now, though sent before that message.
     expect(await post(item(chatId, "album-j", 1102))).toBe(200);
-    await waitFor(() => contextsIn(chatId).length === 3, 20_000, "the late item's run");
-    const late = contextsIn(chatId)[2];
-    await chat.host.waitForRun(late.run_id);
+    await chat.host.waitForRun(newer.run_id);
     const status = async (runId: string) => (await chat.host.admin("GET", `/v1/runs/${runId}`)).body.status;
-    // The album's run gave way to the newer message; the late item waited for that message's run, then had its own.
-    expect([await status(contextsIn(chatId)[0].run_id), await status(newer.run_id), await status(late.run_id)]).toEqual(["cancelled", "completed", "completed"]);
+    // The album's run gave way to the newer message, which is answered whole; the late item, older than it, runs nothing.
+    expect([await status(contextsIn(chatId)[0].run_id), await status(newer.run_id)]).toEqual(["cancelled", "completed"]);
+    expect(contextsIn(chatId)).toHaveLength(2);
+    expect(await rejectedIn(chatId)).toEqual([{ reason: "newer_message", strategy: "interrupt", newer_run_id: newer.run_id }]);
+  });
+});
+
+/** Why each event of the chat rejected was (its `metadata.rejection`). */
+async function rejectedIn(chatId: string) {
+  const rows = await chat.host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE conversation_id = ? AND disposition = 'rejected' ORDER BY seq", [chatId]);
+  return rows.map((r) => JSON.parse(r.metadata_json).rejection);
+}
+
+describe("under interrupt, a message slow to reach its conversation", () => {
+  it("a photo slow to download never cancels the run of a message sent after it: the newer question is answered, the photo runs nothing", async () => {
+    const chatId = "-880009";
+    await putAgent(chat.host, { agent_id: "slow-photo", runner_id: chat.runner.runnerId(), scope: { type: "conversation", id: chatId }, concurrency: { strategy: "interrupt" } });
+    const from = { date: Math.floor(Date.now() / 1000), chat: { id: Number(chatId), type: "supergroup", title: "Album group" }, from: { id: 42, is_bot: false, first_name: "Ada" } };
+    // A single photo (no album) whose file takes 2 s to download: handed over to the conversation only then.
+    chat.slowFiles.set("photos/photo-1201.jpg", 2_000);
+    const photo = post({ update_id: ++updateId, message: { ...from, message_id: 1201, photo: [{ file_id: "photo-1201", width: 800, height: 800 }], caption: "what is this?" } });
+    await new Promise((r) => setTimeout(r, 100));
+    // The user's next message, sent after the photo, reaches the conversation first; its run streams for about 6 s.
+    const question = `stream ${"word ".repeat(24).trim()}`;
+    expect(await post({ update_id: ++updateId, message: { ...from, message_id: 1202, text: question } })).toBe(200);
+    await waitFor(() => contextsIn(chatId).length === 1, 15_000, "the newer message's run");
+    expect(await photo).toBe(200);
+    const [newer] = contextsIn(chatId);
+    expect(newer.input.text).toBe(question);
+    await chat.host.waitForRun(newer.run_id);
+    expect((await chat.host.admin("GET", `/v1/runs/${newer.run_id}`)).body.status).toBe("completed");
+    // The photo, older than the question, is recorded and rejected, saying which run made it moot: one answer in the chat.
+    expect(await rejectedIn(chatId)).toEqual([{ reason: "newer_message", strategy: "interrupt", newer_run_id: newer.run_id }]);
+    expect(contextsIn(chatId)).toHaveLength(1);
+    await waitFor(() => answersIn(chatId).length === 1, 10_000, "the answer");
+    expect(answersIn(chatId).map((c) => c.body.reply_parameters?.message_id)).toEqual([1202]);
   });
 });

@@ -6,9 +6,15 @@ import { ChangeSignal } from "../../durable-objects/change-signal";
 import { SerialDecisions } from "../../durable-objects/serial-decisions";
 import type { RunJob } from "../../src/run/job";
 
-const job = (runId: string, opts: { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string; eventType?: string; album?: string; messageId?: number } = {}) =>
+type JobOpts = { steering?: boolean; strategy?: RunJob["agent"]["concurrency"]["strategy"]; agentId?: string; eventType?: string; album?: string; messageId?: number; source?: string; data?: Record<string, unknown>; eventTime?: string };
+const job = (runId: string, opts: JobOpts = {}) =>
   // Only the fields scheduling reads are meaningful; the rest of a job does not matter here.
-  ({ runId, event: { source: "telegram", event_type: opts.eventType ?? "message.received", data: { ...(opts.album ? { media_group_id: opts.album } : {}), ...(opts.messageId ? { message_id: opts.messageId } : {}) } }, runner: { capabilities: { steering: opts.steering } }, agent: { agentId: opts.agentId ?? "agent", concurrency: { strategy: opts.strategy } } }) as unknown as RunJob;
+  ({
+    runId,
+    event: { source: opts.source ?? "telegram", event_type: opts.eventType ?? "message.received", event_time: opts.eventTime, data: { ...(opts.album ? { media_group_id: opts.album } : {}), ...(opts.messageId ? { message_id: opts.messageId } : {}), ...opts.data } },
+    runner: { capabilities: { steering: opts.steering } },
+    agent: { agentId: opts.agentId ?? "agent", concurrency: { strategy: opts.strategy } },
+  }) as unknown as RunJob;
 
 const row = (runId: string, state: StoredRun["state"], start: StartRule, notBefore = 0, steering = false, agentId = "agent", eventType?: string): [string, StoredRun] => [
   `run:${runId}`,
@@ -94,7 +100,28 @@ describe("scheduling", () => {
     const straggler = job("straggler", { album: "g1", messageId: 11 });
     expect(keys(supersededByInterrupt([sent(answered(row("m", "queued", "after-running", 50), "started"), 12)], straggler, 10, none))).toEqual([]);
     expect(keys(supersededByInterrupt([sent(answered(row("m", "queued", "after-running", 50), "started"), 10)], straggler, 10, none))).toEqual(["run:m"]);
-    expect(keys(supersededByInterrupt([sent(answered(row("m", "queued", "after-running", 50), "started"), 12)], job("plain", { messageId: 11 }), 10, none))).toEqual(["run:m"]);
+  });
+
+  it("has an interrupt never supersede the run of a message sent after its own, by the platform's order of the chat; an API event has none", () => {
+    const waitingFor = (of: RunJob): [string, StoredRun] => [`run:${of.runId}`, { job: of, state: "queued", start: "after-running", notBefore: 50, answered: "started" }];
+    const superseded = (run: RunJob, by: RunJob) => keys(supersededByInterrupt([waitingFor(run)], by, 10, none)).length === 1;
+    // [sent first, sent second] on each platform: the first reaching the conversation last (its files slow to download)
+    // supersedes nothing; the second, reaching it last as usual, supersedes the first.
+    const pairs: [string, RunJob, RunJob][] = [
+      ["telegram", job("t1", { messageId: 11 }), job("t2", { messageId: 12 })],
+      ["slack", job("s1", { source: "slack", data: { ts: "1700000000.000900" } }), job("s2", { source: "slack", data: { ts: "1700000000.001000" } })],
+      ["slack, the seconds first", job("s1", { source: "slack", data: { ts: "1700000000.900000" } }), job("s2", { source: "slack", data: { ts: "1700000001.000000" } })],
+      ["discord", job("d1", { source: "discord", data: { interaction_id: "999999999999999999" } }), job("d2", { source: "discord", data: { interaction_id: "1000000000000000000" } })],
+      ["lark", job("l1", { source: "lark", eventTime: "2026-01-02T03:04:05.006Z" }), job("l2", { source: "lark", eventTime: "2026-01-02T03:04:05.007Z" })],
+    ];
+    for (const [platform, first, second] of pairs) expect([platform, superseded(second, first), superseded(first, second)]).toEqual([platform, false, true]);
+    // An album sent after the message is no different (an item of another album, as the straggler above, neither).
+    expect([superseded(job("g2", { album: "g", messageId: 12 }), job("t1", { messageId: 11 })), superseded(job("g2", { album: "g", messageId: 12 }), job("h1", { album: "h", messageId: 11 }))]).toEqual([false, false]);
+    // No order to go by: API events (whatever their data says), events of another source, a tie, an id unreadable.
+    const api = (runId: string, messageId: number) => job(runId, { source: "api", messageId, eventTime: "2026-01-02T03:04:05.006Z" });
+    expect([superseded(api("a2", 12), api("a1", 11)), superseded(job("t2", { messageId: 12 }), api("a1", 11))]).toEqual([true, true]);
+    expect(superseded(job("l2", { source: "lark", eventTime: "2026-01-02T03:04:05.006Z" }), job("l1", { source: "lark", eventTime: "2026-01-02T03:04:05.006Z" }))).toBe(true);
+    expect(superseded(job("s2", { source: "slack", data: { ts: "soon" } }), job("s1", { source: "slack", data: { ts: "1700000000.000900" } }))).toBe(true);
   });
 
   it("has an interrupting run wait for a run answered started before it came, which it did not supersede", () => {
