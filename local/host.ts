@@ -6,6 +6,7 @@ import type { Readable } from "node:stream";
 import { buildWorker } from "./build";
 import { listenForWorker, type OutageMode } from "./db-listener";
 import { openEmbeddedDb } from "./libsql";
+import { STORAGE_DRILL_BUCKET, STORAGE_DRILL_WORKER, storageDrill, type StorageOutageMode } from "./storage-drill";
 
 /** The runtime the Worker is written for: as wrangler.toml says for production (a unit test keeps them equal). */
 export const COMPATIBILITY_DATE = "2026-04-01";
@@ -31,6 +32,8 @@ export interface HostOptions {
   ownSignals?: boolean;
   /** A fault drill from the Worker's first query on (see `databaseOutage`): what a restarted instance does first meets it. */
   outage?: OutageMode;
+  /** Wrap the Worker's R2 binding so `storageOutage` can fail its puts (tests: each put then asks this process first). */
+  storageDrill?: boolean;
 }
 
 export interface LocalHost {
@@ -46,6 +49,8 @@ export interface LocalHost {
   query<T = Record<string, unknown>>(sql: string, args?: (string | number | null)[]): Promise<T[]>;
   /** Make the database unreachable for the Worker (every query fails, or with "hang" never answers) until called with false, or fail only the next `{ queries: n }`: fault drills and tests. */
   databaseOutage(mode: OutageMode): void;
+  /** Fail the Worker's next R2 puts (only on a host started with `storageDrill`). */
+  storageOutage(mode: StorageOutageMode): void;
   /** Fire the Worker's cron handler once, as the platform would; `scheduledTime` defaults to now. */
   triggerScheduled(opts?: { cron?: string; scheduledTime?: Date }): Promise<void>;
   dispose(): Promise<void>;
@@ -65,23 +70,29 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
   const listener = await listenForWorker(embedded.executor, dbToken);
   if (opts.outage !== undefined) listener.setOutage(opts.outage);
   const signalsBefore = new Map((["SIGINT", "SIGTERM"] as const).map((s) => [s, process.listeners(s)]));
-  const mf = new Miniflare({
-    host: "127.0.0.1",
-    port: opts.port ?? 0,
+  const drill = opts.storageDrill ? storageDrill() : null;
+  const worker = {
     modules: true,
     scriptPath,
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: [...COMPATIBILITY_FLAGS],
-    ...(opts.inspectorPort ? { inspectorPort: opts.inspectorPort } : {}),
     // SQLite-backed, as `new_sqlite_classes` in wrangler.toml makes it in production.
     durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
-    r2Buckets: ["ARTIFACTS"],
-    durableObjectsPersist: opts.dataDir ? join(opts.dataDir, "do") : false,
-    r2Persist: opts.dataDir ? join(opts.dataDir, "r2") : false,
+    ...(drill ? { wrappedBindings: { ARTIFACTS: STORAGE_DRILL_WORKER } } : { r2Buckets: ["ARTIFACTS"] }),
     serviceBindings: { LIBSQL: { external: { address: listener.address, http: {} } } },
     bindings: { ADMIN_TOKEN: opts.adminToken, LIBSQL_BINDING_TOKEN: dbToken, ...opts.vars },
+  };
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: opts.port ?? 0,
+    ...(opts.inspectorPort ? { inspectorPort: opts.inspectorPort } : {}),
+    durableObjectsPersist: opts.dataDir ? join(opts.dataDir, "do") : false,
+    r2Persist: opts.dataDir ? join(opts.dataDir, "r2") : false,
     ...(opts.onRuntimeOutput ? { handleRuntimeStdio: captureStdio(opts.onRuntimeOutput) } : {}),
+    workers: drill ? [worker, drill.worker] : [worker],
   });
+  // With the drill, the bucket is bound only to the wrapper.
+  const bucket = () => (drill ? mf.getR2Bucket(STORAGE_DRILL_BUCKET, STORAGE_DRILL_WORKER) : mf.getR2Bucket("ARTIFACTS"));
   if (opts.ownSignals) {
     // Miniflare's exit hook added them in its constructor; its "exit" hook (workerd killed on exit) stays.
     for (const signal of ["SIGINT", "SIGTERM"] as const) for (const l of process.listeners(signal)) if (!signalsBefore.get(signal)!.includes(l)) process.removeListener(signal, l);
@@ -91,23 +102,27 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     url,
     adminToken: opts.adminToken,
     async r2Object(key) {
-      const object = await (await mf.getR2Bucket("ARTIFACTS")).get(key);
+      const object = await (await bucket()).get(key);
       return object ? new Uint8Array(await object.arrayBuffer()) : null;
     },
     async r2Delete(key) {
-      await (await mf.getR2Bucket("ARTIFACTS")).delete(key);
+      await (await bucket()).delete(key);
     },
     async r2Keys(prefix) {
-      const bucket = await mf.getR2Bucket("ARTIFACTS");
+      const r2 = await bucket();
       const keys: string[] = [];
       for (let cursor: string | undefined; ; ) {
-        const page = await bucket.list({ prefix, cursor });
+        const page = await r2.list({ prefix, cursor });
         keys.push(...page.objects.map((o) => o.key));
         if (!page.truncated) return keys;
         cursor = page.cursor;
       }
     },
     databaseOutage: (mode) => listener.setOutage(mode),
+    storageOutage(mode) {
+      if (!drill) throw new Error("storageOutage needs a host started with storageDrill");
+      drill.setOutage(mode);
+    },
     async query<T>(sql: string, args: (string | number | null)[] = []) {
       return embedded.rows<T>(sql, args);
     },

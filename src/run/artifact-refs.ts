@@ -32,11 +32,11 @@ export class RunArtifactRefs {
     this.known.set(ref.artifact_id, ref);
   }
 
-  /** Artifacts this run stored whose rows were never written (their batch was refused): no item may name them. */
-  unstored(artifactIds: string[]) {
+  /** Artifacts this run meant to store whose rows were never written (their batch was refused, or R2 refused the blob): no item may name them. */
+  unstored(artifactIds: string[], why = "its batch was refused") {
     for (const id of artifactIds) {
       this.known.set(id, null);
-      this.refusals.set(id, `artifact ${id} was never stored (its batch was refused)`);
+      this.refusals.set(id, `artifact ${id} was never stored (${why})`);
     }
   }
 

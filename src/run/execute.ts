@@ -5,6 +5,7 @@ import { dbErrorOf, mayHaveApplied } from "../db/executor";
 import type { Config } from "../env";
 import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
 import { base64ToBytes } from "../lib/base64";
+import { headOf } from "../lib/text";
 import { sha256Hex } from "../lib/crypto";
 import type { ArtifactRef } from "../protocol/common";
 import { runnerClient } from "../runner/client";
@@ -60,8 +61,12 @@ async function recordedOf(db: Db, runId: string, entries: LedgerEntry[]): Promis
   return entries.filter((e) => held.has(e.seq));
 }
 
-/** Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip. */
-async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs, processor: ResultProcessor): Promise<unknown[]> {
+/**
+ * Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip, with the keys of the blobs
+ * stored. A blob R2 will not store costs only its own result (dropped, the host's warning saying why): the rest of the
+ * batch, held over up to RUN_WRITE_INTERVAL_MS (deltas, a message, state, other artifacts), is written all the same.
+ */
+async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs, processor: ResultProcessor): Promise<{ statements: unknown[]; blobs: string[] }> {
   const { db, job } = deps;
   const statements = [];
   // References first, a database read: failing, it leaves no blob put below that no row would name.
@@ -75,12 +80,17 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   for (const a of batch.inlineArtifacts) {
     const bytes = base64ToBytes(a.contentBase64);
     const r2Key = artifactR2Key(a.ref.artifact_id);
-    // A put that fails leaves the batch unwritten: the blobs put before it are named by no row, nor may any item name them.
-    await deps.artifacts.put(r2Key, bytes, { httpMetadata: a.ref.mime_type ? { contentType: a.ref.mime_type } : undefined }).catch(async (err: unknown) => {
-      refs.unstored(batch.inlineArtifacts.map((b) => b.ref.artifact_id));
-      if (put.length) await deps.artifacts.delete(put).catch(() => {});
-      throw err;
-    });
+    const refused = await deps.artifacts.put(r2Key, bytes, { httpMetadata: a.ref.mime_type ? { contentType: a.ref.mime_type } : undefined }).then(
+      () => null,
+      (err: unknown) => ({ err }),
+    );
+    if (refused) {
+      // No row, so no item may name it (a message of this batch that carried it included).
+      refs.unstored([a.ref.artifact_id], "R2 did not store it");
+      const why = headOf(refused.err instanceof Error ? refused.err.message : String(refused.err), 200);
+      processor.refuseReference(batch, a.entry, a.ref.artifact_id, `its content could not be stored (${why})`, "result.artifact_unstored");
+      continue;
+    }
     put.push(r2Key);
     a.ref.size_bytes = bytes.length;
     refs.stored(a.ref);
@@ -112,7 +122,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   const state = stateStore(db);
   for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, { runnerId: job.runner.runnerId, agentId: job.agent.agentId, agentEpoch: job.agent.stateEpoch ?? null }, w.scope, w.valueJson));
   for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
-  return statements;
+  return { statements, blobs: put };
 }
 
 /** Transcript items with their refs checked (the stored facts, refused ones left out); an item of artifacts left with none is not written. */
@@ -174,8 +184,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   const held = new HeldResults(config.RUN_WRITE_INTERVAL_MS, config.RUNNER_MAX_LINE_BYTES);
   const statementsOf = async (batch: ResultBatch | null) => {
     if (!batch) return last;
-    const statements = await batchStatements(deps, batch, artifactRefs, processor);
-    return { statements, ledger: batch.ledger, blobs: batch.inlineArtifacts.map((a) => artifactR2Key(a.ref.artifact_id)) };
+    return { ...(await batchStatements(deps, batch, artifactRefs, processor)), ledger: batch.ledger };
   };
   const write = async (batch: ResultBatch | null) => {
     if (!batch) return;
@@ -245,7 +254,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     // An abort (deadline, cancel) may surface as any error from fetch; its reason says why. Once the runner is done, the
     // signal was aborted only to say so: a failure then is the host's own.
     failure = !runnerDone && deps.signal.aborted && deps.signal.reason instanceof RunnerCallError ? deps.signal.reason : err;
-    // Results read before it stopped are recorded with its end, as if written before it; unstorable (R2 away), they are not.
+    // Results read before it stopped are recorded with its end, as if written before it; unless their references cannot be checked (the database away).
     last = await statementsOf(held.take()).catch(() => last);
   } finally {
     // A read still pending (the write made while waiting for it failed) ends with the stream, which the run's end aborts.

@@ -12,11 +12,18 @@ function pause(ms: number): { done: Promise<"due">; cancel: () => void } {
  * `intervalMs` (counted from the start of the previous write), or sooner once `maxBytes` of result lines are held:
  * in production every write is a subrequest of the conversation object's alarm, and a runner streaming a token per
  * line would otherwise cost one per line. A runner slower than that is written as before, each read at once.
+ *
+ * An answer held (a message for the Transcript) is written sooner, once the run's writes so far leave room for it
+ * (one per `intervalMs` since the run began, and one more): a user's message arriving meanwhile would otherwise be
+ * stored before the answer it followed, and a later run reading history would see them so. A run's writes stay at most
+ * one per interval of its time, plus one.
  */
 export class HeldResults {
   private batch: ResultBatch | null = null;
   private bytes = 0;
   private lastWriteAt = -Infinity;
+  private writes = 0;
+  private readonly startedAt = Date.now();
 
   constructor(
     private readonly intervalMs: number,
@@ -41,7 +48,16 @@ export class HeldResults {
 
   /** Whether what is held should be written now. */
   get due(): boolean {
-    return this.batch !== null && (this.bytes >= this.maxBytes || Date.now() >= this.lastWriteAt + this.intervalMs);
+    return this.batch !== null && Date.now() >= this.dueAt;
+  }
+
+  /** When what is held falls due. */
+  private get dueAt(): number {
+    if (this.bytes >= this.maxBytes) return -Infinity;
+    const next = this.lastWriteAt + this.intervalMs;
+    // Each write at least an interval after the one before, the n-th is never before startedAt + (n - 1) intervals:
+    // an answer written early takes the one more, given back as the run's time passes.
+    return this.batch?.transcriptItems.length ? Math.min(next, this.startedAt + (this.writes - 1) * this.intervalMs) : next;
   }
 
   /** The held batch, to be written now (the interval counts from here); null when none is held. */
@@ -49,14 +65,17 @@ export class HeldResults {
     const held = this.batch;
     this.batch = null;
     this.bytes = 0;
-    if (held) this.lastWriteAt = Date.now();
+    if (held) {
+      this.lastWriteAt = Date.now();
+      this.writes++;
+    }
     return held;
   }
 
   /** The next read, or "due" if what is held falls due first (the read is still pending then: await it again). */
   async readOrDue<T>(read: Promise<T>): Promise<T | "due"> {
     if (!this.batch) return read;
-    const wait = pause(Math.max(0, this.lastWriteAt + this.intervalMs - Date.now()));
+    const wait = pause(Math.max(0, this.dueAt - Date.now()));
     try {
       return await Promise.race([read, wait.done]);
     } finally {

@@ -18,8 +18,8 @@ export interface ResultBatch {
   ledger: LedgerEntry[];
   transcriptItems: NewTranscriptItem[];
   stateWrites: { scope: StateScope; scopeKey: string; key: string; valueJson: string }[];
-  /** `recorded` is the ledger entry's data: the stored artifact's digest is written into it once known. */
-  inlineArtifacts: { ref: ArtifactRef & { artifact_type: string }; contentBase64: string; metadata: Record<string, unknown>; recorded: Record<string, unknown> }[];
+  /** `recorded` is the ledger entry's data: the stored artifact's digest is written into it once known; `entry`, that entry. */
+  inlineArtifacts: { ref: ArtifactRef & { artifact_type: string }; contentBase64: string; metadata: Record<string, unknown>; recorded: Record<string, unknown>; entry: LedgerEntry }[];
   /** `artifact.created {artifact_id}` references, with their ledger entries: the executor checks them against the store before they are written. */
   artifactReferences: { ref: ArtifactRef; recorded: LedgerEntry }[];
   audits: HostRecord[];
@@ -262,11 +262,14 @@ export class ResultProcessor {
     this.reportDrop(batch, recorded, reason, facts, code);
   }
 
-  /** A reference the executor's lookup refused (the run may not attach that artifact): dropped like any invalid result. */
-  refuseReference(batch: ResultBatch, recorded: LedgerEntry, artifactId: string, reason: string) {
+  /**
+   * An artifact the executor could not attach, dropped like any invalid result: a reference its lookup refused (the run
+   * may not attach it), or inline content R2 would not store (`code` result.artifact_unstored).
+   */
+  refuseReference(batch: ResultBatch, recorded: LedgerEntry, artifactId: string, reason: string, code?: string) {
     // Never attached: not kept for the next message either, so a runner naming artifacts it may not attach fills no memory.
     this.pending.delete(artifactId);
-    this.drop(batch, recorded, reason, { artifact_id: artifactId });
+    this.drop(batch, recorded, reason, { artifact_id: artifactId }, code);
   }
 
   /** A host warning in the ledger and an audit record in EventLog: what was dropped and why. */
@@ -340,7 +343,7 @@ export class ResultProcessor {
           const { content_base64: _stored, ...described } = d;
           const data = { ...described, artifact_id: ref.artifact_id, size_bytes: base64DecodedLength(d.content_base64) };
           recorded.data = data;
-          batch.inlineArtifacts.push({ ref, contentBase64: d.content_base64, metadata: d.metadata ?? {}, recorded: data });
+          batch.inlineArtifacts.push({ ref, contentBase64: d.content_base64, metadata: d.metadata ?? {}, recorded: data, entry: recorded });
           this.pending.set(ref.artifact_id, ref);
           if (d.artifact_id) this.inlineIds.set(d.artifact_id, ref.artifact_id);
         } else if (d.artifact_id) {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, uploadArtifact } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { runLedger } from "../support/scripted-runner";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
@@ -9,6 +10,8 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * that got no answer (past DB_QUERY_TIMEOUT_MS, yet committed) keeps its
  * blob, so the row it wrote never names bytes that are gone. A denied upload
  * whose audit record cannot be written is still a 403 in the Host API shape.
+ * When R2 refuses an inline artifact's bytes, only that artifact is lost: the
+ * rest of its batch (deltas, a message, state, other artifacts) is written.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -34,6 +37,20 @@ beforeAll(async () => {
         await new Promise((r) => setTimeout(r, 300));
         return w.reply("done");
       }
+      if (text === "held batch" || text === "end batch") {
+        // The first delta is the run's first write, made at once: what follows is held, within RUN_WRITE_INTERVAL_MS, in one batch.
+        w.send("message.delta", { chunk: { role: "assistant", content: "Here " } });
+        await new Promise((r) => setTimeout(r, 50));
+        w.send("message.delta", { chunk: { role: "assistant", content: "they are" } });
+        w.send("artifact.created", { artifact_type: "file", name: "lost.txt", mime_type: "text/plain", content_base64: Buffer.from(UNSTORABLE).toString("base64") });
+        w.send("artifact.created", { artifact_type: "file", name: "kept.txt", mime_type: "text/plain", content_base64: Buffer.from("kept bytes").toString("base64") });
+        w.send("state.updated", { scope: "conversation", key: "filed", value: text });
+        w.send("message.completed", { message: { role: "assistant", content: "Here they are" } });
+        // "held batch": the runner goes on working, so that batch is written before the run's end; "end batch": with it.
+        if (text === "held batch") await new Promise((r) => setTimeout(r, 400));
+        w.send("run.completed", { finish_reason: "stop" });
+        return void res.end();
+      }
       if (text === "upload") {
         const up = await upload();
         return w.reply(JSON.stringify({ status: up.status, code: up.body.error?.code }));
@@ -44,7 +61,7 @@ beforeAll(async () => {
       w.reply(JSON.stringify({ read: [read.status, read.body.error?.code], upload: [up.status, up.body] }));
     },
   });
-  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "1000" } });
+  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "1000" }, storageDrill: true });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "artifact-faults" });
   const denied = { agent_id: "denied", name: "denied", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "denied" }, resource_policy: { allow: { artifacts: [] } } };
   expect((await host.admin("POST", "/v1/admin/agents", denied)).status).toBe(201);
@@ -55,6 +72,8 @@ afterAll(async () => {
   await runner?.close();
 });
 
+/** The content of the inline artifact whose put R2 refuses (the drill matches it). */
+const UNSTORABLE = "bytes R2 will not store";
 const reply = async (runId: string) => JSON.parse(String((await host.waitForRun(runId, 30_000)).message?.content));
 /** Blobs no artifact row names (retention finds blobs only through rows, so these would stay forever). */
 const unnamedBlobs = async () => {
@@ -115,6 +134,35 @@ describe("artifacts when the database fails", () => {
     expect(answer.upload[0]).toBe(403);
     expect(answer.upload[1]).toMatchObject({ ok: false, error: { code: "unauthorized" } });
   });
+});
+
+describe("an inline artifact R2 will not store", () => {
+  for (const text of ["held batch", "end batch"]) {
+    it(`costs only that artifact, recorded as dropped; the rest of its batch is written (${text})`, async () => {
+      const conv = `r2-${text.replace(" ", "-")}`;
+      host.storageOutage({ puts: 1, matching: UNSTORABLE });
+      const posted = await host.postEvent(messageEvent(conv, text));
+      const run = await host.waitForRun(posted.body.run_id!, 30_000);
+      host.storageOutage(false);
+      expect([run.status, run.message?.content]).toEqual(["completed", "Here they are"]);
+      const ledger = (await runLedger(host, run.run_id)) as { seq: number; type: string; origin: string; data: any }[];
+      expect(ledger.filter((e) => e.origin === "runner").map((e) => e.type)).toEqual(["message.delta", "message.delta", "artifact.created", "artifact.created", "state.updated", "message.completed", "run.completed"]);
+      const [lost, kept] = ledger.filter((e) => e.type === "artifact.created");
+      // The lost one: the host's note names it by its ledger entry, as a refused reference's does, and an audit record says so.
+      const warnings = ledger.filter((e) => e.type === "host.warning");
+      expect(warnings).toEqual([expect.objectContaining({ origin: "host", data: expect.objectContaining({ code: "result.artifact_unstored", ledger_seq: lost.seq, message: expect.stringContaining("storage drill") }) })]);
+      const audits = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'runner.result_dropped' AND run_id = ?", [run.run_id]);
+      expect(audits.map((a) => JSON.parse(a.data_json))).toEqual([expect.objectContaining({ result_type: "artifact.created", ledger_seq: lost.seq, artifact_id: lost.data.artifact_id })]);
+      // The kept one is stored, and the answer carries it alone.
+      const rows = await host.query<{ artifact_id: string; name: string }>("SELECT artifact_id, name FROM artifact WHERE run_id = ?", [run.run_id]);
+      expect(rows).toEqual([{ artifact_id: kept.data.artifact_id, name: "kept.txt" }]);
+      const items = await host.query<{ content: string; artifact_refs_json: string | null }>("SELECT content, artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant'", [run.run_id]);
+      expect(items.map((i) => [i.content, JSON.parse(i.artifact_refs_json ?? "[]").map((r: { name: string }) => r.name)])).toEqual([["Here they are", ["kept.txt"]]]);
+      const state = await host.query<{ value_json: string }>("SELECT value_json FROM runner_state WHERE key = 'filed'");
+      expect(state.map((r) => JSON.parse(r.value_json))).toContain(text);
+      expect(await unnamedBlobs()).toEqual([]);
+    });
+  }
 });
 
 /** Whether a row shows up within a few seconds (a write the Worker gave up on, committed late). */

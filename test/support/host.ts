@@ -44,7 +44,7 @@ export interface TestHost extends LocalHost {
 }
 
 /** A real host: the built Worker under Miniflare with a fresh libSQL file of its own. */
-export async function startTestHost(opts: { vars?: Record<string, string>; captureLogs?: boolean } = {}): Promise<TestHost> {
+export async function startTestHost(opts: { vars?: Record<string, string>; captureLogs?: boolean; storageDrill?: boolean } = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-test-"));
   let logs = "";
   const dbUrl = `file:${join(dir, "host.db")}`;
@@ -54,6 +54,7 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     dbUrl,
     scriptPath: join(ROOT, "dist/test/worker.js"),
     vars: { SECRETS_KEY, ...opts.vars },
+    storageDrill: opts.storageDrill,
     // Decision lines (one per Host API call) are kept for the tests that read them; everything else the
     // Worker prints reaches the test output, unless the test captures it.
     onRuntimeOutput: opts.captureLogs ? (text: string) => (logs += text) : withoutDecisionLines((text) => process.stdout.write(text)),

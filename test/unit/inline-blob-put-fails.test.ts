@@ -15,11 +15,11 @@ import { freezeSnapshot } from "../../src/run/snapshot";
 const RUN = "run_0123456789abcdef";
 
 /**
- * Two inline artifacts in one chunk of results; R2 stores the first and fails the second (R2 away for a moment). The
- * batch is never written, so no artifact row names either blob. The run ends (host.internal_error), and what it leaves
- * must hold together, as README promises for a failed write ("a write the database refused leaves nothing behind";
- * `upload-refused-row.test.ts`: "neither a blob no row names ... nor a transcript item naming an artifact that has no
- * row"): no transcript item names an artifact without a row, and no blob the run put stays without one.
+ * Two inline artifacts in one chunk of results; R2 stores the first and fails the second (R2 away for a moment). Only
+ * the second is lost (dropped; `artifacts-faults.test.ts` has the whole batch through the Worker); the stream then ends
+ * without a terminal result, so the run fails. What it leaves must hold together, as README promises for a failed
+ * write (`upload-refused-row.test.ts`: "neither a blob no row names ... nor a transcript item naming an artifact that
+ * has no row"): no transcript item names an artifact without a row, and no blob the run put stays without one.
  */
 describe("an inline artifact whose blob R2 refuses after another of its batch was stored", () => {
   it("leaves no transcript item naming an artifact that has no row, and no blob without a row", async () => {
