@@ -17,7 +17,7 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { isNotStarted, runsStore, type LedgerEntry } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, rejectionOf, steeringTarget, waitingRun, willSteer, withoutLost, endedAtOnce, type CancelOutcome, type DispatchResult, type EventDecision, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, rejectionOf, steeringTarget, waitingRun, willSteer, withoutLost, endedAtOnce, decidedWithoutRun, type CancelOutcome, type DispatchResult, type EventDecision, type StoredRun } from "./scheduling";
 import { slideDebounce } from "./debounce";
 import { interrupt, type InterruptDeps } from "./interrupts";
 import { ChangeSignal } from "./change-signal";
@@ -297,7 +297,7 @@ export class ConversationDO extends DurableObject<Env> {
   private async withoutOwnRun(job: RunJob, decision: EventDecision): Promise<DispatchResult> {
     await writeAll(dbOf(this.env), decidedWithoutOwnRun(dbOf(this.env), job.event.event_id, job.runId, decision));
     this.live.end(job.runId, decision.disposition);
-    return { disposition: decision.disposition, runId: decision.runId };
+    return decidedWithoutRun(decision);
   }
 
   /** Claimed messages the run never pulled: one `steering.dropped` record each, now or (the database is away) retried by the alarm. */

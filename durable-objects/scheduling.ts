@@ -22,10 +22,11 @@ export const START_RULE: Record<ConcurrencyStrategy, StartRule> = {
   parallel: "now",
 };
 
-/** `runId`: the run that handles the event (its own, the one that claimed it or whose album it joined; null when rejected); `duplicate`: a redelivery of an event already decided. */
+/** `runId`: the run that handles the event (its own, the one that claimed it or whose album it joined; null when rejected); `duplicate`: a redelivery of an event already decided; `rejection`: why one was rejected (a chat's acknowledgement says so). */
 export interface DispatchResult {
   disposition: "started" | "queued" | "steered" | "merged" | "rejected" | "duplicate";
   runId: string | null;
+  rejection?: Rejection["reason"];
 }
 
 /** An operator's cancel: `cancelled` when its end is recorded already (it had not started), `cancelling` for an active run being aborted. */
@@ -37,8 +38,11 @@ export const endedAtOnce = (ended: boolean): CancelOutcome => (ended ? { cancell
 export interface EventDecision {
   disposition: "rejected" | "merged";
   runId: string | null;
-  metadata?: Record<string, unknown>;
+  metadata?: { rejection?: Rejection } & Record<string, unknown>;
 }
+
+/** What an event decided without a run of its own is answered. */
+export const decidedWithoutRun = (d: EventDecision): DispatchResult => ({ disposition: d.disposition, runId: d.runId, ...(d.metadata?.rejection ? { rejection: d.metadata.rejection.reason } : {}) });
 
 export interface StoredRun {
   job: RunJob;

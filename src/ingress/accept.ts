@@ -63,6 +63,8 @@ export interface Accepted {
   event_id: string;
   run_id: string | null;
   disposition: Disposition;
+  /** Why a `rejected` event was (metadata.rejection's reason), for a chat's acknowledgement; not part of the API's answer. */
+  rejection?: string;
 }
 
 const eventIdConflict = (message: string) => new HostError(409, "event_id_conflict", message);
@@ -202,7 +204,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   if (!bound || row.runId !== runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
   const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, ...seqs, agent: jobAgentOf(bound.agent), runner: jobRunnerOf(bound.runner, bound.service), publicBaseUrl });
   const decided = await env.CONVERSATIONS.get(doId).dispatch(job);
-  return { event_id: eventId, run_id: decided.runId, disposition: decided.disposition };
+  return { event_id: eventId, run_id: decided.runId, disposition: decided.disposition, ...(decided.rejection ? { rejection: decided.rejection } : {}) };
 }
 
 /**

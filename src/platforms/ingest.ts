@@ -100,7 +100,7 @@ async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
   };
   const accepted = await acceptWithFiles(deps, canonical, event);
   if (accepted.disposition === "unbound") await noteUnbound(env, bot, { ...canonical, event_id: accepted.event_id });
-  return { event, disposition: accepted.disposition, runId: accepted.run_id };
+  return { event, disposition: accepted.disposition, runId: accepted.run_id, ...(accepted.rejection ? { rejection: accepted.rejection } : {}) };
 }
 
 /**

@@ -110,6 +110,8 @@ export interface Recorded {
   event: NormalizedEvent;
   disposition: string;
   runId: string | null;
+  /** Why a `rejected` event was (its metadata.rejection's reason). */
+  rejection?: string;
 }
 
 /** A failed platform API call, classified for the retry loop. */

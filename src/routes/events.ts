@@ -44,6 +44,8 @@ export const eventsRouter = router()
         },
         publicBaseUrl(c.env, c.req.url),
       );
-      return c.json(accepted, accepted.disposition === "duplicate" ? 200 : 202);
+      // Why a rejected event was is on its record (GET /v1/events/{event_id}), not in this answer.
+      const { rejection: _why, ...answer } = accepted;
+      return c.json(answer, accepted.disposition === "duplicate" ? 200 : 202);
     },
   );

@@ -60,6 +60,21 @@ export class RunArtifactRefs {
     return this.refusals.get(artifactId) ?? this.refusedNow.get(artifactId) ?? null;
   }
 
+  /**
+   * A message's content elements as its transcript item keeps them: without those naming an artifact this run meant to
+   * store but never did, so history never sends a later run after bytes that do not exist (the ledger keeps the message
+   * as sent, and the warning saying what was lost).
+   */
+  withoutUnstored(content: unknown): unknown {
+    if (!Array.isArray(content) || this.refusals.size === 0) return content;
+    const named = (el: unknown) => (el !== null && typeof el === "object" ? (el as { artifact_id?: unknown }).artifact_id : undefined);
+    const kept = content.filter((el) => {
+      const id = named(el);
+      return typeof id !== "string" || !this.refusals.has(id);
+    });
+    return kept.length === content.length ? content : kept;
+  }
+
   /** The refs to write: checked ones replaced by their stored facts, refused ones left out. */
   resolve(refs: ArtifactRef[]): ArtifactRef[] {
     return refs.flatMap((r) => this.known.get(r.artifact_id) ?? []);

@@ -21,6 +21,7 @@ import { logRunEnd } from "./end-log";
 import { ResultProcessor, type ResultBatch } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
 import { HeldResults } from "./held-results";
+import { BlobPuts } from "./blob-put";
 import type { AuthorizationSnapshot } from "./snapshot";
 import type { RunnerEndpoint } from "./claim";
 import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
@@ -63,10 +64,11 @@ async function recordedOf(db: Db, runId: string, entries: LedgerEntry[]): Promis
 
 /**
  * Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip, with the keys of the blobs
- * stored. A blob R2 will not store costs only its own result (dropped, the host's warning saying why): the rest of the
- * batch, held over up to RUN_WRITE_INTERVAL_MS (deltas, a message, state, other artifacts), is written all the same.
+ * stored. A blob R2 will not store (tried again a few times: blob-put.ts) costs only its own result (dropped, the
+ * host's warning saying why): the rest of the batch, held over up to RUN_WRITE_INTERVAL_MS (deltas, a message, state,
+ * other artifacts), is written all the same.
  */
-async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs, processor: ResultProcessor): Promise<{ statements: unknown[]; blobs: string[] }> {
+async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs, processor: ResultProcessor, puts: BlobPuts): Promise<{ statements: unknown[]; blobs: string[] }> {
   const { db, job } = deps;
   const statements = [];
   // References first, a database read: failing, it leaves no blob put below that no row would name.
@@ -80,15 +82,13 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   for (const a of batch.inlineArtifacts) {
     const bytes = base64ToBytes(a.contentBase64);
     const r2Key = artifactR2Key(a.ref.artifact_id);
-    const refused = await deps.artifacts.put(r2Key, bytes, { httpMetadata: a.ref.mime_type ? { contentType: a.ref.mime_type } : undefined }).then(
-      () => null,
-      (err: unknown) => ({ err }),
-    );
+    const refused = await puts.put(r2Key, bytes, { httpMetadata: a.ref.mime_type ? { contentType: a.ref.mime_type } : undefined });
     if (refused) {
       // No row, so no item may name it (a message of this batch that carried it included).
       refs.unstored([a.ref.artifact_id], "R2 did not store it");
       const why = headOf(refused.err instanceof Error ? refused.err.message : String(refused.err), 200);
-      processor.refuseReference(batch, a.entry, a.ref.artifact_id, `its content could not be stored (${why})`, "result.artifact_unstored");
+      const tries = refused.attempts > 1 ? `, ${refused.attempts} attempts` : "";
+      processor.refuseReference(batch, a.entry, a.ref.artifact_id, `its content could not be stored (${why}${tries})`, "result.artifact_unstored");
       continue;
     }
     put.push(r2Key);
@@ -125,9 +125,12 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   return { statements, blobs: put };
 }
 
-/** Transcript items with their refs checked (the stored facts, refused ones left out); an item of artifacts left with none is not written. */
+/** Transcript items with their refs checked (the stored facts, refused ones left out; content naming an artifact never stored too); an item of artifacts left with none is not written. */
 function transcriptStatements(db: Db, items: NewTranscriptItem[], refs: RunArtifactRefs) {
-  for (const item of items) item.artifactRefs = refs.resolve((item.artifactRefs ?? []) as ArtifactRef[]);
+  for (const item of items) {
+    item.artifactRefs = refs.resolve((item.artifactRefs ?? []) as ArtifactRef[]);
+    item.contentJson = refs.withoutUnstored(item.contentJson);
+  }
   return items.filter((item) => item.itemType !== "artifacts" || item.artifactRefs?.length).map((item) => transcriptInsert(db, item));
 }
 
@@ -182,9 +185,10 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   // A batch whose write got no answer may have been applied: what of it the ledger holds goes to followers with the end.
   const unanswered: LedgerEntry[] = [];
   const held = new HeldResults(config.RUN_WRITE_INTERVAL_MS, config.RUNNER_MAX_LINE_BYTES);
+  const puts = new BlobPuts(deps.artifacts, { signal: deps.signal, deadlineAt: snapshot.deadlineAt });
   const statementsOf = async (batch: ResultBatch | null) => {
     if (!batch) return last;
-    return { ...(await batchStatements(deps, batch, artifactRefs, processor)), ledger: batch.ledger };
+    return { ...(await batchStatements(deps, batch, artifactRefs, processor, puts)), ledger: batch.ledger };
   };
   const write = async (batch: ResultBatch | null) => {
     if (!batch) return;

@@ -55,8 +55,8 @@ export class HeldResults {
   private get dueAt(): number {
     if (this.bytes >= this.maxBytes) return -Infinity;
     const next = this.lastWriteAt + this.intervalMs;
-    // Each write at least an interval after the one before, the n-th is never before startedAt + (n - 1) intervals:
-    // an answer written early takes the one more, given back as the run's time passes.
+    // Each write at least an interval after the one before, else (an answer) the n-th is never before startedAt +
+    // (n - 2) intervals: the one more than one per interval, taken early, is given back as the run's time passes.
     return this.batch?.transcriptItems.length ? Math.min(next, this.startedAt + (this.writes - 1) * this.intervalMs) : next;
   }
 

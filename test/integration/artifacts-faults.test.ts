@@ -10,8 +10,9 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * that got no answer (past DB_QUERY_TIMEOUT_MS, yet committed) keeps its
  * blob, so the row it wrote never names bytes that are gone. A denied upload
  * whose audit record cannot be written is still a 403 in the Host API shape.
- * When R2 refuses an inline artifact's bytes, only that artifact is lost: the
- * rest of its batch (deltas, a message, state, other artifacts) is written.
+ * When R2 refuses an inline artifact's bytes, its put is tried again; refused
+ * throughout, only that artifact is lost: the rest of its batch (deltas, a
+ * message, state, other artifacts) is written.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -42,10 +43,11 @@ beforeAll(async () => {
         w.send("message.delta", { chunk: { role: "assistant", content: "Here " } });
         await new Promise((r) => setTimeout(r, 50));
         w.send("message.delta", { chunk: { role: "assistant", content: "they are" } });
-        w.send("artifact.created", { artifact_type: "file", name: "lost.txt", mime_type: "text/plain", content_base64: Buffer.from(UNSTORABLE).toString("base64") });
-        w.send("artifact.created", { artifact_type: "file", name: "kept.txt", mime_type: "text/plain", content_base64: Buffer.from("kept bytes").toString("base64") });
+        // Named by the runner's own ids, which its message uses too.
+        w.send("artifact.created", { artifact_id: "mine-1", artifact_type: "file", name: "lost.txt", mime_type: "text/plain", content_base64: Buffer.from(UNSTORABLE).toString("base64") });
+        w.send("artifact.created", { artifact_id: "mine-2", artifact_type: "file", name: "kept.txt", mime_type: "text/plain", content_base64: Buffer.from("kept bytes").toString("base64") });
         w.send("state.updated", { scope: "conversation", key: "filed", value: text });
-        w.send("message.completed", { message: { role: "assistant", content: "Here they are" } });
+        w.send("message.completed", { message: { role: "assistant", content: [{ type: "text", text: "Here they are" }, { type: "file", artifact_id: "mine-1" }, { type: "file", artifact_id: "mine-2" }] } });
         // "held batch": the runner goes on working, so that batch is written before the run's end; "end batch": with it.
         if (text === "held batch") await new Promise((r) => setTimeout(r, 400));
         w.send("run.completed", { finish_reason: "stop" });
@@ -138,32 +140,58 @@ describe("artifacts when the database fails", () => {
 
 describe("an inline artifact R2 will not store", () => {
   for (const text of ["held batch", "end batch"]) {
-    it(`costs only that artifact, recorded as dropped; the rest of its batch is written (${text})`, async () => {
+    it(`costs only that artifact, recorded as dropped; the rest of its batch is written; its item names it nowhere (${text})`, async () => {
       const conv = `r2-${text.replace(" ", "-")}`;
-      host.storageOutage({ puts: 1, matching: UNSTORABLE });
+      // Lasting: each try of its put is refused.
+      host.storageOutage({ puts: 100, matching: UNSTORABLE });
       const posted = await host.postEvent(messageEvent(conv, text));
       const run = await host.waitForRun(posted.body.run_id!, 30_000);
       host.storageOutage(false);
-      expect([run.status, run.message?.content]).toEqual(["completed", "Here they are"]);
+      expect([run.status, textOf(run.message?.content)]).toEqual(["completed", "Here they are"]);
       const ledger = (await runLedger(host, run.run_id)) as { seq: number; type: string; origin: string; data: any }[];
       expect(ledger.filter((e) => e.origin === "runner").map((e) => e.type)).toEqual(["message.delta", "message.delta", "artifact.created", "artifact.created", "state.updated", "message.completed", "run.completed"]);
       const [lost, kept] = ledger.filter((e) => e.type === "artifact.created");
       // The lost one: the host's note names it by its ledger entry, as a refused reference's does, and an audit record says so.
       const warnings = ledger.filter((e) => e.type === "host.warning");
-      expect(warnings).toEqual([expect.objectContaining({ origin: "host", data: expect.objectContaining({ code: "result.artifact_unstored", ledger_seq: lost.seq, message: expect.stringContaining("storage drill") }) })]);
+      expect(warnings).toEqual([expect.objectContaining({ origin: "host", data: expect.objectContaining({ code: "result.artifact_unstored", ledger_seq: lost.seq, message: expect.stringMatching(/storage drill.*, 4 attempts\)$/) }) })]);
       const audits = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'runner.result_dropped' AND run_id = ?", [run.run_id]);
       expect(audits.map((a) => JSON.parse(a.data_json))).toEqual([expect.objectContaining({ result_type: "artifact.created", ledger_seq: lost.seq, artifact_id: lost.data.artifact_id })]);
       // The kept one is stored, and the answer carries it alone.
       const rows = await host.query<{ artifact_id: string; name: string }>("SELECT artifact_id, name FROM artifact WHERE run_id = ?", [run.run_id]);
       expect(rows).toEqual([{ artifact_id: kept.data.artifact_id, name: "kept.txt" }]);
-      const items = await host.query<{ content: string; artifact_refs_json: string | null }>("SELECT content, artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant'", [run.run_id]);
+      const items = await host.query<{ content: string; content_json: string; artifact_refs_json: string | null }>("SELECT content, content_json, artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant'", [run.run_id]);
       expect(items.map((i) => [i.content, JSON.parse(i.artifact_refs_json ?? "[]").map((r: { name: string }) => r.name)])).toEqual([["Here they are", ["kept.txt"]]]);
+      // Its item's content names only what was stored; the ledger keeps the message as the runner sent it (stored ids in place of its own).
+      const sent = [{ type: "text", text: "Here they are" }, { type: "file", artifact_id: lost.data.artifact_id }, { type: "file", artifact_id: kept.data.artifact_id }];
+      expect(JSON.parse(items[0].content_json)).toEqual([sent[0], sent[2]]);
+      expect(ledger.find((e) => e.type === "message.completed")?.data.message.content).toEqual(sent);
       const state = await host.query<{ value_json: string }>("SELECT value_json FROM runner_state WHERE key = 'filed'");
       expect(state.map((r) => JSON.parse(r.value_json))).toContain(text);
       expect(await unnamedBlobs()).toEqual([]);
     });
   }
 });
+
+describe("an inline artifact R2 refuses once", () => {
+  it("is tried again and kept: nothing of the run is lost", async () => {
+    host.storageOutage({ puts: 1, matching: UNSTORABLE });
+    const posted = await host.postEvent(messageEvent("r2-blip", "end batch"));
+    const run = await host.waitForRun(posted.body.run_id!, 30_000);
+    host.storageOutage(false);
+    expect(run.status).toBe("completed");
+    const ledger = (await runLedger(host, run.run_id)) as { type: string; data: any }[];
+    expect(ledger.filter((e) => e.type === "host.warning")).toEqual([]);
+    const rows = await host.query<{ artifact_id: string; name: string }>("SELECT artifact_id, name FROM artifact WHERE run_id = ? ORDER BY name", [run.run_id]);
+    expect(rows.map((r) => r.name)).toEqual(["kept.txt", "lost.txt"]);
+    expect(Buffer.from((await host.r2Object(`artifacts/${rows[1].artifact_id}`))!).toString()).toBe(UNSTORABLE);
+    const [item] = await host.query<{ content_json: string; artifact_refs_json: string }>("SELECT content_json, artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant'", [run.run_id]);
+    expect(JSON.parse(item.artifact_refs_json).map((r: { name: string }) => r.name).sort()).toEqual(["kept.txt", "lost.txt"]);
+    expect(JSON.parse(item.content_json).filter((el: { type: string }) => el.type === "file")).toHaveLength(2);
+  });
+});
+
+/** A message's text: a string, or its text elements. */
+const textOf = (content: unknown) => (typeof content === "string" ? content : (content as { type: string; text?: string }[]).map((el) => el.text ?? "").join(""));
 
 /** Whether a row shows up within a few seconds (a write the Worker gave up on, committed late). */
 async function waitForRow(sql: string): Promise<boolean> {

@@ -37,8 +37,10 @@ let webhookUrl: string;
 let followups = 0;
 const answered: string[] = [];
 
-function discordApi(call: PlatformCall): FakeReply {
+function discordApi(call: PlatformCall): FakeReply | Promise<FakeReply> {
   if (call.path === "/cdn/attachments/report.txt") return { bytes: FILE, headers: { "content-type": "text/plain" } };
+  // A file slow to download: its interaction reaches its conversation after one sent later.
+  if (call.path === "/cdn/attachments/slow.txt") return new Promise((r) => setTimeout(() => r({ bytes: FILE, headers: { "content-type": "text/plain" } }), 800));
   const ch = /^\/channels\/([^/]+)\/messages(?:\/(.+))?$/.exec(call.path);
   if (ch) {
     // The bot's own API: its token in the Authorization header.
@@ -270,6 +272,23 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect([edit.method, edit.path, edit.body.content]).toEqual(["PATCH", `/webhooks/${APPLICATION_ID}/${first.token}/messages/@original`, "(This answer was cancelled.)"]);
     expect((await host.waitForRun(contextFor("sleep 5000")[0].run_id)).status).toBe("cancelled");
     await waitFor(() => writesFor(second).some((w) => w.body.content === "echo: newer"));
+  });
+
+  it("tells an interaction sent before one already being answered (interrupt) that the newer one is answered instead, not that it is busy", async () => {
+    const interrupting = { agent_id: "discord-interrupt-order", name: "interrupt", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "C12" }, concurrency: { strategy: "interrupt" } };
+    expect((await host.admin("POST", "/v1/admin/agents", interrupting)).status).toBe(201);
+    const inC12 = { channel_id: "C12", channel: { id: "C12", type: 0 } };
+    const file = { A2: { id: "A2", filename: "slow.txt", content_type: "text/plain", url: `${fake.url}/cdn/attachments/slow.txt` } };
+    // Sent first (the smaller snowflake), its file slow to download: it reaches the conversation after the next one.
+    const older = interaction(2, { name: "summarize", type: 1, options: [{ name: "file", type: 11, value: "A2" }], resolved: { attachments: file } }, inC12);
+    const newer = command("sleep 3000", inC12);
+    const olderAck = post(older);
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await post(newer)).body).toEqual({ type: 5 });
+    expect((await olderAck).body).toEqual({ type: 4, data: { content: "A newer request here is answered instead of this one.", flags: 64 } });
+    const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`discord:${botId}:${older.id}`]);
+    expect(JSON.parse(row.metadata_json).rejection).toMatchObject({ reason: "newer_message", strategy: "interrupt" });
+    await waitFor(() => writesFor(newer).some((w) => w.body.content === "echo: sleep 3000"), 10_000, "the newer interaction answered");
   });
 
   it("resolves the deferred response of an interaction cancelled while it waited its turn", async () => {

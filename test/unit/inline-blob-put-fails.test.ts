@@ -15,7 +15,7 @@ import { freezeSnapshot } from "../../src/run/snapshot";
 const RUN = "run_0123456789abcdef";
 
 /**
- * Two inline artifacts in one chunk of results; R2 stores the first and fails the second (R2 away for a moment). Only
+ * Two inline artifacts in one chunk of results; R2 stores the first and refuses the second, tried again too. Only
  * the second is lost (dropped; `artifacts-faults.test.ts` has the whole batch through the Worker); the stream then ends
  * without a terminal result, so the run fails. What it leaves must hold together, as README promises for a failed
  * write (`upload-refused-row.test.ts`: "neither a blob no row names ... nor a transcript item naming an artifact that
@@ -45,7 +45,8 @@ describe("an inline artifact whose blob R2 refuses after another of its batch wa
     let puts = 0;
     const bucket = {
       async put(key: string, value: Uint8Array) {
-        if (++puts === 2) throw new Error("R2 unavailable (drill)");
+        // From the second on, each put (its retries too) is refused: R2 away for longer than a blip.
+        if (++puts >= 2) throw new Error("R2 unavailable (drill)");
         blobs.set(key, value);
         return {};
       },

@@ -37,6 +37,8 @@ function acknowledge(recorded: Recorded[]): unknown {
   const ephemeral = r.event.replyTarget?.platform === "discord" && r.event.replyTarget.ephemeral === true;
   if (r.runId && (r.disposition === "started" || r.disposition === "queued" || r.disposition === "duplicate")) return { type: DEFERRED_CHANNEL_MESSAGE, ...(ephemeral ? { data: { flags: EPHEMERAL } } : {}) };
   if (r.disposition === "steered") return notice("Added to the answer in progress.");
+  // Made moot by a newer request sent here (an interrupting agent): asking again would cancel that one's answer.
+  if (r.disposition === "rejected" && r.rejection === "newer_message") return notice("A newer request here is answered instead of this one.");
   if (r.disposition === "rejected") return notice("Busy with an earlier request; try again shortly.");
   if (r.disposition === BOT_DISABLED) return notice("This app is paused; try again later.");
   return notice("No agent answers here.");
