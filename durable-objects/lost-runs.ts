@@ -1,5 +1,5 @@
 import type { RunJob } from "../src/run/job";
-import { describeError } from "../src/lib/describe-error";
+import { loggedError } from "../src/lib/describe-error";
 import type { RunTableStore } from "./run-table";
 import { RETRY_PAUSE_MS } from "./timing";
 
@@ -12,7 +12,7 @@ export async function endLostRuns(runs: RunTableStore, isActive: (runId: string)
   for (const [key, run] of await runs.entries()) {
     if (run.state !== "running" || isActive(run.job.runId)) continue;
     await finish(key, run.job).catch(async (err: Error) => {
-      console.error(`run ${run.job.runId}: lost run not ended yet: ${describeError(err)}`);
+      console.error(`run ${run.job.runId}: lost run not ended yet: ${loggedError(err)}`);
       await runs.put(key, { ...run, notBefore: Date.now() + RETRY_PAUSE_MS });
     });
   }

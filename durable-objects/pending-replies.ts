@@ -1,6 +1,7 @@
 import type { PostingMarks } from "../src/delivery/posting-marks";
 import { DeliverySession, type DeliveryDeps } from "../src/delivery/session";
-import { describeError } from "../src/lib/describe-error";
+import { loggedError } from "../src/lib/describe-error";
+import { loggedId } from "../src/lib/log-text";
 import { ADAPTERS } from "../src/platforms/registry";
 import type { ApiResult } from "../src/platforms/types";
 import { endRecordedMeanwhile } from "../src/run/host-end";
@@ -120,7 +121,7 @@ export class PendingReplies implements PostingMarks {
     } catch (err) {
       // The database is away: looked for again on the scheduler's next pass. Named by the reply it was at (every reply
       // here is of this object's conversation): an operator can tell which chat waits.
-      console.error(`pending replies not resumed yet${current ? `; ${repliedIn(current)}` : ""}: ${describeError(err)}`);
+      console.error(`pending replies not resumed yet${current ? `; ${repliedIn(current)}` : ""}: ${loggedError(err)}`);
     }
     return resumed;
   }
@@ -129,5 +130,5 @@ export class PendingReplies implements PostingMarks {
 /** Where a reply goes, as a log line names it (as end-log.ts names a run's). */
 function repliedIn(job: RunJob): string {
   const { conversation_id: conversationId, bot_id: botId } = job.conversation;
-  return [conversationId ? `conversation ${conversationId}` : null, botId ? `bot ${botId}` : null, `run ${job.runId}`].filter((n) => n !== null).join(", ");
+  return [conversationId ? `conversation ${loggedId(conversationId)}` : null, botId ? `bot ${loggedId(botId)}` : null, `run ${job.runId}`].filter((n) => n !== null).join(", ");
 }

@@ -1,6 +1,6 @@
 import { writeAll, type Db } from "../src/db/client";
 import { mayHaveApplied } from "../src/db/executor";
-import { describeError } from "../src/lib/describe-error";
+import { loggedError } from "../src/lib/describe-error";
 import type { SteeringPort } from "../src/host-api/actions/index";
 import { jsonByteLength } from "../src/protocol/common";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
@@ -173,7 +173,7 @@ export class SteeringQueue {
       await writeAll(db, releaseStatements(db, job, claim.target.runId));
       return true;
     } catch (err) {
-      console.error(`run ${job.runId}: claim into ${claim.target.runId} not taken back: ${describeError(err)}`);
+      console.error(`run ${job.runId}: claim into ${claim.target.runId} not taken back: ${loggedError(err)}`);
       this.standUnsettled(claim);
       return false;
     } finally {
@@ -347,7 +347,7 @@ export class SteeringQueue {
       }
       return true;
     } catch (err) {
-      console.error(`run ${run.runId}: steering drop not recorded yet: ${describeError(err)}`);
+      console.error(`run ${run.runId}: steering drop not recorded yet: ${loggedError(err)}`);
       await this.storage.put(`${DROP_LATER}${run.runId}`, run);
       this.dropsWaiting = true;
       return false;
@@ -369,9 +369,9 @@ export class SteeringQueue {
     for (const [key, claim] of await this.storage.list<ClaimInFlight>({ prefix: CLAIMING })) {
       const runId = key.slice(CLAIMING.length);
       try {
-        if (await this.releaseOrphan(db, runId)) void this.released(claim.job).catch((err: Error) => console.error(`run ${runId}: not decided again: ${describeError(err)}`));
+        if (await this.releaseOrphan(db, runId)) void this.released(claim.job).catch((err: Error) => console.error(`run ${runId}: not decided again: ${loggedError(err)}`));
       } catch (err) {
-        console.error(`run ${runId}: claim into ${claim.target.runId} not taken back yet: ${describeError(err)}`);
+        console.error(`run ${runId}: claim into ${claim.target.runId} not taken back yet: ${loggedError(err)}`);
         this.dropsWaiting = true;
       }
     }

@@ -11,14 +11,14 @@ import { serveExecutor, type SqlExecutor } from "../src/db/executor";
  * against ~1.1 ms). Only requests carrying this start's random token are served.
  */
 /**
- * On, off, "hang", `{ queries: n, matching? }`: fail the next n requests (those whose SQL contains `matching`, when
- * given), or `{ delayMs, matching, queries? }`: hold the next (n) requests with that SQL for delayMs, then serve them,
+ * On, off, "hang", `{ queries: n, matching?, reason? }`: fail the next n requests (those whose SQL contains `matching`,
+ * when given; with `reason` as the database's words, else the drill's), or `{ delayMs, matching, queries? }`: hold the next (n) requests with that SQL for delayMs, then serve them,
  * or `{ answerDelayMs, matching, queries? }`: serve them at once and hold their answers (a write applied, its answer slow).
  */
 export type OutageMode =
   | boolean
   | "hang"
-  | { queries: number; matching?: string }
+  | { queries: number; matching?: string; reason?: string }
   | { delayMs: number; matching: string; queries?: number }
   | { answerDelayMs: number; matching: string; queries?: number };
 
@@ -36,12 +36,12 @@ export interface WorkerDbListener {
 export async function listenForWorker(executor: SqlExecutor, token: string): Promise<WorkerDbListener> {
   const expected = Buffer.from(`Bearer ${token}`);
   let outage: boolean | "hang" = false;
-  let failNext = { queries: 0, matching: undefined as string | undefined };
+  let failNext = { queries: 0, matching: undefined as string | undefined, reason: undefined as string | undefined };
   let delayNext = { queries: 0, matching: "", delayMs: 0 };
   let delayAnswer = { queries: 0, matching: "", delayMs: 0 };
   const hung: ServerResponse[] = [];
-  const unavailable = (res: ServerResponse) =>
-    res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: "database unavailable (outage drill)" } }));
+  const unavailable = (res: ServerResponse, reason = "database unavailable (outage drill)") =>
+    res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: reason } }));
   const server = createServer(async (req, res) => {
     const given = Buffer.from(req.headers.authorization ?? "");
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
@@ -67,7 +67,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     }
     if (failNext.queries > 0 && (failNext.matching === undefined || Buffer.concat(chunks).includes(failNext.matching))) {
       failNext.queries--;
-      unavailable(res);
+      unavailable(res, failNext.reason);
       return;
     }
     let reply: { status: number; body: unknown };
@@ -89,7 +89,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     setOutage: (mode) => {
       if (typeof mode === "object" && "answerDelayMs" in mode) return void (delayAnswer = { queries: mode.queries ?? 1, matching: mode.matching, delayMs: mode.answerDelayMs });
       if (typeof mode === "object" && "delayMs" in mode) return void (delayNext = { queries: mode.queries ?? 1, matching: mode.matching, delayMs: mode.delayMs });
-      if (typeof mode === "object") return void (failNext = { queries: mode.queries, matching: mode.matching });
+      if (typeof mode === "object") return void (failNext = { queries: mode.queries, matching: mode.matching, reason: mode.reason });
       outage = mode;
       if (mode !== "hang") for (const res of hung.splice(0)) if (!res.destroyed) unavailable(res);
     },

@@ -2,6 +2,7 @@ import { createApp } from "./app";
 import type { Env } from "./env";
 import { runRetention } from "./retention/run";
 import { describeError } from "./lib/describe-error";
+import { escapedLine } from "./lib/log-text";
 
 export { ConversationDO } from "../durable-objects/conversation";
 
@@ -14,7 +15,8 @@ export default {
     const summary = await runRetention(env, controller.scheduledTime).catch((err: unknown) => {
       // Said here, as every other failure is: Miniflare (npm start) prints nothing of a cron's exception, and the
       // platform would print the raw one, a failed query's bound values included. Thrown again, so the cron fails.
-      const why = `retention failed: ${describeError(err)}`;
+      // Escaped as one line, not cut: it names every step that failed, and why.
+      const why = `retention failed: ${escapedLine(describeError(err))}`;
       console.error(why);
       throw new Error(why);
     });

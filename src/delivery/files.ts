@@ -11,7 +11,7 @@ import type { MessageContent } from "../protocol/common";
 import type { OutgoingFile } from "../platforms/types";
 import { artifactsStore, type ArtifactRow } from "../stores/artifacts";
 import type { RunJob } from "../run/job";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import { deliveredFileName } from "./file-name";
 
 /** The artifact ids a message's content elements name (images by URL are not files the host holds). */
@@ -64,7 +64,7 @@ export async function loadAnswerFile(deps: AnswerFileDeps, job: RunJob, artifact
 export async function* answerFiles(deps: AnswerFileDeps, job: RunJob, ids: string[], maxBytes: number): AsyncGenerator<{ artifactId: string; loaded: LoadedFile }> {
   // What failed goes to the delivery trail, which the conversation's runners read (event.page); the cause (a statement,
   // the database's or the bucket's reason) to the log only.
-  const logCause = (what: string, err: Error) => console.error(`run ${job.runId}: an answer's file ${what}: ${describeError(err)}`);
+  const logCause = (what: string, err: Error) => console.error(`run ${job.runId}: an answer's file ${what}: ${loggedError(err)}`);
   const rows = await answerFileRows(deps.db, ids).catch((err: Error) => {
     logCause("lookup failed", err);
     return err;

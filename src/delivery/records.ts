@@ -2,9 +2,9 @@ import { writeAll, type Db } from "../db/client";
 import type { ApiResult } from "../platforms/types";
 import type { RunJob } from "../run/job";
 import { hostRecordInsert, placeOfRun } from "../stores/event-log";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import { newId } from "../lib/ids";
-import { loggedText } from "../lib/log-text";
+import { loggedId, loggedText } from "../lib/log-text";
 import { deliveryFailureNote } from "../stores/bot-notes";
 
 /** Attempts at one batch of delivery facts, the first wait between them (doubling): about 3.5 s in all. */
@@ -81,7 +81,7 @@ export class DeliveryTrail {
       try {
         return await writeAll(this.db, statements);
       } catch (err) {
-        if (attempt >= TRAIL_WRITE_ATTEMPTS) return console.error(`run ${this.job.runId}: delivery record not written: ${describeError(err)}`);
+        if (attempt >= TRAIL_WRITE_ATTEMPTS) return console.error(`run ${this.job.runId}: delivery record not written: ${loggedError(err)}`);
         await new Promise((resolve) => setTimeout(resolve, TRAIL_RETRY_BASE_MS * 2 ** (attempt - 1)));
       }
     }
@@ -99,7 +99,9 @@ export class DeliveryTrail {
 function logGivenUp(runId: string, d: Record<string, unknown>): void {
   const text = (v: unknown) => (typeof v === "string" || typeof v === "number" ? String(v) : null);
   const error = text(d.error) ?? "";
-  const names = [`${d.platform} bot ${d.bot_id}`, text(d.conversation_id) && `conversation ${d.conversation_id}`, text(d.operation), text(d.status) && `status ${d.status}`].filter(Boolean);
+  // The chat's id and the platform's code (Slack's own error name) are the platform's words too.
+  const [code, conversation] = [text(d.code), text(d.conversation_id)];
+  const names = [`${d.platform} bot ${d.bot_id}`, conversation && `conversation ${loggedId(conversation)}`, text(d.operation), text(d.status) && `status ${d.status}`].filter(Boolean);
   // The platform's words are one line of the log, never lines of their own (the trail and the bot's note keep them whole).
-  console.warn(`run ${runId}: reply not delivered, given up (${text(d.code) ?? "no code"}); ${names.join(", ")}: ${loggedText(error)}`);
+  console.warn(`run ${runId}: reply not delivered, given up (${code === null ? "no code" : loggedText(code, 100)}); ${names.join(", ")}: ${loggedText(error)}`);
 }

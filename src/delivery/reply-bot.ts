@@ -1,5 +1,5 @@
 import type { Db } from "../db/client";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import { SealedSecretError } from "../lib/secret-box";
 import type { ApiResult, Bot, PlatformDelivery } from "../platforms/types";
 import { botsStore } from "../stores/bots";
@@ -18,7 +18,7 @@ function logFailure(botId: string, err: unknown): void {
   const seen = failing.get(botId);
   if (seen && now - seen.loggedAt < RELOG_AFTER_MS) return void seen.unlogged++;
   const since = seen ? ` (${seen.unlogged} more failures since the last line)` : "";
-  console.error(`bot ${botId}: not read for a reply${since}: ${describeError(err)}`);
+  console.error(`bot ${botId}: not read for a reply${since}: ${loggedError(err)}`);
   failing.set(botId, { loggedAt: now, unlogged: 0 });
 }
 

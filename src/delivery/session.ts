@@ -25,7 +25,7 @@ import { attemptFacts, DeliveryTrail } from "./records";
 import { Naps } from "./naps";
 import { loadReplyBot } from "./reply-bot";
 import { withRetries, type RetryPolicy } from "./retry";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import { ReplyOrder, type ReplyTurn } from "./reply-order";
 import { markedMessenger, type PostingMarks } from "./posting-marks";
 import { ShownCap } from "./shown-cap";
@@ -256,7 +256,7 @@ export class DeliverySession {
   private enqueue(work: () => Promise<void>): void {
     this.chain = this.chain
       .then(() => (this.closed ? undefined : work()))
-      .catch((err: Error) => console.error(`run ${this.job.runId}: delivery failed unexpectedly: ${describeError(err)}`));
+      .catch((err: Error) => console.error(`run ${this.job.runId}: delivery failed unexpectedly: ${loggedError(err)}`));
   }
 
   private get interval(): number {

@@ -1,5 +1,5 @@
 import { writeAll, type Db } from "../db/client";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import type { AuthorizationSnapshot } from "../run/snapshot";
 import { hostRecordInsert } from "../stores/event-log";
 
@@ -35,6 +35,6 @@ export class DenialCount {
     // Its own id: told twice (a session closes once), it is still one record.
     const record = hostRecordInsert(db, { onceAs: `hev_denials_${s.runId}`, eventType: "host_api.denied", ...place, runId: s.runId, data });
     // Unrecorded, the operator still reads the count on the log.
-    await writeAll(db, [record]).catch((e: unknown) => console.error(`run ${s.runId}: ${reason}; that count not recorded either: ${describeError(e)}`));
+    await writeAll(db, [record]).catch((e: unknown) => console.error(`run ${s.runId}: ${reason}; that count not recorded either: ${loggedError(e)}`));
   }
 }

@@ -1,4 +1,4 @@
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import { API_ERROR_STATUS, makeApiError, type AgentAPIError, type ApiErrorCode } from "../protocol/errors";
 
 /** A refused Host API call; `status` defaults to the §8 status of its code. */
@@ -35,6 +35,6 @@ export const denied = (message: string, details?: Record<string, unknown>) => ne
  * retryable 500 `runtime_error`. The cause goes to the log only: it may name tables or queries.
  */
 export function hostFault(runId: string, action: string | null, cause: unknown): ApiError {
-  console.error(`run ${runId}: ${action ?? "Host API call"} failed in the host: ${describeError(cause)}`);
+  console.error(`run ${runId}: ${action ?? "Host API call"} failed in the host: ${loggedError(cause)}`);
   return new ApiError("runtime_error", "the host failed while serving this call; it may be tried again", { status: 500, retryable: true, cause, logged: true });
 }

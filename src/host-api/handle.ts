@@ -12,7 +12,8 @@ import { checkResourceGrant, isResourceAction } from "./resource-gate";
 import { gateRefusal } from "./gate-refusal";
 import { StreamReply } from "./stream-reply";
 import { unopenedCredential } from "./upstream-error";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
+import { loggedText } from "../lib/log-text";
 import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
 
 /** Serialised here so the reply crosses the Durable Object RPC boundary as plain text (or a byte stream). */
@@ -189,5 +190,5 @@ export async function auditDenial(ctx: Pick<ActionContext, "db" | "snapshot" | "
   });
   await ctx.ledger
     .append([{ type: "host_api.denied", data }], [record])
-    .catch((e: Error) => console.error(`run ${s.runId}: denial of ${action.slice(0, 200)} not recorded: ${describeError(e)}`));
+    .catch((e: Error) => console.error(`run ${s.runId}: denial of ${loggedText(action, 200)} not recorded: ${loggedError(e)}`));
 }

@@ -5,7 +5,7 @@ import { drainBody } from "../lib/drain";
 import { HostError } from "../lib/errors";
 import { SealedSecretError } from "../lib/secret-box";
 import { ConfigError } from "../lib/config-error";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import { dbErrorOf } from "../db/executor";
 import { ApiError, hostFault } from "../host-api/errors";
 import { logRefusal } from "../host-api/decision-log";
@@ -58,7 +58,7 @@ export const onError: ErrorHandler = (err, c) => {
     console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${err.message}`);
     return c.json({ error: { code: "secrets_unavailable", message: `${err.message}; check SECRETS_KEY and SECRETS_KEY_PREVIOUS` } }, 500);
   }
-  console.error(`unhandled error on ${c.req.method} ${new URL(c.req.url).pathname}: ${describeError(err)}`);
+  console.error(`unhandled error on ${c.req.method} ${new URL(c.req.url).pathname}: ${loggedError(err)}`);
   return c.json({ error: { code: "internal", message: "internal error" } }, 500);
 };
 

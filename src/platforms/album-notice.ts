@@ -1,6 +1,7 @@
 import { configOf, type Env } from "../env";
 import type { CanonicalEvent } from "../ingress/accept";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
+import { loggedId } from "../lib/log-text";
 import { conversationKey } from "../stores/conversation-key";
 import { albumIdOf } from "./telegram/album";
 
@@ -17,7 +18,7 @@ export async function announceAlbumItem(env: Env, ev: CanonicalEvent, files: num
   if (albumId === null || eventId === undefined || configOf(env).ALBUM_WAIT_MS === 0) return async () => {};
   const key = conversationKey({ workspaceId: ev.workspace_id, botId: ev.bot_id, conversationId: ev.conversation_id, threadId: ev.thread_id });
   const conversation = env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(key));
-  const told = (what: string) => (err: unknown) => console.error(`album item ${eventId}: ${what}: ${describeError(err)}`);
+  const told = (what: string) => (err: unknown) => console.error(`album item ${loggedId(eventId)}: ${what}: ${loggedError(err)}`);
   await conversation.albumItem(eventId, { albumId, files }).catch(told("not announced"));
   return () => conversation.albumItem(eventId, null).catch(told("not withdrawn"));
 }

@@ -14,7 +14,8 @@ import { HostError } from "../lib/errors";
 import { eventLogStore } from "../stores/event-log";
 import { noteUnboundEvent } from "../stores/bot-notes";
 import { unboundReason } from "../stores/unbound-reason";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
+import { loggedId } from "../lib/log-text";
 import { storableText } from "../lib/text";
 import { announceAlbumItem } from "./album-notice";
 import { BOT_DISABLED, recordOnly, recordPaused, UNHANDLED_EVENT_TYPE } from "./record-only";
@@ -110,7 +111,7 @@ async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
 async function noteUnbound(env: Env, bot: Bot, ev: CanonicalEvent & { event_id: string }): Promise<void> {
   const db = dbOf(env);
   const reason = await unboundReason(db, { eventType: ev.event_type, conversationId: ev.conversation_id, botId: bot.botId, workspaceId: bot.workspaceId }).catch((err: unknown) => {
-    console.error(`bot ${bot.botId}: why event ${ev.event_id} went unbound was not read: ${describeError(err)}`);
+    console.error(`bot ${bot.botId}: why event ${loggedId(ev.event_id)} went unbound was not read: ${loggedError(err)}`);
     return "not known (the agents could not be read)";
   });
   await noteUnboundEvent(db, bot, { event_id: ev.event_id, event_type: ev.event_type, conversation_id: ev.conversation_id, thread_id: ev.thread_id ?? null, reason });

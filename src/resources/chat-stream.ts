@@ -3,7 +3,7 @@ import { redactValue, StreamRedactors } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
 import { choiceFailure, errorText, FINISHED_WITH_ERROR, streamErrorStatus, UsageSchema } from "./openai";
 import { UpstreamError } from "./upstream";
-import { describeError } from "../lib/describe-error";
+import { describeError, loggedError } from "../lib/describe-error";
 import { keptIntegerText, parseKeepingIntegers } from "../lib/exact-json";
 
 /**
@@ -236,7 +236,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     await stopProvider();
     if (ended) return; // the runner cancelled meanwhile: the stream is gone
     controller.enqueue(ndjson([last], opts.secrets));
-    await endOnce(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${describeError(err)}`));
+    await endOnce(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${loggedError(err)}`));
     try {
       controller.close();
     } catch {

@@ -11,7 +11,7 @@ import { bearerToken } from "../middleware/admin-auth";
 import { formatZodIssues, mediaTypeOrNull } from "../protocol/common";
 import { ArtifactUploadQuerySchema } from "../protocol/host-api";
 import type { AppEnv } from "./app-env";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 const fail = (err: ApiError) => json(err.status, err.toBody());
@@ -105,6 +105,6 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
     // body that never arrived whole (its client went away, its run ended). A release that fails costs the run budget
     // it did not use, never the upload's answer.
     const unused = held - stored;
-    if (unused > 0) await owner.changeUploadBudget(runId, token, held, -unused).catch((err: Error) => console.error(`run ${runId}: upload budget not released: ${describeError(err)}`));
+    if (unused > 0) await owner.changeUploadBudget(runId, token, held, -unused).catch((err: Error) => console.error(`run ${runId}: upload budget not released: ${loggedError(err)}`));
   }
 }

@@ -1,5 +1,5 @@
-import { describeError } from "../lib/describe-error";
-import { loggedText } from "../lib/log-text";
+import { loggedError } from "../lib/describe-error";
+import { loggedId, loggedText } from "../lib/log-text";
 import { RunnerCallError } from "../runner/errors";
 import type { RunOutcome } from "../stores/runs";
 
@@ -25,9 +25,10 @@ export function logRunEnd(run: LoggedRun, outcome: RunOutcome, cause?: unknown):
   const names = [
     run.agent ? `agent ${run.agent.agentId}` : null,
     `runner ${run.runner.runnerId}`,
-    run.conversation.conversation_id ? `conversation ${run.conversation.conversation_id}` : null,
-    run.conversation.bot_id ? `bot ${run.conversation.bot_id}` : null,
+    // A platform's chat or channel id, as its webhook sent it: one line of the log whatever it holds.
+    run.conversation.conversation_id ? `conversation ${loggedId(run.conversation.conversation_id)}` : null,
+    run.conversation.bot_id ? `bot ${loggedId(run.conversation.bot_id)}` : null,
   ].filter((n) => n !== null);
-  const why = cause === undefined ? "" : cause instanceof RunnerCallError ? (cause.code.startsWith("host.") ? `: ${cause.message}` : "") : `: ${describeError(cause)}`;
+  const why = cause === undefined ? "" : cause instanceof RunnerCallError ? (cause.code.startsWith("host.") ? `: ${loggedError(cause)}` : "") : `: ${loggedError(cause)}`;
   console.warn(`run ${run.runId}: ${outcome.status} (${shownCode(outcome.errorCode)}); ${names.join(", ")}${why}`);
 }

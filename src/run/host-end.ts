@@ -3,7 +3,7 @@ import { parseResultPayload } from "../protocol/results";
 import { batchAll, type Db } from "../db/client";
 import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, runEvent } from "../db/schema";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import { hostRecordValues, placeOfRun } from "../stores/event-log";
 import { ENDED, isNotStarted, ledgerEntryOf, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { transcriptInsertWhere, type NewTranscriptItem } from "../stores/transcript";
@@ -82,15 +82,15 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
 export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown): Promise<{ entry: LedgerEntry | null } | null> {
   const outcome = { status: "failed" as const, errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 };
   // The run's end line says why; a failure that did not end it (it had ended, or this write failed too) has its own.
-  const unended = () => console.error(`run ${job.runId}: host failure: ${describeError(err)}`);
+  const unended = () => console.error(`run ${job.runId}: host failure: ${loggedError(err)}`);
   // The artifacts it announced after its last message keep their item (README, Artifacts); unreadable, the end is still written.
-  const item = await recordedTrailingArtifacts(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts not read (${describeError(e)})`), null));
+  const item = await recordedTrailingArtifacts(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts not read (${loggedError(e)})`), null));
   return endRunAsHost(db, job, outcome, { item, cause: err }).then(
     (entry) => {
       if (!entry) unended();
       return { entry };
     },
-    (e: Error) => (unended(), console.error(`run ${job.runId}: failure not recorded (${describeError(e)}); the run is tried again or ended as lost`), null),
+    (e: Error) => (unended(), console.error(`run ${job.runId}: failure not recorded (${loggedError(e)}); the run is tried again or ended as lost`), null),
   );
 }
 

@@ -1,5 +1,5 @@
 import { DeliverySession, type DeliveryDeps } from "../delivery/session";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import { runsStore, type LedgerEntry } from "../stores/runs";
 import { endRecordedMeanwhile, endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
@@ -67,7 +67,7 @@ async function replyFromLedger(deps: DeliveryDeps, job: RunJob): Promise<Deliver
     });
     if (read !== null) return open();
   } catch (err) {
-    console.error(`run ${job.runId}: lost run's ledger not read for its reply: ${describeError(err)}`);
+    console.error(`run ${job.runId}: lost run's ledger not read for its reply: ${loggedError(err)}`);
   }
   return DeliverySession.failureNotice(deps, job, "host.session_lost", open() ?? undefined);
 }

@@ -1,11 +1,10 @@
-import { escapedLine } from "../lib/log-text";
-import { headOf } from "../lib/text";
+import { escapedHead } from "../lib/log-text";
 
 /** Bytes of a refusing runner's body read at most: the start of a reason or a traceback, never its whole stream. */
 export const ERROR_BODY_MAX_BYTES = 512;
 /** How long the host waits for them: a body that stalls costs the run's end no more than this. */
 export const ERROR_BODY_MAX_MS = 500;
-/** Characters of it the run's error quotes (before escaping). */
+/** Characters of it the run's error quotes, counted as escaped (a control character is six: `\u0001`), whatever the body holds. */
 export const ERROR_BODY_SHOWN_CHARS = 300;
 
 /**
@@ -46,7 +45,7 @@ export async function errorBodyStart(res: Response, signal: AbortSignal): Promis
     // Settles a read still pending, and frees the connection.
     void reader.cancel().catch(() => {});
   }
-  const cut = seen > ERROR_BODY_MAX_BYTES || text.trim().length > ERROR_BODY_SHOWN_CHARS;
-  const shown = headOf(text.trim(), ERROR_BODY_SHOWN_CHARS);
-  return shown ? `${escapedLine(shown)}${cut ? "…" : ""}` : "";
+  const shown = escapedHead(text.trim(), ERROR_BODY_SHOWN_CHARS);
+  const cut = seen > ERROR_BODY_MAX_BYTES || shown.cut;
+  return shown.text ? `${shown.text}${cut ? "…" : ""}` : "";
 }

@@ -57,8 +57,9 @@ async function unlessLater<T>(read: Promise<T>): Promise<T | null> {
  * (each counted with its newline) plus one chunk, and one partial line in a
  * buffer of at most twice `maxLineBytes`. Lines that arrived before the
  * stream failed, or that ended within `maxStreamBytes`, are yielded before
- * the failure is thrown. Lines end at LF, or with `anyLineEnding` (for
- * text/event-stream) at CRLF, LF or CR. A line may hold `fieldBytes` more
+ * the failure is thrown. Lines end at LF (a CR before it counts as the end,
+ * not against the limit), or with `anyLineEnding` (for text/event-stream) at
+ * CRLF, LF or CR. A line may hold `fieldBytes` more
  * than `maxLineBytes` (SSE_FIELD_BYTES: its field name), the limit still
  * named as `maxLineBytes`. The event loop gets a turn at least every
  * TURN_EVERY_BYTES read. Text after the last line end is a last line,
@@ -85,6 +86,9 @@ export async function* readLines(
   const reader = body.getReader();
   const partial = new PartialLine();
   const ends = new LineEnds(opts.anyLineEnding ?? false);
+  // Where lines end at LF only, a CR before it is the line's end (CRLF), not its content: a line at the limit fits either way.
+  const crlfRoom = opts.anyLineEnding ? 0 : 1;
+  const tooLong = (length: number, last: number | undefined) => length > maxLine + (last === CR ? crlfRoom : 0);
   let total = 0;
   let lines: string[] = [];
   /** Bytes of the lines in hand, each counted with its newline, so a flood of empty lines is bounded too. */
@@ -96,7 +100,7 @@ export async function* readLines(
     const value = chunk.length > room ? chunk.subarray(0, room) : chunk;
     let start = ends.skipFirst(value);
     for (let i = ends.next(value, start); i !== -1; i = ends.next(value, start)) {
-      if (partial.length + (i - start) > maxLine) throw lineTooLarge();
+      if (tooLong(partial.length + (i - start), i > start ? value[i - 1] : partial.last)) throw lineTooLarge();
       linesBytes += partial.length + (i - start) + 1;
       // An empty line (a flood of them costs a decode each otherwise) is the empty string.
       lines.push(partial.length + (i - start) === 0 ? "" : decode(partial.take(value.subarray(start, i))));
@@ -104,7 +108,7 @@ export async function* readLines(
     }
     if (value !== chunk) throw faults.streamTooLarge(limits.maxStreamBytes);
     if (start < value.length) {
-      if (partial.length + (value.length - start) > maxLine) throw lineTooLarge();
+      if (tooLong(partial.length + (value.length - start), value[value.length - 1])) throw lineTooLarge();
       partial.append(value.subarray(start));
     }
   };
@@ -134,7 +138,11 @@ export async function* readLines(
           yield handOver();
           continue;
         }
-        if (result.done) break;
+        if (result.done) {
+          // Decoded where a failure is caught: a last line that is not UTF-8 fails the stream after the lines before it.
+          if (partial.length > 0 && !opts.dropUnended) lines.push(decode(partial.take(new Uint8Array())));
+          break;
+        }
         sinceTurn += result.value.length;
         split(result.value);
       } catch (err) {
@@ -145,7 +153,6 @@ export async function* readLines(
       // Bounded memory: a runner that floods gets its lines applied in slices.
       if (linesBytes >= limits.maxLineBytes) yield handOver();
     }
-    if (partial.length > 0 && !opts.dropUnended) lines.push(decode(partial.take(new Uint8Array())));
     if (lines.length) yield handOver();
   } finally {
     if (ahead) {
@@ -204,6 +211,11 @@ const found = (index: number) => (index === -1 ? Infinity : index);
 class PartialLine {
   private buffer = new Uint8Array(0);
   length = 0;
+
+  /** Its last byte, if any. */
+  get last(): number | undefined {
+    return this.length ? this.buffer[this.length - 1] : undefined;
+  }
 
   append(bytes: Uint8Array): void {
     const needed = this.length + bytes.length;

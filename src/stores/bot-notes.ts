@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { bot } from "../db/schema";
-import { describeError } from "../lib/describe-error";
+import { loggedError } from "../lib/describe-error";
 import { parseJson } from "../lib/json";
 
 /**
@@ -78,6 +78,6 @@ async function write(db: Db, ref: BotRef, set: Partial<typeof bot.$inferInsert>)
     // The platform too: a note never lands on another bot that took a deleted one's id.
     await db.update(bot).set(set).where(and(eq(bot.botId, ref.botId), eq(bot.platform, ref.platform)));
   } catch (err) {
-    console.error(`bot ${ref.botId}: note not written: ${describeError(err)}`);
+    console.error(`bot ${ref.botId}: note not written: ${loggedError(err)}`);
   }
 }

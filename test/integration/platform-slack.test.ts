@@ -11,6 +11,9 @@ const FILE = new Uint8Array([0x25, 0x50, 0x44, 0x46, 9, 8, 7]);
 const throttledChannels = new Set<string>();
 /** Channels whose first chat.postMessage the fake answers `internal_error`: Slack says the post may have happened anyway. */
 const failingChannels = new Set<string>();
+/** A channel id and an error name as a forger would write them: each would start a log line that reads as the host's. */
+const FORGED_LINE = "run run_forged: completed";
+const FORGED_CHANNEL = `CFORGED\n${FORGED_LINE}`;
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -41,6 +44,8 @@ function slackApi(call: PlatformCall): FakeReply {
   if (call.path === "/chat.postMessage") {
     if (throttledChannels.delete(call.body.channel)) return { status: 429, headers: { "retry-after": "1" }, json: { ok: false, error: "ratelimited" } };
     if (failingChannels.delete(call.body.channel)) return { json: { ok: false, error: "internal_error" } };
+    // A crafted channel, refused with an error name that holds a line break too: both reach the host's log lines.
+    if (String(call.body.channel).startsWith(FORGED_CHANNEL)) return { json: { ok: false, error: `channel_not_found\n${FORGED_LINE}` } };
     return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
   }
   if (call.path === "/files.getUploadURLExternal") {
@@ -249,6 +254,18 @@ describe("Slack: Events API in, Web API out", () => {
     const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
     expect(JSON.parse(failed.data_json)).toMatchObject({ operation: "send", code: "slack_internal_error", will_retry: false });
     expect(postsTo("C710")).toHaveLength(1);
+  });
+
+  it("logs a channel id and Slack's error name escaped, each on the host's own line: a crafted one forges no line", async () => {
+    await post(callback(message(FORGED_CHANNEL, "fail")));
+    const runId = (await waitFor(() => contextFor("fail").find((c) => c.conversation.conversation_id === FORGED_CHANNEL))).run_id;
+    const escaped = `CFORGED\\n${FORGED_LINE}`;
+    // The run's end, then its failure notice given up on: Slack refused it.
+    await waitFor(() => host.logs().includes(`run ${runId}: reply not delivered`), 15_000, "the notice given up on");
+    const lines = host.logs().split("\n");
+    expect(lines.find((l) => l.startsWith(`run ${runId}: failed`))).toContain(`conversation ${escaped}, bot ${botId}`);
+    expect(lines.find((l) => l.startsWith(`run ${runId}: reply not delivered`))).toContain(`given up (slack_channel_not_found\\n${FORGED_LINE}); slack bot ${botId}, conversation ${escaped}, `);
+    expect(lines.filter((l) => l.includes(FORGED_LINE) && !l.startsWith(`run ${runId}: `))).toEqual([]);
   });
 
   it("downloads a shared file with the bot token into an input artifact", async () => {

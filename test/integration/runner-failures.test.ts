@@ -47,6 +47,14 @@ beforeAll(async () => {
           // A right-to-left override would show what follows it reversed wherever the error is read ("exe.gnp" as "png.exe").
           res.writeHead(403, { "content-type": "text/plain" }).end("see \u202eexe.gnp\u202c, \u2066isolated\u2069 \u200fmarked\u200e");
           return;
+        case "zerowidth403":
+          // Zero-width characters hide where they are: "adm\u200bin" reads as "admin".
+          res.writeHead(403, { "content-type": "text/plain" }).end("user adm\u200bin\u200c\u200d, word\u2060joined, \ufeffmarked");
+          return;
+        case "controls500":
+          // Each control character is six as escaped (\u0001): the error stays a few hundred characters all the same.
+          res.writeHead(500, { "content-type": "text/plain" }).end(`x${"\u0001".repeat(400)}`);
+          return;
         case "huge500":
           res.writeHead(500, { "content-type": "text/plain" }).end(`${"stack frame\n".repeat(20_000)}THE END`);
           return;
@@ -185,6 +193,9 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
       huge500: /^runner answered HTTP 500: (stack frame\\n){10,}.*…$/,
       bidi403: /^runner answered HTTP 403: see \\u202eexe\.gnp\\u202c, \\u2066isolated\\u2069 \\u200fmarked\\u200e$/,
       stall503: /^runner answered HTTP 503: overloaded, try later$/,
+      zerowidth403: /^runner answered HTTP 403: user adm\\u200bin\\u200c\\u200d, word\\u2060joined, \\ufeffmarked$/,
+      // 300 characters as escaped at most (49 whole escapes after the x), never an escape cut in two.
+      controls500: /^runner answered HTTP 500: x(\\u0001){49}…$/,
     };
     for (const [mode, message] of Object.entries(expected)) {
       const run = await expectFailureIsContained(`fail-body-${mode}`, mode, "failed", "runner.http_error");
@@ -192,7 +203,7 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
       // A few hundred characters at most, whatever the runner sent; one line.
       expect(run.error!.message.length).toBeLessThan(600);
       // Nor a character that reorders the text around it (bidirectional controls): escaped as the others are.
-      expect(run.error!.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
+      expect(run.error!.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/);
       await expect.poll(() => host.logs()).toContain(`run ${run.run_id}: failed (runner.http_error)`);
     }
     // The runner's words may quote its users: the run's error has them, the log line does not.

@@ -11,6 +11,7 @@ import { startAdHocRunner } from "../support/runner";
  * not undo what came before. An SSE stream may end its lines with CRLF, LF
  * or a lone CR, as text/event-stream allows, its last frame may end with the
  * stream itself, and its frames hold results as large as NDJSON lines may be.
+ * A last line that is not UTF-8 fails the run only after what came before it.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -37,15 +38,17 @@ beforeAll(async () => {
         res.writeHead(200, { "content-type": "text/event-stream" });
         return void res.end(`${done.map((d) => `data: ${d}\n\n`).join("")}data: ${part}\ndata: ${part}\ndata: ${part}\n\n`);
       }
-      if (mode === "ndjson-at-limit" || mode === "sse-at-limit") {
+      if (mode === "ndjson-at-limit" || mode === "ndjson-crlf-at-limit" || mode === "sse-at-limit") {
         // A message whose result is exactly the line limit: what the limit allows, whichever framing carries it.
         const bare = result("message.completed", { message: { role: "assistant", content: "" } }, 1);
         const atLimit = result("message.completed", { message: { role: "assistant", content: "y".repeat(LINE_LIMIT - Buffer.byteLength(bare)) } }, 1);
         if (Buffer.byteLength(atLimit) !== LINE_LIMIT) throw new Error("the result is not at the limit");
         const lines = [atLimit, done[1]];
-        if (mode === "ndjson-at-limit") {
+        if (mode !== "sse-at-limit") {
+          // With CRLF line ends too, which NDJSON allows: the CR ends the line, it is not part of the result.
+          const eol = mode === "ndjson-at-limit" ? "\n" : "\r\n";
           res.writeHead(200, { "content-type": "application/x-ndjson" });
-          return void res.end(`${lines.join("\n")}\n`);
+          return void res.end(`${lines.join(eol)}${eol}`);
         }
         res.writeHead(200, { "content-type": "text/event-stream" });
         return void res.end(lines.map((l) => `data: ${l}\n\n`).join(""));
@@ -59,6 +62,13 @@ beforeAll(async () => {
         // Compressed as a proxy or framework in front of a runner may: gzip (and br) are decoded, deflate is not.
         res.writeHead(200, { "content-type": "application/x-ndjson", "content-encoding": mode });
         return void res.end((mode === "gzip" ? gzipSync : deflateSync)(`${done.join("\n")}\n`));
+      }
+      if (mode === "ndjson-bad-last-line" || mode === "sse-bad-last-line") {
+        // The answer whole, then a last line cut off inside a character (no line end after it): not UTF-8, one write.
+        const bad = Buffer.from([...Buffer.from(mode === "ndjson-bad-last-line" ? `{"run_id":"${ctx.run_id}","x":"` : "data: "), 0xe2, 0x82]);
+        const before = mode === "ndjson-bad-last-line" ? `${done[0]}\n` : `data: ${done[0]}\n\n`;
+        res.writeHead(200, { "content-type": mode === "ndjson-bad-last-line" ? "application/x-ndjson" : "text/event-stream" });
+        return void res.end(Buffer.concat([Buffer.from(before), bad]));
       }
       if (mode.startsWith("sse-open-last-frame")) {
         // The last frame (run.completed) ends the stream without the blank line after it: with its line's end, or without.
@@ -98,6 +108,18 @@ describe("a limit broken after the terminal result, in the same chunk", () => {
   });
 });
 
+describe("a last line that is not UTF-8, sent without its line end", () => {
+  for (const framing of ["ndjson", "sse"]) {
+    it(`${framing}: fails the run as a bad line, after applying the answer that came whole before it`, async () => {
+      const ev = await host.postEvent(messageEvent(`stream-edges-${framing}-bad-last-line`, `${framing}-bad-last-line`));
+      const run = await host.waitForRun(ev.body.run_id!);
+      expect([run.status, run.error?.code, run.error?.message]).toEqual(["failed", "runner.protocol_error", "a result line is not valid UTF-8"]);
+      const ledger = (await host.admin("GET", `/v1/runs/${run.run_id}/events`)).body.items as { type: string; data: any }[];
+      expect(ledger.filter((e) => e.type === "message.completed").map((e) => e.data.message.content)).toEqual(["the answer"]);
+    });
+  }
+});
+
 describe("a compressed result stream", () => {
   it("gzip is read; deflate, which the host does not decode, fails the run saying so", async () => {
     expect(await runOf("gzip")).toEqual(answered);
@@ -118,6 +140,10 @@ describe("an SSE result stream", () => {
   it("carries a result as large as an NDJSON line may be: the limit is the result's, not counting the `data: ` before it", async () => {
     const atLimit = { status: "completed", transcript: [expect.stringMatching(/^y+$/)] };
     expect([await runOf("ndjson-at-limit"), await runOf("sse-at-limit")]).toEqual([atLimit, atLimit]);
+  });
+
+  it("NDJSON with CRLF line ends carries a result at the limit too: the CR ends the line, it is not the result's", async () => {
+    expect(await runOf("ndjson-crlf-at-limit")).toEqual({ status: "completed", transcript: [expect.stringMatching(/^y+$/)] });
   });
 
   it("whose last frame ends with the stream, without the blank line after it, still ends the run as that frame says", async () => {

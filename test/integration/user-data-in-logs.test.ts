@@ -68,6 +68,19 @@ describe("user data in log lines", () => {
     expect(host.logs()).not.toContain(marker);
   });
 
+  it("logs a failure's reason (the database's own words) as one line, however many lines it has", async () => {
+    const marker = "PRIVATE-state-set-3b8f21";
+    const { result, runId } = await scripted.run(host, "logs-reason", async (api) => {
+      host.databaseOutage({ queries: 1, matching: marker, reason: "disk I/O error\nrun run_forged: completed" });
+      return api("state.set", { scope: "conversation", key: "secret", value: { note: marker } });
+    });
+    expect(result).toMatchObject({ status: 500, body: { ok: false, error: { code: "runtime_error" } } });
+    await expect.poll(() => host.logs()).toContain(`run ${runId}: state.set failed in the host`);
+    const line = host.logs().split("\n").find((l) => l.startsWith(`run ${runId}: state.set failed in the host`));
+    expect(line).toContain("disk I/O error\\nrun run_forged: completed");
+    expect(host.logs()).not.toMatch(/^run run_forged/m);
+  });
+
   for (const [what, marker] of [["state value", STATE_MARKER], ["answer", ANSWER_MARKER]] as const) {
     it(`never logs a runner's ${what} whose write failed`, async () => {
       // Refused on each try (a run's write is tried four times).

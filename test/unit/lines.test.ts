@@ -128,6 +128,14 @@ describe("readLines", () => {
     expect(err.message).toBe("a result line exceeded 1024 bytes (send large artifacts with artifact.upload)");
   });
 
+  it("holds a CRLF line to the limit without its CR, whether the CR ends a chunk or not", async () => {
+    const line = "z".repeat(LIMITS.maxLineBytes);
+    expect((await collect([`${line}\r\n`, `${line}\r`, "\n"])).flat()).toEqual([`${line}\r`, `${line}\r`]);
+    // One byte more is over it, CR or not.
+    const err = await collect([`${line}z\r`, "\n"]).catch((e) => e);
+    expect(err.code).toBe("runner.line_too_large");
+  });
+
   it("fails a stream over the total limit", async () => {
     const err = await collect(["a\n".repeat(100), "b\n".repeat(100)], { maxLineBytes: 1024, maxStreamBytes: 300 }).catch((e) => e);
     expect(err.code).toBe("runner.stream_too_large");

@@ -8,7 +8,7 @@ import { answerHold, type AnswerHold } from "../answer-budget";
 import { artifactImages } from "../model-images";
 import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
-import { describeError } from "../../lib/describe-error";
+import { loggedError } from "../../lib/describe-error";
 import { loggedText } from "../../lib/log-text";
 import { withModelFallback, type ModelOperation } from "../model-fallback";
 import { StreamReply } from "../stream-reply";
@@ -113,7 +113,7 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
         ? recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "stream", usage: end.result.usage, startedAt })
         : ctx.ledger.append([{ type: "model.failed", data: { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", ...end.error } }]);
       // Logged here, where the run is known: the runner has had the stream's end already.
-      await record.catch((err: unknown) => console.error(`${what}: its end not recorded: ${describeError(err)}`));
+      await record.catch((err: unknown) => console.error(`${what}: its end not recorded: ${loggedError(err)}`));
     };
     const stream = chatStreamToNdjson(body, {
       modelId: model.modelId,

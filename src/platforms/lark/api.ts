@@ -5,6 +5,7 @@
  * `{code, msg, data}`; code 0 is success.
  */
 import { sha256Hex } from "../../lib/crypto";
+import { loggedId } from "../../lib/log-text";
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile, TextFormat } from "../types";
 import { scrubSecrets } from "../redact";
@@ -141,7 +142,7 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
         : await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(replyTo)}/reply`, { msg_type: msgType, content, reply_in_thread: target.replyInThread, uuid });
     if (!res.ok && res.failure.code === RECALLED && replyTo !== null) {
       const root = target.threadRootId ?? null;
-      console.warn(`lark bot ${bot.botId}: message ${replyTo} was recalled; the answer goes to ${root !== null && root !== replyTo ? `its thread's root ${root}` : `chat ${target.chatId}`}`);
+      console.warn(`lark bot ${bot.botId}: message ${loggedId(replyTo)} was recalled; the answer goes to ${root !== null && root !== replyTo ? `its thread's root ${loggedId(root)}` : `chat ${loggedId(target.chatId)}`}`);
       replyTo = root !== replyTo ? root : null;
       return post(msgType, content);
     }
