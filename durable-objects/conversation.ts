@@ -190,10 +190,10 @@ export class ConversationDO extends DurableObject<Env> {
     return typeof follower === "string" || !follower ? follower : { stream: follower.readable, streamId: follower.id };
   }
 
-  /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). A run whose dispatch is still being decided is cancelled as that decision leaves it; one not active in turn with the decisions (a redelivery handing it over is decided wholly before or after); one active (or started meanwhile) is aborted outside. */
-  async cancel(runId: string): Promise<CancelOutcome> {
+  /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). A run whose dispatch is still being decided is cancelled as that decision leaves it; one not active in turn with the decisions (a redelivery handing it over is decided wholly before or after); one active (or started meanwhile) is aborted outside. `because`: why, added to its error message (an agent deleted). */
+  async cancel(runId: string, because?: string): Promise<CancelOutcome> {
     await this.decisions.settled(runId);
-    return this.abortActive(runId) ?? (await this.decisions.inTurn(() => this.cancelNotActive(runId))) ?? this.abortActive(runId) ?? { cancelled: false };
+    return this.abortActive(runId, because) ?? (await this.decisions.inTurn(() => this.cancelNotActive(runId, because))) ?? this.abortActive(runId, because) ?? { cancelled: false };
   }
   /** A chat message recalled or edited while it may wait here (waiting-revisions.ts): in turn with the decisions, after its own run's. */
   async revise(change: MessageRevision): Promise<RevisionOutcome> {
@@ -201,22 +201,22 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   /** An active run aborted (one starting sees it before calling its runner), or one already done or stopped answered once its end is recorded; null if none. */
-  private abortActive(runId: string): Promise<CancelOutcome> | null {
+  private abortActive(runId: string, because?: string): Promise<CancelOutcome> | null {
     const active = this.active.get(runId);
     if (!active) return null;
     if (this.finishing.has(runId) || active.abort.signal.aborted) return active.done.then(() => ({ cancelled: false }));
-    active.abort.abort(new RunnerCallError("cancelled", "run cancelled by an operator"));
+    active.abort.abort(new RunnerCallError("cancelled", `run cancelled by an operator${because ? `: ${because}` : ""}`));
     return Promise.resolve({ cancelled: true, status: "cancelling" });
   }
 
-  private async cancelNotActive(runId: string): Promise<CancelOutcome | null> {
+  private async cancelNotActive(runId: string, because?: string): Promise<CancelOutcome | null> {
     const entry = await this.runs.find(runId);
     if (this.active.has(runId)) return null; // nothing awaits from here to cancelQueued's mark
     if (!entry) return endedAtOnce(!(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.unhanded.end(dbOf(this.env), runId, CANCELLED_UNHANDED))); // an unanswered claim of its event is completed (run discarded), as the sweep does
     // Stored as running, not executed here: lost with an earlier instance, it ends as lost. (Null: the scheduler started it meanwhile.)
     if (entry[1].state === "running") return this.finishLost(entry[0], entry[1].job).then(() => ({ cancelled: false }));
     // Another cancel may have ended it meanwhile: only one answers that it cancelled.
-    return endedAtOnce(await this.cancelQueued(entry[0], entry[1].job, "run cancelled before it started"));
+    return endedAtOnce(await this.cancelQueued(entry[0], entry[1].job, `run cancelled before it started${because ? `: ${because}` : ""}`));
   }
 
   /** The cron's sweep: of these runs ingress recorded long ago, those never handed over here end as failed. Answers how many it ended. */

@@ -69,7 +69,7 @@ export class DeliveryTrail {
     const givenUp = records.findLast((r) => r.type === "delivery.failed" && r.data.will_retry === false);
     if (givenUp && job.delivery) {
       const { platform: _platform, bot_id: _botId, will_retry: _willRetry, retry_in_ms: _retryInMs, ...facts } = givenUp.data;
-      statements.push(deliveryFailureNote(this.db, { botId: job.delivery.botId, platform: this.platform }, { ...facts, conversation_id: place.conversationId, thread_id: place.threadId }));
+      statements.push(deliveryFailureNote(this.db, { botId: job.delivery.botId, platform: this.platform, registeredAt: job.delivery.registeredAt }, { ...facts, conversation_id: place.conversationId, thread_id: place.threadId }));
       logGivenUp(job.runId, { ...givenUp.data, conversation_id: place.conversationId });
     }
     this.writing = this.writing.then(() => this.write(statements));

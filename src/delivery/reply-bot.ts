@@ -31,14 +31,20 @@ function logRecovery(botId: string): void {
 
 /**
  * The bot a reply is sent as, read when the reply's turn comes (a rotated
- * token is used at once). A bot gone, moved to another platform or with credentials
- * that cannot be opened is final; a database failure is not.
+ * token is used at once). A bot gone, moved to another platform, registered
+ * anew under its id since the run's event came in, or with credentials that
+ * cannot be opened is final; a database failure is not.
  */
 export async function loadReplyBot(db: Db, delivery: PlatformDelivery): Promise<ApiResult<Bot>> {
-  const unavailable = (message: string): ApiResult<never> => ({ ok: false, failure: { kind: "permanent", status: null, code: "bot_unavailable", message } });
+  const unavailable = (message: string, code = "bot_unavailable"): ApiResult<never> => ({ ok: false, failure: { kind: "permanent", status: null, code, message } });
   try {
     const bot = await botsStore(db).load(delivery.botId);
     logRecovery(delivery.botId);
+    // Another registration may be another account of the platform: the reply never goes out with its credentials.
+    if (bot && delivery.registeredAt !== undefined && bot.registeredAt !== delivery.registeredAt) {
+      return unavailable(`bot ${delivery.botId} was deleted and registered again since this reply's event came in: not sent as the new bot`, "bot_replaced");
+    }
+    // A reply stored before registrations were kept: at least never sent on another platform.
     if (bot && bot.platform !== delivery.target.platform) return unavailable(`bot ${delivery.botId} is now a ${bot.platform} bot, not the ${delivery.target.platform} bot this reply belongs to`);
     return bot ? { ok: true, value: bot } : unavailable(`bot ${delivery.botId} is gone or its credentials are unusable`);
   } catch (err) {

@@ -97,7 +97,7 @@ async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
     input: { text: event.text === null ? null : storableText(event.text), contents: [], attachments: [] },
     data: event.data,
     metadata: {},
-    delivery: event.replyTarget ? { botId: bot.botId, target: event.replyTarget } : undefined,
+    delivery: event.replyTarget ? { botId: bot.botId, registeredAt: bot.registeredAt, target: event.replyTarget } : undefined,
   };
   const accepted = await acceptWithFiles(deps, canonical, event);
   if (accepted.disposition === "unbound") await noteUnbound(env, bot, { ...canonical, event_id: accepted.event_id });

@@ -25,6 +25,8 @@ export interface Bot<C = Record<string, string>> {
   credentials: C;
   /** False while the operator pauses the bot: its events are recorded and acknowledged, and start nothing. */
   enabled: boolean;
+  /** When this registration of its id was made (its row's created_at, which a PUT keeps): a bot deleted and registered again under the id is another. */
+  registeredAt: number;
 }
 
 /** A webhook request as an adapter sees it: the raw body is what signatures cover. */
@@ -64,6 +66,8 @@ export type DeliveryTarget =
 /** What the run job carries so its conversation's object can deliver the reply. */
 export interface PlatformDelivery {
   botId: string;
+  /** The registration of the bot the event came in through (Bot.registeredAt): the reply goes out under it only. Absent in jobs stored before it was kept. */
+  registeredAt?: number;
   target: DeliveryTarget;
 }
 

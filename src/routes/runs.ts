@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { configOf, type Env } from "../env";
-import { durableObjectIdOfRun } from "../lib/ids";
+import { ownerOf } from "../run/owner";
 import { notFound } from "../lib/errors";
 import { decodeCursor, decodeTimeIdCursor, encodeCursor, encodeTimeIdCursor } from "../lib/cursor";
 import { adminAuth, bearerToken } from "../middleware/admin-auth";
@@ -17,18 +17,6 @@ import { MAX_FOLLOWERS_PER_RUN } from "../run/live";
 import { END_FRAME_ID } from "../run/sse-frames";
 import { pageCursor, pageLimit } from "./query";
 import { inHostApiShape, methodNotAllowed } from "../middleware/on-error";
-
-/** The Durable Object that owns a run, from the id alone (no database lookup); null for an id this host never issued. */
-function ownerOf(env: Env, runId: string) {
-  const hex = durableObjectIdOfRun(runId);
-  if (!hex) return null;
-  try {
-    return env.CONVERSATIONS.get(env.CONVERSATIONS.idFromString(hex));
-  } catch {
-    // Well-formed but not an id of this namespace: a forged or foreign run id.
-    return null;
-  }
-}
 
 /**
  * A streamed answer from the run's object (a model stream, a follower's SSE) crosses an RPC pipe whose

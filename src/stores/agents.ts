@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { agent, agentBinding } from "../db/schema";
+import { agent, agentBinding, runner } from "../db/schema";
 import { noteDeletedAgent } from "./deleted-owners";
 import { runnerServiceAt } from "./registry";
 import { insertWhereReturning } from "../db/guarded";
@@ -87,6 +87,12 @@ export function agentsStore(db: Db) {
   return {
     get: (agentId: string) => db.select().from(agent).where(eq(agent.agentId, agentId)).get(),
     list: () => db.select().from(agent).orderBy(agent.createdAt).all(),
+    /** The agents on one of a service's runners: at most `limit` of their ids (in id order), and how many there are. Read by runner, not every agent whole. */
+    async onService(serviceId: string, limit: number): Promise<{ agentIds: string[]; total: number }> {
+      const runners = db.select({ runnerId: runner.runnerId }).from(runner).where(eq(runner.serviceId, serviceId));
+      const rows = await db.select({ agentId: agent.agentId, total: sql<number>`count(*) over ()` }).from(agent).where(inArray(agent.runnerId, runners)).orderBy(agent.agentId).limit(limit).all();
+      return { agentIds: rows.map((r) => r.agentId), total: Number(rows[0]?.total ?? 0) };
+    },
 
     /**
      * Written only while the runner's service is at `sealedForUrl` (its secret fields were sealed for that address: a

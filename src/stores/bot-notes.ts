@@ -12,7 +12,8 @@ import { parseJson } from "../lib/json";
  * well, so answering costs nothing more) and replaces the one before it.
  */
 
-type BotRef = { botId: string; platform: string };
+/** `registeredAt`: only while the bot is that registration of its id (Bot.registeredAt), when known. */
+type BotRef = { botId: string; platform: string; registeredAt?: number };
 
 export interface WebhookRefusalNote {
   at: string;
@@ -70,7 +71,9 @@ export async function noteUnboundEvent(db: Db, ref: BotRef, note: Omit<UnboundEv
 /** The statement noting a delivery failure, to batch with the delivery trail's records of it. */
 export function deliveryFailureNote(db: Db, ref: BotRef, facts: Record<string, unknown>) {
   const note: DeliveryFailureNote = { at: new Date().toISOString(), ...facts };
-  return db.update(bot).set({ lastDeliveryFailureJson: JSON.stringify(note) }).where(and(eq(bot.botId, ref.botId), eq(bot.platform, ref.platform)));
+  // A reply of a bot deleted and registered again is not the new one's to explain.
+  const sameRegistration = ref.registeredAt === undefined ? undefined : eq(bot.createdAt, ref.registeredAt);
+  return db.update(bot).set({ lastDeliveryFailureJson: JSON.stringify(note) }).where(and(eq(bot.botId, ref.botId), eq(bot.platform, ref.platform), sameRegistration));
 }
 
 async function write(db: Db, ref: BotRef, set: Partial<typeof bot.$inferInsert>): Promise<void> {

@@ -49,6 +49,7 @@ export async function botOf(row: BotRow, secrets: SecretBox): Promise<Bot | null
     apiBaseUrl: row.apiBaseUrl ?? adapter.defaultApiBaseUrl,
     credentials: credentials.data,
     enabled: row.enabled,
+    registeredAt: row.createdAt,
   };
 }
 

@@ -10,6 +10,8 @@ import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type Platf
  */
 const TG_TOKEN = "123456:BOTSJ-telegram-bot-token-abcd";
 const TG_SECRET = "botsj-secret-token-0123456789";
+/** Another Telegram bot's token: the one a bot id registered again takes. */
+const TG_OTHER_TOKEN = "654321:BOTSJ-another-telegram-bot-token";
 const SLACK_TOKEN = "xoxb-botsj-slack-bot-token";
 const SLACK_SIGNING = "botsj-slack-signing-secret-0123";
 
@@ -178,6 +180,30 @@ describe("a bot id re-registered on another platform", () => {
     await new Promise((r) => setTimeout(r, 1500));
     const withSlackToken = fake.calls.filter((c) => c.path.includes(SLACK_TOKEN));
     expect(withSlackToken.map((c) => `${c.method} ${c.path.replace(SLACK_TOKEN, "<slack bot token>")}`)).toEqual([]);
+  });
+});
+
+describe("a bot id re-registered on the same platform", () => {
+  it("a queued run of the deleted bot is not sent with the new registration's token: recorded as not delivered, bot_replaced", async () => {
+    const bot = await telegramBot("rj-reuse");
+    // The first run keeps the conversation busy; the second waits its turn (enqueue) and starts after the re-registration.
+    expect((await postTelegram(bot.webhook_url, tgUpdate("-300410", { text: "sleep 2500" }))).status).toBe(200);
+    expect((await postTelegram(bot.webhook_url, tgUpdate("-300410", { text: "after reuse" }))).status).toBe(200);
+    await waitFor(() => runner.contexts.some((c) => c.input.text === "sleep 2500" && c.conversation.bot_id === "rj-reuse"), 10_000, "the first run");
+    expect((await host.admin("DELETE", "/v1/admin/bots/rj-reuse")).status).toBe(204);
+    // Another Telegram bot (another token: maybe another account) under the same id.
+    const again = await host.admin("POST", "/v1/admin/bots", { bot_id: "rj-reuse", platform: "telegram", api_base_url: fake.url, credentials: { bot_token: TG_OTHER_TOKEN, secret_token: TG_SECRET } });
+    expect(again.status).toBe(201);
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.input.text === "after reuse"), 15_000, "the second run");
+    await host.waitForRun(ctx.run_id);
+    const failed = await waitFor(async () => {
+      const rows = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [ctx.run_id]);
+      return rows.map((r) => JSON.parse(r.data_json)).find((d) => d.will_retry === false);
+    }, 10_000, "the reply given up on");
+    expect(failed).toMatchObject({ code: "bot_replaced", bot_id: "rj-reuse" });
+    expect(fake.calls.filter((c) => c.path.includes(TG_OTHER_TOKEN)).map((c) => c.path.replace(TG_OTHER_TOKEN, "<new token>"))).toEqual([]);
+    // Not the new bot's failure to explain: its view shows none.
+    expect((await host.admin("GET", "/v1/admin/bots/rj-reuse")).body.last_delivery_failure).toBeUndefined();
   });
 });
 

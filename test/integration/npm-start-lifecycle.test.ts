@@ -177,7 +177,7 @@ describe("npm start after its first start", () => {
     const dataDir = fresh("npm-start-echo-deleted-");
     const first = start({ DATA_DIR: dataDir });
     const h1 = await first.ready();
-    expect((await call(h1, "DELETE", "/v1/admin/agents/echo")).status).toBe(204);
+    expect((await call(h1, "DELETE", "/v1/admin/agents/echo")).status).toBe(200);
     const services = (await call(h1, "GET", "/v1/admin/runner-services")).body.items as { service_id: string }[];
     for (const s of services) expect((await call(h1, "DELETE", `/v1/admin/runner-services/${s.service_id}`)).status).toBe(204);
     first.child.kill("SIGTERM");

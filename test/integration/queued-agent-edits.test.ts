@@ -101,7 +101,7 @@ describe("a queued run starts with its agent as it is then", () => {
 
   it.each([
     ["disabled", (c: string) => put(c, { enabled: false }), "disabled"],
-    ["deleted", async (c: string) => expect((await host.admin("DELETE", `/v1/admin/agents/agent-${c}`)).status).toBe(204), "deleted"],
+    ["deleted", async (c: string) => expect((await host.admin("DELETE", `/v1/admin/agents/agent-${c}?runs=leave`)).status).toBe(200), "deleted"],
   ])("fails with host.agent_unavailable when its agent was %s, keeping the event and the transcript", async (what, edit, word) => {
     const conversation = `qa-${what}`;
     const { probe, run } = await queuedThenEdited(conversation, () => edit(conversation));

@@ -45,7 +45,7 @@ describe("a queued run whose agent was deleted and another created under its id"
     expect(held.body.disposition).toBe("started");
     const probe = await host.postEvent(messageEvent(conv, "probe"));
     expect(probe.body.disposition).toBe("queued");
-    expect((await host.admin("DELETE", "/v1/admin/agents/recreated-agent")).status).toBe(204);
+    expect((await host.admin("DELETE", "/v1/admin/agents/recreated-agent?runs=leave")).status).toBe(200);
     // A new agent under the same id: another conversation, another runner. It never bound the queued event.
     const again = await host.admin("POST", "/v1/admin/agents", { ...body, runner_id: second.runnerId(), scope: { type: "conversation", id: "recreated-elsewhere" } });
     expect(again.status).toBe(201);

@@ -53,7 +53,7 @@ async function repeatedAfter(conv: string, change: () => Promise<void>) {
 }
 
 const put = async (conv: string, overrides: Record<string, unknown>) => expect((await host.admin("PUT", `/v1/admin/agents/agent-${conv}`, agentBody(conv, overrides))).status).toBe(200);
-const del = async (conv: string) => expect((await host.admin("DELETE", `/v1/admin/agents/agent-${conv}`)).status).toBe(204);
+const del = async (conv: string) => expect((await host.admin("DELETE", `/v1/admin/agents/agent-${conv}?runs=leave`)).status).toBe(200);
 const ranOn = (r: Runner, runId: string) => r.calls.some((c) => c.body.context.run_id === runId);
 
 describe("a repeat handing over a lost run whose agent changed since", () => {

@@ -56,7 +56,7 @@ describe("an agent deleted and created again under its id while its runs are in 
     expect((await host.admin("POST", "/v1/admin/agents", agentBody("phoenix", c))).status).toBe(201);
     const posted = await host.postEvent(messageEvent(c, "hold"));
     await arrived.promise;
-    expect((await host.admin("DELETE", "/v1/admin/agents/phoenix")).status).toBe(204);
+    expect((await host.admin("DELETE", "/v1/admin/agents/phoenix?runs=leave")).status).toBe(200);
     expect((await host.admin("POST", "/v1/admin/agents", agentBody("phoenix", c))).status).toBe(201);
     // What the deleted agent wrote before (its run's conversation seed) is the cron's to delete.
     await host.triggerScheduled();
@@ -86,7 +86,7 @@ describe("an agent deleted and created again under its id while its runs are in 
       expect(held.body.disposition).toBe("started");
       const queued = await host.postEvent(messageEvent(c, "second"));
       expect(queued.body.disposition).toBe("queued");
-      expect((await host.admin("DELETE", "/v1/admin/agents/ember")).status).toBe(204);
+      expect((await host.admin("DELETE", "/v1/admin/agents/ember?runs=leave")).status).toBe(200);
       expect((await host.admin("POST", "/v1/admin/agents", { ...agentBody("ember", c), runner_id: holder.runnerId() })).status).toBe(201);
       // The seed its first run wrote before the delete is the cron's to delete.
       await host.triggerScheduled();

@@ -34,7 +34,7 @@ describe("frozen snapshot vs. deletions mid-run", () => {
         return (await api("storage.set", { area: "plugin", key: "notes", value_base64: b64("private notes") })).status;
       });
       await arrived.promise;
-      expect((await host.admin("DELETE", "/v1/admin/agents/doomed")).status).toBe(204);
+      expect((await host.admin("DELETE", "/v1/admin/agents/doomed?runs=leave")).status).toBe(200);
       expect((await host.admin("DELETE", `/v1/admin/runner-services/${serviceId}`)).status).toBe(204);
       release.resolve();
       const { result } = await running;

@@ -22,6 +22,7 @@ describe("a Telegram bot's own username (getMe, kept per isolate)", () => {
       apiBaseUrl: api.url,
       credentials: { bot_token: "123:kept", secret_token: "s".repeat(16) },
       enabled: true,
+      registeredAt: 1,
     };
     try {
       // Only Date: the fake's sockets keep their real timers.

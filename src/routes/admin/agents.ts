@@ -19,6 +19,7 @@ import { router } from "../app-env";
 import { agent } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
+import { cancelAgentRuns, leaveAgentRuns } from "../../agents/cancel-runs";
 
 const configSchemaOf = (manifestJson: string) => parseJson<AgentRunnerManifest>(manifestJson, {} as AgentRunnerManifest).config_schema;
 
@@ -107,6 +108,9 @@ async function save(write: () => Promise<boolean>): Promise<boolean> {
   }
 }
 
+/** `runs`: what a DELETE does to the agent's runs not ended: `cancel` them (the default), or `leave` them as they are. */
+const AgentDeleteQuery = z.strictObject({ runs: z.enum(["cancel", "leave"]).default("cancel") });
+
 /** PUT replaces the agent with the same body as POST; what GET answered can be sent back as it is (its timestamps are ignored). */
 const AgentReplaceSchema = AgentInputSchema.extend({ created_at: z.string().optional(), updated_at: z.string().optional() });
 
@@ -162,10 +166,14 @@ export const agentsRouter = router()
     if (!written) throw changedMeanwhile(agentId);
     return c.json(toAgentView(saved, checked.secrets));
   })
-  .delete("/:agentId", async (c) => {
+  .delete("/:agentId", validate("query", AgentDeleteQuery), async (c) => {
     const store = agentsStore(dbOf(c.env));
     const agentId = c.req.param("agentId");
-    if (!(await store.get(agentId))) throw notFound(`agent ${agentId} not found`);
+    const row = await store.get(agentId);
+    if (!row) throw notFound(`agent ${agentId} not found`);
     await store.remove(agentId);
-    return c.body(null, 204);
+    // Its runs once it is gone: no event binds it meanwhile, and a queued run starting meanwhile fails host.agent_unavailable.
+    const asCreated = { agentId, stateEpoch: row.stateEpoch };
+    const runs = c.req.valid("query").runs === "leave" ? await leaveAgentRuns(c.env, asCreated) : await cancelAgentRuns(c.env, asCreated);
+    return c.json({ agent_id: agentId, deleted: true, runs });
   });

@@ -35,6 +35,9 @@ const ServiceReplace = ServiceInput.extend({
   runners: z.array(z.string()).optional(),
 });
 
+/** A DELETE refused for the agents on a service names at most this many of them (and counts them all). */
+const AGENTS_NAMED = 100;
+
 async function existingService(db: Db, serviceId: string) {
   const service = await registryStore(db).getService(serviceId);
   if (!service) throw notFound(`runner service ${serviceId} not found`);
@@ -64,9 +67,9 @@ export const runnerServicesRouter = router()
     const db = dbOf(c.env);
     const store = registryStore(db);
     const service = await existingService(db, c.req.param("serviceId"));
-    const runnerIds = new Set(await store.runnerIdsOf(service.serviceId));
-    const agents = (await agentsStore(db).list()).filter((a) => runnerIds.has(a.runnerId)).map((a) => a.agentId);
-    if (agents.length) throw conflict(`runner service ${service.serviceId} runs agents ${agents.join(", ")}: delete them or move them to another runner first`, { agents });
+    const { agentIds: agents, total } = await agentsStore(db).onService(service.serviceId, AGENTS_NAMED);
+    const more = total > agents.length ? ` and ${total - agents.length} more` : "";
+    if (total) throw conflict(`runner service ${service.serviceId} runs agents ${agents.join(", ")}${more}: delete them or move them to another runner first`, { agents, agent_count: total });
     await store.removeService(service.serviceId);
     return c.body(null, 204);
   })
