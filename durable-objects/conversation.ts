@@ -28,8 +28,10 @@ import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { PendingReplies } from "./pending-replies";
 import { AlbumGathering } from "./album-gathering";
 import { UnhandedRuns } from "./unhanded-runs";
+import { UnhandedEdits } from "./unhanded-edits";
 import { endLostRuns } from "./lost-runs";
-import { reviseWaiting, type MessageRevision, type RevisionOutcome } from "./waiting-revisions";
+import { reviseWaiting, type MessageRevision, type RevisionDeps, type RevisionOutcome } from "./waiting-revisions";
+import { abortActive } from "./active-runs";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
  * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
@@ -40,7 +42,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Runs this instance executes, from the moment they are started: cancel and interrupt reach them through `abort`. */
   private readonly active = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private readonly decisions = new SerialDecisions<DispatchResult>();
-  /** Queued runs whose cancellation is being recorded: the scheduler must not start them meanwhile. */
+  /** Queued runs whose cancellation is being recorded (or whose recalled message a claimed one replaces): the scheduler must not start them meanwhile. */
   private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
   private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job) => this.redeliver(job));
@@ -48,6 +50,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly replies = new PendingReplies(this.ctx.storage);
   private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.noticeCancelled(job));
+  private readonly unhandedEdits = new UnhandedEdits(this.ctx.storage);
   private scheduling = false;
   private readonly changes = new ChangeSignal();
   private readonly isActive = (runId: string) => this.active.has(runId);
@@ -65,11 +68,13 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly unrecordedReplies = new Map<string, UnrecordedRun>();
   /** A lost run ended once at a time: a cancel and the watchdog finding it together share one end (one notice). */
   private readonly interruptDeps: InterruptDeps = { runs: this.runs, active: this.active, cancelQueued: (key, job, why) => this.cancelQueued(key, job, why) };
+  /** What a recall or an edit of a chat message may change here (waiting-revisions.ts). */
+  private readonly revisionDeps: Omit<RevisionDeps, "db"> = { runs: this.runs, steering: this.steering, active: this.isActive, held: this.cancelling, kick: () => this.kick(), voidEarlyClaim: (runId) => this.claims.withdraw(runId), cancelQueued: (key, job, why) => this.cancelQueued(key, job, why), endUnhanded: (id, outcome) => this.unhanded.end(dbOf(this.env), id, outcome), editUnhanded: (id, edit) => this.unhandedEdits.hold(id, edit) };
   private readonly finishLost = sharedByKey((_key: string, job: RunJob) => job.runId, (key: string, job: RunJob) => this.endLost(key, job));
 
   /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. A run ended before this hand-over came (cancelled while ingress was on its way) stays ended: it was dropped while queued, and its event joins nothing. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
-    return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.decide(job));
+    return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.decide(await this.unhandedEdits.applied(job)));
   }
 
   /** A redelivered event whose run ingress read as not started (or one whose claim the alarm took back from a dead instance): decided only if no decision was taken for it since (steered or rejected: its run row is gone; superseded, started or ended), which the run table cannot tell. */
@@ -79,7 +84,7 @@ export class ConversationDO extends DurableObject<Env> {
       const claimedBy = await this.steering.completeClaim(dbOf(this.env), job.runId);
       if (claimedBy) return { disposition: "steered", runId: claimedBy };
       if (!(await this.runs.find(job.runId)) && !isNotStarted((await runsStore(dbOf(this.env)).get(job.runId))?.status)) return { disposition: "duplicate", runId: job.runId };
-      return this.decide(job);
+      return this.decide(await this.unhandedEdits.applied(job));
     });
   }
 
@@ -193,20 +198,12 @@ export class ConversationDO extends DurableObject<Env> {
   /** Operator cancel: aborts an active run, or drops a queued one (known here or only in libSQL). A run whose dispatch is still being decided is cancelled as that decision leaves it; one not active in turn with the decisions (a redelivery handing it over is decided wholly before or after); one active (or started meanwhile) is aborted outside. `because`: why, added to its error message (an agent deleted). */
   async cancel(runId: string, because?: string): Promise<CancelOutcome> {
     await this.decisions.settled(runId);
-    return this.abortActive(runId, because) ?? (await this.decisions.inTurn(() => this.cancelNotActive(runId, because))) ?? this.abortActive(runId, because) ?? { cancelled: false };
+    const abort = () => abortActive(this.active, this.finishing, runId, because);
+    return abort() ?? (await this.decisions.inTurn(() => this.cancelNotActive(runId, because))) ?? abort() ?? { cancelled: false };
   }
   /** A chat message recalled or edited while it may wait here (waiting-revisions.ts): in turn with the decisions, after its own run's. */
   async revise(change: MessageRevision): Promise<RevisionOutcome> {
-    return this.decisions.settled(change.runId).then(() => this.decisions.inTurn(() => reviseWaiting({ db: dbOf(this.env), runs: this.runs, steering: this.steering, busy: (id) => this.isActive(id) || this.cancelling.has(id), cancelQueued: (key, job, why) => this.cancelQueued(key, job, why), endUnhanded: (id, outcome) => this.unhanded.end(dbOf(this.env), id, outcome) }, change)));
-  }
-
-  /** An active run aborted (one starting sees it before calling its runner), or one already done or stopped answered once its end is recorded; null if none. */
-  private abortActive(runId: string, because?: string): Promise<CancelOutcome> | null {
-    const active = this.active.get(runId);
-    if (!active) return null;
-    if (this.finishing.has(runId) || active.abort.signal.aborted) return active.done.then(() => ({ cancelled: false }));
-    active.abort.abort(new RunnerCallError("cancelled", `run cancelled by an operator${because ? `: ${because}` : ""}`));
-    return Promise.resolve({ cancelled: true, status: "cancelling" });
+    return this.decisions.settled(change.runId).then(() => this.decisions.inTurn(() => reviseWaiting({ ...this.revisionDeps, db: dbOf(this.env) }, change)));
   }
 
   private async cancelNotActive(runId: string, because?: string): Promise<CancelOutcome | null> {
@@ -333,10 +330,12 @@ export class ConversationDO extends DurableObject<Env> {
         }
         return;
       }
+      // As it stands now, read in the tick it is marked running: an edit of its message made while it was claimed applies.
+      stored = this.runs.current(key) ?? stored;
       // Unconfirmed: the runner call must not wait for this flush. Lost with the instance, the entry stays "queued" and the branch above ends it as lost.
       void this.runs.put(key, { ...stored, state: "running" }, { allowUnconfirmed: true });
       // The agent as it is now: an edit made while the run was queued applies to it.
-      job = claimed.job;
+      job = { ...stored.job, agent: claimed.job.agent, runner: claimed.job.runner };
       const snapshot = freezeSnapshot(job, deadlineAt, claimed.stateScopes, claimed.descriptors, { holdsClaims: strategyOf(job) !== "steer" && (await this.steering.size(job.runId)) > 0 });
       // Chat platform events: the reply follows the ledger as it is written (null otherwise).
       delivery = DeliverySession.open(this.deliveryDeps(), job);
@@ -376,7 +375,7 @@ export class ConversationDO extends DurableObject<Env> {
         this.claims.forget(job.runId);
         this.live.end(job.runId, status);
         await this.dropUnpulled(job);
-      } else if ((await this.runs.get(key))?.state !== "running") await this.runs.put(key, { ...stored, notBefore: Date.now() + RETRY_PAUSE_MS });
+      } else if (this.runs.current(key)?.state !== "running") await this.runs.put(key, { ...(this.runs.current(key) ?? stored), notBefore: Date.now() + RETRY_PAUSE_MS });
       else this.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo });
       if (ending) this.settling.add(ending.close(db));
     }

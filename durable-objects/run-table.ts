@@ -39,6 +39,11 @@ export class RunTableStore {
     return !this.mirror || [...this.mirror.values()].some((r) => r.job.runId === runId);
   }
 
+  /** `get` without waiting, for a check made in the same tick as the write that depends on it; undefined until the mirror is loaded. */
+  current(key: string): StoredRun | undefined {
+    return this.mirror?.get(key);
+  }
+
   async get(key: string): Promise<StoredRun | undefined> {
     return (await this.load()).get(key);
   }

@@ -270,6 +270,19 @@ export class SteeringQueue {
     return this.inTurn(run.runId, async () => (await this.takeNow(db, run, "dropped", { only: eventId, reason: "recalled" })).taken > 0);
   }
 
+  /**
+   * The first claimed message, taken off the queue for the run to answer as its own message (that one was recalled
+   * before the run began): recorded `steering.injected`, as a pull of it would be. Null when none is queued.
+   */
+  promote(db: Db, run: RunJob): Promise<{ item: SteeringInputItem; revision?: number } | null> {
+    return this.inTurn(run.runId, async () => {
+      const [first] = await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: 1 });
+      if (!first) return null;
+      const [item] = (await this.takeNow(db, run, "injected", { only: stubOf(first[1]).event_id })).items;
+      return item ? { item, revision: stubOf(first[1]).revision } : null;
+    });
+  }
+
   /** A claimed message its user edited before the run pulled it: the pull gets its newest words, whatever order edits arrive in. False when it is not queued. */
   amend(runId: string, eventId: string, edit: { text: string | null; version: number }): Promise<boolean> {
     return this.inTurn(runId, async () => {

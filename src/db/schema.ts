@@ -39,10 +39,14 @@ export const eventLog = sqliteTable(
     // What an API event said (ingress/fingerprint.ts): a repeat of its event_id saying otherwise is refused. Null for
     // platform events (their redeliveries stay repeats) and for rows recorded before migration 0019.
     fingerprint: text("fingerprint"),
+    // A chat message's own id on its platform (Slack ts, Telegram and Lark message_id), as its recalls and edits name it:
+    // they find its transcript item by it, however old (migration 0021). Null for every other event.
+    messageRef: text("message_ref"),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [
     uniqueIndex("event_log_event_id").on(t.eventId),
+    index("event_log_message").on(t.botId, t.conversationId, t.messageRef).where(sql`${t.messageRef} IS NOT NULL`),
     index("event_log_conversation").on(t.conversationKey, t.seq),
     // Platform events only (HTTP events have none): retention asks which stored payloads are still named.
     index("event_log_raw_ref").on(t.rawRef).where(sql`${t.rawRef} IS NOT NULL`),

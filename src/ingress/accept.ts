@@ -54,6 +54,8 @@ export interface CanonicalEvent {
   metadata: Record<string, unknown>;
   /** What an API event says (fingerprint.ts), kept with it: a repeat of its event_id saying otherwise is refused. */
   fingerprint?: string;
+  /** A chat message's own id on its platform, as its recalls and edits name it (src/platforms/message-ref.ts). */
+  message_ref?: string | null;
   /** Where a chat platform's reply goes; carried to the run (never recorded: it may hold a short-lived token). */
   delivery?: PlatformDelivery;
 }
@@ -126,6 +128,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     acceptId,
     metadataJson: JSON.stringify(ev.metadata),
     fingerprint: ev.fingerprint ?? null,
+    messageRef: ev.message_ref ?? null,
     createdAt: now,
   };
   const userItem = hasInput(ev.input)

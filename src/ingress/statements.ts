@@ -41,6 +41,7 @@ export const eventInsert = compiled((db) =>
       acceptId: param("acceptId"),
       metadataJson: param("metadataJson"),
       fingerprint: param("fingerprint"),
+      messageRef: param("messageRef"),
       createdAt: param("createdAt"),
     })
     .onConflictDoNothing(),

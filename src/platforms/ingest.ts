@@ -19,7 +19,8 @@ import { loggedId } from "../lib/log-text";
 import { storableText } from "../lib/text";
 import { announceAlbumItem } from "./album-notice";
 import { BOT_DISABLED, recordOnly, recordPaused, UNHANDLED_EVENT_TYPE } from "./record-only";
-import { reviseWaiting } from "./revise-waiting";
+import { messageRefOf } from "./message-ref";
+import { reviseMessage } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
 import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
@@ -63,8 +64,8 @@ async function storeRaw({ env, adapter, bot }: IngestDeps, raw: unknown, key: st
 async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string): Promise<Recorded> {
   const recorded = await recordOne(deps, event, rawRef);
   // After its own record: a redelivery (the first attempt failed here) does it again. A paused bot's too: a message
-  // still waiting from before the pause takes its edit or recall, which starts nothing.
-  if (event.revises && event.conversationId !== null) await reviseWaiting(deps.env, deps.bot, event.conversationId, event.revises);
+  // from before the pause takes its edit or recall, which starts nothing.
+  if (event.revises && event.conversationId !== null) await reviseMessage(deps.env, deps.bot, event.conversationId, dedupeId(deps.bot, event.key), event.revises);
   return recorded;
 }
 
@@ -98,6 +99,7 @@ async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
     data: event.data,
     metadata: {},
     delivery: event.replyTarget ? { botId: bot.botId, registeredAt: bot.registeredAt, target: event.replyTarget } : undefined,
+    message_ref: messageRefOf(bot.platform, event),
   };
   const accepted = await acceptWithFiles(deps, canonical, event);
   if (accepted.disposition === "unbound") await noteUnbound(env, bot, { ...canonical, event_id: accepted.event_id });

@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { larkMessageProblem } from "../support/lark-markdown";
+import { callHostApi } from "../support/host-api";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+import { putAgent } from "../support/scripted-runner";
 
 const APP_ID = "cli_test_app_0001";
 const APP_SECRET = "lark-app-secret-0123456789abcdef";
@@ -534,6 +537,33 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     await waitFor(() => repliesTo(after.event.message.message_id).length > 0, 10_000, "the message after it answered");
     expect(contextFor("never mind this")).toEqual([]);
     expect(repliesTo(waiting.event.message.message_id)).toEqual([]);
+  });
+
+  it("steer with debounce: the waiting run's own message recalled while it holds later ones: the first of those takes its place, its answer replying to it", async () => {
+    // A runner that steers: it answers its message and what it pulls, in one reply.
+    const steerer = await startAdHocRunner({
+      name: "lark-steerer",
+      runners: [{ name: "default", label: { en_US: "s" }, capabilities: { streaming: false, steering: true }, permissions: {} }],
+      async onRun({ body }, res) {
+        const ctx = body.context;
+        const pulled = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "all" });
+        resultWriter(res, ctx.run_id).reply(`re: ${[ctx.input.text, ...pulled.body.data.items.map((i: any) => i.input.text)].join("+")}`);
+      },
+    });
+    try {
+      expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: steerer.url })).status).toBe(201);
+      await putAgent(host, { agent_id: "lark-burst", runner_id: steerer.runnerId(), scope: { type: "conversation", id: "oc_burst", bot_id: plain.botId }, concurrency: { strategy: "steer", debounce_ms: 1500 }, delivery_policy: { streaming: false } });
+      const [first, second, third] = ["first", "second", "third"].map((text) => received("oc_burst", { text }));
+      for (const ev of [first, second, third]) expect((await postPlain(ev)).status).toBe(200);
+      recalledMessages.add(first.event.message.message_id);
+      const recall = event("im.message.recalled_v1", { message_id: first.event.message.message_id, chat_id: "oc_burst", recall_time: String(Date.now()), recall_type: "message_owner" });
+      expect((await postPlain(recall)).status).toBe(200);
+      const [reply] = await waitFor(() => repliesTo(second.event.message.message_id).length > 0 && repliesTo(second.event.message.message_id), 15_000, "the answer to the second message");
+      expect(JSON.parse(reply.body.content)).toEqual({ text: "re: second+third" });
+      expect(repliesTo(first.event.message.message_id)).toEqual([]);
+    } finally {
+      await steerer.close();
+    }
   });
 
   it("answers a message recalled once its runner had it: in its topic thread (a reply to the thread's root), else in the chat", async () => {

@@ -21,11 +21,19 @@ let webhookUrl: string;
 /** The texts each channel's runs started with, and what their steering pulls returned. */
 const runsOf = new Map<string, string[]>();
 const pulledOf = new Map<string, string[]>();
+/** What a `history` run read: its conversation's user items, and how many of its user items a search for "secret" found. */
+const historyOf = new Map<string, { items: { content: string | null; files: number; recalled: boolean; edited: boolean }[]; found: number }>();
 
 async function behave(call: RunCall, res: ServerResponse) {
   const { ctx, w, text, api } = runOf(call, res);
   const channel = ctx.conversation.conversation_id as string;
   runsOf.set(channel, [...(runsOf.get(channel) ?? []), text]);
+  if (text === "history") {
+    const items = (await api("history.page", { limit: 50, direction: "forward" })).body.data.items.filter((i: any) => i.role === "user" && i.content !== "history");
+    const found = (await api("history.search", { query: "secret", filters: { roles: ["user"] } })).body.data.items.length;
+    historyOf.set(channel, { items: items.map((i: any) => ({ content: i.content ?? null, files: i.artifact_refs.length, recalled: Boolean(i.metadata.recalled), edited: Boolean(i.metadata.edited) })), found });
+    return void w.reply("read");
+  }
   if (text.startsWith("hold")) await setup.gate(channel).promise;
   const items = ctx.config.pull === "all" ? ((await api("steering.pull")).body.data?.items ?? []) : [];
   pulledOf.set(channel, [...(pulledOf.get(channel) ?? []), ...items.map((i: any) => i.input.text)]);
@@ -42,7 +50,7 @@ function slackApi(call: PlatformCall): FakeReply {
 
 beforeAll(async () => {
   fake = await startFakePlatform(slackApi);
-  setup = await startSteererAndPlain(behave, (steering) => [{ name: "default", label: { en_US: "r" }, capabilities: { streaming: true, steering }, permissions: {} }]);
+  setup = await startSteererAndPlain(behave, (steering) => [{ name: "default", label: { en_US: "r" }, capabilities: { streaming: true, steering }, permissions: { history: ["page", "search"] } }]);
   host = setup.host;
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", workspace_id: "acme", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } });
   expect(created.status).toBe(201);
@@ -99,8 +107,8 @@ async function quiet(channel: string, answers: number) {
   await waitFor(() => postsTo(channel).length >= answers, 10_000, "the replies");
   await new Promise((r) => setTimeout(r, 300));
 }
-const agentFor = (channel: string, runner: "steerer" | "plain", strategy: string) =>
-  putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup[runner].runnerId(), runner_config: { pull: runner === "steerer" ? "all" : "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy } });
+const agentFor = (channel: string, runner: "steerer" | "plain", strategy: string, concurrency: Record<string, unknown> = {}) =>
+  putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup[runner].runnerId(), runner_config: { pull: runner === "steerer" ? "all" : "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy, ...concurrency } });
 
 describe("Slack: a message deleted or edited before it is answered", () => {
   it("steer: a message deleted while claimed by the busy run is never pulled; its claim is recorded dropped, as recalled, once", async () => {
@@ -147,6 +155,26 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     expect(records.filter((r) => r.source_event_id === eventIdOf(channel, third)).map((r) => r.type)).toEqual(["steering.injected"]);
   }, 40_000);
 
+  it("steer with debounce: the waiting run's own message deleted while it holds later ones of the burst: they are answered, in one reply; the deleted one never", async () => {
+    const channel = "CBUSY7";
+    await agentFor(channel, "steerer", "steer", { debounce_ms: 1500 });
+    const first = await say(channel, "first");
+    const second = await say(channel, "second");
+    const third = await say(channel, "third");
+    const recall = await deliver(deletion(channel, first));
+    // Sent again: the run answers "second" now, and the recall changes nothing more.
+    await deliver(deletion(channel, first), recall);
+    await quiet(channel, 1);
+    expect({ runs: runsOf.get(channel), pulled: pulledOf.get(channel) }).toEqual({ runs: ["second"], pulled: ["third"] });
+    expect(postsTo(channel)).toEqual(["re: second+third"]);
+    expect((await runOfEvent(eventIdOf(channel, first))).status).toBe("completed");
+    const records = await steeringRecords(channel);
+    expect(records.map((r) => [r.type, r.source_event_id])).toEqual([
+      ["steering.injected", eventIdOf(channel, second)],
+      ["steering.injected", eventIdOf(channel, third)],
+    ]);
+  }, 40_000);
+
   it("enqueue: a message deleted while its run waits its turn never runs (its run ends cancelled); one already running is answered", async () => {
     const channel = "CBUSY2";
     await agentFor(channel, "plain", "enqueue");
@@ -189,5 +217,64 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     await quiet(claimed, 1);
     expect(pulledOf.get(claimed)).toEqual(["what time"]);
     expect(postsTo(claimed)).toEqual(["re: hold first+what time"]);
+  }, 40_000);
+
+  it("an edit made while its run is being claimed (the database slow), its runner not called yet, is what its runner gets", async () => {
+    // Claimed as the idle channel's message is decided, or by the scheduler once its debounce is over.
+    for (const [channel, debounce] of [["CBUSY8", 0], ["CBUSY9", 300]] as const) {
+      await agentFor(channel, "plain", "enqueue", debounce ? { debounce_ms: debounce } : {});
+      // The claim (the one query that sets started_at), held back.
+      host.databaseOutage({ delayMs: 1_500, matching: "started_at" });
+      const typo = await say(channel, "secnod");
+      await new Promise((r) => setTimeout(r, debounce * 2));
+      await deliver(edit(channel, typo, "second", "1800009999.000007"));
+      await quiet(channel, 1);
+      expect(runsOf.get(channel)).toEqual(["second"]);
+      expect(postsTo(channel)).toEqual(["re: second"]);
+    }
+  }, 40_000);
+
+  it("an edit made while its message's hand-over to its conversation is on its way (the database's answer slow) is what its runner gets", async () => {
+    const channel = "CBUSY10";
+    await agentFor(channel, "plain", "enqueue");
+    // The batch that records the message and its run (the one that reads latest_transcript_seq) applied, its answer held back.
+    host.databaseOutage({ answerDelayMs: 1_500, matching: "latest_transcript_seq" });
+    const said = say(channel, "secnod");
+    const [row] = await waitFor(async () => {
+      const rows = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE conversation_id = ? AND input_summary = 'secnod'", [channel]);
+      return rows.length > 0 && rows;
+    }, 5_000, "the message recorded");
+    await deliver(edit(channel, JSON.parse(row.data_json).ts, "second", "1800009999.000008"));
+    await said;
+    await quiet(channel, 1);
+    expect(runsOf.get(channel)).toEqual(["second"]);
+    expect(postsTo(channel)).toEqual(["re: second"]);
+  }, 40_000);
+
+  it("a message deleted or edited after it was answered: later runs read it recalled (nothing of it left, found by no search) or as edited; EventLog keeps it as said", async () => {
+    const channel = "CBUSY6";
+    await agentFor(channel, "plain", "enqueue");
+    const secret = await say(channel, "the secret plan");
+    await quiet(channel, 1);
+    const typo = await say(channel, "teh secret typo");
+    await quiet(channel, 2);
+    const recall = await deliver(deletion(channel, secret));
+    await deliver(edit(channel, typo, "the typo fixed", "1800009999.000006"));
+    // Sent again, and an older edit arriving late: nothing more changes.
+    await deliver(deletion(channel, secret), recall);
+    await deliver(edit(channel, typo, "the typo half fixed", "1800009999.000005"));
+    await say(channel, "history");
+    await quiet(channel, 3);
+    expect(historyOf.get(channel)).toEqual({
+      items: [
+        { content: null, files: 0, recalled: true, edited: false },
+        { content: "the typo fixed", files: 0, recalled: false, edited: true },
+      ],
+      found: 0,
+    });
+    const [item] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM transcript WHERE event_id = ?", [eventIdOf(channel, secret)]);
+    expect(JSON.parse(item.metadata_json).recalled).toMatchObject({ event_id: `slack:${botId}:${recall}` });
+    const said = await host.query<{ summary: string }>("SELECT input_summary AS summary FROM event_log WHERE event_id IN (?, ?) ORDER BY seq", [eventIdOf(channel, secret), eventIdOf(channel, typo)]);
+    expect(said.map((r) => r.summary)).toEqual(["the secret plan", "teh secret typo"]);
   }, 40_000);
 });

@@ -121,6 +121,9 @@ describe("a Telegram chat busy with a run", () => {
       setup.gate(chat).resolve();
       await quiet(chat);
       expect(sent(chat)).toEqual(strategy === "steer" ? ["re: hold first+what time is it"] : ["re: hold first", "re: what time is it"]);
+      // Later runs' history reads it as edited too; EventLog keeps it as sent.
+      const items = await host.query<{ content: string }>("SELECT t.content FROM transcript t JOIN event_log e ON e.event_id = t.event_id WHERE e.conversation_id = ? AND e.input_summary = 'waht time' AND t.role = 'user'", [chat]);
+      expect(items).toEqual([{ content: "what time is it" }]);
     }
   }, 60_000);
 

@@ -1,0 +1,45 @@
+import type { RunJob } from "../src/run/job";
+
+const PREFIX = "unhanded-edit:";
+/** Far longer than ingress takes from recording a run to handing it over (one database answer, one RPC). */
+const KEEP_MS = 60 * 60_000;
+/** Storage calls take at most 128 keys. */
+const MAX_KEYS = 128;
+
+/** The newest edit of a message made while its run's hand-over was on its way, and when it was kept. */
+interface HeldEdit {
+  text: string | null;
+  version: number;
+  at: number;
+}
+
+/**
+ * Edits of messages whose runs only libSQL knows yet: ingress recorded the run, and its hand-over to this object is
+ * still on its way (a few milliseconds, longer while the database is slow). The hand-over brings the run with the
+ * newest edit's words, as an edit reaching it a moment later would. Kept in the object's storage, so a hand-over
+ * reaching a fresh instance gets them too; one whose hand-over never comes (the run swept as never handed over) is
+ * forgotten after an hour.
+ */
+export class UnhandedEdits {
+  constructor(private readonly storage: DurableObjectStorage) {}
+
+  /** Kept for the hand-over of `runId`, unless a newer edit is kept already (edits may arrive in any order). */
+  async hold(runId: string, edit: { text: string | null; version: number }): Promise<void> {
+    const key = `${PREFIX}${runId}`;
+    const held = await this.storage.get<HeldEdit>(key);
+    if (held && held.version > edit.version) return;
+    const now = Date.now();
+    const stale = [...(await this.storage.list<HeldEdit>({ prefix: PREFIX }))].filter(([, e]) => now - e.at > KEEP_MS).slice(0, MAX_KEYS);
+    await Promise.all([this.storage.put<HeldEdit>(key, { ...edit, at: now }), stale.length ? this.storage.delete(stale.map(([k]) => k)) : undefined]);
+  }
+
+  /** The job a hand-over brings, with its message's words as edited meanwhile; cheap when none was (one storage read). */
+  async applied(job: RunJob): Promise<RunJob> {
+    const key = `${PREFIX}${job.runId}`;
+    const held = await this.storage.get<HeldEdit>(key);
+    if (!held) return job;
+    // Forgotten once taken: the run's entry (written in this decision) holds the words from now on.
+    void this.storage.delete(key);
+    return { ...job, input: { ...job.input, text: held.text } };
+  }
+}

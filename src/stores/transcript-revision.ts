@@ -1,0 +1,46 @@
+import { and, eq, inArray, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { eventLog, transcript } from "../db/schema";
+import { searchTextOf } from "./fts-query";
+
+/** A recall or an edit of a chat message, as it reaches the message's transcript item. */
+export interface TranscriptRevision {
+  botId: string;
+  /** The chat: every thread of it (a Lark recall does not name the topic its message was in). */
+  conversationId: string;
+  /** The message's own id on its platform (EventLog `message_ref`). */
+  messageRef: string;
+  /** The recall's or the edit's own event. */
+  eventId: string;
+  /** Absent for a recall: the words now (null: none left, its files stay) and the edit's version. */
+  edit?: { text: string | null; version: number };
+}
+
+/**
+ * The message's user item as its user left it, for what runners read afterwards (`history.page`, `history.search`):
+ * recalled, it keeps its place with nothing of the message in it (no text, parts or files) and `metadata.recalled`;
+ * edited, it reads the newest words (`metadata.edited`; an older edit arriving late changes nothing, nor does an
+ * edit of a recalled message). The full-text index follows (migration 0002's triggers). EventLog keeps the message
+ * as received, and the recall or edit as an event of its own. Idempotent: sent again, it matches nothing.
+ */
+export function transcriptRevisionStatement(db: Db, r: TranscriptRevision) {
+  const t = transcript;
+  const message = db
+    .select({ eventId: eventLog.eventId })
+    .from(eventLog)
+    .where(and(eq(eventLog.botId, r.botId), eq(eventLog.conversationId, r.conversationId), eq(eventLog.messageRef, r.messageRef), eq(eventLog.eventType, "message.received")));
+  const itemOf = [inArray(t.eventId, message), eq(t.role, "user"), sql`json_type(${t.metadataJson}, '$.recalled') IS NULL`];
+  const at = new Date().toISOString();
+  if (!r.edit) {
+    const recalled = JSON.stringify({ event_id: r.eventId, recalled_at: at });
+    return db
+      .update(t)
+      .set({ content: null, searchText: null, contentJson: null, artifactRefsJson: "[]", metadataJson: sql`json_set(${t.metadataJson}, '$.recalled', json(${recalled}))` })
+      .where(and(...itemOf));
+  }
+  const edited = JSON.stringify({ event_id: r.eventId, version: r.edit.version, edited_at: at });
+  return db
+    .update(t)
+    .set({ content: r.edit.text, searchText: searchTextOf(r.edit.text), metadataJson: sql`json_set(${t.metadataJson}, '$.edited', json(${edited}))` })
+    .where(and(...itemOf, sql`COALESCE(json_extract(${t.metadataJson}, '$.edited.version'), -1e308) < ${r.edit.version}`));
+}
