@@ -45,6 +45,8 @@ export interface LocalHost {
   r2Keys(prefix: string): Promise<string[]>;
   /** Remove an R2 object (fault drills and tests: a file gone while it is delivered). */
   r2Delete(key: string): Promise<void>;
+  /** Write an R2 object (tests: one as an earlier release stored it). */
+  r2Put(key: string, body: string, contentType?: string): Promise<void>;
   /** Rows of a read query on the embedded database (inspection). */
   query<T = Record<string, unknown>>(sql: string, args?: (string | number | null)[]): Promise<T[]>;
   /** Make the database unreachable for the Worker (every query fails, or with "hang" never answers) until called with false, or fail only the next `{ queries: n }`: fault drills and tests. */
@@ -107,6 +109,9 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     },
     async r2Delete(key) {
       await (await bucket()).delete(key);
+    },
+    async r2Put(key, body, contentType) {
+      await (await bucket()).put(key, body, contentType ? { httpMetadata: { contentType } } : undefined);
     },
     async r2Keys(prefix) {
       const r2 = await bucket();

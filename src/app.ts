@@ -10,6 +10,7 @@ import { mcpServersRouter } from "./routes/admin/mcp-servers";
 import { modelsRouter } from "./routes/admin/models";
 import { toolsRouter } from "./routes/admin/tools";
 import { botsRouter } from "./routes/admin/bots";
+import { adminEventsRouter } from "./routes/admin/events";
 import { secretsRouter } from "./routes/admin/secrets";
 import { runnerServicesRouter, runnersRouter } from "./routes/admin/runner-services";
 import { conversationsRouter } from "./routes/conversations";
@@ -38,6 +39,7 @@ export function createApp() {
   app.route("/v1/admin/knowledge-bases", knowledgeBasesRouter);
   app.route("/v1/admin/bots", botsRouter);
   app.route("/v1/admin/secrets", secretsRouter);
+  app.route("/v1/admin/events", adminEventsRouter);
   app.route("/v1/webhooks", webhooksRouter);
   app.onError(onError);
   app.notFound(notFoundOrNotAllowed(() => app.routes));

@@ -9,7 +9,6 @@ import { dbOf } from "../db/connect";
 import type { Env } from "../env";
 import type { InputAttachmentSource } from "../artifacts/input";
 import { acceptEvent, type CanonicalEvent } from "../ingress/accept";
-import { sha256Hex } from "../lib/crypto";
 import { HostError } from "../lib/errors";
 import { eventLogStore } from "../stores/event-log";
 import { noteUnboundEvent } from "../stores/bot-notes";
@@ -22,6 +21,7 @@ import { BOT_DISABLED, recordOnly, recordPaused, UNHANDLED_EVENT_TYPE } from "./
 import { messageRefOf } from "./message-ref";
 import { reviseMessage } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
+import { storeRaw } from "./raw-payload";
 import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
 /** Time kept back from a platform's acknowledgement deadline for recording the event and answering. */
@@ -41,24 +41,11 @@ interface IngestDeps {
 
 export async function ingestEvents(deps: IngestDeps, raw: unknown, events: NormalizedEvent[]): Promise<Recorded[]> {
   if (events.length === 0) return [];
-  const rawRef = await storeRaw(deps, raw, events[0].key);
+  const rawRef = await storeRaw(deps.env, deps.adapter, deps.bot, raw, events[0].key);
   const recorded: Recorded[] = [];
   // In order: a payload's events (Telegram's several new members) keep the platform's order.
   for (const event of events) recorded.push(await ingestOne(deps, event, rawRef));
   return recorded;
-}
-
-/**
- * The redacted payload, once per platform event: the first one stored stays.
- * A redelivery carries the same facts, and another payload for the same event
- * (Slack's `app_mention` copy of a `message`) is refused as a duplicate, so
- * it must not replace what the recorded event's `raw_ref` names.
- */
-async function storeRaw({ env, adapter, bot }: IngestDeps, raw: unknown, key: string): Promise<string> {
-  const r2Key = `raw/${bot.platform}/${encodeURIComponent(bot.botId)}/${(await sha256Hex(key)).slice(0, 40)}.json`;
-  // "*": only when no object is there yet (If-None-Match); otherwise put answers null and writes nothing.
-  await env.ARTIFACTS.put(r2Key, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: "application/json" }, onlyIf: { etagDoesNotMatch: "*" } });
-  return r2Key;
 }
 
 async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string): Promise<Recorded> {

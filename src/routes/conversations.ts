@@ -19,23 +19,35 @@ const ConversationQuery = z.strictObject({
   limit: pageLimit(200, 50),
 });
 const TranscriptQuery = ConversationQuery.extend({ include_artifacts: z.enum(["true", "false", "1", "0"]).default("true") });
+/**
+ * `after_cursor`: oldest first from just after a record (an event's own `cursor`), so an operator reads what followed
+ * an event (its run's steering, delivery attempts and outcomes) in order, however much the conversation said since.
+ */
+const EventsQuery = ConversationQuery.extend({ after_cursor: pageCursor.optional() }).refine((q) => !(q.cursor && q.after_cursor), {
+  message: "give cursor (newest first) or after_cursor (oldest first), not both",
+});
 
 const keyOf = (q: z.infer<typeof ConversationQuery>) =>
   conversationKey({ workspaceId: q.workspace_id, botId: q.bot_id, conversationId: q.conversation_id, threadId: q.thread_id });
 
 /**
  * Operator reads of the facts the host keeps for a conversation, newest first
- * and keyset-paged: its EventLog (ingress events and the host's own records:
+ * (EventLog also oldest first, after a record) and keyset-paged: its EventLog (ingress events and the host's own records:
  * steering, delivery, denials) and its Transcript.
  */
 export const conversationsRouter = router()
   .use("*", adminAuth())
-  .get("/events", validate("query", ConversationQuery), async (c) => {
+  .get("/events", validate("query", EventsQuery), async (c) => {
     const q = c.req.valid("query");
     const key = keyOf(q);
     const beforeSeq = q.cursor ? decodeOr400(() => decodeCursor("e", q.cursor!, key)) : undefined;
-    const { rows, hasMore } = await eventLogStore(dbOf(c.env)).page(key, { beforeSeq }, q.limit);
+    const afterSeq = q.after_cursor ? decodeOr400(() => decodeCursor("e", q.after_cursor!, key)) : undefined;
+    const { rows, hasMore } = await eventLogStore(dbOf(c.env)).page(key, { beforeSeq, afterSeq }, q.limit);
     const last = rows[rows.length - 1];
+    if (afterSeq !== undefined) {
+      // Always the position after the page, even its last one for now: polled again, it gives what is recorded next.
+      return c.json({ items: rows.map(toOperatorEventView), has_more: hasMore, next_cursor: encodeCursor("e", last?.seq ?? afterSeq, key) });
+    }
     return c.json({ items: rows.map(toOperatorEventView), has_more: hasMore, next_cursor: hasMore && last ? encodeCursor("e", last.seq, key) : undefined });
   })
   .get("/transcript", validate("query", TranscriptQuery), async (c) => {

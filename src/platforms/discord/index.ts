@@ -66,7 +66,8 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
     // Each keystroke in an autocomplete option is an interaction wanting choices within 3 s. The host offers none:
     // answered at once, with nothing stored or recorded (a row per keystroke would tell an operator nothing).
     if (interaction.data.type === InteractionType.AUTOCOMPLETE) return { kind: "handshake", body: { type: AUTOCOMPLETE_RESULT, data: { choices: [] } } };
-    return { kind: "events", raw: interaction.data, events: normalizeInteraction(interaction.data) };
+    // The payload as parsed, not as the schema rebuilt it: the stored copy keeps Discord's own key order.
+    return { kind: "events", raw: body, events: normalizeInteraction(interaction.data) };
   },
 
   acknowledge,

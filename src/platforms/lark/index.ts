@@ -58,8 +58,9 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
     return { kind: "url", url: api.resourceUrl(messageId, file.ref), headers: { authorization: `Bearer ${token.value}` }, reauthorize, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
   },
 
-  // The verification token travels in every payload (v2 header.token, v1 token).
-  redactRaw: (raw) => withoutPaths(raw, [["token"], ["header", "token"]]),
+  // The verification token travels in every payload (v2 header.token, v1 token); a card callback (card.action.trigger,
+  // recorded as unhandled) carries `event.token`, which updates that card for 30 minutes.
+  redactRaw: (raw) => withoutPaths(raw, [["token"], ["header", "token"], ["event", "token"]]),
   messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "lark") throw new Error("not a Lark target");
     return larkMessenger(bot, target, timeoutMs, opts?.scope, opts?.format);

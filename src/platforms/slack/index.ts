@@ -48,7 +48,8 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     if (envelope.data.type === "url_verification") return { kind: "handshake", body: { challenge: envelope.data.challenge ?? "" } };
     // A bot stored with a user token (before bot tokens were required) posts as that user.
     const postsAsUser = !bot.credentials.bot_token.startsWith("xoxb-");
-    return { kind: "events", raw: envelope.data, events: normalizeEnvelope(envelope.data, fallbackKey, postsAsUser) };
+    // The payload as parsed, not as the schema rebuilt it: the stored copy keeps Slack's own key order.
+    return { kind: "events", raw: body, events: normalizeEnvelope(envelope.data, fallbackKey, postsAsUser) };
   },
 
   // Slack wants a 2xx within 3 s; the body is ignored.

@@ -47,7 +47,7 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
     if (!update.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
     // A paused bot calls no platform API (getMe): its event is only recorded, its words as sent.
     const username = bot.enabled && namesABot(update.data) ? await ownUsername(bot, req.apiTimeoutMs) : null;
-    return { kind: "events", raw: update.data, events: normalizeUpdate(update.data, { id: bot.credentials.bot_token.split(":")[0], username }) };
+    return { kind: "events", raw: body, events: normalizeUpdate(update.data, { id: bot.credentials.bot_token.split(":")[0], username }) };
   },
 
   acknowledge: () => ({ ok: true }),

@@ -1,0 +1,40 @@
+/**
+ * A platform event's raw webhook payload in R2 (`raw/{platform}/{bot}/…`, the EventLog's `raw_ref`): stored once per
+ * platform event with its secret fields removed, and read back for an operator (GET /v1/admin/events/{id}/raw).
+ */
+import type { Env } from "../env";
+import { sha256Hex } from "../lib/crypto";
+import { ADAPTERS } from "./registry";
+import { PLATFORMS, type Bot, type PlatformAdapter, type PlatformName } from "./types";
+
+const CONTENT_TYPE = "application/json";
+
+/**
+ * The redacted payload, once per platform event: the first one stored stays.
+ * A redelivery carries the same facts, and another payload for the same event
+ * (Slack's `app_mention` copy of a `message`) is refused as a duplicate, so
+ * it must not replace what the recorded event's `raw_ref` names.
+ */
+export async function storeRaw(env: Env, adapter: PlatformAdapter, bot: Bot, raw: unknown, key: string): Promise<string> {
+  const r2Key = `raw/${bot.platform}/${encodeURIComponent(bot.botId)}/${(await sha256Hex(key)).slice(0, 40)}.json`;
+  // "*": only when no object is there yet (If-None-Match); otherwise put answers null and writes nothing.
+  await env.ARTIFACTS.put(r2Key, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: CONTENT_TYPE }, onlyIf: { etagDoesNotMatch: "*" } });
+  return r2Key;
+}
+
+const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
+
+/**
+ * The stored payload as an operator reads it, or null when R2 no longer holds it (retention deleted it). Redacted
+ * again on the way out with the platform's current list of secret fields: a field added to that list since the
+ * payload was stored (Lark's card `event.token`) is never shown from one stored before.
+ */
+export async function readRaw(env: Env, source: string, rawRef: string): Promise<{ body: string; contentType: string } | null> {
+  const object = await env.ARTIFACTS.get(rawRef);
+  if (!object) return null;
+  const text = await object.text();
+  const contentType = object.httpMetadata?.contentType ?? CONTENT_TYPE;
+  if (!isPlatform(source)) return { body: text, contentType };
+  // Stored by JSON.stringify: parsed and written again the same way, a payload with nothing to remove is given back byte for byte.
+  return { body: JSON.stringify(ADAPTERS[source].redactRaw(JSON.parse(text))), contentType };
+}

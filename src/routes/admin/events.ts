@@ -1,0 +1,23 @@
+import * as z from "zod";
+import { dbOf } from "../../db/connect";
+import { notFound } from "../../lib/errors";
+import { validate } from "../../middleware/validate";
+import { readRaw } from "../../platforms/raw-payload";
+import { eventLogStore } from "../../stores/event-log";
+import { router } from "../app-env";
+
+const EventParam = z.object({ eventId: z.string().min(1).max(1024) });
+
+/**
+ * GET /v1/admin/events/{event_id}/raw: what a chat platform sent for one of its events, as stored (its secret fields
+ * removed), for an operator wiring a bot. Events sent through the API, and the host's own records, keep none.
+ */
+export const adminEventsRouter = router().get("/:eventId/raw", validate("param", EventParam), async (c) => {
+  const { eventId } = c.req.valid("param");
+  const row = await eventLogStore(dbOf(c.env)).get(eventId);
+  if (!row) throw notFound(`event ${eventId} not found (never recorded, or deleted by retention)`);
+  if (!row.rawRef) throw notFound(`event ${eventId} has no raw payload: only chat platforms' events keep one`);
+  const raw = await readRaw(c.env, row.source, row.rawRef);
+  if (!raw) throw notFound(`the raw payload of event ${eventId} is no longer stored (deleted by retention)`);
+  return c.body(raw.body, 200, { "content-type": raw.contentType, "cache-control": "no-store" });
+});
