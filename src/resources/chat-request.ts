@@ -1,9 +1,7 @@
 import type { ModelMessage } from "../protocol/common";
+import { contentPart, ModelInputError, type InlineArtifacts } from "./chat-content";
 
-/** A runner's model call that the provider format cannot express. */
-export class ModelInputError extends Error {
-  override readonly name = "ModelInputError";
-}
+export { ModelInputError };
 
 /** Keys of `extra` the host owns: the model and the messages are not the runner's to override. */
 const RESERVED = new Set(["model", "messages", "tools", "stream"]);
@@ -21,22 +19,10 @@ export interface ChatRequest {
   extra: Record<string, unknown>;
 }
 
-/** Data URLs of the images named by artifact_id, by id (read from the artifacts by the caller). */
-export type InlineImages = ReadonlyMap<string, string>;
-
-/** ContentElement → OpenAI content part: an image by its url, or by artifact_id inline. Files and audio are not in v1. */
-function contentPart(el: Exclude<ModelMessage["content"], string | null | undefined>[number], images: InlineImages): Record<string, unknown> {
-  if (el.type === "text") return { type: "text", text: el.text };
-  if (el.type === "image" && el.url) return { type: "image_url", image_url: { url: el.url } };
-  const inline = el.type === "image" && el.artifact_id ? images.get(el.artifact_id) : undefined;
-  if (inline) return { type: "image_url", image_url: { url: inline } };
-  throw new ModelInputError(`${el.type} elements are not supported in model messages; pass text, or an image by url or artifact_id`);
-}
-
 /** Provider fields (tool_calls, tool_call_id, name) pass through; only content is translated. */
-function toProviderMessage(message: ModelMessage, images: InlineImages): Record<string, unknown> {
+function toProviderMessage(message: ModelMessage, inline: InlineArtifacts): Record<string, unknown> {
   const { content, ...rest } = message;
-  return { ...rest, content: Array.isArray(content) ? content.map((el) => contentPart(el, images)) : (content ?? null) };
+  return { ...rest, content: Array.isArray(content) ? content.map((el) => contentPart(el, inline)) : (content ?? null) };
 }
 
 /** Tools as OpenAI function definitions; a bare `{name, description, parameters}` is wrapped. */
@@ -48,12 +34,12 @@ function toProviderTool(tool: unknown): Record<string, unknown> {
   return { type: "function", function: { name: t.name, description: t.description, parameters: t.parameters ?? { type: "object", properties: {} } } };
 }
 
-export function toChatRequest(p: { messages: ModelMessage[]; tools?: unknown[] | null; extra?: Record<string, unknown> | null }, images: InlineImages = new Map()): ChatRequest {
+export function toChatRequest(p: { messages: ModelMessage[]; tools?: unknown[] | null; extra?: Record<string, unknown> | null }, inline: InlineArtifacts = new Map()): ChatRequest {
   const routing = Object.keys(p.extra ?? {}).find((k) => MODEL_ROUTING.has(k));
   if (routing) throw new ModelInputError(`extra.${routing} would have the provider pick models this run was not granted; an agent's resource_policy.fallback_models are tried when a provider fails`);
   const extra = Object.fromEntries(Object.entries(p.extra ?? {}).filter(([k]) => !RESERVED.has(k)));
   return {
-    messages: p.messages.map((m) => toProviderMessage(m, images)),
+    messages: p.messages.map((m) => toProviderMessage(m, inline)),
     tools: p.tools?.length ? p.tools.map(toProviderTool) : undefined,
     extra,
   };

@@ -5,7 +5,7 @@ import { rerank } from "../../resources/rerank";
 import { redactValue } from "../../resources/secrets";
 import { UpstreamError } from "../../resources/upstream";
 import { answerHold, type AnswerHold } from "../answer-budget";
-import { artifactImages } from "../model-images";
+import { artifactInputs } from "../model-artifacts";
 import { callSignal } from "../call-signal";
 import { ApiError } from "../errors";
 import { loggedError } from "../../lib/describe-error";
@@ -15,13 +15,13 @@ import { StreamReply } from "../stream-reply";
 import { shownUpstreamMessage } from "../upstream-error";
 import type { ActionContext, ActionTable, Handler } from "./context";
 
-/** The provider request; images named by artifact_id are read in first, their size held in `images` until it is sent. */
+/** The provider request; images, files and audio named by artifact_id are read in first, their size held in `images` until it is sent. */
 async function chatRequest(ctx: ActionContext, p: Parameters<typeof toChatRequest>[0], images: AnswerHold): Promise<ChatRequest> {
-  const inline = await artifactImages(ctx, p.messages, images);
+  const inline = await artifactInputs(ctx, p.messages, images);
   try {
     return toChatRequest(p, inline);
   } catch (err) {
-    if (err instanceof ModelInputError) throw new ApiError("invalid_argument", err.message);
+    if (err instanceof ModelInputError) throw new ApiError("invalid_argument", err.message, { details: err.details });
     throw err;
   }
 }
