@@ -4,6 +4,7 @@ import { loggedError } from "../src/lib/describe-error";
 import type { SteeringPort } from "../src/host-api/actions/index";
 import { jsonByteLength } from "../src/protocol/common";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
+import { withEditedText } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
 import { claimMetadata, claimRefOf, steeringItemOf, steeringOutcomeInsert, type ClaimRef } from "../src/run/steering";
 import { releaseStatements } from "../src/run/steering-release";
@@ -291,7 +292,7 @@ export class SteeringQueue {
       if ((stubOf(found[1]).revision ?? -Infinity) > edit.version) return true;
       const [item] = await this.messagesOf([found]);
       if (!item) return false;
-      const edited: SteeringInputItem = { ...item, input: { ...item.input, text: edit.text } };
+      const edited: SteeringInputItem = { ...item, input: withEditedText(item.input, edit.text) };
       await this.storage.put({ [found[0]]: { ...claimRefOf(edited), bytes: jsonByteLength(edited), revision: edit.version } satisfies ClaimStub, [bodyKeyOf(found[0])]: edited });
       return true;
     });

@@ -1,3 +1,4 @@
+import { withEditedText } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
 
 const PREFIX = "unhanded-edit:";
@@ -40,6 +41,6 @@ export class UnhandedEdits {
     if (!held) return job;
     // Forgotten once taken: the run's entry (written in this decision) holds the words from now on.
     void this.storage.delete(key);
-    return { ...job, input: { ...job.input, text: held.text } };
+    return { ...job, input: withEditedText(job.input, held.text) };
   }
 }

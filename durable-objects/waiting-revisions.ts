@@ -2,6 +2,7 @@ import type { Db } from "../src/db/client";
 import { replyingTo } from "../src/platforms/reply-to";
 import { jsonByteLength } from "../src/protocol/common";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
+import { withEditedText } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
 import type { RunOutcome } from "../src/stores/runs";
 import type { RunTableStore } from "./run-table";
@@ -132,7 +133,7 @@ async function editOwnRun(deps: RevisionDeps, key: string, edit: NonNullable<Mes
   // An album's run reads its items together (the caption as its text): one item's edit does not say what the whole reads.
   if (!run || run.state !== "queued" || deps.held.has(run.job.runId) || run.job.album) return "untouched";
   if ((run.revision ?? -Infinity) > edit.version) return "edited";
-  const job: RunJob = { ...run.job, input: { ...run.job.input, text: edit.text } };
+  const job: RunJob = { ...run.job, input: withEditedText(run.job.input, edit.text) };
   // The mirror changes in this tick (the scheduler starts it with these words from now on); the output gate holds the answer until the write is durable.
   await deps.runs.put(key, { ...run, job, bytes: jsonByteLength(job), revision: edit.version });
   return "edited";

@@ -17,7 +17,7 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
   const db = dbOf(env);
   // The new words as ingress would have recorded them: NUL and unpaired surrogates replaced, as the runner reads any text.
   const edit = revision.edit && { ...revision.edit, text: revision.edit.text === null ? null : storableText(revision.edit.text) };
-  await transcriptRevisionStatement(db, { botId: bot.botId, conversationId, messageRef: revision.id, eventId, edit });
+  await transcriptRevisionStatement(db, { botId: bot.botId, registeredAt: bot.registeredAt, conversationId, messageRef: revision.id, eventId, edit });
   const waiting = await waitingMessage(db, { botId: bot.botId, source: bot.platform, conversationId, field: revision.field, id: revision.id });
   if (!waiting) return;
   const conversation = env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(waiting.conversationKey));

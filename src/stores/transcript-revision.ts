@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, gte, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { eventLog, transcript } from "../db/schema";
 import { searchTextOf } from "./fts-query";
@@ -6,6 +6,11 @@ import { searchTextOf } from "./fts-query";
 /** A recall or an edit of a chat message, as it reaches the message's transcript item. */
 export interface TranscriptRevision {
   botId: string;
+  /**
+   * When this registration of the bot id was made (Bot.registeredAt): a deleted bot's messages under the id are another
+   * account's, whose ids may repeat (Telegram numbers a private chat's messages per bot).
+   */
+  registeredAt: number;
   /** The chat: every thread of it (a Lark recall does not name the topic its message was in). */
   conversationId: string;
   /** The message's own id on its platform (EventLog `message_ref`). */
@@ -28,7 +33,7 @@ export function transcriptRevisionStatement(db: Db, r: TranscriptRevision) {
   const message = db
     .select({ eventId: eventLog.eventId })
     .from(eventLog)
-    .where(and(eq(eventLog.botId, r.botId), eq(eventLog.conversationId, r.conversationId), eq(eventLog.messageRef, r.messageRef), eq(eventLog.eventType, "message.received")));
+    .where(and(eq(eventLog.botId, r.botId), eq(eventLog.conversationId, r.conversationId), eq(eventLog.messageRef, r.messageRef), eq(eventLog.eventType, "message.received"), gte(eventLog.createdAt, r.registeredAt)));
   const itemOf = [inArray(t.eventId, message), eq(t.role, "user"), sql`json_type(${t.metadataJson}, '$.recalled') IS NULL`];
   const at = new Date().toISOString();
   if (!r.edit) {
@@ -41,6 +46,19 @@ export function transcriptRevisionStatement(db: Db, r: TranscriptRevision) {
   const edited = JSON.stringify({ event_id: r.eventId, version: r.edit.version, edited_at: at });
   return db
     .update(t)
-    .set({ content: r.edit.text, searchText: searchTextOf(r.edit.text), metadataJson: sql`json_set(${t.metadataJson}, '$.edited', json(${edited}))` })
+    .set({ content: r.edit.text, searchText: searchTextOf(r.edit.text), contentJson: editedParts(t.contentJson, r.edit.text), metadataJson: sql`json_set(${t.metadataJson}, '$.edited', json(${edited}))` })
     .where(and(...itemOf, sql`COALESCE(json_extract(${t.metadataJson}, '$.edited.version'), -1e308) < ${r.edit.version}`));
+}
+
+/**
+ * A message with files keeps its parts in `content_json`, its text first (ingress/attachments.ts): the edit's words
+ * replace that text part (or come first, or it goes), its files stay, as src/run/edited-input.ts does for a waiting run.
+ */
+function editedParts(parts: typeof transcript.contentJson, text: string | null) {
+  return sql<string | null>`CASE
+    WHEN ${parts} IS NULL THEN NULL
+    WHEN json_extract(${parts}, '$[0].type') = 'text' THEN (CASE WHEN COALESCE(${text}, '') = '' THEN json_remove(${parts}, '$[0]') ELSE json_set(${parts}, '$[0].text', ${text}) END)
+    WHEN COALESCE(${text}, '') = '' THEN ${parts}
+    ELSE '[' || json_object('type', 'text', 'text', ${text}) || CASE WHEN json_array_length(${parts}) > 0 THEN ',' || substr(json(${parts}), 2) ELSE ']' END
+  END`;
 }

@@ -205,6 +205,22 @@ describe("a bot id re-registered on the same platform", () => {
     // Not the new bot's failure to explain: its view shows none.
     expect((await host.admin("GET", "/v1/admin/bots/rj-reuse")).body.last_delivery_failure).toBeUndefined();
   });
+
+  it("an edit under the new registration changes its own message only, never the deleted bot's message of the same id in the same private chat", async () => {
+    // Telegram numbers a private chat's messages per bot: another bot's chat with the same person starts again.
+    const chat = { id: 300_420, type: "private", first_name: "Ada" };
+    const old = await telegramBot("rj-reuse-edit");
+    expect((await postTelegram(old.webhook_url, tgUpdate("300420", { message_id: 7, chat, text: "words to the old bot" }))).status).toBe(200);
+    await waitFor(() => runner.contexts.some((c) => c.input.text === "words to the old bot"), 10_000, "the old bot's run");
+    expect((await host.admin("DELETE", "/v1/admin/bots/rj-reuse-edit")).status).toBe(204);
+    const again = await host.admin("POST", "/v1/admin/bots", { bot_id: "rj-reuse-edit", platform: "telegram", api_base_url: fake.url, credentials: { bot_token: TG_OTHER_TOKEN, secret_token: TG_SECRET } });
+    expect(again.status).toBe(201);
+    expect((await postTelegram(again.body.webhook_url, tgUpdate("300420", { message_id: 7, chat, text: "words to the new bot" }))).status).toBe(200);
+    const edit = tgUpdate("300420", { message_id: 7, chat, text: "words to the new bot, edited", edit_date: Math.floor(Date.now() / 1000) + 1 }, "edited_message");
+    expect((await postTelegram(again.body.webhook_url, edit)).status).toBe(200);
+    const items = await host.query<{ content: string }>("SELECT t.content FROM transcript t JOIN event_log e ON e.event_id = t.event_id WHERE e.bot_id = 'rj-reuse-edit' AND e.conversation_id = '300420' AND t.role = 'user' ORDER BY e.seq");
+    expect(items.map((i) => i.content)).toEqual(["words to the old bot", "words to the new bot, edited"]);
+  });
 });
 
 describe("PUT racing DELETE", () => {

@@ -20,11 +20,15 @@ const refusingEdits = new Set<string>();
 const pulledOf = new Map<string, string[]>();
 /** When each chat's runs reached their runner (ms since the epoch). */
 const startedAt = new Map<string, number[]>();
+/** The text parts of `input.contents` each chat's runs started with, and of the items they pulled. */
+const textPartsOf = new Map<string, string[][]>();
+const textParts = (input: { contents?: { type: string; text?: string }[] }) => (input.contents ?? []).flatMap((el) => (el.type === "text" ? [el.text ?? ""] : []));
 
 async function behave(call: RunCall, res: ServerResponse) {
   const { ctx, w, conversation, text, api } = runOf(call, res);
   runsOf.set(conversation, [...(runsOf.get(conversation) ?? []), text]);
   startedAt.set(conversation, [...(startedAt.get(conversation) ?? []), Date.now()]);
+  textPartsOf.set(conversation, [...(textPartsOf.get(conversation) ?? []), textParts(ctx.input)]);
   // `draft <words>[ | <more>]`: streams the words (the more 200 ms later), then holds: an answer the chat shows half of.
   if (text.startsWith("draft ")) {
     const [first, more] = text.slice("draft ".length).split(" | ");
@@ -43,6 +47,7 @@ async function behave(call: RunCall, res: ServerResponse) {
   if (text.startsWith("hold") || text.startsWith("draft ")) await setup.gate(conversation).promise;
   const items = ctx.config.pull === "all" ? ((await api("steering.pull")).body.data?.items ?? []) : [];
   pulledOf.set(conversation, [...(pulledOf.get(conversation) ?? []), ...items.map((i: any) => i.input.text)]);
+  textPartsOf.set(conversation, [...(textPartsOf.get(conversation) ?? []), ...items.map((i: any) => textParts(i.input))]);
   w.reply(`re: ${[text, ...items.map((i: any) => i.input.text)].join("+")}`);
 }
 
@@ -80,8 +85,9 @@ async function quiet(chat: string) {
 
 /** Telegram delivering Ada's edit of her message `messageId` in `chat`, made at `editDate` (seconds). */
 let editUpdateId = 900_000;
-function editOnTelegram(chat: string, messageId: number, text: string, editDate: number): Promise<Response> {
-  const edited = { message_id: messageId, date: editDate - 5, edit_date: editDate, chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text };
+function editOnTelegram(chat: string, messageId: number, text: string, editDate: number, photo?: string): Promise<Response> {
+  const words = photo ? { photo: [{ file_id: photo, width: 800, height: 800 }], caption: text } : { text };
+  const edited = { message_id: messageId, date: editDate - 5, edit_date: editDate, chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, ...words };
   return fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: ++editUpdateId, edited_message: edited }) });
 }
 /** The Telegram message id of the message a chat's event says `summary`. */
@@ -125,6 +131,44 @@ describe("a Telegram chat busy with a run", () => {
       const items = await host.query<{ content: string }>("SELECT t.content FROM transcript t JOIN event_log e ON e.event_id = t.event_id WHERE e.conversation_id = ? AND e.input_summary = 'waht time' AND t.role = 'user'", [chat]);
       expect(items).toEqual([{ content: "what time is it" }]);
     }
+  }, 60_000);
+
+  it("a photo's caption edited while it waits (claimed, or in a run of its own) and after: its runner, and later runs' history, read the new caption in input.contents and content_json too", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    for (const [chat, strategy, messageId] of [["-70010", "steer", 891_001], ["-70011", "enqueue", 891_002]] as const) {
+      const runner = strategy === "steer" ? setup.steerer : setup.plain;
+      await putAgent(host, { agent_id: `tg-caption-${strategy}`, name: strategy, runner_id: runner.runnerId(), runner_config: { pull: strategy === "steer" ? "all" : "never" }, scope: { type: "conversation", id: chat, bot_id: botId }, concurrency: { strategy } });
+      expect((await sayOnTelegram(webhookUrl, SECRET, chat, "hold first")).status).toBe(200);
+      await waitFor(() => (runsOf.get(chat) ?? []).length === 1, 10_000, "the first run");
+      const message = { message_id: messageId, date: now, chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, photo: [{ file_id: `cap-${messageId}`, width: 800, height: 800 }], caption: "teh cat" };
+      const sentPhoto = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: ++editUpdateId, message }) });
+      expect(sentPhoto.status).toBe(200);
+      expect((await editOnTelegram(chat, messageId, "the cat", now + 1, `cap-${messageId}`)).status).toBe(200);
+      setup.gate(chat).resolve();
+      await quiet(chat);
+      // The runner got the caption as edited, in its text and in its parts (the photo kept).
+      expect(strategy === "steer" ? pulledOf.get(chat) : runsOf.get(chat)?.slice(1)).toEqual(["the cat"]);
+      expect(textPartsOf.get(chat)?.slice(1)).toEqual([["the cat"]]);
+      // Edited again once answered: history reads the newest caption, in content and content_json alike.
+      expect((await editOnTelegram(chat, messageId, "the cat, asleep", now + 2, `cap-${messageId}`)).status).toBe(200);
+      const [item] = await host.query<{ content: string; content_json: string }>("SELECT t.content, t.content_json FROM transcript t JOIN event_log e ON e.event_id = t.event_id WHERE e.conversation_id = ? AND e.input_summary = 'teh cat' AND t.role = 'user'", [chat]);
+      const parts = JSON.parse(item.content_json) as { type: string; text?: string }[];
+      expect({ content: item.content, parts: parts.map((p) => p.text ?? p.type) }).toEqual({ content: "the cat, asleep", parts: ["the cat, asleep", "image"] });
+    }
+    // A caption added to a photo sent without one, then taken away: its parts follow, the photo kept.
+    const chat = "-70011";
+    const message = { message_id: 891_003, date: now, chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, photo: [{ file_id: "cap-891003", width: 800, height: 800 }] };
+    expect((await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: ++editUpdateId, message }) })).status).toBe(200);
+    await quiet(chat);
+    const partsNow = async () => {
+      const [item] = await host.query<{ content: string | null; content_json: string }>("SELECT t.content, t.content_json FROM transcript t JOIN event_log e ON e.event_id = t.event_id WHERE e.conversation_id = ? AND json_extract(e.data_json, '$.message_id') = 891003 AND t.role = 'user'", [chat]);
+      return { content: item.content, parts: (JSON.parse(item.content_json) as { type: string; text?: string }[]).map((p) => p.text ?? p.type) };
+    };
+    expect((await editOnTelegram(chat, 891_003, "a dog", now + 1, "cap-891003")).status).toBe(200);
+    expect(await partsNow()).toEqual({ content: "a dog", parts: ["a dog", "image"] });
+    const uncaptioned = { message_id: 891_003, date: now, edit_date: now + 2, chat: message.chat, from: message.from, photo: message.photo };
+    expect((await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: ++editUpdateId, edited_message: uncaptioned }) })).status).toBe(200);
+    expect(await partsNow()).toEqual({ content: null, parts: ["image"] });
   }, 60_000);
 
   it("steer with debounce: a message claimed by an album's run pushes its start back, and an album item joining after it does not pull that start forward again", async () => {
