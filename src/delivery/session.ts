@@ -1,10 +1,10 @@
 /**
  * A run's reply on its chat platform, driven by the run's ledger entries as they are published (ConversationDO.runOne).
- * Completed messages are sent (what they show: ./answer.ts), split at the platform's size, their files after them
- * (./files.ts); with streaming on and an editable surface, deltas grow one message in place, edited at most once per
- * DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was streamed exactly. Calls are retried
- * (bounded, honouring rate limits) and every attempt and outcome lands in EventLog. Nothing here can fail or delay the
- * run: the run's status is written before `settle` is awaited.
+ * Completed messages are sent (what they show: ./answer.ts), split at the platform's size (./parts.ts), their files
+ * after them (./files.ts); with streaming on and an editable surface, deltas grow one message in place, edited at most
+ * once per DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was streamed exactly. Calls are
+ * retried (bounded, honouring rate limits) and every attempt and outcome lands in EventLog. Nothing here can fail or
+ * delay the run: the run's status is written before `settle` is awaited.
  */
 import type { Db } from "../db/client";
 import { dbOf } from "../db/connect";
@@ -12,7 +12,7 @@ import { configOf, type Config, type Env } from "../env";
 import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS } from "../platforms/registry";
-import { grownDraft, splitReply } from "../platforms/split";
+import { grownDraft } from "../platforms/split";
 import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
 import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
@@ -29,6 +29,7 @@ import { loggedError } from "../lib/describe-error";
 import { ReplyOrder, type ReplyTurn } from "./reply-order";
 import { markedMessenger, type PostingMarks } from "./posting-marks";
 import { ShownCap } from "./shown-cap";
+import { replyParts } from "./parts";
 import type { Reply, SentMessage } from "./reply";
 
 export interface DeliveryDeps {
@@ -267,7 +268,7 @@ export class DeliverySession {
   private async pump(reply: Reply): Promise<void> {
     try {
       while (!this.closed && reply.final === null && !reply.broken) {
-        const parts = splitReply(reply.text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS, this.adapter.surface.sentUnits);
+        const parts = replyParts(reply.text, this.adapter, this.deps.config, this.job.agent.deliveryPolicy.format, true);
         const i = parts.findIndex((part, n) => reply.messages[n]?.shown !== part);
         // Nothing new, or only whitespace so far (platforms refuse blank messages).
         if (i < 0 || !parts[i].trim()) return;
@@ -299,7 +300,7 @@ export class DeliverySession {
 
   /** The final text, exactly: streamed messages corrected in place, the remaining parts sent. */
   private async finishText(reply: Reply, text: string): Promise<void> {
-    const parts = splitReply(text, this.adapter.surface.maxMessageSize, this.deps.config.DELIVERY_MAX_PARTS, this.adapter.surface.sentUnits);
+    const parts = replyParts(text, this.adapter, this.deps.config, this.job.agent.deliveryPolicy.format);
     for (let i = 0; i < parts.length && !this.closed; i++) {
       const message = reply.messages[i];
       if (message?.shown === parts[i] || !parts[i].trim()) continue;

@@ -1,4 +1,5 @@
 import { fenceLine, isFenceLine, lineBefore, openAfter, reopened, type OpenFence } from "./split-fences";
+import { clearOfTableHeads, tableInside } from "./split-tables";
 
 /**
  * Split a reply into parts of at most `max` UTF-16 code units, the unit
@@ -11,30 +12,38 @@ import { fenceLine, isFenceLine, lineBefore, openAfter, reopened, type OpenFence
  * not split into an empty one. Fences are read as the renderers read them
  * (./split-fences.ts), so each part is code exactly where the whole is. A last
  * part still inside a block (a draft's) leaves room for the closing fence its
- * messenger shows (Slack's mrkdwn adds it). Deterministic, so a growing stream splits the same way every time and
+ * messenger shows (Slack's mrkdwn adds it). A table cut by a part has its header repeated at the next one's start, in
+ * or out of a code block (./split-tables.ts). Deterministic, so a growing stream splits the same way every time and
  * the parts already sent stay stable (once the line after their cut has arrived).
  */
 export function splitMessage(text: string, max: number, sentUnits: (charCode: number) => number = oneUnit): string[] {
   if (max < 2) throw new Error("max message size must be at least 2");
   // Room for a fence's closing line and its reopening; text without fences is split exactly as before.
   const fenced = text.includes(FENCE) && max > 2 * FENCE_OVERHEAD + 8;
+  // A table cut by a part has its header repeated in the next (./split-tables.ts): only looked for where one may be.
+  const tabled = /[|─]/.test(text);
   const parts: string[] = [];
   let rest = text;
   let open: OpenFence | null = null; // the block the next part starts inside of, as it reopens it, if any
+  let head = ""; // the header of a table the next part starts inside of, repeated at its start (after its block's fence)
   for (;;) {
-    const prefix = open === null ? "" : `${fenceLine(open)}\n`;
+    const prefix = (open === null ? "" : `${fenceLine(open)}\n`) + head;
     const room = max - sizeAsSent(prefix, sentUnits);
     // A code unit takes at least one unit as sent: a rest longer than the room never fits (and is not measured whole).
     if (rest.length <= room && sizeAsSent(rest, sentUnits) + (fenced ? closingRoom(rest, open) : 0) <= room) break;
-    const cut = fenced ? fencedCut(rest, open, room, sentUnits) : cutPoint(rest, fitting(rest, room, sentUnits));
+    let cut = fenced ? fencedCut(rest, open, room, sentUnits) : cutPoint(rest, fitting(rest, room, sentUnits));
+    if (tabled) cut = clearOfTableHeads(rest, cut, open, fenced ? openAfter(rest.slice(0, cut), open) : null, head);
     const piece = rest.slice(0, cut);
     const inside: OpenFence | null = fenced ? openAfter(piece, open) : null;
     // Closed with as many backticks as it was opened with: fewer would not close it.
     parts.push(prefix + piece + (inside === null ? "" : `${piece.endsWith("\n") ? "" : "\n"}${inside.marker}`));
+    const table = tabled ? tableInside(piece, rest.slice(cut), open, head) : null;
     open = inside && reopened(inside, max);
+    // A header too long to repeat (more than a quarter of a part) is not; nor one in a block the part does not reopen.
+    head = table && (!table.inCode || inside !== null) && sizeAsSent(table.head, sentUnits) <= max / 4 ? table.head : "";
     rest = rest.slice(cut);
   }
-  if (rest.length || parts.length === 0) parts.push((open === null ? "" : `${fenceLine(open)}\n`) + rest);
+  if (rest.length || parts.length === 0) parts.push((open === null ? "" : `${fenceLine(open)}\n`) + head + rest);
   return parts;
 }
 

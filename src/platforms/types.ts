@@ -172,6 +172,11 @@ export interface Surface {
   capabilities: Record<string, unknown>;
   /** A repeated send is recognised and not posted twice (Lark's `uuid`): a send that timed out may be retried. */
   idempotentSends?: boolean;
+  /**
+   * Where the host renders Markdown and the platform shows no tables: the monospaced characters a line of a table's
+   * aligned block may take (a wider table goes as a record per row). Unset where tables render (Lark).
+   */
+  tableColumns?: number;
   /** The platform shows a placeholder until the first answer (Discord's deferred "thinking…"): every run must answer it, even a cancelled one. */
   awaitsAnswer?: boolean;
 }

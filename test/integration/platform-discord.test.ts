@@ -2,6 +2,7 @@ import { generateKeyPairSync, sign as edSign, type KeyObject } from "node:crypto
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { TABLE_ANSWER } from "../support/markdown-sample";
 
 const APPLICATION_ID = "1122334455667788";
 const BOT_TOKEN = "discord-bot-token-SECRET-0123456789";
@@ -391,6 +392,25 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(messages.every((m) => m.length <= 2000)).toBe(true);
     const original = writesFor(i).filter((w) => w.path.endsWith("/messages/@original"));
     for (const gap of gapsBetween(original.map((w) => w.at))) expect(gap).toBeGreaterThanOrEqual(950);
+  });
+
+  it("sends a table, which Discord's Markdown lacks, as an aligned code block; the rest of the Markdown as written, for Discord to render", async () => {
+    const i = command(`samefinal ${TABLE_ANSWER}`);
+    await post(i);
+    const [edit] = await waitFor(() => writesFor(i).length > 0 && writesFor(i), 15_000, "the answer");
+    expect(edit.body.content).toBe(
+      [
+        "Prices:",
+        "```",
+        "Fruit                  │ Qty │ Note",
+        "───────────────────────┼─────┼──────",
+        "Apple                  │   3 │ a | b",
+        "Pear (https://e.com/p) │  12 │  x|y",
+        "梨                     │   7 │  🍐",
+        "```",
+        ...TABLE_ANSWER.split("\n").slice(6),
+      ].join("\n"),
+    );
   });
 
   it("splits a long answer: the original response, then follow-up messages", async () => {

@@ -6,6 +6,7 @@ import { larkMessageProblem } from "../support/lark-markdown";
 import { callHostApi } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
+import { TABLE_ANSWER } from "../support/markdown-sample";
 
 const APP_ID = "cli_test_app_0001";
 const APP_SECRET = "lark-app-secret-0123456789abcdef";
@@ -413,6 +414,46 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     // A draft shown mid-block: the block open in the Markdown, closed in the card.
     expect(writes.some((w) => /^\*\*alpha\*\*\n```js\nlet[^`]*\n```$/.test(cardText(w.body.content)))).toBe(true);
     expect(repliesTo(ev.event.message.message_id)).toHaveLength(1);
+  });
+
+  it("renders a table in the card as GFM, which Lark shows as a table, and lists with their numbers and nesting; streamed, no draft shows a line of pipes", async () => {
+    const ev = received("oc_md_table", { text: `samefinal ${TABLE_ANSWER}` });
+    await postPlain(ev);
+    const [reply] = await waitFor(() => repliesTo(ev.event.message.message_id).length > 0 && repliesTo(ev.event.message.message_id), 15_000, "the answer");
+    expect(statusOf(reply)).toBe(200);
+    expect(reply.body.msg_type).toBe("interactive");
+    expect(cardText(reply.body.content)).toBe(
+      [
+        "Prices:",
+        "",
+        "| Fruit | Qty | Note |",
+        "| :--- | ---: | :---: |",
+        "| **Apple** | 3 | a &#124; b |",
+        "| [Pear](https://e.com/p) | 12 | `x\\|y` |",
+        "| 梨 | 7 | 🍐 |",
+        "",
+        "&#49;. First",
+        "&nbsp;&nbsp;&nbsp;◦ sub *one*",
+        "&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;▪ deeper",
+        "&#50;. Second",
+        "```",
+        "| in | code |",
+        "|----|------|",
+        "```",
+      ].join("\n"),
+    );
+    const streamed = received("oc_md_table", { text: "stream Totals:\n| Item | Qty |\n|---|--:|\n| pens | 3 |\n| paper | 120 |\ndone" });
+    await postPlain(streamed);
+    const [card] = await waitFor(() => repliesTo(streamed.event.message.message_id).length > 0 && repliesTo(streamed.event.message.message_id), 15_000, "the card");
+    const cardId = (card.reply!.json as any).data.message_id;
+    const final = "Totals:\n\n| Item | Qty |\n| --- | ---: |\n| pens | 3 |\n| paper | 120 |\n\ndone";
+    await waitFor(() => patchesOf(cardId).some((p) => cardText(p.body.content) === final), 20_000, "the final patch");
+    const writes = [card, ...patchesOf(cardId)];
+    expect(writes.length).toBeGreaterThan(2);
+    for (const write of writes) {
+      expect(statusOf(write)).toBe(200);
+      expect(cardText(write.body.content)).not.toContain("&#124;");
+    }
   });
 
   it("sends the same text again as it is when Lark refuses its Markdown card, a send and each edit, and the trail says so", async () => {

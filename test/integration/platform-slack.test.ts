@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost, recordedAnswer } from "../support/host";
 import { ANSWER_FILE, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { slackMrkdwnProblem } from "../support/slack-mrkdwn";
+import { TABLE_ANSWER } from "../support/markdown-sample";
 
 const BOT_TOKEN = "xoxb-TEST-slack-bot-token-1234567890";
 const SIGNING_SECRET = "slack-signing-secret-0123456789abcdef";
@@ -547,6 +548,42 @@ describe("Slack: answers' Markdown as mrkdwn", () => {
     // A draft shown mid-block: the block open in the Markdown, closed in the mrkdwn.
     expect(bodies.some((b) => b.text.includes("```\nconst a = 1;") && !b.text.includes("done"))).toBe(true);
     expect(postsTo("C-MD-STREAM")).toHaveLength(1);
+  });
+
+  it("posts a table as an aligned code block (Slack has none) and nested bullets by depth; streamed, no update shows a line of pipes", async () => {
+    await post(callback(message("C-MD-TABLE", typed(`samefinal ${TABLE_ANSWER}`))));
+    const [reply] = await waitFor(() => postsTo("C-MD-TABLE").length > 0 && postsTo("C-MD-TABLE"), 15_000, "the answer");
+    expect(reply.body.text).toBe(
+      [
+        "Prices:",
+        "```",
+        "Fruit                  │ Qty │ Note",
+        "───────────────────────┼─────┼──────",
+        "Apple                  │   3 │ a | b",
+        "Pear (https://e.com/p) │  12 │  x|y",
+        "梨                     │   7 │  🍐",
+        "```",
+        "",
+        "1. First",
+        "   ◦ sub _one_",
+        "     ▪ deeper",
+        "2. Second",
+        "```",
+        "| in | code |",
+        "|----|------|",
+        "```",
+      ].join("\n"),
+    );
+    const words = "Totals:\n| Item | Qty |\n|---|--:|\n| pens | 3 |\n| paper | 120 |\ndone";
+    await post(callback(message("C-MD-TABLE-STREAM", typed(`stream ${words}`))));
+    const final = "Totals:\n```\nItem  │ Qty\n──────┼────\npens  │   3\npaper │ 120\n```\ndone";
+    await waitFor(() => updatesIn("C-MD-TABLE-STREAM").some((c) => c.body.text === final), 20_000, "the final update");
+    const bodies = bodiesIn("C-MD-TABLE-STREAM");
+    expect(bodies.length).toBeGreaterThan(2);
+    for (const body of bodies) {
+      expect(slackMrkdwnProblem(body.text), body.text).toBeNull();
+      expect(body.text).not.toContain("|");
+    }
   });
 
   it("leaves room for closing a code block the answer leaves open, posted or streamed: no message outgrows the 4000", async () => {

@@ -4,6 +4,7 @@ import { startTestHost, type TestHost, recordedAnswer } from "../support/host";
 import { addTelegramBot, ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { largeFile } from "../support/host-api";
 import { telegramHtmlProblem } from "../support/telegram-html";
+import { TABLE_ANSWER } from "../support/markdown-sample";
 
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
 const SECRET_TOKEN = "tg-secret-token-0123456789";
@@ -735,6 +736,54 @@ describe("Telegram: answers' Markdown rendered", () => {
       { type: "delivery.succeeded", attempt: 2, status: undefined, will_retry: undefined, retry_in_ms: undefined, format: "plain" },
     ]);
     expect(trail.find((r) => r.type === "delivery.failed")!.error).toMatch(/^Bad Request: can't parse entities/);
+  });
+
+  it("shows a table as an aligned monospaced block and lists with their numbers and nesting; a table longer than a message goes on in the next under its header again", async () => {
+    await post(update("-103400", { text: `samefinal ${TABLE_ANSWER}` }));
+    const [send] = await waitFor(() => sendsTo("-103400").length > 0 && sendsTo("-103400"), 15_000, "the answer");
+    expect(send.body).toMatchObject({
+      parse_mode: "HTML",
+      text: [
+        "Prices:",
+        "<pre>Fruit                  │ Qty │ Note",
+        "───────────────────────┼─────┼──────",
+        "Apple                  │   3 │ a | b",
+        "Pear (https://e.com/p) │  12 │  x|y",
+        "梨                     │   7 │  🍐</pre>",
+        "",
+        "1. First",
+        "   ◦ sub <i>one</i>",
+        "     ▪ deeper",
+        "2. Second",
+        "<pre>| in | code |\n|----|------|</pre>",
+      ].join("\n"),
+    });
+    const rows = Array.from({ length: 300 }, (_, i) => `| item ${i} | ${i * 7} |`).join("\n");
+    await post(update("-103401", { text: `samefinal Stock:\n| Item | Count |\n|---|--:|\n${rows}\nThat is all.` }));
+    const parts = await waitFor(() => sendsTo("-103401").length >= 2 && sendsTo("-103401").map((c) => String(c.body.text)), 15_000, "the answer's parts");
+    expect(parts).toHaveLength(2);
+    expect(parts[0].startsWith("Stock:\n<pre>Item     │ Count\n─────────┼──────\nitem 0   │     0\n")).toBe(true);
+    expect(parts[1].startsWith("<pre>Item     │ Count\n─────────┼──────\nitem ")).toBe(true);
+    expect(parts[1].endsWith("item 299 │  2093</pre>\nThat is all.")).toBe(true);
+    for (const part of parts) {
+      expect(telegramHtmlProblem(part)).toBeNull();
+      expect(part.replace(/<[^>]*>/g, "").length).toBeLessThanOrEqual(4096);
+    }
+  });
+
+  it("streams a table with every edit well-formed HTML and no line of pipes: a header waits for its delimiter row, from which on it is a table", async () => {
+    const words = "Totals:\n| Item | Qty |\n|---|--:|\n| pens | 3 |\n| paper | 120 |\ndone";
+    await post(update("-103500", { text: `stream ${words}` }));
+    const final = "Totals:\n<pre>Item  │ Qty\n──────┼────\npens  │   3\npaper │ 120</pre>\ndone";
+    await waitFor(() => editsOf("-103500").some((c) => c.body.text === final), 20_000, "the final edit");
+    const bodies = sentTo("-103500").map((c) => c.body);
+    expect(bodies.length).toBeGreaterThan(2);
+    for (const body of bodies) {
+      expect(body.parse_mode).toBe("HTML");
+      expect(telegramHtmlProblem(body.text), body.text).toBeNull();
+      expect(body.text).not.toContain("|");
+    }
+    expect(bodies.some((b) => b.text.includes("<pre>Item") && !b.text.includes("done"))).toBe(true);
   });
 
   it("sends the answer as it is for an agent whose delivery_policy.format is plain", async () => {

@@ -3,12 +3,18 @@
  * renders what it can), so a test catches output that merely happens to render. Code blocks are fenced and closed,
  * with a language or none; outside code every character Lark's Markdown acts on is an entity, or one of the host's
  * constructs: `*` and `~~` paired on a line, code spans closed on their line, links `[…](http(s)://…)`,
- * headings, `> ` quotes, `• ` bullets (indented by `&nbsp;`), `<hr>` rules. Nowhere (code included) does `<at` reach
- * Lark as a mention, and no line starts as a list item, an indented code block or a setext underline would.
+ * headings, `> ` quotes, `• ` bullets (`◦ ` and `▪ ` nested, indented by `&nbsp;`), `<hr>` rules, GFM tables (a blank
+ * line around each, every row as many cells as the header, each cell such a line's text, a pipe in it `\|`, `<br>`
+ * its only tag). Nowhere (code included) does `<at` reach Lark as a mention, and no line starts as a list item, an
+ * indented code block or a setext underline would.
  */
+const TABLE_ROW = /^\| (.*) \|$/;
+const DELIMITER_ROW = /^\| :?---:?(?: \| :?---:?)* \|$/;
+/** A table's row's cells: between ` | ` not escaped. */
+const cellsOf = (row: string) => TABLE_ROW.exec(row)![1].split(/(?<!\\) \| /);
 const FENCE = /^(`{3,})([A-Za-z0-9_+#.-]*)$/;
 /** A quote's `> `, then a heading's or a bullet's start, after which the line is inline text whatever it starts with. */
-const PREFIX = /^(?:> )?((?:#{1,6} |(?:&nbsp;)*• )?)/;
+const PREFIX = /^(?:> )?((?:#{1,6} |(?:&nbsp;)*[•◦▪] )?)/;
 const MENTION = /<\s*at\b/i;
 const ENTITY = /^&(?:#\d{1,6}|nbsp);/;
 
@@ -26,17 +32,35 @@ export function larkMarkdownProblem(content: string): string | null {
       n = close;
       continue;
     }
+    if (TABLE_ROW.test(lines[n]) && DELIMITER_ROW.test(lines[n + 1] ?? "")) {
+      if (n > 0 && lines[n - 1] !== "") return `no blank line before the table on line ${n + 1}`;
+      const columns = cellsOf(lines[n]).length;
+      if (lines[n + 1].split(" | ").length !== columns) return `the table on line ${n + 1}: a delimiter row of another width`;
+      let end = n + 2;
+      while (end < lines.length && TABLE_ROW.test(lines[end])) end++;
+      if (end < lines.length && lines[end] !== "") return `no blank line after the table on line ${n + 1}`;
+      for (const row of [n, ...Array.from({ length: end - n - 2 }, (_, k) => n + 2 + k)]) {
+        const cells = cellsOf(lines[row]);
+        if (cells.length !== columns) return `line ${row + 1}: ${cells.length} cells in a table of ${columns}`;
+        for (const cell of cells) {
+          const problem = lineProblem(cell.replace(/\\\|/g, "").replace(/<br>/g, " "), true);
+          if (problem) return `line ${row + 1}, cell ${JSON.stringify(cell)}: ${problem}`;
+        }
+      }
+      n = end - 1;
+      continue;
+    }
     const problem = lineProblem(lines[n]);
     if (problem) return `line ${n + 1} (${JSON.stringify(lines[n])}): ${problem}`;
   }
   return null;
 }
 
-function lineProblem(line: string): string | null {
+function lineProblem(line: string, cell = false): string | null {
   if (line === "<hr>" || line === "> <hr>") return null;
-  const prefix = PREFIX.exec(line)!;
+  const prefix = cell ? ["", ""] : PREFIX.exec(line)!;
   const rest = line.slice(prefix[0].length);
-  if (!prefix[1] && /^(?:[ \t]|[-+=#>]|\d+[.)])/.test(rest)) return "it starts as Markdown would read as a block";
+  if (!cell && !prefix[1] && /^(?:[ \t]|[-+=#>]|\d+[.)])/.test(rest)) return "it starts as Markdown would read as a block";
   const markers = [0, 0];
   let inLabel = false;
   for (let i = 0; i < rest.length; ) {

@@ -22,3 +22,29 @@ export const MARKDOWN_ANSWER = [
   "---",
   "Done ~~really~~.",
 ].join("\n");
+
+/**
+ * An answer with what a chat without tables must still show readably: a GFM table (its columns aligned left, right
+ * and centred; markup in cells; a pipe escaped and one in a code span, each its cell's; wide characters), numbered
+ * and nested lists, and a table in a code block, which stays as written.
+ */
+export const TABLE_ANSWER = [
+  "Prices:",
+  "| Fruit | Qty | Note |",
+  "|:------|----:|:----:|",
+  "| **Apple** | 3 | a \\| b |",
+  "| [Pear](https://e.com/p) | 12 | `x|y` |",
+  "| 梨 | 7 | 🍐 |",
+  "",
+  "1. First",
+  "   - sub *one*",
+  "     - deeper",
+  "2. Second",
+  "```",
+  "| in | code |",
+  "|----|------|",
+  "```",
+].join("\n");
+
+/** A table too wide for a phone's line (45 characters aligned), a `<br>` in a cell. */
+export const WIDE_TABLE = ["| Feature | Python | JavaScript |", "|---|---|---|", "| Typing | Dynamic, **strong** | Dynamic, weak |", "| Concurrency | asyncio<br>threads | event loop |"].join("\n");

@@ -4,7 +4,7 @@ import { larkMarkdown } from "../../src/platforms/lark/markdown";
 import { splitReply } from "../../src/platforms/split";
 import { larkMarkdownProblem } from "../support/lark-markdown";
 import { hostileTexts } from "../support/hostile-text";
-import { MARKDOWN_ANSWER } from "../support/markdown-sample";
+import { MARKDOWN_ANSWER, TABLE_ANSWER, WIDE_TABLE } from "../support/markdown-sample";
 
 /**
  * An answer's Markdown as a Lark card's `markdown` element: what is recognised (the constructs rendered for Telegram),
@@ -27,7 +27,7 @@ describe("larkMarkdown: what renders", () => {
         "",
         "&#49;. run `make` in a&#95;b&#95;c",
         "• a **bullet** with a [link](https://x.example/?q=1&r=2)",
-        "&nbsp;&nbsp;• nested &#38; &#60;escaped&#62;",
+        "&nbsp;&nbsp;◦ nested &#38; &#60;escaped&#62;",
         "> quoted *text*",
         "> second line",
         "",
@@ -49,7 +49,8 @@ describe("larkMarkdown: what renders", () => {
     });
     // Lines Lark would take for an ordered list, a list item, a heading, a setext underline or indented code.
     expect(md("2024. A year\n-x\n+1\n#tag\nTitle\n===\n    four spaces\n>")).toBe("&#50;024. A year\n&#45;x\n&#43;1\n&#35;tag\nTitle\n&#61;==\n&nbsp;&nbsp;&nbsp;&nbsp;four spaces\n&#62;");
-    expect(md("| a | b |\n|---|---|\n| 1 | 2 |")).toBe("&#124; a &#124; b &#124;\n&#124;---&#124;---&#124;\n&#124; 1 &#124; 2 &#124;");
+    // Pipes with no delimiter row under them are no table.
+    expect(md("| a | b |\n| 1 | 2 |")).toBe("&#124; a &#124; b &#124;\n&#124; 1 &#124; 2 &#124;");
   });
 
   it("links only to http(s); an image is a link to it; a bare URL is linked whole", () => {
@@ -113,6 +114,59 @@ describe("larkMarkdown: always well-formed", () => {
       const out = md(part)!;
       expect(larkMarkdownProblem(out)).toBeNull();
       expect(out).toContain("```js\n");
+    }
+  });
+});
+
+describe("larkMarkdown: tables and lists", () => {
+  it("a table as GFM, which Lark renders: each cell rendered as a line's text, a pipe in it kept its cell's, a blank line around it; lists keep their numbers and indentation, nested bullets drawn by depth", () => {
+    expect(larkMarkdown(TABLE_ANSWER)).toEqual({
+      formatted: true,
+      content: [
+        "Prices:",
+        "",
+        "| Fruit | Qty | Note |",
+        "| :--- | ---: | :---: |",
+        "| **Apple** | 3 | a &#124; b |",
+        "| [Pear](https://e.com/p) | 12 | `x\\|y` |",
+        "| 梨 | 7 | 🍐 |",
+        "",
+        "&#49;. First",
+        "&nbsp;&nbsp;&nbsp;◦ sub *one*",
+        "&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;▪ deeper",
+        "&#50;. Second",
+        "```",
+        "| in | code |",
+        "|----|------|",
+        "```",
+      ].join("\n"),
+    });
+    // Lark takes `<br>` in a cell; a row longer than the header adds a column, a shorter one is padded.
+    expect(md(WIDE_TABLE)).toBe("| Feature | Python | JavaScript |\n| --- | --- | --- |\n| Typing | Dynamic, **strong** | Dynamic, weak |\n| Concurrency | asyncio<br>threads | event loop |");
+    expect(md("> quoted\n| a | b |\n|---|---|\n| 1 | 2 | 3 |\n| <at id=all> |\nafter")).toBe("> quoted\n\n| a | b |  |\n| --- | --- | --- |\n| 1 | 2 | 3 |\n| &#60;at id=all&#62; |  |  |\n\nafter");
+  });
+
+  it("past the four tables Lark takes in an element, a table is an aligned monospaced block", () => {
+    const table = (n: number) => `| t${n} | x |\n|---|--:|\n| a | ${n} |`;
+    const out = md([1, 2, 3, 4, 5].map(table).join("\n\n"))!;
+    expect(out.match(/^\| --- \| ---: \|$/gm)).toHaveLength(4);
+    expect(out.endsWith("```\nt5 │ x\n───┼──\na  │ 5\n```")).toBe(true);
+    expect(larkMarkdownProblem(out)).toBeNull();
+  });
+
+  it("every draft of a table well-formed, and each part of a split reply: a table cut across parts has its header in each", () => {
+    for (let n = 1; n <= TABLE_ANSWER.length; n++) {
+      const out = md(TABLE_ANSWER.slice(0, n));
+      if (out !== null) expect(larkMarkdownProblem(out), `prefix ${n}: ${out}`).toBeNull();
+    }
+    expect(md("| a | b |\n|-")).toBe("| a | b |\n| --- | --- |");
+    const rows = Array.from({ length: 600 }, (_, i) => `| item ${i} | ${i * 7} |`).join("\n");
+    const parts = splitReply(`Stock:\n| Item | Count |\n|---|--:|\n${rows}\nEnd.`, 9000, 20);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const [i, part] of parts.entries()) {
+      const out = md(part)!;
+      expect(larkMarkdownProblem(out)).toBeNull();
+      expect(out).toContain(`${i === 0 ? "Stock:\n\n" : ""}| Item | Count |\n| --- | ---: |\n| item `);
     }
   });
 });

@@ -127,6 +127,23 @@ describe("splitMessage", () => {
     const late = splitMessage(full, 50);
     expect(late.slice(0, early.length - 1)).toEqual(early.slice(0, -1));
   });
+
+  it("starts a part that goes on with a table with the table's header again, in or out of a code block; never ends one on a header without rows", () => {
+    const rows = Array.from({ length: 12 }, (_, i) => `| ${i} | ${i * i} |`).join("\n");
+    expect(splitMessage(`Squares:\n| n | n² |\n|---|--:|\n${rows}\nDone.`, 100)).toEqual([
+      "Squares:\n| n | n² |\n|---|--:|\n| 0 | 0 |\n| 1 | 1 |\n| 2 | 4 |\n| 3 | 9 |\n| 4 | 16 |\n| 5 | 25 |\n",
+      "| n | n² |\n|---|--:|\n| 6 | 36 |\n| 7 | 49 |\n| 8 | 64 |\n| 9 | 81 |\n| 10 | 100 |\n| 11 | 121 |\nDone.",
+    ]);
+    // An aligned table (../markdown/table-text.ts) in its code block: the block reopened, its header and rule with it.
+    const block = ["```", "n  │  n²", "───┼────", ...Array.from({ length: 12 }, (_, i) => `${String(i).padEnd(2)} │ ${String(i * i).padStart(3)}`), "```"].join("\n");
+    const parts = splitMessage(block, 100);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts.slice(1)) expect(part.startsWith("```\nn  │  n²\n───┼────\n")).toBe(true);
+    // A header (and its delimiter row) the cut would leave alone goes to the next part with its rows.
+    const table = "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |";
+    expect(splitMessage(`${"x".repeat(70)}\n${table}`, 100)).toEqual([`${"x".repeat(70)}\n`, table]);
+    expect(splitMessage(`${"x".repeat(80)}\n${table}`, 100)).toEqual([`${"x".repeat(80)}\n`, table]);
+  });
 });
 
 describe("retryDelay", () => {

@@ -4,7 +4,7 @@ import { escapeSlackText, slackSentUnits } from "../../src/platforms/slack/text"
 import { splitReply } from "../../src/platforms/split";
 import { slackMrkdwnProblem } from "../support/slack-mrkdwn";
 import { hostileTexts } from "../support/hostile-text";
-import { MARKDOWN_ANSWER } from "../support/markdown-sample";
+import { MARKDOWN_ANSWER, TABLE_ANSWER, WIDE_TABLE } from "../support/markdown-sample";
 
 /**
  * An answer's Markdown as Slack mrkdwn: what is recognised, what stays text, and that every output is well-formed and
@@ -26,7 +26,7 @@ describe("slackMrkdwn: what renders", () => {
         "",
         "1. run `make` in a_b_c",
         "• a *bullet* with a <https://x.example/?q=1&amp;r=2|link>",
-        "  • nested &amp; &lt;escaped&gt;",
+        "  ◦ nested &amp; &lt;escaped&gt;",
         "&gt; quoted _text_",
         "&gt; second line",
         "",
@@ -148,6 +148,51 @@ describe("slackMrkdwn: always well-formed, never longer than the split allowed",
       expect(sent).toMatch(/^```\nab ab/);
       expect(slackMrkdwnProblem(sent)).toBeNull();
       expect(sent.length).toBeLessThanOrEqual(4000);
+    }
+  });
+});
+
+describe("slackMrkdwn: tables and lists", () => {
+  it("a table as an aligned code block (Slack has no tables), its cells' text escaped; lists keep their numbers and indentation, nested bullets drawn by depth", () => {
+    expect(mrkdwn(TABLE_ANSWER)).toBe(
+      [
+        "Prices:",
+        "```",
+        "Fruit                  │ Qty │ Note",
+        "───────────────────────┼─────┼──────",
+        "Apple                  │   3 │ a | b",
+        "Pear (https://e.com/p) │  12 │  x|y",
+        "梨                     │   7 │  🍐",
+        "```",
+        "",
+        "1. First",
+        "   ◦ sub _one_",
+        "     ▪ deeper",
+        "2. Second",
+        "```",
+        "| in | code |",
+        "|----|------|",
+        "```",
+      ].join("\n"),
+    );
+    // Wider than a phone's, narrower than a thread's pane: aligned, a <br> another line of its row.
+    expect(mrkdwn(WIDE_TABLE)).toBe(
+      "```\nFeature     │ Python          │ JavaScript\n────────────┼─────────────────┼──────────────\nTyping      │ Dynamic, strong │ Dynamic, weak\nConcurrency │ asyncio         │ event loop\n            │ threads         │\n```",
+    );
+    // Escaped as any text; a ``` that is no code span's is the look-alike, lest it end the block.
+    expect(mrkdwn("| a | b |\n|---|---|\n| <!channel> & `x` | ``` y |")).toBe(`\`\`\`\na${" ".repeat(13)} │ b\n${"─".repeat(14)}─┼─${"─".repeat(5)}\n&lt;!channel&gt; &amp; x │ ˋˋˋ y\n\`\`\``);
+  });
+
+  it("a table wider than a thread's pane as a record per row, each cell's Markdown as mrkdwn", () => {
+    const wide = `| Name | Role | Notes |\n|---|---|---|\n| Ada | **Engineer** | ${"long ".repeat(10).trim()} |\n| Bob | _Ops_ | short |`;
+    expect(mrkdwn(wide)).toBe(`*Name:* Ada\n*Role:* *Engineer*\n*Notes:* ${"long ".repeat(10).trim()}\n\n*Name:* Bob\n*Role:* _Ops_\n*Notes:* short`);
+  });
+
+  it("every draft of a table well-formed, its block closed: a table shows as one from its delimiter row's first dash", () => {
+    expect(mrkdwn("| a | b |\n|-")).toBe("```\na │ b\n──┼──\n```");
+    for (let n = 1; n <= TABLE_ANSWER.length; n++) {
+      const out = mrkdwn(TABLE_ANSWER.slice(0, n));
+      if (out !== null) expect(slackMrkdwnProblem(out), `prefix ${n}: ${out}`).toBeNull();
     }
   });
 });

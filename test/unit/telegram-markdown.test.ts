@@ -3,7 +3,7 @@ import { splitReply } from "../../src/platforms/split";
 import { telegramHtml } from "../../src/platforms/telegram/markdown";
 import { telegramHtmlProblem } from "../support/telegram-html";
 import { hostileTexts } from "../support/hostile-text";
-import { MARKDOWN_ANSWER } from "../support/markdown-sample";
+import { MARKDOWN_ANSWER, TABLE_ANSWER, WIDE_TABLE } from "../support/markdown-sample";
 
 /**
  * An answer's Markdown as Telegram HTML: what is recognised, what stays text, and that every output is well-formed,
@@ -23,7 +23,7 @@ describe("telegramHtml: what renders", () => {
         "",
         "1. run <code>make</code> in a_b_c",
         '• a <b>bullet</b> with a <a href="https://x.example/?q=1&amp;r=2">link</a>',
-        "  • nested &amp; &lt;escaped&gt;",
+        "  ◦ nested &amp; &lt;escaped&gt;",
         "<blockquote>quoted <i>text</i>\nsecond line</blockquote>",
         "",
         '<pre><code class="language-python">def f(a, b):\n    return a &lt; b and "&amp;" or "**not bold**"</code></pre>',
@@ -117,4 +117,65 @@ describe("telegramHtml: always well-formed", () => {
       expect(out.replace(/<[^>]*>/g, "").replace(/&(lt|gt|amp|quot);/g, "x").length).toBeLessThanOrEqual(part.length);
     }
   });
+});
+
+describe("telegramHtml: tables and lists", () => {
+  it("a table as an aligned monospaced block: each column aligned as its delimiter says, a cell's text as it shows (a link's URL beside it), pipes kept in their cells, wide characters two columns; lists keep their numbers and indentation, nested bullets drawn by depth", () => {
+    expect(html(TABLE_ANSWER)).toBe(
+      [
+        "Prices:",
+        "<pre>Fruit                  │ Qty │ Note",
+        "───────────────────────┼─────┼──────",
+        "Apple                  │   3 │ a | b",
+        "Pear (https://e.com/p) │  12 │  x|y",
+        "梨                     │   7 │  🍐</pre>",
+        "",
+        "1. First",
+        "   ◦ sub <i>one</i>",
+        "     ▪ deeper",
+        "2. Second",
+        // A table in a code block is code, as written.
+        "<pre>| in | code |\n|----|------|</pre>",
+      ].join("\n"),
+    );
+  });
+
+  it("a table wider than a phone's line as a record per row, each cell's Markdown rendered, a <br> a line break", () => {
+    expect(html(WIDE_TABLE)).toBe(
+      "<b>Feature:</b> Typing\n<b>Python:</b> Dynamic, <b>strong</b>\n<b>JavaScript:</b> Dynamic, weak\n\n<b>Feature:</b> Concurrency\n<b>Python:</b> asyncio\nthreads\n<b>JavaScript:</b> event loop",
+    );
+  });
+
+  it("loses nothing: a row longer than the header adds a column, a shorter one is padded; a quote's table stays as written", () => {
+    expect(html("| a | b |\n|---|---|\n| 1 | 2 | 3 |\n| 4 |")).toBe("<pre>a │ b │\n──┼───┼──\n1 │ 2 │ 3\n4 │   │</pre>");
+    expect(html("> | a | b |\n> |---|---|")).toBe("<blockquote>| a | b |\n|---|---|</blockquote>");
+  });
+
+  it("a table still streaming shows as one from its delimiter row's first dash, every draft well-formed", () => {
+    expect(html("| a | b |\n|-")).toBe("<pre>a │ b\n──┼──</pre>");
+    expect(html("| a | b |\n|---|---|\n| 1 | 2")).toBe("<pre>a │ b\n──┼──\n1 │ 2</pre>");
+    for (let n = 1; n <= TABLE_ANSWER.length; n++) {
+      const out = html(TABLE_ANSWER.slice(0, n));
+      if (out !== null) expect(telegramHtmlProblem(out), `prefix ${n}: ${out}`).toBeNull();
+    }
+  });
+
+  it("takes linear time on lines made to be slow: a heading's trailing spaces, a URL ending in parentheses, closing markers without openers", () => {
+    const took = (run: () => void) => ((t) => (run(), performance.now() - t))(performance.now());
+    // Each at sizes where the quadratic cost shows over the linear one (a marker's scan back is cheap, so longer).
+    const cases: Array<[(n: number) => string, number]> = [
+      [(n) => `# a${" ".repeat(n)}b`, 1_000],
+      [(n) => `https://e.com/${")".repeat(n)}`, 1_000],
+      [(n) => "a* ".repeat(n / 3), 3_000],
+    ];
+    for (const [make, size] of cases) {
+      const [small, large] = [make(size), make(16 * size)];
+      html(small);
+      // One text 16 times as long against 16 of the short one: about as long when linear, 16 times when quadratic. The
+      // best of a few tries, as another process may take the machine for a while.
+      let ratio = Infinity;
+      for (let tries = 0; tries < 5 && ratio >= 6; tries++) ratio = Math.min(ratio, took(() => html(large)) / took(() => [...Array(16)].forEach(() => html(small))));
+      expect(ratio, large.slice(0, 20)).toBeLessThan(6);
+    }
+  }, 60_000);
 });

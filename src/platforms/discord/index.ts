@@ -25,6 +25,11 @@ const EPHEMERAL = 64;
 
 /** A bot's attachments in a server without boosts: 10 MiB per message. */
 const DISCORD_UPLOAD_MAX_BYTES = 10 * 1024 * 1024;
+/**
+ * Discord renders an answer's Markdown itself, but no table: the host sends each as an aligned code block, or as a
+ * record per row when its lines would be wider than this many characters (a window beside the channel list).
+ */
+const DISCORD_TABLE_COLUMNS = 60;
 
 const notice = (content: string) => ({ type: CHANNEL_MESSAGE, data: { content, flags: EPHEMERAL } });
 
@@ -54,7 +59,7 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
   credentials: CredentialsSchema,
   defaultApiBaseUrl: "https://discord.com/api/v10",
   // Message content is at most 2,000 characters; the deferred response and follow-ups are editable.
-  surface: { canEdit: true, maxMessageSize: DISCORD_MAX_CONTENT, maxFileBytes: DISCORD_UPLOAD_MAX_BYTES, capabilities: { interactions: true, followups: true }, awaitsAnswer: true },
+  surface: { canEdit: true, maxMessageSize: DISCORD_MAX_CONTENT, tableColumns: DISCORD_TABLE_COLUMNS, maxFileBytes: DISCORD_UPLOAD_MAX_BYTES, capabilities: { interactions: true, followups: true }, awaitsAnswer: true },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

@@ -2,14 +2,17 @@
  * An answer's Markdown (as language models write it) as the Markdown of a Lark card's `markdown` element (card JSON
  * 2.0, which renders CommonMark and GFM): the same constructs the host renders for Telegram (emphasis, strikethrough,
  * code spans, fenced code blocks with their language, links to http(s) URLs, `#` headings, `>` quotes, bullet items
- * as `•`, rules), written out anew; every other character Lark's Markdown would act on is escaped as Lark asks, as an
- * HTML entity (`&#42;`), so it shows as typed. Nothing reaches Lark as a tag: `<at id=all>` and the like are text, and
+ * as `•`, rules) and GFM tables, which Lark renders (its docs: at most four in an element), written out anew; every
+ * other character Lark's Markdown would act on is escaped as Lark asks, as an HTML entity (`&#42;`), so it shows as
+ * typed. Nothing reaches Lark as a tag but a table cell's `<br>`: `<at id=all>` and the like are text, and
  * in code (where nothing is escaped) a zero-width space keeps `<at` from being one. Well-formed for any input, as
  * ../markdown/blocks.ts and ../markdown/inline.ts make it: a draft's open code block shows closed, an unpaired `**` as
  * typed.
  */
-import { languageOf, lineOf, markdownBlocks, unquoted } from "../markdown/blocks";
+import { bulletOf, languageOf, lineOf, markdownBlocks, unquoted } from "../markdown/blocks";
 import { parseInline, type Inline, type Tag } from "../markdown/inline";
+import { tableMarkdown } from "../markdown/table-text";
+import type { Table } from "../markdown/tables";
 
 export interface LarkMarkdown {
   content: string;
@@ -18,23 +21,38 @@ export interface LarkMarkdown {
 }
 
 const LARK_LINKS = { linkTarget: /^https?:\/\/[^\s/?#]+/i };
+/** Lark's rich text takes up to four tables (each paged by five rows); past them a table is a monospaced block. */
+const LARK_MAX_TABLES = 4;
+const LARK_TABLE_COLUMNS = 60;
+const BREAK = /<br\s*\/?>/gi;
 const MARKERS: Record<Tag, string> = { b: "**", i: "*", s: "~~" };
 
 /** The answer as Lark card Markdown, or null when it would show nothing (Lark refuses an empty element). */
 export function larkMarkdown(markdown: string): LarkMarkdown | null {
   const out = { formatted: false };
-  const content = markdownBlocks(markdown)
-    .map((block) => {
-      if (block.kind === "line") return lineMarkdown(block.line, out);
-      if (block.kind === "quote") return quote(block.lines, out);
-      const code = block.lines.join("\n");
-      // An empty block (a draft whose block has only just opened) shows nothing yet.
-      if (!code.trim()) return "";
+  const tables: number[] = [];
+  const rendered = markdownBlocks(markdown).map((block, k) => {
+    if (block.kind === "line") return lineMarkdown(block.line, out, block.depth);
+    if (block.kind === "quote") return quote(block.lines, out);
+    if (block.kind === "table") {
       out.formatted = true;
-      const fence = "`".repeat(Math.max(3, longestRun(code, "`") + 1));
-      return `${fence}${languageOf(block.info) ?? ""}\n${inertMentions(code)}\n${fence}`;
-    })
-    .join("\n");
+      // Lark shows at most four tables in a `markdown` element: the rest as other chats show them.
+      if (tables.length < LARK_MAX_TABLES) {
+        tables.push(k);
+        return nativeTable(block.table, out);
+      }
+      return larkMarkdown(tableMarkdown(block.table, LARK_TABLE_COLUMNS))?.content ?? "";
+    }
+    const code = block.lines.join("\n");
+    // An empty block (a draft whose block has only just opened) shows nothing yet.
+    if (!code.trim()) return "";
+    out.formatted = true;
+    const fence = "`".repeat(Math.max(3, longestRun(code, "`") + 1));
+    return `${fence}${languageOf(block.info) ?? ""}\n${inertMentions(code)}\n${fence}`;
+  });
+  // A blank line around each table: GFM would take a line just after it for a row, one before it (a quote's) as lazy.
+  for (const k of tables) rendered[k] = `${k > 0 && rendered[k - 1].trim() ? "\n" : ""}${rendered[k]}${k + 1 < rendered.length && rendered[k + 1].trim() ? "\n" : ""}`;
+  const content = rendered.join("\n");
   return content.trim() ? { content, formatted: out.formatted } : null;
 }
 
@@ -67,14 +85,29 @@ function quote(lines: string[], out: { formatted: boolean }): string {
   return inner.map((line) => `> ${line}`).join("\n");
 }
 
-function lineMarkdown(source: string, out: { formatted: boolean }): string {
+function lineMarkdown(source: string, out: { formatted: boolean }, depth = 0): string {
   const line = lineOf(source);
   if (line.kind === "text") return asTextLine(inline(parseInline(line.text, LARK_LINKS), new Set(), out));
   out.formatted = true;
   if (line.kind === "rule") return "<hr>";
   const text = inline(parseInline(line.text, LARK_LINKS), new Set(), out);
   if (line.kind === "heading") return `${"#".repeat(line.level)} ${text}`;
-  return `${nbsp(line.indent)}• ${text}`;
+  return `${nbsp(line.indent)}${bulletOf(depth)} ${text}`;
+}
+
+/**
+ * A table as GFM, which Lark renders: each cell's Markdown rendered as any line's, a `<br>` in it kept (Lark takes that
+ * tag), and every pipe left in it (a code span's, a URL's) escaped as GFM reads a cell, so none splits it.
+ */
+function nativeTable(table: Table, out: { formatted: boolean }): string {
+  const cell = (markdown: string) =>
+    markdown
+      .split(BREAK)
+      .map((piece) => inline(parseInline(piece.trim(), LARK_LINKS), new Set(), out).replace(/\|/g, "\\|"))
+      .join("<br>");
+  const row = (cells: string[]) => `| ${cells.map(cell).join(" | ")} |`;
+  const delimiter = table.align.map((a) => (a === "center" ? ":---:" : a === "right" ? "---:" : a === "left" ? ":---" : "---"));
+  return [row(table.header), `| ${delimiter.join(" | ")} |`, ...table.rows.map(row)].join("\n");
 }
 
 function inline(nodes: readonly Inline[], open: ReadonlySet<Tag>, out: { formatted: boolean }, inLink = false): string {

@@ -1,8 +1,10 @@
 /**
- * An answer's Markdown cut into the blocks a platform renders in its own terms: fenced code blocks, block quotes and
- * single lines (a heading, a rule, a bullet item or text). A code block still open at the end (a streamed draft, or a
- * part of a split reply cut inside it) ends with the text, so whatever renders it shows it closed.
+ * An answer's Markdown cut into the blocks a platform renders in its own terms: fenced code blocks, block quotes, GFM
+ * tables (./tables.ts) and single lines (a heading, a rule, a bullet item or text). A code block still open at the end
+ * (a streamed draft, or a part of a split reply cut inside it) ends with the text, so whatever renders it shows it
+ * closed.
  */
+import { tableAt, type Table } from "./tables";
 
 export type Block =
   /**
@@ -12,14 +14,17 @@ export type Block =
   | { kind: "code"; info: string; lines: string[]; closed: boolean }
   /** Consecutive `>` lines, as written. */
   | { kind: "quote"; lines: string[] }
-  | { kind: "line"; line: string };
+  | { kind: "table"; table: Table }
+  /** `depth`: how deeply a list item (bulleted or numbered) is nested in the items above it, 0 at the top. */
+  | { kind: "line"; line: string; depth: number };
 
 export type Line = { kind: "heading"; level: number; text: string } | { kind: "rule" } | { kind: "bullet"; indent: string; text: string } | { kind: "text"; text: string };
 
 const FENCE_OPEN = /^( {0,3})(`{3,})([^`]*)$/;
-const HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
+/** A heading's start; its text and closing `#`s are read by headingText (a regex for them took quadratic time). */
+const HEADING = /^ {0,3}(#{1,6})[ \t]/;
 const QUOTE = /^ {0,3}> ?/;
-const BULLET = /^([ \t]*)[-*+][ \t]+(.*)$/;
+const BULLET = /^([ \t]*)[-*+][ \t]+([^]*)$/;
 const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 
 export function markdownBlocks(markdown: string): Block[] {
@@ -43,11 +48,46 @@ export function markdownBlocks(markdown: string): Block[] {
       i = j;
       continue;
     }
-    blocks.push({ kind: "line", line: lines[i] });
+    const table = tableAt(lines, i);
+    if (table) {
+      blocks.push({ kind: "table", table: table.table });
+      i = table.end;
+      continue;
+    }
+    blocks.push({ kind: "line", line: lines[i], depth: 0 });
     i++;
   }
+  nestLists(blocks);
   return blocks;
 }
+
+const ORDERED = /^([ \t]*)\d{1,9}[.)](?:[ \t]|$)/;
+/** Each nesting level's bullet, as Slack draws nested lists: a nested item reads as one where indentation is slight. */
+const BULLETS = ["•", "◦", "▪"];
+export const bulletOf = (depth: number) => BULLETS[depth % BULLETS.length];
+
+/**
+ * Each list item's depth: the items it is indented under. A blank line, a code block or a table keeps the list going
+ * (an item's block), a line of text at the margin ends it.
+ */
+function nestLists(blocks: Block[]): void {
+  const indents: number[] = [];
+  for (const block of blocks) {
+    if (block.kind !== "line" || !block.line.trim()) continue;
+    const lead = /^[ \t]*/.exec(block.line)![0];
+    const indent = lead.replace(/\t/g, "    ").length;
+    if (lineOf(block.line).kind !== "bullet" && !ORDERED.test(block.line)) {
+      if (indent === 0) indents.length = 0;
+      continue;
+    }
+    while (indents.length && indents.at(-1)! >= indent) indents.pop();
+    block.depth = indents.length;
+    indents.push(indent);
+  }
+}
+
+/** Whether a line is a block quote's. */
+export const isQuoteLine = (line: string) => QUOTE.test(line);
 
 /** A quote's line without its `>`. */
 export const unquoted = (line: string) => line.replace(QUOTE, "");
@@ -55,11 +95,28 @@ export const unquoted = (line: string) => line.replace(QUOTE, "");
 /** What a line outside code blocks is: a heading (one with text), a rule, a bullet item, or text. */
 export function lineOf(line: string): Line {
   const heading = HEADING.exec(line);
-  if (heading && heading[2].trim()) return { kind: "heading", level: heading[1].length, text: heading[2] };
+  const text = heading && headingText(line.slice(heading[0].length));
+  if (heading && text?.trim()) return { kind: "heading", level: heading[1].length, text };
   if (RULE.test(line)) return { kind: "rule" };
   const bullet = BULLET.exec(line);
   if (bullet) return { kind: "bullet", indent: bullet[1], text: bullet[2] };
   return { kind: "text", text: line };
+}
+
+/** A heading's text less the spaces around it and a closing run of `#` after a space (`## Title ##`). Linear. */
+function headingText(rest: string): string {
+  const isSpace = (c: string | undefined) => c === " " || c === "\t";
+  let start = 0;
+  while (isSpace(rest[start])) start++;
+  let end = rest.length;
+  while (end > start && isSpace(rest[end - 1])) end--;
+  let hashes = end;
+  while (hashes > start && rest[hashes - 1] === "#") hashes--;
+  if (hashes < end && hashes > start && isSpace(rest[hashes - 1])) {
+    end = hashes;
+    while (end > start && isSpace(rest[end - 1])) end--;
+  }
+  return rest.slice(start, end);
 }
 
 /** The language a code block's info string names, when it looks like one. */

@@ -167,14 +167,24 @@ function delimiter(text: string, at: number, run: number): Delim {
   return { kind: "delim", char, count: run, length: run, canOpen, canClose, before, after };
 }
 
-/** Pairs openers with closers (CommonMark's "process emphasis"): what lies between a pair becomes the span's. */
+/**
+ * Pairs openers with closers (CommonMark's "process emphasis"): what lies between a pair becomes the span's. As cmark,
+ * it remembers per kind of closer how far down openers were all tried in vain (`bottom`), so a line of closers that
+ * pair with nothing takes linear time, not a scan back to the line's start for each.
+ */
 function matchEmphasis(nodes: Node[]): void {
+  const bottom = new Map<string, number>();
   for (let c = 0; c < nodes.length; c++) {
     const closer = nodes[c];
     if (closer.kind !== "delim" || !closer.canClose) continue;
+    // What decides which openers may pair with a closer, besides their own flags (which never change).
+    const key = `${closer.char}${closer.canOpen ? 1 : 0}${closer.length % 3}`;
     while (closer.count > 0) {
-      const o = openerFor(nodes, c, closer);
-      if (o < 0) break;
+      const o = openerFor(nodes, c, closer, bottom.get(key) ?? 0);
+      if (o < 0) {
+        bottom.set(key, c);
+        break;
+      }
       const opener = nodes[o] as Delim;
       const use = closer.char === "~" || (opener.count >= 2 && closer.count >= 2) ? 2 : 1;
       const tag: Tag = closer.char === "~" ? "s" : use === 2 ? "b" : "i";
@@ -183,13 +193,15 @@ function matchEmphasis(nodes: Node[]): void {
       opener.count -= use;
       closer.count -= use;
       nodes.splice(o + 1, c - o - 1, { kind: "span", tag, marker: closer.char.repeat(use), children, before: opener.before, after: closer.after });
+      // A bound inside what became the span is the span's index (no opener in it); one past it moves with the nodes.
+      for (const [k, b] of bottom) if (b > o) bottom.set(k, b < c ? o + 1 : b - (c - o - 2));
       c = o + 2;
     }
   }
 }
 
-function openerFor(nodes: Node[], before: number, closer: Delim): number {
-  for (let o = before - 1; o >= 0; o--) {
+function openerFor(nodes: Node[], before: number, closer: Delim, bottom: number): number {
+  for (let o = before - 1; o >= bottom; o--) {
     const n = nodes[o];
     if (n.kind !== "delim" || n.char !== closer.char || !n.canOpen || n.count === 0) continue;
     // The rule of three: `*foo**bar*` is one emphasis, not two broken ones.
@@ -256,12 +268,20 @@ function destination(text: string, from: number): { url: string; end: number } |
   return url && text[i] === ")" ? { url, end: i + 1 } : null;
 }
 
-/** GFM's autolink end: trailing punctuation is the sentence's, and so is a `)` the URL did not open. */
+/**
+ * GFM's autolink end: trailing punctuation is the sentence's, and so is a `)` the URL did not open. The parentheses are
+ * counted once, not again for each one trimmed (that took quadratic time on a URL ending in a run of them).
+ */
 function trimmedUrl(url: string): string {
+  let unopened = 0;
+  for (const c of url) unopened += c === ")" ? 1 : c === "(" ? -1 : 0;
+  let end = url.length;
   for (;;) {
-    const last = url.at(-1)!;
-    if (/[?!.,:;*_~'"]/.test(last)) url = url.slice(0, -1);
-    else if (last === ")" && url.split(")").length > url.split("(").length) url = url.slice(0, -1);
-    else return url;
+    const last = url[end - 1];
+    if (end > 1 && /[?!.,:;*_~'"]/.test(last)) end--;
+    else if (end > 1 && last === ")" && unopened > 0) {
+      end--;
+      unopened--;
+    } else return url.slice(0, end);
   }
 }

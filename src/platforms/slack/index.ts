@@ -5,6 +5,7 @@ import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
+import { SLACK_TABLE_COLUMNS } from "./mrkdwn";
 import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
 import { SLACK_MAX_TEXT, slackSentUnits } from "./text";
 import { verifySlackSignature } from "./verify";
@@ -36,7 +37,7 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   newCredentials: NewCredentialsSchema,
   defaultApiBaseUrl: "https://slack.com/api",
   // Counted as sent: the escaped text, which its mrkdwn does not outgrow (./mrkdwn.ts). chat.update edits in place.
-  surface: { canEdit: true, maxMessageSize: SLACK_MAX_TEXT, sentUnits: slackSentUnits, maxFileBytes: SLACK_UPLOAD_MAX_BYTES, capabilities: { threads: "thread_ts" } },
+  surface: { canEdit: true, maxMessageSize: SLACK_MAX_TEXT, tableColumns: SLACK_TABLE_COLUMNS, sentUnits: slackSentUnits, maxFileBytes: SLACK_UPLOAD_MAX_BYTES, capabilities: { threads: "thread_ts" } },
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {

@@ -1,7 +1,8 @@
 /**
  * An answer's Markdown (as language models write it) as Slack mrkdwn, for the `text` of chat.postMessage and
  * chat.update: `*bold*`, `_italic_`, `~strike~`, code spans and blocks (without their language, which Slack would
- * show as code), `<url|text>` links to http(s) and mailto URLs, headings as bold lines, bullet items as `•`. Whatever
+ * show as code), `<url|text>` links to http(s) and mailto URLs, headings as bold lines, bullet items as `•`, tables
+ * (Slack has none) as an aligned code block or a record per row (../markdown/table-text.ts). Whatever
  * it does not recognise stays as text, with `& < >` escaped as ever, so a link's `<` and `>` are the only ones sent
  * raw: an answer can still never ping `<!channel>` or mention anyone. Slack has no escape for its markers, so they are
  * only ever added in pairs: an unpaired `**` stays as typed, a draft's code block still open is shown closed, and
@@ -9,13 +10,17 @@
  *
  * Never longer than the text escaped (slackSentUnits), which the reply was split by, except that closing a code block
  * still open adds its closing line: splitMessage, which reads fences as ../markdown/blocks.ts does, leaves no block
- * open in a part but the last, and room for that line in it.
+ * open in a part but the last, and room for that line in it. A table may grow (its columns padded): the delivery
+ * turns tables into that Markdown before the split (../markdown/tables-as-text.ts), so none reaches here.
  */
-import { languageOf, lineOf, markdownBlocks, unquoted } from "../markdown/blocks";
+import { bulletOf, languageOf, lineOf, markdownBlocks, unquoted } from "../markdown/blocks";
 import { parseInline, type Inline, type Tag } from "../markdown/inline";
+import { tableMarkdown } from "../markdown/table-text";
 import type { TextFormat } from "../types";
 import { escapeSlackText } from "./text";
 
+/** Monospaced characters a code block shows on a line in a thread's pane: a wider table goes as records. */
+export const SLACK_TABLE_COLUMNS = 60;
 const MARKS: Record<Tag, string> = { b: "*", i: "_", s: "~" };
 /** Slack formats no marker next to a letter or digit outside it: `**foo**bar` can only stay as written. */
 const WORD = /[\p{L}\p{M}\p{N}]/u;
@@ -43,7 +48,9 @@ export function slackMrkdwn(markdown: string): string | null {
     .map((block) => {
       if (block.kind === "code") return codeBlock(block.info.trim(), block.lines, block.closed);
       if (block.kind === "quote") return block.lines.map(quoteLine).join("\n");
-      return defused(lineMrkdwn(block.line));
+      // Rendered as the Markdown it is shown as (no table in it): the delivery gives the split that same Markdown.
+      if (block.kind === "table") return slackMrkdwn(tableMarkdown(block.table, SLACK_TABLE_COLUMNS)) ?? "";
+      return defused(lineMrkdwn(block.line, block.depth));
     })
     .join("\n");
   return text.trim() ? text : null;
@@ -68,12 +75,12 @@ function quoteLine(line: string): string {
   return defused(escapeSlackText(line.slice(0, line.length - rest.length).trimStart()) + lineMrkdwn(rest));
 }
 
-/** A line outside code blocks: a heading (a bold line), a rule, a bullet item or text. */
-function lineMrkdwn(source: string): string {
+/** A line outside code blocks: a heading (a bold line), a rule, a bullet item (`depth` deep) or text. */
+function lineMrkdwn(source: string, depth = 0): string {
   const line = lineOf(source);
   if (line.kind === "heading") return `*${inline(parseInline(line.text, SLACK_LINKS), new Set(["b"]))}*`;
   if (line.kind === "rule") return "———";
-  if (line.kind === "bullet") return `${line.indent}• ${inline(parseInline(line.text, SLACK_LINKS), new Set())}`;
+  if (line.kind === "bullet") return `${line.indent}${bulletOf(depth)} ${inline(parseInline(line.text, SLACK_LINKS), new Set())}`;
   return inline(parseInline(line.text, SLACK_LINKS), new Set());
 }
 

@@ -5,6 +5,7 @@ import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody, refused } from "../verify";
 import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
+import { TELEGRAM_TABLE_COLUMNS } from "./markdown";
 import { namesABot, normalizeUpdate, UpdateSchema } from "./normalize";
 import { ownUsername } from "./own-username";
 
@@ -37,7 +38,7 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
   defaultApiBaseUrl: "https://api.telegram.org",
   // sendMessage text is 1-4096 characters after its HTML is parsed (no longer than its Markdown source, so the source is
   // split at that size); editMessageText edits in place.
-  surface: { canEdit: true, maxMessageSize: 4096, maxFileBytes: TELEGRAM_UPLOAD_MAX_BYTES, capabilities: { threads: "forum_topics", reply_quotes: true } },
+  surface: { canEdit: true, maxMessageSize: 4096, tableColumns: TELEGRAM_TABLE_COLUMNS, maxFileBytes: TELEGRAM_UPLOAD_MAX_BYTES, capabilities: { threads: "forum_topics", reply_quotes: true } },
 
   async receive(bot, req) {
     if (!(await secretsEqual(req.headers.get("x-telegram-bot-api-secret-token"), bot.credentials.secret_token))) throw refused("bad or missing X-Telegram-Bot-Api-Secret-Token");

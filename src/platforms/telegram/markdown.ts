@@ -1,19 +1,30 @@
 /**
  * An answer's Markdown (as language models write it) as Telegram HTML, for `parse_mode: "HTML"`: fenced code blocks,
- * headings (bold lines), block quotes, bullet items and rules, each line's inline Markdown by ./inline.ts. Whatever it
- * does not recognise stays as text. The result is always well-formed, for any input: a streamed draft cut anywhere
+ * headings (bold lines), block quotes, bullet items, rules and tables (Telegram has none: an aligned monospaced
+ * block, or for a wide one a record per row, ../markdown/table-text.ts), each line's inline Markdown by ./inline.ts.
+ * Whatever it does not recognise stays as text. The result is always well-formed, for any input: a streamed draft cut anywhere
  * (an unterminated code block is closed, an unpaired `**` is text), and each part of a split reply on its own
  * (splitReply closes a code block at a part's end and opens it again in the next).
  */
-import { languageOf, lineOf, markdownBlocks, unquoted } from "../markdown/blocks";
+import { bulletOf, languageOf, lineOf, markdownBlocks, unquoted, type Block } from "../markdown/blocks";
+import { tableMarkdown } from "../markdown/table-text";
 import { escapeHtml, inlineHtml, visible } from "./inline";
+
+/** Monospaced characters a phone in portrait shows on a line of a code block: a wider table goes as records. */
+export const TELEGRAM_TABLE_COLUMNS = 40;
 
 /** The answer as Telegram HTML, or null when it would show no text at all (Telegram refuses an empty message). */
 export function telegramHtml(markdown: string): string | null {
-  const html = markdownBlocks(markdown)
-    .map((block) => (block.kind === "code" ? codeBlock(block.lines, block.info) : block.kind === "quote" ? quote(block.lines) : lineHtml(block.line)))
-    .join("\n");
+  const html = markdownBlocks(markdown).map(blockHtml).join("\n");
   return visible(html) ? html : null;
+}
+
+function blockHtml(block: Block): string {
+  if (block.kind === "code") return codeBlock(block.lines, block.info);
+  if (block.kind === "quote") return quote(block.lines);
+  // Rendered as the Markdown it is shown as (no table in it): the delivery gives the split that same Markdown.
+  if (block.kind === "table") return telegramHtml(tableMarkdown(block.table, TELEGRAM_TABLE_COLUMNS)) ?? "";
+  return lineHtml(block.line, block.depth);
 }
 
 function codeBlock(body: string[], info: string): string {
@@ -32,11 +43,11 @@ function quote(lines: string[]): string {
   return `<blockquote>${inner.join("\n")}</blockquote>`;
 }
 
-/** A line outside code blocks and quotes: a heading (a bold line), a rule, a bullet item or text. */
-function lineHtml(source: string): string {
+/** A line outside code blocks and quotes: a heading (a bold line), a rule, a bullet item (`depth` deep) or text. */
+function lineHtml(source: string, depth = 0): string {
   const line = lineOf(source);
   if (line.kind === "heading") return `<b>${inlineHtml(line.text, ["b"])}</b>`;
   if (line.kind === "rule") return "———";
-  if (line.kind === "bullet") return `${line.indent}• ${inlineHtml(line.text)}`;
+  if (line.kind === "bullet") return `${line.indent}${bulletOf(depth)} ${inlineHtml(line.text)}`;
   return inlineHtml(line.text);
 }
