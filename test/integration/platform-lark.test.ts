@@ -723,3 +723,77 @@ describe("Lark/Feishu: files in answers", () => {
     expect(posts[1].body).toEqual(posts[0].body);
   });
 });
+
+describe("Lark/Feishu: card presses (card.action.trigger)", () => {
+  /** The callback's card-update token: it changes the card for 30 minutes, so it is a credential. */
+  const CARD_TOKEN = "c-card-update-token-0123456789secret";
+  let cards = 0;
+  /** A card callback (schema 2.0) as Lark sends it for a press in `chatId`: its create_time in microseconds. */
+  function cardPress(chatId: string | null, action: Record<string, unknown>) {
+    const messageId = `om_card_${++cards}`;
+    const payload = event("card.action.trigger", {
+      operator: { tenant_key: "tenant_1", user_id: "u_1", open_id: "ou_user_1", union_id: "on_1" },
+      token: CARD_TOKEN,
+      action,
+      host: "im_message",
+      context: chatId ? { open_message_id: messageId, open_chat_id: chatId } : {},
+    });
+    payload.header.create_time = String(Date.now() * 1000);
+    return { payload, messageId };
+  }
+
+  it("runs a button press as a message: the runner gets its value and who pressed it, the answer replies to the card; Lark gets {} at once", async () => {
+    const { payload, messageId } = cardPress("oc_card", { value: { choice: "yes" }, tag: "button", name: "Button_yes" });
+    const started = Date.now();
+    const res = await postEncrypted(payload);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text)).toEqual({});
+    const [reply] = await waitFor(() => repliesTo(messageId).length > 0 && repliesTo(messageId), 15_000, "the answer to the press");
+    expect(reply.body).toMatchObject({ msg_type: "text", content: JSON.stringify({ text: 'echo: {"choice":"yes"}' }), reply_in_thread: false });
+    const [ctx] = contextFor('{"choice":"yes"}');
+    expect(ctx.event).toMatchObject({ event_type: "message.received", source: "lark", source_event_type: "card.action.trigger", event_id: `lark:${encrypted.botId}:${payload.header.event_id}` });
+    expect(ctx.event.data).toEqual({
+      lark_event_id: payload.header.event_id,
+      tenant_key: "tenant_1",
+      component: { custom_id: "Button_yes", component_type: "button", values: [], value: { choice: "yes" } },
+      open_message_id: messageId,
+      host: "im_message",
+    });
+    // Microseconds read as such: the press happened now, not in the year 55,000.
+    expect(Math.abs(Date.parse(ctx.event.event_time) - Date.now())).toBeLessThan(60_000);
+    expect(ctx.conversation).toMatchObject({ conversation_id: "oc_card", thread_id: null, sender_id: "ou_user_1" });
+    expect(ctx.delivery).toMatchObject({ surface: "lark", reply_target: { chat_id: "oc_card", reply_to_message_id: messageId, reply_in_thread: false } });
+    // The card's update token is kept nowhere.
+    const raw = new TextDecoder().decode((await host.r2Object(ctx.event.raw_ref))!);
+    expect(JSON.parse(raw).event.action).toEqual(payload.event.action);
+    const stored = await host.query<{ row: string }>("SELECT data_json || metadata_json || COALESCE(input_json, '') AS row FROM event_log");
+    for (const text of [raw, ...stored.map((r) => r.row), ...answered]) expect(text).not.toContain(CARD_TOKEN);
+  });
+
+  it("reads a select's option, an input's words and a form's fields as the input", async () => {
+    const select = cardPress("oc_card_select", { tag: "select_static", option: "plan_b", value: { step: "pick" } });
+    const input = cardPress("oc_card_input", { tag: "input", input_value: "call me later" });
+    const form = cardPress("oc_card_form", { tag: "button", name: "Submit", value: { form: "signup" }, form_value: { who: "Ada", tags: ["x", "y"], agree: true } });
+    for (const press of [select, input, form]) expect((await postPlain(press.payload)).status).toBe(200);
+    for (const press of [select, input, form]) await waitFor(() => repliesTo(press.messageId).length > 0, 15_000, "each press's answer");
+    expect(contextFor("plan_b")[0].event.data.component).toEqual({ custom_id: null, component_type: "select_static", values: ["plan_b"], value: { step: "pick" } });
+    expect(contextFor("call me later")[0].conversation).toMatchObject({ conversation_id: "oc_card_input" });
+    const [submitted] = contextFor("Ada\nx y");
+    expect(submitted.event.data.component.form_value).toEqual({ who: "Ada", tags: ["x", "y"], agree: true });
+  });
+
+  it("tells the presser by a toast when the press starts no answer: no agent takes it, or the card is in no chat", async () => {
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: APP_ID, app_secret: APP_SECRET, verification_token: VERIFICATION_TOKEN } });
+    expect(created.status).toBe(201);
+    const { payload } = cardPress("oc_card_unbound", { tag: "button", value: "go" });
+    const unbound = await postRaw(created.body.webhook_url, JSON.stringify(payload));
+    expect(JSON.parse(unbound.text)).toEqual({ toast: { type: "info", content: "No agent answers here." } });
+    expect((await host.admin("GET", `/v1/events/lark:${created.body.bot_id}:${payload.header.event_id}`)).body).toMatchObject({ event_type: "message.received", disposition: "unbound" });
+
+    const nowhere = cardPress(null, { tag: "button", value: "go" });
+    const res = await postPlain(nowhere.payload);
+    expect(JSON.parse(res.text)).toEqual({ toast: { type: "info", content: "This interaction is not supported." } });
+    expect((await host.admin("GET", `/v1/events/lark:${plain.botId}:${nowhere.payload.header.event_id}`)).body).toMatchObject({ event_type: "platform.unhandled", source_event_type: "card.action.trigger" });
+  });
+});

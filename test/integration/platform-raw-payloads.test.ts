@@ -121,7 +121,7 @@ describe("GET /v1/admin/events/{event_id}/raw", () => {
     };
     await postLarkEncrypted(payload);
     const eventId = `lark:${bots.lark.botId}:ev_raw_card_1`;
-    expect((await host.admin("GET", `/v1/events/${eventId}`)).body).toMatchObject({ event_type: "platform.unhandled", source_event_type: "card.action.trigger" });
+    expect((await host.admin("GET", `/v1/events/${eventId}`)).body).toMatchObject({ event_type: "message.received", source_event_type: "card.action.trigger" });
 
     const raw = await readRaw(eventId);
     expect(raw.status).toBe(200);

@@ -660,3 +660,123 @@ describe("Slack: files in answers", () => {
     }
   });
 });
+
+describe("Slack: button presses and other interactivity", () => {
+  /** A response_url as Slack sends it: it posts in the chat for 30 minutes without a token, so it is a credential. */
+  const RESPONSE_URL = "https://hooks.slack.com/actions/T1/5550001/ResponseUrlSecret0123456789";
+  let triggers = 0;
+
+  /** Slack's interactivity request: form-encoded, the JSON in `payload`, signed over the raw form body as events are. */
+  async function postForm(form: Record<string, string>, opts: { signature?: string; unsigned?: boolean } = {}) {
+    const body = new URLSearchParams(form).toString();
+    const timestamp = Math.floor(Date.now() / 1000);
+    const signed: Record<string, string> = opts.unsigned ? {} : { "x-slack-request-timestamp": String(timestamp), "x-slack-signature": opts.signature ?? sign(timestamp, body) };
+    const started = Date.now();
+    const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...signed }, body });
+    const text = await res.text();
+    answered.push(text);
+    return { status: res.status, text, tookMs: Date.now() - started };
+  }
+  const interact = (payload: Record<string, unknown>) => postForm({ payload: JSON.stringify(payload) });
+
+  /** A block_actions payload as Slack sends it for a press on a message in `channel` (in `thread`, when given). */
+  function press(channel: string, action: Record<string, unknown>, thread?: string) {
+    const ts = `${++messageTs}.000300`;
+    return {
+      type: "block_actions",
+      user: { id: "U42", username: "ada", name: "ada", team_id: "T1" },
+      api_app_id: "A1",
+      token: "legacy-verification-token",
+      container: { type: "message", message_ts: ts, channel_id: channel, is_ephemeral: false, ...(thread ? { thread_ts: thread } : {}) },
+      trigger_id: `${++triggers}.1234.abcdef`,
+      team: { id: "T1", domain: "acme" },
+      enterprise: null,
+      is_enterprise_install: false,
+      channel: { id: channel, name: "general" },
+      message: { user: BOT_USER, type: "message", ts, bot_id: "B0BOT", app_id: "A1", text: "Approve?", ...(thread ? { thread_ts: thread } : {}) },
+      state: { values: {} },
+      response_url: RESPONSE_URL,
+      actions: [{ block_id: "b1", action_ts: `${ts}1`, ...action }],
+    };
+  }
+  const rows = (channel: string) =>
+    host.query<{ event_type: string; source_event_type: string; data_json: string }>("SELECT event_type, source_event_type, data_json FROM event_log WHERE conversation_id = ? ORDER BY seq", [channel]);
+
+  it("runs a signed button press as a message (a forged or unsigned one is refused): the runner gets its value and who pressed it, the reply goes to the message's thread, Slack gets an empty 200 at once", async () => {
+    const thread = `${++messageTs}.000100`;
+    const payload = press("C-PRESS", { type: "button", action_id: "approve_btn", text: { type: "plain_text", text: "Approve", emoji: true }, value: "approve", style: "primary" }, thread);
+    // Signed with another secret, or not at all: refused before anything is read, so nothing is recorded or run.
+    const form = { payload: JSON.stringify(payload) };
+    const forged = await postForm(form, { signature: sign(Math.floor(Date.now() / 1000), new URLSearchParams(form).toString(), "another-secret-0123456789") });
+    const unsigned = await postForm(form, { unsigned: true });
+    expect([forged.status, unsigned.status]).toEqual([401, 401]);
+    expect(await rows("C-PRESS")).toEqual([]);
+    const res = await interact(payload);
+    expect(res).toMatchObject({ status: 200, text: "" });
+    expect(res.tookMs).toBeLessThan(3_000);
+    const [reply] = await waitFor(() => postsTo("C-PRESS").length > 0 && postsTo("C-PRESS"), 15_000, "the answer to the press");
+    expect(reply.body).toEqual({ channel: "C-PRESS", thread_ts: thread, text: "echo: approve" });
+    const [ctx] = contextFor("approve");
+    expect(ctx.event).toMatchObject({ event_type: "message.received", source: "slack", source_event_type: "block_actions", event_id: `slack:${botId}:interaction:${payload.trigger_id}` });
+    expect(ctx.event.data).toEqual({ team_id: "T1", component: { custom_id: "approve_btn", component_type: "button", block_id: "b1", values: ["approve"] }, message_ts: payload.message.ts });
+    expect(ctx.conversation).toMatchObject({ conversation_id: "C-PRESS", thread_id: thread, sender_id: "U42" });
+    expect(ctx.delivery).toMatchObject({ surface: "slack", reply_target: { channel: "C-PRESS", thread_ts: thread } });
+    // The response_url and the legacy token are kept nowhere: not in the stored payload, the record, nor any answer.
+    const raw = JSON.parse(new TextDecoder().decode((await host.r2Object(ctx.event.raw_ref))!));
+    expect(raw.response_url).toBeUndefined();
+    expect(raw.token).toBeUndefined();
+    expect(raw.actions[0].value).toBe("approve");
+    const stored = await host.query<{ row: string }>("SELECT data_json || metadata_json || COALESCE(input_json, '') AS row FROM event_log");
+    for (const text of [...stored.map((r) => r.row), JSON.stringify(raw), ...answered]) expect(text).not.toContain("ResponseUrlSecret");
+  });
+
+  it("reads what a select, a user picker and a button without a value chose; a press on a top-level message is answered at top level", async () => {
+    await interact(press("C-SELECT", { type: "static_select", action_id: "plan", selected_option: { text: { type: "plain_text", text: "Plan B" }, value: "plan-b" } }));
+    await waitFor(() => postsTo("C-SELECT").length > 0, 15_000, "the select's answer");
+    expect(postsTo("C-SELECT")[0].body).toEqual({ channel: "C-SELECT", text: "echo: plan-b" });
+    expect(contextFor("plan-b")[0].event.data.component).toEqual({ custom_id: "plan", component_type: "static_select", block_id: "b1", values: ["plan-b"] });
+    await interact(press("C-PICK", { type: "users_select", action_id: "assignee", selected_user: "U77" }));
+    await waitFor(() => postsTo("C-PICK").length > 0, 15_000, "the picker's answer");
+    expect(contextFor("@U77")[0].event.data.component.values).toEqual(["U77"]);
+    await interact(press("C-LABEL", { type: "button", action_id: "more", text: { type: "plain_text", text: "Show more" } }));
+    await waitFor(() => postsTo("C-LABEL").length > 0, 15_000, "the label's answer");
+    expect(contextFor("Show more")[0].conversation).toMatchObject({ conversation_id: "C-LABEL", thread_id: null });
+  });
+
+  it("records a modal's submission, shortcuts, a press in a modal and a slash command with an empty 200, running none; an external select's options request is offered none", async () => {
+    const before = runner.calls.length;
+    const user = { id: "U42", username: "ada", team_id: "T1" };
+    const view = { id: "V1", type: "modal", callback_id: "survey", hash: "h1", state: { values: { b: { a: { type: "plain_text_input", value: "typed" } } } } };
+    const sent = [
+      { type: "view_submission", user, view, trigger_id: "91.1", response_urls: [{ block_id: "b", action_id: "a", channel_id: "C-MODAL", response_url: RESPONSE_URL }] },
+      { type: "shortcut", user, callback_id: "open_app", trigger_id: "92.1" },
+      { type: "message_action", user, callback_id: "summarize", trigger_id: "93.1", channel: { id: "C-SHORTCUT" }, message: { ts: "1800000000.000009", text: "hi" }, response_url: RESPONSE_URL },
+      { type: "block_actions", user, container: { type: "view", view_id: "V1" }, view, trigger_id: "94.1", actions: [{ type: "button", action_id: "next", value: "2" }] },
+    ];
+    for (const payload of sent) expect(await interact(payload)).toMatchObject({ status: 200, text: "" });
+    const command = await postForm({ token: "legacy-verification-token", team_id: "T1", channel_id: "C-COMMAND", user_id: "U42", command: "/ask", text: "hi", response_url: RESPONSE_URL, trigger_id: "95.1" });
+    expect(command).toMatchObject({ status: 200, text: "" });
+    const recorded = await host.query<{ event_id: string; event_type: string; source_event_type: string; conversation_id: string | null; raw_ref: string }>(
+      "SELECT event_id, event_type, source_event_type, conversation_id, raw_ref FROM event_log WHERE event_id IN (?, ?, ?, ?, ?) ORDER BY seq",
+      ["91.1", "92.1", "93.1", "94.1", "95.1"].map((t) => `slack:${botId}:interaction:${t}`),
+    );
+    expect(recorded.map(({ event_type, source_event_type, conversation_id }) => ({ event_type, source_event_type, conversation_id }))).toEqual([
+      { event_type: "platform.unhandled", source_event_type: "view_submission", conversation_id: null },
+      { event_type: "platform.unhandled", source_event_type: "shortcut", conversation_id: null },
+      { event_type: "platform.unhandled", source_event_type: "message_action", conversation_id: "C-SHORTCUT" },
+      { event_type: "platform.unhandled", source_event_type: "block_actions.view", conversation_id: null },
+      { event_type: "platform.unhandled", source_event_type: "slash_command", conversation_id: "C-COMMAND" },
+    ]);
+    for (const { raw_ref } of recorded) {
+      const raw = new TextDecoder().decode((await host.r2Object(raw_ref))!);
+      expect(raw).not.toContain("ResponseUrlSecret");
+      expect(raw).not.toContain("legacy-verification-token");
+    }
+    // An external select asks for its options as the user types: answered at once with none, and not recorded.
+    const suggestion = await interact({ type: "block_suggestion", user, action_id: "search", block_id: "b", value: "ad", trigger_id: "96.1" });
+    expect(suggestion).toMatchObject({ status: 200 });
+    expect(JSON.parse(suggestion.text)).toEqual({ options: [] });
+    expect(await host.query("SELECT 1 FROM event_log WHERE event_id = ?", [`slack:${botId}:interaction:96.1`])).toEqual([]);
+    expect(runner.calls.length).toBe(before);
+  });
+});

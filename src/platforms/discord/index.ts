@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { headerValue } from "../../resources/ids";
-import { BOT_DISABLED } from "../record-only";
+import { pressNotice } from "../press-notice";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter, Recorded } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
@@ -36,17 +36,11 @@ const notice = (content: string) => ({ type: CHANNEL_MESSAGE, data: { content, f
 /** What the user sees at once: "thinking..." when a run will edit it, else a short private notice. */
 function acknowledge(recorded: Recorded[]): unknown {
   const r = recorded[0];
-  if (!r) return notice("Nothing to answer.");
-  if (r.event.eventType === null) return notice("This interaction is not supported.");
+  const said = pressNotice(r);
+  if (said !== null) return notice(said);
   // An answer to a press on an ephemeral message is ephemeral too: the "thinking…" it edits, and its follow-ups.
   const ephemeral = r.event.replyTarget?.platform === "discord" && r.event.replyTarget.ephemeral === true;
-  if (r.runId && (r.disposition === "started" || r.disposition === "queued" || r.disposition === "duplicate")) return { type: DEFERRED_CHANNEL_MESSAGE, ...(ephemeral ? { data: { flags: EPHEMERAL } } : {}) };
-  if (r.disposition === "steered") return notice("Added to the answer in progress.");
-  // Made moot by a newer request sent here (an interrupting agent): asking again would cancel that one's answer.
-  if (r.disposition === "rejected" && r.rejection === "newer_message") return notice("A newer request here is answered instead of this one.");
-  if (r.disposition === "rejected") return notice("Busy with an earlier request; try again shortly.");
-  if (r.disposition === BOT_DISABLED) return notice("This app is paused; try again later.");
-  return notice("No agent answers here.");
+  return { type: DEFERRED_CHANNEL_MESSAGE, ...(ephemeral ? { data: { flags: EPHEMERAL } } : {}) };
 }
 
 /**

@@ -4,7 +4,9 @@ import { HostError } from "../../lib/errors";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter } from "../types";
 import { bodyKey } from "../unhandled";
+import { pressNotice } from "../press-notice";
 import { larkApi, larkMessenger, type LarkCredentials } from "./api";
+import { CARD_ACTION } from "./card-action";
 import { mentionsSomeone, normalizeLarkPayload } from "./normalize";
 import { ownOpenId } from "./own-open-id";
 import { openLarkRequest } from "./verify";
@@ -42,7 +44,12 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
     return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, await bodyKey(req.rawBody), { openId }) };
   },
 
-  acknowledge: () => ({}),
+  // Lark wants a 200 within 3 s: `{}` for an event; a card press that starts no answer shows a toast saying why.
+  acknowledge: (recorded) => {
+    const r = recorded[0];
+    const said = r?.event.sourceEventType === CARD_ACTION ? pressNotice(r) : null;
+    return said === null ? {} : { toast: { type: "info", content: said } };
+  },
 
   async download(bot, file, event, timeoutMs) {
     const messageId = event.data.message_id;
@@ -58,8 +65,8 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
     return { kind: "url", url: api.resourceUrl(messageId, file.ref), headers: { authorization: `Bearer ${token.value}` }, reauthorize, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
   },
 
-  // The verification token travels in every payload (v2 header.token, v1 token); a card callback (card.action.trigger,
-  // recorded as unhandled) carries `event.token`, which updates that card for 30 minutes.
+  // The verification token travels in every payload (v2 header.token, v1 token); a card callback (card.action.trigger)
+  // carries `event.token`, which updates that card for 30 minutes.
   redactRaw: (raw) => withoutPaths(raw, [["token"], ["header", "token"], ["event", "token"]]),
   messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "lark") throw new Error("not a Lark target");

@@ -8,6 +8,7 @@ import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { platformTime } from "../../lib/json";
 import { absentOr, withoutNulls } from "../payload";
+import { CARD_ACTION, normalizeCardAction } from "./card-action";
 
 const HeaderSchema = z.looseObject({ event_id: z.string().min(1), event_type: z.string(), create_time: z.string().optional() });
 
@@ -106,6 +107,7 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
       replyTarget: { platform: "lark" as const, chatId: r.data.chat_id, replyToMessageId: null, replyInThread: false },
     }));
   }
+  if (type === CARD_ACTION) return [normalizeCardAction(key, payload.event, { create_time, tenant_key: (payload.header as Record<string, unknown>).tenant_key })];
   const chatId = (payload.event as Record<string, unknown> | undefined)?.chat_id;
   return [{ ...unhandled(key, type), conversationId: typeof chatId === "string" ? chatId : null }];
 }

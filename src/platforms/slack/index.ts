@@ -6,6 +6,7 @@ import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
 import { SLACK_TABLE_COLUMNS } from "./mrkdwn";
+import { isInteractivity, readInteractivity } from "./interactivity";
 import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
 import { SLACK_MAX_TEXT, slackSentUnits } from "./text";
 import { verifySlackSignature } from "./verify";
@@ -26,7 +27,8 @@ const NewCredentialsSchema = CredentialsSchema.extend({
 /**
  * Slack Events API over HTTP: every request signed with the app's signing
  * secret; `url_verification` answered with its challenge; retries
- * (`X-Slack-Retry-Num`) carry the same event and are deduplicated.
+ * (`X-Slack-Retry-Num`) carry the same event and are deduplicated. Interactivity
+ * requests (button presses) come to the same URL, form-encoded (./interactivity.ts).
  */
 /** Slack's upload URLs take files of up to 1 GB. */
 const SLACK_UPLOAD_MAX_BYTES = 1_000_000_000;
@@ -42,9 +44,11 @@ export const slack: PlatformAdapter<SlackCredentials> = {
 
   async receive(bot, req) {
     await verifySlackSignature(req.headers, req.rawBody, bot.credentials.signing_secret, req.now);
+    const fallbackKey = await bodyKey(req.rawBody);
+    // Button presses and the like come form-encoded, signed the same way (the app's Interactivity Request URL).
+    if (isInteractivity(req.headers)) return readInteractivity(req.rawBody, fallbackKey);
     const body = parseBody(req.rawBody);
     const envelope = EnvelopeSchema.safeParse(body);
-    const fallbackKey = await bodyKey(req.rawBody);
     if (!envelope.success) return { kind: "events", raw: body, events: [unhandledEvent(fallbackKey, "unknown")] };
     if (envelope.data.type === "url_verification") return { kind: "handshake", body: { challenge: envelope.data.challenge ?? "" } };
     // A bot stored with a user token (before bot tokens were required) posts as that user.
@@ -53,7 +57,7 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     return { kind: "events", raw: body, events: normalizeEnvelope(envelope.data, fallbackKey, postsAsUser) };
   },
 
-  // Slack wants a 2xx within 3 s; the body is ignored.
+  // Slack wants a 2xx within 3 s, empty: a body to an interactivity request would be read as its answer (a modal's response_action).
   acknowledge: () => null,
 
   async download(bot, file) {
@@ -65,8 +69,9 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     return { kind: "url", url: file.ref, headers, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
   },
 
-  // The deprecated verification `token` is a credential.
-  redactRaw: (raw) => withoutPaths(raw, [["token"]]),
+  // The deprecated verification `token` is a credential; so is an interactivity payload's `response_url` (it posts in
+  // the chat for 30 minutes, no token needed), a view's `response_urls`, and a workflow step's `bot_access_token`.
+  redactRaw: (raw) => withoutPaths(raw, [["token"], ["response_url"], ["response_urls"], ["bot_access_token"]]),
   messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "slack") throw new Error("not a Slack target");
     return slackMessenger(bot, target, timeoutMs, opts?.format);
