@@ -1,5 +1,5 @@
 import { debounceLimitMs, type ConcurrencyStrategy } from "../src/agents/policy";
-import { asks, type RunJob } from "../src/run/job";
+import { asks, sameAudience, type RunJob } from "../src/run/job";
 import { jsonByteLength } from "../src/protocol/common";
 import { albumIdOf, asAlbumHead } from "./albums";
 import { sentBefore } from "./sent-order";
@@ -193,8 +193,12 @@ export function startable(table: RunTable, now: number, running: (runId: string)
  */
 export const supersedes = (job: RunJob) => (run: StoredRun) => sameQuestionLine(run, job) && !sentBefore(job, run.job);
 
-/** A run answering something asked of `job`'s agent that takes turns, other than `job`'s own album: what an interrupt weighs `job` against. */
-const sameQuestionLine = (run: StoredRun, job: RunJob) => takesTurns(run) && sameAgent(run.job, job.agent) && asks(run.job) && !sameAlbum(run.job, job);
+/**
+ * A run answering something asked of `job`'s agent that takes turns, for the same eyes, other than `job`'s own album:
+ * what an interrupt weighs `job` against. A question only one user sees (a Discord ephemeral press) and one the chat
+ * sees are never each other's newer question: neither answer is made moot by the other (platforms/audience.ts).
+ */
+const sameQuestionLine = (run: StoredRun, job: RunJob) => takesTurns(run) && sameAgent(run.job, job.agent) && asks(run.job) && sameAudience(run.job, job) && !sameAlbum(run.job, job);
 
 /**
  * What an interrupting event of `job`'s agent supersedes besides its active runs (which are aborted): of the runs it
@@ -258,9 +262,11 @@ export function steeringTarget(
 /**
  * Whether `run`'s reply reaches where `message`'s answer must go: a chat message's to its chat, so only a run with a
  * reply target there (never a recall's, which has none, nor an API event's) may pull it; an API message's caller
- * follows the claiming run's stream, whatever run it is.
+ * follows the claiming run's stream, whatever run it is. And only the same eyes: a message one user alone sees (a
+ * Discord ephemeral press) is never pulled by a run whose answer others see, nor a message of the chat's (whose
+ * sender would never see the answer) by a run answering one user alone (platforms/audience.ts).
  */
-export const repliesWhereMessage = (message: RunJob) => (run: StoredRun) => !message.delivery || run.job.delivery !== undefined;
+export const repliesWhereMessage = (message: RunJob) => (run: StoredRun) => (!message.delivery || run.job.delivery !== undefined) && sameAudience(run.job, message);
 
 /** Whether a run not started yet will steer, as its job stands now (an edit to its agent before it starts may change that). */
 export const willSteer = (run: StoredRun) => canSteer(run.job);

@@ -19,6 +19,7 @@ import { storableText } from "../lib/text";
 import { announceAlbumItem } from "./album-notice";
 import { BOT_DISABLED, recordOnly, recordPaused, UNHANDLED_EVENT_TYPE } from "./record-only";
 import { messageRefOf } from "./message-ref";
+import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
 import { storeRaw } from "./raw-payload";
@@ -84,7 +85,8 @@ async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
     actor: event.actor ? { ...event.actor, actor_name: event.actor.actor_name === null ? null : storableText(event.actor.actor_name) } : { actor_type: "unknown", metadata: {} },
     input: { text: event.text === null ? null : storableText(event.text), contents: [], attachments: [] },
     data: event.data,
-    metadata: {},
+    // Marked when only one user sees it: runs answering others never read it (history, events).
+    metadata: audienceMetadata(event.replyTarget),
     delivery: event.replyTarget ? { botId: bot.botId, registeredAt: bot.registeredAt, target: event.replyTarget } : undefined,
     message_ref: messageRefOf(bot.platform, event),
   };

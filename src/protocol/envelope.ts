@@ -21,6 +21,7 @@ import {
   utf8ByteLength,
 } from "./common";
 import { PLATFORMS } from "../platforms/types";
+import { PRIVATE_AUDIENCE_KEY } from "../platforms/audience";
 
 /** Cap on `input.text`, in UTF-8 bytes; larger inputs are attachments. */
 export const INPUT_TEXT_MAX_BYTES = 64 * 1024;
@@ -32,8 +33,8 @@ const DOT_SEGMENT = /^\.{1,2}$/;
 // The host's own event ids: a chat platform's (`{platform}:{bot_id}:{key}`) and its records' (`hev_`). One sent
 // through the API would take the id first, and the platform's own event would then be answered as a repeat.
 const HOST_EVENT_ID = new RegExp(`^(?:(?:${PLATFORMS.join("|")}):|hev_)`);
-/** Event metadata keys the host writes itself (a steering claim, attachments it could not store, why it rejected the event): a caller's would forge them. */
-const HOST_METADATA_KEYS = ["steering", "attachments_unavailable", "rejection"];
+/** Event metadata keys the host writes itself (a steering claim, attachments it could not store, why it rejected the event, whose eyes alone a chat event is for): a caller's would forge them. */
+const HOST_METADATA_KEYS = ["steering", "attachments_unavailable", "rejection", PRIVATE_AUDIENCE_KEY];
 /** A free-form bag kept and passed on as sent: a whole number JSON parsing rounded (a 64-bit id) is refused, never stored altered. */
 const ExactRecordSchema = RecordSchema.superRefine(refuseRoundedIntegers);
 // Every timestamp the host gives back is ISO 8601 in UTC with a four-digit year.

@@ -82,6 +82,12 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
     config: withConfigDefaults(job.agent.runnerConfig, job.runner.configDefaults),
     adapter: null,
     // An album's items gathered into this run: `input` holds all of theirs; each is an event of its own (event.get).
-    metadata: { agent_id: job.agent.agentId, runner_id: job.runner.runnerId, ...(job.album ? { album: { media_group_id: job.album.mediaGroupId, event_ids: job.album.parts.map((p) => p.eventId) } } : {}) },
+    // An answer for one user's eyes alone says so: the runner keeps such an exchange out of what the chat's runs share.
+    metadata: {
+      agent_id: job.agent.agentId,
+      runner_id: job.runner.runnerId,
+      ...(job.album ? { album: { media_group_id: job.album.mediaGroupId, event_ids: job.album.parts.map((p) => p.eventId) } } : {}),
+      ...(snapshot.privateAudience === null ? {} : { private_audience: snapshot.privateAudience }),
+    },
   };
 }

@@ -2,6 +2,7 @@ import type { Concurrency, ConcurrencyStrategy, DeliveryPolicy, ResourcePolicy, 
 import type { AgentEventContext, ActorContext, ConversationContext, InputContext, SubjectContext } from "../protocol/context";
 import type { Capabilities, Permissions } from "../protocol/manifest";
 import type { PlatformDelivery } from "../platforms/types";
+import { privateAudienceOf } from "../platforms/audience";
 
 /**
  * Everything a Durable Object needs to run one event, fixed at ingress and
@@ -66,6 +67,12 @@ export interface AlbumPart {
 
 /** The decision recorded for an album's item that joined the run `runId` (EventLog `merged`). */
 export const mergedDecision = (mediaGroupId: string, runId: string) => ({ disposition: "merged" as const, runId, metadata: { album: { media_group_id: mediaGroupId, run_id: runId } } });
+
+/** Whose eyes alone a run's event and answer are for (platforms/audience.ts); null when the whole chat's (or an API caller's). */
+export const audienceOf = (job: Pick<RunJob, "delivery">): string | null => privateAudienceOf(job.delivery?.target);
+
+/** Whether two runs' events and answers are for the same eyes: only then may one run answer the other's message, or one's question make the other's answer moot. */
+export const sameAudience = (a: Pick<RunJob, "delivery">, b: Pick<RunJob, "delivery">) => audienceOf(a) === audienceOf(b);
 
 /** The agent's concurrency strategy; by default (PROTOCOL §10) steer when the runner supports it, else enqueue. */
 export function strategyOf(job: RunJob): ConcurrencyStrategy {

@@ -2,7 +2,7 @@ import { PERMISSION_GROUPS, type Permissions } from "../protocol/manifest";
 import type { AvailableApis, StateScope } from "../protocol/context";
 import { stateScopeKey } from "../stores/state";
 import { grantResources, identitiesOf, NO_RESOURCE_DESCRIPTORS, type GrantedResources, type ResourceDescriptors, type ResourceIdentities } from "../resources/grants";
-import { strategyOf, type RunJob } from "./job";
+import { audienceOf, strategyOf, type RunJob } from "./job";
 
 /**
  * The run's frozen authorisation (PROTOCOL §4): computed once before the run,
@@ -21,6 +21,8 @@ export interface AuthorizationSnapshot {
   threadId: string | null;
   workspaceId: string | null;
   botId: string | null;
+  /** Whose eyes alone its answer is for (platforms/audience.ts), null when the whole chat's: what of the history it may read. */
+  privateAudience: string | null;
   permissions: Permissions;
   availableApis: AvailableApis;
   /** scope → scope key, only for scopes the state policy enables and the event identifies. */
@@ -107,6 +109,7 @@ export function freezeSnapshot(job: RunJob, deadlineAt: number, stateScopes: Sta
     threadId: job.conversation.thread_id ?? null,
     workspaceId: job.conversation.workspace_id ?? null,
     botId: job.conversation.bot_id ?? null,
+    privateAudience: audienceOf(job),
     permissions,
     availableApis: {
       history_page: has("history", "page"),

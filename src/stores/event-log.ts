@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, getTableColumns, gt, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gt, lt, sql, type SQL } from "drizzle-orm";
 import { budgetedPage, fieldsOf, ifWithin, rowBytes, withinBudget } from "../db/byte-budget";
 import type { Db } from "../db/client";
 import { param } from "../db/compiled";
@@ -7,6 +7,7 @@ import { encodeCursor } from "../lib/cursor";
 import { newId } from "../lib/ids";
 import { iso, parseJson } from "../lib/json";
 import { runsStore } from "./runs";
+import { readableEventRow } from "./private-audience";
 
 export type EventRow = typeof eventLog.$inferSelect;
 
@@ -136,11 +137,15 @@ export function eventLogStore(db: Db) {
     async get(eventId: string): Promise<EventRow | undefined> {
       return db.select().from(eventLog).where(eq(eventLog.eventId, eventId)).get();
     },
-    /** Newest first strictly before `beforeSeq`, or oldest first strictly after `afterSeq` (following new events). */
-    async page(conversationKey: string, bound: { beforeSeq?: number; afterSeq?: number }, limit: number): Promise<{ rows: EventRow[]; hasMore: boolean }> {
-      const conds = [eq(eventLog.conversationKey, conversationKey)];
+    /**
+     * Newest first strictly before `beforeSeq`, or oldest first strictly after `afterSeq` (following new events).
+     * `audience` (a run's: private-audience.ts) leaves out the rows private to another; unset (an operator), none is.
+     */
+    async page(conversationKey: string, bound: { beforeSeq?: number; afterSeq?: number }, limit: number, audience?: string | null): Promise<{ rows: EventRow[]; hasMore: boolean }> {
+      const conds: SQL[] = [eq(eventLog.conversationKey, conversationKey)];
       if (bound.beforeSeq !== undefined) conds.push(lt(eventLog.seq, bound.beforeSeq));
       if (bound.afterSeq !== undefined) conds.push(gt(eventLog.seq, bound.afterSeq));
+      if (audience !== undefined) conds.push(readableEventRow(db, eventLog, audience));
       const forward = bound.afterSeq !== undefined;
       const order = forward ? asc : desc;
       const e = eventLog;

@@ -4,6 +4,7 @@ import { transcriptFts } from "../db/fts";
 import { eventLog, transcript } from "../db/schema";
 import { fieldsOf, rowBytes, withinBudget } from "../db/byte-budget";
 import { bulkyWithin, TRANSCRIPT_PAGE_MAX_BYTES, transcriptItemColumns, type TranscriptRow } from "./transcript";
+import { readableItem } from "./private-audience";
 
 export interface TranscriptSearchQuery {
   /** An FTS5 MATCH expression, from ftsMatchExpression: never raw user text. */
@@ -12,6 +13,8 @@ export interface TranscriptSearchQuery {
   /** Types of the EventLog event each item belongs to. */
   eventTypes?: readonly string[];
   limit: number;
+  /** The searching run's audience (private-audience.ts): items private to another are never found. Unset: no item is left out. */
+  audience?: string | null;
 }
 
 export interface TranscriptSearchHit {
@@ -43,6 +46,7 @@ export function transcriptSearchStore(db: Db) {
           .where(and(eq(eventLog.eventId, t.eventId), inArray(eventLog.eventType, [...q.eventTypes])));
         conds.push(exists(ofType));
       }
+      if (q.audience !== undefined) conds.push(readableItem(db, t.eventId, q.audience));
       const read = db
         .select({
           ...transcriptItemColumns,

@@ -9,6 +9,7 @@ import { transcript } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
 import { searchTextOf } from "./fts-query";
+import { readableItem } from "./private-audience";
 
 /** An item as read back: every column but `search_text`, which only the full-text index needs. */
 const { searchText: _indexOnly, ...itemReadColumns } = getTableColumns(transcript);
@@ -141,13 +142,15 @@ export function transcriptStore(db: Db) {
      * One index range scan on (conversation_key, seq) whatever the history length.
      * `artifactItems: false` leaves out the items of artifacts (item_type "artifacts"): read without their refs they
      * would be items with nothing in them. Skipped in the scan, they cost little: at most one per run.
+     * `audience` (a run's: private-audience.ts) leaves out the items private to another; unset (an operator), none is.
      */
-    async page(conversationKey: string, opts: { direction: PageDirection; beforeSeq?: number; afterSeq?: number; limit: number; artifactItems?: boolean }): Promise<{ rows: TranscriptRow[]; hasMore: boolean }> {
+    async page(conversationKey: string, opts: { direction: PageDirection; beforeSeq?: number; afterSeq?: number; limit: number; artifactItems?: boolean; audience?: string | null }): Promise<{ rows: TranscriptRow[]; hasMore: boolean }> {
       const t = transcript;
-      const conds = [eq(t.conversationKey, conversationKey)];
+      const conds: SQL[] = [eq(t.conversationKey, conversationKey)];
       if (opts.beforeSeq !== undefined) conds.push(lt(t.seq, opts.beforeSeq));
       if (opts.afterSeq !== undefined) conds.push(gt(t.seq, opts.afterSeq));
       if (opts.artifactItems === false) conds.push(ne(t.itemType, ARTIFACTS_ITEM));
+      if (opts.audience !== undefined) conds.push(readableItem(db, t.eventId, opts.audience));
       const order = opts.direction === "backward" ? desc : asc;
       const read = db
         .select({ ...transcriptItemColumns, own: rowBytes(t.content, t.contentJson, t.artifactRefsJson, t.metadataJson).as("own") })

@@ -68,13 +68,13 @@ describe("POST /v1/events and the host's own facts", () => {
     expect(await host.query("SELECT event_id FROM event_log WHERE conversation_id = '-100900' AND source = 'telegram'")).toHaveLength(1);
   });
 
-  it("an API caller cannot forge host-written facts (steering claim, unavailable attachments, why it was rejected) into the event's recorded metadata", async () => {
+  it("an API caller cannot forge host-written facts (steering claim, unavailable attachments, why it was rejected, whose eyes alone a chat event is for) into the event's recorded metadata", async () => {
     const forged = {
       steering: { status: "queued", trigger_behavior: "absorbed_into_active_run", claimed_by_run_id: "run_forged", claimed_runner_id: "http:x/y/z", claimed_at: "2020-01-01T00:00:00.000Z" },
       attachments_unavailable: "photo.jpg (the URL answered HTTP 404)",
     };
     const posted = await host.postEvent(messageEvent("forge-conv", "hi", { event_id: "forge-1", metadata: forged }));
-    expect([posted.status, posted.body.error?.message]).toEqual([400, expect.stringMatching(/steering, attachments_unavailable, rejection are written by the host/)]);
+    expect([posted.status, posted.body.error?.message]).toEqual([400, expect.stringMatching(/steering, attachments_unavailable, rejection, private_audience are written by the host/)]);
     expect(await host.query("SELECT event_id FROM event_log WHERE event_id = 'forge-1'")).toEqual([]);
     // An event that ran would otherwise read as refused (GET /v1/events shows metadata.rejection), and a rejected one
     // would keep the caller's keys beside the host's (its reason is merged into the metadata).
@@ -82,6 +82,10 @@ describe("POST /v1/events and the host's own facts", () => {
     const refused = await host.postEvent(messageEvent("forge-conv", "hi", { event_id: "forge-3", metadata: { rejection } }));
     expect([refused.status, refused.body.error?.code]).toEqual([400, "invalid_request"]);
     expect(await host.query("SELECT event_id FROM event_log WHERE event_id = 'forge-3'")).toEqual([]);
+    // Marked private to one chat user, the event would be hidden from the conversation's other runs.
+    const hidden = await host.postEvent(messageEvent("forge-conv", "hi", { event_id: "forge-4", metadata: { private_audience: "discord_ephemeral:U1" } }));
+    expect([hidden.status, hidden.body.error?.code]).toEqual([400, "invalid_request"]);
+    expect(await host.query("SELECT event_id FROM event_log WHERE event_id = 'forge-4'")).toEqual([]);
     // Other metadata is the caller's.
     expect((await host.postEvent(messageEvent("forge-conv", "hi", { event_id: "forge-2", metadata: { ticket: 7 } }))).status).toBe(202);
   });

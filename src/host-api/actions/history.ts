@@ -9,6 +9,7 @@ const historyPage: Handler<"history.page"> = async (ctx, p) => {
     afterSeq: historyBounds(ctx, p.after_cursor)?.after,
     limit: p.limit,
     artifactItems: p.include_artifacts ?? false,
+    audience: ctx.snapshot.privateAudience,
   });
   const items = rows.map((r) => toTranscriptItem(r, p.include_artifacts ?? false));
   return {

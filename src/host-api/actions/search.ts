@@ -17,6 +17,7 @@ const historySearch: Handler<"history.search"> = async (ctx, p) => {
     roles: p.filters?.roles ?? undefined,
     eventTypes: p.filters?.event_types ?? undefined,
     limit: p.top_k,
+    audience: ctx.snapshot.privateAudience,
   });
   return { items: hits.map((h) => ({ ...toTranscriptItem(h.row), score: h.score })), total_count: total, query: p.query };
 };
