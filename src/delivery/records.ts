@@ -36,6 +36,7 @@ export function attemptFacts<T>(facts: Record<string, unknown>, o: { attempt: nu
           retry_after_ms: result.failure.retryAfterMs ?? null,
           will_retry: retryInMs !== null,
           retry_in_ms: retryInMs,
+          ...(result.failure.continuesAs ? { continues_as: result.failure.continuesAs } : {}),
         },
       };
   return [{ type: "delivery.attempted", data: { ...facts, attempt } }, outcome];
@@ -66,7 +67,8 @@ export class DeliveryTrail {
     );
     // A failure given up on is noted on the bot too, in the same write: its admin view shows why a reply never came
     // (a token revoked, a user who blocked the bot) without knowing the conversation. Nothing is written for a success.
-    const givenUp = records.findLast((r) => r.type === "delivery.failed" && r.data.will_retry === false);
+    // One the reply goes on from another way (`continues_as`) is no reply lost.
+    const givenUp = records.findLast((r) => r.type === "delivery.failed" && r.data.will_retry === false && r.data.continues_as === undefined);
     if (givenUp && job.delivery) {
       const { platform: _platform, bot_id: _botId, will_retry: _willRetry, retry_in_ms: _retryInMs, ...facts } = givenUp.data;
       statements.push(deliveryFailureNote(this.db, { botId: job.delivery.botId, platform: this.platform, registeredAt: job.delivery.registeredAt }, { ...facts, conversation_id: place.conversationId, thread_id: place.threadId }));

@@ -51,7 +51,11 @@ export interface PlatformFile {
 /** Where and how a reply goes, fixed at ingress and carried by the run job. May hold short-lived secrets (a Discord interaction token). */
 export type DeliveryTarget =
   | { platform: "telegram"; chatId: string; messageThreadId: number | null; replyToMessageId: number | null }
-  | { platform: "slack"; channel: string; threadTs: string | null }
+  /**
+   * `responseUrl`: a slash command's, shortcut's or press's `response_url` (it posts in the chat for 30 minutes, five
+   * times, with no token): where the answer goes when Slack says the bot may not post in the channel. A credential.
+   */
+  | { platform: "slack"; channel: string; threadTs: string | null; responseUrl?: string }
   /**
    * Without a message to reply to (a welcome), the reply is a new message in the chat. `threadRootId`: the root of the
    * topic thread the message is in, replied to in the thread should the message be recalled first.
@@ -136,6 +140,11 @@ export interface ApiFailure {
    * past the attempt bound.
    */
   refusedFormatting?: boolean;
+  /**
+   * The reply goes on another way that cannot take this call (a Slack command's answer by its response_url, which takes
+   * no draft to edit: the text goes whole at the end): recorded as failed, never as given up.
+   */
+  continuesAs?: string;
 }
 export type ApiResult<T> = { ok: true; value: T } | { ok: false; failure: ApiFailure };
 
@@ -195,6 +204,8 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   receive(bot: Bot<C>, req: WebhookRequest): Promise<Inbound>;
   /** The HTTP answer once the events are recorded (platforms that expect a body, e.g. Discord's deferral). */
   acknowledge(recorded: Recorded[]): unknown;
+  /** What the acknowledgement cannot carry, done after it (Slack's private notice by a press's response_url). Never rejects. */
+  afterAcknowledge?(bot: Bot<C>, recorded: Recorded[], timeoutMs: number): Promise<void> | null;
   /** How the host fetches a file (URL and headers; may call the platform's API). */
   download(bot: Bot<C>, file: PlatformFile, event: NormalizedEvent, timeoutMs: number): Promise<InputAttachmentSource>;
   /** Point the platform at the webhook, where its API allows (Telegram's setWebhook). */

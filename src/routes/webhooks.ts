@@ -59,6 +59,9 @@ export const webhooksRouter = router().post(
       inbound.events,
     );
     const ack = adapter.acknowledge(recorded);
+    // What the answer cannot carry (Slack's notice by a press's response_url) goes after it, never holding it up.
+    const after = adapter.afterAcknowledge?.(bot, recorded, config.PLATFORM_API_TIMEOUT_MS);
+    if (after) c.executionCtx.waitUntil(after);
     return ack === null ? c.body(null, 200) : c.json(ack);
   },
 );

@@ -7,6 +7,7 @@ import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retry
 import type { ApiResult, Bot, DeliveryTarget, Messenger, TextFormat } from "../types";
 import { slackText } from "./mrkdwn";
 import { fileBody, uploadTimeoutMs } from "../upload";
+import { postToResponseUrl, trustedResponseUrl } from "./response-url";
 
 export interface SlackCredentials extends Record<string, string> {
   bot_token: string;
@@ -35,13 +36,38 @@ export async function slackCall(bot: Bot<SlackCredentials>, method: string, para
   return { ok: false, failure: failureOfStatus(status, `slack_http_${status}`, error, retryAfterMs) };
 }
 
+/** Slack's answers for a channel the bot may not post in: not a member (a channel it was never invited to), or none it can see (a DM between people, a private channel). */
+const NOT_POSTABLE = new Set(["slack_not_in_channel", "slack_channel_not_found"]);
+/** How a message posted by the response_url is named: Slack gives it no ts, and it cannot be edited. */
+const BY_RESPONSE_URL = "response_url:";
+
+/**
+ * Posts with chat.postMessage; where Slack says the bot may not post there and the target has a response_url (a slash
+ * command, a shortcut, a press), the answer goes by that URL instead, `in_channel`, each message as a new one: it takes
+ * no edits, so a streamed draft stops there and the text goes whole at the end.
+ */
 export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<DeliveryTarget, { platform: "slack" }>, timeoutMs: number, format: TextFormat = "markdown"): Messenger {
+  const responseUrl = trustedResponseUrl(target.responseUrl, bot.apiBaseUrl);
+  /** Slack refused the channel once: the rest of the answer goes by the response_url without asking again. */
+  let viaResponseUrl = false;
+  let posted = 0;
+  async function byResponseUrl(text: string): Promise<ApiResult<string>> {
+    const res = await postToResponseUrl(responseUrl!, { response_type: "in_channel", text: slackText(text, format) }, timeoutMs);
+    return res.ok ? { ok: true, value: `${BY_RESPONSE_URL}${++posted}` } : res;
+  }
   return {
-    async send(text) {
+    async send(text, { editable }) {
+      if (viaResponseUrl && !editable) return byResponseUrl(text);
       const res = await slackCall(bot, "chat.postMessage", { channel: target.channel, text: slackText(text, format), ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }, timeoutMs);
-      return res.ok ? { ok: true, value: String(res.value.ts) } : res;
+      if (res.ok) return { ok: true, value: String(res.value.ts) };
+      if (responseUrl === null || !NOT_POSTABLE.has(res.failure.code)) return res;
+      viaResponseUrl = true;
+      // A draft posted there would stay as it is, and spend one of the URL's five posts: it waits for the whole text.
+      if (editable) return { ok: false, failure: { ...res.failure, continuesAs: "response_url" } };
+      return byResponseUrl(text);
     },
     async edit(messageId, text) {
+      if (messageId.startsWith(BY_RESPONSE_URL)) return { ok: false, failure: { kind: "permanent", status: null, code: "slack_response_url_no_edit", message: "a message posted by a response_url cannot be edited" } };
       const res = await slackCall(bot, "chat.update", { channel: target.channel, ts: messageId, text: slackText(text, format) }, timeoutMs);
       return res.ok ? { ok: true, value: undefined } : res;
     },

@@ -7,6 +7,7 @@ import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
 import { SLACK_TABLE_COLUMNS } from "./mrkdwn";
 import { isInteractivity, readInteractivity } from "./interactivity";
+import { acknowledgeSlack, noticeByResponseUrl } from "./acknowledge";
 import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
 import { SLACK_MAX_TEXT, slackSentUnits } from "./text";
 import { verifySlackSignature } from "./verify";
@@ -28,7 +29,7 @@ const NewCredentialsSchema = CredentialsSchema.extend({
  * Slack Events API over HTTP: every request signed with the app's signing
  * secret; `url_verification` answered with its challenge; retries
  * (`X-Slack-Retry-Num`) carry the same event and are deduplicated. Interactivity
- * requests (button presses) come to the same URL, form-encoded (./interactivity.ts).
+ * requests (button presses, shortcuts) and slash commands come to the same URL, form-encoded (./interactivity.ts).
  */
 /** Slack's upload URLs take files of up to 1 GB. */
 const SLACK_UPLOAD_MAX_BYTES = 1_000_000_000;
@@ -45,7 +46,7 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   async receive(bot, req) {
     await verifySlackSignature(req.headers, req.rawBody, bot.credentials.signing_secret, req.now);
     const fallbackKey = await bodyKey(req.rawBody);
-    // Button presses and the like come form-encoded, signed the same way (the app's Interactivity Request URL).
+    // Button presses, shortcuts and slash commands come form-encoded, signed the same way (their Request URLs).
     if (isInteractivity(req.headers)) return readInteractivity(req.rawBody, fallbackKey);
     const body = parseBody(req.rawBody);
     const envelope = EnvelopeSchema.safeParse(body);
@@ -57,8 +58,9 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     return { kind: "events", raw: body, events: normalizeEnvelope(envelope.data, fallbackKey, postsAsUser) };
   },
 
-  // Slack wants a 2xx within 3 s, empty: a body to an interactivity request would be read as its answer (a modal's response_action).
-  acknowledge: () => null,
+  // Slack wants a 2xx within 3 s: empty but for a slash command's (./acknowledge.ts).
+  acknowledge: acknowledgeSlack,
+  afterAcknowledge: noticeByResponseUrl,
 
   async download(bot, file) {
     if (!file.ref) throw new HostError(400, "attachment_unavailable", "Slack gave no download URL for it (a Slack Connect file, or one the workspace's plan hides)");
@@ -69,7 +71,7 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     return { kind: "url", url: file.ref, headers, name: file.name, mimeType: file.mimeType, artifactType: file.artifactType };
   },
 
-  // The deprecated verification `token` is a credential; so is an interactivity payload's `response_url` (it posts in
+  // The deprecated verification `token` is a credential; so is a slash command's or interactivity payload's `response_url` (it posts in
   // the chat for 30 minutes, no token needed), a view's `response_urls`, and a workflow step's `bot_access_token`.
   redactRaw: (raw) => withoutPaths(raw, [["token"], ["response_url"], ["response_urls"], ["bot_access_token"]]),
   messenger: (bot, target, timeoutMs, opts) => {

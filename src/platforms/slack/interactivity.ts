@@ -1,14 +1,16 @@
 /**
- * Slack's interactivity requests (button presses, select menus, modals, shortcuts) in the host's terms. Slack posts them
- * form-encoded to the app's Interactivity Request URL, the JSON in one `payload` field, signed as events are. A
- * `block_actions` press on a message becomes a `message.received`, as a Discord component press does: its input is what
- * was chosen, its reply goes to the message's channel and thread. Other payloads are recorded, never refused.
+ * Slack's interactivity requests (button presses, select menus, modals, shortcuts) and slash commands in the host's
+ * terms. Slack posts them form-encoded, signed as events are: a press's or shortcut's JSON in one `payload` field, a
+ * slash command as fields of its own. A `block_actions` press on a message becomes a `message.received`, as a Discord
+ * component press does: its input is what was chosen, its reply goes to the message's channel and thread. A slash
+ * command and a message shortcut run as Discord's commands do (./commands.ts). Other payloads are recorded, never refused.
  */
 import * as z from "zod";
 import type { Inbound, NormalizedEvent } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { parseBody } from "../verify";
 import { absentOr, withoutNulls } from "../payload";
+import { messageShortcutOf, slashCommandOf } from "./commands";
 
 const OptionSchema = z.looseObject({ value: absentOr(z.string()), text: absentOr(z.looseObject({ text: absentOr(z.string()) })) });
 
@@ -42,6 +44,7 @@ const BlockActionsSchema = z.looseObject({
   channel: absentOr(z.looseObject({ id: z.string() })),
   message: absentOr(z.looseObject({ ts: absentOr(z.string()), thread_ts: absentOr(z.string()) })),
   actions: z.array(ActionSchema).min(1),
+  response_url: absentOr(z.string()),
 });
 
 /** Whether a signed request is an interactivity one: Slack form-encodes those, and sends events as JSON. */
@@ -52,10 +55,11 @@ export function readInteractivity(rawBody: string, fallbackKey: string): Inbound
   const form = new URLSearchParams(rawBody);
   const payload = form.get("payload");
   if (payload === null) {
-    // A slash command (or anything else form-encoded) is recorded, not run: only presses are handled here.
+    // A slash command; anything else form-encoded is recorded, not run.
     const fields = Object.fromEntries(form);
     const key = fields.trigger_id ? `interaction:${fields.trigger_id}` : fallbackKey;
-    return { kind: "events", raw: fields, events: [{ ...unhandled(key, fields.command ? "slash_command" : "unknown"), conversationId: fields.channel_id || null }] };
+    const event = fields.command ? slashCommandOf(fields, key) : { ...unhandled(key, "unknown"), conversationId: fields.channel_id || null };
+    return { kind: "events", raw: fields, events: [event] };
   }
   const body = parseBody(payload);
   const given = body && typeof body === "object" ? (withoutNulls(body) as Record<string, unknown>) : {};
@@ -64,6 +68,7 @@ export function readInteractivity(rawBody: string, fallbackKey: string): Inbound
   if (type === "block_suggestion") return { kind: "handshake", body: { options: [] } };
   const key = typeof given.trigger_id === "string" ? `interaction:${given.trigger_id}` : fallbackKey;
   // The payload as parsed, not as the schema rebuilt it: the stored copy keeps Slack's own key order.
+  if (type === "message_action") return { kind: "events", raw: body, events: [messageShortcutOf(given, key)] };
   if (type !== "block_actions") return { kind: "events", raw: body, events: [{ ...unhandled(key, type), conversationId: channelIn(given) }] };
   return { kind: "events", raw: body, events: [pressOf(given, key)] };
 }
@@ -115,6 +120,6 @@ function pressOf(given: Record<string, unknown>, key: string): NormalizedEvent {
     files: [],
     // Named as a Discord press's component is; not `ts`, which names a message of the person's own (recalls, edits).
     data: { team_id: team ?? null, component: { custom_id: action.action_id ?? null, component_type: action.type, block_id: action.block_id ?? null, values }, message_ts: ts ?? null },
-    replyTarget: { platform: "slack", channel, threadTs: threadId },
+    replyTarget: { platform: "slack", channel, threadTs: threadId, ...(p.data.response_url ? { responseUrl: p.data.response_url } : {}) },
   };
 }

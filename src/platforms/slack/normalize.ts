@@ -24,7 +24,7 @@ export const EnvelopeSchema = z.looseObject({
 });
 export type SlackEnvelope = z.infer<typeof EnvelopeSchema>;
 
-const FileSchema = z.looseObject({
+export const FileSchema = z.looseObject({
   id: z.string(),
   name: absentOr(z.string()),
   mimetype: absentOr(z.string()),
@@ -102,7 +102,7 @@ const threadOf = (m: { ts?: unknown; thread_ts?: unknown } | null | undefined): 
 const userActor = (user: string | undefined, team?: string) => ({ actor_type: "user", actor_id: user ?? null, actor_name: null, metadata: team ? { team } : {} });
 
 /** Every shared file; one Slack gives no URL for (a Slack Connect file, one hidden by the plan) has an empty ref, and its download says why. */
-function filesOf(files: z.infer<typeof FileSchema>[] = []): PlatformFile[] {
+export function filesOf(files: z.infer<typeof FileSchema>[] = []): PlatformFile[] {
   return files.map((f) => ({ ref: f.url_private_download ?? f.url_private ?? "", name: f.name ?? f.id, mimeType: f.mimetype, artifactType: artifactTypeOf(f.mimetype) as PlatformFile["artifactType"] }));
 }
 
