@@ -14,7 +14,7 @@ import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
 import { RUN_ENDED, RunnerCallError } from "../src/runner/errors";
 import { decidedWithoutOwnRun } from "../src/stores/event-log";
-import { isNotStarted, runsStore, type LedgerEntry } from "../src/stores/runs";
+import { runsStore, type LedgerEntry } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
 import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, rejectionOf, steeringTarget, waitingRun, willSteer, withoutLost, endedAtOnce, decidedWithoutRun, type CancelOutcome, type DispatchResult, type EventDecision, type StoredRun } from "./scheduling";
@@ -32,6 +32,7 @@ import { UnhandedEdits } from "./unhanded-edits";
 import { endLostRuns } from "./lost-runs";
 import { reviseWaiting, type MessageRevision, type RevisionDeps, type RevisionOutcome } from "./waiting-revisions";
 import { abortActive } from "./active-runs";
+import { decidedAlready } from "./redelivery";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
  * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
@@ -45,7 +46,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Queued runs whose cancellation is being recorded (or whose recalled message a claimed one replaces): the scheduler must not start them meanwhile. */
   private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
-  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job) => this.redeliver(job));
+  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job) => this.redeliver(job), { inTurn: (work) => this.decisions.inTurn(work), decide: (job) => this.decideUnlessDecided(job), wake: () => this.kick() });
   private readonly runs = new RunTableStore(this.ctx.storage);
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly replies = new PendingReplies(this.ctx.storage);
@@ -67,7 +68,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Runs that could not record how they ended (their replies, how far followers were told): ended as lost, their own reply hears of it. */
   private readonly unrecordedReplies = new Map<string, UnrecordedRun>();
   /** A lost run ended once at a time: a cancel and the watchdog finding it together share one end (one notice). */
-  private readonly interruptDeps: InterruptDeps = { runs: this.runs, active: this.active, cancelQueued: (key, job, why) => this.cancelQueued(key, job, why) };
+  private readonly interruptDeps: InterruptDeps = { runs: this.runs, active: this.active, cancelQueued: (key, job, why) => this.cancelQueued(key, job, why), moot: (runId) => this.steering.moot(runId) };
   /** What a recall or an edit of a chat message may change here (waiting-revisions.ts). */
   private readonly revisionDeps: Omit<RevisionDeps, "db"> = { runs: this.runs, steering: this.steering, active: this.isActive, held: this.cancelling, kick: () => this.kick(), voidEarlyClaim: (runId) => this.claims.withdraw(runId), cancelQueued: (key, job, why) => this.cancelQueued(key, job, why), endUnhanded: (id, outcome) => this.unhanded.end(dbOf(this.env), id, outcome), editUnhanded: (id, edit) => this.unhandedEdits.hold(id, edit) };
   private readonly finishLost = sharedByKey((_key: string, job: RunJob) => job.runId, (key: string, job: RunJob) => this.endLost(key, job));
@@ -77,16 +78,12 @@ export class ConversationDO extends DurableObject<Env> {
     return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.decide(await this.unhandedEdits.applied(job)));
   }
 
-  /** A redelivered event whose run ingress read as not started (or one whose claim the alarm took back from a dead instance): decided only if no decision was taken for it since (steered or rejected: its run row is gone; superseded, started or ended), which the run table cannot tell. */
+  /** A redelivered event whose run ingress read as not started (or one whose claim the alarm took back from a dead instance): decided only if no decision was taken for it since (redelivery.ts). */
   async redeliver(job: RunJob): Promise<DispatchResult> {
-    return this.decisions.decide(job.runId, async () => {
-      // Claimed by a steering run when the claim's write got no answer: that claim is completed, not made again (taken back if its writer died).
-      const claimedBy = await this.steering.completeClaim(dbOf(this.env), job.runId);
-      if (claimedBy) return { disposition: "steered", runId: claimedBy };
-      if (!(await this.runs.find(job.runId)) && !isNotStarted((await runsStore(dbOf(this.env)).get(job.runId))?.status)) return { disposition: "duplicate", runId: job.runId };
-      return this.decide(await this.unhandedEdits.applied(job));
-    });
+    return this.decisions.decide(job.runId, () => this.decideUnlessDecided(job));
   }
+  /** In a decision's turn; also how a message a run claimed and dropped unpulled is decided anew (dropped-claims.ts). */
+  private readonly decideUnlessDecided = async (job: RunJob): Promise<DispatchResult> => (await decidedAlready(dbOf(this.env), this.steering, this.runs, job.runId)) ?? this.decide(await this.unhandedEdits.applied(job));
 
   /** Ingress: an album's item is on its way, `files` downloading, or (null) its ingress ended, whatever became of it; its album's run waits for it meanwhile (album-gathering.ts). */
   albumItem(eventId: string, coming: { albumId: string; files: number } | null): Promise<void> {

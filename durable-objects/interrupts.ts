@@ -10,6 +10,8 @@ export interface InterruptDeps {
   active: ReadonlyMap<string, { abort: AbortController }>;
   /** Ends a run that never started as cancelled (its claimed messages dropped). */
   cancelQueued: (key: string, job: RunJob, reason: string) => Promise<boolean>;
+  /** A run it stops: the messages it claimed and never pulled are dropped and not decided anew (steering-queue.ts `moot`). */
+  moot: (runId: string) => void;
 }
 
 /**
@@ -21,8 +23,13 @@ export interface InterruptDeps {
  */
 export async function interrupt(deps: InterruptDeps, table: RunTable, job: RunJob, waiting: (waitLimit?: number) => StoredRun): Promise<{ table: RunTable; stored: StoredRun }> {
   const isActive = (runId: string) => deps.active.has(runId);
-  for (const [, run] of table.filter(([, r]) => supersedes(job)(r))) deps.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
   const superseded = supersededByInterrupt(table, job, Date.now(), isActive);
+  // Marked first: each one's drop, whenever it comes, finds the mark.
+  for (const [, run] of table.filter(([, r]) => supersedes(job)(r) && deps.active.has(r.job.runId))) {
+    deps.moot(run.job.runId);
+    deps.active.get(run.job.runId)?.abort.abort(new RunnerCallError("cancelled", "run interrupted by a newer event in its conversation"));
+  }
+  for (const [, run] of superseded) deps.moot(run.job.runId);
   // All at once: each is marked as being cancelled before the first write is awaited, so the scheduler never starts one
   // while another's end is recorded. The first failure is the decision's (the runs it left are cancelled next time).
   const cancels = await Promise.allSettled(superseded.map(([key, run]) => deps.cancelQueued(key, run.job, "superseded by a newer event in its conversation")));

@@ -2,14 +2,15 @@ import { writeAll, type Db } from "../src/db/client";
 import { mayHaveApplied } from "../src/db/executor";
 import { loggedError } from "../src/lib/describe-error";
 import type { SteeringPort } from "../src/host-api/actions/index";
-import { jsonByteLength } from "../src/protocol/common";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import { withEditedText } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
-import { claimMetadata, claimRefOf, steeringItemOf, steeringOutcomeInsert, type ClaimRef } from "../src/run/steering";
+import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
 import { releaseStatements } from "../src/run/steering-release";
 import { decidedWithoutOwnRun } from "../src/stores/event-log";
+import { DroppedClaims, type DecideAgain } from "./dropped-claims";
 import { inTurnByKey } from "./serial-decisions";
+import { bodyKeyOf, chunks, isWhole, itemOfBody, prefixOf, QUEUE, stored, stubOf, withinBytes, type Body, type ClaimStub, type Queued } from "./steering-storage";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
 export const STEERING_QUEUE_CAP = 100;
@@ -20,41 +21,6 @@ export const STEERING_QUEUE_CAP = 100;
  */
 export const STEERING_PULL_MAX_BYTES = 4 * 1024 * 1024;
 
-/**
- * What a queue key holds: the claim and its message's size. The message itself (up to MAX_EVENT_BODY_BYTES, and a
- * queue holds 100) is kept apart under `BODY`, read only when pulled: counting a queue, choosing what a pull answers
- * and recording drops never bring every message into the isolate's memory.
- */
-interface ClaimStub extends ClaimRef {
-  bytes: number;
-  /** The version of the newest edit of its message applied while it waited (`amend`). */
-  revision?: number;
-}
-/** A queue value: a stub, or (written by an earlier version) the whole item. */
-type Queued = ClaimStub | SteeringInputItem;
-const isWhole = (v: Queued): v is SteeringInputItem => "event" in v;
-const stubOf = (v: Queued): ClaimStub => (isWhole(v) ? { ...claimRefOf(v), bytes: jsonByteLength(v) } : v);
-
-/** The oldest claims whose messages' JSON (UTF-8) fits `maxBytes` together, the first always. */
-function withinBytes(items: [string, Queued][], maxBytes: number): [string, Queued][] {
-  if (maxBytes === Infinity) return items;
-  let size = 0;
-  for (let i = 0; i < items.length; i++) {
-    size += stubOf(items[i][1]).bytes;
-    if (size > maxBytes && i > 0) return items.slice(0, i);
-  }
-  return items;
-}
-
-/** Storage calls take at most 128 keys; chunks issued in one tick still make one atomic write. */
-const MAX_KEYS = 128;
-const chunks = <T>(xs: T[]): T[][] => Array.from({ length: Math.ceil(xs.length / MAX_KEYS) }, (_, i) => xs.slice(i * MAX_KEYS, (i + 1) * MAX_KEYS));
-
-const QUEUE = "steer:";
-const prefixOf = (runId: string) => `${QUEUE}${runId}:`;
-/** The messages of queued claims, under their queue key's suffix. */
-const BODY = "steer-item:";
-const bodyKeyOf = (queueKey: string) => `${BODY}${queueKey.slice(QUEUE.length)}`;
 /** Ended runs whose unpulled claims are still to be recorded as dropped. */
 const DROP_LATER = "steer-drop:";
 /** Claims whose write got no answer, by the claimed event's own run id (see `claim`). */
@@ -63,6 +29,8 @@ const UNSETTLED = "steer-unsettled:";
 const TAKING = "steer-taking:";
 /** Claims being written, by the claimed event's own run id (see `claim`). */
 const CLAIMING = "steer-claiming:";
+/** Runs an interrupt stopped, by run id: their unpulled claims are dropped and not decided again (see `moot`). */
+const MOOT = "steer-moot:";
 
 interface UnsettledClaim {
   eventId: string;
@@ -87,7 +55,7 @@ const claimStatements = (db: Db, eventId: string, runId: string, item: SteeringI
 /**
  * A run's steering queue in the Durable Object's storage: claimed messages in
  * claim order, kept durably so that a run lost with its instance can still
- * record what it never pulled.
+ * record what it never pulled, and have it decided anew (dropped-claims.ts).
  */
 export class SteeringQueue {
   private claims = 0;
@@ -103,17 +71,22 @@ export class SteeringQueue {
   private readonly instance = crypto.randomUUID();
   /** This instance's claims in flight (the claimed events' own run ids). */
   private readonly writing = new Set<string>();
+  private readonly dropped: DroppedClaims;
 
   /**
    * `completed`: a claim completed late discarded the claimed event's own run (its followers hear it was steered).
    * `released`: a claim an earlier instance died writing was taken back (`retryDrops`): its event's run to decide anew,
    * unless decided meanwhile (the event sent again took the claim back too, and was steered or rejected: a redelivery).
+   * `again`: how a dropped claim's event is decided anew (dropped-claims.ts).
    */
   constructor(
     private readonly storage: DurableObjectStorage,
     private readonly completed: (runId: string) => void = () => {},
     private readonly released: (job: RunJob) => Promise<unknown> = async () => {},
-  ) {}
+    again?: DecideAgain,
+  ) {
+    this.dropped = new DroppedClaims(storage, again);
+  }
 
   async size(runId: string): Promise<number> {
     return (await this.storage.list({ prefix: prefixOf(runId) })).size;
@@ -145,16 +118,15 @@ export class SteeringQueue {
       throw err;
     }
     if (!pulls()) return (await this.release(db, claim)) ? "released" : "queued";
-    void this.enqueue(key, item);
+    void this.enqueue(claim);
     this.settled(job.runId);
     return "queued";
   }
 
   /** A claim whose write may have committed stands: queued, and remembered so that its write is made again (`completeClaim`). */
   private standUnsettled(claim: ClaimInFlight): void {
-    const item = itemOf(claim);
-    void this.enqueue(claim.key, item);
-    void this.storage.put<UnsettledClaim>(`${UNSETTLED}${claim.job.runId}`, { eventId: claim.job.event.event_id, item });
+    void this.enqueue(claim);
+    void this.storage.put<UnsettledClaim>(`${UNSETTLED}${claim.job.runId}`, { eventId: claim.job.event.event_id, item: itemOf(claim) });
   }
 
   /** A claim in flight is answered: in the same tick as what it left (queued, or remembered). */
@@ -192,9 +164,10 @@ export class SteeringQueue {
     return true;
   }
 
-  /** The claim under its key, its message apart (one atomic write). */
-  private enqueue(key: string, item: SteeringInputItem): Promise<void> {
-    return this.storage.put({ [key]: { ...claimRefOf(item), bytes: jsonByteLength(item) } satisfies ClaimStub, [bodyKeyOf(key)]: item });
+  /** The claim under its key, its event's job apart (one atomic write): what a pull gets, and what a drop has decided anew. */
+  private enqueue(claim: ClaimInFlight): Promise<void> {
+    const { stub, body } = stored(claim.job, itemOf(claim));
+    return this.storage.put({ [claim.key]: stub, [bodyKeyOf(claim.key)]: body });
   }
 
   /**
@@ -241,22 +214,20 @@ export class SteeringQueue {
   /** The messages of these queue entries, in their order (an entry stored whole is its own message). */
   private async messagesOf(entries: [string, Queued][]): Promise<SteeringInputItem[]> {
     const keys = entries.filter(([, v]) => !isWhole(v)).map(([k]) => bodyKeyOf(k));
-    const bodies = new Map<string, SteeringInputItem>();
-    for (const part of chunks(keys)) for (const [k, v] of await this.storage.get<SteeringInputItem>(part)) bodies.set(k, v);
+    const bodies = new Map<string, Body>();
+    for (const part of chunks(keys)) for (const [k, v] of await this.storage.get<Body>(part)) bodies.set(k, v);
     return entries.flatMap(([k, v]) => {
-      const item = isWhole(v) ? v : bodies.get(bodyKeyOf(k));
-      return item ? [item] : [];
+      if (isWhole(v)) return [v];
+      const body = bodies.get(bodyKeyOf(k));
+      return body ? [itemOfBody(v, body)] : [];
     });
   }
 
   /**
-   * Take items off a run's queue and record what became of them (pulled by
-   * the run, or dropped at its end). They leave the queue before the libSQL
-   * write (storage calls do not open the input gate, the write does), so a
-   * concurrent pull or drop never sees them too; they are put back if the
-   * write fails. Until the write is answered they are kept under `TAKING`
-   * keys: should the instance die meanwhile (its pull never answered), the
-   * run's drop finds them there and records them, rather than losing them.
+   * Take items off a run's queue and record what became of them (pulled by the run, or dropped at its end). They leave
+   * the queue before the libSQL write (storage calls do not open the input gate, the write does), so a concurrent pull
+   * or drop never sees them too; they are put back if the write fails. Until the write is answered they are kept under
+   * `TAKING` keys: should the instance die meanwhile (its pull never answered), the run's drop finds and records them.
    */
   take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
     return this.inTurn(run.runId, async () => (await this.takeNow(db, run, outcome, { limit, maxBytes })).items);
@@ -289,11 +260,21 @@ export class SteeringQueue {
     return this.inTurn(runId, async () => {
       const found = [...(await this.storage.list<Queued>({ prefix: prefixOf(runId) }))].find(([, v]) => stubOf(v).event_id === eventId);
       if (!found) return false;
-      if ((stubOf(found[1]).revision ?? -Infinity) > edit.version) return true;
-      const [item] = await this.messagesOf([found]);
-      if (!item) return false;
-      const edited: SteeringInputItem = { ...item, input: withEditedText(item.input, edit.text) };
-      await this.storage.put({ [found[0]]: { ...claimRefOf(edited), bytes: jsonByteLength(edited), revision: edit.version } satisfies ClaimStub, [bodyKeyOf(found[0])]: edited });
+      const [key, stub] = [found[0], stubOf(found[1])];
+      if ((stub.revision ?? -Infinity) > edit.version) return true;
+      const body = isWhole(found[1]) ? found[1] : await this.storage.get<Body>(bodyKeyOf(key));
+      if (!body) return false;
+      let value: { stub: ClaimStub; body: Body };
+      if (stub.job) {
+        // The job edited: the item pulled is made from it, and so is the run of the message should it be dropped and decided anew.
+        const job: RunJob = { ...(body as RunJob), input: withEditedText(body.input, edit.text) };
+        value = stored(job, itemOfBody(stub, job), edit.version);
+      } else {
+        const item = itemOfBody(stub, body);
+        const edited: SteeringInputItem = { ...item, input: withEditedText(item.input, edit.text) };
+        value = { stub: { ...stubOf(edited), revision: edit.version }, body: edited };
+      }
+      await this.storage.put({ [key]: value.stub, [bodyKeyOf(key)]: value.body });
       return true;
     });
   }
@@ -304,8 +285,8 @@ export class SteeringQueue {
     return null;
   }
 
-  /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. */
-  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; only?: string; reason?: "recalled" }): Promise<{ items: SteeringInputItem[]; taken: number }> {
+  /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. `again`: a drop's claims are to be decided anew (dropped-claims.ts). */
+  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; only?: string; reason?: "recalled"; again?: boolean }): Promise<{ items: SteeringInputItem[]; taken: number }> {
     const queued = [...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: opts.only === undefined ? opts.limit : undefined }))];
     const entries = withinBytes(opts.only === undefined ? queued : queued.filter(([, v]) => stubOf(v).event_id === opts.only), opts.maxBytes ?? Infinity);
     // A drop also records what an earlier instance's pull had taken when it died: its runner never had the answer.
@@ -314,10 +295,12 @@ export class SteeringQueue {
     // Only a pull reads the messages: what its answer carries.
     const items = outcome === "injected" ? await this.messagesOf(entries) : [];
     const taking = entries.map(([k, v]): [string, Queued] => [`${TAKING}${k}`, v]);
+    // A run's whole drop is remembered until its records and what follows them are stored: lost with this instance midway, the next one finishes it (retryDrops).
+    const whole = outcome === "dropped" && opts.only === undefined ? `${DROP_LATER}${run.runId}` : null;
     for (const [k] of taking) this.inFlight.add(k);
     try {
       // All in one tick: one atomic write.
-      if (entries.length) await Promise.all([this.putAll(taking), this.deleteAll(entries.map(([k]) => k))]);
+      await Promise.all([this.putAll(whole ? [...taking, [whole, run]] : taking), this.deleteAll(entries.map(([k]) => k))]);
       try {
         await writeAll(db, [...entries, ...orphans].map(([, v]) => steeringOutcomeInsert(db, outcome, stubOf(v), run, opts.reason)));
       } catch (err) {
@@ -325,8 +308,13 @@ export class SteeringQueue {
         if (entries.length) await Promise.all([this.putAll(entries), this.deleteAll(taking.map(([k]) => k))]);
         throw err;
       }
-      const queueKeys = [...entries.map(([k]) => k), ...orphans.map(([k]) => k.slice(TAKING.length))];
-      await this.deleteAll([...taking.map(([k]) => k), ...orphans.map(([k]) => k), ...queueKeys.map(bodyKeyOf)]);
+      const taken = [...entries, ...orphans.map(([k, v]): [string, Queued] => [k.slice(TAKING.length), v])];
+      // Their events' jobs stay (under their body keys) for them to be decided anew; a recalled message's, or an earlier release's claim, goes.
+      const again = opts.again ? taken.filter(([, v]) => !isWhole(v) && v.job) : [];
+      const kept = new Set(again.map(([k]) => k));
+      const done = [...taking.map(([k]) => k), ...orphans.map(([k]) => k), ...taken.filter(([k]) => !kept.has(k)).map(([k]) => bodyKeyOf(k)), ...(whole ? [whole] : [])];
+      // One tick: one atomic write.
+      await Promise.all([this.deleteAll(done), this.dropped.keep(again.map(([k, v]) => [k, stubOf(v)]))]);
     } finally {
       for (const [k] of taking) this.inFlight.delete(k);
     }
@@ -355,10 +343,12 @@ export class SteeringQueue {
    */
   async drop(db: Db, run: RunJob): Promise<boolean> {
     try {
-      await this.take(db, run, "dropped");
+      const again = (await this.storage.get(`${MOOT}${run.runId}`)) === undefined;
+      await this.inTurn(run.runId, () => this.takeNow(db, run, "dropped", { again }));
       for (const [key, claim] of await this.storage.list<UnsettledClaim>({ prefix: UNSETTLED })) {
         if (claim.item.claimed_run_id === run.runId) await this.completeClaim(db, key.slice(UNSETTLED.length));
       }
+      if (!again) void this.storage.delete(`${MOOT}${run.runId}`);
       return true;
     } catch (err) {
       console.error(`run ${run.runId}: steering drop not recorded yet: ${loggedError(err)}`);
@@ -369,12 +359,26 @@ export class SteeringQueue {
   }
 
   /**
-   * Records the drops `drop` could not, and takes back the claims an earlier instance died writing (their events'
-   * runs decided anew: the ingress call that made them failed with that instance); answers whether some are still
-   * waiting (or claims still being written: should this instance die, the alarm wakes the next). Cheap when none are.
+   * An interrupt stopped `runId` (or dropped it before it began): the newer question moots what it claimed and never
+   * pulled, which is dropped and not decided anew (README "Strategy"): that would cancel or precede the newer answer.
+   * Durable, so the drop sees it whichever instance records it.
+   */
+  moot(runId: string): void {
+    void this.storage.put(`${MOOT}${runId}`, true);
+  }
+
+  /**
+   * Records the drops `drop` could not, takes back the claims an earlier instance died writing (their events' runs
+   * decided anew: the ingress call that made them failed with that instance), and decides anew the dropped claims still
+   * waiting (dropped-claims.ts); answers whether some are still waiting (or claims still being written: should this
+   * instance die, the alarm wakes the next). Cheap when none are. Only the alarm calls it: it waits for the decisions.
    */
   async retryDrops(db: Db): Promise<boolean> {
-    if (!this.dropsWaiting) return false;
+    if (this.dropsWaiting) await this.retryWaiting(db);
+    return (await this.dropped.answer(db)) || this.dropsWaiting;
+  }
+
+  private async retryWaiting(db: Db): Promise<void> {
     // Cleared before listing: a drop that fails from here on (this retry's, or another run's meanwhile) sets it again.
     this.dropsWaiting = false;
     for (const [key, run] of await this.storage.list<RunJob>({ prefix: DROP_LATER })) {
@@ -390,6 +394,5 @@ export class SteeringQueue {
       }
     }
     if (this.writing.size) this.dropsWaiting = true;
-    return this.dropsWaiting;
   }
 }

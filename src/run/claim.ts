@@ -122,7 +122,8 @@ export class RunClaims {
   }
 }
 
-function refusalOf(current: CurrentAgent | undefined, queued: RunJob): RunnerCallError | null {
+/** Why a run of `queued` cannot call its runner now (its agent deleted, recreated, disabled; its runner removed), or null. */
+export function refusalOf(current: CurrentAgent | undefined, queued: RunJob): RunnerCallError | null {
   if (!current) return new RunnerCallError(RUN_FAILURE_CODES.agentUnavailable, "the run's agent was deleted before the run started");
   // Another agent created under the same id since (a new state epoch) is not the agent that bound the event: it was deleted.
   if (queued.agent.stateEpoch !== undefined && (queued.agent.stateEpoch ?? null) !== (current.agent.stateEpoch ?? null)) {

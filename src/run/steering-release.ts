@@ -2,8 +2,11 @@ import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertWhere } from "../db/guarded";
 import { eventLog, run } from "../db/schema";
+import { currentAgentStatement } from "../stores/binding-resolution";
 import { placeOfRun } from "../stores/event-log";
+import { refusalOf } from "./claim";
 import type { RunJob } from "./job";
+import { jobAgentOf, jobRunnerOf } from "./job-parts";
 
 /**
  * A steering claim taken back (durable-objects/steering-queue.ts `release`): the claimed event is `bound` to its own
@@ -37,4 +40,15 @@ export function releaseStatements(db: Db, job: RunJob, claimedRunId: string) {
     sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.runId} = ${job.runId} AND ${eventLog.disposition} = 'bound') AND NOT EXISTS (SELECT 1 FROM ${run} WHERE ${run.runId} = ${job.runId})`,
   );
   return [rebind, ownRun];
+}
+
+/**
+ * A dropped claim's event as its agent is now (durable-objects/dropped-claims.ts), to be decided anew as an event
+ * arriving now would be (its strategy, its runner's steering); null when that agent can no longer answer it (deleted,
+ * created anew under its id, disabled, its runner no longer registered). Throws when the database cannot say.
+ */
+export async function asAgentIsNow(db: Db, job: RunJob): Promise<RunJob | null> {
+  const [current] = await currentAgentStatement(db, job.agent.agentId).execute();
+  if (refusalOf(current, job) || !current.runner || !current.service) return null;
+  return { ...job, agent: jobAgentOf(current.agent), runner: jobRunnerOf(current.runner, current.service) };
 }

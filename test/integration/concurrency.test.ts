@@ -49,6 +49,13 @@ afterAll(async () => {
 const startedTexts = (conversation: string) => started.get(conversation) ?? [];
 const reply = async (runId: string) => JSON.parse((await host.waitForRun(runId)).message!.content as string);
 
+/** The run of its own a steered message dropped unpulled is answered in, once decided anew (README "Steering"). */
+async function decidedAnew(eventId: string): Promise<string> {
+  const event = () => host.admin<{ disposition: string; run_id: string }>("GET", `/v1/events/${eventId}`).then((r) => r.body);
+  await waitFor(async () => (await event()).disposition === "bound", 10_000, `${eventId} decided anew`);
+  return (await event()).run_id;
+}
+
 /** EventLog of a conversation, read by a fresh run the way a runner would. */
 async function eventLogOf(conversation: string): Promise<any[]> {
   const res = await host.postEvent(messageEvent(conversation, "report"));
@@ -86,7 +93,7 @@ describe("steering (PROTOCOL §10)", () => {
     expect(log.filter((e) => e.event_type === "message.received").map((e) => e.input_summary)).toEqual(expect.arrayContaining(["second", "third"]));
   });
 
-  it("pulls one at a time, and records every item never pulled as dropped when the run ends", async () => {
+  it("pulls one at a time, and records every item never pulled as dropped when the run ends (then answered all the same)", async () => {
     const c = "steer-one";
     await agentFor(c, steerer, { pull: "one" });
     const first = await host.postEvent(messageEvent(c, "hold"));
@@ -94,12 +101,14 @@ describe("steering (PROTOCOL §10)", () => {
     for (const n of ["a", "b", "c"]) expect((await host.postEvent(messageEvent(c, n, { event_id: `steer-one-${n}` }))).body.disposition).toBe("steered");
     gate(c).resolve();
     expect((await reply(first.body.run_id!)).pulled).toEqual(["a"]);
+    // Decided anew in claim order: b in a run of its own, which c is steered into.
+    expect(await reply(await decidedAnew("steer-one-b"))).toMatchObject({ text: "b", pulled: ["c"] });
     const log = await eventLogOf(c);
-    expect(log.filter((e) => e.event_type === "steering.injected").map((e) => e.metadata.source_event_id)).toEqual(["steer-one-a"]);
+    expect(log.filter((e) => e.event_type === "steering.injected").map((e) => e.metadata.source_event_id).sort()).toEqual(["steer-one-a", "steer-one-c"]);
     expect(log.filter((e) => e.event_type === "steering.dropped").map((e) => e.metadata.source_event_id).sort()).toEqual(["steer-one-b", "steer-one-c"]);
   });
 
-  it("drops everything claimed by a run that never pulls", async () => {
+  it("drops everything claimed by a run that never pulls (then answers it in a run of its own)", async () => {
     const c = "steer-never";
     await agentFor(c, steerer, { pull: "never" });
     const first = await host.postEvent(messageEvent(c, "hold"));
@@ -107,6 +116,7 @@ describe("steering (PROTOCOL §10)", () => {
     expect((await host.postEvent(messageEvent(c, "lost", { event_id: "steer-never-1" }))).body.disposition).toBe("steered");
     gate(c).resolve();
     expect((await reply(first.body.run_id!)).pulled).toEqual([]);
+    expect(await reply(await decidedAnew("steer-never-1"))).toMatchObject({ text: "lost", pulled: [] });
     const log = await eventLogOf(c);
     expect(log.filter((e) => e.event_type === "steering.dropped")).toHaveLength(1);
     expect(log.find((e) => e.event_type === "steering.dropped").metadata).toMatchObject({ source_event_id: "steer-never-1", run_id: first.body.run_id });

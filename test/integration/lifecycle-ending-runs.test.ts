@@ -189,14 +189,21 @@ describe("a claim recorded while the claiming run's earlier drops are being reco
     expect(["started", "queued"]).toContain(answer.disposition);
     expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
     expect((await host.waitForRun(answer.run_id!)).status).toBe("completed");
-    expect(startedTexts(c)).toEqual(["hold", "b"]);
+    expect(startedTexts(c).slice(0, 2)).toEqual(["hold", "b"]);
     const droppedNow = () =>
-      host.query<{ src: string }>("SELECT json_extract(data_json, '$.source_event_id') AS src FROM event_log WHERE event_type = 'steering.dropped' AND conversation_id = ? ORDER BY seq", [c]);
-    // Every write settles: A, which the run held, ends recorded as dropped.
+      host.query<{ src: string; run: string }>("SELECT json_extract(data_json, '$.source_event_id') AS src, run_id AS run FROM event_log WHERE event_type = 'steering.dropped' AND conversation_id = ? ORDER BY seq", [c]);
+    // Every write settles: A, which the run held, ends recorded as dropped; then it is decided anew and answered
+    // (README "Steering"; B's run, which never pulls either, may claim and drop it first).
     await waitFor(async () => (await droppedNow()).length >= 1, 15_000, "A recorded as dropped");
+    const ownA = await (async () => {
+      await waitFor(async () => (await host.admin("GET", `/v1/events/${c}-a`)).body.disposition === "bound", 15_000, "A decided anew");
+      return (await host.admin("GET", `/v1/events/${c}-a`)).body.run_id as string;
+    })();
+    expect((await host.waitForRun(ownA)).status).toBe("completed");
     const dropped = await droppedNow();
     const injected = await host.query<{ n: number }>("SELECT COUNT(*) AS n FROM event_log WHERE event_type = 'steering.injected' AND conversation_id = ?", [c]);
-    expect({ dropped: dropped.map((d) => d.src), injected: Number(injected[0].n) }).toEqual({ dropped: [`${c}-a`], injected: 0 });
+    expect({ first: dropped[0], others: dropped.filter((d) => d.src !== `${c}-a`), injected: Number(injected[0].n) }).toEqual({ first: { src: `${c}-a`, run: first.body.run_id }, others: [], injected: 0 });
+    expect(startedTexts(c)).toEqual(["hold", "b", "a"]);
   }, 30_000);
 });
 

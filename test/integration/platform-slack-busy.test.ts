@@ -175,6 +175,26 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     ]);
   }, 40_000);
 
+  it("steer: of the messages a busy run ended without pulling, the one edited is answered in a turn of its own as edited; the deleted one stays unanswered", async () => {
+    const channel = "CBUSY11";
+    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    const second = await say(channel, "second");
+    const third = await say(channel, "thrid");
+    await deliver(deletion(channel, second));
+    await deliver(edit(channel, third, "third", "1800009999.000007"));
+    setup.gate(channel).resolve();
+    await quiet(channel, 2);
+    expect(runsOf.get(channel)).toEqual(["hold first", "third"]);
+    expect(postsTo(channel)).toEqual(["re: hold first", "re: third"]);
+    const records = await steeringRecords(channel);
+    expect(records.map((r) => [r.type, r.source_event_id, r.reason])).toEqual([
+      ["steering.dropped", eventIdOf(channel, second), "recalled"],
+      ["steering.dropped", eventIdOf(channel, third), undefined],
+    ]);
+  }, 40_000);
+
   it("enqueue: a message deleted while its run waits its turn never runs (its run ends cancelled); one already running is answered", async () => {
     const channel = "CBUSY2";
     await agentFor(channel, "plain", "enqueue");

@@ -12,8 +12,9 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
  * A host restarted while a steering run holds claimed messages. README: "each item still queued when the run ends
- * gets a steering.dropped record"; a message steered into a run is never lost silently. A pull whose libSQL write
- * was in flight when the instance died never reached the runner: the item must still get an outcome.
+ * gets a steering.dropped record", and is then decided anew; a message steered into a run is never lost silently. A
+ * pull whose libSQL write was in flight when the instance died never reached the runner: the item must still get an
+ * outcome.
  */
 let dataDir: string;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -40,6 +41,8 @@ beforeAll(async () => {
         await pull().catch(() => undefined);
       }
       if (ctx.input.text.startsWith("hold")) await never.promise;
+      // Ends without the last pull README asks for: what it claimed meanwhile is dropped.
+      if (ctx.input.text === "end in a while") await new Promise((r) => setTimeout(r, 1_000));
       if (ctx.input.text === "pull in a while") {
         await new Promise((r) => setTimeout(r, 2_000));
         const pulled = (await pull()).body.data.items.map((i: { event: { event_id: string } }) => i.event.event_id);
@@ -66,6 +69,17 @@ async function untilStarted(n: number) {
   return started[n - 1];
 }
 
+/** The run of its own a dropped message is decided anew into (README "Steering"), once its event is bound to it. */
+async function decidedAnew(host: LocalHost, eventId: string): Promise<string> {
+  const end = Date.now() + 15_000;
+  for (;;) {
+    const event = (await adminCall<{ disposition: string; run_id: string }>(host, "GET", `/v1/events/${eventId}`)).body;
+    if (event.disposition === "bound") return event.run_id;
+    if (Date.now() > end) throw new Error(`${eventId} was not decided anew: ${JSON.stringify(event)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 const outcomes = (host: LocalHost, eventId: string) =>
   host.query<{ event_type: string }>("SELECT event_type FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND data_json LIKE ?", [`%"source_event_id":"${eventId}"%`]);
 
@@ -76,7 +90,7 @@ async function agentFor(host: LocalHost, conv: string) {
 }
 
 describe("steering claims of a run lost with a restart", () => {
-  it("a claimed message never pulled is recorded as steering.dropped", async () => {
+  it("a claimed message never pulled is recorded as steering.dropped, then answered in a run of its own", async () => {
     let host = await start();
     try {
       await agentFor(host, "rs-claimed");
@@ -90,6 +104,7 @@ describe("steering claims of a run lost with a restart", () => {
       const end = Date.now() + 5_000;
       while ((await outcomes(host, "rs-claimed-2")).length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
       expect((await outcomes(host, "rs-claimed-2")).map((r) => r.event_type)).toEqual(["steering.dropped"]);
+      expect((await waitForRunOn(host, await decidedAnew(host, "rs-claimed-2"), 15_000)).message?.content).toBe("done: also this");
     } finally {
       await host.dispose();
     }
@@ -164,6 +179,35 @@ describe("steering claims of a run lost with a restart", () => {
         expect((await waitForRunOn(host, event.run_id!, 15_000)).message?.content).toBe(`done: claimed as it died: ${conv}`);
         expect(await outcomes(host, conv)).toEqual([]);
       }
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+
+  it("a message its run dropped unpulled is answered once, also when the instance dies between the drop's record and its new decision", async () => {
+    let host = await start();
+    const conv = "rs-decided-anew";
+    try {
+      await agentFor(host, conv);
+      const before = started.length;
+      const held = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent(conv, "end in a while"));
+      await untilStarted(before + 1);
+      // Taking the claim back (its event bound to its own run again) is held in the database; the instance dies meanwhile.
+      host.databaseOutage({ delayMs: 5_000, matching: "json_remove" });
+      const steered = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", messageEvent(conv, "answer me", { event_id: `${conv}-2` }));
+      expect(steered.body).toMatchObject({ disposition: "steered", run_id: held.body.run_id });
+      expect((await waitForRunOn(host, held.body.run_id)).status).toBe("completed");
+      const end = Date.now() + 5_000;
+      while ((await outcomes(host, `${conv}-2`)).length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      expect((await outcomes(host, `${conv}-2`)).map((r) => r.event_type)).toEqual(["steering.dropped"]);
+      await new Promise((r) => setTimeout(r, 500));
+      await host.dispose();
+      host = await start();
+      // The next instance decides it anew (its alarm, armed for that, wakes it): one run answers it.
+      expect((await waitForRunOn(host, await decidedAnew(host, `${conv}-2`), 15_000)).message?.content).toBe("done: answer me");
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(started.filter((s) => s.text === "answer me")).toHaveLength(1);
+      expect((await outcomes(host, `${conv}-2`)).map((r) => r.event_type)).toEqual(["steering.dropped"]);
     } finally {
       await host.dispose();
     }
