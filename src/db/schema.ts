@@ -189,7 +189,7 @@ export const runnerService = sqliteTable(
     fetchedAt: integer("fetched_at"),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [uniqueIndex("runner_service_base_url").on(t.baseUrl)],
+  (t) => [uniqueIndex("runner_service_base_url").on(t.baseUrl), index("runner_service_created").on(t.createdAt, t.serviceId)],
 );
 
 /** A runner inside a service, id `http:{author}/{name}/{runner}`. */
@@ -206,26 +206,32 @@ export const runner = sqliteTable(
 );
 
 /** Operator-managed agent configuration. */
-export const agent = sqliteTable("agent", {
-  agentId: text("agent_id").primaryKey(),
-  name: text("name").notNull(),
-  description: text("description"),
-  runnerId: text("runner_id").notNull(),
-  runnerConfigJson: text("runner_config_json").notNull().default("{}"),
-  eventTypesJson: text("event_types_json").notNull(),
-  scopeType: text("scope_type").notNull(),
-  scopeId: text("scope_id").notNull(), // "" for global
-  resourcePolicyJson: text("resource_policy_json").notNull().default("{}"),
-  statePolicyJson: text("state_policy_json").notNull().default("{}"),
-  deliveryPolicyJson: text("delivery_policy_json").notNull().default("{}"),
-  concurrencyJson: text("concurrency_json").notNull().default("{}"),
-  enabled: integer("enabled", { mode: "boolean" }).notNull(),
-  // Random per created agent and part of its state scope keys: an agent created again under a deleted one's id starts
-  // with no state. Null for agents created before migration 0009 (their keys are unchanged).
-  stateEpoch: text("state_epoch"),
-  createdAt: integer("created_at").notNull(),
-  updatedAt: integer("updated_at").notNull(),
-});
+export const agent = sqliteTable(
+  "agent",
+  {
+    agentId: text("agent_id").primaryKey(),
+    name: text("name").notNull(),
+    description: text("description"),
+    runnerId: text("runner_id").notNull(),
+    runnerConfigJson: text("runner_config_json").notNull().default("{}"),
+    eventTypesJson: text("event_types_json").notNull(),
+    scopeType: text("scope_type").notNull(),
+    scopeId: text("scope_id").notNull(), // "" for global
+    resourcePolicyJson: text("resource_policy_json").notNull().default("{}"),
+    statePolicyJson: text("state_policy_json").notNull().default("{}"),
+    deliveryPolicyJson: text("delivery_policy_json").notNull().default("{}"),
+    concurrencyJson: text("concurrency_json").notNull().default("{}"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    // Random per created agent and part of its state scope keys: an agent created again under a deleted one's id starts
+    // with no state. Null for agents created before migration 0009 (their keys are unchanged).
+    stateEpoch: text("state_epoch"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  // An operator may have thousands of agents: the admin listing pages by creation, a runner service's refresh, move
+  // and DELETE (and migration 0008's triggers) find agents by runner, and an unbound event's reason finds them by scope.
+  (t) => [index("agent_created").on(t.createdAt, t.agentId), index("agent_runner").on(t.runnerId, t.agentId), index("agent_scope").on(t.scopeType, t.scopeId)],
+);
 
 /**
  * One row per (scope, event type) of every enabled agent. The primary key is
@@ -280,16 +286,20 @@ export const deletedOwner = sqliteTable(
  * A host-held model: an OpenAI-compatible endpoint the operator registered.
  * `api_key` is a secret: never selected for listings, never sent to runners.
  */
-export const model = sqliteTable("model", {
-  modelId: text("model_id").primaryKey(),
-  name: text("name").notNull(),
-  kind: text("kind").notNull(), // "llm" | "rerank" | "embedding"
-  baseUrl: text("base_url").notNull(),
-  apiKey: text("api_key").notNull(),
-  providerModel: text("provider_model").notNull(), // the provider's model name
-  contextWindow: integer("context_window"),
-  createdAt: integer("created_at").notNull(),
-});
+export const model = sqliteTable(
+  "model",
+  {
+    modelId: text("model_id").primaryKey(),
+    name: text("name").notNull(),
+    kind: text("kind").notNull(), // "llm" | "rerank" | "embedding"
+    baseUrl: text("base_url").notNull(),
+    apiKey: text("api_key").notNull(),
+    providerModel: text("provider_model").notNull(), // the provider's model name
+    contextWindow: integer("context_window"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("model_created").on(t.createdAt, t.modelId)],
+);
 
 /** An MCP server reached over streamable HTTP; its tools are rows of `tool`. `headers_json` is secret. */
 export const mcpServer = sqliteTable("mcp_server", {
@@ -320,35 +330,43 @@ export const tool = sqliteTable(
 );
 
 /** A retrieval endpoint (query in, scored entries out). `api_key` is secret. */
-export const knowledgeBase = sqliteTable("knowledge_base", {
-  kbId: text("kb_id").primaryKey(),
-  name: text("name").notNull(),
-  description: text("description"),
-  endpoint: text("endpoint").notNull(),
-  apiKey: text("api_key"),
-  createdAt: integer("created_at").notNull(),
-});
+export const knowledgeBase = sqliteTable(
+  "knowledge_base",
+  {
+    kbId: text("kb_id").primaryKey(),
+    name: text("name").notNull(),
+    description: text("description"),
+    endpoint: text("endpoint").notNull(),
+    apiKey: text("api_key"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("knowledge_base_created").on(t.createdAt, t.kbId)],
+);
 
 /**
  * A chat platform bot an operator registered (Telegram, Slack, Lark, Discord).
  * Its webhook is `/v1/webhooks/{platform}/{bot_id}`; agents bind to it with scope `bot`.
  */
-export const bot = sqliteTable("bot", {
-  botId: text("bot_id").primaryKey(),
-  platform: text("platform").notNull(),
-  name: text("name"),
-  workspaceId: text("workspace_id"),
-  // Overrides the platform's API origin (a fake on loopback in tests); null uses the platform's own.
-  apiBaseUrl: text("api_base_url"),
-  // The platform's secrets as JSON; never returned by any API nor logged.
-  credentialsJson: text("credentials_json").notNull(),
-  // Paused when false: its webhooks are still verified and answered, their events recorded, but nothing runs.
-  enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
-  createdAt: integer("created_at").notNull(),
-  updatedAt: integer("updated_at").notNull(),
-  // Why the bot last did not answer, for its admin view (src/stores/bot-notes.ts): JSON, null until it first happens.
-  // Written where each happens, never on a webhook or reply that went well, and never by a PUT.
-  lastWebhookRefusalJson: text("last_webhook_refusal_json"),
-  lastUnboundEventJson: text("last_unbound_event_json"),
-  lastDeliveryFailureJson: text("last_delivery_failure_json"),
-});
+export const bot = sqliteTable(
+  "bot",
+  {
+    botId: text("bot_id").primaryKey(),
+    platform: text("platform").notNull(),
+    name: text("name"),
+    workspaceId: text("workspace_id"),
+    // Overrides the platform's API origin (a fake on loopback in tests); null uses the platform's own.
+    apiBaseUrl: text("api_base_url"),
+    // The platform's secrets as JSON; never returned by any API nor logged.
+    credentialsJson: text("credentials_json").notNull(),
+    // Paused when false: its webhooks are still verified and answered, their events recorded, but nothing runs.
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    // Why the bot last did not answer, for its admin view (src/stores/bot-notes.ts): JSON, null until it first happens.
+    // Written where each happens, never on a webhook or reply that went well, and never by a PUT.
+    lastWebhookRefusalJson: text("last_webhook_refusal_json"),
+    lastUnboundEventJson: text("last_unbound_event_json"),
+    lastDeliveryFailureJson: text("last_delivery_failure_json"),
+  },
+  (t) => [index("bot_created").on(t.createdAt, t.botId)],
+);

@@ -73,17 +73,18 @@ async function readManifest(baseUrl: string) {
   return { raw, parsed };
 }
 
+/** The agents on a service's runners, as a refresh or move checks and reseals them. */
+type AgentsOnService = Awaited<ReturnType<ReturnType<typeof agentsStore>["configsOnService"]>>;
+
 /**
  * A service's new manifest may not break an agent bound to it: drop the runner
  * it runs on (its events would silently go unbound), or require a config field
  * its runner_config lacks (every run of it would be called with a config its
- * runner refuses).
+ * runner refuses). `bound`: the agents on the service's runners.
  */
-async function refuseBreakingAgents(db: Db, serviceId: string, runners: { runnerId: string; manifest: AgentRunnerManifest }[]): Promise<void> {
+function refuseBreakingAgents(bound: AgentsOnService, runners: { runnerId: string; manifest: AgentRunnerManifest }[]): void {
   const kept = new Map(runners.map((r) => [r.runnerId, r.manifest]));
-  const dropped = new Set((await registryStore(db).runnerIdsOf(serviceId)).filter((id) => !kept.has(id)));
-  const bound = (await agentsStore(db).list()).filter((a) => dropped.has(a.runnerId) || kept.has(a.runnerId));
-  const orphaned = bound.filter((a) => dropped.has(a.runnerId));
+  const orphaned = bound.filter((a) => !kept.has(a.runnerId));
   if (orphaned.length) {
     const runnerIds = [...new Set(orphaned.map((a) => a.runnerId))];
     throw conflict(
@@ -109,10 +110,9 @@ async function refuseBreakingAgents(db: Db, serviceId: string, runners: { runner
  * the config read here, so an agent saved, created or resealed meanwhile (sealed for the address being left, which
  * no statement here reseals) makes the move a 409 instead of leaving that agent's secret unopenable.
  */
-async function agentConfigsMoved(db: Db, existing: { serviceId: string; baseUrl: string }, baseUrl: string): Promise<{ statements: BatchItem[]; asRead?: SQL }> {
+async function agentConfigsMoved(db: Db, existing: { serviceId: string; baseUrl: string }, agents: AgentsOnService, baseUrl: string): Promise<{ statements: BatchItem[]; asRead?: SQL }> {
   if (existing.baseUrl === baseUrl) return { statements: [] };
   const runnerIds = await registryStore(db).runnerIdsOf(existing.serviceId);
-  const agents = (await agentsStore(db).list()).filter((a) => runnerIds.includes(a.runnerId));
   const moved: BatchItem[] = [];
   for (const a of agents) {
     const config = parseJson<Record<string, unknown>>(a.runnerConfigJson, {});
@@ -173,8 +173,10 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     manifestJson: JSON.stringify(r),
     updatedAt: now,
   }));
-  if (existing) await refuseBreakingAgents(db, existing.serviceId, runners.map((r, i) => ({ runnerId: r.runnerId, manifest: parsed.runners[i] })));
-  const agentConfigs = existing ? await agentConfigsMoved(db, existing, input.base_url) : { statements: [] };
+  // Read by runner, never every agent: an operator may have thousands.
+  const bound = existing ? await agentsStore(db).configsOnService(existing.serviceId) : [];
+  if (existing) refuseBreakingAgents(bound, runners.map((r, i) => ({ runnerId: r.runnerId, manifest: parsed.runners[i] })));
+  const agentConfigs = existing ? await agentConfigsMoved(db, existing, bound, input.base_url) : { statements: [] };
   let saved: boolean;
   try {
     saved = await store.saveService(

@@ -45,6 +45,7 @@ export class BindingConflictError extends Error {
 
 export function agentsStore(db: Db) {
   const b = agentBinding;
+  const onRunnersOf = (serviceId: string) => inArray(agent.runnerId, db.select({ runnerId: runner.runnerId }).from(runner).where(eq(runner.serviceId, serviceId)));
 
   /**
    * The agent's bindings, written only while its row binds as `row` does (scope, event types, enabled): after a write of
@@ -86,13 +87,22 @@ export function agentsStore(db: Db) {
 
   return {
     get: (agentId: string) => db.select().from(agent).where(eq(agent.agentId, agentId)).get(),
-    list: () => db.select().from(agent).orderBy(agent.createdAt).all(),
     /** The agents on one of a service's runners: at most `limit` of their ids (in id order), and how many there are. Read by runner, not every agent whole. */
     async onService(serviceId: string, limit: number): Promise<{ agentIds: string[]; total: number }> {
-      const runners = db.select({ runnerId: runner.runnerId }).from(runner).where(eq(runner.serviceId, serviceId));
-      const rows = await db.select({ agentId: agent.agentId, total: sql<number>`count(*) over ()` }).from(agent).where(inArray(agent.runnerId, runners)).orderBy(agent.agentId).limit(limit).all();
+      const rows = await db.select({ agentId: agent.agentId, total: sql<number>`count(*) over ()` }).from(agent).where(onRunnersOf(serviceId)).orderBy(agent.agentId).limit(limit).all();
       return { agentIds: rows.map((r) => r.agentId), total: Number(rows[0]?.total ?? 0) };
     },
+    /**
+     * The runner and config of each agent on one of a service's runners, in creation order, for a refresh or move of
+     * the service: found by runner (index agent_runner), without their other columns, never every agent.
+     */
+    configsOnService: (serviceId: string) =>
+      db
+        .select({ agentId: agent.agentId, runnerId: agent.runnerId, runnerConfigJson: agent.runnerConfigJson })
+        .from(agent)
+        .where(onRunnersOf(serviceId))
+        .orderBy(agent.createdAt, agent.agentId)
+        .all(),
 
     /**
      * Written only while the runner's service is at `sealedForUrl` (its secret fields were sealed for that address: a

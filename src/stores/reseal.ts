@@ -1,4 +1,4 @@
-import { and, eq, isNull, type SQL } from "drizzle-orm";
+import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { batchAll, type Db } from "../db/client";
 import { agent, bot, knowledgeBase, mcpServer, model, runner, runnerService, tool } from "../db/schema";
@@ -19,13 +19,19 @@ type Row = { id: string; stored: string | null; slot: Omit<SecretSlot, "name">; 
 /** The column still holds `value` as read (null included). */
 const still = (column: SQLiteColumn, value: string | null) => (value === null ? isNull(column) : eq(column, value));
 
-/** Each agent's runner_config with the fields its runner declares secret now, sealed for that runner at its service's address. */
+/**
+ * Each agent's runner_config with the fields its runner declares secret now, sealed for that runner at its service's
+ * address. Of thousands of agents and hundreds of runners, only the columns that takes are read: not the agents'
+ * policies, nor whole manifests (up to 1 MiB each), only their config_schema.
+ */
 async function agentConfigRows(db: Db): Promise<Row[]> {
-  const services = new Map((await db.select().from(runnerService).all()).map((s) => [s.serviceId, s.baseUrl]));
+  const services = new Map((await db.select({ serviceId: runnerService.serviceId, baseUrl: runnerService.baseUrl }).from(runnerService).all()).map((s) => [s.serviceId, s.baseUrl]));
+  const schemas = await db.select({ runnerId: runner.runnerId, serviceId: runner.serviceId, schema: sql<string | null>`json_extract(${runner.manifestJson}, '$.config_schema')` }).from(runner).all();
   const runners = new Map(
-    (await db.select().from(runner).all()).map((r) => [r.runnerId, { baseUrl: services.get(r.serviceId) ?? "", secrets: secretFieldNames(parseJson<AgentRunnerManifest>(r.manifestJson, {} as AgentRunnerManifest).config_schema) }]),
+    schemas.map((r) => [r.runnerId, { baseUrl: services.get(r.serviceId) ?? "", secrets: secretFieldNames(parseJson<AgentRunnerManifest["config_schema"] | undefined>(r.schema, undefined)) }]),
   );
-  return (await db.select().from(agent).all()).map((r) => {
+  const agents = await db.select({ agentId: agent.agentId, runnerId: agent.runnerId, runnerConfigJson: agent.runnerConfigJson }).from(agent).all();
+  return agents.map((r) => {
     const on = runners.get(r.runnerId);
     const slotAsRead = and(eq(agent.runnerId, r.runnerId), runnerServiceAt(r.runnerId, on?.baseUrl ?? ""));
     return { id: r.agentId, stored: r.runnerConfigJson, slot: agentConfigSlot(r, on?.baseUrl ?? ""), slotAsRead, secretFields: on?.secrets ?? new Set<string>() };
@@ -39,11 +45,15 @@ async function agentConfigRows(db: Db): Promise<Row[]> {
 const SEALED_COLUMNS = {
   runner_services: {
     table: runnerService, key: runnerService.serviceId, column: runnerService.secret, field: "secret", kind: "value",
-    rows: async (db: Db): Promise<Row[]> => (await db.select().from(runnerService).all()).map((r) => ({ id: r.serviceId, stored: r.secret, slot: runnerServiceSlot(r), slotAsRead: still(runnerService.baseUrl, r.baseUrl) })),
+    // Not their manifests (up to 1 MiB each).
+    rows: async (db: Db): Promise<Row[]> =>
+      (await db.select({ serviceId: runnerService.serviceId, baseUrl: runnerService.baseUrl, secret: runnerService.secret }).from(runnerService).all()).map((r) => ({ id: r.serviceId, stored: r.secret, slot: runnerServiceSlot(r), slotAsRead: still(runnerService.baseUrl, r.baseUrl) })),
   },
   bots: {
     table: bot, key: bot.botId, column: bot.credentialsJson, field: "credentialsJson", kind: "record",
-    rows: async (db: Db): Promise<Row[]> => (await db.select().from(bot).all()).map((r) => ({ id: r.botId, stored: r.credentialsJson, slot: botSlot(r), slotAsRead: and(still(bot.platform, r.platform), still(bot.apiBaseUrl, r.apiBaseUrl)) })),
+    // Of thousands of bots, only what sealing takes.
+    rows: async (db: Db): Promise<Row[]> =>
+      (await db.select({ botId: bot.botId, platform: bot.platform, apiBaseUrl: bot.apiBaseUrl, credentialsJson: bot.credentialsJson }).from(bot).all()).map((r) => ({ id: r.botId, stored: r.credentialsJson, slot: botSlot(r), slotAsRead: and(still(bot.platform, r.platform), still(bot.apiBaseUrl, r.apiBaseUrl)) })),
   },
   models: {
     table: model, key: model.modelId, column: model.apiKey, field: "apiKey", kind: "value",

@@ -185,6 +185,32 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     }
   });
 
+  it("refreshes and moves a runner service reading only its agents' runners and configs, never every agent whole", async () => {
+    const runners = [{ name: "default", label: { en_US: "scaled" }, permissions: perms, config_schema: [{ name: "token", type: "secret", label: { en_US: "Token" } }] }];
+    const reply = ({ body }: { body: any }, res: import("node:http").ServerResponse) => resultWriter(res, body.context.run_id).reply(`token ${body.context.config.token}`);
+    const first = await startAdHocRunner({ name: "scaled", runners, onRun: reply });
+    const second = await startAdHocRunner({ name: "scaled", runners, onRun: reply });
+    try {
+      const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: first.url })).body.service.service_id;
+      const scaled = agent("scaled", "default", { type: "conversation", id: "scaled" }, { runner_id: first.runnerId(), runner_config: { token: "tok-0123" } });
+      expect((await host.admin("POST", "/v1/admin/agents", scaled)).status).toBe(201);
+      // A read of agents whole names every column: the drill fails the first statement that does (an operator may have thousands of agents).
+      host.databaseOutage({ queries: 1, matching: "delivery_policy_json" });
+      try {
+        expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
+        expect((await host.admin("PUT", `/v1/admin/runner-services/${serviceId}`, { base_url: second.url })).status).toBe(200);
+      } finally {
+        host.databaseOutage({ queries: 0 });
+      }
+      // Its agent's sealed token moved with it.
+      expect((await host.waitForRun((await host.postEvent(messageEvent("scaled", "hi"))).body.run_id!)).message?.content).toBe("token tok-0123");
+      expect(second.calls).toHaveLength(1);
+      expect((await host.admin("DELETE", "/v1/admin/agents/scaled")).status).toBe(200);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+
   it("drops a runner service's secret given as null, so its runs go unsigned; left out (or sent back as GET showed it), the secret is kept", async () => {
     const signed = await startAdHocRunner({ name: "unsigning", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("ok") });
     try {

@@ -206,6 +206,31 @@ describe("agent grants", () => {
   });
 });
 
+describe("a granted resource's DELETE", () => {
+  it("names the agents granting it from their grants, never reading every agent whole", async () => {
+    await host.admin("POST", "/v1/admin/models", { model_id: "held-m", name: "m", kind: "llm", base_url: "https://llm.example/v1", api_key: API_KEY, model: "m" });
+    await host.admin("POST", "/v1/admin/tools", { name: "held-t", endpoint: "https://tools.example/held" });
+    await host.admin("POST", "/v1/admin/knowledge-bases", { kb_id: "held-kb", name: "kb", endpoint: "https://kb.example/held" });
+    expect((await host.admin("POST", "/v1/admin/mcp-servers", { name: "held", url: mcp.url, headers: { authorization: `Bearer ${MCP_TOKEN}` } })).status).toBe(201);
+    const resource_policy = { models: ["held-m"], tools: ["held-t", "held.add"], knowledge_bases: ["held-kb"] };
+    const agent = { agent_id: "holds", name: "holds", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "holds" }, resource_policy };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    const paths = ["/v1/admin/models/held-m", "/v1/admin/tools/held-t", "/v1/admin/knowledge-bases/held-kb", "/v1/admin/mcp-servers/held"];
+    for (const path of paths) {
+      // A read of agents whole names every column: the drill fails the first statement that does (an operator may have thousands of agents).
+      host.databaseOutage({ queries: 1, matching: "delivery_policy_json" });
+      try {
+        const refused = await host.admin("DELETE", path);
+        expect([path, refused.status, refused.body.error?.details]).toEqual([path, 409, { agents: ["holds"] }]);
+      } finally {
+        host.databaseOutage({ queries: 0 });
+      }
+    }
+    expect((await host.admin("DELETE", "/v1/admin/agents/holds")).status).toBe(200);
+    for (const path of paths) expect((await host.admin("DELETE", path)).status).toBe(204);
+  });
+});
+
 /**
  * README "HTTP API": a request the host cannot take is a 400 (`invalid_request`); 500 is the host's own failure
  * (`internal`). Every admin route that takes an endpoint URL must refuse a value that is not a URL at all as a 400,

@@ -84,7 +84,7 @@ export const knowledgeBasesRouter = router()
     const store = knowledgeStore(dbOf(c.env));
     const kbId = c.req.param("kbId");
     if (!(await store.get(kbId))) throw notFound(`knowledge base ${kbId} not found`);
-    await refuseIfGranted(dbOf(c.env), "knowledge_bases", `knowledge base ${kbId}`, (id) => id === kbId);
+    await refuseIfGranted(dbOf(c.env), "knowledge_bases", `knowledge base ${kbId}`, kbId, (id) => id === kbId);
     await store.remove(kbId);
     return c.body(null, 204);
   });

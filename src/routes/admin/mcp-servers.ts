@@ -73,7 +73,7 @@ async function discoverAndSave(db: Db, config: Config, server: ServerToSave, exi
   if (existing) {
     // As deleting a granted tool is refused, so is a refresh that would drop one: the grant would name nothing.
     const listed = new Set(tools.map((t) => t.toolName));
-    await refuseIfGranted(db, "tools", `a tool MCP server ${server.name} no longer lists`, (id) => id.startsWith(`${server.name}.`) && !listed.has(id));
+    await refuseIfGranted(db, "tools", `a tool MCP server ${server.name} no longer lists`, `${server.name}.`, (id) => id.startsWith(`${server.name}.`) && !listed.has(id));
   }
   // Its created_at is its identity (PROTOCOL §4): kept, so runs granted its tools keep them across a refresh or PUT.
   const saved = { name: server.name, url: server.url, headersJson: server.headersJson, discoveredAt: now, createdAt: existing?.createdAt ?? now };
@@ -138,7 +138,7 @@ export const mcpServersRouter = router()
     const store = toolsStore(dbOf(c.env));
     const name = c.req.param("name");
     if (!(await store.getServer(name))) throw notFound(`MCP server ${name} not found`);
-    await refuseIfGranted(dbOf(c.env), "tools", `a tool of MCP server ${name}`, (id) => id.startsWith(`${name}.`));
+    await refuseIfGranted(dbOf(c.env), "tools", `a tool of MCP server ${name}`, `${name}.`, (id) => id.startsWith(`${name}.`));
     await store.removeServer(name);
     return c.body(null, 204);
   });

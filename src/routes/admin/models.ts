@@ -90,7 +90,7 @@ export const modelsRouter = router()
     const store = modelsStore(dbOf(c.env));
     const modelId = c.req.param("modelId");
     if (!(await store.get(modelId))) throw notFound(`model ${modelId} not found`);
-    await refuseIfGranted(dbOf(c.env), "models", `model ${modelId}`, (id) => id === modelId);
+    await refuseIfGranted(dbOf(c.env), "models", `model ${modelId}`, modelId, (id) => id === modelId);
     await store.remove(modelId);
     return c.body(null, 204);
   });

@@ -106,7 +106,7 @@ export const toolsRouter = router()
     if (!row) throw notFound(`tool ${name} not found`);
     // A refresh would bring it back: MCP tools come and go with their server.
     if (row.mcpServer) throw conflict(`tool ${name} belongs to MCP server ${row.mcpServer}; delete or refresh the server instead`);
-    await refuseIfGranted(dbOf(c.env), "tools", `tool ${name}`, (id) => id === name);
+    await refuseIfGranted(dbOf(c.env), "tools", `tool ${name}`, name, (id) => id === name);
     await store.remove(name);
     return c.body(null, 204);
   });

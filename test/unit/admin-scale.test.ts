@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { openEmbeddedDb, type EmbeddedDb } from "../../local/libsql";
+import { createDb, type Db } from "../../src/db/client";
+import type { SqlExecutor, SqlQuery } from "../../src/db/executor";
+import { agent, bot, knowledgeBase, model, runnerService } from "../../src/db/schema";
+import { refuseIfGranted } from "../../src/agents/grants-in-use";
+import { agentsStore } from "../../src/stores/agents";
+import { selectPage } from "../../src/stores/list-page";
+import { unboundReason } from "../../src/stores/unbound-reason";
+import { resealStoredSecrets } from "../../src/stores/reseal";
+import { secretBox } from "../../src/lib/secret-box";
+
+/**
+ * README (Admin API at scale): with thousands of agents and bots and hundreds of runner services, an admin read finds
+ * its rows by index, never by reading (or sorting) a whole table. Checked on the plans SQLite makes for the statements
+ * the stores send (EXPLAIN QUERY PLAN, migrations applied), and for the triggers, on the steps they cost.
+ */
+const opened: EmbeddedDb[] = [];
+afterEach(() => {
+  for (const e of opened.splice(0)) e.close();
+});
+
+async function open(): Promise<{ e: EmbeddedDb; db: Db; sent: SqlQuery[]; run: (sql: string, params?: unknown[]) => Promise<unknown> }> {
+  const e = await openEmbeddedDb(":memory:");
+  opened.push(e);
+  const sent: SqlQuery[] = [];
+  // What the stores send, kept to be explained.
+  const recording: SqlExecutor = {
+    query: (q) => (sent.push(q), e.executor.query(q)),
+    batch: (qs) => (sent.push(...qs), e.executor.batch(qs)),
+  };
+  const run = (sql: string, params: unknown[] = []) => e.executor.query({ sql, params, method: "run" });
+  await run(`INSERT INTO runner_service (service_id, base_url, created_at) VALUES ('svc', 'http://svc.test', 1), ('other', 'http://other.test', 2)`);
+  await run(`INSERT INTO runner (runner_id, service_id, name, manifest_json, updated_at) VALUES ('http:a/s/one', 'svc', 'one', '{}', 1), ('http:a/o/two', 'other', 'two', '{}', 1)`);
+  return { e, db: createDb(recording, secretBox(Buffer.alloc(32, 7).toString("base64"))), sent, run };
+}
+
+/** `n` agents on `runnerId`, ids `{prefix}{i}`, each granting `policy`. */
+const seedAgents = (run: (sql: string, params?: unknown[]) => Promise<unknown>, prefix: string, runnerId: string, n: number, policy = "{}") =>
+  run(
+    `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${n})
+     INSERT INTO agent (agent_id, name, runner_id, event_types_json, scope_type, scope_id, resource_policy_json, enabled, created_at, updated_at)
+     SELECT ? || i, 'n', ?, '["message.received"]', 'bot', 'bot-' || ? || i, ?, 1, i, i FROM c`,
+    [prefix, runnerId, prefix, policy],
+  );
+
+/** The plan of each statement sent, one line per step. */
+const plansOf = (e: EmbeddedDb, sent: SqlQuery[]) => sent.map((q) => e.rows<{ detail: string }>(`EXPLAIN QUERY PLAN ${q.sql}`, q.params).map((r) => r.detail));
+
+/** A plan reads `table` by index only: no full scan of it, and no sort of what it read. */
+function readsByIndex(plan: string[], table: string) {
+  expect(plan.some((step) => new RegExp(`^(SCAN|SEARCH) ${table} USING (COVERING )?INDEX`).test(step)), plan.join(" | ")).toBe(true);
+  expect(plan.filter((step) => new RegExp(`^SCAN ${table}$`).test(step) || /TEMP B-TREE/.test(step)), plan.join(" | ")).toEqual([]);
+}
+
+describe("admin reads at scale", () => {
+  it("every admin listing ordered by creation reads its page from an index, the first page and a deep one alike", async () => {
+    const { e, db, sent } = await open();
+    // The orders of src/routes/admin/{agents,bots,runner-services,models,knowledge-bases}.ts.
+    const listings = [
+      [agent, { time: agent.createdAt, id: agent.agentId }, "agent"],
+      [bot, { time: bot.createdAt, id: bot.botId }, "bot"],
+      [runnerService, { time: runnerService.createdAt, id: runnerService.serviceId }, "runner_service"],
+      [model, { time: model.createdAt, id: model.modelId }, "model"],
+      [knowledgeBase, { time: knowledgeBase.createdAt, id: knowledgeBase.kbId }, "knowledge_base"],
+    ] as const;
+    for (const [table, order, name] of listings) {
+      for (const after of [undefined, { time: 5, id: "x" }]) {
+        sent.length = 0;
+        await selectPage(db, table, order, { limit: 100, after });
+        for (const plan of plansOf(e, sent)) readsByIndex(plan, name);
+      }
+    }
+  });
+
+  it("reads the agents on a runner service's runners by runner, for its DELETE and for its refresh or move, and only their runner and config", async () => {
+    const { e, db, sent, run } = await open();
+    await seedAgents(run, "on-", "http:a/s/one", 3);
+    await seedAgents(run, "elsewhere-", "http:a/o/two", 50);
+    expect(await agentsStore(db).onService("svc", 2)).toEqual({ agentIds: ["on-1", "on-2"], total: 3 });
+    const configs = await agentsStore(db).configsOnService("svc");
+    expect(configs).toEqual(["on-1", "on-2", "on-3"].map((agentId) => ({ agentId, runnerId: "http:a/s/one", runnerConfigJson: "{}" })));
+    expect(sent).toHaveLength(2);
+    for (const plan of plansOf(e, sent)) {
+      expect(plan.join(" | ")).toMatch(/SEARCH agent USING (COVERING )?INDEX agent_runner \(runner_id=\?\)/);
+      expect(plan).not.toContain("SCAN agent");
+    }
+  });
+
+  it("deletes a runner or saves its manifest at a cost that does not grow with the agents on other runners (migrations 0008, 0011)", async () => {
+    const steps = async (agentsElsewhere: number) => {
+      const { e, run } = await open();
+      await run(`INSERT INTO runner (runner_id, service_id, name, manifest_json, updated_at) VALUES ('http:a/s/spare', 'svc', 'spare', '{}', 1)`);
+      await seedAgents(run, "a-", "http:a/o/two", agentsElsewhere);
+      await run(`UPDATE runner SET manifest_json = ? WHERE runner_id = 'http:a/s/spare'`, [JSON.stringify({ config_schema: [{ name: "k", type: "string", required: true }] })]);
+      await run(`DELETE FROM runner WHERE runner_id = 'http:a/s/spare'`);
+      // Steps of the two statements, their triggers included (cumulative per prepared statement).
+      return Number(e.rows<{ n: number }>(`SELECT SUM(nstep) AS n FROM sqlite_stmt WHERE sql LIKE '%http:a/s/spare''%' AND sql NOT LIKE 'INSERT%' AND sql NOT LIKE '%sqlite_stmt%'`)[0].n);
+    };
+    const few = await steps(5);
+    expect(few).toBeGreaterThan(0);
+    expect(await steps(2000)).toBeLessThan(few * 2);
+  });
+
+  it("reads why an event went unbound from the agents of its scopes only", async () => {
+    const { e, db, sent, run } = await open();
+    await seedAgents(run, "a-", "http:a/o/two", 20);
+    await run(`UPDATE agent SET enabled = 0 WHERE agent_id = 'a-7'`);
+    expect(await unboundReason(db, { eventType: "message.received", conversationId: "c1", botId: "bot-a-7" })).toBe(`agent a-7 (scope {"type":"bot","id":"bot-a-7"}) is disabled`);
+    for (const plan of plansOf(e, sent)) {
+      expect(plan, plan.join(" | ")).toContain("SEARCH agent USING INDEX agent_scope (scope_type=? AND scope_id=?)");
+      expect(plan).not.toContain("SCAN agent");
+    }
+  });
+
+  it("names the agents granting a resource about to be deleted from their grants, never reading agents whole", async () => {
+    const { db, sent, run } = await open();
+    await run(`INSERT INTO model (model_id, name, kind, base_url, api_key, provider_model, created_at) VALUES ('m1', 'm1', 'llm', 'http://m.test', 'k', 'p', 1), ('m10', 'm10', 'llm', 'http://m.test', 'k', 'p', 1)`);
+    await run(`INSERT INTO tool (tool_name, created_at) VALUES ('srv.a', 1), ('srv.b', 1), ('srv2.a', 1)`);
+    await seedAgents(run, "plain-", "http:a/o/two", 30);
+    await seedAgents(run, "uses-", "http:a/o/two", 1, JSON.stringify({ models: ["m10"], tools: ["srv.a", "srv2.a"] }));
+    await seedAgents(run, "falls-back-", "http:a/o/two", 1, JSON.stringify({ models: ["m10"], fallback_models: ["m1"] }));
+    const refusal = (p: Promise<void>) => p.then(() => undefined, (err: { status: number; details?: { agents: string[] } }) => err.details?.agents);
+
+    expect(await refusal(refuseIfGranted(db, "models", "model m1", "m1", (id) => id === "m1"))).toEqual(["falls-back-1"]);
+    expect(await refusal(refuseIfGranted(db, "models", "model m10", "m10", (id) => id === "m10"))).toEqual(["falls-back-1", "uses-1"]);
+    // An MCP server's tools (`srv.`), one of them still listed: never another server's whose name starts alike.
+    expect(await refusal(refuseIfGranted(db, "tools", "a tool of srv", "srv.", (id) => id.startsWith("srv.") && id !== "srv.a"))).toBeUndefined();
+    expect(await refusal(refuseIfGranted(db, "tools", "a tool of srv", "srv.", (id) => id.startsWith("srv.")))).toEqual(["uses-1"]);
+    expect(await refusal(refuseIfGranted(db, "knowledge_bases", "knowledge base k", "k", (id) => id === "k"))).toBeUndefined();
+    // Only ids and grants travel: no other column of an agent is read.
+    expect(sent.map((q) => q.sql).filter((s) => /runner_config_json|state_policy_json|delivery_policy_json|event_types_json/.test(s))).toEqual([]);
+  });
+
+  it("reseals every credential reading only the columns sealing takes: not agents, bots or manifests whole", async () => {
+    const { e, db, sent, run } = await open();
+    const manifest = { name: "one", config_schema: [{ name: "token", type: "secret" }], padding: "x".repeat(100_000) };
+    await run(`UPDATE runner SET manifest_json = ? WHERE runner_id = 'http:a/s/one'`, [JSON.stringify(manifest)]);
+    await seedAgents(run, "a-", "http:a/s/one", 3);
+    await run(`UPDATE agent SET runner_config_json = '{"token":"plain","region":"eu"}'`);
+    expect((await resealStoredSecrets(db)).resealed.agents).toBe(3);
+    const configs = e.rows<{ c: string }>("SELECT runner_config_json AS c FROM agent").map((r) => JSON.parse(r.c));
+    expect(configs.every((c) => c.region === "eu" && String(c.token).startsWith("sealed:"))).toBe(true);
+    const reads = sent.map((q) => q.sql).filter((s) => s.startsWith("select"));
+    const whole = (s: string) => /delivery_policy_json|last_webhook_refusal_json/.test(s) || (/from "runner(_service)?"/.test(s) && /"manifest_json"/.test(s) && !/json_extract/.test(s));
+    expect(reads.filter(whole)).toEqual([]);
+  });
+});
