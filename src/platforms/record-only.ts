@@ -9,6 +9,7 @@ import { eventLog } from "../db/schema";
 import type { Env } from "../env";
 import { headOf, storableText } from "../lib/text";
 import { conversationKey } from "../stores/conversation-key";
+import { audienceMetadata } from "./audience";
 import type { Bot, NormalizedEvent } from "./types";
 
 export const UNHANDLED_EVENT_TYPE = "platform.unhandled";
@@ -49,7 +50,8 @@ export async function recordOnly(env: Env, bot: Bot, event: NormalizedEvent, rec
       dataJson: JSON.stringify(event.data),
       rawRef: rec.rawRef,
       disposition: rec.disposition,
-      metadataJson: JSON.stringify(rec.metadata),
+      // Marked as a run's event is (a paused bot's private press keeps its words): runs answering others never read it.
+      metadataJson: JSON.stringify({ ...rec.metadata, ...audienceMetadata(event.replyTarget) }),
       createdAt: Date.now(),
     })
     // A redelivery, or an event recorded before (before a pause, or before the bot was paused again): the first stays.

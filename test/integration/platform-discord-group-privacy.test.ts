@@ -189,6 +189,23 @@ describe("Discord: one channel, several users, some presses private", () => {
     });
   });
 
+  it("a private press that came while the bot was paused (recorded with its words, nothing run) stays its user's: a public run after the pause reads none of it", async () => {
+    const c = "C-PAUSED";
+    const pause = (enabled: boolean) => host.admin("PUT", `/v1/admin/bots/${bots.steer.botId}`, { api_base_url: fake.url, enabled });
+    expect((await pause(false)).status).toBe(200);
+    const secret = interaction(c, "U-BOB", "secret while paused", true);
+    expect((await post("steer", secret)).status).toBe(200);
+    const secretId = eventIdOf("steer", secret);
+    expect((await host.admin("GET", `/v1/events/${secretId}`)).body).toMatchObject({ disposition: "bot_disabled", metadata: { private_audience: "discord_ephemeral:U-BOB" } });
+    expect((await pause(true)).status).toBe(200);
+
+    const seen = await readAs(c, "U-ADA", secretId, false);
+    expect({ events: seen.events.filter((e) => e.event_id === secretId || JSON.stringify(e).includes("secret while paused")), get: seen.get }).toEqual({ events: [], get: { status: 403, code: "unauthorized" } });
+    // Bob's own private run after the pause reads it.
+    const mine = await readAs(c, "U-BOB", secretId, true);
+    expect({ event: mine.events.some((e) => e.event_id === secretId), get: mine.get.status }).toEqual({ event: true, get: 200 });
+  });
+
   it("under interrupt, a private press never cancels a public answer in progress, nor a public message a private one; a public message still cancels a public one", async () => {
     const c = "C-INTERRUPT";
     const ada = interaction(c, "U-ADA", "hold ada-i");

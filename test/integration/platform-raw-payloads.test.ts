@@ -11,6 +11,8 @@ import { discordKeyPair, postInteraction } from "../support/discord-signing";
 const SLACK_BOT_TOKEN = "xoxb-RAW-slack-bot-token-1234567890";
 const SLACK_SIGNING_SECRET = "raw-slack-signing-secret-0123456789";
 const SLACK_LEGACY_TOKEN = "raw-slack-legacy-verification-token";
+/** A workflow step's token (Slack's function_executed event): it calls the API for the app while the step runs. */
+const SLACK_WORKFLOW_TOKEN = "xwfp-raw-slack-workflow-token-0123456789";
 const LARK_APP_SECRET = "raw-lark-app-secret-0123456789abcdef";
 const LARK_VERIFICATION_TOKEN = "raw-lark-verification-token-abcdef";
 const LARK_ENCRYPT_KEY = "raw-lark-encrypt-key-0123456789";
@@ -19,7 +21,7 @@ const DISCORD_BOT_TOKEN = "raw-discord-bot-token-SECRET-0123456789";
 const DISCORD_INTERACTION_TOKEN = "raw-discord-interaction-token-SECRET-abcdef";
 const TELEGRAM_BOT_TOKEN = "4242:raw-telegram-bot-token";
 const TELEGRAM_SECRET_TOKEN = "raw-telegram-secret-token-0123";
-const SECRETS = [SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_LEGACY_TOKEN, LARK_APP_SECRET, LARK_VERIFICATION_TOKEN, LARK_ENCRYPT_KEY, LARK_CARD_TOKEN, DISCORD_BOT_TOKEN, DISCORD_INTERACTION_TOKEN, TELEGRAM_BOT_TOKEN, TELEGRAM_SECRET_TOKEN];
+const SECRETS = [SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_LEGACY_TOKEN, SLACK_WORKFLOW_TOKEN, LARK_APP_SECRET, LARK_VERIFICATION_TOKEN, LARK_ENCRYPT_KEY, LARK_CARD_TOKEN, DISCORD_BOT_TOKEN, DISCORD_INTERACTION_TOKEN, TELEGRAM_BOT_TOKEN, TELEGRAM_SECRET_TOKEN];
 const DAY_MS = 24 * 3600 * 1000;
 
 let host: TestHost;
@@ -146,6 +148,19 @@ describe("GET /v1/admin/events/{event_id}/raw", () => {
     expect(raw.status).toBe(200);
     expect(JSON.parse(raw.text)).toEqual({ ...payload, header });
     noSecretIn(raw.text);
+  });
+
+  it("keeps no workflow token of a Slack function_executed event (event.bot_access_token), in R2 or on the way out", async () => {
+    const event = { type: "function_executed", function: { id: "Fn1", callback_id: "sample_function", type: "app" }, inputs: { user_id: "U42" }, function_execution_id: "Fx1", workflow_execution_id: "Wx1", event_ts: `${++ts}.000400`, bot_access_token: SLACK_WORKFLOW_TOKEN };
+    await postSlack({ token: SLACK_LEGACY_TOKEN, team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: "EvFUNC1", event_time: 1_700_000_300, authorizations: [{ team_id: "T1", user_id: "UBOT", is_bot: true }], event });
+    const eventId = `slack:${bots.slack.botId}:EvFUNC1`;
+    const raw = await readRaw(eventId);
+    expect(raw.status).toBe(200);
+    const { bot_access_token: _workflowToken, ...rest } = event;
+    expect(JSON.parse(raw.text).event).toEqual(rest);
+    noSecretIn(raw.text);
+    const [{ raw_ref: rawRef }] = await host.query<{ raw_ref: string }>("SELECT raw_ref FROM event_log WHERE event_id = ?", [eventId]);
+    noSecretIn(new TextDecoder().decode((await host.r2Object(rawRef))!));
   });
 
   it("gives a Discord interaction without its token, and a Telegram update byte for byte", async () => {

@@ -41,8 +41,16 @@ function valueText(value: string | Record<string, unknown> | undefined): string 
   return Object.keys(value).length ? JSON.stringify(value) : "";
 }
 
-/** Card callbacks give `create_time` in microseconds, not the milliseconds of events. */
-const callbackTime = (createTime: string | undefined) => (createTime && /^\d+$/.test(createTime) ? platformTime(Number(createTime) / 1000) : undefined);
+/**
+ * Card callbacks give `create_time` in microseconds (Lark's samples: 16 digits), not the milliseconds of events. Read
+ * by its size, so a callback stamped in milliseconds is never taken for 1970 (and rejected as older than every message).
+ */
+const MICROSECONDS_FROM = 1e14;
+const callbackTime = (createTime: string | undefined) => {
+  if (!createTime || !/^\d+$/.test(createTime)) return undefined;
+  const n = Number(createTime);
+  return platformTime(n >= MICROSECONDS_FROM ? n / 1000 : n);
+};
 
 export function normalizeCardAction(key: string, event: unknown, header: { create_time?: string; tenant_key?: unknown }): NormalizedEvent {
   const eventTime = callbackTime(header.create_time);

@@ -73,7 +73,8 @@ export const slack: PlatformAdapter<SlackCredentials> = {
 
   // The deprecated verification `token` is a credential; so is a slash command's or interactivity payload's `response_url` (it posts in
   // the chat for 30 minutes, no token needed), a view's `response_urls`, and a workflow step's `bot_access_token`.
-  redactRaw: (raw) => withoutPaths(raw, [["token"], ["response_url"], ["response_urls"], ["bot_access_token"]]),
+  // An interactivity payload carries a workflow step's `bot_access_token` at its top; a function_executed event in its `event`.
+  redactRaw: (raw) => withoutPaths(raw, [["token"], ["response_url"], ["response_urls"], ["bot_access_token"], ["event", "bot_access_token"]]),
   messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "slack") throw new Error("not a Slack target");
     return slackMessenger(bot, target, timeoutMs, opts?.format);
