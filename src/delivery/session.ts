@@ -11,7 +11,7 @@ import { dbOf } from "../db/connect";
 import { configOf, type Config, type Env } from "../env";
 import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
-import { ADAPTERS } from "../platforms/registry";
+import { ADAPTERS, surfaceAt } from "../platforms/registry";
 import { grownDraft } from "../platforms/split";
 import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
 import { parseResultPayload } from "../protocol/results";
@@ -105,7 +105,7 @@ export class DeliverySession {
     private readonly delivery: PlatformDelivery,
   ) {
     this.adapter = ADAPTERS[delivery.target.platform];
-    this.streaming = job.agent.deliveryPolicy.streaming && this.adapter.surface.canEdit;
+    this.streaming = job.agent.deliveryPolicy.streaming && surfaceAt(delivery.target).canEdit;
     this.trail = new DeliveryTrail(deps.db, job, delivery.target.platform);
     this.retry = { maxAttempts: deps.config.DELIVERY_MAX_ATTEMPTS, baseMs: deps.config.DELIVERY_RETRY_BASE_MS, maxRetryAfterMs: deps.config.DELIVERY_MAX_RETRY_AFTER_MS };
     this.turn = deps.order.turn();

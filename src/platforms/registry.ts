@@ -2,7 +2,7 @@ import { discord } from "./discord";
 import { lark } from "./lark";
 import { slack } from "./slack";
 import { telegram } from "./telegram";
-import type { PlatformAdapter, PlatformName } from "./types";
+import type { DeliveryTarget, PlatformAdapter, PlatformName, Surface } from "./types";
 
 /**
  * Every platform the host speaks, by the name used in routes and bot records.
@@ -15,3 +15,9 @@ export const ADAPTERS: Record<PlatformName, PlatformAdapter> = {
   lark: lark as unknown as PlatformAdapter,
   discord: discord as unknown as PlatformAdapter,
 };
+
+/** The surface one reply goes to: its platform's, less what that target cannot do (PlatformAdapter.surfaceAt). */
+export function surfaceAt(target: DeliveryTarget): Surface {
+  const adapter = ADAPTERS[target.platform];
+  return { ...adapter.surface, ...adapter.surfaceAt?.(target) };
+}

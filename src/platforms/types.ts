@@ -54,8 +54,9 @@ export type DeliveryTarget =
   /**
    * `responseUrl`: a slash command's, shortcut's or press's `response_url` (it posts in the chat for 30 minutes, five
    * times, with no token): where the answer goes when Slack says the bot may not post in the channel. A credential.
+   * `ephemeral`: the answer is the user's alone (a press on an ephemeral message), `userId` that user (./slack/ephemeral.ts).
    */
-  | { platform: "slack"; channel: string; threadTs: string | null; responseUrl?: string }
+  | { platform: "slack"; channel: string; threadTs: string | null; responseUrl?: string; ephemeral?: boolean; userId?: string }
   /**
    * Without a message to reply to (a welcome), the reply is a new message in the chat. `threadRootId`: the root of the
    * topic thread the message is in, replied to in the thread should the message be recalled first.
@@ -219,6 +220,8 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
    * `format` is how its text is shown where the host formats it (Telegram, Slack, Lark; markdown unless said).
    */
   messenger(bot: Bot<C>, target: DeliveryTarget, timeoutMs: number, opts?: { scope?: string; format?: TextFormat }): Messenger;
+  /** What one reply target cannot do of the surface (a Slack answer only one user sees takes no edits); unset: the whole surface. */
+  surfaceAt?(target: DeliveryTarget): Partial<Surface>;
   /** ctx.delivery.reply_target: where the reply goes, without secrets. */
   replyTargetView(target: DeliveryTarget): Record<string, unknown>;
 }

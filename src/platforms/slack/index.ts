@@ -8,6 +8,7 @@ import { slackMessenger, type SlackCredentials } from "./api";
 import { SLACK_TABLE_COLUMNS } from "./mrkdwn";
 import { isInteractivity, readInteractivity } from "./interactivity";
 import { acknowledgeSlack, noticeByResponseUrl } from "./acknowledge";
+import { ephemeralMessenger } from "./ephemeral";
 import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
 import { SLACK_MAX_TEXT, slackSentUnits } from "./text";
 import { verifySlackSignature } from "./verify";
@@ -77,8 +78,11 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   redactRaw: (raw) => withoutPaths(raw, [["token"], ["response_url"], ["response_urls"], ["bot_access_token"], ["event", "bot_access_token"]]),
   messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "slack") throw new Error("not a Slack target");
-    return slackMessenger(bot, target, timeoutMs, opts?.format);
+    // A press on an ephemeral message is answered to its user alone (./ephemeral.ts).
+    return target.ephemeral ? ephemeralMessenger(bot, target, timeoutMs, opts?.format ?? "markdown") : slackMessenger(bot, target, timeoutMs, opts?.format);
   },
+  // Slack edits no ephemeral message: that answer is posted whole, never streamed.
+  surfaceAt: (t) => (t.platform === "slack" && t.ephemeral ? { canEdit: false } : {}),
   replyTargetView: (t) => (t.platform === "slack" ? { channel: t.channel, thread_ts: t.threadTs } : {}),
 };
 

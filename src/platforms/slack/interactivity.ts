@@ -2,7 +2,8 @@
  * Slack's interactivity requests (button presses, select menus, modals, shortcuts) and slash commands in the host's
  * terms. Slack posts them form-encoded, signed as events are: a press's or shortcut's JSON in one `payload` field, a
  * slash command as fields of its own. A `block_actions` press on a message becomes a `message.received`, as a Discord
- * component press does: its input is what was chosen, its reply goes to the message's channel and thread. A slash
+ * component press does: its input is what was chosen, its reply goes to the message's channel and thread (to the
+ * presser alone for a press on an ephemeral message: platforms/audience.ts, ./ephemeral.ts). A slash
  * command and a message shortcut run as Discord's commands do (./commands.ts). Other payloads are recorded, never refused.
  */
 import * as z from "zod";
@@ -40,7 +41,10 @@ const BlockActionsSchema = z.looseObject({
   user: absentOr(z.looseObject({ id: z.string(), username: absentOr(z.string()), team_id: absentOr(z.string()) })),
   team: absentOr(z.looseObject({ id: absentOr(z.string()) })),
   // A message's press names its message; one in a modal or the App Home names a view, and no chat.
-  container: absentOr(z.looseObject({ type: absentOr(z.string()), channel_id: absentOr(z.string()), message_ts: absentOr(z.string()), thread_ts: absentOr(z.string()) })),
+  // `is_ephemeral`: the message is one only the presser sees.
+  container: absentOr(
+    z.looseObject({ type: absentOr(z.string()), channel_id: absentOr(z.string()), message_ts: absentOr(z.string()), thread_ts: absentOr(z.string()), is_ephemeral: absentOr(z.boolean()) }),
+  ),
   channel: absentOr(z.looseObject({ id: z.string() })),
   message: absentOr(z.looseObject({ ts: absentOr(z.string()), thread_ts: absentOr(z.string()) })),
   actions: z.array(ActionSchema).min(1),
@@ -100,6 +104,9 @@ function pressOf(given: Record<string, unknown>, key: string): NormalizedEvent {
   const channel = container?.channel_id ?? p.data.channel?.id;
   // Pressed in a modal or the App Home: no chat to answer in.
   if (!channel || container?.type === "view") return { ...unhandled(key, "block_actions.view"), conversationId: null };
+  // A press on a message only its user sees is answered to that user alone, so it must name them (Slack always does).
+  const ephemeral = container?.is_ephemeral === true;
+  if (ephemeral && !user) return { ...unhandled(key, "block_actions"), conversationId: channel };
   const ts = container?.message_ts ?? message?.ts;
   const thread = container?.thread_ts ?? message?.thread_ts;
   // A thread's parent is at top level: pressed there, the answer is too, as for a message.
@@ -120,6 +127,6 @@ function pressOf(given: Record<string, unknown>, key: string): NormalizedEvent {
     files: [],
     // Named as a Discord press's component is; not `ts`, which names a message of the person's own (recalls, edits).
     data: { team_id: team ?? null, component: { custom_id: action.action_id ?? null, component_type: action.type, block_id: action.block_id ?? null, values }, message_ts: ts ?? null },
-    replyTarget: { platform: "slack", channel, threadTs: threadId, ...(p.data.response_url ? { responseUrl: p.data.response_url } : {}) },
+    replyTarget: { platform: "slack", channel, threadTs: threadId, ...(p.data.response_url ? { responseUrl: p.data.response_url } : {}), ...(ephemeral && user ? { ephemeral, userId: user.id } : {}) },
   };
 }
