@@ -10,6 +10,7 @@ import type { Env } from "../env";
 import { headOf, storableText } from "../lib/text";
 import { conversationKey } from "../stores/conversation-key";
 import { audienceMetadata } from "./audience";
+import { messageRefOf } from "./message-ref";
 import type { Bot, NormalizedEvent } from "./types";
 
 export const UNHANDLED_EVENT_TYPE = "platform.unhandled";
@@ -52,6 +53,8 @@ export async function recordOnly(env: Env, bot: Bot, event: NormalizedEvent, rec
       disposition: rec.disposition,
       // Marked as a run's event is (a paused bot's private press keeps its words): runs answering others never read it.
       metadataJson: JSON.stringify({ ...rec.metadata, ...audienceMetadata(event.replyTarget) }),
+      // Kept with its words: a recall or edit of it finds it, as it finds a message that ran (revise-waiting.ts).
+      messageRef: rec.withInput ? messageRefOf(bot.platform, event) : null,
       createdAt: Date.now(),
     })
     // A redelivery, or an event recorded before (before a pause, or before the bot was paused again): the first stays.

@@ -21,21 +21,22 @@ export interface TranscriptRevision {
   edit?: { text: string | null; version: number };
 }
 
+/** The EventLog row of the message a revision names (the index event_log_message), its transcript item's event. */
+export const revisedMessageRow = (r: Pick<TranscriptRevision, "botId" | "registeredAt" | "conversationId" | "messageRef">) =>
+  and(eq(eventLog.botId, r.botId), eq(eventLog.conversationId, r.conversationId), eq(eventLog.messageRef, r.messageRef), eq(eventLog.eventType, "message.received"), gte(eventLog.createdAt, r.registeredAt))!;
+
 /**
  * The message's user item as its user left it, for what runners read afterwards (`history.page`, `history.search`):
  * recalled, it keeps its place with nothing of the message in it (no text, parts or files) and `metadata.recalled`;
  * edited, it reads the newest words (`metadata.edited`; an older edit arriving late changes nothing, nor does an
  * edit of a recalled message). The full-text index follows (migration 0002's triggers). EventLog keeps the message
- * as received, and the recall or edit as an event of its own. Idempotent: sent again, it matches nothing.
+ * as received, marked for runners' reads of it (event-revision.ts), and the recall or edit as an event of its own.
+ * Idempotent: sent again, it matches nothing.
  */
-export function transcriptRevisionStatement(db: Db, r: TranscriptRevision) {
+export function transcriptRevisionStatement(db: Db, r: TranscriptRevision, at = new Date().toISOString()) {
   const t = transcript;
-  const message = db
-    .select({ eventId: eventLog.eventId })
-    .from(eventLog)
-    .where(and(eq(eventLog.botId, r.botId), eq(eventLog.conversationId, r.conversationId), eq(eventLog.messageRef, r.messageRef), eq(eventLog.eventType, "message.received"), gte(eventLog.createdAt, r.registeredAt)));
+  const message = db.select({ eventId: eventLog.eventId }).from(eventLog).where(revisedMessageRow(r));
   const itemOf = [inArray(t.eventId, message), eq(t.role, "user"), sql`json_type(${t.metadataJson}, '$.recalled') IS NULL`];
-  const at = new Date().toISOString();
   if (!r.edit) {
     const recalled = JSON.stringify({ event_id: r.eventId, recalled_at: at });
     return db

@@ -23,15 +23,26 @@ const runsOf = new Map<string, string[]>();
 const pulledOf = new Map<string, string[]>();
 /** What a `history` run read: its conversation's user items, and how many of its user items a search for "secret" found. */
 const historyOf = new Map<string, { items: { content: string | null; files: number; recalled: boolean; edited: boolean }[]; found: number }>();
+/** The files each channel's runs were given (artifact ids); what a `history` run read of its messages' records and those files. */
+const filesOf = new Map<string, string[]>();
+const recordsOf = new Map<string, { got: unknown[]; paged: unknown[]; files: unknown[] }>();
+const FILE = Buffer.from("%PDF-1.4 the secret plan, drawn");
 
 async function behave(call: RunCall, res: ServerResponse) {
   const { ctx, w, text, api } = runOf(call, res);
   const channel = ctx.conversation.conversation_id as string;
   runsOf.set(channel, [...(runsOf.get(channel) ?? []), text]);
+  filesOf.set(channel, [...(filesOf.get(channel) ?? []), ...ctx.input.attachments.map((a: any) => a.artifact_id)]);
   if (text === "history") {
     const items = (await api("history.page", { limit: 50, direction: "forward" })).body.data.items.filter((i: any) => i.role === "user" && i.content !== "history");
     const found = (await api("history.search", { query: "secret", filters: { roles: ["user"] } })).body.data.items.length;
     historyOf.set(channel, { items: items.map((i: any) => ({ content: i.content ?? null, files: i.artifact_refs.length, recalled: Boolean(i.metadata.recalled), edited: Boolean(i.metadata.edited) })), found });
+    // The same messages as their records read, and the files they brought.
+    const said = (await api("event.page", { limit: 100 })).body.data.items.filter((e: any) => e.event_type === "message.received" && e.input_summary !== "history").reverse();
+    const got = await Promise.all(said.map(async (e: any) => (await api("event.get", { event_id: e.event_id })).body.data));
+    const files = await Promise.all((filesOf.get(channel) ?? []).flatMap((id) => ["artifact.read", "artifact.metadata"].map(async (action) => (await api(action, { artifact_id: id })).body)));
+    const view = (e: any) => ({ input_summary: e.input_summary, metadata: e.metadata });
+    recordsOf.set(channel, { got: got.map(view), paged: said.map(view), files });
     return void w.reply("read");
   }
   if (text.startsWith("hold")) await setup.gate(channel).promise;
@@ -43,6 +54,7 @@ async function behave(call: RunCall, res: ServerResponse) {
 let postTs = 1_700_000_000;
 function slackApi(call: PlatformCall): FakeReply {
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
+  if (call.path === "/files/F1/plan.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++postTs}.000100` } };
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
   return { status: 404, json: { ok: false, error: "unknown_method" } };
@@ -50,7 +62,7 @@ function slackApi(call: PlatformCall): FakeReply {
 
 beforeAll(async () => {
   fake = await startFakePlatform(slackApi);
-  setup = await startSteererAndPlain(behave, (steering) => [{ name: "default", label: { en_US: "r" }, capabilities: { streaming: true, steering }, permissions: { history: ["page", "search"] } }]);
+  setup = await startSteererAndPlain(behave, (steering) => [{ name: "default", label: { en_US: "r" }, capabilities: { streaming: true, steering }, permissions: { history: ["page", "search"], events: ["get", "page"], artifacts: ["metadata", "read"] } }]);
   host = setup.host;
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", workspace_id: "acme", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } });
   expect(created.status).toBe(201);
@@ -74,9 +86,9 @@ async function deliver(event: Record<string, unknown>, eventId = `EvBusy${++even
 }
 let messageTs = 1_800_000_000;
 /** A person's message in `channel`; answers its ts. */
-async function say(channel: string, text: string, type = "message"): Promise<string> {
+async function say(channel: string, text: string, type = "message", extra: Record<string, unknown> = {}): Promise<string> {
   const ts = `${++messageTs}.000200`;
-  await deliver({ type, channel, channel_type: "channel", user: "U42", text, ts, team: "T1" });
+  await deliver({ type, channel, channel_type: "channel", user: "U42", text, ts, team: "T1", ...extra });
   return ts;
 }
 const deletion = (channel: string, ts: string) => ({ type: "message", subtype: "message_deleted", hidden: true, channel, ts: `${++messageTs}.000900`, deleted_ts: ts, previous_message: { type: "message", user: "U42", ts, text: "gone" } });
@@ -271,11 +283,14 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     expect(postsTo(channel)).toEqual(["re: second"]);
   }, 40_000);
 
-  it("a message deleted or edited after it was answered: later runs read it recalled (nothing of it left, found by no search) or as edited; EventLog keeps it as said", async () => {
+  it("a message deleted or edited after it was answered: later runs read it recalled (nothing of it left in its transcript item or its record, found by no search, its files gone) or as edited; EventLog keeps it as said for operators", async () => {
     const channel = "CBUSY6";
     await agentFor(channel, "plain", "enqueue");
-    const secret = await say(channel, "the secret plan");
+    const file = { id: "F1", name: "plan.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F1/plan.pdf` };
+    const secret = await say(channel, "the secret plan", "message", { subtype: "file_share", files: [file] });
     await quiet(channel, 1);
+    const [fileId] = filesOf.get(channel)!;
+    expect(await host.r2Object(`artifacts/${fileId}`)).toEqual(new Uint8Array(FILE));
     const typo = await say(channel, "teh secret typo");
     await quiet(channel, 2);
     const recall = await deliver(deletion(channel, secret));
@@ -294,7 +309,39 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     });
     const [item] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM transcript WHERE event_id = ?", [eventIdOf(channel, secret)]);
     expect(JSON.parse(item.metadata_json).recalled).toMatchObject({ event_id: `slack:${botId}:${recall}` });
+    // Their records as runs read them (event.get, event.page) as history shows them: the recalled one holds none of
+    // its words (nor its files' names), the edited one its newest; the recalled one's file is refused, as if expired.
+    const recalled = { recalled: { event_id: `slack:${botId}:${recall}`, recalled_at: expect.any(String) } };
+    const records = [
+      { input_summary: null, metadata: recalled },
+      { input_summary: "the typo fixed", metadata: { edited: { event_id: expect.stringMatching(/^slack:/), version: 1800009999.000006, edited_at: expect.any(String) } } },
+    ];
+    const refused = { ok: false, error: expect.objectContaining({ code: "not_found" }) };
+    expect(recordsOf.get(channel)).toEqual({ got: records, paged: records, files: [refused, refused] });
+    // Its bytes deleted at once, not left for their expiry.
+    expect(await host.r2Object(`artifacts/${fileId}`)).toBeNull();
+    // EventLog keeps both as said, and an operator reads them so, the recall marked.
     const said = await host.query<{ summary: string }>("SELECT input_summary AS summary FROM event_log WHERE event_id IN (?, ?) ORDER BY seq", [eventIdOf(channel, secret), eventIdOf(channel, typo)]);
     expect(said.map((r) => r.summary)).toEqual(["the secret plan", "teh secret typo"]);
+    const shown = await host.admin("GET", `/v1/events/${encodeURIComponent(eventIdOf(channel, secret))}`);
+    expect(shown.body).toMatchObject({ input_summary: "the secret plan", input: { text: "the secret plan" }, metadata: recalled });
+  }, 40_000);
+
+  it("a message said while the bot was paused (recorded with its words, never run) and then deleted: runs after the pause read nothing of it in its record", async () => {
+    const channel = "CBUSY7";
+    await agentFor(channel, "plain", "enqueue");
+    const pause = (enabled: boolean) => host.admin("PUT", `/v1/admin/bots/${botId}`, { api_base_url: fake.url, enabled });
+    expect((await pause(false)).status).toBe(200);
+    const file = { id: "F1", name: "paused-plan.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F1/plan.pdf` };
+    const secret = await say(channel, "the paused secret", "message", { subtype: "file_share", files: [file] });
+    expect((await pause(true)).status).toBe(200);
+    const recall = await deliver(deletion(channel, secret));
+    await say(channel, "history");
+    await quiet(channel, 1);
+    // Not even the name of the file it would have brought.
+    const records = [{ input_summary: null, metadata: { recalled: { event_id: `slack:${botId}:${recall}`, recalled_at: expect.any(String) } } }];
+    expect(recordsOf.get(channel)).toEqual({ got: records, paged: records, files: [] });
+    const shown = await host.admin("GET", `/v1/events/${encodeURIComponent(eventIdOf(channel, secret))}`);
+    expect(shown.body).toMatchObject({ disposition: "bot_disabled", input_summary: "the paused secret", metadata: { attachments_unavailable: expect.stringContaining("paused-plan.pdf") } });
   }, 40_000);
 });

@@ -1,0 +1,46 @@
+import { and, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { loggedError } from "../lib/describe-error";
+import { artifact, eventLog } from "../db/schema";
+import { revisedMessageRow, type TranscriptRevision } from "./transcript-revision";
+
+type Recalled = Pick<TranscriptRevision, "botId" | "registeredAt" | "conversationId" | "messageRef">;
+
+/**
+ * The files a recalled message brought: the input artifacts ingress stored for it, named in its recorded input's
+ * attachments (so by primary key, however many artifacts there are) and stored for its own event (never one of an
+ * earlier message that an API event named again).
+ */
+function ofRecalledMessage(db: Db, r: Recalled) {
+  const named = db
+    .select({ id: sql`json_extract(att.value, '$.artifact_id')` })
+    .from(eventLog)
+    .innerJoin(sql`json_each(${eventLog.inputJson}, '$.attachments') AS att`, sql`1`)
+    .where(revisedMessageRow(r));
+  const message = db.select({ eventId: eventLog.eventId }).from(eventLog).where(revisedMessageRow(r));
+  // Neither subquery names the artifact row: each is read once, and the artifacts by primary key.
+  return and(inArray(artifact.artifactId, named), eq(artifact.source, "input"), inArray(sql`json_extract(${artifact.metadataJson}, '$.event_id')`, message))!;
+}
+
+/**
+ * A recall's statements for the files its message brought (README "A message recalled or edited"): each expires now,
+ * so every path a runner has to it refuses it as expired (`artifact.read` and `artifact.metadata` 404 `not_found`, a
+ * model call naming it, an answer attaching it) and retention's sweep deletes its bytes and row; then their R2 keys,
+ * for their bytes to go at once (deleteRecalledBytes). Sent again, the first changes nothing; the second reads them again.
+ */
+export function recalledFilesStatements(db: Db, r: Recalled, now: number) {
+  const files = ofRecalledMessage(db, r);
+  return [
+    db.update(artifact).set({ expiresAt: now }).where(and(files, or(isNull(artifact.expiresAt), gt(artifact.expiresAt, now)))),
+    db.select({ r2Key: artifact.r2Key }).from(artifact).where(files),
+  ] as const;
+}
+
+/**
+ * The recalled files' bytes deleted from R2 now: the user's clear intent, not left for their TTL. Best effort: their
+ * rows have expired already, so none is readable, and the retention sweep deletes what a failure here leaves.
+ */
+export async function deleteRecalledBytes(bucket: R2Bucket, keys: string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await bucket.delete(keys).catch((err: unknown) => console.warn(`recalled files: ${keys.length} left for the retention sweep to delete (${loggedError(err)})`));
+}
