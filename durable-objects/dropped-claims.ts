@@ -2,7 +2,7 @@ import { writeAll, type Db } from "../src/db/client";
 import { loggedError } from "../src/lib/describe-error";
 import type { RunJob } from "../src/run/job";
 import type { ClaimRef } from "../src/run/steering";
-import { asAgentIsNow, releaseStatements } from "../src/run/steering-release";
+import { asAgentIsNow, asLastEdited, releaseStatements } from "../src/run/steering-release";
 import { bodyKeyOf, chunks, prefixOf } from "./steering-storage";
 import { RETRY_PAUSE_MS } from "./timing";
 
@@ -33,7 +33,8 @@ export interface DecideAgain {
  * checks). Claims queued by an earlier release (their bodies are items, not jobs) are dropped as they were.
  * Only the scheduler decides them, before it starts runs: the first one's run begins with the later ones in its queue.
  * Not decided again: a message whose agent was deleted, disabled or moved to a runner no longer registered since
- * (nothing would answer it); one its user recalled, or claimed by a run an interrupt stopped, is never kept here.
+ * (nothing would answer it); one its user recalled, or claimed by a run an interrupt stopped, is never kept here, and
+ * one recalled while kept here is not taken back. One edited meanwhile is decided with its newest words.
  */
 export class DroppedClaims {
   /** Whether some may wait: unknown (true) until this instance has looked. */
@@ -93,8 +94,9 @@ export class DroppedClaims {
       const now = job ? await asAgentIsNow(db, job) : null;
       if (now) {
         // Idempotent: a pass that died after this (or after the decision) finds the event bound to its own run, or decided.
-        await writeAll(db, releaseStatements(db, now, dropped.ref.claimed_run_id));
-        await this.deps.decide(now);
+        // Recalled since the drop, it is not taken back, and its decision finds it decided (steered into the run that dropped it).
+        await writeAll(db, releaseStatements(db, now, dropped.ref.claimed_run_id, { unlessRecalled: true }));
+        await this.deps.decide(await asLastEdited(db, now));
       } else if (job) console.log(`run ${job.runId}: its message, dropped by ${dropped.ref.claimed_run_id}, is not decided again: its agent can no longer answer it`);
       await this.storage.delete([key, dropped.body]);
     }

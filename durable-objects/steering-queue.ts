@@ -343,11 +343,12 @@ export class SteeringQueue {
    */
   async drop(db: Db, run: RunJob): Promise<boolean> {
     try {
-      const again = (await this.storage.get(`${MOOT}${run.runId}`)) === undefined;
-      await this.inTurn(run.runId, () => this.takeNow(db, run, "dropped", { again }));
+      // Before the drop keeps them to be decided anew: that decision, finding one still unsettled, would complete it into this ended run.
       for (const [key, claim] of await this.storage.list<UnsettledClaim>({ prefix: UNSETTLED })) {
         if (claim.item.claimed_run_id === run.runId) await this.completeClaim(db, key.slice(UNSETTLED.length));
       }
+      const again = (await this.storage.get(`${MOOT}${run.runId}`)) === undefined;
+      await this.inTurn(run.runId, () => this.takeNow(db, run, "dropped", { again }));
       if (!again) void this.storage.delete(`${MOOT}${run.runId}`);
       return true;
     } catch (err) {

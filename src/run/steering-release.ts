@@ -1,26 +1,31 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertWhere } from "../db/guarded";
-import { eventLog, run } from "../db/schema";
+import { eventLog, run, transcript } from "../db/schema";
 import { currentAgentStatement } from "../stores/binding-resolution";
 import { placeOfRun } from "../stores/event-log";
 import { refusalOf } from "./claim";
+import { withEditedText } from "./edited-input";
 import type { RunJob } from "./job";
 import { jobAgentOf, jobRunnerOf } from "./job-parts";
 
 /**
  * A steering claim taken back (durable-objects/steering-queue.ts `release`): the claimed event is `bound` to its own
  * run again and that run recorded as ingress recorded it, `created`, so it can be decided anew. Only a claim into
- * `claimedRunId` is taken back; a claim that was never applied leaves nothing to change. Idempotent.
+ * `claimedRunId` is taken back; a claim that was never applied leaves nothing to change. Idempotent. `unlessRecalled`
+ * (a dropped claim): nothing is taken back once its user recalled the message (its transcript item's
+ * `metadata.recalled`), checked in the write itself: a recall recorded first leaves it steered and unanswered, one
+ * recorded after finds it waiting in its own run, where the recall reaches it (src/platforms/revise-waiting.ts).
  */
-export function releaseStatements(db: Db, job: RunJob, claimedRunId: string) {
+export function releaseStatements(db: Db, job: RunJob, claimedRunId: string, opts: { unlessRecalled?: boolean } = {}) {
   const eventId = job.event.event_id;
   const place = placeOfRun(job);
+  const recalled = sql`EXISTS (SELECT 1 FROM ${transcript} WHERE ${transcript.eventId} = ${eventId} AND ${transcript.role} = 'user' AND json_type(${transcript.metadataJson}, '$.recalled') IS NOT NULL)`;
   // `steering` is the host's key (README: metadata may not carry it): removing it gives back the metadata as received.
   const rebind = db
     .update(eventLog)
     .set({ disposition: "bound", runId: job.runId, metadataJson: sql`json_remove(${eventLog.metadataJson}, '$.steering')` })
-    .where(and(eq(eventLog.eventId, eventId), eq(eventLog.disposition, "steered"), eq(eventLog.runId, claimedRunId)));
+    .where(and(eq(eventLog.eventId, eventId), eq(eventLog.disposition, "steered"), eq(eventLog.runId, claimedRunId), opts.unlessRecalled ? sql`NOT ${recalled}` : undefined));
   const ownRun = insertWhere(
     db,
     run,
@@ -51,4 +56,18 @@ export async function asAgentIsNow(db: Db, job: RunJob): Promise<RunJob | null> 
   const [current] = await currentAgentStatement(db, job.agent.agentId).execute();
   if (refusalOf(current, job) || !current.runner || !current.service) return null;
   return { ...job, agent: jobAgentOf(current.agent), runner: jobRunnerOf(current.runner, current.service) };
+}
+
+/**
+ * A dropped claim's event with the words its user last gave the message (its transcript item's `metadata.edited`):
+ * an edit made after the drop never reached the job kept for it. Read once the claim is taken back, so an edit
+ * recorded later finds the message waiting in its own run (or claimed anew), where the edit reaches it.
+ */
+export async function asLastEdited(db: Db, job: RunJob): Promise<RunJob> {
+  const [item] = await db
+    .select({ content: transcript.content })
+    .from(transcript)
+    .where(and(eq(transcript.eventId, job.event.event_id), eq(transcript.role, "user"), sql`json_type(${transcript.metadataJson}, '$.edited') IS NOT NULL`))
+    .limit(1);
+  return item ? { ...job, input: withEditedText(job.input, item.content) } : job;
 }

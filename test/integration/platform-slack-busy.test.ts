@@ -207,6 +207,24 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     ]);
   }, 40_000);
 
+  it("steer: a message deleted or edited after the busy run dropped it, before it is decided anew, stays unanswered or is answered as edited", async () => {
+    const channel = "CBUSY12";
+    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    const second = await say(channel, "second");
+    const third = await say(channel, "thrid");
+    // Taking the first claim back (its event bound to its own run again) is held in the database; the user deletes one and edits the other meanwhile.
+    host.databaseOutage({ delayMs: 2_000, matching: "'$.steering')" });
+    setup.gate(channel).resolve();
+    await waitFor(async () => (await steeringRecords(channel)).length === 2, 10_000, "the drops recorded");
+    await deliver(deletion(channel, second));
+    await deliver(edit(channel, third, "third", "1800009999.000010"));
+    await quiet(channel, 2);
+    expect(runsOf.get(channel)).toEqual(["hold first", "third"]);
+    expect(postsTo(channel)).toEqual(["re: hold first", "re: third"]);
+  }, 40_000);
+
   it("enqueue: a message deleted while its run waits its turn never runs (its run ends cancelled); one already running is answered", async () => {
     const channel = "CBUSY2";
     await agentFor(channel, "plain", "enqueue");

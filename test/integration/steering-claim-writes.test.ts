@@ -19,6 +19,7 @@ const secondPull = deferred<void>();
 const pulledOnce = deferred<void>();
 const third = deferred<void>();
 const endNow = deferred<void>();
+const endFourth = deferred<void>();
 
 const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
 
@@ -34,7 +35,11 @@ beforeAll(async () => {
         await endNow.promise;
         return w.reply("ended");
       }
-      if (ctx.input.text === "sent as the run ended") return w.reply(`ran: ${ctx.input.text}`);
+      if (ctx.input.text === "hold four, then end without pulling") {
+        await endFourth.promise;
+        return w.reply("ended");
+      }
+      if (ctx.input.text === "sent as the run ended" || ctx.input.text === "answer me after all") return w.reply(`ran: ${ctx.input.text}`);
       if (ctx.input.text === "hold twice") {
         const pull = async () => (await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "all" })).body.data.items;
         await firstPull.promise;
@@ -58,6 +63,7 @@ afterAll(async () => {
   firstPull.resolve();
   secondPull.resolve();
   endNow.resolve();
+  endFourth.resolve();
   await host?.dispose();
   await runner?.close();
 });
@@ -176,4 +182,32 @@ describe("steering claims whose libSQL write fails", () => {
     const outcomes = await host.query("SELECT event_type FROM event_log WHERE event_type IN ('steering.injected', 'steering.dropped') AND conversation_id = ?", [c]);
     expect(outcomes).toEqual([]);
   });
+
+  it("an unanswered claim that committed, its run ending without pulling it: the message is decided anew and run, however the drop's completion of the claim and the new decision meet", async () => {
+    const c = "claim-unanswered-dropped";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const before = started;
+    const first = await host.postEvent(messageEvent(c, "hold four, then end without pulling"));
+    const end = Date.now() + 10_000;
+    while (started === before && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+
+    // The claim's batch is held past the Worker's 2 s timeout, then applied: unanswered, and the event never sent again.
+    host.databaseOutage({ delayMs: 3_000, matching: "absorbed_into_active_run" });
+    expect((await host.postEvent(messageEvent(c, "answer me after all", { event_id: "claim-dropped-2" }))).status).toBe(500);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect((await host.admin("GET", "/v1/events/claim-dropped-2")).body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
+    // The run ends without pulling it; the drop's completion of that claim is slow (the database's answer held 1 s).
+    host.databaseOutage({ delayMs: 1_000, matching: "absorbed_into_active_run" });
+    endFourth.resolve();
+    expect((await host.waitForRun(first.body.run_id!)).status).toBe("completed");
+
+    const start = Date.now();
+    let event = (await host.admin("GET", "/v1/events/claim-dropped-2")).body;
+    while (event.disposition !== "bound" && Date.now() - start < 10_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      event = (await host.admin("GET", "/v1/events/claim-dropped-2")).body;
+    }
+    expect(event.disposition).toBe("bound");
+    expect((await host.waitForRun(event.run_id)).message?.content).toBe("ran: answer me after all");
+  }, 30_000);
 });
