@@ -9,14 +9,15 @@ import type { DeliveryContext } from "../protocol/context";
  */
 export function platformDeliveryContext(delivery: PlatformDelivery, policy: DeliveryPolicy): DeliveryContext {
   const adapter = ADAPTERS[delivery.target.platform];
-  const { canEdit } = surfaceAt(delivery.target);
+  // What this target can do (a Slack answer only one user sees takes no edit and no file), not the whole platform.
+  const surface = surfaceAt(delivery.target);
   return {
     surface: adapter.name,
     reply_target: adapter.replyTargetView(delivery.target),
-    supports_streaming: policy.streaming && canEdit,
-    supports_edit: canEdit,
+    supports_streaming: policy.streaming && surface.canEdit,
+    supports_edit: surface.canEdit,
     supports_reaction: false,
-    max_message_size: adapter.surface.maxMessageSize,
-    platform_capabilities: { ...adapter.surface.capabilities, files: { max_bytes: adapter.surface.maxFileBytes } },
+    max_message_size: surface.maxMessageSize,
+    platform_capabilities: { ...surface.capabilities, files: { max_bytes: surface.maxFileBytes } },
   };
 }

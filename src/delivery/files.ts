@@ -39,8 +39,10 @@ async function answerFileRows(db: Db, ids: string[]): Promise<Map<string, Artifa
 export async function loadAnswerFile(deps: AnswerFileDeps, job: RunJob, artifactId: string, row: ArtifactRow | undefined, maxBytes: number): Promise<LoadedFile> {
   const access = row ? artifactAccess(row, { conversationKey: job.conversationKey, runId: job.runId }, Date.now()) : "not_found";
   if (!row || access !== "granted") return { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} is not one this run may show (${access})` };
-  const tooLarge = (size: number) => ({ ok: false, code: "file_too_large", error: `artifact ${artifactId} is ${size} bytes; this platform takes at most ${maxBytes}` }) as const;
-  if ((row.sizeBytes ?? 0) > maxBytes) return tooLarge(row.sizeBytes ?? 0);
+  // A target that takes no file at all (0: a Slack answer only one user sees) refuses even an empty one.
+  const tooLarge = (size: number) =>
+    ({ ok: false, code: "file_too_large", error: maxBytes === 0 ? `artifact ${artifactId} not sent: this reply's target takes no files` : `artifact ${artifactId} is ${size} bytes; this platform takes at most ${maxBytes}` }) as const;
+  if (maxBytes === 0 || (row.sizeBytes ?? 0) > maxBytes) return tooLarge(row.sizeBytes ?? 0);
   // The row's size is the runner's claim for an upload in progress; the stored object is the fact.
   const stored = await deps.artifacts.head(row.r2Key);
   if (!stored) return { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} has no stored bytes` };

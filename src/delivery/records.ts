@@ -11,6 +11,12 @@ import { deliveryFailureNote } from "../stores/bot-notes";
 const TRAIL_WRITE_ATTEMPTS = 4;
 const TRAIL_RETRY_BASE_MS = 500;
 
+/**
+ * Refused before any call for a limit ctx.delivery told the runner of (`platform_capabilities.files.max_bytes`, 0 where
+ * the target takes no file): the runner's to heed, no failure of the bot. Recorded for the runner; never noted on the bot.
+ */
+const LIMITS_TOLD: ReadonlySet<unknown> = new Set(["file_too_large"]);
+
 /** One row of the delivery trail; never holds a token, a URL or message text. */
 export interface DeliveryFact {
   type: "delivery.attempted" | "delivery.succeeded" | "delivery.failed";
@@ -67,8 +73,8 @@ export class DeliveryTrail {
     );
     // A failure given up on is noted on the bot too, in the same write: its admin view shows why a reply never came
     // (a token revoked, a user who blocked the bot) without knowing the conversation. Nothing is written for a success.
-    // One the reply goes on from another way (`continues_as`) is no reply lost.
-    const givenUp = records.findLast((r) => r.type === "delivery.failed" && r.data.will_retry === false && r.data.continues_as === undefined);
+    // One the reply goes on from another way (`continues_as`) is no reply lost, nor is a file past a limit the runner was told.
+    const givenUp = records.findLast((r) => r.type === "delivery.failed" && r.data.will_retry === false && r.data.continues_as === undefined && !LIMITS_TOLD.has(r.data.code));
     if (givenUp && job.delivery) {
       const { platform: _platform, bot_id: _botId, will_retry: _willRetry, retry_in_ms: _retryInMs, ...facts } = givenUp.data;
       statements.push(deliveryFailureNote(this.db, { botId: job.delivery.botId, platform: this.platform, registeredAt: job.delivery.registeredAt }, { ...facts, conversation_id: place.conversationId, thread_id: place.threadId }));

@@ -329,7 +329,7 @@ export class DeliverySession {
   private async sendFiles(reply: Reply): Promise<number> {
     const messenger = this.messenger!;
     let sent = 0;
-    for await (const { artifactId, loaded } of answerFiles(this.deps, this.job, reply.files, this.adapter.surface.maxFileBytes)) {
+    for await (const { artifactId, loaded } of answerFiles(this.deps, this.job, reply.files, surfaceAt(this.delivery.target).maxFileBytes)) {
       if (this.closed) break;
       const facts = { operation: "send_file", reply: reply.index, artifact_id: artifactId };
       if (!loaded.ok) {

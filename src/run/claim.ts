@@ -8,6 +8,7 @@ import { decidedWithoutOwnRun } from "../stores/event-log";
 import { runsStore } from "../stores/runs";
 import { SEEDED_CONVERSATION_ID_KEY, stateStore } from "../stores/state";
 import type { StateRead } from "./context";
+import { historyBeforeOf, historyBeforeStatement, type HistoryBefore } from "./history-before";
 import { mergedDecision, type RunJob } from "./job";
 import { jobAgentOf, jobRunnerOf } from "./job-parts";
 import { stateScopesOf, type StateScopeKeys } from "./snapshot";
@@ -24,13 +25,15 @@ export interface ClaimedRun {
   stateScopes: StateScopeKeys;
   state: StateRead;
   descriptors: ResourceDescriptors;
+  historyBefore: HistoryBefore;
   /** The endpoint, or why the run cannot call its runner (the agent was deleted or disabled, the runner removed). */
   runner: RunnerEndpoint | RunnerCallError;
 }
 
 /**
  * queued → running, in one round trip with everything the run reads before it starts: the agent,
- * runner and service as they are now, the §9 seed of `external.conversation_id`, the state snapshot
+ * runner and service as they are now, whether it has history it may read before its event
+ * (history-before.ts), the §9 seed of `external.conversation_id`, the state snapshot
  * of the run's enabled scopes (only those) and the descriptors of the resources the agent grants.
  * An agent edited while the run was queued takes effect here: when the edit changed the state scopes
  * or the grants, they are read again in a second round trip. Null when another trigger already took
@@ -40,12 +43,13 @@ async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number 
   const stateScopes = await stateScopesOf(queued);
   const inputs = runInputs(db, queued, stateScopes);
   const merged = albumDecisions(db, queued);
-  const results = await batchAll(db, [...merged, runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt, queued.agent.stateEpoch), currentAgentStatement(db, queued.agent.agentId), ...inputs.statements]);
-  const [marked, currentRows, ...rest] = results.slice(merged.length);
+  const results = await batchAll(db, [...merged, runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt, queued.agent.stateEpoch), currentAgentStatement(db, queued.agent.agentId), historyBeforeStatement(db, queued), ...inputs.statements]);
+  const [marked, currentRows, historyRows, ...rest] = results.slice(merged.length);
   if ((marked as unknown[]).length !== 1) return null;
   const current = (currentRows as CurrentAgent[])[0];
+  const historyBefore = historyBeforeOf(queued, historyRows);
   const unavailable = refusalOf(current, queued);
-  if (unavailable) return { job: queued, stateScopes, ...inputs.read(rest), runner: unavailable };
+  if (unavailable) return { job: queued, stateScopes, historyBefore, ...inputs.read(rest), runner: unavailable };
   // refusalOf vouched for the agent, its runner and its service.
   const { agent, runner, service } = current as { agent: NonNullable<CurrentAgent["agent"]>; runner: NonNullable<CurrentAgent["runner"]>; service: NonNullable<CurrentAgent["service"]> };
   const job: RunJob = { ...queued, agent: jobAgentOf(agent), runner: jobRunnerOf(runner, service) };
@@ -55,10 +59,10 @@ async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number 
   const sameKeys = sameJson(job.agent.statePolicy, queued.agent.statePolicy) && job.runner.runnerId === queued.runner.runnerId && job.agent.stateEpoch === queued.agent.stateEpoch;
   const scopesNow = sameKeys ? stateScopes : await stateScopesOf(job);
   if (sameJson(scopesNow, stateScopes) && sameJson(job.agent.resourcePolicy, queued.agent.resourcePolicy)) {
-    return { job, stateScopes, ...inputs.read(rest), runner: endpoint };
+    return { job, stateScopes, historyBefore, ...inputs.read(rest), runner: endpoint };
   }
   const again = runInputs(db, job, scopesNow);
-  return { job, stateScopes: scopesNow, ...again.read(again.statements.length ? await batchAll(db, again.statements) : []), runner: endpoint };
+  return { job, stateScopes: scopesNow, historyBefore, ...again.read(again.statements.length ? await batchAll(db, again.statements) : []), runner: endpoint };
 }
 
 /**

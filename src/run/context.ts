@@ -2,6 +2,7 @@ import { STATE_SCOPES, type AgentRunContextInput, type EnabledStateSnapshot, typ
 import { withConfigDefaults } from "../agents/runner-config";
 import { encodeCursor } from "../lib/cursor";
 import { platformDeliveryContext } from "../delivery/context";
+import { hasHistoryBefore, type HistoryBefore } from "./history-before";
 import type { RunJob } from "./job";
 import type { AuthorizationSnapshot } from "./snapshot";
 
@@ -10,6 +11,7 @@ export interface ContextParts {
   snapshot: AuthorizationSnapshot;
   token: string;
   state: StateRead;
+  historyBefore?: HistoryBefore;
   hostVersion: string;
 }
 
@@ -31,7 +33,7 @@ function latestCursor(job: RunJob): string | null {
  * after the newest item when it arrived, so the same call returns the whole
  * history and `after_cursor` what was written since.
  */
-export function buildRunContext({ job, snapshot, token, state, hostVersion }: ContextParts): AgentRunContextInput {
+export function buildRunContext({ job, snapshot, token, state, historyBefore, hostVersion }: ContextParts): AgentRunContextInput {
   const deadline = new Date(snapshot.deadlineAt).toISOString();
   return {
     run_id: job.runId,
@@ -64,8 +66,8 @@ export function buildRunContext({ job, snapshot, token, state, hostVersion }: Co
       latest_cursor: latestCursor(job),
       event_seq: job.eventSeq,
       transcript_seq: job.transcriptSeq,
-      // Before the event's own item; an event without one comes after the whole history.
-      has_history_before: job.transcriptSeq !== null ? job.transcriptSeq > 1 : typeof job.latestTranscriptSeq === "number",
+      // Before the event's own item; an event without one comes after the whole history. Only what this run may read.
+      has_history_before: hasHistoryBefore(job, historyBefore),
       inline_policy: { mode: "current_event", delivered_count: 0, messages_complete: false },
       available_apis: snapshot.availableApis,
     },

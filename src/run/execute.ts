@@ -15,6 +15,7 @@ import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { stateStore } from "../stores/state";
 import { transcriptInsert, type NewTranscriptItem } from "../stores/transcript";
 import { buildRunContext, type StateRead } from "./context";
+import type { HistoryBefore } from "./history-before";
 import type { RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
 import { logRunEnd } from "./end-log";
@@ -34,6 +35,8 @@ export interface ExecuteDeps {
   job: RunJob;
   snapshot: AuthorizationSnapshot;
   state: StateRead;
+  /** Whether the run has history before its event, as read with its claim. */
+  historyBefore?: HistoryBefore;
   token: string;
   /** Where to call the runner, as read when the run was claimed, or why it cannot be called (then it never is). */
   runner: RunnerEndpoint | RunnerCallError;
@@ -208,7 +211,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const runnerConfig = await openValues(db.secrets, job.agent.runnerConfig, agentConfigSlot({ agentId: job.agent.agentId, runnerId: job.runner.runnerId }, job.runner.baseUrl)).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the agent's runner_config cannot be used: ${err.message}`, { cause: err });
     });
-    const context = buildRunContext({ job: { ...job, agent: { ...job.agent, runnerConfig } }, snapshot, token: deps.token, state: deps.state, hostVersion: config.HOST_VERSION });
+    const context = buildRunContext({ job: { ...job, agent: { ...job.agent, runnerConfig } }, snapshot, token: deps.token, state: deps.state, historyBefore: deps.historyBefore, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
     if (deps.runner instanceof RunnerCallError) throw deps.runner;
     // Sealed at rest: opened only to sign the request. Unopenable, the runner is not called at all.

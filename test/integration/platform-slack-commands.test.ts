@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { longText, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
  * Slack slash commands and message shortcuts run as Discord's commands do (README, Chat platforms): signed form posts
@@ -151,6 +151,26 @@ describe("Slack slash commands and message shortcuts", () => {
     ]);
     expect(fake.callsTo(/^\/chat\.update$/).filter((c) => c.body.channel === "C-OUT-1")).toEqual([]);
     expect(callsTo(streamed.fields.response_url)).toHaveLength(1);
+
+    // A final text of two parts, streamed in chunks past the first: each part posted once by the URL, in order, the
+    // whole text and nothing twice (the runner was told it could stream: nothing knew the channel would refuse).
+    const long = slash("C-OUT-2", "/ask", "bigstream 2 3000");
+    await long.res;
+    const longRun = await waitFor(() => contextFor("bigstream 2 3000")[0]?.run_id, 15_000, "the long answer's run");
+    expect(contextFor("bigstream 2 3000")[0].delivery).toMatchObject({ supports_streaming: true, supports_edit: true });
+    await host.waitForRun(longRun);
+    const longTrail = await waitFor(async () => ((await trail(longRun)).filter((r) => r.type === "delivery.succeeded").length >= 2 ? trail(longRun) : false), 15_000, "the long answer's trail");
+    expect(longTrail.map((r) => [r.type, r.operation, r.code ?? null, r.continues_as ?? null, r.message_id ?? null])).toEqual([
+      ["delivery.failed", "send", "slack_not_in_channel", "response_url", null],
+      ["delivery.succeeded", "send", null, null, "response_url:1"],
+      ["delivery.succeeded", "send", null, null, "response_url:2"],
+    ]);
+    const longPosts = callsTo(long.fields.response_url).map((c) => c.body);
+    expect(longPosts.map((b) => [b.response_type, b.replace_original])).toEqual([["in_channel", false], ["in_channel", false]]);
+    const final = [1, 2].map((i) => longText(3000).replace(/^line 1 /, `chunk ${i} `)).join("");
+    const words = (text: string) => text.split(/\s+/).filter(Boolean);
+    expect(words(longPosts.map((b) => b.text).join("\n"))).toEqual(words(final));
+    expect(fake.callsTo(/^\/chat\.update$/).filter((c) => c.body.channel === "C-OUT-2")).toEqual([]);
 
     const dm = slash("D-PEOPLE-1", "/ask", "hello there");
     await dm.res;

@@ -21,7 +21,7 @@ let bot: { botId: string; webhookUrl: string };
 const gates = new Map<string, ReturnType<typeof deferred<void>>>();
 const gate = (tag: string) => gates.get(tag) ?? gates.set(tag, deferred()).get(tag)!;
 /** Each run as its runner began it, and what a `read` run found, by run id. */
-const begun: { runId: string; eventId: string; text: string; metadata: Record<string, unknown>; delivery: Record<string, unknown> }[] = [];
+const begun: { runId: string; eventId: string; text: string; metadata: Record<string, unknown>; delivery: Record<string, unknown>; historyBefore: boolean }[] = [];
 const reads = new Map<string, { history: string[]; search: string[]; events: any[]; get: { status: number; code?: string } }>();
 let ts = 1_700_000_000;
 
@@ -43,7 +43,7 @@ beforeAll(async () => {
       const ctx = body.context;
       const text = String(ctx.input.text ?? "");
       const api = (action: string, params: Record<string, unknown> = {}) => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, action, params);
-      begun.push({ runId: ctx.run_id, eventId: ctx.event.event_id, text, metadata: ctx.metadata, delivery: ctx.delivery });
+      begun.push({ runId: ctx.run_id, eventId: ctx.event.event_id, text, metadata: ctx.metadata, delivery: ctx.delivery, historyBefore: ctx.context.has_history_before });
       const w = resultWriter(res, ctx.run_id);
       if (text.startsWith("read ")) {
         const history = (await api("history.page", { limit: 100 })).body.data.items.map((i: any) => String(i.content ?? ""));
@@ -71,7 +71,7 @@ beforeAll(async () => {
       w.reply(`re: ${[text, ...pulled].join(" + ")}`);
     },
   });
-  host = await startTestHost();
+  host = await startTestHost({ captureLogs: true });
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", workspace_id: "acme", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } });
   expect(created.status).toBe(201);
   bot = { botId: created.body.bot_id, webhookUrl: created.body.webhook_url };
@@ -143,11 +143,12 @@ async function readAs(channel: string, user: string, eventId: string, ephemeral:
   await i.ack();
   const runId = await runOf(i);
   await host.waitForRun(runId);
-  return { ...reads.get(runId)!, audience: begun.find((b) => b.runId === runId)!.metadata.private_audience };
+  const run = begun.find((b) => b.runId === runId)!;
+  return { ...reads.get(runId)!, audience: run.metadata.private_audience, historyBefore: run.historyBefore };
 }
 
 describe("Slack: one channel, several users, some presses private", () => {
-  it("answers a press on an ephemeral message to its presser alone: by its response_url as ephemeral, whole (no draft), never in the channel; past a spent response_url by chat.postEphemeral in the thread; no file shared", async () => {
+  it("answers a press on an ephemeral message to its presser alone: by its response_url as ephemeral, whole (no draft), never in the channel; past a spent response_url by chat.postEphemeral in the thread; no file shared (0 bytes told, not the bot's failure)", async () => {
     const c = "C-PRIV";
     const streamed = press(c, "U-BOB", "stream my hidden plan", { ephemeral: true });
     expect(await streamed.ack()).toBe("");
@@ -158,7 +159,8 @@ describe("Slack: one channel, several users, some presses private", () => {
     expect(byUrl(streamed)).toEqual([{ response_type: "ephemeral", text: "my hidden plan", replace_original: false }]);
     expect(fake.calls.filter((call) => JSON.stringify(call.body ?? {}).includes("hidden")).map((call) => call.path)).toEqual([new URL(streamed.payload.response_url).pathname]);
     const run = begun.find((b) => b.runId === runId)!;
-    expect({ audience: run.metadata.private_audience, streaming: run.delivery.supports_streaming, edit: run.delivery.supports_edit }).toEqual({ audience: "slack_ephemeral:U-BOB", streaming: false, edit: false });
+    const files = (run.delivery.platform_capabilities as { files?: unknown }).files;
+    expect({ audience: run.metadata.private_audience, streaming: run.delivery.supports_streaming, edit: run.delivery.supports_edit, files }).toEqual({ audience: "slack_ephemeral:U-BOB", streaming: false, edit: false, files: { max_bytes: 0 } });
     expect((await trail(runId)).map((r) => [r.type, r.operation, r.message_id ?? null])).toEqual([["delivery.succeeded", "send", "response_url:1"]]);
     const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [streamed.eventId]);
     expect(JSON.parse(row.metadata_json)).toMatchObject({ private_audience: "slack_ephemeral:U-BOB" });
@@ -170,7 +172,8 @@ describe("Slack: one channel, several users, some presses private", () => {
     expect(ephemeral.body).toEqual({ channel: c, user: "U-BOB", text: "re: hello privately", thread_ts: "1699999999.000100" });
     expect(byUrl(spent)).toHaveLength(1);
 
-    // A file would be shared with the whole channel: its text answers, the file is recorded as not sent.
+    // A file would be shared with the whole channel: its text answers, the file is recorded as not sent, past the 0
+    // bytes the runner was told: no failure of the bot's (not noted on it, not logged as given up).
     const attach = press(c, "U-BOB", "attach notes.txt", { ephemeral: true });
     await attach.ack();
     await waitFor(() => byUrl(attach).length > 0, 15_000, "the answer with a file");
@@ -178,11 +181,14 @@ describe("Slack: one channel, several users, some presses private", () => {
     const records = await waitFor(async () => ((await trail(attachRun)).length >= 2 ? trail(attachRun) : false), 15_000, "the file's record");
     expect(records.map((r) => [r.type, r.operation, r.code ?? null])).toEqual([
       ["delivery.succeeded", "send", null],
-      ["delivery.failed", "send_file", "slack_ephemeral_no_files"],
+      ["delivery.failed", "send_file", "file_too_large"],
     ]);
     expect(byUrl(attach)).toEqual([{ response_type: "ephemeral", text: "here is notes.txt", replace_original: false }]);
     expect(fake.calls.filter((call) => call.path.startsWith("/files."))).toEqual([]);
     expect(publicPosts(c)).toEqual([]);
+    await host.waitForRun(attachRun);
+    expect((await host.admin("GET", `/v1/admin/bots/${bot.botId}`)).body.last_delivery_failure).toBeUndefined();
+    expect(host.logs()).not.toContain(`run ${attachRun}: reply not delivered`);
   });
 
   it("a private press is never pulled by another user's public run, nor a public message by a private run: each has its own run, answered for its own eyes; same eyes still steer", async () => {
@@ -219,7 +225,7 @@ describe("Slack: one channel, several users, some presses private", () => {
     expect(byUrl(adaAgain)).toEqual([]);
   });
 
-  it("a run answering others reads nothing of a private press (history.page, history.search, event.page, event.get); its own user's private run does", async () => {
+  it("a run answering others reads nothing of a private press (history.page, history.search, event.page, event.get, nor has_history_before); its own user's private run does", async () => {
     const c = "C-READ";
     const secret = press(c, "U-BOB", "secret recipe", { ephemeral: true });
     await secret.ack();
@@ -229,17 +235,19 @@ describe("Slack: one channel, several users, some presses private", () => {
     const said = (r: { history: string[]; search: string[] }) => [...r.history, ...r.search].filter((t) => t.includes("secret"));
     const names = (events: any[]) => events.filter((e) => e.event_id === secret.eventId || JSON.stringify(e.metadata).includes(secretRun) || String(e.input_summary ?? "").includes("secret"));
 
-    // Ada's public run, and Dan's private one (another user's eyes), read none of it.
+    // Ada's public run, and Dan's private one (another user's eyes), read none of it. Ada's comes first: all before it
+    // is Bob's, so it has no history before its event; Dan's has Ada's.
     for (const [user, ephemeral] of [["U-ADA", false], ["U-DAN", true]] as const) {
       const seen = await readAs(c, user, secret.eventId, ephemeral);
-      expect({ said: said(seen), events: names(seen.events), get: seen.get, audience: seen.audience }).toEqual({ said: [], events: [], get: { status: 403, code: "unauthorized" }, audience: ephemeral ? `slack_ephemeral:${user}` : undefined });
+      expect({ said: said(seen), events: names(seen.events), get: seen.get, audience: seen.audience, before: seen.historyBefore }).toEqual({ said: [], events: [], get: { status: 403, code: "unauthorized" }, audience: ephemeral ? `slack_ephemeral:${user}` : undefined, before: ephemeral });
       expect(seen.history.length).toBeGreaterThan(0);
     }
     const mine = await readAs(c, "U-BOB", secret.eventId, true);
-    expect({ said: said(mine).sort(), get: mine.get.status, event: names(mine.events).some((e) => e.event_id === secret.eventId) }).toEqual({
+    expect({ said: said(mine).sort(), get: mine.get.status, event: names(mine.events).some((e) => e.event_id === secret.eventId), before: mine.historyBefore }).toEqual({
       said: ["re: secret recipe", "re: secret recipe", "secret recipe", "secret recipe"],
       get: 200,
       event: true,
+      before: true,
     });
   });
 });

@@ -78,7 +78,8 @@ export function normalizeCardAction(key: string, event: unknown, header: { creat
     sourceEventType: CARD_ACTION,
     eventTime,
     conversationId: chatId,
-    // The callback names no topic thread: a reply to the card's message lands where the card is.
+    // The callback names no topic thread (nor does its `context`): the press is the chat's, and a reply to the card's
+    // message lands where Lark puts it (in a topic-mode chat, the card's topic: its reply API says so).
     threadId: null,
     actor: { actor_type: "user", actor_id: operator.open_id, actor_name: null, metadata: { open_id: operator.open_id, union_id: operator.union_id ?? null, user_id: operator.user_id ?? null } },
     text,

@@ -38,6 +38,7 @@ export function ephemeralMessenger(bot: Bot<SlackCredentials>, target: SlackTarg
     async edit() {
       return refused("slack_ephemeral_no_edit", "Slack cannot edit a message only one user sees");
     },
+    // Never reached by a reply's files: the target's 0 bytes (index.ts surfaceAt) refuses them before any call.
     async sendFile() {
       return refused("slack_ephemeral_no_files", "Slack cannot share a file with one user alone: its upload shows it to the whole channel");
     },

@@ -81,8 +81,9 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     // A press on an ephemeral message is answered to its user alone (./ephemeral.ts).
     return target.ephemeral ? ephemeralMessenger(bot, target, timeoutMs, opts?.format ?? "markdown") : slackMessenger(bot, target, timeoutMs, opts?.format);
   },
-  // Slack edits no ephemeral message: that answer is posted whole, never streamed.
-  surfaceAt: (t) => (t.platform === "slack" && t.ephemeral ? { canEdit: false } : {}),
+  // Slack edits no ephemeral message: that answer is posted whole, never streamed. It takes no file either (an upload
+  // is shared with the whole channel): ctx.delivery says 0 bytes, and a file is refused before any call.
+  surfaceAt: (t) => (t.platform === "slack" && t.ephemeral ? { canEdit: false, maxFileBytes: 0 } : {}),
   replyTargetView: (t) => (t.platform === "slack" ? { channel: t.channel, thread_ts: t.threadTs } : {}),
 };
 
