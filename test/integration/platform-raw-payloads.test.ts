@@ -13,6 +13,9 @@ const SLACK_SIGNING_SECRET = "raw-slack-signing-secret-0123456789";
 const SLACK_LEGACY_TOKEN = "raw-slack-legacy-verification-token";
 /** A workflow step's token (Slack's function_executed event): it calls the API for the app while the step runs. */
 const SLACK_WORKFLOW_TOKEN = "xwfp-raw-slack-workflow-token-0123456789";
+/** A user context's `secret` (a function's inputs, an interactivity's interactor): what vouches for the user it names. */
+const SLACK_USER_CONTEXT_SECRET = "raw-slack-user-context-secret-AbCdEf0123456789";
+const SLACK_RESPONSE_URL = "https://hooks.slack.com/actions/T1/raw-secret-response-url/0123456789";
 const LARK_APP_SECRET = "raw-lark-app-secret-0123456789abcdef";
 const LARK_VERIFICATION_TOKEN = "raw-lark-verification-token-abcdef";
 const LARK_ENCRYPT_KEY = "raw-lark-encrypt-key-0123456789";
@@ -21,7 +24,7 @@ const DISCORD_BOT_TOKEN = "raw-discord-bot-token-SECRET-0123456789";
 const DISCORD_INTERACTION_TOKEN = "raw-discord-interaction-token-SECRET-abcdef";
 const TELEGRAM_BOT_TOKEN = "4242:raw-telegram-bot-token";
 const TELEGRAM_SECRET_TOKEN = "raw-telegram-secret-token-0123";
-const SECRETS = [SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_LEGACY_TOKEN, SLACK_WORKFLOW_TOKEN, LARK_APP_SECRET, LARK_VERIFICATION_TOKEN, LARK_ENCRYPT_KEY, LARK_CARD_TOKEN, DISCORD_BOT_TOKEN, DISCORD_INTERACTION_TOKEN, TELEGRAM_BOT_TOKEN, TELEGRAM_SECRET_TOKEN];
+const SECRETS = [SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_LEGACY_TOKEN, SLACK_WORKFLOW_TOKEN, SLACK_USER_CONTEXT_SECRET, SLACK_RESPONSE_URL, LARK_APP_SECRET, LARK_VERIFICATION_TOKEN, LARK_ENCRYPT_KEY, LARK_CARD_TOKEN, DISCORD_BOT_TOKEN, DISCORD_INTERACTION_TOKEN, TELEGRAM_BOT_TOKEN, TELEGRAM_SECRET_TOKEN];
 const DAY_MS = 24 * 3600 * 1000;
 
 let host: TestHost;
@@ -61,18 +64,21 @@ afterAll(async () => {
   await fake?.close();
 });
 
-/** GET /v1/admin/events/{id}/raw as an operator calls it: the status, content type and body text. */
+/** GET /v1/admin/events/{id}/raw as an operator calls it: the status, content type and body text (`headers`: all of them). */
 async function readRaw(eventId: string, token: string | null = ADMIN_TOKEN) {
   const res = await fetch(`${host.url}/v1/admin/events/${eventId}/raw`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
-  return { status: res.status, contentType: res.headers.get("content-type"), text: await res.text() };
+  const raw = { status: res.status, contentType: res.headers.get("content-type"), text: await res.text() };
+  return Object.defineProperty(raw, "headers", { value: res.headers, enumerable: false }) as typeof raw & { headers: Headers };
 }
 const noSecretIn = (text: string) => expect(SECRETS.filter((s) => text.includes(s))).toEqual([]);
 
-async function postSlack(payload: unknown) {
-  const body = JSON.stringify(payload);
+async function postSlack(payload: unknown, form = false) {
+  // An interactivity request is form-encoded, its JSON in one `payload` field, signed over the body as sent.
+  const body = form ? new URLSearchParams({ payload: JSON.stringify(payload) }).toString() : JSON.stringify(payload);
   const timestamp = Math.floor(Date.now() / 1000);
   const signature = `v0=${createHmac("sha256", SLACK_SIGNING_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
-  const res = await fetch(bots.slack.url, { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": String(timestamp), "x-slack-signature": signature }, body });
+  const contentType = form ? "application/x-www-form-urlencoded" : "application/json";
+  const res = await fetch(bots.slack.url, { method: "POST", headers: { "content-type": contentType, "x-slack-request-timestamp": String(timestamp), "x-slack-signature": signature }, body });
   expect(res.status).toBe(200);
 }
 
@@ -110,6 +116,9 @@ describe("GET /v1/admin/events/{event_id}/raw", () => {
     const { token: _token, ...sent } = payload;
     expect(raw.text).toBe(JSON.stringify(sent));
     noSecretIn(raw.text);
+    // What a user wrote is in it as sent: opened in an operator's browser, it is never sniffed or rendered as a page.
+    expect(raw.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(raw.headers.get("content-security-policy")).toBe("default-src 'none'; sandbox");
     // Operator data: the admin bearer token, as every /v1/admin route.
     expect((await readRaw(eventId, null)).status).toBe(401);
     expect((await readRaw(eventId, "not-the-admin-token")).status).toBe(401);
@@ -161,6 +170,43 @@ describe("GET /v1/admin/events/{event_id}/raw", () => {
     noSecretIn(raw.text);
     const [{ raw_ref: rawRef }] = await host.query<{ raw_ref: string }>("SELECT raw_ref FROM event_log WHERE event_id = ?", [eventId]);
     noSecretIn(new TextDecoder().decode((await host.r2Object(rawRef))!));
+  });
+
+  it("keeps no Slack secret at any depth: a user context's secret in a function's inputs or an interactivity, a token or response_url nested", async () => {
+    const userContext = { id: "U42", secret: SLACK_USER_CONTEXT_SECRET };
+    const interactivity = { interactor: userContext, interactivity_pointer: "1234567890123.4567890123456.78a90bc12d3e4f567g" };
+    // A workflow step whose inputs name who started it (an interactivity) and who approves (a user context).
+    const event = { type: "function_executed", function: { id: "Fn2", callback_id: "approve", type: "app" }, inputs: { interactivity, approver: userContext, note: "ship it" }, function_execution_id: "Fx2", workflow_execution_id: "Wx2", event_ts: `${++ts}.000500`, bot_access_token: SLACK_WORKFLOW_TOKEN };
+    await postSlack({ token: SLACK_LEGACY_TOKEN, team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: "EvFUNC2", event_time: 1_700_000_301, authorizations: [{ team_id: "T1", user_id: "UBOT", is_bot: true }], event });
+    // A press within that step's modal: its function's inputs and interactivity come along, and a view's response_urls nest theirs.
+    const press = {
+      type: "block_actions",
+      token: SLACK_LEGACY_TOKEN,
+      trigger_id: "raw.trigger.function.1",
+      user: { id: "U42", username: "ada", team_id: "T1" },
+      team: { id: "T1" },
+      container: { type: "view", view_id: "V1" },
+      actions: [{ type: "button", action_id: "approve", block_id: "b1", value: "yes" }],
+      function_data: { execution_id: "Fx2", function: { callback_id: "approve" }, inputs: { approver: userContext } },
+      interactivity,
+      bot_access_token: SLACK_WORKFLOW_TOKEN,
+      view: { id: "V1", state: { values: {} }, response_urls: [{ block_id: "b1", action_id: "approve", channel_id: "C1", response_url: SLACK_RESPONSE_URL }] },
+    };
+    await postSlack(press, true);
+
+    const shown = { approver: { id: "U42" }, interactivity: { interactor: { id: "U42" }, interactivity_pointer: interactivity.interactivity_pointer } };
+    for (const [eventId, expected] of [
+      [`slack:${bots.slack.botId}:EvFUNC2`, (b: Record<string, unknown>) => expect(b.event).toEqual({ ...event, bot_access_token: undefined, inputs: { ...shown, note: "ship it" } })],
+      [`slack:${bots.slack.botId}:interaction:${press.trigger_id}`, (b: Record<string, unknown>) => expect(b).toEqual({ ...press, token: undefined, bot_access_token: undefined, interactivity: shown.interactivity, function_data: { ...press.function_data, inputs: { approver: shown.approver } }, view: { id: "V1", state: { values: {} } } })],
+    ] as const) {
+      const raw = await readRaw(eventId);
+      expect(raw.status).toBe(200);
+      noSecretIn(raw.text);
+      expected(JSON.parse(raw.text));
+      // Nor kept in R2.
+      const [{ raw_ref: rawRef }] = await host.query<{ raw_ref: string }>("SELECT raw_ref FROM event_log WHERE event_id = ?", [eventId]);
+      noSecretIn(new TextDecoder().decode((await host.r2Object(rawRef))!));
+    }
   });
 
   it("gives a Discord interaction without its token, and a Telegram update byte for byte", async () => {

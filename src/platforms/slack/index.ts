@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { HostError } from "../../lib/errors";
-import { withoutPaths } from "../redact";
+import { withoutKeys } from "../redact";
 import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
@@ -73,9 +73,10 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   },
 
   // The deprecated verification `token` is a credential; so is a slash command's or interactivity payload's `response_url` (it posts in
-  // the chat for 30 minutes, no token needed), a view's `response_urls`, and a workflow step's `bot_access_token`.
-  // An interactivity payload carries a workflow step's `bot_access_token` at its top; a function_executed event in its `event`.
-  redactRaw: (raw) => withoutPaths(raw, [["token"], ["response_url"], ["response_urls"], ["bot_access_token"], ["event", "bot_access_token"]]),
+  // the chat for 30 minutes, no token needed), a view's `response_urls`, a workflow step's `bot_access_token`, and a user
+  // context's `secret` (what vouches for `{id, secret}`: a function's `inputs`, an interactivity's `interactor`). Removed
+  // wherever they are: a function's inputs nest as its workflow defines them (event.inputs, function_data.inputs).
+  redactRaw: (raw) => withoutKeys(raw, SLACK_SECRET_KEYS),
   messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "slack") throw new Error("not a Slack target");
     // A press on an ephemeral message is answered to its user alone (./ephemeral.ts).
@@ -86,6 +87,9 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   surfaceAt: (t) => (t.platform === "slack" && t.ephemeral ? { canEdit: false, maxFileBytes: 0 } : {}),
   replyTargetView: (t) => (t.platform === "slack" ? { channel: t.channel, thread_ts: t.threadTs } : {}),
 };
+
+/** The names of the fields that carry a Slack credential, at any depth of a payload (redactRaw). */
+const SLACK_SECRET_KEYS = ["token", "response_url", "response_urls", "bot_access_token", "secret"];
 
 const SLACK_FILE_ORIGIN = "https://files.slack.com";
 

@@ -9,6 +9,12 @@ import { router } from "../app-env";
 const EventParam = z.object({ eventId: z.string().min(1).max(1024) });
 
 /**
+ * What a platform's user wrote is in the payload as sent: opened in an operator's browser it is data, never a page
+ * (no sniffing it as HTML, no script or style run, no origin of the host's given to it).
+ */
+const AS_DATA_ONLY = { "x-content-type-options": "nosniff", "content-security-policy": "default-src 'none'; sandbox" };
+
+/**
  * GET /v1/admin/events/{event_id}/raw: what a chat platform sent for one of its events, as stored (its secret fields
  * removed), for an operator wiring a bot. Events sent through the API, and the host's own records, keep none.
  */
@@ -19,5 +25,5 @@ export const adminEventsRouter = router().get("/:eventId/raw", validate("param",
   if (!row.rawRef) throw notFound(`event ${eventId} has no raw payload: only chat platforms' events keep one`);
   const raw = await readRaw(c.env, row.source, row.rawRef);
   if (!raw) throw notFound(`the raw payload of event ${eventId} is no longer stored (deleted by retention)`);
-  return c.body(raw.body, 200, { "content-type": raw.contentType, "cache-control": "no-store" });
+  return c.body(raw.body, 200, { "content-type": raw.contentType, "cache-control": "no-store", ...AS_DATA_ONLY });
 });
