@@ -77,12 +77,16 @@ afterAll(async () => {
 let eventSeq = 0;
 /** Slack delivering an event callback, signed; `eventId` again is Slack's retry of the same delivery. */
 async function deliver(event: Record<string, unknown>, eventId = `EvBusy${++eventSeq}`) {
-  const body = JSON.stringify({ token: "legacy", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000), event });
+  await signedPost(JSON.stringify({ token: "legacy", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000), event }), "application/json");
+  return eventId;
+}
+/** An interactivity payload (a message shortcut), form-encoded and signed as Slack posts it. */
+const interact = (payload: Record<string, unknown>) => signedPost(new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), "application/x-www-form-urlencoded");
+async function signedPost(body: string, contentType: string) {
   const timestamp = String(Math.floor(Date.now() / 1000));
   const signature = `v0=${createHmac("sha256", SIGNING_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
-  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body });
+  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": contentType, "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body });
   expect(res.status).toBe(200);
-  return eventId;
 }
 let messageTs = 1_800_000_000;
 /** A person's message in `channel`; answers its ts. */
@@ -343,6 +347,33 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     expect(said.map((r) => r.summary)).toEqual(["the secret plan", "teh secret typo"]);
     const shown = await host.admin("GET", `/v1/events/${encodeURIComponent(eventIdOf(channel, secret))}`);
     expect(shown.body).toMatchObject({ input_summary: "the secret plan", input: { text: "the secret plan" }, metadata: recalled });
+  }, 40_000);
+
+  it("a message shortcut's copy of a message deleted afterwards reads recalled too: later runs find nothing of its words or files", async () => {
+    const channel = "CBUSY13";
+    await agentFor(channel, "plain", "enqueue");
+    const file = { id: "F1", name: "plan.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F1/plan.pdf` };
+    const secret = await say(channel, "the secret plan", "message", { subtype: "file_share", files: [file] });
+    await quiet(channel, 1);
+    // Another user's shortcut ("Summarize") on it: its input is that message, its words and its file fetched anew.
+    const message = { type: "message", subtype: "file_share", user: "U42", ts: secret, text: "the secret plan", files: [file] };
+    await interact({ type: "message_action", team: { id: "T1" }, user: { id: "U7", username: "bo", team_id: "T1" }, channel: { id: channel }, callback_id: "summarize", trigger_id: "busy.sc.1", message_ts: secret, message });
+    await quiet(channel, 2);
+    expect(runsOf.get(channel)).toEqual(["the secret plan", "the secret plan"]);
+    expect(filesOf.get(channel)).toHaveLength(2);
+    // Edited, the copy reads the newest words too; then deleted.
+    await deliver(edit(channel, secret, "the plan, reworded", "1800009999.000009"));
+    const items = await host.query<{ content: string }>("SELECT content FROM transcript WHERE conversation_id = ? AND role = 'user' ORDER BY seq", [channel]);
+    expect(items.map((i) => i.content)).toEqual(["the plan, reworded", "the plan, reworded"]);
+    const recall = await deliver(deletion(channel, secret));
+    await say(channel, "history");
+    await quiet(channel, 3);
+    const gone = { content: null, files: 0, recalled: true, edited: true };
+    expect(historyOf.get(channel)).toEqual({ items: [gone, gone], found: 0 });
+    const record = { input_summary: null, metadata: { recalled: { event_id: `slack:${botId}:${recall}`, recalled_at: expect.any(String) } } };
+    const refused = { ok: false, error: expect.objectContaining({ code: "not_found" }) };
+    expect(recordsOf.get(channel)).toEqual({ got: [record, record], paged: [record, record], files: [refused, refused, refused, refused] });
+    for (const id of filesOf.get(channel)!) expect(await host.r2Object(`artifacts/${id}`)).toBeNull();
   }, 40_000);
 
   it("a message said while the bot was paused (recorded with its words, never run) and then deleted: runs after the pause read nothing of it in its record", async () => {

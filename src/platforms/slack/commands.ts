@@ -88,7 +88,8 @@ export function messageShortcutOf(given: Record<string, unknown>, key: string): 
     actor: actorOf(user.id, team, user.username),
     text: words || name,
     files: filesOf(message.files),
-    // Not `ts`, which names a message of the person's own (recalls and edits find theirs by it).
+    // Not `ts`, which names a message of the person's own (the chat's order); its recall or edit reaches this copy by
+    // its EventLog message_ref (../message-ref.ts).
     data: { team_id: team ?? null, command: { name, target }, message_ts: message.ts },
     replyTarget: targetOf(channel.id, threadId, p.data.response_url),
   };
