@@ -10,6 +10,8 @@ import { releaseStatements } from "../src/run/steering-release";
 import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { DroppedClaims, type DecideAgain } from "./dropped-claims";
 import { inTurnByKey } from "./serial-decisions";
+import { ClaimKeys } from "./claim-keys";
+import { RareKeys } from "./rare-keys";
 import { bodyKeyOf, chunks, isWhole, itemOfBody, prefixOf, QUEUE, stored, stubOf, withinBytes, type Body, type ClaimStub, type Queued } from "./steering-storage";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
@@ -58,9 +60,7 @@ const claimStatements = (db: Db, eventId: string, runId: string, item: SteeringI
  * record what it never pulled, and have it decided anew (dropped-claims.ts).
  */
 export class SteeringQueue {
-  private claims = 0;
-  /** The time of this instance's last claim key. */
-  private lastAt = 0;
+  private readonly keys: ClaimKeys;
   /** The `TAKING` keys of this instance's own takes still writing: any other is an earlier instance's, lost with it. */
   private readonly inFlight = new Set<string>();
   /** Whether drops (or claims an earlier instance was writing) may be waiting in storage: unknown (true) until this instance has looked. */
@@ -72,6 +72,9 @@ export class SteeringQueue {
   /** This instance's claims in flight (the claimed events' own run ids). */
   private readonly writing = new Set<string>();
   private readonly dropped: DroppedClaims;
+  /** Claims whose write went unanswered, and interrupts' marks: rare, so every run's end asks memory, not storage. */
+  private readonly unsettled: RareKeys;
+  private readonly mooted: RareKeys;
 
   /**
    * `completed`: a claim completed late discarded the claimed event's own run (its followers hear it was steered).
@@ -86,6 +89,8 @@ export class SteeringQueue {
     again?: DecideAgain,
   ) {
     this.dropped = new DroppedClaims(storage, again);
+    [this.unsettled, this.mooted] = [new RareKeys(storage, UNSETTLED), new RareKeys(storage, MOOT)];
+    this.keys = new ClaimKeys(storage, TAKING);
   }
 
   async size(runId: string): Promise<number> {
@@ -103,7 +108,7 @@ export class SteeringQueue {
   async claim(db: Db, job: RunJob, target: RunJob, now: number, pulls: () => boolean = () => true): Promise<"queued" | "released"> {
     const item = steeringItemOf(job, target, now);
     // Its place in claim order is taken now, whichever claim's write is answered first.
-    const key = await this.nextKey(target.runId);
+    const key = await this.keys.next(target.runId);
     const claim: ClaimInFlight = { job, target: { runId: target.runId, runner: { runnerId: target.runner.runnerId } }, at: now, key, instance: this.instance };
     // Durable before the write leaves (the output gate holds it): should this instance die before the answer, the next one takes the claim back (`retryDrops`).
     this.writing.add(job.runId);
@@ -127,6 +132,7 @@ export class SteeringQueue {
   private standUnsettled(claim: ClaimInFlight): void {
     void this.enqueue(claim);
     void this.storage.put<UnsettledClaim>(`${UNSETTLED}${claim.job.runId}`, { eventId: claim.job.event.event_id, item: itemOf(claim) });
+    this.unsettled.added(`${UNSETTLED}${claim.job.runId}`);
   }
 
   /** A claim in flight is answered: in the same tick as what it left (queued, or remembered). */
@@ -178,29 +184,13 @@ export class SteeringQueue {
     // Its claim was being written when an earlier instance died: never answered, it is taken back (the event's run decided as any other).
     if (await this.releaseOrphan(db, runId)) return null;
     const key = `${UNSETTLED}${runId}`;
-    const claim = await this.storage.get<UnsettledClaim>(key);
+    const claim = (await this.unsettled.has(key)) ? await this.storage.get<UnsettledClaim>(key) : undefined;
     if (!claim) return null;
     await writeAll(db, claimStatements(db, claim.eventId, runId, claim.item));
     await this.storage.delete(key);
+    this.unsettled.removed(key);
     this.completed(runId);
     return claim.item.claimed_run_id;
-  }
-
-  /**
-   * The key of a claim made now: time first for claim order across instances; the counter breaks ties within one.
-   * Never before the run's last claim (queued, or being taken), should the clock step back (or an earlier
-   * instance's clock have been ahead), as the run table's arrival keys.
-   */
-  private async nextKey(runId: string): Promise<string> {
-    const prefix = prefixOf(runId);
-    const latest = async (p: string) => [...(await this.storage.list({ prefix: p, reverse: true, limit: 1 })).keys()][0]?.slice(p.length - prefix.length);
-    const last = [await latest(prefix), await latest(`${TAKING}${prefix}`)].filter((k) => k !== undefined).sort().at(-1);
-    this.lastAt = Math.max(Date.now(), this.lastAt);
-    const keyAt = () => `${prefix}${String(this.lastAt).padStart(15, "0")}:${String(this.claims++).padStart(6, "0")}`;
-    const key = keyAt();
-    if (last === undefined || key > last) return key;
-    this.lastAt = Number(last.slice(prefix.length, prefix.length + 15)) + 1;
-    return keyAt();
   }
 
   private deleteAll(keys: string[]): Promise<unknown> {
@@ -344,12 +334,15 @@ export class SteeringQueue {
   async drop(db: Db, run: RunJob): Promise<boolean> {
     try {
       // Before the drop keeps them to be decided anew: that decision, finding one still unsettled, would complete it into this ended run.
-      for (const [key, claim] of await this.storage.list<UnsettledClaim>({ prefix: UNSETTLED })) {
+      for (const [key, claim] of (await this.unsettled.any()) ? await this.storage.list<UnsettledClaim>({ prefix: UNSETTLED }) : []) {
         if (claim.item.claimed_run_id === run.runId) await this.completeClaim(db, key.slice(UNSETTLED.length));
       }
-      const again = (await this.storage.get(`${MOOT}${run.runId}`)) === undefined;
+      const again = !(await this.mooted.has(`${MOOT}${run.runId}`));
       await this.inTurn(run.runId, () => this.takeNow(db, run, "dropped", { again }));
-      if (!again) void this.storage.delete(`${MOOT}${run.runId}`);
+      if (!again) {
+        void this.storage.delete(`${MOOT}${run.runId}`);
+        this.mooted.removed(`${MOOT}${run.runId}`);
+      }
       return true;
     } catch (err) {
       console.error(`run ${run.runId}: steering drop not recorded yet: ${loggedError(err)}`);
@@ -366,6 +359,7 @@ export class SteeringQueue {
    */
   moot(runId: string): void {
     void this.storage.put(`${MOOT}${runId}`, true);
+    this.mooted.added(`${MOOT}${runId}`);
   }
 
   /**

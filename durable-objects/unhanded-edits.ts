@@ -1,5 +1,6 @@
 import { withEditedText } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
+import { RareKeys } from "./rare-keys";
 
 const PREFIX = "unhanded-edit:";
 /** Far longer than ingress takes from recording a run to handing it over (one database answer, one RPC). */
@@ -22,7 +23,12 @@ interface HeldEdit {
  * forgotten after an hour.
  */
 export class UnhandedEdits {
-  constructor(private readonly storage: DurableObjectStorage) {}
+  /** Which runs have an edit held: asked by every hand-over, known without a storage call. */
+  private readonly held: RareKeys;
+
+  constructor(private readonly storage: DurableObjectStorage) {
+    this.held = new RareKeys(storage, PREFIX);
+  }
 
   /** Kept for the hand-over of `runId`, unless a newer edit is kept already (edits may arrive in any order). */
   async hold(runId: string, edit: { text: string | null; version: number }): Promise<void> {
@@ -31,16 +37,20 @@ export class UnhandedEdits {
     if (held && held.version > edit.version) return;
     const now = Date.now();
     const stale = [...(await this.storage.list<HeldEdit>({ prefix: PREFIX }))].filter(([, e]) => now - e.at > KEEP_MS).slice(0, MAX_KEYS);
-    await Promise.all([this.storage.put<HeldEdit>(key, { ...edit, at: now }), stale.length ? this.storage.delete(stale.map(([k]) => k)) : undefined]);
+    const written = Promise.all([this.storage.put<HeldEdit>(key, { ...edit, at: now }), stale.length ? this.storage.delete(stale.map(([k]) => k)) : undefined]);
+    for (const [k] of stale) this.held.removed(k);
+    this.held.added(key);
+    await written;
   }
 
-  /** The job a hand-over brings, with its message's words as edited meanwhile; cheap when none was (one storage read). */
+  /** The job a hand-over brings, with its message's words as edited meanwhile; cheap when none was (no storage call). */
   async applied(job: RunJob): Promise<RunJob> {
     const key = `${PREFIX}${job.runId}`;
-    const held = await this.storage.get<HeldEdit>(key);
+    const held = (await this.held.has(key)) ? await this.storage.get<HeldEdit>(key) : undefined;
     if (!held) return job;
     // Forgotten once taken: the run's entry (written in this decision) holds the words from now on.
     void this.storage.delete(key);
+    this.held.removed(key);
     return { ...job, input: withEditedText(job.input, held.text) };
   }
 }
