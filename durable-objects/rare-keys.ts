@@ -23,15 +23,23 @@ export class RareKeys {
 
   /** Told right after the storage call that writes it (in the same tick). */
   added(key: string): void {
-    void this.keys().then((keys) => keys.add(key));
+    // A list that fails is told to whoever asks next (has, any); the key written is in storage for the next list.
+    void this.keys().then((keys) => keys.add(key), () => {});
   }
 
   removed(key: string): void {
-    void this.keys().then((keys) => keys.delete(key));
+    void this.keys().then((keys) => keys.delete(key), () => {});
   }
 
   private keys(): Promise<Set<string>> {
-    this.loading ??= this.storage.list({ prefix: this.prefix }).then((found) => new Set(found.keys()));
+    // A list that failed is made again by the next ask, not kept failed for the instance's life.
+    this.loading ??= this.storage.list({ prefix: this.prefix }).then(
+      (found) => new Set(found.keys()),
+      (err: unknown) => {
+        this.loading = null;
+        throw err;
+      },
+    );
     return this.loading;
   }
 }

@@ -187,8 +187,9 @@ export class SteeringQueue {
     const claim = (await this.unsettled.has(key)) ? await this.storage.get<UnsettledClaim>(key) : undefined;
     if (!claim) return null;
     await writeAll(db, claimStatements(db, claim.eventId, runId, claim.item));
-    await this.storage.delete(key);
+    const deleted = this.storage.delete(key);
     this.unsettled.removed(key);
+    await deleted;
     this.completed(runId);
     return claim.item.claimed_run_id;
   }

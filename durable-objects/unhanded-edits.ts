@@ -36,7 +36,7 @@ export class UnhandedEdits {
     const held = await this.storage.get<HeldEdit>(key);
     if (held && held.version > edit.version) return;
     const now = Date.now();
-    const stale = [...(await this.storage.list<HeldEdit>({ prefix: PREFIX }))].filter(([, e]) => now - e.at > KEEP_MS).slice(0, MAX_KEYS);
+    const stale = [...(await this.storage.list<HeldEdit>({ prefix: PREFIX }))].filter(([k, e]) => k !== key && now - e.at > KEEP_MS).slice(0, MAX_KEYS);
     const written = Promise.all([this.storage.put<HeldEdit>(key, { ...edit, at: now }), stale.length ? this.storage.delete(stale.map(([k]) => k)) : undefined]);
     for (const [k] of stale) this.held.removed(k);
     this.held.added(key);

@@ -34,3 +34,20 @@ describe("RareKeys", () => {
     expect(await keys.has("p:left")).toBe(true);
   });
 });
+
+describe("RareKeys after a failed list", () => {
+  it("lists again on the next ask instead of failing for the instance's life", async () => {
+    let fail = true;
+    const list = async () => {
+      if (fail) throw new Error("storage unavailable");
+      return new Map([["p:left", true]]);
+    };
+    // Only `list` is called by RareKeys (the platform's API, not ours).
+    const keys = new RareKeys({ list } as unknown as DurableObjectStorage, "p:");
+    // Told while that list fails: no unhandled rejection (vitest would fail the run on one).
+    keys.added("p:new");
+    await expect(keys.has("p:left")).rejects.toThrow("storage unavailable");
+    fail = false;
+    expect(await keys.has("p:left")).toBe(true);
+  });
+});
