@@ -2,7 +2,7 @@ import { generateKeyPairSync, sign as edSign, type KeyObject } from "node:crypto
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
-import { TABLE_ANSWER } from "../support/markdown-sample";
+import { TABLE_ALIGNED, TABLE_ANSWER } from "../support/markdown-sample";
 
 const APPLICATION_ID = "1122334455667788";
 const BOT_TOKEN = "discord-bot-token-SECRET-0123456789";
@@ -402,11 +402,7 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
       [
         "Prices:",
         "```",
-        "Fruit                  │ Qty │ Note",
-        "───────────────────────┼─────┼──────",
-        "Apple                  │   3 │ a | b",
-        "Pear (https://e.com/p) │  12 │  x|y",
-        "梨                     │   7 │  🍐",
+        ...TABLE_ALIGNED,
         "```",
         ...TABLE_ANSWER.split("\n").slice(6),
       ].join("\n"),

@@ -4,7 +4,7 @@ import { startTestHost, type TestHost, recordedAnswer } from "../support/host";
 import { addTelegramBot, ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { largeFile } from "../support/host-api";
 import { telegramHtmlProblem } from "../support/telegram-html";
-import { TABLE_ANSWER } from "../support/markdown-sample";
+import { TABLE_ANSWER, TABLE_ANSWER_TELEGRAM } from "../support/markdown-sample";
 
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
 const SECRET_TOKEN = "tg-secret-token-0123456789";
@@ -743,20 +743,7 @@ describe("Telegram: answers' Markdown rendered", () => {
     const [send] = await waitFor(() => sendsTo("-103400").length > 0 && sendsTo("-103400"), 15_000, "the answer");
     expect(send.body).toMatchObject({
       parse_mode: "HTML",
-      text: [
-        "Prices:",
-        "<pre>Fruit                  │ Qty │ Note",
-        "───────────────────────┼─────┼──────",
-        "Apple                  │   3 │ a | b",
-        "Pear (https://e.com/p) │  12 │  x|y",
-        "梨                     │   7 │  🍐</pre>",
-        "",
-        "1. First",
-        "   ◦ sub <i>one</i>",
-        "     ▪ deeper",
-        "2. Second",
-        "<pre>| in | code |\n|----|------|</pre>",
-      ].join("\n"),
+      text: TABLE_ANSWER_TELEGRAM,
     });
     const rows = Array.from({ length: 300 }, (_, i) => `| item ${i} | ${i * 7} |`).join("\n");
     await post(update("-103401", { text: `samefinal Stock:\n| Item | Count |\n|---|--:|\n${rows}\nThat is all.` }));
