@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { discordKeyPair, postInteraction } from "../support/discord-signing";
 import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { callHostApi, deferred } from "../support/host-api";
+import { readConversation, type ConversationReads } from "../support/conversation-reads";
 import { startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
@@ -24,7 +25,7 @@ const gates = new Map<string, ReturnType<typeof deferred<void>>>();
 const gate = (tag: string) => gates.get(tag) ?? gates.set(tag, deferred()).get(tag)!;
 /** Each run as its runner began it (its event and input's text), and what a `read` run found, by run id. */
 const begun: { runId: string; eventId: string; text: string; metadata: Record<string, unknown> }[] = [];
-const reads = new Map<string, { history: string[]; search: string[]; events: any[]; get: { status: number; code?: string } }>();
+const reads = new Map<string, ConversationReads>();
 
 let ids = 0;
 function discordApi(call: PlatformCall): FakeReply {
@@ -49,11 +50,7 @@ beforeAll(async () => {
       const w = resultWriter(res, ctx.run_id);
       // `read <event id>`: what this run can read of the conversation, and whether it may read that event.
       if (text.startsWith("read ")) {
-        const history = (await api("history.page", { limit: 100 })).body.data.items.map((i: any) => String(i.content ?? ""));
-        const search = (await api("history.search", { query: "secret", top_k: 50 })).body.data.items.map((i: any) => String(i.content ?? ""));
-        const events = (await api("event.page", { limit: 100 })).body.data.items;
-        const got = await api("event.get", { event_id: text.slice("read ".length) });
-        reads.set(ctx.run_id, { history, search, events, get: { status: got.status, code: got.body.error?.code } });
+        reads.set(ctx.run_id, await readConversation(ctx, text.slice("read ".length)));
         return w.reply("read");
       }
       if (text.startsWith("hold ")) await gate(text.slice("hold ".length)).promise;

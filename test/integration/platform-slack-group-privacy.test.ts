@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { callHostApi, deferred } from "../support/host-api";
+import { readConversation, type ConversationReads } from "../support/conversation-reads";
 import { startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
@@ -22,7 +23,7 @@ const gates = new Map<string, ReturnType<typeof deferred<void>>>();
 const gate = (tag: string) => gates.get(tag) ?? gates.set(tag, deferred()).get(tag)!;
 /** Each run as its runner began it, and what a `read` run found, by run id. */
 const begun: { runId: string; eventId: string; text: string; metadata: Record<string, unknown>; delivery: Record<string, unknown>; historyBefore: boolean }[] = [];
-const reads = new Map<string, { history: string[]; search: string[]; events: any[]; get: { status: number; code?: string } }>();
+const reads = new Map<string, ConversationReads>();
 let ts = 1_700_000_000;
 
 function slackApi(call: PlatformCall): FakeReply {
@@ -46,11 +47,7 @@ beforeAll(async () => {
       begun.push({ runId: ctx.run_id, eventId: ctx.event.event_id, text, metadata: ctx.metadata, delivery: ctx.delivery, historyBefore: ctx.context.has_history_before });
       const w = resultWriter(res, ctx.run_id);
       if (text.startsWith("read ")) {
-        const history = (await api("history.page", { limit: 100 })).body.data.items.map((i: any) => String(i.content ?? ""));
-        const search = (await api("history.search", { query: "secret", top_k: 50 })).body.data.items.map((i: any) => String(i.content ?? ""));
-        const events = (await api("event.page", { limit: 100 })).body.data.items;
-        const got = await api("event.get", { event_id: text.slice("read ".length) });
-        reads.set(ctx.run_id, { history, search, events, get: { status: got.status, code: got.body.error?.code } });
+        reads.set(ctx.run_id, await readConversation(ctx, text.slice("read ".length)));
         return w.reply("read");
       }
       if (text.startsWith("stream ")) {
