@@ -154,6 +154,36 @@ describe("Discord: once the interaction token expired, where the bot cannot or m
     }
   });
 
+  it("installed to the server but refused the channel (403: no View Channel or Send Messages there), continues in a DM, text and file, and asks the channel once", async () => {
+    const since = Date.now();
+    const i = command("attach refused.png", { channel_id: "C46", channel: { id: "C46", type: 0 }, authorizing_integration_owners: { "0": "G1" } });
+    expiredTokens.add(i.token);
+    await post(i);
+    const runId = await runIdOf(i);
+    await host.waitForRun(runId);
+    const records = await waitFor(async () => ((await deliveries(runId)).length >= 2 ? deliveries(runId) : false), 15_000, "the answer's records");
+    expect(records.map((d) => [d.type, d.operation])).toEqual([["delivery.succeeded", "send"], ["delivery.succeeded", "send_file"]]);
+    expect(botCalls(since).map((c) => [c.method, c.path, c.reply?.status ?? 200])).toEqual([
+      ["GET", "/channels/C46/messages", 403],
+      ["POST", "/channels/C46/messages", 403],
+      ["POST", "/users/@me/channels", 200],
+      ["POST", "/channels/DM-U42/messages", 200],
+      ["POST", "/channels/DM-U42/messages", 200],
+      ["POST", "/channels/DM-U42/messages", 200],
+    ]);
+    expect(botCalls(since).slice(3, 5).map((c) => c.body.content)).toEqual(["(Discord no longer lets this app answer where you asked: the answer continues here.)", "here is refused.png"]);
+    expect((await fileOf(await formOf(botCalls(since)[5]), "files[0]")).name).toBe("refused.png");
+
+    // A stream shown in the channel before its token expired: its edits refused there, the final text goes to the DM.
+    const sinceStream = Date.now();
+    const s = command("stream seven eight nine ten", { channel_id: "C47", channel: { id: "C47", type: 0 } });
+    expiringTokens.add(s.token);
+    await post(s);
+    await host.waitForRun(await runIdOf(s));
+    await waitFor(() => botCalls(sinceStream).some((c) => c.path === "/channels/DM-U42/messages" && c.body?.content === "seven eight nine ten"), 15_000, "the final text in the DM");
+    expect(botCalls(sinceStream).filter((c) => c.path.startsWith("/channels/C47/") && c.method === "POST")).toHaveLength(1);
+  });
+
   it("a stream whose token expires mid-way ends in the DM on the final text, files too", async () => {
     const since = Date.now();
     const i = command("stream one two three four five six", { channel_id: "C42", channel: { id: "C42", type: 0 }, ...userInstall });

@@ -188,6 +188,30 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect((await runOf(bare)).input.text).toBe("/Summarize");
   });
 
+  it("gives a message command a forwarded message's words and files, a bot's embeds as text and mentions by name, never just its name or ids", async () => {
+    const file = { id: "A9", filename: "report.txt", content_type: "text/plain", url: `${fake.url}/cdn/attachments/report.txt` };
+    // A forward has no content of its own: what was forwarded is its snapshot.
+    const forward = { id: "M-FWD", channel_id: "C1", content: "", author: { id: "U7", username: "bob" }, attachments: [], message_reference: { type: 1, message_id: "M-ORIG" }, message_snapshots: [{ message: { type: 0, content: "Ship date moved to May 3.", attachments: [file], embeds: [] } }] };
+    const fwd = interaction(2, { id: "cmd-ctx", name: "Summarize", type: 3, target_id: forward.id, resolved: { messages: { [forward.id]: forward } } });
+    // A bot's post that says everything in an embed; a user's link, whose preview is Discord's and not read, and whose
+    // mentions read as the server shows those users (one Discord did not list stays as written).
+    const embed = { type: "rich", author: { name: "CI" }, title: "Build #512 failed", url: "https://ci.example/512", description: "3 tests failed on main.", fields: [{ name: "Branch", value: "main", inline: true }, { name: "Commit", value: "abc123" }], footer: { text: "ci.example" } };
+    const botPost = { id: "M-EMB", channel_id: "C1", content: "", author: { id: "B1", username: "ci-bot", bot: true }, attachments: [], embeds: [embed] };
+    const botCmd = interaction(2, { id: "cmd-ctx", name: "Summarize", type: 3, target_id: botPost.id, resolved: { messages: { [botPost.id]: botPost } } });
+    const mentions = [{ id: "108", username: "cy", global_name: "Cy", member: { nick: "Cyrus" } }, { id: "109", username: "dee", global_name: null }];
+    const link = { id: "M-LINK", channel_id: "C1", content: "<@108> <@!109> see https://news.example/a (<@404>)", author: { id: "U7", username: "bob" }, attachments: [], mentions, embeds: [{ type: "article", title: "Preview", description: "not said by bob" }] };
+    const linkCmd = interaction(2, { id: "cmd-ctx", name: "Summarize", type: 3, target_id: link.id, resolved: { messages: { [link.id]: link } } });
+    for (const i of [fwd, botCmd, linkCmd]) expect((await post(i)).body).toEqual({ type: 5 });
+    const forwarded = await runOf(fwd);
+    expect(forwarded.input.text).toBe("Ship date moved to May 3.");
+    expect(forwarded.input.attachments).toMatchObject([{ name: "report.txt", mime_type: "text/plain", size_bytes: FILE.length }]);
+    expect(forwarded.event.data.command.target).toMatchObject({ type: "message", id: "M-FWD", content: "", forwarded: true });
+    expect((await runOf(botCmd)).input.text).toBe("CI\nBuild #512 failed (https://ci.example/512)\n3 tests failed on main.\nBranch: main\nCommit: abc123\nci.example");
+    const linked = await runOf(linkCmd);
+    expect(linked.input.text).toBe("@Cyrus @dee see https://news.example/a (<@404>)");
+    expect(linked.event.data.command.target.content).toBe(link.content);
+  });
+
   it("reads a command with a subcommand as typed, so /todo add and /todo remove differ; a plain command is its values", async () => {
     const todo = (sub: string, item: string) => interaction(2, { id: "cmd-todo", name: "todo", type: 1, options: [{ name: sub, type: 1, options: [{ name: "item", type: 3, value: item }] }] });
     const add = todo("add", "milk");

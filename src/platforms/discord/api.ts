@@ -6,8 +6,8 @@
  * Discord refuses the token, the reply continues in the interaction's channel
  * under the bot token, and its first message replaces the "thinking…"
  * placeholder, found among the channel's messages by its interaction's id. Where the channel will not do (an app
- * installed only to the user, an ephemeral answer), it continues in a DM to the user instead (./dm.ts). Rate limits
- * answer 429 with `retry_after` (seconds, fractional) in the body; a route's bucket spent is waited out before its
+ * installed only to the user, an ephemeral answer, a channel that refuses the bot), it continues in a DM to the user
+ * instead (./dm.ts). Rate limits answer 429 with `retry_after` (seconds, fractional) in the body; a route's bucket spent is waited out before its
  * next call (./route-limits.ts). An app installed only to the user has 5 follow-ups per interaction (./followup-limit.ts).
  */
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit } from "../http";
@@ -46,8 +46,10 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
    * Past the token, the answer goes to the user's DM rather than the channel (./dm.ts). A reply queued before targets
    * named their user has no DM to go to: it tries the channel, as it did then, unless it is the user's alone.
    */
-  const toDm = target.ephemeral === true || (target.followupLimit !== undefined && target.userId !== undefined);
-  const canContinue = toDm ? target.userId !== undefined : channel !== null;
+  const startsInDm = target.ephemeral === true || (target.followupLimit !== undefined && target.userId !== undefined);
+  const canContinue = startsInDm ? target.userId !== undefined : channel !== null;
+  /** New messages go to the DM: from the start, or once the channel refused the bot (403) and the user is known. */
+  let toDm = startsInDm;
   const botAuth = { authorization: `Bot ${bot.credentials.bot_token}` };
   // Scrubbed as it is and percent-encoded (the form a quoted URL has it in): scrubSecrets looks for both.
   const interactionSecrets = { token: target.interactionToken };
@@ -59,7 +61,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   /** The content of a first-message edit that got no answer (it may have been applied); null when there was none. */
   let originalMaybe: Content | null = null;
   /** The "thinking…" message found in the channel once the token was refused: undefined until sought, null when there is none to use. */
-  let placeholder: string | null | undefined = toDm ? null : undefined;
+  let placeholder: string | null | undefined = startsInDm ? null : undefined;
   let searchesFailed = 0;
   /** The DM's messages URL once opened and its note posted; its refusal, kept once Discord gave it; the messages posted there. */
   let dm: string | null = null;
@@ -209,9 +211,20 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
       if (edited.failure.kind !== "permanent") return repeatable(edited);
       placeholder = null;
     }
+    return postNew(content);
+  }
+
+  /** A new message where the answer continues once the token is refused: the channel, or the DM. */
+  async function postNew(content: Content): Promise<ApiResult<string>> {
     const place = await continuedIn();
     if (!place.ok) return place;
     const sent = await call("POST", place.value, content, botAuth);
+    // The channel refuses the bot (no View Channel or Send Messages there, which an interaction's answer never needed, or
+    // the app was added without its bot): the asker still gets the answer, in a DM, rather than a 403 for every part.
+    if (!sent.ok && !toDm && sent.failure.status === 403 && target.userId !== undefined) {
+      toDm = true;
+      return postNew(content);
+    }
     // The user stopped taking DMs from the app meanwhile: kept, as a refusal of the DM itself is.
     if (!sent.ok && toDm && sent.failure.status === 403) dmRefusal = dmRefused(sent.failure);
     if (!sent.ok) return dmRefusal ?? sent;
@@ -223,9 +236,11 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     const res = await viaWebhook("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);
     if (res) return res.ok ? { ok: true, value: undefined } : res;
     const id = messageId === ORIGINAL ? originalId : messageId;
-    // In a DM, only the messages posted there: the rest only the interaction's token could edit (the text is sent anew).
-    if (!id || (toDm && !dmMessages.has(id))) return { ok: false, failure: { kind: "permanent", status: null, code: "discord_interaction_expired", message: "the message can no longer be edited: its interaction's token expired" } };
-    const edited = await call("PATCH", `${toDm ? dm! : channel!}/${encodeURIComponent(id)}`, text, botAuth);
+    // A message posted in the DM is edited there; one in the channel there, unless the answer was never the channel's
+    // (an ephemeral one, an app installed only to the user): only the interaction's token could edit it (the text is sent anew).
+    const where = id && dmMessages.has(id) ? dm : startsInDm ? null : channel;
+    if (!id || !where) return { ok: false, failure: { kind: "permanent", status: null, code: "discord_interaction_expired", message: "the message can no longer be edited: its interaction's token expired" } };
+    const edited = await call("PATCH", `${where}/${encodeURIComponent(id)}`, text, botAuth);
     return edited.ok ? { ok: true, value: undefined } : edited;
   }
 

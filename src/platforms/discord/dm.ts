@@ -2,8 +2,9 @@
  * Where an answer continues once Discord refuses its interaction token (15 minutes), when the interaction's channel
  * will not do: an app installed only to the user is no member of the server or DM it was used in (a post there is
  * refused, 403, and each refusal counts toward Discord's ban on clients that keep getting them), and the answer to a
- * press on an ephemeral message was the user's alone to see. It continues in a direct message to the user who asked
- * (`POST /users/@me/channels`), opened by a line saying why it is there. Discord may refuse that too: the refusal is
+ * press on an ephemeral message was the user's alone to see; a server's channel may refuse the bot itself (403: no
+ * View Channel or Send Messages there), which an interaction's own answer never needed. It continues in a direct
+ * message to the user who asked (`POST /users/@me/channels`), opened by a line saying why it is there. Discord may refuse that too: the refusal is
  * kept, so no later part of the answer asks again. Only its code 50007 says the user takes no DMs from the app; any
  * other refusal (a revoked bot token's 401) keeps Discord's status as its code, so an operator sees the real cause.
  * The "thinking…" left in the interaction's channel stays: the bot token cannot reach it (the bot is no member there,

@@ -6,10 +6,10 @@
  * its parent channel. The guild is kept in `data.guild_id`.
  */
 import * as z from "zod";
-import { artifactTypeOf } from "../../artifacts/policy";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { followupLimitOf } from "./followup-limit";
 import { memberName, nameOf, optionKind, ResolvedNamesShape, selectKind, UserSchema, userName } from "./names";
+import { AttachmentSchema, fileOf, TargetMessageSchema, targetMessageInput } from "./target-message";
 
 export const InteractionType = { PING: 1, APPLICATION_COMMAND: 2, MESSAGE_COMPONENT: 3, AUTOCOMPLETE: 4, MODAL_SUBMIT: 5 } as const;
 const TYPE_NAMES: Record<number, string> = { 1: "PING", 2: "APPLICATION_COMMAND", 3: "MESSAGE_COMPONENT", 4: "APPLICATION_COMMAND_AUTOCOMPLETE", 5: "MODAL_SUBMIT" };
@@ -33,10 +33,6 @@ const OptionSchema: z.ZodType<CommandOption> = z.lazy(() =>
  */
 const ModalFieldSchema = z.looseObject({ type: z.number().optional(), custom_id: z.string().optional(), value: z.union([z.string(), z.boolean()]).nullish(), values: z.array(z.string()).optional() });
 const FILE_UPLOAD = 19;
-
-const AttachmentSchema = z.looseObject({ url: z.string(), filename: z.string().optional(), content_type: z.string().optional() });
-type Attachment = z.infer<typeof AttachmentSchema>;
-const TargetMessageSchema = z.looseObject({ id: z.string(), content: z.string().nullish(), author: UserSchema.nullish(), attachments: z.array(AttachmentSchema).nullish() });
 
 export const InteractionSchema = z.looseObject({
   id: z.string().min(1),
@@ -84,16 +80,15 @@ function commandPath(options: CommandOption[] = []): { path: string[]; leaf: Com
   return { path: [sub.name, ...inner.path], leaf: inner.leaf };
 }
 
-const fileOf = (a: Attachment): PlatformFile => ({ ref: a.url, name: a.filename, mimeType: a.content_type, artifactType: artifactTypeOf(a.content_type) as PlatformFile["artifactType"] });
-
 type CommandInput = { text: string; files: PlatformFile[]; command: Record<string, unknown> };
 
 /**
  * A context-menu command: the message it was used on is what the user means
- * (its words are the input, its files come along; the command's own name when
- * it has no words). A user command reads as chosen, its name and the user it
- * was used on (`/Profile @Bobby`), as a slash command's picked user is named in
- * its text; both targets are named in the command's `target`.
+ * (its words are the input, a forward's and a bot's embeds included, its files
+ * come along; the command's own name when it has no words: ./target-message.ts).
+ * A user command reads as chosen, its name and the user it was used on
+ * (`/Profile @Bobby`), as a slash command's picked user is named in its text;
+ * both targets are named in the command's `target`.
  */
 function contextMenuInput(i: Interaction, type: number): CommandInput {
   const name = i.data?.name ?? "";
@@ -102,8 +97,9 @@ function contextMenuInput(i: Interaction, type: number): CommandInput {
   const base = { name, path: [], options: {} };
   if (type === MESSAGE_COMMAND) {
     const m = targetId ? resolved?.messages?.[targetId] : undefined;
-    const target = { type: "message", id: targetId, content: m?.content ?? null, author_id: m?.author?.id ?? null, author_name: m?.author ? userName(m.author) : null };
-    return { text: m?.content || `/${name}`, files: (m?.attachments ?? []).map(fileOf), command: { ...base, target } };
+    const read = m ? targetMessageInput(m) : { text: "", files: [], forwarded: false };
+    const target = { type: "message", id: targetId, content: m?.content ?? null, author_id: m?.author?.id ?? null, author_name: m?.author ? userName(m.author) : null, ...(read.forwarded ? { forwarded: true } : {}) };
+    return { text: read.text || `/${name}`, files: read.files, command: { ...base, target } };
   }
   const u = targetId ? resolved?.users?.[targetId] : undefined;
   const shown = u && targetId ? memberName(u, resolved?.members?.[targetId]?.nick) : null;
