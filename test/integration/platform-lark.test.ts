@@ -80,6 +80,8 @@ function larkApi(call: PlatformCall): FakeReply {
     cutNextImageUpload = false;
     return { drop: true };
   }
+  // An image Lark will not take as one (a full-page screenshot past its pixel limits): refused, as it refuses what it cannot show.
+  if (call.path === "/open-apis/im/v1/images" && call.method === "POST" && call.raw.includes('filename="tall.png"')) return { status: 400, json: { code: 234011, msg: "Can't regonnize the image format." } };
   if (call.path === "/open-apis/im/v1/images" && call.method === "POST") return { json: { code: 0, msg: "success", data: { image_key: `img_up_${++replyCount}` } } };
   if (call.path === "/open-apis/im/v1/files" && call.method === "POST") return { json: { code: 0, msg: "success", data: { file_key: `file_up_${++replyCount}` } } };
   const patched = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(call.path);
@@ -672,6 +674,25 @@ describe("Lark/Feishu: files in answers", () => {
       expect(replies[1].body).toMatchObject({ msg_type: kind, reply_in_thread: false });
       expect(JSON.parse(replies[1].body.content)).toEqual(kind === "image" ? { image_key: key.data.image_key } : { file_key: key.data.file_key });
     }
+  });
+  it("sends an image Lark refuses as an image as a file instead, so it still reaches the chat", async () => {
+    const ev = received("oc_files", { text: "attach tall.png" });
+    await postPlain(ev);
+    const messageId = ev.event.message.message_id;
+    const replies = await waitFor(() => repliesTo(messageId).length >= 2 && repliesTo(messageId), 15_000, "the file reply");
+    const uploads = fake.calls.filter((c) => /^\/open-apis\/im\/v1\/(images|files)$/.test(c.path) && c.raw.includes('filename="tall.png"'));
+    expect(uploads.map((c) => [c.path, statusOf(c)])).toEqual([
+      ["/open-apis/im/v1/images", 400],
+      ["/open-apis/im/v1/files", 200],
+    ]);
+    const form = await formOf(uploads[1]);
+    expect([form.get("file_type"), form.get("file_name")]).toEqual(["stream", "tall.png"]);
+    expect((await fileOf(form, "file")).bytes.equals(ANSWER_FILE)).toBe(true);
+    expect(replies[1].body).toMatchObject({ msg_type: "file" });
+    expect(JSON.parse(replies[1].body.content)).toEqual({ file_key: (uploads[1].reply!.json as { data: Record<string, string> }).data.file_key });
+    const runId = contextFor("attach tall.png")[0].run_id;
+    const records = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
+    expect(records.filter((r) => JSON.parse(r.data_json).operation === "send_file").map((r) => r.event_type)).toEqual(["delivery.attempted", "delivery.succeeded"]);
   });
   it("repeats an upload that got no answer, and a file post too: the retry reuses the uploaded key, so its uuid lets Lark drop the repeat", async () => {
     const fileRecords = async (runId: string) =>

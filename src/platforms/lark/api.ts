@@ -124,8 +124,18 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
     refused = text;
     return { ok: false, failure: { ...res.failure, refusedFormatting: true } };
   };
-  /** Each file's key from its upload: a retried send posts the same content, so its uuid lets Lark drop a repeat. */
-  const uploadedKeys = new WeakMap<OutgoingFile, string>();
+  /** Each file's key from its upload, and what it went up as: a retried send posts the same content, so its uuid lets Lark drop a repeat. */
+  const uploadedKeys = new WeakMap<OutgoingFile, { key: string; image: boolean }>();
+  /** Images Lark refused as images: a retry goes straight to the file upload. */
+  const refusedImages = new WeakSet<OutgoingFile>();
+  /** One upload: an image as Lark shows one (im/v1/images), else a file. Shows nothing in the chat, so it is safe to repeat. */
+  async function upload(file: OutgoingFile, image: boolean): Promise<ApiResult<string>> {
+    const form = image ? new UploadForm({ image_type: "message" }, "image", file) : new UploadForm({ file_type: "stream", file_name: file.name }, "file", file);
+    const uploaded = await api.call("POST", image ? "/open-apis/im/v1/images" : "/open-apis/im/v1/files", form);
+    if (!uploaded.ok) return repeatable(uploaded);
+    const given = image ? uploaded.value.image_key : uploaded.value.file_key;
+    return typeof given === "string" ? { ok: true, value: given } : { ok: false, failure: { kind: "permanent", status: 200, code: "lark_no_key", message: "the upload answered without a key" } };
+  }
   /**
    * The message replied to. Recalled before the answer came (230011), as README promises an answer to a message its
    * runner had: its topic thread's root (in the thread), else the chat as a new message; for every send after it too.
@@ -157,22 +167,25 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
       return plainNext(await post(body.msgType, body.content), text, body);
     },
     /**
-     * Uploaded first (images Lark shows, ≤ 10 MB, as images; the rest as files), then sent by the key Lark gave it.
-     * The upload shows nothing in the chat, so it is safe to repeat; a retry after it reuses its key.
+     * Uploaded first (images Lark shows, ≤ 10 MB, as images; the rest, and an image Lark refuses as one, as files), then
+     * sent by the key Lark gave it. The upload shows nothing in the chat, so it is safe to repeat; a retry after it
+     * reuses its key.
      */
     async sendFile(file) {
-      const image = file.kind === "image" && file.size <= LARK_IMAGE_MAX_BYTES && LARK_IMAGE_TYPES.has(mediaEssence(file.mimeType));
-      let key = uploadedKeys.get(file);
-      if (key === undefined) {
-        const form = image ? new UploadForm({ image_type: "message" }, "image", file) : new UploadForm({ file_type: "stream", file_name: file.name }, "file", file);
-        const uploaded = await api.call("POST", image ? "/open-apis/im/v1/images" : "/open-apis/im/v1/files", form);
-        if (!uploaded.ok) return repeatable(uploaded);
-        const given = image ? uploaded.value.image_key : uploaded.value.file_key;
-        if (typeof given !== "string") return { ok: false, failure: { kind: "permanent", status: 200, code: "lark_no_key", message: "the upload answered without a key" } };
-        key = given;
-        uploadedKeys.set(file, key);
+      let done = uploadedKeys.get(file);
+      if (done === undefined) {
+        let image = file.kind === "image" && file.size <= LARK_IMAGE_MAX_BYTES && LARK_IMAGE_TYPES.has(mediaEssence(file.mimeType)) && !refusedImages.has(file);
+        let uploaded = await upload(file, image);
+        // An image Lark will not take as one (its pixel size, data it cannot read) still reaches the chat, as a file.
+        if (!uploaded.ok && image && uploaded.failure.kind === "permanent") {
+          refusedImages.add(file);
+          [image, uploaded] = [false, await upload(file, false)];
+        }
+        if (!uploaded.ok) return uploaded;
+        done = { key: uploaded.value, image };
+        uploadedKeys.set(file, done);
       }
-      return image ? post("image", JSON.stringify({ image_key: key })) : post("file", JSON.stringify({ file_key: key }));
+      return done.image ? post("image", JSON.stringify({ image_key: done.key })) : post("file", JSON.stringify({ file_key: done.key }));
     },
     async edit(messageId, text) {
       const body = contentOf(text, true);
