@@ -167,6 +167,9 @@ describe("Telegram: webhook in, reply out", () => {
     const [reply] = await waitFor(() => sendsTo(ITS_SUPERGROUP).length > 0 && sendsTo(ITS_SUPERGROUP), 15_000, "the reply in the supergroup");
     expect(reply.body.text).toBe("echo: hello old group");
     expect(sendsTo(UPGRADED_GROUP)).toHaveLength(1);
+    // The user's message is the group's: its id names another message in the supergroup, which must not be quoted.
+    expect(sendsTo(UPGRADED_GROUP)[0].body.reply_parameters).toMatchObject({ message_id: expect.any(Number) });
+    expect(reply.body.reply_parameters).toBeUndefined();
   });
 
   it("follows a group upgraded mid-reply for the reply's next posts, but edits each message only in the chat it was posted in", async () => {
@@ -339,8 +342,9 @@ describe("Telegram: webhook in, reply out", () => {
       { event_type: "group.member_joined", actor_id: "7", source_event_type: "new_chat_members" },
       { event_type: "group.member_joined", actor_id: "8", source_event_type: "new_chat_members" },
     ]);
-    const callback = { update_id: ++updateId, callback_query: { id: "cb1", from: { id: 42, first_name: "Ada" }, data: "x" } };
-    expect(await post(callback)).toEqual({ status: 200, body: { ok: true } });
+    // A press on a message sent in inline mode names no chat to answer in: recorded, and closed by the webhook's answer.
+    const callback = { update_id: ++updateId, callback_query: { id: "cb1", from: { id: 42, first_name: "Ada" }, inline_message_id: "AAE1", chat_instance: "-5", data: "x" } };
+    expect(await post(callback)).toEqual({ status: 200, body: { method: "answerCallbackQuery", callback_query_id: "cb1", text: "This interaction is not supported." } });
     const [row] = await host.query<{ event_type: string; source_event_type: string; raw_ref: string }>("SELECT event_type, source_event_type, raw_ref FROM event_log WHERE event_id = ?", [`telegram:${botId}:${callback.update_id}`]);
     expect(row).toMatchObject({ event_type: "platform.unhandled", source_event_type: "callback_query" });
     expect(row.raw_ref).toMatch(/^raw\/telegram\//);
@@ -360,6 +364,27 @@ describe("Telegram: webhook in, reply out", () => {
     expect(odd).toHaveLength(1);
   });
 
+  it("runs a press on an inline keyboard button as a message: its callback_data the input, the answer quoting the message it is on, in its topic; the webhook's answer closes the press", async () => {
+    const keyboard = { inline_keyboard: [[{ text: "Yes, ship it", callback_data: "deploy:yes" }, { text: "No", callback_data: "deploy:no" }]] };
+    const message = { message_id: 4321, date: 1_700_000_000, chat: { id: -101900, type: "supergroup", title: "Ops" }, message_thread_id: 88, is_topic_message: true, from: { id: 123456, is_bot: true, first_name: "Test", username: OUR_USERNAME }, text: "Deploy?", reply_markup: keyboard };
+    const press = { update_id: ++updateId, callback_query: { id: "4382bfdwdsb323b2d9", from: { id: 42, is_bot: false, first_name: "Ada", username: "ada" }, message, chat_instance: "-8", data: "deploy:yes" } };
+    // Telegram runs the method the answer names: the button's progress bar ends, with no notice as an answer is coming.
+    expect(await post(press)).toEqual({ status: 200, body: { method: "answerCallbackQuery", callback_query_id: "4382bfdwdsb323b2d9" } });
+    const [send] = await waitFor(() => sendsTo("-101900").length > 0 && sendsTo("-101900"), 10_000, "the press's answer");
+    expect(send.body).toMatchObject({ text: "echo: deploy:yes", message_thread_id: 88, reply_parameters: { message_id: 4321 } });
+    const [ctx] = contextFor("deploy:yes");
+    expect(ctx.conversation).toMatchObject({ conversation_id: "-101900", thread_id: "88" });
+    expect(ctx.actor).toMatchObject({ actor_type: "user", actor_id: "42", actor_name: "Ada" });
+    expect(ctx.event).toMatchObject({ event_type: "message.received", source_event_type: "callback_query" });
+    expect(ctx.event.data).toMatchObject({ callback_message_id: 4321, component: { custom_id: "deploy:yes", component_type: "callback_button", label: "Yes, ship it" } });
+    // The pressed message is the bot's, not one the user sent: never recorded as theirs (an edit of it, the chat's order).
+    expect(ctx.event.data.message_id).toBeUndefined();
+    // Sent again, it runs nothing more, and the press is closed all the same.
+    expect(await post(press)).toEqual({ status: 200, body: { method: "answerCallbackQuery", callback_query_id: "4382bfdwdsb323b2d9" } });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(contextFor("deploy:yes")).toHaveLength(1);
+  });
+
   it("shows on the bot's view why a message went unanswered with no agent: the agent disabled, or none scoped to the bot", async () => {
     const other = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN, name: "tg-off" }, { runner, agentId: "tg-off" });
     const agent = (await host.admin("GET", "/v1/admin/agents/tg-off")).body;
@@ -373,6 +398,10 @@ describe("Telegram: webhook in, reply out", () => {
     expect(await say("anyone there?")).toMatchObject({ event_type: "message.received", conversation_id: "-101050", reason: `agent tg-off (scope {"type":"bot","id":"${other.botId}"}) is disabled` });
     expect((await host.admin("DELETE", "/v1/admin/agents/tg-off")).status).toBe(200);
     expect(await say("still nobody?")).toMatchObject({ reason: "no agent's scope covers it (its bot, its workspace, its conversation, or global)" });
+    // A press no agent takes is closed saying so, rather than left spinning.
+    const press = { update_id: ++updateId, callback_query: { id: "cb-unbound", from: { id: 42, first_name: "Ada" }, chat_instance: "-9", data: "go", message: { message_id: 5, date: 1_700_000_000, chat: { id: -101050, type: "supergroup" } } } };
+    const pressed = await fetch(other.webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(press) });
+    expect(await pressed.json()).toEqual({ method: "answerCallbackQuery", callback_query_id: "cb-unbound", text: "No agent answers here." });
     expect(contextFor("anyone there?")).toEqual([]);
   });
 
@@ -469,6 +498,25 @@ describe("Telegram: webhook in, reply out", () => {
     const text = "@OurTestBot read the docs";
     await post(update("-101750", { text, entities: [{ type: "mention", offset: 0, length: 11 }, { type: "text_link", offset: 21, length: 4, url: "https://example.com/docs" }] }));
     await waitFor(() => sendsTo("-101750").some((c) => c.body.text === "echo: read the docs (https://example.com/docs)"), 15_000, "the linked message's answer");
+  });
+
+  it("gives the runner the message a reply answers, which the bot in a group never received: its sender, words and the part quoted; a topic's root is no reply", async () => {
+    const bobs = { message_id: 31, date: 1_700_000_000, chat: { id: -101770, type: "supergroup" }, from: { id: 7, is_bot: false, first_name: "Bob" }, text: "Bonjour tout le monde", entities: [{ type: "text_link", offset: 0, length: 7, url: "https://fr.example" }] };
+    const asking = update("-101770", { text: "@OurTestBot translate this", entities: [{ type: "mention", offset: 0, length: 11 }], reply_to_message: bobs, quote: { text: "Bonjour", position: 0 } });
+    expect((await post(asking)).status).toBe(200);
+    await waitFor(() => sendsTo("-101770").length > 0, 15_000, "the answer");
+    const [ctx] = contextFor("translate this");
+    expect(ctx.event.data).toMatchObject({
+      reply_to_message_id: 31,
+      reply_to: { message_id: 31, actor: { actor_type: "user", actor_id: "7", actor_name: "Bob" }, text: "Bonjour (https://fr.example) tout le monde", quote: "Bonjour" },
+    });
+    // In a forum topic, every message Telegram sends "replies" to the topic's opening: that says nothing.
+    const opening = { message_id: 88, date: 1_700_000_000, chat: { id: -101771, type: "supergroup" }, message_thread_id: 88, is_topic_message: true, forum_topic_created: { name: "Ops", icon_color: 7322096 } };
+    await post(update("-101771", { text: "in the topic", message_thread_id: 88, is_topic_message: true, reply_to_message: opening }));
+    await post(update("-101771", { text: "no reply at all" }));
+    await waitFor(() => sendsTo("-101771").length >= 2, 15_000, "the answers");
+    expect(contextFor("in the topic")[0].event.data.reply_to).toBeNull();
+    expect(contextFor("no reply at all")[0].event.data.reply_to).toBeNull();
   });
 
   it("leaves out each of its own mentions among those a message starts with, whoever is named first; nothing after them, the text is as sent", async () => {

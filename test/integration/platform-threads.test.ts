@@ -116,12 +116,13 @@ describe("Slack threads are conversations of their own", () => {
 const eventTypes = async (q: Record<string, string>) => (await host.admin("GET", `/v1/conversations/events?${new URLSearchParams(q)}`)).body.items.map((i: any) => i.source_event_type ?? i.event_type);
 
 describe("what the host does not run is found where it happened (README: 'in its chat when the payload names one')", () => {
-  it("Telegram: a button pressed under the bot's answer in a forum topic is in that topic's EventLog", async () => {
+  it("Telegram: a game's button pressed under the bot's answer in a forum topic is in that topic's EventLog", async () => {
     const chat = -100888;
     await telegram(chat, "topic C one", { message_thread_id: 33, is_topic_message: true });
     const id = ++updateId;
     const answer = { message_id: 9001, date: Math.floor(Date.now() / 1000), chat: { id: chat, type: "supergroup", is_forum: true }, from: { id: 123456, is_bot: true, first_name: "Bot" }, message_thread_id: 33, is_topic_message: true, text: "re topic C one" };
-    const callbackQuery = { id: "cbq-1", from: { id: 42, is_bot: false, first_name: "Ada" }, chat_instance: "ci-1", data: "more", message: answer };
+    // A game's button carries no callback_data: nothing runs (a callback button's press does, README "Chat platforms").
+    const callbackQuery = { id: "cbq-1", from: { id: 42, is_bot: false, first_name: "Ada" }, chat_instance: "ci-1", game_short_name: "more", message: answer };
     const res = await fetch(tgBot.webhook_url, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": TG_SECRET }, body: JSON.stringify({ update_id: id, callback_query: callbackQuery }) });
     expect(res.status).toBe(200);
     expect(await eventTypes({ conversation_id: String(chat), bot_id: tgBot.bot_id, thread_id: "33" })).toContain("callback_query");

@@ -93,7 +93,8 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
   const place = () => ({
     chat_id: chatId,
     ...(target.messageThreadId !== null ? { message_thread_id: target.messageThreadId } : {}),
-    ...(target.replyToMessageId !== null && !replied ? { reply_parameters: { message_id: target.replyToMessageId, allow_sending_without_reply: true } } : {}),
+    // Once the group moved, the message's id names another message in the supergroup (or none): nothing is quoted.
+    ...(target.replyToMessageId !== null && !replied && chatId === target.chatId ? { reply_parameters: { message_id: target.replyToMessageId, allow_sending_without_reply: true } } : {}),
   });
   const sent = (res: ApiResult<unknown>): ApiResult<string> => {
     if (!res.ok) return res;

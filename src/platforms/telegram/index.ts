@@ -5,6 +5,7 @@ import type { PlatformAdapter } from "../types";
 import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody, refused } from "../verify";
 import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
+import { callbackAnswer } from "./callback";
 import { TELEGRAM_TABLE_COLUMNS } from "./markdown";
 import { namesABot, normalizeUpdate, UpdateSchema } from "./normalize";
 import { ownUsername } from "./own-username";
@@ -51,7 +52,8 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
     return { kind: "events", raw: body, events: normalizeUpdate(update.data, { id: bot.credentials.bot_token.split(":")[0], username }) };
   },
 
-  acknowledge: () => ({ ok: true }),
+  // A press is closed by the answer itself (Telegram runs the method it names): no API call, nor its wait, needed.
+  acknowledge: (recorded) => callbackAnswer(recorded[0]) ?? { ok: true },
 
   async download(bot, file, _event, timeoutMs) {
     const url = await telegramApi(bot, timeoutMs).fileUrl(file.ref);

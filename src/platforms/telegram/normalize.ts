@@ -10,15 +10,10 @@ import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { platformTime } from "../../lib/json";
 import { withoutNulls } from "../payload";
-
-const UserSchema = z.looseObject({
-  id: z.number(),
-  is_bot: z.boolean().optional(),
-  first_name: z.string().optional(),
-  last_name: z.string().optional(),
-  username: z.string().optional(),
-});
-type TelegramUser = z.infer<typeof UserSchema>;
+import { actorOf, chatActorOf, SenderChatSchema, UserSchema } from "./actor";
+import { withLinkTargets } from "./link-targets";
+import { replyContextOf } from "./reply-context";
+import { CALLBACK_QUERY, normalizeCallbackQuery } from "./callback";
 
 const FileSchema = z.looseObject({ file_id: z.string().min(1), file_name: z.string().optional(), mime_type: z.string().optional() });
 
@@ -28,7 +23,7 @@ const MessageSchema = z.looseObject({
   chat: z.looseObject({ id: z.number(), type: z.string(), title: z.string().optional() }),
   from: UserSchema.optional(),
   /** Set when a chat speaks (an anonymous group admin, a linked channel): `from` is then a placeholder bot. */
-  sender_chat: z.looseObject({ id: z.number(), type: z.string().optional(), title: z.string().optional(), username: z.string().optional() }).optional(),
+  sender_chat: SenderChatSchema.optional(),
   message_thread_id: z.number().optional(),
   is_topic_message: z.boolean().optional(),
   text: z.string().optional(),
@@ -57,51 +52,6 @@ export const UpdateSchema = z.looseObject({ update_id: z.number().int() });
 /** The update's kind: the name of its one payload field (`message`, `edited_message`, `callback_query`, ...). */
 function updateKind(update: Record<string, unknown>): string {
   return Object.keys(update).find((k) => k !== "update_id") ?? "unknown";
-}
-
-const actorOf = (user: TelegramUser | undefined) =>
-  user
-    ? {
-        actor_type: user.is_bot ? "bot" : "user",
-        actor_id: String(user.id),
-        actor_name: [user.first_name, user.last_name].filter(Boolean).join(" ") || user.username || null,
-        metadata: user.username ? { username: user.username } : {},
-      }
-    : null;
-
-/**
- * A chat speaking as itself (an anonymous group admin, a linked channel's post): the actor is that chat, not
- * Telegram's placeholder bot, whose one id every anonymous admin of every group shares (actor-scoped state
- * would be shared across groups).
- */
-const chatActorOf = (chat: NonNullable<TelegramMessage["sender_chat"]>) => ({
-  actor_type: "chat",
-  actor_id: String(chat.id),
-  actor_name: chat.title ?? chat.username ?? null,
-  metadata: { chat_type: chat.type ?? null, ...(chat.username ? { username: chat.username } : {}) },
-});
-
-const TextLinkSchema = z.looseObject({ type: z.literal("text_link"), offset: z.int().nonnegative(), length: z.int().positive(), url: z.string().min(1) });
-
-/**
- * The text with each hyperlinked span followed by its target, "label (url)": a runner has only the text, and
- * the word a user linked says little without where it points. Offsets count UTF-16 units, as JavaScript's do.
- */
-function withLinkTargets(text: string, entities: unknown[] | undefined): string {
-  const links = (entities ?? []).flatMap((e) => {
-    const link = TextLinkSchema.safeParse(e);
-    return link.success && link.data.offset + link.data.length <= text.length ? [link.data] : [];
-  });
-  let out = "";
-  let at = 0;
-  for (const link of links.sort((a, b) => a.offset - b.offset)) {
-    const end = link.offset + link.length;
-    if (link.offset < at) continue;
-    const label = text.slice(link.offset, end);
-    out += text.slice(at, end) + (label === link.url ? "" : ` (${link.url})`);
-    at = end;
-  }
-  return out + text.slice(at);
 }
 
 function filesOf(m: TelegramMessage): PlatformFile[] {
@@ -255,6 +205,7 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
   const key = String(update.update_id);
   const parsed = kind === "message" ? MessageSchema.safeParse(update.message) : null;
   if (kind === "edited_message") return [editOf(update, self)];
+  if (kind === CALLBACK_QUERY) return [normalizeCallbackQuery(update.update_id, update.callback_query)];
   if (!parsed?.success) return [unhandledInItsChat(update, kind, key)];
   const m = parsed.data;
   const { threadNumber, ...common } = base(update, kind, m);
@@ -308,8 +259,8 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
       actor: m.sender_chat ? chatActorOf(m.sender_chat) : actorOf(m.from),
       text,
       files,
-      // The text (or caption) as sent.
-      data: { ...common.data, raw_text: words?.text ?? null },
+      // The text (or caption) as sent; what it replies to, which the bot in a group has mostly never seen.
+      data: { ...common.data, raw_text: words?.text ?? null, reply_to: replyContextOf(m) },
       replyTarget: { platform: "telegram", chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: m.message_id },
     },
   ];
