@@ -23,16 +23,28 @@ export interface ArtifactOwner {
   runId?: string | null;
 }
 
-export type ArtifactAccess = "granted" | "other_conversation" | "expired";
+/** A run reading artifacts: its conversation, its id, and whose eyes alone its answer is for (null: the whole chat's). */
+export interface ArtifactReader extends ArtifactOwner {
+  runId: string;
+  audience: string | null;
+}
 
-/** An artifact is visible to its conversation, or to the run that made it, until it expires. */
+export type ArtifactAccess = "granted" | "other_conversation" | "other_audience" | "expired";
+
+/**
+ * An artifact is visible to its conversation, or to the run that made it, until it expires; and, as its history is
+ * (README "Who sees what in a group chat"), not to a run answering other eyes than those of its event or run
+ * (`otherAudience`, read with the row: stores/artifacts.ts readBy). Such a one is refused whether or not it has
+ * expired, so the refusal tells nothing of it.
+ */
 export function artifactAccess(
-  row: { conversationKey: string | null; runId: string | null; expiresAt: number | null },
+  row: { conversationKey: string | null; runId: string | null; expiresAt: number | null; otherAudience?: boolean },
   owner: ArtifactOwner,
   now: number,
 ): ArtifactAccess {
   const mine = row.conversationKey === owner.conversationKey || (owner.runId != null && row.runId === owner.runId);
   if (!mine) return "other_conversation";
+  if (row.otherAudience) return "other_audience";
   if (row.expiresAt !== null && row.expiresAt <= now) return "expired";
   return "granted";
 }

@@ -3,14 +3,15 @@
  * (`artifact.created`, attached to its next message as in the transcript)
  * and those its message's content elements name. Each is sent only if the
  * run could read it (PROTOCOL §8's rule for `artifact.read`): a runner can't
- * post another conversation's file by naming its id.
+ * post another conversation's file by naming its id, nor one private to other
+ * eyes than its answer's (README "Who sees what in a group chat").
  */
 import { artifactAccess } from "../artifacts/policy";
 import type { Db } from "../db/client";
 import type { MessageContent } from "../protocol/common";
 import type { OutgoingFile } from "../platforms/types";
-import { artifactsStore, type ArtifactRow } from "../stores/artifacts";
-import type { RunJob } from "../run/job";
+import { artifactsStore, type ReadArtifactRow } from "../stores/artifacts";
+import { artifactReaderOf, type RunJob } from "../run/job";
 import { loggedError } from "../lib/describe-error";
 import { deliveredFileName } from "./file-name";
 
@@ -27,16 +28,16 @@ export interface AnswerFileDeps {
   artifacts: R2Bucket;
 }
 
-/** The stored rows of an answer's files, by id (one query for the whole answer). */
-async function answerFileRows(db: Db, ids: string[]): Promise<Map<string, ArtifactRow>> {
-  return new Map((await artifactsStore(db).getMany(ids)).map((row) => [row.artifactId, row]));
+/** The stored rows of an answer's files as its run reads them, by id (one query for the whole answer). */
+async function answerFileRows(db: Db, job: RunJob, ids: string[]): Promise<Map<string, ReadArtifactRow>> {
+  return new Map((await artifactsStore(db).readBy(ids, artifactReaderOf(job))).map((row) => [row.artifactId, row]));
 }
 
 /**
  * One file, when the run may show it and the platform can take it. Its bytes are streamed to the platform from
  * storage on each attempt, never held whole in memory.
  */
-export async function loadAnswerFile(deps: AnswerFileDeps, job: RunJob, artifactId: string, row: ArtifactRow | undefined, maxBytes: number): Promise<LoadedFile> {
+export async function loadAnswerFile(deps: AnswerFileDeps, job: RunJob, artifactId: string, row: ReadArtifactRow | undefined, maxBytes: number): Promise<LoadedFile> {
   const access = row ? artifactAccess(row, { conversationKey: job.conversationKey, runId: job.runId }, Date.now()) : "not_found";
   if (!row || access !== "granted") return { ok: false, code: "artifact_unavailable", error: `artifact ${artifactId} is not one this run may show (${access})` };
   // A target that takes no file at all (0: a Slack answer only one user sees) refuses even an empty one.
@@ -67,7 +68,7 @@ export async function* answerFiles(deps: AnswerFileDeps, job: RunJob, ids: strin
   // What failed goes to the delivery trail, which the conversation's runners read (event.page); the cause (a statement,
   // the database's or the bucket's reason) to the log only.
   const logCause = (what: string, err: Error) => console.error(`run ${job.runId}: an answer's file ${what}: ${loggedError(err)}`);
-  const rows = await answerFileRows(deps.db, ids).catch((err: Error) => {
+  const rows = await answerFileRows(deps.db, job, ids).catch((err: Error) => {
     logCause("lookup failed", err);
     return err;
   });

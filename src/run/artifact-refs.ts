@@ -1,14 +1,19 @@
 import type { Db } from "../db/client";
-import { artifactAccess, type ArtifactOwner } from "../artifacts/policy";
+import { artifactAccess, type ArtifactReader } from "../artifacts/policy";
 import type { ArtifactRef } from "../protocol/common";
 import { artifactsStore, toArtifactRef } from "../stores/artifacts";
 
-const REFUSAL = { not_found: "does not exist", other_conversation: "belongs to another conversation", expired: "has expired" } as const;
+const REFUSAL = {
+  not_found: "does not exist",
+  other_conversation: "belongs to another conversation",
+  other_audience: "is private to another user of this conversation",
+  expired: "has expired",
+} as const;
 
 /**
  * The artifact refs a run attaches to its transcript items. A runner's
  * `artifact.created {artifact_id}` may only name an artifact the run could
- * read (its own upload, or one of its conversation's, unexpired), and the ref
+ * read (its own upload, or one of its conversation's not private to other eyes than its answer's, unexpired), and the ref
  * written is the stored facts, not the runner's claims. Decisions are kept for
  * the whole run: a ref pending across result batches is looked up once.
  */
@@ -24,7 +29,7 @@ export class RunArtifactRefs {
 
   constructor(
     private readonly db: Db,
-    private readonly owner: ArtifactOwner & { runId: string },
+    private readonly reader: ArtifactReader,
   ) {}
 
   /** An artifact this run just stored itself (inline content). */
@@ -45,11 +50,11 @@ export class RunArtifactRefs {
     this.refusedNow.clear();
     const fresh = [...new Set(artifactIds)].filter((id) => !this.known.has(id));
     if (fresh.length === 0) return;
-    const rows = new Map((await artifactsStore(this.db).getMany(fresh)).map((r) => [r.artifactId, r]));
+    const rows = new Map((await artifactsStore(this.db).readBy(fresh, this.reader)).map((r) => [r.artifactId, r]));
     const now = Date.now();
     for (const id of fresh) {
       const row = rows.get(id);
-      const access = row ? artifactAccess(row, this.owner, now) : "not_found";
+      const access = row ? artifactAccess(row, this.reader, now) : "not_found";
       if (access === "granted") this.known.set(id, toArtifactRef(row!));
       else this.refusedNow.set(id, `artifact ${id} ${REFUSAL[access]}`);
     }

@@ -16,7 +16,7 @@ import { stateStore } from "../stores/state";
 import { transcriptInsert, type NewTranscriptItem } from "../stores/transcript";
 import { buildRunContext, type StateRead } from "./context";
 import type { HistoryBefore } from "./history-before";
-import type { RunJob } from "./job";
+import { artifactReaderOf, type RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
 import { logRunEnd } from "./end-log";
 import { ResultProcessor, type ResultBatch } from "./results";
@@ -179,7 +179,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     maxArtifacts: config.RUN_MAX_ARTIFACTS,
   });
 
-  const artifactRefs = new RunArtifactRefs(db, { conversationKey: job.conversationKey, runId: job.runId });
+  const artifactRefs = new RunArtifactRefs(db, artifactReaderOf(job));
 
   let failure: unknown;
   let runnerDone = false;

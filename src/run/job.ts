@@ -3,6 +3,7 @@ import type { AgentEventContext, ActorContext, ConversationContext, InputContext
 import type { Capabilities, Permissions } from "../protocol/manifest";
 import type { PlatformDelivery } from "../platforms/types";
 import { privateAudienceOf } from "../platforms/audience";
+import type { ArtifactReader } from "../artifacts/policy";
 
 /**
  * Everything a Durable Object needs to run one event, fixed at ingress and
@@ -70,6 +71,9 @@ export const mergedDecision = (mediaGroupId: string, runId: string) => ({ dispos
 
 /** Whose eyes alone a run's event and answer are for (platforms/audience.ts); null when the whole chat's (or an API caller's). */
 export const audienceOf = (job: Pick<RunJob, "delivery">): string | null => privateAudienceOf(job.delivery?.target);
+
+/** The run as a reader of its conversation's artifacts: never another audience's (artifacts/policy.ts). */
+export const artifactReaderOf = (job: Pick<RunJob, "conversationKey" | "runId" | "delivery">): ArtifactReader => ({ conversationKey: job.conversationKey, runId: job.runId, audience: audienceOf(job) });
 
 /** Whether two runs' events and answers are for the same eyes: only then may one run answer the other's message, or one's question make the other's answer moot. */
 export const sameAudience = (a: Pick<RunJob, "delivery">, b: Pick<RunJob, "delivery">) => audienceOf(a) === audienceOf(b);

@@ -6,7 +6,7 @@ import { newId } from "../lib/ids";
 import type { ArtifactRef } from "../protocol/common";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { RunArtifactRefs } from "./artifact-refs";
-import type { RunJob } from "./job";
+import { artifactReaderOf, type RunJob } from "./job";
 
 /**
  * The item of artifacts (README, Artifacts) a run the host ends owes its transcript, rebuilt from what its ledger
@@ -15,7 +15,7 @@ import type { RunJob } from "./job";
  * dropped (its host.warning names their `ledger_seq`), artifacts the run may not attach (the stored facts are written,
  * as for any ref), and any an item of the run carries already. Null when none is left. One round trip.
  */
-export async function recordedTrailingArtifacts(db: Db, job: Pick<RunJob, "runId" | "conversationKey" | "conversation" | "event">): Promise<NewTranscriptItem | null> {
+export async function recordedTrailingArtifacts(db: Db, job: Pick<RunJob, "runId" | "conversationKey" | "conversation" | "event" | "delivery">): Promise<NewTranscriptItem | null> {
   const e = runEvent;
   const of = (origin: "runner" | "host", type: string) => and(eq(e.runId, job.runId), eq(e.origin, origin), eq(e.type, type));
   const [warnings, messages, announced, items] = await db.batch([
@@ -33,7 +33,7 @@ export async function recordedTrailingArtifacts(db: Db, job: Pick<RunJob, "runId
     if (a.seq > lastMessage && !dropped.has(a.seq) && typeof a.artifactId === "string" && !carried.has(a.artifactId)) ids.add(a.artifactId);
   }
   if (ids.size === 0) return null;
-  const refs = new RunArtifactRefs(db, { conversationKey: job.conversationKey, runId: job.runId });
+  const refs = new RunArtifactRefs(db, artifactReaderOf(job));
   await refs.check([...ids]);
   const artifactRefs = refs.resolve([...ids].map((artifact_id) => ({ artifact_id }) as ArtifactRef));
   if (artifactRefs.length === 0) return null;

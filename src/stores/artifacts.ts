@@ -1,13 +1,17 @@
-import { asc, eq, inArray, lte, type SQL } from "drizzle-orm";
+import { asc, eq, getTableColumns, inArray, lte, sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { insertWhere } from "../db/guarded";
 import { artifact } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 import type { ArtifactRef } from "../protocol/common";
 import type { ArtifactMetadata } from "../protocol/host-api-results";
+import type { ArtifactReader } from "../artifacts/policy";
+import { artifactOfOtherAudience } from "./private-audience";
 
 export type ArtifactRow = typeof artifact.$inferSelect;
 export type NewArtifactRow = typeof artifact.$inferInsert;
+/** A row as a run reads it: with whether it is private to another audience than the run's (stores/private-audience.ts). */
+export type ReadArtifactRow = ArtifactRow & { otherAudience: boolean };
 
 /** The §8 ArtifactMetadata view of a row. */
 export function toArtifactMetadata(row: ArtifactRow): ArtifactMetadata {
@@ -39,17 +43,27 @@ export function toArtifactRef(row: Pick<ArtifactRow, "artifactId" | "artifactTyp
 /** Ids bound in one `IN (…)` read: well under SQLite's 32,766 bound parameters. */
 const IDS_PER_QUERY = 500;
 
+/** Selects of any number of ids, sliced under SQLite's bound-parameter limit: one round trip. */
+async function sliced<T>(db: Db, artifactIds: string[], select: (ids: string[]) => unknown): Promise<T[]> {
+  const slices = [];
+  for (let i = 0; i < artifactIds.length; i += IDS_PER_QUERY) slices.push(select(artifactIds.slice(i, i + IDS_PER_QUERY)));
+  if (slices.length === 0) return [];
+  // Each item of the batch is a select of the rows `select` reads.
+  return (await batchAll(db, slices)).flat() as T[];
+}
+
 export function artifactsStore(db: Db) {
   return {
     get: (artifactId: string) => db.select().from(artifact).where(eq(artifact.artifactId, artifactId)).get(),
 
-    /** Any number of ids (a runner's result chunk chooses how many): slices under SQLite's bound-parameter limit, one round trip. */
-    async getMany(artifactIds: string[]): Promise<ArtifactRow[]> {
-      const slices = [];
-      for (let i = 0; i < artifactIds.length; i += IDS_PER_QUERY) slices.push(db.select().from(artifact).where(inArray(artifact.artifactId, artifactIds.slice(i, i + IDS_PER_QUERY))));
-      if (slices.length === 0) return [];
-      // Each item of the batch is a select of artifact rows.
-      return (await batchAll(db, slices)).flat() as ArtifactRow[];
+    /** Any number of ids (a runner's result chunk chooses how many), one round trip. */
+    getMany: (artifactIds: string[]): Promise<ArtifactRow[]> => sliced(db, artifactIds, (ids) => db.select().from(artifact).where(inArray(artifact.artifactId, ids))),
+
+    /** The rows of `artifactIds` as the run `reader` reads them (artifacts/policy.ts artifactAccess decides from the flag). */
+    async readBy(artifactIds: string[], reader: ArtifactReader): Promise<ReadArtifactRow[]> {
+      const other = sql<number>`${artifactOfOtherAudience(db, reader)}`;
+      const rows = await sliced<ArtifactRow & { other: number }>(db, artifactIds, (ids) => db.select({ ...getTableColumns(artifact), other }).from(artifact).where(inArray(artifact.artifactId, ids)));
+      return rows.map(({ other: flag, ...row }) => ({ ...row, otherAudience: Boolean(flag) }));
     },
 
     /** `guard` makes the insert conditional on an earlier statement of the same batch (see insertWhere). */

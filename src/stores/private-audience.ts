@@ -1,14 +1,15 @@
-import { and, eq, not, sql, type SQL } from "drizzle-orm";
+import { and, eq, exists, not, or, sql, type SQL } from "drizzle-orm";
 import { alias, type SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
-import { eventLog, run } from "../db/schema";
+import { artifact, eventLog, run } from "../db/schema";
 import { PRIVATE_AUDIENCE_KEY } from "../platforms/audience";
 
 /**
  * What of a conversation's history a run may read (README "Who sees what in a group chat"): everything but what is
  * private to another audience than its own (platforms/audience.ts). `audience` is the run's: null when its answer is
  * the whole chat's, which then reads nothing private at all. An event's audience is marked on its EventLog row; its
- * transcript items (the user's words, and the answer of the run it started) and the host's records of that run follow it.
+ * transcript items (the user's words, and the answer of the run it started), the host's records of that run, and the
+ * files of both (its input's, those its run made) follow it.
  */
 const PATH = `$.${PRIVATE_AUDIENCE_KEY}`;
 
@@ -44,4 +45,26 @@ export async function eventReadable(db: Db, eventId: string, audience: string | 
     .where(and(eq(eventLog.eventId, eventId), readableEventRow(db, eventLog, audience)))
     .get();
   return found !== undefined;
+}
+
+/**
+ * An artifact row is private to another audience than `audience`: the event it is an input of (its metadata's
+ * `event_id`), or the run that made it (an upload, a tool result, a runner's file), is another audience's. Not when
+ * the reading run's own event was given it: an operator's API event may re-use any file of the conversation.
+ */
+export function artifactOfOtherAudience(db: Db, reader: { runId: string; audience: string | null }): SQL {
+  const [inputEvent, ofRun, runEvent] = [alias(eventLog, "artifact_input_event"), alias(run, "artifact_of_run"), alias(eventLog, "artifact_run_event")];
+  const ofPrivateEvent = db
+    .select({ one: sql`1` })
+    .from(inputEvent)
+    .where(and(eq(artifact.source, "input"), eq(inputEvent.eventId, sql`json_extract(${artifact.metadataJson}, '$.event_id')`), privateToOther(inputEvent.metadataJson, reader.audience)));
+  const ofPrivateRun = db
+    .select({ one: sql`1` })
+    .from(ofRun)
+    .innerJoin(runEvent, eq(runEvent.eventId, ofRun.eventId))
+    .where(and(eq(ofRun.runId, artifact.runId), privateToOther(runEvent.metadataJson, reader.audience)));
+  // Written out: drizzle has no json_each. The reader's event's input as recorded (ingress/accept.ts).
+  const givenToReader = sql`EXISTS (SELECT 1 FROM run AS own_run JOIN event_log AS own_event ON own_event.event_id = own_run.event_id, json_each(own_event.input_json, '$.attachments') AS given
+    WHERE own_run.run_id = ${reader.runId} AND json_extract(given.value, '$.artifact_id') = ${artifact.artifactId})`;
+  return and(or(exists(ofPrivateEvent), exists(ofPrivateRun)), not(givenToReader))!;
 }

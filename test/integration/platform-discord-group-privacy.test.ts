@@ -2,23 +2,25 @@ import type { KeyObject } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { discordKeyPair, postInteraction } from "../support/discord-signing";
 import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
-import { callHostApi, deferred } from "../support/host-api";
+import { startFakeProvider } from "../support/fake-provider";
+import { callHostApi, deferred, uploadArtifact } from "../support/host-api";
 import { readConversation, type ConversationReads } from "../support/conversation-reads";
-import { startTestHost, type TestHost } from "../support/host";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
-import { putAgent } from "../support/scripted-runner";
+import { putAgent, runLedger } from "../support/scripted-runner";
 
 /**
  * Several users in one Discord channel share its conversation; a press on an ephemeral message is its user's alone
  * (README "Who sees what in a group chat"). Through the real signed webhook: such a press is never pulled by another
  * user's run nor pulls a public message into its own, neither cancels the other's answer under `interrupt`, and runs
- * answering anyone else read nothing of it (its words, its answer, its records) in history or events.
+ * answering anyone else read nothing of it (its words, its answer, its records) in history or events, nor its files.
  */
 const APPLICATION_ID = "5566778899001122";
 const BOT_TOKEN = "discord-bot-token-PRIVACY-0123456789";
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let provider: Awaited<ReturnType<typeof startFakeProvider>>;
 let privateKey: KeyObject;
 const bots: Record<"steer" | "interrupt", { botId: string; webhookUrl: string }> = {} as never;
 const gates = new Map<string, ReturnType<typeof deferred<void>>>();
@@ -26,10 +28,17 @@ const gate = (tag: string) => gates.get(tag) ?? gates.set(tag, deferred()).get(t
 /** Each run as its runner began it (its event and input's text), and what a `read` run found, by run id. */
 const begun: { runId: string; eventId: string; text: string; metadata: Record<string, unknown> }[] = [];
 const reads = new Map<string, ConversationReads>();
+/** A private file Bob sends with his question, and one his private run makes; a public run's own file. */
+const [SENT, MADE, PUBLIC] = ["secret sent by bob", "secret made for bob", "made for everyone"].map((t) => Buffer.from(t));
+const MODEL_KEY = "sk-privacy-0123456789abcdef";
+/** What a `keep` run stored (its input's files, the file it made), and what a `probe` run read of each id, by run id. */
+const kept = new Map<string, { sent: string; made: string }>();
+const probes = new Map<string, { own: string; seen: Record<string, { read: [number, string?]; metadata: number; model: number }> }>();
 
 let ids = 0;
 function discordApi(call: PlatformCall): FakeReply {
   const m = /^\/webhooks\/([^/]+)\/([^/]+)(?:\/messages\/(.+))?$/.exec(call.path);
+  if (call.path === "/cdn/attachments/secret.txt") return { bytes: SENT, headers: { "content-type": "text/plain" } };
   if (!m || m[1] !== APPLICATION_ID) return { status: 403, json: { message: "Missing Access", code: 50001 } };
   if (call.method === "PATCH") return { json: { id: m[3] === "@original" ? `original_${m[2].slice(-12)}` : m[3] } };
   return { json: { id: `followup_${++ids}` } };
@@ -39,9 +48,17 @@ beforeAll(async () => {
   const keys = discordKeyPair();
   privateKey = keys.privateKey;
   fake = await startFakePlatform(discordApi);
+  provider = await startFakeProvider({ keys: { "gpt-files": MODEL_KEY } });
   runner = await startAdHocRunner({
     name: "discord-group",
-    runners: [{ name: "default", label: { en_US: "g" }, capabilities: { streaming: true, steering: true }, permissions: { history: ["page", "search"], events: ["get", "page"] } }],
+    runners: [
+      {
+        name: "default",
+        label: { en_US: "g" },
+        capabilities: { streaming: true, steering: true },
+        permissions: { history: ["page", "search"], events: ["get", "page"], artifacts: ["metadata", "read"], models: ["invoke"] },
+      },
+    ],
     async onRun({ body }, res) {
       const ctx = body.context;
       const text = String(ctx.input.text ?? "");
@@ -53,18 +70,40 @@ beforeAll(async () => {
         reads.set(ctx.run_id, await readConversation(ctx, text.slice("read ".length)));
         return w.reply("read");
       }
+      const upload = (bytes: Buffer, name: string) => uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, bytes, { name, mime_type: "text/plain" });
+      // `keep`: the run keeps its input's file and makes one of its own.
+      if (text === "keep") {
+        kept.set(ctx.run_id, { sent: ctx.input.attachments[0].artifact_id, made: (await upload(MADE, "made.txt")).body.data.artifact_id });
+        return w.reply("kept");
+      }
+      // `probe <id>,<id>`: the run makes a file of its own, reads each id every way a runner can, then names each in its answer.
+      if (text.startsWith("probe ")) {
+        const ids = text.slice("probe ".length).split(",");
+        const own = (await upload(PUBLIC, "public.txt")).body.data.artifact_id;
+        const seen: Record<string, { read: [number, string?]; metadata: number; model: number }> = {};
+        for (const id of ids) {
+          const read = await api("artifact.read", { artifact_id: id });
+          const model = await api("model.invoke", { model_id: "files", messages: [{ role: "user", content: [{ type: "text", text: "what is it?" }, { type: "file", artifact_id: id }] }] });
+          const body = read.status === 200 ? Buffer.from(read.body.data.content_base64, "base64").toString() : read.body.error?.code;
+          seen[id] = { read: [read.status, body], metadata: (await api("artifact.metadata", { artifact_id: id })).status, model: model.status };
+          w.send("artifact.created", { artifact_id: id, artifact_type: "file" });
+        }
+        probes.set(ctx.run_id, { own, seen });
+        return w.reply([{ type: "text", text: "probed" }, ...ids.map((id) => ({ type: "file", artifact_id: id }))]);
+      }
       if (text.startsWith("hold ")) await gate(text.slice("hold ".length)).promise;
       const pulled = ctx.context.available_apis.steering_pull ? (await api("steering.pull", { mode: "all" })).body.data.items.map((i: any) => i.input.text) : [];
       w.reply(`re: ${[text, ...pulled].join(" + ")}`);
     },
   });
   host = await startTestHost();
+  expect((await host.admin("POST", "/v1/admin/models", { model_id: "files", name: "files", kind: "llm", base_url: provider.baseUrl, api_key: MODEL_KEY, model: "gpt-files" })).status).toBe(201);
   for (const [name, concurrency] of [["steer", {}], ["interrupt", { strategy: "interrupt" }]] as const) {
     const created = await host.admin("POST", "/v1/admin/bots", { platform: "discord", api_base_url: fake.url, credentials: { application_id: APPLICATION_ID, public_key: keys.publicKeyHex, bot_token: BOT_TOKEN } });
     expect(created.status).toBe(201);
     bots[name] = { botId: created.body.bot_id, webhookUrl: created.body.webhook_url };
     await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `group-${name}`, scope: { type: "bot", id: created.body.bot_id } });
-    await putAgent(host, { agent_id: `group-${name}`, runner_id: runner.runnerId(), scope: { type: "bot", id: created.body.bot_id }, concurrency });
+    await putAgent(host, { agent_id: `group-${name}`, runner_id: runner.runnerId(), scope: { type: "bot", id: created.body.bot_id }, concurrency, resource_policy: { models: ["files"] } });
   }
 });
 afterAll(async () => {
@@ -72,6 +111,7 @@ afterAll(async () => {
   await host?.dispose();
   await runner?.close();
   await fake?.close();
+  await provider?.close();
 });
 
 let seq = 0;
@@ -104,6 +144,29 @@ async function readAs(channel: string, user: string, eventId: string, ephemeral:
   await host.waitForRun(runId);
   // The run is told whose eyes alone its answer is for, if anyone's.
   return { ...reads.get(runId)!, audience: begun.find((b) => b.runId === runId)!.metadata.private_audience };
+}
+
+/** The interaction with a file attached to it (a slash command's attachment option), as Discord sends one. */
+function withFile(i: Interaction): Interaction {
+  const data = i.data as { options: unknown[] };
+  const file = { id: "A9", filename: "secret.txt", content_type: "text/plain", url: `${fake.url}/cdn/attachments/secret.txt` };
+  // A slash command's data with one option more: not a shape `interaction` builds, hence the cast.
+  return { ...i, data: { ...data, options: [...data.options, { name: "file", type: 11, value: "A9" }], resolved: { attachments: { A9: file } } } } as unknown as Interaction;
+}
+
+/** A `probe` of `ids` by `user`'s interaction in `channel`: what its run read, attached and had posted on its interaction's token. */
+async function probeAs(channel: string, user: string, ids: string[], ephemeral: boolean | "user app") {
+  const i = interaction(channel, user, `probe ${ids.join(",")}`, ephemeral);
+  await post("steer", i);
+  const runId = await runOf("steer", i);
+  await host.waitForRun(runId);
+  await waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE run_id = ? AND event_type = 'delivery.succeeded'", [runId])).length > 0, 15_000, "the probe's answer");
+  // Its files, if any were to go, follow its text.
+  await new Promise((r) => setTimeout(r, 1000));
+  const [item] = await host.query<{ artifact_refs_json: string }>("SELECT artifact_refs_json FROM transcript WHERE run_id = ? AND role = 'assistant'", [runId]);
+  const drops = (await runLedger(host, runId)).filter((e) => e.origin === "host" && String(e.data?.message ?? "").includes("private to another user")).length;
+  const posted = fake.calls.filter((call) => call.path.includes(i.token)).map((call) => call.bytes.toString());
+  return { ...probes.get(runId)!, refs: JSON.parse(item.artifact_refs_json).map((r: any) => r.artifact_id), drops, posted };
 }
 
 const DEFERRED = { type: 5 };
@@ -184,6 +247,38 @@ describe("Discord: one channel, several users, some presses private", () => {
       event: true,
       audience: "discord_ephemeral:U-BOB",
     });
+  });
+
+  it("a run answering others reads none of a private event's files nor those its run made (artifact.read, artifact.metadata, a model call: 403 as event.get), nor attaches or posts them; their user's own private run reads them, and the public ones", async () => {
+    const c = "C-FILES";
+    // Bob asks his own app (his eyes alone) with a file, and his run makes one.
+    const keep = withFile(interaction(c, "U-BOB", "keep", "user app"));
+    await post("steer", keep);
+    const keepRun = await runOf("steer", keep);
+    await host.waitForRun(keepRun);
+    const { sent, made } = kept.get(keepRun)!;
+    const refused = { read: [403, "unauthorized"], metadata: 403, model: 403 };
+    const secrets = (posted: string[]) => posted.filter((b) => b.includes("secret"));
+
+    // Ada's public run, and Dan's private one (other eyes), read neither, and their answers carry neither.
+    const publicOwn: string[] = [];
+    for (const [user, ephemeral] of [["U-ADA", false], ["U-DAN", true]] as const) {
+      const seen = await probeAs(c, user, [sent, made], ephemeral);
+      expect({ seen: seen.seen, refs: seen.refs, drops: seen.drops, posted: secrets(seen.posted) }).toEqual({ seen: { [sent]: refused, [made]: refused }, refs: [], drops: 2, posted: [] });
+      if (!ephemeral) publicOwn.push(seen.own);
+    }
+
+    // Bob's own private run reads both, and the public run's file; its answer carries them all.
+    const mine = await probeAs(c, "U-BOB", [sent, made, publicOwn[0]], "user app");
+    const read = (text: Buffer) => ({ read: [200, text.toString()], metadata: 200, model: 200 });
+    expect({ seen: mine.seen, refs: mine.refs, drops: mine.drops }).toEqual({ seen: { [sent]: read(SENT), [made]: read(MADE), [publicOwn[0]]: read(PUBLIC) }, refs: [sent, made, publicOwn[0]], drops: 0 });
+    expect(secrets(mine.posted).length).toBeGreaterThan(0);
+
+    // An operator's event that re-uses Bob's file gives it to its run (operators see everything); not his run's own file.
+    const given = await host.postEvent({ ...messageEvent(c, `probe ${sent},${made}`), bot_id: bots.steer.botId, input: { text: `probe ${sent},${made}`, attachments: [{ artifact_id: sent }] } });
+    expect([given.status, given.body.error]).toEqual([202, undefined]);
+    await host.waitForRun(given.body.run_id!);
+    expect(probes.get(given.body.run_id!)!.seen).toEqual({ [sent]: read(SENT), [made]: refused });
   });
 
   it("a private press that came while the bot was paused (recorded with its words, nothing run) stays its user's: a public run after the pause reads none of it", async () => {

@@ -15,6 +15,14 @@ describe("artifact access", () => {
     expect(artifactAccess({ ...row, expiresAt: null }, { conversationKey: "//c1/" }, Number.MAX_SAFE_INTEGER)).toBe("granted");
   });
 
+  it("refuses one private to other eyes than the run's answer (README \"Who sees what in a group chat\"), expired or not", () => {
+    expect(artifactAccess({ ...row, otherAudience: true }, { conversationKey: "//c1/" }, 1_000)).toBe("other_audience");
+    // Expired: refused the same, so the refusal tells nothing of it.
+    expect(artifactAccess({ ...row, otherAudience: true }, { conversationKey: "//c1/" }, 2_000)).toBe("other_audience");
+    expect(artifactAccess({ ...row, otherAudience: true }, { conversationKey: "//c2/" }, 1_000)).toBe("other_conversation");
+    expect(artifactAccess({ ...row, otherAudience: false }, { conversationKey: "//c1/" }, 1_000)).toBe("granted");
+  });
+
   it("derives types from MIME", () => {
     expect([artifactTypeOf("image/png"), artifactTypeOf("audio/ogg"), artifactTypeOf("application/pdf"), artifactTypeOf(null)]).toEqual(["image", "audio", "file", "file"]);
   });

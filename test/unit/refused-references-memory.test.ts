@@ -25,7 +25,7 @@ describe("references the host refused", () => {
     await migrate(drizzle(client), { migrationsFolder: "migrations" });
     const db = createDb(libsqlExecutor(client));
     const processor = new ResultProcessor({ runId: RUN, runnerId: "http:a/b/c", eventId: "evt_1", place: { conversationKey: "//c1/", conversationId: "c1" }, stateScopes: {} });
-    const refs = new RunArtifactRefs(db, { conversationKey: "//c1/", runId: RUN });
+    const refs = new RunArtifactRefs(db, { conversationKey: "//c1/", runId: RUN, audience: null });
     gc();
     const before = process.memoryUsage().heapUsed;
     // As executeRun applies each network chunk: processed, references checked, refused ones dropped.

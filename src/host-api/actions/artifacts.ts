@@ -4,12 +4,15 @@ import { artifactsStore, toArtifactMetadata, type ArtifactRow } from "../../stor
 import { ApiError, denied } from "../errors";
 import type { ActionContext, ActionTable, Handler } from "./context";
 
-/** The artifact if this run may see it: its conversation's or its own, and not expired. */
+/** The artifact if this run may see it: its conversation's or its own, not another audience's, and not expired. */
 export async function visibleArtifact(ctx: Pick<ActionContext, "db" | "snapshot">, artifactId: string): Promise<ArtifactRow> {
-  const row = await artifactsStore(ctx.db).get(artifactId);
+  const { conversationKey, runId, privateAudience: audience } = ctx.snapshot;
+  const [row] = await artifactsStore(ctx.db).readBy([artifactId], { conversationKey, runId, audience });
   if (!row) throw new ApiError("not_found", `artifact ${artifactId} not found`);
-  const access = artifactAccess(row, { conversationKey: ctx.snapshot.conversationKey, runId: ctx.snapshot.runId }, Date.now());
+  const access = artifactAccess(row, { conversationKey, runId }, Date.now());
   if (access === "other_conversation") throw denied("artifact of another conversation is not readable by this run", { artifact_id: artifactId });
+  // A 403 as event.get answers for the event it came with (README "Who sees what in a group chat").
+  if (access === "other_audience") throw denied("artifact private to another user of this conversation is not readable by this run", { artifact_id: artifactId });
   if (access === "expired") throw new ApiError("not_found", `artifact ${artifactId} has expired`);
   return row;
 }
