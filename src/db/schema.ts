@@ -155,6 +155,8 @@ export const run = sqliteTable(
     index("run_status").on(t.status, t.createdAt, t.runId),
     index("run_conversation_id").on(t.conversationId, t.createdAt, t.runId),
     index("run_created").on(t.createdAt, t.runId),
+    // An agent's runs, newest first (GET /v1/runs?agent_id=): a page read from it, never a walk of every run.
+    index("run_agent").on(t.agentId, t.createdAt, t.runId),
   ],
 );
 

@@ -6,6 +6,7 @@ import { deleteOldEvents } from "./history";
 import { deleteOldTranscript } from "./transcript";
 import { R2_DELETE_MAX_KEYS } from "./limits";
 import { describeError } from "../lib/describe-error";
+import { backfillMessageRefs } from "./message-refs";
 import { deleteOrphanBlobs } from "./orphans";
 import { deleteOldRuns } from "./runs";
 import { endNeverHandedOverRuns } from "./unhanded-runs";
@@ -20,6 +21,8 @@ export interface RetentionSummary {
   runs: number;
   /** State rows of deleted agents and plugin storage rows of deleted runner services. */
   deletedOwners: number;
+  /** Chat messages recorded before migration 0021 given their `message_ref`. */
+  messageRefs: number;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -38,10 +41,10 @@ export class RetentionStepsFailed extends Error {
 }
 
 /**
- * The cron job: expired artifacts, orphaned blobs, runs never handed over and what deleted agents and runner services
- * left (their state, their plugin storage) always; EventLog and Transcript rows, and
- * ended runs with their ledgers, older than RETENTION_DAYS when that is set. `now` is the trigger's scheduled time.
- * Bounded per invocation; what is left is picked up by the next one. Each step runs whatever happened to the ones
+ * The cron job: expired artifacts, orphaned blobs, runs never handed over, what deleted agents and runner services
+ * left (their state, their plugin storage) and the `message_ref` of chat messages recorded before migration 0021
+ * always; EventLog and Transcript rows, and ended runs with their ledgers, older than RETENTION_DAYS when that is set.
+ * `now` is the trigger's scheduled time. Bounded per invocation; what is left is picked up by the next one. Each step runs whatever happened to the ones
  * before it (R2 away, one query refused), so one that keeps failing never holds the others back; the invocation then
  * fails, naming it.
  */
@@ -50,7 +53,7 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   const db = dbOf(env);
   const limits = { batchSize: config.RETENTION_BATCH_SIZE, maxBatches: config.RETENTION_MAX_BATCHES };
   const r2Limits = { ...limits, batchSize: Math.min(limits.batchSize, R2_DELETE_MAX_KEYS) };
-  const summary: RetentionSummary = { artifacts: 0, orphanBlobs: 0, neverHandedOver: 0, eventLog: 0, transcript: 0, runs: 0, deletedOwners: 0 };
+  const summary: RetentionSummary = { artifacts: 0, orphanBlobs: 0, neverHandedOver: 0, eventLog: 0, transcript: 0, runs: 0, deletedOwners: 0, messageRefs: 0 };
   const failures: [string, unknown][] = [];
   const step = async (name: string, work: () => Promise<Partial<RetentionSummary>>) => {
     try {
@@ -64,6 +67,7 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   // Before old runs are deleted: a run ended here can go in the same invocation.
   await step("never handed over", async () => ({ neverHandedOver: await endNeverHandedOverRuns(env, db, now, limits) }));
   await step("deleted owners", async () => ({ deletedOwners: await deleteDeletedOwnersData(db, limits) }));
+  await step("message refs", async () => ({ messageRefs: await backfillMessageRefs(db, env.ARTIFACTS, limits) }));
   if (config.RETENTION_DAYS !== undefined) {
     const cutoff = now - config.RETENTION_DAYS * DAY_MS;
     // Apart: an EventLog walk that keeps failing (a payload R2 will not delete, a statement refused) never holds the transcript back.

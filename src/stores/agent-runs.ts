@@ -1,6 +1,7 @@
 import { and, asc, count, eq, gt, inArray, isNull, or } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { run } from "../db/schema";
+import { eqUnindexed } from "../db/unindexed";
 import { NOT_STARTED } from "./runs";
 
 /** Which of an agent's runs not ended: those running, or those not started yet. */
@@ -19,8 +20,11 @@ export interface RunPosition {
 
 const statusesOf = (kind: UnendedKind) => (kind === "running" ? ["running"] : [...NOT_STARTED]);
 
-/** Runs the agent bound as created: never those of another agent created later under its id. */
-const boundBy = (agent: AgentAsCreated) => and(eq(run.agentId, agent.agentId), or(eq(run.agentEpoch, agent.stateEpoch ?? ""), isNull(run.agentEpoch)));
+/**
+ * Runs the agent bound as created: never those of another agent created later under its id. Not read by run_agent,
+ * which holds every run the agent had, ended or not: the status term reads the few not ended from run_status.
+ */
+const boundBy = (agent: AgentAsCreated) => and(eqUnindexed(run.agentId, agent.agentId), or(eq(run.agentEpoch, agent.stateEpoch ?? ""), isNull(run.agentEpoch)));
 
 /** An agent's runs not ended, read through the `run_status` index (only unended runs are scanned, however many ended). */
 export function agentRunsStore(db: Db) {

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, or, type SQL } from "drizzle-orm";
+import { asc, gt, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import type { TimeIdPosition } from "../lib/cursor";
@@ -24,7 +24,8 @@ export interface ListOrder {
 export function pageQuery(order: ListOrder, page: ListPage): { where: SQL | undefined; orderBy: SQL[]; limit: number } {
   const { time, id } = order;
   const after = page.after;
-  const where = !after ? undefined : time ? or(gt(time, after.time), and(eq(time, after.time), gt(id, after.id))) : gt(id, after.id);
+  // A row value, which the index reads as a range starting at the position (OR-ed terms on parameters are walked from its first entry).
+  const where = !after ? undefined : time ? sql`(${time}, ${id}) > (${after.time}, ${after.id})` : gt(id, after.id);
   return { where, orderBy: time ? [asc(time), asc(id)] : [asc(id)], limit: page.limit + 1 };
 }
 

@@ -2,6 +2,7 @@ import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, or, sql } from "d
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { insertWhereReturning } from "../db/guarded";
+import { eqUnindexed } from "../db/unindexed";
 import { agent, eventLog, run, runEvent, transcript } from "../db/schema";
 import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
@@ -361,13 +362,13 @@ export function runsStore(db: Db) {
       if (filter.threadId) conds.push(eq(run.threadId, filter.threadId));
       if (filter.workspaceId) conds.push(eq(run.workspaceId, filter.workspaceId));
       if (filter.botId) conds.push(eq(run.botId, filter.botId));
-      if (filter.agentId) conds.push(eq(run.agentId, filter.agentId));
+      // By run_agent, unless a narrower index serves: a conversation's runs, or the few not ended (not every run the agent had).
+      const agentByIndex = !filter.conversationId && filter.status !== "created" && filter.status !== "running";
+      if (filter.agentId) conds.push(agentByIndex ? eq(run.agentId, filter.agentId) : eqUnindexed(run.agentId, filter.agentId));
       // A run not started is `created` to readers, however it was stored (NOT_STARTED).
       if (filter.status) conds.push(filter.status === "created" ? inArray(run.status, [...NOT_STARTED]) : eq(run.status, filter.status));
-      if (filter.before) {
-        const b = filter.before;
-        conds.push(or(lt(run.createdAt, b.time), and(eq(run.createdAt, b.time), lt(run.runId, b.id))));
-      }
+      // A row value, which the index reads as a range (two OR-ed terms on two parameters it cannot): deep pages cost what the first does.
+      if (filter.before) conds.push(sql`(${run.createdAt}, ${run.runId}) < (${filter.before.time}, ${filter.before.id})`);
       // Cut to RUNS_PAGE_MAX_BYTES in the database, as the other pages are: 200 final messages of a MiB never travel.
       const read = db
         .select({ ...getTableColumns(run), own: rowBytes(run.finalMessageJson, run.errorMessage).as("own") })

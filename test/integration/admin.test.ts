@@ -360,11 +360,27 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect(clash.body.error.details).toEqual({ conflicts: [{ agent_id: "dup-1", event_type: "message.received" }] });
     // Disabled, it may exist; enabling it through PUT is refused the same way.
     expect((await host.admin("POST", "/v1/admin/agents", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }, { enabled: false }))).status).toBe(201);
-    expect((await host.admin("PUT", "/v1/admin/agents/dup-2", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }))).status).toBe(409);
+    expect((await host.admin("PUT", "/v1/admin/agents/dup-2", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }, { enabled: true }))).status).toBe(409);
     // Once the first is deleted, the second can take the scope.
     expect((await host.admin("DELETE", "/v1/admin/agents/dup-1")).status).toBe(200);
-    expect((await host.admin("PUT", "/v1/admin/agents/dup-2", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }))).status).toBe(200);
+    expect((await host.admin("PUT", "/v1/admin/agents/dup-2", agent("dup-2", "beta", { type: "workspace", id: "ws-dup" }, { enabled: true }))).status).toBe(200);
     expect((await host.admin("GET", "/v1/admin/agents/dup-1")).status).toBe(404);
+  });
+
+  it("keeps a paused agent paused through a PUT that leaves enabled out (its other fields replaced); only enabled: true resumes it", async () => {
+    const scope = { type: "conversation", id: "paused-put" };
+    expect((await host.admin("POST", "/v1/admin/agents", agent("paused-put", "beta", scope, { enabled: false, description: "first" }))).status).toBe(201);
+    // A configuration pushed again without `enabled` (a config file, a script): its description is replaced, the pause kept.
+    const pushed = await host.admin("PUT", "/v1/admin/agents/paused-put", agent("paused-put", "beta", scope, { description: "second" }));
+    expect([pushed.status, pushed.body.enabled, pushed.body.description]).toEqual([200, false, "second"]);
+    const meanwhile = await host.postEvent(messageEvent("paused-put", "anyone?"));
+    expect([meanwhile.status, meanwhile.body.run_id]).toEqual([202, null]);
+    const resumed = await host.admin("PUT", "/v1/admin/agents/paused-put", agent("paused-put", "beta", scope, { enabled: true }));
+    expect([resumed.status, resumed.body.enabled, resumed.body.description]).toEqual([200, true, undefined]);
+    const ev = await host.postEvent(messageEvent("paused-put", "now?"));
+    expect((await host.waitForRun(ev.body.run_id!)).message?.content).toBe("beta for paused-put");
+    // An enabled agent stays enabled the same way.
+    expect((await host.admin("PUT", "/v1/admin/agents/paused-put", agent("paused-put", "beta", scope))).body.enabled).toBe(true);
   });
 
   it("binds each event to the most specific enabled scope", async () => {

@@ -176,7 +176,7 @@ describe("admin API for bots", () => {
     }
   });
 
-  it("has a bot enabled unless registered or PUT with enabled: false; its view says which, and a PUT of the view keeps it", async () => {
+  it("has a bot enabled unless registered or PUT with enabled: false; its view says which, and a PUT of the view, or one leaving it out, keeps it", async () => {
     const on = await host.admin("POST", "/v1/admin/bots", { bot_id: "switch-on", platform: "telegram", credentials: TELEGRAM });
     expect([on.status, on.body.enabled]).toEqual([201, true]);
     const off = await host.admin("POST", "/v1/admin/bots", { bot_id: "switch-off", platform: "slack", enabled: false, credentials: SLACK });
@@ -184,11 +184,15 @@ describe("admin API for bots", () => {
     expect((await host.admin("GET", "/v1/admin/bots/switch-off")).body.enabled).toBe(false);
     const listed = (await host.admin("GET", "/v1/admin/bots")).body.items.filter((b: { bot_id: string }) => b.bot_id.startsWith("switch-"));
     expect(listed.map((b: { bot_id: string; enabled: boolean }) => [b.bot_id, b.enabled])).toEqual([["switch-on", true], ["switch-off", false]]);
-    // What GET answered, sent back, keeps it paused; a PUT replaces the bot, so one leaving it out enables it.
+    // What GET answered, sent back, keeps it paused; so does a PUT leaving it out, as it keeps the credentials (a
+    // configuration pushed again never ends a pause): only `enabled: true` does.
     const kept = await host.admin("PUT", "/v1/admin/bots/switch-off", (await host.admin("GET", "/v1/admin/bots/switch-off")).body);
     expect([kept.status, kept.body.enabled]).toEqual([200, false]);
     const paused = await host.admin("PUT", "/v1/admin/bots/switch-on", { enabled: false });
     expect([paused.status, paused.body.enabled, paused.body.credential_fields]).toEqual([200, false, ["bot_token", "secret_token"]]);
+    const pushed = await host.admin("PUT", "/v1/admin/bots/switch-on", { name: "renamed" });
+    expect([pushed.status, pushed.body.enabled, pushed.body.name]).toEqual([200, false, "renamed"]);
+    expect((await host.admin("PUT", "/v1/admin/bots/switch-on", { enabled: true })).body.enabled).toBe(true);
     expect((await host.admin("PUT", "/v1/admin/bots/switch-on", {})).body.enabled).toBe(true);
     expect((await host.admin("PUT", "/v1/admin/bots/switch-on", { enabled: "no" })).status).toBe(400);
   });

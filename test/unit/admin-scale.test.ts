@@ -5,6 +5,8 @@ import type { SqlExecutor, SqlQuery } from "../../src/db/executor";
 import { agent, bot, knowledgeBase, model, runnerService } from "../../src/db/schema";
 import { refuseIfGranted } from "../../src/agents/grants-in-use";
 import { agentsStore } from "../../src/stores/agents";
+import { agentRunsStore } from "../../src/stores/agent-runs";
+import { runsStore } from "../../src/stores/runs";
 import { selectPage } from "../../src/stores/list-page";
 import { unboundReason } from "../../src/stores/unbound-reason";
 import { resealStoredSecrets } from "../../src/stores/reseal";
@@ -68,7 +70,11 @@ describe("admin reads at scale", () => {
       for (const after of [undefined, { time: 5, id: "x" }]) {
         sent.length = 0;
         await selectPage(db, table, order, { limit: 100, after });
-        for (const plan of plansOf(e, sent)) readsByIndex(plan, name);
+        for (const plan of plansOf(e, sent)) {
+          readsByIndex(plan, name);
+          // A deep page starts at its position in the index, not at the index's first entry.
+          if (after) expect(plan.join(" | ")).toMatch(new RegExp(`^SEARCH ${name} USING (COVERING )?INDEX ${name}_created \\(\\(created_at,\\w+\\)>\\(\\?,\\?\\)\\)`));
+        }
       }
     }
   });
@@ -100,6 +106,28 @@ describe("admin reads at scale", () => {
     const few = await steps(5);
     expect(few).toBeGreaterThan(0);
     expect(await steps(2000)).toBeLessThan(few * 2);
+  });
+
+  it("lists an agent's runs (GET /v1/runs?agent_id=) from its index, a deep page too; its runs not ended, listed or cancelled, from run_status", async () => {
+    const { e, db, sent } = await open();
+    const plan = async (filter: Partial<Parameters<ReturnType<typeof runsStore>["list"]>[0]>) => {
+      sent.length = 0;
+      await runsStore(db).list({ limit: 50, ...filter });
+      return plansOf(e, sent).flat().join(" | ");
+    };
+    expect(await plan({ agentId: "a" })).toContain("SEARCH run USING INDEX run_agent (agent_id=?)");
+    expect(await plan({ agentId: "a", status: "completed" })).toContain("SEARCH run USING INDEX run_agent (agent_id=?)");
+    // The cursor is a range of the index: the hundredth page starts where it is, not at the agent's newest run.
+    expect(await plan({ agentId: "a", before: { time: 5, id: "r" } })).toContain("SEARCH run USING INDEX run_agent (agent_id=? AND (created_at,run_id)<(?,?))");
+    expect(await plan({ before: { time: 5, id: "r" } })).toContain("SEARCH run USING INDEX run_created ((created_at,run_id)<(?,?))");
+    // Narrower than every run the agent had: its conversation's, or the few not ended (README: DELETE's cancel, `status=running`).
+    expect(await plan({ agentId: "a", conversationId: "c" })).toContain("SEARCH run USING INDEX run_conversation_id (conversation_id=?)");
+    expect(await plan({ agentId: "a", status: "running" })).toContain("SEARCH run USING INDEX run_status (status=?)");
+    sent.length = 0;
+    const asCreated = { agentId: "a", stateEpoch: "e" };
+    await agentRunsStore(db).page(asCreated, "not_started", null, 100);
+    await agentRunsStore(db).count(asCreated, "running", { createdAt: 1, runId: "r" });
+    for (const steps of plansOf(e, sent)) expect(steps.join(" | ")).toMatch(/^(MULTI-INDEX OR \| INDEX 1 \| )?SEARCH run USING INDEX run_status \(status=\?/);
   });
 
   it("reads why an event went unbound from the agents of its scopes only", async () => {

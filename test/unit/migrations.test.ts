@@ -1,12 +1,12 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { drizzle } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
 import { afterEach, describe, expect, it } from "vitest";
+import { migrationsBefore as migrationsBeforeIn } from "../support/old-release-db";
 
-type Journal = { entries: { tag: string }[] };
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
 
@@ -14,12 +14,7 @@ afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force
 function migrationsBefore(tag: string): string {
   const dir = mkdtempSync(join(tmpdir(), "migrations-"));
   dirs.push(dir);
-  cpSync("migrations", dir, { recursive: true });
-  const journal = JSON.parse(readFileSync(join(dir, "meta/_journal.json"), "utf8")) as Journal;
-  const cut = journal.entries.findIndex((e) => e.tag === tag);
-  expect(cut).toBeGreaterThan(0);
-  writeFileSync(join(dir, "meta/_journal.json"), JSON.stringify({ ...journal, entries: journal.entries.slice(0, cut) }));
-  return dir;
+  return migrationsBeforeIn(tag, dir);
 }
 
 describe("migrations on an existing database", () => {

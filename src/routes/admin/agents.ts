@@ -111,8 +111,12 @@ async function save(write: () => Promise<boolean>): Promise<boolean> {
 /** `runs`: what a DELETE does to the agent's runs not ended: `cancel` them (the default), or `leave` them as they are. */
 const AgentDeleteQuery = z.strictObject({ runs: z.enum(["cancel", "leave"]).default("cancel") });
 
-/** PUT replaces the agent with the same body as POST; what GET answered can be sent back as it is (its timestamps are ignored). */
-const AgentReplaceSchema = AgentInputSchema.extend({ created_at: z.string().optional(), updated_at: z.string().optional() });
+/**
+ * PUT replaces the agent with the same body as POST; what GET answered can be sent back as it is (its timestamps are
+ * ignored). `enabled` left out keeps the agent's own: a pause is not configuration, and a PUT built without it (a
+ * config file, a script) must not set a paused agent answering again.
+ */
+const AgentReplaceSchema = AgentInputSchema.extend({ created_at: z.string().optional(), updated_at: z.string().optional(), enabled: z.boolean().optional() });
 
 export const agentsRouter = router()
   .get("/", validate("query", AdminListQuery), async (c) => {
@@ -151,11 +155,12 @@ export const agentsRouter = router()
   .put("/:agentId", jsonBody(AgentReplaceSchema, { exact: true }), async (c) => {
     const db = dbOf(c.env);
     const agentId = c.req.param("agentId");
-    const input = c.get("body");
-    if (input.agent_id && input.agent_id !== agentId) throw badRequest("agent_id in the body differs from the path");
+    const body = c.get("body");
+    if (body.agent_id && body.agent_id !== agentId) throw badRequest("agent_id in the body differs from the path");
     const store = agentsStore(db);
     const existing = await store.get(agentId);
     if (!existing) throw notFound(`agent ${agentId} not found`);
+    const input: AgentInput = { ...body, enabled: body.enabled ?? existing.enabled };
     const checked = await checkRunnerConfig(db, input, existing);
     await checkResourceGrants(db, input);
     const row = await toRow(db, agentId, input, checked, existing.createdAt);

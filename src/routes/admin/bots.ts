@@ -27,7 +27,7 @@ const BotFields = {
   workspace_id: ScopedIdSchema.optional(),
   // Tests point this at a fake platform on loopback; production leaves it unset.
   api_base_url: EndpointSchema.optional(),
-  // false pauses the bot (its events are recorded, nothing runs); left out, it is enabled.
+  // false pauses the bot (its events are recorded, nothing runs); left out, a new bot is enabled and a PUT keeps it as it is.
   enabled: z.boolean().optional(),
 };
 
@@ -126,7 +126,8 @@ export const botsRouter = router()
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
       credentialsJson: input.credentials ? await checkedCredentials(db, destination, input.credentials) : await movedCredentials(db, row, destination),
-      enabled: input.enabled ?? true,
+      // Left out, as the credentials are, it is kept: a PUT that does not name the pause does not end it.
+      enabled: input.enabled ?? row.enabled,
       updatedAt: Date.now(),
     };
     // Only over the row as read: a concurrent DELETE is a 404, a concurrent PUT (a rotated credential) a 409, never undone.
