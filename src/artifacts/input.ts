@@ -20,6 +20,8 @@ export interface InputAttachmentMeta {
   name?: string | null;
   mimeType?: string | null;
   artifactType?: string | null;
+  /** Facts kept in the artifact's metadata (where a platform's file came from); the host's own keys win. */
+  metadata?: Record<string, string>;
 }
 
 /**
@@ -169,7 +171,7 @@ async function storeOne(
     runnerId: null,
     r2Key,
     // Not the URL: signed URLs carry credentials.
-    metadataJson: JSON.stringify({ event_id: owner.eventId, input_index: index, origin: source.kind }),
+    metadataJson: JSON.stringify({ ...source.metadata, event_id: owner.eventId, input_index: index, origin: source.kind }),
     createdAt: now,
     expiresAt: artifactExpiry(deps.config, now),
   };

@@ -25,6 +25,7 @@ import { inputWithAttachments } from "./attachments";
 import { lostRunAgent } from "./lost-run-agent";
 import { eventInsert, latestTranscriptSeq, recordedEvent, runInsert, userItemSeq } from "./statements";
 import type { PlatformDelivery } from "../platforms/types";
+import { withReplyAttachments } from "../platforms/reply-context";
 
 /** An event after normalisation, whatever its ingress (HTTP API, platform webhook). */
 export interface CanonicalEvent {
@@ -101,7 +102,8 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
     ev.attachmentsOptional,
   );
   const unavailable = [ev.metadata.attachments_unavailable, ...attached.unavailable].filter((r) => typeof r === "string" && r !== "");
-  ev = { ...ev, input: attached.input, metadata: unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata };
+  // A reply's data names which of its inputs came from the message it replies to (their ids are known only now).
+  ev = { ...ev, input: attached.input, data: withReplyAttachments(ev.data, attached.artifactRows), metadata: unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata };
   const resolveQuery = { eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id };
   const values = {
     ...resolutionValues(resolveQuery),

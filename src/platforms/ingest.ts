@@ -23,7 +23,9 @@ import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
 import { storeRaw } from "./raw-payload";
-import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
+import { withRepliedMessage } from "./replied";
+import { REPLIED_MESSAGE_KEY } from "./reply-context";
+import type { Bot, NormalizedEvent, PlatformAdapter, PlatformFile, Recorded } from "./types";
 
 /** Time kept back from a platform's acknowledgement deadline for recording the event and answering. */
 const ACK_MARGIN_MS = 1_000;
@@ -116,8 +118,8 @@ async function noteUnbound(env: Env, bot: Bot, ev: CanonicalEvent & { event_id: 
  */
 async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent) {
   const { env, publicBaseUrl } = deps;
-  // A redelivery downloads nothing again: acceptEvent answers it as a duplicate.
-  if (event.files.length === 0 || (await eventLogStore(dbOf(env)).get(ev.event_id!))) return acceptEvent(env, ev, publicBaseUrl);
+  // A redelivery downloads (and reads) nothing again: acceptEvent answers it as a duplicate.
+  if ((event.files.length === 0 && event.repliesTo === undefined) || (await eventLogStore(dbOf(env)).get(ev.event_id!))) return acceptEvent(env, ev, publicBaseUrl);
   // An album's item tells its conversation it is coming before the download, which may outlast the album's wait.
   const settled = await announceAlbumItem(env, ev, event.files.length);
   try {
@@ -127,27 +129,39 @@ async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: Norm
   }
 }
 
-/** The event with its files to store: those the platform gave (as sources), the reasons for those it did not. */
-async function withFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent): Promise<CanonicalEvent> {
+/**
+ * The event with its files to store: those the platform gave (as sources), the reasons for those it did not. The
+ * message it replies to is read first where the platform names it by id only; its files come after the event's own,
+ * so those are fetched first when time runs short.
+ */
+async function withFiles(deps: IngestDeps, ev: CanonicalEvent, given: NormalizedEvent): Promise<CanonicalEvent> {
   const { adapter, bot } = deps;
   // Platforms that want an answer within seconds get it: files not fetched by then are left out (and said so).
   const deadlineAt = adapter.ackDeadlineMs === undefined ? undefined : deps.receivedAt + adapter.ackDeadlineMs - ACK_MARGIN_MS;
   const timeLeft = () => Math.min(deps.apiTimeoutMs, (deadlineAt ?? Infinity) - Date.now());
+  const replied = await withRepliedMessage(adapter, bot, given, timeLeft);
+  const event = replied.event;
   const sources: InputAttachmentSource[] = [];
-  const unavailable: string[] = [];
+  const unavailable = replied.unavailable === null ? [] : [replied.unavailable];
   for (const file of event.files) {
-    const name = file.name ?? "a file";
+    const name = file.repliedMessageId === undefined ? (file.name ?? "a file") : `${file.name ?? "a file"} of the replied message ${file.repliedMessageId}`;
     if (timeLeft() <= 0) {
       unavailable.push(`${name} (not fetched within the platform's acknowledgement deadline)`);
       continue;
     }
     try {
-      sources.push(await adapter.download(bot, file, event, timeLeft()));
+      sources.push(markedSource(await adapter.download(bot, file, event, timeLeft()), file));
     } catch (err) {
       if (!(err instanceof HostError) || err.status >= 500) throw err;
       unavailable.push(`${name} (${scrubSecrets(err.message, bot.credentials)})`);
     }
   }
   const metadata = unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata;
-  return { ...ev, metadata, attachmentSources: sources, attachmentDeadlineAt: deadlineAt, attachmentsOptional: true };
+  return { ...ev, data: event.data, metadata, attachmentSources: sources, attachmentDeadlineAt: deadlineAt, attachmentsOptional: true };
+}
+
+/** A replied message's file is stored marked as its (withReplyAttachments names it in `reply_to`). */
+function markedSource(source: InputAttachmentSource, file: PlatformFile): InputAttachmentSource {
+  if (file.repliedMessageId === undefined || source.kind === "artifact") return source;
+  return { ...source, metadata: { ...source.metadata, [REPLIED_MESSAGE_KEY]: file.repliedMessageId } };
 }

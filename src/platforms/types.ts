@@ -6,6 +6,7 @@
 import type { z } from "zod";
 import type { InputAttachmentSource } from "../artifacts/input";
 import type { EventType } from "../protocol/common";
+import type { ReplyContext } from "./reply-context";
 
 export const PLATFORMS = ["telegram", "slack", "lark", "discord"] as const;
 export type PlatformName = (typeof PLATFORMS)[number];
@@ -46,6 +47,8 @@ export interface PlatformFile {
   name?: string | null;
   mimeType?: string | null;
   artifactType: "image" | "audio" | "video" | "file";
+  /** Set on a file of the message the event replies to (`data.reply_to`), not of its own: that message's id. */
+  repliedMessageId?: string;
 }
 
 /** Where and how a reply goes, fixed at ingress and carried by the run job. May hold short-lived secrets (a Discord interaction token). */
@@ -95,6 +98,11 @@ export interface NormalizedEvent {
   replyTarget: DeliveryTarget | null;
   /** An earlier message of the chat this event recalls or edits: one still waiting to be answered is changed too (revise-waiting.ts). */
   revises?: MessageRevision;
+  /**
+   * The message this one replies to, when the platform names it by id only (Lark's `parent_id`): read at ingress by
+   * the adapter's `readReplied`, in the time the event's files have.
+   */
+  repliesTo?: string;
 }
 
 /**
@@ -207,6 +215,11 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   acknowledge(recorded: Recorded[]): unknown;
   /** What the acknowledgement cannot carry, done after it (Slack's private notice by a press's response_url). Never rejects. */
   afterAcknowledge?(bot: Bot<C>, recorded: Recorded[], timeoutMs: number): Promise<void> | null;
+  /**
+   * The message `event.repliesTo` names, read within `timeoutMs`: its context for `data.reply_to`, and its files (each
+   * with `repliedMessageId`). Throws a 4xx HostError when it cannot be read (the event runs without it).
+   */
+  readReplied?(bot: Bot<C>, event: NormalizedEvent, timeoutMs: number): Promise<{ context: ReplyContext; files: PlatformFile[] }>;
   /** How the host fetches a file (URL and headers; may call the platform's API). */
   download(bot: Bot<C>, file: PlatformFile, event: NormalizedEvent, timeoutMs: number): Promise<InputAttachmentSource>;
   /** Point the platform at the webhook, where its API allows (Telegram's setWebhook). */

@@ -29,6 +29,11 @@ const cardSchemas = new Map<string, string>();
 const refusingMarkdown = new Set<string>();
 /** Messages their users recalled: Lark refuses a reply to them (400, 230011). */
 const recalledMessages = new Set<string>();
+/** Messages the API gives by id (GET im/v1/messages/{id}), as Lark answers them: any other is refused for want of permission. */
+const readableMessages = new Map<string, Record<string, unknown>>();
+/** A message whose read answers only after 2.5 s. */
+const SLOW_PARENT = "om_parent_slow";
+const PDF = new Uint8Array([0x25, 0x50, 0x44, 0x46, 0x2d, 1, 2]);
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -84,6 +89,12 @@ function larkApi(call: PlatformCall): FakeReply {
   if (call.path === "/open-apis/im/v1/images" && call.method === "POST" && call.raw.includes('filename="tall.png"')) return { status: 400, json: { code: 234011, msg: "Can't regonnize the image format." } };
   if (call.path === "/open-apis/im/v1/images" && call.method === "POST") return { json: { code: 0, msg: "success", data: { image_key: `img_up_${++replyCount}` } } };
   if (call.path === "/open-apis/im/v1/files" && call.method === "POST") return { json: { code: 0, msg: "success", data: { file_key: `file_up_${++replyCount}` } } };
+  const read = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(call.path);
+  if (read && call.method === "GET") {
+    const message = readableMessages.get(read[1]);
+    return message ? { json: { code: 0, msg: "success", data: { items: [message] } } } : { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
+  }
+  if (call.path === "/open-apis/im/v1/messages/om_bobs_pdf/resources/file_v2_q3" && call.query.get("type") === "file") return { bytes: PDF, headers: { "content-type": "application/pdf" } };
   const patched = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(call.path);
   if (patched && call.method === "PATCH") return refusedContent(call, "interactive", refusingMarkdown.has(patched[1]), patched[1]) ?? { json: { code: 0, msg: "success", data: {} } };
   if (/^\/open-apis\/im\/v1\/messages\/[^/]+\/resources\/img_1$/.test(call.path)) return { bytes: IMAGE, headers: { "content-type": "image/png" } };
@@ -112,7 +123,10 @@ async function slowLarkApi(call: PlatformCall): Promise<FakeReply | null> {
 }
 
 beforeAll(async () => {
-  fake = await startFakePlatform(async (call) => (await slowLarkApi(call)) ?? larkApi(call));
+  fake = await startFakePlatform(async (call) => {
+    if (call.path === `/open-apis/im/v1/messages/${SLOW_PARENT}`) await pause(2_500);
+    return (await slowLarkApi(call)) ?? larkApi(call);
+  });
   runner = await startChatRunner("lark-chat");
   host = await startTestHost({ captureLogs: true });
   for (const [bot, extra] of [[plain, {}], [encrypted, { encrypt_key: ENCRYPT_KEY }]] as const) {
@@ -527,6 +541,51 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     const [ref] = ctx.input.attachments;
     expect(ref).toMatchObject({ artifact_type: "image", mime_type: "image/png", size_bytes: IMAGE.length });
     expect(ctx.input.contents).toEqual([{ type: "image", artifact_id: ref.artifact_id }]);
+  });
+
+  it("gives the runner the message a reply answers, read by its parent_id: its sender, its words with mentions by name, its files after the message's own", async () => {
+    const sender = { id: "ou_bob", id_type: "open_id", sender_type: "user", tenant_key: "tenant_1" };
+    readableMessages.set("om_bobs_pdf", { message_id: "om_bobs_pdf", msg_type: "file", chat_id: "oc_reply", deleted: false, updated: false, sender, body: { content: JSON.stringify({ file_key: "file_v2_q3", file_name: "q3.pdf" }) }, mentions: null, upper_message_id: null });
+    const mentions = [{ key: "@_user_1", id: { open_id: OUR_OPEN_ID }, name: "Our Bot", tenant_key: "tenant_1" }];
+    const asking = received("oc_reply", { text: "@_user_1 summarise this" }, { mentions, parent_id: "om_bobs_pdf", root_id: "om_bobs_pdf" });
+    expect((await postPlain(asking)).status).toBe(200);
+    await waitFor(() => repliesTo(asking.event.message.message_id).length > 0, 15_000, "the answer");
+    const [ctx] = contextFor("summarise this");
+    const [read] = fake.calls.filter((c) => c.method === "GET" && c.path === "/open-apis/im/v1/messages/om_bobs_pdf");
+    expect(read.headers.authorization).toBe(`Bearer ${TENANT_TOKEN}`);
+    // The file is the replied message's resource, fetched as the message's own would be.
+    expect(fake.calls.filter((c) => c.path === "/open-apis/im/v1/messages/om_bobs_pdf/resources/file_v2_q3").map((c) => c.query.get("type"))).toEqual(["file"]);
+    const [pdf] = ctx.input.attachments;
+    expect(ctx.input.attachments).toEqual([expect.objectContaining({ artifact_type: "file", name: "q3.pdf", size_bytes: PDF.length })]);
+    expect(await host.r2Object(`artifacts/${pdf.artifact_id}`)).toEqual(PDF);
+    expect(ctx.event.data.reply_to).toEqual({ message_id: "om_bobs_pdf", actor: { actor_type: "user", actor_id: "ou_bob", actor_name: null }, text: null, quote: null, attachments: [pdf], unavailable: null });
+    // Words: the API's mentions name their user by a plain id; the runner reads the name, as in a received message.
+    readableMessages.set("om_cys_note", { message_id: "om_cys_note", msg_type: "text", sender: { ...sender, id: "ou_cy" }, body: { content: JSON.stringify({ text: "@_user_1 can you check the numbers?" }) }, mentions: [{ key: "@_user_1", id: "ou_ada", id_type: "open_id", name: "Ada" }] });
+    const words = received("oc_reply", { text: "what does Cy mean?" }, { parent_id: "om_cys_note", root_id: "om_cys_note" });
+    await postPlain(words);
+    await waitFor(() => repliesTo(words.event.message.message_id).length > 0, 15_000, "the answer");
+    const [said] = contextFor("what does Cy mean?");
+    expect(said.input.attachments).toEqual([]);
+    expect(said.event.data.reply_to).toEqual({ message_id: "om_cys_note", actor: { actor_type: "user", actor_id: "ou_cy", actor_name: null }, text: "@Ada can you check the numbers?", quote: null, attachments: [], unavailable: null });
+    expect(contextFor("hello lark")[0].event.data.reply_to, "a message that replies to nothing").toBeNull();
+  });
+
+  it("runs a reply whose message cannot be read, saying why as for a file left out: Lark refuses it, or does not answer in the time Lark's 3 s leave", async () => {
+    const refused = received("oc_reply_unread", { text: "what is this about?" }, { parent_id: "om_not_readable", root_id: "om_not_readable" });
+    expect((await postPlain(refused)).status).toBe(200);
+    await waitFor(() => repliesTo(refused.event.message.message_id).length > 0, 15_000, "the answer");
+    const [ctx] = contextFor("what is this about?");
+    expect(ctx.event.data.reply_to).toEqual({ message_id: "om_not_readable", actor: null, text: null, quote: null, attachments: [], unavailable: expect.stringMatching(/permissions/) });
+    const recorded = await host.admin("GET", `/v1/events/${encodeURIComponent(ctx.event.event_id)}`);
+    expect(recorded.body.metadata.attachments_unavailable).toMatch(/^the replied message om_not_readable \(.*permissions/);
+    // Slow: the webhook is answered in time, and the message's own image still comes.
+    const slow = received("oc_reply_slow", { image_key: "img_1" }, { parent_id: SLOW_PARENT, root_id: SLOW_PARENT }, "image");
+    const started = Date.now();
+    expect((await postPlain(slow)).status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const late = await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === "oc_reply_slow"), 15_000, "the run");
+    expect(late.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", size_bytes: IMAGE.length })]);
+    expect(late.event.data.reply_to).toMatchObject({ message_id: SLOW_PARENT, text: null, attachments: [], unavailable: expect.stringMatching(/no answer within/) });
   });
 
   it("records recalls and member joins, and acknowledges events it does not handle", async () => {

@@ -519,6 +519,34 @@ describe("Telegram: webhook in, reply out", () => {
     expect(contextFor("no reply at all")[0].event.data.reply_to).toBeNull();
   });
 
+  it("gives the runner the files of the message a reply answers, after its own, named in reply_to.attachments and marked as the replied message's", async () => {
+    // Bob posts a PDF; Ada replies to it with a photo of her own: "@OurTestBot compare these".
+    const bobs = { message_id: 41, date: 1_700_000_000, chat: { id: -101780, type: "supergroup" }, from: { id: 7, is_bot: false, first_name: "Bob" }, caption: "Q3 report", document: { file_id: "bobs_pdf", file_name: "q3.pdf", mime_type: "application/pdf" } };
+    const asking = update("-101780", { caption: "@OurTestBot compare these", caption_entities: [{ type: "mention", offset: 0, length: 11 }], photo: [{ file_id: "adas_photo", width: 800, height: 800 }], reply_to_message: bobs });
+    expect((await post(asking)).status).toBe(200);
+    await waitFor(() => sendsTo("-101780").length > 0, 15_000, "the answer");
+    const [ctx] = contextFor("compare these");
+    expect(fake.callsTo(/\/getFile$/).map((c) => c.body.file_id)).toEqual(expect.arrayContaining(["adas_photo", "bobs_pdf"]));
+    const [own, replied] = ctx.input.attachments;
+    expect(ctx.input.attachments).toHaveLength(2);
+    expect(own).toMatchObject({ artifact_type: "image", mime_type: "image/jpeg" });
+    expect(replied).toMatchObject({ artifact_type: "file", mime_type: "application/pdf", name: "q3.pdf", size_bytes: PHOTO.length });
+    expect(ctx.event.data.reply_to).toEqual({ message_id: 41, actor: { actor_type: "user", actor_id: "7", actor_name: "Bob" }, text: "Q3 report", quote: null, attachments: [replied], unavailable: null });
+    // A runner reading only contents sees both files too.
+    expect(ctx.input.contents).toEqual([{ type: "text", text: "compare these" }, { type: "image", artifact_id: own.artifact_id }, { type: "file", artifact_id: replied.artifact_id, name: "q3.pdf" }]);
+    const rows = await host.query<{ artifact_id: string; metadata_json: string }>("SELECT artifact_id, metadata_json FROM artifact WHERE artifact_id IN (?, ?)", [own.artifact_id, replied.artifact_id]);
+    const metadata = Object.fromEntries(rows.map((r) => [r.artifact_id, JSON.parse(r.metadata_json)]));
+    expect(metadata[replied.artifact_id].reply_to_message_id).toBe("41");
+    expect(metadata[own.artifact_id].reply_to_message_id).toBeUndefined();
+    // A reply with no words of its own to a voice note still runs on the note.
+    const voice = { message_id: 42, date: 1_700_000_000, chat: { id: -101781, type: "supergroup" }, from: { id: 7, is_bot: false, first_name: "Bob" }, voice: { file_id: "bobs_voice", mime_type: "audio/ogg" } };
+    await post(update("-101781", { text: "what did he say?", reply_to_message: voice }));
+    await waitFor(() => sendsTo("-101781").length > 0, 15_000, "the answer");
+    const [heard] = contextFor("what did he say?");
+    expect(heard.input.attachments).toEqual([expect.objectContaining({ artifact_type: "audio", mime_type: "audio/ogg" })]);
+    expect(heard.event.data.reply_to).toMatchObject({ message_id: 42, text: null, attachments: heard.input.attachments });
+  });
+
   it("leaves out each of its own mentions among those a message starts with, whoever is named first; nothing after them, the text is as sent", async () => {
     const ada = { type: "text_mention", offset: 0, length: 3, user: { id: 77, is_bot: false, first_name: "Ada" } };
     const sent = [

@@ -59,12 +59,14 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
     return { ok: true, value: body.tenant_access_token };
   }
 
-  /** JSON parameters, or a multipart form for an upload. */
-  async function call(method: string, path: string, params: Record<string, unknown> | UploadForm): Promise<ApiResult<Record<string, unknown>>> {
+  /** JSON parameters, a multipart form for an upload, or null for a call without a body (a GET). */
+  async function call(method: string, path: string, params: Record<string, unknown> | UploadForm | null): Promise<ApiResult<Record<string, unknown>>> {
     const token = await tenantToken();
     if (!token.ok) return token;
     const callTimeoutMs = params instanceof UploadForm ? uploadTimeoutMs(timeoutMs, params.file) : timeoutMs;
-    const reply = await callPlatform(`${bot.apiBaseUrl}${path}`, () => requestInit(method, params, { authorization: `Bearer ${token.value}` }), callTimeoutMs);
+    const authorization = `Bearer ${token.value}`;
+    const init = () => (params === null ? { method, headers: { authorization } } : requestInit(method, params, { authorization }));
+    const reply = await callPlatform(`${bot.apiBaseUrl}${path}`, init, callTimeoutMs);
     if (!reply.ok) return reply;
     const body = asRecord(reply.value.json);
     if (reply.value.status === 200 && body.code === 0) return { ok: true, value: asRecord(body.data) };

@@ -9,6 +9,7 @@ import { larkApi, larkMessenger, type LarkCredentials } from "./api";
 import { CARD_ACTION } from "./card-action";
 import { mentionsSomeone, normalizeLarkPayload } from "./normalize";
 import { ownOpenId } from "./own-open-id";
+import { readLarkReplied } from "./replied";
 import { openLarkRequest } from "./verify";
 
 const CredentialsSchema = z.strictObject({
@@ -51,8 +52,11 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
     return said === null ? {} : { toast: { type: "info", content: said } };
   },
 
+  readReplied: (bot, event, timeoutMs) => readLarkReplied(bot, String(event.repliesTo), timeoutMs),
+
   async download(bot, file, event, timeoutMs) {
-    const messageId = event.data.message_id;
+    // A file of the message replied to is that message's resource.
+    const messageId = file.repliedMessageId ?? event.data.message_id;
     if (typeof messageId !== "string") throw new HostError(400, "attachment_unavailable", "Lark file without its message id");
     const api = larkApi(bot, timeoutMs);
     const token = await api.tenantToken();

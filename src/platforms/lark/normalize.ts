@@ -9,6 +9,7 @@ import { unhandledEvent as unhandled } from "../unhandled";
 import { platformTime } from "../../lib/json";
 import { absentOr, withoutNulls } from "../payload";
 import { CARD_ACTION, normalizeCardAction } from "./card-action";
+import { unreadReply } from "../reply-context";
 
 const HeaderSchema = z.looseObject({ event_id: z.string().min(1), event_type: z.string(), create_time: z.string().optional() });
 
@@ -83,7 +84,9 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
         actor: { actor_type: "user", actor_id: sender.sender_id?.open_id ?? null, actor_name: null, metadata: idsOf(sender.sender_id) },
         text: content.text,
         files: content.files,
-        data: { ...base.data, message_id: m.message_id, chat_type: m.chat_type ?? null, message_type: m.message_type, root_id: m.root_id ?? null, parent_id: m.parent_id ?? null, mentions: m.mentions ?? [], raw_text: rawText },
+        // What it replies to is named by id only: read at ingress (readReplied), in the time its files have.
+        data: { ...base.data, message_id: m.message_id, chat_type: m.chat_type ?? null, message_type: m.message_type, root_id: m.root_id ?? null, parent_id: m.parent_id ?? null, mentions: m.mentions ?? [], raw_text: rawText, reply_to: m.parent_id ? unreadReply(m.parent_id, "not read") : null },
+        ...(m.parent_id ? { repliesTo: m.parent_id } : {}),
         replyTarget: { platform: "lark", chatId: m.chat_id, replyToMessageId: m.message_id, replyInThread: threadId !== null, threadRootId: threadId !== null ? (m.root_id ?? null) : null },
       },
     ];
@@ -138,7 +141,7 @@ function withoutOwnLeadingMentions(text: string | null, mentions: Mention[] = []
 }
 
 /** A text message names what it mentions by placeholder (`@_user_1`, `@_all`); the runner reads the names instead. */
-function withMentionNames(text: string | null, mentions: Mention[] = []): string | null {
+export function withMentionNames(text: string | null, mentions: Mention[] = []): string | null {
   const names = new Map(mentions.filter((m) => m.name && m.key.startsWith("@_")).map((m) => [m.key, `@${m.name}`]));
   if (!text || names.size === 0) return text;
   // The keys themselves, longest first: `@_user_1` directly followed by digits is still that mention, and `@_user_10` is not it.

@@ -5,19 +5,17 @@
  * there is no `message.recalled` here.
  */
 import * as z from "zod";
-import { artifactTypeOf } from "../../artifacts/policy";
-import type { NormalizedEvent, PlatformFile } from "../types";
+import type { NormalizedEvent } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { platformTime } from "../../lib/json";
 import { withoutNulls } from "../payload";
 import { actorOf, chatActorOf, SenderChatSchema, UserSchema } from "./actor";
 import { withLinkTargets } from "./link-targets";
-import { replyContextOf } from "./reply-context";
+import { repliedOf } from "./reply-context";
+import { FileFieldsSchema, filesOf } from "./files";
 import { CALLBACK_QUERY, normalizeCallbackQuery } from "./callback";
 
-const FileSchema = z.looseObject({ file_id: z.string().min(1), file_name: z.string().optional(), mime_type: z.string().optional() });
-
-const MessageSchema = z.looseObject({
+const MessageSchema = FileFieldsSchema.extend({
   message_id: z.number(),
   date: z.number(),
   chat: z.looseObject({ id: z.number(), type: z.string(), title: z.string().optional() }),
@@ -30,13 +28,6 @@ const MessageSchema = z.looseObject({
   entities: z.array(z.unknown()).optional(),
   caption: z.string().optional(),
   caption_entities: z.array(z.unknown()).optional(),
-  photo: z.array(FileSchema).optional(),
-  document: FileSchema.optional(),
-  voice: FileSchema.optional(),
-  audio: FileSchema.optional(),
-  video: FileSchema.optional(),
-  /** A round video message, recorded like a voice message: always MP4. */
-  video_note: FileSchema.optional(),
   new_chat_members: z.array(UserSchema).optional(),
   /** A linked channel's post, copied by Telegram into the channel's discussion group. */
   is_automatic_forward: z.boolean().optional(),
@@ -52,19 +43,6 @@ export const UpdateSchema = z.looseObject({ update_id: z.number().int() });
 /** The update's kind: the name of its one payload field (`message`, `edited_message`, `callback_query`, ...). */
 function updateKind(update: Record<string, unknown>): string {
   return Object.keys(update).find((k) => k !== "update_id") ?? "unknown";
-}
-
-function filesOf(m: TelegramMessage): PlatformFile[] {
-  const files: PlatformFile[] = [];
-  // Telegram sends every size of a photo; the last is the largest.
-  const photo = m.photo?.at(-1);
-  if (photo) files.push({ ref: photo.file_id, artifactType: "image", mimeType: "image/jpeg" });
-  if (m.document) files.push({ ref: m.document.file_id, name: m.document.file_name, mimeType: m.document.mime_type, artifactType: artifactTypeOf(m.document.mime_type) as PlatformFile["artifactType"] });
-  if (m.voice) files.push({ ref: m.voice.file_id, mimeType: m.voice.mime_type ?? "audio/ogg", artifactType: "audio" });
-  if (m.audio) files.push({ ref: m.audio.file_id, name: m.audio.file_name, mimeType: m.audio.mime_type, artifactType: "audio" });
-  if (m.video) files.push({ ref: m.video.file_id, name: m.video.file_name, mimeType: m.video.mime_type, artifactType: "video" });
-  if (m.video_note) files.push({ ref: m.video_note.file_id, mimeType: "video/mp4", artifactType: "video" });
-  return files;
 }
 
 function base(update: { update_id: number }, kind: string, m: TelegramMessage) {
@@ -239,9 +217,9 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
   // From the last span back, so each one's offsets still hold.
   const said = bare && own.reduceRight((w, [at, end]) => withoutSpan(w, at, end), bare);
   const text = said === null ? null : withLinkTargets(said.text, said.entities);
-  const files = filesOf(m);
+  const ownFiles = filesOf(m);
   const ignored = (why: string): NormalizedEvent[] => [{ ...unhandled(key, why), conversationId: common.conversationId, threadId: common.threadId }];
-  if (text === null && files.length === 0) return ignored(kind);
+  if (text === null && ownFiles.length === 0) return ignored(kind);
   // Another bot's message (bot-to-bot mode delivers replies to ours) is recorded, not answered: two agents would
   // answer each other forever. A chat speaking through Telegram's placeholder bot is a person.
   if (m.from?.is_bot && !m.sender_chat) return ignored("message.from_bot");
@@ -251,6 +229,7 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
   // Telegram gives a command addressed to another bot to every bot in the group that reads all messages. In a private
   // chat this bot is the only one there to ask: such a command is answered as sent.
   if (suffix !== null && self.username && !forUs && m.chat.type !== "private") return ignored("message.command_for_other_bot");
+  const replied = repliedOf(m);
   return [
     {
       ...common,
@@ -258,9 +237,10 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
       eventType: "message.received",
       actor: m.sender_chat ? chatActorOf(m.sender_chat) : actorOf(m.from),
       text,
-      files,
+      // Its own files, then those of the message it replies to.
+      files: [...ownFiles, ...(replied?.files ?? [])],
       // The text (or caption) as sent; what it replies to, which the bot in a group has mostly never seen.
-      data: { ...common.data, raw_text: words?.text ?? null, reply_to: replyContextOf(m) },
+      data: { ...common.data, raw_text: words?.text ?? null, reply_to: replied?.context ?? null },
       replyTarget: { platform: "telegram", chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: m.message_id },
     },
   ];

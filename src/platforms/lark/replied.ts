@@ -1,0 +1,33 @@
+/**
+ * The message a Lark message replies to, as read by id (./get-message.ts), in the shape every platform gives a reply's
+ * message (`event.data.reply_to`, ../reply-context.ts): its sender, its words read as a received message's are (the
+ * mentions by name), and its files, downloaded with the event's own from that message's resources.
+ */
+import { HostError } from "../../lib/errors";
+import type { ReplyContext } from "../reply-context";
+import type { Bot, PlatformFile } from "../types";
+import type { LarkCredentials } from "./api";
+import { getLarkMessage, type LarkMessage } from "./get-message";
+import { contentOf, withMentionNames } from "./normalize";
+
+/** At most this long to read it: what is left of Lark's 3 s goes to the files, the event's own first. */
+const READ_TIMEOUT_MS = 1_000;
+
+/** Throws a 400 HostError when Lark does not give it (not found, no permission, no answer in time) or it was recalled. */
+export async function readLarkReplied(bot: Bot<LarkCredentials>, messageId: string, timeoutMs: number): Promise<{ context: ReplyContext; files: PlatformFile[] }> {
+  const got = await getLarkMessage(bot, messageId, Math.min(timeoutMs, READ_TIMEOUT_MS));
+  if (!got.ok) throw new HostError(400, "attachment_unavailable", `Lark did not give it: ${got.failure.message}`);
+  return replyOf(got.value[0]);
+}
+
+function replyOf(m: LarkMessage): { context: ReplyContext; files: PlatformFile[] } {
+  if (m.deleted) throw new HostError(400, "attachment_unavailable", "it was recalled");
+  const content = contentOf(m.msg_type, m.body?.content ?? "", m.mentions);
+  const text = m.msg_type === "text" ? withMentionNames(content.text, m.mentions) : content.text;
+  // An app's message names the app (`sender_type: app`): a bot, as a Telegram bot's message reads.
+  const actor = m.sender?.id ? { actor_type: m.sender.sender_type === "app" ? "bot" : (m.sender.sender_type ?? "user"), actor_id: m.sender.id, actor_name: null } : null;
+  return {
+    context: { message_id: m.message_id, actor, text, quote: null, attachments: [], unavailable: null },
+    files: content.files.map((file) => ({ ...file, repliedMessageId: m.message_id })),
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * What a chat message replies to, for its runner (`event.data.reply_to`), in one shape on every platform that has
+ * replies (Telegram gives the replied message whole, Lark names it by `parent_id` and the host reads it). In a group
+ * the bot has mostly never received that message (privacy mode, or it mentioned no one): "@Bot what's this?" in reply
+ * to a photo would reach the runner without the photo, and no history holds it. Its files are downloaded as the
+ * event's own are and follow them in `input.attachments`; `attachments` names which they are.
+ */
+import type { ArtifactRef } from "../protocol/common";
+import { toArtifactRef, type ArtifactRow } from "../stores/artifacts";
+import { parseJson } from "../lib/json";
+
+export interface ReplyContext {
+  /** As the platform's `message_id` in a message's data (Telegram a number, Lark a string). */
+  message_id: number | string;
+  /** Who sent it, as a message's actor reads (a chat speaking as itself is that chat); null when not known. */
+  actor: { actor_type: string; actor_id: string; actor_name: string | null } | null;
+  /** Its words (text or caption), read as a message's input is; null with none. */
+  text: string | null;
+  /** The part of it the user quoted, where the platform says so (Telegram); else null. */
+  quote: string | null;
+  /** Its files stored as this event's inputs (also in `input.attachments`, after the event's own files). */
+  attachments: ArtifactRef[];
+  /** Why the message could not be read (its words, sender and files unknown); null when it was. */
+  unavailable: string | null;
+}
+
+/** The artifact metadata key naming the replied message a stored input file came from (its id, as a string). */
+export const REPLIED_MESSAGE_KEY = "reply_to_message_id";
+
+/** A reply whose message is known by id only, until (unless) it is read. */
+export const unreadReply = (messageId: number | string, why: string): ReplyContext => ({ message_id: messageId, actor: null, text: null, quote: null, attachments: [], unavailable: why });
+
+/**
+ * `data` with `reply_to.attachments` naming the stored inputs that came from the replied message (marked by
+ * REPLIED_MESSAGE_KEY in their metadata), in input order; as given when none did (an API event's data is its own).
+ */
+export function withReplyAttachments(data: Record<string, unknown>, rows: ArtifactRow[]): Record<string, unknown> {
+  const reply = data.reply_to;
+  if (!reply || typeof reply !== "object" || !("message_id" in reply)) return data;
+  const id = String(reply.message_id);
+  const replied = rows.filter((row) => parseJson<Record<string, unknown>>(row.metadataJson, {})[REPLIED_MESSAGE_KEY] === id);
+  return replied.length ? { ...data, reply_to: { ...reply, attachments: replied.map(toArtifactRef) } } : data;
+}
