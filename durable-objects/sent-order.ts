@@ -36,6 +36,8 @@ function sentKeyOf(job: RunJob): SentKey | null {
 export function sentBefore(a: RunJob, b: RunJob): boolean {
   const [x, y] = [sentKeyOf(a), sentKeyOf(b)];
   if (x === null || y === null || a.event.source !== b.event.source) return false;
+  // A supergroup continuing its group's conversation numbers its messages anew (src/platforms/moved-chats.ts).
+  if (a.event.data.chat_id !== b.event.data.chat_id) return false;
   for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] < y[i];
   return false;
 }

@@ -372,3 +372,21 @@ export const bot = sqliteTable(
   },
   (t) => [index("bot_created").on(t.createdAt, t.botId)],
 );
+
+/**
+ * A chat whose events continue another chat's conversation, per bot: a Telegram group upgraded to a supergroup gets a
+ * new chat id, and the supergroup's events are recorded in the group's conversation (src/stores/chat-moves.ts).
+ */
+export const chatAlias = sqliteTable(
+  "chat_alias",
+  {
+    botId: text("bot_id").notNull(),
+    // The chat as its events name it (the supergroup).
+    chatId: text("chat_id").notNull(),
+    // The conversation they are recorded in (the group's chat id).
+    conversationId: text("conversation_id").notNull(),
+    // When the host learned of the move: a bot id registered again later does not take it (Bot.registeredAt).
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.botId, t.chatId] })],
+);

@@ -24,6 +24,7 @@ import { FinalAnswer } from "./final-answer";
 import { attemptFacts, DeliveryTrail } from "./records";
 import { Naps } from "./naps";
 import { loadReplyBot } from "./reply-bot";
+import { chatMoveNoter } from "../stores/chat-moves";
 import { withRetries, type RetryPolicy } from "./retry";
 import { loggedError } from "../lib/describe-error";
 import { ReplyOrder, type ReplyTurn } from "./reply-order";
@@ -134,7 +135,7 @@ export class DeliverySession {
       return;
     }
     const bot = loaded.value;
-    const messenger = this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS, { scope: this.job.runId, format: this.job.agent.deliveryPolicy.format });
+    const messenger = this.adapter.messenger(bot, this.delivery.target, this.deps.config.PLATFORM_API_TIMEOUT_MS, { scope: this.job.runId, format: this.job.agent.deliveryPolicy.format, onChatMoved: chatMoveNoter(this.deps.db, bot) });
     this.messenger = markedMessenger(messenger, this.deps.marks, this.job.runId);
     this.scrub = (text) => scrubSecrets(text, bot.credentials);
   }

@@ -19,6 +19,7 @@ import { storableText } from "../lib/text";
 import { announceAlbumItem } from "./album-notice";
 import { BOT_DISABLED, recordOnly, recordPaused, UNHANDLED_EVENT_TYPE } from "./record-only";
 import { messageRefOf } from "./message-ref";
+import { inItsConversation } from "./moved-chats";
 import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
@@ -47,7 +48,7 @@ export async function ingestEvents(deps: IngestDeps, raw: unknown, events: Norma
   const rawRef = await storeRaw(deps.env, deps.adapter, deps.bot, raw, events[0].key);
   const recorded: Recorded[] = [];
   // In order: a payload's events (Telegram's several new members) keep the platform's order.
-  for (const event of events) recorded.push(await ingestOne(deps, event, rawRef));
+  for (const event of events) recorded.push(await ingestOne(deps, await inItsConversation(dbOf(deps.env), deps.adapter, deps.bot, event), rawRef));
   return recorded;
 }
 

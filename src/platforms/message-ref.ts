@@ -14,7 +14,7 @@ export function messageRefOf(platform: PlatformName, event: NormalizedEvent): st
   const field = MESSAGE_ID_FIELD[platform];
   if (event.eventType !== "message.received" || field === null) return null;
   const id = platform === "slack" && event.sourceEventType === "message_action" ? event.data.message_ts : event.data[field];
-  return typeof id === "string" || typeof id === "number" ? String(id) : null;
+  return typeof id === "string" || typeof id === "number" ? scopedMessageRef(event.chatId, String(id)) : null;
 }
 
 /** The platforms whose chat messages have a `message_ref`. */
@@ -30,3 +30,9 @@ export function recordedMessageRef(): SQL {
   const path = sql`CASE WHEN ${eventLog.source} = 'slack' AND ${eventLog.sourceEventType} = 'message_action' THEN '$.message_ts' ELSE CASE ${eventLog.source} ${sql.join(fields, sql` `)} END END`;
   return sql`CASE WHEN json_type(${eventLog.dataJson}, ${path}) IN ('text', 'integer', 'real') THEN CAST(json_extract(${eventLog.dataJson}, ${path}) AS TEXT) END`;
 }
+
+/**
+ * A message's ref in a conversation another chat continues: `chatId:id` when it is in that chat (moved-chats.ts), whose
+ * ids restart (a supergroup's message 5 is not its group's message 5); the id alone in the conversation's own chat.
+ */
+export const scopedMessageRef = (chatId: string | undefined, id: string): string => (chatId === undefined ? id : `${chatId}:${id}`);

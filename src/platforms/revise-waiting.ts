@@ -6,6 +6,7 @@ import { eventRevisionStatement } from "../stores/event-revision";
 import { deleteRecalledBytes, recalledFilesStatements } from "../stores/recalled-files";
 import { transcriptRevisionStatement, type TranscriptRevision } from "../stores/transcript-revision";
 import { waitingMessage } from "../stores/waiting-message";
+import { scopedMessageRef } from "./message-ref";
 import type { Bot, MessageRevision } from "./types";
 
 /**
@@ -21,14 +22,14 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
   const db = dbOf(env);
   // The new words as ingress would have recorded them: NUL and unpaired surrogates replaced, as the runner reads any text.
   const edit = revision.edit && { ...revision.edit, text: revision.edit.text === null ? null : storableText(revision.edit.text) };
-  const r: TranscriptRevision = { botId: bot.botId, registeredAt: bot.registeredAt, conversationId, messageRef: revision.id, eventId, edit };
+  const r: TranscriptRevision = { botId: bot.botId, registeredAt: bot.registeredAt, conversationId, messageRef: scopedMessageRef(revision.chatId, revision.id), eventId, edit };
   const now = Date.now();
   const at = new Date(now).toISOString();
   // One batch: the transcript item, the record's mark and the files' expiry are never left apart.
   const marks = [transcriptRevisionStatement(db, r, at), eventRevisionStatement(db, r, at)];
   const results = await batchAll(db, edit ? marks : [...marks, ...recalledFilesStatements(db, r, now)]);
   if (!edit) await deleteRecalledBytes(env.ARTIFACTS, (results[results.length - 1] as { r2Key: string }[]).map((f) => f.r2Key));
-  const waiting = await waitingMessage(db, { botId: bot.botId, source: bot.platform, conversationId, field: revision.field, id: revision.id });
+  const waiting = await waitingMessage(db, { botId: bot.botId, source: bot.platform, conversationId, field: revision.field, id: revision.id, chatId: revision.chatId ?? null });
   if (!waiting) return;
   const conversation = env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(waiting.conversationKey));
   await conversation.revise({ eventId: waiting.eventId, runId: waiting.runId, steered: waiting.disposition === "steered", edit });

@@ -103,6 +103,19 @@ export interface NormalizedEvent {
    * the adapter's `readReplied`, in the time the event's files have.
    */
   repliesTo?: string;
+  /** The event says its chat became another (Telegram's service messages of a group upgraded to a supergroup). */
+  chatMove?: ChatMove;
+  /**
+   * Set by ingress when the chat continues another chat's conversation (`conversationId` is then that one's): the chat
+   * the event happened in, which scopes its message ids (a supergroup numbers its messages anew). src/platforms/moved-chats.ts.
+   */
+  chatId?: string;
+}
+
+/** A chat that now lives under another id: `from` the old chat's (a Telegram group), `to` the new one's (its supergroup). */
+export interface ChatMove {
+  from: string;
+  to: string;
 }
 
 /**
@@ -113,6 +126,8 @@ export interface NormalizedEvent {
 export interface MessageRevision {
   field: "ts" | "message_id";
   id: string;
+  /** The chat the message is in, when the conversation is another chat's (NormalizedEvent.chatId). */
+  chatId?: string;
   edit?: { text: string | null; version: number };
 }
 
@@ -231,10 +246,17 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   /**
    * `scope` names the one reply (the run) the messenger sends for: sends of different runs are never taken for repeats.
    * `format` is how its text is shown where the host formats it (Telegram, Slack, Lark; markdown unless said).
+   * `onChatMoved`: told when the platform answers that the chat moved (a Telegram group upgraded), before the call is
+   * made again there.
    */
-  messenger(bot: Bot<C>, target: DeliveryTarget, timeoutMs: number, opts?: { scope?: string; format?: TextFormat }): Messenger;
+  messenger(bot: Bot<C>, target: DeliveryTarget, timeoutMs: number, opts?: { scope?: string; format?: TextFormat; onChatMoved?: (move: ChatMove) => Promise<void> }): Messenger;
   /** What one reply target cannot do of the surface (a Slack answer only one user sees takes no edits); unset: the whole surface. */
   surfaceAt?(target: DeliveryTarget): Partial<Surface>;
+  /**
+   * Whether a chat may continue another chat's conversation (Telegram: a supergroup, what a group is upgraded to): only
+   * such a chat's events are looked up among the bot's chat moves (src/platforms/moved-chats.ts). Unset: none may.
+   */
+  mayContinueChat?(chatId: string): boolean;
   /** ctx.delivery.reply_target: where the reply goes, without secrets. */
   replyTargetView(target: DeliveryTarget): Record<string, unknown>;
 }

@@ -19,6 +19,8 @@ export interface MessageQuery {
   /** Where the message's `message.received` data holds the platform's id for it, and that id. */
   field: "ts" | "message_id";
   id: string;
+  /** The chat the message is in when the conversation is another chat's (its `data.chat_id`); null or absent: its own. */
+  chatId?: string | null;
 }
 
 /**
@@ -36,7 +38,7 @@ export async function waitingMessage(db: Db, q: MessageQuery): Promise<WaitingMe
           WHERE r.status IN (${unended}) AND r.bot_id = ${q.botId} AND r.conversation_id = ${q.conversationId} GROUP BY r.conversation_key) p
     JOIN ${eventLog} e ON e.conversation_key = p.k AND e.seq >= p.s
     WHERE e.event_type = 'message.received' AND e.source = ${q.source} AND e.disposition IN ('bound', 'steered') AND e.run_id IS NOT NULL
-      AND CAST(json_extract(e.data_json, ${`$.${q.field}`}) AS TEXT) = ${q.id}
+      AND CAST(json_extract(e.data_json, ${`$.${q.field}`}) AS TEXT) = ${q.id} AND json_extract(e.data_json, '$.chat_id') IS ${q.chatId ?? null}
     ORDER BY e.seq DESC LIMIT 1`);
   return row ? { eventId: row[0], conversationKey: row[1], runId: row[2], disposition: row[3] as WaitingMessage["disposition"] } : undefined;
 }

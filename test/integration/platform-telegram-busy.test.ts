@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runOf, startSteererAndPlain } from "../support/conversation-runners";
-import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
+import { sayOnTelegram, startFakePlatform, telegramBotApi, upgradeOnTelegram, waitFor } from "../support/fake-platform";
 import { putAgent } from "../support/scripted-runner";
 import type { TestHost } from "../support/host";
 import type { RunCall } from "../support/runner";
@@ -250,5 +250,41 @@ describe("a Telegram chat busy with a run", () => {
     await waitFor(() => sent(chat).includes("re: second"), 15_000, "the newer message's answer");
     await new Promise((r) => setTimeout(r, 500));
     expect(sent(chat)).toEqual(["The answer", "re: second"]);
+  }, 60_000);
+
+  it("a group upgraded to a supergroup: an edit there of a message numbered as the group's waiting one leaves that one as it was", async () => {
+    const [group, supergroup] = ["-70030", "-1007003000001"];
+    await putAgent(host, { agent_id: "tg-upgraded-wait", name: "u", runner_id: setup.plain.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: group, bot_id: botId }, concurrency: { strategy: "enqueue" } });
+    expect((await sayOnTelegram(webhookUrl, SECRET, group, "hold first")).status).toBe(200);
+    await waitFor(() => (runsOf.get(group) ?? []).length === 1, 10_000, "the first run");
+    expect((await sayOnTelegram(webhookUrl, SECRET, group, "group words")).status).toBe(200);
+    const waiting = await messageIdOf(group, "group words");
+    await upgradeOnTelegram(webhookUrl, SECRET, group, supergroup);
+    // The supergroup numbers its messages anew: its message of that number is another (one the bot never got, edited to address it).
+    expect((await editOnTelegram(supergroup, waiting, "supergroup words", Math.floor(Date.now() / 1000) + 1)).status).toBe(200);
+    setup.gate(group).resolve();
+    await quiet(group);
+    expect(sent(group)).toEqual(["re: hold first", "re: group words"]);
+    const items = await host.query<{ content: string }>("SELECT t.content FROM transcript t JOIN event_log e ON e.event_id = t.event_id WHERE e.conversation_id = ? AND e.input_summary = 'group words' AND t.role = 'user'", [group]);
+    expect(items).toEqual([{ content: "group words" }]);
+    // Recorded in the group's conversation, which the supergroup continues.
+    const edits = await host.query<{ conversation_id: string }>("SELECT conversation_id FROM event_log WHERE bot_id = ? AND source_event_type = 'edited_message' AND conversation_id IN (?, ?)", [botId, group, supergroup]);
+    expect(edits).toEqual([{ conversation_id: group }]);
+  }, 60_000);
+
+  it("interrupt: the supergroup's first question interrupts the run of the group it continues, though the supergroup numbers its messages anew", async () => {
+    const [group, supergroup] = ["-70031", "-1007003100001"];
+    await putAgent(host, { agent_id: "tg-upgraded-interrupt", name: "i", runner_id: setup.plain.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: group, bot_id: botId }, concurrency: { strategy: "interrupt" } });
+    expect((await sayOnTelegram(webhookUrl, SECRET, group, "hold in the group")).status).toBe(200);
+    await waitFor(() => (runsOf.get(group) ?? []).length === 1, 10_000, "the group's run");
+    await upgradeOnTelegram(webhookUrl, SECRET, group, supergroup);
+    expect((await sayOnTelegram(webhookUrl, SECRET, supergroup, "after the upgrade", 2)).status).toBe(200);
+    await waitFor(() => sent(supergroup).length > 0, 15_000, "the answer in the supergroup");
+    setup.gate(group).resolve();
+    await quiet(group);
+    expect(sent(supergroup)).toEqual(["re: after the upgrade"]);
+    expect(sent(group)).toEqual([]);
+    const runs = await host.query<{ status: string }>("SELECT status FROM run WHERE conversation_id = ? ORDER BY created_at", [group]);
+    expect(runs.map((r) => r.status)).toEqual(["cancelled", "completed"]);
   }, 60_000);
 });

@@ -120,11 +120,28 @@ export function telegramBotApi(botToken: string, throttled: ReadonlyMap<string, 
 }
 
 let telegramUpdateId = 100_000;
-/** Telegram delivering a message from Ada in `chat` to a bot's webhook (a negative chat id is a supergroup, else a private chat). */
-export function sayOnTelegram(webhookUrl: string, secretToken: string, chat: string, text: string): Promise<Response> {
+/**
+ * Telegram delivering a message from Ada in `chat` to a bot's webhook (a negative chat id is a supergroup, else a private
+ * chat), as its message `messageId` (the update's id unless given).
+ */
+export function sayOnTelegram(webhookUrl: string, secretToken: string, chat: string, text: string, messageId?: number): Promise<Response> {
   const id = ++telegramUpdateId;
-  const message = { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: Number(chat) < 0 ? "supergroup" : "private" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text };
+  const message = { message_id: messageId ?? id, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: Number(chat) < 0 ? "supergroup" : "private" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text };
   return fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secretToken }, body: JSON.stringify({ update_id: id, message }) });
+}
+
+/** Telegram's two service messages of a group upgraded to a supergroup: the group's last, naming the supergroup, and the supergroup's first. */
+export async function upgradeOnTelegram(webhookUrl: string, secretToken: string, group: string, supergroup: string): Promise<void> {
+  const date = Math.floor(Date.now() / 1000);
+  const from = { id: 42, is_bot: false, first_name: "Ada" };
+  const said = [
+    { message_id: 900_000, date, chat: { id: Number(group), type: "group", title: "Team" }, from, migrate_to_chat_id: Number(supergroup) },
+    { message_id: 1, date, chat: { id: Number(supergroup), type: "supergroup", title: "Team" }, from, migrate_from_chat_id: Number(group) },
+  ];
+  for (const message of said) {
+    const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secretToken }, body: JSON.stringify({ update_id: ++telegramUpdateId, message }) });
+    if (res.status !== 200) throw new Error(`the upgrade's service message was answered ${res.status}`);
+  }
 }
 
 /** Poll until `check` returns a value (not undefined/false) or time runs out. */

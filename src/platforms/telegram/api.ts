@@ -5,7 +5,7 @@
  * `{ok: false, error_code, description, parameters: {retry_after}}`.
  */
 import { asRecord, callPlatform, mayHaveApplied, requestInit } from "../http";
-import type { ApiResult, Bot, DeliveryTarget, Messenger, TextFormat } from "../types";
+import type { ApiResult, Bot, ChatMove, DeliveryTarget, Messenger, TextFormat } from "../types";
 import { mediaEssence, UploadForm, uploadTimeoutMs } from "../upload";
 import { telegramHtml } from "./markdown";
 
@@ -59,7 +59,13 @@ const PHOTO_TYPES = new Set(["image/jpeg", "image/png", "image/webp"]);
  */
 const RENDERING_REFUSED = /entit(y|ies)|parse|url|text is empty|text must be non-empty|message is too long/i;
 
-export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract<DeliveryTarget, { platform: "telegram" }>, timeoutMs: number, format: TextFormat = "markdown"): Messenger {
+export function telegramMessenger(
+  bot: Bot<TelegramCredentials>,
+  target: Extract<DeliveryTarget, { platform: "telegram" }>,
+  timeoutMs: number,
+  format: TextFormat = "markdown",
+  onChatMoved?: (move: ChatMove) => Promise<void>,
+): Messenger {
   const api = telegramApi(bot, timeoutMs);
   /** The last text Telegram refused as rendered: its next attempt (calls are made one at a time) goes as it is. */
   let refused: string | null = null;
@@ -79,16 +85,21 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
   let chatId = target.chatId;
   /** The chat each message was posted in: an edit goes there, wherever the next sends go since. */
   const postedIn = new Map<string, string>();
-  /** A group upgraded to a supergroup answers with its new id: the next posts go there. Answers whether it moved. */
-  const followed = (res: ApiResult<unknown>): boolean => {
+  /**
+   * A group upgraded to a supergroup answers with its new id: the next posts go there, and the host is told, so the
+   * supergroup's messages go on in the group's conversation (../moved-chats.ts). Answers whether it moved.
+   */
+  const followed = async (res: ApiResult<unknown>): Promise<boolean> => {
     if (res.ok || res.failure.movedToChatId === undefined || res.failure.movedToChatId === chatId) return false;
+    const from = chatId;
     chatId = res.failure.movedToChatId;
+    await onChatMoved?.({ from, to: chatId });
     return true;
   };
   /** A post refused for the move is made again in the new chat. */
   async function inChat(attempt: () => Promise<ApiResult<unknown>>): Promise<ApiResult<unknown>> {
     const res = await attempt();
-    return followed(res) ? attempt() : res;
+    return (await followed(res)) ? attempt() : res;
   }
   const place = () => ({
     chat_id: chatId,
@@ -124,7 +135,7 @@ export function telegramMessenger(bot: Bot<TelegramCredentials>, target: Extract
       // message (the session posts the text anew instead), but the next posts go straight there.
       const body = rendered(text);
       const res = await api.call("editMessageText", { chat_id: postedIn.get(messageId) ?? chatId, message_id: Number(messageId), ...body });
-      followed(res);
+      await followed(res);
       // Editing to the same text is refused with 400 (the same as rendered: a draft's code block still open shows as
       // the block closed does); for us it is done.
       if (!res.ok && res.failure.status === 400 && /message is not modified/i.test(res.failure.message)) return { ok: true, value: undefined };

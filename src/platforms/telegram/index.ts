@@ -6,6 +6,7 @@ import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody, refused } from "../verify";
 import { telegramApi, telegramMessenger, type TelegramCredentials } from "./api";
 import { callbackAnswer } from "./callback";
+import { chatMoveOf, mayContinueChat } from "./chat-move";
 import { TELEGRAM_TABLE_COLUMNS } from "./markdown";
 import { namesABot, normalizeUpdate, UpdateSchema } from "./normalize";
 import { ownUsername } from "./own-username";
@@ -49,7 +50,9 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
     if (!update.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
     // A paused bot calls no platform API (getMe): its event is only recorded, its words as sent.
     const username = bot.enabled && namesABot(update.data) ? await ownUsername(bot, req.apiTimeoutMs) : null;
-    return { kind: "events", raw: body, events: normalizeUpdate(update.data, { id: bot.credentials.bot_token.split(":")[0], username }) };
+    const events = normalizeUpdate(update.data, { id: bot.credentials.bot_token.split(":")[0], username });
+    const chatMove = chatMoveOf(update.data);
+    return { kind: "events", raw: body, events: chatMove ? events.map((e) => ({ ...e, chatMove })) : events };
   },
 
   // A press is closed by the answer itself (Telegram runs the method it names): no API call, nor its wait, needed.
@@ -67,7 +70,8 @@ export const telegram: PlatformAdapter<TelegramCredentials> = {
   redactRaw: (raw) => raw,
   messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "telegram") throw new Error("not a Telegram target");
-    return telegramMessenger(bot, target, timeoutMs, opts?.format);
+    return telegramMessenger(bot, target, timeoutMs, opts?.format, opts?.onChatMoved);
   },
+  mayContinueChat,
   replyTargetView: (t) => (t.platform === "telegram" ? { chat_id: t.chatId, message_thread_id: t.messageThreadId, reply_to_message_id: t.replyToMessageId } : {}),
 };
