@@ -47,7 +47,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
   private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job) => this.redeliver(job), { inTurn: (work) => this.decisions.inTurn(work), decide: (job) => this.decideUnlessDecided(job), wake: () => this.kick() });
-  private readonly runs = new RunTableStore(this.ctx.storage);
+  private readonly runs = new RunTableStore(this.ctx.storage, (job) => this.steering.ending(job));
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly replies = new PendingReplies(this.ctx.storage);
   private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.noticeCancelled(job));
@@ -75,7 +75,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. A run ended before this hand-over came (cancelled while ingress was on its way) stays ended: it was dropped while queued, and its event joins nothing. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
-    return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.decide(await this.unhandedEdits.applied(job)));
+    return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.unhandedEdits.applied(job, (edited) => this.decide(edited)));
   }
 
   /** A redelivered event whose run ingress read as not started (or one whose claim the alarm took back from a dead instance): decided only if no decision was taken for it since (redelivery.ts). */
@@ -83,7 +83,7 @@ export class ConversationDO extends DurableObject<Env> {
     return this.decisions.decide(job.runId, () => this.decideUnlessDecided(job));
   }
   /** In a decision's turn; also how a message a run claimed and dropped unpulled is decided anew (dropped-claims.ts). */
-  private readonly decideUnlessDecided = async (job: RunJob): Promise<DispatchResult> => (await decidedAlready(dbOf(this.env), this.steering, this.runs, job.runId)) ?? this.decide(await this.unhandedEdits.applied(job));
+  private readonly decideUnlessDecided = async (job: RunJob): Promise<DispatchResult> => (await decidedAlready(dbOf(this.env), this.steering, this.runs, job.runId)) ?? this.unhandedEdits.applied(job, (edited) => this.decide(edited));
 
   /** Ingress: an album's item is on its way, `files` downloading, or (null) its ingress ended, whatever became of it; its album's run waits for it meanwhile (album-gathering.ts). */
   albumItem(eventId: string, coming: { albumId: string; files: number } | null): Promise<void> {

@@ -1,3 +1,4 @@
+import type { RunJob } from "../src/run/job";
 import type { RunTable, StoredRun } from "./scheduling";
 
 const PREFIX = "run:";
@@ -14,7 +15,11 @@ export class RunTableStore {
   /** Writes made before the mirror was loaded, replayed on top of the listing whatever it saw. */
   private readonly early: [string, StoredRun | undefined][] = [];
 
-  constructor(private readonly storage: DurableObjectStorage) {}
+  /** `ended`: told of a run leaving the table (it has ended) in the tick of that write (steering-queue.ts `ending`). */
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly ended: (job: RunJob) => void = () => {},
+  ) {}
 
   /** Stored runs in arrival order (keys sort by enqueue time). */
   async entries(): Promise<RunTable> {
@@ -55,7 +60,10 @@ export class RunTableStore {
     return this.storage.put(key, run, options);
   }
 
+  /** Only an ended run leaves the table, one its caller has read (so the mirror is loaded). */
   delete(key: string, options?: DurableObjectPutOptions): Promise<boolean> {
+    const run = this.mirror?.get(key);
+    if (run) this.ended(run.job);
     if (this.mirror) this.mirror.delete(key);
     else this.early.push([key, undefined]);
     return this.storage.delete(key, options);

@@ -5,12 +5,12 @@ import type { SteeringPort } from "../src/host-api/actions/index";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import { withEditedText } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
-import { claimMetadata, steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
+import { steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
 import { releaseStatements } from "../src/run/steering-release";
-import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { DroppedClaims, type DecideAgain } from "./dropped-claims";
 import { inTurnByKey } from "./serial-decisions";
 import { ClaimKeys } from "./claim-keys";
+import { claimStatements, itemOf, type ClaimInFlight, type UnsettledClaim } from "./claim-notes";
 import { RareKeys } from "./rare-keys";
 import { bodyKeyOf, chunks, isWhole, itemOfBody, prefixOf, QUEUE, stored, stubOf, withinBytes, type Body, type ClaimStub, type Queued } from "./steering-storage";
 
@@ -33,26 +33,6 @@ const TAKING = "steer-taking:";
 const CLAIMING = "steer-claiming:";
 /** Runs an interrupt stopped, by run id: their unpulled claims are dropped and not decided again (see `moot`). */
 const MOOT = "steer-moot:";
-
-interface UnsettledClaim {
-  eventId: string;
-  item: SteeringInputItem;
-}
-
-/** A claim whose write is on its way: what taking it back needs, and the instance writing it. */
-interface ClaimInFlight {
-  job: RunJob;
-  target: { runId: string; runner: { runnerId: string } };
-  at: number;
-  /** Its place in the target's queue. */
-  key: string;
-  instance: string;
-}
-const itemOf = (c: ClaimInFlight) => steeringItemOf(c.job, c.target, c.at);
-
-/** The claim of an event, as recorded: steered into the claiming run, its own run discarded. */
-const claimStatements = (db: Db, eventId: string, runId: string, item: SteeringInputItem) =>
-  decidedWithoutOwnRun(db, eventId, runId, { disposition: "steered", runId: item.claimed_run_id, metadata: claimMetadata(item) });
 
 /**
  * A run's steering queue in the Durable Object's storage: claimed messages in
@@ -282,12 +262,12 @@ export class SteeringQueue {
     const entries = withinBytes(opts.only === undefined ? queued : queued.filter(([, v]) => stubOf(v).event_id === opts.only), opts.maxBytes ?? Infinity);
     // A drop also records what an earlier instance's pull had taken when it died: its runner never had the answer.
     const orphans = outcome === "dropped" && opts.only === undefined ? await this.orphansOf(run.runId) : [];
-    if (!entries.length && !orphans.length) return { items: [], taken: 0 };
+    // A run's whole drop is remembered (`ending`) until its records and what follows them are stored: lost with this instance midway, the next one finishes it (retryDrops).
+    const whole = outcome === "dropped" && opts.only === undefined ? `${DROP_LATER}${run.runId}` : null;
+    if (!entries.length && !orphans.length) return whole ? this.storage.delete(whole).then(() => ({ items: [], taken: 0 })) : { items: [], taken: 0 };
     // Only a pull reads the messages: what its answer carries.
     const items = outcome === "injected" ? await this.messagesOf(entries) : [];
     const taking = entries.map(([k, v]): [string, Queued] => [`${TAKING}${k}`, v]);
-    // A run's whole drop is remembered until its records and what follows them are stored: lost with this instance midway, the next one finishes it (retryDrops).
-    const whole = outcome === "dropped" && opts.only === undefined ? `${DROP_LATER}${run.runId}` : null;
     for (const [k] of taking) this.inFlight.add(k);
     try {
       // All in one tick: one atomic write.
@@ -351,6 +331,14 @@ export class SteeringQueue {
       this.dropsWaiting = true;
       return false;
     }
+  }
+
+  /**
+   * `run` ended and leaves the run table: its drop is owed from that same write (called in its tick), so an instance
+   * lost before the drop is recorded (its drop waiting for a pull's write, say) leaves it to the next one (`retryDrops`).
+   */
+  ending(run: RunJob): void {
+    void this.storage.put(`${DROP_LATER}${run.runId}`, run);
   }
 
   /**

@@ -43,14 +43,16 @@ export class UnhandedEdits {
     await written;
   }
 
-  /** The job a hand-over brings, with its message's words as edited meanwhile; cheap when none was (no storage call). */
-  async applied(job: RunJob): Promise<RunJob> {
+  /** `decide` of the job a hand-over brings, with its message's words as edited meanwhile; cheap when none was (no storage call). */
+  async applied<T>(job: RunJob, decide: (job: RunJob) => Promise<T>): Promise<T> {
     const key = `${PREFIX}${job.runId}`;
     const held = (await this.held.has(key)) ? await this.storage.get<HeldEdit>(key) : undefined;
-    if (!held) return job;
-    // Forgotten once taken: the run's entry (written in this decision) holds the words from now on.
+    if (!held) return decide(job);
+    const decided = await decide({ ...job, input: withEditedText(job.input, held.text) });
+    // Forgotten once that decision is taken (its run's entry or claim holds the words from now on); one that failed (its
+    // claim refused, say) leaves the words for the hand-over sent again.
     void this.storage.delete(key);
     this.held.removed(key);
-    return { ...job, input: withEditedText(job.input, held.text) };
+    return decided;
   }
 }

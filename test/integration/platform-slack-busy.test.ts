@@ -76,17 +76,17 @@ afterAll(async () => {
 
 let eventSeq = 0;
 /** Slack delivering an event callback, signed; `eventId` again is Slack's retry of the same delivery. */
-async function deliver(event: Record<string, unknown>, eventId = `EvBusy${++eventSeq}`) {
-  await signedPost(JSON.stringify({ token: "legacy", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000), event }), "application/json");
+async function deliver(event: Record<string, unknown>, eventId = `EvBusy${++eventSeq}`, status = 200) {
+  await signedPost(JSON.stringify({ token: "legacy", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000), event }), "application/json", status);
   return eventId;
 }
 /** An interactivity payload (a message shortcut), form-encoded and signed as Slack posts it. */
 const interact = (payload: Record<string, unknown>) => signedPost(new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), "application/x-www-form-urlencoded");
-async function signedPost(body: string, contentType: string) {
+async function signedPost(body: string, contentType: string, status = 200) {
   const timestamp = String(Math.floor(Date.now() / 1000));
   const signature = `v0=${createHmac("sha256", SIGNING_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
   const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": contentType, "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body });
-  expect(res.status).toBe(200);
+  expect(res.status).toBe(status);
 }
 let messageTs = 1_800_000_000;
 /** A person's message in `channel`; answers its ts. */
@@ -303,6 +303,28 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     await quiet(channel, 1);
     expect(runsOf.get(channel)).toEqual(["second"]);
     expect(postsTo(channel)).toEqual(["re: second"]);
+  }, 40_000);
+
+  it("steer: an edit made during its message's hand-over reaches the runner also when that hand-over's claim is refused and Slack sends the message again", async () => {
+    const channel = "CBUSY14";
+    await agentFor(channel, "steerer", "steer");
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    // The message and its run recorded, the answer slow: the edit is held for the hand-over, whose claim is then refused.
+    host.databaseOutage({ answerDelayMs: 1_500, matching: "latest_transcript_seq" });
+    host.databaseOutage({ queries: 1, matching: "absorbed_into_active_run" });
+    const ts = `${++messageTs}.000200`;
+    const message = { type: "message", channel, channel_type: "channel", user: "U42", text: "secnod", ts, team: "T1" };
+    const refused = deliver(message, "EvBusyHandOverRefused", 500);
+    await waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE conversation_id = ? AND input_summary = 'secnod'", [channel])).length > 0, 5_000, "the message recorded");
+    await deliver(edit(channel, ts, "second", "1800009999.000011"));
+    await refused;
+    // Slack's retry of the message hands it over again: claimed, with its newest words.
+    await deliver(message, "EvBusyHandOverRefused");
+    setup.gate(channel).resolve();
+    await quiet(channel, 1);
+    expect(pulledOf.get(channel)).toEqual(["second"]);
+    expect(postsTo(channel)).toEqual(["re: hold first+second"]);
   }, 40_000);
 
   it("a message deleted or edited after it was answered: later runs read it recalled (nothing of it left in its transcript item or its record, found by no search, its files gone) or as edited; EventLog keeps it as said for operators", async () => {

@@ -20,6 +20,7 @@ let dataDir: string;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const started: { runId: string; text: string; pull: () => Promise<unknown> }[] = [];
 const pullNow = deferred();
+const pullOne = deferred();
 const never = deferred();
 
 const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
@@ -40,6 +41,10 @@ beforeAll(async () => {
         await pullNow.promise;
         await pull().catch(() => undefined);
       }
+      if (ctx.input.text === "hold and pull one") {
+        await pullOne.promise;
+        await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "steering.pull", { mode: "one-at-a-time" }).catch(() => undefined);
+      }
       if (ctx.input.text.startsWith("hold")) await never.promise;
       // Ends without the last pull README asks for: what it claimed meanwhile is dropped.
       if (ctx.input.text === "end in a while") await new Promise((r) => setTimeout(r, 1_000));
@@ -55,6 +60,7 @@ beforeAll(async () => {
 afterAll(async () => {
   never.resolve();
   pullNow.resolve();
+  pullOne.resolve();
   await runner?.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
@@ -241,6 +247,41 @@ describe("steering claims of a run lost with a restart", () => {
       const run = await waitForRunOn(host, next.body.run_id, 20_000);
       expect({ status: run.status, pulled: JSON.parse(String(run.message?.content)) }).toEqual({ status: "completed", pulled: [claimedId] });
       expect((await outcomes(host, claimedId)).map((r) => r.event_type)).toEqual(["steering.injected"]);
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+  it("the claims of a run that ended while its drop waited for a pull (its write slow) are recorded dropped and answered after a restart", async () => {
+    let host = await start();
+    const conv = "rs-ended-drop-waiting";
+    const [pulled, queued] = [`${conv}-pulled`, `${conv}-queued`];
+    try {
+      await agentFor(host, conv);
+      const before = started.length;
+      const held = await adminCall<{ run_id: string }>(host, "POST", "/v1/events", messageEvent(conv, "hold and pull one"));
+      await untilStarted(before + 1);
+      for (const [id, text] of [[pulled, "claimed first"], [queued, "claimed second"]]) {
+        expect((await adminCall(host, "POST", "/v1/events", messageEvent(conv, text, { event_id: id }))).body).toMatchObject({ disposition: "steered", run_id: held.body.run_id });
+      }
+      // The pull takes the first claim off the queue; its record's write is slow. The run is cancelled meanwhile: its end
+      // is recorded, and its drop waits for that pull. The instance dies before either is done.
+      host.databaseOutage({ delayMs: 10_000, matching: "steering.injected" });
+      pullOne.resolve();
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await adminCall(host, "POST", `/v1/runs/${held.body.run_id}/cancel`)).status).toBe(202);
+      expect((await waitForRunOn(host, held.body.run_id)).status).toBe("cancelled");
+      await new Promise((r) => setTimeout(r, 500));
+      await host.dispose();
+      host = await start();
+      // Neither message reached the runner: each is recorded dropped and answered once, in a run of its own (the second
+      // was claimed first by the first's run, which never pulls here: dropped by it too).
+      for (const [id, text] of [[pulled, "claimed first"], [queued, "claimed second"]]) {
+        const end = Date.now() + 15_000;
+        while ((await outcomes(host, id)).length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+        expect(new Set((await outcomes(host, id)).map((r) => r.event_type))).toEqual(new Set(["steering.dropped"]));
+        expect((await waitForRunOn(host, await decidedAnew(host, id), 15_000)).message?.content).toBe(`done: ${text}`);
+        expect(started.filter((s) => s.text === text)).toHaveLength(1);
+      }
     } finally {
       await host.dispose();
     }
