@@ -36,12 +36,15 @@ export class AlbumGathering {
 
   /**
    * An event reached the conversation: it is awaited no more, and an album's item joins the run of its album's first
-   * (not begun yet), whatever the strategy: the user sent one message. Answers the item's decision, or null.
+   * (not begun yet), whatever the strategy: the user sent one message. Answers the item's decision, or null. An item
+   * that did not address the bot, of an agent answering only what does, joins or starts nothing (RunJob.joinsAlbumOnly):
+   * it never steers, interrupts or waits.
    */
   join(table: RunTable, job: RunJob, now: number): EventDecision | null {
     this.coming.delete(job.event.event_id);
     const album = albumRunFor(table, job, this.gathering);
-    return album ? joinAlbum(album, job, this.config().ALBUM_WAIT_MS, now, this.store) : null;
+    if (album) return joinAlbum(album, job, this.config().ALBUM_WAIT_MS, now, this.store);
+    return job.joinsAlbumOnly ? { disposition: "unaddressed", runId: null } : null;
   }
 
   /** An item is on its way, `files` to download: runs gathering its album wait for it. One already in a run (a redelivery) is not awaited. */

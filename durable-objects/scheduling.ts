@@ -24,7 +24,7 @@ export const START_RULE: Record<ConcurrencyStrategy, StartRule> = {
 
 /** `runId`: the run that handles the event (its own, the one that claimed it or whose album it joined; null when rejected); `duplicate`: a redelivery of an event already decided; `rejection`: why one was rejected (a chat's acknowledgement says so). */
 export interface DispatchResult {
-  disposition: "started" | "queued" | "steered" | "merged" | "rejected" | "duplicate";
+  disposition: "started" | "queued" | "steered" | "merged" | "rejected" | "duplicate" | "unaddressed";
   runId: string | null;
   rejection?: Rejection["reason"];
 }
@@ -36,7 +36,7 @@ export const endedAtOnce = (ended: boolean): CancelOutcome => (ended ? { cancell
 
 /** A decision that leaves an event without a run of its own (recorded on its EventLog row). */
 export interface EventDecision {
-  disposition: "rejected" | "merged";
+  disposition: "rejected" | "merged" | "unaddressed";
   runId: string | null;
   metadata?: { rejection?: Rejection } & Record<string, unknown>;
 }

@@ -36,6 +36,20 @@ export const DeliveryPolicySchema = z.strictObject({
 });
 export type DeliveryPolicy = z.infer<typeof DeliveryPolicySchema>;
 
+/**
+ * When the agent answers a message in a group chat (a DM, a command, a press are always answered). `all` (the default)
+ * answers every message the platform delivers; `addressed` only one that mentions the bot, replies to its message, is a
+ * command for it, or starts with one of `prefixes` (as typed, case and all): the rest is recorded with its transcript
+ * item, for later runs to read, and starts nothing (disposition `unaddressed`).
+ */
+export const GROUP_MESSAGE_RULES = ["all", "addressed"] as const;
+export const TriggerPolicySchema = z.strictObject({
+  group_messages: z.enum(GROUP_MESSAGE_RULES).default("all"),
+  // Checked in the database, against the text the runner would get (the bot's leading mention left out).
+  prefixes: z.array(z.string().min(1).max(100).regex(/^\S/, "a prefix starts with a visible character")).max(20).default([]),
+});
+export type TriggerPolicy = z.infer<typeof TriggerPolicySchema>;
+
 export const CONCURRENCY_STRATEGIES = ["steer", "enqueue", "interrupt", "reject", "parallel"] as const;
 export type ConcurrencyStrategy = (typeof CONCURRENCY_STRATEGIES)[number];
 export const ConcurrencySchema = z
@@ -110,6 +124,7 @@ export const AgentInputSchema = z.strictObject({
   resource_policy: ResourcePolicySchema.default(ResourcePolicySchema.parse({})),
   state_policy: StatePolicySchema.default(StatePolicySchema.parse({})),
   delivery_policy: DeliveryPolicySchema.default(DeliveryPolicySchema.parse({})),
+  trigger_policy: TriggerPolicySchema.default(TriggerPolicySchema.parse({})),
   concurrency: ConcurrencySchema.default({}),
   enabled: z.boolean().default(true),
 });

@@ -222,6 +222,8 @@ export const agent = sqliteTable(
     resourcePolicyJson: text("resource_policy_json").notNull().default("{}"),
     statePolicyJson: text("state_policy_json").notNull().default("{}"),
     deliveryPolicyJson: text("delivery_policy_json").notNull().default("{}"),
+    // When it answers a group's messages (agents/policy.ts TriggerPolicySchema); read by ingress's batch itself. Migration 0023.
+    triggerPolicyJson: text("trigger_policy_json").notNull().default("{}"),
     concurrencyJson: text("concurrency_json").notNull().default("{}"),
     enabled: integer("enabled", { mode: "boolean" }).notNull(),
     // Random per created agent and part of its state scope keys: an agent created again under a deleted one's id starts

@@ -26,6 +26,7 @@ import { lostRunAgent } from "./lost-run-agent";
 import { eventInsert, latestTranscriptSeq, recordedEvent, runInsert, userItemSeq } from "./statements";
 import type { PlatformDelivery } from "../platforms/types";
 import { withReplyAttachments } from "../platforms/reply-context";
+import { albumIdOf } from "../platforms/telegram/album";
 
 /** An event after normalisation, whatever its ingress (HTTP API, platform webhook). */
 export interface CanonicalEvent {
@@ -59,9 +60,11 @@ export interface CanonicalEvent {
   message_ref?: string | null;
   /** Where a chat platform's reply goes; carried to the run (never recorded: it may hold a short-lived token). */
   delivery?: PlatformDelivery;
+  /** False for a group's message that did not address the bot (NormalizedEvent.addressed): its agent's trigger_policy decides. */
+  addressed?: false;
 }
 
-export type Disposition = "started" | "queued" | "steered" | "merged" | "rejected" | "duplicate" | "unbound";
+export type Disposition = "started" | "queued" | "steered" | "merged" | "rejected" | "duplicate" | "unbound" | "unaddressed";
 export interface Accepted {
   event_id: string;
   run_id: string | null;
@@ -104,7 +107,8 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   const unavailable = [ev.metadata.attachments_unavailable, ...attached.unavailable].filter((r) => typeof r === "string" && r !== "");
   // A reply's data names which of its inputs came from the message it replies to (their ids are known only now).
   ev = { ...ev, input: attached.input, data: withReplyAttachments(ev.data, attached.artifactRows), metadata: unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata };
-  const resolveQuery = { eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id };
+  const albumItem = albumIdOf(ev) !== null;
+  const resolveQuery = { eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id, unaddressed: ev.addressed === false, albumItem, text: userText(ev.input) };
   const values = {
     ...resolutionValues(resolveQuery),
     eventId,
@@ -198,16 +202,18 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
       // An event without an item of its own comes after the history as it stood when it arrived, not as it stands now.
       const arrival = transcriptSeq === null ? first.latestTranscriptSeq : null;
       const latestTranscriptSeq = arrival === null ? (transcriptSeq ?? seqs.latestTranscriptSeq) : arrival || null;
-      const job = buildJob({ ev: asFirst, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, latestTranscriptSeq, ...(await lostRunAgent(db, first, bound)), publicBaseUrl });
+      const job = buildJob({ ev: asFirst, eventId, eventTime: recorded?.eventTime ?? eventTime, key, runId: row.runId, eventSeq: row.seq, transcriptSeq, latestTranscriptSeq, ...(await lostRunAgent(db, first, bound)), publicBaseUrl, joinsAlbumOnly: albumItem && bound?.declines === 1 });
       const decided = await env.CONVERSATIONS.get(doId).redeliver(job);
       // Steered or rejected now, the first run is gone: the answer names what the event ended up with.
-      if (decided.disposition === "steered" || decided.disposition === "merged" || decided.disposition === "rejected") runOfRepeat = decided.runId;
+      if (decided.disposition === "steered" || decided.disposition === "merged" || decided.disposition === "rejected" || decided.disposition === "unaddressed") runOfRepeat = decided.runId;
       else if (decided.disposition === "duplicate") runOfRepeat = await decidedSince();
     } else if (row.runId && !first) runOfRepeat = await decidedSince();
     return { event_id: eventId, run_id: runOfRepeat, disposition: "duplicate" };
   }
+  // Recorded with its user item, which later runs read; nothing runs, nor is anything in the conversation told of it.
+  if (row.disposition === "unaddressed") return { event_id: eventId, run_id: null, disposition: "unaddressed" };
   if (!bound || row.runId !== runId) return { event_id: eventId, run_id: null, disposition: "unbound" };
-  const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, ...seqs, agent: jobAgentOf(bound.agent), runner: jobRunnerOf(bound.runner, bound.service), publicBaseUrl });
+  const job = buildJob({ ev, eventId, eventTime, key, runId, eventSeq: row.seq, ...seqs, agent: jobAgentOf(bound.agent), runner: jobRunnerOf(bound.runner, bound.service), publicBaseUrl, joinsAlbumOnly: albumItem && bound.declines === 1 });
   const decided = await env.CONVERSATIONS.get(doId).dispatch(job);
   return { event_id: eventId, run_id: decided.runId, disposition: decided.disposition, ...(decided.rejection ? { rejection: decided.rejection } : {}) };
 }
@@ -250,9 +256,10 @@ interface JobParts {
   agent: RunJob["agent"];
   runner: RunJob["runner"];
   publicBaseUrl: string;
+  joinsAlbumOnly: boolean;
 }
 
-function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq, latestTranscriptSeq, agent, runner, publicBaseUrl }: JobParts): RunJob {
+function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq, latestTranscriptSeq, agent, runner, publicBaseUrl, joinsAlbumOnly }: JobParts): RunJob {
   const event: AgentEventContext = {
     event_id: eventId,
     event_type: ev.event_type,
@@ -283,5 +290,6 @@ function buildJob({ ev, eventId, eventTime, key, runId, eventSeq, transcriptSeq,
     agent,
     runner,
     ...(ev.delivery ? { delivery: ev.delivery } : {}),
+    ...(joinsAlbumOnly ? { joinsAlbumOnly } : {}),
   };
 }

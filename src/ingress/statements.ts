@@ -3,7 +3,7 @@ import { compiled, param } from "../db/compiled";
 import { insertWhere } from "../db/guarded";
 import { agent, eventLog, run, transcript } from "../db/schema";
 import { acceptedHere } from "../stores/event-log";
-import { chosenAgentId } from "../stores/binding-resolution";
+import { chosenAgentId, chosenDisposition } from "../stores/binding-resolution";
 
 /**
  * The ingress batch's own statements, compiled once (src/db/compiled.ts).
@@ -35,9 +35,10 @@ export const eventInsert = compiled((db) =>
       inputSummary: param("inputSummary"),
       dataJson: param("dataJson"),
       rawRef: param("rawRef"),
-      runId: sql`CASE WHEN ${chosenAgentId()} IS NOT NULL THEN ${param("runId")} END`,
+      runId: sql`CASE WHEN ${chosenDisposition()} = 'bound' THEN ${param("runId")} END`,
+      // An `unaddressed` event names the agent that left it so (its trigger_policy), as a bound one names its own.
       agentId: chosenAgentId(),
-      disposition: sql`CASE WHEN ${chosenAgentId()} IS NOT NULL THEN 'bound' ELSE 'unbound' END`,
+      disposition: chosenDisposition(),
       acceptId: param("acceptId"),
       metadataJson: param("metadataJson"),
       fingerprint: param("fingerprint"),
@@ -50,7 +51,10 @@ export const eventInsert = compiled((db) =>
 /** The agent the EventLog row (written earlier in the batch) records: resolved once, not again per statement. */
 const recordedAgentId = () => sql`(SELECT ${eventLog.agentId} FROM ${eventLog} WHERE ${eventLog.eventId} = ${param("eventId")})`;
 
-/** The run row, only when this attempt wrote the event and an agent binds it. */
+/** The run the EventLog row (written earlier in the batch) names: none when no agent binds, or it leaves the event unaddressed. */
+const recordedRunId = () => sql`(SELECT ${eventLog.runId} FROM ${eventLog} WHERE ${eventLog.eventId} = ${param("eventId")})`;
+
+/** The run row, only when this attempt wrote the event and an agent takes it. */
 export const runInsert = compiled((db) =>
   insertWhere(
     db,
@@ -72,7 +76,7 @@ export const runInsert = compiled((db) =>
       latestTranscriptSeq: sql`(SELECT COALESCE(MAX(${transcript.seq}), 0) FROM ${transcript} WHERE ${transcript.conversationKey} = ${param("conversationKey")})`,
       createdAt: param("createdAt"),
     },
-    sql`${acceptedHere()} AND ${recordedAgentId()} IS NOT NULL`,
+    sql`${acceptedHere()} AND ${recordedRunId()} IS NOT NULL`,
   ),
 );
 

@@ -92,6 +92,7 @@ async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
     metadata: audienceMetadata(event.replyTarget),
     delivery: event.replyTarget ? { botId: bot.botId, registeredAt: bot.registeredAt, target: event.replyTarget } : undefined,
     message_ref: messageRefOf(bot.platform, event),
+    ...(event.addressed === false ? { addressed: false } : {}),
   };
   const accepted = await acceptWithFiles(deps, canonical, event);
   if (accepted.disposition === "unbound") await noteUnbound(env, bot, { ...canonical, event_id: accepted.event_id });

@@ -96,6 +96,13 @@ export interface NormalizedEvent {
   files: PlatformFile[];
   data: Record<string, unknown>;
   replyTarget: DeliveryTarget | null;
+  /**
+   * Whether a chat message was addressed to the bot: it mentions the bot, replies to the bot's message, is a command for
+   * it, or was sent in a private chat (one adapter function per platform decides it). False only for a group's message
+   * that did none of these, which an agent answering only what addresses it leaves unanswered (trigger_policy). Absent
+   * for what addresses the app by its nature (a command, a press) and for other events: never left so.
+   */
+  addressed?: boolean;
   /** An earlier message of the chat this event recalls or edits: one still waiting to be answered is changed too (revise-waiting.ts). */
   revises?: MessageRevision;
   /**

@@ -47,6 +47,11 @@ export interface RunJob {
   };
   /** Set for chat platform events: where the reply is delivered. */
   delivery?: PlatformDelivery;
+  /**
+   * An album's item that did not address the bot, of an agent answering only what does (trigger_policy): it joins its
+   * album's run (the caption on another item addressed it), else starts nothing and is recorded `unaddressed`.
+   */
+  joinsAlbumOnly?: boolean;
   /** An album's items gathered into this run (durable-objects/albums.ts); `input` is theirs, joined. */
   album?: {
     mediaGroupId: string;

@@ -5,7 +5,7 @@ import { noteDeletedAgent } from "./deleted-owners";
 import { runnerServiceAt } from "./registry";
 import { insertWhereReturning } from "../db/guarded";
 import { DbError } from "../db/executor";
-import { scopeView } from "../agents/policy";
+import { scopeView, TriggerPolicySchema } from "../agents/policy";
 import { maskSecretFields } from "../agents/runner-config";
 import { iso, parseJson } from "../lib/json";
 
@@ -25,6 +25,8 @@ export function toAgentView(row: AgentRow, secrets: ReadonlySet<string> | "all")
     resource_policy: parseJson<Record<string, unknown>>(row.resourcePolicyJson, {}),
     state_policy: parseJson<Record<string, unknown>>(row.statePolicyJson, {}),
     delivery_policy: parseJson<Record<string, unknown>>(row.deliveryPolicyJson, {}),
+    // With its defaults: an agent saved before there was one answers every group message, as the view says.
+    trigger_policy: TriggerPolicySchema.parse(parseJson(row.triggerPolicyJson, {})),
     concurrency: parseJson<Record<string, unknown>>(row.concurrencyJson, {}),
     enabled: row.enabled,
     created_at: iso(row.createdAt),

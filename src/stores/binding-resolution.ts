@@ -9,6 +9,12 @@ export interface ResolveQuery {
   conversationId?: string | null;
   botId?: string | null;
   workspaceId?: string | null;
+  /** A group's message that did not address the bot (NormalizedEvent.addressed false): its agent's trigger_policy decides. */
+  unaddressed?: boolean;
+  /** Such a message, an item of a Telegram album: never `unaddressed` here, its run joins its album's or ends so (RunJob.joinsAlbumOnly). */
+  albumItem?: boolean;
+  /** What the user said, which the agent's prefixes are looked for at the start of. */
+  text?: string | null;
 }
 
 /**
@@ -40,6 +46,18 @@ const chosen = () => sql`FROM ${b} INNER JOIN ${agent} ON ${agent.agentId} = ${b
 /** SQL subquery: the chosen agent's id (null when none binds). */
 export const chosenAgentId = () => sql<string | null>`(SELECT ${agent.agentId} ${chosen()})`;
 
+/**
+ * Over the chosen agent's row: it leaves the event unanswered, a group's message that did not address the bot while
+ * the agent answers only those that do (trigger_policy), unless the text starts with one of its prefixes. Decided here,
+ * in ingress's one batch, with the agent it binds: an unaddressed message costs no round trip and no run row.
+ */
+const declines = () => sql`(${param("bindUnaddressed")} = 1 AND json_extract(${agent.triggerPolicyJson}, '$.group_messages') = 'addressed'
+  AND NOT EXISTS (SELECT 1 FROM json_each(${agent.triggerPolicyJson}, '$.prefixes') AS p WHERE substr(${param("bindText")}, 1, length(p.value)) = p.value))`;
+
+/** SQL: what the event is recorded as: `bound` to the chosen agent, `unaddressed` (it declines it), or `unbound`. */
+export const chosenDisposition = () =>
+  sql<string>`COALESCE((SELECT CASE WHEN ${declines()} AND ${param("bindAlbumItem")} = 0 THEN 'unaddressed' ELSE 'bound' END ${chosen()}), 'unbound')`;
+
 /** The placeholder values of a resolution (their own names, so they mix with a statement's other values); an absent scope id is null. */
 export function resolutionValues(q: ResolveQuery) {
   return {
@@ -49,13 +67,16 @@ export function resolutionValues(q: ResolveQuery) {
     bindConversationId: q.conversationId || null,
     bindBotId: q.botId || null,
     bindWorkspaceId: q.workspaceId || null,
+    bindUnaddressed: q.unaddressed ? 1 : 0,
+    bindAlbumItem: q.albumItem ? 1 : 0,
+    bindText: q.text ?? null,
   };
 }
 
 const resolve = compiled((db) =>
   db
     // Of the service, only what the job needs: not its manifest (the runner row has its own part), nor its secret.
-    .select({ agent, runner, service: { serviceId: runnerService.serviceId, baseUrl: runnerService.baseUrl } })
+    .select({ agent, runner, service: { serviceId: runnerService.serviceId, baseUrl: runnerService.baseUrl }, declines: sql<number>`CASE WHEN ${declines()} THEN 1 ELSE 0 END` })
     .from(b)
     .innerJoin(agent, eq(agent.agentId, b.agentId))
     .innerJoin(runner, eq(runner.runnerId, agent.runnerId))

@@ -10,6 +10,7 @@ import { platformTime } from "../../lib/json";
 import { absentOr, withoutNulls } from "../payload";
 import { CARD_ACTION, normalizeCardAction } from "./card-action";
 import { unreadReply } from "../reply-context";
+import { addressedOnLark } from "./addressed";
 
 const HeaderSchema = z.looseObject({ event_id: z.string().min(1), event_type: z.string(), create_time: z.string().optional() });
 
@@ -88,6 +89,7 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
         data: { ...base.data, message_id: m.message_id, chat_type: m.chat_type ?? null, message_type: m.message_type, root_id: m.root_id ?? null, parent_id: m.parent_id ?? null, mentions: m.mentions ?? [], raw_text: rawText, reply_to: m.parent_id ? unreadReply(m.parent_id, "not read") : null },
         ...(m.parent_id ? { repliesTo: m.parent_id } : {}),
         replyTarget: { platform: "lark", chatId: m.chat_id, replyToMessageId: m.message_id, replyInThread: threadId !== null, threadRootId: threadId !== null ? (m.root_id ?? null) : null },
+        addressed: addressedOnLark(m.chat_type, m.mentions, self.openId),
       },
     ];
   }

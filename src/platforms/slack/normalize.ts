@@ -8,6 +8,7 @@ import { artifactTypeOf } from "../../artifacts/policy";
 import type { MessageRevision, NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { readableSlackText } from "./inbound-text";
+import { addressedOnSlack } from "./addressed";
 import { platformTime } from "../../lib/json";
 import { absentOr } from "../payload";
 
@@ -42,6 +43,8 @@ const MessageSchema = z.looseObject({
   text: absentOr(z.string()),
   ts: z.string(),
   thread_ts: absentOr(z.string()),
+  /** In a thread: who posted its parent (whether a reply answers the bot's message). */
+  parent_user_id: absentOr(z.string()),
   team: absentOr(z.string()),
   files: absentOr(z.array(FileSchema)),
   edited: absentOr(z.looseObject({})),
@@ -157,6 +160,7 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
         // The text as Slack sent it, markup and all: ids of whom and what it mentions, exactly where.
         data: { ...common.data, ts: msg.ts, channel_type: msg.channel_type ?? null, raw_text: msg.text ?? null },
         replyTarget: { platform: "slack", channel: msg.channel, threadTs: threadId },
+        addressed: addressedOnSlack(msg, self.userIds),
       },
     ];
   }

@@ -14,6 +14,7 @@ import { withLinkTargets } from "./link-targets";
 import { repliedOf } from "./reply-context";
 import { FileFieldsSchema, filesOf } from "./files";
 import { CALLBACK_QUERY, normalizeCallbackQuery } from "./callback";
+import { addressedOnTelegram, mayNameABot } from "./addressed";
 
 const MessageSchema = FileFieldsSchema.extend({
   message_id: z.number(),
@@ -129,16 +130,19 @@ function ownLeadingMentions(words: { text: string; entities?: unknown[] }, usern
 }
 
 /**
- * Whether an update's message (or its edit) names a bot, by a command's `@bot` or a leading `@mention`: the bot's own
- * username is looked up only then.
+ * Whether an update's message (or its edit) names a bot, by a command's `@bot`, a leading `@mention`, or a mention of
+ * what may be a bot anywhere (whether it addressed this one: ./addressed.ts): the bot's own username is looked up only then.
  */
 export function namesABot(given: z.infer<typeof UpdateSchema>): boolean {
   const update = withoutNulls(given);
   const parsed = MessageSchema.safeParse(update.message ?? update.edited_message);
   if (!parsed.success) return false;
   const words = wordsOf(parsed.data);
-  const leading = (e: unknown) => MentionSchema.safeParse(e).data?.offset === 0;
-  return commandSuffix(parsed.data) !== null || (words !== null && (words.entities ?? []).some(leading));
+  const namesOne = (e: unknown) => {
+    const m = MentionSchema.safeParse(e).data;
+    return m !== undefined && (m.offset === 0 || (m.type === "mention" && mayNameABot((words?.text ?? "").slice(m.offset + 1, m.offset + m.length))));
+  };
+  return commandSuffix(parsed.data) !== null || (words !== null && (words.entities ?? []).some(namesOne));
 }
 
 /** What an update the host does not handle says of its chat (an edit, a button press, the bot's membership): where it is recorded. */
@@ -242,6 +246,7 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
       // The text (or caption) as sent; what it replies to, which the bot in a group has mostly never seen.
       data: { ...common.data, raw_text: words?.text ?? null, reply_to: replied?.context ?? null },
       replyTarget: { platform: "telegram", chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: m.message_id },
+      addressed: addressedOnTelegram(m, words, self),
     },
   ];
 }

@@ -86,6 +86,7 @@ async function toRow(db: Db, agentId: string, input: AgentInput, runner: Awaited
     resourcePolicyJson: JSON.stringify(input.resource_policy),
     statePolicyJson: JSON.stringify(input.state_policy),
     deliveryPolicyJson: JSON.stringify(input.delivery_policy),
+    triggerPolicyJson: JSON.stringify(input.trigger_policy),
     concurrencyJson: JSON.stringify(input.concurrency),
     enabled: input.enabled,
     // A fresh one for a created agent; a replaced one keeps its own (agentsStore.replace).

@@ -1,0 +1,1 @@
+ALTER TABLE `agent` ADD `trigger_policy_json` text DEFAULT '{}' NOT NULL;
