@@ -31,6 +31,9 @@ const refusingMarkdown = new Set<string>();
 const recalledMessages = new Set<string>();
 /** Messages the API gives by id (GET im/v1/messages/{id}), as Lark answers them: any other is refused for want of permission. */
 const readableMessages = new Map<string, Record<string, unknown>>();
+/** Words the tenant's content check (DLP) refuses in any message the bot posts or patches (400, 230028). */
+const DLP_WORD = "dlpblocked";
+const DLP_REFUSAL: FakeReply = { status: 400, json: { code: 230028, msg: "The messages do NOT pass the audit, ext=dlp" } };
 /** A message whose read answers only after 2.5 s. */
 const SLOW_PARENT = "om_parent_slow";
 const PDF = new Uint8Array([0x25, 0x50, 0x44, 0x46, 0x2d, 1, 2]);
@@ -65,6 +68,7 @@ function larkApi(call: PlatformCall): FakeReply {
   const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(call.path);
   if (reply && call.method === "POST") {
     if (recalledMessages.has(reply[1])) return { status: 400, json: { code: 230011, msg: "The message is recalled." } };
+    if (String(call.body?.content).includes(DLP_WORD)) return DLP_REFUSAL;
     const throttled = throttledMessages.get(reply[1]);
     if (throttled && throttledMessages.delete(reply[1])) return { status: throttled.status, headers: { "x-ogw-ratelimit-reset": "1" }, json: { code: throttled.code, msg: "request trigger frequency limit" } };
     const refused = refusedContent(call, call.body.msg_type, refusingMarkdown.has(reply[1]));
@@ -96,6 +100,7 @@ function larkApi(call: PlatformCall): FakeReply {
   }
   if (call.path === "/open-apis/im/v1/messages/om_bobs_pdf/resources/file_v2_q3" && call.query.get("type") === "file") return { bytes: PDF, headers: { "content-type": "application/pdf" } };
   const patched = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(call.path);
+  if (patched && call.method === "PATCH" && String(call.body?.content).includes(DLP_WORD)) return DLP_REFUSAL;
   if (patched && call.method === "PATCH") return refusedContent(call, "interactive", refusingMarkdown.has(patched[1]), patched[1]) ?? { json: { code: 0, msg: "success", data: {} } };
   if (/^\/open-apis\/im\/v1\/messages\/[^/]+\/resources\/img_1$/.test(call.path)) return { bytes: IMAGE, headers: { "content-type": "image/png" } };
   return { status: 404, json: { code: 404, msg: "not found" } };
@@ -674,6 +679,33 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(chatPosts("oc_recalled_thread")).toEqual([]);
   });
 
+  it("tells the chat once when the tenant's content check refuses an answer (230028), streamed or sent whole; the refusal stays recorded", async () => {
+    // Streamed (the plain bot): the first words show in a card, the patch and the final text are refused.
+    const streamed = received("oc_dlp_stream", { text: `stream the ${DLP_WORD} figures` });
+    // Sent whole (the encrypted bot's agent does not stream): the one message is refused.
+    const whole = received("oc_dlp_whole", { text: `the ${DLP_WORD} figures` });
+    expect((await postPlain(streamed)).status).toBe(200);
+    expect((await postEncrypted(whole)).status).toBe(200);
+    const cases = [
+      { ev: streamed, text: `stream the ${DLP_WORD} figures`, notice: "(Part of this answer was withheld: this organization's content policy blocked it.)" },
+      { ev: whole, text: `the ${DLP_WORD} figures`, notice: "(This answer was withheld: this organization's content policy blocked it.)" },
+    ];
+    for (const { ev, text, notice } of cases) {
+      const runId = (await waitFor(() => contextFor(text)[0], 15_000, "the run")).run_id;
+      const given = await waitFor(async () => {
+        const rows = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]);
+        return rows.map((r) => JSON.parse(r.data_json)).find((r) => r.operation === "send" && r.will_retry === false);
+      }, 15_000, "the refused send");
+      expect(given).toMatchObject({ code: "lark_230028", status: 400 });
+      expect(given.error).toMatch(/^The messages do NOT pass the audit, ext=dlp \(the chat was told it was withheld: message om_reply_\d+\)$/);
+      // Posted once, as text, where the answer would have gone: nothing it says reached the chat.
+      const shown = repliesTo(ev.event.message.message_id).filter((c) => statusOf(c) === 200);
+      const notices = shown.filter((c) => c.body.msg_type === "text" && JSON.parse(c.body.content).text === notice);
+      expect(notices).toHaveLength(1);
+      for (const call of fake.calls.filter((c) => statusOf(c) === 200)) expect(String(call.body?.content ?? "")).not.toContain(DLP_WORD);
+    }
+  });
+
   it("never lends a bot of the same app the tenant token another bot's secret fetched: a wrong app secret fails its replies", async () => {
     // Another bot of the app has fetched (and cached) a token with the right secret.
     const warm = received("oc_right_secret", { text: "warm the token" });
@@ -750,8 +782,13 @@ describe("Lark/Feishu: files in answers", () => {
     expect(replies[1].body).toMatchObject({ msg_type: "file" });
     expect(JSON.parse(replies[1].body.content)).toEqual({ file_key: (uploads[1].reply!.json as { data: Record<string, string> }).data.file_key });
     const runId = contextFor("attach tall.png")[0].run_id;
-    const records = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
-    expect(records.filter((r) => JSON.parse(r.data_json).operation === "send_file").map((r) => r.event_type)).toEqual(["delivery.attempted", "delivery.succeeded"]);
+    // The success is recorded after Lark answered the post: waited for, not read at once.
+    const sendFile = async () =>
+      (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]))
+        .filter((r) => JSON.parse(r.data_json).operation === "send_file")
+        .map((r) => r.event_type);
+    await waitFor(async () => (await sendFile()).length >= 2, 5_000, "the file's delivery records");
+    expect(await sendFile()).toEqual(["delivery.attempted", "delivery.succeeded"]);
   });
   it("repeats an upload that got no answer, and a file post too: the retry reuses the uploaded key, so its uuid lets Lark drop the repeat", async () => {
     const fileRecords = async (runId: string) =>
@@ -802,6 +839,18 @@ describe("Lark/Feishu: card presses (card.action.trigger)", () => {
     payload.header.create_time = String(Date.now() * 1000);
     return { payload, messageId };
   }
+  /** A press on a legacy message card, as Lark posts it to a "Message Card Request URL": no header, the card's own token. */
+  function legacyPress(chatId: string, action: Record<string, unknown>) {
+    const messageId = `om_card_${++cards}`;
+    return { payload: { open_id: "ou_user_1", user_id: "u_1", open_message_id: messageId, open_chat_id: chatId, tenant_key: "tenant_1", token: CARD_TOKEN, action }, messageId };
+  }
+  /** Lark signs a legacy card callback with the verification token: hex SHA-1(timestamp + nonce + token + raw body). */
+  function postLegacy(url: string, body: string, opts: { ageSeconds?: number; token?: string } = {}) {
+    const timestamp = String(Math.floor(Date.now() / 1000) - (opts.ageSeconds ?? 0));
+    const nonce = randomBytes(8).toString("hex");
+    const signed = createHash("sha1").update(timestamp + nonce + (opts.token ?? VERIFICATION_TOKEN) + body).digest("hex");
+    return postRaw(url, body, { "x-lark-request-timestamp": timestamp, "x-lark-request-nonce": nonce, "x-lark-signature": signed });
+  }
 
   it("runs a button press as a message: the runner gets its value and who pressed it, the answer replies to the card; Lark gets {} at once", async () => {
     const { payload, messageId } = cardPress("oc_card", { value: { choice: "yes" }, tag: "button", name: "Button_yes" });
@@ -844,6 +893,51 @@ describe("Lark/Feishu: card presses (card.action.trigger)", () => {
     expect(submitted.event.data.component.form_value).toEqual({ who: "Ada", tags: ["x", "y"], agree: true });
   });
 
+  it("runs a press on a legacy message card (Message Card Request URL, signed with the verification token), plain or encrypted, as a v2 press runs", async () => {
+    // The card URL's challenge, should Lark sign it so, is answered too (encrypted, it is signed no other way).
+    const challenge = await postLegacy(encrypted.url, encrypt({ challenge: "ch-card", token: VERIFICATION_TOKEN, type: "url_verification" }));
+    expect(JSON.parse(challenge.text)).toEqual({ challenge: "ch-card" });
+    const button = legacyPress("oc_legacy", { value: { choice: "legacy" }, tag: "button" });
+    const select = legacyPress("oc_legacy_enc", { tag: "select_static", option: "plan_c", value: { step: "pick" } });
+    const plainRes = await postLegacy(plain.url, JSON.stringify(button.payload));
+    const encRes = await postLegacy(encrypted.url, encrypt(select.payload));
+    for (const res of [plainRes, encRes]) expect([res.status, JSON.parse(res.text)]).toEqual([200, {}]);
+    await waitFor(() => repliesTo(button.messageId).length > 0, 15_000, "the answer to the plain press");
+    const [reply] = await waitFor(() => repliesTo(select.messageId).length > 0 && repliesTo(select.messageId), 15_000, "the answer to the encrypted press");
+    expect(reply.body).toMatchObject({ msg_type: "text", content: JSON.stringify({ text: "echo: plan_c" }), reply_in_thread: false });
+    const [ctx] = contextFor('{"choice":"legacy"}');
+    expect(ctx.event).toMatchObject({ event_type: "message.received", source: "lark", source_event_type: "card.action.trigger_v1" });
+    expect(ctx.event.data).toEqual({ lark_event_id: null, tenant_key: "tenant_1", component: { custom_id: null, component_type: "button", values: [], value: { choice: "legacy" } }, open_message_id: button.messageId, host: null });
+    // Timed by its signed timestamp (the body has no time).
+    expect(Math.abs(Date.parse(ctx.event.event_time) - Date.now())).toBeLessThan(60_000);
+    expect(ctx.conversation).toMatchObject({ conversation_id: "oc_legacy", thread_id: null, sender_id: "ou_user_1" });
+    expect(ctx.delivery).toMatchObject({ reply_target: { chat_id: "oc_legacy", reply_to_message_id: button.messageId, reply_in_thread: false } });
+    expect(contextFor("plan_c")[0].conversation).toMatchObject({ conversation_id: "oc_legacy_enc", bot_id: encrypted.botId });
+    // The card's update token is kept nowhere.
+    const raw = new TextDecoder().decode((await host.r2Object(ctx.event.raw_ref))!);
+    expect(JSON.parse(raw).action).toEqual(button.payload.action);
+    const stored = await host.query<{ row: string }>("SELECT data_json || metadata_json || COALESCE(input_json, '') AS row FROM event_log");
+    for (const text of [raw, ...stored.map((r) => r.row)]) expect(text).not.toContain(CARD_TOKEN);
+  });
+
+  it("refuses a legacy card press signed with another token, signed long ago or not signed; one sent again (encrypted anew) runs once", async () => {
+    const forged = legacyPress("oc_legacy_forged", { tag: "button", value: "go" });
+    const body = JSON.stringify(forged.payload);
+    const otherToken = await postLegacy(plain.url, body, { token: "another-verification-token" });
+    const stale = await postLegacy(plain.url, body, { ageSeconds: 10 * 60 });
+    expect(stale.text).toMatch(/X-Lark-Request-Timestamp is more than 5 minutes away from now/);
+    const unsigned = await postRaw(plain.url, body);
+    for (const res of [otherToken, stale, unsigned]) expect(res.status).toBe(401);
+    expect(await host.query("SELECT 1 FROM event_log WHERE conversation_id = 'oc_legacy_forged'")).toEqual([]);
+
+    const twice = legacyPress("oc_legacy_twice", { tag: "button", value: "once only" });
+    for (let i = 0; i < 2; i++) expect((await postLegacy(encrypted.url, encrypt(twice.payload))).status).toBe(200);
+    await waitFor(() => repliesTo(twice.messageId).length > 0, 15_000, "the answer");
+    await pause(1_000);
+    expect(contextFor("once only")).toHaveLength(1);
+    expect(repliesTo(twice.messageId)).toHaveLength(1);
+  });
+
   it("tells the presser by a toast when the press starts no answer: no agent takes it, or the card is in no chat", async () => {
     const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: APP_ID, app_secret: APP_SECRET, verification_token: VERIFICATION_TOKEN } });
     expect(created.status).toBe(201);
@@ -851,6 +945,8 @@ describe("Lark/Feishu: card presses (card.action.trigger)", () => {
     const unbound = await postRaw(created.body.webhook_url, JSON.stringify(payload));
     expect(JSON.parse(unbound.text)).toEqual({ toast: { type: "info", content: "No agent answers here." } });
     expect((await host.admin("GET", `/v1/events/lark:${created.body.bot_id}:${payload.header.event_id}`)).body).toMatchObject({ event_type: "message.received", disposition: "unbound" });
+    const legacy = await postLegacy(created.body.webhook_url, JSON.stringify(legacyPress("oc_card_unbound", { tag: "button", value: "go" }).payload));
+    expect(JSON.parse(legacy.text)).toEqual({ toast: { type: "info", content: "No agent answers here." } });
 
     const nowhere = cardPress(null, { tag: "button", value: "go" });
     const res = await postPlain(nowhere.payload);

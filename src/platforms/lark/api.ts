@@ -109,6 +109,11 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
 const CARD_REFUSED = "lark_230099";
 /** "The message is recalled.": the message named was withdrawn by its sender (or an admin). */
 const RECALLED = "lark_230011";
+/** "The messages do NOT pass the audit": the tenant's content check (DLP) refused what the message says. */
+const CONTENT_REFUSED = "lark_230028";
+/** Said in the chat, once per run, in place of what the content check refused: its words are the host's, so they pass. */
+const WITHHELD_NOTICE = "(This answer was withheld: this organization's content policy blocked it.)";
+const PART_WITHHELD_NOTICE = "(Part of this answer was withheld: this organization's content policy blocked it.)";
 
 const LARK_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** What im/v1/images takes; any other image (an SVG, say) goes up as a file. */
@@ -143,6 +148,16 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
    * runner had: its topic thread's root (in the thread), else the chat as a new message; for every send after it too.
    */
   let replyTo = target.replyToMessageId;
+  let withheldSaid = false;
+  /**
+   * A refusal of what an answer says stays the send's outcome (recorded, noted on the bot), but the chat is told once,
+   * so the user does not wait on silence; a refusal of the place (the bot removed, no permission) would refuse a notice too.
+   */
+  async function saidWithheld(refusal: { ok: false; failure: ApiFailure }): Promise<ApiResult<string>> {
+    withheldSaid = true;
+    const notice = await post("text", JSON.stringify({ text: sent > 0 ? PART_WITHHELD_NOTICE : WITHHELD_NOTICE }));
+    return notice.ok ? { ok: false, failure: { ...refusal.failure, message: `${refusal.failure.message} (the chat was told it was withheld: message ${notice.value})` } } : refusal;
+  }
   async function post(msgType: string, content: string): Promise<ApiResult<string>> {
     // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice. The content
     // is part of it, so a different message in the same place (the final text after a streamed card whose answer was
@@ -158,6 +173,7 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
       replyTo = root !== replyTo ? root : null;
       return post(msgType, content);
     }
+    if (!res.ok && res.failure.code === CONTENT_REFUSED && !withheldSaid) return saidWithheld(res);
     if (!res.ok) return res;
     sent++;
     return { ok: true, value: String(res.value.message_id) };

@@ -7,6 +7,7 @@ import { bodyKey } from "../unhandled";
 import { pressNotice } from "../press-notice";
 import { larkApi, larkMessenger, type LarkCredentials } from "./api";
 import { CARD_ACTION } from "./card-action";
+import { LEGACY_CARD_ACTION, normalizeLegacyCardAction, openLegacyCardRequest } from "./legacy-card";
 import { mentionsSomeone, normalizeLarkPayload } from "./normalize";
 import { ownOpenId } from "./own-open-id";
 import { readLarkReplied } from "./replied";
@@ -38,8 +39,11 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   ackDeadlineMs: 3_000,
 
   async receive(bot, req) {
-    const payload = await openLarkRequest(req.headers, req.rawBody, bot.credentials, req.now);
+    // A press on a legacy message card is signed its own way (./legacy-card.ts); everything else is verified as an event.
+    const card = await openLegacyCardRequest(req.headers, req.rawBody, bot.credentials, req.now);
+    const payload = card?.payload ?? (await openLarkRequest(req.headers, req.rawBody, bot.credentials, req.now));
     if (payload.type === "url_verification") return { kind: "handshake", body: { challenge: typeof payload.challenge === "string" ? payload.challenge : "" } };
+    if (card) return { kind: "events", raw: payload, events: [normalizeLegacyCardAction(await bodyKey(card.plain), payload, card.signedAt)] };
     // A paused bot calls no platform API: its event is only recorded, its mentions as sent.
     const openId = bot.enabled && mentionsSomeone(payload) ? await ownOpenId(bot, req.apiTimeoutMs) : null;
     return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, await bodyKey(req.rawBody), { openId }) };
@@ -48,7 +52,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   // Lark wants a 200 within 3 s: `{}` for an event; a card press that starts no answer shows a toast saying why.
   acknowledge: (recorded) => {
     const r = recorded[0];
-    const said = r?.event.sourceEventType === CARD_ACTION ? pressNotice(r) : null;
+    const said = r?.event.sourceEventType === CARD_ACTION || r?.event.sourceEventType === LEGACY_CARD_ACTION ? pressNotice(r) : null;
     return said === null ? {} : { toast: { type: "info", content: said } };
   },
 
@@ -70,7 +74,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   },
 
   // The verification token travels in every payload (v2 header.token, v1 token); a card callback (card.action.trigger)
-  // carries `event.token`, which updates that card for 30 minutes.
+  // carries `event.token`, which updates that card for 30 minutes, a legacy one (card.action.trigger_v1) `token`.
   redactRaw: (raw) => withoutPaths(raw, [["token"], ["header", "token"], ["event", "token"]]),
   messenger: (bot, target, timeoutMs, opts) => {
     if (target.platform !== "lark") throw new Error("not a Lark target");
