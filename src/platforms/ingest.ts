@@ -33,6 +33,10 @@ const ACK_MARGIN_MS = 1_000;
 
 export const dedupeId = (bot: Bot, key: string) => `${bot.platform}:${bot.botId}:${key}`;
 
+/** When a platform that wants its answer within seconds must be done with (ms since the epoch); undefined when it waits long. */
+const ackDeadlineAt = (deps: IngestDeps) => (deps.adapter.ackDeadlineMs === undefined ? undefined : deps.receivedAt + deps.adapter.ackDeadlineMs - ACK_MARGIN_MS);
+const timeLeft = (deps: IngestDeps) => Math.min(deps.apiTimeoutMs, (ackDeadlineAt(deps) ?? Infinity) - Date.now());
+
 interface IngestDeps {
   env: Env;
   adapter: PlatformAdapter;
@@ -60,9 +64,11 @@ async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
   return recorded;
 }
 
-async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string): Promise<Recorded> {
+async function recordOne(deps: IngestDeps, given: NormalizedEvent, rawRef: string): Promise<Recorded> {
   const { env, bot } = deps;
-  const eventId = dedupeId(bot, event.key);
+  const eventId = dedupeId(bot, given.key);
+  // A paused bot calls no API: its event is recorded as it came.
+  const { event, unavailable } = bot.enabled ? await withNamedMessages(deps, given, eventId) : { event: given, unavailable: null };
   if (event.eventType === null || event.conversationId === null) {
     await recordOnly(env, bot, event, { eventId, rawRef, eventType: UNHANDLED_EVENT_TYPE, disposition: "unhandled", metadata: { source_event_type: event.sourceEventType } });
     return { event, disposition: "unhandled", runId: null };
@@ -94,9 +100,22 @@ async function recordOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
     message_ref: messageRefOf(bot.platform, event),
     ...(event.addressed === false ? { addressed: false } : {}),
   };
-  const accepted = await acceptWithFiles(deps, canonical, event);
+  const accepted = await acceptWithFiles(deps, canonical, event, unavailable);
   if (accepted.disposition === "unbound") await noteUnbound(env, bot, { ...canonical, event_id: accepted.event_id });
   return { event, disposition: accepted.disposition, runId: accepted.run_id, ...(accepted.rejection ? { rejection: accepted.rejection } : {}) };
+}
+
+/**
+ * What the event names but does not carry, read from the platform before its files are fetched, from the same time
+ * left: its own content first (a Lark merged forward's messages), then the message it replies to (Lark's `parent_id`),
+ * whose files join the event's (`unavailable`: why it was not read, said as a file left out is). A redelivery reads
+ * nothing again: acceptEvent answers it as a duplicate.
+ */
+async function withNamedMessages(deps: IngestDeps, event: NormalizedEvent, eventId: string): Promise<{ event: NormalizedEvent; unavailable: string | null }> {
+  const { adapter, bot } = deps;
+  if ((!event.unread && event.repliesTo === undefined) || (await eventLogStore(dbOf(deps.env)).get(eventId))) return { event, unavailable: null };
+  const read = event.unread && adapter.readContent ? await adapter.readContent(bot, event, timeLeft(deps)) : event;
+  return withRepliedMessage(adapter, bot, read, () => timeLeft(deps));
 }
 
 /**
@@ -118,48 +137,44 @@ async function noteUnbound(env: Env, bot: Bot, ev: CanonicalEvent & { event_id: 
  * message, nor the other files: it is left out, and the reason kept in the
  * event's metadata (`attachments_unavailable`).
  */
-async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent) {
+async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent, notRead: string | null) {
   const { env, publicBaseUrl } = deps;
-  // A redelivery downloads (and reads) nothing again: acceptEvent answers it as a duplicate.
-  if ((event.files.length === 0 && event.repliesTo === undefined) || (await eventLogStore(dbOf(env)).get(ev.event_id!))) return acceptEvent(env, ev, publicBaseUrl);
+  // A redelivery downloads nothing again: acceptEvent answers it as a duplicate.
+  if ((event.files.length === 0 && notRead === null) || (await eventLogStore(dbOf(env)).get(ev.event_id!))) return acceptEvent(env, ev, publicBaseUrl);
   // An album's item tells its conversation it is coming before the download, which may outlast the album's wait.
   const settled = await announceAlbumItem(env, ev, event.files.length);
   try {
-    return await acceptEvent(env, await withFiles(deps, ev, event), publicBaseUrl);
+    return await acceptEvent(env, await withFiles(deps, ev, event, notRead), publicBaseUrl);
   } finally {
     await settled();
   }
 }
 
 /**
- * The event with its files to store: those the platform gave (as sources), the reasons for those it did not. The
- * message it replies to is read first where the platform names it by id only; its files come after the event's own,
- * so those are fetched first when time runs short.
+ * The event with its files to store: those the platform gave (as sources), the reasons for those it did not, after
+ * `notRead` (a replied message not read). A replied message's files come after the event's own, so those are fetched
+ * first when time runs short.
  */
-async function withFiles(deps: IngestDeps, ev: CanonicalEvent, given: NormalizedEvent): Promise<CanonicalEvent> {
+async function withFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent, notRead: string | null): Promise<CanonicalEvent> {
   const { adapter, bot } = deps;
   // Platforms that want an answer within seconds get it: files not fetched by then are left out (and said so).
-  const deadlineAt = adapter.ackDeadlineMs === undefined ? undefined : deps.receivedAt + adapter.ackDeadlineMs - ACK_MARGIN_MS;
-  const timeLeft = () => Math.min(deps.apiTimeoutMs, (deadlineAt ?? Infinity) - Date.now());
-  const replied = await withRepliedMessage(adapter, bot, given, timeLeft);
-  const event = replied.event;
   const sources: InputAttachmentSource[] = [];
-  const unavailable = replied.unavailable === null ? [] : [replied.unavailable];
+  const unavailable = notRead === null ? [] : [notRead];
   for (const file of event.files) {
     const name = file.repliedMessageId === undefined ? (file.name ?? "a file") : `${file.name ?? "a file"} of the replied message ${file.repliedMessageId}`;
-    if (timeLeft() <= 0) {
+    if (timeLeft(deps) <= 0) {
       unavailable.push(`${name} (not fetched within the platform's acknowledgement deadline)`);
       continue;
     }
     try {
-      sources.push(markedSource(await adapter.download(bot, file, event, timeLeft()), file));
+      sources.push(markedSource(await adapter.download(bot, file, event, timeLeft(deps)), file));
     } catch (err) {
       if (!(err instanceof HostError) || err.status >= 500) throw err;
       unavailable.push(`${name} (${scrubSecrets(err.message, bot.credentials)})`);
     }
   }
   const metadata = unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata;
-  return { ...ev, data: event.data, metadata, attachmentSources: sources, attachmentDeadlineAt: deadlineAt, attachmentsOptional: true };
+  return { ...ev, metadata, attachmentSources: sources, attachmentDeadlineAt: ackDeadlineAt(deps), attachmentsOptional: true };
 }
 
 /** A replied message's file is stored marked as its (withReplyAttachments names it in `reply_to`). */

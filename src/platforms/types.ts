@@ -110,6 +110,8 @@ export interface NormalizedEvent {
    * the adapter's `readReplied`, in the time the event's files have.
    */
   repliesTo?: string;
+  /** What it says is still to be read from the platform (a Lark merged forward's messages): PlatformAdapter.readContent. */
+  unread?: boolean;
   /** The event says its chat became another (Telegram's service messages of a group upgraded to a supergroup). */
   chatMove?: ChatMove;
   /**
@@ -237,6 +239,11 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   acknowledge(recorded: Recorded[]): unknown;
   /** What the acknowledgement cannot carry, done after it (Slack's private notice by a press's response_url). Never rejects. */
   afterAcknowledge?(bot: Bot<C>, recorded: Recorded[], timeoutMs: number): Promise<void> | null;
+  /**
+   * An `unread` event as its runner gets it, read from the platform's API within `timeoutMs` (what is left of the
+   * platform's acknowledgement deadline). Never rejects: what cannot be read in time is said so in the event's text.
+   */
+  readContent?(bot: Bot<C>, event: NormalizedEvent, timeoutMs: number): Promise<NormalizedEvent>;
   /**
    * The message `event.repliesTo` names, read within `timeoutMs`: its context for `data.reply_to`, and its files (each
    * with `repliedMessageId`). Throws a 4xx HostError when it cannot be read (the event runs without it).

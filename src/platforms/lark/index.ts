@@ -8,6 +8,7 @@ import { pressNotice } from "../press-notice";
 import { larkApi, larkMessenger, type LarkCredentials } from "./api";
 import { CARD_ACTION } from "./card-action";
 import { LEGACY_CARD_ACTION, normalizeLegacyCardAction, openLegacyCardRequest } from "./legacy-card";
+import { withForwardedMessages } from "./forwarded";
 import { mentionsSomeone, normalizeLarkPayload } from "./normalize";
 import { ownOpenId } from "./own-open-id";
 import { readLarkReplied } from "./replied";
@@ -56,6 +57,8 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
     return said === null ? {} : { toast: { type: "info", content: said } };
   },
 
+  // Only a merged forward is read before it is recorded: its event carries none of its messages.
+  readContent: withForwardedMessages,
   readReplied: (bot, event, timeoutMs) => readLarkReplied(bot, String(event.repliesTo), timeoutMs),
 
   async download(bot, file, event, timeoutMs) {

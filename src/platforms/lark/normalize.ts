@@ -11,6 +11,7 @@ import { absentOr, withoutNulls } from "../payload";
 import { CARD_ACTION, normalizeCardAction } from "./card-action";
 import { unreadReply } from "../reply-context";
 import { addressedOnLark } from "./addressed";
+import { FORWARD_UNREAD, nonTextData, nonTextOf } from "./non-text";
 
 const HeaderSchema = z.looseObject({ event_id: z.string().min(1), event_type: z.string(), create_time: z.string().optional() });
 
@@ -86,10 +87,12 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
         text: content.text,
         files: content.files,
         // What it replies to is named by id only: read at ingress (readReplied), in the time its files have.
-        data: { ...base.data, message_id: m.message_id, chat_type: m.chat_type ?? null, message_type: m.message_type, root_id: m.root_id ?? null, parent_id: m.parent_id ?? null, mentions: m.mentions ?? [], raw_text: rawText, reply_to: m.parent_id ? unreadReply(m.parent_id, "not read") : null },
+        data: { ...base.data, message_id: m.message_id, chat_type: m.chat_type ?? null, message_type: m.message_type, root_id: m.root_id ?? null, parent_id: m.parent_id ?? null, mentions: m.mentions ?? [], raw_text: rawText, reply_to: m.parent_id ? unreadReply(m.parent_id, "not read") : null, ...nonTextData(m.message_type, m.content) },
         ...(m.parent_id ? { repliesTo: m.parent_id } : {}),
         replyTarget: { platform: "lark", chatId: m.chat_id, replyToMessageId: m.message_id, replyInThread: threadId !== null, threadRootId: threadId !== null ? (m.root_id ?? null) : null },
         addressed: addressedOnLark(m.chat_type, m.mentions, self.openId),
+        // A merged forward's event carries none of its messages: they are read before it is recorded (./forwarded.ts).
+        ...(m.message_type === "merge_forward" ? { unread: true } : {}),
       },
     ];
   }
@@ -157,6 +160,8 @@ function idsOf(ids: z.infer<typeof UserIdSchema> | undefined): Record<string, un
 
 /** Text and files of a message's `content` (a JSON string whose shape depends on message_type). */
 export function contentOf(messageType: string, raw: string, mentions: Mention[] = [], ownKeys: ReadonlySet<string> = new Set()): { text: string | null; files: PlatformFile[] } {
+  // Its content is a fixed line, not always JSON ("Merged and Forwarded Message"): its messages are read apart.
+  if (messageType === "merge_forward") return { text: FORWARD_UNREAD, files: [] };
   let c: Record<string, unknown>;
   try {
     c = JSON.parse(raw) as Record<string, unknown>;
@@ -178,7 +183,7 @@ export function contentOf(messageType: string, raw: string, mentions: Mention[] 
     case "post":
       return postContent(c, mentions, ownKeys);
     default:
-      return { text: null, files: [] };
+      return { text: nonTextOf(messageType, c), files: [] };
   }
 }
 

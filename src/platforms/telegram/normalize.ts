@@ -13,6 +13,7 @@ import { actorOf, chatActorOf, SenderChatSchema, UserSchema } from "./actor";
 import { withLinkTargets } from "./link-targets";
 import { repliedOf } from "./reply-context";
 import { FileFieldsSchema, filesOf } from "./files";
+import { nonTextOf } from "./non-text";
 import { CALLBACK_QUERY, normalizeCallbackQuery } from "./callback";
 import { addressedOnTelegram, mayNameABot } from "./addressed";
 
@@ -221,9 +222,12 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
   // From the last span back, so each one's offsets still hold.
   const said = bare && own.reduceRight((w, [at, end]) => withoutSpan(w, at, end), bare);
   const text = said === null ? null : withLinkTargets(said.text, said.entities);
-  const ownFiles = filesOf(m);
+  // No words and no file: a location, a contact, a poll... reads as words of its own (./non-text.ts).
+  const attached = filesOf(m);
+  const other = text === null && attached.length === 0 ? nonTextOf(m) : null;
+  const ownFiles = other?.files ?? attached;
   const ignored = (why: string): NormalizedEvent[] => [{ ...unhandled(key, why), conversationId: common.conversationId, threadId: common.threadId }];
-  if (text === null && ownFiles.length === 0) return ignored(kind);
+  if (text === null && other === null && ownFiles.length === 0) return ignored(kind);
   // Another bot's message (bot-to-bot mode delivers replies to ours) is recorded, not answered: two agents would
   // answer each other forever. A chat speaking through Telegram's placeholder bot is a person.
   if (m.from?.is_bot && !m.sender_chat) return ignored("message.from_bot");
@@ -240,11 +244,11 @@ export function normalizeUpdate(given: z.infer<typeof UpdateSchema>, self: { id?
       key,
       eventType: "message.received",
       actor: m.sender_chat ? chatActorOf(m.sender_chat) : actorOf(m.from),
-      text,
+      text: text ?? other?.text ?? null,
       // Its own files, then those of the message it replies to.
       files: [...ownFiles, ...(replied?.files ?? [])],
       // The text (or caption) as sent; what it replies to, which the bot in a group has mostly never seen.
-      data: { ...common.data, raw_text: words?.text ?? null, reply_to: replied?.context ?? null },
+      data: { ...common.data, raw_text: words?.text ?? null, reply_to: replied?.context ?? null, ...other?.data },
       replyTarget: { platform: "telegram", chatId: common.conversationId, messageThreadId: threadNumber, replyToMessageId: m.message_id },
       addressed: addressedOnTelegram(m, words, self),
     },

@@ -8,6 +8,7 @@ import type { ReplyContext } from "../reply-context";
 import { actorOf, chatActorOf, SenderChatSchema, UserSchema } from "./actor";
 import { FileFieldsSchema, filesOf } from "./files";
 import { withLinkTargets } from "./link-targets";
+import { nonTextOf } from "./non-text";
 
 const RepliedSchema = FileFieldsSchema.extend({
   message_id: z.number(),
@@ -30,13 +31,16 @@ export function repliedOf(m: { reply_to_message?: unknown; quote?: unknown }): {
   const replied = r.data;
   const sender = replied.sender_chat ? chatActorOf(replied.sender_chat) : actorOf(replied.from);
   const words = replied.text !== undefined ? withLinkTargets(replied.text, replied.entities) : replied.caption !== undefined ? withLinkTargets(replied.caption, replied.caption_entities) : null;
+  const attached = filesOf(replied);
+  // A location, a poll... reads as it does received ("which one won?" in reply to a poll).
+  const other = words === null && attached.length === 0 ? nonTextOf(replied) : null;
   const context: ReplyContext = {
     message_id: replied.message_id,
     actor: sender && { actor_type: sender.actor_type, actor_id: sender.actor_id, actor_name: sender.actor_name },
-    text: words,
+    text: words ?? other?.text ?? null,
     quote: QuoteSchema.safeParse(m.quote).data?.text ?? null,
     attachments: [],
     unavailable: null,
   };
-  return { context, files: filesOf(replied).map((file) => ({ ...file, repliedMessageId: String(replied.message_id) })) };
+  return { context, files: (other?.files ?? attached).map((file) => ({ ...file, repliedMessageId: String(replied.message_id) })) };
 }

@@ -1,0 +1,117 @@
+/**
+ * A Lark merged forward (`merge_forward`: a stretch of a conversation forwarded as one message, often to be
+ * summarised) as its runner reads it. The event carries none of its messages: they are read from the API
+ * (./get-message.ts) before the event is recorded, within what is left of Lark's 3 s for the webhook's answer, and
+ * written out as a transcript, one `name: words` line each in the order they were sent, a forward inside it indented
+ * under its own line. Bounded: FORWARD_MAX_MESSAGES lines and about FORWARD_MAX_CHARS characters (one message's words
+ * cut at MESSAGE_MAX_CHARS), a last line counting what is left out. Their files are named, not fetched: Lark serves no
+ * file of a forwarded message. A forward that cannot be read in time still runs, its text saying why.
+ */
+import { headOf } from "../../lib/text";
+import { loggedText } from "../../lib/log-text";
+import { scrubSecrets } from "../redact";
+import type { Bot, NormalizedEvent, PlatformFile } from "../types";
+import type { LarkCredentials } from "./api";
+import { getLarkMessage, type LarkMessage } from "./get-message";
+import { contentOf, withMentionNames } from "./normalize";
+import { larkUserNames } from "./user-names";
+
+export const FORWARD_MAX_MESSAGES = 100;
+export const FORWARD_MAX_CHARS = 20_000;
+const MESSAGE_MAX_CHARS = 2_000;
+/** Forwards inside forwards deeper than this show their own line only. */
+const MAX_DEPTH = 3;
+
+interface Entry {
+  item: LarkMessage;
+  depth: number;
+}
+
+export async function withForwardedMessages(bot: Bot<LarkCredentials>, event: NormalizedEvent, timeoutMs: number): Promise<NormalizedEvent> {
+  const messageId = event.data.message_id;
+  const unread = (why: string): NormalizedEvent => ({ ...event, unread: false, text: `[Forwarded messages, not read: ${why}]`, data: { ...event.data, forwarded: { total: null, messages: [], unavailable: why } } });
+  if (typeof messageId !== "string") return unread("the event names no message");
+  const late = "not read within Lark's acknowledgement deadline";
+  if (timeoutMs <= 0) return unread(late);
+  const until = Date.now() + timeoutMs;
+  const got = await getLarkMessage(bot, messageId, timeoutMs);
+  if (!got.ok) {
+    const why = got.failure.code === "timeout" ? late : scrubSecrets(`Lark answered: ${got.failure.message}`, bot.credentials);
+    console.warn(`lark bot ${bot.botId}: the forwarded messages of ${loggedText(messageId)} were not read (${loggedText(why)})`);
+    return unread(why);
+  }
+  const within = got.value.filter((item) => item.message_id !== messageId);
+  const entries = inOrder(messageId, within);
+  const shown = entries.slice(0, FORWARD_MAX_MESSAGES);
+  const label = await labeller(bot, shown, until - Date.now());
+  const lines: string[] = [];
+  const messages: Record<string, unknown>[] = [];
+  let chars = 0;
+  for (const { item, depth } of shown) {
+    const indent = "  ".repeat(depth);
+    const words = wordsOf(item);
+    const line = `${indent}${label(item)}: ${words.replace(/\n/g, `\n${indent}  `)}`;
+    if (lines.length > 0 && chars + line.length > FORWARD_MAX_CHARS) break;
+    chars += line.length + 1;
+    lines.push(line);
+    messages.push({ message_id: item.message_id, upper_message_id: item.upper_message_id ?? null, msg_type: item.msg_type, create_time: item.create_time ?? null, sender: item.sender ?? null, sender_label: label(item), text: words });
+  }
+  const left = within.length - lines.length;
+  const text = [`Forwarded messages (${within.length}):`, ...lines, ...(left > 0 ? [`… ${left} more not shown`] : [])].join("\n");
+  return { ...event, unread: false, text, data: { ...event.data, forwarded: { total: within.length, messages, unavailable: null } } };
+}
+
+/** The forward's messages depth first, each forward's own in the order they were sent (Lark's order where times tie). */
+function inOrder(rootId: string, items: LarkMessage[]): Entry[] {
+  const held = new Map<string, LarkMessage[]>();
+  for (const item of items) {
+    const upper = item.upper_message_id ?? rootId;
+    held.set(upper, [...(held.get(upper) ?? []), item]);
+  }
+  const out: Entry[] = [];
+  const seen = new Set<string>([rootId]);
+  const walk = (id: string, depth: number) => {
+    const sorted = [...(held.get(id) ?? [])].sort((a, b) => Number(a.create_time ?? 0) - Number(b.create_time ?? 0));
+    for (const item of sorted) {
+      if (seen.has(item.message_id)) continue;
+      seen.add(item.message_id);
+      out.push({ item, depth });
+      if (depth + 1 <= MAX_DEPTH) walk(item.message_id, depth + 1);
+    }
+  };
+  walk(rootId, 0);
+  return out;
+}
+
+/** What one message says, as a line of the transcript reads it. */
+function wordsOf(item: LarkMessage): string {
+  if (item.deleted) return "[deleted]";
+  if (item.msg_type === "merge_forward") return "[forwarded messages]";
+  const mentions = item.mentions ?? [];
+  const { text, files } = contentOf(item.msg_type, item.body?.content ?? "", mentions);
+  const words = item.msg_type === "text" ? withMentionNames(text, mentions) : text;
+  const said = [words, ...files.map(fileMark)].filter(Boolean).join(" ") || `[${item.msg_type}]`;
+  return said.length > MESSAGE_MAX_CHARS ? `${headOf(said, MESSAGE_MAX_CHARS)}…` : said;
+}
+
+const fileMark = (f: PlatformFile) => `[${f.artifactType}${f.name ? `: ${f.name}` : ""}]`;
+
+/**
+ * Who sent each message: a user by name where Lark gives it (a mention in the forward names them too, else the
+ * contact API), else `User 1`, `User 2`... in the order they first speak; the bot itself and other apps as such.
+ */
+async function labeller(bot: Bot<LarkCredentials>, entries: Entry[], timeoutMs: number): Promise<(item: LarkMessage) => string> {
+  const named = new Map<string, string>();
+  for (const { item } of entries) for (const m of item.mentions ?? []) if (m.id && m.name) named.set(m.id, m.name);
+  const users = entries.flatMap(({ item }) => (item.sender?.sender_type !== "app" && item.sender?.id && !named.has(item.sender.id) ? [item.sender.id] : []));
+  for (const [id, name] of users.length ? await larkUserNames(bot, users, timeoutMs) : []) named.set(id, name);
+  const numbered = new Map<string, string>();
+  return (item) => {
+    const id = item.sender?.id;
+    if (item.sender?.sender_type === "app") return id === bot.credentials.app_id ? "This bot" : "An app";
+    if (!id) return "Someone";
+    const name = named.get(id) ?? numbered.get(id) ?? `User ${numbered.size + 1}`;
+    if (!named.has(id)) numbered.set(id, name);
+    return name;
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * Lark messages with no words of their own. README (Platform input): a location, a shared chat card and a shared
+ * contact card read as words (the content as Lark sent it in `event.data.content`); a merged forward is read from the
+ * API before it is recorded and reaches the runner as a transcript of `name: words` lines, bounded in lines and
+ * characters, within Lark's 3 s for the webhook's answer: one that cannot be read in time still runs, saying so. A
+ * sticker stays recorded and unanswered (no emoji, and Lark serves no sticker's picture).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+const APP_ID = "cli_no_text_0001";
+/** Another app, without the contact permission: its users are shown by number. */
+const NO_CONTACT_APP_ID = "cli_no_contact_0002";
+const VERIFICATION_TOKEN = "lark-no-text-verification";
+const tokenOf = (app: string) => `t-${app}`;
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+const bots = { main: { id: "", url: "" }, noContact: { id: "", url: "" } };
+
+const text = (t: string) => JSON.stringify({ text: t });
+function item(id: string, upper: string, sender: string, msgType: string, content: string, extra: Record<string, unknown> = {}) {
+  const app = sender.startsWith("cli_");
+  return { message_id: id, upper_message_id: upper, msg_type: msgType, create_time: String(1_700_000_000_000 + Number(id.replace(/\D/g, "") || 0)), deleted: false, chat_id: "oc_elsewhere", sender: { id: sender, id_type: app ? "app_id" : "open_id", sender_type: app ? "app" : "user" }, body: { content }, ...extra };
+}
+const forwardItself = (id: string) => ({ message_id: id, msg_type: "merge_forward", create_time: "1700000000000", chat_id: "oc_fwd", sender: { id: "ou_ada", id_type: "open_id", sender_type: "user" }, body: { content: "Merged and Forwarded Message" } });
+
+/** The forwards the fake API holds, by message id: Lark lists the forward itself first, then the messages in it. */
+const forwards = new Map<string, unknown[]>([
+  [
+    "om_fwd_1",
+    [
+      forwardItself("om_fwd_1"),
+      // Listed out of order: they are read in the order they were sent.
+      item("om_s2", "om_fwd_1", "ou_bob", "post", JSON.stringify({ title: "Plan", content: [[{ tag: "text", text: "ship on " }, { tag: "a", text: "Friday", href: "https://cal.example/fri" }]] })),
+      item("om_s1", "om_fwd_1", "ou_ada", "text", text("@_user_1 can you review?\nit is short"), { mentions: [{ key: "@_user_1", id: "ou_bob", id_type: "open_id", name: "Bob" }] }),
+      item("om_s3", "om_fwd_1", "ou_zed", "image", JSON.stringify({ image_key: "img_x" })),
+      item("om_s4", "om_fwd_1", "ou_ada", "merge_forward", "Merged and Forwarded Message"),
+      item("om_s5", "om_s4", "ou_cy", "text", text("older thread")),
+      item("om_s6", "om_fwd_1", APP_ID, "text", text("Here is the summary you asked for")),
+      item("om_s7", "om_fwd_1", "ou_ada", "file", JSON.stringify({ file_key: "file_x", file_name: "spec.pdf" })),
+    ],
+  ],
+  ["om_fwd_many", [forwardItself("om_fwd_many"), ...Array.from({ length: 150 }, (_, i) => item(`om_m${i + 1}`, "om_fwd_many", "ou_ada", "text", text(`message ${i + 1}`)))]],
+  ["om_fwd_long", [forwardItself("om_fwd_long"), ...Array.from({ length: 40 }, (_, i) => item(`om_l${i + 1}`, "om_fwd_long", "ou_bob", "text", text(`${i + 1} ${"x".repeat(3_000)}`)))]],
+  ["om_fwd_plain", [forwardItself("om_fwd_plain"), item("om_p1", "om_fwd_plain", "ou_ada", "text", text("hi")), item("om_p2", "om_fwd_plain", "ou_bob", "text", text("hello")), item("om_p3", "om_fwd_plain", "ou_ada", "text", text("bye"))]],
+]);
+const names: Record<string, string> = { ou_ada: "Ada", ou_bob: "Bob", ou_cy: "Cy" };
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function larkApi(call: PlatformCall): Promise<FakeReply> {
+  if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") return { json: { code: 0, msg: "ok", tenant_access_token: tokenOf(call.body.app_id), expire: 7200 } };
+  const app = String(call.headers.authorization).replace(/^Bearer t-/, "");
+  if (call.method === "POST" && /\/reply$/.test(call.path)) return { json: { code: 0, msg: "success", data: { message_id: `om_answer_${Date.now()}` } } };
+  if (call.method === "GET" && call.path === "/open-apis/contact/v3/users/batch") {
+    if (app === NO_CONTACT_APP_ID) return { status: 400, json: { code: 41050, msg: "no user authority error" } };
+    // Only the users in the app's contact scope: Zed is not.
+    return { json: { code: 0, msg: "success", data: { items: call.query.getAll("user_ids").flatMap((id) => (names[id] ? [{ open_id: id, name: names[id] }] : [])) } } };
+  }
+  const got = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(call.path);
+  if (call.method === "GET" && got?.[1] === "om_fwd_slow") await pause(2_500);
+  if (call.method === "GET" && got?.[1] === "om_fwd_denied") return { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
+  if (call.method === "GET" && got && forwards.has(got[1])) return { json: { code: 0, msg: "success", data: { items: forwards.get(got[1]) } } };
+  return { status: 404, json: { code: 404, msg: "not found" } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(larkApi);
+  runner = await startChatRunner("lark-no-text");
+  host = await startTestHost({ captureLogs: true });
+  for (const [bot, appId] of [[bots.main, APP_ID], [bots.noContact, NO_CONTACT_APP_ID]] as const) {
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: appId, app_secret: "lark-no-text-secret", verification_token: VERIFICATION_TOKEN } });
+    expect(created.status).toBe(201);
+    bot.id = created.body.bot_id;
+    bot.url = created.body.webhook_url;
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `lark-no-text-${appId}`, scope: { type: "bot", id: bot.id } });
+  }
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+let seq = 0;
+/** Ada's message of `messageType` in `chat`, its content as given (a merged forward's is not JSON). */
+function received(chat: string, messageType: string, content: string, messageId = `om_in_${++seq}`) {
+  return {
+    schema: "2.0",
+    header: { event_id: `ev_no_text_${++seq}`, event_type: "im.message.receive_v1", create_time: String(Date.now()), token: VERIFICATION_TOKEN, app_id: APP_ID, tenant_key: "t1" },
+    event: { sender: { sender_id: { open_id: "ou_ada" }, sender_type: "user" }, message: { message_id: messageId, chat_id: chat, chat_type: "p2p", message_type: messageType, content } },
+  };
+}
+async function post(payload: unknown, url = bots.main.url) {
+  const started = Date.now();
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload) });
+  expect(res.status).toBe(200);
+  return Date.now() - started;
+}
+const runIn = (chat: string) => waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === chat), 15_000, `the run in ${chat}`);
+const reads = (messageId: string) => fake.calls.filter((c) => c.method === "GET" && c.path === `/open-apis/im/v1/messages/${messageId}`);
+
+describe("Lark: messages without words", () => {
+  it("reads a location, a shared chat and a shared contact as words, keeping their content in event.data; a sticker stays unanswered", async () => {
+    const location = { name: "Eiffel Tower", longitude: "2.294351", latitude: "48.858844" };
+    await post(received("oc_loc", "location", JSON.stringify(location)));
+    await post(received("oc_chat_card", "share_chat", JSON.stringify({ chat_id: "oc_shared" })));
+    await post(received("oc_user_card", "share_user", JSON.stringify({ user_id: "ou_shared" })));
+    const [loc, chat, user] = await Promise.all([runIn("oc_loc"), runIn("oc_chat_card"), runIn("oc_user_card")]);
+    expect(loc.input.text).toBe("📍 Location: 48.858844, 2.294351 (Eiffel Tower)");
+    expect(loc.event.data).toMatchObject({ message_type: "location", content: location });
+    expect(chat.input.text).toBe("💬 Shared chat: oc_shared");
+    expect(chat.event.data.content).toEqual({ chat_id: "oc_shared" });
+    expect(user.input.text).toBe("👤 Shared contact: ou_shared");
+    // A sticker says nothing that can be read: recorded in its chat, unanswered; a location sent after it runs alone.
+    const sticker = received("oc_sticker", "sticker", JSON.stringify({ file_key: "v2_sticker" }));
+    await post(sticker);
+    const rows = await host.query<{ event_type: string; conversation_id: string }>("SELECT event_type, conversation_id FROM event_log WHERE event_id = ?", [`lark:${bots.main.id}:${sticker.header.event_id}`]);
+    expect(rows).toEqual([{ event_type: "platform.unhandled", conversation_id: "oc_sticker" }]);
+    await post(received("oc_sticker", "location", JSON.stringify({ name: "", longitude: "1", latitude: "2" })));
+    expect((await runIn("oc_sticker")).input.text).toBe("📍 Location: 2, 1");
+    expect(runner.contexts.filter((c) => c.conversation.conversation_id === "oc_sticker")).toHaveLength(1);
+  });
+
+  it("reads a merged forward's messages as a transcript of names and words, in the order they were sent; a redelivery reads nothing again", async () => {
+    const ev = received("oc_fwd", "merge_forward", "Merged and Forwarded Message", "om_fwd_1");
+    await post(ev);
+    const ctx = await runIn("oc_fwd");
+    expect(ctx.input.text).toBe(
+      [
+        "Forwarded messages (7):",
+        "Ada: @Bob can you review?\n  it is short",
+        "Bob: Plan\n  ship on Friday (https://cal.example/fri)",
+        "User 1: [image]",
+        "Ada: [forwarded messages]",
+        "  Cy: older thread",
+        "This bot: Here is the summary you asked for",
+        "Ada: [file: spec.pdf]",
+      ].join("\n"),
+    );
+    expect(ctx.event.data.forwarded).toMatchObject({ total: 7, unavailable: null });
+    expect(ctx.event.data.forwarded.messages[0]).toMatchObject({ message_id: "om_s1", msg_type: "text", sender: { id: "ou_ada", sender_type: "user" }, sender_label: "Ada" });
+    expect(ctx.event.data.forwarded.messages[4]).toMatchObject({ message_id: "om_s5", upper_message_id: "om_s4" });
+    // The answer replies to the forward.
+    await waitFor(() => fake.calls.some((c) => c.path === "/open-apis/im/v1/messages/om_fwd_1/reply"), 15_000, "the answer");
+    expect(reads("om_fwd_1")).toHaveLength(1);
+    await post(ev);
+    expect(reads("om_fwd_1")).toHaveLength(1);
+    expect(runner.contexts.filter((c) => c.conversation.conversation_id === "oc_fwd")).toHaveLength(1);
+  });
+
+  it("bounds the transcript: 100 messages at most, and about 20,000 characters, one message's words cut at 2,000; what is left out is counted", async () => {
+    await post(received("oc_fwd_many", "merge_forward", JSON.stringify({ content: "Merged and Forwarded Message" }), "om_fwd_many"));
+    await post(received("oc_fwd_long", "merge_forward", "Merged and Forwarded Message", "om_fwd_long"));
+    const [many, long] = await Promise.all([runIn("oc_fwd_many"), runIn("oc_fwd_long")]);
+    const manyLines = many.input.text.split("\n");
+    expect(manyLines[0]).toBe("Forwarded messages (150):");
+    expect(manyLines.slice(1, -1)).toEqual(Array.from({ length: 100 }, (_, i) => `Ada: message ${i + 1}`));
+    expect(manyLines.at(-1)).toBe("… 50 more not shown");
+    expect(many.event.data.forwarded.messages).toHaveLength(100);
+    const longLines = long.input.text.split("\n");
+    expect(long.input.text.length).toBeLessThanOrEqual(20_100);
+    expect(longLines[1]).toBe(`Bob: 1 ${"x".repeat(1_998)}…`);
+    const shown = longLines.length - 2;
+    expect(shown).toBe(9);
+    expect(longLines.at(-1)).toBe(`… ${40 - shown} more not shown`);
+  });
+
+  it("shows users by number when the app may not read their names", async () => {
+    await post(received("oc_fwd_plain", "merge_forward", "Merged and Forwarded Message", "om_fwd_plain"), bots.noContact.url);
+    const ctx = await runIn("oc_fwd_plain");
+    expect(ctx.input.text).toBe("Forwarded messages (3):\nUser 1: hi\nUser 2: hello\nUser 1: bye");
+  });
+
+  it("still runs a forward it cannot read, saying why: Lark refuses it, or it is not read within Lark's 3 s (the webhook answered in time)", async () => {
+    await post(received("oc_fwd_denied", "merge_forward", "Merged and Forwarded Message", "om_fwd_denied"));
+    const denied = await runIn("oc_fwd_denied");
+    expect(denied.input.text).toBe("[Forwarded messages, not read: Lark answered: Lack of necessary permissions]");
+    expect(denied.event.data.forwarded).toEqual({ total: null, messages: [], unavailable: "Lark answered: Lack of necessary permissions" });
+
+    const took = await post(received("oc_fwd_slow", "merge_forward", "Merged and Forwarded Message", "om_fwd_slow"));
+    // Lark counts a webhook not answered within 3 s as failed, and sends it again.
+    expect(took).toBeLessThan(3_000);
+    const slow = await runIn("oc_fwd_slow");
+    expect(slow.input.text).toBe("[Forwarded messages, not read: not read within Lark's acknowledgement deadline]");
+  });
+});

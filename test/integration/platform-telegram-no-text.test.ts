@@ -1,0 +1,116 @@
+/**
+ * Telegram messages with neither words nor a file. README (Platform input): a location, a venue, a contact, a poll, a
+ * dice throw and a sticker read as words of their own, Telegram's object kept in `event.data` under its field's name;
+ * a static sticker's picture comes as an image too. A story stays recorded and unanswered: the bot can read nothing of it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { addTelegramBot, startChatRunner, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
+
+const BOT_TOKEN = "123456:NOTEXT-telegram-bot-token-abcdef";
+const SECRET_TOKEN = "notext-tg-secret-token";
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+let botId: string;
+let webhookUrl: string;
+
+beforeAll(async () => {
+  fake = await startFakePlatform(telegramBotApi(BOT_TOKEN));
+  runner = await startChatRunner("tg-no-text");
+  host = await startTestHost();
+  ({ botId, webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner, agentId: "tg-no-text" }));
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+let updateId = 7000;
+/** Ada sends `content` in a private chat of its own; answers the update's id. */
+async function send(chat: number, content: Record<string, unknown>): Promise<number> {
+  const id = ++updateId;
+  const message = { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: chat, type: "private" }, from: { id: 42, is_bot: false, first_name: "Ada" }, ...content };
+  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify({ update_id: id, message }) });
+  expect(res.status).toBe(200);
+  return id;
+}
+
+const runIn = (chat: number) => waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === String(chat)), 15_000, `the run in chat ${chat}`);
+const answeredIn = (chat: number) => waitFor(() => fake.callsTo(/\/sendMessage$/).find((c) => String(c.body.chat_id) === String(chat)), 15_000, `the answer in chat ${chat}`);
+
+describe("Telegram: messages without words", () => {
+  it("reads a location, a venue and a contact as words, keeping Telegram's object in event.data, and answers them", async () => {
+    const location = { latitude: 48.858844, longitude: 2.294351 };
+    await send(7101, { location });
+    const venue = { location, title: "Eiffel Tower", address: "Champ de Mars, Paris" };
+    await send(7102, { venue, location });
+    const contact = { phone_number: "+44 20 7946 0000", first_name: "Charles", last_name: "Babbage", user_id: 77 };
+    await send(7103, { contact });
+
+    const [loc, ven, con] = await Promise.all([runIn(7101), runIn(7102), runIn(7103)]);
+    expect(loc.input.text).toBe("📍 Location: 48.858844, 2.294351");
+    expect(loc.event.data).toMatchObject({ location, raw_text: null });
+    expect(ven.input.text).toBe("📍 Location: 48.858844, 2.294351 (Eiffel Tower, Champ de Mars, Paris)");
+    expect(ven.event.data.venue).toEqual(venue);
+    expect(con.input.text).toBe("👤 Contact: Charles Babbage, +44 20 7946 0000");
+    expect(con.event.data.contact).toEqual(contact);
+    expect((await answeredIn(7101)).body.text).toBe("echo: 📍 Location: 48.858844, 2.294351");
+  });
+
+  it("reads a poll as its question and options (with the votes once anyone voted) and a dice throw as its value", async () => {
+    const poll = { id: "p1", question: "Lunch?", options: [{ text: "Pizza", voter_count: 2 }, { text: "Sushi", voter_count: 1 }], total_voter_count: 3, is_closed: false, is_anonymous: true, type: "regular", allows_multiple_answers: true };
+    await send(7201, { poll });
+    const quiz = { id: "p2", question: "2 + 2?", options: [{ text: "4", voter_count: 0 }, { text: "5", voter_count: 0 }], total_voter_count: 0, is_closed: true, is_anonymous: true, type: "quiz", allows_multiple_answers: false, correct_option_id: 0 };
+    await send(7202, { poll: quiz });
+    await send(7203, { dice: { emoji: "🎲", value: 4 } });
+
+    const [p, q, d] = await Promise.all([runIn(7201), runIn(7202), runIn(7203)]);
+    expect(p.input.text).toBe("📊 Poll: Lunch? (multiple answers)\n- Pizza (2 votes)\n- Sushi (1 votes)");
+    expect(p.event.data.poll).toEqual(poll);
+    expect(q.input.text).toBe("📊 Quiz: 2 + 2? (closed)\n- 4\n- 5");
+    expect(d.input.text).toBe("🎲 Dice: 4");
+    expect(d.event.data.dice).toEqual({ emoji: "🎲", value: 4 });
+  });
+
+  it("reads a sticker as its emoji; a static one's picture comes as an image too, an animated one's does not", async () => {
+    const still = { file_id: "sticker-still", file_unique_id: "u1", type: "regular", width: 512, height: 512, is_animated: false, is_video: false, emoji: "😂", set_name: "Funny" };
+    await send(7301, { sticker: still });
+    const animated = { ...still, file_id: "sticker-anim", is_animated: true, emoji: "👍" };
+    await send(7302, { sticker: animated });
+
+    const [s, a] = await Promise.all([runIn(7301), runIn(7302)]);
+    expect(s.input.text).toBe("Sticker: 😂");
+    expect(s.event.data.sticker).toEqual(still);
+    expect(s.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", mime_type: "image/webp" })]);
+    expect(fake.callsTo(/\/getFile$/).map((c) => c.body.file_id)).toEqual(["sticker-still"]);
+    expect(await host.r2Object(`artifacts/${s.input.attachments[0].artifact_id}`)).toEqual(new TextEncoder().encode("bytes of photos/sticker-still.jpg"));
+    expect(a.input.text).toBe("Sticker: 👍");
+    expect(a.input.attachments).toEqual([]);
+  });
+
+  it("reads the message a reply answers the same: a poll's words in reply_to.text, a static sticker's picture among its files", async () => {
+    const poll = { id: "p3", question: "Lunch?", options: [{ text: "Pizza", voter_count: 0 }, { text: "Sushi", voter_count: 0 }], total_voter_count: 0, is_closed: false, is_anonymous: true, type: "regular", allows_multiple_answers: false };
+    const from = { id: 43, is_bot: false, first_name: "Bob" };
+    await send(7501, { text: "which one?", reply_to_message: { message_id: 1, date: 1, chat: { id: 7501, type: "private" }, from, poll } });
+    const sticker = { file_id: "sticker-replied", file_unique_id: "u2", type: "regular", width: 512, height: 512, is_animated: false, is_video: false, emoji: "🙂" };
+    await send(7502, { text: "what is this?", reply_to_message: { message_id: 2, date: 1, chat: { id: 7502, type: "private" }, from, sticker } });
+
+    const [p, s] = await Promise.all([runIn(7501), runIn(7502)]);
+    expect(p.event.data.reply_to).toMatchObject({ message_id: 1, text: "📊 Poll: Lunch?\n- Pizza\n- Sushi", attachments: [] });
+    expect(s.event.data.reply_to).toMatchObject({ message_id: 2, text: "Sticker: 🙂", attachments: [expect.objectContaining({ mime_type: "image/webp" })] });
+    expect(s.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", mime_type: "image/webp" })]);
+  });
+
+  it("records a story without answering it: the bot can read nothing of it", async () => {
+    const id = await send(7401, { story: { chat: { id: 5, type: "private" }, id: 9 } });
+    const [row] = await waitFor(() => host.query<{ event_type: string; source_event_type: string; conversation_id: string }>("SELECT event_type, source_event_type, conversation_id FROM event_log WHERE event_id = ?", [`telegram:${botId}:${id}`]).then((rows) => rows.length > 0 && rows), 15_000, "the record");
+    expect(row).toEqual({ event_type: "platform.unhandled", source_event_type: "message", conversation_id: "7401" });
+    // A message sent after it is answered, and is the only one the chat's runs saw.
+    await send(7401, { location: { latitude: 1, longitude: 2 } });
+    await answeredIn(7401);
+    expect(runner.contexts.filter((c) => c.conversation.conversation_id === "7401").map((c) => c.input.text)).toEqual(["📍 Location: 1, 2"]);
+  });
+});
