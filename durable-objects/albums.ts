@@ -22,10 +22,29 @@ export const albumIdOf = (job: RunJob): string | null => telegramAlbumOf(job.eve
 /** Items in the order the user sent them (Telegram's message ids), whatever order their updates arrived in. */
 const orderOf = (job: RunJob) => telegramMessageIdOf(job) ?? Number.MAX_SAFE_INTEGER;
 
-/** The items' inputs as one: their texts (a caption) joined, their contents and files in the album's order. */
-export function albumInput(parts: AlbumPart[]): InputContext {
+/** The artifacts of an item's input that came from the message it replies to (platforms/reply-context.ts). */
+function repliedIdsOf(job: RunJob): string[] {
+  const reply = job.event.data.reply_to;
+  const refs: unknown[] = reply && typeof reply === "object" && "attachments" in reply && Array.isArray(reply.attachments) ? reply.attachments : [];
+  return refs.map((r) => (r && typeof r === "object" && "artifact_id" in r ? r.artifact_id : null)).filter((id): id is string => typeof id === "string");
+}
+
+function partOf(job: RunJob): AlbumPart {
+  const replied = repliedIdsOf(job);
+  return { eventId: job.event.event_id, runId: job.runId, order: orderOf(job), input: job.input, ...(replied.length ? { replied } : {}) };
+}
+
+/**
+ * The items' inputs as one: their texts (a caption) joined, their contents and files in the album's order. The replied
+ * message's files, which every item of an album sent as a reply carries, come once: those of the run's own event
+ * (`headEventId`, whose `reply_to` names them), else of the first item that has them.
+ */
+export function albumInput(parts: AlbumPart[], headEventId: string): InputContext {
   const texts = parts.map((p) => p.input.text).filter((t): t is string => typeof t === "string" && t !== "");
-  return { text: texts.length ? texts.join("\n\n") : null, contents: parts.flatMap((p) => p.input.contents), attachments: parts.flatMap((p) => p.input.attachments) };
+  const keeper = parts.find((p) => p.eventId === headEventId && p.replied?.length) ?? parts.find((p) => p.replied?.length);
+  const copies = new Set(parts.filter((p) => p !== keeper).flatMap((p) => p.replied ?? []));
+  const kept = (c: object) => !("artifact_id" in c && typeof c.artifact_id === "string" && copies.has(c.artifact_id));
+  return { text: texts.length ? texts.join("\n\n") : null, contents: parts.flatMap((p) => p.input.contents).filter(kept), attachments: parts.flatMap((p) => p.input.attachments).filter(kept) };
 }
 
 /** A new run whose event is an album's item waits for the album's other items (0: albums are not gathered). */
@@ -33,7 +52,7 @@ export function asAlbumHead(run: StoredRun, waitMs: number, now: number): Stored
   const albumId = albumIdOf(run.job);
   if (albumId === null || waitMs === 0) return run;
   const waitUntil = Math.max(run.notBefore, now + waitMs);
-  const job: RunJob = { ...run.job, album: { mediaGroupId: albumId, waitUntil, parts: [{ eventId: run.job.event.event_id, runId: run.job.runId, order: orderOf(run.job), input: run.job.input }] } };
+  const job: RunJob = { ...run.job, album: { mediaGroupId: albumId, waitUntil, parts: [partOf(run.job)] } };
   return { ...run, job, notBefore: waitUntil, bytes: jsonByteLength(job) };
 }
 
@@ -61,13 +80,13 @@ export function albumRunFor(table: RunTable, job: RunJob, joinable: (runId: stri
 export function joinAlbum([key, run]: readonly [string, StoredRun], job: RunJob, waitMs: number, now: number, store: (key: string, run: StoredRun) => void): EventDecision {
   const album = run.job.album!;
   if (!album.parts.some((p) => p.eventId === job.event.event_id)) {
-    const parts = [...album.parts, { eventId: job.event.event_id, runId: job.runId, order: orderOf(job), input: job.input }].sort((a, b) => a.order - b.order);
+    const parts = [...album.parts, partOf(job)].sort((a, b) => a.order - b.order);
     // The answer quotes the album's first item (its lowest message id), not the first to arrive: an item sorted ahead
     // of the others brings its own delivery, which differs only in the message it quotes.
     const first = parts[0].eventId === job.event.event_id && job.delivery ? { delivery: job.delivery } : {};
     // Timed from its own wait (a run stored by an earlier release has none: its start), not from a hold by this item.
     const waitUntil = Math.max(album.waitUntil ?? run.notBefore, now + waitMs);
-    const joined: RunJob = { ...run.job, ...first, input: albumInput(parts), album: { ...album, waitUntil, parts } };
+    const joined: RunJob = { ...run.job, ...first, input: albumInput(parts, run.job.event.event_id), album: { ...album, waitUntil, parts } };
     store(key, { ...run, job: joined, notBefore: waitUntil, bytes: jsonByteLength(joined) });
   }
   return mergedDecision(album.mediaGroupId, run.job.runId);

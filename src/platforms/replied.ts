@@ -15,7 +15,9 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, eve
   if (timeLeft() <= 0) return noted("not read within the platform's acknowledgement deadline");
   try {
     const read = await adapter.readReplied(bot, event, timeLeft());
-    return { event: { ...event, files: [...event.files, ...read.files], data: { ...event.data, reply_to: read.context } }, unavailable: null };
+    // Known only now (Lark names the replied message, not its sender): a reply to the bot addresses it.
+    const addressed = read.byThisBot ? true : event.addressed;
+    return { event: { ...event, files: [...event.files, ...read.files], data: { ...event.data, reply_to: read.context }, addressed }, unavailable: null };
   } catch (err) {
     if (!(err instanceof HostError) || err.status >= 500) throw err;
     return noted(scrubSecrets(err.message, bot.credentials));

@@ -245,10 +245,11 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
    */
   readContent?(bot: Bot<C>, event: NormalizedEvent, timeoutMs: number): Promise<NormalizedEvent>;
   /**
-   * The message `event.repliesTo` names, read within `timeoutMs`: its context for `data.reply_to`, and its files (each
-   * with `repliedMessageId`). Throws a 4xx HostError when it cannot be read (the event runs without it).
+   * The message `event.repliesTo` names, read within `timeoutMs`: its context for `data.reply_to`, its files (each
+   * with `repliedMessageId`), and whether this bot sent it (a reply to it addresses the bot: `addressed`). Throws a 4xx
+   * HostError when it cannot be read (the event runs without it).
    */
-  readReplied?(bot: Bot<C>, event: NormalizedEvent, timeoutMs: number): Promise<{ context: ReplyContext; files: PlatformFile[] }>;
+  readReplied?(bot: Bot<C>, event: NormalizedEvent, timeoutMs: number): Promise<{ context: ReplyContext; files: PlatformFile[]; byThisBot: boolean }>;
   /** How the host fetches a file (URL and headers; may call the platform's API). */
   download(bot: Bot<C>, file: PlatformFile, event: NormalizedEvent, timeoutMs: number): Promise<InputAttachmentSource>;
   /** Point the platform at the webhook, where its API allows (Telegram's setWebhook). */

@@ -69,6 +69,11 @@ export interface AlbumPart {
   /** Where the item stands in the album (its platform message id). */
   order: number;
   input: InputContext;
+  /**
+   * Which of its input's files are the replied message's (`event.data.reply_to.attachments`): Telegram repeats an
+   * album's reply on every item, so each downloads them, and the run keeps one item's. Absent in runs stored by earlier releases.
+   */
+  replied?: string[];
 }
 
 /** The decision recorded for an album's item that joined the run `runId` (EventLog `merged`). */

@@ -23,6 +23,8 @@ const LARK = { app_id: "cli_trigger_app", app_secret: "lark-trigger-secret-01234
 const LARK_TENANT_TOKEN = "t-trigger-tenant-token-0123456789";
 const LARK_OPEN_ID = "ou_trigger_bot";
 const POLICY = { group_messages: "addressed", prefixes: ["!ai"] };
+/** Lark messages the API gives by id (GET im/v1/messages/{id}), for a reply's parent. */
+const larkMessages = new Map<string, Record<string, unknown>>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -43,7 +45,9 @@ function platformApi(call: PlatformCall): FakeReply {
   if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") return { json: { code: 0, msg: "ok", tenant_access_token: LARK_TENANT_TOKEN, expire: 7200 } };
   if (call.path === "/open-apis/bot/v3/info") return { json: { code: 0, msg: "ok", bot: { activate_status: 2, app_name: "Trig", open_id: LARK_OPEN_ID } } };
   if (/^\/open-apis\/im\/v1\/messages\/[^/]+\/reply$/.test(call.path)) return { json: { code: 0, msg: "success", data: { message_id: `om_answer_${++slackTs}` } } };
-  if (/^\/open-apis\/im\/v1\/messages\/[^/]+$/.test(call.path)) return { json: { code: 0, msg: "success", data: {} } };
+  const larkRead = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(call.path);
+  if (larkRead && call.method === "GET" && larkMessages.has(larkRead[1])) return { json: { code: 0, msg: "success", data: { items: [larkMessages.get(larkRead[1])] } } };
+  if (larkRead) return { json: { code: 0, msg: "success", data: {} } };
   return { status: 404, json: { ok: false, error: "unknown_method" } };
 }
 
@@ -125,14 +129,14 @@ const slackMessage = (channel: string, text: string, extra: Record<string, unkno
 
 // --- Lark ---
 let larkSeq = 0;
-async function larkPost(chatId: string, text: string, opts: { chatType?: string; mentions?: unknown[] } = {}): Promise<string> {
+async function larkPost(chatId: string, text: string, opts: { chatType?: string; mentions?: unknown[]; parentId?: string } = {}): Promise<string> {
   const eventId = `ev_trigger_${++larkSeq}`;
   const payload = {
     schema: "2.0",
     header: { event_id: eventId, event_type: "im.message.receive_v1", create_time: String(Date.now()), token: LARK.verification_token, app_id: LARK.app_id, tenant_key: "tenant_1" },
     event: {
       sender: { sender_id: { open_id: "ou_ada", union_id: "on_ada", user_id: null }, sender_type: "user", tenant_key: "tenant_1" },
-      message: { message_id: `om_trigger_${larkSeq}`, chat_id: chatId, chat_type: opts.chatType ?? "group", message_type: "text", content: JSON.stringify({ text }), create_time: String(Date.now()), mentions: opts.mentions ?? [] },
+      message: { message_id: `om_trigger_${larkSeq}`, chat_id: chatId, chat_type: opts.chatType ?? "group", message_type: "text", content: JSON.stringify({ text }), create_time: String(Date.now()), mentions: opts.mentions ?? [], ...(opts.parentId ? { parent_id: opts.parentId, root_id: opts.parentId } : {}) },
     },
   };
   const res = await fetch(bots.lark.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload) });
@@ -274,5 +278,21 @@ describe("group-chat trigger rules (trigger_policy)", () => {
     expect(begun.find((b) => b.text === "what is up")!.history).toEqual(["random chatter", "@Ada look at this"]);
     for (const id of [chatter, others]) expect(await eventRow(id)).toEqual({ disposition: "unaddressed", run_id: null, agent_id: "triggers-lark" });
     for (const id of [ours, direct]) expect((await eventRow(id)).disposition).toBe("bound");
+  });
+
+  it("Lark: a reply to the bot's message addresses it, known from the replied message's sender (read by its parent_id); a reply to someone else's does not", async () => {
+    const chat = "oc_trigger_replies";
+    const said = (id: string, sender: Record<string, unknown>, text: string) =>
+      larkMessages.set(id, { message_id: id, msg_type: "text", chat_id: chat, deleted: false, sender: { tenant_key: "tenant_1", ...sender }, body: { content: JSON.stringify({ text }) } });
+    // The bot's own message, as the API names an app's: by its app_id.
+    said("om_trigger_bots", { id: LARK.app_id, id_type: "app_id", sender_type: "app" }, "the answer was 42");
+    said("om_trigger_bobs", { id: "ou_bob", id_type: "open_id", sender_type: "user" }, "lunch?");
+    const toBot = await larkPost(chat, "why 42?", { parentId: "om_trigger_bots" });
+    expect((await eventRow(toBot)).disposition).toBe("bound");
+    await answered(toBot);
+    const toBob = await larkPost(chat, "agreed", { parentId: "om_trigger_bobs" });
+    expect(await eventRow(toBob)).toEqual({ disposition: "unaddressed", run_id: null, agent_id: "triggers-lark" });
+    await sleep(500);
+    expect(textsIn(chat)).toEqual(["why 42?"]);
   });
 });

@@ -161,6 +161,22 @@ describe("a Telegram album", () => {
     expect(answersIn(chatId)[0].at - sentAt).toBeLessThan(4_000 + 5_000);
   });
 
+  it("sent as a reply, has the replied message's file once: Telegram repeats the reply on every item, each then downloading it", async () => {
+    const chatId = "-880010";
+    const bobs = { message_id: 1300, date: 1_700_000_000, chat: { id: Number(chatId), type: "supergroup" }, from: { id: 7, is_bot: false, first_name: "Bob" }, document: { file_id: "bobs-report", file_name: "q3.pdf", mime_type: "application/pdf" } };
+    const updates = [item(chatId, "album-r", 1301, "same as this?"), item(chatId, "album-r", 1302), item(chatId, "album-r", 1303)].map((u) => ({ ...u, message: { ...u.message, reply_to_message: bobs } }));
+    for (const u of updates) expect(await post(u)).toBe(200);
+    await waitFor(() => answersIn(chatId).length > 0, 15_000, "the answer");
+    const [ctx, ...more] = contextsIn(chatId);
+    expect(more).toEqual([]);
+    const files = ["bytes of photos/photo-1301.jpg", "bytes of photos/photo-1302.jpg", "bytes of photos/photo-1303.jpg", "bytes of photos/bobs-report.jpg"];
+    expect((await Promise.all(ctx.input.attachments.map(bytesOf))).sort()).toEqual(files.sort());
+    // The one the runner has is the one its event's reply_to names, in contents as in attachments.
+    const report = ctx.input.attachments.find((a: { name?: string }) => a.name === "q3.pdf");
+    expect(ctx.event.data.reply_to.attachments).toEqual([report]);
+    expect(ctx.input.contents.filter((c: { type: string }) => c.type === "file")).toEqual([{ type: "file", artifact_id: report.artifact_id, name: "q3.pdf" }]);
+  });
+
   it("an item arriving after its album's run began runs on its own; another album in the chat is another run", async () => {
     const chatId = "-880003";
     expect(await post(item(chatId, "album-c", 501, "first"))).toBe(200);

@@ -14,10 +14,12 @@ import { contentOf, withMentionNames } from "./normalize";
 const READ_TIMEOUT_MS = 1_000;
 
 /** Throws a 400 HostError when Lark does not give it (not found, no permission, no answer in time) or it was recalled. */
-export async function readLarkReplied(bot: Bot<LarkCredentials>, messageId: string, timeoutMs: number): Promise<{ context: ReplyContext; files: PlatformFile[] }> {
+export async function readLarkReplied(bot: Bot<LarkCredentials>, messageId: string, timeoutMs: number): Promise<{ context: ReplyContext; files: PlatformFile[]; byThisBot: boolean }> {
   const got = await getLarkMessage(bot, messageId, Math.min(timeoutMs, READ_TIMEOUT_MS));
   if (!got.ok) throw new HostError(400, "attachment_unavailable", `Lark did not give it: ${got.failure.message}`);
-  return replyOf(got.value[0]);
+  const m = got.value[0];
+  // The API names an app's message by its app_id: a reply to this bot's own addresses it (trigger_policy).
+  return { ...replyOf(m), byThisBot: m.sender?.sender_type === "app" && m.sender.id === bot.credentials.app_id };
 }
 
 function replyOf(m: LarkMessage): { context: ReplyContext; files: PlatformFile[] } {
