@@ -21,11 +21,12 @@ import type { LedgerEntry } from "../stores/runs";
 import { answerOf, cancelledByHost, endMarkOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf, withEndMark } from "./answer";
 import { answerFiles } from "./files";
 import { FinalAnswer } from "./final-answer";
-import { attemptFacts, DeliveryTrail } from "./records";
+import { DeliveryTrail } from "./records";
 import { Naps } from "./naps";
 import { loadReplyBot } from "./reply-bot";
 import { chatMoveNoter } from "../stores/chat-moves";
 import { withRetries, type RetryPolicy } from "./retry";
+import { ABANDONED, recordedCall, type CallScope } from "./recorded-call";
 import { loggedError } from "../lib/describe-error";
 import { ReplyOrder, type ReplyTurn } from "./reply-order";
 import { markedMessenger, type PostingMarks } from "./posting-marks";
@@ -52,8 +53,6 @@ export function chatReplyDeps(env: Env, marks?: PostingMarks): () => DeliveryDep
 
 /** What a streamed message beyond the final text's parts is edited to. */
 const SUPERSEDED_PART = "…";
-/** What a call made after the session was abandoned (settle timeout) answers, without touching the platform. */
-const ABANDONED: ApiResult<never> = { ok: false, failure: { kind: "permanent", status: null, code: "abandoned", message: "delivery abandoned" } };
 
 export class DeliverySession {
   private chain: Promise<void>;
@@ -74,8 +73,9 @@ export class DeliverySession {
   private closed = false;
   private scrub: (text: string) => string = (text) => text;
   private readonly naps = new Naps();
+  private readonly calls: CallScope;
 
-  /** Whether it still delivers (not abandoned after its settle timeout, its bot still usable). */
+  /** Whether it still delivers (not abandoned after its settle timeout, its bot still usable, its place not gone). */
   get usable(): boolean {
     return !this.closed;
   }
@@ -109,6 +109,7 @@ export class DeliverySession {
     this.streaming = job.agent.deliveryPolicy.streaming && surfaceAt(delivery.target).canEdit;
     this.trail = new DeliveryTrail(deps.db, job, delivery.target.platform);
     this.retry = { maxAttempts: deps.config.DELIVERY_MAX_ATTEMPTS, baseMs: deps.config.DELIVERY_RETRY_BASE_MS, maxRetryAfterMs: deps.config.DELIVERY_MAX_RETRY_AFTER_MS };
+    this.calls = { retry: this.retry, trail: this.trail, abandoned: () => this.closed, scrub: (text) => this.scrub(text), sleep: (ms) => this.sleep(ms) };
     this.turn = deps.order.turn();
     this.cap = new ShownCap(deps.config.DELIVERY_MAX_PARTS);
     this.chain = this.turn.done.then(() => this.connect());
@@ -369,21 +370,12 @@ export class DeliverySession {
     return res;
   }
 
-  /** One platform call with its retries, each attempt and outcome recorded. */
-  private call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number, opts: { retryMaybeApplied?: boolean } = {}): Promise<ApiResult<T>> {
-    // Once the platform refused the text's formatting, the messenger sends it plain: the trail says so.
-    let asPlain = false;
-    return withRetries(
-      { ...this.retry, retryMaybeApplied: opts.retryMaybeApplied ?? true },
-      async () => (this.closed ? ABANDONED : attempt()),
-      ({ attempt: n, result, retryInMs }) => {
-        // Abandoned before it was made: no call reached the platform, so there is nothing to record.
-        if (result === ABANDONED) return;
-        this.trail.append(attemptFacts(asPlain ? { ...facts, format: "plain" } : facts, { attempt: n, result, retryInMs: retryInMs === null ? null : Math.max(retryInMs, minRetryGapMs) }, this.scrub));
-        asPlain ||= !result.ok && result.failure.refusedFormatting === true;
-      },
-      (ms) => this.sleep(Math.max(ms, minRetryGapMs)),
-    );
+  /** One platform call with its retries, each attempt and outcome recorded (./recorded-call.ts). */
+  private async call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number, opts: { retryMaybeApplied?: boolean } = {}): Promise<ApiResult<T>> {
+    const res = await recordedCall(this.calls, facts, attempt, minRetryGapMs, opts.retryMaybeApplied);
+    // The place refuses the bot for good (it was removed, the chat is gone): the rest of the reply is not tried there.
+    if (!res.ok && res.failure.placeGone) this.close();
+    return res;
   }
 
   /** A wait that ends early when the session is abandoned. */

@@ -178,6 +178,11 @@ export interface ApiFailure {
    * no draft to edit: the text goes whole at the end): recorded as failed, never as given up.
    */
   continuesAs?: string;
+  /**
+   * The place the reply goes refuses the bot for good (the bot was removed from the chat, the chat or channel is gone or
+   * archived): no later call of this reply could be made there, so none is (the next run's reply tries again).
+   */
+  placeGone?: boolean;
 }
 export type ApiResult<T> = { ok: true; value: T } | { ok: false; failure: ApiFailure };
 

@@ -27,6 +27,14 @@ const followupsOf = new Map<string, number>();
 /** Interaction tokens whose follow-ups spend their bucket (`X-RateLimit-Remaining: 0`, reset after 0.6 s): one sooner is a 429. */
 const bucketedTokens = new Set<string>();
 const bucketResetAt = new Map<string, number>();
+/**
+ * Interaction tokens whose "thinking…" was deleted: Discord answers their response's edit and follow-ups "Unknown
+ * Message" (404, 10008); and ones whose response is deleted once their first write lands. Channel messages
+ * (`{channel}/{id}`) deleted too.
+ */
+const deletedResponses = new Set<string>();
+const deletingResponses = new Set<string>();
+const deletedChannelMessages = new Set<string>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -52,6 +60,7 @@ function discordApi(call: PlatformCall): FakeReply | Promise<FakeReply> {
       return history ? { json: history.filter((m) => BigInt(String(m.id)) > BigInt(call.query.get("after") ?? "0")) } : { status: 403, json: { message: "Missing Access", code: 50001 } };
     }
     if (call.method === "POST" && !ch[2]) return { json: { id: `channel_msg_${++channelMessages}`, channel_id: ch[1], content: call.body?.content } };
+    if (call.method === "PATCH" && ch[2] && deletedChannelMessages.has(`${ch[1]}/${ch[2]}`)) return { status: 404, json: { message: "Unknown Message", code: 10008 } };
     if (call.method === "PATCH" && ch[2] && throttledEdits.delete(ch[2])) return { status: 429, json: { message: "You are being rate limited.", retry_after: 0.3, global: false } };
     if (call.method === "PATCH" && ch[2]) return { json: { id: ch[2], channel_id: ch[1], content: call.body?.content } };
     return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
@@ -60,6 +69,8 @@ function discordApi(call: PlatformCall): FakeReply | Promise<FakeReply> {
   if (!m || m[1] !== APPLICATION_ID) return { status: 404, json: { message: "Unknown Webhook", code: 10015 } };
   if (expiredTokens.has(m[2])) return { status: 401, json: { message: "Invalid Webhook Token", code: 50027 } };
   if (expiringTokens.delete(m[2])) expiredTokens.add(m[2]);
+  if (deletedResponses.has(m[2]) && (call.method === "POST" || m[3] === "@original")) return { status: 404, json: { message: "Unknown Message", code: 10008 } };
+  if (deletingResponses.delete(m[2])) deletedResponses.add(m[2]);
   if (throttledTokens.delete(m[2])) return { status: 429, headers: { "retry-after": "1" }, json: { message: "You are being rate limited.", retry_after: 0.3, global: false } };
   if (call.method === "PATCH" && m[3] === "@original" && gatewayTimeouts.delete(m[2])) return { status: 504, json: { message: "upstream timeout" } };
   if (call.method === "POST" && userInstallTokens.has(m[2])) {
@@ -658,13 +669,14 @@ describe("Discord: a file over the upload limit", () => {
   });
 });
 
+const channelWrites = (since: number) => fake.calls.filter((c) => c.path.startsWith("/channels/") && c.method !== "GET" && c.at >= since);
+const deliveryRecords = async (runId: string) =>
+  (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type IN ('delivery.succeeded', 'delivery.failed') ORDER BY seq", [runId])).map((r) => [
+    r.event_type,
+    JSON.parse(r.data_json).operation,
+  ]);
+
 describe("Discord: answers after the interaction token expires", () => {
-  const channelWrites = (since: number) => fake.calls.filter((c) => c.path.startsWith("/channels/") && c.method !== "GET" && c.at >= since);
-  const deliveryRecords = async (runId: string) =>
-    (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type IN ('delivery.succeeded', 'delivery.failed') ORDER BY seq", [runId])).map((r) => [
-      r.event_type,
-      JSON.parse(r.data_json).operation,
-    ]);
 
   it("continues in the interaction's channel with the bot token, text and files, once Discord refuses the token (new messages when the placeholder cannot be found)", async () => {
     const since = Date.now();
@@ -766,5 +778,49 @@ describe("Discord: answers after the interaction token expires", () => {
     expect(edits.every((w) => w.method === "PATCH" && w.path === "/channels/C22/messages/original_msg")).toBe(true);
     expect(edits.length).toBeGreaterThan(1);
     expect((await deliveryRecords(runId)).filter(([t]) => t === "delivery.failed")).toEqual([]);
+  });
+});
+
+describe("Discord: answers whose “thinking…” was deleted meanwhile (discord/discord-api-docs#3087)", () => {
+  it("continues in the interaction's channel with the bot token, text and files, not looking for the deleted placeholder", async () => {
+    const since = Date.now();
+    const i = command("attach gone.png", { channel_id: "C31", channel: { id: "C31", type: 0 } });
+    deletedResponses.add(i.token);
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const writes = await waitFor(() => channelWrites(since).length >= 2 && channelWrites(since), 15_000, "the channel messages");
+    expect(writesFor(i).map((w) => [w.method, w.reply?.status])).toEqual([["PATCH", 404]]);
+    expect(writes[0]).toMatchObject({ method: "POST", path: "/channels/C31/messages", body: { content: "here is gone.png", allowed_mentions: { parse: [] } } });
+    expect(writes[0].headers.authorization).toBe(`Bot ${BOT_TOKEN}`);
+    expect(writes[1]).toMatchObject({ method: "POST", path: "/channels/C31/messages" });
+    expect((await fileOf(await formOf(writes[1]), "files[0]")).bytes.equals(ANSWER_FILE)).toBe(true);
+    expect(fake.calls.filter((c) => c.method === "GET" && c.path === "/channels/C31/messages")).toEqual([]);
+    const runId = contextFor("attach gone.png")[0].run_id;
+    await host.waitForRun(runId);
+    expect(await waitFor(async () => (await deliveryRecords(runId)).length >= 2 && deliveryRecords(runId))).toEqual([
+      ["delivery.succeeded", "send"],
+      ["delivery.succeeded", "send_file"],
+    ]);
+  });
+
+  it("a stream whose message was deleted mid-way ends in the channel as a new message with exactly the final text", async () => {
+    const since = Date.now();
+    const i = command("stream alpha beta gamma delta epsilon zeta", { channel_id: "C32", channel: { id: "C32", type: 0 } });
+    deletingResponses.add(i.token);
+    deletedChannelMessages.add("C32/original_msg");
+    expect((await post(i)).body).toEqual({ type: 5 });
+    const runId = await waitFor(() => contextFor("stream alpha beta gamma delta epsilon zeta")[0]?.run_id);
+    await host.waitForRun(runId);
+    const final = "alpha beta gamma delta epsilon zeta";
+    await waitFor(() => channelWrites(since).some((w) => w.method === "POST"), 15_000, "the answer in the channel");
+    // The first write showed the draft; the response's edit was then refused (deleted), and its copy in the channel too.
+    expect(writesFor(i).map((w) => [w.method, w.reply?.status ?? 200])).toEqual([
+      ["PATCH", 200],
+      ["PATCH", 404],
+    ]);
+    expect(channelWrites(since).filter((w) => w.method === "POST").map((w) => [w.path, w.body.content])).toEqual([["/channels/C32/messages", final]]);
+    expect((await waitFor(async () => (await deliveryRecords(runId)).at(-1)?.[1] === "send" && deliveryRecords(runId))).filter(([t]) => t === "delivery.succeeded")).toEqual([
+      ["delivery.succeeded", "send"],
+      ["delivery.succeeded", "send"],
+    ]);
   });
 });

@@ -29,6 +29,8 @@ const cardSchemas = new Map<string, string>();
 const refusingMarkdown = new Set<string>();
 /** Messages their users recalled: Lark refuses a reply to them (400, 230011). */
 const recalledMessages = new Set<string>();
+/** Messages whose replies Lark refuses for where they are: deleted (230110), or in a chat the bot was removed from (230002). */
+const refusedReplies = new Map<string, { code: number; msg: string }>();
 /** Messages the API gives by id (GET im/v1/messages/{id}), as Lark answers them: any other is refused for want of permission. */
 const readableMessages = new Map<string, Record<string, unknown>>();
 /** Words the tenant's content check (DLP) refuses in any message the bot posts or patches (400, 230028). */
@@ -69,6 +71,8 @@ function larkApi(call: PlatformCall): FakeReply {
   if (reply && call.method === "POST") {
     if (recalledMessages.has(reply[1])) return { status: 400, json: { code: 230011, msg: "The message is recalled." } };
     if (String(call.body?.content).includes(DLP_WORD)) return DLP_REFUSAL;
+    const refusedReply = refusedReplies.get(reply[1]);
+    if (refusedReply) return { status: 400, json: refusedReply };
     const throttled = throttledMessages.get(reply[1]);
     if (throttled && throttledMessages.delete(reply[1])) return { status: throttled.status, headers: { "x-ogw-ratelimit-reset": "1" }, json: { code: throttled.code, msg: "request trigger frequency limit" } };
     const refused = refusedContent(call, call.body.msg_type, refusingMarkdown.has(reply[1]));
@@ -704,6 +708,31 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
       expect(notices).toHaveLength(1);
       for (const call of fake.calls.filter((c) => statusOf(c) === 200)) expect(String(call.body?.content ?? "")).not.toContain(DLP_WORD);
     }
+  });
+
+  it("answers a message deleted (not recalled) once its runner had it in the chat, as a recalled one", async () => {
+    const ev = received("oc_deleted", { text: "deleted meanwhile" });
+    refusedReplies.set(ev.event.message.message_id, { code: 230110, msg: "Action unavailable as the message has been deleted." });
+    await postPlain(ev);
+    const posted = await waitFor(() => fake.calls.find((c) => c.path === "/open-apis/im/v1/messages" && c.body?.receive_id === "oc_deleted"), 15_000, "the answer in the chat");
+    expect(posted.body).toMatchObject({ msg_type: "text", content: JSON.stringify({ text: "echo: deleted meanwhile" }) });
+    expect(repliesTo(ev.event.message.message_id).map(statusOf)).toEqual([400]);
+  });
+
+  it("stops a reply at the first refusal of a chat that removed the bot: its other parts are not tried, and it is recorded once", async () => {
+    // Three parts.
+    const ev = received("oc_removed", { text: "long 20001" });
+    refusedReplies.set(ev.event.message.message_id, { code: 230002, msg: "The bot can not be outside the group." });
+    await postPlain(ev);
+    const runId = (await waitFor(() => contextFor("long 20001")[0], 15_000, "the run")).run_id;
+    await host.waitForRun(runId);
+    const failuresOf = async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId])).map((r) => JSON.parse(r.data_json));
+    await waitFor(async () => (await failuresOf()).length > 0, 15_000, "the refusal's record");
+    // Settled: nothing more is tried after the one refusal.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(repliesTo(ev.event.message.message_id).map(statusOf)).toEqual([400]);
+    expect(fake.calls.filter((c) => c.body?.receive_id === "oc_removed")).toEqual([]);
+    expect(await failuresOf()).toEqual([expect.objectContaining({ operation: "send", part: 1, code: "lark_230002", will_retry: false })]);
   });
 
   it("never lends a bot of the same app the tenant token another bot's secret fetched: a wrong app secret fails its replies", async () => {

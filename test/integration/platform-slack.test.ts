@@ -12,6 +12,8 @@ const FILE = new Uint8Array([0x25, 0x50, 0x44, 0x46, 9, 8, 7]);
 const throttledChannels = new Set<string>();
 /** Channels whose first chat.postMessage the fake answers `internal_error`: Slack says the post may have happened anyway. */
 const failingChannels = new Set<string>();
+/** Channels archived while their runs went on: Slack refuses every post there with `is_archived`. */
+const archivedChannels = new Set<string>();
 /** A channel id and an error name as a forger would write them: each would start a log line that reads as the host's. */
 const FORGED_LINE = "run run_forged: completed";
 const FORGED_CHANNEL = `CFORGED\n${FORGED_LINE}`;
@@ -45,6 +47,7 @@ function slackApi(call: PlatformCall): FakeReply {
   if (call.path === "/chat.postMessage") {
     if (throttledChannels.delete(call.body.channel)) return { status: 429, headers: { "retry-after": "1" }, json: { ok: false, error: "ratelimited" } };
     if (failingChannels.delete(call.body.channel)) return { json: { ok: false, error: "internal_error" } };
+    if (archivedChannels.has(call.body.channel)) return { json: { ok: false, error: "is_archived" } };
     // A crafted channel, refused with an error name that holds a line break too: both reach the host's log lines.
     if (String(call.body.channel).startsWith(FORGED_CHANNEL)) return { json: { ok: false, error: `channel_not_found\n${FORGED_LINE}` } };
     return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
@@ -255,6 +258,27 @@ describe("Slack: Events API in, Web API out", () => {
     const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
     expect(JSON.parse(failed.data_json)).toMatchObject({ operation: "send", code: "slack_internal_error", will_retry: false });
     expect(postsTo("C710")).toHaveLength(1);
+  });
+
+  it("stops a reply at the first refusal of a channel archived meanwhile: its other parts and its file are not tried, and it is recorded once", async () => {
+    archivedChannels.add("C-ARCHIVED");
+    // Three parts, then a text and a file.
+    await post(callback(message("C-ARCHIVED", "long 8501")));
+    await post(callback(message("C-ARCHIVED", "attach archived.pdf")));
+    const runIds = await waitFor(() => {
+      const ids = ["long 8501", "attach archived.pdf"].map((text) => contextFor(text)[0]?.run_id);
+      return ids.every(Boolean) && ids;
+    });
+    const failuresOf = async (runId: string) => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId])).map((r) => JSON.parse(r.data_json));
+    for (const runId of runIds) {
+      await host.waitForRun(runId);
+      await waitFor(async () => (await failuresOf(runId)).length > 0, 15_000, "the refusal's record");
+    }
+    // Settled: nothing more is tried after each reply's one refusal.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(postsTo("C-ARCHIVED").map((p) => p.body.text.slice(0, 18))).toEqual(["line 1 abcdefghija", "here is archived.p"]);
+    expect(fake.callsTo(/^\/files\.getUploadURLExternal$/).filter((c) => new URLSearchParams(c.raw).get("filename") === "archived.pdf")).toEqual([]);
+    for (const runId of runIds) expect(await failuresOf(runId)).toEqual([expect.objectContaining({ operation: "send", part: 1, code: "slack_is_archived", will_retry: false })]);
   });
 
   it("logs a channel id and Slack's error name escaped, each on the host's own line: a crafted one forges no line", async () => {

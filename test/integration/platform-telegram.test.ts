@@ -15,6 +15,8 @@ const throttledChats = new Map<string, number>();
 const LEAKY_CHAT = "-666";
 /** A private chat whose user blocked the bot: Telegram refuses every send there with 403. */
 const BLOCKED_CHAT = "4242";
+/** A group that removed the bot while its runs went on: Telegram refuses every call there with 403. */
+const KICKED_CHAT = "-1001999";
 /** A group upgraded to a supergroup: Telegram refuses sends there and names the new chat. */
 const UPGRADED_GROUP = "-102700";
 const ITS_SUPERGROUP = "-1001027000001";
@@ -64,6 +66,7 @@ function telegramApi(call: PlatformCall): FakeReply {
   if (htmlProblem !== null) return { status: 400, json: { ok: false, error_code: 400, description: `Bad Request: can't parse entities: ${htmlProblem}` } };
   const upgrade = upgrades.get(chat);
   if (upgrade?.sendsLeft === 0) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: Number(upgrade.to) } } };
+  if (chat === KICKED_CHAT) return { status: 403, json: { ok: false, error_code: 403, description: "Forbidden: bot was kicked from the supergroup chat" } };
   if (method === "sendMessage") {
     if (upgrade) upgrade.sendsLeft--;
     if (chat === BLOCKED_CHAT) return { status: 403, json: { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" } };
@@ -422,6 +425,29 @@ describe("Telegram: webhook in, reply out", () => {
       code: "telegram_403",
       error: "Forbidden: bot was blocked by the user",
     });
+  });
+
+  it("stops a reply at the first refusal of a group that removed the bot: its other parts and its files are not tried, and it is recorded once", async () => {
+    // Three parts, then a text and a file.
+    await post(update(KICKED_CHAT, { text: "long 9001" }));
+    await post(update(KICKED_CHAT, { text: "attach kicked.pdf" }));
+    const runIds = await waitFor(() => {
+      const ids = ["long 9001", "attach kicked.pdf"].map((text) => contextFor(text)[0]?.run_id);
+      return ids.every(Boolean) && ids;
+    });
+    const failuresOf = async (runId: string) => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId])).map((r) => JSON.parse(r.data_json));
+    for (const runId of runIds) {
+      await host.waitForRun(runId);
+      await waitFor(async () => (await failuresOf(runId)).length > 0, 15_000, "the refusal's record");
+    }
+    // Settled: nothing more is tried after each reply's one refusal.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const calls = fake.calls.filter((c) => String(c.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(c.raw)?.[1]) === KICKED_CHAT);
+    expect(calls.map((c) => [c.path.split("/").pop(), c.body?.text])).toEqual([
+      ["sendMessage", expect.stringMatching(/^line 1 /)],
+      ["sendMessage", "here is kicked.pdf"],
+    ]);
+    for (const runId of runIds) expect(await failuresOf(runId)).toEqual([expect.objectContaining({ operation: "send", part: 1, status: 403, code: "telegram_403", error: "Forbidden: bot was kicked from the supergroup chat", will_retry: false })]);
   });
 
   it("delivers a welcome for a join to the chat and topic, quoting nothing", async () => {

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
+import { formOf, startFakePlatform, telegramBotApi, waitFor, type PlatformCall } from "../support/fake-platform";
 import { callHostApi } from "../support/host-api";
 import { startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -22,9 +22,25 @@ let tgBot: { bot_id: string; webhook_url: string };
 let slackBot: { bot_id: string; webhook_url: string };
 const seen = new Map<string, any>();
 let slackTs = 1_700_000_000;
+/** Forum topics Telegram refuses posts in: deleted ("message thread not found") or closed; chats whose General topic is closed too. */
+const deletedTopics = new Set<number>();
+const closedTopics = new Set<number>();
+const closedGenerals = new Set<string>();
+/** A post's fields: its JSON, or an upload's form. */
+const fieldsOf = async (call: PlatformCall): Promise<Record<string, unknown>> => call.body ?? Object.fromEntries(await formOf(call));
+const tgBotApi = telegramBotApi(TG_TOKEN);
+async function telegramApi(call: PlatformCall) {
+  if (/\/send(Message|Photo|Document)$/.test(call.path)) {
+    const fields = await fieldsOf(call);
+    const topic = fields.message_thread_id === undefined ? null : Number(fields.message_thread_id);
+    if (topic !== null && deletedTopics.has(topic)) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: message thread not found" } };
+    if (topic === null ? closedGenerals.has(String(fields.chat_id)) : closedTopics.has(topic)) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: TOPIC_CLOSED" } };
+  }
+  return tgBotApi(call);
+}
 
 beforeAll(async () => {
-  tg = await startFakePlatform(telegramBotApi(TG_TOKEN));
+  tg = await startFakePlatform(telegramApi);
   slack = await startFakePlatform((call) => (call.path === "/chat.postMessage" ? { json: { ok: true, ts: `${++slackTs}.000100` } } : { json: { ok: true } }));
   runner = await startAdHocRunner({
     name: "threads",
@@ -37,7 +53,10 @@ beforeAll(async () => {
       const n = (count.body.data?.value ?? 0) + 1;
       await api("state.set", { scope: "conversation", key: "count", value: n });
       seen.set(ctx.input.text, { ctx, history: history.body.data?.items?.map((i: any) => i.content), count: n });
-      resultWriter(res, ctx.run_id).reply(`re ${ctx.input.text}`);
+      const w = resultWriter(res, ctx.run_id);
+      // `… with a file`: the answer brings a file too.
+      if (String(ctx.input.text).endsWith("with a file")) w.send("artifact.created", { artifact_type: "file", mime_type: "text/plain", name: "notes.txt", content_base64: Buffer.from("notes").toString("base64") });
+      w.reply(`re ${ctx.input.text}`);
     },
   });
   host = await startTestHost();
@@ -93,6 +112,60 @@ describe("Telegram forum topics are conversations of their own", () => {
     expect(sendsIn(11)).toEqual(["re topic A one", "re topic A two"]);
     expect(sendsIn(22)).toEqual(["re topic B one"]);
     expect(await transcript({ conversation_id: String(chat), bot_id: tgBot.bot_id, thread_id: "22" })).toEqual(["re topic B one", "topic B one"]);
+  });
+});
+
+describe("a forum topic gone while its run went on (README: Delivery)", () => {
+  const postsIn = (chat: number) => tg.calls.filter((c) => /\/send(Message|Photo|Document)$/.test(c.path) && c.reply && String(c.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(c.raw)?.[1]) === String(chat));
+  const deliveries = async (runId: string) =>
+    (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type IN ('delivery.succeeded', 'delivery.failed') ORDER BY seq", [runId])).map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) }));
+  /** Each post in the chat: its method, the status it was answered, and its fields. */
+  const shown = async (chat: number) => Promise.all(postsIn(chat).map(async (c): Promise<Record<string, unknown>> => ({ method: c.path.split("/").pop(), status: c.reply!.status ?? 200, ...(await fieldsOf(c)) })));
+
+  it("deleted: the answer and its file go to the chat instead, after a line saying why, quoting nothing", async () => {
+    const chat = -100991;
+    deletedTopics.add(44);
+    const run = await telegram(chat, "gone topic with a file", { message_thread_id: 44, is_topic_message: true });
+    await waitFor(() => postsIn(chat).length >= 4, 15_000, "the answer in the chat");
+    const posts = await shown(chat);
+    expect(posts.map((p) => [p.method, p.status, p.message_thread_id ?? null, p.text ?? null])).toEqual([
+      ["sendMessage", 400, 44, "re gone topic with a file"],
+      ["sendMessage", 200, null, "(The topic this answers no longer exists: the answer is here instead.)"],
+      ["sendMessage", 200, null, "re gone topic with a file"],
+      ["sendDocument", 200, null, null],
+    ]);
+    expect(posts.slice(1).every((p) => p.reply_parameters === undefined)).toBe(true);
+    await host.waitForRun(run.ctx.run_id);
+    const records = await waitFor(async () => ((await deliveries(run.ctx.run_id)).length >= 2 ? deliveries(run.ctx.run_id) : false), 15_000, "the delivery records");
+    expect(records.map((r) => [r.type, r.operation])).toEqual([
+      ["delivery.succeeded", "send"],
+      ["delivery.succeeded", "send_file"],
+    ]);
+  });
+
+  it("closed: the answer goes to the chat, saying the topic is closed; with the chat's General topic closed too, it is refused once and tried no more", async () => {
+    closedTopics.add(55);
+    await telegram(-100992, "closed topic", { message_thread_id: 55, is_topic_message: true });
+    await waitFor(() => postsIn(-100992).length >= 3, 15_000, "the answer in the chat");
+    expect((await shown(-100992)).map((p) => [p.status, p.message_thread_id ?? null, p.text])).toEqual([
+      [400, 55, "re closed topic"],
+      [200, null, "(The topic this answers is closed: the answer is here instead.)"],
+      [200, null, "re closed topic"],
+    ]);
+
+    closedTopics.add(66);
+    closedGenerals.add("-100993");
+    const run = await telegram(-100993, "closed everywhere with a file", { message_thread_id: 66, is_topic_message: true });
+    await host.waitForRun(run.ctx.run_id);
+    const records = await waitFor(async () => ((await deliveries(run.ctx.run_id)).length >= 1 ? deliveries(run.ctx.run_id) : false), 15_000, "the delivery record");
+    // Settled: nothing more is tried after the one refusal.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await shown(-100993)).map((p) => [p.method, p.status, p.message_thread_id ?? null])).toEqual([
+      ["sendMessage", 400, 66],
+      ["sendMessage", 400, null],
+    ]);
+    expect(await deliveries(run.ctx.run_id)).toEqual([expect.objectContaining({ type: "delivery.failed", operation: "send", code: "telegram_400", error: "Bad Request: TOPIC_CLOSED", will_retry: false })]);
+    expect(records).toHaveLength(1);
   });
 });
 

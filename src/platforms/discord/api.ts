@@ -5,7 +5,9 @@
  * A run queued or running past those 15 minutes would lose its answer: once
  * Discord refuses the token, the reply continues in the interaction's channel
  * under the bot token, and its first message replaces the "thinking…"
- * placeholder, found among the channel's messages by its interaction's id. Where the channel will not do (an app
+ * placeholder, found among the channel's messages by its interaction's id. A reply whose "thinking…" (or first message)
+ * was deleted meanwhile, after which Discord takes nothing more by the token, continues there too, as new messages.
+ * Where the channel will not do (an app
  * installed only to the user, an ephemeral answer, a channel that refuses the bot), it continues in a DM to the user
  * instead (./dm.ts). Rate limits answer 429 with `retry_after` (seconds, fractional) in the body; a route's bucket spent is waited out before its
  * next call (./route-limits.ts). An app installed only to the user has 5 follow-ups per interaction (./followup-limit.ts).
@@ -36,6 +38,12 @@ type Content = string | OutgoingFile;
 
 /** Discord's answers for an interaction token it no longer honours (expired after 15 minutes, or unknown). */
 const EXPIRED_TOKEN_CODES = new Set([50027, 10015]);
+/**
+ * Discord's "Unknown Message" (404): on the deferred response's edit or a follow-up, the "thinking…" message (or the
+ * answer's first message) was deleted, and Discord then takes nothing more by the interaction's token (its follow-ups
+ * included: discord/discord-api-docs#3087). On an edit of a follow-up by its id, only that message is gone.
+ */
+const UNKNOWN_MESSAGE = 10008;
 /** Reads of the channel's history for the placeholder that may fail for now (rate limited, unavailable) before the answer is a new message. */
 const PLACEHOLDER_SEARCHES = 2;
 
@@ -83,7 +91,8 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     // The interaction token is a credential of its own, not the bot's: an answer quoting the URL must not carry it on.
     const message = typeof data.message === "string" ? scrubSecrets(data.message, interactionSecrets) : `HTTP ${status}`;
     const retryAfterMs = retryAfterOf(data, headers);
-    const code = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404) ? "discord_interaction_expired" : refusalCode(status, data);
+    const expired = EXPIRED_TOKEN_CODES.has(data.code as number) && (status === 401 || status === 404);
+    const code = expired ? "discord_interaction_expired" : status === 404 && data.code === UNKNOWN_MESSAGE ? "discord_unknown_message" : refusalCode(status, data);
     if (data.code === MAX_FOLLOWUPS_CODE && status === 400) return followupLimitFailure(status);
     return { ok: false, failure: failureOfStatus(status, code, message, retryAfterMs) };
   }
@@ -106,11 +115,16 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     return status >= 200 && status < 300 ? { ok: true, value: data } : failureOf(status, replyHeaders, data);
   }
 
-  /** A webhook write, unless the token is refused and there is a place to continue in: then `null`, and that place takes over. */
+  /**
+   * A webhook write, unless the token is refused, or the interaction's response was deleted, and there is a place to
+   * continue in: then `null`, and that place takes over (a deleted "thinking…" is not looked for).
+   */
   async function viaWebhook(method: string, url: string, content: Content): Promise<ApiResult<Record<string, unknown>> | null> {
     if (viaChannel) return null;
     const res = await call(method, url, content);
-    if (res.ok || res.failure.code !== "discord_interaction_expired" || !canContinue) return res;
+    const deleted = !res.ok && res.failure.code === "discord_unknown_message" && (method === "POST" || url.endsWith(`/messages/${ORIGINAL}`));
+    if (res.ok || !canContinue || (res.failure.code !== "discord_interaction_expired" && !deleted)) return res;
+    if (deleted) placeholder = null;
     viaChannel = true;
     return null;
   }

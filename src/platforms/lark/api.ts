@@ -11,6 +11,7 @@ import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFil
 import { scrubSecrets } from "../redact";
 import { mediaEssence, UploadForm, uploadTimeoutMs } from "../upload";
 import { larkContent, type LarkContent } from "./content";
+import { chatRefusal, messageGone } from "./gone";
 
 export interface LarkCredentials extends Record<string, string> {
   app_id: string;
@@ -107,8 +108,6 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
 
 /** Lark's refusal of a card it cannot build ("Failed to create card content": more tables than it takes, say). */
 const CARD_REFUSED = "lark_230099";
-/** "The message is recalled.": the message named was withdrawn by its sender (or an admin). */
-const RECALLED = "lark_230011";
 /** "The messages do NOT pass the audit": the tenant's content check (DLP) refused what the message says. */
 const CONTENT_REFUSED = "lark_230028";
 /** Said in the chat, once per run, in place of what the content check refused: its words are the host's, so they pass. */
@@ -144,8 +143,9 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
     return typeof given === "string" ? { ok: true, value: given } : { ok: false, failure: { kind: "permanent", status: 200, code: "lark_no_key", message: "the upload answered without a key" } };
   }
   /**
-   * The message replied to. Recalled before the answer came (230011), as README promises an answer to a message its
-   * runner had: its topic thread's root (in the thread), else the chat as a new message; for every send after it too.
+   * The message replied to. Gone before the answer came (recalled, deleted: ./gone.ts), as README promises an answer to
+   * a message its runner had: its topic thread's root (in the thread), else the chat as a new message; for every send
+   * after it too.
    */
   let replyTo = target.replyToMessageId;
   let withheldSaid = false;
@@ -167,14 +167,15 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
       replyTo === null
         ? await api.call("POST", "/open-apis/im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: msgType, content, uuid })
         : await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(replyTo)}/reply`, { msg_type: msgType, content, reply_in_thread: target.replyInThread, uuid });
-    if (!res.ok && res.failure.code === RECALLED && replyTo !== null) {
+    const gone = res.ok || replyTo === null ? null : messageGone(res.failure);
+    if (gone !== null && replyTo !== null) {
       const root = target.threadRootId ?? null;
-      console.warn(`lark bot ${bot.botId}: message ${loggedId(replyTo)} was recalled; the answer goes to ${root !== null && root !== replyTo ? `its thread's root ${loggedId(root)}` : `chat ${loggedId(target.chatId)}`}`);
+      console.warn(`lark bot ${bot.botId}: message ${loggedId(replyTo)} is ${gone}; the answer goes to ${root !== null && root !== replyTo ? `its thread's root ${loggedId(root)}` : `chat ${loggedId(target.chatId)}`}`);
       replyTo = root !== replyTo ? root : null;
       return post(msgType, content);
     }
     if (!res.ok && res.failure.code === CONTENT_REFUSED && !withheldSaid) return saidWithheld(res);
-    if (!res.ok) return res;
+    if (!res.ok) return chatRefusal(res);
     sent++;
     return { ok: true, value: String(res.value.message_id) };
   }
@@ -208,7 +209,7 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
     async edit(messageId, text) {
       const body = contentOf(text, true);
       const res = await api.call("PATCH", `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}`, { content: body.content });
-      return res.ok ? { ok: true, value: undefined } : plainNext(res, text, body);
+      return res.ok ? { ok: true, value: undefined } : plainNext(chatRefusal(res), text, body);
     },
   };
 }

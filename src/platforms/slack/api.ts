@@ -38,6 +38,8 @@ export async function slackCall(bot: Bot<SlackCredentials>, method: string, para
 
 /** Slack's answers for a channel the bot may not post in: not a member (a channel it was never invited to), or none it can see (a DM between people, a private channel). */
 const NOT_POSTABLE = new Set(["slack_not_in_channel", "slack_channel_not_found"]);
+/** Slack's answer for a channel archived meanwhile: an archived channel is read-only, to the bot and a response_url alike. */
+const ARCHIVED = "slack_is_archived";
 /** How a message posted by the response_url is named: Slack gives it no ts, and it cannot be edited. */
 const BY_RESPONSE_URL = "response_url:";
 
@@ -51,6 +53,12 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
   /** Slack refused the channel once: the rest of the answer goes by the response_url without asking again. */
   let viaResponseUrl = false;
   let posted = 0;
+  /**
+   * A refusal no later call of the reply escapes, flagged for the session (the rest is not tried): the channel archived,
+   * or one the bot was removed from or cannot see, when there is no response_url to go on by.
+   */
+  const placeGone = <T>(res: ApiResult<T>): ApiResult<T> =>
+    res.ok || !(res.failure.code === ARCHIVED || (responseUrl === null && NOT_POSTABLE.has(res.failure.code))) ? res : { ok: false, failure: { ...res.failure, placeGone: true } };
   async function byResponseUrl(text: string): Promise<ApiResult<string>> {
     const res = await postToResponseUrl(responseUrl!, { response_type: "in_channel", text: slackText(text, format) }, timeoutMs);
     return res.ok ? { ok: true, value: `${BY_RESPONSE_URL}${++posted}` } : res;
@@ -60,7 +68,7 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
       if (viaResponseUrl && !editable) return byResponseUrl(text);
       const res = await slackCall(bot, "chat.postMessage", { channel: target.channel, text: slackText(text, format), ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }, timeoutMs);
       if (res.ok) return { ok: true, value: String(res.value.ts) };
-      if (responseUrl === null || !NOT_POSTABLE.has(res.failure.code)) return res;
+      if (responseUrl === null || !NOT_POSTABLE.has(res.failure.code)) return placeGone(res);
       viaResponseUrl = true;
       // A draft posted there would stay as it is, and spend one of the URL's five posts: it waits for the whole text.
       if (editable) return { ok: false, failure: { ...res.failure, continuesAs: "response_url" } };
@@ -69,7 +77,7 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
     async edit(messageId, text) {
       if (messageId.startsWith(BY_RESPONSE_URL)) return { ok: false, failure: { kind: "permanent", status: null, code: "slack_response_url_no_edit", message: "a message posted by a response_url cannot be edited" } };
       const res = await slackCall(bot, "chat.update", { channel: target.channel, ts: messageId, text: slackText(text, format) }, timeoutMs);
-      return res.ok ? { ok: true, value: undefined } : res;
+      return res.ok ? { ok: true, value: undefined } : placeGone(res);
     },
     /**
      * Slack's three steps: an upload URL for the file, its bytes posted there, then the file shared in the channel (or
@@ -89,7 +97,7 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
         new URLSearchParams({ files: JSON.stringify([{ id: fileId, title: file.name }]), channel_id: target.channel, ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }),
         timeoutMs,
       );
-      return shared.ok ? { ok: true, value: fileId } : shared;
+      return shared.ok ? { ok: true, value: fileId } : placeGone(shared);
     },
   };
 }

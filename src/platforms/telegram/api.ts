@@ -4,10 +4,12 @@
  * Every answer is `{ok, result}` or
  * `{ok: false, error_code, description, parameters: {retry_after}}`.
  */
-import { asRecord, callPlatform, mayHaveApplied, requestInit } from "../http";
+import { loggedId } from "../../lib/log-text";
+import { asRecord, callPlatform, mayHaveApplied, repeatable, requestInit } from "../http";
 import type { ApiResult, Bot, ChatMove, DeliveryTarget, Messenger, TextFormat } from "../types";
 import { mediaEssence, UploadForm, uploadTimeoutMs } from "../upload";
 import { telegramHtml } from "./markdown";
+import { chatRefusal, TOPIC_NOTES, topicRefusal } from "./topic-gone";
 
 export interface TelegramCredentials extends Record<string, string> {
   bot_token: string;
@@ -96,16 +98,35 @@ export function telegramMessenger(
     await onChatMoved?.({ from, to: chatId });
     return true;
   };
-  /** A post refused for the move is made again in the new chat. */
+  /** The topic refused the answer (./topic-gone.ts): the rest goes to the chat itself, after the line saying why. */
+  let leftTopic = false;
+  let noteOwed: string | null = null;
+  /**
+   * A post refused for the move is made again in the new chat; one its topic refused, in the chat. A refusal no later
+   * call escapes is flagged for the session (placeGone).
+   */
   async function inChat(attempt: () => Promise<ApiResult<unknown>>): Promise<ApiResult<unknown>> {
-    const res = await attempt();
-    return (await followed(res)) ? attempt() : res;
+    if (noteOwed !== null) {
+      const noted = await api.call("sendMessage", { chat_id: chatId, text: noteOwed });
+      // Not posted, or maybe posted: the send is tried again, note first; a note twice is better than none.
+      if (!noted.ok) return noted.failure.kind === "permanent" ? { ok: false, failure: chatRefusal(noted.failure, true) } : repeatable(noted);
+      noteOwed = null;
+    }
+    let res = await attempt();
+    if (await followed(res)) res = await attempt();
+    if (res.ok) return res;
+    const refusal = leftTopic || target.messageThreadId === null ? null : topicRefusal(res.failure);
+    if (refusal === null) return { ok: false, failure: chatRefusal(res.failure, leftTopic || target.messageThreadId === null) };
+    console.warn(`telegram bot ${bot.botId}: topic ${target.messageThreadId} of chat ${loggedId(chatId)} refused the answer (${refusal}); it goes to the chat`);
+    [leftTopic, noteOwed] = [true, TOPIC_NOTES[refusal]];
+    return inChat(attempt);
   }
   const place = () => ({
     chat_id: chatId,
-    ...(target.messageThreadId !== null ? { message_thread_id: target.messageThreadId } : {}),
+    ...(target.messageThreadId !== null && !leftTopic ? { message_thread_id: target.messageThreadId } : {}),
     // Once the group moved, the message's id names another message in the supergroup (or none): nothing is quoted.
-    ...(target.replyToMessageId !== null && !replied && chatId === target.chatId ? { reply_parameters: { message_id: target.replyToMessageId, allow_sending_without_reply: true } } : {}),
+    // Out of its topic, a reply to it would go back there.
+    ...(target.replyToMessageId !== null && !replied && !leftTopic && chatId === target.chatId ? { reply_parameters: { message_id: target.replyToMessageId, allow_sending_without_reply: true } } : {}),
   });
   const sent = (res: ApiResult<unknown>): ApiResult<string> => {
     if (!res.ok) return res;
@@ -126,7 +147,7 @@ export function telegramMessenger(
       if (file.kind === "image" && file.size <= PHOTO_MAX_BYTES && PHOTO_TYPES.has(mediaEssence(file.mimeType))) {
         const res = await inChat(() => api.call("sendPhoto", form("photo")));
         // A photo Telegram will not take as one (its dimensions, its data) still reaches the chat, as a document.
-        if (res.ok || res.failure.status !== 400) return sent(res);
+        if (res.ok || res.failure.status !== 400 || res.failure.placeGone) return sent(res);
       }
       return sent(await inChat(() => api.call("sendDocument", form("document"))));
     },
@@ -139,7 +160,7 @@ export function telegramMessenger(
       // Editing to the same text is refused with 400 (the same as rendered: a draft's code block still open shows as
       // the block closed does); for us it is done.
       if (!res.ok && res.failure.status === 400 && /message is not modified/i.test(res.failure.message)) return { ok: true, value: undefined };
-      return res.ok ? { ok: true, value: undefined } : plainNext(res, text, body);
+      return res.ok ? { ok: true, value: undefined } : plainNext({ ok: false, failure: chatRefusal(res.failure, false) }, text, body);
     },
   };
 }
