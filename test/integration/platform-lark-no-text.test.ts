@@ -12,13 +12,15 @@ import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type Platf
 const APP_ID = "cli_no_text_0001";
 /** Another app, without the contact permission: its users are shown by number. */
 const NO_CONTACT_APP_ID = "cli_no_contact_0002";
+/** An app whose tenant token the isolate has not fetched yet, and Lark is slow to give. */
+const COLD_APP_ID = "cli_cold_token_0003";
 const VERIFICATION_TOKEN = "lark-no-text-verification";
 const tokenOf = (app: string) => `t-${app}`;
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let runner: Awaited<ReturnType<typeof startChatRunner>>;
-const bots = { main: { id: "", url: "" }, noContact: { id: "", url: "" } };
+const bots = { main: { id: "", url: "" }, noContact: { id: "", url: "" }, cold: { id: "", url: "" } };
 
 const text = (t: string) => JSON.stringify({ text: t });
 function item(id: string, upper: string, sender: string, msgType: string, content: string, extra: Record<string, unknown> = {}) {
@@ -45,13 +47,19 @@ const forwards = new Map<string, unknown[]>([
   ],
   ["om_fwd_many", [forwardItself("om_fwd_many"), ...Array.from({ length: 150 }, (_, i) => item(`om_m${i + 1}`, "om_fwd_many", "ou_ada", "text", text(`message ${i + 1}`)))]],
   ["om_fwd_long", [forwardItself("om_fwd_long"), ...Array.from({ length: 40 }, (_, i) => item(`om_l${i + 1}`, "om_fwd_long", "ou_bob", "text", text(`${i + 1} ${"x".repeat(3_000)}`)))]],
+  ["om_fwd_cold", [forwardItself("om_fwd_cold"), item("om_c1", "om_fwd_cold", "ou_ada", "text", text("read me"))]],
+  // Not a forward: the message a forward replies to, with a file of its own.
+  ["om_parent_cold", [{ ...item("om_parent_cold", "", "ou_bob", "file", JSON.stringify({ file_key: "file_cold", file_name: "cold.pdf" })), upper_message_id: undefined }]],
   ["om_fwd_plain", [forwardItself("om_fwd_plain"), item("om_p1", "om_fwd_plain", "ou_ada", "text", text("hi")), item("om_p2", "om_fwd_plain", "ou_bob", "text", text("hello")), item("om_p3", "om_fwd_plain", "ou_ada", "text", text("bye"))]],
 ]);
 const names: Record<string, string> = { ou_ada: "Ada", ou_bob: "Bob", ou_cy: "Cy" };
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function larkApi(call: PlatformCall): Promise<FakeReply> {
-  if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") return { json: { code: 0, msg: "ok", tenant_access_token: tokenOf(call.body.app_id), expire: 7200 } };
+  if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") {
+    if (call.body.app_id === COLD_APP_ID) await pause(1_800);
+    return { json: { code: 0, msg: "ok", tenant_access_token: tokenOf(call.body.app_id), expire: 7200 } };
+  }
   const app = String(call.headers.authorization).replace(/^Bearer t-/, "");
   if (call.method === "POST" && /\/reply$/.test(call.path)) return { json: { code: 0, msg: "success", data: { message_id: `om_answer_${Date.now()}` } } };
   if (call.method === "GET" && call.path === "/open-apis/contact/v3/users/batch") {
@@ -61,6 +69,9 @@ async function larkApi(call: PlatformCall): Promise<FakeReply> {
   }
   const got = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(call.path);
   if (call.method === "GET" && got?.[1] === "om_fwd_slow") await pause(2_500);
+  // Each read slow, though within the deadline on its own.
+  if (call.method === "GET" && (got?.[1] === "om_fwd_cold" || got?.[1] === "om_parent_cold")) await pause(1_500);
+  if (call.method === "GET" && call.path === "/open-apis/im/v1/messages/om_parent_cold/resources/file_cold") return pause(1_500).then(() => ({ bytes: new Uint8Array([0x25, 0x50, 0x44, 0x46]), headers: { "content-type": "application/pdf" } }));
   if (call.method === "GET" && got?.[1] === "om_fwd_denied") return { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
   if (call.method === "GET" && got && forwards.has(got[1])) return { json: { code: 0, msg: "success", data: { items: forwards.get(got[1]) } } };
   return { status: 404, json: { code: 404, msg: "not found" } };
@@ -70,7 +81,7 @@ beforeAll(async () => {
   fake = await startFakePlatform(larkApi);
   runner = await startChatRunner("lark-no-text");
   host = await startTestHost({ captureLogs: true });
-  for (const [bot, appId] of [[bots.main, APP_ID], [bots.noContact, NO_CONTACT_APP_ID]] as const) {
+  for (const [bot, appId] of [[bots.main, APP_ID], [bots.noContact, NO_CONTACT_APP_ID], [bots.cold, COLD_APP_ID]] as const) {
     const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: appId, app_secret: "lark-no-text-secret", verification_token: VERIFICATION_TOKEN } });
     expect(created.status).toBe(201);
     bot.id = created.body.bot_id;
@@ -85,12 +96,12 @@ afterAll(async () => {
 });
 
 let seq = 0;
-/** Ada's message of `messageType` in `chat`, its content as given (a merged forward's is not JSON). */
-function received(chat: string, messageType: string, content: string, messageId = `om_in_${++seq}`) {
+/** Ada's message of `messageType` in `chat`, its content as given (a merged forward's is not JSON); `parentId`: what it replies to. */
+function received(chat: string, messageType: string, content: string, messageId = `om_in_${++seq}`, parentId?: string) {
   return {
     schema: "2.0",
     header: { event_id: `ev_no_text_${++seq}`, event_type: "im.message.receive_v1", create_time: String(Date.now()), token: VERIFICATION_TOKEN, app_id: APP_ID, tenant_key: "t1" },
-    event: { sender: { sender_id: { open_id: "ou_ada" }, sender_type: "user" }, message: { message_id: messageId, chat_id: chat, chat_type: "p2p", message_type: messageType, content } },
+    event: { sender: { sender_id: { open_id: "ou_ada" }, sender_type: "user" }, message: { message_id: messageId, chat_id: chat, chat_type: "p2p", message_type: messageType, content, ...(parentId ? { parent_id: parentId } : {}) } },
   };
 }
 async function post(payload: unknown, url = bots.main.url) {
@@ -185,5 +196,14 @@ describe("Lark: messages without words", () => {
     expect(took).toBeLessThan(3_000);
     const slow = await runIn("oc_fwd_slow");
     expect(slow.input.text).toBe("[Forwarded messages, not read: not read within Lark's acknowledgement deadline]");
+  });
+
+  it("answers Lark within its 3 s when the tenant token is fetched first and slowly: the forward, the message it replies to and its file share one deadline", async () => {
+    // An isolate that has no token for the app yet: the token alone takes 1.8 s, each read and the file 1.5 s more.
+    const took = await post(received("oc_fwd_cold", "merge_forward", "Merged and Forwarded Message", "om_fwd_cold", "om_parent_cold"), bots.cold.url);
+    expect(took).toBeLessThan(3_000);
+    const ctx = await runIn("oc_fwd_cold");
+    expect(ctx.input.text).toBe("[Forwarded messages, not read: not read within Lark's acknowledgement deadline]");
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: "om_parent_cold", unavailable: "not read within the platform's acknowledgement deadline" });
   });
 });

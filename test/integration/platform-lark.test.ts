@@ -710,6 +710,26 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     }
   });
 
+  it("still tells the chat when Lark rate-limits the content check's notice at first: the refused send is tried again, and the notice with it", async () => {
+    const ev = received("oc_dlp_throttled", { text: `the ${DLP_WORD} totals` });
+    const asked = ev.event.message.message_id;
+    // The answer is refused for what it says; the notice after it, posted at once, meets the chat's limit (230020) once.
+    throttledMessages.set(asked, { status: 400, code: 230020 });
+    expect((await postEncrypted(ev)).status).toBe(200);
+    const notice = "(This answer was withheld: this organization's content policy blocked it.)";
+    const noticeOf = (c: PlatformCall) => statusOf(c) === 200 && c.body.msg_type === "text" && JSON.parse(c.body.content).text === notice;
+    await waitFor(() => repliesTo(asked).some(noticeOf), 15_000, "the notice");
+    const runId = contextFor(`the ${DLP_WORD} totals`)[0].run_id;
+    const refused = await waitFor(async () => {
+      const rows = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]);
+      return rows.map((r) => JSON.parse(r.data_json)).find((r) => r.operation === "send" && r.will_retry === false);
+    }, 15_000, "the refused send");
+    expect(refused).toMatchObject({ code: "lark_230028" });
+    expect(refused.error).toMatch(/\(the chat was told it was withheld: message om_reply_\d+\)$/);
+    await pause(500);
+    expect(repliesTo(asked).filter(noticeOf)).toHaveLength(1);
+  });
+
   it("answers a message deleted (not recalled) once its runner had it in the chat, as a recalled one", async () => {
     const ev = received("oc_deleted", { text: "deleted meanwhile" });
     refusedReplies.set(ev.event.message.message_id, { code: 230110, msg: "Action unavailable as the message has been deleted." });

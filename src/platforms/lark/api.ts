@@ -156,7 +156,13 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
   async function saidWithheld(refusal: { ok: false; failure: ApiFailure }): Promise<ApiResult<string>> {
     withheldSaid = true;
     const notice = await post("text", JSON.stringify({ text: sent > 0 ? PART_WITHHELD_NOTICE : WITHHELD_NOTICE }));
-    return notice.ok ? { ok: false, failure: { ...refusal.failure, message: `${refusal.failure.message} (the chat was told it was withheld: message ${notice.value})` } } : refusal;
+    if (notice.ok) return { ok: false, failure: { ...refusal.failure, message: `${refusal.failure.message} (the chat was told it was withheld: message ${notice.value})` } };
+    if (notice.failure.kind === "permanent") return refusal;
+    // Not posted for now (the chat's rate limit, no answer): the send is tried again when the notice may be, and with
+    // it the notice (a repeat of one that did land has the same uuid: Lark drops it).
+    withheldSaid = false;
+    const { kind, retryAfterMs } = notice.failure;
+    return { ok: false, failure: { ...refusal.failure, kind, retryAfterMs, maybeApplied: false, message: `${refusal.failure.message} (the chat is not told yet: ${notice.failure.message})` } };
   }
   async function post(msgType: string, content: string): Promise<ApiResult<string>> {
     // Lark drops a repeated uuid within an hour: a retried send after a lost answer is not posted twice. The content

@@ -25,9 +25,18 @@ export const LarkMessageSchema = z.looseObject({
 });
 export type LarkMessage = z.infer<typeof LarkMessageSchema>;
 
-/** The message (first) and, for a merge_forward, the messages in it; a failure as Lark's calls fail. */
+/**
+ * The message (first) and, for a merge_forward, the messages in it; a failure as Lark's calls fail. `timeoutMs` bounds
+ * the read and the tenant token it may have to fetch first together: a webhook's reads share Lark's 3 s.
+ */
 export async function getLarkMessage(bot: Bot<LarkCredentials>, messageId: string, timeoutMs: number): Promise<ApiResult<LarkMessage[]>> {
-  const res = await larkApi(bot, timeoutMs).call("GET", `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}`, null);
+  const until = Date.now() + timeoutMs;
+  const token = await larkApi(bot, timeoutMs).tenantToken();
+  if (!token.ok) return token;
+  const left = until - Date.now();
+  if (left <= 0) return { ok: false, failure: { kind: "transient", status: null, code: "timeout", message: `no answer within ${timeoutMs} ms` } };
+  // The token is cached now: the read has what is left.
+  const res = await larkApi(bot, left).call("GET", `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}`, null);
   if (!res.ok) return res;
   // A field sent as null counts as absent, as in an event; an item not of this shape is left out, not the others.
   const given = withoutNulls(res.value).items;
