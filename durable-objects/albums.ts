@@ -37,14 +37,17 @@ function partOf(job: RunJob): AlbumPart {
 /**
  * The items' inputs as one: their texts (a caption) joined, their contents and files in the album's order. The replied
  * message's files, which every item of an album sent as a reply carries, come once: those of the run's own event
- * (`headEventId`, whose `reply_to` names them), else of the first item that has them.
+ * (`headEventId`, whose `reply_to` names them), else of the first item that has them. Each other item's are left out
+ * of its own input only: re-used as stored when the bot received that message, every item names the same artifacts.
  */
 export function albumInput(parts: AlbumPart[], headEventId: string): InputContext {
   const texts = parts.map((p) => p.input.text).filter((t): t is string => typeof t === "string" && t !== "");
   const keeper = parts.find((p) => p.eventId === headEventId && p.replied?.length) ?? parts.find((p) => p.replied?.length);
-  const copies = new Set(parts.filter((p) => p !== keeper).flatMap((p) => p.replied ?? []));
-  const kept = (c: object) => !("artifact_id" in c && typeof c.artifact_id === "string" && copies.has(c.artifact_id));
-  return { text: texts.length ? texts.join("\n\n") : null, contents: parts.flatMap((p) => p.input.contents).filter(kept), attachments: parts.flatMap((p) => p.input.attachments).filter(kept) };
+  const own = (p: AlbumPart) => {
+    const copies = new Set(p === keeper ? [] : (p.replied ?? []));
+    return (c: object) => !("artifact_id" in c && typeof c.artifact_id === "string" && copies.has(c.artifact_id));
+  };
+  return { text: texts.length ? texts.join("\n\n") : null, contents: parts.flatMap((p) => p.input.contents.filter(own(p))), attachments: parts.flatMap((p) => p.input.attachments.filter(own(p))) };
 }
 
 /** A new run whose event is an album's item waits for the album's other items (0: albums are not gathered). */

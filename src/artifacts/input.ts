@@ -34,8 +34,11 @@ export type Reauthorize = (refusal: { status: number; body: string }, timeoutMs:
 export type InputAttachmentSource =
   | ({ kind: "bytes"; bytes: Uint8Array } & InputAttachmentMeta)
   | ({ kind: "url"; url: string; headers?: Record<string, string>; reauthorize?: Reauthorize } & InputAttachmentMeta)
-  /** `namedAt`: where the event named it, when not in its attachments (an element of `input.contents`). */
-  | { kind: "artifact"; artifactId: string; namedAt?: string };
+  /**
+   * `namedAt`: where the event named it, when not in its attachments (an element of `input.contents`).
+   * `repliedMessageId`: a file of the message a chat reply answers, as stored when that message was received.
+   */
+  | { kind: "artifact"; artifactId: string; namedAt?: string; repliedMessageId?: string };
 
 export interface InputArtifactOwner {
   eventId: string;
@@ -77,16 +80,17 @@ export async function storeInputAttachments(
   sources: InputAttachmentSource[],
   { now = Date.now(), optional = false }: { now?: number; optional?: boolean } = {},
 ): Promise<StoredInputAttachments> {
-  const reused = await reusedArtifacts(deps.db, owner, sources, now);
   const refs: ArtifactRef[] = [];
   const rows: ArtifactRow[] = [];
   const written: string[] = [];
   const unavailable: string[] = [];
+  const reused = await reusedArtifacts(deps.db, owner, sources, now, optional ? unavailable : null);
   try {
     // One at a time: at most one fetched body is in memory.
     for (const [index, source] of sources.entries()) {
       if (source.kind === "artifact") {
-        refs.push(reused.get(source.artifactId)!);
+        const ref = reused.get(source.artifactId);
+        if (ref) refs.push(ref);
         continue;
       }
       const row = await storeOne(deps, owner, source, index, now, written).catch((err: unknown) => {
@@ -106,8 +110,12 @@ export async function storeInputAttachments(
   return { refs, rows, written, unavailable };
 }
 
-/** References to existing artifacts: only this conversation's, only unexpired; the stored facts win. */
-async function reusedArtifacts(db: Db, owner: InputArtifactOwner, sources: InputAttachmentSource[], now: number) {
+/**
+ * References to existing artifacts: only this conversation's, only unexpired; the stored facts win. `leftOut`: where
+ * the refusal of one goes when it is left out rather than refusing the event (a chat reply's replied file, stored when
+ * its message was received, that a recall expired since it was looked up).
+ */
+async function reusedArtifacts(db: Db, owner: InputArtifactOwner, sources: InputAttachmentSource[], now: number, leftOut: string[] | null) {
   const wanted = sources.flatMap((s, index) => (s.kind === "artifact" ? [{ id: s.artifactId, at: s.namedAt ?? label(index) }] : []));
   const found = new Map((await artifactsStore(db).getMany(wanted.map((w) => w.id))).map((r) => [r.artifactId, r]));
   const refs = new Map<string, ArtifactRef>();
@@ -115,9 +123,10 @@ async function reusedArtifacts(db: Db, owner: InputArtifactOwner, sources: Input
     const row = found.get(id);
     const access = row ? artifactAccess(row, { conversationKey: owner.conversationKey }, now) : "other_conversation";
     // Same answer for "absent" and "another conversation's": existence is not disclosed.
-    if (access === "other_conversation") throw new HostError(400, "invalid_request", `${at}: artifact ${id} is not an artifact of this conversation`);
-    if (access === "expired") throw new HostError(400, "invalid_request", `${at}: artifact ${id} has expired`);
-    refs.set(id, toArtifactRef(row!));
+    const refusal = access === "other_conversation" ? `${at}: artifact ${id} is not an artifact of this conversation` : access === "expired" ? `${at}: artifact ${id} has expired` : null;
+    if (refusal !== null && leftOut) leftOut.push(refusal);
+    else if (refusal !== null) throw new HostError(400, "invalid_request", refusal);
+    else refs.set(id, toArtifactRef(row!));
   }
   return refs;
 }

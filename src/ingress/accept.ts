@@ -106,7 +106,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   );
   const unavailable = [ev.metadata.attachments_unavailable, ...attached.unavailable].filter((r) => typeof r === "string" && r !== "");
   // A reply's data names which of its inputs came from the message it replies to (their ids are known only now).
-  ev = { ...ev, input: attached.input, data: withReplyAttachments(ev.data, attached.artifactRows), metadata: unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata };
+  ev = { ...ev, input: attached.input, data: withReplyAttachments(ev.data, { attachments: attached.input.attachments, rows: attached.artifactRows, sources: ev.attachmentSources ?? [] }), metadata: unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata };
   const albumItem = albumIdOf(ev) !== null;
   const resolveQuery = { eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id, unaddressed: ev.addressed === false, albumItem, text: userText(ev.input) };
   const values = {

@@ -24,7 +24,7 @@ import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
 import { storeRaw } from "./raw-payload";
-import { withRepliedMessage } from "./replied";
+import { withRepliedMessage, withStoredRepliedFiles } from "./replied";
 import { REPLIED_MESSAGE_KEY } from "./reply-context";
 import type { Bot, NormalizedEvent, PlatformAdapter, PlatformFile, Recorded } from "./types";
 
@@ -108,14 +108,17 @@ async function recordOne(deps: IngestDeps, given: NormalizedEvent, rawRef: strin
 /**
  * What the event names but does not carry, read from the platform before its files are fetched, from the same time
  * left: its own content first (a Lark merged forward's messages), then the message it replies to (Lark's `parent_id`),
- * whose files join the event's (`unavailable`: why it was not read, said as a file left out is). A redelivery reads
- * nothing again: acceptEvent answers it as a duplicate.
+ * whose files join the event's (`unavailable`: why it was not read, said as a file left out is), or that message as
+ * recorded when the bot received it. A redelivery reads nothing again: acceptEvent answers it as a duplicate.
  */
 async function withNamedMessages(deps: IngestDeps, event: NormalizedEvent, eventId: string): Promise<{ event: NormalizedEvent; unavailable: string | null }> {
   const { adapter, bot } = deps;
-  if ((!event.unread && event.repliesTo === undefined) || (await eventLogStore(dbOf(deps.env)).get(eventId))) return { event, unavailable: null };
+  const db = dbOf(deps.env);
+  // The replied message given whole (Telegram): only its files may be had as stored rather than downloaded.
+  if (!event.unread && event.repliesTo === undefined) return { event: await withStoredRepliedFiles(db, bot, event), unavailable: null };
+  if (await eventLogStore(db).get(eventId)) return { event, unavailable: null };
   const read = event.unread && adapter.readContent ? await adapter.readContent(bot, event, timeLeft(deps)) : event;
-  return withRepliedMessage(adapter, bot, read, () => timeLeft(deps));
+  return withRepliedMessage(adapter, bot, db, read, () => timeLeft(deps));
 }
 
 /**
@@ -161,6 +164,11 @@ async function withFiles(deps: IngestDeps, ev: CanonicalEvent, event: Normalized
   const sources: InputAttachmentSource[] = [];
   const unavailable = notRead === null ? [] : [notRead];
   for (const file of event.files) {
+    // Stored when its message was received (stored-reply.ts): nothing to fetch.
+    if (file.artifactId !== undefined) {
+      sources.push({ kind: "artifact", artifactId: file.artifactId, repliedMessageId: file.repliedMessageId });
+      continue;
+    }
     const name = file.repliedMessageId === undefined ? (file.name ?? "a file") : `${file.name ?? "a file"} of the replied message ${file.repliedMessageId}`;
     if (timeLeft(deps) <= 0) {
       unavailable.push(`${name} (not fetched within the platform's acknowledgement deadline)`);

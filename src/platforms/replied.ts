@@ -1,17 +1,26 @@
 /**
  * A reply's message, read at ingress where the platform names it by id only (Lark's `parent_id`): its context in
  * `data.reply_to`, its files after the event's own. One that cannot be read in time, or at all, is said so as a file
- * left out is (`attachments_unavailable`), and in `reply_to.unavailable`: the event runs all the same.
+ * left out is (`attachments_unavailable`), and in `reply_to.unavailable`: the event runs all the same. One the bot
+ * received in this conversation is read as recorded, its files those stored then (./stored-reply.ts).
  */
+import type { Db } from "../db/client";
 import { HostError } from "../lib/errors";
 import { scrubSecrets } from "./redact";
 import { unreadReply } from "./reply-context";
+import { storedReply } from "./stored-reply";
 import type { Bot, NormalizedEvent, PlatformAdapter } from "./types";
 
-export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, event: NormalizedEvent, timeLeft: () => number): Promise<{ event: NormalizedEvent; unavailable: string | null }> {
+export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db: Db, event: NormalizedEvent, timeLeft: () => number): Promise<{ event: NormalizedEvent; unavailable: string | null }> {
   const id = event.repliesTo;
   if (id === undefined || !adapter.readReplied) return { event, unavailable: null };
   const noted = (why: string) => ({ event: { ...event, data: { ...event.data, reply_to: unreadReply(id, why) } }, unavailable: `the replied message ${id} (${why})` });
+  const stored = await storedReply(db, bot, event, id);
+  // As the platform would say it (lark/replied.ts): its words and files went with it.
+  if (stored.state === "recalled") return noted("it was recalled");
+  if (stored.state === "stored" && adapter.recordedReplied) {
+    return { event: { ...event, files: [...event.files, ...stored.files], data: { ...event.data, reply_to: adapter.recordedReplied(stored.recorded) } }, unavailable: null };
+  }
   if (timeLeft() <= 0) return noted("not read within the platform's acknowledgement deadline");
   try {
     const read = await adapter.readReplied(bot, event, timeLeft());
@@ -22,4 +31,18 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, eve
     if (!(err instanceof HostError) || err.status >= 500) throw err;
     return noted(scrubSecrets(err.message, bot.credentials));
   }
+}
+
+/**
+ * A platform that gives the replied message whole (Telegram): its files as stored when the bot received it, when every
+ * one of them still is; none when it was recalled; else as given, to download.
+ */
+export async function withStoredRepliedFiles(db: Db, bot: Bot, event: NormalizedEvent): Promise<NormalizedEvent> {
+  const given = event.files.filter((f) => f.repliedMessageId !== undefined);
+  if (given.length === 0) return event;
+  const stored = await storedReply(db, bot, event, given[0].repliedMessageId!);
+  const own = event.files.filter((f) => f.repliedMessageId === undefined);
+  if (stored.state === "recalled") return { ...event, files: own };
+  // Only when the record holds as many as Telegram gives now: else each is downloaded, as for a message never received.
+  return stored.state === "stored" && stored.files.length === given.length ? { ...event, files: [...own, ...stored.files] } : event;
 }

@@ -5,8 +5,9 @@
  * to a photo would reach the runner without the photo, and no history holds it. Its files are downloaded as the
  * event's own are and follow them in `input.attachments`; `attachments` names which they are.
  */
+import type { InputAttachmentSource } from "../artifacts/input";
 import type { ArtifactRef } from "../protocol/common";
-import { toArtifactRef, type ArtifactRow } from "../stores/artifacts";
+import type { ArtifactRow } from "../stores/artifacts";
 import { parseJson } from "../lib/json";
 
 export interface ReplyContext {
@@ -27,17 +28,35 @@ export interface ReplyContext {
 /** The artifact metadata key naming the replied message a stored input file came from (its id, as a string). */
 export const REPLIED_MESSAGE_KEY = "reply_to_message_id";
 
+/**
+ * A replied message as the host recorded it when the bot received it (./stored-reply.ts), which its adapter reads the
+ * reply's context from rather than asking the platform (PlatformAdapter.recordedReplied).
+ */
+export interface RecordedReply {
+  messageId: string;
+  actor: ReplyContext["actor"];
+  /** Its words as its own run had them. */
+  text: string | null;
+  /** Its `data` as recorded. */
+  data: Record<string, unknown>;
+}
+
 /** A reply whose message is known by id only, until (unless) it is read. */
 export const unreadReply = (messageId: number | string, why: string): ReplyContext => ({ message_id: messageId, actor: null, text: null, quote: null, attachments: [], unavailable: why });
 
 /**
- * `data` with `reply_to.attachments` naming the stored inputs that came from the replied message (marked by
- * REPLIED_MESSAGE_KEY in their metadata), in input order; as given when none did (an API event's data is its own).
+ * `data` with `reply_to.attachments` naming the inputs that came from the replied message, in input order: those stored
+ * now marked by REPLIED_MESSAGE_KEY in their metadata, and those re-used as that message's stored files (an `artifact`
+ * source naming it); as given when none did (an API event's data is its own).
  */
-export function withReplyAttachments(data: Record<string, unknown>, rows: ArtifactRow[]): Record<string, unknown> {
+export function withReplyAttachments(data: Record<string, unknown>, stored: { attachments: ArtifactRef[]; rows: ArtifactRow[]; sources: InputAttachmentSource[] }): Record<string, unknown> {
   const reply = data.reply_to;
   if (!reply || typeof reply !== "object" || !("message_id" in reply)) return data;
   const id = String(reply.message_id);
-  const replied = rows.filter((row) => parseJson<Record<string, unknown>>(row.metadataJson, {})[REPLIED_MESSAGE_KEY] === id);
-  return replied.length ? { ...data, reply_to: { ...reply, attachments: replied.map(toArtifactRef) } } : data;
+  const ids = new Set([
+    ...stored.rows.filter((row) => parseJson<Record<string, unknown>>(row.metadataJson, {})[REPLIED_MESSAGE_KEY] === id).map((row) => row.artifactId),
+    ...stored.sources.flatMap((s) => (s.kind === "artifact" && s.repliedMessageId === id ? [s.artifactId] : [])),
+  ]);
+  const replied = stored.attachments.filter((ref) => ids.has(ref.artifact_id));
+  return replied.length ? { ...data, reply_to: { ...reply, attachments: replied } } : data;
 }

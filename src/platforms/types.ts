@@ -6,7 +6,7 @@
 import type { z } from "zod";
 import type { InputAttachmentSource } from "../artifacts/input";
 import type { EventType } from "../protocol/common";
-import type { ReplyContext } from "./reply-context";
+import type { RecordedReply, ReplyContext } from "./reply-context";
 
 export const PLATFORMS = ["telegram", "slack", "lark", "discord"] as const;
 export type PlatformName = (typeof PLATFORMS)[number];
@@ -49,6 +49,8 @@ export interface PlatformFile {
   artifactType: "image" | "audio" | "video" | "file";
   /** Set on a file of the message the event replies to (`data.reply_to`), not of its own: that message's id. */
   repliedMessageId?: string;
+  /** The artifact it was stored as when the bot received its message (./stored-reply.ts): re-used, not downloaded. */
+  artifactId?: string;
 }
 
 /** Where and how a reply goes, fixed at ingress and carried by the run job. May hold short-lived secrets (a Discord interaction token). */
@@ -255,6 +257,11 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
    * HostError when it cannot be read (the event runs without it).
    */
   readReplied?(bot: Bot<C>, event: NormalizedEvent, timeoutMs: number): Promise<{ context: ReplyContext; files: PlatformFile[]; byThisBot: boolean }>;
+  /**
+   * The context `readReplied` gives, read from the message as the host recorded it when the bot received it (its files
+   * are those stored then): nothing asked of the platform. A message received is never this bot's own.
+   */
+  recordedReplied?(recorded: RecordedReply): ReplyContext;
   /** How the host fetches a file (URL and headers; may call the platform's API). */
   download(bot: Bot<C>, file: PlatformFile, event: NormalizedEvent, timeoutMs: number): Promise<InputAttachmentSource>;
   /** Point the platform at the webhook, where its API allows (Telegram's setWebhook). */

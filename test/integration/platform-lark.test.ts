@@ -597,6 +597,57 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(late.event.data.reply_to).toMatchObject({ message_id: SLOW_PARENT, text: null, attachments: [], unavailable: expect.stringMatching(/no answer within/) });
   });
 
+  it("reads a reply to a message the bot received as recorded: in a topic, no read of its root nor a second download of the root's image; one expired since is read and fetched again, one recalled has nothing", async () => {
+    const topic = { thread_id: "omt_reuse" };
+    const root = received("oc_reuse", { image_key: "img_1" }, topic, "image");
+    const rootId = root.event.message.message_id;
+    const inTopic = () => runner.contexts.filter((c) => c.conversation.conversation_id === "oc_reuse");
+    const ran = (messageId: string) => waitFor(() => inTopic().find((c) => c.event.data.message_id === messageId), 15_000, `the run of ${messageId}`);
+    const reads = (messageId: string) => fake.calls.filter((c) => c.method === "GET" && c.path === `/open-apis/im/v1/messages/${messageId}`).length;
+    const downloads = () => fake.calls.filter((c) => c.path === `/open-apis/im/v1/messages/${rootId}/resources/img_1`).length;
+    expect((await postPlain(root)).status).toBe(200);
+    const [stored] = (await ran(rootId)).input.attachments;
+    expect(downloads()).toBe(1);
+
+    const asking = received("oc_reuse", { text: "what is in it?" }, { ...topic, parent_id: rootId, root_id: rootId });
+    expect((await postPlain(asking)).status).toBe(200);
+    const ctx = await ran(asking.event.message.message_id);
+    expect([reads(rootId), downloads()]).toEqual([0, 1]);
+    expect(ctx.input.attachments).toEqual([stored]);
+    expect(ctx.event.data.reply_to).toEqual({ message_id: rootId, actor: { actor_type: "user", actor_id: "ou_user_1", actor_name: null }, text: null, quote: null, attachments: [stored], unavailable: null });
+    // A reply to that reply: its words as a read gives them, none of the files it had from its own replied message.
+    const mentions = [{ key: "@_user_1", id: { open_id: "ou_ada" }, name: "Ada" }];
+    const naming = received("oc_reuse", { text: "@_user_1 knows" }, { ...topic, mentions, parent_id: rootId, root_id: rootId });
+    expect((await postPlain(naming)).status).toBe(200);
+    await ran(naming.event.message.message_id);
+    const deeper = received("oc_reuse", { text: "who knows?" }, { ...topic, parent_id: naming.event.message.message_id, root_id: rootId });
+    expect((await postPlain(deeper)).status).toBe(200);
+    const said = await ran(deeper.event.message.message_id);
+    expect(reads(naming.event.message.message_id)).toBe(0);
+    expect(said.input.attachments).toEqual([]);
+    expect(said.event.data.reply_to).toMatchObject({ message_id: naming.event.message.message_id, text: "@Ada knows", attachments: [], unavailable: null });
+
+    // Expired since: read and downloaded as for a message never received, another artifact.
+    readableMessages.set(rootId, { message_id: rootId, msg_type: "image", chat_id: "oc_reuse", deleted: false, sender: { id: "ou_user_1", id_type: "open_id", sender_type: "user" }, body: { content: JSON.stringify({ image_key: "img_1" }) } });
+    await host.query("UPDATE artifact SET expires_at = ? WHERE artifact_id = ?", [Date.now() - 1_000, stored.artifact_id]);
+    const later = received("oc_reuse", { text: "and now?" }, { ...topic, parent_id: rootId, root_id: rootId });
+    expect((await postPlain(later)).status).toBe(200);
+    const again = await ran(later.event.message.message_id);
+    expect([reads(rootId), downloads()]).toEqual([1, 2]);
+    expect(again.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", size_bytes: IMAGE.length })]);
+    expect(again.input.attachments[0].artifact_id).not.toBe(stored.artifact_id);
+    expect(again.event.data.reply_to.attachments).toEqual(again.input.attachments);
+
+    // Recalled: its files went with it, and the host knows so without asking Lark (which still gives it here).
+    expect((await postPlain(event("im.message.recalled_v1", { message_id: rootId, chat_id: "oc_reuse", recall_time: String(Date.now()), recall_type: "message_owner" }))).status).toBe(200);
+    const gone = received("oc_reuse", { text: "where did it go?" }, { ...topic, parent_id: rootId, root_id: rootId });
+    expect((await postPlain(gone)).status).toBe(200);
+    const none = await ran(gone.event.message.message_id);
+    expect([reads(rootId), downloads()]).toEqual([1, 2]);
+    expect(none.input.attachments).toEqual([]);
+    expect(none.event.data.reply_to).toEqual({ message_id: rootId, actor: null, text: null, quote: null, attachments: [], unavailable: "it was recalled" });
+  });
+
   it("records recalls and member joins, and acknowledges events it does not handle", async () => {
     const recalled = event("im.message.recalled_v1", { message_id: "om_gone", chat_id: "oc_800", recall_time: String(Date.now()), recall_type: "message_owner" });
     const added = event("im.chat.member.user.added_v1", { chat_id: "oc_800", operator_id: { open_id: "ou_op" }, users: [{ name: "Bob", tenant_key: "tenant_1", user_id: { open_id: "ou_bob", union_id: "on_bob" } }] });

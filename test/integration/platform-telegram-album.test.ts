@@ -177,6 +177,22 @@ describe("a Telegram album", () => {
     expect(ctx.input.contents.filter((c: { type: string }) => c.type === "file")).toEqual([{ type: "file", artifact_id: report.artifact_id, name: "q3.pdf" }]);
   });
 
+  it("sent as a reply to a message the bot received, has that message's file once, as stored then: every item names the same artifact, none downloads it", async () => {
+    const chatId = "-880011";
+    const bobs = { message_id: 1400, date: Math.floor(Date.now() / 1000), chat: { id: Number(chatId), type: "supergroup", title: "Album group" }, from: { id: 7, is_bot: false, first_name: "Bob" }, document: { file_id: "bobs-plan", file_name: "plan.pdf", mime_type: "application/pdf" } };
+    expect(await post({ update_id: ++updateId, message: bobs })).toBe(200);
+    const [received] = await waitFor(() => contextsIn(chatId).length > 0 && contextsIn(chatId), 15_000, "the document's run");
+    const [plan] = received.input.attachments;
+    const updates = [item(chatId, "album-s", 1401, "same as this?"), item(chatId, "album-s", 1402), item(chatId, "album-s", 1403)].map((u) => ({ ...u, message: { ...u.message, reply_to_message: bobs } }));
+    for (const u of updates) expect(await post(u)).toBe(200);
+    const ctx = await waitFor(() => contextsIn(chatId).find((c) => c.input.text === "same as this?"), 15_000, "the album's run");
+    expect(chat.fake.callsTo(/\/getFile$/).filter((c) => c.body.file_id === "bobs-plan")).toHaveLength(1);
+    expect((await Promise.all(ctx.input.attachments.map(bytesOf))).sort()).toEqual(["bytes of photos/bobs-plan.jpg", "bytes of photos/photo-1401.jpg", "bytes of photos/photo-1402.jpg", "bytes of photos/photo-1403.jpg"]);
+    expect(ctx.input.attachments.filter((a: { name?: string }) => a.name === "plan.pdf")).toEqual([plan]);
+    expect(ctx.event.data.reply_to.attachments).toEqual([plan]);
+    expect(ctx.input.contents.filter((c: { type: string }) => c.type === "file")).toEqual([{ type: "file", artifact_id: plan.artifact_id, name: "plan.pdf" }]);
+  });
+
   it("an item arriving after its album's run began runs on its own; another album in the chat is another run", async () => {
     const chatId = "-880003";
     expect(await post(item(chatId, "album-c", 501, "first"))).toBe(200);

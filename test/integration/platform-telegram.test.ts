@@ -573,6 +573,33 @@ describe("Telegram: webhook in, reply out", () => {
     expect(heard.event.data.reply_to).toMatchObject({ message_id: 42, text: null, attachments: heard.input.attachments });
   });
 
+  it("gives a reply to a message the bot received that message's files as stored then (no getFile, the same artifact); one expired since is fetched again", async () => {
+    const chat = "-101790";
+    const plan = update(chat, { caption: "our plan", photo: [{ file_id: "plan_photo", width: 800, height: 800 }] });
+    await post(plan);
+    const [first] = await waitFor(() => contextFor("our plan").length > 0 && contextFor("our plan"), 15_000, "the photo's run");
+    const [stored] = first.input.attachments;
+    const fetches = () => fake.callsTo(/\/getFile$/).filter((c) => c.body.file_id === "plan_photo").length;
+    expect(fetches()).toBe(1);
+
+    await post(update(chat, { text: "is it doable?", reply_to_message: plan.message }));
+    const [ctx] = await waitFor(() => contextFor("is it doable?").length > 0 && contextFor("is it doable?"), 15_000, "the reply's run");
+    expect(fetches()).toBe(1);
+    expect(ctx.input.attachments).toEqual([stored]);
+    expect(ctx.input.contents).toEqual([{ type: "text", text: "is it doable?" }, { type: "image", artifact_id: stored.artifact_id }]);
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: plan.message.message_id, text: "our plan", quote: null, attachments: [stored], unavailable: null });
+
+    // Expired since (its TTL, or a recall): no longer the conversation's to give, so fetched again as for a message never received.
+    await host.query("UPDATE artifact SET expires_at = ? WHERE artifact_id = ?", [Date.now() - 1_000, stored.artifact_id]);
+    await post(update(chat, { text: "and now?", reply_to_message: plan.message }));
+    const [later] = await waitFor(() => contextFor("and now?").length > 0 && contextFor("and now?"), 15_000, "the later reply's run");
+    expect(fetches()).toBe(2);
+    const [again] = later.input.attachments;
+    expect(later.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", size_bytes: PHOTO.length })]);
+    expect(again.artifact_id).not.toBe(stored.artifact_id);
+    expect(later.event.data.reply_to.attachments).toEqual([again]);
+  });
+
   it("leaves out each of its own mentions among those a message starts with, whoever is named first; nothing after them, the text is as sent", async () => {
     const ada = { type: "text_mention", offset: 0, length: 3, user: { id: 77, is_bot: false, first_name: "Ada" } };
     const sent = [

@@ -11,7 +11,7 @@ import { LEGACY_CARD_ACTION, normalizeLegacyCardAction, openLegacyCardRequest } 
 import { withForwardedMessages } from "./forwarded";
 import { mentionsSomeone, normalizeLarkPayload } from "./normalize";
 import { ownOpenId } from "./own-open-id";
-import { readLarkReplied } from "./replied";
+import { readLarkReplied, recordedLarkReplied } from "./replied";
 import { openLarkRequest } from "./verify";
 
 const CredentialsSchema = z.strictObject({
@@ -60,6 +60,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   // Only a merged forward is read before it is recorded: its event carries none of its messages.
   readContent: withForwardedMessages,
   readReplied: (bot, event, timeoutMs) => readLarkReplied(bot, String(event.repliesTo), timeoutMs),
+  recordedReplied: recordedLarkReplied,
 
   async download(bot, file, event, timeoutMs) {
     // A file of the message replied to is that message's resource.

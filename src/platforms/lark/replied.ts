@@ -3,8 +3,9 @@
  * message (`event.data.reply_to`, ../reply-context.ts): its sender, its words read as a received message's are (the
  * mentions by name), and its files, downloaded with the event's own from that message's resources.
  */
+import * as z from "zod";
 import { HostError } from "../../lib/errors";
-import type { ReplyContext } from "../reply-context";
+import type { RecordedReply, ReplyContext } from "../reply-context";
 import type { Bot, PlatformFile } from "../types";
 import type { LarkCredentials } from "./api";
 import { getLarkMessage, type LarkMessage } from "./get-message";
@@ -32,4 +33,16 @@ function replyOf(m: LarkMessage): { context: ReplyContext; files: PlatformFile[]
     context: { message_id: m.message_id, actor, text, quote: null, attachments: [], unavailable: null },
     files: content.files.map((file) => ({ ...file, repliedMessageId: m.message_id })),
   };
+}
+
+const MentionsSchema = z.array(z.looseObject({ key: z.string(), name: z.string().optional() }));
+
+/**
+ * The replied message as recorded when the bot received it, read as readLarkReplied reads it: a text message's words
+ * as sent (its `raw_text`, the bot's own mention kept) with each mention by name; any other's as its run had them.
+ */
+export function recordedLarkReplied(m: RecordedReply): ReplyContext {
+  const raw = m.data.message_type === "text" && typeof m.data.raw_text === "string" ? m.data.raw_text : null;
+  const text = raw === null ? m.text : withMentionNames(raw, MentionsSchema.safeParse(m.data.mentions).data ?? []);
+  return { message_id: m.messageId, actor: m.actor, text, quote: null, attachments: [], unavailable: null };
 }

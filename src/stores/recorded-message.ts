@@ -1,0 +1,60 @@
+import { and, asc, eq, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { artifact, eventLog } from "../db/schema";
+import { revisedMessageRow, type TranscriptRevision } from "./transcript-revision";
+
+/** An artifact row its message's recorded input names, as far as re-using it needs. */
+export interface RecordedFile {
+  artifactId: string;
+  artifactType: string;
+  mimeType: string | null;
+  name: string | null;
+  conversationKey: string | null;
+  expiresAt: number | null;
+  source: string;
+  /** Its metadata's `event_id`: the event it was stored for. */
+  eventId: unknown;
+}
+
+export interface RecordedMessageRow {
+  eventId: string;
+  actorType: string | null;
+  actorId: string | null;
+  actorName: string | null;
+  inputJson: string | null;
+  dataJson: string;
+  metadataJson: string;
+  files: RecordedFile[];
+}
+
+type MessageQuery = Pick<TranscriptRevision, "botId" | "registeredAt" | "conversationId" | "messageRef"> & { conversationKey: string };
+
+/**
+ * A chat message of the conversation `conversationKey` as recorded when the bot received it, with the artifact rows
+ * its input names: one read, the message by the index event_log_message (as a recall finds it), its files by primary
+ * key. Undefined when the bot never received it here (another thread's, or before this registration of the bot).
+ */
+export async function recordedMessage(db: Db, q: MessageQuery): Promise<RecordedMessageRow | undefined> {
+  const file = sql`json_object('artifactId', ${artifact.artifactId}, 'artifactType', ${artifact.artifactType}, 'mimeType', ${artifact.mimeType},
+    'name', ${artifact.name}, 'conversationKey', ${artifact.conversationKey}, 'expiresAt', ${artifact.expiresAt}, 'source', ${artifact.source},
+    'eventId', json_extract(${artifact.metadataJson}, '$.event_id'))`;
+  const files = sql<string>`(SELECT json_group_array(${file}) FROM json_each(${eventLog.inputJson}, '$.attachments') AS att JOIN ${artifact} ON ${artifact.artifactId} = json_extract(att.value, '$.artifact_id'))`;
+  const row = await db
+    .select({
+      eventId: eventLog.eventId,
+      actorType: eventLog.actorType,
+      actorId: eventLog.actorId,
+      actorName: eventLog.actorName,
+      inputJson: eventLog.inputJson,
+      dataJson: eventLog.dataJson,
+      metadataJson: eventLog.metadataJson,
+      files,
+    })
+    .from(eventLog)
+    .where(and(revisedMessageRow(q), eq(eventLog.conversationKey, q.conversationKey)))
+    .orderBy(asc(eventLog.createdAt))
+    .limit(1)
+    .get();
+  if (!row) return undefined;
+  return { ...row, files: JSON.parse(row.files ?? "[]") as RecordedFile[] };
+}
