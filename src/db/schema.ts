@@ -157,6 +157,9 @@ export const run = sqliteTable(
     index("run_created").on(t.createdAt, t.runId),
     // An agent's runs, newest first (GET /v1/runs?agent_id=): a page read from it, never a walk of every run.
     index("run_agent").on(t.agentId, t.createdAt, t.runId),
+    // A bot's runs, a workspace's, newest first (GET /v1/runs?bot_id=, ?workspace_id=): likewise never a walk of every run.
+    index("run_bot").on(t.botId, t.createdAt, t.runId),
+    index("run_workspace").on(t.workspaceId, t.createdAt, t.runId),
   ],
 );
 

@@ -7,12 +7,22 @@
 import type { Config } from "../env";
 import { tablesAsText, withoutPendingHeader } from "../platforms/markdown/tables-as-text";
 import { splitReply } from "../platforms/split";
-import type { PlatformAdapter, TextFormat } from "../platforms/types";
+import type { Messenger, PlatformAdapter, TextFormat } from "../platforms/types";
 
-export function replyParts(text: string, adapter: PlatformAdapter, config: Config, format: TextFormat, draft = false): string[] {
+export function replyParts(text: string, adapter: PlatformAdapter, config: Config, format: TextFormat, draft = false, maxParts = config.DELIVERY_MAX_PARTS): string[] {
   const { maxMessageSize, sentUnits, tableColumns } = adapter.surface;
   // A draft's last line that may be a table's header waits for the line that tells (no flash of pipes).
   const markdown = format === "markdown" && draft ? withoutPendingHeader(text) : text;
   const shown = format === "markdown" && tableColumns !== undefined ? tablesAsText(markdown, tableColumns) : markdown;
-  return splitReply(shown, maxMessageSize, config.DELIVERY_MAX_PARTS, sentUnits);
+  return splitReply(shown, maxMessageSize, Math.min(maxParts, config.DELIVERY_MAX_PARTS), sentUnits);
+}
+
+/**
+ * How many parts a reply's final text may take when its messenger may post only so many more (Messenger.postsLeft):
+ * those of its messages already shown, and those; past them the last says the rest was cut (splitReply), rather than
+ * the platform refusing the rest unsaid.
+ */
+export function partsRoom(messenger: Messenger, shown: number, config: Config): number {
+  const left = messenger.postsLeft?.();
+  return left === undefined ? config.DELIVERY_MAX_PARTS : Math.max(1, shown + left);
 }

@@ -31,7 +31,7 @@ import { loggedError } from "../lib/describe-error";
 import { ReplyOrder, type ReplyTurn } from "./reply-order";
 import { markedMessenger, type PostingMarks } from "./posting-marks";
 import { ShownCap } from "./shown-cap";
-import { replyParts } from "./parts";
+import { partsRoom, replyParts } from "./parts";
 import type { Reply, SentMessage } from "./reply";
 
 export interface DeliveryDeps {
@@ -302,7 +302,10 @@ export class DeliverySession {
 
   /** The final text, exactly: streamed messages corrected in place, the remaining parts sent. */
   private async finishText(reply: Reply, text: string): Promise<void> {
-    const parts = replyParts(text, this.adapter, this.deps.config, this.job.agent.deliveryPolicy.format);
+    const partsIn = (room: number) => replyParts(text, this.adapter, this.deps.config, this.job.agent.deliveryPolicy.format, false, room);
+    const roomNow = () => partsRoom(this.messenger!, reply.messages.length, this.deps.config);
+    let room = roomNow();
+    let parts = partsIn(room);
     for (let i = 0; i < parts.length && !this.closed; i++) {
       const message = reply.messages[i];
       if (message?.shown === parts[i] || !parts[i].trim()) continue;
@@ -316,6 +319,8 @@ export class DeliverySession {
         // Not corrected, the exact text goes out as a new one (one that may have landed shows it: not posted beside it).
       }
       await this.send(reply, i, parts[i], false);
+      // That send may have found the rest goes a way that takes only so many posts (a Slack command's response_url).
+      if (roomNow() < room) parts = partsIn((room = roomNow()));
     }
     // A draft that outgrew the final text: its extra messages must not keep showing stale text.
     for (let i = parts.length; i < reply.messages.length && !this.closed; i++) {

@@ -62,6 +62,8 @@ export interface CanonicalEvent {
   delivery?: PlatformDelivery;
   /** False for a group's message that did not address the bot (NormalizedEvent.addressed): its agent's trigger_policy decides. */
   addressed?: false;
+  /** The chat a platform event happened in when it continues another chat's conversation (NormalizedEvent.chatId): its scope binds it too. */
+  chat_id?: string;
 }
 
 export type Disposition = "started" | "queued" | "steered" | "merged" | "rejected" | "duplicate" | "unbound" | "unaddressed";
@@ -108,7 +110,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   // A reply's data names which of its inputs came from the message it replies to (their ids are known only now).
   ev = { ...ev, input: attached.input, data: withReplyAttachments(ev.data, { attachments: attached.input.attachments, rows: attached.artifactRows, sources: ev.attachmentSources ?? [] }), metadata: unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata };
   const albumItem = albumIdOf(ev) !== null;
-  const resolveQuery = { eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id, unaddressed: ev.addressed === false, albumItem, text: userText(ev.input) };
+  const resolveQuery = { eventType: ev.event_type, conversationId: ev.conversation_id, botId: ev.bot_id, workspaceId: ev.workspace_id, unaddressed: ev.addressed === false, albumItem, text: userText(ev.input), chatId: ev.chat_id };
   const values = {
     ...resolutionValues(resolveQuery),
     eventId,

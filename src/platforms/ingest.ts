@@ -99,6 +99,7 @@ async function recordOne(deps: IngestDeps, given: NormalizedEvent, rawRef: strin
     delivery: event.replyTarget ? { botId: bot.botId, registeredAt: bot.registeredAt, target: event.replyTarget } : undefined,
     message_ref: messageRefOf(bot.platform, event),
     ...(event.addressed === false ? { addressed: false } : {}),
+    ...(event.chatId !== undefined ? { chat_id: event.chatId } : {}),
   };
   const accepted = await acceptWithFiles(deps, canonical, event, unavailable);
   if (accepted.disposition === "unbound") await noteUnbound(env, bot, { ...canonical, event_id: accepted.event_id });
@@ -127,7 +128,7 @@ async function withNamedMessages(deps: IngestDeps, event: NormalizedEvent, event
  */
 async function noteUnbound(env: Env, bot: Bot, ev: CanonicalEvent & { event_id: string }): Promise<void> {
   const db = dbOf(env);
-  const reason = await unboundReason(db, { eventType: ev.event_type, conversationId: ev.conversation_id, botId: bot.botId, workspaceId: bot.workspaceId }).catch((err: unknown) => {
+  const reason = await unboundReason(db, { eventType: ev.event_type, conversationId: ev.conversation_id, botId: bot.botId, workspaceId: bot.workspaceId, chatId: ev.chat_id }).catch((err: unknown) => {
     console.error(`bot ${bot.botId}: why event ${loggedId(ev.event_id)} went unbound was not read: ${loggedError(err)}`);
     return "not known (the agents could not be read)";
   });

@@ -5,6 +5,8 @@
  * its runs in flight included. Each keeps where it happened: its reply goes to the supergroup (the reply target), its
  * `data.chat_id` names it, and its message id, which the supergroup numbers anew, is scoped by it (message-ref.ts), so
  * an edit there never reaches the group's message of the same number, nor does the platform's order compare the two.
+ * An agent scoped to the chat itself still binds its events (ResolveQuery.chatId), and an edit of a message recorded
+ * before the move was known reaches it in the chat's own conversation (revise-waiting.ts).
  */
 import type { Db } from "../db/client";
 import { conversationOfChat, recordChatMove } from "../stores/chat-moves";

@@ -22,15 +22,33 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
   const db = dbOf(env);
   // The new words as ingress would have recorded them: NUL and unpaired surrogates replaced, as the runner reads any text.
   const edit = revision.edit && { ...revision.edit, text: revision.edit.text === null ? null : storableText(revision.edit.text) };
-  const r: TranscriptRevision = { botId: bot.botId, registeredAt: bot.registeredAt, conversationId, messageRef: scopedMessageRef(revision.chatId, revision.id), eventId, edit };
+  const places = placesOf(conversationId, revision.chatId);
   const now = Date.now();
   const at = new Date(now).toISOString();
   // One batch: the transcript item, the record's mark and the files' expiry are never left apart.
-  const marks = [transcriptRevisionStatement(db, r, at), eventRevisionStatement(db, r, at)];
-  const results = await batchAll(db, edit ? marks : [...marks, ...recalledFilesStatements(db, r, now)]);
-  if (!edit) await deleteRecalledBytes(env.ARTIFACTS, (results[results.length - 1] as { r2Key: string }[]).map((f) => f.r2Key));
-  const waiting = await waitingMessage(db, { botId: bot.botId, source: bot.platform, conversationId, field: revision.field, id: revision.id, chatId: revision.chatId ?? null });
-  if (!waiting) return;
-  const conversation = env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(waiting.conversationKey));
-  await conversation.revise({ eventId: waiting.eventId, runId: waiting.runId, steered: waiting.disposition === "steered", edit });
+  const statements: unknown[] = [];
+  const fileReads: number[] = [];
+  for (const place of places) {
+    const r: TranscriptRevision = { botId: bot.botId, registeredAt: bot.registeredAt, conversationId: place.conversationId, messageRef: scopedMessageRef(place.chatId, revision.id), eventId, edit };
+    statements.push(transcriptRevisionStatement(db, r, at), eventRevisionStatement(db, r, at));
+    if (!edit) fileReads.push(statements.push(...recalledFilesStatements(db, r, now)) - 1);
+  }
+  const results = await batchAll(db, statements);
+  if (!edit) await deleteRecalledBytes(env.ARTIFACTS, fileReads.flatMap((i) => (results[i] as { r2Key: string }[]).map((f) => f.r2Key)));
+  for (const place of places) {
+    const waiting = await waitingMessage(db, { botId: bot.botId, source: bot.platform, conversationId: place.conversationId, field: revision.field, id: revision.id, chatId: place.chatId ?? null });
+    if (!waiting) continue;
+    const conversation = env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(waiting.conversationKey));
+    await conversation.revise({ eventId: waiting.eventId, runId: waiting.runId, steered: waiting.disposition === "steered", edit });
+    return;
+  }
+}
+
+/**
+ * Where the revised message may be recorded: in the conversation, under the id scoped by its chat when that chat
+ * continues another's (moved-chats.ts); and then also in that chat's own conversation under its bare id, where its
+ * messages went until the host learned of the move (a Telegram supergroup's first messages, its service message missed).
+ */
+function placesOf(conversationId: string, chatId: string | undefined): { conversationId: string; chatId?: string }[] {
+  return chatId === undefined ? [{ conversationId }] : [{ conversationId, chatId }, { conversationId: chatId }];
 }

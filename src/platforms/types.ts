@@ -207,6 +207,11 @@ export interface Messenger {
   edit(messageId: string, text: string): Promise<ApiResult<void>>;
   /** A file as a message of its own in the same place. Answers its id. */
   sendFile(file: OutgoingFile): Promise<ApiResult<string>>;
+  /**
+   * How many more messages the reply may post, when the way it goes takes only so many (a Slack command's answer by
+   * its response_url: five in all); undefined where nothing bounds them.
+   */
+  postsLeft?(): number | undefined;
 }
 
 /** What the platform's surface can do, for ctx.delivery and the delivery session. */

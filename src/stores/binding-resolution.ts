@@ -15,6 +15,12 @@ export interface ResolveQuery {
   albumItem?: boolean;
   /** What the user said, which the agent's prefixes are looked for at the start of. */
   text?: string | null;
+  /**
+   * The chat the event happened in, when it continues another chat's conversation (a Telegram supergroup its group's:
+   * src/platforms/moved-chats.ts): a conversation scope naming that chat binds it too, and first (the chat is where it
+   * was said), as it did before the host learned of the move.
+   */
+  chatId?: string | null;
 }
 
 /**
@@ -32,12 +38,17 @@ const bindingMatch = () =>
       and(eq(b.scopeType, "bot_conversation"), eq(b.scopeId, param("bindBotConversation"))),
       and(eq(b.scopeType, "workspace_conversation"), eq(b.scopeId, param("bindWorkspaceConversation"))),
       and(eq(b.scopeType, "conversation"), eq(b.scopeId, param("bindConversationId"))),
+      and(eq(b.scopeType, "bot_conversation"), eq(b.scopeId, param("bindBotChat"))),
+      and(eq(b.scopeType, "workspace_conversation"), eq(b.scopeId, param("bindWorkspaceChat"))),
+      and(eq(b.scopeType, "conversation"), eq(b.scopeId, param("bindChatId"))),
       and(eq(b.scopeType, "bot"), eq(b.scopeId, param("bindBotId"))),
       and(eq(b.scopeType, "workspace"), eq(b.scopeId, param("bindWorkspaceId"))),
     ),
   );
+/** Most specific first; of a conversation scope's two ids (ResolveQuery.chatId), the chat's. */
 const specificity = () => sql`CASE ${b.scopeType} WHEN 'bot_conversation' THEN 0 WHEN 'workspace_conversation' THEN 1
-  WHEN 'conversation' THEN 2 WHEN 'bot' THEN 3 WHEN 'workspace' THEN 4 ELSE 5 END`;
+  WHEN 'conversation' THEN 2 WHEN 'bot' THEN 3 WHEN 'workspace' THEN 4 ELSE 5 END,
+  CASE WHEN ${b.scopeId} IN (${param("bindBotChat")}, ${param("bindWorkspaceChat")}, ${param("bindChatId")}) THEN 0 ELSE 1 END`;
 const chosen = () => sql`FROM ${b} INNER JOIN ${agent} ON ${agent.agentId} = ${b.agentId}
   INNER JOIN ${runner} ON ${runner.runnerId} = ${agent.runnerId}
   INNER JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId}
@@ -65,6 +76,9 @@ export function resolutionValues(q: ResolveQuery) {
     bindBotConversation: q.botId && q.conversationId ? qualifiedConversationKey(q.botId, q.conversationId) : null,
     bindWorkspaceConversation: q.workspaceId && q.conversationId ? qualifiedConversationKey(q.workspaceId, q.conversationId) : null,
     bindConversationId: q.conversationId || null,
+    bindBotChat: q.botId && q.chatId ? qualifiedConversationKey(q.botId, q.chatId) : null,
+    bindWorkspaceChat: q.workspaceId && q.chatId ? qualifiedConversationKey(q.workspaceId, q.chatId) : null,
+    bindChatId: q.chatId || null,
     bindBotId: q.botId || null,
     bindWorkspaceId: q.workspaceId || null,
     bindUnaddressed: q.unaddressed ? 1 : 0,

@@ -2,9 +2,9 @@ import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, or, sql } from "d
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { insertWhereReturning } from "../db/guarded";
-import { eqUnindexed } from "../db/unindexed";
+import { runListConditions, type RunListFilter } from "./run-list-filter";
 import { agent, eventLog, run, runEvent, transcript } from "../db/schema";
-import { encodeCursor, type TimeIdPosition } from "../lib/cursor";
+import { encodeCursor } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
 import { parseKeepingIntegers } from "../lib/exact-json";
 import { budgetedPage, byteLength, fieldsOf, ifWithin, rowBytes, runningBytes, withinBudget } from "../db/byte-budget";
@@ -356,15 +356,8 @@ export function runsStore(db: Db) {
     },
 
     /** Newest first, keyset-paged on (created_at, run_id) so a page costs the same however deep it is. */
-    async list(filter: { conversationId?: string; threadId?: string; workspaceId?: string; botId?: string; agentId?: string; status?: string; before?: TimeIdPosition; limit: number }) {
-      const conds = [];
-      if (filter.conversationId) conds.push(eq(run.conversationId, filter.conversationId));
-      if (filter.threadId) conds.push(eq(run.threadId, filter.threadId));
-      if (filter.workspaceId) conds.push(eq(run.workspaceId, filter.workspaceId));
-      if (filter.botId) conds.push(eq(run.botId, filter.botId));
-      // By run_agent, unless a narrower index serves: a conversation's runs, or the few not ended (not every run the agent had).
-      const agentByIndex = !filter.conversationId && filter.status !== "created" && filter.status !== "running";
-      if (filter.agentId) conds.push(agentByIndex ? eq(run.agentId, filter.agentId) : eqUnindexed(run.agentId, filter.agentId));
+    async list(filter: RunListFilter) {
+      const conds = runListConditions(filter);
       // A run not started is `created` to readers, however it was stored (NOT_STARTED).
       if (filter.status) conds.push(filter.status === "created" ? inArray(run.status, [...NOT_STARTED]) : eq(run.status, filter.status));
       // A row value, which the index reads as a range (two OR-ed terms on two parameters it cannot): deep pages cost what the first does.

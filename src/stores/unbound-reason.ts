@@ -12,8 +12,11 @@ const AGENTS_NAMED = 5;
 function scopesOf(q: ResolveQuery): [string, string][] {
   const v = resolutionValues(q);
   const scopes: [string, string | null][] = [
+    ["bot_conversation", v.bindBotChat],
     ["bot_conversation", v.bindBotConversation],
+    ["workspace_conversation", v.bindWorkspaceChat],
     ["workspace_conversation", v.bindWorkspaceConversation],
+    ["conversation", v.bindChatId],
     ["conversation", v.bindConversationId],
     ["bot", v.bindBotId],
     ["workspace", v.bindWorkspaceId],

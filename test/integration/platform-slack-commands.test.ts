@@ -20,9 +20,17 @@ const bots: Record<"bound" | "unbound" | "paused", { botId: string; webhookUrl: 
 const answered: string[] = [];
 let ts = 1_700_000_000;
 
+/** Posts each response_url took: Slack takes five, then answers `used_url`. */
+const urlPosts = new Map<string, number>();
+
 function slackApi(call: PlatformCall): FakeReply {
   // A response_url: Slack's own hook, no token asked.
-  if (call.path.startsWith("/commands/") || call.path.startsWith("/actions/")) return call.headers.authorization ? { status: 400, json: { ok: false, error: "invalid_auth" } } : { json: { ok: true } };
+  if (call.path.startsWith("/commands/") || call.path.startsWith("/actions/")) {
+    if (call.headers.authorization) return { status: 400, json: { ok: false, error: "invalid_auth" } };
+    const n = (urlPosts.get(call.path) ?? 0) + 1;
+    urlPosts.set(call.path, n);
+    return n > 5 ? { status: 404, json: { ok: false, error: "used_url" } } : { json: { ok: true } };
+  }
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
   if (call.path === "/chat.postMessage") {
     // A channel the bot was never invited to; a DM between people, which the bot cannot see.
@@ -182,6 +190,27 @@ describe("Slack slash commands and message shortcuts", () => {
     expect((await trail(dmRun)).map((r) => [r.type, r.message_id ?? null])).toEqual([["delivery.succeeded", "response_url:1"]]);
     const view = await host.admin("GET", `/v1/admin/bots/${bots.bound.botId}`);
     expect(view.body.last_delivery_failure).toBeUndefined();
+  });
+
+  it("answers a long command by its response_url in at most the five posts Slack takes, the last saying the rest was cut, streamed or not", async () => {
+    // `long`: one final message, whose first part finds the channel refused; `bigstream`: a draft refused first.
+    for (const [text, refusals] of [["long 30000", []], ["bigstream 8 3000", [["slack_not_in_channel", "response_url"]]]] as const) {
+      const cmd = slash("C-OUT-5", "/ask", text);
+      await cmd.res;
+      const runId = await waitFor(() => contextFor(text)[0]?.run_id, 15_000, `the run of ${text}`);
+      await host.waitForRun(runId);
+      await waitFor(async () => (await trail(runId)).filter((r) => r.type === "delivery.succeeded").length >= 5, 15_000, "five posts");
+      // Nothing more comes: no sixth post for Slack to refuse.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const posts = callsTo(cmd.fields.response_url).map((c) => String(c.body.text));
+      expect(posts).toHaveLength(5);
+      expect(posts[4]).toBe("(The answer goes on, but is too long for this chat: the rest was cut.)");
+      const answer = longText(3000).replace(/^line 1 /, "chunk 1 ");
+      expect(posts[0].startsWith(text.startsWith("long") ? "line 1 " : answer.slice(0, 100))).toBe(true);
+      const records = await trail(runId);
+      expect(records.filter((r) => r.type === "delivery.failed").map((r) => [r.code, r.continues_as ?? null])).toEqual(refusals);
+      expect(records.filter((r) => r.type === "delivery.succeeded").map((r) => r.message_id)).toEqual([1, 2, 3, 4, 5].map((i) => `response_url:${i}`));
+    }
   });
 
   it("sends nothing to a response_url that is not Slack's (nor the bot's API origin): the refusal stands", async () => {

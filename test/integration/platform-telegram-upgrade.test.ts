@@ -100,6 +100,35 @@ describe("a Telegram group upgraded to a supergroup", () => {
     expect((await userItems(group))[0].edited).toBeNull();
   }, 60_000);
 
+  it("an agent scoped to the supergroup's id (a conversation scope, with or without the bot) takes the supergroup's messages, recorded in the group's conversation", async () => {
+    const scopes = { "-4600": { type: "conversation" }, "-4700": { type: "conversation", bot_id: botId } };
+    for (const [group, scope] of Object.entries(scopes)) {
+      const supergroup = `-100${group.slice(1)}000001`;
+      const agentId = `supergroup-agent${group}`;
+      const created = await host.admin("POST", "/v1/admin/agents", { agent_id: agentId, name: agentId, runner_id: runner.runnerId(), event_types: ["message.received"], scope: { ...scope, id: supergroup } });
+      expect(created.status).toBe(201);
+      const before = await say(group, 4, `hello group ${group}`);
+      await upgrade(group, supergroup);
+      const after = await say(supergroup, 2, `hello supergroup ${group}`);
+      expect(after.ctx.conversation.conversation_id).toBe(group);
+      const agentOf = async (run: { ctx: any }) => (await host.query<{ agent_id: string }>("SELECT agent_id FROM run WHERE run_id = ?", [run.ctx.run_id]))[0].agent_id;
+      // The group's own messages stay with the bot's agent: the scope names the supergroup only.
+      expect([await agentOf(before), await agentOf(after)]).toEqual(["upgrade-agent", agentId]);
+    }
+  }, 60_000);
+
+  it("an edit of a supergroup message recorded before the host learned of the upgrade reaches it, in the supergroup's own conversation", async () => {
+    const [group, supergroup] = ["-4800", "-1004800000001"];
+    await say(group, 3, "three in the group");
+    // The service messages come late (a webhook down for a while): the supergroup's first message has a conversation of its own.
+    await say(supergroup, 3, "three in the supergroup");
+    await upgrade(group, supergroup);
+    await deliver("edited_message", { message_id: 3, date: now() - 5, edit_date: now(), chat: chatOf(supergroup), from: ada, text: "three in the supergroup, edited" });
+    await waitFor(async () => (await userItems(supergroup)).some((i) => i.edited !== null), 15_000, "the edit");
+    expect((await userItems(supergroup)).map((i) => i.content)).toEqual(["three in the supergroup, edited"]);
+    expect((await userItems(group)).map((i) => [i.content, i.edited])).toEqual([["three in the group", null]]);
+  }, 60_000);
+
   it("a reply the group refuses for the upgrade is made in the supergroup, whose messages go on in the group's conversation", async () => {
     const [group, supergroup] = ["-4300", upgradedUnheard.get("-4300")!];
     // The service messages never came (the bot was added back after the upgrade, a webhook was down for a day).

@@ -130,6 +130,27 @@ describe("admin reads at scale", () => {
     for (const steps of plansOf(e, sent)) expect(steps.join(" | ")).toMatch(/^(MULTI-INDEX OR \| INDEX 1 \| )?SEARCH run USING INDEX run_status \(status=\?/);
   });
 
+  it("lists a bot's runs and a workspace's (GET /v1/runs?bot_id=, ?workspace_id=) from their indexes, a deep page too, never walking every run", async () => {
+    const { e, db, sent } = await open();
+    const plan = async (filter: Partial<Parameters<ReturnType<typeof runsStore>["list"]>[0]>) => {
+      sent.length = 0;
+      await runsStore(db).list({ limit: 50, ...filter });
+      const steps = plansOf(e, sent).flat().join(" | ");
+      expect(steps).not.toContain("USING INDEX run_created");
+      return steps;
+    };
+    expect(await plan({ botId: "b" })).toContain("SEARCH run USING INDEX run_bot (bot_id=?)");
+    expect(await plan({ botId: "b", status: "completed" })).toContain("SEARCH run USING INDEX run_bot (bot_id=?)");
+    expect(await plan({ botId: "b", before: { time: 5, id: "r" } })).toContain("SEARCH run USING INDEX run_bot (bot_id=? AND (created_at,run_id)<(?,?))");
+    expect(await plan({ workspaceId: "w" })).toContain("SEARCH run USING INDEX run_workspace (workspace_id=?)");
+    expect(await plan({ workspaceId: "w", before: { time: 5, id: "r" } })).toContain("SEARCH run USING INDEX run_workspace (workspace_id=? AND (created_at,run_id)<(?,?))");
+    // A bot is narrower than its workspace; a conversation, the runs not ended and an agent's runs narrower still.
+    expect(await plan({ workspaceId: "w", botId: "b" })).toContain("SEARCH run USING INDEX run_bot (bot_id=?)");
+    expect(await plan({ botId: "b", conversationId: "c" })).toContain("SEARCH run USING INDEX run_conversation_id (conversation_id=?)");
+    expect(await plan({ workspaceId: "w", status: "running" })).toContain("SEARCH run USING INDEX run_status (status=?)");
+    expect(await plan({ botId: "b", agentId: "a" })).toContain("SEARCH run USING INDEX run_agent (agent_id=?)");
+  });
+
   it("reads why an event went unbound from the agents of its scopes only", async () => {
     const { e, db, sent, run } = await open();
     await seedAgents(run, "a-", "http:a/o/two", 20);

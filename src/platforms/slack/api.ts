@@ -7,7 +7,7 @@ import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retry
 import type { ApiResult, Bot, DeliveryTarget, Messenger, TextFormat } from "../types";
 import { slackText } from "./mrkdwn";
 import { fileBody, uploadTimeoutMs } from "../upload";
-import { postToResponseUrl, trustedResponseUrl } from "./response-url";
+import { postToResponseUrl, RESPONSE_URL_MAX_POSTS, responseUrlSpent, trustedResponseUrl } from "./response-url";
 
 export interface SlackCredentials extends Record<string, string> {
   bot_token: string;
@@ -46,7 +46,8 @@ const BY_RESPONSE_URL = "response_url:";
 /**
  * Posts with chat.postMessage; where Slack says the bot may not post there and the target has a response_url (a slash
  * command, a shortcut, a press), the answer goes by that URL instead, `in_channel`, each message as a new one: it takes
- * no edits, so a streamed draft stops there and the text goes whole at the end.
+ * no edits, so a streamed draft stops there and the text goes whole at the end, in at most the URL's five posts
+ * (`postsLeft`: the session makes the last say the rest was cut).
  */
 export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<DeliveryTarget, { platform: "slack" }>, timeoutMs: number, format: TextFormat = "markdown"): Messenger {
   const responseUrl = trustedResponseUrl(target.responseUrl, bot.apiBaseUrl);
@@ -60,6 +61,7 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
   const placeGone = <T>(res: ApiResult<T>): ApiResult<T> =>
     res.ok || !(res.failure.code === ARCHIVED || (responseUrl === null && NOT_POSTABLE.has(res.failure.code))) ? res : { ok: false, failure: { ...res.failure, placeGone: true } };
   async function byResponseUrl(text: string): Promise<ApiResult<string>> {
+    if (posted >= RESPONSE_URL_MAX_POSTS) return responseUrlSpent();
     const res = await postToResponseUrl(responseUrl!, { response_type: "in_channel", text: slackText(text, format) }, timeoutMs);
     return res.ok ? { ok: true, value: `${BY_RESPONSE_URL}${++posted}` } : res;
   }
@@ -79,6 +81,7 @@ export function slackMessenger(bot: Bot<SlackCredentials>, target: Extract<Deliv
       const res = await slackCall(bot, "chat.update", { channel: target.channel, ts: messageId, text: slackText(text, format) }, timeoutMs);
       return res.ok ? { ok: true, value: undefined } : placeGone(res);
     },
+    postsLeft: () => (viaResponseUrl ? RESPONSE_URL_MAX_POSTS - posted : undefined),
     /**
      * Slack's three steps: an upload URL for the file, its bytes posted there, then the file shared in the channel (or
      * thread). Answers the file id. Nothing is in the channel before the share, so the first two are safe to repeat.

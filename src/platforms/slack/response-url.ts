@@ -7,6 +7,15 @@ import { asRecord, callPlatform, failureOfStatus, requestInit, retryAfterHeaderM
 import { scrubSecrets } from "../redact";
 import type { ApiResult } from "../types";
 
+/** Slack takes at most five posts by one response_url (within its 30 minutes); past them it answers `used_url`. */
+export const RESPONSE_URL_MAX_POSTS = 5;
+
+/** A post the URL would refuse (its five spent), not made: refused here as Slack would, without the round trip. */
+export const responseUrlSpent = (): ApiResult<never> => ({
+  ok: false,
+  failure: { kind: "permanent", status: null, code: "slack_response_url_spent", message: `a response_url takes at most ${RESPONSE_URL_MAX_POSTS} posts` },
+});
+
 /** Slack's hosts for it (GovSlack's too). */
 const SLACK_HOOK_HOSTS = new Set(["hooks.slack.com", "hooks.slack-gov.com"]);
 
