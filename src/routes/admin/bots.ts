@@ -38,8 +38,11 @@ const CreateBot = z.strictObject({
   credentials: z.record(z.string(), z.string()),
 });
 
-/** PUT replaces the bot's settings; credentials, when given, replace all of them, else they are kept. */
-/** PUT takes the body of POST, or what GET answered sent back as it is: its view-only fields are ignored (`bot_id` must be the path's). */
+/**
+ * PUT replaces the bot's settings; `credentials` and `enabled` left out are kept (credentials given replace all of
+ * them). It takes the body of POST, or what GET answered sent back as it is: its view-only fields are ignored
+ * (`bot_id` must be the path's).
+ */
 const ReplaceBot = z.strictObject({
   platform: z.enum(PLATFORMS).optional(),
   ...BotFields,
