@@ -1,6 +1,7 @@
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
+import { settledRefusals } from "../support/settled-refusals";
 import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { larkMessageProblem } from "../support/lark-markdown";
 import { callHostApi } from "../support/host-api";
@@ -796,14 +797,11 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     refusedReplies.set(ev.event.message.message_id, { code: 230002, msg: "The bot can not be outside the group." });
     await postPlain(ev);
     const runId = (await waitFor(() => contextFor("long 20001")[0], 15_000, "the run")).run_id;
-    await host.waitForRun(runId);
-    const failuresOf = async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId])).map((r) => JSON.parse(r.data_json));
-    await waitFor(async () => (await failuresOf()).length > 0, 15_000, "the refusal's record");
     // Settled: nothing more is tried after the one refusal.
-    await new Promise((r) => setTimeout(r, 1_000));
+    const [failures] = await settledRefusals(host, [runId]);
     expect(repliesTo(ev.event.message.message_id).map(statusOf)).toEqual([400]);
     expect(fake.calls.filter((c) => c.body?.receive_id === "oc_removed")).toEqual([]);
-    expect(await failuresOf()).toEqual([expect.objectContaining({ operation: "send", part: 1, code: "lark_230002", will_retry: false })]);
+    expect(failures).toEqual([expect.objectContaining({ operation: "send", part: 1, code: "lark_230002", will_retry: false })]);
   });
 
   it("never lends a bot of the same app the tenant token another bot's secret fetched: a wrong app secret fails its replies", async () => {

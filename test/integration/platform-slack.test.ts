@@ -1,6 +1,7 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost, recordedAnswer } from "../support/host";
+import { settledRefusals } from "../support/settled-refusals";
 import { ANSWER_FILE, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { slackMrkdwnProblem } from "../support/slack-mrkdwn";
 import { TABLE_ANSWER, TABLE_ANSWER_SLACK } from "../support/markdown-sample";
@@ -269,16 +270,11 @@ describe("Slack: Events API in, Web API out", () => {
       const ids = ["long 8501", "attach archived.pdf"].map((text) => contextFor(text)[0]?.run_id);
       return ids.every(Boolean) && ids;
     });
-    const failuresOf = async (runId: string) => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId])).map((r) => JSON.parse(r.data_json));
-    for (const runId of runIds) {
-      await host.waitForRun(runId);
-      await waitFor(async () => (await failuresOf(runId)).length > 0, 15_000, "the refusal's record");
-    }
     // Settled: nothing more is tried after each reply's one refusal.
-    await new Promise((r) => setTimeout(r, 1_000));
+    const failures = await settledRefusals(host, runIds);
     expect(postsTo("C-ARCHIVED").map((p) => p.body.text.slice(0, 18))).toEqual(["line 1 abcdefghija", "here is archived.p"]);
     expect(fake.callsTo(/^\/files\.getUploadURLExternal$/).filter((c) => new URLSearchParams(c.raw).get("filename") === "archived.pdf")).toEqual([]);
-    for (const runId of runIds) expect(await failuresOf(runId)).toEqual([expect.objectContaining({ operation: "send", part: 1, code: "slack_is_archived", will_retry: false })]);
+    for (const given of failures) expect(given).toEqual([expect.objectContaining({ operation: "send", part: 1, code: "slack_is_archived", will_retry: false })]);
   });
 
   it("logs a channel id and Slack's error name escaped, each on the host's own line: a crafted one forges no line", async () => {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost, recordedAnswer } from "../support/host";
+import { settledRefusals } from "../support/settled-refusals";
 import { addTelegramBot, ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { largeFile } from "../support/host-api";
 import { telegramHtmlProblem } from "../support/telegram-html";
@@ -435,19 +436,14 @@ describe("Telegram: webhook in, reply out", () => {
       const ids = ["long 9001", "attach kicked.pdf"].map((text) => contextFor(text)[0]?.run_id);
       return ids.every(Boolean) && ids;
     });
-    const failuresOf = async (runId: string) => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId])).map((r) => JSON.parse(r.data_json));
-    for (const runId of runIds) {
-      await host.waitForRun(runId);
-      await waitFor(async () => (await failuresOf(runId)).length > 0, 15_000, "the refusal's record");
-    }
     // Settled: nothing more is tried after each reply's one refusal.
-    await new Promise((r) => setTimeout(r, 1_000));
+    const failures = await settledRefusals(host, runIds);
     const calls = fake.calls.filter((c) => String(c.body?.chat_id ?? /name="chat_id"\r\n\r\n([^\r]*)/.exec(c.raw)?.[1]) === KICKED_CHAT);
     expect(calls.map((c) => [c.path.split("/").pop(), c.body?.text])).toEqual([
       ["sendMessage", expect.stringMatching(/^line 1 /)],
       ["sendMessage", "here is kicked.pdf"],
     ]);
-    for (const runId of runIds) expect(await failuresOf(runId)).toEqual([expect.objectContaining({ operation: "send", part: 1, status: 403, code: "telegram_403", error: "Forbidden: bot was kicked from the supergroup chat", will_retry: false })]);
+    for (const given of failures) expect(given).toEqual([expect.objectContaining({ operation: "send", part: 1, status: 403, code: "telegram_403", error: "Forbidden: bot was kicked from the supergroup chat", will_retry: false })]);
   });
 
   it("delivers a welcome for a join to the chat and topic, quoting nothing", async () => {
