@@ -145,7 +145,8 @@ export class ConversationDO extends DurableObject<Env> {
           continue;
         }
         await this.armWatchdog();
-        await this.changes.next(nextWakeAt(table, now));
+        // Drops waiting are tried again after the pause, not only at the next change: a busy run may keep this loop here for minutes, and an alarm meanwhile leaves at once.
+        await this.changes.next(nextWakeAt(table, now, dropsWaiting ? now + RETRY_PAUSE_MS : undefined));
       }
     } finally {
       this.scheduling = false;

@@ -274,9 +274,11 @@ export const willSteer = (run: StoredRun) => canSteer(run.job);
 
 /**
  * The next time a stored run waits for (undefined when none does): a queued
- * run's debounce, or the pause before a lost run is ended again.
+ * run's debounce, or the pause before a lost run is ended again; or, if
+ * sooner, `retryAt` (the next retry of drops waiting to be recorded).
  */
-export function nextWakeAt(table: RunTable, now: number): number | undefined {
+export function nextWakeAt(table: RunTable, now: number, retryAt?: number): number | undefined {
   const waiting = table.filter(([, r]) => r.notBefore > now).map(([, r]) => r.notBefore);
+  if (retryAt !== undefined) waiting.push(retryAt);
   return waiting.length ? Math.min(...waiting) : undefined;
 }

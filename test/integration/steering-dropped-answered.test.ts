@@ -32,9 +32,9 @@ beforeAll(async () => {
       const c: string = ctx.conversation.conversation_id;
       const text: string = ctx.input.text ?? "";
       started.set(c, [...startedIn(c), text]);
-      // "hold…": busy until the test lets go, then ends without pulling (the last pull README asks for is skipped).
+      // "hold…": busy until the test lets go, then ends without pulling (the last pull README asks for is skipped). "hold too": its own gate.
       if (text.startsWith("hold")) {
-        await gate(c).promise;
+        await gate(text === "hold too" ? `${c}/too` : c).promise;
         if (text === "hold, then fail") {
           w.send("run.failed", { code: "test.failed", error: "gave up", retryable: false });
           return void res.end();
@@ -172,4 +172,29 @@ describe("messages a run claimed and ended without pulling", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(startedIn(c)).toEqual(["hold", "a"]);
   }, 30_000);
+
+  // The conversation still busy (a parallel run holding) when the database comes back: the retry comes after its pause, not when that run ends.
+  // Taking a message back is the write that removes its `steering` note (its other statements are like a run's end's).
+  for (const [what, name, sql] of [["their drop's record", "record", "steering.dropped"], ["taking them back", "release", "'$.steering')"]])
+    it(`are answered within a retry pause of the database coming back, if ${what} failed while another run of the conversation is busy`, async () => {
+      const c = `dropped-busy-${name}`;
+      await agentFor(c);
+      const held = await heldWithClaims(c, ["a"]);
+      await agentFor(c, { strategy: "parallel" });
+      const busy = (await host.postEvent(messageEvent(c, "hold too"))).body;
+      expect(busy.disposition).toBe("started");
+      await waitFor(() => startedIn(c).length === 2, 10_000, "the busy run to start");
+      // Every try fails for a second (the held run's end, and each look the scheduler takes meanwhile).
+      host.databaseOutage({ queries: 1_000, matching: sql });
+      gate(c).resolve();
+      await host.waitForRun(held);
+      await new Promise((r) => setTimeout(r, 1_000));
+      host.databaseOutage({ queries: 0 });
+      expect(await eventOf(`${c}-a`)).toMatchObject({ disposition: "steered", run_id: held });
+      await waitFor(async () => (await eventOf(`${c}-a`)).disposition === "bound", 9_000, "the message decided anew, the busy run still holding");
+      expect(await answerOf((await eventOf(`${c}-a`)).run_id!)).toEqual({ text: "a", pulled: [] });
+      expect((await host.admin("GET", `/v1/runs/${busy.run_id}`)).body.status).toBe("running");
+      gate(`${c}/too`).resolve();
+      expect((await host.waitForRun(busy.run_id!)).status).toBe("completed");
+    }, 30_000);
 });

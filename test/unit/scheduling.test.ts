@@ -224,6 +224,13 @@ describe("nextWakeAt", () => {
     expect(nextWakeAt(table, 600)).toBe(900);
     expect(nextWakeAt(table, 1000)).toBeUndefined();
   });
+
+  it("is the retry of drops waiting when that comes first, whatever runs", () => {
+    const table: RunTable = [row("a", "running", "now", 0), row("b", "queued", "after-all", 5_000)];
+    expect(nextWakeAt(table, 100, 3_000)).toBe(3_000);
+    expect(nextWakeAt(table, 100, 8_000)).toBe(5_000);
+    expect(nextWakeAt([row("a", "running", "now", 0)], 100, 5_100)).toBe(5_100);
+  });
 });
 
 describe("ChangeSignal", () => {
