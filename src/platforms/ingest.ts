@@ -24,6 +24,7 @@ import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
 import { storeRaw } from "./raw-payload";
+import { leftUnread } from "./unaddressed-read";
 import { withRepliedMessage, withStoredRepliedFiles } from "./replied";
 import { REPLIED_MESSAGE_KEY } from "./reply-context";
 import type { Bot, NormalizedEvent, PlatformAdapter, PlatformFile, Recorded } from "./types";
@@ -49,15 +50,17 @@ interface IngestDeps {
 
 export async function ingestEvents(deps: IngestDeps, raw: unknown, events: NormalizedEvent[]): Promise<Recorded[]> {
   if (events.length === 0) return [];
-  const rawRef = await storeRaw(deps.env, deps.adapter, deps.bot, raw, events[0].key);
+  // A live location's new position (one every few seconds, for hours) is no event of its own: neither its payload nor
+  // a record is kept, only the words it may give its message (revise-waiting.ts).
+  const rawRef = events.every((e) => e.revises?.livePosition) ? null : await storeRaw(deps.env, deps.adapter, deps.bot, raw, events[0].key);
   const recorded: Recorded[] = [];
   // In order: a payload's events (Telegram's several new members) keep the platform's order.
   for (const event of events) recorded.push(await ingestOne(deps, await inItsConversation(dbOf(deps.env), deps.adapter, deps.bot, event), rawRef));
   return recorded;
 }
 
-async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string): Promise<Recorded> {
-  const recorded = await recordOne(deps, event, rawRef);
+async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string | null): Promise<Recorded> {
+  const recorded = rawRef === null ? { event, disposition: "unhandled", runId: null } : await recordOne(deps, event, rawRef);
   // After its own record: a redelivery (the first attempt failed here) does it again. A paused bot's too: a message
   // from before the pause takes its edit or recall, which starts nothing.
   if (event.revises && event.conversationId !== null) await reviseMessage(deps.env, deps.bot, event.conversationId, dedupeId(deps.bot, event.key), event.revises);
@@ -118,7 +121,8 @@ async function withNamedMessages(deps: IngestDeps, event: NormalizedEvent, event
   // The replied message given whole (Telegram): only its files may be had as stored rather than downloaded.
   if (!event.unread && event.repliesTo === undefined) return { event: await withStoredRepliedFiles(db, bot, event), unavailable: null };
   if (await eventLogStore(db).get(eventId)) return { event, unavailable: null };
-  const read = event.unread && adapter.readContent ? await adapter.readContent(bot, event, timeLeft(deps)) : event;
+  // Nothing is read for what will be recorded unanswered whatever it says (./unaddressed-read.ts).
+  const read = event.unread && adapter.readContent ? ((await leftUnread(db, adapter, bot, event)) ?? (await adapter.readContent(bot, event, timeLeft(deps)))) : event;
   return withRepliedMessage(adapter, bot, db, read, () => timeLeft(deps));
 }
 

@@ -10,6 +10,13 @@ import { scopedMessageRef } from "./message-ref";
 import type { Bot, MessageRevision } from "./types";
 
 /**
+ * At most once per this many seconds of its edits (Telegram's `edit_date`), a live location's new position reaches its
+ * message: while it moves, what later runs read of it is at most a minute old, and its last position, once its sharing
+ * stops (an edit that is no live position), is the message's at once.
+ */
+export const LIVE_POSITION_SECONDS = 60;
+
+/**
  * A recall or an edit (its event `eventId`) reaches the message it names: its transcript item and what runners read
  * of its EventLog record, however old, read as the user left it (src/stores/transcript-revision.ts,
  * event-revision.ts), so no later run reads words withdrawn or replaced, and a recalled message's files are gone
@@ -22,6 +29,7 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
   const db = dbOf(env);
   // The new words as ingress would have recorded them: NUL and unpaired surrogates replaced, as the runner reads any text.
   const edit = revision.edit && { ...revision.edit, text: revision.edit.text === null ? null : storableText(revision.edit.text) };
+  const marked = edit && revision.livePosition ? { ...edit, minInterval: LIVE_POSITION_SECONDS } : edit;
   const places = placesOf(conversationId, revision.chatId);
   const now = Date.now();
   const at = new Date(now).toISOString();
@@ -29,12 +37,16 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
   const statements: unknown[] = [];
   const fileReads: number[] = [];
   for (const place of places) {
-    const r: TranscriptRevision = { botId: bot.botId, registeredAt: bot.registeredAt, conversationId: place.conversationId, messageRef: scopedMessageRef(place.chatId, revision.id), eventId, edit };
+    const r: TranscriptRevision = { botId: bot.botId, registeredAt: bot.registeredAt, conversationId: place.conversationId, messageRef: scopedMessageRef(place.chatId, revision.id), eventId, edit: marked };
     statements.push(transcriptRevisionStatement(db, r, at), eventRevisionStatement(db, r, at));
     if (!edit) fileReads.push(statements.push(...recalledFilesStatements(db, r, now)) - 1);
   }
   const results = await batchAll(db, statements);
   if (!edit) await deleteRecalledBytes(env.ARTIFACTS, fileReads.flatMap((i) => (results[i] as { r2Key: string }[]).map((f) => f.r2Key)));
+  // A live position too soon after the one applied changed nothing (an edit's statements are the marks alone), so
+  // nothing waiting is asked about (a redelivery of one applied whose waiting run was not reached asks nothing either:
+  // the next position applied reaches it).
+  if (revision.livePosition && (results as unknown[][]).every((rows) => rows.length === 0)) return;
   for (const place of places) {
     const waiting = await waitingMessage(db, { botId: bot.botId, source: bot.platform, conversationId: place.conversationId, field: revision.field, id: revision.id, chatId: place.chatId ?? null });
     if (!waiting) continue;

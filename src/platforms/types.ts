@@ -140,6 +140,11 @@ export interface MessageRevision {
   /** The chat the message is in, when the conversation is another chat's (NormalizedEvent.chatId). */
   chatId?: string;
   edit?: { text: string | null; version: number };
+  /**
+   * A live location's new position (Telegram sends one every few seconds, for hours): no event of its own (no EventLog
+   * row, no raw payload), and it reaches the message at most once per LIVE_POSITION_SECONDS of its edits (./revise-waiting.ts).
+   */
+  livePosition?: true;
 }
 
 /** The outcome of reading a verified webhook. */
@@ -256,6 +261,11 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
    * platform's acknowledgement deadline). Never rejects: what cannot be read in time is said so in the event's text.
    */
   readContent?(bot: Bot<C>, event: NormalizedEvent, timeoutMs: number): Promise<NormalizedEvent>;
+  /**
+   * An `unread` event left unread (`why`), said as readContent says what it could not read; and the words any text it
+   * reads opens with, which an agent's prefix could match (./unaddressed-read.ts).
+   */
+  contentNotRead?: { opening: string; event(event: NormalizedEvent, why: string): NormalizedEvent };
   /**
    * The message `event.repliesTo` names, read within `timeoutMs`: its context for `data.reply_to`, its files (each
    * with `repliedMessageId`), and whether this bot sent it (a reply to it addresses the bot: `addressed`). Throws a 4xx

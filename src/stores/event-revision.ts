@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { eventLog } from "../db/schema";
 import { headOf } from "../lib/text";
 import { toEventRecord, type EventRow } from "./event-log";
-import { revisedMessageRow, type TranscriptRevision } from "./transcript-revision";
+import { newerEdit, revisedMessageRow, type TranscriptRevision } from "./transcript-revision";
 
 /** As long as ingress makes an event's input_summary (ingress/accept.ts). */
 const SUMMARY_MAX = 200;
@@ -13,20 +13,25 @@ const SUMMARY_MAX = 200;
  * runnerEventRecord): `metadata.recalled {event_id, recalled_at}`, or `metadata.edited {event_id, version, edited_at,
  * input_summary}` (the newest words' head). Only the mark is written: the row keeps the message as received, for
  * operators. The same rules as its transcript item's (transcript-revision.ts): an older edit arriving late, an edit
- * of a recalled message, or a revision sent again changes nothing.
+ * of a recalled message, or a revision sent again changes nothing. Answers the row it marked (none when it changed nothing).
  */
 export function eventRevisionStatement(db: Db, r: TranscriptRevision, at: string) {
   const m = eventLog.metadataJson;
   const unrecalled = sql`json_type(${m}, '$.recalled') IS NULL`;
   if (!r.edit) {
     const recalled = JSON.stringify({ event_id: r.eventId, recalled_at: at });
-    return db.update(eventLog).set({ metadataJson: sql`json_set(${m}, '$.recalled', json(${recalled}))` }).where(and(revisedMessageRow(r), unrecalled));
+    return db
+      .update(eventLog)
+      .set({ metadataJson: sql`json_set(${m}, '$.recalled', json(${recalled}))` })
+      .where(and(revisedMessageRow(r), unrecalled))
+      .returning({ eventId: eventLog.eventId });
   }
   const edited = JSON.stringify({ event_id: r.eventId, version: r.edit.version, edited_at: at, input_summary: headOf(r.edit.text ?? "", SUMMARY_MAX) || null });
   return db
     .update(eventLog)
     .set({ metadataJson: sql`json_set(${m}, '$.edited', json(${edited}))` })
-    .where(and(revisedMessageRow(r), unrecalled, sql`COALESCE(json_extract(${m}, '$.edited.version'), -1e308) < ${r.edit.version}`));
+    .where(and(revisedMessageRow(r), unrecalled, newerEdit(m, r.edit)))
+    .returning({ eventId: eventLog.eventId });
 }
 
 /**

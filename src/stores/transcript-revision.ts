@@ -1,4 +1,5 @@
 import { and, eq, gte, inArray, sql } from "drizzle-orm";
+import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { eventLog, transcript } from "../db/schema";
 import { searchTextOf } from "./fts-query";
@@ -17,8 +18,17 @@ export interface TranscriptRevision {
   messageRef: string;
   /** The recall's or the edit's own event. */
   eventId: string;
-  /** Absent for a recall: the words now (null: none left, its files stay) and the edit's version. */
-  edit?: { text: string | null; version: number };
+  /**
+   * Absent for a recall: the words now (null: none left, its files stay) and the edit's version; `minInterval`: applied
+   * only when that much newer (in the version's units) than the edit applied last (a live location's positions).
+   */
+  edit?: { text: string | null; version: number; minInterval?: number };
+}
+
+/** SQL: the edit is newer than the one `metadata` says was applied, by `minInterval` at least when set. */
+export function newerEdit(metadata: AnySQLiteColumn, edit: NonNullable<TranscriptRevision["edit"]>) {
+  const applied = sql`COALESCE(json_extract(${metadata}, '$.edited.version'), -1e308)`;
+  return edit.minInterval ? sql`${applied} <= ${edit.version - edit.minInterval}` : sql`${applied} < ${edit.version}`;
 }
 
 /** The EventLog row of the message a revision names (the index event_log_message), its transcript item's event. */
@@ -31,7 +41,7 @@ export const revisedMessageRow = (r: Pick<TranscriptRevision, "botId" | "registe
  * edited, it reads the newest words (`metadata.edited`; an older edit arriving late changes nothing, nor does an
  * edit of a recalled message). The full-text index follows (migration 0002's triggers). EventLog keeps the message
  * as received, marked for runners' reads of it (event-revision.ts), and the recall or edit as an event of its own.
- * Idempotent: sent again, it matches nothing.
+ * Idempotent: sent again, it matches nothing. Answers the item it changed (none when it changed nothing).
  */
 export function transcriptRevisionStatement(db: Db, r: TranscriptRevision, at = new Date().toISOString()) {
   const t = transcript;
@@ -42,13 +52,15 @@ export function transcriptRevisionStatement(db: Db, r: TranscriptRevision, at = 
     return db
       .update(t)
       .set({ content: null, searchText: null, contentJson: null, artifactRefsJson: "[]", metadataJson: sql`json_set(${t.metadataJson}, '$.recalled', json(${recalled}))` })
-      .where(and(...itemOf));
+      .where(and(...itemOf))
+      .returning({ eventId: t.eventId });
   }
   const edited = JSON.stringify({ event_id: r.eventId, version: r.edit.version, edited_at: at });
   return db
     .update(t)
     .set({ content: r.edit.text, searchText: searchTextOf(r.edit.text), contentJson: editedParts(t.contentJson, r.edit.text), metadataJson: sql`json_set(${t.metadataJson}, '$.edited', json(${edited}))` })
-    .where(and(...itemOf, sql`COALESCE(json_extract(${t.metadataJson}, '$.edited.version'), -1e308) < ${r.edit.version}`));
+    .where(and(...itemOf, newerEdit(t.metadataJson, r.edit)))
+    .returning({ eventId: t.eventId });
 }
 
 /**

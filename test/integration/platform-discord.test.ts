@@ -223,6 +223,30 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(linked.event.data.command.target.content).toBe(link.content);
   });
 
+  it("gives a message command a poll as its question and answers (the votes once anyone voted) and a sticker as its name, as Telegram's read", async () => {
+    const poll = {
+      question: { text: "Lunch?" },
+      answers: [{ answer_id: 1, poll_media: { text: "Pizza" } }, { answer_id: 2, poll_media: { text: "Sushi", emoji: { id: null, name: "🍣" } } }, { answer_id: 3, poll_media: { emoji: { id: "41771983429993937", name: "tacos" } } }],
+      expiry: "2030-01-01T00:00:00.000000+00:00",
+      allow_multiselect: true,
+      layout_type: 1,
+      results: { is_finalized: true, answer_counts: [{ id: 1, count: 2, me_voted: false }, { id: 2, count: 1, me_voted: true }] },
+    };
+    const pollPost = { id: "M-POLL", channel_id: "C1", content: "", author: { id: "U7", username: "bob" }, attachments: [], embeds: [], poll };
+    const unvoted = { ...pollPost, id: "M-POLL-2", poll: { ...poll, allow_multiselect: false, results: { is_finalized: false, answer_counts: [] } } };
+    const stickerPost = { id: "M-STICKER", channel_id: "C1", content: "", author: { id: "U7", username: "bob" }, attachments: [], sticker_items: [{ id: "749054660769218631", name: "Wave", format_type: 1 }] };
+    // A forward of a sticker: its snapshot names it.
+    const forward = { id: "M-FWD-STICKER", channel_id: "C1", content: "", author: { id: "U7", username: "bob" }, attachments: [], message_snapshots: [{ message: { type: 0, content: "", attachments: [], embeds: [], sticker_items: [{ id: "1", name: "Party", format_type: 3 }] } }] };
+    const commands = [pollPost, unvoted, stickerPost, forward].map((m) => interaction(2, { id: "cmd-ctx", name: "Summarize", type: 3, target_id: m.id, resolved: { messages: { [m.id]: m } } }));
+    for (const i of commands) expect((await post(i)).body).toEqual({ type: 5 });
+    const [voted, open, sticker, forwarded] = await Promise.all(commands.map(runOf));
+    expect(voted.input.text).toBe("📊 Poll: Lunch? (multiple answers, closed)\n- Pizza (2 votes)\n- Sushi (1 votes)\n- :tacos: (0 votes)");
+    expect(open.input.text).toBe("📊 Poll: Lunch?\n- Pizza\n- Sushi\n- :tacos:");
+    expect(sticker.input.text).toBe("Sticker: Wave");
+    expect(forwarded.input.text).toBe("Sticker: Party");
+    expect(forwarded.event.data.command.target).toMatchObject({ id: "M-FWD-STICKER", forwarded: true });
+  });
+
   it("reads a command with a subcommand as typed, so /todo add and /todo remove differ; a plain command is its values", async () => {
     const todo = (sub: string, item: string) => interaction(2, { id: "cmd-todo", name: "todo", type: 1, options: [{ name: sub, type: 1, options: [{ name: "item", type: 3, value: item }] }] });
     const add = todo("add", "milk");

@@ -2,25 +2,30 @@
  * Lark messages with no words of their own. README (Platform input): a location, a shared chat card and a shared
  * contact card read as words (the content as Lark sent it in `event.data.content`); a merged forward is read from the
  * API before it is recorded and reaches the runner as a transcript of `name: words` lines, bounded in lines and
- * characters, within Lark's 3 s for the webhook's answer: one that cannot be read in time still runs, saying so. A
- * sticker stays recorded and unanswered (no emoji, and Lark serves no sticker's picture).
+ * characters, within Lark's 3 s for the webhook's answer: one that cannot be read in time still runs, saying so; one
+ * its agent would leave unanswered whatever it says (trigger_policy `addressed`) is not read at all. A sticker stays
+ * recorded and unanswered (no emoji, and Lark serves no sticker's picture).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { putAgent } from "../support/scripted-runner";
 
 const APP_ID = "cli_no_text_0001";
 /** Another app, without the contact permission: its users are shown by number. */
 const NO_CONTACT_APP_ID = "cli_no_contact_0002";
 /** An app whose tenant token the isolate has not fetched yet, and Lark is slow to give. */
 const COLD_APP_ID = "cli_cold_token_0003";
+/** An app whose agent answers in a group only what addresses the bot (trigger_policy). */
+const ADDRESSED_APP_ID = "cli_addressed_0004";
+const ADDRESSED_AGENT = "lark-no-text-addressed";
 const VERIFICATION_TOKEN = "lark-no-text-verification";
 const tokenOf = (app: string) => `t-${app}`;
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let runner: Awaited<ReturnType<typeof startChatRunner>>;
-const bots = { main: { id: "", url: "" }, noContact: { id: "", url: "" }, cold: { id: "", url: "" } };
+const bots = { main: { id: "", url: "" }, noContact: { id: "", url: "" }, cold: { id: "", url: "" }, addressed: { id: "", url: "" } };
 
 const text = (t: string) => JSON.stringify({ text: t });
 function item(id: string, upper: string, sender: string, msgType: string, content: string, extra: Record<string, unknown> = {}) {
@@ -51,6 +56,7 @@ const forwards = new Map<string, unknown[]>([
   // Not a forward: the message a forward replies to, with a file of its own.
   ["om_parent_cold", [{ ...item("om_parent_cold", "", "ou_bob", "file", JSON.stringify({ file_key: "file_cold", file_name: "cold.pdf" })), upper_message_id: undefined }]],
   ["om_fwd_plain", [forwardItself("om_fwd_plain"), item("om_p1", "om_fwd_plain", "ou_ada", "text", text("hi")), item("om_p2", "om_fwd_plain", "ou_bob", "text", text("hello")), item("om_p3", "om_fwd_plain", "ou_ada", "text", text("bye"))]],
+  ...["om_fwd_group", "om_fwd_dm", "om_fwd_prefixed"].map((id): [string, unknown[]] => [id, [forwardItself(id), item(`${id}_1`, id, "ou_ada", "text", text("lunch?")), item(`${id}_2`, id, "ou_bob", "text", text("noon"))]]),
 ]);
 const names: Record<string, string> = { ou_ada: "Ada", ou_bob: "Bob", ou_cy: "Cy" };
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -88,6 +94,10 @@ beforeAll(async () => {
     bot.url = created.body.webhook_url;
     await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `lark-no-text-${appId}`, scope: { type: "bot", id: bot.id } });
   }
+  const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: ADDRESSED_APP_ID, app_secret: "lark-no-text-secret", verification_token: VERIFICATION_TOKEN } });
+  bots.addressed = { id: created.body.bot_id, url: created.body.webhook_url };
+  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: ADDRESSED_AGENT, scope: { type: "bot", id: bots.addressed.id } });
+  await putAgent(host, { agent_id: ADDRESSED_AGENT, runner_id: runner.runnerId(), scope: { type: "bot", id: bots.addressed.id }, trigger_policy: { group_messages: "addressed", prefixes: ["!ai"] } });
 });
 afterAll(async () => {
   await host?.dispose();
@@ -111,6 +121,8 @@ async function post(payload: unknown, url = bots.main.url) {
   return Date.now() - started;
 }
 const runIn = (chat: string) => waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === chat), 15_000, `the run in ${chat}`);
+/** The same message sent in a group chat, mentioning no one. */
+const inGroup = <T extends { event: { message: Record<string, unknown> } }>(payload: T): T => ({ ...payload, event: { ...payload.event, message: { ...payload.event.message, chat_type: "group" } } });
 const reads = (messageId: string) => fake.calls.filter((c) => c.method === "GET" && c.path === `/open-apis/im/v1/messages/${messageId}`);
 
 describe("Lark: messages without words", () => {
@@ -196,6 +208,30 @@ describe("Lark: messages without words", () => {
     expect(took).toBeLessThan(3_000);
     const slow = await runIn("oc_fwd_slow");
     expect(slow.input.text).toBe("[Forwarded messages, not read: not read within Lark's acknowledgement deadline]");
+  });
+
+  it("reads nothing of a group's forward that its agent (answering only what addresses the bot) leaves unanswered whatever it says; a private one, or one a prefix could match once read, is read", async () => {
+    const appCalls = () => fake.calls.filter((c) => c.body?.app_id === ADDRESSED_APP_ID || c.headers.authorization === `Bearer ${tokenOf(ADDRESSED_APP_ID)}`);
+    const group = inGroup(received("oc_fwd_group", "merge_forward", "Merged and Forwarded Message", "om_fwd_group"));
+    await post(group, bots.addressed.url);
+    const eventId = `lark:${bots.addressed.id}:${group.header.event_id}`;
+    const [row] = await host.query<{ disposition: string; agent_id: string; input_json: string }>("SELECT disposition, agent_id, input_json FROM event_log WHERE event_id = ?", [eventId]);
+    expect(row).toMatchObject({ disposition: "unaddressed", agent_id: ADDRESSED_AGENT });
+    const why = "it does not address the bot, and its agent answers only what does";
+    expect(JSON.parse(row.input_json).text).toBe(`[Forwarded messages, not read: ${why}]`);
+    expect((await host.admin("GET", `/v1/events/${encodeURIComponent(eventId)}`)).body.data.forwarded).toEqual({ total: null, messages: [], unavailable: why });
+    // No message read, no contact looked up, not even a tenant token fetched.
+    expect(reads("om_fwd_group")).toHaveLength(0);
+    expect(appCalls()).toEqual([]);
+
+    // In a private chat it addresses the bot: read and answered.
+    await post(received("oc_fwd_dm", "merge_forward", "Merged and Forwarded Message", "om_fwd_dm"), bots.addressed.url);
+    expect((await runIn("oc_fwd_dm")).input.text).toBe("Forwarded messages (2):\nAda: lunch?\nBob: noon");
+    // A prefix the text read could open with: read, and answered since it does.
+    await putAgent(host, { agent_id: ADDRESSED_AGENT, runner_id: runner.runnerId(), scope: { type: "bot", id: bots.addressed.id }, trigger_policy: { group_messages: "addressed", prefixes: ["Forwarded"] } });
+    await post(inGroup(received("oc_fwd_prefixed", "merge_forward", "Merged and Forwarded Message", "om_fwd_prefixed")), bots.addressed.url);
+    expect((await runIn("oc_fwd_prefixed")).input.text).toBe("Forwarded messages (2):\nAda: lunch?\nBob: noon");
+    expect(runner.contexts.filter((c) => c.conversation.conversation_id === "oc_fwd_group")).toEqual([]);
   });
 
   it("answers Lark within its 3 s when the tenant token is fetched first and slowly: the forward, the message it replies to and its file share one deadline", async () => {

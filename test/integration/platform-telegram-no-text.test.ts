@@ -2,6 +2,8 @@
  * Telegram messages with neither words nor a file. README (Platform input): a location, a venue, a contact, a poll, a
  * dice throw and a sticker read as words of their own, Telegram's object kept in `event.data` under its field's name;
  * a static sticker's picture comes as an image too. A story stays recorded and unanswered: the bot can read nothing of it.
+ * A live location's stream of new positions (README "A message recalled or edited") costs no record of its own and
+ * reaches its message at most once a minute, counted by triggers on the host's tables and the raw payloads in R2.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
@@ -37,6 +39,30 @@ async function send(chat: number, content: Record<string, unknown>): Promise<num
   expect(res.status).toBe(200);
   return id;
 }
+
+/** Ada's edit of her message `messageId` in `chat`, now saying `content` (Telegram sends a live location's every new position so). */
+async function edit(chat: number, messageId: number, editDate: number, content: Record<string, unknown>): Promise<number> {
+  const id = ++updateId;
+  const edited = { message_id: messageId, date: editDate - 100, edit_date: editDate, chat: { id: chat, type: "private" }, from: { id: 42, is_bot: false, first_name: "Ada" }, ...content };
+  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify({ update_id: id, edited_message: edited }) });
+  expect(res.status).toBe(200);
+  return id;
+}
+
+/**
+ * What a chat's messages cost from now on, counted by triggers on the host's own tables: EventLog rows written and
+ * rewritten, transcript items rewritten (each a full-text index update too).
+ */
+async function countWrites(chat: number): Promise<() => Promise<Record<string, number>>> {
+  const table = `writes_${chat}`;
+  await host.query(`CREATE TABLE ${table} (what TEXT)`);
+  for (const [what, on] of [["event_log insert", "INSERT ON event_log"], ["event_log update", "UPDATE ON event_log"], ["transcript update", "UPDATE ON transcript"]]) {
+    await host.query(`CREATE TRIGGER ${table}_${what.replace(" ", "_")} AFTER ${on} WHEN NEW.conversation_id = '${chat}'${what.startsWith("transcript") ? " AND NEW.role = 'user'" : ""} BEGIN INSERT INTO ${table} VALUES ('${what}'); END`);
+  }
+  return async () => Object.fromEntries((await host.query<{ what: string; n: number }>(`SELECT what, COUNT(*) AS n FROM ${table} GROUP BY what`)).map((r) => [r.what, Number(r.n)]));
+}
+const rawPayloads = async () => (await host.r2Keys(`raw/telegram/${encodeURIComponent(botId)}/`)).length;
+const itemOf = async (chat: number) => (await host.query<{ content: string }>("SELECT content FROM transcript WHERE conversation_id = ? AND role = 'user'", [String(chat)]))[0].content;
 
 const runIn = (chat: number) => waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === String(chat)), 15_000, `the run in chat ${chat}`);
 const answeredIn = (chat: number) => waitFor(() => fake.callsTo(/\/sendMessage$/).find((c) => String(c.body.chat_id) === String(chat)), 15_000, `the answer in chat ${chat}`);
@@ -102,6 +128,46 @@ describe("Telegram: messages without words", () => {
     expect(p.event.data.reply_to).toMatchObject({ message_id: 1, text: "📊 Poll: Lunch?\n- Pizza\n- Sushi", attachments: [] });
     expect(s.event.data.reply_to).toMatchObject({ message_id: 2, text: "Sticker: 🙂", attachments: [expect.objectContaining({ mime_type: "image/webp" })] });
     expect(s.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", mime_type: "image/webp" })]);
+  });
+
+  it("keeps a live location's stream of positions cheap: no record or payload of their own, the message's words at most once a minute, the last position when it stops", async () => {
+    const chat = 7601;
+    const id = await send(chat, { location: { latitude: 48.8584, longitude: 2.2945, live_period: 900 } });
+    expect((await runIn(chat)).input.text).toBe("📍 Location: 48.8584, 2.2945 (live)");
+    await answeredIn(chat);
+    await waitFor(async () => (await host.query("SELECT 1 FROM run WHERE conversation_id = ? AND status = 'completed'", [String(chat)])).length > 0, 15_000, "the run's end");
+    const writes = await countWrites(chat);
+    const raw = await rawPayloads();
+    // Ten positions within a minute, as a phone sends them: the first one becomes the message's words, the rest cost nothing.
+    const t0 = Math.floor(Date.now() / 1000);
+    for (let i = 1; i <= 10; i++) await edit(chat, id, t0 + i, { location: { latitude: 48.8584 + i / 1000, longitude: 2.2945, live_period: 900, heading: 90 } });
+    expect({ writes: await writes(), raw: (await rawPayloads()) - raw }).toEqual({ writes: { "transcript update": 1, "event_log update": 1 }, raw: 0 });
+    expect(await itemOf(chat)).toBe("📍 Location: 48.8594, 2.2945 (live)");
+    // A minute after the last one applied, the next one is.
+    await edit(chat, id, t0 + 61, { location: { latitude: 48.87, longitude: 2.2945, live_period: 900 } });
+    expect({ writes: await writes(), raw: (await rawPayloads()) - raw }).toEqual({ writes: { "transcript update": 2, "event_log update": 2 }, raw: 0 });
+    expect(await itemOf(chat)).toBe("📍 Location: 48.87, 2.2945 (live)");
+    // Stopped (Telegram's last edit has no live_period): recorded as any edit, and the last position is the message's, however soon.
+    await edit(chat, id, t0 + 63, { location: { latitude: 48.871, longitude: 2.2946 } });
+    expect({ writes: await writes(), raw: (await rawPayloads()) - raw }).toEqual({ writes: { "event_log insert": 1, "transcript update": 3, "event_log update": 3 }, raw: 1 });
+    expect(await itemOf(chat)).toBe("📍 Location: 48.871, 2.2946");
+    const [record] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`telegram:${botId}:${id}`]);
+    expect(JSON.parse(record.metadata_json).edited).toMatchObject({ version: t0 + 63, input_summary: "📍 Location: 48.871, 2.2946" });
+    // Nothing of it ever ran again.
+    expect(runner.contexts.filter((c) => c.conversation.conversation_id === String(chat))).toHaveLength(1);
+  });
+
+  it("asks a run waiting with a live location about its new positions only when one reaches the message: it runs with the words its history holds", async () => {
+    const chat = 7602;
+    await send(chat, { text: `stream ${"word ".repeat(20).trim()}` });
+    await runIn(chat);
+    // Shared while the chat's first run streams: it waits its turn, and its positions arrive meanwhile.
+    const id = await send(chat, { location: { latitude: 10, longitude: 20, live_period: 900 } });
+    const t0 = Math.floor(Date.now() / 1000);
+    for (let i = 1; i <= 10; i++) await edit(chat, id, t0 + i, { location: { latitude: 10 + i, longitude: 20, live_period: 900 } });
+    const waited = await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === String(chat) && c.input.text.startsWith("📍")), 15_000, "the location's run");
+    expect(waited.input.text).toBe("📍 Location: 11, 20 (live)");
+    expect(await host.query("SELECT content FROM transcript WHERE conversation_id = ? AND role = 'user' AND content LIKE '📍%'", [String(chat)])).toEqual([{ content: "📍 Location: 11, 20 (live)" }]);
   });
 
   it("records a story without answering it: the bot can read nothing of it", async () => {

@@ -1,14 +1,16 @@
 /**
  * The message a message command was used on, as the runner reads it. Its words are not only its `content`: a forwarded
  * message carries none of its own (what was forwarded is in `message_snapshots`), and a bot's or webhook's post often
- * says everything in embeds (a title, a description, fields). Read from `content` alone, "Summarize" on either would
- * hand the agent nothing but the command's name. Embeds and snapshots are read leniently: a shape this host does not
- * know is skipped, never a reason to drop the whole interaction.
+ * says everything in embeds (a title, a description, fields); a poll or a sticker has no words at all. Read from
+ * `content` alone, "Summarize" on any of them would hand the agent nothing but the command's name. Embeds, snapshots,
+ * polls and stickers are read leniently: a shape this host does not know is skipped, never a reason to drop the whole
+ * interaction.
  */
 import * as z from "zod";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { PlatformFile } from "../types";
 import { memberName, UserSchema } from "./names";
+import { pollText, stickersText } from "./non-text";
 
 export const AttachmentSchema = z.looseObject({ url: z.string(), filename: z.string().optional(), content_type: z.string().optional() });
 type Attachment = z.infer<typeof AttachmentSchema>;
@@ -23,6 +25,8 @@ export const TargetMessageSchema = z.looseObject({
   embeds: z.array(z.unknown()).nullish(),
   mentions: z.array(z.unknown()).nullish(),
   message_snapshots: z.array(z.unknown()).nullish(),
+  poll: z.unknown().optional(),
+  sticker_items: z.array(z.unknown()).nullish().catch(null),
 });
 type TargetMessage = z.infer<typeof TargetMessageSchema>;
 
@@ -38,7 +42,13 @@ const EmbedSchema = z.looseObject({
 });
 /** A forward's copy of the message it forwards (a subset of a message's fields: no author). */
 const SnapshotSchema = z.looseObject({
-  message: z.looseObject({ content: text, attachments: z.array(AttachmentSchema).nullish().catch(null), embeds: z.array(z.unknown()).nullish().catch(null), mentions: z.array(z.unknown()).nullish().catch(null) }),
+  message: z.looseObject({
+    content: text,
+    attachments: z.array(AttachmentSchema).nullish().catch(null),
+    embeds: z.array(z.unknown()).nullish().catch(null),
+    mentions: z.array(z.unknown()).nullish().catch(null),
+    sticker_items: z.array(z.unknown()).nullish().catch(null),
+  }),
 });
 /** A user the message mentions, with their member's nickname where the server gave it. */
 const MentionSchema = UserSchema.extend({ member: z.looseObject({ nick: text }).nullish().catch(null) });
@@ -70,9 +80,10 @@ function embedText(raw: unknown): string {
   return lines.filter((l): l is string => Boolean(l?.trim())).join("\n");
 }
 
-type Said = { content?: string | null; embeds?: readonly unknown[] | null; mentions?: readonly unknown[] | null };
-/** A message's words: its content (mentions by name), then each embed's text, a blank line between. */
-const wordsOf = (m: Said) => [withMentionNames(m.content ?? "", m.mentions), ...(m.embeds ?? []).map(embedText)].filter((t) => t.trim()).join("\n\n");
+type Said = { content?: string | null; embeds?: readonly unknown[] | null; mentions?: readonly unknown[] | null; poll?: unknown; sticker_items?: readonly unknown[] | null };
+/** A message's words: its content (mentions by name), each embed's text, its poll, its stickers (./non-text.ts), a blank line between. */
+const wordsOf = (m: Said) =>
+  [withMentionNames(m.content ?? "", m.mentions), ...(m.embeds ?? []).map(embedText), pollText(m.poll), stickersText(m.sticker_items)].filter((t) => t.trim()).join("\n\n");
 
 /** What the target message says and carries: its own words and files, then those of each message it forwards. */
 export function targetMessageInput(m: TargetMessage): { text: string; files: PlatformFile[]; forwarded: boolean } {

@@ -27,9 +27,15 @@ interface Entry {
   depth: number;
 }
 
+/** How a forward's text opens once read, whatever it holds (an agent's prefix matching it would have it answered). */
+export const FORWARD_OPENING = "Forwarded messages (";
+
+/** A forward whose messages were not read, saying why. */
+export const forwardNotRead = (event: NormalizedEvent, why: string): NormalizedEvent => ({ ...event, unread: false, text: `[Forwarded messages, not read: ${why}]`, data: { ...event.data, forwarded: { total: null, messages: [], unavailable: why } } });
+
 export async function withForwardedMessages(bot: Bot<LarkCredentials>, event: NormalizedEvent, timeoutMs: number): Promise<NormalizedEvent> {
   const messageId = event.data.message_id;
-  const unread = (why: string): NormalizedEvent => ({ ...event, unread: false, text: `[Forwarded messages, not read: ${why}]`, data: { ...event.data, forwarded: { total: null, messages: [], unavailable: why } } });
+  const unread = (why: string) => forwardNotRead(event, why);
   if (typeof messageId !== "string") return unread("the event names no message");
   const late = "not read within Lark's acknowledgement deadline";
   if (timeoutMs <= 0) return unread(late);
@@ -57,7 +63,7 @@ export async function withForwardedMessages(bot: Bot<LarkCredentials>, event: No
     messages.push({ message_id: item.message_id, upper_message_id: item.upper_message_id ?? null, msg_type: item.msg_type, create_time: item.create_time ?? null, sender: item.sender ?? null, sender_label: label(item), text: words });
   }
   const left = within.length - lines.length;
-  const text = [`Forwarded messages (${within.length}):`, ...lines, ...(left > 0 ? [`… ${left} more not shown`] : [])].join("\n");
+  const text = [`${FORWARD_OPENING}${within.length}):`, ...lines, ...(left > 0 ? [`… ${left} more not shown`] : [])].join("\n");
   return { ...event, unread: false, text, data: { ...event.data, forwarded: { total: within.length, messages, unavailable: null } } };
 }
 

@@ -164,17 +164,22 @@ function unhandledInItsChat(update: z.infer<typeof UpdateSchema>, kind: string, 
   return { ...unhandled(key, kind), conversationId: String(chat.id), threadId: topic };
 }
 
+/** A live location still shared (a venue is never live): each edit of it is its new position. */
+const LivePositionSchema = z.looseObject({ location: z.looseObject({ live_period: z.number() }), venue: z.undefined().optional() });
+
 /**
  * An edit is recorded in its chat, not answered; a message still waiting to be answered takes its new words, read as
  * the message would be (`revises`). An edit that would not be answered as a message (now a command for another bot)
- * changes nothing.
+ * changes nothing. A live location's new position is no edit to record (`livePosition`); its last edit, once it is no
+ * longer shared, carries no `live_period` and is one.
  */
 function editOf(update: z.infer<typeof UpdateSchema>, self: { id?: string; username?: string | null }): NormalizedEvent {
   const recorded = unhandledInItsChat(update, "edited_message", String(update.update_id));
   const editedAt = z.looseObject({ edit_date: z.number() }).safeParse(update.edited_message);
   const [asMessage] = normalizeUpdate({ update_id: update.update_id, message: update.edited_message }, self);
   if (!editedAt.success || asMessage?.eventType !== "message.received") return recorded;
-  return { ...recorded, revises: { field: "message_id", id: String(asMessage.data.message_id), edit: { text: asMessage.text, version: editedAt.data.edit_date } } };
+  const live = LivePositionSchema.safeParse(update.edited_message).success ? { livePosition: true as const } : {};
+  return { ...recorded, revises: { field: "message_id", id: String(asMessage.data.message_id), edit: { text: asMessage.text, version: editedAt.data.edit_date }, ...live } };
 }
 
 /**
