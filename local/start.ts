@@ -31,7 +31,18 @@ try {
 // once), and a signal caught by a listener removed before its turn in the event loop is lost.
 let stopRequested = false;
 let shutdown: (() => Promise<void>) | undefined;
-const onStopSignal = () => (shutdown ? void shutdown() : void (stopRequested = true));
+// `npm start` passes on the signal it gets, which a terminal's Ctrl-C (or a supervisor signalling the whole group) also
+// sent here: one stop asked for twice within moments. Only a signal later than this after the first (a second Ctrl-C)
+// is a new one, which stops at once.
+const SAME_STOP_MS = 1000;
+let firstStopSignalAt: number | undefined;
+const onStopSignal = () => {
+  const now = Date.now();
+  if (firstStopSignalAt !== undefined && now - firstStopSignalAt < SAME_STOP_MS) return;
+  firstStopSignalAt ??= now;
+  if (shutdown) void shutdown();
+  else stopRequested = true;
+};
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, onStopSignal);
 
 function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24): string {
@@ -113,7 +124,7 @@ void sweep();
 const retention = setInterval(sweep, 3600_000);
 
 shutdown = async () => {
-  // A second signal during the orderly stop stops at once.
+  // A second stop signal (see onStopSignal) during the orderly stop stops at once.
   if (stopping) process.exit(1);
   stopping = true;
   clearInterval(retention);

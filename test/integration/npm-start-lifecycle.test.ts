@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "libsql";
@@ -205,5 +205,17 @@ describe("npm start stopped by a supervisor", () => {
     // Before, npm's shell died alone and node with its workerd went on serving.
     const after = await fetch(`${h.url}/healthz`).then((r) => r.status, () => "refused");
     expect(after).toBe("refused");
+  }, 90_000);
+});
+
+describe("npm start stopped from its terminal", () => {
+  it("Ctrl-C on `npm start` in a terminal (SIGINT to npm, node and workerd; npm sends node its own too) stops it in order: exit 0", async () => {
+    const dataDir = fresh("npm-start-npm-ctrlc-");
+    const s = start({ DATA_DIR: dataDir }, true, true);
+    await s.ready();
+    process.kill(-s.child.pid!, "SIGINT");
+    // Before, node took npm's copy of the one Ctrl-C for a second one and exited at once (1), its data lock held.
+    expect(await s.exited).toEqual({ code: 0, signal: null });
+    expect(existsSync(join(dataDir, "lock.db-journal"))).toBe(false);
   }, 90_000);
 });
