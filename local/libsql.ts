@@ -95,6 +95,17 @@ export async function openEmbeddedDb(url: string): Promise<EmbeddedDb> {
   return {
     executor,
     rows: <T>(sql: string, args: unknown[] = []) => db.prepare(sql).all(args) as T[],
-    close: () => db.close(),
+    close: () => {
+      // A stopped host's file holds everything: a backup that copies host.db alone (as README names it) is whole. Best
+      // effort: a checkpoint that cannot run now leaves the WAL, which the next open replays.
+      if (path !== ":memory:") {
+        try {
+          db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+        } catch (err) {
+          console.warn(`host.db: its write-ahead log was not folded in at stop (${(err as Error).message}); the next start replays it`);
+        }
+      }
+      db.close();
+    },
   };
 }

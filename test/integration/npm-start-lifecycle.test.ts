@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "libsql";
@@ -217,5 +217,13 @@ describe("npm start stopped from its terminal", () => {
     // Before, node took npm's copy of the one Ctrl-C for a second one and exited at once (1), its data lock held.
     expect(await s.exited).toEqual({ code: 0, signal: null });
     expect(existsSync(join(dataDir, "lock.db-journal"))).toBe(false);
+    // Everything is in host.db itself, its write-ahead log folded in: a copy of that one file is a whole backup.
+    const wal = join(dataDir, "host.db-wal");
+    expect(existsSync(wal) ? statSync(wal).size : 0).toBe(0);
+    const backup = join(fresh("npm-start-backup-"), "host.db");
+    copyFileSync(join(dataDir, "host.db"), backup);
+    const copy = new Database(backup, { readonly: true });
+    expect((copy.prepare("SELECT count(*) AS n FROM agent WHERE agent_id = 'echo'").get() as { n: number }).n).toBe(1);
+    copy.close();
   }, 90_000);
 });
