@@ -20,12 +20,13 @@ import { eventLogStore, type EventRow } from "../stores/event-log";
 import { isNotStarted, runsStore } from "../stores/runs";
 import { transcriptInsert } from "../stores/transcript";
 import type { InputAttachmentSource } from "../artifacts/input";
+import { artifactExpiry } from "../artifacts/policy";
 import { artifactsStore } from "../stores/artifacts";
 import { inputWithAttachments } from "./attachments";
 import { lostRunAgent } from "./lost-run-agent";
 import { eventInsert, latestTranscriptSeq, recordedEvent, runInsert, userItemSeq } from "./statements";
 import type { PlatformDelivery } from "../platforms/types";
-import { withReplyAttachments } from "../platforms/reply-context";
+import { repliedArtifactIds, withReplyAttachments } from "../platforms/reply-context";
 import { albumIdOf } from "../platforms/telegram/album";
 
 /** An event after normalisation, whatever its ingress (HTTP API, platform webhook). */
@@ -163,7 +164,10 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
 
   // Attachment rows are rare and vary in number, so they stay uncompiled, guarded like the rest.
   const owned = () => sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.acceptId} = ${acceptId})`;
-  const writes = [eventInsert(db, values), ...userItem, runInsert(db, values), ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned()))];
+  // Files a chat reply re-used rather than stored again live as long as its own would (their expiry is moved, never shortened).
+  const reused = repliedArtifactIds(ev.attachmentSources, ev.input.attachments);
+  const extended = reused.length ? [artifactsStore(db).extendStatement(reused, artifactExpiry(configOf(env), now), now, owned())] : [];
+  const writes = [eventInsert(db, values), ...userItem, runInsert(db, values), ...attached.artifactRows.map((row) => artifactsStore(db).insertStatement(row, owned())), ...extended];
   // Resolution, writes and read-back in one transaction: what is written is what was resolved.
   // The event's own user item, or for an event without one the conversation's newest item.
   const itemSeq = userItem.length ? userItemSeq(db, values) : latestTranscriptSeq(db, values);

@@ -60,3 +60,9 @@ export function withReplyAttachments(data: Record<string, unknown>, stored: { at
   const replied = stored.attachments.filter((ref) => ids.has(ref.artifact_id));
   return replied.length ? { ...data, reply_to: { ...reply, attachments: replied } } : data;
 }
+
+/** The artifacts of the input that a chat reply re-used as its replied message's stored files (not stored for it). */
+export function repliedArtifactIds(sources: InputAttachmentSource[] | undefined, attachments: ArtifactRef[]): string[] {
+  const reused = new Set((sources ?? []).flatMap((s) => (s.kind === "artifact" && s.repliedMessageId !== undefined ? [s.artifactId] : [])));
+  return attachments.flatMap((a) => (reused.has(a.artifact_id) ? [a.artifact_id] : []));
+}

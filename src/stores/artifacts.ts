@@ -1,7 +1,8 @@
-import { asc, eq, getTableColumns, inArray, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, gt, inArray, lt, lte, notExists, sql, type SQL } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import { batchAll, type Db } from "../db/client";
 import { insertWhere } from "../db/guarded";
-import { artifact } from "../db/schema";
+import { artifact, eventLog } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 import type { ArtifactRef } from "../protocol/common";
 import type { ArtifactMetadata } from "../protocol/host-api-results";
@@ -69,6 +70,25 @@ export function artifactsStore(db: Db) {
     /** `guard` makes the insert conditional on an earlier statement of the same batch (see insertWhere). */
     insertStatement(row: NewArtifactRow, guard?: SQL) {
       return insertWhere(db, artifact, row, guard);
+    },
+
+    /**
+     * Files a chat reply re-used (its replied message's, stored when the bot received that one) last as long as files
+     * the reply brought itself would: until `expiresAt` (null: for good). Never shortened, nor revived once expired, nor
+     * once their message is recalled (its expiry of them may be later than `now` when it came meanwhile: the recall's
+     * mark on that message's row, written with it, tells). `guard` as for insertStatement.
+     */
+    extendStatement(artifactIds: string[], expiresAt: number | null, now: number, guard: SQL) {
+      const brought = alias(eventLog, "reused_file_event");
+      const recalled = db
+        .select({ one: sql`1` })
+        .from(brought)
+        .where(and(eq(brought.eventId, sql`json_extract(${artifact.metadataJson}, '$.event_id')`), sql`json_type(${brought.metadataJson}, '$.recalled') IS NOT NULL`));
+      const later = expiresAt === null ? undefined : lt(artifact.expiresAt, expiresAt);
+      return db
+        .update(artifact)
+        .set({ expiresAt })
+        .where(and(inArray(artifact.artifactId, artifactIds), gt(artifact.expiresAt, now), later, notExists(recalled), guard));
     },
 
     /** Oldest-expiring first, through the expiry index. */

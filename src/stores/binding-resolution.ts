@@ -45,10 +45,15 @@ const bindingMatch = () =>
       and(eq(b.scopeType, "workspace"), eq(b.scopeId, param("bindWorkspaceId"))),
     ),
   );
-/** Most specific first; of a conversation scope's two ids (ResolveQuery.chatId), the chat's. */
-const specificity = () => sql`CASE ${b.scopeType} WHEN 'bot_conversation' THEN 0 WHEN 'workspace_conversation' THEN 1
-  WHEN 'conversation' THEN 2 WHEN 'bot' THEN 3 WHEN 'workspace' THEN 4 ELSE 5 END,
-  CASE WHEN ${b.scopeId} IN (${param("bindBotChat")}, ${param("bindWorkspaceChat")}, ${param("bindChatId")}) THEN 0 ELSE 1 END`;
+/**
+ * Most specific first. A scope naming the chat (ResolveQuery.chatId) before any naming the conversation it continues,
+ * whatever their types: before the host learned of the move only the chat's bound its events, and still does.
+ */
+const specificity = () => sql`CASE WHEN (${b.scopeType} = 'bot_conversation' AND ${b.scopeId} = ${param("bindBotChat")})
+  OR (${b.scopeType} = 'workspace_conversation' AND ${b.scopeId} = ${param("bindWorkspaceChat")})
+  OR (${b.scopeType} = 'conversation' AND ${b.scopeId} = ${param("bindChatId")}) THEN 0 ELSE 1 END,
+  CASE ${b.scopeType} WHEN 'bot_conversation' THEN 0 WHEN 'workspace_conversation' THEN 1
+  WHEN 'conversation' THEN 2 WHEN 'bot' THEN 3 WHEN 'workspace' THEN 4 ELSE 5 END`;
 const chosen = () => sql`FROM ${b} INNER JOIN ${agent} ON ${agent.agentId} = ${b.agentId}
   INNER JOIN ${runner} ON ${runner.runnerId} = ${agent.runnerId}
   INNER JOIN ${runnerService} ON ${runnerService.serviceId} = ${runner.serviceId}

@@ -4,7 +4,7 @@ import { startTestHost, type TestHost } from "../support/host";
 import { settledRefusals } from "../support/settled-refusals";
 import { ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { larkMessageProblem } from "../support/lark-markdown";
-import { callHostApi } from "../support/host-api";
+import { callHostApi, deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
 import { TABLE_ANSWER, TABLE_ANSWER_LARK } from "../support/markdown-sample";
@@ -37,6 +37,8 @@ const readableMessages = new Map<string, Record<string, unknown>>();
 /** Words the tenant's content check (DLP) refuses in any message the bot posts or patches (400, 230028). */
 const DLP_WORD = "dlpblocked";
 const DLP_REFUSAL: FakeReply = { status: 400, json: { code: 230028, msg: "The messages do NOT pass the audit, ext=dlp" } };
+/** Resource downloads (by file key) the fake answers only once the test lets them. */
+const heldResources = new Map<string, ReturnType<typeof deferred<void>>>();
 /** A message whose read answers only after 2.5 s. */
 const SLOW_PARENT = "om_parent_slow";
 const PDF = new Uint8Array([0x25, 0x50, 0x44, 0x46, 0x2d, 1, 2]);
@@ -134,6 +136,8 @@ async function slowLarkApi(call: PlatformCall): Promise<FakeReply | null> {
 
 beforeAll(async () => {
   fake = await startFakePlatform(async (call) => {
+    const held = heldResources.get(call.path.split("/resources/")[1] ?? "");
+    if (held) return held.promise.then(() => ({ bytes: IMAGE, headers: { "content-type": "image/png" } }));
     if (call.path === `/open-apis/im/v1/messages/${SLOW_PARENT}`) await pause(2_500);
     return (await slowLarkApi(call)) ?? larkApi(call);
   });
@@ -647,6 +651,40 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect([reads(rootId), downloads()]).toEqual([1, 2]);
     expect(none.input.attachments).toEqual([]);
     expect(none.event.data.reply_to).toEqual({ message_id: rootId, actor: null, text: null, quote: null, attachments: [], unavailable: "it was recalled" });
+  });
+
+  it("keeps a file a reply re-used as long as one it brought itself, past its own message's expiry; a recall of that message meanwhile still takes it", async () => {
+    const root = received("oc_reuse_ttl", { image_key: "img_1" }, {}, "image");
+    const rootId = root.event.message.message_id;
+    const ran = (messageId: string) => waitFor(() => runner.contexts.find((c) => c.event.data.message_id === messageId), 15_000, `the run of ${messageId}`);
+    const expiryOf = async (artifactId: string) => Number((await host.query<{ expires_at: number }>("SELECT expires_at FROM artifact WHERE artifact_id = ?", [artifactId]))[0]?.expires_at);
+    expect((await postPlain(root)).status).toBe(200);
+    const [stored] = (await ran(rootId)).input.attachments;
+    // Near the end of its life (its TTL almost spent), yet unexpired: re-used.
+    const endsAt = Date.now() + 1_500;
+    await host.query("UPDATE artifact SET expires_at = ? WHERE artifact_id = ?", [endsAt, stored.artifact_id]);
+    const asking = received("oc_reuse_ttl", { text: "still there?" }, { parent_id: rootId, root_id: rootId });
+    expect((await postPlain(asking)).status).toBe(200);
+    expect((await ran(asking.event.message.message_id)).input.attachments).toEqual([stored]);
+
+    // Past the message's own expiry the retention sweep leaves it: stored for the reply, it would last the TTL.
+    await pause(Math.max(0, endsAt - Date.now()) + 100);
+    await host.triggerScheduled();
+    expect(await host.r2Object(`artifacts/${stored.artifact_id}`)).not.toBeNull();
+    expect(await expiryOf(stored.artifact_id)).toBeGreaterThan(Date.now() + 29 * 24 * 3600 * 1000);
+
+    // Recalled while a reply re-using it is stored (its own image still downloading): the reply does not keep it.
+    const gate = deferred();
+    heldResources.set("img_held", gate);
+    const late = received("oc_reuse_ttl", { image_key: "img_held" }, { parent_id: rootId, root_id: rootId }, "image");
+    const posting = postPlain(late);
+    await waitFor(() => fake.calls.some((c) => c.path.endsWith("/resources/img_held")), 5_000, "the reply's own image asked for");
+    expect((await postPlain(event("im.message.recalled_v1", { message_id: rootId, chat_id: "oc_reuse_ttl", recall_time: String(Date.now()), recall_type: "message_owner" }))).status).toBe(200);
+    gate.resolve();
+    expect((await posting).status).toBe(200);
+    await ran(late.event.message.message_id);
+    expect(await expiryOf(stored.artifact_id)).toBeLessThanOrEqual(Date.now());
+    expect(await host.r2Object(`artifacts/${stored.artifact_id}`)).toBeNull();
   });
 
   it("records recalls and member joins, and acknowledges events it does not handle", async () => {

@@ -117,6 +117,22 @@ describe("a Telegram group upgraded to a supergroup", () => {
     }
   }, 60_000);
 
+  it("an agent scoped to the supergroup's id takes its messages before one scoped to the group's, whether or not either names the bot", async () => {
+    const [group, supergroup] = ["-4900", "-1004900000001"];
+    const agent = async (agentId: string, scope: Record<string, unknown>) =>
+      expect((await host.admin("POST", "/v1/admin/agents", { agent_id: agentId, name: agentId, runner_id: runner.runnerId(), event_types: ["message.received"], scope })).status).toBe(201);
+    await agent("group-agent-4900", { type: "conversation", id: group, bot_id: botId });
+    await agent("supergroup-agent-4900", { type: "conversation", id: supergroup });
+    const agentOf = async (run: { ctx: any }) => (await host.query<{ agent_id: string }>("SELECT agent_id FROM run WHERE run_id = ?", [run.ctx.run_id]))[0].agent_id;
+    expect(await agentOf(await say(group, 4, "last in the group 4900"))).toBe("group-agent-4900");
+    // Before the host learns of the upgrade (its service messages late) and after: the supergroup's agent both times.
+    const unheard = await say(supergroup, 1, "first in the supergroup 4900");
+    await upgrade(group, supergroup);
+    const heard = await say(supergroup, 2, "then in the supergroup 4900");
+    expect(heard.ctx.conversation.conversation_id).toBe(group);
+    expect([await agentOf(unheard), await agentOf(heard)]).toEqual(["supergroup-agent-4900", "supergroup-agent-4900"]);
+  }, 60_000);
+
   it("an edit of a supergroup message recorded before the host learned of the upgrade reaches it, in the supergroup's own conversation", async () => {
     const [group, supergroup] = ["-4800", "-1004800000001"];
     await say(group, 3, "three in the group");
