@@ -1,15 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Miniflare } from "miniflare";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { ROOT } from "../../local/build";
-import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS } from "../../local/host";
 import { openEmbeddedDb } from "../../local/libsql";
 import { startFakeSqld } from "../support/fake-sqld";
+import { productionWorker } from "../support/production-worker";
 
 /**
  * The production database path: no LIBSQL service binding, LIBSQL_URL set, so the Worker talks to
@@ -21,20 +19,14 @@ const AUTH_TOKEN = "eyJhbGciOiJFZERTQSJ9.TURSO-SECRET-PART";
 
 async function startWorker(vars: Record<string, string>) {
   let logs = "";
-  const mf = new Miniflare({
-    host: "127.0.0.1",
-    port: 0,
-    modules: true,
-    scriptPath: join(ROOT, "dist/test/worker.js"),
-    compatibilityDate: COMPATIBILITY_DATE,
-    compatibilityFlags: [...COMPATIBILITY_FLAGS],
-    durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
-    r2Buckets: ["ARTIFACTS"],
-    bindings: { ADMIN_TOKEN, ...vars },
-    handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
-      for (const s of [stdout, stderr]) s.on("data", (c: Buffer) => (logs += c.toString("utf8")));
+  const mf = productionWorker(
+    { ADMIN_TOKEN, ...vars },
+    {
+      handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
+        for (const s of [stdout, stderr]) s.on("data", (c: Buffer) => (logs += c.toString("utf8")));
+      },
     },
-  });
+  );
   const url = (await mf.ready).origin;
   const get = async (path: string) => {
     const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });

@@ -1,5 +1,5 @@
 import { createClient } from "@libsql/client";
-import { Miniflare } from "miniflare";
+import type { Miniflare } from "miniflare";
 import { execFile } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -8,13 +8,14 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local/build";
-import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS, startHost, type LocalHost } from "../../local/host";
+import { startHost, type LocalHost } from "../../local/host";
 import { adminCall } from "../../local/setup";
 import { sealValues, secretBox } from "../../src/lib/secret-box";
 import { conversationKey } from "../../src/stores/conversation-key";
 import { botSlot } from "../../src/stores/secret-slots";
 import { startFakePlatform, waitFor } from "../support/fake-platform";
 import { startFakeSqld, type FakeSqld } from "../support/fake-sqld";
+import { productionWorker } from "../support/production-worker";
 import { callHostApi } from "../support/host-api";
 import { ADMIN_TOKEN, SECRETS_KEY, waitForRunOn } from "../support/host";
 import { databaseBefore, migrationTags } from "../support/old-release-db";
@@ -218,17 +219,7 @@ describe("upgrading a database the release at migration 0020 left", () => {
       expect(rows<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('event_log_message', 'agent_created', 'run_agent') ORDER BY name").map((r) => r.name)).toEqual(["agent_created", "event_log_message", "run_agent"]);
       expect(Object.values(await refs(async (sql) => rows(sql))).filter((r) => r !== null)).toEqual([]);
 
-      mf = new Miniflare({
-        host: "127.0.0.1",
-        port: 0,
-        modules: true,
-        scriptPath: join(ROOT, "dist/test/worker.js"),
-        compatibilityDate: COMPATIBILITY_DATE,
-        compatibilityFlags: [...COMPATIBILITY_FLAGS],
-        durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
-        r2Buckets: ["ARTIFACTS"],
-        bindings: { ADMIN_TOKEN, SECRETS_KEY, LIBSQL_URL: sqld.url, LIBSQL_AUTH_TOKEN: AUTH },
-      });
+      mf = productionWorker({ ADMIN_TOKEN, SECRETS_KEY, LIBSQL_URL: sqld.url, LIBSQL_AUTH_TOKEN: AUTH });
       const url = (await mf.ready).origin;
       const worker = (await mf.getWorker()) as unknown as { scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }> };
       expect((await worker.scheduled({ cron: "17 * * * *", scheduledTime: new Date() })).outcome).toBe("ok");
