@@ -9,6 +9,7 @@ import { HostError } from "../lib/errors";
 import { scrubSecrets } from "./redact";
 import { unreadReply } from "./reply-context";
 import { storedReply } from "./stored-reply";
+import { readIfLeftUnread } from "./unaddressed-read";
 import type { Bot, NormalizedEvent, PlatformAdapter } from "./types";
 
 export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db: Db, event: NormalizedEvent, timeLeft: () => number): Promise<{ event: NormalizedEvent; unavailable: string | null }> {
@@ -19,7 +20,8 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db:
   // As the platform would say it (lark/replied.ts): its words and files went with it.
   if (stored.state === "recalled") return noted("it was recalled");
   if (stored.state === "stored" && adapter.recordedReplied) {
-    return { event: { ...event, files: [...event.files, ...stored.files], data: { ...event.data, reply_to: adapter.recordedReplied(stored.recorded) } }, unavailable: null };
+    const recorded = await readIfLeftUnread(db, adapter, bot, event, stored.recorded, timeLeft());
+    return { event: { ...event, files: [...event.files, ...stored.files], data: { ...event.data, reply_to: adapter.recordedReplied(recorded) } }, unavailable: null };
   }
   if (timeLeft() <= 0) return noted("not read within the platform's acknowledgement deadline");
   try {

@@ -12,9 +12,16 @@ import { TriggerPolicySchema } from "../agents/policy";
 import { parseJson } from "../lib/json";
 import { storableText } from "../lib/text";
 import { resolveBinding } from "../stores/binding-resolution";
+import type { RecordedReply } from "./reply-context";
 import type { Bot, NormalizedEvent, PlatformAdapter } from "./types";
 
 const WHY = "it does not address the bot, and its agent answers only what does";
+
+/** The agent that will leave `event` (unaddressed) unanswered, said `text`, as ingress's batch resolves it; null when none will. */
+async function decliningAgent(db: Db, bot: Bot, event: { eventType: string; conversationId: string; chatId?: string }, text: string | null) {
+  const [bound] = await resolveBinding(db, { ...event, botId: bot.botId, workspaceId: bot.workspaceId, unaddressed: true, text }).execute();
+  return bound?.declines ? bound : null;
+}
 
 /** The event as recorded unread, or null when it is to be read (addressed, answered whatever it says, or unknown). */
 export async function leftUnread(db: Db, adapter: PlatformAdapter, bot: Bot, event: NormalizedEvent): Promise<NormalizedEvent | null> {
@@ -23,11 +30,25 @@ export async function leftUnread(db: Db, adapter: PlatformAdapter, bot: Bot, eve
   const unread = notRead.event(event, WHY);
   // The text as ingress resolves it with (accept.ts): the agent's prefixes are matched against it.
   const text = unread.text === null ? null : storableText(unread.text);
-  const [bound] = await resolveBinding(db, { eventType: event.eventType, conversationId: event.conversationId, botId: bot.botId, workspaceId: bot.workspaceId, unaddressed: true, text }).execute();
-  if (!bound?.declines) return null;
+  const bound = await decliningAgent(db, bot, { eventType: event.eventType, conversationId: event.conversationId, chatId: event.chatId }, text);
+  if (!bound) return null;
   // A prefix that the text read could start with might have it answered: read, as for any agent answering it.
   const policy = TriggerPolicySchema.safeParse(parseJson(bound.agent.triggerPolicyJson, {}));
   const prefixes = policy.success ? policy.data.prefixes : null;
   if (prefixes === null || prefixes.some((p) => notRead.opening.startsWith(p) || p.startsWith(notRead.opening))) return null;
   return unread;
+}
+
+/**
+ * A replied message recorded so, unread, is read now for a reply (`reply`) its agent will answer ("@Bot summarise
+ * this"): what it was left unread for. A reply left unanswered in turn, and any other recorded message, read as recorded.
+ */
+export async function readIfLeftUnread(db: Db, adapter: PlatformAdapter, bot: Bot, reply: NormalizedEvent, recorded: RecordedReply, timeoutMs: number): Promise<RecordedReply> {
+  const notRead = adapter.contentNotRead;
+  if (!notRead || !adapter.readContent || recorded.text !== notRead.event(reply, WHY).text) return recorded;
+  const { eventType, conversationId } = reply;
+  const text = reply.text === null ? null : storableText(reply.text);
+  if (reply.addressed === false && eventType !== null && conversationId !== null && (await decliningAgent(db, bot, { eventType, conversationId, chatId: reply.chatId }, text))) return recorded;
+  const read = await adapter.readContent(bot, { ...reply, unread: true, text: recorded.text, data: recorded.data }, timeoutMs);
+  return { ...recorded, text: read.text, data: read.data };
 }

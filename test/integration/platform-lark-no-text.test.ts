@@ -56,7 +56,7 @@ const forwards = new Map<string, unknown[]>([
   // Not a forward: the message a forward replies to, with a file of its own.
   ["om_parent_cold", [{ ...item("om_parent_cold", "", "ou_bob", "file", JSON.stringify({ file_key: "file_cold", file_name: "cold.pdf" })), upper_message_id: undefined }]],
   ["om_fwd_plain", [forwardItself("om_fwd_plain"), item("om_p1", "om_fwd_plain", "ou_ada", "text", text("hi")), item("om_p2", "om_fwd_plain", "ou_bob", "text", text("hello")), item("om_p3", "om_fwd_plain", "ou_ada", "text", text("bye"))]],
-  ...["om_fwd_group", "om_fwd_dm", "om_fwd_prefixed"].map((id): [string, unknown[]] => [id, [forwardItself(id), item(`${id}_1`, id, "ou_ada", "text", text("lunch?")), item(`${id}_2`, id, "ou_bob", "text", text("noon"))]]),
+  ...["om_fwd_group", "om_fwd_dm", "om_fwd_prefixed", "om_fwd_replied"].map((id): [string, unknown[]] => [id, [forwardItself(id), item(`${id}_1`, id, "ou_ada", "text", text("lunch?")), item(`${id}_2`, id, "ou_bob", "text", text("noon"))]]),
 ]);
 const names: Record<string, string> = { ou_ada: "Ada", ou_bob: "Bob", ou_cy: "Cy" };
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -232,6 +232,20 @@ describe("Lark: messages without words", () => {
     await post(inGroup(received("oc_fwd_prefixed", "merge_forward", "Merged and Forwarded Message", "om_fwd_prefixed")), bots.addressed.url);
     expect((await runIn("oc_fwd_prefixed")).input.text).toBe("Forwarded messages (2):\nAda: lunch?\nBob: noon");
     expect(runner.contexts.filter((c) => c.conversation.conversation_id === "oc_fwd_group")).toEqual([]);
+  });
+
+  it("reads a group's forward left unread once a reply to it addresses the bot: the reply's reply_to has its messages", async () => {
+    await putAgent(host, { agent_id: ADDRESSED_AGENT, runner_id: runner.runnerId(), scope: { type: "bot", id: bots.addressed.id }, trigger_policy: { group_messages: "addressed", prefixes: ["!ai"] } });
+    await post(inGroup(received("oc_fwd_replied", "merge_forward", "Merged and Forwarded Message", "om_fwd_replied")), bots.addressed.url);
+    // A reply to it addressing no one is left unanswered too: still nothing read.
+    await post(inGroup(received("oc_fwd_replied", "text", text("nice"), "om_fwd_replied_nice", "om_fwd_replied")), bots.addressed.url);
+    expect(reads("om_fwd_replied")).toHaveLength(0);
+    // "@Bot summarise this", in reply to it (this app's open_id is not known here: a mention of anyone addresses it).
+    const reply = inGroup(received("oc_fwd_replied", "text", text("@_user_1 summarise this"), "om_fwd_replied_ask", "om_fwd_replied"));
+    await post({ ...reply, event: { ...reply.event, message: { ...reply.event.message, mentions: [{ key: "@_user_1", id: { open_id: "ou_the_bot" }, name: "Bot" }] } } }, bots.addressed.url);
+    const ctx = await runIn("oc_fwd_replied");
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: "om_fwd_replied", text: "Forwarded messages (2):\nAda: lunch?\nBob: noon", unavailable: null });
+    expect(reads("om_fwd_replied")).toHaveLength(1);
   });
 
   it("answers Lark within its 3 s when the tenant token is fetched first and slowly: the forward, the message it replies to and its file share one deadline", async () => {
