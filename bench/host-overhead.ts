@@ -9,10 +9,10 @@
  * measured in the same run: a bare Worker → Durable Object → runner fetch
  * round trip with one libSQL write (bench/floor-worker.ts), on the same
  * Miniflare/workerd and the same libSQL transport.
+ * Telegram webhook updates (bench/telegram-webhook.ts) run in the same blocks, their ingress window compared with
+ * the API's.
  */
 import { build } from "esbuild";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,6 +26,8 @@ import { workerOutputToStderr } from "./worker-output";
 import { adminCall, bindRunner } from "../local/setup";
 import { cpuMsOf, spawnedBy } from "./process-cpu";
 import { quantile, stats } from "./stats";
+import { startBenchRunner, untilEnd, type BenchRunner } from "./bench-runner";
+import { startTelegramIngress } from "./telegram-webhook";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500);
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 100);
@@ -33,52 +35,11 @@ const WARMUP = 30;
 /** Host events, then as many floor round trips, per block. */
 const BLOCK = 50;
 const TARGET_RATIO_P50 = 2;
+/** What the webhook path may add to the API path's ingress window (see README, Benchmark). */
+const TARGET_WEBHOOK_OVER_API_P50 = 1.5;
+/** Telegram webhook updates: one per other event index (half as many as the API's, to keep the bench short). */
+const isWebhookEvent = (i: number) => i % 2 === 0;
 
-
-/**
- * A runner that records when it received a run request, answers as soon as
- * the bench lets it (`arrived(runId)` gives the time and the release), and
- * records when it sent its last result.
- */
-async function startBenchRunner() {
-  type Arrival = { at: number; release: () => void };
-  // Whichever comes first, the run request or the bench asking for it, makes the meeting point.
-  const arrivals = new Map<string, { promise: Promise<Arrival>; resolve: (a: Arrival) => void }>();
-  const meeting = (runId: string) => {
-    let m = arrivals.get(runId);
-    if (!m) {
-      let resolve!: (a: Arrival) => void;
-      m = { promise: new Promise<Arrival>((r) => (resolve = r)), resolve };
-      arrivals.set(runId, m);
-    }
-    return m;
-  };
-  const arrived = (runId: string) => meeting(runId).promise.finally(() => arrivals.delete(runId));
-  const lastSent = new Map<string, number>();
-  const server = createServer(async (req, res) => {
-    if (req.url === "/manifest") {
-      res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ protocol: "agent-runner/v1", author: "bench", name: "fast", version: "1", runners: [{ name: "default", label: { en_US: "fast" } }] }));
-      return;
-    }
-    const t = performance.now();
-    let raw = "";
-    for await (const c of req) raw += c;
-    if (req.url === "/floor") {
-      res.setHeader("content-type", "application/x-ndjson");
-      res.end('{"type":"run.completed"}\n');
-      return;
-    }
-    const runId = JSON.parse(raw).context.run_id as string;
-    await new Promise<void>((release) => meeting(runId).resolve({ at: t, release }));
-    res.writeHead(200, { "content-type": "application/x-ndjson" });
-    res.write(`${JSON.stringify({ run_id: runId, type: "message.completed", sequence: 1, data: { message: { role: "assistant", content: "ok" } } })}\n`);
-    lastSent.set(runId, performance.now());
-    res.end(`${JSON.stringify({ run_id: runId, type: "run.completed", sequence: 2, data: { finish_reason: "stop" } })}\n`);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, arrived, lastSent, close: () => server.close() };
-}
 
 /** A bare Worker from bench/ under its own Miniflare, with a libSQL file of its own over the host's transport. */
 async function startBareWorker(dir: string, name: "floor" | "chain", durableObjects: Record<string, string>, schema: string) {
@@ -101,8 +62,6 @@ async function startBareWorker(dir: string, name: "floor" | "chain", durableObje
   return { url: (await mf.ready).origin, dispose: async () => (await mf.dispose(), await listener.close(), embedded.close()) };
 }
 
-type BenchRunner = Awaited<ReturnType<typeof startBenchRunner>>;
-
 /**
  * One event, sent by `send` (which answers its run id), then followed on the run's stream
  * (`streamOf`): its inbound and outbound overhead (ms).
@@ -112,17 +71,9 @@ async function eventThrough(runner: BenchRunner, send: () => Promise<string>, st
   const runId = await send();
   const arrival = await runner.arrived(runId);
   const stream = await streamOf(runId);
-  const reader = stream.body!.getReader();
   arrival.release();
-  let frames = "";
-  const decoder = new TextDecoder();
-  while (!frames.includes("event: end")) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    frames += decoder.decode(value, { stream: true });
-  }
+  const frames = await untilEnd(stream);
   const t3 = performance.now();
-  await reader.cancel();
   if (!frames.includes('"status":"completed"')) throw new Error(`run ${runId} did not complete: ${frames.slice(-200)}`);
   return { inbound: arrival.at - t0, outbound: t3 - runner.lastSent.get(runId)! };
 }
@@ -164,17 +115,21 @@ async function floorRoundTrip(floorUrl: string, runnerUrl: string, conversation:
 export async function benchHostOverhead() {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-bench-"));
   const runner = await startBenchRunner();
-  const { value: host, pids: hostWorkerd } = await spawnedBy(() => startHost({ adminToken: "bench-admin-token-0123456789", dbUrl: `file:${join(dir, "host.db")}`, onRuntimeOutput: workerOutputToStderr() }));
+  const { value: host, pids: hostWorkerd } = await spawnedBy(() => startHost({ adminToken: "bench-admin-token-0123456789", vars: { SECRETS_KEY: Buffer.alloc(32, 7).toString("base64") }, dbUrl: `file:${join(dir, "host.db")}`, onRuntimeOutput: workerOutputToStderr() }));
   const { value: floor, pids: floorWorkerd } = await spawnedBy(() => startBareWorker(dir, "floor", { FLOOR: "FloorDO" }, "CREATE TABLE floor (id TEXT PRIMARY KEY, body TEXT)"));
   const { value: chain, pids: chainWorkerd } = await spawnedBy(() => startBareWorker(dir, "chain", { CHAIN: "ChainDO" }, "CREATE TABLE chain_run (id TEXT PRIMARY KEY, status TEXT, event TEXT, results TEXT)"));
   await bindRunner(host, { baseUrl: runner.url, runnerId: "http:bench/fast/default", agentId: "bench" });
+  const telegram = await startTelegramIngress(host, runner);
+  await telegram.seed();
 
   const measured = () => ({ inbound: [] as number[], outbound: [] as number[], total: [] as number[] });
   const hostMs = measured();
   const chainMs = measured();
   const floorMs: number[] = [];
+  const webhookMs = { inbound: [] as number[], answer: [] as number[], byKind: {} as Record<string, number[]> };
+  let webhookEvents = 0;
   // workerd CPU spent in each side's blocks (ms), warm-up included: the latency ratio follows it.
-  const cpu = { host: 0, floor: 0, chain: 0, measured: true };
+  const cpu = { host: 0, floor: 0, chain: 0, webhook: 0, measured: true };
   const spent = async (pids: number[], during: () => Promise<void>) => {
     const before = cpuMsOf(pids);
     await during();
@@ -203,12 +158,22 @@ export async function benchHostOverhead() {
       }
     });
     cpu.chain += await spent(chainWorkerd, eventsInto(chainMs, indexes, (c, text) => chainEvent(chain.url, runner, c, text)));
+    cpu.webhook += await spent(hostWorkerd, async () => {
+      for (const i of indexes.filter(isWebhookEvent)) {
+        const event = await telegram.event(webhookEvents++, i);
+        if (i < WARMUP) continue;
+        webhookMs.inbound.push(event.inbound);
+        webhookMs.answer.push(event.answer);
+        (webhookMs.byKind[event.kind] ??= []).push(event.inbound);
+      }
+    });
   }
   const perEvent = (ms: number) => +(ms / (EVENTS + WARMUP)).toFixed(3);
   const overFloor = (ms: number[], q: number) => +(quantile(ms, q) / quantile(floorMs, q)).toFixed(3);
   const windows = (m: ReturnType<typeof measured>) => ({ ingress_to_runner_request: stats(m.inbound), last_result_to_run_finished: stats(m.outbound), overhead: stats(m.total) });
 
   const ratio = overFloor(hostMs.total, 0.5);
+  const overApi = (q: number) => +(quantile(webhookMs.inbound, q) / quantile(hostMs.inbound, q)).toFixed(3);
   const report = {
     benchmark: "host-overhead",
     events: EVENTS,
@@ -227,10 +192,24 @@ export async function benchHostOverhead() {
     // include the bench opening their stream.
     workerd_cpu_ms_per_event:
       cpu.measured && cpu.floor > 0 ? { host: perEvent(cpu.host), chain: perEvent(cpu.chain), floor: perEvent(cpu.floor), host_over_floor: +(cpu.host / cpu.floor).toFixed(3) } : null,
+    // Telegram updates through the webhook (bench/telegram-webhook.ts), in the same blocks as the API's events.
+    telegram_webhook: {
+      events: webhookMs.inbound.length,
+      ms: { webhook_to_runner_request: stats(webhookMs.inbound), last_result_to_answer_sent: stats(webhookMs.answer) },
+      // Diagnostic: the first window by kind of update.
+      webhook_to_runner_request_p50_by_kind: Object.fromEntries(Object.entries(webhookMs.byKind).map(([kind, ms]) => [kind, +quantile(ms, 0.5).toFixed(3)])),
+      over_api_ingress_p50: overApi(0.5),
+      over_api_ingress_p99: overApi(0.99),
+      target_over_api_ingress_p50: TARGET_WEBHOOK_OVER_API_P50,
+      meets_target: overApi(0.5) <= TARGET_WEBHOOK_OVER_API_P50,
+      // The host's workerd per update, its answer's delivery and the bench's stream request included.
+      workerd_cpu_ms_per_event: cpu.measured && webhookEvents > 0 ? +(cpu.webhook / webhookEvents).toFixed(3) : null,
+    },
   };
   await host.dispose();
   await floor.dispose();
   await chain.dispose();
+  telegram.close();
   runner.close();
   rmSync(dir, { recursive: true, force: true });
   return report;
