@@ -1,5 +1,5 @@
 /**
- * Verified platform events into the host: the raw payload to R2, files
+ * Verified platform events into the host: the raw payload to R2 (alongside the recording), files
  * downloaded as input artifacts, each event recorded (deduplicated forever by
  * `{platform}:{bot_id}:{platform event id}`, the EventLog's unique event_id)
  * and handed to its conversation's object. Events the host does not handle
@@ -23,7 +23,7 @@ import { inItsConversation } from "./moved-chats";
 import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
 import { scrubSecrets } from "./redact";
-import { storeRaw } from "./raw-payload";
+import { rawRefOf, storeRaw } from "./raw-payload";
 import { leftUnread } from "./unaddressed-read";
 import { withRepliedMessage, withStoredRepliedFiles } from "./replied";
 import { REPLIED_MESSAGE_KEY } from "./reply-context";
@@ -52,7 +52,17 @@ export async function ingestEvents(deps: IngestDeps, raw: unknown, events: Norma
   if (events.length === 0) return [];
   // A live location's new position (one every few seconds, for hours) is no event of its own: neither its payload nor
   // a record is kept, only the words it may give its message (revise-waiting.ts).
-  const rawRef = events.every((e) => e.revises?.livePosition) ? null : await storeRaw(deps.env, deps.adapter, deps.bot, raw, events[0].key);
+  const rawRef = events.every((e) => e.revises?.livePosition) ? null : await rawRefOf(deps.bot, events[0].key);
+  // Stored while the events are recorded (an R2 write costs about what the recording does). The answer waits for both
+  // to settle: a payload not stored fails the request once the recording is done, and the platform's redelivery
+  // stores it (its events then duplicates); a recording that failed is the error given.
+  const [recording, stored] = await Promise.allSettled([recordInOrder(deps, events, rawRef), rawRef === null ? undefined : storeRaw(deps.env, deps.adapter, rawRef, raw)]);
+  if (recording.status === "rejected") throw recording.reason;
+  if (stored.status === "rejected") throw stored.reason;
+  return recording.value;
+}
+
+async function recordInOrder(deps: IngestDeps, events: NormalizedEvent[], rawRef: string | null): Promise<Recorded[]> {
   const recorded: Recorded[] = [];
   // In order: a payload's events (Telegram's several new members) keep the platform's order.
   for (const event of events) recorded.push(await ingestOne(deps, await inItsConversation(dbOf(deps.env), deps.adapter, deps.bot, event), rawRef));

@@ -15,12 +15,13 @@ const CONTENT_TYPE = "application/json";
  * (Slack's `app_mention` copy of a `message`) is refused as a duplicate, so
  * it must not replace what the recorded event's `raw_ref` names.
  */
-export async function storeRaw(env: Env, adapter: PlatformAdapter, bot: Bot, raw: unknown, key: string): Promise<string> {
-  const r2Key = `raw/${bot.platform}/${encodeURIComponent(bot.botId)}/${(await sha256Hex(key)).slice(0, 40)}.json`;
+export async function storeRaw(env: Env, adapter: PlatformAdapter, rawRef: string, raw: unknown): Promise<void> {
   // "*": only when no object is there yet (If-None-Match); otherwise put answers null and writes nothing.
-  await env.ARTIFACTS.put(r2Key, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: CONTENT_TYPE }, onlyIf: { etagDoesNotMatch: "*" } });
-  return r2Key;
+  await env.ARTIFACTS.put(rawRef, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: CONTENT_TYPE }, onlyIf: { etagDoesNotMatch: "*" } });
 }
+
+/** Where storeRaw keeps the payload of the platform event `key` (its `raw_ref`), known before it is stored. */
+export const rawRefOf = async (bot: Bot, key: string): Promise<string> => `raw/${bot.platform}/${encodeURIComponent(bot.botId)}/${(await sha256Hex(key)).slice(0, 40)}.json`;
 
 const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
 
