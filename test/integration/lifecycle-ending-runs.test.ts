@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred } from "../support/host-api";
+import { callHostApi, keyedGates } from "../support/host-api";
 import { waitFor } from "../support/fake-platform";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -13,12 +13,8 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 let host: TestHost;
 let steerer: Awaited<ReturnType<typeof startAdHocRunner>>;
-const gates = new Map<string, ReturnType<typeof deferred<void>>>();
 const started = new Map<string, string[]>();
-const gate = (c: string) => {
-  if (!gates.has(c)) gates.set(c, deferred());
-  return gates.get(c)!;
-};
+const { gate, releaseAll } = keyedGates();
 const startedTexts = (c: string) => started.get(c) ?? [];
 /** What a "slow…" run answers: the test holds that final write in the database. */
 const SLOW_REPLY = "ending-slow-final-reply-9c1e";
@@ -55,7 +51,7 @@ beforeAll(async () => {
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: steerer.url })).status).toBe(201);
 });
 afterAll(async () => {
-  for (const g of gates.values()) g.resolve();
+  releaseAll();
   host?.databaseOutage(false);
   await host?.dispose();
   await steerer?.close();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred } from "../support/host-api";
+import { callHostApi, keyedGates } from "../support/host-api";
 import { waitFor } from "../support/fake-platform";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -15,11 +15,7 @@ let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 /** The texts each conversation's runs started with, in call order. */
 const started = new Map<string, string[]>();
-const gates = new Map<string, ReturnType<typeof deferred<void>>>();
-const gate = (c: string) => {
-  if (!gates.has(c)) gates.set(c, deferred());
-  return gates.get(c)!;
-};
+const { gate, releaseAll } = keyedGates();
 const startedIn = (c: string) => started.get(c) ?? [];
 
 beforeAll(async () => {
@@ -50,7 +46,7 @@ beforeAll(async () => {
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
 });
 afterAll(async () => {
-  for (const g of gates.values()) g.resolve();
+  releaseAll();
   host?.databaseOutage(false);
   await host?.dispose();
   await runner?.close();

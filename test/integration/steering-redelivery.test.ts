@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred } from "../support/host-api";
+import { callHostApi, keyedGates } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
@@ -12,12 +12,8 @@ import { putAgent } from "../support/scripted-runner";
 let host: TestHost;
 type Runner = Awaited<ReturnType<typeof startAdHocRunner>>;
 let steerer: Runner;
-const gates = new Map<string, ReturnType<typeof deferred<void>>>();
 const startedCount = new Map<string, number>();
-const gate = (c: string) => {
-  if (!gates.has(c)) gates.set(c, deferred());
-  return gates.get(c)!;
-};
+const { gate, releaseAll } = keyedGates();
 
 const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
 
@@ -39,7 +35,7 @@ beforeAll(async () => {
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: steerer.url })).status).toBe(201);
 });
 afterAll(async () => {
-  for (const g of gates.values()) g.resolve();
+  releaseAll();
   await host?.dispose();
   await steerer?.close();
 });

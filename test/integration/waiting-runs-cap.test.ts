@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deferred } from "../support/host-api";
+import { keyedGates } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
@@ -12,8 +12,7 @@ import { putAgent } from "../support/scripted-runner";
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-const gates = new Map<string, ReturnType<typeof deferred<void>>>();
-const gate = (c: string) => gates.get(c) ?? (gates.set(c, deferred<void>()), gates.get(c)!);
+const { gate, releaseAll } = keyedGates();
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
@@ -28,7 +27,7 @@ beforeAll(async () => {
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
 });
 afterAll(async () => {
-  for (const g of gates.values()) g.resolve();
+  releaseAll();
   await host?.dispose();
   await runner?.close();
 });

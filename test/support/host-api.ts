@@ -22,6 +22,16 @@ export function deferred<T = void>() {
   return { promise, resolve };
 }
 
+/** Gates by key (a conversation, say), each made on first use: `gate(key)` holds a runner, `releaseAll` lets every one go. */
+export function keyedGates() {
+  const gates = new Map<string, ReturnType<typeof deferred<void>>>();
+  const gate = (key: string) => gates.get(key) ?? (gates.set(key, deferred<void>()), gates.get(key)!);
+  const releaseAll = () => {
+    for (const g of gates.values()) g.resolve();
+  };
+  return { gate, releaseAll };
+}
+
 /** n bytes in a pattern that repeats only every 251 bytes, so a lost, doubled or reordered chunk shows. */
 export function largeFile(n: number): Buffer {
   const bytes = Buffer.alloc(n);
