@@ -262,10 +262,11 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
    */
   readContent?(bot: Bot<C>, event: NormalizedEvent, timeoutMs: number): Promise<NormalizedEvent>;
   /**
-   * An `unread` event left unread (`why`), said as readContent says what it could not read; and the words any text it
-   * reads opens with, which an agent's prefix could match (./unaddressed-read.ts).
+   * An `unread` event left unread (`why`), said as readContent says what it could not read; the words any text it
+   * reads opens with, which an agent's prefix could match; and whether a message was recorded so, for whatever reason
+   * (./unaddressed-read.ts).
    */
-  contentNotRead?: { opening: string; event(event: NormalizedEvent, why: string): NormalizedEvent };
+  contentNotRead?: { opening: string; event(event: NormalizedEvent, why: string): NormalizedEvent; wasLeft(recorded: RecordedReply): boolean };
   /**
    * The message `event.repliesTo` names, read within `timeoutMs`: its context for `data.reply_to`, its files (each
    * with `repliedMessageId`), and whether this bot sent it (a reply to it addresses the bot: `addressed`). Throws a 4xx

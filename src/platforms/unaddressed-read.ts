@@ -40,12 +40,13 @@ export async function leftUnread(db: Db, adapter: PlatformAdapter, bot: Bot, eve
 }
 
 /**
- * A replied message recorded so, unread, is read now for a reply (`reply`) its agent will answer ("@Bot summarise
- * this"): what it was left unread for. A reply left unanswered in turn, and any other recorded message, read as recorded.
+ * A replied message recorded unread (so, or not read in time, refused, a paused bot's) is read now for a reply
+ * (`reply`) its agent will answer ("@Bot summarise this"): what it was left unread for. A reply left unanswered in
+ * turn, and any other recorded message, read as recorded.
  */
 export async function readIfLeftUnread(db: Db, adapter: PlatformAdapter, bot: Bot, reply: NormalizedEvent, recorded: RecordedReply, timeoutMs: number): Promise<RecordedReply> {
   const notRead = adapter.contentNotRead;
-  if (!notRead || !adapter.readContent || recorded.text !== notRead.event(reply, WHY).text) return recorded;
+  if (!notRead || !adapter.readContent || !notRead.wasLeft(recorded)) return recorded;
   const { eventType, conversationId } = reply;
   const text = reply.text === null ? null : storableText(reply.text);
   if (reply.addressed === false && eventType !== null && conversationId !== null && (await decliningAgent(db, bot, { eventType, conversationId, chatId: reply.chatId }, text))) return recorded;

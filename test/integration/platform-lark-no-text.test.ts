@@ -56,7 +56,7 @@ const forwards = new Map<string, unknown[]>([
   // Not a forward: the message a forward replies to, with a file of its own.
   ["om_parent_cold", [{ ...item("om_parent_cold", "", "ou_bob", "file", JSON.stringify({ file_key: "file_cold", file_name: "cold.pdf" })), upper_message_id: undefined }]],
   ["om_fwd_plain", [forwardItself("om_fwd_plain"), item("om_p1", "om_fwd_plain", "ou_ada", "text", text("hi")), item("om_p2", "om_fwd_plain", "ou_bob", "text", text("hello")), item("om_p3", "om_fwd_plain", "ou_ada", "text", text("bye"))]],
-  ...["om_fwd_group", "om_fwd_dm", "om_fwd_prefixed", "om_fwd_replied"].map((id): [string, unknown[]] => [id, [forwardItself(id), item(`${id}_1`, id, "ou_ada", "text", text("lunch?")), item(`${id}_2`, id, "ou_bob", "text", text("noon"))]]),
+  ...["om_fwd_group", "om_fwd_dm", "om_fwd_prefixed", "om_fwd_replied", "om_fwd_unseen", "om_fwd_threaded", "om_fwd_granted"].map((id): [string, unknown[]] => [id, [forwardItself(id), item(`${id}_1`, id, "ou_ada", "text", text("lunch?")), item(`${id}_2`, id, "ou_bob", "text", text("noon"))]]),
 ]);
 const names: Record<string, string> = { ou_ada: "Ada", ou_bob: "Bob", ou_cy: "Cy" };
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -79,6 +79,8 @@ async function larkApi(call: PlatformCall): Promise<FakeReply> {
   if (call.method === "GET" && (got?.[1] === "om_fwd_cold" || got?.[1] === "om_parent_cold")) await pause(1_500);
   if (call.method === "GET" && call.path === "/open-apis/im/v1/messages/om_parent_cold/resources/file_cold") return pause(1_500).then(() => ({ bytes: new Uint8Array([0x25, 0x50, 0x44, 0x46]), headers: { "content-type": "application/pdf" } }));
   if (call.method === "GET" && got?.[1] === "om_fwd_denied") return { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
+  // Refused until the app is granted the permission (after its first read).
+  if (call.method === "GET" && got?.[1] === "om_fwd_granted" && reads("om_fwd_granted").length === 1) return { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
   if (call.method === "GET" && got && forwards.has(got[1])) return { json: { code: 0, msg: "success", data: { items: forwards.get(got[1]) } } };
   return { status: 404, json: { code: 404, msg: "not found" } };
 }
@@ -246,6 +248,33 @@ describe("Lark: messages without words", () => {
     const ctx = await runIn("oc_fwd_replied");
     expect(ctx.event.data.reply_to).toMatchObject({ message_id: "om_fwd_replied", text: "Forwarded messages (2):\nAda: lunch?\nBob: noon", unavailable: null });
     expect(reads("om_fwd_replied")).toHaveLength(1);
+  });
+
+  it("reads the messages of a forward it never recorded (or not in the reply's thread) for a reply to it: reply_to.text is their transcript", async () => {
+    // Never received (sent before the bot joined, or while the app could not read the group's messages).
+    await post(received("oc_fwd_unseen", "text", text("summarise this"), "om_fwd_unseen_ask", "om_fwd_unseen"));
+    const unseen = await runIn("oc_fwd_unseen");
+    expect(unseen.input.text).toBe("summarise this");
+    expect(unseen.event.data.reply_to).toMatchObject({ message_id: "om_fwd_unseen", actor: { actor_id: "ou_ada" }, text: "Forwarded messages (2):\nAda: lunch?\nBob: noon", unavailable: null });
+    expect(reads("om_fwd_unseen")).toHaveLength(1);
+
+    // Recorded in the chat, then replied to in a thread of its own (the record is the chat's, not the thread's).
+    await post(received("oc_fwd_threaded", "merge_forward", "Merged and Forwarded Message", "om_fwd_threaded"));
+    await runIn("oc_fwd_threaded");
+    const ask = received("oc_fwd_threaded", "text", text("what was decided?"), "om_fwd_threaded_ask", "om_fwd_threaded");
+    await post({ ...ask, event: { ...ask.event, message: { ...ask.event.message, root_id: "om_fwd_threaded", thread_id: "omt_fwd_threaded" } } });
+    const threaded = await waitFor(() => runner.contexts.find((c) => c.input.text === "what was decided?"), 15_000, "the reply in the thread");
+    expect(threaded.event.data.reply_to).toMatchObject({ message_id: "om_fwd_threaded", text: "Forwarded messages (2):\nAda: lunch?\nBob: noon" });
+    expect(reads("om_fwd_threaded")).toHaveLength(2);
+  });
+
+  it("reads a forward recorded unread because Lark refused it then for a reply to it, once Lark gives it", async () => {
+    await post(received("oc_fwd_granted", "merge_forward", "Merged and Forwarded Message", "om_fwd_granted"));
+    expect((await runIn("oc_fwd_granted")).input.text).toBe("[Forwarded messages, not read: Lark answered: Lack of necessary permissions]");
+    await post(received("oc_fwd_granted", "text", text("try again"), "om_fwd_granted_ask", "om_fwd_granted"));
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.input.text === "try again"), 15_000, "the reply");
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: "om_fwd_granted", text: "Forwarded messages (2):\nAda: lunch?\nBob: noon", unavailable: null });
+    expect(reads("om_fwd_granted")).toHaveLength(2);
   });
 
   it("answers Lark within its 3 s when the tenant token is fetched first and slowly: the forward, the message it replies to and its file share one deadline", async () => {

@@ -9,7 +9,9 @@
  */
 import { headOf } from "../../lib/text";
 import { loggedText } from "../../lib/log-text";
+import { asRecord } from "../http";
 import { scrubSecrets } from "../redact";
+import type { RecordedReply } from "../reply-context";
 import type { Bot, NormalizedEvent, PlatformFile } from "../types";
 import type { LarkCredentials } from "./api";
 import { getLarkMessage, type LarkMessage } from "./get-message";
@@ -33,6 +35,12 @@ export const FORWARD_OPENING = "Forwarded messages (";
 /** A forward whose messages were not read, saying why. */
 export const forwardNotRead = (event: NormalizedEvent, why: string): NormalizedEvent => ({ ...event, unread: false, text: `[Forwarded messages, not read: ${why}]`, data: { ...event.data, forwarded: { total: null, messages: [], unavailable: why } } });
 
+/**
+ * Whether a message was recorded as a forward whose messages were not read: left unread, not read in time, refused,
+ * or a paused bot's (no `forwarded` at all). A read one counts them (`total`).
+ */
+export const forwardLeftUnread = (recorded: RecordedReply): boolean => recorded.data.message_type === "merge_forward" && typeof asRecord(recorded.data.forwarded).total !== "number";
+
 export async function withForwardedMessages(bot: Bot<LarkCredentials>, event: NormalizedEvent, timeoutMs: number): Promise<NormalizedEvent> {
   const messageId = event.data.message_id;
   const unread = (why: string) => forwardNotRead(event, why);
@@ -46,10 +54,19 @@ export async function withForwardedMessages(bot: Bot<LarkCredentials>, event: No
     console.warn(`lark bot ${bot.botId}: the forwarded messages of ${loggedText(messageId)} were not read (${loggedText(why)})`);
     return unread(why);
   }
-  const within = got.value.filter((item) => item.message_id !== messageId);
-  const entries = inOrder(messageId, within);
+  const read = await forwardTranscript(bot, got.value, until - Date.now());
+  return { ...event, unread: false, text: read.text, data: { ...event.data, forwarded: read.forwarded } };
+}
+
+/**
+ * A forward as getLarkMessage gives it (the forward itself first, then the messages in it) as its transcript, and what
+ * `event.data.forwarded` keeps of it; `timeoutMs` bounds the names' lookup.
+ */
+export async function forwardTranscript(bot: Bot<LarkCredentials>, [forward, ...rest]: LarkMessage[], timeoutMs: number): Promise<{ text: string; forwarded: Record<string, unknown> }> {
+  const within = rest.filter((item) => item.message_id !== forward.message_id);
+  const entries = inOrder(forward.message_id, within);
   const shown = entries.slice(0, FORWARD_MAX_MESSAGES);
-  const label = await labeller(bot, shown, until - Date.now());
+  const label = await labeller(bot, shown, timeoutMs);
   const lines: string[] = [];
   const messages: Record<string, unknown>[] = [];
   let chars = 0;
@@ -64,7 +81,7 @@ export async function withForwardedMessages(bot: Bot<LarkCredentials>, event: No
   }
   const left = within.length - lines.length;
   const text = [`${FORWARD_OPENING}${within.length}):`, ...lines, ...(left > 0 ? [`… ${left} more not shown`] : [])].join("\n");
-  return { ...event, unread: false, text, data: { ...event.data, forwarded: { total: within.length, messages, unavailable: null } } };
+  return { text, forwarded: { total: within.length, messages, unavailable: null } };
 }
 
 /** The forward's messages depth first, each forward's own in the order they were sent (Lark's order where times tie). */

@@ -8,7 +8,7 @@ import { pressNotice } from "../press-notice";
 import { larkApi, larkMessenger, type LarkCredentials } from "./api";
 import { CARD_ACTION } from "./card-action";
 import { LEGACY_CARD_ACTION, normalizeLegacyCardAction, openLegacyCardRequest } from "./legacy-card";
-import { FORWARD_OPENING, forwardNotRead, withForwardedMessages } from "./forwarded";
+import { FORWARD_OPENING, forwardLeftUnread, forwardNotRead, withForwardedMessages } from "./forwarded";
 import { mentionsSomeone, normalizeLarkPayload } from "./normalize";
 import { ownOpenId } from "./own-open-id";
 import { readLarkReplied, recordedLarkReplied } from "./replied";
@@ -59,7 +59,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
 
   // Only a merged forward is read before it is recorded: its event carries none of its messages.
   readContent: withForwardedMessages,
-  contentNotRead: { opening: FORWARD_OPENING, event: forwardNotRead },
+  contentNotRead: { opening: FORWARD_OPENING, event: forwardNotRead, wasLeft: forwardLeftUnread },
   readReplied: (bot, event, timeoutMs) => readLarkReplied(bot, String(event.repliesTo), timeoutMs),
   recordedReplied: recordedLarkReplied,
 

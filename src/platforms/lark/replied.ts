@@ -8,6 +8,7 @@ import { HostError } from "../../lib/errors";
 import type { RecordedReply, ReplyContext } from "../reply-context";
 import type { Bot, PlatformFile } from "../types";
 import type { LarkCredentials } from "./api";
+import { forwardTranscript } from "./forwarded";
 import { getLarkMessage, type LarkMessage } from "./get-message";
 import { contentOf, withMentionNames } from "./normalize";
 
@@ -16,11 +17,16 @@ const READ_TIMEOUT_MS = 1_000;
 
 /** Throws a 400 HostError when Lark does not give it (not found, no permission, no answer in time) or it was recalled. */
 export async function readLarkReplied(bot: Bot<LarkCredentials>, messageId: string, timeoutMs: number): Promise<{ context: ReplyContext; files: PlatformFile[]; byThisBot: boolean }> {
-  const got = await getLarkMessage(bot, messageId, Math.min(timeoutMs, READ_TIMEOUT_MS));
+  const until = Date.now() + Math.min(timeoutMs, READ_TIMEOUT_MS);
+  const got = await getLarkMessage(bot, messageId, until - Date.now());
   if (!got.ok) throw new HostError(400, "attachment_unavailable", `Lark did not give it: ${got.failure.message}`);
   const m = got.value[0];
+  const read = replyOf(m);
+  // A merged forward's messages came in the same answer: "@Bot summarise this" gets them, as the forward's own event
+  // would have (the bot may never have received it, or not in this thread), not its placeholder line.
+  if (m.msg_type === "merge_forward") read.context.text = (await forwardTranscript(bot, got.value, until - Date.now())).text;
   // The API names an app's message by its app_id: a reply to this bot's own addresses it (trigger_policy).
-  return { ...replyOf(m), byThisBot: m.sender?.sender_type === "app" && m.sender.id === bot.credentials.app_id };
+  return { ...read, byThisBot: m.sender?.sender_type === "app" && m.sender.id === bot.credentials.app_id };
 }
 
 function replyOf(m: LarkMessage): { context: ReplyContext; files: PlatformFile[] } {
