@@ -46,11 +46,13 @@ function strictQuery(url: string): Record<string, string> | string {
 
 /**
  * The body's own Content-Type, for an upload whose query names none (a client sends the header as any HTTP client
- * does): kept when it is a media type, and not the "some bytes" a client sends for a type it does not know.
+ * does): kept when it is a media type, and not the "some bytes" a client sends for a type it does not know, nor the
+ * form encoding Python's urllib and `curl --data-binary` put on any body they are given no type for (raw bytes are
+ * never form fields).
  */
 function typeOfBody(header: string | undefined): string | undefined {
   const type = mediaTypeOrNull(header?.trim());
-  return type && !/^application\/octet-stream\s*(;|$)/i.test(type) ? type : undefined;
+  return type && !/^application\/(?:octet-stream|x-www-form-urlencoded)\s*(;|$)/i.test(type) ? type : undefined;
 }
 
 /**

@@ -27,6 +27,8 @@ beforeAll(async () => {
       out.queryWins = await upload({ mime_type: "text/csv" }, "image/png");
       out.unknown = await upload({}, "application/octet-stream");
       out.notAType = await upload({}, "png");
+      // What Python's urllib and `curl --data-binary` send for a body they are given no type for.
+      out.formDefault = await upload({ name: "notes.txt" }, "application/x-www-form-urlencoded");
       return w.reply("ok");
     },
   });
@@ -47,13 +49,13 @@ it("an upload whose optional query options are sent empty is stored, those optio
   expect([out.named.status, out.named.body.data?.name]).toEqual([200, "report.txt"]);
 });
 
-it("an upload whose query names no mime_type takes its body's Content-Type, unless that says only \"bytes\" or is not a media type", async () => {
+it("an upload whose query names no mime_type takes its body's Content-Type, unless that says only \"bytes\", is a client's form default or is not a media type", async () => {
   const ev = await host.postEvent(messageEvent("upq-type", "go"));
   await host.waitForRun(ev.body.run_id!);
   expect([out.byHeader.status, out.byHeader.body.data?.mime_type, out.byHeader.body.data?.artifact_type]).toEqual([200, "image/png", "image"]);
   // The query is the protocol's way to say it: it wins.
   expect([out.queryWins.status, out.queryWins.body.data?.mime_type]).toEqual([200, "text/csv"]);
-  for (const upload of [out.unknown, out.notAType]) {
+  for (const upload of [out.unknown, out.notAType, out.formDefault]) {
     expect([upload.status, upload.body.data?.mime_type ?? null, upload.body.data?.artifact_type]).toEqual([200, null, "file"]);
   }
 });

@@ -81,6 +81,6 @@ export function afterKeyOf(cursor: string | null | undefined): string | undefine
 /** Scope check: only this run's conversation unless the snapshot grants more (it does not in v1). */
 export function ownConversation(ctx: ActionContext, conversationId: string | null | undefined, what: string) {
   if (conversationId && conversationId !== ctx.snapshot.conversationId) {
-    throw denied(`${what} of another conversation is not readable by this run`, { conversation_id: conversationId });
+    throw denied(`this run may not read ${what} of another conversation`, { conversation_id: conversationId });
   }
 }
