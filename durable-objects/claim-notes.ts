@@ -18,6 +18,8 @@ export interface ClaimInFlight {
   /** Its place in the target's queue. */
   key: string;
   instance: string;
+  /** The version of the edit its words are (none: as sent), so an older edit arriving late changes nothing. */
+  revision?: number;
 }
 export const itemOf = (c: ClaimInFlight) => steeringItemOf(c.job, c.target, c.at);
 

@@ -46,7 +46,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Queued runs whose cancellation is being recorded (or whose recalled message a claimed one replaces): the scheduler must not start them meanwhile. */
   private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
-  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job) => this.redeliver(job), { inTurn: (work) => this.decisions.inTurn(work), decide: (job) => this.decideUnlessDecided(job), wake: () => this.kick() });
+  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job) => this.redeliver(job), { inTurn: (work) => this.decisions.inTurn(work), decide: (job, revision) => this.decideUnlessDecided(job, revision), wake: () => this.kick() });
   private readonly runs = new RunTableStore(this.ctx.storage, (job) => this.steering.ending(job));
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly replies = new PendingReplies(this.ctx.storage);
@@ -75,7 +75,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. A run ended before this hand-over came (cancelled while ingress was on its way) stays ended: it was dropped while queued, and its event joins nothing. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
-    return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.unhandedEdits.applied(job, (edited) => this.decide(edited)));
+    return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.unhandedEdits.applied(job, (edited, version) => this.decide(edited, version)));
   }
 
   /** A redelivered event whose run ingress read as not started (or one whose claim the alarm took back from a dead instance): decided only if no decision was taken for it since (redelivery.ts). */
@@ -83,14 +83,15 @@ export class ConversationDO extends DurableObject<Env> {
     return this.decisions.decide(job.runId, () => this.decideUnlessDecided(job));
   }
   /** In a decision's turn; also how a message a run claimed and dropped unpulled is decided anew (dropped-claims.ts). */
-  private readonly decideUnlessDecided = async (job: RunJob): Promise<DispatchResult> => (await decidedAlready(dbOf(this.env), this.steering, this.runs, job.runId)) ?? this.unhandedEdits.applied(job, (edited) => this.decide(edited));
+  private readonly decideUnlessDecided = async (job: RunJob, revision?: number): Promise<DispatchResult> => (await decidedAlready(dbOf(this.env), this.steering, this.runs, job.runId)) ?? this.unhandedEdits.applied(job, (edited, version) => this.decide(edited, version), revision);
 
   /** Ingress: an album's item is on its way, `files` downloading, or (null) its ingress ended, whatever became of it; its album's run waits for it meanwhile (album-gathering.ts). */
   albumItem(eventId: string, coming: { albumId: string; files: number } | null): Promise<void> {
     return coming ? this.albums.announce(coming.albumId, eventId, coming.files) : this.albums.withdraw(eventId);
   }
 
-  private async decide(job: RunJob): Promise<DispatchResult> {
+  /** `revision`: the version of the edit `job`'s words are (none: as sent), kept with them so an older edit arriving late changes nothing. */
+  private async decide(job: RunJob, revision?: number): Promise<DispatchResult> {
     let table = await this.runs.entries();
     const [now, lastKey] = [Date.now(), table.at(-1)?.[0]];
     const known = table.find(([, r]) => r.job.runId === job.runId);
@@ -103,7 +104,7 @@ export class ConversationDO extends DurableObject<Env> {
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
         const target = steeringTarget(table, job.agent, { running: this.canPull, excluded: (runId) => this.cancelling.has(runId), steers: (run) => this.steers(run, job), executing: this.isActive, answers: repliesWhereMessage(job) });
-        if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, this.sessions.get(target.job.runId)?.job ?? { ...target.job, runner: job.runner }, now);
+        if (target && (await this.steering.size(target.job.runId)) < STEERING_QUEUE_CAP) return this.claim(job, this.sessions.get(target.job.runId)?.job ?? { ...target.job, runner: job.runner }, now, revision);
       }
       // Parallel runs take no turn: only a run that does makes the conversation busy.
       const rejection = rejectionOf(table, withoutLost(table, this.isActive), stored, strategy);
@@ -112,7 +113,7 @@ export class ConversationDO extends DurableObject<Env> {
     }
     const key = this.arrivalKeys.next(job.runId, now, lastKey);
     const startsNow = startable([...withoutLost(table, this.isActive), [key, stored]], Infinity, this.isActive).some(([k]) => k === key);
-    void this.runs.put(key, { ...stored, answered: startsNow ? "started" : "queued" }); // not awaited: the output gate holds the reply until the write is durable
+    void this.runs.put(key, { ...stored, answered: startsNow ? "started" : "queued", ...(revision === undefined ? {} : { revision }) }); // not awaited: the output gate holds the reply until the write is durable
     this.kick();
     if (table.length === 0 && this.active.size === 0 && stored.notBefore <= now && !this.scheduling) this.claims.prepare(dbOf(this.env), job); // starts with the alarm just set: claimed meanwhile (never while an interrupted run is still ending: its last writes come first)
     return { disposition: startsNow ? "started" : "queued", runId: job.runId };
@@ -219,8 +220,8 @@ export class ConversationDO extends DurableObject<Env> {
     let ended = 0;
     // Each in turn with the decisions: a redelivery handing the run over is decided wholly before (then held here) or after (then it finds the run ended).
     for (const runId of runIds) {
-      // Held here (waiting its turn, or running; or its album's item) it stays; its event claimed by a steering run, only the claim's write got no answer: the claim is completed instead.
-      const end = async () => !this.active.has(runId) && !(await this.runs.holds(runId)) && !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.unhanded.end(dbOf(this.env), runId, NEVER_HANDED_OVER));
+      // Held here (waiting its turn, or running; or its album's item; or dropped unpulled, its new decision waiting for the database) it stays; its event claimed by a steering run, only the claim's write got no answer: the claim is completed instead.
+      const end = async () => !this.active.has(runId) && !(await this.runs.holds(runId)) && !(await this.steering.awaitsDecision(runId)) && !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.unhanded.end(dbOf(this.env), runId, NEVER_HANDED_OVER));
       if (await this.decisions.inTurn(end)) ended++;
     }
     return ended;
@@ -280,10 +281,10 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   /** Steer: the event joins the target run's queue; its own run is never started. A target still waiting out its debounce waits longer (debounce.ts; first, so it does not start before the claim is written). A target that stopped pulling (ended) while the claim was recorded never had it: the claim is taken back and the event decided anew (README "Steering"); if it cannot be, or the write got no answer (queued all the same), the target's drop records it. */
-  private async claim(job: RunJob, target: RunJob, now: number): Promise<DispatchResult> {
+  private async claim(job: RunJob, target: RunJob, now: number, revision?: number): Promise<DispatchResult> {
     await slideDebounce(this.runs, target.runId, job, now, (runId) => this.isActive(runId) || this.cancelling.has(runId));
     const pulls = () => (this.isActive(target.runId) ? this.canPull(target.runId) : this.runs.holdsNow(target.runId));
-    if ((await this.steering.claim(dbOf(this.env), job, target, now, pulls).finally(async () => pulls() || (await this.dropUnpulled(target)))) === "released") return this.decide(job);
+    if ((await this.steering.claim(dbOf(this.env), job, target, now, pulls, revision).finally(async () => pulls() || (await this.dropUnpulled(target)))) === "released") return this.decide(job, revision);
     this.live.end(job.runId, "steered"); // its own run is discarded: a follower of it (handed over late) hears so
     return { disposition: "steered", runId: target.runId };
   }

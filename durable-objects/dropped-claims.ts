@@ -18,8 +18,8 @@ interface Dropped {
 export interface DecideAgain {
   /** Work in turn with the conversation's decisions. */
   inTurn: <T>(work: () => Promise<T>) => Promise<T>;
-  /** The event decided as its redelivery is (unless decided since: a claim left unsettled is completed), inside that turn. */
-  decide: (job: RunJob) => Promise<unknown>;
+  /** The event decided as its redelivery is (unless decided since: a claim left unsettled is completed), inside that turn; `revision`: the version of the edit its words are. */
+  decide: (job: RunJob, revision?: number) => Promise<unknown>;
   /** Some wait: the scheduler is to look (its alarm decides them, `answer`). */
   wake: () => void;
 }
@@ -54,6 +54,13 @@ export class DroppedClaims {
       this.deps.wake();
       return this.armed();
     });
+  }
+
+  /** Whether `runId`'s event waits here to be decided anew: its run is `created` again in libSQL, and none but this decision may end it. */
+  async holds(runId: string): Promise<boolean> {
+    if (!this.waiting) return false;
+    for (const [, dropped] of await this.storage.list<Dropped>({ prefix: AGAIN })) if ((await this.storage.get<RunJob>(dropped.body))?.runId === runId) return true;
+    return false;
   }
 
   /**
@@ -96,7 +103,8 @@ export class DroppedClaims {
         // Idempotent: a pass that died after this (or after the decision) finds the event bound to its own run, or decided.
         // Recalled since the drop, it is not taken back, and its decision finds it decided (steered into the run that dropped it).
         await writeAll(db, releaseStatements(db, now, dropped.ref.claimed_run_id, { unlessRecalled: true }));
-        await this.deps.decide(await asLastEdited(db, now));
+        const last = await asLastEdited(db, now);
+        await this.deps.decide(last.job, last.revision);
       } else if (job) console.log(`run ${job.runId}: its message, dropped by ${dropped.ref.claimed_run_id}, is not decided again: its agent can no longer answer it`);
       await this.storage.delete([key, dropped.body]);
     }

@@ -85,11 +85,11 @@ export class SteeringQueue {
    * asked in the same tick as the item would be queued) never had it: the claim is taken back (`release`), and the
    * answer says so; the caller decides the event anew.
    */
-  async claim(db: Db, job: RunJob, target: RunJob, now: number, pulls: () => boolean = () => true): Promise<"queued" | "released"> {
+  async claim(db: Db, job: RunJob, target: RunJob, now: number, pulls: () => boolean = () => true, revision?: number): Promise<"queued" | "released"> {
     const item = steeringItemOf(job, target, now);
     // Its place in claim order is taken now, whichever claim's write is answered first.
     const key = await this.keys.next(target.runId);
-    const claim: ClaimInFlight = { job, target: { runId: target.runId, runner: { runnerId: target.runner.runnerId } }, at: now, key, instance: this.instance };
+    const claim: ClaimInFlight = { job, target: { runId: target.runId, runner: { runnerId: target.runner.runnerId } }, at: now, key, instance: this.instance, revision };
     // Durable before the write leaves (the output gate holds it): should this instance die before the answer, the next one takes the claim back (`retryDrops`).
     this.writing.add(job.runId);
     this.dropsWaiting = true;
@@ -152,7 +152,7 @@ export class SteeringQueue {
 
   /** The claim under its key, its event's job apart (one atomic write): what a pull gets, and what a drop has decided anew. */
   private enqueue(claim: ClaimInFlight): Promise<void> {
-    const { stub, body } = stored(claim.job, itemOf(claim));
+    const { stub, body } = stored(claim.job, itemOf(claim), claim.revision);
     return this.storage.put({ [claim.key]: stub, [bodyKeyOf(claim.key)]: body });
   }
 
@@ -248,6 +248,11 @@ export class SteeringQueue {
       await this.storage.put({ [key]: value.stub, [bodyKeyOf(key)]: value.body });
       return true;
     });
+  }
+
+  /** Whether `runId`'s event, claimed and dropped unpulled, waits to be decided anew (dropped-claims.ts). */
+  awaitsDecision(runId: string): Promise<boolean> {
+    return this.dropped.holds(runId);
   }
 
   /** The run whose queue holds `eventId`'s claim, not pulled yet; null if none does. */

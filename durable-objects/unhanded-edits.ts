@@ -43,12 +43,16 @@ export class UnhandedEdits {
     await written;
   }
 
-  /** `decide` of the job a hand-over brings, with its message's words as edited meanwhile; cheap when none was (no storage call). */
-  async applied<T>(job: RunJob, decide: (job: RunJob) => Promise<T>): Promise<T> {
+  /**
+   * `decide` of the job a hand-over brings, with its message's words as edited meanwhile and that edit's version (or, the
+   * job's words newer, `revision`: theirs); cheap when none was (no storage call).
+   */
+  async applied<T>(job: RunJob, decide: (job: RunJob, revision?: number) => Promise<T>, revision?: number): Promise<T> {
     const key = `${PREFIX}${job.runId}`;
     const held = (await this.held.has(key)) ? await this.storage.get<HeldEdit>(key) : undefined;
-    if (!held) return decide(job);
-    const decided = await decide({ ...job, input: withEditedText(job.input, held.text) });
+    if (!held) return decide(job, revision);
+    const newer = held.version > (revision ?? -Infinity);
+    const decided = await (newer ? decide({ ...job, input: withEditedText(job.input, held.text) }, held.version) : decide(job, revision));
     // Forgotten once that decision is taken (its run's entry or claim holds the words from now on); one that failed (its
     // claim refused, say) leaves the words for the hand-over sent again.
     void this.storage.delete(key);

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { adminAuth } from "./middleware/admin-auth";
-import { limitBody } from "./middleware/body-limit";
+import { ADMIN_BODY_MAX_BYTES, limitBody } from "./middleware/body-limit";
 import { onError } from "./middleware/on-error";
 import { notFoundOrNotAllowed } from "./middleware/not-found";
 import type { AppEnv } from "./routes/app-env";
@@ -18,9 +18,6 @@ import { eventsRouter } from "./routes/events";
 import { runsRouter } from "./routes/runs";
 import { webhooksRouter } from "./routes/webhooks";
 import { readiness } from "./routes/readiness";
-
-/** Admin writes are small JSON documents; a larger body is refused before it is held. */
-const ADMIN_BODY_MAX_BYTES = 1024 * 1024;
 
 export function createApp() {
   const app = new Hono<AppEnv>();

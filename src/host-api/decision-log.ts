@@ -50,5 +50,7 @@ export function logDecision(decision: HostApiDecision): void {
 /** A call refused before its action was read: a bad token (the run's snapshot, if any, names its runner) or a bad body. */
 export function logRefusal(runId: string, snapshot: Pick<AuthorizationSnapshot, "runnerId" | "conversationId" | "threadId"> | null, outcome: string, status: number, action: string | null = null): void {
   const scope = snapshot ? decisionScope(snapshot) : { conversation_id: null, thread_id: null };
-  logDecision({ run_id: runId, runner_id: snapshot?.runnerId ?? null, action, resource: {}, scope, outcome, status });
+  // The id is the request path's, anyone's to choose: cut as a param is, so an anonymous call cannot make a line of any length.
+  const shown = runId.length > MAX_PARAM_CHARS ? `${runId.slice(0, MAX_PARAM_CHARS)}…` : runId;
+  logDecision({ run_id: shown, runner_id: snapshot?.runnerId ?? null, action, resource: {}, scope, outcome, status });
 }

@@ -3,6 +3,12 @@ import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
 import { HostError } from "../lib/errors";
 
+/**
+ * Bodies of the admin-token routes (under /v1/admin, and the operator's run cancel) are small JSON documents; a larger
+ * one is refused before it is held.
+ */
+export const ADMIN_BODY_MAX_BYTES = 1024 * 1024;
+
 export const tooLarge = (maxSize: number) => new HostError(413, "payload_too_large", `request body exceeds ${maxSize} bytes`);
 
 /**

@@ -8,6 +8,7 @@ import { noBody, validate } from "../middleware/validate";
 import { hostApiResponse, refuseToken, type HostApiBody } from "../host-api/handle";
 import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
+import { ADMIN_BODY_MAX_BYTES, limitBody } from "../middleware/body-limit";
 import { dbOf } from "../db/connect";
 import { ENDED, runsStore, settledPrefix, toLedgerView, toRunView } from "../stores/runs";
 import type { Context } from "hono";
@@ -106,7 +107,8 @@ export const runsRouter = router()
   // Each run-token route takes one method: another gets a 405 naming it, not the admin 401 a runner author would misread.
   .all("/:runId/api", methodNotAllowed("POST"))
   .all("/:runId/artifacts", methodNotAllowed("PUT"))
-  .use("*", adminAuth())
+  // Capped as /v1/admin's bodies are: the cancel reads its (empty) body, which would otherwise be held whole.
+  .use("*", adminAuth(), limitBody(ADMIN_BODY_MAX_BYTES))
   .get("/", validate("query", ListQuery), async (c) => {
     const q = c.req.valid("query");
     const before = q.cursor ? decodeOr400(() => decodeTimeIdCursor(RUN_LIST_CURSOR, q.cursor!)) : undefined;

@@ -63,11 +63,13 @@ export async function asAgentIsNow(db: Db, job: RunJob): Promise<RunJob | null> 
  * an edit made after the drop never reached the job kept for it. Read once the claim is taken back, so an edit
  * recorded later finds the message waiting in its own run (or claimed anew), where the edit reaches it.
  */
-export async function asLastEdited(db: Db, job: RunJob): Promise<RunJob> {
+export async function asLastEdited(db: Db, job: RunJob): Promise<{ job: RunJob; revision?: number }> {
   const [item] = await db
-    .select({ content: transcript.content })
+    .select({ content: transcript.content, version: sql<unknown>`json_extract(${transcript.metadataJson}, '$.edited.version')` })
     .from(transcript)
     .where(and(eq(transcript.eventId, job.event.event_id), eq(transcript.role, "user"), sql`json_type(${transcript.metadataJson}, '$.edited') IS NOT NULL`))
     .limit(1);
-  return item ? { ...job, input: withEditedText(job.input, item.content) } : job;
+  if (!item) return { job };
+  // Its version goes with the words: an older edit arriving late (the platform's retry) finds them newer and changes nothing.
+  return { job: { ...job, input: withEditedText(job.input, item.content) }, revision: typeof item.version === "number" ? item.version : undefined };
 }

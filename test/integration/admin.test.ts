@@ -337,7 +337,7 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     expect([masked.status, masked.body.error.details]).toEqual([400, { masked: ["api_key"] }]);
   });
 
-  it("refuses an admin body over 1 MiB with 413, declared or streamed, and creates nothing", async () => {
+  it("refuses an admin body over 1 MiB with 413, declared or streamed, and creates nothing (a run's cancel too)", async () => {
     const big = JSON.stringify(agent("too-big", "beta", { type: "conversation", id: "too-big" }, { description: "x".repeat(1024 * 1024) }));
     const headers = { authorization: `Bearer ${host.adminToken}`, "content-type": "application/json" };
     const declared = await fetch(`${host.url}/v1/admin/agents`, { method: "POST", headers, body: big });
@@ -350,6 +350,11 @@ describe("admin API: runner services, runners, agents and binding resolution", (
     } as RequestInit);
     for (const res of [declared, streamed]) expect([res.status, ((await res.json()) as any).error.code]).toEqual([413, "payload_too_large"]);
     expect((await host.admin("GET", "/v1/admin/agents/too-big")).status).toBe(404);
+    // The operator's routes outside /v1/admin take the same cap: a run's cancel (which takes no body) is not made to hold one whole first.
+    for (const body of [big, new ReadableStream({ pull: (ctl) => (ctl.enqueue(bytes), ctl.close()) })]) {
+      const cancel = await fetch(`${host.url}/v1/runs/run_unknown/cancel`, { method: "POST", headers, body, duplex: "half" } as RequestInit);
+      expect([cancel.status, ((await cancel.json()) as any).error.code]).toEqual([413, "payload_too_large"]);
+    }
   });
 
   it("refuses a second enabled agent on the same scope and event type with 409", async () => {

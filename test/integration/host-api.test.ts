@@ -241,5 +241,11 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     const res = await fetch(`${host.url}/v1/runs/run_nope/api`, { method: "POST", body: JSON.stringify({ action: "host.version" }) });
     expect(res.status).toBe(401);
     expect((await res.json()) as any).toMatchObject({ ok: false, error: { code: "unauthorized" } });
+    // The path's run id is the caller's to choose: its decision line names it cut, whatever its length.
+    const long = `run_${"x".repeat(8000)}`;
+    expect((await fetch(`${host.url}/v1/runs/${long}/api`, { method: "POST", body: "{}" })).status).toBe(401);
+    const lines = () => host.logs().split("\n").filter((l) => l.includes(`"run_id":"run_xxxx`));
+    await expect.poll(() => lines().length).toBe(1);
+    expect(lines()[0].length).toBeLessThan(1000);
   });
 });

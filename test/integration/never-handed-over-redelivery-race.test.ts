@@ -7,12 +7,14 @@ import { putAgent } from "../support/scripted-runner";
 /**
  * The cron's sweep of runs never handed over asks the conversation which runs it holds, then ends the others one by
  * one (a database read and a write each). A redelivery of the event that hands the run over in between (the platform
- * retrying for hours) must not have its run ended as `host.not_handed_over` after the conversation took it.
+ * retrying for hours) must not have its run ended as `host.not_handed_over` after the conversation took it; nor may a
+ * message its run dropped unpulled, whose run is `created` again while its new decision waits for the database.
  */
 const MINUTE_MS = 60_000;
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const release = deferred<void>();
+const holdEnds = deferred<void>();
 const heard: string[] = [];
 
 beforeAll(async () => {
@@ -23,6 +25,8 @@ beforeAll(async () => {
       heard.push(`${body.context.run_id}:${body.context.input.text}`);
       const w = resultWriter(res, body.context.run_id);
       if (body.context.input.text === "busy") await release.promise;
+      // Never pulls: what it claimed is dropped at its end, to be decided anew.
+      if (body.context.input.text === "hold, never pull") await holdEnds.promise;
       w.reply(`re: ${body.context.input.text}`);
     },
   });
@@ -31,6 +35,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   release.resolve();
+  holdEnds.resolve();
   await host?.dispose();
   await runner?.close();
 });
@@ -68,4 +73,39 @@ describe("the never-handed-over sweep racing a redelivery that hands the run ove
       handledBy: "completed",
     });
   });
+
+  it("leaves a message its run dropped unpulled, taken back but not decided anew yet (the database away), for that decision: it is answered", async () => {
+    const c = "sweep-vs-decided-anew";
+    await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
+    const held = await host.postEvent(messageEvent(c, "hold, never pull"));
+    await waitUntil(() => heard.some((h) => h.startsWith(`${held.body.run_id}:`)));
+    const steered = await host.postEvent(messageEvent(c, "answer me", { event_id: "evt-sweep-anew" }));
+    expect(steered.body).toMatchObject({ disposition: "steered", run_id: held.body.run_id });
+    // Its claim is taken back (its own run `created` again, as ingress left it long ago); the read of its last words that
+    // comes next fails until the cron's sweep has come, so its new decision waits (retried after a pause) meanwhile.
+    host.databaseOutage({ queries: 1000, matching: "'$.edited'" });
+    holdEnds.resolve();
+    expect((await host.waitForRun(held.body.run_id!)).status).toBe("completed");
+    const own = await waitUntil(async () => {
+      const event = (await host.admin("GET", "/v1/events/evt-sweep-anew")).body;
+      return event.disposition === "bound" ? (event.run_id as string) : null;
+    });
+    try {
+      await host.triggerScheduled({ scheduledTime: new Date(Date.now() + 11 * MINUTE_MS) });
+    } finally {
+      host.databaseOutage({ queries: 0 });
+    }
+    const answered = await host.waitForRun(own, 20_000);
+    expect({ status: answered.status, content: answered.message?.content }).toEqual({ status: "completed", content: "re: answer me" });
+  }, 40_000);
 });
+
+async function waitUntil<T>(check: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > end) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -229,6 +229,22 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     expect(postsTo(channel)).toEqual(["re: hold first", "re: third"]);
   }, 40_000);
 
+  it("steer: a message edited while claimed, dropped by the busy run and decided anew, keeps its newest words when an older edit arrives late", async () => {
+    const channel = "CBUSY16";
+    // Debounced: the run a dropped message is decided anew into waits a moment before it starts, as a new message's would.
+    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer", debounce_ms: 1500 } });
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    const typo = await say(channel, "secnod");
+    await deliver(edit(channel, typo, "second, fixed", "1800009999.000014"));
+    setup.gate(channel).resolve();
+    // Decided anew into a run of its own (waiting out its debounce): then Slack's late delivery of an older edit comes.
+    await waitFor(async () => (await host.query<{ disposition: string }>("SELECT disposition FROM event_log WHERE event_id = ?", [eventIdOf(channel, typo)]))[0]?.disposition === "bound", 10_000, "decided anew");
+    await deliver(edit(channel, typo, "second, half fixed", "1800009999.000013"));
+    await quiet(channel, 2);
+    expect(runsOf.get(channel)).toEqual(["hold first", "second, fixed"]);
+  }, 40_000);
+
   it("enqueue: a message deleted while its run waits its turn never runs (its run ends cancelled); one already running is answered", async () => {
     const channel = "CBUSY2";
     await agentFor(channel, "plain", "enqueue");
