@@ -3,6 +3,8 @@ import { loggedError } from "../lib/describe-error";
 import { SealedSecretError } from "../lib/secret-box";
 import type { ApiResult, Bot, PlatformDelivery } from "../platforms/types";
 import { botsStore } from "../stores/bots";
+import { ABANDONED, type CallScope } from "./recorded-call";
+import { withRetries } from "./retry";
 
 /** A bot that keeps failing to be read is logged again after this long at the most often. */
 const RELOG_AFTER_MS = 60_000;
@@ -54,4 +56,20 @@ export async function loadReplyBot(db: Db, delivery: PlatformDelivery): Promise<
     logFailure(delivery.botId, err);
     return { ok: false, failure: { kind: "transient", status: null, code: "bot_not_loaded", message: `bot ${delivery.botId} could not be read: the database failed or did not answer` } };
   }
+}
+
+/**
+ * The bot, asked for again, backing off, until a wait would pass DELIVERY_MAX_RETRY_AFTER_MS or the reply is abandoned
+ * (ABANDONED), each failure recorded in the reply's trail: not for the platform calls' few attempts, as a completed
+ * answer must not be lost to a database away for a few seconds.
+ */
+export function awaitReplyBot(db: Db, delivery: PlatformDelivery, scope: CallScope): Promise<ApiResult<Bot>> {
+  return withRetries(
+    { ...scope.retry, maxAttempts: Number.POSITIVE_INFINITY },
+    async () => (scope.abandoned() ? ABANDONED : loadReplyBot(db, delivery)),
+    ({ attempt, result, retryInMs }) => {
+      if (!result.ok && result !== ABANDONED) scope.trail.append([{ type: "delivery.failed", data: { operation: "connect", attempt, code: result.failure.code, error: result.failure.message, will_retry: retryInMs !== null, retry_in_ms: retryInMs } }]);
+    },
+    (ms) => scope.sleep(ms),
+  );
 }

@@ -2,54 +2,38 @@
  * A run's reply on its chat platform, driven by the run's ledger entries as they are published (ConversationDO.runOne).
  * Completed messages are sent (what they show: ./answer.ts), split at the platform's size (./parts.ts), their files
  * after them (./files.ts); with streaming on and an editable surface, deltas grow one message in place, edited at most
- * once per DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was streamed exactly. Calls are
- * retried (bounded, honouring rate limits) and every attempt and outcome lands in EventLog. Nothing here can fail or
- * delay the run: the run's status is written before `settle` is awaited.
+ * once per DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was streamed exactly. Calls
+ * (./reply-calls.ts) are retried (bounded, honouring rate limits) and every attempt and outcome lands in EventLog.
+ * Nothing here can fail or delay the run: the run's status is written before `settle` is awaited.
  */
-import type { Db } from "../db/client";
-import { dbOf } from "../db/connect";
-import { configOf, type Config, type Env } from "../env";
 import { asRecord } from "../platforms/http";
 import { scrubSecrets } from "../platforms/redact";
 import { ADAPTERS, surfaceAt } from "../platforms/registry";
 import { grownDraft } from "../platforms/split";
-import type { ApiResult, Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
+import type { Messenger, PlatformAdapter, PlatformDelivery } from "../platforms/types";
 import { parseResultPayload } from "../protocol/results";
 import { hostFailureEntry } from "../run/host-end";
 import type { RunJob } from "../run/job";
 import type { LedgerEntry } from "../stores/runs";
 import { answerOf, cancelledByHost, endMarkOf, FILES_NOT_SENT_NOTICE, noticeInsteadOfAnswer, textOf, withEndMark } from "./answer";
-import { answerFiles } from "./files";
 import { FinalAnswer } from "./final-answer";
 import { DeliveryTrail } from "./records";
 import { Naps } from "./naps";
-import { loadReplyBot } from "./reply-bot";
+import { awaitReplyBot } from "./reply-bot";
 import { chatMoveNoter } from "../stores/chat-moves";
-import { withRetries, type RetryPolicy } from "./retry";
-import { ABANDONED, recordedCall, type CallScope } from "./recorded-call";
+import type { RetryPolicy } from "./retry";
+import type { CallScope } from "./recorded-call";
 import { loggedError } from "../lib/describe-error";
-import { ReplyOrder, type ReplyTurn } from "./reply-order";
-import { markedMessenger, type PostingMarks } from "./posting-marks";
+import type { ReplyTurn } from "./reply-order";
+import { markedMessenger } from "./posting-marks";
 import { ShownCap } from "./shown-cap";
+import { ReplyCalls } from "./reply-calls";
+import type { DeliveryDeps } from "./deps";
 import { partsRoom, replyParts } from "./parts";
-import type { Reply, SentMessage } from "./reply";
+import type { Reply } from "./reply";
 
-export interface DeliveryDeps {
-  db: Db;
-  config: Config;
-  /** Where the answer's files are read from. */
-  artifacts: R2Bucket;
-  /** The chat's replies in the order their runs ended (one per conversation object). */
-  order: ReplyOrder;
-  /** Where a call that may show in the chat is marked before it is made (the conversation object's storage), if anywhere. */
-  marks?: PostingMarks;
-}
-
-/** The deps of one chat's replies (a conversation object's): they share one ReplyOrder, and the object's posting marks. */
-export function chatReplyDeps(env: Env, marks?: PostingMarks): () => DeliveryDeps {
-  const order = new ReplyOrder();
-  return () => ({ db: dbOf(env), config: configOf(env), artifacts: env.ARTIFACTS, order, marks });
-}
+// Declared in ./deps.ts; the conversation object and the lost-run path import them from here.
+export { chatReplyDeps, type DeliveryDeps } from "./deps";
 
 /** What a streamed message beyond the final text's parts is edited to. */
 const SUPERSEDED_PART = "…";
@@ -74,6 +58,8 @@ export class DeliverySession {
   private scrub: (text: string) => string = (text) => text;
   private readonly naps = new Naps();
   private readonly calls: CallScope;
+  /** Its sends, edits and file posts, each with its retries and recorded. */
+  private readonly replyCalls: ReplyCalls;
 
   /** Whether it still delivers (not abandoned after its settle timeout, its bot still usable, its place not gone). */
   get usable(): boolean {
@@ -110,6 +96,7 @@ export class DeliverySession {
     this.trail = new DeliveryTrail(deps.db, job, delivery.target.platform);
     this.retry = { maxAttempts: deps.config.DELIVERY_MAX_ATTEMPTS, baseMs: deps.config.DELIVERY_RETRY_BASE_MS, maxRetryAfterMs: deps.config.DELIVERY_MAX_RETRY_AFTER_MS };
     this.calls = { retry: this.retry, trail: this.trail, abandoned: () => this.closed, scrub: (text) => this.scrub(text), sleep: (ms) => this.sleep(ms) };
+    this.replyCalls = new ReplyCalls(deps, job, delivery, this.calls, () => this.messenger!, () => this.close());
     this.turn = deps.order.turn();
     this.cap = new ShownCap(deps.config.DELIVERY_MAX_PARTS);
     this.chain = this.turn.done.then(() => this.connect());
@@ -121,16 +108,7 @@ export class DeliverySession {
    * the session is settled: the reply waits for it rather than being lost.
    */
   private async connect(): Promise<void> {
-    // Asked, backing off, until a wait would pass DELIVERY_MAX_RETRY_AFTER_MS or the session is settled, not for the
-    // platform calls' few attempts: a completed answer must not be lost to a database away for a few seconds.
-    const loaded = await withRetries(
-      { ...this.retry, maxAttempts: Number.POSITIVE_INFINITY },
-      async () => (this.closed ? ABANDONED : loadReplyBot(this.deps.db, this.delivery)),
-      ({ attempt, result, retryInMs }) => {
-        if (!result.ok && result !== ABANDONED) this.trail.append([{ type: "delivery.failed", data: { operation: "connect", attempt, code: result.failure.code, error: result.failure.message, will_retry: retryInMs !== null, retry_in_ms: retryInMs } }]);
-      },
-      (ms) => this.sleep(ms),
-    );
+    const loaded = await awaitReplyBot(this.deps.db, this.delivery, this.calls);
     if (!loaded.ok) {
       this.closed = true;
       return;
@@ -276,13 +254,13 @@ export class DeliverySession {
         if (i < 0 || !parts[i].trim()) return;
         const message = reply.messages[i];
         if (!message) {
-          if (!(await this.send(reply, i, parts[i], true))) reply.broken = true;
+          if (!(await this.replyCalls.send(reply, i, parts[i], true))) reply.broken = true;
           continue;
         }
         const wait = message.lastWriteAt + this.interval - Date.now();
         // After the wait the text is read again: deltas that came meanwhile go out in this one edit.
         if (wait > 0) await this.sleep(wait);
-        else if (!(await this.edit(reply, message, i, parts[i])).ok) reply.broken = true;
+        else if (!(await this.replyCalls.edit(reply, message, i, parts[i])).ok) reply.broken = true;
       }
     } finally {
       reply.pumping = false;
@@ -296,8 +274,8 @@ export class DeliverySession {
     const text = reply.unshownNotice != null && !reply.messages.length && !reply.unconfirmed.size ? reply.unshownNotice : reply.endMark && shown ? withEndMark(reply.final ?? "", reply.endMark) : (reply.final ?? "");
     if (text.trim()) await this.finishText(reply, text);
     if (reply.files.length === 0) return;
-    const sent = await this.sendFiles(reply);
-    if (sent === 0 && reply.messages.length === 0 && !this.closed) await this.send(reply, 0, FILES_NOT_SENT_NOTICE, false);
+    const sent = await this.replyCalls.sendFiles(reply);
+    if (sent === 0 && reply.messages.length === 0 && !this.closed) await this.replyCalls.send(reply, 0, FILES_NOT_SENT_NOTICE, false);
   }
 
   /** The final text, exactly: streamed messages corrected in place, the remaining parts sent. */
@@ -315,10 +293,10 @@ export class DeliverySession {
         const wait = message.lastWriteAt + this.interval - Date.now();
         if (wait > 0) await this.sleep(wait);
         // The draft of a run that ended without its answer is only marked in place: never posted again beside it.
-        if ((await this.edit(reply, message, i, parts[i]).then((r) => r.ok || r.failure.maybeApplied)) || reply.endMark) continue;
+        if ((await this.replyCalls.edit(reply, message, i, parts[i]).then((r) => r.ok || r.failure.maybeApplied)) || reply.endMark) continue;
         // Not corrected, the exact text goes out as a new one (one that may have landed shows it: not posted beside it).
       }
-      await this.send(reply, i, parts[i], false);
+      await this.replyCalls.send(reply, i, parts[i], false);
       // That send may have found the rest goes a way that takes only so many posts (a Slack command's response_url).
       if (roomNow() < room) parts = partsIn((room = roomNow()));
     }
@@ -328,59 +306,8 @@ export class DeliverySession {
       if (!message || message.shown === SUPERSEDED_PART) continue;
       const wait = message.lastWriteAt + this.interval - Date.now();
       if (wait > 0) await this.sleep(wait);
-      await this.edit(reply, message, i, SUPERSEDED_PART);
+      await this.replyCalls.edit(reply, message, i, SUPERSEDED_PART);
     }
-  }
-
-  /** Each file as a message of its own, one at a time; answers how many were sent. */
-  private async sendFiles(reply: Reply): Promise<number> {
-    const messenger = this.messenger!;
-    let sent = 0;
-    for await (const { artifactId, loaded } of answerFiles(this.deps, this.job, reply.files, surfaceAt(this.delivery.target).maxFileBytes)) {
-      if (this.closed) break;
-      const facts = { operation: "send_file", reply: reply.index, artifact_id: artifactId };
-      if (!loaded.ok) {
-        this.trail.append([{ type: "delivery.failed", data: { ...facts, code: loaded.code, error: loaded.error, will_retry: false } }]);
-        continue;
-      }
-      const file = loaded.file;
-      // A post that may have been made (no answer came, or the platform says it may have) is not made again, unless
-      // the platform drops a repeat (Lark). Steps before the post that show nothing come back as safe to repeat.
-      const res = await this.call({ ...facts, bytes: file.size }, () => messenger.sendFile(file), 0, { retryMaybeApplied: this.adapter.surface.idempotentSends === true });
-      if (res.ok) sent++;
-    }
-    return sent;
-  }
-
-  private async send(reply: Reply, part: number, text: string, editable: boolean): Promise<boolean> {
-    const messenger = this.messenger!;
-    // A send that may have been posted (no answer came, or the platform says it may have) is not made again, unless
-    // the platform drops repeats.
-    const retryMaybeApplied = this.adapter.surface.idempotentSends === true;
-    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryMaybeApplied });
-    if (!res.ok) {
-      if (res.failure.maybeApplied) reply.unconfirmed.set(part, text);
-      return false;
-    }
-    reply.messages[part] = { id: res.value, shown: text, lastWriteAt: Date.now() };
-    return true;
-  }
-
-  private async edit(reply: Reply, message: SentMessage, part: number, text: string): Promise<ApiResult<void>> {
-    const messenger = this.messenger!;
-    // A retried edit is an edit too: it also waits out the interval.
-    const res = await this.call({ operation: "edit", reply: reply.index, part: part + 1, message_id: message.id, chars: text.length }, () => messenger.edit(message.id, text), this.interval);
-    message.lastWriteAt = Date.now();
-    if (res.ok) message.shown = text;
-    return res;
-  }
-
-  /** One platform call with its retries, each attempt and outcome recorded (./recorded-call.ts). */
-  private async call<T>(facts: Record<string, unknown>, attempt: () => Promise<ApiResult<T>>, minRetryGapMs: number, opts: { retryMaybeApplied?: boolean } = {}): Promise<ApiResult<T>> {
-    const res = await recordedCall(this.calls, facts, attempt, minRetryGapMs, opts.retryMaybeApplied);
-    // The place refuses the bot for good (it was removed, the chat is gone): the rest of the reply is not tried there.
-    if (!res.ok && res.failure.placeGone) this.close();
-    return res;
   }
 
   /** A wait that ends early when the session is abandoned. */

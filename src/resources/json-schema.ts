@@ -14,11 +14,13 @@
  *
  * What it cannot interpret it does not let through silently: a schema whose
  * pattern RE2 cannot run (see compilePattern), whose $ref does not resolve
- * locally, or that uses unevaluatedProperties/unevaluatedItems, is refused at registration (`schemaProblems`), and fails closed if
- * one is met anyway.
+ * locally, or that uses unevaluatedProperties/unevaluatedItems, is refused at
+ * registration (`schemaProblems`, ./json-schema-problems.ts), and fails closed
+ * if one is met anyway.
  */
 
 import { compilePattern, type Pattern } from "./ecma-pattern";
+import { pointer, resolveLocalRef } from "./json-schema-refs";
 import { canonicalJson, isObject, jsonEqual, MAX_DEPTH } from "./json-values";
 
 export type JsonSchema = boolean | { [keyword: string]: unknown };
@@ -29,7 +31,7 @@ export interface SchemaIssue {
   message: string;
 }
 
-const MAX_ISSUES = 20;
+export const MAX_ISSUES = 20;
 /** Schema applications per validation: combinators over recursive $refs cannot make it exponential. */
 const MAX_STEPS = 100_000;
 
@@ -59,36 +61,14 @@ function isMultipleOf(value: number, step: number): boolean {
 
 /** Keywords that would need every other keyword's evaluation tracked: refused rather than ignored (ignored, they would let anything through). */
 const UNEVALUATED = ["unevaluatedProperties", "unevaluatedItems"] as const;
-function unsupportedKeyword(s: Record<string, unknown>): string | null {
+export function unsupportedKeyword(s: Record<string, unknown>): string | null {
   const used = UNEVALUATED.find((k) => s[k] !== undefined && s[k] !== true && !(isObject(s[k]) && Object.keys(s[k]).length === 0));
   return used ? `${used} is not supported (additionalProperties / items say the same for most schemas)` : null;
 }
 
-const notARegex = (source: string) => `pattern ${JSON.stringify(source)} is not a regular expression this host runs (patterns run in linear time: lookaround, backreferences and counted repeats over 1000 are not supported)`;
+export const notARegex = (source: string) => `pattern ${JSON.stringify(source)} is not a regular expression this host runs (patterns run in linear time: lookaround, backreferences and counted repeats over 1000 are not supported)`;
 const invalidPattern = (source: string) => `the schema's ${notARegex(source)}`;
 
-/** The subschema a local `$ref` (`#`, or `#` + a JSON pointer) points at in `root`; undefined when it does not resolve. */
-function resolveLocalRef(root: JsonSchema, ref: string): JsonSchema | undefined {
-  if (!ref.startsWith("#")) return undefined;
-  let fragment: string;
-  try {
-    fragment = decodeURIComponent(ref.slice(1));
-  } catch {
-    return undefined;
-  }
-  if (fragment === "") return root;
-  if (!fragment.startsWith("/")) return undefined; // `#anchor`: not supported
-  let node: unknown = root;
-  for (const token of fragment.slice(1).split("/")) {
-    const key = token.replace(/~1/g, "/").replace(/~0/g, "~");
-    if (Array.isArray(node) && /^(0|[1-9][0-9]*)$/.test(key)) node = node[Number(key)];
-    else if (isObject(node) && Object.hasOwn(node, key)) node = node[key];
-    else return undefined;
-  }
-  return typeof node === "boolean" || isObject(node) ? node : undefined;
-}
-
-const pointer = (path: string, key: string | number) => `${path}/${String(key).replace(/~/g, "~0").replace(/\//g, "~1")}`;
 const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
 
 /** What one validation shares across its sub-checks: the root (for $ref), compiled patterns, the step budget. */
@@ -326,65 +306,3 @@ export function validateJsonSchema(schema: JsonSchema, value: unknown): SchemaIs
 export function formatSchemaIssues(issues: SchemaIssue[]): string {
   return issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ");
 }
-
-/** Keywords whose value is one subschema, a list of them, or a map of them (drafts 4 to 2020-12). */
-const ONE_SCHEMA = ["additionalProperties", "additionalItems", "items", "contains", "not", "if", "then", "else", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema"];
-const SCHEMA_LISTS = ["allOf", "anyOf", "oneOf", "prefixItems", "items"];
-const SCHEMA_MAPS = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
-
-/**
- * What makes a schema unusable here, for refusing it when a tool is
- * registered or discovered: patterns that compile neither with nor without
- * the `u` flag, `$ref`s that are not local or do not resolve, nesting deeper
- * than the validator goes. Empty when the schema is fine.
- */
-export function schemaProblems(schema: JsonSchema): string[] {
-  const problems: string[] = [];
-  const add = (path: string, message: string) => {
-    if (problems.length < MAX_ISSUES) problems.push(`${path || "(root)"}: ${message}`);
-  };
-  const walk = (node: unknown, path: string, depth: number) => {
-    if (!isObject(node)) return;
-    if (depth > MAX_DEPTH) return add(path, `nested deeper than ${MAX_DEPTH} levels`);
-    const unsupported = unsupportedKeyword(node);
-    if (unsupported) add(path, unsupported);
-    if (typeof node.pattern === "string" && compilePattern(node.pattern) === null) add(pointer(path, "pattern"), notARegex(node.pattern));
-    if (isObject(node.patternProperties)) {
-      for (const source of Object.keys(node.patternProperties)) {
-        if (compilePattern(source) === null) add(pointer(path, "patternProperties"), notARegex(source));
-      }
-    }
-    if (node.$ref !== undefined) {
-      if (typeof node.$ref !== "string") add(pointer(path, "$ref"), "must be a string");
-      else if (!node.$ref.startsWith("#")) add(pointer(path, "$ref"), `${JSON.stringify(node.$ref)} is not a local reference (only "#..." within the schema is supported)`);
-      else if (resolveLocalRef(schema, node.$ref) === undefined) add(pointer(path, "$ref"), `${JSON.stringify(node.$ref)} does not resolve within the schema`);
-    }
-    for (const key of ONE_SCHEMA) if (isObject(node[key])) walk(node[key], pointer(path, key), depth + 1);
-    for (const key of SCHEMA_LISTS) {
-      const list = node[key];
-      if (Array.isArray(list)) list.forEach((sub, i) => walk(sub, pointer(pointer(path, key), i), depth + 1));
-    }
-    for (const key of SCHEMA_MAPS) {
-      const map = node[key];
-      if (isObject(map)) for (const [name, sub] of Object.entries(map)) walk(sub, pointer(pointer(path, key), name), depth + 1);
-    }
-  };
-  walk(schema, "", 0);
-  return problems;
-}
-
-/**
- * The MCP SDK client's validator hook (`jsonSchemaValidator`): the SDK's
- * default is Ajv, which compiles schemas with `new Function` and fails in
- * workerd as soon as a server's tool declares an outputSchema.
- */
-export const mcpSchemaValidator = {
-  getValidator<T>(schema: unknown) {
-    return (input: unknown) => {
-      const issues = validateJsonSchema(schema as JsonSchema, input);
-      return issues.length
-        ? { valid: false as const, data: undefined, errorMessage: formatSchemaIssues(issues) }
-        : { valid: true as const, data: input as T, errorMessage: undefined };
-    };
-  },
-};

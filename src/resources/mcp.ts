@@ -1,7 +1,9 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { mcpSchemaValidator, schemaProblems, type JsonSchema } from "./json-schema";
+import type { JsonSchema } from "./json-schema";
+import { schemaProblems } from "./json-schema-problems";
+import { mcpSchemaValidator } from "./mcp-schema-validator";
 import { cappedFetch, UpstreamError } from "./upstream";
 import { throttledAnswers, watchAnswers } from "./mcp-answers";
 

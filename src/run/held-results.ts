@@ -1,4 +1,4 @@
-import type { ResultBatch } from "./results";
+import type { ResultBatch } from "./result-batch";
 
 /** Resolves after `ms`; `cancel` clears its timer (the read it raced came first). */
 function pause(ms: number): { done: Promise<"due">; cancel: () => void } {

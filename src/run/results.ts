@@ -1,33 +1,20 @@
-import { AgentRunResultSchema, base64DecodedLength, parseResultPayload, STRICT_RESULT_TYPES, type AgentRunResult, type KnownResult } from "../protocol/results";
+import { base64DecodedLength, parseResultPayload, STRICT_RESULT_TYPES, type AgentRunResult, type KnownResult } from "../protocol/results";
 import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
-import { formatZodIssues, isBlankMessage, jsonShapeProblem, MAX_JSON_DEPTH, textOfElements } from "../protocol/common";
+import { isBlankMessage, textOfElements } from "../protocol/common";
 import { RunnerCallError, type RunFailureCode } from "../runner/errors";
-import type { HostRecord, RecordPlace } from "../stores/event-log";
+import type { RecordPlace } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
 import { headOf } from "../lib/text";
 import { LedgerSequence } from "./ledger-sequence";
-import { holdsUnsafeNumber, mayHoldRoundedInteger, parseKeepingIntegers, roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
+import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
+import { InlineArtifactIds } from "./inline-artifact-ids";
+import type { ResultBatch } from "./result-batch";
+import { ledgerDataOf, parseResultLine } from "./result-line";
 import { SequenceCheck } from "./sequence-check";
 import { unavailableStateScope } from "./state-scope-refusal";
-
-/** What one chunk of results asks the host to write; the executor does the I/O as one batch. */
-export interface ResultBatch {
-  ledger: LedgerEntry[];
-  transcriptItems: NewTranscriptItem[];
-  stateWrites: { scope: StateScope; scopeKey: string; key: string; valueJson: string }[];
-  /** `recorded` is the ledger entry's data: the stored artifact's digest is written into it once known; `entry`, that entry. */
-  inlineArtifacts: { ref: ArtifactRef & { artifact_type: string }; contentBase64: string; metadata: Record<string, unknown>; recorded: Record<string, unknown>; entry: LedgerEntry }[];
-  /** `artifact.created {artifact_id}` references, with their ledger entries: the executor checks them against the store before they are written. */
-  artifactReferences: { ref: ArtifactRef; recorded: LedgerEntry }[];
-  audits: HostRecord[];
-  /** Set when this batch held run.completed or run.failed: stop reading. */
-  terminal: boolean;
-  /** A protocol violation that ends the run, after what came before it in the batch is written. */
-  error?: RunnerCallError;
-}
 
 export interface ResultProcessorInit {
   runId: string;
@@ -57,17 +44,6 @@ function messageText(message: Message): string {
 }
 
 /**
- * A result's data as its ledger entry keeps it, "as sent": a whole number JSON parsing rounds (a Python int, a 64-bit
- * id in telemetry, or in a result dropped for holding it) keeps its digits. The host acts on `parsed`, the plain parse,
- * whose checks find such a number in the line's text (roundedIntegerAt).
- */
-function ledgerDataOf(payload: string, parsed: unknown): unknown {
-  if (!mayHoldRoundedInteger(payload) || !holdsUnsafeNumber(parsed)) return parsed;
-  const exact = (parseKeepingIntegers(payload) as { data?: unknown }).data;
-  return exact === undefined ? parsed : exact;
-}
-
-/**
  * Applies PROTOCOL §7 to a run's result stream: validation, sequence
  * de-duplication and gap warnings, and the host effect of each result. Pure:
  * it decides what to write; it writes nothing. Holds O(1) state per run.
@@ -78,7 +54,7 @@ export class ResultProcessor {
   /** Artifacts announced since the last message, by id, in announcement order (each once): the next message carries them. */
   private readonly pending = new Map<string, ArtifactRef>();
   /** The ids a runner gave its inline artifacts, to the ids the host stored them under: its messages name them by its own. */
-  private readonly inlineIds = new Map<string, string>();
+  private readonly inlineIds = new InlineArtifactIds();
   /** The `artifact.created` results accepted so far (a reference then refused included): at most `maxArtifacts`. */
   private artifacts = 0;
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
@@ -162,7 +138,7 @@ export class ResultProcessor {
     for (const payload of payloads) {
       let result: AgentRunResult;
       try {
-        result = this.envelopeOf(payload);
+        result = parseResultLine(payload, this.init.runId);
       } catch {
         return false; // a line that fails the run before any terminal result
       }
@@ -181,30 +157,8 @@ export class ResultProcessor {
     batch.ledger.push(this.entry("host.warning", { code, message, ...extra }, "host"));
   }
 
-  /** The line as an AgentRunResult of this run, or the protocol error that fails the run. */
-  private envelopeOf(payload: string): AgentRunResult {
-    let json: unknown;
-    try {
-      json = JSON.parse(payload);
-    } catch (cause) {
-      // The parser's words name where it stopped (a NaN deep in the line, say), which the line's start may not show.
-      throw new RunnerCallError("runner.protocol_error", `result line is not JSON (${headOf(cause instanceof Error ? cause.message : String(cause), 200)}): ${headOf(payload, 80)}`, { cause });
-    }
-    const envelope = AgentRunResultSchema.safeParse(json);
-    if (!envelope.success) throw new RunnerCallError("runner.protocol_error", `result line is not an AgentRunResult: ${formatZodIssues(envelope.error)}`);
-    const result = envelope.data;
-    // Kept "as sent" in the ledger (loose telemetry, unknown types): never deeper than any JSON the host accepts elsewhere.
-    // Depth only: a "__proto__" member is the payload's own problem, which drops that one result (below), not the run.
-    const shape = jsonShapeProblem(result.data, MAX_JSON_DEPTH + 1, { depthOnly: true });
-    if (shape) throw new RunnerCallError("runner.protocol_error", `result data: ${shape}`);
-    if (result.run_id !== this.init.runId) {
-      throw new RunnerCallError("runner.protocol_error", `result names run ${result.run_id}, not this run`);
-    }
-    return result;
-  }
-
   private one(payload: string, batch: ResultBatch) {
-    const result = this.envelopeOf(payload);
+    const result = parseResultLine(payload, this.init.runId);
     let sequence = result.sequence ?? null;
     if (sequence !== null && sequence < 1) {
       this.warn(batch, "result.invalid_sequence", `sequence ${sequence} is not positive; the result is taken as unnumbered`, { sequence });
@@ -230,30 +184,8 @@ export class ResultProcessor {
     const kept = parsed.result.type === "state.updated" ? "value" : parsed.result.type === "artifact.created" && parsed.result.data.metadata ? "metadata" : null;
     const rounded = kept ? roundedIntegerAt(payload, ["data", kept]) : null;
     if (rounded) return this.drop(batch, recorded, `${kept}: ${roundedIntegerMessage(rounded)}`);
-    this.nameStoredArtifacts(parsed.result, recorded);
+    this.inlineIds.rename(parsed.result, recorded);
     this.apply(parsed.result, batch, recorded);
-  }
-
-  /**
-   * A message naming one of the run's inline artifacts by the id its runner gave it (`artifact.created {artifact_id,
-   * content_base64}`) names the artifact as stored, in the transcript, the run's message and the ledger delivery reads.
-   */
-  private nameStoredArtifacts(result: KnownResult, recorded: LedgerEntry) {
-    const field = result.type === "message.delta" ? "chunk" : result.type === "message.completed" || result.type === "run.completed" ? "message" : null;
-    const message = field ? (result.data as Record<string, Message | null | undefined>)[field] : null;
-    if (!field || !message || this.inlineIds.size === 0) return;
-    const content = this.storedIdsIn(message.content);
-    if (content === message.content) return;
-    message.content = content;
-    const sent = (recorded.data as Record<string, Record<string, unknown>>)[field];
-    recorded.data = { ...(recorded.data as Record<string, unknown>), [field]: { ...sent, content: this.storedIdsIn(sent.content) } };
-  }
-
-  /** Content elements with the runner's ids of inline artifacts replaced by the stored ids; the same array when none is named. */
-  private storedIdsIn<T>(content: T): T {
-    if (!Array.isArray(content)) return content;
-    const stored = (el: unknown) => (el !== null && typeof el === "object" && typeof (el as { artifact_id?: unknown }).artifact_id === "string" ? this.inlineIds.get((el as { artifact_id: string }).artifact_id) : undefined);
-    return content.some((el) => stored(el) !== undefined) ? (content.map((el) => (stored(el) ? { ...el, artifact_id: stored(el) } : el)) as T) : content;
   }
 
   /** The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. */

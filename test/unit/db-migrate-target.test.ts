@@ -19,7 +19,7 @@ afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force
 function checkout(): string {
   const dir = mkdtempSync(join(tmpdir(), "db-migrate-"));
   dirs.push(dir);
-  for (const f of ["drizzle.config.ts", "package.json", "migrations", "src/db/schema.ts"]) cpSync(join(ROOT, f), join(dir, f), { recursive: true });
+  for (const f of ["drizzle.config.ts", "package.json", "migrations", "src/db/schema.ts", "src/db/tables"]) cpSync(join(ROOT, f), join(dir, f), { recursive: true });
   symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
   mkdirSync(join(dir, ".data"));
   return dir;

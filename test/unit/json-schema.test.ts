@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
-import { mcpSchemaValidator, schemaProblems, validateJsonSchema, type JsonSchema } from "../../src/resources/json-schema";
+import { validateJsonSchema, type JsonSchema } from "../../src/resources/json-schema";
+import { schemaProblems } from "../../src/resources/json-schema-problems";
+import { mcpSchemaValidator } from "../../src/resources/mcp-schema-validator";
 
 const paths = (schema: JsonSchema, value: unknown) => validateJsonSchema(schema, value).map((i) => i.path);
 

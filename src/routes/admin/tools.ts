@@ -5,7 +5,7 @@ import { sealValues } from "../../lib/secret-box";
 import { nulFreeText, RecordSchema } from "../../protocol/common";
 import { jsonBody, validate } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
-import { schemaProblems } from "../../resources/json-schema";
+import { schemaProblems } from "../../resources/json-schema-problems";
 import { toolsStore, toToolView } from "../../resources/tools-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";

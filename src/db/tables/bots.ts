@@ -1,0 +1,48 @@
+/** Chat platform bots and the chats whose events continue another chat's conversation. */
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * A chat platform bot an operator registered (Telegram, Slack, Lark, Discord).
+ * Its webhook is `/v1/webhooks/{platform}/{bot_id}`; agents bind to it with scope `bot`.
+ */
+export const bot = sqliteTable(
+  "bot",
+  {
+    botId: text("bot_id").primaryKey(),
+    platform: text("platform").notNull(),
+    name: text("name"),
+    workspaceId: text("workspace_id"),
+    // Overrides the platform's API origin (a fake on loopback in tests); null uses the platform's own.
+    apiBaseUrl: text("api_base_url"),
+    // The platform's secrets as JSON; never returned by any API nor logged.
+    credentialsJson: text("credentials_json").notNull(),
+    // Paused when false: its webhooks are still verified and answered, their events recorded, but nothing runs.
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    // Why the bot last did not answer, for its admin view (src/stores/bot-notes.ts): JSON, null until it first happens.
+    // Written where each happens, never on a webhook or reply that went well, and never by a PUT.
+    lastWebhookRefusalJson: text("last_webhook_refusal_json"),
+    lastUnboundEventJson: text("last_unbound_event_json"),
+    lastDeliveryFailureJson: text("last_delivery_failure_json"),
+  },
+  (t) => [index("bot_created").on(t.createdAt, t.botId)],
+);
+
+/**
+ * A chat whose events continue another chat's conversation, per bot: a Telegram group upgraded to a supergroup gets a
+ * new chat id, and the supergroup's events are recorded in the group's conversation (src/stores/chat-moves.ts).
+ */
+export const chatAlias = sqliteTable(
+  "chat_alias",
+  {
+    botId: text("bot_id").notNull(),
+    // The chat as its events name it (the supergroup).
+    chatId: text("chat_id").notNull(),
+    // The conversation they are recorded in (the group's chat id).
+    conversationId: text("conversation_id").notNull(),
+    // When the host learned of the move: a bot id registered again later does not take it (Bot.registeredAt).
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.botId, t.chatId] })],
+);
