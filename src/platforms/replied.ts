@@ -41,7 +41,7 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db:
  */
 export async function withStoredRepliedFiles(db: Db, bot: Bot, event: NormalizedEvent): Promise<NormalizedEvent> {
   const given = event.files.filter((f) => f.repliedMessageId !== undefined);
-  if (given.length === 0) return event;
+  if (given.length === 0 || given[0].fetchAnew) return event;
   const stored = await storedReply(db, bot, event, given[0].repliedMessageId!);
   const own = event.files.filter((f) => f.repliedMessageId === undefined);
   if (stored.state === "recalled") return { ...event, files: own };

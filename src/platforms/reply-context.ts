@@ -11,8 +11,11 @@ import type { ArtifactRow } from "../stores/artifacts";
 import { parseJson } from "../lib/json";
 
 export interface ReplyContext {
-  /** As the platform's `message_id` in a message's data (Telegram a number, Lark a string). */
-  message_id: number | string;
+  /**
+   * As the platform's `message_id` in a message's data (Telegram a number, Lark a string); null for a Telegram message
+   * of another chat whose id Telegram does not give (a private chat's, a basic group's).
+   */
+  message_id: number | string | null;
   /** Who sent it, as a message's actor reads (a chat speaking as itself is that chat); null when not known. */
   actor: { actor_type: string; actor_id: string; actor_name: string | null } | null;
   /** Its words (text or caption), read as a message's input is; null with none. */
@@ -52,7 +55,7 @@ export const unreadReply = (messageId: number | string, why: string): ReplyConte
 export function withReplyAttachments(data: Record<string, unknown>, stored: { attachments: ArtifactRef[]; rows: ArtifactRow[]; sources: InputAttachmentSource[] }): Record<string, unknown> {
   const reply = data.reply_to;
   if (!reply || typeof reply !== "object" || !("message_id" in reply)) return data;
-  const id = String(reply.message_id);
+  const id = String(reply.message_id ?? "");
   const ids = new Set([
     ...stored.rows.filter((row) => parseJson<Record<string, unknown>>(row.metadataJson, {})[REPLIED_MESSAGE_KEY] === id).map((row) => row.artifactId),
     ...stored.sources.flatMap((s) => (s.kind === "artifact" && s.repliedMessageId === id ? [s.artifactId] : [])),

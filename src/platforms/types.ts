@@ -49,6 +49,11 @@ export interface PlatformFile {
   artifactType: "image" | "audio" | "video" | "file";
   /** Set on a file of the message the event replies to (`data.reply_to`), not of its own: that message's id. */
   repliedMessageId?: string;
+  /**
+   * Fetched from the platform, never taken as the files stored for the message recorded here under that id: another
+   * chat's message (Telegram `external_reply`), or one edited since it was received (its photo may have been replaced).
+   */
+  fetchAnew?: true;
   /** The artifact it was stored as when the bot received its message (./stored-reply.ts): re-used, not downloaded. */
   artifactId?: string;
 }

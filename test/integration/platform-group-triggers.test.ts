@@ -193,6 +193,28 @@ describe("group-chat trigger rules (trigger_policy)", () => {
     expect(begun.find((b) => b.text === "what was said?")!.history).toContain("just chatting, no bot here");
   });
 
+  it("Telegram: in a forum topic the bot opened, a message replies only to the topic's opening, which addresses no one; a reply to the bot's answer there, or from another topic, does", async () => {
+    const chat = "-9150";
+    const topic = { message_thread_id: 77, is_topic_message: true };
+    // Telegram names the service message that opened the topic as every topic message's reply: here the bot's own
+    // (a support bot opening a topic per ticket with createForumTopic).
+    const opening = { message_id: 77, date: 1, chat: { id: -9150, type: "supergroup", is_forum: true }, from: { id: 123456, is_bot: true, first_name: "Trig" }, ...topic, forum_topic_created: { name: "Ticket 1", icon_color: 7322096 } };
+    const chatter = tgMessage(chat, "thanks everyone, looking into it", { ...topic, reply_to_message: opening });
+    await tgPost(chatter);
+    expect(await eventRow(tgEvent(chatter))).toEqual({ disposition: "unaddressed", run_id: null, agent_id: "triggers-telegram" });
+    const answer = { message_id: 80, date: 1, chat: opening.chat, from: opening.from, ...topic, text: "re: your ticket" };
+    const toBot = tgMessage(chat, "that did not work", { ...topic, reply_to_message: answer });
+    await tgPost(toBot);
+    await answered(tgEvent(toBot));
+    // A reply from another topic to the bot's answer here: Telegram names it by external_reply, and it addresses the bot.
+    const external_reply = { origin: { type: "user", date: 1, sender_user: opening.from }, chat: opening.chat, message_id: 80 };
+    const fromGeneral = tgMessage(chat, "same problem here", { external_reply });
+    await tgPost(fromGeneral);
+    await answered(tgEvent(fromGeneral));
+    await sleep(500);
+    expect(textsIn(chat).sort()).toEqual(["same problem here", "that did not work"]);
+  });
+
   it("Telegram: a message that does not address the bot never joins the run in progress; one that does is steered into it", async () => {
     const chat = "-9200";
     const first = "@TriggerTestBot hold s1";

@@ -569,7 +569,33 @@ describe("Telegram: webhook in, reply out", () => {
     expect(heard.event.data.reply_to).toMatchObject({ message_id: 42, text: null, attachments: heard.input.attachments });
   });
 
-  it("gives a reply to a message the bot received that message's files as stored then (no getFile, the same artifact); one expired since is fetched again", async () => {
+  it("gives the runner a reply to a message of another chat (external_reply): its sender, the part quoted and its files, never a message of this chat that has its id", async () => {
+    // Ada's own photo in her private chat with the bot, message 77 there.
+    const chat = "101785";
+    const inPrivate = (message: Record<string, unknown>) => ({ ...update(chat, message), message: { ...update(chat, message).message, chat: { id: Number(chat), type: "private" } } });
+    const hers = inPrivate({ message_id: 77, caption: "my cat", photo: [{ file_id: "adas_cat", width: 800, height: 800 }] });
+    await post(hers);
+    await waitFor(() => contextFor("my cat").length > 0, 15_000, "the photo's run");
+    // Then "Reply in another chat": Bob's sheet, message 77 of a supergroup, quoted into the private chat.
+    const external_reply = {
+      origin: { type: "user", date: 1_700_000_000, sender_user: { id: 7, is_bot: false, first_name: "Bob" } },
+      chat: { id: -1001017850, type: "supergroup", title: "Team" },
+      message_id: 77,
+      document: { file_id: "bobs_sheet", file_name: "q4.csv", mime_type: "text/csv" },
+    };
+    await post(inPrivate({ text: "what is the total?", external_reply, quote: { text: "Q4 totals", position: 0 } }));
+    const [ctx] = await waitFor(() => contextFor("what is the total?").length > 0 && contextFor("what is the total?"), 15_000, "the reply's run");
+    expect(fake.callsTo(/\/getFile$/).map((c) => c.body.file_id)).toContain("bobs_sheet");
+    expect(ctx.input.attachments).toEqual([expect.objectContaining({ artifact_type: "file", name: "q4.csv" })]);
+    expect(ctx.event.data.reply_to).toEqual({ message_id: 77, actor: { actor_type: "user", actor_id: "7", actor_name: "Bob" }, text: null, quote: "Q4 totals", attachments: ctx.input.attachments, unavailable: null });
+    // A location sent in a chat whose ids Telegram does not give: read as received, no id.
+    const place = { origin: { type: "hidden_user", date: 1_700_000_000, sender_user_name: "Carol" }, location: { latitude: 48.8584, longitude: 2.2945 } };
+    await post(inPrivate({ text: "how far is it?", external_reply: place }));
+    const [far] = await waitFor(() => contextFor("how far is it?").length > 0 && contextFor("how far is it?"), 15_000, "the location reply's run");
+    expect(far.event.data.reply_to).toEqual({ message_id: null, actor: null, text: "📍 Location: 48.8584, 2.2945", quote: null, attachments: [], unavailable: null });
+  });
+
+  it("gives a reply to a message the bot received that message's files as stored then (no getFile, the same artifact); one expired, or edited, since is fetched again", async () => {
     const chat = "-101790";
     const plan = update(chat, { caption: "our plan", photo: [{ file_id: "plan_photo", width: 800, height: 800 }] });
     await post(plan);
@@ -594,6 +620,20 @@ describe("Telegram: webhook in, reply out", () => {
     expect(later.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", size_bytes: PHOTO.length })]);
     expect(again.artifact_id).not.toBe(stored.artifact_id);
     expect(later.event.data.reply_to.attachments).toEqual([again]);
+
+    // A photo replaced by an edit since it was stored (Telegram's reply then gives the new one, and the edit's date):
+    // fetched, never the old one as stored.
+    const sketch = update(chat, { caption: "the sketch", photo: [{ file_id: "sketch_v1", width: 800, height: 800 }] });
+    await post(sketch);
+    const [drawn] = await waitFor(() => contextFor("the sketch").length > 0 && contextFor("the sketch"), 15_000, "the sketch's run");
+    const edited = { ...sketch.message, photo: [{ file_id: "sketch_v2", width: 800, height: 800 }], edit_date: sketch.message.date + 60 };
+    await post({ update_id: ++updateId, edited_message: edited });
+    await post(update(chat, { text: "and this version?", reply_to_message: edited }));
+    const [v2] = await waitFor(() => contextFor("and this version?").length > 0 && contextFor("and this version?"), 15_000, "the reply to the edited photo's run");
+    expect(fake.callsTo(/\/getFile$/).map((c) => c.body.file_id)).toContain("sketch_v2");
+    expect(v2.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", size_bytes: PHOTO.length })]);
+    expect(v2.input.attachments[0].artifact_id).not.toBe(drawn.input.attachments[0].artifact_id);
+    expect(v2.event.data.reply_to.attachments).toEqual(v2.input.attachments);
   });
 
   it("leaves out each of its own mentions among those a message starts with, whoever is named first; nothing after them, the text is as sent", async () => {

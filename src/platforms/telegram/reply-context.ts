@@ -9,6 +9,7 @@ import { actorOf, chatActorOf, SenderChatSchema, UserSchema } from "./actor";
 import { FileFieldsSchema, filesOf } from "./files";
 import { withLinkTargets } from "./link-targets";
 import { nonTextOf } from "./non-text";
+import { externalReplyOf } from "./external-reply";
 
 const RepliedSchema = FileFieldsSchema.extend({
   message_id: z.number(),
@@ -18,16 +19,21 @@ const RepliedSchema = FileFieldsSchema.extend({
   entities: z.array(z.unknown()).optional(),
   caption: z.string().optional(),
   caption_entities: z.array(z.unknown()).optional(),
+  /** Set once it was edited: its photo or file may have been replaced since the bot stored it. */
+  edit_date: z.number().optional(),
   /** The service message that opened a forum topic: every message of the topic "replies" to it. */
   forum_topic_created: z.unknown().optional(),
 });
 
 const QuoteSchema = z.looseObject({ text: z.string() });
 
-/** The message `m` replies to and its files, or null: none, or only the root of its forum topic (no reply the user chose). */
-export function repliedOf(m: { reply_to_message?: unknown; quote?: unknown }): { context: ReplyContext; files: PlatformFile[] } | null {
+/**
+ * The message `m` replies to and its files, or null: none, or only the root of its forum topic (no reply the user
+ * chose). One of another chat or topic is named by `external_reply` (./external-reply.ts).
+ */
+export function repliedOf(m: { reply_to_message?: unknown; external_reply?: unknown; quote?: unknown }): { context: ReplyContext; files: PlatformFile[] } | null {
   const r = RepliedSchema.safeParse(m.reply_to_message);
-  if (!r.success || r.data.forum_topic_created !== undefined) return null;
+  if (!r.success || r.data.forum_topic_created !== undefined) return externalReplyOf(m);
   const replied = r.data;
   const sender = replied.sender_chat ? chatActorOf(replied.sender_chat) : actorOf(replied.from);
   const words = replied.text !== undefined ? withLinkTargets(replied.text, replied.entities) : replied.caption !== undefined ? withLinkTargets(replied.caption, replied.caption_entities) : null;
@@ -42,5 +48,8 @@ export function repliedOf(m: { reply_to_message?: unknown; quote?: unknown }): {
     attachments: [],
     unavailable: null,
   };
-  return { context, files: (other?.files ?? attached).map((file) => ({ ...file, repliedMessageId: String(replied.message_id) })) };
+  // Edited since it was received: fetched as Telegram gives it now, not as stored then (its edit_date does not say
+  // whether a photo was replaced or a caption fixed).
+  const fresh = replied.edit_date !== undefined ? { fetchAnew: true as const } : {};
+  return { context, files: (other?.files ?? attached).map((file) => ({ ...file, repliedMessageId: String(replied.message_id), ...fresh })) };
 }
