@@ -9,6 +9,15 @@ import { HostError } from "../lib/errors";
  */
 export const ADMIN_BODY_MAX_BYTES = 1024 * 1024;
 
+/**
+ * The length a request's body is held to, or null when none is: no Content-Length, or one beside Transfer-Encoding,
+ * whose chunked framing is what the body is read by (RFC 9112 §6.3), so its Content-Length promises nothing.
+ */
+export function boundLength(request: Request): number | null {
+  const declared = request.headers.get("content-length");
+  return declared === null || request.headers.has("transfer-encoding") ? null : Number(declared);
+}
+
 export const tooLarge = (maxSize: number) => new HostError(413, "payload_too_large", `request body exceeds ${maxSize} bytes`);
 
 /**
@@ -27,7 +36,7 @@ export function limitBody(maxSize: number): MiddlewareHandler {
       await drainBody(request);
       throw tooLarge(maxSize);
     }
-    if (!request.body || (declared !== null && !request.headers.has("transfer-encoding"))) return next();
+    if (!request.body || boundLength(request) !== null) return next();
     const body = await readCapped(request, maxSize, { drainOverflow: true });
     if (body === "too_large") throw tooLarge(maxSize);
     c.req.raw = new Request(request, { body });

@@ -8,7 +8,7 @@ import { noBody, validate } from "../middleware/validate";
 import { hostApiResponse, refuseToken, type HostApiBody } from "../host-api/handle";
 import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
-import { ADMIN_BODY_MAX_BYTES, limitBody } from "../middleware/body-limit";
+import { ADMIN_BODY_MAX_BYTES, boundLength, limitBody } from "../middleware/body-limit";
 import { dbOf } from "../db/connect";
 import { ENDED, runsStore, settledPrefix, toLedgerView, toRunView } from "../stores/runs";
 import type { Context } from "hono";
@@ -89,7 +89,9 @@ async function hostApiCall(c: Context<AppEnv>, runId: string): Promise<Response>
     await drainBody(c.req.raw);
     return hostApiResponse(refuseToken(runId, undefined));
   }
-  if (!(Number(c.req.header("content-length") ?? NaN) <= UNAUTHENTICATED_READ_BYTES)) {
+  // Only a length the body is held to counts: a small Content-Length beside Transfer-Encoding bounds nothing.
+  const length = boundLength(c.req.raw);
+  if (!(length !== null && length <= UNAUTHENTICATED_READ_BYTES)) {
     const refusal = await owner.refuseHostApiToken(runId, token);
     // Drained, not buffered, so the client reads its answer instead of a reset.
     if (refusal) return (await drainBody(c.req.raw), hostApiResponse(refusal));

@@ -323,7 +323,7 @@ export function runsStore(db: Db) {
         endedAt,
       }),
 
-    /** Ledger rows, at most LEDGER_ROWS_PER_STATEMENT per statement (each row count is compiled once). */
+    /** Ledger rows, at most LEDGER_ROWS_PER_STATEMENT per statement (each row count is compiled once); `data: null` kept as sent. */
     ledgerInserts(entries: LedgerEntry[]) {
       const statements = [];
       for (let i = 0; i < entries.length; i += LEDGER_ROWS_PER_STATEMENT) {
@@ -333,7 +333,7 @@ export function runsStore(db: Db) {
           values[`runId${j}`] = e.runId;
           values[`seq${j}`] = e.seq;
           values[`type${j}`] = e.type;
-          values[`dataJson${j}`] = JSON.stringify(e.data ?? {});
+          values[`dataJson${j}`] = JSON.stringify(e.data === undefined ? {} : e.data);
           values[`runnerSequence${j}`] = e.runnerSequence ?? null;
           values[`origin${j}`] = e.origin;
           values[`createdAt${j}`] = e.createdAt;
@@ -345,7 +345,7 @@ export function runsStore(db: Db) {
 
     /** Host API records, one statement each, written only while the run is running (ledgerRowWhileRunning); each statement answers a row when its entry was written. */
     hostRecordInserts(entries: LedgerEntry[]) {
-      return entries.map((e) => ledgerRowWhileRunning(db, { runId: e.runId, seq: e.seq, type: e.type, dataJson: JSON.stringify(e.data ?? {}), runnerSequence: e.runnerSequence ?? null, origin: e.origin, createdAt: e.createdAt }));
+      return entries.map((e) => ledgerRowWhileRunning(db, { runId: e.runId, seq: e.seq, type: e.type, dataJson: JSON.stringify(e.data === undefined ? {} : e.data), runnerSequence: e.runnerSequence ?? null, origin: e.origin, createdAt: e.createdAt }));
     },
 
     /** Entries after a seq, at most `limit` and (past the first) LEDGER_PAGE_BYTES of data: a page's size is bounded whatever the runner sent. */

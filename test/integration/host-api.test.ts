@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred, stalledBody } from "../support/host-api";
+import { callHostApi, chunkedWithSmallLength, deferred, stalledBody } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -235,6 +235,16 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     const answer = await stalledBody(`${host.url}/v1/runs/${runId}/api`, { method: "POST", token: "not-a-token", declared: 1024 * 1024, first: 16 * 1024, pauseMs: 0, duringPause: refusedBeforeBody });
     // Still drained, not reset: the client reads its answer once it has sent the rest.
     expect(answer).toEqual({ answeredDuringPause: false, status: 401, seenDuringPause: true });
+  });
+
+  it("checks the token first when a small Content-Length comes beside Transfer-Encoding, which the chunked body ignores", async () => {
+    const res = await host.postEvent(messageEvent("api-length-and-chunked", "plain"));
+    const runId = res.body.run_id!;
+    await host.waitForRun(runId);
+    // workerd passes both headers on: the body is read chunked, so the 16 bytes declared bound nothing.
+    const refusedBeforeBody = () => pollUntil(() => host.decisions(runId).some((d) => d.status === 401), 3_000);
+    const answer = await chunkedWithSmallLength(`${host.url}/v1/runs/${runId}/api`, { token: "not-a-token", declared: 16, first: 16 * 1024, rest: 16 * 1024, duringPause: refusedBeforeBody });
+    expect(answer).toEqual({ seenDuringPause: true, status: 401 });
   });
 
   it("refuses a Host API call with no token or an unknown run id with 401", async () => {

@@ -7,7 +7,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * run ledger as sent, but never nested deeper than any JSON the host accepts
  * elsewhere (MAX_JSON_DEPTH): a runner that sends one result nested very deep
  * (here 200k levels, a ~400 KB line, within the 1 MiB line limit) fails its run
- * as a protocol error, and the run's ledger pages still answer.
+ * as a protocol error, and the run's ledger pages still answer. "As sent" holds for `data: null` too.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -19,6 +19,14 @@ beforeAll(async () => {
     async onRun({ body }, res) {
       const ctx = body.context;
       const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text === "null") {
+        // Loose telemetry, an unknown type and a strict payload (dropped), each with `data: null`.
+        for (const [i, type] of ["tool.call.started", "x.custom", "message.delta"].entries()) res.write(`{"run_id":"${ctx.run_id}","type":"${type}","data":null,"sequence":${i + 1}}\n`);
+        w.send("message.completed", { message: { role: "assistant", content: "done" } }, 4);
+        w.send("run.completed", { finish_reason: "stop" }, 5);
+        res.end();
+        return;
+      }
       const deep = "[".repeat(DEPTH) + "]".repeat(DEPTH);
       const type = ctx.input.text === "unknown" ? "x.custom" : "tool.call.completed";
       const data = type === "x.custom" ? deep : `{"tool_call_id":"t1","tool_name":"calc","result":${deep}}`;
@@ -45,4 +53,14 @@ describe("a result nested deeper than any JSON the host accepts elsewhere", () =
       expect({ status: page.status, code: page.body?.error?.code }).toEqual({ status: 200, code: undefined });
     });
   }
+});
+
+describe("a result sent with data null", () => {
+  it("is in the ledger with data null, not an empty object", async () => {
+    const ev = await host.postEvent(messageEvent("null-data", "null"));
+    const run = await host.waitForRun(ev.body.run_id!);
+    const page = await host.admin("GET", `/v1/runs/${run.run_id}/events`);
+    const sent = page.body.items.filter((e: { origin: string; sequence?: number }) => e.origin === "runner" && e.sequence! <= 3);
+    expect(sent.map((e: { type: string; data: unknown }) => [e.type, e.data])).toEqual([["tool.call.started", null], ["x.custom", null], ["message.delta", null]]);
+  });
 });

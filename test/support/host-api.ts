@@ -122,3 +122,25 @@ export function stalledBody<T = undefined>(
     });
   });
 }
+
+/**
+ * A POST written by hand on a socket, its body chunked yet also declaring a small Content-Length (a request smuggling
+ * shape that workerd passes through with both headers): sends the first `first` bytes, waits for `duringPause` (and
+ * keeps its answer), then sends the rest. Resolves with what was seen during the pause and the answer's status.
+ */
+export function chunkedWithSmallLength<T>(url: string, opts: { token: string; declared: number; first: number; rest: number; duringPause: () => Promise<T> }) {
+  const { hostname, port, pathname } = new URL(url);
+  const chunk = (n: number) => `${n.toString(16)}\r\n${" ".repeat(n)}\r\n`;
+  return new Promise<{ seenDuringPause: T; status: number | "closed" }>((resolve) => {
+    let paused: Promise<T> | undefined;
+    let answer = "";
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(`POST ${pathname} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${opts.token}\r\nContent-Length: ${opts.declared}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunk(opts.first)}`);
+      paused = opts.duringPause();
+      void paused.then(() => socket.writable && socket.write(`${chunk(opts.rest)}0\r\n\r\n`));
+    });
+    socket.on("data", (d) => (answer += d));
+    socket.on("error", () => socket.destroy());
+    socket.on("close", async () => resolve({ seenDuringPause: await paused!, status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]) || "closed" }));
+  });
+}
