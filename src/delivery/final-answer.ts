@@ -1,3 +1,4 @@
+import { isBlankMessage } from "../protocol/common";
 import { parseResultPayload } from "../protocol/results";
 import { STREAMED_TEXT_MAX_CHARS } from "../run/results";
 import type { LedgerEntry } from "../stores/runs";
@@ -18,6 +19,8 @@ export class FinalAnswer {
   private lastCompleted: string | null = null;
   /** Null once past STREAMED_TEXT_MAX_CHARS, as the processor then records no message. */
   private streamed: string | null = "";
+  /** The run's transcript message items so far (every message.completed the host accepted is one). */
+  private items = 0;
 
   delta(text: string): void {
     this.streamed = this.streamed !== null && this.streamed.length + text.length <= STREAMED_TEXT_MAX_CHARS ? this.streamed + text : null;
@@ -26,6 +29,23 @@ export class FinalAnswer {
   completed(entry: LedgerEntry): void {
     this.lastCompleted = appliedMessage(entry);
     this.streamed = "";
+    this.items++;
+  }
+
+  /**
+   * Which of the run's transcript message items (1 on, in order) a reply shows: the one `entry` completed
+   * (message.completed, or run.completed's own or streamed message), the next one for a draft still streaming (no
+   * entry), null for none (a run that failed records no draft). The delivery trail names it, so a chat reply to
+   * the answer reads it (platforms/delivered-reply.ts).
+   */
+  itemOf(entry?: LedgerEntry): number | null {
+    if (entry === undefined) return this.items + 1;
+    if (entry.type === "message.completed") return this.items;
+    if (entry.type !== "run.completed") return null;
+    const parsed = parseResultPayload(entry.type, entry.data);
+    const message = parsed.kind === "ok" && parsed.result.type === "run.completed" ? parsed.result.data.message : undefined;
+    const own = !!message && message.role === "assistant" && !isBlankMessage(message) && this.isNew(entry);
+    return own || this.unfinished !== null ? this.items + 1 : null;
   }
 
   /** Whether run.completed's message is a new one to show. */

@@ -6,6 +6,7 @@ import { loggedError } from "../lib/describe-error";
 import { newId } from "../lib/ids";
 import { loggedId, loggedText } from "../lib/log-text";
 import { deliveryFailureNote } from "../stores/bot-notes";
+import { deliveredMessageRef } from "./delivered-ref";
 
 /** Attempts at one batch of delivery facts, the first wait between them (doubling): about 3.5 s in all. */
 const TRAIL_WRITE_ATTEMPTS = 4;
@@ -69,14 +70,14 @@ export class DeliveryTrail {
     const records = facts.map((f): DeliveryFact => ({ type: f.type, data: { run_id: job.runId, event_id: job.event.event_id, platform: this.platform, bot_id: job.delivery?.botId ?? null, ...f.data } }));
     const statements: unknown[] = records.map((r) =>
       // Its own id, so a write tried again after it went unanswered records nothing twice.
-      hostRecordInsert(this.db, { onceAs: newId("hev"), eventType: r.type, ...place, runId: job.runId, data: r.data }),
+      hostRecordInsert(this.db, { onceAs: newId("hev"), eventType: r.type, ...place, runId: job.runId, data: r.data, messageRef: r.type === "delivery.succeeded" ? deliveredMessageRef(job, r.data) : null }),
     );
     // A failure given up on is noted on the bot too, in the same write: its admin view shows why a reply never came
     // (a token revoked, a user who blocked the bot) without knowing the conversation. Nothing is written for a success.
     // One the reply goes on from another way (`continues_as`) is no reply lost, nor is a file past a limit the runner was told.
     const givenUp = records.findLast((r) => r.type === "delivery.failed" && r.data.will_retry === false && r.data.continues_as === undefined && !LIMITS_TOLD.has(r.data.code));
     if (givenUp && job.delivery) {
-      const { platform: _platform, bot_id: _botId, will_retry: _willRetry, retry_in_ms: _retryInMs, ...facts } = givenUp.data;
+      const { platform: _platform, bot_id: _botId, will_retry: _willRetry, retry_in_ms: _retryInMs, item: _item, ...facts } = givenUp.data;
       statements.push(deliveryFailureNote(this.db, { botId: job.delivery.botId, platform: this.platform, registeredAt: job.delivery.registeredAt }, { ...facts, conversation_id: place.conversationId, thread_id: place.threadId }));
       logGivenUp(job.runId, { ...givenUp.data, conversation_id: place.conversationId });
     }

@@ -40,7 +40,7 @@ export class ReplyCalls {
     let sent = 0;
     for await (const { artifactId, loaded } of answerFiles(this.deps, this.job, reply.files, surfaceAt(this.delivery.target).maxFileBytes)) {
       if (this.closed) break;
-      const facts = { operation: "send_file", reply: reply.index, artifact_id: artifactId };
+      const facts = { operation: "send_file", reply: reply.index, item: reply.item, artifact_id: artifactId };
       if (!loaded.ok) {
         this.calls.trail.append([{ type: "delivery.failed", data: { ...facts, code: loaded.code, error: loaded.error, will_retry: false } }]);
         continue;
@@ -59,7 +59,7 @@ export class ReplyCalls {
     // A send that may have been posted (no answer came, or the platform says it may have) is not made again, unless
     // the platform drops repeats.
     const retryMaybeApplied = this.adapter.surface.idempotentSends === true;
-    const res = await this.call({ operation: "send", reply: reply.index, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryMaybeApplied });
+    const res = await this.call({ operation: "send", reply: reply.index, item: reply.item, part: part + 1, chars: text.length }, () => messenger.send(text, { editable }), 0, { retryMaybeApplied });
     if (!res.ok) {
       if (res.failure.maybeApplied) reply.unconfirmed.set(part, text);
       return false;
@@ -71,7 +71,7 @@ export class ReplyCalls {
   async edit(reply: Reply, message: SentMessage, part: number, text: string): Promise<ApiResult<void>> {
     const messenger = this.messengerOf();
     // A retried edit is an edit too: it also waits out the interval.
-    const res = await this.call({ operation: "edit", reply: reply.index, part: part + 1, message_id: message.id, chars: text.length }, () => messenger.edit(message.id, text), this.interval);
+    const res = await this.call({ operation: "edit", reply: reply.index, item: reply.item, part: part + 1, message_id: message.id, chars: text.length }, () => messenger.edit(message.id, text), this.interval);
     message.lastWriteAt = Date.now();
     if (res.ok) message.shown = text;
     return res;

@@ -10,6 +10,8 @@ export interface SentMessage {
 /** One assistant message on its way out: the streamed text so far, then its final text. */
 export interface Reply {
   index: number;
+  /** Which of the run's transcript messages it shows (FinalAnswer.itemOf; the next one while it streams), null for none: its trail names it. */
+  item: number | null;
   text: string;
   final: string | null;
   messages: SentMessage[];

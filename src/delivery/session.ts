@@ -154,19 +154,19 @@ export class DeliverySession {
         this.final.completed(entry);
         const answer = this.answerOf(data.message);
         if (answer === null) continue;
-        this.complete(answer.text, answer.files);
+        this.complete(answer.text, answer.files, null, false, this.final.itemOf(entry));
       } else if (i === end) {
         // run.completed may carry the only message, or the final one after others; a stream cut short keeps exactly what it showed.
         const answer = entry.type === "run.completed" && this.final.isNew(entry) ? this.answerOf(data.message) : null;
-        if (answer !== null) this.complete(answer.text, answer.files);
+        if (answer !== null) this.complete(answer.text, answer.files, null, false, this.final.itemOf(entry));
         // A run that failed before any of its draft reached the chat answers with the notice (host-cancelled: nothing);
         // one that failed or was cancelled after, marks the draft shown (finish).
         else if (this.current) {
           this.current.endMark = endMarkOf(this.job, this.adapter.surface, entry);
-          this.complete(this.current.text, [], entry.type === "run.failed" ? (noticeInsteadOfAnswer(this.job, this.adapter.surface, entry) ?? (cancelledByHost(entry) ? "" : null)) : null);
+          this.complete(this.current.text, [], entry.type === "run.failed" ? (noticeInsteadOfAnswer(this.job, this.adapter.surface, entry) ?? (cancelledByHost(entry) ? "" : null)) : null, false, this.final.itemOf(entry));
         }
         // Streamed as deltas to a chat that does not stream, never completed: the run's message, sent whole.
-        else if (entry.type === "run.completed" && this.final.unfinished) this.complete(this.final.unfinished);
+        else if (entry.type === "run.completed" && this.final.unfinished) this.complete(this.final.unfinished, [], null, false, this.final.itemOf(entry));
         else if (this.replies === 0) {
           const notice = noticeInsteadOfAnswer(this.job, this.adapter.surface, entry);
           if (notice !== null) this.complete(notice);
@@ -214,10 +214,10 @@ export class DeliverySession {
   }
 
   private newReply(): Reply {
-    return { index: ++this.replies, text: "", final: null, messages: [], files: [], pumping: false, broken: false, unconfirmed: new Map() };
+    return { index: ++this.replies, item: this.final.itemOf(), text: "", final: null, messages: [], files: [], pumping: false, broken: false, unconfirmed: new Map() };
   }
 
-  private complete(text: string, files: string[] = [], unshownNotice: string | null = null, pastCap = false): void {
+  private complete(text: string, files: string[] = [], unshownNotice: string | null = null, pastCap = false, item: number | null = null): void {
     // Files alone are no message of the run's: bounded by the files' own cap (take), never counted as a message cut.
     const filesAlone = !text.trim() && files.length > 0;
     if (!this.current && !pastCap && !filesAlone && this.cap.full(this.replies)) return this.cap.messageCut(files.length);
@@ -225,7 +225,7 @@ export class DeliverySession {
     // Files alone, all past the cap: no reply of their own.
     if (!this.current && !text.trim() && !shownFiles.length) return;
     const reply = this.current ?? this.newReply();
-    reply.unshownNotice = unshownNotice;
+    Object.assign(reply, { unshownNotice, item });
     this.current = null;
     // A final message of files alone keeps what was streamed before it, whole.
     reply.final = text.trim() ? text : reply.text;

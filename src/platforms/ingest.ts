@@ -26,6 +26,7 @@ import { scrubSecrets } from "./redact";
 import { rawRefOf, storeRaw } from "./raw-payload";
 import { leftUnread } from "./unaddressed-read";
 import { withRepliedMessage, withStoredRepliedFiles } from "./replied";
+import { withOwnAnswerReplied } from "./delivered-reply";
 import { REPLIED_MESSAGE_KEY } from "./reply-context";
 import type { Bot, NormalizedEvent, PlatformAdapter, PlatformFile, Recorded } from "./types";
 
@@ -128,8 +129,9 @@ async function recordOne(deps: IngestDeps, given: NormalizedEvent, rawRef: strin
 async function withNamedMessages(deps: IngestDeps, event: NormalizedEvent, eventId: string): Promise<{ event: NormalizedEvent; unavailable: string | null }> {
   const { adapter, bot } = deps;
   const db = dbOf(deps.env);
-  // The replied message given whole (Telegram): only its files may be had as stored rather than downloaded.
-  if (!event.unread && event.repliesTo === undefined) return { event: await withStoredRepliedFiles(db, bot, event), unavailable: null };
+  // The replied message given whole (Telegram): the bot's own answer is taken as recorded, another's files may be had
+  // as stored rather than downloaded.
+  if (!event.unread && event.repliesTo === undefined) return { event: (await withOwnAnswerReplied(db, bot, event)) ?? (await withStoredRepliedFiles(db, bot, event)), unavailable: null };
   if (await eventLogStore(db).get(eventId)) return { event, unavailable: null };
   // Nothing is read for what will be recorded unanswered whatever it says (./unaddressed-read.ts).
   const read = event.unread && adapter.readContent ? ((await leftUnread(db, adapter, bot, event)) ?? (await adapter.readContent(bot, event, timeLeft(deps)))) : event;

@@ -2,10 +2,12 @@
  * A reply's message, read at ingress where the platform names it by id only (Lark's `parent_id`): its context in
  * `data.reply_to`, its files after the event's own. One that cannot be read in time, or at all, is said so as a file
  * left out is (`attachments_unavailable`), and in `reply_to.unavailable`: the event runs all the same. One the bot
- * received in this conversation is read as recorded, its files those stored then (./stored-reply.ts).
+ * received in this conversation is read as recorded, its files those stored then (./stored-reply.ts); one it delivered
+ * itself, as its answer was recorded (./delivered-reply.ts).
  */
 import type { Db } from "../db/client";
 import { HostError } from "../lib/errors";
+import { deliveredReply, withDeliveredReply } from "./delivered-reply";
 import { scrubSecrets } from "./redact";
 import { unreadReply } from "./reply-context";
 import { storedReply } from "./stored-reply";
@@ -16,7 +18,9 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db:
   const id = event.repliesTo;
   if (id === undefined || !adapter.readReplied) return { event, unavailable: null };
   const noted = (why: string) => ({ event: { ...event, data: { ...event.data, reply_to: unreadReply(id, why) } }, unavailable: `the replied message ${id} (${why})` });
-  const stored = await storedReply(db, bot, event, id);
+  // Asked together: one is the bot's own answer (./delivered-reply.ts), the other one it received.
+  const [delivered, stored] = await Promise.all([deliveredReply(db, bot, event, id), storedReply(db, bot, event, id)]);
+  if (delivered) return { event: withDeliveredReply(event, delivered, { message_id: id, actor: adapter.ownActor?.(bot) ?? null, quote: null }), unavailable: null };
   // As the platform would say it (lark/replied.ts): its words and files went with it.
   if (stored.state === "recalled") return noted("it was recalled");
   if (stored.state === "stored" && adapter.recordedReplied) {

@@ -283,6 +283,8 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
    * are those stored then): nothing asked of the platform. A message received is never this bot's own.
    */
   recordedReplied?(recorded: RecordedReply): ReplyContext;
+  /** This bot as the sender of a replied message reads (`reply_to.actor`), for its own answer read from the host's record (./delivered-reply.ts). */
+  ownActor?(bot: Bot<C>): ReplyContext["actor"];
   /** How the host fetches a file (URL and headers; may call the platform's API). */
   download(bot: Bot<C>, file: PlatformFile, event: NormalizedEvent, timeoutMs: number): Promise<InputAttachmentSource>;
   /** Point the platform at the webhook, where its API allows (Telegram's setWebhook). */

@@ -82,6 +82,8 @@ export interface HostRecord extends RecordPlace {
   metadata?: Record<string, unknown>;
   /** A record written at most once whatever retries it: its own id, and a second insert of it changes nothing. */
   onceAs?: string;
+  /** The chat message it posted or edited (a delivery's), as a reply to that message names it (../delivery/delivered-ref.ts). */
+  messageRef?: string | null;
 }
 
 export function hostRecordInsert(db: Db, rec: HostRecord) {
@@ -101,6 +103,7 @@ export function hostRecordValues(rec: HostRecord) {
     workspaceId: rec.workspaceId ?? null,
     botId: rec.botId ?? null,
     runId: rec.runId ?? null,
+    ...(rec.messageRef ? { messageRef: rec.messageRef } : {}),
     dataJson: JSON.stringify(rec.data),
     // AgentEventRecord exposes metadata, not data: a host record's facts go in both.
     metadataJson: JSON.stringify({ ...rec.data, ...rec.metadata }),

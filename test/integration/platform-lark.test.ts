@@ -653,6 +653,43 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(none.event.data.reply_to).toEqual({ message_id: rootId, actor: null, text: null, quote: null, attachments: [], unavailable: "it was recalled" });
   });
 
+  it("reads a reply to the bot's own answer as the host delivered it, without reading Lark: a streamed card's final words, a text's words and the answer's file, the file's own message that file", async () => {
+    const reads = (messageId: string) => fake.calls.filter((c) => c.method === "GET" && c.path === `/open-apis/im/v1/messages/${messageId}`).length;
+    const ran = (messageId: string) => waitFor(() => runner.contexts.find((c) => c.event.data.message_id === messageId), 15_000, `the run of ${messageId}`);
+    /** Every call made for the platform message recorded: the trail is written after the call. */
+    const recorded = (messageId: string, calls: number) =>
+      waitFor(async () => (await host.query("SELECT seq FROM event_log WHERE event_type = 'delivery.succeeded' AND json_extract(data_json, '$.message_id') = ?", [messageId])).length >= calls, 15_000, `the trail of ${messageId}`);
+    const ours = { actor_type: "bot", actor_id: APP_ID, actor_name: null };
+
+    // A streamed answer is a card, which Lark gives no words of: its words are the transcript's final text.
+    const asked = received("oc_own_answer", { text: "stream alpha beta gamma" });
+    expect((await postPlain(asked)).status).toBe(200);
+    const card = (await waitFor(() => repliesTo(asked.event.message.message_id)[0]?.reply?.json as any)).data.message_id as string;
+    const patches = await waitFor(() => patchesOf(card).some((p) => cardText(p.body.content) === "alpha beta gamma") && patchesOf(card), 15_000, "the final patch");
+    await recorded(card, 1 + patches.length);
+    const shorter = received("oc_own_answer", { text: "make it shorter" }, { parent_id: card, root_id: card });
+    expect((await postPlain(shorter)).status).toBe(200);
+    const ctx = await ran(shorter.event.message.message_id);
+    expect(reads(card)).toBe(0);
+    expect(ctx.event.data.reply_to).toEqual({ message_id: card, actor: ours, text: "alpha beta gamma", quote: null, attachments: [], unavailable: null });
+
+    // An answer with a file: its text message brings the answer's words and file, the file's message that file alone.
+    const attach = received("oc_own_answer", { text: "attach chart.png" });
+    expect((await postPlain(attach)).status).toBe(200);
+    const [text, image] = (await waitFor(() => repliesTo(attach.event.message.message_id).length >= 2 && repliesTo(attach.event.message.message_id))).map((c) => (c.reply!.json as any).data.message_id as string);
+    const runId = (await ran(attach.event.message.message_id)).run_id;
+    const [made] = await host.query<{ artifact_id: string }>("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId]);
+    for (const [replied, words] of [[text, "here is chart.png"], [image, null]] as const) {
+      await recorded(replied, 1);
+      const asking = received("oc_own_answer", { text: `and ${replied}?` }, { parent_id: replied, root_id: replied });
+      expect((await postPlain(asking)).status).toBe(200);
+      const said = await ran(asking.event.message.message_id);
+      expect(reads(replied)).toBe(0);
+      expect(said.input.attachments).toEqual([expect.objectContaining({ artifact_id: made.artifact_id, artifact_type: "image", name: "chart.png" })]);
+      expect(said.event.data.reply_to).toEqual({ message_id: replied, actor: ours, text: words, quote: null, attachments: said.input.attachments, unavailable: null });
+    }
+  });
+
   it("keeps a file a reply re-used as long as one it brought itself, past its own message's expiry; a recall of that message meanwhile still takes it", async () => {
     const root = received("oc_reuse_ttl", { image_key: "img_1" }, {}, "image");
     const rootId = root.event.message.message_id;

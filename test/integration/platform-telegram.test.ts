@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost, recordedAnswer } from "../support/host";
 import { settledRefusals } from "../support/settled-refusals";
-import { addTelegramBot, ANSWER_FILE, fileOf, formOf, gapsBetween, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { addTelegramBot, ANSWER_FILE, fileOf, formOf, gapsBetween, longText, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { largeFile } from "../support/host-api";
 import { telegramHtmlProblem } from "../support/telegram-html";
 import { TABLE_ANSWER, TABLE_ANSWER_TELEGRAM } from "../support/markdown-sample";
@@ -634,6 +634,34 @@ describe("Telegram: webhook in, reply out", () => {
     expect(v2.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", size_bytes: PHOTO.length })]);
     expect(v2.input.attachments[0].artifact_id).not.toBe(drawn.input.attachments[0].artifact_id);
     expect(v2.event.data.reply_to.attachments).toEqual(v2.input.attachments);
+  });
+
+  it("gives a reply to the bot's own answer the answer as the host recorded it: all its words when split over several messages, its photo as the same artifact (no getFile)", async () => {
+    const chat = "-101795";
+    const ourselves = { id: 123456, is_bot: true, first_name: "Test", username: OUR_USERNAME };
+    const recorded = (messageId: number) =>
+      waitFor(async () => (await host.query("SELECT seq FROM event_log WHERE event_type = 'delivery.succeeded' AND json_extract(data_json, '$.message_id') = ?", [String(messageId)])).length > 0, 15_000, `the trail of ${messageId}`);
+    // Telegram gives the replied message as the chat shows it: here the second part of the answer only.
+    await post(update(chat, { text: "long 5000" }));
+    const parts = await waitFor(() => sendsTo(chat).length >= 2 && sendsTo(chat), 15_000, "the answer's two parts");
+    const second = (parts[1].reply!.json as any).result.message_id as number;
+    await recorded(second);
+    await post(update(chat, { text: "make it shorter", reply_to_message: { message_id: second, from: ourselves, date: 1, chat: { id: Number(chat), type: "supergroup" }, text: parts[1].body.text } }));
+    const [ctx] = await waitFor(() => contextFor("make it shorter").length > 0 && contextFor("make it shorter"), 15_000, "the reply's run");
+    expect(ctx.event.data.reply_to).toEqual({ message_id: second, actor: { actor_type: "bot", actor_id: "123456", actor_name: "Test" }, text: longText(5000), quote: null, attachments: [], unavailable: null });
+
+    await post(update(chat, { text: "attach chart.png" }));
+    const upload = await waitFor(() => fake.callsTo(/\/sendPhoto$/).find((c) => c.raw.includes(`name="chat_id"\r\n\r\n${chat}\r`) && c.reply), 15_000, "the photo");
+    const photo = (upload.reply!.json as any).result.message_id as number;
+    const runId = contextFor("attach chart.png")[0].run_id;
+    const [made] = await host.query<{ artifact_id: string }>("SELECT artifact_id FROM artifact WHERE run_id = ?", [runId]);
+    await recorded(photo);
+    const fetches = () => fake.callsTo(/\/getFile$/).filter((c) => c.body.file_id === "our_chart").length;
+    await post(update(chat, { text: "brighter", reply_to_message: { message_id: photo, from: ourselves, date: 1, chat: { id: Number(chat), type: "supergroup" }, photo: [{ file_id: "our_chart", width: 8, height: 8 }] } }));
+    const [brighter] = await waitFor(() => contextFor("brighter").length > 0 && contextFor("brighter"), 15_000, "the second reply's run");
+    expect(fetches()).toBe(0);
+    expect(brighter.input.attachments).toEqual([expect.objectContaining({ artifact_id: made.artifact_id, artifact_type: "image", name: "chart.png" })]);
+    expect(brighter.event.data.reply_to).toMatchObject({ message_id: photo, text: null, attachments: brighter.input.attachments, unavailable: null });
   });
 
   it("leaves out each of its own mentions among those a message starts with, whoever is named first; nothing after them, the text is as sent", async () => {

@@ -62,6 +62,8 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   contentNotRead: { opening: FORWARD_OPENING, event: forwardNotRead, wasLeft: forwardLeftUnread },
   readReplied: (bot, event, timeoutMs) => readLarkReplied(bot, String(event.repliesTo), timeoutMs),
   recordedReplied: recordedLarkReplied,
+  // As a read of its message names it (./replied.ts).
+  ownActor: (bot) => ({ actor_type: "bot", actor_id: bot.credentials.app_id, actor_name: null }),
 
   async download(bot, file, event, timeoutMs) {
     // A file of the message replied to is that message's resource.

@@ -1,0 +1,103 @@
+/**
+ * A chat reply to a message this bot delivered, its context read from the host's own record rather than the platform:
+ * Lark's answers are cards, which a read gives no words of, and Telegram gives one message of an answer split over
+ * several, as rendered. The `delivery.succeeded` row of the platform message (found by its `message_ref`,
+ * ../delivery/delivered-ref.ts) names the run and which of its transcript messages it shows: its words are that
+ * message's, as the transcript has them (the final text, whatever the stream showed), its files the answer's artifacts,
+ * re-used as the reply's inputs; a file's message brings that file alone. None of another audience's answer is given.
+ */
+import { and, desc, eq, gte, sql } from "drizzle-orm";
+import * as z from "zod";
+import type { Db } from "../db/client";
+import { eventLog } from "../db/schema";
+import { parseJson } from "../lib/json";
+import type { ArtifactRef } from "../protocol/common";
+import { conversationKey } from "../stores/conversation-key";
+import { PRIVATE_AUDIENCE_KEY, privateAudienceOf } from "./audience";
+import { scopedMessageRef } from "./message-ref";
+import type { ReplyContext } from "./reply-context";
+import type { Bot, NormalizedEvent, PlatformFile } from "./types";
+
+export interface DeliveredReply {
+  text: string | null;
+  /** Each with `artifactId` (re-used, not downloaded) and `repliedMessageId`. */
+  files: PlatformFile[];
+}
+
+/** The run's event: the answer's audience is its. */
+const runEvent = sql`json_extract(${eventLog.dataJson}, '$.event_id')`;
+
+/** The run's transcript message the platform message shows: the trail's `item`-th of them, in order (FinalAnswer.itemOf). */
+const shownItem = sql<string | null>`(SELECT json_object('role', role, 'content', content, 'refs', json(artifact_refs_json)) FROM
+  (SELECT t.role, t.content, t.artifact_refs_json, row_number() OVER (ORDER BY t.seq) AS n FROM transcript AS t
+    WHERE t.event_id = ${runEvent} AND t.run_id = ${eventLog.runId} AND t.item_type = 'message')
+  WHERE n = json_extract(${eventLog.dataJson}, '$.item'))`;
+
+const audienceOfRun = sql<string | null>`(SELECT json_extract(e.metadata_json, ${`$.${PRIVATE_AUDIENCE_KEY}`}) FROM event_log AS e WHERE e.event_id = ${runEvent})`;
+
+/**
+ * The answer the bot delivered as message `messageId` of `event`'s chat, in the same conversation (thread), by one
+ * read of the index event_log_message; null when it is none the host has a record of (another bot's or a user's
+ * message, one delivered before this release recorded it, a notice no transcript message holds, a draft its failed run
+ * left): the platform's account of it is used then.
+ */
+export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, messageId: string): Promise<DeliveredReply | null> {
+  if (event.conversationId === null) return null;
+  const key = conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId: event.conversationId, threadId: event.threadId });
+  const row = await db
+    .select({ dataJson: eventLog.dataJson, item: shownItem, audience: audienceOfRun })
+    .from(eventLog)
+    .where(
+      and(
+        eq(eventLog.botId, bot.botId),
+        eq(eventLog.conversationId, event.conversationId),
+        eq(eventLog.messageRef, scopedMessageRef(event.chatId, messageId)),
+        eq(eventLog.eventType, "delivery.succeeded"),
+        gte(eventLog.createdAt, bot.registeredAt),
+        eq(eventLog.conversationKey, key),
+      ),
+    )
+    // Its newest write says what it shows now: a streamed draft's edit to the final text, or to a failed run's end mark.
+    .orderBy(desc(eventLog.seq))
+    .limit(1)
+    .get();
+  if (!row || (row.audience ?? null) !== privateAudienceOf(event.replyTarget)) return null;
+  const fact = parseJson<{ operation?: unknown; artifact_id?: unknown }>(row.dataJson, {});
+  const fileOf = (id: string, ref?: ArtifactRef): PlatformFile => ({ ref: id, name: ref?.name ?? null, mimeType: ref?.mime_type ?? null, artifactType: artifactTypeOf(ref), repliedMessageId: messageId, artifactId: id });
+  if (fact.operation === "send_file" && typeof fact.artifact_id === "string") return { text: null, files: [fileOf(fact.artifact_id)] };
+  const item = parseJson<{ role?: unknown; content?: unknown; refs?: ArtifactRef[] } | null>(row.item ?? "", null);
+  if (item?.role !== "assistant") return null;
+  return { text: typeof item.content === "string" ? item.content : null, files: (item.refs ?? []).map((ref) => fileOf(ref.artifact_id, ref)) };
+}
+
+const ARTIFACT_TYPES = new Set<string>(["image", "audio", "video", "file"]);
+const artifactTypeOf = (ref?: ArtifactRef): PlatformFile["artifactType"] => (ARTIFACT_TYPES.has(ref?.artifact_type ?? "") ? (ref!.artifact_type as PlatformFile["artifactType"]) : "file");
+
+/**
+ * `event` replying to the bot's own answer: `reply_to` the answer as recorded (`given`: what the platform said of the
+ * message that the record does not: its id, its sender as the platform names it, the part quoted), its files after
+ * the event's own in place of any the platform gave of it, and addressed to the bot.
+ */
+export function withDeliveredReply(event: NormalizedEvent, delivered: DeliveredReply, given: Pick<ReplyContext, "message_id" | "actor" | "quote">): NormalizedEvent {
+  const own = event.files.filter((f) => f.repliedMessageId === undefined);
+  const replyTo: ReplyContext = { message_id: given.message_id, actor: given.actor, text: delivered.text, quote: given.quote, attachments: [], unavailable: null };
+  return { ...event, files: [...own, ...delivered.files], data: { ...event.data, reply_to: replyTo }, addressed: true };
+}
+
+/** What Telegram gave of the replied message (./telegram/reply-context.ts), as far as this needs it. */
+const GivenSchema = z.looseObject({
+  message_id: z.union([z.number(), z.string()]),
+  actor: z.looseObject({ actor_type: z.string(), actor_id: z.string(), actor_name: z.string().nullable() }).nullable(),
+  quote: z.string().nullable(),
+});
+
+/**
+ * A platform that gives the replied message whole (Telegram): when a bot sent it, and the host's record says this bot
+ * delivered it, the answer as recorded; null otherwise.
+ */
+export async function withOwnAnswerReplied(db: Db, bot: Bot, event: NormalizedEvent): Promise<NormalizedEvent | null> {
+  const given = GivenSchema.safeParse(event.data.reply_to).data;
+  if (given?.actor?.actor_type !== "bot") return null;
+  const delivered = await deliveredReply(db, bot, event, String(given.message_id));
+  return delivered && withDeliveredReply(event, delivered, { message_id: given.message_id, actor: given.actor, quote: given.quote });
+}
