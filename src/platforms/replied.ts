@@ -11,7 +11,7 @@ import { deliveredReply, withDeliveredReply } from "./delivered-reply";
 import { scrubSecrets } from "./redact";
 import { unreadReply } from "./reply-context";
 import { storedReply } from "./stored-reply";
-import { readIfLeftUnread } from "./unaddressed-read";
+import { DECLINED, declinesUnaddressed, readIfLeftUnread } from "./unaddressed-read";
 import type { Bot, NormalizedEvent, PlatformAdapter } from "./types";
 
 export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db: Db, event: NormalizedEvent, timeLeft: () => number): Promise<{ event: NormalizedEvent; unavailable: string | null }> {
@@ -27,6 +27,8 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db:
     const recorded = await readIfLeftUnread(db, adapter, bot, event, stored.recorded, timeLeft());
     return { event: { ...event, files: [...event.files, ...stored.files], data: { ...event.data, reply_to: adapter.recordedReplied(recorded) } }, unavailable: null };
   }
+  // Recorded unanswered whatever it replies to: nothing to read it for (not a file left out either).
+  if (adapter.addressedWithoutReplied && (await declinesUnaddressed(db, bot, event))) return { event: noted(DECLINED).event, unavailable: null };
   if (timeLeft() <= 0) return noted("not read within the platform's acknowledgement deadline");
   try {
     const read = await adapter.readReplied(bot, event, timeLeft());

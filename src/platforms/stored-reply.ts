@@ -22,9 +22,13 @@ const UNKNOWN: StoredReply = { state: "unknown" };
 
 /** The message `messageId` that `event` replies to, as stored: one read (stores/recorded-message.ts). */
 export async function storedReply(db: Db, bot: Bot, event: NormalizedEvent, messageId: string): Promise<StoredReply> {
-  if (event.conversationId === null) return UNKNOWN;
-  const key = conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId: event.conversationId, threadId: event.threadId });
-  const row = await recordedMessage(db, { botId: bot.botId, registeredAt: bot.registeredAt, conversationId: event.conversationId, conversationKey: key, messageRef: scopedMessageRef(event.chatId, messageId) });
+  const { conversationId } = event;
+  if (conversationId === null) return UNKNOWN;
+  const keyIn = (threadId: string | null) => conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId, threadId });
+  const key = keyIn(event.threadId);
+  // Where it was recorded (a Slack thread's parent: in the channel's own conversation); its files count only if they are the reply's conversation's.
+  const recordedIn = event.repliedThreadId === undefined ? key : keyIn(event.repliedThreadId);
+  const row = await recordedMessage(db, { botId: bot.botId, registeredAt: bot.registeredAt, conversationId, conversationKey: recordedIn, messageRef: scopedMessageRef(event.chatId, messageId) });
   if (!row) return UNKNOWN;
   const metadata = parseJson<Record<string, unknown>>(row.metadataJson, {});
   // Never a file the reply's run may not read (stores/private-audience.ts): the reply's input would let it.

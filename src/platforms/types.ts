@@ -117,6 +117,11 @@ export interface NormalizedEvent {
    * the adapter's `readReplied`, in the time the event's files have.
    */
   repliesTo?: string;
+  /**
+   * The thread the message `repliesTo` names is recorded in, when not the event's own: a Slack thread's parent is a
+   * message of the channel itself (null). Its files stored then are that conversation's, so it is read for them.
+   */
+  repliedThreadId?: string | null;
   /** What it says is still to be read from the platform (a Lark merged forward's messages): PlatformAdapter.readContent. */
   unread?: boolean;
   /** The event says its chat became another (Telegram's service messages of a group upgraded to a supergroup). */
@@ -285,6 +290,11 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   recordedReplied?(recorded: RecordedReply): ReplyContext;
   /** This bot as the sender of a replied message reads (`reply_to.actor`), for its own answer read from the host's record (./delivered-reply.ts). */
   ownActor?(bot: Bot<C>): ReplyContext["actor"];
+  /**
+   * Whether a reply addresses the bot is told without reading the message it replies to (Slack names a thread parent's
+   * poster, `parent_user_id`): that message is not read from the platform for a reply its agent leaves unanswered.
+   */
+  addressedWithoutReplied?: true;
   /** How the host fetches a file (URL and headers; may call the platform's API). */
   download(bot: Bot<C>, file: PlatformFile, event: NormalizedEvent, timeoutMs: number): Promise<InputAttachmentSource>;
   /** Point the platform at the webhook, where its API allows (Telegram's setWebhook). */

@@ -15,7 +15,8 @@ import { resolveBinding } from "../stores/binding-resolution";
 import type { RecordedReply } from "./reply-context";
 import type { Bot, NormalizedEvent, PlatformAdapter } from "./types";
 
-const WHY = "it does not address the bot, and its agent answers only what does";
+/** Why what is recorded unanswered was not read. */
+export const DECLINED = "it does not address the bot, and its agent answers only what does";
 
 /** The agent that will leave `event` (unaddressed) unanswered, said `text`, as ingress's batch resolves it; null when none will. */
 async function decliningAgent(db: Db, bot: Bot, event: { eventType: string; conversationId: string; chatId?: string }, text: string | null) {
@@ -27,7 +28,7 @@ async function decliningAgent(db: Db, bot: Bot, event: { eventType: string; conv
 export async function leftUnread(db: Db, adapter: PlatformAdapter, bot: Bot, event: NormalizedEvent): Promise<NormalizedEvent | null> {
   const notRead = adapter.contentNotRead;
   if (!notRead || event.addressed !== false || event.repliesTo !== undefined || event.eventType === null || event.conversationId === null) return null;
-  const unread = notRead.event(event, WHY);
+  const unread = notRead.event(event, DECLINED);
   // The text as ingress resolves it with (accept.ts): the agent's prefixes are matched against it.
   const text = unread.text === null ? null : storableText(unread.text);
   const bound = await decliningAgent(db, bot, { eventType: event.eventType, conversationId: event.conversationId, chatId: event.chatId }, text);
@@ -37,6 +38,14 @@ export async function leftUnread(db: Db, adapter: PlatformAdapter, bot: Bot, eve
   const prefixes = policy.success ? policy.data.prefixes : null;
   if (prefixes === null || prefixes.some((p) => notRead.opening.startsWith(p) || p.startsWith(notRead.opening))) return null;
   return unread;
+}
+
+/** Whether `event` (unaddressed, its text final) is left unanswered by its agent: what it replies to is not read for it. */
+export async function declinesUnaddressed(db: Db, bot: Bot, event: NormalizedEvent): Promise<boolean> {
+  const { eventType, conversationId } = event;
+  if (event.addressed !== false || eventType === null || conversationId === null) return false;
+  const text = event.text === null ? null : storableText(event.text);
+  return (await decliningAgent(db, bot, { eventType, conversationId, chatId: event.chatId }, text)) !== null;
 }
 
 /**

@@ -19,6 +19,8 @@ const TG_USERNAME = "TriggerTestBot";
 const SLACK_TOKEN = "xoxb-TEST-slack-triggers-token-1234567890";
 const SLACK_SECRET = "slack-triggers-signing-secret-0123456789";
 const SLACK_BOT_USER = "UBOT";
+/** A Slack thread the bot's own message started. */
+const SLACK_BOT_THREAD = "1950000000.000100";
 const LARK = { app_id: "cli_trigger_app", app_secret: "lark-trigger-secret-0123456789", verification_token: "lark-trigger-verification-token" };
 const LARK_TENANT_TOKEN = "t-trigger-tenant-token-0123456789";
 const LARK_OPEN_ID = "ou_trigger_bot";
@@ -42,6 +44,10 @@ function platformApi(call: PlatformCall): FakeReply {
   if (call.path.startsWith("/bot") || call.path.startsWith("/file/")) return telegram(call);
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++slackTs}.000100` } };
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
+  // A Slack thread's parent: the one the bot's own message started.
+  if (call.path === "/conversations.replies" && new URLSearchParams(call.raw).get("ts") === SLACK_BOT_THREAD) {
+    return { json: { ok: true, messages: [{ type: "message", user: SLACK_BOT_USER, bot_id: "B0BOT", text: "Lunch today: soup", ts: SLACK_BOT_THREAD, thread_ts: SLACK_BOT_THREAD }] } };
+  }
   if (call.path === "/open-apis/auth/v3/tenant_access_token/internal") return { json: { code: 0, msg: "ok", tenant_access_token: LARK_TENANT_TOKEN, expire: 7200 } };
   if (call.path === "/open-apis/bot/v3/info") return { json: { code: 0, msg: "ok", bot: { activate_status: 2, app_name: "Trig", open_id: LARK_OPEN_ID } } };
   if (/^\/open-apis\/im\/v1\/messages\/[^/]+\/reply$/.test(call.path)) return { json: { code: 0, msg: "success", data: { message_id: `om_answer_${++slackTs}` } } };
@@ -275,7 +281,7 @@ describe("group-chat trigger rules (trigger_policy)", () => {
     const mentioned = await asked(slackMessage(channel, `hey <@${SLACK_BOT_USER}> what is for lunch`));
     const prefixed = await asked(slackMessage(channel, "!ai weather"));
     const someone = await slackPost(slackMessage(channel, "<@U77> are you in?"));
-    const inBotThread = await asked(slackMessage(channel, "thanks, and dessert?", { thread_ts: "1950000000.000100", parent_user_id: SLACK_BOT_USER }));
+    const inBotThread = await asked(slackMessage(channel, "thanks, and dessert?", { thread_ts: SLACK_BOT_THREAD, parent_user_id: SLACK_BOT_USER }));
     const inOtherThread = await slackPost(slackMessage(channel, "me too", { thread_ts: "1950000000.000300", parent_user_id: "U42" }));
     const direct = await asked(slackMessage("D9100", "hello there", { channel_type: "im" }));
     await sleep(500);
@@ -284,6 +290,13 @@ describe("group-chat trigger rules (trigger_policy)", () => {
     for (const id of [chatter, someone, inOtherThread]) expect(await eventRow(id)).toEqual({ disposition: "unaddressed", run_id: null, agent_id: "triggers-slack" });
     for (const id of [mentioned, prefixed, inBotThread, direct]) expect((await eventRow(id)).disposition).toBe("bound");
     expect(begun.find((b) => b.text === "!ai weather")!.history).toEqual(expect.arrayContaining(["lunch anyone?"]));
+    // A reply in a thread carries the thread's parent (the bot's own words, read from Slack); one recorded unanswered
+    // has it not read: Slack says whose thread it is without it, and nothing will answer it.
+    const replyTo = async (id: string) => JSON.parse((await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_id = ?", [id]))[0].data_json).reply_to;
+    expect(await replyTo(inBotThread)).toEqual({ message_id: SLACK_BOT_THREAD, actor: { actor_type: "bot", actor_id: SLACK_BOT_USER, actor_name: null }, text: "Lunch today: soup", quote: null, attachments: [], unavailable: null });
+    expect(await replyTo(inOtherThread)).toMatchObject({ message_id: "1950000000.000300", text: null, unavailable: "it does not address the bot, and its agent answers only what does" });
+    expect(fake.callsTo(/^\/conversations\.replies$/).map((c) => new URLSearchParams(c.raw).get("ts"))).toEqual([SLACK_BOT_THREAD]);
+    expect(await replyTo(chatter)).toBeNull();
     // Not a bot left unbound: nothing to explain on its view.
     expect((await host.admin("GET", `/v1/admin/bots/${bots.slack.botId}`)).body.last_unbound_event).toBeUndefined();
   });

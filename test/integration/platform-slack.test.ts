@@ -63,8 +63,18 @@ function slackApi(call: PlatformCall): FakeReply {
   }
   if (call.path === "/files.completeUploadExternal") return { json: { ok: true, files: JSON.parse(new URLSearchParams(call.raw).get("files") ?? "[]") } };
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
+  if (call.path === "/conversations.replies") {
+    const asked = new URLSearchParams(call.raw);
+    // An app given no channels:history scope: Slack names the one it needs.
+    if (unscopedChannels.has(asked.get("channel")!)) return { json: { ok: false, error: "missing_scope", needed: "channels:history", provided: "app_mentions:read,chat:write" } };
+    const parent = threadParents.get(asked.get("ts")!);
+    return parent ? { json: { ok: true, messages: [parent], has_more: true } } : { json: { ok: false, error: "thread_not_found" } };
+  }
   return { status: 404, json: { ok: false, error: "unknown_method" } };
 }
+/** Thread parents conversations.replies gives, by their `ts`; channels where the app lacks the scope to read them. */
+const threadParents = new Map<string, Record<string, unknown>>();
+const unscopedChannels = new Set<string>();
 
 beforeAll(async () => {
   fake = await startFakePlatform(slackApi);
@@ -516,6 +526,65 @@ describe("Slack: payloads as Slack sends them", () => {
     const ev = callback(msg);
     expect((await post(ev)).status).toBe(200);
     expect(await recorded(ev, "C-ME", msg.ts)).toEqual([{ event_type: "message.received", conversation_id: "C-ME" }]);
+  });
+});
+
+describe("Slack: a reply in a thread carries the thread's parent (event.data.reply_to)", () => {
+  const report = () => ({ id: "F1", name: "report.pdf", mimetype: "application/pdf", url_private_download: `${fake.url}/files/F1/report.pdf` });
+  const repliesCalls = (ts: string) => fake.callsTo(/^\/conversations\.replies$/).filter((c) => new URLSearchParams(c.raw).get("ts") === ts);
+  const runOf = (text: string, channel: string) => waitFor(() => contextFor(text).find((c) => c.conversation.conversation_id === channel), 15_000, `the run of "${text}"`);
+
+  it("reads a parent the bot never received from Slack (its thread's first message), its file downloaded as the replied message's", async () => {
+    const parentTs = "1799990000.000100";
+    threadParents.set(parentTs, { type: "message", user: "U77", text: "<@U88> the Q3 numbers, see &lt;draft&gt;", ts: parentTs, thread_ts: parentTs, reply_count: 3, files: [report()] });
+    // An app subscribed to app_mention only: the thread's earlier messages never reached it.
+    expect((await post(callback({ ...message("C-THREAD", "<@UBOT> what do you think?", { thread_ts: parentTs, parent_user_id: "U77" }), type: "app_mention", channel_type: undefined }))).status).toBe(200);
+    const ctx = await runOf("what do you think?", "C-THREAD");
+    const [read] = repliesCalls(parentTs);
+    expect(Object.fromEntries(new URLSearchParams(read.raw))).toEqual({ channel: "C-THREAD", ts: parentTs, limit: "1", inclusive: "true" });
+    expect(read.headers.authorization).toBe(`Bearer ${BOT_TOKEN}`);
+    expect(ctx.input.attachments).toEqual([expect.objectContaining({ name: "report.pdf", mime_type: "application/pdf", size_bytes: FILE.length })]);
+    expect(ctx.event.data.reply_to).toEqual({
+      message_id: parentTs,
+      actor: { actor_type: "user", actor_id: "U77", actor_name: null },
+      text: "@U88 the Q3 numbers, see <draft>",
+      quote: null,
+      attachments: ctx.input.attachments,
+      unavailable: null,
+    });
+    expect(ctx.conversation).toMatchObject({ conversation_id: "C-THREAD", thread_id: parentTs });
+  });
+
+  it("takes a parent the host recorded as recorded, without asking Slack; one recorded with files is read for them (they are the channel's)", async () => {
+    const parent = message("C-THREAD-REC", "<@UBOT> shall we ship on friday?");
+    await post(callback(parent));
+    expect((await runOf("shall we ship on friday?", "C-THREAD-REC")).event.data.reply_to).toBeNull();
+    await post(callback(message("C-THREAD-REC", "<@UBOT> or monday?", { thread_ts: parent.ts, parent_user_id: "U42" })));
+    expect((await runOf("or monday?", "C-THREAD-REC")).event.data.reply_to).toEqual({ message_id: parent.ts, actor: { actor_type: "user", actor_id: "U42", actor_name: null }, text: "@UBOT shall we ship on friday?", quote: null, attachments: [], unavailable: null });
+    expect(repliesCalls(parent.ts)).toEqual([]);
+
+    const withFile = message("C-THREAD-REC", "<@UBOT> read this", { subtype: "file_share", files: [report()] });
+    await post(callback(withFile));
+    await runOf("read this", "C-THREAD-REC");
+    threadParents.set(withFile.ts, { ...withFile, thread_ts: withFile.ts });
+    await post(callback(message("C-THREAD-REC", "<@UBOT> and the totals?", { thread_ts: withFile.ts, parent_user_id: "U42" })));
+    const ctx = await runOf("and the totals?", "C-THREAD-REC");
+    expect(repliesCalls(withFile.ts)).toHaveLength(1);
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: withFile.ts, text: "@UBOT read this", attachments: [expect.objectContaining({ name: "report.pdf" })], unavailable: null });
+    expect(ctx.input.attachments).toEqual(ctx.event.data.reply_to.attachments);
+  });
+
+  it("runs a reply whose parent Slack will not give (no history scope), saying why in reply_to.unavailable", async () => {
+    unscopedChannels.add("C-THREAD-NOSCOPE");
+    const parentTs = "1799990001.000100";
+    const ev = callback(message("C-THREAD-NOSCOPE", "<@UBOT> thoughts?", { thread_ts: parentTs, parent_user_id: "U77" }));
+    expect((await post(ev)).status).toBe(200);
+    const ctx = await runOf("thoughts?", "C-THREAD-NOSCOPE");
+    const why = "Slack did not give it: missing_scope (the app needs the channels:history scope)";
+    expect(ctx.event.data.reply_to).toEqual({ message_id: parentTs, actor: null, text: null, quote: null, attachments: [], unavailable: why });
+    const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`slack:${botId}:msg:C-THREAD-NOSCOPE:${ev.event.ts}`]);
+    expect(JSON.parse(row.metadata_json).attachments_unavailable).toBe(`the replied message ${parentTs} (${why})`);
+    await waitFor(() => postsTo("C-THREAD-NOSCOPE").some((c) => c.body.thread_ts === parentTs), 15_000, "the answer in the thread");
   });
 });
 

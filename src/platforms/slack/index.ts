@@ -11,6 +11,7 @@ import { acknowledgeSlack, noticeByResponseUrl } from "./acknowledge";
 import { ephemeralMessenger } from "./ephemeral";
 import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
 import { SLACK_MAX_TEXT, slackSentUnits } from "./text";
+import { readSlackThreadParent, recordedSlackThreadParent } from "./thread-parent";
 import { verifySlackSignature } from "./verify";
 
 const CredentialsSchema = z.strictObject({
@@ -62,6 +63,12 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   // Slack wants a 2xx within 3 s: empty but for a slash command's (./acknowledge.ts).
   acknowledge: acknowledgeSlack,
   afterAcknowledge: noticeByResponseUrl,
+
+  // A thread's reply answers its parent: read as Lark reads a reply's message (../replied.ts). Whether it addresses the
+  // bot its event tells already (`parent_user_id`), so the parent is not read for a reply left unanswered.
+  readReplied: readSlackThreadParent,
+  recordedReplied: recordedSlackThreadParent,
+  addressedWithoutReplied: true,
 
   async download(bot, file) {
     if (!file.ref) throw new HostError(400, "attachment_unavailable", "Slack gave no download URL for it (a Slack Connect file, or one the workspace's plan hides)");

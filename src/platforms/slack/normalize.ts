@@ -11,6 +11,7 @@ import { readableSlackText } from "./inbound-text";
 import { addressedOnSlack } from "./addressed";
 import { platformTime } from "../../lib/json";
 import { absentOr } from "../payload";
+import { unreadReply } from "../reply-context";
 
 export const EnvelopeSchema = z.looseObject({
   type: z.string(),
@@ -145,6 +146,8 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
     // (one still waiting to be answered takes the new words instead).
     if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises: revisionOf(msg, self) }];
     const threadId = msg.thread_ts ?? null;
+    // A reply in a thread answers its parent, a message of the channel itself: read at ingress (./thread-parent.ts).
+    const parent = threadOf(msg);
     return [
       {
         ...common,
@@ -158,9 +161,10 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
         text: msg.text === undefined ? null : readableSlackText(msg.text, self.userIds),
         files: filesOf(msg.files),
         // The text as Slack sent it, markup and all: ids of whom and what it mentions, exactly where.
-        data: { ...common.data, ts: msg.ts, channel_type: msg.channel_type ?? null, raw_text: msg.text ?? null },
+        data: { ...common.data, ts: msg.ts, channel_type: msg.channel_type ?? null, raw_text: msg.text ?? null, reply_to: parent === null ? null : unreadReply(parent, "not read") },
         replyTarget: { platform: "slack", channel: msg.channel, threadTs: threadId },
         addressed: addressedOnSlack(msg, self.userIds),
+        ...(parent === null ? {} : { repliesTo: parent, repliedThreadId: null }),
       },
     ];
   }
