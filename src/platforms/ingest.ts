@@ -186,7 +186,9 @@ async function withFiles(deps: IngestDeps, ev: CanonicalEvent, event: Normalized
       sources.push({ kind: "artifact", artifactId: file.artifactId, repliedMessageId: file.repliedMessageId });
       continue;
     }
-    const name = file.repliedMessageId === undefined ? (file.name ?? "a file") : `${file.name ?? "a file"} of the replied message ${file.repliedMessageId}`;
+    // A message of another chat may come with no id (Telegram's external_reply of a private chat's): named without one.
+    const replied = file.repliedMessageId ? `the replied message ${file.repliedMessageId}` : "the replied message";
+    const name = file.repliedMessageId === undefined ? (file.name ?? "a file") : `${file.name ?? "a file"} of ${replied}`;
     if (timeLeft(deps) <= 0) {
       unavailable.push(`${name} (not fetched within the platform's acknowledgement deadline)`);
       continue;

@@ -14,6 +14,12 @@ import { storedReply } from "./stored-reply";
 import { DECLINED, declinesUnaddressed, readIfLeftUnread } from "./unaddressed-read";
 import type { Bot, NormalizedEvent, PlatformAdapter } from "./types";
 
+/**
+ * A recorded message read again for a reply (./unaddressed-read.ts: a forward left unread) takes no more of the
+ * deadline than one never recorded is read in (lark/replied.ts): the rest goes to the reply's own files, fetched after.
+ */
+const REREAD_TIMEOUT_MS = 1_000;
+
 export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db: Db, event: NormalizedEvent, timeLeft: () => number): Promise<{ event: NormalizedEvent; unavailable: string | null }> {
   const id = event.repliesTo;
   if (id === undefined || !adapter.readReplied) return { event, unavailable: null };
@@ -24,7 +30,7 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db:
   // As the platform would say it (lark/replied.ts): its words and files went with it.
   if (stored.state === "recalled") return noted("it was recalled");
   if (stored.state === "stored" && adapter.recordedReplied) {
-    const recorded = await readIfLeftUnread(db, adapter, bot, event, stored.recorded, timeLeft());
+    const recorded = await readIfLeftUnread(db, adapter, bot, event, stored.recorded, Math.min(timeLeft(), REREAD_TIMEOUT_MS));
     return { event: { ...event, files: [...event.files, ...stored.files], data: { ...event.data, reply_to: adapter.recordedReplied(recorded) } }, unavailable: null };
   }
   // Recorded unanswered whatever it replies to: nothing to read it for (not a file left out either).

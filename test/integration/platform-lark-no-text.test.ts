@@ -74,7 +74,8 @@ async function larkApi(call: PlatformCall): Promise<FakeReply> {
     return { json: { code: 0, msg: "success", data: { items: call.query.getAll("user_ids").flatMap((id) => (names[id] ? [{ open_id: id, name: names[id] }] : [])) } } };
   }
   const got = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(call.path);
-  if (call.method === "GET" && got?.[1] === "om_fwd_slow") await pause(2_500);
+  if (call.method === "GET" && (got?.[1] === "om_fwd_slow" || got?.[1] === "om_fwd_lagging")) await pause(2_500);
+  if (call.method === "GET" && call.path === "/open-apis/im/v1/messages/om_fwd_lagging_ask/resources/img_lagging") return { bytes: new Uint8Array([0x89, 0x50, 0x4e, 0x47]), headers: { "content-type": "image/png" } };
   // Each read slow, though within the deadline on its own.
   if (call.method === "GET" && (got?.[1] === "om_fwd_cold" || got?.[1] === "om_parent_cold")) await pause(1_500);
   if (call.method === "GET" && call.path === "/open-apis/im/v1/messages/om_parent_cold/resources/file_cold") return pause(1_500).then(() => ({ bytes: new Uint8Array([0x25, 0x50, 0x44, 0x46]), headers: { "content-type": "application/pdf" } }));
@@ -275,6 +276,19 @@ describe("Lark: messages without words", () => {
     const ctx = await waitFor(() => runner.contexts.find((c) => c.input.text === "try again"), 15_000, "the reply");
     expect(ctx.event.data.reply_to).toMatchObject({ message_id: "om_fwd_granted", text: "Forwarded messages (2):\nAda: lunch?\nBob: noon", unavailable: null });
     expect(reads("om_fwd_granted")).toHaveLength(2);
+  });
+
+  it("reads a forward recorded unread again for a reply to it in at most 1 s, as a replied message never recorded is: the reply's own file keeps the rest of Lark's 3 s", async () => {
+    // Lark is slow to give this forward, at its own event and at the reply's alike.
+    await post(received("oc_fwd_lagging", "merge_forward", "Merged and Forwarded Message", "om_fwd_lagging"));
+    const late = "[Forwarded messages, not read: not read within Lark's acknowledgement deadline]";
+    expect((await runIn("oc_fwd_lagging")).input.text).toBe(late);
+    const took = await post(received("oc_fwd_lagging", "image", JSON.stringify({ image_key: "img_lagging" }), "om_fwd_lagging_ask", "om_fwd_lagging"));
+    expect(took).toBeLessThan(3_000);
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.event.data.message_id === "om_fwd_lagging_ask"), 15_000, "the reply's run");
+    expect(reads("om_fwd_lagging")).toHaveLength(2);
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: "om_fwd_lagging", text: late });
+    expect(ctx.input.attachments).toEqual([expect.objectContaining({ artifact_type: "image", size_bytes: 4 })]);
   });
 
   it("answers Lark within its 3 s when the tenant token is fetched first and slowly: the forward, the message it replies to and its file share one deadline", async () => {

@@ -81,6 +81,8 @@ function telegramApi(call: PlatformCall): FakeReply {
   if (method === "sendPhoto" || method === "sendDocument") return { json: { ok: true, result: { message_id: ++nextMessageId } } };
   if (method === "editMessageText" && cutEditChats.delete(chat)) return { cutBody: true, json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
   if (method === "editMessageText") return { json: { ok: true, result: { message_id: call.body.message_id, text: call.body.text } } };
+  // The Bot API serves a bot no file over 20 MB.
+  if (method === "getFile" && String(call.body.file_id).endsWith("_too_big")) return { status: 400, json: { ok: false, error_code: 400, description: "Bad Request: file is too big" } };
   if (method === "getFile") return { json: { ok: true, result: { file_id: call.body.file_id, file_path: `photos/${call.body.file_id}.jpg` } } };
   if (method === "setWebhook") return { json: { ok: true, result: true } };
   if (method === "deleteWebhook") return { json: { ok: true, result: true, description: "Webhook was deleted" } };
@@ -593,6 +595,14 @@ describe("Telegram: webhook in, reply out", () => {
     await post(inPrivate({ text: "how far is it?", external_reply: place }));
     const [far] = await waitFor(() => contextFor("how far is it?").length > 0 && contextFor("how far is it?"), 15_000, "the location reply's run");
     expect(far.event.data.reply_to).toEqual({ message_id: null, actor: null, text: "📍 Location: 48.8584, 2.2945", quote: null, attachments: [], unavailable: null });
+    // A file Telegram will not serve, of a message whose id it does not give: left out, and said so as the replied message's.
+    const bulky = { origin: { type: "hidden_user", date: 1_700_000_000, sender_user_name: "Carol" }, document: { file_id: "carols_trip_too_big", file_name: "trip.mp4", mime_type: "video/mp4" } };
+    const asked = inPrivate({ text: "what is in it?", external_reply: bulky });
+    await post(asked);
+    const [inIt] = await waitFor(() => contextFor("what is in it?").length > 0 && contextFor("what is in it?"), 15_000, "the reply to the big file's run");
+    expect([inIt.input.attachments, inIt.event.data.reply_to]).toEqual([[], { message_id: null, actor: null, text: null, quote: null, attachments: [], unavailable: null }]);
+    const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`telegram:${botId}:${asked.update_id}`]);
+    expect(JSON.parse(row.metadata_json).attachments_unavailable).toBe("trip.mp4 of the replied message (Telegram getFile failed: Bad Request: file is too big)");
   });
 
   it("gives a reply to a message the bot received that message's files as stored then (no getFile, the same artifact); one expired, or edited, since is fetched again", async () => {
