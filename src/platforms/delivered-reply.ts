@@ -92,12 +92,14 @@ const GivenSchema = z.looseObject({
 });
 
 /**
- * A platform that gives the replied message whole (Telegram): when a bot sent it, and the host's record says this bot
- * delivered it, the answer as recorded; null otherwise.
+ * A platform that gives the replied message whole (Telegram): when a bot sent it in this chat, and the host's record
+ * says this bot delivered it, the answer as recorded; null otherwise.
  */
 export async function withOwnAnswerReplied(db: Db, bot: Bot, event: NormalizedEvent): Promise<NormalizedEvent | null> {
   const given = GivenSchema.safeParse(event.data.reply_to).data;
-  if (given?.actor?.actor_type !== "bot") return null;
+  // A message of another chat (Telegram's external_reply, with no reply_to_message_id) has an id of that chat's, which
+  // may number one of the bot's answers here.
+  if (given?.actor?.actor_type !== "bot" || String(given.message_id) !== String(event.data.reply_to_message_id)) return null;
   const delivered = await deliveredReply(db, bot, event, String(given.message_id));
   return delivered && withDeliveredReply(event, delivered, { message_id: given.message_id, actor: given.actor, quote: given.quote });
 }

@@ -8,6 +8,7 @@
 import type { Db } from "../db/client";
 import { HostError } from "../lib/errors";
 import { deliveredReply, withDeliveredReply } from "./delivered-reply";
+import { readForEarlierReply } from "./earlier-read-reply";
 import { scrubSecrets } from "./redact";
 import { unreadReply } from "./reply-context";
 import { storedReply } from "./stored-reply";
@@ -24,8 +25,13 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db:
   const id = event.repliesTo;
   if (id === undefined || !adapter.readReplied) return { event, unavailable: null };
   const noted = (why: string) => ({ event: { ...event, data: { ...event.data, reply_to: unreadReply(id, why) } }, unavailable: `the replied message ${id} (${why})` });
-  // Asked together: one is the bot's own answer (./delivered-reply.ts), the other one it received.
-  const [delivered, stored] = await Promise.all([deliveredReply(db, bot, event, id), storedReply(db, bot, event, id)]);
+  // Asked together: one is the bot's own answer (./delivered-reply.ts), the other one it received; a Slack thread's
+  // parent may have been read a moment ago for an earlier reply in the thread (./earlier-read-reply.ts).
+  const [delivered, stored, readEarlier] = await Promise.all([
+    deliveredReply(db, bot, event, id),
+    storedReply(db, bot, event, id),
+    event.repliedThreadId === undefined ? null : readForEarlierReply(db, bot, event, id),
+  ]);
   if (delivered) return { event: withDeliveredReply(event, delivered, { message_id: id, actor: adapter.ownActor?.(bot) ?? null, quote: null }), unavailable: null };
   // As the platform would say it (lark/replied.ts): its words and files went with it.
   if (stored.state === "recalled") return noted("it was recalled");
@@ -35,6 +41,7 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db:
   }
   // Recorded unanswered whatever it replies to: nothing to read it for (not a file left out either).
   if (adapter.addressedWithoutReplied && (await declinesUnaddressed(db, bot, event))) return { event: noted(DECLINED).event, unavailable: null };
+  if (readEarlier) return { event: { ...event, data: { ...event.data, reply_to: readEarlier } }, unavailable: null };
   if (timeLeft() <= 0) return noted("not read within the platform's acknowledgement deadline");
   try {
     const read = await adapter.readReplied(bot, event, timeLeft());

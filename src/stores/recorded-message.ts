@@ -27,6 +27,12 @@ export interface RecordedMessageRow {
   files: RecordedFile[];
 }
 
+/**
+ * A Slack message shortcut's event is recorded under the message it was used on (platforms/message-ref.ts), its input a
+ * copy of it but its actor whoever used the shortcut: for a recall or an edit, never for the message itself.
+ */
+const notACopy = sql`${eventLog.sourceEventType} IS NOT 'message_action'`;
+
 type MessageQuery = Pick<TranscriptRevision, "botId" | "registeredAt" | "conversationId" | "messageRef"> & { conversationKey: string };
 
 /**
@@ -51,7 +57,7 @@ export async function recordedMessage(db: Db, q: MessageQuery): Promise<Recorded
       files,
     })
     .from(eventLog)
-    .where(and(revisedMessageRow(q), eq(eventLog.conversationKey, q.conversationKey)))
+    .where(and(revisedMessageRow(q), eq(eventLog.conversationKey, q.conversationKey), notACopy))
     .orderBy(asc(eventLog.createdAt))
     .limit(1)
     .get();

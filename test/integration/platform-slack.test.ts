@@ -574,6 +574,17 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
     expect(ctx.input.attachments).toEqual(ctx.event.data.reply_to.attachments);
   });
 
+  it("reads a parent once for a burst of replies in its thread: a later reply takes it as the earlier one read it (Slack allows an app outside its Marketplace one read a minute)", async () => {
+    const parentTs = "1799990002.000100";
+    threadParents.set(parentTs, { type: "message", user: "U77", text: "release notes are up", ts: parentTs, thread_ts: parentTs });
+    const expected = { message_id: parentTs, actor: { actor_type: "user", actor_id: "U77", actor_name: null }, text: "release notes are up", quote: null, attachments: [], unavailable: null };
+    for (const text of ["typos?", "anything missing?"]) {
+      expect((await post(callback({ ...message("C-THREAD-BURST", `<@UBOT> ${text}`, { thread_ts: parentTs, parent_user_id: "U77" }), type: "app_mention", channel_type: undefined }))).status).toBe(200);
+      expect((await runOf(text, "C-THREAD-BURST")).event.data.reply_to).toEqual(expected);
+    }
+    expect(repliesCalls(parentTs)).toHaveLength(1);
+  });
+
   it("runs a reply whose parent Slack will not give (no history scope), saying why in reply_to.unavailable", async () => {
     unscopedChannels.add("C-THREAD-NOSCOPE");
     const parentTs = "1799990001.000100";
@@ -810,6 +821,19 @@ describe("Slack: button presses and other interactivity", () => {
     await interact(press("C-LABEL", { type: "button", action_id: "more", text: { type: "plain_text", text: "Show more" } }));
     await waitFor(() => postsTo("C-LABEL").length > 0, 15_000, "the label's answer");
     expect(contextFor("Show more")[0].conversation).toMatchObject({ conversation_id: "C-LABEL", thread_id: null });
+  });
+
+  it("never takes a message shortcut's copy of a thread's parent for the parent itself: it is read from Slack, its own author named", async () => {
+    const channel = "C-SC-PARENT";
+    const parent = { type: "message", user: "U77", text: "the launch plan", ts: `${++messageTs}.000100` };
+    threadParents.set(parent.ts, { ...parent, thread_ts: parent.ts });
+    // Bo summarises Ann's message, which the bot (app_mention only) never received: recorded under its ts, as Bo's.
+    await interact({ type: "message_action", team: { id: "T1" }, user: { id: "U7", username: "bo", team_id: "T1" }, channel: { id: channel }, callback_id: "summarize", trigger_id: `${++triggers}.42.sc`, message_ts: parent.ts, message: parent });
+    await waitFor(() => contextFor("the launch plan").length > 0, 15_000, "the shortcut's run");
+    await post(callback(message(channel, "<@UBOT> when does it start?", { thread_ts: parent.ts, parent_user_id: "U77" })));
+    const [ctx] = await waitFor(() => contextFor("when does it start?").length > 0 && contextFor("when does it start?"), 15_000, "the thread reply's run");
+    expect(ctx.event.data.reply_to).toEqual({ message_id: parent.ts, actor: { actor_type: "user", actor_id: "U77", actor_name: null }, text: "the launch plan", quote: null, attachments: [], unavailable: null });
+    expect(fake.callsTo(/^\/conversations\.replies$/).filter((c) => new URLSearchParams(c.raw).get("ts") === parent.ts)).toHaveLength(1);
   });
 
   it("records a modal's submission, a global shortcut and a press in a modal with an empty 200, running none; an external select's options request is offered none", async () => {

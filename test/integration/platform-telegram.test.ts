@@ -659,6 +659,11 @@ describe("Telegram: webhook in, reply out", () => {
     await post(update(chat, { text: "make it shorter", reply_to_message: { message_id: second, from: ourselves, date: 1, chat: { id: Number(chat), type: "supergroup" }, text: parts[1].body.text } }));
     const [ctx] = await waitFor(() => contextFor("make it shorter").length > 0 && contextFor("make it shorter"), 15_000, "the reply's run");
     expect(ctx.event.data.reply_to).toEqual({ message_id: second, actor: { actor_type: "bot", actor_id: "123456", actor_name: "Test" }, text: longText(5000), quote: null, attachments: [], unavailable: null });
+    // "Reply in another chat": the bot's message of that number in another supergroup, never this chat's answer.
+    const elsewhere = { origin: { type: "user", date: 1_700_000_000, sender_user: ourselves }, chat: { id: -1001017960, type: "supergroup", title: "Other" }, message_id: second };
+    await post(update(chat, { text: "and that one?", external_reply: elsewhere, quote: { text: "their words", position: 0 } }));
+    const [other] = await waitFor(() => contextFor("and that one?").length > 0 && contextFor("and that one?"), 15_000, "the external reply's run");
+    expect(other.event.data.reply_to).toEqual({ message_id: second, actor: { actor_type: "bot", actor_id: "123456", actor_name: "Test" }, text: null, quote: "their words", attachments: [], unavailable: null });
 
     await post(update(chat, { text: "attach chart.png" }));
     const upload = await waitFor(() => fake.callsTo(/\/sendPhoto$/).find((c) => c.raw.includes(`name="chat_id"\r\n\r\n${chat}\r`) && c.reply), 15_000, "the photo");
