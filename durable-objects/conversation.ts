@@ -7,7 +7,7 @@ import { handleHostApiCall, parseHostApiBody, refuseBody, refuseCallsInFlight, t
 import { authorizeUpload, changeUploadBudget, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
 import { RunClaims } from "../src/run/claim";
-import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost, NEVER_HANDED_OVER } from "../src/run/host-end";
+import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost } from "../src/run/host-end";
 import { endLostRun, type UnrecordedRun } from "../src/run/lost-run";
 import { arrivalStrategy, strategyOf, type RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
@@ -33,6 +33,8 @@ import { endLostRuns } from "./lost-runs";
 import { reviseWaiting, type MessageRevision, type RevisionDeps, type RevisionOutcome } from "./waiting-revisions";
 import { abortActive } from "./active-runs";
 import { decidedAlready } from "./redelivery";
+import { endNeverHandedOver } from "./never-handed-over";
+import { claimUnlessRecalled } from "./recalled-at-start";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
  * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
@@ -215,16 +217,9 @@ export class ConversationDO extends DurableObject<Env> {
     return endedAtOnce(await this.cancelQueued(entry[0], entry[1].job, `run cancelled before it started${because ? `: ${because}` : ""}`));
   }
 
-  /** The cron's sweep: of these runs ingress recorded long ago, those never handed over here end as failed. Answers how many it ended. */
-  async endNeverHandedOver(runIds: string[]): Promise<number> {
-    let ended = 0;
-    // Each in turn with the decisions: a redelivery handing the run over is decided wholly before (then held here) or after (then it finds the run ended).
-    for (const runId of runIds) {
-      // Held here (waiting its turn, or running; or its album's item; or dropped unpulled, its new decision waiting for the database) it stays; its event claimed by a steering run, only the claim's write got no answer: the claim is completed instead.
-      const end = async () => !this.active.has(runId) && !(await this.runs.holds(runId)) && !(await this.steering.awaitsDecision(runId)) && !(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.unhanded.end(dbOf(this.env), runId, NEVER_HANDED_OVER));
-      if (await this.decisions.inTurn(end)) ended++;
-    }
-    return ended;
+  /** The cron's sweep: of these runs ingress recorded long ago, those never handed over here end as failed (never-handed-over.ts). Answers how many it ended. */
+  endNeverHandedOver(runIds: string[]): Promise<number> {
+    return endNeverHandedOver({ db: dbOf(this.env), active: this.isActive, runs: this.runs, steering: this.steering, unhanded: this.unhanded, wake: () => this.kick(), inTurn: (work) => this.decisions.inTurn(work) }, runIds);
   }
 
   /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. Answers whether this call ended it. */
@@ -318,7 +313,11 @@ export class ConversationDO extends DurableObject<Env> {
       delivery?.feed(entries);
     };
     try {
-      const claimed = await this.claims.take(db, job);
+      // Its message recalled, that recall's work here not done: done now (recalled-at-start.ts).
+      const start = await claimUnlessRecalled({ ...this.revisionDeps, db, take: (j, unlessRecalled) => this.claims.take(db, j, unlessRecalled), inTurn: (work) => this.decisions.inTurn(work), stopped: () => abort.signal.aborted }, key, job);
+      if (start === "cancelled") return void (status = "cancelled");
+      const { claimed } = start;
+      job = start.job;
       if (claimed) this.live.track(job.runId);
       if (!claimed) {
         // Already taken by an earlier trigger (or cancelled): never run twice. Still "running": an instance took it and died before its mark below was durable.

@@ -250,9 +250,13 @@ export class SteeringQueue {
     });
   }
 
-  /** Whether `runId`'s event, claimed and dropped unpulled, waits to be decided anew (dropped-claims.ts). */
-  awaitsDecision(runId: string): Promise<boolean> {
-    return this.dropped.holds(runId);
+  /**
+   * Whether `runId`'s event waits to be decided anew: claimed and dropped unpulled (dropped-claims.ts), or claimed by a
+   * write an earlier instance died making (the alarm takes it back and decides it, `retryDrops`).
+   */
+  async awaitsDecision(runId: string): Promise<boolean> {
+    const claiming = await this.storage.get<ClaimInFlight>(`${CLAIMING}${runId}`);
+    return (claiming !== undefined && claiming.instance !== this.instance) || this.dropped.holds(runId);
   }
 
   /** The run whose queue holds `eventId`'s claim, not pulled yet; null if none does. */

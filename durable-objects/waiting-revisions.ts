@@ -23,7 +23,7 @@ export interface MessageRevision {
 export type RevisionOutcome = "withdrawn" | "edited" | "untouched";
 
 /** Why a run ends when its message is recalled before it began: `cancelled`, as any run dropped while it waited. */
-const RECALLED_REASON = "its message was recalled before it was answered";
+export const RECALLED_REASON = "its message was recalled before it was answered";
 const RECALLED: RunOutcome = { status: "cancelled", errorCode: "cancelled", errorMessage: RECALLED_REASON, resultCount: 0 };
 
 export interface RevisionDeps {
@@ -98,7 +98,7 @@ async function recallOwnRun(deps: RevisionDeps, [key, run]: [string, StoredRun])
  * and the reply quotes it; the others are pulled as before. The run is still the one ingress made for the recalled
  * message (its run row names that event); its runner sees only the message it answers.
  */
-async function answerClaimedInstead(deps: RevisionDeps, key: string, job: RunJob): Promise<RevisionOutcome> {
+export async function answerClaimedInstead(deps: RevisionDeps, key: string, job: RunJob): Promise<RevisionOutcome> {
   const promoted = await deps.steering.promote(deps.db, job);
   const run = deps.runs.current(key);
   // Held since the checks: still queued, and stored under its key.

@@ -5,13 +5,17 @@ import { descriptorsFrom, resourceDescriptorQueries, type ResourceDescriptors } 
 import { RunnerCallError } from "../runner/errors";
 import { currentAgentStatement, type CurrentAgent } from "../stores/binding-resolution";
 import { decidedWithoutOwnRun } from "../stores/event-log";
-import { runsStore } from "../stores/runs";
+import { isNotStarted, runsStore } from "../stores/runs";
+import { recalledRunStatement } from "../stores/recalled-message";
 import { SEEDED_CONVERSATION_ID_KEY, stateStore } from "../stores/state";
 import type { StateRead } from "./context";
 import { historyBeforeOf, historyBeforeStatement, type HistoryBefore } from "./history-before";
 import { mergedDecision, type RunJob } from "./job";
 import { jobAgentOf, jobRunnerOf } from "./job-parts";
 import { stateScopesOf, type StateScopeKeys } from "./snapshot";
+
+/** A run's start found the message it answers recalled: it did not start. */
+export const RECALLED = "recalled" as const;
 
 /** Where the runner is called, as read when the run was claimed; its secret as stored (opened only to sign). */
 export interface RunnerEndpoint {
@@ -37,14 +41,18 @@ export interface ClaimedRun {
  * of the run's enabled scopes (only those) and the descriptors of the resources the agent grants.
  * An agent edited while the run was queued takes effect here: when the edit changed the state scopes
  * or the grants, they are read again in a second round trip. Null when another trigger already took
- * the run.
+ * the run; `RECALLED` (the run left as it was) when `unlessRecalled` and the message it answers was recalled.
  */
-async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number | null): Promise<ClaimedRun | null> {
+async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number | null, unlessRecalled: boolean): Promise<ClaimedRun | null | typeof RECALLED> {
   const stateScopes = await stateScopesOf(queued);
   const inputs = runInputs(db, queued, stateScopes);
   const merged = albumDecisions(db, queued);
-  const results = await batchAll(db, [...merged, runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt, queued.agent.stateEpoch), currentAgentStatement(db, queued.agent.agentId), historyBeforeStatement(db, queued), ...inputs.statements]);
-  const [marked, currentRows, historyRows, ...rest] = results.slice(merged.length);
+  const message = unlessRecalled ? queued.event.event_id : null;
+  const results = await batchAll(db, [...merged, recalledRunStatement(db, queued.runId, message), runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt, queued.agent.stateEpoch, message), currentAgentStatement(db, queued.agent.agentId), historyBeforeStatement(db, queued), ...inputs.statements]);
+  const [recalledRows, marked, currentRows, historyRows, ...rest] = results.slice(merged.length);
+  // Not started (nor started by this instance's own earlier claim, unanswered): another instance's start is not undone.
+  const [recalled] = recalledRows as { status: string; startedAt: number | null }[];
+  if (recalled && (isNotStarted(recalled.status) || (recalled.status === "running" && recalled.startedAt === resumeAt))) return RECALLED;
   if ((marked as unknown[]).length !== 1) return null;
   const current = (currentRows as CurrentAgent[])[0];
   const historyBefore = historyBeforeOf(queued, historyRows);
@@ -84,17 +92,17 @@ function albumDecisions(db: Db, job: RunJob): unknown[] {
 export class RunClaims {
   private readonly stamps = new Map<string, number>();
   /** Claims made ahead of the run's start (`prepare`), for its start to take. */
-  private readonly early = new Map<string, Promise<ClaimedRun | null>>();
+  private readonly early = new Map<string, Promise<ClaimedRun | null | typeof RECALLED>>();
 
   /** claimRun, resuming this instance's earlier claim of the run if it had one; the claim `prepare` made, if there is one. */
-  take(db: Db, queued: RunJob): Promise<ClaimedRun | null> {
+  take(db: Db, queued: RunJob, unlessRecalled = true): Promise<ClaimedRun | null | typeof RECALLED> {
     const early = this.early.get(queued.runId);
     this.early.delete(queued.runId);
     if (early) return early;
     const resumeAt = this.stamps.get(queued.runId) ?? null;
     const stamp = resumeAt ?? Date.now();
     this.stamps.set(queued.runId, stamp);
-    return claimRun(db, queued, stamp, resumeAt);
+    return claimRun(db, queued, stamp, resumeAt, unlessRecalled);
   }
 
   /**

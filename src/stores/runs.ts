@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { insertWhereReturning } from "../db/guarded";
 import { runListConditions, type RunListFilter } from "./run-list-filter";
+import { notRecalled } from "./recalled-message";
 import { agent, eventLog, run, runEvent, transcript } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
 import { iso, parseJson } from "../lib/json";
@@ -112,7 +113,7 @@ const markRunning = compiled((db) =>
       runnerId: sql`COALESCE((SELECT ${agent.runnerId} FROM ${agent} WHERE ${agent.agentId} = ${run.agentId} AND ${agent.enabled} = 1 AND (${param("anyEpoch")} = 1 OR ${agent.stateEpoch} IS ${param("agentEpoch")})), ${run.runnerId})`,
     })
     // Or one this instance's own earlier claim may have started (its write went unanswered): `resumeAt` is that claim's stamp, null when none.
-    .where(and(eq(run.runId, param("runId")), or(inArray(run.status, [...NOT_STARTED]), and(eq(run.status, "running"), eq(run.startedAt, param("resumeAt"))))))
+    .where(and(eq(run.runId, param("runId")), or(inArray(run.status, [...NOT_STARTED]), and(eq(run.status, "running"), eq(run.startedAt, param("resumeAt")))), notRecalled(param("messageEventId"))))
     .returning({ runId: run.runId }),
 );
 
@@ -291,9 +292,10 @@ export function runsStore(db: Db) {
     /**
      * created → running, stamped `startedAt`; returns the run id only when this trigger took the run (see markRunning for
      * `resumeAt`). `agentEpoch`: the state epoch of the agent the run was bound to (undefined for a job stored before epochs).
+     * `messageEventId`: the message it answers, which it does not start once recalled (null: started all the same).
      */
-    markRunningStatement: (runId: string, startedAt: number, resumeAt: number | null, agentEpoch?: string | null) =>
-      markRunning(db, { runId, startedAt, resumeAt, anyEpoch: agentEpoch === undefined ? 1 : 0, agentEpoch: agentEpoch ?? null }),
+    markRunningStatement: (runId: string, startedAt: number, resumeAt: number | null, agentEpoch: string | null | undefined, messageEventId: string | null) =>
+      markRunning(db, { runId, startedAt, resumeAt, anyEpoch: agentEpoch === undefined ? 1 : 0, agentEpoch: agentEpoch ?? null, messageEventId }),
 
     /** Drop a run minted at ingress that the conversation decided not to start (steered or rejected). */
     discardQueuedStatement: (runId: string) => discardQueued(db, { runId }),

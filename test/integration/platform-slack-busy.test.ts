@@ -245,6 +245,36 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     expect(runsOf.get(channel)).toEqual(["hold first", "second, fixed"]);
   }, 40_000);
 
+  it("a deletion that never reached the conversation (its lookup failed: Slack sends it again later) still withdraws the message its run would start with: cancelled, or a message it claimed answered instead", async () => {
+    // Enqueue: the deleted message's run waits its turn behind a busy one, which ends before Slack's retry comes.
+    const queued = "CBUSY17";
+    await agentFor(queued, "plain", "enqueue");
+    await say(queued, "hold first");
+    await waitFor(() => runsOf.get(queued)?.length === 1, 10_000, "the first run");
+    const second = await say(queued, "second");
+    // The deletion is recorded (its marks written), then its look-up of the waiting message fails: the webhook fails.
+    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
+    const recall = await deliver(deletion(queued, second), undefined, 500);
+    setup.gate(queued).resolve();
+    await quiet(queued, 1);
+    await deliver(deletion(queued, second), recall);
+    expect(runsOf.get(queued)).toEqual(["hold first"]);
+    expect(await runOfEvent(eventIdOf(queued, second))).toEqual({ status: "cancelled", error_code: "cancelled", error_message: "its message was recalled before it was answered" });
+    expect(postsTo(queued)).toEqual(["re: hold first"]);
+
+    // Steer with debounce: the waiting run's own message deleted while it holds later ones; its debounce ends first.
+    const burst = "CBUSY18";
+    await agentFor(burst, "steerer", "steer", { debounce_ms: 1500 });
+    const first = await say(burst, "first");
+    await say(burst, "second");
+    await say(burst, "third");
+    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
+    await deliver(deletion(burst, first), undefined, 500);
+    await quiet(burst, 1);
+    expect({ runs: runsOf.get(burst), pulled: pulledOf.get(burst) }).toEqual({ runs: ["second"], pulled: ["third"] });
+    expect(postsTo(burst)).toEqual(["re: second+third"]);
+  }, 40_000);
+
   it("enqueue: a message deleted while its run waits its turn never runs (its run ends cancelled); one already running is answered", async () => {
     const channel = "CBUSY2";
     await agentFor(channel, "plain", "enqueue");
@@ -319,6 +349,27 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     await quiet(channel, 1);
     expect(runsOf.get(channel)).toEqual(["second"]);
     expect(postsTo(channel)).toEqual(["re: second"]);
+  }, 40_000);
+
+  it("an older edit arriving after a newer one reached the message during its hand-over changes nothing: its run starts with the newer words", async () => {
+    const channel = "CBUSY19";
+    await agentFor(channel, "plain", "enqueue");
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    // The hand-over's answer held back: the newer edit is kept for it; the run then waits its turn, and the older edit comes.
+    host.databaseOutage({ answerDelayMs: 1_500, matching: "latest_transcript_seq" });
+    const said = say(channel, "secnod");
+    const [row] = await waitFor(async () => {
+      const rows = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE conversation_id = ? AND input_summary = 'secnod'", [channel]);
+      return rows.length > 0 && rows;
+    }, 5_000, "the message recorded");
+    const ts = JSON.parse(row.data_json).ts as string;
+    await deliver(edit(channel, ts, "second, fixed", "1800009999.000016"));
+    await said;
+    await deliver(edit(channel, ts, "second, half fixed", "1800009999.000015"));
+    setup.gate(channel).resolve();
+    await quiet(channel, 2);
+    expect(runsOf.get(channel)).toEqual(["hold first", "second, fixed"]);
   }, 40_000);
 
   it("steer: an edit made during its message's hand-over reaches the runner also when that hand-over's claim is refused and Slack sends the message again", async () => {

@@ -251,6 +251,32 @@ describe("steering claims of a run lost with a restart", () => {
       await host.dispose();
     }
   }, 60_000);
+  it("a message whose claim was being written when the instance died is left by the never-handed-over sweep coming before the next instance took the claim back: it is answered", async () => {
+    // No watchdog alarm due at the restart: the next instance is first reached by the cron's sweep.
+    let host = await start(60_000);
+    const conv = "rs-swept-while-claiming";
+    const claimedId = `${conv}-1`;
+    try {
+      await agentFor(host, conv);
+      const before = started.length;
+      await adminCall(host, "POST", "/v1/events", messageEvent(conv, "hold on"));
+      await untilStarted(before + 1);
+      // The claim's write never lands: the instance dies with it in flight.
+      host.databaseOutage({ delayMs: 5_000, matching: "absorbed_into_active_run" });
+      const posting = adminCall(host, "POST", "/v1/events", messageEvent(conv, "claimed as it died", { event_id: claimedId })).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 700));
+      await host.dispose();
+      await posting;
+      host = await start(60_000);
+      // The sweep, its event recorded more than 10 minutes before (as the scheduled time has it), ends none of it.
+      await host.triggerScheduled({ scheduledTime: new Date(Date.now() + 11 * 60_000) });
+      const own = (await adminCall<{ run_id: string }>(host, "GET", `/v1/events/${claimedId}`)).body.run_id;
+      expect((await waitForRunOn(host, own, 20_000)).message?.content).toBe("done: claimed as it died");
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+
   it("the claims of a run that ended while its drop waited for a pull (its write slow) are recorded dropped and answered after a restart", async () => {
     let host = await start();
     const conv = "rs-ended-drop-waiting";
