@@ -12,7 +12,7 @@ import { readForEarlierReply } from "./earlier-read-reply";
 import { scrubSecrets } from "./redact";
 import { unreadReply } from "./reply-context";
 import { storedReply } from "./stored-reply";
-import { DECLINED, declinesUnaddressed, readIfLeftUnread } from "./unaddressed-read";
+import { DECLINED, declinesUnaddressed, RECALLED, readIfLeftUnread } from "./unaddressed-read";
 import type { Bot, NormalizedEvent, PlatformAdapter } from "./types";
 
 /**
@@ -34,9 +34,11 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db:
   ]);
   if (delivered) return { event: withDeliveredReply(event, delivered, { message_id: id, actor: adapter.ownActor?.(bot) ?? null, quote: null }), unavailable: null };
   // As the platform would say it (lark/replied.ts): its words and files went with it.
-  if (stored.state === "recalled") return noted("it was recalled");
+  if (stored.state === "recalled") return noted(RECALLED);
   if (stored.state === "stored" && adapter.recordedReplied) {
     const recorded = await readIfLeftUnread(db, adapter, bot, event, stored.recorded, Math.min(timeLeft(), REREAD_TIMEOUT_MS));
+    // Found recalled when read again (its recall missed): as one recorded so, its files gone with it.
+    if (recorded === null) return noted(RECALLED);
     return { event: { ...event, files: [...event.files, ...stored.files], data: { ...event.data, reply_to: adapter.recordedReplied(recorded) } }, unavailable: null };
   }
   // Recorded unanswered whatever it replies to: nothing to read it for (not a file left out either).

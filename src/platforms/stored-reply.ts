@@ -16,7 +16,7 @@ import type { Bot, NormalizedEvent, PlatformFile } from "./types";
  * `unknown`: not one the bot received in this conversation (thread), another audience's, or one some of whose files
  * are not (or no longer) stored: read and fetched from the platform. `recalled`: its user took it back, its files too.
  */
-export type StoredReply = { state: "unknown" } | { state: "recalled" } | { state: "stored"; recorded: RecordedReply; files: PlatformFile[] };
+export type StoredReply = { state: "unknown" } | { state: "recalled" } | { state: "stored"; recorded: RecordedReply & { eventId: string }; files: PlatformFile[] };
 
 const UNKNOWN: StoredReply = { state: "unknown" };
 
@@ -40,7 +40,7 @@ export async function storedReply(db: Db, bot: Bot, event: NormalizedEvent, mess
   if (files === null) return UNKNOWN;
   const input = parseJson<{ text?: unknown }>(row.inputJson, {});
   const actor = row.actorType === null || row.actorId === null ? null : { actor_type: row.actorType, actor_id: row.actorId, actor_name: row.actorName };
-  const recorded = { messageId, actor, text: typeof input.text === "string" ? input.text : null, data: parseJson<Record<string, unknown>>(row.dataJson, {}) };
+  const recorded = { eventId: row.eventId, messageId, actor, text: typeof input.text === "string" ? input.text : null, data: parseJson<Record<string, unknown>>(row.dataJson, {}) };
   return { state: "stored", recorded, files: files.map((f) => fileOf(f, messageId)) };
 }
 

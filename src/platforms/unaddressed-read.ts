@@ -11,7 +11,10 @@ import type { Db } from "../db/client";
 import { TriggerPolicySchema } from "../agents/policy";
 import { parseJson } from "../lib/json";
 import { storableText } from "../lib/text";
+import { loggedError } from "../lib/describe-error";
+import { loggedText } from "../lib/log-text";
 import { resolveBinding } from "../stores/binding-resolution";
+import { recordContentRead } from "../stores/content-read";
 import type { RecordedReply } from "./reply-context";
 import type { Bot, NormalizedEvent, PlatformAdapter } from "./types";
 
@@ -48,17 +51,35 @@ export async function declinesUnaddressed(db: Db, bot: Bot, event: NormalizedEve
   return (await decliningAgent(db, bot, { eventType, conversationId, chatId: event.chatId }, text)) !== null;
 }
 
+/** Why a message is not read: it was taken back (a replied one, or a forward found so when read). */
+export const RECALLED = "it was recalled";
+
 /**
  * A replied message recorded unread (so, or not read in time, refused, a paused bot's) is read now for a reply
- * (`reply`) its agent will answer ("@Bot summarise this"): what it was left unread for. A reply left unanswered in
- * turn, and any other recorded message, read as recorded.
+ * (`reply`) its agent will answer ("@Bot summarise this"): what it was left unread for. Read, it is written to its
+ * record (`eventId`, ../stores/content-read.ts), so later replies (every message of a topic names its root) take it as
+ * stored and nothing reads it again; found recalled (its recall missed), null, as for one recorded recalled. Not read
+ * (refused, no answer in time), it stays unread and the next reply reads it again: a refusal costs that reply what
+ * reading a message never recorded does, and is not held against a permission granted since. A reply left unanswered
+ * in turn, and any other recorded message, read as recorded.
  */
-export async function readIfLeftUnread(db: Db, adapter: PlatformAdapter, bot: Bot, reply: NormalizedEvent, recorded: RecordedReply, timeoutMs: number): Promise<RecordedReply> {
+export async function readIfLeftUnread(db: Db, adapter: PlatformAdapter, bot: Bot, reply: NormalizedEvent, recorded: RecordedReply & { eventId: string }, timeoutMs: number): Promise<RecordedReply | null> {
   const notRead = adapter.contentNotRead;
   if (!notRead || !adapter.readContent || !notRead.wasLeft(recorded)) return recorded;
   const { eventType, conversationId } = reply;
   const text = reply.text === null ? null : storableText(reply.text);
   if (reply.addressed === false && eventType !== null && conversationId !== null && (await decliningAgent(db, bot, { eventType, conversationId, chatId: reply.chatId }, text))) return recorded;
   const read = await adapter.readContent(bot, { ...reply, unread: true, text: recorded.text, data: recorded.data }, timeoutMs);
-  return { ...recorded, text: read.text, data: read.data };
+  if (read.text === notRead.event(reply, RECALLED).text) return null;
+  const { eventId, ...rest } = recorded;
+  const now = { ...rest, text: read.text === null ? null : storableText(read.text), data: read.data };
+  if (recorded.text !== null && now.text !== null && !notRead.wasLeft(now)) {
+    // The data the read set anew (readContent keeps what it did not read as it was given).
+    const data = Object.fromEntries(Object.entries(now.data).filter(([key, value]) => recorded.data[key] !== value));
+    // Best effort: a record not written is read again by the next reply, which is all it costs.
+    await recordContentRead(db, { eventId, was: recorded.text, text: now.text, data }).catch((err: unknown) => {
+      console.error(`bot ${bot.botId}: what message ${loggedText(recorded.messageId)} said once read was not recorded: ${loggedError(err)}`);
+    });
+  }
+  return now;
 }

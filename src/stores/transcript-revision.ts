@@ -67,7 +67,7 @@ export function transcriptRevisionStatement(db: Db, r: TranscriptRevision, at = 
  * A message with files keeps its parts in `content_json`, its text first (ingress/attachments.ts): the edit's words
  * replace that text part (or come first, or it goes), its files stay, as src/run/edited-input.ts does for a waiting run.
  */
-function editedParts(parts: typeof transcript.contentJson, text: string | null) {
+export function editedParts(parts: typeof transcript.contentJson, text: string | null) {
   return sql<string | null>`CASE
     WHEN ${parts} IS NULL THEN NULL
     WHEN json_extract(${parts}, '$[0].type') = 'text' THEN (CASE WHEN COALESCE(${text}, '') = '' THEN json_remove(${parts}, '$[0]') ELSE json_set(${parts}, '$[0].text', ${text}) END)

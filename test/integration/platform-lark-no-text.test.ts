@@ -58,6 +58,18 @@ const forwards = new Map<string, unknown[]>([
   ["om_fwd_plain", [forwardItself("om_fwd_plain"), item("om_p1", "om_fwd_plain", "ou_ada", "text", text("hi")), item("om_p2", "om_fwd_plain", "ou_bob", "text", text("hello")), item("om_p3", "om_fwd_plain", "ou_ada", "text", text("bye"))]],
   ...["om_fwd_group", "om_fwd_dm", "om_fwd_prefixed", "om_fwd_replied", "om_fwd_unseen", "om_fwd_threaded", "om_fwd_granted"].map((id): [string, unknown[]] => [id, [forwardItself(id), item(`${id}_1`, id, "ou_ada", "text", text("lunch?")), item(`${id}_2`, id, "ou_bob", "text", text("noon"))]]),
 ]);
+/** Cards as their senders sent them (the bot's own as src/platforms/lark/content.ts sends an answer), given whole only when asked so. */
+const cards: [string, string, string][] = [
+  ["om_k2", APP_ID, JSON.stringify({ schema: "2.0", config: { update_multi: true }, body: { elements: [{ tag: "markdown", content: "**Plan**\n- ship on Friday" }] } })],
+  ["om_k3", APP_ID, JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "div", text: { tag: "plain_text", content: "Anything else?" } }] })],
+  ["om_k4", "cli_other_app", JSON.stringify({ header: { title: { tag: "plain_text", content: "Deploy finished" } }, elements: [{ tag: "div", fields: [{ is_short: true, text: { tag: "lark_md", content: "**env** prod" } }] }, { tag: "action", actions: [{ tag: "button", text: { tag: "plain_text", content: "Roll back" } }] }] })],
+  ["om_k5", "cli_other_app", JSON.stringify({ elements: [{ tag: "img", img_key: "img_card", alt: { tag: "plain_text", content: "" } }] })],
+];
+/** What Lark gives of a card read without card_msg_content_type=user_card_content: a cut-down one, saying nothing of it. */
+const cutDown = JSON.stringify({ title: null, elements: [[{ tag: "text", text: "请升级至最新版本客户端，以查看内容" }]] });
+const cardForward = (whole: boolean) => [forwardItself("om_fwd_cards"), item("om_k1", "om_fwd_cards", "ou_ada", "text", text("summarise the plan")), ...cards.map(([id, sender, card]) => item(id, "om_fwd_cards", sender, "interactive", whole ? card : cutDown))];
+/** Forwards Lark gives as recalled (each deleted since its event; om_fwd_gone refused at first). */
+const recalled = new Set(["om_fwd_gone", "om_fwd_gone_unseen"]);
 const names: Record<string, string> = { ou_ada: "Ada", ou_bob: "Bob", ou_cy: "Cy" };
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -82,6 +94,9 @@ async function larkApi(call: PlatformCall): Promise<FakeReply> {
   if (call.method === "GET" && got?.[1] === "om_fwd_denied") return { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
   // Refused until the app is granted the permission (after its first read).
   if (call.method === "GET" && got?.[1] === "om_fwd_granted" && reads("om_fwd_granted").length === 1) return { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
+  if (call.method === "GET" && got?.[1] === "om_fwd_gone" && reads("om_fwd_gone").length === 1) return { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
+  if (call.method === "GET" && got && recalled.has(got[1])) return { json: { code: 0, msg: "success", data: { items: [{ ...forwardItself(got[1]), deleted: true, body: { content: "This message was recalled" } }] } } };
+  if (call.method === "GET" && got?.[1] === "om_fwd_cards") return { json: { code: 0, msg: "success", data: { items: cardForward(call.query.get("card_msg_content_type") === "user_card_content") } } };
   if (call.method === "GET" && got && forwards.has(got[1])) return { json: { code: 0, msg: "success", data: { items: forwards.get(got[1]) } } };
   return { status: 404, json: { code: 404, msg: "not found" } };
 }
@@ -269,13 +284,49 @@ describe("Lark: messages without words", () => {
     expect(reads("om_fwd_threaded")).toHaveLength(2);
   });
 
-  it("reads a forward recorded unread because Lark refused it then for a reply to it, once Lark gives it", async () => {
-    await post(received("oc_fwd_granted", "merge_forward", "Merged and Forwarded Message", "om_fwd_granted"));
+  it("reads a forward recorded unread because Lark refused it then for a reply to it, once Lark gives it, and keeps what it read: a later reply reads nothing again", async () => {
+    const forward = received("oc_fwd_granted", "merge_forward", "Merged and Forwarded Message", "om_fwd_granted");
+    await post(forward);
     expect((await runIn("oc_fwd_granted")).input.text).toBe("[Forwarded messages, not read: Lark answered: Lack of necessary permissions]");
     await post(received("oc_fwd_granted", "text", text("try again"), "om_fwd_granted_ask", "om_fwd_granted"));
     const ctx = await waitFor(() => runner.contexts.find((c) => c.input.text === "try again"), 15_000, "the reply");
-    expect(ctx.event.data.reply_to).toMatchObject({ message_id: "om_fwd_granted", text: "Forwarded messages (2):\nAda: lunch?\nBob: noon", unavailable: null });
+    const transcript = "Forwarded messages (2):\nAda: lunch?\nBob: noon";
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: "om_fwd_granted", text: transcript, unavailable: null });
     expect(reads("om_fwd_granted")).toHaveLength(2);
+
+    // The forward's own record now holds what was read: its event, its transcript item (history, search).
+    const eventId = `lark:${bots.main.id}:${forward.header.event_id}`;
+    const [row] = await host.query<{ input_json: string; input_summary: string; data_json: string }>("SELECT input_json, input_summary, data_json FROM event_log WHERE event_id = ?", [eventId]);
+    expect(JSON.parse(row.input_json).text).toBe(transcript);
+    expect(row.input_summary).toBe(transcript);
+    expect(JSON.parse(row.data_json).forwarded).toMatchObject({ total: 2, unavailable: null, messages: [{ message_id: "om_fwd_granted_1", sender_label: "Ada", text: "lunch?" }, { message_id: "om_fwd_granted_2" }] });
+    expect(await host.query("SELECT content FROM transcript WHERE event_id = ? AND role = 'user'", [eventId])).toEqual([{ content: transcript }]);
+    // A later answered reply to it (in a topic, every message names its root) takes it as recorded.
+    await post(received("oc_fwd_granted", "text", text("and the venue?"), "om_fwd_granted_again", "om_fwd_granted"));
+    const again = await waitFor(() => runner.contexts.find((c) => c.input.text === "and the venue?"), 15_000, "the later reply");
+    expect(again.event.data.reply_to).toMatchObject({ message_id: "om_fwd_granted", text: transcript, unavailable: null });
+    expect(reads("om_fwd_granted")).toHaveLength(2);
+  });
+
+  it("says a forward recorded unread and recalled since (its recall missed) was recalled, as for one never recorded, rather than reading it as empty", async () => {
+    await post(received("oc_fwd_gone", "merge_forward", "Merged and Forwarded Message", "om_fwd_gone"));
+    expect((await runIn("oc_fwd_gone")).input.text).toBe("[Forwarded messages, not read: Lark answered: Lack of necessary permissions]");
+    await post(received("oc_fwd_gone", "text", text("what was it?"), "om_fwd_gone_ask", "om_fwd_gone"));
+    await post(received("oc_fwd_gone", "text", text("and that one?"), "om_fwd_gone_unseen_ask", "om_fwd_gone_unseen"));
+    const [stored, unseen] = await Promise.all(["what was it?", "and that one?"].map((t) => waitFor(() => runner.contexts.find((c) => c.input.text === t), 15_000, `the reply "${t}"`)));
+    expect(stored.event.data.reply_to).toEqual({ message_id: "om_fwd_gone", actor: null, text: null, quote: null, attachments: [], unavailable: "it was recalled" });
+    expect(unseen.event.data.reply_to).toEqual({ message_id: "om_fwd_gone_unseen", actor: null, text: null, quote: null, attachments: [], unavailable: "it was recalled" });
+    const rows = await host.query<{ message_ref: string; metadata_json: string }>("SELECT message_ref, metadata_json FROM event_log WHERE message_ref IN ('om_fwd_gone_ask', 'om_fwd_gone_unseen_ask') ORDER BY message_ref");
+    expect(rows.map((r) => JSON.parse(r.metadata_json).attachments_unavailable)).toEqual(["the replied message om_fwd_gone (it was recalled)", "the replied message om_fwd_gone_unseen (it was recalled)"]);
+  });
+
+  it("reads a card in a forward (the bot's own answers among them) as its words, asking Lark for the card as sent; one with no words reads as [interactive]", async () => {
+    await post(received("oc_fwd_cards", "merge_forward", "Merged and Forwarded Message", "om_fwd_cards"));
+    const ctx = await runIn("oc_fwd_cards");
+    expect(ctx.input.text).toBe(
+      ["Forwarded messages (5):", "Ada: summarise the plan", "This bot: **Plan**\n  - ship on Friday", "This bot: Anything else?", "An app: Deploy finished\n  **env** prod", "An app: [interactive]"].join("\n"),
+    );
+    expect(reads("om_fwd_cards").map((c) => c.query.get("card_msg_content_type"))).toEqual(["user_card_content"]);
   });
 
   it("reads a forward recorded unread again for a reply to it in at most 1 s, as a replied message never recorded is: the reply's own file keeps the rest of Lark's 3 s", async () => {

@@ -12,8 +12,10 @@ import { loggedText } from "../../lib/log-text";
 import { asRecord } from "../http";
 import { scrubSecrets } from "../redact";
 import type { RecordedReply } from "../reply-context";
+import { RECALLED } from "../unaddressed-read";
 import type { Bot, NormalizedEvent, PlatformFile } from "../types";
 import type { LarkCredentials } from "./api";
+import { cardText } from "./card-text";
 import { getLarkMessage, type LarkMessage } from "./get-message";
 import { contentOf, withMentionNames } from "./normalize";
 import { larkUserNames } from "./user-names";
@@ -54,6 +56,8 @@ export async function withForwardedMessages(bot: Bot<LarkCredentials>, event: No
     console.warn(`lark bot ${bot.botId}: the forwarded messages of ${loggedText(messageId)} were not read (${loggedText(why)})`);
     return unread(why);
   }
+  // Recalled, its messages went with it (its recall event may be late, or missed): said as a replied one is.
+  if (got.value[0].deleted) return unread(RECALLED);
   const read = await forwardTranscript(bot, got.value, until - Date.now());
   return { ...event, unread: false, text: read.text, data: { ...event.data, forwarded: read.forwarded } };
 }
@@ -111,7 +115,8 @@ function wordsOf(item: LarkMessage): string {
   if (item.deleted) return "[deleted]";
   if (item.msg_type === "merge_forward") return "[forwarded messages]";
   const mentions = item.mentions ?? [];
-  const { text, files } = contentOf(item.msg_type, item.body?.content ?? "", mentions);
+  // A card (the bot's own answers among them) reads as its words, where Lark gives them (./card-text.ts).
+  const { text, files } = item.msg_type === "interactive" ? { text: cardText(item.body?.content ?? ""), files: [] } : contentOf(item.msg_type, item.body?.content ?? "", mentions);
   const words = item.msg_type === "text" ? withMentionNames(text, mentions) : text;
   const said = [words, ...files.map(fileMark)].filter(Boolean).join(" ") || `[${item.msg_type}]`;
   return said.length > MESSAGE_MAX_CHARS ? `${headOf(said, MESSAGE_MAX_CHARS)}…` : said;
