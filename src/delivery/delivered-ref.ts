@@ -7,9 +7,11 @@ import type { RunJob } from "../run/job";
  * Only where the host reads replies (Telegram, Lark); `chatId:id` in a conversation another chat continues
  * (platforms/message-ref.ts). Null for any other fact.
  */
-export function deliveredMessageRef(job: Pick<RunJob, "delivery" | "conversation">, data: Record<string, unknown>): string | null {
+export function deliveredMessageRef(job: Pick<RunJob, "delivery" | "conversation">, data: Record<string, unknown>, chatOf: (messageId: string) => string | undefined = () => undefined): string | null {
   const target = job.delivery?.target;
   const id = data.message_id;
   if (typeof id !== "string" || (target?.platform !== "telegram" && target?.platform !== "lark")) return null;
-  return scopedMessageRef(target.chatId === job.conversation.conversation_id ? undefined : target.chatId, id);
+  // The chat it was posted in (Messenger.chatOf): a group upgraded mid-reply took the rest of it in its supergroup.
+  const chat = chatOf(id) ?? target.chatId;
+  return scopedMessageRef(chat === job.conversation.conversation_id ? undefined : chat, id);
 }

@@ -29,5 +29,5 @@ export function markedMessenger(messenger: Messenger, marks: PostingMarks | unde
       marks.posted(runId, result);
       return result;
     };
-  return { send: marked(messenger.send.bind(messenger)), sendFile: marked(messenger.sendFile.bind(messenger)), edit: messenger.edit.bind(messenger), postsLeft: () => messenger.postsLeft?.() };
+  return { send: marked(messenger.send.bind(messenger)), sendFile: marked(messenger.sendFile.bind(messenger)), edit: messenger.edit.bind(messenger), postsLeft: () => messenger.postsLeft?.(), chatOf: (id) => messenger.chatOf?.(id) };
 }

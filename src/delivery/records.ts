@@ -62,6 +62,8 @@ export class DeliveryTrail {
     private readonly db: Db,
     private readonly job: RunJob,
     private readonly platform: string,
+    /** The chat a message of the reply was posted in, when it may not be the target's (Messenger.chatOf). */
+    private readonly chatOf: (messageId: string) => string | undefined = () => undefined,
   ) {}
 
   append(facts: DeliveryFact[]): void {
@@ -70,7 +72,7 @@ export class DeliveryTrail {
     const records = facts.map((f): DeliveryFact => ({ type: f.type, data: { run_id: job.runId, event_id: job.event.event_id, platform: this.platform, bot_id: job.delivery?.botId ?? null, ...f.data } }));
     const statements: unknown[] = records.map((r) =>
       // Its own id, so a write tried again after it went unanswered records nothing twice.
-      hostRecordInsert(this.db, { onceAs: newId("hev"), eventType: r.type, ...place, runId: job.runId, data: r.data, messageRef: r.type === "delivery.succeeded" ? deliveredMessageRef(job, r.data) : null }),
+      hostRecordInsert(this.db, { onceAs: newId("hev"), eventType: r.type, ...place, runId: job.runId, data: r.data, messageRef: r.type === "delivery.succeeded" ? deliveredMessageRef(job, r.data, this.chatOf) : null }),
     );
     // A failure given up on is noted on the bot too, in the same write: its admin view shows why a reply never came
     // (a token revoked, a user who blocked the bot) without knowing the conversation. Nothing is written for a success.

@@ -26,6 +26,11 @@ export interface ReplyContext {
   attachments: ArtifactRef[];
   /** Why the message could not be read (its words, sender and files unknown); null when it was. */
   unavailable: string | null;
+  /**
+   * Only for a Telegram message of another chat or forum topic (`external_reply`), whose `message_id` numbers that chat's
+   * messages: the chat, as Telegram names it (a supergroup's or channel's only); null when it does not.
+   */
+  chat?: { chat_id: string; chat_title: string | null } | null;
 }
 
 /** The artifact metadata key naming the replied message a stored input file came from (its id, as a string). */

@@ -227,6 +227,11 @@ export interface Messenger {
    * its response_url: five in all); undefined where nothing bounds them.
    */
   postsLeft?(): number | undefined;
+  /**
+   * The chat a message it posted is in, where that may not be the target's: a Telegram group upgraded mid-reply, whose
+   * later posts went to the supergroup. Unset, or undefined for an id it did not post: the target's chat.
+   */
+  chatOf?(messageId: string): string | undefined;
 }
 
 /** What the platform's surface can do, for ctx.delivery and the delivery session. */

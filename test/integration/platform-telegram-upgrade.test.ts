@@ -13,7 +13,10 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
 const BOT_TOKEN = "123456:TEST-telegram-upgrade-abcdefgh";
 const SECRET = "tg-upgrade-secret-0123456789";
 /** Groups Telegram upgraded without the host hearing of it: a send there is refused, naming the supergroup. */
-const upgradedUnheard = new Map([["-4300", "-1004300000001"]]);
+const upgradedUnheard = new Map([
+  ["-4300", "-1004300000001"],
+  ["-4400", "-1004400000001"],
+]);
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -153,5 +156,19 @@ describe("a Telegram group upgraded to a supergroup", () => {
     const { ctx } = await say(supergroup, 3, "what is the code?");
     expect(ctx.conversation.conversation_id).toBe(group);
     expect(ctx.state.conversation?.memo).toBe("the code is 77");
+  }, 60_000);
+
+  it("an answer the group refused and the supergroup took is recorded as the supergroup's message: a reply to it there reads it as the host recorded it", async () => {
+    const [group, supergroup] = ["-4400", upgradedUnheard.get("-4400")!];
+    await deliver("message", { message_id: 12, date: now(), chat: chatOf(group), from: ada, text: "say **hi** 88" });
+    const posted = await waitFor(() => sendsTo(supergroup).find((c) => (c.reply?.json as any)?.ok === true), 15_000, "the answer in the supergroup");
+    const answerId = (posted.reply!.json as any).result.message_id as number;
+    await waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE event_type = 'delivery.succeeded' AND json_extract(data_json, '$.message_id') = ?", [String(answerId)])).length > 0, 15_000, "the answer's record");
+    // Telegram gives the answer as the chat shows it; the host's record has it as the runner wrote it.
+    const answer = { message_id: answerId, date: now(), chat: chatOf(supergroup), from: { id: 123456, is_bot: true, first_name: "Memo" }, text: "ok say hi 88" };
+    await deliver("message", { message_id: 5, date: now(), chat: chatOf(supergroup), from: ada, text: "louder", reply_to_message: answer });
+    const { ctx } = await waitFor(() => runs.find((r) => r.ctx.input.text === "louder"), 15_000, "the reply's run");
+    expect(ctx.conversation.conversation_id).toBe(group);
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: answerId, text: "ok say **hi** 88" });
   }, 60_000);
 });

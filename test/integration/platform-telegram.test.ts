@@ -391,6 +391,22 @@ describe("Telegram: webhook in, reply out", () => {
     expect(contextFor("deploy:yes")).toHaveLength(1);
   });
 
+  it("runs a press on a message Telegram no longer gives (an InaccessibleMessage, date 0: no topic named) in the chat itself, its answer quoting nothing", async () => {
+    // A button on an old message in a forum's topic: Telegram gives its chat and id only. A reply to it would go to
+    // its topic, while the press, naming none, is recorded in the chat's General.
+    const message = { message_id: 4322, date: 0, chat: { id: -101901, type: "supergroup", title: "Ops", is_forum: true } };
+    const press = { update_id: ++updateId, callback_query: { id: "cb-inaccessible", from: { id: 42, is_bot: false, first_name: "Ada" }, message, chat_instance: "-8", data: "deploy:later" } };
+    expect(await post(press)).toEqual({ status: 200, body: { method: "answerCallbackQuery", callback_query_id: "cb-inaccessible" } });
+    const [send] = await waitFor(() => sendsTo("-101901").length > 0 && sendsTo("-101901"), 10_000, "the press's answer");
+    expect(send.body.text).toBe("echo: deploy:later");
+    expect(send.body.reply_parameters).toBeUndefined();
+    expect(send.body.message_thread_id).toBeUndefined();
+    const [ctx] = contextFor("deploy:later");
+    expect(ctx.conversation).toMatchObject({ conversation_id: "-101901", thread_id: null });
+    expect(ctx.event.data).toMatchObject({ callback_message_id: 4322, component: { custom_id: "deploy:later", label: null } });
+    expect(ctx.delivery.reply_target).toMatchObject({ chat_id: "-101901", message_thread_id: null, reply_to_message_id: null });
+  });
+
   it("shows on the bot's view why a message went unanswered with no agent: the agent disabled, or none scoped to the bot", async () => {
     const other = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN, name: "tg-off" }, { runner, agentId: "tg-off" });
     const agent = (await host.admin("GET", "/v1/admin/agents/tg-off")).body;
@@ -538,9 +554,13 @@ describe("Telegram: webhook in, reply out", () => {
     const opening = { message_id: 88, date: 1_700_000_000, chat: { id: -101771, type: "supergroup" }, message_thread_id: 88, is_topic_message: true, forum_topic_created: { name: "Ops", icon_color: 7322096 } };
     await post(update("-101771", { text: "in the topic", message_thread_id: 88, is_topic_message: true, reply_to_message: opening }));
     await post(update("-101771", { text: "no reply at all" }));
-    await waitFor(() => sendsTo("-101771").length >= 2, 15_000, "the answers");
-    expect(contextFor("in the topic")[0].event.data.reply_to).toBeNull();
-    expect(contextFor("no reply at all")[0].event.data.reply_to).toBeNull();
+    // A reply the user chose in the topic is one.
+    const carols = { message_id: 90, date: 1_700_000_000, chat: opening.chat, message_thread_id: 88, is_topic_message: true, from: { id: 8, is_bot: false, first_name: "Carol" }, text: "the build is red" };
+    await post(update("-101771", { text: "since when?", message_thread_id: 88, is_topic_message: true, reply_to_message: carols }));
+    await waitFor(() => sendsTo("-101771").length >= 3, 15_000, "the answers");
+    expect(contextFor("in the topic")[0].event.data).toMatchObject({ reply_to_message_id: null, reply_to: null });
+    expect(contextFor("no reply at all")[0].event.data).toMatchObject({ reply_to_message_id: null, reply_to: null });
+    expect(contextFor("since when?")[0].event.data).toMatchObject({ reply_to_message_id: 90, reply_to: { message_id: 90, text: "the build is red" } });
   });
 
   it("gives the runner the files of the message a reply answers, after its own, named in reply_to.attachments and marked as the replied message's", async () => {
@@ -589,18 +609,20 @@ describe("Telegram: webhook in, reply out", () => {
     const [ctx] = await waitFor(() => contextFor("what is the total?").length > 0 && contextFor("what is the total?"), 15_000, "the reply's run");
     expect(fake.callsTo(/\/getFile$/).map((c) => c.body.file_id)).toContain("bobs_sheet");
     expect(ctx.input.attachments).toEqual([expect.objectContaining({ artifact_type: "file", name: "q4.csv" })]);
-    expect(ctx.event.data.reply_to).toEqual({ message_id: 77, actor: { actor_type: "user", actor_id: "7", actor_name: "Bob" }, text: null, quote: "Q4 totals", attachments: ctx.input.attachments, unavailable: null });
+    // `chat` says whose message 77 it is; no reply_to_message_id names one of this chat.
+    expect(ctx.event.data.reply_to).toEqual({ message_id: 77, actor: { actor_type: "user", actor_id: "7", actor_name: "Bob" }, text: null, quote: "Q4 totals", attachments: ctx.input.attachments, unavailable: null, chat: { chat_id: "-1001017850", chat_title: "Team" } });
+    expect(ctx.event.data.reply_to_message_id).toBeNull();
     // A location sent in a chat whose ids Telegram does not give: read as received, no id.
     const place = { origin: { type: "hidden_user", date: 1_700_000_000, sender_user_name: "Carol" }, location: { latitude: 48.8584, longitude: 2.2945 } };
     await post(inPrivate({ text: "how far is it?", external_reply: place }));
     const [far] = await waitFor(() => contextFor("how far is it?").length > 0 && contextFor("how far is it?"), 15_000, "the location reply's run");
-    expect(far.event.data.reply_to).toEqual({ message_id: null, actor: null, text: "📍 Location: 48.8584, 2.2945", quote: null, attachments: [], unavailable: null });
+    expect(far.event.data.reply_to).toEqual({ message_id: null, actor: null, text: "📍 Location: 48.8584, 2.2945", quote: null, attachments: [], unavailable: null, chat: null });
     // A file Telegram will not serve, of a message whose id it does not give: left out, and said so as the replied message's.
     const bulky = { origin: { type: "hidden_user", date: 1_700_000_000, sender_user_name: "Carol" }, document: { file_id: "carols_trip_too_big", file_name: "trip.mp4", mime_type: "video/mp4" } };
     const asked = inPrivate({ text: "what is in it?", external_reply: bulky });
     await post(asked);
     const [inIt] = await waitFor(() => contextFor("what is in it?").length > 0 && contextFor("what is in it?"), 15_000, "the reply to the big file's run");
-    expect([inIt.input.attachments, inIt.event.data.reply_to]).toEqual([[], { message_id: null, actor: null, text: null, quote: null, attachments: [], unavailable: null }]);
+    expect([inIt.input.attachments, inIt.event.data.reply_to]).toEqual([[], { message_id: null, actor: null, text: null, quote: null, attachments: [], unavailable: null, chat: null }]);
     const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`telegram:${botId}:${asked.update_id}`]);
     expect(JSON.parse(row.metadata_json).attachments_unavailable).toBe("trip.mp4 of the replied message (Telegram getFile failed: Bad Request: file is too big)");
   });
@@ -663,7 +685,7 @@ describe("Telegram: webhook in, reply out", () => {
     const elsewhere = { origin: { type: "user", date: 1_700_000_000, sender_user: ourselves }, chat: { id: -1001017960, type: "supergroup", title: "Other" }, message_id: second };
     await post(update(chat, { text: "and that one?", external_reply: elsewhere, quote: { text: "their words", position: 0 } }));
     const [other] = await waitFor(() => contextFor("and that one?").length > 0 && contextFor("and that one?"), 15_000, "the external reply's run");
-    expect(other.event.data.reply_to).toEqual({ message_id: second, actor: { actor_type: "bot", actor_id: "123456", actor_name: "Test" }, text: null, quote: "their words", attachments: [], unavailable: null });
+    expect(other.event.data.reply_to).toEqual({ message_id: second, actor: { actor_type: "bot", actor_id: "123456", actor_name: "Test" }, text: null, quote: "their words", attachments: [], unavailable: null, chat: { chat_id: "-1001017960", chat_title: "Other" } });
 
     await post(update(chat, { text: "attach chart.png" }));
     const upload = await waitFor(() => fake.callsTo(/\/sendPhoto$/).find((c) => c.raw.includes(`name="chat_id"\r\n\r\n${chat}\r`) && c.reply), 15_000, "the photo");

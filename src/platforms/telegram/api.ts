@@ -162,5 +162,6 @@ export function telegramMessenger(
       if (!res.ok && res.failure.status === 400 && /message is not modified/i.test(res.failure.message)) return { ok: true, value: undefined };
       return res.ok ? { ok: true, value: undefined } : plainNext({ ok: false, failure: chatRefusal(res.failure, false) }, text, body);
     },
+    chatOf: (messageId) => postedIn.get(messageId),
   };
 }

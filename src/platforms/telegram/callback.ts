@@ -18,10 +18,14 @@ const ButtonSchema = z.looseObject({ text: z.string(), callback_data: z.string()
 const CallbackQuerySchema = z.looseObject({
   id: z.string().min(1),
   from: UserSchema,
-  /** The bot's message the button is on; absent for a message sent via the bot in inline mode (`inline_message_id`). */
+  /**
+   * The bot's message the button is on; absent for a message sent via the bot in inline mode (`inline_message_id`). One
+   * Telegram no longer gives (too old, deleted: an InaccessibleMessage) has `date` 0 and only its chat and id.
+   */
   message: z
     .looseObject({
       message_id: z.number(),
+      date: z.number().optional(),
       chat: z.looseObject({ id: z.number(), type: z.string(), title: z.string().optional() }),
       message_thread_id: z.number().optional(),
       is_topic_message: z.boolean().optional(),
@@ -70,7 +74,9 @@ export function normalizeCallbackQuery(updateId: number, payload: unknown): Norm
       callback_message_id: m.message_id,
       component: { custom_id: data, component_type: "callback_button", label: labelOf(m.reply_markup?.inline_keyboard, data), values: [] },
     },
-    replyTarget: { platform: "telegram", chatId: String(m.chat.id), messageThreadId: topic, replyToMessageId: m.message_id },
+    // A message Telegram no longer gives names no topic: the press is the chat's own (a forum's General), and its
+    // answer quotes nothing, as a reply to it would go to that message's topic, not where the press is recorded.
+    replyTarget: { platform: "telegram", chatId: String(m.chat.id), messageThreadId: topic, replyToMessageId: m.date === 0 ? null : m.message_id },
   };
 }
 

@@ -13,7 +13,12 @@ import { nonTextOf } from "./non-text";
 /** MessageOrigin: `user` (sender_user), `hidden_user` (a name only), `chat` (sender_chat), `channel` (chat). */
 const OriginSchema = z.looseObject({ sender_user: UserSchema.optional(), sender_chat: SenderChatSchema.optional(), chat: SenderChatSchema.optional() });
 
-const ExternalReplySchema = FileFieldsSchema.extend({ origin: OriginSchema, message_id: z.number().optional() });
+/** `chat` and `message_id` are given for a supergroup's or a channel's message only. */
+const ExternalReplySchema = FileFieldsSchema.extend({
+  origin: OriginSchema,
+  chat: z.looseObject({ id: z.number(), title: z.string().optional() }).optional(),
+  message_id: z.number().optional(),
+});
 
 const QuoteSchema = z.looseObject({ text: z.string() });
 
@@ -37,6 +42,8 @@ export function externalReplyOf(m: { external_reply?: unknown; quote?: unknown }
     quote: QuoteSchema.safeParse(m.quote).data?.text ?? null,
     attachments: [],
     unavailable: null,
+    // What tells the runner its id is another chat's (or, from another topic, this chat's).
+    chat: r.data.chat ? { chat_id: String(r.data.chat.id), chat_title: r.data.chat.title ?? null } : null,
   };
   // Its id numbers a message of another chat (or none): never one the bot received here (../replied.ts).
   const files = (other?.files ?? attached).map((file) => ({ ...file, repliedMessageId: String(r.data.message_id ?? ""), fetchAnew: true as const }));

@@ -11,7 +11,7 @@ import { platformTime } from "../../lib/json";
 import { withoutNulls } from "../payload";
 import { actorOf, chatActorOf, SenderChatSchema, UserSchema } from "./actor";
 import { withLinkTargets } from "./link-targets";
-import { repliedOf } from "./reply-context";
+import { repliedOf, repliesToTopicOpening } from "./reply-context";
 import { FileFieldsSchema, filesOf } from "./files";
 import { nonTextOf } from "./non-text";
 import { CALLBACK_QUERY, normalizeCallbackQuery } from "./callback";
@@ -33,7 +33,8 @@ const MessageSchema = FileFieldsSchema.extend({
   new_chat_members: z.array(UserSchema).optional(),
   /** A linked channel's post, copied by Telegram into the channel's discussion group. */
   is_automatic_forward: z.boolean().optional(),
-  reply_to_message: z.looseObject({ message_id: z.number() }).optional(),
+  /** In a forum topic, the topic's opening (`forum_topic_created`) when the user replied to nothing. */
+  reply_to_message: z.looseObject({ message_id: z.number(), forum_topic_created: z.unknown().optional() }).optional(),
   /** Shared by the items of an album, each sent as an update of its own. */
   media_group_id: z.string().optional(),
 });
@@ -58,7 +59,8 @@ function base(update: { update_id: number }, kind: string, m: TelegramMessage) {
       chat_type: m.chat.type,
       chat_title: m.chat.title ?? null,
       message_id: m.message_id,
-      reply_to_message_id: m.reply_to_message?.message_id ?? null,
+      // Not the topic's opening, which Telegram names as every topic message's: a runner would read it as a reply.
+      reply_to_message_id: m.reply_to_message && !repliesToTopicOpening(m) ? m.reply_to_message.message_id : null,
       ...(m.media_group_id ? { media_group_id: m.media_group_id } : {}),
     },
     sourceEventType: kind,

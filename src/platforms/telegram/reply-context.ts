@@ -21,19 +21,33 @@ const RepliedSchema = FileFieldsSchema.extend({
   caption_entities: z.array(z.unknown()).optional(),
   /** Set once it was edited: its photo or file may have been replaced since the bot stored it. */
   edit_date: z.number().optional(),
-  /** The service message that opened a forum topic: every message of the topic "replies" to it. */
-  forum_topic_created: z.unknown().optional(),
 });
 
 const QuoteSchema = z.looseObject({ text: z.string() });
 
+/** A message's reply and its place, as far as telling a forum topic's opening needs. */
+interface InTopic {
+  reply_to_message?: { message_id: number; forum_topic_created?: unknown };
+  message_thread_id?: number;
+  is_topic_message?: boolean;
+}
+
 /**
- * The message `m` replies to and its files, or null: none, or only the root of its forum topic (no reply the user
- * chose). One of another chat or topic is named by `external_reply` (./external-reply.ts).
+ * Whether the message `m` replies to is only the opening of its forum topic, which Telegram names as every topic
+ * message's (no reply the user chose): the service message that created the topic, whose id is the topic's.
  */
-export function repliedOf(m: { reply_to_message?: unknown; external_reply?: unknown; quote?: unknown }): { context: ReplyContext; files: PlatformFile[] } | null {
+export function repliesToTopicOpening(m: InTopic): boolean {
+  const r = m.reply_to_message;
+  return r !== undefined && (r.forum_topic_created !== undefined || (m.is_topic_message === true && r.message_id === m.message_thread_id));
+}
+
+/**
+ * The message `m` replies to and its files, or null: none, or only the opening of its forum topic. One of another
+ * chat or topic is named by `external_reply` (./external-reply.ts).
+ */
+export function repliedOf(m: InTopic & { external_reply?: unknown; quote?: unknown }): { context: ReplyContext; files: PlatformFile[] } | null {
   const r = RepliedSchema.safeParse(m.reply_to_message);
-  if (!r.success || r.data.forum_topic_created !== undefined) return externalReplyOf(m);
+  if (!r.success || repliesToTopicOpening(m)) return externalReplyOf(m);
   const replied = r.data;
   const sender = replied.sender_chat ? chatActorOf(replied.sender_chat) : actorOf(replied.from);
   const words = replied.text !== undefined ? withLinkTargets(replied.text, replied.entities) : replied.caption !== undefined ? withLinkTargets(replied.caption, replied.caption_entities) : null;
