@@ -43,8 +43,10 @@ export const REPLIED_MESSAGE_KEY = "reply_to_message_id";
 export interface RecordedReply {
   messageId: string;
   actor: ReplyContext["actor"];
-  /** Its words as its own run had them. */
+  /** Its words as its own run had them, or its newest when it was edited since. */
   text: string | null;
+  /** Edited since it was received: `text` is the edit's, and `data.raw_text` (the words as first sent) no longer says it. */
+  edited: boolean;
   /** Its `data` as recorded. */
   data: Record<string, unknown>;
 }

@@ -38,9 +38,13 @@ export async function storedReply(db: Db, bot: Bot, event: NormalizedEvent, mess
   if (metadata.attachments_unavailable) return UNKNOWN;
   const files = ownFiles(row, key, Date.now());
   if (files === null) return UNKNOWN;
+  // Edited since: its newest words, which only its transcript item holds whole (none: read anew, as one never received).
+  const edited = metadata.edited !== undefined;
+  if (edited && row.editedWords === null) return UNKNOWN;
   const input = parseJson<{ text?: unknown }>(row.inputJson, {});
+  const text = row.editedWords ? row.editedWords[0] : typeof input.text === "string" ? input.text : null;
   const actor = row.actorType === null || row.actorId === null ? null : { actor_type: row.actorType, actor_id: row.actorId, actor_name: row.actorName };
-  const recorded = { eventId: row.eventId, messageId, actor, text: typeof input.text === "string" ? input.text : null, data: parseJson<Record<string, unknown>>(row.dataJson, {}) };
+  const recorded = { eventId: row.eventId, messageId, actor, text, edited, data: parseJson<Record<string, unknown>>(row.dataJson, {}) };
   return { state: "stored", recorded, files: files.map((f) => fileOf(f, messageId)) };
 }
 

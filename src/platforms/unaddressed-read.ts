@@ -73,7 +73,8 @@ export async function readIfLeftUnread(db: Db, adapter: PlatformAdapter, bot: Bo
   if (read.text === notRead.event(reply, RECALLED).text) return null;
   const { eventId, ...rest } = recorded;
   const now = { ...rest, text: read.text === null ? null : storableText(read.text), data: read.data };
-  if (recorded.text !== null && now.text !== null && !notRead.wasLeft(now)) {
+  // An edited record's words are its item's, not its row's: the write's guard (`was`) would hold for one only.
+  if (recorded.text !== null && now.text !== null && !recorded.edited && !notRead.wasLeft(now)) {
     // The data the read set anew (readContent keeps what it did not read as it was given).
     const data = Object.fromEntries(Object.entries(now.data).filter(([key, value]) => recorded.data[key] !== value));
     // Best effort: a record not written is read again by the next reply, which is all it costs.

@@ -1,6 +1,6 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, getTableName, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { artifact, eventLog } from "../db/schema";
+import { artifact, eventLog, transcript } from "../db/schema";
 import { revisedMessageRow, type TranscriptRevision } from "./transcript-revision";
 
 /** An artifact row its message's recorded input names, as far as re-using it needs. */
@@ -25,6 +25,11 @@ export interface RecordedMessageRow {
   dataJson: string;
   metadataJson: string;
   files: RecordedFile[];
+  /**
+   * Edited since (`metadata.edited`): its newest words, as its transcript item keeps them (the row keeps the message as
+   * received, its mark only a head of them), `[words]` or `[null]`; null when not edited, or with no item to hold them.
+   */
+  editedWords: [string | null] | null;
 }
 
 /**
@@ -45,6 +50,11 @@ export async function recordedMessage(db: Db, q: MessageQuery): Promise<Recorded
     'name', ${artifact.name}, 'conversationKey', ${artifact.conversationKey}, 'expiresAt', ${artifact.expiresAt}, 'source', ${artifact.source},
     'eventId', json_extract(${artifact.metadataJson}, '$.event_id'))`;
   const files = sql<string>`(SELECT json_group_array(${file}) FROM json_each(${eventLog.inputJson}, '$.attachments') AS att JOIN ${artifact} ON ${artifact.artifactId} = json_extract(att.value, '$.artifact_id'))`;
+  // By the index transcript_event, and only for a message edited since. Named in full: a column of a select's own
+  // table is written unqualified, which inside the subquery would name the item's own `event_id`.
+  const rowEventId = sql`${sql.identifier(getTableName(eventLog))}.${sql.identifier(eventLog.eventId.name)}`;
+  const editedWords = sql<string | null>`CASE WHEN json_type(${eventLog.metadataJson}, '$.edited') IS NOT NULL THEN
+    (SELECT json_array(${transcript.content}) FROM ${transcript} WHERE ${transcript.eventId} = ${rowEventId} AND ${transcript.role} = 'user' LIMIT 1) END`;
   const row = await db
     .select({
       eventId: eventLog.eventId,
@@ -55,6 +65,7 @@ export async function recordedMessage(db: Db, q: MessageQuery): Promise<Recorded
       dataJson: eventLog.dataJson,
       metadataJson: eventLog.metadataJson,
       files,
+      editedWords,
     })
     .from(eventLog)
     .where(and(revisedMessageRow(q), eq(eventLog.conversationKey, q.conversationKey), notACopy))
@@ -62,5 +73,5 @@ export async function recordedMessage(db: Db, q: MessageQuery): Promise<Recorded
     .limit(1)
     .get();
   if (!row) return undefined;
-  return { ...row, files: JSON.parse(row.files ?? "[]") as RecordedFile[] };
+  return { ...row, files: JSON.parse(row.files ?? "[]") as RecordedFile[], editedWords: row.editedWords === null ? null : (JSON.parse(row.editedWords) as [string | null]) };
 }

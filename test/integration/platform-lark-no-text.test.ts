@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { putAgent } from "../support/scripted-runner";
+import { larkContent } from "../../src/platforms/lark/content";
 
 const APP_ID = "cli_no_text_0001";
 /** Another app, without the contact permission: its users are shown by number. */
@@ -58,16 +59,22 @@ const forwards = new Map<string, unknown[]>([
   ["om_fwd_plain", [forwardItself("om_fwd_plain"), item("om_p1", "om_fwd_plain", "ou_ada", "text", text("hi")), item("om_p2", "om_fwd_plain", "ou_bob", "text", text("hello")), item("om_p3", "om_fwd_plain", "ou_ada", "text", text("bye"))]],
   ...["om_fwd_group", "om_fwd_dm", "om_fwd_prefixed", "om_fwd_replied", "om_fwd_unseen", "om_fwd_threaded", "om_fwd_granted"].map((id): [string, unknown[]] => [id, [forwardItself(id), item(`${id}_1`, id, "ou_ada", "text", text("lunch?")), item(`${id}_2`, id, "ou_bob", "text", text("noon"))]]),
 ]);
+/** An answer of the bot's whose characters its card escapes: `_`, `&`, `<>`, an unpaired `*`, a colon before a letter, an indent. */
+const OWN_ANSWER = "**Notes**: use snake_case & <T>, 2*3 is 6, see:docs\n- top\n  - nested";
 /** Cards as their senders sent them (the bot's own as src/platforms/lark/content.ts sends an answer), given whole only when asked so. */
 const cards: [string, string, string][] = [
   ["om_k2", APP_ID, JSON.stringify({ schema: "2.0", config: { update_multi: true }, body: { elements: [{ tag: "markdown", content: "**Plan**\n- ship on Friday" }] } })],
   ["om_k3", APP_ID, JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "div", text: { tag: "plain_text", content: "Anything else?" } }] })],
   ["om_k4", "cli_other_app", JSON.stringify({ header: { title: { tag: "plain_text", content: "Deploy finished" } }, elements: [{ tag: "div", fields: [{ is_short: true, text: { tag: "lark_md", content: "**env** prod" } }] }, { tag: "action", actions: [{ tag: "button", text: { tag: "plain_text", content: "Roll back" } }] }] })],
   ["om_k5", "cli_other_app", JSON.stringify({ elements: [{ tag: "img", img_key: "img_card", alt: { tag: "plain_text", content: "" } }] })],
+  // A streamed answer's card exactly as the host sends it: what Lark's Markdown would act on is sent as entities.
+  ["om_k6", APP_ID, larkContent(OWN_ANSWER, { editable: true, format: "markdown", asIs: false }).content],
 ];
 /** What Lark gives of a card read without card_msg_content_type=user_card_content: a cut-down one, saying nothing of it. */
 const cutDown = JSON.stringify({ title: null, elements: [[{ tag: "text", text: "请升级至最新版本客户端，以查看内容" }]] });
 const cardForward = (whole: boolean) => [forwardItself("om_fwd_cards"), item("om_k1", "om_fwd_cards", "ou_ada", "text", text("summarise the plan")), ...cards.map(([id, sender, card]) => item(id, "om_fwd_cards", sender, "interactive", whole ? card : cutDown))];
+/** Not a forward: another app's card (om_k4's), replied to ("@Bot why?"), given whole only when asked so. */
+const cardAlone = (whole: boolean) => [{ ...item("om_card_alone", "", "cli_other_app", "interactive", whole ? cards[2][2] : cutDown), upper_message_id: undefined }];
 /** Forwards Lark gives as recalled (each deleted since its event; om_fwd_gone refused at first). */
 const recalled = new Set(["om_fwd_gone", "om_fwd_gone_unseen"]);
 const names: Record<string, string> = { ou_ada: "Ada", ou_bob: "Bob", ou_cy: "Cy" };
@@ -96,6 +103,7 @@ async function larkApi(call: PlatformCall): Promise<FakeReply> {
   if (call.method === "GET" && got?.[1] === "om_fwd_granted" && reads("om_fwd_granted").length === 1) return { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
   if (call.method === "GET" && got?.[1] === "om_fwd_gone" && reads("om_fwd_gone").length === 1) return { status: 400, json: { code: 230027, msg: "Lack of necessary permissions" } };
   if (call.method === "GET" && got && recalled.has(got[1])) return { json: { code: 0, msg: "success", data: { items: [{ ...forwardItself(got[1]), deleted: true, body: { content: "This message was recalled" } }] } } };
+  if (call.method === "GET" && got?.[1] === "om_card_alone") return { json: { code: 0, msg: "success", data: { items: cardAlone(call.query.get("card_msg_content_type") === "user_card_content") } } };
   if (call.method === "GET" && got?.[1] === "om_fwd_cards") return { json: { code: 0, msg: "success", data: { items: cardForward(call.query.get("card_msg_content_type") === "user_card_content") } } };
   if (call.method === "GET" && got && forwards.has(got[1])) return { json: { code: 0, msg: "success", data: { items: forwards.get(got[1]) } } };
   return { status: 404, json: { code: 404, msg: "not found" } };
@@ -324,9 +332,24 @@ describe("Lark: messages without words", () => {
     await post(received("oc_fwd_cards", "merge_forward", "Merged and Forwarded Message", "om_fwd_cards"));
     const ctx = await runIn("oc_fwd_cards");
     expect(ctx.input.text).toBe(
-      ["Forwarded messages (5):", "Ada: summarise the plan", "This bot: **Plan**\n  - ship on Friday", "This bot: Anything else?", "An app: Deploy finished\n  **env** prod", "An app: [interactive]"].join("\n"),
+      [
+        "Forwarded messages (6):",
+        "Ada: summarise the plan",
+        "This bot: **Plan**\n  - ship on Friday",
+        "This bot: Anything else?",
+        "An app: Deploy finished\n  **env** prod",
+        "An app: [interactive]",
+        // As the bot said it, not as its card escaped it (`snake&#95;case`), its bullets as the card shows them.
+        "This bot: **Notes**: use snake_case & <T>, 2*3 is 6, see:docs\n  • top\n    ◦ nested",
+      ].join("\n"),
     );
     expect(reads("om_fwd_cards").map((c) => c.query.get("card_msg_content_type"))).toEqual(["user_card_content"]);
+  });
+
+  it("reads a card replied to (another app's) as its words in reply_to.text, as in a forward, its sender the app", async () => {
+    await post(received("oc_card_replied", "text", text("why did it roll out?"), "om_card_ask", "om_card_alone"));
+    const asked = await runIn("oc_card_replied");
+    expect(asked.event.data.reply_to).toEqual({ message_id: "om_card_alone", actor: { actor_type: "bot", actor_id: "cli_other_app", actor_name: null }, text: "Deploy finished\n**env** prod", quote: null, attachments: [], unavailable: null });
   });
 
   it("reads a forward recorded unread again for a reply to it in at most 1 s, as a replied message never recorded is: the reply's own file keeps the rest of Lark's 3 s", async () => {

@@ -574,6 +574,19 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
     expect(ctx.input.attachments).toEqual(ctx.event.data.reply_to.attachments);
   });
 
+  it("takes a recorded parent edited since with its newest words, as history keeps them, not its first ones", async () => {
+    const parent = message("C-THREAD-EDIT", "<@UBOT> ship on friday?");
+    await post(callback(parent));
+    await runOf("ship on friday?", "C-THREAD-EDIT");
+    const editTs = `${++messageTs}.000300`;
+    await post(callback({ type: "message", subtype: "message_changed", channel: "C-THREAD-EDIT", hidden: true, ts: editTs, message: { type: "message", user: "U42", text: "<@UBOT> ship on monday? cc <@U77>", ts: parent.ts, edited: { user: "U42", ts: editTs } } }));
+    await waitFor(async () => (await host.query("SELECT 1 FROM transcript WHERE content = 'ship on monday? cc @U77'")).length > 0, 15_000, "the edit recorded");
+    await post(callback(message("C-THREAD-EDIT", "<@UBOT> which day again?", { thread_ts: parent.ts, parent_user_id: "U42" })));
+    const ctx = await runOf("which day again?", "C-THREAD-EDIT");
+    expect(ctx.event.data.reply_to).toEqual({ message_id: parent.ts, actor: { actor_type: "user", actor_id: "U42", actor_name: null }, text: "ship on monday? cc @U77", quote: null, attachments: [], unavailable: null });
+    expect(repliesCalls(parent.ts)).toEqual([]);
+  });
+
   it("reads a parent once for a burst of replies in its thread: a later reply takes it as the earlier one read it (Slack allows an app outside its Marketplace one read a minute)", async () => {
     const parentTs = "1799990002.000100";
     threadParents.set(parentTs, { type: "message", user: "U77", text: "release notes are up", ts: parentTs, thread_ts: parentTs });

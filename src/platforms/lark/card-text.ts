@@ -3,7 +3,8 @@
  * (./get-message.ts): the card JSON as its sender sent it, 1.0 (`elements`) or 2.0 (`body.elements`), as ./content.ts
  * sends the bot's own answers. Only what it says in words: its title and its `markdown`, `plain_text` and `div`
  * elements (a div's text and fields), in order; a button, an image, a column set and the like say nothing here. Without
- * that parameter Lark gives a cut-down card (for a 2.0 one, a notice to upgrade the client), read as nothing.
+ * that parameter Lark gives a cut-down card (for a 2.0 one, a notice to upgrade the client), read as nothing. Markdown
+ * reads as written, its escapes undone (`unescaped`).
  */
 import * as z from "zod";
 
@@ -23,6 +24,22 @@ const CardSchema = z.looseObject({
   body: z.looseObject({ elements: z.array(z.unknown()) }).optional(),
 });
 
+/**
+ * Markdown as Lark shows it: a character reference (`&#42;`, `&#x2A;`, `&nbsp;`, `&amp;`...) reads as its character, as
+ * the host escapes what Lark's Markdown would act on in its own answers (./markdown.ts: `snake&#95;case`, an indent
+ * of `&nbsp;`). Any other `&` stays as written.
+ */
+const NAMED: Record<string, string> = { nbsp: " ", amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
+const unescaped = (md: string) =>
+  md.replace(/&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|(nbsp|amp|lt|gt|quot|apos));/g, (ref, dec?: string, hex?: string, name?: string) => {
+    const code = dec !== undefined ? Number(dec) : hex !== undefined ? parseInt(hex, 16) : -1;
+    if (name !== undefined) return NAMED[name];
+    return code > 0 && code <= 0x10ffff && (code < 0xd800 || code > 0xdfff) ? String.fromCodePoint(code) : ref;
+  });
+
+/** A text object's words: `lark_md` as Markdown is shown, `plain_text` as it is. */
+const wordsOf = (t: z.infer<typeof TextSchema> | undefined) => (t === undefined ? "" : t.tag === "lark_md" ? unescaped(t.content) : t.content);
+
 /** What the card says, one element a line; null when it says nothing in words (or is no card JSON at all). */
 export function cardText(raw: string): string | null {
   let given: unknown;
@@ -33,12 +50,12 @@ export function cardText(raw: string): string | null {
   }
   const card = CardSchema.safeParse(given).data;
   if (!card) return null;
-  const lines = [card.header?.title?.content ?? card.title ?? ""];
+  const lines = [card.header?.title ? wordsOf(card.header.title) : (card.title ?? "")];
   for (const item of (card.body?.elements ?? card.elements ?? []).slice(0, MAX_ELEMENTS)) {
     const el = ElementSchema.safeParse(item).data;
     if (!el) continue;
-    if (el.tag === "div") lines.push(el.text?.content ?? "", ...(el.fields ?? []).map((f) => f.text?.content ?? ""));
-    else lines.push(el.content);
+    if (el.tag === "div") lines.push(wordsOf(el.text), ...(el.fields ?? []).map((f) => wordsOf(f.text)));
+    else lines.push(el.tag === "plain_text" ? el.content : unescaped(el.content));
   }
   const text = lines.filter((l) => l.trim() !== "").join("\n");
   return text || null;

@@ -8,6 +8,7 @@ import { HostError } from "../../lib/errors";
 import type { RecordedReply, ReplyContext } from "../reply-context";
 import type { Bot, PlatformFile } from "../types";
 import type { LarkCredentials } from "./api";
+import { cardText } from "./card-text";
 import { forwardTranscript } from "./forwarded";
 import { getLarkMessage, type LarkMessage } from "./get-message";
 import { contentOf, withMentionNames } from "./normalize";
@@ -31,7 +32,8 @@ export async function readLarkReplied(bot: Bot<LarkCredentials>, messageId: stri
 
 function replyOf(m: LarkMessage): { context: ReplyContext; files: PlatformFile[] } {
   if (m.deleted) throw new HostError(400, "attachment_unavailable", "it was recalled");
-  const content = contentOf(m.msg_type, m.body?.content ?? "", m.mentions);
+  // A card (another app's, a notice of this bot's) reads as its words, as in a forward (./card-text.ts).
+  const content = m.msg_type === "interactive" ? { text: cardText(m.body?.content ?? ""), files: [] } : contentOf(m.msg_type, m.body?.content ?? "", m.mentions);
   const text = m.msg_type === "text" ? withMentionNames(content.text, m.mentions) : content.text;
   // An app's message names the app (`sender_type: app`): a bot, as a Telegram bot's message reads.
   const actor = m.sender?.id ? { actor_type: m.sender.sender_type === "app" ? "bot" : (m.sender.sender_type ?? "user"), actor_id: m.sender.id, actor_name: null } : null;
@@ -48,7 +50,7 @@ const MentionsSchema = z.array(z.looseObject({ key: z.string(), name: z.string()
  * as sent (its `raw_text`, the bot's own mention kept) with each mention by name; any other's as its run had them.
  */
 export function recordedLarkReplied(m: RecordedReply): ReplyContext {
-  const raw = m.data.message_type === "text" && typeof m.data.raw_text === "string" ? m.data.raw_text : null;
+  const raw = m.data.message_type === "text" && typeof m.data.raw_text === "string" && !m.edited ? m.data.raw_text : null;
   const text = raw === null ? m.text : withMentionNames(raw, MentionsSchema.safeParse(m.data.mentions).data ?? []);
   return { message_id: m.messageId, actor: m.actor, text, quote: null, attachments: [], unavailable: null };
 }

@@ -63,8 +63,11 @@ function scopeNeeded(error: string, event: NormalizedEvent): string {
 /** Its words as a received message's read, every mention kept (the bot's own too: it is what was asked of it then). */
 const wordsOf = (raw: string | null): string | null => (raw === null ? null : readableSlackText(raw, []));
 
-/** The parent as the host recorded it when the bot received it, read as readSlackThreadParent reads it: its words as sent. */
+/**
+ * The parent as the host recorded it when the bot received it, read as readSlackThreadParent reads it: its words as
+ * sent; edited since, its newest as history keeps them (an edit keeps no markup: the bot's own leading mention left out).
+ */
 export function recordedSlackThreadParent(m: RecordedReply): ReplyContext {
-  const raw = typeof m.data.raw_text === "string" ? m.data.raw_text : null;
+  const raw = typeof m.data.raw_text === "string" && !m.edited ? m.data.raw_text : null;
   return { message_id: m.messageId, actor: m.actor, text: raw === null ? m.text : wordsOf(raw), quote: null, attachments: [], unavailable: null };
 }
