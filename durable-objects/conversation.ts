@@ -7,7 +7,7 @@ import { handleHostApiCall, parseHostApiBody, refuseBody, refuseCallsInFlight, t
 import { authorizeUpload, changeUploadBudget, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
 import { executeRun } from "../src/run/execute";
 import { RunClaims } from "../src/run/claim";
-import { CANCELLED_UNHANDED, endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost } from "../src/run/host-end";
+import { endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost } from "../src/run/host-end";
 import { endLostRun, type UnrecordedRun } from "../src/run/lost-run";
 import { arrivalStrategy, strategyOf, type RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
@@ -17,7 +17,7 @@ import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { runsStore, type LedgerEntry } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
 import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
-import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, rejectionOf, steeringTarget, waitingRun, willSteer, withoutLost, endedAtOnce, decidedWithoutRun, type CancelOutcome, type DispatchResult, type EventDecision, type StoredRun } from "./scheduling";
+import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, rejectionOf, steeringTarget, waitingRun, willSteer, withoutLost, decidedWithoutRun, type CancelOutcome, type DispatchResult, type EventDecision, type StoredRun } from "./scheduling";
 import { slideDebounce } from "./debounce";
 import { interrupt, type InterruptDeps } from "./interrupts";
 import { ChangeSignal } from "./change-signal";
@@ -35,6 +35,7 @@ import { abortActive } from "./active-runs";
 import { decidedAlready } from "./redelivery";
 import { endNeverHandedOver } from "./never-handed-over";
 import { claimUnlessRecalled } from "./recalled-at-start";
+import { cancelNotActive, type CancelDeps } from "./cancel-not-active";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
  * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
@@ -200,22 +201,15 @@ export class ConversationDO extends DurableObject<Env> {
   async cancel(runId: string, because?: string): Promise<CancelOutcome> {
     await this.decisions.settled(runId);
     const abort = () => abortActive(this.active, this.finishing, runId, because);
-    return abort() ?? (await this.decisions.inTurn(() => this.cancelNotActive(runId, because))) ?? abort() ?? { cancelled: false };
+    return abort() ?? (await this.decisions.inTurn(() => cancelNotActive(this.cancelDeps(), runId, because))) ?? abort() ?? { cancelled: false };
   }
   /** A chat message recalled or edited while it may wait here (waiting-revisions.ts): in turn with the decisions, after its own run's. */
   async revise(change: MessageRevision): Promise<RevisionOutcome> {
     return this.decisions.settled(change.runId).then(() => this.decisions.inTurn(() => reviseWaiting({ ...this.revisionDeps, db: dbOf(this.env) }, change)));
   }
 
-  private async cancelNotActive(runId: string, because?: string): Promise<CancelOutcome | null> {
-    const entry = await this.runs.find(runId);
-    if (this.active.has(runId)) return null; // nothing awaits from here to cancelQueued's mark
-    if (!entry) return endedAtOnce(!(await this.steering.completeClaim(dbOf(this.env), runId)) && (await this.unhanded.end(dbOf(this.env), runId, CANCELLED_UNHANDED))); // an unanswered claim of its event is completed (run discarded), as the sweep does
-    // Stored as running, not executed here: lost with an earlier instance, it ends as lost. (Null: the scheduler started it meanwhile.)
-    if (entry[1].state === "running") return this.finishLost(entry[0], entry[1].job).then(() => ({ cancelled: false }));
-    // Another cancel may have ended it meanwhile: only one answers that it cancelled.
-    return endedAtOnce(await this.cancelQueued(entry[0], entry[1].job, `run cancelled before it started${because ? `: ${because}` : ""}`));
-  }
+  /** What an operator's cancel of a run not executed here reaches (cancel-not-active.ts). */
+  private readonly cancelDeps = (): CancelDeps => ({ db: dbOf(this.env), runs: this.runs, active: this.isActive, steering: this.steering, unhanded: this.unhanded, finishLost: this.finishLost, cancelQueued: (key, job, why) => this.cancelQueued(key, job, why) });
 
   /** The cron's sweep: of these runs ingress recorded long ago, those never handed over here end as failed (never-handed-over.ts). Answers how many it ended. */
   endNeverHandedOver(runIds: string[]): Promise<number> {
@@ -316,6 +310,7 @@ export class ConversationDO extends DurableObject<Env> {
       // Its message recalled, that recall's work here not done: done now (recalled-at-start.ts).
       const start = await claimUnlessRecalled({ ...this.revisionDeps, db, take: (j, unlessRecalled) => this.claims.take(db, j, unlessRecalled), inTurn: (work) => this.decisions.inTurn(work), stopped: () => abort.signal.aborted }, key, job);
       if (start === "cancelled") return void (status = "cancelled");
+      if (start === "later") return void (recorded = false); // that recall's work not written: it waits, queued, and starts again (below)
       const { claimed } = start;
       job = start.job;
       if (claimed) this.live.track(job.runId);

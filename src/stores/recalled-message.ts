@@ -3,9 +3,12 @@ import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { eventLog, run } from "../db/schema";
 
-/** Whether the message of this event (its EventLog row) was recalled: marked by the recall's batch (event-revision.ts). */
+/**
+ * Whether the message of this event (its EventLog row) was recalled: marked by the recall's batch (event-revision.ts).
+ * Only a chat message's row (named by its platform id) bears the host's mark; an API event's metadata is its caller's.
+ */
 const recalled = (eventId: Placeholder): SQL =>
-  sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND json_type(${eventLog.metadataJson}, '$.recalled') IS NOT NULL)`;
+  sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.messageRef} IS NOT NULL AND json_type(${eventLog.metadataJson}, '$.recalled') IS NOT NULL)`;
 
 /** Its negation, for a run's start (runs.ts markRunning): a null id is no message, never recalled. */
 export const notRecalled = (eventId: Placeholder): SQL => sql`NOT ${recalled(eventId)}`;

@@ -129,4 +129,11 @@ describe("ingress probes", () => {
     expect(one.body.data).toEqual({ a: [1, "2", { b: null }] });
     expect(one.body.metadata).toMatchObject({ m: "v" });
   });
+
+  it("an API event whose metadata has its caller's own `recalled` key is answered: only a chat message's recall mark withdraws one", async () => {
+    const res = await host.postEvent(messageEvent("r16-recalled-key", "still here", { metadata: { recalled: { event_id: "mine", recalled_at: "2024-01-01T00:00:00Z" } } }));
+    expect(res.status).toBe(202);
+    const run = await host.waitForRun(res.body.run_id!);
+    expect({ status: run.status, answer: run.message?.content }).toEqual({ status: "completed", answer: expect.stringContaining('"text":"still here"') });
+  });
 });

@@ -275,6 +275,23 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     expect(postsTo(burst)).toEqual(["re: second+third"]);
   }, 40_000);
 
+  it("a deletion a run's start finds, its cancel's write refused once: the run is started again after a pause and ends cancelled, with no failure notice", async () => {
+    const channel = "CBUSY20";
+    await agentFor(channel, "plain", "enqueue");
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    const second = await say(channel, "second");
+    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
+    await deliver(deletion(channel, second), undefined, 500);
+    // The start's cancel (its error message among the write's arguments) is refused the first time.
+    host.databaseOutage({ queries: 1, matching: "its message was recalled before it was answered" });
+    setup.gate(channel).resolve();
+    await quiet(channel, 1);
+    expect(runsOf.get(channel)).toEqual(["hold first"]);
+    expect(await runOfEvent(eventIdOf(channel, second))).toEqual({ status: "cancelled", error_code: "cancelled", error_message: "its message was recalled before it was answered" });
+    expect(postsTo(channel)).toEqual(["re: hold first"]);
+  }, 40_000);
+
   it("enqueue: a message deleted while its run waits its turn never runs (its run ends cancelled); one already running is answered", async () => {
     const channel = "CBUSY2";
     await agentFor(channel, "plain", "enqueue");

@@ -1,0 +1,31 @@
+import type { Db } from "../src/db/client";
+import { CANCELLED_UNHANDED } from "../src/run/host-end";
+import type { RunJob } from "../src/run/job";
+import type { RunTableStore } from "./run-table";
+import { endedAtOnce, type CancelOutcome } from "./scheduling";
+import type { SteeringQueue } from "./steering-queue";
+import type { UnhandedRuns } from "./unhanded-runs";
+
+export interface CancelDeps {
+  db: Db;
+  runs: RunTableStore;
+  /** Runs this instance executes. */
+  active: (runId: string) => boolean;
+  steering: SteeringQueue;
+  unhanded: UnhandedRuns;
+  /** A run stored as running that no instance executes now, ended as lost. */
+  finishLost: (key: string, job: RunJob) => Promise<void>;
+  /** A queued run ended `cancelled` for `reason`; whether this call ended it. */
+  cancelQueued: (key: string, job: RunJob, reason: string) => Promise<boolean>;
+}
+
+/** An operator's cancel of a run this instance does not execute, in turn with the decisions; null when it is active (started meanwhile). */
+export async function cancelNotActive(deps: CancelDeps, runId: string, because?: string): Promise<CancelOutcome | null> {
+  const entry = await deps.runs.find(runId);
+  if (deps.active(runId)) return null; // nothing awaits from here to cancelQueued's mark
+  if (!entry) return endedAtOnce(!(await deps.steering.completeClaim(deps.db, runId)) && (await deps.unhanded.end(deps.db, runId, CANCELLED_UNHANDED))); // an unanswered claim of its event is completed (run discarded), as the sweep does
+  // Stored as running, not executed here: lost with an earlier instance, it ends as lost. (Null: the scheduler started it meanwhile.)
+  if (entry[1].state === "running") return deps.finishLost(entry[0], entry[1].job).then(() => ({ cancelled: false }));
+  // Another cancel may have ended it meanwhile: only one answers that it cancelled.
+  return endedAtOnce(await deps.cancelQueued(entry[0], entry[1].job, `run cancelled before it started${because ? `: ${because}` : ""}`));
+}
