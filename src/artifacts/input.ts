@@ -38,7 +38,12 @@ export type InputAttachmentSource =
    * `namedAt`: where the event named it, when not in its attachments (an element of `input.contents`).
    * `repliedMessageId`: a file of the message a chat reply answers, as stored when that message was received.
    */
-  | { kind: "artifact"; artifactId: string; namedAt?: string; repliedMessageId?: string };
+  | { kind: "artifact"; artifactId: string; namedAt?: string; repliedMessageId?: string }
+  /**
+   * Stored by this attempt already, its row not yet written (a chat reply's own files, fetched while the message it
+   * replies to was read: src/platforms/own-files-alongside.ts): the row joins the batch, the blob is this attempt's.
+   */
+  | { kind: "stored"; row: ArtifactRow };
 
 export interface InputArtifactOwner {
   eventId: string;
@@ -93,6 +98,12 @@ export async function storeInputAttachments(
         if (ref) refs.push(ref);
         continue;
       }
+      if (source.kind === "stored") {
+        written.push(source.row.r2Key);
+        rows.push(source.row);
+        refs.push(toArtifactRef(source.row));
+        continue;
+      }
       const row = await storeOne(deps, owner, source, index, now, written).catch((err: unknown) => {
         if (!optional || !(err instanceof HostError) || err.status >= 500) throw err;
         unavailable.push(source.name ? `${source.name} (${err.message})` : err.message);
@@ -134,7 +145,7 @@ async function reusedArtifacts(db: Db, owner: InputArtifactOwner, sources: Input
 async function storeOne(
   deps: Deps,
   owner: InputArtifactOwner,
-  source: Exclude<InputAttachmentSource, { kind: "artifact" }>,
+  source: Extract<InputAttachmentSource, { kind: "bytes" | "url" }>,
   index: number,
   now: number,
   written: string[],

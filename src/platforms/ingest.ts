@@ -7,9 +7,7 @@
  */
 import { dbOf } from "../db/connect";
 import type { Env } from "../env";
-import type { InputAttachmentSource } from "../artifacts/input";
 import { acceptEvent, type CanonicalEvent } from "../ingress/accept";
-import { HostError } from "../lib/errors";
 import { eventLogStore } from "../stores/event-log";
 import { noteUnboundEvent } from "../stores/bot-notes";
 import { unboundReason } from "../stores/unbound-reason";
@@ -22,13 +20,13 @@ import { messageRefOf } from "./message-ref";
 import { inItsConversation } from "./moved-chats";
 import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
-import { scrubSecrets } from "./redact";
 import { rawRefOf, storeRaw } from "./raw-payload";
 import { leftUnread } from "./unaddressed-read";
 import { withRepliedMessage, withStoredRepliedFiles } from "./replied";
 import { withOwnAnswerReplied } from "./delivered-reply";
-import { REPLIED_MESSAGE_KEY } from "./reply-context";
-import type { Bot, NormalizedEvent, PlatformAdapter, PlatformFile, Recorded } from "./types";
+import { fileSources } from "./file-sources";
+import { discardOwnFiles, ownFilesAlongside, readWithOwnFiles, type OwnFiles } from "./own-files-alongside";
+import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
 /** Time kept back from a platform's acknowledgement deadline for recording the event and answering. */
 const ACK_MARGIN_MS = 1_000;
@@ -81,8 +79,10 @@ async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
 async function recordOne(deps: IngestDeps, given: NormalizedEvent, rawRef: string): Promise<Recorded> {
   const { env, bot } = deps;
   const eventId = dedupeId(bot, given.key);
-  // A paused bot calls no API: its event is recorded as it came.
-  const { event, unavailable } = bot.enabled ? await withNamedMessages(deps, given, eventId) : { event: given, unavailable: null };
+  // A paused bot calls no API: its event is recorded as it came. A reply's own files are fetched while what it
+  // replies to is read (./own-files-alongside.ts).
+  const alongside = { env, adapter: deps.adapter, bot, timeLeft: () => timeLeft(deps), deadlineAt: ackDeadlineAt(deps) };
+  const [{ event, unavailable }, own] = bot.enabled ? await readWithOwnFiles(env, withNamedMessages(deps, given, eventId), ownFilesAlongside(alongside, given, eventId)) : [{ event: given, unavailable: null }, null];
   if (event.eventType === null || event.conversationId === null) {
     await recordOnly(env, bot, event, { eventId, rawRef, eventType: UNHANDLED_EVENT_TYPE, disposition: "unhandled", metadata: { source_event_type: event.sourceEventType } });
     return { event, disposition: "unhandled", runId: null };
@@ -115,7 +115,7 @@ async function recordOne(deps: IngestDeps, given: NormalizedEvent, rawRef: strin
     ...(event.addressed === false ? { addressed: false } : {}),
     ...(event.chatId !== undefined ? { chat_id: event.chatId } : {}),
   };
-  const accepted = await acceptWithFiles(deps, canonical, event, unavailable);
+  const accepted = await acceptWithFiles(deps, canonical, event, unavailable, own);
   if (accepted.disposition === "unbound") await noteUnbound(env, bot, { ...canonical, event_id: accepted.event_id });
   return { event, disposition: accepted.disposition, runId: accepted.run_id, ...(accepted.rejection ? { rejection: accepted.rejection } : {}) };
 }
@@ -155,16 +155,22 @@ async function noteUnbound(env: Env, bot: Bot, ev: CanonicalEvent & { event_id: 
  * Files are downloaded before the event is recorded (the runner gets
  * artifact references). A file the host cannot fetch does not lose the
  * message, nor the other files: it is left out, and the reason kept in the
- * event's metadata (`attachments_unavailable`).
+ * event's metadata (`attachments_unavailable`). `own`: the event's own files, stored already.
  */
-async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent, notRead: string | null) {
+async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent, notRead: string | null, own: OwnFiles | null) {
   const { env, publicBaseUrl } = deps;
   // A redelivery downloads nothing again: acceptEvent answers it as a duplicate.
-  if ((event.files.length === 0 && notRead === null) || (await eventLogStore(dbOf(env)).get(ev.event_id!))) return acceptEvent(env, ev, publicBaseUrl);
+  if ((event.files.length === 0 && notRead === null) || (await eventLogStore(dbOf(env)).get(ev.event_id!))) {
+    await discardOwnFiles(env, own);
+    return acceptEvent(env, ev, publicBaseUrl);
+  }
   // An album's item tells its conversation it is coming before the download, which may outlast the album's wait.
   const settled = await announceAlbumItem(env, ev, event.files.length);
   try {
-    return await acceptEvent(env, await withFiles(deps, ev, event, notRead), publicBaseUrl);
+    const accepted = await acceptEvent(env, await withFiles(deps, ev, event, notRead, own), publicBaseUrl);
+    // Recorded by another delivery meanwhile: what this one stored is named by nothing.
+    if (accepted.disposition === "duplicate") await discardOwnFiles(env, own);
+    return accepted;
   } finally {
     await settled();
   }
@@ -175,37 +181,10 @@ async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: Norm
  * `notRead` (a replied message not read). A replied message's files come after the event's own, so those are fetched
  * first when time runs short.
  */
-async function withFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent, notRead: string | null): Promise<CanonicalEvent> {
-  const { adapter, bot } = deps;
+async function withFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent, notRead: string | null, own: OwnFiles | null): Promise<CanonicalEvent> {
   // Platforms that want an answer within seconds get it: files not fetched by then are left out (and said so).
-  const sources: InputAttachmentSource[] = [];
-  const unavailable = notRead === null ? [] : [notRead];
-  for (const file of event.files) {
-    // Stored when its message was received (stored-reply.ts): nothing to fetch.
-    if (file.artifactId !== undefined) {
-      sources.push({ kind: "artifact", artifactId: file.artifactId, repliedMessageId: file.repliedMessageId });
-      continue;
-    }
-    // A message of another chat may come with no id (Telegram's external_reply of a private chat's): named without one.
-    const replied = file.repliedMessageId ? `the replied message ${file.repliedMessageId}` : "the replied message";
-    const name = file.repliedMessageId === undefined ? (file.name ?? "a file") : `${file.name ?? "a file"} of ${replied}`;
-    if (timeLeft(deps) <= 0) {
-      unavailable.push(`${name} (not fetched within the platform's acknowledgement deadline)`);
-      continue;
-    }
-    try {
-      sources.push(markedSource(await adapter.download(bot, file, event, timeLeft(deps)), file));
-    } catch (err) {
-      if (!(err instanceof HostError) || err.status >= 500) throw err;
-      unavailable.push(`${name} (${scrubSecrets(err.message, bot.credentials)})`);
-    }
-  }
+  const rest = await fileSources(deps.adapter, deps.bot, event, own ? event.files.slice(own.count) : event.files, () => timeLeft(deps));
+  const unavailable = [...(notRead === null ? [] : [notRead]), ...(own?.unavailable ?? []), ...rest.unavailable];
   const metadata = unavailable.length ? { ...ev.metadata, attachments_unavailable: unavailable.join("; ") } : ev.metadata;
-  return { ...ev, metadata, attachmentSources: sources, attachmentDeadlineAt: ackDeadlineAt(deps), attachmentsOptional: true };
-}
-
-/** A replied message's file is stored marked as its (withReplyAttachments names it in `reply_to`). */
-function markedSource(source: InputAttachmentSource, file: PlatformFile): InputAttachmentSource {
-  if (file.repliedMessageId === undefined || source.kind === "artifact") return source;
-  return { ...source, metadata: { ...source.metadata, [REPLIED_MESSAGE_KEY]: file.repliedMessageId } };
+  return { ...ev, metadata, attachmentSources: [...(own?.sources ?? []), ...rest.sources], attachmentDeadlineAt: ackDeadlineAt(deps), attachmentsOptional: true };
 }

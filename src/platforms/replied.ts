@@ -17,7 +17,8 @@ import type { Bot, NormalizedEvent, PlatformAdapter } from "./types";
 
 /**
  * A recorded message read again for a reply (./unaddressed-read.ts: a forward left unread) takes no more of the
- * deadline than one never recorded is read in (lark/replied.ts): the rest goes to the reply's own files, fetched after.
+ * deadline than one never recorded is read in (lark/replied.ts): the replied message's files come in what is left
+ * (the reply's own are fetched alongside the read: ./own-files-alongside.ts).
  */
 const REREAD_TIMEOUT_MS = 1_000;
 

@@ -122,6 +122,11 @@ export interface NormalizedEvent {
    * message of the channel itself (null). Its files stored then are that conversation's, so it is read for them.
    */
   repliedThreadId?: string | null;
+  /**
+   * The message `repliesTo` names as the payload itself carried it, in the platform's own shape (a Slack
+   * `thread_broadcast`'s `root`): the adapter's `readReplied` takes it rather than asking the platform.
+   */
+  repliedAsSent?: unknown;
   /** What it says is still to be read from the platform (a Lark merged forward's messages): PlatformAdapter.readContent. */
   unread?: boolean;
   /** The event says its chat became another (Telegram's service messages of a group upgraded to a supergroup). */

@@ -33,7 +33,7 @@ const cutAsk = new Set<string>();
 const cutBytes = new Set<string>();
 const uploadNames = new Map<string, string>();
 let fileMovedTo: string | null = null;
-function slackApi(call: PlatformCall): FakeReply {
+function slackApi(call: PlatformCall): FakeReply | Promise<FakeReply> {
   // Upload URLs are Slack's own pre-signed ones: the bot token has no business there.
   if (call.path.startsWith("/upload/") && cutBytes.delete(uploadNames.get(call.path.split("/").pop()!)!)) return { drop: true };
   if (call.path.startsWith("/upload/")) return call.headers.authorization ? { status: 400, json: {} } : { json: {} };
@@ -68,13 +68,17 @@ function slackApi(call: PlatformCall): FakeReply {
     // An app given no channels:history scope: Slack names the one it needs.
     if (unscopedChannels.has(asked.get("channel")!)) return { json: { ok: false, error: "missing_scope", needed: "channels:history", provided: "app_mentions:read,chat:write" } };
     const parent = threadParents.get(asked.get("ts")!);
-    return parent ? { json: { ok: true, messages: [parent], has_more: true } } : { json: { ok: false, error: "thread_not_found" } };
+    const answer: FakeReply = parent ? { json: { ok: true, messages: [parent], has_more: true } } : { json: { ok: false, error: "thread_not_found" } };
+    const slow = slowParents.get(asked.get("ts")!);
+    return slow === undefined ? answer : new Promise((resolve) => setTimeout(() => resolve(answer), slow));
   }
   return { status: 404, json: { ok: false, error: "unknown_method" } };
 }
 /** Thread parents conversations.replies gives, by their `ts`; channels where the app lacks the scope to read them. */
 const threadParents = new Map<string, Record<string, unknown>>();
 const unscopedChannels = new Set<string>();
+/** Thread parents conversations.replies answers only after this many ms, by their `ts`. */
+const slowParents = new Map<string, number>();
 
 beforeAll(async () => {
   fake = await startFakePlatform(slackApi);
@@ -596,6 +600,58 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
       expect((await runOf(text, "C-THREAD-BURST")).event.data.reply_to).toEqual(expected);
     }
     expect(repliesCalls(parentTs)).toHaveLength(1);
+  });
+
+  it("reads a parent once for a reply Slack sends both as message and as app_mention, at once: the second copy, the duplicate, takes the first's read", async () => {
+    const parentTs = "1799990004.000100";
+    threadParents.set(parentTs, { type: "message", user: "U77", text: "the draft is in", ts: parentTs, thread_ts: parentTs });
+    // Answered slowly: both copies are past their duplicate check while the first read is under way.
+    slowParents.set(parentTs, 300);
+    const reply = message("C-THREAD-PAIR", "<@UBOT> is it final?", { thread_ts: parentTs, parent_user_id: "U77" });
+    const answers = await Promise.all([post(callback(reply)), post(callback({ ...reply, type: "app_mention", channel_type: undefined }))]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    const ctx = await runOf("is it final?", "C-THREAD-PAIR");
+    expect(ctx.event.data.reply_to).toEqual({ message_id: parentTs, actor: { actor_type: "user", actor_id: "U77", actor_name: null }, text: "the draft is in", quote: null, attachments: [], unavailable: null });
+    expect(repliesCalls(parentTs)).toHaveLength(1);
+    expect(await host.query("SELECT source_event_type FROM event_log WHERE event_id = ?", [`slack:${botId}:msg:C-THREAD-PAIR:${reply.ts}`])).toHaveLength(1);
+  });
+
+  it("takes the parent a thread_broadcast carries (`root`) without asking Slack, its file downloaded as the replied message's", async () => {
+    // Slack would refuse the read here: the parent can only have come with the broadcast.
+    unscopedChannels.add("C-THREAD-BROADCAST");
+    const parentTs = "1799990005.000100";
+    const root = { type: "message", user: "U77", text: "<@U88> budget for Q4", ts: parentTs, thread_ts: parentTs, reply_count: 1, files: [report()] };
+    const ev = callback(message("C-THREAD-BROADCAST", "<@UBOT> sent to the channel too: approve?", { subtype: "thread_broadcast", thread_ts: parentTs, root }));
+    expect((await post(ev)).status).toBe(200);
+    const ctx = await runOf("sent to the channel too: approve?", "C-THREAD-BROADCAST");
+    expect(repliesCalls(parentTs)).toEqual([]);
+    expect(ctx.input.attachments).toEqual([expect.objectContaining({ name: "report.pdf", mime_type: "application/pdf", size_bytes: FILE.length })]);
+    expect(ctx.event.data.reply_to).toEqual({ message_id: parentTs, actor: { actor_type: "user", actor_id: "U77", actor_name: null }, text: "@U88 budget for Q4", quote: null, attachments: ctx.input.attachments, unavailable: null });
+    const [row] = await host.query<{ metadata_json: string }>("SELECT metadata_json FROM event_log WHERE event_id = ?", [`slack:${botId}:msg:C-THREAD-BROADCAST:${ev.event.ts}`]);
+    expect(JSON.parse(row.metadata_json).attachments_unavailable).toBeUndefined();
+  });
+
+  it("fetches a reply's own file while its parent is read, not after: a slow read leaves the file its whole time", async () => {
+    // A file that takes 1.3 s: more than what the 2 s leave after a read that runs out its 1 s.
+    const slowFile = await startFakePlatform(async () => {
+      await new Promise((r) => setTimeout(r, 1_300));
+      return { bytes: FILE, headers: { "content-type": "application/pdf" } };
+    });
+    try {
+      const parentTs = "1799990006.000100";
+      threadParents.set(parentTs, { type: "message", user: "U77", text: "which version?", ts: parentTs, thread_ts: parentTs });
+      slowParents.set(parentTs, 2_500);
+      const file = { id: "F8", name: "v2.pdf", mimetype: "application/pdf", url_private_download: `${slowFile.url}/files/F8/v2.pdf` };
+      const ev = callback(message("C-THREAD-OWNFILE", "<@UBOT> this one", { subtype: "file_share", thread_ts: parentTs, parent_user_id: "U77", files: [file] }));
+      const started = Date.now();
+      expect((await post(ev)).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      const ctx = await runOf("this one", "C-THREAD-OWNFILE");
+      expect(ctx.input.attachments).toEqual([expect.objectContaining({ name: "v2.pdf", mime_type: "application/pdf", size_bytes: FILE.length })]);
+      expect(ctx.event.data.reply_to).toMatchObject({ message_id: parentTs, attachments: [], unavailable: expect.stringMatching(/^Slack did not give it/) });
+    } finally {
+      await slowFile.close();
+    }
   });
 
   it("runs a reply whose parent Slack will not give (no history scope), saying why in reply_to.unavailable", async () => {

@@ -13,7 +13,7 @@ import { forwardTranscript } from "./forwarded";
 import { getLarkMessage, type LarkMessage } from "./get-message";
 import { contentOf, withMentionNames } from "./normalize";
 
-/** At most this long to read it: what is left of Lark's 3 s goes to the files, the event's own first. */
+/** At most this long to read it: the event's own files are fetched meanwhile (../own-files-alongside.ts), its files in what is left of Lark's 3 s. */
 const READ_TIMEOUT_MS = 1_000;
 
 /** Throws a 400 HostError when Lark does not give it (not found, no permission, no answer in time) or it was recalled. */

@@ -49,6 +49,8 @@ const MessageSchema = z.looseObject({
   team: absentOr(z.string()),
   files: absentOr(z.array(FileSchema)),
   edited: absentOr(z.looseObject({})),
+  /** A `thread_broadcast`'s thread parent, as Slack sends it along (./thread-parent.ts reads it). */
+  root: z.unknown().optional(),
 });
 
 const DeletedSchema = z.looseObject({
@@ -164,7 +166,7 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
         data: { ...common.data, ts: msg.ts, channel_type: msg.channel_type ?? null, raw_text: msg.text ?? null, reply_to: parent === null ? null : unreadReply(parent, "not read") },
         replyTarget: { platform: "slack", channel: msg.channel, threadTs: threadId },
         addressed: addressedOnSlack(msg, self.userIds),
-        ...(parent === null ? {} : { repliesTo: parent, repliedThreadId: null }),
+        ...(parent === null ? {} : { repliesTo: parent, repliedThreadId: null, ...(msg.root === undefined ? {} : { repliedAsSent: msg.root }) }),
       },
     ];
   }
