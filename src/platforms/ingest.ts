@@ -160,14 +160,16 @@ async function noteUnbound(env: Env, bot: Bot, ev: CanonicalEvent & { event_id: 
 async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: NormalizedEvent, notRead: string | null, own: OwnFiles | null) {
   const { env, publicBaseUrl } = deps;
   // A redelivery downloads nothing again: acceptEvent answers it as a duplicate.
-  if ((event.files.length === 0 && notRead === null) || (await eventLogStore(dbOf(env)).get(ev.event_id!))) {
+  const redelivered = (event.files.length === 0 && notRead === null) || (await eventLogStore(dbOf(env)).get(ev.event_id!).catch(discardingOwn(env, own)));
+  if (redelivered) {
     await discardOwnFiles(env, own);
     return acceptEvent(env, ev, publicBaseUrl);
   }
   // An album's item tells its conversation it is coming before the download, which may outlast the album's wait.
   const settled = await announceAlbumItem(env, ev, event.files.length);
   try {
-    const accepted = await acceptEvent(env, await withFiles(deps, ev, event, notRead, own), publicBaseUrl);
+    // Once acceptEvent has them, its batch names the blobs stored alongside, or it removes them as its own.
+    const accepted = await acceptEvent(env, await withFiles(deps, ev, event, notRead, own).catch(discardingOwn(env, own)), publicBaseUrl);
     // Recorded by another delivery meanwhile: what this one stored is named by nothing.
     if (accepted.disposition === "duplicate") await discardOwnFiles(env, own);
     return accepted;
@@ -175,6 +177,12 @@ async function acceptWithFiles(deps: IngestDeps, ev: CanonicalEvent, event: Norm
     await settled();
   }
 }
+
+/** A step before acceptEvent failed: the request fails, and the platform's redelivery stores the files anew. */
+const discardingOwn = (env: Env, own: OwnFiles | null) => async (err: unknown): Promise<never> => {
+  await discardOwnFiles(env, own);
+  throw err;
+};
 
 /**
  * The event with its files to store: those the platform gave (as sources), the reasons for those it did not, after

@@ -67,6 +67,13 @@ function slackApi(call: PlatformCall): FakeReply | Promise<FakeReply> {
     const asked = new URLSearchParams(call.raw);
     // An app given no channels:history scope: Slack names the one it needs.
     if (unscopedChannels.has(asked.get("channel")!)) return { json: { ok: false, error: "missing_scope", needed: "channels:history", provided: "app_mentions:read,chat:write" } };
+    // A parent Slack fails to give once (its first read answers `internal_error`), then gives; `then` runs as it fails.
+    const failOnce = failingParents.get(asked.get("ts")!);
+    if (failOnce) {
+      failingParents.delete(asked.get("ts")!);
+      failOnce();
+      return { json: { ok: false, error: "internal_error" } };
+    }
     const parent = threadParents.get(asked.get("ts")!);
     const answer: FakeReply = parent ? { json: { ok: true, messages: [parent], has_more: true } } : { json: { ok: false, error: "thread_not_found" } };
     const slow = slowParents.get(asked.get("ts")!);
@@ -79,6 +86,8 @@ const threadParents = new Map<string, Record<string, unknown>>();
 const unscopedChannels = new Set<string>();
 /** Thread parents conversations.replies answers only after this many ms, by their `ts`. */
 const slowParents = new Map<string, number>();
+/** Thread parents whose next read Slack answers `internal_error`, by their `ts`, with what the test does meanwhile. */
+const failingParents = new Map<string, () => void>();
 
 beforeAll(async () => {
   fake = await startFakePlatform(slackApi);
@@ -652,6 +661,62 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
     } finally {
       await slowFile.close();
     }
+  });
+
+  /** Blobs under artifacts/ that no artifact row names. */
+  const unnamedBlobs = async () => {
+    const named = new Set((await host.query<{ r2_key: string }>("SELECT r2_key FROM artifact")).map((r) => r.r2_key));
+    return (await host.r2Keys("artifacts/")).filter((k) => !named.has(k));
+  };
+
+  it("leaves no blob of a reply's own file behind when its recording fails after the file was stored alongside the parent's read", async () => {
+    const parentTs = "1799990007.000100";
+    threadParents.set(parentTs, { type: "message", user: "U77", text: "which one?", ts: parentTs, thread_ts: parentTs });
+    // The read outlasts the file: the file is stored by the time the event is recorded.
+    slowParents.set(parentTs, 600);
+    const reply = message("C-THREAD-BLIP", "<@UBOT> this file", { subtype: "file_share", thread_ts: parentTs, parent_user_id: "U77" });
+    const eventId = `slack:${botId}:msg:C-THREAD-BLIP:${reply.ts}`;
+    // Once the file is asked for (the event's first reads are done), the database fails the next query naming the event:
+    // the check that it is no redelivery, made once the parent is read.
+    let asked = 0;
+    const files = await startFakePlatform(async () => {
+      await new Promise((r) => setTimeout(r, 150));
+      if (++asked === 1) host.databaseOutage({ queries: 1, matching: eventId });
+      return { bytes: FILE, headers: { "content-type": "application/pdf" } };
+    });
+    try {
+      const before = new Set(await unnamedBlobs());
+      const file = { id: "F9", name: "v3.pdf", mimetype: "application/pdf", url_private_download: `${files.url}/files/F9/v3.pdf` };
+      const ev = callback({ ...reply, files: [file] });
+      expect((await post(ev)).status).toBeGreaterThanOrEqual(500);
+      expect(files.calls).toHaveLength(1);
+      expect((await unnamedBlobs()).filter((k) => !before.has(k))).toEqual([]);
+      // Slack's redelivery records it, its file stored once more.
+      expect((await post(ev, { headers: { "x-slack-retry-num": "1", "x-slack-retry-reason": "http_error" } })).status).toBe(200);
+      const ctx = await runOf("this file", "C-THREAD-BLIP");
+      expect(ctx.input.attachments).toEqual([expect.objectContaining({ name: "v3.pdf", size_bytes: FILE.length })]);
+    } finally {
+      host.databaseOutage(false);
+      await files.close();
+    }
+  });
+
+  it("reads a parent again for Slack's redelivery of a reply whose first attempt failed: a failed read is not kept for the other copy", async () => {
+    const parentTs = "1799990008.000100";
+    threadParents.set(parentTs, { type: "message", user: "U77", text: "ship it friday?", ts: parentTs, thread_ts: parentTs });
+    const reply = message("C-THREAD-AGAIN", "<@UBOT> agreed?", { thread_ts: parentTs, parent_user_id: "U77" });
+    // Slack fails the first read, and the database the recording after it: the request fails, and Slack redelivers.
+    failingParents.set(parentTs, () => host.databaseOutage({ queries: 1, matching: `slack:${botId}:msg:C-THREAD-AGAIN:${reply.ts}` }));
+    const ev = callback(reply);
+    try {
+      expect((await post(ev)).status).toBeGreaterThanOrEqual(500);
+    } finally {
+      host.databaseOutage(false);
+    }
+    expect((await post(ev, { headers: { "x-slack-retry-num": "1", "x-slack-retry-reason": "http_error" } })).status).toBe(200);
+    const ctx = await runOf("agreed?", "C-THREAD-AGAIN");
+    expect(repliesCalls(parentTs)).toHaveLength(2);
+    expect(ctx.event.data.reply_to).toEqual({ message_id: parentTs, actor: { actor_type: "user", actor_id: "U77", actor_name: null }, text: "ship it friday?", quote: null, attachments: [], unavailable: null });
   });
 
   it("runs a reply whose parent Slack will not give (no history scope), saying why in reply_to.unavailable", async () => {

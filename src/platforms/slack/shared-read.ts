@@ -2,8 +2,8 @@
  * One read of a thread's parent for the two deliveries of one message: Slack sends a thread reply that mentions the
  * bot both as `message` and as `app_mention`, at once, and both reach the read before either is recorded (the second
  * is refused as the duplicate only then). conversations.replies is allowed once a minute to an app outside Slack's
- * Marketplace, so the second takes the first's read, in flight or just ended. Held in the isolate: two copies handled
- * by different isolates each read.
+ * Marketplace, so the second takes the first's read, in flight or just ended (a failed one only in flight). Held in the
+ * isolate: two copies handled by different isolates each read.
  */
 import { HostError } from "../../lib/errors";
 
@@ -30,7 +30,13 @@ export function sharedReads<T>() {
     // The other copy's read may belong to a request that is cancelled before it settles: this one waits its own time only.
     if (earlier) return withinTime(earlier.read, timeoutMs);
     const started = read();
-    held.set(key, { at: now, read: started });
+    const entry = { at: now, read: started };
+    held.set(key, entry);
+    // A failure is shared only while in flight: once settled, it is not kept for a later delivery (Slack's redelivery of
+    // a request that failed after it, whose read may well succeed now).
+    started.catch(() => {
+      if (held.get(key) === entry) held.delete(key);
+    });
     return started;
   };
 }
