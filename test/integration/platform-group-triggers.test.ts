@@ -301,6 +301,19 @@ describe("group-chat trigger rules (trigger_policy)", () => {
     expect((await host.admin("GET", `/v1/admin/bots/${bots.slack.botId}`)).body.last_unbound_event).toBeUndefined();
   });
 
+  it("Slack: a thread_broadcast (no parent_user_id) in the bot's thread addresses it, told by its root's poster: the bot user, or the bot's app; one in another's thread does not", async () => {
+    const channel = "C9150";
+    const root = (poster: Record<string, unknown>, ts: string) => ({ type: "message", text: "Lunch today: soup", ts, thread_ts: ts, reply_count: 1, ...poster });
+    const broadcast = (text: string, poster: Record<string, unknown>, ts: string) => slackMessage(channel, text, { subtype: "thread_broadcast", thread_ts: ts, root: root(poster, ts) });
+    const byUser = await slackPost(broadcast("soup again?", { user: SLACK_BOT_USER, bot_id: "B0BOT" }, SLACK_BOT_THREAD));
+    const byApp = await slackPost(broadcast("and bread?", { subtype: "bot_message", bot_id: "B0BOT", bot_profile: { app_id: "A1" } }, "1950000000.000200"));
+    const byOther = await slackPost(broadcast("me too", { user: "U42" }, "1950000000.000300"));
+    for (const id of [byUser, byApp]) await answered(id);
+    await sleep(500);
+    expect(textsIn(channel).sort()).toEqual(["and bread?", "soup again?"]);
+    expect(await eventRow(byOther)).toEqual({ disposition: "unaddressed", run_id: null, agent_id: "triggers-slack" });
+  });
+
   it("Lark: answers a mention of the bot and a private chat; records a group message mentioning no one, or someone else", async () => {
     const chat = "oc_trigger_group";
     const chatter = await larkPost(chat, "random chatter");

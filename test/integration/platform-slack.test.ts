@@ -611,6 +611,28 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
     expect(repliesCalls(parentTs)).toHaveLength(1);
   });
 
+  it("reads a parent again, not as an earlier reply read it, once it is deleted (a tombstone, or message_deleted) or edited since", async () => {
+    const tombstone = (ts: string) => ({ type: "message", subtype: "tombstone", user: "USLACKBOT", hidden: true, text: "This message was deleted.", ts, thread_ts: ts, reply_count: 1 });
+    const revisions: [string, (ts: string) => Record<string, unknown>, Record<string, unknown>][] = [
+      // A parent with replies deleted stays as a tombstone, told by a message_changed.
+      ["tombstone", (ts) => ({ type: "message", subtype: "message_changed", hidden: true, channel: "C-THREAD-GONE", ts: `${++messageTs}.000300`, message: tombstone(ts) }), { text: null, unavailable: "it was deleted" }],
+      ["deleted", (ts) => ({ type: "message", subtype: "message_deleted", hidden: true, channel: "C-THREAD-GONE", ts: `${++messageTs}.000300`, deleted_ts: ts, previous_message: { type: "message", user: "U77", ts, thread_ts: ts, text: "the plan" } }), { text: null, unavailable: "it was deleted" }],
+      ["edited", (ts) => ({ type: "message", subtype: "message_changed", hidden: true, channel: "C-THREAD-GONE", ts: `${++messageTs}.000300`, message: { type: "message", user: "U77", text: "the new plan", ts, thread_ts: ts, edited: { user: "U77", ts: `${messageTs}.000300` } } }), { text: "the new plan", unavailable: null }],
+    ];
+    for (const [label, revision, after] of revisions) {
+      const parentTs = `${++messageTs}.000100`;
+      threadParents.set(parentTs, { type: "message", user: "U77", text: "the plan", ts: parentTs, thread_ts: parentTs });
+      const reply = (text: string) => callback({ ...message("C-THREAD-GONE", `<@UBOT> ${text}`, { thread_ts: parentTs, parent_user_id: "U77" }), type: "app_mention", channel_type: undefined });
+      await post(reply(`${label}: first?`));
+      expect((await runOf(`${label}: first?`, "C-THREAD-GONE")).event.data.reply_to).toMatchObject({ message_id: parentTs, text: "the plan", unavailable: null });
+      threadParents.set(parentTs, label === "edited" ? { type: "message", user: "U77", text: "the new plan", ts: parentTs, thread_ts: parentTs } : tombstone(parentTs));
+      expect((await post(callback(revision(parentTs)))).status).toBe(200);
+      await post(reply(`${label}: second?`));
+      expect((await runOf(`${label}: second?`, "C-THREAD-GONE")).event.data.reply_to, label).toMatchObject({ message_id: parentTs, ...after });
+      expect(repliesCalls(parentTs), label).toHaveLength(2);
+    }
+  });
+
   it("reads a parent once for a reply Slack sends both as message and as app_mention, at once: the second copy, the duplicate, takes the first's read", async () => {
     const parentTs = "1799990004.000100";
     threadParents.set(parentTs, { type: "message", user: "U77", text: "the draft is in", ts: parentTs, thread_ts: parentTs });

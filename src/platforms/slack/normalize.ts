@@ -142,11 +142,11 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
     // An edit (message_changed) names its thread in the edited message, as a deletion does in previous_message.
     const unhandledThread = msg.thread_ts ?? threadOf((ev as { message?: { ts?: unknown; thread_ts?: unknown } }).message);
     const revises = changed === undefined ? undefined : revisionOf(changed, self);
-    if (posterOf(msg, self) === "bot" || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises }];
+    if (posterOf(msg, self) === "bot" || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread, ...revising(revises) }];
     // Slack sends app_mention again, marked `edited`, each time a message naming the bot is edited: a typo fixed in an
     // old question (one whose first delivery retention has forgotten) must not ask it again. Edits are not answered
     // (one still waiting to be answered takes the new words instead).
-    if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: unhandledThread, revises: revisionOf(msg, self) }];
+    if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: unhandledThread, ...revising(revisionOf(msg, self)) }];
     const threadId = msg.thread_ts ?? null;
     // A reply in a thread answers its parent, a message of the channel itself: read at ingress (./thread-parent.ts).
     const parent = threadOf(msg);
@@ -165,7 +165,7 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
         // The text as Slack sent it, markup and all: ids of whom and what it mentions, exactly where.
         data: { ...common.data, ts: msg.ts, channel_type: msg.channel_type ?? null, raw_text: msg.text ?? null, reply_to: parent === null ? null : unreadReply(parent, "not read") },
         replyTarget: { platform: "slack", channel: msg.channel, threadTs: threadId },
-        addressed: addressedOnSlack(msg, self.userIds),
+        addressed: addressedOnSlack(msg, self),
         ...(parent === null ? {} : { repliesTo: parent, repliedThreadId: null, ...(msg.root === undefined ? {} : { repliedAsSent: msg.root }) }),
       },
     ];
@@ -220,6 +220,13 @@ function recalled(key: string, ev: unknown, common: { eventTime?: string; data: 
     },
   ];
 }
+
+/**
+ * An edit or a tombstone names the message it revises in its record too (`data.message_id`, as a recall's does): a
+ * message the host never recorded has no row for it to mark, and a parent read for an earlier reply is then read anew
+ * (../earlier-read-reply.ts).
+ */
+const revising = (revises: MessageRevision | undefined) => (revises === undefined ? {} : { revises, data: { message_id: revises.id } });
 
 /** What an edited message (a `message_changed`'s, or an `app_mention` marked edited) changes of the message it was: only a person's edit counts. */
 function revisionOf(given: unknown, self: Self): MessageRevision | undefined {
