@@ -49,7 +49,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Queued runs whose cancellation is being recorded (or whose recalled message a claimed one replaces): the scheduler must not start them meanwhile. */
   private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
-  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job) => this.redeliver(job), { inTurn: (work) => this.decisions.inTurn(work), decide: (job, revision) => this.decideUnlessDecided(job, revision), wake: () => this.kick() });
+  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job, revision) => this.decisions.decide(job.runId, () => this.decideUnlessDecided(job, revision)), { inTurn: (work) => this.decisions.inTurn(work), decide: (job, revision) => this.decideUnlessDecided(job, revision), wake: () => this.kick() });
   private readonly runs = new RunTableStore(this.ctx.storage, (job) => this.steering.ending(job));
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly replies = new PendingReplies(this.ctx.storage);
@@ -81,7 +81,7 @@ export class ConversationDO extends DurableObject<Env> {
     return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.unhandedEdits.applied(job, (edited, version) => this.decide(edited, version)));
   }
 
-  /** A redelivered event whose run ingress read as not started (or one whose claim the alarm took back from a dead instance): decided only if no decision was taken for it since (redelivery.ts). */
+  /** A redelivered event whose run ingress read as not started: decided only if no decision was taken for it since (redelivery.ts); so is one whose claim the alarm took back from a dead instance, with its words' edit version. */
   async redeliver(job: RunJob): Promise<DispatchResult> {
     return this.decisions.decide(job.runId, () => this.decideUnlessDecided(job));
   }

@@ -6,13 +6,14 @@ import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import { withEditedText } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
 import { steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
+import { recordPull } from "../src/run/steering-pull";
 import { releaseStatements } from "../src/run/steering-release";
 import { DroppedClaims, type DecideAgain } from "./dropped-claims";
 import { inTurnByKey } from "./serial-decisions";
 import { ClaimKeys } from "./claim-keys";
 import { claimStatements, itemOf, type ClaimInFlight, type UnsettledClaim } from "./claim-notes";
 import { RareKeys } from "./rare-keys";
-import { bodyKeyOf, chunks, isWhole, itemOfBody, prefixOf, QUEUE, stored, stubOf, withinBytes, type Body, type ClaimStub, type Queued } from "./steering-storage";
+import { bodyKeyOf, deleteAll, isWhole, itemOfBody, messagesOf, prefixOf, putAll, QUEUE, stored, stubOf, withinBytes, type Body, type ClaimStub, type Queued } from "./steering-storage";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
 export const STEERING_QUEUE_CAP = 100;
@@ -59,13 +60,14 @@ export class SteeringQueue {
   /**
    * `completed`: a claim completed late discarded the claimed event's own run (its followers hear it was steered).
    * `released`: a claim an earlier instance died writing was taken back (`retryDrops`): its event's run to decide anew,
-   * unless decided meanwhile (the event sent again took the claim back too, and was steered or rejected: a redelivery).
+   * unless decided meanwhile (the event sent again took the claim back too, and was steered or rejected: a redelivery);
+   * `revision`: the version of the edit its words are (a dropped claim decided anew as edited), kept with them.
    * `again`: how a dropped claim's event is decided anew (dropped-claims.ts).
    */
   constructor(
     private readonly storage: DurableObjectStorage,
     private readonly completed: (runId: string) => void = () => {},
-    private readonly released: (job: RunJob) => Promise<unknown> = async () => {},
+    private readonly released: (job: RunJob, revision?: number) => Promise<unknown> = async () => {},
     again?: DecideAgain,
   ) {
     this.dropped = new DroppedClaims(storage, again);
@@ -174,34 +176,15 @@ export class SteeringQueue {
     return claim.item.claimed_run_id;
   }
 
-  private deleteAll(keys: string[]): Promise<unknown> {
-    return Promise.all(chunks(keys).map((part) => this.storage.delete(part)));
-  }
-
-  private putAll(entries: [string, unknown][]): Promise<unknown> {
-    return Promise.all(chunks(entries).map((part) => this.storage.put(Object.fromEntries(part))));
-  }
-
-  /** The messages of these queue entries, in their order (an entry stored whole is its own message). */
-  private async messagesOf(entries: [string, Queued][]): Promise<SteeringInputItem[]> {
-    const keys = entries.filter(([, v]) => !isWhole(v)).map(([k]) => bodyKeyOf(k));
-    const bodies = new Map<string, Body>();
-    for (const part of chunks(keys)) for (const [k, v] of await this.storage.get<Body>(part)) bodies.set(k, v);
-    return entries.flatMap(([k, v]) => {
-      if (isWhole(v)) return [v];
-      const body = bodies.get(bodyKeyOf(k));
-      return body ? [itemOfBody(v, body)] : [];
-    });
-  }
-
   /**
    * Take items off a run's queue and record what became of them (pulled by the run, or dropped at its end). They leave
    * the queue before the libSQL write (storage calls do not open the input gate, the write does), so a concurrent pull
    * or drop never sees them too; they are put back if the write fails. Until the write is answered they are kept under
    * `TAKING` keys: should the instance die meanwhile (its pull never answered), the run's drop finds and records them.
+   * A pull answers none whose message is marked recalled in libSQL (steering-pull.ts): its recall's work here not done.
    */
   take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
-    return this.inTurn(run.runId, async () => (await this.takeNow(db, run, outcome, { limit, maxBytes })).items);
+    return this.inTurn(run.runId, async () => (await this.takeNow(db, run, outcome, { limit, maxBytes, unlessRecalled: outcome === "injected" })).items);
   }
 
   /**
@@ -265,8 +248,8 @@ export class SteeringQueue {
     return null;
   }
 
-  /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. `again`: a drop's claims are to be decided anew (dropped-claims.ts). */
-  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; only?: string; reason?: "recalled"; again?: boolean }): Promise<{ items: SteeringInputItem[]; taken: number }> {
+  /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. `again`: a drop's claims are to be decided anew (dropped-claims.ts). `unlessRecalled`: a pull's (`take`). */
+  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; only?: string; reason?: "recalled"; again?: boolean; unlessRecalled?: boolean }): Promise<{ items: SteeringInputItem[]; taken: number }> {
     const queued = [...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: opts.only === undefined ? opts.limit : undefined }))];
     const entries = withinBytes(opts.only === undefined ? queued : queued.filter(([, v]) => stubOf(v).event_id === opts.only), opts.maxBytes ?? Infinity);
     // A drop also records what an earlier instance's pull had taken when it died: its runner never had the answer.
@@ -275,17 +258,20 @@ export class SteeringQueue {
     const whole = outcome === "dropped" && opts.only === undefined ? `${DROP_LATER}${run.runId}` : null;
     if (!entries.length && !orphans.length) return whole ? this.storage.delete(whole).then(() => ({ items: [], taken: 0 })) : { items: [], taken: 0 };
     // Only a pull reads the messages: what its answer carries.
-    const items = outcome === "injected" ? await this.messagesOf(entries) : [];
+    const items = outcome === "injected" ? await messagesOf(this.storage, entries) : [];
     const taking = entries.map(([k, v]): [string, Queued] => [`${TAKING}${k}`, v]);
     for (const [k] of taking) this.inFlight.add(k);
+    let recalled = new Set<string>();
     try {
       // All in one tick: one atomic write.
-      await Promise.all([this.putAll(whole ? [...taking, [whole, run]] : taking), this.deleteAll(entries.map(([k]) => k))]);
+      await Promise.all([putAll(this.storage, whole ? [...taking, [whole, run]] : taking), deleteAll(this.storage, entries.map(([k]) => k))]);
       try {
-        await writeAll(db, [...entries, ...orphans].map(([, v]) => steeringOutcomeInsert(db, outcome, stubOf(v), run, opts.reason)));
+        const claims = [...entries, ...orphans].map(([, v]) => stubOf(v));
+        if (opts.unlessRecalled) recalled = await recordPull(db, claims, run);
+        else await writeAll(db, claims.map((claim) => steeringOutcomeInsert(db, outcome, claim, run, opts.reason)));
       } catch (err) {
         // Put back under their own keys (claim order is kept); their messages never left.
-        if (entries.length) await Promise.all([this.putAll(entries), this.deleteAll(taking.map(([k]) => k))]);
+        if (entries.length) await Promise.all([putAll(this.storage, entries), deleteAll(this.storage, taking.map(([k]) => k))]);
         throw err;
       }
       const taken = [...entries, ...orphans.map(([k, v]): [string, Queued] => [k.slice(TAKING.length), v])];
@@ -294,11 +280,11 @@ export class SteeringQueue {
       const kept = new Set(again.map(([k]) => k));
       const done = [...taking.map(([k]) => k), ...orphans.map(([k]) => k), ...taken.filter(([k]) => !kept.has(k)).map(([k]) => bodyKeyOf(k)), ...(whole ? [whole] : [])];
       // One tick: one atomic write.
-      await Promise.all([this.deleteAll(done), this.dropped.keep(again.map(([k, v]) => [k, stubOf(v)]))]);
+      await Promise.all([deleteAll(this.storage, done), this.dropped.keep(again.map(([k, v]) => [k, stubOf(v)]))]);
     } finally {
       for (const [k] of taking) this.inFlight.delete(k);
     }
-    return { items, taken: entries.length };
+    return { items: items.filter((item) => !recalled.has(item.event.event_id)), taken: entries.length };
   }
 
   /** Claims an earlier instance was taking off `runId`'s queue when it died (their outcome's write never answered there). */
@@ -380,7 +366,7 @@ export class SteeringQueue {
     for (const [key, claim] of await this.storage.list<ClaimInFlight>({ prefix: CLAIMING })) {
       const runId = key.slice(CLAIMING.length);
       try {
-        if (await this.releaseOrphan(db, runId)) void this.released(claim.job).catch((err: Error) => console.error(`run ${runId}: not decided again: ${loggedError(err)}`));
+        if (await this.releaseOrphan(db, runId)) void this.released(claim.job, claim.revision).catch((err: Error) => console.error(`run ${runId}: not decided again: ${loggedError(err)}`));
       } catch (err) {
         console.error(`run ${runId}: claim into ${claim.target.runId} not taken back yet: ${loggedError(err)}`);
         this.dropsWaiting = true;

@@ -54,3 +54,18 @@ export const prefixOf = (runId: string) => `${QUEUE}${runId}:`;
 /** The messages of queued claims, under their queue key's suffix. */
 const BODY = "steer-item:";
 export const bodyKeyOf = (queueKey: string) => `${BODY}${queueKey.slice(QUEUE.length)}`;
+
+export const deleteAll = (storage: DurableObjectStorage, keys: string[]): Promise<unknown> => Promise.all(chunks(keys).map((part) => storage.delete(part)));
+export const putAll = (storage: DurableObjectStorage, entries: [string, unknown][]): Promise<unknown> => Promise.all(chunks(entries).map((part) => storage.put(Object.fromEntries(part))));
+
+/** The messages of these queue entries, in their order (an entry stored whole is its own message). */
+export async function messagesOf(storage: DurableObjectStorage, entries: [string, Queued][]): Promise<SteeringInputItem[]> {
+  const keys = entries.filter(([, v]) => !isWhole(v)).map(([k]) => bodyKeyOf(k));
+  const bodies = new Map<string, Body>();
+  for (const part of chunks(keys)) for (const [k, v] of await storage.get<Body>(part)) bodies.set(k, v);
+  return entries.flatMap(([k, v]) => {
+    if (isWhole(v)) return [v];
+    const body = bodies.get(bodyKeyOf(k));
+    return body ? [itemOfBody(v, body)] : [];
+  });
+}

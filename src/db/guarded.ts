@@ -29,6 +29,17 @@ export function insertWhereReturning<T extends SQLiteTable>(
   return db.all(sql`${insertWhereSql(table, values, guard)} RETURNING ${returning}`);
 }
 
+/** insertWhere's statement followed by `onConflict` (an ON CONFLICT clause: the SELECT's WHERE keeps SQLite's upsert unambiguous). */
+export function insertWhereOnConflict<T extends SQLiteTable>(
+  db: Db,
+  table: T,
+  values: { [K in keyof T["$inferInsert"]]: T["$inferInsert"][K] | SQL | Placeholder },
+  guard: SQL,
+  onConflict: SQL,
+) {
+  return db.run(sql`${insertWhereSql(table, values, guard)} ${onConflict}`);
+}
+
 function insertWhereSql<T extends SQLiteTable>(table: T, values: Record<string, unknown>, guard: SQL): SQL {
   const columns = getTableColumns(table);
   const entries = Object.entries(values).filter(([, v]) => v !== undefined);

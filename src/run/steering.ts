@@ -50,7 +50,17 @@ export const claimRefOf = (item: SteeringInputItem): ClaimRef => ({
 
 /** `steering.injected` (pulled by the run) or `steering.dropped` (never pulled before the run ended, or `reason: "recalled"`: its user recalled it first). */
 export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", item: ClaimRef, run: RunJob, reason?: "recalled") {
-  const rec: HostRecord = {
+  const rec = steeringOutcomeRecord(outcome, item, run, reason);
+  if (outcome === "injected") return hostRecordInsert(db, rec);
+  // A claim dropped after a pull whose injected record applied unanswered (the item put back, or orphaned by a restart):
+  // that pull's answer never reached the runner, so the record says what became of the message: dropped.
+  const { eventType, dataJson, metadataJson } = hostRecordValues(rec);
+  return db.insert(eventLog).values(hostRecordValues(rec)).onConflictDoUpdate({ target: eventLog.eventId, set: { eventType, dataJson, metadataJson }, setWhere: eq(eventLog.eventType, "steering.injected") });
+}
+
+/** The EventLog record of a claim's outcome. */
+export function steeringOutcomeRecord(outcome: "injected" | "dropped", item: ClaimRef, run: RunJob, reason?: "recalled"): HostRecord {
+  return {
     eventType: `steering.${outcome}`,
     ...placeOfRun(run),
     runId: run.runId,
@@ -58,9 +68,4 @@ export function steeringOutcomeInsert(db: Db, outcome: "injected" | "dropped", i
     // One outcome per claim: a write that went unanswered (and is retried, or its item put back and taken again) records nothing twice.
     onceAs: `hev_steering_${item.claimed_run_id}_${item.event_id}`,
   };
-  if (outcome === "injected") return hostRecordInsert(db, rec);
-  // A claim dropped after a pull whose injected record applied unanswered (the item put back, or orphaned by a restart):
-  // that pull's answer never reached the runner, so the record says what became of the message: dropped.
-  const { eventType, dataJson, metadataJson } = hostRecordValues(rec);
-  return db.insert(eventLog).values(hostRecordValues(rec)).onConflictDoUpdate({ target: eventLog.eventId, set: { eventType, dataJson, metadataJson }, setWhere: eq(eventLog.eventType, "steering.injected") });
 }

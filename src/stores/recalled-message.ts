@@ -1,4 +1,4 @@
-import { and, eq, sql, type Placeholder, type SQL } from "drizzle-orm";
+import { and, eq, inArray, sql, type Placeholder, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { eventLog, run } from "../db/schema";
@@ -7,8 +7,8 @@ import { eventLog, run } from "../db/schema";
  * Whether the message of this event (its EventLog row) was recalled: marked by the recall's batch (event-revision.ts).
  * Only a chat message's row (named by its platform id) bears the host's mark; an API event's metadata is its caller's.
  */
-const recalled = (eventId: Placeholder): SQL =>
-  sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${eventLog.messageRef} IS NOT NULL AND json_type(${eventLog.metadataJson}, '$.recalled') IS NOT NULL)`;
+const marked = sql`${eventLog.messageRef} IS NOT NULL AND json_type(${eventLog.metadataJson}, '$.recalled') IS NOT NULL`;
+export const recalled = (eventId: Placeholder | string): SQL => sql`EXISTS (SELECT 1 FROM ${eventLog} WHERE ${eventLog.eventId} = ${eventId} AND ${marked})`;
 
 /** Its negation, for a run's start (runs.ts markRunning): a null id is no message, never recalled. */
 export const notRecalled = (eventId: Placeholder): SQL => sql`NOT ${recalled(eventId)}`;
@@ -27,3 +27,6 @@ const recalledRun = compiled((db) =>
  * doing it died) is done by that start instead (claim.ts).
  */
 export const recalledRunStatement = (db: Db, runId: string, messageEventId: string | null) => recalledRun(db, { runId, messageEventId });
+
+/** Which of these events' messages were recalled (their ids), read in a batch with the writes it decides (steering-pull.ts). */
+export const recalledAmong = (db: Db, eventIds: string[]) => db.select({ eventId: eventLog.eventId }).from(eventLog).where(and(inArray(eventLog.eventId, eventIds), marked));

@@ -275,6 +275,29 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     expect(postsTo(burst)).toEqual(["re: second+third"]);
   }, 40_000);
 
+  it("steer: a claimed message whose deletion never reached the conversation (its lookup failed: Slack sends it again later) is not pulled by the busy run: recorded dropped, as recalled", async () => {
+    const channel = "CBUSY21";
+    await agentFor(channel, "steerer", "steer");
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    const second = await say(channel, "second");
+    await say(channel, "third");
+    // The deletion is recorded (its marks written), then its look-up of the waiting message fails: the webhook fails.
+    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
+    const recall = await deliver(deletion(channel, second), undefined, 500);
+    // The run pulls before Slack's retry comes.
+    setup.gate(channel).resolve();
+    await quiet(channel, 1);
+    await deliver(deletion(channel, second), recall);
+    expect(pulledOf.get(channel)).toEqual(["third"]);
+    expect(postsTo(channel)).toEqual(["re: hold first+third"]);
+    const records = await steeringRecords(channel);
+    expect(records.map((r) => [r.type, r.source_event_id, r.reason])).toEqual([
+      ["steering.dropped", eventIdOf(channel, second), "recalled"],
+      ["steering.injected", expect.stringMatching(/^slack:/), undefined],
+    ]);
+  }, 40_000);
+
   it("a deletion a run's start finds, its cancel's write refused once: the run is started again after a pause and ends cancelled, with no failure notice", async () => {
     const channel = "CBUSY20";
     await agentFor(channel, "plain", "enqueue");
