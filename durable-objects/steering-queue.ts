@@ -182,9 +182,16 @@ export class SteeringQueue {
    * or drop never sees them too; they are put back if the write fails. Until the write is answered they are kept under
    * `TAKING` keys: should the instance die meanwhile (its pull never answered), the run's drop finds and records them.
    * A pull answers none whose message is marked recalled in libSQL (steering-pull.ts): its recall's work here not done.
+   * One whose every item was so takes the next ones: an empty answer tells the runner its queue is empty.
    */
   take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
-    return this.inTurn(run.runId, async () => (await this.takeNow(db, run, outcome, { limit, maxBytes, unlessRecalled: outcome === "injected" })).items);
+    return this.inTurn(run.runId, async () => {
+      // Ends: each round takes at least one entry off the queue, or finds it empty.
+      for (;;) {
+        const { items, taken } = await this.takeNow(db, run, outcome, { limit, maxBytes, unlessRecalled: outcome === "injected" });
+        if (items.length || !taken || outcome === "dropped") return items;
+      }
+    });
   }
 
   /**

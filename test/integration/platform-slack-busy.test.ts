@@ -46,7 +46,9 @@ async function behave(call: RunCall, res: ServerResponse) {
     return void w.reply("read");
   }
   if (text.startsWith("hold")) await setup.gate(channel).promise;
-  const items = ctx.config.pull === "all" ? ((await api("steering.pull")).body.data?.items ?? []) : [];
+  // "one": a single one-at-a-time pull, an empty answer taken for an empty queue (as a runner reads it).
+  const pull = ctx.config.pull === "all" ? api("steering.pull") : ctx.config.pull === "one" ? api("steering.pull", { mode: "one-at-a-time" }) : null;
+  const items = pull ? ((await pull).body.data?.items ?? []) : [];
   pulledOf.set(channel, [...(pulledOf.get(channel) ?? []), ...items.map((i: any) => i.input.text)]);
   w.reply(`re: ${[text, ...items.map((i: any) => i.input.text)].join("+")}`);
 }
@@ -295,6 +297,26 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     expect(records.map((r) => [r.type, r.source_event_id, r.reason])).toEqual([
       ["steering.dropped", eventIdOf(channel, second), "recalled"],
       ["steering.injected", expect.stringMatching(/^slack:/), undefined],
+    ]);
+  }, 40_000);
+
+  it("steer: a one-at-a-time pull whose one item is found recalled (its deletion never reached the conversation) answers the next queued item, not an empty queue", async () => {
+    const channel = "CBUSY22";
+    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "one" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    const second = await say(channel, "second");
+    await say(channel, "third");
+    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
+    const recall = await deliver(deletion(channel, second), undefined, 500);
+    setup.gate(channel).resolve();
+    await quiet(channel, 1);
+    await deliver(deletion(channel, second), recall);
+    expect(pulledOf.get(channel)).toEqual(["third"]);
+    expect(postsTo(channel)).toEqual(["re: hold first+third"]);
+    expect((await steeringRecords(channel)).map((r) => [r.type, r.reason])).toEqual([
+      ["steering.dropped", "recalled"],
+      ["steering.injected", undefined],
     ]);
   }, 40_000);
 

@@ -618,6 +618,8 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
       ["tombstone", (ts) => ({ type: "message", subtype: "message_changed", hidden: true, channel: "C-THREAD-GONE", ts: `${++messageTs}.000300`, message: tombstone(ts) }), { text: null, unavailable: "it was deleted" }],
       ["deleted", (ts) => ({ type: "message", subtype: "message_deleted", hidden: true, channel: "C-THREAD-GONE", ts: `${++messageTs}.000300`, deleted_ts: ts, previous_message: { type: "message", user: "U77", ts, thread_ts: ts, text: "the plan" } }), { text: null, unavailable: "it was deleted" }],
       ["edited", (ts) => ({ type: "message", subtype: "message_changed", hidden: true, channel: "C-THREAD-GONE", ts: `${++messageTs}.000300`, message: { type: "message", user: "U77", text: "the new plan", ts, thread_ts: ts, edited: { user: "U77", ts: `${messageTs}.000300` } } }), { text: "the new plan", unavailable: null }],
+      // A parent naming the bot, edited: Slack sends its app_mention again, marked edited, with its own ts as its thread_ts.
+      ["mention edited", (ts) => ({ type: "app_mention", channel: "C-THREAD-GONE", user: "U77", text: "<@UBOT> the new plan", ts, thread_ts: ts, edited: { user: "U77", ts: `${++messageTs}.000300` } }), { text: "@UBOT the new plan", unavailable: null }],
     ];
     for (const [label, revision, after] of revisions) {
       const parentTs = `${++messageTs}.000100`;
@@ -625,7 +627,8 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
       const reply = (text: string) => callback({ ...message("C-THREAD-GONE", `<@UBOT> ${text}`, { thread_ts: parentTs, parent_user_id: "U77" }), type: "app_mention", channel_type: undefined });
       await post(reply(`${label}: first?`));
       expect((await runOf(`${label}: first?`, "C-THREAD-GONE")).event.data.reply_to).toMatchObject({ message_id: parentTs, text: "the plan", unavailable: null });
-      threadParents.set(parentTs, label === "edited" ? { type: "message", user: "U77", text: "the new plan", ts: parentTs, thread_ts: parentTs } : tombstone(parentTs));
+      const edited = { edited: "the new plan", "mention edited": "<@UBOT> the new plan" }[label];
+      threadParents.set(parentTs, edited ? { type: "message", user: "U77", text: edited, ts: parentTs, thread_ts: parentTs } : tombstone(parentTs));
       expect((await post(callback(revision(parentTs)))).status).toBe(200);
       await post(reply(`${label}: second?`));
       expect((await runOf(`${label}: second?`, "C-THREAD-GONE")).event.data.reply_to, label).toMatchObject({ message_id: parentTs, ...after });

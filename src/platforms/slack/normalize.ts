@@ -146,7 +146,8 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
     // Slack sends app_mention again, marked `edited`, each time a message naming the bot is edited: a typo fixed in an
     // old question (one whose first delivery retention has forgotten) must not ask it again. Edits are not answered
     // (one still waiting to be answered takes the new words instead).
-    if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: unhandledThread, ...revising(revisionOf(msg, self)) }];
+    // In the message's own conversation: a thread's parent edited names itself as its thread (thread_ts = ts), as recorded without.
+    if (msg.edited) return [{ ...unhandled(key, `${ev.type}.edited`, eventTime), conversationId: msg.channel, threadId: threadOf(msg), ...revising(revisionOf(msg, self)) }];
     const threadId = msg.thread_ts ?? null;
     // A reply in a thread answers its parent, a message of the channel itself: read at ingress (./thread-parent.ts).
     const parent = threadOf(msg);
