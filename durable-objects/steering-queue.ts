@@ -6,7 +6,7 @@ import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import { withEditedText } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
 import { steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
-import { recordPull } from "../src/run/steering-pull";
+import { dropStatements, recordPull } from "../src/run/steering-pull";
 import { releaseStatements } from "../src/run/steering-release";
 import { DroppedClaims, type DecideAgain } from "./dropped-claims";
 import { inTurnByKey } from "./serial-decisions";
@@ -275,6 +275,7 @@ export class SteeringQueue {
       try {
         const claims = [...entries, ...orphans].map(([, v]) => stubOf(v));
         if (opts.unlessRecalled) recalled = await recordPull(db, claims, run);
+        else if (outcome === "dropped" && !opts.reason) await writeAll(db, dropStatements(db, claims, run));
         else await writeAll(db, claims.map((claim) => steeringOutcomeInsert(db, outcome, claim, run, opts.reason)));
       } catch (err) {
         // Put back under their own keys (claim order is kept); their messages never left.

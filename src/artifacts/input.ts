@@ -87,10 +87,11 @@ export async function storeInputAttachments(
 ): Promise<StoredInputAttachments> {
   const refs: ArtifactRef[] = [];
   const rows: ArtifactRow[] = [];
-  const written: string[] = [];
+  // This attempt's from the start: a failure before they are reached removes them too.
+  const written: string[] = storedKeysOf(sources);
   const unavailable: string[] = [];
-  const reused = await reusedArtifacts(deps.db, owner, sources, now, optional ? unavailable : null);
   try {
+    const reused = await reusedArtifacts(deps.db, owner, sources, now, optional ? unavailable : null);
     // One at a time: at most one fetched body is in memory.
     for (const [index, source] of sources.entries()) {
       if (source.kind === "artifact") {
@@ -99,7 +100,6 @@ export async function storeInputAttachments(
         continue;
       }
       if (source.kind === "stored") {
-        written.push(source.row.r2Key);
         rows.push(source.row);
         refs.push(toArtifactRef(source.row));
         continue;
@@ -120,6 +120,9 @@ export async function storeInputAttachments(
   }
   return { refs, rows, written, unavailable };
 }
+
+/** The blobs of `stored` sources: this attempt wrote them, and no row names them until its batch does. */
+export const storedKeysOf = (sources: InputAttachmentSource[]): string[] => sources.flatMap((s) => (s.kind === "stored" ? [s.row.r2Key] : []));
 
 /**
  * References to existing artifacts: only this conversation's, only unexpired; the stored facts win. `leftOut`: where

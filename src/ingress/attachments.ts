@@ -2,7 +2,7 @@ import type { Db } from "../db/client";
 import type { Config } from "../env";
 import { base64ToBytes } from "../lib/base64";
 import { parseJson } from "../lib/json";
-import { storeInputAttachments, type InputAttachmentSource } from "../artifacts/input";
+import { storedKeysOf, storeInputAttachments, type InputAttachmentSource } from "../artifacts/input";
 import type { ArtifactRef, ContentElement } from "../protocol/common";
 import type { InputContext } from "../protocol/context";
 import type { EnvelopeAttachment } from "../protocol/envelope";
@@ -45,11 +45,21 @@ export async function inputWithAttachments(
 ): Promise<{ input: InputContext; artifactRows: ArtifactRow[]; written: string[]; unavailable: string[] }> {
   const none = { artifactRows: [], written: [], unavailable: [] };
   if (sources.length === 0) return { input: event.input, ...none };
-  const earlier = event.clientChosenId ? await eventLogStore(deps.db).get(event.eventId) : undefined;
-  if (earlier) return { input: parseJson<InputContext>(earlier.inputJson, event.input), ...none };
-  const stored = await storeInputAttachments(deps, event, sources, { optional });
-  const input = { ...event.input, contents: withAttachmentElements(event.input, stored.refs), attachments: [...event.input.attachments, ...stored.refs] };
-  return { input, artifactRows: stored.rows, written: stored.written, unavailable: stored.unavailable };
+  // Blobs this attempt stored already (a chat reply's own files) are its own: removed when the check fails, and
+  // handed back as written when the event is recorded already (the duplicate's answer removes them).
+  const stored = storedKeysOf(sources);
+  const earlier = event.clientChosenId
+    ? await eventLogStore(deps.db)
+        .get(event.eventId)
+        .catch(async (err: unknown) => {
+          if (stored.length) await deps.bucket.delete(stored);
+          throw err;
+        })
+    : undefined;
+  if (earlier) return { input: parseJson<InputContext>(earlier.inputJson, event.input), ...none, written: stored };
+  const kept = await storeInputAttachments(deps, event, sources, { optional });
+  const input = { ...event.input, contents: withAttachmentElements(event.input, kept.refs), attachments: [...event.input.attachments, ...kept.refs] };
+  return { input, artifactRows: kept.rows, written: kept.written, unavailable: kept.unavailable };
 }
 
 function contentElementOf(ref: ArtifactRef): ContentElement {

@@ -653,6 +653,29 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     expect(none.event.data.reply_to).toEqual({ message_id: rootId, actor: null, text: null, quote: null, attachments: [], unavailable: "it was recalled" });
   });
 
+  it("leaves no blob of a reply's own image behind when the database fails the look-up of its replied message's stored file, made after the image was stored alongside", async () => {
+    const root = received("oc_reuse_blip", { image_key: "img_1" }, {}, "image");
+    const rootId = root.event.message.message_id;
+    expect((await postPlain(root)).status).toBe(200);
+    const [stored] = (await waitFor(() => runner.contexts.find((c) => c.event.data.message_id === rootId), 15_000, "the root's run")).input.attachments;
+    const unnamed = async () => {
+      const named = new Set((await host.query<{ r2_key: string }>("SELECT r2_key FROM artifact")).map((r) => r.r2_key));
+      return (await host.r2Keys("artifacts/")).filter((k) => !named.has(k));
+    };
+    const before = new Set(await unnamed());
+    const downloads = () => fake.calls.filter((c) => c.path.endsWith("/resources/img_1")).length;
+    const fetched = downloads();
+    // Its own image (stored alongside the replied message's look-up), then the stored file it re-uses, looked up by id: refused.
+    host.databaseOutage({ queries: 1, matching: stored.artifact_id });
+    try {
+      expect((await postPlain(received("oc_reuse_blip", { image_key: "img_1" }, { parent_id: rootId }, "image"))).status).toBeGreaterThanOrEqual(500);
+    } finally {
+      host.databaseOutage(false);
+    }
+    expect(downloads()).toBe(fetched + 1);
+    expect((await unnamed()).filter((k) => !before.has(k))).toEqual([]);
+  });
+
   it("reads a reply to the bot's own answer as the host delivered it, without reading Lark: a streamed card's final words, a text's words and the answer's file, the file's own message that file", async () => {
     const reads = (messageId: string) => fake.calls.filter((c) => c.method === "GET" && c.path === `/open-apis/im/v1/messages/${messageId}`).length;
     const ran = (messageId: string) => waitFor(() => runner.contexts.find((c) => c.event.data.message_id === messageId), 15_000, `the run of ${messageId}`);

@@ -320,6 +320,28 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     ]);
   }, 40_000);
 
+  it("steer: a claimed message whose deletion never reached the conversation, left unpulled as the busy run ends: recorded dropped, as recalled, and not answered; the next one is", async () => {
+    const channel = "CBUSY23";
+    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
+    await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    const second = await say(channel, "second");
+    const third = await say(channel, "third");
+    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
+    const recall = await deliver(deletion(channel, second), undefined, 500);
+    // The run ends without pulling before Slack's retry comes.
+    setup.gate(channel).resolve();
+    await waitFor(() => postsTo(channel).length === 2, 20_000, "both replies");
+    await quiet(channel, 2);
+    await deliver(deletion(channel, second), recall);
+    expect(runsOf.get(channel)).toEqual(["hold first", "third"]);
+    expect(postsTo(channel)).toEqual(["re: hold first", "re: third"]);
+    expect((await steeringRecords(channel)).map((r) => [r.type, r.source_event_id, r.reason])).toEqual([
+      ["steering.dropped", eventIdOf(channel, second), "recalled"],
+      ["steering.dropped", eventIdOf(channel, third), undefined],
+    ]);
+  }, 40_000);
+
   it("a deletion a run's start finds, its cancel's write refused once: the run is started again after a pause and ends cancelled, with no failure notice", async () => {
     const channel = "CBUSY20";
     await agentFor(channel, "plain", "enqueue");

@@ -398,12 +398,18 @@ describe("Slack: Events API in, Web API out", () => {
     const deleted = callback({ type: "message", subtype: "message_deleted", channel: "C900", deleted_ts: "1800000000.000001", ts: "1800000005.000001", previous_message: { user: "U42", ts: "1800000000.000001", text: "oops" } });
     const joined = callback({ type: "member_joined_channel", user: "U77", channel: "C900", channel_type: "C", inviter: "U42" });
     const ours = callback(message("C900", "echo: from the bot", { bot_id: "B1", subtype: "bot_message" }));
-    for (const ev of [deleted, joined, ours]) expect((await post(ev)).status).toBe(200);
-    const rows = await host.query<{ event_type: string; source_event_type: string; actor_id: string | null }>("SELECT event_type, source_event_type, actor_id FROM event_log WHERE conversation_id = 'C900' ORDER BY seq");
+    // Another bot's thread parent naming the bot, edited: Slack sends its app_mention again with its own ts as its thread_ts (the message is in the channel); and a bot's reply in a thread.
+    const parentTs = `${++messageTs}.000200`;
+    const parentEdited = callback({ type: "app_mention", channel: "C900", bot_id: "B1", subtype: "bot_message", text: "<@UBOT> status, fixed", ts: parentTs, thread_ts: parentTs, edited: { user: "B1", ts: `${++messageTs}.000300` } });
+    const inThread = callback(message("C900", "echo: in the thread", { bot_id: "B1", subtype: "bot_message", thread_ts: parentTs }));
+    for (const ev of [deleted, joined, ours, parentEdited, inThread]) expect((await post(ev)).status).toBe(200);
+    const rows = await host.query<{ event_type: string; source_event_type: string; actor_id: string | null; thread_id: string | null }>("SELECT event_type, source_event_type, actor_id, thread_id FROM event_log WHERE conversation_id = 'C900' ORDER BY seq");
     expect(rows).toEqual([
-      { event_type: "message.recalled", source_event_type: "message.message_deleted", actor_id: "U42" },
-      { event_type: "group.member_joined", source_event_type: "member_joined_channel", actor_id: "U77" },
-      { event_type: "platform.unhandled", source_event_type: "message.bot_message", actor_id: null },
+      { event_type: "message.recalled", source_event_type: "message.message_deleted", actor_id: "U42", thread_id: null },
+      { event_type: "group.member_joined", source_event_type: "member_joined_channel", actor_id: "U77", thread_id: null },
+      { event_type: "platform.unhandled", source_event_type: "message.bot_message", actor_id: null, thread_id: null },
+      { event_type: "platform.unhandled", source_event_type: "message.bot_message", actor_id: null, thread_id: null },
+      { event_type: "platform.unhandled", source_event_type: "message.bot_message", actor_id: null, thread_id: parentTs },
     ]);
     // No agent takes these types: recorded unbound, so nothing can run.
     expect(await host.query("SELECT run_id FROM event_log WHERE conversation_id = 'C900' AND run_id IS NOT NULL")).toEqual([]);
@@ -720,6 +726,35 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
       expect((await post(ev, { headers: { "x-slack-retry-num": "1", "x-slack-retry-reason": "http_error" } })).status).toBe(200);
       const ctx = await runOf("this file", "C-THREAD-BLIP");
       expect(ctx.input.attachments).toEqual([expect.objectContaining({ name: "v3.pdf", size_bytes: FILE.length })]);
+    } finally {
+      host.databaseOutage(false);
+      await files.close();
+    }
+  });
+
+  it("leaves no blob of a reply's own file behind when the database fails recording's own check that the event is new, after the file was stored alongside the parent's read", async () => {
+    const parentTs = "1799990009.000100";
+    threadParents.set(parentTs, { type: "message", user: "U77", text: "which one, again?", ts: parentTs, thread_ts: parentTs });
+    slowParents.set(parentTs, 600);
+    const reply = message("C-THREAD-BLIP2", "<@UBOT> this file, again", { subtype: "file_share", thread_ts: parentTs, parent_user_id: "U77" });
+    const eventId = `slack:${botId}:msg:C-THREAD-BLIP2:${reply.ts}`;
+    // Once the file is asked for, the next query naming the event (ingest's redelivery check, once the parent is read)
+    // is answered late; meanwhile the database is set to fail the one after it: recording's own check (acceptEvent).
+    let asked = 0;
+    const files = await startFakePlatform(async () => {
+      if (++asked === 1) {
+        host.databaseOutage({ answerDelayMs: 1_500, matching: eventId, queries: 1 });
+        setTimeout(() => host.databaseOutage({ queries: 1, matching: eventId }), 1_200);
+      }
+      return { bytes: FILE, headers: { "content-type": "application/pdf" } };
+    });
+    try {
+      const before = new Set(await unnamedBlobs());
+      const file = { id: "F10", name: "v4.pdf", mimetype: "application/pdf", url_private_download: `${files.url}/files/F10/v4.pdf` };
+      expect((await post(callback({ ...reply, files: [file] }))).status).toBeGreaterThanOrEqual(500);
+      expect(files.calls).toHaveLength(1);
+      expect(await host.query("SELECT 1 FROM event_log WHERE event_id = ?", [eventId])).toEqual([]);
+      expect((await unnamedBlobs()).filter((k) => !before.has(k))).toEqual([]);
     } finally {
       host.databaseOutage(false);
       await files.close();

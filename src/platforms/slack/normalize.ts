@@ -140,7 +140,8 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
     if (posterOf(changed ?? msg, self) === "self") return [];
     // Other bots' messages never start a run.
     // An edit (message_changed) names its thread in the edited message, as a deletion does in previous_message.
-    const unhandledThread = msg.thread_ts ?? threadOf((ev as { message?: { ts?: unknown; thread_ts?: unknown } }).message);
+    // A thread's parent (a bot's, say, its app_mention sent again as edited) names itself as its thread (thread_ts = ts): it is in the channel.
+    const unhandledThread = threadOf(msg) ?? threadOf((ev as { message?: { ts?: unknown; thread_ts?: unknown } }).message);
     const revises = changed === undefined ? undefined : revisionOf(changed, self);
     if (posterOf(msg, self) === "bot" || !USER_MESSAGE_SUBTYPES.has(msg.subtype) || (!msg.text && !msg.files?.length)) return [{ ...unhandled(key, msg.subtype ? `message.${msg.subtype}` : ev.type, eventTime), conversationId: msg.channel, threadId: unhandledThread, ...revising(revises) }];
     // Slack sends app_mention again, marked `edited`, each time a message naming the bot is edited: a typo fixed in an
