@@ -1,12 +1,13 @@
 /**
  * A chat reply to a message this bot delivered, its context read from the host's own record rather than the platform:
- * Lark's answers are cards, which a read gives no words of, and Telegram gives one message of an answer split over
- * several, as rendered. The `delivery.succeeded` row of the platform message (found by its `message_ref`,
+ * Lark's answers are cards, which a read gives no words of, Telegram gives one message of an answer split over
+ * several, as rendered, and Slack a thread's parent as rendered (to an app outside its Marketplace, once a minute).
+ * The `delivery.succeeded` row of the platform message (found by its `message_ref`,
  * ../delivery/delivered-ref.ts) names the run and which of its transcript messages it shows: its words are that
  * message's, as the transcript has them (the final text, whatever the stream showed), its files the answer's artifacts,
  * re-used as the reply's inputs; a file's message brings that file alone. None of another audience's answer is given.
  */
-import { and, desc, eq, gte, sql } from "drizzle-orm";
+import { and, desc, eq, gte, inArray, sql } from "drizzle-orm";
 import * as z from "zod";
 import type { Db } from "../db/client";
 import { eventLog } from "../db/schema";
@@ -36,16 +37,19 @@ const shownItem = sql<string | null>`(SELECT json_object('role', role, 'content'
 const audienceOfRun = sql<string | null>`(SELECT json_extract(e.metadata_json, ${`$.${PRIVATE_AUDIENCE_KEY}`}) FROM event_log AS e WHERE e.event_id = ${runEvent})`;
 
 /**
- * The answer the bot delivered as message `messageId` of `event`'s chat, in the same conversation (thread), by one
- * read of the index event_log_message; null when it is none the host has a record of (another bot's or a user's
+ * The answer the bot delivered as message `messageId` of `event`'s chat, in the conversation it is in (placesOf), by
+ * one read of the index event_log_message; null when it is none the host has a record of (another bot's or a user's
  * message, one delivered before this release recorded it, a notice no transcript message holds, a draft its failed run
- * left): the platform's account of it is used then.
+ * left), or one of another conversation with files, which a run here may not read (read from the platform and fetched
+ * then, as a received parent with files is: ./stored-reply.ts): the platform's account of it is used then.
  */
 export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, messageId: string): Promise<DeliveredReply | null> {
   if (event.conversationId === null) return null;
-  const key = conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId: event.conversationId, threadId: event.threadId });
+  const { conversationId } = event;
+  const keyIn = (threadId: string | null) => conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId, threadId });
+  const key = keyIn(event.threadId);
   const row = await db
-    .select({ dataJson: eventLog.dataJson, item: shownItem, audience: audienceOfRun })
+    .select({ dataJson: eventLog.dataJson, item: shownItem, audience: audienceOfRun, conversationKey: eventLog.conversationKey })
     .from(eventLog)
     .where(
       and(
@@ -54,7 +58,7 @@ export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, m
         eq(eventLog.messageRef, scopedMessageRef(event.chatId, messageId)),
         eq(eventLog.eventType, "delivery.succeeded"),
         gte(eventLog.createdAt, bot.registeredAt),
-        eq(eventLog.conversationKey, key),
+        inArray(eventLog.conversationKey, placesOf(event, messageId).map(keyIn)),
       ),
     )
     // Its newest write says what it shows now: a streamed draft's edit to the final text, or to a failed run's end mark.
@@ -63,11 +67,23 @@ export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, m
     .get();
   if (!row || (row.audience ?? null) !== privateAudienceOf(event.replyTarget)) return null;
   const fact = parseJson<{ operation?: unknown; artifact_id?: unknown }>(row.dataJson, {});
+  const elsewhere = row.conversationKey !== key;
   const fileOf = (id: string, ref?: ArtifactRef): PlatformFile => ({ ref: id, name: ref?.name ?? null, mimeType: ref?.mime_type ?? null, artifactType: artifactTypeOf(ref), repliedMessageId: messageId, artifactId: id });
-  if (fact.operation === "send_file" && typeof fact.artifact_id === "string") return { text: null, files: [fileOf(fact.artifact_id)] };
+  if (fact.operation === "send_file" && typeof fact.artifact_id === "string") return elsewhere ? null : { text: null, files: [fileOf(fact.artifact_id)] };
   const item = parseJson<{ role?: unknown; content?: unknown; refs?: ArtifactRef[] } | null>(row.item ?? "", null);
-  if (item?.role !== "assistant") return null;
+  if (item?.role !== "assistant" || (elsewhere && (item.refs ?? []).length > 0)) return null;
   return { text: typeof item.content === "string" ? item.content : null, files: (item.refs ?? []).map((ref) => fileOf(ref.artifact_id, ref)) };
+}
+
+/**
+ * The threads (of the event's conversation) the replied message may be in: where the event says it is (a Slack
+ * thread's parent: the channel's own, `repliedThreadId` null); else the reply's own, and for a Lark topic thread's root
+ * also the chat's: "reply in thread" on an answer in the main chat opens a topic whose every reply names that answer.
+ */
+function placesOf(event: NormalizedEvent, messageId: string): (string | null)[] {
+  if (event.repliedThreadId !== undefined) return [event.repliedThreadId];
+  const root = event.replyTarget?.platform === "lark" && event.threadId !== null && event.replyTarget.threadRootId === messageId;
+  return root ? [event.threadId, null] : [event.threadId];
 }
 
 const ARTIFACT_TYPES = new Set<string>(["image", "audio", "video", "file"]);

@@ -713,6 +713,22 @@ describe("Lark/Feishu: event subscription in, Open API out", () => {
     }
   });
 
+  it("reads a reply in a topic thread opened on the bot's main-chat answer as the host delivered it (the chat's record), without reading Lark", async () => {
+    const reads = (messageId: string) => fake.calls.filter((c) => c.method === "GET" && c.path === `/open-apis/im/v1/messages/${messageId}`).length;
+    const asked = received("oc_own_topic", { text: "stream one two three" });
+    expect((await postPlain(asked)).status).toBe(200);
+    const card = (await waitFor(() => repliesTo(asked.event.message.message_id)[0]?.reply?.json as any)).data.message_id as string;
+    await waitFor(() => patchesOf(card).some((p) => cardText(p.body.content) === "one two three"), 15_000, "the final patch");
+    await waitFor(async () => (await host.query("SELECT seq FROM event_log WHERE event_type = 'delivery.succeeded' AND json_extract(data_json, '$.message_id') = ?", [card])).length >= 1 + patchesOf(card).length, 15_000, "the trail");
+    // "Reply in thread": a topic of its own, whose root (every reply's parent) is the answer, recorded in the chat's conversation.
+    const inThread = received("oc_own_topic", { text: "make it shorter" }, { thread_id: "omt_own_topic", parent_id: card, root_id: card });
+    expect((await postPlain(inThread)).status).toBe(200);
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.event.data.message_id === inThread.event.message.message_id), 15_000, "the run");
+    expect(ctx.conversation.thread_id).toBe("omt_own_topic");
+    expect(reads(card)).toBe(0);
+    expect(ctx.event.data.reply_to).toEqual({ message_id: card, actor: { actor_type: "bot", actor_id: APP_ID, actor_name: null }, text: "one two three", quote: null, attachments: [], unavailable: null });
+  });
+
   it("keeps a file a reply re-used as long as one it brought itself, past its own message's expiry; a recall of that message meanwhile still takes it", async () => {
     const root = received("oc_reuse_ttl", { image_key: "img_1" }, {}, "image");
     const rootId = root.event.message.message_id;

@@ -593,6 +593,34 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
     expect(ctx.input.attachments).toEqual(ctx.event.data.reply_to.attachments);
   });
 
+  it("takes a parent the bot delivered (its answer in the channel) from the host's record, without asking Slack: the answer's words as the runner sent them", async () => {
+    const asked = message("C-THREAD-OWN", "<@UBOT> summarise *this*");
+    await post(callback(asked));
+    await runOf("summarise *this*", "C-THREAD-OWN");
+    const [answer] = await waitFor(() => postsTo("C-THREAD-OWN").length > 0 && postsTo("C-THREAD-OWN"));
+    expect(answer.body.thread_ts).toBeUndefined();
+    const answerTs = (answer.reply!.json as { ts: string }).ts;
+    await waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE event_type = 'delivery.succeeded' AND json_extract(data_json, '$.message_id') = ?", [answerTs])).length > 0, 15_000, "the answer recorded");
+    // Slack would give its rendered mrkdwn, read once a minute at most: never asked.
+    threadParents.set(answerTs, { type: "message", bot_id: "B1", text: "echo: summarise _this_ (as Slack renders it)", ts: answerTs, thread_ts: answerTs });
+    await post(callback(message("C-THREAD-OWN", "make it shorter", { thread_ts: answerTs, parent_user_id: BOT_USER })));
+    const ctx = await runOf("make it shorter", "C-THREAD-OWN");
+    expect(repliesCalls(answerTs)).toEqual([]);
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: answerTs, actor: null, text: "echo: summarise *this*", quote: null, attachments: [], unavailable: null });
+    expect(ctx.conversation).toMatchObject({ conversation_id: "C-THREAD-OWN", thread_id: answerTs });
+
+    // An answer with a file: its artifact is the channel conversation's, which a run in the thread may not read, so it is read from Slack.
+    await post(callback(message("C-THREAD-OWN-FILE", "<@UBOT> attach chart.png")));
+    const [withFile] = await waitFor(() => postsTo("C-THREAD-OWN-FILE").length > 0 && fake.callsTo(/^\/files\.completeUploadExternal$/).some((c) => c.raw.includes("C-THREAD-OWN-FILE")) && postsTo("C-THREAD-OWN-FILE"), 15_000, "the answer and its file");
+    const fileTs = (withFile.reply!.json as { ts: string }).ts;
+    await waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE event_type = 'delivery.succeeded' AND json_extract(data_json, '$.message_id') = ?", [fileTs])).length > 0, 15_000, "the answer recorded");
+    threadParents.set(fileTs, { type: "message", bot_id: "B1", text: "here is chart.png", ts: fileTs, thread_ts: fileTs });
+    await post(callback(message("C-THREAD-OWN-FILE", "which chart?", { thread_ts: fileTs, parent_user_id: BOT_USER })));
+    const read = await runOf("which chart?", "C-THREAD-OWN-FILE");
+    expect(repliesCalls(fileTs)).toHaveLength(1);
+    expect(read.event.data.reply_to).toMatchObject({ message_id: fileTs, actor: { actor_type: "bot", actor_id: "B1" }, text: "here is chart.png", unavailable: null });
+  });
+
   it("takes a recorded parent edited since with its newest words, as history keeps them, not its first ones", async () => {
     const parent = message("C-THREAD-EDIT", "<@UBOT> ship on friday?");
     await post(callback(parent));
@@ -881,10 +909,12 @@ describe("Slack: files in answers", () => {
   it("uploads an answer's file in Slack's three steps and shares it in the thread, after the text", async () => {
     const threadTs = `${++messageTs}.000100`;
     await post(callback(message("C-FILES", "attach chart.png", { thread_ts: threadTs })));
-    const [shared] = await waitFor(() => fake.callsTo(/^\/files\.completeUploadExternal$/).length > 0 && fake.callsTo(/^\/files\.completeUploadExternal$/), 15_000, "the shared file");
-    const [asked] = fake.callsTo(/^\/files\.getUploadURLExternal$/);
+    // This channel's: an earlier test's answer shared a chart.png too.
+    const shared = await waitFor(() => fake.callsTo(/^\/files\.completeUploadExternal$/).find((c) => new URLSearchParams(c.raw).get("channel_id") === "C-FILES"), 15_000, "the shared file");
+    const id = JSON.parse(new URLSearchParams(shared.raw).get("files")!)[0].id;
+    const asked = fake.callsTo(/^\/files\.getUploadURLExternal$/).find((c) => (c.reply?.json as { file_id?: string } | undefined)?.file_id === id)!;
     expect(Object.fromEntries(new URLSearchParams(asked.raw))).toEqual({ filename: "chart.png", length: String(ANSWER_FILE.length) });
-    const [uploaded] = fake.callsTo(/^\/upload\//);
+    const [uploaded] = fake.callsTo(new RegExp(`^/upload/${id}$`));
     expect(uploaded.bytes.equals(ANSWER_FILE)).toBe(true);
     expect(uploaded.headers.authorization).toBeUndefined();
     // Streamed from storage with its length declared, not chunked.

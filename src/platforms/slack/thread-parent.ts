@@ -3,7 +3,7 @@
  * platform (../reply-context.ts). An app subscribed only to `app_mention`, or added to the channel after the thread
  * began, never received it: "@Bot what do you think?" in the thread would reach the runner with no subject. Read with
  * conversations.replies (the thread's first message), taken as a `thread_broadcast` carries it (`root`), or as the
- * host recorded it (../stored-reply.ts).
+ * host recorded it (../stored-reply.ts; the bot's own answer, as delivered: ../delivered-reply.ts).
  */
 import * as z from "zod";
 import { HostError } from "../../lib/errors";
