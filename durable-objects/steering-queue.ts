@@ -3,7 +3,6 @@ import { mayHaveApplied } from "../src/db/executor";
 import { loggedError } from "../src/lib/describe-error";
 import type { SteeringPort } from "../src/host-api/actions/index";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
-import { withEditedText } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
 import { steeringItemOf, steeringOutcomeInsert } from "../src/run/steering";
 import { dropStatements, recordPull } from "../src/run/steering-pull";
@@ -13,7 +12,8 @@ import { inTurnByKey } from "./serial-decisions";
 import { ClaimKeys } from "./claim-keys";
 import { claimStatements, itemOf, type ClaimInFlight, type UnsettledClaim } from "./claim-notes";
 import { RareKeys } from "./rare-keys";
-import { bodyKeyOf, deleteAll, isWhole, itemOfBody, messagesOf, prefixOf, putAll, QUEUE, stored, stubOf, withinBytes, type Body, type ClaimStub, type Queued } from "./steering-storage";
+import { amendQueued } from "./steering-amend";
+import { bodyKeyOf, deleteAll, isWhole, messagesOf, prefixOf, putAll, QUEUE, stored, stubOf, withinBytes, type Queued } from "./steering-storage";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
 export const STEERING_QUEUE_CAP = 100;
@@ -205,39 +205,26 @@ export class SteeringQueue {
 
   /**
    * The first claimed message, taken off the queue for the run to answer as its own message (that one was recalled
-   * before the run began): recorded `steering.injected`, as a pull of it would be. Null when none is queued.
+   * before the run began): recorded `steering.injected`, as a pull of it would be. Null when none is queued. One
+   * marked recalled in libSQL (its recall's work here not done) is recorded dropped, as a pull's is: the next one
+   * takes its place.
    */
   promote(db: Db, run: RunJob): Promise<{ item: SteeringInputItem; revision?: number } | null> {
     return this.inTurn(run.runId, async () => {
-      const [first] = await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: 1 });
-      if (!first) return null;
-      const [item] = (await this.takeNow(db, run, "injected", { only: stubOf(first[1]).event_id })).items;
-      return item ? { item, revision: stubOf(first[1]).revision } : null;
+      // Ends: each round takes its entry off the queue.
+      for (;;) {
+        const [first] = await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: 1 });
+        if (!first) return null;
+        const { items: [item], taken } = await this.takeNow(db, run, "injected", { only: stubOf(first[1]).event_id, unlessRecalled: true });
+        if (item) return { item, revision: stubOf(first[1]).revision };
+        if (!taken) return null;
+      }
     });
   }
 
-  /** A claimed message its user edited before the run pulled it: the pull gets its newest words, whatever order edits arrive in. False when it is not queued. */
+  /** A claimed message its user edited before the run pulled it: the pull gets its newest words (steering-amend.ts). */
   amend(runId: string, eventId: string, edit: { text: string | null; version: number }): Promise<boolean> {
-    return this.inTurn(runId, async () => {
-      const found = [...(await this.storage.list<Queued>({ prefix: prefixOf(runId) }))].find(([, v]) => stubOf(v).event_id === eventId);
-      if (!found) return false;
-      const [key, stub] = [found[0], stubOf(found[1])];
-      if ((stub.revision ?? -Infinity) > edit.version) return true;
-      const body = isWhole(found[1]) ? found[1] : await this.storage.get<Body>(bodyKeyOf(key));
-      if (!body) return false;
-      let value: { stub: ClaimStub; body: Body };
-      if (stub.job) {
-        // The job edited: the item pulled is made from it, and so is the run of the message should it be dropped and decided anew.
-        const job: RunJob = { ...(body as RunJob), input: withEditedText(body.input, edit.text) };
-        value = stored(job, itemOfBody(stub, job), edit.version);
-      } else {
-        const item = itemOfBody(stub, body);
-        const edited: SteeringInputItem = { ...item, input: withEditedText(item.input, edit.text) };
-        value = { stub: { ...stubOf(edited), revision: edit.version }, body: edited };
-      }
-      await this.storage.put({ [key]: value.stub, [bodyKeyOf(key)]: value.body });
-      return true;
-    });
+    return this.inTurn(runId, () => amendQueued(this.storage, runId, eventId, edit));
   }
 
   /**
@@ -255,7 +242,7 @@ export class SteeringQueue {
     return null;
   }
 
-  /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. `again`: a drop's claims are to be decided anew (dropped-claims.ts). `unlessRecalled`: a pull's (`take`). */
+  /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. `again`: a drop's claims are to be decided anew (dropped-claims.ts). `unlessRecalled`: a pull's (`take`), or a promotion's. */
   private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; only?: string; reason?: "recalled"; again?: boolean; unlessRecalled?: boolean }): Promise<{ items: SteeringInputItem[]; taken: number }> {
     const queued = [...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: opts.only === undefined ? opts.limit : undefined }))];
     const entries = withinBytes(opts.only === undefined ? queued : queued.filter(([, v]) => stubOf(v).event_id === opts.only), opts.maxBytes ?? Infinity);

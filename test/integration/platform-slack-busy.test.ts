@@ -342,6 +342,26 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     ]);
   }, 40_000);
 
+  it("steer with debounce: the waiting run's own message and the first it claimed both deleted, neither deletion reaching the conversation: the next claimed one is answered, the deleted claim recorded dropped, as recalled, not injected", async () => {
+    const channel = "CBUSY-R7";
+    await agentFor(channel, "steerer", "steer", { debounce_ms: 3000 });
+    const first = await say(channel, "first");
+    const second = await say(channel, "second");
+    await say(channel, "third");
+    // Each deletion is recorded (its marks written), then its look-up of the waiting message fails: its webhook fails.
+    for (const ts of [first, second]) {
+      host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
+      await deliver(deletion(channel, ts), undefined, 500);
+    }
+    await quiet(channel, 1);
+    expect({ runs: runsOf.get(channel), pulled: pulledOf.get(channel) ?? [] }).toEqual({ runs: ["third"], pulled: [] });
+    expect(postsTo(channel)).toEqual(["re: third"]);
+    expect((await steeringRecords(channel)).map((r) => [r.type, r.source_event_id, r.reason])).toEqual([
+      ["steering.dropped", eventIdOf(channel, second), "recalled"],
+      ["steering.injected", expect.stringMatching(/^slack:/), undefined],
+    ]);
+  }, 40_000);
+
   it("a deletion a run's start finds, its cancel's write refused once: the run is started again after a pause and ends cancelled, with no failure notice", async () => {
     const channel = "CBUSY20";
     await agentFor(channel, "plain", "enqueue");
