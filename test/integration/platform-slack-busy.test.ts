@@ -82,6 +82,14 @@ async function deliver(event: Record<string, unknown>, eventId = `EvBusy${++even
   await signedPost(JSON.stringify({ token: "legacy", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: eventId, event_time: Math.floor(Date.now() / 1000), event }), "application/json", status);
   return eventId;
 }
+/**
+ * A deletion that never reaches the conversation: recorded (its marks written), then its look-up of the waiting
+ * message fails and the webhook fails (Slack sends it again later). Answers the delivery's id, for that retry.
+ */
+function lostDeletion(channel: string, ts: string) {
+  host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
+  return deliver(deletion(channel, ts), undefined, 500);
+}
 /** An interactivity payload (a message shortcut), form-encoded and signed as Slack posts it. */
 const interact = (payload: Record<string, unknown>) => signedPost(new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), "application/x-www-form-urlencoded");
 async function signedPost(body: string, contentType: string, status = 200) {
@@ -254,9 +262,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     await say(queued, "hold first");
     await waitFor(() => runsOf.get(queued)?.length === 1, 10_000, "the first run");
     const second = await say(queued, "second");
-    // The deletion is recorded (its marks written), then its look-up of the waiting message fails: the webhook fails.
-    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
-    const recall = await deliver(deletion(queued, second), undefined, 500);
+    const recall = await lostDeletion(queued, second);
     setup.gate(queued).resolve();
     await quiet(queued, 1);
     await deliver(deletion(queued, second), recall);
@@ -270,8 +276,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     const first = await say(burst, "first");
     await say(burst, "second");
     await say(burst, "third");
-    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
-    await deliver(deletion(burst, first), undefined, 500);
+    await lostDeletion(burst, first);
     await quiet(burst, 1);
     expect({ runs: runsOf.get(burst), pulled: pulledOf.get(burst) }).toEqual({ runs: ["second"], pulled: ["third"] });
     expect(postsTo(burst)).toEqual(["re: second+third"]);
@@ -284,9 +289,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
     const second = await say(channel, "second");
     await say(channel, "third");
-    // The deletion is recorded (its marks written), then its look-up of the waiting message fails: the webhook fails.
-    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
-    const recall = await deliver(deletion(channel, second), undefined, 500);
+    const recall = await lostDeletion(channel, second);
     // The run pulls before Slack's retry comes.
     setup.gate(channel).resolve();
     await quiet(channel, 1);
@@ -307,8 +310,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
     const second = await say(channel, "second");
     await say(channel, "third");
-    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
-    const recall = await deliver(deletion(channel, second), undefined, 500);
+    const recall = await lostDeletion(channel, second);
     setup.gate(channel).resolve();
     await quiet(channel, 1);
     await deliver(deletion(channel, second), recall);
@@ -327,8 +329,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
     const second = await say(channel, "second");
     const third = await say(channel, "third");
-    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
-    const recall = await deliver(deletion(channel, second), undefined, 500);
+    const recall = await lostDeletion(channel, second);
     // The run ends without pulling before Slack's retry comes.
     setup.gate(channel).resolve();
     await waitFor(() => postsTo(channel).length === 2, 20_000, "both replies");
@@ -350,8 +351,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     await say(channel, "third");
     // Each deletion is recorded (its marks written), then its look-up of the waiting message fails: its webhook fails.
     for (const ts of [first, second]) {
-      host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
-      await deliver(deletion(channel, ts), undefined, 500);
+      await lostDeletion(channel, ts);
     }
     await quiet(channel, 1);
     expect({ runs: runsOf.get(channel), pulled: pulledOf.get(channel) ?? [] }).toEqual({ runs: ["third"], pulled: [] });
@@ -368,8 +368,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     await say(channel, "hold first");
     await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
     const second = await say(channel, "second");
-    host.databaseOutage({ queries: 1, matching: "INDEXED BY run_status" });
-    await deliver(deletion(channel, second), undefined, 500);
+    await lostDeletion(channel, second);
     // The start's cancel (its error message among the write's arguments) is refused the first time.
     host.databaseOutage({ queries: 1, matching: "its message was recalled before it was answered" });
     setup.gate(channel).resolve();
