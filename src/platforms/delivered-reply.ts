@@ -40,8 +40,9 @@ const audienceOfRun = sql<string | null>`(SELECT json_extract(e.metadata_json, $
  * The answer the bot delivered as message `messageId` of `event`'s chat, in the conversation it is in (placesOf), by
  * one read of the index event_log_message; null when it is none the host has a record of (another bot's or a user's
  * message, one delivered before this release recorded it, a notice no transcript message holds, a draft its failed run
- * left), or one of another conversation with files, which a run here may not read (read from the platform and fetched
- * then, as a received parent with files is: ./stored-reply.ts): the platform's account of it is used then.
+ * left, one deleted since), or one of another conversation with files, which a run here may not read (read from the
+ * platform and fetched then, as a received parent with files is: ./stored-reply.ts): the platform's account of it is
+ * used then.
  */
 export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, messageId: string): Promise<DeliveredReply | null> {
   if (event.conversationId === null) return null;
@@ -49,7 +50,7 @@ export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, m
   const keyIn = (threadId: string | null) => conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId, threadId });
   const key = keyIn(event.threadId);
   const row = await db
-    .select({ dataJson: eventLog.dataJson, item: shownItem, audience: audienceOfRun, conversationKey: eventLog.conversationKey })
+    .select({ dataJson: eventLog.dataJson, item: shownItem, audience: audienceOfRun, conversationKey: eventLog.conversationKey, deleted: sql<string | null>`json_type(${eventLog.metadataJson}, '$.recalled')` })
     .from(eventLog)
     .where(
       and(
@@ -65,7 +66,8 @@ export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, m
     .orderBy(desc(eventLog.seq))
     .limit(1)
     .get();
-  if (!row || (row.audience ?? null) !== privateAudienceOf(event.replyTarget)) return null;
+  // Deleted since (../stores/deleted-answer.ts): the platform says so.
+  if (!row || row.deleted !== null || (row.audience ?? null) !== privateAudienceOf(event.replyTarget)) return null;
   const fact = parseJson<{ operation?: unknown; artifact_id?: unknown }>(row.dataJson, {});
   const elsewhere = row.conversationKey !== key;
   const fileOf = (id: string, ref?: ArtifactRef): PlatformFile => ({ ref: id, name: ref?.name ?? null, mimeType: ref?.mime_type ?? null, artifactType: artifactTypeOf(ref), repliedMessageId: messageId, artifactId: id });

@@ -3,6 +3,7 @@ import { dbOf } from "../db/connect";
 import type { Env } from "../env";
 import { storableText } from "../lib/text";
 import { eventRevisionStatement } from "../stores/event-revision";
+import { deletedAnswerStatement } from "../stores/deleted-answer";
 import { deleteRecalledBytes, recalledFilesStatements } from "../stores/recalled-files";
 import { transcriptRevisionStatement, type TranscriptRevision } from "../stores/transcript-revision";
 import { waitingMessage } from "../stores/waiting-message";
@@ -39,7 +40,8 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
   for (const place of places) {
     const r: TranscriptRevision = { botId: bot.botId, registeredAt: bot.registeredAt, conversationId: place.conversationId, messageRef: scopedMessageRef(place.chatId, revision.id), eventId, edit: marked };
     statements.push(transcriptRevisionStatement(db, r, at), eventRevisionStatement(db, r, at));
-    if (!edit) fileReads.push(statements.push(...recalledFilesStatements(db, r, now)) - 1);
+    // A recall may name the bot's own answer instead (a Slack tombstone): a reply to it then takes nothing of it.
+    if (!edit) fileReads.push(statements.push(...recalledFilesStatements(db, r, now), deletedAnswerStatement(db, r, at)) - 2);
   }
   const results = await batchAll(db, statements);
   if (!edit) await deleteRecalledBytes(env.ARTIFACTS, fileReads.flatMap((i) => (results[i] as { r2Key: string }[]).map((f) => f.r2Key)));

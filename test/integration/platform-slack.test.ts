@@ -621,6 +621,22 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
     expect(read.event.data.reply_to).toMatchObject({ message_id: fileTs, actor: { actor_type: "bot", actor_id: "B1" }, text: "here is chart.png", unavailable: null });
   });
 
+  it("takes a parent the bot delivered and deleted since (a tombstone, its thread having replies) as deleted, not from the host's record", async () => {
+    await post(callback(message("C-THREAD-OWN-GONE", "<@UBOT> summarise the plan")));
+    await runOf("summarise the plan", "C-THREAD-OWN-GONE");
+    const [answer] = await waitFor(() => postsTo("C-THREAD-OWN-GONE").length > 0 && postsTo("C-THREAD-OWN-GONE"));
+    const answerTs = (answer.reply!.json as { ts: string }).ts;
+    await waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE event_type = 'delivery.succeeded' AND json_extract(data_json, '$.message_id') = ?", [answerTs])).length > 0, 15_000, "the answer recorded");
+    await post(callback(message("C-THREAD-OWN-GONE", "shorter?", { thread_ts: answerTs, parent_user_id: BOT_USER })));
+    expect((await runOf("shorter?", "C-THREAD-OWN-GONE")).event.data.reply_to).toMatchObject({ message_id: answerTs, text: "echo: summarise the plan", unavailable: null });
+    // Deleted while its thread has replies: Slack leaves a tombstone, told by a message_changed.
+    const tombstone = { type: "message", subtype: "tombstone", user: "USLACKBOT", hidden: true, text: "This message was deleted.", ts: answerTs, thread_ts: answerTs, reply_count: 1 };
+    threadParents.set(answerTs, tombstone);
+    expect((await post(callback({ type: "message", subtype: "message_changed", hidden: true, channel: "C-THREAD-OWN-GONE", ts: `${++messageTs}.000300`, message: tombstone }))).status).toBe(200);
+    await post(callback(message("C-THREAD-OWN-GONE", "and now?", { thread_ts: answerTs, parent_user_id: BOT_USER })));
+    expect((await runOf("and now?", "C-THREAD-OWN-GONE")).event.data.reply_to).toMatchObject({ message_id: answerTs, text: null, attachments: [], unavailable: "it was deleted" });
+  });
+
   it("takes a recorded parent edited since with its newest words, as history keeps them, not its first ones", async () => {
     const parent = message("C-THREAD-EDIT", "<@UBOT> ship on friday?");
     await post(callback(parent));
