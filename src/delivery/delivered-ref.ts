@@ -1,6 +1,9 @@
 import { scopedMessageRef } from "../platforms/message-ref";
 import type { RunJob } from "../run/job";
 
+/** A Slack message's `ts`, as a thread names its parent. */
+const SLACK_TS = /^\d+\.\d+$/;
+
 /**
  * The chat message a delivery call posted or edited, as its `delivery.succeeded` row's `message_ref`: a reply to the
  * bot's own answer finds the row by it, as a reply to a received message finds that one (src/platforms/delivered-reply.ts).
@@ -11,6 +14,8 @@ export function deliveredMessageRef(job: Pick<RunJob, "delivery" | "conversation
   const target = job.delivery?.target;
   const id = data.message_id;
   if (typeof id !== "string" || !target || (target.platform !== "telegram" && target.platform !== "lark" && target.platform !== "slack")) return null;
+  // A Slack file's id, a response_url post's or an ephemeral one's is no message a reply can name: no index entry.
+  if (target.platform === "slack" && !SLACK_TS.test(id)) return null;
   // The chat it was posted in (Messenger.chatOf): a group upgraded mid-reply took the rest of it in its supergroup.
   const chat = chatOf(id) ?? (target.platform === "slack" ? target.channel : target.chatId);
   return scopedMessageRef(chat === job.conversation.conversation_id ? undefined : chat, id);
