@@ -6,6 +6,7 @@ import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from ".
 import { putAgent } from "../support/scripted-runner";
 import type { TestHost } from "../support/host";
 import type { RunCall } from "../support/runner";
+import { slackDeletion, slackEdit } from "../support/slack-events";
 
 /**
  * A Slack channel busy with a run, and a message of it deleted or edited before it is answered (README "A busy
@@ -105,17 +106,8 @@ async function say(channel: string, text: string, type = "message", extra: Recor
   await deliver({ type, channel, channel_type: "channel", user: "U42", text, ts, team: "T1", ...extra });
   return ts;
 }
-const deletion = (channel: string, ts: string) => ({ type: "message", subtype: "message_deleted", hidden: true, channel, ts: `${++messageTs}.000900`, deleted_ts: ts, previous_message: { type: "message", user: "U42", ts, text: "gone" } });
-/** Slack's message_changed for a person's edit at `editedAt`. */
-const edit = (channel: string, ts: string, text: string, editedAt: string) => ({
-  type: "message",
-  subtype: "message_changed",
-  hidden: true,
-  channel,
-  ts: `${++messageTs}.000900`,
-  message: { type: "message", user: "U42", text, ts, edited: { user: "U42", ts: editedAt } },
-  previous_message: { type: "message", user: "U42", text: "before", ts },
-});
+const deletion = (channel: string, ts: string) => slackDeletion(channel, ts, `${++messageTs}.000900`);
+const edit = (channel: string, ts: string, text: string, editedAt: string) => slackEdit(channel, ts, text, editedAt, `${++messageTs}.000900`);
 
 const eventIdOf = (channel: string, ts: string) => `slack:${botId}:msg:${channel}:${ts}`;
 const postsTo = (channel: string) => fake.callsTo(/^\/chat\.postMessage$/).filter((c) => c.body.channel === channel).map((c) => c.body.text as string);

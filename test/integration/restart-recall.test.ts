@@ -14,6 +14,7 @@ import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from ".
 import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
 import { keyedGates } from "../support/host-api";
 import { startAdHocRunner } from "../support/runner";
+import { slackDeletion, slackEdit } from "../support/slack-events";
 
 /**
  * A Slack message deleted while its run waits (its debounce window) holding later messages it claimed: the recall
@@ -92,17 +93,8 @@ async function deliver(host: LocalHost, botId: string, event: Record<string, unk
 }
 let messageTs = 1_800_000_000;
 const message = (channel: string, text: string) => ({ type: "message", channel, channel_type: "channel", user: "U42", text, ts: `${++messageTs}.000200`, team: "T1" });
-/** Slack's message_changed for a person's edit of `ts` at `editedAt` (its version). */
-const edit = (channel: string, ts: string, text: string, editedAt: string) => ({
-  type: "message",
-  subtype: "message_changed",
-  hidden: true,
-  channel,
-  ts: `${++messageTs}.000900`,
-  message: { type: "message", user: "U42", text, ts, edited: { user: "U42", ts: editedAt } },
-  previous_message: { type: "message", user: "U42", text: "before", ts },
-});
-const deletion = (channel: string, ts: string) => ({ type: "message", subtype: "message_deleted", hidden: true, channel, ts: `${++messageTs}.000900`, deleted_ts: ts, previous_message: { type: "message", user: "U42", ts, text: "gone" } });
+const edit = (channel: string, ts: string, text: string, editedAt: string) => slackEdit(channel, ts, text, editedAt, `${++messageTs}.000900`);
+const deletion = (channel: string, ts: string) => slackDeletion(channel, ts, `${++messageTs}.000900`);
 
 describe("a recall whose work in the conversation's object a restart cut short", () => {
   it("a claimed message swapped in for the deleted one, its injected record written as the instance died: the deleted message is never answered; the claimed one is, once", async () => {
