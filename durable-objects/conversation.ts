@@ -36,6 +36,7 @@ import { decidedAlready } from "./redelivery";
 import { endNeverHandedOver } from "./never-handed-over";
 import { claimUnlessRecalled } from "./recalled-at-start";
 import { cancelNotActive, type CancelDeps } from "./cancel-not-active";
+import { CancelNotices } from "./cancel-notices";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
  * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
@@ -53,7 +54,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly runs = new RunTableStore(this.ctx.storage, (job) => this.steering.ending(job));
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly replies = new PendingReplies(this.ctx.storage);
-  private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.noticeCancelled(job));
+  private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.cancelNotices.send(job));
   private readonly unhandedEdits = new UnhandedEdits(this.ctx.storage);
   private scheduling = false;
   private readonly changes = new ChangeSignal();
@@ -68,6 +69,8 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly claims = new RunClaims();
   private readonly settling = new SettlingWork(() => this.kick());
   private readonly deliveryDeps = chatReplyDeps(this.env, this.replies);
+  /** A placeholder still shown for a run cancelled before it started (Discord's "thinking…") is resolved (cancel-notices.ts). */
+  private readonly cancelNotices = new CancelNotices(this.deliveryDeps, this.replies, (settled) => this.settling.add(settled), () => configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS);
   /** Runs that could not record how they ended (their replies, how far followers were told): ended as lost, their own reply hears of it. */
   private readonly unrecordedReplies = new Map<string, UnrecordedRun>();
   /** A lost run ended once at a time: a cancel and the watchdog finding it together share one end (one notice). */
@@ -225,8 +228,8 @@ export class ConversationDO extends DurableObject<Env> {
       ended = await endRunAsHost(this.deliveryDeps().db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 });
       if (ended) {
         this.live.publish(job.runId, [ended]);
-        this.noticeCancelled(job);
-      }
+        this.cancelNotices.send(job);
+      } else await this.cancelNotices.owed(job); // ended by an earlier write of this cancel, applied unanswered
       await this.runs.delete(key);
       this.claims.forget(job.runId); // its end is recorded: no claim to resume
     } finally {
@@ -237,12 +240,6 @@ export class ConversationDO extends DurableObject<Env> {
     await this.dropUnpulled(job);
     this.live.end(job.runId, "cancelled");
     return ended !== null;
-  }
-
-  /** A placeholder still shown for a run cancelled before it started (Discord's "thinking…") is resolved; tracked as any reply. */
-  private noticeCancelled(job: RunJob): void {
-    const notice = DeliverySession.cancelNotice(this.deliveryDeps(), job);
-    if (notice) this.settling.add(this.replies.track(job, notice.settle(configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS)));
   }
 
   /** Tell the scheduler something changed, starting it if it is not running. */
@@ -320,7 +317,7 @@ export class ConversationDO extends DurableObject<Env> {
         if (status === "running") {
           await this.finishLost(key, job);
           status = "failed";
-        }
+        } else if (status === "cancelled") await this.cancelNotices.owed(job); // its cancel's write applied unanswered
         return;
       }
       // As it stands now, read in the tick it is marked running: an edit of its message made while it was claimed applies.

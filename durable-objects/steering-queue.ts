@@ -1,6 +1,7 @@
 import { writeAll, type Db } from "../src/db/client";
 import { mayHaveApplied } from "../src/db/executor";
 import { loggedError } from "../src/lib/describe-error";
+import { jsonByteLength } from "../src/protocol/common";
 import type { SteeringPort } from "../src/host-api/actions/index";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import type { RunJob } from "../src/run/job";
@@ -182,14 +183,22 @@ export class SteeringQueue {
    * or drop never sees them too; they are put back if the write fails. Until the write is answered they are kept under
    * `TAKING` keys: should the instance die meanwhile (its pull never answered), the run's drop finds and records them.
    * A pull answers none whose message is marked recalled in libSQL (steering-pull.ts): its recall's work here not done.
-   * One whose every item was so takes the next ones: an empty answer tells the runner its queue is empty.
+   * One that found some so takes the next ones in their place, up to its `limit` and `maxBytes`: an empty answer tells
+   * the runner its queue is empty, and a short one that nothing more fitted.
    */
   take(db: Db, run: RunJob, outcome: "injected" | "dropped", limit?: number, maxBytes = Infinity): Promise<SteeringInputItem[]> {
     return this.inTurn(run.runId, async () => {
-      // Ends: each round takes at least one entry off the queue, or finds it empty.
-      for (;;) {
-        const { items, taken } = await this.takeNow(db, run, outcome, { limit, maxBytes, unlessRecalled: outcome === "injected" });
-        if (items.length || !taken || outcome === "dropped") return items;
+      if (outcome === "dropped") return (await this.takeNow(db, run, outcome, { limit, maxBytes })).items;
+      const answer: SteeringInputItem[] = [];
+      // Ends: each round takes at least one entry off the queue, or finds none that fits.
+      for (let room = maxBytes; ; ) {
+        const round = this.takeNow(db, run, outcome, { limit: limit === undefined ? undefined : limit - answer.length, maxBytes: room, firstAlways: !answer.length, unlessRecalled: true });
+        // A later round refused puts its own items back; those taken before are recorded injected, and answered.
+        const { items, taken } = answer.length ? await round.catch((err: Error) => (console.error(`run ${run.runId}: steering pull answered short: ${loggedError(err)}`), { items: [], taken: 0 })) : await round;
+        answer.push(...items);
+        // None found recalled: this round took all it could.
+        if (!taken || items.length === taken || answer.length === limit) return answer;
+        room -= items.reduce((sum, item) => sum + jsonByteLength(item), 0);
       }
     });
   }
@@ -243,9 +252,9 @@ export class SteeringQueue {
   }
 
   /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. `again`: a drop's claims are to be decided anew (dropped-claims.ts). `unlessRecalled`: a pull's (`take`), or a promotion's. */
-  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; only?: string; reason?: "recalled"; again?: boolean; unlessRecalled?: boolean }): Promise<{ items: SteeringInputItem[]; taken: number }> {
+  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; firstAlways?: boolean; only?: string; reason?: "recalled"; again?: boolean; unlessRecalled?: boolean }): Promise<{ items: SteeringInputItem[]; taken: number }> {
     const queued = [...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: opts.only === undefined ? opts.limit : undefined }))];
-    const entries = withinBytes(opts.only === undefined ? queued : queued.filter(([, v]) => stubOf(v).event_id === opts.only), opts.maxBytes ?? Infinity);
+    const entries = withinBytes(opts.only === undefined ? queued : queued.filter(([, v]) => stubOf(v).event_id === opts.only), opts.maxBytes ?? Infinity, opts.firstAlways);
     // A drop also records what an earlier instance's pull had taken when it died: its runner never had the answer.
     const orphans = outcome === "dropped" && opts.only === undefined ? await this.orphansOf(run.runId) : [];
     // A run's whole drop is remembered (`ending`) until its records and what follows them are stored: lost with this instance midway, the next one finishes it (retryDrops).

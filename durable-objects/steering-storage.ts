@@ -34,13 +34,13 @@ export function itemOfBody(stub: ClaimStub, body: Body): SteeringInputItem {
   return steeringItemOf(body as RunJob, { runId: stub.claimed_run_id, runner: { runnerId: stub.runner_id } }, Date.parse(stub.claimed_at));
 }
 
-/** The oldest claims whose messages' JSON (UTF-8) fits `maxBytes` together, the first always. */
-export function withinBytes(items: [string, Queued][], maxBytes: number): [string, Queued][] {
+/** The oldest claims whose messages' JSON (UTF-8) fits `maxBytes` together, the first always (unless `firstAlways` is false: a pull's later round). */
+export function withinBytes(items: [string, Queued][], maxBytes: number, firstAlways = true): [string, Queued][] {
   if (maxBytes === Infinity) return items;
   let size = 0;
   for (let i = 0; i < items.length; i++) {
     size += stubOf(items[i][1]).bytes;
-    if (size > maxBytes && i > 0) return items.slice(0, i);
+    if (size > maxBytes && (i > 0 || !firstAlways)) return items.slice(0, i);
   }
   return items;
 }

@@ -47,8 +47,9 @@ async function behave(call: RunCall, res: ServerResponse) {
     return void w.reply("read");
   }
   if (text.startsWith("hold")) await setup.gate(channel).promise;
-  // "one": a single one-at-a-time pull, an empty answer taken for an empty queue (as a runner reads it).
-  const pull = ctx.config.pull === "all" ? api("steering.pull") : ctx.config.pull === "one" ? api("steering.pull", { mode: "one-at-a-time" }) : null;
+  // "one": a single one-at-a-time pull, an empty answer taken for an empty queue (as a runner reads it); "two": one pull of at most two.
+  const pulls: Record<string, () => ReturnType<typeof api>> = { all: () => api("steering.pull"), one: () => api("steering.pull", { mode: "one-at-a-time" }), two: () => api("steering.pull", { mode: "all", limit: 2 }) };
+  const pull = pulls[ctx.config.pull]?.() ?? null;
   const items = pull ? ((await pull).body.data?.items ?? []) : [];
   pulledOf.set(channel, [...(pulledOf.get(channel) ?? []), ...items.map((i: any) => i.input.text)]);
   w.reply(`re: ${[text, ...items.map((i: any) => i.input.text)].join("+")}`);
@@ -295,22 +296,25 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     ]);
   }, 40_000);
 
-  it("steer: a one-at-a-time pull whose one item is found recalled (its deletion never reached the conversation) answers the next queued item, not an empty queue", async () => {
-    const channel = "CBUSY22";
-    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "one" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
+  it.each([
+    { pull: "one", said: ["third"] },
+    { pull: "two", said: ["third", "fourth"] },
+  ])("steer: a pull ($pull) whose item is found recalled (its deletion never reached the conversation) answers as many of the next queued items as it asked for, not fewer", async ({ pull, said }) => {
+    const channel = `CBUSY22-${pull}`;
+    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
     await say(channel, "hold first");
     await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
     const second = await say(channel, "second");
-    await say(channel, "third");
+    for (const text of said) await say(channel, text);
     const recall = await lostDeletion(channel, second);
     setup.gate(channel).resolve();
     await quiet(channel, 1);
     await deliver(deletion(channel, second), recall);
-    expect(pulledOf.get(channel)).toEqual(["third"]);
-    expect(postsTo(channel)).toEqual(["re: hold first+third"]);
+    expect(pulledOf.get(channel)).toEqual(said);
+    expect(postsTo(channel)).toEqual([`re: ${["hold first", ...said].join("+")}`]);
     expect((await steeringRecords(channel)).map((r) => [r.type, r.reason])).toEqual([
       ["steering.dropped", "recalled"],
-      ["steering.injected", undefined],
+      ...said.map(() => ["steering.injected", undefined]),
     ]);
   }, 40_000);
 
