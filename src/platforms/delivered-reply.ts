@@ -7,11 +7,13 @@
  * message's, as the transcript has them (the final text, whatever the stream showed), its files the answer's artifacts,
  * re-used as the reply's inputs; a file's message brings that file alone. None of another audience's answer is given.
  */
-import { and, desc, eq, gte, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, getTableName, gte, inArray, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import * as z from "zod";
 import type { Db } from "../db/client";
 import { eventLog } from "../db/schema";
 import { parseJson } from "../lib/json";
+import { asRecord } from "./http";
 import type { ArtifactRef } from "../protocol/common";
 import { conversationKey } from "../stores/conversation-key";
 import { PRIVATE_AUDIENCE_KEY, privateAudienceOf } from "./audience";
@@ -25,14 +27,39 @@ export interface DeliveredReply {
   files: PlatformFile[];
 }
 
-/** The run's event: the answer's audience is its. */
-const runEvent = sql`json_extract(${eventLog.dataJson}, '$.event_id')`;
+/**
+ * A column of the row read, named in full: drizzle writes a select's own columns unqualified, which inside a subquery
+ * would name the subquery's own (`t.run_id = "run_id"`: every run's item).
+ */
+const rowColumn = (column: SQLiteColumn) => sql`${sql.identifier(getTableName(eventLog))}.${sql.identifier(column.name)}`;
 
-/** The run's transcript message the platform message shows: the trail's `item`-th of them, in order (FinalAnswer.itemOf). */
-const shownItem = sql<string | null>`(SELECT json_object('role', role, 'content', content, 'refs', json(artifact_refs_json)) FROM
-  (SELECT t.role, t.content, t.artifact_refs_json, row_number() OVER (ORDER BY t.seq) AS n FROM transcript AS t
-    WHERE t.event_id = ${runEvent} AND t.run_id = ${eventLog.runId} AND t.item_type = 'message')
-  WHERE n = json_extract(${eventLog.dataJson}, '$.item'))`;
+/** The run's event: the answer's audience is its. */
+const runEvent = sql`json_extract(${rowColumn(eventLog.dataJson)}, '$.event_id')`;
+
+/**
+ * The run's transcript message the platform message shows: the trail's `item`-th of them, in order (FinalAnswer.itemOf).
+ * `parts`: its content as elements (null for plain text), which name the files it showed by id as well as `refs`.
+ */
+const shownItem = sql<string | null>`(SELECT json_object('role', role, 'content', content, 'refs', json(artifact_refs_json), 'parts', json(content_json)) FROM
+  (SELECT t.role, t.content, t.artifact_refs_json, t.content_json, row_number() OVER (ORDER BY t.seq) AS n FROM transcript AS t
+    WHERE t.event_id = ${runEvent} AND t.run_id = ${rowColumn(eventLog.runId)} AND t.item_type = 'message')
+  WHERE n = json_extract(${rowColumn(eventLog.dataJson)}, '$.item'))`;
+
+/**
+ * Deleted since (../stores/deleted-answer.ts): any of the message's delivery rows marked, not only its newest, as a
+ * row written after the mark (an edit's whose trail write landed late, one made on the tombstone) does not undo it.
+ */
+const deletedSince = sql<number>`EXISTS (SELECT 1 FROM event_log AS d WHERE d.bot_id = ${rowColumn(eventLog.botId)}
+  AND d.conversation_id = ${rowColumn(eventLog.conversationId)} AND d.message_ref = ${rowColumn(eventLog.messageRef)} AND d.event_type = 'delivery.succeeded' AND json_type(d.metadata_json, '$.recalled') IS NOT NULL)`;
+
+/**
+ * None of the run's items deleted by retention, which deletes each conversation's oldest items first
+ * (src/retention/transcript.ts): an item at or before where the history stood when its event came (the run's
+ * `latest_transcript_seq`: its event's own item, or the one before; the conversation's first when there was none) is
+ * still there. Otherwise `item` would count from the run's first item left and name another message's words.
+ */
+const runItemsKept = sql<number>`EXISTS (SELECT 1 FROM run AS r JOIN transcript AS p ON p.conversation_key = r.conversation_key
+  AND p.seq <= MAX(COALESCE(r.latest_transcript_seq, 0), 1) WHERE r.run_id = ${rowColumn(eventLog.runId)})`;
 
 const audienceOfRun = sql<string | null>`(SELECT json_extract(e.metadata_json, ${`$.${PRIVATE_AUDIENCE_KEY}`}) FROM event_log AS e WHERE e.event_id = ${runEvent})`;
 
@@ -50,7 +77,7 @@ export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, m
   const keyIn = (threadId: string | null) => conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId, threadId });
   const key = keyIn(event.threadId);
   const row = await db
-    .select({ dataJson: eventLog.dataJson, item: shownItem, audience: audienceOfRun, conversationKey: eventLog.conversationKey, deleted: sql<string | null>`json_type(${eventLog.metadataJson}, '$.recalled')` })
+    .select({ dataJson: eventLog.dataJson, item: shownItem, audience: audienceOfRun, conversationKey: eventLog.conversationKey, deleted: deletedSince, kept: runItemsKept })
     .from(eventLog)
     .where(
       and(
@@ -66,16 +93,36 @@ export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, m
     .orderBy(desc(eventLog.seq))
     .limit(1)
     .get();
-  // Deleted since (../stores/deleted-answer.ts): the platform says so.
-  if (!row || row.deleted !== null || (row.audience ?? null) !== privateAudienceOf(event.replyTarget)) return null;
+  // Deleted since: the platform says so.
+  if (!row || Number(row.deleted) !== 0 || (row.audience ?? null) !== privateAudienceOf(event.replyTarget)) return null;
   const fact = parseJson<{ operation?: unknown; artifact_id?: unknown }>(row.dataJson, {});
   const elsewhere = row.conversationKey !== key;
   const fileOf = (id: string, ref?: ArtifactRef): PlatformFile => ({ ref: id, name: ref?.name ?? null, mimeType: ref?.mime_type ?? null, artifactType: artifactTypeOf(ref), repliedMessageId: messageId, artifactId: id });
   if (fact.operation === "send_file" && typeof fact.artifact_id === "string") return elsewhere ? null : { text: null, files: [fileOf(fact.artifact_id)] };
-  const item = parseJson<{ role?: unknown; content?: unknown; refs?: ArtifactRef[] } | null>(row.item ?? "", null);
-  if (item?.role !== "assistant" || (elsewhere && (item.refs ?? []).length > 0)) return null;
-  return { text: typeof item.content === "string" ? item.content : null, files: (item.refs ?? []).map((ref) => fileOf(ref.artifact_id, ref)) };
+  const item = parseJson<{ role?: unknown; content?: unknown; refs?: ArtifactRef[]; parts?: unknown } | null>(row.item ?? "", null);
+  // Some of its run's items deleted since, the count no longer names it.
+  if (item?.role !== "assistant" || Number(row.kept) === 0) return null;
+  const refs = filesOfAnswer(item.refs ?? [], item.parts);
+  if (elsewhere && refs.length > 0) return null;
+  return { text: typeof item.content === "string" ? item.content : null, files: refs.map((ref) => fileOf(ref.artifact_id, ref)) };
 }
+
+/**
+ * An answer's files as delivery sent them (delivery/answer.ts answerOf): those announced before it (`refs`), then those
+ * its elements name (an upload shown as an image), each once.
+ */
+function filesOfAnswer(refs: ArtifactRef[], parts: unknown): ArtifactRef[] {
+  const files = new Map(refs.map((ref) => [ref.artifact_id, ref]));
+  for (const el of Array.isArray(parts) ? parts.map(asRecord) : []) {
+    const { type, artifact_id: id, name } = el;
+    if (typeof type !== "string" || !ELEMENT_FILE.has(type) || typeof id !== "string" || files.has(id)) continue;
+    files.set(id, { artifact_id: id, artifact_type: type, name: typeof name === "string" ? name : null });
+  }
+  return [...files.values()];
+}
+
+/** The elements that name a file by id, each its own artifact type (protocol/common.ts ContentElementSchema). */
+const ELEMENT_FILE = new Set(["image", "file", "audio"]);
 
 /**
  * The threads (of the event's conversation) the replied message may be in: where the event says it is (a Slack
