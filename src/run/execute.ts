@@ -278,6 +278,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   const statements: unknown[] = [...last.statements, ...transcriptStatements(db, transcriptItems, artifactRefs)];
   statements.push(...runs.ledgerInserts(ledger));
   statements.push(runs.finishStatement(job.runId, outcome));
+  for (const audit of processor.unauditedDrops()) statements.push(hostRecordInsert(db, audit));
   if (outcome.status !== "completed") {
     statements.push(
       hostRecordInsert(db, {

@@ -3,7 +3,7 @@ import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
 import { isBlankMessage, textOfElements } from "../protocol/common";
 import { RunnerCallError, type RunFailureCode } from "../runner/errors";
-import type { RecordPlace } from "../stores/event-log";
+import type { HostRecord, RecordPlace } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
@@ -14,6 +14,7 @@ import { InlineArtifactIds } from "./inline-artifact-ids";
 import type { ResultBatch } from "./result-batch";
 import { ledgerDataOf, parseResultLine } from "./result-line";
 import { SequenceCheck } from "./sequence-check";
+import { DropAuditCount } from "./drop-audit-cap";
 import { unavailableStateScope } from "./state-scope-refusal";
 
 export interface ResultProcessorInit {
@@ -51,6 +52,8 @@ function messageText(message: Message): string {
 export class ResultProcessor {
   private readonly ledgerSeq: LedgerSequence;
   private readonly sequences = new SequenceCheck();
+  /** Drops audited in EventLog so far: only a run's first are (drop-audit-cap.ts). */
+  private readonly dropAudits = new DropAuditCount();
   /** Artifacts announced since the last message, by id, in announcement order (each once): the next message carries them. */
   private readonly pending = new Map<string, ArtifactRef>();
   /** The ids a runner gave its inline artifacts, to the ids the host stored them under: its messages name them by its own. */
@@ -124,6 +127,11 @@ export class ResultProcessor {
     };
   }
 
+  /** For the run's end: the record of the drops past the cap that got no audit of their own (none when all did). */
+  unauditedDrops(): HostRecord[] {
+    return this.dropAudits.summary({ runId: this.init.runId, runnerId: this.init.runnerId, place: this.init.place });
+  }
+
   private entry(type: string, data: unknown, origin: "runner" | "host", runnerSequence?: number | null): LedgerEntry {
     return { runId: this.init.runId, seq: this.ledgerSeq.next(), type, data, runnerSequence: runnerSequence ?? null, origin, createdAt: Date.now() };
   }
@@ -164,7 +172,11 @@ export class ResultProcessor {
       this.warn(batch, "result.invalid_sequence", `sequence ${sequence} is not positive; the result is taken as unnumbered`, { sequence });
       sequence = null;
     }
-    if (sequence !== null && !this.sequences.accept(sequence, (code, message, extra) => this.warn(batch, code, message, extra))) return;
+    if (sequence !== null && !this.sequences.accept(sequence, (code, message, extra) => this.warn(batch, code, message, extra))) {
+      // A terminal result dropped as a duplicate: a stream that then ends without one says so, as for an invalid one.
+      if (result.type === "run.completed" || result.type === "run.failed") this.droppedTerminal = `${result.type}: duplicate sequence ${sequence}`;
+      return;
+    }
 
     this.resultCount++;
     const recorded = this.entry(result.type, ledgerDataOf(payload, result.data), "runner", sequence);
@@ -210,6 +222,7 @@ export class ResultProcessor {
     const sequence = recorded.runnerSequence ?? null;
     // `ledger_seq` names the entry kept as sent (its SSE frame id), so a follower can tell it was not applied.
     this.warn(batch, code, `${type} dropped: ${reason}`, { sequence, ledger_seq });
+    if (!this.dropAudits.admit()) return;
     batch.audits.push({
       eventType: "runner.result_dropped",
       ...this.init.place,

@@ -115,6 +115,14 @@ beforeAll(async () => {
           res.end("data: ]}}}\n\n");
           return;
         }
+        case "dupterminal": {
+          // Its run.completed repeats its message's sequence: dropped as a duplicate, so the stream ends without one.
+          const w = out();
+          w.send("message.completed", { message: { role: "assistant", content: "said" } }, 1);
+          w.send("run.completed", { finish_reason: "stop" }, 1);
+          res.end();
+          return;
+        }
         case "silent": {
           const w = out();
           w.send("run.completed", { finish_reason: "stop" });
@@ -219,6 +227,10 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
   it("no answer before the deadline → timeout with deadline_exceeded", () => expectFailureIsContained("fail-hang", "hang", "timeout", "deadline_exceeded"));
   it("a line over the limit → runner.line_too_large", () => expectFailureIsContained("fail-flood", "flood", "failed", "runner.line_too_large"));
   it("an SSE frame over the limit, made of lines under it → runner.line_too_large", () => expectFailureIsContained("fail-sse-flood", "sseflood", "failed", "runner.line_too_large"));
+  it("a run.completed dropped as a duplicate, then the end → runner.stream_closed saying it was dropped, not that none came", async () => {
+    const run = await expectFailureIsContained("fail-dup-terminal", "dupterminal", "failed", "runner.stream_closed");
+    expect(run.error?.message).toBe("the result stream ended without a valid run.completed or run.failed (dropped, run.completed: duplicate sequence 1)");
+  });
   it("completed without any message → runner.no_output", () => expectFailureIsContained("fail-silent", "silent", "failed", "runner.no_output"));
   it("results for another run → runner.protocol_error", () => expectFailureIsContained("fail-liar", "liar", "failed", "runner.protocol_error"));
 
