@@ -10,6 +10,7 @@ export type ErrorCode =
   | "conflict"
   | "event_id_conflict"
   | "payload_too_large"
+  | "unsupported_media_type"
   | "bad_gateway"
   | "attachment_unavailable"
   | "internal";

@@ -26,3 +26,11 @@ export const sameBaseUrl = (a: string, b: string): boolean => {
     return a === b;
   }
 };
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * An id a payload gave (a message's, an interaction's) as one URL path segment. Half a surrogate pair, on which
+ * encodeURIComponent throws, goes as U+FFFD: the platform then answers for an id it does not know, as for any other.
+ */
+export const pathSegment = (id: string): string => encodeURIComponent(id.replace(LONE_SURROGATE, "\ufffd"));

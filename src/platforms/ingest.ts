@@ -18,6 +18,7 @@ import { announceAlbumItem } from "./album-notice";
 import { BOT_DISABLED, recordOnly, recordPaused, UNHANDLED_EVENT_TYPE } from "./record-only";
 import { messageRefOf } from "./message-ref";
 import { inItsConversation } from "./moved-chats";
+import { withUsableIds } from "./usable-ids";
 import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
 import { rawRefOf, storeRaw } from "./raw-payload";
@@ -31,7 +32,8 @@ import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 /** Time kept back from a platform's acknowledgement deadline for recording the event and answering. */
 const ACK_MARGIN_MS = 1_000;
 
-export const dedupeId = (bot: Bot, key: string) => `${bot.platform}:${bot.botId}:${key}`;
+// The key as a text column holds it (a NUL would cut the stored id short when read): the operator can read the event back.
+export const dedupeId = (bot: Bot, key: string) => `${bot.platform}:${bot.botId}:${storableText(key)}`;
 
 /** When a platform that wants its answer within seconds must be done with (ms since the epoch); undefined when it waits long. */
 const ackDeadlineAt = (deps: IngestDeps) => (deps.adapter.ackDeadlineMs === undefined ? undefined : deps.receivedAt + deps.adapter.ackDeadlineMs - ACK_MARGIN_MS);
@@ -64,7 +66,7 @@ export async function ingestEvents(deps: IngestDeps, raw: unknown, events: Norma
 async function recordInOrder(deps: IngestDeps, events: NormalizedEvent[], rawRef: string | null): Promise<Recorded[]> {
   const recorded: Recorded[] = [];
   // In order: a payload's events (Telegram's several new members) keep the platform's order.
-  for (const event of events) recorded.push(await ingestOne(deps, await inItsConversation(dbOf(deps.env), deps.adapter, deps.bot, event), rawRef));
+  for (const event of events) recorded.push(await ingestOne(deps, await inItsConversation(dbOf(deps.env), deps.adapter, deps.bot, withUsableIds(event)), rawRef));
   return recorded;
 }
 

@@ -9,6 +9,12 @@ import * as z from "zod";
 export const absentOr = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v): z.output<T> | undefined => v ?? undefined);
 
 /**
+ * absentOr for a schema whose parsed values are also built directly (Discord's interactions, in tests): the field
+ * stays an optional key of the parsed type, where absentOr's is a required one that may hold undefined.
+ */
+export const nullAsAbsent = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === null ? undefined : v), schema.optional());
+
+/**
  * A payload with every object member whose value is `null` left out, at any depth (array items stay as they are):
  * what a platform says is absent by null reads as absent by omission, in every field a schema reads.
  */

@@ -1,14 +1,39 @@
 import { HostError, unauthorized } from "../lib/errors";
+import { jsonShapeProblem } from "../protocol/common";
 
 /** The one refusal every platform gets for a request it cannot prove came from the platform. */
 export const refused = (why: string) => unauthorized(`webhook refused: ${why}`);
 
+/**
+ * Deeper than any platform nests a payload (Slack's blocks, Discord's components: a few dozen levels at most). The
+ * host walks payloads recursively (null fields, schemas, the stored copy): a deeper one would overflow the stack.
+ */
+export const MAX_PAYLOAD_DEPTH = 128;
+
 /** A webhook body as JSON; signatures are checked on the raw text before this. */
 export function parseBody(raw: string): unknown {
+  let body: unknown;
   try {
-    return JSON.parse(raw);
+    body = JSON.parse(raw);
   } catch {
     throw new HostError(400, "invalid_json", "request body is not valid JSON");
+  }
+  return withinPayloadDepth(body);
+}
+
+/** A verified payload nested no deeper than MAX_PAYLOAD_DEPTH, else a 400 (checked without recursion). */
+export function withinPayloadDepth<T>(payload: T): T {
+  if (jsonShapeProblem(payload, MAX_PAYLOAD_DEPTH, { depthOnly: true }) !== null) throw new HostError(400, "invalid_json", `request body is JSON nested deeper than ${MAX_PAYLOAD_DEPTH} levels`);
+  return payload;
+}
+
+/** Text that should hold JSON (a Lark message's `content`), parsed; undefined when it is not JSON or nests deeper than a payload may. */
+export function parseNested(raw: string): unknown {
+  try {
+    const value: unknown = JSON.parse(raw);
+    return jsonShapeProblem(value, MAX_PAYLOAD_DEPTH, { depthOnly: true }) === null ? value : undefined;
+  } catch {
+    return undefined;
   }
 }
 

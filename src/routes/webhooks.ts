@@ -3,6 +3,7 @@ import { configOf } from "../env";
 import { HostError, notFound } from "../lib/errors";
 import { tooLarge } from "../middleware/body-limit";
 import { readCapped } from "../artifacts/read-capped";
+import { headOf } from "../lib/text";
 import { ingestEvents } from "../platforms/ingest";
 import { ADAPTERS } from "../platforms/registry";
 import { PLATFORMS, type PlatformName } from "../platforms/types";
@@ -38,6 +39,10 @@ export const webhooksRouter = router().post(
       throw err;
     });
     if (!bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
+    // Platforms send their bodies uncompressed, signed as sent: a compressed one (a proxy's doing) would be refused as
+    // badly signed, or as not JSON, and the bot's admin view would blame its credentials.
+    const encoding = c.req.header("content-encoding")?.trim().toLowerCase();
+    if (encoding && encoding !== "identity") throw new HostError(415, "unsupported_media_type", `a body in Content-Encoding ${headOf(encoding, 40)} is not read: send it uncompressed`);
     const adapter = ADAPTERS[platform];
     // Read only once the address names a bot: anyone can post to any address, and a body sent without a length
     // (chunked) would otherwise be held, up to the cap, before a 404. One outgrowing the cap is cut there, unread.

@@ -12,6 +12,7 @@
  * instead (./dm.ts). Rate limits answer 429 with `retry_after` (seconds, fractional) in the body; a route's bucket spent is waited out before its
  * next call (./route-limits.ts). An app installed only to the user has 5 follow-ups per interaction (./followup-limit.ts).
  */
+import { pathSegment } from "../../lib/url";
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit } from "../http";
 import { scrubSecrets } from "../redact";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile } from "../types";
@@ -48,8 +49,8 @@ const UNKNOWN_MESSAGE = 10008;
 const PLACEHOLDER_SEARCHES = 2;
 
 export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<DeliveryTarget, { platform: "discord" }>, timeoutMs: number): Messenger {
-  const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${encodeURIComponent(target.interactionToken)}`;
-  const channel = target.channelId ? `${bot.apiBaseUrl}/channels/${encodeURIComponent(target.channelId)}/messages` : null;
+  const webhook = `${bot.apiBaseUrl}/webhooks/${encodeURIComponent(bot.credentials.application_id)}/${pathSegment(target.interactionToken)}`;
+  const channel = target.channelId ? `${bot.apiBaseUrl}/channels/${pathSegment(target.channelId)}/messages` : null;
   /**
    * Past the token, the answer goes to the user's DM rather than the channel (./dm.ts). A reply queued before targets
    * named their user has no DM to go to: it tries the channel, as it did then, unless it is the user's alone.
@@ -137,7 +138,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
     const opened = await openDm(bot.apiBaseUrl, bot.credentials.bot_token, target.userId!, botLimits, timeoutMs);
     if (!opened.ok && opened.failure.kind === "permanent") dmRefusal = opened;
     if (!opened.ok) return opened;
-    const url = `${bot.apiBaseUrl}/channels/${encodeURIComponent(opened.value)}/messages`;
+    const url = `${bot.apiBaseUrl}/channels/${pathSegment(opened.value)}/messages`;
     const noted = await call("POST", url, DM_NOTE, botAuth);
     if (!noted.ok && noted.failure.kind === "permanent") dmRefusal = dmRefused(noted.failure);
     if (dmRefusal) return dmRefusal;
@@ -154,7 +155,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
    * placeholder stays. A read rate limited or unanswered is a failure for now: a read writes nothing, so it is repeatable.
    */
   async function placeholderId(): Promise<ApiResult<string | null>> {
-    const url = `${channel!}?after=${encodeURIComponent(target.interactionId)}&limit=50`;
+    const url = `${channel!}?after=${pathSegment(target.interactionId)}&limit=50`;
     await botLimits.ready(routeOf("GET", url), timeoutMs);
     const res = await callPlatform(url, { method: "GET", headers: botAuth }, timeoutMs);
     if (!res.ok) return repeatable(res);
@@ -215,7 +216,7 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
       else placeholder = null;
     }
     if (!originalUsed && placeholder) {
-      const edited = await call("PATCH", `${channel!}/${encodeURIComponent(placeholder)}`, content, botAuth);
+      const edited = await call("PATCH", `${channel!}/${pathSegment(placeholder)}`, content, botAuth);
       if (edited.ok) {
         originalUsed = true;
         originalId = placeholder;
@@ -247,14 +248,14 @@ export function discordMessenger(bot: Bot<DiscordCredentials>, target: Extract<D
   }
 
   async function editMessage(messageId: string, text: string): Promise<ApiResult<void>> {
-    const res = await viaWebhook("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : encodeURIComponent(messageId)}`, text);
+    const res = await viaWebhook("PATCH", `${webhook}/messages/${messageId === ORIGINAL ? ORIGINAL : pathSegment(messageId)}`, text);
     if (res) return res.ok ? { ok: true, value: undefined } : res;
     const id = messageId === ORIGINAL ? originalId : messageId;
     // A message posted in the DM is edited there; one in the channel there, unless the answer was never the channel's
     // (an ephemeral one, an app installed only to the user): only the interaction's token could edit it (the text is sent anew).
     const where = id && dmMessages.has(id) ? dm : startsInDm ? null : channel;
     if (!id || !where) return { ok: false, failure: { kind: "permanent", status: null, code: "discord_interaction_expired", message: "the message can no longer be edited: its interaction's token expired" } };
-    const edited = await call("PATCH", `${where}/${encodeURIComponent(id)}`, text, botAuth);
+    const edited = await call("PATCH", `${where}/${pathSegment(id)}`, text, botAuth);
     return edited.ok ? { ok: true, value: undefined } : edited;
   }
 

@@ -5,16 +5,17 @@
  * resolve is its mention markup (`<@id>`), still recognisably a user, role or channel.
  */
 import * as z from "zod";
+import { nullAsAbsent } from "../payload";
 
-export const UserSchema = z.looseObject({ id: z.string(), username: z.string().optional(), global_name: z.string().nullish(), bot: z.boolean().optional() });
+export const UserSchema = z.looseObject({ id: z.string(), username: nullAsAbsent(z.string()), global_name: z.string().nullish(), bot: nullAsAbsent(z.boolean()) });
 type User = z.infer<typeof UserSchema>;
 
 /** What `data.resolved` says of the users, members, roles and channels the interaction names (each field may be left out). */
 export const ResolvedNamesShape = {
-  users: z.record(z.string(), UserSchema).optional(),
-  members: z.record(z.string(), z.looseObject({ nick: z.string().nullish() })).optional(),
-  roles: z.record(z.string(), z.looseObject({ name: z.string().nullish() })).optional(),
-  channels: z.record(z.string(), z.looseObject({ name: z.string().nullish() })).optional(),
+  users: nullAsAbsent(z.record(z.string(), UserSchema)),
+  members: nullAsAbsent(z.record(z.string(), z.looseObject({ nick: z.string().nullish() }))),
+  roles: nullAsAbsent(z.record(z.string(), z.looseObject({ name: z.string().nullish() }))),
+  channels: nullAsAbsent(z.record(z.string(), z.looseObject({ name: z.string().nullish() }))),
 };
 type ResolvedNames = { [K in keyof typeof ResolvedNamesShape]?: z.infer<(typeof ResolvedNamesShape)[K]> };
 

@@ -6,6 +6,7 @@
  * its parent channel. The guild is kept in `data.guild_id`.
  */
 import * as z from "zod";
+import { nullAsAbsent } from "../payload";
 import type { NormalizedEvent, PlatformFile } from "../types";
 import { followupLimitOf } from "./followup-limit";
 import { memberName, nameOf, optionKind, ResolvedNamesShape, selectKind, UserSchema, userName } from "./names";
@@ -24,49 +25,50 @@ const MESSAGE_COMMAND = 3;
 
 type CommandOption = { name: string; type: number; value?: unknown; options?: CommandOption[] };
 const OptionSchema: z.ZodType<CommandOption> = z.lazy(() =>
-  z.looseObject({ name: z.string(), type: z.number(), value: z.unknown().optional(), options: z.array(OptionSchema).optional() }),
+  z.looseObject({ name: z.string(), type: z.number(), value: z.unknown().optional(), options: nullAsAbsent(z.array(OptionSchema)) }),
 );
 
 /**
  * A modal's submitted input: a text input's `value`, a select's or checkbox group's `values`, a file upload's (type 19)
  * attachment ids, a checkbox's (type 23) `value` true or false, a radio group's (type 21) `value`, null when none was picked.
  */
-const ModalFieldSchema = z.looseObject({ type: z.number().optional(), custom_id: z.string().optional(), value: z.union([z.string(), z.boolean()]).nullish(), values: z.array(z.string()).optional() });
+const ModalFieldSchema = z.looseObject({ type: nullAsAbsent(z.number()), custom_id: nullAsAbsent(z.string()), value: z.union([z.string(), z.boolean()]).nullish(), values: nullAsAbsent(z.array(z.string())) });
 const FILE_UPLOAD = 19;
 
+// A field sent as null reads as one left out (README), as on every platform: the interaction is never dropped for it.
 export const InteractionSchema = z.looseObject({
   id: z.string().min(1),
   type: z.number().int(),
-  token: z.string().optional(),
-  guild_id: z.string().optional(),
-  channel_id: z.string().optional(),
-  channel: z.looseObject({ id: z.string(), type: z.number().optional(), parent_id: z.string().nullish() }).optional(),
-  member: z.looseObject({ user: UserSchema.optional(), nick: z.string().nullish() }).optional(),
-  user: UserSchema.optional(),
+  token: nullAsAbsent(z.string()),
+  guild_id: nullAsAbsent(z.string()),
+  channel_id: nullAsAbsent(z.string()),
+  channel: nullAsAbsent(z.looseObject({ id: z.string(), type: nullAsAbsent(z.number()), parent_id: z.string().nullish() })),
+  member: nullAsAbsent(z.looseObject({ user: nullAsAbsent(UserSchema), nick: z.string().nullish() })),
+  user: nullAsAbsent(UserSchema),
   // A component's (or a modal opened from one) message: `flags` 64 when only the user sees it (ephemeral).
-  message: z.looseObject({ id: z.string(), flags: z.number().int().optional() }).optional(),
+  message: nullAsAbsent(z.looseObject({ id: z.string(), flags: nullAsAbsent(z.number().int()) })),
   // Which installs of the app the interaction is authorized by: "0" the server's (or its bot's DM), "1" the user's.
-  authorizing_integration_owners: z.record(z.string(), z.unknown()).optional(),
-  data: z
-    .looseObject({
-      name: z.string().optional(),
-      type: z.number().optional(),
+  authorizing_integration_owners: nullAsAbsent(z.record(z.string(), z.unknown())),
+  data: nullAsAbsent(
+    z.looseObject({
+      name: nullAsAbsent(z.string()),
+      type: nullAsAbsent(z.number()),
       target_id: z.string().nullish(),
-      custom_id: z.string().optional(),
-      component_type: z.number().optional(),
-      values: z.array(z.string()).optional(),
-      options: z.array(OptionSchema).optional(),
+      custom_id: nullAsAbsent(z.string()),
+      component_type: nullAsAbsent(z.number()),
+      values: nullAsAbsent(z.array(z.string())),
+      options: nullAsAbsent(z.array(OptionSchema)),
       // A modal's inputs: in Action Rows (`components`), or each in a Label (type 18, its one `component`).
-      components: z.array(z.looseObject({ components: z.array(ModalFieldSchema).optional(), component: ModalFieldSchema.optional() })).optional(),
-      resolved: z
-        .looseObject({
-          attachments: z.record(z.string(), AttachmentSchema).optional(),
-          messages: z.record(z.string(), TargetMessageSchema).optional(),
+      components: nullAsAbsent(z.array(z.looseObject({ components: nullAsAbsent(z.array(ModalFieldSchema)), component: nullAsAbsent(ModalFieldSchema) }))),
+      resolved: nullAsAbsent(
+        z.looseObject({
+          attachments: nullAsAbsent(z.record(z.string(), AttachmentSchema)),
+          messages: nullAsAbsent(z.record(z.string(), TargetMessageSchema)),
           ...ResolvedNamesShape,
-        })
-        .optional(),
-    })
-    .optional(),
+        }),
+      ),
+    }),
+  ),
 });
 export type Interaction = z.infer<typeof InteractionSchema>;
 

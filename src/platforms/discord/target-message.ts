@@ -7,12 +7,13 @@
  * interaction.
  */
 import * as z from "zod";
+import { nullAsAbsent } from "../payload";
 import { artifactTypeOf } from "../../artifacts/policy";
 import type { PlatformFile } from "../types";
 import { memberName, UserSchema } from "./names";
 import { pollText, stickersText } from "./non-text";
 
-export const AttachmentSchema = z.looseObject({ url: z.string(), filename: z.string().optional(), content_type: z.string().optional() });
+export const AttachmentSchema = z.looseObject({ url: z.string(), filename: nullAsAbsent(z.string()), content_type: nullAsAbsent(z.string()) });
 type Attachment = z.infer<typeof AttachmentSchema>;
 
 export const fileOf = (a: Attachment): PlatformFile => ({ ref: a.url, name: a.filename, mimeType: a.content_type, artifactType: artifactTypeOf(a.content_type) as PlatformFile["artifactType"] });

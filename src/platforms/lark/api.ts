@@ -6,6 +6,7 @@
  */
 import { sha256Hex } from "../../lib/crypto";
 import { loggedId } from "../../lib/log-text";
+import { pathSegment } from "../../lib/url";
 import { asRecord, callPlatform, failureOfStatus, repeatable, requestInit, retryAfterHeaderMs } from "../http";
 import type { ApiFailure, ApiResult, Bot, DeliveryTarget, Messenger, OutgoingFile, TextFormat } from "../types";
 import { scrubSecrets } from "../redact";
@@ -101,7 +102,7 @@ export function larkApi(bot: Bot<LarkCredentials>, timeoutMs: number) {
     },
     resourceUrl: (messageId: string, fileRef: string) => {
       const [type, key] = [fileRef.slice(0, fileRef.indexOf(":")), fileRef.slice(fileRef.indexOf(":") + 1)];
-      return `${bot.apiBaseUrl}/open-apis/im/v1/messages/${encodeURIComponent(messageId)}/resources/${encodeURIComponent(key)}?type=${type}`;
+      return `${bot.apiBaseUrl}/open-apis/im/v1/messages/${pathSegment(messageId)}/resources/${pathSegment(key)}?type=${type}`;
     },
   };
 }
@@ -172,7 +173,7 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
     const res =
       replyTo === null
         ? await api.call("POST", "/open-apis/im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: msgType, content, uuid })
-        : await api.call("POST", `/open-apis/im/v1/messages/${encodeURIComponent(replyTo)}/reply`, { msg_type: msgType, content, reply_in_thread: target.replyInThread, uuid });
+        : await api.call("POST", `/open-apis/im/v1/messages/${pathSegment(replyTo)}/reply`, { msg_type: msgType, content, reply_in_thread: target.replyInThread, uuid });
     const gone = res.ok || replyTo === null ? null : messageGone(res.failure);
     if (gone !== null && replyTo !== null) {
       const root = target.threadRootId ?? null;
@@ -214,7 +215,7 @@ export function larkMessenger(bot: Bot<LarkCredentials>, target: Extract<Deliver
     },
     async edit(messageId, text) {
       const body = contentOf(text, true);
-      const res = await api.call("PATCH", `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}`, { content: body.content });
+      const res = await api.call("PATCH", `/open-apis/im/v1/messages/${pathSegment(messageId)}`, { content: body.content });
       return res.ok ? { ok: true, value: undefined } : plainNext(chatRefusal(res), text, body);
     },
   };

@@ -5,6 +5,7 @@
  * "read all messages in groups", im:message.group_msg).
  */
 import * as z from "zod";
+import { pathSegment } from "../../lib/url";
 import type { ApiResult, Bot } from "../types";
 import { withoutNulls } from "../payload";
 import { larkApi, type LarkCredentials } from "./api";
@@ -36,7 +37,7 @@ export async function getLarkMessage(bot: Bot<LarkCredentials>, messageId: strin
   const left = until - Date.now();
   if (left <= 0) return { ok: false, failure: { kind: "transient", status: null, code: "timeout", message: `no answer within ${timeoutMs} ms` } };
   // The token is cached now: the read has what is left. A card comes as its sender sent it, not cut down (./card-text.ts).
-  const res = await larkApi(bot, left).call("GET", `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}?card_msg_content_type=user_card_content`, null);
+  const res = await larkApi(bot, left).call("GET", `/open-apis/im/v1/messages/${pathSegment(messageId)}?card_msg_content_type=user_card_content`, null);
   if (!res.ok) return res;
   // A field sent as null counts as absent, as in an event; an item not of this shape is left out, not the others.
   const given = withoutNulls(res.value).items;

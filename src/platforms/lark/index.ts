@@ -4,6 +4,7 @@ import { HostError } from "../../lib/errors";
 import { withoutPaths } from "../redact";
 import type { PlatformAdapter } from "../types";
 import { bodyKey } from "../unhandled";
+import { withinPayloadDepth } from "../verify";
 import { pressNotice } from "../press-notice";
 import { larkApi, larkMessenger, type LarkCredentials } from "./api";
 import { CARD_ACTION } from "./card-action";
@@ -42,7 +43,8 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
   async receive(bot, req) {
     // A press on a legacy message card is signed its own way (./legacy-card.ts); everything else is verified as an event.
     const card = await openLegacyCardRequest(req.headers, req.rawBody, bot.credentials, req.now);
-    const payload = card?.payload ?? (await openLarkRequest(req.headers, req.rawBody, bot.credentials, req.now));
+    // Verified first: its token is inside it, so a body too deep to read is refused only once it is known to be Lark's.
+    const payload = withinPayloadDepth(card?.payload ?? (await openLarkRequest(req.headers, req.rawBody, bot.credentials, req.now)));
     if (payload.type === "url_verification") return { kind: "handshake", body: { challenge: typeof payload.challenge === "string" ? payload.challenge : "" } };
     if (card) return { kind: "events", raw: payload, events: [normalizeLegacyCardAction(await bodyKey(card.plain), payload, card.signedAt)] };
     // A paused bot calls no platform API: its event is only recorded, its mentions as sent.

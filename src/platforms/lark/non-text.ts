@@ -5,6 +5,7 @@
  * Lark serves no sticker's picture), a red packet, a calendar event, a system message and the like stay unanswered.
  */
 import * as z from "zod";
+import { parseNested } from "../verify";
 
 /** What a merged forward reads as until its messages are read (a paused bot's record keeps it). */
 export const FORWARD_UNREAD = "[Forwarded messages, not read]";
@@ -33,9 +34,6 @@ export function nonTextOf(messageType: string, c: Record<string, unknown>): stri
 /** The content of a message read here as Lark sent it, for `event.data.content`; nothing for other types. */
 export function nonTextData(messageType: string, raw: string): { content?: unknown } {
   if (!NON_TEXT_TYPES.has(messageType)) return {};
-  try {
-    return { content: JSON.parse(raw) as unknown };
-  } catch {
-    return {};
-  }
+  const content = parseNested(raw);
+  return content === undefined ? {} : { content };
 }

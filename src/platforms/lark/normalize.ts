@@ -8,6 +8,8 @@ import type { NormalizedEvent, PlatformFile } from "../types";
 import { unhandledEvent as unhandled } from "../unhandled";
 import { platformTime } from "../../lib/json";
 import { absentOr, withoutNulls } from "../payload";
+import { asRecord } from "../http";
+import { parseNested } from "../verify";
 import { CARD_ACTION, normalizeCardAction } from "./card-action";
 import { unreadReply } from "../reply-context";
 import { addressedOnLark } from "./addressed";
@@ -162,12 +164,10 @@ function idsOf(ids: z.infer<typeof UserIdSchema> | undefined): Record<string, un
 export function contentOf(messageType: string, raw: string, mentions: Mention[] = [], ownKeys: ReadonlySet<string> = new Set()): { text: string | null; files: PlatformFile[] } {
   // Its content is a fixed line, not always JSON ("Merged and Forwarded Message"): its messages are read apart.
   if (messageType === "merge_forward") return { text: FORWARD_UNREAD, files: [] };
-  let c: Record<string, unknown>;
-  try {
-    c = JSON.parse(raw) as Record<string, unknown>;
-  } catch {
-    return { text: null, files: [] };
-  }
+  const parsed = parseNested(raw);
+  if (parsed === undefined) return { text: null, files: [] };
+  // Content that is JSON but no object (`null`, a number) says nothing of any type's fields.
+  const c = asRecord(parsed);
   const str = (v: unknown) => (typeof v === "string" && v ? v : null);
   switch (messageType) {
     case "text":
@@ -208,7 +208,7 @@ function postContent(c: Record<string, unknown>, mentions: Mention[], ownKeys: R
   for (const paragraph of post.content as unknown[]) {
     if (!Array.isArray(paragraph)) continue;
     let line = "";
-    for (const el of paragraph as Record<string, unknown>[]) {
+    for (const el of (paragraph as unknown[]).map(asRecord)) {
       if (leading && el.tag === "at" && typeof el.user_id === "string" && ownKeys.has(el.user_id)) {
         addressed = trim = true;
         continue;
