@@ -37,6 +37,7 @@ import { endNeverHandedOver } from "./never-handed-over";
 import { claimUnlessRecalled } from "./recalled-at-start";
 import { cancelNotActive, type CancelDeps } from "./cancel-not-active";
 import { CancelNotices } from "./cancel-notices";
+import { RecentPresses } from "./repeated-presses";
 /**
  * One object per conversation key: the only place that decides what happens to an event of its conversation. It owns the run
  * session registry (tokens, frozen snapshots), the run queue and the runs' steering queues. Runs execute inside the alarm handler,
@@ -66,6 +67,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Whether a run can pull claimed messages: from its frozen snapshot once started; before, only if its agent's runner (as `now`, a newer job, has it) still steers. */
   private readonly steers = (run: StoredRun, now: RunJob) => this.sessions.get(run.job.runId)?.snapshot.availableApis.steering_pull ?? (willSteer(run) && now.runner.capabilities.steering === true);
   private readonly arrivalKeys = new ArrivalKeys();
+  private readonly presses = new RecentPresses();
   private readonly claims = new RunClaims();
   private readonly settling = new SettlingWork(() => this.kick());
   private readonly deliveryDeps = chatReplyDeps(this.env, this.replies);
@@ -98,6 +100,11 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** `revision`: the version of the edit `job`'s words are (none: as sent), kept with them so an older edit arriving late changes nothing. */
   private async decide(job: RunJob, revision?: number): Promise<DispatchResult> {
+    const repeated = this.presses.repeatOf(job, Date.now());
+    return repeated ? this.withoutOwnRun(job, { disposition: "rejected", runId: null, metadata: { rejection: repeated } }) : this.presses.noted(job, Date.now(), await this.decideAnew(job, revision));
+  }
+
+  private async decideAnew(job: RunJob, revision?: number): Promise<DispatchResult> {
     let table = await this.runs.entries();
     const [now, lastKey] = [Date.now(), table.at(-1)?.[0]];
     const known = table.find(([, r]) => r.job.runId === job.runId);

@@ -83,7 +83,9 @@ export function waitingRun(job: RunJob, strategy: ConcurrencyStrategy, now: numb
 export type Rejection =
   | { reason: "concurrency_strategy"; strategy: "reject"; busy_run_id: string }
   | { reason: "waiting_room_full"; waiting_runs: number; waiting_bytes: number; event_bytes: number; max_runs: number; max_bytes: number }
-  | { reason: "newer_message"; strategy: "interrupt"; newer_run_id: string };
+  | { reason: "newer_message"; strategy: "interrupt"; newer_run_id: string }
+  /** The same button pressed again moments after (./repeated-presses.ts): the first press's answer is under way. */
+  | { reason: "repeated_press"; first_event_id: string; first_run_id: string };
 
 /**
  * Whether `run` is rejected, and why: its agent's `reject` strategy while a run that takes turns is active or waiting

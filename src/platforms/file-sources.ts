@@ -3,6 +3,7 @@ import type { InputAttachmentSource } from "../artifacts/input";
 import { HostError } from "../lib/errors";
 import { scrubSecrets } from "./redact";
 import { REPLIED_MESSAGE_KEY } from "./reply-context";
+import { PLATFORM_FILE_KEY } from "../stores/recalled-files";
 import type { Bot, NormalizedEvent, PlatformAdapter, PlatformFile } from "./types";
 
 /** `timeLeft`: until the platform's acknowledgement deadline; a file with none left is left out, and said so. */
@@ -32,8 +33,12 @@ export async function fileSources(adapter: PlatformAdapter, bot: Bot, event: Nor
   return { sources, unavailable };
 }
 
-/** A replied message's file is stored marked as its (withReplyAttachments names it in `reply_to`). */
+/**
+ * A replied message's file is stored marked as its (withReplyAttachments names it in `reply_to`); a message's own file
+ * with its lasting id (PLATFORM_FILE_KEY), which tells a later edit that replaced it (../stores/recalled-files.ts).
+ */
 function markedSource(source: InputAttachmentSource, file: PlatformFile): InputAttachmentSource {
-  if (file.repliedMessageId === undefined || source.kind === "artifact" || source.kind === "stored") return source;
-  return { ...source, metadata: { ...source.metadata, [REPLIED_MESSAGE_KEY]: file.repliedMessageId } };
+  if (source.kind === "artifact" || source.kind === "stored") return source;
+  if (file.repliedMessageId !== undefined) return { ...source, metadata: { ...source.metadata, [REPLIED_MESSAGE_KEY]: file.repliedMessageId } };
+  return file.uniqueId === undefined ? source : { ...source, metadata: { ...source.metadata, [PLATFORM_FILE_KEY]: file.uniqueId } };
 }

@@ -33,7 +33,7 @@ export async function withRepliedMessage(adapter: PlatformAdapter, bot: Bot, db:
     storedReply(db, bot, event, id),
     event.repliedThreadId === undefined ? null : readForEarlierReply(db, bot, event, id),
   ]);
-  if (delivered) return { event: withDeliveredReply(event, delivered, { message_id: id, actor: adapter.ownActor?.(bot) ?? null, quote: null }), unavailable: null };
+  if (delivered) return { event: withDeliveredReply(event, delivered, { message_id: id, actor: adapter.ownActor?.(bot, event) ?? null, quote: null }), unavailable: null };
   // As the platform would say it (lark/replied.ts): its words and files went with it.
   if (stored.state === "recalled") return noted(RECALLED);
   if (stored.state === "stored" && adapter.recordedReplied) {

@@ -4,7 +4,7 @@ import type { Env } from "../env";
 import { storableText } from "../lib/text";
 import { eventRevisionStatement } from "../stores/event-revision";
 import { deletedAnswerStatement } from "../stores/deleted-answer";
-import { deleteRecalledBytes, recalledFilesStatements } from "../stores/recalled-files";
+import { deleteRecalledBytes, recalledFilesStatements, replacedFilesStatements } from "../stores/recalled-files";
 import { transcriptRevisionStatement, type TranscriptRevision } from "../stores/transcript-revision";
 import { waitingMessage } from "../stores/waiting-message";
 import { scopedMessageRef } from "./message-ref";
@@ -42,9 +42,11 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
     statements.push(transcriptRevisionStatement(db, r, at), eventRevisionStatement(db, r, at));
     // A recall may name the bot's own answer instead (a Slack tombstone): a reply to it then takes nothing of it.
     if (!edit) fileReads.push(statements.push(...recalledFilesStatements(db, r, now), deletedAnswerStatement(db, r, at)) - 2);
+    // An edit that replaced the message's file (a Telegram photo swapped): the file it had goes as a recalled one's.
+    else if (revision.files) fileReads.push(statements.push(...replacedFilesStatements(db, r, revision.files, now)) - 1);
   }
   const results = await batchAll(db, statements);
-  if (!edit) await deleteRecalledBytes(env.ARTIFACTS, fileReads.flatMap((i) => (results[i] as { r2Key: string }[]).map((f) => f.r2Key)));
+  if (fileReads.length) await deleteRecalledBytes(env.ARTIFACTS, fileReads.flatMap((i) => (results[i] as { r2Key: string }[]).map((f) => f.r2Key)));
   // A live position too soon after the one applied changed nothing (an edit's statements are the marks alone), so
   // nothing waiting is asked about (a redelivery of one applied whose waiting run was not reached asks nothing either:
   // the next position applied reaches it).

@@ -56,6 +56,11 @@ export interface PlatformFile {
   fetchAnew?: true;
   /** The artifact it was stored as when the bot received its message (./stored-reply.ts): re-used, not downloaded. */
   artifactId?: string;
+  /**
+   * The file's own lasting id where the platform gives one (Telegram's `file_unique_id`), kept in its artifact's
+   * metadata (PLATFORM_FILE_KEY): an edit of its message naming others has replaced it (MessageRevision.files).
+   */
+  uniqueId?: string;
 }
 
 /** Where and how a reply goes, fixed at ingress and carried by the run job. May hold short-lived secrets (a Discord interaction token). */
@@ -129,6 +134,11 @@ export interface NormalizedEvent {
   repliedAsSent?: unknown;
   /** What it says is still to be read from the platform (a Lark merged forward's messages): PlatformAdapter.readContent. */
   unread?: boolean;
+  /**
+   * The bot's own user id as the payload names it, where its credentials do not (Slack's envelope `authorizations`):
+   * the sender of its own answer replied to, taken from the host's record (PlatformAdapter.ownActor).
+   */
+  ownUserId?: string;
   /** The event says its chat became another (Telegram's service messages of a group upgraded to a supergroup). */
   chatMove?: ChatMove;
   /**
@@ -155,6 +165,11 @@ export interface MessageRevision {
   /** The chat the message is in, when the conversation is another chat's (NormalizedEvent.chatId). */
   chatId?: string;
   edit?: { text: string | null; version: number };
+  /**
+   * An edit's: the lasting ids (PlatformFile.uniqueId) of the message's own files now, where the platform gives them
+   * (Telegram): a file stored for it under another id was replaced (its photo swapped), and goes as a recalled one's do.
+   */
+  files?: string[];
   /**
    * A live location's new position (Telegram sends one every few seconds, for hours): no event of its own (no EventLog
    * row, no raw payload), and it reaches the message at most once per LIVE_POSITION_SECONDS of its edits (./revise-waiting.ts).
@@ -299,7 +314,7 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
    */
   recordedReplied?(recorded: RecordedReply): ReplyContext;
   /** This bot as the sender of a replied message reads (`reply_to.actor`), for its own answer read from the host's record (./delivered-reply.ts). */
-  ownActor?(bot: Bot<C>): ReplyContext["actor"];
+  ownActor?(bot: Bot<C>, event: NormalizedEvent): ReplyContext["actor"];
   /**
    * Whether a reply addresses the bot is told without reading the message it replies to (Slack names a thread parent's
    * poster, `parent_user_id`): that message is not read from the platform for a reply its agent leaves unanswered.

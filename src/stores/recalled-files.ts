@@ -1,10 +1,13 @@
-import { and, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
+import { and, eq, gt, inArray, isNull, notInArray, or, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { loggedError } from "../lib/describe-error";
 import { artifact, eventLog } from "../db/schema";
 import { revisedMessageRow, type TranscriptRevision } from "./transcript-revision";
 
 type Recalled = Pick<TranscriptRevision, "botId" | "registeredAt" | "conversationId" | "messageRef">;
+
+/** The artifact metadata key naming a message's own file by its platform's lasting id (PlatformFile.uniqueId). */
+export const PLATFORM_FILE_KEY = "platform_file_id";
 
 /**
  * The files a recalled message brought: the input artifacts ingress stored for it, named in its recorded input's
@@ -29,7 +32,21 @@ function ofRecalledMessage(db: Db, r: Recalled) {
  * for their bytes to go at once (deleteRecalledBytes). Sent again, the first changes nothing; the second reads them again.
  */
 export function recalledFilesStatements(db: Db, r: Recalled, now: number) {
-  const files = ofRecalledMessage(db, r);
+  return expiryStatements(db, ofRecalledMessage(db, r), now);
+}
+
+/**
+ * An edit's statements for the files its message no longer has (a Telegram photo replaced): those stored for it under
+ * a lasting id not among `kept` (MessageRevision.files) go as a recalled message's do. One stored without such an id
+ * (before it was kept) cannot be told replaced: it stays.
+ */
+export function replacedFilesStatements(db: Db, r: Recalled, kept: string[], now: number) {
+  const fileId = sql`json_extract(${artifact.metadataJson}, ${`$.${PLATFORM_FILE_KEY}`})`;
+  const replaced = and(ofRecalledMessage(db, r), sql`${fileId} IS NOT NULL`, kept.length ? notInArray(fileId, kept) : undefined)!;
+  return expiryStatements(db, replaced, now);
+}
+
+function expiryStatements(db: Db, files: SQL, now: number) {
   return [
     db.update(artifact).set({ expiresAt: now }).where(and(files, or(isNull(artifact.expiresAt), gt(artifact.expiresAt, now)))),
     db.select({ r2Key: artifact.r2Key }).from(artifact).where(files),

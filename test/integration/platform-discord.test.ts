@@ -515,6 +515,20 @@ describe("Discord: interactions over HTTP, answered by editing the deferred resp
     expect(failed).toEqual([]);
   });
 
+  it("answers a button pressed twice in quick succession once: the second interaction gets a private notice, not a \"thinking…\" nothing would answer", async () => {
+    const inC14 = { channel_id: "C14", channel: { id: "C14", type: 0 }, message: { id: "M14" } };
+    const [first, second] = [interaction(3, { custom_id: "btn_go", component_type: 2 }, inC14), interaction(3, { custom_id: "btn_go", component_type: 2 }, inC14)];
+    const acks = (await Promise.all([post(first), post(second)])).map((a) => a.body);
+    expect(acks).toContainEqual({ type: 5 });
+    expect(acks).toContainEqual({ type: 4, data: { content: "Already answering your earlier press of this button.", flags: 64 } });
+    const answeredOne = acks[0].type === 5 ? first : second;
+    const repeated = answeredOne === first ? second : first;
+    await waitFor(() => writesFor(answeredOne).some((w) => w.body?.content === "echo: btn_go"), 10_000, "the press's answer");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(writesFor(repeated)).toEqual([]);
+    expect(contextFor("btn_go")).toHaveLength(1);
+  });
+
   it("runs message components, keeps thread channels as threads, and stores attachment options", async () => {
     const button = interaction(3, { custom_id: "btn_yes", component_type: 2 }, { message: { id: "M1" } });
     expect((await post(button)).body).toEqual({ type: 5 });

@@ -1093,6 +1093,18 @@ describe("Lark/Feishu: card presses (card.action.trigger)", () => {
     for (const text of [raw, ...stored.map((r) => r.row), ...answered]) expect(text).not.toContain(CARD_TOKEN);
   });
 
+  it("answers a card button pressed twice in quick succession once: the second press gets a toast saying the first is being answered", async () => {
+    const { payload, messageId } = cardPress("oc_card_twice", { value: { choice: "twice" }, tag: "button", name: "Button_twice" });
+    const again = { ...payload, header: { ...payload.header, event_id: `ev_${++seq}_test` } };
+    const acks = (await Promise.all([postPlain(payload), postPlain(again)])).map((a) => JSON.parse(a.text));
+    expect(acks).toContainEqual({});
+    expect(acks).toContainEqual({ toast: { type: "info", content: "Already answering your earlier press of this button." } });
+    await waitFor(() => repliesTo(messageId).length > 0, 15_000, "the press's answer");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(repliesTo(messageId)).toHaveLength(1);
+    expect(contextFor('{"choice":"twice"}')).toHaveLength(1);
+  });
+
   it("reads a select's option, an input's words and a form's fields as the input", async () => {
     const select = cardPress("oc_card_select", { tag: "select_static", option: "plan_b", value: { step: "pick" } });
     const input = cardPress("oc_card_input", { tag: "input", input_value: "call me later" });

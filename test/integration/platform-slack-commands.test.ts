@@ -252,6 +252,19 @@ describe("Slack slash commands and message shortcuts", () => {
     expect(runner.contexts.length).toBe(before);
   });
 
+  it("answers a button pressed twice in quick succession once: the second press hears by its response_url that the first is being answered", async () => {
+    const first = press("C-TWICE", responseUrl("actions"));
+    const second = { ...first, trigger_id: `${++triggers}.42.press`, response_url: responseUrl("actions") };
+    expect((await Promise.all([interact(first), interact(second)])).map((a) => [a.status, a.text])).toEqual([[200, ""], [200, ""]]);
+    const [notice] = await waitFor(() => [first, second].flatMap((p) => callsTo(p.response_url)).length > 0 && [first, second].flatMap((p) => callsTo(p.response_url)), 10_000, "the repeated press's notice");
+    expect(notice.body).toEqual({ response_type: "ephemeral", text: "Already answering your earlier press of this button.", replace_original: false });
+    await waitFor(() => postsTo("C-TWICE").length > 0, 10_000, "the press's answer");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(postsTo("C-TWICE").map((p) => p.body.text)).toEqual(["echo: approve"]);
+    expect([first, second].flatMap((p) => callsTo(p.response_url))).toHaveLength(1);
+    expect(contextFor("approve").filter((c) => c.conversation.conversation_id === "C-TWICE")).toHaveLength(1);
+  });
+
   it("keeps no response_url it used: not in records, stored payloads, what the runner got, answers or logs", async () => {
     // The host had them in hand: it answered and gave notices by them.
     expect(fake.calls.filter((c) => c.path.includes(URL_SECRET)).length).toBeGreaterThanOrEqual(4);

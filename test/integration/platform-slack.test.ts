@@ -606,7 +606,8 @@ describe("Slack: a reply in a thread carries the thread's parent (event.data.rep
     await post(callback(message("C-THREAD-OWN", "make it shorter", { thread_ts: answerTs, parent_user_id: BOT_USER })));
     const ctx = await runOf("make it shorter", "C-THREAD-OWN");
     expect(repliesCalls(answerTs)).toEqual([]);
-    expect(ctx.event.data.reply_to).toMatchObject({ message_id: answerTs, actor: null, text: "echo: summarise *this*", quote: null, attachments: [], unavailable: null });
+    // Its sender the bot user, as the envelope's authorizations name it and as a read from Slack would.
+    expect(ctx.event.data.reply_to).toEqual({ message_id: answerTs, actor: { actor_type: "bot", actor_id: BOT_USER, actor_name: null }, text: "echo: summarise *this*", quote: null, attachments: [], unavailable: null });
     expect(ctx.conversation).toMatchObject({ conversation_id: "C-THREAD-OWN", thread_id: answerTs });
 
     // An answer with a file: its artifact is the channel conversation's, which a run in the thread may not read, so it is read from Slack.

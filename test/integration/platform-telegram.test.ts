@@ -391,6 +391,32 @@ describe("Telegram: webhook in, reply out", () => {
     expect(contextFor("deploy:yes")).toHaveLength(1);
   });
 
+  it("answers a button pressed twice in quick succession once: the second press is closed with a notice and recorded rejected (repeated_press), naming the first's run; another button, or another person, still runs", async () => {
+    const keyboard = { inline_keyboard: [[{ text: "Approve", callback_data: "approve" }, { text: "Reject", callback_data: "reject" }]] };
+    const message = { message_id: 4400, date: Math.floor(Date.now() / 1000), chat: { id: -101910, type: "supergroup", title: "Ops" }, from: { id: 123456, is_bot: true, first_name: "Test", username: OUR_USERNAME }, text: "Approve?", reply_markup: keyboard };
+    const ada = { id: 42, is_bot: false, first_name: "Ada" };
+    const pressOf = (id: string, data: string, from = ada) => ({ update_id: ++updateId, callback_query: { id, from, message, chat_instance: "-8", data } });
+    const [first, second] = [pressOf("cb-tap-1", "approve"), pressOf("cb-tap-2", "approve")];
+    // Both taps race in, as Telegram delivers them over separate connections.
+    const [firstAck, secondAck] = await Promise.all([post(first), post(second)]);
+    const acks = [firstAck.body, secondAck.body];
+    const repeat = "Already answering your earlier press of this button.";
+    expect(acks.filter((a) => a.text === repeat)).toHaveLength(1);
+    expect(acks.filter((a) => a.text === undefined)).toHaveLength(1);
+    await waitFor(() => sendsTo("-101910").length > 0, 10_000, "the press's answer");
+    const rows = await host.query<{ event_id: string; run_id: string | null; disposition: string; metadata_json: string }>("SELECT event_id, run_id, disposition, metadata_json FROM event_log WHERE event_id IN (?, ?) ORDER BY seq", [`telegram:${botId}:${first.update_id}`, `telegram:${botId}:${second.update_id}`]);
+    const answeredRow = rows.find((r) => r.run_id !== null)!;
+    const repeatedRow = rows.find((r) => r.run_id === null)!;
+    expect(JSON.parse(repeatedRow.metadata_json).rejection).toEqual({ reason: "repeated_press", first_event_id: answeredRow.event_id, first_run_id: answeredRow.run_id });
+    // The other button on the same message, and another person's press of the same one, are questions of their own.
+    expect((await post(pressOf("cb-tap-3", "reject"))).body).toEqual({ method: "answerCallbackQuery", callback_query_id: "cb-tap-3" });
+    expect((await post(pressOf("cb-tap-4", "approve", { id: 43, is_bot: false, first_name: "Bob" }))).body).toEqual({ method: "answerCallbackQuery", callback_query_id: "cb-tap-4" });
+    await waitFor(() => sendsTo("-101910").length === 3, 10_000, "the other presses' answers");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sendsTo("-101910").map((s) => s.body.text).sort()).toEqual(["echo: approve", "echo: approve", "echo: reject"]);
+    expect(contextFor("approve").map((c) => c.actor.actor_id).sort()).toEqual(["42", "43"]);
+  });
+
   it("runs a press on a message Telegram no longer gives (an InaccessibleMessage, date 0: no topic named) in the chat itself, its answer quoting nothing", async () => {
     // A button on an old message in a forum's topic: Telegram gives its chat and id only. A reply to it would go to
     // its topic, while the press, naming none, is recorded in the chat's General.

@@ -69,6 +69,9 @@ export const slack: PlatformAdapter<SlackCredentials> = {
   readReplied: readSlackThreadParent,
   recordedReplied: recordedSlackThreadParent,
   addressedWithoutReplied: true,
+  // Its own answer as a parent read from Slack names it (./thread-parent.ts: a bot's post is its bot user's), when the
+  // envelope names the bot user; unknown otherwise.
+  ownActor: (_bot, event) => (event.ownUserId === undefined ? null : { actor_type: "bot", actor_id: event.ownUserId, actor_name: null }),
 
   async download(bot, file) {
     if (!file.ref) throw new HostError(400, "attachment_unavailable", "Slack gave no download URL for it (a Slack Connect file, or one the workspace's plan hides)");

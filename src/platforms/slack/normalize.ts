@@ -169,6 +169,8 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
         replyTarget: { platform: "slack", channel: msg.channel, threadTs: threadId },
         addressed: addressedOnSlack(msg, self),
         ...(parent === null ? {} : { repliesTo: parent, repliedThreadId: null, ...(msg.root === undefined ? {} : { repliedAsSent: msg.root }) }),
+        // The bot as the sender of its own answer a thread's parent may be (../delivered-reply.ts).
+        ...(parent === null || self.userIds.length === 0 ? {} : { ownUserId: self.userIds[0] }),
       },
     ];
   }

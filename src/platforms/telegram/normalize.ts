@@ -181,7 +181,10 @@ function editOf(update: z.infer<typeof UpdateSchema>, self: { id?: string; usern
   const [asMessage] = normalizeUpdate({ update_id: update.update_id, message: update.edited_message }, self);
   if (!editedAt.success || asMessage?.eventType !== "message.received") return recorded;
   const live = LivePositionSchema.safeParse(update.edited_message).success ? { livePosition: true as const } : {};
-  return { ...recorded, revises: { field: "message_id", id: String(asMessage.data.message_id), edit: { text: asMessage.text, version: editedAt.data.edit_date }, ...live } };
+  // A media message's edit may replace its file (Telegram keeps it a media message): the files it has now, by lasting id.
+  const own = asMessage.files.filter((f) => f.repliedMessageId === undefined);
+  const files = own.length > 0 && own.every((f) => f.uniqueId !== undefined) ? { files: own.map((f) => f.uniqueId!) } : {};
+  return { ...recorded, revises: { field: "message_id", id: String(asMessage.data.message_id), edit: { text: asMessage.text, version: editedAt.data.edit_date }, ...live, ...files } };
 }
 
 /**
