@@ -3,7 +3,7 @@ import { loggedError } from "../src/lib/describe-error";
 import type { RunJob } from "../src/run/job";
 import type { ClaimRef } from "../src/run/steering";
 import { asAgentIsNow, asLastEdited, releaseStatements } from "../src/run/steering-release";
-import { bodyKeyOf, chunks, prefixOf } from "./steering-storage";
+import { bodyKeyOf, chunks, prefixOf, type ClaimStub } from "./steering-storage";
 import { RETRY_PAUSE_MS } from "./timing";
 
 /** Claims dropped unpulled whose messages are still to be decided anew, in claim order (time, then counter, then run). */
@@ -13,6 +13,8 @@ const AGAIN = "steer-again:";
 interface Dropped {
   ref: ClaimRef;
   body: string;
+  /** Its event's own run (its job's), so `holds` reads no body; absent in ones kept by earlier releases. */
+  runId?: string;
 }
 
 export interface DecideAgain {
@@ -46,10 +48,13 @@ export class DroppedClaims {
   ) {}
 
   /** Called in the tick of the drop's last storage write (one atomic write): the dropped claims, by queue key, their bodies kept. */
-  keep(claims: [queueKey: string, ref: ClaimRef][]): Promise<unknown> {
+  keep(claims: [queueKey: string, stub: ClaimStub][]): Promise<unknown> {
     if (!claims.length) return Promise.resolve();
     this.waiting = true;
-    const entries = claims.map(([key, ref]): [string, Dropped] => [`${AGAIN}${key.slice(prefixOf(ref.claimed_run_id).length)}:${ref.claimed_run_id}`, { ref, body: bodyKeyOf(key) }]);
+    const entries = claims.map(([key, stub]): [string, Dropped] => [
+      `${AGAIN}${key.slice(prefixOf(stub.claimed_run_id).length)}:${stub.claimed_run_id}`,
+      { ref: stub, body: bodyKeyOf(key), ...(stub.own_run_id === undefined ? {} : { runId: stub.own_run_id }) },
+    ]);
     return Promise.all(chunks(entries).map((part) => this.storage.put(Object.fromEntries(part)))).then(() => {
       this.deps.wake();
       return this.armed();
@@ -59,7 +64,8 @@ export class DroppedClaims {
   /** Whether `runId`'s event waits here to be decided anew: its run is `created` again in libSQL, and none but this decision may end it. */
   async holds(runId: string): Promise<boolean> {
     if (!this.waiting) return false;
-    for (const [, dropped] of await this.storage.list<Dropped>({ prefix: AGAIN })) if ((await this.storage.get<RunJob>(dropped.body))?.runId === runId) return true;
+    // Only one kept by an earlier release (no run id of its own) has its body read.
+    for (const [, dropped] of await this.storage.list<Dropped>({ prefix: AGAIN })) if ((dropped.runId ?? (await this.storage.get<RunJob>(dropped.body))?.runId) === runId) return true;
     return false;
   }
 

@@ -180,8 +180,9 @@ export class SteeringQueue {
   /**
    * Take items off a run's queue and record what became of them (pulled by the run, or dropped at its end). They leave
    * the queue before the libSQL write (storage calls do not open the input gate, the write does), so a concurrent pull
-   * or drop never sees them too; they are put back if the write fails. Until the write is answered they are kept under
-   * `TAKING` keys: should the instance die meanwhile (its pull never answered), the run's drop finds and records them.
+   * or drop never sees them too; they are put back if the write fails. Until the write is answered (a pull's: until its
+   * answer leaves) they are kept under `TAKING` keys: should the instance die meanwhile (its pull never answered), the
+   * run's drop finds and records them.
    * A pull answers none whose message is marked recalled in libSQL (steering-pull.ts): its recall's work here not done.
    * One that found some so takes the next ones in their place, up to its `limit` and `maxBytes`: an empty answer tells
    * the runner its queue is empty, and a short one that nothing more fitted.
@@ -190,15 +191,22 @@ export class SteeringQueue {
     return this.inTurn(run.runId, async () => {
       if (outcome === "dropped") return (await this.takeNow(db, run, outcome, { limit, maxBytes })).items;
       const answer: SteeringInputItem[] = [];
-      // Ends: each round takes at least one entry off the queue, or finds none that fits.
-      for (let room = maxBytes; ; ) {
-        const round = this.takeNow(db, run, outcome, { limit: limit === undefined ? undefined : limit - answer.length, maxBytes: room, firstAlways: !answer.length, unlessRecalled: true });
-        // A later round refused puts its own items back; those taken before are recorded injected, and answered.
-        const { items, taken } = answer.length ? await round.catch((err: Error) => (console.error(`run ${run.runId}: steering pull answered short: ${loggedError(err)}`), { items: [], taken: 0 })) : await round;
-        answer.push(...items);
-        // None found recalled: this round took all it could.
-        if (!taken || items.length === taken || answer.length === limit) return answer;
-        room -= items.reduce((sum, item) => sum + jsonByteLength(item), 0);
+      // Rounds recorded keep their `TAKING` keys (and messages) until the answer leaves: lost with the instance during a later round, the drop still finds them.
+      const held: string[] = [];
+      try {
+        // Ends: each round takes at least one entry off the queue, or finds none that fits.
+        for (let room = maxBytes; ; ) {
+          const round = this.takeNow(db, run, outcome, { limit: limit === undefined ? undefined : limit - answer.length, maxBytes: room, firstAlways: !answer.length, unlessRecalled: true, held });
+          // A later round refused puts its own items back; those taken before are recorded injected, and answered.
+          const { items, taken } = answer.length ? await round.catch((err: Error) => (console.error(`run ${run.runId}: steering pull answered short: ${loggedError(err)}`), { items: [], taken: 0 })) : await round;
+          answer.push(...items);
+          // None found recalled: this round took all it could.
+          if (!taken || items.length === taken || answer.length === limit) return answer;
+          room -= items.reduce((sum, item) => sum + jsonByteLength(item), 0);
+        }
+      } finally {
+        for (const k of held) this.inFlight.delete(k);
+        await deleteAll(this.storage, held);
       }
     });
   }
@@ -251,8 +259,8 @@ export class SteeringQueue {
     return null;
   }
 
-  /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. `again`: a drop's claims are to be decided anew (dropped-claims.ts). `unlessRecalled`: a pull's (`take`), or a promotion's. */
-  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; firstAlways?: boolean; only?: string; reason?: "recalled"; again?: boolean; unlessRecalled?: boolean }): Promise<{ items: SteeringInputItem[]; taken: number }> {
+  /** `only`: that event's claim alone (whatever `limit`), `reason` on its record. `again`: a drop's claims are to be decided anew (dropped-claims.ts). `unlessRecalled`: a pull's (`take`), or a promotion's. `held`: what is done with once recorded, left to the caller to delete. */
+  private async takeNow(db: Db, run: RunJob, outcome: "injected" | "dropped", opts: { limit?: number; maxBytes?: number; firstAlways?: boolean; only?: string; reason?: "recalled"; again?: boolean; unlessRecalled?: boolean; held?: string[] }): Promise<{ items: SteeringInputItem[]; taken: number }> {
     const queued = [...(await this.storage.list<Queued>({ prefix: prefixOf(run.runId), limit: opts.only === undefined ? opts.limit : undefined }))];
     const entries = withinBytes(opts.only === undefined ? queued : queued.filter(([, v]) => stubOf(v).event_id === opts.only), opts.maxBytes ?? Infinity, opts.firstAlways);
     // A drop also records what an earlier instance's pull had taken when it died: its runner never had the answer.
@@ -283,10 +291,11 @@ export class SteeringQueue {
       const again = opts.again ? taken.filter(([, v]) => !isWhole(v) && v.job) : [];
       const kept = new Set(again.map(([k]) => k));
       const done = [...taking.map(([k]) => k), ...orphans.map(([k]) => k), ...taken.filter(([k]) => !kept.has(k)).map(([k]) => bodyKeyOf(k)), ...(whole ? [whole] : [])];
+      opts.held?.push(...done);
       // One tick: one atomic write.
-      await Promise.all([deleteAll(this.storage, done), this.dropped.keep(again.map(([k, v]) => [k, stubOf(v)]))]);
+      await Promise.all([deleteAll(this.storage, opts.held ? [] : done), this.dropped.keep(again.map(([k, v]) => [k, stubOf(v)]))]);
     } finally {
-      for (const [k] of taking) this.inFlight.delete(k);
+      for (const [k] of taking) if (!opts.held?.includes(k)) this.inFlight.delete(k);
     }
     return { items: items.filter((item) => !recalled.has(item.event.event_id)), taken: entries.length };
   }

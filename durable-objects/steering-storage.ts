@@ -15,6 +15,8 @@ export interface ClaimStub extends ClaimRef {
   revision?: number;
   /** Its body is the claimed event's whole job (the item made from it as pulled), so a drop can have it decided anew; absent in claims stored by earlier releases, whose body is the item. */
   job?: true;
+  /** The claimed event's own run (its job's): which run a dropped claim's decision belongs to, known without its body. Absent in claims stored by earlier releases. */
+  own_run_id?: string;
 }
 /** A queue value: a stub, or (written by an earlier version) the whole item. */
 export type Queued = ClaimStub | SteeringInputItem;
@@ -25,7 +27,7 @@ export type Body = RunJob | SteeringInputItem;
 
 /** The claim's queue value and body: the job whole, its stub sized as the item the pull answers. */
 export function stored(job: RunJob, item: SteeringInputItem, revision?: number): { stub: ClaimStub; body: RunJob } {
-  return { stub: { ...claimRefOf(item), bytes: jsonByteLength(item), ...(revision === undefined ? {} : { revision }), job: true }, body: job };
+  return { stub: { ...claimRefOf(item), bytes: jsonByteLength(item), ...(revision === undefined ? {} : { revision }), job: true, own_run_id: job.runId }, body: job };
 }
 
 /** The item a pull answers for a stored claim. */

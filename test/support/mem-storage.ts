@@ -1,5 +1,5 @@
 /**
- * Durable Object storage as SteeringQueue uses it (list by prefix in key order, either way; get; put; delete), for unit
+ * Durable Object storage as SteeringQueue uses it (list by prefix in key order, either way; get; put; delete; the alarm), for unit
  * tests of what workerd cannot be made to do on demand: a clock that steps back, a write that never answers.
  */
 export class MemStorage {
@@ -16,6 +16,13 @@ export class MemStorage {
   async put(key: string | Record<string, unknown>, value?: unknown) {
     if (typeof key === "string") this.m.set(key, structuredClone(value));
     else for (const [k, v] of Object.entries(key)) this.m.set(k, structuredClone(v));
+  }
+  alarm: number | null = null;
+  async getAlarm() {
+    return this.alarm;
+  }
+  async setAlarm(at: number) {
+    this.alarm = at;
   }
   async delete(key: string | string[]) {
     const keys = Array.isArray(key) ? key : [key];
