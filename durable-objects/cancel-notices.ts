@@ -26,15 +26,17 @@ export class CancelNotices {
   /**
    * For a run still held here found ended: cancelled, its cancel's write applied with its answer lost (or lost with an
    * earlier instance before the notice was tracked), nothing told the chat. Sent if the run's record says cancelled and
-   * no reply of it was delivered; should the database not say, sent all the same (repeated, it edits the placeholder
-   * to the same words).
+   * no reply of it was delivered. `knownCancelled`: its start just read so; should the database then not say whether a
+   * reply was delivered, sent all the same (repeated, it edits the placeholder to the same words). Otherwise a database
+   * that cannot say sends nothing: the run may have answered, and the notice would overwrite the answer's first message.
    */
-  async owed(job: RunJob): Promise<void> {
+  async owed(job: RunJob, knownCancelled = false): Promise<void> {
     if (!job.delivery || !ADAPTERS[job.delivery.target.platform].surface.awaitsAnswer) return;
     const runs = runsStore(this.deps().db);
-    const [cancelled, delivered] = await Promise.all([runs.get(job.runId).then((row) => row?.status === "cancelled"), runs.deliveredReply(job.conversationKey, job.runId)]).catch((err: Error) => {
-      console.error(`run ${job.runId}: cancel notice sent unchecked: ${loggedError(err)}`);
-      return [true, false];
+    const status = knownCancelled ? Promise.resolve(true) : runs.get(job.runId).then((row) => row?.status === "cancelled");
+    const [cancelled, delivered] = await Promise.all([status, runs.deliveredReply(job.conversationKey, job.runId)]).catch((err: Error) => {
+      console.error(`run ${job.runId}: cancel notice ${knownCancelled ? "sent unchecked" : "not sent"}: ${loggedError(err)}`);
+      return [knownCancelled, false];
     });
     if (cancelled && !delivered) this.send(job);
   }

@@ -324,7 +324,7 @@ export class ConversationDO extends DurableObject<Env> {
         if (status === "running") {
           await this.finishLost(key, job);
           status = "failed";
-        } else if (status === "cancelled") await this.cancelNotices.owed(job); // its cancel's write applied unanswered
+        } else if (status === "cancelled") await this.cancelNotices.owed(job, true); // its cancel's write applied unanswered
         return;
       }
       // As it stands now, read in the tick it is marked running: an edit of its message made while it was claimed applies.
