@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform, type PlatformCall } from "../support/fake-platform";
+import { startChatRunner, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
 import { deliver, expectHandled, expectRecorded, nestedJson, storedPayload } from "../support/malformed-webhooks";
 
 const APP_SECRET = "malformed-lark-app-secret-0123";
@@ -122,5 +122,25 @@ describe("Lark: an event with the verification token, of the wrong shape", () =>
     const reply = await deliver(host, bot.botId, post(message({ parent_id: "om_\ud800", content: JSON.stringify({ text: "about that" }) })));
     expectHandled(reply, SECRETS);
     await expect.poll(() => runner.contexts.find((c) => c.input.text === "about that")).toBeTruthy();
+  });
+
+  it("an empty thread_id, root_id and parent_id say the message has none: it runs, and is answered in the chat, not in a new thread", async () => {
+    const d = await deliver(host, bot.botId, post(message({ message_id: "om_empty_ids", thread_id: "", root_id: "", parent_id: "", content: JSON.stringify({ text: "no thread here" }) })));
+    expectHandled(d, SECRETS);
+    const recorded = await expectRecorded(host, d);
+    expect([recorded.event_type, recorded.source_event_type, recorded.conversation_id]).toEqual(["message.received", "im.message.receive_v1", "oc_malformed"]);
+    const [row] = await host.query<{ thread_id: string | null }>("SELECT thread_id FROM event_log WHERE event_id = ?", [recorded.event_id]);
+    expect(row.thread_id).toBeNull();
+    await expect.poll(() => runner.contexts.find((c) => c.input.text === "no thread here")).toBeTruthy();
+    const answer = await waitFor(() => fake.calls.find((c) => c.path === "/open-apis/im/v1/messages/om_empty_ids/reply"), 10_000, "the answer");
+    expect(answer.body.reply_in_thread).toBe(false);
+  });
+
+  it("a card press whose open_chat_id is empty is a press outside any chat, recorded under Lark's own name", async () => {
+    const press = { operator: { open_id: "ou_ada" }, action: { tag: "button", value: "v" }, context: { open_message_id: "om_card", open_chat_id: "" } };
+    const d = await deliver(host, bot.botId, post(larkEvent("card.action.trigger", press)));
+    expectHandled(d, SECRETS);
+    const recorded = await expectRecorded(host, d);
+    expect([recorded.event_type, recorded.source_event_type, recorded.conversation_id]).toEqual(["platform.unhandled", "card.action.trigger", null]);
   });
 });

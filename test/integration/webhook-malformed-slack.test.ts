@@ -7,7 +7,7 @@
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform } from "../support/fake-platform";
+import { startChatRunner, startFakePlatform, waitFor } from "../support/fake-platform";
 import { deliver, expectHandled, expectRecorded, nestedJson, slackSignature, storedPayload } from "../support/malformed-webhooks";
 
 const BOT_TOKEN = "xoxb-malformed-slack-bot-token";
@@ -133,6 +133,17 @@ describe("Slack: a signed request of the wrong shape", () => {
     expect(answered.status).toBe(200);
     await expect.poll(() => runner.contexts.length).toBe(runsBefore + 1);
     expect(runner.contexts.at(-1).input.text).toContain("and me?");
+  });
+
+  it("a message whose thread_ts is empty is in no thread: it runs, keyed and answered as its channel's", async () => {
+    const d = await deliver(host, bot.botId, post(message({ thread_ts: "", text: "<@UBOT> thread_ts empty" })));
+    expectHandled(d, SECRETS);
+    const recorded = await expectRecorded(host, d);
+    const [row] = await host.query<{ event_type: string; conversation_id: string | null; thread_id: string | null }>("SELECT event_type, conversation_id, thread_id FROM event_log WHERE event_id = ?", [recorded.event_id]);
+    expect(row).toEqual({ event_type: "message.received", conversation_id: "CMAL", thread_id: null });
+    await expect.poll(() => runner.contexts.find((c) => String(c.input.text).includes("thread_ts empty"))).toBeTruthy();
+    const answer = await waitFor(() => fake.calls.find((c) => c.path === "/chat.postMessage" && String(c.body?.text).includes("thread_ts empty")), 10_000, "the answer");
+    expect({ channel: answer.body.channel, thread_ts: answer.body.thread_ts }).toEqual({ channel: "CMAL", thread_ts: undefined });
   });
 
   it("a compressed body is refused 415 as such, and its bot's admin view blames no signing secret", async () => {

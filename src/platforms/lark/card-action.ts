@@ -60,7 +60,7 @@ export function normalizeCardAction(key: string, event: unknown, header: { creat
   const chatId = context?.open_chat_id;
   const messageId = context?.open_message_id;
   // A card outside a chat (a link preview not yet sent) has no one to answer.
-  if (!chatId || !operator?.open_id) return { ...unhandled(key, CARD_ACTION, eventTime), conversationId: chatId ?? null };
+  if (!chatId || !operator?.open_id) return { ...unhandled(key, CARD_ACTION, eventTime), conversationId: chatId || null };
   const values = [action.input_value, action.option, ...(action.options ?? [])].filter((v): v is string => v !== undefined);
   // What was typed or picked; a form's fields; a button's own value; else the element's name or tag.
   const text = values.filter(Boolean).join(" ") || formText(action.form_value) || valueText(action.value) || action.name || action.tag || "";

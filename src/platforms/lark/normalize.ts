@@ -68,7 +68,8 @@ export function normalizeLarkPayload(given: Record<string, unknown>, fallbackKey
     const r = ReceiveSchema.safeParse(payload.event);
     if (!r.success) return [unhandled(key, type)];
     const { sender, message: m } = r.data;
-    const threadId = m.thread_id ?? null;
+    // An empty id is none (Lark's samples send "" for a root or parent a message lacks): no thread to reply in.
+    const threadId = m.thread_id || null;
     // The placeholders that mention the bot itself (each mention has its own, the bot's too).
     const ownKeys = new Set(self.openId ? (m.mentions ?? []).filter((x) => x.id?.open_id === self.openId).map((x) => x.key) : []);
     const content = contentOf(m.message_type, m.content, m.mentions, ownKeys);
