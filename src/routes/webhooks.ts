@@ -20,6 +20,9 @@ const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly stri
  * object; the answer goes back as soon as that is durable, well within the
  * platforms' 3 s, while the run continues in the Durable Object.
  */
+/** The content codings that change a body's bytes (RFC 9110 and IANA's registry): one sent so is not read. */
+const COMPRESSING = new Set(["gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress", "dcb", "dcz", "exi", "pack200-gzip", "aes128gcm"]);
+
 export const webhooksRouter = router().post(
   "/:platform/:botId",
   async (c) => {
@@ -41,8 +44,9 @@ export const webhooksRouter = router().post(
     if (!bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
     // Platforms send their bodies uncompressed, signed as sent: a compressed one (a proxy's doing) would be refused as
     // badly signed, or as not JSON, and the bot's admin view would blame its credentials.
+    // Only codings that compress: a mislabel some senders use (`utf-8`) leaves the body as sent, readable.
     const encoding = c.req.header("content-encoding")?.trim().toLowerCase();
-    if (encoding && encoding !== "identity") throw new HostError(415, "unsupported_media_type", `a body in Content-Encoding ${headOf(encoding, 40)} is not read: send it uncompressed`);
+    if (encoding && encoding.split(",").some((coding) => COMPRESSING.has(coding.trim()))) throw new HostError(415, "unsupported_media_type", `a body in Content-Encoding ${headOf(encoding, 40)} is not read: send it uncompressed`);
     const adapter = ADAPTERS[platform];
     // Read only once the address names a bot: anyone can post to any address, and a body sent without a length
     // (chunked) would otherwise be held, up to the cap, before a 404. One outgrowing the cap is cut there, unread.

@@ -103,4 +103,11 @@ describe("Telegram: a signed update of the wrong shape", () => {
     expect(JSON.parse(d.text).error).toEqual({ code: "unsupported_media_type", message: "a body in Content-Encoding gzip is not read: send it uncompressed" });
     expect(d.recorded).toEqual([]);
   });
+
+  it("a Content-Encoding that compresses nothing (a sender's mislabel) is read as sent", async () => {
+    const d = await deliver(host, bot.botId, post(message({ text: "labelled utf-8" }), { "content-encoding": "utf-8" }));
+    expectHandled(d, SECRETS);
+    expect(d.status).toBe(200);
+    expect(d.recorded.map((r) => r.event_type)).toEqual(["message.received"]);
+  });
 });
