@@ -15,6 +15,8 @@ import { eventLog } from "../db/schema";
 import { parseJson } from "../lib/json";
 import { asRecord } from "./http";
 import type { ArtifactRef } from "../protocol/common";
+import { artifactAccess, type ArtifactReader } from "../artifacts/policy";
+import { artifactsStore, toArtifactRef } from "../stores/artifacts";
 import { conversationKey } from "../stores/conversation-key";
 import { PRIVATE_AUDIENCE_KEY, privateAudienceOf } from "./audience";
 import { scopedMessageRef } from "./message-ref";
@@ -77,7 +79,7 @@ export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, m
   const keyIn = (threadId: string | null) => conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId, threadId });
   const key = keyIn(event.threadId);
   const row = await db
-    .select({ dataJson: eventLog.dataJson, item: shownItem, audience: audienceOfRun, conversationKey: eventLog.conversationKey, deleted: deletedSince, kept: runItemsKept })
+    .select({ dataJson: eventLog.dataJson, runId: eventLog.runId, item: shownItem, audience: audienceOfRun, conversationKey: eventLog.conversationKey, deleted: deletedSince, kept: runItemsKept })
     .from(eventLog)
     .where(
       and(
@@ -102,27 +104,36 @@ export async function deliveredReply(db: Db, bot: Bot, event: NormalizedEvent, m
   const item = parseJson<{ role?: unknown; content?: unknown; refs?: ArtifactRef[]; parts?: unknown } | null>(row.item ?? "", null);
   // Some of its run's items deleted since, the count no longer names it.
   if (item?.role !== "assistant" || Number(row.kept) === 0) return null;
-  const refs = filesOfAnswer(item.refs ?? [], item.parts);
+  const reader = { conversationKey: row.conversationKey ?? "", runId: row.runId ?? "", audience: row.audience ?? null };
+  const refs = await filesOfAnswer(db, reader, item.refs ?? [], item.parts);
   if (elsewhere && refs.length > 0) return null;
   return { text: typeof item.content === "string" ? item.content : null, files: refs.map((ref) => fileOf(ref.artifact_id, ref)) };
 }
 
 /**
- * An answer's files as delivery sent them (delivery/answer.ts answerOf): those announced before it (`refs`), then those
- * its elements name (an upload shown as an image), each once.
+ * An answer's files as delivery sent them (delivery/answer.ts answerOf): those announced before it (`refs`, checked
+ * when recorded), then those its elements name (an upload shown as an image), each once. Those are the runner's
+ * word alone: only one its run may read is taken, as delivery sent only those (delivery/files.ts), with its stored
+ * facts; never one private to other eyes or of another conversation, which the reply would otherwise be given.
+ * One expired since is taken, and the reply says so, as for `refs`.
  */
-function filesOfAnswer(refs: ArtifactRef[], parts: unknown): ArtifactRef[] {
+async function filesOfAnswer(db: Db, reader: ArtifactReader, refs: ArtifactRef[], parts: unknown): Promise<ArtifactRef[]> {
   const files = new Map(refs.map((ref) => [ref.artifact_id, ref]));
-  for (const el of Array.isArray(parts) ? parts.map(asRecord) : []) {
-    const { type, artifact_id: id, name } = el;
-    if (typeof type !== "string" || !ELEMENT_FILE.has(type) || typeof id !== "string" || files.has(id)) continue;
-    files.set(id, { artifact_id: id, artifact_type: type, name: typeof name === "string" ? name : null });
+  const named = [...new Set(fileIdsOf(parts))].filter((id) => !files.has(id));
+  if (!named.length) return [...files.values()];
+  const rows = new Map((await artifactsStore(db).readBy(named, reader)).map((row) => [row.artifactId, row]));
+  const now = Date.now();
+  for (const id of named) {
+    const row = rows.get(id);
+    const access = row ? artifactAccess(row, reader, now) : "other_conversation";
+    if (access === "granted" || access === "expired") files.set(id, toArtifactRef(row!));
   }
   return [...files.values()];
 }
 
-/** The elements that name a file by id, each its own artifact type (protocol/common.ts ContentElementSchema). */
-const ELEMENT_FILE = new Set(["image", "file", "audio"]);
+/** The artifact ids an answer's elements name, as delivery reads them (delivery/files.ts fileIdsOf): a URL's image is none. */
+const fileIdsOf = (parts: unknown): string[] =>
+  (Array.isArray(parts) ? parts.map(asRecord) : []).flatMap((el) => (el.type !== "text" && typeof el.artifact_id === "string" ? [el.artifact_id] : []));
 
 /**
  * The threads (of the event's conversation) the replied message may be in: where the event says it is (a Slack

@@ -16,7 +16,8 @@ import { loggedId } from "../lib/log-text";
 import { storableText } from "../lib/text";
 import { announceAlbumItem } from "./album-notice";
 import { BOT_DISABLED, recordOnly, recordPaused, UNHANDLED_EVENT_TYPE } from "./record-only";
-import { messageRefOf } from "./message-ref";
+import { messageRefOf, scopedMessageRef } from "./message-ref";
+import { markOwnMessageDeleted } from "../stores/deleted-answer";
 import { inItsConversation } from "./moved-chats";
 import { withUsableIds } from "./usable-ids";
 import { audienceMetadata } from "./audience";
@@ -75,6 +76,10 @@ async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
   // After its own record: a redelivery (the first attempt failed here) does it again. A paused bot's too: a message
   // from before the pause takes its edit or recall, which starts nothing.
   if (event.revises && event.conversationId !== null) await reviseMessage(deps.env, deps.bot, event.conversationId, dedupeId(deps.bot, event.key), event.revises);
+  else if (event.deletesOwnMessage !== undefined && event.conversationId !== null) {
+    const { botId, registeredAt } = deps.bot;
+    await markOwnMessageDeleted(dbOf(deps.env), { botId, registeredAt, conversationId: event.conversationId, messageRef: scopedMessageRef(event.chatId, event.deletesOwnMessage), eventId: dedupeId(deps.bot, event.key) });
+  }
   return recorded;
 }
 

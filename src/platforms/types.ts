@@ -118,6 +118,12 @@ export interface NormalizedEvent {
   /** An earlier message of the chat this event recalls or edits: one still waiting to be answered is changed too (revise-waiting.ts). */
   revises?: MessageRevision;
   /**
+   * The bot's own message (its id, as its delivery record names it) the platform says was deleted (a Slack
+   * message_deleted of its post): a reply to it no longer takes it from the host's record (../stores/deleted-answer.ts).
+   * No one's words are withdrawn: what else names it (a message shortcut's copy of it) is left as it is.
+   */
+  deletesOwnMessage?: string;
+  /**
    * The message this one replies to, when the platform names it by id only (Lark's `parent_id`): read at ingress by
    * the adapter's `readReplied`, in the time the event's files have.
    */

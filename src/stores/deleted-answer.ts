@@ -28,3 +28,12 @@ export function deletedAnswerStatement(db: Db, r: Pick<TranscriptRevision, "botI
     )
     .returning({ eventId: eventLog.eventId });
 }
+
+/**
+ * The bot's own message deleted (a Slack message_deleted of its post, NormalizedEvent.deletesOwnMessage): its delivery
+ * rows marked as above, and nothing else: not a recall (no one's words are withdrawn), so a message shortcut's copy
+ * of it, recorded under the same ref, keeps its words and files. Sent again, it changes nothing.
+ */
+export async function markOwnMessageDeleted(db: Db, r: Pick<TranscriptRevision, "botId" | "registeredAt" | "conversationId" | "messageRef" | "eventId">): Promise<void> {
+  await deletedAnswerStatement(db, r, new Date().toISOString());
+}

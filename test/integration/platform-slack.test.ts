@@ -1077,6 +1077,27 @@ describe("Slack: button presses and other interactivity", () => {
     expect(fake.callsTo(/^\/conversations\.replies$/).filter((c) => new URLSearchParams(c.raw).get("ts") === parent.ts)).toHaveLength(1);
   });
 
+  it("takes a parent the bot delivered and Slack deleted outright (message_deleted of its own post) as deleted, not from the record; a shortcut's copy of it is kept", async () => {
+    const channel = "C-SC-OWN-DEL";
+    await post(callback(message(channel, "<@UBOT> list the risks")));
+    const [answer] = await waitFor(() => postsTo(channel).length > 0 && postsTo(channel));
+    const own = { type: "message", user: BOT_USER, bot_id: "B0BOT", app_id: "A1", ts: (answer.reply!.json as { ts: string }).ts, text: "echo: list the risks" };
+    await waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE event_type = 'delivery.succeeded' AND message_ref = ?", [own.ts])).length > 0, 15_000, "the answer recorded");
+    // Bo summarises the answer: recorded under its ts, its input a copy of it.
+    const trigger = `${++triggers}.42.sc`;
+    await interact({ type: "message_action", team: { id: "T1" }, user: { id: "U7", username: "bo", team_id: "T1" }, channel: { id: channel }, callback_id: "summarize", trigger_id: trigger, message_ts: own.ts, message: own });
+    await waitFor(() => contextFor(own.text).length > 0, 15_000, "the shortcut's run");
+    expect((await post(callback({ type: "message", subtype: "message_deleted", hidden: true, channel, ts: `${++messageTs}.000300`, deleted_ts: own.ts, previous_message: own }))).status).toBe(200);
+    threadParents.set(own.ts, { type: "message", subtype: "tombstone", user: "USLACKBOT", hidden: true, text: "This message was deleted.", ts: own.ts, thread_ts: own.ts });
+    await post(callback(message(channel, "still there?", { thread_ts: own.ts, parent_user_id: BOT_USER })));
+    const [ctx] = await waitFor(() => contextFor("still there?").length > 0 && contextFor("still there?"), 15_000, "the thread reply's run");
+    expect(ctx.event.data.reply_to).toMatchObject({ message_id: own.ts, text: null, attachments: [], unavailable: "it was deleted" });
+    // The deletion withdrew no one's words: Bo's copy keeps its record and its item.
+    const copyId = `slack:${botId}:interaction:${trigger}`;
+    expect(await host.query("SELECT json_type(metadata_json, '$.recalled') AS recalled FROM event_log WHERE event_id = ?", [copyId])).toEqual([{ recalled: null }]);
+    expect(await host.query("SELECT content FROM transcript WHERE event_id = ? AND role = 'user'", [copyId])).toEqual([{ content: own.text }]);
+  });
+
   it("records a modal's submission, a global shortcut and a press in a modal with an empty 200, running none; an external select's options request is offered none", async () => {
     const before = runner.calls.length;
     const user = { id: "U42", username: "ada", team_id: "T1" };

@@ -88,3 +88,31 @@ describe("the bot's answer replied to, once retention deleted its run's first it
     expect(await deliveredReply(db, bot, replyHere, answer)).toBeNull();
   });
 });
+
+describe("the bot's answer replied to, its files named by its elements", () => {
+  it("brings only those its run could read, as delivery sent only those: never another user's private file or another conversation's", async () => {
+    const { client, db } = await freshDb();
+    const place = { ...inChannel, conversationKey: conversationKey({ workspaceId: "W1", botId: "B1", conversationId: "C3", threadId: null }), conversationId: "C3" };
+    const now = Date.now();
+    const event = (id: string, metadata: Record<string, unknown>) =>
+      client.execute({ sql: "INSERT INTO event_log (event_id, event_type, source, bot_id, conversation_key, conversation_id, metadata_json, created_at) VALUES (?, 'message.received', 'slack', 'B1', ?, 'C3', ?, ?)", args: [id, place.conversationKey, JSON.stringify(metadata), now] });
+    await event("ev3", {});
+    // Another user's message only they saw (a press on an ephemeral message), and the file it brought.
+    await event("evPrivate", { private_audience: "slack_ephemeral:U9" });
+    await client.execute({ sql: "INSERT INTO run (run_id, event_id, conversation_key, agent_id, runner_id, status, latest_transcript_seq, created_at) VALUES ('run3', 'ev3', ?, 'a1', 'r1', 'completed', 0, ?)", args: [place.conversationKey, now] });
+    const file = (id: string, key: string, source: string, runId: string | null, metadata: Record<string, unknown>) =>
+      client.execute({ sql: "INSERT INTO artifact (artifact_id, artifact_type, mime_type, name, source, conversation_key, run_id, r2_key, metadata_json, created_at) VALUES (?, 'image', 'image/png', ?, ?, ?, ?, ?, ?, ?)", args: [id, `${id}.png`, source, key, runId, `artifacts/${id}`, JSON.stringify(metadata), now] });
+    await file("art_mine", place.conversationKey, "runner", "run3", {});
+    await file("art_private", place.conversationKey, "input", null, { event_id: "evPrivate" });
+    await file("art_elsewhere", inChannel.conversationKey, "runner", "run1", {});
+    // The runner named all three in its answer; delivery sent only its own.
+    const parts = [{ type: "text", text: "here" }, { type: "file", artifact_id: "art_mine", name: "as the runner named it.bin" }, { type: "image", artifact_id: "art_private" }, { type: "image", artifact_id: "art_elsewhere" }];
+    await client.execute({ sql: "INSERT INTO transcript (transcript_id, conversation_key, seq, event_id, run_id, role, item_type, content, content_json, created_at) VALUES ('tr3', ?, 1, 'ev3', 'run3', 'assistant', 'message', 'here', ?, ?)", args: [place.conversationKey, JSON.stringify(parts), now] });
+    const answer = "1700000300.000100";
+    await hostRecordInsert(db, { eventType: "delivery.succeeded", ...place, runId: "run3", data: { run_id: "run3", event_id: "ev3", operation: "send", item: 1, message_id: answer }, messageRef: answer });
+    const replyHere = { ...reply, conversationId: "C3", threadId: null, repliedThreadId: null, replyTarget: { platform: "slack", channel: "C3", threadTs: null } } as unknown as NormalizedEvent;
+    // Its stored facts, as delivery sent it: an image named as stored.
+    const mine = { ref: "art_mine", artifactId: "art_mine", name: "art_mine.png", mimeType: "image/png", artifactType: "image", repliedMessageId: answer };
+    expect(await deliveredReply(db, bot, replyHere, answer)).toEqual({ text: "here", files: [mine] });
+  });
+});

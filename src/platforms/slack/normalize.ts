@@ -206,7 +206,8 @@ function recalled(key: string, ev: unknown, common: { eventTime?: string; data: 
   const threadId = threadOf(prev);
   // The bot's own message deleted withdraws no one's words (nothing of the bot's waits to be answered): recorded in
   // its channel, not a recall for agents, whose actor would be the bot itself.
-  if (prev && posterOf(prev, self) === "self") return [{ ...unhandled(key, "message.message_deleted.self", common.eventTime), conversationId: d.data.channel, threadId }];
+  // Its delivery record is marked deleted all the same (a later reply in its thread reads Slack, which says so).
+  if (prev && posterOf(prev, self) === "self") return [{ ...unhandled(key, "message.message_deleted.self", common.eventTime), conversationId: d.data.channel, threadId, deletesOwnMessage: d.data.deleted_ts }];
   return [
     {
       ...common,
