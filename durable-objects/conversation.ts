@@ -100,7 +100,7 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** `revision`: the version of the edit `job`'s words are (none: as sent), kept with them so an older edit arriving late changes nothing. */
   private async decide(job: RunJob, revision?: number): Promise<DispatchResult> {
-    const repeated = this.presses.repeatOf(job, Date.now());
+    const repeated = this.presses.repeatOf(job, Date.now(), (runId) => this.isActive(runId) || this.runs.holdsNow(runId));
     return repeated ? this.withoutOwnRun(job, { disposition: "rejected", runId: null, metadata: { rejection: repeated } }) : this.presses.noted(job, Date.now(), await this.decideAnew(job, revision));
   }
 

@@ -14,6 +14,7 @@ import { ClaimKeys } from "./claim-keys";
 import { claimStatements, itemOf, type ClaimInFlight, type UnsettledClaim } from "./claim-notes";
 import { RareKeys } from "./rare-keys";
 import { amendQueued } from "./steering-amend";
+import type { MessageEdit } from "../src/run/edited-input";
 import { bodyKeyOf, deleteAll, isWhole, messagesOf, prefixOf, putAll, QUEUE, stored, stubOf, withinBytes, type Queued } from "./steering-storage";
 
 /** PROTOCOL §10: a run holds at most this many claimed messages; more fall back to the strategy. */
@@ -240,7 +241,7 @@ export class SteeringQueue {
   }
 
   /** A claimed message its user edited before the run pulled it: the pull gets its newest words (steering-amend.ts). */
-  amend(runId: string, eventId: string, edit: { text: string | null; version: number }): Promise<boolean> {
+  amend(runId: string, eventId: string, edit: MessageEdit): Promise<boolean> {
     return this.inTurn(runId, () => amendQueued(this.storage, runId, eventId, edit));
   }
 

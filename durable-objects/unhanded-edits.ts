@@ -1,4 +1,4 @@
-import { withEditedText } from "../src/run/edited-input";
+import { withEditedText, type MessageEdit } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
 import { RareKeys } from "./rare-keys";
 
@@ -9,9 +9,7 @@ const KEEP_MS = 60 * 60_000;
 const MAX_KEYS = 128;
 
 /** The newest edit of a message made while its run's hand-over was on its way, and when it was kept. */
-interface HeldEdit {
-  text: string | null;
-  version: number;
+interface HeldEdit extends MessageEdit {
   at: number;
 }
 
@@ -31,7 +29,7 @@ export class UnhandedEdits {
   }
 
   /** Kept for the hand-over of `runId`, unless a newer edit is kept already (edits may arrive in any order). */
-  async hold(runId: string, edit: { text: string | null; version: number }): Promise<void> {
+  async hold(runId: string, edit: MessageEdit): Promise<void> {
     const key = `${PREFIX}${runId}`;
     const held = await this.storage.get<HeldEdit>(key);
     if (held && held.version > edit.version) return;
@@ -52,7 +50,7 @@ export class UnhandedEdits {
     const held = (await this.held.has(key)) ? await this.storage.get<HeldEdit>(key) : undefined;
     if (!held) return decide(job, revision);
     const newer = held.version > (revision ?? -Infinity);
-    const decided = await (newer ? decide({ ...job, input: withEditedText(job.input, held.text) }, held.version) : decide(job, revision));
+    const decided = await (newer ? decide({ ...job, input: withEditedText(job.input, held.text, held.dropped) }, held.version) : decide(job, revision));
     // Forgotten once that decision is taken (its run's entry or claim holds the words from now on); one that failed (its
     // claim refused, say) leaves the words for the hand-over sent again.
     void this.storage.delete(key);

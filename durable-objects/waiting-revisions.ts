@@ -2,7 +2,7 @@ import type { Db } from "../src/db/client";
 import { replyingTo } from "../src/platforms/reply-to";
 import { jsonByteLength } from "../src/protocol/common";
 import type { SteeringInputItem } from "../src/protocol/host-api-results";
-import { withEditedText } from "../src/run/edited-input";
+import { withEditedText, type MessageEdit } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
 import type { RunOutcome } from "../src/stores/runs";
 import type { RunTableStore } from "./run-table";
@@ -11,13 +11,14 @@ import type { SteeringQueue } from "./steering-queue";
 
 /**
  * A chat message recalled or edited, as ingress found it (src/platforms/revise-waiting.ts): its event, the run that
- * holds it (its own, or the run it was `steered` into), and for an edit its words now and the edit's version.
+ * holds it (its own, or the run it was `steered` into), and for an edit its words now, the edit's version and the
+ * artifacts of the files it replaced.
  */
 export interface MessageRevision {
   eventId: string;
   runId: string;
   steered: boolean;
-  edit?: { text: string | null; version: number };
+  edit?: MessageEdit;
 }
 
 export type RevisionOutcome = "withdrawn" | "edited" | "untouched";
@@ -133,7 +134,7 @@ async function editOwnRun(deps: RevisionDeps, key: string, edit: NonNullable<Mes
   // An album's run reads its items together (the caption as its text): one item's edit does not say what the whole reads.
   if (!run || run.state !== "queued" || deps.held.has(run.job.runId) || run.job.album) return "untouched";
   if ((run.revision ?? -Infinity) > edit.version) return "edited";
-  const job: RunJob = { ...run.job, input: withEditedText(run.job.input, edit.text) };
+  const job: RunJob = { ...run.job, input: withEditedText(run.job.input, edit.text, edit.dropped) };
   // The mirror changes in this tick (the scheduler starts it with these words from now on); the output gate holds the answer until the write is durable.
   await deps.runs.put(key, { ...run, job, bytes: jsonByteLength(job), revision: edit.version });
   return "edited";

@@ -4,7 +4,7 @@ import type { Env } from "../env";
 import { storableText } from "../lib/text";
 import { eventRevisionStatement } from "../stores/event-revision";
 import { deletedAnswerStatement } from "../stores/deleted-answer";
-import { deleteRecalledBytes, recalledFilesStatements, replacedFilesStatements } from "../stores/recalled-files";
+import { deleteRecalledBytes, recalledFilesStatements, replacedArtifactIds, replacedFilesStatements } from "../stores/recalled-files";
 import { transcriptRevisionStatement, type TranscriptRevision } from "../stores/transcript-revision";
 import { waitingMessage } from "../stores/waiting-message";
 import { scopedMessageRef } from "./message-ref";
@@ -39,14 +39,17 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
   const fileReads: number[] = [];
   for (const place of places) {
     const r: TranscriptRevision = { botId: bot.botId, registeredAt: bot.registeredAt, conversationId: place.conversationId, messageRef: scopedMessageRef(place.chatId, revision.id), eventId, edit: marked };
-    statements.push(transcriptRevisionStatement(db, r, at), eventRevisionStatement(db, r, at));
+    // An edit that replaced the message's file (a Telegram photo swapped): its item lists the file no more.
+    const dropped = edit && revision.files ? replacedArtifactIds(db, r, revision.files) : undefined;
+    statements.push(transcriptRevisionStatement(db, r, at, dropped), eventRevisionStatement(db, r, at));
     // A recall may name the bot's own answer instead (a Slack tombstone): a reply to it then takes nothing of it.
     if (!edit) fileReads.push(statements.push(...recalledFilesStatements(db, r, now), deletedAnswerStatement(db, r, at)) - 2);
     // An edit that replaced the message's file (a Telegram photo swapped): the file it had goes as a recalled one's.
     else if (revision.files) fileReads.push(statements.push(...replacedFilesStatements(db, r, revision.files, now)) - 1);
   }
   const results = await batchAll(db, statements);
-  if (fileReads.length) await deleteRecalledBytes(env.ARTIFACTS, fileReads.flatMap((i) => (results[i] as { r2Key: string }[]).map((f) => f.r2Key)));
+  const files = fileReads.flatMap((i) => results[i] as { r2Key: string; artifactId: string }[]);
+  if (files.length) await deleteRecalledBytes(env.ARTIFACTS, files.map((f) => f.r2Key));
   // A live position too soon after the one applied changed nothing (an edit's statements are the marks alone), so
   // nothing waiting is asked about (a redelivery of one applied whose waiting run was not reached asks nothing either:
   // the next position applied reaches it).
@@ -55,7 +58,9 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
     const waiting = await waitingMessage(db, { botId: bot.botId, source: bot.platform, conversationId: place.conversationId, field: revision.field, id: revision.id, chatId: place.chatId ?? null });
     if (!waiting) continue;
     const conversation = env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(waiting.conversationKey));
-    await conversation.revise({ eventId: waiting.eventId, runId: waiting.runId, steered: waiting.disposition === "steered", edit });
+    // A waiting run's input loses a replaced file as its transcript item did (its artifact expired: a runner would read a 404).
+    const dropped = edit && files.length ? { dropped: files.map((f) => f.artifactId) } : {};
+    await conversation.revise({ eventId: waiting.eventId, runId: waiting.runId, steered: waiting.disposition === "steered", edit: edit && { ...edit, ...dropped } });
     return;
   }
 }

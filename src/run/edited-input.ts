@@ -2,12 +2,29 @@ import type { ContentElement } from "../protocol/common";
 import type { InputContext } from "../protocol/context";
 
 /**
- * A chat message's input with its user's edit: `text`, and the text part of `contents`, which a message with files
- * carries ahead of them (ingress/attachments.ts) and a runner reading parts reads instead of `text`. Its files stay.
+ * A chat message's edit as it reaches a message still waiting: its words now, the edit's version, and the artifacts
+ * of files the edit replaced (a Telegram photo swapped: src/stores/recalled-files.ts), expired already.
  */
-export function withEditedText(input: InputContext, text: string | null): InputContext {
-  if (input.contents.length === 0) return { ...input, text };
-  const files = input.contents.filter((el) => el.type !== "text");
+export interface MessageEdit {
+  text: string | null;
+  version: number;
+  dropped?: string[];
+}
+
+/**
+ * A chat message's input with its user's edit: `text`, and the text part of `contents`, which a message with files
+ * carries ahead of them (ingress/attachments.ts) and a runner reading parts reads instead of `text`. Its files stay,
+ * save those `dropped` (replaced by the edit, expired: a runner would read a 404 for them).
+ */
+export function withEditedText(input: InputContext, text: string | null, dropped: readonly string[] = []): InputContext {
+  const kept = dropped.length === 0 ? input : withoutArtifacts(input, new Set(dropped));
+  if (kept.contents.length === 0) return { ...kept, text };
+  const files = kept.contents.filter((el) => el.type !== "text");
   const words: ContentElement[] = text ? [{ type: "text", text }] : [];
-  return { ...input, text, contents: [...words, ...files] };
+  return { ...kept, text, contents: [...words, ...files] };
+}
+
+function withoutArtifacts(input: InputContext, dropped: Set<string>): InputContext {
+  const keeps = (el: { artifact_id?: string | null }) => !el.artifact_id || !dropped.has(el.artifact_id);
+  return { ...input, attachments: input.attachments.filter(keeps), contents: input.contents.filter((el) => !("artifact_id" in el) || keeps(el)) };
 }

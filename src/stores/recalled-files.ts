@@ -41,15 +41,21 @@ export function recalledFilesStatements(db: Db, r: Recalled, now: number) {
  * (before it was kept) cannot be told replaced: it stays.
  */
 export function replacedFilesStatements(db: Db, r: Recalled, kept: string[], now: number) {
-  const fileId = sql`json_extract(${artifact.metadataJson}, ${`$.${PLATFORM_FILE_KEY}`})`;
-  const replaced = and(ofRecalledMessage(db, r), sql`${fileId} IS NOT NULL`, kept.length ? notInArray(fileId, kept) : undefined)!;
-  return expiryStatements(db, replaced, now);
+  return expiryStatements(db, replacedFiles(db, r, kept), now);
 }
+
+function replacedFiles(db: Db, r: Recalled, kept: string[]) {
+  const fileId = sql`json_extract(${artifact.metadataJson}, ${`$.${PLATFORM_FILE_KEY}`})`;
+  return and(ofRecalledMessage(db, r), sql`${fileId} IS NOT NULL`, kept.length ? notInArray(fileId, kept) : undefined)!;
+}
+
+/** The artifact ids of the files an edit replaced (replacedFilesStatements), as a subquery: its transcript item lists them no more. */
+export const replacedArtifactIds = (db: Db, r: Recalled, kept: string[]) => db.select({ id: artifact.artifactId }).from(artifact).where(replacedFiles(db, r, kept));
 
 function expiryStatements(db: Db, files: SQL, now: number) {
   return [
     db.update(artifact).set({ expiresAt: now }).where(and(files, or(isNull(artifact.expiresAt), gt(artifact.expiresAt, now)))),
-    db.select({ r2Key: artifact.r2Key }).from(artifact).where(files),
+    db.select({ r2Key: artifact.r2Key, artifactId: artifact.artifactId }).from(artifact).where(files),
   ] as const;
 }
 

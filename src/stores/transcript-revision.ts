@@ -1,4 +1,4 @@
-import { and, eq, gte, inArray, sql } from "drizzle-orm";
+import { and, eq, gte, inArray, sql, type SQLWrapper } from "drizzle-orm";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { eventLog, transcript } from "../db/schema";
@@ -41,9 +41,10 @@ export const revisedMessageRow = (r: Pick<TranscriptRevision, "botId" | "registe
  * edited, it reads the newest words (`metadata.edited`; an older edit arriving late changes nothing, nor does an
  * edit of a recalled message). The full-text index follows (migration 0002's triggers). EventLog keeps the message
  * as received, marked for runners' reads of it (event-revision.ts), and the recall or edit as an event of its own.
- * Idempotent: sent again, it matches nothing. Answers the item it changed (none when it changed nothing).
+ * Idempotent: sent again, it matches nothing. Answers the item it changed (none when it changed nothing). `dropped`:
+ * the artifacts of files an edit replaced (src/stores/recalled-files.ts), which its parts and refs name no more.
  */
-export function transcriptRevisionStatement(db: Db, r: TranscriptRevision, at = new Date().toISOString()) {
+export function transcriptRevisionStatement(db: Db, r: TranscriptRevision, at = new Date().toISOString(), dropped?: SQLWrapper) {
   const t = transcript;
   const message = db.select({ eventId: eventLog.eventId }).from(eventLog).where(revisedMessageRow(r));
   const itemOf = [inArray(t.eventId, message), eq(t.role, "user"), sql`json_type(${t.metadataJson}, '$.recalled') IS NULL`];
@@ -58,7 +59,13 @@ export function transcriptRevisionStatement(db: Db, r: TranscriptRevision, at = 
   const edited = JSON.stringify({ event_id: r.eventId, version: r.edit.version, edited_at: at });
   return db
     .update(t)
-    .set({ content: r.edit.text, searchText: searchTextOf(r.edit.text), contentJson: editedParts(t.contentJson, r.edit.text), metadataJson: sql`json_set(${t.metadataJson}, '$.edited', json(${edited}))` })
+    .set({
+      content: r.edit.text,
+      searchText: searchTextOf(r.edit.text),
+      contentJson: dropped ? sql`CASE WHEN ${t.contentJson} IS NULL THEN NULL ELSE ${without(editedParts(t.contentJson, r.edit.text), dropped)} END` : editedParts(t.contentJson, r.edit.text),
+      ...(dropped ? { artifactRefsJson: without(t.artifactRefsJson, dropped) } : {}),
+      metadataJson: sql`json_set(${t.metadataJson}, '$.edited', json(${edited}))`,
+    })
     .where(and(...itemOf, newerEdit(t.metadataJson, r.edit)))
     .returning({ eventId: t.eventId });
 }
@@ -75,3 +82,7 @@ export function editedParts(parts: typeof transcript.contentJson, text: string |
     ELSE '[' || json_object('type', 'text', 'text', ${text}) || CASE WHEN json_array_length(${parts}) > 0 THEN ',' || substr(json(${parts}), 2) ELSE ']' END
   END`;
 }
+
+/** A JSON array of parts or refs without those naming an artifact among `dropped` (a subquery of artifact ids). */
+const without = (list: SQLWrapper, dropped: SQLWrapper) =>
+  sql<string>`(SELECT json_group_array(json(value)) FROM json_each(${list}) WHERE json_extract(value, '$.artifact_id') IS NULL OR json_extract(value, '$.artifact_id') NOT IN ${dropped})`;

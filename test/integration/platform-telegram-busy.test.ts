@@ -23,12 +23,16 @@ const startedAt = new Map<string, number[]>();
 /** The text parts of `input.contents` each chat's runs started with, and of the items they pulled. */
 const textPartsOf = new Map<string, string[][]>();
 const textParts = (input: { contents?: { type: string; text?: string }[] }) => (input.contents ?? []).flatMap((el) => (el.type === "text" ? [el.text ?? ""] : []));
+/** The artifacts each chat's runs started with, and the items they pulled had: in `input.attachments` and in `input.contents`. */
+const filesOf = new Map<string, { attachments: string[]; parts: string[] }[]>();
+const filesIn = (input: { attachments?: { artifact_id: string }[]; contents?: { artifact_id?: string }[] }) => ({ attachments: (input.attachments ?? []).map((a) => a.artifact_id), parts: (input.contents ?? []).flatMap((el) => (el.artifact_id ? [el.artifact_id] : [])) });
 
 async function behave(call: RunCall, res: ServerResponse) {
   const { ctx, w, conversation, text, api } = runOf(call, res);
   runsOf.set(conversation, [...(runsOf.get(conversation) ?? []), text]);
   startedAt.set(conversation, [...(startedAt.get(conversation) ?? []), Date.now()]);
   textPartsOf.set(conversation, [...(textPartsOf.get(conversation) ?? []), textParts(ctx.input)]);
+  filesOf.set(conversation, [...(filesOf.get(conversation) ?? []), filesIn(ctx.input)]);
   // `draft <words>[ | <more>]`: streams the words (the more 200 ms later), then holds: an answer the chat shows half of.
   if (text.startsWith("draft ")) {
     const [first, more] = text.slice("draft ".length).split(" | ");
@@ -48,6 +52,7 @@ async function behave(call: RunCall, res: ServerResponse) {
   const items = ctx.config.pull === "all" ? ((await api("steering.pull")).body.data?.items ?? []) : [];
   pulledOf.set(conversation, [...(pulledOf.get(conversation) ?? []), ...items.map((i: any) => i.input.text)]);
   textPartsOf.set(conversation, [...(textPartsOf.get(conversation) ?? []), ...items.map((i: any) => textParts(i.input))]);
+  filesOf.set(conversation, [...(filesOf.get(conversation) ?? []), ...items.map((i: any) => filesIn(i.input))]);
   w.reply(`re: ${[text, ...items.map((i: any) => i.input.text)].join("+")}`);
 }
 
@@ -169,6 +174,30 @@ describe("a Telegram chat busy with a run", () => {
     const uncaptioned = { message_id: 891_003, date: now, edit_date: now + 2, chat: message.chat, from: message.from, photo: message.photo };
     expect((await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: ++editUpdateId, edited_message: uncaptioned }) })).status).toBe(200);
     expect(await partsNow()).toEqual({ content: null, parts: ["image"] });
+  }, 60_000);
+
+  it("a photo replaced while it waits (claimed, or in a run of its own): its runner gets the new caption without the replaced photo, which history no longer lists either", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    for (const [chat, strategy, messageId] of [["-70012", "steer", 892_001], ["-70013", "enqueue", 892_002]] as const) {
+      const runner = strategy === "steer" ? setup.steerer : setup.plain;
+      await putAgent(host, { agent_id: `tg-replaced-${strategy}`, name: strategy, runner_id: runner.runnerId(), runner_config: { pull: strategy === "steer" ? "all" : "never" }, scope: { type: "conversation", id: chat, bot_id: botId }, concurrency: { strategy } });
+      expect((await sayOnTelegram(webhookUrl, SECRET, chat, "hold first")).status).toBe(200);
+      await waitFor(() => (runsOf.get(chat) ?? []).length === 1, 10_000, "the first run");
+      const message = (photo: string, caption: string, editDate?: number) => ({ message_id: messageId, date: now, ...(editDate ? { edit_date: editDate } : {}), chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, photo: [{ file_id: photo, file_unique_id: `${photo}-u`, width: 800, height: 800 }], caption });
+      const deliver = (kind: "message" | "edited_message", body: object) => fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: ++editUpdateId, [kind]: body }) });
+      expect((await deliver("message", message(`old-${messageId}`, "this one"))).status).toBe(200);
+      const [{ artifact_id: replaced }] = await host.query<{ artifact_id: string }>("SELECT artifact_id FROM artifact WHERE json_extract(metadata_json, '$.platform_file_id') = ?", [`old-${messageId}-u`]);
+      // Another photo in its place: the one the host stored for it has expired.
+      expect((await deliver("edited_message", message(`new-${messageId}`, "this one instead", now + 1))).status).toBe(200);
+      setup.gate(chat).resolve();
+      await quiet(chat);
+      expect(strategy === "steer" ? pulledOf.get(chat) : runsOf.get(chat)?.slice(1)).toEqual(["this one instead"]);
+      expect(filesOf.get(chat)?.slice(1)).toEqual([{ attachments: [], parts: [] }]);
+      expect(textPartsOf.get(chat)?.slice(1)).toEqual([["this one instead"]]);
+      const [item] = await host.query<{ content_json: string | null; artifact_refs_json: string }>("SELECT t.content_json, t.artifact_refs_json FROM transcript t JOIN event_log e ON e.event_id = t.event_id WHERE e.conversation_id = ? AND e.input_summary = 'this one' AND t.role = 'user'", [chat]);
+      expect({ parts: JSON.parse(item.content_json ?? "[]"), refs: JSON.parse(item.artifact_refs_json) }).toEqual({ parts: [{ type: "text", text: "this one instead" }], refs: [] });
+      expect(item.content_json + item.artifact_refs_json).not.toContain(replaced);
+    }
   }, 60_000);
 
   it("steer with debounce: a message claimed by an album's run pushes its start back, and an album item joining after it does not pull that start forward again", async () => {

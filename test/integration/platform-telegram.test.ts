@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { PRESS_REPEAT_WINDOW_MS } from "../../durable-objects/repeated-presses";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost, recordedAnswer } from "../support/host";
 import { settledRefusals } from "../support/settled-refusals";
@@ -397,6 +398,7 @@ describe("Telegram: webhook in, reply out", () => {
     const ada = { id: 42, is_bot: false, first_name: "Ada" };
     const pressOf = (id: string, data: string, from = ada) => ({ update_id: ++updateId, callback_query: { id, from, message, chat_instance: "-8", data } });
     const [first, second] = [pressOf("cb-tap-1", "approve"), pressOf("cb-tap-2", "approve")];
+    const pressedAt = Date.now();
     // Both taps race in, as Telegram delivers them over separate connections.
     const [firstAck, secondAck] = await Promise.all([post(first), post(second)]);
     const acks = [firstAck.body, secondAck.body];
@@ -415,6 +417,11 @@ describe("Telegram: webhook in, reply out", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(sendsTo("-101910").map((s) => s.body.text).sort()).toEqual(["echo: approve", "echo: approve", "echo: reject"]);
     expect(contextFor("approve").map((c) => c.actor.actor_id).sort()).toEqual(["42", "43"]);
+    // Pressed again once its answer came (within the window still): asked anew, and answered.
+    expect(Date.now() - pressedAt).toBeLessThan(PRESS_REPEAT_WINDOW_MS);
+    expect((await post(pressOf("cb-tap-5", "approve"))).body).toEqual({ method: "answerCallbackQuery", callback_query_id: "cb-tap-5" });
+    await waitFor(() => sendsTo("-101910").length === 4, 10_000, "the press's answer again");
+    expect(contextFor("approve").map((c) => c.actor.actor_id).sort()).toEqual(["42", "42", "43"]);
   });
 
   it("runs a press on a message Telegram no longer gives (an InaccessibleMessage, date 0: no topic named) in the chat itself, its answer quoting nothing", async () => {

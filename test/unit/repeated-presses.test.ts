@@ -2,37 +2,67 @@ import { describe, expect, it } from "vitest";
 import { PRESS_REPEAT_WINDOW_MS, RecentPresses } from "../../durable-objects/repeated-presses";
 import type { RunJob } from "../../src/run/job";
 
-type PressOpts = { source?: string; sourceEventType?: string; actor?: string; text?: string; message?: number };
+type PressOpts = { source?: string; sourceEventType?: string; actor?: string; text?: string; message?: number; component?: Record<string, unknown>; runId?: string };
 const press = (eventId: string, opts: PressOpts = {}) =>
   // Only the fields a press is told by are meaningful; the rest of a job does not matter here.
   ({
-    runId: `run_${eventId}`,
-    event: { event_id: eventId, source: opts.source ?? "telegram", source_event_type: opts.sourceEventType ?? "callback_query", event_type: "message.received", data: { callback_message_id: opts.message ?? 7, component: { custom_id: opts.text ?? "approve" } } },
+    runId: opts.runId ?? `run_${eventId}`,
+    event: { event_id: eventId, source: opts.source ?? "telegram", source_event_type: opts.sourceEventType ?? "callback_query", event_type: "message.received", data: { callback_message_id: opts.message ?? 7, component: opts.component ?? { custom_id: opts.text ?? "approve" } } },
     actor: { actor_type: "user", actor_id: opts.actor ?? "42", metadata: {} },
     input: { text: opts.text ?? "approve", contents: [], attachments: [] },
   }) as unknown as RunJob;
 
 const started = (job: RunJob) => ({ disposition: "started" as const, runId: job.runId });
+/** Every run still waiting or running. */
+const underWay = () => true;
 
 describe("repeated presses", () => {
   it("rejects the same press within the window, naming the first; not once the window is over", () => {
     const presses = new RecentPresses();
     const first = press("e1");
-    expect(presses.repeatOf(first, 1_000)).toBeNull();
+    expect(presses.repeatOf(first, 1_000, underWay)).toBeNull();
     presses.noted(first, 1_000, started(first));
-    expect(presses.repeatOf(press("e2"), 1_000 + PRESS_REPEAT_WINDOW_MS - 1)).toEqual({ reason: "repeated_press", first_event_id: "e1", first_run_id: "run_e1" });
+    expect(presses.repeatOf(press("e2"), 1_000 + PRESS_REPEAT_WINDOW_MS - 1, underWay)).toEqual({ reason: "repeated_press", first_event_id: "e1", first_run_id: "run_e1" });
     // Its own redelivery is no repeat of itself.
-    expect(presses.repeatOf(first, 1_500)).toBeNull();
-    expect(presses.repeatOf(press("e3"), 1_000 + PRESS_REPEAT_WINDOW_MS)).toBeNull();
+    expect(presses.repeatOf(first, 1_500, underWay)).toBeNull();
+    expect(presses.repeatOf(press("e3"), 1_000 + PRESS_REPEAT_WINDOW_MS, underWay)).toBeNull();
   });
 
   it("tells apart another button, message or person, a press that got no answer, and an API event shaped as a press", () => {
     const presses = new RecentPresses();
     const first = press("e1");
     presses.noted(first, 0, started(first));
-    for (const other of [press("b", { text: "reject" }), press("m", { message: 8 }), press("p", { actor: "43" }), press("api", { source: "api" }), press("cmd", { sourceEventType: "slash_command" })]) expect(presses.repeatOf(other, 10)).toBeNull();
+    for (const other of [press("b", { text: "reject" }), press("m", { message: 8 }), press("p", { actor: "43" }), press("api", { source: "api" }), press("cmd", { sourceEventType: "slash_command" })]) expect(presses.repeatOf(other, 10, underWay)).toBeNull();
     const refused = new RecentPresses();
     refused.noted(first, 0, { disposition: "rejected", runId: null });
-    expect(refused.repeatOf(press("e2"), 10)).toBeNull();
+    expect(refused.repeatOf(press("e2"), 10, underWay)).toBeNull();
+  });
+
+  it("takes a press as a question again once the first's run is over (answered, cancelled, made moot)", () => {
+    const presses = new RecentPresses();
+    const first = press("e1");
+    presses.noted(first, 0, started(first));
+    expect(presses.repeatOf(press("e2"), 10, (runId) => runId !== "run_e1")).toBeNull();
+    // Forgotten: its run does not come back.
+    expect(presses.repeatOf(press("e3"), 20, underWay)).toBeNull();
+  });
+
+  it("tells apart elements the same but for their block (Slack) or their checked state (a Lark checker)", () => {
+    const presses = new RecentPresses();
+    const slack = (id: string, block: string) => press(id, { sourceEventType: "block_actions", component: { custom_id: "approve", component_type: "button", block_id: block, values: ["go"] }, text: "go" });
+    const checker = (id: string, checked: boolean) => press(id, { sourceEventType: "card.action.trigger", component: { custom_id: "done", component_type: "checker", values: [], value: null, checked }, text: "done" });
+    for (const [first, other] of [[slack("s1", "pr-1"), slack("s2", "pr-2")], [checker("c1", true), checker("c2", false)]]) {
+      presses.noted(first, 0, started(first));
+      expect(presses.repeatOf(other, 10, underWay)).toBeNull();
+    }
+  });
+
+  it("names the run that answers the first press now when it is decided anew (its claim dropped unpulled)", () => {
+    const presses = new RecentPresses();
+    const first = press("e1", { runId: "run_target" });
+    presses.noted(first, 0, { disposition: "steered", runId: "run_target" });
+    // The claim dropped, the press gets a run of its own.
+    presses.noted(first, 50, started(press("e1")));
+    expect(presses.repeatOf(press("e2"), 100, (runId) => runId === "run_e1")).toEqual({ reason: "repeated_press", first_event_id: "e1", first_run_id: "run_e1" });
   });
 });
