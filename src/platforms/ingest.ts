@@ -27,6 +27,7 @@ import { leftUnread } from "./unaddressed-read";
 import { withRepliedMessage, withStoredRepliedFiles } from "./replied";
 import { withOwnAnswerReplied } from "./delivered-reply";
 import { fileSources } from "./file-sources";
+import { MEMBER_JOINED, recordJoinedWith, withMembers } from "./joined-together";
 import { discardOwnFiles, ownFilesAlongside, readWithOwnFiles, type OwnFiles } from "./own-files-alongside";
 import type { Bot, NormalizedEvent, PlatformAdapter, Recorded } from "./types";
 
@@ -66,9 +67,33 @@ export async function ingestEvents(deps: IngestDeps, raw: unknown, events: Norma
 
 async function recordInOrder(deps: IngestDeps, events: NormalizedEvent[], rawRef: string | null): Promise<Recorded[]> {
   const recorded: Recorded[] = [];
-  // In order: a payload's events (Telegram's several new members) keep the platform's order.
-  for (const event of events) recorded.push(await ingestOne(deps, await inItsConversation(dbOf(deps.env), deps.adapter, deps.bot, withUsableIds(event)), rawRef));
+  const joins = events.filter((e) => e.eventType === MEMBER_JOINED);
+  // Members who joined one chat together (a payload names but one) are recorded together (./joined-together.ts).
+  const together = joins.length > 1 && joins.every((e) => e.conversationId === joins[0].conversationId && e.threadId === joins[0].threadId);
+  // In order: a payload's events keep the platform's order.
+  for (const event of events) {
+    if (together && event.eventType === MEMBER_JOINED) {
+      if (event === joins[0]) recorded.push(...(await recordJoins(deps, joins, rawRef)));
+    } else recorded.push(await ingestOne(deps, await placed(deps, event), rawRef));
+  }
   return recorded;
+}
+
+const placed = (deps: IngestDeps, event: NormalizedEvent) => inItsConversation(dbOf(deps.env), deps.adapter, deps.bot, withUsableIds(event));
+
+/** The first member's event as any join, naming them all; the others in one write as it ended up. */
+async function recordJoins(deps: IngestDeps, joins: NormalizedEvent[], rawRef: string | null): Promise<Recorded[]> {
+  const first = await placed(deps, withMembers(joins[0], joins));
+  const recorded = await ingestOne(deps, first, rawRef);
+  const others = joins.slice(1);
+  // Their chat's ids are the first one's: unusable for it (recorded platform.unhandled), they are each recorded so too.
+  if (first.eventType !== MEMBER_JOINED || first.conversationId === null || rawRef === null) {
+    const each = [recorded];
+    for (const event of others) each.push(await ingestOne(deps, await placed(deps, event), rawRef));
+    return each;
+  }
+  const ids = others.map((e) => dedupeId(deps.bot, e.key));
+  return [recorded, ...(await recordJoinedWith(deps.env, deps.bot, first, dedupeId(deps.bot, first.key), others, ids))];
 }
 
 async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: string | null): Promise<Recorded> {

@@ -142,6 +142,10 @@ describe("event.data by platform, as README's table lists it", () => {
     const join = await contextOf(`${await sendTelegram({ message: message(-1006, { new_chat_members: [{ id: 77, is_bot: false, first_name: "Cy" }] }) })}:joined:77`);
     expect(sortedKeys(join.event.data)).toEqual(keysFor("Telegram", "new_chat_members"));
     expect(join.event.data.added_by).toBe("42");
+    // Several at once: the first one's run names them all.
+    const together = await contextOf(`${await sendTelegram({ message: message(-1007, { new_chat_members: [{ id: 78, is_bot: false, first_name: "Di" }, { id: 79, is_bot: false, first_name: "Ed" }] }) })}:joined:78`);
+    expect(sortedKeys(together.event.data)).toEqual(keysFor("Telegram", "new_chat_members", ["members"]));
+    expect(together.event.data.members).toEqual([{ actor_id: "78", actor_name: "Di" }, { actor_id: "79", actor_name: "Ed" }]);
   });
 
   const slackSign = (body: string) => {
