@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
-import { deliver, expectHandled, expectRecorded, nestedJson, storedPayload } from "../support/malformed-webhooks";
+import { deliver, expectEachHandled, expectHandled, expectRecorded, nestedJson, type MalformedRow } from "../support/malformed-webhooks";
 
 const APP_SECRET = "malformed-lark-app-secret-0123";
 const VERIFICATION_TOKEN = "malformed-lark-verification-token";
@@ -60,16 +60,7 @@ function withoutTokens(body: string): unknown {
   return payload;
 }
 
-interface Row {
-  name: string;
-  body: () => string;
-  /** 200 and recorded unless said otherwise. */
-  refused?: { status: number; code: string };
-  /** What it is recorded as (event_type, source_event_type), when that is the point. */
-  as?: [string, string];
-}
-
-const rows: Row[] = [
+const rows: MalformedRow[] = [
   { name: "the token alone", body: () => JSON.stringify({ token: VERIFICATION_TOKEN }) },
   { name: "header a string", body: () => JSON.stringify({ token: VERIFICATION_TOKEN, header: "x" }) },
   { name: "event_id a number", body: () => larkEvent("im.message.receive_v1", {}, { event_id: 5 }) },
@@ -101,18 +92,7 @@ const rows: Row[] = [
 
 describe("Lark: an event with the verification token, of the wrong shape", () => {
   it("is acknowledged 200 and recorded with its payload, or refused when it cannot be read; never a 500", async () => {
-    for (const row of rows) {
-      const body = row.body();
-      const d = await deliver(host, bot.botId, post(body));
-      expectHandled(d, SECRETS);
-      if (row.refused) {
-        expect({ row: row.name, status: d.status, code: JSON.parse(d.text).error.code, recorded: d.recorded.length }).toEqual({ row: row.name, ...row.refused, recorded: 0 });
-        continue;
-      }
-      const recorded = await expectRecorded(host, d);
-      if (row.as) expect({ row: row.name, as: [recorded.event_type, recorded.source_event_type] }).toEqual({ row: row.name, as: row.as });
-      expect(await storedPayload(host, recorded.event_id), row.name).toEqual(withoutTokens(body));
-    }
+    await expectEachHandled(host, bot.botId, rows, { send: (body) => post(body), secrets: SECRETS, stored: (body) => withoutTokens(body) });
   });
 
   it("a post's words survive the elements it cannot read; a reply whose parent cannot be named still runs", async () => {

@@ -8,7 +8,7 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor } from "../support/fake-platform";
-import { deliver, expectHandled, expectRecorded, nestedJson, slackSignature, storedPayload } from "../support/malformed-webhooks";
+import { deliver, expectEachHandled, expectHandled, expectRecorded, INVALID_JSON, nestedJson, slackSignature, storedPayload, type MalformedRow } from "../support/malformed-webhooks";
 
 const BOT_TOKEN = "xoxb-malformed-slack-bot-token";
 const SIGNING_SECRET = "malformed-slack-signing-secret-0123";
@@ -48,12 +48,8 @@ const message = (fields: Record<string, unknown>) => envelope({ type: "message",
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 const interaction = (payload: Record<string, unknown>) => form({ payload: JSON.stringify({ trigger_id: `trig-mal-${++n}`, ...payload }) });
 
-interface Row {
-  name: string;
-  body: () => string;
+interface Row extends MalformedRow {
   form?: boolean;
-  /** 200 and recorded unless said otherwise. */
-  status?: number;
   /** Recorded as platform.unhandled outside any conversation, under this source_event_type. */
   unusable?: string;
 }
@@ -84,8 +80,8 @@ const rows: Row[] = [
   { name: "a channel id of 300 characters", body: () => message({ channel: "C".repeat(300) }), unusable: "message.unusable_id" },
   { name: "a thread_ts with a lone surrogate", body: () => message({ thread_ts: "1.\udc00" }), unusable: "message.unusable_id" },
   { name: "a joined member's channel with a lone surrogate", body: () => envelope({ type: "member_joined_channel", user: "U7", channel: "C\ud800" }), unusable: "member_joined_channel.unusable_id" },
-  { name: "an event nested 50,000 levels deep", body: () => envelope({ type: "x", d: "@@" }).replace('"@@"', nestedJson(50_000)), status: 400 },
-  { name: "a body cut short", body: () => message({}).slice(0, 30), status: 400 },
+  { name: "an event nested 50,000 levels deep", body: () => envelope({ type: "x", d: "@@" }).replace('"@@"', nestedJson(50_000)), refused: INVALID_JSON },
+  { name: "a body cut short", body: () => message({}).slice(0, 30), refused: INVALID_JSON },
   { name: "a form payload null", body: () => form({ payload: "null" }), form: true },
   { name: "a form payload an array", body: () => form({ payload: "[1,2]" }), form: true },
   { name: "a form of no known kind", body: () => "%%%&&&==%zz", form: true },
@@ -95,28 +91,21 @@ const rows: Row[] = [
   { name: "message_action of wrong types", body: () => interaction({ type: "message_action", callback_id: 5, message: null, channel: null, user: "x" }), form: true },
   { name: "a slash command with only its command", body: () => form({ command: "/ask" }), form: true },
   { name: "a slash command in a channel with a NUL", body: () => form({ command: "/ask", text: "hi", channel_id: "C\u0000", user_id: "U42", trigger_id: `trig-mal-${++n}` }), form: true, unusable: "slash_command.unusable_id" },
-  { name: "a form payload nested 50,000 levels deep", body: () => form({ payload: `{"type":"block_actions","x":${nestedJson(50_000)}}` }), form: true, status: 400 },
-  { name: "a form payload that is not JSON", body: () => form({ payload: "{nope" }), form: true, status: 400 },
+  { name: "a form payload nested 50,000 levels deep", body: () => form({ payload: `{"type":"block_actions","x":${nestedJson(50_000)}}` }), form: true, refused: INVALID_JSON },
+  { name: "a form payload that is not JSON", body: () => form({ payload: "{nope" }), form: true, refused: INVALID_JSON },
 ];
 
 describe("Slack: a signed request of the wrong shape", () => {
   it("is acknowledged 200 and recorded with its payload, or refused 400 when it cannot be read; never a 500", async () => {
-    for (const row of rows) {
-      const body = row.body();
-      const d = await deliver(host, bot.botId, post(body, row.form ? { "content-type": FORM } : {}));
-      expectHandled(d, SECRETS);
-      if ((row.status ?? 200) !== 200) {
-        expect({ row: row.name, status: d.status, code: JSON.parse(d.text).error.code, recorded: d.recorded.length }).toEqual({ row: row.name, status: row.status, code: "invalid_json", recorded: 0 });
-        continue;
-      }
-      const recorded = await expectRecorded(host, d);
+    await expectEachHandled(host, bot.botId, rows, {
+      send: (body, row) => post(body, row.form ? { "content-type": FORM } : {}),
+      secrets: SECRETS,
+      stored: (body, row) => (row.form ? undefined : JSON.parse(body)),
       // An id no conversation can be keyed by comes from no real chat: recorded for the operator, and nothing runs.
-      if (row.unusable) {
-        const { event_type, source_event_type, conversation_id } = recorded;
-        expect({ row: row.name, event_type, source_event_type, conversation_id }).toEqual({ row: row.name, event_type: "platform.unhandled", source_event_type: row.unusable, conversation_id: null });
-      }
-      if (!row.form) expect(await storedPayload(host, recorded.event_id), row.name).toEqual(JSON.parse(body));
-    }
+      check: (row, { event_type, source_event_type, conversation_id }) => {
+        if (row.unusable) expect({ row: row.name, event_type, source_event_type, conversation_id }).toEqual({ row: row.name, event_type: "platform.unhandled", source_event_type: row.unusable, conversation_id: null });
+      },
+    });
   });
 
   it("a message whose channel id cannot key a conversation starts no run, and its payload keeps the id as sent", async () => {

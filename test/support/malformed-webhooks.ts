@@ -68,3 +68,42 @@ export async function expectRecorded(host: TestHost, d: Delivered): Promise<Ingr
   await storedPayload(host, d.recorded[0].event_id);
   return d.recorded[0];
 }
+
+/** A payload of a platform's table, and what the host should make of it. */
+export interface MalformedRow {
+  name: string;
+  body: () => string;
+  /** Refused so, unrecorded; otherwise acknowledged 200 and recorded. */
+  refused?: { status: number; code: string };
+  /** What it is recorded as (event_type, source_event_type), when that is the point. */
+  as?: [string, string];
+}
+
+/** The refusal of a verified body that cannot be read as JSON (or nests too deep). */
+export const INVALID_JSON = { status: 400, code: "invalid_json" } as const;
+
+/**
+ * Each row sent to the bot's webhook (`send`): never a 500, then refused as the row says, or recorded with its payload
+ * readable by the operator, equal to `stored(body, row)` (undefined: not compared); `check` for a platform's own points.
+ */
+export async function expectEachHandled<R extends MalformedRow>(
+  host: TestHost,
+  botId: string,
+  rows: readonly R[],
+  o: { send: (body: string, row: R) => () => Promise<Response>; secrets: readonly string[]; stored: (body: string, row: R) => unknown; check?: (row: R, recorded: IngressRow) => void },
+): Promise<void> {
+  for (const row of rows) {
+    const body = row.body();
+    const d = await deliver(host, botId, o.send(body, row));
+    expectHandled(d, o.secrets);
+    if (row.refused) {
+      expect({ row: row.name, status: d.status, code: JSON.parse(d.text).error.code, recorded: d.recorded.length }).toEqual({ row: row.name, ...row.refused, recorded: 0 });
+      continue;
+    }
+    const recorded = await expectRecorded(host, d);
+    if (row.as) expect({ row: row.name, as: [recorded.event_type, recorded.source_event_type] }).toEqual({ row: row.name, as: row.as });
+    o.check?.(row, recorded);
+    const stored = o.stored(body, row);
+    if (stored !== undefined) expect(await storedPayload(host, recorded.event_id), row.name).toEqual(stored);
+  }
+}
