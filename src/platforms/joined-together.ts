@@ -1,10 +1,11 @@
 /**
  * Members who joined a chat together (one Telegram `new_chat_members` update, one Lark `users added` event: an admin
  * adding hundreds at once) are one occasion, welcomed once. The first member's event is recorded and handed over as
- * any join is, its `data.members` naming them all; the others are recorded in one batch write, each an event of its
- * own (its member its actor) that starts nothing: `merged` into the first one's run (or as that event ended up:
- * `unbound`, `bot_disabled`), `metadata.joined_with` naming the first event. So a join of thousands is recorded well
- * within a platform's acknowledgement deadline, and the chat gets one welcome, not one per member.
+ * any join is, its `data.members` naming them (the first 1,000: `members_count` counts them all); the others are
+ * recorded in one batch write, each an event of its own (its member its actor) that starts nothing: `merged` into the
+ * first one's run (or as that event ended up: `unbound`, `rejected`, `bot_disabled`), `metadata.joined_with` naming
+ * the first event. So a join of thousands is recorded well within a platform's acknowledgement deadline, and the chat
+ * gets one welcome, not one per member.
  */
 import { batchAll } from "../db/client";
 import { dbOf } from "../db/connect";
@@ -22,11 +23,23 @@ export const MEMBER_JOINED = "group.member_joined";
 /** Rows per INSERT: ~20 columns each stays under SQLite's 999 placeholders however it was built. */
 const ROWS_PER_STATEMENT = 40;
 
-/** Who joined, as `data.members` lists them, in the platform's order. */
-const memberOf = (event: NormalizedEvent) => ({ actor_id: event.actor?.actor_id ?? null, actor_name: event.actor?.actor_name == null ? null : storableText(event.actor.actor_name) });
+/**
+ * At most this many members are named in `data.members`, which every run of the welcome carries in its context (a
+ * payload of thousands would hand a model a roster it cannot read): `members_count` counts them all, and each one
+ * beyond is still an event of its own.
+ */
+const MEMBERS_LISTED = 1_000;
 
-/** The first member's event, carrying every member of the batch (itself first). */
-export const withMembers = (first: NormalizedEvent, all: NormalizedEvent[]): NormalizedEvent => ({ ...first, data: { ...first.data, members: all.map(memberOf) } });
+const nameOf = (event: NormalizedEvent) => (event.actor?.actor_name == null ? null : storableText(event.actor.actor_name));
+
+/**
+ * Who joined, as `data.members` lists them, in the platform's order: each as a run's `actor` is, since only the first
+ * one's run is started (another bot added with them says `bot`; Lark's union_id and user_id are in `metadata`).
+ */
+const memberOf = (event: NormalizedEvent) => ({ actor_type: event.actor?.actor_type ?? "unknown", actor_id: event.actor?.actor_id ?? null, actor_name: nameOf(event), metadata: event.actor?.metadata ?? {} });
+
+/** The first member's event, naming the members of the batch (itself first) and counting them. */
+export const withMembers = (first: NormalizedEvent, all: NormalizedEvent[]): NormalizedEvent => ({ ...first, data: { ...first.data, members: all.slice(0, MEMBERS_LISTED).map(memberOf), members_count: all.length } });
 
 /**
  * The other members' events, in the first one's conversation (a supergroup's joins recorded in its group's, as the
@@ -55,7 +68,7 @@ export async function recordJoinedWith(env: Env, bot: Bot, first: NormalizedEven
     threadId: first.threadId,
     actorType: e.actor?.actor_type ?? "unknown",
     actorId: e.actor?.actor_id ?? null,
-    actorName: memberOf(e).actor_name,
+    actorName: nameOf(e),
     inputJson: leader.inputJson,
     dataJson: JSON.stringify(e.data),
     rawRef: leader.rawRef,

@@ -84,7 +84,8 @@ describe("members joining together", () => {
     expect(ctx.run_id).toBe(first.run_id);
     expect(ctx.actor).toMatchObject({ actor_id: "5000", actor_name: "Member 0" });
     expect(ctx.event.data.added_by).toBe("42");
-    expect(ctx.event.data.members).toEqual(people.map((p) => ({ actor_id: String(p.id), actor_name: p.first_name })));
+    expect(ctx.event.data.members).toEqual(people.map((p) => ({ actor_type: "user", actor_id: String(p.id), actor_name: p.first_name, metadata: {} })));
+    expect(ctx.event.data.members_count).toBe(MEMBERS);
     await waitFor(() => fake.callsTo(/\/sendMessage$/).some((c) => c.body.chat_id === "-1009100"), 15_000, "the welcome");
 
     // Telegram sending it again records and runs nothing more.
@@ -141,7 +142,7 @@ describe("members joining together", () => {
     expect(new Set(rows.slice(1).map((r) => `${r.disposition} ${r.run_id}`))).toEqual(new Set([`merged ${rows[0].run_id}`]));
     const [ctx] = await waitFor(() => runsOf("oc_joins").length > 0 && runsOf("oc_joins"), 15_000, "the welcome run");
     expect(ctx.event.data.members).toHaveLength(MEMBERS);
-    expect(ctx.event.data.members[299]).toEqual({ actor_id: "ou_p299", actor_name: "Person 299" });
+    expect(ctx.event.data.members[299]).toEqual({ actor_type: "user", actor_id: "ou_p299", actor_name: "Person 299", metadata: { open_id: "ou_p299", union_id: null, user_id: null } });
     await waitFor(() => fake.callsTo(/\/open-apis\/im\/v1\/messages$/).some((c) => c.body?.receive_id === "oc_joins"), 15_000, "the welcome");
     expect(runsOf("oc_joins")).toHaveLength(1);
   });

@@ -144,8 +144,12 @@ describe("event.data by platform, as README's table lists it", () => {
     expect(join.event.data.added_by).toBe("42");
     // Several at once: the first one's run names them all.
     const together = await contextOf(`${await sendTelegram({ message: message(-1007, { new_chat_members: [{ id: 78, is_bot: false, first_name: "Di" }, { id: 79, is_bot: false, first_name: "Ed" }] }) })}:joined:78`);
-    expect(sortedKeys(together.event.data)).toEqual(keysFor("Telegram", "new_chat_members", ["members"]));
-    expect(together.event.data.members).toEqual([{ actor_id: "78", actor_name: "Di" }, { actor_id: "79", actor_name: "Ed" }]);
+    expect(sortedKeys(together.event.data)).toEqual(keysFor("Telegram", "new_chat_members", ["members", "members_count"]));
+    expect(together.event.data.members).toEqual([
+      { actor_type: "user", actor_id: "78", actor_name: "Di", metadata: {} },
+      { actor_type: "user", actor_id: "79", actor_name: "Ed", metadata: {} },
+    ]);
+    expect(together.event.data.members_count).toBe(2);
   });
 
   const slackSign = (body: string) => {
