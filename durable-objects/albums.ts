@@ -1,6 +1,7 @@
 import { jsonByteLength } from "../src/protocol/common";
 import type { InputContext } from "../src/protocol/context";
 import { albumIdOf as telegramAlbumOf } from "../src/platforms/telegram/album";
+import { withoutFiles } from "../src/run/edited-input";
 import { mergedDecision, type AlbumPart, type RunJob } from "../src/run/job";
 import type { EventDecision, RunTable, StoredRun } from "./scheduling";
 import { telegramMessageIdOf } from "./sent-order";
@@ -93,4 +94,17 @@ export function joinAlbum([key, run]: readonly [string, StoredRun], job: RunJob,
     store(key, { ...run, job: joined, notBefore: waitUntil, bytes: jsonByteLength(joined) });
   }
   return mergedDecision(album.mediaGroupId, run.job.runId);
+}
+
+/**
+ * The album's run without the files of artifacts `dropped` (an item's photo replaced by its user's edit, expired: a
+ * runner would read a 404): gone from its input and from its items', which an item joining later is made from. Its
+ * words stay (an item's edit does not say what the whole reads). Itself when it names none of them.
+ */
+export function albumWithoutFiles(job: RunJob, dropped: readonly string[]): RunJob {
+  const album = job.album;
+  const input = withoutFiles(job.input, dropped);
+  const parts = album?.parts.map((p) => ({ ...p, input: withoutFiles(p.input, dropped) }));
+  if (!album || !parts || (input === job.input && parts.every((p, i) => p.input === album.parts[i].input))) return job;
+  return { ...job, input, album: { ...album, parts } };
 }

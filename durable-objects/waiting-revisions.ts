@@ -5,6 +5,7 @@ import type { SteeringInputItem } from "../src/protocol/host-api-results";
 import { withEditedText, type MessageEdit } from "../src/run/edited-input";
 import type { RunJob } from "../src/run/job";
 import type { RunOutcome } from "../src/stores/runs";
+import { albumWithoutFiles } from "./albums";
 import type { RunTableStore } from "./run-table";
 import type { StoredRun } from "./scheduling";
 import type { SteeringQueue } from "./steering-queue";
@@ -71,6 +72,8 @@ export async function reviseWaiting(deps: RevisionDeps, change: MessageRevision)
   // edit gives its words (kept for it; forgotten unused if it ended instead).
   if (!entry && change.edit) return deps.editUnhanded(change.runId, change.edit).then(() => "edited");
   if (!entry) return (await deps.endUnhanded(change.runId, RECALLED)) ? "withdrawn" : "untouched";
+  // An album's item, the one its run was made for or one merged into it: an edit takes the files it replaced away.
+  if (change.edit && entry[1].job.album?.parts.some((p) => p.eventId === change.eventId)) return editAlbum(deps, entry[0], change.edit);
   // Its own message recalled already: the run answers a message it claimed (this recall sent again changes nothing).
   if (!answered) return "untouched";
   return change.edit ? editOwnRun(deps, entry[0], change.edit) : recallOwnRun(deps, entry);
@@ -125,6 +128,16 @@ function answering(job: RunJob, item: SteeringInputItem): RunJob {
     latestTranscriptSeq: transcriptSeq ?? job.latestTranscriptSeq,
     ...(job.delivery ? { delivery: { ...job.delivery, target: replyingTo(job.delivery.target, item.event) } } : {}),
   };
+}
+
+async function editAlbum(deps: RevisionDeps, key: string, edit: NonNullable<MessageRevision["edit"]>): Promise<RevisionOutcome> {
+  // Read and written in one tick, as editOwnRun's; its words stay, so no edit's version is kept either.
+  const run = deps.runs.current(key);
+  if (!run || run.state !== "queued" || deps.held.has(run.job.runId)) return "untouched";
+  const job = albumWithoutFiles(run.job, edit.dropped ?? []);
+  if (job === run.job) return "untouched";
+  await deps.runs.put(key, { ...run, job, bytes: jsonByteLength(job) });
+  return "edited";
 }
 
 async function editOwnRun(deps: RevisionDeps, key: string, edit: NonNullable<MessageRevision["edit"]>): Promise<RevisionOutcome> {

@@ -17,14 +17,17 @@ export interface MessageEdit {
  * save those `dropped` (replaced by the edit, expired: a runner would read a 404 for them).
  */
 export function withEditedText(input: InputContext, text: string | null, dropped: readonly string[] = []): InputContext {
-  const kept = dropped.length === 0 ? input : withoutArtifacts(input, new Set(dropped));
+  const kept = withoutFiles(input, dropped);
   if (kept.contents.length === 0) return { ...kept, text };
   const files = kept.contents.filter((el) => el.type !== "text");
   const words: ContentElement[] = text ? [{ type: "text", text }] : [];
   return { ...kept, text, contents: [...words, ...files] };
 }
 
-function withoutArtifacts(input: InputContext, dropped: Set<string>): InputContext {
-  const keeps = (el: { artifact_id?: string | null }) => !el.artifact_id || !dropped.has(el.artifact_id);
+/** `input` without the files of artifacts `dropped` (in its attachments and its parts), the rest in their order; itself when it names none. */
+export function withoutFiles(input: InputContext, dropped: readonly string[]): InputContext {
+  const gone = new Set(dropped);
+  const keeps = (el: { artifact_id?: string | null }) => !el.artifact_id || !gone.has(el.artifact_id);
+  if (input.attachments.every(keeps) && input.contents.every((el) => !("artifact_id" in el) || keeps(el))) return input;
   return { ...input, attachments: input.attachments.filter(keeps), contents: input.contents.filter((el) => !("artifact_id" in el) || keeps(el)) };
 }

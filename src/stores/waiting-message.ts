@@ -3,12 +3,13 @@ import type { Db } from "../db/client";
 import { eventLog, run } from "../db/schema";
 import { NOT_STARTED } from "./runs";
 
-/** A chat message that may still be waiting to be answered: its event, its conversation, and the run holding it (its own, or the one it was steered into). */
+/** A chat message that may still be waiting to be answered: its event, its conversation, and the run holding it (its own, the one it was steered into, or its album's). */
 export interface WaitingMessage {
   eventId: string;
   conversationKey: string;
   runId: string;
-  disposition: "bound" | "steered";
+  /** `merged`: an album's item, joined into the run of the album's first (durable-objects/albums.ts). */
+  disposition: "bound" | "steered" | "merged";
 }
 
 export interface MessageQuery {
@@ -37,7 +38,7 @@ export async function waitingMessage(db: Db, q: MessageQuery): Promise<WaitingMe
     FROM (SELECT r.conversation_key AS k, MIN(o.seq) AS s FROM ${run} r INDEXED BY run_status JOIN ${eventLog} o ON o.event_id = r.event_id
           WHERE r.status IN (${unended}) AND r.bot_id = ${q.botId} AND r.conversation_id = ${q.conversationId} GROUP BY r.conversation_key) p
     JOIN ${eventLog} e ON e.conversation_key = p.k AND e.seq >= p.s
-    WHERE e.event_type = 'message.received' AND e.source = ${q.source} AND e.disposition IN ('bound', 'steered') AND e.run_id IS NOT NULL
+    WHERE e.event_type = 'message.received' AND e.source = ${q.source} AND e.disposition IN ('bound', 'steered', 'merged') AND e.run_id IS NOT NULL
       AND CAST(json_extract(e.data_json, ${`$.${q.field}`}) AS TEXT) = ${q.id} AND json_extract(e.data_json, '$.chat_id') IS ${q.chatId ?? null}
     ORDER BY e.seq DESC LIMIT 1`);
   return row ? { eventId: row[0], conversationKey: row[1], runId: row[2], disposition: row[3] as WaitingMessage["disposition"] } : undefined;

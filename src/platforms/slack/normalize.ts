@@ -169,8 +169,9 @@ export function normalizeEnvelope(env: SlackEnvelope, fallbackKey: string, posts
         replyTarget: { platform: "slack", channel: msg.channel, threadTs: threadId },
         addressed: addressedOnSlack(msg, self),
         ...(parent === null ? {} : { repliesTo: parent, repliedThreadId: null, ...(msg.root === undefined ? {} : { repliedAsSent: msg.root }) }),
-        // The bot as the sender of its own answer a thread's parent may be (../delivered-reply.ts).
-        ...(parent === null || self.userIds.length === 0 ? {} : { ownUserId: self.userIds[0] }),
+        // The bot as the sender of its own answer a thread's parent may be (../delivered-reply.ts); none for a user
+        // token's bot, whose answers Slack says its user posted, not the bot user the envelope names.
+        ...(parent === null || self.userIds.length === 0 || self.postsAsUser ? {} : { ownUserId: self.userIds[0] }),
       },
     ];
   }
