@@ -4,7 +4,8 @@ import { startChatRunner, startFakePlatform, telegramBotApi, upgradeOnTelegram, 
 
 /**
  * Hundreds of members joining a chat at once (an admin adding a team): recorded each as an event of its own within
- * the webhook's answer, welcomed by one run whose event names them all, so the chat gets one welcome, not hundreds.
+ * the webhook's answer, welcomed by one run whose event names them all, so the chat gets one welcome, not hundreds;
+ * each member named as a run's actor is (its type, its platform ids), the first 1,000 of a join of thousands, all counted.
  */
 const TG_TOKEN = "123456:TEST-telegram-joins-token";
 const TG_SECRET = "tg-secret-token-joins-0123";
@@ -156,5 +157,59 @@ describe("members joining together", () => {
     expect(new Set(rows.map((r) => `${r.disposition} ${r.run_id}`))).toEqual(new Set(["unbound null"]));
     const { last_unbound_event: unbound } = (await host.admin("GET", `/v1/admin/bots/${botOf("larkUnbound")}`)).body;
     expect(unbound).toMatchObject({ event_id: rows[0].event_id, event_type: "group.member_joined" });
+  });
+});
+
+const welcomeIn = async (conversation: string) => {
+  const [ctx] = await waitFor(() => runner.contexts.some((c) => c.conversation.conversation_id === conversation) && runner.contexts.filter((c) => c.conversation.conversation_id === conversation), 15_000, "the welcome run");
+  return ctx;
+};
+
+describe("the members a welcome run is told of", () => {
+  it("Lark: each named with its type and ids as a run's actor is; of 1,500 added, the first 1,000 named, all counted, all recorded", async () => {
+    const added = 1_500;
+    const users = Array.from({ length: added }, (_, i) => ({ name: `Person ${i}`, tenant_key: "tenant_1", user_id: { open_id: `ou_m${i}`, union_id: `on_m${i}`, user_id: `emp${i}` } }));
+    const payload = {
+      schema: "2.0",
+      header: { event_id: "ev_members_1", event_type: "im.chat.member.user.added_v1", create_time: String(Date.now()), token: LARK.verification_token, app_id: LARK.app_id, tenant_key: "tenant_1" },
+      event: { chat_id: "oc_members", operator_id: { open_id: "ou_admin" }, users },
+    };
+    expect((await post(hooks.lark, payload)).status).toBe(200);
+    const [{ recorded }] = await host.query<{ recorded: number }>("SELECT COUNT(*) AS recorded FROM event_log WHERE conversation_id = 'oc_members' AND event_type = 'group.member_joined'", []);
+    expect(recorded).toBe(added);
+
+    const ctx = await welcomeIn("oc_members");
+    expect(ctx.event.data.members_count).toBe(added);
+    expect(ctx.event.data.members).toHaveLength(1_000);
+    expect(ctx.event.data.members[0]).toEqual({ actor_type: "user", actor_id: "ou_m0", actor_name: "Person 0", metadata: { open_id: "ou_m0", union_id: "on_m0", user_id: "emp0" } });
+    expect(ctx.event.data.members[999]).toEqual({ actor_type: "user", actor_id: "ou_m999", actor_name: "Person 999", metadata: { open_id: "ou_m999", union_id: "on_m999", user_id: "emp999" } });
+    // One beyond those named is an event of its own, merged into the welcome.
+    const [last] = await host.query<{ disposition: string; run_id: string }>("SELECT disposition, run_id FROM event_log WHERE event_id = ?", [`lark:${botOf("lark")}:ev_members_1:ou_m1499`]);
+    expect(last).toEqual({ disposition: "merged", run_id: ctx.run_id });
+  });
+
+  it("Telegram: another bot added with people is named a bot, with its username", async () => {
+    const update = {
+      update_id: 920_001,
+      message: {
+        message_id: 5,
+        date: 1_700_000_000,
+        chat: { id: -1009200, type: "supergroup", title: "Team" },
+        from: { id: 42, is_bot: false, first_name: "Admin" },
+        new_chat_members: [
+          { id: 601, is_bot: false, first_name: "Ann", username: "ann_t" },
+          { id: 602, is_bot: true, first_name: "Helper", username: "helper_bot" },
+          { id: 603, is_bot: false, first_name: "Bo" },
+        ],
+      },
+    };
+    expect((await post(hooks.telegram, update, { "x-telegram-bot-api-secret-token": TG_SECRET })).status).toBe(200);
+    const ctx = await welcomeIn("-1009200");
+    expect(ctx.event.data.members_count).toBe(3);
+    expect(ctx.event.data.members).toEqual([
+      { actor_type: "user", actor_id: "601", actor_name: "Ann", metadata: { username: "ann_t" } },
+      { actor_type: "bot", actor_id: "602", actor_name: "Helper", metadata: { username: "helper_bot" } },
+      { actor_type: "user", actor_id: "603", actor_name: "Bo", metadata: {} },
+    ]);
   });
 });
