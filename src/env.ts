@@ -22,6 +22,8 @@ export interface Env {
   RUNNER_MAX_LINE_BYTES?: string;
   RUNNER_MAX_STREAM_BYTES?: string;
   RUN_MAX_ARTIFACTS?: string;
+  RUN_MAX_MESSAGES?: string;
+  RUN_MAX_STATE_UPDATES?: string;
   MAX_EVENT_BODY_BYTES?: string;
   MAX_API_BODY_BYTES?: string;
   MAX_API_CALLS_IN_FLIGHT?: string;
@@ -81,6 +83,13 @@ const ConfigFields = z.object({
   RUNNER_MAX_STREAM_BYTES: positiveInt(32 * MiB),
   /** `artifact.created` results one run may have accepted (inline or by reference); past it each is dropped, so what a run holds of them stays bounded. */
   RUN_MAX_ARTIFACTS: positiveInt(1000),
+  /**
+   * `message.completed` results one run may have accepted: each is a transcript row every later history.page pages
+   * through and a chat delivery, so one more fails the run (runner.too_many_messages) rather than flooding its conversation.
+   */
+  RUN_MAX_MESSAGES: positiveInt(1000),
+  /** `state.updated` results one run may have accepted: each is a state write; one more fails the run (runner.too_many_state_updates). */
+  RUN_MAX_STATE_UPDATES: positiveInt(1000),
   MAX_EVENT_BODY_BYTES: positiveInt(MiB),
   MAX_API_BODY_BYTES: positiveInt(2 * MiB),
   /** Host API calls one run may have in flight; more are refused 429, so a runner cannot make its conversation's object hold a body and an upstream answer for each of thousands. */

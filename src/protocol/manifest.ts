@@ -128,6 +128,12 @@ export interface SkippedRunner {
   issues: string;
 }
 
+/**
+ * Runners one manifest may list, valid or not: each is a row the registry keeps and lists, so a service listing
+ * thousands is refused whole rather than registered (or checked) one by one.
+ */
+export const MAX_RUNNERS_PER_MANIFEST = 100;
+
 export type ParsedServiceManifest =
   | {
       ok: true;
@@ -135,7 +141,7 @@ export type ParsedServiceManifest =
       runners: AgentRunnerManifest[];
       skipped: SkippedRunner[];
     }
-  | { ok: false; issues: string };
+  | { ok: false; issues: string; /** Set when it lists more than MAX_RUNNERS_PER_MANIFEST runners: how many. */ runnerCount?: number };
 
 /**
  * Validate the service document, then each runner on its own (§2): invalid
@@ -145,6 +151,8 @@ export type ParsedServiceManifest =
 export function parseRunnerServiceManifest(raw: unknown): ParsedServiceManifest {
   const service = RunnerServiceManifestSchema.safeParse(raw);
   if (!service.success) return { ok: false, issues: formatZodIssues(service.error) };
+  const runnerCount = service.data.runners.length;
+  if (runnerCount > MAX_RUNNERS_PER_MANIFEST) return { ok: false, issues: `runners: ${runnerCount} listed, more than the ${MAX_RUNNERS_PER_MANIFEST} a manifest may list`, runnerCount };
   const runners: AgentRunnerManifest[] = [];
   const skipped: SkippedRunner[] = [];
   const seen = new Set<string>();

@@ -5,7 +5,7 @@ import type { BatchItem, Db } from "../db/client";
 import { DbError } from "../db/executor";
 import { conflict, HostError, notFound } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { formatRunnerId, parseRunnerServiceManifest, type AgentRunnerManifest, type SkippedRunner } from "../protocol/manifest";
+import { formatRunnerId, MAX_RUNNERS_PER_MANIFEST, parseRunnerServiceManifest, type AgentRunnerManifest, type SkippedRunner } from "../protocol/manifest";
 import { missingConfigFields } from "../agents/runner-config";
 import { parseJson } from "../lib/json";
 import { agentsStore } from "../stores/agents";
@@ -15,6 +15,7 @@ import { isSealed, moveSealed, moveSealedValues } from "../lib/secret-box";
 import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
 import { joinUrl } from "../lib/url";
 import { headOf } from "../lib/text";
+import { opaqueFetchFailure } from "../lib/opaque-fetch-failure";
 
 const MANIFEST_TIMEOUT_MS = 10_000;
 const MANIFEST_MAX_BYTES = 1024 * 1024;
@@ -31,7 +32,8 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
     // never one a service's answer names (another host, an internal one), and a service registered there would fail every run.
     res = await fetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(MANIFEST_TIMEOUT_MS), redirect: "manual" });
   } catch (cause) {
-    throw new HostError(502, "bad_gateway", `could not fetch ${shown}: ${why(cause)}`, undefined, { cause });
+    // workerd's opaque error gets its known causes named, not only its reference.
+    throw new HostError(502, "bad_gateway", `could not fetch ${shown}: ${opaqueFetchFailure(cause) ?? why(cause)}`, undefined, { cause });
   }
   if (!res.ok) {
     await res.body?.cancel().catch(() => {});
@@ -62,6 +64,11 @@ async function readManifest(baseUrl: string) {
   const parsed = parseRunnerServiceManifest(raw);
   const shown = maskUrl(joinUrl(baseUrl, "/manifest"));
   // The request was sound and the service answered, but not with a manifest: the upstream's fault, as an unreadable one is.
+  // So is one listing more runners than the host registers (as one larger than it reads): refused whole, nothing written.
+  if (!parsed.ok && parsed.runnerCount !== undefined) {
+    const details = { runner_count: parsed.runnerCount, max_runners: MAX_RUNNERS_PER_MANIFEST };
+    throw new HostError(502, "bad_gateway", `${shown} lists ${parsed.runnerCount} runners, more than the ${MAX_RUNNERS_PER_MANIFEST} a manifest may list: nothing was registered`, details);
+  }
   if (!parsed.ok) throw new HostError(502, "bad_gateway", `${shown} is not an agent-runner/v1 manifest: ${parsed.issues}`);
   // Nothing to run (a wrong address, a deploy gone wrong): as unusable as no manifest, so a service is never registered
   // empty, nor a refresh allowed to empty one.

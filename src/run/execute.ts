@@ -178,6 +178,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     stateScopesUnidentified: snapshot.stateScopesUnidentified,
     ledgerSequence: deps.ledgerSequence,
     maxArtifacts: config.RUN_MAX_ARTIFACTS,
+    maxMessages: config.RUN_MAX_MESSAGES,
+    maxStateUpdates: config.RUN_MAX_STATE_UPDATES,
   });
 
   const artifactRefs = new RunArtifactRefs(db, artifactReaderOf(job));

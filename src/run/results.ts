@@ -31,6 +31,10 @@ export interface ResultProcessorInit {
   ledgerSequence?: LedgerSequence;
   /** Most `artifact.created` results the run may have accepted (RUN_MAX_ARTIFACTS); past it each is dropped. None when absent. */
   maxArtifacts?: number;
+  /** Most `message.completed` results the run may have accepted (RUN_MAX_MESSAGES); one more fails it. None when absent. */
+  maxMessages?: number;
+  /** Most `state.updated` results the run may have accepted (RUN_MAX_STATE_UPDATES); one more fails it. None when absent. */
+  maxStateUpdates?: number;
 }
 
 /** Text streamed as deltas is kept up to what one message.completed line could carry; past it, none is (memory stays bounded). */
@@ -60,6 +64,9 @@ export class ResultProcessor {
   private readonly inlineIds = new InlineArtifactIds();
   /** The `artifact.created` results accepted so far (a reference then refused included): at most `maxArtifacts`. */
   private artifacts = 0;
+  /** The `message.completed` and `state.updated` results accepted so far: at most `maxMessages` and `maxStateUpdates`. */
+  private messages = 0;
+  private stateUpdates = 0;
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
   /** Why the last terminal result sent was dropped (its payload invalid), for the failure of a stream that then ends without one. */
   private droppedTerminal: string | null = null;
@@ -262,14 +269,27 @@ export class ResultProcessor {
     return { transcriptId: newId("tr"), conversationKey: place.conversationKey, eventId, runId, conversationId: place.conversationId, threadId: place.threadId };
   }
 
+  /**
+   * One more result of a kind the run may send at most `limit` of: the new count, or, past the limit, the error that
+   * fails the run (a runner looping on it would otherwise write a row per line up to the stream's byte limit). That
+   * result is kept in the ledger as sent, not applied; what came before it is written with the run's end.
+   */
+  private withinCap(recorded: LedgerEntry, count: number, limit: number | undefined, code: RunFailureCode, what: string, setting: string): number {
+    if (limit === undefined || count < limit) return count + 1;
+    recorded.dropped = true;
+    throw new RunnerCallError(code, `the run sent more than ${limit} ${what} (${setting}); those before were kept`);
+  }
+
   private apply(result: KnownResult, batch: ResultBatch, recorded: LedgerEntry) {
     switch (result.type) {
       case "message.completed":
         if (isBlankMessage(result.data.message)) return this.drop(batch, recorded, "the message has no content");
+        this.messages = this.withinCap(recorded, this.messages, this.init.maxMessages, "runner.too_many_messages", "message.completed results", "RUN_MAX_MESSAGES");
         return this.addMessage(batch, result.data.message);
       case "state.updated": {
         const scopeKey = this.init.stateScopes[result.data.scope];
         if (!scopeKey) return this.drop(batch, recorded, unavailableStateScope(result.data.scope, this.init.stateScopesUnidentified));
+        this.stateUpdates = this.withinCap(recorded, this.stateUpdates, this.init.maxStateUpdates, "runner.too_many_state_updates", "state.updated results", "RUN_MAX_STATE_UPDATES");
         batch.stateWrites.push({ scope: result.data.scope, scopeKey, key: result.data.key, valueJson: JSON.stringify(result.data.value) });
         return;
       }

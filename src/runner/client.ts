@@ -4,6 +4,7 @@ import { errorBodyStart } from "./error-body";
 import { signRunRequest } from "./signing";
 import { joinUrl } from "../lib/url";
 import { headOf } from "../lib/text";
+import { opaqueFetchFailure } from "../lib/opaque-fetch-failure";
 
 /** Content codings fetch decodes before the body is read. */
 const DECODED_ENCODINGS = new Set(["gzip", "x-gzip", "br", "identity"]);
@@ -52,7 +53,10 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
     // A redirect is an answer like any other non-2xx (§3): the signed request and its run token go nowhere else.
     res = await fetch(url, { method: "POST", headers, body, signal: opts.signal, redirect: "manual" });
   } catch (err) {
-    throw abortReason(opts.signal, new RunnerCallError("runner.unreachable", `runner request failed: ${(err as Error).message}`, { cause: err }));
+    // workerd's opaque error gets its known causes named, not only its reference (an operator cannot read its log on Cloudflare).
+    const message = opaqueFetchFailure(err) ?? (err as Error).message;
+    const failure = new RunnerCallError("runner.unreachable", `runner request failed: ${message}`, { cause: err });
+    throw abortReason(opts.signal, failure);
   }
   if (!res.ok) {
     const redirected = res.status >= 300 && res.status < 400 ? " (a redirect, which the host does not follow)" : "";

@@ -267,23 +267,29 @@ describe("npm start's binding against an operator's own configuration", () => {
 
   it("a restart of npm start does not bring back the example agent the operator deleted, nor fail on their own global agent", async () => {
     const echo = await startAdHocRunner({ author: "examples", name: "echo-deleted", onRun: ({ body }, res) => resultWriter(res, body.context.run_id).reply("echo") });
-    // Another service of the operator's with more runners than a page of the listing, their ids sorting first.
-    const many = await listenLoopback((_req, res) =>
-      sendJson(res, 200, { protocol: "agent-runner/v1", author: "acme", name: "many", version: "1", runners: Array.from({ length: 201 }, (_, i) => ({ name: `r${i}`, label: { en_US: `r${i}` } })) }),
+    // Other services of the operator's with more runners than a page of the listing (200) between them, their ids
+    // sorting first; three, as a manifest lists at most 100.
+    const many = await Promise.all(
+      [0, 1, 2].map((n) =>
+        listenLoopback((_req, res) =>
+          sendJson(res, 200, { protocol: "agent-runner/v1", author: "acme", name: `many${n}`, version: "1", runners: Array.from({ length: 67 }, (_, i) => ({ name: `r${i}`, label: { en_US: `r${i}` } })) }),
+        ),
+      ),
     );
     try {
       const opts = { baseUrl: echo.url, runnerId: echo.runnerId(), agentId: "echo-deleted", keepExisting: true };
       expect(await host.bind({ ...opts, keepExisting: false })).toBe(true); // first npm start: bound
       expect((await host.admin("DELETE", "/v1/admin/agents/echo-deleted")).status).toBe(200);
       expect((await host.admin("POST", "/v1/admin/agents", { agent_id: "mine", name: "mine", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" } })).status).toBe(201);
-      const manyId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: many.url })).body.service.service_id;
+      const manyIds: string[] = [];
+      for (const m of many) manyIds.push((await host.admin("POST", "/v1/admin/runner-services", { base_url: m.url })).body.service.service_id);
       // Next npm start: the same call neither fails nor makes the agent again.
       expect(await host.bind(opts)).toBe(false);
       expect((await host.admin("GET", "/v1/admin/agents/echo-deleted")).status).toBe(404);
-      expect((await host.admin("DELETE", `/v1/admin/runner-services/${manyId}`)).status).toBe(204);
+      for (const id of manyIds) expect((await host.admin("DELETE", `/v1/admin/runner-services/${id}`)).status).toBe(204);
     } finally {
       await host.admin("DELETE", "/v1/admin/agents/mine");
-      await Promise.all([echo.close(), many.close()]);
+      await Promise.all([echo.close(), ...many.map((m) => m.close())]);
     }
   });
 });
