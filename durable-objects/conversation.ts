@@ -27,6 +27,7 @@ import { SettlingWork } from "./settling-work";
 import { STEERING_QUEUE_CAP, SteeringQueue } from "./steering-queue";
 import { PendingReplies } from "./pending-replies";
 import { AlbumGathering } from "./album-gathering";
+import { WelcomeGathering } from "./welcome-gathering";
 import { UnhandedRuns } from "./unhanded-runs";
 import { UnhandedEdits } from "./unhanded-edits";
 import { endLostRuns } from "./lost-runs";
@@ -54,6 +55,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job, revision) => this.decisions.decide(job.runId, () => this.decideUnlessDecided(job, revision)), { inTurn: (work) => this.decisions.inTurn(work), decide: (job, revision) => this.decideUnlessDecided(job, revision), wake: () => this.kick() });
   private readonly runs = new RunTableStore(this.ctx.storage, (job) => this.steering.ending(job));
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
+  private readonly welcomes = new WelcomeGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), async (job, decision) => void (await this.withoutOwnRun(job, decision)));
   private readonly replies = new PendingReplies(this.ctx.storage);
   private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.cancelNotices.send(job));
   private readonly unhandedEdits = new UnhandedEdits(this.ctx.storage);
@@ -83,12 +85,12 @@ export class ConversationDO extends DurableObject<Env> {
 
   /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. A run ended before this hand-over came (cancelled while ingress was on its way) stays ended: it was dropped while queued, and its event joins nothing. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
-    return this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.unhandedEdits.applied(job, (edited, version) => this.decide(edited, version)));
+    return this.welcomes.answered(job.runId, this.decisions.decide(job.runId, async () => (await this.unhanded.lateHandOver(job)) ?? this.unhandedEdits.applied(job, (edited, version) => this.decide(edited, version))));
   }
 
   /** A redelivered event whose run ingress read as not started: decided only if no decision was taken for it since (redelivery.ts); so is one whose claim the alarm took back from a dead instance, with its words' edit version. */
   async redeliver(job: RunJob): Promise<DispatchResult> {
-    return this.decisions.decide(job.runId, () => this.decideUnlessDecided(job));
+    return this.welcomes.answered(job.runId, this.decisions.decide(job.runId, () => this.decideUnlessDecided(job)));
   }
   /** In a decision's turn; also how a message a run claimed and dropped unpulled is decided anew (dropped-claims.ts). */
   private readonly decideUnlessDecided = async (job: RunJob, revision?: number): Promise<DispatchResult> => (await decidedAlready(dbOf(this.env), this.steering, this.runs, job.runId)) ?? this.unhandedEdits.applied(job, (edited, version) => this.decide(edited, version), revision);
@@ -111,8 +113,10 @@ export class ConversationDO extends DurableObject<Env> {
     if (known) return { disposition: this.isActive(job.runId) ? "started" : (known[1].answered ?? (startable(table, Infinity, this.isActive).some(([k]) => k === known[0]) ? "started" : "queued")), runId: job.runId }; // as first answered
     const merged = this.albums.join(table, job, now);
     if (merged) return this.withoutOwnRun(job, merged);
+    const welcomed = this.welcomes.join(table, job, now);
+    if (welcomed) return welcomed;
     const strategy = arrivalStrategy(job);
-    const waiting = (waitLimit?: number) => this.albums.timed(waitingRun(job, strategy, now, configOf(this.env).ALBUM_WAIT_MS, waitLimit), now);
+    const waiting = (waitLimit?: number) => this.albums.timed(this.welcomes.head(waitingRun(job, strategy, now, configOf(this.env).ALBUM_WAIT_MS, waitLimit), now), now);
     let stored = waiting();
     if (table.length > 0) {
       if (strategy === "steer" && job.event.event_type === "message.received") {
@@ -282,7 +286,7 @@ export class ConversationDO extends DurableObject<Env> {
     return { disposition: "steered", runId: target.runId };
   }
 
-  /** An event decided without a run of its own (rejected, or an album's item joining its first's run): recorded, and followers of its own run told. */
+  /** An event decided without a run of its own (rejected, or an album's item or a join joining its first's run): recorded, and followers of its own run told. */
   private async withoutOwnRun(job: RunJob, decision: EventDecision): Promise<DispatchResult> {
     await writeAll(dbOf(this.env), decidedWithoutOwnRun(dbOf(this.env), job.event.event_id, job.runId, decision));
     this.live.end(job.runId, decision.disposition);

@@ -33,9 +33,9 @@ export class RunTableStore {
     return undefined;
   }
 
-  /** Whether a stored run is this one, or has it as an album's item that joined it (its decision's write may have failed: the item's own run is the album's to discard). */
+  /** Whether a stored run is this one, or has it as an album's item or a join that joined it (its decision's write may have failed: the item's own run is the album's to discard, a join's the welcome's). */
   async holds(runId: string): Promise<boolean> {
-    for (const [, r] of await this.load()) if (r.job.runId === runId || r.job.album?.parts.some((p) => p.runId === runId)) return true;
+    for (const [, r] of await this.load()) if (r.job.runId === runId || r.job.album?.parts.some((p) => p.runId === runId) || r.job.joined?.events.some((e) => e.runId === runId)) return true;
     return false;
   }
 

@@ -54,6 +54,7 @@ export interface Env {
   RUN_STREAM_KEEPALIVE_MS?: string;
   RUN_WATCHDOG_INTERVAL_MS?: string;
   ALBUM_WAIT_MS?: string;
+  JOIN_WAIT_MS?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -156,6 +157,8 @@ const ConfigFields = z.object({
   RUN_WATCHDOG_INTERVAL_MS: positiveInt(10_000),
   /** How long the run of a Telegram album's first item waits for the next item (and again after each); 0 runs every item on its own. */
   ALBUM_WAIT_MS: z.coerce.number().int().nonnegative().max(10_000, "ALBUM_WAIT_MS must be at most 10000").default(1_500),
+  /** How long the welcome run of a Slack member's join waits for the joins that come with it (and again after each); 0 welcomes each on its own. */
+  JOIN_WAIT_MS: z.coerce.number().int().nonnegative().max(10_000, "JOIN_WAIT_MS must be at most 10000").default(2_000),
 });
 
 /** The Worker's configuration variables (what wrangler.toml [vars] and secrets may set). */

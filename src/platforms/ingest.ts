@@ -67,16 +67,22 @@ export async function ingestEvents(deps: IngestDeps, raw: unknown, events: Norma
 
 async function recordInOrder(deps: IngestDeps, events: NormalizedEvent[], rawRef: string | null): Promise<Recorded[]> {
   const recorded: Recorded[] = [];
-  const joins = events.filter((e) => e.eventType === MEMBER_JOINED);
+  const joins = onceEach(events.filter((e) => e.eventType === MEMBER_JOINED));
   // Members who joined one chat together (a payload names but one) are recorded together (./joined-together.ts).
   const together = joins.length > 1 && joins.every((e) => e.conversationId === joins[0].conversationId && e.threadId === joins[0].threadId);
   // In order: a payload's events keep the platform's order.
   for (const event of events) {
     if (together && event.eventType === MEMBER_JOINED) {
       if (event === joins[0]) recorded.push(...(await recordJoins(deps, joins, rawRef)));
-    } else recorded.push(await ingestOne(deps, await placed(deps, event), rawRef));
+    } else if (event.eventType !== MEMBER_JOINED || joins.includes(event)) recorded.push(await ingestOne(deps, await placed(deps, event), rawRef));
   }
   return recorded;
+}
+
+/** A member the payload names twice joined once: listed and counted once, as its one event (the first of them) is recorded. */
+function onceEach(joins: NormalizedEvent[]): NormalizedEvent[] {
+  const keys = new Set<string>();
+  return joins.filter((e) => !keys.has(e.key) && keys.add(e.key));
 }
 
 const placed = (deps: IngestDeps, event: NormalizedEvent) => inItsConversation(dbOf(deps.env), deps.adapter, deps.bot, withUsableIds(event));

@@ -28,7 +28,7 @@ const ROWS_PER_STATEMENT = 40;
  * payload of thousands would hand a model a roster it cannot read): `members_count` counts them all, and each one
  * beyond is still an event of its own.
  */
-const MEMBERS_LISTED = 1_000;
+export const MEMBERS_LISTED = 1_000;
 
 const nameOf = (event: NormalizedEvent) => (event.actor?.actor_name == null ? null : storableText(event.actor.actor_name));
 

@@ -13,6 +13,7 @@ import { historyBeforeOf, historyBeforeStatement, type HistoryBefore } from "./h
 import { mergedDecision, type RunJob } from "./job";
 import { jobAgentOf, jobRunnerOf } from "./job-parts";
 import { stateScopesOf, type StateScopeKeys } from "./snapshot";
+import { welcomeDecisions } from "./welcome-decisions";
 
 /** A run's start found the message it answers recalled: it did not start. */
 export const RECALLED = "recalled" as const;
@@ -46,7 +47,7 @@ export interface ClaimedRun {
 async function claimRun(db: Db, queued: RunJob, stamp: number, resumeAt: number | null, unlessRecalled: boolean): Promise<ClaimedRun | null | typeof RECALLED> {
   const stateScopes = await stateScopesOf(queued);
   const inputs = runInputs(db, queued, stateScopes);
-  const merged = albumDecisions(db, queued);
+  const merged = [...albumDecisions(db, queued), ...welcomeDecisions(db, queued)];
   const message = unlessRecalled ? queued.event.event_id : null;
   const results = await batchAll(db, [...merged, recalledRunStatement(db, queued.runId, message), runsStore(db).markRunningStatement(queued.runId, stamp, resumeAt, queued.agent.stateEpoch, message), currentAgentStatement(db, queued.agent.agentId), historyBeforeStatement(db, queued), ...inputs.statements]);
   const [recalledRows, marked, currentRows, historyRows, ...rest] = results.slice(merged.length);

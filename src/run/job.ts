@@ -59,6 +59,18 @@ export interface RunJob {
     waitUntil?: number;
     parts: AlbumPart[];
   };
+  /**
+   * Slack members' joins gathered into this welcome run, its own aside (durable-objects/welcomes.ts): Slack sends one
+   * event per member. Their members are in `event.data.members`, counted in `members_count`.
+   */
+  joined?: {
+    /** When its own wait ends (JOIN_WAIT_MS after the last join arrived). */
+    waitUntil: number;
+    /** The latest a join may hold it: gathering ends then, however many come. */
+    holdUntil: number;
+    /** Each join's event and the run ingress made for it, discarded once it joined. */
+    events: { eventId: string; runId: string }[];
+  };
 }
 
 /** One item of an album as it joined its run. */
@@ -78,6 +90,9 @@ export interface AlbumPart {
 
 /** The decision recorded for an album's item that joined the run `runId` (EventLog `merged`). */
 export const mergedDecision = (mediaGroupId: string, runId: string) => ({ disposition: "merged" as const, runId, metadata: { album: { media_group_id: mediaGroupId, run_id: runId } } });
+
+/** The decision recorded for a member's join that joined the welcome run `runId` of the join `headEventId` (EventLog `merged`). */
+export const joinedDecision = (headEventId: string, runId: string) => ({ disposition: "merged" as const, runId, metadata: { joined_with: headEventId } });
 
 /** Whose eyes alone a run's event and answer are for (platforms/audience.ts); null when the whole chat's (or an API caller's). */
 export const audienceOf = (job: Pick<RunJob, "delivery">): string | null => privateAudienceOf(job.delivery?.target);

@@ -212,4 +212,39 @@ describe("the members a welcome run is told of", () => {
       { actor_type: "user", actor_id: "603", actor_name: "Bo", metadata: {} },
     ]);
   });
+
+  it("Telegram: a member named twice is one join, listed and counted once; the bot's own arrival named first leads nothing", async () => {
+    const ann = { id: 611, is_bot: false, first_name: "Ann" };
+    const bo = { id: 612, is_bot: false, first_name: "Bo" };
+    const ourBot = { id: 123456, is_bot: true, first_name: "Us" };
+    const update = { update_id: 920_101, message: { message_id: 6, date: 1_700_000_000, chat: { id: -1009201, type: "supergroup", title: "Team" }, from: { id: 42, is_bot: false, first_name: "Admin" }, new_chat_members: [ourBot, ann, bo, ann] } };
+    expect((await post(hooks.telegram, update, { "x-telegram-bot-api-secret-token": TG_SECRET })).status).toBe(200);
+    const rows = await joinsOf("-1009201");
+    expect(rows.map((r) => [r.actor_id, r.disposition])).toEqual([
+      ["611", "bound"],
+      ["612", "merged"],
+    ]);
+    const ctx = await welcomeIn("-1009201");
+    expect(ctx.actor).toMatchObject({ actor_id: "611" });
+    expect(ctx.event.data.members.map((m: { actor_id: string }) => m.actor_id)).toEqual(["611", "612"]);
+    expect(ctx.event.data.members_count).toBe(2);
+  });
+
+  it("Lark: a user named twice in one users-added event is one join, listed and counted once", async () => {
+    const user = (i: number) => ({ name: `Twice ${i}`, tenant_key: "tenant_1", user_id: { open_id: `ou_t${i}` } });
+    const payload = {
+      schema: "2.0",
+      header: { event_id: "ev_members_twice", event_type: "im.chat.member.user.added_v1", create_time: String(Date.now()), token: LARK.verification_token, app_id: LARK.app_id, tenant_key: "tenant_1" },
+      event: { chat_id: "oc_twice", operator_id: { open_id: "ou_admin" }, users: [user(1), user(2), user(1), user(3), user(2)] },
+    };
+    expect((await post(hooks.lark, payload)).status).toBe(200);
+    expect((await joinsOf("oc_twice")).map((r) => [r.actor_id, r.disposition])).toEqual([
+      ["ou_t1", "bound"],
+      ["ou_t2", "merged"],
+      ["ou_t3", "merged"],
+    ]);
+    const ctx = await welcomeIn("oc_twice");
+    expect(ctx.event.data.members.map((m: { actor_id: string }) => m.actor_id)).toEqual(["ou_t1", "ou_t2", "ou_t3"]);
+    expect(ctx.event.data.members_count).toBe(3);
+  });
 });

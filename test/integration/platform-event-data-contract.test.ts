@@ -208,6 +208,16 @@ describe("event.data by platform, as README's table lists it", () => {
 
     const joined = await contextOf(`slack:${slackBot()}:${await sendSlack({ type: "member_joined_channel", user: "U88", channel: "C-DATA6", channel_type: "C", inviter: "U42" })}`);
     expect(sortedKeys(joined.event.data)).toEqual(keysFor("Slack", "member_joined_channel"));
+    // Another joining while the first one's welcome waits: its run names them both.
+    const first = await sendSlack({ type: "member_joined_channel", user: "U89", channel: "C-DATA9", channel_type: "C", inviter: "U42" });
+    await sendSlack({ type: "member_joined_channel", user: "U90", channel: "C-DATA9", channel_type: "C", inviter: "U42" });
+    const together = await contextOf(`slack:${slackBot()}:${first}`);
+    expect(sortedKeys(together.event.data)).toEqual(keysFor("Slack", "member_joined_channel", ["members", "members_count"]));
+    expect(together.event.data.members).toEqual([
+      { actor_type: "user", actor_id: "U89", actor_name: null, metadata: {} },
+      { actor_type: "user", actor_id: "U90", actor_name: null, metadata: {} },
+    ]);
+    expect(together.event.data.members_count).toBe(2);
 
     const recalled = await contextOf(`slack:${slackBot()}:${await sendSlack(slackDeletion("C-DATA7", slackTs(), slackTs()))}`);
     expect(sortedKeys(recalled.event.data)).toEqual(keysFor("Slack", "message.message_deleted"));
