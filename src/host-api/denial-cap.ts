@@ -1,4 +1,5 @@
 import { writeAll, type Db } from "../db/client";
+import { retryingRefused } from "../db/refused-retry";
 import { loggedError } from "../lib/describe-error";
 import type { AuthorizationSnapshot } from "../run/snapshot";
 import { hostRecordInsert } from "../stores/event-log";
@@ -34,7 +35,7 @@ export class DenialCount {
     const place = { conversationKey: s.conversationKey, conversationId: s.conversationId, threadId: s.threadId, workspaceId: s.workspaceId, botId: s.botId };
     // Its own id: told twice (a session closes once), it is still one record.
     const record = hostRecordInsert(db, { onceAs: `hev_denials_${s.runId}`, eventType: "host_api.denied", ...place, runId: s.runId, data });
-    // Unrecorded, the operator still reads the count on the log.
-    await writeAll(db, [record]).catch((e: unknown) => console.error(`run ${s.runId}: ${reason}; that count not recorded either: ${loggedError(e)}`));
+    // Refused for a moment, tried again as a run's own writes are; unrecorded, the operator still reads the count on the log.
+    await retryingRefused(() => writeAll(db, [record])).catch((e: unknown) => console.error(`run ${s.runId}: ${reason}; that count not recorded either: ${loggedError(e)}`));
   }
 }

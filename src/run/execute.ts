@@ -1,7 +1,8 @@
 import { writeAll, type Db } from "../db/client";
 import { and, eq, gte, lte } from "drizzle-orm";
 import { artifact, runEvent } from "../db/schema";
-import { dbErrorOf, mayHaveApplied } from "../db/executor";
+import { mayHaveApplied } from "../db/executor";
+import { retryingRefused } from "../db/refused-retry";
 import type { Config } from "../env";
 import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
 import { base64ToBytes } from "../lib/base64";
@@ -138,27 +139,17 @@ function transcriptStatements(db: Db, items: NewTranscriptItem[], refs: RunArtif
   return items.filter((item) => item.itemType !== "artifacts" || item.artifactRefs?.length).map((item) => transcriptInsert(db, item));
 }
 
-/** A write the database refused for a moment (busy, away) is tried again after each of these pauses before the run gives up on it. */
-const REFUSED_WRITE_RETRY_MS = [200, 1_000, 3_000];
-
 /**
- * A batch's rows, written. Refused, it is tried again a few times (not applied, the same rows are written once),
- * unless a constraint refused it (it would again); then the blobs only its rows would name are removed. Unanswered,
- * it may have been applied: not tried again, and its blobs are kept, as they may be named.
+ * A batch's rows, written. Refused, it is tried again a few times (retryingRefused), unless a constraint refused it
+ * (it would again); then the blobs only its rows would name are removed. Unanswered, it may have been applied: not
+ * tried again, and its blobs are kept, as they may be named.
  */
 async function writeNaming(deps: ExecuteDeps, statements: unknown[], blobs: string[]): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await writeAll(deps.db, statements);
-    } catch (err) {
-      const refused = !mayHaveApplied(err);
-      if (refused && !dbErrorOf(err)?.isConstraintViolation && attempt < REFUSED_WRITE_RETRY_MS.length) {
-        await new Promise((r) => setTimeout(r, REFUSED_WRITE_RETRY_MS[attempt]));
-        continue;
-      }
-      if (blobs.length && refused) await deps.artifacts.delete(blobs).catch(() => {});
-      throw err;
-    }
+  try {
+    await retryingRefused(() => writeAll(deps.db, statements));
+  } catch (err) {
+    if (blobs.length && !mayHaveApplied(err)) await deps.artifacts.delete(blobs).catch(() => {});
+    throw err;
   }
 }
 
@@ -201,8 +192,10 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const { statements, blobs } = await statementsOf(batch);
     await writeNaming(deps, statements, blobs).catch((err: unknown) => {
       // Refused, the batch's inline artifacts were never stored (their blobs are removed): no later item names them.
-      if (!mayHaveApplied(err)) artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
-      else unanswered.push(...batch.ledger);
+      if (!mayHaveApplied(err)) {
+        artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
+        processor.notWritten(batch);
+      } else unanswered.push(...batch.ledger);
       throw err;
     });
     deps.publish(batch.ledger);
@@ -265,7 +258,12 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     // signal was aborted only to say so: a failure then is the host's own.
     failure = !runnerDone && deps.signal.aborted && deps.signal.reason instanceof RunnerCallError ? deps.signal.reason : err;
     // Results read before it stopped are recorded with its end, as if written before it; unless their references cannot be checked (the database away).
-    last = await statementsOf(held.take()).catch(() => last);
+    const taken = held.take();
+    last = await statementsOf(taken).catch(() => {
+      // Never written, nor its drops' audits: the count of drops not recorded says so.
+      if (taken) processor.notWritten(taken);
+      return last;
+    });
   } finally {
     // A read still pending (the write made while waiting for it failed) ends with the stream, which the run's end aborts.
     if (reading) void stream?.return?.(undefined).catch(() => {});

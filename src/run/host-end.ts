@@ -4,11 +4,11 @@ import { batchAll, type Db } from "../db/client";
 import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, runEvent } from "../db/schema";
 import { loggedError } from "../lib/describe-error";
-import { hostRecordValues, placeOfRun } from "../stores/event-log";
+import { hostRecordInsert, hostRecordValues, placeOfRun, type HostRecord } from "../stores/event-log";
 import { ENDED, isNotStarted, ledgerEntryOf, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { transcriptInsertWhere, type NewTranscriptItem } from "../stores/transcript";
 import type { RunJob } from "./job";
-import { recordedTrailingArtifacts } from "./recorded-artifacts";
+import { recordedEnd } from "./recorded-end";
 import { logRunEnd } from "./end-log";
 
 /** What ending a run needs of it: a run job, or the facts of a run row. */
@@ -26,13 +26,14 @@ export interface HostEndTarget {
  * cancel before it started); its `run.failed` EventLog record and ledger
  * entry only when this write is what ended it, in the same batch, so they
  * are never split by a failure in between. `onlyQueued` ends it only if it
- * never started. `item` (the run's trailing artifacts, recordedTrailingArtifacts)
- * is written with them, on the same condition: never twice; `cause`, why it
+ * never started. `item` (the run's trailing artifacts, recordedEnd)
+ * is written with them, on the same condition: never twice; `records` (its
+ * unaudited drops' count, which has its own id) too, once; `cause`, why it
  * ended, goes on the run's log line (logRunEnd). Returns the ledger entry it
  * wrote, for the run's live followers, or null when the run had already
  * ended: only a run ended here still owes a chat user a notice.
  */
-export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; cause?: unknown } = {}): Promise<LedgerEntry | null> {
+export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; records?: HostRecord[]; cause?: unknown } = {}): Promise<LedgerEntry | null> {
   const endedAt = Date.now();
   const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: false };
   const record = hostRecordValues({
@@ -66,7 +67,9 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   // sqlite-proxy hands raw rows back as arrays of column values: the one row written, or none.
   // The item after the ledger entry, whose insert (one row, or none) is what `changes()` then counts.
   const item = opts.item ? [transcriptInsertWhere(db, opts.item, endedHere)] : [];
-  const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry, ...item])) as [unknown, unknown, unknown[][]];
+  // Last, unguarded: each has its own id, so one the run's own end wrote (applied unanswered) is not written again.
+  const records = (opts.records ?? []).map((r) => hostRecordInsert(db, r));
+  const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry, ...item, ...records])) as [unknown, unknown, unknown[][]];
   if (!written) return null;
   logRunEnd(target, outcome, opts.cause);
   const seq = Number(written[0]);
@@ -75,7 +78,8 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
 
 /**
  * A run the host failed (the database refused a write it needs): ended as failed with `host.internal_error`, with the
- * item of the artifacts its ledger shows it announced after its last message (recordedTrailingArtifacts).
+ * item of the artifacts its ledger shows it announced after its last message and the count of its drops not audited
+ * (recordedEnd), as its own end would have written them.
  * `{ entry }` when recorded (entry null: it had ended already); null when even this write failed, and the
  * run is tried again or ended as lost.
  */
@@ -84,8 +88,8 @@ export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown):
   // The run's end line says why; a failure that did not end it (it had ended, or this write failed too) has its own.
   const unended = () => console.error(`run ${job.runId}: host failure: ${loggedError(err)}`);
   // The artifacts it announced after its last message keep their item (README, Artifacts); unreadable, the end is still written.
-  const item = await recordedTrailingArtifacts(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts not read (${loggedError(e)})`), null));
-  return endRunAsHost(db, job, outcome, { item, cause: err }).then(
+  const owed = await recordedEnd(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts and drops not read (${loggedError(e)})`), null));
+  return endRunAsHost(db, job, outcome, { item: owed?.item, records: owed?.unauditedDrops, cause: err }).then(
     (entry) => {
       if (!entry) unended();
       return { entry };

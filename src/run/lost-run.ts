@@ -3,7 +3,7 @@ import { loggedError } from "../lib/describe-error";
 import { runsStore, type LedgerEntry } from "../stores/runs";
 import { endRecordedMeanwhile, endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
-import { recordedTrailingArtifacts } from "./recorded-artifacts";
+import { recordedEnd } from "./recorded-end";
 
 /** What this instance still has of a run that could not record its end: its reply, and how far its followers were told. */
 export interface UnrecordedRun {
@@ -23,14 +23,16 @@ export interface UnrecordedRun {
  * Its `run.failed` goes to the run's live followers. A run whose own end was
  * applied meanwhile (its write went unanswered) is not ended again: its followers
  * and its reply get what it recorded. The artifacts it announced after its last
- * message get their item, as for a run ending any other way. Returns the session to settle.
+ * message get their item, and its drops past the audit cap their count, as for a
+ * run ending any other way. Returns the session to settle.
  */
 export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: UnrecordedRun | undefined, publish: (entries: LedgerEntry[]) => void): Promise<DeliverySession | null> {
   // Abandoned meanwhile (its settle timed out during a long outage), it can no longer say anything.
   const reply = kept?.reply?.usable ? kept.reply : undefined;
   const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;
   const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", resultCount: 0 };
-  const ended = await endRunAsHost(deps.db, job, outcome, { item: await recordedTrailingArtifacts(deps.db, job) });
+  const { item, unauditedDrops } = await recordedEnd(deps.db, job);
+  const ended = await endRunAsHost(deps.db, job, outcome, { item, records: unauditedDrops });
   if (ended) {
     publish([ended]);
     if (reply) return DeliverySession.failureNotice(deps, job, "host.session_lost", reply);

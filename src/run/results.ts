@@ -14,7 +14,7 @@ import { InlineArtifactIds } from "./inline-artifact-ids";
 import type { ResultBatch } from "./result-batch";
 import { ledgerDataOf, parseResultLine } from "./result-line";
 import { SequenceCheck } from "./sequence-check";
-import { DropAuditCount } from "./drop-audit-cap";
+import { DropAuditCount, UNKNOWN_TYPE_WARNING } from "./drop-audit-cap";
 import { unavailableStateScope } from "./state-scope-refusal";
 
 export interface ResultProcessorInit {
@@ -139,6 +139,11 @@ export class ResultProcessor {
     return this.dropAudits.summary({ runId: this.init.runId, runnerId: this.init.runnerId, place: this.init.place });
   }
 
+  /** The batch's rows were never written (the database refused them): its drops' audits count among those not recorded. */
+  notWritten(batch: ResultBatch): void {
+    this.dropAudits.refused(batch.audits.length);
+  }
+
   private entry(type: string, data: unknown, origin: "runner" | "host", runnerSequence?: number | null): LedgerEntry {
     return { runId: this.init.runId, seq: this.ledgerSeq.next(), type, data, runnerSequence: runnerSequence ?? null, origin, createdAt: Date.now() };
   }
@@ -191,7 +196,7 @@ export class ResultProcessor {
     const parsed = parseResultPayload(result.type, result.data);
     if (parsed.kind === "unknown") {
       recorded.dropped = true;
-      return this.warn(batch, "result.unknown_type", `unknown result type ${result.type} ignored`, { sequence, ledger_seq: recorded.seq });
+      return this.warn(batch, UNKNOWN_TYPE_WARNING, `unknown result type ${result.type} ignored`, { sequence, ledger_seq: recorded.seq });
     }
     // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
     if (parsed.kind === "invalid") {

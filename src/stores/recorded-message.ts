@@ -24,6 +24,7 @@ export interface RecordedMessageRow {
   inputJson: string | null;
   dataJson: string;
   metadataJson: string;
+  /** In its input's order (an attachment naming no artifact row left out). */
   files: RecordedFile[];
   /**
    * Edited since (`metadata.edited`): its newest words, as its transcript item keeps them (the row keeps the message as
@@ -49,7 +50,7 @@ export async function recordedMessage(db: Db, q: MessageQuery): Promise<Recorded
   const file = sql`json_object('artifactId', ${artifact.artifactId}, 'artifactType', ${artifact.artifactType}, 'mimeType', ${artifact.mimeType},
     'name', ${artifact.name}, 'conversationKey', ${artifact.conversationKey}, 'expiresAt', ${artifact.expiresAt}, 'source', ${artifact.source},
     'eventId', json_extract(${artifact.metadataJson}, '$.event_id'))`;
-  const files = sql<string>`(SELECT json_group_array(${file}) FROM json_each(${eventLog.inputJson}, '$.attachments') AS att JOIN ${artifact} ON ${artifact.artifactId} = json_extract(att.value, '$.artifact_id'))`;
+  const files = sql<string>`(SELECT json_group_array(${file} ORDER BY att.key) FROM json_each(${eventLog.inputJson}, '$.attachments') AS att JOIN ${artifact} ON ${artifact.artifactId} = json_extract(att.value, '$.artifact_id'))`;
   // By the index transcript_event, and only for a message edited since. Named in full: a column of a select's own
   // table is written unqualified, which inside the subquery would name the item's own `event_id`.
   const rowEventId = sql`${sql.identifier(getTableName(eventLog))}.${sql.identifier(eventLog.eventId.name)}`;

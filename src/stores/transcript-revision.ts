@@ -83,6 +83,9 @@ export function editedParts(parts: typeof transcript.contentJson, text: string |
   END`;
 }
 
-/** A JSON array of parts or refs without those naming an artifact among `dropped` (a subquery of artifact ids). */
+/**
+ * A JSON array of parts or refs without those naming an artifact among `dropped` (a subquery of artifact ids), the rest
+ * in their order: an aggregate's input order is undefined without its own ORDER BY (SQLite 3.44+; libSQL's is 3.45.1).
+ */
 const without = (list: SQLWrapper, dropped: SQLWrapper) =>
-  sql<string>`(SELECT json_group_array(json(value)) FROM json_each(${list}) WHERE json_extract(value, '$.artifact_id') IS NULL OR json_extract(value, '$.artifact_id') NOT IN ${dropped})`;
+  sql<string>`(SELECT json_group_array(json(value) ORDER BY key) FROM json_each(${list}) WHERE json_extract(value, '$.artifact_id') IS NULL OR json_extract(value, '$.artifact_id') NOT IN ${dropped})`;

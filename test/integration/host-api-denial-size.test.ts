@@ -72,4 +72,17 @@ describe("a run's denials cost a bounded number of records", () => {
     // Every decision is still one log line.
     expect(host.decisions(runId).filter((d) => d.action === "event.page" && d.outcome === "unauthorized" && d.status === 403)).toHaveLength(calls);
   });
+
+  it("still writes the count when the database refuses its first write, as a run's own writes are tried again", async () => {
+    // The count's write (its reason names it) refused once, a moment's refusal.
+    host.databaseOutage({ queries: 1, matching: "more denials of this run were not recorded" });
+    const { runId } = await runner.run(host, "denials-refused-once", async (api) => {
+      for (let i = 0; i < 110; i += 10) await Promise.all(Array.from({ length: 10 }, () => api("event.page", {})));
+    });
+    let counts: Awaited<ReturnType<typeof deniedCalls>> = [];
+    for (let until = Date.now() + 8000; Date.now() < until && counts.length === 0; await new Promise((r) => setTimeout(r, 50))) {
+      counts = (await deniedCalls(host, runId)).filter((r) => r.action === null);
+    }
+    expect(counts).toEqual([expect.objectContaining({ action: null, suppressed: 10 })]);
+  });
 });

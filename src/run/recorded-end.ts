@@ -4,40 +4,52 @@ import { runEvent, transcript } from "../db/schema";
 import { parseJson } from "../lib/json";
 import { newId } from "../lib/ids";
 import type { ArtifactRef } from "../protocol/common";
+import { placeOfRun, type HostRecord } from "../stores/event-log";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { RunArtifactRefs } from "./artifact-refs";
+import { MAX_AUDITED_DROPS, UNKNOWN_TYPE_WARNING, unauditedDropsRecord } from "./drop-audit-cap";
 import { artifactReaderOf, type RunJob } from "./job";
 
+/** What a run the host ends owes its records beyond its end, rebuilt from its ledger. */
+export interface RecordedEnd {
+  /** The item of the artifacts it announced after its last message; null when none is left. */
+  item: NewTranscriptItem | null;
+  /** The record of its drops past the audit cap (drop-audit-cap.ts), as its own end would have written it; none when none were. */
+  unauditedDrops: HostRecord[];
+}
+
 /**
- * The item of artifacts (README, Artifacts) a run the host ends owes its transcript, rebuilt from what its ledger
+ * What a run the host ends owes its records: the item of artifacts (README, Artifacts) its transcript is owed, rebuilt from what its ledger
  * recorded, as ResultProcessor would have made it had the run ended while its instance lived: the artifacts announced
  * after the last runner result that made a transcript message (a message.completed). Left out: results the host
  * dropped (its host.warning names their `ledger_seq`), artifacts the run may not attach (the stored facts are written,
- * as for any ref), and any an item of the run carries already. Null when none is left. One round trip.
+ * as for any ref), and any an item of the run carries already. With it, the count of its drops no audit recorded.
+ * One round trip (two with artifacts to check).
  */
-export async function recordedTrailingArtifacts(db: Db, job: Pick<RunJob, "runId" | "conversationKey" | "conversation" | "event" | "delivery">): Promise<NewTranscriptItem | null> {
+export async function recordedEnd(db: Db, job: Pick<RunJob, "runId" | "conversationKey" | "conversation" | "event" | "delivery" | "runner">): Promise<RecordedEnd> {
   const e = runEvent;
   const of = (origin: "runner" | "host", type: string) => and(eq(e.runId, job.runId), eq(e.origin, origin), eq(e.type, type));
   const [warnings, messages, announced, items] = await db.batch([
-    db.select({ ledgerSeq: sql<unknown>`json_extract(${e.dataJson}, '$.ledger_seq')` }).from(e).where(of("host", "host.warning")),
+    db.select({ ledgerSeq: sql<unknown>`json_extract(${e.dataJson}, '$.ledger_seq')`, code: sql<unknown>`json_extract(${e.dataJson}, '$.code')` }).from(e).where(of("host", "host.warning")),
     db.select({ seq: e.seq }).from(e).where(of("runner", "message.completed")).orderBy(desc(e.seq)),
     // Only the id: inline content was stored under the id its entry names; the facts come from the artifact's row.
     db.select({ seq: e.seq, artifactId: sql<unknown>`json_extract(${e.dataJson}, '$.artifact_id')` }).from(e).where(of("runner", "artifact.created")).orderBy(e.seq),
     db.select({ refs: transcript.artifactRefsJson }).from(transcript).where(and(eq(transcript.eventId, job.event.event_id), eq(transcript.runId, job.runId))),
   ]);
   const dropped = new Set(warnings.map((w) => Number(w.ledgerSeq)).filter(Number.isInteger));
+  const unauditedDrops = unauditedDropsOf(job, warnings);
   const lastMessage = messages.find((m) => !dropped.has(m.seq))?.seq ?? 0;
   const carried = new Set(items.flatMap((i) => parseJson<{ artifact_id?: unknown }[]>(i.refs, []).map((r) => r.artifact_id)));
   const ids = new Set<string>();
   for (const a of announced) {
     if (a.seq > lastMessage && !dropped.has(a.seq) && typeof a.artifactId === "string" && !carried.has(a.artifactId)) ids.add(a.artifactId);
   }
-  if (ids.size === 0) return null;
+  if (ids.size === 0) return { item: null, unauditedDrops };
   const refs = new RunArtifactRefs(db, artifactReaderOf(job));
   await refs.check([...ids]);
   const artifactRefs = refs.resolve([...ids].map((artifact_id) => ({ artifact_id }) as ArtifactRef));
-  if (artifactRefs.length === 0) return null;
-  return {
+  if (artifactRefs.length === 0) return { item: null, unauditedDrops };
+  const item: NewTranscriptItem = {
     transcriptId: newId("tr"),
     conversationKey: job.conversationKey,
     eventId: job.event.event_id,
@@ -48,4 +60,15 @@ export async function recordedTrailingArtifacts(db: Db, job: Pick<RunJob, "runId
     itemType: "artifacts",
     artifactRefs,
   };
+  return { item, unauditedDrops };
+}
+
+/**
+ * Its drops past the cap, counted from the warnings its ledger holds (each drop's is written with its audit, in one
+ * batch): what the ledger holds of the run is what was written of it, in the order the run's drops were admitted, so
+ * its first MAX_AUDITED_DROPS drops there are the audited ones.
+ */
+function unauditedDropsOf(job: Pick<RunJob, "runId" | "conversationKey" | "conversation" | "runner">, warnings: { ledgerSeq: unknown; code: unknown }[]): HostRecord[] {
+  const drops = warnings.filter((w) => Number.isInteger(Number(w.ledgerSeq)) && w.ledgerSeq !== null && w.code !== UNKNOWN_TYPE_WARNING).length;
+  return unauditedDropsRecord({ runId: job.runId, runnerId: job.runner.runnerId, place: placeOfRun(job) }, drops - MAX_AUDITED_DROPS);
 }
