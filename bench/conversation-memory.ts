@@ -9,15 +9,15 @@
  * outlives its run, the run ids still held grow with the runs, or an object's storage keeps keys once idle.
  */
 import type { ServerResponse } from "node:http";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "libsql";
 import { startHost } from "../local/host";
 import { adminCall } from "../local/setup";
 import { connectInspector, growth, type HeapReport } from "./heap";
 import { resultWriter, startAdHocRunner, type RunCall } from "../test/support/runner";
 import { callHostApi } from "../test/support/host-api";
+import { storedKeys } from "../test/support/do-storage";
 import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../test/support/fake-platform";
 import { freePort } from "./ports";
 
@@ -31,23 +31,6 @@ const PER_RUN = ["RunSession", "Subscriber", "DeliverySession", "LedgerSequence"
 const NAMES = ["LiveHub", ...PER_RUN, "AbortController", "ReadableStream", "Promise", "Map", "Error"];
 const RUN_ID = /run_[0-9a-f]{64}_[0-9a-z]{8,40}/g;
 
-/** The keys the conversations' objects keep in storage (their SQLite files under the data folder), by prefix. */
-function storedKeys(doDir: string): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const file of readdirSync(doDir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".sqlite"))) {
-    const db = new Database(join(doDir, file), { readonly: true });
-    try {
-      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = '_cf_KV'").get()) continue;
-      for (const { key } of db.prepare("SELECT key FROM _cf_KV").all() as { key: string }[]) {
-        const prefix = /^[a-z-]+:/.exec(key)?.[0] ?? key;
-        counts[prefix] = (counts[prefix] ?? 0) + 1;
-      }
-    } finally {
-      db.close();
-    }
-  }
-  return counts;
-}
 
 
 /** `hold <key>` runs wait until `release(key)` (or until their request is broken off), then pull one claim; `fail` fails. */

@@ -53,7 +53,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
   private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job, revision) => this.decisions.decide(job.runId, () => this.decideUnlessDecided(job, revision)), { inTurn: (work) => this.decisions.inTurn(work), decide: (job, revision) => this.decideUnlessDecided(job, revision), wake: () => this.kick() });
-  private readonly runs = new RunTableStore(this.ctx.storage, (job) => this.steering.ending(job));
+  private readonly runs = new RunTableStore(this.ctx.storage, (job) => (this.presses.ended(job.runId), this.steering.ending(job)));
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly welcomes = new WelcomeGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), async (job, decision) => void (await this.withoutOwnRun(job, decision)));
   private readonly replies = new PendingReplies(this.ctx.storage);
@@ -69,7 +69,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Whether a run can pull claimed messages: from its frozen snapshot once started; before, only if its agent's runner (as `now`, a newer job, has it) still steers. */
   private readonly steers = (run: StoredRun, now: RunJob) => this.sessions.get(run.job.runId)?.snapshot.availableApis.steering_pull ?? (willSteer(run) && now.runner.capabilities.steering === true);
   private readonly arrivalKeys = new ArrivalKeys();
-  private readonly presses = new RecentPresses();
+  private readonly presses = new RecentPresses(this.ctx.storage);
   private readonly claims = new RunClaims();
   private readonly settling = new SettlingWork(() => this.kick());
   private readonly deliveryDeps = chatReplyDeps(this.env, this.replies);
@@ -100,9 +100,9 @@ export class ConversationDO extends DurableObject<Env> {
     return coming ? this.albums.announce(coming.albumId, eventId, coming.files) : this.albums.withdraw(eventId);
   }
 
-  /** `revision`: the version of the edit `job`'s words are (none: as sent), kept with them so an older edit arriving late changes nothing. */
+  /** `revision`: the version of the edit `job`'s words are (none: as sent), kept with them so an older edit arriving late changes nothing. A press's first run is under way if executed here or waiting (one `running` but not executed here was lost with an earlier instance). */
   private async decide(job: RunJob, revision?: number): Promise<DispatchResult> {
-    const repeated = this.presses.repeatOf(job, Date.now(), (runId) => this.isActive(runId) || this.runs.holdsNow(runId));
+    const repeated = await this.presses.repeatOf(job, Date.now(), async (runId) => this.isActive(runId) || (await this.runs.find(runId))?.[1].state === "queued");
     return repeated ? this.withoutOwnRun(job, { disposition: "rejected", runId: null, metadata: { rejection: repeated } }) : this.presses.noted(job, Date.now(), await this.decideAnew(job, revision));
   }
 

@@ -8,6 +8,7 @@ import type { ArtifactRef } from "../protocol/common";
 import type { ArtifactMetadata } from "../protocol/host-api-results";
 import type { ArtifactReader } from "../artifacts/policy";
 import { artifactOfOtherAudience } from "./private-audience";
+import { REPLACED_KEY } from "./recalled-files";
 
 export type ArtifactRow = typeof artifact.$inferSelect;
 export type NewArtifactRow = typeof artifact.$inferInsert;
@@ -76,7 +77,8 @@ export function artifactsStore(db: Db) {
      * Files a chat reply re-used (its replied message's, stored when the bot received that one) last as long as files
      * the reply brought itself would: until `expiresAt` (null: for good). Never shortened, nor revived once expired, nor
      * once their message is recalled (its expiry of them may be later than `now` when it came meanwhile: the recall's
-     * mark on that message's row, written with it, tells). `guard` as for insertStatement.
+     * mark on that message's row, written with it, tells), nor once an edit of their message replaced them (the mark
+     * on their own row tells). `guard` as for insertStatement.
      */
     extendStatement(artifactIds: string[], expiresAt: number | null, now: number, guard: SQL) {
       const brought = alias(eventLog, "reused_file_event");
@@ -84,11 +86,13 @@ export function artifactsStore(db: Db) {
         .select({ one: sql`1` })
         .from(brought)
         .where(and(eq(brought.eventId, sql`json_extract(${artifact.metadataJson}, '$.event_id')`), sql`json_type(${brought.metadataJson}, '$.recalled') IS NOT NULL`));
+      // Replaced by an edit of its message (recalled-files.ts), which its message's record does not tell as a recall does.
+      const unreplaced = sql`json_type(${artifact.metadataJson}, ${`$.${REPLACED_KEY}`}) IS NULL`;
       const later = expiresAt === null ? undefined : lt(artifact.expiresAt, expiresAt);
       return db
         .update(artifact)
         .set({ expiresAt })
-        .where(and(inArray(artifact.artifactId, artifactIds), gt(artifact.expiresAt, now), later, notExists(recalled), guard));
+        .where(and(inArray(artifact.artifactId, artifactIds), gt(artifact.expiresAt, now), later, notExists(recalled), unreplaced, guard));
     },
 
     /** Oldest-expiring first, through the expiry index. */

@@ -8,6 +8,8 @@ type Recalled = Pick<TranscriptRevision, "botId" | "registeredAt" | "conversatio
 
 /** The artifact metadata key naming a message's own file by its platform's lasting id (PlatformFile.uniqueId). */
 export const PLATFORM_FILE_KEY = "platform_file_id";
+/** The artifact metadata key marking a file an edit of its message replaced, and when: never revived by a reply re-using it. */
+export const REPLACED_KEY = "replaced_at";
 
 /**
  * The files a recalled message brought: the input artifacts ingress stored for it, named in its recorded input's
@@ -41,7 +43,7 @@ export function recalledFilesStatements(db: Db, r: Recalled, now: number) {
  * (before it was kept) cannot be told replaced: it stays.
  */
 export function replacedFilesStatements(db: Db, r: Recalled, kept: string[], now: number) {
-  return expiryStatements(db, replacedFiles(db, r, kept), now);
+  return expiryStatements(db, replacedFiles(db, r, kept), now, REPLACED_KEY);
 }
 
 function replacedFiles(db: Db, r: Recalled, kept: string[]) {
@@ -52,9 +54,11 @@ function replacedFiles(db: Db, r: Recalled, kept: string[]) {
 /** The artifact ids of the files an edit replaced (replacedFilesStatements), as a subquery: its transcript item lists them no more. */
 export const replacedArtifactIds = (db: Db, r: Recalled, kept: string[]) => db.select({ id: artifact.artifactId }).from(artifact).where(replacedFiles(db, r, kept));
 
-function expiryStatements(db: Db, files: SQL, now: number) {
+/** `mark`: a metadata key set to when, which tells a file the same message's record does not (a reply re-using it: artifacts.ts extendStatement). */
+function expiryStatements(db: Db, files: SQL, now: number, mark?: string) {
+  const metadataJson = mark === undefined ? {} : { metadataJson: sql`json_set(${artifact.metadataJson}, ${`$.${mark}`}, ${new Date(now).toISOString()})` };
   return [
-    db.update(artifact).set({ expiresAt: now }).where(and(files, or(isNull(artifact.expiresAt), gt(artifact.expiresAt, now)))),
+    db.update(artifact).set({ expiresAt: now, ...metadataJson }).where(and(files, or(isNull(artifact.expiresAt), gt(artifact.expiresAt, now)))),
     db.select({ r2Key: artifact.r2Key, artifactId: artifact.artifactId }).from(artifact).where(files),
   ] as const;
 }

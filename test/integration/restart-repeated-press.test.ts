@@ -1,0 +1,148 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PRESS_REPEAT_WINDOW_MS } from "../../durable-objects/repeated-presses";
+import { ROOT } from "../../local/build";
+import { startHost, type LocalHost } from "../../local/host";
+import { adminCall, bindRunner } from "../../local/setup";
+import { storedKeys } from "../support/do-storage";
+import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
+import { deferred } from "../support/host-api";
+import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
+import { resultWriter, startAdHocRunner } from "../support/runner";
+
+/**
+ * README (Chat platforms): a button pressed again moments after a press whose answer is still waiting or running is
+ * not answered twice. A restart of the host between the two presses (a deploy, an evicted object) does not change
+ * that: the first press's run still waits, and the repeat is refused as it would have been.
+ */
+const botToken = "123456:TEST-telegram-bot-token-press-restart";
+const secretToken = "tg-secret-token-press-restart-01";
+let dataDir: string;
+let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+const never = deferred();
+/** Lets the runs of presses whose data starts with "slow" answer. */
+const slow = deferred();
+const started: string[] = [];
+let webhookUrl = "";
+let updateId = 900_000;
+
+// The watchdog soon: the run lost with the first instance ends, and the first press's run starts, as soon as it may.
+const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" } });
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "agent-host-press-restart-"));
+  fake = await startFakePlatform(telegramBotApi(botToken));
+  runner = await startAdHocRunner({
+    name: "pressrestart",
+    async onRun({ body }, res) {
+      const ctx = body.context;
+      started.push(ctx.input.text);
+      const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text.startsWith("slow")) {
+        await slow.promise;
+        return w.reply(`done: ${ctx.input.text}`);
+      }
+      // Any other answer takes long: the first press's is still under way when the button is pressed again.
+      await never.promise;
+    },
+  });
+  const host = await start();
+  try {
+    const created = await adminCall<{ bot_id: string; webhook_url: string }>(host, "POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
+    expect(created.status).toBe(201);
+    webhookUrl = new URL(created.body.webhook_url).pathname;
+    await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "pressrestart", scope: { type: "bot", id: created.body.bot_id } });
+  } finally {
+    await host.dispose();
+  }
+});
+afterAll(async () => {
+  never.resolve();
+  slow.resolve();
+  await runner?.close();
+  await fake?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Ada's press of the one button on the bot's message in `chat`, its callback data `data`; the webhook's answer. */
+async function press(host: LocalHost, id: string, chat: number, data: string): Promise<{ text?: string }> {
+  const keyboard = { inline_keyboard: [[{ text: "Approve", callback_data: data }]] };
+  const message = { message_id: 77, date: Math.floor(Date.now() / 1000), chat: { id: chat, type: "private" }, from: { id: 123456, is_bot: true, first_name: "Test" }, text: "Approve?", reply_markup: keyboard };
+  const update = { update_id: ++updateId, callback_query: { id, from: { id: 42, is_bot: false, first_name: "Ada" }, message, chat_instance: "-9", data } };
+  const res = await fetch(`${host.url}${webhookUrl}`, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secretToken }, body: JSON.stringify(update) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { text?: string };
+}
+const rowsOf = (host: LocalHost, chat: number) =>
+  host.query<{ event_id: string; run_id: string | null; disposition: string; metadata_json: string }>("SELECT event_id, run_id, disposition, metadata_json FROM event_log WHERE source = 'telegram' AND source_event_type = 'callback_query' AND conversation_id = ? ORDER BY seq", [String(chat)]);
+
+describe("a repeated press across a host restart", () => {
+  it("is refused when the first press's run still waits after the restart, naming it", async () => {
+    let host = await start();
+    try {
+      // A run holds the chat: the first press waits its turn behind it.
+      const chat = 5561;
+      expect((await sayOnTelegram(`${host.url}${webhookUrl}`, secretToken, String(chat), "hold on")).status).toBe(200);
+      await waitFor(() => started.includes("hold on"), 10_000, "the held run");
+      const pressedAt = Date.now();
+      expect((await press(host, "cb-restart-1", chat, "approve")).text).toBeUndefined();
+      await host.dispose();
+      host = await start();
+      expect(await press(host, "cb-restart-2", chat, "approve")).toMatchObject({ text: "Already answering your earlier press of this button." });
+      expect(Date.now() - pressedAt).toBeLessThan(PRESS_REPEAT_WINDOW_MS);
+      const [first, repeat] = await rowsOf(host, chat);
+      expect(first.run_id).not.toBeNull();
+      expect(repeat).toMatchObject({ disposition: "rejected", run_id: null });
+      expect(JSON.parse(repeat.metadata_json).rejection).toEqual({ reason: "repeated_press", first_event_id: first.event_id, first_run_id: first.run_id });
+      // The first press is answered still (the run lost with the first instance ended), once.
+      await waitFor(() => started.includes("approve"), 15_000, "the first press's run");
+      await new Promise((r) => setTimeout(r, 300));
+      expect(started.filter((t) => t === "approve")).toHaveLength(1);
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+
+  it("is answered when the first press's run was lost with the instance that ran it: that run answers nothing", async () => {
+    let host = await start();
+    try {
+      const chat = 5562;
+      const pressedAt = Date.now();
+      expect((await press(host, "cb-lost-1", chat, "approve lost")).text).toBeUndefined();
+      await waitFor(() => started.includes("approve lost"), 10_000, "the first press's run");
+      await host.dispose();
+      host = await start();
+      expect((await press(host, "cb-lost-2", chat, "approve lost")).text).toBeUndefined();
+      expect(Date.now() - pressedAt).toBeLessThan(PRESS_REPEAT_WINDOW_MS);
+      const [first, again] = await rowsOf(host, chat);
+      expect(again.run_id).not.toBeNull();
+      expect(again.run_id).not.toBe(first.run_id);
+      await waitFor(() => started.filter((t) => t === "approve lost").length === 2, 15_000, "the second press's run");
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+
+  it("keeps a press in the object's storage while its run is under way, and nothing of it once that run has ended", async () => {
+    const host = await start();
+    try {
+      const chat = 5563;
+      // Other conversations' objects keep presses of their own whose runs are still under way.
+      const pressKeys = () => storedKeys(join(dataDir, "do"))["press:"] ?? 0;
+      const before = pressKeys();
+      expect((await press(host, "cb-slow-1", chat, "slow approve")).text).toBeUndefined();
+      await waitFor(() => started.includes("slow approve"), 10_000, "the press's run");
+      expect(pressKeys()).toBe(before + 1);
+      slow.resolve();
+      const [first] = await rowsOf(host, chat);
+      expect(await waitForRunOn(host, first.run_id!, 15_000)).toMatchObject({ status: "completed" });
+      await waitFor(() => pressKeys() === before || undefined, 5_000, "the press gone from storage").catch(() => undefined);
+      expect(pressKeys()).toBe(before);
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+});
