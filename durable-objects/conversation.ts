@@ -344,7 +344,7 @@ export class ConversationDO extends DurableObject<Env> {
       void this.armWatchdog({ allowUnconfirmed: true });
       // A run cancelled while starting reaches executeRun aborted: its runner is never called.
       const outcome = await executeRun({
-        db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state: claimed.state, historyBefore: claimed.historyBefore, token, runner: claimed.runner, signal: abort.signal, ledgerSequence: session.ledgerSequence,
+        db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state: claimed.state, historyBefore: claimed.historyBefore, token, runner: claimed.runner, signal: abort.signal, ledgerSequence: session.ledgerSequence, stateWrites: session.stateWrites,
         onStreamEnd: () => this.streamEnded(job.runId, abort),
         publish,
       });

@@ -11,6 +11,7 @@ import { LedgerSequence } from "../src/run/ledger-sequence";
 import { McpSessionPool } from "../src/resources/mcp";
 import { OpenStreams } from "../src/host-api/open-streams";
 import { DenialCount } from "../src/host-api/denial-cap";
+import { StateWriteCount } from "../src/run/state-write-count";
 import type { Db } from "../src/db/client";
 import type { AuthorizationSnapshot } from "../src/run/snapshot";
 
@@ -30,6 +31,8 @@ export class RunSession {
   readonly streams = new OpenStreams((ended) => this.ledgerSequence.track(ended));
   /** The run's Host API denials: recorded up to a cap, the rest counted and told when the run is over. */
   readonly denials = new DenialCount();
+  /** The run's state writes by either path (results, `state.set`), against one RUN_MAX_STATE_UPDATES. */
+  readonly stateWrites = new StateWriteCount();
 
   constructor(
     readonly job: RunJob,
@@ -46,7 +49,7 @@ export class RunSession {
 
   /** What the run's Host API calls act with: its snapshot, its ledger (entries also go to `publish`), its signal and MCP sessions. */
   actionContext(env: Env, steering: SteeringPort, publish: (entries: LedgerEntry[]) => void): ActionContext {
-    return { ...this.uploadContext(env, publish), artifacts: env.ARTIFACTS, steering, signal: this.abort.signal, mcp: this.mcp, streams: this.streams };
+    return { ...this.uploadContext(env, publish), artifacts: env.ARTIFACTS, steering, signal: this.abort.signal, mcp: this.mcp, streams: this.streams, stateWrites: this.stateWrites };
   }
 
   /** What an upload's authorisation acts with: the run's snapshot, and its ledger and denial count for a denial. */

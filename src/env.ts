@@ -24,6 +24,7 @@ export interface Env {
   RUN_MAX_ARTIFACTS?: string;
   RUN_MAX_MESSAGES?: string;
   RUN_MAX_STATE_UPDATES?: string;
+  RUN_MAX_RESULTS?: string;
   MAX_EVENT_BODY_BYTES?: string;
   MAX_API_BODY_BYTES?: string;
   MAX_API_CALLS_IN_FLIGHT?: string;
@@ -85,12 +86,21 @@ const ConfigFields = z.object({
   /** `artifact.created` results one run may have accepted (inline or by reference); past it each is dropped, so what a run holds of them stays bounded. */
   RUN_MAX_ARTIFACTS: positiveInt(1000),
   /**
-   * `message.completed` results one run may have accepted: each is a transcript row every later history.page pages
+   * Messages one run may have accepted (`message.completed`, and the one `run.completed` adds): each is a transcript row every later history.page pages
    * through and a chat delivery, so one more fails the run (runner.too_many_messages) rather than flooding its conversation.
    */
   RUN_MAX_MESSAGES: positiveInt(1000),
-  /** `state.updated` results one run may have accepted: each is a state write; one more fails the run (runner.too_many_state_updates). */
+  /**
+   * State writes one run may make, `state.updated` results and `state.set` calls together: one more result fails the
+   * run (runner.too_many_state_updates), one more call is refused (429, not retryable).
+   */
   RUN_MAX_STATE_UPDATES: positiveInt(1000),
+  /**
+   * Result lines one run may send, duplicates included: each writes a ledger row or two, so one more fails the run
+   * (runner.too_many_results) rather than the stream's byte limit alone bounding its rows (~270k of the shortest lines);
+   * a model streaming 300 tokens a second for the whole 300 s deadline sends 90k deltas.
+   */
+  RUN_MAX_RESULTS: positiveInt(100_000),
   MAX_EVENT_BODY_BYTES: positiveInt(MiB),
   MAX_API_BODY_BYTES: positiveInt(2 * MiB),
   /** Host API calls one run may have in flight; more are refused 429, so a runner cannot make its conversation's object hold a body and an upstream answer for each of thousands. */

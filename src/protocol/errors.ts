@@ -77,7 +77,8 @@ export const RUN_FAILURE_CODES = {
   lineTooLarge: "runner.line_too_large",
   streamTooLarge: "runner.stream_too_large",
   tooManyMessages: "runner.too_many_messages", // more message.completed results than RUN_MAX_MESSAGES
-  tooManyStateUpdates: "runner.too_many_state_updates", // more state.updated results than RUN_MAX_STATE_UPDATES
+  tooManyStateUpdates: "runner.too_many_state_updates", // more state writes (results and state.set) than RUN_MAX_STATE_UPDATES
+  tooManyResults: "runner.too_many_results", // more result lines than RUN_MAX_RESULTS
   deadlineExceeded: "deadline_exceeded",
   cancelled: "cancelled",
   sessionLost: "host.session_lost", // the owning host instance lost the run's state
@@ -94,6 +95,7 @@ export const RUN_FAILURE_CODE_VALUES = [
   RUN_FAILURE_CODES.streamTooLarge,
   RUN_FAILURE_CODES.tooManyMessages,
   RUN_FAILURE_CODES.tooManyStateUpdates,
+  RUN_FAILURE_CODES.tooManyResults,
   RUN_FAILURE_CODES.deadlineExceeded,
   RUN_FAILURE_CODES.cancelled,
   RUN_FAILURE_CODES.sessionLost,

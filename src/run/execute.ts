@@ -23,7 +23,9 @@ import { logRunEnd } from "./end-log";
 import type { ResultBatch } from "./result-batch";
 import { ResultProcessor } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
+import type { StateWriteCount } from "./state-write-count";
 import { HeldResults } from "./held-results";
+import { splitLedgerWrites } from "./ledger-writes";
 import { BlobPuts } from "./blob-put";
 import type { AuthorizationSnapshot } from "./snapshot";
 import type { RunnerEndpoint } from "./claim";
@@ -46,6 +48,8 @@ export interface ExecuteDeps {
   publish: (entries: LedgerEntry[]) => void;
   /** The run's ledger numbering, shared with the Host API's ledger records. */
   ledgerSequence?: LedgerSequence;
+  /** The run's state writes, shared with its `state.set` calls: one RUN_MAX_STATE_UPDATES for both. */
+  stateWrites?: StateWriteCount;
   /** The runner's stream is over (its terminal result read, or it broke): from now on the run can only end; its Host API calls still in flight are stopped. */
   onStreamEnd?: () => void;
 }
@@ -67,13 +71,21 @@ async function recordedOf(db: Db, runId: string, entries: LedgerEntry[]): Promis
   return entries.filter((e) => held.has(e.seq));
 }
 
+/** A batch's rows to write: its leading ledger rows, written first in parts of their own, then the rest in one write. */
+interface BatchWrites {
+  leading: { statements: unknown[]; entries: LedgerEntry[] }[];
+  statements: unknown[];
+  /** The keys of the blobs stored, which only rows of `statements` name. */
+  blobs: string[];
+}
+
 /**
- * Store the batch's blobs (R2) and return the rows to write, for one libSQL round trip, with the keys of the blobs
- * stored. A blob R2 will not store (tried again a few times: blob-put.ts) costs only its own result (dropped, the
+ * Store the batch's blobs (R2) and return the rows to write (one libSQL round trip, or a few for many ledger rows:
+ * ledger-writes.ts), with the keys of the blobs stored. A blob R2 will not store (tried again a few times: blob-put.ts) costs only its own result (dropped, the
  * host's warning saying why): the rest of the batch, held over up to RUN_WRITE_INTERVAL_MS (deltas, a message, state,
  * other artifacts), is written all the same.
  */
-async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs, processor: ResultProcessor, puts: BlobPuts): Promise<{ statements: unknown[]; blobs: string[] }> {
+async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunArtifactRefs, processor: ResultProcessor, puts: BlobPuts): Promise<BatchWrites> {
   const { db, job } = deps;
   const statements = [];
   // References first, a database read: failing, it leaves no blob put below that no row would name.
@@ -122,12 +134,14 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
       }),
     );
   }
-  statements.push(...runsStore(db).ledgerInserts(batch.ledger));
+  const runs = runsStore(db);
+  const ledger = splitLedgerWrites(batch.ledger);
+  statements.push(...runs.ledgerInserts(ledger.rest));
   statements.push(...transcriptStatements(db, batch.transcriptItems, refs));
   const state = stateStore(db);
   for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, { runnerId: job.runner.runnerId, agentId: job.agent.agentId, agentEpoch: job.agent.stateEpoch ?? null }, w.scope, w.valueJson));
   for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
-  return { statements, blobs: put };
+  return { leading: ledger.leading.map((entries) => ({ statements: runs.ledgerInserts(entries), entries })), statements, blobs: put };
 }
 
 /** Transcript items with their refs checked (the stored facts, refused ones left out; content naming an artifact never stored too); an item of artifacts left with none is not written. */
@@ -154,6 +168,24 @@ async function writeNaming(deps: ExecuteDeps, statements: unknown[], blobs: stri
 }
 
 /**
+ * A batch's writes in order, its leading ledger parts first (one refused leaves no blob of the batch: no row names one
+ * yet). A write that fails leaves the parts before it written: their entries go to followers at once, as a replay
+ * gives them, and `progress.entries` counts them.
+ */
+async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: BatchWrites, progress = { entries: 0 }): Promise<void> {
+  let done = 0;
+  try {
+    for (; done < leading.length; done++) await writeNaming(deps, leading[done].statements, blobs);
+    await writeNaming(deps, statements, blobs);
+  } catch (err) {
+    const written = leading.slice(0, done).flatMap((part) => part.entries);
+    progress.entries = written.length;
+    if (written.length) deps.publish(written);
+    throw err;
+  }
+}
+
+/**
  * Runs one event through its runner: builds the context, calls the runner,
  * applies each chunk of results as one batch, and writes the outcome. Never
  * throws for runner misbehaviour: that ends this run as failed and nothing else.
@@ -171,6 +203,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     maxArtifacts: config.RUN_MAX_ARTIFACTS,
     maxMessages: config.RUN_MAX_MESSAGES,
     maxStateUpdates: config.RUN_MAX_STATE_UPDATES,
+    stateWrites: deps.stateWrites,
+    maxResults: config.RUN_MAX_RESULTS,
   });
 
   const artifactRefs = new RunArtifactRefs(db, artifactReaderOf(job));
@@ -178,7 +212,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   let failure: unknown;
   let runnerDone = false;
   // What is held when reading stops (the terminal result's batch among it) is written together with the outcome: one round trip fewer.
-  let last: { statements: unknown[]; ledger: LedgerEntry[]; blobs: string[] } = { statements: [], ledger: [], blobs: [] };
+  let last: BatchWrites & { ledger: LedgerEntry[] } = { leading: [], statements: [], ledger: [], blobs: [] };
   // A batch whose write got no answer may have been applied: what of it the ledger holds goes to followers with the end.
   const unanswered: LedgerEntry[] = [];
   const held = new HeldResults(config.RUN_WRITE_INTERVAL_MS, config.RUNNER_MAX_LINE_BYTES);
@@ -189,13 +223,14 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   };
   const write = async (batch: ResultBatch | null) => {
     if (!batch) return;
-    const { statements, blobs } = await statementsOf(batch);
-    await writeNaming(deps, statements, blobs).catch((err: unknown) => {
+    const progress = { entries: 0 };
+    await writeInParts(deps, await statementsOf(batch), progress).catch((err: unknown) => {
       // Refused, the batch's inline artifacts were never stored (their blobs are removed): no later item names them.
       if (!mayHaveApplied(err)) {
         artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
+        // Its drops' audits go with its last part: none of them written.
         processor.notWritten(batch);
-      } else unanswered.push(...batch.ledger);
+      } else unanswered.push(...batch.ledger.slice(progress.entries)); // its leading parts written are published already
       throw err;
     });
     deps.publish(batch.ledger);
@@ -289,7 +324,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
       }),
     );
   }
-  await writeNaming(deps, statements, last.blobs);
+  // Held ledger rows past one write's share go first, on their own; the rest is written with the end, in one write.
+  await writeInParts(deps, { leading: last.leading, statements, blobs: last.blobs });
   logRunEnd(job, outcome, failure);
   // Host API records unanswered too: those applied before the end are held; one landing after it writes nothing.
   deps.publish([...(await recordedOf(db, job.runId, [...unanswered, ...(deps.ledgerSequence?.unansweredHostRecords ?? [])])), ...last.ledger, ...ledger]);

@@ -16,6 +16,8 @@ import { ledgerDataOf, parseResultLine } from "./result-line";
 import { SequenceCheck } from "./sequence-check";
 import { DropAuditCount, UNKNOWN_TYPE_WARNING } from "./drop-audit-cap";
 import { unavailableStateScope } from "./state-scope-refusal";
+import { StateWriteCount } from "./state-write-count";
+import { MAX_UNKNOWN_TYPE_WARNINGS, UnknownTypeWarnings } from "./unknown-type-warnings";
 
 export interface ResultProcessorInit {
   runId: string;
@@ -31,10 +33,14 @@ export interface ResultProcessorInit {
   ledgerSequence?: LedgerSequence;
   /** Most `artifact.created` results the run may have accepted (RUN_MAX_ARTIFACTS); past it each is dropped. None when absent. */
   maxArtifacts?: number;
-  /** Most `message.completed` results the run may have accepted (RUN_MAX_MESSAGES); one more fails it. None when absent. */
+  /** Most messages the run may have accepted (RUN_MAX_MESSAGES: `message.completed`, and the one `run.completed` adds); one more fails it. None when absent. */
   maxMessages?: number;
-  /** Most `state.updated` results the run may have accepted (RUN_MAX_STATE_UPDATES); one more fails it. None when absent. */
+  /** Most state writes the run may make (RUN_MAX_STATE_UPDATES); a `state.updated` result past it fails it. None when absent. */
   maxStateUpdates?: number;
+  /** The run's state writes so far, shared with its `state.set` calls (its session's); a private count when absent. */
+  stateWrites?: StateWriteCount;
+  /** Most result lines the run may send (RUN_MAX_RESULTS), duplicates included; one more fails it. None when absent. */
+  maxResults?: number;
 }
 
 /** Text streamed as deltas is kept up to what one message.completed line could carry; past it, none is (memory stays bounded). */
@@ -64,9 +70,13 @@ export class ResultProcessor {
   private readonly inlineIds = new InlineArtifactIds();
   /** The `artifact.created` results accepted so far (a reference then refused included): at most `maxArtifacts`. */
   private artifacts = 0;
-  /** The `message.completed` and `state.updated` results accepted so far: at most `maxMessages` and `maxStateUpdates`. */
+  /** The messages accepted so far (`message.completed`, and those `run.completed` adds): at most `maxMessages`. */
   private messages = 0;
-  private stateUpdates = 0;
+  /** State writes so far, the run's `state.set` calls included: at most `maxStateUpdates`. */
+  private readonly stateWrites: StateWriteCount;
+  /** Result lines read so far, duplicates included: at most `maxResults`. */
+  private lines = 0;
+  private readonly unknownTypes = new UnknownTypeWarnings();
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
   /** Why the last terminal result sent was dropped (its payload invalid), for the failure of a stream that then ends without one. */
   private droppedTerminal: string | null = null;
@@ -78,6 +88,7 @@ export class ResultProcessor {
 
   constructor(private readonly init: ResultProcessorInit) {
     this.ledgerSeq = init.ledgerSequence ?? new LedgerSequence();
+    this.stateWrites = init.stateWrites ?? new StateWriteCount();
   }
 
   get ended(): boolean {
@@ -108,7 +119,7 @@ export class ResultProcessor {
     const transcriptItems = this.trailingArtifacts();
     const fail = (status: RunOutcome["status"], code: RunFailureCode | string, message: string) => ({
       outcome: { status, errorCode: code, errorMessage: message, resultCount: this.resultCount, finalMessage: this.lastMessage },
-      ledger: [this.entry("run.failed", { code, error: message, retryable: false }, "host")],
+      ledger: [...this.unwarnedUnknown(), this.entry("run.failed", { code, error: message, retryable: false }, "host")],
       transcriptItems,
     });
     if (error !== undefined) {
@@ -179,6 +190,11 @@ export class ResultProcessor {
 
   private one(payload: string, batch: ResultBatch) {
     const result = parseResultLine(payload, this.init.runId);
+    // Every line read counts, a duplicate's too: each may write a ledger row (its warning), up to the stream's byte limit.
+    const maxResults = this.init.maxResults;
+    if (maxResults !== undefined && ++this.lines > maxResults) {
+      throw new RunnerCallError("runner.too_many_results", `the run sent more than ${maxResults} results (RUN_MAX_RESULTS); those before were kept`);
+    }
     let sequence = result.sequence ?? null;
     if (sequence !== null && sequence < 1) {
       this.warn(batch, "result.invalid_sequence", `sequence ${sequence} is not positive; the result is taken as unnumbered`, { sequence });
@@ -191,11 +207,14 @@ export class ResultProcessor {
     }
 
     this.resultCount++;
+    // The count of unknown results not warned of comes before a terminal result: the run's end stays its ledger's last entry.
+    if (result.type === "run.completed" || result.type === "run.failed") batch.ledger.push(...this.unwarnedUnknown());
     const recorded = this.entry(result.type, ledgerDataOf(payload, result.data), "runner", sequence);
     batch.ledger.push(recorded);
     const parsed = parseResultPayload(result.type, result.data);
     if (parsed.kind === "unknown") {
       recorded.dropped = true;
+      if (!this.unknownTypes.admit(result.type)) return;
       return this.warn(batch, UNKNOWN_TYPE_WARNING, `unknown result type ${result.type} ignored`, { sequence, ledger_seq: recorded.seq });
     }
     // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
@@ -210,6 +229,14 @@ export class ResultProcessor {
     if (rounded) return this.drop(batch, recorded, `${kept}: ${roundedIntegerMessage(rounded)}`);
     this.inlineIds.rename(parsed.result, recorded);
     this.apply(parsed.result, batch, recorded);
+  }
+
+  /** The warning counting the unknown results warned of by none since the last such count (none when there are none). */
+  private unwarnedUnknown(): LedgerEntry[] {
+    const suppressed = this.unknownTypes.takeUnwarned();
+    if (!suppressed) return [];
+    const message = `${suppressed} more results of unknown types were ignored without a warning each: a run's first ${MAX_UNKNOWN_TYPE_WARNINGS} of each type get one`;
+    return [this.entry("host.warning", { code: UNKNOWN_TYPE_WARNING, message, sequence: null, ledger_seq: null, suppressed }, "host")];
   }
 
   /** The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. */
@@ -275,26 +302,36 @@ export class ResultProcessor {
   }
 
   /**
-   * One more result of a kind the run may send at most `limit` of: the new count, or, past the limit, the error that
-   * fails the run (a runner looping on it would otherwise write a row per line up to the stream's byte limit). That
-   * result is kept in the ledger as sent, not applied; what came before it is written with the run's end.
+   * One more result of a kind the run may have at most `limit` of (`fits`: whether it is within it), else the error
+   * that fails the run (a runner looping on it would otherwise write a row per line up to the stream's byte limit).
+   * That result is kept in the ledger as sent, not applied; what came before it is written with the run's end.
    */
-  private withinCap(recorded: LedgerEntry, count: number, limit: number | undefined, code: RunFailureCode, what: string, setting: string): number {
-    if (limit === undefined || count < limit) return count + 1;
+  private withinCap(recorded: LedgerEntry, fits: boolean, code: RunFailureCode, what: string): void {
+    if (fits) return;
     recorded.dropped = true;
-    throw new RunnerCallError(code, `the run sent more than ${limit} ${what} (${setting}); those before were kept`);
+    throw new RunnerCallError(code, `${what}; those before were kept`);
+  }
+
+  /** One more message of the run's (a `message.completed`, or one `run.completed` adds): past RUN_MAX_MESSAGES, the run fails. */
+  private countMessage(recorded: LedgerEntry) {
+    const limit = this.init.maxMessages;
+    this.messages++;
+    this.withinCap(recorded, limit === undefined || this.messages <= limit, "runner.too_many_messages", `the run sent more than ${limit} messages (RUN_MAX_MESSAGES)`);
   }
 
   private apply(result: KnownResult, batch: ResultBatch, recorded: LedgerEntry) {
     switch (result.type) {
       case "message.completed":
         if (isBlankMessage(result.data.message)) return this.drop(batch, recorded, "the message has no content");
-        this.messages = this.withinCap(recorded, this.messages, this.init.maxMessages, "runner.too_many_messages", "message.completed results", "RUN_MAX_MESSAGES");
+        this.countMessage(recorded);
         return this.addMessage(batch, result.data.message);
       case "state.updated": {
         const scopeKey = this.init.stateScopes[result.data.scope];
         if (!scopeKey) return this.drop(batch, recorded, unavailableStateScope(result.data.scope, this.init.stateScopesUnidentified));
-        this.stateUpdates = this.withinCap(recorded, this.stateUpdates, this.init.maxStateUpdates, "runner.too_many_state_updates", "state.updated results", "RUN_MAX_STATE_UPDATES");
+        const limit = this.init.maxStateUpdates;
+        // Taken from the budget the run's state.set calls take from too.
+        const what = `the run made more than ${limit} state writes (RUN_MAX_STATE_UPDATES, state.updated results and state.set calls together)`;
+        this.withinCap(recorded, limit === undefined || this.stateWrites.take(limit), "runner.too_many_state_updates", what);
         batch.stateWrites.push({ scope: result.data.scope, scopeKey, key: result.data.key, valueJson: JSON.stringify(result.data.value) });
         return;
       }
@@ -324,19 +361,26 @@ export class ResultProcessor {
         }
         return;
       }
-      case "run.completed":
+      case "run.completed": {
+        let message: Message | undefined;
         if (result.data.message?.role !== undefined && result.data.message.role !== "assistant") {
           // Only its message is dropped: the entry still ends the run, and delivery shows no other role.
           this.reportDrop(batch, recorded, "its message must have role assistant; the message is dropped, the completion kept");
         } else if (result.data.message && !isBlankMessage(result.data.message) && !sameMessage(result.data.message, this.lastMessage)) {
           // Its own message unless it repeats the last one: a final answer after an interim one ("one moment…") is kept.
-          this.addMessage(batch, result.data.message);
+          message = result.data.message;
         }
-        // An answer streamed as deltas and never completed is what chat showed as the answer: the run's message too.
-        if (this.streamed?.trim()) this.addMessage(batch, { role: "assistant", content: this.streamed });
+        // Else an answer streamed as deltas and never completed is what chat showed as the answer: the run's message too.
+        if (!message && this.streamed?.trim()) message = { role: "assistant", content: this.streamed };
+        // It counts as a message.completed does: one past the cap fails the run, the completion not applied.
+        if (message) {
+          this.countMessage(recorded);
+          this.addMessage(batch, message);
+        }
         this.terminalResult = result;
         batch.transcriptItems.push(...this.trailingArtifacts());
         return;
+      }
       case "run.failed":
         this.terminalResult = result;
         batch.transcriptItems.push(...this.trailingArtifacts());

@@ -62,7 +62,7 @@ describe("RUN_MAX_MESSAGES and RUN_MAX_STATE_UPDATES", () => {
     const { run, items, ledger } = await runIn("counts-messages", "messages");
     expect(run.status).toBe("failed");
     expect(run.error).toMatchObject({ code: "runner.too_many_messages" });
-    expect(run.error?.message).toContain(`more than ${CAP} message.completed results (RUN_MAX_MESSAGES)`);
+    expect(run.error?.message).toContain(`more than ${CAP} messages (RUN_MAX_MESSAGES)`);
     // The user's message and the first CAP answers; nothing of the rest.
     expect(items).toEqual([{ role: "user", content: "messages" }, ...[1, 2, 3].map((i) => ({ role: "assistant", content: `m${i}` }))]);
     // Reading stopped at the one past the cap: it is in the ledger as sent, then the host's run.failed; nothing after it.
@@ -77,7 +77,7 @@ describe("RUN_MAX_MESSAGES and RUN_MAX_STATE_UPDATES", () => {
     const { run, items } = await runIn("counts-state", "state");
     expect(run.status).toBe("failed");
     expect(run.error).toMatchObject({ code: "runner.too_many_state_updates" });
-    expect(run.error?.message).toContain(`more than ${CAP} state.updated results (RUN_MAX_STATE_UPDATES)`);
+    expect(run.error?.message).toContain(`more than ${CAP} state writes (RUN_MAX_STATE_UPDATES, state.updated results and state.set calls together)`);
     expect(items).toEqual([{ role: "user", content: "state" }, { role: "assistant", content: "saving" }]);
     // Writes 1-3 applied (k1 = 2 overwritten by the second, k3 = 3); the fourth (k1 = 4) and later are not.
     const rows = await host.query<{ key: string; value_json: string }>("SELECT key, value_json FROM runner_state WHERE runner_id = ? AND scope = 'conversation' AND key LIKE 'k%' ORDER BY key", [runner.runnerId()]);

@@ -7,6 +7,7 @@ import { decodeCursor, decodeCursorOf, decodeKeyCursor, InvalidCursorError } fro
 import type { HostApiAction, HostApiParams } from "../../protocol/host-api";
 import type { SteeringInputItem } from "../../protocol/host-api-results";
 import type { AuthorizationSnapshot } from "../../run/snapshot";
+import type { StateWriteCount } from "../../run/state-write-count";
 import { ApiError, denied } from "../errors";
 
 /** The run's steering queue, owned by its Durable Object (PROTOCOL §10). */
@@ -36,6 +37,8 @@ export interface ActionContext {
   mcp: McpSessionPool;
   /** The run's streamed answers still open, closable by the Worker when their reader goes away. */
   streams: OpenStreams;
+  /** The run's state writes so far, its results' included: `state.set` takes from the same RUN_MAX_STATE_UPDATES. */
+  stateWrites: StateWriteCount;
 }
 
 export type Handler<A extends HostApiAction> = (ctx: ActionContext, params: HostApiParams<A>) => Promise<unknown>;
