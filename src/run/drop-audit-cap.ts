@@ -53,7 +53,7 @@ export class DropAuditCount {
     return ++this.seen <= MAX_AUDITED_DROPS;
   }
 
-  /** A write holding `audits` of the admitted drops' records was refused (not applied): they were never recorded. */
+  /** A write holding `audits` of the admitted drops' records was refused (not applied) or never made (a read it needed refused): they were never recorded. */
   refused(audits: number): void {
     this.unwritten += audits;
   }

@@ -219,7 +219,12 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   const puts = new BlobPuts(deps.artifacts, { signal: deps.signal, deadlineAt: snapshot.deadlineAt });
   const statementsOf = async (batch: ResultBatch | null) => {
     if (!batch) return last;
-    return { ...(await batchStatements(deps, batch, artifactRefs, processor, puts)), ledger: batch.ledger };
+    const made = await batchStatements(deps, batch, artifactRefs, processor, puts).catch((err: unknown) => {
+      // Its references unchecked (the database refused the read), nothing of it is written: its drops' audits neither.
+      processor.notWritten(batch);
+      throw err;
+    });
+    return { ...made, ledger: batch.ledger };
   };
   const write = async (batch: ResultBatch | null) => {
     if (!batch) return;
@@ -293,12 +298,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     // signal was aborted only to say so: a failure then is the host's own.
     failure = !runnerDone && deps.signal.aborted && deps.signal.reason instanceof RunnerCallError ? deps.signal.reason : err;
     // Results read before it stopped are recorded with its end, as if written before it; unless their references cannot be checked (the database away).
-    const taken = held.take();
-    last = await statementsOf(taken).catch(() => {
-      // Never written, nor its drops' audits: the count of drops not recorded says so.
-      if (taken) processor.notWritten(taken);
-      return last;
-    });
+    last = await statementsOf(held.take()).catch(() => last);
   } finally {
     // A read still pending (the write made while waiting for it failed) ends with the stream, which the run's end aborts.
     if (reading) void stream?.return?.(undefined).catch(() => {});

@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { runEvent, transcript } from "../db/schema";
 import { parseJson } from "../lib/json";
@@ -24,25 +24,33 @@ export interface RecordedEnd {
  * after the last runner result that made a transcript message (a message.completed). Left out: results the host
  * dropped (its host.warning names their `ledger_seq`), artifacts the run may not attach (the stored facts are written,
  * as for any ref), and any an item of the run carries already. With it, the count of its drops no audit recorded.
- * One round trip (two with artifacts to check).
+ * One round trip (two with artifacts to check), reading a bounded number of rows: a runner flooding invalid results
+ * leaves a warning each (hundreds of thousands within its stream's limit), counted and matched in the database.
  */
 export async function recordedEnd(db: Db, job: Pick<RunJob, "runId" | "conversationKey" | "conversation" | "event" | "delivery" | "runner">): Promise<RecordedEnd> {
   const e = runEvent;
   const of = (origin: "runner" | "host", type: string) => and(eq(e.runId, job.runId), eq(e.origin, origin), eq(e.type, type));
-  const [warnings, messages, announced, items] = await db.batch([
-    db.select({ ledgerSeq: sql<unknown>`json_extract(${e.dataJson}, '$.ledger_seq')`, code: sql<unknown>`json_extract(${e.dataJson}, '$.code')` }).from(e).where(of("host", "host.warning")),
-    db.select({ seq: e.seq }).from(e).where(of("runner", "message.completed")).orderBy(desc(e.seq)),
-    // Only the id: inline content was stored under the id its entry names; the facts come from the artifact's row.
-    db.select({ seq: e.seq, artifactId: sql<unknown>`json_extract(${e.dataJson}, '$.artifact_id')` }).from(e).where(of("runner", "artifact.created")).orderBy(e.seq),
+  const namesResult = sql`json_type(${e.dataJson}, '$.ledger_seq') = 'integer'`;
+  // The results the host dropped (or ignored, of an unknown type): each named by a warning. Uncorrelated, so built once
+  // per statement; its columns name the subquery's own table.
+  const dropped = sql`(SELECT json_extract(${e.dataJson}, '$.ledger_seq') FROM ${e} WHERE ${and(of("host", "host.warning"), namesResult)})`;
+  const lastMessage = sql`(SELECT COALESCE(MAX(${e.seq}), 0) FROM ${e} WHERE ${and(of("runner", "message.completed"), sql`${e.seq} NOT IN ${dropped}`)})`;
+  const [[counted], announced, items] = await db.batch([
+    db.select({ drops: sql<number>`count(*)` }).from(e).where(and(of("host", "host.warning"), namesResult, sql`json_extract(${e.dataJson}, '$.code') IS NOT ${UNKNOWN_TYPE_WARNING}`)),
+    // Only the id: inline content was stored under the id its entry names; the facts come from the artifact's row. At
+    // most the run's RUN_MAX_ARTIFACTS: past it, each is dropped.
+    db
+      .select({ seq: e.seq, artifactId: sql<unknown>`json_extract(${e.dataJson}, '$.artifact_id')` })
+      .from(e)
+      .where(and(of("runner", "artifact.created"), sql`${e.seq} > ${lastMessage}`, sql`${e.seq} NOT IN ${dropped}`))
+      .orderBy(e.seq),
     db.select({ refs: transcript.artifactRefsJson }).from(transcript).where(and(eq(transcript.eventId, job.event.event_id), eq(transcript.runId, job.runId))),
   ]);
-  const dropped = new Set(warnings.map((w) => Number(w.ledgerSeq)).filter(Number.isInteger));
-  const unauditedDrops = unauditedDropsOf(job, warnings);
-  const lastMessage = messages.find((m) => !dropped.has(m.seq))?.seq ?? 0;
+  const unauditedDrops = unauditedDropsOf(job, Number(counted?.drops ?? 0));
   const carried = new Set(items.flatMap((i) => parseJson<{ artifact_id?: unknown }[]>(i.refs, []).map((r) => r.artifact_id)));
   const ids = new Set<string>();
   for (const a of announced) {
-    if (a.seq > lastMessage && !dropped.has(a.seq) && typeof a.artifactId === "string" && !carried.has(a.artifactId)) ids.add(a.artifactId);
+    if (typeof a.artifactId === "string" && !carried.has(a.artifactId)) ids.add(a.artifactId);
   }
   if (ids.size === 0) return { item: null, unauditedDrops };
   const refs = new RunArtifactRefs(db, artifactReaderOf(job));
@@ -66,9 +74,9 @@ export async function recordedEnd(db: Db, job: Pick<RunJob, "runId" | "conversat
 /**
  * Its drops past the cap, counted from the warnings its ledger holds (each drop's is written with its audit, in one
  * batch): what the ledger holds of the run is what was written of it, in the order the run's drops were admitted, so
- * its first MAX_AUDITED_DROPS drops there are the audited ones.
+ * its first MAX_AUDITED_DROPS drops there are the audited ones. `drops`: its warnings naming a result, but for those
+ * of a result of an unknown type (ignored, not dropped: no audit).
  */
-function unauditedDropsOf(job: Pick<RunJob, "runId" | "conversationKey" | "conversation" | "runner">, warnings: { ledgerSeq: unknown; code: unknown }[]): HostRecord[] {
-  const drops = warnings.filter((w) => Number.isInteger(Number(w.ledgerSeq)) && w.ledgerSeq !== null && w.code !== UNKNOWN_TYPE_WARNING).length;
+function unauditedDropsOf(job: Pick<RunJob, "runId" | "conversationKey" | "conversation" | "runner">, drops: number): HostRecord[] {
   return unauditedDropsRecord({ runId: job.runId, runnerId: job.runner.runnerId, place: placeOfRun(job) }, drops - MAX_AUDITED_DROPS);
 }

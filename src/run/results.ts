@@ -150,7 +150,7 @@ export class ResultProcessor {
     return this.dropAudits.summary({ runId: this.init.runId, runnerId: this.init.runnerId, place: this.init.place });
   }
 
-  /** The batch's rows were never written (the database refused them): its drops' audits count among those not recorded. */
+  /** The batch's rows were never written (the database refused them, or a read they needed first): its drops' audits count among those not recorded. */
   notWritten(batch: ResultBatch): void {
     this.dropAudits.refused(batch.audits.length);
   }
