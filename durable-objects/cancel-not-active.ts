@@ -1,6 +1,7 @@
-import type { Db } from "../src/db/client";
+import { writeAll, type Db } from "../src/db/client";
 import { CANCELLED_UNHANDED } from "../src/run/host-end";
 import type { RunJob } from "../src/run/job";
+import { joinDecisions } from "../src/run/welcome-decisions";
 import type { RunTableStore } from "./run-table";
 import { endedAtOnce, type CancelOutcome } from "./scheduling";
 import type { SteeringQueue } from "./steering-queue";
@@ -21,6 +22,11 @@ export interface CancelDeps {
 
 /** An operator's cancel of a run this instance does not execute, in turn with the decisions; null when it is active (started meanwhile). */
 export async function cancelNotActive(deps: CancelDeps, runId: string, because?: string): Promise<CancelOutcome | null> {
+  // A welcome's joins go with it, recorded merged into it first: one whose own write failed would otherwise be welcomed
+  // on its own when Slack sends it again. (Written again by its start, should the scheduler start it meanwhile; a
+  // failure fails the cancel, the welcome left waiting.)
+  const waiting = await deps.runs.find(runId);
+  if (waiting?.[1].state === "queued" && waiting[1].job.joined?.events.length && !deps.active(runId)) await writeAll(deps.db, joinDecisions(deps.db, waiting[1].job));
   const entry = await deps.runs.find(runId);
   if (deps.active(runId)) return null; // nothing awaits from here to cancelQueued's mark
   if (!entry) return endedAtOnce(!(await deps.steering.completeClaim(deps.db, runId)) && (await deps.unhanded.end(deps.db, runId, CANCELLED_UNHANDED))); // an unanswered claim of its event is completed (run discarded), as the sweep does

@@ -1,5 +1,6 @@
 import type { RunJob } from "../src/run/job";
 import type { RunTable, StoredRun } from "./scheduling";
+import { PAGE_PREFIX, pagedEntries, pageKeysOf, runKeyOfPage, withPages } from "./welcome-pages";
 
 const PREFIX = "run:";
 
@@ -14,6 +15,8 @@ export class RunTableStore {
   private loading?: Promise<Map<string, StoredRun>>;
   /** Writes made before the mirror was loaded, replayed on top of the listing whatever it saw. */
   private readonly early: [string, StoredRun | undefined][] = [];
+  /** The pages of welcome runs' lists storage holds (welcome-pages.ts): each join writes only those it changes. */
+  private readonly pages = new Set<string>();
 
   /** `ended`: told of a run leaving the table (it has ended) in the tick of that write (steering-queue.ts `ending`). */
   constructor(
@@ -55,9 +58,12 @@ export class RunTableStore {
 
   /** Callers may leave the promise unawaited: the output gate holds replies until the write is durable. */
   put(key: string, run: StoredRun, options?: DurableObjectPutOptions): Promise<void> {
+    const paged = pagedEntries(key, run, this.mirror?.get(key), this.pages);
     if (this.mirror) this.mirror.set(key, run);
     else this.early.push([key, run]);
-    return this.storage.put(key, run, options);
+    if (!paged) return this.storage.put(key, run, options);
+    for (const page of Object.keys(paged)) if (page !== key) this.pages.add(page);
+    return this.storage.put(paged, options); // the entry and its pages in one write
   }
 
   /** Only an ended run leaves the table, one its caller has read (so the mirror is loaded). */
@@ -66,14 +72,22 @@ export class RunTableStore {
     if (run) this.ended(run.job);
     if (this.mirror) this.mirror.delete(key);
     else this.early.push([key, undefined]);
+    // In the same tick, so one write: pages left by a delete made before the mirror was loaded go at the next load.
+    const pages = pageKeysOf(key, run);
+    for (const page of pages) this.pages.delete(page);
+    if (pages.length) void this.storage.delete(pages, options);
     return this.storage.delete(key, options);
   }
 
   private load(): Promise<Map<string, StoredRun>> {
     if (this.mirror) return Promise.resolve(this.mirror);
-    this.loading ??= this.storage.list<Partial<StoredRun> & Pick<StoredRun, "job" | "state">>({ prefix: PREFIX }).then((stored) => {
+    this.loading ??= Promise.all([this.storage.list<Partial<StoredRun> & Pick<StoredRun, "job" | "state">>({ prefix: PREFIX }), this.storage.list<unknown[]>({ prefix: PAGE_PREFIX })]).then(([stored, pages]) => {
       // Entries written before start rules existed wait their turn like any enqueued run.
-      const mirror = new Map<string, StoredRun>([...stored].map(([k, r]) => [k, { start: "after-all", notBefore: 0, ...r }]));
+      const mirror = new Map<string, StoredRun>([...stored].map(([k, r]) => [k, withPages(k, { start: "after-all", notBefore: 0, ...r }, pages)]));
+      // Pages of a run deleted before its instance had loaded them are no run's now.
+      const orphans = [...pages.keys()].filter((page) => !stored.has(runKeyOfPage(page)));
+      for (const page of pages.keys()) if (!orphans.includes(page)) this.pages.add(page);
+      if (orphans.length) void this.storage.delete(orphans.slice(0, 128));
       for (const [k, r] of this.early.splice(0)) {
         if (r) mirror.set(k, r);
         else mirror.delete(k);

@@ -228,7 +228,7 @@ const mayStart = (run: StoredRun, anyRunning: boolean, turnsBefore: number, ahea
   !takesTurns(run) || (!anyRunning && (run.start === "after-running" ? !aheadBefore : turnsBefore === 0));
 
 /** The agent as created: one deleted and created anew under its id (a new state epoch) is another agent. Jobs stored before epochs existed match any. */
-const sameAgent = (job: RunJob, agent: Pick<RunJob["agent"], "agentId" | "stateEpoch">) =>
+export const sameAgent = (job: RunJob, agent: Pick<RunJob["agent"], "agentId" | "stateEpoch">) =>
   job.agent.agentId === agent.agentId && (agent.stateEpoch === undefined || job.agent.stateEpoch === undefined || (job.agent.stateEpoch ?? null) === (agent.stateEpoch ?? null));
 
 /**

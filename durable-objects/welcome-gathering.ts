@@ -57,7 +57,7 @@ export class WelcomeGathering {
   }
 
   /**
-   * A join joined the run: stored. The scheduler is not woken: the run only waits longer, and a scheduler timed for its
+   * A join joined the run: stored (its lists' last pages, not the whole: welcome-pages.ts). The scheduler is not woken: the run only waits longer, and a scheduler timed for its
    * earlier start finds it waiting still and looks again then (hundreds of joins would otherwise wake it hundreds of times).
    */
   private readonly store = (key: string, run: StoredRun): void => {

@@ -2,7 +2,7 @@ import { jsonByteLength } from "../src/protocol/common";
 import type { ActorContext } from "../src/protocol/context";
 import { MEMBERS_LISTED } from "../src/platforms/joined-together";
 import { joinedDecision, type RunJob } from "../src/run/job";
-import type { EventDecision, RunTable, StoredRun } from "./scheduling";
+import { sameAgent, type EventDecision, type RunTable, type StoredRun } from "./scheduling";
 
 /**
  * Slack sends one `member_joined_channel` event per member: someone adding a 300-person user group to a channel sends
@@ -31,8 +31,9 @@ export function asWelcomeHead(run: StoredRun, waitMs: number, now: number): Stor
 }
 
 /**
- * The welcome run a join joins: one of its agent gathering joins, not begun (`joinable`: not executing, not being
- * cancelled) and naming fewer than MEMBERS_LISTED; or the one it already joined (its decision's write went unanswered:
+ * The welcome run a join joins: one of its agent (as created: not the run of one deleted and created anew under its id,
+ * which fails as it starts) gathering joins, not begun (`joinable`: not executing, not being cancelled) and naming fewer
+ * than MEMBERS_LISTED; or the one it already joined (its decision's write went unanswered:
  * it is made again, the member not counted twice).
  */
 export function welcomeRunFor(table: RunTable, job: RunJob, joinable: (runId: string) => boolean): readonly [string, StoredRun] | undefined {
@@ -40,13 +41,13 @@ export function welcomeRunFor(table: RunTable, job: RunJob, joinable: (runId: st
   const gathering = table.filter(([, r]) => r.job.joined && r.job.agent.agentId === job.agent.agentId);
   return (
     gathering.find(([, r]) => r.job.joined!.events.some((e) => e.eventId === job.event.event_id)) ??
-    gathering.find(([, r]) => r.state === "queued" && joinable(r.job.runId) && r.job.joined!.events.length + 1 < MEMBERS_LISTED)
+    gathering.find(([, r]) => r.state === "queued" && sameAgent(r.job, job.agent) && joinable(r.job.runId) && r.job.joined!.events.length + 1 < MEMBERS_LISTED)
   );
 }
 
 /**
  * The join joins the welcome run, its member listed and counted, which waits JOIN_WAIT_MS more (until its hold at the
- * latest): `store` keeps it and wakes the scheduler. Answers the join's decision, whose own run is discarded. As an
+ * latest): `store` keeps it (without waking the scheduler: welcome-gathering.ts). Answers the join's decision, whose own run is discarded. As an
  * album's item, the run holds the join before that decision is written.
  */
 export function joinWelcome([key, run]: readonly [string, StoredRun], job: RunJob, waitMs: number, now: number, store: (key: string, run: StoredRun) => void): EventDecision {

@@ -15,9 +15,17 @@ const IDS_PER_STATEMENT = 400;
  * runs a second time.
  */
 export function welcomeDecisions(db: Db, job: RunJob): unknown[] {
+  if (!job.joined?.events.length) return [];
+  return [db.update(eventLog).set({ dataJson: JSON.stringify(job.event.data) }).where(eq(eventLog.eventId, job.event.event_id)), ...joinDecisions(db, job)];
+}
+
+/**
+ * The joins' `merged` decisions alone: also written as an operator cancels the welcome before it began, whose joins go
+ * with it (one whose own write failed would otherwise be welcomed on its own when Slack sends it again).
+ */
+export function joinDecisions(db: Db, job: RunJob): unknown[] {
   const events = job.joined?.events ?? [];
-  if (!events.length) return [];
-  const statements: unknown[] = [db.update(eventLog).set({ dataJson: JSON.stringify(job.event.data) }).where(eq(eventLog.eventId, job.event.event_id))];
+  const statements: unknown[] = [];
   const patch = JSON.stringify({ joined_with: job.event.event_id });
   for (let at = 0; at < events.length; at += IDS_PER_STATEMENT) {
     const chunk = events.slice(at, at + IDS_PER_STATEMENT);

@@ -112,4 +112,22 @@ describe("Slack members joining a channel together", () => {
     expect(runsIn("CJOIN5")).toHaveLength(1);
     await slack.host.query("DROP TRIGGER refuse_join_decision");
   });
+
+  it("a join whose record the database refused goes with the welcome an operator cancels: recorded merged into it, its own run gone, and Slack's retry welcomes no one", async () => {
+    const refused = `slack:${slack.botId}:EvJOINREFUSED6`;
+    await slack.host.query(`CREATE TRIGGER refuse_join_decision6 BEFORE UPDATE OF disposition ON event_log WHEN NEW.event_id = '${refused}' BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`);
+    expect((await slack.post(joined("CJOIN6", "UHEAD6"))).status).toBe(200);
+    const join = slack.callback({ type: "member_joined_channel", user: "UREFUSED6", channel: "CJOIN6", channel_type: "C" }, "EvJOINREFUSED6");
+    expect((await slack.post(join)).status).toBeGreaterThanOrEqual(500);
+    await slack.host.query("DROP TRIGGER refuse_join_decision6");
+    const [head] = (await joinsOf("CJOIN6")).filter((r) => r.actor_id === "UHEAD6");
+    expect((await slack.host.admin("POST", `/v1/runs/${head.run_id}/cancel`)).body).toMatchObject({ status: "cancelled" });
+
+    const [row] = (await joinsOf("CJOIN6")).filter((r) => r.event_id === refused);
+    expect(row).toMatchObject({ disposition: "merged", run_id: head.run_id });
+    expect(JSON.parse(row.metadata_json)).toMatchObject({ joined_with: head.event_id });
+    expect((await slack.post(join, { headers: { "x-slack-retry-num": "1", "x-slack-retry-reason": "http_error" } })).status).toBe(200);
+    const runs = await slack.host.query<{ run_id: string; status: string }>("SELECT run_id, status FROM run WHERE conversation_id = 'CJOIN6'");
+    expect(runs).toEqual([{ run_id: head.run_id, status: "cancelled" }]);
+  });
 });

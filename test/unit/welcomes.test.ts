@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { asWelcomeHead, JOIN_HOLD_MS, joinWelcome, welcomeRunFor } from "../../durable-objects/welcomes";
 import { waitingRun, type StoredRun } from "../../durable-objects/scheduling";
 import type { RunJob } from "../../src/run/job";
+import { RunTableStore } from "../../durable-objects/run-table";
+import { MemStorage } from "../support/mem-storage";
 
 /** A member's join: only what gathering reads is meaningful. */
 function joinJob(runId: string, user: string, opts: { source?: string; agentId?: string } = {}): RunJob {
@@ -35,5 +37,54 @@ describe("Slack joins gathered into one welcome", () => {
     expect(welcomeRunFor([entry], joinJob("x", "U9", { agentId: "other" }), joinable)).toBeUndefined();
     // Begun (or being cancelled), it takes no more.
     expect(welcomeRunFor([entry], joinJob("y", "U9"), () => false)).toBeUndefined();
+  });
+});
+
+describe("a welcome gathering joins, as its conversation's storage keeps it", () => {
+  /** Storage counting what each write hands it, as JSON. */
+  function countingStorage() {
+    const storage = new MemStorage();
+    const writes: number[] = [];
+    const put = storage.put.bind(storage);
+    storage.put = (key: string | Record<string, unknown>, value?: unknown) => (writes.push(JSON.stringify(value ?? key).length), put(key, value));
+    // A partial DurableObjectStorage: RunTableStore lists, puts and deletes only.
+    return { storage, writes, store: () => new RunTableStore(storage as unknown as DurableObjectStorage) };
+  }
+  async function gather(store: RunTableStore, key: string, members: number, from = 1) {
+    for (let i = from; i < from + members; i++) {
+      const job = joinJob(`j${i}`, `U${String(i).padStart(9, "0")}`);
+      joinWelcome(welcomeRunFor(await store.entries(), job, joinable)!, job, 2_000, i, (k, run) => void store.put(k, run));
+    }
+    return (await store.entries()).find(([k]) => k === key)![1];
+  }
+
+  it("each join writes a little, not the whole list again; the next instance reads it whole (one stored whole by an earlier release too); its end leaves nothing", async () => {
+    const { storage, writes, store } = countingStorage();
+    const first = store();
+    const [key, run] = head(joinJob("a", "U0"), 2_000, 0);
+    await first.entries();
+    await first.put(key, run);
+    const gathered = await gather(first, key, 600);
+    expect(gathered.job.event.data.members_count).toBe(601);
+    // Each of the last joins writes under a tenth of the whole (over 60 KB by now).
+    const whole = JSON.stringify(gathered).length;
+    expect(whole).toBeGreaterThan(60_000);
+    expect(Math.max(...writes.slice(-100))).toBeLessThan(whole / 10);
+
+    const next = store();
+    expect(await next.entries()).toEqual([[key, gathered]]);
+    // It goes on gathering where the last instance left off.
+    expect((await gather(next, key, 1, 601)).job.event.data.members_count).toBe(602);
+    expect(await store().entries()).toEqual(await next.entries());
+    await next.delete(key);
+    expect([...storage.m.keys()]).toEqual([]);
+
+    // One stored whole by an earlier release (one entry) is read whole, and its next join keeps every member.
+    storage.m.set(key, structuredClone(gathered));
+    const upgraded = store();
+    expect(await upgraded.entries()).toEqual([[key, gathered]]);
+    const joined = await gather(upgraded, key, 1, 601);
+    expect(joined.job.event.data.members_count).toBe(602);
+    expect(await store().entries()).toEqual([[key, joined]]);
   });
 });
