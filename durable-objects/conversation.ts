@@ -8,7 +8,7 @@ import { authorizeUpload, changeUploadBudget, type UploadAuthorization, type Upl
 import { executeRun } from "../src/run/execute";
 import { RunClaims } from "../src/run/claim";
 import { endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost } from "../src/run/host-end";
-import { endLostRun, type UnrecordedRun } from "../src/run/lost-run";
+import { endLostRun, publishHostEnd, type UnrecordedRun } from "../src/run/lost-run";
 import { arrivalStrategy, strategyOf, type RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
 import { freezeSnapshot } from "../src/run/snapshot";
@@ -358,7 +358,7 @@ export class ConversationDO extends DurableObject<Env> {
       if (meanwhile) status = meanwhile;
       // Followers see the record; the user hears of it (through the reply in progress, or a session of its own).
       if (ended?.entry) {
-        this.live.publish(job.runId, [ended.entry]);
+        await publishHostEnd(db, job.runId, publishedUpTo, ended.entry, (entries) => this.live.publish(job.runId, entries));
         delivery = DeliverySession.failureNotice(this.deliveryDeps(), job, "host.internal_error", delivery ?? undefined);
       }
     } finally {

@@ -12,6 +12,7 @@ import { McpSessionPool } from "../src/resources/mcp";
 import { OpenStreams } from "../src/host-api/open-streams";
 import { DenialCount } from "../src/host-api/denial-cap";
 import { StateWriteCount } from "../src/run/state-write-count";
+import { StorageWriteCount } from "../src/host-api/storage-write-count";
 import type { Db } from "../src/db/client";
 import type { AuthorizationSnapshot } from "../src/run/snapshot";
 
@@ -33,6 +34,8 @@ export class RunSession {
   readonly denials = new DenialCount();
   /** The run's state writes by either path (results, `state.set`), against one RUN_MAX_STATE_UPDATES. */
   readonly stateWrites = new StateWriteCount();
+  /** The run's `storage.set` calls, against RUN_MAX_STORAGE_WRITES. */
+  readonly storageWrites = new StorageWriteCount();
 
   constructor(
     readonly job: RunJob,
@@ -49,7 +52,7 @@ export class RunSession {
 
   /** What the run's Host API calls act with: its snapshot, its ledger (entries also go to `publish`), its signal and MCP sessions. */
   actionContext(env: Env, steering: SteeringPort, publish: (entries: LedgerEntry[]) => void): ActionContext {
-    return { ...this.uploadContext(env, publish), artifacts: env.ARTIFACTS, steering, signal: this.abort.signal, mcp: this.mcp, streams: this.streams, stateWrites: this.stateWrites };
+    return { ...this.uploadContext(env, publish), artifacts: env.ARTIFACTS, steering, signal: this.abort.signal, mcp: this.mcp, streams: this.streams, stateWrites: this.stateWrites, storageWrites: this.storageWrites };
   }
 
   /** What an upload's authorisation acts with: the run's snapshot, and its ledger and denial count for a denial. */

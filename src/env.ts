@@ -25,6 +25,7 @@ export interface Env {
   RUN_MAX_MESSAGES?: string;
   RUN_MAX_STATE_UPDATES?: string;
   RUN_MAX_RESULTS?: string;
+  RUN_MAX_STORAGE_WRITES?: string;
   MAX_EVENT_BODY_BYTES?: string;
   MAX_API_BODY_BYTES?: string;
   MAX_API_CALLS_IN_FLIGHT?: string;
@@ -101,6 +102,8 @@ const ConfigFields = z.object({
    * a model streaming 300 tokens a second for the whole 300 s deadline sends 90k deltas.
    */
   RUN_MAX_RESULTS: positiveInt(100_000),
+  /** `storage.set` calls one run may make: each keeps up to STORAGE_MAX_VALUE_BYTES past the run; one more is refused (429, not retryable). */
+  RUN_MAX_STORAGE_WRITES: positiveInt(1000),
   MAX_EVENT_BODY_BYTES: positiveInt(MiB),
   MAX_API_BODY_BYTES: positiveInt(2 * MiB),
   /** Host API calls one run may have in flight; more are refused 429, so a runner cannot make its conversation's object hold a body and an upstream answer for each of thousands. */

@@ -1,3 +1,4 @@
+import type { Db } from "../db/client";
 import { DeliverySession, type DeliveryDeps } from "../delivery/session";
 import { loggedError } from "../lib/describe-error";
 import { runsStore, type LedgerEntry } from "../stores/runs";
@@ -56,6 +57,20 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
   });
   if (!reply) deps.marks?.forget(job.runId);
   return meanwhile === null ? null : session;
+}
+
+/**
+ * Tells a run's live followers of the end the host wrote after the run's own end could not be written: first what its
+ * ledger holds that they were not given (after `publishedUpTo`: a leading part of its end's write applied though
+ * unanswered, ledger-writes.ts), then that end, as a replay gives them. The ledger unreadable, the end alone.
+ */
+export async function publishHostEnd(db: Db, runId: string, publishedUpTo: number, end: LedgerEntry, publish: (entries: LedgerEntry[]) => void): Promise<void> {
+  // The end is the ledger's last entry: read back with the rest, it is published only after every page before it.
+  const read = await endRecordedMeanwhile(db, runId, publishedUpTo, () => publish).catch((err: Error) => {
+    console.error(`run ${runId}: ledger not read for its followers after the host ended it (${loggedError(err)})`);
+    return null;
+  });
+  if (read === null) publish([end]);
 }
 
 /** A new reply from the whole ledger of a run just ended as lost; the ledger unreadable, what was read of it and the run's end. */

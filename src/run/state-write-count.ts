@@ -13,4 +13,9 @@ export class StateWriteCount {
     this.taken++;
     return true;
   }
+
+  /** A write taken that the database refused (not applied): it counts for nothing. */
+  giveBack(): void {
+    this.taken = Math.max(0, this.taken - 1);
+  }
 }

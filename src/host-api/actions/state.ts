@@ -5,6 +5,7 @@ import { utf8ByteLength } from "../../protocol/common";
 import { STATE_VALUE_MAX_BYTES } from "../../protocol/results";
 import { unavailableStateScope } from "../../run/state-scope-refusal";
 import { ApiError, denied } from "../errors";
+import { givingBack } from "../budget-refund";
 import { type ActionContext, type ActionTable, type Handler, afterKeyOf } from "./context";
 
 function stateScopeKey(ctx: ActionContext, scope: StateScope): string {
@@ -30,7 +31,10 @@ const stateSet: Handler<"state.set"> = async (ctx, p) => {
     const message = `this run has written state ${limit} times, the most a run may (RUN_MAX_STATE_UPDATES, state.updated results and state.set calls together)`;
     throw new ApiError("rate_limited", message, { retryable: false, details: { limit } });
   }
-  await stateStore(ctx.db).setStatement(scopeKey, p.key, { runnerId: ctx.snapshot.runnerId, agentId: ctx.snapshot.agentId, agentEpoch: ctx.snapshot.agentEpoch }, p.scope, valueJson).execute();
+  await stateStore(ctx.db)
+    .setStatement(scopeKey, p.key, { runnerId: ctx.snapshot.runnerId, agentId: ctx.snapshot.agentId, agentEpoch: ctx.snapshot.agentEpoch }, p.scope, valueJson)
+    .execute()
+    .catch(givingBack(ctx.stateWrites));
   return { ok: true };
 };
 
