@@ -10,13 +10,14 @@
  * Decided in memory (the conversation's object decides its events one at a time, so two presses racing in are told
  * apart here), and kept in the object's storage too: a press repeated just after a restart (a deploy, an evicted
  * object) whose first press's run still waits is refused all the same. Storage holds a press until its run leaves
- * the table or a later press finds its window over, at most MAX_PRESSES of them, read once per instance, when its
- * first press is decided.
+ * the table (in whichever instance) or a later press finds its window over, at most MAX_PRESSES of them, read once per
+ * instance, when its first press is decided or its first run leaves the table.
  */
 import { CALLBACK_QUERY } from "../src/platforms/telegram/callback";
 import { CARD_ACTION } from "../src/platforms/lark/card-action";
 import { LEGACY_CARD_ACTION } from "../src/platforms/lark/legacy-card";
 import { audienceOf, type RunJob } from "../src/run/job";
+import { loggedError } from "../src/lib/describe-error";
 import type { DispatchResult, Rejection } from "./scheduling";
 
 export const PRESS_REPEAT_WINDOW_MS = 10_000;
@@ -58,6 +59,8 @@ function pressOf(job: RunJob): string | null {
 export class RecentPresses {
   private readonly seen = new Map<string, FirstPress>();
   private restoring: Promise<void> | null = null;
+  /** Whether `seen` holds what storage does (those an earlier instance kept read). */
+  private restoredYet = false;
 
   constructor(private readonly storage: DurableObjectStorage) {}
 
@@ -95,18 +98,27 @@ export class RecentPresses {
 
   /**
    * The run `runId` left the table (it has ended): the presses it answered go, in memory and storage, so a conversation
-   * whose runs have ended keeps none. One an earlier instance kept goes with the next press decided here.
+   * whose runs have ended keeps none, though no press comes again. Those an earlier instance kept are read first (once).
    */
   ended(runId: string): void {
+    if (!this.restoredYet) {
+      // Unreadable now: left in storage until the next press decided here finds its run gone.
+      void this.restored().then(
+        () => this.ended(runId),
+        (err: unknown) => console.error(`presses answered by run ${runId} not forgotten yet: ${loggedError(err)}`),
+      );
+      return;
+    }
     this.dropped([...this.seen].filter(([, first]) => first.runId === runId));
   }
 
-  /** Those an earlier instance kept: read once, before the first press this instance decides. */
+  /** Those an earlier instance kept: read once, before the first press this instance decides or its first run ends. */
   private restored(): Promise<void> {
     this.restoring ??= this.storage.list<StoredPress>({ prefix: PREFIX }).then(
       (stored) => {
         // Noted by this instance meanwhile (none: decisions wait for this) would be newer; kept over the stored.
         for (const { press, ...first } of stored.values()) if (!this.seen.has(press)) this.seen.set(press, first);
+        this.restoredYet = true;
       },
       (err: unknown) => {
         // Read again by the next press, not kept failed for the instance's life.

@@ -6,7 +6,7 @@ import { PRESS_REPEAT_WINDOW_MS } from "../../durable-objects/repeated-presses";
 import { ROOT } from "../../local/build";
 import { startHost, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { storedKeys } from "../support/do-storage";
+import { storedKeysByObject } from "../support/do-storage";
 import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
@@ -23,7 +23,7 @@ let dataDir: string;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 const never = deferred();
-/** Lets the runs of presses whose data starts with "slow" answer. */
+/** Lets the runs of presses whose data starts with "slow" answer ("quick": they answer at once). */
 const slow = deferred();
 const started: string[] = [];
 let webhookUrl = "";
@@ -41,6 +41,7 @@ beforeAll(async () => {
       const ctx = body.context;
       started.push(ctx.input.text);
       const w = resultWriter(res, ctx.run_id);
+      if (ctx.input.text.startsWith("quick")) return w.reply(`done: ${ctx.input.text}`);
       if (ctx.input.text.startsWith("slow")) {
         await slow.promise;
         return w.reply(`done: ${ctx.input.text}`);
@@ -75,6 +76,14 @@ async function press(host: LocalHost, id: string, chat: number, data: string): P
   const res = await fetch(`${host.url}${webhookUrl}`, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secretToken }, body: JSON.stringify(update) });
   expect(res.status).toBe(200);
   return (await res.json()) as { text?: string };
+}
+/**
+ * The `press:` keys of each conversation's object stored since this call: the test's own (other tests' objects keep
+ * presses, or forget them, meanwhile, as their runs go on or end).
+ */
+function pressKeysOfNewObjects(): () => number[] {
+  const earlier = new Set(storedKeysByObject(join(dataDir, "do")).keys());
+  return () => [...storedKeysByObject(join(dataDir, "do"))].filter(([file]) => !earlier.has(file)).map(([, keys]) => keys["press:"] ?? 0);
 }
 const rowsOf = (host: LocalHost, chat: number) =>
   host.query<{ event_id: string; run_id: string | null; disposition: string; metadata_json: string }>("SELECT event_id, run_id, disposition, metadata_json FROM event_log WHERE source = 'telegram' AND source_event_type = 'callback_query' AND conversation_id = ? ORDER BY seq", [String(chat)]);
@@ -130,17 +139,36 @@ describe("a repeated press across a host restart", () => {
     const host = await start();
     try {
       const chat = 5563;
-      // Other conversations' objects keep presses of their own whose runs are still under way.
-      const pressKeys = () => storedKeys(join(dataDir, "do"))["press:"] ?? 0;
-      const before = pressKeys();
+      const pressKeys = pressKeysOfNewObjects();
       expect((await press(host, "cb-slow-1", chat, "slow approve")).text).toBeUndefined();
       await waitFor(() => started.includes("slow approve"), 10_000, "the press's run");
-      expect(pressKeys()).toBe(before + 1);
+      expect(pressKeys()).toEqual([1]);
       slow.resolve();
       const [first] = await rowsOf(host, chat);
       expect(await waitForRunOn(host, first.run_id!, 15_000)).toMatchObject({ status: "completed" });
-      await waitFor(() => pressKeys() === before || undefined, 5_000, "the press gone from storage").catch(() => undefined);
-      expect(pressKeys()).toBe(before);
+      await waitFor(() => pressKeys()[0] === 0 || undefined, 5_000, "the press gone from storage").catch(() => undefined);
+      expect(pressKeys()).toEqual([0]);
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+
+  it("keeps nothing of a press whose run ended only after a restart, though no press came since", async () => {
+    let host = await start();
+    try {
+      const chat = 5564;
+      const pressKeys = pressKeysOfNewObjects();
+      expect((await sayOnTelegram(`${host.url}${webhookUrl}`, secretToken, String(chat), "hold for the press")).status).toBe(200);
+      await waitFor(() => started.includes("hold for the press"), 10_000, "the held run");
+      expect((await press(host, "cb-ended-1", chat, "quick approve")).text).toBeUndefined();
+      expect(pressKeys()).toEqual([1]);
+      await host.dispose();
+      // The held run was lost with that instance; the press's run, waiting behind it, starts in the next and answers.
+      host = await start();
+      const [first] = await rowsOf(host, chat);
+      expect(await waitForRunOn(host, first.run_id!, 15_000)).toMatchObject({ status: "completed" });
+      await waitFor(() => pressKeys()[0] === 0 || undefined, 5_000, "the press gone from storage").catch(() => undefined);
+      expect(pressKeys()).toEqual([0]);
     } finally {
       await host.dispose();
     }

@@ -97,4 +97,16 @@ describe("repeated presses", () => {
     expect(await recentPresses(storage).repeatOf(press("again0", { message: 100 }), PRESS_REPEAT_WINDOW_MS, underWay)).toBeNull();
     expect(await recentPresses(storage).repeatOf(press("again1", { message: 101 }), PRESS_REPEAT_WINDOW_MS, underWay)).toMatchObject({ first_event_id: "m1" });
   });
+
+  it("forgets, in storage, a press an earlier instance kept once its run ends here, though no press is decided here", async () => {
+    const storage = new MemStorage();
+    const before = recentPresses(storage);
+    const first = press("e1");
+    await before.repeatOf(first, 0, underWay);
+    before.noted(first, 0, started(first));
+    expect(storage.m.size).toBe(1);
+    recentPresses(storage).ended(first.runId);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(storage.m.size).toBe(0);
+  });
 });
