@@ -13,6 +13,12 @@ export const MAX_AUDITED_DROPS = 100;
  */
 export const UNKNOWN_TYPE_WARNING = "result.unknown_type";
 
+/**
+ * The code of the warning naming the result past a cap that failed its run (RUN_MAX_MESSAGES, RUN_MAX_STATE_UPDATES):
+ * a drop with its audit, as any other. Its entry may be a valid `run.completed`, dropped whole (it ended nothing).
+ */
+export const OVER_LIMIT_WARNING = "result.over_limit";
+
 /** The facts a run's summary of its unaudited drops names. */
 export interface DropSummaryTarget {
   runId: string;

@@ -8,6 +8,7 @@ import { hostRecordInsert, hostRecordValues, placeOfRun, type HostRecord } from 
 import { ENDED, isNotStarted, ledgerEntryOf, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { transcriptInsertWhere, type NewTranscriptItem } from "../stores/transcript";
 import type { RunJob } from "./job";
+import { OVER_LIMIT_WARNING } from "./drop-audit-cap";
 import { recordedEnd } from "./recorded-end";
 import { logRunEnd } from "./end-log";
 
@@ -133,14 +134,19 @@ export async function endRecordedMeanwhile(db: Db, runId: string, afterSeq: numb
  */
 export function markDropped(entries: LedgerEntry[]): void {
   const named = new Set<number>();
+  /** Named past a cap (results.ts): a valid run.completed so named ended nothing, and is dropped whole. */
+  const overLimit = new Set<number>();
   for (const e of entries) {
-    const seq = e.origin === "host" && e.type === "host.warning" ? (e.data as { ledger_seq?: unknown } | null)?.ledger_seq : undefined;
-    if (typeof seq === "number") named.add(seq);
+    const warning = e.origin === "host" && e.type === "host.warning" ? (e.data as { ledger_seq?: unknown; code?: unknown } | null) : undefined;
+    if (typeof warning?.ledger_seq !== "number") continue;
+    named.add(warning.ledger_seq);
+    if (warning.code === OVER_LIMIT_WARNING) overLimit.add(warning.ledger_seq);
   }
   if (!named.size) return;
   for (const e of entries) {
+    if (e.origin !== "runner" || !named.has(e.seq)) continue;
     // A valid run.completed whose message alone was dropped still ended the run (ResultProcessor): not dropped itself.
-    if (e.origin !== "runner" || !named.has(e.seq) || (e.type === "run.completed" && parseResultPayload(e.type, e.data).kind === "ok")) continue;
+    if (e.type === "run.completed" && !overLimit.has(e.seq) && parseResultPayload(e.type, e.data).kind === "ok") continue;
     e.dropped = true;
   }
 }

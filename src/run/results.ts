@@ -14,7 +14,7 @@ import { InlineArtifactIds } from "./inline-artifact-ids";
 import type { ResultBatch } from "./result-batch";
 import { ledgerDataOf, parseResultLine } from "./result-line";
 import { SequenceCheck } from "./sequence-check";
-import { DropAuditCount, UNKNOWN_TYPE_WARNING } from "./drop-audit-cap";
+import { DropAuditCount, OVER_LIMIT_WARNING, UNKNOWN_TYPE_WARNING } from "./drop-audit-cap";
 import { unavailableStateScope } from "./state-scope-refusal";
 import { StateWriteCount } from "./state-write-count";
 import { MAX_UNKNOWN_TYPE_WARNINGS, UnknownTypeWarnings } from "./unknown-type-warnings";
@@ -304,26 +304,26 @@ export class ResultProcessor {
   /**
    * One more result of a kind the run may have at most `limit` of (`fits`: whether it is within it), else the error
    * that fails the run (a runner looping on it would otherwise write a row per line up to the stream's byte limit).
-   * That result is kept in the ledger as sent, not applied; what came before it is written with the run's end.
+   * That result stays in the ledger as sent, dropped (a warning names it); what came before is written with the run's end.
    */
-  private withinCap(recorded: LedgerEntry, fits: boolean, code: RunFailureCode, what: string): void {
+  private withinCap(batch: ResultBatch, recorded: LedgerEntry, fits: boolean, code: RunFailureCode, what: string, limit: number | undefined): void {
     if (fits) return;
-    recorded.dropped = true;
+    this.drop(batch, recorded, `${what}; the run fails`, { limit }, OVER_LIMIT_WARNING);
     throw new RunnerCallError(code, `${what}; those before were kept`);
   }
 
   /** One more message of the run's (a `message.completed`, or one `run.completed` adds): past RUN_MAX_MESSAGES, the run fails. */
-  private countMessage(recorded: LedgerEntry) {
+  private countMessage(batch: ResultBatch, recorded: LedgerEntry) {
     const limit = this.init.maxMessages;
     this.messages++;
-    this.withinCap(recorded, limit === undefined || this.messages <= limit, "runner.too_many_messages", `the run sent more than ${limit} messages (RUN_MAX_MESSAGES)`);
+    this.withinCap(batch, recorded, limit === undefined || this.messages <= limit, "runner.too_many_messages", `the run sent more than ${limit} messages (RUN_MAX_MESSAGES)`, limit);
   }
 
   private apply(result: KnownResult, batch: ResultBatch, recorded: LedgerEntry) {
     switch (result.type) {
       case "message.completed":
         if (isBlankMessage(result.data.message)) return this.drop(batch, recorded, "the message has no content");
-        this.countMessage(recorded);
+        this.countMessage(batch, recorded);
         return this.addMessage(batch, result.data.message);
       case "state.updated": {
         const scopeKey = this.init.stateScopes[result.data.scope];
@@ -331,7 +331,7 @@ export class ResultProcessor {
         const limit = this.init.maxStateUpdates;
         // Taken from the budget the run's state.set calls take from too.
         const what = `the run made more than ${limit} state writes (RUN_MAX_STATE_UPDATES, state.updated results and state.set calls together)`;
-        this.withinCap(recorded, limit === undefined || this.stateWrites.take(limit), "runner.too_many_state_updates", what);
+        this.withinCap(batch, recorded, limit === undefined || this.stateWrites.take(limit), "runner.too_many_state_updates", what, limit);
         batch.stateWrites.push({ scope: result.data.scope, scopeKey, key: result.data.key, valueJson: JSON.stringify(result.data.value) });
         return;
       }
@@ -374,7 +374,7 @@ export class ResultProcessor {
         if (!message && this.streamed?.trim()) message = { role: "assistant", content: this.streamed };
         // It counts as a message.completed does: one past the cap fails the run, the completion not applied.
         if (message) {
-          this.countMessage(recorded);
+          this.countMessage(batch, recorded);
           this.addMessage(batch, message);
         }
         this.terminalResult = result;

@@ -32,4 +32,14 @@ describe("markDropped", () => {
     markDropped(entries);
     expect(entries.filter((e) => e.dropped).map((e) => e.seq)).toEqual([3]);
   });
+
+  it("marks a valid run.completed named past a cap: it ended nothing (the host's run.failed did), as the live run marked it", () => {
+    const entries = [
+      entry(1, "run.completed", "runner", { finish_reason: "stop", message: { role: "assistant", content: "one message too many" } }),
+      entry(2, "host.warning", "host", { code: "result.over_limit", ledger_seq: 1 }),
+      entry(3, "run.failed", "host", { code: "runner.too_many_messages" }),
+    ];
+    markDropped(entries);
+    expect(entries.filter((e) => e.dropped).map((e) => e.seq)).toEqual([1]);
+  });
 });
