@@ -25,7 +25,7 @@ import { ResultProcessor } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
 import type { StateWriteCount } from "./state-write-count";
 import { HeldResults } from "./held-results";
-import { splitLedgerWrites, writableApart } from "./ledger-writes";
+import { droppedWithWarning, splitLedgerWrites, writableApart } from "./ledger-writes";
 import { BlobPuts } from "./blob-put";
 import type { AuthorizationSnapshot } from "./snapshot";
 import type { RunnerEndpoint } from "./claim";
@@ -135,7 +135,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
     );
   }
   const runs = runsStore(db);
-  const ledger = splitLedgerWrites(batch.ledger, writableApart);
+  const ledger = splitLedgerWrites(batch.ledger, writableApart, droppedWithWarning);
   statements.push(...runs.ledgerInserts(ledger.rest));
   statements.push(...transcriptStatements(db, batch.transcriptItems, refs));
   const state = stateStore(db);

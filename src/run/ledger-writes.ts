@@ -14,9 +14,17 @@ export const LEDGER_ROWS_PER_WRITE = 2048;
  */
 const WITH_OTHER_ROWS = new Set(["message.completed", "state.updated", "artifact.created", "run.completed", "run.failed"]);
 
-/** Whether a ledger entry may be written ahead of the rest of its batch: nothing else of the batch goes with it. */
+/** The run's end is written with the last write whatever became of its result. */
+const TERMINAL = new Set(["run.completed", "run.failed"]);
+
+/**
+ * Whether a ledger entry may be written ahead of the rest of its batch: nothing else of the batch goes with it. A
+ * result the host dropped brings no row (checked, its references too, before the batch is split), so a runner cannot
+ * keep its flood in one write by sending one ahead of it; a terminal one stays with the run's end.
+ */
 export function writableApart(entry: LedgerEntry): boolean {
-  return !(entry.origin === "runner" && WITH_OTHER_ROWS.has(entry.type));
+  if (entry.origin !== "runner" || !WITH_OTHER_ROWS.has(entry.type)) return true;
+  return entry.dropped === true && !TERMINAL.has(entry.type);
 }
 
 /**
@@ -26,11 +34,25 @@ export function writableApart(entry: LedgerEntry): boolean {
  * so no entry is written without the other rows that go with it; the rest, from there on, is one write whatever its
  * size, as every batch was before parts.
  */
-export function splitLedgerWrites<T>(entries: T[], apart: (entry: T) => boolean): { leading: T[][]; rest: T[] } {
+export function splitLedgerWrites<T>(entries: T[], apart: (entry: T) => boolean, joined: (entry: T, next: T) => boolean = () => false): { leading: T[][]; rest: T[] } {
   const firstWithOthers = entries.findIndex((e) => !apart(e));
   const splittable = firstWithOthers < 0 ? entries.length : firstWithOthers;
   const leading: T[][] = [];
   let start = 0;
-  for (; entries.length - start > LEDGER_ROWS_PER_WRITE && start + LEDGER_ROWS_PER_WRITE <= splittable; start += LEDGER_ROWS_PER_WRITE) leading.push(entries.slice(start, start + LEDGER_ROWS_PER_WRITE));
+  while (entries.length - start > LEDGER_ROWS_PER_WRITE && start + LEDGER_ROWS_PER_WRITE <= splittable) {
+    // A part never ends between two entries `joined` keeps together (a dropped result and the warning naming it).
+    const end = start + LEDGER_ROWS_PER_WRITE - (joined(entries[start + LEDGER_ROWS_PER_WRITE - 1], entries[start + LEDGER_ROWS_PER_WRITE]) ? 1 : 0);
+    leading.push(entries.slice(start, end));
+    start = end;
+  }
   return { leading, rest: entries.slice(start) };
+}
+
+/**
+ * A dropped result and the warning after it naming it (`ledger_seq`): the ledger's only mark of the drop (markDropped),
+ * so a reply rebuilt from it never shows the result, whichever write of the batch fails.
+ */
+export function droppedWithWarning(entry: LedgerEntry, next: LedgerEntry): boolean {
+  if (entry.origin !== "runner" || !entry.dropped || next.origin !== "host" || next.type !== "host.warning") return false;
+  return (next.data as { ledger_seq?: unknown } | null)?.ledger_seq === entry.seq;
 }

@@ -21,7 +21,8 @@ export interface UnrecordedRun {
  * next instance would give it (PendingReplies.recover): its recorded answer and
  * the files after it, or the failure notice if it recorded none (only the
  * notice when a send of its reply may be in the chat: PostingMarks).
- * Its `run.failed` goes to the run's live followers. A run whose own end was
+ * Its `run.failed` goes to the run's live followers (after what this instance's writes left in its ledger unpublished:
+ * publishHostEnd). A run whose own end was
  * applied meanwhile (its write went unanswered) is not ended again: its followers
  * and its reply get what it recorded. The artifacts it announced after its last
  * message get their item, and its drops past the audit cap their count, as for a
@@ -35,7 +36,10 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
   const { item, unauditedDrops } = await recordedEnd(deps.db, job);
   const ended = await endRunAsHost(deps.db, job, outcome, { item, records: unauditedDrops });
   if (ended) {
-    publish([ended]);
+    // What a part of its own end's write applied unanswered left in the ledger comes first; lost with an earlier
+    // instance, its followers here read the ledger as they joined, and only the end is theirs to hear.
+    if (kept) await publishHostEnd(deps.db, job.runId, kept.publishedUpTo, ended, publish);
+    else publish([ended]);
     if (reply) return DeliverySession.failureNotice(deps, job, "host.session_lost", reply);
     // A send an earlier instance had on the wire may be in the chat: the recorded answer is not posted again, the notice
     // (a message of its own) is; the earlier marks are done with.
