@@ -41,9 +41,12 @@ export class AlbumGathering {
    * it never steers, interrupts or waits.
    */
   join(table: RunTable, job: RunJob, now: number): EventDecision | null {
+    const awaited = this.coming.get(job.event.event_id);
     this.coming.delete(job.event.event_id);
     const album = albumRunFor(table, job, this.gathering);
     if (album) return joinAlbum(album, job, this.config().ALBUM_WAIT_MS, now, this.store);
+    // Arrived without joining (its agent's run is another's: one created anew under its id): the runs it held wait for it no more.
+    if (awaited) this.retime(table, awaited.albumId, now);
     return job.joinsAlbumOnly ? { disposition: "unaddressed", runId: null } : null;
   }
 

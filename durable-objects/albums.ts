@@ -3,7 +3,7 @@ import type { InputContext } from "../src/protocol/context";
 import { albumIdOf as telegramAlbumOf } from "../src/platforms/telegram/album";
 import { withoutFiles } from "../src/run/edited-input";
 import { mergedDecision, type AlbumPart, type RunJob } from "../src/run/job";
-import type { EventDecision, RunTable, StoredRun } from "./scheduling";
+import { sameAgent, type EventDecision, type RunTable, type StoredRun } from "./scheduling";
 import { telegramMessageIdOf } from "./sent-order";
 
 /**
@@ -61,8 +61,9 @@ export function asAlbumHead(run: StoredRun, waitMs: number, now: number): Stored
 }
 
 /**
- * The run an album's item joins: one of its agent gathering that album, not begun (`joinable`: not executing, not being
- * cancelled) and not full; or the run the item already joined (its decision's write went unanswered: it is made again).
+ * The run an album's item joins: one of its agent (as created: not the run of one deleted and created anew under its id,
+ * which fails as it starts) gathering that album, not begun (`joinable`: not executing, not being cancelled) and not
+ * full; or the run the item already joined (its decision's write went unanswered: it is made again).
  */
 export function albumRunFor(table: RunTable, job: RunJob, joinable: (runId: string) => boolean): readonly [string, StoredRun] | undefined {
   const albumId = albumIdOf(job);
@@ -70,7 +71,7 @@ export function albumRunFor(table: RunTable, job: RunJob, joinable: (runId: stri
   const gathering = table.filter(([, r]) => r.job.album?.mediaGroupId === albumId && r.job.agent.agentId === job.agent.agentId);
   return (
     gathering.find(([, r]) => r.job.album!.parts.some((p) => p.eventId === job.event.event_id)) ??
-    gathering.find(([, r]) => r.state === "queued" && joinable(r.job.runId) && r.job.album!.parts.length < ALBUM_MAX_PARTS)
+    gathering.find(([, r]) => r.state === "queued" && sameAgent(r.job, job.agent) && joinable(r.job.runId) && r.job.album!.parts.length < ALBUM_MAX_PARTS)
   );
 }
 

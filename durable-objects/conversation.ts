@@ -2,17 +2,14 @@ import { DurableObject } from "cloudflare:workers";
 import { writeAll } from "../src/db/client";
 import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
-import { chatReplyDeps, DeliverySession } from "../src/delivery/session";
+import { chatReplyDeps } from "../src/delivery/session";
 import { handleHostApiCall, parseHostApiBody, refuseBody, refuseCallsInFlight, type HostApiBody, type HostApiReply } from "../src/host-api/handle";
 import { authorizeUpload, changeUploadBudget, type UploadAuthorization, type UploadRequest } from "../src/host-api/upload";
-import { executeRun } from "../src/run/execute";
 import { RunClaims } from "../src/run/claim";
-import { endRecordedMeanwhile, endRunAfterHostFailure, endRunAsHost } from "../src/run/host-end";
-import { endLostRun, publishHostEnd, type UnrecordedRun } from "../src/run/lost-run";
-import { arrivalStrategy, strategyOf, type RunJob } from "../src/run/job";
+import { endRunAsHost } from "../src/run/host-end";
+import { endLostRun, type UnrecordedRun } from "../src/run/lost-run";
+import { arrivalStrategy, type RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
-import { freezeSnapshot } from "../src/run/snapshot";
-import { RUN_ENDED, RunnerCallError } from "../src/runner/errors";
 import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { runsStore, type LedgerEntry } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
@@ -35,7 +32,7 @@ import { reviseWaiting, type MessageRevision, type RevisionDeps, type RevisionOu
 import { abortActive } from "./active-runs";
 import { decidedAlready } from "./redelivery";
 import { endNeverHandedOver } from "./never-handed-over";
-import { claimUnlessRecalled } from "./recalled-at-start";
+import { runOne, type RunOneDeps } from "./run-one";
 import { cancelNotActive, type CancelDeps } from "./cancel-not-active";
 import { CancelNotices } from "./cancel-notices";
 import { RecentPresses } from "./repeated-presses";
@@ -82,6 +79,8 @@ export class ConversationDO extends DurableObject<Env> {
   /** What a recall or an edit of a chat message may change here (waiting-revisions.ts). */
   private readonly revisionDeps: Omit<RevisionDeps, "db"> = { runs: this.runs, steering: this.steering, active: this.isActive, held: this.cancelling, kick: () => this.kick(), voidEarlyClaim: (runId) => this.claims.withdraw(runId), cancelQueued: (key, job, why) => this.cancelQueued(key, job, why), endUnhanded: (id, outcome) => this.unhanded.end(dbOf(this.env), id, outcome), editUnhanded: (id, edit) => this.unhandedEdits.hold(id, edit) };
   private readonly finishLost = sharedByKey((_key: string, job: RunJob) => job.runId, (key: string, job: RunJob) => this.endLost(key, job));
+  /** What a run's execution reaches here (run-one.ts). */
+  private readonly runDeps: RunOneDeps = { env: this.env, sessions: this.sessions, live: this.live, runs: this.runs, steering: this.steering, claims: this.claims, settling: this.settling, replies: this.replies, cancelNotices: this.cancelNotices, finishing: this.finishing, unrecordedReplies: this.unrecordedReplies, revisionDeps: this.revisionDeps, inTurn: (work) => this.decisions.inTurn(work), finishLost: (key, job) => this.finishLost(key, job), deliveryDeps: () => this.deliveryDeps(), armWatchdog: (options) => this.armWatchdog(options), dropUnpulled: (run) => this.dropUnpulled(run) };
 
   /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. A run ended before this hand-over came (cancelled while ingress was on its way) stays ended: it was dropped while queued, and its event joins nothing. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
@@ -266,10 +265,12 @@ export class ConversationDO extends DurableObject<Env> {
     return this.ctx.storage.setAlarm(watchdogAt(deadlines, Date.now(), configOf(this.env).RUN_WATCHDOG_INTERVAL_MS), options);
   }
 
-  private start(key: string, stored: StoredRun): void {
+  /** `run` as the scheduler's table had it: an album's item or a join that joined it since (in the microtasks before this call) is in its entry now, and its claim must record that one's decision too (run/claim.ts). */
+  private start(key: string, run: StoredRun): void {
+    const stored = this.runs.current(key) ?? run;
     const runId = stored.job.runId;
     const abort = new AbortController();
-    const done = this.runOne(key, stored, abort).finally(() => {
+    const done = runOne(this.runDeps, key, stored, abort).finally(() => {
       this.active.delete(runId);
       this.finishing.delete(runId);
       this.kick();
@@ -296,96 +297,6 @@ export class ConversationDO extends DurableObject<Env> {
   /** Claimed messages the run never pulled: one `steering.dropped` record each, now or (the database is away) retried by the alarm. */
   private async dropUnpulled(run: RunJob): Promise<void> {
     if (!(await this.steering.drop(dbOf(this.env), run))) this.kick();
-  }
-
-  private async runOne(key: string, stored: StoredRun, abort: AbortController): Promise<void> {
-    let { job } = stored;
-    const db = dbOf(this.env);
-    const config = configOf(this.env);
-    const deadlineAt = Date.now() + config.RUN_DEADLINE_MS;
-    // From the start: a database call that hangs while the run starts is bounded too.
-    const timer = setTimeout(() => abort.abort(new RunnerCallError("deadline_exceeded", `run exceeded its deadline of ${config.RUN_DEADLINE_MS} ms`)), config.RUN_DEADLINE_MS);
-    let status = "failed";
-    let recorded = true;
-    let delivery: DeliverySession | null = null;
-    let publishedUpTo = 0;
-    const publish = (entries: LedgerEntry[]) => {
-      for (const e of entries) publishedUpTo = Math.max(publishedUpTo, e.seq);
-      this.live.publish(job.runId, entries);
-      delivery?.feed(entries);
-    };
-    try {
-      // Its message recalled, that recall's work here not done: done now (recalled-at-start.ts).
-      const start = await claimUnlessRecalled({ ...this.revisionDeps, db, take: (j, unlessRecalled) => this.claims.take(db, j, unlessRecalled), inTurn: (work) => this.decisions.inTurn(work), stopped: () => abort.signal.aborted }, key, job);
-      if (start === "cancelled") return void (status = "cancelled");
-      if (start === "later") return void (recorded = false); // that recall's work not written: it waits, queued, and starts again (below)
-      const { claimed } = start;
-      job = start.job;
-      if (claimed) this.live.track(job.runId);
-      if (!claimed) {
-        // Already taken by an earlier trigger (or cancelled): never run twice. Still "running": an instance took it and died before its mark below was durable.
-        status = (await runsStore(db).get(job.runId))?.status ?? "unknown";
-        if (status === "running") {
-          await this.finishLost(key, job);
-          status = "failed";
-        } else if (status === "cancelled") await this.cancelNotices.owed(job, true); // its cancel's write applied unanswered
-        return;
-      }
-      // As it stands now, read in the tick it is marked running: an edit of its message made while it was claimed applies.
-      stored = this.runs.current(key) ?? stored;
-      // Unconfirmed: the runner call must not wait for this flush. Lost with the instance, the entry stays "queued" and the branch above ends it as lost.
-      void this.runs.put(key, { ...stored, state: "running" }, { allowUnconfirmed: true });
-      // The agent as it is now: an edit made while the run was queued applies to it.
-      job = { ...stored.job, agent: claimed.job.agent, runner: claimed.job.runner };
-      const snapshot = freezeSnapshot(job, deadlineAt, claimed.stateScopes, claimed.descriptors, { holdsClaims: strategyOf(job) !== "steer" && (await this.steering.size(job.runId)) > 0 });
-      // Chat platform events: the reply follows the ledger as it is written (null otherwise).
-      delivery = DeliverySession.open(this.deliveryDeps(), job);
-      const { session, token } = await this.sessions.open(job, snapshot, abort);
-      void this.armWatchdog({ allowUnconfirmed: true });
-      // A run cancelled while starting reaches executeRun aborted: its runner is never called.
-      const outcome = await executeRun({
-        db, artifacts: this.env.ARTIFACTS, config, job, snapshot, state: claimed.state, historyBefore: claimed.historyBefore, token, runner: claimed.runner, signal: abort.signal, ledgerSequence: session.ledgerSequence, stateWrites: session.stateWrites,
-        onStreamEnd: () => this.streamEnded(job.runId, abort),
-        publish,
-      });
-      status = outcome.status;
-    } catch (err) {
-      // Only host-side failures reach here (the database refused a write the run needs).
-      const ended = await endRunAfterHostFailure(db, job, err);
-      recorded = ended !== null;
-      // Ended already (its final write applied, unanswered): followers and the reply hear how, with what it recorded.
-      const meanwhile = ended && !ended.entry ? await endRecordedMeanwhile(db, job.runId, publishedUpTo, () => publish).catch(() => null) : null;
-      if (meanwhile) status = meanwhile;
-      // Followers see the record; the user hears of it (through the reply in progress, or a session of its own).
-      if (ended?.entry) {
-        await publishHostEnd(db, job.runId, publishedUpTo, ended.entry, (entries) => this.live.publish(job.runId, entries));
-        delivery = DeliverySession.failureNotice(this.deliveryDeps(), job, "host.internal_error", delivery ?? undefined);
-      }
-    } finally {
-      this.streamEnded(job.runId, abort);
-      clearTimeout(timer);
-      // Unregister first so no pull races the drop; delete the entry so no new claim targets this run.
-      const ending = this.sessions.get(job.runId);
-      this.sessions.delete(job.runId);
-      // Its reply may still be on the wire: settling before any await here, the next run's reply comes after it (ReplyOrder).
-      if (delivery) this.settling.add(recorded ? this.replies.track(job, delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS)) : delivery.settle(config.DELIVERY_SETTLE_TIMEOUT_MS));
-      // Unrecorded, the entry stays ("running": its terminal write is retried as an orphan's, which takes its reply from unrecordedReplies; "queued", it failed starting: after a pause), and so do its followers and claims.
-      if (recorded) {
-        // Unconfirmed: the output gate does not hold the stream's end for this flush. Lost, the entry comes back "running"; finishLost finds it ended.
-        void this.runs.delete(key, { allowUnconfirmed: true });
-        this.claims.forget(job.runId);
-        this.live.end(job.runId, status);
-        await this.dropUnpulled(job);
-      } else if (this.runs.current(key)?.state !== "running") await this.runs.put(key, { ...(this.runs.current(key) ?? stored), notBefore: Date.now() + RETRY_PAUSE_MS });
-      else this.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo });
-      if (ending) this.settling.add(ending.close(db));
-    }
-  }
-
-  /** The runner's stream is over: the run can only end now, and its Host API calls in flight (a model stream, a tool call) end with it. */
-  private streamEnded(runId: string, abort: AbortController): void {
-    this.finishing.add(runId);
-    if (!abort.signal.aborted) abort.abort(RUN_ENDED);
   }
 
   private async endLost(key: string, job: RunJob): Promise<void> {

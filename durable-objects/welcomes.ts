@@ -60,7 +60,29 @@ export function joinWelcome([key, run]: readonly [string, StoredRun], job: RunJo
     const event = { ...run.job.event, data: { ...run.job.event.data, members: named, members_count: named.length } };
     const waitUntil = Math.max(joined.waitUntil, Math.min(now + waitMs, joined.holdUntil));
     const welcome: RunJob = { ...run.job, event, joined: { ...joined, waitUntil, events: [...joined.events, { eventId: job.event.event_id, runId: job.runId }] } };
-    store(key, { ...run, job: welcome, notBefore: Math.max(run.notBefore, waitUntil), bytes: jsonByteLength(welcome) });
+    const added = { member: listed ? null : named.at(-1), event: welcome.joined!.events.at(-1) };
+    store(key, { ...run, job: welcome, notBefore: Math.max(run.notBefore, waitUntil), bytes: grownBytes(run, welcome, added) });
   }
   return joinedDecision(run.job.event.event_id, run.job.runId);
+}
+
+const digits = (n: unknown) => String(n).length;
+
+/**
+ * The welcome's size as JSON (what the waiting room counts: scheduling.ts), counted up from the run's by what a join
+ * added: recounting the whole at each join would cost a burst of 1,000 joins ~500 times its final size. Exact: each
+ * list gains one entry and a comma, `members_count` and `waitUntil` may gain digits. Counted whole at the first join
+ * (its `members` list is new) and for a run stored without its size (an earlier release).
+ */
+function grownBytes(run: StoredRun, welcome: RunJob, added: { member: unknown; event: unknown }): number {
+  const [before, after] = [run.job, welcome];
+  if (run.bytes === undefined || !Array.isArray(before.event.data.members)) return jsonByteLength(after);
+  const listItem = (entry: unknown, hadAny: boolean) => (entry === null ? 0 : jsonByteLength(entry) + (hadAny ? 1 : 0));
+  return (
+    run.bytes +
+    listItem(added.member, (before.event.data.members as unknown[]).length > 0) +
+    listItem(added.event, before.joined!.events.length > 0) +
+    digits(after.event.data.members_count) - digits(before.event.data.members_count) +
+    digits(after.joined!.waitUntil) - digits(before.joined!.waitUntil)
+  );
 }

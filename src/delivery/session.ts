@@ -1,5 +1,5 @@
 /**
- * A run's reply on its chat platform, driven by the run's ledger entries as they are published (ConversationDO.runOne).
+ * A run's reply on its chat platform, driven by the run's ledger entries as they are published (durable-objects/run-one.ts).
  * Completed messages are sent (what they show: ./answer.ts), split at the platform's size (./parts.ts), their files
  * after them (./files.ts); with streaming on and an editable surface, deltas grow one message in place, edited at most
  * once per DELIVERY_EDIT_INTERVAL_MS, and the completed text always replaces what was streamed exactly. Calls

@@ -98,3 +98,29 @@ describe("album items on their way", () => {
     expect(await notBefore()).toBe(104_000);
   });
 });
+
+describe("an album's item bound to an agent created anew under its id", () => {
+  const config = { ALBUM_WAIT_MS: 1_000, PLATFORM_API_TIMEOUT_MS: 10_000, INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: 10_000, DB_QUERY_TIMEOUT_MS: 15_000 } as Config;
+  const ofEpoch = (job: RunJob, stateEpoch: string) => ({ ...job, agent: { ...job.agent, stateEpoch } });
+  afterEach(() => vi.useRealTimers());
+
+  it("joins no run of the agent deleted, and holds it no more once it arrived", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(100_000);
+    const runs = new RunTableStore(new MemStorage() as unknown as DurableObjectStorage);
+    const albums = new AlbumGathering(runs, () => config, () => true, (work) => work(), () => {});
+    const a = ofEpoch(itemJob("a", 1), "old");
+    await runs.put("run:a", albums.timed(waitingRun(a, "enqueue", 100_000, 1_000), 100_000));
+    // b, of the agent created anew, is announced (holding the album's run) and arrives: it starts a run of its own.
+    await albums.announce("g1", "evt-b", 1);
+    expect((await runs.entries())[0][1].notBefore).toBe(135_000);
+    const b = ofEpoch(itemJob("b", 2), "new");
+    expect(albumRunFor(await runs.entries(), b, joinable)).toBeUndefined();
+    expect(albums.join(await runs.entries(), b, 100_500)).toBeNull();
+    const [, left] = (await runs.entries())[0];
+    expect([left.notBefore, left.job.album!.parts.map((p) => p.runId)]).toEqual([101_000, ["a"]]);
+    // The agent as created, or a job stored before epochs existed, still joins.
+    expect(albumRunFor(await runs.entries(), ofEpoch(itemJob("c", 3), "old"), joinable)?.[0]).toBe("run:a");
+    expect(albumRunFor(await runs.entries(), itemJob("c", 3), joinable)?.[0]).toBe("run:a");
+  });
+});

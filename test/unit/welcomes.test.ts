@@ -4,6 +4,7 @@ import { waitingRun, type StoredRun } from "../../durable-objects/scheduling";
 import type { RunJob } from "../../src/run/job";
 import { RunTableStore } from "../../durable-objects/run-table";
 import { MemStorage } from "../support/mem-storage";
+import { jsonByteLength } from "../../src/protocol/common";
 
 /** A member's join: only what gathering reads is meaningful. */
 function joinJob(runId: string, user: string, opts: { source?: string; agentId?: string } = {}): RunJob {
@@ -86,5 +87,25 @@ describe("a welcome gathering joins, as its conversation's storage keeps it", ()
     const joined = await gather(upgraded, key, 1, 601);
     expect(joined.job.event.data.members_count).toBe(602);
     expect(await store().entries()).toEqual([[key, joined]]);
+  });
+});
+
+describe("a welcome's size as its joins come", () => {
+  it("counts up to exactly the job's size as JSON: repeated members, names past ASCII, counts and times gaining digits; one stored without a size counted whole", () => {
+    let entry: readonly [string, StoredRun] = head(joinJob("a", "U1"), 2_000, 0);
+    const store = (key: string, run: StoredRun) => (entry = [key, run]);
+    for (let i = 0; i < 250; i++) {
+      // Every seventh a member listed already (joined, left and joined again); the others named in other scripts.
+      const job = joinJob(`j${i}`, i % 7 === 3 ? "U1" : `U${i + 2}`);
+      job.actor!.actor_name = `Zoë ${"🎉".repeat(i % 3)} ${i}`;
+      joinWelcome(welcomeRunFor([entry], job, joinable)!, job, 2_000, i * 50, store);
+      expect(entry[1].bytes).toBe(jsonByteLength(entry[1].job));
+    }
+    expect(entry[1].job.joined!.waitUntil).toBeGreaterThan(10_000);
+    const { bytes: _, ...unsized } = entry[1];
+    entry = [entry[0], unsized];
+    const job = joinJob("last", "ULAST");
+    joinWelcome(welcomeRunFor([entry], job, joinable)!, job, 2_000, 20_000, store);
+    expect(entry[1].bytes).toBe(jsonByteLength(entry[1].job));
   });
 });
