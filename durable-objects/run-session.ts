@@ -11,8 +11,7 @@ import { LedgerSequence } from "../src/run/ledger-sequence";
 import { McpSessionPool } from "../src/resources/mcp";
 import { OpenStreams } from "../src/host-api/open-streams";
 import { DenialCount } from "../src/host-api/denial-cap";
-import { StateWriteCount } from "../src/run/state-write-count";
-import { StorageWriteCount } from "../src/host-api/storage-write-count";
+import { WriteBudget } from "../src/lib/write-budget";
 import type { Db } from "../src/db/client";
 import type { AuthorizationSnapshot } from "../src/run/snapshot";
 
@@ -33,9 +32,9 @@ export class RunSession {
   /** The run's Host API denials: recorded up to a cap, the rest counted and told when the run is over. */
   readonly denials = new DenialCount();
   /** The run's state writes by either path (results, `state.set`), against one RUN_MAX_STATE_UPDATES. */
-  readonly stateWrites = new StateWriteCount();
+  readonly stateWrites = new WriteBudget();
   /** The run's `storage.set` calls, against RUN_MAX_STORAGE_WRITES. */
-  readonly storageWrites = new StorageWriteCount();
+  readonly storageWrites = new WriteBudget();
 
   constructor(
     readonly job: RunJob,

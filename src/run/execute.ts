@@ -23,7 +23,7 @@ import { logRunEnd } from "./end-log";
 import type { ResultBatch } from "./result-batch";
 import { ResultProcessor } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
-import type { StateWriteCount } from "./state-write-count";
+import type { WriteBudget } from "../lib/write-budget";
 import { HeldResults } from "./held-results";
 import { droppedWithWarning, splitLedgerWrites, writableApart } from "./ledger-writes";
 import { BlobPuts } from "./blob-put";
@@ -49,7 +49,7 @@ export interface ExecuteDeps {
   /** The run's ledger numbering, shared with the Host API's ledger records. */
   ledgerSequence?: LedgerSequence;
   /** The run's state writes, shared with its `state.set` calls: one RUN_MAX_STATE_UPDATES for both. */
-  stateWrites?: StateWriteCount;
+  stateWrites?: WriteBudget;
   /** The runner's stream is over (its terminal result read, or it broke): from now on the run can only end; its Host API calls still in flight are stopped. */
   onStreamEnd?: () => void;
 }

@@ -16,7 +16,7 @@ import { ledgerDataOf, parseResultLine } from "./result-line";
 import { SequenceCheck } from "./sequence-check";
 import { DropAuditCount, OVER_LIMIT_WARNING, UNKNOWN_TYPE_WARNING } from "./drop-audit-cap";
 import { unavailableStateScope } from "./state-scope-refusal";
-import { StateWriteCount } from "./state-write-count";
+import { WriteBudget } from "../lib/write-budget";
 import { MAX_UNKNOWN_TYPE_WARNINGS, UnknownTypeWarnings } from "./unknown-type-warnings";
 
 export interface ResultProcessorInit {
@@ -38,7 +38,7 @@ export interface ResultProcessorInit {
   /** Most state writes the run may make (RUN_MAX_STATE_UPDATES); a `state.updated` result past it fails it. None when absent. */
   maxStateUpdates?: number;
   /** The run's state writes so far, shared with its `state.set` calls (its session's); a private count when absent. */
-  stateWrites?: StateWriteCount;
+  stateWrites?: WriteBudget;
   /** Most result lines the run may send (RUN_MAX_RESULTS), duplicates included; one more fails it. None when absent. */
   maxResults?: number;
 }
@@ -73,7 +73,7 @@ export class ResultProcessor {
   /** The messages accepted so far (`message.completed`, and those `run.completed` adds): at most `maxMessages`. */
   private messages = 0;
   /** State writes so far, the run's `state.set` calls included: at most `maxStateUpdates`. */
-  private readonly stateWrites: StateWriteCount;
+  private readonly stateWrites: WriteBudget;
   /** Result lines read so far, duplicates included: at most `maxResults`. */
   private lines = 0;
   private readonly unknownTypes = new UnknownTypeWarnings();
@@ -88,7 +88,7 @@ export class ResultProcessor {
 
   constructor(private readonly init: ResultProcessorInit) {
     this.ledgerSeq = init.ledgerSequence ?? new LedgerSequence();
-    this.stateWrites = init.stateWrites ?? new StateWriteCount();
+    this.stateWrites = init.stateWrites ?? new WriteBudget();
   }
 
   get ended(): boolean {

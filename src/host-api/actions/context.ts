@@ -7,8 +7,7 @@ import { decodeCursor, decodeCursorOf, decodeKeyCursor, InvalidCursorError } fro
 import type { HostApiAction, HostApiParams } from "../../protocol/host-api";
 import type { SteeringInputItem } from "../../protocol/host-api-results";
 import type { AuthorizationSnapshot } from "../../run/snapshot";
-import type { StateWriteCount } from "../../run/state-write-count";
-import type { StorageWriteCount } from "../storage-write-count";
+import type { WriteBudget } from "../../lib/write-budget";
 import { ApiError, denied } from "../errors";
 
 /** The run's steering queue, owned by its Durable Object (PROTOCOL §10). */
@@ -39,9 +38,9 @@ export interface ActionContext {
   /** The run's streamed answers still open, closable by the Worker when their reader goes away. */
   streams: OpenStreams;
   /** The run's state writes so far, its results' included: `state.set` takes from the same RUN_MAX_STATE_UPDATES. */
-  stateWrites: StateWriteCount;
+  stateWrites: WriteBudget;
   /** The run's `storage.set` calls so far, against RUN_MAX_STORAGE_WRITES. */
-  storageWrites: StorageWriteCount;
+  storageWrites: WriteBudget;
 }
 
 export type Handler<A extends HostApiAction> = (ctx: ActionContext, params: HostApiParams<A>) => Promise<unknown>;
