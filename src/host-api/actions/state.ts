@@ -5,7 +5,7 @@ import { utf8ByteLength } from "../../protocol/common";
 import { STATE_VALUE_MAX_BYTES } from "../../protocol/results";
 import { unavailableStateScope } from "../../run/state-scope-refusal";
 import { ApiError, denied } from "../errors";
-import { givingBack } from "../budget-refund";
+import { givingBack, takeFromBudget } from "../run-write-budget";
 import { type ActionContext, type ActionTable, type Handler, afterKeyOf } from "./context";
 
 function stateScopeKey(ctx: ActionContext, scope: StateScope): string {
@@ -24,13 +24,9 @@ const stateSet: Handler<"state.set"> = async (ctx, p) => {
   const valueJson = JSON.stringify(p.value);
   const size = utf8ByteLength(valueJson);
   if (size > STATE_VALUE_MAX_BYTES) throw new ApiError("payload_too_large", `state value is ${size} bytes serialised; at most ${STATE_VALUE_MAX_BYTES} are allowed`);
-  // One budget with the run's state.updated results: a runner cannot go round that cap through the Host API. The
-  // budget does not come back within the run, so a retry cannot help.
+  // One budget with the run's state.updated results: a runner cannot go round that cap through the Host API.
   const limit = ctx.config.RUN_MAX_STATE_UPDATES;
-  if (!ctx.stateWrites.take(limit)) {
-    const message = `this run has written state ${limit} times, the most a run may (RUN_MAX_STATE_UPDATES, state.updated results and state.set calls together)`;
-    throw new ApiError("rate_limited", message, { retryable: false, details: { limit } });
-  }
+  takeFromBudget(ctx.stateWrites, limit, `this run has written state ${limit} times, the most a run may (RUN_MAX_STATE_UPDATES, state.updated results and state.set calls together)`);
   await stateStore(ctx.db)
     .setStatement(scopeKey, p.key, { runnerId: ctx.snapshot.runnerId, agentId: ctx.snapshot.agentId, agentEpoch: ctx.snapshot.agentEpoch }, p.scope, valueJson)
     .execute()

@@ -3,7 +3,7 @@ import { encodeKeyCursor } from "../../lib/cursor";
 import type { StorageArea } from "../../protocol/host-api";
 import { storageStore, type StorageOwner } from "../../stores/storage";
 import { ApiError, denied } from "../errors";
-import { givingBack } from "../budget-refund";
+import { givingBack, takeFromBudget } from "../run-write-budget";
 import { unavailableStorageArea } from "../gate-refusal";
 import { type ActionContext, type ActionTable, type Handler, afterKeyOf } from "./context";
 
@@ -38,11 +38,8 @@ const storageSet: Handler<"storage.set"> = async (ctx, p) => {
   const size = base64ByteLength(p.value_base64);
   const max = ctx.config.STORAGE_MAX_VALUE_BYTES;
   if (size > max) throw new ApiError("payload_too_large", `storage value is ${size} bytes; at most ${max} are allowed`);
-  // The budget does not come back within the run, so a retry cannot help.
   const limit = ctx.config.RUN_MAX_STORAGE_WRITES;
-  if (!ctx.storageWrites.take(limit)) {
-    throw new ApiError("rate_limited", `this run has written storage ${limit} times, the most a run may (RUN_MAX_STORAGE_WRITES)`, { retryable: false, details: { limit } });
-  }
+  takeFromBudget(ctx.storageWrites, limit, `this run has written storage ${limit} times, the most a run may (RUN_MAX_STORAGE_WRITES)`);
   await storageStore(ctx.db).setStatement(owner, p.key, p.value_base64).run().catch(givingBack(ctx.storageWrites));
   return { ok: true };
 };
