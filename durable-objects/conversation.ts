@@ -13,7 +13,7 @@ import { LiveHub } from "../src/run/live";
 import { decidedWithoutOwnRun } from "../src/stores/event-log";
 import { runsStore, type LedgerEntry } from "../src/stores/runs";
 import { SessionRegistry } from "./run-session";
-import { ALARM_BUDGET_MS, RETRY_PAUSE_MS, watchdogAt } from "./timing";
+import { ALARM_BUDGET_MS, watchdogAt } from "./timing";
 import { ArrivalKeys, idleWakeAt, nextWakeAt, repliesWhereMessage, startable, rejectionOf, steeringTarget, waitingRun, willSteer, withoutLost, decidedWithoutRun, type CancelOutcome, type DispatchResult, type EventDecision, type StoredRun } from "./scheduling";
 import { slideDebounce } from "./debounce";
 import { interrupt, type InterruptDeps } from "./interrupts";
@@ -49,7 +49,7 @@ export class ConversationDO extends DurableObject<Env> {
   /** Queued runs whose cancellation is being recorded (or whose recalled message a claimed one replaces): the scheduler must not start them meanwhile. */
   private readonly cancelling = new Set<string>();
   private readonly live = new LiveHub(() => configOf(this.env).RUN_STREAM_KEEPALIVE_MS);
-  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job, revision) => this.decisions.decide(job.runId, () => this.decideUnlessDecided(job, revision)), { inTurn: (work) => this.decisions.inTurn(work), decide: (job, revision) => this.decideUnlessDecided(job, revision), wake: () => this.kick() });
+  private readonly steering = new SteeringQueue(this.ctx.storage, (runId) => this.live.end(runId, "steered"), (job, revision) => this.decisions.decide(job.runId, () => this.decideUnlessDecided(job, revision)), { inTurn: (work) => this.decisions.inTurn(work), decide: (job, revision) => this.decideUnlessDecided(job, revision), wake: () => this.kick(), pauseMs: () => configOf(this.env).DB_RETRY_PAUSE_MS });
   private readonly runs = new RunTableStore(this.ctx.storage, (job) => (this.presses.ended(job.runId), this.steering.ending(job)));
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly welcomes = new WelcomeGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), async (job, decision) => void (await this.withoutOwnRun(job, decision)));
@@ -146,7 +146,7 @@ export class ConversationDO extends DurableObject<Env> {
         this.changes.seen();
         for (const settled of await this.replies.recover(this.deliveryDeps())) this.settling.add(settled);
         const dropsWaiting = (await this.steering.retryDrops(dbOf(this.env))) || !this.replies.recoveredAll;
-        await endLostRuns(this.runs, this.isActive, this.finishLost);
+        await endLostRuns(this.runs, this.isActive, this.finishLost, config.DB_RETRY_PAUSE_MS);
         const table = await this.runs.entries();
         const now = Date.now();
         // A run started now must end, and its reply settle (after the replies before it), within this invocation's wall time.
@@ -155,7 +155,7 @@ export class ConversationDO extends DurableObject<Env> {
         // A cancellation being recorded is work too: its end wakes the scheduler, so it waits rather than re-arm at once.
         if (this.active.size === 0 && this.settling.size === 0 && this.cancelling.size === 0) {
           // Only debounced runs wait, or the next run might outlive this invocation: continue in a fresh one.
-          const wakeAt = idleWakeAt(table, now, outOfBudget, dropsWaiting ? now + RETRY_PAUSE_MS : null);
+          const wakeAt = idleWakeAt(table, now, outOfBudget, dropsWaiting ? now + config.DB_RETRY_PAUSE_MS : null);
           await (wakeAt === null ? this.ctx.storage.deleteAlarm() : this.ctx.storage.setAlarm(wakeAt));
           // A dispatch or a cancel that came in meanwhile only signalled this (still running) scheduler: look again.
           if (!this.changes.changed) return;
@@ -163,7 +163,7 @@ export class ConversationDO extends DurableObject<Env> {
         }
         await this.armWatchdog();
         // Drops waiting are tried again after the pause, not only at the next change: a busy run may keep this loop here for minutes, and an alarm meanwhile leaves at once.
-        await this.changes.next(nextWakeAt(table, now, dropsWaiting ? now + RETRY_PAUSE_MS : undefined));
+        await this.changes.next(nextWakeAt(table, now, dropsWaiting ? now + config.DB_RETRY_PAUSE_MS : undefined));
       }
     } finally {
       this.scheduling = false;

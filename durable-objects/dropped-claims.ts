@@ -4,7 +4,6 @@ import type { RunJob } from "../src/run/job";
 import type { ClaimRef } from "../src/run/steering";
 import { asAgentIsNow, asLastEdited, releaseStatements } from "../src/run/steering-release";
 import { bodyKeyOf, chunks, prefixOf, type ClaimStub } from "./steering-storage";
-import { RETRY_PAUSE_MS } from "./timing";
 
 /** Claims dropped unpulled whose messages are still to be decided anew, in claim order (time, then counter, then run). */
 const AGAIN = "steer-again:";
@@ -24,6 +23,8 @@ export interface DecideAgain {
   decide: (job: RunJob, revision?: number) => Promise<unknown>;
   /** Some wait: the scheduler is to look (its alarm decides them, `answer`). */
   wake: () => void;
+  /** How long before an alarm looks again while some wait (DB_RETRY_PAUSE_MS). */
+  pauseMs: () => number;
 }
 
 /**
@@ -44,7 +45,7 @@ export class DroppedClaims {
 
   constructor(
     private readonly storage: DurableObjectStorage,
-    private readonly deps: DecideAgain = { inTurn: (work) => work(), decide: async () => {}, wake: () => {} },
+    private readonly deps: DecideAgain = { inTurn: (work) => work(), decide: async () => {}, wake: () => {}, pauseMs: () => 5_000 },
   ) {}
 
   /** Called in the tick of the drop's last storage write (one atomic write): the dropped claims, by queue key, their bodies kept. */
@@ -93,7 +94,7 @@ export class DroppedClaims {
    * delivered meanwhile is taken as handled: the scheduler was running), the next one decides them.
    */
   private async armed(): Promise<void> {
-    const due = Date.now() + RETRY_PAUSE_MS;
+    const due = Date.now() + this.deps.pauseMs();
     const at = await this.storage.getAlarm();
     if (at === null || at > due) await this.storage.setAlarm(due);
   }

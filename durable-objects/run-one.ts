@@ -18,7 +18,6 @@ import type { RunTableStore } from "./run-table";
 import type { StoredRun } from "./scheduling";
 import type { SettlingWork } from "./settling-work";
 import type { SteeringQueue } from "./steering-queue";
-import { RETRY_PAUSE_MS } from "./timing";
 import type { RevisionDeps } from "./waiting-revisions";
 
 /** What a run's execution reaches in its conversation's object (conversation.ts). */
@@ -131,8 +130,8 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
       deps.claims.forget(job.runId);
       deps.live.end(job.runId, status);
       await deps.dropUnpulled(job);
-    } else if (deps.runs.current(key)?.state !== "running") await deps.runs.put(key, { ...(deps.runs.current(key) ?? stored), notBefore: Date.now() + RETRY_PAUSE_MS });
+    } else if (deps.runs.current(key)?.state !== "running") await deps.runs.put(key, { ...(deps.runs.current(key) ?? stored), notBefore: Date.now() + config.DB_RETRY_PAUSE_MS });
     else deps.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo });
-    if (ending) deps.settling.add(ending.close(db));
+    if (ending) deps.settling.add(ending.close(db, config.DB_WRITE_RETRY_PAUSES_MS));
   }
 }

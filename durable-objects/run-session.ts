@@ -61,8 +61,8 @@ export class RunSession {
   }
 
   /** The run is over: its MCP sessions end, and the denials it did not record are counted in EventLog. */
-  async close(db: Db): Promise<void> {
-    await Promise.all([this.mcp.closeAll(), this.denials.tell(db, this.snapshot)]);
+  async close(db: Db, retryPausesMs: readonly number[]): Promise<void> {
+    await Promise.all([this.mcp.closeAll(), this.denials.tell(db, this.snapshot, retryPausesMs)]);
   }
 }
 

@@ -2,8 +2,6 @@
 export const ALARM_BUDGET_MS = 14 * 60_000;
 /** Watchdog margin past a run's deadline before its alarm declares the session lost. */
 export const WATCHDOG_GRACE_MS = 5_000;
-/** How long a run that failed to start waits before the next attempt (the database was unreachable). */
-export const RETRY_PAUSE_MS = 5_000;
 
 /**
  * When the watchdog alarm looks again while runs are active: at the earliest deadline (plus the grace), and at least

@@ -57,6 +57,8 @@ export interface Env {
   RUN_WATCHDOG_INTERVAL_MS?: string;
   ALBUM_WAIT_MS?: string;
   JOIN_WAIT_MS?: string;
+  DB_RETRY_PAUSE_MS?: string;
+  DB_WRITE_RETRY_PAUSES_MS?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -172,6 +174,17 @@ const ConfigFields = z.object({
   ALBUM_WAIT_MS: z.coerce.number().int().nonnegative().max(10_000, "ALBUM_WAIT_MS must be at most 10000").default(1_500),
   /** How long the welcome run of a Slack member's join waits for the joins that come with it (and again after each); 0 welcomes each on its own. */
   JOIN_WAIT_MS: z.coerce.number().int().nonnegative().max(10_000, "JOIN_WAIT_MS must be at most 10000").default(2_000),
+  /** How long the conversation object waits before trying again what the database could not take: a run's start, a lost run's end, steered messages to decide anew. */
+  DB_RETRY_PAUSE_MS: positiveInt(5_000).refine((n) => n <= 60_000, "DB_RETRY_PAUSE_MS must be at most 60000"),
+  /**
+   * The pauses after which a run's write the database refused (busy, away for a moment; not a constraint) is tried
+   * again, comma-separated: one try more per pause, then the run gives up on it.
+   */
+  DB_WRITE_RETRY_PAUSES_MS: z
+    .string()
+    .default("200,1000,3000")
+    .transform((list) => list.split(",").map((p) => p.trim()).filter(Boolean).map(Number))
+    .pipe(z.array(z.number().int().nonnegative().max(10_000, "each pause must be at most 10000")).max(10, "at most 10 pauses")),
 });
 
 /** The Worker's configuration variables (what wrangler.toml [vars] and secrets may set). */

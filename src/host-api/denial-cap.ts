@@ -27,7 +27,7 @@ export class DenialCount {
   }
 
   /** The run is over: the count of denials not recorded, as one EventLog record (none when all were). Never throws. */
-  async tell(db: Db, s: AuthorizationSnapshot): Promise<void> {
+  async tell(db: Db, s: AuthorizationSnapshot, retryPausesMs: readonly number[]): Promise<void> {
     const suppressed = this.suppressed;
     if (!suppressed) return;
     const reason = `${suppressed} more denials of this run were not recorded: only the first ${MAX_RECORDED_DENIALS} of a run are`;
@@ -36,6 +36,6 @@ export class DenialCount {
     // Its own id: told twice (a session closes once), it is still one record.
     const record = hostRecordInsert(db, { onceAs: `hev_denials_${s.runId}`, eventType: "host_api.denied", ...place, runId: s.runId, data });
     // Refused for a moment, tried again as a run's own writes are; unrecorded, the operator still reads the count on the log.
-    await retryingRefused(() => writeAll(db, [record])).catch((e: unknown) => console.error(`run ${s.runId}: ${reason}; that count not recorded either: ${loggedError(e)}`));
+    await retryingRefused(() => writeAll(db, [record]), retryPausesMs).catch((e: unknown) => console.error(`run ${s.runId}: ${reason}; that count not recorded either: ${loggedError(e)}`));
   }
 }

@@ -160,7 +160,7 @@ function transcriptStatements(db: Db, items: NewTranscriptItem[], refs: RunArtif
  */
 async function writeNaming(deps: ExecuteDeps, statements: unknown[], blobs: string[]): Promise<void> {
   try {
-    await retryingRefused(() => writeAll(deps.db, statements));
+    await retryingRefused(() => writeAll(deps.db, statements), deps.config.DB_WRITE_RETRY_PAUSES_MS);
   } catch (err) {
     if (blobs.length && !mayHaveApplied(err)) await deps.artifacts.delete(blobs).catch(() => {});
     throw err;

@@ -2,10 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { ADMIN_TOKEN, messageEvent, waitForRunOn } from "../support/host";
+import { messageEvent, startHostOn, waitForRunOn } from "../support/host";
 import { callHostApi, deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -22,7 +20,7 @@ const startedRuns: { runId: string; token: string; baseUrl: string; text: string
 
 // The default deadline (5 minutes): the orphan must be found by the watchdog's heartbeat, long before it.
 const start = () =>
-  startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" } });
+  startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-"));
@@ -94,7 +92,7 @@ describe("an operator's cancel of a run lost with a restart", () => {
   it("ends it as lost (it did start), not as cancelled before it started, and answers that it had ended", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agent-host-restart-cancel-"));
     // A watchdog far off: the cancel is what finds the orphan.
-    const startSlow = () => startHost({ adminToken: ADMIN_TOKEN, dataDir: dir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "60000" } });
+    const startSlow = () => startHostOn(dir, { RUN_WATCHDOG_INTERVAL_MS: "60000" });
     let host = await startSlow();
     try {
       await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "restartable" });

@@ -2,10 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost } from "../../local/host";
 import { adminCall } from "../../local/setup";
-import { ADMIN_TOKEN, messageEvent, waitForRunOn } from "../support/host";
+import { messageEvent, startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -20,7 +18,7 @@ const never = deferred();
 const started: string[] = [];
 
 // A watchdog far away: the restarted object has not looked at its lost run yet when the next message comes.
-const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "60000" } });
+const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "60000" });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-reject-restart-"));

@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost, type HostOptions, type LocalHost } from "../../local/host";
+import { type HostOptions, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
+import { startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -27,7 +26,7 @@ const started: string[] = [];
 /** Chats whose next sendMessages are refused with a 429 asking to wait these many seconds, one each. */
 const throttleOnce = new Map<string, number[]>();
 
-const start = (more: Partial<HostOptions> = {}) => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" }, ...more });
+const start = (more: Partial<HostOptions> = {}) => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" }, more);
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-chat-"));

@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import type { LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { ADMIN_TOKEN, messageEvent, waitForRunOn } from "../support/host";
+import { messageEvent, startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -20,7 +19,7 @@ let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const never = deferred();
 /** An artifact of an earlier run of the conversation, which a later run may name. */
 let prior = "";
-const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" } });
+const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-art-"));

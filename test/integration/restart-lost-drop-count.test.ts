@@ -2,10 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { ADMIN_TOKEN, messageEvent, waitForRunOn } from "../support/host";
+import { messageEvent, startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -17,7 +15,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
 let dataDir: string;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const never = deferred();
-const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" } });
+const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-drops-"));

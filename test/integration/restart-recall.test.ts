@@ -6,12 +6,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import type { LocalHost } from "../../local/host";
 import { adminCall } from "../../local/setup";
 import { runOf } from "../support/conversation-runners";
 import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
-import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
+import { startHostOn, waitForRunOn } from "../support/host";
 import { keyedGates } from "../support/host-api";
 import { startAdHocRunner } from "../support/runner";
 import { slackDeletion, slackEdit } from "../support/slack-events";
@@ -38,7 +37,7 @@ const gates = keyedGates();
 
 /** One port for both instances: a run's job keeps the host's URL its event came in on, for its runner's Host API calls. */
 let port = 0;
-const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, port, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { DB_QUERY_TIMEOUT_MS: "30000" } });
+const start = () => startHostOn(dataDir, { DB_QUERY_TIMEOUT_MS: "30000" }, { port });
 
 function slackApi(call: PlatformCall): FakeReply {
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${Date.now() / 1000}` } };

@@ -3,11 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PRESS_REPEAT_WINDOW_MS } from "../../durable-objects/repeated-presses";
-import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import type { LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 import { storedKeysByObject } from "../support/do-storage";
-import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
+import { startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -30,7 +29,7 @@ let webhookUrl = "";
 let updateId = 900_000;
 
 // The watchdog soon: the run lost with the first instance ends, and the first press's run starts, as soon as it may.
-const start = () => startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: "1000" } });
+const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-press-restart-"));

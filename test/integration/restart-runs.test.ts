@@ -2,10 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { ADMIN_TOKEN, messageEvent, readSse, waitForRunOn } from "../support/host";
+import { ADMIN_TOKEN, messageEvent, readSse, startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -20,7 +18,7 @@ const never = deferred();
 const started: { runId: string; text: string }[] = [];
 
 const start = (interval = "1000") =>
-  startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: interval } });
+  startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: interval });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-runs-"));

@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import type { LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
-import { ADMIN_TOKEN, waitForRunOn } from "../support/host";
+import { startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { sayOnTelegram, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -31,13 +30,7 @@ let current: LocalHost | undefined;
 let logs = "";
 
 const start = async () =>
-  (current = await startHost({
-    adminToken: ADMIN_TOKEN,
-    dataDir,
-    scriptPath: join(ROOT, "dist/test/worker.js"),
-    vars: { RUN_WATCHDOG_INTERVAL_MS: "1000", DB_QUERY_TIMEOUT_MS: "2000" },
-    onRuntimeOutput: (text) => (logs += text),
-  }));
+  (current = await startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000", DB_QUERY_TIMEOUT_MS: "2000" }, { onRuntimeOutput: (text) => (logs += text) }));
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-inflight-"));

@@ -3,10 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import type { LocalHost } from "../../local/host";
 import { adminCall } from "../../local/setup";
-import { ADMIN_TOKEN, messageEvent, waitForRunOn } from "../support/host";
+import { messageEvent, startHostOn, waitForRunOn } from "../support/host";
 import { callHostApi, deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -25,7 +24,7 @@ const never = deferred();
 
 const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
 const start = (watchdogMs = 1000) =>
-  startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { RUN_WATCHDOG_INTERVAL_MS: String(watchdogMs), DB_QUERY_TIMEOUT_MS: "30000" } });
+  startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: String(watchdogMs), DB_QUERY_TIMEOUT_MS: "30000" });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-steer-"));

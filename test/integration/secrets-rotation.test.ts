@@ -3,11 +3,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local/build";
-import { startHost, type LocalHost } from "../../local/host";
+import type { LocalHost } from "../../local/host";
 import { adminCall } from "../../local/setup";
 import { startFakeProvider } from "../support/fake-provider";
-import { ADMIN_TOKEN, messageEvent, type RunView } from "../support/host";
+import { messageEvent, startHostOn, type RunView } from "../support/host";
 import { callHostApi } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -36,7 +35,7 @@ let openRunner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let botId = "";
 
 async function withHost<T>(vars: Record<string, string>, use: (host: LocalHost) => Promise<T>, dir = dataDir): Promise<T> {
-  const host = await startHost({ adminToken: ADMIN_TOKEN, dataDir: dir, scriptPath: join(ROOT, "dist/test/worker.js"), vars });
+  const host = await startHostOn(dir, vars);
   try {
     return await use(host);
   } finally {

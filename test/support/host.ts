@@ -3,12 +3,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../../local/build";
-import { DECISION_LINE, startHost, withoutDecisionLines, type LocalHost } from "../../local/host";
+import { DECISION_LINE, startHost, withoutDecisionLines, type HostOptions, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
 /** Every test host seals stored credentials, as `npm start` does. */
 export const SECRETS_KEY = Buffer.alloc(32, 7).toString("base64");
+/**
+ * Test hosts retry the database sooner than production (5 s; 0.2, 1 and 3 s): the same retries in the same order,
+ * less of the suite spent waiting them out. A test about the production schedule sets its own.
+ */
+export const QUICK_DB_RETRIES = { DB_RETRY_PAUSE_MS: "1000", DB_WRITE_RETRY_PAUSES_MS: "100,300,600" };
 const TERMINAL = new Set(["completed", "failed", "cancelled", "timeout"]);
 
 /** Polls a run on any local host (one a test restarts too) until it has ended. */
@@ -43,6 +48,14 @@ export interface TestHost extends LocalHost {
   query<T = Record<string, unknown>>(sql: string, args?: InArgs): Promise<T[]>;
 }
 
+/**
+ * A host on `dataDir`, which a test may stop and start again on it (a restart, a deploy): the built Worker, `vars`
+ * over the test defaults, `more` over the rest.
+ */
+export function startHostOn(dataDir: string, vars: Record<string, string> = {}, more: Partial<HostOptions> = {}): Promise<LocalHost> {
+  return startHost({ adminToken: ADMIN_TOKEN, dataDir, scriptPath: join(ROOT, "dist/test/worker.js"), vars: { ...QUICK_DB_RETRIES, ...vars }, ...more });
+}
+
 /** A real host: the built Worker under Miniflare with a fresh libSQL file of its own. */
 export async function startTestHost(opts: { vars?: Record<string, string>; captureLogs?: boolean; storageDrill?: boolean } = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-test-"));
@@ -53,7 +66,7 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     adminToken: ADMIN_TOKEN,
     dbUrl,
     scriptPath: join(ROOT, "dist/test/worker.js"),
-    vars: { SECRETS_KEY, ...opts.vars },
+    vars: { SECRETS_KEY, ...QUICK_DB_RETRIES, ...opts.vars },
     storageDrill: opts.storageDrill,
     // Decision lines (one per Host API call) are kept for the tests that read them; everything else the
     // Worker prints reaches the test output, unless the test captures it.

@@ -29,6 +29,16 @@ describe("configuration", () => {
     expect([config.ARTIFACT_TTL_SECONDS, config.RETENTION_DAYS, config.RUN_DEADLINE_MS]).toEqual([30 * 24 * 3600, undefined, 300_000]);
   });
 
+  it("reads the database retry pauses: a comma-separated list of write retries, and one pause before the object tries again", () => {
+    const config = (vars: Record<string, string>) => configOf({ ADMIN_TOKEN: TOKEN, ...vars } as unknown as Env);
+    expect([config({}).DB_WRITE_RETRY_PAUSES_MS, config({}).DB_RETRY_PAUSE_MS]).toEqual([[200, 1_000, 3_000], 5_000]);
+    expect(config({ DB_WRITE_RETRY_PAUSES_MS: " 50, 100 ,", DB_RETRY_PAUSE_MS: "250" })).toMatchObject({ DB_WRITE_RETRY_PAUSES_MS: [50, 100], DB_RETRY_PAUSE_MS: 250 });
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: "200,soon" })).toEqual([expect.stringMatching(/^DB_WRITE_RETRY_PAUSES_MS\.1: /)]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: "20000" })).toEqual([expect.stringMatching(/^DB_WRITE_RETRY_PAUSES_MS\.0: each pause must be at most 10000/)]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: Array(11).fill("1").join(",") })).toEqual([expect.stringMatching(/at most 10 pauses/)]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_RETRY_PAUSE_MS: "0" })).toEqual([expect.stringMatching(/^DB_RETRY_PAUSE_MS: /)]);
+  });
+
   it("bounds the retention settings: a cutoff past any date, or a batch past SQLite's parameter limit, is refused", () => {
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "1e301" })).toEqual([expect.stringMatching(/^RETENTION_DAYS: .*at most 36500/)]);
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "36500", RETENTION_BATCH_SIZE: "5000" })).toEqual([]);
