@@ -44,9 +44,11 @@ export class AlbumGathering {
     const awaited = this.coming.get(job.event.event_id);
     this.coming.delete(job.event.event_id);
     const album = albumRunFor(table, job, this.gathering);
+    // Arrived: the runs it held wait for it no more. Not only the one it joins (timed anew as it is stored): another
+    // gathering the album (of the agent deleted, when this item's is one created anew under its id) would wait out its
+    // announcement's bound, and the runs queued behind it with it.
+    if (awaited) this.retime(table.filter(([key]) => key !== album?.[0]), awaited.albumId, now);
     if (album) return joinAlbum(album, job, this.config().ALBUM_WAIT_MS, now, this.store);
-    // Arrived without joining (its agent's run is another's: one created anew under its id): the runs it held wait for it no more.
-    if (awaited) this.retime(table, awaited.albumId, now);
     return job.joinsAlbumOnly ? { disposition: "unaddressed", runId: null } : null;
   }
 
