@@ -25,7 +25,7 @@ import { ResultProcessor } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
 import type { WriteBudget } from "../lib/write-budget";
 import { HeldResults } from "./held-results";
-import { droppedWithWarning, splitLedgerWrites, writableApart } from "./ledger-writes";
+import { apartInBatch, auditsOf, droppedWithWarning, splitLedgerWrites } from "./ledger-writes";
 import { BlobPuts } from "./blob-put";
 import type { AuthorizationSnapshot } from "./snapshot";
 import type { RunnerEndpoint } from "./claim";
@@ -71,9 +71,12 @@ async function recordedOf(db: Db, runId: string, entries: LedgerEntry[]): Promis
   return entries.filter((e) => held.has(e.seq));
 }
 
-/** A batch's rows to write: its leading ledger rows, written first in parts of their own, then the rest in one write. */
+/**
+ * A batch's rows to write: its leading ledger rows, written first in parts of their own (each with the audits of the
+ * drops it holds, `audits` of them), then the rest in one write.
+ */
 interface BatchWrites {
-  leading: { statements: unknown[]; entries: LedgerEntry[] }[];
+  leading: { statements: unknown[]; entries: LedgerEntry[]; audits: number }[];
   statements: unknown[];
   /** The keys of the blobs stored, which only rows of `statements` name. */
   blobs: string[];
@@ -135,13 +138,17 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
     );
   }
   const runs = runsStore(db);
-  const ledger = splitLedgerWrites(batch.ledger, writableApart, droppedWithWarning);
+  const ledger = splitLedgerWrites(batch.ledger, apartInBatch(batch.ledger), droppedWithWarning);
+  // A drop's audit goes with its result and warning (auditsOf); the rest, the others.
+  const leading = ledger.leading.map((entries) => ({ entries, audits: auditsOf(batch.audits, entries) }));
+  const auditedApart = new Set(leading.flatMap((part) => part.audits));
   statements.push(...runs.ledgerInserts(ledger.rest));
   statements.push(...transcriptStatements(db, batch.transcriptItems, refs));
   const state = stateStore(db);
   for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, { runnerId: job.runner.runnerId, agentId: job.agent.agentId, agentEpoch: job.agent.stateEpoch ?? null }, w.scope, w.valueJson));
-  for (const audit of batch.audits) statements.push(hostRecordInsert(db, audit));
-  return { leading: ledger.leading.map((entries) => ({ statements: runs.ledgerInserts(entries), entries })), statements, blobs: put };
+  for (const audit of batch.audits) if (!auditedApart.has(audit)) statements.push(hostRecordInsert(db, audit));
+  const parts = leading.map(({ entries, audits }) => ({ statements: [...runs.ledgerInserts(entries), ...audits.map((a) => hostRecordInsert(db, a))], entries, audits: audits.length }));
+  return { leading: parts, statements, blobs: put };
 }
 
 /** Transcript items with their refs checked (the stored facts, refused ones left out; content naming an artifact never stored too); an item of artifacts left with none is not written. */
@@ -170,9 +177,9 @@ async function writeNaming(deps: ExecuteDeps, statements: unknown[], blobs: stri
 /**
  * A batch's writes in order, its leading ledger parts first (one refused leaves no blob of the batch: no row names one
  * yet). A write that fails leaves the parts before it written: their entries go to followers at once, as a replay
- * gives them, and `progress.entries` counts them.
+ * gives them, and `progress` counts them and the drop audits written with them.
  */
-async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: BatchWrites, progress = { entries: 0 }): Promise<void> {
+async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: BatchWrites, progress = { entries: 0, audits: 0 }): Promise<void> {
   let done = 0;
   try {
     for (; done < leading.length; done++) await writeNaming(deps, leading[done].statements, blobs);
@@ -180,6 +187,7 @@ async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: B
   } catch (err) {
     const written = leading.slice(0, done).flatMap((part) => part.entries);
     progress.entries = written.length;
+    progress.audits = leading.slice(0, done).reduce((n, part) => n + part.audits, 0);
     if (written.length) deps.publish(written);
     throw err;
   }
@@ -228,13 +236,13 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   };
   const write = async (batch: ResultBatch | null) => {
     if (!batch) return;
-    const progress = { entries: 0 };
+    const progress = { entries: 0, audits: 0 };
     await writeInParts(deps, await statementsOf(batch), progress).catch((err: unknown) => {
       // Refused, the batch's inline artifacts were never stored (their blobs are removed): no later item names them.
       if (!mayHaveApplied(err)) {
         artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
-        // Its drops' audits go with its last part: none of them written.
-        processor.notWritten(batch);
+        // Its drops' audits go with their results: those of the parts written before it are recorded.
+        processor.notWritten(batch, progress.audits);
       } else unanswered.push(...batch.ledger.slice(progress.entries)); // its leading parts written are published already
       throw err;
     });

@@ -1,3 +1,4 @@
+import type { HostRecord } from "../stores/event-log";
 import type { LedgerEntry } from "../stores/runs";
 
 /**
@@ -19,8 +20,9 @@ const TERMINAL = new Set(["run.completed", "run.failed"]);
 
 /**
  * Whether a ledger entry may be written ahead of the rest of its batch: nothing else of the batch goes with it. A
- * result the host dropped brings no row (checked, its references too, before the batch is split), so a runner cannot
- * keep its flood in one write by sending one ahead of it; a terminal one stays with the run's end.
+ * result the host dropped brings no row but its audit, written with it (auditsOf; checked, its references too, before
+ * the batch is split), so a runner cannot keep its flood in one write by sending one ahead of it; a terminal one stays
+ * with the run's end.
  */
 export function writableApart(entry: LedgerEntry): boolean {
   if (entry.origin !== "runner" || !WITH_OTHER_ROWS.has(entry.type)) return true;
@@ -48,11 +50,41 @@ export function splitLedgerWrites<T>(entries: T[], apart: (entry: T) => boolean,
   return { leading, rest: entries.slice(start) };
 }
 
+/** The result a host warning names (`ledger_seq`: one the host dropped or ignored), if it names one. */
+function namedByWarning(entry: LedgerEntry): unknown {
+  if (entry.origin !== "host" || entry.type !== "host.warning") return undefined;
+  return (entry.data as { ledger_seq?: unknown } | null)?.ledger_seq ?? undefined;
+}
+
 /**
  * A dropped result and the warning after it naming it (`ledger_seq`): the ledger's only mark of the drop (markDropped),
  * so a reply rebuilt from it never shows the result, whichever write of the batch fails.
  */
 export function droppedWithWarning(entry: LedgerEntry, next: LedgerEntry): boolean {
-  if (entry.origin !== "runner" || !entry.dropped || next.origin !== "host" || next.type !== "host.warning") return false;
-  return (next.data as { ledger_seq?: unknown } | null)?.ledger_seq === entry.seq;
+  return entry.origin === "runner" && entry.dropped === true && namedByWarning(next) === entry.seq;
+}
+
+/**
+ * writableApart for the entries of one batch, but for a dropped result whose warning does not follow it at once: a
+ * refused reference's is made once the whole batch was processed (batchStatements), so it comes after every other
+ * entry; a part written apart would leave the result in the ledger unmarked if the rest were refused for good. From
+ * it on, as from a reference accepted, nothing more of the batch is written apart.
+ */
+export function apartInBatch(entries: LedgerEntry[]): (entry: LedgerEntry) => boolean {
+  const warnedLater = new Set<unknown>();
+  entries.forEach((entry, i) => {
+    const named = namedByWarning(entry);
+    if (named !== undefined && entries[i - 1]?.seq !== named) warnedLater.add(named);
+  });
+  return (entry) => writableApart(entry) && !warnedLater.has(entry.seq);
+}
+
+/**
+ * Of a batch's drop audits, those of results among `entries` (named by `ledger_seq`): written in the same write as the
+ * result and its warning, so the ledger holds no drop whose audit was lost with a later write (recorded-end.ts counts
+ * a host-ended run's unaudited drops from its ledger, taking its first MAX_AUDITED_DROPS warnings for audited ones).
+ */
+export function auditsOf(audits: HostRecord[], entries: LedgerEntry[]): HostRecord[] {
+  const seqs = new Set<unknown>(entries.map((e) => e.seq));
+  return audits.filter((a) => seqs.has(a.data.ledger_seq));
 }

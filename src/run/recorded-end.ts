@@ -73,9 +73,10 @@ export async function recordedEnd(db: Db, job: Pick<RunJob, "runId" | "conversat
 
 /**
  * Its drops past the cap, counted from the warnings its ledger holds (each drop's is written with its audit, in one
- * batch): what the ledger holds of the run is what was written of it, in the order the run's drops were admitted, so
- * its first MAX_AUDITED_DROPS drops there are the audited ones. `drops`: its warnings naming a result, but for those
- * of a result of an unknown type (ignored, not dropped: no audit).
+ * write, a part of a batch written apart included: ledger-writes.ts auditsOf): what the ledger holds of the run is
+ * what was written of it, in the order the run's drops were admitted, so its first MAX_AUDITED_DROPS drops there are
+ * the audited ones. `drops`: its warnings naming a result, but for those of a result of an unknown type (ignored, not
+ * dropped: no audit).
  */
 function unauditedDropsOf(job: Pick<RunJob, "runId" | "conversationKey" | "conversation" | "runner">, drops: number): HostRecord[] {
   return unauditedDropsRecord({ runId: job.runId, runnerId: job.runner.runnerId, place: placeOfRun(job) }, drops - MAX_AUDITED_DROPS);

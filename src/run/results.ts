@@ -150,9 +150,9 @@ export class ResultProcessor {
     return this.dropAudits.summary({ runId: this.init.runId, runnerId: this.init.runnerId, place: this.init.place });
   }
 
-  /** The batch's rows were never written (the database refused them, or a read they needed first): its drops' audits count among those not recorded. */
-  notWritten(batch: ResultBatch): void {
-    this.dropAudits.refused(batch.audits.length);
+  /** The batch's rows were never written (the database refused them, or a read they needed first) but for its parts written apart, which held `auditsWritten` of its drops' audits: the others count among those not recorded. */
+  notWritten(batch: ResultBatch, auditsWritten = 0): void {
+    this.dropAudits.refused(batch.audits.length - auditsWritten);
   }
 
   private entry(type: string, data: unknown, origin: "runner" | "host", runnerSequence?: number | null): LedgerEntry {
