@@ -182,8 +182,9 @@ describe("steering (PROTOCOL §10)", () => {
       await agentFor(conversation, runner, { pull: "all", concurrency: { strategy, debounce_ms: 600, debounce_max_ms: 1500 } });
       const t0 = Date.now();
       await host.postEvent(messageEvent(conversation, "m0"));
-      // A line every 300 ms for 3 s: the window would keep sliding past 3.6 s without a bound.
-      for (let i = 1; i <= 10; i++) {
+      // A line every 300 ms for 3 s: the window would keep sliding past 3.6 s without a bound. Lines after a run began
+      // can no longer move its start: the burst stops there.
+      for (let i = 1; i <= 10 && startedTexts(conversation).length === 0; i++) {
         await new Promise((r) => setTimeout(r, 300));
         await host.postEvent(messageEvent(conversation, `m${i}`));
       }

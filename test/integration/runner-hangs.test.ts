@@ -87,6 +87,9 @@ async function hangs(conv: string, mode: string, cancelAfterMs?: number) {
   const queued = await host.postEvent(messageEvent(conv, "behind"));
   let cancel: number | undefined;
   if (cancelAfterMs !== undefined) {
+    // Counted from the runner's call, not the event's post: on a loaded machine the run may start late, and a
+    // cancel that came after the 1.5 s deadline would find the run timed out.
+    await expect.poll(() => tokens.has(runId), { timeout: 10_000 }).toBe(true);
     await new Promise((r) => setTimeout(r, cancelAfterMs));
     cancel = (await host.admin("POST", `/v1/runs/${runId}/cancel`)).status;
   }
@@ -107,7 +110,7 @@ describe("a runner that hangs", () => {
       expect(got).toEqual({ cancel: undefined, status: "timeout", code: "deadline_exceeded", ends: 1, last: "run.failed", sseEnd: "timeout", api: 401, next: "completed", nextMsg: "ok: behind" });
     });
     it(`(${mode}) cancelled mid-hang ends cancelled once`, async () => {
-      const got = await hangs(`cancel-${mode}`, mode, 500);
+      const got = await hangs(`cancel-${mode}`, mode, 200);
       expect(got).toEqual({ cancel: 202, status: "cancelled", code: "cancelled", ends: 1, last: "run.failed", sseEnd: "cancelled", api: 401, next: "completed", nextMsg: "ok: behind" });
     });
   }

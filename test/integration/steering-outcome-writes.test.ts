@@ -132,7 +132,8 @@ describe("a run ending with an unpulled claim whose steering.dropped write is ap
     host.databaseOutage({ delayMs: 2_500, matching: "steering.dropped" });
     releaseNoPull.resolve();
     const run = await host.waitForRun(first.body.run_id!, 20_000);
-    await sleep(8_000);
+    // The held write lands 2.5 s after it was sent; its retry (the alarm's, at once, or a DB_RETRY_PAUSE_MS later) comes before.
+    await sleep(4_000);
     const outcomes = await outcomesOf(c);
     expect({ status: run.status, outcomes }).toEqual({ status: "completed", outcomes: ["steering.dropped:late-steered-2"] });
   }, 30_000);

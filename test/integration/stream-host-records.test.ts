@@ -65,7 +65,8 @@ describe("a run cancelled during a tool call", () => {
     const followed = await readSse(await live);
     expect(followed.end).toBe("cancelled");
 
-    await new Promise((r) => setTimeout(r, 2_000));
+    // Once the held record has landed: a replay then has all the run will ever have.
+    await waitFor(async () => (await ledgerTypes()).includes("tool.call.completed"), 10_000, "the stopped call's record");
     const replayed = await readSse(await stream(runId));
     const types = await ledgerTypes();
     // Live frames come as they are written (a result batch may land after a Host API record numbered later): the same entries, by seq.
