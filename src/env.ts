@@ -2,6 +2,7 @@ import * as z from "zod";
 import type { ConversationDO } from "../durable-objects/conversation";
 import { ConfigError } from "./lib/config-error";
 import { isSecretsKey } from "./lib/secret-box";
+import { STATE_VALUE_MAX_BYTES } from "./protocol/results";
 
 /** Bindings and vars the Worker and the Durable Object receive. */
 export interface Env {
@@ -45,6 +46,10 @@ export interface Env {
   MODEL_STREAM_IDLE_TIMEOUT_MS?: string;
   RESOURCE_RESPONSE_BUDGET_BYTES?: string;
   STORAGE_MAX_VALUE_BYTES?: string;
+  STATE_MAX_SCOPE_KEYS?: string;
+  STATE_MAX_SCOPE_BYTES?: string;
+  STORAGE_MAX_AREA_KEYS?: string;
+  STORAGE_MAX_AREA_BYTES?: string;
   PLATFORM_API_TIMEOUT_MS?: string;
   DB_QUERY_TIMEOUT_MS?: string;
   DELIVERY_EDIT_INTERVAL_MS?: string;
@@ -150,6 +155,25 @@ const ConfigFields = z.object({
   MODEL_STREAM_IDLE_TIMEOUT_MS: positiveInt(60_000),
   /** Largest storage.set value, decoded bytes (its base64 must also fit in MAX_API_BODY_BYTES). */
   STORAGE_MAX_VALUE_BYTES: positiveInt(MiB),
+  /**
+   * What one state scope keeps across runs, whoever writes it (an actor's or the runner scope is shared by an agent's
+   * runs in every conversation): keys, and UTF-8 bytes of their values. Past either, a write of a new key or of a
+   * larger value is refused (413) or, as a `state.updated` result, dropped; overwriting with a value no larger and
+   * deleting always work. 10,000 keys is far more than a session, its checkpoints and a note per fact need; the key
+   * cap alone would let a scope hold 2.5 GiB (values are up to 256 KiB), so its bytes are capped too: 64 MiB, 256
+   * values of the largest size or 10,000 of 6.5 KiB, while a run's context carries at most 1 MiB of it.
+   */
+  STATE_MAX_SCOPE_KEYS: positiveInt(10_000),
+  STATE_MAX_SCOPE_BYTES: positiveInt(64 * MiB),
+  /**
+   * What one storage area keeps (a runner service's `plugin` area, shared by all its agents and workspaces; a
+   * workspace's): keys, and decoded bytes of their values (each value's base64 padding, up to 2 bytes, counted too:
+   * stores/data-caps.ts). Storage is for blobs (up to STORAGE_MAX_VALUE_BYTES each),
+   * so the bytes are the bound that matters: 256 MiB, 256 values of the largest size; 10,000 keys keeps a listing's
+   * pages and a runner's key space bounded. Past either, a write is refused (413), as for state.
+   */
+  STORAGE_MAX_AREA_KEYS: positiveInt(10_000),
+  STORAGE_MAX_AREA_BYTES: positiveInt(256 * MiB),
   /** Each call to a chat platform's API (send, edit, file lookup) gives up after this long. */
   PLATFORM_API_TIMEOUT_MS: positiveInt(10_000),
   /** One libSQL round trip (a query or a batch): a database that hangs fails the call instead of holding a run or an alarm. */
@@ -196,6 +220,15 @@ const ConfigSchema = ConfigFields.refine((c) => c.RUN_DEADLINE_MS + c.DELIVERY_S
   .refine((c) => c.RESOURCE_RESPONSE_BUDGET_BYTES >= c.RESOURCE_RESPONSE_MAX_BYTES, {
     path: ["RESOURCE_RESPONSE_BUDGET_BYTES"],
     message: "RESOURCE_RESPONSE_BUDGET_BYTES must be at least RESOURCE_RESPONSE_MAX_BYTES: an answer as large as allowed must fit in it",
+  })
+  // A cap below one value of the largest size would refuse values every other check lets through.
+  .refine((c) => c.STATE_MAX_SCOPE_BYTES >= STATE_VALUE_MAX_BYTES, {
+    path: ["STATE_MAX_SCOPE_BYTES"],
+    message: `STATE_MAX_SCOPE_BYTES must be at least ${STATE_VALUE_MAX_BYTES} (a state value's largest size): a scope must hold one value as large as allowed`,
+  })
+  .refine((c) => c.STORAGE_MAX_AREA_BYTES >= c.STORAGE_MAX_VALUE_BYTES + 2, {
+    path: ["STORAGE_MAX_AREA_BYTES"],
+    message: "STORAGE_MAX_AREA_BYTES must be at least STORAGE_MAX_VALUE_BYTES + 2: an area must hold one value as large as allowed, counted with its base64 padding",
   })
   // The wrong variable removed at the end of a rotation: every sealed credential would fail, and new ones be stored in the clear.
   .refine((c) => c.SECRETS_KEY_PREVIOUS === undefined || c.SECRETS_KEY !== undefined, {

@@ -40,10 +40,27 @@ export function insertWhereOnConflict<T extends SQLiteTable>(
   return db.run(sql`${insertWhereSql(table, values, guard)} ${onConflict}`);
 }
 
-function insertWhereSql<T extends SQLiteTable>(table: T, values: Record<string, unknown>, guard: SQL): SQL {
+/**
+ * insertWhereOnConflict over what `source.query` reads, computed once (a MATERIALIZED common table expression named
+ * `source.name`, which the guard and values may name however often), returning `returning` for the row written: none
+ * when the guard refused it (or a trigger ignored it).
+ */
+export function insertFromWhereReturning<T extends SQLiteTable>(
+  db: Db,
+  table: T,
+  values: { [K in keyof T["$inferInsert"]]: T["$inferInsert"][K] | SQL | Placeholder },
+  source: { name: SQL; query: SQL },
+  guard: SQL,
+  onConflict: SQL,
+  returning: SQL,
+) {
+  return db.all(sql`WITH ${source.name} AS MATERIALIZED (${source.query}) ${insertWhereSql(table, values, guard, source.name)} ${onConflict} RETURNING ${returning}`);
+}
+
+function insertWhereSql<T extends SQLiteTable>(table: T, values: Record<string, unknown>, guard: SQL, from?: SQL): SQL {
   const columns = getTableColumns(table);
   const entries = Object.entries(values).filter(([, v]) => v !== undefined);
   const names = sql.join(entries.map(([k]) => sql.identifier(columns[k].name)), sql`, `);
   const vals = sql.join(entries.map(([, v]) => sql`${typeof v === "boolean" ? Number(v) : v}`), sql`, `);
-  return sql`INSERT INTO ${table} (${names}) SELECT ${vals} WHERE ${guard}`;
+  return sql`INSERT INTO ${table} (${names}) SELECT ${vals}${from ? sql` FROM ${from}` : sql``} WHERE ${guard}`;
 }

@@ -19,6 +19,12 @@ export const UNKNOWN_TYPE_WARNING = "result.unknown_type";
  */
 export const OVER_LIMIT_WARNING = "result.over_limit";
 
+/**
+ * The code of the warning naming a `state.updated` dropped because its scope is full (STATE_MAX_SCOPE_KEYS or
+ * STATE_MAX_SCOPE_BYTES): a drop with its audit; the run goes on.
+ */
+export const STATE_SCOPE_FULL_WARNING = "result.state_scope_full";
+
 /** The facts a run's summary of its unaudited drops names. */
 export interface DropSummaryTarget {
   runId: string;

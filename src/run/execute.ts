@@ -14,6 +14,8 @@ import { RUN_ENDED, RunnerCallError } from "../runner/errors";
 import { hostRecordInsert, placeOfRun } from "../stores/event-log";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { stateStore } from "../stores/state";
+import { stateCap } from "../stores/data-caps";
+import { stateWritesWithinCaps } from "./state-caps";
 import { transcriptInsert, type NewTranscriptItem } from "../stores/transcript";
 import { buildRunContext, type StateRead } from "./context";
 import type { HistoryBefore } from "./history-before";
@@ -137,6 +139,10 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
       }),
     );
   }
+  // State writes past their scopes' caps are dropped before the ledger is split, their warnings among its entries.
+  const cap = stateCap(deps.config);
+  const { kept, refused } = await stateWritesWithinCaps(db, batch.stateWrites, cap);
+  for (const r of refused) processor.refuseStateWrite(batch, r.write.recorded, r.message, r.facts);
   const runs = runsStore(db);
   const ledger = splitLedgerWrites(batch.ledger, apartInBatch(batch.ledger), droppedWithWarning);
   // A drop's audit goes with its result and warning (auditsOf); the rest, the others.
@@ -145,7 +151,8 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   statements.push(...runs.ledgerInserts(ledger.rest));
   statements.push(...transcriptStatements(db, batch.transcriptItems, refs));
   const state = stateStore(db);
-  for (const w of batch.stateWrites) statements.push(state.setStatement(w.scopeKey, w.key, { runnerId: job.runner.runnerId, agentId: job.agent.agentId, agentEpoch: job.agent.stateEpoch ?? null }, w.scope, w.valueJson));
+  const owner = { runnerId: job.runner.runnerId, agentId: job.agent.agentId, agentEpoch: job.agent.stateEpoch ?? null };
+  for (const w of kept) statements.push(state.setStatement(w.scopeKey, w.key, owner, w.scope, w.valueJson, cap));
   for (const audit of batch.audits) if (!auditedApart.has(audit)) statements.push(hostRecordInsert(db, audit));
   const parts = leading.map(({ entries, audits }) => ({ statements: [...runs.ledgerInserts(entries), ...audits.map((a) => hostRecordInsert(db, a))], entries, audits: audits.length }));
   return { leading: parts, statements, blobs: put };

@@ -14,7 +14,7 @@ import { InlineArtifactIds } from "./inline-artifact-ids";
 import type { ResultBatch } from "./result-batch";
 import { ledgerDataOf, parseResultLine } from "./result-line";
 import { SequenceCheck } from "./sequence-check";
-import { DropAuditCount, OVER_LIMIT_WARNING, UNKNOWN_TYPE_WARNING } from "./drop-audit-cap";
+import { DropAuditCount, OVER_LIMIT_WARNING, STATE_SCOPE_FULL_WARNING, UNKNOWN_TYPE_WARNING } from "./drop-audit-cap";
 import { unavailableStateScope } from "./state-scope-refusal";
 import { WriteBudget } from "../lib/write-budget";
 import { MAX_UNKNOWN_TYPE_WARNINGS, UnknownTypeWarnings } from "./unknown-type-warnings";
@@ -255,6 +255,11 @@ export class ResultProcessor {
     this.drop(batch, recorded, reason, { artifact_id: artifactId }, code);
   }
 
+  /** A `state.updated` the executor found past its scope's cap (run/state-caps.ts): dropped like any refused result, its facts the cap and the usage. */
+  refuseStateWrite(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown>) {
+    this.drop(batch, recorded, reason, facts, STATE_SCOPE_FULL_WARNING);
+  }
+
   /** A host warning in the ledger and an audit record in EventLog: what was dropped and why. */
   private reportDrop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}, code = "result.invalid_payload") {
     const { type, seq: ledger_seq } = recorded;
@@ -332,7 +337,7 @@ export class ResultProcessor {
         // Taken from the budget the run's state.set calls take from too.
         const what = `the run made more than ${limit} state writes (RUN_MAX_STATE_UPDATES, state.updated results and state.set calls together)`;
         this.withinCap(batch, recorded, limit === undefined || this.stateWrites.take(limit), "runner.too_many_state_updates", what, limit);
-        batch.stateWrites.push({ scope: result.data.scope, scopeKey, key: result.data.key, valueJson: JSON.stringify(result.data.value) });
+        batch.stateWrites.push({ scope: result.data.scope, scopeKey, key: result.data.key, valueJson: JSON.stringify(result.data.value), recorded });
         return;
       }
       case "artifact.created": {

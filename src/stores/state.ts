@@ -1,7 +1,9 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, sql, type Placeholder, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
-import { runnerState } from "../db/schema";
+import { insertFromWhereReturning } from "../db/guarded";
+import { runnerState, runnerStateUsage } from "../db/schema";
+import { asRoom, fitsRoom, jsonBytes, ROOM, roomQuery, roomValues, type DataCap, type Room, type RoomParts } from "./data-caps";
 import { sha256Hex } from "../lib/crypto";
 import { parseJson } from "../lib/json";
 import type { StateScope } from "../protocol/context";
@@ -113,13 +115,32 @@ const scopeSnapshot = compiled((db) => {
     .from(running)
     .orderBy(asc(running.key));
 });
+const u = runnerStateUsage;
+/** How a capped write reads a scope's usage and a key's present size (data-caps.ts). */
+const roomOf = (scopeKey: SQL | Placeholder, key: SQL | Placeholder): RoomParts => ({
+  keys: sql`SELECT ${u.keys} FROM ${u} WHERE ${u.scopeKey} = ${scopeKey}`,
+  bytes: sql`SELECT ${u.bytes} FROM ${u} WHERE ${u.scopeKey} = ${scopeKey}`,
+  oldSize: sql`SELECT ${jsonBytes(s.valueJson)} FROM ${s} WHERE ${s.scopeKey} = ${scopeKey} AND ${s.key} = ${key}`,
+});
+// The host's own seed is written whatever the scope holds: one key per conversation scope, counted with the others.
 const seed = compiled((db) => db.insert(s).values(newValue()).onConflictDoNothing());
-const upsert = compiled((db) =>
-  db
-    .insert(s)
-    .values(newValue())
-    .onConflictDoUpdate({ target: [s.scopeKey, s.key], set: { valueJson: sql`excluded.${sql.identifier(s.valueJson.name)}`, updatedAt: sql`excluded.${sql.identifier(s.updatedAt.name)}` } }),
+/** A runner's write: applied only if it fits the scope's cap when it runs (its one row says it was written). */
+const cappedUpsert = compiled((db) =>
+  insertFromWhereReturning(
+    db,
+    s,
+    newValue(),
+    { name: ROOM, query: roomQuery(roomOf(param("scopeKey"), param("key"))) },
+    fitsRoom(jsonBytes(param("valueJson")), { maxKeys: param("maxKeys"), maxBytes: param("maxBytes") }),
+    sql`ON CONFLICT (${sql.identifier(s.scopeKey.name)}, ${sql.identifier(s.key.name)}) DO UPDATE SET ${sql.identifier(s.valueJson.name)} = excluded.${sql.identifier(s.valueJson.name)}, ${sql.identifier(s.updatedAt.name)} = excluded.${sql.identifier(s.updatedAt.name)}`,
+    sql`1`,
+  ),
 );
+// `all`, not `get`: drizzle takes a raw `get` of a batch as the first value of its row (sqlite-proxy), not the row.
+const room = compiled((db) => db.all<unknown[]>(sql`SELECT ${roomValues(roomOf(param("scopeKey"), param("key")))}`));
+
+/** A key's place in `rooms`' answer: keys hold no NUL (checked on the way in), so the pair is unambiguous. */
+export const roomKey = (scopeKey: string, key: string) => `${scopeKey}\0${key}`;
 
 export function stateStore(db: Db) {
   return {
@@ -138,8 +159,21 @@ export function stateStore(db: Db) {
       const row = await db.select().from(s).where(and(eq(s.scopeKey, scopeKey), eq(s.key, key))).get();
       return row ? parseJson<unknown>(row.valueJson, null) : undefined;
     },
-    setStatement: (scopeKey: string, key: string, owner: StateOwner, scope: StateScope, valueJson: string) =>
-      upsert(db, { scopeKey, key, ...owner, scope, valueJson, updatedAt: Date.now() }),
+    /** The write of one key, within the scope's cap (data-caps.ts): answers a row when written, none when it did not fit (or the agent is gone, 0014). */
+    setStatement: (scopeKey: string, key: string, owner: StateOwner, scope: StateScope, valueJson: string, cap: DataCap) =>
+      cappedUpsert(db, { scopeKey, key, ...owner, scope, valueJson, updatedAt: Date.now(), ...cap }),
+    /** The scope's usage and the key's size (one row), read in the batch of a setStatement to tell why it wrote nothing. */
+    roomStatement: (scopeKey: string, key: string) => room(db, { scopeKey, key }),
+    /**
+     * The rooms of many keys at once (a run's batch of state.updated results), in one query, by `roomKey`.
+     */
+    async rooms(pairs: { scopeKey: string; key: string }[]): Promise<Map<string, Room>> {
+      const pair = sql.identifier("pair");
+      const [scopeKey, key] = [sql`json_extract(${pair}.value, '$[0]')`, sql`json_extract(${pair}.value, '$[1]')`];
+      const list = JSON.stringify(pairs.map((p) => [p.scopeKey, p.key]));
+      const rows = await db.all<unknown[]>(sql`SELECT ${scopeKey}, ${key}, ${roomValues(roomOf(scopeKey, key))} FROM json_each(${list}) AS ${pair}`);
+      return new Map(rows.map(([sk, k, ...values]) => [roomKey(String(sk), String(k)), asRoom(values)]));
+    },
     deleteStatement(scopeKey: string, key: string) {
       return db.delete(s).where(and(eq(s.scopeKey, scopeKey), eq(s.key, key)));
     },

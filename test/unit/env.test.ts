@@ -58,6 +58,16 @@ describe("upstream answers", () => {
   });
 });
 
+describe("what runners keep across runs", () => {
+  it("refuses a scope or area capped below one value of the largest size, naming what to set", () => {
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, STATE_MAX_SCOPE_BYTES: String(256 * 1024 - 1), STORAGE_MAX_AREA_BYTES: "1024" })).toEqual([
+      expect.stringMatching(/^STATE_MAX_SCOPE_BYTES: .*at least 262144/),
+      expect.stringMatching(/^STORAGE_MAX_AREA_BYTES: .*at least STORAGE_MAX_VALUE_BYTES \+ 2/),
+    ]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, STATE_MAX_SCOPE_BYTES: String(256 * 1024), STORAGE_MAX_VALUE_BYTES: "1024", STORAGE_MAX_AREA_BYTES: "1026" })).toEqual([]);
+  });
+});
+
 describe("secrets key rotation", () => {
   it("refuses SECRETS_KEY_PREVIOUS without SECRETS_KEY, naming what to set", () => {
     const key = Buffer.alloc(32, 7).toString("base64");

@@ -41,4 +41,41 @@ describe("migrations on an existing database", () => {
     expect(await match('"北 京"')).toEqual(["t-new"]);
     expect(await match('"北京开会"')).toEqual(["t-old"]);
   });
+
+  it("counts the state and storage already there, and keeps the counts exact through any statement's inserts, overwrites, moves and deletes (0027)", async () => {
+    const client = createClient({ url: ":memory:" });
+    await migrate(drizzle(client), { migrationsFolder: migrationsBefore("0027_runner_data_usage") });
+    const run = (sql: string) => client.execute(sql);
+    // Rows without an agent or a plugin service: the triggers of 0012 to 0014 let them be written.
+    await run(`INSERT INTO runner_state (scope_key, key, runner_id, scope, value_json, updated_at) VALUES ('s1', 'a', 'r', 'actor', '"é"', 1), ('s1', 'b', 'r', 'actor', '[1,2]', 1), ('s2', 'a', 'r', 'actor', '0', 1)`);
+    await run(`INSERT INTO storage (area, owner_key, key, value_base64, updated_at) VALUES ('workspace', 'w1', 'a', 'AAAA', 1), ('workspace', 'w1', 'b', 'AA==', 1), ('workspace', 'w2', 'a', '', 1)`);
+    await migrate(drizzle(client), { migrationsFolder: "migrations" });
+    const rows = async (sql: string) => (await client.execute(sql)).rows.map((r) => Object.values(r).map((v) => (typeof v === "bigint" ? Number(v) : v)));
+    const expectExact = async () => {
+      expect(await rows("SELECT scope_key, keys, bytes FROM runner_state_usage ORDER BY scope_key")).toEqual(
+        await rows("SELECT scope_key, COUNT(*), SUM(octet_length(value_json)) FROM runner_state GROUP BY scope_key ORDER BY scope_key"),
+      );
+      expect(await rows("SELECT area, owner_key, keys, bytes FROM storage_usage ORDER BY area, owner_key")).toEqual(
+        await rows("SELECT area, owner_key, COUNT(*), SUM(octet_length(value_base64) / 4 * 3) FROM storage GROUP BY area, owner_key ORDER BY area, owner_key"),
+      );
+    };
+    await expectExact();
+    expect(await rows("SELECT keys, bytes FROM runner_state_usage WHERE scope_key = 's1'")).toEqual([[2, 4 + 5]]);
+    for (const sql of [
+      `INSERT INTO runner_state (scope_key, key, runner_id, scope, value_json, updated_at) VALUES ('s1', 'a', 'r', 'actor', '"longer"', 2) ON CONFLICT DO UPDATE SET value_json = excluded.value_json`,
+      "UPDATE runner_state SET scope_key = 's3' WHERE scope_key = 's2'",
+      "UPDATE runner_state SET updated_at = 3",
+      "DELETE FROM runner_state WHERE key = 'b'",
+      "UPDATE storage SET value_base64 = 'AAAAAAAA' WHERE owner_key = 'w1' AND key = 'a'",
+      "UPDATE storage SET owner_key = 'w2' WHERE owner_key = 'w1' AND key = 'b'",
+      "UPDATE storage SET area = 'plugin', owner_key = 'svc' WHERE owner_key = 'w2' AND key = 'a'",
+      "DELETE FROM storage WHERE owner_key = 'w1'",
+    ]) {
+      await run(sql);
+      await expectExact();
+    }
+    // Scopes and areas left without keys have no row.
+    expect(await rows("SELECT scope_key FROM runner_state_usage ORDER BY scope_key")).toEqual([["s1"], ["s3"]]);
+    expect(await rows("SELECT area, owner_key FROM storage_usage ORDER BY area, owner_key")).toEqual([["plugin", "svc"], ["workspace", "w2"]]);
+  });
 });

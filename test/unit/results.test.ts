@@ -74,7 +74,7 @@ describe("ResultProcessor", () => {
 
   it("drops a state update for a scope the run does not have, with an audit record", () => {
     const b = make().process([line("state.updated", { scope: "actor", key: "k", value: 1 }), line("state.updated", { scope: "conversation", key: "k", value: 2 })]);
-    expect(b.stateWrites).toEqual([{ scope: "conversation", scopeKey: "scope-key", key: "k", valueJson: "2" }]);
+    expect(b.stateWrites).toEqual([{ scope: "conversation", scopeKey: "scope-key", key: "k", valueJson: "2", recorded: expect.objectContaining({ type: "state.updated", data: { scope: "conversation", key: "k", value: 2 } }) }]);
     expect(b.audits[0].data).toMatchObject({ result_type: "state.updated" });
   });
 

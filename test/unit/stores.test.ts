@@ -16,6 +16,8 @@ import { createHash } from "node:crypto";
 import { transcriptInsert, transcriptStore } from "../../src/stores/transcript";
 
 const OWNER = { runnerId: "r", agentId: "a", agentEpoch: null };
+/** A scope cap these tests never reach. */
+const ROOMY = { maxKeys: 1000, maxBytes: 1 << 20 };
 /** The runners' service (service_id 'svc'): an agent is written only while its service is where its secrets were sealed for. */
 const SERVICE_URL = "http://svc.test";
 /** State is written only for an agent that exists (migration 0012): OWNER's runner and agent. */
@@ -91,7 +93,7 @@ describe("stores on embedded libSQL", () => {
   it("lists state keys by prefix with has_more, and upserts", async () => {
     await registerOwner();
     const s = stateStore(db);
-    await db.batch([s.setStatement("k", "a.1", OWNER, "conversation", "1"), s.setStatement("k", "a.2", OWNER, "conversation", "2"), s.setStatement("k", "b.1", OWNER, "conversation", "3"), s.setStatement("k", "a.1", OWNER, "conversation", "10")]);
+    await db.batch([s.setStatement("k", "a.1", OWNER, "conversation", "1", ROOMY), s.setStatement("k", "a.2", OWNER, "conversation", "2", ROOMY), s.setStatement("k", "b.1", OWNER, "conversation", "3", ROOMY), s.setStatement("k", "a.1", OWNER, "conversation", "10", ROOMY)]);
     expect(await s.get("k", "a.1")).toBe(10);
     expect(await s.list("k", { prefix: "a.", limit: 1 })).toEqual({ keys: ["a.1"], hasMore: true });
     expect(await s.list("k", { prefix: "a.", afterKey: "a.1", limit: 5 })).toEqual({ keys: ["a.2"], hasMore: false });
@@ -100,8 +102,8 @@ describe("stores on embedded libSQL", () => {
   it("compiled statements bind fresh values on every use, alone or in a batch, and refuse a missing value", async () => {
     await registerOwner();
     const s = stateStore(db);
-    await s.setStatement("k", "a", OWNER, "conversation", '"one"').execute();
-    await db.batch([s.setStatement("k", "b", OWNER, "conversation", '"two"'), s.seedStatement("k", "a", OWNER, "conversation", '"ignored"')]);
+    await s.setStatement("k", "a", OWNER, "conversation", '"one"', ROOMY).execute();
+    await db.batch([s.setStatement("k", "b", OWNER, "conversation", '"two"', ROOMY), s.seedStatement("k", "a", OWNER, "conversation", '"ignored"')]);
     const [rowsK, rowsOther] = await db.batch([s.scopeSnapshotQuery("k"), s.scopeSnapshotQuery("other")]);
     expect(s.snapshotOf(rowsK)).toEqual({ values: { a: "one", b: "two" }, complete: true });
     expect(rowsOther).toEqual([]);
@@ -116,7 +118,7 @@ describe("stores on embedded libSQL", () => {
     const s = stateStore(db);
     // Two bytes per "é" in UTF-8: each value is 2 + 2 * n bytes serialised (a and b 22, c 4).
     const value = (n: number) => JSON.stringify("é".repeat(n));
-    await db.batch([s.setStatement("k", "a", OWNER, "conversation", value(10)), s.setStatement("k", "b", OWNER, "conversation", value(10)), s.setStatement("k", "c", OWNER, "conversation", value(1))]);
+    await db.batch([s.setStatement("k", "a", OWNER, "conversation", value(10), ROOMY), s.setStatement("k", "b", OWNER, "conversation", value(10), ROOMY), s.setStatement("k", "c", OWNER, "conversation", value(1), ROOMY)]);
     const snapshot = async (maxBytes: number) => s.snapshotOf(await s.scopeSnapshotQuery("k", 100, maxBytes).execute());
     expect(await snapshot(44)).toEqual({ values: { a: "é".repeat(10), b: "é".repeat(10) }, complete: false });
     expect(await snapshot(43)).toEqual({ values: { a: "é".repeat(10) }, complete: false });
@@ -130,7 +132,7 @@ describe("stores on embedded libSQL", () => {
     await registerOwner();
     const secret = "sk-bound-value-0123456789";
     const s = stateStore(db);
-    await s.setStatement("k", "a", OWNER, "conversation", "1").execute();
+    await s.setStatement("k", "a", OWNER, "conversation", "1", ROOMY).execute();
     // A second row under the same key through a plain insert: the primary key refuses it.
     const err = await db.insert(runnerState).values({ scopeKey: "k", key: "a", runnerId: "r", scope: "conversation", valueJson: JSON.stringify(secret), updatedAt: 0 }).run().catch((e: unknown) => e);
     expect(String((err as Error).message)).toContain(secret);

@@ -36,6 +36,30 @@ export const storage = sqliteTable(
 );
 
 /**
+ * How much one state scope holds: its keys and the UTF-8 bytes of their values. Kept by triggers on runner_state
+ * (migration 0027) on every insert, overwrite and delete, whichever path writes (a run, retention), so the caps
+ * (STATE_MAX_SCOPE_KEYS, STATE_MAX_SCOPE_BYTES) are checked against one row instead of a count over the scope. A
+ * scope without keys has no row.
+ */
+export const runnerStateUsage = sqliteTable("runner_state_usage", {
+  scopeKey: text("scope_key").primaryKey(),
+  keys: integer("keys").notNull(),
+  bytes: integer("bytes").notNull(),
+});
+
+/** How much one storage area holds (its keys, its values' decoded bytes), kept as runnerStateUsage is (STORAGE_MAX_AREA_*). */
+export const storageUsage = sqliteTable(
+  "storage_usage",
+  {
+    area: text("area").notNull(),
+    ownerKey: text("owner_key").notNull(),
+    keys: integer("keys").notNull(),
+    bytes: integer("bytes").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.area, t.ownerKey] })],
+);
+
+/**
  * What a deleted agent or runner service left behind, for retention to delete in bounded batches: an agent's state
  * (`kind` "agent_state": `owner_id` its id, `epoch` its state epoch) or a service's plugin storage area ("plugin_storage":
  * its service id). Noted by the DELETE in the batch that deletes the owner; removed once nothing of it is left.

@@ -1,11 +1,13 @@
 import { encodeKeyCursor } from "../../lib/cursor";
 import type { StateScope } from "../../protocol/context";
 import { stateStore } from "../../stores/state";
+import { STATE_CAP_SETTINGS, stateCap } from "../../stores/data-caps";
 import { utf8ByteLength } from "../../protocol/common";
 import { STATE_VALUE_MAX_BYTES } from "../../protocol/results";
 import { unavailableStateScope } from "../../run/state-scope-refusal";
 import { ApiError, denied } from "../errors";
 import { givingBack, takeFromBudget } from "../run-write-budget";
+import { writeWithinCap } from "../capped-write";
 import { type ActionContext, type ActionTable, type Handler, afterKeyOf } from "./context";
 
 function stateScopeKey(ctx: ActionContext, scope: StateScope): string {
@@ -27,10 +29,13 @@ const stateSet: Handler<"state.set"> = async (ctx, p) => {
   // One budget with the run's state.updated results: a runner cannot go round that cap through the Host API.
   const limit = ctx.config.RUN_MAX_STATE_UPDATES;
   takeFromBudget(ctx.stateWrites, limit, `this run has written state ${limit} times, the most a run may (RUN_MAX_STATE_UPDATES, state.updated results and state.set calls together)`);
-  await stateStore(ctx.db)
-    .setStatement(scopeKey, p.key, { runnerId: ctx.snapshot.runnerId, agentId: ctx.snapshot.agentId, agentEpoch: ctx.snapshot.agentEpoch }, p.scope, valueJson)
-    .execute()
-    .catch(givingBack(ctx.stateWrites));
+  // A write refused for a full scope keeps its place in the budget (the database did a write's work), so a runner
+  // looping on a full scope stops at RUN_MAX_STATE_UPDATES.
+  const store = stateStore(ctx.db);
+  const owner = { runnerId: ctx.snapshot.runnerId, agentId: ctx.snapshot.agentId, agentEpoch: ctx.snapshot.agentEpoch };
+  const cap = stateCap(ctx.config);
+  const statements = { write: store.setStatement(scopeKey, p.key, owner, p.scope, valueJson, cap), room: store.roomStatement(scopeKey, p.key) };
+  await writeWithinCap(ctx.db, statements, size, cap, { what: `state scope ${p.scope}`, settings: STATE_CAP_SETTINGS, names: { scope: p.scope } }).catch(givingBack(ctx.stateWrites));
   return { ok: true };
 };
 

@@ -4,6 +4,8 @@ import type { StorageArea } from "../../protocol/host-api";
 import { storageStore, type StorageOwner } from "../../stores/storage";
 import { ApiError, denied } from "../errors";
 import { givingBack, takeFromBudget } from "../run-write-budget";
+import { writeWithinCap } from "../capped-write";
+import { STORAGE_CAP_SETTINGS, storageCap, storedBytesOf } from "../../stores/data-caps";
 import { unavailableStorageArea } from "../gate-refusal";
 import { type ActionContext, type ActionTable, type Handler, afterKeyOf } from "./context";
 
@@ -40,7 +42,11 @@ const storageSet: Handler<"storage.set"> = async (ctx, p) => {
   if (size > max) throw new ApiError("payload_too_large", `storage value is ${size} bytes; at most ${max} are allowed`);
   const limit = ctx.config.RUN_MAX_STORAGE_WRITES;
   takeFromBudget(ctx.storageWrites, limit, `this run has written storage ${limit} times, the most a run may (RUN_MAX_STORAGE_WRITES)`);
-  await storageStore(ctx.db).setStatement(owner, p.key, p.value_base64).run().catch(givingBack(ctx.storageWrites));
+  // As state.set: a write refused for a full area keeps its place in the run's budget.
+  const store = storageStore(ctx.db);
+  const cap = storageCap(ctx.config);
+  const statements = { write: store.setStatement(owner, p.key, p.value_base64, cap), room: store.roomStatement(owner, p.key) };
+  await writeWithinCap(ctx.db, statements, storedBytesOf(p.value_base64), cap, { what: `storage area ${p.area}`, settings: STORAGE_CAP_SETTINGS, names: { area: p.area } }).catch(givingBack(ctx.storageWrites));
   return { ok: true };
 };
 
