@@ -42,7 +42,8 @@ beforeAll(async () => {
       w.reply(JSON.stringify({ text, pulled: pulled.map((i: { input: { text: string } }) => i.input.text) }));
     },
   });
-  host = await startTestHost();
+  // A retry pause well past the second the busy tests keep the database away: a message still steered once it is back shows no retry came meanwhile.
+  host = await startTestHost({ vars: { DB_RETRY_PAUSE_MS: "3000" } });
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
 });
 afterAll(async () => {
