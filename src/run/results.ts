@@ -1,7 +1,8 @@
 import { base64DecodedLength, parseResultPayload, STRICT_RESULT_TYPES, type AgentRunResult, type KnownResult } from "../protocol/results";
 import type { ArtifactRef, Message } from "../protocol/common";
 import type { StateScope } from "../protocol/context";
-import { isBlankMessage, textOfElements } from "../protocol/common";
+import { isBlankMessage } from "../protocol/common";
+import { messageText, sameMessage } from "./message-text";
 import { RunnerCallError, type RunFailureCode } from "../runner/errors";
 import type { HostRecord, RecordPlace } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
@@ -45,14 +46,6 @@ export interface ResultProcessorInit {
 
 /** Text streamed as deltas is kept up to what one message.completed line could carry; past it, none is (memory stays bounded). */
 export const STREAMED_TEXT_MAX_CHARS = 1024 * 1024;
-
-/** Both built by JSON.parse of a line, so equal content serialises equally. */
-const sameMessage = (a: Message, b: Message | undefined) => b !== undefined && JSON.stringify(a) === JSON.stringify(b);
-
-function messageText(message: Message): string {
-  if (typeof message.content === "string") return message.content;
-  return textOfElements(message.content);
-}
 
 /**
  * Applies PROTOCOL §7 to a run's result stream: validation, sequence
