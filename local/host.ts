@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
+import { answeredWithin } from "./answered-within";
 import { buildWorker } from "./build";
 import { listenForWorker, type OutageMode } from "./db-listener";
 import { openEmbeddedDb } from "./libsql";
@@ -34,12 +35,17 @@ export interface HostOptions {
   outage?: OutageMode;
   /** Wrap the Worker's R2 binding so `storageOutage` can fail its puts (tests: each put then asks this process first). */
   storageDrill?: boolean;
+  /** How long an R2 inspection (`r2Object`, `r2Keys`, `r2Put`, `r2Delete`) waits for workerd (default INSPECTION_TIMEOUT_MS). */
+  inspectionTimeoutMs?: number;
 }
+
+/** Far above what the largest R2 read a test makes takes on a starved machine (12 MiB: 2-3 s), far below a test's timeout. */
+export const INSPECTION_TIMEOUT_MS = 30_000;
 
 export interface LocalHost {
   url: string;
   adminToken: string;
-  /** The bytes stored in R2 under `key` (inspection for tests and operators). */
+  /** The bytes stored in R2 under `key` (inspection for tests and operators). Every R2 inspection rejects with a NoAnswerError if workerd does not answer within `inspectionTimeoutMs`. */
   r2Object(key: string): Promise<Uint8Array | null>;
   /** The R2 keys under `prefix` (inspection). */
   r2Keys(prefix: string): Promise<string[]>;
@@ -100,29 +106,31 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     for (const signal of ["SIGINT", "SIGTERM"] as const) for (const l of process.listeners(signal)) if (!signalsBefore.get(signal)!.includes(l)) process.removeListener(signal, l);
   }
   const url = (await mf.ready).origin;
+  // Miniflare's proxy calls have no timeout: a workerd that stops answering (seen under CPU starvation, its event loop
+  // spinning) held a test's R2 read until the test's own timeout, with nothing to say why. Only the first call of each
+  // method cannot be cut short: Miniflare makes it synchronously (Atomics.wait), the later ones are asynchronous.
+  const inspect = <T>(what: string, call: () => Promise<T>) => answeredWithin(call(), opts.inspectionTimeoutMs ?? INSPECTION_TIMEOUT_MS, what);
   return {
     url,
     adminToken: opts.adminToken,
-    async r2Object(key) {
-      const object = await (await bucket()).get(key);
-      return object ? new Uint8Array(await object.arrayBuffer()) : null;
-    },
-    async r2Delete(key) {
-      await (await bucket()).delete(key);
-    },
-    async r2Put(key, body, contentType) {
-      await (await bucket()).put(key, body, contentType ? { httpMetadata: { contentType } } : undefined);
-    },
-    async r2Keys(prefix) {
-      const r2 = await bucket();
-      const keys: string[] = [];
-      for (let cursor: string | undefined; ; ) {
-        const page = await r2.list({ prefix, cursor });
-        keys.push(...page.objects.map((o) => o.key));
-        if (!page.truncated) return keys;
-        cursor = page.cursor;
-      }
-    },
+    r2Object: (key) =>
+      inspect(`R2 read of ${key}`, async () => {
+        const object = await (await bucket()).get(key);
+        return object ? new Uint8Array(await object.arrayBuffer()) : null;
+      }),
+    r2Delete: (key) => inspect(`R2 delete of ${key}`, async () => void (await (await bucket()).delete(key))),
+    r2Put: (key, body, contentType) => inspect(`R2 put of ${key}`, async () => void (await (await bucket()).put(key, body, contentType ? { httpMetadata: { contentType } } : undefined))),
+    r2Keys: (prefix) =>
+      inspect(`R2 listing of ${prefix}`, async () => {
+        const r2 = await bucket();
+        const keys: string[] = [];
+        for (let cursor: string | undefined; ; ) {
+          const page = await r2.list({ prefix, cursor });
+          keys.push(...page.objects.map((o) => o.key));
+          if (!page.truncated) return keys;
+          cursor = page.cursor;
+        }
+      }),
     databaseOutage: (mode) => listener.setOutage(mode),
     storageOutage(mode) {
       if (!drill) throw new Error("storageOutage needs a host started with storageDrill");
