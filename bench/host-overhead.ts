@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Miniflare } from "miniflare";
-import { ROOT } from "../local/build";
+import { bundleModules, ROOT } from "../local/build";
 import { listenForWorker } from "../local/db-listener";
 import { openEmbeddedDb } from "../local/libsql";
 import { startHost, type LocalHost } from "../local/host";
@@ -52,8 +52,7 @@ async function startBareWorker(dir: string, name: "floor" | "chain", durableObje
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
-    modules: true,
-    scriptPath: outfile,
+    ...bundleModules(outfile),
     compatibilityDate: "2026-04-01",
     durableObjects,
     serviceBindings: { LIBSQL: { external: { address: listener.address, http: {} } } },

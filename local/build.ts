@@ -1,5 +1,5 @@
 import { build } from "esbuild";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -23,4 +23,17 @@ export async function buildWorker(outDir = join(ROOT, "dist")): Promise<string> 
     logLevel: "warning",
   });
   return outfile;
+}
+
+/**
+ * Miniflare's options for a bundle of one ES module, given whole. Named by `scriptPath` alone, Miniflare parses the
+ * bundle in Node to find the modules it imports: for ours (2.3 MB, importing only `cloudflare:*`) that parse was
+ * ~350 ms of a ~0.6 s host start, against ~160 ms for workerd to load the Worker itself.
+ */
+export function bundleModules(scriptPath: string) {
+  return {
+    // workerd names modules relative to this root and refuses paths that climb out of it.
+    modulesRoot: dirname(scriptPath),
+    modules: [{ type: "ESModule" as const, path: scriptPath, contents: readFileSync(scriptPath, "utf8") }],
+  };
 }

@@ -4,7 +4,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { answeredWithin } from "./answered-within";
-import { buildWorker } from "./build";
+import { buildWorker, bundleModules } from "./build";
 import { listenForWorker, type OutageMode } from "./db-listener";
 import { openEmbeddedDb } from "./libsql";
 import { STORAGE_DRILL_BUCKET, STORAGE_DRILL_WORKER, storageDrill, type StorageOutageMode } from "./storage-drill";
@@ -80,8 +80,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
   const signalsBefore = new Map((["SIGINT", "SIGTERM"] as const).map((s) => [s, process.listeners(s)]));
   const drill = opts.storageDrill ? storageDrill() : null;
   const worker = {
-    modules: true,
-    scriptPath,
+    ...bundleModules(scriptPath),
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: [...COMPATIBILITY_FLAGS],
     // SQLite-backed, as `new_sqlite_classes` in wrangler.toml makes it in production.

@@ -3,11 +3,11 @@ import { Miniflare } from "miniflare";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { startEchoRunner } from "../../examples/echo-runner/runner";
-import { ROOT } from "../../local/build";
+import { bundleModules, ROOT } from "../../local/build";
 import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 import { waitForRunOn } from "../support/host";
@@ -57,10 +57,7 @@ beforeAll(async () => {
   mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
-    modules: true,
-    scriptPath,
-    // The bundle lives outside the project; workerd names modules relative to this root and refuses `..`.
-    modulesRoot: dirname(scriptPath),
+    ...bundleModules(scriptPath),
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: [...COMPATIBILITY_FLAGS],
     durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },

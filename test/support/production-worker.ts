@@ -1,7 +1,7 @@
 import { Miniflare } from "miniflare";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { ROOT } from "../../local/build";
+import { bundleModules, ROOT } from "../../local/build";
 import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS } from "../../local/host";
 
 /**
@@ -13,8 +13,7 @@ export function productionWorker(bindings: Record<string, string>, extra: { hand
   return new Miniflare({
     host: "127.0.0.1",
     port: 0,
-    modules: true,
-    scriptPath: join(ROOT, "dist/test/worker.js"),
+    ...bundleModules(join(ROOT, "dist/test/worker.js")),
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: [...COMPATIBILITY_FLAGS],
     durableObjects: { CONVERSATIONS: { className: "ConversationDO", useSQLite: true } },
