@@ -1,12 +1,44 @@
 /** Operator calls the launcher makes: the same admin API anyone would use. */
-export async function adminCall<T = unknown>(host: { url: string; adminToken: string }, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${host.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${host.adminToken}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
+
+/** Far above what an admin call takes with the database away for its whole query timeout (15 s), twice over. */
+export const ADMIN_CALL_TIMEOUT_MS = 60_000;
+
+/** An admin call that got no answer (in time, or at all): names the call, never the token. */
+export class AdminCallError extends Error {
+  override readonly name = "AdminCallError";
+  constructor(
+    readonly call: string,
+    why: string,
+    options?: ErrorOptions,
+  ) {
+    super(`admin call ${call} ${why}`, options);
+  }
+}
+
+export async function adminCall<T = unknown>(
+  host: { url: string; adminToken: string },
+  method: string,
+  path: string,
+  body?: unknown,
+  { timeoutMs = ADMIN_CALL_TIMEOUT_MS }: { timeoutMs?: number } = {},
+): Promise<{ status: number; body: T }> {
+  let text: string;
+  let status: number;
+  try {
+    // undici's own bound is 300 s: a host that stopped answering would hold npm start's set-up (or a test) that long.
+    const res = await fetch(`${host.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${host.adminToken}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    status = res.status;
+    text = await res.text();
+  } catch (err) {
+    const timedOut = (err as Error).name === "TimeoutError";
+    throw new AdminCallError(`${method} ${path}`, timedOut ? `got no answer within ${timeoutMs} ms` : `failed: ${(err as Error).message}`, { cause: err });
+  }
+  return { status, body: (text ? JSON.parse(text) : null) as T };
 }
 
 /** The registered runner of this id, if any: every page of the listing looked through. */
