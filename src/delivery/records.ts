@@ -8,10 +8,6 @@ import { loggedId, loggedText } from "../lib/log-text";
 import { deliveryFailureNote } from "../stores/bot-notes";
 import { deliveredMessageRef } from "./delivered-ref";
 
-/** Attempts at one batch of delivery facts, the first wait between them (doubling): about 3.5 s in all. */
-const TRAIL_WRITE_ATTEMPTS = 4;
-const TRAIL_RETRY_BASE_MS = 500;
-
 /**
  * Refused before any call for a limit ctx.delivery told the runner of (`platform_capabilities.files.max_bytes`, 0 where
  * the target takes no file): the runner's to heed, no failure of the bot. Recorded for the runner; never noted on the bot.
@@ -62,6 +58,8 @@ export class DeliveryTrail {
     private readonly db: Db,
     private readonly job: RunJob,
     private readonly platform: string,
+    /** Between attempts at a batch of delivery facts (DB_WRITE_RETRY_PAUSES_MS): one attempt more than pauses. */
+    private readonly retryPausesMs: readonly number[],
     /** The chat a message of the reply was posted in, when it may not be the target's (Messenger.chatOf). */
     private readonly chatOf: (messageId: string) => string | undefined = () => undefined,
   ) {}
@@ -88,12 +86,12 @@ export class DeliveryTrail {
 
   /** Tried again a few times over a few seconds: a database blip must not lose the record that a reply was delivered. */
   private async write(statements: unknown[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 0; ; attempt++) {
       try {
         return await writeAll(this.db, statements);
       } catch (err) {
-        if (attempt >= TRAIL_WRITE_ATTEMPTS) return console.error(`run ${this.job.runId}: delivery record not written: ${loggedError(err)}`);
-        await new Promise((resolve) => setTimeout(resolve, TRAIL_RETRY_BASE_MS * 2 ** (attempt - 1)));
+        if (attempt >= this.retryPausesMs.length) return console.error(`run ${this.job.runId}: delivery record not written: ${loggedError(err)}`);
+        await new Promise((resolve) => setTimeout(resolve, this.retryPausesMs[attempt]));
       }
     }
   }

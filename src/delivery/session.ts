@@ -93,7 +93,7 @@ export class DeliverySession {
   ) {
     this.adapter = ADAPTERS[delivery.target.platform];
     this.streaming = job.agent.deliveryPolicy.streaming && surfaceAt(delivery.target).canEdit;
-    this.trail = new DeliveryTrail(deps.db, job, delivery.target.platform, (id) => this.messenger?.chatOf?.(id));
+    this.trail = new DeliveryTrail(deps.db, job, delivery.target.platform, deps.config.DB_WRITE_RETRY_PAUSES_MS, (id) => this.messenger?.chatOf?.(id));
     this.retry = { maxAttempts: deps.config.DELIVERY_MAX_ATTEMPTS, baseMs: deps.config.DELIVERY_RETRY_BASE_MS, maxRetryAfterMs: deps.config.DELIVERY_MAX_RETRY_AFTER_MS };
     this.calls = { retry: this.retry, trail: this.trail, abandoned: () => this.closed, scrub: (text) => this.scrub(text), sleep: (ms) => this.sleep(ms) };
     this.replyCalls = new ReplyCalls(deps, job, delivery, this.calls, () => this.messenger!, () => this.close());
