@@ -11,6 +11,7 @@ import type { Config } from "../env";
 import { sha256Hex } from "../lib/crypto";
 import { HostError } from "../lib/errors";
 import { newId } from "../lib/ids";
+import { withOpaqueCauses } from "../lib/opaque-fetch-failure";
 import { labelOrNull, mediaTypeOrNull, type ArtifactRef } from "../protocol/common";
 import { artifactsStore, toArtifactRef, type ArtifactRow } from "../stores/artifacts";
 import { artifactAccess, artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
@@ -217,7 +218,8 @@ async function fetchAttachment(
     try {
       return await fetch(url, { headers: given, signal, redirect: "follow" });
     } catch (cause) {
-      throw unavailable("the URL could not be fetched", cause);
+      // workerd's opaque failure says its known causes; the URL is never named (signed URLs carry credentials).
+      throw unavailable(withOpaqueCauses("the URL could not be fetched", cause), cause);
     }
   };
   let res = await get(headers);
@@ -240,7 +242,7 @@ async function fetchAttachment(
   try {
     bytes = await readCapped(res, maxBytes);
   } catch (cause) {
-    throw unavailable("the URL's body could not be read", cause);
+    throw unavailable(withOpaqueCauses("the URL's body could not be read", cause), cause);
   }
   if (bytes === "too_large") return bytes;
   return { bytes, contentType };

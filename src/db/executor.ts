@@ -1,4 +1,5 @@
 import type { Client, InArgs, InStatement, ResultSet } from "@libsql/client";
+import { namingOpaqueFailure } from "../lib/opaque-fetch-failure";
 
 /**
  * The transport under drizzle's sqlite-proxy driver. One interface, two
@@ -158,7 +159,14 @@ export async function serveExecutor(executor: SqlExecutor, path: string, body: u
   }
 }
 
-/** A fetch whose every request ends after `timeoutMs` (for the libSQL HTTP client). */
+/**
+ * A fetch whose every request ends after `timeoutMs` (for the libSQL HTTP client). The client passes a failed
+ * fetch's error on as it is: workerd's opaque one is given its known causes first (a LIBSQL_URL whose host does not
+ * resolve would otherwise read as "internal error; reference = …" wherever a database error is said).
+ */
 export function fetchWithTimeout(timeoutMs: number): typeof fetch {
-  return (input, init) => fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs) });
+  return (input, init) =>
+    fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs) }).catch((err: unknown) => {
+      throw namingOpaqueFailure(err);
+    });
 }

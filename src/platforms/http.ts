@@ -1,3 +1,4 @@
+import { withOpaqueCauses } from "../lib/opaque-fetch-failure";
 import type { ApiFailure, ApiResult } from "./types";
 import { sourceFailureOf, UploadForm } from "./upload";
 
@@ -75,7 +76,8 @@ export function repeatable<T>(res: { ok: false; failure: ApiFailure }): ApiResul
 /** No (whole) answer came: the request may have arrived and taken effect all the same (a refused connection looks the same). */
 function unanswered(err: unknown, timeoutMs: number): ApiResult<never> {
   const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
-  const message = timedOut ? `no answer within ${timeoutMs} ms` : "the platform could not be reached, or the connection was lost before its answer";
+  // workerd's opaque failure says its known causes (it names no URL, so no credential either).
+  const message = timedOut ? `no answer within ${timeoutMs} ms` : withOpaqueCauses("the platform could not be reached, or the connection was lost before its answer", err);
   return { ok: false, failure: { kind: "transient", status: null, code: timedOut ? "timeout" : "network_error", message, maybeApplied: true } };
 }
 

@@ -46,7 +46,7 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
     bytes = await readCapped(res, MANIFEST_MAX_BYTES);
   } catch (cause) {
     // A body that stalls past the timeout, or breaks off: as unreadable as one never sent.
-    throw new HostError(502, "bad_gateway", `could not read ${shown}: ${why(cause)}`, undefined, { cause });
+    throw new HostError(502, "bad_gateway", `could not read ${shown}: ${opaqueFetchFailure(cause) ?? why(cause)}`, undefined, { cause });
   }
   if (bytes === "too_large") throw new HostError(502, "bad_gateway", `${shown} is larger than ${MANIFEST_MAX_BYTES} bytes`);
   const text = new TextDecoder().decode(bytes);

@@ -4,6 +4,7 @@ import type { ChatResult, Usage } from "./openai";
 import { choiceFailure, errorText, FINISHED_WITH_ERROR, streamErrorStatus, UsageSchema } from "./openai";
 import { UpstreamError } from "./upstream";
 import { describeError, loggedError } from "../lib/describe-error";
+import { opaqueFetchFailure } from "../lib/opaque-fetch-failure";
 import { keptIntegerText, parseKeepingIntegers } from "../lib/exact-json";
 
 /**
@@ -279,7 +280,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
             // Once the provider gave the finish reason the message is whole: a reset loses only its usage and [DONE], as a
             // stream that merely stops there does.
             if (!said && finishReason !== null) return { done: true, value: undefined };
-            throw said ? err : new ModelStreamError("stream_closed", `the model provider's stream broke off: ${describeError(err)}`, { cause: err });
+            throw said ? err : new ModelStreamError("stream_closed", `the model provider's stream broke off: ${opaqueFetchFailure(err) ?? describeError(err)}`, { cause: err });
           });
           if (finished) return; // ended meanwhile (cancelled, or the call was stopped): nothing more goes out
           const out: ModelStreamLine[] = [];

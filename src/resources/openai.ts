@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { ChatRequest } from "./chat-request";
+import { fetchFailureReason } from "../lib/opaque-fetch-failure";
 import { abortReason, attemptSignal, httpError, readJson, readText, UPSTREAM_MESSAGE_MAX_CHARS, upstreamFetch, UpstreamError, type AttemptSignal, type TakeBytes } from "./upstream";
 import { joinUrl } from "../lib/url";
 
@@ -187,7 +188,7 @@ async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>, signal
     return await reader.read();
   } catch (err) {
     reader.cancel().catch(() => {});
-    throw abortReason(signal, new UpstreamError("network", `the model provider's stream broke off: ${(err as Error).message}`, undefined, { cause: err }));
+    throw abortReason(signal, new UpstreamError("network", `the model provider's stream broke off: ${fetchFailureReason(err)}`, undefined, { cause: err }));
   }
 }
 

@@ -5,6 +5,7 @@
  */
 
 import { parseKeepingIntegers } from "../lib/exact-json";
+import { fetchFailureReason, namingOpaqueFailure } from "../lib/opaque-fetch-failure";
 import { retryAfterMs } from "../lib/retry-after";
 
 export type UpstreamFailure = "network" | "http" | "invalid_response" | "too_large" | "timeout";
@@ -42,7 +43,8 @@ export async function upstreamFetch(url: string, init: RequestInit & { signal: A
     // Credentials go only where the operator pointed them: an upstream's redirect is its answer, never followed.
     return await fetch(url, { ...init, redirect: "manual" });
   } catch (err) {
-    throw abortReason(init.signal, new UpstreamError("network", `request to ${new URL(url).origin} failed: ${(err as Error).message}`, undefined, { cause: err }));
+    // Still a `network` failure, a provider fault, when it is workerd's opaque one: a fallback provider is tried.
+    throw abortReason(init.signal, new UpstreamError("network", `request to ${new URL(url).origin} failed: ${fetchFailureReason(err)}`, undefined, { cause: err }));
   }
 }
 
@@ -94,7 +96,7 @@ async function readChunk(reader: ReadableStreamDefaultReader<Uint8Array>, signal
   try {
     return await reader.read();
   } catch (err) {
-    throw abortReason(signal, new UpstreamError("network", `response broke off: ${(err as Error).message}`, undefined, { cause: err }));
+    throw abortReason(signal, new UpstreamError("network", `response broke off: ${fetchFailureReason(err)}`, undefined, { cause: err }));
   }
 }
 
@@ -158,7 +160,10 @@ export function cappedFetch(maxBytes: number, onTooLarge: (err: UpstreamError) =
     return err;
   };
   return async (input, init) => {
-    const res = await fetch(input, init);
+    // The MCP SDK passes a failed fetch's error on as it is: workerd's opaque one is given its known causes first.
+    const res = await fetch(input, init).catch((err: unknown) => {
+      throw namingOpaqueFailure(err);
+    });
     // Redirects are returned as they are (their url and type matter to the caller); they have no body worth reading.
     if (!res.body || (res.status >= 300 && res.status < 400)) return res;
     const declared = Number(res.headers.get("content-length"));

@@ -3,6 +3,7 @@ import { dbOf } from "../db/connect";
 import { dbErrorOf } from "../db/executor";
 import { appliedMigration, newestMigration } from "../db/schema-version";
 import { configOf } from "../env";
+import { opaqueFetchFailureBehind } from "../lib/opaque-fetch-failure";
 import type { AppEnv } from "./app-env";
 
 /**
@@ -19,7 +20,8 @@ export async function readiness(c: Context<AppEnv>): Promise<Response> {
   } catch (err) {
     const db = dbErrorOf(err);
     if (!db || db.notMigrated || db.credentialsRefused) throw err;
-    const why = db.unanswered ? "no answer within DB_QUERY_TIMEOUT_MS, or the connection was lost" : (db.code ?? "it answered with an error");
+    // A LIBSQL_URL whose host does not resolve fails with workerd's opaque error: its known causes, not "no answer".
+    const why = db.unanswered ? (opaqueFetchFailureBehind(db) ?? "no answer within DB_QUERY_TIMEOUT_MS, or the connection was lost") : (db.code ?? "it answered with an error");
     console.error(`GET /readyz: the database is unavailable (${why})`);
     return c.json({ error: { code: "database_unavailable", message: `the database is unavailable (${why})` } }, 503);
   }

@@ -4,7 +4,7 @@ import { errorBodyStart } from "./error-body";
 import { signRunRequest } from "./signing";
 import { joinUrl } from "../lib/url";
 import { headOf } from "../lib/text";
-import { opaqueFetchFailure } from "../lib/opaque-fetch-failure";
+import { fetchFailureReason } from "../lib/opaque-fetch-failure";
 
 /** Content codings fetch decodes before the body is read. */
 const DECODED_ENCODINGS = new Set(["gzip", "x-gzip", "br", "identity"]);
@@ -54,8 +54,7 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
     res = await fetch(url, { method: "POST", headers, body, signal: opts.signal, redirect: "manual" });
   } catch (err) {
     // workerd's opaque error gets its known causes named, not only its reference (an operator cannot read its log on Cloudflare).
-    const message = opaqueFetchFailure(err) ?? (err as Error).message;
-    const failure = new RunnerCallError("runner.unreachable", `runner request failed: ${message}`, { cause: err });
+    const failure = new RunnerCallError("runner.unreachable", `runner request failed: ${fetchFailureReason(err)}`, { cause: err });
     throw abortReason(opts.signal, failure);
   }
   if (!res.ok) {
@@ -90,7 +89,7 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
   } catch (err) {
     throw abortReason(
       opts.signal,
-      err instanceof RunnerCallError ? err : new RunnerCallError("runner.stream_closed", `result stream broke: ${(err as Error).message}`, { cause: err }),
+      err instanceof RunnerCallError ? err : new RunnerCallError("runner.stream_closed", `result stream broke: ${fetchFailureReason(err)}`, { cause: err }),
     );
   } finally {
     // Stop the body if the consumer left early (protocol error, abort).

@@ -71,6 +71,24 @@ describe("a LIBSQL_URL secret that does not parse", () => {
   }
 });
 
+describe("a LIBSQL_URL whose host name does not resolve", () => {
+  it("is said as the runtime's opaque fetch failure with its known causes, by /readyz and in the log, without the auth token", async () => {
+    const w = await startWorker({ LIBSQL_URL: `libsql://no-such-host.invalid?authToken=${AUTH_TOKEN}` });
+    try {
+      const named = /the runtime's opaque internal error \(its known causes: a host name that does not resolve, .*; runtime reference \S+\)/;
+      const ready = await w.get("/readyz");
+      expect(ready.status).toBe(503);
+      expect(JSON.parse(ready.body).error).toEqual({ code: "database_unavailable", message: expect.stringMatching(new RegExp(`^the database is unavailable \\(${named.source}\\)$`)) });
+      expect((await w.get("/v1/admin/agents")).status).toBe(500);
+      const logs = await w.logsSettled(/unhandled error/);
+      expect(logs).toMatch(new RegExp(`unhandled error on GET /v1/admin/agents: query failed \\(.*\\): ${named.source}`));
+      expect(`${ready.body}${logs}`).not.toContain("TURSO-SECRET-PART");
+    } finally {
+      await w.mf.dispose();
+    }
+  });
+});
+
 describe("a database that does not answer within DB_QUERY_TIMEOUT_MS", () => {
   let silent: Server;
   let port: number;

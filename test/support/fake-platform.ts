@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
-import { bodyUnlessBrokenOff } from "./http-server";
+import { bodyUnlessBrokenOff, MALFORMED_STATUS_LINE } from "./http-server";
 import { inChunks, largeFile, uploadArtifact } from "./host-api";
 import { resultWriter, startAdHocRunner } from "./runner";
 
@@ -29,6 +29,8 @@ export interface FakeReply {
   drop?: boolean;
   /** Answer the status and half the body, then close the connection. */
   cutBody?: boolean;
+  /** Take the call, then answer a status line that is no HTTP (workerd's fetch fails with its opaque error). */
+  garbled?: boolean;
 }
 
 /**
@@ -54,6 +56,7 @@ export async function startFakePlatform(answer: (call: PlatformCall) => FakeRepl
     const reply = await answer(call);
     call.reply = reply;
     if (reply.drop) return void req.socket.destroy();
+    if (reply.garbled) return void req.socket.end(MALFORMED_STATUS_LINE);
     res.writeHead(reply.status ?? 200, { "content-type": reply.bytes ? "application/octet-stream" : "application/json", ...reply.headers });
     if (reply.cutBody) {
       const body = Buffer.from(JSON.stringify(reply.json ?? {}));

@@ -62,3 +62,16 @@ export async function listenLoopback(handler: (req: IncomingMessage, res: Server
       }),
   };
 }
+
+/** An answer whose status line is no HTTP: workerd's fetch rejects it with its opaque "internal error; reference = …". */
+export const MALFORMED_STATUS_LINE = "NOT HTTP AT ALL\r\n\r\n";
+/** A 200 whose chunked body is no HTTP framing (its first chunk size is not hex): reading the body fails as opaquely. */
+export const BROKEN_CHUNKED_BODY = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n";
+
+/** A server on 127.0.0.1 that reads each request whole, then writes `raw` on its connection as it is and closes it. */
+export function listenAnsweringRaw(raw: string): Promise<LoopbackServer> {
+  return listenLoopback(async (req) => {
+    await readBody(req);
+    req.socket.end(raw);
+  });
+}
