@@ -43,6 +43,12 @@ export const ROOM = sql`${sql.identifier("room")}`;
 const roomKeys = sql`${ROOM}.${sql.identifier("used_keys")}`;
 const roomBytes = sql`${ROOM}.${sql.identifier("used_bytes")}`;
 const roomOld = sql`${ROOM}.${sql.identifier("old_size")}`;
+/**
+ * The value a capped write writes, as its room carries it: the statement names its value once (the insert and the
+ * guard's size read it here), not once per use, so a 256 KiB state value or a 1.3 MiB storage value is sent to the
+ * database once, not four times.
+ */
+export const NEW_VALUE = sql`${ROOM}.${sql.identifier("new_value")}`;
 
 /** How to read a room: scalar subqueries for the usage row's keys and bytes, and for the key's present size. */
 export interface RoomParts {
@@ -55,11 +61,11 @@ export interface RoomParts {
 export const roomValues = (p: RoomParts): SQL => sql`coalesce((${p.keys}), 0), coalesce((${p.bytes}), 0), (${p.oldSize})`;
 
 /**
- * What a capped write reads, with the names its guard reads: the write names it in a MATERIALIZED common table
- * expression, so each subquery runs once however often the guard names its result.
+ * What a capped write reads, with the names its guard reads, and the value it writes (NEW_VALUE): the write names it
+ * in a MATERIALIZED common table expression, so each subquery runs once however often the guard names its result.
  */
-export const roomQuery = (p: RoomParts): SQL =>
-  sql`SELECT coalesce((${p.keys}), 0) AS ${sql.identifier("used_keys")}, coalesce((${p.bytes}), 0) AS ${sql.identifier("used_bytes")}, (${p.oldSize}) AS ${sql.identifier("old_size")}`;
+export const roomQuery = (p: RoomParts, value: Placeholder): SQL =>
+  sql`SELECT coalesce((${p.keys}), 0) AS ${sql.identifier("used_keys")}, coalesce((${p.bytes}), 0) AS ${sql.identifier("used_bytes")}, (${p.oldSize}) AS ${sql.identifier("old_size")}, ${value} AS ${sql.identifier("new_value")}`;
 
 /** A room as the database gives its values (raw SQL: an array in roomValues' order). */
 export const asRoom = ([keys, bytes, oldSize]: unknown[]): Room => ({ keys: Number(keys), bytes: Number(bytes), oldSize: oldSize === null || oldSize === undefined ? null : Number(oldSize) });

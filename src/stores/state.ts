@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { insertFromWhereReturning } from "../db/guarded";
 import { runnerState, runnerStateUsage } from "../db/schema";
-import { asRoom, fitsRoom, jsonBytes, ROOM, roomQuery, roomValues, type DataCap, type Room, type RoomParts } from "./data-caps";
+import { asRoom, fitsRoom, jsonBytes, NEW_VALUE, ROOM, roomQuery, roomValues, type DataCap, type Room, type RoomParts } from "./data-caps";
 import { sha256Hex } from "../lib/crypto";
 import { parseJson } from "../lib/json";
 import type { StateScope } from "../protocol/context";
@@ -129,9 +129,9 @@ const cappedUpsert = compiled((db) =>
   insertFromWhereReturning(
     db,
     s,
-    newValue(),
-    { name: ROOM, query: roomQuery(roomOf(param("scopeKey"), param("key"))) },
-    fitsRoom(jsonBytes(param("valueJson")), { maxKeys: param("maxKeys"), maxBytes: param("maxBytes") }),
+    { ...newValue(), valueJson: NEW_VALUE },
+    { name: ROOM, query: roomQuery(roomOf(param("scopeKey"), param("key")), param("valueJson")) },
+    fitsRoom(jsonBytes(NEW_VALUE), { maxKeys: param("maxKeys"), maxBytes: param("maxBytes") }),
     sql`ON CONFLICT (${sql.identifier(s.scopeKey.name)}, ${sql.identifier(s.key.name)}) DO UPDATE SET ${sql.identifier(s.valueJson.name)} = excluded.${sql.identifier(s.valueJson.name)}, ${sql.identifier(s.updatedAt.name)} = excluded.${sql.identifier(s.updatedAt.name)}`,
     sql`1`,
   ),

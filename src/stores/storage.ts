@@ -4,7 +4,7 @@ import { compiled, param } from "../db/compiled";
 import { insertFromWhereReturning } from "../db/guarded";
 import { storage, storageUsage } from "../db/schema";
 import type { StorageArea } from "../protocol/host-api";
-import { storedBytes, fitsRoom, ROOM, roomQuery, roomValues, type DataCap, type RoomParts } from "./data-caps";
+import { storedBytes, fitsRoom, NEW_VALUE, ROOM, roomQuery, roomValues, type DataCap, type RoomParts } from "./data-caps";
 import { keyPage, type KeyPageOptions } from "./key-page";
 
 /** One owner's keys in one area: `plugin` is owned by a runner service, `workspace` by a workspace. */
@@ -27,9 +27,9 @@ const cappedUpsert = compiled((db) =>
   insertFromWhereReturning(
     db,
     s,
-    { area: param("area"), ownerKey: param("ownerKey"), key: param("key"), valueBase64: param("valueBase64"), updatedAt: param("updatedAt") },
-    { name: ROOM, query: roomQuery(roomOfParams()) },
-    fitsRoom(storedBytes(param("valueBase64")), { maxKeys: param("maxKeys"), maxBytes: param("maxBytes") }),
+    { area: param("area"), ownerKey: param("ownerKey"), key: param("key"), valueBase64: NEW_VALUE, updatedAt: param("updatedAt") },
+    { name: ROOM, query: roomQuery(roomOfParams(), param("valueBase64")) },
+    fitsRoom(storedBytes(NEW_VALUE), { maxKeys: param("maxKeys"), maxBytes: param("maxBytes") }),
     sql`ON CONFLICT (${sql.identifier(s.area.name)}, ${sql.identifier(s.ownerKey.name)}, ${sql.identifier(s.key.name)}) DO UPDATE SET ${sql.identifier(s.valueBase64.name)} = excluded.${sql.identifier(s.valueBase64.name)}, ${sql.identifier(s.updatedAt.name)} = excluded.${sql.identifier(s.updatedAt.name)}`,
     sql`1`,
   ),

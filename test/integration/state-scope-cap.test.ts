@@ -145,6 +145,30 @@ describe("a state scope's cap", () => {
     await expectUsageExact();
   });
 
+  it("gives the last key to one of two conversations' state.updated results that both passed their batches' read: the other is not written (and gets no warning)", async () => {
+    await runner.run(host, "race-upd-fill", async (api) => {
+      for (let i = 1; i < MAX_KEYS; i++) await api("state.set", { scope: "actor", key: `k${i}`, value: i });
+    }, by("u-race-upd"));
+    // Both batches' writes (a capped write's statement names its value `new_value`) are held until both have read the
+    // scope's room: each read finds the last key free, and only the guard in the write tells them apart.
+    host.databaseOutage({ delayMs: 600, matching: "new_value", queries: 2 });
+    const bothIn = deferred();
+    let arrived = 0;
+    const race = (conversation: string) =>
+      runner.run(host, conversation, async (_api, _ctx, emit) => {
+        if (++arrived === 2) bothIn.resolve();
+        await bothIn.promise;
+        emit("state.updated", { scope: "actor", key: conversation, value: 1 });
+      }, by("u-race-upd"));
+    const runs = await Promise.all([race("race-upd-a"), race("race-upd-b")]);
+    const { result: keys } = await runner.run(host, "race-upd-fill", async (api) => (await api("state.list", { scope: "actor" })).body.data.keys, by("u-race-upd"));
+    expect(keys).toHaveLength(MAX_KEYS);
+    expect(keys.filter((k: string) => k.startsWith("race-upd-"))).toHaveLength(1);
+    const warned = await host.query(`SELECT 1 FROM run_event WHERE type = 'host.warning' AND run_id IN (?, ?)`, runs.map((r) => r.runId));
+    expect(warned).toEqual([]);
+    await expectUsageExact();
+  });
+
   it("leaves no usage behind once retention has swept a deleted agent's state", async () => {
     await putAgent(host, { agent_id: "swept", runner_id: runner.runnerId(), scope: { type: "bot", id: "bot-swept" }, state_policy: { state_scopes: ["conversation", "actor", "runner"] } });
     await runner.run(host, "swept-conv", async (api, _ctx, emit) => {

@@ -6,12 +6,13 @@ import { eq, sql } from "drizzle-orm";
 import { createDb, writeAll, type Db } from "../../src/db/client";
 import { compiled, param } from "../../src/db/compiled";
 import { agent, runnerState } from "../../src/db/schema";
-import { libsqlExecutor } from "../../src/db/executor";
+import { libsqlExecutor, type SqlQuery } from "../../src/db/executor";
 import { describeError } from "../../src/lib/describe-error";
 import { agentsStore, BindingConflictError } from "../../src/stores/agents";
 import { artifactsStore } from "../../src/stores/artifacts";
 import { runsStore } from "../../src/stores/runs";
 import { stateScopeKey, stateStore } from "../../src/stores/state";
+import { storageStore } from "../../src/stores/storage";
 import { createHash } from "node:crypto";
 import { transcriptInsert, transcriptStore } from "../../src/stores/transcript";
 
@@ -27,8 +28,9 @@ async function registerOwner() {
 }
 
 let db: Db;
+let client: ReturnType<typeof createClient>;
 beforeEach(async () => {
-  const client = createClient({ url: ":memory:" });
+  client = createClient({ url: ":memory:" });
   await migrate(drizzle(client), { migrationsFolder: "migrations" });
   db = createDb(libsqlExecutor(client));
   await db.run(sql`INSERT INTO runner_service (service_id, base_url, created_at) VALUES ('svc', ${SERVICE_URL}, 1)`);
@@ -97,6 +99,24 @@ describe("stores on embedded libSQL", () => {
     expect(await s.get("k", "a.1")).toBe(10);
     expect(await s.list("k", { prefix: "a.", limit: 1 })).toEqual({ keys: ["a.1"], hasMore: true });
     expect(await s.list("k", { prefix: "a.", afterKey: "a.1", limit: 5 })).toEqual({ keys: ["a.2"], hasMore: false });
+  });
+
+  it("sends a capped write's value to the database once (its guard sizes it there), and counts it as written", async () => {
+    await registerOwner();
+    const sent: SqlQuery[] = [];
+    const inner = libsqlExecutor(client);
+    const watched = createDb({ query: (q) => (sent.push(q), inner.query(q)), batch: (qs) => (sent.push(...qs), inner.batch(qs)) });
+    // Non-ASCII, so a value counted in characters would show: 2 + 2 * 1000 bytes serialised.
+    const stateValue = JSON.stringify("é".repeat(1000));
+    const storageValue = Buffer.alloc(3000, 7).toString("base64");
+    await stateStore(watched).setStatement("k", "a", OWNER, "conversation", stateValue, ROOMY).execute();
+    await storageStore(watched).setStatement({ area: "plugin", ownerKey: "svc" }, "a", storageValue, ROOMY).execute();
+    const copies = (value: string) => sent.flatMap((q) => q.params).filter((p) => p === value).length;
+    expect([copies(stateValue), copies(storageValue)]).toEqual([1, 1]);
+    expect(await db.all(sql`SELECT keys, bytes FROM runner_state_usage WHERE scope_key = 'k'`)).toEqual([[1, 2002]]);
+    expect(await db.all(sql`SELECT keys, bytes FROM storage_usage WHERE owner_key = 'svc'`)).toEqual([[1, 3000]]);
+    expect(await stateStore(db).get("k", "a")).toBe("é".repeat(1000));
+    expect(await storageStore(db).get({ area: "plugin", ownerKey: "svc" }, "a")).toBe(storageValue);
   });
 
   it("compiled statements bind fresh values on every use, alone or in a batch, and refuse a missing value", async () => {
