@@ -71,6 +71,12 @@ const positiveInt = (fallback: number) => z.coerce.number().int().positive().def
 
 /** A run and its reply's settling must fit in one alarm invocation (15 min), with a margin for its writes. */
 const RUN_WALL_TIME_MAX_MS = 13 * 60_000;
+/**
+ * A run's refused writes are retried past its deadline too (the write in flight then, and its end): the alarm keeps
+ * about a minute past RUN_DEADLINE_MS + DELIVERY_SETTLE_TIMEOUT_MS (ALARM_BUDGET_MS, 14 of its 15 minutes), so two
+ * such writes' pauses must fit in it with their round trips.
+ */
+const WRITE_RETRY_PAUSES_MAX_TOTAL_MS = 20_000;
 
 const ConfigFields = z.object({
   // Visible ASCII only: a bearer ends at its first space, and a header carries no other text as sent, so such a token could never be presented.
@@ -208,7 +214,16 @@ const ConfigFields = z.object({
     .string()
     .default("200,1000,3000")
     .transform((list) => list.split(",").map((p) => p.trim()).filter(Boolean).map(Number))
-    .pipe(z.array(z.number().int().nonnegative().max(10_000, "each pause must be at most 10000")).max(10, "at most 10 pauses")),
+    .pipe(
+      z
+        .array(z.number().int().nonnegative().max(10_000, "each pause must be at most 10000"))
+        // Commas alone would mean no retry at all: a typo more likely than a choice (unset, the default applies).
+        .min(1, "DB_WRITE_RETRY_PAUSES_MS must list at least one pause in ms, comma-separated (200,1000,3000 when unset)")
+        .max(10, "at most 10 pauses")
+        .refine((pauses) => pauses.reduce((sum, p) => sum + p, 0) <= WRITE_RETRY_PAUSES_MAX_TOTAL_MS, {
+          message: `DB_WRITE_RETRY_PAUSES_MS must add up to at most ${WRITE_RETRY_PAUSES_MAX_TOTAL_MS} ms: a run's last writes wait them out past its deadline, within its alarm's wall time`,
+        }),
+    ),
 });
 
 /** The Worker's configuration variables (what wrangler.toml [vars] and secrets may set). */

@@ -181,20 +181,34 @@ async function writeNaming(deps: ExecuteDeps, statements: unknown[], blobs: stri
   }
 }
 
+/** How far a batch's writes got before one failed (writeInParts). */
+interface WriteProgress {
+  /** The entries of the leading parts written. */
+  entries: number;
+  /** The drop audits of the leading parts written, or perhaps written (the failed one, unanswered). */
+  audits: number;
+  /** Whether the write of the rest was made: not when a leading part failed, which leaves the rest's rows unsent. */
+  restSent: boolean;
+}
+
 /**
  * A batch's writes in order, its leading ledger parts first (one refused leaves no blob of the batch: no row names one
  * yet). A write that fails leaves the parts before it written: their entries go to followers at once, as a replay
- * gives them, and `progress` counts them and the drop audits written with them.
+ * gives them, and `progress` says what was written. A leading part unanswered (perhaps applied) leaves the rest
+ * unsent all the same: its blobs, which only the rest's rows name, are removed as a refusal's are.
  */
-async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: BatchWrites, progress = { entries: 0, audits: 0 }): Promise<void> {
+async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: BatchWrites, progress: WriteProgress = { entries: 0, audits: 0, restSent: false }): Promise<void> {
   let done = 0;
   try {
     for (; done < leading.length; done++) await writeNaming(deps, leading[done].statements, blobs);
+    progress.restSent = true;
     await writeNaming(deps, statements, blobs);
   } catch (err) {
     const written = leading.slice(0, done).flatMap((part) => part.entries);
+    const unansweredPart = !progress.restSent && mayHaveApplied(err) ? leading[done] : undefined;
     progress.entries = written.length;
-    progress.audits = leading.slice(0, done).reduce((n, part) => n + part.audits, 0);
+    progress.audits = [...leading.slice(0, done), ...(unansweredPart ? [unansweredPart] : [])].reduce((n, part) => n + part.audits, 0);
+    if (unansweredPart && blobs.length) await deps.artifacts.delete(blobs).catch(() => {});
     if (written.length) deps.publish(written);
     throw err;
   }
@@ -243,14 +257,16 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   };
   const write = async (batch: ResultBatch | null) => {
     if (!batch) return;
-    const progress = { entries: 0, audits: 0 };
+    const progress: WriteProgress = { entries: 0, audits: 0, restSent: false };
     await writeInParts(deps, await statementsOf(batch), progress).catch((err: unknown) => {
-      // Refused, the batch's inline artifacts were never stored (their blobs are removed): no later item names them.
-      if (!mayHaveApplied(err)) {
+      // Refused, or never sent (a leading part before it got no answer), the batch's inline artifacts have no row (their
+      // blobs are removed): no later item names them.
+      if (!mayHaveApplied(err) || !progress.restSent) {
         artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
-        // Its drops' audits go with their results: those of the parts written before it are recorded.
+        // Its drops' audits go with their results: those of the parts written (or perhaps written) before it are recorded.
         processor.notWritten(batch, progress.audits);
-      } else unanswered.push(...batch.ledger.slice(progress.entries)); // its leading parts written are published already
+      }
+      if (mayHaveApplied(err)) unanswered.push(...batch.ledger.slice(progress.entries)); // its leading parts written are published already
       throw err;
     });
     deps.publish(batch.ledger);

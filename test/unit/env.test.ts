@@ -39,6 +39,17 @@ describe("configuration", () => {
     expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_RETRY_PAUSE_MS: "0" })).toEqual([expect.stringMatching(/^DB_RETRY_PAUSE_MS: /)]);
   });
 
+  it("refuses a write retry list that names no pause, or whose pauses outlast the margin a run's alarm keeps past its deadline", () => {
+    // Commas alone are no list (a blank value is unset: its default applies).
+    for (const commas of [",", " , ,"]) expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: commas })).toEqual([expect.stringMatching(/^DB_WRITE_RETRY_PAUSES_MS: .*at least one pause/)]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: "" })).toEqual([]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: "-5" })).toEqual([expect.stringMatching(/^DB_WRITE_RETRY_PAUSES_MS\.0: /)]);
+    // Each within its own bound, together past 20 s: a run's last writes would wait them out past its alarm's wall time.
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: "10000,10000,1" })).toEqual([expect.stringMatching(/^DB_WRITE_RETRY_PAUSES_MS: .*add up to at most 20000/)]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: "10000,10000" })).toEqual([]);
+    expect(configOf({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: "0" } as unknown as Env).DB_WRITE_RETRY_PAUSES_MS).toEqual([0]);
+  });
+
   it("bounds the retention settings: a cutoff past any date, or a batch past SQLite's parameter limit, is refused", () => {
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "1e301" })).toEqual([expect.stringMatching(/^RETENTION_DAYS: .*at most 36500/)]);
     expect(configProblems({ ADMIN_TOKEN: TOKEN, RETENTION_DAYS: "36500", RETENTION_BATCH_SIZE: "5000" })).toEqual([]);
