@@ -3,6 +3,9 @@ import type { AddressInfo } from "node:net";
 import { bodyUnlessBrokenOff } from "./http-server";
 
 export interface RunCall {
+  /** The request line as the runner service got it: `POST /runners/{name}/run` (PROTOCOL §3). */
+  method: string;
+  url: string;
   headers: IncomingMessage["headers"];
   body: any;
   raw: string;
@@ -38,7 +41,7 @@ export async function startAdHocRunner(opts: {
     // Broken off by the host (disposed mid-request): nothing to answer.
     if (!body) return;
     const raw = body.toString("utf8");
-    const call = { headers: req.headers, body: JSON.parse(raw), raw };
+    const call = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: JSON.parse(raw), raw };
     calls.push(call);
     try {
       await opts.onRun(call, res);
