@@ -14,6 +14,7 @@ import { CONFIG_VARS, configProblems } from "../src/env";
 import { ROOT } from "./build";
 import { DataDirLockedError, lockDataDir } from "./data-lock";
 import { ScheduledOutcomeError, startHost } from "./host";
+import { localSecretsKeys } from "./secrets-key";
 import { bindRunner } from "./setup";
 
 const dataDir = process.env.DATA_DIR || join(ROOT, ".data");
@@ -45,19 +46,18 @@ const onStopSignal = () => {
 };
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, onStopSignal);
 
-function devSecret(name: string, encoding: "hex" | "base64" = "hex", bytes = 24): string {
+function devSecret(name: string): string {
   const file = join(dataDir, name);
-  if (!existsSync(file)) writeFileSync(file, randomBytes(bytes).toString(encoding), { mode: 0o600 });
+  if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString("hex"), { mode: 0o600 });
   return readFileSync(file, "utf8").trim();
 }
 
 // Blank (spaces included) counts as unset, as for every other variable.
 const ownAdminToken = process.env.ADMIN_TOKEN?.trim();
 const adminToken = ownAdminToken || devSecret("admin-token");
-const vars: Record<string, string> = {
-  // Stored credentials are sealed with it: losing this file makes them unreadable (register them again).
-  SECRETS_KEY: process.env.SECRETS_KEY?.trim() || devSecret("secrets-key", "base64", 32),
-};
+// Stored credentials are sealed with it: losing the folder's key file makes them unreadable (register them again).
+const { notice: secretsKeyNotice, ...secretsKeys } = localSecretsKeys(dataDir, process.env);
+const vars: Record<string, string> = { ...secretsKeys };
 // An empty variable (a blank line of a .env template) counts as unset.
 for (const name of CONFIG_VARS) if (name !== "ADMIN_TOKEN" && name !== "SECRETS_KEY" && process.env[name]?.trim()) vars[name] = process.env[name]!.trim();
 // Checked here, so a bad value is one clear line, not a failure deep inside the first request.
@@ -66,6 +66,7 @@ if (problems.length) {
   console.error(`npm start: the configuration is not valid:\n${problems.map((p) => `  ${p}`).join("\n")}`);
   process.exit(1);
 }
+if (secretsKeyNotice) console.error(secretsKeyNotice);
 /** A port from the environment, checked to be one and free, so a conflict is one clear line rather than a stack trace. */
 async function freePort(name: string, fallback: number): Promise<number> {
   const port = Number(process.env[name]?.trim() || fallback);
