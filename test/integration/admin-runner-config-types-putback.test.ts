@@ -47,8 +47,9 @@ describe("an agent whose stored runner_config a refresh made mistyped", () => {
     expect([put.status, put.body.error?.details]).toEqual([200, undefined]);
     expect((await host.admin("GET", "/v1/admin/agents/retyped")).body.enabled).toBe(false);
 
-    // A value changed to another mistyped one is still refused.
-    const changed = await host.admin("PUT", "/v1/admin/agents/retyped", { ...read, runner_config: { timeout: "31", mode: "fast" } });
+    // A value changed to another mistyped one is still refused (on the agent as read again: the PUT above changed it).
+    const reread = (await host.admin("GET", "/v1/admin/agents/retyped")).body;
+    const changed = await host.admin("PUT", "/v1/admin/agents/retyped", { ...reread, runner_config: { timeout: "31", mode: "fast" } });
     expect([changed.status, changed.body.error?.details?.mistyped]).toEqual([400, [{ field: "timeout", expected: "a whole number" }]]);
   });
 });

@@ -53,8 +53,9 @@ describe("models", () => {
     const refused = await host.admin("DELETE", "/v1/admin/models/m1");
     expect(refused).toMatchObject({ status: 409, body: { error: { code: "conflict", message: expect.stringMatching(/granted to agent uses-m1/) } } });
     const shown = (await host.admin("GET", "/v1/admin/agents/uses-m1")).body;
-    expect((await host.admin("PUT", "/v1/admin/agents/uses-m1", shown)).status).toBe(200);
-    expect((await host.admin("PUT", "/v1/admin/agents/uses-m1", { ...shown, resource_policy: {} })).status).toBe(200);
+    const saved = await host.admin("PUT", "/v1/admin/agents/uses-m1", shown);
+    expect(saved.status).toBe(200);
+    expect((await host.admin("PUT", "/v1/admin/agents/uses-m1", { ...saved.body, resource_policy: {} })).status).toBe(200);
     expect((await host.admin("DELETE", "/v1/admin/models/m1")).status).toBe(204);
     expect((await host.admin("GET", "/v1/admin/models/m1")).status).toBe(404);
     expect((await host.admin("DELETE", "/v1/admin/models/m1")).status).toBe(404);

@@ -20,6 +20,7 @@ import { agent } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
 import { cancelAgentRuns, leaveAgentRuns } from "../../agents/cancel-runs";
+import { checkReadAsStored, nextUpdatedAt } from "./replace";
 
 const configSchemaOf = (manifestJson: string) => parseJson<AgentRunnerManifest>(manifestJson, {} as AgentRunnerManifest).config_schema;
 
@@ -113,8 +114,8 @@ async function save(write: () => Promise<boolean>): Promise<boolean> {
 const AgentDeleteQuery = z.strictObject({ runs: z.enum(["cancel", "leave"]).default("cancel") });
 
 /**
- * PUT replaces the agent with the same body as POST; what GET answered can be sent back as it is (its timestamps are
- * ignored). `enabled` left out keeps the agent's own: a pause is not configuration, and a PUT built without it (a
+ * PUT replaces the agent with the same body as POST; what GET answered can be sent back as it is (`created_at` is
+ * ignored; `updated_at`, when sent, must still be the stored one: checkReadAsStored). `enabled` left out keeps the agent's own: a pause is not configuration, and a PUT built without it (a
  * config file, a script) must not set a paused agent answering again.
  */
 const AgentReplaceSchema = AgentInputSchema.extend({ created_at: z.string().optional(), updated_at: z.string().optional(), enabled: z.boolean().optional() });
@@ -161,10 +162,11 @@ export const agentsRouter = router()
     const store = agentsStore(db);
     const existing = await store.get(agentId);
     if (!existing) throw notFound(`agent ${agentId} not found`);
+    checkReadAsStored(body.updated_at, existing.updatedAt, `agent ${agentId}`);
     const input: AgentInput = { ...body, enabled: body.enabled ?? existing.enabled };
     const checked = await checkRunnerConfig(db, input, existing);
     await checkResourceGrants(db, input);
-    const row = await toRow(db, agentId, input, checked, existing.createdAt);
+    const row = { ...(await toRow(db, agentId, input, checked, existing.createdAt)), updatedAt: nextUpdatedAt(existing.updatedAt) };
     const written = await save(() => store.replace(row, existing, checked.serviceBaseUrl));
     // Deleted meanwhile, or changed (only a write over the row as read applies).
     const saved = await store.get(agentId);

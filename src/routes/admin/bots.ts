@@ -20,6 +20,7 @@ import { EndpointSchema } from "../../resources/ids";
 import { bot } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
+import { checkReadAsStored, nextUpdatedAt } from "./replace";
 
 const BotFields = {
   name: z.string().min(1).max(200).regex(/^[^\p{Cc}\p{Cs}]*$/u, "must not contain control characters or unpaired surrogates").optional(),
@@ -122,6 +123,7 @@ export const botsRouter = router()
     const row = await existing(db, c.req.param("botId"));
     if (input.platform && input.platform !== row.platform) throw badRequest("a bot's platform cannot change; register a new bot");
     if (input.bot_id !== undefined && input.bot_id !== row.botId) throw badRequest(`bot_id ${input.bot_id} is not the bot at this path (${row.botId})`);
+    checkReadAsStored(input.updated_at, row.updatedAt, `bot ${row.botId}`);
     // The view's URL sent back as it was (credentials masked) keeps the stored one.
     const destination = { ...row, apiBaseUrl: row.apiBaseUrl && input.api_base_url === maskUrl(row.apiBaseUrl) ? row.apiBaseUrl : trimSlash(input.api_base_url) };
     const updated: BotRow = {
@@ -131,7 +133,7 @@ export const botsRouter = router()
       credentialsJson: input.credentials ? await checkedCredentials(db, destination, input.credentials) : await movedCredentials(db, row, destination),
       // Left out, as the credentials are, it is kept: a PUT that does not name the pause does not end it.
       enabled: input.enabled ?? row.enabled,
-      updatedAt: Date.now(),
+      updatedAt: nextUpdatedAt(row.updatedAt),
     };
     // Only over the row as read: a concurrent DELETE is a 404, a concurrent PUT (a rotated credential) a 409, never undone.
     if (!(await botsStore(db).replace(updated, row))) {

@@ -1,4 +1,5 @@
 import { conflict, notFound } from "../../lib/errors";
+import { iso } from "../../lib/json";
 
 /**
  * A PUT's write, applied only over the row as it was read: when it did not apply, a concurrent DELETE is a 404 and
@@ -9,3 +10,17 @@ export async function replaceOrExplain(write: () => Promise<boolean>, stillThere
   if (!(await stillThere())) throw notFound(`${what} not found`);
   throw conflict(`${what} was changed meanwhile; read it again`);
 }
+
+/**
+ * A PUT body that is a GET's answer sent back carries the `updated_at` it read: a write since then (another operator's,
+ * a script's) is a 409, not overwritten by the older copy. A body without it (a config file, a script building it) is
+ * applied over whatever is stored, as before.
+ */
+export function checkReadAsStored(sentUpdatedAt: string | undefined, storedUpdatedAt: number, what: string): void {
+  if (sentUpdatedAt === undefined) return;
+  const stored = iso(storedUpdatedAt)!;
+  if (Date.parse(sentUpdatedAt) !== storedUpdatedAt) throw conflict(`${what} was changed after the copy this body was read from (its updated_at ${sentUpdatedAt.slice(0, 40)}, now ${stored}); read it again, or leave updated_at out to replace it whatever changed`, { updated_at: stored });
+}
+
+/** A replaced row's updated_at: later than the one it replaces even within the same millisecond, so a copy read before a write never matches after it. */
+export const nextUpdatedAt = (previous: number): number => Math.max(Date.now(), previous + 1);

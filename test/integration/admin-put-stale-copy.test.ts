@@ -1,0 +1,48 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { useAdminHost, type AdminHost } from "../support/admin-host";
+
+/** A PUT of what GET answered carries the updated_at it read: a change made since is not overwritten by the older copy. */
+const admin = useAdminHost();
+const { agent } = admin;
+let host: AdminHost["host"];
+beforeAll(() => void ({ host } = admin));
+
+describe("PUT of a copy read before another change", () => {
+  it("agents: 409 naming the stored updated_at, nothing written; read again, it applies; without updated_at it replaces whatever changed", async () => {
+    expect((await host.admin("POST", "/v1/admin/agents", agent("stale-a", "beta", { type: "conversation", id: "stale-a" }, { description: "first" }))).status).toBe(201);
+    const copyA = (await host.admin("GET", "/v1/admin/agents/stale-a")).body;
+    const copyB = (await host.admin("GET", "/v1/admin/agents/stale-a")).body;
+    // Two operators edit what they read: the first write applies at once (same millisecond or not)...
+    const first = await host.admin("PUT", "/v1/admin/agents/stale-a", { ...copyA, description: "by A" });
+    expect(first.status).toBe(200);
+    expect(Date.parse(first.body.updated_at)).toBeGreaterThan(Date.parse(copyA.updated_at));
+    // ...the second, from a copy read before it, is refused rather than undoing it.
+    const second = await host.admin("PUT", "/v1/admin/agents/stale-a", { ...copyB, description: "by B" });
+    expect(second.status).toBe(409);
+    expect(second.body.error).toMatchObject({ code: "conflict", details: { updated_at: first.body.updated_at } });
+    expect(second.body.error.message).toMatch(/^agent stale-a was changed after the copy this body was read from/);
+    expect((await host.admin("GET", "/v1/admin/agents/stale-a")).body.description).toBe("by A");
+    // Read again, the edit applies.
+    const fresh = (await host.admin("GET", "/v1/admin/agents/stale-a")).body;
+    const again = await host.admin("PUT", "/v1/admin/agents/stale-a", { ...fresh, description: "by B" });
+    expect([again.status, again.body.description]).toEqual([200, "by B"]);
+    // A body built without updated_at (a config file) replaces whatever is stored, as before.
+    const { updated_at: _u, created_at: _c, ...fromFile } = copyB;
+    const pushed = await host.admin("PUT", "/v1/admin/agents/stale-a", { ...fromFile, description: "from file" });
+    expect([pushed.status, pushed.body.description]).toEqual([200, "from file"]);
+  });
+
+  it("bots: the same for a bot's settings", async () => {
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "stale bot", credentials: { bot_token: "777:STALE-copy-token", secret_token: "stale-copy-secret-1" } });
+    expect(created.status).toBe(201);
+    const botId = created.body.bot_id as string;
+    const copyA = (await host.admin("GET", `/v1/admin/bots/${botId}`)).body;
+    const copyB = (await host.admin("GET", `/v1/admin/bots/${botId}`)).body;
+    expect((await host.admin("PUT", `/v1/admin/bots/${botId}`, { ...copyA, name: "renamed by A" })).status).toBe(200);
+    const stale = await host.admin("PUT", `/v1/admin/bots/${botId}`, { ...copyB, workspace_id: "ws-by-b" });
+    expect([stale.status, stale.body.error.code]).toEqual([409, "conflict"]);
+    expect(JSON.stringify(stale.body)).not.toContain("STALE-copy-token");
+    const shown = (await host.admin("GET", `/v1/admin/bots/${botId}`)).body;
+    expect([shown.name, shown.workspace_id ?? null]).toEqual(["renamed by A", null]);
+  });
+});
