@@ -7,11 +7,15 @@
  */
 const OPAQUE_FETCH_FAILURE = /^internal error; reference = (\S+)/;
 
-/** What to say of a failed fetch that is workerd's opaque one (null for any other), its reference kept to match the runtime's log. */
+/**
+ * What to say of a failed fetch that is workerd's opaque one (null for any other), its reference kept to match the
+ * runtime's log. The reference comes first: a log line cuts another party's words at LOGGED_TEXT_CHARS (300), and
+ * after a call site's own words the causes alone would take the rest.
+ */
 export function opaqueFetchFailure(err: unknown): string | null {
   const reference = err instanceof Error ? OPAQUE_FETCH_FAILURE.exec(err.message)?.[1] : undefined;
   if (!reference) return null;
-  return `the runtime's opaque internal error (its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all; runtime reference ${reference})`;
+  return `the runtime's opaque internal error (runtime reference ${reference}; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all)`;
 }
 
 /** Why a fetch (or the reading of its answer) failed: the opaque error's known causes, or any other error's own message. */

@@ -110,38 +110,49 @@ export async function endRecordedMeanwhile(db: Db, runId: string, afterSeq: numb
   const row = await store.get(runId);
   if (!row || !(ENDED as readonly string[]).includes(row.status)) return null;
   const publish = publisher();
-  // A page is published once the next one is read: the warning that drops a result may come after the rest of its
-  // batch (a refused reference's is written after the whole batch), so on the next page.
-  let previous: LedgerEntry[] = [];
+  // The warning that drops a result may come pages after it: a refused reference's is written after the whole batch,
+  // which may hold thousands of rows. So every warning is read first (what each names, no more), then the pages.
+  const warnings = dropWarnings(await store.warningsAfter(runId, afterSeq));
   for (let after = afterSeq; ; ) {
     const page = await store.ledger(runId, after, 1000);
     const entries = page.rows.map(ledgerEntryOf);
-    markDropped([...previous, ...entries]);
-    if (previous.length) publish(previous);
-    if (!page.hasMore || !page.rows.length) {
-      if (entries.length) publish(entries);
-      return row.status;
-    }
-    previous = entries;
+    markDropped(entries, warnings);
+    if (entries.length) publish(entries);
+    if (!page.hasMore || !page.rows.length) return row.status;
     after = page.rows[page.rows.length - 1].seq;
   }
 }
 
+/** What host warnings say was dropped. */
+interface DropWarnings {
+  /** The runner results they name (`ledger_seq`). */
+  named: Set<number>;
+  /** Those named past a cap (results.ts): a valid run.completed so named ended nothing, and is dropped whole. */
+  overLimit: Set<number>;
+}
+
+/** DropWarnings from host warnings' data. */
+function dropWarnings(warnings: ({ ledger_seq?: unknown; code?: unknown } | null)[]): DropWarnings {
+  const found: DropWarnings = { named: new Set(), overLimit: new Set() };
+  for (const warning of warnings) {
+    if (typeof warning?.ledger_seq !== "number") continue;
+    found.named.add(warning.ledger_seq);
+    if (warning.code === OVER_LIMIT_WARNING) found.overLimit.add(warning.ledger_seq);
+  }
+  return found;
+}
+
+/** The warnings among `entries`. */
+const warningsIn = (entries: LedgerEntry[]) => dropWarnings(entries.filter((e) => e.origin === "host" && e.type === "host.warning").map((e) => e.data as { ledger_seq?: unknown; code?: unknown } | null));
+
 /**
  * The runner results the host dropped (invalid, unknown, refused), marked as they were when written: `dropped` is not
- * stored, but the host.warning reporting each names it by `ledger_seq`. A reply rebuilt from the ledger (a restart)
- * then shows what the live reply would, never a result the host refused.
+ * stored, but the host.warning reporting each names it by `ledger_seq` (`warnings`: those of the ledger after them,
+ * else those among `entries`). A reply rebuilt from the ledger (a restart) then shows what the live reply would, never
+ * a result the host refused.
  */
-export function markDropped(entries: LedgerEntry[]): void {
-  const named = new Set<number>();
-  /** Named past a cap (results.ts): a valid run.completed so named ended nothing, and is dropped whole. */
-  const overLimit = new Set<number>();
-  for (const e of entries) {
-    const warning = e.origin === "host" && e.type === "host.warning" ? (e.data as { ledger_seq?: unknown; code?: unknown } | null) : undefined;
-    if (typeof warning?.ledger_seq !== "number") continue;
-    named.add(warning.ledger_seq);
-    if (warning.code === OVER_LIMIT_WARNING) overLimit.add(warning.ledger_seq);
-  }
+export function markDropped(entries: LedgerEntry[], warnings = warningsIn(entries)): void {
+  const { named, overLimit } = warnings;
   if (!named.size) return;
   for (const e of entries) {
     if (e.origin !== "runner" || !named.has(e.seq)) continue;

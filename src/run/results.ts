@@ -76,6 +76,8 @@ export class ResultProcessor {
   resultCount = 0;
   sawMessage = false;
   lastMessage: Message | undefined;
+  /** The run's last message as each batch found it (a held batch is its first chunk's): one never written does not end as the run's message. */
+  private readonly messageBefore = new WeakMap<ResultBatch, { message: Message | undefined }>();
   /** The text streamed as deltas since the last message (null once past STREAMED_TEXT_MAX_CHARS): what chat shows of an answer not completed yet. */
   private streamed: string | null = "";
 
@@ -90,6 +92,7 @@ export class ResultProcessor {
 
   process(payloads: string[]): ResultBatch {
     const batch: ResultBatch = { ledger: [], transcriptItems: [], stateWrites: [], inlineArtifacts: [], artifactReferences: [], audits: [], terminal: false };
+    this.messageBefore.set(batch, { message: this.lastMessage });
     for (const payload of payloads) {
       if (this.terminalResult) break;
       try {
@@ -143,9 +146,11 @@ export class ResultProcessor {
     return this.dropAudits.summary({ runId: this.init.runId, runnerId: this.init.runnerId, place: this.init.place });
   }
 
-  /** The batch's rows were never written (the database refused them, or a read they needed first) but for its parts written apart, which held `auditsWritten` of its drops' audits: the others count among those not recorded. */
+  /** The batch's rows were never written (refused, a read they needed refused, or a part before them unanswered) but for its parts written apart, which held `auditsWritten` of its drops' audits (the others count among those not recorded) and no message: the run's message is the one before the batch. */
   notWritten(batch: ResultBatch, auditsWritten = 0): void {
     this.dropAudits.refused(batch.audits.length - auditsWritten);
+    const before = this.messageBefore.get(batch);
+    if (before) this.lastMessage = before.message;
   }
 
   private entry(type: string, data: unknown, origin: "runner" | "host", runnerSequence?: number | null): LedgerEntry {

@@ -357,6 +357,13 @@ export function runsStore(db: Db) {
       return { rows: kept, hasMore: rows.length > kept.length };
     },
 
+    /** The host's warnings after a seq, only the result each names (`ledger_seq`) and its code: what marks a result read back dropped. */
+    warningsAfter(runId: string, afterSeq: number): Promise<{ ledger_seq: unknown; code: unknown }[]> {
+      const field = (path: string) => sql<unknown>`json_extract(${runEvent.dataJson}, ${path})`;
+      const where = and(eq(runEvent.runId, runId), gt(runEvent.seq, afterSeq), eq(runEvent.type, "host.warning"), eq(runEvent.origin, "host"));
+      return db.select({ ledger_seq: field("$.ledger_seq"), code: field("$.code") }).from(runEvent).where(where).all();
+    },
+
     /** Newest first, keyset-paged on (created_at, run_id) so a page costs the same however deep it is. */
     async list(filter: RunListFilter) {
       const conds = runListConditions(filter);

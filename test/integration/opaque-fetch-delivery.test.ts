@@ -6,12 +6,13 @@ import { startTestHost, type TestHost } from "../support/host";
  * A platform call workerd's fetch fails with its opaque "internal error; reference = …" (here an answer whose status
  * line is no HTTP): the delivery trail and the bot's last_delivery_failure name its known causes and the reference,
  * not only "could not be reached"; it stays a network_error that may have been applied (a send is not made again),
- * and neither names the bot's token, which the platform's URL carries.
+ * and neither names the bot's token, which the platform's URL carries. The log line of the reply given up on keeps
+ * the reference, though it cuts the platform's words at 300 characters: an operator matches it to the runtime's log.
  */
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-opaque";
 const SECRET_TOKEN = "tg-secret-token-opaque-fetch";
 const GARBLED_CHAT = "-100990";
-const NAMED = /^the platform could not be reached, or the connection was lost before its answer: the runtime's opaque internal error \(its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all; runtime reference \S+\)$/;
+const NAMED = /^the platform could not be reached, or the connection was lost before its answer: the runtime's opaque internal error \(runtime reference [^;\s]+; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all\)$/;
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -23,7 +24,7 @@ beforeAll(async () => {
   const telegram = telegramBotApi(BOT_TOKEN);
   fake = await startFakePlatform((call) => (call.path.endsWith("/sendMessage") && String(call.body?.chat_id) === GARBLED_CHAT ? { garbled: true } : telegram(call)));
   runner = await startChatRunner("opaque-delivery");
-  host = await startTestHost();
+  host = await startTestHost({ captureLogs: true });
   ({ botId, webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner, agentId: "opaque-delivery" }));
 });
 afterAll(async () => {
@@ -41,10 +42,15 @@ describe("a platform call the runtime fails with its opaque error", () => {
       return rows.some((r) => r.event_type === "delivery.failed") && rows.map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) }));
     }, 15_000, "the failed delivery");
     expect(trail.map((r) => r.type)).toEqual(["delivery.attempted", "delivery.failed"]);
+    const reference = /runtime reference ([^;)\s]+)/.exec(trail[1].error)?.[1];
+    expect(reference).toBeTruthy();
+    const givenUp = host.logs().split("\n").find((line) => line.includes(`run ${runId}: reply not delivered, given up`));
+    expect(givenUp).toContain(`runtime reference ${reference}`);
     expect(trail[1]).toMatchObject({ operation: "send", status: null, code: "network_error", will_retry: false, error: expect.stringMatching(NAMED) });
     const note = await waitFor(async () => (await host.admin("GET", `/v1/admin/bots/${botId}`)).body.last_delivery_failure, 10_000, "the bot's note");
     expect(note).toMatchObject({ code: "network_error", error: trail[1].error });
     expect(fake.callsTo(/\/sendMessage$/)).toHaveLength(1);
     expect(JSON.stringify([trail, note])).not.toContain(BOT_TOKEN);
+    expect(host.logs()).not.toContain(BOT_TOKEN);
   });
 });
