@@ -3,12 +3,6 @@ import { asRoom, capPassed, capRefusal, type CapSubject, type DataCap } from "..
 import { ApiError } from "./errors";
 
 /**
- * A capped write refused for its scope's or area's cap (413): nothing was written, so, as a write the database refused,
- * it takes no place in the run's budget (givingBack).
- */
-export class CapRefusedError extends ApiError {}
-
-/**
  * A `state.set` or `storage.set` write, which the database applies only if it fits its scope's or area's cap when it
  * runs (stores/data-caps.ts), batched with the read of that room: one transaction, so the read is what the guard saw.
  * Written, or not written though it fitted (a trigger ignored it: its agent or service is gone, answered as usual,
@@ -23,5 +17,5 @@ export async function writeWithinCap(db: Db, statements: { write: unknown; room:
   const passed = capPassed(read, size, cap);
   if (!passed) return;
   const { message, facts } = capRefusal(subject, passed, read, size, cap);
-  throw new CapRefusedError("payload_too_large", message, { retryable: false, details: facts });
+  throw new ApiError("payload_too_large", message, { retryable: false, details: facts });
 }

@@ -1,6 +1,5 @@
 import { mayHaveApplied } from "../db/executor";
 import type { WriteBudget } from "../lib/write-budget";
-import { CapRefusedError } from "./capped-write";
 import { ApiError } from "./errors";
 
 /**
@@ -12,13 +11,13 @@ export function takeFromBudget(budget: WriteBudget, limit: number, refusal: stri
 }
 
 /**
- * What a Host API write counted against a run's budget does when it fails: a write the database refused (not applied),
- * or one past its scope's or area's cap (nothing written), gives its place back, so a runner retrying it as told keeps
- * its whole budget; one unanswered may have been applied and keeps it. The error goes on.
+ * What a Host API write counted against a run's budget does when it fails: a write the database refused (not applied)
+ * gives its place back, so a runner retrying it as told keeps its whole budget; one unanswered may have been applied
+ * and keeps it. The error goes on.
  */
 export const givingBack =
   (budget: WriteBudget) =>
   (err: unknown): never => {
-    if (err instanceof CapRefusedError || !mayHaveApplied(err)) budget.giveBack();
+    if (!mayHaveApplied(err)) budget.giveBack();
     throw err;
   };

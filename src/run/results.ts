@@ -253,9 +253,8 @@ export class ResultProcessor {
     this.drop(batch, recorded, reason, { artifact_id: artifactId }, code);
   }
 
-  /** A `state.updated` the executor found past its scope's cap (run/state-caps.ts): dropped like any refused result, its facts the cap and the usage; nothing written, its place in RUN_MAX_STATE_UPDATES is given back (as a state.set's 413). */
+  /** A `state.updated` the executor found past its scope's cap (run/state-caps.ts): dropped like any refused result, its facts the cap and the usage. */
   refuseStateWrite(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown>) {
-    if (this.init.maxStateUpdates !== undefined) this.stateWrites.giveBack();
     this.drop(batch, recorded, reason, facts, STATE_SCOPE_FULL_WARNING);
   }
 

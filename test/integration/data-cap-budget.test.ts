@@ -3,10 +3,10 @@ import { startTestHost, type TestHost } from "../support/host";
 import { putAgent, startScriptedRunner } from "../support/scripted-runner";
 
 /**
- * A write refused because its state scope or storage area is full writes nothing, so it takes no place in its run's
- * budget (RUN_MAX_STATE_UPDATES, RUN_MAX_STORAGE_WRITES), as a write the database refused takes none: a runner told
- * 413 can still make the writes its budget allows (overwrites, which always fit), through the Host API or as
- * state.updated results.
+ * A write refused because its state scope or storage area is full still counts against its run's budget
+ * (RUN_MAX_STATE_UPDATES, RUN_MAX_STORAGE_WRITES): the database did a write's work, and a runner looping on a full
+ * scope (its 413 says not retryable) is stopped by the budget, as a flood is, not left to load the database until its
+ * deadline.
  */
 const CAP = 2;
 const BUDGET = 2;
@@ -48,7 +48,7 @@ async function until(what: string, probe: () => Promise<boolean>) {
 }
 
 describe("a write refused for a full scope or area", () => {
-  it("state.set: takes no place in RUN_MAX_STATE_UPDATES, so the run's overwrites still go through, and the budget still holds", async () => {
+  it("state.set: counts against RUN_MAX_STATE_UPDATES, so a loop on a full scope meets the budget's 429", async () => {
     await runner.run(host, "set-fill", async (api) => {
       for (let i = 1; i <= CAP; i++) await api("state.set", { scope: "actor", key: `k${i}`, value: i });
     }, by("u-set"));
@@ -56,11 +56,11 @@ describe("a write refused for a full scope or area", () => {
       const set = async (key: string) => (await api("state.set", { scope: "actor", key, value: "v" })).status;
       return [await set("new1"), await set("new2"), await set("new3"), await set("k1"), await set("k2"), await set("k1")];
     }, by("u-set"));
-    // Three refused for the scope's cap, two overwrites (the budget), then the budget's 429.
-    expect(result).toEqual([413, 413, 413, 200, 200, 429]);
+    // Two refused for the scope's cap (the budget), then the budget's 429, overwrites included.
+    expect(result).toEqual([413, 413, 429, 429, 429, 429]);
   });
 
-  it("storage.set: takes no place in RUN_MAX_STORAGE_WRITES, so the run's overwrites still go through, and the budget still holds", async () => {
+  it("storage.set: counts against RUN_MAX_STORAGE_WRITES, so a loop on a full area meets the budget's 429", async () => {
     const value_base64 = Buffer.from("abc").toString("base64");
     await runner.run(host, "storage-fill", async (api) => {
       for (let i = 1; i <= CAP; i++) await api("storage.set", { area: "workspace", key: `k${i}`, value_base64 });
@@ -69,26 +69,28 @@ describe("a write refused for a full scope or area", () => {
       const set = async (key: string) => (await api("storage.set", { area: "workspace", key, value_base64 })).status;
       return [await set("new1"), await set("new2"), await set("new3"), await set("k1"), await set("k2"), await set("k1")];
     }, by("u-storage"));
-    expect(result).toEqual([413, 413, 413, 200, 200, 429]);
+    expect(result).toEqual([413, 413, 429, 429, 429, 429]);
   });
 
-  it("state.updated: a result dropped for the scope's cap gives its place in RUN_MAX_STATE_UPDATES back, so the run is not failed for writes it never made", async () => {
+  it("state.updated: a result dropped for the scope's cap counts against RUN_MAX_STATE_UPDATES, so a runner flooding a full scope fails its run", async () => {
     await runner.run(host, "updated-fill", async (api) => {
       for (let i = 1; i <= CAP; i++) await api("state.set", { scope: "actor", key: `k${i}`, value: i });
     }, by("u-updated"));
-    const { runId } = await runner.run(host, "updated-refused", async (_api, ctx, emit) => {
+    let runId = "";
+    const flood = runner.run(host, "updated-refused", async (_api, ctx, emit) => {
+      runId = ctx.run_id;
       const refusedSoFar = async () =>
         (await host.query<{ data_json: string }>("SELECT data_json FROM run_event WHERE run_id = ? AND type = 'host.warning'", [ctx.run_id])).filter((r) => JSON.parse(r.data_json).code === "result.state_scope_full").length;
-      // One more than the budget, each checked (and its place given back) before the next is sent.
-      for (let i = 1; i <= BUDGET + 1; i++) {
+      // As many as the budget, each checked before the next is sent, then one more.
+      for (let i = 1; i <= BUDGET; i++) {
         emit("state.updated", { scope: "actor", key: `new${i}`, value: i });
         await until(`the drop of new${i}`, async () => (await refusedSoFar()) === i);
       }
       emit("state.updated", { scope: "actor", key: "k1", value: "rewritten" });
     }, by("u-updated"));
+    await expect(flood).rejects.toThrow(/script run ended failed: .*runner\.too_many_state_updates/);
     const { result } = await runner.run(host, "updated-read", async (api) => (await api("state.get", { scope: "actor", key: "k1" })).body.data, by("u-updated"));
-    expect(result).toEqual({ value: "rewritten", found: true });
-    const failures = await host.query("SELECT 1 FROM event_log WHERE event_type = 'run.failed' AND run_id = ?", [runId]);
-    expect(failures).toEqual([]);
+    expect(result).toEqual({ value: 1, found: true });
+    expect(runId).not.toBe("");
   });
 });

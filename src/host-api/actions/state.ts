@@ -29,6 +29,8 @@ const stateSet: Handler<"state.set"> = async (ctx, p) => {
   // One budget with the run's state.updated results: a runner cannot go round that cap through the Host API.
   const limit = ctx.config.RUN_MAX_STATE_UPDATES;
   takeFromBudget(ctx.stateWrites, limit, `this run has written state ${limit} times, the most a run may (RUN_MAX_STATE_UPDATES, state.updated results and state.set calls together)`);
+  // A write refused for a full scope keeps its place in the budget (the database did a write's work), so a runner
+  // looping on a full scope stops at RUN_MAX_STATE_UPDATES.
   const store = stateStore(ctx.db);
   const owner = { runnerId: ctx.snapshot.runnerId, agentId: ctx.snapshot.agentId, agentEpoch: ctx.snapshot.agentEpoch };
   const cap = stateCap(ctx.config);

@@ -42,6 +42,7 @@ const storageSet: Handler<"storage.set"> = async (ctx, p) => {
   if (size > max) throw new ApiError("payload_too_large", `storage value is ${size} bytes; at most ${max} are allowed`);
   const limit = ctx.config.RUN_MAX_STORAGE_WRITES;
   takeFromBudget(ctx.storageWrites, limit, `this run has written storage ${limit} times, the most a run may (RUN_MAX_STORAGE_WRITES)`);
+  // As state.set: a write refused for a full area keeps its place in the run's budget.
   const store = storageStore(ctx.db);
   const cap = storageCap(ctx.config);
   const statements = { write: store.setStatement(owner, p.key, p.value_base64, cap), room: store.roomStatement(owner, p.key) };
