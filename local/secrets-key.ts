@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
+import { isSecretsKey } from "../src/lib/secret-box";
 
 /** What npm start seals stored credentials with, and a line for the operator when the key differs from the last start's. */
 export interface LocalSecretsKeys {
@@ -36,7 +37,9 @@ export function localSecretsKeys(dataDir: string, env: NodeJS.ProcessEnv): Local
         : undefined,
     };
   }
-  if (!kept || kept === own || env.SECRETS_KEY_PREVIOUS?.trim()) return { SECRETS_KEY: own };
+  // A file that holds no key (edited by hand) sealed nothing, as a start on it alone is refused: not offered, lest the
+  // start be refused for a SECRETS_KEY_PREVIOUS the operator never set.
+  if (!kept || !isSecretsKey(kept) || kept === own || env.SECRETS_KEY_PREVIOUS?.trim()) return { SECRETS_KEY: own };
   return {
     SECRETS_KEY: own,
     SECRETS_KEY_PREVIOUS: kept,

@@ -38,7 +38,13 @@ export async function adminCall<T = unknown>(
     const timedOut = (err as Error).name === "TimeoutError";
     throw new AdminCallError(`${method} ${path}`, timedOut ? `got no answer within ${timeoutMs} ms` : `failed: ${(err as Error).message}`, { cause: err });
   }
-  return { status, body: (text ? JSON.parse(text) : null) as T };
+  try {
+    return { status, body: (text ? JSON.parse(text) : null) as T };
+  } catch (err) {
+    // A bare SyntaxError would name neither the call nor the status; the first line says what answered (never the token).
+    const firstLine = text.split("\n", 1)[0]!.slice(0, 200).replaceAll(host.adminToken, "[token]");
+    throw new AdminCallError(`${method} ${path}`, `answered ${status} with a body that is not JSON: ${firstLine}`, { cause: err });
+  }
 }
 
 /** The registered runner of this id, if any: every page of the listing looked through. */

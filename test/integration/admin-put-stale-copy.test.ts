@@ -45,4 +45,28 @@ describe("PUT of a copy read before another change", () => {
     const shown = (await host.admin("GET", `/v1/admin/bots/${botId}`)).body;
     expect([shown.name, shown.workspace_id ?? null]).toEqual(["renamed by A", null]);
   });
+
+  it("an updated_at that is no time at all is a 400 naming it, not a 409 saying the row changed; null is a 400 too", async () => {
+    expect((await host.admin("POST", "/v1/admin/agents", agent("stale-typo", "beta", { type: "conversation", id: "stale-typo" }, { description: "kept" }))).status).toBe(201);
+    const copy = (await host.admin("GET", "/v1/admin/agents/stale-typo")).body;
+    for (const sent of ["yesterday", ""]) {
+      const typo = await host.admin("PUT", "/v1/admin/agents/stale-typo", { ...copy, updated_at: sent, description: "typo" });
+      expect([typo.status, typo.body.error.code]).toEqual([400, "invalid_request"]);
+      expect(typo.body.error.message).toMatch(/^updated_at .* is not a time: send the updated_at a GET answered \(ISO 8601, such as /);
+    }
+    const blank = await host.admin("PUT", "/v1/admin/agents/stale-typo", { ...copy, updated_at: null, description: "typo" });
+    expect([blank.status, blank.body.error.code]).toEqual([400, "invalid_request"]);
+    expect(blank.body.error.message).toMatch(/updated_at/);
+    expect((await host.admin("GET", "/v1/admin/agents/stale-typo")).body.description).toBe("kept");
+    // The same instant written another way (an offset instead of Z) is the copy GET answered: it applies.
+    const offset = copy.updated_at.replace(/Z$/, "+00:00");
+    const same = await host.admin("PUT", "/v1/admin/agents/stale-typo", { ...copy, updated_at: offset, description: "same instant" });
+    expect([same.status, same.body.description]).toEqual([200, "same instant"]);
+
+    const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", credentials: { bot_token: "778:TYPO-copy-token", secret_token: "typo-copy-secret-1" } });
+    const botCopy = (await host.admin("GET", `/v1/admin/bots/${created.body.bot_id}`)).body;
+    const botTypo = await host.admin("PUT", `/v1/admin/bots/${created.body.bot_id}`, { ...botCopy, updated_at: "not-a-date", name: "typo" });
+    expect([botTypo.status, botTypo.body.error.code]).toEqual([400, "invalid_request"]);
+    expect(JSON.stringify(botTypo.body)).not.toContain("TYPO-copy-token");
+  });
 });

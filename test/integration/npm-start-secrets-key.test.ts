@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -13,20 +13,21 @@ import { ROOT } from "../../local/build";
  * leaves their own key unset on a folder that used it is told so.
  */
 const dataDir = mkdtempSync(join(tmpdir(), "npm-start-secrets-key-"));
+const editedDir = mkdtempSync(join(tmpdir(), "npm-start-secrets-key-edited-"));
 const children: ChildProcess[] = [];
 afterAll(() => {
   // npm start's own process group: its workerd too, should a stop have failed.
   for (const c of children) if (c.exitCode === null && c.signalCode === null) try { process.kill(-c.pid!, "SIGKILL"); } catch { /* gone */ }
-  rmSync(dataDir, { recursive: true, force: true });
+  for (const dir of [dataDir, editedDir]) rmSync(dir, { recursive: true, force: true });
 });
 
 /** npm start's script on the shared folder, in a process group of its own; `ready` once it prints its URL and token. */
-function start(env: Record<string, string>) {
+function start(env: Record<string, string>, dir = dataDir) {
   const base = { ...process.env };
   delete base.SECRETS_KEY;
   delete base.SECRETS_KEY_PREVIOUS;
   delete base.ADMIN_TOKEN;
-  const child = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], { cwd: ROOT, detached: true, env: { ...base, DATA_DIR: dataDir, PORT: "0", RUNNER_PORT: "0", ...env } });
+  const child = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], { cwd: ROOT, detached: true, env: { ...base, DATA_DIR: dir, PORT: "0", RUNNER_PORT: "0", ...env } });
   children.push(child);
   let output = "";
   child.stdout!.on("data", (c) => (output += c));
@@ -89,4 +90,14 @@ describe("npm start's SECRETS_KEY across starts on one data folder", () => {
     expect(await webhook(h3)).toBe(500);
     await third.stop();
   }, 120_000);
+
+  it("a key file that holds no key (edited by hand) is not offered as SECRETS_KEY_PREVIOUS: npm start with the operator's SECRETS_KEY starts", async () => {
+    // It can have sealed nothing: a start on it alone is refused (SECRETS_KEY must be 32 bytes).
+    writeFileSync(join(editedDir, "secrets-key"), "my own key, see the wiki\n");
+    const started = start({ SECRETS_KEY: randomBytes(32).toString("base64") }, editedDir);
+    const h = await started.ready();
+    expect(started.output()).not.toContain("SECRETS_KEY_PREVIOUS");
+    expect((await admin(h, "GET", "/v1/admin/bots")).status).toBe(200);
+    await started.stop();
+  }, 90_000);
 });

@@ -31,6 +31,16 @@ describe("adminCall (npm start's set-up and the tests' operator calls)", () => {
     expect((err as Error).message).toMatch(/^admin call POST \/v1\/admin\/agents failed: fetch failed/);
   });
 
+  it("names the call and its status when the answer is not JSON (workerd's own page for an uncaught exception)", async () => {
+    server = await listenLoopback((_req, res) => {
+      res.writeHead(500, { "content-type": "text/plain" });
+      res.end("Error: boom\n    at Object.fetch (file:///dist/worker.js:1:1)");
+    });
+    const err = await adminCall({ url: server.url, adminToken: TOKEN }, "PUT", "/v1/admin/agents/echo", {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AdminCallError);
+    expect((err as Error).message).toBe("admin call PUT /v1/admin/agents/echo answered 500 with a body that is not JSON: Error: boom");
+  });
+
   it("answers the status and parsed body of a host that answers", async () => {
     server = await listenLoopback((req, res) => {
       res.writeHead(201, { "content-type": "application/json" });

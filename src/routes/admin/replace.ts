@@ -1,4 +1,4 @@
-import { conflict, notFound } from "../../lib/errors";
+import { badRequest, conflict, notFound } from "../../lib/errors";
 import { iso } from "../../lib/json";
 
 /**
@@ -19,7 +19,10 @@ export async function replaceOrExplain(write: () => Promise<boolean>, stillThere
 export function checkReadAsStored(sentUpdatedAt: string | undefined, storedUpdatedAt: number, what: string): void {
   if (sentUpdatedAt === undefined) return;
   const stored = iso(storedUpdatedAt)!;
-  if (Date.parse(sentUpdatedAt) !== storedUpdatedAt) throw conflict(`${what} was changed after the copy this body was read from (its updated_at ${sentUpdatedAt.slice(0, 40)}, now ${stored}); read it again, or leave updated_at out to replace it whatever changed`, { updated_at: stored });
+  const sent = Date.parse(sentUpdatedAt);
+  // A typo is the caller's mistake to fix, not a change of the row to read again.
+  if (Number.isNaN(sent)) throw badRequest(`updated_at ${JSON.stringify(sentUpdatedAt.slice(0, 40))} is not a time: send the updated_at a GET answered (ISO 8601, such as 2026-01-31T12:00:00.000Z), or leave it out`);
+  if (sent !== storedUpdatedAt) throw conflict(`${what} was changed after the copy this body was read from (its updated_at ${sentUpdatedAt.slice(0, 40)}, now ${stored}); read it again, or leave updated_at out to replace it whatever changed`, { updated_at: stored });
 }
 
 /** A replaced row's updated_at: later than the one it replaces even within the same millisecond, so a copy read before a write never matches after it. */
