@@ -33,7 +33,7 @@ export function localSecretsKeys(dataDir: string, env: NodeJS.ProcessEnv): Local
     return {
       SECRETS_KEY: readFileSync(file, "utf8").trim(),
       notice: earlierKey
-        ? `npm start: SECRETS_KEY is unset and ${file} did not exist, so a new key was made there: credentials this folder stored sealed under a SECRETS_KEY of yours do not open with it (set SECRETS_KEY again, or register them again)`
+        ? `npm start: SECRETS_KEY is unset and ${file} held no key, so a new key was made there: credentials this folder stored sealed under a SECRETS_KEY of yours do not open with it (set SECRETS_KEY again, or register them again)`
         : undefined,
     };
   }

@@ -86,7 +86,7 @@ describe("npm start's SECRETS_KEY across starts on one data folder", () => {
     rmSync(join(dataDir, "secrets-key"));
     const third = start({});
     const h3 = await third.ready();
-    expect(third.output()).toMatch(/^npm start: SECRETS_KEY is unset and .*secrets-key did not exist, so a new key was made there/m);
+    expect(third.output()).toMatch(/^npm start: SECRETS_KEY is unset and .*secrets-key held no key, so a new key was made there/m);
     expect(await webhook(h3)).toBe(500);
     await third.stop();
   }, 120_000);
