@@ -53,6 +53,9 @@ export function attemptFacts<T>(facts: Record<string, unknown>, o: { attempt: nu
  */
 export class DeliveryTrail {
   private writing: Promise<void> = Promise.resolve();
+  /** When writes stop being made (flushed's bound), and how many were given up so. */
+  private giveUpAt = Number.POSITIVE_INFINITY;
+  private givenUp = 0;
 
   constructor(
     private readonly db: Db,
@@ -87,6 +90,8 @@ export class DeliveryTrail {
   /** Tried again a few times over a few seconds: a database blip must not lose the record that a reply was delivered. */
   private async write(statements: unknown[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
+      // Past the flush bound, what is left is given up: counted and said once by flushed(), never waited for.
+      if (Date.now() >= this.giveUpAt) return void this.givenUp++;
       try {
         return await writeAll(this.db, statements);
       } catch (err) {
@@ -96,8 +101,15 @@ export class DeliveryTrail {
     }
   }
 
-  flushed(): Promise<void> {
-    return this.writing;
+  /**
+   * The trail's writes, waited for until `by` (epoch ms): one batch after another, each with its retries, a database
+   * that hangs would otherwise hold the session (and the alarm that settles it) for minutes per batch. Past `by`, no
+   * write begins or is tried again; one begun ends within its query timeout.
+   */
+  async flushed(by: number): Promise<void> {
+    this.giveUpAt = by;
+    await this.writing;
+    if (this.givenUp) console.error(`run ${this.job.runId}: ${this.givenUp} delivery record write(s) given up: the database had not taken them by the reply's settle bound`);
   }
 }
 

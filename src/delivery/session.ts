@@ -37,6 +37,8 @@ export { chatReplyDeps, type DeliveryDeps } from "./deps";
 
 /** What a streamed message beyond the final text's parts is edited to. */
 const SUPERSEDED_PART = "…";
+/** How long after its settle bound a reply's delivery records may still be written (at most as long as the reply had). */
+const TRAIL_FLUSH_GRACE_MS = 10_000;
 
 export class DeliverySession {
   private chain: Promise<void>;
@@ -210,7 +212,9 @@ export class DeliverySession {
       const error = `delivery still busy ${timeoutMs} ms after the run ended and the replies before it settled; the rest is abandoned`;
       this.trail.append([{ type: "delivery.failed", data: { operation: "settle", code: "settle_timeout", error, will_retry: false } }]);
     }
-    await this.trail.flushed();
+    // Its records get as long again as the reply had, up to TRAIL_FLUSH_GRACE_MS: the alarm keeps about a minute past
+    // the settle bound (durable-objects/timing.ts), a hanging write's query timeout included.
+    await this.trail.flushed(bound + Math.min(timeoutMs, TRAIL_FLUSH_GRACE_MS));
   }
 
   private newReply(): Reply {
