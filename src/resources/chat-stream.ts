@@ -2,7 +2,7 @@ import { readLines, SSE_FIELD_BYTES, sseFramer, type LineFaults } from "../runne
 import { redactValue, StreamRedactors } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
 import { choiceFailure, errorText, FINISHED_WITH_ERROR, streamErrorStatus, UsageSchema } from "./openai";
-import { UpstreamError } from "./upstream";
+import { UpstreamError, type TakeBytes } from "./upstream";
 import { describeError, loggedError } from "../lib/describe-error";
 import { opaqueFetchFailure } from "../lib/opaque-fetch-failure";
 import { keptIntegerText, parseKeepingIntegers } from "../lib/exact-json";
@@ -59,6 +59,11 @@ export interface ChatStreamOptions {
    * error line even when nothing is reading it: a pull in flight would notice, a stalled reader does not.
    */
   signal: AbortSignal;
+  /**
+   * Counts the text the stream holds for its `completed` line (the message assembled from its deltas), against what the
+   * host may hold at once; throws to end the stream.
+   */
+  take?: TakeBytes;
 }
 
 /** A model stream re-framed for the runner. */
@@ -133,6 +138,19 @@ function toolCallDelta(item: unknown, known: number): ToolCallDelta {
   }
   if (index === undefined && known >= MAX_TOOL_CALLS) throw new UpstreamError("invalid_response", `the model provider sent more than ${MAX_TOOL_CALLS} tool calls`);
   return raw;
+}
+
+/** Characters of a delta the stream keeps until its end (its text fields, its tool calls' names and arguments), counted as an answer's bytes are. */
+function heldChars(delta: Record<string, unknown>): number {
+  let chars = 0;
+  for (const [field, value] of Object.entries(delta)) if (field !== "role" && typeof value === "string") chars += value.length;
+  if (Array.isArray(delta.tool_calls)) {
+    for (const call of delta.tool_calls as ToolCallDelta[]) {
+      const f = typeof call === "object" && call !== null ? call.function : undefined;
+      chars += (typeof f?.name === "string" ? f.name.length : 0) + (typeof f?.arguments === "string" ? f.arguments.length : 0);
+    }
+  }
+  return chars;
 }
 
 const encoder = new TextEncoder();
@@ -211,6 +229,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     const failed = choiceFailure(choice);
     if (choice.finish_reason && !failed) finishReason = choice.finish_reason;
     const delta = { ...choice.delta };
+    opts.take?.(heldChars(delta));
     for (const [field, value] of Object.entries(delta)) {
       if (field === "content" && typeof value === "string") content += value;
       else if (field !== "role" && typeof value === "string") texts[field] = (texts[field] ?? "") + value;

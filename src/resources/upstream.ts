@@ -131,9 +131,14 @@ export async function readText(res: Response, maxBytes: number, signal: AbortSig
  */
 export const UPSTREAM_MESSAGE_MAX_CHARS = 16 * 1024;
 
-/** A non-2xx answer as an error, with the start of its body (the caller scrubs secrets). */
+/** A non-2xx answer as an error, with the start of its body (the caller scrubs secrets); rejects with the abort's reason when `signal` ends the read. */
 export async function httpError(res: Response, what: string, signal: AbortSignal): Promise<UpstreamError> {
-  const body = await readText(res, 64 * 1024, signal).catch(() => "");
+  const body = await readText(res, 64 * 1024, signal).catch((err: unknown) => {
+    // Cut off by the call's own end (its timeout, the deadline, the run stopped): that is why the call ended, not a
+    // refusal the host never read to its end (which would be retried, or fallen back from, as if it had answered).
+    if (signal.aborted) throw abortReason(signal, err);
+    return "";
+  });
   const snippet = body.trim().slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
   return new UpstreamError("http", `${what} answered HTTP ${res.status}${snippet ? `: ${snippet}` : ""}`, res.status, { retryAfterMs: retryAfterMs(res.headers) });
 }

@@ -86,7 +86,8 @@ const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
 export function streamError(err: unknown, signal: AbortSignal, secrets: readonly string[]): { code: string; message: string; retryable: boolean } {
   const cause: unknown = signal.aborted ? signal.reason : err;
   const message = shownUpstreamMessage(cause instanceof Error ? cause.message : String(cause), secrets);
-  if (cause instanceof ApiError) return { code: cause.code, message, retryable: false };
+  // The host's own refusals say whether they are worth retrying (a full answer budget is).
+  if (cause instanceof ApiError) return { code: cause.code, message, retryable: cause.retryable ?? false };
   if (cause instanceof ModelStreamError) return { code: cause.code, message, retryable: cause.retryable };
   return { code: "runtime_error", message, retryable: cause instanceof UpstreamError ? cause.providerFault : true };
 }
@@ -99,6 +100,8 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
   const images = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   const startedAt = Date.now();
   const call = callSignal(ctx);
+  // The message the stream assembles for its `completed` line is held until the stream ends, as an invoke's answer is.
+  const hold = answerHold(ctx.config.RESOURCE_RESPONSE_BUDGET_BYTES);
   try {
     const request = await chatRequest(ctx, p, images);
     const opts = callOptions(ctx, call.signal);
@@ -106,6 +109,7 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
     const { value: body, model } = await withModelFallback(ctx, p.model_id, "stream", (m) => openChatStream(m.target, request, opts)).finally(() => images.release());
     const onEnd = async (end: StreamEnd) => {
       call.dispose();
+      hold.release();
       const what = `run ${ctx.snapshot.runId}: model ${model.modelId} (stream)`;
       // The provider's words, scrubbed (streamError): one line of the log all the same.
       if (!end.result) console.warn(`${what} ended early (${end.error?.code}): ${loggedText(end.error?.message ?? "")}`);
@@ -124,11 +128,13 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
       onEnd,
       onCancel: () => call.abort(),
       signal: call.signal,
+      take: hold.take,
     });
     return new StreamReply(stream.body, "application/x-ndjson", { ended: stream.ended, close: stream.close });
   } catch (err) {
     call.dispose();
     images.release();
+    hold.release();
     throw err;
   }
 };
