@@ -301,7 +301,15 @@ export async function openChatStream(target: ProviderTarget, req: ChatRequest, o
   try {
     const type = res.headers.get("content-type") ?? "";
     if (!/^\s*text\/event-stream\s*(;|$)/i.test(type)) {
-      const snippet = (await readText(res, 64 * 1024, attempt.signal).catch(() => "")).trim().slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
+      const snippet = (
+        await readText(res, 64 * 1024, attempt.signal).catch((err: unknown) => {
+          // Cut off by the attempt's timeout or the call's end: that is why it ended (as httpError says), not its type.
+          if (attempt.signal.aborted) throw abortReason(attempt.signal, err);
+          return "";
+        })
+      )
+        .trim()
+        .slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
       throw new UpstreamError("invalid_response", `the model provider answered ${type || "without a content type"} instead of an event stream${snippet ? `: ${snippet}` : ""}`, res.status);
     }
     if (!res.body) throw new UpstreamError("invalid_response", "the model provider answered without a body", res.status);

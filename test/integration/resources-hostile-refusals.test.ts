@@ -11,6 +11,7 @@ import { runLedger, startScriptedRunner } from "../support/scripted-runner";
  */
 
 const TOOL_TIMEOUT_MS = 800;
+const MODEL_ATTEMPT_MS = 800;
 
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
@@ -20,6 +21,14 @@ let hangingUp = 0;
 beforeAll(async () => {
   tool = await listenLoopback(async (req, res) => {
     await readBody(req);
+    if (req.url?.endsWith("/chat/completions")) {
+      // A model answering 200 as plain text, not an event stream, whose body never ends.
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.write("warming up");
+      const ticker = setInterval(() => res.write("."), 100);
+      res.on("close", () => clearInterval(ticker));
+      return;
+    }
     if (req.url === "/forever") {
       res.writeHead(429, { "content-type": "application/json", "retry-after": "9".repeat(400) });
       res.end('{"error":"come back never"}');
@@ -34,15 +43,17 @@ beforeAll(async () => {
       hangingUp++;
     });
   });
-  runner = await startScriptedRunner({ name: "stalled-error", runners: [{ name: "default", label: { en_US: "s" }, permissions: { tools: ["detail", "call"] } }] });
-  host = await startTestHost({ vars: { TOOL_CALL_TIMEOUT_MS: String(TOOL_TIMEOUT_MS) } });
+  runner = await startScriptedRunner({ name: "stalled-error", runners: [{ name: "default", label: { en_US: "s" }, permissions: { tools: ["detail", "call"], models: ["invoke", "stream"] } }] });
+  host = await startTestHost({ vars: { TOOL_CALL_TIMEOUT_MS: String(TOOL_TIMEOUT_MS), MODEL_ATTEMPT_TIMEOUT_MS: String(MODEL_ATTEMPT_MS) } });
+  const model = await host.admin("POST", "/v1/admin/models", { model_id: "plain", name: "plain", kind: "llm", base_url: `${tool.url}/v1`, api_key: "sk-hostile-0123456789abcdef", model: "plain" });
+  if (model.status !== 201) throw new Error(JSON.stringify(model.body));
   for (const [name, path] of [["sulky", "/sulk"], ["throttled", "/forever"]]) {
     const r = await host.admin("POST", "/v1/admin/tools", { name, endpoint: `${tool.url}${path}` });
     if (r.status !== 201) throw new Error(JSON.stringify(r.body));
   }
   await runner.register(host);
   const agent = await host.admin("POST", "/v1/admin/agents", {
-    agent_id: "s", name: "s", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { tools: ["sulky", "throttled"] },
+    agent_id: "s", name: "s", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { tools: ["sulky", "throttled"], models: ["plain"] },
   });
   if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
 });
@@ -73,5 +84,18 @@ describe("a tool whose Retry-After is past any number", () => {
     expect(result.body.error.retryable).toBe(true);
     expect(result.body.error.details.upstream_status).toBe(429);
     expect(result.body.error.details).not.toHaveProperty("retry_after_ms");
+  });
+});
+
+describe("a model whose answer is no event stream and never ends", () => {
+  it("is the attempt's timeout, not an answer the host never read to its end told as the wrong content type", async () => {
+    const { result } = await runner.run(host, "plain-stalled", async (_api, _ctx, _emit, raw) => {
+      const res = await raw("model.stream", { model_id: "plain", messages: [{ role: "user", content: "hi" }] });
+      return { status: res.status, body: await res.text() };
+    });
+    expect(result.status).toBe(502);
+    const error = JSON.parse(result.body).error;
+    expect(error.message).toMatch(new RegExp(`did not answer within ${MODEL_ATTEMPT_MS} ms`));
+    expect(error.message).not.toMatch(/instead of an event stream/);
   });
 });
