@@ -122,9 +122,20 @@ export function agentsStore(db: Db) {
       const asRead = and(eq(agent.agentId, agentId), eq(agent.updatedAt, read.updatedAt), eq(agent.runnerConfigJson, read.runnerConfigJson), eq(agent.runnerId, read.runnerId));
       return write(row, [db.update(agent).set(rest).where(and(asRead, runnerServiceAt(row.runnerId, sealedForUrl))).returning({ agentId: agent.agentId }), ...bindingRows(row)]);
     },
-    /** With its bindings; the state it wrote is noted for retention to delete (any amount of it: not in this batch). */
-    async remove(agentId: string) {
-      await db.batch([noteDeletedAgent(db, agentId), db.delete(b).where(eq(b.agentId, agentId)), db.delete(agent).where(eq(agent.agentId, agentId))]);
+    /**
+     * With its bindings; the state it wrote is noted for retention to delete (any amount of it: not in this batch). Only
+     * the agent of this creation (`stateEpoch`): answers false when it was already gone, another perhaps created since
+     * under its id, which stays.
+     */
+    async remove(agentId: string, stateEpoch: string | null): Promise<boolean> {
+      // IS: an agent created before epochs (migration 0009) has none.
+      const asRead = and(eq(agent.agentId, agentId), sql`${agent.stateEpoch} IS ${stateEpoch}`);
+      const results = await db.batch([
+        noteDeletedAgent(db, agentId, stateEpoch),
+        db.delete(b).where(and(eq(b.agentId, agentId), sql`EXISTS (SELECT 1 FROM ${agent} WHERE ${asRead})`)),
+        db.delete(agent).where(asRead).returning({ agentId: agent.agentId }),
+      ]);
+      return (results[2] as unknown[]).length > 0;
     },
   };
 }

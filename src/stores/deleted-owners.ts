@@ -15,10 +15,11 @@ export type DeletedOwnerKind = "agent_state" | "plugin_storage";
 const OWNERS_PER_STATEMENT = 100;
 
 /** In the DELETE's batch, before the agent's row goes: notes it as it is (its state epoch), only if it is there. */
-export function noteDeletedAgent(db: Db, agentId: string) {
-  const there = sql`EXISTS (SELECT 1 FROM ${agent} WHERE ${agent.agentId} = ${agentId})`;
-  const epoch = sql`(SELECT ${agent.stateEpoch} FROM ${agent} WHERE ${agent.agentId} = ${agentId})`;
-  return insertWhere(db, deletedOwner, { kind: "agent_state" satisfies DeletedOwnerKind, ownerId: agentId, epoch, deletedAt: Date.now() }, there);
+export function noteDeletedAgent(db: Db, agentId: string, stateEpoch: string | null) {
+  // Only the agent as the DELETE read it (IS: an agent created before epochs has none): one deleted and created anew
+  // under its id meanwhile is another's to note.
+  const there = sql`EXISTS (SELECT 1 FROM ${agent} WHERE ${agent.agentId} = ${agentId} AND ${agent.stateEpoch} IS ${stateEpoch})`;
+  return insertWhere(db, deletedOwner, { kind: "agent_state" satisfies DeletedOwnerKind, ownerId: agentId, epoch: stateEpoch, deletedAt: Date.now() }, there);
 }
 
 /** In the DELETE's batch, before the service's row goes. */

@@ -56,7 +56,7 @@ describe("what deleted agents and runner services leave, deleted by retention", 
     await createAgent(db, "other", "epoch-o");
     await writeState(run, "other", "epoch-o", 3);
 
-    await agentsStore(db).remove("x");
+    await agentsStore(db).remove("x", "epoch-1");
     // The DELETE leaves the rows (nobody reaches them: the next agent "x" has another epoch) and notes them.
     expect(e.rows("SELECT kind, owner_id, epoch FROM deleted_owner")).toEqual([{ kind: "agent_state", owner_id: "x", epoch: "epoch-1" }]);
     await createAgent(db, "x", "epoch-2");
@@ -81,7 +81,7 @@ describe("what deleted agents and runner services leave, deleted by retention", 
     for (const [area, owner] of [["plugin", "svc"], ["plugin", "svc"], ["plugin", "svc-kept"], ["workspace", "svc"]]) {
       await run(`INSERT INTO storage (area, owner_key, key, value_base64, updated_at) VALUES (?, ?, ?, 'AA==', 1)`, [area, owner, `k${Math.random()}`]);
     }
-    await agentsStore(db).remove("old");
+    await agentsStore(db).remove("old", null);
     await registryStore(db).removeService("svc");
     expect(await deleteDeletedOwnersData(db, { batchSize: 20, maxBatches: 5 })).toBe(5);
     expect(stateOf(e)).toEqual([]);
@@ -98,7 +98,7 @@ describe("what deleted agents and runner services leave, deleted by retention", 
     for (let i = 0; i < 150; i++) {
       await createAgent(db, `bulk-${i}`, `epoch-${i}`);
       if (i % 50 === 0) await writeState(run, `bulk-${i}`, `epoch-${i}`, 2);
-      await agentsStore(db).remove(`bulk-${i}`);
+      await agentsStore(db).remove(`bulk-${i}`, `epoch-${i}`);
     }
     // One statement of 20 rows: the oldest 100 owners' rows (4 of them), and their notes.
     expect(await deleteDeletedOwnersData(db, LIMITS)).toBe(4);
@@ -114,7 +114,7 @@ describe("what deleted agents and runner services leave, deleted by retention", 
       await createAgent(db, "x", "epoch-1");
       await writeState(run, "x", "epoch-1", rows);
       const before = steps(e, "runner_state") + steps(e, "agent");
-      await agentsStore(db).remove("x");
+      await agentsStore(db).remove("x", "epoch-1");
       return steps(e, "runner_state") + steps(e, "agent") - before;
     };
     const small = await deleteCost(20);
@@ -125,7 +125,7 @@ describe("what deleted agents and runner services leave, deleted by retention", 
       const { e, db, run } = await open();
       await createAgent(db, "x", "epoch-1");
       await writeState(run, "x", "epoch-1", 10);
-      await agentsStore(db).remove("x");
+      await agentsStore(db).remove("x", "epoch-1");
       await createAgent(db, "x", "epoch-2");
       await writeState(run, "x", "epoch-2", live);
       const before = steps(e, "runner_state");

@@ -57,7 +57,7 @@ describe("stores on embedded libSQL", () => {
     expect(await agentsStore(db).create(agentRow("kept", "bot-x", ["message.received"]), SERVICE_URL)).toBe(true);
     expect(await refusal(db.run(sql`DELETE FROM runner WHERE runner_id = 'http:a/b/c'`))).toBe("runner_in_use");
     expect(await refusal(db.run(sql`INSERT INTO agent_binding (scope_type, scope_id, event_type, agent_id) VALUES ('bot', 'bot-y', 'message.received', 'nobody')`))).toBe("binding_agent_missing");
-    await agentsStore(db).remove("kept");
+    await agentsStore(db).remove("kept", null);
     expect(await refusal(db.run(sql`DELETE FROM runner WHERE runner_id = 'http:a/b/c'`))).toBeNull();
   });
 

@@ -179,7 +179,8 @@ export const agentsRouter = router()
     const agentId = c.req.param("agentId");
     const row = await store.get(agentId);
     if (!row) throw notFound(`agent ${agentId} not found`);
-    await store.remove(agentId);
+    // Deleted (and perhaps created anew) by another call meanwhile: that agent is not this DELETE's to remove.
+    if (!(await store.remove(agentId, row.stateEpoch))) throw notFound(`agent ${agentId} not found (deleted meanwhile)`);
     // Its runs once it is gone: no event binds it meanwhile, and a queued run starting meanwhile fails host.agent_unavailable.
     const asCreated = { agentId, stateEpoch: row.stateEpoch };
     const runs = c.req.valid("query").runs === "leave" ? await leaveAgentRuns(c.env, asCreated) : await cancelAgentRuns(c.env, asCreated);
