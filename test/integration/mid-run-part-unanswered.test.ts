@@ -40,7 +40,10 @@ beforeAll(async () => {
       res.end(line("run.completed", { finish_reason: "stop" }));
     },
   });
-  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "1000" } });
+  // The burst must be read into one batch behind the first write: held for the interval (counted from that write's
+  // start), all of it arrives well within 2 s even on a starved machine (at 250 ms a loaded one split it, and its
+  // rows then went in a plain write, whose unanswered rows do not end the run).
+  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "1000", RUN_WRITE_INTERVAL_MS: "2000" } });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: CONVERSATION });
 });
 afterAll(async () => {
@@ -79,7 +82,7 @@ async function nothingDangling(runId: string) {
 describe("a mid-run batch whose leading part goes unanswered", () => {
   it("leaves no transcript item naming the artifact whose row was never written, nor its blob, nor its message as the run's", async () => {
     // The leading part's write waits past the query timeout, then is refused: unanswered, and not applied.
-    host.databaseOutage({ delayMs: 1_500, matching: LEAD, queries: 1 });
+    host.databaseOutage({ delayMs: 4_000, matching: LEAD, queries: 1 });
     host.databaseOutage({ queries: 1, matching: LEAD });
     const { run, live, ledger } = await burstRun();
     expect([run.status, run.error?.code]).toEqual(["failed", "host.internal_error"]);
@@ -90,8 +93,9 @@ describe("a mid-run batch whose leading part goes unanswered", () => {
   }, 30_000);
 
   it("applied all the same: its rows go to followers as the ledger has them, and nothing of the rest is named", async () => {
-    // The leading part is applied, its answer held past the query timeout.
-    host.databaseOutage({ answerDelayMs: 1_500, matching: LEAD, queries: 1 });
+    // The leading part is applied, its answer held past the query timeout (by 3 s: a starved Worker must not see the
+    // answer before its timer).
+    host.databaseOutage({ answerDelayMs: 4_000, matching: LEAD, queries: 1 });
     const { run, live, ledger } = await burstRun();
     expect([run.status, run.error?.code]).toEqual(["failed", "host.internal_error"]);
     expect(run.message).toBeUndefined();

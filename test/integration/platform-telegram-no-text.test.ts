@@ -136,6 +136,8 @@ describe("Telegram: messages without words", () => {
     expect((await runIn(chat)).input.text).toBe("📍 Location: 48.8584, 2.2945 (live)");
     await answeredIn(chat);
     await waitFor(async () => (await host.query("SELECT 1 FROM run WHERE conversation_id = ? AND status = 'completed'", [String(chat)])).length > 0, 15_000, "the run's end");
+    // The answer's delivery record is written off its path, after the send: counted from here, it would look like the positions' writes.
+    await waitFor(async () => (await host.query("SELECT 1 FROM event_log WHERE conversation_id = ? AND event_type = 'delivery.succeeded'", [String(chat)])).length > 0, 15_000, "the answer's delivery record");
     const writes = await countWrites(chat);
     const raw = await rawPayloads();
     // Ten positions within a minute, as a phone sends them: the first one becomes the message's words, the rest cost nothing.
