@@ -1,10 +1,9 @@
 import { base64DecodedLength, parseResultPayload, STRICT_RESULT_TYPES, type AgentRunResult, type KnownResult } from "../protocol/results";
 import type { ArtifactRef, Message } from "../protocol/common";
-import type { StateScope } from "../protocol/context";
 import { isBlankMessage } from "../protocol/common";
 import { messageText, sameMessage } from "./message-text";
 import { RunnerCallError, type RunFailureCode } from "../runner/errors";
-import type { HostRecord, RecordPlace } from "../stores/event-log";
+import type { HostRecord } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
@@ -18,31 +17,8 @@ import { SequenceCheck } from "./sequence-check";
 import { DropAuditCount, OVER_LIMIT_WARNING, STATE_SCOPE_FULL_WARNING, UNKNOWN_TYPE_WARNING } from "./drop-audit-cap";
 import { unavailableStateScope } from "./state-scope-refusal";
 import { WriteBudget } from "../lib/write-budget";
+import type { ResultProcessorInit } from "./result-processor-init";
 import { MAX_UNKNOWN_TYPE_WARNINGS, UnknownTypeWarnings } from "./unknown-type-warnings";
-
-export interface ResultProcessorInit {
-  runId: string;
-  runnerId: string;
-  eventId: string;
-  /** The run's conversation, where its transcript items and host records go. */
-  place: RecordPlace & { conversationKey: string };
-  /** Enabled, available state scopes of this run (frozen in its snapshot). */
-  stateScopes: Partial<Record<StateScope, string>>;
-  /** Of the scopes the state policy enables, those the event does not identify (the snapshot's): what a drop names as its cause. */
-  stateScopesUnidentified?: readonly StateScope[];
-  /** Shared with other ledger writers of the run; a private counter when absent. */
-  ledgerSequence?: LedgerSequence;
-  /** Most `artifact.created` results the run may have accepted (RUN_MAX_ARTIFACTS); past it each is dropped. None when absent. */
-  maxArtifacts?: number;
-  /** Most messages the run may have accepted (RUN_MAX_MESSAGES: `message.completed`, and the one `run.completed` adds); one more fails it. None when absent. */
-  maxMessages?: number;
-  /** Most state writes the run may make (RUN_MAX_STATE_UPDATES); a `state.updated` result past it fails it. None when absent. */
-  maxStateUpdates?: number;
-  /** The run's state writes so far, shared with its `state.set` calls (its session's); a private count when absent. */
-  stateWrites?: WriteBudget;
-  /** Most result lines the run may send (RUN_MAX_RESULTS), duplicates included; one more fails it. None when absent. */
-  maxResults?: number;
-}
 
 /** Text streamed as deltas is kept up to what one message.completed line could carry; past it, none is (memory stays bounded). */
 export const STREAMED_TEXT_MAX_CHARS = 1024 * 1024;
