@@ -130,12 +130,12 @@ export function agentsStore(db: Db) {
     async remove(agentId: string, stateEpoch: string | null): Promise<boolean> {
       // IS: an agent created before epochs (migration 0009) has none.
       const asRead = and(eq(agent.agentId, agentId), sql`${agent.stateEpoch} IS ${stateEpoch}`);
-      const results = await db.batch([
+      const [, , removed] = await db.batch([
         noteDeletedAgent(db, agentId, stateEpoch),
         db.delete(b).where(and(eq(b.agentId, agentId), sql`EXISTS (SELECT 1 FROM ${agent} WHERE ${asRead})`)),
         db.delete(agent).where(asRead).returning({ agentId: agent.agentId }),
       ]);
-      return (results[2] as unknown[]).length > 0;
+      return removed.length > 0;
     },
   };
 }
