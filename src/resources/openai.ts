@@ -225,14 +225,7 @@ async function readUntilFirstData(reader: ReadableStreamDefaultReader<Uint8Array
     size += next.value.length;
     if (answers(next.value) || size > MAX_STREAM_PREAMBLE_BYTES) break;
   }
-  if (chunks.length === 1) return chunks[0];
-  const head = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    head.set(chunk, at);
-    at += chunk.length;
-  }
-  return head;
+  return joinChunks(chunks, size);
 }
 
 /**
@@ -242,21 +235,51 @@ async function readUntilFirstData(reader: ReadableStreamDefaultReader<Uint8Array
  */
 async function readFirstEvent(head: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal): Promise<{ bytes: Uint8Array; fault: UpstreamError | null }> {
   const decoder = new TextDecoder();
-  let bytes = head;
+  const chunks = [head];
+  let size = head.length;
   let text = decoder.decode(head, { stream: true });
-  const fromData = () => text.slice(Math.max(0, text.search(/(^|[\r\n])data(:|[\r\n])/)));
-  while (!/(\r\n|\n|\r)(\r\n|\n|\r)/.test(fromData()) && bytes.length <= MAX_STREAM_PREAMBLE_BYTES) {
+  const dataLine = DATA_LINE_START.exec(text);
+  const start = dataLine ? dataLine.index + dataLine[1].length : 0;
+  // Each chunk is scanned once (from just before it, where a blank line may straddle the boundary), and the bytes are
+  // joined once at the end: a provider dribbling its preamble a byte at a time costs linear work, not quadratic.
+  let end = blankLineFrom(text, start);
+  while (end < 0 && size <= MAX_STREAM_PREAMBLE_BYTES) {
     const next = await nextChunk(reader, signal);
     if (next.done) break;
-    const joined = new Uint8Array(bytes.length + next.value.length);
-    joined.set(bytes);
-    joined.set(next.value, bytes.length);
-    bytes = joined;
+    chunks.push(next.value);
+    size += next.value.length;
+    const scanned = text.length;
     text += decoder.decode(next.value, { stream: true });
+    end = blankLineFrom(text, Math.max(start, scanned - BLANK_LINE_MAX_CHARS));
   }
-  const [event] = fromData().replace(/^[\r\n]/, "").split(/\r\n\r\n|\n\n|\r\r/);
+  const event = text.slice(start, end < 0 ? undefined : end);
   const data = event.split(/\r\n|\n|\r/).filter((line) => /^data(:|$)/.test(line)).map((line) => line.replace(/^data:? ?/, "")).join("\n");
-  return { bytes, fault: streamStartFault(data) };
+  return { bytes: joinChunks(chunks, size), fault: streamStartFault(data) };
+}
+
+/** Where a line that is a data field starts (after the line end before it, if any). */
+const DATA_LINE_START = /(^|[\r\n])data(:|[\r\n]|$)/;
+/**
+ * Two line ends in a row: the end of an event. A lone CR is a line end only when no LF follows it (CRLF is one line
+ * end, not two); a CR last in what has arrived counts, since whatever follows it ends a line all the same.
+ */
+const BLANK_LINE = /(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r(?!\n))/g;
+const BLANK_LINE_MAX_CHARS = 4;
+
+function blankLineFrom(text: string, from: number): number {
+  BLANK_LINE.lastIndex = from;
+  return BLANK_LINE.exec(text)?.index ?? -1;
+}
+
+function joinChunks(chunks: Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0];
+  const joined = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    joined.set(chunk, at);
+    at += chunk.length;
+  }
+  return joined;
 }
 
 /** The HTTP status a provider's error object in a stream names (its code or status, or what its type says), if any. */

@@ -6,7 +6,8 @@ import { runLedger, startScriptedRunner } from "../support/scripted-runner";
 /**
  * MODEL_ATTEMPT_TIMEOUT_MS and fallback for model.stream, against a
  * provider that accepts a stream and keeps it alive with SSE comments (as
- * gateways do while a request is queued) without ever sending a data event.
+ * gateways do while a request is queued) without ever sending a data event;
+ * and a first event reporting a provider fault that arrives in pieces.
  */
 
 const KEY = "sk-preamble-fallback-0123456789abcdef";
@@ -33,6 +34,20 @@ beforeAll(async () => {
       });
       return;
     }
+    const fault = `{"error":\r\n{"code":503,"message":"overloaded"}}`;
+    if (body.model === "crlf") {
+      // One event in two data lines with CRLF line ends, its second line later: the first CRLF ends a line, not the event.
+      res.write(`data: {"error":\r\n`);
+      setTimeout(() => res.end(`data: {"code":503,"message":"overloaded"}}\r\n\r\n${sse(["[DONE]"])}`), 150);
+      return;
+    }
+    if (body.model === "dribble") {
+      // The same event a byte at a time, its blank line split across writes.
+      const bytes = [...`: keep-alive\n\ndata: ${fault.replace("\r\n", "")}\n\n`];
+      const next = () => (bytes.length ? res.write(bytes.shift()!, () => setTimeout(next, 2)) : res.end(sse(["[DONE]"])));
+      next();
+      return;
+    }
     res.end(sse([{ choices: [{ index: 0, delta: { role: "assistant", content: `from ${body.model}` }, finish_reason: "stop" }] }, "[DONE]"]));
   });
   runner = await startScriptedRunner({
@@ -44,13 +59,13 @@ beforeAll(async () => {
     const res = await host.admin("POST", path, payload);
     if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
   };
-  for (const m of ["queued", "good"]) {
+  for (const m of ["queued", "good", "crlf", "dribble"]) {
     await register("/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
   }
   await register("/v1/admin/runner-services", { base_url: runner.url });
   await register("/v1/admin/agents", {
     agent_id: "fb", name: "fb", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
-    resource_policy: { models: ["queued"], fallback_models: ["good"] },
+    resource_policy: { models: ["queued", "crlf", "dribble"], fallback_models: ["good"] },
   });
 });
 
@@ -74,5 +89,16 @@ describe("model.stream attempt timeout", () => {
     expect(result.lines.at(-1)).toMatchObject({ type: "completed", model_id: "good", message: { content: "from good" } });
     expect(result.ms).toBeLessThan(ATTEMPT_TIMEOUT_MS + 2_000);
     expect((await runLedger(host, runId)).filter((e) => e.type === "model.fallback")).toHaveLength(1);
+  });
+});
+
+describe("model.stream first event in pieces", () => {
+  it.each(["crlf", "dribble"])("a provider fault in a first event that arrives in pieces (%s) is seen whole: it falls back", async (model) => {
+    const { result, runId } = await runner.run(host, model, async (_api, _ctx, _emit, raw) =>
+      ndjson(await raw("model.stream", { model_id: model, messages: [{ role: "user", content: "hi" }] })),
+    );
+    expect(result.at(-1)).toMatchObject({ type: "completed", model_id: "good", message: { content: "from good" } });
+    const fallbacks = (await runLedger(host, runId)).filter((e) => e.type === "model.fallback");
+    expect(fallbacks).toHaveLength(1);
   });
 });
