@@ -15,7 +15,7 @@ const OPAQUE_FETCH_FAILURE = /^internal error; reference = (\S+)/;
 export function opaqueFetchFailure(err: unknown): string | null {
   const reference = err instanceof Error ? OPAQUE_FETCH_FAILURE.exec(err.message)?.[1] : undefined;
   if (!reference) return null;
-  return `the runtime's opaque internal error (runtime reference ${reference}; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all)`;
+  return `the runtime's opaque internal error (runtime reference ${reference}; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all, or a body whose chunked framing is broken)`;
 }
 
 /** Why a fetch (or the reading of its answer) failed: the opaque error's known causes, or any other error's own message. */

@@ -9,7 +9,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * causes and the reference, never the URL (a signed one carries its credential); any other failure says what it said.
  */
 const SIGNATURE = "sig-opaque-attachment-5e2a9c";
-const NAMED = "the runtime's opaque internal error \\(runtime reference [^;\\s]+; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all\\)";
+const NAMED = "the runtime's opaque internal error \\(runtime reference [^;\\s]+; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all, or a body whose chunked framing is broken\\)";
 
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;

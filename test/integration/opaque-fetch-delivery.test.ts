@@ -12,7 +12,7 @@ import { startTestHost, type TestHost } from "../support/host";
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-opaque";
 const SECRET_TOKEN = "tg-secret-token-opaque-fetch";
 const GARBLED_CHAT = "-100990";
-const NAMED = /^the platform could not be reached, or the connection was lost before its answer: the runtime's opaque internal error \(runtime reference [^;\s]+; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all\)$/;
+const NAMED = /^the platform could not be reached, or the connection was lost before its answer: the runtime's opaque internal error \(runtime reference [^;\s]+; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all, or a body whose chunked framing is broken\)$/;
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;

@@ -11,7 +11,7 @@ import { putAgent, runLedger, startScriptedRunner } from "../support/scripted-ru
  * still a provider fault (its fallback is tried); nothing names a credential or a URL's query.
  */
 const KEYS = { lost: "sk-opaque-lost-4f1c9a", backup: "sk-opaque-backup-8d2e6b", kb: "kb-opaque-key-1a7c3e", mcp: "mcp-opaque-token-6b9d2f", query: "opaque-query-secret-3c8e1a" };
-const NAMED = /the runtime's opaque internal error \(runtime reference [^;\s]+; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all\)/;
+const NAMED = /the runtime's opaque internal error \(runtime reference [^;\s]+; its known causes: a host name that does not resolve, or an answer that is no readable HTTP, such as a malformed status line or header or headers over 128 KiB in all, or a body whose chunked framing is broken\)/;
 const NOWHERE = "http://no-such-host.invalid";
 /** An event stream whose `events` come whole (as one chunk), then a chunk whose framing is no HTTP. */
 const brokenEventStream = (events: string) =>

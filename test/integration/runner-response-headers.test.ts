@@ -48,7 +48,7 @@ describe("a runner answering with oversized headers", () => {
     const run = await host.waitForRun(posted.body.run_id!);
     expect(run.status).toBe("failed");
     expect(run.error?.code).toBe("runner.unreachable");
-    expect(run.error?.message).toMatch(/^runner request failed: the runtime's opaque internal error \(runtime reference [^;\s]+; its known causes: .*headers over 128 KiB in all\)$/);
+    expect(run.error?.message).toMatch(/^runner request failed: the runtime's opaque internal error \(runtime reference [^;\s]+; its known causes: .*headers over 128 KiB in all, or a body whose chunked framing is broken\)$/);
     const next = await host.postEvent(messageEvent("big-headers", "plain"));
     expect(await host.waitForRun(next.body.run_id!)).toMatchObject({ status: "completed", message: { content: "echo: plain" } });
     const items = await host.query<{ role: string; content: string }>("SELECT role, content FROM transcript WHERE conversation_id = 'big-headers' ORDER BY seq");
