@@ -235,7 +235,7 @@ export class ConversationDO extends DurableObject<Env> {
     this.claims.withdraw(job.runId);
     let ended: LedgerEntry | null = null;
     try {
-      ended = await endRunAsHost(this.deliveryDeps().db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason, resultCount: 0 });
+      ended = await endRunAsHost(this.deliveryDeps().db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason });
       if (ended) {
         this.live.publish(job.runId, [ended]);
         this.cancelNotices.send(job);

@@ -26,7 +26,7 @@ export type RevisionOutcome = "withdrawn" | "edited" | "untouched";
 
 /** Why a run ends when its message is recalled before it began: `cancelled`, as any run dropped while it waited. */
 export const RECALLED_REASON = "its message was recalled before it was answered";
-const RECALLED: RunOutcome = { status: "cancelled", errorCode: "cancelled", errorMessage: RECALLED_REASON, resultCount: 0 };
+const RECALLED: RunOutcome = { status: "cancelled", errorCode: "cancelled", errorMessage: RECALLED_REASON };
 
 export interface RevisionDeps {
   db: Db;

@@ -13,14 +13,17 @@ import { serveExecutor, type SqlExecutor } from "../src/db/executor";
 /**
  * On, off, "hang", `{ queries: n, matching?, reason? }`: fail the next n requests (those whose SQL contains `matching`,
  * when given; with `reason` as the database's words, else the drill's), or `{ delayMs, matching, queries? }`: hold the next (n) requests with that SQL for delayMs, then serve them,
- * or `{ answerDelayMs, matching, queries? }`: serve them at once and hold their answers (a write applied, its answer slow).
+ * or `{ answerDelayMs, matching, queries? }`: serve them at once and hold their answers (a write applied, its answer slow),
+ * or `{ holdUntil, matching, onHeld? }`: hold the next request with that SQL until `holdUntil` settles, calling `onHeld`
+ * as it arrives (a race test orders other work against it without guessing how long the steps before it take).
  */
 export type OutageMode =
   | boolean
   | "hang"
   | { queries: number; matching?: string; reason?: string }
   | { delayMs: number; matching: string; queries?: number }
-  | { answerDelayMs: number; matching: string; queries?: number };
+  | { answerDelayMs: number; matching: string; queries?: number }
+  | { holdUntil: Promise<unknown>; matching: string; onHeld?: () => void };
 
 export interface WorkerDbListener {
   address: string;
@@ -39,6 +42,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   let failNext = { queries: 0, matching: undefined as string | undefined, reason: undefined as string | undefined };
   let delayNext = { queries: 0, matching: "", delayMs: 0 };
   let delayAnswer = { queries: 0, matching: "", delayMs: 0 };
+  let holdNext: { matching: string; until: Promise<unknown>; onHeld?: () => void } | null = null;
   const hung: ServerResponse[] = [];
   const unavailable = (res: ServerResponse, reason = "database unavailable (outage drill)") =>
     res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: reason } }));
@@ -60,6 +64,12 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     } catch {
       // workerd broke the request off (the Worker's call was aborted, the runtime is stopping): nothing to run or answer.
       return;
+    }
+    if (holdNext && Buffer.concat(chunks).includes(holdNext.matching)) {
+      const held = holdNext;
+      holdNext = null;
+      held.onHeld?.();
+      await held.until.catch(() => {});
     }
     if (delayNext.queries > 0 && Buffer.concat(chunks).includes(delayNext.matching)) {
       delayNext.queries--;
@@ -87,6 +97,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     setOutage: (mode) => {
+      if (typeof mode === "object" && "holdUntil" in mode) return void (holdNext = { matching: mode.matching, until: mode.holdUntil, onHeld: mode.onHeld });
       if (typeof mode === "object" && "answerDelayMs" in mode) return void (delayAnswer = { queries: mode.queries ?? 1, matching: mode.matching, delayMs: mode.answerDelayMs });
       if (typeof mode === "object" && "delayMs" in mode) return void (delayNext = { queries: mode.queries ?? 1, matching: mode.matching, delayMs: mode.delayMs });
       if (typeof mode === "object") return void (failNext = { queries: mode.queries, matching: mode.matching, reason: mode.reason });

@@ -3,9 +3,9 @@ import { artifactsStore } from "../stores/artifacts";
 import type { BatchLimits } from "./limits";
 
 /**
- * Expired artifacts: blobs first, then rows. A failure between the two leaves
- * rows whose blobs are gone; the next run deletes them again (R2 deletes are
- * idempotent), so nothing is ever left unreferenced in R2.
+ * Expired artifacts: rows first, each only if still expired when deleted (a reply may have extended it since it was
+ * read), then the blobs of the rows deleted. A failure between the two (R2 away, the delete's answer lost) leaves
+ * blobs no row names, which the orphan sweep (orphans.ts) removes; never a row whose blob is gone.
  */
 export async function deleteExpiredArtifacts(db: Db, bucket: R2Bucket, now: number, limits: BatchLimits): Promise<number> {
   const store = artifactsStore(db);
@@ -13,9 +13,9 @@ export async function deleteExpiredArtifacts(db: Db, bucket: R2Bucket, now: numb
   for (let i = 0; i < limits.maxBatches; i++) {
     const expired = await store.expired(now, limits.batchSize);
     if (expired.length === 0) break;
-    await bucket.delete(expired.map((a) => a.r2Key));
-    await store.deleteStatement(expired.map((a) => a.artifactId));
-    deleted += expired.length;
+    const gone = await store.deleteExpired(expired.map((a) => a.artifactId), now);
+    if (gone.length) await bucket.delete(gone.map((a) => a.r2Key));
+    deleted += gone.length;
     if (expired.length < limits.batchSize) break;
   }
   return deleted;

@@ -343,6 +343,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   const runs = runsStore(db);
   const statements: unknown[] = [...last.statements, ...transcriptStatements(db, transcriptItems, artifactRefs)];
   statements.push(...runs.ledgerInserts(ledger));
+  // After every ledger row of this write: the end counts the runner's results the ledger holds (result_count).
   statements.push(runs.finishStatement(job.runId, outcome));
   for (const audit of processor.unauditedDrops()) statements.push(hostRecordInsert(db, audit));
   if (outcome.status !== "completed") {

@@ -85,7 +85,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
  * run is tried again or ended as lost.
  */
 export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown): Promise<{ entry: LedgerEntry | null } | null> {
-  const outcome = { status: "failed" as const, errorCode: "host.internal_error", errorMessage: "the host failed to record the run", resultCount: 0 };
+  const outcome = { status: "failed" as const, errorCode: "host.internal_error", errorMessage: "the host failed to record the run" };
   // The run's end line says why; a failure that did not end it (it had ended, or this write failed too) has its own.
   const unended = () => console.error(`run ${job.runId}: host failure: ${loggedError(err)}`);
   // The artifacts it announced after its last message keep their item (README, Artifacts); unreadable, the end is still written.
@@ -163,13 +163,12 @@ export function markDropped(entries: LedgerEntry[], warnings = warningsIn(entrie
 }
 
 /** An operator's cancel of a run whose hand-over to its conversation was lost. */
-export const CANCELLED_UNHANDED: RunOutcome = { status: "cancelled", errorCode: "cancelled", errorMessage: "run cancelled before it reached its conversation", resultCount: 0 };
+export const CANCELLED_UNHANDED: RunOutcome = { status: "cancelled", errorCode: "cancelled", errorMessage: "run cancelled before it reached its conversation" };
 /** The cron's end of a run whose hand-over to its conversation was lost and never retried. */
 export const NEVER_HANDED_OVER: RunOutcome = {
   status: "failed",
   errorCode: "host.not_handed_over",
   errorMessage: "the event was recorded but never reached its conversation, and was not retried",
-  resultCount: 0,
 };
 
 /** Ends a run left queued in libSQL only (its hand-over to its conversation was lost); its `run.failed` entry when this ended it. */

@@ -49,7 +49,6 @@ export class ResultProcessor {
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
   /** Why the last terminal result sent was dropped (its payload invalid), for the failure of a stream that then ends without one. */
   private droppedTerminal: string | null = null;
-  resultCount = 0;
   sawMessage = false;
   lastMessage: Message | undefined;
   /** The run's last message as each batch found it (a held batch is its first chunk's): one never written does not end as the run's message. */
@@ -90,7 +89,7 @@ export class ResultProcessor {
   finish(error?: unknown): { outcome: RunOutcome; ledger: LedgerEntry[]; transcriptItems: NewTranscriptItem[] } {
     const transcriptItems = this.trailingArtifacts();
     const fail = (status: RunOutcome["status"], code: RunFailureCode | string, message: string) => ({
-      outcome: { status, errorCode: code, errorMessage: message, resultCount: this.resultCount, finalMessage: this.lastMessage },
+      outcome: { status, errorCode: code, errorMessage: message, finalMessage: this.lastMessage },
       ledger: [...this.unwarnedUnknown(), this.entry("run.failed", { code, error: message, retryable: false }, "host")],
       transcriptItems,
     });
@@ -104,14 +103,14 @@ export class ResultProcessor {
     if (!t) return fail("failed", "runner.stream_closed", `the result stream ended without ${this.droppedTerminal ? `a valid run.completed or run.failed (dropped, ${this.droppedTerminal})` : "run.completed or run.failed"}`);
     if (t.type === "run.failed") {
       return {
-        outcome: { status: "failed", errorCode: t.data.code, errorMessage: t.data.error, resultCount: this.resultCount, finalMessage: this.lastMessage },
+        outcome: { status: "failed", errorCode: t.data.code, errorMessage: t.data.error, finalMessage: this.lastMessage },
         ledger: [],
         transcriptItems,
       };
     }
     if (!this.sawMessage) return fail("failed", "runner.no_output", "the run completed without producing any message");
     return {
-      outcome: { status: "completed", finishReason: t.data.finish_reason, finalMessage: this.lastMessage, resultCount: this.resultCount },
+      outcome: { status: "completed", finishReason: t.data.finish_reason, finalMessage: this.lastMessage },
       ledger: [],
       transcriptItems,
     };
@@ -180,7 +179,6 @@ export class ResultProcessor {
       return;
     }
 
-    this.resultCount++;
     // The count of unknown results not warned of comes before a terminal result: the run's end stays its ledger's last entry.
     if (result.type === "run.completed" || result.type === "run.failed") batch.ledger.push(...this.unwarnedUnknown());
     const recorded = this.entry(result.type, ledgerDataOf(payload, result.data), "runner", sequence);

@@ -106,8 +106,16 @@ export function artifactsStore(db: Db) {
         .all();
     },
 
-    deleteStatement(artifactIds: string[]) {
-      return db.delete(artifact).where(inArray(artifact.artifactId, artifactIds));
+    /**
+     * Deletes those of `artifactIds` still expired at `now` and answers their blobs' keys: a reply may have moved one's
+     * expiry forward since it was read as expired (extendStatement), and that one stays, blob and row.
+     */
+    deleteExpired(artifactIds: string[], now: number): Promise<{ r2Key: string }[]> {
+      return db
+        .delete(artifact)
+        .where(and(inArray(artifact.artifactId, artifactIds), lte(artifact.expiresAt, now)))
+        .returning({ r2Key: artifact.r2Key })
+        .all();
     },
   };
 }

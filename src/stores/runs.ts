@@ -86,7 +86,6 @@ export interface RunOutcome {
   finalMessage?: unknown;
   errorCode?: string | null;
   errorMessage?: string | null;
-  resultCount: number;
 }
 
 const getRun = compiled((db) => db.select().from(run).where(eq(run.runId, param("runId"))).limit(1));
@@ -119,6 +118,12 @@ const markRunning = compiled((db) =>
 
 const discardQueued = compiled((db) => db.delete(run).where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED]))));
 
+/**
+ * A run's `result_count`: its runner's results the ledger holds, counted by the end's write itself. What the run read
+ * is no measure: a batch the database refused or gave no answer to may never have been written.
+ */
+const recordedResults = sql`(SELECT COUNT(*) FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId} AND ${runEvent.origin} = 'runner')`;
+
 const finishRun = compiled((db) =>
   db
     .update(run)
@@ -128,7 +133,7 @@ const finishRun = compiled((db) =>
       finalMessageJson: sql`${param("finalMessageJson")}`,
       errorCode: sql`${param("errorCode")}`,
       errorMessage: sql`${param("errorMessage")}`,
-      resultCount: sql`${param("resultCount")}`,
+      resultCount: recordedResults,
       endedAt: sql`${param("endedAt")}`,
     })
     .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED, "running"])))
@@ -137,7 +142,7 @@ const finishRun = compiled((db) =>
 
 /**
  * The host's end of a run it did not see end (lost session, host failure): what the run recorded before stands in for
- * the count and message its own end would have written, the runner's ledger entries and its last message item.
+ * the message its own end would have written, its last message item; the count is the ledger's, as for any end.
  */
 const finishRunAsHost = compiled((db) =>
   db
@@ -146,7 +151,7 @@ const finishRunAsHost = compiled((db) =>
       status: sql`${param("status")}`,
       errorCode: sql`${param("errorCode")}`,
       errorMessage: sql`${param("errorMessage")}`,
-      resultCount: sql`(SELECT COUNT(*) FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId} AND ${runEvent.origin} = 'runner')`,
+      resultCount: recordedResults,
       finalMessageJson: sql`(SELECT json_object('role', t.role, 'content', COALESCE(json(t.content_json), t.content)) FROM ${transcript} t WHERE t.event_id = ${run.eventId} AND t.run_id = ${run.runId} AND t.item_type = 'message' ORDER BY t.seq DESC LIMIT 1)`,
       endedAt: sql`${param("endedAt")}`,
     })
@@ -321,7 +326,6 @@ export function runsStore(db: Db) {
         finalMessageJson: outcome.finalMessage === undefined ? null : JSON.stringify(outcome.finalMessage),
         errorCode: outcome.errorCode ?? null,
         errorMessage: outcome.errorMessage ?? null,
-        resultCount: outcome.resultCount,
         endedAt,
       }),
 

@@ -235,7 +235,7 @@ describe("endRunAsHost", () => {
     const { run } = await import("../../src/db/schema");
     await db.insert(run).values({ runId: "r1", eventId: "e1", conversationKey: "k", agentId: "a", runnerId: "http:a/b/c", status: "running", createdAt: 1 });
     const target = { runId: "r1", conversationKey: "k", conversation: { conversation_id: "c" }, runner: { runnerId: "http:a/b/c" } };
-    const lost = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "lost", resultCount: 0 };
+    const lost = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "lost" };
     // What an earlier instance recorded stays first in the ledger.
     await runsStore(db).ledgerInserts([{ runId: "r1", seq: 1, type: "message.delta", data: {}, origin: "runner", createdAt: 1 }])[0].execute();
     expect(await endRunAsHost(db, target, lost)).toMatchObject({ runId: "r1", seq: 2, type: "run.failed", origin: "host", data: { code: "host.session_lost" } });
