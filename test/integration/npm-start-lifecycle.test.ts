@@ -38,7 +38,7 @@ function start(env: Record<string, string>, detached = false, viaNpm = false) {
   const ready = async () => {
     for (;;) {
       const m = /listening on (\S+)\nadmin token: (\S+)/.exec(output);
-      if (m) return { url: m[1]!, token: m[2]! };
+      if (m) return { url: m[1]!, token: m[2]!, output: () => `${child.exitCode !== null || child.signalCode !== null ? `(exited: ${child.exitCode ?? child.signalCode}) ` : ""}${output}` };
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`npm start exited: ${output}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -86,8 +86,11 @@ async function untilRunnerRegistered(dataDir: string, started?: { exited: Promis
   return Number(out);
 }
 
-const call = async (h: { url: string; token: string }, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${h.url}${path}`, { method, headers: { authorization: `Bearer ${h.token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+/** A call to a started host; one that cannot reach it says what npm start printed, and whether it is still running. */
+const call = async (h: { url: string; token: string; output?: () => string }, method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${h.url}${path}`, { method, headers: { authorization: `Bearer ${h.token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }).catch((err: Error) => {
+    throw new Error(`${method} ${path}: ${err.message} (${(err.cause as Error | undefined)?.message ?? "no cause"}); npm start printed:\n${h.output?.() ?? ""}`, { cause: err });
+  });
   return { status: res.status, body: (await res.json().catch(() => null)) as any };
 };
 
