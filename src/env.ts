@@ -208,7 +208,8 @@ const ConfigFields = z.object({
   DB_RETRY_PAUSE_MS: positiveInt(5_000).refine((n) => n <= 60_000, "DB_RETRY_PAUSE_MS must be at most 60000"),
   /**
    * The pauses after which a run's write the database refused (busy, away for a moment; not a constraint) is tried
-   * again, comma-separated: one try more per pause, then the run gives up on it.
+   * again, comma-separated: one try more per pause, then the run gives up on it. A reply's delivery records wait them
+   * too (src/delivery/records.ts), within the reply's flush bound.
    */
   DB_WRITE_RETRY_PAUSES_MS: z
     .string()

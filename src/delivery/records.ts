@@ -7,6 +7,7 @@ import { newId } from "../lib/ids";
 import { loggedId, loggedText } from "../lib/log-text";
 import { deliveryFailureNote } from "../stores/bot-notes";
 import { deliveredMessageRef } from "./delivered-ref";
+import { Naps } from "./naps";
 
 /**
  * Refused before any call for a limit ctx.delivery told the runner of (`platform_capabilities.files.max_bytes`, 0 where
@@ -56,6 +57,10 @@ export class DeliveryTrail {
   /** When writes stop being made (flushed's bound), and how many were given up so. */
   private giveUpAt = Number.POSITIVE_INFINITY;
   private givenUp = 0;
+  /** The session no longer waits (flushed() is over): a batch appended since is tried once, waited for by nothing. */
+  private unwaited = false;
+  /** Retry pauses, ended at the flush bound: one begun before it would otherwise hold the session up to a pause past it. */
+  private readonly pauses = new Naps();
 
   constructor(
     private readonly db: Db,
@@ -90,13 +95,15 @@ export class DeliveryTrail {
   /** Tried again a few times over a few seconds: a database blip must not lose the record that a reply was delivered. */
   private async write(statements: unknown[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      // Past the flush bound, what is left is given up: counted and said once by flushed(), never waited for.
-      if (Date.now() >= this.giveUpAt) return void this.givenUp++;
+      // Past the flush bound, what the session waits for is given up: counted and said once by flushed(), never waited for.
+      if (!this.unwaited && Date.now() >= this.giveUpAt) return void this.givenUp++;
       try {
         return await writeAll(this.db, statements);
       } catch (err) {
-        if (attempt >= this.retryPausesMs.length) return console.error(`run ${this.job.runId}: delivery record not written: ${loggedError(err)}`);
-        await new Promise((resolve) => setTimeout(resolve, this.retryPausesMs[attempt]));
+        // A batch nothing waits for (a call in flight when the reply was abandoned, answered since) gets one try.
+        const lastTry = attempt >= this.retryPausesMs.length || this.unwaited || Date.now() >= this.giveUpAt;
+        if (lastTry) return console.error(`run ${this.job.runId}: delivery record not written: ${loggedError(err)}`);
+        await this.pauses.sleep(this.retryPausesMs[attempt]);
       }
     }
   }
@@ -104,11 +111,19 @@ export class DeliveryTrail {
   /**
    * The trail's writes, waited for until `by` (epoch ms): one batch after another, each with its retries, a database
    * that hangs would otherwise hold the session (and the alarm that settles it) for minutes per batch. Past `by`, no
-   * write begins or is tried again; one begun ends within its query timeout.
+   * write begins, is tried again or waits out a pause; one begun ends within its query timeout. Batches appended
+   * meanwhile (a call that was in flight when the reply was abandoned) are waited for too; any appended after are
+   * written without being waited for.
    */
   async flushed(by: number): Promise<void> {
     this.giveUpAt = by;
-    await this.writing;
+    const bound = setTimeout(() => this.pauses.wakeAll(), Math.max(0, by - Date.now()));
+    try {
+      for (let seen: Promise<void> | undefined; seen !== this.writing; ) await (seen = this.writing);
+    } finally {
+      clearTimeout(bound);
+    }
+    this.unwaited = true;
     if (this.givenUp) console.error(`run ${this.job.runId}: ${this.givenUp} delivery record write(s) given up: the database had not taken them by the reply's settle bound`);
   }
 }

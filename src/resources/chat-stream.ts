@@ -86,6 +86,8 @@ type ToolCallDelta = { index?: number; id?: string; type?: string; function?: { 
 class ToolCallAssembler {
   /** By index, as sent: a Map, so a stray large index costs one entry, not a sparse array's holes. */
   private readonly calls = new Map<number, { id?: string; type: string; function: { name: string; arguments: string } }>();
+  /** Characters of names and arguments kept for the result (a name repeated whole is not kept again). */
+  keptChars = 0;
   private readonly shown: StreamRedactors<number>;
   constructor(secrets: readonly string[]) {
     this.shown = new StreamRedactors(secrets);
@@ -108,9 +110,13 @@ class ToolCallAssembler {
       if (name && name === call.function.name) {
         const { name: _repeated, ...rest } = raw.function!;
         fragment = { ...raw, function: rest };
-      } else if (name) call.function.name += name;
+      } else if (name) {
+        call.function.name += name;
+        this.keptChars += name.length;
+      }
       if (typeof fragment.function?.arguments !== "string") return fragment;
       call.function.arguments += fragment.function.arguments;
+      this.keptChars += fragment.function.arguments.length;
       return { ...fragment, function: { ...fragment.function, arguments: this.shown.push(i, fragment.function.arguments) } };
     });
   }
@@ -138,19 +144,6 @@ function toolCallDelta(item: unknown, known: number): ToolCallDelta {
   }
   if (index === undefined && known >= MAX_TOOL_CALLS) throw new UpstreamError("invalid_response", `the model provider sent more than ${MAX_TOOL_CALLS} tool calls`);
   return raw;
-}
-
-/** Characters of a delta the stream keeps until its end (its text fields, its tool calls' names and arguments), counted as an answer's bytes are. */
-function heldChars(delta: Record<string, unknown>): number {
-  let chars = 0;
-  for (const [field, value] of Object.entries(delta)) if (field !== "role" && typeof value === "string") chars += value.length;
-  if (Array.isArray(delta.tool_calls)) {
-    for (const call of delta.tool_calls as ToolCallDelta[]) {
-      const f = typeof call === "object" && call !== null ? call.function : undefined;
-      chars += (typeof f?.name === "string" ? f.name.length : 0) + (typeof f?.arguments === "string" ? f.arguments.length : 0);
-    }
-  }
-  return chars;
 }
 
 const encoder = new TextEncoder();
@@ -229,13 +222,18 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     const failed = choiceFailure(choice);
     if (choice.finish_reason && !failed) finishReason = choice.finish_reason;
     const delta = { ...choice.delta };
-    opts.take?.(heldChars(delta));
+    const keptBefore = tools.keptChars;
+    let kept = 0;
     for (const [field, value] of Object.entries(delta)) {
-      if (field === "content" && typeof value === "string") content += value;
-      else if (field !== "role" && typeof value === "string") texts[field] = (texts[field] ?? "") + value;
+      if (field === "role" || typeof value !== "string") continue;
+      if (field === "content") content += value;
+      else texts[field] = (texts[field] ?? "") + value;
+      kept += value.length;
     }
     for (const [field, value] of Object.entries(delta)) if (field !== "role" && typeof value === "string") delta[field] = shown.push(field, value);
     if (delta.tool_calls !== undefined) delta.tool_calls = tools.add(delta.tool_calls);
+    // What the delta added to the message kept for the `completed` line, counted before its line goes out.
+    opts.take?.(kept + tools.keptChars - keptBefore);
     const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
     if (meaningful) out.push({ type: "delta", chunk: { ...delta, role: "assistant" } });
     if (failed?.error !== undefined) throw new ModelStreamError("provider_error", `the model provider reported an error mid-stream: ${errorText(failed.error)}`, { status: streamErrorStatus(failed.error) });

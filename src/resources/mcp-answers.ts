@@ -1,6 +1,6 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { retryAfterMs } from "../lib/retry-after";
-import { httpError, UpstreamError } from "./upstream";
+import { httpError, UpstreamError, type TakeBytes } from "./upstream";
 
 /** The JSON-RPC request a POST body carries: its id, or undefined for a notification (or anything else). */
 function requestOf(body: unknown): { id: unknown; method: string; params?: Record<string, unknown> } | undefined {
@@ -35,11 +35,48 @@ async function answeredOrResumable(stream: ReadableStream<Uint8Array>, id: unkno
       if (done) return false;
       if (value.id || answers(value.data, id)) return true;
     }
-  } catch {
-    return false;
+  } catch (err) {
+    // The host would hold no more of it (its answer budget): that call ends with the refusal, the server broke nothing.
+    return err instanceof AnswerRefused;
   } finally {
     reader.cancel().catch(() => {});
   }
+}
+
+/** What an answer's body errors with when the host would hold no more of it (`cause`: the refusal the call ends with). */
+export class AnswerRefused extends Error {
+  override readonly name = "AnswerRefused";
+  constructor(cause: unknown) {
+    super("the host holds no more of this answer", { cause });
+  }
+}
+
+/**
+ * A `fetch` for the MCP client under which the answer to a request a call waits for (`takeFor` its id) is counted as it
+ * is read, against what the host may hold at once, as an HTTP tool's is. Past that the body errors (AnswerRefused) and
+ * the upstream's is cancelled; `take` itself ends the call with its refusal.
+ */
+export function heldAnswers(inner: typeof fetch, takeFor: (id: unknown) => TakeBytes | undefined): typeof fetch {
+  return async (input, init) => {
+    const request = init?.method === "POST" ? requestOf(init.body) : undefined;
+    const res = await inner(input, init);
+    if (request?.id === undefined || !res.body || !takeFor(request.id)) return res;
+    const id = request.id;
+    const counted = res.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          try {
+            // Asked at each chunk: once the call is over, what is still read is no longer held for it.
+            takeFor(id)?.(chunk.byteLength);
+          } catch (err) {
+            return controller.error(new AnswerRefused(err));
+          }
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(counted, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
 }
 
 /**

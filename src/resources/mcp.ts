@@ -1,11 +1,12 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { JsonSchema } from "./json-schema";
 import { schemaProblems } from "./json-schema-problems";
 import { mcpSchemaValidator } from "./mcp-schema-validator";
-import { cappedFetch, UpstreamError } from "./upstream";
-import { throttledAnswers, watchAnswers } from "./mcp-answers";
+import { cappedFetch, UpstreamError, type TakeBytes } from "./upstream";
+import { heldAnswers, throttledAnswers, watchAnswers } from "./mcp-answers";
+import { AnswerMeters, MeteredTransport } from "./mcp-answer-meters";
 
 export interface McpServerTarget {
   url: string;
@@ -34,6 +35,8 @@ export interface McpCallOptions {
   timeoutMs: number;
   /** Largest body read from the server (each HTTP answer, JSON or event stream). */
   maxBytes: number;
+  /** Counts the call's answer as it is read, against what the host may hold at once; throws to refuse more. */
+  take?: TakeBytes;
 }
 
 function upstreamOf(err: unknown, signal: AbortSignal): unknown {
@@ -62,6 +65,8 @@ interface McpSession {
   sessionId(): string | undefined;
   /** Ends a stateful server's session (DELETE, unless `terminate` is false), waiting for it only briefly, and closes the client. */
   close(terminate?: boolean): Promise<void>;
+  /** Counts by `take` the answers to the requests sent with `params`, until the returned function is called (./mcp-answer-meters.ts). */
+  meter(params: object, take: TakeBytes): () => void;
 }
 
 /**
@@ -79,12 +84,17 @@ async function openSession(server: McpServerTarget, opts: { lifetime: AbortSigna
   else opts.lifetime.addEventListener("abort", follow, { once: true });
   // Our own validator: the SDK's default (Ajv) compiles code at run time, which workerd forbids.
   const client = new Client(CLIENT_INFO, { jsonSchemaValidator: mcpSchemaValidator });
-  const transport = new StreamableHTTPClientTransport(new URL(server.url), {
-    requestInit: { headers: server.headers },
-    // Per event on a stream: the server's notification stream may stay open as long as the session.
-    // A call answered as an event stream that breaks off unanswered ends the session at once, not at the call's timeout.
-    fetch: watchAnswers(throttledAnswers(cappedFetch(opts.maxBytes, stop, { perSseEvent: true })), stop),
-  });
+  const meters = new AnswerMeters();
+  const transport = new MeteredTransport(
+    new URL(server.url),
+    {
+      requestInit: { headers: server.headers },
+      // Per event on a stream: the server's notification stream may stay open as long as the session.
+      // A call answered as an event stream that breaks off unanswered ends the session at once, not at the call's timeout.
+      fetch: watchAnswers(throttledAnswers(heldAnswers(cappedFetch(opts.maxBytes, stop, { perSseEvent: true }), meters.takeFor)), stop),
+    },
+    meters,
+  );
   const close = async (terminate = true) => {
     opts.lifetime.removeEventListener("abort", follow);
     // A stateless server has no session to end; closing the client aborts a DELETE still under way.
@@ -107,7 +117,7 @@ async function openSession(server: McpServerTarget, opts: { lifetime: AbortSigna
     clearTimeout(handshake);
     session.signal.removeEventListener("abort", relay);
   }
-  return { client, signal: session.signal, sessionId: () => transport.sessionId, close };
+  return { client, signal: session.signal, sessionId: () => transport.sessionId, close, meter: (params, take) => meters.register(params, take) };
 }
 
 /** A signal that aborts when either does, with that one's reason; `dispose` removes its listeners (`a` may live long). */
@@ -209,6 +219,16 @@ const toToolResult = (result: Awaited<ReturnType<Client["callTool"]>>): McpToolR
   isError: result.isError === true,
 });
 
+/** `take(bytes)`; its refusal also aborts `refusal` with it, so the call waiting for that answer ends with it. */
+function refused(take: TakeBytes, bytes: number, refusal: AbortController): void {
+  try {
+    take(bytes);
+  } catch (err) {
+    refusal.abort(err);
+    throw err;
+  }
+}
+
 /** The server answered 404 to a request naming the run's session: it no longer knows it. */
 class SessionGone extends Error {}
 
@@ -256,20 +276,30 @@ export class McpSessionPool {
     entry.inflight++;
     try {
       const session = await untilAborted(entry.opening, opts.signal);
-      const linked = eitherSignal(session.signal, opts.signal);
+      // The host holding no more of this call's answer (its take refused) ends this call alone, with that refusal.
+      const refusal = new AbortController();
+      const params = { ...call };
+      const take = opts.take;
+      const unmeter = take ? session.meter(params, (bytes) => refused(take, bytes, refusal)) : () => {};
+      const own = eitherSignal(opts.signal, refusal.signal);
+      const linked = eitherSignal(session.signal, own.signal);
       try {
-        return toToolResult(await session.client.callTool(call, undefined, { signal: linked.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }));
+        return toToolResult(await session.client.callTool(params, undefined, { signal: linked.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }));
       } catch (err) {
         // The SDK reports an aborted request as RequestTimeout, a lost connection as ConnectionClosed. A server that said
-        // when to come back (throttledAnswers) answered too: its session is kept for that next call.
+        // when to come back (throttledAnswers) answered too: its session is kept for that next call, as it is after
+        // the host's own refusal of an answer.
         const answered =
           (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout) || (err instanceof UpstreamError && err.retryAfterMs !== undefined);
-        if (session.signal.aborted || (!opts.signal.aborted && !answered)) this.retire(entry);
-        if (retryGone && !opts.signal.aborted && err instanceof StreamableHTTPError && err.code === 404 && session.sessionId() !== undefined) throw new SessionGone();
+        const callEnded = opts.signal.aborted || refusal.signal.aborted;
+        if (session.signal.aborted || (!callEnded && !answered)) this.retire(entry);
+        if (retryGone && !callEnded && err instanceof StreamableHTTPError && err.code === 404 && session.sessionId() !== undefined) throw new SessionGone();
         // The run's end and the call's deadline fire together; the call's reason says which.
         throw upstreamOf(err, opts.signal.aborted ? opts.signal : linked.signal);
       } finally {
+        unmeter();
         linked.dispose();
+        own.dispose();
       }
     } finally {
       entry.inflight--;

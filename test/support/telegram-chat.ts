@@ -5,16 +5,18 @@ import { startChatRunner, startFakePlatform, telegramBotApi } from "./fake-platf
 /**
  * A host with one Telegram bot on a fake Bot API (`telegramBotApi`; chats in `throttled` answer 429) bound to a chat
  * runner: the set-up of the delivery tests that drive one bot through its webhook. A file whose path (as getFile names
- * it: `photos/<file_id>.jpg`) a test puts in `slowFiles` is downloaded only after that many ms (a large video, a slow link).
+ * it: `photos/<file_id>.jpg`) a test puts in `slowFiles` is downloaded only after that many ms (a large video, a slow link);
+ * a sendMessage to a chat a test puts in `slowSends` is answered only after that many ms.
  */
 export async function startTelegramChat(name: string, opts: { vars?: Record<string, string>; throttled?: ReadonlyMap<string, number>; captureLogs?: boolean } = {}) {
   const botToken = `123456:TEST-telegram-bot-token-${name}`;
   const secretToken = `tg-secret-token-${name}-0123`;
   const api = telegramBotApi(botToken, opts.throttled);
   const slowFiles = new Map<string, number>();
+  const slowSends = new Map<string, number>();
   const fake = await startFakePlatform(async (call) => {
-    const delayMs = slowFiles.get(call.path.replace(/^\/file\/bot[^/]+\//, ""));
-    if (call.path.startsWith("/file/") && delayMs) await new Promise((r) => setTimeout(r, delayMs));
+    const delayMs = call.path.startsWith("/file/") ? slowFiles.get(call.path.replace(/^\/file\/bot[^/]+\//, "")) : call.path.endsWith("/sendMessage") ? slowSends.get(String(call.body?.chat_id)) : undefined;
+    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
     return api(call);
   });
   const runner = await startChatRunner(name);
@@ -29,6 +31,7 @@ export async function startTelegramChat(name: string, opts: { vars?: Record<stri
     botId: created.body.bot_id as string,
     webhookUrl: created.body.webhook_url as string,
     slowFiles,
+    slowSends,
     secretToken,
     /** The run's delivery trail, in order: each record's type and data. */
     trail: async (runId: string) =>

@@ -48,7 +48,7 @@ async function invokerOf(ctx: ActionContext, row: ToolRow, parameters: Record<st
     const headers = await openValues(ctx.db.secrets, parseJson<Record<string, string>>(server.headersJson, {}), mcpServerSlot(server));
     return {
       secrets: secretFragments([...Object.values(headers), ...urlSecrets(server.url)]),
-      invoke: (signal) => ctx.mcp.callTool({ url: server.url, headers, name: server.name }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs, maxBytes }),
+      invoke: (signal, _toolCallId, hold) => ctx.mcp.callTool({ url: server.url, headers, name: server.name }, { name: row.mcpToolName!, arguments: parameters }, { signal, timeoutMs, maxBytes, take: hold.take }),
     };
   }
   if (!row.endpoint) throw new ApiError("not_found", `tool ${row.toolName} has no endpoint`);
