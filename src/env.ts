@@ -182,8 +182,12 @@ const ConfigFields = z.object({
   STORAGE_MAX_AREA_BYTES: positiveInt(256 * MiB),
   /** Each call to a chat platform's API (send, edit, file lookup) gives up after this long. */
   PLATFORM_API_TIMEOUT_MS: positiveInt(10_000),
-  /** One libSQL round trip (a query or a batch): a database that hangs fails the call instead of holding a run or an alarm. */
-  DB_QUERY_TIMEOUT_MS: positiveInt(15_000),
+  /**
+   * One libSQL round trip (a query or a batch): a database that hangs fails the call instead of holding a run or an
+   * alarm. At most a minute: a run's last writes and a reply's records are bounded by it past the run's deadline and
+   * settle window, in the alarm's last minutes.
+   */
+  DB_QUERY_TIMEOUT_MS: positiveInt(15_000).refine((n) => n <= 60_000, "DB_QUERY_TIMEOUT_MS must be at most 60000"),
   /** Streaming replies: at least this long between two edits of one message. */
   DELIVERY_EDIT_INTERVAL_MS: positiveInt(1_000),
   /** Most messages one reply's text takes in a chat (the last of them then says the rest was cut); at least 2. */

@@ -35,9 +35,9 @@ export function toApiError(err: unknown, secrets: readonly string[], details: Re
       details: {
         ...details,
         ...(err.status ? { upstream_status: err.status } : {}),
-        // Passed on only with a failure worth retrying: when the upstream said to try again. A wait past any number
-        // (`Retry-After: 999…9`) is no wait to pass on: it would reach the runner as `null`.
-        ...(err.providerFault && err.retryAfterMs !== undefined && Number.isFinite(err.retryAfterMs) ? { retry_after_ms: err.retryAfterMs } : {}),
+        // Passed on only with a failure worth retrying: when the upstream said to try again. A wait past any whole
+        // number a runner's integer holds (`Retry-After: 999…9`, as `null`; `1e20` seconds, as `1e+23`) is no wait to pass on.
+        ...(err.providerFault && err.retryAfterMs !== undefined && Number.isSafeInteger(err.retryAfterMs) ? { retry_after_ms: err.retryAfterMs } : {}),
       },
       cause: err,
     });

@@ -29,8 +29,9 @@ beforeAll(async () => {
       res.on("close", () => clearInterval(ticker));
       return;
     }
-    if (req.url === "/forever") {
-      res.writeHead(429, { "content-type": "application/json", "retry-after": "9".repeat(400) });
+    if (req.url === "/forever" || req.url === "/eons") {
+      // Past any number, or a number past any whole one a runner's integer can hold (1e20 s: 1e+23 ms).
+      res.writeHead(429, { "content-type": "application/json", "retry-after": req.url === "/forever" ? "9".repeat(400) : `1${"0".repeat(20)}` });
       res.end('{"error":"come back never"}');
       return;
     }
@@ -47,13 +48,13 @@ beforeAll(async () => {
   host = await startTestHost({ vars: { TOOL_CALL_TIMEOUT_MS: String(TOOL_TIMEOUT_MS), MODEL_ATTEMPT_TIMEOUT_MS: String(MODEL_ATTEMPT_MS) } });
   const model = await host.admin("POST", "/v1/admin/models", { model_id: "plain", name: "plain", kind: "llm", base_url: `${tool.url}/v1`, api_key: "sk-hostile-0123456789abcdef", model: "plain" });
   if (model.status !== 201) throw new Error(JSON.stringify(model.body));
-  for (const [name, path] of [["sulky", "/sulk"], ["throttled", "/forever"]]) {
+  for (const [name, path] of [["sulky", "/sulk"], ["throttled", "/forever"], ["eons", "/eons"]]) {
     const r = await host.admin("POST", "/v1/admin/tools", { name, endpoint: `${tool.url}${path}` });
     if (r.status !== 201) throw new Error(JSON.stringify(r.body));
   }
   await runner.register(host);
   const agent = await host.admin("POST", "/v1/admin/agents", {
-    agent_id: "s", name: "s", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { tools: ["sulky", "throttled"], models: ["plain"] },
+    agent_id: "s", name: "s", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { tools: ["sulky", "throttled", "eons"], models: ["plain"] },
   });
   if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
 });
@@ -77,9 +78,9 @@ describe("a tool whose error body never ends", () => {
   });
 });
 
-describe("a tool whose Retry-After is past any number", () => {
-  it("is a retryable 502 naming its status, with no retry_after_ms rather than a null one", async () => {
-    const { result } = await runner.run(host, "throttled", async (api) => api("tool.call", { tool_name: "throttled", parameters: {} }));
+describe("a tool whose Retry-After is past any number, or past any whole one", () => {
+  it.each(["throttled", "eons"])("is a retryable 502 naming its status, with no retry_after_ms rather than a null or 1e+23 one (%s)", async (tool) => {
+    const { result } = await runner.run(host, tool, async (api) => api("tool.call", { tool_name: tool, parameters: {} }));
     expect(result.status).toBe(502);
     expect(result.body.error.retryable).toBe(true);
     expect(result.body.error.details.upstream_status).toBe(429);
