@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenLoopback, readBody } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
-import { startScriptedRunner } from "../support/scripted-runner";
+import { startScriptedRunner, type RawRunApi } from "../support/scripted-runner";
 
 /**
  * A model stream keeps the message it assembles from its deltas until its `completed` line: up to
@@ -70,17 +70,24 @@ const parse = (text: string) =>
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l));
 
+/** The "held" model's stream, read until it has sent its DELTAS lines (its provider then waits for releaseHeld). */
+async function heldStream(raw: RawRunApi) {
+  const first = (await raw("model.stream", { model_id: "held", messages })).body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (parse(text.slice(0, text.lastIndexOf("\n") + 1)).length < DELTAS) {
+    const { value, done } = await first.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  return { first, decoder, text };
+}
+
 describe("model streams held at once", () => {
   it("past the answer budget end with a retryable rate_limited line; the others complete, and the budget is given back", async () => {
     const { result } = await runner.run(host, "stream-budget", async (_api, _ctx, _emit, raw) => {
-      const first = (await raw("model.stream", { model_id: "held", messages })).body!.getReader();
-      const decoder = new TextDecoder();
-      let firstText = "";
-      while (parse(firstText.slice(0, firstText.lastIndexOf("\n") + 1)).length < DELTAS) {
-        const { value, done } = await first.read();
-        if (done) break;
-        firstText += decoder.decode(value, { stream: true });
-      }
+      const { first, decoder, text } = await heldStream(raw);
+      let firstText = text;
       // 40,000 characters held by the first; 40,000 more would take the two past the 65,536 budget.
       const second = parse(await (await raw("model.stream", { model_id: "flowing", messages })).text());
       releaseHeld();
@@ -103,14 +110,7 @@ describe("a model stream whose provider repeats a tool call's name in every frag
   it("counts the name once, as it is kept: beside a stream holding most of the budget, it completes", async () => {
     held = new Promise<void>((r) => (releaseHeld = r));
     const { result } = await runner.run(host, "stream-budget-names", async (_api, _ctx, _emit, raw) => {
-      const first = (await raw("model.stream", { model_id: "held", messages })).body!.getReader();
-      const decoder = new TextDecoder();
-      let firstText = "";
-      while (parse(firstText.slice(0, firstText.lastIndexOf("\n") + 1)).length < DELTAS) {
-        const { value, done } = await first.read();
-        if (done) break;
-        firstText += decoder.decode(value, { stream: true });
-      }
+      const { first } = await heldStream(raw);
       // 40,000 characters held by the first; the second keeps ~400 (counted for every repeat of the name: ~31,000).
       const second = parse(await (await raw("model.stream", { model_id: "repeating", messages })).text());
       releaseHeld();
