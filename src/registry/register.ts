@@ -7,9 +7,10 @@ import { conflict, HostError, notFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { formatRunnerId, MAX_RUNNERS_PER_MANIFEST, parseRunnerServiceManifest, type AgentRunnerManifest, type SkippedRunner } from "../protocol/manifest";
 import { missingConfigFields } from "../agents/runner-config";
-import { parseJson } from "../lib/json";
+import { iso, parseJson } from "../lib/json";
 import { agentsStore } from "../stores/agents";
-import { registryStore, runnerServiceAt, toServiceView } from "../stores/registry";
+import { registryStore, runnerServiceAt, toServiceView, type RunnerServiceRow } from "../stores/registry";
+import { nextUpdatedAt, updatedAtOf } from "../lib/updated-at";
 import { maskUrl, redact, urlSecrets } from "../resources/secrets";
 import { isSealed, moveSealed, moveSealedValues } from "../lib/secret-box";
 import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
@@ -135,8 +136,11 @@ async function agentConfigsMoved(db: Db, existing: { serviceId: string; baseUrl:
   return { statements: moved, asRead: sql`NOT EXISTS (SELECT 1 FROM ${agent} WHERE ${inArray(agent.runnerId, runnerIds)}${changed})` };
 }
 
-const movedMeanwhile = (serviceId: string) =>
-  conflict(`runner service ${serviceId} was moved, or an agent on it saved or resealed, while its manifest was fetched: nothing was saved; read it again and retry`);
+/** `current`: the service as it is, whose updated_at the 409 names (as a stale copy's does). */
+const movedMeanwhile = (current: RunnerServiceRow) =>
+  conflict(`runner service ${current.serviceId} was moved or changed, or an agent on it saved or resealed, while its manifest was fetched: nothing was saved; read it again and retry`, {
+    updated_at: iso(updatedAtOf(current)),
+  });
 const deletedMeanwhile = (serviceId: string) => notFound(`runner service ${serviceId} was deleted while its manifest was fetched: nothing was saved`);
 
 /**
@@ -154,9 +158,11 @@ async function secretToStore(db: Db, input: { base_url: string; secret?: string 
 /**
  * Fetch a service's manifest and (re)register its runners. Each runner is
  * validated on its own: an invalid one is skipped and reported, the rest
- * are registered as `http:{author}/{name}/{runner}`.
+ * are registered as `http:{author}/{name}/{runner}`. A `POST` or `PUT` writes the service only as it was read
+ * (`readUpdatedAt`: a PUT's own read, before the fetch; else the read here), and gives it a new updated_at; a refresh
+ * changes nothing the operator set, and keeps it.
  */
-export async function registerRunnerService(db: Db, input: { base_url: string; secret?: string | null; serviceId?: string; refresh?: boolean }) {
+export async function registerRunnerService(db: Db, input: { base_url: string; secret?: string | null; serviceId?: string; refresh?: boolean; readUpdatedAt?: number | null }) {
   const store = registryStore(db);
   // A move (PUT) onto the address of another service, however spelled, would make one service two.
   const holder = input.serviceId && !input.refresh ? await store.getServiceAt(input.base_url) : undefined;
@@ -170,7 +176,7 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
   // A refresh or PUT of a service deleted while its manifest was fetched: not registered again under a new id.
   if (input.serviceId && !existing) throw deletedMeanwhile(input.serviceId);
   // A refresh of a service moved (PUT) while its manifest was fetched from the old address: not moved back.
-  if (input.refresh && existing && existing.baseUrl !== input.base_url) throw movedMeanwhile(existing.serviceId);
+  if (input.refresh && existing && existing.baseUrl !== input.base_url) throw movedMeanwhile(existing);
   const serviceId = existing?.serviceId ?? newId("svc");
   const now = Date.now();
   const runners = parsed.runners.map((r) => ({
@@ -198,9 +204,11 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
         lastError: null,
         fetchedAt: now,
         createdAt: existing?.createdAt ?? now,
+        // Left out of a refresh's write: a PUT landing meanwhile keeps its own.
+        updatedAt: input.refresh ? undefined : existing ? nextUpdatedAt(updatedAtOf(existing)) : now,
       },
       runners,
-      existing ?? null,
+      existing ? { ...existing, updatedAt: input.refresh ? undefined : input.readUpdatedAt !== undefined ? input.readUpdatedAt : existing.updatedAt } : null,
       agentConfigs.statements,
       agentConfigs.asRead,
     );
@@ -212,7 +220,10 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
     }
     throw err;
   }
-  if (!saved) throw (await store.getService(serviceId)) ? movedMeanwhile(serviceId) : deletedMeanwhile(serviceId);
+  if (!saved) {
+    const current = await store.getService(serviceId);
+    throw current ? movedMeanwhile(current) : deletedMeanwhile(serviceId);
+  }
   const service = (await store.getService(serviceId))!;
   return {
     service: toServiceView(service, await store.runnerIdsOf(serviceId)),

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { knowledgeBase } from "../db/schema";
 import { unchanged } from "../db/unchanged";
 import { iso } from "../lib/json";
+import { updatedAtOf } from "../lib/updated-at";
 import { MASK, maskUrl } from "./secrets";
 
 export type KnowledgeBaseRow = typeof knowledgeBase.$inferSelect;
@@ -16,6 +17,7 @@ export function toKnowledgeBaseView(row: KnowledgeBaseRow) {
     endpoint: maskUrl(row.endpoint),
     api_key: row.apiKey ? MASK : null,
     created_at: iso(row.createdAt),
+    updated_at: iso(updatedAtOf(row)),
   };
 }
 

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { model } from "../db/schema";
 import { unchanged } from "../db/unchanged";
 import { iso } from "../lib/json";
+import { updatedAtOf } from "../lib/updated-at";
 import { MASK, maskUrl } from "./secrets";
 
 export type ModelRow = typeof model.$inferSelect;
@@ -19,6 +20,7 @@ export function toModelView(row: ModelRow) {
     context_window: row.contextWindow ?? undefined,
     api_key: MASK,
     created_at: iso(row.createdAt),
+    updated_at: iso(updatedAtOf(row)),
   };
 }
 

@@ -4,6 +4,7 @@ import { mcpServer, tool } from "../db/schema";
 import { insertWhere } from "../db/guarded";
 import { unchanged } from "../db/unchanged";
 import { iso, parseJson } from "../lib/json";
+import { updatedAtOf } from "../lib/updated-at";
 import { maskHeaders, maskUrl } from "./secrets";
 
 export type ToolRow = typeof tool.$inferSelect;
@@ -20,6 +21,7 @@ export function toToolView(row: ToolRow) {
     headers: row.headersJson ? maskHeaders(parseJson<Record<string, string>>(row.headersJson, {})) : undefined,
     mcp_server: row.mcpServer ?? undefined,
     created_at: iso(row.createdAt),
+    updated_at: iso(updatedAtOf(row)),
   };
 }
 
@@ -31,6 +33,7 @@ export function toMcpServerView(row: McpServerRow, tools: ToolRow[]) {
     tools: tools.map((t) => t.toolName),
     discovered_at: iso(row.discoveredAt),
     created_at: iso(row.createdAt),
+    updated_at: iso(updatedAtOf(row)),
   };
 }
 

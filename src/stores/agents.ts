@@ -116,10 +116,12 @@ export function agentsStore(db: Db) {
      * Over the row as read only (`read`: a concurrent PUT, a reseal or a move changed it meanwhile: not undone with what
      * was read before), and while the service is at `sealedForUrl`. Answers whether it was written.
      */
-    replace(row: NewAgentRow, read: Pick<AgentRow, "updatedAt" | "runnerConfigJson" | "runnerId">, sealedForUrl: string) {
+    replace(row: NewAgentRow, read: Pick<AgentRow, "updatedAt" | "runnerConfigJson" | "runnerId" | "stateEpoch">, sealedForUrl: string) {
       // What the agent was created as stays: its creation time, and its state epoch (its state stays its own).
       const { agentId, createdAt: _createdAt, stateEpoch: _stateEpoch, ...rest } = row;
-      const asRead = and(eq(agent.agentId, agentId), eq(agent.updatedAt, read.updatedAt), eq(agent.runnerConfigJson, read.runnerConfigJson), eq(agent.runnerId, read.runnerId));
+      // The epoch too: an agent deleted and created anew under its id is never written over with what was read of the
+      // old one, whatever its updated_at (IS: an agent created before epochs has none).
+      const asRead = and(eq(agent.agentId, agentId), sql`${agent.stateEpoch} IS ${read.stateEpoch}`, eq(agent.updatedAt, read.updatedAt), eq(agent.runnerConfigJson, read.runnerConfigJson), eq(agent.runnerId, read.runnerId));
       return write(row, [db.update(agent).set(rest).where(and(asRead, runnerServiceAt(row.runnerId, sealedForUrl))).returning({ agentId: agent.agentId }), ...bindingRows(row)]);
     },
     /**

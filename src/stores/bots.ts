@@ -1,6 +1,6 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { bot } from "../db/schema";
+import { bot, chatAlias } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 import { ADAPTERS } from "../platforms/registry";
 import { openValues, type SecretBox } from "../lib/secret-box";
@@ -66,12 +66,22 @@ export function botsStore(db: Db) {
       const done = await db
         .update(bot)
         .set(rest)
-        .where(and(eq(bot.botId, botId), eq(bot.updatedAt, read.updatedAt), eq(bot.credentialsJson, read.credentialsJson)))
+        .where(and(eq(bot.botId, botId), eq(bot.createdAt, read.createdAt), eq(bot.updatedAt, read.updatedAt), eq(bot.credentialsJson, read.credentialsJson)))
         .returning({ botId: bot.botId });
       return done.length === 1;
     },
-    async remove(botId: string) {
-      await db.delete(bot).where(eq(bot.botId, botId));
+    /**
+     * The bot as read (its registration, `createdAt`: one deleted and registered anew under its id since is another,
+     * which stays), with the chat moves learned for it: no later registration takes those (src/stores/chat-moves.ts),
+     * so nothing would ever read them again. Answers false when it was already gone.
+     */
+    async remove(read: Pick<BotRow, "botId" | "createdAt">): Promise<boolean> {
+      const asRead = and(eq(bot.botId, read.botId), eq(bot.createdAt, read.createdAt));
+      const [, removed] = await db.batch([
+        db.delete(chatAlias).where(and(eq(chatAlias.botId, read.botId), sql`EXISTS (SELECT 1 FROM ${bot} WHERE ${asRead})`)),
+        db.delete(bot).where(asRead).returning({ botId: bot.botId }),
+      ]);
+      return removed.length > 0;
     },
     /** The bot ready for its adapter, or undefined when absent or unusable. */
     async load(botId: string): Promise<Bot | undefined> {

@@ -5,6 +5,7 @@ import type { BatchItem, Db } from "../db/client";
 import { runner, runnerService } from "../db/schema";
 import { noteDeletedService } from "./deleted-owners";
 import { iso, parseJson } from "../lib/json";
+import { updatedAtOf } from "../lib/updated-at";
 import { maskUrl } from "../resources/secrets";
 import { sameBaseUrl } from "../lib/url";
 import { pageQuery, type ListPage } from "./list-page";
@@ -23,6 +24,7 @@ export function toServiceView(row: RunnerServiceRow, runnerIds: string[]) {
     version: row.version ?? undefined,
     last_error: row.lastError ?? undefined,
     fetched_at: iso(row.fetchedAt),
+    updated_at: iso(updatedAtOf(row)),
     runners: runnerIds,
   };
 }
@@ -114,18 +116,21 @@ export function registryStore(db: Db) {
      * Save a fetched manifest and replace the service's runners: one batch. Runners it still lists are updated in
      * place, only the others deleted (the database refuses to delete one an agent runs on: `runner_in_use`).
      * `read`: the stored service the manifest was fetched for, saved only if it is still there (a DELETE answered
-     * while the manifest was fetched is not undone); null for a new one. False when it was gone. `also`: statements
-     * that go with the save (agent configs sealed again for a moved service); `alsoAsRead`: what they were built
-     * from is unchanged (the save applies only then).
+     * while the manifest was fetched is not undone), and, with its `updatedAt` given, only while that is still the
+     * stored one (a POST or PUT is not saved over a change landed meanwhile; null matches a service stored before it
+     * had one); null for a new one. False when it was gone. `also`: statements that go with the save (agent configs
+     * sealed again for a moved service); `alsoAsRead`: what they were built from is unchanged (the save applies only
+     * then).
      */
-    async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[], read: { createdAt: number; baseUrl: string } | null, also: BatchItem[] = [], alsoAsRead?: SQL): Promise<boolean> {
+    async saveService(service: typeof runnerService.$inferInsert, runners: (typeof runner.$inferInsert)[], read: { createdAt: number; baseUrl: string; updatedAt?: number | null } | null, also: BatchItem[] = [], alsoAsRead?: SQL): Promise<boolean> {
       const { serviceId, ...rest } = service;
       const same = and(eq(runnerService.serviceId, serviceId), eq(runnerService.createdAt, read?.createdAt ?? service.createdAt));
+      const unchangedSince = read?.updatedAt === undefined ? undefined : sql`${runnerService.updatedAt} IS ${read.updatedAt}`;
       // Once saved it is at the new address: the statements after the first apply only if the first did.
       const stillThere = sql`EXISTS (SELECT 1 FROM ${runnerService} WHERE ${and(same, eq(runnerService.baseUrl, service.baseUrl))})`;
       const [saved] = await db.batch([
         // Over the service as read only: a move (PUT) landing meanwhile is not undone with the address read before it.
-        read ? db.update(runnerService).set(rest).where(and(same, eq(runnerService.baseUrl, read.baseUrl), alsoAsRead)).returning({ serviceId: runnerService.serviceId }) : db.insert(runnerService).values(service).returning({ serviceId: runnerService.serviceId }),
+        read ? db.update(runnerService).set(rest).where(and(same, eq(runnerService.baseUrl, read.baseUrl), unchangedSince, alsoAsRead)).returning({ serviceId: runnerService.serviceId }) : db.insert(runnerService).values(service).returning({ serviceId: runnerService.serviceId }),
         db.delete(runner).where(and(eq(runner.serviceId, serviceId), notInArray(runner.runnerId, runners.map((r) => r.runnerId)), stillThere)),
         // Each runner updated if it is this service's, else inserted: an id another service holds fails the insert.
         ...runners.flatMap(({ runnerId, ...fields }) => {

@@ -69,4 +69,16 @@ describe("PUT of a copy read before another change", () => {
     expect([botTypo.status, botTypo.body.error.code]).toEqual([400, "invalid_request"]);
     expect(JSON.stringify(botTypo.body)).not.toContain("TYPO-copy-token");
   });
+
+  it("what Date.parse reads as some time but no GET answers (a number, words ending in one, a time with no zone) is a 400 too, not a 409", async () => {
+    expect((await host.admin("POST", "/v1/admin/agents", agent("stale-loose", "beta", { type: "conversation", id: "stale-loose" }, { description: "kept" }))).status).toBe(201);
+    const copy = (await host.admin("GET", "/v1/admin/agents/stale-loose")).body;
+    // The last is the stored instant itself, read in whatever zone the runtime is in.
+    for (const sent of ["1", "x 1", "2026", copy.updated_at.replace(/Z$/, "")]) {
+      const loose = await host.admin("PUT", "/v1/admin/agents/stale-loose", { ...copy, updated_at: sent, description: "loose" });
+      expect([sent, loose.status, loose.body.error?.code]).toEqual([sent, 400, "invalid_request"]);
+      expect(loose.body.error.message).toMatch(/^updated_at .* is not a time/);
+    }
+    expect((await host.admin("GET", "/v1/admin/agents/stale-loose")).body.description).toBe("kept");
+  });
 });

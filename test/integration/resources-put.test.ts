@@ -53,13 +53,15 @@ describe("PUT of a resource", () => {
     const sealed = await stored();
     const put = await host.admin("PUT", "/v1/admin/models/m-put", { name: "Renamed", kind: "llm", base_url: "https://llm.example/v1", model: "gpt-y" });
     expect(put.status).toBe(200);
-    expect(put.body).toEqual({ model_id: "m-put", name: "Renamed", kind: "llm", base_url: "https://llm.example/v1", model: "gpt-y", api_key: "********", created_at: expect.any(String) });
+    expect(put.body).toEqual({ model_id: "m-put", name: "Renamed", kind: "llm", base_url: "https://llm.example/v1", model: "gpt-y", api_key: "********", created_at: expect.any(String), updated_at: expect.any(String) });
     expect(await stored()).toBe(sealed);
     const shown = (await host.admin("GET", "/v1/admin/models/m-put")).body;
     expect(shown).toEqual(put.body);
-    expect((await host.admin("PUT", "/v1/admin/models/m-put", shown)).status).toBe(200);
+    const sentBack = await host.admin("PUT", "/v1/admin/models/m-put", shown);
+    expect(sentBack.status).toBe(200);
     expect(await stored()).toBe(sealed);
-    expect((await host.admin("PUT", "/v1/admin/models/m-put", { ...shown, api_key: NEW_KEY })).status).toBe(200);
+    // From the copy the last PUT answered: the one GET answered before it is stale now.
+    expect((await host.admin("PUT", "/v1/admin/models/m-put", { ...sentBack.body, api_key: NEW_KEY })).status).toBe(200);
     expect(await stored()).not.toBe(sealed);
     expect(await stored()).toMatch(/^sealed:v3:/);
 
@@ -69,14 +71,15 @@ describe("PUT of a resource", () => {
     expect([keptOne.status, keptOne.body.headers, keptOne.body.description]).toEqual([200, { "x-api-key": "********" }, ""]);
     const headers = (await host.query<{ headers_json: string }>("SELECT headers_json FROM tool WHERE tool_name = 't-put'"))[0].headers_json;
     expect(Object.keys(JSON.parse(headers))).toEqual(["x-api-key"]);
-    const cleared = await host.admin("PUT", "/v1/admin/tools/t-put", { ...tool, headers: {} });
+    // Each from the copy the PUT before answered: the one GET answered before it is stale now.
+    const cleared = await host.admin("PUT", "/v1/admin/tools/t-put", { ...keptOne.body, headers: {} });
     expect([cleared.status, cleared.body.headers]).toEqual([200, {}]);
 
     await create("/v1/admin/knowledge-bases", { kb_id: "kb-put", name: "KB", description: "docs", endpoint: "https://kb.example/search", api_key: KEY });
     const kbShown = (await host.admin("GET", "/v1/admin/knowledge-bases/kb-put")).body;
     const kb = await host.admin("PUT", "/v1/admin/knowledge-bases/kb-put", { ...kbShown, description: undefined });
     expect([kb.status, kb.body.description, kb.body.api_key]).toEqual([200, undefined, "********"]);
-    const keyless = await host.admin("PUT", "/v1/admin/knowledge-bases/kb-put", { ...kbShown, api_key: null });
+    const keyless = await host.admin("PUT", "/v1/admin/knowledge-bases/kb-put", { ...kb.body, api_key: null });
     expect([keyless.status, keyless.body.api_key]).toEqual([200, null]);
 
     expect(host.logs()).not.toContain(KEY);

@@ -16,6 +16,8 @@ export const model = sqliteTable(
     providerModel: text("provider_model").notNull(), // the provider's model name
     contextWindow: integer("context_window"),
     createdAt: integer("created_at").notNull(),
+    // Strictly later at each PUT (src/lib/updated-at.ts); null on rows stored before migration 0028: created_at stands for it.
+    updatedAt: integer("updated_at"),
   },
   (t) => [index("model_created").on(t.createdAt, t.modelId)],
 );
@@ -27,6 +29,9 @@ export const mcpServer = sqliteTable("mcp_server", {
   headersJson: text("headers_json").notNull().default("{}"),
   discoveredAt: integer("discovered_at").notNull(),
   createdAt: integer("created_at").notNull(),
+  // Strictly later at each PUT (src/lib/updated-at.ts), not at a refresh (`discovered_at` says when); null on rows stored
+  // before migration 0028: created_at stands for it.
+  updatedAt: integer("updated_at"),
 });
 
 /**
@@ -44,6 +49,9 @@ export const tool = sqliteTable(
     mcpServer: text("mcp_server"),
     mcpToolName: text("mcp_tool_name"), // the tool's own name on its server
     createdAt: integer("created_at").notNull(),
+    // Strictly later at each PUT (src/lib/updated-at.ts); an MCP tool's, its server's last listing of it. Null on rows
+    // stored before migration 0028: created_at stands for it.
+    updatedAt: integer("updated_at"),
   },
   (t) => [index("tool_by_mcp_server").on(t.mcpServer)],
 );
@@ -58,6 +66,8 @@ export const knowledgeBase = sqliteTable(
     endpoint: text("endpoint").notNull(),
     apiKey: text("api_key"),
     createdAt: integer("created_at").notNull(),
+    // Strictly later at each PUT (src/lib/updated-at.ts); null on rows stored before migration 0028: created_at stands for it.
+    updatedAt: integer("updated_at"),
   },
   (t) => [index("knowledge_base_created").on(t.createdAt, t.kbId)],
 );

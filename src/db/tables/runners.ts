@@ -16,6 +16,9 @@ export const runnerService = sqliteTable(
     lastError: text("last_error"),
     fetchedAt: integer("fetched_at"),
     createdAt: integer("created_at").notNull(),
+    // Strictly later at each PUT, and POST of its address (src/lib/updated-at.ts), not at a refresh (`fetched_at` says when);
+    // null on rows stored before migration 0028: created_at stands for it.
+    updatedAt: integer("updated_at"),
   },
   (t) => [uniqueIndex("runner_service_base_url").on(t.baseUrl), index("runner_service_created").on(t.createdAt, t.serviceId)],
 );

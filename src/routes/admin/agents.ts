@@ -20,7 +20,8 @@ import { agent } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
 import { cancelAgentRuns, leaveAgentRuns } from "../../agents/cancel-runs";
-import { checkReadAsStored, nextUpdatedAt } from "./replace";
+import { changedMeanwhile, checkReadAsStored } from "./replace";
+import { nextUpdatedAt } from "../../lib/updated-at";
 
 const configSchemaOf = (manifestJson: string) => parseJson<AgentRunnerManifest>(manifestJson, {} as AgentRunnerManifest).config_schema;
 
@@ -97,9 +98,11 @@ async function toRow(db: Db, agentId: string, input: AgentInput, runner: Awaited
   };
 }
 
-/** A write that did not apply because what it was built from changed meanwhile. */
-const changedMeanwhile = (agentId: string) =>
-  conflict(`agent ${agentId} or its runner's service changed while this request was handled (another write, a move, a reseal); read it again and retry`);
+/** A write that did not apply because what it was built from changed meanwhile (`updatedAt`: the agent's now, when it is there). */
+const agentChangedMeanwhile = (agentId: string, updatedAt?: number) => {
+  const message = `agent ${agentId} or its runner's service changed while this request was handled (another write, a move, a reseal); read it again and retry`;
+  return updatedAt === undefined ? conflict(message) : changedMeanwhile(message, updatedAt);
+};
 
 async function save(write: () => Promise<boolean>): Promise<boolean> {
   try {
@@ -144,7 +147,7 @@ export const agentsRouter = router()
     if (await store.get(agentId)) throw conflict(`agent ${agentId} already exists`);
     const row = await toRow(db, agentId, input, checked, Date.now());
     // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
-    if (!(await insertUnique(() => save(() => store.create(row, checked.serviceBaseUrl)), `agent ${agentId}`))) throw changedMeanwhile(agentId);
+    if (!(await insertUnique(() => save(() => store.create(row, checked.serviceBaseUrl)), `agent ${agentId}`))) throw agentChangedMeanwhile(agentId);
     return c.json(toAgentView((await store.get(agentId))!, checked.secrets), 201);
   })
   .get("/:agentId", async (c) => {
@@ -168,10 +171,11 @@ export const agentsRouter = router()
     await checkResourceGrants(db, input);
     const row = { ...(await toRow(db, agentId, input, checked, existing.createdAt)), updatedAt: nextUpdatedAt(existing.updatedAt) };
     const written = await save(() => store.replace(row, existing, checked.serviceBaseUrl));
-    // Deleted meanwhile, or changed (only a write over the row as read applies).
+    // Deleted meanwhile (perhaps created anew under its id: not the agent this PUT read), or changed (only a write over
+    // the row as read applies).
     const saved = await store.get(agentId);
-    if (!saved) throw notFound(`agent ${agentId} not found`);
-    if (!written) throw changedMeanwhile(agentId);
+    if (!saved || saved.stateEpoch !== existing.stateEpoch) throw notFound(`agent ${agentId} not found (deleted meanwhile)`);
+    if (!written) throw agentChangedMeanwhile(agentId, saved.updatedAt);
     return c.json(toAgentView(saved, checked.secrets));
   })
   .delete("/:agentId", validate("query", AgentDeleteQuery), async (c) => {

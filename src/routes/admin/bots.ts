@@ -20,7 +20,8 @@ import { EndpointSchema } from "../../resources/ids";
 import { bot } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
-import { checkReadAsStored, nextUpdatedAt } from "./replace";
+import { changedMeanwhile, checkReadAsStored } from "./replace";
+import { nextUpdatedAt } from "../../lib/updated-at";
 
 const BotFields = {
   name: z.string().min(1).max(200).regex(/^[^\p{Cc}\p{Cs}]*$/u, "must not contain control characters or unpaired surrogates").optional(),
@@ -135,17 +136,20 @@ export const botsRouter = router()
       enabled: input.enabled ?? row.enabled,
       updatedAt: nextUpdatedAt(row.updatedAt),
     };
-    // Only over the row as read: a concurrent DELETE is a 404, a concurrent PUT (a rotated credential) a 409, never undone.
+    // Only over the row as read: a concurrent DELETE is a 404 (a bot registered anew under its id since is not the one
+    // read), a concurrent PUT (a rotated credential) a 409, never undone.
     if (!(await botsStore(db).replace(updated, row))) {
-      if (!(await botsStore(db).get(row.botId))) throw notFound(`bot ${row.botId} not found`);
-      throw conflict(`bot ${row.botId} was changed meanwhile; read it again`);
+      const current = await botsStore(db).get(row.botId);
+      if (!current || current.createdAt !== row.createdAt) throw notFound(`bot ${row.botId} not found (deleted meanwhile)`);
+      throw changedMeanwhile(`bot ${row.botId} was changed meanwhile; read it again`, current.updatedAt);
     }
     return c.json(toBotView(updated, publicBaseUrl(c.env, c.req.url)));
   })
   .delete("/:botId", async (c) => {
     const db = dbOf(c.env);
     const row = await existing(db, c.req.param("botId"));
-    await botsStore(db).remove(row.botId);
+    // Deleted (and perhaps registered anew) by another call meanwhile: that bot is not this DELETE's to remove.
+    if (!(await botsStore(db).remove(row))) throw notFound(`bot ${row.botId} not found (deleted meanwhile)`);
     return c.body(null, 204);
   })
   /** Point the platform at this host's webhook, where its API allows it (Telegram's setWebhook with the secret token). */

@@ -7,7 +7,8 @@ import { EndpointSchema, headerValue, ResourceIdSchema } from "../../resources/i
 import { knowledgeStore, toKnowledgeBaseView } from "../../resources/knowledge-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
-import { replaceOrExplain } from "./replace";
+import { checkReadAsStored, replaceOrExplain } from "./replace";
+import { createdNow, nextUpdatedAt, updatedAtOf } from "../../lib/updated-at";
 import { keptEndpoint, replacedKey } from "../../resources/replaced-secrets";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { knowledgeBase } from "../../db/schema";
@@ -26,10 +27,14 @@ const KnowledgeBaseInput = z.strictObject({
   api_key: headerValue(4096).min(1).optional(),
 });
 
-/** PUT takes the body of POST, or what GET answered sent back as it is (`api_key` masked keeps the key, null removes it; `created_at` is ignored). */
+/**
+ * PUT takes the body of POST, or what GET answered sent back as it is (`api_key` masked keeps the key, null removes it;
+ * `created_at` is ignored; `updated_at`, when sent, must still be the stored one: checkReadAsStored).
+ */
 const KnowledgeBaseReplace = KnowledgeBaseInput.extend({
   api_key: headerValue(4096).min(1).nullable().optional(),
   created_at: z.string().optional(),
+  updated_at: z.string().optional(),
 });
 
 export const knowledgeBasesRouter = router()
@@ -55,7 +60,7 @@ export const knowledgeBasesRouter = router()
           description: input.description ?? null,
           endpoint: input.endpoint,
           apiKey,
-          createdAt: Date.now(),
+          ...createdNow(),
         }),
       `knowledge base ${kbId}`,
     );
@@ -74,9 +79,10 @@ export const knowledgeBasesRouter = router()
     const row = await store.get(c.req.param("kbId"));
     if (!row) throw notFound(`knowledge base ${c.req.param("kbId")} not found`);
     if (input.kb_id !== undefined && input.kb_id !== row.kbId) throw badRequest(`kb_id ${input.kb_id} is not the knowledge base at this path (${row.kbId})`);
+    checkReadAsStored(input.updated_at, updatedAtOf(row), `knowledge base ${row.kbId}`);
     const endpoint = keptEndpoint(input.endpoint, row.endpoint);
     const apiKey = await replacedKey(db.secrets, input.api_key, row.apiKey, knowledgeBaseSlot(row), knowledgeBaseSlot({ kbId: row.kbId, endpoint }), "api_key");
-    const updated = { ...row, name: input.name, description: input.description ?? null, endpoint, apiKey };
+    const updated = { ...row, name: input.name, description: input.description ?? null, endpoint, apiKey, updatedAt: nextUpdatedAt(updatedAtOf(row)) };
     await replaceOrExplain(() => store.replace(updated, row), () => store.get(row.kbId), `knowledge base ${row.kbId}`);
     return c.json(toKnowledgeBaseView(updated));
   })

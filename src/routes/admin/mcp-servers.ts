@@ -15,6 +15,8 @@ import { UpstreamError } from "../../resources/upstream";
 import { router } from "../app-env";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { insertUnique } from "./unique";
+import { changedMeanwhile, checkReadAsStored } from "./replace";
+import { nextUpdatedAt, updatedAtOf } from "../../lib/updated-at";
 import { mcpServer } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
@@ -29,15 +31,20 @@ const McpServerInput = z.strictObject({
   headers: HeadersSchema.optional(),
 });
 
-/** PUT takes the body of POST, or what GET answered sent back as it is: its view-only fields are ignored (`name` must be the path's). */
+/**
+ * PUT takes the body of POST, or what GET answered sent back as it is: its view-only fields are ignored (`name` must be
+ * the path's), but for `updated_at`, which, when sent, must still be the stored one (checkReadAsStored).
+ */
 const McpServerReplace = McpServerInput.extend({
   name: z.string().optional(),
   tools: z.array(z.string()).optional(),
   discovered_at: z.string().optional(),
   created_at: z.string().optional(),
+  updated_at: z.string().optional(),
 });
 
-type ServerToSave = { name: string; url: string; headers: Record<string, string>; headersJson: string };
+/** `updatedAt`: a replaced server's new one; a refreshed one's as read (a refresh changes nothing the operator set); unused for a new one. */
+type ServerToSave = { name: string; url: string; headers: Record<string, string>; headersJson: string; updatedAt: number | null };
 
 /**
  * List the server's tools and store them with it (replacing the earlier list), `headersJson` the headers as stored.
@@ -69,6 +76,7 @@ async function discoverAndSave(db: Db, config: Config, server: ServerToSave, exi
     mcpServer: server.name,
     mcpToolName: t.name,
     createdAt: now,
+    updatedAt: now,
   }));
   if (existing) {
     // As deleting a granted tool is refused, so is a refresh that would drop one: the grant would name nothing.
@@ -76,12 +84,13 @@ async function discoverAndSave(db: Db, config: Config, server: ServerToSave, exi
     await refuseIfGranted(db, "tools", `a tool MCP server ${server.name} no longer lists`, `${server.name}.`, (id) => id.startsWith(`${server.name}.`) && !listed.has(id));
   }
   // Its created_at is its identity (PROTOCOL §4): kept, so runs granted its tools keep them across a refresh or PUT.
-  const saved = { name: server.name, url: server.url, headersJson: server.headersJson, discoveredAt: now, createdAt: existing?.createdAt ?? now };
+  const saved = { name: server.name, url: server.url, headersJson: server.headersJson, discoveredAt: now, createdAt: existing?.createdAt ?? now, updatedAt: existing ? server.updatedAt : now };
   // Created only if still absent: of two concurrent creates one wins, the other is a 409 (never an overwrite).
   if (existing) {
     // Deleted, replaced or changed while its tools were listed: never brought back, nor written over (a rotated key restored).
     if (!(await store.refreshServer(saved, tools, existing))) {
-      if (await store.getServer(server.name)) throw conflict(`MCP server ${server.name} was replaced or changed while its tools were listed: nothing was saved`);
+      const current = await store.getServer(server.name);
+      if (current) throw changedMeanwhile(`MCP server ${server.name} was replaced or changed while its tools were listed: nothing was saved`, updatedAtOf(current));
       throw notFound(`MCP server ${server.name} was deleted while its tools were listed: nothing was saved`);
     }
   } else await insertUnique(() => store.createServer(saved, tools), `MCP server ${server.name}`);
@@ -106,7 +115,7 @@ export const mcpServersRouter = router()
     if (await toolsStore(db).getServer(input.name)) throw conflict(`MCP server ${input.name} already exists`);
     const headers = input.headers ?? {};
     const headersJson = JSON.stringify(await sealValues(db.secrets, headers, mcpServerSlot(input)));
-    return c.json(await discoverAndSave(db, configOf(c.env), { name: input.name, url: input.url, headers, headersJson }, null), 201);
+    return c.json(await discoverAndSave(db, configOf(c.env), { name: input.name, url: input.url, headers, headersJson, updatedAt: null }, null), 201);
   })
   .get("/:name", async (c) => {
     const store = toolsStore(dbOf(c.env));
@@ -120,7 +129,7 @@ export const mcpServersRouter = router()
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
     const headers = await openValues(db.secrets, parseJson<Record<string, string>>(row.headersJson, {}), mcpServerSlot(row));
     // Written back as stored: a refresh seals nothing anew.
-    return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers, headersJson: row.headersJson }, row));
+    return c.json(await discoverAndSave(db, configOf(c.env), { name: row.name, url: row.url, headers, headersJson: row.headersJson, updatedAt: row.updatedAt }, row));
   })
   // New credentials or a new address: its tools are listed with them before anything is saved (a 502 saves nothing).
   .put("/:name", jsonBody(McpServerReplace, { exact: true }), async (c) => {
@@ -129,10 +138,12 @@ export const mcpServersRouter = router()
     const row = await toolsStore(db).getServer(c.req.param("name"));
     if (!row) throw notFound(`MCP server ${c.req.param("name")} not found`);
     if (input.name !== undefined && input.name !== row.name) throw badRequest(`name ${input.name} is not the MCP server at this path (${row.name})`);
+    // Before its tools are listed: a stale copy costs the server no call.
+    checkReadAsStored(input.updated_at, updatedAtOf(row), `MCP server ${row.name}`);
     const to = { name: row.name, url: keptEndpoint(input.url, row.url) };
     const headersJson = await replacedHeaders(db.secrets, input.headers, row.headersJson, mcpServerSlot(row), mcpServerSlot(to));
     const headers = await openValues(db.secrets, parseJson<Record<string, string>>(headersJson, {}), mcpServerSlot(to));
-    return c.json(await discoverAndSave(db, configOf(c.env), { ...to, headers, headersJson }, row));
+    return c.json(await discoverAndSave(db, configOf(c.env), { ...to, headers, headersJson, updatedAt: nextUpdatedAt(updatedAtOf(row)) }, row));
   })
   .delete("/:name", async (c) => {
     const store = toolsStore(dbOf(c.env));

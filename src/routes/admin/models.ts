@@ -7,7 +7,8 @@ import { EndpointSchema, headerValue, ResourceIdSchema } from "../../resources/i
 import { modelsStore, toModelView } from "../../resources/models-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
-import { replaceOrExplain } from "./replace";
+import { checkReadAsStored, replaceOrExplain } from "./replace";
+import { createdNow, nextUpdatedAt, updatedAtOf } from "../../lib/updated-at";
 import { keptEndpoint, replacedKey } from "../../resources/replaced-secrets";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { model } from "../../db/schema";
@@ -28,10 +29,14 @@ const ModelInput = z.strictObject({
   context_window: z.int().positive().optional(),
 });
 
-/** PUT takes the body of POST, or what GET answered sent back as it is (`api_key` masked keeps the key; `created_at` is ignored). */
+/**
+ * PUT takes the body of POST, or what GET answered sent back as it is (`api_key` masked keeps the key; `created_at` is
+ * ignored; `updated_at`, when sent, must still be the stored one: checkReadAsStored).
+ */
 const ModelReplace = ModelInput.extend({
   api_key: headerValue(4096).min(1).optional(),
   created_at: z.string().optional(),
+  updated_at: z.string().optional(),
 });
 
 export const modelsRouter = router()
@@ -58,7 +63,7 @@ export const modelsRouter = router()
           apiKey,
           providerModel: input.model,
           contextWindow: input.context_window ?? null,
-          createdAt: Date.now(),
+          ...createdNow(),
         }),
       `model ${modelId}`,
     );
@@ -79,10 +84,11 @@ export const modelsRouter = router()
     if (input.model_id !== undefined && input.model_id !== row.modelId) throw badRequest(`model_id ${input.model_id} is not the model at this path (${row.modelId})`);
     // The runs granted it froze its kind's operations: another kind is another model.
     if (input.kind !== row.kind) throw badRequest(`a model's kind cannot change (${row.kind}); register a new model`);
+    checkReadAsStored(input.updated_at, updatedAtOf(row), `model ${row.modelId}`);
     const baseUrl = keptEndpoint(input.base_url, row.baseUrl);
     const apiKey = await replacedKey(db.secrets, input.api_key, row.apiKey, modelSlot(row), modelSlot({ modelId: row.modelId, baseUrl }), "api_key");
     // Never null: a model always has a key, and its PUT takes none as null.
-    const updated = { ...row, name: input.name, baseUrl, apiKey: apiKey!, providerModel: input.model, contextWindow: input.context_window ?? null };
+    const updated = { ...row, name: input.name, baseUrl, apiKey: apiKey!, providerModel: input.model, contextWindow: input.context_window ?? null, updatedAt: nextUpdatedAt(updatedAtOf(row)) };
     await replaceOrExplain(() => store.replace(updated, row), () => store.get(row.modelId), `model ${row.modelId}`);
     return c.json(toModelView(updated));
   })

@@ -1,15 +1,27 @@
+import * as z from "zod";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { iso } from "../../lib/json";
+import { updatedAtOf } from "../../lib/updated-at";
+
+/** A row as its PUT reads it: when it was created (which one of its id it is) and last replaced. */
+type Stamped = { updatedAt: number | null; createdAt: number };
 
 /**
  * A PUT's write, applied only over the row as it was read: when it did not apply, a concurrent DELETE is a 404 and
- * a concurrent change (another PUT, a refresh, a reseal) a 409, never silently undone.
+ * a concurrent change (another PUT, a refresh, a reseal) a 409 naming the updated_at now stored, never silently undone.
  */
-export async function replaceOrExplain(write: () => Promise<boolean>, stillThere: () => Promise<unknown>, what: string): Promise<void> {
+export async function replaceOrExplain(write: () => Promise<boolean>, current: () => Promise<Stamped | undefined>, what: string): Promise<void> {
   if (await write()) return;
-  if (!(await stillThere())) throw notFound(`${what} not found`);
-  throw conflict(`${what} was changed meanwhile; read it again`);
+  const now = await current();
+  if (!now) throw notFound(`${what} not found`);
+  throw changedMeanwhile(`${what} was changed meanwhile; read it again`, updatedAtOf(now));
 }
+
+/** A write over the row as read that another write beat: a 409 naming the stored updated_at, as a stale copy's is. */
+export const changedMeanwhile = (message: string, storedUpdatedAt: number) => conflict(message, { updated_at: iso(storedUpdatedAt) });
+
+/** As a GET answers it (ISO 8601 with Z, or the same instant with an offset): `Date.parse` alone takes "1" or "x 1" for a time. */
+const UpdatedAtSchema = z.iso.datetime({ offset: true });
 
 /**
  * A PUT body that is a GET's answer sent back carries the `updated_at` it read: a write since then (another operator's,
@@ -19,11 +31,7 @@ export async function replaceOrExplain(write: () => Promise<boolean>, stillThere
 export function checkReadAsStored(sentUpdatedAt: string | undefined, storedUpdatedAt: number, what: string): void {
   if (sentUpdatedAt === undefined) return;
   const stored = iso(storedUpdatedAt)!;
-  const sent = Date.parse(sentUpdatedAt);
   // A typo is the caller's mistake to fix, not a change of the row to read again.
-  if (Number.isNaN(sent)) throw badRequest(`updated_at ${JSON.stringify(sentUpdatedAt.slice(0, 40))} is not a time: send the updated_at a GET answered (ISO 8601, such as 2026-01-31T12:00:00.000Z), or leave it out`);
-  if (sent !== storedUpdatedAt) throw conflict(`${what} was changed after the copy this body was read from (its updated_at ${sentUpdatedAt.slice(0, 40)}, now ${stored}); read it again, or leave updated_at out to replace it whatever changed`, { updated_at: stored });
+  if (!UpdatedAtSchema.safeParse(sentUpdatedAt).success) throw badRequest(`updated_at ${JSON.stringify(sentUpdatedAt.slice(0, 40))} is not a time: send the updated_at a GET answered (ISO 8601, such as 2026-01-31T12:00:00.000Z), or leave it out`);
+  if (Date.parse(sentUpdatedAt) !== storedUpdatedAt) throw conflict(`${what} was changed after the copy this body was read from (its updated_at ${sentUpdatedAt.slice(0, 40)}, now ${stored}); read it again, or leave updated_at out to replace it whatever changed`, { updated_at: stored });
 }
-
-/** A replaced row's updated_at: later than the one it replaces even within the same millisecond, so a copy read before a write never matches after it. */
-export const nextUpdatedAt = (previous: number): number => Math.max(Date.now(), previous + 1);

@@ -13,6 +13,8 @@ import { maskUrl } from "../../resources/secrets";
 import { runnerService } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
+import { checkReadAsStored } from "./replace";
+import { updatedAtOf } from "../../lib/updated-at";
 
 const ServiceInput = z.strictObject({
   base_url: EndpointSchema,
@@ -22,7 +24,8 @@ const ServiceInput = z.strictObject({
 
 /**
  * PUT takes the body of POST; what GET answered can be sent back as it is: its read-only fields are ignored (its
- * masked `base_url` keeps the stored address, and a secret left out is kept).
+ * masked `base_url` keeps the stored address, and a secret left out is kept), but for `updated_at`, which, when sent,
+ * must still be the stored one (checkReadAsStored).
  */
 const ServiceReplace = ServiceInput.extend({
   service_id: z.string().optional(),
@@ -32,6 +35,7 @@ const ServiceReplace = ServiceInput.extend({
   version: z.string().optional(),
   last_error: z.string().optional(),
   fetched_at: z.string().optional(),
+  updated_at: z.string().optional(),
   runners: z.array(z.string()).optional(),
 });
 
@@ -82,13 +86,16 @@ export const runnerServicesRouter = router()
   .put("/:serviceId", jsonBody(ServiceReplace), async (c) => {
     const db = dbOf(c.env);
     const service = await existingService(db, c.req.param("serviceId"));
-    const { base_url, secret, service_id } = c.get("body");
+    const { base_url, secret, service_id, updated_at } = c.get("body");
     if (service_id !== undefined && service_id !== service.serviceId) throw badRequest("service_id in the body differs from the path");
+    // Before its manifest is fetched: a stale copy costs the service no call.
+    checkReadAsStored(updated_at, updatedAtOf(service), `runner service ${service.serviceId}`);
     const input = { base_url, secret };
     // The address as the view shows it (query values, credential-like path segments masked) keeps the stored one: it
     // is the only one an operator can read back, and `********` must never replace a function key or a setting.
     const baseUrl = input.base_url === maskUrl(service.baseUrl) ? service.baseUrl : normalizeBaseUrl(input.base_url);
-    return c.json(await registerRunnerService(db, { ...input, base_url: baseUrl, serviceId: service.serviceId }));
+    // Saved only over the service as read here (its updated_at): one changed since is a 409, never undone.
+    return c.json(await registerRunnerService(db, { ...input, base_url: baseUrl, serviceId: service.serviceId, readUpdatedAt: service.updatedAt }));
   })
   .post("/:serviceId/refresh", noBody(), async (c) => {
     const db = dbOf(c.env);

@@ -9,7 +9,8 @@ import { schemaProblems } from "../../resources/json-schema-problems";
 import { toolsStore, toToolView } from "../../resources/tools-store";
 import { router } from "../app-env";
 import { insertUnique } from "./unique";
-import { replaceOrExplain } from "./replace";
+import { checkReadAsStored, replaceOrExplain } from "./replace";
+import { createdNow, nextUpdatedAt, updatedAtOf } from "../../lib/updated-at";
 import { keptEndpoint, replacedHeaders } from "../../resources/replaced-secrets";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { tool } from "../../db/schema";
@@ -39,11 +40,15 @@ const ToolInput = z.strictObject({
   headers: HeadersSchema.optional(),
 });
 
-/** PUT takes the body of POST, or what GET answered sent back as it is: its view-only fields are ignored (`name` must be the path's). */
+/**
+ * PUT takes the body of POST, or what GET answered sent back as it is: its view-only fields are ignored (`name` must be
+ * the path's), but for `updated_at`, which, when sent, must still be the stored one (checkReadAsStored).
+ */
 const ToolReplace = ToolInput.extend({
   name: z.string().optional(),
   source: z.literal("http").optional(),
   created_at: z.string().optional(),
+  updated_at: z.string().optional(),
 });
 
 /** Every tool, HTTP or discovered on an MCP server; header values masked. */
@@ -69,7 +74,7 @@ export const toolsRouter = router()
           parametersJson: JSON.stringify(input.parameters),
           endpoint: input.endpoint,
           headersJson,
-          createdAt: Date.now(),
+          ...createdNow(),
         }),
       `tool ${input.name}`,
     );
@@ -93,9 +98,10 @@ export const toolsRouter = router()
     if (row.mcpServer) throw conflict(`tool ${name} belongs to MCP server ${row.mcpServer}; PUT or refresh the server instead`);
     if (row.endpoint === null) throw conflict(`tool ${name} has no endpoint to replace`);
     if (input.name !== undefined && input.name !== name) throw badRequest(`name ${input.name} is not the tool at this path (${name})`);
+    checkReadAsStored(input.updated_at, updatedAtOf(row), `tool ${name}`);
     const endpoint = keptEndpoint(input.endpoint, row.endpoint);
     const headersJson = await replacedHeaders(db.secrets, input.headers, row.headersJson, toolSlot(row), toolSlot({ toolName: name, endpoint }));
-    const updated = { ...row, description: input.description, parametersJson: JSON.stringify(input.parameters), endpoint, headersJson };
+    const updated = { ...row, description: input.description, parametersJson: JSON.stringify(input.parameters), endpoint, headersJson, updatedAt: nextUpdatedAt(updatedAtOf(row)) };
     await replaceOrExplain(() => store.replace(updated, row), () => store.get(name), `tool ${name}`);
     return c.json(toToolView(updated));
   })
