@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { useAdminHost, type AdminHost } from "../support/admin-host";
+import { holdNextQuery } from "../support/held-query";
 
 /**
  * An agent DELETE reads the agent, then deletes it. Another DELETE and a POST of the same id landing in between made
@@ -16,13 +17,13 @@ describe("an agent DELETE whose agent was deleted and created anew meanwhile", (
     const body = agent("racy", "beta", { type: "conversation", id: "racy" });
     expect((await host.admin("POST", "/v1/admin/agents", body)).status).toBe(201);
     // The first DELETE's write is held (its read done) while another DELETE and a POST of the same id land.
-    host.databaseOutage({ delayMs: 3000, matching: 'delete from \\"agent\\"', queries: 1 });
+    const hold = holdNextQuery(host, 'delete from \\"agent\\"');
     const slow = host.admin("DELETE", "/v1/admin/agents/racy");
-    // Its read and the start of its write take milliseconds; the write is then held for 3 s.
-    await new Promise((r) => setTimeout(r, 600));
+    await hold.heldFrom(slow);
     expect((await host.admin("DELETE", "/v1/admin/agents/racy")).status).toBe(200);
     const created = await host.admin("POST", "/v1/admin/agents", { ...body, description: "the new one" });
     expect(created.status).toBe(201);
+    hold.release();
     const first = await slow;
     expect([first.status, first.body.error?.code]).toEqual([404, "not_found"]);
     const now = await host.admin("GET", "/v1/admin/agents/racy");
