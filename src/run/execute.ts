@@ -32,7 +32,8 @@ import { BlobPuts } from "./blob-put";
 import type { AuthorizationSnapshot } from "./snapshot";
 import type { RunnerEndpoint } from "./claim";
 import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
-import { openValues } from "../lib/secret-box";
+import { isSealed, openValues } from "../lib/secret-box";
+import { SentSecrets } from "./sent-secrets";
 
 export interface ExecuteDeps {
   db: Db;
@@ -56,6 +57,12 @@ export interface ExecuteDeps {
   onStreamEnd?: () => void;
 }
 
+
+/** The values of the agent's secret runner_config fields (typed secret by its runner, or stored sealed), as opened. */
+function secretConfigValues(job: RunJob, opened: Record<string, unknown>): string[] {
+  const secret = new Set(job.runner.secretFields ?? []);
+  return Object.entries(opened).flatMap(([name, value]) => (typeof value === "string" && (secret.has(name) || isSealed(job.agent.runnerConfig[name])) ? [value] : []));
+}
 
 /** How long the run's end waits for its stopped Host API calls to record how they ended. */
 const HOST_CALLS_WIND_DOWN_MS = 1_000;
@@ -221,6 +228,7 @@ async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: B
  */
 export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   const { db, job, snapshot, config } = deps;
+  const sent = new SentSecrets(deps.token);
   const processor = new ResultProcessor({
     runId: job.runId,
     runnerId: job.runner.runnerId,
@@ -234,6 +242,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     maxStateUpdates: config.RUN_MAX_STATE_UPDATES,
     stateWrites: deps.stateWrites,
     maxResults: config.RUN_MAX_RESULTS,
+    scrub: sent.scrub,
   });
 
   const artifactRefs = new RunArtifactRefs(db, artifactReaderOf(job));
@@ -278,6 +287,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const runnerConfig = await openValues(db.secrets, job.agent.runnerConfig, agentConfigSlot({ agentId: job.agent.agentId, runnerId: job.runner.runnerId }, job.runner.baseUrl)).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the agent's runner_config cannot be used: ${err.message}`, { cause: err });
     });
+    sent.add(secretConfigValues(job, runnerConfig));
     const context = buildRunContext({ job: { ...job, agent: { ...job.agent, runnerConfig } }, snapshot, token: deps.token, state: deps.state, historyBefore: deps.historyBefore, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
     if (deps.runner instanceof RunnerCallError) throw deps.runner;
@@ -287,7 +297,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     });
     const target = { baseUrl: deps.runner.baseUrl, runnerName: job.runner.runnerName, secret };
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
-    stream = runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, ...limits });
+    stream = runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, scrub: sent.scrub, ...limits });
     for (;;) {
       reading ??= stream.next();
       const read = await held.readOrDue(reading);

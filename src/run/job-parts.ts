@@ -1,3 +1,4 @@
+import { secretFieldNames } from "../agents/runner-config";
 import { ConcurrencySchema, DeliveryPolicySchema, ResourcePolicySchema, StatePolicySchema } from "../agents/policy";
 import type { agent, runner } from "../db/schema";
 import { parseJson } from "../lib/json";
@@ -29,5 +30,6 @@ export function jobRunnerOf(row: typeof runner.$inferSelect, service: { serviceI
     capabilities: manifest.capabilities ?? {},
     permissions: manifest.permissions ?? {},
     configDefaults: Object.fromEntries((manifest.config_schema ?? []).filter((item) => item.default != null).map((item) => [item.name, item.default])),
+    secretFields: [...secretFieldNames(manifest.config_schema)],
   };
 }

@@ -44,6 +44,8 @@ export interface RunJob {
     permissions: Permissions;
     /** The config_schema's defaults, for the fields an agent's runner_config leaves out (absent in jobs stored before they were kept). */
     configDefaults?: Record<string, unknown>;
+    /** The config_schema's `secret` fields: their values are never quoted back from the runner (../run/sent-secrets.ts). Absent in jobs stored before. */
+    secretFields?: string[];
   };
   /** Set for chat platform events: where the reply is delivered. */
   delivery?: PlatformDelivery;

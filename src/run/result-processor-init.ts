@@ -2,6 +2,7 @@ import type { StateScope } from "../protocol/context";
 import type { WriteBudget } from "../lib/write-budget";
 import type { RecordPlace } from "../stores/event-log";
 import type { LedgerSequence } from "./ledger-sequence";
+import type { QuoteScrub } from "./sent-secrets";
 
 /** What a run's ResultProcessor (results.ts) is given: the run's identity, its place, and the caps its results meet. */
 export interface ResultProcessorInit {
@@ -26,4 +27,6 @@ export interface ResultProcessorInit {
   stateWrites?: WriteBudget;
   /** Most result lines the run may send (RUN_MAX_RESULTS), duplicates included; one more fails it. None when absent. */
   maxResults?: number;
+  /** What a protocol error quoting a line leaves out (the run's secrets: ./sent-secrets.ts); quoted as sent when absent. */
+  scrub?: QuoteScrub;
 }

@@ -142,7 +142,7 @@ export class ResultProcessor {
     for (const payload of payloads) {
       let result: AgentRunResult;
       try {
-        result = parseResultLine(payload, this.init.runId);
+        result = parseResultLine(payload, this.init.runId, this.init.scrub);
       } catch {
         return false; // a line that fails the run before any terminal result
       }
@@ -162,7 +162,7 @@ export class ResultProcessor {
   }
 
   private one(payload: string, batch: ResultBatch) {
-    const result = parseResultLine(payload, this.init.runId);
+    const result = parseResultLine(payload, this.init.runId, this.init.scrub);
     // Every line read counts, a duplicate's too: each may write a ledger row (its warning), up to the stream's byte limit.
     const maxResults = this.init.maxResults;
     if (maxResults !== undefined && ++this.lines > maxResults) {

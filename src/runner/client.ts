@@ -5,6 +5,7 @@ import { signRunRequest } from "./signing";
 import { joinUrl } from "../lib/url";
 import { headOf } from "../lib/text";
 import { fetchFailureReason } from "../lib/opaque-fetch-failure";
+import type { QuoteScrub } from "../run/sent-secrets";
 
 /** Content codings fetch decodes before the body is read. */
 const DECODED_ENCODINGS = new Set(["gzip", "x-gzip", "br", "identity"]);
@@ -19,6 +20,8 @@ export interface RunnerCallOptions extends LineLimits {
   runId: string;
   /** Aborting ends the call; a RunnerCallError reason (deadline, cancel) is rethrown as is. */
   signal: AbortSignal;
+  /** What a refusal's quoted body leaves out: the secrets the request carried (../run/sent-secrets.ts). */
+  scrub?: QuoteScrub;
 }
 
 /** Whether the body arrives as it was meant to be read: the runtime decodes gzip and br, any other coding is left as sent. */
@@ -62,7 +65,7 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
     // The runner's own reason (a bad signature, a traceback) for whoever reads the run; a body in a coding fetch leaves
     // encoded would read as noise. Not logged: logRunEnd leaves a runner's words out.
     let reason = "";
-    if (encodingDecoded(res)) reason = await errorBodyStart(res, opts.signal);
+    if (encodingDecoded(res)) reason = await errorBodyStart(res, opts.signal, opts.scrub);
     else await res.body?.cancel().catch(() => {});
     throw abortReason(opts.signal, new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}${redirected}${reason ? `: ${reason}` : ""}`));
   }
