@@ -4,9 +4,11 @@
  * group's history, state and Durable Object. Known moves are kept per isolate, so a chat asks the database at most once
  * (a move is never undone), and a chat without one about once a minute: such a chat's messages cost no round trip.
  */
-import { and, eq, gte, lt } from "drizzle-orm";
+import { and, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { chatAlias } from "../db/schema";
+import { insertWhereOnConflict } from "../db/guarded";
+// The table as `botTable`: `bot` below is always the registration an event or reply came through.
+import { bot as botTable, chatAlias } from "../db/schema";
 import { loggedError } from "../lib/describe-error";
 import type { Bot, ChatMove } from "../platforms/types";
 
@@ -46,17 +48,20 @@ export async function conversationOfChat(db: Db, bot: BotRef, chatId: string): P
 
 /**
  * `move.to` continues the conversation `move.from` is recorded in. Idempotent: the first record stays (both service
- * messages and any refused reply say the same), except one of an earlier registration of the bot id.
+ * messages and any refused reply say the same), except one of an earlier registration of the bot id. Recorded only
+ * while `bot` is still the bot id's registration (a bot DELETE removes its moves with it: src/stores/bots.ts).
  */
 export async function recordChatMove(db: Db, bot: BotRef, move: ChatMove): Promise<void> {
   if (move.from === move.to) return;
   // Telegram upgrades a basic group, which continues no other chat: the lookup is for a platform that chains moves.
   const conversationId = (await conversationOfChat(db, bot, move.from)) ?? move.from;
   if (conversationId === move.to) return;
-  await db
-    .insert(chatAlias)
-    .values({ botId: bot.botId, chatId: move.to, conversationId, createdAt: Date.now() })
-    .onConflictDoUpdate({ target: [chatAlias.botId, chatAlias.chatId], set: { conversationId, createdAt: Date.now() }, where: lt(chatAlias.createdAt, bot.registeredAt) });
+  // Only while the bot is still this registration of its id: a webhook or reply of a bot deleted (and perhaps registered
+  // anew) meanwhile would leave a move its DELETE never removes, stamped later than the new registration, which takes it.
+  const stillRegistered = sql`EXISTS (SELECT 1 FROM ${botTable} WHERE ${and(eq(botTable.botId, bot.botId), eq(botTable.createdAt, bot.registeredAt))})`;
+  // A move stored under an earlier registration of the id is replaced; this one's own first record stays.
+  const replacing = sql`ON CONFLICT (bot_id, chat_id) DO UPDATE SET conversation_id = excluded.conversation_id, created_at = excluded.created_at WHERE ${chatAlias.createdAt} < ${bot.registeredAt}`;
+  await insertWhereOnConflict(db, chatAlias, { botId: bot.botId, chatId: move.to, conversationId, createdAt: Date.now() }, stillRegistered, replacing);
   // Read again on its next event: the record now stored (this one, or the first).
   kept.delete(keyOf(bot, move.to));
 }

@@ -120,9 +120,11 @@ const discardQueued = compiled((db) => db.delete(run).where(and(eq(run.runId, pa
 
 /**
  * A run's `result_count`: its runner's results the ledger holds, counted by the end's write itself. What the run read
- * is no measure: a batch the database refused or gave no answer to may never have been written.
+ * is no measure: a batch the database refused or gave no answer to may never have been written. Counted from indexes
+ * alone (the write holds the database's lock, and a ledger has up to RUN_MAX_RESULTS entries): all the run's entries,
+ * from the primary key's, less its host-made ones, from run_event_host's (`origin` is "runner" or "host").
  */
-const recordedResults = sql`(SELECT COUNT(*) FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId} AND ${runEvent.origin} = 'runner')`;
+const recordedResults = sql`((SELECT COUNT(*) FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId}) - (SELECT COUNT(*) FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId} AND ${runEvent.origin} = 'host'))`;
 
 const finishRun = compiled((db) =>
   db

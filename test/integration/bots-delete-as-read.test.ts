@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { startFakePlatform, telegramBotApi, upgradeOnTelegram } from "../support/fake-platform";
+import { sayOnTelegram, startFakePlatform, telegramBotApi, upgradeOnTelegram } from "../support/fake-platform";
 import { holdNextQuery } from "../support/held-query";
 
 /**
@@ -53,5 +53,26 @@ describe("a bot DELETE", () => {
     const now = await host.admin("GET", "/v1/admin/bots/racy-bot");
     expect([now.status, now.body.name]).toEqual([200, "the new one"]);
     expect(await movesOf("racy-bot")).toEqual([{ chat_id: "-1005200000001", conversation_id: "-5200" }]);
+  });
+
+  it("leaves no chat move for the bot registered anew that a webhook of the deleted one learned meanwhile", async () => {
+    const webhookUrl = await register("moving-bot", "the old one");
+    // The group's last service message, naming its supergroup, to the old registration: its move is recorded once the
+    // group's own move is read, which is held while the bot is deleted and registered anew under its id.
+    const hold = holdNextQuery(host, 'from \\"chat_alias\\"');
+    const message = { message_id: 900_001, date: Math.floor(Date.now() / 1000), chat: { id: -5300, type: "group", title: "Team" }, from: { id: 42, is_bot: false, first_name: "Ada" }, migrate_to_chat_id: -1005300000001 };
+    const slow = fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: 990_001, message }) }).then(
+      async (res) => ({ status: res.status, body: await res.text() }),
+    );
+    await hold.heldFrom(slow);
+    expect((await host.admin("DELETE", "/v1/admin/bots/moving-bot")).status).toBe(204);
+    await register("moving-bot", "the new one");
+    hold.release();
+    await slow;
+    expect(await movesOf("moving-bot")).toEqual([]);
+    // The new registration's supergroup is a chat of its own: its messages are recorded in its own conversation.
+    expect((await sayOnTelegram(webhookUrl, SECRET, "-1005300000001", "hello from the supergroup")).status).toBe(200);
+    const recorded = await host.query<{ conversation_id: string }>("SELECT conversation_id FROM event_log WHERE bot_id = ? AND event_type = 'message.received'", ["moving-bot"]);
+    expect(recorded).toEqual([{ conversation_id: "-1005300000001" }]);
   });
 });

@@ -172,3 +172,45 @@ describe("a resource PUT whose write another PUT beat", () => {
     expect((await host.admin("GET", path)).body.has_secret).toBe(true);
   });
 });
+
+describe("a resource PUT or refresh whose resource was deleted and created anew under its id meanwhile", () => {
+  /** The PUT (or refresh) `slow` read the first one; its write is held while a DELETE and a POST of the same id land. */
+  async function raced(opts: { path: string; create: Record<string, unknown>; collection: string; update: string; slow: () => Promise<{ status: number; body: any }> }) {
+    expect((await host.admin("POST", opts.collection, opts.create)).status).toBe(201);
+    const hold = holdNextQuery(host, `update \\"${opts.update}\\" set`);
+    const slow = opts.slow();
+    await hold.heldFrom(slow);
+    expect((await host.admin("DELETE", opts.path)).status).toBe(204);
+    const anew = await host.admin("POST", opts.collection, opts.create);
+    expect(anew.status).toBe(201);
+    hold.release();
+    return { answer: await slow, anew: (await host.admin("GET", opts.path)).body };
+  }
+
+  it("is a 404, as for agents and bots, the new one left as it is (was a 409 naming the new one's updated_at)", async () => {
+    const model = { model_id: "racy-m", name: "the old one", kind: "llm", base_url: "http://127.0.0.1:9/v1", api_key: "sk-racy", model: "m" };
+    const m = await raced({ path: "/v1/admin/models/racy-m", collection: "/v1/admin/models", update: "model", create: model, slow: () => host.admin("PUT", "/v1/admin/models/racy-m", { ...model, name: "edited" }) });
+    expect([m.answer.status, m.answer.body.error?.code, m.anew.name]).toEqual([404, "not_found", "the old one"]);
+
+    const tool = { name: "racy_tool", description: "the old one", endpoint: "http://127.0.0.1:9/tool" };
+    const t = await raced({ path: "/v1/admin/tools/racy_tool", collection: "/v1/admin/tools", update: "tool", create: tool, slow: () => host.admin("PUT", "/v1/admin/tools/racy_tool", { ...tool, description: "edited" }) });
+    expect([t.answer.status, t.answer.body.error?.code, t.anew.description]).toEqual([404, "not_found", "the old one"]);
+
+    const kb = { kb_id: "racy-kb", name: "the old one", endpoint: "http://127.0.0.1:9/search" };
+    const k = await raced({ path: "/v1/admin/knowledge-bases/racy-kb", collection: "/v1/admin/knowledge-bases", update: "knowledge_base", create: kb, slow: () => host.admin("PUT", "/v1/admin/knowledge-bases/racy-kb", { ...kb, name: "edited" }) });
+    expect([k.answer.status, k.answer.body.error?.code, k.anew.name]).toEqual([404, "not_found", "the old one"]);
+  });
+
+  it("MCP servers: a PUT and a refresh are a 404, the new server left where it was registered", async () => {
+    const server = { name: "racy_mcp", url: `${mcp.url}/old`, headers: { authorization: `Bearer ${MCP_TOKEN}` } };
+    const path = "/v1/admin/mcp-servers/racy_mcp";
+    const put = await raced({ path, collection: "/v1/admin/mcp-servers", update: "mcp_server", create: server, slow: () => host.admin("PUT", path, { ...server, url: `${mcp.url}/edited` }) });
+    expect([put.answer.status, put.answer.body.error?.code, put.anew.url]).toEqual([404, "not_found", `${mcp.url}/old`]);
+    expect(JSON.stringify(put.answer.body)).not.toContain(MCP_TOKEN);
+    expect((await host.admin("DELETE", path)).status).toBe(204);
+
+    const refresh = await raced({ path, collection: "/v1/admin/mcp-servers", update: "mcp_server", create: server, slow: () => host.admin("POST", `${path}/refresh`) });
+    expect([refresh.answer.status, refresh.answer.body.error?.code]).toEqual([404, "not_found"]);
+    expect(refresh.answer.body.error.message).toMatch(/deleted while its tools were listed/);
+  });
+});

@@ -157,6 +157,14 @@ describe("upgrading a database the release at migration 0020 left", () => {
       expect([old.status, old.body.input.text]).toEqual([200, "old question 1"]);
       const listed = await adminCall<{ items: { run_id: string }[] }>(host, "GET", `/v1/runs?agent_id=${AGENT}`);
       expect(listed.body.items.map((r) => r.run_id)).toEqual(["run_old_2", "run_old_1", "run_old_0"]);
+      // A runner service the old release stored has no updated_at (0028): its created_at stands for it, so the copy a GET
+      // answers applies when sent back, and is stale once it has.
+      const service = await adminCall<Record<string, unknown>>(host, "GET", "/v1/admin/runner-services/svc_old");
+      expect(service.body.updated_at).toBe(new Date(then).toISOString());
+      const put = await adminCall<{ service: { updated_at: string } }>(host, "PUT", "/v1/admin/runner-services/svc_old", service.body);
+      expect(put.status).toBe(200);
+      expect(Date.parse(put.body.service.updated_at)).toBeGreaterThan(then);
+      expect((await adminCall(host, "PUT", "/v1/admin/runner-services/svc_old", service.body)).status).toBe(409);
 
       // Each invocation gives at most RETENTION_MAX_BATCHES statements of RETENTION_BATCH_SIZE rows, newest rows first.
       await host.triggerScheduled();

@@ -1,4 +1,5 @@
 /** The run ledger: one row per run, and every result of it in host order. */
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /** Run ledger: one row per run. */
@@ -54,5 +55,10 @@ export const runEvent = sqliteTable(
     origin: text("origin").notNull(), // "runner" | "host"
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+  (t) => [
+    primaryKey({ columns: [t.runId, t.seq] }),
+    // A run's host-made entries (few): its result_count, the runner's entries, is all its entries (counted in the primary
+    // key's index) less these, so the end's write reads no row of a ledger of up to RUN_MAX_RESULTS entries (migration 0029).
+    index("run_event_host").on(t.runId).where(sql`origin = 'host'`),
+  ],
 );

@@ -83,7 +83,7 @@ export const knowledgeBasesRouter = router()
     const endpoint = keptEndpoint(input.endpoint, row.endpoint);
     const apiKey = await replacedKey(db.secrets, input.api_key, row.apiKey, knowledgeBaseSlot(row), knowledgeBaseSlot({ kbId: row.kbId, endpoint }), "api_key");
     const updated = { ...row, name: input.name, description: input.description ?? null, endpoint, apiKey, updatedAt: nextUpdatedAt(updatedAtOf(row)) };
-    await replaceOrExplain(() => store.replace(updated, row), () => store.get(row.kbId), `knowledge base ${row.kbId}`);
+    await replaceOrExplain(() => store.replace(updated, row), row, () => store.get(row.kbId), `knowledge base ${row.kbId}`);
     return c.json(toKnowledgeBaseView(updated));
   })
   .delete("/:kbId", async (c) => {

@@ -15,7 +15,7 @@ import { UpstreamError } from "../../resources/upstream";
 import { router } from "../app-env";
 import { refuseIfGranted } from "../../agents/grants-in-use";
 import { insertUnique } from "./unique";
-import { changedMeanwhile, checkReadAsStored } from "./replace";
+import { changedMeanwhile, checkReadAsStored, sameCreation } from "./replace";
 import { nextUpdatedAt, updatedAtOf } from "../../lib/updated-at";
 import { mcpServer } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
@@ -90,7 +90,8 @@ async function discoverAndSave(db: Db, config: Config, server: ServerToSave, exi
     // Deleted, replaced or changed while its tools were listed: never brought back, nor written over (a rotated key restored).
     if (!(await store.refreshServer(saved, tools, existing))) {
       const current = await store.getServer(server.name);
-      if (current) throw changedMeanwhile(`MCP server ${server.name} was replaced or changed while its tools were listed: nothing was saved`, updatedAtOf(current));
+      // One registered anew under its name meanwhile is another server: this write was for the one deleted.
+      if (sameCreation(current, existing)) throw changedMeanwhile(`MCP server ${server.name} was replaced or changed while its tools were listed: nothing was saved`, updatedAtOf(current));
       throw notFound(`MCP server ${server.name} was deleted while its tools were listed: nothing was saved`);
     }
   } else await insertUnique(() => store.createServer(saved, tools), `MCP server ${server.name}`);

@@ -89,7 +89,7 @@ export const modelsRouter = router()
     const apiKey = await replacedKey(db.secrets, input.api_key, row.apiKey, modelSlot(row), modelSlot({ modelId: row.modelId, baseUrl }), "api_key");
     // Never null: a model always has a key, and its PUT takes none as null.
     const updated = { ...row, name: input.name, baseUrl, apiKey: apiKey!, providerModel: input.model, contextWindow: input.context_window ?? null, updatedAt: nextUpdatedAt(updatedAtOf(row)) };
-    await replaceOrExplain(() => store.replace(updated, row), () => store.get(row.modelId), `model ${row.modelId}`);
+    await replaceOrExplain(() => store.replace(updated, row), row, () => store.get(row.modelId), `model ${row.modelId}`);
     return c.json(toModelView(updated));
   })
   .delete("/:modelId", async (c) => {

@@ -7,13 +7,20 @@ import { updatedAtOf } from "../../lib/updated-at";
 type Stamped = { updatedAt: number | null; createdAt: number };
 
 /**
- * A PUT's write, applied only over the row as it was read: when it did not apply, a concurrent DELETE is a 404 and
- * a concurrent change (another PUT, a refresh, a reseal) a 409 naming the updated_at now stored, never silently undone.
+ * The row now stored under the id is the one `read` (the same creation), not one deleted and created anew under its id
+ * meanwhile: a write built from the old one is a 404 for that one, as for agents and bots, not a 409 pointing at another.
  */
-export async function replaceOrExplain(write: () => Promise<boolean>, current: () => Promise<Stamped | undefined>, what: string): Promise<void> {
+export const sameCreation = (now: Stamped | undefined, read: Pick<Stamped, "createdAt">): now is Stamped => now !== undefined && now.createdAt === read.createdAt;
+
+/**
+ * A PUT's write, applied only over the row as it was read (`read`): when it did not apply, a concurrent DELETE is a 404
+ * (also when the id was created anew meanwhile) and a concurrent change (another PUT, a refresh, a reseal) a 409 naming
+ * the updated_at now stored, never silently undone.
+ */
+export async function replaceOrExplain(write: () => Promise<boolean>, read: Stamped, current: () => Promise<Stamped | undefined>, what: string): Promise<void> {
   if (await write()) return;
   const now = await current();
-  if (!now) throw notFound(`${what} not found`);
+  if (!sameCreation(now, read)) throw notFound(`${what} not found (deleted meanwhile)`);
   throw changedMeanwhile(`${what} was changed meanwhile; read it again`, updatedAtOf(now));
 }
 

@@ -102,7 +102,7 @@ export const toolsRouter = router()
     const endpoint = keptEndpoint(input.endpoint, row.endpoint);
     const headersJson = await replacedHeaders(db.secrets, input.headers, row.headersJson, toolSlot(row), toolSlot({ toolName: name, endpoint }));
     const updated = { ...row, description: input.description, parametersJson: JSON.stringify(input.parameters), endpoint, headersJson, updatedAt: nextUpdatedAt(updatedAtOf(row)) };
-    await replaceOrExplain(() => store.replace(updated, row), () => store.get(name), `tool ${name}`);
+    await replaceOrExplain(() => store.replace(updated, row), row, () => store.get(name), `tool ${name}`);
     return c.json(toToolView(updated));
   })
   .delete("/:name", async (c) => {
