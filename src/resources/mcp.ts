@@ -110,6 +110,8 @@ async function openSession(server: McpServerTarget, opts: { lifetime: AbortSigna
   session.signal.addEventListener("abort", relay, { once: true });
   try {
     await untilAborted(client.connect(transport, { signal: handshakeSignal.signal, timeout: opts.timeoutMs + SDK_TIMEOUT_SLACK_MS }), session.signal);
+    // A call's answer may come on any of the session's streams (the GET stream included): each is counted as it arrives.
+    transport.meterArrivals();
   } catch (err) {
     await close();
     throw upstreamOf(err, session.signal);
