@@ -1,5 +1,3 @@
-import type { HostRecord, RecordPlace } from "../stores/event-log";
-
 /**
  * How many of a run's dropped results get a `runner.result_dropped` record each in its conversation's EventLog,
  * which every runner of the conversation pages (`event.page`): a runner sending invalid results in a loop would
@@ -25,53 +23,21 @@ export const OVER_LIMIT_WARNING = "result.over_limit";
  */
 export const STATE_SCOPE_FULL_WARNING = "result.state_scope_full";
 
-/** The facts a run's summary of its unaudited drops names. */
-export interface DropSummaryTarget {
-  runId: string;
-  runnerId: string;
-  place: RecordPlace;
-}
-
 /**
- * The record of a run's drops that got no audit of their own, `unwritten` of them because the database refused the
- * write that held their audits (their ledger entries too); none when there are none.
- */
-export function unauditedDropsRecord(run: DropSummaryTarget, suppressed: number, unwritten = 0): HostRecord[] {
-  if (suppressed <= 0) return [];
-  const why = unwritten ? `: only the first ${MAX_AUDITED_DROPS} of a run get one, and the database refused the write of ${unwritten} of those` : `: only the first ${MAX_AUDITED_DROPS} of a run are (its ledger warns of each)`;
-  const reason = `${suppressed} ${unwritten ? "" : "more "}dropped results of this run were not recorded${why}`;
-  return [
-    {
-      eventType: "runner.result_dropped",
-      ...run.place,
-      runId: run.runId,
-      // Its own id: a run's end written twice (or by the host after its own write of it failed) still leaves one.
-      onceAs: `hev_drops_${run.runId}`,
-      data: { run_id: run.runId, runner_id: run.runnerId, result_type: null, sequence: null, ledger_seq: null, reason, suppressed },
-    },
-  ];
-}
-
-/**
- * A run's dropped results, counted (so per run): past the cap, one record at its end says how many were not audited,
- * those whose audit the database refused to write included.
+ * A run's dropped results, counted (so per run): past the cap, no more are audited. The run's end counts those without
+ * an audit of their own (drop-records.ts): the drops seen here less the audits EventLog holds when the end is
+ * written, so a write that held audits and was refused, or got no answer and was never applied, leaves them counted.
  */
 export class DropAuditCount {
-  private seen = 0;
-  private unwritten = 0;
+  private count = 0;
 
   /** Whether this drop is audited. */
   admit(): boolean {
-    return ++this.seen <= MAX_AUDITED_DROPS;
+    return ++this.count <= MAX_AUDITED_DROPS;
   }
 
-  /** A write holding `audits` of the admitted drops' records was refused (not applied) or never made (a read it needed refused): they were never recorded. */
-  refused(audits: number): void {
-    this.unwritten += audits;
-  }
-
-  /** The record of the drops not audited, for the run's end; none when every one was. */
-  summary(run: DropSummaryTarget): HostRecord[] {
-    return unauditedDropsRecord(run, Math.max(0, this.seen - MAX_AUDITED_DROPS) + this.unwritten, this.unwritten);
+  /** The run's drops so far, audited or not, those of writes never applied included. */
+  get seen(): number {
+    return this.count;
   }
 }

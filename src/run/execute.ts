@@ -1,6 +1,6 @@
 import { writeAll, type Db } from "../db/client";
-import { and, eq, gte, lte } from "drizzle-orm";
-import { artifact, runEvent } from "../db/schema";
+import { and, eq, gte, lte, sql } from "drizzle-orm";
+import { artifact, eventLog, runEvent } from "../db/schema";
 import { mayHaveApplied } from "../db/executor";
 import { retryingRefused } from "../db/refused-retry";
 import type { Config } from "../env";
@@ -8,15 +8,18 @@ import { artifactExpiry, artifactR2Key } from "../artifacts/policy";
 import { base64ToBytes } from "../lib/base64";
 import { headOf } from "../lib/text";
 import { sha256Hex } from "../lib/crypto";
-import type { ArtifactRef } from "../protocol/common";
 import { runnerClient } from "../runner/client";
 import { RUN_ENDED, RunnerCallError } from "../runner/errors";
-import { hostRecordInsert, placeOfRun } from "../stores/event-log";
+import { hostRecordValues, placeOfRun } from "../stores/event-log";
+import { dropAuditInsert, unauditedDropsInsert } from "./drop-records";
+import { RunEndUnwritten } from "./end-unwritten";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { stateStore } from "../stores/state";
 import { stateCap } from "../stores/data-caps";
 import { stateWritesWithinCaps } from "./state-caps";
-import { transcriptInsert, type NewTranscriptItem } from "../stores/transcript";
+import { trailingItems, transcriptStatements } from "./transcript-writes";
+import { whileRunning } from "../stores/while-running";
+import { insertWhere } from "../db/guarded";
 import { buildRunContext, type StateRead } from "./context";
 import type { HistoryBefore } from "./history-before";
 import { artifactReaderOf, type RunJob } from "./job";
@@ -82,10 +85,10 @@ async function recordedOf(db: Db, runId: string, entries: LedgerEntry[]): Promis
 
 /**
  * A batch's rows to write: its leading ledger rows, written first in parts of their own (each with the audits of the
- * drops it holds, `audits` of them), then the rest in one write.
+ * drops it holds), then the rest in one write.
  */
 interface BatchWrites {
-  leading: { statements: unknown[]; entries: LedgerEntry[]; audits: number }[];
+  leading: { statements: unknown[]; entries: LedgerEntry[] }[];
   statements: unknown[];
   /** The keys of the blobs stored, which only rows of `statements` name. */
   blobs: string[];
@@ -127,7 +130,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
     a.recorded.sha256 = digest;
     const now = Date.now();
     statements.push(
-      db.insert(artifact).values({
+      insertWhere(db, artifact, {
         artifactId: a.ref.artifact_id,
         artifactType: a.ref.artifact_type,
         mimeType: a.ref.mime_type ?? null,
@@ -143,7 +146,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
         metadataJson: JSON.stringify(a.metadata),
         createdAt: now,
         expiresAt: artifactExpiry(deps.config, now),
-      }),
+      }, whileRunning(job.runId)),
     );
   }
   // State writes past their scopes' caps are dropped before the ledger is split, their warnings among its entries.
@@ -155,23 +158,17 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
   // A drop's audit goes with its result and warning (auditsOf); the rest, the others.
   const leading = ledger.leading.map((entries) => ({ entries, audits: auditsOf(batch.audits, entries) }));
   const auditedApart = new Set(leading.flatMap((part) => part.audits));
-  statements.push(...runs.ledgerInserts(ledger.rest));
-  statements.push(...transcriptStatements(db, batch.transcriptItems, refs));
+  // Every row of the batch only while the run is running: a write of it that lands after the run's end (unanswered,
+  // applied late) writes nothing, so what the end counted (result_count, the drops without an audit: drop-records.ts),
+  // what its followers were given and the transcript its reply ended with stay what the database holds.
+  statements.push(...runs.ledgerInserts(ledger.rest, true));
+  statements.push(...transcriptStatements(db, job.runId, batch.transcriptItems, refs));
   const state = stateStore(db);
   const owner = { runnerId: job.runner.runnerId, agentId: job.agent.agentId, agentEpoch: job.agent.stateEpoch ?? null };
-  for (const w of kept) statements.push(state.setStatement(w.scopeKey, w.key, owner, w.scope, w.valueJson, cap));
-  for (const audit of batch.audits) if (!auditedApart.has(audit)) statements.push(hostRecordInsert(db, audit));
-  const parts = leading.map(({ entries, audits }) => ({ statements: [...runs.ledgerInserts(entries), ...audits.map((a) => hostRecordInsert(db, a))], entries, audits: audits.length }));
+  for (const w of kept) statements.push(state.setStatement(w.scopeKey, w.key, owner, w.scope, w.valueJson, cap, job.runId));
+  for (const audit of batch.audits) if (!auditedApart.has(audit)) statements.push(dropAuditInsert(db, job.runId, audit));
+  const parts = leading.map(({ entries, audits }) => ({ statements: [...runs.ledgerInserts(entries, true), ...audits.map((a) => dropAuditInsert(db, job.runId, a))], entries }));
   return { leading: parts, statements, blobs: put };
-}
-
-/** Transcript items with their refs checked (the stored facts, refused ones left out; content naming an artifact never stored too); an item of artifacts left with none is not written. */
-function transcriptStatements(db: Db, items: NewTranscriptItem[], refs: RunArtifactRefs) {
-  for (const item of items) {
-    item.artifactRefs = refs.resolve((item.artifactRefs ?? []) as ArtifactRef[]);
-    item.contentJson = refs.withoutUnstored(item.contentJson);
-  }
-  return items.filter((item) => item.itemType !== "artifacts" || item.artifactRefs?.length).map((item) => transcriptInsert(db, item));
 }
 
 /**
@@ -192,8 +189,6 @@ async function writeNaming(deps: ExecuteDeps, statements: unknown[], blobs: stri
 interface WriteProgress {
   /** The entries of the leading parts written. */
   entries: number;
-  /** The drop audits of the leading parts written, or perhaps written (the failed one, unanswered). */
-  audits: number;
   /** Whether the write of the rest was made: not when a leading part failed, which leaves the rest's rows unsent. */
   restSent: boolean;
 }
@@ -204,7 +199,7 @@ interface WriteProgress {
  * gives them, and `progress` says what was written. A leading part unanswered (perhaps applied) leaves the rest
  * unsent all the same: its blobs, which only the rest's rows name, are removed as a refusal's are.
  */
-async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: BatchWrites, progress: WriteProgress = { entries: 0, audits: 0, restSent: false }): Promise<void> {
+async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: BatchWrites, progress: WriteProgress = { entries: 0, restSent: false }): Promise<void> {
   let done = 0;
   try {
     for (; done < leading.length; done++) await writeNaming(deps, leading[done].statements, blobs);
@@ -212,10 +207,8 @@ async function writeInParts(deps: ExecuteDeps, { leading, statements, blobs }: B
     await writeNaming(deps, statements, blobs);
   } catch (err) {
     const written = leading.slice(0, done).flatMap((part) => part.entries);
-    const unansweredPart = !progress.restSent && mayHaveApplied(err) ? leading[done] : undefined;
     progress.entries = written.length;
-    progress.audits = [...leading.slice(0, done), ...(unansweredPart ? [unansweredPart] : [])].reduce((n, part) => n + part.audits, 0);
-    if (unansweredPart && blobs.length) await deps.artifacts.delete(blobs).catch(() => {});
+    if (!progress.restSent && mayHaveApplied(err) && blobs.length) await deps.artifacts.delete(blobs).catch(() => {});
     if (written.length) deps.publish(written);
     throw err;
   }
@@ -253,6 +246,9 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   let last: BatchWrites & { ledger: LedgerEntry[] } = { leading: [], statements: [], ledger: [], blobs: [] };
   // A batch whose write got no answer may have been applied: what of it the ledger holds goes to followers with the end.
   const unanswered: LedgerEntry[] = [];
+  // The ledger entry marking a batch whose whole write was sent and got no answer (its rest's first): whether it was
+  // applied the end's own write asks (trailingItems, finishStatement), as it cannot land after the end (whileRunning).
+  let undecided: LedgerEntry | undefined;
   const held = new HeldResults(config.RUN_WRITE_INTERVAL_MS, config.RUNNER_MAX_LINE_BYTES);
   const puts = new BlobPuts(deps.artifacts, { signal: deps.signal, deadlineAt: snapshot.deadlineAt });
   const statementsOf = async (batch: ResultBatch | null) => {
@@ -266,16 +262,16 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   };
   const write = async (batch: ResultBatch | null) => {
     if (!batch) return;
-    const progress: WriteProgress = { entries: 0, audits: 0, restSent: false };
+    const progress: WriteProgress = { entries: 0, restSent: false };
     await writeInParts(deps, await statementsOf(batch), progress).catch((err: unknown) => {
       // Refused, or never sent (a leading part before it got no answer), the batch's inline artifacts have no row (their
       // blobs are removed): no later item names them.
       if (!mayHaveApplied(err) || !progress.restSent) {
         artifactRefs.unstored(batch.inlineArtifacts.map((a) => a.ref.artifact_id));
-        // Its drops' audits go with their results: those of the parts written (or perhaps written) before it are recorded.
-        processor.notWritten(batch, progress.audits);
+        processor.notWritten(batch);
       }
       if (mayHaveApplied(err)) unanswered.push(...batch.ledger.slice(progress.entries)); // its leading parts written are published already
+      if (mayHaveApplied(err) && progress.restSent) undecided = batch.ledger[progress.entries];
       throw err;
     });
     deps.publish(batch.ledger);
@@ -351,23 +347,25 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
 
   const { outcome, ledger, transcriptItems } = processor.finish(failure);
   const runs = runsStore(db);
-  const statements: unknown[] = [...last.statements, ...transcriptStatements(db, transcriptItems, artifactRefs)];
-  statements.push(...runs.ledgerInserts(ledger));
-  // After every ledger row of this write: the end counts the runner's results the ledger holds (result_count).
-  statements.push(runs.finishStatement(job.runId, outcome));
-  for (const audit of processor.unauditedDrops()) statements.push(hostRecordInsert(db, audit));
+  const statements: unknown[] = [...last.statements, ...(await trailingItems(db, job, transcriptItems, artifactRefs, undecided))];
+  statements.push(...runs.ledgerInserts(ledger, true));
+  // After every ledger row of this write: the end counts the runner's results the ledger holds (result_count); after
+  // an undecided batch, its message is the last the transcript holds (the batch's, or the one before it).
+  statements.push(runs.finishStatement(job.runId, outcome, { messageRecorded: undecided !== undefined }));
   if (outcome.status !== "completed") {
-    statements.push(
-      hostRecordInsert(db, {
-        eventType: "run.failed",
-        ...placeOfRun(job),
-        runId: job.runId,
-        data: { run_id: job.runId, runner_id: job.runner.runnerId, status: outcome.status, code: outcome.errorCode, error: outcome.errorMessage },
-      }),
-    );
+    // Right after the end, only if it ended the run (`changes()` counts the end's update): this write landing after the
+    // host ended the run (its answer never came) adds no second record of how it ended.
+    const record = { eventType: "run.failed", ...placeOfRun(job), runId: job.runId, data: { run_id: job.runId, runner_id: job.runner.runnerId, status: outcome.status, code: outcome.errorCode, error: outcome.errorMessage } };
+    statements.push(insertWhere(db, eventLog, hostRecordValues(record), sql`changes() = 1`));
   }
+  // After every audit of this write: the drops without one, counted by the write itself (an unanswered write's audits
+  // are counted as what it did). Unguarded, after the run's end: its own id keeps it once.
+  statements.push(unauditedDropsInsert(db, { runId: job.runId, runnerId: job.runner.runnerId, place: placeOfRun(job) }, processor.dropsSeen));
   // Held ledger rows past one write's share go first, on their own; the rest is written with the end, in one write.
-  await writeInParts(deps, { leading: last.leading, statements, blobs: last.blobs });
+  await writeInParts(deps, { leading: last.leading, statements, blobs: last.blobs }).catch((err: unknown) => {
+    // The host ends the run instead (endRunAfterHostFailure), counting its drops as this end would have.
+    throw new RunEndUnwritten(err, processor.dropsSeen);
+  });
   logRunEnd(job, outcome, failure);
   // Host API records unanswered too: those applied before the end are held; one landing after it writes nothing.
   deps.publish([...(await recordedOf(db, job.runId, [...unanswered, ...(deps.ledgerSequence?.unansweredHostRecords ?? [])])), ...last.ledger, ...ledger]);

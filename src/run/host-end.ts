@@ -1,10 +1,12 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { parseResultPayload } from "../protocol/results";
 import { batchAll, type Db } from "../db/client";
 import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, runEvent } from "../db/schema";
 import { loggedError } from "../lib/describe-error";
-import { hostRecordInsert, hostRecordValues, placeOfRun, type HostRecord } from "../stores/event-log";
+import { hostRecordValues, placeOfRun } from "../stores/event-log";
+import { ledgerDrops, unauditedDropsInsert } from "./drop-records";
+import { RunEndUnwritten } from "./end-unwritten";
 import { ENDED, isNotStarted, ledgerEntryOf, runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { transcriptInsertWhere, type NewTranscriptItem } from "../stores/transcript";
 import type { RunJob } from "./job";
@@ -28,13 +30,13 @@ export interface HostEndTarget {
  * entry only when this write is what ended it, in the same batch, so they
  * are never split by a failure in between. `onlyQueued` ends it only if it
  * never started. `item` (the run's trailing artifacts, recordedEnd)
- * is written with them, on the same condition: never twice; `records` (its
- * unaudited drops' count, which has its own id) too, once; `cause`, why it
+ * is written with them, on the same condition: never twice; with `drops` (the run's
+ * count, or SQL counting them), the count of those without an audit (drop-records.ts, its own id) too, once; `cause`, why it
  * ended, goes on the run's log line (logRunEnd). Returns the ledger entry it
  * wrote, for the run's live followers, or null when the run had already
  * ended: only a run ended here still owes a chat user a notice.
  */
-export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; records?: HostRecord[]; cause?: unknown } = {}): Promise<LedgerEntry | null> {
+export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; drops?: number | SQL; cause?: unknown } = {}): Promise<LedgerEntry | null> {
   const endedAt = Date.now();
   const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: false };
   const record = hostRecordValues({
@@ -68,8 +70,8 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   // sqlite-proxy hands raw rows back as arrays of column values: the one row written, or none.
   // The item after the ledger entry, whose insert (one row, or none) is what `changes()` then counts.
   const item = opts.item ? [transcriptInsertWhere(db, opts.item, endedHere)] : [];
-  // Last, unguarded: each has its own id, so one the run's own end wrote (applied unanswered) is not written again.
-  const records = (opts.records ?? []).map((r) => hostRecordInsert(db, r));
+  // Last, unguarded: it has its own id, so one the run's own end wrote (applied unanswered) is not written again.
+  const records = opts.drops === undefined ? [] : [unauditedDropsInsert(db, { runId: target.runId, runnerId: target.runner.runnerId, place: placeOfRun(target) }, opts.drops)];
   const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry, ...item, ...records])) as [unknown, unknown, unknown[][]];
   if (!written) return null;
   logRunEnd(target, outcome, opts.cause);
@@ -79,8 +81,9 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
 
 /**
  * A run the host failed (the database refused a write it needs): ended as failed with `host.internal_error`, with the
- * item of the artifacts its ledger shows it announced after its last message and the count of its drops not audited
- * (recordedEnd), as its own end would have written them.
+ * item of the artifacts its ledger shows it announced after its last message (recordedEnd) and the count of its drops
+ * without an audit, as its own end would have written them: of all the run saw when its own end's write failed (those
+ * of writes never applied, that end's included), else of those its ledger holds.
  * `{ entry }` when recorded (entry null: it had ended already); null when even this write failed, and the
  * run is tried again or ended as lost.
  */
@@ -89,8 +92,9 @@ export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown):
   // The run's end line says why; a failure that did not end it (it had ended, or this write failed too) has its own.
   const unended = () => console.error(`run ${job.runId}: host failure: ${loggedError(err)}`);
   // The artifacts it announced after its last message keep their item (README, Artifacts); unreadable, the end is still written.
-  const owed = await recordedEnd(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts and drops not read (${loggedError(e)})`), null));
-  return endRunAsHost(db, job, outcome, { item: owed?.item, records: owed?.unauditedDrops, cause: err }).then(
+  const owed = await recordedEnd(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts not read (${loggedError(e)})`), null));
+  const drops = err instanceof RunEndUnwritten ? err.dropsSeen : ledgerDrops(job.runId);
+  return endRunAsHost(db, job, outcome, { item: owed?.item, drops, cause: err }).then(
     (entry) => {
       if (!entry) unended();
       return { entry };

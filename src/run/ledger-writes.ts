@@ -81,8 +81,8 @@ export function apartInBatch(entries: LedgerEntry[]): (entry: LedgerEntry) => bo
 
 /**
  * Of a batch's drop audits, those of results among `entries` (named by `ledger_seq`): written in the same write as the
- * result and its warning, so the ledger holds no drop whose audit was lost with a later write (recorded-end.ts counts
- * a host-ended run's unaudited drops from its ledger, taking its first MAX_AUDITED_DROPS warnings for audited ones).
+ * result and its warning, so the ledger holds no drop whose audit was lost with a later write (a host-ended run's
+ * count of unaudited drops is the drops its ledger holds less the audits EventLog holds: drop-records.ts).
  */
 export function auditsOf(audits: HostRecord[], entries: LedgerEntry[]): HostRecord[] {
   const seqs = new Set<unknown>(entries.map((e) => e.seq));

@@ -5,6 +5,7 @@ import { runsStore, type LedgerEntry } from "../stores/runs";
 import { endRecordedMeanwhile, endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
 import { recordedEnd } from "./recorded-end";
+import { ledgerDrops } from "./drop-records";
 
 /** What this instance still has of a run that could not record its end: its reply, and how far its followers were told. */
 export interface UnrecordedRun {
@@ -33,8 +34,8 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
   const reply = kept?.reply?.usable ? kept.reply : undefined;
   const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;
   const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state" };
-  const { item, unauditedDrops } = await recordedEnd(deps.db, job);
-  const ended = await endRunAsHost(deps.db, job, outcome, { item, records: unauditedDrops });
+  const { item } = await recordedEnd(deps.db, job);
+  const ended = await endRunAsHost(deps.db, job, outcome, { item, drops: ledgerDrops(job.runId) });
   if (ended) {
     // What a part of its own end's write applied unanswered left in the ledger comes first; lost with an earlier
     // instance, its followers here read the ledger as they joined, and only the end is theirs to hear.

@@ -3,7 +3,6 @@ import type { ArtifactRef, Message } from "../protocol/common";
 import { isBlankMessage } from "../protocol/common";
 import { messageText, sameMessage } from "./message-text";
 import { RunnerCallError, type RunFailureCode } from "../runner/errors";
-import type { HostRecord } from "../stores/event-log";
 import type { LedgerEntry, RunOutcome } from "../stores/runs";
 import type { NewTranscriptItem } from "../stores/transcript";
 import { newId } from "../lib/ids";
@@ -116,14 +115,13 @@ export class ResultProcessor {
     };
   }
 
-  /** For the run's end: the record of the drops past the cap that got no audit of their own (none when all did). */
-  unauditedDrops(): HostRecord[] {
-    return this.dropAudits.summary({ runId: this.init.runId, runnerId: this.init.runnerId, place: this.init.place });
+  /** For the run's end (drop-records.ts): the drops it saw, audited or not, those of writes never applied included. */
+  get dropsSeen(): number {
+    return this.dropAudits.seen;
   }
 
-  /** The batch's rows were never written (refused, a read they needed refused, or a part before them unanswered) but for its parts written apart, which held `auditsWritten` of its drops' audits (the others count among those not recorded) and no message: the run's message is the one before the batch. */
-  notWritten(batch: ResultBatch, auditsWritten = 0): void {
-    this.dropAudits.refused(batch.audits.length - auditsWritten);
+  /** The batch's rows were never written (refused, a read they needed refused, or a part before them unanswered) but for its parts written apart, which hold no message: the run's message is the one before the batch. */
+  notWritten(batch: ResultBatch): void {
     const before = this.messageBefore.get(batch);
     if (before) this.lastMessage = before.message;
   }

@@ -2,6 +2,8 @@ import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, or, sql } from "d
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { insertWhereReturning } from "../db/guarded";
+import { ledgerInserts } from "./ledger-inserts";
+import { whileRunning } from "./while-running";
 import { runListConditions, type RunListFilter } from "./run-list-filter";
 import { notRecalled } from "./recalled-message";
 import { agent, eventLog, run, runEvent, transcript } from "../db/schema";
@@ -142,6 +144,9 @@ const finishRun = compiled((db) =>
     .returning({ runId: run.runId }),
 );
 
+/** The run's last message item, as the message a run's end records: what the transcript holds, whatever its writes became. */
+const recordedMessage = sql`(SELECT json_object('role', t.role, 'content', COALESCE(json(t.content_json), t.content)) FROM ${transcript} t WHERE t.event_id = ${run.eventId} AND t.run_id = ${run.runId} AND t.item_type = 'message' ORDER BY t.seq DESC LIMIT 1)`;
+
 /**
  * The host's end of a run it did not see end (lost session, host failure): what the run recorded before stands in for
  * the message its own end would have written, its last message item; the count is the ledger's, as for any end.
@@ -154,7 +159,24 @@ const finishRunAsHost = compiled((db) =>
       errorCode: sql`${param("errorCode")}`,
       errorMessage: sql`${param("errorMessage")}`,
       resultCount: recordedResults,
-      finalMessageJson: sql`(SELECT json_object('role', t.role, 'content', COALESCE(json(t.content_json), t.content)) FROM ${transcript} t WHERE t.event_id = ${run.eventId} AND t.run_id = ${run.runId} AND t.item_type = 'message' ORDER BY t.seq DESC LIMIT 1)`,
+      finalMessageJson: recordedMessage,
+      endedAt: sql`${param("endedAt")}`,
+    })
+    .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED, "running"])))
+    .returning({ runId: run.runId }),
+);
+
+/** finishRun, its message the last message item the transcript holds (a write of the run whose answer never came may or may not have added one). */
+const finishRunWithRecordedMessage = compiled((db) =>
+  db
+    .update(run)
+    .set({
+      status: sql`${param("status")}`,
+      finishReason: sql`${param("finishReason")}`,
+      finalMessageJson: recordedMessage,
+      errorCode: sql`${param("errorCode")}`,
+      errorMessage: sql`${param("errorMessage")}`,
+      resultCount: recordedResults,
       endedAt: sql`${param("endedAt")}`,
     })
     .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED, "running"])))
@@ -186,28 +208,6 @@ const notStartedBefore = compiled((db) =>
     .limit(param("limit")),
 );
 
-const LEDGER_ROWS_PER_STATEMENT = 16;
-const ledgerInsertByRows = new Map<number, ReturnType<typeof compileLedgerInsert>>();
-const compileLedgerInsert = (rows: number) =>
-  compiled((db) =>
-    db.insert(runEvent).values(
-      Array.from({ length: rows }, (_, j) => ({
-        runId: param(`runId${j}`),
-        seq: param(`seq${j}`),
-        type: param(`type${j}`),
-        dataJson: param(`dataJson${j}`),
-        runnerSequence: param(`runnerSequence${j}`),
-        origin: param(`origin${j}`),
-        createdAt: param(`createdAt${j}`),
-      })),
-    ),
-  );
-function ledgerRowsInsert(rows: number) {
-  let statement = ledgerInsertByRows.get(rows);
-  if (!statement) ledgerInsertByRows.set(rows, (statement = compileLedgerInsert(rows)));
-  return statement;
-}
-
 /**
  * One ledger row, written only while its run is running: a write held on the wire (answered too late, maybe applied
  * later still) that lands after the run's end adds nothing past it, which its followers, told already, would never get.
@@ -218,7 +218,7 @@ const ledgerRowWhileRunning = compiled((db) =>
     db,
     runEvent,
     { runId: param("runId"), seq: param("seq"), type: param("type"), dataJson: param("dataJson"), runnerSequence: param("runnerSequence"), origin: param("origin"), createdAt: param("createdAt") },
-    sql`EXISTS (SELECT 1 FROM ${run} WHERE ${run.runId} = ${param("runId")} AND ${run.status} = 'running')`,
+    whileRunning(param("runId")),
     sql`${runEvent.seq}`,
   ),
 );
@@ -319,37 +319,15 @@ export function runsStore(db: Db) {
     finishAsHostStatement: (runId: string, outcome: RunOutcome, endedAt = Date.now()) =>
       finishRunAsHost(db, { runId, status: outcome.status, errorCode: outcome.errorCode ?? null, errorMessage: outcome.errorMessage ?? null, endedAt }),
 
-    /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. */
-    finishStatement: (runId: string, outcome: RunOutcome, endedAt = Date.now()) =>
-      finishRun(db, {
-        runId,
-        status: outcome.status,
-        finishReason: outcome.finishReason ?? null,
-        finalMessageJson: outcome.finalMessage === undefined ? null : JSON.stringify(outcome.finalMessage),
-        errorCode: outcome.errorCode ?? null,
-        errorMessage: outcome.errorMessage ?? null,
-        endedAt,
-      }),
-
-    /** Ledger rows, at most LEDGER_ROWS_PER_STATEMENT per statement (each row count is compiled once); `data: null` kept as sent. */
-    ledgerInserts(entries: LedgerEntry[]) {
-      const statements = [];
-      for (let i = 0; i < entries.length; i += LEDGER_ROWS_PER_STATEMENT) {
-        const rows = entries.slice(i, i + LEDGER_ROWS_PER_STATEMENT);
-        const values: Record<string, unknown> = {};
-        rows.forEach((e, j) => {
-          values[`runId${j}`] = e.runId;
-          values[`seq${j}`] = e.seq;
-          values[`type${j}`] = e.type;
-          values[`dataJson${j}`] = JSON.stringify(e.data === undefined ? {} : e.data);
-          values[`runnerSequence${j}`] = e.runnerSequence ?? null;
-          values[`origin${j}`] = e.origin;
-          values[`createdAt${j}`] = e.createdAt;
-        });
-        statements.push(ledgerRowsInsert(rows.length)(db, values));
-      }
-      return statements;
+    /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. `messageRecorded`: its message is the transcript's last of the run (finishRunWithRecordedMessage). */
+    finishStatement: (runId: string, outcome: RunOutcome, opts: { messageRecorded?: boolean } = {}) => {
+      const values = { runId, status: outcome.status, finishReason: outcome.finishReason ?? null, errorCode: outcome.errorCode ?? null, errorMessage: outcome.errorMessage ?? null, endedAt: Date.now() };
+      if (opts.messageRecorded) return finishRunWithRecordedMessage(db, values);
+      return finishRun(db, { ...values, finalMessageJson: outcome.finalMessage === undefined ? null : JSON.stringify(outcome.finalMessage) });
     },
+
+    /** Ledger rows (ledger-inserts.ts); `onlyWhileRunning`, added only while the run is running. */
+    ledgerInserts: (entries: LedgerEntry[], onlyWhileRunning = false) => ledgerInserts(db, entries, onlyWhileRunning),
 
     /** Host API records, one statement each, written only while the run is running (ledgerRowWhileRunning); each statement answers a row when its entry was written. */
     hostRecordInserts(entries: LedgerEntry[]) {

@@ -9,6 +9,7 @@ import { parseJson } from "../lib/json";
 import type { StateScope } from "../protocol/context";
 import { keyPage, type KeyPageOptions } from "./key-page";
 import { runningBytes } from "../db/byte-budget";
+import { whileRunning } from "./while-running";
 
 
 /** Who writes a state value: its runner, and the agent whose deletion deletes it. */
@@ -124,18 +125,22 @@ const roomOf = (scopeKey: SQL | Placeholder, key: SQL | Placeholder): RoomParts 
 });
 // The host's own seed is written whatever the scope holds: one key per conversation scope, counted with the others.
 const seed = compiled((db) => db.insert(s).values(newValue()).onConflictDoNothing());
-/** A runner's write: applied only if it fits the scope's cap when it runs (its one row says it was written). */
-const cappedUpsert = compiled((db) =>
-  insertFromWhereReturning(
-    db,
-    s,
-    { ...newValue(), valueJson: NEW_VALUE },
-    { name: ROOM, query: roomQuery(roomOf(param("scopeKey"), param("key")), param("valueJson")) },
-    fitsRoom(jsonBytes(NEW_VALUE), { maxKeys: param("maxKeys"), maxBytes: param("maxBytes") }),
-    sql`ON CONFLICT (${sql.identifier(s.scopeKey.name)}, ${sql.identifier(s.key.name)}) DO UPDATE SET ${sql.identifier(s.valueJson.name)} = excluded.${sql.identifier(s.valueJson.name)}, ${sql.identifier(s.updatedAt.name)} = excluded.${sql.identifier(s.updatedAt.name)}`,
-    sql`1`,
-  ),
-);
+/** A runner's write: applied only if it fits the scope's cap when it runs (its one row says it was written), and `also` holds. */
+const cappedUpsertWhere = (also: SQL) =>
+  compiled((db) =>
+    insertFromWhereReturning(
+      db,
+      s,
+      { ...newValue(), valueJson: NEW_VALUE },
+      { name: ROOM, query: roomQuery(roomOf(param("scopeKey"), param("key")), param("valueJson")) },
+      sql`(${fitsRoom(jsonBytes(NEW_VALUE), { maxKeys: param("maxKeys"), maxBytes: param("maxBytes") })}) AND ${also}`,
+      sql`ON CONFLICT (${sql.identifier(s.scopeKey.name)}, ${sql.identifier(s.key.name)}) DO UPDATE SET ${sql.identifier(s.valueJson.name)} = excluded.${sql.identifier(s.valueJson.name)}, ${sql.identifier(s.updatedAt.name)} = excluded.${sql.identifier(s.updatedAt.name)}`,
+      sql`1`,
+    ),
+  );
+const cappedUpsert = cappedUpsertWhere(sql`1`);
+/** A run's result (execute.ts): landing after the run's end (whileRunning), it sets nothing. */
+const cappedUpsertWhileRunning = cappedUpsertWhere(whileRunning(param("runId")));
 // `all`, not `get`: drizzle takes a raw `get` of a batch as the first value of its row (sqlite-proxy), not the row.
 const room = compiled((db) => db.all<unknown[]>(sql`SELECT ${roomValues(roomOf(param("scopeKey"), param("key")))}`));
 
@@ -159,9 +164,14 @@ export function stateStore(db: Db) {
       const row = await db.select().from(s).where(and(eq(s.scopeKey, scopeKey), eq(s.key, key))).get();
       return row ? parseJson<unknown>(row.valueJson, null) : undefined;
     },
-    /** The write of one key, within the scope's cap (data-caps.ts): answers a row when written, none when it did not fit (or the agent is gone, 0014). */
-    setStatement: (scopeKey: string, key: string, owner: StateOwner, scope: StateScope, valueJson: string, cap: DataCap) =>
-      cappedUpsert(db, { scopeKey, key, ...owner, scope, valueJson, updatedAt: Date.now(), ...cap }),
+    /**
+     * The write of one key, within the scope's cap (data-caps.ts): answers a row when written, none when it did not fit
+     * (or the agent is gone, 0014). With `whileRunOf`, a run's result: only while that run is running.
+     */
+    setStatement: (scopeKey: string, key: string, owner: StateOwner, scope: StateScope, valueJson: string, cap: DataCap, whileRunOf?: string) => {
+      const values = { scopeKey, key, ...owner, scope, valueJson, updatedAt: Date.now(), ...cap };
+      return whileRunOf === undefined ? cappedUpsert(db, values) : cappedUpsertWhileRunning(db, { ...values, runId: whileRunOf });
+    },
     /** The scope's usage and the key's size (one row), read in the batch of a setStatement to tell why it wrote nothing. */
     roomStatement: (scopeKey: string, key: string) => room(db, { scopeKey, key }),
     /**

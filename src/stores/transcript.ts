@@ -4,6 +4,7 @@ import { budgetedPage, fieldsOf, ifWithin, rowBytes, withinBudget } from "../db/
 import { compiled, param } from "../db/compiled";
 import { insertWhere } from "../db/guarded";
 import { acceptedHere } from "./event-log";
+import { whileRunning } from "./while-running";
 import type { Db } from "../db/client";
 import { transcript } from "../db/schema";
 import { encodeCursor } from "../lib/cursor";
@@ -92,6 +93,7 @@ function itemColumns() {
 
 const insertItem = compiled((db) => insertWhere(db, transcript, itemColumns()));
 const insertItemIfAccepted = compiled((db) => insertWhere(db, transcript, itemColumns(), acceptedHere()));
+const insertItemWhileRunning = compiled((db) => insertWhere(db, transcript, itemColumns(), whileRunning(param("runId"))));
 
 /**
  * Insert with the next per-conversation seq computed inside the statement, so
@@ -103,6 +105,11 @@ const insertItemIfAccepted = compiled((db) => insertWhere(db, transcript, itemCo
 export function transcriptInsert(db: Db, item: NewTranscriptItem, acceptId?: string) {
   const values = itemValues(item);
   return acceptId === undefined ? insertItem(db, values) : insertItemIfAccepted(db, { ...values, acceptId });
+}
+
+/** A run's item (its `runId`), written only while the run is running (whileRunning): landing after its end, nothing. */
+export function transcriptInsertWhileRunning(db: Db, item: NewTranscriptItem & { runId: string }) {
+  return insertItemWhileRunning(db, itemValues(item));
 }
 
 /** An insert taking effect only if `guard` holds when it runs, as a later statement of a batch (see insertWhere). */

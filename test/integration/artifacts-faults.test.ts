@@ -117,7 +117,7 @@ describe("artifacts when the database fails", () => {
 
   it("an inline artifact whose row the database refuses leaves no blob behind, and no item names it", async () => {
     // Refused on each try (a run's write is tried four times).
-    host.databaseOutage({ queries: 4, matching: 'insert into \\"artifact\\"' });
+    host.databaseOutage({ queries: 4, matching: 'INSERT INTO \\"artifact\\"' });
     const posted = await host.postEvent(messageEvent("refused-inline", "inline"));
     expect((await host.waitForRun(posted.body.run_id!, 30_000)).status).toBe("failed");
     expect(await unnamedBlobs()).toEqual([]);

@@ -5,12 +5,14 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { createDb, type Db } from "../../src/db/client";
 import { libsqlExecutor, type SqlExecutor } from "../../src/db/executor";
 import { recordedEnd } from "../../src/run/recorded-end";
+import { ledgerDrops, unauditedDropsInsert } from "../../src/run/drop-records";
 
 /**
  * What a run the host ends owes its records (its trailing artifacts' item, the count of its drops past the audit cap)
  * is rebuilt from its ledger. A runner flooding invalid results leaves a warning per result there (up to its stream's
  * 32 MiB: hundreds of thousands): the host's end reads a few rows whatever the ledger holds, never the ledger itself,
- * and still counts right (unknown result types are ignored, not dropped) and leaves dropped announcements out.
+ * and leaves dropped announcements out; its write counts the drops without an audit in the database, and counts right
+ * (unknown result types are ignored, not dropped).
  */
 let client: Client;
 let rowsRead = 0;
@@ -72,6 +74,11 @@ beforeAll(async () => {
   await client.batch(
     [
       ...rows.map(([s, origin, type, data]) => ({ sql: "INSERT INTO run_event (run_id, seq, type, data_json, origin, created_at) VALUES (?, ?, ?, ?, ?, 1)", args: [RUN, s, type, data, origin] })),
+      // The run's first 100 drops were audited, each with its result and warning.
+      ...Array.from({ length: 100 }, (_, i) => ({
+        sql: "INSERT INTO event_log (event_id, event_type, source, conversation_key, run_id, data_json, created_at) VALUES (?, 'runner.result_dropped', 'system', 'k1', ?, ?, 1)",
+        args: [`hev_audit_${i}`, RUN, JSON.stringify({ run_id: RUN, ledger_seq: 10 + 2 * i })],
+      })),
       ...["art_carried", "art_kept", "art_refused"].map((id) => ({
         sql: "INSERT INTO artifact (artifact_id, artifact_type, source, conversation_key, run_id, r2_key, created_at) VALUES (?, 'file', 'runner', 'k1', ?, ?, 1)",
         args: [id, RUN, `r2/${id}`],
@@ -86,8 +93,14 @@ describe("the end the host writes for a run with a flooded ledger", () => {
     rowsRead = 0;
     const owed = await recordedEnd(db, job);
     expect(owed.item?.artifactRefs).toEqual([expect.objectContaining({ artifact_id: "art_kept" })]);
-    expect(owed.unauditedDrops).toEqual([expect.objectContaining({ onceAs: `hev_drops_${RUN}`, data: expect.objectContaining({ suppressed: DROPS - 100 }) })]);
-    // The count, the announcements since the last message, the run's items and the checked artifact: a handful.
+    const place = { conversationKey: "k1", conversationId: "C1" };
+    await db.batch([unauditedDropsInsert(db, { runId: RUN, runnerId: "http:tests/flood/default", place }, ledgerDrops(RUN))]);
+    // The announcements since the last message, the run's items, the checked artifact and the count written: a handful.
     expect(rowsRead).toBeLessThan(10);
+    const [count] = (await client.execute({ sql: "SELECT event_id, data_json FROM event_log WHERE run_id = ? AND json_extract(data_json, '$.ledger_seq') IS NULL", args: [RUN] })).rows;
+    expect({ id: count.event_id, data: JSON.parse(String(count.data_json)) }).toEqual({
+      id: `hev_drops_${RUN}`,
+      data: expect.objectContaining({ suppressed: DROPS - 100, reason: expect.stringMatching(/^1400 more dropped results/) }),
+    });
   });
 });

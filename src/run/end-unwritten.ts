@@ -1,0 +1,16 @@
+import { describeError } from "../lib/describe-error";
+
+/**
+ * The run's own end could not be written (refused past its tries, or no answer): what the host's end of it
+ * (endRunAfterHostFailure) needs of the run that only this instance knows. Its message is its cause's, as logged.
+ */
+export class RunEndUnwritten extends Error {
+  override readonly name = "RunEndUnwritten";
+  constructor(
+    cause: unknown,
+    /** The run's drops, audited or not, those of writes never applied included (ResultProcessor.dropsSeen). */
+    readonly dropsSeen: number,
+  ) {
+    super(describeError(cause), { cause });
+  }
+}
