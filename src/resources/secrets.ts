@@ -40,11 +40,26 @@ export function secretFragments(values: readonly (string | null | undefined)[]):
     // (a `"` or `\` escaped; a `/` as `\/`, as PHP's json_encode writes it; beyond ASCII as `\uXXXX`, as Python's
     // json.dumps does), for upstream text the host passes on without parsing it (an error body, say), and
     // percent-encoded, as an upstream quoting the URL it was called at writes it (a bot token in a path).
-    for (const part of parts) if (part.length >= MIN_SECRET_LENGTH) for (const form of [...jsonForms(part), encodeURIComponent(part)]) out.add(form);
+    for (const part of parts) if (part.length >= MIN_SECRET_LENGTH) for (const form of quotedForms(part)) out.add(form);
   }
-  // Longest first, so a value is scrubbed whole before its parts are looked for.
-  return [...out].sort((a, b) => b.length - a.length);
+  return longestFirst(out);
 }
+
+/**
+ * For text only the host's own words quote (a run's error quoting its runner): secretFragments, and also each value
+ * shorter than MIN_SECRET_LENGTH whole (a PIN), though that may take it out of ordinary words too: an error message
+ * mangled beats a secret shown.
+ */
+export function quotedSecretFragments(values: readonly string[]): string[] {
+  const short = values.filter((value) => value.length > 0 && value.length < MIN_SECRET_LENGTH).flatMap(quotedForms);
+  return longestFirst(new Set([...secretFragments(values), ...short]));
+}
+
+/** A value as text may carry it: as it is, as inside a JSON string, percent-encoded. */
+const quotedForms = (value: string): string[] => [...jsonForms(value), encodeURIComponent(value)];
+
+/** Longest first, so a value is scrubbed whole before its parts are looked for. */
+const longestFirst = (fragments: Iterable<string>): string[] => [...fragments].sort((a, b) => b.length - a.length);
 
 /** A value as it is, and as the inside of a JSON string may carry it (escaped as JSON.stringify does, `/` as `\/`, non-ASCII as `\uXXXX`). */
 function jsonForms(value: string): string[] {

@@ -61,10 +61,13 @@ export interface ExecuteDeps {
 }
 
 
-/** The values of the agent's secret runner_config fields (typed secret by its runner, or stored sealed), as opened. */
-function secretConfigValues(job: RunJob, opened: Record<string, unknown>): string[] {
+/**
+ * The values of the agent's secret runner_config fields (typed secret by its runner, or stored sealed), as opened:
+ * whatever they hold (a number or an object stored before its runner called the field secret, masked all the same).
+ */
+function secretConfigValues(job: RunJob, opened: Record<string, unknown>): unknown[] {
   const secret = new Set(job.runner.secretFields ?? []);
-  return Object.entries(opened).flatMap(([name, value]) => (typeof value === "string" && (secret.has(name) || isSealed(job.agent.runnerConfig[name])) ? [value] : []));
+  return Object.entries(opened).flatMap(([name, value]) => (secret.has(name) || isSealed(job.agent.runnerConfig[name]) ? [value] : []));
 }
 
 /** How long the run's end waits for its stopped Host API calls to record how they ended. */
@@ -283,7 +286,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     const runnerConfig = await openValues(db.secrets, job.agent.runnerConfig, agentConfigSlot({ agentId: job.agent.agentId, runnerId: job.runner.runnerId }, job.runner.baseUrl)).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the agent's runner_config cannot be used: ${err.message}`, { cause: err });
     });
-    sent.add(secretConfigValues(job, runnerConfig));
+    sent.add(() => secretConfigValues(job, runnerConfig));
     const context = buildRunContext({ job: { ...job, agent: { ...job.agent, runnerConfig } }, snapshot, token: deps.token, state: deps.state, historyBefore: deps.historyBefore, hostVersion: config.HOST_VERSION });
     const body = JSON.stringify({ runner_id: job.runner.runnerId, runner_name: job.runner.runnerName, context });
     if (deps.runner instanceof RunnerCallError) throw deps.runner;

@@ -18,6 +18,7 @@ import { unavailableStateScope } from "./state-scope-refusal";
 import { WriteBudget } from "../lib/write-budget";
 import type { ResultProcessorInit } from "./result-processor-init";
 import { MAX_UNKNOWN_TYPE_WARNINGS, UnknownTypeWarnings } from "./unknown-type-warnings";
+import { quotedAsSent, type QuoteScrub } from "./sent-secrets";
 
 /** Text streamed as deltas is kept up to what one message.completed line could carry; past it, none is (memory stays bounded). */
 export const STREAMED_TEXT_MAX_CHARS = 1024 * 1024;
@@ -55,9 +56,13 @@ export class ResultProcessor {
   /** The text streamed as deltas since the last message (null once past STREAMED_TEXT_MAX_CHARS): what chat shows of an answer not completed yet. */
   private streamed: string | null = "";
 
+  /** What the host's words quoting the runner's leave out (its run's secrets: ./sent-secrets.ts). */
+  private readonly quote: QuoteScrub;
+
   constructor(private readonly init: ResultProcessorInit) {
     this.ledgerSeq = init.ledgerSequence ?? new LedgerSequence();
     this.stateWrites = init.stateWrites ?? new WriteBudget();
+    this.quote = init.scrub ?? quotedAsSent;
   }
 
   get ended(): boolean {
@@ -101,8 +106,9 @@ export class ResultProcessor {
     // One was sent but dropped: the failure says why, not that none came.
     if (!t) return fail("failed", "runner.stream_closed", `the result stream ended without ${this.droppedTerminal ? `a valid run.completed or run.failed (dropped, ${this.droppedTerminal})` : "run.completed or run.failed"}`);
     if (t.type === "run.failed") {
+      // The runner's own words, kept as the run's error where others read it (an exception's text naming the URL it called).
       return {
-        outcome: { status: "failed", errorCode: t.data.code, errorMessage: t.data.error, finalMessage: this.lastMessage },
+        outcome: { status: "failed", errorCode: this.quote(t.data.code), errorMessage: this.quote(t.data.error), finalMessage: this.lastMessage },
         ledger: [],
         transcriptItems,
       };
@@ -140,7 +146,7 @@ export class ResultProcessor {
     for (const payload of payloads) {
       let result: AgentRunResult;
       try {
-        result = parseResultLine(payload, this.init.runId, this.init.scrub);
+        result = parseResultLine(payload, this.init.runId, this.quote);
       } catch {
         return false; // a line that fails the run before any terminal result
       }
@@ -160,7 +166,7 @@ export class ResultProcessor {
   }
 
   private one(payload: string, batch: ResultBatch) {
-    const result = parseResultLine(payload, this.init.runId, this.init.scrub);
+    const result = parseResultLine(payload, this.init.runId, this.quote);
     // Every line read counts, a duplicate's too: each may write a ledger row (its warning), up to the stream's byte limit.
     const maxResults = this.init.maxResults;
     if (maxResults !== undefined && ++this.lines > maxResults) {
@@ -189,7 +195,8 @@ export class ResultProcessor {
     }
     // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
     if (parsed.kind === "invalid") {
-      if (parsed.type === "run.completed" || parsed.type === "run.failed") this.droppedTerminal = headOf(`${parsed.type}: ${parsed.issues}`, 500);
+      // zod's words quote the keys it refused (an unknown key, a record's key on a path): scrubbed before the cut.
+      if (parsed.type === "run.completed" || parsed.type === "run.failed") this.droppedTerminal = headOf(`${parsed.type}: ${this.quote(parsed.issues)}`, 500);
       return STRICT_RESULT_TYPES.has(parsed.type) ? this.drop(batch, recorded, parsed.issues) : undefined;
     }
     // A whole number past what the value check can see (beyond 64 bits, read as a float) in what is stored (a state value,
@@ -234,14 +241,18 @@ export class ResultProcessor {
   private reportDrop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}, code = "result.invalid_payload") {
     const { type, seq: ledger_seq } = recorded;
     const sequence = recorded.runnerSequence ?? null;
+    // The reason may quote the runner's words (a key zod refused, an artifact id), and the audit is EventLog's, which
+    // other runs page: neither says what only the runner was sent.
+    const why = this.quote(reason);
+    const told = Object.fromEntries(Object.entries(facts).map(([name, value]) => [name, typeof value === "string" ? this.quote(value) : value]));
     // `ledger_seq` names the entry kept as sent (its SSE frame id), so a follower can tell it was not applied.
-    this.warn(batch, code, `${type} dropped: ${reason}`, { sequence, ledger_seq });
+    this.warn(batch, code, `${type} dropped: ${why}`, { sequence, ledger_seq });
     if (!this.dropAudits.admit()) return;
     batch.audits.push({
       eventType: "runner.result_dropped",
       ...this.init.place,
       runId: this.init.runId,
-      data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, ledger_seq, ...facts, reason },
+      data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, ledger_seq, ...told, reason: why },
     });
   }
 

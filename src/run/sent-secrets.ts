@@ -1,4 +1,4 @@
-import { secretFragments, StreamRedactor } from "../resources/secrets";
+import { quotedSecretFragments, redact, StreamRedactor } from "../resources/secrets";
 
 /** Takes a runner's words out of a quote: `cut` when the text was cut short where it was read (its end is not the runner's). */
 export type QuoteScrub = (text: string, cut?: boolean) => string;
@@ -9,22 +9,23 @@ export const quotedAsSent: QuoteScrub = (text) => text;
 /**
  * What a run's request carries that only its runner may read: the run's token and its agent's secret runner_config
  * values. A runner may quote them back (a web framework's 422 echoes the field it refused; a debug print lands in
- * the result stream), and the run's error quotes its runner's words: it is kept where others read it (EventLog's
- * run.failed, which later runs of the conversation page whatever their runner; GET /v1/runs, beside views that never
- * show a secret field's value). So the quote leaves them out.
+ * the result stream; an exception's text names the URL it called), and the run's error quotes its runner's words: it
+ * is kept where others read it (EventLog's run.failed and runner.result_dropped, which later runs of the conversation
+ * page whatever their runner; GET /v1/runs, beside views that never show a secret field's value). So the quote leaves
+ * them out.
  */
 export class SentSecrets {
-  private values: string[];
+  private readonly sources: (() => readonly unknown[])[];
   /** Worked out when a quote is first scrubbed: most runs quote nothing (only a failing runner's words are quoted). */
   private fragments: string[] | null = null;
 
   constructor(token: string) {
-    this.values = [token];
+    this.sources = [() => [token]];
   }
 
-  /** The agent's secret config values, as opened for the request. */
-  add(values: readonly string[]): void {
-    this.values = [...this.values, ...values];
+  /** The agent's secret config values, as opened for the request: read only once a quote is scrubbed. */
+  add(values: () => readonly unknown[]): void {
+    this.sources.push(values);
     this.fragments = null;
   }
 
@@ -33,9 +34,20 @@ export class SentSecrets {
    * could be a secret's start is left out too: the rest of that secret was never read to be recognised.
    */
   readonly scrub: QuoteScrub = (text, cut = false) => {
-    this.fragments ??= secretFragments(this.values);
-    const redactor = new StreamRedactor(this.fragments);
-    const ready = redactor.push(text);
-    return cut ? ready : ready + redactor.flush();
+    this.fragments ??= quotedSecretFragments(this.sources.flatMap((values) => values().flatMap(textsOf)));
+    // Only a cut text needs its tail looked at (a line quoted whole may be a megabyte, a secret a PEM key).
+    return cut ? new StreamRedactor(this.fragments).push(text) : redact(text, this.fragments);
   };
+}
+
+/**
+ * A secret value as a runner may quote it: text as it is, a number as JSON writes it (a field stored before its
+ * runner called it secret may hold one; a 422 echoes it as sent), and those a list or an object holds (its keys are
+ * names, not secrets). An agent's runner_config is nested at most MAX_JSON_DEPTH levels (policy.ts), so this stays shallow.
+ */
+function textsOf(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (typeof value === "number") return Number.isFinite(value) ? [JSON.stringify(value)] : [];
+  if (value !== null && typeof value === "object") return Object.values(value).flatMap(textsOf);
+  return [];
 }

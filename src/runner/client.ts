@@ -5,7 +5,7 @@ import { signRunRequest } from "./signing";
 import { joinUrl } from "../lib/url";
 import { headOf } from "../lib/text";
 import { fetchFailureReason } from "../lib/opaque-fetch-failure";
-import type { QuoteScrub } from "../run/sent-secrets";
+import { quotedAsSent, type QuoteScrub } from "../run/sent-secrets";
 
 /** Content codings fetch decodes before the body is read. */
 const DECODED_ENCODINGS = new Set(["gzip", "x-gzip", "br", "identity"]);
@@ -74,7 +74,8 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
   // The runtime decodes gzip and br; any other coding arrives as it was sent, which no line of it could be read from.
   if (!encodingDecoded(res)) {
     await res.body.cancel().catch(() => {});
-    const encoding = res.headers.get("content-encoding")?.trim().toLowerCase() ?? "";
+    // The runner's word too: it may hold what the request carried (scrubbed as sent, before any cut or case change).
+    const encoding = (opts.scrub ?? quotedAsSent)(res.headers.get("content-encoding")?.trim() ?? "").toLowerCase();
     throw new RunnerCallError("runner.protocol_error", `runner answered with Content-Encoding ${headOf(encoding, 40)}, which the host does not decode: send the stream uncompressed, gzip or br`);
   }
   const frame = /text\/event-stream/i.test(res.headers.get("content-type") ?? "") ? sseFramer(opts) : null;

@@ -5,9 +5,10 @@ import { startAdHocRunner, type RunCall } from "../support/runner";
 import { expectSecretsKeptOut } from "../support/secrets-kept-out";
 
 /**
- * A run's error quotes its runner's words (an error body's start, a line that is not JSON, a run id it named). A
- * runner may quote back what its request carried: a web framework's 422 echoes the field it refused (FastAPI's
- * `input`), a debug print lands in the stream. The host quotes none of the request's secrets (the agent's secret
+ * A run's error quotes its runner's words (an error body's start, a line that is not JSON, a run id it named, its own
+ * run.failed's error, the keys of a result it dropped). A runner may quote back what its request carried: a web
+ * framework's 422 echoes the field it refused (FastAPI's `input`), a debug print lands in the stream, an exception's
+ * text names the URL it called. The host quotes none of the request's secrets (the agent's secret
  * runner_config values, the run's token) into the run's error, its ledger, EventLog or its log: later runs of the
  * conversation, whatever their runner, read EventLog (event.page), and no view shows a secret field's value.
  */
@@ -47,6 +48,31 @@ function answer({ body }: RunCall, res: ServerResponse) {
       res.writeHead(200, { "content-type": "application/x-ndjson" });
       res.end(`${JSON.stringify({ run_id: token, type: "run.completed", data: { finish_reason: "stop" } })}\n`);
       return;
+    case "encoded-as-token":
+      // A coding the host does not decode, named after what the runner was sent: the error names the coding.
+      res.writeHead(200, { "content-type": "application/x-ndjson", "content-encoding": token });
+      res.end("x");
+      return;
+    case "artifact-named-by-secret": {
+      // A reference to an artifact the host never stored, named by the key: refused, the refusal naming it.
+      const lines = [
+        { run_id: ctx.run_id, type: "artifact.created", data: { artifact_type: "file", artifact_id: key } },
+        { run_id: ctx.run_id, type: "run.completed", data: { finish_reason: "stop", message: { role: "assistant", content: "done" } } },
+      ];
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      res.end(lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+      return;
+    }
+    case "keyed-by-secret":
+      // A map keyed by the key (a per-credential cache, dumped): zod names the key it refused, and the run ends without a valid end.
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      res.end(`${JSON.stringify({ run_id: ctx.run_id, type: "run.completed", data: { finish_reason: "stop", [String(key)]: { hits: 1 } } })}\n`);
+      return;
+    case "own-failure":
+      // An HTTP library's exception text, passed on as the run's failure: it names the URL it called, key and all.
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      res.end(`${JSON.stringify({ run_id: ctx.run_id, type: "run.failed", data: { code: "upstream_error", error: `401 Unauthorized for url: https://api.example.com/v1?key=${key} (token ${token})`, retryable: false } })}\n`);
+      return;
   }
   json(res, 400, { error: "unknown case" });
 }
@@ -65,7 +91,7 @@ afterAll(async () => {
   await runner?.close();
 });
 
-async function failedRun(agentId: string, key: string, text: string) {
+async function failedRun(agentId: string, key: unknown, text: string) {
   const agent = { agent_id: agentId, name: agentId, runner_id: runner.runnerId(), runner_config: { api_key: key }, event_types: ["message.received"], scope: { type: "conversation", id: agentId } };
   expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
   const posted = await host.postEvent(messageEvent(agentId, text));
@@ -81,28 +107,68 @@ describe("a runner quoting its request's secrets back", () => {
     ["refused-token", "runner.http_error", /^runner answered HTTP 401: .*token \[redacted\] is not one/],
     ["debug-line", "runner.protocol_error", /^result line is not JSON .*: api_key=\[redacted\] token=\[redacted\]$/],
     ["token-as-run-id", "runner.protocol_error", /^result names run \[redacted\], not this run$/],
+    ["encoded-as-token", "runner.protocol_error", /^runner answered with Content-Encoding \[redacted\], which the host does not decode/],
   ])("is not quoted in the run's error, ledger, EventLog or log (%s)", async (text, code, shown) => {
     const { run, answered } = await failedRun(`quoting-${text}`, API_KEY, text);
     expect(run.error?.code).toBe(code);
     // Still told what the runner said, the secret aside.
     expect(run.error?.message).toMatch(shown);
-    await expectSecretsKeptOut(host, answered, [API_KEY, tokens.at(-1)!]);
+    // The token's head too: a quote cut short (a header's first 40 characters) is scrubbed before the cut.
+    await expectSecretsKeptOut(host, answered, [API_KEY, tokens.at(-1)!, tokens.at(-1)!.slice(0, 16)]);
   });
 
-  it("nor a value stored before its runner called the field secret (not sealed, masked all the same)", async () => {
-    const runners = [{ name: "default", label: { en_US: "late" }, config_schema: [{ name: "api_key", type: "string", label: { en_US: "Key" } }] as Record<string, unknown>[] }];
-    const late = await startAdHocRunner({ name: "late-secret", runners, onRun: answer });
+  // The ledger keeps the runner's results as sent; the host's words about them (the run's error, a drop's warning and
+  // its runner.result_dropped record in EventLog) leave the secrets out.
+  it.each([
+    ["keyed-by-secret", "runner.stream_closed", /^the result stream ended without a valid run\.completed or run\.failed \(dropped, run\.completed: Unrecognized key: "\[redacted\]"\)$/],
+    ["own-failure", "upstream_error", /^401 Unauthorized for url: https:\/\/api\.example\.com\/v1\?key=\[redacted\] \(token \[redacted\]\)$/],
+  ])("nor in the host's words about a result it sent (%s)", async (text, code, shown) => {
+    const { run, answered } = await failedRun(`quoting-${text}`, API_KEY, text);
+    expect([run.error?.code, run.error?.message]).toEqual([code, expect.stringMatching(shown)]);
+    const ledger = (await host.admin("GET", `/v1/runs/${run.run_id}/events`)).body.items as { origin: string; data: unknown }[];
+    const hostWords = ledger.filter((e) => e.origin === "host").map((e) => JSON.stringify(e.data));
+    await expectSecretsKeptOut(host, [answered[0], answered[2], ...hostWords], [API_KEY, tokens.at(-1)!]);
+  });
+
+  it("nor in the warning and runner.result_dropped record of a reference it named by one", async () => {
+    const agent = { agent_id: "quoting-artifact", name: "quoting-artifact", runner_id: runner.runnerId(), runner_config: { api_key: API_KEY }, event_types: ["message.received"], scope: { type: "conversation", id: "quoting-artifact" } };
+    expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
+    const run = await host.waitForRun((await host.postEvent(messageEvent("quoting-artifact", "artifact-named-by-secret"))).body.run_id!);
+    expect(run.status).toBe("completed");
+    const ledger = (await host.admin("GET", `/v1/runs/${run.run_id}/events`)).body.items as { origin: string; data: { code?: string; message?: string } }[];
+    const warnings = ledger.filter((e) => e.origin === "host");
+    expect(warnings.map((e) => [e.data.code, e.data.message])).toEqual([["result.invalid_payload", expect.stringMatching(/^artifact\.created dropped: artifact \[redacted\] /)]]);
+    const events = await host.admin("GET", "/v1/conversations/events?conversation_id=quoting-artifact");
+    const dropped = (events.body.items as { event_type: string; data: Record<string, unknown> }[]).filter((e) => e.event_type === "runner.result_dropped");
+    expect(dropped.map((e) => e.data.artifact_id)).toEqual(["[redacted]"]);
+    await expectSecretsKeptOut(host, [JSON.stringify(run), JSON.stringify(events.body), ...warnings.map((e) => JSON.stringify(e.data))], [API_KEY]);
+  });
+
+  it("nor a secret shorter than those scrubbed from upstream answers (6 characters)", async () => {
+    const { run, answered } = await failedRun("quoting-short", "k9Z3", "refused-field");
+    expect(run.error?.message).toMatch(/^runner answered HTTP 422: .*"input":"\[redacted\]"/);
+    await expectSecretsKeptOut(host, answered, ["k9Z3"]);
+  });
+
+  it.each([
+    ["text", "string", API_KEY, [API_KEY]],
+    ["a number", "integer", 987654321012, ["987654321012"]],
+    ["an object", "credentials", { user: "svc-reader", password: "obj-secret-77aa" }, ["svc-reader", "obj-secret-77aa"]],
+  ])("nor a value stored before its runner called the field secret (not sealed, masked all the same): %s", async (what, type, value, shownNowhere) => {
+    const agentId = `late-secret-${type}`;
+    const runners = [{ name: "default", label: { en_US: "late" }, config_schema: [{ name: "api_key", type, label: { en_US: "Key" } }] as Record<string, unknown>[] }];
+    const late = await startAdHocRunner({ name: agentId, runners, onRun: answer });
     try {
       const serviceId = (await host.admin("POST", "/v1/admin/runner-services", { base_url: late.url })).body.service.service_id;
-      const agent = { agent_id: "late-secret", name: "late-secret", runner_id: late.runnerId(), runner_config: { api_key: API_KEY }, event_types: ["message.received"], scope: { type: "conversation", id: "late-secret" } };
+      const agent = { agent_id: agentId, name: agentId, runner_id: late.runnerId(), runner_config: { api_key: value }, event_types: ["message.received"], scope: { type: "conversation", id: agentId } };
       expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
       runners[0].config_schema[0] = { name: "api_key", type: "secret", label: { en_US: "Key" } };
       expect((await host.admin("POST", `/v1/admin/runner-services/${serviceId}/refresh`)).status).toBe(200);
-      expect((await host.admin("GET", "/v1/admin/agents/late-secret")).body.runner_config).toEqual({ api_key: "********" });
-      const posted = await host.postEvent(messageEvent("late-secret", "refused-field"));
+      expect((await host.admin("GET", `/v1/admin/agents/${agentId}`)).body.runner_config).toEqual({ api_key: "********" });
+      const posted = await host.postEvent(messageEvent(agentId, "refused-field"));
       const run = await host.waitForRun(posted.body.run_id!);
-      expect(run.error?.message).toMatch(/^runner answered HTTP 422: .*\[redacted\]/);
-      await expectSecretsKeptOut(host, [JSON.stringify(run)], [API_KEY]);
+      expect(run.error?.message, what).toMatch(/^runner answered HTTP 422: .*\[redacted\]/);
+      await expectSecretsKeptOut(host, [JSON.stringify(run)], shownNowhere);
     } finally {
       await late.close();
     }
