@@ -106,7 +106,7 @@ describe("an MCP server deleted while it is being refreshed", () => {
     expect(await host.query("SELECT name FROM mcp_server WHERE name = 'gw'")).toEqual([]);
   });
 
-  it("and created again meanwhile keeps the new one: the stale refresh overwrites nothing", async () => {
+  it("and created again meanwhile keeps the new one: the stale refresh overwrites nothing and is a 404 (the server it read is gone)", async () => {
     listed.again = [tool("old")];
     expect((await host.admin("POST", "/v1/admin/mcp-servers", { name: "again", url: `${upstream.url}/mcp/again` })).status).toBe(201);
     slow.add("again");
@@ -117,7 +117,7 @@ describe("an MCP server deleted while it is being refreshed", () => {
     listed.again = [tool("new")];
     // Another URL (a second version of the server), listing another tool.
     expect((await host.admin("POST", "/v1/admin/mcp-servers", { name: "again", url: `${upstream.url}/mcp/v2/again` })).status).toBe(201);
-    expect((await refreshing).status).toBe(409);
+    expect((await refreshing).status).toBe(404);
     const server = (await host.admin("GET", "/v1/admin/mcp-servers/again")).body;
     expect([server.url, server.tools]).toEqual([`${upstream.url}/mcp/v2/again`, ["again.new"]]);
   });
