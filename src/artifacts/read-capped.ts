@@ -1,4 +1,5 @@
 import { drainReader } from "../lib/drain";
+import { concatBytes } from "../lib/bytes";
 
 /**
  * A request or response body read whole, but never more than `maxBytes`: a
@@ -27,11 +28,5 @@ export async function readCapped(res: Request | Response, maxBytes: number, opts
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
+  return concatBytes(chunks, total);
 }

@@ -3,6 +3,7 @@ import type { ChatRequest } from "./chat-request";
 import { fetchFailureReason } from "../lib/opaque-fetch-failure";
 import { abortReason, attemptSignal, httpError, readJson, readText, UPSTREAM_MESSAGE_MAX_CHARS, upstreamFetch, UpstreamError, type AttemptSignal, type TakeBytes } from "./upstream";
 import { joinUrl } from "../lib/url";
+import { concatBytes } from "../lib/bytes";
 
 /** Where and as whom the host calls a model; built from the model row at call time. */
 export interface ProviderTarget {
@@ -225,7 +226,7 @@ async function readUntilFirstData(reader: ReadableStreamDefaultReader<Uint8Array
     size += next.value.length;
     if (answers(next.value) || size > MAX_STREAM_PREAMBLE_BYTES) break;
   }
-  return joinChunks(chunks, size);
+  return concatBytes(chunks, size);
 }
 
 /**
@@ -254,7 +255,7 @@ async function readFirstEvent(head: Uint8Array, reader: ReadableStreamDefaultRea
   }
   const event = text.slice(start, end < 0 ? undefined : end);
   const data = event.split(/\r\n|\n|\r/).filter((line) => /^data(:|$)/.test(line)).map((line) => line.replace(/^data:? ?/, "")).join("\n");
-  return { bytes: joinChunks(chunks, size), fault: streamStartFault(data) };
+  return { bytes: concatBytes(chunks, size), fault: streamStartFault(data) };
 }
 
 /** Where a line that is a data field starts (after the line end before it, if any). */
@@ -269,17 +270,6 @@ const BLANK_LINE_MAX_CHARS = 4;
 function blankLineFrom(text: string, from: number): number {
   BLANK_LINE.lastIndex = from;
   return BLANK_LINE.exec(text)?.index ?? -1;
-}
-
-function joinChunks(chunks: Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0];
-  const joined = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    joined.set(chunk, at);
-    at += chunk.length;
-  }
-  return joined;
 }
 
 /** The HTTP status a provider's error object in a stream names (its code or status, or what its type says), if any. */

@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { openEmbeddedDb, type EmbeddedDb } from "../../local/libsql";
-import { createDb, type Db } from "../../src/db/client";
-import type { SqlExecutor, SqlQuery } from "../../src/db/executor";
+import { describe, expect, it } from "vitest";
+import type { EmbeddedDb } from "../../local/libsql";
+import type { SqlQuery } from "../../src/db/executor";
+import { recordingDbs } from "../support/recording-db";
 import { agent, bot, knowledgeBase, model, runnerService } from "../../src/db/schema";
 import { refuseIfGranted } from "../../src/agents/grants-in-use";
 import { agentsStore } from "../../src/stores/agents";
@@ -10,31 +10,21 @@ import { runsStore } from "../../src/stores/runs";
 import { selectPage } from "../../src/stores/list-page";
 import { unboundReason } from "../../src/stores/unbound-reason";
 import { resealStoredSecrets } from "../../src/stores/reseal";
-import { secretBox } from "../../src/lib/secret-box";
 
 /**
  * README (Admin API at scale): with thousands of agents and bots and hundreds of runner services, an admin read finds
  * its rows by index, never by reading (or sorting) a whole table. Checked on the plans SQLite makes for the statements
  * the stores send (EXPLAIN QUERY PLAN, migrations applied), and for the triggers, on the steps they cost.
  */
-const opened: EmbeddedDb[] = [];
-afterEach(() => {
-  for (const e of opened.splice(0)) e.close();
-});
+const openDb = recordingDbs();
 
-async function open(): Promise<{ e: EmbeddedDb; db: Db; sent: SqlQuery[]; run: (sql: string, params?: unknown[]) => Promise<unknown> }> {
-  const e = await openEmbeddedDb(":memory:");
-  opened.push(e);
-  const sent: SqlQuery[] = [];
-  // What the stores send, kept to be explained.
-  const recording: SqlExecutor = {
-    query: (q) => (sent.push(q), e.executor.query(q)),
-    batch: (qs) => (sent.push(...qs), e.executor.batch(qs)),
-  };
-  const run = (sql: string, params: unknown[] = []) => e.executor.query({ sql, params, method: "run" });
+/** A database with two runner services and a runner on each. */
+async function open() {
+  const opened = await openDb();
+  const { run } = opened;
   await run(`INSERT INTO runner_service (service_id, base_url, created_at) VALUES ('svc', 'http://svc.test', 1), ('other', 'http://other.test', 2)`);
   await run(`INSERT INTO runner (runner_id, service_id, name, manifest_json, updated_at) VALUES ('http:a/s/one', 'svc', 'one', '{}', 1), ('http:a/o/two', 'other', 'two', '{}', 1)`);
-  return { e, db: createDb(recording, secretBox(Buffer.alloc(32, 7).toString("base64"))), sent, run };
+  return opened;
 }
 
 /** `n` agents on `runnerId`, ids `{prefix}{i}`, each granting `policy`. */

@@ -1,8 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { openEmbeddedDb, type EmbeddedDb } from "../../local/libsql";
-import { createDb } from "../../src/db/client";
-import type { SqlExecutor, SqlQuery } from "../../src/db/executor";
-import { secretBox } from "../../src/lib/secret-box";
+import { describe, expect, it } from "vitest";
+import type { EmbeddedDb } from "../../local/libsql";
+import type { SqlQuery } from "../../src/db/executor";
+import { recordingDbs } from "../support/recording-db";
 import { runsStore, type LedgerEntry } from "../../src/stores/runs";
 
 /**
@@ -10,22 +9,7 @@ import { runsStore, type LedgerEntry } from "../../src/stores/runs";
  * database's lock: with up to RUN_MAX_RESULTS ledger entries it reads indexes only, never a ledger row (a row read
  * for its `origin` drags its data, up to a 1 MiB line, along). Checked on the plans SQLite makes (migrations applied).
  */
-const opened: EmbeddedDb[] = [];
-afterEach(() => {
-  for (const e of opened.splice(0)) e.close();
-});
-
-async function open() {
-  const e = await openEmbeddedDb(":memory:");
-  opened.push(e);
-  const sent: SqlQuery[] = [];
-  const recording: SqlExecutor = {
-    query: (q) => (sent.push(q), e.executor.query(q)),
-    batch: (qs) => (sent.push(...qs), e.executor.batch(qs)),
-  };
-  const run = (sql: string, params: unknown[] = []) => e.executor.query({ sql, params, method: "run" });
-  return { e, db: createDb(recording, secretBox(Buffer.alloc(32, 7).toString("base64"))), sent, run };
-}
+const open = recordingDbs();
 
 /** Every step of each plan that reads run_event. */
 const ledgerSteps = (e: EmbeddedDb, sent: SqlQuery[]) =>
