@@ -26,6 +26,8 @@ describe("an inline artifact whose blob R2 refuses after another of its batch wa
     const client = createClient({ url: ":memory:" });
     await migrate(drizzle(client), { migrationsFolder: "migrations" });
     const db = createDb(libsqlExecutor(client));
+    // As its claim leaves it: a run's result rows are written only while it is running.
+    await client.execute({ sql: "INSERT INTO run (run_id, event_id, conversation_key, agent_id, runner_id, status, created_at, started_at) VALUES (?, 'evt_1', '//c1/', 'a1', 'http:t/t/default', 'running', 1, 1)", args: [RUN] });
 
     const server = createServer((req, res) => {
       req.resume();
