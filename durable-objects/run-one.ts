@@ -2,6 +2,8 @@ import { dbOf } from "../src/db/connect";
 import { configOf, type Env } from "../src/env";
 import { DeliverySession, type DeliveryDeps } from "../src/delivery/session";
 import { executeRun } from "../src/run/execute";
+import { RunEndUnwritten } from "../src/run/end-unwritten";
+import { removeUnnamedBlobs } from "../src/run/unnamed-blobs";
 import type { RunClaims } from "../src/run/claim";
 import { endRecordedMeanwhile, endRunAfterHostFailure } from "../src/run/host-end";
 import { publishHostEnd, type UnrecordedRun } from "../src/run/lost-run";
@@ -115,6 +117,8 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
       await publishHostEnd(db, job.runId, publishedUpTo, ended.entry, (entries) => deps.live.publish(job.runId, entries));
       delivery = DeliverySession.failureNotice(deps.deliveryDeps(), job, "host.internal_error", delivery ?? undefined);
     }
+    // Ended, the run's writes that got no answer can no longer land: the blobs no row of them names are removed.
+    if (recorded && err instanceof RunEndUnwritten) await removeUnnamedBlobs(db, deps.env.ARTIFACTS, job.runId, err.blobs);
   } finally {
     streamEnded(deps.finishing, job.runId, abort);
     clearTimeout(timer);

@@ -27,13 +27,16 @@ const column = (name: string) => sql`${DROPS}.${sql.identifier(name)}`;
 
 /**
  * The `runner.result_dropped` record of a run's drops that have no audit of their own (none when every one has), as
- * the statement that writes it: `drops` (the run's count, or SQL counting them) less the run's audits EventLog holds
- * when it runs. Counted by the write itself, not before it, so a write of audits that got no answer counts as what it
- * did: applied before it, its audits are there; never applied (or applied after the run's end, which writes no audit:
- * execute.ts), they are counted here. Its own id: a run's end written twice (or by the host after its own write of it
- * went unanswered) still leaves one.
+ * the statements that write it (none for a run that dropped nothing): `drops` (the run's count, or SQL counting them)
+ * less the run's audits EventLog holds when it runs. Counted by the write itself, not before it, so a write of audits
+ * that got no answer counts as what it did: applied before it, its audits are there; never applied (or applied after
+ * the run's end, which writes no audit: execute.ts), they are counted here. Its own id: a run's end written twice (or
+ * by the host after its own write of it went unanswered) still leaves one. `endedHere`: only if the statement just
+ * before it wrote a row (`changes()`), the write's end of the run: a run's own end landing after the host ended the run
+ * counts nothing the host's end did not (the drops of results its ledger never got among them).
  */
-export function unauditedDropsInsert(db: Db, target: DropCountTarget, drops: number | SQL) {
+export function unauditedDropsInsert(db: Db, target: DropCountTarget, drops: number | SQL, opts: { endedHere?: boolean } = {}) {
+  if (drops === 0) return [];
   const { runId, runnerId, place } = target;
   const e = eventLog;
   // The run's audits: in its conversation's range of the EventLog index, from its event on (no table scan).
@@ -47,7 +50,8 @@ export function unauditedDropsInsert(db: Db, target: DropCountTarget, drops: num
   const pastCapText = ` more dropped results of this run were not recorded: only the first ${MAX_AUDITED_DROPS} of a run are (its ledger warns of each)`;
   const reason = sql`CASE WHEN ${unwritten} > 0 THEN ${suppressed} || ${refusedText[0]} || ${unwritten} || ${refusedText[1]} ELSE ${suppressed} || ${pastCapText} END`;
   const data = sql`json_object('run_id', ${runId}, 'runner_id', ${runnerId}, 'result_type', NULL, 'sequence', NULL, 'ledger_seq', NULL, 'reason', ${reason}, 'suppressed', ${suppressed})`;
-  return insertFromWhereReturning(
+  const guard = opts.endedHere ? sql`${suppressed} > 0 AND changes() = 1` : sql`${suppressed} > 0`;
+  const statement = insertFromWhereReturning(
     db,
     e,
     {
@@ -66,10 +70,11 @@ export function unauditedDropsInsert(db: Db, target: DropCountTarget, drops: num
       createdAt: Date.now(),
     },
     { name: sql`${DROPS}`, query: counts },
-    sql`${suppressed} > 0`,
+    guard,
     sql`ON CONFLICT (${sql.identifier("event_id")}) DO NOTHING`,
     sql`${e.seq}`,
   );
+  return [statement];
 }
 
 /** SQL counting the drops a run's ledger holds: its host warnings naming a result, but for a result of an unknown type (ignored, not dropped: no audit). */

@@ -10,6 +10,11 @@ export class RunEndUnwritten extends Error {
     cause: unknown,
     /** The run's drops, audited or not, those of writes never applied included (ResultProcessor.dropsSeen). */
     readonly dropsSeen: number,
+    /**
+     * The blobs of writes that may not have been applied (that end's, a batch's that got no answer): once the host's
+     * end is recorded, those no artifact row names never will be (unnamed-blobs.ts).
+     */
+    readonly blobs: string[] = [],
   ) {
     super(describeError(cause), { cause });
   }

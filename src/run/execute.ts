@@ -13,6 +13,7 @@ import { RUN_ENDED, RunnerCallError } from "../runner/errors";
 import { hostRecordValues, placeOfRun } from "../stores/event-log";
 import { dropAuditInsert, unauditedDropsInsert } from "./drop-records";
 import { RunEndUnwritten } from "./end-unwritten";
+import { removeUnnamedBlobs } from "./unnamed-blobs";
 import { runsStore, type LedgerEntry, type RunOutcome } from "../stores/runs";
 import { stateStore } from "../stores/state";
 import { stateCap } from "../stores/data-caps";
@@ -177,7 +178,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
 /**
  * A batch's rows, written. Refused, it is tried again a few times (retryingRefused), unless a constraint refused it
  * (it would again); then the blobs only its rows would name are removed. Unanswered, it may have been applied: not
- * tried again, and its blobs are kept, as they may be named.
+ * tried again, and its blobs are kept, as they may be named (until the run's end is recorded: unnamed-blobs.ts).
  */
 async function writeNaming(deps: ExecuteDeps, statements: unknown[], blobs: string[]): Promise<void> {
   try {
@@ -252,6 +253,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   // The ledger entry marking a batch whose whole write was sent and got no answer (its rest's first): whether it was
   // applied the end's own write asks (trailingItems, finishStatement), as it cannot land after the end (whileRunning).
   let undecided: LedgerEntry | undefined;
+  // Its blobs: kept while it may land (removeUnnamedBlobs once the end is recorded).
+  let undecidedBlobs: string[] = [];
   const held = new HeldResults(config.RUN_WRITE_INTERVAL_MS, config.RUNNER_MAX_LINE_BYTES);
   const puts = new BlobPuts(deps.artifacts, { signal: deps.signal, deadlineAt: snapshot.deadlineAt });
   const statementsOf = async (batch: ResultBatch | null) => {
@@ -266,7 +269,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   const write = async (batch: ResultBatch | null) => {
     if (!batch) return;
     const progress: WriteProgress = { entries: 0, restSent: false };
-    await writeInParts(deps, await statementsOf(batch), progress).catch((err: unknown) => {
+    const made = await statementsOf(batch);
+    await writeInParts(deps, made, progress).catch((err: unknown) => {
       // Refused, or never sent (a leading part before it got no answer), the batch's inline artifacts have no row (their
       // blobs are removed): no later item names them.
       if (!mayHaveApplied(err) || !progress.restSent) {
@@ -274,7 +278,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
         processor.notWritten(batch);
       }
       if (mayHaveApplied(err)) unanswered.push(...batch.ledger.slice(progress.entries)); // its leading parts written are published already
-      if (mayHaveApplied(err) && progress.restSent) undecided = batch.ledger[progress.entries];
+      if (mayHaveApplied(err) && progress.restSent) [undecided, undecidedBlobs] = [batch.ledger[progress.entries], made.blobs];
       throw err;
     });
     deps.publish(batch.ledger);
@@ -362,15 +366,18 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     statements.push(insertWhere(db, eventLog, hostRecordValues(record), sql`changes() = 1`));
   }
   // After every audit of this write: the drops without one, counted by the write itself (an unanswered write's audits
-  // are counted as what it did). Unguarded, after the run's end: its own id keeps it once.
-  statements.push(unauditedDropsInsert(db, { runId: job.runId, runnerId: job.runner.runnerId, place: placeOfRun(job) }, processor.dropsSeen));
+  // are counted as what it did). Right after the end's update, or the run.failed record written on it (`changes()`):
+  // only if this write ended the run, as one landing after the host's end adds nothing that end did not count.
+  statements.push(...unauditedDropsInsert(db, { runId: job.runId, runnerId: job.runner.runnerId, place: placeOfRun(job) }, processor.dropsSeen, { endedHere: true }));
   // Held ledger rows past one write's share go first, on their own; the rest is written with the end, in one write.
   await writeInParts(deps, { leading: last.leading, statements, blobs: last.blobs }).catch((err: unknown) => {
     // The host ends the run instead (endRunAfterHostFailure), counting its drops as this end would have.
-    throw new RunEndUnwritten(err, processor.dropsSeen);
+    throw new RunEndUnwritten(err, processor.dropsSeen, [...undecidedBlobs, ...last.blobs]);
   });
   logRunEnd(job, outcome, failure);
   // Host API records unanswered too: those applied before the end are held; one landing after it writes nothing.
   deps.publish([...(await recordedOf(db, job.runId, [...unanswered, ...(deps.ledgerSequence?.unansweredHostRecords ?? [])])), ...last.ledger, ...ledger]);
+  // Ended, the batch whose write got no answer can no longer land: its blobs no row names now are removed.
+  await removeUnnamedBlobs(db, deps.artifacts, job.runId, undecidedBlobs);
   return outcome;
 }

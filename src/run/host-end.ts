@@ -71,7 +71,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   // The item after the ledger entry, whose insert (one row, or none) is what `changes()` then counts.
   const item = opts.item ? [transcriptInsertWhere(db, opts.item, endedHere)] : [];
   // Last, unguarded: it has its own id, so one the run's own end wrote (applied unanswered) is not written again.
-  const records = opts.drops === undefined ? [] : [unauditedDropsInsert(db, { runId: target.runId, runnerId: target.runner.runnerId, place: placeOfRun(target) }, opts.drops)];
+  const records = opts.drops === undefined ? [] : unauditedDropsInsert(db, { runId: target.runId, runnerId: target.runner.runnerId, place: placeOfRun(target) }, opts.drops);
   const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry, ...item, ...records])) as [unknown, unknown, unknown[][]];
   if (!written) return null;
   logRunEnd(target, outcome, opts.cause);

@@ -32,6 +32,9 @@ let runner: Awaited<ReturnType<typeof startEchoRunner>>;
 /** Streams DELTAS message.delta lines, each sent on its own a moment after the last, as a model's tokens come. */
 let streaming: Awaited<ReturnType<typeof startAdHocRunner>>;
 const DELTAS = 1000;
+/** Sends this many results the host drops (a state scope no run has), then fails its run. */
+let failing: Awaited<ReturnType<typeof startAdHocRunner>>;
+const DROPS = 102;
 const host = () => ({ url, adminToken: ADMIN_TOKEN });
 
 beforeAll(async () => {
@@ -51,6 +54,15 @@ beforeAll(async () => {
         await new Promise((r) => setTimeout(r, 2));
       }
       w.reply("done");
+    },
+  });
+  failing = await startAdHocRunner({
+    name: "drops-then-fails",
+    async onRun({ body }, res) {
+      const w = resultWriter(res, body.context.run_id);
+      for (let i = 0; i < DROPS; i++) w.send("state.updated", { scope: "galaxy", key: `k${i}`, value: i });
+      w.send("run.failed", { code: "runner.gave_up", error: "gave up", retryable: false });
+      res.end();
     },
   });
   const scriptPath = process.env.PROD_SCRIPT ?? (await wranglerBundle(join(dir, "deploy")));
@@ -82,6 +94,7 @@ afterAll(async () => {
   await mf?.dispose();
   await runner?.close();
   await streaming?.close();
+  await failing?.close();
   await sqld?.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -150,6 +163,22 @@ describe("the Worker on Turso/sqld (LIBSQL_URL, LIBSQL_AUTH_TOKEN)", () => {
     // Ingress, the claim and the end take a few; the results at most one per 250 ms of the run.
     expect(roundTrips, `${roundTrips} round trips in ${tookMs} ms`).toBeLessThanOrEqual(6 + Math.ceil(tookMs / 250));
   }, 90_000);
+
+  // The run's end writes its run.failed record, and the count of its drops past the first 100, only if that write ended
+  // the run: each guarded by `changes()`, the row count of the statement just before it in the batch. Over
+  // @libsql/client/web that batch is a Hrana program whose steps run on one connection, nothing between them.
+  it("records a failed run's end once, with the count of its drops past the audited ones", async () => {
+    await bindRunner(host(), { baseUrl: failing.url, runnerId: failing.runnerId(), agentId: "failing", scope: { type: "conversation", id: "prod-fails" } });
+    const ev = await adminCall<{ run_id: string }>(host(), "POST", "/v1/events", { event_type: "message.received", conversation_id: "prod-fails", actor: { actor_type: "user", actor_id: "u1" }, input: { text: "fail" } });
+    expect(ev.status, JSON.stringify(ev.body) + logs).toBe(202);
+    const run = await waitForRunOn(host() as unknown as Parameters<typeof waitForRunOn>[0], ev.body.run_id);
+    expect([run.status, run.error?.code], logs).toEqual(["failed", "runner.gave_up"]);
+    const records = (type: string) => sqld.db.prepare("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = ?").all(ev.body.run_id, type) as { data_json: string }[];
+    expect(records("run.failed").map((r) => JSON.parse(r.data_json))).toEqual([expect.objectContaining({ status: "failed", code: "runner.gave_up" })]);
+    const drops = records("runner.result_dropped").map((r) => JSON.parse(r.data_json) as { ledger_seq: number | null; suppressed?: number });
+    expect(drops.filter((d) => d.ledger_seq !== null)).toHaveLength(100);
+    expect(drops.filter((d) => d.ledger_seq === null).map((d) => d.suppressed)).toEqual([DROPS - 100]);
+  });
 
   it("runs the retention cron", async () => {
     const worker = (await mf.getWorker()) as unknown as { scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }> };

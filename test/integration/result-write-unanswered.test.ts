@@ -19,6 +19,8 @@ const LEAD = "probe-drop-count-lead";
 const WHOLE = "probe-drop-count-whole";
 /** That batch's message. */
 const REST = "probe-drop-count-rest";
+/** Named only by the file a run sends with its end: the end's own write alone carries it. */
+const END_FILE = "probe-end-file.txt";
 /** Holds a write for good (the drill's request is dropped with the host). */
 const never = deferred<void>();
 let host: TestHost;
@@ -31,18 +33,20 @@ beforeAll(async () => {
       const runId = body.context.run_id;
       const split = body.context.input.text !== "whole";
       const line = (type: string, data: unknown) => JSON.stringify({ run_id: runId, type, data }) + "\n";
+      const file = (name: string) => line("artifact.created", { artifact_type: "file", name, mime_type: "text/plain", content_base64: Buffer.from(`content of ${name}`).toString("base64") });
       res.writeHead(200, { "content-type": "application/x-ndjson" });
       // A first write at once; what follows, read meanwhile, is the next batch, written mid-run.
       res.write(line("message.delta", { chunk: { role: "assistant", content: "working" } }));
       await new Promise((r) => setTimeout(r, 50));
+      // A file sent with the run's end: held with it (the write interval is not over), so written with the end.
+      if (body.context.input.text === "end-file") return void res.end(file(END_FILE) + line("run.completed", { finish_reason: "stop" }));
       // A scope no run has: each one is dropped as an invalid strict payload, and audited (the run's first drops).
       const drops = Array.from({ length: DROPS }, (_, i) => line("state.updated", { scope: "galaxy", key: `${split ? "k" : WHOLE}${i}`, value: i })).join("");
       const telemetry = (i: number) => line("tool.call.started", { tool_call_id: `c${i}`, tool_name: i === 0 ? LEAD : "t", parameters: {} });
       if (split) res.write(telemetry(0) + drops + Array.from({ length: TELEMETRY }, (_, i) => telemetry(i + 1)).join("") + line("message.completed", { message: { role: "assistant", content: "done" } }));
       else {
         // A file after the message: no message carries it, so the run's end owes it an item of its own.
-        const file = line("artifact.created", { artifact_type: "file", name: "after.txt", mime_type: "text/plain", content_base64: Buffer.from("after the answer").toString("base64") });
-        res.write(drops + line("message.completed", { message: { role: "assistant", content: REST } }) + file);
+        res.write(drops + line("message.completed", { message: { role: "assistant", content: REST } }) + file("after.txt"));
       }
       // The run fails once that write goes unanswered; nothing more is read.
       await new Promise((r) => setTimeout(r, 3_000));
@@ -86,6 +90,9 @@ async function dropRecords(runId: string) {
   const counted = audits.filter((a) => a.ledger_seq === null).reduce((n, a) => n + a.suppressed, 0);
   return { own, counted, reasons: audits.filter((a) => a.ledger_seq === null).map((a) => a.reason as string) };
 }
+
+/** The blobs stored in R2 since `before` (a listing of the artifacts' keys). */
+const newBlobs = async (before: Set<string>) => (await host.r2Keys("artifacts/")).filter((k) => !before.has(k));
 
 const ledgerWarnings = async (runId: string) => (await host.query("SELECT 1 FROM run_event WHERE run_id = ? AND type = 'host.warning'", [runId])).length;
 
@@ -139,6 +146,9 @@ describe("the drops of a run's write that got no answer", () => {
     expect({ own: new Set(own).size, counted }).toEqual({ own: DROPS, counted: 0 });
     expect(run.message?.content).toBe(REST);
     expect(await transcriptOf(run.run_id)).toEqual({ messages: [REST], files: 1, dangling: [] });
+    // Its row names its blob: kept.
+    const [file] = await host.query<{ r2_key: string }>("SELECT r2_key FROM artifact WHERE run_id = ?", [run.run_id]);
+    expect(await host.r2Object(file.r2_key)).not.toBeNull();
   }, 30_000);
 
   it("are recorded once when it was a leading part landing after the run's end, which wrote nothing of it", async () => {
@@ -168,6 +178,29 @@ describe("the drops of a run's write that got no answer", () => {
     const { own, counted } = await dropRecords(run.run_id);
     expect({ own: own.length, counted }).toEqual({ own: 0, counted: DROPS });
   }, 30_000);
+
+  it("adds no count when its own end lands after the host ended the run as lost, counting the drops its ledger holds", async () => {
+    // The whole batch, then the run's own end (its failure), are held past the query timeout; the host's end of the
+    // run is refused, so the run is ended as lost (the drops its ledger holds: none). Then both held writes land.
+    const release = deferred<void>();
+    host.databaseOutage({
+      holdUntil: release.promise,
+      matching: WHOLE,
+      onHeld: () => {
+        host.databaseOutage({ holdUntil: release.promise, matching: "the host failed while running" });
+        host.databaseOutage({ queries: 1, matching: "the host failed to record the run" });
+      },
+    });
+    const runId = (await host.postEvent(messageEvent("drop-count-unanswered-lost", "whole"))).body.run_id!;
+    const run = await host.waitForRun(runId, 20_000);
+    expect([run.status, run.error?.code]).toEqual(["failed", "host.session_lost"]);
+    release.resolve();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await ledgerWarnings(runId)).toBe(0);
+    const { own, counted } = await dropRecords(runId);
+    expect({ own: own.length, counted }).toEqual({ own: 0, counted: 0 });
+    await countAgrees(runId);
+  }, 30_000);
 });
 
 describe("a run whose write got no answer", () => {
@@ -177,6 +210,30 @@ describe("a run whose write got no answer", () => {
     // Its message, recorded nowhere, is not the run's; no item names its file, which has no row.
     expect(run.message).toBeUndefined();
     expect(await transcriptOf(run.run_id)).toEqual({ messages: [], files: 0, dangling: [] });
+  }, 30_000);
+
+  it("removes the stored file of a whole batch never applied once its end is recorded (no row will ever name it)", async () => {
+    const before = new Set(await host.r2Keys("artifacts/"));
+    const held = deferred<void>();
+    host.databaseOutage({ holdUntil: never.promise, matching: WHOLE, onHeld: held.resolve });
+    const ended = failedRun("whole");
+    await held.promise;
+    // Stored before its row's write was sent.
+    expect(await newBlobs(before)).toHaveLength(1);
+    await ended;
+    await expect.poll(() => newBlobs(before)).toEqual([]);
+  }, 30_000);
+
+  it("removes the stored file its own end's write held once the host's end is recorded", async () => {
+    const before = new Set(await host.r2Keys("artifacts/"));
+    const held = deferred<void>();
+    host.databaseOutage({ holdUntil: never.promise, matching: END_FILE, onHeld: held.resolve });
+    const ended = failedRun("end-file");
+    await held.promise;
+    expect(await newBlobs(before)).toHaveLength(1);
+    const run = await ended;
+    expect(run.error?.message).toBe("the host failed to record the run");
+    await expect.poll(() => newBlobs(before)).toEqual([]);
   }, 30_000);
 
   it("keeps one record of how it ended when its own end lands after the host's", async () => {

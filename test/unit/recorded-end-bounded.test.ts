@@ -94,11 +94,12 @@ describe("the end the host writes for a run with a flooded ledger", () => {
     const owed = await recordedEnd(db, job);
     expect(owed.item?.artifactRefs).toEqual([expect.objectContaining({ artifact_id: "art_kept" })]);
     const place = { conversationKey: "k1", conversationId: "C1" };
-    await db.batch([unauditedDropsInsert(db, { runId: RUN, runnerId: "http:tests/flood/default", place }, ledgerDrops(RUN))]);
+    const [count] = unauditedDropsInsert(db, { runId: RUN, runnerId: "http:tests/flood/default", place }, ledgerDrops(RUN));
+    await db.batch([count!]);
     // The announcements since the last message, the run's items, the checked artifact and the count written: a handful.
     expect(rowsRead).toBeLessThan(10);
-    const [count] = (await client.execute({ sql: "SELECT event_id, data_json FROM event_log WHERE run_id = ? AND json_extract(data_json, '$.ledger_seq') IS NULL", args: [RUN] })).rows;
-    expect({ id: count.event_id, data: JSON.parse(String(count.data_json)) }).toEqual({
+    const [written] = (await client.execute({ sql: "SELECT event_id, data_json FROM event_log WHERE run_id = ? AND json_extract(data_json, '$.ledger_seq') IS NULL", args: [RUN] })).rows;
+    expect({ id: written.event_id, data: JSON.parse(String(written.data_json)) }).toEqual({
       id: `hev_drops_${RUN}`,
       data: expect.objectContaining({ suppressed: DROPS - 100, reason: expect.stringMatching(/^1400 more dropped results/) }),
     });
