@@ -3,6 +3,7 @@ import type { ApiResult } from "../platforms/types";
 import type { RunJob } from "../run/job";
 import { hostRecordInsert, placeOfRun } from "../stores/event-log";
 import { loggedError } from "../lib/describe-error";
+import { exactWaitMs } from "../lib/retry-after";
 import { newId } from "../lib/ids";
 import { loggedId, loggedText } from "../lib/log-text";
 import { deliveryFailureNote } from "../stores/bot-notes";
@@ -37,7 +38,9 @@ export function attemptFacts<T>(facts: Record<string, unknown>, o: { attempt: nu
           status: result.failure.status,
           code: result.failure.code,
           error: scrub(result.failure.message),
-          retry_after_ms: result.failure.retryAfterMs ?? null,
+          // Null too, as the Host API leaves one out, for a wait no reader's integer holds exactly: past 2^53 − 1 ms (JSON's
+          // null for Infinity, 1e+23), which retryDelay gives up on as longer than DELIVERY_MAX_RETRY_AFTER_MS.
+          retry_after_ms: exactWaitMs(result.failure.retryAfterMs) ?? null,
           will_retry: retryInMs !== null,
           retry_in_ms: retryInMs,
           ...(result.failure.continuesAs ? { continues_as: result.failure.continuesAs } : {}),

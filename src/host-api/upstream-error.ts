@@ -1,4 +1,5 @@
 import { loggedText } from "../lib/log-text";
+import { exactWaitMs } from "../lib/retry-after";
 import { SealedSecretError } from "../lib/secret-box";
 import { UPSTREAM_ERROR_STATUS } from "../protocol/errors";
 import { redact } from "../resources/secrets";
@@ -37,7 +38,7 @@ export function toApiError(err: unknown, secrets: readonly string[], details: Re
         ...(err.status ? { upstream_status: err.status } : {}),
         // Passed on only with a failure worth retrying: when the upstream said to try again. A wait past any whole
         // number a runner's integer holds (`Retry-After: 999…9`, as `null`; `1e20` seconds, as `1e+23`) is no wait to pass on.
-        ...(err.providerFault && err.retryAfterMs !== undefined && Number.isSafeInteger(err.retryAfterMs) ? { retry_after_ms: err.retryAfterMs } : {}),
+        ...(err.providerFault && exactWaitMs(err.retryAfterMs) !== undefined ? { retry_after_ms: err.retryAfterMs } : {}),
       },
       cause: err,
     });

@@ -15,3 +15,12 @@ export function retryAfterMs(headers: Headers): number | undefined {
   const ms = headers.get("retry-after-ms")?.trim();
   return ms && /^\d+(\.\d+)?$/.test(ms) ? Math.ceil(Number(ms)) : retryAfterHeaderMs(headers);
 }
+
+/**
+ * A wait as it may be passed on or recorded: a whole number of milliseconds every reader's integer holds exactly, or
+ * undefined. Past 2^53 − 1 ms (`Retry-After: 999…9` parses to Infinity, `1e20` seconds to 1e23) it is no wait anyone
+ * keeps, and JSON would carry it as `null` or `1e+23`.
+ */
+export function exactWaitMs(ms: number | undefined): number | undefined {
+  return ms !== undefined && Number.isSafeInteger(ms) ? ms : undefined;
+}
