@@ -14,8 +14,10 @@ import { serveExecutor, type SqlExecutor } from "../src/db/executor";
  * On, off, "hang", `{ queries: n, matching?, reason? }`: fail the next n requests (those whose SQL contains `matching`,
  * when given; with `reason` as the database's words, else the drill's), or `{ delayMs, matching, queries? }`: hold the next (n) requests with that SQL for delayMs, then serve them,
  * or `{ answerDelayMs, matching, queries? }`: serve them at once and hold their answers (a write applied, its answer slow),
- * or `{ holdUntil, matching, onHeld? }`: hold the next request with that SQL until `holdUntil` settles, calling `onHeld`
- * as it arrives (a race test orders other work against it without guessing how long the steps before it take).
+ * or `{ holdUntil, matching, onHeld?, onServed? }`: hold the next request with that SQL until `holdUntil` settles, calling `onHeld`
+ * as it arrives (a race test orders other work against it without guessing how long the steps before it take), and
+ * `onServed` once the database has run it (applied or refused; its caller may have given up on it long before): a test
+ * of what a write landing late did waits for that, not for a guess.
  */
 export type OutageMode =
   | boolean
@@ -23,7 +25,7 @@ export type OutageMode =
   | { queries: number; matching?: string; reason?: string }
   | { delayMs: number; matching: string; queries?: number }
   | { answerDelayMs: number; matching: string; queries?: number }
-  | { holdUntil: Promise<unknown>; matching: string; onHeld?: () => void };
+  | { holdUntil: Promise<unknown>; matching: string; onHeld?: () => void; onServed?: () => void };
 
 export interface WorkerDbListener {
   address: string;
@@ -42,7 +44,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   let failNext = { queries: 0, matching: undefined as string | undefined, reason: undefined as string | undefined };
   let delayNext = { queries: 0, matching: "", delayMs: 0 };
   let delayAnswer = { queries: 0, matching: "", delayMs: 0 };
-  let holdNext: { matching: string; until: Promise<unknown>; onHeld?: () => void } | null = null;
+  let holdNext: { matching: string; until: Promise<unknown>; onHeld?: () => void; onServed?: () => void } | null = null;
   const hung: ServerResponse[] = [];
   const unavailable = (res: ServerResponse, reason = "database unavailable (outage drill)") =>
     res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: { message: reason } }));
@@ -65,11 +67,13 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
       // workerd broke the request off (the Worker's call was aborted, the runtime is stopping): nothing to run or answer.
       return;
     }
+    let onServed: (() => void) | undefined;
     if (holdNext && Buffer.concat(chunks).includes(holdNext.matching)) {
       const held = holdNext;
       holdNext = null;
       held.onHeld?.();
       await held.until.catch(() => {});
+      onServed = held.onServed;
     }
     if (delayNext.queries > 0 && Buffer.concat(chunks).includes(delayNext.matching)) {
       delayNext.queries--;
@@ -86,6 +90,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
     } catch {
       reply = { status: 400, body: { ok: false, error: { message: "request is not JSON" } } };
     }
+    onServed?.();
     if (delayAnswer.queries > 0 && Buffer.concat(chunks).includes(delayAnswer.matching)) {
       delayAnswer.queries--;
       await new Promise((r) => setTimeout(r, delayAnswer.delayMs));
@@ -97,7 +102,7 @@ export async function listenForWorker(executor: SqlExecutor, token: string): Pro
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     setOutage: (mode) => {
-      if (typeof mode === "object" && "holdUntil" in mode) return void (holdNext = { matching: mode.matching, until: mode.holdUntil, onHeld: mode.onHeld });
+      if (typeof mode === "object" && "holdUntil" in mode) return void (holdNext = { matching: mode.matching, until: mode.holdUntil, onHeld: mode.onHeld, onServed: mode.onServed });
       if (typeof mode === "object" && "answerDelayMs" in mode) return void (delayAnswer = { queries: mode.queries ?? 1, matching: mode.matching, delayMs: mode.answerDelayMs });
       if (typeof mode === "object" && "delayMs" in mode) return void (delayNext = { queries: mode.queries ?? 1, matching: mode.matching, delayMs: mode.delayMs });
       if (typeof mode === "object") return void (failNext = { queries: mode.queries, matching: mode.matching, reason: mode.reason });

@@ -2,6 +2,7 @@ import type { Db } from "../db/client";
 import { artifactAccess, type ArtifactReader } from "../artifacts/policy";
 import type { ArtifactRef } from "../protocol/common";
 import { artifactsStore, toArtifactRef } from "../stores/artifacts";
+import { quotedAsSent, type QuoteScrub } from "./sent-secrets";
 
 const REFUSAL = {
   not_found: "does not exist",
@@ -30,6 +31,8 @@ export class RunArtifactRefs {
   constructor(
     private readonly db: Db,
     private readonly reader: ArtifactReader,
+    /** What a refusal quoting an id the runner named leaves out (its run's secrets: ./sent-secrets.ts). */
+    private readonly quote: QuoteScrub = quotedAsSent,
   ) {}
 
   /** An artifact this run just stored itself (inline content). */
@@ -56,7 +59,7 @@ export class RunArtifactRefs {
       const row = rows.get(id);
       const access = row ? artifactAccess(row, this.reader, now) : "not_found";
       if (access === "granted") this.known.set(id, toArtifactRef(row!));
-      else this.refusedNow.set(id, `artifact ${id} ${REFUSAL[access]}`);
+      else this.refusedNow.set(id, `artifact ${this.quote(id)} ${REFUSAL[access]}`);
     }
   }
 

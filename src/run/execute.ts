@@ -124,7 +124,7 @@ async function batchStatements(deps: ExecuteDeps, batch: ResultBatch, refs: RunA
       refs.unstored([a.ref.artifact_id], "R2 did not store it");
       const why = headOf(refused.err instanceof Error ? refused.err.message : String(refused.err), 200);
       const tries = refused.attempts > 1 ? `, ${refused.attempts} attempts` : "";
-      processor.refuseReference(batch, a.entry, a.ref.artifact_id, `its content could not be stored (${why}${tries})`, "result.artifact_unstored");
+      processor.refuseUnstored(batch, a.entry, a.ref.artifact_id, `its content could not be stored (${why}${tries})`);
       continue;
     }
     put.push(r2Key);
@@ -242,7 +242,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     scrub: sent.scrub,
   });
 
-  const artifactRefs = new RunArtifactRefs(db, artifactReaderOf(job));
+  // Its refusals quote the ids the runner named.
+  const artifactRefs = new RunArtifactRefs(db, artifactReaderOf(job), sent.scrub);
 
   let failure: unknown;
   let runnerDone = false;

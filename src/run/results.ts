@@ -196,14 +196,16 @@ export class ResultProcessor {
     // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
     if (parsed.kind === "invalid") {
       // zod's words quote the keys it refused (an unknown key, a record's key on a path): scrubbed before the cut.
-      if (parsed.type === "run.completed" || parsed.type === "run.failed") this.droppedTerminal = headOf(`${parsed.type}: ${this.quote(parsed.issues)}`, 500);
-      return STRICT_RESULT_TYPES.has(parsed.type) ? this.drop(batch, recorded, parsed.issues) : undefined;
+      const issues = this.quote(parsed.issues);
+      if (parsed.type === "run.completed" || parsed.type === "run.failed") this.droppedTerminal = headOf(`${parsed.type}: ${issues}`, 500);
+      return STRICT_RESULT_TYPES.has(parsed.type) ? this.drop(batch, recorded, issues) : undefined;
     }
     // A whole number past what the value check can see (beyond 64 bits, read as a float) in what is stored (a state value,
     // an artifact's metadata): dropped, not stored rounded.
     const kept = parsed.result.type === "state.updated" ? "value" : parsed.result.type === "artifact.created" && parsed.result.data.metadata ? "metadata" : null;
     const rounded = kept ? roundedIntegerAt(payload, ["data", kept]) : null;
-    if (rounded) return this.drop(batch, recorded, `${kept}: ${roundedIntegerMessage(rounded)}`);
+    // The digits quoted are the runner's.
+    if (rounded) return this.drop(batch, recorded, `${kept}: ${roundedIntegerMessage(this.quote(rounded))}`);
     this.inlineIds.rename(parsed.result, recorded);
     this.apply(parsed.result, batch, recorded);
   }
@@ -216,20 +218,30 @@ export class ResultProcessor {
     return [this.entry("host.warning", { code: UNKNOWN_TYPE_WARNING, message, sequence: null, ledger_seq: null, suppressed }, "host")];
   }
 
-  /** The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. */
+  /**
+   * The result is recorded as sent but not acted on: `dropped` keeps delivery from showing it. `reason` and `facts` are
+   * kept as given: what of them quotes the runner is scrubbed where it is quoted (this.quote), the host's own words and
+   * facts never (a secret of a few characters would take them apart: "no c[redacted]tent").
+   */
   private drop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}, code?: string) {
     recorded.dropped = true;
     this.reportDrop(batch, recorded, reason, facts, code);
   }
 
   /**
-   * An artifact the executor could not attach, dropped like any invalid result: a reference its lookup refused (the run
-   * may not attach it), or inline content R2 would not store (`code` result.artifact_unstored).
+   * A reference the executor could not attach (its lookup refused it: the run may not attach it), dropped like any
+   * invalid result. `reason` quotes the id scrubbed already (RunArtifactRefs); the id named is the runner's word.
    */
-  refuseReference(batch: ResultBatch, recorded: LedgerEntry, artifactId: string, reason: string, code?: string) {
+  refuseReference(batch: ResultBatch, recorded: LedgerEntry, artifactId: string, reason: string) {
     // Never attached: not kept for the next message either, so a runner naming artifacts it may not attach fills no memory.
     this.pending.delete(artifactId);
-    this.drop(batch, recorded, reason, { artifact_id: artifactId }, code);
+    this.drop(batch, recorded, reason, { artifact_id: this.quote(artifactId) });
+  }
+
+  /** Inline content R2 would not store, dropped as a refused reference is: its id is the host's own (no quote). */
+  refuseUnstored(batch: ResultBatch, recorded: LedgerEntry, artifactId: string, reason: string) {
+    this.pending.delete(artifactId);
+    this.drop(batch, recorded, reason, { artifact_id: artifactId }, "result.artifact_unstored");
   }
 
   /** A `state.updated` the executor found past its scope's cap (run/state-caps.ts): dropped like any refused result, its facts the cap and the usage. */
@@ -241,18 +253,15 @@ export class ResultProcessor {
   private reportDrop(batch: ResultBatch, recorded: LedgerEntry, reason: string, facts: Record<string, unknown> = {}, code = "result.invalid_payload") {
     const { type, seq: ledger_seq } = recorded;
     const sequence = recorded.runnerSequence ?? null;
-    // The reason may quote the runner's words (a key zod refused, an artifact id), and the audit is EventLog's, which
-    // other runs page: neither says what only the runner was sent.
-    const why = this.quote(reason);
-    const told = Object.fromEntries(Object.entries(facts).map(([name, value]) => [name, typeof value === "string" ? this.quote(value) : value]));
+    // `reason` and `facts` quote the runner scrubbed already (drop): the audit is EventLog's, which other runs page.
     // `ledger_seq` names the entry kept as sent (its SSE frame id), so a follower can tell it was not applied.
-    this.warn(batch, code, `${type} dropped: ${why}`, { sequence, ledger_seq });
+    this.warn(batch, code, `${type} dropped: ${reason}`, { sequence, ledger_seq });
     if (!this.dropAudits.admit()) return;
     batch.audits.push({
       eventType: "runner.result_dropped",
       ...this.init.place,
       runId: this.init.runId,
-      data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, ledger_seq, ...told, reason: why },
+      data: { run_id: this.init.runId, runner_id: this.init.runnerId, result_type: type, sequence, ledger_seq, ...facts, reason },
     });
   }
 

@@ -1,4 +1,4 @@
-import { quotedSecretFragments, redact, StreamRedactor } from "../resources/secrets";
+import { quotedSecretFragments, REDACTED } from "../resources/secrets";
 
 /** Takes a runner's words out of a quote: `cut` when the text was cut short where it was read (its end is not the runner's). */
 export type QuoteScrub = (text: string, cut?: boolean) => string;
@@ -35,9 +35,55 @@ export class SentSecrets {
    */
   readonly scrub: QuoteScrub = (text, cut = false) => {
     this.fragments ??= quotedSecretFragments(this.sources.flatMap((values) => values().flatMap(textsOf)));
-    // Only a cut text needs its tail looked at (a line quoted whole may be a megabyte, a secret a PEM key).
-    return cut ? new StreamRedactor(this.fragments).push(text) : redact(text, this.fragments);
+    return redactQuote(text, this.fragments, cut);
   };
+}
+
+/**
+ * `text` with every stretch that fragments cover, as the runner sent it, replaced by one `[redacted]` (overlapping or
+ * touching matches as one). Found in the text as sent, never in what a replacement put there: a short secret ("ct",
+ * "e") would otherwise take apart the `[redacted]` of a longer one, the text growing with each such secret, and one
+ * inside the cut head of a longer one would hide that head from the tail check. `cut`: the longest tail that could
+ * start a fragment is left out (looked for before anything is replaced, for the same reason). Linear in `text` but for
+ * that tail check, which a cut quote (at most 512 bytes) bounds.
+ */
+export function redactQuote(text: string, fragments: readonly string[], cut: boolean): string {
+  const kept = text.length - (cut ? fragmentStartAtEnd(text, fragments) : 0);
+  // How many matches start (+1) and end (-1) at each index; allocated only once one is found.
+  let depthChange: Int32Array | null = null;
+  for (const f of fragments) {
+    for (let at = text.indexOf(f); at >= 0 && at < kept; at = text.indexOf(f, at + 1)) {
+      depthChange ??= new Int32Array(text.length + 1);
+      depthChange[at]++;
+      depthChange[at + f.length]--;
+    }
+  }
+  if (!depthChange) return kept === text.length ? text : text.slice(0, kept);
+  const parts: string[] = [];
+  let depth = 0;
+  let shownFrom = 0;
+  for (let i = 0; i < kept; i++) {
+    const before = depth;
+    depth += depthChange[i];
+    if (before === 0 && depth > 0) parts.push(text.slice(shownFrom, i), REDACTED);
+    else if (before > 0 && depth === 0) shownFrom = i;
+  }
+  if (depth === 0) parts.push(text.slice(shownFrom, kept));
+  return parts.join("");
+}
+
+/** The length of the longest tail of `text` that is a proper prefix of a fragment (0 when none). */
+function fragmentStartAtEnd(text: string, fragments: readonly string[]): number {
+  let longest = 0;
+  for (const f of fragments) {
+    for (let k = Math.min(f.length - 1, text.length); k > longest; k--) {
+      if (text.endsWith(f.slice(0, k))) {
+        longest = k;
+        break;
+      }
+    }
+  }
+  return longest;
 }
 
 /**

@@ -74,12 +74,13 @@ async function failedRun(text: string): Promise<RunView> {
 async function landingAfterTheEnd(text: string, matching: string): Promise<RunView> {
   const release = deferred<void>();
   const held = deferred<void>();
-  host.databaseOutage({ holdUntil: release.promise, matching, onHeld: held.resolve });
+  const served = deferred<void>();
+  host.databaseOutage({ holdUntil: release.promise, matching, onHeld: held.resolve, onServed: served.resolve });
   const run = await failedRun(text);
   await held.promise;
   release.resolve();
-  // The held write is served as soon as it is let go: what it would add is there within moments (a local file).
-  await new Promise((r) => setTimeout(r, 500));
+  // What it would add is there once the database has run it (not after a guess at how long that takes).
+  await served.promise;
   return run;
 }
 
@@ -183,11 +184,13 @@ describe("the drops of a run's write that got no answer", () => {
     // The whole batch, then the run's own end (its failure), are held past the query timeout; the host's end of the
     // run is refused, so the run is ended as lost (the drops its ledger holds: none). Then both held writes land.
     const release = deferred<void>();
+    const [batchServed, endServed] = [deferred<void>(), deferred<void>()];
     host.databaseOutage({
       holdUntil: release.promise,
       matching: WHOLE,
+      onServed: batchServed.resolve,
       onHeld: () => {
-        host.databaseOutage({ holdUntil: release.promise, matching: "the host failed while running" });
+        host.databaseOutage({ holdUntil: release.promise, matching: "the host failed while running", onServed: endServed.resolve });
         host.databaseOutage({ queries: 1, matching: "the host failed to record the run" });
       },
     });
@@ -195,7 +198,7 @@ describe("the drops of a run's write that got no answer", () => {
     const run = await host.waitForRun(runId, 20_000);
     expect([run.status, run.error?.code]).toEqual(["failed", "host.session_lost"]);
     release.resolve();
-    await new Promise((r) => setTimeout(r, 500));
+    await Promise.all([batchServed.promise, endServed.promise]);
     expect(await ledgerWarnings(runId)).toBe(0);
     const { own, counted } = await dropRecords(runId);
     expect({ own: own.length, counted }).toEqual({ own: 0, counted: 0 });
@@ -236,6 +239,21 @@ describe("a run whose write got no answer", () => {
     await expect.poll(() => newBlobs(before)).toEqual([]);
   }, 30_000);
 
+  it("keeps the stored file its own end's write held when that write was applied, its answer lost", async () => {
+    // Applied at once, its answer held past the query timeout: the run ended as it said, and the host's end, finding it
+    // ended, removes only blobs no row names; this one's row does.
+    host.databaseOutage({ answerDelayMs: 2_000, matching: END_FILE, queries: 1 });
+    const conversation = "drop-count-unanswered-end-file-applied";
+    const first = (await host.postEvent(messageEvent(conversation, "end-file"))).body.run_id!;
+    // Queued behind it (one run at a time in a conversation): it starts once the first run's host end is done.
+    const next = (await host.postEvent(messageEvent(conversation, "end-file"))).body.run_id!;
+    expect((await host.waitForRun(next, 20_000)).status).toBe("completed");
+    expect((await host.waitForRun(first)).status).toBe("completed");
+    const rows = await host.query<{ r2_key: string }>("SELECT r2_key FROM artifact WHERE run_id = ?", [first]);
+    expect(rows).toHaveLength(1);
+    expect(await host.r2Object(rows[0].r2_key)).not.toBeNull();
+  }, 30_000);
+
   it("keeps one record of how it ended when its own end lands after the host's", async () => {
     // The whole batch waits past the query timeout and is then refused: never applied. The run's own end that follows
     // (its failure: "the host failed while running") is held until the host has ended the run itself, then applied.
@@ -243,12 +261,13 @@ describe("a run whose write got no answer", () => {
     host.databaseOutage({ queries: 1, matching: WHOLE });
     const release = deferred<void>();
     const held = deferred<void>();
-    host.databaseOutage({ holdUntil: release.promise, matching: "the host failed while running", onHeld: held.resolve });
+    const served = deferred<void>();
+    host.databaseOutage({ holdUntil: release.promise, matching: "the host failed while running", onHeld: held.resolve, onServed: served.resolve });
     const run = await failedRun("whole");
     expect(run.error?.message).toBe("the host failed to record the run");
     await held.promise;
     release.resolve();
-    await new Promise((r) => setTimeout(r, 500));
+    await served.promise;
     const records = await host.query("SELECT 1 FROM event_log WHERE event_type = 'run.failed' AND run_id = ?", [run.run_id]);
     const ends = await host.query("SELECT 1 FROM run_event WHERE run_id = ? AND type = 'run.failed'", [run.run_id]);
     expect({ records: records.length, ends: ends.length }).toEqual({ records: 1, ends: 1 });

@@ -15,6 +15,8 @@ import { expectSecretsKeptOut } from "../support/secrets-kept-out";
 const API_KEY = "agent-config-secret-5f1e9a7c";
 /** Longer than what is left of the 512 bytes read of an error body after its opening: only its head is read. */
 const LONG_KEY = `long-secret-${"k7Q2".repeat(20)}`;
+/** An unknown artifact a run names (the refusal quotes the id it was given). */
+const UNKNOWN_ARTIFACT = "art_never_stored";
 
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -68,6 +70,17 @@ function answer({ body }: RunCall, res: ServerResponse) {
       res.writeHead(200, { "content-type": "application/x-ndjson" });
       res.end(`${JSON.stringify({ run_id: ctx.run_id, type: "run.completed", data: { finish_reason: "stop", [String(key)]: { hits: 1 } } })}\n`);
       return;
+    case "host-words": {
+      // Results the host drops for reasons of its own words (a blank message), and one naming an artifact it never stored.
+      const lines = [
+        { run_id: ctx.run_id, type: "message.completed", data: { message: { role: "assistant", content: " " } } },
+        { run_id: ctx.run_id, type: "artifact.created", data: { artifact_type: "file", artifact_id: `${UNKNOWN_ARTIFACT}_${key}` } },
+        { run_id: ctx.run_id, type: "run.completed", data: { finish_reason: "stop", message: { role: "assistant", content: "done" } } },
+      ];
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      res.end(lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+      return;
+    }
     case "own-failure":
       // An HTTP library's exception text, passed on as the run's failure: it names the URL it called, key and all.
       res.writeHead(200, { "content-type": "application/x-ndjson" });
@@ -80,7 +93,7 @@ function answer({ body }: RunCall, res: ServerResponse) {
 beforeAll(async () => {
   runner = await startAdHocRunner({
     name: "quoting",
-    runners: [{ name: "default", label: { en_US: "quoting" }, config_schema: [{ name: "api_key", type: "secret", label: { en_US: "Key" } }], permissions: { events: ["page"] } }],
+    runners: [{ name: "default", label: { en_US: "quoting" }, config_schema: [{ name: "api_key", type: "secret", label: { en_US: "Key" } }, { name: "pin", type: "secret", label: { en_US: "PIN" } }], permissions: { events: ["page"] } }],
     onRun: answer,
   });
   host = await startTestHost({ captureLogs: true });
@@ -91,8 +104,8 @@ afterAll(async () => {
   await runner?.close();
 });
 
-async function failedRun(agentId: string, key: unknown, text: string) {
-  const agent = { agent_id: agentId, name: agentId, runner_id: runner.runnerId(), runner_config: { api_key: key }, event_types: ["message.received"], scope: { type: "conversation", id: agentId } };
+async function failedRun(agentId: string, key: unknown, text: string, more: Record<string, unknown> = {}) {
+  const agent = { agent_id: agentId, name: agentId, runner_id: runner.runnerId(), runner_config: { api_key: key, ...more }, event_types: ["message.received"], scope: { type: "conversation", id: agentId } };
   expect((await host.admin("POST", "/v1/admin/agents", agent)).status).toBe(201);
   const posted = await host.postEvent(messageEvent(agentId, text));
   const run = await host.waitForRun(posted.body.run_id!);
@@ -148,6 +161,38 @@ describe("a runner quoting its request's secrets back", () => {
     const { run, answered } = await failedRun("quoting-short", "k9Z3", "refused-field");
     expect(run.error?.message).toMatch(/^runner answered HTTP 422: .*"input":"\[redacted\]"/);
     await expectSecretsKeptOut(host, answered, ["k9Z3"]);
+  });
+
+  it("nor takes apart the [redacted] of one with another that is in it (a short secret)", async () => {
+    // "ct" is in "[redacted]" and nowhere else in the body: each secret is replaced where the runner's words hold it, once.
+    const { run, answered } = await failedRun("quoting-in-marker", API_KEY, "refused-token", { pin: "ct" });
+    expect(run.error?.message).toBe('runner answered HTTP 401: {"error":"token [redacted] is not one this runner issued"}');
+    await expectSecretsKeptOut(host, answered, [tokens.at(-1)!]);
+  });
+
+  it("nor the head of one cut short when a shorter secret is in that head", async () => {
+    // The 512 bytes read end inside LONG_KEY; the PIN is in its head: that head is left out all the same.
+    const { run, answered } = await failedRun("quoting-cut-pin", LONG_KEY, "cut-secret", { pin: "k7Q2" });
+    expect(run.error?.message).toMatch(/^runner answered HTTP 500: \{"error":"中+…$/);
+    await expectSecretsKeptOut(host, answered, ["long-secret-"]);
+  });
+
+  it("and leaves the host's own words and facts whole, a short secret only out of what quotes the runner", async () => {
+    // "on" is in the host's words ("no content") and in the reference the runner named: only the latter is a quote.
+    const agentId = "quoting-host-words";
+    const { run } = await failedRun(agentId, "on", "host-words");
+    expect(run.status).toBe("completed");
+    const ledger = (await host.admin("GET", `/v1/runs/${run.run_id}/events`)).body.items as { origin: string; data: { code?: string; message?: string } }[];
+    expect(ledger.filter((e) => e.origin === "host").map((e) => [e.data.code, e.data.message])).toEqual([
+      ["result.invalid_payload", "message.completed dropped: the message has no content"],
+      ["result.invalid_payload", `artifact.created dropped: artifact ${UNKNOWN_ARTIFACT}_[redacted] does not exist`],
+    ]);
+    const events = await host.admin("GET", `/v1/conversations/events?conversation_id=${agentId}`);
+    const dropped = (events.body.items as { event_type: string; data: Record<string, unknown> }[]).filter((e) => e.event_type === "runner.result_dropped");
+    expect(dropped.map((e) => [e.data.reason, e.data.artifact_id]).sort()).toEqual([
+      [`artifact ${UNKNOWN_ARTIFACT}_[redacted] does not exist`, `${UNKNOWN_ARTIFACT}_[redacted]`],
+      ["the message has no content", undefined],
+    ]);
   });
 
   it.each([
