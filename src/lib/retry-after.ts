@@ -24,3 +24,12 @@ export function retryAfterMs(headers: Headers): number | undefined {
 export function exactWaitMs(ms: number | undefined): number | undefined {
   return ms !== undefined && Number.isSafeInteger(ms) ? ms : undefined;
 }
+
+/**
+ * A wait a platform's JSON body names in seconds (Telegram's and Discord's `retry_after`, fractional), in whole
+ * milliseconds rounded up; undefined for anything else (a negative number, not a number): no wait named, so the
+ * caller's own backoff applies rather than a retry at once.
+ */
+export function secondsFieldMs(seconds: unknown): number | undefined {
+  return typeof seconds === "number" && seconds >= 0 ? Math.ceil(seconds * 1000) : undefined;
+}

@@ -37,3 +37,24 @@ describe("Telegram: a 429 whose retry_after is past any whole number of millisec
     expect(tg.fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat)).toHaveLength(1);
   });
 });
+
+describe("Telegram: a 429 whose retry_after is negative or a fraction of a millisecond", () => {
+  it("negative: no wait named, so the reply backs off as for a platform that named none (never retried at once, never recorded negative)", async () => {
+    const chat = "-100573";
+    throttled.set(chat, -5);
+    expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, `endless ${chat}`)).status).toBe(200);
+    const runId = await waitFor(() => tg.runner.contexts.find((c) => c.input.text === `endless ${chat}`)?.run_id);
+    const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed"), 10_000, "the failure");
+    expect(failed).toMatchObject({ attempt: 1, status: 429, code: "rate_limited", will_retry: true, retry_after_ms: null });
+    expect(failed.retry_in_ms).toBeGreaterThan(0);
+  });
+
+  it("a fraction: the wait rounded up to whole milliseconds, recorded as waited", async () => {
+    const chat = "-100574";
+    throttled.set(chat, 0.0015);
+    expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, `endless ${chat}`)).status).toBe(200);
+    const runId = await waitFor(() => tg.runner.contexts.find((c) => c.input.text === `endless ${chat}`)?.run_id);
+    const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed"), 10_000, "the failure");
+    expect(failed).toMatchObject({ attempt: 1, status: 429, will_retry: true, retry_after_ms: 2, retry_in_ms: 2 });
+  });
+});

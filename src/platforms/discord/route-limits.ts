@@ -13,10 +13,11 @@
  * kept per bot for the whole isolate, so a global 429 one reply met holds the others' calls too.
  */
 import { retryAfterHeaderMs } from "../http";
+import { secondsFieldMs } from "../../lib/retry-after";
 
 /** What a Discord answer asks to wait (ms): its body's `retry_after` (seconds, fractional), else its Retry-After header. */
 export const retryAfterOf = (data: Record<string, unknown>, headers: Headers): number | undefined =>
-  typeof data.retry_after === "number" ? Math.ceil(data.retry_after * 1000) : retryAfterHeaderMs(headers);
+  secondsFieldMs(data.retry_after) ?? retryAfterHeaderMs(headers);
 
 /** Routes whose bucket names are remembered; past it the oldest are forgotten (Discord names them again). */
 const MAX_ROUTES = 1_000;

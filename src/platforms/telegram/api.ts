@@ -5,6 +5,7 @@
  * `{ok: false, error_code, description, parameters: {retry_after}}`.
  */
 import { loggedId } from "../../lib/log-text";
+import { secondsFieldMs } from "../../lib/retry-after";
 import { asRecord, callPlatform, mayHaveApplied, repeatable, requestInit } from "../http";
 import type { ApiResult, Bot, ChatMove, DeliveryTarget, Messenger, TextFormat } from "../types";
 import { mediaEssence, UploadForm, uploadTimeoutMs } from "../upload";
@@ -30,7 +31,7 @@ export function telegramApi(bot: Bot<TelegramCredentials>, timeoutMs: number) {
     const message = typeof body.description === "string" ? body.description : `HTTP ${reply.value.status}`;
     const { retry_after: retryAfter, migrate_to_chat_id: movedTo } = asRecord(body.parameters);
     if (status === 429) {
-      return { ok: false, failure: { kind: "rate_limited", status, code: "rate_limited", message, retryAfterMs: typeof retryAfter === "number" ? retryAfter * 1000 : undefined } };
+      return { ok: false, failure: { kind: "rate_limited", status, code: "rate_limited", message, retryAfterMs: secondsFieldMs(retryAfter) } };
     }
     const moved = typeof movedTo === "number" || typeof movedTo === "string" ? { movedToChatId: String(movedTo) } : {};
     const maybe = status >= 500 && mayHaveApplied(status) ? { maybeApplied: true } : {};
