@@ -1,11 +1,14 @@
 /**
  * The wait an HTTP answer asks for, in milliseconds: a header in seconds (`Retry-After: 2.5`) or, for `Retry-After`,
- * an HTTP date. Undefined when the header is absent or unreadable: a caller then waits its own backoff.
+ * an HTTP date. Undefined when the header is absent or unreadable (a negative number too): a caller then waits its
+ * own backoff.
  */
 export function retryAfterHeaderMs(headers: Headers, name = "retry-after", now = Date.now()): number | undefined {
   const value = headers.get(name)?.trim();
   if (!value) return undefined;
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.ceil(Number(value) * 1000);
+  if (/^\d+(\.\d+)?$/.test(value)) return secondsInMs(Number(value));
+  // Every HTTP date starts with its day's name (RFC 9110 §5.6.7); Date.parse reads "-5" as a day in 2001, a wait of 0.
+  if (!/^[a-z]/i.test(value)) return undefined;
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
@@ -14,6 +17,14 @@ export function retryAfterHeaderMs(headers: Headers, name = "retry-after", now =
 export function retryAfterMs(headers: Headers): number | undefined {
   const ms = headers.get("retry-after-ms")?.trim();
   return ms && /^\d+(\.\d+)?$/.test(ms) ? Math.ceil(Number(ms)) : retryAfterHeaderMs(headers);
+}
+
+/**
+ * Seconds (not negative) in whole milliseconds, rounded up past the float product's own error: 4.03 s is 4030 ms,
+ * not the 4031 that ceil(4030.0000000000005) makes; 0.0015 s is 2 ms.
+ */
+function secondsInMs(seconds: number): number {
+  return Math.ceil(Number((seconds * 1000).toPrecision(15)));
 }
 
 /**
@@ -31,5 +42,5 @@ export function exactWaitMs(ms: number | undefined): number | undefined {
  * caller's own backoff applies rather than a retry at once.
  */
 export function secondsFieldMs(seconds: unknown): number | undefined {
-  return typeof seconds === "number" && seconds >= 0 ? Math.ceil(seconds * 1000) : undefined;
+  return typeof seconds === "number" && seconds >= 0 ? secondsInMs(seconds) : undefined;
 }

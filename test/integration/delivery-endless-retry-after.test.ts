@@ -57,4 +57,13 @@ describe("Telegram: a 429 whose retry_after is negative or a fraction of a milli
     const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed"), 10_000, "the failure");
     expect(failed).toMatchObject({ attempt: 1, status: 429, will_retry: true, retry_after_ms: 2, retry_in_ms: 2 });
   });
+
+  it("a whole number of milliseconds given as a fraction of seconds: that wait, not one more (2.007 s is 2007 ms, not ceil(2007.0000000000002))", async () => {
+    const chat = "-100575";
+    throttled.set(chat, 2.007);
+    expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, `endless ${chat}`)).status).toBe(200);
+    const runId = await waitFor(() => tg.runner.contexts.find((c) => c.input.text === `endless ${chat}`)?.run_id);
+    const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed"), 10_000, "the failure");
+    expect(failed).toMatchObject({ attempt: 1, status: 429, will_retry: true, retry_after_ms: 2007, retry_in_ms: 2007 });
+  });
 });

@@ -8,6 +8,8 @@ const BOT_TOKEN = "xoxb-TEST-slack-bot-token-deliv";
 const SIGNING_SECRET = "slack-signing-secret-deliv-0123456789";
 /** Channels whose first chat.postMessage Slack refuses with HTTP 200 {ok:false, error:"rate_limited"} (chat.postMessage's documented "posted too many messages"). */
 const postLimited = new Set<string>();
+/** Channels whose first chat.postMessage Slack answers HTTP 429 with this Retry-After header. */
+const retryAfterHeader = new Map<string, string>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -19,6 +21,8 @@ function slackApi(call: PlatformCall): FakeReply {
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
   if (call.path === "/chat.postMessage") {
     if (postLimited.delete(call.body.channel)) return { json: { ok: false, error: "rate_limited" } };
+    const retryAfter = retryAfterHeader.get(call.body.channel);
+    if (retryAfter !== undefined && retryAfterHeader.delete(call.body.channel)) return { status: 429, headers: { "retry-after": retryAfter }, json: { ok: false, error: "ratelimited" } };
     return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
   }
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
@@ -67,5 +71,19 @@ describe("Slack: chat.postMessage's own rate-limit error", () => {
     expect(JSON.parse(failed.data_json)).toMatchObject({ code: "rate_limited", will_retry: true });
     await waitFor(() => postsTo("C900").length >= 2, 10_000, "the retried post");
     expect(postsTo("C900").map((c) => c.body.text)).toEqual(["echo: limited", "echo: limited"]);
+  });
+});
+
+describe("Slack: a 429 whose Retry-After is a negative number", () => {
+  // Date.parse reads "-5" as a day in 2001: a wait of 0, the reply retried at once and recorded as asked to.
+  it("names no wait: the reply backs off as for a platform that named none, recorded with retry_after_ms null", async () => {
+    retryAfterHeader.set("C901", "-5");
+    expect(await post(message("C901", "negative wait"))).toBe(200);
+    const runId = await waitFor(() => runner.contexts.find((c) => c.input.text === "negative wait")?.run_id);
+    const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0], 10_000, "the failure");
+    const facts = JSON.parse(failed.data_json);
+    expect(facts).toMatchObject({ status: 429, code: "rate_limited", will_retry: true, retry_after_ms: null });
+    expect(facts.retry_in_ms).toBeGreaterThan(0);
+    await waitFor(() => postsTo("C901").length >= 2, 10_000, "the retried post");
   });
 });
