@@ -13,7 +13,7 @@
  * kept per bot for the whole isolate, so a global 429 one reply met holds the others' calls too.
  */
 import { retryAfterHeaderMs } from "../http";
-import { secondsFieldMs } from "../../lib/retry-after";
+import { exactWaitMs, secondsFieldMs } from "../../lib/retry-after";
 
 /** What a Discord answer asks to wait (ms): its body's `retry_after` (seconds, fractional), else its Retry-After header. */
 export const retryAfterOf = (data: Record<string, unknown>, headers: Headers): number | undefined =>
@@ -46,8 +46,11 @@ export class RouteLimits {
   noted(route: string, status: number, headers: Headers, retryAfterMs: number | undefined): void {
     const now = Date.now();
     const global = headers.get("x-ratelimit-global")?.trim().toLowerCase() === "true" || headers.get("x-ratelimit-scope")?.trim().toLowerCase() === "global";
-    // A wait given as no finite number (`retry_after: 1e400`) is no wait to keep: it would hold every later call.
-    if (status === 429 && global && retryAfterMs !== undefined && Number.isFinite(retryAfterMs)) this.globalResetAt = Math.max(this.globalResetAt, now + retryAfterMs);
+    // Discord's latest word on its global limit stands, not the longest: one absurd wait (`retry_after: 1e20`, kept as the
+    // longest) would outlast every real one, and ready() waits none longer than its bound, so real waits went unheeded.
+    // A wait no integer holds exactly (`1e400`, past 2^53 − 1 ms) is none to keep.
+    const wait = exactWaitMs(retryAfterMs);
+    if (status === 429 && global && wait !== undefined) this.globalResetAt = now + wait;
     const named = headers.get("x-ratelimit-bucket");
     if (named) this.remember(route, named);
     const bucket = this.bucketOf(route, named);
