@@ -17,6 +17,14 @@ afterAll(async () => {
   await tg?.dispose();
 });
 
+/** A message to `chat`, whose answer Telegram refuses (throttled): its run, and the first delivery.failed of its answer. */
+async function firstFailure(chat: string) {
+  expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, `endless ${chat}`)).status).toBe(200);
+  const runId = await waitFor(() => tg.runner.contexts.find((c) => c.input.text === `endless ${chat}`)?.run_id);
+  const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed"), 10_000, "the failure");
+  return { runId, failed };
+}
+
 describe("Telegram: a 429 whose retry_after is past any whole number of milliseconds", () => {
   // 1e20 s is 1e23 ms (JSON's `1e+23`); 9007199254741 s is a whole number of ms just past 2^53 − 1.
   it.each([
@@ -24,9 +32,7 @@ describe("Telegram: a 429 whose retry_after is past any whole number of millisec
     ["-100572", 9_007_199_254_741],
   ])("is given up on at once, recorded with retry_after_ms null (chat %s, %d s)", async (chat, seconds) => {
     throttled.set(chat, seconds);
-    expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, `endless ${chat}`)).status).toBe(200);
-    const runId = await waitFor(() => tg.runner.contexts.find((c) => c.input.text === `endless ${chat}`)?.run_id);
-    const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed"), 10_000, "the failure");
+    const { runId, failed } = await firstFailure(chat);
     expect(failed).toMatchObject({ operation: "send", attempt: 1, status: 429, code: "rate_limited", will_retry: false, retry_in_ms: null });
     expect(failed).toHaveProperty("retry_after_ms", null);
     const note = await waitFor(async () => {
@@ -42,9 +48,7 @@ describe("Telegram: a 429 whose retry_after is negative or a fraction of a milli
   it("negative: no wait named, so the reply backs off as for a platform that named none (never retried at once, never recorded negative)", async () => {
     const chat = "-100573";
     throttled.set(chat, -5);
-    expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, `endless ${chat}`)).status).toBe(200);
-    const runId = await waitFor(() => tg.runner.contexts.find((c) => c.input.text === `endless ${chat}`)?.run_id);
-    const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed"), 10_000, "the failure");
+    const { failed } = await firstFailure(chat);
     expect(failed).toMatchObject({ attempt: 1, status: 429, code: "rate_limited", will_retry: true, retry_after_ms: null });
     expect(failed.retry_in_ms).toBeGreaterThan(0);
   });
@@ -52,18 +56,14 @@ describe("Telegram: a 429 whose retry_after is negative or a fraction of a milli
   it("a fraction: the wait rounded up to whole milliseconds, recorded as waited", async () => {
     const chat = "-100574";
     throttled.set(chat, 0.0015);
-    expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, `endless ${chat}`)).status).toBe(200);
-    const runId = await waitFor(() => tg.runner.contexts.find((c) => c.input.text === `endless ${chat}`)?.run_id);
-    const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed"), 10_000, "the failure");
+    const { failed } = await firstFailure(chat);
     expect(failed).toMatchObject({ attempt: 1, status: 429, will_retry: true, retry_after_ms: 2, retry_in_ms: 2 });
   });
 
   it("a whole number of milliseconds given as a fraction of seconds: that wait, not one more (2.007 s is 2007 ms, not ceil(2007.0000000000002))", async () => {
     const chat = "-100575";
     throttled.set(chat, 2.007);
-    expect((await sayOnTelegram(tg.webhookUrl, tg.secretToken, chat, `endless ${chat}`)).status).toBe(200);
-    const runId = await waitFor(() => tg.runner.contexts.find((c) => c.input.text === `endless ${chat}`)?.run_id);
-    const failed = await waitFor(async () => (await tg.trail(runId)).find((r) => r.type === "delivery.failed"), 10_000, "the failure");
+    const { failed } = await firstFailure(chat);
     expect(failed).toMatchObject({ attempt: 1, status: 429, will_retry: true, retry_after_ms: 2007, retry_in_ms: 2007 });
   });
 });
