@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { compiled, param } from "../db/compiled";
 import { insertWhereReturning } from "../db/guarded";
@@ -128,22 +128,6 @@ const discardQueued = compiled((db) => db.delete(run).where(and(eq(run.runId, pa
  */
 const recordedResults = sql`((SELECT COUNT(*) FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId}) - (SELECT COUNT(*) FROM ${runEvent} WHERE ${runEvent.runId} = ${run.runId} AND ${runEvent.origin} = 'host'))`;
 
-const finishRun = compiled((db) =>
-  db
-    .update(run)
-    .set({
-      status: sql`${param("status")}`,
-      finishReason: sql`${param("finishReason")}`,
-      finalMessageJson: sql`${param("finalMessageJson")}`,
-      errorCode: sql`${param("errorCode")}`,
-      errorMessage: sql`${param("errorMessage")}`,
-      resultCount: recordedResults,
-      endedAt: sql`${param("endedAt")}`,
-    })
-    .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED, "running"])))
-    .returning({ runId: run.runId }),
-);
-
 /** The run's last message item, as the message a run's end records: what the transcript holds, whatever its writes became. */
 const recordedMessage = sql`(SELECT json_object('role', t.role, 'content', COALESCE(json(t.content_json), t.content)) FROM ${transcript} t WHERE t.event_id = ${run.eventId} AND t.run_id = ${run.runId} AND t.item_type = 'message' ORDER BY t.seq DESC LIMIT 1)`;
 
@@ -166,22 +150,26 @@ const finishRunAsHost = compiled((db) =>
     .returning({ runId: run.runId }),
 );
 
+/** A run's own end, its final message as given (`finalMessage`), only while it has not ended: the update answers its run id when it ended it. */
+const runEnd = (finalMessage: SQL) =>
+  compiled((db) =>
+    db
+      .update(run)
+      .set({
+        status: sql`${param("status")}`,
+        finishReason: sql`${param("finishReason")}`,
+        finalMessageJson: finalMessage,
+        errorCode: sql`${param("errorCode")}`,
+        errorMessage: sql`${param("errorMessage")}`,
+        resultCount: recordedResults,
+        endedAt: sql`${param("endedAt")}`,
+      })
+      .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED, "running"])))
+      .returning({ runId: run.runId }),
+  );
+const finishRun = runEnd(sql`${param("finalMessageJson")}`);
 /** finishRun, its message the last message item the transcript holds (a write of the run whose answer never came may or may not have added one). */
-const finishRunWithRecordedMessage = compiled((db) =>
-  db
-    .update(run)
-    .set({
-      status: sql`${param("status")}`,
-      finishReason: sql`${param("finishReason")}`,
-      finalMessageJson: recordedMessage,
-      errorCode: sql`${param("errorCode")}`,
-      errorMessage: sql`${param("errorMessage")}`,
-      resultCount: recordedResults,
-      endedAt: sql`${param("endedAt")}`,
-    })
-    .where(and(eq(run.runId, param("runId")), inArray(run.status, [...NOT_STARTED, "running"])))
-    .returning({ runId: run.runId }),
-);
+const finishRunWithRecordedMessage = runEnd(recordedMessage);
 
 /** End a run that is still only queued (never a running one: that is ended by its own run). */
 const endQueuedRun = compiled((db) =>
