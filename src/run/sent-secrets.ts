@@ -47,7 +47,7 @@ export class SentSecrets {
  * start a fragment is left out (looked for before anything is replaced, for the same reason). Linear in `text` but for
  * that tail check, which a cut quote (at most 512 bytes) bounds.
  */
-export function redactQuote(text: string, fragments: readonly string[], cut: boolean): string {
+function redactQuote(text: string, fragments: readonly string[], cut: boolean): string {
   const kept = text.length - (cut ? fragmentStartAtEnd(text, fragments) : 0);
   // How many matches start (+1) and end (-1) at each index; allocated only once one is found.
   let depthChange: Int32Array | null = null;

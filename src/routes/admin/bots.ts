@@ -20,7 +20,7 @@ import { EndpointSchema } from "../../resources/ids";
 import { bot } from "../../db/schema";
 import { selectPage } from "../../stores/list-page";
 import { AdminListQuery, listing } from "./list-page";
-import { changedMeanwhile, checkReadAsStored } from "./replace";
+import { checkReadAsStored, replaceOrExplain } from "./replace";
 import { nextUpdatedAt } from "../../lib/updated-at";
 
 const BotFields = {
@@ -138,11 +138,7 @@ export const botsRouter = router()
     };
     // Only over the row as read: a concurrent DELETE is a 404 (a bot registered anew under its id since is not the one
     // read), a concurrent PUT (a rotated credential) a 409, never undone.
-    if (!(await botsStore(db).replace(updated, row))) {
-      const current = await botsStore(db).get(row.botId);
-      if (!current || current.createdAt !== row.createdAt) throw notFound(`bot ${row.botId} not found (deleted meanwhile)`);
-      throw changedMeanwhile(`bot ${row.botId} was changed meanwhile; read it again`, current.updatedAt);
-    }
+    await replaceOrExplain(() => botsStore(db).replace(updated, row), row, () => botsStore(db).get(row.botId), `bot ${row.botId}`);
     return c.json(toBotView(updated, publicBaseUrl(c.env, c.req.url)));
   })
   .delete("/:botId", async (c) => {
