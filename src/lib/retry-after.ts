@@ -1,16 +1,17 @@
+import { httpDateMs } from "./http-date";
+
 /**
  * The wait an HTTP answer asks for, in milliseconds: a header in seconds (`Retry-After: 2.5`) or, for `Retry-After`,
- * an HTTP date. Undefined when the header is absent or unreadable (a negative number too): a caller then waits its
- * own backoff.
+ * an HTTP-date (./http-date.ts). Undefined when the header is absent or unreadable (a negative number, text that is
+ * neither): a caller then waits its own backoff.
  */
 export function retryAfterHeaderMs(headers: Headers, name = "retry-after", now = Date.now()): number | undefined {
   const value = headers.get(name)?.trim();
   if (!value) return undefined;
   if (/^\d+(\.\d+)?$/.test(value)) return secondsInMs(Number(value));
-  // Every HTTP date starts with its day's name (RFC 9110 §5.6.7); Date.parse reads "-5" as a day in 2001, a wait of 0.
-  if (!/^[a-z]/i.test(value)) return undefined;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  // Only an HTTP-date's own forms: Date.parse reads "-5" or "about 5" as a day in 2001, a wait of 0 (a retry at once).
+  const at = httpDateMs(value, now);
+  return at === undefined ? undefined : Math.max(0, at - now);
 }
 
 /** `retry-after-ms` (OpenAI, Azure OpenAI), else `Retry-After`. */

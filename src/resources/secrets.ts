@@ -27,7 +27,8 @@ const MIN_SECRET_LENGTH = 6;
 export function secretFragments(values: readonly (string | null | undefined)[]): string[] {
   const out = new Set<string>();
   for (const value of values) {
-    if (!value) continue;
+    // Whitespace alone hides nothing, and scrubbed it would take every such run out of the text (indentation, spaces).
+    if (!value?.trim()) continue;
     // `name=value` pairs (cookies, `token=...` schemes): a value named or shaped like a credential is one of its own
     // (not a setting such as `lang=english`, which answers may well mention).
     const assigned = value.split(/[;,\s]+/).flatMap((pair) => {
@@ -51,12 +52,18 @@ export function secretFragments(values: readonly (string | null | undefined)[]):
  * mangled beats a secret shown.
  */
 export function quotedSecretFragments(values: readonly string[]): string[] {
-  const short = values.filter((value) => value.length > 0 && value.length < MIN_SECRET_LENGTH).flatMap(quotedForms);
+  const short = values.filter((value) => value.trim() !== "" && value.length < MIN_SECRET_LENGTH).flatMap(quotedForms);
   return longestFirst(new Set([...secretFragments(values), ...short]));
 }
 
-/** A value as text may carry it: as it is, as inside a JSON string, percent-encoded. */
-const quotedForms = (value: string): string[] => [...jsonForms(value), encodeURIComponent(value)];
+/**
+ * A value as text may carry it: as it is, as inside a JSON string, percent-encoded. One with half a surrogate pair (a
+ * JSON `\ud83d` stored as sent) also as UTF-8 carries it, that half as U+FFFD; encodeURIComponent throws on it as it is.
+ */
+function quotedForms(value: string): string[] {
+  const encodable = value.replace(/\p{Cs}/gu, "\ufffd");
+  return [...jsonForms(value), ...(encodable === value ? [] : jsonForms(encodable)), encodeURIComponent(encodable)];
+}
 
 /** Longest first, so a value is scrubbed whole before its parts are looked for. */
 const longestFirst = (fragments: Iterable<string>): string[] => [...fragments].sort((a, b) => b.length - a.length);

@@ -170,6 +170,12 @@ describe("a runner quoting its request's secrets back", () => {
     await expectSecretsKeptOut(host, answered, [tokens.at(-1)!]);
   });
 
+  it("and reads a secret of whitespace alone as none: a quote keeps its spaces", async () => {
+    // A space as a PIN hides nothing; taken as a secret, it would take every space out of what the runner said.
+    const { run } = await failedRun("quoting-blank-pin", API_KEY, "refused-token", { pin: " " });
+    expect(run.error?.message).toBe('runner answered HTTP 401: {"error":"token [redacted] is not one this runner issued"}');
+  });
+
   it("nor the head of one cut short when a shorter secret is in that head", async () => {
     // The 512 bytes read end inside LONG_KEY; the PIN is in its head: that head is left out all the same.
     const { run, answered } = await failedRun("quoting-cut-pin", LONG_KEY, "cut-secret", { pin: "k7Q2" });
@@ -199,6 +205,8 @@ describe("a runner quoting its request's secrets back", () => {
     ["text", "string", API_KEY, [API_KEY]],
     ["a number", "integer", 987654321012, ["987654321012"]],
     ["an object", "credentials", { user: "svc-reader", password: "obj-secret-77aa" }, ["svc-reader", "obj-secret-77aa"]],
+    // Stored as a JSON `\ud83d` (sealed, it would have become U+FFFD): no URL could carry it, yet the quote is scrubbed.
+    ["text with half a surrogate pair", "text", "half-\ud83d-pair-secret", ["pair-secret"]],
   ])("nor a value stored before its runner called the field secret (not sealed, masked all the same): %s", async (what, type, value, shownNowhere) => {
     const agentId = `late-secret-${type}`;
     const runners = [{ name: "default", label: { en_US: "late" }, config_schema: [{ name: "api_key", type, label: { en_US: "Key" } }] as Record<string, unknown>[] }];

@@ -8,8 +8,8 @@ const BOT_TOKEN = "xoxb-TEST-slack-bot-token-deliv";
 const SIGNING_SECRET = "slack-signing-secret-deliv-0123456789";
 /** Channels whose first chat.postMessage Slack refuses with HTTP 200 {ok:false, error:"rate_limited"} (chat.postMessage's documented "posted too many messages"). */
 const postLimited = new Set<string>();
-/** Channels whose first chat.postMessage Slack answers HTTP 429 with this Retry-After header. */
-const retryAfterHeader = new Map<string, string>();
+/** Channels whose first chat.postMessage Slack answers HTTP 429 with this Retry-After header (made as it answers). */
+const retryAfterHeader = new Map<string, string | (() => string)>();
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -22,7 +22,9 @@ function slackApi(call: PlatformCall): FakeReply {
   if (call.path === "/chat.postMessage") {
     if (postLimited.delete(call.body.channel)) return { json: { ok: false, error: "rate_limited" } };
     const retryAfter = retryAfterHeader.get(call.body.channel);
-    if (retryAfter !== undefined && retryAfterHeader.delete(call.body.channel)) return { status: 429, headers: { "retry-after": retryAfter }, json: { ok: false, error: "ratelimited" } };
+    if (retryAfter !== undefined && retryAfterHeader.delete(call.body.channel)) {
+      return { status: 429, headers: { "retry-after": typeof retryAfter === "string" ? retryAfter : retryAfter() }, json: { ok: false, error: "ratelimited" } };
+    }
     return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
   }
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
@@ -74,16 +76,35 @@ describe("Slack: chat.postMessage's own rate-limit error", () => {
   });
 });
 
-describe("Slack: a 429 whose Retry-After is a negative number", () => {
-  // Date.parse reads "-5" as a day in 2001: a wait of 0, the reply retried at once and recorded as asked to.
-  it("names no wait: the reply backs off as for a platform that named none, recorded with retry_after_ms null", async () => {
-    retryAfterHeader.set("C901", "-5");
-    expect(await post(message("C901", "negative wait"))).toBe(200);
-    const runId = await waitFor(() => runner.contexts.find((c) => c.input.text === "negative wait")?.run_id);
-    const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0], 10_000, "the failure");
-    const facts = JSON.parse(failed.data_json);
+/** The delivery.failed record of the reply to the message `text`. */
+async function firstFailure(text: string): Promise<Record<string, unknown>> {
+  const runId = await waitFor(() => runner.contexts.find((c) => c.input.text === text)?.run_id);
+  const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0], 10_000, "the failure");
+  return JSON.parse(failed.data_json);
+}
+
+describe("Slack: a 429 whose Retry-After is neither seconds nor an HTTP-date", () => {
+  // Date.parse reads "-5" and "about 5" as a day in 2001: a wait of 0, the reply retried at once and recorded as asked to.
+  it.each([
+    ["C901", "-5"],
+    ["C902", "about 5"],
+  ])("names no wait: the reply backs off as for a platform that named none, recorded with retry_after_ms null (%s: %s)", async (channel, header) => {
+    retryAfterHeader.set(channel, header);
+    const text = `unreadable wait ${channel}`;
+    expect(await post(message(channel, text))).toBe(200);
+    const facts = await firstFailure(text);
     expect(facts).toMatchObject({ status: 429, code: "rate_limited", will_retry: true, retry_after_ms: null });
     expect(facts.retry_in_ms).toBeGreaterThan(0);
-    await waitFor(() => postsTo("C901").length >= 2, 10_000, "the retried post");
+    await waitFor(() => postsTo(channel).length >= 2, 10_000, "the retried post");
+  });
+
+  it("an HTTP-date is read as one: the reply waits until then (IMF-fixdate, 3 s ahead as Slack answers)", async () => {
+    retryAfterHeader.set("C903", () => new Date(Date.now() + 3_000).toUTCString());
+    expect(await post(message("C903", "dated wait"))).toBe(200);
+    const facts = await firstFailure("dated wait");
+    // The date names whole seconds: up to a second less than asked, less the moment the answer took to arrive.
+    expect(facts).toMatchObject({ status: 429, code: "rate_limited", will_retry: true, retry_after_ms: expect.any(Number) });
+    expect(facts.retry_after_ms).toBeGreaterThan(1_000);
+    expect(facts.retry_after_ms).toBeLessThanOrEqual(3_000);
   });
 });
