@@ -115,7 +115,7 @@ export async function handleHostApiCall(ctx: ActionContext, { json: body, text }
     params = envelope.data.params;
     if (!Object.hasOwn(API_GROUP_OF_ACTION, action)) throw new ApiError("not_found", `unknown action "${action}"`);
     if (!(await readsOwnToolResult(ctx, action, envelope.data.params))) checkGranted(ctx, action as GatedAction, envelope.data.params);
-    const parsed = parseHostApiParams(action, envelope.data.params);
+    const parsed = parseHostApiParams(action, envelope.data.params, text);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
     // A whole number past what the value check can see (beyond 64 bits, read as a float): refused as the others are, not kept or passed on rounded.
     for (const exactAt of text === undefined ? [] : (EXACT_PARAMS[parsed.action] ?? [])) {

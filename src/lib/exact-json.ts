@@ -51,6 +51,24 @@ export function roundedIntegerAt(text: string, path: readonly string[]): string 
 
 export const roundedIntegerMessage = (digits: string) => `the number ${digits} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string`;
 
+/** The `params` of a zod issue refusing a whole number by its parsed value, which `withDigitsAsSent` names as written. */
+export const ROUNDED_INTEGER_ISSUE = { roundedInteger: true } as const;
+
+type Issue = { path: readonly PropertyKey[]; message: string; params?: Record<string, unknown> };
+
+/**
+ * Issues of a value parsed from `text`, each refusing a rounded whole number (ROUNDED_INTEGER_ISSUE) naming the digits
+ * as written at its path (under `base`, where the value sits in `text`): the parsed value is a neighbour of the number
+ * sent (9007199254740992 for 9007199254740993), which the sender would look for in vain.
+ */
+export function withDigitsAsSent<I extends Issue>(issues: readonly I[], text: string, base: readonly string[] = []): I[] {
+  return issues.map((issue) => {
+    if (issue.params?.roundedInteger !== true) return issue;
+    const digits = roundedIntegerAt(text, [...base, ...issue.path.map(String)]);
+    return digits ? { ...issue, message: roundedIntegerMessage(digits) } : issue;
+  });
+}
+
 type RawJson = (text: string) => object;
 /** JSON.rawJSON where the runtime has it (workerd does; Node 20 does not). */
 const RAW_JSON = (JSON as { rawJSON?: RawJson }).rawJSON;

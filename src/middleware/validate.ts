@@ -4,7 +4,7 @@ import * as z from "zod";
 import type { ZodType } from "zod";
 import { HostError } from "../lib/errors";
 import { formatZodIssues } from "../protocol/common";
-import { roundedIntegerAt, roundedIntegerMessage } from "../lib/exact-json";
+import { roundedIntegerAt, roundedIntegerMessage, withDigitsAsSent } from "../lib/exact-json";
 
 function invalid(target: string, error: Parameters<typeof formatZodIssues>[0]): HostError {
   return new HostError(400, "invalid_request", `invalid ${target}: ${formatZodIssues(error)}`);
@@ -40,7 +40,7 @@ export function jsonBody<T extends ZodType>(schema: T, opts: { exact?: boolean }
       throw new HostError(400, "invalid_json", "request body is not valid JSON");
     }
     const parsed = schema.safeParse(raw);
-    if (!parsed.success) throw invalid("body", parsed.error);
+    if (!parsed.success) throw invalid("body", opts.exact ? { issues: withDigitsAsSent(parsed.error.issues, text) } : parsed.error);
     // Only a run of 16 digits can be one: most bodies skip the second parse.
     const rounded = opts.exact && /\d{16}/.test(text) ? roundedIntegerAt(text, []) : null;
     if (rounded) throw new HostError(400, "invalid_request", `invalid body: ${roundedIntegerMessage(rounded)}`);

@@ -7,7 +7,7 @@
  * libSQL carry `null` for absent columns; both mean "absent", not "malformed".
  */
 import * as z from "zod";
-import { keptIntegerText, numberIn } from "../lib/exact-json";
+import { keptIntegerText, numberIn, ROUNDED_INTEGER_ISSUE, roundedIntegerMessage } from "../lib/exact-json";
 
 /** Nesting limit for JSON values; deeper input would exhaust the stack of the recursive schema. */
 export const MAX_JSON_DEPTH = 64;
@@ -96,7 +96,10 @@ export const unsafeIntegerIn = (value: unknown): number | null =>
 /** A zod refinement for a value kept as sent: one whose numbers JSON parsing may have rounded is refused, with what to send instead. */
 export function refuseRoundedIntegers(value: unknown, ctx: z.RefinementCtx): void {
   const unsafe = unsafeIntegerIn(value);
-  if (unsafe !== null) ctx.addIssue({ code: "custom", message: Number.isFinite(unsafe) ? `the number ${unsafe} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string` : "a number beyond the range of a double (it parses as infinity) cannot be kept; send it as a string" });
+  if (unsafe === null) return;
+  // Named by its parsed value here; where the text is at hand, withDigitsAsSent names the digits sent instead.
+  if (Number.isFinite(unsafe)) ctx.addIssue({ code: "custom", message: roundedIntegerMessage(String(unsafe)), params: ROUNDED_INTEGER_ISSUE });
+  else ctx.addIssue({ code: "custom", message: "a number beyond the range of a double (it parses as infinity) cannot be kept; send it as a string" });
 }
 
 /** A JSON value to keep as sent (state). */

@@ -5,6 +5,7 @@
  */
 import * as z from "zod";
 import { ExactJsonValueSchema, formatZodIssues, labelSchema, MediaTypeSchema, ModelMessageSchema, orDefault, RecordSchema, refuseRoundedIntegers, storedKeyText } from "./common";
+import { withDigitsAsSent } from "../lib/exact-json";
 import type { AvailableApiName } from "./context";
 import { StateScopeSchema } from "./context";
 import type { PermissionGroup } from "./manifest";
@@ -217,13 +218,15 @@ export type ParsedHostApiParams =
   | { ok: false; code: "not_found" | "invalid_argument"; message: string };
 
 /** Validate one call's params; an unknown action is `not_found`, bad params `invalid_argument`. */
-export function parseHostApiParams(action: string, params: unknown): ParsedHostApiParams {
+export function parseHostApiParams(action: string, params: unknown, text?: string): ParsedHostApiParams {
   if (!isHostApiAction(action)) {
     return { ok: false, code: "not_found", message: `unknown action "${action}"` };
   }
   const parsed = HOST_API_PARAMS[action].safeParse(params ?? {});
   if (!parsed.success) {
-    return { ok: false, code: "invalid_argument", message: formatZodIssues(parsed.error) };
+    // `text` is the call's body: a refused number is named as the runner wrote it, under `params`.
+    const issues = text === undefined ? parsed.error.issues : withDigitsAsSent(parsed.error.issues, text, ["params"]);
+    return { ok: false, code: "invalid_argument", message: formatZodIssues({ issues }) };
   }
   // The schema was looked up by `action`, so the pair is consistent; TS cannot correlate the two.
   return { ok: true, action, params: parsed.data } as KnownHostApiCall;

@@ -18,6 +18,7 @@ import {
   storedKeyText,
 } from "./common";
 import { StateScopeSchema } from "./context";
+import { withDigitsAsSent } from "../lib/exact-json";
 
 /** Hard cap on `artifact.created.content_base64`, decoded; larger ones go through `artifact.upload`. */
 export const ARTIFACT_INLINE_MAX_BYTES = 1024 * 1024;
@@ -172,11 +173,17 @@ export function isResultType(type: string): type is ResultType {
   return Object.hasOwn(RESULT_PAYLOAD_SCHEMAS, type);
 }
 
-/** Validate `data` against its type's schema; unknown types are reported, not failed. */
-export function parseResultPayload(type: string, data: unknown): ParsedResultPayload {
+/**
+ * Validate `data` against its type's schema; unknown types are reported, not failed. `line`, the result line `data`
+ * was parsed from, lets a refused number be named as the runner wrote it.
+ */
+export function parseResultPayload(type: string, data: unknown, line?: string): ParsedResultPayload {
   if (!isResultType(type)) return { kind: "unknown", type };
   const parsed = RESULT_PAYLOAD_SCHEMAS[type].safeParse(data);
-  if (!parsed.success) return { kind: "invalid", type, issues: formatZodIssues(parsed.error) };
+  if (!parsed.success) {
+    const issues = line === undefined ? parsed.error.issues : withDigitsAsSent(parsed.error.issues, line, ["data"]);
+    return { kind: "invalid", type, issues: formatZodIssues({ issues }) };
+  }
   // The schema was looked up by `type`, so the pair is consistent; TS cannot correlate the two.
   return { kind: "ok", result: { type, data: parsed.data } as KnownResult };
 }

@@ -187,7 +187,7 @@ export class ResultProcessor {
     if (result.type === "run.completed" || result.type === "run.failed") batch.ledger.push(...this.unwarnedUnknown());
     const recorded = this.entry(result.type, ledgerDataOf(payload, result.data), "runner", sequence);
     batch.ledger.push(recorded);
-    const parsed = parseResultPayload(result.type, result.data);
+    const parsed = parseResultPayload(result.type, result.data, payload);
     if (parsed.kind === "unknown") {
       recorded.dropped = true;
       if (!this.unknownTypes.admit(result.type)) return;
