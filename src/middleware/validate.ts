@@ -4,6 +4,7 @@ import * as z from "zod";
 import type { ZodType } from "zod";
 import { HostError } from "../lib/errors";
 import { formatZodIssues } from "../protocol/common";
+import { compressedBodyRefusal } from "../lib/content-encoding";
 import { roundedIntegerAt, roundedIntegerMessage, withDigitsAsSent } from "../lib/exact-json";
 
 function invalid(target: string, error: Parameters<typeof formatZodIssues>[0]): HostError {
@@ -19,13 +20,15 @@ export function validate<T extends ZodType, Target extends keyof ValidationTarge
 
 /**
  * JSON bodies whatever their Content-Type (plain `curl -d` sends a form type):
- * bytes that are not UTF-8 or malformed JSON are a 400 `invalid_json`, a schema violation a 400
+ * a compressed body (Content-Encoding gzip…) is a 415, bytes that are not UTF-8 or malformed JSON are a 400 `invalid_json`, a schema violation a 400
  * `invalid_request` naming the fields. The parsed body is `c.get("body")`.
  * `exact`: the body's numbers are kept as sent (an event's free-form bags), so a whole number written past what the
  * parsed value can show (beyond 64 bits, read as a float) is a 400 too, as the value check refuses one within 64 bits.
  */
 export function jsonBody<T extends ZodType>(schema: T, opts: { exact?: boolean } = {}): MiddlewareHandler<{ Variables: { body: z.output<T> } }> {
   return async function jsonBody(c, next) {
+    const compressed = compressedBodyRefusal(c.req.raw.headers);
+    if (compressed) throw new HostError(415, "unsupported_media_type", compressed);
     let text: string;
     try {
       // Fatal: bytes that are not UTF-8 are refused, not stored with U+FFFD in their place.

@@ -3,6 +3,7 @@ import type { ConversationDO } from "../../durable-objects/conversation";
 import { RunEndedDuringUploadError, storeUpload, TruncatedUploadError, UploadDeadlineError, UploadTooLargeError } from "../artifacts/upload";
 import { dbOf } from "../db/connect";
 import { drainBody } from "../lib/drain";
+import { compressedBodyRefusal } from "../lib/content-encoding";
 import { configOf } from "../env";
 import { ApiError, invalidToken } from "../host-api/errors";
 import { hostApiResponse, refuseToken } from "../host-api/handle";
@@ -73,8 +74,16 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
   const query = ArtifactUploadQuerySchema.safeParse(typeof raw === "string" ? {} : raw);
   const length = declaredLength(c.req.header("content-length"));
   // An invalid query is answered by the DO, after the token: §8 checks the token before the payload.
+  // Stored as sent, a compressed body would be the wrong bytes (its sha256 and size those of the compressed form).
+  const compressed = compressedBodyRefusal(c.req.raw.headers);
   const refused =
-    typeof raw === "string" ? { code: "invalid_argument" as const, message: `invalid query: ${raw}` } : query.success ? undefined : { code: "invalid_argument" as const, message: `invalid query: ${formatZodIssues(query.error)}` };
+    typeof raw === "string"
+      ? { code: "invalid_argument" as const, message: `invalid query: ${raw}` }
+      : !query.success
+        ? { code: "invalid_argument" as const, message: `invalid query: ${formatZodIssues(query.error)}` }
+        : compressed
+          ? { code: "invalid_argument" as const, message: compressed }
+          : undefined;
   const auth = await owner.authorizeUpload(runId, token, { length, refused });
   if (!auth.ok) return refuse(hostApiResponse(auth.reply));
   // Safe: the DO refuses every request that came with `refused`, so an accepted one has a valid query.

@@ -8,6 +8,7 @@ import { noBody, validate } from "../middleware/validate";
 import { hostApiResponse, refuseToken, type HostApiBody } from "../host-api/handle";
 import { readCapped } from "../artifacts/read-capped";
 import { drainBody } from "../lib/drain";
+import { compressedBodyRefusal } from "../lib/content-encoding";
 import { ADMIN_BODY_MAX_BYTES, boundLength, limitBody } from "../middleware/body-limit";
 import { dbOf } from "../db/connect";
 import { ENDED, runsStore, settledPrefix, toLedgerView, toRunView } from "../stores/runs";
@@ -67,6 +68,9 @@ const UNAUTHENTICATED_READ_BYTES = 64 * 1024;
 
 /** The body, read no further than the cap; what is wrong with it is judged after the token (§8). */
 async function readHostApiBody(request: Request, maxBytes: number): Promise<HostApiBody> {
+  // §8 has no 415: a body the host would misread is an invalid argument, answered (after the token) with what to do.
+  const compressed = compressedBodyRefusal(request.headers);
+  if (compressed) return (await drainBody(request), { refused: { code: "invalid_argument", message: compressed } });
   const declaredTooLarge = Number(request.headers.get("content-length") ?? NaN) > maxBytes;
   // Declared too large: drained unread, so the client gets its answer rather than a reset.
   const bytes = declaredTooLarge ? (await drainBody(request), "too_large" as const) : await readCapped(request, maxBytes, { drainOverflow: true });

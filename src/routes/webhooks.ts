@@ -3,7 +3,7 @@ import { configOf } from "../env";
 import { HostError, notFound } from "../lib/errors";
 import { tooLarge } from "../middleware/body-limit";
 import { readCapped } from "../artifacts/read-capped";
-import { headOf } from "../lib/text";
+import { compressedBodyRefusal } from "../lib/content-encoding";
 import { ingestEvents } from "../platforms/ingest";
 import { ADAPTERS } from "../platforms/registry";
 import { PLATFORMS, type PlatformName } from "../platforms/types";
@@ -20,9 +20,6 @@ const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly stri
  * object; the answer goes back as soon as that is durable, well within the
  * platforms' 3 s, while the run continues in the Durable Object.
  */
-/** The content codings that change a body's bytes (RFC 9110 and IANA's registry): one sent so is not read. */
-const COMPRESSING = new Set(["gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress", "dcb", "dcz", "exi", "pack200-gzip", "aes128gcm"]);
-
 export const webhooksRouter = router().post(
   "/:platform/:botId",
   async (c) => {
@@ -44,9 +41,8 @@ export const webhooksRouter = router().post(
     if (!bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
     // Platforms send their bodies uncompressed, signed as sent: a compressed one (a proxy's doing) would be refused as
     // badly signed, or as not JSON, and the bot's admin view would blame its credentials.
-    // Only codings that compress: a mislabel some senders use (`utf-8`) leaves the body as sent, readable.
-    const encoding = c.req.header("content-encoding")?.trim().toLowerCase();
-    if (encoding && encoding.split(",").some((coding) => COMPRESSING.has(coding.trim()))) throw new HostError(415, "unsupported_media_type", `a body in Content-Encoding ${headOf(encoding, 40)} is not read: send it uncompressed`);
+    const compressed = compressedBodyRefusal(c.req.raw.headers);
+    if (compressed) throw new HostError(415, "unsupported_media_type", compressed);
     const adapter = ADAPTERS[platform];
     // Read only once the address names a bot: anyone can post to any address, and a body sent without a length
     // (chunked) would otherwise be held, up to the cap, before a 404. One outgrowing the cap is cut there, unread.
