@@ -18,6 +18,18 @@ import { localSecretsKeys } from "./secrets-key";
 import { bindRunner } from "./setup";
 
 const dataDir = process.env.DATA_DIR || join(ROOT, ".data");
+// An empty variable (a blank line of a .env template) counts as unset.
+const setVar = (name: string) => process.env[name]?.trim() || undefined;
+const passedVars: Record<string, string> = {};
+for (const name of CONFIG_VARS) if (name !== "ADMIN_TOKEN" && name !== "SECRETS_KEY" && setVar(name)) passedVars[name] = setVar(name)!;
+// Checked before anything is made (the data folder, its dev token and key): a bad value is one clear line, not a
+// failure deep inside the first request, and leaves no folder behind. What npm start makes itself is valid by
+// construction: a 48-character dev token, a 32-byte key; stand-ins of those shapes are checked in their place.
+const problems = configProblems({ ADMIN_TOKEN: setVar("ADMIN_TOKEN") ?? "0".repeat(48), SECRETS_KEY: setVar("SECRETS_KEY") ?? Buffer.alloc(32).toString("base64"), ...passedVars });
+if (problems.length) {
+  console.error(`npm start: the configuration is not valid:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+  process.exit(1);
+}
 let dataLock: { release(): void };
 try {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -53,19 +65,11 @@ function devSecret(name: string): string {
 }
 
 // Blank (spaces included) counts as unset, as for every other variable.
-const ownAdminToken = process.env.ADMIN_TOKEN?.trim();
+const ownAdminToken = setVar("ADMIN_TOKEN");
 const adminToken = ownAdminToken || devSecret("admin-token");
 // Stored credentials are sealed with it: losing the folder's key file makes them unreadable (register them again).
 const { notice: secretsKeyNotice, ...secretsKeys } = localSecretsKeys(dataDir, process.env);
-const vars: Record<string, string> = { ...secretsKeys };
-// An empty variable (a blank line of a .env template) counts as unset.
-for (const name of CONFIG_VARS) if (name !== "ADMIN_TOKEN" && name !== "SECRETS_KEY" && process.env[name]?.trim()) vars[name] = process.env[name]!.trim();
-// Checked here, so a bad value is one clear line, not a failure deep inside the first request.
-const problems = configProblems({ ADMIN_TOKEN: adminToken, ...vars });
-if (problems.length) {
-  console.error(`npm start: the configuration is not valid:\n${problems.map((p) => `  ${p}`).join("\n")}`);
-  process.exit(1);
-}
+const vars: Record<string, string> = { ...secretsKeys, ...passedVars };
 if (secretsKeyNotice) console.error(secretsKeyNotice);
 /** A port from the environment, checked to be one and free, so a conflict is one clear line rather than a stack trace. */
 async function freePort(name: string, fallback: number): Promise<number> {

@@ -85,6 +85,21 @@ describe("npm start with a port it cannot use", () => {
   }, 60_000);
 });
 
+describe("npm start with settings it refuses", () => {
+  it("lists every problem and exits 1 before making anything: no data folder, dev token or key is left behind", async () => {
+    const parent = mkdtempSync(join(tmpdir(), "npm-start-settings-"));
+    const dataDir = join(parent, "data");
+    const { code, output } = await start({ PORT: "0", RUNNER_PORT: "0", ALBUM_WAIT_MS: "20000", DELIVERY_MAX_PARTS: "1", ADMIN_TOKEN: "short" }, dataDir);
+    expect(code).toBe(1);
+    expect(output).toMatch(/npm start: the configuration is not valid:/);
+    for (const name of ["ALBUM_WAIT_MS", "DELIVERY_MAX_PARTS", "ADMIN_TOKEN"]) expect(output).toContain(name);
+    expect(output).not.toContain("short");
+    expect(clear(output).stackFrames).toBe(0);
+    expect(existsSync(dataDir)).toBe(false);
+    rmSync(parent, { recursive: true, force: true });
+  }, 60_000);
+});
+
 describe("npm start on a data folder another one is using", () => {
   it("one clear line naming the folder and the process holding it, and the holder's files untouched", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "npm-start-locked-"));
