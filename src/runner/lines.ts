@@ -10,6 +10,11 @@ export interface LineFaults {
   notUtf8(cause: unknown): Error;
   lineTooLarge(maxLineBytes: number): Error;
   streamTooLarge(maxStreamBytes: number): Error;
+  /**
+   * A JSON line where an SSE field belongs (NDJSON under a text/event-stream label). Without it such a line is
+   * ignored, as SSE ignores fields it does not know.
+   */
+  jsonOutsideData?(): Error;
 }
 
 const RESULT_LINE_FAULTS: LineFaults = {
@@ -17,6 +22,13 @@ const RESULT_LINE_FAULTS: LineFaults = {
   // The usual culprit: an inline artifact, whose base64 outgrows the line before its decoded bytes reach their own cap.
   lineTooLarge: (max) => new RunnerCallError("runner.line_too_large", `a result line exceeded ${max} bytes (send large artifacts with artifact.upload)`),
   streamTooLarge: (max) => new RunnerCallError("runner.stream_too_large", `result stream exceeded ${max} bytes`),
+  // Were it ignored, so would every result be: the run would fail as a stream that ended (or hung to its deadline) without
+  // the terminal result its runner did send.
+  jsonOutsideData: () =>
+    new RunnerCallError(
+      "runner.protocol_error",
+      "a text/event-stream answer holds a JSON line outside any data: field: send each result as `data: {...}` and a blank line, or answer Content-Type application/x-ndjson",
+    ),
 };
 
 const LF = 10;
@@ -256,7 +268,8 @@ export interface SseFramer {
 /**
  * Turns text/event-stream lines (read with `anyLineEnding`) into payloads:
  * `data:` lines of one frame are joined; a blank line ends the frame;
- * comments and other fields are ignored. A frame is one result, so it is
+ * comments and other fields are ignored, and so is a line of JSON unless
+ * `faults.jsonOutsideData` refuses it. A frame is one result, so it is
  * held to the same byte limit as a line (each of its lines already was, but
  * not their sum); the frames completed before one that is too large are
  * still handed over, as they may hold the run's terminal result.
@@ -283,6 +296,9 @@ export function sseFramer(limits: Pick<LineLimits, "maxLineBytes">, faults: Line
         bytes += utf8Length(value) + (data.length ? 1 : 0);
         if (bytes > limits.maxLineBytes) return { payloads, error: faults.lineTooLarge(limits.maxLineBytes) };
         data.push(value);
+      } else if (faults.jsonOutsideData && (line[0] === "{" || line[0] === "[")) {
+        // No SSE field starts so: the frames completed before it are handed over, as for a frame too large.
+        return { payloads, error: faults.jsonOutsideData() };
       }
     }
     return { payloads };

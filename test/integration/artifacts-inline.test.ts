@@ -12,6 +12,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 const REPORT = Buffer.from("the quarterly report, as the runner produced it");
 const CLAIMED_SHA256 = "ab".repeat(32);
+const INLINE_CAP = 1024 * 1024;
 
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -34,13 +35,17 @@ beforeAll(async () => {
         res.end();
         return;
       }
-      if (ctx.input.text === "claims")
+      if (ctx.input.text === "at-cap" || ctx.input.text === "over-cap") {
+        // PROTOCOL §7's hard cap, 1 MiB decoded (the line limit is raised here so such a line can be sent at all).
+        const bytes = Buffer.alloc(INLINE_CAP + (ctx.input.text === "over-cap" ? 1 : 0), 7);
+        w.send("artifact.created", { artifact_type: "file", name: `${ctx.input.text}.bin`, content_base64: bytes.toString("base64") });
+      } else if (ctx.input.text === "claims")
         w.send("artifact.created", { artifact_type: "file", name: "report.txt", mime_type: "text/plain", sha256: CLAIMED_SHA256, size_bytes: 3, content_base64: REPORT.toString("base64") });
       else w.send("artifact.created", { artifact_type: "file", name: "empty.txt", mime_type: "text/plain", content_base64: "" });
       w.reply("attached");
     },
   });
-  host = await startTestHost();
+  host = await startTestHost({ vars: { RUNNER_MAX_LINE_BYTES: String(2 * INLINE_CAP) } });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "inline-artifacts" });
 });
 afterAll(async () => {
@@ -74,6 +79,16 @@ describe("inline artifact.created", () => {
     expect(rows).toEqual([{ artifact_id: expect.any(String), size_bytes: 0, sha256: createHash("sha256").digest("hex"), name: "empty.txt" }]);
     expect(entry.data).toMatchObject({ artifact_id: rows[0].artifact_id, size_bytes: 0 });
     expect(refs).toEqual([expect.objectContaining({ artifact_id: rows[0].artifact_id, size_bytes: 0, name: "empty.txt" })]);
+  });
+});
+
+describe("inline content and its 1 MiB cap (decoded)", () => {
+  it("stores content at the cap; one byte more drops the result with an audit, and the run completes without it", async () => {
+    const atCap = await attachedBy("at-cap");
+    expect([atCap.rows.map((r) => r.size_bytes), atCap.dropped]).toEqual([[INLINE_CAP], []]);
+    const over = await attachedBy("over-cap");
+    expect({ rows: over.rows, refs: over.refs, dropped: over.dropped.map((d: any) => JSON.parse(d.data_json).result_type) }).toEqual({ rows: [], refs: [], dropped: ["artifact.created"] });
+    expect(JSON.parse((over.dropped[0] as any).data_json).reason).toContain("upload it with artifact.upload");
   });
 });
 

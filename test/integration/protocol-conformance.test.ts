@@ -31,6 +31,12 @@ beforeAll(async () => {
         w.send("tool.call.completed", { tool_name: "search", result: { hits: 1 } });
         return w.reply("done");
       }
+      if (text === "actions") {
+        // action.requested is strict (§7): recorded only, and one whose target is no object is dropped like any strict payload.
+        w.send("action.requested", { action: "send_email", target: { to: "ops@example.com" }, payload: { subject: "hi" } });
+        w.send("action.requested", { action: "send_email", target: "ops@example.com" });
+        return w.reply("asked");
+      }
       if (text === "seq-from-zero") {
         // A runner that numbers its results from 0: §7 says the host warns on gaps/reordering and drops duplicates.
         res.write(`${JSON.stringify({ run_id: ctx.run_id, type: "message.completed", data: { message: { role: "assistant", content: "zero" } }, sequence: 0 })}\n`);
@@ -63,7 +69,8 @@ afterAll(async () => {
 
 /**
  * PROTOCOL §5/§7 details a runner author relies on: config_schema defaults
- * reach ctx.config, tool.call.* telemetry is loose (kept, never dropped), a
+ * reach ctx.config, tool.call.* telemetry is loose (kept, never dropped),
+ * action.requested is strict and recorded only, a
  * result numbered from 0 is warned about rather than failing the run, the
  * example runner writes only state its run has, and timestamps are UTC.
  */
@@ -100,6 +107,23 @@ describe("runner protocol conformance", () => {
     // Kept in the ledger as the runner sent them.
     const telemetry = ledger.body.items.filter((e: any) => e.type.startsWith("tool.call."));
     expect(telemetry.map((e: any) => [e.type, e.data.tool_call_id ?? null])).toEqual([["tool.call.started", 7], ["tool.call.completed", null]]);
+  });
+
+  it("action.requested is recorded as sent and never acted on; an invalid one is dropped and audited, and the run goes on", async () => {
+    const ev = await host.postEvent(messageEvent("conform-actions", "actions"));
+    const run = await host.waitForRun(ev.body.run_id!);
+    expect([run.status, run.message?.content]).toEqual(["completed", "asked"]);
+    const ledger = (await host.admin("GET", `/v1/runs/${ev.body.run_id}/events?limit=100`)).body.items as { seq: number; type: string; data: any }[];
+    const [valid, invalid] = ledger.filter((e) => e.type === "action.requested");
+    expect([valid.data, invalid.data]).toEqual([
+      { action: "send_email", target: { to: "ops@example.com" }, payload: { subject: "hi" } },
+      { action: "send_email", target: "ops@example.com" },
+    ]);
+    // Only the invalid one is named by a warning and an audit: the valid one was taken, and nothing more is recorded of it.
+    const warned = ledger.filter((e) => e.type === "host.warning").map((e) => [e.data.code, e.data.ledger_seq]);
+    expect(warned).toEqual([["result.invalid_payload", invalid.seq]]);
+    const records = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type != 'message.received'", [ev.body.run_id!]);
+    expect(records.map((r) => [r.event_type, JSON.parse(r.data_json).ledger_seq])).toEqual([["runner.result_dropped", invalid.seq]]);
   });
 
   it("a result numbered from 0 is warned about, not a reason to fail the whole run", async () => {

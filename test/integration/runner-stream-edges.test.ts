@@ -12,6 +12,8 @@ import { startAdHocRunner } from "../support/runner";
  * or a lone CR, as text/event-stream allows, its last frame may end with the
  * stream itself, and its frames hold results as large as NDJSON lines may be.
  * A last line that is not UTF-8 fails the run only after what came before it.
+ * Any Content-Type but text/event-stream is read as NDJSON, and NDJSON under
+ * that label fails the run as no stream of results.
  */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
@@ -58,6 +60,33 @@ beforeAll(async () => {
         res.writeHead(200, { "content-type": "application/x-ndjson" });
         return void res.end(`${done.join("\n")}\n${`${late}\n`.repeat(Math.ceil(STREAM_LIMIT / late.length))}`);
       }
+      if (mode === "sse-holding-ndjson") {
+        // NDJSON under a text/event-stream label (a framework's streaming response mislabelled): no `data:` field holds a result.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        return void res.end(`${done.join("\n")}\n`);
+      }
+      if (mode === "json-labelled" || mode === "unlabelled") {
+        // Many frameworks stream as application/json, or name no type at all: read as NDJSON all the same.
+        res.writeHead(200, mode === "json-labelled" ? { "content-type": "application/json" } : {});
+        return void res.end(`${done.join("\n")}\n`);
+      }
+      if (mode === "after-terminal") {
+        // A message after run.completed: the host has stopped reading by then.
+        const after = result("message.completed", { message: { role: "assistant", content: "after the end" } }, 3);
+        res.writeHead(200, { "content-type": "application/x-ndjson" });
+        return void res.end(`${done.join("\n")}\n${after}\n`);
+      }
+      if (mode === "over-stream-limit") {
+        // The answer, then telemetry (each line under the line limit) past the stream's byte limit, and no terminal result.
+        res.writeHead(200, { "content-type": "application/x-ndjson" });
+        res.write(`${done[0]}\n`);
+        for (let i = 0, sent = 0; sent <= STREAM_LIMIT; i++) {
+          const line = `${result("tool.call.started", { tool_call_id: `t${i}`, tool_name: "search", parameters: {} }, i + 2)}\n`;
+          sent += line.length;
+          res.write(line);
+        }
+        return void res.end();
+      }
       if (mode === "gzip" || mode === "deflate") {
         // Compressed as a proxy or framework in front of a runner may: gzip (and br) are decoded, deflate is not.
         res.writeHead(200, { "content-type": "application/x-ndjson", "content-encoding": mode });
@@ -95,6 +124,13 @@ async function runOf(mode: string) {
   return { status: run.status, transcript: items.map((i) => i.content) };
 }
 const answered = { status: "completed", transcript: ["the answer"] };
+
+async function failureOf(mode: string) {
+  const ev = await host.postEvent(messageEvent(`stream-edges-${mode}`, mode));
+  const run = await host.waitForRun(ev.body.run_id!);
+  const items = await host.query<{ content: string }>("SELECT content FROM transcript WHERE run_id = ? AND role = 'assistant'", [ev.body.run_id!]);
+  return { status: run.status, code: run.error?.code, message: run.error?.message, transcript: items.map((i) => i.content) };
+}
 
 describe("a limit broken after the terminal result, in the same chunk", () => {
   it("NDJSON: a line too large does not undo the answer and run.completed", async () => {
@@ -149,5 +185,28 @@ describe("an SSE result stream", () => {
   it("whose last frame ends with the stream, without the blank line after it, still ends the run as that frame says", async () => {
     // As an NDJSON stream whose last line lacks its newline: the runner sent run.completed, the run is not failed for it.
     expect([await runOf("sse-open-last-frame-lf"), await runOf("sse-open-last-frame-eof")]).toEqual([answered, answered]);
+  });
+});
+
+describe("the framing a runner's answer is read in (PROTOCOL §3)", () => {
+  it("application/json, or no Content-Type at all, is read as NDJSON", async () => {
+    expect([await runOf("json-labelled"), await runOf("unlabelled")]).toEqual([answered, answered]);
+  });
+
+  it("NDJSON sent as text/event-stream is no stream of results: runner.protocol_error saying how to frame it, not a stream closed early", async () => {
+    expect(await failureOf("sse-holding-ndjson")).toEqual({
+      status: "failed",
+      code: "runner.protocol_error",
+      message: expect.stringContaining("answer Content-Type application/x-ndjson"),
+      transcript: [],
+    });
+  });
+
+  it("nothing after the terminal result is read: a message sent after run.completed is not the run's", async () => {
+    expect(await runOf("after-terminal")).toEqual(answered);
+  });
+
+  it("past the stream's byte limit the run fails runner.stream_too_large, keeping the answer that came before", async () => {
+    expect(await failureOf("over-stream-limit")).toEqual({ status: "failed", code: "runner.stream_too_large", message: `result stream exceeded ${STREAM_LIMIT} bytes`, transcript: ["the answer"] });
   });
 });

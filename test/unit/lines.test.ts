@@ -187,6 +187,20 @@ describe("sseFramer", () => {
     expect(payloadsOf(frame(["data: abc", "", "data: def", ""]))).toEqual(["abc", "def"]);
   });
 
+  it("refuses a JSON line outside any data: field in a runner's stream (NDJSON mislabelled), after the frames before it", () => {
+    for (const json of ['{"run_id":"r"}', "[1]"]) {
+      expect(sseFramer({ maxLineBytes: 1024 })(["data: done", "", json, "data: later", ""])).toEqual({
+        payloads: ["done"],
+        error: expect.objectContaining({ code: "runner.protocol_error" }),
+      });
+    }
+  });
+
+  it("ignores such a line where the faults given do not refuse it (a model provider's stream), as SSE ignores unknown fields", () => {
+    const faults = { notUtf8: () => new Error("utf8"), lineTooLarge: () => new Error("line"), streamTooLarge: () => new Error("stream") };
+    expect(payloadsOf(sseFramer({ maxLineBytes: 1024 }, faults)(['{"run_id":"r"}', "data: kept", ""]))).toEqual(["kept"]);
+  });
+
   it("hands over the frames completed before one that is too large, with the error", () => {
     expect(sseFramer({ maxLineBytes: 8 })(["data: done", "", "data: " + "x".repeat(9), ""])).toEqual({
       payloads: ["done"],
