@@ -1,5 +1,5 @@
 import { readLines, SSE_FIELD_BYTES, sseFramer, type LineFaults } from "../runner/lines";
-import { redactValue, StreamRedactors } from "./secrets";
+import { redact, redactValue, StreamRedactors } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
 import { choiceFailure, errorText, FINISHED_WITH_ERROR, streamErrorStatus, UsageSchema } from "./openai";
 import { UpstreamError, type TakeBytes } from "./upstream";
@@ -81,7 +81,7 @@ type ToolCallDelta = { index?: number; id?: string; type?: string; function?: { 
  * Joins streamed tool-call fragments by index, as OpenAI-compatible providers
  * send them, and gives back the fragments as the runner may see them: each
  * call's arguments scrubbed like content, a secret split across fragments
- * held back until it can be told.
+ * held back until it can be told; the rest of a fragment (its id, its name) scrubbed as it is.
  */
 class ToolCallAssembler {
   /** By index, as sent: a Map, so a stray large index costs one entry, not a sparse array's holes. */
@@ -89,12 +89,12 @@ class ToolCallAssembler {
   /** Characters of names and arguments kept for the result (a name repeated whole is not kept again). */
   keptChars = 0;
   private readonly shown: StreamRedactors<number>;
-  constructor(secrets: readonly string[]) {
+  constructor(private readonly secrets: readonly string[]) {
     this.shown = new StreamRedactors(secrets);
   }
 
   add(deltas: unknown): unknown {
-    if (!Array.isArray(deltas)) return deltas;
+    if (!Array.isArray(deltas)) return redactValue(deltas, this.secrets);
     return (deltas as unknown[]).map((item) => {
       const raw = toolCallDelta(item, this.calls.size);
       const i = raw.index ?? this.calls.size;
@@ -114,10 +114,12 @@ class ToolCallAssembler {
         call.function.name += name;
         this.keptChars += name.length;
       }
-      if (typeof fragment.function?.arguments !== "string") return fragment;
-      call.function.arguments += fragment.function.arguments;
-      this.keptChars += fragment.function.arguments.length;
-      return { ...fragment, function: { ...fragment.function, arguments: this.shown.push(i, fragment.function.arguments) } };
+      if (typeof fragment.function?.arguments !== "string") return redactValue(fragment, this.secrets);
+      const { arguments: args, ...named } = fragment.function;
+      call.function.arguments += args;
+      this.keptChars += args.length;
+      const shown = redactValue({ ...fragment, function: named }, this.secrets) as ToolCallDelta;
+      return { ...shown, function: { ...shown.function, arguments: this.shown.push(i, args) } };
     });
   }
 
@@ -147,8 +149,12 @@ function toolCallDelta(item: unknown, known: number): ToolCallDelta {
 }
 
 const encoder = new TextEncoder();
-/** Lines as NDJSON, each scrubbed of the secrets (text streamed in pieces is scrubbed across them before it gets here). */
-const ndjson = (lines: ModelStreamLine[], secrets: readonly string[]) => encoder.encode(lines.map((l) => `${JSON.stringify(redactValue(l, secrets))}\n`).join(""));
+/**
+ * Lines as NDJSON, each scrubbed of the secrets already, once, where its text came in: a delta's text in the stream of
+ * its field (across pieces), the rest of it as it is, a `completed` line's message whole, an error line's words by
+ * `describeError`. Scrubbed again, a secret inside the `[redacted]` that replaced a longer one would take it apart.
+ */
+const ndjson = (lines: ModelStreamLine[]) => encoder.encode(lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
 
 /**
  * What the host cannot read of a provider's stream, told as the provider's (a runner's result-stream wording would
@@ -221,17 +227,22 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     // A choice that failed (`finish_reason: "error"`) ends the message unfinished: its delta still goes out, then the error.
     const failed = choiceFailure(choice);
     if (choice.finish_reason && !failed) finishReason = choice.finish_reason;
-    const delta = { ...choice.delta };
+    const sent = { ...choice.delta };
     const keptBefore = tools.keptChars;
     let kept = 0;
-    for (const [field, value] of Object.entries(delta)) {
+    for (const [field, value] of Object.entries(sent)) {
       if (field === "role" || typeof value !== "string") continue;
       if (field === "content") content += value;
       else texts[field] = (texts[field] ?? "") + value;
       kept += value.length;
     }
-    for (const [field, value] of Object.entries(delta)) if (field !== "role" && typeof value === "string") delta[field] = shown.push(field, value);
-    if (delta.tool_calls !== undefined) delta.tool_calls = tools.add(delta.tool_calls);
+    // The delta as the runner sees it: text through its field's stream, tool calls through the assembler, the rest (and
+    // the fields' names) scrubbed as they are.
+    const delta: Record<string, unknown> = {};
+    for (const [field, value] of Object.entries(sent)) {
+      if (field === "role") continue;
+      delta[redact(field, opts.secrets)] = typeof value === "string" ? shown.push(field, value) : field === "tool_calls" ? tools.add(value) : redactValue(value, opts.secrets);
+    }
     // What the delta added to the message kept for the `completed` line, counted before its line goes out.
     opts.take?.(kept + tools.keptChars - keptBefore);
     const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
@@ -253,7 +264,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     finished = true;
     await stopProvider();
     if (ended) return; // the runner cancelled meanwhile: the stream is gone
-    controller.enqueue(ndjson([last], opts.secrets));
+    controller.enqueue(ndjson([last]));
     await endOnce(result).catch((err: Error) => console.error(`model.stream: ledger write failed: ${loggedError(err)}`));
     try {
       controller.close();
@@ -317,17 +328,19 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
             }
           }
           // What arrived before a failure in the same network chunk is still the runner's.
-          if (out.length) controller.enqueue(ndjson(out, opts.secrets));
+          if (out.length) controller.enqueue(ndjson(out));
           if (failure) throw failure;
           if (done) {
-            const held = Object.fromEntries(shown.flush());
+            const held = Object.fromEntries(shown.flush().map(([field, text]) => [redact(field, opts.secrets), text]));
             const heldCalls = tools.flush();
             if (Object.keys(held).length || heldCalls.length) {
               const chunk = { role: "assistant" as const, ...held, ...(heldCalls.length ? { tool_calls: heldCalls } : {}) };
-              controller.enqueue(ndjson([{ type: "delta", chunk }], opts.secrets));
+              controller.enqueue(ndjson([{ type: "delta", chunk }]));
             }
             const result = assembled();
-            return await end(controller, { type: "completed", model_id: opts.modelId, ...result }, { result });
+            // The message as the provider sent it, joined: scrubbed whole, once.
+            const shownResult = redactValue(result, opts.secrets) as ChatResult;
+            return await end(controller, { type: "completed", model_id: opts.modelId, ...shownResult }, { result });
           }
           if (out.length) return;
         }

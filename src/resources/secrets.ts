@@ -7,6 +7,11 @@
  */
 
 import { keptIntegerText } from "../lib/exact-json";
+import { REDACTED, scrub } from "../lib/scrub";
+import { matcherOf } from "../lib/secret-matcher";
+import { StreamScrubber } from "../lib/stream-scrub";
+
+export { REDACTED };
 
 export const MASK = "********";
 
@@ -65,7 +70,7 @@ function quotedForms(value: string): string[] {
   return [...jsonForms(value), ...(encodable === value ? [] : jsonForms(encodable)), encodeURIComponent(encodable)];
 }
 
-/** Longest first, so a value is scrubbed whole before its parts are looked for. */
+/** Each once, longest first (an order kept for those who list them: scrubbing reads them all at once, in any order). */
 const longestFirst = (fragments: Iterable<string>): string[] => [...fragments].sort((a, b) => b.length - a.length);
 
 /** A value as it is, and as the inside of a JSON string may carry it (escaped as JSON.stringify does, `/` as `\/`, non-ASCII as `\uXXXX`). */
@@ -75,46 +80,21 @@ function jsonForms(value: string): string[] {
   return [value, escaped, escaped.replace(/\//g, "\\/"), ascii, ascii.replace(/\//g, "\\/")];
 }
 
-export const REDACTED = "[redacted]";
-
+/**
+ * `text` with every stretch the fragments cover, as sent, replaced once by `[redacted]` (../lib/scrub.ts): a fragment
+ * inside another, or inside the `[redacted]` that replaced one, takes neither apart.
+ */
 export function redact(text: string, fragments: readonly string[]): string {
-  let out = text;
-  for (const f of fragments) if (out.includes(f)) out = out.split(f).join(REDACTED);
-  return out;
+  return scrub(text, matcherOf(fragments));
 }
 
 /**
- * Scrubs text that arrives in pieces (a model's streamed deltas): a secret
- * split across pieces is caught too, as the tail of what arrived that could
- * be the start of a secret waits for the next piece before it is sent.
+ * Scrubs text that arrives in pieces (a model's streamed deltas): a secret split across pieces is caught too, as the
+ * tail of what arrived that could be the start of a secret waits for the next piece before it is sent.
  */
-export class StreamRedactor {
-  private unsent = "";
-  constructor(private readonly fragments: readonly string[]) {}
-
-  /** Of the text so far, what can be sent now, scrubbed. */
-  push(piece: string): string {
-    this.unsent = redact(this.unsent + piece, this.fragments);
-    let hold = 0;
-    for (const f of this.fragments) {
-      // The longest tail that is a proper prefix of this secret.
-      for (let k = Math.min(f.length - 1, this.unsent.length); k > hold; k--) {
-        if (this.unsent.endsWith(f.slice(0, k))) {
-          hold = k;
-          break;
-        }
-      }
-    }
-    const ready = this.unsent.slice(0, this.unsent.length - hold);
-    this.unsent = this.unsent.slice(this.unsent.length - hold);
-    return ready;
-  }
-
-  /** The rest, once nothing more will arrive. */
-  flush(): string {
-    const rest = this.unsent;
-    this.unsent = "";
-    return rest;
+export class StreamRedactor extends StreamScrubber {
+  constructor(fragments: readonly string[]) {
+    super(matcherOf(fragments));
   }
 }
 
@@ -144,20 +124,18 @@ export class StreamRedactors<K> {
  */
 export function redactValue(value: unknown, fragments: readonly string[], maxDepth = 256): unknown {
   if (!fragments.length) return value;
+  const matcher = matcherOf(fragments);
   const walk = (v: unknown, depth: number): unknown => {
-    if (typeof v === "string") return redact(v, fragments);
-    if (typeof v === "number") {
-      const text = String(v);
-      return fragments.some((f) => text.includes(f)) ? REDACTED : v;
-    }
+    if (typeof v === "string") return scrub(v, matcher);
+    if (typeof v === "number") return matcher.occursIn(String(v)) ? REDACTED : v;
     if (v === null || typeof v !== "object") return v;
     // A whole number kept as written (parseKeepingIntegers): a value, not an object to copy.
     const digits = keptIntegerText(v);
-    if (digits !== undefined) return fragments.some((f) => digits.includes(f)) ? REDACTED : v;
+    if (digits !== undefined) return matcher.occursIn(digits) ? REDACTED : v;
     if (depth >= maxDepth) return REDACTED;
     if (Array.isArray(v)) return v.map((item) => walk(item, depth + 1));
     // fromEntries defines each key as its own property: assigned, a "__proto__" member would become the copy's prototype and vanish.
-    return Object.fromEntries(Object.entries(v).map(([key, item]) => [redact(key, fragments), walk(item, depth + 1)]));
+    return Object.fromEntries(Object.entries(v).map(([key, item]) => [scrub(key, matcher), walk(item, depth + 1)]));
   };
   return walk(value, 0);
 }

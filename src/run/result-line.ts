@@ -8,6 +8,12 @@ import { RunnerCallError } from "../runner/errors";
 import { headOf } from "../lib/text";
 import { holdsUnsafeNumber, mayHoldRoundedInteger, parseKeepingIntegers } from "../lib/exact-json";
 import { quotedAsSent, type QuoteScrub } from "./sent-secrets";
+import { parserWords } from "./parser-words";
+
+/** Characters of a line that is not JSON its protocol error quotes: its start. */
+const LINE_SHOWN_CHARS = 80;
+/** Characters of the run id a line named that its protocol error quotes (a run's own id is far shorter). */
+const RUN_ID_SHOWN_CHARS = 200;
 
 /**
  * A result's data as its ledger entry keeps it, "as sent": a whole number JSON parsing rounds (a Python int, a 64-bit
@@ -28,11 +34,11 @@ export function parseResultLine(payload: string, runId: string, scrub: QuoteScru
   let json: unknown;
   try {
     json = JSON.parse(payload);
-  } catch {
-    // The parser's words name where it stopped (a NaN deep in the line, say), which the line's start may not show; they
-    // quote the line around that place, so they are the words for the line as quoted.
-    const quoted = scrub(payload);
-    throw new RunnerCallError("runner.protocol_error", `result line is not JSON (${headOf(parserWords(quoted), 200)}): ${headOf(quoted, 80)}`);
+  } catch (err) {
+    // The parser's words name where it stopped (a NaN deep in the line, say), which the line's start may not show. Only
+    // what is quoted is scrubbed (a line may be a megabyte): the parser's window, and the line's first characters.
+    const words = headOf(parserWords(err, scrub), 200);
+    throw new RunnerCallError("runner.protocol_error", `result line is not JSON (${words}): ${scrub(payload, { max: LINE_SHOWN_CHARS })}`);
   }
   const envelope = AgentRunResultSchema.safeParse(json);
   if (!envelope.success) throw new RunnerCallError("runner.protocol_error", `result line is not an AgentRunResult: ${formatZodIssues(envelope.error)}`);
@@ -42,17 +48,7 @@ export function parseResultLine(payload: string, runId: string, scrub: QuoteScru
   const shape = jsonShapeProblem(result.data, MAX_JSON_DEPTH + 1, { depthOnly: true });
   if (shape) throw new RunnerCallError("runner.protocol_error", `result data: ${shape}`);
   if (result.run_id !== runId) {
-    throw new RunnerCallError("runner.protocol_error", `result names run ${scrub(result.run_id)}, not this run`);
+    throw new RunnerCallError("runner.protocol_error", `result names run ${scrub(result.run_id, { max: RUN_ID_SHOWN_CHARS })}, not this run`);
   }
   return result;
-}
-
-/** Why JSON.parse refuses `text`, in its own words. Scrubbed text that parses (a secret held the fault) says no more than that. */
-function parserWords(text: string): string {
-  try {
-    JSON.parse(text);
-    return "not valid JSON";
-  } catch (err) {
-    return err instanceof Error ? err.message : String(err);
-  }
 }

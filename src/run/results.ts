@@ -17,7 +17,7 @@ import { DropAuditCount, OVER_LIMIT_WARNING, STATE_SCOPE_FULL_WARNING, UNKNOWN_T
 import { unavailableStateScope } from "./state-scope-refusal";
 import { WriteBudget } from "../lib/write-budget";
 import type { ResultProcessorInit } from "./result-processor-init";
-import { MAX_UNKNOWN_TYPE_WARNINGS, UnknownTypeWarnings } from "./unknown-type-warnings";
+import { MAX_UNKNOWN_TYPE_WARNINGS, TYPE_KEY_CHARS, UnknownTypeWarnings } from "./unknown-type-warnings";
 import { quotedAsSent, type QuoteScrub } from "./sent-secrets";
 
 /** Text streamed as deltas is kept up to what one message.completed line could carry; past it, none is (memory stays bounded). */
@@ -191,7 +191,9 @@ export class ResultProcessor {
     if (parsed.kind === "unknown") {
       recorded.dropped = true;
       if (!this.unknownTypes.admit(result.type)) return;
-      return this.warn(batch, UNKNOWN_TYPE_WARNING, `unknown result type ${result.type} ignored`, { sequence, ledger_seq: recorded.seq });
+      // The type is the runner's word (a debug print of a secret, say), and may be as long as its line: its head, scrubbed.
+      const shown = `${this.quote(result.type, { max: TYPE_KEY_CHARS })}${result.type.length > TYPE_KEY_CHARS ? "…" : ""}`;
+      return this.warn(batch, UNKNOWN_TYPE_WARNING, `unknown result type ${shown} ignored`, { sequence, ledger_seq: recorded.seq });
     }
     // Only strict payloads are dropped (§7): tool.call.* telemetry is loose, kept in the ledger as sent (it is acted on nowhere).
     if (parsed.kind === "invalid") {

@@ -6,8 +6,8 @@
 export const MAX_UNKNOWN_TYPE_WARNINGS = 5;
 /** Unknown types a run keeps apart; results of any type past them are counted without a warning. */
 const MAX_UNKNOWN_TYPES = 100;
-/** Types are told apart by their first characters: a key per type stays small whatever a runner names it. */
-const TYPE_KEY_CHARS = 200;
+/** Types are told apart by their first characters, and warned of by them: a key per type stays small whatever a runner names it. */
+export const TYPE_KEY_CHARS = 200;
 
 export class UnknownTypeWarnings {
   private readonly perType = new Map<string, number>();

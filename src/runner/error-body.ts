@@ -53,7 +53,7 @@ export async function errorBodyStart(res: Response, signal: AbortSignal, scrub: 
     void reader.cancel().catch(() => {});
   }
   // Scrubbed before it is cut to be shown; read only in part, its last characters may be a secret's start.
-  const shown = escapedHead(scrub(text, !ended).trim(), ERROR_BODY_SHOWN_CHARS);
+  const shown = escapedHead(scrub(text, { tail: !ended }).trim(), ERROR_BODY_SHOWN_CHARS);
   const cut = seen > ERROR_BODY_MAX_BYTES || shown.cut;
   return shown.text ? `${shown.text}${cut ? "…" : ""}` : "";
 }
