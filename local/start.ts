@@ -70,6 +70,22 @@ const adminToken = ownAdminToken || devSecret("admin-token");
 // Stored credentials are sealed with it: losing the folder's key file makes them unreadable (register them again).
 const { notice: secretsKeyNotice, ...secretsKeys } = localSecretsKeys(dataDir, process.env);
 const vars: Record<string, string> = { ...secretsKeys, ...passedVars };
+// The check above took stand-ins for the folder's own token and key, files a hand may have edited: checked now as read,
+// each problem naming its file (the operator set neither variable), as a host started on them answers every request
+// 503. A key file that holds no key sealed nothing (no host ran on it), so deleting it loses nothing.
+const ownSecretsKey = setVar("SECRETS_KEY");
+const folderFile: Record<string, string | undefined> = {
+  ADMIN_TOKEN: ownAdminToken ? undefined : `the token in ${join(dataDir, "admin-token")}`,
+  SECRETS_KEY: ownSecretsKey ? undefined : `the key in ${join(dataDir, "secrets-key")}, which sealed nothing`,
+};
+const folderProblems = configProblems({ ADMIN_TOKEN: adminToken, ...vars }).map((problem) => {
+  const file = folderFile[problem.slice(0, problem.indexOf(":"))];
+  return file ? `${problem} (${file}: correct it, or delete it and a new one is made)` : problem;
+});
+if (folderProblems.length) {
+  console.error(`npm start: the configuration is not valid:\n${folderProblems.map((p) => `  ${p}`).join("\n")}`);
+  process.exit(1);
+}
 if (secretsKeyNotice) console.error(secretsKeyNotice);
 /** A port from the environment, checked to be one and free, so a conflict is one clear line rather than a stack trace. */
 async function freePort(name: string, fallback: number): Promise<number> {

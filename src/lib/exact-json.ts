@@ -17,14 +17,21 @@ const SOURCE_TEXT = (() => {
 })();
 
 /**
- * The digits of the first integer literal beyond ±(2^53 − 1), as written in `text`, within the member at `path`
- * (["params", "value"]), or null: none there, or the runtime does not give the source text.
+ * A whole number parsing rounds, by its value: beyond ±(2^53 − 1) but within 64 bits (an id). Larger magnitudes are
+ * floating-point quantities (1e20), left alone but where the text shows them written as integers (roundedIntegerAt).
  */
-export function roundedIntegerAt(text: string, path: readonly string[]): string | null {
+export const isRoundedWhole = (n: number): boolean => Number.isInteger(n) && !Number.isSafeInteger(n) && Math.abs(n) <= 2 ** 64;
+
+/**
+ * The source text of the first number within the member at `path` of `text` (["params", "value"]) that `test` holds
+ * for, or null: none there, or the runtime does not give the source text. "First" in numberIn's order, so a number
+ * that a walk of the parsed value found is the one named here.
+ */
+function numberSourceAt(text: string, path: readonly string[], test: (value: number, source: string) => boolean): string | null {
   if (!SOURCE_TEXT) return null;
   const marks = new Map<unknown, Map<string, string>>();
   const reviver: SourceReviver = function (key, value, context) {
-    if (typeof value === "number" && !Number.isSafeInteger(value) && context?.source && INTEGER_LITERAL.test(context.source)) {
+    if (typeof value === "number" && context?.source && test(value, context.source)) {
       let members = marks.get(this);
       if (!members) marks.set(this, (members = new Map()));
       members.set(key, context.source);
@@ -41,13 +48,20 @@ export function roundedIntegerAt(text: string, path: readonly string[]): string 
   const stack: [unknown, string][] = [[holder, key]];
   while (stack.length > 0) {
     const [h, k] = stack.pop()!;
-    const digits = marks.get(h)?.get(k);
-    if (digits) return digits;
+    const source = marks.get(h)?.get(k);
+    if (source) return source;
     const child = (h as Record<string, unknown>)[k];
     if (child !== null && typeof child === "object") for (const name of Object.keys(child)) stack.push([child, name]);
   }
   return null;
 }
+
+/**
+ * The digits of the first integer literal beyond ±(2^53 − 1), as written in `text`, within the member at `path`
+ * (["params", "value"]), or null: none there, or the runtime does not give the source text.
+ */
+export const roundedIntegerAt = (text: string, path: readonly string[]): string | null =>
+  numberSourceAt(text, path, (value, source) => !Number.isSafeInteger(value) && INTEGER_LITERAL.test(source));
 
 export const roundedIntegerMessage = (digits: string) => `the number ${digits} is beyond ±(2^53 − 1) and cannot be kept exactly; send it as a string`;
 
@@ -57,15 +71,16 @@ export const ROUNDED_INTEGER_ISSUE = { roundedInteger: true } as const;
 type Issue = { path: readonly PropertyKey[]; message: string; params?: Record<string, unknown> };
 
 /**
- * Issues of a value parsed from `text`, each refusing a rounded whole number (ROUNDED_INTEGER_ISSUE) naming the digits
- * as written at its path (under `base`, where the value sits in `text`): the parsed value is a neighbour of the number
- * sent (9007199254740992 for 9007199254740993), which the sender would look for in vain.
+ * Issues of a value parsed from `text`, each refusing a rounded whole number (ROUNDED_INTEGER_ISSUE) naming it as
+ * written at its path (under `base`, where the value sits in `text`): the parsed value is a neighbour of the number
+ * sent (9007199254740992 for 9007199254740993, or for 9007199254740993.0), which the sender would look for in vain.
+ * The number named is the one the value check refused (isRoundedWhole, in the same order), whatever its form.
  */
 export function withDigitsAsSent<I extends Issue>(issues: readonly I[], text: string, base: readonly string[] = []): I[] {
   return issues.map((issue) => {
     if (issue.params?.roundedInteger !== true) return issue;
-    const digits = roundedIntegerAt(text, [...base, ...issue.path.map(String)]);
-    return digits ? { ...issue, message: roundedIntegerMessage(digits) } : issue;
+    const sent = numberSourceAt(text, [...base, ...issue.path.map(String)], isRoundedWhole);
+    return sent ? { ...issue, message: roundedIntegerMessage(sent) } : issue;
   });
 }
 

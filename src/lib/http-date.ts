@@ -18,19 +18,24 @@ export function httpDateMs(value: string, now = Date.now()): number | undefined 
   let m = IMF_FIXDATE.exec(value);
   if (m) return utc(Number(m[3]), m[2], Number(m[1]), m.slice(4, 7));
   m = RFC850_DATE.exec(value);
-  if (m) return utc(fullYear(Number(m[3]), now), m[2], Number(m[1]), m.slice(4, 7));
+  if (m) return ofTwoDigitYear(Number(m[3]), m[2], Number(m[1]), m.slice(4, 7), now);
   m = ASCTIME_DATE.exec(value);
   if (m) return utc(Number(m[6]), m[1], Number(m[2]), m.slice(3, 6));
   return undefined;
 }
 
 /**
- * A two-digit year as RFC 9110 reads it: of this century, unless that is more than 50 years ahead, then of the one
- * before (`99` is 1999, not 2099).
+ * A date of a two-digit year as RFC 9110 reads it: of this century, unless that instant is more than 50 years ahead
+ * (judged by the instant, not the year alone: 31-Dec-76 is, on 24 Nov 2026), then of the century before (`99` is 1999).
  */
-function fullYear(twoDigits: number, now: number): number {
-  const year = Math.floor(new Date(now).getUTCFullYear() / 100) * 100 + twoDigits;
-  return year > new Date(now).getUTCFullYear() + 50 ? year - 100 : year;
+function ofTwoDigitYear(twoDigits: number, monthName: string, day: number, time: string[], now: number): number | undefined {
+  const thisYear = new Date(now).getUTCFullYear();
+  const year = thisYear - (thisYear % 100) + twoDigits;
+  const fiftyYearsAhead = new Date(now);
+  fiftyYearsAhead.setUTCFullYear(thisYear + 50);
+  const at = utc(year, monthName, day, time);
+  // A day that does not exist in the century it is read in (29-Feb-00 in 1900) is refused, as any other.
+  return at !== undefined && at > fiftyYearsAhead.getTime() ? utc(year - 100, monthName, day, time) : at;
 }
 
 /** The instant, or undefined for a day or time that does not exist (`31 Feb`, `25:00:00`); a leap second is the next minute's first. */
@@ -38,6 +43,10 @@ function utc(year: number, monthName: string, day: number, time: string[]): numb
   const month = MONTHS.indexOf(monthName.toLowerCase());
   const [hour, minute, second] = time.map(Number);
   if (month < 0 || day < 1 || hour > 23 || minute > 59 || second > 60) return undefined;
-  if (new Date(Date.UTC(year, month, day)).getUTCMonth() !== month) return undefined;
-  return Date.UTC(year, month, day, hour, minute, second);
+  // setUTCFullYear, not Date.UTC, which reads the years 0 to 99 as 1900 to 1999.
+  const at = new Date(0);
+  at.setUTCFullYear(year, month, day);
+  if (at.getUTCMonth() !== month) return undefined;
+  at.setUTCHours(hour, minute, second);
+  return at.getTime();
 }

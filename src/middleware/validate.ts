@@ -5,6 +5,7 @@ import type { ZodType } from "zod";
 import { HostError } from "../lib/errors";
 import { formatZodIssues } from "../protocol/common";
 import { compressedBodyRefusal } from "../lib/content-encoding";
+import { drainBody } from "../lib/drain";
 import { roundedIntegerAt, roundedIntegerMessage, withDigitsAsSent } from "../lib/exact-json";
 
 function invalid(target: string, error: Parameters<typeof formatZodIssues>[0]): HostError {
@@ -28,7 +29,11 @@ export function validate<T extends ZodType, Target extends keyof ValidationTarge
 export function jsonBody<T extends ZodType>(schema: T, opts: { exact?: boolean } = {}): MiddlewareHandler<{ Variables: { body: z.output<T> } }> {
   return async function jsonBody(c, next) {
     const compressed = compressedBodyRefusal(c.req.raw.headers);
-    if (compressed) throw new HostError(415, "unsupported_media_type", compressed);
+    if (compressed) {
+      // Refused unread: drained (within its bounds), so a client still sending reads the 415 instead of a reset.
+      await drainBody(c.req.raw);
+      throw new HostError(415, "unsupported_media_type", compressed);
+    }
     let text: string;
     try {
       // Fatal: bytes that are not UTF-8 are refused, not stored with U+FFFD in their place.

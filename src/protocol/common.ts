@@ -7,7 +7,7 @@
  * libSQL carry `null` for absent columns; both mean "absent", not "malformed".
  */
 import * as z from "zod";
-import { keptIntegerText, numberIn, ROUNDED_INTEGER_ISSUE, roundedIntegerMessage } from "../lib/exact-json";
+import { isRoundedWhole, keptIntegerText, numberIn, ROUNDED_INTEGER_ISSUE, roundedIntegerMessage } from "../lib/exact-json";
 
 /** Nesting limit for JSON values; deeper input would exhaust the stack of the recursive schema. */
 export const MAX_JSON_DEPTH = 64;
@@ -91,7 +91,7 @@ export const JsonValueSchema = nestedAtMost(MAX_JSON_DEPTH).pipe(JsonValueInnerS
  */
 export const unsafeIntegerIn = (value: unknown): number | null =>
   // A number past the double range (1e400) parses as ±Infinity, which JSON cannot carry: it would be kept as null.
-  numberIn(value, (n) => !Number.isFinite(n) || (Number.isInteger(n) && !Number.isSafeInteger(n) && Math.abs(n) <= 2 ** 64));
+  numberIn(value, (n) => !Number.isFinite(n) || isRoundedWhole(n));
 
 /** A zod refinement for a value kept as sent: one whose numbers JSON parsing may have rounded is refused, with what to send instead. */
 export function refuseRoundedIntegers(value: unknown, ctx: z.RefinementCtx): void {

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -97,6 +97,24 @@ describe("npm start with settings it refuses", () => {
     expect(clear(output).stackFrames).toBe(0);
     expect(existsSync(dataDir)).toBe(false);
     rmSync(parent, { recursive: true, force: true });
+  }, 60_000);
+
+  it("a data folder whose token and key files hold none (edited by hand): exits 1 naming each file, never serving on them", async () => {
+    // Checked before the folder's files are read with stand-ins in their place, then as read: a host started on them
+    // would answer every request 503 misconfigured.
+    const dataDir = mkdtempSync(join(tmpdir(), "npm-start-edited-"));
+    writeFileSync(join(dataDir, "secrets-key"), "my own key, see the wiki\n");
+    writeFileSync(join(dataDir, "admin-token"), "hand edited token\n");
+    // Blank counts as unset: the folder's files are the ones read, whatever this process's environment holds.
+    const { code, output } = await start({ PORT: "0", RUNNER_PORT: "0", ADMIN_TOKEN: "", SECRETS_KEY: "", SECRETS_KEY_PREVIOUS: "" }, dataDir, /listening on/);
+    expect(code).toBe(1);
+    expect(output).not.toMatch(/listening on/);
+    expect(output).toMatch(new RegExp(`^  ADMIN_TOKEN: .* \\(the token in ${join(dataDir, "admin-token")}: correct it, or delete it and a new one is made\\)$`, "m"));
+    expect(output).toMatch(new RegExp(`^  SECRETS_KEY: .* \\(the key in ${join(dataDir, "secrets-key")}, which sealed nothing: correct it, or delete it and a new one is made\\)$`, "m"));
+    // The token is a secret even when wrong; so, once corrected, is the key.
+    expect(output).not.toContain("hand edited token");
+    expect(output).not.toContain("see the wiki");
+    expect(clear(output).stackFrames).toBe(0);
   }, 60_000);
 });
 

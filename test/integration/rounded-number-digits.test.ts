@@ -53,6 +53,17 @@ describe("a refused whole number beyond ±(2^53 − 1) is named as it was sent",
     expect(body.error.message).not.toContain(PARSED);
   });
 
+  it("in an event's data, as written: with a fraction or an exponent too", async () => {
+    // Whole all the same, and rounded all the same: the number named is the one sent, in the form it was sent.
+    for (const written of [`${SENT}.0`, "9.007199254740993e15"]) {
+      const res = await send("POST", "/v1/events", `{"event_type":"message.received","conversation_id":"digits-event","actor":{"actor_type":"user","actor_id":"u1"},"data":{"chat":{"id":${written}}}}`);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect([res.status, body.error.code]).toEqual([400, "invalid_request"]);
+      expect(body.error.message).toContain(`data: the number ${written} is beyond`);
+      expect(body.error.message).not.toContain(PARSED);
+    }
+  });
+
   it("in an agent's runner_config", async () => {
     const res = await send("POST", "/v1/admin/agents", `{"agent_id":"digits-agent","name":"d","runner_id":"${runner.runnerId()}","event_types":["message.received"],"scope":{"type":"conversation","id":"digits-agent"},"runner_config":{"guild_id":-${SENT}}}`);
     const body = (await res.json()) as { error: { message: string } };

@@ -99,16 +99,18 @@ export function rawUpload(baseUrl: string, runId: string, token: string, opts: {
  * `first`, waits `pauseMs` (and for `duringPause`, whose answer it keeps),
  * then sends the rest. Says whether the host answered during the pause
  * (before the body was whole), and what it answered or how the connection failed.
+ * `headers` are sent besides the bearer and the length (a Content-Encoding, say).
  */
 export function stalledBody<T = undefined>(
   url: string,
-  opts: { method: string; token: string; declared: number; first: number; pauseMs: number; duringPause?: () => Promise<T> },
+  opts: { method: string; token: string; declared: number; first: number; pauseMs: number; duringPause?: () => Promise<T>; headers?: Record<string, string> },
 ) {
   return new Promise<{ answeredDuringPause: boolean; status?: number; error?: string; seenDuringPause?: T }>((resolve) => {
     let pausing = true;
     let answeredDuringPause = false;
     let seenDuringPause: T | undefined;
-    const req = request(url, { method: opts.method, headers: { authorization: `Bearer ${opts.token}`, "content-length": String(opts.declared) } }, (res) => {
+    const headers = { ...opts.headers, authorization: `Bearer ${opts.token}`, "content-length": String(opts.declared) };
+    const req = request(url, { method: opts.method, headers }, (res) => {
       answeredDuringPause = pausing;
       res.resume();
       res.on("end", () => resolve({ answeredDuringPause, status: res.statusCode, ...(opts.duringPause ? { seenDuringPause } : {}) }));

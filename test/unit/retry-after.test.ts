@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { retryAfterHeaderMs, secondsFieldMs } from "../../src/lib/retry-after";
+import { httpDateMs } from "../../src/lib/http-date";
 
 /**
  * A Retry-After header is delay-seconds or an HTTP-date (RFC 9110 §10.2.3); anything else names no wait (undefined),
@@ -38,9 +39,25 @@ describe("Retry-After", () => {
     expect(waitOf("Friday, 01-Jan-76 00:00:00 GMT")).toBe(Date.UTC(2076, 0, 1) - NOW);
   });
 
+  it("an RFC 850 date is judged by its instant, not its year: 31-Dec-76 is more than 50 years after 24 Nov 2026", () => {
+    // RFC 9110 §5.6.7: "a timestamp that appears to be more than 50 years in the future" is of the century before.
+    expect(waitOf("Thursday, 31-Dec-76 00:00:00 GMT")).toBe(0);
+    expect(waitOf("Tuesday, 24-Nov-76 00:00:00 GMT")).toBe(Date.UTC(2076, 10, 24) - NOW);
+  });
+
   it("a number past any whole number of milliseconds stays a number (exactWaitMs leaves it out)", () => {
     expect(waitOf("9".repeat(400))).toBe(Number.POSITIVE_INFINITY);
     expect(waitOf("99999999999999999999")).toBe(1e23);
+  });
+});
+
+describe("an HTTP-date's instant", () => {
+  it("a four-digit year is that year, 0094 too (Date.UTC reads the years 0 to 99 as 1900 to 1999)", () => {
+    const year94 = new Date(0);
+    year94.setUTCFullYear(94, 10, 6);
+    year94.setUTCHours(8, 49, 37);
+    expect(httpDateMs("Sat, 06 Nov 0094 08:49:37 GMT")).toBe(year94.getTime());
+    expect(httpDateMs("Sat Nov  6 08:49:37 0094")).toBe(year94.getTime());
   });
 });
 
