@@ -16,6 +16,9 @@ export interface TextCut {
   tail?: boolean;
 }
 
+/** A text as its sender ended it at both ends: one object, so a call that names no cut allocates none. */
+const WHOLE: TextCut = Object.freeze({});
+
 /**
  * `text` with every stretch that secrets cover, as sent, replaced by one `[redacted]` (overlapping or touching matches
  * as one): found in one pass over the text, never in what a replacement put there, so a short secret takes apart
@@ -23,7 +26,7 @@ export interface TextCut {
  * then one step per unit from the first secret on); returns `text` itself, having allocated nothing, when no secret is
  * in it and nothing is cut.
  */
-export function scrub(text: string, matcher: SecretMatcher, cut: TextCut = {}): string {
+export function scrub(text: string, matcher: SecretMatcher, cut: TextCut = WHOLE): string {
   if (!matcher.longest) return text;
   // Nothing before the first secret, nor before the last units a cut may hold, is read unit by unit.
   const first = matcher.firstAt(text);

@@ -84,10 +84,11 @@ export class StreamScrubber {
       const upTo = Math.min(piece.length, to - this.decided);
       if (parts) parts.push(upTo === piece.length ? piece : piece.slice(0, upTo));
       this.decided += upTo;
-      if (upTo === piece.length) this.first++;
+      // A piece given out whole is let go of at once: its slot stays until the list is compacted, its text does not.
+      if (upTo === piece.length) this.held[this.first++] = "";
       else this.held[this.first] = piece.slice(upTo);
     }
-    // Pieces given out are let go once they are half the list.
+    // Slots of pieces given out are dropped once they are half the list.
     if (this.first > 32 && this.first * 2 > this.held.length) {
       this.held.splice(0, this.first);
       this.first = 0;

@@ -1,7 +1,10 @@
 import type { QuoteScrub } from "./sent-secrets";
 
-/** The parser's words that quote none of the text: where it stopped, by position, or that the text ended early. */
-const PLAIN = /^(?:Unexpected end of JSON input|[A-Za-z ,:'{}[\]-]+ JSON at position \d+(?: \(line \d+ column \d+\))?)$/;
+/**
+ * The parser's words that quote none of the text: where it stopped, by position, or that the text ended early. Not an
+ * older V8's "Unexpected token X in JSON at position N" (Node 18's): X is the line's own character, unquoted.
+ */
+const PLAIN = /^(?:Unexpected end of JSON input|(?!Unexpected token )[A-Za-z ,:'{}[\]-]+ JSON at position \d+(?: \(line \d+ column \d+\))?)$/;
 /**
  * The parser's words that quote the text (V8's): the unit it stopped at, and a window of the text around it, "..."
  * marking an end where the window was cut from the text (some 10 units either side, or the whole of a short text).

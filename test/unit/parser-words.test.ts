@@ -39,4 +39,11 @@ describe("the parser's words about a line", () => {
     expect(wordsFor('{"pin": "k9Z3"} and more', "k9Z3")).toMatch(/^Unexpected non-whitespace character after JSON at position 16/);
     expect(parserWords(new Error("something quoting k9Z3"), new SentSecrets("t").scrub)).toBe("not valid JSON");
   });
+
+  it("say no more than that in an older V8's shape, which names the character it stopped at unquoted", () => {
+    // Node 18's V8: "Unexpected token X in JSON at position N", X the line's own character (here a PIN), unquoted.
+    const sent = new SentSecrets("run-token-never-in-these-lines");
+    sent.add(() => ["Q"]);
+    expect(parserWords(new Error("Unexpected token Q in JSON at position 0"), sent.scrub)).toBe("not valid JSON");
+  });
 });
