@@ -115,6 +115,8 @@ export async function handleHostApiCall(ctx: ActionContext, { json: body, text }
     params = envelope.data.params;
     if (!Object.hasOwn(API_GROUP_OF_ACTION, action)) throw new ApiError("not_found", `unknown action "${action}"`);
     if (!(await readsOwnToolResult(ctx, action, envelope.data.params))) checkGranted(ctx, action as GatedAction, envelope.data.params);
+    // §8 lists it among the actions, so a runner author tries it here: "unknown action" would send them looking elsewhere.
+    if (action === "artifact.upload") throw new ApiError("not_found", `artifact.upload is not an action of this route: PUT /v1/runs/${ctx.snapshot.runId}/artifacts?name=&mime_type=&artifact_type= with the raw bytes as its body and the same bearer token`);
     const parsed = parseHostApiParams(action, envelope.data.params, text);
     if (!parsed.ok) throw new ApiError(parsed.code, parsed.message);
     // A whole number past what the value check can see (beyond 64 bits, read as a float): refused as the others are, not kept or passed on rounded.

@@ -81,6 +81,8 @@ beforeAll(async () => {
           out.read_in_later_run = (await api("artifact.read", { artifact_id: uploaded, length: 4 })).status;
           // Each run has its own upload budget.
           out.fresh_budget = (await upload(Buffer.alloc(2 * MiB))).status;
+          // §8 lists artifact.upload with the actions, but it is the PUT: called as one, the answer says where it is.
+          out.upload_as_action = { ...(await api("artifact.upload", { name: "notes.txt" })), run_id: ctx.run_id };
           return w.reply(JSON.stringify(out));
         }
         case "upload across a cancel": {
@@ -227,6 +229,9 @@ describe("artifact Host API", () => {
     // The conversation's later runs may read what an earlier run uploaded.
     expect(out.read_in_later_run).toBe(200);
     expect(out.fresh_budget).toBe(200);
+    const { status, body, run_id } = out.upload_as_action;
+    expect([status, body.error.code]).toEqual([404, "not_found"]);
+    expect(body.error.message).toContain(`PUT /v1/runs/${run_id}/artifacts?name=&mime_type=&artifact_type=`);
 
     // Refused references are audited, not attached.
     const dropped = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE event_type = 'runner.result_dropped' AND run_id = ?", [uploadRunId]);

@@ -20,7 +20,9 @@ beforeAll(async () => {
     name: "guarded",
     runners: [
       runnerManifest("narrow", { history: ["page"] }),
-      runnerManifest("wide", { history: ["page", "search"], events: ["get", "page"], storage: ["plugin"], models: ["invoke"] }),
+      runnerManifest("wide", { history: ["page", "search"], events: ["get", "page"], storage: ["plugin"], models: ["invoke"], artifacts: ["read"] }),
+      // Steers, and may look artifacts up but not read them: available_apis with flags of either value in every group.
+      { name: "steering", label: { en_US: "steering" }, capabilities: { steering: true }, permissions: { events: ["get"], artifacts: ["metadata"], storage: ["plugin", "workspace"] } },
     ],
   });
   host = await startTestHost();
@@ -31,6 +33,7 @@ beforeAll(async () => {
   await onBot("wide", runner.runnerId("wide"), "bot-wide", { resource_policy: { allow: { storage: ["plugin"] } } });
   // The agent narrows the manifest: history paging only.
   await onBot("wide-page-only", runner.runnerId("wide"), "bot-page-only", { resource_policy: { allow: { history: ["page"] } } });
+  await onBot("steering", runner.runnerId("steering"), "bot-steering", { resource_policy: { allow: { storage: ["plugin"] } }, state_policy: { enable_state: false } });
 });
 afterAll(async () => {
   await host?.dispose();
@@ -43,6 +46,19 @@ async function runOn(bot: string, script: RunScript) {
   const { result, runId, eventId } = await runner.run(host, conversation, script, { bot_id: bot });
   return { result, runId, eventId, conversation };
 }
+
+/** One call of each API `available_apis` gates, as a runner would make it. */
+const GATED_CALLS: [flag: string, action: string, params: (ctx: any) => Record<string, unknown>][] = [
+  ["history_page", "history.page", () => ({ limit: 1 })],
+  ["history_search", "history.search", () => ({ query: "anything" })],
+  ["event_get", "event.get", (ctx) => ({ event_id: ctx.event.event_id })],
+  ["event_page", "event.page", () => ({ limit: 1 })],
+  ["steering_pull", "steering.pull", () => ({})],
+  ["artifact_metadata", "artifact.metadata", () => ({ artifact_id: "art_none" })],
+  ["artifact_read", "artifact.read", () => ({ artifact_id: "art_none" })],
+  ["state", "state.get", () => ({ scope: "conversation", key: "k" })],
+  ["storage", "storage.get", () => ({ area: "plugin", key: "k" })],
+];
 
 /** The one 403 the run's call got, and the audit record it left: in EventLog, and in the run's own ledger, before the runner's answer. */
 async function expectDeniedOnce(run: { result: any; runId: string; conversation: string }, runnerName: string, action: string, resource: Record<string, unknown>) {
@@ -122,6 +138,47 @@ describe("Host API authorisation", () => {
       return api("event.get", { event_id: other.eventId });
     });
     await expectDeniedOnce(run, "wide", "event.get", { event_id: other.eventId });
+  });
+
+  it("answers exactly what ctx.context.available_apis says: each API the run is shown as false is a 403, each shown as true is not", async () => {
+    const seen: { bot: string; flag: string; available: boolean; status: number }[] = [];
+    for (const bot of ["bot-narrow", "bot-wide", "bot-steering"]) {
+      const { result } = await runOn(bot, async (api, ctx) => {
+        const out = [];
+        for (const [flag, action, params] of GATED_CALLS) out.push({ bot, flag, available: ctx.context.available_apis[flag], status: (await api(action, params(ctx))).status });
+        return { out, apis: Object.keys(ctx.context.available_apis).sort() };
+      });
+      // Every flag the run was shown is called: none is left out of this check.
+      expect(result.apis).toEqual(GATED_CALLS.map(([flag]) => flag).sort());
+      seen.push(...result.out);
+    }
+    expect(seen.filter((s) => (s.status === 403) === s.available)).toEqual([]);
+    // Each flag was seen both ways across the three runs, so each gate was shown to open and to close.
+    for (const [flag] of GATED_CALLS) expect(new Set(seen.filter((s) => s.flag === flag).map((s) => s.available))).toEqual(new Set([true, false]));
+  });
+
+  it("keeps a run to its frozen snapshot when the agent is edited mid-run: the edit neither widens nor narrows it, and the next run takes it", async () => {
+    const agent = { agent_id: "edited", runner_id: runner.runnerId("wide"), scope: { type: "bot", id: "bot-edited" } };
+    await putAgent(host, { ...agent, resource_policy: { allow: { history: ["page"] } } });
+    const probe: RunScript = async (api, ctx) => ({
+      shown: { history_page: ctx.context.available_apis.history_page, history_search: ctx.context.available_apis.history_search, state: ctx.context.available_apis.state },
+      page: (await api("history.page", { limit: 1 })).status,
+      search: (await api("history.search", { query: "anything" })).status,
+      state: (await api("state.set", { scope: "conversation", key: "k", value: 1 })).status,
+    });
+    const arrived = deferred();
+    const release = deferred();
+    const held = runOn("bot-edited", async (api, ctx, emit, raw) => {
+      arrived.resolve();
+      await release.promise;
+      return probe(api, ctx, emit, raw);
+    });
+    await arrived.promise;
+    // Mid-run: history search allowed instead of paging, and state turned off.
+    await putAgent(host, { ...agent, resource_policy: { allow: { history: ["search"] } }, state_policy: { enable_state: false } });
+    release.resolve();
+    expect((await held).result).toEqual({ shown: { history_page: true, history_search: false, state: true }, page: 200, search: 403, state: 200 });
+    expect((await runOn("bot-edited", probe)).result).toEqual({ shown: { history_page: false, history_search: true, state: false }, page: 403, search: 200, state: 403 });
   });
 
   it("refuses the token of a run that ended with 401", async () => {

@@ -52,6 +52,34 @@ beforeAll(async () => {
         const cursors = { prev_is_first: [first.prev_cursor, second.prev_cursor].map((c, i) => c !== undefined && c === [first, second][i].items[0].cursor), back: back.items.map((e: any) => e.seq), first: first.items.map((e: any) => e.seq) };
         return w.reply(JSON.stringify({ newestFirst: newestFirst.map((e: any) => e.seq), forward: forward.map((e: any) => e.seq), cursors }));
       }
+      if (mode === "history-walk") {
+        const seqs = (page: any) => page.items.map((i: any) => i.seq);
+        // Follows next_cursor with the same direction, as a runner reading the whole history does.
+        const walk = async (direction: string, cursorParam: string) => {
+          const pages: number[][] = [];
+          for (let cursor: string | undefined, page: any; !page || page.has_more; cursor = page.next_cursor) {
+            page = (await api("history.page", { direction, limit: 2, ...(cursor ? { [cursorParam]: cursor } : {}) })).body.data;
+            pages.push(seqs(page));
+            if (pages.length > 10) break;
+          }
+          return pages;
+        };
+        const all = (await api("history.page", { direction: "forward", limit: 100 })).body.data.items;
+        const at = (seq: number) => all.find((i: any) => i.seq === seq).cursor;
+        // prev_cursor of a backward page (its newest item) turns back: forward from it gives what is newer.
+        const older = (await api("history.page", { before_cursor: at(5), limit: 2 })).body.data;
+        const turned = (await api("history.page", { direction: "forward", after_cursor: older.prev_cursor, limit: 100 })).body.data;
+        return w.reply(JSON.stringify({
+          all: all.map((i: any) => i.seq),
+          backward: await walk("backward", "before_cursor"),
+          forward: await walk("forward", "after_cursor"),
+          // Both cursors: the items strictly between them, in the page's direction.
+          window_forward: seqs((await api("history.page", { direction: "forward", after_cursor: at(2), before_cursor: at(6), limit: 100 })).body.data),
+          window_backward: seqs((await api("history.page", { direction: "backward", after_cursor: at(2), before_cursor: at(6), limit: 100 })).body.data),
+          older: seqs(older),
+          turned: seqs(turned),
+        }));
+      }
       if (mode === "nulls") {
         // As a Python or Go runner sends what it leaves unset: null, for parameters with defaults too.
         const page = await api("history.page", { limit: null, direction: null, before_cursor: null, include_artifacts: null });
@@ -223,6 +251,18 @@ describe("Host API: every call checked against the run's frozen snapshot", () =>
     expect(forward).toEqual([...newestFirst].reverse().slice(1));
     // prev_cursor, as history.page gives it: the page's first item, from which after_cursor pages back the other way.
     expect(cursors).toEqual({ prev_is_first: [true, true], back: cursors.first, first: [newestFirst[0]] });
+  });
+
+  it("pages the Transcript both ways with history.page: next_cursor goes on the same way, prev_cursor turns back, two cursors bound a window", async () => {
+    for (const text of ["one", "two", "three"]) await host.waitForRun((await host.postEvent(messageEvent("api-history-walk", text))).body.run_id!);
+    const res = await host.postEvent(messageEvent("api-history-walk", "history-walk"));
+    const out = JSON.parse(String((await host.waitForRun(res.body.run_id!)).message?.content));
+    // Three exchanges (a user and an assistant item each), then the walk's own message.
+    expect(out.all).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(out.backward).toEqual([[7, 6], [5, 4], [3, 2], [1]]);
+    expect(out.forward).toEqual([[1, 2], [3, 4], [5, 6], [7]]);
+    expect([out.window_forward, out.window_backward]).toEqual([[3, 4, 5], [5, 4, 3]]);
+    expect([out.older, out.turned]).toEqual([[4, 3], [5, 6, 7]]);
   });
 
   it("checks the token of a large body before reading it, so an anonymous caller never has it buffered", async () => {

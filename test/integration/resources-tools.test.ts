@@ -150,21 +150,26 @@ describe("knowledge bases", () => {
       three: await api("knowledge.retrieve", { kb_id: "docs", query: "refunds", top_k: 3, filters: { lang: "en" } }),
       // Capped at 100, not refused.
       tooMany: await api("knowledge.retrieve", { kb_id: "docs", query: "refunds", top_k: 101 }),
+      // §8: top_k=5 when left out.
+      defaulted: await api("knowledge.retrieve", { kb_id: "docs", query: "refunds" }),
     }));
     const entries = result.three.body.data.entries;
     expect(entries).toHaveLength(3);
     expect(entries.map((e: any) => e.score)).toEqual([...entries.map((e: any) => e.score)].sort((a, b) => b - a));
     expect(entries[0]).toMatchObject({ content: expect.stringContaining("refunds passage"), metadata: { doc: expect.any(String) } });
-    expect(world.retrieval.calls.slice(-2)).toEqual([
+    expect(world.retrieval.calls.slice(-3)).toEqual([
       { authorization: `Bearer ${world.SECRETS.kb}`, body: { query: "refunds", top_k: 3, filters: { lang: "en" } } },
       { authorization: `Bearer ${world.SECRETS.kb}`, body: { query: "refunds", top_k: 100, filters: {} } },
+      { authorization: `Bearer ${world.SECRETS.kb}`, body: { query: "refunds", top_k: 5, filters: {} } },
     ]);
+    expect(result.defaulted.body.data.entries).toHaveLength(5);
     expect(result.thirty.status).toBe(200);
     expect(result.tooMany.status).toBe(200);
     expect((await world.ledger(runId)).filter((e) => e.type === "knowledge.retrieved").map((e) => e.data)).toMatchObject([
       { kb_id: "docs", top_k: 30, entry_count: 30 },
       { kb_id: "docs", top_k: 3, entry_count: 3 },
       { kb_id: "docs", top_k: 100 },
+      { kb_id: "docs", top_k: 5, entry_count: 5 },
     ]);
   });
 });

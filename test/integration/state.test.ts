@@ -154,6 +154,30 @@ describe("state (PROTOCOL §9)", () => {
     expect([kept.result.emitted, kept.result.set, kept.result.within]).toEqual([undefined, undefined, [Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 1.5e300]]);
   });
 
+  it("keeps a value of exactly 256 KiB serialised (the UTF-8 bytes of its JSON), by call and by result, and refuses one byte more", async () => {
+    const MAX = 256 * 1024;
+    // Two quotes around each: `ascii` is 1 byte a character, `wide` 2.
+    const ascii = "x".repeat(MAX - 2);
+    const wide = "é".repeat(MAX / 2 - 1);
+    const { result, runId } = await runner.run(host, "st-bound", async (api, _ctx, emit) => {
+      emit("state.updated", { scope: "conversation", key: "result.exact", value: ascii });
+      emit("state.updated", { scope: "conversation", key: "result.over", value: `${ascii}x` });
+      const set = async (key: string, value: string) => {
+        const res = await api("state.set", { scope: "conversation", key, value });
+        return [res.status, res.body.error?.code ?? null];
+      };
+      return { exact: await set("call.exact", ascii), wide: await set("call.wide", wide), over: await set("call.over", `${ascii}x`), wideOver: await set("call.wide_over", `${wide}x`) };
+    }, on("bot-conv", "u1"));
+    expect(result).toEqual({ exact: [200, null], wide: [200, null], over: [413, "payload_too_large"], wideOver: [413, "payload_too_large"] });
+    expect(await droppedResults(runId)).toEqual([expect.objectContaining({ result_type: "state.updated", reason: expect.stringContaining(`larger than ${MAX} bytes serialised`) })]);
+    const kept = await runner.run(host, "st-bound", async (api) => {
+      const { keys } = (await api("state.list", { scope: "conversation" })).body.data;
+      const value = async (key: string) => (await api("state.get", { scope: "conversation", key })).body.data.value;
+      return { keys, same: [(await value("call.exact")) === ascii, (await value("call.wide")) === wide, (await value("result.exact")) === ascii] };
+    }, on("bot-conv", "u1"));
+    expect(kept.result).toEqual({ keys: ["call.exact", "call.wide", SEED, "result.exact"], same: [true, true, true] });
+  });
+
   it("enables conversation and actor by default", async () => {
     const { result } = await runner.run(host, "st-default", async (_api, ctx) => ctx.runtime.metadata.state_scopes, on("bot-default", "u1", "T1"));
     expect(result).toEqual(["conversation", "actor"]);
