@@ -12,6 +12,7 @@ export type ErrorCode =
   | "payload_too_large"
   | "unsupported_media_type"
   | "bad_gateway"
+  | "platform_unavailable"
   | "attachment_unavailable"
   | "internal";
 
@@ -22,14 +23,17 @@ export type ErrorCode =
  */
 export class HostError extends Error {
   override readonly name = "HostError";
+  /** Response headers the answer carries (Slack's `X-Slack-No-Retry` on a refusal a retry could not change). */
+  readonly headers: Readonly<Record<string, string>>;
   constructor(
     readonly status: ContentfulStatusCode,
     readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; headers?: Record<string, string> },
   ) {
     super(message, options);
+    this.headers = options?.headers ?? {};
   }
 
   toBody(): { error: { code: string; message: string; details?: unknown } } {

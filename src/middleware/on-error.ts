@@ -39,7 +39,7 @@ function operatorFault(err: unknown): { code: "misconfigured" | "database_not_mi
 
 /** The one error handler: every failure answers `{error: {code, message}}`. */
 export const onError: ErrorHandler = (err, c) => {
-  if (err instanceof HostError) return c.json(err.toBody(), err.status);
+  if (err instanceof HostError) return c.json(err.toBody(), err.status, { ...err.headers });
   if (err instanceof HTTPException) {
     // Hono's own validators throw these, e.g. for a body that is not JSON.
     const code = err.status === 400 ? "invalid_json" : err.status === 413 ? "payload_too_large" : "invalid_request";

@@ -38,6 +38,18 @@ export interface WebhookRequest {
   now: number;
   /** Bounds a platform call made to read the request (Telegram's getMe). */
   apiTimeoutMs: number;
+  /** Which installation of its platform app the bot is, as its row keeps it (Slack's team and app: ./slack/installation.ts). */
+  installation: WebhookInstallation;
+}
+
+/**
+ * What the platform said the bot is (its adapter's own shape; null until first learned, or since its credentials
+ * changed; read only by an adapter that checks it), and how to keep what it says when first asked (best effort: never
+ * throws).
+ */
+export interface WebhookInstallation {
+  pinned(): Promise<Record<string, unknown> | null>;
+  pin(installation: Record<string, unknown>): Promise<void>;
 }
 
 /** A file a platform message carries, before the host downloads it. */

@@ -1,8 +1,19 @@
 import { HostError, unauthorized } from "../lib/errors";
+import { loggedText } from "../lib/log-text";
 import { jsonShapeProblem } from "../protocol/common";
 
 /** The one refusal every platform gets for a request it cannot prove came from the platform. */
 export const refused = (why: string) => unauthorized(`webhook refused: ${why}`);
+
+/**
+ * A request the platform did sign, for another bot: another installation of an app whose secret this bot shares (a
+ * Slack app installed in two workspaces), or another app. 403, not 401: the bot's secret is right, so its admin view
+ * must not blame it. `headers`: what tells the platform not to send it again (Slack's `X-Slack-No-Retry`).
+ */
+export const notThisBot = (why: string, headers?: Record<string, string>) => new HostError(403, "forbidden", `webhook refused: ${why}`, undefined, { headers });
+
+/** An id a refusal names as the request gave it: escaped and cut, so it reads as one id in a log line. */
+export const namedId = (id: string) => loggedText(id, 80);
 
 /**
  * Deeper than any platform nests a payload (Slack's blocks, Discord's components: a few dozen levels at most). The

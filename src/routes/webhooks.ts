@@ -7,12 +7,20 @@ import { compressedBodyRefusal } from "../lib/content-encoding";
 import { ingestEvents } from "../platforms/ingest";
 import { ADAPTERS } from "../platforms/registry";
 import { PLATFORMS, type PlatformName } from "../platforms/types";
-import { botsStore } from "../stores/bots";
+import { botOf, botsStore } from "../stores/bots";
+import { webhookInstallation } from "../stores/bot-installation";
 import { noteWebhookRefusal } from "../stores/bot-notes";
 import { SealedSecretError } from "../lib/secret-box";
 import { publicBaseUrl, router } from "./app-env";
 
 const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
+
+/**
+ * What an operator may have to fix, logged and noted on the bot: a request not proven the platform's (401), one the
+ * platform signed for another bot (403), or one that could not be checked because the platform did not say which
+ * installation the bot is (503).
+ */
+const isNotedRefusal = (err: unknown): err is HostError => err instanceof HostError && (err.status === 401 || err.status === 403 || err.code === "platform_unavailable");
 
 /**
  * POST /v1/webhooks/{platform}/{bot_id}: a chat platform calls in. Verified
@@ -33,12 +41,13 @@ export const webhooksRouter = router().post(
     if (Number(c.req.header("content-length") ?? NaN) > maxBytes) throw tooLarge(maxBytes);
     if (!isPlatform(platform)) throw notFound(`no webhook for platform ${platform}`);
     const db = dbOf(c.env);
-    const bot = await botsStore(db).load(botId).catch(async (err: unknown) => {
+    const row = await botsStore(db).get(botId);
+    const bot = row && (await botOf(row, db.secrets).catch(async (err: unknown) => {
       // SECRETS_KEY changed or lost: every webhook of the bot fails (500) until it is fixed; its admin view says why.
       if (err instanceof SealedSecretError) await noteWebhookRefusal(db, { botId, platform }, `its stored credentials cannot be opened: ${err.message}; check SECRETS_KEY and SECRETS_KEY_PREVIOUS`);
       throw err;
-    });
-    if (!bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
+    }));
+    if (!row || !bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
     // Platforms send their bodies uncompressed, signed as sent: a compressed one (a proxy's doing) would be refused as
     // badly signed, or as not JSON, and the bot's admin view would blame its credentials.
     const compressed = compressedBodyRefusal(c.req.raw.headers);
@@ -49,9 +58,10 @@ export const webhooksRouter = router().post(
     const body = await readCapped(c.req.raw, maxBytes);
     if (body === "too_large") throw tooLarge(maxBytes);
     const rawBody = new TextDecoder().decode(body);
-    const inbound = await adapter.receive(bot, { headers: c.req.raw.headers, rawBody, now: Date.now(), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS }).catch(async (err: unknown) => {
+    const installation = webhookInstallation(db, row);
+    const inbound = await adapter.receive(bot, { headers: c.req.raw.headers, rawBody, now: Date.now(), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS, installation }).catch(async (err: unknown) => {
       // The reason helps an operator fix a misconfigured bot (in the log and on the bot's admin view); it never includes a secret.
-      if (err instanceof HostError && err.status === 401) {
+      if (isNotedRefusal(err)) {
         console.warn(`webhook ${platform}/${botId}: ${err.message}`);
         await noteWebhookRefusal(db, bot, err.message);
       }

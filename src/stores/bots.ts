@@ -61,8 +61,9 @@ export function botsStore(db: Db) {
     },
     /** Replaces the row only if it is still as `read` left it: answers false when it was deleted or changed meanwhile. */
     async replace(row: BotRow, read: BotRow): Promise<boolean> {
-      // The notes are the host's to write: a PUT neither clears nor restores them.
-      const { botId, createdAt: _createdAt, lastWebhookRefusalJson: _refusal, lastUnboundEventJson: _unbound, lastDeliveryFailureJson: _delivery, ...rest } = row;
+      // The notes and the installation are the host's to write: a PUT neither clears nor restores them (new credentials
+      // void the installation all the same: ./bot-installation.ts).
+      const { botId, createdAt: _createdAt, lastWebhookRefusalJson: _refusal, lastUnboundEventJson: _unbound, lastDeliveryFailureJson: _delivery, installationJson: _installation, ...rest } = row;
       const done = await db
         .update(bot)
         .set(rest)

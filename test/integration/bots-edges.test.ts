@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 /**
  * Bots and their platforms at the edges: updates the host does not handle recorded in their chat, the bot's own
@@ -22,6 +23,8 @@ let nextId = 5000;
 
 /** One fake answering both Telegram-shaped (/bot<token>/method) and Slack-shaped (/chat.postMessage) calls. */
 function api(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   if (call.path.startsWith("/bot")) return { json: { ok: true, result: { message_id: ++nextId } } };
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++nextId}.0001` } };
   if (call.path === "/chat.update") return { json: { ok: true } };

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, telegramBotApi, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { discordKeyPair, postInteraction } from "../support/discord-signing";
-import { slackDeletion, slackEdit } from "../support/slack-events";
+import { SLACK_AUTH_TEST, slackDeletion, slackEdit } from "../support/slack-events";
 
 /**
  * A runner author's contract: what README's "`event.data` by platform" table (and the shapes it names) promises a
@@ -59,6 +59,8 @@ let n = 0;
 const telegram = telegramBotApi(TG_TOKEN);
 /** One fake for the four platforms: each calls its own paths. */
 function platformApi(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   if (call.path.startsWith("/bot") || call.path.startsWith("/file/")) return telegram(call);
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${1_800_000_000 + ++n}.000100` } };
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };

@@ -7,6 +7,7 @@ import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor, type PlatformCall, type FakeReply } from "../support/fake-platform";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 const BOT_TOKEN = "xoxb-PARTIAL-slack-bot-token-1234567890";
 const SIGNING_SECRET = "partial-slack-signing-secret-0123456789";
@@ -19,6 +20,8 @@ let botId: string;
 let webhookUrl: string;
 
 function slackApi(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   if (call.path === "/files/F1/report.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
   if (call.path.startsWith("/files/")) return { status: 404, json: {} };
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${Date.now()}.000100` } };

@@ -5,6 +5,7 @@ import { callHostApi, deferred } from "../support/host-api";
 import { startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 /**
  * An agent's trigger_policy `group_messages: "addressed"`: where its bot gets every group message (Slack subscribed to
@@ -40,6 +41,8 @@ const gate = (tag: string) => gates.get(tag) ?? gates.set(tag, deferred()).get(t
 const telegram = telegramBotApi(TG_TOKEN);
 let slackTs = 1_900_000_000;
 function platformApi(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   if (call.path === `/bot${TG_TOKEN}/getMe`) return { json: { ok: true, result: { id: 123456, is_bot: true, first_name: "Trig", username: TG_USERNAME } } };
   if (call.path.startsWith("/bot") || call.path.startsWith("/file/")) return telegram(call);
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++slackTs}.000100` } };

@@ -140,9 +140,12 @@ function received(chat: string, messageType: string, content: string, messageId 
     event: { sender: { sender_id: { open_id: "ou_ada" }, sender_type: "user" }, message: { message_id: messageId, chat_id: chat, chat_type: "p2p", message_type: messageType, content, ...(parentId ? { parent_id: parentId } : {}) } },
   };
 }
+/** Sent to the bot at `url` as Lark sends it there: in the name of that bot's app (a bot refuses another app's events). */
 async function post(payload: unknown, url = bots.main.url) {
+  const appId = { [bots.noContact.url]: NO_CONTACT_APP_ID, [bots.cold.url]: COLD_APP_ID, [bots.addressed.url]: ADDRESSED_APP_ID }[url] ?? APP_ID;
+  const event = payload as { header: Record<string, unknown> };
   const started = Date.now();
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload) });
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...event, header: { ...event.header, app_id: appId } }) });
   expect(res.status).toBe(200);
   return Date.now() - started;
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, messageEvent, startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { discordKeyPair, postInteraction } from "../support/discord-signing";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 /**
  * What an operator wiring a bot reads: the payload a platform sent for an event (GET /v1/admin/events/{id}/raw, its
@@ -35,6 +36,8 @@ const discordKey = discordKeyPair();
 let ts = 1_700_000_000;
 
 function slackApi(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   if (call.headers.authorization !== `Bearer ${SLACK_BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };

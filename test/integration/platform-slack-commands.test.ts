@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { longText, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 /**
  * Slack slash commands and message shortcuts run as Discord's commands do (README, Chat platforms): signed form posts
@@ -24,6 +25,8 @@ let ts = 1_700_000_000;
 const urlPosts = new Map<string, number>();
 
 function slackApi(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   // A response_url: Slack's own hook, no token asked.
   if (call.path.startsWith("/commands/") || call.path.startsWith("/actions/")) {
     if (call.headers.authorization) return { status: 400, json: { ok: false, error: "invalid_auth" } };

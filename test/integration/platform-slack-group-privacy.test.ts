@@ -6,6 +6,7 @@ import { readConversation, type ConversationReads } from "../support/conversatio
 import { startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 /**
  * Several users in one Slack channel share its conversation; a press on an ephemeral message is its user's alone
@@ -27,6 +28,8 @@ const reads = new Map<string, ConversationReads>();
 let ts = 1_700_000_000;
 
 function slackApi(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   // A response_url: Slack's own hook, no token asked; one whose five posts are spent says so.
   if (call.path.startsWith("/actions/") || call.path.startsWith("/commands/")) return call.path.includes("SPENT") ? { status: 404, json: { ok: false, error: "used_url" } } : { json: { ok: true } };
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };

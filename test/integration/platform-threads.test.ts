@@ -4,6 +4,7 @@ import { formOf, startFakePlatform, telegramBotApi, waitFor, type PlatformCall }
 import { callHostApi } from "../support/host-api";
 import { startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 /**
  * Threads on chat platforms, end to end: each thread (Slack thread_ts, Telegram forum topic) is its own
@@ -41,7 +42,7 @@ async function telegramApi(call: PlatformCall) {
 
 beforeAll(async () => {
   tg = await startFakePlatform(telegramApi);
-  slack = await startFakePlatform((call) => (call.path === "/chat.postMessage" ? { json: { ok: true, ts: `${++slackTs}.000100` } } : { json: { ok: true } }));
+  slack = await startFakePlatform((call) => (call.path === "/chat.postMessage" ? { json: { ok: true, ts: `${++slackTs}.000100` } } : { json: call.path === "/auth.test" ? SLACK_AUTH_TEST : { ok: true } }));
   runner = await startAdHocRunner({
     name: "threads",
     runners: [{ name: "default", label: { en_US: "threads" }, capabilities: { streaming: false }, permissions: { history: ["page"], events: ["get", "page"] } }],

@@ -13,7 +13,7 @@ import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from ".
 import { startHostOn, waitForRunOn } from "../support/host";
 import { keyedGates } from "../support/host-api";
 import { startAdHocRunner } from "../support/runner";
-import { slackDeletion, slackEdit } from "../support/slack-events";
+import { SLACK_AUTH_TEST, slackDeletion, slackEdit } from "../support/slack-events";
 
 /**
  * A Slack message deleted while its run waits (its debounce window) holding later messages it claimed: the recall
@@ -40,6 +40,8 @@ let port = 0;
 const start = () => startHostOn(dataDir, { DB_QUERY_TIMEOUT_MS: "30000" }, { port });
 
 function slackApi(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${Date.now() / 1000}` } };
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
   return { status: 404, json: { ok: false, error: "unknown_method" } };

@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 /** Slack's chat.postMessage `rate_limited` error (HTTP 200, nothing posted) is a rate limit waited out, not a permanent failure. */
 const BOT_TOKEN = "xoxb-TEST-slack-bot-token-deliv";
@@ -18,6 +19,8 @@ let webhookUrl: string;
 let ts = 1_700_000_000;
 
 function slackApi(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
   if (call.path === "/chat.postMessage") {
     if (postLimited.delete(call.body.channel)) return { json: { ok: false, error: "rate_limited" } };

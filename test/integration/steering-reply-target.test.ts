@@ -4,6 +4,7 @@ import { callHostApi, deferred } from "../support/host-api";
 import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 /**
  * A chat message steered into a run is answered by that run's reply. A run of the same agent whose reply goes nowhere
@@ -21,6 +22,8 @@ const gate = (channel: string) => gates.get(channel) ?? gates.set(channel, defer
 const begun: { channel: string; type: string; text: string | null }[] = [];
 
 function slackApi(call: PlatformCall): FakeReply {
+  // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
+  if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
   if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${Date.now()}.000100` } };
   if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
   return { status: 404, json: { ok: false, error: "unknown_method" } };

@@ -20,6 +20,7 @@ import { callHostApi } from "../support/host-api";
 import { ADMIN_TOKEN, SECRETS_KEY, waitForRunOn } from "../support/host";
 import { databaseBefore, migrationTags } from "../support/old-release-db";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 /**
  * An operator upgrading (README "Production"): a database as the release whose last migration was 0020 left it, its
@@ -105,7 +106,7 @@ async function seedOldRelease(path: string) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "upgrade-0020-"));
-  fake = await startFakePlatform((call) => (call.path === "/chat.postMessage" ? { json: { ok: true, channel: call.body.channel, ts: `${Date.now() / 1000}` } } : { json: { ok: true } }));
+  fake = await startFakePlatform((call) => (call.path === "/chat.postMessage" ? { json: { ok: true, channel: call.body.channel, ts: `${Date.now() / 1000}` } } : { json: call.path === "/auth.test" ? SLACK_AUTH_TEST : { ok: true } }));
   runner = await startAdHocRunner({
     name: "upgraded",
     async onRun({ body }, res) {
@@ -210,6 +211,18 @@ describe("upgrading a database the release at migration 0020 left", () => {
       expect(read.recalled.metadata.recalled).toMatchObject({ event_id: expect.any(String) });
       expect(read.kept).toMatchObject({ event_id: slackId(SLACK_TS[1]), input_summary: "old question 1" });
       expect(read.kept.metadata.recalled).toBeUndefined();
+
+      // The old bot's row named no installation: its first verified request (the recall) asked Slack's auth.test which
+      // workspace its token is (T1), once, and kept it with the app that request named. A request its app's signing
+      // secret signed for another workspace (the app installed there too) is refused now, and runs nothing.
+      const [row] = await host.query<{ installation_json: string }>("SELECT installation_json FROM bot WHERE bot_id = ?", [BOT]);
+      expect(JSON.parse(row.installation_json).installation).toEqual({ team_id: "T1", enterprise_id: null, enterprise_install: false, app_id: "A1" });
+      expect(fake.calls.filter((c) => c.path === "/auth.test")).toHaveLength(1);
+      const other = message.replaceAll('"T1"', '"T2"').replace("EvNew", "EvOtherWorkspace").replace("1800000001.000100", "1800000002.000100");
+      const otherSigned = `v0=${createHmac("sha256", SIGNING_SECRET).update(`v0:${timestamp}:${other}`).digest("hex")}`;
+      const refused = await fetch(`${host.url}/v1/webhooks/slack/${BOT}`, { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": String(timestamp), "x-slack-signature": otherSigned }, body: other });
+      expect([refused.status, refused.headers.get("x-slack-no-retry")]).toEqual([403, "1"]);
+      expect(await host.query("SELECT event_id FROM event_log WHERE event_id LIKE '%1800000002.000100'")).toEqual([]);
     } finally {
       await host.dispose();
     }

@@ -10,27 +10,33 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
+import { startFakePlatform } from "../support/fake-platform";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 const SIGNING_SECRET = "edge-slack-signing-secret-0123";
 const TG_SECRET = "edge_tg_secret_0123456789";
 const LARK_TOKEN = "edge-lark-verification-token";
 
 let host: TestHost;
+/** Slack's Web API, as far as the host asks it here: who the bot token is (workspace T1, as the events say). */
+let slackApi: Awaited<ReturnType<typeof startFakePlatform>>;
 const bots: Record<string, { id: string; url: string }> = {};
 
 beforeAll(async () => {
   host = await startTestHost({ captureLogs: true });
-  const make = async (platform: string, credentials: Record<string, string>) => {
-    const res = await host.admin("POST", "/v1/admin/bots", { platform, credentials });
+  slackApi = await startFakePlatform((call) => (call.path === "/auth.test" ? { json: SLACK_AUTH_TEST } : { status: 404, json: { ok: false, error: "unknown_method" } }));
+  const make = async (platform: string, credentials: Record<string, string>, apiBaseUrl?: string) => {
+    const res = await host.admin("POST", "/v1/admin/bots", { platform, credentials, api_base_url: apiBaseUrl });
     expect(res.status).toBe(201);
     bots[platform] = { id: res.body.bot_id, url: res.body.webhook_url };
   };
-  await make("slack", { bot_token: "xoxb-review-b", signing_secret: SIGNING_SECRET });
+  await make("slack", { bot_token: "xoxb-review-b", signing_secret: SIGNING_SECRET }, slackApi.url);
   await make("telegram", { bot_token: "123456:edge", secret_token: TG_SECRET });
   await make("lark", { app_id: "cli_edge", app_secret: "edge-app-secret", verification_token: LARK_TOKEN });
 });
 afterAll(async () => {
   await host?.dispose();
+  await slackApi?.close();
 });
 
 const recorded = (eventId: string) => host.query("SELECT event_id FROM event_log WHERE event_id = ?", [eventId]);

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor } from "../support/fake-platform";
 import { deliver, expectEachHandled, expectHandled, expectRecorded, INVALID_JSON, nestedJson, slackSignature, storedPayload, type MalformedRow } from "../support/malformed-webhooks";
+import { SLACK_AUTH_TEST } from "../support/slack-events";
 
 const BOT_TOKEN = "xoxb-malformed-slack-bot-token";
 const SIGNING_SECRET = "malformed-slack-signing-secret-0123";
@@ -21,7 +22,7 @@ let bot: { botId: string; url: string };
 let ts = 1_800_000_000;
 
 beforeAll(async () => {
-  fake = await startFakePlatform((call) => ({ json: { ok: true, channel: call.body?.channel, ts: `${++ts}.000100` } }));
+  fake = await startFakePlatform((call) => ({ json: call.path === "/auth.test" ? SLACK_AUTH_TEST : { ok: true, channel: call.body?.channel, ts: `${++ts}.000100` } }));
   runner = await startChatRunner("malformed-slack");
   host = await startTestHost({ captureLogs: true });
   const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } });

@@ -6,7 +6,7 @@ import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from ".
 import { putAgent } from "./scripted-runner";
 import type { TestHost } from "./host";
 import type { RunCall } from "./runner";
-import { slackDeletion, slackEdit } from "./slack-events";
+import { SLACK_AUTH_TEST, slackDeletion, slackEdit } from "./slack-events";
 
 /**
  * The set-up the platform-slack-busy*.test.ts files share: a Slack bot on a fake Web API, a steering runner and a
@@ -62,6 +62,7 @@ export function useBusySlack() {
   let postTs = 1_700_000_000;
   function slackApi(call: PlatformCall): FakeReply {
     if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
+    if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
     if (call.path === "/files/F1/plan.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
     if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++postTs}.000100` } };
     if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };

@@ -1,3 +1,9 @@
+/**
+ * Slack's auth.test for a bot token of workspace T1 (its bot user UBOT), as Slack answers it (it names no app): the
+ * installation the host pins a bot to, the one the tests' envelopes name.
+ */
+export const SLACK_AUTH_TEST = { ok: true, url: "https://acme.slack.com/", team: "Acme", user: "agent", team_id: "T1", user_id: "UBOT", bot_id: "B1", is_enterprise_install: false };
+
 /** Slack's revisions of a person's (U42's) message `ts`, as its Events API sends them; `eventTs` is the event's own ts. */
 
 /** `message_changed` for an edit made at `editedAt` (its version). */

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { startTestHost, type TestHost } from "./host";
 import { startChatRunner, startFakePlatform, type FakeReply, type PlatformCall } from "./fake-platform";
 import { expectSecretsKeptOut } from "./secrets-kept-out";
+import { SLACK_AUTH_TEST } from "./slack-events";
 
 /**
  * The set-up the platform-slack*.test.ts files share: a fake Slack Web API (its refusals driven by the sets and maps
@@ -45,6 +46,8 @@ export function useSlackPlatform() {
     // An upload URL that has moved: a 307 keeps the method and the body, as an HTTP client follows it.
     if (call.path.startsWith("/upload-moved/")) return { status: 307, headers: { location: `${fake.url}/upload/${call.path.split("/").pop()}` }, json: {} };
     if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
+    // Who the bot token is: the workspace T1 each envelope names (the host pins the bot to it).
+    if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
     if (call.path === "/files/F1/report.pdf") return { bytes: FILE, headers: { "content-type": "application/pdf" } };
     // A file Slack's file host sends elsewhere (a CDN): the token must not follow it there.
     if (call.path === "/files/F10/moved.pdf" && state.fileMovedTo) return { status: 302, headers: { location: state.fileMovedTo }, json: {} };

@@ -25,6 +25,10 @@ export const bot = sqliteTable(
     lastWebhookRefusalJson: text("last_webhook_refusal_json"),
     lastUnboundEventJson: text("last_unbound_event_json"),
     lastDeliveryFailureJson: text("last_delivery_failure_json"),
+    // Which installation of its platform app the bot is (Slack: its team or enterprise and its app), as the platform
+    // said when first asked, with a digest of the credentials it was asked with: new credentials (a PUT, by any
+    // release) void it. JSON; null until first learned (src/stores/bot-installation.ts). Never written by a PUT.
+    installationJson: text("installation_json"),
   },
   (t) => [index("bot_created").on(t.createdAt, t.botId)],
 );

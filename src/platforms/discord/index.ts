@@ -8,7 +8,7 @@ import { parseBody } from "../verify";
 import { discordMessenger, type DiscordCredentials } from "./api";
 import { DISCORD_MAX_CONTENT } from "./followup-limit";
 import { InteractionSchema, InteractionType, normalizeInteraction } from "./normalize";
-import { verifyDiscordSignature } from "./verify";
+import { checkDiscordApplication, verifyDiscordSignature } from "./verify";
 
 const CredentialsSchema = z.strictObject({
   application_id: z.string().regex(/^\d{1,30}$/, "application_id must be the application's snowflake id"),
@@ -59,6 +59,7 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
   async receive(bot, req) {
     await verifyDiscordSignature(req.headers, req.rawBody, bot.credentials.public_key, req.now);
     const body = parseBody(req.rawBody);
+    checkDiscordApplication(body, bot.credentials.application_id);
     const interaction = InteractionSchema.safeParse(body);
     if (!interaction.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
     if (interaction.data.type === InteractionType.PING) return { kind: "handshake", body: { type: PONG } };

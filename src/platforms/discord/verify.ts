@@ -1,4 +1,5 @@
-import { checkFreshness, refused } from "../verify";
+import { asRecord } from "../http";
+import { checkFreshness, namedId, notThisBot, refused } from "../verify";
 
 /** Discord calls at once and never retries an interaction, so a request older than this is a replay. */
 export const DISCORD_MAX_AGE_SECONDS = 5 * 60;
@@ -25,4 +26,16 @@ export async function verifyDiscordSignature(headers: Headers, rawBody: string, 
   const valid = await crypto.subtle.verify(algorithm, key, hexToBytes(signature), encoder.encode(timestamp + rawBody));
   if (!valid) throw refused("bad X-Signature-Ed25519");
   checkFreshness(timestamp, now, DISCORD_MAX_AGE_SECONDS, "X-Signature-Timestamp");
+}
+
+/**
+ * A verified interaction must be for the bot's own application (`application_id`, which Discord sends with each, PING
+ * included). A public key is one application's, so only a key registered for two bots by mistake lets another
+ * application's interaction reach here: it would run as this bot's, answered with this bot's token. One application
+ * registered as two bots is one bot twice over (Discord calls one Interactions Endpoint URL per application, its
+ * interaction token answers for that application alone): not told apart here.
+ */
+export function checkDiscordApplication(body: unknown, applicationId: string): void {
+  const named = asRecord(body).application_id;
+  if (typeof named === "string" && named !== "" && named !== applicationId) throw notThisBot(`the interaction is for Discord application ${namedId(named)}, not this bot's (${applicationId})`);
 }

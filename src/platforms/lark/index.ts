@@ -13,7 +13,7 @@ import { FORWARD_OPENING, forwardLeftUnread, forwardNotRead, withForwardedMessag
 import { mentionsSomeone, normalizeLarkPayload } from "./normalize";
 import { ownOpenId } from "./own-open-id";
 import { readLarkReplied, recordedLarkReplied } from "./replied";
-import { openLarkRequest } from "./verify";
+import { checkLarkApp, openLarkRequest } from "./verify";
 
 const CredentialsSchema = z.strictObject({
   app_id: z.string().min(1).max(128),
@@ -46,6 +46,7 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
     // Verified first: its token is inside it, so a body too deep to read is refused only once it is known to be Lark's.
     const payload = withinPayloadDepth(card?.payload ?? (await openLarkRequest(req.headers, req.rawBody, bot.credentials, req.now)));
     if (payload.type === "url_verification") return { kind: "handshake", body: { challenge: typeof payload.challenge === "string" ? payload.challenge : "" } };
+    checkLarkApp(payload, bot.credentials.app_id);
     if (card) return { kind: "events", raw: payload, events: [normalizeLegacyCardAction(await bodyKey(card.plain), payload, card.signedAt)] };
     // A paused bot calls no platform API: its event is only recorded, its mentions as sent.
     const openId = bot.enabled && mentionsSomeone(payload) ? await ownOpenId(bot, req.apiTimeoutMs) : null;

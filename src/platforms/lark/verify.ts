@@ -8,7 +8,7 @@
 import { base64ToBytes } from "../../lib/base64";
 import { constantTimeEqual, sha256Hex, secretsEqual } from "../../lib/crypto";
 import { asRecord } from "../http";
-import { checkFreshness, refused } from "../verify";
+import { checkFreshness, namedId, notThisBot, refused } from "../verify";
 
 /**
  * Lark retries a delivery for about seven hours (15 s, 5 min, 1 h, 6 h); a
@@ -67,4 +67,18 @@ export async function openLarkRequest(headers: Headers, rawBody: string, secrets
   const token = asRecord(payload.header).token ?? payload.token;
   if (!(await secretsEqual(typeof token === "string" ? token : null, secrets.verification_token))) throw refused("bad verification token");
   return payload;
+}
+
+/**
+ * A verified event must be for the bot's own app: its `header.app_id` (schema 2.0, card callbacks too), or its
+ * `event.app_id` (schema 1.0). A verification token (and encrypt key) is one app's, so only a token shared by mistake
+ * (the same one registered for two apps) lets another app's event reach here; that app's event would otherwise run
+ * under this bot's app and be answered with its credentials. A payload naming no app (the URL challenge, a legacy card
+ * press) is taken: one Lark signed for another app names it. An app is one tenant's here (its tenant token is
+ * `tenant_access_token/internal`, a custom app's), so the tenant is not compared: an app registered twice is one bot
+ * twice over, the same app answering in the same tenant.
+ */
+export function checkLarkApp(payload: Record<string, unknown>, appId: string): void {
+  const named = asRecord(payload.header).app_id ?? asRecord(payload.event).app_id;
+  if (typeof named === "string" && named !== "" && named !== appId) throw notThisBot(`the event is for Lark app ${namedId(named)}, not this bot's (${appId})`);
 }

@@ -6,7 +6,10 @@ import { bodyKey, unhandledEvent } from "../unhandled";
 import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
 import { SLACK_TABLE_COLUMNS } from "./mrkdwn";
-import { isInteractivity, readInteractivity } from "./interactivity";
+import { isInteractivity, namedByForm, parseForm, readInteractivity } from "./interactivity";
+import { namedByEnvelope } from "./installation";
+import { checkSlackInstallation } from "./own-installation";
+import { asRecord } from "../http";
 import { acknowledgeSlack, noticeByResponseUrl } from "./acknowledge";
 import { ephemeralMessenger } from "./ephemeral";
 import { EnvelopeSchema, normalizeEnvelope } from "./normalize";
@@ -29,7 +32,8 @@ const NewCredentialsSchema = CredentialsSchema.extend({
 
 /**
  * Slack Events API over HTTP: every request signed with the app's signing
- * secret; `url_verification` answered with its challenge; retries
+ * secret, and for the bot's own installation of the app (its workspace and
+ * app: ./own-installation.ts); `url_verification` answered with its challenge; retries
  * (`X-Slack-Retry-Num`) carry the same event and are deduplicated. Interactivity
  * requests (button presses, shortcuts) and slash commands come to the same URL, form-encoded (./interactivity.ts).
  */
@@ -49,11 +53,18 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     await verifySlackSignature(req.headers, req.rawBody, bot.credentials.signing_secret, req.now);
     const fallbackKey = await bodyKey(req.rawBody);
     // Button presses, shortcuts and slash commands come form-encoded, signed the same way (their Request URLs).
-    if (isInteractivity(req.headers)) return readInteractivity(req.rawBody, fallbackKey);
+    if (isInteractivity(req.headers)) {
+      const form = parseForm(req.rawBody);
+      // Signed for this app, but perhaps for its installation in another workspace (./own-installation.ts).
+      await checkSlackInstallation(bot, req, namedByForm(form));
+      return readInteractivity(form, fallbackKey);
+    }
     const body = parseBody(req.rawBody);
     const envelope = EnvelopeSchema.safeParse(body);
+    // The URL's challenge names no installation, and asks for nothing but itself.
+    if (envelope.success && envelope.data.type === "url_verification") return { kind: "handshake", body: { challenge: envelope.data.challenge ?? "" } };
+    await checkSlackInstallation(bot, req, namedByEnvelope(asRecord(body)));
     if (!envelope.success) return { kind: "events", raw: body, events: [unhandledEvent(fallbackKey, "unknown")] };
-    if (envelope.data.type === "url_verification") return { kind: "handshake", body: { challenge: envelope.data.challenge ?? "" } };
     // A bot stored with a user token (before bot tokens were required) posts as that user.
     const postsAsUser = !bot.credentials.bot_token.startsWith("xoxb-");
     // The payload as parsed, not as the schema rebuilt it: the stored copy keeps Slack's own key order.

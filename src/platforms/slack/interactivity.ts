@@ -12,6 +12,8 @@ import { unhandledEvent as unhandled } from "../unhandled";
 import { parseBody } from "../verify";
 import { absentOr, withoutNulls } from "../payload";
 import { messageShortcutOf, slashCommandOf } from "./commands";
+import { asRecord } from "../http";
+import { namedByCommand, namedByPayload, type NamedInstallation } from "./installation";
 
 const OptionSchema = z.looseObject({ value: absentOr(z.string()), text: absentOr(z.looseObject({ text: absentOr(z.string()) })) });
 
@@ -54,18 +56,28 @@ const BlockActionsSchema = z.looseObject({
 /** Whether a signed request is an interactivity one: Slack form-encodes those, and sends events as JSON. */
 export const isInteractivity = (headers: Headers) => (headers.get("content-type") ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded");
 
-/** A signed form body read: `fallbackKey` names a payload without a trigger_id (a body digest). */
-export function readInteractivity(rawBody: string, fallbackKey: string): Inbound {
+/** A signed form body as Slack sent it: a slash command's own fields, or an interactivity payload's JSON as parsed. */
+export type SlackForm = { kind: "fields"; fields: Record<string, string> } | { kind: "payload"; body: unknown };
+
+export function parseForm(rawBody: string): SlackForm {
   const form = new URLSearchParams(rawBody);
   const payload = form.get("payload");
-  if (payload === null) {
+  return payload === null ? { kind: "fields", fields: Object.fromEntries(form) } : { kind: "payload", body: parseBody(payload) };
+}
+
+/** The Slack installation the form names (./installation.ts). */
+export const namedByForm = (form: SlackForm): NamedInstallation => (form.kind === "fields" ? namedByCommand(form.fields) : namedByPayload(asRecord(form.body)));
+
+/** A signed form body read: `fallbackKey` names a payload without a trigger_id (a body digest). */
+export function readInteractivity(form: SlackForm, fallbackKey: string): Inbound {
+  if (form.kind === "fields") {
     // A slash command; anything else form-encoded is recorded, not run.
-    const fields = Object.fromEntries(form);
+    const { fields } = form;
     const key = fields.trigger_id ? `interaction:${fields.trigger_id}` : fallbackKey;
     const event = fields.command ? slashCommandOf(fields, key) : { ...unhandled(key, "unknown"), conversationId: fields.channel_id || null };
     return { kind: "events", raw: fields, events: [event] };
   }
-  const body = parseBody(payload);
+  const { body } = form;
   const given = body && typeof body === "object" ? (withoutNulls(body) as Record<string, unknown>) : {};
   const type = typeof given.type === "string" ? given.type : "unknown";
   // An external select asking for its options as the user types: none offered, and nothing recorded per keystroke.

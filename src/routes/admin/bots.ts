@@ -112,6 +112,7 @@ export const botsRouter = router()
       lastWebhookRefusalJson: null,
       lastUnboundEventJson: null,
       lastDeliveryFailureJson: null,
+      installationJson: null,
     };
     // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
     await insertUnique(() => store.create(row), `bot ${botId}`);

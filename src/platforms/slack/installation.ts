@@ -1,0 +1,69 @@
+/**
+ * Which installation of a Slack app a request is for, and whether that is the bot's. An app has one signing secret
+ * however many workspaces it is installed in: registered as two bots (its installations in two workspaces), a request
+ * Slack signed for one passes the other's signature check. Each bot is the installation its own token is (Slack's
+ * auth.test, ./own-installation.ts); a request naming another is not its to take.
+ *
+ * What a request names is read as Slack's own Bolt reads it to find the installation: an event by its
+ * `authorizations` (the installation it was sent for; in a channel shared with another organization the envelope's
+ * `team_id` may be that one's), else its `team_id`; a slash command by its `team_id`; an interactivity payload by the
+ * view's `app_installed_team_id`, else `team.id`, else the user's `team_id`. An org-wide install (Enterprise Grid)
+ * is one installation across the organization's workspaces: its requests name the workspace, and it is known by its
+ * `enterprise_id`.
+ */
+import * as z from "zod";
+import { asRecord } from "../http";
+import { namedId } from "../verify";
+
+/** The bot's installation as auth.test gave it: its workspace, or its organization when installed org-wide; its app. */
+export const SlackInstallationSchema = z.object({
+  team_id: z.string().nullable(),
+  enterprise_id: z.string().nullable(),
+  enterprise_install: z.boolean(),
+  app_id: z.string().nullable(),
+});
+export type SlackInstallation = z.infer<typeof SlackInstallationSchema>;
+
+/** The installation a request names; a field it leaves out (or sends empty or null) is undefined. */
+export interface NamedInstallation {
+  teamId?: string;
+  enterpriseId?: string;
+  appId?: string;
+}
+
+const id = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+
+/** An Events API envelope (event_callback, app_rate_limited, ...). */
+export function namedByEnvelope(body: Record<string, unknown>): NamedInstallation {
+  const first = Array.isArray(body.authorizations) ? asRecord(body.authorizations[0]) : {};
+  return { teamId: id(first.team_id) ?? id(body.team_id), enterpriseId: id(first.enterprise_id) ?? id(body.enterprise_id), appId: id(body.api_app_id) };
+}
+
+/** A slash command's form fields. */
+export const namedByCommand = (fields: Record<string, string>): NamedInstallation => ({ teamId: id(fields.team_id), enterpriseId: id(fields.enterprise_id), appId: id(fields.api_app_id) });
+
+/** An interactivity payload (a press, a shortcut, a view). */
+export function namedByPayload(payload: Record<string, unknown>): NamedInstallation {
+  const team = asRecord(payload.team);
+  return {
+    teamId: id(asRecord(payload.view).app_installed_team_id) ?? id(team.id) ?? id(asRecord(payload.user).team_id),
+    enterpriseId: id(asRecord(payload.enterprise).id) ?? id(team.enterprise_id),
+    appId: id(payload.api_app_id),
+  };
+}
+
+/**
+ * Why a request is not for the bot installed so, or null when it is. A request naming no installation at all passes:
+ * every request Slack signs names its team (but `url_verification` and a slash command's `ssl_check`, which ask for
+ * nothing), so a request signed for another installation always names that one. The app is compared once known.
+ */
+export function otherInstallation(bot: SlackInstallation, named: NamedInstallation): string | null {
+  if (named.teamId !== undefined || named.enterpriseId !== undefined) {
+    if (bot.enterprise_install && named.enterpriseId !== bot.enterprise_id) return `the request names ${shown("Slack organization", named.enterpriseId)}, not this bot's (${bot.enterprise_id}, installed organization-wide)`;
+    if (!bot.enterprise_install && named.teamId !== bot.team_id) return `the request names ${shown("Slack workspace", named.teamId)}, not this bot's (team ${bot.team_id})`;
+  }
+  if (bot.app_id !== null && named.appId !== undefined && named.appId !== bot.app_id) return `the request names Slack app ${namedId(named.appId)}, not this bot's (${bot.app_id})`;
+  return null;
+}
+
+const shown = (what: string, given: string | undefined) => (given === undefined ? `no ${what}` : `${what} ${namedId(given)}`);

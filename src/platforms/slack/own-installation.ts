@@ -1,0 +1,51 @@
+/**
+ * The Slack installation a bot is, from Slack itself: auth.test with the bot's own token says its workspace (team),
+ * its organization and whether it is installed org-wide, never trusting what a request says. Asked once, when the
+ * bot's webhook is first called with a verified request (a bot registered before this was kept too), and kept on its
+ * row until its credentials change (src/stores/bot-installation.ts). auth.test names the app only for some tokens:
+ * else the app is learned from the first request found to be of the bot's own installation (one signing secret is
+ * one app, so this only guards against a secret shared by mistake).
+ */
+import { HostError } from "../../lib/errors";
+import { loggedText } from "../../lib/log-text";
+import { scrubSecrets } from "../redact";
+import type { Bot, WebhookRequest } from "../types";
+import { notThisBot } from "../verify";
+import { slackCall, type SlackCredentials } from "./api";
+import { otherInstallation, SlackInstallationSchema, type NamedInstallation, type SlackInstallation } from "./installation";
+
+/** Well inside the 3 s Slack gives the webhook's answer, with the request's recording still to come. */
+const AUTH_TEST_TIMEOUT_MS = 1_000;
+
+/** Slack sends a refused event again three times; a retry names the same installation, and would be refused again. */
+const NO_RETRY = { "x-slack-no-retry": "1" };
+
+/**
+ * Refuses a request naming an installation other than the bot's (403, which Slack is told not to retry). A paused bot
+ * whose installation is not known yet takes the request unchecked: a paused bot calls no Slack API, and its events
+ * start nothing. Throws a 503 when Slack cannot say which installation the bot is (Slack sends an event again).
+ */
+export async function checkSlackInstallation(bot: Bot<SlackCredentials>, req: WebhookRequest, named: NamedInstallation): Promise<void> {
+  // Nothing to compare (a slash command's ssl_check names no workspace, and asks for nothing): Slack is not asked.
+  if (named.teamId === undefined && named.enterpriseId === undefined && named.appId === undefined) return;
+  const kept = SlackInstallationSchema.safeParse(await req.installation.pinned());
+  if (!kept.success && !bot.enabled) return;
+  const own = kept.success ? kept.data : await askedInstallation(bot, Math.min(req.apiTimeoutMs, AUTH_TEST_TIMEOUT_MS));
+  const why = otherInstallation(own, named);
+  const learned = why === null && own.app_id === null && named.appId !== undefined ? { ...own, app_id: named.appId } : own;
+  if (!kept.success || learned !== own) await req.installation.pin(learned);
+  if (why !== null) throw notThisBot(why, NO_RETRY);
+}
+
+/** auth.test's answer, or a 503 naming why there is none (never the token). */
+async function askedInstallation(bot: Bot<SlackCredentials>, timeoutMs: number): Promise<SlackInstallation> {
+  const res = await slackCall(bot, "auth.test", {}, timeoutMs);
+  const unavailable = (why: string) =>
+    new HostError(503, "platform_unavailable", `Slack's auth.test did not say which workspace the bot token is installed in (${loggedText(scrubSecrets(why, bot.credentials))}), so the request could not be checked: it is refused until Slack answers`);
+  if (!res.ok) throw unavailable(res.failure.message);
+  const { team_id: team, enterprise_id: enterprise, is_enterprise_install: orgWide, app_id: app } = res.value;
+  const id = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
+  const found: SlackInstallation = { team_id: id(team), enterprise_id: id(enterprise), enterprise_install: orgWide === true, app_id: id(app) };
+  if (found.enterprise_install ? found.enterprise_id === null : found.team_id === null) throw unavailable(found.enterprise_install ? "it named no enterprise_id" : "it named no team_id");
+  return found;
+}

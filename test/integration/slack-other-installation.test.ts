@@ -1,0 +1,183 @@
+import { createHmac } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../support/host";
+import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+
+/**
+ * One Slack app installed in two workspaces, registered as two bots: Slack signs both installations' requests with
+ * the app's one signing secret, so a request signed for workspace A passes bot B's signature check. Replayed to B's
+ * address (within the 5 minutes), it must not run as B's event, in B's conversation, answered with B's token: each bot
+ * is the installation Slack's auth.test says its own token is, and a request naming another is refused.
+ */
+const SIGNING_SECRET = "one-app-signing-secret-0123456789";
+const TOKENS = { a: "xoxb-workspace-a-bot-token-0001", b: "xoxb-workspace-b-bot-token-0002", org: "xoxb-org-wide-bot-token-0003", flaky: "xoxb-flaky-auth-test-token-0004" };
+/** What auth.test says of each token, as Slack answers it (naming no app): workspaces TA, TB, TF; an org-wide install of E1. */
+const INSTALLED: Record<string, Record<string, unknown>> = {
+  [TOKENS.a]: { team_id: "TA", user_id: "UBOTA", bot_id: "BA", is_enterprise_install: false },
+  [TOKENS.b]: { team_id: "TB", user_id: "UBOTB", bot_id: "BB", is_enterprise_install: false },
+  [TOKENS.org]: { team_id: "E1", enterprise_id: "E1", user_id: "WBOTO", bot_id: "BO", is_enterprise_install: true },
+  [TOKENS.flaky]: { team_id: "TF", user_id: "UBOTF", bot_id: "BF", is_enterprise_install: false },
+};
+const SECRETS = [SIGNING_SECRET, ...Object.values(TOKENS)];
+
+let host: TestHost;
+let fake: Awaited<ReturnType<typeof startFakePlatform>>;
+let runner: Awaited<ReturnType<typeof startChatRunner>>;
+/** auth.test calls the fake answered, by token; the flaky token's first one fails as Slack's own error. */
+const asked = new Map<string, number>();
+let posts = 1_800_000_000;
+
+function slackApi(call: PlatformCall): FakeReply {
+  const token = String(call.headers.authorization ?? "").replace(/^Bearer /, "");
+  if (!INSTALLED[token]) return { json: { ok: false, error: "invalid_auth" } };
+  if (call.path === "/auth.test") {
+    asked.set(token, (asked.get(token) ?? 0) + 1);
+    if (token === TOKENS.flaky && asked.get(token) === 1) return { json: { ok: false, error: "internal_error" } };
+    return { json: { ok: true, url: "https://example.slack.com/", team: "Example", user: "agent", ...INSTALLED[token] } };
+  }
+  if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++posts}.000100` } };
+  return { status: 404, json: { ok: false, error: "unknown_method" } };
+}
+
+beforeAll(async () => {
+  fake = await startFakePlatform(slackApi);
+  runner = await startChatRunner("slack-installations");
+  host = await startTestHost({ captureLogs: true });
+  for (const [name, token] of Object.entries(TOKENS)) {
+    const botId = `slack-${name}`;
+    const created = await host.admin("POST", "/v1/admin/bots", { bot_id: botId, platform: "slack", workspace_id: `ws-${name}`, api_base_url: fake.url, credentials: { bot_token: token, signing_secret: SIGNING_SECRET } });
+    expect(created.status).toBe(201);
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `agent-${name}`, scope: { type: "bot", id: botId } });
+  }
+});
+afterAll(async () => {
+  await host?.dispose();
+  await runner?.close();
+  await fake?.close();
+});
+
+let n = 0;
+let ts = 1_700_000_000;
+const now = () => Math.floor(Date.now() / 1000);
+
+/** A request as Slack sends it: signed once, its bytes and headers sent as they are to whichever address. */
+function signed(body: string, contentType = "application/json") {
+  const timestamp = String(now());
+  const signature = `v0=${createHmac("sha256", SIGNING_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
+  return { body, headers: { "content-type": contentType, "x-slack-request-timestamp": timestamp, "x-slack-signature": signature } };
+}
+async function send(botId: string, request: ReturnType<typeof signed>) {
+  const res = await fetch(`${host.url}/v1/webhooks/slack/${botId}`, { method: "POST", headers: request.headers, body: request.body });
+  return { status: res.status, noRetry: res.headers.get("x-slack-no-retry"), body: await res.text() };
+}
+
+/** An event_callback for the installation in workspace `team` (of enterprise `enterprise`, when given) of app A1. */
+function envelope(team: string, event: Record<string, unknown>, opts: { enterprise?: string; app?: string } = {}) {
+  const authorization = { enterprise_id: opts.enterprise ?? null, team_id: team, user_id: `UBOT${team}`, is_bot: true, is_enterprise_install: opts.enterprise !== undefined };
+  return JSON.stringify({ token: "legacy-verification-token", team_id: team, api_app_id: opts.app ?? "A1", type: "event_callback", event_id: `EvInst${++n}`, event_time: now(), authorizations: [authorization], event });
+}
+const said = (channel: string, text: string) => ({ type: "message", channel, channel_type: "channel", user: "U42", text, ts: `${++ts}.000100` });
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+const refusal = (why: string) => ({ error: { code: "forbidden", message: `webhook refused: ${why}` } });
+const contextsSaying = (text: string) => runner.contexts.filter((c) => c.input.text === text);
+const recordedFor = (botId: string) => host.query<{ event_id: string }>("SELECT event_id FROM event_log WHERE bot_id = ? ORDER BY seq", [botId]);
+const postsWith = (token: string) => fake.calls.filter((c) => c.path === "/chat.postMessage" && c.headers.authorization === `Bearer ${token}`);
+
+describe("Slack: one app installed in two workspaces, registered as two bots sharing its signing secret", () => {
+  it("answers the URL challenge and a slash command's ssl_check at either address: they name no workspace, and ask nothing of Slack", async () => {
+    for (const botId of ["slack-a", "slack-b"]) {
+      const res = await send(botId, signed(JSON.stringify({ token: "legacy-verification-token", challenge: `challenge-${botId}`, type: "url_verification" })));
+      expect([res.status, JSON.parse(res.body)]).toEqual([200, { challenge: `challenge-${botId}` }]);
+      expect((await send(botId, signed(form({ ssl_check: "1", token: "legacy-verification-token" }), "application/x-www-form-urlencoded"))).status).toBe(200);
+    }
+    expect([asked.get(TOKENS.a) ?? 0, asked.get(TOKENS.b) ?? 0]).toEqual([0, 0]);
+  });
+
+  it("refuses at B's address a message signed for workspace A (403, Slack told not to retry), starting nothing; the same request at A's address runs, answered with A's token", async () => {
+    const request = signed(envelope("TA", said("C-A", "what is on today?")));
+    const recordedBefore = await recordedFor("slack-b");
+    const atB = await send("slack-b", request);
+    expect([atB.status, atB.noRetry, JSON.parse(atB.body)]).toEqual([403, "1", refusal("the request names Slack workspace TA, not this bot's (team TB)")]);
+
+    const atA = await send("slack-a", request);
+    expect(atA.status).toBe(200);
+    const ctx = await waitFor(() => contextsSaying("what is on today?")[0], 10_000, "A's run");
+    expect(ctx.conversation).toMatchObject({ bot_id: "slack-a", workspace_id: "ws-a", conversation_id: "C-A" });
+    const answer = await waitFor(() => postsWith(TOKENS.a).find((c) => c.body.channel === "C-A"), 10_000, "A's answer");
+    expect(answer.body.text).toBe("echo: what is on today?");
+
+    // Bot B recorded nothing, ran nothing, posted nothing; its view and the log say why, naming no secret.
+    expect(await recordedFor("slack-b")).toEqual(recordedBefore);
+    expect((await host.admin("GET", "/v1/runs?bot_id=slack-b")).body.items).toEqual([]);
+    expect(contextsSaying("what is on today?")).toHaveLength(1);
+    expect(postsWith(TOKENS.b)).toEqual([]);
+    const view = await host.admin("GET", "/v1/admin/bots/slack-b");
+    expect(view.body.last_webhook_refusal.reason).toBe("webhook refused: the request names Slack workspace TA, not this bot's (team TB)");
+    expect(host.logs()).toContain("webhook slack/slack-b: webhook refused: the request names Slack workspace TA, not this bot's (team TB)");
+    for (const secret of SECRETS) expect([host.logs(), atB.body, JSON.stringify(view.body)].join("\n")).not.toContain(secret);
+    // Asked once each, then kept on the bot's row.
+    expect([asked.get(TOKENS.a), asked.get(TOKENS.b)]).toEqual([1, 1]);
+  });
+
+  it("refuses at B's address a slash command, a button press and a message shortcut of workspace A, each of which A takes", async () => {
+    const command = signed(form({ token: "legacy-verification-token", team_id: "TA", team_domain: "a", channel_id: "C-A", channel_name: "general", user_id: "U42", user_name: "ada", command: "/ask", text: "slash from A", api_app_id: "A1", is_enterprise_install: "false", trigger_id: `${++n}.cmd` }), "application/x-www-form-urlencoded");
+    const press = signed(form({ payload: JSON.stringify({ type: "block_actions", api_app_id: "A1", team: { id: "TA", domain: "a" }, user: { id: "U42", team_id: "TA" }, trigger_id: `${++n}.press`, container: { type: "message", message_ts: "1700000000.000100", channel_id: "C-A" }, channel: { id: "C-A" }, message: { ts: "1700000000.000100" }, actions: [{ type: "button", action_id: "go", value: "press from A" }] }) }), "application/x-www-form-urlencoded");
+    const shortcut = signed(form({ payload: JSON.stringify({ type: "message_action", api_app_id: "A1", team: { id: "TA" }, user: { id: "U42", team_id: "TA" }, channel: { id: "C-A" }, callback_id: "summarize", trigger_id: `${++n}.sc`, message_ts: "1700000001.000100", message: { type: "message", user: "U7", ts: "1700000001.000100", text: "shortcut from A" } }) }), "application/x-www-form-urlencoded");
+    const recordedBefore = await recordedFor("slack-b");
+    for (const request of [command, press, shortcut]) {
+      const atB = await send("slack-b", request);
+      expect([atB.status, atB.noRetry, JSON.parse(atB.body)]).toEqual([403, "1", refusal("the request names Slack workspace TA, not this bot's (team TB)")]);
+      expect((await send("slack-a", request)).status).toBe(200);
+    }
+    for (const text of ["slash from A", "press from A", "shortcut from A"]) expect((await waitFor(() => contextsSaying(text)[0], 10_000, text)).conversation.bot_id).toBe("slack-a");
+    expect(await recordedFor("slack-b")).toEqual(recordedBefore);
+  });
+
+  it("runs B's own workspace's message, and learns its app from it: a request of B's workspace for another app is refused", async () => {
+    expect((await send("slack-b", signed(envelope("TB", said("C-B", "hello from B"))))).status).toBe(200);
+    expect((await waitFor(() => contextsSaying("hello from B")[0], 10_000, "B's run")).conversation.bot_id).toBe("slack-b");
+    await waitFor(() => postsWith(TOKENS.b).find((c) => c.body.channel === "C-B"), 10_000, "B's answer");
+    const otherApp = await send("slack-b", signed(envelope("TB", said("C-B", "for another app"), { app: "A9" })));
+    expect([otherApp.status, JSON.parse(otherApp.body)]).toEqual([403, refusal("the request names Slack app A9, not this bot's (A1)")]);
+    expect(contextsSaying("for another app")).toEqual([]);
+  });
+
+  it("learns anew when new credentials are PUT: A's bot given B's workspace token takes B's requests, and refuses A's", async () => {
+    const put = await host.admin("PUT", "/v1/admin/bots/slack-a", { platform: "slack", workspace_id: "ws-a", api_base_url: fake.url, credentials: { bot_token: TOKENS.b, signing_secret: SIGNING_SECRET } });
+    expect(put.status).toBe(200);
+    const ofA = await send("slack-a", signed(envelope("TA", said("C-A", "A after the PUT"))));
+    expect([ofA.status, JSON.parse(ofA.body)]).toEqual([403, refusal("the request names Slack workspace TA, not this bot's (team TB)")]);
+    expect((await send("slack-a", signed(envelope("TB", said("C-B2", "B at A's address"))))).status).toBe(200);
+    expect((await waitFor(() => contextsSaying("B at A's address")[0], 10_000, "the run")).conversation.bot_id).toBe("slack-a");
+    expect(contextsSaying("A after the PUT")).toEqual([]);
+  });
+});
+
+describe("Slack: an org-wide install (Enterprise Grid)", () => {
+  it("takes its organization's requests from any of its workspaces, and refuses a workspace's outside it", async () => {
+    const inOrg = signed(envelope("T5", said("C-O", "from workspace T5 of E1"), { enterprise: "E1" }));
+    expect((await send("slack-org", inOrg)).status).toBe(200);
+    expect((await waitFor(() => contextsSaying("from workspace T5 of E1")[0], 10_000, "the run")).conversation.bot_id).toBe("slack-org");
+    const outside = await send("slack-org", signed(envelope("TA", said("C-A", "from a workspace of no organization"))));
+    expect([outside.status, JSON.parse(outside.body)]).toEqual([403, refusal("the request names no Slack organization, not this bot's (E1, installed organization-wide)")]);
+    const command = signed(form({ team_id: "T6", enterprise_id: "E2", channel_id: "C-O", user_id: "U42", command: "/ask", text: "from another organization", api_app_id: "A1", is_enterprise_install: "true", trigger_id: `${++n}.cmd` }), "application/x-www-form-urlencoded");
+    const other = await send("slack-org", command);
+    expect([other.status, JSON.parse(other.body)]).toEqual([403, refusal("the request names Slack organization E2, not this bot's (E1, installed organization-wide)")]);
+    expect(contextsSaying("from a workspace of no organization")).toEqual([]);
+    expect(contextsSaying("from another organization")).toEqual([]);
+  });
+});
+
+describe("Slack: a bot whose installation Slack does not say", () => {
+  it("refuses the request with a 503 Slack sends again, recording nothing; the request sent again once auth.test answers runs", async () => {
+    const request = signed(envelope("TF", said("C-F", "while auth.test fails")));
+    const first = await send("slack-flaky", request);
+    expect(first.status).toBe(503);
+    expect(first.noRetry).toBeNull();
+    expect(JSON.parse(first.body).error.code).toBe("platform_unavailable");
+    expect(await recordedFor("slack-flaky")).toEqual([]);
+    expect((await send("slack-flaky", request)).status).toBe(200);
+    expect((await waitFor(() => contextsSaying("while auth.test fails")[0], 10_000, "the run")).conversation.bot_id).toBe("slack-flaky");
+  });
+});
