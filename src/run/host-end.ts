@@ -38,7 +38,7 @@ export interface HostEndTarget {
  */
 export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; drops?: number | SQL; cause?: unknown } = {}): Promise<LedgerEntry | null> {
   const endedAt = Date.now();
-  const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: false };
+  const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: outcome.retryable ?? false };
   const record = hostRecordValues({
     eventType: "run.failed",
     ...placeOfRun(target),
@@ -88,7 +88,8 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
  * run is tried again or ended as lost.
  */
 export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown): Promise<{ entry: LedgerEntry | null } | null> {
-  const outcome = { status: "failed" as const, errorCode: "host.internal_error", errorMessage: "the host failed to record the run" };
+  // The host's own failure (its database, mostly), not the event's: sent again, it may well run.
+  const outcome = { status: "failed" as const, errorCode: "host.internal_error", errorMessage: "the host failed to record the run", retryable: true };
   // The run's end line says why; a failure that did not end it (it had ended, or this write failed too) has its own.
   const unended = () => console.error(`run ${job.runId}: host failure: ${loggedError(err)}`);
   // The artifacts it announced after its last message keep their item (README, Artifacts); unreadable, the end is still written.

@@ -33,7 +33,7 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
   // Abandoned meanwhile (its settle timed out during a long outage), it can no longer say anything.
   const reply = kept?.reply?.usable ? kept.reply : undefined;
   const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;
-  const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state" };
+  const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", retryable: true };
   const { item } = await recordedEnd(deps.db, job);
   const ended = await endRunAsHost(deps.db, job, outcome, { item, drops: ledgerDrops(job.runId) });
   if (ended) {

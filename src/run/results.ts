@@ -92,15 +92,15 @@ export class ResultProcessor {
    */
   finish(error?: unknown): { outcome: RunOutcome; ledger: LedgerEntry[]; transcriptItems: NewTranscriptItem[] } {
     const transcriptItems = this.trailingArtifacts();
-    const fail = (status: RunOutcome["status"], code: RunFailureCode | string, message: string) => ({
+    const fail = (status: RunOutcome["status"], code: RunFailureCode | string, message: string, retryable = false) => ({
       outcome: { status, errorCode: code, errorMessage: message, finalMessage: this.lastMessage },
-      ledger: [...this.unwarnedUnknown(), this.entry("run.failed", { code, error: message, retryable: false }, "host")],
+      ledger: [...this.unwarnedUnknown(), this.entry("run.failed", { code, error: message, retryable }, "host")],
       transcriptItems,
     });
     if (error !== undefined) {
       const e = error instanceof RunnerCallError ? error : new RunnerCallError("host.internal_error", "the host failed while running", { cause: error });
       const status = e.code === "cancelled" ? "cancelled" : e.code === "deadline_exceeded" ? "timeout" : "failed";
-      return fail(status, e.code, e.message);
+      return fail(status, e.code, e.message, e.retryable);
     }
     const t = this.terminalResult;
     // One was sent but dropped: the failure says why, not that none came.

@@ -1,4 +1,4 @@
-import { RunnerCallError } from "./errors";
+import { isTransientStatus, RunnerCallError } from "./errors";
 import { readLines, SSE_FIELD_BYTES, sseFramer, type LineLimits } from "./lines";
 import { errorBodyStart } from "./error-body";
 import { signRunRequest } from "./signing";
@@ -57,7 +57,7 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
     res = await fetch(url, { method: "POST", headers, body, signal: opts.signal, redirect: "manual" });
   } catch (err) {
     // workerd's opaque error gets its known causes named, not only its reference (an operator cannot read its log on Cloudflare).
-    const failure = new RunnerCallError("runner.unreachable", `runner request failed: ${fetchFailureReason(err)}`, { cause: err });
+    const failure = new RunnerCallError("runner.unreachable", `runner request failed: ${fetchFailureReason(err)}`, { cause: err, retryable: true });
     throw abortReason(opts.signal, failure);
   }
   if (!res.ok) {
@@ -67,7 +67,7 @@ async function* run(target: RunnerTarget, body: string, opts: RunnerCallOptions)
     let reason = "";
     if (encodingDecoded(res)) reason = await errorBodyStart(res, opts.signal, opts.scrub);
     else await res.body?.cancel().catch(() => {});
-    throw abortReason(opts.signal, new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}${redirected}${reason ? `: ${reason}` : ""}`));
+    throw abortReason(opts.signal, new RunnerCallError("runner.http_error", `runner answered HTTP ${res.status}${redirected}${reason ? `: ${reason}` : ""}`, { retryable: isTransientStatus(res.status) }));
   }
   // A 2xx without a body (204) is no HTTP error (§3): it closed without a terminal result.
   if (!res.body) throw new RunnerCallError("runner.stream_closed", `runner answered HTTP ${res.status} with no result stream`);

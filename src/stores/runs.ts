@@ -88,6 +88,8 @@ export interface RunOutcome {
   finalMessage?: unknown;
   errorCode?: string | null;
   errorMessage?: string | null;
+  /** A failure the host records itself: whether the same event sent again may well run (its `run.failed`'s `retryable`). */
+  retryable?: boolean;
 }
 
 const getRun = compiled((db) => db.select().from(run).where(eq(run.runId, param("runId"))).limit(1));

@@ -76,6 +76,9 @@ describe("a host restarted mid-run", () => {
       // the message queued behind it runs.
       const lost = await waitForRunOn(host, live.runId, 15_000);
       expect(lost).toMatchObject({ status: "failed", error: { code: "host.session_lost" } });
+      // The host's loss, not the event's: sent again, it may well run.
+      const ledger = (await adminCall<{ items: { type: string; data: { retryable: boolean } }[] }>(host, "GET", `/v1/runs/${live.runId}/events`)).body.items;
+      expect(ledger.filter((entry) => entry.type === "run.failed").map((entry) => entry.data.retryable)).toEqual([true]);
       expect(await waitForRunOn(host, queued.body.run_id, 10_000)).toMatchObject({ status: "completed", message: { content: "done: queued behind" } });
 
       const next = await adminCall<{ run_id: string; disposition: string }>(host, "POST", "/v1/events", messageEvent("restart", "after"));

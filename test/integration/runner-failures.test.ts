@@ -217,6 +217,18 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
     // The runner's words may quote its users: the run's error has them, the log line does not.
     for (const words of ["timestamp too old", "KeyError", "runner_name", "stack frame", "overloaded"]) expect(host.logs()).not.toContain(words);
   });
+  it("the host's run.failed says whether the same event may run if sent again: an overloaded or failing runner yes, one that refused it or broke the protocol no", async () => {
+    const retryable: Record<string, boolean> = {};
+    for (const mode of ["http500", "stall503", "refuse401", "json422", "redirect", "garbage", "hang"]) {
+      const started = await host.postEvent(messageEvent(`retryable-${mode}`, `${mode} please`));
+      await host.waitForRun(started.body.run_id!);
+      const ledger = (await host.admin("GET", `/v1/runs/${started.body.run_id}/events`)).body.items as { type: string; origin: string; data: { retryable: boolean } }[];
+      const end = ledger.filter((entry) => entry.type === "run.failed");
+      expect(end.map((entry) => entry.origin)).toEqual(["host"]);
+      retryable[mode] = end[0].data.retryable;
+    }
+    expect(retryable).toEqual({ http500: true, stall503: true, refuse401: false, json422: false, redirect: false, garbage: false, hang: false });
+  });
   it("a garbage line → runner.protocol_error", () => expectFailureIsContained("fail-garbage", "garbage", "failed", "runner.protocol_error"));
   it("a line with NaN (Python's json.dumps) → runner.protocol_error whose message shows where", async () => {
     const run = await expectFailureIsContained("fail-nan", "nan", "failed", "runner.protocol_error");
