@@ -72,7 +72,10 @@ describe("a run the host ends host.internal_error after it made an artifact", ()
     holds.get("read refused")!.resolve();
     const run = await host.waitForRun(runId, 20_000);
     expect({ status: run.status, code: run.error?.code }).toEqual({ status: "failed", code: "host.internal_error" });
-    const ledger = (await host.admin("GET", `/v1/runs/${runId}/events`)).body.items.map((e: any) => e.type);
+    const entries = (await host.admin("GET", `/v1/runs/${runId}/events`)).body.items as { type: string; data: { retryable?: boolean } }[];
+    const ledger = entries.map((e) => e.type);
     expect(ledger.at(-1)).toBe("run.failed");
+    // The host's own failure, not the event's: sent again, it may well run.
+    expect(entries.at(-1)?.data.retryable).toBe(true);
   }, 30_000);
 });
