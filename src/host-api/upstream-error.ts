@@ -2,6 +2,7 @@ import { loggedText } from "../lib/log-text";
 import { exactWaitMs } from "../lib/retry-after";
 import { SealedSecretError } from "../lib/secret-box";
 import { UPSTREAM_ERROR_STATUS } from "../protocol/errors";
+import { headOf } from "../lib/text";
 import { redact } from "../resources/secrets";
 import { UpstreamError } from "../resources/upstream";
 import type { ActionContext } from "./actions/context";
@@ -11,12 +12,15 @@ import { ApiError, hostFault } from "./errors";
 const SHOWN_MESSAGE_CHARS = 600;
 
 /**
- * An upstream's message as a runner, the ledger and the log may see it: scrubbed of the resource's secrets, then cut.
- * Upstream text was already cut far beyond this (UPSTREAM_MESSAGE_MAX_CHARS), so a secret that cut halved is gone here.
+ * A failure's message as a runner, the ledger and the log may see it: scrubbed of the resource's secrets, then cut.
+ * An upstream's words its message ends with were cut before the secrets were known (UpstreamError.cutShort): there
+ * the last few characters that could start a secret are left out, and `…` says the words went on.
  */
-export function shownUpstreamMessage(message: string, secrets: readonly string[]): string {
-  const scrubbed = redact(message, secrets);
-  return scrubbed.length > SHOWN_MESSAGE_CHARS ? `${scrubbed.slice(0, SHOWN_MESSAGE_CHARS)}…` : scrubbed;
+export function shownUpstreamMessage(failure: unknown, secrets: readonly string[]): string {
+  const message = failure instanceof Error ? failure.message : String(failure);
+  const cutShort = failure instanceof UpstreamError && failure.cutShort;
+  const scrubbed = redact(message, secrets, { tail: cutShort });
+  return scrubbed.length > SHOWN_MESSAGE_CHARS || cutShort ? `${headOf(scrubbed, SHOWN_MESSAGE_CHARS)}…` : scrubbed;
 }
 
 /**
@@ -30,7 +34,7 @@ export function toApiError(err: unknown, secrets: readonly string[], details: Re
   if (err instanceof ApiError) return err;
   if (err instanceof SealedSecretError) return unopenedCredential(err, details);
   if (err instanceof UpstreamError) {
-    return new ApiError("runtime_error", shownUpstreamMessage(err.message, secrets), {
+    return new ApiError("runtime_error", shownUpstreamMessage(err, secrets), {
       status: UPSTREAM_ERROR_STATUS,
       retryable: err.providerFault,
       details: {

@@ -1,8 +1,8 @@
 import { readLines, SSE_FIELD_BYTES, sseFramer, type LineFaults } from "../runner/lines";
 import { redact, redactValue, StreamRedactors } from "./secrets";
 import type { ChatResult, Usage } from "./openai";
-import { choiceFailure, errorText, FINISHED_WITH_ERROR, streamErrorStatus, UsageSchema } from "./openai";
-import { UpstreamError, type TakeBytes } from "./upstream";
+import { choiceFailure, errorWords, FINISHED_WITH_ERROR, streamErrorStatus, UsageSchema } from "./openai";
+import { UpstreamError, upstreamWords, type TakeBytes } from "./upstream";
 import { describeError, loggedError } from "../lib/describe-error";
 import { opaqueFetchFailure } from "../lib/opaque-fetch-failure";
 import { keptIntegerText, parseKeepingIntegers } from "../lib/exact-json";
@@ -15,9 +15,15 @@ export class ModelStreamError extends UpstreamError {
   constructor(
     readonly code: "stream_closed" | "provider_error",
     message: string,
-    options?: { cause?: unknown; status?: number },
+    options?: { cause?: unknown; status?: number; cutShort?: boolean },
   ) {
     super("invalid_response", message, options?.status, options);
+  }
+
+  /** The provider's error object, as the stream's error line tells it (its words last, cut short and saying so). */
+  static reported(error: unknown): ModelStreamError {
+    const words = errorWords(error);
+    return new ModelStreamError("provider_error", `the model provider reported an error mid-stream: ${words.text}`, { status: streamErrorStatus(error), cutShort: words.cutShort });
   }
 
   /** Worth trying again: a cut-off stream, or an error the provider names as its own (5xx, 429, 408) or does not qualify. */
@@ -135,6 +141,8 @@ class ToolCallAssembler {
 
 /** Parallel tool calls in one answer, at most: an index past it is a provider's error, not a call. */
 const MAX_TOOL_CALLS = 128;
+/** Characters of a bad index (as JSON) an error quotes: enough for any number, not a provider's whole object. */
+const INDEX_QUOTED_CHARS = 40;
 
 /** A tool-call fragment as sent, checked for what assembling relies on: an object, and an index that names a call. */
 function toolCallDelta(item: unknown, known: number): ToolCallDelta {
@@ -142,7 +150,9 @@ function toolCallDelta(item: unknown, known: number): ToolCallDelta {
   const raw = item as ToolCallDelta;
   const index = raw.index ?? undefined;
   if (index !== undefined && !(Number.isInteger(index) && index >= 0 && index < MAX_TOOL_CALLS)) {
-    throw new UpstreamError("invalid_response", `the model provider sent a tool call fragment with index ${JSON.stringify(index).slice(0, 40)} (expected 0 to ${MAX_TOOL_CALLS - 1})`);
+    // Quoted last, cut and saying so: a key sent as the index is scrubbed where the message is shown, its cut half too.
+    const quoted = upstreamWords(JSON.stringify(index), INDEX_QUOTED_CHARS);
+    throw new UpstreamError("invalid_response", `the model provider sent a tool call fragment whose index is not 0 to ${MAX_TOOL_CALLS - 1}: ${quoted.text}`, undefined, { cutShort: quoted.cutShort });
   }
   if (index === undefined && known >= MAX_TOOL_CALLS) throw new UpstreamError("invalid_response", `the model provider sent more than ${MAX_TOOL_CALLS} tool calls`);
   return raw;
@@ -216,7 +226,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
       throw new UpstreamError("invalid_response", "the model provider sent a stream chunk that is not JSON");
     }
     if (typeof chunk !== "object" || chunk === null || keptIntegerText(chunk) !== undefined) throw new UpstreamError("invalid_response", "the model provider sent a stream chunk that is not an object");
-    if (chunk.error !== undefined && chunk.error !== null) throw new ModelStreamError("provider_error", `the model provider reported an error mid-stream: ${errorText(chunk.error)}`, { status: streamErrorStatus(chunk.error) });
+    if (chunk.error !== undefined && chunk.error !== null) throw ModelStreamError.reported(chunk.error);
     if (chunk.usage) {
       const parsed = UsageSchema.safeParse(chunk.usage);
       if (parsed.success) usage = parsed.data;
@@ -247,7 +257,7 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     opts.take?.(kept + tools.keptChars - keptBefore);
     const meaningful = Object.entries(delta).some(([k, v]) => k !== "role" && v !== null && v !== undefined && v !== "");
     if (meaningful) out.push({ type: "delta", chunk: { ...delta, role: "assistant" } });
-    if (failed?.error !== undefined) throw new ModelStreamError("provider_error", `the model provider reported an error mid-stream: ${errorText(failed.error)}`, { status: streamErrorStatus(failed.error) });
+    if (failed?.error !== undefined) throw ModelStreamError.reported(failed.error);
     if (failed) throw new ModelStreamError("provider_error", `the model provider ${FINISHED_WITH_ERROR}`);
     return false;
   };

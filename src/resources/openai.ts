@@ -1,7 +1,7 @@
 import * as z from "zod";
 import type { ChatRequest } from "./chat-request";
 import { fetchFailureReason } from "../lib/opaque-fetch-failure";
-import { abortReason, attemptSignal, httpError, readJson, readText, UPSTREAM_MESSAGE_MAX_CHARS, upstreamFetch, UpstreamError, type AttemptSignal, type TakeBytes } from "./upstream";
+import { abortReason, attemptSignal, httpError, readJson, readText, upstreamFetch, UpstreamError, upstreamWords, type AttemptSignal, type TakeBytes } from "./upstream";
 import { joinUrl } from "../lib/url";
 import { concatBytes } from "../lib/bytes";
 
@@ -93,19 +93,23 @@ export async function postJson(target: ProviderTarget, path: string, body: strin
   }
 }
 
-/** A provider's error object (OpenAI-style `{message, type, code}`) or string, as text. */
-export function errorText(error: unknown): string {
-  if (typeof error === "string") return error.slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
+/**
+ * A provider's error object (OpenAI-style `{message, type, code}`) or string, as the words that end an error's message
+ * (upstreamWords: cut, and saying so, before the secrets are known).
+ */
+export function errorWords(error: unknown): { text: string; cutShort: boolean } {
+  if (typeof error === "string") return upstreamWords(error);
   const e = error as { message?: unknown; type?: unknown; code?: unknown } | null;
-  if (typeof e?.message !== "string") return JSON.stringify(error).slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
+  if (typeof e?.message !== "string") return upstreamWords(JSON.stringify(error));
   const about = [e.type, e.code].filter((v) => typeof v === "string" || typeof v === "number");
-  return (about.length ? `${e.message} (${about.join(", ")})` : e.message).slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
+  return upstreamWords(about.length ? `${e.message} (${about.join(", ")})` : e.message);
 }
 
 /** An error a provider reported: judged by the status it names (a 400 is not retried elsewhere), its words kept. */
 function reportedError(error: unknown, what: string): UpstreamError {
   const status = streamErrorStatus(error);
-  return new UpstreamError(status === undefined ? "invalid_response" : "http", `${what} answered an error: ${errorText(error)}`, status);
+  const words = errorWords(error);
+  return new UpstreamError(status === undefined ? "invalid_response" : "http", `${what} answered an error: ${words.text}`, status, { cutShort: words.cutShort });
 }
 
 /**
@@ -298,8 +302,8 @@ function streamStartFault(data: string): UpstreamError | null {
   const status = streamErrorStatus(error);
   if (status === undefined || (status < 500 && status !== 429)) return null;
   const e = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {};
-  const message = typeof e.message === "string" ? e.message : typeof error === "string" ? error : JSON.stringify(error);
-  return new UpstreamError("http", `the model provider's stream failed before its first token: ${message.slice(0, UPSTREAM_MESSAGE_MAX_CHARS)}`, status);
+  const words = upstreamWords(typeof e.message === "string" ? e.message : typeof error === "string" ? error : JSON.stringify(error));
+  return new UpstreamError("http", `the model provider's stream failed before its first token: ${words.text}`, status, { cutShort: words.cutShort });
 }
 
 /**
@@ -314,16 +318,14 @@ export async function openChatStream(target: ProviderTarget, req: ChatRequest, o
   try {
     const type = res.headers.get("content-type") ?? "";
     if (!/^\s*text\/event-stream\s*(;|$)/i.test(type)) {
-      const snippet = (
-        await readText(res, 64 * 1024, attempt.signal).catch((err: unknown) => {
-          // Cut off by the attempt's timeout or the call's end: that is why it ended (as httpError says), not its type.
-          if (attempt.signal.aborted) throw abortReason(attempt.signal, err);
-          return "";
-        })
-      )
-        .trim()
-        .slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
-      throw new UpstreamError("invalid_response", `the model provider answered ${type || "without a content type"} instead of an event stream${snippet ? `: ${snippet}` : ""}`, res.status);
+      const body = await readText(res, 64 * 1024, attempt.signal).catch((err: unknown) => {
+        // Cut off by the attempt's timeout or the call's end: that is why it ended (as httpError says), not its type.
+        if (attempt.signal.aborted) throw abortReason(attempt.signal, err);
+        return "";
+      });
+      const snippet = upstreamWords(body.trim());
+      const message = `the model provider answered ${type || "without a content type"} instead of an event stream${snippet.text ? `: ${snippet.text}` : ""}`;
+      throw new UpstreamError("invalid_response", message, res.status, { cutShort: snippet.cutShort });
     }
     if (!res.body) throw new UpstreamError("invalid_response", "the model provider answered without a body", res.status);
     const reader = res.body.getReader();

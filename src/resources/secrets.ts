@@ -7,7 +7,7 @@
  */
 
 import { keptIntegerText } from "../lib/exact-json";
-import { REDACTED, scrub } from "../lib/scrub";
+import { REDACTED, scrub, type TextCut } from "../lib/scrub";
 import { matcherOf } from "../lib/secret-matcher";
 import { StreamScrubber } from "../lib/stream-scrub";
 
@@ -82,10 +82,11 @@ function jsonForms(value: string): string[] {
 
 /**
  * `text` with every stretch the fragments cover, as sent, replaced once by `[redacted]` (../lib/scrub.ts): a fragment
- * inside another, or inside the `[redacted]` that replaced one, takes neither apart.
+ * inside another, or inside the `[redacted]` that replaced one, takes neither apart. `cut`: where `text` was cut short
+ * before it was scrubbed (what could be part of a secret there is left out).
  */
-export function redact(text: string, fragments: readonly string[]): string {
-  return scrub(text, matcherOf(fragments));
+export function redact(text: string, fragments: readonly string[], cut?: TextCut): string {
+  return scrub(text, matcherOf(fragments), cut);
 }
 
 /**

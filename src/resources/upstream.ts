@@ -7,6 +7,7 @@
 import { parseKeepingIntegers } from "../lib/exact-json";
 import { fetchFailureReason, namingOpaqueFailure } from "../lib/opaque-fetch-failure";
 import { retryAfterMs } from "../lib/retry-after";
+import { headOf } from "../lib/text";
 
 export type UpstreamFailure = "network" | "http" | "invalid_response" | "too_large" | "timeout";
 
@@ -16,14 +17,21 @@ export class UpstreamError extends Error {
     readonly kind: UpstreamFailure,
     message: string,
     readonly status?: number,
-    options?: { cause?: unknown; retryAfterMs?: number },
+    options?: { cause?: unknown; retryAfterMs?: number; cutShort?: boolean },
   ) {
     super(message, options);
     this.retryAfterMs = options?.retryAfterMs;
+    this.cutShort = options?.cutShort === true;
   }
 
   /** How long the upstream asked to be left alone (its Retry-After), if it said. */
   readonly retryAfterMs?: number;
+
+  /**
+   * The message ends with the upstream's words cut short (upstreamWords), before anyone knew the secrets: one may run
+   * past its end, only its start there, so it is scrubbed as a text cut at its tail (shownUpstreamMessage), never whole.
+   */
+  readonly cutShort: boolean;
 
   /** The provider's side failed (down, overloaded, throttling, garbage): another provider may do better. */
   get providerFault(): boolean {
@@ -126,10 +134,16 @@ export async function readText(res: Response, maxBytes: number, signal: AbortSig
 }
 
 /**
- * How much of an upstream's own words an error keeps. Generous: the message is cut to size only once its secrets
- * are scrubbed (toApiError), so no secret is cut in half first and let through.
+ * How much of an upstream's own words an error keeps. Generous: the message is cut to size again once its secrets are
+ * scrubbed (toApiError); this first cut is made before they are known, so the error says it was made (`cutShort`).
  */
-export const UPSTREAM_MESSAGE_MAX_CHARS = 16 * 1024;
+const UPSTREAM_MESSAGE_MAX_CHARS = 16 * 1024;
+
+/** An upstream's words as an error's message ends with them: their first `max` characters, and whether more were left out. */
+export function upstreamWords(text: string, max = UPSTREAM_MESSAGE_MAX_CHARS): { text: string; cutShort: boolean } {
+  const head = headOf(text, max);
+  return { text: head, cutShort: head.length < text.length };
+}
 
 /** A non-2xx answer as an error, with the start of its body (the caller scrubs secrets); rejects with the abort's reason when `signal` ends the read. */
 export async function httpError(res: Response, what: string, signal: AbortSignal): Promise<UpstreamError> {
@@ -139,8 +153,10 @@ export async function httpError(res: Response, what: string, signal: AbortSignal
     if (signal.aborted) throw abortReason(signal, err);
     return "";
   });
-  const snippet = body.trim().slice(0, UPSTREAM_MESSAGE_MAX_CHARS);
-  return new UpstreamError("http", `${what} answered HTTP ${res.status}${snippet ? `: ${snippet}` : ""}`, res.status, { retryAfterMs: retryAfterMs(res.headers) });
+  // The body's words last in the message: a secret the cut runs through is left out where the message is shown.
+  const snippet = upstreamWords(body.trim());
+  const message = `${what} answered HTTP ${res.status}${snippet.text ? `: ${snippet.text}` : ""}`;
+  return new UpstreamError("http", message, res.status, { retryAfterMs: retryAfterMs(res.headers), cutShort: snippet.cutShort });
 }
 
 export async function readJson(res: Response, maxBytes: number, signal: AbortSignal, what: string, take?: TakeBytes): Promise<unknown> {

@@ -85,7 +85,7 @@ const modelInvoke: Handler<"model.invoke"> = async (ctx, p) => {
  */
 export function streamError(err: unknown, signal: AbortSignal, secrets: readonly string[]): { code: string; message: string; retryable: boolean } {
   const cause: unknown = signal.aborted ? signal.reason : err;
-  const message = shownUpstreamMessage(cause instanceof Error ? cause.message : String(cause), secrets);
+  const message = shownUpstreamMessage(cause, secrets);
   // The host's own refusals say whether they are worth retrying (a full answer budget is).
   if (cause instanceof ApiError) return { code: cause.code, message, retryable: cause.retryable ?? false };
   if (cause instanceof ModelStreamError) return { code: cause.code, message, retryable: cause.retryable };

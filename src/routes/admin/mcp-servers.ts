@@ -5,6 +5,7 @@ import { configOf, type Config } from "../../env";
 import { badRequest, conflict, HostError, notFound } from "../../lib/errors";
 import { parseJson } from "../../lib/json";
 import { openValues, sealValues } from "../../lib/secret-box";
+import { headOf } from "../../lib/text";
 import { jsonBody, noBody, validate } from "../../middleware/validate";
 import { EndpointSchema, HeadersSchema, ToolNameSchema } from "../../resources/ids";
 import { discoverMcpTools, MAX_DISCOVERY_PAGES } from "../../resources/mcp";
@@ -61,7 +62,9 @@ async function discoverAndSave(db: Db, config: Config, server: ServerToSave, exi
   } catch (err) {
     // The MCP client reports a malformed answer as a schema dump: say what it means instead.
     const raw = err instanceof Error ? (err.name === "ZodError" ? "its answer is not a valid MCP response" : err.message) : String(err);
-    const message = redact(raw, secrets).slice(0, 500);
+    // Words the server answered with, cut before its credentials were known, end with a secret's start left out.
+    const cutShort = err instanceof UpstreamError && err.cutShort;
+    const message = `${headOf(redact(raw, secrets, { tail: cutShort }), 500)}${cutShort ? "…" : ""}`;
     throw new HostError(502, "bad_gateway", `could not list the tools of MCP server ${maskUrl(server.url)}: ${message}`);
   } finally {
     clearTimeout(timer);
