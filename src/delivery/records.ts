@@ -36,7 +36,8 @@ export function attemptFacts<T>(facts: Record<string, unknown>, o: { attempt: nu
           ...facts,
           attempt,
           status: result.failure.status,
-          code: result.failure.code,
+          // A platform's code may be its own words (Slack's `error`, as a proxy may answer it): scrubbed as its message is.
+          code: scrub(result.failure.code),
           error: scrub(result.failure.message),
           // Null too, as the Host API leaves one out, for a wait no reader's integer holds exactly: past 2^53 − 1 ms (JSON's
           // null for Infinity, 1e+23), which retryDelay gives up on as longer than DELIVERY_MAX_RETRY_AFTER_MS.

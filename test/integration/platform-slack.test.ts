@@ -5,7 +5,7 @@ import { useSlackPlatform, type SlackPlatform } from "../support/slack-platform"
 
 /** Slack events in and answers out: signatures, retries, streaming, limits, refusals, shared files, secrets. */
 const platform = useSlackPlatform();
-const { state, BOT_TOKEN, SIGNING_SECRET, FILE, FORGED_LINE, FORGED_CHANNEL, BOT_USER, throttledChannels, failingChannels, archivedChannels, answered, sign, post, callback, message, postsTo, updatesIn, contextFor } = platform;
+const { state, BOT_TOKEN, SIGNING_SECRET, FILE, FORGED_LINE, FORGED_CHANNEL, ECHO_CHANNEL, BOT_USER, throttledChannels, failingChannels, archivedChannels, answered, sign, post, callback, message, postsTo, updatesIn, contextFor } = platform;
 let host: SlackPlatform["host"];
 let fake: SlackPlatform["fake"];
 let runner: SlackPlatform["runner"];
@@ -183,6 +183,17 @@ describe("Slack: Events API in, Web API out", () => {
     expect(lines.find((l) => l.startsWith(`run ${runId}: failed`))).toContain(`conversation ${escaped}, bot ${botId}`);
     expect(lines.find((l) => l.startsWith(`run ${runId}: reply not delivered`))).toContain(`given up (slack_channel_not_found\\n${FORGED_LINE}); slack bot ${botId}, conversation ${escaped}, `);
     expect(lines.filter((l) => l.includes(FORGED_LINE) && !l.startsWith(`run ${runId}: `))).toEqual([]);
+  });
+
+  it("keeps the bot token out of Slack's error name where the trail, the bot's note and the log keep it", async () => {
+    await post(callback(message(ECHO_CHANNEL, "echo")));
+    const runId = (await waitFor(() => contextFor("echo").find((c) => c.conversation.conversation_id === ECHO_CHANNEL))).run_id;
+    const [failures] = await settledRefusals(host, [runId]);
+    expect(failures.map((f) => f.code)).toEqual(["slack_invalid_auth:Bearer [redacted]"]);
+    const note = (await host.admin("GET", `/v1/admin/bots/${botId}`)).body.last_delivery_failure;
+    expect(JSON.stringify(note)).toContain("slack_invalid_auth:Bearer [redacted]");
+    await waitFor(() => host.logs().includes(`run ${runId}: reply not delivered`), 15_000, "the reply given up on");
+    for (const kept of [JSON.stringify(failures), JSON.stringify(note), host.logs()]) expect(kept).not.toContain(BOT_TOKEN);
   });
 
   it("downloads a shared file with the bot token into an input artifact", async () => {

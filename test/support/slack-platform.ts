@@ -25,6 +25,8 @@ export function useSlackPlatform() {
   /** A channel id and an error name as a forger would write them: each would start a log line that reads as the host's. */
   const FORGED_LINE = "run run_forged: completed";
   const FORGED_CHANNEL = `CFORGED\n${FORGED_LINE}`;
+  /** A channel whose posts are refused with the bot token quoted in the error name. */
+  const ECHO_CHANNEL = "C-ECHO";
 
   let host: TestHost;
   let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -58,6 +60,8 @@ export function useSlackPlatform() {
       if (failingChannels.delete(call.body.channel)) return { json: { ok: false, error: "internal_error" } };
       if (archivedChannels.has(call.body.channel)) return { json: { ok: false, error: "is_archived" } };
       // A crafted channel, refused with an error name that holds a line break too: both reach the host's log lines.
+      // A proxy at the bot's api_base_url answering with what it was asked: the token as Slack's error name.
+      if (call.body.channel === ECHO_CHANNEL) return { json: { ok: false, error: `invalid_auth:${call.headers.authorization}` } };
       if (String(call.body.channel).startsWith(FORGED_CHANNEL)) return { json: { ok: false, error: `channel_not_found\n${FORGED_LINE}` } };
       return { json: { ok: true, channel: call.body.channel, ts: `${++ts}.000100` } };
     }
@@ -167,7 +171,7 @@ export function useSlackPlatform() {
     get webhookUrl() {
       return webhookUrl;
     },
-    state, BOT_TOKEN, SIGNING_SECRET, FILE, FORGED_LINE, FORGED_CHANNEL, BOT_USER,
+    state, BOT_TOKEN, SIGNING_SECRET, FILE, FORGED_LINE, FORGED_CHANNEL, ECHO_CHANNEL, BOT_USER,
     throttledChannels, failingChannels, archivedChannels, cutAsk, cutBytes, uploadNames, threadParents, unscopedChannels, slowParents, failingParents,
     answered, sign, post, callback, message, postsTo, updatesIn, contextFor, fileRecords,
   };
