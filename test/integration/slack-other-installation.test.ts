@@ -10,13 +10,15 @@ import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type Platf
  * is the installation Slack's auth.test says its own token is, and a request naming another is refused.
  */
 const SIGNING_SECRET = "one-app-signing-secret-0123456789";
-const TOKENS = { a: "xoxb-workspace-a-bot-token-0001", b: "xoxb-workspace-b-bot-token-0002", org: "xoxb-org-wide-bot-token-0003", flaky: "xoxb-flaky-auth-test-token-0004" };
+const TOKENS = { a: "xoxb-workspace-a-bot-token-0001", b: "xoxb-workspace-b-bot-token-0002", org: "xoxb-org-wide-bot-token-0003", flaky: "xoxb-flaky-auth-test-token-0004", ta: "xoxb-workspace-a-other-token-0005" };
 /** What auth.test says of each token, as Slack answers it (naming no app): workspaces TA, TB, TF; an org-wide install of E1. */
 const INSTALLED: Record<string, Record<string, unknown>> = {
   [TOKENS.a]: { team_id: "TA", user_id: "UBOTA", bot_id: "BA", is_enterprise_install: false },
   [TOKENS.b]: { team_id: "TB", user_id: "UBOTB", bot_id: "BB", is_enterprise_install: false },
   [TOKENS.org]: { team_id: "E1", enterprise_id: "E1", user_id: "WBOTO", bot_id: "BO", is_enterprise_install: true },
   [TOKENS.flaky]: { team_id: "TF", user_id: "UBOTF", bot_id: "BF", is_enterprise_install: false },
+  // Workspace A's installation again, for the tests after slack-a is given B's token.
+  [TOKENS.ta]: { team_id: "TA", user_id: "UBOTA", bot_id: "BA", is_enterprise_install: false },
 };
 const SECRETS = [SIGNING_SECRET, ...Object.values(TOKENS)];
 
@@ -79,6 +81,8 @@ function envelope(team: string, event: Record<string, unknown>, opts: { enterpri
 const said = (channel: string, text: string) => ({ type: "message", channel, channel_type: "channel", user: "U42", text, ts: `${++ts}.000100` });
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 
+/** Status, X-Slack-No-Retry and body as parsed (as sent when not JSON: an acknowledgement is empty). */
+const answerOf = (res: Awaited<ReturnType<typeof send>>) => [res.status, res.noRetry, res.body.startsWith("{") ? JSON.parse(res.body) : res.body];
 const refusal = (why: string) => ({ error: { code: "forbidden", message: `webhook refused: ${why}` } });
 const contextsSaying = (text: string) => runner.contexts.filter((c) => c.input.text === text);
 const recordedFor = (botId: string) => host.query<{ event_id: string }>("SELECT event_id FROM event_log WHERE bot_id = ? ORDER BY seq", [botId]);
@@ -134,6 +138,31 @@ describe("Slack: one app installed in two workspaces, registered as two bots sha
     expect(await recordedFor("slack-b")).toEqual(recordedBefore);
   });
 
+  it("refuses at B's address workspace A's signed event sent again as a form (the signature covers the body, not its content type): the fields a link in it quotes are not read as B's slash command", async () => {
+    // A link someone in workspace A posted: its query, raw in the JSON body, reads as form fields naming workspace B.
+    const link = "https://example.com/?q=1&command=%2Fask&text=quoted+in+A&team_id=TB&api_app_id=A1&channel_id=C-B-PRIVATE&user_id=UB-ADMIN&trigger_id=9.quoted&z=";
+    const message = { ...said("C-A", `see <${link}>`), blocks: [{ type: "rich_text", elements: [{ type: "rich_text_section", elements: [{ type: "link", url: link }] }] }] };
+    const event = signed(envelope("TA", message));
+    const asForm = { ...event, headers: { ...event.headers, "content-type": "application/x-www-form-urlencoded" } };
+    const recordedBefore = await recordedFor("slack-b");
+    const atB = await send("slack-b", asForm);
+    expect(answerOf(atB)).toEqual([403, "1", refusal("the request names Slack workspace TA, not this bot's (team TB)")]);
+    expect(await recordedFor("slack-b")).toEqual(recordedBefore);
+    expect(contextsSaying("quoted in A")).toEqual([]);
+    expect(postsWith(TOKENS.b).filter((c) => c.body.channel === "C-B-PRIVATE")).toEqual([]);
+  });
+
+  it("reads B's own signed event sent again as a form as the event it is: not as a slash command of whoever and wherever a link in it names", async () => {
+    const link = "https://example.com/?q=1&command=%2Fask&text=as+the+admin&team_id=TB&api_app_id=A1&channel_id=C-B-PRIVATE&user_id=UB-ADMIN&trigger_id=9.own&z=";
+    const event = signed(envelope("TB", said("C-B", `read <${link}>`)));
+    const asForm = { ...event, headers: { ...event.headers, "content-type": "application/x-www-form-urlencoded" } };
+    expect((await send("slack-b", asForm)).status).toBe(200);
+    // Whichever it was read as runs: the message, or the slash command the link spells.
+    const ctx = await waitFor(() => runner.contexts.find((c) => c.input.text?.startsWith("read ") || c.input.text === "as the admin"), 10_000, "the run");
+    expect([ctx.input.text?.startsWith("read "), ctx.conversation.conversation_id, ctx.conversation.sender_id]).toEqual([true, "C-B", "U42"]);
+    expect(contextsSaying("as the admin")).toEqual([]);
+  });
+
   it("runs B's own workspace's message, and learns its app from it: a request of B's workspace for another app is refused", async () => {
     expect((await send("slack-b", signed(envelope("TB", said("C-B", "hello from B"))))).status).toBe(200);
     expect((await waitFor(() => contextsSaying("hello from B")[0], 10_000, "B's run")).conversation.bot_id).toBe("slack-b");
@@ -166,6 +195,34 @@ describe("Slack: an org-wide install (Enterprise Grid)", () => {
     expect([other.status, JSON.parse(other.body)]).toEqual([403, refusal("the request names Slack organization E2, not this bot's (E1, installed organization-wide)")]);
     expect(contextsSaying("from a workspace of no organization")).toEqual([]);
     expect(contextsSaying("from another organization")).toEqual([]);
+  });
+
+  it("refuses a shared channel's event sent for workspace A's installation, though its envelope names the organization the message came from (as Slack sends it); A takes it", async () => {
+    // A Slack Connect channel between A's workspace (of no organization) and T5 of E1: the envelope names where the
+    // message was written, the authorization the installation it was sent for (Slack's own example, bolt-js#935).
+    const event = said("C-SHARED", "shared channel, sent for A");
+    const body = JSON.stringify({
+      token: "legacy-verification-token", team_id: "T5", enterprise_id: "E1", context_team_id: "T5", context_enterprise_id: "E1", api_app_id: "A1", type: "event_callback", event_id: `EvInst${++n}`, event_time: now(),
+      authorizations: [{ enterprise_id: null, team_id: "TA", user_id: "UBOTTA", is_bot: true, is_enterprise_install: false }], is_ext_shared_channel: true, event: { ...event, team: "T5" },
+    });
+    const atOrg = await send("slack-org", signed(body));
+    expect(answerOf(atOrg)).toEqual([403, "1", refusal("the request names no Slack organization, not this bot's (E1, installed organization-wide)")]);
+    expect((await send("slack-ta", signed(body))).status).toBe(200);
+    expect((await waitFor(() => contextsSaying("shared channel, sent for A")[0], 10_000, "A's run")).conversation.bot_id).toBe("slack-ta");
+    expect(contextsSaying("shared channel, sent for A")).toHaveLength(1);
+  });
+
+  it("refuses a modal of workspace A's installation submitted by a user of its organization: the payload's team and enterprise are the user's, its view and is_enterprise_install the installation's", async () => {
+    const payload = {
+      type: "view_submission", api_app_id: "A1", is_enterprise_install: false, team: { id: "T5", domain: "e1-t5", enterprise_id: "E1" }, enterprise: { id: "E1", name: "E1" },
+      user: { id: "W42", team_id: "T5" }, trigger_id: `${++n}.view`, view: { id: "V1", type: "modal", callback_id: "ask", app_installed_team_id: "TA", team_id: "T5", state: { values: {} } },
+    };
+    const request = signed(form({ payload: JSON.stringify(payload) }), "application/x-www-form-urlencoded");
+    const recordedBefore = await recordedFor("slack-org");
+    const atOrg = await send("slack-org", request);
+    expect(answerOf(atOrg)).toEqual([403, "1", refusal("the request is for a workspace's installation (Slack workspace TA), not this bot's (E1, installed organization-wide)")]);
+    expect(await recordedFor("slack-org")).toEqual(recordedBefore);
+    expect((await send("slack-ta", request)).status).toBe(200);
   });
 });
 

@@ -53,7 +53,7 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     await verifySlackSignature(req.headers, req.rawBody, bot.credentials.signing_secret, req.now);
     const fallbackKey = await bodyKey(req.rawBody);
     // Button presses, shortcuts and slash commands come form-encoded, signed the same way (their Request URLs).
-    if (isInteractivity(req.headers)) {
+    if (isInteractivity(req.headers, req.rawBody)) {
       const form = parseForm(req.rawBody);
       // Signed for this app, but perhaps for its installation in another workspace (./own-installation.ts).
       await checkSlackInstallation(bot, req, namedByForm(form));

@@ -6,10 +6,12 @@
  *
  * What a request names is read as Slack's own Bolt reads it to find the installation: an event by its
  * `authorizations` (the installation it was sent for; in a channel shared with another organization the envelope's
- * `team_id` may be that one's), else its `team_id`; a slash command by its `team_id`; an interactivity payload by the
- * view's `app_installed_team_id`, else `team.id`, else the user's `team_id`. An org-wide install (Enterprise Grid)
- * is one installation across the organization's workspaces: its requests name the workspace, and it is known by its
- * `enterprise_id`.
+ * `team_id` and `enterprise_id` may be that one's), else its `team_id`; a slash command by its `team_id`; an
+ * interactivity payload by the view's `app_installed_team_id`, else `team.id`, else the user's `team_id`. An org-wide
+ * install (Enterprise Grid) is one installation across the organization's workspaces: its requests name the
+ * workspace, and it is known by its `enterprise_id`. Each request also says whether it is for an org-wide install
+ * (`is_enterprise_install`), which is compared too: where its fields name the user's organization rather than the
+ * installation's (a shared channel's), that says which kind of installation it was sent for.
  */
 import * as z from "zod";
 import { asRecord } from "../http";
@@ -28,19 +30,33 @@ export type SlackInstallation = z.infer<typeof SlackInstallationSchema>;
 export interface NamedInstallation {
   teamId?: string;
   enterpriseId?: string;
+  /** Whether it is for an org-wide install (`is_enterprise_install`), when it says. */
+  enterpriseInstall?: boolean;
   appId?: string;
 }
 
 const id = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+/** A JSON boolean, or a form field's "true" / "false". */
+const flag = (v: unknown): boolean | undefined => (typeof v === "boolean" ? v : v === "true" ? true : v === "false" ? false : undefined);
 
 /** An Events API envelope (event_callback, app_rate_limited, ...). */
 export function namedByEnvelope(body: Record<string, unknown>): NamedInstallation {
-  const first = Array.isArray(body.authorizations) ? asRecord(body.authorizations[0]) : {};
-  return { teamId: id(first.team_id) ?? id(body.team_id), enterpriseId: id(first.enterprise_id) ?? id(body.enterprise_id), appId: id(body.api_app_id) };
+  const appId = id(body.api_app_id);
+  const first = Array.isArray(body.authorizations) && body.authorizations[0] !== undefined ? asRecord(body.authorizations[0]) : null;
+  if (first === null) return { teamId: id(body.team_id), enterpriseId: id(body.enterprise_id), appId };
+  // The installation is the authorization's, its organization included: a null one is a workspace of none, never the
+  // envelope's `enterprise_id` (in a shared channel, the organization the event came from). Its team is null for an
+  // org-wide install, known by its organization: the envelope's team then (as Bolt reads it).
+  return { teamId: id(first.team_id) ?? id(body.team_id), enterpriseId: id(first.enterprise_id), enterpriseInstall: flag(first.is_enterprise_install), appId };
 }
 
 /** A slash command's form fields. */
-export const namedByCommand = (fields: Record<string, string>): NamedInstallation => ({ teamId: id(fields.team_id), enterpriseId: id(fields.enterprise_id), appId: id(fields.api_app_id) });
+export const namedByCommand = (fields: Record<string, string>): NamedInstallation => ({
+  teamId: id(fields.team_id),
+  enterpriseId: id(fields.enterprise_id),
+  enterpriseInstall: flag(fields.is_enterprise_install),
+  appId: id(fields.api_app_id),
+});
 
 /** An interactivity payload (a press, a shortcut, a view). */
 export function namedByPayload(payload: Record<string, unknown>): NamedInstallation {
@@ -48,6 +64,7 @@ export function namedByPayload(payload: Record<string, unknown>): NamedInstallat
   return {
     teamId: id(asRecord(payload.view).app_installed_team_id) ?? id(team.id) ?? id(asRecord(payload.user).team_id),
     enterpriseId: id(asRecord(payload.enterprise).id) ?? id(team.enterprise_id),
+    enterpriseInstall: flag(payload.is_enterprise_install),
     appId: id(payload.api_app_id),
   };
 }
@@ -61,6 +78,12 @@ export function otherInstallation(bot: SlackInstallation, named: NamedInstallati
   if (named.teamId !== undefined || named.enterpriseId !== undefined) {
     if (bot.enterprise_install && named.enterpriseId !== bot.enterprise_id) return `the request names ${shown("Slack organization", named.enterpriseId)}, not this bot's (${bot.enterprise_id}, installed organization-wide)`;
     if (!bot.enterprise_install && named.teamId !== bot.team_id) return `the request names ${shown("Slack workspace", named.teamId)}, not this bot's (team ${bot.team_id})`;
+  }
+  // The same organization or workspace named, but for the other kind of installation (its fields may name the user's).
+  if (named.enterpriseInstall !== undefined && named.enterpriseInstall !== bot.enterprise_install) {
+    return named.enterpriseInstall
+      ? `the request is for an organization-wide installation (${shown("Slack organization", named.enterpriseId)}), not this bot's (team ${bot.team_id})`
+      : `the request is for a workspace's installation (${shown("Slack workspace", named.teamId)}), not this bot's (${bot.enterprise_id}, installed organization-wide)`;
   }
   if (bot.app_id !== null && named.appId !== undefined && named.appId !== bot.app_id) return `the request names Slack app ${namedId(named.appId)}, not this bot's (${bot.app_id})`;
   return null;

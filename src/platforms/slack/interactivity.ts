@@ -53,8 +53,13 @@ const BlockActionsSchema = z.looseObject({
   response_url: absentOr(z.string()),
 });
 
-/** Whether a signed request is an interactivity one: Slack form-encodes those, and sends events as JSON. */
-export const isInteractivity = (headers: Headers) => (headers.get("content-type") ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded");
+/**
+ * Whether a signed request is an interactivity one: Slack form-encodes those, and sends events as JSON. The signature
+ * covers the body, not its content type: an event sent again typed as a form would be read as the fields its text
+ * quotes (a link's query: `&team_id=...&command=...`), so a body that is a JSON object is an event however typed.
+ */
+export const isInteractivity = (headers: Headers, rawBody: string) =>
+  (headers.get("content-type") ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded") && !rawBody.trimStart().startsWith("{");
 
 /** A signed form body as Slack sent it: a slash command's own fields, or an interactivity payload's JSON as parsed. */
 export type SlackForm = { kind: "fields"; fields: Record<string, string> } | { kind: "payload"; body: unknown };
