@@ -15,9 +15,9 @@ import type { EventDecision, RunTable, StoredRun } from "./scheduling";
  * gone meanwhile forgets them (a run they held waits its stored time, or until an item arriving times it anew).
  */
 
-/** How long an announced item may take to arrive: each file's getFile and download, then the event's recording. */
+/** How long an announced item may take to arrive: each file's getFile, download and put in R2, then the event's recording. */
 export const albumHoldMs = (config: Config, files: number) =>
-  Math.max(1, files) * (config.PLATFORM_API_TIMEOUT_MS + config.INPUT_ATTACHMENT_FETCH_TIMEOUT_MS) + config.DB_QUERY_TIMEOUT_MS;
+  Math.max(1, files) * (config.PLATFORM_API_TIMEOUT_MS + config.INPUT_ATTACHMENT_FETCH_TIMEOUT_MS + config.BLOB_OP_TIMEOUT_MS) + config.DB_QUERY_TIMEOUT_MS;
 
 export class AlbumGathering {
   /** Items announced, not arrived yet, by event id: their album, and until when they may hold its run. */

@@ -1,4 +1,5 @@
 import { dbOf } from "../src/db/connect";
+import { artifactsOf } from "../src/artifacts/bucket";
 import { configOf, type Env } from "../src/env";
 import { DeliverySession, type DeliveryDeps } from "../src/delivery/session";
 import { executeRun } from "../src/run/execute";
@@ -100,7 +101,7 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
     void deps.armWatchdog({ allowUnconfirmed: true });
     // A run cancelled while starting reaches executeRun aborted: its runner is never called.
     const outcome = await executeRun({
-      db, artifacts: deps.env.ARTIFACTS, config, job, snapshot, state: claimed.state, historyBefore: claimed.historyBefore, token, runner: claimed.runner, signal: abort.signal, ledgerSequence: session.ledgerSequence, stateWrites: session.stateWrites,
+      db, artifacts: artifactsOf(deps.env), config, job, snapshot, state: claimed.state, historyBefore: claimed.historyBefore, token, runner: claimed.runner, signal: abort.signal, ledgerSequence: session.ledgerSequence, stateWrites: session.stateWrites,
       onStreamEnd: () => streamEnded(deps.finishing, job.runId, abort),
       publish,
     });
@@ -118,7 +119,7 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
       delivery = DeliverySession.failureNotice(deps.deliveryDeps(), job, "host.internal_error", delivery ?? undefined);
     }
     // Ended, the run's writes that got no answer can no longer land: the blobs no row of them names are removed.
-    if (recorded && err instanceof RunEndUnwritten) await removeUnnamedBlobs(db, deps.env.ARTIFACTS, job.runId, err.blobs);
+    if (recorded && err instanceof RunEndUnwritten) await removeUnnamedBlobs(db, artifactsOf(deps.env), job.runId, err.blobs);
   } finally {
     streamEnded(deps.finishing, job.runId, abort);
     clearTimeout(timer);

@@ -1,4 +1,5 @@
 import { dbOf } from "../src/db/connect";
+import { artifactsOf } from "../src/artifacts/bucket";
 import { configOf, type Env } from "../src/env";
 import type { ActionContext, SteeringPort } from "../src/host-api/actions/index";
 import { refusePastDeadline, refuseToken, type HostApiReply } from "../src/host-api/handle";
@@ -51,7 +52,7 @@ export class RunSession {
 
   /** What the run's Host API calls act with: its snapshot, its ledger (entries also go to `publish`), its signal and MCP sessions. */
   actionContext(env: Env, steering: SteeringPort, publish: (entries: LedgerEntry[]) => void): ActionContext {
-    return { ...this.uploadContext(env, publish), artifacts: env.ARTIFACTS, steering, signal: this.abort.signal, mcp: this.mcp, streams: this.streams, stateWrites: this.stateWrites, storageWrites: this.storageWrites };
+    return { ...this.uploadContext(env, publish), artifacts: artifactsOf(env), steering, signal: this.abort.signal, mcp: this.mcp, streams: this.streams, stateWrites: this.stateWrites, storageWrites: this.storageWrites };
   }
 
   /** What an upload's authorisation acts with: the run's snapshot, and its ledger and denial count for a denial. */

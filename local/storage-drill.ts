@@ -2,41 +2,71 @@ import { Response, type Request } from "miniflare";
 
 /**
  * A fault drill for R2, as `databaseOutage` is one for the database: the Worker's ARTIFACTS binding, wrapped (a
- * Miniflare wrapped binding, loaded into the Worker's own isolate) so that puts can be refused on demand. Every put
- * asks this process first whether to fail, so only a host started with the drill pays for it (tests).
+ * Miniflare wrapped binding, loaded into the Worker's own isolate) so that puts can be refused, and calls of a kind
+ * held unanswered, on demand. Every call asks this process first, so only a host started with the drill pays for it
+ * (tests).
  */
 
 /** `{ puts: n, matching? }`: the next n puts (of a value whose bytes contain `matching`, when given) fail; false: none. */
 export type StorageOutageMode = false | { puts: number; matching?: string };
 
+/** The R2 calls a hang can hold. */
+export type StorageOp = "head" | "get" | "put" | "delete" | "list";
+
+/**
+ * `{ op, calls?, key?, skip?, afterMs?, onHeld? }`: the next `calls` (1) calls of `op` (on a key, or a listing's prefix,
+ * that contains `key`, when given), after the first `skip` (0) of them, get no answer: never (R2 hung for good), or,
+ * with `afterMs`, only after that long, when the call is then made as asked (R2 slow, and applying it late). `onHeld`
+ * hears of each call held. false: none.
+ */
+export type StorageHangMode = false | { op: StorageOp; calls?: number; key?: string; skip?: number; afterMs?: number; onHeld?: () => void };
+
 /** The wrapper's worker name; its own R2 binding reaches the bucket the plain binding would. */
 export const STORAGE_DRILL_WORKER = "storage-drill";
 export const STORAGE_DRILL_BUCKET = "BUCKET";
 
-// Plain JS for workerd: every R2Bucket method is passed through; `put` asks the drill first. A stream's bytes are
-// not read (it can be read only once): it fails only a drill with no `matching`.
+// Plain JS for workerd: every R2Bucket call asks the drill first (its op and keys; a put its value's bytes), then is
+// passed through. A stream's bytes are not read (it can be read only once): a put of one fails only a drill with no `matching`.
 const SCRIPT = `
 class DrilledBucket {
   constructor(env) { this.inner = env.${STORAGE_DRILL_BUCKET}; this.drill = env.DRILL; }
-  head(...a) { return this.inner.head(...a); }
-  get(...a) { return this.inner.get(...a); }
-  delete(...a) { return this.inner.delete(...a); }
-  list(...a) { return this.inner.list(...a); }
+  async ask(op, keys, body) {
+    const verdict = await this.drill.fetch("http://drill/" + op, { method: "POST", headers: { "x-keys": encodeURIComponent(JSON.stringify(keys)) }, body: body ?? "" });
+    return verdict.text();
+  }
+  async head(key) { await this.ask("head", [key]); return this.inner.head(key); }
+  async get(key, options) { await this.ask("get", [key]); return this.inner.get(key, options); }
+  async delete(keys) { await this.ask("delete", typeof keys === "string" ? [keys] : keys); return this.inner.delete(keys); }
+  async list(options) { await this.ask("list", [options?.prefix ?? ""]); return this.inner.list(options); }
   createMultipartUpload(...a) { return this.inner.createMultipartUpload(...a); }
   resumeMultipartUpload(...a) { return this.inner.resumeMultipartUpload(...a); }
   async put(key, value, options) {
     const bytes = typeof value === "string" || value instanceof ArrayBuffer || ArrayBuffer.isView(value) ? value : "";
-    const verdict = await this.drill.fetch("http://drill/put", { method: "POST", body: bytes });
-    if ((await verdict.text()) === "fail") throw new Error("put: We encountered an internal error. Please try again. (storage drill)");
+    if ((await this.ask("put", [key], bytes)) === "fail") throw new Error("put: We encountered an internal error. Please try again. (storage drill)");
     return this.inner.put(key, value, options);
   }
 }
 export default (env) => new DrilledBucket(env);
 `;
 
-/** The wrapper worker's Miniflare options and the switch that arms it. */
+/** The wrapper worker's Miniflare options and the switches that arm it. */
 export function storageDrill() {
-  let mode: StorageOutageMode = false;
+  let outage: StorageOutageMode = false;
+  let hang: StorageHangMode = false;
+  /** Whether this call is one the hang holds (counted off when it is). */
+  const held = (op: string, keys: string[]) => {
+    const current = hang;
+    if (current === false || current.op !== op) return null;
+    const { key } = current;
+    if (key !== undefined && !keys.some((k) => k.includes(key))) return null;
+    if (current.skip) {
+      hang = { ...current, skip: current.skip - 1 };
+      return null;
+    }
+    const calls = current.calls ?? 1;
+    hang = calls > 1 ? { ...current, calls: calls - 1 } : false;
+    return current;
+  };
   const worker = {
     name: STORAGE_DRILL_WORKER,
     modules: true,
@@ -44,12 +74,20 @@ export function storageDrill() {
     r2Buckets: { [STORAGE_DRILL_BUCKET]: "ARTIFACTS" },
     serviceBindings: {
       async DRILL(request: Request) {
+        const op = new URL(request.url).pathname.slice(1);
+        const keys = JSON.parse(decodeURIComponent(request.headers.get("x-keys") ?? "%5B%5D")) as string[];
         const body = Buffer.from(await request.arrayBuffer());
-        const fail = mode !== false && mode.puts > 0 && (mode.matching === undefined || body.includes(mode.matching));
-        if (fail && mode !== false) mode = { ...mode, puts: mode.puts - 1 };
+        const hold = held(op, keys);
+        if (hold) {
+          hold.onHeld?.();
+          // Never: the Worker's call waits on this request for as long as the host lives.
+          await new Promise((resolve) => hold.afterMs !== undefined && setTimeout(resolve, hold.afterMs));
+        }
+        const fail = op === "put" && outage !== false && outage.puts > 0 && (outage.matching === undefined || body.includes(outage.matching));
+        if (fail && outage !== false) outage = { ...outage, puts: outage.puts - 1 };
         return new Response(fail ? "fail" : "ok");
       },
     },
   };
-  return { worker, setOutage: (next: StorageOutageMode) => void (mode = next) };
+  return { worker, setOutage: (next: StorageOutageMode) => void (outage = next), setHang: (next: StorageHangMode) => void (hang = next) };
 }

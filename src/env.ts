@@ -52,6 +52,7 @@ export interface Env {
   STORAGE_MAX_AREA_BYTES?: string;
   PLATFORM_API_TIMEOUT_MS?: string;
   DB_QUERY_TIMEOUT_MS?: string;
+  BLOB_OP_TIMEOUT_MS?: string;
   DELIVERY_EDIT_INTERVAL_MS?: string;
   DELIVERY_MAX_PARTS?: string;
   DELIVERY_MAX_ATTEMPTS?: string;
@@ -188,6 +189,13 @@ const ConfigFields = z.object({
    * settle window, in the alarm's last minutes.
    */
   DB_QUERY_TIMEOUT_MS: positiveInt(15_000).refine((n) => n <= 60_000, "DB_QUERY_TIMEOUT_MS must be at most 60000"),
+  /**
+   * One R2 call (a head, get, put, delete or listing of the ARTIFACTS bucket, a body read whole), and each chunk of a body
+   * streamed to or from it: R2 that hangs fails the call instead of holding a run's end, the next run, an ingress answer
+   * or a sweep. At most a minute, as DB_QUERY_TIMEOUT_MS: a run's end waits it for the blobs it removes, in the alarm's
+   * last minutes.
+   */
+  BLOB_OP_TIMEOUT_MS: positiveInt(10_000).refine((n) => n <= 60_000, "BLOB_OP_TIMEOUT_MS must be at most 60000"),
   /** Streaming replies: at least this long between two edits of one message. */
   DELIVERY_EDIT_INTERVAL_MS: positiveInt(1_000),
   /** Most messages one reply's text takes in a chat (the last of them then says the rest was cut); at least 2. */

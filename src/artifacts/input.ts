@@ -16,6 +16,7 @@ import { labelOrNull, mediaTypeOrNull, type ArtifactRef } from "../protocol/comm
 import { artifactsStore, toArtifactRef, type ArtifactRow } from "../stores/artifacts";
 import { artifactAccess, artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
 import { readCapped } from "./read-capped";
+import { BlobStoreTimeout } from "./blob-timeout";
 
 export interface InputAttachmentMeta {
   name?: string | null;
@@ -76,9 +77,10 @@ const label = (index: number) => `input.attachments.${index}`;
 /**
  * Store each source's bytes in R2 (a key of this attempt's own) and answer
  * the refs in source order plus the rows to insert. Refuses with a HostError
- * (400 / 413) and removes what it wrote when any source fails, unless
- * `optional` (a chat platform's files: the message runs without the ones that
- * could not be fetched), when a source that fails is left out and its reason kept.
+ * (400 / 413), or R2's error (a BlobStoreTimeout when it did not answer), and
+ * removes what it wrote when any source fails, unless `optional` (a chat
+ * platform's files: the message runs without the ones that could not be
+ * fetched, or stored in time), when a source that fails is left out and its reason kept.
  */
 export async function storeInputAttachments(
   deps: Deps,
@@ -91,6 +93,8 @@ export async function storeInputAttachments(
   // This attempt's from the start: a failure before they are reached removes them too.
   const written: string[] = storedKeysOf(sources);
   const unavailable: string[] = [];
+  // R2 did not answer a put (`optional` only): the files after it are left out too, unfetched, not each waited for.
+  let storageAway: BlobStoreTimeout | null = null;
   try {
     const reused = await reusedArtifacts(deps.db, owner, sources, now, optional ? unavailable : null);
     // One at a time: at most one fetched body is in memory.
@@ -105,22 +109,35 @@ export async function storeInputAttachments(
         refs.push(toArtifactRef(source.row));
         continue;
       }
-      const row = await storeOne(deps, owner, source, index, now, written).catch((err: unknown) => {
-        if (!optional || !(err instanceof HostError) || err.status >= 500) throw err;
-        unavailable.push(source.name ? `${source.name} (${err.message})` : err.message);
-        return null;
-      });
-      if (!row) continue;
-      rows.push(row);
-      refs.push(toArtifactRef(row));
+      const leftOut = (why: string) => unavailable.push(source.name ? `${source.name} (${why})` : why);
+      if (storageAway) {
+        leftOut(notStored(storageAway));
+        continue;
+      }
+      try {
+        const row = await storeOne(deps, owner, source, index, now, written);
+        rows.push(row);
+        refs.push(toArtifactRef(row));
+      } catch (err) {
+        // A chat's file R2 does not take in time is left out as one not fetched in time is: the message still runs.
+        if (optional && err instanceof BlobStoreTimeout) leftOut(notStored((storageAway = err)));
+        else if (optional && err instanceof HostError && err.status < 500) leftOut(err.message);
+        else throw err;
+      }
     }
   } catch (err) {
-    // The event is refused, so no row will ever name these blobs: remove what this attempt wrote.
-    if (written.length) await deps.bucket.delete(written);
+    // The event is refused, so no row will ever name these blobs: removed, best effort (the orphan walk takes what is
+    // left). Not waited for when R2 has just not answered: the refusal is not held up by a second wait as long.
+    if (written.length) {
+      const removing = deps.bucket.delete(written).catch(() => undefined);
+      if (!(err instanceof BlobStoreTimeout)) await removing;
+    }
     throw err;
   }
   return { refs, rows, written, unavailable };
 }
+
+const notStored = (err: BlobStoreTimeout) => `not stored: storage did not answer within ${err.timeoutMs} ms`;
 
 /** The blobs of `stored` sources: this attempt wrote them, and no row names them until its batch does. */
 export const storedKeysOf = (sources: InputAttachmentSource[]): string[] => sources.flatMap((s) => (s.kind === "stored" ? [s.row.r2Key] : []));

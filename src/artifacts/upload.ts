@@ -15,6 +15,9 @@ import { artifactsStore, toArtifactMetadata, type ArtifactRow } from "../stores/
 import type { UploadGrant } from "../host-api/upload";
 import { artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
 import { drainReader } from "../lib/drain";
+import { BlobStoreTimeout } from "./blob-timeout";
+import type { BoundedBucket } from "./bounded-bucket";
+import { tapped, type BodyTap } from "./bounded-streams";
 
 /** The body held fewer bytes than its Content-Length said, or a chunked body broke off. */
 export class TruncatedUploadError extends Error {
@@ -43,7 +46,7 @@ export class UploadTooLargeError extends Error {
 const PART_BYTES = 5 * 1024 * 1024;
 
 export async function storeUpload(
-  deps: { db: Db; bucket: R2Bucket; config: Config },
+  deps: { db: Db; bucket: BoundedBucket; config: Config },
   grant: UploadGrant,
   query: ArtifactUploadQuery,
   body: ReadableStream<Uint8Array> | null,
@@ -58,38 +61,38 @@ export async function storeUpload(
   const r2Key = artifactR2Key(artifactId);
   const mimeType = query.mime_type ?? null;
 
-  // SHA-256 fed chunk by chunk; R2 pulls at its own pace, so backpressure reaches the client.
+  // SHA-256 fed chunk by chunk as the body passes; R2 pulls at its own pace, so backpressure reaches the client. The
+  // run's deadline (`signal`) errors the body: R2's put fails and the request body is cancelled.
   const digest = new crypto.DigestStream("SHA-256");
   const hashWriter = digest.getWriter();
   let received = 0;
-  const hashing = new TransformStream<Uint8Array, Uint8Array>({
-    start(out) {
-      // Erroring the stream fails R2's put and cancels the request body.
-      signal?.addEventListener("abort", () => out.error(signal.reason), { once: true });
-    },
-    async transform(chunk, out) {
+  const hashing: BodyTap = {
+    chunk(chunk) {
       received += chunk.length;
-      await hashWriter.write(chunk);
-      out.enqueue(chunk);
+      return hashWriter.write(chunk);
     },
-    flush: () => hashWriter.close(),
-  });
+    end: () => hashWriter.close(),
+    signal,
+  };
   // No body is an empty stream: one path for every length.
   const source = body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
   const options: R2PutOptions = { httpMetadata: mimeType ? { contentType: mimeType } : undefined };
   try {
-    // R2 needs a known length: FixedLengthStream carries it, and fails if the body disagrees.
-    if (length !== null) await deps.bucket.put(r2Key, source.pipeThrough(hashing).pipeThrough(new FixedLengthStream(length)), options);
-    else await putChunked(deps.bucket, r2Key, source.pipeThrough(hashing), maxBytes, more, options);
+    // R2 needs a known length (putStream fixes it, and fails if the body disagrees); bounded by R2's progress, not the sender's.
+    if (length !== null) await deps.bucket.putStream(r2Key, source, length, options, hashing);
+    else await putChunked(deps.bucket, r2Key, tapped(source, hashing), maxBytes, more, options);
   } catch (err) {
     const expected = length === null ? "a body without a length" : `${length} bytes`;
     if (signal?.aborted) throw new UploadDeadlineError(`the run's deadline passed after ${received} bytes of ${expected}`, { cause: err });
+    // R2 stopped taking the body, not its sender: the host's fault (a retryable 500), not a truncated body.
+    if (err instanceof BlobStoreTimeout) throw err;
     if (length !== null && received < length) throw new TruncatedUploadError(`the body ended after ${received} of ${length} bytes`, { cause: err });
     throw err;
   }
 
+  // Best effort, these deletes: what they leave is the orphan walk's (retention/orphans.ts), and the refusal stands.
   if (stillActive && !(await stillActive())) {
-    await deps.bucket.delete(r2Key);
+    await deps.bucket.delete(r2Key).catch(() => undefined);
     throw new RunEndedDuringUploadError("the run ended while its upload arrived; nothing was kept");
   }
 
@@ -115,7 +118,7 @@ export async function storeUpload(
     await artifactsStore(deps.db).insertStatement(row);
   } catch (err) {
     // Refused, no row will ever name this blob. Unanswered, the row may have been written: the blob stays with it.
-    if (!mayHaveApplied(err)) await deps.bucket.delete(r2Key);
+    if (!mayHaveApplied(err)) await deps.bucket.delete(r2Key).catch(() => undefined);
     throw err;
   }
   return toArtifactMetadata(row);

@@ -1,5 +1,6 @@
 /** What a chat reply (./session.ts) needs from its Worker: the database, config, the artifact bucket, its chat's order. */
 import { dbOf } from "../db/connect";
+import { artifactsOf } from "../artifacts/bucket";
 import type { Db } from "../db/client";
 import { configOf, type Config, type Env } from "../env";
 import { ReplyOrder } from "./reply-order";
@@ -19,5 +20,5 @@ export interface DeliveryDeps {
 /** The deps of one chat's replies (a conversation object's): they share one ReplyOrder, and the object's posting marks. */
 export function chatReplyDeps(env: Env, marks?: PostingMarks): () => DeliveryDeps {
   const order = new ReplyOrder();
-  return () => ({ db: dbOf(env), config: configOf(env), artifacts: env.ARTIFACTS, order, marks });
+  return () => ({ db: dbOf(env), config: configOf(env), artifacts: artifactsOf(env), order, marks });
 }

@@ -22,6 +22,7 @@ import { transcriptInsert } from "../stores/transcript";
 import type { InputAttachmentSource } from "../artifacts/input";
 import { artifactExpiry } from "../artifacts/policy";
 import { artifactsStore } from "../stores/artifacts";
+import { artifactsOf } from "../artifacts/bucket";
 import { inputWithAttachments } from "./attachments";
 import { lostRunAgent } from "./lost-run-agent";
 import { eventInsert, latestTranscriptSeq, recordedEvent, runInsert, userItemSeq } from "./statements";
@@ -100,9 +101,11 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   const runId = newRunId(doId.toString());
   const acceptId = randomHex(8);
   const now = Date.now();
-  // Blobs first (R2 is not part of the batch); their rows join the batch below, guarded like the transcript item.
+  // Blobs first (R2 is not part of the batch); their rows join the batch below, guarded like the transcript item. R2
+  // calls end by the platform's deadline too, as the fetches do.
+  const bucket = artifactsOf(env, ev.attachmentDeadlineAt);
   const attached = await inputWithAttachments(
-    { db, bucket: env.ARTIFACTS, config: configOf(env), fetchDeadlineAt: ev.attachmentDeadlineAt },
+    { db, bucket, config: configOf(env), fetchDeadlineAt: ev.attachmentDeadlineAt },
     { eventId, clientChosenId: ev.event_id !== undefined, conversationKey: key, conversationId: ev.conversation_id, input: ev.input },
     ev.attachmentSources ?? [],
     ev.attachmentsOptional,
@@ -174,7 +177,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   const results = await batchAll(db, [...writes, recordedEvent(db, values), itemSeq, resolveBinding(db, resolveQuery)]).catch(async (err: unknown) => {
     // Refused, nothing names the blobs this attempt wrote (they are its own): removed. Unanswered, the batch may
     // have been applied and its rows name them: kept (a retry answers "duplicate" and its run reads them).
-    if (!mayHaveApplied(err)) await deleteBlobs(env, attached.written);
+    if (!mayHaveApplied(err)) await deleteBlobs(bucket, attached.written);
     throw err;
   });
   // The three reads follow the writes, in this order.
@@ -185,7 +188,7 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
 
   if (row.acceptId !== acceptId) {
     // Another attempt recorded the event: the blobs this one wrote are named by nothing.
-    await deleteBlobs(env, attached.written);
+    await deleteBlobs(bucket, attached.written);
     // An API caller's id already taken in another conversation is no repeat but a collision (ids numbered per
     // conversation): answered `duplicate`, this message would be dropped without a word. A platform's ids are its own.
     if (ev.source === "api" && row.conversationKey !== key) throw eventIdConflict(`event_id ${eventId} already names an event of another conversation: an event_id is unique across the host (a repeat names the same conversation); send this message with a new one`);
@@ -245,9 +248,9 @@ function asRecorded(ev: CanonicalEvent, row: EventRow): CanonicalEvent {
   };
 }
 
-/** Best effort: a blob left behind costs storage until its artifact's expiry would have, never the answer. */
-async function deleteBlobs(env: Env, keys: string[]): Promise<void> {
-  if (keys.length) await env.ARTIFACTS.delete(keys).catch(() => {});
+/** Best effort: a blob left behind costs storage until the orphan walk takes it (retention/orphans.ts), never the answer. */
+async function deleteBlobs(bucket: R2Bucket, keys: string[]): Promise<void> {
+  if (keys.length) await bucket.delete(keys).catch(() => {});
 }
 
 interface JobParts {

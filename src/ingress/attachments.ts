@@ -52,7 +52,8 @@ export async function inputWithAttachments(
     ? await eventLogStore(deps.db)
         .get(event.eventId)
         .catch(async (err: unknown) => {
-          if (stored.length) await deps.bucket.delete(stored);
+          // Best effort: the database's error is the answer, and the orphan walk takes what this leaves.
+          if (stored.length) await deps.bucket.delete(stored).catch(() => undefined);
           throw err;
         })
     : undefined;

@@ -9,6 +9,7 @@ import { loggedError } from "../lib/describe-error";
 import { dbErrorOf } from "../db/executor";
 import { ApiError, hostFault } from "../host-api/errors";
 import { logRefusal } from "../host-api/decision-log";
+import { BlobStoreTimeout } from "../artifacts/blob-timeout";
 
 const INTEGRITY_REFUSALS: Record<string, { status: 404 | 409; code: string; message: string }> = {
   agent_runner_not_registered: { status: 409, code: "conflict", message: "the agent's runner is not registered (its service was deleted or refreshed meanwhile)" },
@@ -52,6 +53,12 @@ export const onError: ErrorHandler = (err, c) => {
   if (fault) {
     console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${fault.message}`);
     return c.json({ error: fault }, 503);
+  }
+  // R2 did not answer in time (artifacts/bounded-bucket.ts): storage's trouble, not the request's, and sent again it is
+  // served (an event's attachments are stored before it is recorded; a platform's redelivery stores the raw payload).
+  if (err instanceof BlobStoreTimeout) {
+    console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${loggedError(err)}`);
+    return c.json({ error: { code: "storage_unavailable", message: `storage did not answer in time (an R2 ${err.op} within ${err.timeoutMs} ms); try again` } }, 503);
   }
   // A stored credential the configured keys cannot open: the operator's to fix (SECRETS_KEY, SECRETS_KEY_PREVIOUS).
   if (err instanceof SealedSecretError) {

@@ -58,8 +58,9 @@ export async function ingestEvents(deps: IngestDeps, raw: unknown, events: Norma
   const rawRef = events.every((e) => e.revises?.livePosition) ? null : await rawRefOf(deps.bot, events[0].key);
   // Stored while the events are recorded (an R2 write costs about what the recording does). The answer waits for both
   // to settle: a payload not stored fails the request once the recording is done, and the platform's redelivery
-  // stores it (its events then duplicates); a recording that failed is the error given.
-  const [recording, stored] = await Promise.allSettled([recordInOrder(deps, events, rawRef), rawRef === null ? undefined : storeRaw(deps.env, deps.adapter, rawRef, raw)]);
+  // stores it (its events then duplicates); a recording that failed is the error given. R2 not answering by the
+  // platform's deadline counts as not stored: the answer never waits past it for the payload.
+  const [recording, stored] = await Promise.allSettled([recordInOrder(deps, events, rawRef), rawRef === null ? undefined : storeRaw(deps.env, deps.adapter, rawRef, raw, ackDeadlineAt(deps))]);
   if (recording.status === "rejected") throw recording.reason;
   if (stored.status === "rejected") throw stored.reason;
   return recording.value;
@@ -106,7 +107,7 @@ async function ingestOne(deps: IngestDeps, event: NormalizedEvent, rawRef: strin
   const recorded = rawRef === null ? { event, disposition: "unhandled", runId: null } : await recordOne(deps, event, rawRef);
   // After its own record: a redelivery (the first attempt failed here) does it again. A paused bot's too: a message
   // from before the pause takes its edit or recall, which starts nothing.
-  if (event.revises && event.conversationId !== null) await reviseMessage(deps.env, deps.bot, event.conversationId, dedupeId(deps.bot, event.key), event.revises);
+  if (event.revises && event.conversationId !== null) await reviseMessage(deps.env, deps.bot, event.conversationId, dedupeId(deps.bot, event.key), event.revises, ackDeadlineAt(deps));
   else if (event.deletesOwnMessage !== undefined && event.conversationId !== null) {
     const { botId, registeredAt } = deps.bot;
     await markOwnMessageDeleted(dbOf(deps.env), { botId, registeredAt, conversationId: event.conversationId, messageRef: scopedMessageRef(event.chatId, event.deletesOwnMessage), eventId: dedupeId(deps.bot, event.key) });

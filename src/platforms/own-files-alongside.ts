@@ -6,6 +6,8 @@
  * them in what time is left. Blobs of an event this attempt does not record are removed.
  */
 import { storeInputAttachments, type InputAttachmentSource } from "../artifacts/input";
+import { artifactsOf } from "../artifacts/bucket";
+import { loggedError } from "../lib/describe-error";
 import { dbOf } from "../db/connect";
 import { configOf, type Env } from "../env";
 import { conversationKey } from "../stores/conversation-key";
@@ -19,6 +21,8 @@ export interface OwnFiles {
   sources: InputAttachmentSource[];
   unavailable: string[];
   written: string[];
+  /** When the platform wants its answer: R2 calls for these files end by then (artifacts/bounded-bucket.ts). */
+  deadlineAt: number | undefined;
 }
 
 interface Deps {
@@ -40,8 +44,8 @@ export async function ownFilesAlongside({ env, adapter, bot, timeLeft, deadlineA
   if (await eventLogStore(db).get(eventId)) return null;
   const given = await fileSources(adapter, bot, event, event.files, timeLeft);
   const owner = { eventId, conversationId, conversationKey: conversationKey({ workspaceId: bot.workspaceId, botId: bot.botId, conversationId, threadId: event.threadId }) };
-  const stored = await storeInputAttachments({ db, bucket: env.ARTIFACTS, config: configOf(env), fetchDeadlineAt: deadlineAt }, owner, given.sources, { optional: true });
-  return { count: event.files.length, sources: stored.rows.map((row) => ({ kind: "stored", row })), unavailable: [...given.unavailable, ...stored.unavailable], written: stored.written };
+  const stored = await storeInputAttachments({ db, bucket: artifactsOf(env, deadlineAt), config: configOf(env), fetchDeadlineAt: deadlineAt }, owner, given.sources, { optional: true });
+  return { count: event.files.length, sources: stored.rows.map((row) => ({ kind: "stored", row })), unavailable: [...given.unavailable, ...stored.unavailable], written: stored.written, deadlineAt };
 }
 
 /** Both, once both are done: the files stored alongside a read that failed are removed. */
@@ -55,7 +59,14 @@ export async function readWithOwnFiles<T>(env: Env, read: Promise<T>, own: Promi
   return [r.value, o.value];
 }
 
-/** The blobs stored for an event another delivery recorded, or that was not recorded at all: named by nothing. */
+/**
+ * The blobs stored for an event another delivery recorded, or that was not recorded at all: named by nothing. Best
+ * effort: R2 refusing or not answering fails neither the answer nor the error it carries, and the orphan walk
+ * (retention/orphans.ts) takes what is left.
+ */
 export async function discardOwnFiles(env: Env, own: OwnFiles | null): Promise<void> {
-  if (own && own.written.length > 0) await env.ARTIFACTS.delete(own.written);
+  if (!own || own.written.length === 0) return;
+  await artifactsOf(env, own.deadlineAt)
+    .delete(own.written)
+    .catch((err: unknown) => console.warn(`${own.written.length} blob(s) of an event not recorded left to the orphan walk (${loggedError(err)})`));
 }

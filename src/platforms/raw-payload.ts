@@ -3,6 +3,7 @@
  * platform event with its secret fields removed, and read back for an operator (GET /v1/admin/events/{id}/raw).
  */
 import type { Env } from "../env";
+import { artifactsOf } from "../artifacts/bucket";
 import { sha256Hex } from "../lib/crypto";
 import { ADAPTERS } from "./registry";
 import { PLATFORMS, type Bot, type PlatformAdapter, type PlatformName } from "./types";
@@ -13,11 +14,12 @@ const CONTENT_TYPE = "application/json";
  * The redacted payload, once per platform event: the first one stored stays.
  * A redelivery carries the same facts, and another payload for the same event
  * (Slack's `app_mention` copy of a `message`) is refused as a duplicate, so
- * it must not replace what the recorded event's `raw_ref` names.
+ * it must not replace what the recorded event's `raw_ref` names. `deadlineAt`: when the platform wants its answer,
+ * which bounds the put too.
  */
-export async function storeRaw(env: Env, adapter: PlatformAdapter, rawRef: string, raw: unknown): Promise<void> {
+export async function storeRaw(env: Env, adapter: PlatformAdapter, rawRef: string, raw: unknown, deadlineAt?: number): Promise<void> {
   // "*": only when no object is there yet (If-None-Match); otherwise put answers null and writes nothing.
-  await env.ARTIFACTS.put(rawRef, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: CONTENT_TYPE }, onlyIf: { etagDoesNotMatch: "*" } });
+  await artifactsOf(env, deadlineAt).put(rawRef, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: CONTENT_TYPE }, onlyIf: { etagDoesNotMatch: "*" } });
 }
 
 /** Where storeRaw keeps the payload of the platform event `key` (its `raw_ref`), known before it is stored. */
@@ -31,7 +33,7 @@ const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly stri
  * payload was stored (Lark's card `event.token`) is never shown from one stored before.
  */
 export async function readRaw(env: Env, source: string, rawRef: string): Promise<{ body: string; contentType: string } | null> {
-  const object = await env.ARTIFACTS.get(rawRef);
+  const object = await artifactsOf(env).get(rawRef);
   if (!object) return null;
   const text = await object.text();
   const contentType = object.httpMetadata?.contentType ?? CONTENT_TYPE;

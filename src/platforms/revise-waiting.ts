@@ -1,4 +1,5 @@
 import { batchAll } from "../db/client";
+import { artifactsOf } from "../artifacts/bucket";
 import { dbOf } from "../db/connect";
 import type { Env } from "../env";
 import { storableText } from "../lib/text";
@@ -24,9 +25,10 @@ export const LIVE_POSITION_SECONDS = 60;
  * (recalled-files.ts); and while the message still waits to be answered, whatever agent binds the recall (or none),
  * the conversation's object withdraws it, or gives it its new words, unless a runner has it already
  * (durable-objects/waiting-revisions.ts). Nothing is asked of that object when nothing may be waiting. A failure fails
- * the webhook: the platform sends it again, and doing it again changes nothing more.
+ * the webhook: the platform sends it again, and doing it again changes nothing more. `deadlineAt`: when the platform
+ * wants its answer, which bounds the recalled files' delete too (a best effort: the retention sweep takes what it leaves).
  */
-export async function reviseMessage(env: Env, bot: Bot, conversationId: string, eventId: string, revision: MessageRevision): Promise<void> {
+export async function reviseMessage(env: Env, bot: Bot, conversationId: string, eventId: string, revision: MessageRevision, deadlineAt?: number): Promise<void> {
   const db = dbOf(env);
   // The new words as ingress would have recorded them: NUL and unpaired surrogates replaced, as the runner reads any text.
   const edit = revision.edit && { ...revision.edit, text: revision.edit.text === null ? null : storableText(revision.edit.text) };
@@ -49,7 +51,7 @@ export async function reviseMessage(env: Env, bot: Bot, conversationId: string, 
   }
   const results = await batchAll(db, statements);
   const files = fileReads.flatMap((i) => results[i] as { r2Key: string; artifactId: string }[]);
-  if (files.length) await deleteRecalledBytes(env.ARTIFACTS, files.map((f) => f.r2Key));
+  if (files.length) await deleteRecalledBytes(artifactsOf(env, deadlineAt), files.map((f) => f.r2Key));
   // A live position too soon after the one applied changed nothing (an edit's statements are the marks alone), so
   // nothing waiting is asked about (a redelivery of one applied whose waiting run was not reached asks nothing either:
   // the next position applied reaches it).

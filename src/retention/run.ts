@@ -1,4 +1,5 @@
 import { dbOf } from "../db/connect";
+import { artifactsOf } from "../artifacts/bucket";
 import { configOf, type Env } from "../env";
 import { deleteExpiredArtifacts } from "./artifacts";
 import { deleteDeletedOwnersData } from "./deleted-owners";
@@ -51,6 +52,7 @@ export class RetentionStepsFailed extends Error {
 export async function runRetention(env: Env, now: number): Promise<RetentionSummary> {
   const config = configOf(env);
   const db = dbOf(env);
+  const bucket = artifactsOf(env);
   const limits = { batchSize: config.RETENTION_BATCH_SIZE, maxBatches: config.RETENTION_MAX_BATCHES };
   const r2Limits = { ...limits, batchSize: Math.min(limits.batchSize, R2_DELETE_MAX_KEYS) };
   const summary: RetentionSummary = { artifacts: 0, orphanBlobs: 0, neverHandedOver: 0, eventLog: 0, transcript: 0, runs: 0, deletedOwners: 0, messageRefs: 0 };
@@ -62,17 +64,17 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
       failures.push([name, err]);
     }
   };
-  await step("artifacts", async () => ({ artifacts: await deleteExpiredArtifacts(db, env.ARTIFACTS, now, r2Limits) }));
-  await step("orphan blobs", async () => ({ orphanBlobs: await deleteOrphanBlobs(db, env.ARTIFACTS, now, r2Limits) }));
+  await step("artifacts", async () => ({ artifacts: await deleteExpiredArtifacts(db, bucket, now, r2Limits) }));
+  await step("orphan blobs", async () => ({ orphanBlobs: await deleteOrphanBlobs(db, bucket, now, r2Limits) }));
   // Before old runs are deleted: a run ended here can go in the same invocation.
   await step("never handed over", async () => ({ neverHandedOver: await endNeverHandedOverRuns(env, db, now, limits) }));
   await step("deleted owners", async () => ({ deletedOwners: await deleteDeletedOwnersData(db, limits) }));
-  await step("message refs", async () => ({ messageRefs: await backfillMessageRefs(db, env.ARTIFACTS, limits) }));
+  await step("message refs", async () => ({ messageRefs: await backfillMessageRefs(db, bucket, limits) }));
   if (config.RETENTION_DAYS !== undefined) {
     const cutoff = now - config.RETENTION_DAYS * DAY_MS;
     // Apart: an EventLog walk that keeps failing (a payload R2 will not delete, a statement refused) never holds the transcript back.
-    await step("event log", async () => ({ eventLog: await deleteOldEvents(db, env.ARTIFACTS, cutoff, limits) }));
-    await step("transcript", async () => ({ transcript: await deleteOldTranscript(db, env.ARTIFACTS, cutoff, limits) }));
+    await step("event log", async () => ({ eventLog: await deleteOldEvents(db, bucket, cutoff, limits) }));
+    await step("transcript", async () => ({ transcript: await deleteOldTranscript(db, bucket, cutoff, limits) }));
     await step("runs", async () => ({ runs: await deleteOldRuns(db, cutoff, limits) }));
   }
   if (failures.length) {

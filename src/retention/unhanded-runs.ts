@@ -1,4 +1,5 @@
 import type { Db } from "../db/client";
+import { artifactsOf } from "../artifacts/bucket";
 import type { Env } from "../env";
 import { runsStore } from "../stores/runs";
 import type { BatchLimits } from "./limits";
@@ -26,7 +27,7 @@ const START: Position = { createdAt: -1, runId: "" };
  * from a lost run behind them; so are those of a conversation whose object failed, and the invocation then fails).
  */
 export async function endNeverHandedOverRuns(env: Env, db: Db, now: number, limits: BatchLimits): Promise<number> {
-  let after = (await readSweepPosition(env.ARTIFACTS, UNHANDED_SWEEP_POSITION_KEY, positionOf)) ?? START;
+  let after = (await readSweepPosition(artifactsOf(env), UNHANDED_SWEEP_POSITION_KEY, positionOf)) ?? START;
   let ended = 0;
   const failures: unknown[] = [];
   for (let i = 0; i < limits.maxBatches; i++) {
@@ -51,7 +52,7 @@ export async function endNeverHandedOverRuns(env: Env, db: Db, now: number, limi
     }
     after = { createdAt: page[page.length - 1].createdAt, runId: page[page.length - 1].runId };
   }
-  await writeSweepPosition(env.ARTIFACTS, UNHANDED_SWEEP_POSITION_KEY, after === START ? null : after);
+  await writeSweepPosition(artifactsOf(env), UNHANDED_SWEEP_POSITION_KEY, after === START ? null : after);
   if (failures.length) throw new AggregateError(failures, `${failures.length} conversation(s) could not be asked about their runs (${ended} ended)`);
   return ended;
 }

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { ConversationDO } from "../../durable-objects/conversation";
 import { RunEndedDuringUploadError, storeUpload, TruncatedUploadError, UploadDeadlineError, UploadTooLargeError } from "../artifacts/upload";
 import { dbOf } from "../db/connect";
+import { artifactsOf } from "../artifacts/bucket";
 import { drainBody } from "../lib/drain";
 import { compressedBodyRefusal } from "../lib/content-encoding";
 import { configOf } from "../env";
@@ -101,7 +102,7 @@ export async function uploadArtifact(c: Context<AppEnv>, owner: DurableObjectStu
       held += granted ?? 0;
       return granted;
     };
-    const metadata = await storeUpload({ db: dbOf(c.env), bucket: c.env.ARTIFACTS, config: configOf(c.env) }, auth.grant, options, c.req.raw.body, deadline, stillActive, more);
+    const metadata = await storeUpload({ db: dbOf(c.env), bucket: artifactsOf(c.env), config: configOf(c.env) }, auth.grant, options, c.req.raw.body, deadline, stillActive, more);
     stored = metadata.size_bytes ?? 0;
     return json(200, { ok: true, data: metadata });
   } catch (err) {

@@ -72,7 +72,7 @@ describe("a Telegram album's item for an agent deleted and created anew while th
   it("an item still downloading holds the old agent's run only until it arrives, though it joins the new agent's run", async () => {
     const inChat = "-882002";
     // 613's download outlasts the wait; until it arrives it holds every run gathering the album (its announcement's
-    // bound is tens of seconds: PLATFORM_API_TIMEOUT_MS + INPUT_ATTACHMENT_FETCH_TIMEOUT_MS + DB_QUERY_TIMEOUT_MS).
+    // bound is tens of seconds: PLATFORM_API_TIMEOUT_MS + INPUT_ATTACHMENT_FETCH_TIMEOUT_MS + BLOB_OP_TIMEOUT_MS + DB_QUERY_TIMEOUT_MS).
     chat.slowFiles.set("photos/photo-613.jpg", 2_500);
     await post(item(611, inChat));
     const slowItem = item(613, inChat);

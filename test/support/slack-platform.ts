@@ -8,9 +8,9 @@ import { SLACK_AUTH_TEST } from "./slack-events";
 /**
  * The set-up the platform-slack*.test.ts files share: a fake Slack Web API (its refusals driven by the sets and maps
  * returned) and a host with one bot bound to a chat runner. Call it once at a file's top level: it registers the file's
- * beforeAll and afterAll, and each call has its own state.
+ * beforeAll and afterAll, and each call has its own state. `hostOptions`: what its host starts with besides (a drill).
  */
-export function useSlackPlatform() {
+export function useSlackPlatform(hostOptions: { storageDrill?: boolean; vars?: Record<string, string> } = {}) {
   /** Values tests change as well as read: the last message ts handed out, where Slack's file host sends F10. */
   const state = { messageTs: 1_800_000_000, fileMovedTo: null as string | null };
   const BOT_TOKEN = "xoxb-TEST-slack-bot-token-1234567890";
@@ -104,7 +104,7 @@ export function useSlackPlatform() {
   beforeAll(async () => {
     fake = await startFakePlatform(slackApi);
     runner = await startChatRunner("slack-chat");
-    host = await startTestHost({ captureLogs: true });
+    host = await startTestHost({ captureLogs: true, ...hostOptions });
     const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", workspace_id: "acme", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } });
     expect(created.status).toBe(201);
     answered.push(JSON.stringify(created.body));

@@ -34,6 +34,10 @@ describe("configuration", () => {
     expect([config({}).DB_WRITE_RETRY_PAUSES_MS, config({}).DB_RETRY_PAUSE_MS]).toEqual([[200, 1_000, 3_000], 5_000]);
     expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_QUERY_TIMEOUT_MS: "60000" })).toEqual([]);
     expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_QUERY_TIMEOUT_MS: "60001" })).toEqual(["DB_QUERY_TIMEOUT_MS: DB_QUERY_TIMEOUT_MS must be at most 60000"]);
+    // R2 calls have a bound of their own, as long as a query's at most.
+    expect(config({}).BLOB_OP_TIMEOUT_MS).toBe(10_000);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, BLOB_OP_TIMEOUT_MS: "60000" })).toEqual([]);
+    expect(configProblems({ ADMIN_TOKEN: TOKEN, BLOB_OP_TIMEOUT_MS: "60001" })).toEqual(["BLOB_OP_TIMEOUT_MS: BLOB_OP_TIMEOUT_MS must be at most 60000"]);
     expect(config({ DB_WRITE_RETRY_PAUSES_MS: " 50, 100 ,", DB_RETRY_PAUSE_MS: "250" })).toMatchObject({ DB_WRITE_RETRY_PAUSES_MS: [50, 100], DB_RETRY_PAUSE_MS: 250 });
     expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: "200,soon" })).toEqual([expect.stringMatching(/^DB_WRITE_RETRY_PAUSES_MS\.1: /)]);
     expect(configProblems({ ADMIN_TOKEN: TOKEN, DB_WRITE_RETRY_PAUSES_MS: "20000" })).toEqual([expect.stringMatching(/^DB_WRITE_RETRY_PAUSES_MS\.0: each pause must be at most 10000/)]);

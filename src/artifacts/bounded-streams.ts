@@ -1,0 +1,177 @@
+/**
+ * Bodies streamed to and from R2, bounded by their progress rather than by a total: a large one may take minutes, but
+ * R2 must send (or take) each chunk within the bound. The time a sender takes to send the next chunk is never counted:
+ * it is not R2's (a run's deadline bounds an upload's sender).
+ */
+import type { BlobStoreTimeout } from "./blob-timeout";
+
+/**
+ * Time R2 owes something (a chunk, an answer), counted from `owe()` until `paid()`: `ms` of it fires `onStall`, once.
+ * One timer at a time, looked at when it fires, not one set and cleared per chunk: the normal path pays a clock read.
+ */
+class StallClock {
+  private owedSince: number | null = null;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly ms: number,
+    private readonly onStall: () => void,
+  ) {}
+
+  owe(): void {
+    if (this.stopped) return;
+    this.owedSince = Date.now();
+    if (this.timer === undefined) this.wake(this.ms);
+  }
+
+  paid(): void {
+    this.owedSince = null;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private wake(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      // Nothing owed now: the next owe() starts the timer again.
+      if (this.stopped || this.owedSince === null) return;
+      const left = this.owedSince + this.ms - Date.now();
+      if (left > 0) return this.wake(left);
+      this.stop();
+      this.onStall();
+    }, delayMs);
+  }
+}
+
+/** `body` as read from R2: a chunk R2 does not send within `ms` of being asked for errors the stream (and cancels R2's). */
+export function boundedRead(body: ReadableStream<Uint8Array>, ms: number, timeout: () => BlobStoreTimeout): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  let stalled = false;
+  const clock = new StallClock(ms, () => {
+    stalled = true;
+    const err = timeout();
+    controller?.error(err);
+    void reader.cancel(err).catch(() => undefined);
+  });
+  return new ReadableStream<Uint8Array>(
+    {
+      start: (c) => void (controller = c),
+      async pull(c) {
+        clock.owe();
+        let next: ReadableStreamReadResult<Uint8Array>;
+        try {
+          next = await reader.read();
+        } catch (err) {
+          clock.stop();
+          throw err;
+        }
+        clock.paid();
+        if (stalled) return;
+        if (next.done) {
+          clock.stop();
+          c.close();
+        } else c.enqueue(next.value);
+      },
+      cancel(reason) {
+        clock.stop();
+        return reader.cancel(reason);
+      },
+    },
+    // Read only as its reader asks: a chunk R2 owes is timed from when it is wanted.
+    { highWaterMark: 0 },
+  );
+}
+
+/** What is done with each chunk of a body on its way to R2 (hashed, counted), and at its end. */
+export interface BodyTap {
+  chunk(chunk: Uint8Array): Promise<void> | void;
+  end(): Promise<void> | void;
+  /** Aborted (a run's deadline), the body errors with its reason: R2's put fails and the sender's body is cancelled. */
+  signal?: AbortSignal;
+}
+
+/**
+ * `body` on its way to R2, each chunk given to `tap` as it passes, one chunk read ahead of R2 (as a pipe would);
+ * `clock`, when given, counts the time R2 holds a chunk it has not taken, or owes its answer once the body has ended.
+ */
+function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, clock?: StallClock) {
+  const reader = body.getReader();
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  let failed = false;
+  const fail = (reason: unknown) => {
+    if (failed) return;
+    failed = true;
+    controller?.error(reason);
+    void reader.cancel(reason).catch(() => undefined);
+  };
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+        const signal = tap?.signal;
+        if (signal?.aborted) fail(signal.reason);
+        else signal?.addEventListener("abort", () => fail(signal.reason), { once: true });
+      },
+      async pull(c) {
+        // Pulled once R2 has taken what was queued: the sender's turn, not counted.
+        clock?.paid();
+        const next = await reader.read();
+        if (next.done) await tap?.end();
+        else await tap?.chunk(next.value);
+        if (failed) return;
+        // A chunk R2 must take, or (the body's end) the answer it owes.
+        clock?.owe();
+        if (next.done) c.close();
+        else c.enqueue(next.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 1 },
+  );
+  return { stream, fail };
+}
+
+/** `body`, each chunk given to `tap` as R2 (or whoever reads it) takes it: a body's hash computed on the way. */
+export const tapped = (body: ReadableStream<Uint8Array>, tap: BodyTap): ReadableStream<Uint8Array> => tappedBody(body, tap).stream;
+
+/**
+ * A streamed put's bound: R2 must take each chunk it is offered, and answer once the body has ended, within `ms`.
+ * `watch` wraps the body (before anything fixes its length: R2 needs that on the stream it is given), `bound` the put.
+ */
+export class PutProgress {
+  private fail: (reason: unknown) => void = () => undefined;
+  private stalled: (err: BlobStoreTimeout) => void = () => undefined;
+  private readonly stall = new Promise<never>((_, reject) => (this.stalled = reject));
+  private readonly clock: StallClock;
+
+  constructor(ms: number, timeout: () => BlobStoreTimeout) {
+    this.clock = new StallClock(ms, () => {
+      const err = timeout();
+      this.stalled(err);
+      this.fail(err);
+    });
+  }
+
+  watch(body: ReadableStream<Uint8Array>, tap?: BodyTap): ReadableStream<Uint8Array> {
+    const watched = tappedBody(body, tap, this.clock);
+    this.fail = watched.fail;
+    return watched.stream;
+  }
+
+  /** The put's outcome, or a BlobStoreTimeout (its body cancelled) once R2 has taken nothing for `ms`. */
+  async bound<T>(put: Promise<T>): Promise<T> {
+    // R2 owes the first read from the start.
+    this.clock.owe();
+    try {
+      return await Promise.race([put, this.stall]);
+    } finally {
+      this.clock.stop();
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import { describe, expect, it } from "vitest";
+import { BlobStoreTimeout } from "../../src/artifacts/blob-timeout";
+import { boundedRead, PutProgress } from "../../src/artifacts/bounded-streams";
+
+/**
+ * A body's bound is its progress (README "R2 that does not answer"): R2 must take, or send, each chunk within it; the
+ * sender's pace, or the reader's, is never counted. Plain streams stand for the sender, R2 and the reader.
+ */
+const BOUND_MS = 100;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const timeout = (op: string) => () => new BlobStoreTimeout(op, "artifacts/x", BOUND_MS);
+
+/** A sender of `chunks` chunks, each `gapMs` after the previous was read; `cancelled` says whether its reader gave up on it. */
+function sender(chunks: number, gapMs: number) {
+  const state = { sent: 0, cancelled: false };
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(c) {
+      if (state.sent > 0) await sleep(gapMs);
+      if (state.sent === chunks) return c.close();
+      state.sent++;
+      c.enqueue(new Uint8Array([state.sent]));
+    },
+    cancel: () => void (state.cancelled = true),
+  });
+  return { stream, state };
+}
+
+/** R2 taking a put's body: `takes` chunks at most (Infinity: all), then answering, unless `answers` is false. */
+async function r2Put(body: ReadableStream<Uint8Array>, takes: number, answers = true): Promise<number> {
+  const reader = body.getReader();
+  let taken = 0;
+  while (taken < takes) {
+    const next = await reader.read();
+    if (next.done) break;
+    taken++;
+  }
+  if (taken === takes && takes !== Infinity) return new Promise(() => undefined);
+  return answers ? taken : new Promise(() => undefined);
+}
+
+describe("a streamed put, bounded by R2's progress", () => {
+  it("takes a slow sender's body whole: the time the sender takes is not R2's", async () => {
+    const { stream } = sender(3, BOUND_MS * 2.5);
+    const progress = new PutProgress(BOUND_MS, timeout("put"));
+    expect(await progress.bound(r2Put(progress.watch(stream), Infinity))).toBe(3);
+  });
+
+  it("fails once R2 takes nothing more for the bound, cancelling the sender's body", async () => {
+    const { stream, state } = sender(1_000, 0);
+    const progress = new PutProgress(BOUND_MS, timeout("put"));
+    const started = Date.now();
+    await expect(progress.bound(r2Put(progress.watch(stream), 2))).rejects.toBeInstanceOf(BlobStoreTimeout);
+    expect(Date.now() - started).toBeLessThan(BOUND_MS * 10);
+    await sleep(10);
+    expect(state.cancelled).toBe(true);
+  });
+
+  it("fails when R2 has the whole body and never answers", async () => {
+    const { stream } = sender(2, 0);
+    const progress = new PutProgress(BOUND_MS, timeout("put"));
+    await expect(progress.bound(r2Put(progress.watch(stream), Infinity, false))).rejects.toThrow(/did not answer a put of artifacts\/x within 100 ms/);
+  });
+
+  it("hands each chunk to its tap on the way, and ends it", async () => {
+    const { stream } = sender(3, 0);
+    const seen: number[] = [];
+    let ended = false;
+    const progress = new PutProgress(BOUND_MS, timeout("put"));
+    const tap = { chunk: (c: Uint8Array) => void seen.push(c[0]), end: () => void (ended = true) };
+    expect(await progress.bound(r2Put(progress.watch(stream, tap), Infinity))).toBe(3);
+    expect([seen, ended]).toEqual([[1, 2, 3], true]);
+  });
+});
+
+describe("a body read from R2, bounded by R2's progress", () => {
+  const readAll = async (body: ReadableStream<Uint8Array>, pauseMs = 0) => {
+    const reader = body.getReader();
+    const got: number[] = [];
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) return got;
+      got.push(next.value[0]);
+      await sleep(pauseMs);
+    }
+  };
+
+  it("is read whole by a slow reader: the time the reader takes is not R2's", async () => {
+    const { stream } = sender(3, 0);
+    expect(await readAll(boundedRead(stream, BOUND_MS, timeout("read")), BOUND_MS * 2.5)).toEqual([1, 2, 3]);
+  });
+
+  it("fails once a chunk asked for does not come within the bound, cancelling R2's stream", async () => {
+    const { stream, state } = sender(3, BOUND_MS * 5);
+    await expect(readAll(boundedRead(stream, BOUND_MS, timeout("read")))).rejects.toThrow(/did not answer a read of artifacts\/x within 100 ms/);
+    expect(state.cancelled).toBe(true);
+  });
+});
