@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenLoopback, readBody, sendJson } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
 import { runLedger, startScriptedRunner } from "../support/scripted-runner";
+import { bindModelAgent } from "../support/model-agent";
 
 /**
  * An upstream's words are cut to size (an error body's first 16 KiB, a bad tool-call index's first 40 characters) before
@@ -60,13 +61,7 @@ beforeAll(async () => {
   });
   runner = await startScriptedRunner({ name: "cut", runners: [{ name: "default", label: { en_US: "cut" }, permissions: { models: ["invoke", "stream"] } }] });
   host = await startTestHost({ captureLogs: true });
-  for (const m of MODELS) {
-    const res = await host.admin("POST", "/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
-    if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  }
-  await runner.register(host);
-  const agent = await host.admin("POST", "/v1/admin/agents", { agent_id: "cut", name: "cut", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" }, resource_policy: { models: MODELS } });
-  if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
+  await bindModelAgent(host, runner, { agentId: "cut", baseUrl: `${provider.url}/v1`, models: Object.fromEntries(MODELS.map((m) => [m, KEY])) });
 });
 
 afterAll(async () => {

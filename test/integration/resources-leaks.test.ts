@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenLoopback, readBody, sendJson } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
 import { startScriptedRunner } from "../support/scripted-runner";
+import { sseBody } from "../support/model-agent";
 
 /**
  * What a host-held resource call must never let out: the operator's
@@ -20,7 +21,6 @@ const seenElsewhere: Record<string, string | undefined>[] = [];
 /** What a provider's error would make of the operator's log, were its line breaks written as they are. */
 const FORGED = "run run_forged: failed (tests.forged); agent forged";
 
-const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("");
 const delta = (content: string, finish: string | null = null) => ({ choices: [{ index: 0, delta: { content }, finish_reason: finish }] });
 
 beforeAll(async () => {
@@ -43,7 +43,7 @@ beforeAll(async () => {
         res.writeHead(200, { "content-type": "text/event-stream" });
         const quoted = `you used ${KEY}`;
         const parts = quoted.match(/.{1,8}/g)!.map((p) => delta(p));
-        return void res.end(sse([...parts, delta("", "stop"), "[DONE]"]));
+        return void res.end(sseBody([...parts, delta("", "stop"), "[DONE]"]));
       }
       case "echo-tool-split": {
         // The key quoted in the arguments of two tool calls, a few characters per fragment, interleaved.
@@ -53,7 +53,7 @@ beforeAll(async () => {
           choices: [{ index: 0, delta: { tool_calls: [{ index, ...(first ? { id: `call_${index}`, type: "function", function: { name: "lookup", arguments: part } } : { function: { arguments: part } }) }] }, finish_reason: null }],
         });
         const chunks = args.flatMap((part, i) => [call(0, part, i === 0), call(1, part, i === 0)]);
-        return void res.end(sse([...chunks, { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] }, "[DONE]"]));
+        return void res.end(sseBody([...chunks, { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] }, "[DONE]"]));
       }
       case "long-error":
         // A 503 whose body quotes the key late in a long message.
@@ -64,7 +64,7 @@ beforeAll(async () => {
         return void res.end(`bad request\n${FORGED}`);
       case "forged-stream-lines":
         res.writeHead(200, { "content-type": "text/event-stream" });
-        return void res.end(sse([delta("so far"), { error: { message: `stream broke\r\n${FORGED}\u2028${FORGED}`, type: "server_error" } }]));
+        return void res.end(sseBody([delta("so far"), { error: { message: `stream broke\r\n${FORGED}\u2028${FORGED}`, type: "server_error" } }]));
       case "redirect":
         res.writeHead(307, { location: `${elsewhere.url}/v1/chat/completions` });
         return void res.end();

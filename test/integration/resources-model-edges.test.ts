@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenLoopback, readBody, sendJson } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
 import { runLedger, startScriptedRunner } from "../support/scripted-runner";
+import { sseBody } from "../support/model-agent";
 
 /**
  * Host-held models at their edges: a stream that fails before its first token falls back, a streamed message is the one
@@ -14,7 +15,6 @@ const KEY = "sk-review-0123456789abcdefABCDEF";
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 let provider: Awaited<ReturnType<typeof listenLoopback>>;
-const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("");
 const user = (content: string) => [{ role: "user", content }];
 const lines = (text: string) => text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
 
@@ -40,7 +40,7 @@ beforeAll(async () => {
     // An overloaded upstream behind a gateway: 200 event stream whose first (and only) event is an error.
     if (m === "overloaded" && body.stream) {
       res.writeHead(200, { "content-type": "text/event-stream" });
-      return void res.end(sse([{ error: { message: "upstream overloaded, try again", type: "server_error", code: 503 } }]));
+      return void res.end(sseBody([{ error: { message: "upstream overloaded, try again", type: "server_error", code: 503 } }]));
     }
     if (m === "overloaded") return sendJson(res, 503, { error: { message: "upstream overloaded" } });
     // OpenRouter: once the model has started on a request, its failure is a 200 whose body is the error, its code the status.
@@ -55,14 +55,14 @@ beforeAll(async () => {
       if (!body.stream) return sendJson(res, 200, { choices: [{ index: 0, message: { role: "assistant", content: "" }, finish_reason: "error", error }] });
       const failed = { choices: [{ index: 0, delta: { content: "" }, finish_reason: "error", error }] };
       res.writeHead(200, { "content-type": "text/event-stream" });
-      if (m === "choice-down") return void res.end(sse([{ ...failed, error }, "[DONE]"]));
-      return void res.end(sse([{ choices: [{ index: 0, delta: { role: "assistant", content: "Hal" }, finish_reason: null }] }, failed, "[DONE]"]));
+      if (m === "choice-down") return void res.end(sseBody([{ ...failed, error }, "[DONE]"]));
+      return void res.end(sseBody([{ choices: [{ index: 0, delta: { role: "assistant", content: "Hal" }, finish_reason: null }] }, failed, "[DONE]"]));
     }
     // A provider ending the message with finish_reason "error" and nothing more said.
     if (m === "finish-error") {
       if (!body.stream) return sendJson(res, 200, { choices: [{ index: 0, message: { role: "assistant", content: "Hal" }, finish_reason: "error" }] });
       res.writeHead(200, { "content-type": "text/event-stream" });
-      return void res.end(sse([{ choices: [{ index: 0, delta: { role: "assistant", content: "Hal" }, finish_reason: null }] }, { choices: [{ index: 0, delta: {}, finish_reason: "error" }] }, "[DONE]"]));
+      return void res.end(sseBody([{ choices: [{ index: 0, delta: { role: "assistant", content: "Hal" }, finish_reason: null }] }, { choices: [{ index: 0, delta: {}, finish_reason: "error" }] }, "[DONE]"]));
     }
     // A throttled provider saying when to come back.
     if (m === "throttled") {
@@ -73,14 +73,14 @@ beforeAll(async () => {
     if (m === "name-again" && body.stream) {
       const frag = (args: string) => ({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: "call_7", type: "function", function: { name: "lookup", arguments: args } }] }, finish_reason: null }] });
       res.writeHead(200, { "content-type": "text/event-stream" });
-      return void res.end(sse([frag(""), frag('{"q":'), frag('"x"}'), { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] }, "[DONE]"]));
+      return void res.end(sseBody([frag(""), frag('{"q":'), frag('"x"}'), { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] }, "[DONE]"]));
     }
     // A tool-call-only answer.
     if (m === "caller") {
       const call = { id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } };
       if (!body.stream) return sendJson(res, 200, { choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [call] }, finish_reason: "tool_calls" }] });
       res.writeHead(200, { "content-type": "text/event-stream" });
-      return void res.end(sse([
+      return void res.end(sseBody([
         { choices: [{ index: 0, delta: { role: "assistant", tool_calls: [{ index: 0, ...call, function: { name: "lookup", arguments: "" } }] }, finish_reason: null }] },
         { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"q":"x"}' } }] }, finish_reason: null }] },
         { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] },
@@ -89,7 +89,7 @@ beforeAll(async () => {
     }
     if (body.stream) {
       res.writeHead(200, { "content-type": "text/event-stream" });
-      return void res.end(sse([{ choices: [{ index: 0, delta: { content: `${m} answers` }, finish_reason: "stop" }] }, "[DONE]"]));
+      return void res.end(sseBody([{ choices: [{ index: 0, delta: { content: `${m} answers` }, finish_reason: "stop" }] }, "[DONE]"]));
     }
     return sendJson(res, 200, { choices: [{ index: 0, message: { role: "assistant", content: `${m} answers` }, finish_reason: "stop" }] });
   });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenLoopback, readBody, sendJson } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
 import { startScriptedRunner } from "../support/scripted-runner";
+import { bindModelAgent, sseBody } from "../support/model-agent";
 
 /**
  * A model's key may hold secrets of its own: a gateway's key pasted with the credential after it ("<key id> <secret>
@@ -18,7 +19,6 @@ let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 let provider: Awaited<ReturnType<typeof listenLoopback>>;
 
-const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("");
 
 beforeAll(async () => {
   provider = await listenLoopback(async (req, res) => {
@@ -30,20 +30,11 @@ beforeAll(async () => {
     // delta from the end, the key's last characters come after it.
     const parts = `the caller used ${authorization}`.match(/.{1,5}/g)!;
     res.writeHead(200, { "content-type": "text/event-stream" });
-    res.end(sse([...parts.map((p) => ({ choices: [{ index: 0, delta: { content: p }, finish_reason: null }] })), { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }, "[DONE]"]));
+    res.end(sseBody([...parts.map((p) => ({ choices: [{ index: 0, delta: { content: p }, finish_reason: null }] })), { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }, "[DONE]"]));
   });
   runner = await startScriptedRunner({ name: "nested", runners: [{ name: "default", label: { en_US: "nested" }, permissions: { models: ["invoke", "stream"] } }] });
   host = await startTestHost();
-  for (const [modelId, key] of [["streamed", STREAMED_KEY], ["marker", MARKER_KEY]]) {
-    const res = await host.admin("POST", "/v1/admin/models", { model_id: modelId, name: modelId, kind: "llm", base_url: `${provider.url}/v1`, api_key: key, model: modelId });
-    if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  }
-  await runner.register(host);
-  const agent = await host.admin("POST", "/v1/admin/agents", {
-    agent_id: "nested", name: "nested", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
-    resource_policy: { models: ["streamed", "marker"] },
-  });
-  if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
+  await bindModelAgent(host, runner, { agentId: "nested", baseUrl: `${provider.url}/v1`, models: { streamed: STREAMED_KEY, marker: MARKER_KEY } });
 });
 
 afterAll(async () => {

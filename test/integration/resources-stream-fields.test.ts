@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenLoopback, readBody, sendJson } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
 import { startScriptedRunner } from "../support/scripted-runner";
+import { bindModelAgent, sseBody } from "../support/model-agent";
 
 /**
  * In a streamed answer, text that may be the start of a key waits for the next delta in every text field of a
@@ -13,7 +14,6 @@ let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 let provider: Awaited<ReturnType<typeof listenLoopback>>;
 
-const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("");
 
 beforeAll(async () => {
   provider = await listenLoopback(async (req, res) => {
@@ -23,7 +23,7 @@ beforeAll(async () => {
     // A careless proxy thinking aloud about the key it received, a few characters per delta.
     const parts = `the caller used ${req.headers.authorization}`.match(/.{1,6}/g)!;
     res.writeHead(200, { "content-type": "text/event-stream" });
-    res.end(sse([
+    res.end(sseBody([
       ...parts.map((p) => ({ choices: [{ index: 0, delta: { [field]: p }, finish_reason: null }] })),
       { choices: [{ index: 0, delta: { content: "done" }, finish_reason: "stop" }] },
       "[DONE]",
@@ -31,16 +31,7 @@ beforeAll(async () => {
   });
   runner = await startScriptedRunner({ name: "reason", runners: [{ name: "default", label: { en_US: "reason" }, permissions: { models: ["invoke", "stream"] } }] });
   host = await startTestHost();
-  for (const m of ["reasoner", "refusal"]) {
-    const res = await host.admin("POST", "/v1/admin/models", { model_id: m, name: m, kind: "llm", base_url: `${provider.url}/v1`, api_key: KEY, model: m });
-    if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  }
-  await runner.register(host);
-  const agent = await host.admin("POST", "/v1/admin/agents", {
-    agent_id: "reason", name: "reason", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
-    resource_policy: { models: ["reasoner", "refusal"] },
-  });
-  if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
+  await bindModelAgent(host, runner, { agentId: "reason", baseUrl: `${provider.url}/v1`, models: { reasoner: KEY, refusal: KEY } });
 });
 
 afterAll(async () => {

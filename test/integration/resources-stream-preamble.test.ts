@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenLoopback, readBody, sendJson } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
 import { runLedger, startScriptedRunner } from "../support/scripted-runner";
+import { sseBody } from "../support/model-agent";
 
 /**
  * MODEL_ATTEMPT_TIMEOUT_MS and fallback for model.stream, against a
@@ -16,7 +17,6 @@ let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 let provider: Awaited<ReturnType<typeof listenLoopback>>;
 
-const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("");
 
 beforeAll(async () => {
   provider = await listenLoopback(async (req, res) => {
@@ -38,17 +38,17 @@ beforeAll(async () => {
     if (body.model === "crlf") {
       // One event in two data lines with CRLF line ends, its second line later: the first CRLF ends a line, not the event.
       res.write(`data: {"error":\r\n`);
-      setTimeout(() => res.end(`data: {"code":503,"message":"overloaded"}}\r\n\r\n${sse(["[DONE]"])}`), 150);
+      setTimeout(() => res.end(`data: {"code":503,"message":"overloaded"}}\r\n\r\n${sseBody(["[DONE]"])}`), 150);
       return;
     }
     if (body.model === "dribble") {
       // The same event a byte at a time, its blank line split across writes.
       const bytes = [...`: keep-alive\n\ndata: ${fault.replace("\r\n", "")}\n\n`];
-      const next = () => (bytes.length ? res.write(bytes.shift()!, () => setTimeout(next, 2)) : res.end(sse(["[DONE]"])));
+      const next = () => (bytes.length ? res.write(bytes.shift()!, () => setTimeout(next, 2)) : res.end(sseBody(["[DONE]"])));
       next();
       return;
     }
-    res.end(sse([{ choices: [{ index: 0, delta: { role: "assistant", content: `from ${body.model}` }, finish_reason: "stop" }] }, "[DONE]"]));
+    res.end(sseBody([{ choices: [{ index: 0, delta: { role: "assistant", content: `from ${body.model}` }, finish_reason: "stop" }] }, "[DONE]"]));
   });
   runner = await startScriptedRunner({
     name: "preamble-fallback",

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenLoopback, readBody, sendJson } from "../support/http-server";
 import { startTestHost, type TestHost } from "../support/host";
 import { runLedger, startScriptedRunner } from "../support/scripted-runner";
+import { sseBody } from "../support/model-agent";
 
 /**
  * model.stream against providers that answer in less common but legitimate shapes (several choices, refusals,
@@ -14,7 +15,6 @@ let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 let provider: Awaited<ReturnType<typeof listenLoopback>>;
 let endlessClosed = 0;
 
-const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("");
 const choice = (index: number, delta: Record<string, unknown>, finish: string | null = null) => ({ index, delta, finish_reason: finish });
 
 beforeAll(async () => {
@@ -34,7 +34,7 @@ beforeAll(async () => {
         }
         res.writeHead(200, { "content-type": "text/event-stream" });
         return void res.end(
-          sse([
+          sseBody([
             { choices: [choice(0, { role: "assistant", content: "" })] },
             { choices: [choice(1, { role: "assistant", content: "" })] },
             { choices: [choice(0, { content: "Alpha" })] },
@@ -54,7 +54,7 @@ beforeAll(async () => {
         }
         res.writeHead(200, { "content-type": "text/event-stream" });
         return void res.end(
-          sse([
+          sseBody([
             { choices: [choice(0, { role: "assistant", content: null, refusal: "" })] },
             { choices: [choice(0, { refusal: "I can't" })] },
             { choices: [choice(0, { refusal: " help with that." })] },
@@ -70,7 +70,7 @@ beforeAll(async () => {
         }
         res.writeHead(200, { "content-type": "text/event-stream" });
         return void res.end(
-          sse([
+          sseBody([
             { choices: [choice(0, { role: "assistant", reasoning_content: "Think" })] },
             { choices: [choice(0, { reasoning_content: " hard." })] },
             { choices: [choice(0, { content: "42" })] },
@@ -84,7 +84,7 @@ beforeAll(async () => {
         res.writeHead(200, { "content-type": "text/event-stream" });
         const text = body.messages.at(-1).content;
         return void res.end(
-          sse([
+          sseBody([
             { choices: [choice(0, { role: "assistant", content: "Hi" })] },
             { error: { message: `request failed for prompt "${text}" authorised by ${req.headers.authorization}` } },
           ]),
@@ -92,14 +92,14 @@ beforeAll(async () => {
       }
       case "reset": {
         res.writeHead(200, { "content-type": "text/event-stream" });
-        res.write(sse([{ choices: [choice(0, { role: "assistant", content: "Hel" })] }, { choices: [choice(0, { content: "lo" })] }]));
+        res.write(sseBody([{ choices: [choice(0, { role: "assistant", content: "Hel" })] }, { choices: [choice(0, { content: "lo" })] }]));
         setTimeout(() => res.socket?.destroy(), 50);
         return;
       }
       case "endless": {
         res.writeHead(200, { "content-type": "text/event-stream" });
-        res.write(sse([{ choices: [choice(0, { role: "assistant", content: "tick" })] }]));
-        const ticker = setInterval(() => res.write(sse([{ choices: [choice(0, { content: "." })] }])), 20);
+        res.write(sseBody([{ choices: [choice(0, { role: "assistant", content: "tick" })] }]));
+        const ticker = setInterval(() => res.write(sseBody([{ choices: [choice(0, { content: "." })] }])), 20);
         const limit = setTimeout(() => res.end(), 20_000);
         res.on("close", () => {
           clearInterval(ticker);
