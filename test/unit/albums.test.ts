@@ -62,8 +62,8 @@ describe("Telegram albums", () => {
 });
 
 describe("album items on their way", () => {
-  // An announced item may take 10 s + 10 s (getFile, the download) + 15 s (its recording) to arrive.
-  const config = { ALBUM_WAIT_MS: 1_000, PLATFORM_API_TIMEOUT_MS: 10_000, INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: 10_000, DB_QUERY_TIMEOUT_MS: 15_000 } as Config;
+  // An announced item may take 10 s + 10 s + 5 s (getFile, the download, its put in R2) + 15 s (its recording) to arrive.
+  const config = { ALBUM_WAIT_MS: 1_000, PLATFORM_API_TIMEOUT_MS: 10_000, INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: 10_000, DB_QUERY_TIMEOUT_MS: 15_000, BLOB_OP_TIMEOUT_MS: 5_000 } as Config;
   afterEach(() => vi.useRealTimers());
 
   it("hold their album's run until they arrive, are withdrawn, or have taken as long as their ingress may", async () => {
@@ -77,20 +77,20 @@ describe("album items on their way", () => {
     const a = itemJob("a", 1, { text: "caption" });
     expect(albums.join(await runs.entries(), a, 100_000)).toBeNull();
     await runs.put("run:a", albums.timed(waitingRun(a, "enqueue", 100_000, 1_000), 100_000));
-    expect(await notBefore()).toBe(135_000);
+    expect(await notBefore()).toBe(140_000);
     // b arrives at 103 s and joins: the run waits 1 s more, for b no longer.
     vi.setSystemTime(103_000);
     expect(albums.join(await runs.entries(), itemJob("b", 2), 103_000)?.disposition).toBe("merged");
     expect(await notBefore()).toBe(104_000);
     // c is announced, then its ingress fails: the run is held, then released.
     await albums.announce("g1", "evt-c", 1);
-    expect(await notBefore()).toBe(138_000);
+    expect(await notBefore()).toBe(143_000);
     await albums.withdraw("evt-c");
     expect(await notBefore()).toBe(104_000);
     // d is announced and never comes (its Worker went away): past its bound it holds nothing.
     await albums.announce("g1", "evt-d", 1);
     const [, held] = (await runs.entries())[0];
-    expect([held.notBefore, albums.timed(held, 138_001).notBefore]).toEqual([138_000, 104_000]);
+    expect([held.notBefore, albums.timed(held, 143_001).notBefore]).toEqual([143_000, 104_000]);
     // Another album's item, or one already gathered (b sent again), holds nothing.
     await albums.withdraw("evt-d");
     await albums.announce("g2", "evt-x", 1);
@@ -100,7 +100,7 @@ describe("album items on their way", () => {
 });
 
 describe("an album's item bound to an agent created anew under its id", () => {
-  const config = { ALBUM_WAIT_MS: 1_000, PLATFORM_API_TIMEOUT_MS: 10_000, INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: 10_000, DB_QUERY_TIMEOUT_MS: 15_000 } as Config;
+  const config = { ALBUM_WAIT_MS: 1_000, PLATFORM_API_TIMEOUT_MS: 10_000, INPUT_ATTACHMENT_FETCH_TIMEOUT_MS: 10_000, DB_QUERY_TIMEOUT_MS: 15_000, BLOB_OP_TIMEOUT_MS: 5_000 } as Config;
   const ofEpoch = (job: RunJob, stateEpoch: string) => ({ ...job, agent: { ...job.agent, stateEpoch } });
   afterEach(() => vi.useRealTimers());
 
@@ -113,7 +113,7 @@ describe("an album's item bound to an agent created anew under its id", () => {
     await runs.put("run:a", albums.timed(waitingRun(a, "enqueue", 100_000, 1_000), 100_000));
     // b, of the agent created anew, is announced (holding the album's run) and arrives: it starts a run of its own.
     await albums.announce("g1", "evt-b", 1);
-    expect((await runs.entries())[0][1].notBefore).toBe(135_000);
+    expect((await runs.entries())[0][1].notBefore).toBe(140_000);
     const b = ofEpoch(itemJob("b", 2), "new");
     expect(albumRunFor(await runs.entries(), b, joinable)).toBeUndefined();
     expect(albums.join(await runs.entries(), b, 100_500)).toBeNull();
