@@ -1,7 +1,9 @@
 /**
  * Where a sweep that walks more than one invocation can take keeps its place: a small JSON object in the bucket,
- * under `host/` (outside every swept prefix). A place that cannot be read counts as the start: it costs one walk from
- * the beginning, nothing else.
+ * under `host/` (outside every swept prefix). A place stored unreadable counts as the start: it costs one walk from the
+ * beginning, nothing else. One R2 does not give (it refused, or did not answer) throws, and the caller says what then:
+ * the walks of runs never handed over and of the transcript start over (they need only the database), the orphan walk
+ * fails as its listing would, and the message-ref backfill waits for R2 (walking again would write over its `done`).
  */
 export async function readSweepPosition<T>(bucket: R2Bucket, key: string, parse: (stored: Record<string, unknown>) => T | null): Promise<T | null> {
   const stored = await bucket.get(key);

@@ -1,6 +1,7 @@
 import type { Db } from "../db/client";
 import { artifactsOf } from "../artifacts/bucket";
 import type { Env } from "../env";
+import { loggedError } from "../lib/describe-error";
 import { runsStore } from "../stores/runs";
 import type { BatchLimits } from "./limits";
 import { readSweepPosition, writeSweepPosition } from "./sweep-position";
@@ -27,7 +28,12 @@ const START: Position = { createdAt: -1, runId: "" };
  * from a lost run behind them; so are those of a conversation whose object failed, and the invocation then fails).
  */
 export async function endNeverHandedOverRuns(env: Env, db: Db, now: number, limits: BatchLimits): Promise<number> {
-  let after = (await readSweepPosition(artifactsOf(env), UNHANDED_SWEEP_POSITION_KEY, positionOf)) ?? START;
+  // R2 away is no reason to leave lost runs waiting: without its place the walk starts over (the database is all it needs).
+  const stored = await readSweepPosition(artifactsOf(env), UNHANDED_SWEEP_POSITION_KEY, positionOf).catch((err: unknown) => {
+    console.warn(`never-handed-over sweep: its place was not read, walking from the start (${loggedError(err)})`);
+    return null;
+  });
+  let after = stored ?? START;
   let ended = 0;
   const failures: unknown[] = [];
   for (let i = 0; i < limits.maxBatches; i++) {

@@ -3,12 +3,13 @@
  * BLOB_OP_TIMEOUT_MS, so a call R2 never answers fails that one thing, after the bound, and nothing else: a run's end
  * does not hold the conversation's next run, an event whose attachment R2 does not take is refused (503, recorded
  * nowhere) and can be sent again, a runner's read or upload is a retryable error, an inline artifact is dropped with
- * a warning while its run goes on, and a retention sweep fails its step and runs again next time. The drill holds the
+ * a warning while its run goes on, and a retention sweep fails its step and runs again next time (the sweep of runs
+ * never handed over, whose place R2 keeps, runs from the start without it). The drill holds the
  * Worker's R2 call unanswered, for good or past the bound (local/storage-drill.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi, deferred, uploadArtifact } from "../support/host-api";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { messageEvent, startTestHost, unhandedRun, type TestHost } from "../support/host";
 import { runLedger } from "../support/scripted-runner";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -157,5 +158,18 @@ describe("a retention sweep whose R2 listing answers only long past the bound", 
     await expect(host.triggerScheduled()).rejects.toMatchObject({ outcome: "exception" });
     expect(Date.now() - started).toBeLessThan(BOUND_MS * 4);
     await host.triggerScheduled();
+  });
+});
+
+describe("the never-handed-over sweep whose place R2 never gives", () => {
+  it("walks from the start without it: a run never handed over is ended", async () => {
+    const lost = await unhandedRun(host, "hang-sweep-place", "evt-hang-sweep-place");
+    const held = deferred<void>();
+    host.storageHang({ op: "get", key: "host/unhanded-sweep", onHeld: held.resolve });
+    // Past the hand-over grace (10 minutes). The invocation's outcome is not this test's: other steps may fail.
+    await host.triggerScheduled({ scheduledTime: new Date(Date.now() + 11 * 60_000) }).catch(() => undefined);
+    await held.promise;
+    const run = (await host.admin("GET", `/v1/runs/${lost}`)).body;
+    expect([run.status, run.error?.code]).toEqual(["failed", "host.not_handed_over"]);
   });
 });
