@@ -17,9 +17,12 @@ import { agentConfigSlot, runnerServiceSlot } from "../stores/secret-slots";
 import { joinUrl } from "../lib/url";
 import { headOf } from "../lib/text";
 import { opaqueFetchFailure } from "../lib/opaque-fetch-failure";
+import { manifestQuote, type ManifestQuote } from "./manifest-quote";
 
 const MANIFEST_TIMEOUT_MS = 10_000;
 const MANIFEST_MAX_BYTES = 1024 * 1024;
+/** Characters of the skipped runners' problems a refusal's message quotes (details.skipped has them all). */
+const WHY_SHOWN_CHARS = 1000;
 
 async function fetchManifest(baseUrl: string): Promise<unknown> {
   const url = joinUrl(baseUrl, "/manifest");
@@ -58,9 +61,10 @@ async function fetchManifest(baseUrl: string): Promise<unknown> {
   }
 }
 
-const skippedView = (skipped: SkippedRunner[]) => skipped.map((s) => ({ index: s.index, name: s.name, reason: s.issues }));
+const skippedView = (skipped: SkippedRunner[], quote: ManifestQuote) => skipped.map((s) => ({ index: s.index, name: s.name === undefined ? undefined : quote(s.name), reason: quote(s.issues) }));
 
-async function readManifest(baseUrl: string) {
+/** `quoting`: how the service's words are quoted back (manifest-quote.ts), asked only when there are some to quote. */
+async function readManifest(baseUrl: string, quoting: () => Promise<ManifestQuote>) {
   const raw = await fetchManifest(baseUrl);
   const parsed = parseRunnerServiceManifest(raw);
   const shown = maskUrl(joinUrl(baseUrl, "/manifest"));
@@ -70,13 +74,16 @@ async function readManifest(baseUrl: string) {
     const details = { runner_count: parsed.runnerCount, max_runners: MAX_RUNNERS_PER_MANIFEST };
     throw new HostError(502, "bad_gateway", `${shown} lists ${parsed.runnerCount} runners, more than the ${MAX_RUNNERS_PER_MANIFEST} a manifest may list: nothing was registered`, details);
   }
-  if (!parsed.ok) throw new HostError(502, "bad_gateway", `${shown} is not an agent-runner/v1 manifest: ${parsed.issues}`);
+  if (!parsed.ok) throw new HostError(502, "bad_gateway", `${shown} is not an agent-runner/v1 manifest: ${(await quoting())(parsed.issues)}`);
   // Nothing to run (a wrong address, a deploy gone wrong): as unusable as no manifest, so a service is never registered
   // empty, nor a refresh allowed to empty one.
   if (!parsed.runners.length) {
-    const why = parsed.skipped.map((s) => `${s.name ?? `#${s.index}`}: ${s.issues}`).join("; ");
-    const message = `${shown} lists no runner the host can register${why ? ` (invalid: ${headOf(why, 1000)})` : ""}`;
-    throw new HostError(502, "bad_gateway", message, parsed.skipped.length ? { skipped: skippedView(parsed.skipped) } : undefined);
+    const quote = parsed.skipped.length ? await quoting() : (text: string) => text;
+    // Scrubbed whole, then cut: a secret the cut runs through is already [redacted].
+    const why = quote(parsed.skipped.map((s) => `${s.name ?? `#${s.index}`}: ${s.issues}`).join("; "));
+    const shownWhy = why.length > WHY_SHOWN_CHARS ? `${headOf(why, WHY_SHOWN_CHARS)}…` : why;
+    const message = `${shown} lists no runner the host can register${why ? ` (invalid: ${shownWhy})` : ""}`;
+    throw new HostError(502, "bad_gateway", message, parsed.skipped.length ? { skipped: skippedView(parsed.skipped, quote) } : undefined);
   }
   return { raw, parsed };
 }
@@ -167,7 +174,9 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
   // A move (PUT) onto the address of another service, however spelled, would make one service two.
   const holder = input.serviceId && !input.refresh ? await store.getServiceAt(input.base_url) : undefined;
   if (holder && holder.serviceId !== input.serviceId) throw conflict(`runner service ${holder.serviceId} is registered at ${maskUrl(input.base_url)}: delete it, or move it elsewhere first`, { service_id: holder.serviceId });
-  const { raw, parsed } = await readManifest(input.base_url).catch(async (err: unknown) => {
+  let quote: Promise<ManifestQuote> | undefined;
+  const quoting = () => (quote ??= manifestQuote(db, input));
+  const { raw, parsed } = await readManifest(input.base_url, quoting).catch(async (err: unknown) => {
     // A refresh that could not read the manifest: the service keeps its runners, and shows why until one succeeds.
     if (input.refresh && input.serviceId && err instanceof HostError) await store.noteRefreshFailed(input.serviceId, input.base_url, err.message);
     throw err;
@@ -228,6 +237,6 @@ export async function registerRunnerService(db: Db, input: { base_url: string; s
   return {
     service: toServiceView(service, await store.runnerIdsOf(serviceId)),
     registered: runners.map((r) => r.runnerId),
-    skipped: skippedView(parsed.skipped),
+    skipped: parsed.skipped.length ? skippedView(parsed.skipped, await quoting()) : [],
   };
 }

@@ -43,6 +43,9 @@ function upstreamOf(err: unknown, signal: AbortSignal): unknown {
   // An abort carries the host's own reason (deadline, timeout): keep it.
   if (signal.aborted && signal.reason instanceof Error && signal.reason.name !== "AbortError") return signal.reason;
   if (err instanceof UpstreamError) return err;
+  // The client checks each answer against MCP's schemas (zod: its mini build's error is a `$ZodError`): one that fails is
+  // said to be that, not dumped as zod's issues.
+  if (err instanceof Error && (err.name === "ZodError" || err.name === "$ZodError")) return new UpstreamError("invalid_response", "the MCP server's answer is not a valid MCP response", undefined, { cause: err });
   const message = err instanceof Error ? err.message : String(err);
   // The server's HTTP answer: its status, judged as any upstream's (a 4xx is no provider fault).
   if (err instanceof StreamableHTTPError && err.code !== undefined && err.code >= 400) return new UpstreamError("http", `the MCP server failed: ${message}`, err.code, { cause: err });

@@ -143,7 +143,8 @@ export function refusalOf(current: CurrentAgent | undefined, queued: RunJob): Ru
     return new RunnerCallError(RUN_FAILURE_CODES.agentUnavailable, "the run's agent was deleted before the run started (another agent now has its id)");
   }
   if (!current.agent.enabled) return new RunnerCallError(RUN_FAILURE_CODES.agentUnavailable, "the run's agent was disabled before the run started");
-  // Removed since the run was queued: nothing (and no one unsigned) is called in its place.
+  // Removed since the run was queued: nothing (and no one unsigned) is called in its place. Not retryable, unlike a
+  // connection that failed: an event sent again binds no agent on a runner that is not registered (binding-resolution.ts).
   if (!current.runner || !current.service) return new RunnerCallError(RUN_FAILURE_CODES.unreachable, "the run's runner is no longer registered on this host");
   return null;
 }

@@ -287,7 +287,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   let stream: AsyncIterator<string[]> | undefined;
   let reading: Promise<IteratorResult<string[]>> | undefined;
   try {
-    // Secret config fields are sealed at rest (and in the queued job): opened only for the runner's request.
+    // Secret config fields are sealed at rest (and in the queued job): opened only for the runner's request. Unopenable
+    // (here or the service's secret below), the host's failure is not retryable: every run fails so until SECRETS_KEY is fixed.
     const runnerConfig = await openValues(db.secrets, job.agent.runnerConfig, agentConfigSlot({ agentId: job.agent.agentId, runnerId: job.runner.runnerId }, job.runner.baseUrl)).catch((err: Error) => {
       throw new RunnerCallError("host.internal_error", `the agent's runner_config cannot be used: ${err.message}`, { cause: err });
     });

@@ -98,7 +98,8 @@ export class ResultProcessor {
       transcriptItems,
     });
     if (error !== undefined) {
-      const e = error instanceof RunnerCallError ? error : new RunnerCallError("host.internal_error", "the host failed while running", { cause: error });
+      // Anything else is the host's own failure (a write refused mid-run), not the event's: sent again, it may well run.
+      const e = error instanceof RunnerCallError ? error : new RunnerCallError("host.internal_error", "the host failed while running", { cause: error, retryable: true });
       const status = e.code === "cancelled" ? "cancelled" : e.code === "deadline_exceeded" ? "timeout" : "failed";
       return fail(status, e.code, e.message, e.retryable);
     }

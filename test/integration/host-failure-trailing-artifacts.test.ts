@@ -4,6 +4,9 @@
  * the database keeps refusing is ended by the host (`host.internal_error`, endRunAfterHostFailure): the artifact it
  * announced after its message, recorded in its ledger before the refusal, must still get its item, as it does for a
  * run ended `host.session_lost` (restart-lost-artifacts.test.ts).
+ *
+ * README (runner failures): the host's own failures are `retryable: true` in the `run.failed` it records, whichever
+ * write failed: the run's own end, or one of its writes mid-run.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
@@ -13,14 +16,22 @@ import { putAgent } from "../support/scripted-runner";
 
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-const holds = new Map([["go", deferred<void>()], ["read refused", deferred<void>()]]);
+const holds = new Map([["go", deferred<void>()], ["read refused", deferred<void>()], ["mid-run", deferred<void>()]]);
 const MARK = "probe-final-write-refused-marker";
+/** Named only by the result a run writes mid-run: that write alone carries it. */
+const MID_RUN = "probe-mid-run-write-refused-marker";
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
     name: "hf-art",
     async onRun({ body }, res) {
       const w = resultWriter(res, body.context.run_id);
+      if (body.context.input.text === "mid-run") {
+        // Written while the runner waits (its write interval over); the host fails the run when that write is refused.
+        w.send("tool.call.started", { tool_call_id: "c1", tool_name: MID_RUN, parameters: {} });
+        await holds.get("mid-run")!.promise;
+        return void res.end();
+      }
       w.send("message.completed", { message: { role: "assistant", content: "here is your report" } });
       w.send("artifact.created", { artifact_type: "file", name: "report.txt", mime_type: "text/plain", content_base64: Buffer.from("report").toString("base64") });
       await holds.get(body.context.input.text)?.promise;
@@ -77,5 +88,15 @@ describe("a run the host ends host.internal_error after it made an artifact", ()
     expect(ledger.at(-1)).toBe("run.failed");
     // The host's own failure, not the event's: sent again, it may well run.
     expect(entries.at(-1)?.data.retryable).toBe(true);
+  }, 30_000);
+
+  it("says retryable when a write the run made mid-run is refused (the host failed while running)", async () => {
+    // The mid-run write, on its first try and its three retries; the run's end that follows is written.
+    host.databaseOutage({ queries: 4, matching: MID_RUN });
+    const runId = (await host.postEvent(messageEvent("hf-mid-run", "mid-run"))).body.run_id!;
+    const run = await host.waitForRun(runId, 20_000);
+    expect({ status: run.status, code: run.error?.code, message: run.error?.message }).toEqual({ status: "failed", code: "host.internal_error", message: "the host failed while running" });
+    const ended = ((await host.admin("GET", `/v1/runs/${runId}/events`)).body.items as { type: string; origin: string; data: { retryable?: boolean } }[]).filter((e) => e.type === "run.failed");
+    expect(ended.map((e) => [e.origin, e.data.retryable])).toEqual([["host", true]]);
   }, 30_000);
 });

@@ -122,3 +122,11 @@ describe("an MCP server deleted while it is being refreshed", () => {
     expect([server.url, server.tools]).toEqual([`${upstream.url}/mcp/v2/again`, ["again.new"]]);
   });
 });
+
+describe("an MCP server whose tools/list answer is not MCP's", () => {
+  it("is a 502 saying so, not the client's schema dump", async () => {
+    listed.garbled = "not a list" as unknown as (typeof listed)[string];
+    const res = await host.admin("POST", "/v1/admin/mcp-servers", { name: "garbled", url: `${upstream.url}/mcp/garbled` });
+    expect([res.status, res.body.error?.code, res.body.error?.message]).toEqual([502, "bad_gateway", `could not list the tools of MCP server ${upstream.url}/mcp/garbled: the MCP server's answer is not a valid MCP response`]);
+  });
+});

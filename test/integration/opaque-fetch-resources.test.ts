@@ -114,8 +114,8 @@ describe("a resource the runtime fails to fetch with its opaque error", () => {
     expect([result.start.status, result.start.body.error?.message]).toEqual([502, expect.stringMatching(brokeOff)]);
     expect(result.after.slice(0, -1)).toEqual([{ type: "delta", chunk: { role: "assistant", content: "Hel" } }]);
     expect(result.after.at(-1)).toMatchObject({ type: "error", error: { message: expect.stringMatching(brokeOff) } });
-    // A stream that began records its end as its error line said it (`message`).
-    const failed = (await runLedger(host, runId)).filter((e) => e.type === "model.failed").map((e) => e.data.error ?? e.data.message);
+    // A stream that began records its end as its error line said it, under `error` as every model.failed does.
+    const failed = (await runLedger(host, runId)).filter((e) => e.type === "model.failed").map((e) => e.data.error);
     expect(failed).toEqual([result.start.body.error.message, result.after.at(-1).error.message]);
   });
 

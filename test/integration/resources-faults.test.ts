@@ -155,7 +155,8 @@ describe("model.stream endings", () => {
     expect(JSON.stringify(result)).not.toContain(KEYS.main);
     const entries = await ledger(runId);
     expect(entries.filter((e) => e.type === "model.usage")).toEqual([]);
-    expect(entries.find((e) => e.type === "model.failed")?.data).toMatchObject({ model_id: "chat", code: "provider_error" });
+    // Shaped as every model.failed is (model-fallback.ts): its words under `error`, as the runner's error line has them.
+    expect(entries.find((e) => e.type === "model.failed")?.data).toEqual({ model_id: "chat", requested_model_id: "chat", operation: "stream", code: "provider_error", error: last.error.message });
   });
 
   it("a runner that closes a model stream closes the provider's: nothing keeps streaming, and the ledger says it was cancelled", async () => {

@@ -136,6 +136,46 @@ describe("one runner service per address", () => {
     }
   });
 
+  it("a manifest's problems quoted back (the 502, details.skipped, last_error) show no part of the service's secret or its URL's key", async () => {
+    // Copies of the secret side by side as one runner's name: cut to the message's 1000 characters before it was
+    // scrubbed, one of them showed its start.
+    const SECRET = "svcsecret-AbCdEf0123456789AbCdEf";
+    const URL_KEY = "UrlKey-AbCd0123456789xyz";
+    const noPartOf = (secret: string, text: string) => expect(text).not.toContain(secret.slice(0, secret.indexOf("-") + 1));
+    const invalid = [{ name: URL_KEY, label: { en_US: "named by the key" } }, { name: SECRET.repeat(60), label: { en_US: "named by the secret" } }];
+    let runners: unknown[] = invalid;
+    const service = await listenLoopback((_req, res) => sendJson(res, 200, { ...manifest("quoted"), runners }));
+    const baseUrl = `${service.url}/?code=${URL_KEY}`;
+    try {
+      const refused = await host.admin("POST", "/v1/admin/runner-services", { base_url: baseUrl, secret: SECRET });
+      expect([refused.status, refused.body.error?.code]).toEqual([502, "bad_gateway"]);
+      expect(refused.body.error.details.skipped.map((s: { name: string }) => s.name)).toEqual(["[redacted]", "[redacted]"]);
+      for (const secret of [SECRET, URL_KEY]) noPartOf(secret, JSON.stringify(refused.body));
+
+      // Registered with its secret, then refreshed to the same manifest: the secret as stored is looked for too.
+      runners = [{ name: "default", label: { en_US: "ok" } }];
+      const registered = await host.admin("POST", "/v1/admin/runner-services", { base_url: baseUrl, secret: SECRET });
+      expect(registered.status).toBe(201);
+      const id = registered.body.service.service_id;
+      runners = invalid;
+      const refresh = await host.admin("POST", `/v1/admin/runner-services/${id}/refresh`);
+      expect([refresh.status, refresh.body.error?.code]).toEqual([502, "bad_gateway"]);
+      const view = await host.admin("GET", `/v1/admin/runner-services/${id}`);
+      // Scrubbed before it is cut: the copies are one [redacted], and the message is whole.
+      expect(view.body.last_error).toMatch(/lists no runner the host can register \(invalid: \[redacted\]: name: [^;]*; \[redacted\]: name: [^;]*; name: [^;]*\)$/);
+      for (const secret of [SECRET, URL_KEY]) for (const text of [JSON.stringify(refresh.body), JSON.stringify(view.body)]) noPartOf(secret, text);
+
+      // A manifest registered with some runners skipped says why, as quoted.
+      runners = [{ name: "default", label: { en_US: "ok" } }, ...invalid];
+      const partly = await host.admin("POST", `/v1/admin/runner-services/${id}/refresh`);
+      expect([partly.status, partly.body.skipped?.map((s: { name: string }) => s.name)]).toEqual([200, ["[redacted]", "[redacted]"]]);
+      for (const secret of [SECRET, URL_KEY]) noPartOf(secret, JSON.stringify(partly.body));
+      expect((await host.admin("DELETE", `/v1/admin/runner-services/${id}`)).status).toBe(204);
+    } finally {
+      await service.close();
+    }
+  });
+
   it("a refresh takes no body: one with fields is a 400, not ignored; none, or {}, refreshes", async () => {
     const runner = await answering("refresh-body");
     try {

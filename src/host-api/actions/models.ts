@@ -113,9 +113,11 @@ const modelStream: Handler<"model.stream"> = async (ctx, p) => {
       const what = `run ${ctx.snapshot.runId}: model ${model.modelId} (stream)`;
       // The provider's words, scrubbed (streamError): one line of the log all the same.
       if (!end.result) console.warn(`${what} ended early (${end.error?.code}): ${loggedText(end.error?.message ?? "")}`);
+      // Shaped as every model.failed is (model-fallback.ts): its words under `error`.
+      const failed = { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", code: end.error?.code, error: end.error?.message };
       const record = end.result
         ? recordUsage(ctx, { modelId: model.modelId, requested: p.model_id, operation: "stream", usage: end.result.usage, startedAt })
-        : ctx.ledger.append([{ type: "model.failed", data: { model_id: model.modelId, requested_model_id: p.model_id, operation: "stream", ...end.error } }]);
+        : ctx.ledger.append([{ type: "model.failed", data: failed }]);
       // Logged here, where the run is known: the runner has had the stream's end already.
       await record.catch((err: unknown) => console.error(`${what}: its end not recorded: ${loggedError(err)}`));
     };

@@ -60,8 +60,8 @@ async function discoverAndSave(db: Db, config: Config, server: ServerToSave, exi
   try {
     discovered = await discoverMcpTools(server, { signal: controller.signal, timeoutMs: DISCOVERY_TIMEOUT_MS, maxBytes: config.RESOURCE_RESPONSE_MAX_BYTES });
   } catch (err) {
-    // The MCP client reports a malformed answer as a schema dump: say what it means instead.
-    const raw = err instanceof Error ? (err.name === "ZodError" ? "its answer is not a valid MCP response" : err.message) : String(err);
+    // A malformed answer is said to be that (upstreamOf in resources/mcp.ts), not dumped as the client's schema issues.
+    const raw = err instanceof Error ? err.message : String(err);
     // Words the server answered with, cut before its credentials were known, end with a secret's start left out.
     const cutShort = err instanceof UpstreamError && err.cutShort;
     const message = `${headOf(redact(raw, secrets, { tail: cutShort }), 500)}${cutShort ? "…" : ""}`;
