@@ -10,6 +10,7 @@ import { insertWhereOnConflict } from "../db/guarded";
 // The table as `botTable`: `bot` below is always the registration an event or reply came through.
 import { bot as botTable, chatAlias } from "../db/schema";
 import { loggedError } from "../lib/describe-error";
+import { loggedId } from "../lib/log-text";
 import type { Bot, ChatMove } from "../platforms/types";
 
 type BotRef = Pick<Bot, "botId" | "registeredAt">;
@@ -70,4 +71,4 @@ export async function recordChatMove(db: Db, bot: BotRef, move: ChatMove): Promi
 export const chatMoveNoter =
   (db: Db, bot: BotRef) =>
   (move: ChatMove): Promise<void> =>
-    recordChatMove(db, bot, move).catch((err: unknown) => console.error(`bot ${bot.botId}: the chat's move to ${move.to} was not recorded: ${loggedError(err)}`));
+    recordChatMove(db, bot, move).catch((err: unknown) => console.error(`bot ${bot.botId}: the chat's move to ${loggedId(move.to)} was not recorded: ${loggedError(err)}`));
