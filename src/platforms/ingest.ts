@@ -22,7 +22,7 @@ import { inItsConversation } from "./moved-chats";
 import { withUsableIds } from "./usable-ids";
 import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
-import { rawRefOf, storeRaw } from "./raw-payload";
+import { keptWithoutRaw, rawRefOf, storeRaw } from "./raw-payload";
 import { leftUnread } from "./unaddressed-read";
 import { withRepliedMessage, withStoredRepliedFiles } from "./replied";
 import { withOwnAnswerReplied } from "./delivered-reply";
@@ -51,18 +51,23 @@ interface IngestDeps {
   receivedAt: number;
 }
 
-export async function ingestEvents(deps: IngestDeps, raw: unknown, events: NormalizedEvent[]): Promise<Recorded[]> {
+export async function ingestEvents(deps: IngestDeps, { raw, events, sentOnce }: { raw: unknown; events: NormalizedEvent[]; sentOnce?: true }): Promise<Recorded[]> {
   if (events.length === 0) return [];
   // A live location's new position (one every few seconds, for hours) is no event of its own: neither its payload nor
   // a record is kept, only the words it may give its message (revise-waiting.ts).
   const rawRef = events.every((e) => e.revises?.livePosition) ? null : await rawRefOf(deps.bot, events[0].key);
-  // Stored while the events are recorded (an R2 write costs about what the recording does). The answer waits for both
-  // to settle: a payload not stored fails the request once the recording is done, and the platform's redelivery
-  // stores it (its events then duplicates); a recording that failed is the error given. R2 not answering by the
-  // platform's deadline counts as not stored: the answer never waits past it for the payload.
+  // Stored while the events are recorded (an R2 write costs about what the recording does), their rows naming it
+  // already. The answer waits for both to settle: a payload not stored fails the request once the recording is done,
+  // and the platform's redelivery stores it (its events then duplicates); a recording that failed is the error given.
+  // R2 not answering by the platform's deadline counts as not stored: the answer never waits past it for the payload.
   const [recording, stored] = await Promise.allSettled([recordInOrder(deps, events, rawRef), rawRef === null ? undefined : storeRaw(deps.env, deps.adapter, rawRef, raw, ackDeadlineAt(deps))]);
   if (recording.status === "rejected") throw recording.reason;
-  if (stored.status === "rejected") throw stored.reason;
+  if (stored.status === "rejected") {
+    // Nothing would store it later, and failing the request would lose the event's answer (Discord's deferral, which
+    // the run's answer edits): the copy is only an operator's, so the event goes on without it.
+    if (!sentOnce || rawRef === null) throw stored.reason;
+    await keptWithoutRaw(deps.env, deps.bot, rawRef, stored.reason);
+  }
   return recording.value;
 }
 

@@ -2,7 +2,12 @@
  * A platform event's raw webhook payload in R2 (`raw/{platform}/{bot}/…`, the EventLog's `raw_ref`): stored once per
  * platform event with its secret fields removed, and read back for an operator (GET /v1/admin/events/{id}/raw).
  */
+import { eq } from "drizzle-orm";
+import { dbOf } from "../db/connect";
+import { eventLog } from "../db/schema";
 import type { Env } from "../env";
+import { loggedError } from "../lib/describe-error";
+import { loggedId } from "../lib/log-text";
 import { artifactsOf } from "../artifacts/bucket";
 import { sha256Hex } from "../lib/crypto";
 import { ADAPTERS } from "./registry";
@@ -20,6 +25,22 @@ const CONTENT_TYPE = "application/json";
 export async function storeRaw(env: Env, adapter: PlatformAdapter, rawRef: string, raw: unknown, deadlineAt?: number): Promise<void> {
   // "*": only when no object is there yet (If-None-Match); otherwise put answers null and writes nothing.
   await artifactsOf(env, deadlineAt).put(rawRef, JSON.stringify(adapter.redactRaw(raw)), { httpMetadata: { contentType: CONTENT_TYPE }, onlyIf: { etagDoesNotMatch: "*" } });
+}
+
+/**
+ * A payload R2 did not take on a request the platform never sends again (PlatformAdapter's `sentOnce`): logged, and
+ * its name taken off the rows this request recorded (written alongside the put), so none names a blob not stored.
+ * A put that lands after all leaves a blob nothing names, which the orphan sweep removes. Never rejects: the event is
+ * answered as usual either way; a row still naming it reads as a payload no longer stored.
+ */
+export async function keptWithoutRaw(env: Env, bot: Bot, rawRef: string, cause: unknown): Promise<void> {
+  console.warn(`bot ${loggedId(bot.botId)} (${bot.platform}): a request sent only once kept without its raw payload ${rawRef}: ${loggedError(cause)}`);
+  await dbOf(env)
+    .update(eventLog)
+    .set({ rawRef: null })
+    .where(eq(eventLog.rawRef, rawRef))
+    .run()
+    .catch((err: unknown) => console.error(`bot ${loggedId(bot.botId)} (${bot.platform}): its events still name the raw payload ${rawRef}, not stored: ${loggedError(err)}`));
 }
 
 /** Where storeRaw keeps the payload of the platform event `key` (its `raw_ref`), known before it is stored. */

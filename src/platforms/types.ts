@@ -199,7 +199,16 @@ export interface MessageRevision {
 export type Inbound =
   /** A handshake (URL challenge, PING) answered as given; nothing is recorded. */
   | { kind: "handshake"; body: unknown }
-  | { kind: "events"; raw: unknown; events: NormalizedEvent[] };
+  | {
+      kind: "events";
+      raw: unknown;
+      events: NormalizedEvent[];
+      /**
+       * The platform never sends this request again, whatever the answer (a Discord interaction; a Slack button press,
+       * shortcut or slash command; a Lark card callback): a raw payload not stored cannot fail it (./raw-payload.ts).
+       */
+      sentOnce?: true;
+    };
 
 /** What one recorded event became, for the platform's acknowledgement. */
 export interface Recorded {

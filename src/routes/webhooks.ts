@@ -70,8 +70,7 @@ export const webhooksRouter = router().post(
     if (inbound.kind === "handshake") return c.json(inbound.body);
     const recorded = await ingestEvents(
       { env: c.env, adapter, bot, publicBaseUrl: publicBaseUrl(c.env, c.req.url), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS, receivedAt },
-      inbound.raw,
-      inbound.events,
+      inbound,
     );
     const ack = adapter.acknowledge(recorded);
     // What the answer cannot carry (Slack's notice by a press's response_url) goes after it, never holding it up.

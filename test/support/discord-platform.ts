@@ -9,7 +9,7 @@ import { expectSecretsKeptOut } from "./secrets-kept-out";
  * and maps returned) and a host with one bot bound to a chat runner, channel C7's agent speaking Chinese. Call it once
  * at a file's top level: it registers the file's beforeAll and afterAll, and each call has its own state.
  */
-export function useDiscordPlatform() {
+export function useDiscordPlatform(hostOptions: { storageDrill?: boolean } = {}) {
   const APPLICATION_ID = "1122334455667788";
   const BOT_TOKEN = "discord-bot-token-SECRET-0123456789";
   const FILE = new Uint8Array([1, 2, 3, 4, 5]);
@@ -104,7 +104,7 @@ export function useDiscordPlatform() {
     publicKeyHex = pair.publicKey.export({ type: "spki", format: "der" }).subarray(-32).toString("hex");
     fake = await startFakePlatform(discordApi);
     runner = await startChatRunner("discord-chat");
-    host = await startTestHost({ captureLogs: true });
+    host = await startTestHost({ captureLogs: true, ...hostOptions });
     const created = await host.admin("POST", "/v1/admin/bots", { platform: "discord", api_base_url: fake.url, credentials: { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: BOT_TOKEN } });
     expect(created.status).toBe(201);
     answered.push(JSON.stringify(created.body));

@@ -9,7 +9,7 @@ import { expectSecretsKeptOut } from "./secrets-kept-out";
  * returned) and a host with one bot bound to a chat runner. Call it once at a file's top level: it registers the file's
  * beforeAll and afterAll, and each call has its own state.
  */
-export function useTelegramPlatform() {
+export function useTelegramPlatform(hostOptions: { storageDrill?: boolean; vars?: Record<string, string> } = {}) {
   /** Values tests change as well as read: the last update_id handed out. */
   const state = { updateId: 1000 };
   const BOT_TOKEN = "123456:TEST-telegram-bot-token-abcdefgh";
@@ -97,7 +97,7 @@ export function useTelegramPlatform() {
   beforeAll(async () => {
     fake = await startFakePlatform(telegramApi);
     runner = await startChatRunner("telegram-chat");
-    host = await startTestHost({ captureLogs: true });
+    host = await startTestHost({ captureLogs: true, ...hostOptions });
     const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
     expect(created.status).toBe(201);
     answered.push(JSON.stringify(created.body));

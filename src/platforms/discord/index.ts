@@ -61,13 +61,14 @@ export const discord: PlatformAdapter<DiscordCredentials> = {
     const body = parseBody(req.rawBody);
     checkDiscordApplication(body, bot.credentials.application_id);
     const interaction = InteractionSchema.safeParse(body);
-    if (!interaction.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")] };
+    if (!interaction.success) return { kind: "events", raw: body, events: [unhandledEvent(await bodyKey(req.rawBody), "unknown")], sentOnce: true };
     if (interaction.data.type === InteractionType.PING) return { kind: "handshake", body: { type: PONG } };
     // Each keystroke in an autocomplete option is an interaction wanting choices within 3 s. The host offers none:
     // answered at once, with nothing stored or recorded (a row per keystroke would tell an operator nothing).
     if (interaction.data.type === InteractionType.AUTOCOMPLETE) return { kind: "handshake", body: { type: AUTOCOMPLETE_RESULT, data: { choices: [] } } };
-    // The payload as parsed, not as the schema rebuilt it: the stored copy keeps Discord's own key order.
-    return { kind: "events", raw: body, events: normalizeInteraction(interaction.data) };
+    // The payload as parsed, not as the schema rebuilt it: the stored copy keeps Discord's own key order. Discord never
+    // sends an interaction again: one not answered in 3 s is "interaction failed" for good.
+    return { kind: "events", raw: body, events: normalizeInteraction(interaction.data), sentOnce: true };
   },
 
   acknowledge,

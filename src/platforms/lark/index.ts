@@ -47,10 +47,12 @@ export const lark: PlatformAdapter<LarkCredentials & { encrypt_key?: string }> =
     const payload = withinPayloadDepth(card?.payload ?? (await openLarkRequest(req.headers, req.rawBody, bot.credentials, req.now)));
     if (payload.type === "url_verification") return { kind: "handshake", body: { challenge: typeof payload.challenge === "string" ? payload.challenge : "" } };
     checkLarkApp(payload, bot.credentials.app_id);
-    if (card) return { kind: "events", raw: payload, events: [normalizeLegacyCardAction(await bodyKey(card.plain), payload, card.signedAt)] };
+    // A card callback is sent once (Lark shows the user its failure); events are sent again until answered.
+    if (card) return { kind: "events", raw: payload, events: [normalizeLegacyCardAction(await bodyKey(card.plain), payload, card.signedAt)], sentOnce: true };
     // A paused bot calls no platform API: its event is only recorded, its mentions as sent.
     const openId = bot.enabled && mentionsSomeone(payload) ? await ownOpenId(bot, req.apiTimeoutMs) : null;
-    return { kind: "events", raw: payload, events: normalizeLarkPayload(payload, await bodyKey(req.rawBody), { openId }) };
+    const events = normalizeLarkPayload(payload, await bodyKey(req.rawBody), { openId });
+    return { kind: "events", raw: payload, events, ...(events.every((e) => e.sourceEventType === CARD_ACTION) ? { sentOnce: true as const } : {}) };
   },
 
   // Lark wants a 200 within 3 s: `{}` for an event; a card press that starts no answer shows a toast saying why.

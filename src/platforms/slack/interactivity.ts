@@ -73,14 +73,17 @@ export function parseForm(rawBody: string): SlackForm {
 /** The Slack installation the form names (./installation.ts). */
 export const namedByForm = (form: SlackForm): NamedInstallation => (form.kind === "fields" ? namedByCommand(form.fields) : namedByPayload(asRecord(form.body)));
 
-/** A signed form body read: `fallbackKey` names a payload without a trigger_id (a body digest). */
+/**
+ * A signed form body read: `fallbackKey` names a payload without a trigger_id (a body digest). Sent once: Slack retries
+ * Events API deliveries, never these (the user sees the timeout instead).
+ */
 export function readInteractivity(form: SlackForm, fallbackKey: string): Inbound {
   if (form.kind === "fields") {
     // A slash command; anything else form-encoded is recorded, not run.
     const { fields } = form;
     const key = fields.trigger_id ? `interaction:${fields.trigger_id}` : fallbackKey;
     const event = fields.command ? slashCommandOf(fields, key) : { ...unhandled(key, "unknown"), conversationId: fields.channel_id || null };
-    return { kind: "events", raw: fields, events: [event] };
+    return { kind: "events", raw: fields, events: [event], sentOnce: true };
   }
   const { body } = form;
   const given = body && typeof body === "object" ? (withoutNulls(body) as Record<string, unknown>) : {};
@@ -89,9 +92,9 @@ export function readInteractivity(form: SlackForm, fallbackKey: string): Inbound
   if (type === "block_suggestion") return { kind: "handshake", body: { options: [] } };
   const key = typeof given.trigger_id === "string" ? `interaction:${given.trigger_id}` : fallbackKey;
   // The payload as parsed, not as the schema rebuilt it: the stored copy keeps Slack's own key order.
-  if (type === "message_action") return { kind: "events", raw: body, events: [messageShortcutOf(given, key)] };
-  if (type !== "block_actions") return { kind: "events", raw: body, events: [{ ...unhandled(key, type), conversationId: channelIn(given) }] };
-  return { kind: "events", raw: body, events: [pressOf(given, key)] };
+  if (type === "message_action") return { kind: "events", raw: body, events: [messageShortcutOf(given, key)], sentOnce: true };
+  if (type !== "block_actions") return { kind: "events", raw: body, events: [{ ...unhandled(key, type), conversationId: channelIn(given) }], sentOnce: true };
+  return { kind: "events", raw: body, events: [pressOf(given, key)], sentOnce: true };
 }
 
 function channelIn(given: Record<string, unknown>): string | null {

@@ -3,8 +3,11 @@ import { dbOf } from "../../db/connect";
 import { notFound } from "../../lib/errors";
 import { validate } from "../../middleware/validate";
 import { readRaw } from "../../platforms/raw-payload";
+import { PLATFORMS, type PlatformName } from "../../platforms/types";
 import { eventLogStore } from "../../stores/event-log";
 import { router } from "../app-env";
+
+const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
 
 const EventParam = z.object({ eventId: z.string().min(1).max(1024) });
 
@@ -22,6 +25,8 @@ export const adminEventsRouter = router().get("/:eventId/raw", validate("param",
   const { eventId } = c.req.valid("param");
   const row = await eventLogStore(dbOf(c.env)).get(eventId);
   if (!row) throw notFound(`event ${eventId} not found (never recorded, or deleted by retention)`);
+  // A platform's event without one: R2 did not take it on a request the platform never sends again (../../platforms/raw-payload.ts).
+  if (!row.rawRef && isPlatform(row.source)) throw notFound(`the raw payload of event ${eventId} was not stored: storage did not take it when ${row.source} sent it, and the event was kept without it`);
   if (!row.rawRef) throw notFound(`event ${eventId} has no raw payload: only chat platforms' events keep one`);
   const raw = await readRaw(c.env, row.source, row.rawRef);
   if (!raw) throw notFound(`the raw payload of event ${eventId} is no longer stored (deleted by retention)`);
