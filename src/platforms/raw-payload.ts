@@ -11,7 +11,7 @@ import { loggedId } from "../lib/log-text";
 import { artifactsOf } from "../artifacts/bucket";
 import { sha256Hex } from "../lib/crypto";
 import { ADAPTERS } from "./registry";
-import { PLATFORMS, type Bot, type PlatformAdapter, type PlatformName } from "./types";
+import { type Bot, type PlatformAdapter, isPlatform } from "./types";
 
 const CONTENT_TYPE = "application/json";
 
@@ -46,7 +46,6 @@ export async function keptWithoutRaw(env: Env, bot: Bot, rawRef: string, cause: 
 /** Where storeRaw keeps the payload of the platform event `key` (its `raw_ref`), known before it is stored. */
 export const rawRefOf = async (bot: Bot, key: string): Promise<string> => `raw/${bot.platform}/${encodeURIComponent(bot.botId)}/${(await sha256Hex(key)).slice(0, 40)}.json`;
 
-const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
 
 /**
  * The stored payload as an operator reads it, or null when R2 no longer holds it (retention deleted it). Redacted

@@ -10,6 +10,7 @@ import type { RecordedReply, ReplyContext } from "./reply-context";
 
 export const PLATFORMS = ["telegram", "slack", "lark", "discord"] as const;
 export type PlatformName = (typeof PLATFORMS)[number];
+export const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
 
 /** How an answer's text is shown where the host formats it (Telegram, Slack, Lark): its Markdown rendered, or the text as it is. */
 export const TEXT_FORMATS = ["markdown", "plain"] as const;

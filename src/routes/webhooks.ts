@@ -6,14 +6,13 @@ import { readCapped } from "../artifacts/read-capped";
 import { compressedBodyRefusal } from "../lib/content-encoding";
 import { ingestEvents } from "../platforms/ingest";
 import { ADAPTERS } from "../platforms/registry";
-import { PLATFORMS, type PlatformName } from "../platforms/types";
+import { isPlatform } from "../platforms/types";
 import { botOf, botsStore } from "../stores/bots";
 import { webhookInstallation } from "../stores/bot-installation";
 import { noteWebhookRefusal } from "../stores/bot-notes";
 import { SealedSecretError } from "../lib/secret-box";
 import { publicBaseUrl, router } from "./app-env";
 
-const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
 
 /**
  * What an operator may have to fix, logged and noted on the bot: a request not proven the platform's (401), one the

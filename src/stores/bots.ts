@@ -4,7 +4,7 @@ import { bot, chatAlias } from "../db/schema";
 import { iso, parseJson } from "../lib/json";
 import { ADAPTERS } from "../platforms/registry";
 import { openValues, type SecretBox } from "../lib/secret-box";
-import { PLATFORMS, type Bot, type PlatformName } from "../platforms/types";
+import { type Bot, isPlatform } from "../platforms/types";
 import { maskUrl } from "../resources/secrets";
 import { botSlot } from "./secret-slots";
 import { botNotesView } from "./bot-notes";
@@ -32,7 +32,6 @@ export function toBotView(row: BotRow, publicBaseUrl: string) {
   };
 }
 
-const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
 
 /** A row as the adapters use it: credentials opened and parsed by the platform's schema, the API origin resolved. Null when unusable. */
 export async function botOf(row: BotRow, secrets: SecretBox): Promise<Bot | null> {

@@ -3,11 +3,10 @@ import { dbOf } from "../../db/connect";
 import { notFound } from "../../lib/errors";
 import { validate } from "../../middleware/validate";
 import { readRaw } from "../../platforms/raw-payload";
-import { PLATFORMS, type PlatformName } from "../../platforms/types";
+import { isPlatform } from "../../platforms/types";
 import { eventLogStore } from "../../stores/event-log";
 import { router } from "../app-env";
 
-const isPlatform = (p: string): p is PlatformName => (PLATFORMS as readonly string[]).includes(p);
 
 const EventParam = z.object({ eventId: z.string().min(1).max(1024) });
 
