@@ -19,7 +19,6 @@ let host: TestHost;
 let runner: Awaited<ReturnType<typeof startScriptedRunner>>;
 let provider: Awaited<ReturnType<typeof listenLoopback>>;
 
-
 beforeAll(async () => {
   provider = await listenLoopback(async (req, res) => {
     const body = JSON.parse((await readBody(req)) || "{}");
