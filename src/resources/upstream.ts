@@ -8,6 +8,7 @@ import { parseKeepingIntegers } from "../lib/exact-json";
 import { fetchFailureReason, namingOpaqueFailure } from "../lib/opaque-fetch-failure";
 import { retryAfterMs } from "../lib/retry-after";
 import { headOf } from "../lib/text";
+import { isTransientStatus } from "../lib/http-status";
 
 export type UpstreamFailure = "network" | "http" | "invalid_response" | "too_large" | "timeout";
 
@@ -36,8 +37,7 @@ export class UpstreamError extends Error {
   /** The provider's side failed (down, overloaded, throttling, garbage): another provider may do better. */
   get providerFault(): boolean {
     if (this.kind === "network" || this.kind === "invalid_response" || this.kind === "timeout") return true;
-    const s = this.status ?? 0;
-    return this.kind === "http" && (s >= 500 || s === 429 || s === 408);
+    return this.kind === "http" && isTransientStatus(this.status ?? 0);
   }
 }
 

@@ -1,4 +1,5 @@
-import { isTransientStatus, RunnerCallError } from "./errors";
+import { RunnerCallError } from "./errors";
+import { isTransientStatus } from "../lib/http-status";
 import { readLines, SSE_FIELD_BYTES, sseFramer, type LineLimits } from "./lines";
 import { errorBodyStart } from "./error-body";
 import { signRunRequest } from "./signing";

@@ -22,9 +22,6 @@ export class RunnerCallError extends Error {
   }
 }
 
-/** HTTP statuses that say "not now" rather than "not this" (RFC 9110 §15; 425 Too Early, 429 Too Many Requests). */
-const TRANSIENT_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
-export const isTransientStatus = (status: number) => TRANSIENT_STATUSES.has(status);
 
 /** The abort reason of a run that ended normally: one shared instance, as building an Error (and its stack) per run costs. */
 export const RUN_ENDED = new RunnerCallError("cancelled", "the run has ended");
