@@ -5,6 +5,7 @@ import { choiceFailure, errorWords, FINISHED_WITH_ERROR, streamErrorStatus, Usag
 import { UpstreamError, upstreamWords, type TakeBytes } from "./upstream";
 import { describeError, loggedError } from "../lib/describe-error";
 import { opaqueFetchFailure } from "../lib/opaque-fetch-failure";
+import { isTransientStatus } from "../lib/http-status";
 import { keptIntegerText, parseKeepingIntegers } from "../lib/exact-json";
 
 /**
@@ -28,8 +29,7 @@ export class ModelStreamError extends UpstreamError {
 
   /** Worth trying again: a cut-off stream, or an error the provider names as its own (5xx, 429, 408) or does not qualify. */
   get retryable(): boolean {
-    const s = this.status;
-    return s === undefined || s >= 500 || s === 429 || s === 408;
+    return this.status === undefined || isTransientStatus(this.status);
   }
 }
 

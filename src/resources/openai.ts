@@ -3,6 +3,7 @@ import type { ChatRequest } from "./chat-request";
 import { fetchFailureReason } from "../lib/opaque-fetch-failure";
 import { abortReason, attemptSignal, httpError, readJson, readText, upstreamFetch, UpstreamError, upstreamWords, type AttemptSignal, type TakeBytes } from "./upstream";
 import { joinUrl } from "../lib/url";
+import { isTransientStatus } from "../lib/http-status";
 import { concatBytes } from "../lib/bytes";
 
 /** Where and as whom the host calls a model; built from the model row at call time. */
@@ -285,8 +286,9 @@ export function streamErrorStatus(error: unknown): number | undefined {
 }
 
 /**
- * A first event that reports an error a provider fault would answer (5xx, 429, or their types), at its top or in its
- * first choice (OpenRouter's shape has both, beside a choice that failed): another provider may do better.
+ * A first event that reports an error a provider fault would answer (isTransientStatus, as model.invoke judges an
+ * answer: 5xx, 429, 408, or their types), at its top or in its first choice (OpenRouter's shape has both, beside a
+ * choice that failed): another provider may do better.
  */
 function streamStartFault(data: string): UpstreamError | null {
   let parsed: { error?: unknown; choices?: unknown };
@@ -300,7 +302,7 @@ function streamStartFault(data: string): UpstreamError | null {
   const error = parsed.error ?? choices.find((c) => (c?.index ?? 0) === 0)?.error;
   if (error === undefined || error === null) return null;
   const status = streamErrorStatus(error);
-  if (status === undefined || (status < 500 && status !== 429)) return null;
+  if (status === undefined || !isTransientStatus(status)) return null;
   const e = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {};
   const words = upstreamWords(typeof e.message === "string" ? e.message : typeof error === "string" ? error : JSON.stringify(error));
   return new UpstreamError("http", `the model provider's stream failed before its first token: ${words.text}`, status, { cutShort: words.cutShort });

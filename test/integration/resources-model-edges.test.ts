@@ -43,6 +43,13 @@ beforeAll(async () => {
       return void res.end(sseBody([{ error: { message: "upstream overloaded, try again", type: "server_error", code: 503 } }]));
     }
     if (m === "overloaded") return sendJson(res, 503, { error: { message: "upstream overloaded" } });
+    // OpenRouter's timeout once it has taken the request: its code 408, in a 200's body or as a stream's first event.
+    if (m === "timed-out") {
+      const error = { code: 408, message: "Timed out waiting for the upstream provider" };
+      if (!body.stream) return sendJson(res, 200, { error });
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      return void res.end(sseBody([{ error }]));
+    }
     // OpenRouter: once the model has started on a request, its failure is a 200 whose body is the error, its code the status.
     if (m === "failed-late") return sendJson(res, 200, { error: { code: 400, message: "This model's maximum context length is 8192 tokens", metadata: { provider_name: "Upstream" } } });
     // The same failure with an empty choices list beside it.
@@ -95,7 +102,7 @@ beforeAll(async () => {
   });
   runner = await startScriptedRunner({ name: "review", runners: [{ name: "default", label: { en_US: "review" }, permissions: { models: ["invoke", "stream", "rerank"] } }] });
   host = await startTestHost();
-  for (const [model_id, kind, model] of [["primary", "llm", "overloaded"], ["backup", "llm", "backup-model"], ["caller", "llm", "caller"], ["rr", "rerank", "rr-dup"], ["late", "llm", "failed-late"], ["throttled", "llm", "throttled"], ["name-again", "llm", "name-again"], ["late-empty", "llm", "failed-late-empty"], ["rr-late", "rerank", "rr-late"], ["rr-late-empty", "rerank", "rr-late-empty"], ["choice-late", "llm", "choice-late"], ["choice-down", "llm", "choice-down"], ["finish-error", "llm", "finish-error"], ["rr-voyage", "rerank", "rr-voyage"], ["rr-no-score", "rerank", "rr-no-score"], ["rr-outside", "rerank", "rr-outside"], ["rr-bare", "rerank", "rr-bare"]]) {
+  for (const [model_id, kind, model] of [["primary", "llm", "overloaded"], ["timed-out", "llm", "timed-out"], ["backup", "llm", "backup-model"], ["caller", "llm", "caller"], ["rr", "rerank", "rr-dup"], ["late", "llm", "failed-late"], ["throttled", "llm", "throttled"], ["name-again", "llm", "name-again"], ["late-empty", "llm", "failed-late-empty"], ["rr-late", "rerank", "rr-late"], ["rr-late-empty", "rerank", "rr-late-empty"], ["choice-late", "llm", "choice-late"], ["choice-down", "llm", "choice-down"], ["finish-error", "llm", "finish-error"], ["rr-voyage", "rerank", "rr-voyage"], ["rr-no-score", "rerank", "rr-no-score"], ["rr-outside", "rerank", "rr-outside"], ["rr-bare", "rerank", "rr-bare"]]) {
     const res = await host.admin("POST", "/v1/admin/models", { model_id, name: model_id, kind, base_url: `${provider.url}/v1`, api_key: KEY, model });
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   }
@@ -103,7 +110,7 @@ beforeAll(async () => {
   const agent = await host.admin("POST", "/v1/admin/agents", {
     agent_id: "review", name: "review", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "global" },
     // "throttled" comes last among the fallbacks: asked for, it has none after it.
-    resource_policy: { models: ["primary", "caller", "rr", "late", "name-again", "late-empty", "rr-late", "rr-late-empty", "choice-late", "choice-down", "finish-error", "rr-voyage", "rr-no-score", "rr-outside", "rr-bare"], fallback_models: ["backup", "throttled"] },
+    resource_policy: { models: ["primary", "timed-out", "caller", "rr", "late", "name-again", "late-empty", "rr-late", "rr-late-empty", "choice-late", "choice-down", "finish-error", "rr-voyage", "rr-no-score", "rr-outside", "rr-bare"], fallback_models: ["backup", "throttled"] },
   });
   if (agent.status !== 201) throw new Error(JSON.stringify(agent.body));
 });
@@ -125,6 +132,19 @@ describe("model.stream fallback", () => {
     expect(result.stream.at(-1)).toMatchObject({ type: "completed", model_id: "backup", message: { content: "backup-model answers" } });
     const host_records = (await runLedger(host, runId)).filter((e) => e.origin === "host").map((e) => [e.type, e.data.operation]);
     expect(host_records).toContainEqual(["model.fallback", "stream"]);
+  });
+});
+
+describe("model.stream fallback on a 408", () => {
+  it("falls back when the stream's first event reports a 408, as model.invoke does for the same error: one rule for a provider's fault (5xx, 429, 408)", async () => {
+    const { result, runId } = await runner.run(host, "fallback-first-chunk-408", async (api, _ctx, _emit, raw) => ({
+      invoke: await api("model.invoke", { model_id: "timed-out", messages: user("hi") }),
+      stream: lines(await (await raw("model.stream", { model_id: "timed-out", messages: user("hi") })).text()),
+    }));
+    expect(result.invoke.body.data).toMatchObject({ model_id: "backup", message: { content: "backup-model answers" } });
+    expect(result.stream.at(-1)).toMatchObject({ type: "completed", model_id: "backup", message: { content: "backup-model answers" } });
+    const fallbacks = (await runLedger(host, runId)).filter((e) => e.origin === "host" && e.type === "model.fallback").map((e) => e.data.operation);
+    expect(fallbacks).toEqual(["invoke", "stream"]);
   });
 });
 
