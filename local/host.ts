@@ -7,7 +7,7 @@ import { answeredWithin } from "./answered-within";
 import { buildWorker, bundleModules } from "./build";
 import { listenForWorker, type OutageMode } from "./db-listener";
 import { openEmbeddedDb } from "./libsql";
-import { STORAGE_DRILL_BUCKET, STORAGE_DRILL_WORKER, storageDrill, type StorageHangMode, type StorageOutageMode } from "./storage-drill";
+import { STORAGE_DRILL_BUCKET, STORAGE_DRILL_WORKER, storageDrill, type StorageFailureMode, type StorageHangMode, type StorageOutageMode } from "./storage-drill";
 
 /** The runtime the Worker is written for: as wrangler.toml says for production (a unit test keeps them equal). */
 export const COMPATIBILITY_DATE = "2026-04-01";
@@ -33,7 +33,7 @@ export interface HostOptions {
   ownSignals?: boolean;
   /** A fault drill from the Worker's first query on (see `databaseOutage`): what a restarted instance does first meets it. */
   outage?: OutageMode;
-  /** Wrap the Worker's R2 binding so `storageOutage` can fail its puts and `storageHang` hold its calls (tests: each call then asks this process first). */
+  /** Wrap the Worker's R2 binding so `storageOutage` can fail its puts, `storageFailure` its calls of a kind and `storageHang` hold them (tests: each call then asks this process first). */
   storageDrill?: boolean;
   /** How long an R2 inspection (`r2Object`, `r2Keys`, `r2Put`, `r2Delete`) waits for workerd (default INSPECTION_TIMEOUT_MS). */
   inspectionTimeoutMs?: number;
@@ -61,6 +61,8 @@ export interface LocalHost {
   storageOutage(mode: StorageOutageMode): void;
   /** Leave the Worker's next R2 calls of a kind unanswered, for good or for a while (only on a host started with `storageDrill`). */
   storageHang(mode: StorageHangMode): void;
+  /** Fail the Worker's next R2 calls of a kind at once, as R2 fails them itself (only on a host started with `storageDrill`). */
+  storageFailure(mode: StorageFailureMode): void;
   /** Fire the Worker's cron handler once, as the platform would; `scheduledTime` defaults to now. */
   triggerScheduled(opts?: { cron?: string; scheduledTime?: Date }): Promise<void>;
   dispose(): Promise<void>;
@@ -140,6 +142,10 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     storageHang(mode) {
       if (!drill) throw new Error("storageHang needs a host started with storageDrill");
       drill.setHang(mode);
+    },
+    storageFailure(mode) {
+      if (!drill) throw new Error("storageFailure needs a host started with storageDrill");
+      drill.setFailure(mode);
     },
     async query<T>(sql: string, args: (string | number | null)[] = []) {
       return embedded.rows<T>(sql, args);

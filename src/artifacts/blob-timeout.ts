@@ -1,18 +1,22 @@
+import { BlobStoreUnavailable } from "./blob-fault";
+
 /**
  * An R2 call that got no answer within its bound (BLOB_OP_TIMEOUT_MS, or the time left before a platform's
  * acknowledgement deadline), or a body R2 sent or took nothing of for that long. No answer is no refusal: a put or a
  * delete given up on may still be applied (a blob no row names is then the orphan walk's: retention/orphans.ts).
  */
-export class BlobStoreTimeout extends Error {
+export class BlobStoreTimeout extends BlobStoreUnavailable {
   override readonly name = "BlobStoreTimeout";
   constructor(
-    /** `head`, `get`, `put`, `delete`, `list`, or a part of one (`read` of a body, `multipart complete`...). */
-    readonly op: string,
-    /** The key, or how many keys (a delete of several), or the listing's prefix. */
-    readonly target: string,
+    op: string,
+    target: string,
     readonly timeoutMs: number,
   ) {
-    super(`R2 did not answer a ${op} of ${target} within ${timeoutMs} ms`);
+    super(op, target, `R2 did not answer a ${op} of ${target} within ${timeoutMs} ms`);
+  }
+
+  get said(): string {
+    return `did not answer in time (an R2 ${this.op} within ${this.timeoutMs} ms)`;
   }
 }
 

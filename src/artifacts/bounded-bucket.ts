@@ -2,8 +2,10 @@
  * The ARTIFACTS bucket with every call bounded, as every database round trip is (DB_QUERY_TIMEOUT_MS): R2 that hangs
  * fails the one call (a BlobStoreTimeout) instead of holding a run's end, the conversation's next run, an ingress
  * answer or a sweep. One timer per call (a body read whole too); a body streamed to or from R2 is bounded by its
- * progress (./bounded-streams.ts).
+ * progress (./bounded-streams.ts). A call R2 fails itself throws a BlobStoreFailed (./blob-fault.ts), so callers
+ * tell storage's trouble from their own by one type, however R2 let them down.
  */
+import { asStorageFault } from "./blob-fault";
 import { answeredWithin, BlobStoreTimeout } from "./blob-timeout";
 import { boundedRead, PutProgress, type BodyTap } from "./bounded-streams";
 
@@ -15,7 +17,12 @@ const DEADLINE_FLOOR_MS = 200;
 
 type PutValue = ReadableStream | ArrayBuffer | ArrayBufferView | string | null | Blob;
 
-const bounded = <T>(op: string, target: string, ms: number, work: Promise<T>) => answeredWithin(work, ms, () => new BlobStoreTimeout(op, target, ms));
+const bounded = <T>(op: string, target: string, ms: number, work: Promise<T>) =>
+  answeredWithin(
+    work.catch((err: unknown) => Promise.reject(asStorageFault(op, target, err))),
+    ms,
+    () => new BlobStoreTimeout(op, target, ms),
+  );
 
 export class BoundedBucket implements R2Bucket {
   constructor(
@@ -61,7 +68,9 @@ export class BoundedBucket implements R2Bucket {
   putStream(key: string, body: ReadableStream<Uint8Array>, length: number, options?: R2PutOptions, tap?: BodyTap): Promise<R2Object> {
     const ms = this.boundMs();
     const progress = new PutProgress(ms, () => new BlobStoreTimeout("put", key, ms));
-    return progress.bound(this.inner.put(key, progress.watch(body, tap).pipeThrough(new FixedLengthStream(length)), options));
+    const put = progress.bound(this.inner.put(key, progress.watch(body, tap).pipeThrough(new FixedLengthStream(length)), options));
+    // A put that failed as its sender broke off (or its tap, or the run's deadline) is the body's failure, not R2's.
+    return put.catch((err: unknown) => Promise.reject(progress.bodyFailed ? err : asStorageFault("put", key, err)));
   }
 
   delete(keys: string | string[]): Promise<void> {
@@ -154,7 +163,7 @@ class BoundedObjectBody implements R2ObjectBody {
 
   /** Made on first use: a body read whole never pays for a stream of its own. */
   get body(): ReadableStream<Uint8Array> {
-    return (this.stream ??= boundedRead(this.object.body, this.ms, () => new BlobStoreTimeout("read", this.key, this.ms)));
+    return (this.stream ??= boundedRead(this.object.body, this.ms, () => new BlobStoreTimeout("read", this.key, this.ms), (err) => asStorageFault("read", this.key, err)));
   }
 
   get bodyUsed(): boolean {

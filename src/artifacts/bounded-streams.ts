@@ -48,8 +48,11 @@ class StallClock {
   }
 }
 
-/** `body` as read from R2: a chunk R2 does not send within `ms` of being asked for errors the stream (and cancels R2's). */
-export function boundedRead(body: ReadableStream<Uint8Array>, ms: number, timeout: () => BlobStoreTimeout): ReadableStream<Uint8Array> {
+/**
+ * `body` as read from R2: a chunk R2 does not send within `ms` of being asked for errors the stream (and cancels R2's);
+ * R2's stream failing errors it with what `failed` makes of that error (storage's trouble told apart).
+ */
+export function boundedRead(body: ReadableStream<Uint8Array>, ms: number, timeout: () => BlobStoreTimeout, failed: (err: unknown) => unknown = (err) => err): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   let stalled = false;
@@ -69,7 +72,7 @@ export function boundedRead(body: ReadableStream<Uint8Array>, ms: number, timeou
           next = await reader.read();
         } catch (err) {
           clock.stop();
-          throw err;
+          throw failed(err);
         }
         clock.paid();
         if (stalled) return;
@@ -104,6 +107,8 @@ function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, 
   const reader = body.getReader();
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   let failed = false;
+  /** The body failed on its own side: its sender broke off, its tap threw, or its signal aborted it. */
+  const state = { bodyFailed: false };
   const fail = (reason: unknown) => {
     if (failed) return;
     failed = true;
@@ -115,15 +120,25 @@ function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, 
       start(c) {
         controller = c;
         const signal = tap?.signal;
-        if (signal?.aborted) fail(signal.reason);
-        else signal?.addEventListener("abort", () => fail(signal.reason), { once: true });
+        const aborted = () => {
+          state.bodyFailed = true;
+          fail(signal?.reason);
+        };
+        if (signal?.aborted) aborted();
+        else signal?.addEventListener("abort", aborted, { once: true });
       },
       async pull(c) {
         // Pulled once R2 has taken what was queued: the sender's turn, not counted.
         clock?.paid();
-        const next = await reader.read();
-        if (next.done) await tap?.end();
-        else await tap?.chunk(next.value);
+        let next: ReadableStreamReadResult<Uint8Array>;
+        try {
+          next = await reader.read();
+          if (next.done) await tap?.end();
+          else await tap?.chunk(next.value);
+        } catch (err) {
+          state.bodyFailed = true;
+          throw err;
+        }
         if (failed) return;
         // A chunk R2 must take, or (the body's end) the answer it owes.
         clock?.owe();
@@ -134,7 +149,7 @@ function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, 
     },
     { highWaterMark: 1 },
   );
-  return { stream, fail };
+  return { stream, fail, state };
 }
 
 /** `body`, each chunk given to `tap` as R2 (or whoever reads it) takes it: a body's hash computed on the way. */
@@ -146,6 +161,7 @@ export const tapped = (body: ReadableStream<Uint8Array>, tap: BodyTap): Readable
  */
 export class PutProgress {
   private fail: (reason: unknown) => void = () => undefined;
+  private body: { bodyFailed: boolean } = { bodyFailed: false };
   private stalled: (err: BlobStoreTimeout) => void = () => undefined;
   private readonly stall = new Promise<never>((_, reject) => (this.stalled = reject));
   private readonly clock: StallClock;
@@ -161,7 +177,13 @@ export class PutProgress {
   watch(body: ReadableStream<Uint8Array>, tap?: BodyTap): ReadableStream<Uint8Array> {
     const watched = tappedBody(body, tap, this.clock);
     this.fail = watched.fail;
+    this.body = watched.state;
     return watched.stream;
+  }
+
+  /** Whether the body failed on its sender's side (broke off, its tap threw, its signal aborted): then a put's failure is the body's, not R2's. */
+  get bodyFailed(): boolean {
+    return this.body.bodyFailed;
   }
 
   /** The put's outcome, or a BlobStoreTimeout (its body cancelled) once R2 has taken nothing for `ms`. */

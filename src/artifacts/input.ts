@@ -16,6 +16,7 @@ import { labelOrNull, mediaTypeOrNull, type ArtifactRef } from "../protocol/comm
 import { artifactsStore, toArtifactRef, type ArtifactRow } from "../stores/artifacts";
 import { artifactAccess, artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
 import { readCapped } from "./read-capped";
+import { BlobStoreUnavailable } from "./blob-fault";
 import { BlobStoreTimeout } from "./blob-timeout";
 
 export interface InputAttachmentMeta {
@@ -77,7 +78,7 @@ const label = (index: number) => `input.attachments.${index}`;
 /**
  * Store each source's bytes in R2 (a key of this attempt's own) and answer
  * the refs in source order plus the rows to insert. Refuses with a HostError
- * (400 / 413), or R2's error (a BlobStoreTimeout when it did not answer), and
+ * (400 / 413), or R2's error (a BlobStoreUnavailable when R2 failed or did not answer), and
  * removes what it wrote when any source fails, unless `optional` (a chat
  * platform's files: the message runs without the ones that could not be
  * fetched, or stored in time), when a source that fails is left out and its reason kept.
@@ -119,8 +120,10 @@ export async function storeInputAttachments(
         rows.push(row);
         refs.push(toArtifactRef(row));
       } catch (err) {
-        // A chat's file R2 does not take in time is left out as one not fetched in time is: the message still runs.
+        // A chat's file R2 does not take (in time) is left out as one not fetched is: the message still runs. Only
+        // R2 not answering leaves out the files after it too: a refusal costs the next file no wait.
         if (optional && err instanceof BlobStoreTimeout) leftOut(notStored((storageAway = err)));
+        else if (optional && err instanceof BlobStoreUnavailable) leftOut(notStored(err));
         else if (optional && err instanceof HostError && err.status < 500) leftOut(err.message);
         else throw err;
       }
@@ -137,7 +140,7 @@ export async function storeInputAttachments(
   return { refs, rows, written, unavailable };
 }
 
-const notStored = (err: BlobStoreTimeout) => `not stored: storage did not answer within ${err.timeoutMs} ms`;
+const notStored = (err: BlobStoreUnavailable) => (err instanceof BlobStoreTimeout ? `not stored: storage did not answer within ${err.timeoutMs} ms` : "not stored: storage failed");
 
 /** The blobs of `stored` sources: this attempt wrote them, and no row names them until its batch does. */
 export const storedKeysOf = (sources: InputAttachmentSource[]): string[] => sources.flatMap((s) => (s.kind === "stored" ? [s.row.r2Key] : []));

@@ -15,7 +15,7 @@ import { artifactsStore, toArtifactMetadata, type ArtifactRow } from "../stores/
 import type { UploadGrant } from "../host-api/upload";
 import { artifactExpiry, artifactR2Key, artifactTypeOf } from "./policy";
 import { drainReader } from "../lib/drain";
-import { BlobStoreTimeout } from "./blob-timeout";
+import { BlobStoreUnavailable } from "./blob-fault";
 import type { BoundedBucket } from "./bounded-bucket";
 import { tapped, type BodyTap } from "./bounded-streams";
 
@@ -84,8 +84,8 @@ export async function storeUpload(
   } catch (err) {
     const expected = length === null ? "a body without a length" : `${length} bytes`;
     if (signal?.aborted) throw new UploadDeadlineError(`the run's deadline passed after ${received} bytes of ${expected}`, { cause: err });
-    // R2 stopped taking the body, not its sender: the host's fault (a retryable 500), not a truncated body.
-    if (err instanceof BlobStoreTimeout) throw err;
+    // R2 stopped taking the body (or failed it), not its sender: the host's fault (a retryable 500), not a truncated body.
+    if (err instanceof BlobStoreUnavailable) throw err;
     if (length !== null && received < length) throw new TruncatedUploadError(`the body ended after ${received} of ${length} bytes`, { cause: err });
     throw err;
   }

@@ -1,4 +1,4 @@
-import { BlobStoreTimeout } from "../artifacts/blob-timeout";
+import { BlobStoreUnavailable } from "../artifacts/blob-fault";
 import { loggedError } from "../lib/describe-error";
 import { API_ERROR_STATUS, makeApiError, type AgentAPIError, type ApiErrorCode } from "../protocol/errors";
 
@@ -32,11 +32,11 @@ export const invalidToken = () => new ApiError("unauthorized", "run token is not
 export const denied = (message: string, details?: Record<string, unknown>) => new ApiError("unauthorized", message, { details });
 
 /**
- * The host's own failure while serving a call (the database refused or timed out, R2 did not answer): answered in
+ * The host's own failure while serving a call (the database refused or timed out, R2 failed or did not answer): answered in
  * §8's shape as a retryable 500 `runtime_error`. The cause goes to the log only: it may name tables, queries or keys.
  */
 export function hostFault(runId: string, action: string | null, cause: unknown): ApiError {
   console.error(`run ${runId}: ${action ?? "Host API call"} failed in the host: ${loggedError(cause)}`);
-  const what = cause instanceof BlobStoreTimeout ? "the host's storage did not answer in time" : "the host failed while serving this call";
+  const what = cause instanceof BlobStoreUnavailable ? `the host's storage ${cause.said}` : "the host failed while serving this call";
   return new ApiError("runtime_error", `${what}; it may be tried again`, { status: 500, retryable: true, cause, logged: true });
 }

@@ -38,6 +38,12 @@ export interface CanonicalEvent {
   source: string;
   source_event_type?: string | null;
   raw_ref?: string | null;
+  /**
+   * A platform's request sent only once, its raw payload stored alongside: asked once the event is recorded, before
+   * its run is handed over; false when the payload was not stored (its rows cleared of `raw_ref` meanwhile), and the
+   * run is then handed none (platforms/raw-payload.ts RawCopy).
+   */
+  rawRefHeld?: () => Promise<boolean>;
   workspace_id?: string | null;
   bot_id?: string | null;
   conversation_id: string;
@@ -182,6 +188,9 @@ export async function acceptEvent(env: Env, ev: CanonicalEvent, publicBaseUrl: s
   });
   // The three reads follow the writes, in this order.
   const [rows, items, resolved] = results.slice(writes.length) as [ResultOf<typeof recordedEvent>, { seq: number | null }[], BoundAgent[]];
+  // A runner is never handed a raw_ref the host cannot serve: the payload's put is waited for (it ends by the
+  // platform's deadline), and one not stored is named by neither the run nor, cleared by then, the row event.get reads.
+  if (ev.raw_ref && ev.rawRefHeld && !(await ev.rawRefHeld())) ev = { ...ev, raw_ref: null };
   const row = rows[0];
   const bound = resolved[0];
   const seqs = { transcriptSeq: userItem.length ? (items[0]?.seq ?? null) : null, latestTranscriptSeq: items[0]?.seq ?? null };

@@ -9,7 +9,7 @@ import { loggedError } from "../lib/describe-error";
 import { dbErrorOf } from "../db/executor";
 import { ApiError, hostFault } from "../host-api/errors";
 import { logRefusal } from "../host-api/decision-log";
-import { BlobStoreTimeout } from "../artifacts/blob-timeout";
+import { BlobStoreUnavailable } from "../artifacts/blob-fault";
 
 const INTEGRITY_REFUSALS: Record<string, { status: 404 | 409; code: string; message: string }> = {
   agent_runner_not_registered: { status: 409, code: "conflict", message: "the agent's runner is not registered (its service was deleted or refreshed meanwhile)" },
@@ -54,11 +54,12 @@ export const onError: ErrorHandler = (err, c) => {
     console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${fault.message}`);
     return c.json({ error: fault }, 503);
   }
-  // R2 did not answer in time (artifacts/bounded-bucket.ts): storage's trouble, not the request's, and sent again it is
-  // served (an event's attachments are stored before it is recorded; a platform's redelivery stores the raw payload).
-  if (err instanceof BlobStoreTimeout) {
+  // R2 failed or did not answer in time (artifacts/blob-fault.ts): storage's trouble, not the request's, and sent again
+  // it is served (an event's attachments are stored before it is recorded; a platform's redelivery stores the raw
+  // payload). The answer names the kind of call only: R2's words and the key go to the log.
+  if (err instanceof BlobStoreUnavailable) {
     console.error(`${c.req.method} ${new URL(c.req.url).pathname}: ${loggedError(err)}`);
-    return c.json({ error: { code: "storage_unavailable", message: `storage did not answer in time (an R2 ${err.op} within ${err.timeoutMs} ms); try again` } }, 503);
+    return c.json({ error: { code: "storage_unavailable", message: `storage ${err.said}; try again` } }, 503);
   }
   // A stored credential the configured keys cannot open: the operator's to fix (SECRETS_KEY, SECRETS_KEY_PREVIOUS).
   if (err instanceof SealedSecretError) {

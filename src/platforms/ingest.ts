@@ -22,7 +22,7 @@ import { inItsConversation } from "./moved-chats";
 import { withUsableIds } from "./usable-ids";
 import { audienceMetadata } from "./audience";
 import { reviseMessage } from "./revise-waiting";
-import { keptWithoutRaw, rawRefOf, storeRaw } from "./raw-payload";
+import { RawCopy, rawRefOf, storeRaw } from "./raw-payload";
 import { leftUnread } from "./unaddressed-read";
 import { withRepliedMessage, withStoredRepliedFiles } from "./replied";
 import { withOwnAnswerReplied } from "./delivered-reply";
@@ -49,6 +49,8 @@ interface IngestDeps {
   apiTimeoutMs: number;
   /** When the platform's request arrived: its acknowledgement deadline runs from then, whatever reading it took (Lark's own open_id). */
   receivedAt: number;
+  /** Set by ingestEvents on a request sent only once: whether its events may name its raw payload (RawCopy.held). */
+  rawRefHeld?: () => Promise<boolean>;
 }
 
 export async function ingestEvents(deps: IngestDeps, { raw, events, sentOnce }: { raw: unknown; events: NormalizedEvent[]; sentOnce?: true }): Promise<Recorded[]> {
@@ -60,13 +62,17 @@ export async function ingestEvents(deps: IngestDeps, { raw, events, sentOnce }: 
   // already. The answer waits for both to settle: a payload not stored fails the request once the recording is done,
   // and the platform's redelivery stores it (its events then duplicates); a recording that failed is the error given.
   // R2 not answering by the platform's deadline counts as not stored: the answer never waits past it for the payload.
-  const [recording, stored] = await Promise.allSettled([recordInOrder(deps, events, rawRef), rawRef === null ? undefined : storeRaw(deps.env, deps.adapter, rawRef, raw, ackDeadlineAt(deps))]);
+  const copy = rawRef === null ? null : new RawCopy(deps.env, deps.bot, rawRef, storeRaw(deps.env, deps.adapter, rawRef, raw, ackDeadlineAt(deps)));
+  // Nothing would store it later, and failing the request would lose the event's answer (Discord's deferral, which the
+  // run's answer edits): the copy is only an operator's, so the events go on without it, their runs not handed its name.
+  const held = sentOnce && copy ? () => copy.held() : undefined;
+  const [recording] = await Promise.allSettled([recordInOrder(held ? { ...deps, rawRefHeld: held } : deps, events, rawRef), copy?.failure]);
   if (recording.status === "rejected") throw recording.reason;
-  if (stored.status === "rejected") {
-    // Nothing would store it later, and failing the request would lose the event's answer (Discord's deferral, which
-    // the run's answer edits): the copy is only an operator's, so the event goes on without it.
-    if (!sentOnce || rawRef === null) throw stored.reason;
-    await keptWithoutRaw(deps.env, deps.bot, rawRef, stored.reason);
+  const failed = await copy?.failure;
+  if (failed) {
+    if (!held) throw failed.cause;
+    // Rows recorded without a run handed over (an unhandled event, a paused bot's) are cleared of it too.
+    await held();
   }
   return recording.value;
 }
@@ -143,6 +149,7 @@ async function recordOne(deps: IngestDeps, given: NormalizedEvent, rawRef: strin
     source: bot.platform,
     source_event_type: event.sourceEventType,
     raw_ref: rawRef,
+    ...(deps.rawRefHeld ? { rawRefHeld: deps.rawRefHeld } : {}),
     workspace_id: bot.workspaceId,
     bot_id: bot.botId,
     conversation_id: event.conversationId,

@@ -28,19 +28,46 @@ export async function storeRaw(env: Env, adapter: PlatformAdapter, rawRef: strin
 }
 
 /**
- * A payload R2 did not take on a request the platform never sends again (PlatformAdapter's `sentOnce`): logged, and
- * its name taken off the rows this request recorded (written alongside the put), so none names a blob not stored.
- * A put that lands after all leaves a blob nothing names, which the orphan sweep removes. Never rejects: the event is
- * answered as usual either way; a row still naming it reads as a payload no longer stored.
+ * A request's payload on its way to R2 (storeRaw), put while its events are recorded, their rows naming it already.
+ * On a request the platform never sends again (PlatformAdapter's `sentOnce`) a payload R2 does not take cannot fail
+ * the request, so `held` takes its name back instead: asked once a row names it, it settles with the put, and when R2
+ * did not take it clears the name off the rows this request recorded so far (logged once), answering false, so that
+ * no run handed an event after it names a payload the host cannot serve (acceptEvent), nor does any record. A put
+ * that lands after all leaves a blob nothing names, which the orphan sweep removes. Never rejects: the event goes on
+ * either way; a row it could not clear reads as a payload no longer stored.
  */
-export async function keptWithoutRaw(env: Env, bot: Bot, rawRef: string, cause: unknown): Promise<void> {
-  console.warn(`bot ${loggedId(bot.botId)} (${bot.platform}): a request sent only once kept without its raw payload ${rawRef}: ${loggedError(cause)}`);
-  await dbOf(env)
-    .update(eventLog)
-    .set({ rawRef: null })
-    .where(eq(eventLog.rawRef, rawRef))
-    .run()
-    .catch((err: unknown) => console.error(`bot ${loggedId(bot.botId)} (${bot.platform}): its events still name the raw payload ${rawRef}, not stored: ${loggedError(err)}`));
+export class RawCopy {
+  /** The put's failure, once settled: null when stored. */
+  readonly failure: Promise<{ cause: unknown } | null>;
+  private warned = false;
+
+  constructor(
+    private readonly env: Env,
+    private readonly bot: Bot,
+    readonly rawRef: string,
+    put: Promise<void>,
+  ) {
+    this.failure = put.then(
+      () => null,
+      (cause: unknown) => ({ cause }),
+    );
+  }
+
+  /** Whether the rows may name the payload: true once stored; false once R2 did not take it, the rows cleared of it. */
+  async held(): Promise<boolean> {
+    const failed = await this.failure;
+    if (!failed) return true;
+    const { botId, platform } = this.bot;
+    if (!this.warned) console.warn(`bot ${loggedId(botId)} (${platform}): a request sent only once kept without its raw payload ${this.rawRef}: ${loggedError(failed.cause)}`);
+    this.warned = true;
+    await dbOf(this.env)
+      .update(eventLog)
+      .set({ rawRef: null })
+      .where(eq(eventLog.rawRef, this.rawRef))
+      .run()
+      .catch((err: unknown) => console.error(`bot ${loggedId(botId)} (${platform}): its events still name the raw payload ${this.rawRef}, not stored: ${loggedError(err)}`));
+    return false;
+  }
 }
 
 /** Where storeRaw keeps the payload of the platform event `key` (its `raw_ref`), known before it is stored. */

@@ -1,3 +1,4 @@
+import { isStorageSide } from "../artifacts/blob-fault";
 import { BlobStoreTimeout } from "../artifacts/blob-timeout";
 import { RUN_ENDED } from "../runner/errors";
 
@@ -48,8 +49,9 @@ export class BlobPuts {
         (e: unknown) => ({ e }),
       );
       if (!err) return null;
-      // No answer is no moment's refusal: R2 had its whole bound (BLOB_OP_TIMEOUT_MS), and another try would wait as long.
-      if (err.e instanceof BlobStoreTimeout) return { err: err.e, attempts: attempt };
+      // Only R2's own failure may be a moment's. No answer is none: R2 had its whole bound (BLOB_OP_TIMEOUT_MS), and
+      // another try would wait as long; nor is an error of the put itself (a key R2 cannot hold), which would recur.
+      if (err.e instanceof BlobStoreTimeout || !isStorageSide(err.e)) return { err: err.e, attempts: attempt };
       const wait = this.pausesMs[attempt - 1];
       if (wait === undefined || !this.mayWait(wait)) return { err: err.e, attempts: attempt };
       this.pausedMs += wait;

@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { bodyUnlessBrokenOff, MALFORMED_STATUS_LINE } from "./http-server";
-import { inChunks, largeFile, uploadArtifact } from "./host-api";
+import { callHostApi, inChunks, largeFile, uploadArtifact } from "./host-api";
 import { resultWriter, startAdHocRunner } from "./runner";
 
 export interface PlatformCall {
@@ -270,6 +270,11 @@ export async function startChatRunner(name: string) {
         if (!up.body.ok) throw new Error(`upload refused: ${JSON.stringify(up.body.error)}`);
         const element = mime.startsWith("image/") ? { type: "image", artifact_id: up.body.data.artifact_id } : { type: "file", artifact_id: up.body.data.artifact_id, name: file };
         return w.reply([{ type: "text", text: `here is ${file}` }, element]);
+      }
+      if (text.startsWith("rawref ")) {
+        // The raw payload's name as the run was handed it, and as event.get gives it back (none: absent or null).
+        const got = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "event.get", { event_id: ctx.event.event_id });
+        return w.reply(JSON.stringify({ context: ctx.event.raw_ref ?? null, eventGet: got.body.ok ? (got.body.data.raw_ref ?? null) : got.body.error }));
       }
       if (text === "fail") {
         w.send("run.failed", { code: "runner.crashed", error: "the runner gave up", retryable: false });

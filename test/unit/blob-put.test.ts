@@ -2,13 +2,13 @@ import { describe, expect, it } from "vitest";
 import { BlobPuts } from "../../src/run/blob-put";
 import { RUN_ENDED, RunnerCallError } from "../../src/runner/errors";
 
-/** An R2 bucket that refuses the first `refusals` puts (Infinity: all), counting them. */
-function bucket(refusals: number) {
+/** An R2 bucket that refuses the first `refusals` puts (Infinity: all) with `refusal`, counting them. */
+function bucket(refusals: number, refusal = "We encountered an internal error. Please try again.") {
   const stored = new Map<string, Uint8Array>();
   let puts = 0;
   const r2 = {
     async put(key: string, value: Uint8Array) {
-      if (++puts <= refusals) throw new Error("We encountered an internal error. Please try again.");
+      if (++puts <= refusals) throw new Error(refusal);
       stored.set(key, value);
       return {};
     },
@@ -30,6 +30,12 @@ describe("a run's puts of its inline artifacts' blobs", () => {
     const b = bucket(Infinity);
     const refused = await new BlobPuts(b.r2, open(), [10, 10, 10]).put("k", BYTES);
     expect([refused?.attempts, (refused?.err as Error).message, b.puts()]).toEqual([4, "We encountered an internal error. Please try again.", 4]);
+  });
+
+  it("tries no put again that R2 refused for what it was asked (a key it cannot hold): it would be refused again", async () => {
+    const b = bucket(Infinity, "put: The specified object name is not valid. (10020)");
+    const refused = await new BlobPuts(b.r2, open(), [10, 10, 10]).put("k", BYTES);
+    expect([refused?.attempts, b.puts()]).toEqual([1, 1]);
   });
 
   it("stops waiting at a cancel (or the deadline's abort), trying no more", async () => {

@@ -70,6 +70,21 @@ describe("a streamed put, bounded by R2's progress", () => {
     expect(await progress.bound(r2Put(progress.watch(stream, tap), Infinity))).toBe(3);
     expect([seen, ended]).toEqual([[1, 2, 3], true]);
   });
+
+  it("tells a put failed by its sender breaking off (the body's failure) from one R2 failed (storage's)", async () => {
+    const broken = new ReadableStream<Uint8Array>({ pull: (c) => c.error(new Error("the client went away")) });
+    const cut = new PutProgress(BOUND_MS, timeout("put"));
+    await expect(cut.bound(r2Put(cut.watch(broken), Infinity))).rejects.toThrow("the client went away");
+    expect(cut.bodyFailed).toBe(true);
+    // R2 takes a chunk, then fails the put.
+    const failingR2 = async (body: ReadableStream<Uint8Array>) => {
+      await body.getReader().read();
+      throw new Error("put: We encountered an internal error. Please try again. (10001)");
+    };
+    const refused = new PutProgress(BOUND_MS, timeout("put"));
+    await expect(refused.bound(failingR2(refused.watch(sender(3, 0).stream)))).rejects.toThrow(/10001/);
+    expect(refused.bodyFailed).toBe(false);
+  });
 });
 
 describe("a body read from R2, bounded by R2's progress", () => {
