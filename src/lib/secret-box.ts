@@ -1,4 +1,5 @@
 import { base64ToBytes, bytesToBase64 } from "./base64";
+import { keyedDigests } from "./keyed-digest";
 
 /** Marks a stored value as sealed, and with which scheme: v3 binds it to its slot and destination. */
 const SEALED = "sealed:v3:";
@@ -54,6 +55,8 @@ export interface SecretBox {
   open<T extends string | null>(stored: T, slot: SecretSlot): Promise<T>;
   /** The value sealed under the current key for its slot, or undefined when it already is (or is null): nothing to write. */
   reseal(stored: string | null, slot: SecretSlot): Promise<string | undefined>;
+  /** Keyed digests of `value` for `purpose` (./keyed-digest.ts): the one to store first, then those it may be stored under. */
+  digests(value: string, purpose: string): Promise<string[]>;
 }
 
 /** Imported keys, by their base64 (one per deployment in practice). */
@@ -131,6 +134,7 @@ export function secretBox(keyBase64: string | undefined, previousKeyBase64?: str
       if (stored.startsWith(SEALED) && (await secretBox(keyBase64).open(stored, slot).then(() => true, () => false))) return undefined;
       return this.seal(await this.open(stored, slot), slot);
     },
+    digests: (value, purpose) => keyedDigests(value, purpose, keyBase64, previousKeyBase64),
   };
 }
 

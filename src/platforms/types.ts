@@ -7,6 +7,7 @@ import type { z } from "zod";
 import type { InputAttachmentSource } from "../artifacts/input";
 import type { EventType } from "../protocol/common";
 import type { RecordedReply, ReplyContext } from "./reply-context";
+import type { HandedOver, SiblingDirectory } from "./siblings";
 
 export const PLATFORMS = ["telegram", "slack", "lark", "discord"] as const;
 export type PlatformName = (typeof PLATFORMS)[number];
@@ -315,6 +316,16 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   ackDeadlineMs?: number;
   /** Verify the request (throwing a 401 HostError, failing closed) and normalise it. */
   receive(bot: Bot<C>, req: WebhookRequest): Promise<Inbound>;
+  /** The secret every installation of the platform's app shares (Slack's signing secret): how its siblings are found. */
+  appSecret?(credentials: C): string;
+  /** The key an installation `WebhookInstallation.pin` kept is looked up by ("team:T1"); null when it names none. */
+  installationKey?(installation: Record<string, unknown>): string | null;
+  /**
+   * The bot registered here that a request `bot` refused (`refusal`, as receive threw it) is for, when it is another
+   * installation's of the same app (./siblings.ts): the request is then read by that bot, as at its own address. Null:
+   * the refusal stands. Throws a HostError when that cannot be told now.
+   */
+  siblingFor?(bot: Bot<C>, refusal: unknown, req: WebhookRequest, siblings: SiblingDirectory): Promise<HandedOver | null>;
   /** The HTTP answer once the events are recorded (platforms that expect a body, e.g. Discord's deferral). */
   acknowledge(recorded: Recorded[]): unknown;
   /** What the acknowledgement cannot carry, done after it (Slack's private notice by a press's response_url). Never rejects. */

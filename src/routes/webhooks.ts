@@ -8,18 +8,11 @@ import { ingestEvents } from "../platforms/ingest";
 import { ADAPTERS } from "../platforms/registry";
 import { isPlatform } from "../platforms/types";
 import { botOf, botsStore } from "../stores/bots";
-import { webhookInstallation } from "../stores/bot-installation";
 import { noteWebhookRefusal } from "../stores/bot-notes";
 import { SealedSecretError } from "../lib/secret-box";
 import { publicBaseUrl, router } from "./app-env";
+import { receiveWebhook } from "./webhook-receive";
 
-
-/**
- * What an operator may have to fix, logged and noted on the bot: a request not proven the platform's (401), one the
- * platform signed for another bot (403), or one that could not be checked because the platform did not say which
- * installation the bot is (503).
- */
-const isNotedRefusal = (err: unknown): err is HostError => err instanceof HostError && (err.status === 401 || err.status === 403 || err.code === "platform_unavailable");
 
 /**
  * POST /v1/webhooks/{platform}/{bot_id}: a chat platform calls in. Verified
@@ -57,23 +50,16 @@ export const webhooksRouter = router().post(
     const body = await readCapped(c.req.raw, maxBytes);
     if (body === "too_large") throw tooLarge(maxBytes);
     const rawBody = new TextDecoder().decode(body);
-    const installation = webhookInstallation(db, row);
-    const inbound = await adapter.receive(bot, { headers: c.req.raw.headers, rawBody, now: Date.now(), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS, installation }).catch(async (err: unknown) => {
-      // The reason helps an operator fix a misconfigured bot (in the log and on the bot's admin view); it never includes a secret.
-      if (isNotedRefusal(err)) {
-        console.warn(`webhook ${platform}/${botId}: ${err.message}`);
-        await noteWebhookRefusal(db, bot, err.message);
-      }
-      throw err;
-    });
+    // Read by this bot, or by the sibling it names when it is another installation's of the bot's app: the bot it runs as.
+    const { bot: runsAs, inbound } = await receiveWebhook(db, adapter, row, bot, { headers: c.req.raw.headers, rawBody, now: Date.now(), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS });
     if (inbound.kind === "handshake") return c.json(inbound.body);
     const recorded = await ingestEvents(
-      { env: c.env, adapter, bot, publicBaseUrl: publicBaseUrl(c.env, c.req.url), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS, receivedAt },
+      { env: c.env, adapter, bot: runsAs, publicBaseUrl: publicBaseUrl(c.env, c.req.url), apiTimeoutMs: config.PLATFORM_API_TIMEOUT_MS, receivedAt },
       inbound,
     );
     const ack = adapter.acknowledge(recorded);
     // What the answer cannot carry (Slack's notice by a press's response_url) goes after it, never holding it up.
-    const after = adapter.afterAcknowledge?.(bot, recorded, config.PLATFORM_API_TIMEOUT_MS);
+    const after = adapter.afterAcknowledge?.(runsAs, recorded, config.PLATFORM_API_TIMEOUT_MS);
     if (after) c.executionCtx.waitUntil(after);
     return ack === null ? c.body(null, 200) : c.json(ack);
   },

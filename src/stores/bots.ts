@@ -62,12 +62,20 @@ export function botsStore(db: Db) {
     async replace(row: BotRow, read: BotRow): Promise<boolean> {
       // The notes and the installation are the host's to write: a PUT neither clears nor restores them (new credentials
       // void the installation all the same: ./bot-installation.ts).
-      const { botId, createdAt: _createdAt, lastWebhookRefusalJson: _refusal, lastUnboundEventJson: _unbound, lastDeliveryFailureJson: _delivery, installationJson: _installation, ...rest } = row;
-      const done = await db
-        .update(bot)
-        .set(rest)
-        .where(and(eq(bot.botId, botId), eq(bot.createdAt, read.createdAt), eq(bot.updatedAt, read.updatedAt), eq(bot.credentialsJson, read.credentialsJson)))
-        .returning({ botId: bot.botId });
+      const { botId, createdAt: _createdAt, lastWebhookRefusalJson: _refusal, lastUnboundEventJson: _unbound, lastDeliveryFailureJson: _delivery, installationJson: _installation, installationKey: _key, appSecretDigest, ...rest } = row;
+      const [done] = await db.batch([
+        db
+          .update(bot)
+          .set(rest)
+          .where(and(eq(bot.botId, botId), eq(bot.createdAt, read.createdAt), eq(bot.updatedAt, read.updatedAt), eq(bot.credentialsJson, read.credentialsJson)))
+          .returning({ botId: bot.botId }),
+        // After the credentials, whose change voids the digest (the migration's trigger, for every release's PUT): the
+        // digest of the new ones, or of the same secret when they were only moved to a new API origin.
+        db
+          .update(bot)
+          .set({ appSecretDigest })
+          .where(and(eq(bot.botId, botId), eq(bot.createdAt, read.createdAt), eq(bot.credentialsJson, rest.credentialsJson))),
+      ]);
       return done.length === 1;
     },
     /**

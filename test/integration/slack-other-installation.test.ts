@@ -4,12 +4,16 @@ import { startTestHost, type TestHost } from "../support/host";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
- * One Slack app installed in two workspaces, registered as two bots: Slack signs both installations' requests with
- * the app's one signing secret, so a request signed for workspace A passes bot B's signature check. Replayed to B's
- * address (within the 5 minutes), it must not run as B's event, in B's conversation, answered with B's token: each bot
- * is the installation Slack's auth.test says its own token is, and a request naming another is refused.
+ * One Slack app installed in three workspaces, two of them (A and B) registered as bots: Slack signs every
+ * installation's requests with the app's one signing secret, so a request signed for workspace C passes both bots'
+ * signature checks. Sent to either address (within the 5 minutes), it must not run as that bot's event, in its
+ * conversation, answered with its token: each bot is the installation Slack's auth.test says its own token is, and a
+ * request naming an installation no bot of the app here is, is refused (one naming a sibling's goes to that sibling:
+ * slack-multi-workspace.test.ts). The org-wide, flaky and second workspace-A bots are each an app of their own.
  */
 const SIGNING_SECRET = "one-app-signing-secret-0123456789";
+/** The other apps' signing secrets, by bot (the one app's bots, a and b, have SIGNING_SECRET). */
+const OWN_APP_SECRETS: Record<string, string> = { org: "org-app-signing-secret-0123456789", flaky: "flaky-app-signing-secret-01234567", ta: "second-a-app-signing-secret-012345" };
 const TOKENS = { a: "xoxb-workspace-a-bot-token-0001", b: "xoxb-workspace-b-bot-token-0002", org: "xoxb-org-wide-bot-token-0003", flaky: "xoxb-flaky-auth-test-token-0004", ta: "xoxb-workspace-a-other-token-0005" };
 /** What auth.test says of each token, as Slack answers it (naming no app): workspaces TA, TB, TF; an org-wide install of E1. */
 const INSTALLED: Record<string, Record<string, unknown>> = {
@@ -20,7 +24,7 @@ const INSTALLED: Record<string, Record<string, unknown>> = {
   // Workspace A's installation again, for the tests after slack-a is given B's token.
   [TOKENS.ta]: { team_id: "TA", user_id: "UBOTA", bot_id: "BA", is_enterprise_install: false },
 };
-const SECRETS = [SIGNING_SECRET, ...Object.values(TOKENS)];
+const SECRETS = [SIGNING_SECRET, ...Object.values(OWN_APP_SECRETS), ...Object.values(TOKENS)];
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
@@ -47,7 +51,7 @@ beforeAll(async () => {
   host = await startTestHost({ captureLogs: true });
   for (const [name, token] of Object.entries(TOKENS)) {
     const botId = `slack-${name}`;
-    const created = await host.admin("POST", "/v1/admin/bots", { bot_id: botId, platform: "slack", workspace_id: `ws-${name}`, api_base_url: fake.url, credentials: { bot_token: token, signing_secret: SIGNING_SECRET } });
+    const created = await host.admin("POST", "/v1/admin/bots", { bot_id: botId, platform: "slack", workspace_id: `ws-${name}`, api_base_url: fake.url, credentials: { bot_token: token, signing_secret: OWN_APP_SECRETS[name] ?? SIGNING_SECRET } });
     expect(created.status).toBe(201);
     await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `agent-${name}`, scope: { type: "bot", id: botId } });
   }
@@ -62,10 +66,10 @@ let n = 0;
 let ts = 1_700_000_000;
 const now = () => Math.floor(Date.now() / 1000);
 
-/** A request as Slack sends it: signed once, its bytes and headers sent as they are to whichever address. */
-function signed(body: string, contentType = "application/json") {
+/** A request as Slack sends it for an app (the one app of bots a and b by default): signed once, its bytes and headers sent as they are to whichever address. */
+function signed(body: string, contentType = "application/json", secret = SIGNING_SECRET) {
   const timestamp = String(now());
-  const signature = `v0=${createHmac("sha256", SIGNING_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
+  const signature = `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
   return { body, headers: { "content-type": contentType, "x-slack-request-timestamp": timestamp, "x-slack-signature": signature } };
 }
 async function send(botId: string, request: ReturnType<typeof signed>) {
@@ -98,13 +102,15 @@ describe("Slack: one app installed in two workspaces, registered as two bots sha
     expect([asked.get(TOKENS.a) ?? 0, asked.get(TOKENS.b) ?? 0]).toEqual([0, 0]);
   });
 
-  it("refuses at B's address a message signed for workspace A (403, Slack told not to retry), starting nothing; the same request at A's address runs, answered with A's token", async () => {
-    const request = signed(envelope("TA", said("C-A", "what is on today?")));
+  it("refuses at either address a message signed for workspace C, which neither bot is (403, Slack told not to retry), starting nothing; A's own message at A's address runs, answered with A's token", async () => {
+    const request = signed(envelope("TC", said("C-C", "what is on today in C?")));
     const recordedBefore = await recordedFor("slack-b");
     const atB = await send("slack-b", request);
-    expect([atB.status, atB.noRetry, JSON.parse(atB.body)]).toEqual([403, "1", refusal("the request names Slack workspace TA, not this bot's (team TB)")]);
+    expect([atB.status, atB.noRetry, JSON.parse(atB.body)]).toEqual([403, "1", refusal("the request names Slack workspace TC, not this bot's (team TB)")]);
+    const atAToo = await send("slack-a", request);
+    expect([atAToo.status, atAToo.noRetry, JSON.parse(atAToo.body)]).toEqual([403, "1", refusal("the request names Slack workspace TC, not this bot's (team TA)")]);
 
-    const atA = await send("slack-a", request);
+    const atA = await send("slack-a", signed(envelope("TA", said("C-A", "what is on today?"))));
     expect(atA.status).toBe(200);
     const ctx = await waitFor(() => contextsSaying("what is on today?")[0], 10_000, "A's run");
     expect(ctx.conversation).toMatchObject({ bot_id: "slack-a", workspace_id: "ws-a", conversation_id: "C-A" });
@@ -114,39 +120,43 @@ describe("Slack: one app installed in two workspaces, registered as two bots sha
     // Bot B recorded nothing, ran nothing, posted nothing; its view and the log say why, naming no secret.
     expect(await recordedFor("slack-b")).toEqual(recordedBefore);
     expect((await host.admin("GET", "/v1/runs?bot_id=slack-b")).body.items).toEqual([]);
+    expect(contextsSaying("what is on today in C?")).toEqual([]);
     expect(contextsSaying("what is on today?")).toHaveLength(1);
     expect(postsWith(TOKENS.b)).toEqual([]);
     const view = await host.admin("GET", "/v1/admin/bots/slack-b");
-    expect(view.body.last_webhook_refusal.reason).toBe("webhook refused: the request names Slack workspace TA, not this bot's (team TB)");
-    expect(host.logs()).toContain("webhook slack/slack-b: webhook refused: the request names Slack workspace TA, not this bot's (team TB)");
+    expect(view.body.last_webhook_refusal.reason).toBe("webhook refused: the request names Slack workspace TC, not this bot's (team TB)");
+    expect(host.logs()).toContain("webhook slack/slack-b: webhook refused: the request names Slack workspace TC, not this bot's (team TB)");
     for (const secret of SECRETS) expect([host.logs(), atB.body, JSON.stringify(view.body)].join("\n")).not.toContain(secret);
-    // Asked once each, then kept on the bot's row.
+    // Asked once each (A by B's lookup of its app's other bots, its installation not known yet), then kept on the bot's row.
     expect([asked.get(TOKENS.a), asked.get(TOKENS.b)]).toEqual([1, 1]);
   });
 
-  it("refuses at B's address a slash command, a button press and a message shortcut of workspace A, each of which A takes", async () => {
-    const command = signed(form({ token: "legacy-verification-token", team_id: "TA", team_domain: "a", channel_id: "C-A", channel_name: "general", user_id: "U42", user_name: "ada", command: "/ask", text: "slash from A", api_app_id: "A1", is_enterprise_install: "false", trigger_id: `${++n}.cmd` }), "application/x-www-form-urlencoded");
-    const press = signed(form({ payload: JSON.stringify({ type: "block_actions", api_app_id: "A1", team: { id: "TA", domain: "a" }, user: { id: "U42", team_id: "TA" }, trigger_id: `${++n}.press`, container: { type: "message", message_ts: "1700000000.000100", channel_id: "C-A" }, channel: { id: "C-A" }, message: { ts: "1700000000.000100" }, actions: [{ type: "button", action_id: "go", value: "press from A" }] }) }), "application/x-www-form-urlencoded");
-    const shortcut = signed(form({ payload: JSON.stringify({ type: "message_action", api_app_id: "A1", team: { id: "TA" }, user: { id: "U42", team_id: "TA" }, channel: { id: "C-A" }, callback_id: "summarize", trigger_id: `${++n}.sc`, message_ts: "1700000001.000100", message: { type: "message", user: "U7", ts: "1700000001.000100", text: "shortcut from A" } }) }), "application/x-www-form-urlencoded");
+  it("refuses at B's address a slash command, a button press and a message shortcut of workspace C, and A takes its own workspace's", async () => {
+    const inWorkspace = (team: string, words: string) => [
+      signed(form({ token: "legacy-verification-token", team_id: team, team_domain: "a", channel_id: `C-${team}`, channel_name: "general", user_id: "U42", user_name: "ada", command: "/ask", text: `slash ${words}`, api_app_id: "A1", is_enterprise_install: "false", trigger_id: `${++n}.cmd` }), "application/x-www-form-urlencoded"),
+      signed(form({ payload: JSON.stringify({ type: "block_actions", api_app_id: "A1", team: { id: team, domain: "a" }, user: { id: "U42", team_id: team }, trigger_id: `${++n}.press`, container: { type: "message", message_ts: "1700000000.000100", channel_id: `C-${team}` }, channel: { id: `C-${team}` }, message: { ts: "1700000000.000100" }, actions: [{ type: "button", action_id: "go", value: `press ${words}` }] }) }), "application/x-www-form-urlencoded"),
+      signed(form({ payload: JSON.stringify({ type: "message_action", api_app_id: "A1", team: { id: team }, user: { id: "U42", team_id: team }, channel: { id: `C-${team}` }, callback_id: "summarize", trigger_id: `${++n}.sc`, message_ts: "1700000001.000100", message: { type: "message", user: "U7", ts: "1700000001.000100", text: `shortcut ${words}` } }) }), "application/x-www-form-urlencoded"),
+    ];
     const recordedBefore = await recordedFor("slack-b");
-    for (const request of [command, press, shortcut]) {
+    for (const request of inWorkspace("TC", "from C")) {
       const atB = await send("slack-b", request);
-      expect([atB.status, atB.noRetry, JSON.parse(atB.body)]).toEqual([403, "1", refusal("the request names Slack workspace TA, not this bot's (team TB)")]);
-      expect((await send("slack-a", request)).status).toBe(200);
+      expect([atB.status, atB.noRetry, JSON.parse(atB.body)]).toEqual([403, "1", refusal("the request names Slack workspace TC, not this bot's (team TB)")]);
     }
+    for (const request of inWorkspace("TA", "from A")) expect((await send("slack-a", request)).status).toBe(200);
     for (const text of ["slash from A", "press from A", "shortcut from A"]) expect((await waitFor(() => contextsSaying(text)[0], 10_000, text)).conversation.bot_id).toBe("slack-a");
+    for (const text of ["slash from C", "press from C", "shortcut from C"]) expect(contextsSaying(text)).toEqual([]);
     expect(await recordedFor("slack-b")).toEqual(recordedBefore);
   });
 
-  it("refuses at B's address workspace A's signed event sent again as a form (the signature covers the body, not its content type): the fields a link in it quotes are not read as B's slash command", async () => {
-    // A link someone in workspace A posted: its query, raw in the JSON body, reads as form fields naming workspace B.
+  it("refuses at B's address workspace C's signed event sent again as a form (the signature covers the body, not its content type): the fields a link in it quotes are not read as B's slash command", async () => {
+    // A link someone in workspace C posted: its query, raw in the JSON body, reads as form fields naming workspace B.
     const link = "https://example.com/?q=1&command=%2Fask&text=quoted+in+A&team_id=TB&api_app_id=A1&channel_id=C-B-PRIVATE&user_id=UB-ADMIN&trigger_id=9.quoted&z=";
     const message = { ...said("C-A", `see <${link}>`), blocks: [{ type: "rich_text", elements: [{ type: "rich_text_section", elements: [{ type: "link", url: link }] }] }] };
-    const event = signed(envelope("TA", message));
+    const event = signed(envelope("TC", message));
     const asForm = { ...event, headers: { ...event.headers, "content-type": "application/x-www-form-urlencoded" } };
     const recordedBefore = await recordedFor("slack-b");
     const atB = await send("slack-b", asForm);
-    expect(answerOf(atB)).toEqual([403, "1", refusal("the request names Slack workspace TA, not this bot's (team TB)")]);
+    expect(answerOf(atB)).toEqual([403, "1", refusal("the request names Slack workspace TC, not this bot's (team TB)")]);
     expect(await recordedFor("slack-b")).toEqual(recordedBefore);
     expect(contextsSaying("quoted in A")).toEqual([]);
     expect(postsWith(TOKENS.b).filter((c) => c.body.channel === "C-B-PRIVATE")).toEqual([]);
@@ -184,13 +194,14 @@ describe("Slack: one app installed in two workspaces, registered as two bots sha
 });
 
 describe("Slack: an org-wide install (Enterprise Grid)", () => {
+  const ORG = OWN_APP_SECRETS.org;
   it("takes its organization's requests from any of its workspaces, and refuses a workspace's outside it", async () => {
-    const inOrg = signed(envelope("T5", said("C-O", "from workspace T5 of E1"), { enterprise: "E1" }));
+    const inOrg = signed(envelope("T5", said("C-O", "from workspace T5 of E1"), { enterprise: "E1" }), "application/json", ORG);
     expect((await send("slack-org", inOrg)).status).toBe(200);
     expect((await waitFor(() => contextsSaying("from workspace T5 of E1")[0], 10_000, "the run")).conversation.bot_id).toBe("slack-org");
-    const outside = await send("slack-org", signed(envelope("TA", said("C-A", "from a workspace of no organization"))));
+    const outside = await send("slack-org", signed(envelope("TA", said("C-A", "from a workspace of no organization")), "application/json", ORG));
     expect([outside.status, JSON.parse(outside.body)]).toEqual([403, refusal("the request names no Slack organization, not this bot's (E1, installed organization-wide)")]);
-    const command = signed(form({ team_id: "T6", enterprise_id: "E2", channel_id: "C-O", user_id: "U42", command: "/ask", text: "from another organization", api_app_id: "A1", is_enterprise_install: "true", trigger_id: `${++n}.cmd` }), "application/x-www-form-urlencoded");
+    const command = signed(form({ team_id: "T6", enterprise_id: "E2", channel_id: "C-O", user_id: "U42", command: "/ask", text: "from another organization", api_app_id: "A1", is_enterprise_install: "true", trigger_id: `${++n}.cmd` }), "application/x-www-form-urlencoded", ORG);
     const other = await send("slack-org", command);
     expect([other.status, JSON.parse(other.body)]).toEqual([403, refusal("the request names Slack organization E2, not this bot's (E1, installed organization-wide)")]);
     expect(contextsSaying("from a workspace of no organization")).toEqual([]);
@@ -205,9 +216,9 @@ describe("Slack: an org-wide install (Enterprise Grid)", () => {
       token: "legacy-verification-token", team_id: "T5", enterprise_id: "E1", context_team_id: "T5", context_enterprise_id: "E1", api_app_id: "A1", type: "event_callback", event_id: `EvInst${++n}`, event_time: now(),
       authorizations: [{ enterprise_id: null, team_id: "TA", user_id: "UBOTTA", is_bot: true, is_enterprise_install: false }], is_ext_shared_channel: true, event: { ...event, team: "T5" },
     });
-    const atOrg = await send("slack-org", signed(body));
+    const atOrg = await send("slack-org", signed(body, "application/json", ORG));
     expect(answerOf(atOrg)).toEqual([403, "1", refusal("the request names no Slack organization, not this bot's (E1, installed organization-wide)")]);
-    expect((await send("slack-ta", signed(body))).status).toBe(200);
+    expect((await send("slack-ta", signed(body, "application/json", OWN_APP_SECRETS.ta))).status).toBe(200);
     expect((await waitFor(() => contextsSaying("shared channel, sent for A")[0], 10_000, "A's run")).conversation.bot_id).toBe("slack-ta");
     expect(contextsSaying("shared channel, sent for A")).toHaveLength(1);
   });
@@ -217,18 +228,18 @@ describe("Slack: an org-wide install (Enterprise Grid)", () => {
       type: "view_submission", api_app_id: "A1", is_enterprise_install: false, team: { id: "T5", domain: "e1-t5", enterprise_id: "E1" }, enterprise: { id: "E1", name: "E1" },
       user: { id: "W42", team_id: "T5" }, trigger_id: `${++n}.view`, view: { id: "V1", type: "modal", callback_id: "ask", app_installed_team_id: "TA", team_id: "T5", state: { values: {} } },
     };
-    const request = signed(form({ payload: JSON.stringify(payload) }), "application/x-www-form-urlencoded");
+    const request = (secret: string) => signed(form({ payload: JSON.stringify(payload) }), "application/x-www-form-urlencoded", secret);
     const recordedBefore = await recordedFor("slack-org");
-    const atOrg = await send("slack-org", request);
+    const atOrg = await send("slack-org", request(ORG));
     expect(answerOf(atOrg)).toEqual([403, "1", refusal("the request is for a workspace's installation (Slack workspace TA), not this bot's (E1, installed organization-wide)")]);
     expect(await recordedFor("slack-org")).toEqual(recordedBefore);
-    expect((await send("slack-ta", request)).status).toBe(200);
+    expect((await send("slack-ta", request(OWN_APP_SECRETS.ta))).status).toBe(200);
   });
 });
 
 describe("Slack: a bot whose installation Slack does not say", () => {
   it("refuses the request with a 503 Slack sends again, recording nothing; the request sent again once auth.test answers runs", async () => {
-    const request = signed(envelope("TF", said("C-F", "while auth.test fails")));
+    const request = signed(envelope("TF", said("C-F", "while auth.test fails")), "application/json", OWN_APP_SECRETS.flaky);
     const first = await send("slack-flaky", request);
     expect(first.status).toBe(503);
     expect(first.noRetry).toBeNull();

@@ -78,4 +78,19 @@ describe("migrations on an existing database", () => {
     expect(await rows("SELECT scope_key FROM runner_state_usage ORDER BY scope_key")).toEqual([["s1"], ["s3"]]);
     expect(await rows("SELECT area, owner_key FROM storage_usage ORDER BY area, owner_key")).toEqual([["plugin", "svc"], ["workspace", "w2"]]);
   });
+
+  it("voids a bot's signing secret digest, installation and its key when a write that knows nothing of them changes its credentials (the previous Worker's PUT, a reseal), and only then (0031)", async () => {
+    const client = createClient({ url: ":memory:" });
+    await migrate(drizzle(client), { migrationsFolder: migrationsBefore("0031_bot_siblings") });
+    await client.execute(`INSERT INTO bot (bot_id, platform, credentials_json, created_at, updated_at, installation_json) VALUES ('b1', 'slack', '{"bot_token":"old"}', 1, 1, '{"installation":{"team_id":"T1"}}')`);
+    await migrate(drizzle(client), { migrationsFolder: "migrations" });
+    const learned = async () => (await client.execute("SELECT app_secret_digest, installation_key, installation_json FROM bot WHERE bot_id = 'b1'")).rows.map((r) => Object.values(r))[0];
+    // Kept by the release before: the installation stays (its key and the digest are the new Worker's to write).
+    expect(await learned()).toEqual([null, null, '{"installation":{"team_id":"T1"}}']);
+    await client.execute("UPDATE bot SET app_secret_digest = 'd1', installation_key = 'team:T1' WHERE bot_id = 'b1'");
+    await client.execute("UPDATE bot SET name = 'renamed', updated_at = 2, credentials_json = credentials_json WHERE bot_id = 'b1'");
+    expect(await learned()).toEqual(["d1", "team:T1", '{"installation":{"team_id":"T1"}}']);
+    await client.execute(`UPDATE bot SET credentials_json = '{"bot_token":"new"}', updated_at = 3 WHERE bot_id = 'b1'`);
+    expect(await learned()).toEqual([null, null, null]);
+  });
 });

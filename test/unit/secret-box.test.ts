@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { moveSealed, moveSealedValues, openValues, sealValues, SealedSecretError, secretBox } from "../../src/lib/secret-box";
 
@@ -117,5 +118,20 @@ describe("secretBox", () => {
     expect(bound).toMatch(/^sealed:v3:/);
     expect(await box.open(bound!, SLOT)).toBe("sk-v2");
     await expect(box.open(bound!, { ...SLOT, destination: "https://attacker.example/v1" })).rejects.toBeInstanceOf(SealedSecretError);
+  });
+
+  it("digests a value keyed by SECRETS_KEY for one use: the current key's digest first, then the previous key's and the keyless one; never the bare hash", async () => {
+    const secret = "slack-signing-secret-0123456789";
+    const [current, previous, keyless] = await secretBox(KEY, OTHER_KEY).digests(secret, "bot app secret");
+    expect(current).toMatch(/^[0-9a-f]{64}$/);
+    expect(new Set([current, previous, keyless]).size).toBe(3);
+    expect([current, previous, keyless]).not.toContain(createHash("sha256").update(secret).digest("hex"));
+    // The same under the same key, whichever box computes it; after the rotation the old key's is still matched.
+    expect(await secretBox(KEY).digests(secret, "bot app secret")).toEqual([current, keyless]);
+    expect((await secretBox(OTHER_KEY).digests(secret, "bot app secret"))[0]).toBe(previous);
+    expect(await secretBox(undefined).digests(secret, "bot app secret")).toEqual([keyless]);
+    // Another use of the key, or another value, digests otherwise.
+    expect((await secretBox(KEY).digests(secret, "another use"))[0]).not.toBe(current);
+    expect((await secretBox(KEY).digests(`${secret}x`, "bot app secret"))[0]).not.toBe(current);
   });
 });

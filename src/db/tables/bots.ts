@@ -29,8 +29,17 @@ export const bot = sqliteTable(
     // said when first asked, with a digest of the credentials it was asked with: new credentials (a PUT, by any
     // release) void it. JSON; null until first learned (src/stores/bot-installation.ts). Never written by a PUT.
     installationJson: text("installation_json"),
+    // Which installation it is, as a key a lookup can use ("team:T1", "enterprise:E1"): set with installationJson by
+    // this release, and null while that is (a row pinned by the release before is keyed when a lookup first reads it).
+    installationKey: text("installation_key"),
+    // A keyed digest (HMAC under a key derived from SECRETS_KEY, never the bare hash) of the secret all installations of
+    // its platform app share (Slack: the signing secret), so a request one bot refuses as another installation's finds
+    // the bot registered for that one without opening every bot's credentials (src/stores/bot-siblings.ts). Null
+    // until digested: set on create and PUT, else when a lookup first meets the row. A trigger voids it, and the
+    // installation, whenever the credentials change (by any release, or a reseal).
+    appSecretDigest: text("app_secret_digest"),
   },
-  (t) => [index("bot_created").on(t.createdAt, t.botId)],
+  (t) => [index("bot_created").on(t.createdAt, t.botId), index("bot_app_secret").on(t.appSecretDigest, t.installationKey)],
 );
 
 /**

@@ -7,8 +7,9 @@ import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
 import { SLACK_TABLE_COLUMNS } from "./mrkdwn";
 import { isInteractivity, namedByForm, parseForm, readInteractivity } from "./interactivity";
-import { namedByEnvelope } from "./installation";
+import { installationKeyOf, namedByEnvelope, SlackInstallationSchema } from "./installation";
 import { checkSlackInstallation } from "./own-installation";
+import { slackSiblingFor } from "./siblings";
 import { asRecord } from "../http";
 import { acknowledgeSlack, noticeByResponseUrl } from "./acknowledge";
 import { ephemeralMessenger } from "./ephemeral";
@@ -33,7 +34,8 @@ const NewCredentialsSchema = CredentialsSchema.extend({
 /**
  * Slack Events API over HTTP: every request signed with the app's signing
  * secret, and for the bot's own installation of the app (its workspace and
- * app: ./own-installation.ts); `url_verification` answered with its challenge; retries
+ * app: ./own-installation.ts), else handed to the bot registered for the one it names (./siblings.ts);
+ * `url_verification` answered with its challenge; retries
  * (`X-Slack-Retry-Num`) carry the same event and are deduplicated. Interactivity
  * requests (button presses, shortcuts) and slash commands come to the same URL, form-encoded (./interactivity.ts).
  */
@@ -70,6 +72,15 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     // The payload as parsed, not as the schema rebuilt it: the stored copy keeps Slack's own key order.
     return { kind: "events", raw: body, events: normalizeEnvelope(envelope.data, fallbackKey, postsAsUser) };
   },
+
+  // One app installed in several workspaces calls one Request URL: a request for another installation than the bot's
+  // goes to the bot registered for that one, found by the app's signing secret (./siblings.ts).
+  appSecret: (credentials) => credentials.signing_secret,
+  installationKey: (kept) => {
+    const installation = SlackInstallationSchema.safeParse(kept);
+    return installation.success ? installationKeyOf(installation.data) : null;
+  },
+  siblingFor: slackSiblingFor,
 
   // Slack wants a 2xx within 3 s: empty but for a slash command's (./acknowledge.ts).
   acknowledge: acknowledgeSlack,

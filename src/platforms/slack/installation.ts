@@ -90,3 +90,15 @@ export function otherInstallation(bot: SlackInstallation, named: NamedInstallati
 }
 
 const shown = (what: string, given: string | undefined) => (given === undefined ? `no ${what}` : `${what} ${namedId(given)}`);
+
+/** The key an installation is looked up by (src/stores/bot-siblings.ts): its organization when installed org-wide, else its workspace. */
+export function installationKeyOf(installation: SlackInstallation): string | null {
+  if (installation.enterprise_install) return installation.enterprise_id === null ? null : `enterprise:${installation.enterprise_id}`;
+  return installation.team_id === null ? null : `team:${installation.team_id}`;
+}
+
+/** The keys of the installations a request naming these may be for: its workspace's, or its organization's org-wide one. */
+export const installationKeysNamed = (named: NamedInstallation): string[] => [
+  ...(named.teamId === undefined ? [] : [`team:${named.teamId}`]),
+  ...(named.enterpriseId === undefined ? [] : [`enterprise:${named.enterpriseId}`]),
+];

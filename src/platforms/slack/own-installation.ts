@@ -1,8 +1,9 @@
 /**
  * The Slack installation a bot is, from Slack itself: auth.test with the bot's own token says its workspace (team),
  * its organization and whether it is installed org-wide, never trusting what a request says. Asked once, when the
- * bot's webhook is first called with a verified request (a bot registered before this was kept too), and kept on its
- * row until its credentials change (src/stores/bot-installation.ts). auth.test names the app only for some tokens:
+ * bot's webhook is first called with a verified request (a bot registered before this was kept too), or when a request
+ * of its app reaches a sibling's address (./siblings.ts), and kept on its row until its credentials change
+ * (src/stores/bot-installation.ts). auth.test names the app only for some tokens:
  * else the app is learned from the first request found to be of the bot's own installation (one signing secret is
  * one app, so this only guards against a secret shared by mistake).
  */
@@ -18,7 +19,27 @@ import { otherInstallation, SlackInstallationSchema, type NamedInstallation, typ
 const AUTH_TEST_TIMEOUT_MS = 1_000;
 
 /** Slack sends a refused event again three times; a retry names the same installation, and would be refused again. */
-const NO_RETRY = { "x-slack-no-retry": "1" };
+export const NO_RETRY = { "x-slack-no-retry": "1" };
+
+/** A request Slack signed for another installation than the bot's: refused, unless a sibling is that one (./siblings.ts). */
+export class OtherSlackInstallation extends HostError {
+  constructor(
+    why: string,
+    readonly named: NamedInstallation,
+  ) {
+    super(403, "forbidden", notThisBot(why).message, undefined, { headers: NO_RETRY });
+  }
+}
+
+/** Slack did not say which installation a bot token is; `permanent` when it refused the token (revoked, invalid). */
+export class SlackInstallationUnknown extends HostError {
+  constructor(
+    message: string,
+    readonly permanent: boolean,
+  ) {
+    super(503, "platform_unavailable", message);
+  }
+}
 
 /**
  * Refuses a request naming an installation other than the bot's (403, which Slack is told not to retry). A paused bot
@@ -30,22 +51,22 @@ export async function checkSlackInstallation(bot: Bot<SlackCredentials>, req: We
   if (named.teamId === undefined && named.enterpriseId === undefined && named.appId === undefined) return;
   const kept = SlackInstallationSchema.safeParse(await req.installation.pinned());
   if (!kept.success && !bot.enabled) return;
-  const own = kept.success ? kept.data : await askedInstallation(bot, Math.min(req.apiTimeoutMs, AUTH_TEST_TIMEOUT_MS));
+  const own = kept.success ? kept.data : await askedInstallation(bot, req.apiTimeoutMs);
   const why = otherInstallation(own, named);
   const learned = why === null && own.app_id === null && named.appId !== undefined ? { ...own, app_id: named.appId } : own;
   if (!kept.success || learned !== own) await req.installation.pin(learned);
-  if (why !== null) throw notThisBot(why, NO_RETRY);
+  if (why !== null) throw new OtherSlackInstallation(why, named);
 }
 
-/** auth.test's answer, or a 503 naming why there is none (never the token). */
-async function askedInstallation(bot: Bot<SlackCredentials>, timeoutMs: number): Promise<SlackInstallation> {
-  const res = await slackCall(bot, "auth.test", {}, timeoutMs);
-  const unavailable = (why: string) =>
-    new HostError(503, "platform_unavailable", `Slack's auth.test did not say which workspace the bot token is installed in (${loggedText(scrubSecrets(why, bot.credentials))}), so the request could not be checked: it is refused until Slack answers`);
-  if (!res.ok) throw unavailable(res.failure.message);
+/** auth.test's answer within `timeoutMs` (at most AUTH_TEST_TIMEOUT_MS), or a 503 naming why there is none (never the token). */
+export async function askedInstallation(bot: Bot<SlackCredentials>, timeoutMs: number): Promise<SlackInstallation> {
+  const res = await slackCall(bot, "auth.test", {}, Math.min(timeoutMs, AUTH_TEST_TIMEOUT_MS));
+  const unavailable = (why: string, permanent: boolean) =>
+    new SlackInstallationUnknown(`Slack's auth.test did not say which workspace the bot token is installed in (${loggedText(scrubSecrets(why, bot.credentials))}), so the request could not be checked: it is refused until Slack answers`, permanent);
+  if (!res.ok) throw unavailable(res.failure.message, res.failure.kind === "permanent");
   const { team_id: team, enterprise_id: enterprise, is_enterprise_install: orgWide, app_id: app } = res.value;
   const id = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
   const found: SlackInstallation = { team_id: id(team), enterprise_id: id(enterprise), enterprise_install: orgWide === true, app_id: id(app) };
-  if (found.enterprise_install ? found.enterprise_id === null : found.team_id === null) throw unavailable(found.enterprise_install ? "it named no enterprise_id" : "it named no team_id");
+  if (found.enterprise_install ? found.enterprise_id === null : found.team_id === null) throw unavailable(found.enterprise_install ? "it named no enterprise_id" : "it named no team_id", false);
   return found;
 }

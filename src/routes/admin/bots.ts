@@ -14,6 +14,7 @@ import { scrubSecrets } from "../../platforms/redact";
 import { ADAPTERS } from "../../platforms/registry";
 import { PLATFORMS, type Bot, type PlatformAdapter, type PlatformName } from "../../platforms/types";
 import { botOf, botsStore, toBotView, webhookPath, type BotRow } from "../../stores/bots";
+import { appSecretDigest } from "../../stores/bot-siblings";
 import { publicBaseUrl, router } from "../app-env";
 import { maskUrl } from "../../resources/secrets";
 import { EndpointSchema } from "../../resources/ids";
@@ -61,12 +62,18 @@ const ReplaceBot = z.strictObject({
 
 type BotDestination = Pick<BotRow, "botId" | "platform" | "apiBaseUrl">;
 
-/** Valid for the platform's own credential schema (issues name fields, never values), then sealed value by value (their names stay listable). */
-async function checkedCredentials(db: Db, bot: BotDestination, credentials: Record<string, string>): Promise<string> {
+/**
+ * Valid for the platform's own credential schema (issues name fields, never values), then sealed value by value (their
+ * names stay listable); with the keyed digest of the secret its app's installations share (Slack's signing secret).
+ */
+async function checkedCredentials(db: Db, bot: BotDestination, credentials: Record<string, string>): Promise<Pick<BotRow, "credentialsJson" | "appSecretDigest">> {
   const platform = bot.platform as PlatformName;
   const parsed = (ADAPTERS[platform].newCredentials ?? ADAPTERS[platform].credentials).safeParse(credentials);
   if (!parsed.success) throw badRequest(`invalid credentials for ${platform}: ${formatZodIssues(parsed.error)}`);
-  return JSON.stringify(await sealValues(db.secrets, parsed.data as Record<string, unknown>, botSlot(bot)));
+  return {
+    credentialsJson: JSON.stringify(await sealValues(db.secrets, parsed.data as Record<string, unknown>, botSlot(bot))),
+    appSecretDigest: await appSecretDigest(db, platform, parsed.data),
+  };
 }
 
 /** The stored credentials, sealed again for the bot's new API origin when it changed. */
@@ -105,7 +112,7 @@ export const botsRouter = router()
       ...destination,
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
-      credentialsJson: await checkedCredentials(db, destination, input.credentials),
+      ...(await checkedCredentials(db, destination, input.credentials)),
       enabled: input.enabled ?? true,
       createdAt: now,
       updatedAt: now,
@@ -113,6 +120,7 @@ export const botsRouter = router()
       lastUnboundEventJson: null,
       lastDeliveryFailureJson: null,
       installationJson: null,
+      installationKey: null,
     };
     // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
     await insertUnique(() => store.create(row), `bot ${botId}`);
@@ -132,7 +140,8 @@ export const botsRouter = router()
       ...destination,
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
-      credentialsJson: input.credentials ? await checkedCredentials(db, destination, input.credentials) : await movedCredentials(db, row, destination),
+      // Credentials left out keep their secret, and its digest, wherever they are sealed for.
+      ...(input.credentials ? await checkedCredentials(db, destination, input.credentials) : { credentialsJson: await movedCredentials(db, row, destination), appSecretDigest: row.appSecretDigest }),
       // Left out, as the credentials are, it is kept: a PUT that does not name the pause does not end it.
       enabled: input.enabled ?? row.enabled,
       updatedAt: nextUpdatedAt(row.updatedAt),
