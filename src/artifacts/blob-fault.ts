@@ -53,8 +53,9 @@ export function isStorageSide(err: unknown): boolean {
   if (err instanceof BlobStoreUnavailable || !(err instanceof Error)) return true;
   const code = r2CodeOf(err);
   if (code !== null) return STORAGE_SIDE_CODES.has(code);
-  // The binding's own checks of what it was given (a value of the wrong type, a stream's length) throw these.
-  if (err instanceof TypeError || err instanceof RangeError) return false;
+  // The binding's own checks of what it was given (a value of the wrong type, a stream's length) throw the first two;
+  // a body R2 did send, read as JSON (`json()`), that is not JSON throws the third: the content's fault, not R2's.
+  if (err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError) return false;
   // No code: R2 was not reached, or gave no answer it could read (a connection lost, the runtime's "internal error").
   return true;
 }

@@ -1,3 +1,5 @@
+import { BlobStoreUnavailable } from "../artifacts/blob-fault";
+
 /**
  * Where a sweep that walks more than one invocation can take keeps its place: a small JSON object in the bucket,
  * under `host/` (outside every swept prefix). A place stored unreadable counts as the start: it costs one walk from the
@@ -11,7 +13,9 @@ export async function readSweepPosition<T>(bucket: R2Bucket, key: string, parse:
   try {
     const value: unknown = await stored.json();
     return value && typeof value === "object" ? parse(value as Record<string, unknown>) : null;
-  } catch {
+  } catch (err) {
+    // R2 failing to send its body, or not sending it in time, is R2 not giving the place, as a get that fails is.
+    if (err instanceof BlobStoreUnavailable) throw err;
     return null;
   }
 }

@@ -22,6 +22,8 @@ describe("which errors of an R2 call are storage's trouble", () => {
     // The binding's checks of its arguments, and a streamed body shorter than its length.
     expect(isStorageSide(new TypeError("FixedLengthStream did not see all expected bytes before close()."))).toBe(false);
     expect(isStorageSide(new RangeError("Invalid range"))).toBe(false);
+    // A body R2 did send, read with json(), that is not JSON: the content's fault (workerd's words).
+    expect(isStorageSide(new SyntaxError("Unexpected number in JSON at position 1 (line 1 column 2)"))).toBe(false);
   });
 
   it("wraps storage's trouble with its call and cause; leaves the host's own errors, and a timeout, as they are", () => {
