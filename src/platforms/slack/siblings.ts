@@ -30,11 +30,15 @@ const REFUSED_TOKENS_CAP = 1_000;
 export async function slackSiblingFor(bot: Bot<SlackCredentials>, refusal: unknown, req: WebhookRequest, siblings: SiblingDirectory): Promise<HandedOver | null> {
   if (!(refusal instanceof OtherSlackInstallation)) return null;
   const { named } = refusal;
+  // A request naming neither workspace nor organization names no installation (refused for its kind or app alone):
+  // what it leaves out must not let any sibling of that kind take it, nor cost a lookup.
+  const installationKeys = installationKeysNamed(named);
+  if (installationKeys.length === 0) return null;
   // One signing secret is one app: a request naming another app than this bot's was signed with a secret two apps
   // share by mistake, and goes nowhere.
   const own = SlackInstallationSchema.safeParse(await req.installation.pinned());
   if (own.success && own.data.app_id !== null && named.appId !== undefined && named.appId !== own.data.app_id) return null;
-  const { bots, complete } = await siblings.sharing(bot.credentials.signing_secret, installationKeysNamed(named));
+  const { bots, complete } = await siblings.sharing(bot.credentials.signing_secret, installationKeys);
   const isIt = (pinned: unknown) => {
     const installation = SlackInstallationSchema.safeParse(pinned);
     return installation.success && otherInstallation(installation.data, named) === null;
