@@ -29,6 +29,11 @@ export interface HostOptions {
   inspectorPort?: number;
   /** Receives the Worker's stdout and stderr (console output) instead of this process's streams. */
   onRuntimeOutput?: (text: string) => void;
+  /**
+   * workerd's `--verbose`: it also logs at INFO, among them each uncaught exception (`uncaught exception; source =
+   * …`), which it otherwise reports only to an attached inspector (tests that assert there is none).
+   */
+  verbose?: boolean;
   /** The caller stops the host on SIGINT/SIGTERM itself: Miniflare's own handlers (kill workerd, exit 128 + signal) are removed. */
   ownSignals?: boolean;
   /** A fault drill from the Worker's first query on (see `databaseOutage`): what a restarted instance does first meets it. */
@@ -97,6 +102,7 @@ export async function startHost(opts: HostOptions): Promise<LocalHost> {
     host: "127.0.0.1",
     port: opts.port ?? 0,
     ...(opts.inspectorPort ? { inspectorPort: opts.inspectorPort } : {}),
+    ...(opts.verbose ? { verbose: true } : {}),
     durableObjectsPersist: opts.dataDir ? join(opts.dataDir, "do") : false,
     r2Persist: opts.dataDir ? join(opts.dataDir, "r2") : false,
     ...(opts.onRuntimeOutput ? { handleRuntimeStdio: captureStdio(opts.onRuntimeOutput) } : {}),

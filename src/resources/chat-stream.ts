@@ -367,8 +367,9 @@ export function chatStreamToNdjson(providerBody: ReadableStream<Uint8Array>, opt
     async close() {
       await cancel();
       try {
-        // Whatever pumps the stream to the gone runner stops waiting for it to read.
-        controllerOf.error(new Error("the runner closed the stream"));
+        // Whatever pumps the stream to the gone runner stops waiting for it to read. Ended, not errored: workerd
+        // reports an error of a stream its RPC pipe reads as an uncaught exception of the run's object.
+        controllerOf.close();
       } catch {
         // already closed or cancelled
       }

@@ -132,18 +132,39 @@ export class Subscriber {
     this.wake?.();
   }
 
-  /** Its reader went away and no cancel came (it crossed an RPC pipe): stop, and let go of whatever pumps the stream. */
+  /**
+   * Its reader went away (the Worker saw its request go) and no cancel came (it crossed an RPC pipe): stop, and end
+   * the stream so whatever pumps it lets go. Ended, not errored: workerd reports an error of a stream its RPC pipe reads
+   * as an uncaught exception of this object, one per follower that leaves. What is still queued goes nowhere: the
+   * pipe's far end is gone, so the pump's next write fails, quietly, and ends it.
+   */
   close() {
-    if (this.closed) return;
+    if (!this.stop()) return;
+    try {
+      this.controller?.close();
+    } catch {
+      // already closed
+    }
+  }
+
+  /** Its reader took nothing for too long (watchStall): its queue is dropped now, as only an error does (reported uncaught). */
+  private dropStalled() {
+    if (!this.stop()) return;
+    try {
+      this.controller?.error(new Error("the follower took nothing for too long"));
+    } catch {
+      // already closed
+    }
+  }
+
+  /** Nothing more is made for this follower; false when it had stopped already. */
+  private stop(): boolean {
+    if (this.closed) return false;
     this.closed = true;
     clearTimeout(this.stallTimer);
     this.backlog = [];
     this.wake?.();
-    try {
-      this.controller?.error(new Error("the follower went away"));
-    } catch {
-      // already closed
-    }
+    return true;
   }
 
   end(status: string) {
@@ -165,6 +186,7 @@ export class Subscriber {
         // Read once the run has ended, a page is final: a seq missing from it was never recorded and never will be.
         const final = this.ended !== null;
         const page = await this.source(after, REPLAY_PAGE);
+        if (this.closed) return; // closed meanwhile: an enqueue would throw, erroring the ended stream
         let previous = after;
         for (const f of page.frames) {
           if (final) this.skipNeverRecorded(previous, f.seq);
@@ -201,7 +223,7 @@ export class Subscriber {
     this.stallTimer = setTimeout(() => {
       if (this.closed) return;
       if ((controller.desiredSize ?? 0) > queued) return this.watchStall(controller);
-      this.close();
+      this.dropStalled();
       this.onCancel?.();
     }, STALLED_AFTER_KEEPALIVES * this.keepAliveMs);
   }

@@ -57,7 +57,7 @@ export function startHostOn(dataDir: string, vars: Record<string, string> = {}, 
 }
 
 /** A real host: the built Worker under Miniflare with a fresh libSQL file of its own. */
-export async function startTestHost(opts: { vars?: Record<string, string>; captureLogs?: boolean; storageDrill?: boolean } = {}): Promise<TestHost> {
+export async function startTestHost(opts: { vars?: Record<string, string>; captureLogs?: boolean; storageDrill?: boolean; verbose?: boolean } = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), "agent-host-test-"));
   let logs = "";
   const dbUrl = `file:${join(dir, "host.db")}`;
@@ -68,6 +68,7 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     scriptPath: join(ROOT, "dist/test/worker.js"),
     vars: { SECRETS_KEY, ...QUICK_DB_RETRIES, ...opts.vars },
     storageDrill: opts.storageDrill,
+    verbose: opts.verbose,
     // Decision lines (one per Host API call) are kept for the tests that read them; everything else the
     // Worker prints reaches the test output, unless the test captures it.
     onRuntimeOutput: opts.captureLogs ? (text: string) => (logs += text) : withoutDecisionLines((text) => process.stdout.write(text)),
