@@ -10,6 +10,7 @@ import { describeError } from "../lib/describe-error";
 import { backfillMessageRefs } from "./message-refs";
 import { deleteOrphanBlobs } from "./orphans";
 import { deleteOldRuns } from "./runs";
+import { learnSlackInstallations } from "./slack-installations";
 import { endNeverHandedOverRuns } from "./unhanded-runs";
 
 export interface RetentionSummary {
@@ -24,6 +25,9 @@ export interface RetentionSummary {
   deletedOwners: number;
   /** Chat messages recorded before migration 0021 given their `message_ref`. */
   messageRefs: number;
+  /** Slack bots given the digest of their signing secret, and those whose installation was learned ahead of their requests. */
+  botDigests: number;
+  slackInstallations: number;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -43,8 +47,8 @@ export class RetentionStepsFailed extends Error {
 
 /**
  * The cron job: expired artifacts, orphaned blobs, runs never handed over, what deleted agents and runner services
- * left (their state, their plugin storage) and the `message_ref` of chat messages recorded before migration 0021
- * always; EventLog and Transcript rows, and ended runs with their ledgers, older than RETENTION_DAYS when that is set.
+ * left (their state, their plugin storage), the `message_ref` of chat messages recorded before migration 0021 and
+ * the installations of Slack bots not known yet (a few each time) always; EventLog and Transcript rows, and ended runs with their ledgers, older than RETENTION_DAYS when that is set.
  * `now` is the trigger's scheduled time. Bounded per invocation; what is left is picked up by the next one. Each step runs whatever happened to the ones
  * before it (R2 away, one query refused), so one that keeps failing never holds the others back; the invocation then
  * fails, naming it.
@@ -55,7 +59,7 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   const bucket = artifactsOf(env);
   const limits = { batchSize: config.RETENTION_BATCH_SIZE, maxBatches: config.RETENTION_MAX_BATCHES };
   const r2Limits = { ...limits, batchSize: Math.min(limits.batchSize, R2_DELETE_MAX_KEYS) };
-  const summary: RetentionSummary = { artifacts: 0, orphanBlobs: 0, neverHandedOver: 0, eventLog: 0, transcript: 0, runs: 0, deletedOwners: 0, messageRefs: 0 };
+  const summary: RetentionSummary = { artifacts: 0, orphanBlobs: 0, neverHandedOver: 0, eventLog: 0, transcript: 0, runs: 0, deletedOwners: 0, messageRefs: 0, botDigests: 0, slackInstallations: 0 };
   const failures: [string, unknown][] = [];
   const step = async (name: string, work: () => Promise<Partial<RetentionSummary>>) => {
     try {
@@ -70,6 +74,10 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   await step("never handed over", async () => ({ neverHandedOver: await endNeverHandedOverRuns(env, db, now, limits) }));
   await step("deleted owners", async () => ({ deletedOwners: await deleteDeletedOwnersData(db, limits) }));
   await step("message refs", async () => ({ messageRefs: await backfillMessageRefs(db, bucket, limits) }));
+  await step("slack installations", async () => {
+    const { digested, learned } = await learnSlackInstallations(db);
+    return { botDigests: digested, slackInstallations: learned };
+  });
   if (config.RETENTION_DAYS !== undefined) {
     const cutoff = now - config.RETENTION_DAYS * DAY_MS;
     // Apart: an EventLog walk that keeps failing (a payload R2 will not delete, a statement refused) never holds the transcript back.

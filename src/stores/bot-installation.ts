@@ -3,9 +3,11 @@
  * its app), kept on its row once the platform said so (src/platforms/slack/installation.ts asks, and checks each
  * request against it), with the key its siblings' lookups find it by (./bot-siblings.ts). What is kept names the
  * credentials it was learned with: once they change (a PUT, by this release or the one before, which knows nothing of
- * the column) it no longer counts, and is learned anew.
+ * the column) it no longer counts, and is learned anew. When the cron asked ahead and the platform did not say
+ * (src/retention/slack-installations.ts), the row keeps that instead, under the same credentials: when it was asked,
+ * and whether the platform refused them (not asked again by the cron until they change).
  */
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { bot } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
@@ -19,6 +21,30 @@ import { ADAPTERS } from "../platforms/registry";
 interface StoredInstallation {
   credentials_sha256: string;
   installation: Record<string, unknown>;
+}
+
+/** As stored when the platform was asked ahead of a request and did not say: no installation. */
+interface StoredUnanswered {
+  credentials_sha256: string;
+  unanswered: { at: number; refused: boolean };
+}
+
+/** What the cron keeps when unanswered, read in SQL (null for no JSON: the row read as never asked, never a failed query). */
+const unanswered = (field: "at" | "refused") => sql`(CASE WHEN json_valid(${bot.installationJson}) THEN json_extract(${bot.installationJson}, ${`$.unanswered.${field}`}) END)`;
+/** When the cron last asked and got no answer (null: never), and whether the platform refused the credentials. */
+export const unansweredAt = unanswered("at");
+export const credentialsRefused = sql`(coalesce(${unanswered("refused")}, 0) = 1)`;
+
+/**
+ * Keeps that the platform, asked at `at`, did not say which installation the row is (`refused`: it refused the
+ * credentials). Only over the row as read: an installation a request pinned meanwhile, or new credentials, stay.
+ */
+export async function keepUnanswered(db: Db, row: BotRow, at: number, refused: boolean): Promise<void> {
+  const kept: StoredUnanswered = { credentials_sha256: await sha256Hex(row.credentialsJson), unanswered: { at, refused } };
+  await db
+    .update(bot)
+    .set({ installationJson: JSON.stringify(kept) })
+    .where(and(eq(bot.botId, row.botId), eq(bot.createdAt, row.createdAt), eq(bot.credentialsJson, row.credentialsJson), sql`${bot.installationJson} IS ${row.installationJson}`));
 }
 
 /** The row's installation as a webhook request reads it and keeps what it learns: only the row as read is written. */

@@ -1,34 +1,24 @@
 /**
  * The bots registered for other installations of a bot's platform app (../platforms/siblings.ts), found by the keyed
  * digest of the secret the app's installations share and by the key of their installation, both indexed. No
- * credentials are opened but those of rows not digested yet (registered before this release, or whose credentials were
- * replaced since, by a release that knows nothing of the digest or by a reseal), a bounded number per lookup, each once.
+ * credentials are opened but those of rows not digested yet (./bot-digests.ts), a bounded number per lookup, each once
+ * (a row whose credentials cannot be opened is kept so, and opened again only once the host's keys change).
  */
 import { and, asc, eq, inArray, isNull, ne, or, sql } from "drizzle-orm";
 import { writeAll, type Db } from "../db/client";
 import { bot } from "../db/schema";
 import { loggedError } from "../lib/describe-error";
-import { SealedSecretError } from "../lib/secret-box";
 import { ADAPTERS } from "../platforms/registry";
 import type { SiblingBot, SiblingDirectory } from "../platforms/siblings";
 import type { Bot, PlatformName, WebhookInstallation } from "../platforms/types";
 import { webhookInstallation } from "./bot-installation";
+import { appSecretDigests, digester, digestWrite, pendingRows } from "./bot-digests";
 import { botOf, type BotRow } from "./bots";
 
-/** What the digest is of: its own key, derived from SECRETS_KEY for this purpose alone. */
-const APP_SECRET_PURPOSE = "bot app secret";
-/** Kept for a row whose credentials its platform cannot read (until a PUT replaces them): matches no digest. */
-const UNUSABLE = "unusable";
 /** Rows one lookup digests at most: the first lookups after the upgrade digest the bots registered before, a batch each. */
 const DIGESTED_PER_LOOKUP = 20;
 /** Siblings one lookup reads at most: those kept under the installation asked for first, then those not known yet. */
 const READ_PER_LOOKUP = 50;
-
-/** The digest to store for credentials of `platform`; null for a platform whose installations share no secret. */
-export async function appSecretDigest(db: Db, platform: PlatformName, credentials: Record<string, string>): Promise<string | null> {
-  const secretOf = ADAPTERS[platform].appSecret;
-  return secretOf ? (await db.secrets.digests(secretOf(credentials), APP_SECRET_PURPOSE))[0] : null;
-}
 
 /** A row read by a lookup: its installation as kept, its credentials opened once when asked. */
 interface Candidate {
@@ -47,26 +37,20 @@ export function siblingDirectory(db: Db, of: BotRow): SiblingDirectory {
   const platform = of.platform as PlatformName;
   return {
     async sharing(appSecret, installationKeys) {
-      const digests = await db.secrets.digests(appSecret, APP_SECRET_PURPOSE);
+      const [digests, digesting] = await Promise.all([appSecretDigests(db, appSecret), digester(db)]);
       const others = and(eq(bot.platform, platform), ne(bot.botId, of.botId));
       const keyed = installationKeys.length > 0 ? or(inArray(bot.installationKey, installationKeys), isNull(bot.installationKey)) : isNull(bot.installationKey);
       const [shared, undigested] = await db.batch([
         db.select().from(bot).where(and(others, inArray(bot.appSecretDigest, digests), keyed)).orderBy(sql`${bot.installationKey} IS NULL`, asc(bot.createdAt), asc(bot.botId)).limit(READ_PER_LOOKUP + 1),
-        db.select().from(bot).where(and(others, isNull(bot.appSecretDigest))).orderBy(asc(bot.createdAt), asc(bot.botId)).limit(DIGESTED_PER_LOOKUP + 1),
+        pendingRows(db, digesting, platform, DIGESTED_PER_LOOKUP + 1, of.botId),
       ]);
       const writes: unknown[] = [];
       // The bot asking is digested too, for lookups made at its siblings' addresses: its secret is the one given.
-      if (of.appSecretDigest === null) writes.push(digestWrite(db, of, digests[0]));
+      if (of.appSecretDigest === null || !digests.includes(of.appSecretDigest)) writes.push(digestWrite(db, of, digests[0]));
       const found = shared.slice(0, READ_PER_LOOKUP).map((row) => candidate(db, row));
       for (const row of undigested.slice(0, DIGESTED_PER_LOOKUP)) {
         const c = candidate(db, row);
-        const opened = await c.open().catch((err: unknown) => {
-          if (err instanceof SealedSecretError) return "sealed" as const;
-          throw err;
-        });
-        // Sealed under a key the host does not have: left undigested, and read again once the key is fixed.
-        if (opened === "sealed") continue;
-        const digest = opened === null ? UNUSABLE : await appSecretDigest(db, platform, opened.credentials);
+        const digest = await digesting.of(row, c.open);
         if (digest === null) continue;
         writes.push(digestWrite(db, row, digest));
         if (digests.includes(digest)) found.push(c);
@@ -87,10 +71,6 @@ export function siblingDirectory(db: Db, of: BotRow): SiblingDirectory {
     },
   };
 }
-
-/** Only over the credentials it is the digest of: new ones meanwhile void it (the migration's trigger) and are digested anew. */
-const digestWrite = (db: Db, row: BotRow, digest: string) =>
-  db.update(bot).set({ appSecretDigest: digest }).where(and(eq(bot.botId, row.botId), eq(bot.createdAt, row.createdAt), eq(bot.credentialsJson, row.credentialsJson)));
 
 const keyWrite = (db: Db, row: BotRow, key: string) =>
   db.update(bot).set({ installationKey: key }).where(and(eq(bot.botId, row.botId), eq(bot.createdAt, row.createdAt), eq(bot.installationJson, row.installationJson!)));

@@ -177,6 +177,7 @@ describe("upgrading a database the release at migration 0020 left", () => {
       await host.triggerScheduled();
       const counted = () => [...logs.matchAll(/^retention: (\{.*\})$/gm)].map((m) => JSON.parse(m[1]).messageRefs);
       await expect.poll(counted).toEqual([2, 3, 0, 0]);
+      expect(fake.calls.filter((c) => c.path === "/auth.test")).toHaveLength(1);
 
       // The oldest message, recalled on Slack now: found by its ref, its transcript item marked.
       const body = JSON.stringify({
@@ -212,9 +213,9 @@ describe("upgrading a database the release at migration 0020 left", () => {
       expect(read.kept).toMatchObject({ event_id: slackId(SLACK_TS[1]), input_summary: "old question 1" });
       expect(read.kept.metadata.recalled).toBeUndefined();
 
-      // The old bot's row named no installation: its first verified request (the recall) asked Slack's auth.test which
-      // workspace its token is (T1), once, and kept it with the app that request named. A request its app's signing
-      // secret signed for another workspace (the app installed there too) is refused now, and runs nothing.
+      // The old bot's row named no installation: the cron asked Slack's auth.test which workspace its token is (T1), once,
+      // ahead of any request, and its first verified request (the recall) kept the app it named. A request its app's
+      // signing secret signed for another workspace (the app installed there too) is refused now, and runs nothing.
       const [row] = await host.query<{ installation_json: string }>("SELECT installation_json FROM bot WHERE bot_id = ?", [BOT]);
       expect(JSON.parse(row.installation_json).installation).toEqual({ team_id: "T1", enterprise_id: null, enterprise_install: false, app_id: "A1" });
       expect(fake.calls.filter((c) => c.path === "/auth.test")).toHaveLength(1);

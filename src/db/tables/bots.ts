@@ -27,7 +27,8 @@ export const bot = sqliteTable(
     lastDeliveryFailureJson: text("last_delivery_failure_json"),
     // Which installation of its platform app the bot is (Slack: its team or enterprise and its app), as the platform
     // said when first asked, with a digest of the credentials it was asked with: new credentials (a PUT, by any
-    // release) void it. JSON; null until first learned (src/stores/bot-installation.ts). Never written by a PUT.
+    // release) void it. JSON; null until first learned (src/stores/bot-installation.ts), or when the cron asked and the
+    // platform did not say, that instead (when, and whether it refused the credentials). Never written by a PUT.
     installationJson: text("installation_json"),
     // Which installation it is, as a key a lookup can use ("team:T1", "enterprise:E1"): set with installationJson by
     // this release, and null while that is (a row pinned by the release before is keyed when a lookup first reads it).
@@ -35,7 +36,8 @@ export const bot = sqliteTable(
     // A keyed digest (HMAC under a key derived from SECRETS_KEY, never the bare hash) of the secret all installations of
     // its platform app share (Slack: the signing secret), so a request one bot refuses as another installation's finds
     // the bot registered for that one without opening every bot's credentials (src/stores/bot-siblings.ts). Null
-    // until digested: set on create and PUT, else when a lookup first meets the row. A trigger voids it, and the
+    // until digested: set on create and PUT, else when a lookup or the cron first meets the row; a marker for a row
+    // whose credentials cannot be read or opened (src/stores/bot-digests.ts). A trigger voids it, and the
     // installation, whenever the credentials change (by any release, or a reseal).
     appSecretDigest: text("app_secret_digest"),
   },

@@ -2,7 +2,8 @@
  * The Slack installation a bot is, from Slack itself: auth.test with the bot's own token says its workspace (team),
  * its organization and whether it is installed org-wide, never trusting what a request says. Asked once, when the
  * bot's webhook is first called with a verified request (a bot registered before this was kept too), or when a request
- * of its app reaches a sibling's address (./siblings.ts), and kept on its row until its credentials change
+ * of its app reaches a sibling's address (./siblings.ts), or ahead of both by the cron
+ * (src/retention/slack-installations.ts), and kept on its row until its credentials change
  * (src/stores/bot-installation.ts). auth.test names the app only for some tokens:
  * else the app is learned from the first request found to be of the bot's own installation (one signing secret is
  * one app, so this only guards against a secret shared by mistake).

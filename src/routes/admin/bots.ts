@@ -14,7 +14,7 @@ import { scrubSecrets } from "../../platforms/redact";
 import { ADAPTERS } from "../../platforms/registry";
 import { PLATFORMS, type Bot, type PlatformAdapter, type PlatformName } from "../../platforms/types";
 import { botOf, botsStore, toBotView, webhookPath, type BotRow } from "../../stores/bots";
-import { appSecretDigest } from "../../stores/bot-siblings";
+import { appSecretDigest } from "../../stores/bot-digests";
 import { publicBaseUrl, router } from "../app-env";
 import { maskUrl } from "../../resources/secrets";
 import { EndpointSchema } from "../../resources/ids";
