@@ -1,6 +1,6 @@
-import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
+import { postToSlackBot, webhookRefusal } from "../support/slack-signed";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
@@ -85,12 +85,9 @@ const now = () => Math.floor(Date.now() / 1000);
 
 /** Signed as Slack signs the app's requests, and sent to the app's one Request URL (slack-one's) unless told. */
 async function send(body: string, contentType = "application/json", to = "slack-one", secret = APP_SECRET) {
-  const timestamp = String(now());
-  const signature = `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
-  const res = await fetch(`${host.url}/v1/webhooks/slack/${to}`, { method: "POST", headers: { "content-type": contentType, "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body });
-  const text = await res.text();
-  answered.push(text);
-  return { status: res.status, noRetry: res.headers.get("x-slack-no-retry"), body: text.startsWith("{") ? JSON.parse(text) : text };
+  const answer = await postToSlackBot(host.url, to, body, { secret, contentType });
+  answered.push(answer.text);
+  return answer;
 }
 /** A message in `channel` of workspace `team`, as the app's installation there gets it. */
 function message(team: string, channel: string, text: string, app = "A1") {
@@ -102,7 +99,7 @@ const form = (fields: Record<string, string>) => new URLSearchParams(fields).toS
 const slash = (team: string, channel: string, text: string) =>
   form({ token: "legacy-verification-token", team_id: team, channel_id: channel, channel_name: "general", user_id: "U42", user_name: "ada", command: "/ask", text, api_app_id: "A1", is_enterprise_install: "false", response_url: `${fake.url}/response/${++n}`, trigger_id: `${++n}.cmd` });
 
-const refusal = (why: string) => ({ error: { code: "forbidden", message: `webhook refused: ${why}` } });
+const refusal = webhookRefusal;
 const contextsSaying = (text: string) => runner.contexts.filter((c) => c.input.text === text);
 const recordedFor = (botId: string) => host.query<{ event_id: string; raw_ref: string | null }>("SELECT event_id, raw_ref FROM event_log WHERE bot_id = ? AND event_type = 'message.received' ORDER BY seq", [botId]);
 const callsWith = (token: string, path: string) => fake.calls.filter((c) => c.path === path && c.headers.authorization === `Bearer ${token}`);

@@ -1,6 +1,6 @@
-import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
+import { slackSignedHeaders, webhookRefusal } from "../support/slack-signed";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
@@ -67,11 +67,7 @@ let ts = 1_700_000_000;
 const now = () => Math.floor(Date.now() / 1000);
 
 /** A request as Slack sends it for an app (the one app of bots a and b by default): signed once, its bytes and headers sent as they are to whichever address. */
-function signed(body: string, contentType = "application/json", secret = SIGNING_SECRET) {
-  const timestamp = String(now());
-  const signature = `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
-  return { body, headers: { "content-type": contentType, "x-slack-request-timestamp": timestamp, "x-slack-signature": signature } };
-}
+const signed = (body: string, contentType = "application/json", secret = SIGNING_SECRET) => ({ body, headers: slackSignedHeaders(secret, body, contentType) });
 async function send(botId: string, request: ReturnType<typeof signed>) {
   const res = await fetch(`${host.url}/v1/webhooks/slack/${botId}`, { method: "POST", headers: request.headers, body: request.body });
   return { status: res.status, noRetry: res.headers.get("x-slack-no-retry"), body: await res.text() };
@@ -87,7 +83,7 @@ const form = (fields: Record<string, string>) => new URLSearchParams(fields).toS
 
 /** Status, X-Slack-No-Retry and body as parsed (as sent when not JSON: an acknowledgement is empty). */
 const answerOf = (res: Awaited<ReturnType<typeof send>>) => [res.status, res.noRetry, res.body.startsWith("{") ? JSON.parse(res.body) : res.body];
-const refusal = (why: string) => ({ error: { code: "forbidden", message: `webhook refused: ${why}` } });
+const refusal = webhookRefusal;
 const contextsSaying = (text: string) => runner.contexts.filter((c) => c.input.text === text);
 const recordedFor = (botId: string) => host.query<{ event_id: string }>("SELECT event_id FROM event_log WHERE bot_id = ? ORDER BY seq", [botId]);
 const postsWith = (token: string) => fake.calls.filter((c) => c.path === "/chat.postMessage" && c.headers.authorization === `Bearer ${token}`);

@@ -1,6 +1,6 @@
-import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
+import { postToSlackBot, webhookRefusal } from "../support/slack-signed";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
@@ -72,13 +72,7 @@ let ts = 1_700_000_000;
 const now = () => Math.floor(Date.now() / 1000);
 
 /** Signed as Slack signs the app's requests (or with `secret`), sent to the app's one Request URL, slack-hub's. */
-async function send(body: string, contentType = "application/json", secret = APP_SECRET) {
-  const timestamp = String(now());
-  const signature = `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
-  const res = await fetch(`${host.url}/v1/webhooks/slack/slack-hub`, { method: "POST", headers: { "content-type": contentType, "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body });
-  const text = await res.text();
-  return { status: res.status, noRetry: res.headers.get("x-slack-no-retry"), body: text.startsWith("{") ? JSON.parse(text) : text };
-}
+const send = (body: string, contentType = "application/json", secret = APP_SECRET) => postToSlackBot(host.url, "slack-hub", body, { secret, contentType });
 /** A message event sent for the installation `authorization` says (the envelope's own team and enterprise, `envelope`, default to it). */
 function message(authorization: { team: string | null; enterprise?: string; orgWide?: boolean }, channel: string, text: string, envelope: { team?: string; enterprise?: string } = {}) {
   const auth = { enterprise_id: authorization.enterprise ?? null, team_id: authorization.team, user_id: "UBOT", is_bot: true, is_enterprise_install: authorization.orgWide ?? false };
@@ -88,7 +82,7 @@ function message(authorization: { team: string | null; enterprise?: string; orgW
     type: "event_callback", event_id: `EvBypass${++n}`, event_time: now(), authorizations: [auth], event,
   });
 }
-const refusal = (why: string) => ({ error: { code: "forbidden", message: `webhook refused: ${why}` } });
+const refusal = webhookRefusal;
 const contextsSaying = (text: string) => runner.contexts.filter((c) => c.input.text === text);
 const recordedFor = (botId: string) => host.query<{ event_id: string }>("SELECT event_id FROM event_log WHERE bot_id = ? ORDER BY seq", [botId]);
 const authTests = (token: string) => fake.calls.filter((c) => c.path === "/auth.test" && c.headers.authorization === `Bearer ${token}`);

@@ -1,6 +1,6 @@
-import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
+import { postToSlackBot } from "../support/slack-signed";
 import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
@@ -74,12 +74,8 @@ let ts = 1_700_000_000;
 async function sendFrom(team: string, text: string) {
   const event = { type: "message", channel: `C-${team}`, channel_type: "channel", user: "U42", text, ts: `${++ts}.000100`, team };
   const authorizations = [{ enterprise_id: null, team_id: team, user_id: `U-${team}`, is_bot: true, is_enterprise_install: false }];
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const body = JSON.stringify({ token: "legacy", team_id: team, api_app_id: "A1", type: "event_callback", event_id: `EvAhead${++n}`, event_time: Number(timestamp), authorizations, event });
-  const signature = `v0=${createHmac("sha256", APP_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
-  const res = await fetch(`${host.url}/v1/webhooks/slack/slack-hub`, { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body });
-  await res.text();
-  return res.status;
+  const body = JSON.stringify({ token: "legacy", team_id: team, api_app_id: "A1", type: "event_callback", event_id: `EvAhead${++n}`, event_time: Math.floor(Date.now() / 1000), authorizations, event });
+  return (await postToSlackBot(host.url, "slack-hub", body, { secret: APP_SECRET })).status;
 }
 const authTests = (bearer: string) => fake.calls.filter((c) => c.path === "/auth.test" && c.headers.authorization === `Bearer ${bearer}`).length;
 const ranAs = async (text: string) => (await waitFor(() => runner.contexts.find((c) => c.input.text === text), 10_000, `the run of "${text}"`)).conversation.bot_id;

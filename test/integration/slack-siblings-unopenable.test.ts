@@ -1,4 +1,3 @@
-import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalHost } from "../../local/host";
 import { adminCall } from "../../local/setup";
 import { startHostOn } from "../support/host";
+import { postToSlackBot } from "../support/slack-signed";
 import { startFakePlatform, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
@@ -51,12 +51,8 @@ let n = 0;
 async function sendFrom(host: LocalHost, team: string) {
   const event = { type: "message", channel: `C-${team}`, channel_type: "channel", user: "U42", text: `hello from ${team}`, ts: `${1_700_000_000 + ++n}.000100`, team };
   const authorizations = [{ enterprise_id: null, team_id: team, user_id: `U-${team}`, is_bot: true, is_enterprise_install: false }];
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const body = JSON.stringify({ token: "legacy", team_id: team, api_app_id: "A1", type: "event_callback", event_id: `EvUnopenable${team}`, event_time: Number(timestamp), authorizations, event });
-  const signature = `v0=${createHmac("sha256", APP_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
-  const res = await fetch(`${host.url}/v1/webhooks/slack/slack-hub`, { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature }, body });
-  await res.text();
-  return res.status;
+  const body = JSON.stringify({ token: "legacy", team_id: team, api_app_id: "A1", type: "event_callback", event_id: `EvUnopenable${team}`, event_time: Math.floor(Date.now() / 1000), authorizations, event });
+  return (await postToSlackBot(host.url, "slack-hub", body, { secret: APP_SECRET })).status;
 }
 const recordedFor = (host: LocalHost, botId: string) => host.query<{ event_id: string }>("SELECT event_id FROM event_log WHERE bot_id = ?", [botId]);
 
