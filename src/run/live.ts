@@ -1,6 +1,7 @@
 import { ENDED, ledgerEntryOf, type LedgerEntry, type runsStore } from "../stores/runs";
 import { randomHex } from "../lib/crypto";
 import { SequenceSet } from "./sequence-set";
+import { UntakenWatch } from "../lib/untaken-watch";
 import { KEEP_ALIVE, sseEnd, sseFrame, type LiveFrame } from "./sse-frames";
 
 export type { LiveFrame };
@@ -35,9 +36,11 @@ export interface FollowOptions {
 }
 
 /**
- * A follower that takes nothing for this many keep-alive intervals while its stream is full is closed. Its reader
- * may have gone without the Worker hearing of it (nothing more is written to a full stream, and a write is what
- * tells); a live reader that stalled that long reconnects with Last-Event-ID.
+ * A follower whose queued data goes untaken for this many keep-alive intervals is closed, full or not. Its reader may
+ * have gone without anyone hearing of it: a full stream is written no more, and workerd can fail a gone client's
+ * response write inside itself (two frames back to back) with no abort reaching the Worker. Keep-alives are queued
+ * data too, so a gone reader of a quiet run is found as well; a live reader that stalled that long reconnects with
+ * Last-Event-ID.
  */
 export const STALLED_AFTER_KEEPALIVES = 4;
 
@@ -87,8 +90,8 @@ export class Subscriber {
   private readonly keepAliveMs: number;
   private readonly onCancel: (() => void) | undefined;
   private ready: Promise<void> | undefined;
-  /** Armed while the stream is full: fires if its reader takes nothing for STALLED_AFTER_KEEPALIVES keep-alive intervals. */
-  private stallTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Every enqueue goes through it: a reader that leaves what is queued untaken for STALLED_AFTER_KEEPALIVES intervals is gone. */
+  private readonly untaken: UntakenWatch<Uint8Array>;
 
   /** `known`: the whole ledger so far, when the caller has it; otherwise it is read from `source`. */
   constructor(
@@ -103,18 +106,20 @@ export class Subscriber {
     this.delivered = after;
     this.backlog = known?.filter((f) => f.seq > after) ?? [];
     this.catchUpAfter = known === null ? after : null;
+    const size = (chunk: Uint8Array) => chunk.byteLength;
+    this.untaken = new UntakenWatch({ highWaterMark: QUEUED_BYTES, size, intervalMs: keepAliveMs, intervals: STALLED_AFTER_KEEPALIVES, onGone: () => this.dropStalled() });
     this.readable = new ReadableStream<Uint8Array>(
       {
         start: (controller) => void (this.controller = controller),
         pull: (controller) => this.pull(controller),
         cancel: () => {
           this.closed = true;
-          clearTimeout(this.stallTimer);
+          this.untaken.stop();
           this.wake?.();
           onCancel?.();
         },
       },
-      { highWaterMark: QUEUED_BYTES, size: (chunk) => chunk.byteLength },
+      { highWaterMark: QUEUED_BYTES, size },
     );
   }
 
@@ -147,7 +152,10 @@ export class Subscriber {
     }
   }
 
-  /** Its reader took nothing for too long (watchStall): its queue is dropped now, as only an error does (reported uncaught). */
+  /**
+   * Its reader left what is queued untaken for too long (UntakenWatch): its queue is dropped now, as only an error does
+   * (reported uncaught), and its slot is freed.
+   */
   private dropStalled() {
     if (!this.stop()) return;
     try {
@@ -155,13 +163,14 @@ export class Subscriber {
     } catch {
       // already closed
     }
+    this.onCancel?.();
   }
 
   /** Nothing more is made for this follower; false when it had stopped already. */
   private stop(): boolean {
     if (this.closed) return false;
     this.closed = true;
-    clearTimeout(this.stallTimer);
+    this.untaken.stop();
     this.backlog = [];
     this.wake?.();
     return true;
@@ -175,7 +184,6 @@ export class Subscriber {
 
   /** Called when the reader wants more: answers once something was enqueued (a pull that enqueues nothing is not called again). */
   private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
-    clearTimeout(this.stallTimer);
     if (this.ready) await this.ready.finally(() => (this.ready = undefined));
     let enqueued = 0;
     while (enqueued === 0) {
@@ -201,31 +209,18 @@ export class Subscriber {
         for (const f of frames) enqueued += this.write(controller, f);
       } else if (this.ended !== null) {
         this.closed = true;
+        // Unwatched: a closed stream's desiredSize no longer tells what is queued, and an ended run frees its slots.
+        this.untaken.stop();
         controller.enqueue(sseEnd(this.ended));
         controller.close();
         return;
       } else if (await this.idle()) {
         if (this.closed) return;
-        controller.enqueue(KEEP_ALIVE);
+        // Queued data like any frame: a gone reader of a quiet run leaves it untaken.
+        this.untaken.enqueue(controller, KEEP_ALIVE);
         enqueued++;
       }
     }
-    // Full: the next pull comes once the reader has taken what is queued.
-    if (this.keepAliveMs > 0 && !this.closed && (controller.desiredSize ?? 1) <= 0) this.watchStall(controller);
-  }
-
-  /**
-   * A full stream's reader that takes nothing for that long is taken as gone. Taking only part of what is queued
-   * calls no pull (a reader slower than the run), so what it took is told by the queue having shrunk: not stalled.
-   */
-  private watchStall(controller: ReadableStreamDefaultController<Uint8Array>) {
-    const queued = controller.desiredSize ?? 0;
-    this.stallTimer = setTimeout(() => {
-      if (this.closed) return;
-      if ((controller.desiredSize ?? 0) > queued) return this.watchStall(controller);
-      this.dropStalled();
-      this.onCancel?.();
-    }, STALLED_AFTER_KEEPALIVES * this.keepAliveMs);
   }
 
   /** Waits for a push, an end or a close (false), or for `keepAliveMs` of quiet (true). */
@@ -268,7 +263,7 @@ export class Subscriber {
     const chunk = new Uint8Array(id.length + body.length);
     chunk.set(id);
     chunk.set(body, id.length);
-    controller.enqueue(chunk);
+    this.untaken.enqueue(controller, chunk);
     return 1;
   }
 }

@@ -4,9 +4,9 @@ import { readSse, startTestHost, type TestHost } from "../support/host";
 import { putAgent, startScriptedRunner } from "../support/scripted-runner";
 
 /**
- * A follower whose stream is full and whose reader takes nothing for STALLED_AFTER_KEEPALIVES keep-alive intervals
- * is closed (README): its reader may be gone without the Worker hearing of it, as nothing more is written to a full
- * stream, and what it holds would stay for as long as the conversation's object lives. A reader that was only
+ * A follower whose reader takes nothing queued for STALLED_AFTER_KEEPALIVES keep-alive intervals is closed (README),
+ * here with its stream full: its reader may be gone without the Worker hearing of it, as nothing more is written to a
+ * full stream, and what it holds would stay for as long as the conversation's object lives. A reader that was only
  * stalled reconnects with Last-Event-ID and gets the rest, its end included. A follower that keeps reading is
  * never cut, however long the run.
  */

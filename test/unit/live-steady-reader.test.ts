@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { STALLED_AFTER_KEEPALIVES, Subscriber, type LiveFrame } from "../../src/run/live";
 
 /**
- * README: "one whose stream is full and whose reader takes nothing for 4 keep-alive intervals is closed". A reader
+ * README: "one whose queued data, frames or keep-alives, goes untaken for 4 keep-alive intervals is closed". A reader
  * that keeps taking frames, only more slowly than the run produces them, takes something every few milliseconds:
  * it must not be closed as stalled.
  */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BACKLOG_BYTES, LiveHub, RECENT_LEDGER_BYTES, Subscriber, type LiveFrame } from "../../src/run/live";
+import { BACKLOG_BYTES, LiveHub, RECENT_LEDGER_BYTES, STALLED_AFTER_KEEPALIVES, Subscriber, type LiveFrame } from "../../src/run/live";
 import type { LedgerEntry } from "../../src/stores/runs";
 
 const frame = (seq: number): LiveFrame => ({ seq, type: "t", data: {}, origin: "host" });
@@ -110,6 +110,43 @@ describe("live run subscribers", () => {
     expect((gone as unknown as { backlog: unknown[] }).backlog).toEqual([]);
     hub.end("r", "completed");
     expect(await seqsOf(staying)).toEqual([1]);
+  });
+
+  const KEEPALIVE_MS = 20;
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("drop a follower of a quiet run whose reader stops taking: its keep-alives queue up untaken", async () => {
+    const hub = new LiveHub(() => KEEPALIVE_MS);
+    hub.track("r");
+    const sub = hub.subscribe("r", ledger(0));
+    const followers = () => (hub as unknown as { subs: Map<string, Set<Subscriber>> }).subs.get("r")?.size;
+    const reader = sub.readable.getReader();
+    await reader.read(); // a keep-alive: its reader was there
+    const leftAt = Date.now();
+    // Nothing is read from now on; nothing is published either, so keep-alives are all that queue.
+    while (followers() !== undefined && Date.now() - leftAt < 20 * KEEPALIVE_MS) await sleep(KEEPALIVE_MS / 2);
+    expect(followers()).toBeUndefined();
+    expect(Date.now() - leftAt).toBeGreaterThanOrEqual(STALLED_AFTER_KEEPALIVES * KEEPALIVE_MS);
+    // What was queued is dropped with it.
+    await expect(reader.read()).rejects.toThrow(/took nothing/);
+  });
+
+  it("keep a follower whose reader takes part of what is queued, however far behind it falls", async () => {
+    const hub = new LiveHub(() => KEEPALIVE_MS);
+    hub.track("r");
+    const sub = hub.subscribe("r", ledger(0));
+    const followers = () => (hub as unknown as { subs: Map<string, Set<Subscriber>> }).subs.get("r")?.size;
+    const reader = sub.readable.getReader();
+    // One chunk every two intervals: a keep-alive is queued each interval, so the queue only grows.
+    for (let i = 0; i < 2 * STALLED_AFTER_KEEPALIVES; i++) {
+      await reader.read();
+      await sleep(2 * KEEPALIVE_MS);
+    }
+    expect(followers()).toBe(1);
+    hub.end("r", "completed");
+    let text = "";
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+    expect(text).toMatch(/^event: end$/m);
   });
 });
 
