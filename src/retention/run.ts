@@ -75,7 +75,7 @@ export async function runRetention(env: Env, now: number): Promise<RetentionSumm
   await step("deleted owners", async () => ({ deletedOwners: await deleteDeletedOwnersData(db, limits) }));
   await step("message refs", async () => ({ messageRefs: await backfillMessageRefs(db, bucket, limits) }));
   await step("slack installations", async () => {
-    const { digested, learned } = await learnSlackInstallations(db);
+    const { digested, learned } = await learnSlackInstallations(db, limits.batchSize);
     return { botDigests: digested, slackInstallations: learned };
   });
   if (config.RETENTION_DAYS !== undefined) {

@@ -3,8 +3,9 @@
  * bot registered for it (src/platforms/slack/siblings.ts), which must be known by then: a sibling not known yet is
  * asked then, two per request, and after an upgrade or a reseal with more of them Slack's three retries can run out
  * before the one the request is for was asked, and its event is lost. Each cron invocation digests a batch of the bots
- * not digested yet, then asks auth.test, with each bot's own token, which installation a few of those not known yet
- * are, and keeps it on their rows as a request would. Best effort: what is left, or gets no answer, is asked by a later
+ * not digested yet, then asks auth.test, with each bot's own token, which installation those not known yet are (as
+ * many as a time budget allows), and keeps it on their rows as a request would, never over what a request kept
+ * meanwhile. Best effort: what is left, or gets no answer, is asked by a later
  * invocation, the least recently asked first, so bots that never get one hold no others back. A paused bot is never
  * asked (a paused bot calls no Slack API); a bot whose token Slack refused is not asked again until its credentials
  * change.
@@ -21,11 +22,15 @@ import { credentialsRefused, keepUnanswered, unansweredAt, webhookInstallation }
 import { digested, digester, digestWrite, pendingRows } from "../stores/bot-digests";
 import { botOf, type BotRow } from "../stores/bots";
 
-/** Bots one invocation digests at most (their credentials opened, nothing asked of Slack). */
-const DIGESTED_PER_INVOCATION = 50;
-/** Bots one invocation asks Slack about at most, and at once: a few seconds at most, whatever Slack does. */
-const ASKED_PER_INVOCATION = 10;
-const ASKED_AT_ONCE = 5;
+/**
+ * Bots one invocation asks Slack about: ten at once, each within 1 s, wave after wave while the step has spent less
+ * than its budget, up to a cap (each costs a Slack call and a write, subrequests of the cron's invocation). The cron
+ * runs hourly: at ten an invocation, a fleet of hundreds of bots took days to be known. A Slack that does not answer
+ * holds the step for the budget and one wave more, however many are left.
+ */
+const ASKED_AT_ONCE = 10;
+const ASKED_PER_INVOCATION = 100;
+const ASKING_BUDGET_MS = 2_000;
 /** Each auth.test call's bound: nothing waits on it, but a Slack that does not answer must not hold the cron. */
 const AUTH_TEST_TIMEOUT_MS = 1_000;
 
@@ -36,9 +41,10 @@ export interface LearnedInstallations {
   learned: number;
 }
 
-export async function learnSlackInstallations(db: Db): Promise<LearnedInstallations> {
+/** `digestLimit`: bots digested at most (their credentials opened, nothing asked of Slack): the retention batch size. */
+export async function learnSlackInstallations(db: Db, digestLimit: number): Promise<LearnedInstallations> {
   const digesting = await digester(db);
-  const pending = await pendingRows(db, digesting, "slack", DIGESTED_PER_INVOCATION);
+  const pending = await pendingRows(db, digesting, "slack", digestLimit);
   const writes: unknown[] = [];
   for (const row of pending) {
     const digest = await digesting.of(row, () => botOf(row, db.secrets));
@@ -46,21 +52,32 @@ export async function learnSlackInstallations(db: Db): Promise<LearnedInstallati
   }
   await writeAll(db, writes);
 
-  // Digested (a bot whose credentials cannot be opened or read has nothing Slack could be asked with), so a lookup
-  // finds it once known.
-  const unknown = await db
-    .select()
-    .from(bot)
-    .where(and(eq(bot.platform, "slack"), eq(bot.enabled, true), isNull(bot.installationKey), digested, sql`NOT ${credentialsRefused}`))
-    .orderBy(sql`coalesce(${unansweredAt}, 0)`, asc(bot.createdAt), asc(bot.botId))
-    .limit(ASKED_PER_INVOCATION);
+  const startedAt = Date.now();
+  let asked = 0;
   let learned = 0;
-  for (let i = 0; i < unknown.length; i += ASKED_AT_ONCE) {
-    const outcomes = await Promise.all(unknown.slice(i, i + ASKED_AT_ONCE).map((row) => learnInstallation(db, row)));
+  while (asked < ASKED_PER_INVOCATION && Date.now() - startedAt < ASKING_BUDGET_MS) {
+    // Read wave by wave: a bot paused, deleted or learned by a request since the last wave is as it is now.
+    const wave = await unknownInstallations(db, startedAt, Math.min(ASKED_AT_ONCE, ASKED_PER_INVOCATION - asked));
+    if (wave.length === 0) break;
+    asked += wave.length;
+    const outcomes = await Promise.all(wave.map((row) => learnInstallation(db, row)));
     learned += outcomes.filter(Boolean).length;
   }
   return { digested: writes.length, learned };
 }
+
+/**
+ * Enabled Slack bots whose installation is not known, never asked first, then those asked least recently, but none
+ * this invocation asked already (since `startedAt`). Digested only (a bot whose credentials cannot be opened or read
+ * has nothing Slack could be asked with), so a lookup finds it once known.
+ */
+const unknownInstallations = (db: Db, startedAt: number, limit: number) =>
+  db
+    .select()
+    .from(bot)
+    .where(and(eq(bot.platform, "slack"), eq(bot.enabled, true), isNull(bot.installationKey), digested, sql`NOT ${credentialsRefused}`, sql`coalesce(${unansweredAt}, 0) < ${startedAt}`))
+    .orderBy(sql`coalesce(${unansweredAt}, 0)`, asc(bot.createdAt), asc(bot.botId))
+    .limit(limit);
 
 /** Whether the row's installation is known now. */
 async function learnInstallation(db: Db, row: BotRow): Promise<boolean> {

@@ -54,6 +54,9 @@ export function webhookInstallation(db: Db, row: BotRow): WebhookInstallation {
   const credentials = () => (digest ??= sha256Hex(row.credentialsJson));
   // What this request pinned: read again when it is handed to this bot after a lookup asked the platform.
   let pinnedNow: Record<string, unknown> | undefined;
+  // The column as last read or written here: a pin writes only over that, never over what another request or the
+  // cron kept meanwhile (an app learned since, which an installation asked of the platform again would drop).
+  let asRead = row.installationJson;
   return {
     async pinned() {
       if (pinnedNow) return pinnedNow;
@@ -65,12 +68,15 @@ export function webhookInstallation(db: Db, row: BotRow): WebhookInstallation {
       pinnedNow = installation;
       const kept: StoredInstallation = { credentials_sha256: await credentials(), installation };
       const installationKey = (isPlatform(row.platform) && ADAPTERS[row.platform].installationKey?.(installation)) || null;
+      const json = JSON.stringify(kept);
       try {
         // The same registration with the same credentials only: a PUT or a DELETE meanwhile makes it another bot's.
-        await db
+        const written = await db
           .update(bot)
-          .set({ installationJson: JSON.stringify(kept), installationKey })
-          .where(and(eq(bot.botId, row.botId), eq(bot.createdAt, row.createdAt), eq(bot.credentialsJson, row.credentialsJson)));
+          .set({ installationJson: json, installationKey })
+          .where(and(eq(bot.botId, row.botId), eq(bot.createdAt, row.createdAt), eq(bot.credentialsJson, row.credentialsJson), sql`${bot.installationJson} IS ${asRead}`))
+          .returning({ botId: bot.botId });
+        if (written.length > 0) asRead = json;
       } catch (err) {
         // Best effort: the request was checked against it all the same, and the next one asks the platform again.
         console.error(`bot ${row.botId}: its installation was not kept: ${loggedError(err)}`);

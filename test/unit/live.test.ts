@@ -148,6 +148,25 @@ describe("live run subscribers", () => {
     for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
     expect(text).toMatch(/^event: end$/m);
   });
+
+  it("end, not error, a follower closed while a page of its catch-up is being read, what it had queued kept", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let reads = 0;
+    // A first page, queued at once; the second read while the reader has taken nothing yet.
+    const source = async (after: number) => {
+      if (++reads === 1) return { frames: [frame(1), frame(2)], hasMore: true };
+      await held;
+      return { frames: [frame(after + 1)], hasMore: false };
+    };
+    const sub = new Subscriber(source, null);
+    while (reads < 2) await new Promise((r) => setTimeout(r, 1));
+    sub.close();
+    release();
+    await new Promise((r) => setTimeout(r, 10)); // the page read settles before the reader takes anything
+    // An enqueue after the close would have errored the stream, dropping what was queued.
+    expect(await seqsOf(sub)).toEqual([1, 2]);
+  });
 });
 
 const entry = (seq: number, data: unknown = {}): LedgerEntry => ({ runId: "r", seq, type: "t", data, runnerSequence: null, origin: "runner", createdAt: 0 });
