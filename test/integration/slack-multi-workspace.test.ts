@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { postToSlackBot, webhookRefusal } from "../support/slack-signed";
-import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { postToSlackBot, slackBotCreated, slackInstallationsApi, webhookRefusal } from "../support/slack-signed";
+import { startChatRunner, startFakePlatform, waitFor } from "../support/fake-platform";
 
 /**
  * One Slack app (A1) distributed to several workspaces, registered here as one bot per installation, each with its
@@ -45,24 +45,12 @@ let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let runner: Awaited<ReturnType<typeof startChatRunner>>;
 const answered: string[] = [];
-let posts = 1_800_000_000;
 /** auth.test calls for five's token: the first fails as Slack's own error. */
 let fiveAsked = 0;
 
-function slackApi(call: PlatformCall): FakeReply {
-  if (call.path.startsWith("/response/")) return call.headers.authorization ? { status: 400, json: {} } : { json: { ok: true } };
-  const token = String(call.headers.authorization ?? "").replace(/^Bearer /, "");
-  if (!INSTALLED[token]) return { json: { ok: false, error: "invalid_auth" } };
-  if (call.path === "/auth.test") {
-    if (token === TOKENS.five && ++fiveAsked === 1) return { json: { ok: false, error: "internal_error" } };
-    return { json: { ok: true, url: "https://example.slack.com/", team: "Example", user: "agent", is_enterprise_install: false, ...INSTALLED[token] } };
-  }
-  if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++posts}.000100` } };
-  if (call.path === "/chat.postEphemeral") return { json: { ok: true, message_ts: `${++posts}.000100` } };
-  return { status: 404, json: { ok: false, error: "unknown_method" } };
-}
+const slackApi = slackInstallationsApi(INSTALLED, (token) => (token === TOKENS.five && ++fiveAsked === 1 ? { json: { ok: false, error: "internal_error" } } : undefined));
 
-const created = (botId: string, token: string, secret: string) => ({ bot_id: botId, platform: "slack", workspace_id: `ws-${botId}`, api_base_url: fake.url, credentials: { bot_token: token, signing_secret: secret } });
+const created = (botId: string, token: string, secret: string) => slackBotCreated(botId, token, secret, fake.url);
 
 beforeAll(async () => {
   fake = await startFakePlatform(slackApi);

@@ -3,6 +3,7 @@
  * HMAC-SHA256 of `v0:{timestamp}:{body}`), timestamped now.
  */
 import { createHmac } from "node:crypto";
+import type { FakeReply, PlatformCall } from "./fake-platform";
 
 export const slackSignature = (secret: string, timestamp: number | string, body: string) => `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
 
@@ -31,3 +32,31 @@ export async function postToSlackBot(hostUrl: string, botId: string, body: strin
 
 /** The body of a webhook's 403 for a request signed for another installation or app. */
 export const webhookRefusal = (why: string) => ({ error: { code: "forbidden", message: `webhook refused: ${why}` } });
+
+/**
+ * A Slack Web API for bots of apps installed in several workspaces, as a fake platform's handler: `auth.test` says
+ * what `installed` says of each token (unless `authTest` answers first: a failure to simulate), any other token is
+ * `invalid_auth`, posts (public and ephemeral) are taken, and so is a press's response_url sent without a token.
+ */
+export function slackInstallationsApi(installed: Record<string, Record<string, unknown>>, authTest?: (token: string) => FakeReply | undefined) {
+  let posts = 1_800_000_000;
+  return (call: PlatformCall): FakeReply => {
+    // A press's response_url (the fake's /response/…): Slack takes it without a token, and refuses one that has one.
+    if (call.path.startsWith("/response/")) return call.headers.authorization ? { status: 400, json: {} } : { json: { ok: true } };
+    const token = String(call.headers.authorization ?? "").replace(/^Bearer /, "");
+    if (!installed[token]) return { json: { ok: false, error: "invalid_auth" } };
+    if (call.path === "/auth.test") return authTest?.(token) ?? { json: { ok: true, url: "https://example.slack.com/", team: "Example", user: "agent", is_enterprise_install: false, ...installed[token] } };
+    if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++posts}.000100` } };
+    if (call.path === "/chat.postEphemeral") return { json: { ok: true, message_ts: `${++posts}.000100` } };
+    return { status: 404, json: { ok: false, error: "unknown_method" } };
+  };
+}
+
+/** The body of `POST /v1/admin/bots` for a Slack bot of one installation, its API at `apiBaseUrl`. */
+export const slackBotCreated = (botId: string, token: string, secret: string, apiBaseUrl: string) => ({
+  bot_id: botId,
+  platform: "slack",
+  workspace_id: `ws-${botId}`,
+  api_base_url: apiBaseUrl,
+  credentials: { bot_token: token, signing_secret: secret },
+});
