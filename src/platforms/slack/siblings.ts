@@ -52,8 +52,15 @@ export async function slackSiblingFor(bot: Bot<SlackCredentials>, refusal: unkno
   const unanswered = unknown.filter((_, i) => asked[i] === "undecided").map((b) => b.botId);
   if (unanswered.length > 0) throw undecided(refusal, `Slack's auth.test did not say which installation bot ${unanswered.join(", ")} is`);
   if (!complete || unknown.length > ASKED_PER_REQUEST) throw undecided(refusal, "more bots of its app here than one request asks Slack about are of an installation not known yet (each time Slack sends the request again, more are asked)");
+  // Perhaps the one, but it cannot be told: the refusal names them, as the operator would otherwise look at the wrong bot.
+  const unusable = [...bots.filter((b) => !unknown.includes(b) && !SlackInstallationSchema.safeParse(b.pinned).success), ...unknown.filter((_, i) => asked[i] === "unusable")];
+  if (unusable.length > 0) throw unaskable(refusal, unusable.map((b) => b.botId));
   return null;
 }
+
+/** A 403 as the bot's own, naming the bots of its app here whose installation could not be asked (one may be the one). */
+const unaskable = (refusal: OtherSlackInstallation, botIds: string[]) =>
+  new HostError(403, "forbidden", `${refusal.message}; bot ${botIds.join(", ")} of its app here could not be asked which installation it is (Slack refused its token, or its credentials cannot be read): if it is that one, PUT working credentials`, undefined, { headers: NO_RETRY });
 
 /** A 503, which Slack sends again: whether a sibling is the installation the request names cannot be told yet. */
 const undecided = (refusal: OtherSlackInstallation, why: string) =>
