@@ -72,6 +72,8 @@ export class Subscriber {
   /** Where a follower that fell behind must read from, noted by `push` (perhaps while a page is being read) for `pull` to take. */
   private fellBehindAfter: number | null = null;
   private ended: string | null = null;
+  /** The end frame is queued: the stream closes once its reader has taken everything (finish). */
+  private endQueued = false;
   private closed = false;
   /**
    * Every frame up to this seq has reached this follower: sent as each frame's SSE `id`, so a reconnect's
@@ -106,8 +108,7 @@ export class Subscriber {
     this.delivered = after;
     this.backlog = known?.filter((f) => f.seq > after) ?? [];
     this.catchUpAfter = known === null ? after : null;
-    const size = (chunk: Uint8Array) => chunk.byteLength;
-    this.untaken = new UntakenWatch({ highWaterMark: QUEUED_BYTES, size, intervalMs: keepAliveMs, intervals: STALLED_AFTER_KEEPALIVES, onGone: () => this.dropStalled() });
+    this.untaken = new UntakenWatch<Uint8Array>({ highWaterMark: QUEUED_BYTES, size: (chunk) => chunk.byteLength, intervalMs: keepAliveMs, intervals: STALLED_AFTER_KEEPALIVES, onGone: () => this.dropStalled() });
     this.readable = new ReadableStream<Uint8Array>(
       {
         start: (controller) => void (this.controller = controller),
@@ -119,7 +120,7 @@ export class Subscriber {
           onCancel?.();
         },
       },
-      { highWaterMark: QUEUED_BYTES, size },
+      this.untaken.strategy,
     );
   }
 
@@ -153,8 +154,9 @@ export class Subscriber {
   }
 
   /**
-   * Its reader left what is queued untaken for too long (UntakenWatch): its queue is dropped now, as only an error does
-   * (reported uncaught), and its slot is freed.
+   * Its reader left what is queued untaken for too long (UntakenWatch): its queue is dropped now, as only an error does,
+   * and its slot is freed. workerd reports the error as uncaught only if the pipe reads again (a reader that had only
+   * stalled); a gone reader's pipe reads no more.
    */
   private dropStalled() {
     if (!this.stop()) return;
@@ -208,12 +210,7 @@ export class Subscriber {
         this.backlogBytes = 0;
         for (const f of frames) enqueued += this.write(controller, f);
       } else if (this.ended !== null) {
-        this.closed = true;
-        // Unwatched: a closed stream's desiredSize no longer tells what is queued, and an ended run frees its slots.
-        this.untaken.stop();
-        controller.enqueue(sseEnd(this.ended));
-        controller.close();
-        return;
+        return this.finish(controller, this.ended);
       } else if (await this.idle()) {
         if (this.closed) return;
         // Queued data like any frame: a gone reader of a quiet run leaves it untaken.
@@ -221,6 +218,23 @@ export class Subscriber {
         enqueued++;
       }
     }
+  }
+
+  /**
+   * The end frame, then the close once the reader has taken all that is queued; watched till then like any frame. A
+   * reader gone just before the end (the last frames and the end come back to back) leaves them untaken, and a stream
+   * closed with them queued could not be dropped (workerd reads its desiredSize as 0 and keeps its queue through
+   * error()). A reader that takes the rest pulls again on an empty queue, which closes it.
+   */
+  private finish(controller: ReadableStreamDefaultController<Uint8Array>, status: string) {
+    if (!this.endQueued) {
+      this.endQueued = true;
+      this.untaken.enqueue(controller, sseEnd(status));
+    }
+    if (this.untaken.queued(controller) > 0) return;
+    this.closed = true;
+    this.untaken.stop();
+    controller.close();
   }
 
   /** Waits for a push, an end or a close (false), or for `keepAliveMs` of quiet (true). */
