@@ -69,8 +69,14 @@ export class BoundedBucket implements R2Bucket {
     const ms = this.boundMs();
     const progress = new PutProgress(ms, () => new BlobStoreTimeout("put", key, ms));
     const put = progress.bound(this.inner.put(key, progress.watch(body, tap).pipeThrough(new FixedLengthStream(length)), options));
-    // A put that failed as its sender broke off (or its tap, or the run's deadline) is the body's failure, not R2's.
-    return put.catch((err: unknown) => Promise.reject(progress.bodyFailed ? err : asStorageFault("put", key, err)));
+    return put.catch(async (err: unknown) => {
+      // A put that failed as its sender broke off (or its tap, or the run's deadline) is the body's failure, not R2's.
+      if (progress.bodyFailed) throw err;
+      // R2's: its sender may still be sending, and is heard out (bounded) so that it reads the answer, not a reset.
+      const fault = asStorageFault("put", key, err);
+      await progress.drainRest(fault);
+      throw fault;
+    });
   }
 
   delete(keys: string | string[]): Promise<void> {

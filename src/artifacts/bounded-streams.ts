@@ -3,6 +3,7 @@
  * R2 must send (or take) each chunk within the bound. The time a sender takes to send the next chunk is never counted:
  * it is not R2's (a run's deadline bounds an upload's sender).
  */
+import { drainReader } from "../lib/drain";
 import type { BlobStoreTimeout } from "./blob-timeout";
 
 /**
@@ -102,17 +103,28 @@ export interface BodyTap {
 /**
  * `body` on its way to R2, each chunk given to `tap` as it passes, one chunk read ahead of R2 (as a pipe would);
  * `clock`, when given, counts the time R2 holds a chunk it has not taken, or owes its answer once the body has ended.
+ * The sender's own failures (it broke off, the tap threw, the signal aborted) cancel the sender's body. R2's side
+ * giving up (`stop`, or with `onCancel: "leave"` R2 cancelling what it reads) does not: `drainRest` then reads the
+ * rest and discards it, so the sender, still sending, reads the answer instead of a reset.
  */
-function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, clock?: StallClock) {
+function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, clock?: StallClock, onCancel: "cut" | "leave" = "cut") {
   const reader = body.getReader();
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-  let failed = false;
+  /** Nothing more goes to R2: the stream it reads has failed or been cancelled. */
+  let ended = false;
+  /** The sender's body was cancelled: there is nothing left to drain. */
+  let cut = false;
   /** The body failed on its own side: its sender broke off, its tap threw, or its signal aborted it. */
   const state = { bodyFailed: false };
-  const fail = (reason: unknown) => {
-    if (failed) return;
-    failed = true;
+  const stop = (reason: unknown) => {
+    if (ended) return;
+    ended = true;
     controller?.error(reason);
+  };
+  const fail = (reason: unknown) => {
+    stop(reason);
+    if (cut) return;
+    cut = true;
     void reader.cancel(reason).catch(() => undefined);
   };
   const stream = new ReadableStream<Uint8Array>(
@@ -133,23 +145,34 @@ function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, 
         let next: ReadableStreamReadResult<Uint8Array>;
         try {
           next = await reader.read();
+          if (ended) return;
           if (next.done) await tap?.end();
           else await tap?.chunk(next.value);
         } catch (err) {
+          if (ended) return;
           state.bodyFailed = true;
+          fail(err);
           throw err;
         }
-        if (failed) return;
+        if (ended) return;
         // A chunk R2 must take, or (the body's end) the answer it owes.
         clock?.owe();
         if (next.done) c.close();
         else c.enqueue(next.value);
       },
-      cancel: (reason) => reader.cancel(reason),
+      cancel(reason) {
+        ended = true;
+        // "leave": R2 stopped reading (its put failed), and the sender's body is left for drainRest.
+        if (onCancel === "cut") fail(reason);
+      },
     },
     { highWaterMark: 1 },
   );
-  return { stream, fail, state };
+  // Not marked cut: the signal still cuts a drain (the deadline bounds the sender), and the drain ends at the cancel.
+  const drainRest = async () => {
+    if (!cut) await drainReader(reader);
+  };
+  return { stream, fail, stop, drainRest, state };
 }
 
 /** `body`, each chunk given to `tap` as R2 (or whoever reads it) takes it: a body's hash computed on the way. */
@@ -160,7 +183,8 @@ export const tapped = (body: ReadableStream<Uint8Array>, tap: BodyTap): Readable
  * `watch` wraps the body (before anything fixes its length: R2 needs that on the stream it is given), `bound` the put.
  */
 export class PutProgress {
-  private fail: (reason: unknown) => void = () => undefined;
+  private stop: (reason: unknown) => void = () => undefined;
+  private drain: () => Promise<void> = async () => undefined;
   private body: { bodyFailed: boolean } = { bodyFailed: false };
   private stalled: (err: BlobStoreTimeout) => void = () => undefined;
   private readonly stall = new Promise<never>((_, reject) => (this.stalled = reject));
@@ -170,13 +194,14 @@ export class PutProgress {
     this.clock = new StallClock(ms, () => {
       const err = timeout();
       this.stalled(err);
-      this.fail(err);
+      this.stop(err);
     });
   }
 
   watch(body: ReadableStream<Uint8Array>, tap?: BodyTap): ReadableStream<Uint8Array> {
-    const watched = tappedBody(body, tap, this.clock);
-    this.fail = watched.fail;
+    const watched = tappedBody(body, tap, this.clock, "leave");
+    this.stop = watched.stop;
+    this.drain = watched.drainRest;
     this.body = watched.state;
     return watched.stream;
   }
@@ -186,7 +211,16 @@ export class PutProgress {
     return this.body.bodyFailed;
   }
 
-  /** The put's outcome, or a BlobStoreTimeout (its body cancelled) once R2 has taken nothing for `ms`. */
+  /**
+   * After R2's side failed: what R2 was still reading ends with `reason`, and the rest of the sender's body is read
+   * and discarded (within lib/drain.ts's bounds, past which it is cut), so a sender still sending reads the answer.
+   */
+  async drainRest(reason: unknown): Promise<void> {
+    this.stop(reason);
+    await this.drain();
+  }
+
+  /** The put's outcome, or a BlobStoreTimeout (R2's stream ended, the sender's body left to `drainRest`) once R2 has taken nothing for `ms`. */
   async bound<T>(put: Promise<T>): Promise<T> {
     // R2 owes the first read from the start.
     this.clock.owe();

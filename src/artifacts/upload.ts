@@ -62,7 +62,8 @@ export async function storeUpload(
   const mimeType = query.mime_type ?? null;
 
   // SHA-256 fed chunk by chunk as the body passes; R2 pulls at its own pace, so backpressure reaches the client. The
-  // run's deadline (`signal`) errors the body: R2's put fails and the request body is cancelled.
+  // run's deadline (`signal`) errors the body: R2's put fails and the request body is cancelled. R2 failing (or not
+  // answering) leaves the rest of the body to be read and discarded before the error reaches here (bounded-streams.ts).
   const digest = new crypto.DigestStream("SHA-256");
   const hashWriter = digest.getWriter();
   let received = 0;
@@ -173,10 +174,11 @@ async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Ui
     await upload.complete(parts);
   } catch (err) {
     await upload?.abort().catch(() => undefined);
-    // Refused while the client still sends: a little more is read and discarded, so a body that only just outgrew its
-    // reservation ends and its client reads the 413, not a reset. A body far larger is cut soon after, as before.
-    if (err instanceof UploadTooLargeError) await drainReader(reader, OVERSHOOT_DRAIN_BYTES);
-    else await reader.cancel(err).catch(() => undefined);
+    // The sender's failure (its body broke off, the run's deadline) has cut its body. Anything else is answered while
+    // the client may still send: the rest is read and discarded first (bounded: lib/drain.ts), so it reads the answer,
+    // not a reset. Past its reservation only a little more: a body that just outgrew it ends, one far larger is cut.
+    if (err instanceof TruncatedUploadError) await reader.cancel(err).catch(() => undefined);
+    else await drainReader(reader, err instanceof UploadTooLargeError ? OVERSHOOT_DRAIN_BYTES : undefined);
     throw err;
   }
 }

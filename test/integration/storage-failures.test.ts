@@ -6,8 +6,8 @@
  * warning saying R2 failed it, while its run completes. The drill fails the Worker's R2 calls of a kind
  * (local/storage-drill.ts `storageFailure`).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred, inChunks, largeFile, uploadArtifact } from "../support/host-api";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi, deferred, inChunks, largeFile, stalledBody, uploadArtifact } from "../support/host-api";
 import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { runLedger } from "../support/scripted-runner";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -27,12 +27,18 @@ beforeAll(async () => {
       const text: string = ctx.input.text;
       const w = resultWriter(res, ctx.run_id);
       const outcome = (r: { status: number; body: { error?: { code: string; message: string; retryable?: boolean } } }) => [r.status, r.body.error?.code ?? null, r.body.error?.retryable ?? null, r.body.error?.message ?? null];
+      const upload = (body: Uint8Array | ReadableStream<Uint8Array>) => uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, body, { name: "u.txt", mime_type: "text/plain" });
       if (text === "uploads") {
-        const upload = (body: Uint8Array | ReadableStream<Uint8Array>) => uploadArtifact(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, body, { name: "u.txt", mime_type: "text/plain" });
         // A body of a known length (streamed to R2 as it arrives), then one without (chunked: put once it is whole).
         const sized = await upload(largeFile(1024 * 1024));
         const chunked = await upload(inChunks(Buffer.from("upload bytes")));
         return w.reply(JSON.stringify({ sized: outcome(sized), chunked: outcome(chunked), again: (await upload(Buffer.from("upload bytes"))).status }));
+      }
+      if (text === "slow upload") {
+        // A sized body still being sent when R2 fails its put: part of it, a pause, then the rest.
+        const url = `${ctx.runtime.api.base_url}/v1/runs/${ctx.run_id}/artifacts?name=slow.bin`;
+        const slow = await stalledBody(url, { method: "PUT", token: ctx.runtime.api.token, declared: 1024 * 1024, first: 64 * 1024, pauseMs: 300 });
+        return w.reply(JSON.stringify({ slow, again: (await upload(Buffer.from("upload bytes"))).status }));
       }
       if (text === "read twice") {
         const read = () => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "artifact.read", { artifact_id: ctx.input.attachments[0].artifact_id });
@@ -50,6 +56,8 @@ beforeAll(async () => {
   host = await startTestHost({ storageDrill: true });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "storage-failures" });
 });
+// A drill armed for calls a test did not make is never left to fail the next test's.
+afterEach(() => host?.storageFailure(false));
 afterAll(async () => {
   host?.storageFailure(false);
   await host?.dispose();
@@ -84,6 +92,12 @@ describe("a runner's call whose R2 call fails", () => {
     const failed = [500, "runtime_error", true, "the host's storage failed (an R2 put did not go through); it may be tried again"];
     expect(await reply(posted.body.run_id!)).toEqual({ sized: failed, chunked: failed, again: 200 });
     expect(await host.query("SELECT name FROM artifact WHERE run_id = ?", [posted.body.run_id!])).toEqual([{ name: "u.txt" }]);
+  });
+
+  it("artifact.upload whose client is still sending: the rest is read first, so the client reads the 500, not a reset", async () => {
+    host.storageFailure({ op: "put", key: "artifacts/" });
+    const posted = await host.postEvent(messageEvent("fail-upload-slow", "slow upload"));
+    expect(await reply(posted.body.run_id!)).toEqual({ slow: { answeredDuringPause: false, status: 500 }, again: 200 });
   });
 
   it("artifact.read: a retryable 500 saying storage failed; read again, served", async () => {

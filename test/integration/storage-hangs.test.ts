@@ -7,8 +7,8 @@
  * never handed over, whose place R2 keeps, runs from the start without it). The drill holds the
  * Worker's R2 call unanswered, for good or past the bound (local/storage-drill.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred, uploadArtifact } from "../support/host-api";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { callHostApi, deferred, stalledBody, uploadArtifact } from "../support/host-api";
 import { messageEvent, startTestHost, unhandedRun, type TestHost } from "../support/host";
 import { runLedger } from "../support/scripted-runner";
 import { resultWriter, startAdHocRunner } from "../support/runner";
@@ -56,6 +56,11 @@ beforeAll(async () => {
         const tookMs = Date.now() - started;
         return w.reply(JSON.stringify({ first: outcome(first), tookMs, again: (await upload()).status }));
       }
+      if (text === "slow upload") {
+        // A sized body still being sent when R2's bound passes: part of it, a pause past the bound, then the rest.
+        const url = `${ctx.runtime.api.base_url}/v1/runs/${ctx.run_id}/artifacts?name=slow.bin`;
+        return w.reply(JSON.stringify(await stalledBody(url, { method: "PUT", token: ctx.runtime.api.token, declared: 1024 * 1024, first: 64 * 1024, pauseMs: BOUND_MS + 500 })));
+      }
       if (text === "inline") {
         w.send("artifact.created", { artifact_type: "file", name: "kept-out.txt", mime_type: "text/plain", content_base64: Buffer.from("inline bytes").toString("base64") });
         return w.reply("done anyway");
@@ -68,6 +73,8 @@ beforeAll(async () => {
   host = await startTestHost({ vars: { BLOB_OP_TIMEOUT_MS: String(BOUND_MS), DB_QUERY_TIMEOUT_MS: "1000", RUN_WRITE_INTERVAL_MS: "2000" }, storageDrill: true });
   await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "storage-hangs" });
 });
+// A hang armed for calls a test did not make is never left to hold the next test's.
+afterEach(() => host?.storageHang(false));
 afterAll(async () => {
   host?.storageHang(false);
   host?.databaseOutage(false);
@@ -135,6 +142,12 @@ describe("a runner's call whose R2 call never answers", () => {
     expect(answer).toEqual({ first: [500, "runtime_error", true], tookMs: expect.any(Number), again: 200 });
     expect(answer.tookMs).toBeLessThan(BOUND_MS + 2_000);
     expect(await host.query("SELECT name FROM artifact WHERE run_id = ?", [posted.body.run_id!])).toEqual([{ name: "u.txt" }]);
+  });
+
+  it("artifact.upload whose client is still sending past the bound: the rest is read first, so the client reads the 500, not a reset", async () => {
+    host.storageHang({ op: "put", key: "artifacts/" });
+    const posted = await host.postEvent(messageEvent("hang-upload-slow", "slow upload"));
+    expect(await reply(posted.body.run_id!)).toEqual({ answeredDuringPause: false, status: 500 });
   });
 });
 

@@ -126,6 +126,31 @@ export function stalledBody<T = undefined>(
 }
 
 /**
+ * A PUT whose body goes out chunked (no Content-Length) in `parts`, each sent once its `before` has resolved. Says
+ * whether the host answered before the last part was sent, and what it answered or how the connection failed.
+ */
+export function chunkedInParts(url: string, token: string, parts: { bytes: number; before?: () => Promise<unknown> }[]) {
+  return new Promise<{ answeredEarly: boolean; status?: number; error?: string }>((resolve) => {
+    let sentAll = false;
+    const req = request(url, { method: "PUT", headers: { authorization: `Bearer ${token}` } }, (res) => {
+      const answeredEarly = !sentAll;
+      res.resume();
+      res.on("end", () => resolve({ answeredEarly, status: res.statusCode }));
+    });
+    req.on("error", (err: NodeJS.ErrnoException) => resolve({ answeredEarly: !sentAll, error: err.code ?? err.message }));
+    void (async () => {
+      for (const part of parts) {
+        await part.before?.();
+        if (req.destroyed) return;
+        req.write(Buffer.alloc(part.bytes, 0x20));
+      }
+      sentAll = true;
+      req.end();
+    })();
+  });
+}
+
+/**
  * A POST written by hand on a socket, its body chunked yet also declaring a small Content-Length (a request smuggling
  * shape that workerd passes through with both headers): sends the first `first` bytes, waits for `duringPause` (and
  * keeps its answer), then sends the rest. Resolves with what was seen during the pause and the answer's status.

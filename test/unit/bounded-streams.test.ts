@@ -10,15 +10,15 @@ const BOUND_MS = 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const timeout = (op: string) => () => new BlobStoreTimeout(op, "artifacts/x", BOUND_MS);
 
-/** A sender of `chunks` chunks, each `gapMs` after the previous was read; `cancelled` says whether its reader gave up on it. */
-function sender(chunks: number, gapMs: number) {
+/** A sender of `chunks` chunks of `bytes`, each `gapMs` after the previous was read; `cancelled` says whether its reader gave up on it. */
+function sender(chunks: number, gapMs: number, bytes = 1) {
   const state = { sent: 0, cancelled: false };
   const stream = new ReadableStream<Uint8Array>({
     async pull(c) {
       if (state.sent > 0) await sleep(gapMs);
       if (state.sent === chunks) return c.close();
       state.sent++;
-      c.enqueue(new Uint8Array([state.sent]));
+      c.enqueue(new Uint8Array(bytes).fill(state.sent));
     },
     cancel: () => void (state.cancelled = true),
   });
@@ -45,14 +45,31 @@ describe("a streamed put, bounded by R2's progress", () => {
     expect(await progress.bound(r2Put(progress.watch(stream), Infinity))).toBe(3);
   });
 
-  it("fails once R2 takes nothing more for the bound, cancelling the sender's body", async () => {
-    const { stream, state } = sender(1_000, 0);
+  it("fails once R2 takes nothing more for the bound, leaving the sender's body to be read to its end", async () => {
+    const { stream, state } = sender(100, 0);
     const progress = new PutProgress(BOUND_MS, timeout("put"));
     const started = Date.now();
-    await expect(progress.bound(r2Put(progress.watch(stream), 2))).rejects.toBeInstanceOf(BlobStoreTimeout);
+    const stalled = await progress.bound(r2Put(progress.watch(stream), 2)).catch((err: unknown) => err);
+    expect(stalled).toBeInstanceOf(BlobStoreTimeout);
     expect(Date.now() - started).toBeLessThan(BOUND_MS * 10);
+    // Not cut: a sender still sending is heard out, so it reads the answer rather than a reset.
     await sleep(10);
+    expect(state.cancelled).toBe(false);
+    await progress.drainRest(stalled);
+    expect([state.sent, state.cancelled]).toEqual([100, false]);
+  });
+
+  it("cuts the sender's body a drain finds past its bound (lib/drain.ts)", async () => {
+    const { stream, state } = sender(10, 0, 1024 * 1024);
+    const progress = new PutProgress(BOUND_MS, timeout("put"));
+    const failed = new Error("put: We encountered an internal error. Please try again. (10001)");
+    // R2 fails the put without reading its body.
+    const failingR2 = async (body: ReadableStream<Uint8Array>) => (void body, Promise.reject(failed));
+    await expect(progress.bound(failingR2(progress.watch(stream)))).rejects.toBe(failed);
+    expect(state.cancelled).toBe(false);
+    await progress.drainRest(failed);
     expect(state.cancelled).toBe(true);
+    expect(state.sent).toBeLessThan(10);
   });
 
   it("fails when R2 has the whole body and never answers", async () => {
