@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { postToSlackBot, slackBotCreated, slackInstallationsApi, webhookRefusal } from "../support/slack-signed";
+import { postToSlackBot, slackBotCreated, slackInstallationsApi, registerSlackBots, webhookRefusal } from "../support/slack-signed";
 import { startChatRunner, startFakePlatform, waitFor } from "../support/fake-platform";
 
 /**
@@ -56,10 +56,7 @@ beforeAll(async () => {
   fake = await startFakePlatform(slackApi);
   runner = await startChatRunner("slack-multi-workspace");
   host = await startTestHost({ captureLogs: true });
-  for (const [botId, token, secret] of BOTS) {
-    expect((await host.admin("POST", "/v1/admin/bots", created(botId, token, secret))).status).toBe(201);
-    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `agent-${botId}`, scope: { type: "bot", id: botId } });
-  }
+  await registerSlackBots(host, runner, fake.url, BOTS);
 });
 afterAll(async () => {
   await host?.dispose();

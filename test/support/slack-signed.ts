@@ -3,7 +3,9 @@
  * HMAC-SHA256 of `v0:{timestamp}:{body}`), timestamped now.
  */
 import { createHmac } from "node:crypto";
+import { expect } from "vitest";
 import type { FakeReply, PlatformCall } from "./fake-platform";
+import type { TestHost } from "./host";
 
 export const slackSignature = (secret: string, timestamp: number | string, body: string) => `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
 
@@ -60,3 +62,11 @@ export const slackBotCreated = (botId: string, token: string, secret: string, ap
   api_base_url: apiBaseUrl,
   credentials: { bot_token: token, signing_secret: secret },
 });
+
+/** Registers each of `bots` ([bot id, bot token, signing secret]) with its API at `apiBaseUrl`, each bound to an agent of its own on `runner`. */
+export async function registerSlackBots(host: TestHost, runner: { url: string; runnerId(): string }, apiBaseUrl: string, bots: [string, string, string][]) {
+  for (const [botId, token, secret] of bots) {
+    expect((await host.admin("POST", "/v1/admin/bots", slackBotCreated(botId, token, secret, apiBaseUrl))).status).toBe(201);
+    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `agent-${botId}`, scope: { type: "bot", id: botId } });
+  }
+}
