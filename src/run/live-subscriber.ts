@@ -63,8 +63,6 @@ export class Subscriber {
   /** Where a follower that fell behind must read from, noted by `push` (perhaps while a page is being read) for `pull` to take. */
   private fellBehindAfter: number | null = null;
   private ended: string | null = null;
-  /** The end frame is queued: the stream closes once its reader has taken everything (finish). */
-  private endQueued = false;
   private closed = false;
   /**
    * Every frame up to this seq has reached this follower: sent as each frame's SSE `id`, so a reconnect's
@@ -201,7 +199,13 @@ export class Subscriber {
         this.backlogBytes = 0;
         for (const f of frames) enqueued += this.write(controller, f);
       } else if (this.ended !== null) {
-        return this.finish(controller, this.ended);
+        this.closed = true;
+        // Unwatched: a closed stream's desiredSize no longer tells what is queued. Left to the pipe, not held here: a
+        // reader gone with it queued leaves a stream nothing in this object refers to (bench:memory counts them).
+        this.untaken.stop();
+        controller.enqueue(sseEnd(this.ended));
+        controller.close();
+        return;
       } else if (await this.idle()) {
         if (this.closed) return;
         // Queued data like any frame: a gone reader of a quiet run leaves it untaken.
@@ -209,23 +213,6 @@ export class Subscriber {
         enqueued++;
       }
     }
-  }
-
-  /**
-   * The end frame, then the close once the reader has taken all that is queued; watched till then like any frame. A
-   * reader gone just before the end (the last frames and the end come back to back) leaves them untaken, and a stream
-   * closed with them queued could not be dropped (workerd reads its desiredSize as 0 and keeps its queue through
-   * error()). A reader that takes the rest pulls again on an empty queue, which closes it.
-   */
-  private finish(controller: ReadableStreamDefaultController<Uint8Array>, status: string) {
-    if (!this.endQueued) {
-      this.endQueued = true;
-      this.untaken.enqueue(controller, sseEnd(status));
-    }
-    if (this.untaken.queued(controller) > 0) return;
-    this.closed = true;
-    this.untaken.stop();
-    controller.close();
   }
 
   /** Waits for a push, an end or a close (false), or for `keepAliveMs` of quiet (true). */
