@@ -57,7 +57,7 @@ export class UntakenWatch<Chunk> {
   }
 
   /** What the reader has not taken yet, in the stream's size units (errored, desiredSize null: nothing). Not after a close. */
-  queued(controller: ReadableStreamDefaultController<Chunk>) {
+  private queued(controller: ReadableStreamDefaultController<Chunk>) {
     return this.strategy.highWaterMark - (controller.desiredSize ?? this.strategy.highWaterMark);
   }
 
