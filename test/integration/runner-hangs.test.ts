@@ -10,7 +10,9 @@ import { putAgent, runLedger } from "../support/scripted-runner";
  * hears of it), its token dead, the next event run.
  * A runner sending lines that carry no result (blank lines, SSE comments) as fast as the host reads them hangs too.
  */
-let host: TestHost;
+let hangHost: TestHost;
+/** Cancels are sent to this host: its deadline is far off, so a cancel delayed by a loaded machine still finds the run hanging. */
+let cancelHost: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const tokens = new Map<string, string>();
 const open: ServerResponse[] = [];
@@ -74,16 +76,20 @@ beforeAll(async () => {
       }
     },
   });
-  host = await startTestHost({ vars: { RUN_DEADLINE_MS: "1500", RUNNER_MAX_STREAM_BYTES: String(FLOOD_BYTES) } });
-  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
+  [hangHost, cancelHost] = await Promise.all(
+    ["1500", "8000"].map((deadline) => startTestHost({ vars: { RUN_DEADLINE_MS: deadline, RUNNER_MAX_STREAM_BYTES: String(FLOOD_BYTES) } })),
+  );
+  for (const h of [hangHost, cancelHost]) expect((await h.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
 });
 afterAll(async () => {
   for (const r of open) r.destroy();
-  await host?.dispose();
+  await hangHost?.dispose();
+  await cancelHost?.dispose();
   await runner?.close();
 });
 
 async function hangs(conv: string, mode: string, cancelAfterMs?: number) {
+  const host = cancelAfterMs === undefined ? hangHost : cancelHost;
   await putAgent(host, { agent_id: `agent-${conv}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: conv } });
   const posted = await host.postEvent(messageEvent(conv, `${mode} please`));
   const runId = posted.body.run_id!;
@@ -91,8 +97,7 @@ async function hangs(conv: string, mode: string, cancelAfterMs?: number) {
   const queued = await host.postEvent(messageEvent(conv, "behind"));
   let cancel: number | undefined;
   if (cancelAfterMs !== undefined) {
-    // Counted from the runner's call, not the event's post: on a loaded machine the run may start late, and a
-    // cancel that came after the 1.5 s deadline would find the run timed out.
+    // Counted from the runner's call, not the event's post: on a loaded machine the run may start late.
     await expect.poll(() => tokens.has(runId), { timeout: 10_000 }).toBe(true);
     await new Promise((r) => setTimeout(r, cancelAfterMs));
     cancel = (await host.admin("POST", `/v1/runs/${runId}/cancel`)).status;
