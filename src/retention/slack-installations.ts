@@ -10,7 +10,7 @@
  * asked (a paused bot calls no Slack API); a bot whose token Slack refused is not asked again until its credentials
  * change.
  */
-import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import { and, asc, eq, isNull, notInArray, sql } from "drizzle-orm";
 import { writeAll, type Db } from "../db/client";
 import { bot } from "../db/schema";
 import { SealedSecretError } from "../lib/secret-box";
@@ -53,13 +53,14 @@ export async function learnSlackInstallations(db: Db, digestLimit: number): Prom
   await writeAll(db, writes);
 
   const startedAt = Date.now();
-  let asked = 0;
+  // Each bot once an invocation, by its id: one whose answer was not kept (its write failed) still reads as not asked.
+  const asked = new Set<string>();
   let learned = 0;
-  while (asked < ASKED_PER_INVOCATION && Date.now() - startedAt < ASKING_BUDGET_MS) {
+  while (asked.size < ASKED_PER_INVOCATION && Date.now() - startedAt < ASKING_BUDGET_MS) {
     // Read wave by wave: a bot paused, deleted or learned by a request since the last wave is as it is now.
-    const wave = await unknownInstallations(db, startedAt, Math.min(ASKED_AT_ONCE, ASKED_PER_INVOCATION - asked));
+    const wave = await unknownInstallations(db, startedAt, [...asked], Math.min(ASKED_AT_ONCE, ASKED_PER_INVOCATION - asked.size));
     if (wave.length === 0) break;
-    asked += wave.length;
+    for (const row of wave) asked.add(row.botId);
     const outcomes = await Promise.all(wave.map((row) => learnInstallation(db, row)));
     learned += outcomes.filter(Boolean).length;
   }
@@ -68,14 +69,24 @@ export async function learnSlackInstallations(db: Db, digestLimit: number): Prom
 
 /**
  * Enabled Slack bots whose installation is not known, never asked first, then those asked least recently, but none
- * this invocation asked already (since `startedAt`). Digested only (a bot whose credentials cannot be opened or read
- * has nothing Slack could be asked with), so a lookup finds it once known.
+ * this invocation asked already (`asked`, or kept as asked since `startedAt`). Digested only (a bot whose credentials
+ * cannot be opened or read has nothing Slack could be asked with), so a lookup finds it once known.
  */
-const unknownInstallations = (db: Db, startedAt: number, limit: number) =>
+const unknownInstallations = (db: Db, startedAt: number, asked: string[], limit: number) =>
   db
     .select()
     .from(bot)
-    .where(and(eq(bot.platform, "slack"), eq(bot.enabled, true), isNull(bot.installationKey), digested, sql`NOT ${credentialsRefused}`, sql`coalesce(${unansweredAt}, 0) < ${startedAt}`))
+    .where(
+      and(
+        eq(bot.platform, "slack"),
+        eq(bot.enabled, true),
+        isNull(bot.installationKey),
+        digested,
+        sql`NOT ${credentialsRefused}`,
+        sql`coalesce(${unansweredAt}, 0) < ${startedAt}`,
+        asked.length > 0 ? notInArray(bot.botId, asked) : undefined,
+      ),
+    )
     .orderBy(sql`coalesce(${unansweredAt}, 0)`, asc(bot.createdAt), asc(bot.botId))
     .limit(limit);
 
@@ -106,7 +117,9 @@ async function learnInstallation(db: Db, row: BotRow): Promise<boolean> {
     return true;
   } catch (err) {
     if (!(err instanceof SlackInstallationUnknown)) throw err;
-    await keepUnanswered(db, row, Date.now(), err.permanent);
+    // Refused for good only when Slack refused the token itself: any other failure (a proxy's 4xx, a workspace moving
+    // into an organization) is asked about again by a later invocation, after the bots never asked.
+    await keepUnanswered(db, row, Date.now(), err.tokenRefused);
     return false;
   }
 }

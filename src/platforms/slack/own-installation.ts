@@ -32,15 +32,23 @@ export class OtherSlackInstallation extends HostError {
   }
 }
 
-/** Slack did not say which installation a bot token is; `permanent` when it refused the token (revoked, invalid). */
+/**
+ * Slack did not say which installation a bot token is. `permanent`: the failure is not one to try again soon (Slack
+ * refused the call, or something in front of it did: a 4xx). `tokenRefused`: Slack itself refused the token (revoked,
+ * invalid, expired), which only new credentials change; a proxy's 403 or a workspace moving into an organization do not.
+ */
 export class SlackInstallationUnknown extends HostError {
   constructor(
     message: string,
     readonly permanent: boolean,
+    readonly tokenRefused = false,
   ) {
     super(503, "platform_unavailable", message);
   }
 }
+
+/** auth.test's errors (as slackCall codes them) that refuse the token itself: asked again with it, Slack refuses it again. */
+const TOKEN_REFUSED = new Set(["slack_not_authed", "slack_invalid_auth", "slack_account_inactive", "slack_token_revoked", "slack_token_expired"]);
 
 /**
  * Refuses a request naming an installation other than the bot's (403, which Slack is told not to retry). A paused bot
@@ -62,9 +70,9 @@ export async function checkSlackInstallation(bot: Bot<SlackCredentials>, req: We
 /** auth.test's answer within `timeoutMs` (at most AUTH_TEST_TIMEOUT_MS), or a 503 naming why there is none (never the token). */
 export async function askedInstallation(bot: Bot<SlackCredentials>, timeoutMs: number): Promise<SlackInstallation> {
   const res = await slackCall(bot, "auth.test", {}, Math.min(timeoutMs, AUTH_TEST_TIMEOUT_MS));
-  const unavailable = (why: string, permanent: boolean) =>
-    new SlackInstallationUnknown(`Slack's auth.test did not say which workspace the bot token is installed in (${loggedText(scrubSecrets(why, bot.credentials))}), so the request could not be checked: it is refused until Slack answers`, permanent);
-  if (!res.ok) throw unavailable(res.failure.message, res.failure.kind === "permanent");
+  const unavailable = (why: string, permanent: boolean, tokenRefused = false) =>
+    new SlackInstallationUnknown(`Slack's auth.test did not say which workspace the bot token is installed in (${loggedText(scrubSecrets(why, bot.credentials))}), so the request could not be checked: it is refused until Slack answers`, permanent, tokenRefused);
+  if (!res.ok) throw unavailable(res.failure.message, res.failure.kind === "permanent", TOKEN_REFUSED.has(res.failure.code));
   const { team_id: team, enterprise_id: enterprise, is_enterprise_install: orgWide, app_id: app } = res.value;
   const id = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
   const found: SlackInstallation = { team_id: id(team), enterprise_id: id(enterprise), enterprise_install: orgWide === true, app_id: id(app) };
