@@ -9,9 +9,10 @@ import type { Bot, WebhookInstallation } from "./types";
 /** Another bot of the platform sharing the app's secret, as its row keeps it: its credentials opened only when asked. */
 export interface SiblingBot {
   botId: string;
-  /** Changes when the bot is registered again or PUT (its credentials perhaps replaced). */
-  revision: string;
-  /** Its installation as kept (null: not known yet); `installation.pin` keeps what the platform says of it. */
+  /**
+   * Its installation as kept (null: not known yet); `installation.pin` keeps what the platform says of it, and
+   * `installation.keepRefused` that the platform refused its credentials.
+   */
   pinned: Record<string, unknown> | null;
   installation: WebhookInstallation;
   /** The bot with its credentials opened (once); null when its platform cannot read them. Rejects when they cannot be opened (SECRETS_KEY). */

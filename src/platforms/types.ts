@@ -52,6 +52,13 @@ export interface WebhookRequest {
 export interface WebhookInstallation {
   pinned(): Promise<Record<string, unknown> | null>;
   pin(installation: Record<string, unknown>): Promise<void>;
+  /**
+   * When the platform refused the bot's current credentials, asked which installation they are (ms since the epoch),
+   * by a request or the cron; null when it has not. Kept until they change: such a bot is not asked again.
+   */
+  refusedAt(): Promise<number | null>;
+  /** Keeps that the platform refused the current credentials at `at`, as the cron does (best effort: never throws). */
+  keepRefused(at: number): Promise<void>;
 }
 
 /** A file a platform message carries, before the host downloads it. */
@@ -320,6 +327,8 @@ export interface PlatformAdapter<C extends Record<string, string> = Record<strin
   appSecret?(credentials: C): string;
   /** The key an installation `WebhookInstallation.pin` kept is looked up by ("team:T1"); null when it names none. */
   installationKey?(installation: Record<string, unknown>): string | null;
+  /** A kept installation as the bot's admin view shows it (nothing secret); null when it is not the adapter's shape. */
+  installationShown?(installation: Record<string, unknown>): Record<string, unknown> | null;
   /**
    * The bot registered here that a request `bot` refused (`refusal`, as receive threw it) is for, when it is another
    * installation's of the same app (./siblings.ts): the request is then read by that bot, as at its own address. Null:

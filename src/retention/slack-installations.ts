@@ -7,8 +7,8 @@
  * many as a time budget allows), and keeps it on their rows as a request would, never over what a request kept
  * meanwhile. Best effort: what is left, or gets no answer, is asked by a later
  * invocation, the least recently asked first, so bots that never get one hold no others back. A paused bot is never
- * asked (a paused bot calls no Slack API); a bot whose token Slack refused is not asked again until its credentials
- * change.
+ * asked (a paused bot calls no Slack API); a bot whose token Slack refused, here or at a request, is not asked again
+ * until its credentials change.
  */
 import { and, asc, eq, isNull, notInArray, sql } from "drizzle-orm";
 import { writeAll, type Db } from "../db/client";
@@ -106,10 +106,11 @@ async function learnInstallation(db: Db, row: BotRow): Promise<boolean> {
   } catch (err) {
     if (!(err instanceof SealedSecretError)) throw err;
     // Digested under a key since replaced: asked again after the others, once the key is back.
-    opened = null;
+    await keepUnanswered(db, row, { at: Date.now(), refused: false, cause: "unopenable" });
+    return false;
   }
   if (opened === null) {
-    await keepUnanswered(db, row, Date.now(), false);
+    await keepUnanswered(db, row, { at: Date.now(), refused: false, cause: "unreadable" });
     return false;
   }
   try {
@@ -119,7 +120,7 @@ async function learnInstallation(db: Db, row: BotRow): Promise<boolean> {
     if (!(err instanceof SlackInstallationUnknown)) throw err;
     // Refused for good only when Slack refused the token itself: any other failure (a proxy's 4xx, a workspace moving
     // into an organization) is asked about again by a later invocation, after the bots never asked.
-    await keepUnanswered(db, row, Date.now(), err.tokenRefused);
+    await keepUnanswered(db, row, { at: Date.now(), refused: err.tokenRefused });
     return false;
   }
 }

@@ -35,6 +35,10 @@ export async function appSecretDigest(db: Db, platform: PlatformName, credential
 /** The digests `appSecret` may be stored under: the current key's first, then those of keys it was digested under before. */
 export const appSecretDigests = (db: Db, appSecret: string): Promise<string[]> => db.secrets.digests(appSecret, APP_SECRET_PURPOSE);
 
+/** What a row's digest column says of its credentials when it holds a marker: they could not be opened, or read by their platform, when last tried. */
+export const credentialsMarked = (appSecretDigest: string | null): "unopenable" | "unreadable" | null =>
+  appSecretDigest === UNUSABLE ? "unreadable" : appSecretDigest?.startsWith(UNOPENABLE) ? "unopenable" : null;
+
 /** Rows kept under a digest (not a marker): a lookup may find them. */
 export const digested: SQL = and(isNotNull(bot.appSecretDigest), ne(bot.appSecretDigest, UNUSABLE), notLike(bot.appSecretDigest, `${UNOPENABLE}%`))!;
 

@@ -62,7 +62,7 @@ export function siblingDirectory(db: Db, of: BotRow): SiblingDirectory {
         // Kept by the release before, which keys nothing: keyed now, for the lookups to come.
         if (key && c.row.installationKey === null) writes.push(keyWrite(db, c.row, key));
         if (pinned !== null && (key === null || !installationKeys.includes(key))) continue;
-        bots.push({ row: c.row, botId: c.row.botId, revision: `${c.row.createdAt} ${c.row.updatedAt}`, pinned, installation: c.installation, open: c.open });
+        bots.push({ row: c.row, botId: c.row.botId, pinned, installation: c.installation, open: c.open });
       }
       // Best effort: what was not kept is worked out again by the next lookup.
       await writeAll(db, writes).catch((err: unknown) => console.error(`bot ${of.botId}: its siblings' digests or installation keys were not kept: ${loggedError(err)}`));

@@ -8,13 +8,14 @@ import { type Bot, isPlatform } from "../platforms/types";
 import { maskUrl } from "../resources/secrets";
 import { botSlot } from "./secret-slots";
 import { botNotesView } from "./bot-notes";
+import { installationView } from "./bot-installation-view";
 
 export type BotRow = typeof bot.$inferSelect;
 
 export const webhookPath = (platform: string, botId: string) => `/v1/webhooks/${platform}/${encodeURIComponent(botId)}`;
 
-/** Public view: which credentials are set, never their values; why the bot last did not answer. */
-export function toBotView(row: BotRow, publicBaseUrl: string) {
+/** Public view: which credentials are set, never their values; which installation it is; why the bot last did not answer. */
+export async function toBotView(row: BotRow, publicBaseUrl: string) {
   return {
     bot_id: row.botId,
     platform: row.platform,
@@ -27,6 +28,8 @@ export function toBotView(row: BotRow, publicBaseUrl: string) {
     credential_fields: Object.keys(parseJson<Record<string, unknown>>(row.credentialsJson, {})).sort(),
     created_at: iso(row.createdAt),
     updated_at: iso(row.updatedAt),
+    // Slack's: which installation of its app it is, or why that is not known yet.
+    ...(await installationView(row)),
     // Why it last did not answer: a webhook refused, an event no agent took, a reply the platform refused.
     ...botNotesView(row),
   };

@@ -33,7 +33,7 @@ async function threadReplyTo(bot: Bot<SlackCredentials>) {
   const signature = `v0=${createHmac("sha256", SIGNING_SECRET).update(`v0:${timestamp}:${rawBody}`).digest("hex")}`;
   const headers = new Headers({ "content-type": "application/json", "x-slack-request-timestamp": String(timestamp), "x-slack-signature": signature });
   // The installation its webhook keeps once Slack's auth.test named it: T1, as the envelope says.
-  const installation = { pinned: async () => ({ team_id: "T1", enterprise_id: null, enterprise_install: false, app_id: "A1" }), pin: async () => {} };
+  const installation = { pinned: async () => ({ team_id: "T1", enterprise_id: null, enterprise_install: false, app_id: "A1" }), pin: async () => {}, refusedAt: async () => null, keepRefused: async () => {} };
   const inbound = await slack.receive(bot, { headers, rawBody, now, apiTimeoutMs: 1_000, installation });
   if (inbound.kind !== "events") throw new Error(`not events: ${inbound.kind}`);
   const [reply] = inbound.events;

@@ -7,7 +7,7 @@ import { parseBody } from "../verify";
 import { slackMessenger, type SlackCredentials } from "./api";
 import { SLACK_TABLE_COLUMNS } from "./mrkdwn";
 import { isInteractivity, namedByForm, parseForm, readInteractivity } from "./interactivity";
-import { installationKeyOf, namedByEnvelope, SlackInstallationSchema } from "./installation";
+import { installationKeyOf, installationShown, namedByEnvelope, SlackInstallationSchema } from "./installation";
 import { checkSlackInstallation } from "./own-installation";
 import { slackSiblingFor } from "./siblings";
 import { asRecord } from "../http";
@@ -80,6 +80,7 @@ export const slack: PlatformAdapter<SlackCredentials> = {
     const installation = SlackInstallationSchema.safeParse(kept);
     return installation.success ? installationKeyOf(installation.data) : null;
   },
+  installationShown,
   siblingFor: slackSiblingFor,
 
   // Slack wants a 2xx within 3 s: empty but for a slash command's (./acknowledge.ts).

@@ -102,3 +102,11 @@ export const installationKeysNamed = (named: NamedInstallation): string[] => [
   ...(named.teamId === undefined ? [] : [`team:${named.teamId}`]),
   ...(named.enterpriseId === undefined ? [] : [`enterprise:${named.enterpriseId}`]),
 ];
+
+/** A kept installation as the bot's admin view shows it, in Slack's own words (`is_enterprise_install`); null when it is not one. */
+export function installationShown(kept: Record<string, unknown>): Record<string, unknown> | null {
+  const installation = SlackInstallationSchema.safeParse(kept);
+  if (!installation.success) return null;
+  const { team_id, enterprise_id, enterprise_install, app_id } = installation.data;
+  return { team_id, enterprise_id, is_enterprise_install: enterprise_install, app_id };
+}

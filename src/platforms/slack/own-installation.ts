@@ -60,12 +60,31 @@ export async function checkSlackInstallation(bot: Bot<SlackCredentials>, req: We
   if (named.teamId === undefined && named.enterpriseId === undefined && named.appId === undefined) return;
   const kept = SlackInstallationSchema.safeParse(await req.installation.pinned());
   if (!kept.success && !bot.enabled) return;
-  const own = kept.success ? kept.data : await askedInstallation(bot, req.apiTimeoutMs);
+  const own = kept.success ? kept.data : await installationAsked(bot, req);
   const why = otherInstallation(own, named);
   const learned = why === null && own.app_id === null && named.appId !== undefined ? { ...own, app_id: named.appId } : own;
   if (!kept.success || learned !== own) await req.installation.pin(learned);
   if (why !== null) throw new OtherSlackInstallation(why, named);
 }
+
+/**
+ * The bot's installation asked of Slack, unless Slack refused its token (revoked, invalid) before, as the cron keeps
+ * it: not asked again until its credentials change. A refusal met here is kept so, for the next isolates and the cron.
+ */
+export async function installationAsked(bot: Bot<SlackCredentials>, req: WebhookRequest): Promise<SlackInstallation> {
+  const refusedAt = await req.installation.refusedAt();
+  if (refusedAt !== null) throw tokenRefusedBefore(refusedAt);
+  try {
+    return await askedInstallation(bot, req.apiTimeoutMs);
+  } catch (err) {
+    if (err instanceof SlackInstallationUnknown && err.tokenRefused) await req.installation.keepRefused(Date.now());
+    throw err;
+  }
+}
+
+/** A 503 as Slack's refusal was: whether the request is the bot's cannot be told, nor will be until a PUT. */
+const tokenRefusedBefore = (at: number) =>
+  new SlackInstallationUnknown(`Slack refused the bot token when asked which workspace it is installed in (auth.test, at ${new Date(at).toISOString()}), so the request could not be checked: it is not asked again until the bot's credentials change (PUT a working token)`, true, true);
 
 /** auth.test's answer within `timeoutMs` (at most AUTH_TEST_TIMEOUT_MS), or a 503 naming why there is none (never the token). */
 export async function askedInstallation(bot: Bot<SlackCredentials>, timeoutMs: number): Promise<SlackInstallation> {

@@ -21,11 +21,6 @@ import { askedInstallation, NO_RETRY, OtherSlackInstallation, SlackInstallationU
  */
 const ASKED_PER_REQUEST = 2;
 
-/** Siblings whose token Slack refused (revoked, invalid), by revision: not asked again for a while, by this isolate. */
-const refusedTokens = new Map<string, number>();
-const REFUSED_TOKEN_MS = 10 * 60_000;
-const REFUSED_TOKENS_CAP = 1_000;
-
 /** The sibling `refusal` names the installation of, if one is registered here; throws when that cannot be told now. */
 export async function slackSiblingFor(bot: Bot<SlackCredentials>, refusal: unknown, req: WebhookRequest, siblings: SiblingDirectory): Promise<HandedOver | null> {
   if (!(refusal instanceof OtherSlackInstallation)) return null;
@@ -45,7 +40,9 @@ export async function slackSiblingFor(bot: Bot<SlackCredentials>, refusal: unkno
   };
   const kept = bots.filter((b) => isIt(b.pinned));
   if (kept.length > 0) return handedTo(kept);
-  const unknown = bots.filter((b) => !SlackInstallationSchema.safeParse(b.pinned).success && !tokenRefused(b));
+  // Those whose token Slack refused (kept on their rows by a request or the cron) are not asked again.
+  const refused = await Promise.all(bots.map(async (b) => (await b.installation.refusedAt()) !== null));
+  const unknown = bots.filter((b, i) => !SlackInstallationSchema.safeParse(b.pinned).success && !refused[i]);
   const asked = await Promise.all(unknown.slice(0, ASKED_PER_REQUEST).map((b) => installationOf(b, req)));
   const matching = unknown.filter((_, i) => isIt(asked[i]));
   if (matching.length > 0) return handedTo(matching);
@@ -94,13 +91,9 @@ async function installationOf(sibling: SiblingBot, req: WebhookRequest): Promise
   } catch (err) {
     if (!(err instanceof SlackInstallationUnknown)) throw err;
     if (!err.permanent) return "undecided";
-    if (refusedTokens.size >= REFUSED_TOKENS_CAP) refusedTokens.clear();
-    refusedTokens.set(`${sibling.botId} ${sibling.revision}`, Date.now());
+    // Slack refused the token itself: kept on its row as the cron keeps it, so no isolate, nor the cron, asks again
+    // until its credentials change. Another refusal (a proxy's 4xx) is this request's alone: asked again next time.
+    if (err.tokenRefused) await sibling.installation.keepRefused(Date.now());
     return "unusable";
   }
-}
-
-function tokenRefused(sibling: SiblingBot): boolean {
-  const at = refusedTokens.get(`${sibling.botId} ${sibling.revision}`);
-  return at !== undefined && Date.now() - at < REFUSED_TOKEN_MS;
 }

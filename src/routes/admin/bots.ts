@@ -58,6 +58,8 @@ const ReplaceBot = z.strictObject({
   last_webhook_refusal: z.unknown().optional(),
   last_unbound_event: z.unknown().optional(),
   last_delivery_failure: z.unknown().optional(),
+  installation: z.unknown().optional(),
+  installation_unknown: z.unknown().optional(),
 });
 
 type BotDestination = Pick<BotRow, "botId" | "platform" | "apiBaseUrl">;
@@ -97,7 +99,7 @@ export const botsRouter = router()
       kind: "bots",
       read: (page) => selectPage(dbOf(c.env), bot, { time: bot.createdAt, id: bot.botId }, page),
       position: (row) => ({ time: row.createdAt, id: row.botId }),
-      view: (rows) => rows.map((row) => toBotView(row, base)),
+      view: (rows) => Promise.all(rows.map((row) => toBotView(row, base))),
     });
   })
   .post("/", jsonBody(CreateBot), async (c) => {
@@ -124,9 +126,9 @@ export const botsRouter = router()
     };
     // A concurrent create of the same id passed the check above too: its insert is refused (409), not a 500.
     await insertUnique(() => store.create(row), `bot ${botId}`);
-    return c.json(toBotView(row, publicBaseUrl(c.env, c.req.url)), 201);
+    return c.json(await toBotView(row, publicBaseUrl(c.env, c.req.url)), 201);
   })
-  .get("/:botId", async (c) => c.json(toBotView(await existing(dbOf(c.env), c.req.param("botId")), publicBaseUrl(c.env, c.req.url))))
+  .get("/:botId", async (c) => c.json(await toBotView(await existing(dbOf(c.env), c.req.param("botId")), publicBaseUrl(c.env, c.req.url))))
   .put("/:botId", jsonBody(ReplaceBot), async (c) => {
     const db = dbOf(c.env);
     const input = c.get("body");
@@ -149,7 +151,7 @@ export const botsRouter = router()
     // Only over the row as read: a concurrent DELETE is a 404 (a bot registered anew under its id since is not the one
     // read), a concurrent PUT (a rotated credential) a 409, never undone.
     await replaceOrExplain(() => botsStore(db).replace(updated, row), row, () => botsStore(db).get(row.botId), `bot ${row.botId}`);
-    return c.json(toBotView(updated, publicBaseUrl(c.env, c.req.url)));
+    return c.json(await toBotView(updated, publicBaseUrl(c.env, c.req.url)));
   })
   .delete("/:botId", async (c) => {
     const db = dbOf(c.env);
