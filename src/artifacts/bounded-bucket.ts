@@ -74,7 +74,7 @@ export class BoundedBucket implements R2Bucket {
       if (progress.bodyFailed) throw err;
       // R2's: its sender may still be sending, and is heard out (bounded) so that it reads the answer, not a reset.
       const fault = asStorageFault("put", key, err);
-      await progress.drainRest(fault);
+      await progress.drainRest(fault, length);
       throw fault;
     });
   }

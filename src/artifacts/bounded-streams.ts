@@ -3,7 +3,7 @@
  * R2 must send (or take) each chunk within the bound. The time a sender takes to send the next chunk is never counted:
  * it is not R2's (a run's deadline bounds an upload's sender).
  */
-import { drainReader } from "../lib/drain";
+import { drainDeclared, drainReader } from "../lib/drain";
 import type { BlobStoreTimeout } from "./blob-timeout";
 
 /**
@@ -98,6 +98,8 @@ export interface BodyTap {
   end(): Promise<void> | void;
   /** Aborted (a run's deadline), the body errors with its reason: R2's put fails and the sender's body is cancelled. */
   signal?: AbortSignal;
+  /** Told as the body's failure is settled (R2's side gave up), before its rest is drained: the drain's own outcome is no part of it. */
+  draining?(): void;
 }
 
 /**
@@ -114,6 +116,8 @@ function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, 
   let ended = false;
   /** The sender's body was cancelled: there is nothing left to drain. */
   let cut = false;
+  /** Bytes read from the sender so far: what a declared length says is still to come is the rest. */
+  let taken = 0;
   /** The body failed on its own side: its sender broke off, its tap threw, or its signal aborted it. */
   const state = { bodyFailed: false };
   const stop = (reason: unknown) => {
@@ -145,6 +149,7 @@ function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, 
         let next: ReadableStreamReadResult<Uint8Array>;
         try {
           next = await reader.read();
+          if (!next.done) taken += next.value.length;
           if (ended) return;
           if (next.done) await tap?.end();
           else await tap?.chunk(next.value);
@@ -169,8 +174,11 @@ function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap | undefined, 
     { highWaterMark: 1 },
   );
   // Not marked cut: the signal still cuts a drain (the deadline bounds the sender), and the drain ends at the cancel.
-  const drainRest = async () => {
-    if (!cut) await drainReader(reader);
+  // A body of `declared` bytes whose rest is past the drain's bound is cut at once, as drainBody cuts one declared so.
+  const drainRest = async (declared?: number) => {
+    tap?.draining?.();
+    if (cut) return;
+    await (declared === undefined ? drainReader(reader) : drainDeclared(reader, declared - taken));
   };
   return { stream, fail, stop, drainRest, state };
 }
@@ -184,7 +192,7 @@ export const tapped = (body: ReadableStream<Uint8Array>, tap: BodyTap): Readable
  */
 export class PutProgress {
   private stop: (reason: unknown) => void = () => undefined;
-  private drain: () => Promise<void> = async () => undefined;
+  private drain: (declared?: number) => Promise<void> = async () => undefined;
   private body: { bodyFailed: boolean } = { bodyFailed: false };
   private stalled: (err: BlobStoreTimeout) => void = () => undefined;
   private readonly stall = new Promise<never>((_, reject) => (this.stalled = reject));
@@ -214,10 +222,11 @@ export class PutProgress {
   /**
    * After R2's side failed: what R2 was still reading ends with `reason`, and the rest of the sender's body is read
    * and discarded (within lib/drain.ts's bounds, past which it is cut), so a sender still sending reads the answer.
+   * `declared`: the body's whole length, when known; a rest declared past the bounds is cut at once.
    */
-  async drainRest(reason: unknown): Promise<void> {
+  async drainRest(reason: unknown, declared?: number): Promise<void> {
     this.stop(reason);
-    await this.drain();
+    await this.drain(declared);
   }
 
   /** The put's outcome, or a BlobStoreTimeout (R2's stream ended, the sender's body left to `drainRest`) once R2 has taken nothing for `ms`. */

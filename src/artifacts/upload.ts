@@ -67,6 +67,10 @@ export async function storeUpload(
   const digest = new crypto.DigestStream("SHA-256");
   const hashWriter = digest.getWriter();
   let received = 0;
+  // Whether the deadline had passed when the upload failed, read before the rest is drained: a deadline passing during
+  // that drain (a courtesy to the client, which it cuts) leaves the answer the upload had earned (500, 413, 401).
+  let lateWhenFailed: boolean | undefined;
+  const noteFailure = () => void (lateWhenFailed ??= signal?.aborted === true);
   const hashing: BodyTap = {
     chunk(chunk) {
       received += chunk.length;
@@ -74,6 +78,7 @@ export async function storeUpload(
     },
     end: () => hashWriter.close(),
     signal,
+    draining: noteFailure,
   };
   // No body is an empty stream: one path for every length.
   const source = body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
@@ -81,10 +86,10 @@ export async function storeUpload(
   try {
     // R2 needs a known length (putStream fixes it, and fails if the body disagrees); bounded by R2's progress, not the sender's.
     if (length !== null) await deps.bucket.putStream(r2Key, source, length, options, hashing);
-    else await putChunked(deps.bucket, r2Key, tapped(source, hashing), maxBytes, more, options);
+    else await putChunked(deps.bucket, r2Key, tapped(source, hashing), maxBytes, more, options, noteFailure);
   } catch (err) {
     const expected = length === null ? "a body without a length" : `${length} bytes`;
-    if (signal?.aborted) throw new UploadDeadlineError(`the run's deadline passed after ${received} bytes of ${expected}`, { cause: err });
+    if (lateWhenFailed ?? signal?.aborted) throw new UploadDeadlineError(`the run's deadline passed after ${received} bytes of ${expected}`, { cause: err });
     // R2 stopped taking the body (or failed it), not its sender: the host's fault (a retryable 500), not a truncated body.
     if (err instanceof BlobStoreUnavailable) throw err;
     if (length !== null && received < length) throw new TruncatedUploadError(`the body ended after ${received} of ${length} bytes`, { cause: err });
@@ -132,7 +137,16 @@ export type MoreBudget = (wanted: number) => Promise<number | null>;
  * one put when it fits in a part, else an R2 multipart upload whose parts are cut at exactly PART_BYTES as the body
  * arrives. Any failure aborts the multipart upload.
  */
-async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array>, maxBytes: number, more: MoreBudget | undefined, options: R2PutOptions): Promise<void> {
+async function putChunked(
+  bucket: R2Bucket,
+  key: string,
+  body: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  more: MoreBudget | undefined,
+  options: R2PutOptions,
+  /** Told as it fails, before the rest of the body is drained. */
+  draining: () => void,
+): Promise<void> {
   const reader = body.getReader();
   let part = new Uint8Array(Math.min(PART_BYTES, maxBytes));
   let filled = 0;
@@ -178,7 +192,10 @@ async function putChunked(bucket: R2Bucket, key: string, body: ReadableStream<Ui
     // the client may still send: the rest is read and discarded first (bounded: lib/drain.ts), so it reads the answer,
     // not a reset. Past its reservation only a little more: a body that just outgrew it ends, one far larger is cut.
     if (err instanceof TruncatedUploadError) await reader.cancel(err).catch(() => undefined);
-    else await drainReader(reader, err instanceof UploadTooLargeError ? OVERSHOOT_DRAIN_BYTES : undefined);
+    else {
+      draining();
+      await drainReader(reader, err instanceof UploadTooLargeError ? OVERSHOOT_DRAIN_BYTES : undefined);
+    }
     throw err;
   }
 }

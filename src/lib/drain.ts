@@ -14,11 +14,19 @@ export async function drainBody(request: Request, maxBytes = DRAIN_MAX_BYTES, ma
   if (!body || body.locked) return;
   const reader = body.getReader();
   try {
-    if (Number(request.headers.get("content-length") ?? NaN) > maxBytes) return await reader.cancel().catch(() => {});
-    await drainReader(reader, maxBytes, maxMs);
+    await drainDeclared(reader, Number(request.headers.get("content-length") ?? NaN), maxBytes, maxMs);
   } finally {
     reader.releaseLock();
   }
+}
+
+/**
+ * The rest of a body whose length says `left` bytes are still to come (NaN: not said): past `maxBytes` it is cut at
+ * once, as draining would cut it there anyway, after keeping the answer back; else drained as drainReader does.
+ */
+export async function drainDeclared(reader: ReadableStreamDefaultReader<Uint8Array>, left: number, maxBytes = DRAIN_MAX_BYTES, maxMs = DRAIN_MAX_MS): Promise<void> {
+  if (left > maxBytes) return await reader.cancel().catch(() => {});
+  await drainReader(reader, maxBytes, maxMs);
 }
 
 /** The rest of a body already being read, discarded within the same bounds (a chunked upload refused mid-way). */

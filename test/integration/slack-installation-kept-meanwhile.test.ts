@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { postToSlackBot } from "../support/slack-signed";
-import { deferred } from "../support/host-api";
-import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { INSTALLATION_WRITE, postToSlackBot } from "../support/slack-signed";
+import { holdNextQuery } from "../support/held-query";
+import { startFakePlatform, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
  * What the cron learns of a Slack bot's installation (src/retention/slack-installations.ts) is written only over the
@@ -16,13 +16,11 @@ const BOT = "slack-kept-meanwhile";
 
 let host: TestHost;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-/** The cron's auth.test (the first) is held until the request has kept the installation; well inside its 1 s. */
-const cronAnswered = deferred();
 let asked = 0;
 
 async function slackApi(call: PlatformCall): Promise<FakeReply> {
   if (call.path !== "/auth.test") return { status: 404, json: { ok: false, error: "unknown_method" } };
-  if (++asked === 1) await Promise.race([cronAnswered.promise, new Promise((r) => setTimeout(r, 900))]);
+  asked++;
   return { json: { ok: true, url: "https://example.slack.com/", team: "Example", user: "agent", team_id: "T1", user_id: "U-T1", is_enterprise_install: false } };
 }
 
@@ -49,13 +47,16 @@ const summaries = () => [...host.logs().matchAll(/^retention: (\{.*\})$/gm)].map
 
 describe("the cron's answer for a Slack bot whose installation a request kept meanwhile", () => {
   it("leaves what the request kept (the app it named): a request naming another app is still refused", async () => {
+    // The cron's answer to its auth.test is held on its way to the row (the first such write), for as long as the
+    // request takes: the order is made, not waited for.
+    const hold = holdNextQuery(host, INSTALLATION_WRITE);
     const cron = host.triggerScheduled();
-    await waitFor(() => asked === 1 || undefined, 5_000, "the cron's auth.test");
+    await hold.heldFrom(cron.then(() => ({ status: 200, body: "the cron's invocation" })));
     // Read by the cron before: the request asks auth.test itself, and keeps the installation with app A1.
     expect(await sendNaming("A1")).toBe(200);
-    cronAnswered.resolve();
+    hold.release();
     await cron;
-    // The cron had its answer (not its 1 s timeout): it was written, or not, after the request's.
+    // The cron had its answer: it was written, or not, after the request's.
     expect(summaries().at(-1)).toMatchObject({ slackInstallations: 1 });
     expect(await sendNaming("A2")).toBe(403);
     expect(asked).toBe(2);

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../support/host";
-import { slackBotCreated, slackInstallationsApi } from "../support/slack-signed";
+import { INSTALLATION_WRITE, slackBotCreated, slackInstallationsApi } from "../support/slack-signed";
 import { startFakePlatform, type FakeReply } from "../support/fake-platform";
 
 /**
@@ -42,8 +42,6 @@ beforeAll(async () => {
   fake = await startFakePlatform(slack);
   host = await startTestHost({ captureLogs: true });
 });
-/** The installation's write (src/stores/bot-installation.ts `pin`), as the Worker sends it to the database. */
-const INSTALLATION_WRITE = 'set \\"installation_json\\" = ?, \\"installation_key\\" = ?';
 /** No query failed any more (a failure drill armed for more than a test used is never left to the next). */
 const disarmed = () => host?.databaseOutage({ queries: 0 });
 afterEach(disarmed);

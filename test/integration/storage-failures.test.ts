@@ -40,6 +40,13 @@ beforeAll(async () => {
         const slow = await stalledBody(url, { method: "PUT", token: ctx.runtime.api.token, declared: 1024 * 1024, first: 64 * 1024, pauseMs: 300 });
         return w.reply(JSON.stringify({ slow, again: (await upload(Buffer.from("upload bytes"))).status }));
       }
+      if (text === "large slow upload") {
+        // As above, but what is left of it is past the drain's 4 MiB: the client would be cut anyway, so it is at once,
+        // not after waiting out the pause (the drain's 5 s, were it longer) or reading 4 MiB more of it.
+        const url = `${ctx.runtime.api.base_url}/v1/runs/${ctx.run_id}/artifacts?name=large.bin`;
+        const large = await stalledBody(url, { method: "PUT", token: ctx.runtime.api.token, declared: 6 * 1024 * 1024, first: 64 * 1024, pauseMs: 3_000 });
+        return w.reply(JSON.stringify({ large, again: (await upload(Buffer.from("upload bytes"))).status }));
+      }
       if (text === "read twice") {
         const read = () => callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "artifact.read", { artifact_id: ctx.input.attachments[0].artifact_id });
         await armed.promise;
@@ -98,6 +105,12 @@ describe("a runner's call whose R2 call fails", () => {
     host.storageFailure({ op: "put", key: "artifacts/" });
     const posted = await host.postEvent(messageEvent("fail-upload-slow", "slow upload"));
     expect(await reply(posted.body.run_id!)).toEqual({ slow: { answeredDuringPause: false, status: 500 }, again: 200 });
+  });
+
+  it("artifact.upload whose client has more left to send than a drain reads: cut at once, the 500 answered during its pause", async () => {
+    host.storageFailure({ op: "put", key: "artifacts/" });
+    const posted = await host.postEvent(messageEvent("fail-upload-large", "large slow upload"));
+    expect(await reply(posted.body.run_id!)).toEqual({ large: { answeredDuringPause: true, status: 500 }, again: 200 });
   });
 
   it("artifact.read: a retryable 500 saying storage failed; read again, served", async () => {

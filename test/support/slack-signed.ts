@@ -54,6 +54,9 @@ export function slackInstallationsApi(installed: Record<string, Record<string, u
   };
 }
 
+/** A bot's installation write (src/stores/bot-installation.ts `pin`), as the Worker sends it to the database: for drills. */
+export const INSTALLATION_WRITE = 'set \\"installation_json\\" = ?, \\"installation_key\\" = ?';
+
 /** The body of `POST /v1/admin/bots` for a Slack bot of one installation, its API at `apiBaseUrl`. */
 export const slackBotCreated = (botId: string, token: string, secret: string, apiBaseUrl: string) => ({
   bot_id: botId,
