@@ -54,7 +54,8 @@ export interface WebhookInstallation {
   pin(installation: Record<string, unknown>): Promise<void>;
   /**
    * When the platform refused the bot's current credentials, asked which installation they are (ms since the epoch),
-   * by a request or the cron; null when it has not. Kept until they change: such a bot is not asked again.
+   * by a request or the cron; null when it has not. Kept until they change: the cron does not ask such a bot again,
+   * a request not for a while.
    */
   refusedAt(): Promise<number | null>;
   /** Keeps that the platform refused the current credentials at `at`, as the cron does (best effort: never throws). */

@@ -13,8 +13,8 @@ import type { BotRow } from "./bots";
 
 /**
  * Why the installation is not known: never asked (of these credentials); asked, and the platform gave no answer (asked
- * again); it refused the token (not asked again until the credentials change); the credentials could not be opened
- * under the host's keys, or read as the platform's, when last tried.
+ * again); it refused the token (not asked again by the cron until the credentials change, by a request for a while);
+ * the credentials could not be opened under the host's keys, or read as the platform's, when last tried.
  */
 export type InstallationUnknownReason = "not_asked" | "no_answer" | "token_refused" | "credentials_unopenable" | "credentials_unreadable";
 

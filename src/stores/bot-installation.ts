@@ -5,7 +5,7 @@
  * credentials it was learned with: once they change (a PUT, by this release or the one before, which knows nothing of
  * the column) it no longer counts, and is learned anew. When the platform was asked and did not say, the row keeps
  * that instead, under the same credentials: when it was asked, and whether the platform refused them (then not asked
- * again, by the cron or a request, until they change). The cron keeps every such answer
+ * again by the cron until they change, nor by a request for a while). The cron keeps every such answer
  * (src/retention/slack-installations.ts), a request only a refusal.
  */
 import { and, eq, sql } from "drizzle-orm";

@@ -61,15 +61,20 @@ export function botsStore(db: Db) {
     async create(row: BotRow) {
       await db.insert(bot).values(row);
     },
-    /** Replaces the row only if it is still as `read` left it: answers false when it was deleted or changed meanwhile. */
-    async replace(row: BotRow, read: BotRow): Promise<boolean> {
-      // The notes and the installation are the host's to write: a PUT neither clears nor restores them (new credentials
-      // void the installation all the same: ./bot-installation.ts).
+    /**
+     * Replaces the row only if it is still as `read` left it: answers false when it was deleted or changed meanwhile.
+     * `credentialsNamed`: the PUT gave credentials, which void what was learned of the ones before.
+     */
+    async replace(row: BotRow, read: BotRow, credentialsNamed = false): Promise<boolean> {
+      // The notes and the installation are the host's to write: a PUT neither clears nor restores them, but for
+      // credentials it names. Changed ones void the installation all the same (./bot-installation.ts, the migration's
+      // trigger); the same token stored as given (no SECRETS_KEY) changes nothing stored, yet is the operator's word
+      // that it works now (a refusal kept of it is asked again).
       const { botId, createdAt: _createdAt, lastWebhookRefusalJson: _refusal, lastUnboundEventJson: _unbound, lastDeliveryFailureJson: _delivery, installationJson: _installation, installationKey: _key, appSecretDigest, ...rest } = row;
       const [done] = await db.batch([
         db
           .update(bot)
-          .set(rest)
+          .set(credentialsNamed ? { ...rest, installationJson: null, installationKey: null } : rest)
           .where(and(eq(bot.botId, botId), eq(bot.createdAt, read.createdAt), eq(bot.updatedAt, read.updatedAt), eq(bot.credentialsJson, read.credentialsJson)))
           .returning({ botId: bot.botId }),
         // After the credentials, whose change voids the digest (the migration's trigger, for every release's PUT): the

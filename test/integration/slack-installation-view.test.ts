@@ -10,8 +10,9 @@ import { startFakePlatform } from "../support/fake-platform";
 
 /**
  * Which installation each Slack bot is known to be, as its admin view shows it, and a token Slack refused kept on the
- * bot's row, so that no isolate nor the cron asks it again until its credentials change. One app (A1), Slack calling
- * slack-hub's address (T1); one data folder, the host started anew on it (a new isolate) between the tests.
+ * bot's row, so that no isolate asks it again for ten minutes (./slack-refused-token-held.test.ts), nor the cron until
+ * its credentials change. One app (A1), Slack calling slack-hub's address (T1); one data folder, the host started anew
+ * on it (a new isolate) between the tests.
  */
 const APP_SECRET = "installation-view-app-secret-0123456789";
 const TOKENS = {
@@ -138,7 +139,7 @@ describe("A Slack bot's installation in its admin view, and a refused token kept
       const own = await sendFrom(host, "T6", "slack-revoked");
       expect([own.status, own.body.error.code]).toEqual([503, "platform_unavailable"]);
       expect(authTests(TOKENS.revoked)).toBe(1);
-      expect(own.body.error.message).toMatch(/^Slack refused the bot token when asked which workspace it is installed in \(auth\.test, at \d{4}-.*\), so the request could not be checked: it is not asked again until the bot's credentials change \(PUT a working token\)$/);
+      expect(own.body.error.message).toMatch(/^Slack refused the bot token when asked which workspace it is installed in \(auth\.test, at \d{4}-.*\), so the request could not be checked: it is not asked again before \d{4}-.*Z, unless the bot's credentials change \(PUT a working token\)$/);
       await host.triggerScheduled();
       expect(authTests(TOKENS.revoked)).toBe(1);
 

@@ -51,6 +51,16 @@ export class SlackInstallationUnknown extends HostError {
 const TOKEN_REFUSED = new Set(["slack_not_authed", "slack_invalid_auth", "slack_account_inactive", "slack_token_revoked", "slack_token_expired"]);
 
 /**
+ * How long a request (at the bot's own address, or a sibling's lookup) does not ask again about a token Slack refused
+ * (the cron waits for new credentials). Not for good: Slack's `invalid_auth` also answers a token just issued, for a
+ * while, and a call from an address the app's token IP restrictions leave out, fixed in Slack with the token as it was.
+ */
+export const REFUSED_TOKEN_HELD_MS = 10 * 60_000;
+
+/** Whether a refusal kept at `refusedAt` (null: none) still stands for requests. */
+export const refusalHeld = (refusedAt: number | null): boolean => refusedAt !== null && Date.now() - refusedAt < REFUSED_TOKEN_HELD_MS;
+
+/**
  * Refuses a request naming an installation other than the bot's (403, which Slack is told not to retry). A paused bot
  * whose installation is not known yet takes the request unchecked: a paused bot calls no Slack API, and its events
  * start nothing. Throws a 503 when Slack cannot say which installation the bot is (Slack sends an event again).
@@ -68,12 +78,12 @@ export async function checkSlackInstallation(bot: Bot<SlackCredentials>, req: We
 }
 
 /**
- * The bot's installation asked of Slack, unless Slack refused its token (revoked, invalid) before, as the cron keeps
- * it: not asked again until its credentials change. A refusal met here is kept so, for the next isolates and the cron.
+ * The bot's installation asked of Slack, unless Slack refused its token (revoked, invalid) less than
+ * REFUSED_TOKEN_HELD_MS ago, at a request or the cron. A refusal met here is kept so, for the next isolates and the cron.
  */
 export async function installationAsked(bot: Bot<SlackCredentials>, req: WebhookRequest): Promise<SlackInstallation> {
   const refusedAt = await req.installation.refusedAt();
-  if (refusedAt !== null) throw tokenRefusedBefore(refusedAt);
+  if (refusedAt !== null && refusalHeld(refusedAt)) throw tokenRefusedBefore(refusedAt);
   try {
     return await askedInstallation(bot, req.apiTimeoutMs);
   } catch (err) {
@@ -82,9 +92,9 @@ export async function installationAsked(bot: Bot<SlackCredentials>, req: Webhook
   }
 }
 
-/** A 503 as Slack's refusal was: whether the request is the bot's cannot be told, nor will be until a PUT. */
+/** A 503 as Slack's refusal was: whether the request is the bot's cannot be told until Slack is asked again. */
 const tokenRefusedBefore = (at: number) =>
-  new SlackInstallationUnknown(`Slack refused the bot token when asked which workspace it is installed in (auth.test, at ${new Date(at).toISOString()}), so the request could not be checked: it is not asked again until the bot's credentials change (PUT a working token)`, true, true);
+  new SlackInstallationUnknown(`Slack refused the bot token when asked which workspace it is installed in (auth.test, at ${new Date(at).toISOString()}), so the request could not be checked: it is not asked again before ${new Date(at + REFUSED_TOKEN_HELD_MS).toISOString()}, unless the bot's credentials change (PUT a working token)`, true, true);
 
 /** auth.test's answer within `timeoutMs` (at most AUTH_TEST_TIMEOUT_MS), or a 503 naming why there is none (never the token). */
 export async function askedInstallation(bot: Bot<SlackCredentials>, timeoutMs: number): Promise<SlackInstallation> {

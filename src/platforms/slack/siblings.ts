@@ -12,7 +12,7 @@ import type { Bot, WebhookRequest } from "../types";
 import { notThisBot } from "../verify";
 import type { SlackCredentials } from "./api";
 import { installationKeysNamed, otherInstallation, SlackInstallationSchema, type SlackInstallation } from "./installation";
-import { askedInstallation, NO_RETRY, OtherSlackInstallation, SlackInstallationUnknown } from "./own-installation";
+import { askedInstallation, NO_RETRY, OtherSlackInstallation, refusalHeld, SlackInstallationUnknown } from "./own-installation";
 
 /**
  * Siblings whose installation is not known yet asked of auth.test by one request at most, at once: with the bot's own
@@ -40,8 +40,8 @@ export async function slackSiblingFor(bot: Bot<SlackCredentials>, refusal: unkno
   };
   const kept = bots.filter((b) => isIt(b.pinned));
   if (kept.length > 0) return handedTo(kept);
-  // Those whose token Slack refused (kept on their rows by a request or the cron) are not asked again.
-  const refused = await Promise.all(bots.map(async (b) => (await b.installation.refusedAt()) !== null));
+  // Those whose token Slack refused lately (kept on their rows by a request or the cron) are not asked again yet.
+  const refused = await Promise.all(bots.map(async (b) => refusalHeld(await b.installation.refusedAt())));
   const unknown = bots.filter((b, i) => !SlackInstallationSchema.safeParse(b.pinned).success && !refused[i]);
   const asked = await Promise.all(unknown.slice(0, ASKED_PER_REQUEST).map((b) => installationOf(b, req)));
   const matching = unknown.filter((_, i) => isIt(asked[i]));
@@ -91,8 +91,8 @@ async function installationOf(sibling: SiblingBot, req: WebhookRequest): Promise
   } catch (err) {
     if (!(err instanceof SlackInstallationUnknown)) throw err;
     if (!err.permanent) return "undecided";
-    // Slack refused the token itself: kept on its row as the cron keeps it, so no isolate, nor the cron, asks again
-    // until its credentials change. Another refusal (a proxy's 4xx) is this request's alone: asked again next time.
+    // Slack refused the token itself: kept on its row as the cron keeps it, so no isolate asks again for a while, nor
+    // the cron until its credentials change. Another refusal (a proxy's 4xx) is this request's alone: asked again next time.
     if (err.tokenRefused) await sibling.installation.keepRefused(Date.now());
     return "unusable";
   }

@@ -142,15 +142,18 @@ export const botsRouter = router()
       ...destination,
       name: input.name ?? null,
       workspaceId: input.workspace_id ?? null,
-      // Credentials left out keep their secret, and its digest, wherever they are sealed for.
-      ...(input.credentials ? await checkedCredentials(db, destination, input.credentials) : { credentialsJson: await movedCredentials(db, row, destination), appSecretDigest: row.appSecretDigest }),
+      // Credentials left out keep their secret, and its digest, wherever they are sealed for; those given void what was
+      // learned of the ones before (its view then says so).
+      ...(input.credentials
+        ? { ...(await checkedCredentials(db, destination, input.credentials)), installationJson: null, installationKey: null }
+        : { credentialsJson: await movedCredentials(db, row, destination), appSecretDigest: row.appSecretDigest }),
       // Left out, as the credentials are, it is kept: a PUT that does not name the pause does not end it.
       enabled: input.enabled ?? row.enabled,
       updatedAt: nextUpdatedAt(row.updatedAt),
     };
     // Only over the row as read: a concurrent DELETE is a 404 (a bot registered anew under its id since is not the one
     // read), a concurrent PUT (a rotated credential) a 409, never undone.
-    await replaceOrExplain(() => botsStore(db).replace(updated, row), row, () => botsStore(db).get(row.botId), `bot ${row.botId}`);
+    await replaceOrExplain(() => botsStore(db).replace(updated, row, input.credentials !== undefined), row, () => botsStore(db).get(row.botId), `bot ${row.botId}`);
     return c.json(await toBotView(updated, publicBaseUrl(c.env, c.req.url)));
   })
   .delete("/:botId", async (c) => {
