@@ -5,6 +5,7 @@ import { DeliverySession, type DeliveryDeps } from "../src/delivery/session";
 import { executeRun } from "../src/run/execute";
 import { RunEndUnwritten } from "../src/run/end-unwritten";
 import { removeUnnamedBlobs } from "../src/run/unnamed-blobs";
+import type { UnloggedEnd } from "../src/run/end-log";
 import type { RunClaims } from "../src/run/claim";
 import { endRecordedMeanwhile, endRunAfterHostFailure } from "../src/run/host-end";
 import { publishHostEnd, type UnrecordedRun } from "../src/run/lost-run";
@@ -66,6 +67,8 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
   let recorded = true;
   let delivery: DeliverySession | null = null;
   let publishedUpTo = 0;
+  // The line of its own end, whose write got no answer: the end as lost logs it, should it find that end applied.
+  let unlogged: UnloggedEnd | undefined;
   const publish = (entries: LedgerEntry[]) => {
     for (const e of entries) publishedUpTo = Math.max(publishedUpTo, e.seq);
     deps.live.publish(job.runId, entries);
@@ -103,6 +106,7 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
     const outcome = await executeRun({
       db, artifacts: artifactsOf(deps.env), config, job, snapshot, state: claimed.state, historyBefore: claimed.historyBefore, token, runner: claimed.runner, signal: abort.signal, ledgerSequence: session.ledgerSequence, stateWrites: session.stateWrites,
       onStreamEnd: () => streamEnded(deps.finishing, job.runId, abort),
+      steered: () => session.steered,
       publish,
     });
     status = outcome.status;
@@ -110,6 +114,7 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
     // Only host-side failures reach here (the database refused a write the run needs).
     const ended = await endRunAfterHostFailure(db, job, err);
     recorded = ended !== null;
+    if (!recorded && err instanceof RunEndUnwritten) unlogged = err.unlogged;
     // Ended already (its final write applied, unanswered): followers and the reply hear how, with what it recorded.
     const meanwhile = ended && !ended.entry ? await endRecordedMeanwhile(db, job.runId, publishedUpTo, () => publish).catch(() => null) : null;
     if (meanwhile) status = meanwhile;
@@ -136,7 +141,7 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
       deps.live.end(job.runId, status);
       await deps.dropUnpulled(job);
     } else if (deps.runs.current(key)?.state !== "running") await deps.runs.put(key, { ...(deps.runs.current(key) ?? stored), notBefore: Date.now() + config.DB_RETRY_PAUSE_MS });
-    else deps.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo });
+    else deps.unrecordedReplies.set(job.runId, { reply: delivery ?? undefined, publishedUpTo, unlogged });
     if (ending) deps.settling.add(ending.close(db, config.DB_WRITE_RETRY_PAUSES_MS));
   }
 }

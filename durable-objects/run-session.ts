@@ -36,6 +36,8 @@ export class RunSession {
   readonly stateWrites = new WriteBudget();
   /** The run's `storage.set` calls, against RUN_MAX_STORAGE_WRITES. */
   readonly storageWrites = new WriteBudget();
+  /** The messages its `steering.pull` calls took in, for its end's log line. */
+  steered = 0;
 
   constructor(
     readonly job: RunJob,
@@ -52,7 +54,18 @@ export class RunSession {
 
   /** What the run's Host API calls act with: its snapshot, its ledger (entries also go to `publish`), its signal and MCP sessions. */
   actionContext(env: Env, steering: SteeringPort, publish: (entries: LedgerEntry[]) => void): ActionContext {
-    return { ...this.uploadContext(env, publish), artifacts: artifactsOf(env), steering, signal: this.abort.signal, mcp: this.mcp, streams: this.streams, stateWrites: this.stateWrites, storageWrites: this.storageWrites };
+    return { ...this.uploadContext(env, publish), artifacts: artifactsOf(env), steering: this.counted(steering), signal: this.abort.signal, mcp: this.mcp, streams: this.streams, stateWrites: this.stateWrites, storageWrites: this.storageWrites };
+  }
+
+  /** `port`, its pulls counted in `steered`. */
+  private counted(port: SteeringPort): SteeringPort {
+    return {
+      pull: async (mode, limit) => {
+        const items = await port.pull(mode, limit);
+        this.steered += items.length;
+        return items;
+      },
+    };
   }
 
   /** What an upload's authorisation acts with: the run's snapshot, and its ledger and denial count for a denial. */

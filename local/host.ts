@@ -187,14 +187,21 @@ function captureStdio(onText: (text: string) => void) {
 
 /** How each Host API decision line (src/host-api/decision-log.ts) starts. */
 export const DECISION_LINE = '{"log":"host_api.decision"';
+/** How each run's end line (src/run/end-log.ts) starts. */
+export const RUN_ENDED_LINE = '{"log":"run.ended"';
+/** The end lines still shown: a run that failed or timed out, as the host's text line for those was. */
+const SHOWN_ENDS = [`${RUN_ENDED_LINE},"status":"failed"`, `${RUN_ENDED_LINE},"status":"timeout"`];
 
-/** Forwards whole lines of the Worker's output, less the §8 decision lines. */
-export function withoutDecisionLines(write: (text: string) => void) {
+/** A line every call or run makes: a decision, or a run's end that is not a failure. */
+const isRoutine = (line: string) => line.startsWith(DECISION_LINE) || (line.startsWith(RUN_ENDED_LINE) && !SHOWN_ENDS.some((shown) => line.startsWith(shown)));
+
+/** Forwards whole lines of the Worker's output, less the routine ones (§8 decisions, runs that ended well). */
+export function withoutRoutineLines(write: (text: string) => void) {
   let partial = "";
   return (text: string) => {
     const lines = (partial + text).split("\n");
     partial = lines.pop()!;
-    const kept = lines.filter((line) => !line.startsWith(DECISION_LINE));
+    const kept = lines.filter((line) => !isRoutine(line));
     if (kept.length) write(`${kept.join("\n")}\n`);
   };
 }

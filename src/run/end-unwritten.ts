@@ -1,4 +1,5 @@
 import { describeError } from "../lib/describe-error";
+import type { UnloggedEnd } from "./end-log";
 
 /**
  * The run's own end could not be written (refused past its tries, or no answer): what the host's end of it
@@ -15,6 +16,8 @@ export class RunEndUnwritten extends Error {
      * end is recorded, those no artifact row names never will be (unnamed-blobs.ts).
      */
     readonly blobs: string[] = [],
+    /** The log line of that end, for the host to log should it learn the end was applied (its answer lost). */
+    readonly unlogged?: UnloggedEnd,
   ) {
     super(describeError(cause), { cause });
   }

@@ -25,7 +25,7 @@ import { buildRunContext, type StateRead } from "./context";
 import type { HistoryBefore } from "./history-before";
 import { artifactReaderOf, type RunJob } from "./job";
 import { RunArtifactRefs } from "./artifact-refs";
-import { logRunEnd } from "./end-log";
+import { logRunEnd, type RunEndFacts } from "./end-log";
 import type { ResultBatch } from "./result-batch";
 import { ResultProcessor } from "./results";
 import type { LedgerSequence } from "./ledger-sequence";
@@ -59,6 +59,8 @@ export interface ExecuteDeps {
   stateWrites?: WriteBudget;
   /** The runner's stream is over (its terminal result read, or it broke): from now on the run can only end; its Host API calls still in flight are stopped. */
   onStreamEnd?: () => void;
+  /** The messages its `steering.pull` calls took in so far (its session counts them), for its end's log line. */
+  steered?: () => number;
 }
 
 
@@ -247,6 +249,8 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
 
   let failure: unknown;
   let runnerDone = false;
+  // When the runner was called (never, for a run that fails before): its end's log line tells the wait and the run apart.
+  let calledAt: number | undefined;
   // What is held when reading stops (the terminal result's batch among it) is written together with the outcome: one round trip fewer.
   let last: BatchWrites & { ledger: LedgerEntry[] } = { leading: [], statements: [], ledger: [], blobs: [] };
   // A batch whose write got no answer may have been applied: what of it the ledger holds goes to followers with the end.
@@ -302,6 +306,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
     });
     const target = { baseUrl: deps.runner.baseUrl, runnerName: job.runner.runnerName, secret };
     const limits = { maxLineBytes: config.RUNNER_MAX_LINE_BYTES, maxStreamBytes: config.RUNNER_MAX_STREAM_BYTES };
+    calledAt = Date.now();
     stream = runnerClient.run(target, body, { runId: job.runId, signal: deps.signal, scrub: sent.scrub, ...limits });
     for (;;) {
       reading ??= stream.next();
@@ -371,12 +376,14 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   // are counted as what it did). Right after the end's update, or the run.failed record written on it (`changes()`):
   // only if this write ended the run, as one landing after the host's end adds nothing that end did not count.
   statements.push(...unauditedDropsInsert(db, { runId: job.runId, runnerId: job.runner.runnerId, place: placeOfRun(job) }, processor.dropsSeen, { endedHere: true }));
+  const facts: RunEndFacts = { endedBy: "run", calledAt, resultsRead: processor.resultsRead, steered: deps.steered?.(), cause: failure };
   // Held ledger rows past one write's share go first, on their own; the rest is written with the end, in one write.
   await writeInParts(deps, { leading: last.leading, statements, blobs: last.blobs }).catch((err: unknown) => {
-    // The host ends the run instead (endRunAfterHostFailure), counting its drops as this end would have.
-    throw new RunEndUnwritten(err, processor.dropsSeen, [...undecidedBlobs, ...last.blobs]);
+    // The host ends the run instead (endRunAfterHostFailure), counting its drops as this end would have; should this
+    // end turn out applied though unanswered, the host logs its line.
+    throw new RunEndUnwritten(err, processor.dropsSeen, [...undecidedBlobs, ...last.blobs], { outcome, facts });
   });
-  logRunEnd(job, outcome, failure);
+  logRunEnd(job, outcome, facts);
   // Host API records unanswered too: those applied before the end are held; one landing after it writes nothing.
   deps.publish([...(await recordedOf(db, job.runId, [...unanswered, ...(deps.ledgerSequence?.unansweredHostRecords ?? [])])), ...last.ledger, ...ledger]);
   // Ended, the batch whose write got no answer can no longer land: its blobs no row names now are removed.

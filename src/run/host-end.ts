@@ -12,7 +12,7 @@ import { transcriptInsertWhere, type NewTranscriptItem } from "../stores/transcr
 import type { RunJob } from "./job";
 import { OVER_LIMIT_WARNING } from "./drop-audit-cap";
 import { recordedEnd } from "./recorded-end";
-import { logRunEnd } from "./end-log";
+import { logRunEnd, type RunEndFacts } from "./end-log";
 
 /** What ending a run needs of it: a run job, or the facts of a run row. */
 export interface HostEndTarget {
@@ -22,7 +22,12 @@ export interface HostEndTarget {
   runner: { runnerId: string };
   /** Named on the run's log line when known. */
   agent?: { agentId: string };
+  /** Its event's source (`api`, a platform), named on the run's log line when known. */
+  event?: { source: string };
 }
+
+/** What the run's log line is told of it beyond the host's end (what its instance knew of its own end, if any). */
+export type KnownOfRun = Pick<RunEndFacts, "calledAt" | "resultsRead" | "steered">;
 
 /**
  * Ends a run the host must close itself (lost session, host failure, a
@@ -32,11 +37,11 @@ export interface HostEndTarget {
  * never started. `item` (the run's trailing artifacts, recordedEnd)
  * is written with them, on the same condition: never twice; with `drops` (the run's
  * count, or SQL counting them), the count of those without an audit (drop-records.ts, its own id) too, once; `cause`, why it
- * ended, goes on the run's log line (logRunEnd). Returns the ledger entry it
+ * ended, and `known`, goes on the run's log line (logRunEnd), logged only when this write ended it. Returns the ledger entry it
  * wrote, for the run's live followers, or null when the run had already
  * ended: only a run ended here still owes a chat user a notice.
  */
-export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; drops?: number | SQL; cause?: unknown } = {}): Promise<LedgerEntry | null> {
+export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; drops?: number | SQL; cause?: unknown; known?: KnownOfRun } = {}): Promise<LedgerEntry | null> {
   const endedAt = Date.now();
   const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: outcome.retryable ?? false };
   const record = hostRecordValues({
@@ -74,7 +79,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   const records = opts.drops === undefined ? [] : unauditedDropsInsert(db, { runId: target.runId, runnerId: target.runner.runnerId, place: placeOfRun(target) }, opts.drops);
   const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry, ...item, ...records])) as [unknown, unknown, unknown[][]];
   if (!written) return null;
-  logRunEnd(target, outcome, opts.cause);
+  logRunEnd(target, outcome, { ...opts.known, endedBy: "host", cause: opts.cause });
   const seq = Number(written[0]);
   return { runId: target.runId, seq, type: "run.failed", data, runnerSequence: null, origin: "host", createdAt: endedAt };
 }
@@ -95,8 +100,12 @@ export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown):
   // The artifacts it announced after its last message keep their item (README, Artifacts); unreadable, the end is still written.
   const owed = await recordedEnd(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts not read (${loggedError(e)})`), null));
   const drops = err instanceof RunEndUnwritten ? err.dropsSeen : ledgerDrops(job.runId);
-  return endRunAsHost(db, job, outcome, { item: owed?.item, drops, cause: err }).then(
+  const unlogged = err instanceof RunEndUnwritten ? err.unlogged : undefined;
+  return endRunAsHost(db, job, outcome, { item: owed?.item, drops, cause: err, known: unlogged?.facts }).then(
     (entry) => {
+      // Ended already: by the run's own end, applied though its answer never came (nothing else ends a run its
+      // instance executes), whose line is logged now.
+      if (!entry && unlogged) logRunEnd(job, unlogged.outcome, unlogged.facts);
       if (!entry) unended();
       return { entry };
     },

@@ -6,11 +6,14 @@ import { endRecordedMeanwhile, endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
 import { recordedEnd } from "./recorded-end";
 import { ledgerDrops } from "./drop-records";
+import { logRunEnd, type UnloggedEnd } from "./end-log";
 
 /** What this instance still has of a run that could not record its end: its reply, and how far its followers were told. */
 export interface UnrecordedRun {
   reply?: DeliverySession;
   publishedUpTo: number;
+  /** Its own end's log line, that end's write unanswered: logged if the run is found ended as that end said. */
+  unlogged?: UnloggedEnd;
 }
 
 /**
@@ -35,7 +38,7 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
   const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;
   const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", retryable: true };
   const { item } = await recordedEnd(deps.db, job);
-  const ended = await endRunAsHost(deps.db, job, outcome, { item, drops: ledgerDrops(job.runId) });
+  const ended = await endRunAsHost(deps.db, job, outcome, { item, drops: ledgerDrops(job.runId), known: kept?.unlogged?.facts });
   if (ended) {
     // What a part of its own end's write applied unanswered left in the ledger comes first; lost with an earlier
     // instance, its followers here read the ledger as they joined, and only the end is theirs to hear.
@@ -61,6 +64,8 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
     };
   });
   if (!reply) deps.marks?.forget(job.runId);
+  // Ended as its own end said: that end's write was applied, its answer lost, and its line is logged now.
+  if (kept?.unlogged && meanwhile === kept.unlogged.outcome.status) logRunEnd(job, kept.unlogged.outcome, kept.unlogged.facts);
   return meanwhile === null ? null : session;
 }
 

@@ -43,8 +43,8 @@ export class ResultProcessor {
   private messages = 0;
   /** State writes so far, the run's `state.set` calls included: at most `maxStateUpdates`. */
   private readonly stateWrites: WriteBudget;
-  /** Result lines read so far, duplicates included: at most `maxResults`. */
-  private lines = 0;
+  /** Result lines read so far, duplicates included: at most `maxResults` (the run's end line tells them: end-log.ts). */
+  resultsRead = 0;
   private readonly unknownTypes = new UnknownTypeWarnings();
   private terminalResult: Extract<KnownResult, { type: "run.completed" | "run.failed" }> | null = null;
   /** Why the last terminal result sent was dropped (its payload invalid), for the failure of a stream that then ends without one. */
@@ -170,7 +170,7 @@ export class ResultProcessor {
     const result = parseResultLine(payload, this.init.runId, this.quote);
     // Every line read counts, a duplicate's too: each may write a ledger row (its warning), up to the stream's byte limit.
     const maxResults = this.init.maxResults;
-    if (maxResults !== undefined && ++this.lines > maxResults) {
+    if (++this.resultsRead > (maxResults ?? Infinity)) {
       throw new RunnerCallError("runner.too_many_results", `the run sent more than ${maxResults} results (RUN_MAX_RESULTS); those before were kept`);
     }
     let sequence = result.sequence ?? null;

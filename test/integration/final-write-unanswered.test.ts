@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
-import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
+import { messageEvent, readSse, runEndedLines, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
 
@@ -26,7 +26,7 @@ beforeAll(async () => {
       w.reply(REPLY);
     },
   });
-  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "2000" } });
+  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "2000" }, captureLogs: true });
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
 });
 afterAll(async () => {
@@ -54,5 +54,7 @@ describe("a run whose final write was applied but not answered in time", () => {
     const ledger = (await host.admin("GET", `/v1/runs/${runId}/events`)).body.items.map((e: any) => e.type);
     expect({ status: run.status, ledgerLast: ledger.at(-1) }).toEqual({ status: "completed", ledgerLast: "run.completed" });
     expect({ end: sse.end, frames: sse.frames.map((f) => f.type) }).toEqual({ end: "completed", frames: ["message.completed", "run.completed"] });
+    // Its end's line is logged once, as that end said, by the host's end that found it applied.
+    await expect.poll(() => runEndedLines(host.logs(), runId)).toEqual([expect.objectContaining({ status: "completed", ended_by: "run", results_read: 2, error_code: null })]);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
-import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
+import { messageEvent, readSse, runEndedLines, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
 
@@ -53,6 +53,8 @@ describe("a run whose final write was applied unanswered, and whose host-failure
     const ledger = (await host.admin("GET", `/v1/runs/${runId}/events`)).body.items.map((e: any) => e.type);
     expect({ status: run.status, ledger }).toEqual({ status: "completed", ledger: ["message.completed", "run.completed"] });
     expect({ end: sse.end, frames: sse.frames.map((f) => f.type) }).toEqual({ end: "completed", frames: ["message.completed", "run.completed"] });
+    // Its end's line is logged once, as that end said, by the end as lost that found it applied.
+    await expect.poll(() => runEndedLines(host.logs(), runId)).toEqual([expect.objectContaining({ status: "completed", ended_by: "run", results_read: 2 })]);
   }, 30_000);
 });
 
@@ -69,5 +71,6 @@ describe("a run whose claim (created → running) was applied unanswered, and wh
     const run = await host.waitForRun(runId, 20_000);
     const calls = runner.calls.filter((call) => call.body.context.run_id === runId).length;
     expect({ status: run.status, code: run.error?.code, runnerCalls: calls }).toEqual({ status: "completed", code: undefined, runnerCalls: 1 });
+    await expect.poll(() => runEndedLines(host.logs(), runId)).toEqual([expect.objectContaining({ status: "completed", ended_by: "run" })]);
   }, 30_000);
 });

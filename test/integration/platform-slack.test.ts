@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { settledRefusals } from "../support/settled-refusals";
+import { runEndedLines } from "../support/host";
 import { gapsBetween, startFakePlatform, waitFor } from "../support/fake-platform";
 import { useSlackPlatform, type SlackPlatform } from "../support/slack-platform";
 
@@ -180,9 +181,10 @@ describe("Slack: Events API in, Web API out", () => {
     // The run's end, then its failure notice given up on: Slack refused it.
     await waitFor(() => host.logs().includes(`run ${runId}: reply not delivered`), 15_000, "the notice given up on");
     const lines = host.logs().split("\n");
-    expect(lines.find((l) => l.startsWith(`run ${runId}: failed`))).toContain(`conversation ${escaped}, bot ${botId}`);
+    // The run's end line, JSON, names the channel as the text lines do.
+    expect(runEndedLines(host.logs(), runId)).toEqual([expect.objectContaining({ status: "failed", conversation_id: escaped, bot_id: botId, platform: "slack" })]);
     expect(lines.find((l) => l.startsWith(`run ${runId}: reply not delivered`))).toContain(`given up (slack_channel_not_found\\n${FORGED_LINE}); slack bot ${botId}, conversation ${escaped}, `);
-    expect(lines.filter((l) => l.includes(FORGED_LINE) && !l.startsWith(`run ${runId}: `))).toEqual([]);
+    expect(lines.filter((l) => l.includes(FORGED_LINE) && !l.startsWith(`run ${runId}: `) && !l.startsWith(`{"log":"run.ended","status":"failed","run_id":"${runId}"`))).toEqual([]);
   });
 
   it("keeps the bot token out of Slack's error name where the trail, the bot's note and the log keep it", async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHostApi } from "../support/host-api";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { messageEvent, runEndedLines, startTestHost, type TestHost } from "../support/host";
 import { listenLoopback, type LoopbackServer } from "../support/http-server";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -212,7 +212,7 @@ describe("a runner that crashes, hangs, lies or floods ends only its own run", (
       expect(run.error!.message.length).toBeLessThan(600);
       // Nor a character that reorders the text around it (bidirectional controls): escaped as the others are.
       expect(run.error!.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/);
-      await expect.poll(() => host.logs()).toContain(`run ${run.run_id}: failed (runner.http_error)`);
+      await expect.poll(() => runEndedLines(host.logs(), run.run_id)).toEqual([expect.objectContaining({ status: "failed", error_code: "runner.http_error", cause: null })]);
     }
     // The runner's words may quote its users: the run's error has them, the log line does not.
     for (const words of ["timestamp too old", "KeyError", "runner_name", "stack frame", "overloaded"]) expect(host.logs()).not.toContain(words);

@@ -4,7 +4,7 @@
  * it carried. The database fails exactly the write carrying the marker.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { messageEvent, runEndedLines, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent, startScriptedRunner } from "../support/scripted-runner";
 
@@ -89,7 +89,7 @@ describe("user data in log lines", () => {
       const run = await host.waitForRun(posted.body.run_id!);
       // The host could not keep the run's facts: the run fails, saying so without the data.
       expect(run).toMatchObject({ status: "failed", error: { code: "host.internal_error" } });
-      await expect.poll(() => host.logs()).toContain(`run ${run.run_id}: failed (host.internal_error); agent answering`);
+      await expect.poll(() => runEndedLines(host.logs(), run.run_id)).toEqual([expect.objectContaining({ status: "failed", error_code: "host.internal_error", agent_id: "answering" })]);
       expect(host.logs()).not.toContain(marker);
       expect(JSON.stringify(run)).not.toContain(marker);
     });
@@ -99,9 +99,8 @@ describe("user data in log lines", () => {
     const posted = await host.postEvent(messageEvent("logs-failing", "fail"));
     const run = await host.waitForRun(posted.body.run_id!);
     expect(run).toMatchObject({ status: "failed", error: { code: "tests.upstream_down" } });
-    const line = `run ${run.run_id}: failed (tests.upstream_down); agent failing, runner ${failing.runnerId()}, conversation logs-failing`;
-    await expect.poll(() => host.logs()).toContain(line);
-    expect(host.logs().split(`run ${run.run_id}: failed`)).toHaveLength(2);
+    const where = { status: "failed", error_code: "tests.upstream_down", agent_id: "failing", runner_id: failing.runnerId(), conversation_id: "logs-failing", cause: null };
+    await expect.poll(() => runEndedLines(host.logs(), run.run_id)).toEqual([expect.objectContaining(where)]);
     expect(host.logs()).not.toContain(FAILURE_MARKER);
   });
 
@@ -111,7 +110,7 @@ describe("user data in log lines", () => {
     const posted = await host.postEvent(messageEvent("logs-failing", "mid-run"));
     const run = await host.waitForRun(posted.body.run_id!, 20_000);
     expect(run).toMatchObject({ status: "failed", error: { code: "host.internal_error", message: "the host failed while running" } });
-    await expect.poll(() => host.logs()).toMatch(new RegExp(`run ${run.run_id}: failed \\(host\\.internal_error\\); agent failing, .*: .*database unavailable \\(outage drill\\)`));
+    await expect.poll(() => runEndedLines(host.logs(), run.run_id)).toEqual([expect.objectContaining({ status: "failed", error_code: "host.internal_error", agent_id: "failing", cause: expect.stringMatching(/database unavailable \(outage drill\)/) })]);
     expect(host.logs()).not.toContain(MIDRUN_MARKER);
   }, 25_000);
 });

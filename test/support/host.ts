@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../../local/build";
-import { DECISION_LINE, startHost, withoutDecisionLines, type HostOptions, type LocalHost } from "../../local/host";
+import { DECISION_LINE, RUN_ENDED_LINE, startHost, withoutRoutineLines, type HostOptions, type LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
@@ -69,9 +69,9 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
     vars: { SECRETS_KEY, ...QUICK_DB_RETRIES, ...opts.vars },
     storageDrill: opts.storageDrill,
     verbose: opts.verbose,
-    // Decision lines (one per Host API call) are kept for the tests that read them; everything else the
-    // Worker prints reaches the test output, unless the test captures it.
-    onRuntimeOutput: opts.captureLogs ? (text: string) => (logs += text) : withoutDecisionLines((text) => process.stdout.write(text)),
+    // Routine lines (a decision per Host API call, an end per run that did not fail) stay out of the test output;
+    // everything else the Worker prints reaches it, unless the test captures it all to read.
+    onRuntimeOutput: opts.captureLogs ? (text: string) => (logs += text) : withoutRoutineLines((text) => process.stdout.write(text)),
   });
   const admin = <T>(method: string, path: string, body?: unknown) => adminCall<T>(host, method, path, body);
   return {
@@ -97,6 +97,15 @@ export async function startTestHost(opts: { vars?: Record<string, string>; captu
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The run.ended lines (src/run/end-log.ts) of a run in a Worker's captured output, parsed. */
+export function runEndedLines(logs: string, runId: string): Record<string, unknown>[] {
+  return logs
+    .split("\n")
+    .filter((line) => line.startsWith(RUN_ENDED_LINE))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line.run_id === runId);
 }
 
 export function messageEvent(conversationId: string, text: string, extra: Record<string, unknown> = {}) {
