@@ -1,31 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { addTelegramBot, type FakeReply, type PlatformCall, sayOnTelegram, startFakePlatform, waitFor } from "../support/fake-platform";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { FakePlatform } from "../support/chat-host";
+import type { TestHost } from "../support/host";
+import { waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { useTelegramBotHost } from "../support/telegram-bot-host";
 
 /**
  * A chat reply shows what the host recorded, and survives a database that
  * fails once when the reply loads its bot.
  */
-const BOT_TOKEN = "123456:EDGES-telegram-bot-token-abcdefgh";
-const SECRET_TOKEN = "tg-secret-token-edges-0123456789";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-let webhookUrl: string;
-let nextId = 100;
-
-function api(call: PlatformCall): FakeReply {
-  if (/\/send(Message|Document)$/.test(call.path)) return { json: { ok: true, result: { message_id: ++nextId } } };
-  if (call.path.endsWith("/editMessageText")) return { json: { ok: true, result: { message_id: call.body.message_id } } };
-  return { json: { ok: true, result: true } };
-}
-
-beforeAll(async () => {
-  fake = await startFakePlatform(api);
-  runner = await startAdHocRunner({
+const bot = useTelegramBotHost({
+  agentId: "delivery-edges",
+  startRunner: () => startAdHocRunner({
     name: "delivery-edges",
     async onRun({ body }, res) {
       const ctx = body.context;
@@ -59,18 +47,14 @@ beforeAll(async () => {
       if (ctx.input.text === "slow") await sleep(2_000);
       w.reply(`answer to ${ctx.input.text}`);
     },
-  });
-  host = await startTestHost();
-  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner: runner, agentId: "delivery-edges" }));
+  }),
 });
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
-});
+const { sentTo } = bot;
+let host: TestHost;
+let fake: FakePlatform;
+beforeAll(() => void ({ host, fake } = bot));
 
-const say = async (chat: string, text: string) => expect((await sayOnTelegram(webhookUrl, SECRET_TOKEN, chat, text)).status).toBe(200);
-const sentTo = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat).map((c) => c.body.text as string);
+const say = async (chat: string, text: string) => expect((await bot.say(chat, text)).status).toBe(200);
 
 describe("chat delivery", () => {
   it("shows run.completed's final message after one of the run's own, as the transcript keeps it, when that one shows no text", async () => {

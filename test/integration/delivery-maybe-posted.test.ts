@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { addTelegramBot, type FakeReply, type PlatformCall, sayOnTelegram, startChatRunner, startFakePlatform, waitFor } from "../support/fake-platform";
+import { describe, expect, it } from "vitest";
+import { type FakeReply, type PlatformCall, sayOnTelegram, startChatRunner, waitFor } from "../support/fake-platform";
+import { useTelegramBotHost } from "../support/telegram-bot-host";
 
 /**
  * A send that may have been posted (no answer came, or a 500/504) is not made
@@ -14,10 +14,6 @@ const droppingChats = new Set<string>();
 /** Chats whose first sendMessage is posted, then answered 504 by Telegram's front (its upstream answered too late). */
 const gatewayTimeoutChats = new Set<string>();
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
-let webhookUrl: string;
 let nextMessageId = 500;
 
 function telegramApi(call: PlatformCall): FakeReply {
@@ -32,25 +28,15 @@ function telegramApi(call: PlatformCall): FakeReply {
   return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
 }
 
-beforeAll(async () => {
-  fake = await startFakePlatform(telegramApi);
-  runner = await startChatRunner("maybe-posted");
-  host = await startTestHost();
-  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner: runner, agentId: "maybe-posted" }));
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
-});
+const bot = useTelegramBotHost({ agentId: "maybe-posted", botToken: BOT_TOKEN, secretToken: SECRET_TOKEN, api: telegramApi, startRunner: () => startChatRunner("maybe-posted") });
 
-const sendsTo = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat);
+const sendsTo = (chat: string) => bot.fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat);
 
 /** A message from Ada in `chat`; answers the run's id once the run has ended and its reply had time to go out. */
 async function chatRun(chat: string, text: string) {
-  expect((await sayOnTelegram(webhookUrl, SECRET_TOKEN, chat, text)).status).toBe(200);
-  const runId = (await waitFor(() => runner.contexts.find((c) => c.conversation.conversation_id === chat)))!.run_id;
-  await host.waitForRun(runId);
+  expect((await sayOnTelegram(bot.webhookUrl, SECRET_TOKEN, chat, text)).status).toBe(200);
+  const runId = (await waitFor(() => bot.runner.contexts.find((c) => c.conversation.conversation_id === chat)))!.run_id;
+  await bot.host.waitForRun(runId);
   // No record marks that nothing more will be sent: the final text goes out within an edit interval (1 s) of the end.
   await new Promise((r) => setTimeout(r, 2_000));
   return runId;
@@ -73,7 +59,7 @@ describe("a send that may have been posted", () => {
     gatewayTimeoutChats.add("-100778");
     const runId = await chatRun("-100778", "posted once");
     expect(sendsTo("-100778").map((c) => c.body.text)).toEqual(["echo: posted once"]);
-    const failed = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]);
+    const failed = await bot.host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]);
     expect(failed.map((r) => JSON.parse(r.data_json))).toEqual([expect.objectContaining({ status: 504, will_retry: false })]);
   });
 });

@@ -1,8 +1,7 @@
-import type { KeyObject } from "node:crypto";
 import { discordKeyPair, postInteraction } from "../support/discord-signing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { describe, expect, it } from "vitest";
+import { useChatHost } from "../support/chat-host";
+import { waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
  * Discord's modals take Radio Groups (type 21), Checkbox Groups (22) and Checkboxes (23) in Labels. Their submit
@@ -13,35 +12,21 @@ import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type Platf
  */
 const APPLICATION_ID = "1122334455667799";
 const BOT_TOKEN = "discord-bot-token-SECRET-modal-0123";
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
-let privateKey: KeyObject;
-let webhookUrl: string;
-let botId: string;
+const { privateKey, publicKeyHex } = discordKeyPair();
 
 const discordApi = (call: PlatformCall): FakeReply => (call.method === "PATCH" ? { json: { id: "original_msg" } } : { json: { id: "followup" } });
 
-beforeAll(async () => {
-  const keys = discordKeyPair();
-  privateKey = keys.privateKey;
-  const publicKeyHex = keys.publicKeyHex;
-  fake = await startFakePlatform(discordApi);
-  runner = await startChatRunner("discord-modal");
-  host = await startTestHost();
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "discord", api_base_url: fake.url, credentials: { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: BOT_TOKEN } });
-  expect(created.status).toBe(201);
-  botId = created.body.bot_id;
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "discord-modal-agent", scope: { type: "bot", id: botId } });
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
+const chat = useChatHost({
+  api: discordApi,
+  runnerName: "discord-modal",
+  hostOptions: { captureLogs: false },
+  async ready() {
+    const credentials = { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: BOT_TOKEN };
+    await chat.addBot({ platform: "discord", api_base_url: chat.fake.url, credentials }, { agentId: "discord-modal-agent" });
+  },
 });
 
-const post = (interaction: unknown) => postInteraction(webhookUrl, privateKey, interaction);
+const post = (interaction: unknown) => postInteraction(chat.webhookUrl, privateKey, interaction);
 
 let seq = 0;
 const modalSubmit = (components: unknown[], resolved?: unknown) => {
@@ -72,9 +57,9 @@ describe("Discord: a modal submit with a checkbox or radio group", () => {
     expect(res.status).toBe(200);
     // Deferred ("thinking…"), as any interaction that runs: not the "not supported" notice.
     expect(res.body).toEqual({ type: 5 });
-    const [row] = await host.query<{ event_type: string }>("SELECT event_type FROM event_log WHERE event_id = ?", [`discord:${botId}:${i.id}`]);
+    const [row] = await chat.host.query<{ event_type: string }>("SELECT event_type FROM event_log WHERE event_id = ?", [`discord:${chat.botId}:${i.id}`]);
     expect(row?.event_type).toBe("message.received");
-    const ctx = await waitFor(() => runner.contexts.find((c) => c.event.event_id === `discord:${botId}:${i.id}`), 10_000, "the modal's run");
+    const ctx = await waitFor(() => chat.runner.contexts.find((c) => c.event.event_id === `discord:${chat.botId}:${i.id}`), 10_000, "the modal's run");
     expect(ctx.input.text).toContain("Login broken on Safari");
     expect(ctx.event.data.modal.fields).toMatchObject({ title: "Login broken on Safari", urgent: true, area: null });
   });
@@ -89,7 +74,7 @@ describe("Discord: a modal submit with a checkbox or radio group", () => {
       { users: { "222": { id: "222", username: "bob", global_name: "Bob" } }, members: { "222": { nick: "Bobby" } }, channels: { "555": { id: "555", name: "bugs", type: 0 } } },
     );
     expect((await post(i)).body).toEqual({ type: 5 });
-    const ctx = await waitFor(() => runner.contexts.find((c) => c.event.event_id === `discord:${botId}:${i.id}`), 10_000, "the modal's run");
+    const ctx = await waitFor(() => chat.runner.contexts.find((c) => c.event.event_id === `discord:${chat.botId}:${i.id}`), 10_000, "the modal's run");
     expect(ctx.input.text).toBe("Checkout fails\n@Bobby\n#bugs");
     expect(ctx.event.data.modal.fields).toEqual({ title: "Checkout fails", owner: "222", where: "555" });
   });

@@ -1,7 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
-import { addTelegramBot, type FakeReply, type PlatformCall, startFakePlatform, waitFor } from "../support/fake-platform";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { FakePlatform } from "../support/chat-host";
+import { messageEvent, type TestHost } from "../support/host";
+import { waitFor } from "../support/fake-platform";
 import { startAdHocRunner } from "../support/runner";
+import { telegramCallsAnsweredAsSent, useTelegramBotHost } from "../support/telegram-bot-host";
+import { holdFinalWriteThenHostFailureEnd } from "../support/unanswered-final-write";
 
 /**
  * A chat reply fed from the run's ledger as read back from the database (its final write applied but answered
@@ -9,23 +12,14 @@ import { startAdHocRunner } from "../support/runner";
  * does: an `artifact.created` the host refused (another conversation's artifact) is not announced (README,
  * Artifacts: "chat delivery does not announce it"), and a message.completed the host dropped is not shown.
  */
-const BOT_TOKEN = "123456:TEST-telegram-bot-token-replay";
-const SECRET_TOKEN = "tg-secret-token-replay-0123456789";
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-let webhookUrl: string;
-let nextMessageId = 100;
 let foreignArtifact = "";
 
-function telegramApi(call: PlatformCall): FakeReply {
-  if (call.path.endsWith("/sendMessage")) return { json: { ok: true, result: { message_id: ++nextMessageId, chat: { id: Number(call.body.chat_id) }, text: call.body.text } } };
-  return { json: { ok: true, result: { message_id: ++nextMessageId } } };
-}
-
-beforeAll(async () => {
-  fake = await startFakePlatform(telegramApi);
-  runner = await startAdHocRunner({
+const bot = useTelegramBotHost({
+  agentId: "replay-dropped",
+  botName: "tg",
+  api: telegramCallsAnsweredAsSent(),
+  vars: { DB_QUERY_TIMEOUT_MS: "2000" },
+  startRunner: () => startAdHocRunner({
     name: "replay-dropped",
     runners: [{ name: "default", label: { en_US: "x" }, capabilities: {}, permissions: { artifacts: ["metadata", "read"] } }],
     async onRun({ body }, res) {
@@ -49,26 +43,24 @@ beforeAll(async () => {
         );
       }
     },
-  });
-  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "2000" } });
-  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN, name: "tg" }, { runner, agentId: "replay-dropped" }));
+  }),
+});
+let host: TestHost;
+let fake: FakePlatform;
+beforeAll(async () => {
+  ({ host, fake } = bot);
   // An artifact of another conversation (an API event nothing binds still stores its attachment).
   const other = await host.postEvent(messageEvent("someone-else", "mine", { input: { text: "mine", attachments: [{ content_base64: Buffer.from("private").toString("base64"), name: "private.pdf", mime_type: "application/pdf" }] } }));
   expect(other.status).toBe(202);
   foreignArtifact = (await host.query<{ artifact_id: string }>("SELECT artifact_id FROM artifact WHERE name = 'private.pdf'"))[0].artifact_id;
 });
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
-});
 
 let updateId = 7000;
 async function say(chat: string, text: string) {
   const id = ++updateId;
-  const res = await fetch(webhookUrl, {
+  const res = await fetch(bot.webhookUrl, {
     method: "POST",
-    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN },
+    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": bot.secretToken },
     body: JSON.stringify({ update_id: id, message: { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "group", title: "g" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text } }),
   });
   expect(res.status).toBe(200);
@@ -76,11 +68,8 @@ async function say(chat: string, text: string) {
 
 /** The run's final write reaches the database, which applies it after the Worker gave up waiting (DB_QUERY_TIMEOUT_MS). */
 async function withLateFinalWrite(chat: string, text: string) {
-  host.databaseOutage({ delayMs: 3_000, matching: `answer ${text}` });
-  await say(chat, text);
-  await new Promise((r) => setTimeout(r, 1_000));
   // The host's fallback end lands after the late final write: it finds the run ended, and replays its ledger.
-  host.databaseOutage({ delayMs: 1_500, matching: "the host failed to record the run" });
+  await holdFinalWriteThenHostFailureEnd(host, `answer ${text}`, () => say(chat, text), 1_000);
   const [run] = await waitFor(async () => {
     const rows = await host.query<{ run_id: string; status: string }>("SELECT run_id, status FROM run WHERE conversation_id = ?", [chat]);
     return rows[0]?.status === "completed" && rows;

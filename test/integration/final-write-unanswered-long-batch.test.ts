@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
-import { messageEvent, readSse, startTestHost, type TestHost } from "../support/host";
+import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { startAdHocRunner } from "../support/runner";
 import { startFakePlatform, type PlatformCall, type FakeReply } from "../support/fake-platform";
 import { putAgent } from "../support/scripted-runner";
+import { chatOfUnansweredFinalWrite, streamOfUnansweredFinalWrite } from "../support/unanswered-final-write";
 
 /**
  * The run's final write (its last batch of results and its end, one batch) gets no answer in time but was applied.
@@ -60,16 +61,8 @@ describe("a run whose final write, longer than a ledger page, was applied but no
     await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
     const posted = await host.postEvent(messageEvent(c, "go"));
     const runId = posted.body.run_id!;
-    const stream = fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
-    await new Promise((r) => setTimeout(r, 300));
-    // The final batch is held past the Worker's 2 s timeout, then applied.
-    host.databaseOutage({ delayMs: 3_000, matching: REPLY });
-    release.resolve();
-    await new Promise((r) => setTimeout(r, 500));
-    // The host-failure end that follows reaches the database after the final batch was applied, and is answered.
-    host.databaseOutage({ delayMs: 1_500, matching: "the host failed to record the run" });
-    const sse = await readSse(await stream);
-    const run = await host.waitForRun(runId);
+    // The final batch is held past the Worker's 2 s timeout, then applied; the host-failure end that follows reaches the database after it, and is answered.
+    const { sse, run } = await streamOfUnansweredFinalWrite(host, runId, REPLY, release.resolve);
     const recorded = await host.query<{ n: number }>("SELECT COUNT(*) AS n FROM run_event WHERE run_id = ?", [runId]);
     expect(run.status).toBe("completed");
     // The burst was one batch: nothing of it was published before the final write.
@@ -80,19 +73,8 @@ describe("a run whose final write, longer than a ledger page, was applied but no
   });
 
   it("a chat user still gets the reply the run completed with", async () => {
-    const chat = "-1007711";
-    host.databaseOutage({ delayMs: 3_000, matching: REPLY });
-    const res = await fetch(webhookUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN },
-      body: JSON.stringify({ update_id: 7001, message: { message_id: 70010, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "group", title: "g" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text: "chat" } }),
-    });
-    expect(res.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1_000));
-    host.databaseOutage({ delayMs: 1_500, matching: "the host failed to record the run" });
-    await new Promise((r) => setTimeout(r, 6_000));
-    const rows = await host.query<{ status: string }>("SELECT status FROM run WHERE conversation_id = ?", [chat]);
-    const sends = fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat).map((c) => c.body.text);
-    expect({ status: rows[0]?.status, sends }).toEqual({ status: "completed", sends: [REPLY] });
+    const { webhookStatus, status, sends } = await chatOfUnansweredFinalWrite({ host, fake, webhookUrl, secretToken: SECRET_TOKEN }, { chat: "-1007711", text: "chat", updateId: 7001, reply: REPLY });
+    expect(webhookStatus).toBe(200);
+    expect({ status, sends }).toEqual({ status: "completed", sends: [REPLY] });
   });
 });

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../support/host-api";
-import { messageEvent, readSse, runEndedLines, startTestHost, type TestHost } from "../support/host";
+import { messageEvent, runEndedLines, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
+import { streamOfUnansweredFinalWrite } from "../support/unanswered-final-write";
 
 /**
  * The run's final write (its reply, run.completed and the `completed` status, one batch) gets no answer
@@ -41,16 +42,8 @@ describe("a run whose final write was applied but not answered in time", () => {
     await putAgent(host, { agent_id: `agent-${c}`, runner_id: runner.runnerId(), scope: { type: "conversation", id: c } });
     const posted = await host.postEvent(messageEvent(c, "go"));
     const runId = posted.body.run_id!;
-    const stream = fetch(`${host.url}/v1/runs/${runId}/stream`, { headers: { authorization: `Bearer ${host.adminToken}` } });
-    await new Promise((r) => setTimeout(r, 300));
-    // The final batch is held past the Worker's 2 s timeout, then applied.
-    host.databaseOutage({ delayMs: 3_000, matching: REPLY });
-    release.resolve();
-    await new Promise((r) => setTimeout(r, 500));
-    // The host-failure end that follows reaches the database after the final batch was applied, and is answered.
-    host.databaseOutage({ delayMs: 1_500, matching: "the host failed to record the run" });
-    const sse = await readSse(await stream);
-    const run = await host.waitForRun(runId);
+    // The final batch is held past the Worker's 2 s timeout, then applied; the host-failure end that follows reaches the database after it, and is answered.
+    const { sse, run } = await streamOfUnansweredFinalWrite(host, runId, REPLY, release.resolve);
     const ledger = (await host.admin("GET", `/v1/runs/${runId}/events`)).body.items.map((e: any) => e.type);
     expect({ status: run.status, ledgerLast: ledger.at(-1) }).toEqual({ status: "completed", ledgerLast: "run.completed" });
     expect({ end: sse.end, frames: sse.frames.map((f) => f.type) }).toEqual({ end: "completed", frames: ["message.completed", "run.completed"] });

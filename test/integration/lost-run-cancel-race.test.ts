@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
@@ -8,6 +5,7 @@ import { startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { useDataDir } from "../support/restart-host";
 
 /**
  * README: a run lost with an earlier instance ends `host.session_lost` (by the watchdog alarm, or by an operator's
@@ -17,15 +15,14 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 const botToken = "123456:TEST-telegram-bot-token-lostrace";
 const secretToken = "tg-secret-token-lost-race-cancel";
-let dataDir: string;
+const dataDir = useDataDir("agent-host-lost-race-");
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 const never = deferred();
 const started: string[] = [];
-const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
+const start = () => startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-lost-race-"));
   fake = await startFakePlatform(telegramBotApi(botToken));
   runner = await startAdHocRunner({
     name: "lostrace",
@@ -41,7 +38,6 @@ afterAll(async () => {
   never.resolve();
   await runner?.close();
   await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe("an operator's cancel of a lost run while the watchdog ends it", () => {

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { addTelegramBot, ANSWER_FILE, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
+import { describe, expect, it } from "vitest";
+import { ANSWER_FILE, telegramBotApi, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { useTelegramBotHost } from "../support/telegram-bot-host";
 
 /**
  * A media type is case-insensitive and may carry parameters (RFC 2045/6838; README: "`Image/PNG` is an image ... for
@@ -10,14 +10,13 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 const BOT_TOKEN = "123456:TEST-telegram-bot-token-mimecase";
 const SECRET_TOKEN = "tg-secret-token-mimecase-0123456789";
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-let webhookUrl: string;
-
-beforeAll(async () => {
-  fake = await startFakePlatform(telegramBotApi(BOT_TOKEN));
-  runner = await startAdHocRunner({
+const bot = useTelegramBotHost({
+  agentId: "mime-case",
+  botToken: BOT_TOKEN,
+  secretToken: SECRET_TOKEN,
+  botName: "tg",
+  api: telegramBotApi(BOT_TOKEN),
+  startRunner: () => startAdHocRunner({
     name: "mime-case",
     async onRun({ body }, res) {
       const ctx = body.context;
@@ -26,26 +25,19 @@ beforeAll(async () => {
       w.send("artifact.created", { artifact_type: "image", mime_type: mime, name: "chart.png", content_base64: ANSWER_FILE.toString("base64") });
       w.reply("here is the chart");
     },
-  });
-  host = await startTestHost();
-  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN, name: "tg" }, { runner, agentId: "mime-case" }));
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
+  }),
 });
 
 let updateId = 9100;
 async function say(chat: string, text: string) {
   const id = ++updateId;
   const message = { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "group", title: "g" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text };
-  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify({ update_id: id, message }) });
+  const res = await fetch(bot.webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify({ update_id: id, message }) });
   expect(res.status).toBe(200);
 }
 
 const fileMethod = (chat: string) => {
-  const call = fake.callsTo(/\/send(Photo|Document)$/).find((c) => c.raw.includes(`\r\n\r\n${chat}\r\n`));
+  const call = bot.fake.callsTo(/\/send(Photo|Document)$/).find((c) => c.raw.includes(`\r\n\r\n${chat}\r\n`));
   return call && /\/(send\w+)$/.exec(call.path)![1];
 };
 

@@ -1,8 +1,7 @@
-import type { KeyObject } from "node:crypto";
 import { discordKeyPair, postInteraction } from "../support/discord-signing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { fileOf, formOf, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useChatHost, type ChatHost } from "../support/chat-host";
+import { fileOf, formOf, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 /**
  * Discord answers that are the user's alone (a press on an ephemeral message), answers of an app installed only to the
@@ -65,32 +64,21 @@ function discordApi(call: PlatformCall): FakeReply {
   return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
 }
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
-let privateKey: KeyObject;
-let publicKeyHex: string;
+const { privateKey, publicKeyHex } = discordKeyPair();
+const chat = useChatHost({
+  api: discordApi,
+  runnerName: "discord-private",
+  async ready() {
+    const credentials = { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: BOT_TOKEN };
+    await chat.addBot({ platform: "discord", api_base_url: chat.fake.url, credentials }, { agentId: "discord-agent" });
+  },
+});
+let host: ChatHost["host"];
+let fake: ChatHost["fake"];
+let runner: ChatHost["runner"];
 let botId: string;
 let webhookUrl: string;
-
-beforeAll(async () => {
-  const keys = discordKeyPair();
-  privateKey = keys.privateKey;
-  publicKeyHex = keys.publicKeyHex;
-  fake = await startFakePlatform(discordApi);
-  runner = await startChatRunner("discord-private");
-  host = await startTestHost({ captureLogs: true });
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "discord", api_base_url: fake.url, credentials: { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: BOT_TOKEN } });
-  expect(created.status).toBe(201);
-  botId = created.body.bot_id;
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "discord-agent", scope: { type: "bot", id: botId } });
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
-});
+beforeAll(() => void ({ host, fake, runner, botId, webhookUrl } = chat));
 
 const post = (interaction: unknown) => postInteraction(webhookUrl, privateKey, interaction);
 

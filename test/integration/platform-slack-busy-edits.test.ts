@@ -4,7 +4,7 @@ import { useBusySlack, type BusySlack } from "../support/slack-busy";
 
 /** A Slack channel busy with a run (README "A busy conversation"): a message waiting its turn deleted, a message edited during its hand-over, one deleted or edited after it was answered. */
 const platform = useBusySlack();
-const { state, FILE, runsOf, pulledOf, historyOf, filesOf, recordsOf, deliver, interact, say, deletion, edit, eventIdOf, postsTo, runOfEvent, quiet, agentFor } = platform;
+const { state, FILE, runsOf, pulledOf, historyOf, filesOf, recordsOf, deliver, interact, say, sayHeldFirst, tsOnceRecorded, deletion, edit, eventIdOf, postsTo, runOfEvent, quiet, agentFor } = platform;
 let setup: BusySlack["setup"];
 let host: BusySlack["host"];
 let fake: BusySlack["fake"];
@@ -15,8 +15,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
   it("enqueue: a message deleted while its run waits its turn never runs (its run ends cancelled); one already running is answered", async () => {
     const channel = "CBUSY2";
     await agentFor(channel, "plain", "enqueue");
-    const first = await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    const first = await sayHeldFirst(channel);
     const second = await say(channel, "second");
     await say(channel, "third");
     await deliver(deletion(channel, second));
@@ -33,8 +32,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
   it("an edit of a message still waiting is answered as edited, queued or claimed; an older edit arriving late changes nothing", async () => {
     const queued = "CBUSY3";
     await agentFor(queued, "plain", "enqueue");
-    await say(queued, "hold first");
-    await waitFor(() => runsOf.get(queued)?.length === 1, 10_000, "the first run");
+    await sayHeldFirst(queued);
     const typo = await say(queued, "secnod");
     await deliver(edit(queued, typo, "second, fixed", "1800009999.000002"));
     await deliver(edit(queued, typo, "second, half fixed", "1800009999.000001"));
@@ -44,8 +42,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
 
     const claimed = "CBUSY4";
     await agentFor(claimed, "steerer", "steer");
-    await say(claimed, "hold first");
-    await waitFor(() => runsOf.get(claimed)?.length === 1, 10_000, "the first run");
+    await sayHeldFirst(claimed);
     const mention = await say(claimed, "waht time", "app_mention");
     // Slack reports an edit of a message naming the bot twice: message_changed, and app_mention again marked edited.
     await deliver(edit(claimed, mention, "what time", "1800009999.000003"));
@@ -77,11 +74,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     // The batch that records the message and its run (the one that reads latest_transcript_seq) applied, its answer held back.
     host.databaseOutage({ answerDelayMs: 1_500, matching: "latest_transcript_seq" });
     const said = say(channel, "secnod");
-    const [row] = await waitFor(async () => {
-      const rows = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE conversation_id = ? AND input_summary = 'secnod'", [channel]);
-      return rows.length > 0 && rows;
-    }, 5_000, "the message recorded");
-    await deliver(edit(channel, JSON.parse(row.data_json).ts, "second", "1800009999.000008"));
+    await deliver(edit(channel, await tsOnceRecorded(channel, "secnod"), "second", "1800009999.000008"));
     await said;
     await quiet(channel, 1);
     expect(runsOf.get(channel)).toEqual(["second"]);
@@ -91,16 +84,11 @@ describe("Slack: a message deleted or edited before it is answered", () => {
   it("an older edit arriving after a newer one reached the message during its hand-over changes nothing: its run starts with the newer words", async () => {
     const channel = "CBUSY19";
     await agentFor(channel, "plain", "enqueue");
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await sayHeldFirst(channel);
     // The hand-over's answer held back: the newer edit is kept for it; the run then waits its turn, and the older edit comes.
     host.databaseOutage({ answerDelayMs: 1_500, matching: "latest_transcript_seq" });
     const said = say(channel, "secnod");
-    const [row] = await waitFor(async () => {
-      const rows = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE conversation_id = ? AND input_summary = 'secnod'", [channel]);
-      return rows.length > 0 && rows;
-    }, 5_000, "the message recorded");
-    const ts = JSON.parse(row.data_json).ts as string;
+    const ts = await tsOnceRecorded(channel, "secnod");
     await deliver(edit(channel, ts, "second, fixed", "1800009999.000016"));
     await said;
     await deliver(edit(channel, ts, "second, half fixed", "1800009999.000015"));
@@ -112,8 +100,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
   it("steer: an edit made during its message's hand-over reaches the runner also when that hand-over's claim is refused and Slack sends the message again", async () => {
     const channel = "CBUSY14";
     await agentFor(channel, "steerer", "steer");
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await sayHeldFirst(channel);
     // The message and its run recorded, the answer slow: the edit is held for the hand-over, whose claim is then refused.
     host.databaseOutage({ answerDelayMs: 1_500, matching: "latest_transcript_seq" });
     host.databaseOutage({ queries: 1, matching: "absorbed_into_active_run" });

@@ -1,22 +1,19 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../support/fake-platform";
-import { putAgent } from "../support/scripted-runner";
 import { useBusySlack, type BusySlack } from "../support/slack-busy";
 
 /** A Slack channel busy with a run (README "A busy conversation"): a message of it deleted, or its deletion lost, before it is answered. */
 const platform = useBusySlack();
-const { runsOf, pulledOf, deliver, lostDeletion, say, deletion, edit, eventIdOf, postsTo, steeringRecords, runOfEvent, quiet, agentFor } = platform;
+const { runsOf, pulledOf, deliver, lostDeletion, say, sayHeldFirst, tsOnceRecorded, deletion, edit, eventIdOf, postsTo, steeringRecords, runOfEvent, quiet, agentFor } = platform;
 let setup: BusySlack["setup"];
 let host: BusySlack["host"];
-let botId: string;
-beforeAll(() => void ({ setup, host, botId } = platform));
+beforeAll(() => void ({ setup, host } = platform));
 
 describe("Slack: a message deleted or edited before it is answered", () => {
   it("steer: a message deleted while claimed by the busy run is never pulled; its claim is recorded dropped, as recalled, once", async () => {
     const channel = "CBUSY1";
     await agentFor(channel, "steerer", "steer");
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await sayHeldFirst(channel);
     const second = await say(channel, "second");
     await say(channel, "third");
     const recall = await deliver(deletion(channel, second));
@@ -34,18 +31,15 @@ describe("Slack: a message deleted or edited before it is answered", () => {
   it("steer: a message deleted or edited while its claim is being recorded is withdrawn, or pulled as edited, all the same", async () => {
     const channel = "CBUSY5";
     await agentFor(channel, "steerer", "steer");
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await sayHeldFirst(channel);
     // Each claim's write held back: the recall's and the edit's lookups read the messages as their own runs' still.
     host.databaseOutage({ delayMs: 1_500, matching: "absorbed_into_active_run", queries: 2 });
     let second = "";
     let third = "";
     const said = [say(channel, "second").then((ts) => (second = ts)), say(channel, "thrid").then((ts) => (third = ts))];
-    const recorded = async (text: string) => (await host.query("SELECT 1 FROM event_log WHERE conversation_id = ? AND input_summary = ?", [channel, text])).length > 0;
-    await waitFor(async () => (await recorded("second")) && (await recorded("thrid")), 5_000, "both recorded");
+    const [secondTs, thirdTs] = await Promise.all([tsOnceRecorded(channel, "second"), tsOnceRecorded(channel, "thrid")]);
     await new Promise((r) => setTimeout(r, 200));
-    const tsOf = async (text: string) => JSON.parse((await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE conversation_id = ? AND input_summary = ?", [channel, text]))[0].data_json).ts as string;
-    await Promise.all([deliver(deletion(channel, await tsOf("second"))), deliver(edit(channel, await tsOf("thrid"), "third", "1800009999.000004"))]);
+    await Promise.all([deliver(deletion(channel, secondTs)), deliver(edit(channel, thirdTs, "third", "1800009999.000004"))]);
     await Promise.all(said);
     setup.gate(channel).resolve();
     await quiet(channel, 1);
@@ -78,9 +72,8 @@ describe("Slack: a message deleted or edited before it is answered", () => {
 
   it("steer: of the messages a busy run ended without pulling, the one edited is answered in a turn of its own as edited; the deleted one stays unanswered", async () => {
     const channel = "CBUSY11";
-    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await agentFor(channel, "steerer", "steer", {}, "never");
+    await sayHeldFirst(channel);
     const second = await say(channel, "second");
     const third = await say(channel, "thrid");
     await deliver(deletion(channel, second));
@@ -98,9 +91,8 @@ describe("Slack: a message deleted or edited before it is answered", () => {
 
   it("steer: a message deleted or edited after the busy run dropped it, before it is decided anew, stays unanswered or is answered as edited", async () => {
     const channel = "CBUSY12";
-    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await agentFor(channel, "steerer", "steer", {}, "never");
+    await sayHeldFirst(channel);
     const second = await say(channel, "second");
     const third = await say(channel, "thrid");
     // Taking the first claim back (its event bound to its own run again) is held in the database; the user deletes one and edits the other meanwhile.
@@ -117,9 +109,8 @@ describe("Slack: a message deleted or edited before it is answered", () => {
   it("steer: a message edited while claimed, dropped by the busy run and decided anew, keeps its newest words when an older edit arrives late", async () => {
     const channel = "CBUSY16";
     // Debounced: the run a dropped message is decided anew into waits a moment before it starts, as a new message's would.
-    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer", debounce_ms: 1500 } });
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await agentFor(channel, "steerer", "steer", { debounce_ms: 1500 }, "never");
+    await sayHeldFirst(channel);
     const typo = await say(channel, "secnod");
     await deliver(edit(channel, typo, "second, fixed", "1800009999.000014"));
     setup.gate(channel).resolve();
@@ -134,8 +125,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     // Enqueue: the deleted message's run waits its turn behind a busy one, which ends before Slack's retry comes.
     const queued = "CBUSY17";
     await agentFor(queued, "plain", "enqueue");
-    await say(queued, "hold first");
-    await waitFor(() => runsOf.get(queued)?.length === 1, 10_000, "the first run");
+    await sayHeldFirst(queued);
     const second = await say(queued, "second");
     const recall = await lostDeletion(queued, second);
     setup.gate(queued).resolve();
@@ -160,8 +150,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
   it("steer: a claimed message whose deletion never reached the conversation (its lookup failed: Slack sends it again later) is not pulled by the busy run: recorded dropped, as recalled", async () => {
     const channel = "CBUSY21";
     await agentFor(channel, "steerer", "steer");
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await sayHeldFirst(channel);
     const second = await say(channel, "second");
     await say(channel, "third");
     const recall = await lostDeletion(channel, second);
@@ -183,9 +172,8 @@ describe("Slack: a message deleted or edited before it is answered", () => {
     { pull: "two", said: ["third", "fourth"] },
   ])("steer: a pull ($pull) whose item is found recalled (its deletion never reached the conversation) answers as many of the next queued items as it asked for, not fewer", async ({ pull, said }) => {
     const channel = `CBUSY22-${pull}`;
-    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await agentFor(channel, "steerer", "steer", {}, pull);
+    await sayHeldFirst(channel);
     const second = await say(channel, "second");
     for (const text of said) await say(channel, text);
     const recall = await lostDeletion(channel, second);
@@ -202,9 +190,8 @@ describe("Slack: a message deleted or edited before it is answered", () => {
 
   it("steer: a claimed message whose deletion never reached the conversation, left unpulled as the busy run ends: recorded dropped, as recalled, and not answered; the next one is", async () => {
     const channel = "CBUSY23";
-    await putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup.steerer.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy: "steer" } });
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await agentFor(channel, "steerer", "steer", {}, "never");
+    await sayHeldFirst(channel);
     const second = await say(channel, "second");
     const third = await say(channel, "third");
     const recall = await lostDeletion(channel, second);
@@ -243,8 +230,7 @@ describe("Slack: a message deleted or edited before it is answered", () => {
   it("a deletion a run's start finds, its cancel's write refused once: the run is started again after a pause and ends cancelled, with no failure notice", async () => {
     const channel = "CBUSY20";
     await agentFor(channel, "plain", "enqueue");
-    await say(channel, "hold first");
-    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    await sayHeldFirst(channel);
     const second = await say(channel, "second");
     await lostDeletion(channel, second);
     // The start's cancel (its error message among the write's arguments) is refused the first time.

@@ -4,18 +4,14 @@
  * `sender_chat` = the group. Taken as that bot, every anonymous admin of every group is one actor, so what an
  * agent keeps in actor state for one group's admin is shown to another group's.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { addTelegramBot, type FakeReply, type PlatformCall, startFakePlatform, waitFor } from "../support/fake-platform";
+import { describe, expect, it } from "vitest";
+import { type FakeReply, type PlatformCall, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { useTelegramBotHost } from "../support/telegram-bot-host";
 
 const BOT_TOKEN = "123456:ANON-telegram-bot-token-abcdef";
 const SECRET_TOKEN = "anon-tg-secret-token";
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-let webhookUrl: string;
 const contexts: any[] = [];
 let nextId = 100;
 
@@ -25,9 +21,12 @@ function telegramApi(call: PlatformCall): FakeReply {
   return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
 }
 
-beforeAll(async () => {
-  fake = await startFakePlatform(telegramApi);
-  runner = await startAdHocRunner({
+const bot = useTelegramBotHost({
+  agentId: "anon-memo-agent",
+  botToken: BOT_TOKEN,
+  secretToken: SECRET_TOKEN,
+  api: telegramApi,
+  startRunner: () => startAdHocRunner({
     name: "anon-memo",
     async onRun({ body }, res) {
       const ctx = body.context;
@@ -37,14 +36,7 @@ beforeAll(async () => {
       if (text.startsWith("remember ")) w.send("state.updated", { scope: "actor", key: "memo", value: text.slice("remember ".length) });
       w.reply(`ok ${text}`);
     },
-  });
-  host = await startTestHost();
-  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner: runner, agentId: "anon-memo-agent" }));
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
+  }),
 });
 
 let updateId = 5000;
@@ -61,7 +53,7 @@ async function anonymousAdminSays(chatId: number, text: string) {
       text,
     },
   };
-  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) });
+  const res = await fetch(bot.webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify(update) });
   expect(res.status).toBe(200);
   return waitFor(() => contexts.find((c) => c.input.text === text), 15_000, `the run for ${text}`);
 }
@@ -69,7 +61,7 @@ async function anonymousAdminSays(chatId: number, text: string) {
 describe("Telegram anonymous admins", () => {
   it("does not show one group's anonymous admin the actor state kept for another group's", async () => {
     const first = await anonymousAdminSays(-1001111, "remember the launch code is 0000");
-    await waitFor(() => fake.callsTo(/\/sendMessage$/).some((c) => c.body.text === "ok remember the launch code is 0000"), 15_000, "the first reply");
+    await waitFor(() => bot.fake.callsTo(/\/sendMessage$/).some((c) => c.body.text === "ok remember the launch code is 0000"), 15_000, "the first reply");
     const second = await anonymousAdminSays(-1002222, "what do you remember about me?");
     // Two different people in two different groups.
     expect.soft(second.state.actor?.memo, "another group's admin reads the first one's actor state").toBeUndefined();

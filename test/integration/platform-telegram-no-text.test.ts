@@ -5,30 +5,22 @@
  * A live location's stream of new positions (README "A message recalled or edited") costs no record of its own and
  * reaches its message at most once a minute, counted by triggers on the host's tables and the raw payloads in R2.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { addTelegramBot, startChatRunner, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { ChatRunner, FakePlatform } from "../support/chat-host";
+import type { TestHost } from "../support/host";
+import { startChatRunner, telegramBotApi, waitFor } from "../support/fake-platform";
+import { useTelegramBotHost } from "../support/telegram-bot-host";
 
 const BOT_TOKEN = "123456:NOTEXT-telegram-bot-token-abcdef";
 const SECRET_TOKEN = "notext-tg-secret-token";
 
+const bot = useTelegramBotHost({ agentId: "tg-no-text", botToken: BOT_TOKEN, secretToken: SECRET_TOKEN, api: telegramBotApi(BOT_TOKEN), startRunner: () => startChatRunner("tg-no-text") });
 let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
+let fake: FakePlatform;
+let runner: ChatRunner;
 let botId: string;
 let webhookUrl: string;
-
-beforeAll(async () => {
-  fake = await startFakePlatform(telegramBotApi(BOT_TOKEN));
-  runner = await startChatRunner("tg-no-text");
-  host = await startTestHost();
-  ({ botId, webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner, agentId: "tg-no-text" }));
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
-});
+beforeAll(() => void ({ host, fake, runner, botId, webhookUrl } = bot));
 
 let updateId = 7000;
 /** Ada sends `content` in a private chat of its own; answers the update's id. */

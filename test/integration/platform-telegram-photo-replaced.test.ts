@@ -3,28 +3,19 @@
  * goes as a recalled message's files do (README "A message recalled or edited"), its artifact expired and its bytes
  * deleted; an edit of its caption alone keeps it.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { addTelegramBot, startChatRunner, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
+import { describe, expect, it } from "vitest";
+import { startChatRunner, telegramBotApi, waitFor } from "../support/fake-platform";
+import { useTelegramBotHost } from "../support/telegram-bot-host";
 
 const BOT_TOKEN = "123456:PHOTO-telegram-bot-token-abcdef";
 const SECRET_TOKEN = "photo-tg-secret-token";
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
-let webhookUrl: string;
-
-beforeAll(async () => {
-  fake = await startFakePlatform(telegramBotApi(BOT_TOKEN));
-  runner = await startChatRunner("tg-photo-replaced");
-  host = await startTestHost();
-  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner, agentId: "tg-photo-replaced" }));
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
+const bot = useTelegramBotHost({
+  agentId: "tg-photo-replaced",
+  botToken: BOT_TOKEN,
+  secretToken: SECRET_TOKEN,
+  api: telegramBotApi(BOT_TOKEN),
+  startRunner: () => startChatRunner("tg-photo-replaced"),
 });
 
 let updateId = 9100;
@@ -36,13 +27,13 @@ const photo = (name: string) => [
 ];
 
 async function deliver(kind: "message" | "edited_message", message: Record<string, unknown>): Promise<void> {
-  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify({ update_id: ++updateId, [kind]: message }) });
+  const res = await fetch(bot.webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN }, body: JSON.stringify({ update_id: ++updateId, [kind]: message }) });
   expect(res.status).toBe(200);
 }
 
 async function artifactOf(artifactId: string) {
-  const [row] = await host.query<{ expires_at: number | null; metadata_json: string }>("SELECT expires_at, metadata_json FROM artifact WHERE artifact_id = ?", [artifactId]);
-  return { expired: row.expires_at !== null && row.expires_at <= Date.now(), metadata: JSON.parse(row.metadata_json), bytes: await host.r2Object(`artifacts/${artifactId}`) };
+  const [row] = await bot.host.query<{ expires_at: number | null; metadata_json: string }>("SELECT expires_at, metadata_json FROM artifact WHERE artifact_id = ?", [artifactId]);
+  return { expired: row.expires_at !== null && row.expires_at <= Date.now(), metadata: JSON.parse(row.metadata_json), bytes: await bot.host.r2Object(`artifacts/${artifactId}`) };
 }
 
 describe("Telegram: a message's photo replaced by its user", () => {
@@ -50,7 +41,7 @@ describe("Telegram: a message's photo replaced by its user", () => {
     const chat = { id: 5150, type: "private" };
     const date = Math.floor(Date.now() / 1000);
     await deliver("message", { message_id: 77, date, chat, from: ada, photo: photo("ph-first"), caption: "look at this" });
-    const ctx = await waitFor(() => runner.contexts.find((c) => c.input.text === "look at this"), 15_000, "the photo's run");
+    const ctx = await waitFor(() => bot.runner.contexts.find((c) => c.input.text === "look at this"), 15_000, "the photo's run");
     const artifactId: string = ctx.input.attachments[0].artifact_id;
     const stored = await artifactOf(artifactId);
     expect(stored).toMatchObject({ expired: false, metadata: { platform_file_id: "ph-first-u" } });
@@ -64,6 +55,6 @@ describe("Telegram: a message's photo replaced by its user", () => {
     await deliver("edited_message", { message_id: 77, date, edit_date: date + 10, chat, from: ada, photo: photo("ph-second"), caption: "look at this one" });
     expect(await artifactOf(artifactId)).toMatchObject({ expired: true, bytes: null });
     // Nothing was fetched for the edit: an edit is recorded, not answered.
-    expect(fake.calls.filter((c) => c.path.endsWith("/getFile")).map((c) => c.body.file_id)).toEqual(["ph-first"]);
+    expect(bot.fake.calls.filter((c) => c.path.endsWith("/getFile")).map((c) => c.body.file_id)).toEqual(["ph-first"]);
   });
 });

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addTelegramBot, sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
-import { startTestHost, type TestHost } from "../support/host";
+import { describe, expect, it } from "vitest";
+import { sayOnTelegram, telegramBotApi, waitFor } from "../support/fake-platform";
 import { startAdHocRunner } from "../support/runner";
+import { useTelegramBotHost } from "../support/telegram-bot-host";
 
 /**
  * A chat run's final write (one batch: an artifact reference the host refuses, a long burst of telemetry, the answer,
@@ -15,13 +15,13 @@ const SECRET_TOKEN = "tg-secret-token-rebuilt-refused";
 const CHAT = "-1008810";
 const REPLY = "probe-rebuilt-reply-refused-reference";
 const TELEMETRY = 2_500;
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-let webhookUrl: string;
-
-beforeAll(async () => {
-  runner = await startAdHocRunner({
+const bot = useTelegramBotHost({
+  agentId: "rebuilt-refused",
+  botToken: BOT_TOKEN,
+  secretToken: SECRET_TOKEN,
+  api: telegramBotApi(BOT_TOKEN),
+  vars: { DB_QUERY_TIMEOUT_MS: "1000" },
+  startRunner: () => startAdHocRunner({
     name: "rebuilt-refused",
     async onRun({ body }, res) {
       const runId = body.context.run_id;
@@ -32,32 +32,24 @@ beforeAll(async () => {
       const telemetry = Array.from({ length: TELEMETRY }, (_, i) => line("tool.call.started", { tool_call_id: `c${i}`, tool_name: "t", parameters: {} })).join("");
       res.end(line("artifact.created", { artifact_type: "file", artifact_id: "art_never_this_runs" }) + telemetry + line("message.completed", { message: { role: "assistant", content: REPLY } }) + line("run.completed", { finish_reason: "stop" }));
     },
-  });
-  fake = await startFakePlatform(telegramBotApi(BOT_TOKEN));
-  host = await startTestHost({ vars: { DB_QUERY_TIMEOUT_MS: "1000" } });
-  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET_TOKEN }, { runner, agentId: "rebuilt-refused" }));
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
+  }),
 });
 
 describe("a reply rebuilt from a ledger whose refused reference is warned of pages later", () => {
   it("leaves the reference out, as the live reply would", async () => {
     // The final write is applied; its answer comes after the Worker gave up on it.
-    host.databaseOutage({ answerDelayMs: 2_000, matching: REPLY, queries: 1 });
-    expect((await sayOnTelegram(webhookUrl, SECRET_TOKEN, CHAT, "go")).status).toBe(200);
-    await waitFor(() => fake.callsTo(/\/sendMessage$/).some((c) => c.body.text === REPLY), 20_000, "the rebuilt reply");
-    const [run] = await host.query<{ run_id: string; status: string }>("SELECT run_id, status FROM run WHERE conversation_id = ?", [CHAT]);
+    bot.host.databaseOutage({ answerDelayMs: 2_000, matching: REPLY, queries: 1 });
+    expect((await sayOnTelegram(bot.webhookUrl, SECRET_TOKEN, CHAT, "go")).status).toBe(200);
+    await waitFor(() => bot.fake.callsTo(/\/sendMessage$/).some((c) => c.body.text === REPLY), 20_000, "the rebuilt reply");
+    const [run] = await bot.host.query<{ run_id: string; status: string }>("SELECT run_id, status FROM run WHERE conversation_id = ?", [CHAT]);
     expect(run.status).toBe("completed");
-    const warned = await host.query<{ seq: number }>("SELECT seq FROM run_event WHERE run_id = ? AND type = 'host.warning'", [run.run_id]);
+    const warned = await bot.host.query<{ seq: number }>("SELECT seq FROM run_event WHERE run_id = ? AND type = 'host.warning'", [run.run_id]);
     expect(warned.map((w) => w.seq)).toEqual([TELEMETRY + 4]);
     // The next message's reply comes once this one has settled, its records written.
-    expect((await sayOnTelegram(webhookUrl, SECRET_TOKEN, CHAT, "next")).status).toBe(200);
-    await waitFor(() => fake.callsTo(/\/sendMessage$/).some((c) => c.body.text === "after"), 20_000, "the next reply");
-    const failed = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [run.run_id]);
+    expect((await sayOnTelegram(bot.webhookUrl, SECRET_TOKEN, CHAT, "next")).status).toBe(200);
+    await waitFor(() => bot.fake.callsTo(/\/sendMessage$/).some((c) => c.body.text === "after"), 20_000, "the next reply");
+    const failed = await bot.host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [run.run_id]);
     expect(failed.map((f) => JSON.parse(f.data_json))).toEqual([]);
-    expect(fake.callsTo(/\/send(Document|Photo)$/)).toEqual([]);
+    expect(bot.fake.callsTo(/\/send(Document|Photo)$/)).toEqual([]);
   }, 40_000);
 });

@@ -1,42 +1,28 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminCall } from "../../local/setup";
 import { messageEvent, startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
-import { resultWriter, startAdHocRunner } from "../support/runner";
+import { startHoldingRunner, useDataDir } from "../support/restart-host";
 
 /**
  * README: `reject` rejects "only while a run that takes turns is active or waiting". A run lost with an earlier
  * instance of its conversation's object (the local host restarted mid-run) is neither: nothing runs it any more, and
  * it ends `host.session_lost` once the watchdog looks. A message arriving meanwhile must not be rejected for it.
  */
-let dataDir: string;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const dataDir = useDataDir("agent-host-reject-restart-");
+let runner: Awaited<ReturnType<typeof startHoldingRunner>>;
 const never = deferred();
 const started: string[] = [];
 
 // A watchdog far away: the restarted object has not looked at its lost run yet when the next message comes.
-const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "60000" });
+const start = () => startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: "60000" });
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-reject-restart-"));
-  runner = await startAdHocRunner({
-    name: "rvrejectrestart",
-    async onRun({ body }, res) {
-      const ctx = body.context;
-      started.push(ctx.input.text);
-      const w = resultWriter(res, ctx.run_id);
-      if (ctx.input.text.startsWith("hold")) await never.promise;
-      w.reply(`done: ${ctx.input.text}`);
-    },
-  });
+  runner = await startHoldingRunner("rvrejectrestart", never.promise, started);
 });
 afterAll(async () => {
   never.resolve();
   await runner?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe("reject after a restart", () => {

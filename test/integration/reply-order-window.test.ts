@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { addTelegramBot, type PlatformCall, startChatRunner, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
+import { describe, expect, it } from "vitest";
+import { type PlatformCall, startChatRunner, telegramBotApi, waitFor } from "../support/fake-platform";
+import { useTelegramBotHost } from "../support/telegram-bot-host";
 
 /**
  * Replies in the order their runs ended (ReplyOrder): a reply waiting its turn behind a slow earlier reply gets its
@@ -12,37 +12,30 @@ const SECRET = "tg-secret-token-order-window-0123";
 const CALL_LATENCY_MS = 1_500;
 const SETTLE_MS = 4_000;
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
-let webhookUrl: string;
 const api = telegramBotApi(BOT_TOKEN);
 
-beforeAll(async () => {
-  fake = await startFakePlatform(async (call: PlatformCall) => {
+const bot = useTelegramBotHost({
+  agentId: "order-agent",
+  botToken: BOT_TOKEN,
+  secretToken: SECRET,
+  async api(call: PlatformCall) {
     if (call.path.endsWith("/sendMessage")) await new Promise((r) => setTimeout(r, CALL_LATENCY_MS));
     return api(call);
-  });
-  runner = await startChatRunner("order-window");
-  host = await startTestHost({ vars: { DELIVERY_SETTLE_TIMEOUT_MS: String(SETTLE_MS) } });
-  ({ webhookUrl } = await addTelegramBot(host, { apiBaseUrl: fake.url, botToken: BOT_TOKEN, secretToken: SECRET }, { runner: runner, agentId: "order-agent" }));
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
+  },
+  vars: { DELIVERY_SETTLE_TIMEOUT_MS: String(SETTLE_MS) },
+  startRunner: () => startChatRunner("order-window"),
 });
 
 let updateId = 5000;
 async function say(chat: string, text: string) {
   const id = ++updateId;
   const message = { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: Number(chat), type: "supergroup" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text };
-  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: id, message }) });
+  const res = await fetch(bot.webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify({ update_id: id, message }) });
   expect(res.status).toBe(200);
 }
 
 const trailOf = async (runId: string) =>
-  (await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId])).map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) }));
+  (await bot.host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId])).map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) }));
 
 describe("ReplyOrder and the settle window", () => {
   it("a reply that waited its turn behind a slow earlier reply still gets its whole window, and comes after it", async () => {
@@ -50,8 +43,8 @@ describe("ReplyOrder and the settle window", () => {
     // First: 9000 characters (3 parts, 4.5 s of calls: past its 4 s window). Second: 5000 (2 parts, 3 s: within one).
     await say(chat, "long 9000");
     await say(chat, "long 5000");
-    const second = (await waitFor(() => runner.contexts.find((c) => c.input.text === "long 5000")?.run_id, 15_000, "the second run"))!;
-    expect((await host.waitForRun(second)).status).toBe("completed");
+    const second = (await waitFor(() => bot.runner.contexts.find((c) => c.input.text === "long 5000")?.run_id, 15_000, "the second run"))!;
+    expect((await bot.host.waitForRun(second)).status).toBe("completed");
     // The second reply is over: both parts sent, or abandoned.
     const trail = await waitFor(
       async () => {
@@ -62,7 +55,7 @@ describe("ReplyOrder and the settle window", () => {
       "the second reply's end",
     );
     expect(trail.filter((r) => r.code === "settle_timeout")).toEqual([]);
-    const sends = fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat);
+    const sends = bot.fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat);
     // The first answer's three parts (the third already on its way when its window closed), then the second's two.
     expect(sends.map((c) => c.body.text.length)).toHaveLength(5);
     expect(sends.slice(0, 3).reduce((n, c) => n + c.body.text.length, 0)).toBe(9000);

@@ -1,14 +1,11 @@
 import { generateKeyPairSync, sign as edSign, type KeyObject } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 import { startHostOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
-import { resultWriter, startAdHocRunner } from "../support/runner";
+import { startHoldingRunner, useDataDir } from "../support/restart-host";
 
 /**
  * README: on Discord a run the host cancelled still resolves its deferred "thinking…" response, and a chat reply on
@@ -17,17 +14,16 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 const APPLICATION_ID = "1122334455667788";
 const BOT_TOKEN = "discord-bot-token-SECRET-restart-0123";
-let dataDir: string;
+const dataDir = useDataDir("agent-host-restart-cancel-");
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+let runner: Awaited<ReturnType<typeof startHoldingRunner>>;
 let privateKey: KeyObject;
 let publicKeyHex: string;
 const never = deferred();
 const throttled = new Set<string>();
-const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
+const start = () => startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-cancel-"));
   const pair = generateKeyPairSync("ed25519");
   privateKey = pair.privateKey;
   publicKeyHex = pair.publicKey.export({ type: "spki", format: "der" }).subarray(-32).toString("hex");
@@ -39,21 +35,12 @@ beforeAll(async () => {
     if (call.method === "POST") return { json: { id: "followup", content: call.body?.content } };
     return { status: 405, json: { message: "405", code: 0 } };
   });
-  runner = await startAdHocRunner({
-    name: "rcancel",
-    async onRun({ body }, res) {
-      const ctx = body.context;
-      const w = resultWriter(res, ctx.run_id);
-      if (String(ctx.input.text).startsWith("hold")) await never.promise;
-      w.reply(`done: ${ctx.input.text}`);
-    },
-  });
+  runner = await startHoldingRunner("rcancel", never.promise);
 });
 afterAll(async () => {
   never.resolve();
   await runner?.close();
   await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 let seq = 0;

@@ -1,13 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostOptions, type LocalHost } from "../../local/host";
-import { adminCall, bindRunner } from "../../local/setup";
 import { startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
-import { resultWriter, startAdHocRunner } from "../support/runner";
+import { keepTelegramBot, startHoldingRunner, useDataDir } from "../support/restart-host";
 
 /**
  * A Telegram chat whose host restarts mid-work (same data folder). A run lost with the instance tells the chat it
@@ -18,42 +14,26 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 const botToken = "123456:TEST-telegram-bot-token-restart";
 const secretToken = "tg-secret-token-restart-0123";
-let dataDir: string;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
+const dataDir = useDataDir("agent-host-restart-chat-");
+let runner: Awaited<ReturnType<typeof startHoldingRunner>>;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 const never = deferred();
 const started: string[] = [];
 /** Chats whose next sendMessages are refused with a 429 asking to wait these many seconds, one each. */
 const throttleOnce = new Map<string, number[]>();
 
-const start = (more: Partial<HostOptions> = {}) => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" }, more);
+const start = (more: Partial<HostOptions> = {}) => startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: "1000" }, more);
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-chat-"));
   fake = await startFakePlatform(telegramBotApi(botToken, new Map(), throttleOnce));
-  runner = await startAdHocRunner({
-    name: "restartchat",
-    async onRun({ body }, res) {
-      const ctx = body.context;
-      started.push(ctx.input.text);
-      const w = resultWriter(res, ctx.run_id);
-      if (ctx.input.text.startsWith("hold")) await never.promise;
-      w.reply(`done: ${ctx.input.text}`);
-    },
-  });
+  runner = await startHoldingRunner("restartchat", never.promise, started);
   // The bot and its binding, kept in the data folder for every test's host.
-  const host = await start();
-  try {
-    await setUp(host);
-  } finally {
-    await host.dispose();
-  }
+  ({ webhookPath, botId } = await keepTelegramBot(start, { apiBaseUrl: fake.url, botToken, secretToken }, { runner, agentId: "restartchat" }));
 });
 afterAll(async () => {
   never.resolve();
   await runner?.close();
   await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 
@@ -66,13 +46,6 @@ const runOf = async (host: LocalHost, text: string) =>
 
 let webhookPath = "";
 let botId = "";
-async function setUp(host: LocalHost) {
-  const created = await adminCall<{ bot_id: string; webhook_url: string }>(host, "POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
-  expect(created.status).toBe(201);
-  webhookPath = new URL(created.body.webhook_url).pathname;
-  botId = created.body.bot_id;
-  await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "restartchat", scope: { type: "bot", id: created.body.bot_id } });
-}
 const say = (host: LocalHost, chat: string, text: string) => sayOnTelegram(`${host.url}${webhookPath}`, secretToken, chat, text);
 
 describe("a Telegram chat across a host restart", () => {

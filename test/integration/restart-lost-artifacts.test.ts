@@ -1,12 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalHost } from "../../local/host";
 import { adminCall, bindRunner } from "../../local/setup";
 import { messageEvent, startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { useDataDir } from "../support/restart-host";
 
 /**
  * README (Artifacts): refs announced after the run's last message "get an assistant item of their own, item_type:
@@ -14,15 +12,14 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * host.session_lost) made an artifact after its message: the transcript must still keep it, as it does for a run whose
  * stream broke off (answer-files.test.ts).
  */
-let dataDir: string;
+const dataDir = useDataDir("agent-host-restart-art-");
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const never = deferred();
 /** An artifact of an earlier run of the conversation, which a later run may name. */
 let prior = "";
-const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
+const start = () => startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-art-"));
   runner = await startAdHocRunner({
     name: "restartart",
     async onRun({ body }, res) {
@@ -50,7 +47,6 @@ beforeAll(async () => {
 afterAll(async () => {
   never.resolve();
   await runner?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 const items = (host: LocalHost, runId: string) =>

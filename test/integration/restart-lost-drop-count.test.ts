@@ -1,24 +1,21 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminCall, bindRunner } from "../../local/setup";
 import { messageEvent, startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { useDataDir } from "../support/restart-host";
 
 /**
  * README (runner results): past a run's first 100 drops, one `runner.result_dropped` record counts the rest. A run
  * lost with its instance (a restart: ended `host.session_lost` by the next one) has its count too, taken from the
  * warnings its ledger holds, as a run the host ended after its own final write failed does.
  */
-let dataDir: string;
+const dataDir = useDataDir("agent-host-restart-drops-");
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const never = deferred();
-const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
+const start = () => startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-drops-"));
   runner = await startAdHocRunner({
     name: "restartdrops",
     async onRun({ body }, res) {
@@ -32,7 +29,6 @@ beforeAll(async () => {
 afterAll(async () => {
   never.resolve();
   await runner?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe("a run lost with a restart after 150 of its results were dropped", () => {

@@ -1,13 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalHost } from "../../local/host";
-import { adminCall, bindRunner } from "../../local/setup";
 import { startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { ANSWER_FILE, sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { keepTelegramBot, useDataDir } from "../support/restart-host";
 
 /**
  * A chat run that recorded its answer (message.completed) whose send was still waiting out a rate limit when the host
@@ -20,7 +17,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 const botToken = "123456:TEST-telegram-bot-token-lostreply";
 const secretToken = "tg-secret-token-lostreply-0123";
-let dataDir: string;
+const dataDir = useDataDir("agent-host-lost-reply-");
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 const never = deferred();
@@ -29,10 +26,9 @@ const started: string[] = [];
 const throttles = new Map<string, number[]>();
 const NOTICE = "Sorry, I could not answer this time.";
 
-const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
+const start = () => startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-lost-reply-"));
   fake = await startFakePlatform(telegramBotApi(botToken, new Map(), throttles));
   runner = await startAdHocRunner({
     name: "lostreply",
@@ -63,21 +59,12 @@ beforeAll(async () => {
       w.reply(`done: ${text}`);
     },
   });
-  const host = await start();
-  try {
-    const created = await adminCall<{ bot_id: string; webhook_url: string }>(host, "POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
-    expect(created.status).toBe(201);
-    webhookPath = new URL(created.body.webhook_url).pathname;
-    await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "lostreply", scope: { type: "bot", id: created.body.bot_id } });
-  } finally {
-    await host.dispose();
-  }
+  ({ webhookPath } = await keepTelegramBot(start, { apiBaseUrl: fake.url, botToken, secretToken }, { runner, agentId: "lostreply" }));
 });
 afterAll(async () => {
   never.resolve();
   await runner?.close();
   await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 let webhookPath = "";

@@ -1,10 +1,7 @@
 import { createHmac } from "node:crypto";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalHost } from "../../local/host";
 import { adminCall } from "../../local/setup";
@@ -14,6 +11,7 @@ import { startHostOn, waitForRunOn } from "../support/host";
 import { keyedGates } from "../support/host-api";
 import { startAdHocRunner } from "../support/runner";
 import { SLACK_AUTH_TEST, slackDeletion, slackEdit } from "../support/slack-events";
+import { useDataDir } from "../support/restart-host";
 
 /**
  * A Slack message deleted while its run waits (its debounce window) holding later messages it claimed: the recall
@@ -25,7 +23,7 @@ import { SLACK_AUTH_TEST, slackDeletion, slackEdit } from "../support/slack-even
  */
 const BOT_TOKEN = "xoxb-TEST-restart-recall-token-123456";
 const SIGNING_SECRET = "restart-recall-signing-secret-0123456";
-let dataDir: string;
+const dataDir = useDataDir("agent-host-restart-recall-");
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 /** By channel: the texts runs started with, and what their pulls returned. */
@@ -37,7 +35,7 @@ const gates = keyedGates();
 
 /** One port for both instances: a run's job keeps the host's URL its event came in on, for its runner's Host API calls. */
 let port = 0;
-const start = () => startHostOn(dataDir, { DB_QUERY_TIMEOUT_MS: "30000" }, { port });
+const start = () => startHostOn(dataDir.path, { DB_QUERY_TIMEOUT_MS: "30000" }, { port });
 
 function slackApi(call: PlatformCall): FakeReply {
   // Who the bot token is (its workspace T1, as the envelopes say): the host checks every request against it.
@@ -48,7 +46,6 @@ function slackApi(call: PlatformCall): FakeReply {
 }
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-recall-"));
   const probe = createServer().listen(0, "127.0.0.1");
   await once(probe, "listening");
   port = (probe.address() as AddressInfo).port;
@@ -71,7 +68,6 @@ afterAll(async () => {
   gates.releaseAll();
   await runner?.close();
   await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 /** The runner service and the Slack bot, registered once (the database outlives each host). */

@@ -1,15 +1,13 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PRESS_REPEAT_WINDOW_MS } from "../../durable-objects/repeated-presses";
 import type { LocalHost } from "../../local/host";
-import { adminCall, bindRunner } from "../../local/setup";
 import { storedKeysByObject } from "../support/do-storage";
 import { startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { sayOnTelegram, startFakePlatform, telegramBotApi, waitFor } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { keepTelegramBot, useDataDir } from "../support/restart-host";
 
 /**
  * README (Chat platforms): a button pressed again moments after a press whose answer is still waiting or running is
@@ -18,7 +16,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 const botToken = "123456:TEST-telegram-bot-token-press-restart";
 const secretToken = "tg-secret-token-press-restart-01";
-let dataDir: string;
+const dataDir = useDataDir("agent-host-press-restart-");
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 const never = deferred();
@@ -29,10 +27,9 @@ let webhookUrl = "";
 let updateId = 900_000;
 
 // The watchdog soon: the run lost with the first instance ends, and the first press's run starts, as soon as it may.
-const start = () => startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
+const start = () => startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: "1000" });
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-press-restart-"));
   fake = await startFakePlatform(telegramBotApi(botToken));
   runner = await startAdHocRunner({
     name: "pressrestart",
@@ -49,22 +46,13 @@ beforeAll(async () => {
       await never.promise;
     },
   });
-  const host = await start();
-  try {
-    const created = await adminCall<{ bot_id: string; webhook_url: string }>(host, "POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
-    expect(created.status).toBe(201);
-    webhookUrl = new URL(created.body.webhook_url).pathname;
-    await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "pressrestart", scope: { type: "bot", id: created.body.bot_id } });
-  } finally {
-    await host.dispose();
-  }
+  ({ webhookPath: webhookUrl } = await keepTelegramBot(start, { apiBaseUrl: fake.url, botToken, secretToken }, { runner, agentId: "pressrestart" }));
 });
 afterAll(async () => {
   never.resolve();
   slow.resolve();
   await runner?.close();
   await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 /** Ada's press of the one button on the bot's message in `chat`, its callback data `data`; the webhook's answer. */
@@ -81,8 +69,8 @@ async function press(host: LocalHost, id: string, chat: number, data: string): P
  * presses, or forget them, meanwhile, as their runs go on or end).
  */
 function pressKeysOfNewObjects(): () => number[] {
-  const earlier = new Set(storedKeysByObject(join(dataDir, "do")).keys());
-  return () => [...storedKeysByObject(join(dataDir, "do"))].filter(([file]) => !earlier.has(file)).map(([, keys]) => keys["press:"] ?? 0);
+  const earlier = new Set(storedKeysByObject(join(dataDir.path, "do")).keys());
+  return () => [...storedKeysByObject(join(dataDir.path, "do"))].filter(([file]) => !earlier.has(file)).map(([, keys]) => keys["press:"] ?? 0);
 }
 const rowsOf = (host: LocalHost, chat: number) =>
   host.query<{ event_id: string; run_id: string | null; disposition: string; metadata_json: string }>("SELECT event_id, run_id, disposition, metadata_json FROM event_log WHERE source = 'telegram' AND source_event_type = 'callback_query' AND conversation_id = ? ORDER BY seq", [String(chat)]);

@@ -1,27 +1,24 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminCall, bindRunner } from "../../local/setup";
 import { ADMIN_TOKEN, messageEvent, readSse, startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { useDataDir } from "../support/restart-host";
 
 /**
  * Runs in flight when the host restarts (same data folder): each ends failed with host.session_lost, keeping what it
  * recorded before (ledger, transcript, and the run row's account of it), and the runs queued behind it still run, in
  * order, also with events arriving after the restart.
  */
-let dataDir: string;
+const dataDir = useDataDir("agent-host-restart-runs-");
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const never = deferred();
 const started: { runId: string; text: string }[] = [];
 
 const start = (interval = "1000") =>
-  startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: interval });
+  startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: interval });
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-runs-"));
   runner = await startAdHocRunner({
     name: "restartruns",
     async onRun({ body }, res) {
@@ -40,7 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   never.resolve();
   await runner?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 

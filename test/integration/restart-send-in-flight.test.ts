@@ -1,13 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalHost } from "../../local/host";
-import { adminCall, bindRunner } from "../../local/setup";
 import { startHostOn, waitForRunOn } from "../support/host";
 import { deferred } from "../support/host-api";
 import { sayOnTelegram, startFakePlatform, waitFor, type PlatformCall } from "../support/fake-platform";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { keepTelegramBot, useDataDir } from "../support/restart-host";
 
 /**
  * README (Delivery): "a send that may have been posted, because no answer came ... [is retried] only on Lark, whose
@@ -19,7 +16,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  */
 const botToken = "123456:TEST-telegram-bot-token-inflight";
 const secretToken = "tg-secret-token-inflight-0123";
-let dataDir: string;
+const dataDir = useDataDir("agent-host-restart-inflight-");
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let fake: Awaited<ReturnType<typeof startFakePlatform>>;
 let webhookPath: string;
@@ -30,10 +27,9 @@ let current: LocalHost | undefined;
 let logs = "";
 
 const start = async () =>
-  (current = await startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: "1000", DB_QUERY_TIMEOUT_MS: "2000" }, { onRuntimeOutput: (text) => (logs += text) }));
+  (current = await startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: "1000", DB_QUERY_TIMEOUT_MS: "2000" }, { onRuntimeOutput: (text) => (logs += text) }));
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-inflight-"));
   let nextId = 900;
   fake = await startFakePlatform(async (call: PlatformCall) => {
     const m = /^\/bot([^/]+)\/(.+)$/.exec(call.path);
@@ -62,20 +58,11 @@ beforeAll(async () => {
       res.end();
     },
   });
-  const host = await start();
-  try {
-    const created = await adminCall<{ bot_id: string; webhook_url: string }>(host, "POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: botToken, secret_token: secretToken } });
-    expect(created.status).toBe(201);
-    webhookPath = new URL(created.body.webhook_url).pathname;
-    await bindRunner(host, { baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "inflight", scope: { type: "bot", id: created.body.bot_id } });
-  } finally {
-    await host.dispose();
-  }
+  ({ webhookPath } = await keepTelegramBot(start, { apiBaseUrl: fake.url, botToken, secretToken }, { runner, agentId: "inflight" }));
 });
 afterAll(async () => {
   await runner?.close();
   await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 /**

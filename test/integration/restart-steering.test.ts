@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,6 +6,7 @@ import { adminCall } from "../../local/setup";
 import { messageEvent, startHostOn, waitForRunOn } from "../support/host";
 import { callHostApi, deferred } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
+import { useDataDir } from "../support/restart-host";
 
 /**
  * A host restarted while a steering run holds claimed messages. README: "each item still queued when the run ends
@@ -15,7 +14,7 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * pull whose libSQL write was in flight when the instance died never reached the runner: the item must still get an
  * outcome.
  */
-let dataDir: string;
+const dataDir = useDataDir("agent-host-restart-steer-");
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const started: { runId: string; text: string; pull: () => Promise<unknown> }[] = [];
 const pullNow = deferred();
@@ -24,10 +23,9 @@ const never = deferred();
 
 const manifest = [{ name: "default", label: { en_US: "steerer" }, capabilities: { streaming: true, steering: true }, permissions: { events: ["get", "page"] } }];
 const start = (watchdogMs = 1000) =>
-  startHostOn(dataDir, { RUN_WATCHDOG_INTERVAL_MS: String(watchdogMs), DB_QUERY_TIMEOUT_MS: "30000" });
+  startHostOn(dataDir.path, { RUN_WATCHDOG_INTERVAL_MS: String(watchdogMs), DB_QUERY_TIMEOUT_MS: "30000" });
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agent-host-restart-steer-"));
   runner = await startAdHocRunner({
     name: "steerer",
     runners: manifest,
@@ -61,7 +59,6 @@ afterAll(async () => {
   pullNow.resolve();
   pullOne.resolve();
   await runner?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 
@@ -159,7 +156,7 @@ describe("steering claims of a run lost with a restart", () => {
       await host.dispose();
       await Promise.all(posted);
       // The first claim's write had reached the database and was applied (only its answer was lost with the instance).
-      const db = createClient({ url: `file:${join(dataDir, "host.db")}` });
+      const db = createClient({ url: `file:${join(dataDir.path, "host.db")}` });
       try {
         const own = (await db.execute({ sql: "SELECT run_id FROM event_log WHERE event_id = ?", args: [claimedEvents[0]] })).rows[0].run_id as string;
         const steering = { status: "queued", trigger_behavior: "absorbed_into_active_run", claimed_by_run_id: held[0], claimed_runner_id: runner.runnerId(), claimed_at: new Date().toISOString() };

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useChatHost, type ChatHost } from "../support/chat-host";
 import { postToSlackBot, slackBotCreated, slackInstallationsApi, registerSlackBots, webhookRefusal } from "../support/slack-signed";
-import { startChatRunner, startFakePlatform, waitFor } from "../support/fake-platform";
+import { waitFor } from "../support/fake-platform";
 
 /**
  * One Slack app (A1) distributed to several workspaces, registered here as one bot per installation, each with its
@@ -41,28 +41,18 @@ const BOTS: [string, string, string][] = [
 ];
 const SECRETS = [APP_SECRET, OTHER_APP_SECRET, ...Object.values(TOKENS)];
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
-const answered: string[] = [];
 /** auth.test calls for five's token: the first fails as Slack's own error. */
 let fiveAsked = 0;
 
 const slackApi = slackInstallationsApi(INSTALLED, (token) => (token === TOKENS.five && ++fiveAsked === 1 ? { json: { ok: false, error: "internal_error" } } : undefined));
+const app = useChatHost({ api: slackApi, runnerName: "slack-multi-workspace", ready: () => registerSlackBots(app.host, app.runner, app.fake.url, BOTS) });
+const { answered } = app;
+let host: ChatHost["host"];
+let fake: ChatHost["fake"];
+let runner: ChatHost["runner"];
+beforeAll(() => void ({ host, fake, runner } = app));
 
 const created = (botId: string, token: string, secret: string) => slackBotCreated(botId, token, secret, fake.url);
-
-beforeAll(async () => {
-  fake = await startFakePlatform(slackApi);
-  runner = await startChatRunner("slack-multi-workspace");
-  host = await startTestHost({ captureLogs: true });
-  await registerSlackBots(host, runner, fake.url, BOTS);
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
-});
 
 let n = 0;
 let ts = 1_700_000_000;

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { slackSignedHeaders, webhookRefusal } from "../support/slack-signed";
-import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useChatHost, type ChatHost } from "../support/chat-host";
+import { slackInstallationsApi, slackSignedHeaders, webhookRefusal } from "../support/slack-signed";
+import { waitFor } from "../support/fake-platform";
 
 /**
  * One Slack app installed in three workspaces, two of them (A and B) registered as bots: Slack signs every
@@ -26,41 +26,27 @@ const INSTALLED: Record<string, Record<string, unknown>> = {
 };
 const SECRETS = [SIGNING_SECRET, ...Object.values(OWN_APP_SECRETS), ...Object.values(TOKENS)];
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
 /** auth.test calls the fake answered, by token; the flaky token's first one fails as Slack's own error. */
 const asked = new Map<string, number>();
-let posts = 1_800_000_000;
-
-function slackApi(call: PlatformCall): FakeReply {
-  const token = String(call.headers.authorization ?? "").replace(/^Bearer /, "");
-  if (!INSTALLED[token]) return { json: { ok: false, error: "invalid_auth" } };
-  if (call.path === "/auth.test") {
-    asked.set(token, (asked.get(token) ?? 0) + 1);
-    if (token === TOKENS.flaky && asked.get(token) === 1) return { json: { ok: false, error: "internal_error" } };
-    return { json: { ok: true, url: "https://example.slack.com/", team: "Example", user: "agent", ...INSTALLED[token] } };
-  }
-  if (call.path === "/chat.postMessage") return { json: { ok: true, channel: call.body.channel, ts: `${++posts}.000100` } };
-  return { status: 404, json: { ok: false, error: "unknown_method" } };
+function authTest(token: string) {
+  asked.set(token, (asked.get(token) ?? 0) + 1);
+  return token === TOKENS.flaky && asked.get(token) === 1 ? { json: { ok: false, error: "internal_error" } } : undefined;
 }
 
-beforeAll(async () => {
-  fake = await startFakePlatform(slackApi);
-  runner = await startChatRunner("slack-installations");
-  host = await startTestHost({ captureLogs: true });
-  for (const [name, token] of Object.entries(TOKENS)) {
-    const botId = `slack-${name}`;
-    const created = await host.admin("POST", "/v1/admin/bots", { bot_id: botId, platform: "slack", workspace_id: `ws-${name}`, api_base_url: fake.url, credentials: { bot_token: token, signing_secret: OWN_APP_SECRETS[name] ?? SIGNING_SECRET } });
-    expect(created.status).toBe(201);
-    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `agent-${name}`, scope: { type: "bot", id: botId } });
-  }
+const app = useChatHost({
+  api: slackInstallationsApi(INSTALLED, authTest),
+  runnerName: "slack-installations",
+  async ready() {
+    for (const [name, token] of Object.entries(TOKENS)) {
+      const credentials = { bot_token: token, signing_secret: OWN_APP_SECRETS[name] ?? SIGNING_SECRET };
+      await app.addBot({ bot_id: `slack-${name}`, platform: "slack", workspace_id: `ws-${name}`, api_base_url: app.fake.url, credentials }, { agentId: `agent-${name}` });
+    }
+  },
 });
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
-});
+let host: ChatHost["host"];
+let fake: ChatHost["fake"];
+let runner: ChatHost["runner"];
+beforeAll(() => void ({ host, fake, runner } = app));
 
 let n = 0;
 let ts = 1_700_000_000;

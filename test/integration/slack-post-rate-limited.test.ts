@@ -1,8 +1,8 @@
-import { createHmac } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
-import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { describe, expect, it } from "vitest";
+import { useChatHost } from "../support/chat-host";
+import { waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { SLACK_AUTH_TEST } from "../support/slack-events";
+import { slackSignedHeaders } from "../support/slack-signed";
 
 /** Slack's chat.postMessage `rate_limited` error (HTTP 200, nothing posted) is a rate limit waited out, not a permanent failure. */
 const BOT_TOKEN = "xoxb-TEST-slack-bot-token-deliv";
@@ -12,10 +12,6 @@ const postLimited = new Set<string>();
 /** Channels whose first chat.postMessage Slack answers HTTP 429 with this Retry-After header (made as it answers). */
 const retryAfterHeader = new Map<string, string | (() => string)>();
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
-let webhookUrl: string;
 let ts = 1_700_000_000;
 
 function slackApi(call: PlatformCall): FakeReply {
@@ -34,26 +30,19 @@ function slackApi(call: PlatformCall): FakeReply {
   return { status: 404, json: { ok: false, error: "unknown_method" } };
 }
 
-beforeAll(async () => {
-  fake = await startFakePlatform(slackApi);
-  runner = await startChatRunner("slack-deliv");
-  host = await startTestHost();
-  const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } });
-  expect(created.status).toBe(201);
-  webhookUrl = created.body.webhook_url;
-  await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "slack-agent", scope: { type: "bot", id: created.body.bot_id } });
-});
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
+const chat = useChatHost({
+  api: slackApi,
+  runnerName: "slack-deliv",
+  hostOptions: { captureLogs: false },
+  async ready() {
+    const credentials = { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET };
+    await chat.addBot({ platform: "slack", api_base_url: chat.fake.url, credentials }, { agentId: "slack-agent" });
+  },
 });
 
 async function post(payload: unknown) {
   const body = JSON.stringify(payload);
-  const timestamp = Math.floor(Date.now() / 1000);
-  const signature = `v0=${createHmac("sha256", SIGNING_SECRET).update(`v0:${timestamp}:${body}`).digest("hex")}`;
-  const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", "x-slack-request-timestamp": String(timestamp), "x-slack-signature": signature }, body });
+  const res = await fetch(chat.webhookUrl, { method: "POST", headers: slackSignedHeaders(SIGNING_SECRET, body), body });
   await res.text();
   return res.status;
 }
@@ -63,15 +52,15 @@ const message = (channel: string, text: string) => ({
   token: "t", team_id: "T1", api_app_id: "A1", type: "event_callback", event_id: `EvRF${++seq}`, event_time: Math.floor(Date.now() / 1000),
   event: { type: "message", channel, channel_type: "channel", user: "U42", text, ts: `${++messageTs}.000200`, team: "T1" },
 });
-const postsTo = (channel: string) => fake.callsTo(/^\/chat\.postMessage$/).filter((c) => c.body.channel === channel);
+const postsTo = (channel: string) => chat.fake.callsTo(/^\/chat\.postMessage$/).filter((c) => c.body.channel === channel);
 
 describe("Slack: chat.postMessage's own rate-limit error", () => {
   it("answered HTTP 200 {ok:false, error:\"rate_limited\"} (nothing was posted), the reply is retried after a pause, not dropped", async () => {
     postLimited.add("C900");
     expect(await post(message("C900", "limited"))).toBe(200);
-    const runId = await waitFor(() => runner.contexts.find((c) => c.input.text === "limited")?.run_id);
-    await host.waitForRun(runId);
-    const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
+    const runId = await waitFor(() => chat.runner.contexts.find((c) => c.input.text === "limited")?.run_id);
+    await chat.host.waitForRun(runId);
+    const failed = await waitFor(async () => (await chat.host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0]);
     // Slack documents rate_limited as "Application has posted too many messages": a rate limit, not a bad request.
     expect(JSON.parse(failed.data_json)).toMatchObject({ code: "rate_limited", will_retry: true });
     await waitFor(() => postsTo("C900").length >= 2, 10_000, "the retried post");
@@ -81,8 +70,8 @@ describe("Slack: chat.postMessage's own rate-limit error", () => {
 
 /** The delivery.failed record of the reply to the message `text`. */
 async function firstFailure(text: string): Promise<Record<string, unknown>> {
-  const runId = await waitFor(() => runner.contexts.find((c) => c.input.text === text)?.run_id);
-  const failed = await waitFor(async () => (await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0], 10_000, "the failure");
+  const runId = await waitFor(() => chat.runner.contexts.find((c) => c.input.text === text)?.run_id);
+  const failed = await waitFor(async () => (await chat.host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE run_id = ? AND event_type = 'delivery.failed'", [runId]))[0], 10_000, "the failure");
   return JSON.parse(failed.data_json);
 }
 

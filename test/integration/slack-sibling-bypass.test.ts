@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useChatHost, type ChatHost } from "../support/chat-host";
 import { postToSlackBot, slackBotCreated, slackInstallationsApi, registerSlackBots, webhookRefusal } from "../support/slack-signed";
-import { startChatRunner, startFakePlatform, waitFor } from "../support/fake-platform";
+import { waitFor } from "../support/fake-platform";
 
 /**
  * Attempts to make a request reach a sibling it is not for (slack-multi-workspace.test.ts has the hand-overs that
@@ -34,27 +34,17 @@ const BOTS: [string, string, string][] = [
   ["slack-impostor", TOKENS.impostor, IMPOSTOR_SECRET],
 ];
 
-let host: TestHost;
-let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-let runner: Awaited<ReturnType<typeof startChatRunner>>;
-
-const slackApi = slackInstallationsApi(INSTALLED);
-
-const created = (botId: string, token: string, secret: string) => slackBotCreated(botId, token, secret, fake.url);
-
+const app = useChatHost({ api: slackInstallationsApi(INSTALLED), runnerName: "slack-sibling-bypass", ready: () => registerSlackBots(app.host, app.runner, app.fake.url, BOTS) });
+let host: ChatHost["host"];
+let fake: ChatHost["fake"];
+let runner: ChatHost["runner"];
 beforeAll(async () => {
-  fake = await startFakePlatform(slackApi);
-  runner = await startChatRunner("slack-sibling-bypass");
-  host = await startTestHost({ captureLogs: true });
-  await registerSlackBots(host, runner, fake.url, BOTS);
+  ({ host, fake, runner } = app);
   // The hub knows its installation before any test: each test is about its siblings.
   expect((await send(message({ team: "T1" }, "C-T1", "the hub's own"))).status).toBe(200);
 });
-afterAll(async () => {
-  await host?.dispose();
-  await runner?.close();
-  await fake?.close();
-});
+
+const created = (botId: string, token: string, secret: string) => slackBotCreated(botId, token, secret, fake.url);
 
 let n = 0;
 let ts = 1_700_000_000;

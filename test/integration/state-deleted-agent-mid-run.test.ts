@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred } from "../support/host-api";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
-import { resultWriter, startAdHocRunner } from "../support/runner";
+import { beforeAll, describe, expect, it } from "vitest";
+import { messageEvent, type TestHost } from "../support/host";
+import { useHeldStateWriter } from "../support/held-state-writer";
 
 /**
 ^ * README "State": "State belongs to the agent as created: deleting the agent deletes the state it wrote" (retention
@@ -10,33 +9,11 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * call, the conversation seed) is state the deleted agent wrote: it is not written (migration 0012), where it
  * used to be left behind, readable by no agent and deleted by nothing.
  */
+const writer = useHeldStateWriter("stateful");
+const { arrived, release } = writer;
 let host: TestHost;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-const arrived = deferred<void>();
-const release = deferred<void>();
-
-beforeAll(async () => {
-  runner = await startAdHocRunner({
-    name: "stateful",
-    runners: [{ name: "default", label: { en_US: "s" }, capabilities: { streaming: true } }],
-    async onRun({ body }, res) {
-      const ctx = body.context;
-      const w = resultWriter(res, ctx.run_id);
-      arrived.resolve();
-      await release.promise;
-      const set = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "state.set", { scope: "conversation", key: "by.call", value: { n: 1 } });
-      w.send("state.updated", { scope: "conversation", key: "by.result", value: { n: 2 } });
-      w.reply(`set: ${set.status}`);
-    },
-  });
-  host = await startTestHost();
-  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
-});
-afterAll(async () => {
-  release.resolve();
-  await host?.dispose();
-  await runner?.close();
-});
+let runner: (typeof writer)["runner"];
+beforeAll(() => void ({ host, runner } = writer));
 
 describe("an agent deleted while its run is in flight", () => {
   it("leaves no state rows of that agent behind once the run has ended", async () => {

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callHostApi, deferred } from "../support/host-api";
-import { messageEvent, startTestHost, type TestHost } from "../support/host";
+import { beforeAll, describe, expect, it } from "vitest";
+import { deferred } from "../support/host-api";
+import { messageEvent, type TestHost } from "../support/host";
+import { useHeldStateWriter } from "../support/held-state-writer";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
 /**
@@ -11,34 +12,11 @@ import { resultWriter, startAdHocRunner } from "../support/runner";
  * state.updated result, the claim's conversation seed of a queued run) is kept, under the old agent's scope keys
  * (old state epoch) and the new agent's id: readable by no agent, and kept for as long as the new agent lives.
  */
+const writer = useHeldStateWriter("recreated-state", { holding: "hold" });
+const { arrived, release } = writer;
 let host: TestHost;
-let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
-const arrived = deferred<void>();
-const release = deferred<void>();
-
-beforeAll(async () => {
-  runner = await startAdHocRunner({
-    name: "recreated-state",
-    runners: [{ name: "default", label: { en_US: "s" }, capabilities: { streaming: true } }],
-    async onRun({ body }, res) {
-      const ctx = body.context;
-      const w = resultWriter(res, ctx.run_id);
-      if (ctx.input.text !== "hold") return w.reply("plain");
-      arrived.resolve();
-      await release.promise;
-      const set = await callHostApi(ctx.runtime.api.base_url, ctx.run_id, ctx.runtime.api.token, "state.set", { scope: "conversation", key: "by.call", value: { n: 1 } });
-      w.send("state.updated", { scope: "conversation", key: "by.result", value: { n: 2 } });
-      w.reply(`set: ${set.status}`);
-    },
-  });
-  host = await startTestHost();
-  expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
-});
-afterAll(async () => {
-  release.resolve();
-  await host?.dispose();
-  await runner?.close();
-});
+let runner: (typeof writer)["runner"];
+beforeAll(() => void ({ host, runner } = writer));
 
 const agentBody = (id: string, conversation: string) => ({
   agent_id: id,

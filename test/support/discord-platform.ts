@@ -1,8 +1,8 @@
-import { generateKeyPairSync, sign as edSign, type KeyObject } from "node:crypto";
-import { afterAll, beforeAll, expect } from "vitest";
-import { startTestHost, type TestHost } from "./host";
-import { startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "./fake-platform";
-import { expectSecretsKeptOut } from "./secrets-kept-out";
+import { sign as edSign } from "node:crypto";
+import { expect } from "vitest";
+import { useChatHost } from "./chat-host";
+import { discordKeyPair } from "./discord-signing";
+import { waitFor, type FakeReply, type PlatformCall } from "./fake-platform";
 
 /**
  * The set-up the platform-discord*.test.ts files share: a fake Discord API (its refusals driven by the tokens, channels
@@ -42,15 +42,8 @@ export function useDiscordPlatform(hostOptions: { storageDrill?: boolean } = {})
   const deletingResponses = new Set<string>();
   const deletedChannelMessages = new Set<string>();
 
-  let host: TestHost;
-  let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-  let runner: Awaited<ReturnType<typeof startChatRunner>>;
-  let privateKey: KeyObject;
-  let publicKeyHex: string;
-  let botId: string;
-  let webhookUrl: string;
+  const { privateKey, publicKeyHex } = discordKeyPair();
   let followups = 0;
-  const answered: string[] = [];
 
   function discordApi(call: PlatformCall): FakeReply | Promise<FakeReply> {
     if (call.path === "/cdn/attachments/report.txt") return { bytes: FILE, headers: { "content-type": "text/plain" } };
@@ -97,32 +90,23 @@ export function useDiscordPlatform(hostOptions: { storageDrill?: boolean } = {})
     return { status: 405, json: { message: "405: Method Not Allowed", code: 0 } };
   }
 
-  beforeAll(async () => {
-    const pair = generateKeyPairSync("ed25519");
-    privateKey = pair.privateKey;
-    // The raw 32-byte key is the tail of the SPKI encoding.
-    publicKeyHex = pair.publicKey.export({ type: "spki", format: "der" }).subarray(-32).toString("hex");
-    fake = await startFakePlatform(discordApi);
-    runner = await startChatRunner("discord-chat");
-    host = await startTestHost({ captureLogs: true, ...hostOptions });
-    const created = await host.admin("POST", "/v1/admin/bots", { platform: "discord", api_base_url: fake.url, credentials: { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: BOT_TOKEN } });
-    expect(created.status).toBe(201);
-    answered.push(JSON.stringify(created.body));
-    botId = created.body.bot_id;
-    webhookUrl = created.body.webhook_url;
-    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "discord-agent", scope: { type: "bot", id: botId } });
-    // One channel's agent speaks Chinese.
-    const zh = { agent_id: "discord-zh", name: "zh", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "C7" }, delivery_policy: { failure_notice: "抱歉，这次没能回答。" } };
-    expect((await host.admin("POST", "/v1/admin/agents", zh)).status).toBe(201);
+  const chatHost = useChatHost({
+    api: discordApi,
+    runnerName: "discord-chat",
+    hostOptions,
+    secrets: [BOT_TOKEN, /interaction-token-\d+-secret/],
+    async ready() {
+      const { host, runner } = chatHost;
+      await chatHost.addBot({ platform: "discord", api_base_url: chatHost.fake.url, credentials: { application_id: APPLICATION_ID, public_key: publicKeyHex, bot_token: BOT_TOKEN } }, { agentId: "discord-agent" });
+      // One channel's agent speaks Chinese.
+      const zh = { agent_id: "discord-zh", name: "zh", runner_id: runner.runnerId(), event_types: ["message.received"], scope: { type: "conversation", id: "C7" }, delivery_policy: { failure_notice: "抱歉，这次没能回答。" } };
+      expect((await host.admin("POST", "/v1/admin/agents", zh)).status).toBe(201);
+    },
   });
-  afterAll(async () => {
-    await host?.dispose();
-    await runner?.close();
-    await fake?.close();
-  });
+  const { answered } = chatHost;
 
   async function postRaw(body: string, headers: Record<string, string>) {
-    const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+    const res = await fetch(chatHost.webhookUrl, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
     const text = await res.text();
     answered.push(text);
     return { status: res.status, body: text ? JSON.parse(text) : null };
@@ -155,39 +139,14 @@ export function useDiscordPlatform(hostOptions: { storageDrill?: boolean } = {})
   }
   const command = (question: string, extra: Record<string, unknown> = {}) => interaction(2, { id: "cmd1", name: "ask", type: 1, options: [{ name: "question", type: 3, value: question }] }, extra);
 
-  const writesFor = (i: { token: string }) => fake.calls.filter((c) => c.path.startsWith(`/webhooks/${APPLICATION_ID}/${i.token}`));
-  const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
-  const runOf = (i: { id: string }) => waitFor(() => runner.contexts.find((c) => c.event.event_id === `discord:${botId}:${i.id}`), 10_000, `the run of interaction ${i.id}`);
+  const writesFor = (i: { token: string }) => chatHost.fake.calls.filter((c) => c.path.startsWith(`/webhooks/${APPLICATION_ID}/${i.token}`));
+  const runOf = (i: { id: string }) => waitFor(() => chatHost.runner.contexts.find((c) => c.event.event_id === `discord:${chatHost.botId}:${i.id}`), 10_000, `the run of interaction ${i.id}`);
 
-  /** The bot's credentials (and tokens the platform gave) in nothing the calling file's host answered, recorded, stored or logged. */
-  const keepsSecretsOut = () => expectSecretsKeptOut(host, answered, [BOT_TOKEN, /interaction-token-\d+-secret/]);
-
-  return {
-    keepsSecretsOut,
-    get host() {
-      return host;
-    },
-    get fake() {
-      return fake;
-    },
-    get runner() {
-      return runner;
-    },
-    get botId() {
-      return botId;
-    },
-    get webhookUrl() {
-      return webhookUrl;
-    },
-    get privateKey() {
-      return privateKey;
-    },
-    get publicKeyHex() {
-      return publicKeyHex;
-    },
+  return Object.assign(chatHost, {
+    privateKey, publicKeyHex,
     APPLICATION_ID, BOT_TOKEN, FILE, throttledTokens, expiredTokens, expiringTokens, channelHistory, gatewayTimeouts, throttledEdits, throttledHistory,
     userInstallTokens, followupsOf, bucketedTokens, bucketResetAt, deletedResponses, deletingResponses, deletedChannelMessages,
-    answered, postRaw, signed, post, interaction, command, writesFor, contextFor, runOf,
-  };
+    postRaw, signed, post, interaction, command, writesFor, runOf,
+  });
 }
 export type DiscordPlatform = ReturnType<typeof useDiscordPlatform>;

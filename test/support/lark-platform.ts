@@ -1,10 +1,9 @@
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
-import { afterAll, beforeAll, expect } from "vitest";
-import { startTestHost, type TestHost } from "./host";
-import { startChatRunner, startFakePlatform, type FakeReply, type PlatformCall } from "./fake-platform";
+import { expect } from "vitest";
+import { useChatHost } from "./chat-host";
+import type { FakeReply, PlatformCall } from "./fake-platform";
 import { larkMessageProblem } from "./lark-markdown";
 import { deferred } from "./host-api";
-import { expectSecretsKeptOut } from "./secrets-kept-out";
 
 /**
  * The set-up the platform-lark*.test.ts files share: a fake Lark Open API (its refusals driven by the maps and sets
@@ -47,14 +46,10 @@ export function useLarkPlatform() {
   const SLOW_PARENT = "om_parent_slow";
   const PDF = new Uint8Array([0x25, 0x50, 0x44, 0x46, 0x2d, 1, 2]);
 
-  let host: TestHost;
-  let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-  let runner: Awaited<ReturnType<typeof startChatRunner>>;
   /** Two bots of one app: one with plain bodies, one with an encrypt key. */
   const plain = { botId: "", url: "" };
   const encrypted = { botId: "", url: "" };
   let replyCount = 0;
-  const answered: string[] = [];
 
   /** As Lark does: content it cannot build is refused (400, 230099), and nothing is posted or changed. */
   function refusedContent(call: PlatformCall, msgType: string, refusing: boolean, messageId?: string): FakeReply | null {
@@ -138,33 +133,32 @@ export function useLarkPlatform() {
     return { bytes: IMAGE, headers: { "content-type": "image/png" } };
   }
 
-  beforeAll(async () => {
-    fake = await startFakePlatform(async (call) => {
-      const held = heldResources.get(call.path.split("/resources/")[1] ?? "");
-      if (held) return held.promise.then(() => ({ bytes: IMAGE, headers: { "content-type": "image/png" } }));
-      if (call.path === `/open-apis/im/v1/messages/${SLOW_PARENT}`) await pause(2_500);
-      return (await slowLarkApi(call)) ?? larkApi(call);
-    });
-    runner = await startChatRunner("lark-chat");
-    host = await startTestHost({ captureLogs: true });
-    for (const [bot, extra] of [[plain, {}], [encrypted, { encrypt_key: ENCRYPT_KEY }]] as const) {
-      const created = await host.admin("POST", "/v1/admin/bots", { platform: "lark", api_base_url: fake.url, credentials: { app_id: APP_ID, app_secret: APP_SECRET, verification_token: VERIFICATION_TOKEN, ...extra } });
-      expect(created.status).toBe(201);
-      answered.push(JSON.stringify(created.body));
-      bot.botId = created.body.bot_id;
-      bot.url = created.body.webhook_url;
-      await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: `lark-${bot === plain ? "plain" : "enc"}`, scope: { type: "bot", id: bot.botId } });
-    }
-    // The encrypted bot's agent does not stream: its replies are plain text messages, sent once complete.
-    const agent = await host.admin("GET", "/v1/admin/agents/lark-enc");
-    const { agent_id: _id, created_at: _c, updated_at: _u, ...input } = agent.body;
-    expect((await host.admin("PUT", "/v1/admin/agents/lark-enc", { ...input, delivery_policy: { streaming: false } })).status).toBe(200);
+  async function api(call: PlatformCall): Promise<FakeReply> {
+    const held = heldResources.get(call.path.split("/resources/")[1] ?? "");
+    if (held) return held.promise.then(() => ({ bytes: IMAGE, headers: { "content-type": "image/png" } }));
+    if (call.path === `/open-apis/im/v1/messages/${SLOW_PARENT}`) await pause(2_500);
+    return (await slowLarkApi(call)) ?? larkApi(call);
+  }
+
+  const chatHost = useChatHost({
+    api,
+    runnerName: "lark-chat",
+    secrets: [APP_SECRET, VERIFICATION_TOKEN, ENCRYPT_KEY, TENANT_TOKEN, SLOW_TENANT_TOKEN],
+    async ready() {
+      const { host } = chatHost;
+      for (const [bot, extra] of [[plain, {}], [encrypted, { encrypt_key: ENCRYPT_KEY }]] as const) {
+        const credentials = { app_id: APP_ID, app_secret: APP_SECRET, verification_token: VERIFICATION_TOKEN, ...extra };
+        const created = await chatHost.addBot({ platform: "lark", api_base_url: chatHost.fake.url, credentials }, { agentId: `lark-${bot === plain ? "plain" : "enc"}` });
+        bot.botId = created.botId;
+        bot.url = created.webhookUrl;
+      }
+      // The encrypted bot's agent does not stream: its replies are plain text messages, sent once complete.
+      const agent = await host.admin("GET", "/v1/admin/agents/lark-enc");
+      const { agent_id: _id, created_at: _c, updated_at: _u, ...input } = agent.body;
+      expect((await host.admin("PUT", "/v1/admin/agents/lark-enc", { ...input, delivery_policy: { streaming: false } })).status).toBe(200);
+    },
   });
-  afterAll(async () => {
-    await host?.dispose();
-    await runner?.close();
-    await fake?.close();
-  });
+  const { answered } = chatHost;
 
   /** Lark's encrypted body: AES-256-CBC, key SHA-256(encrypt key), a random IV prefixed, base64. */
   function encrypt(payload: unknown, key = ENCRYPT_KEY): string {
@@ -200,11 +194,10 @@ export function useLarkPlatform() {
     });
   }
 
-  const repliesTo = (messageId: string) => fake.calls.filter((c) => c.path === `/open-apis/im/v1/messages/${messageId}/reply`);
-  const patchesOf = (messageId: string) => fake.calls.filter((c) => c.method === "PATCH" && c.path === `/open-apis/im/v1/messages/${messageId}`);
+  const repliesTo = (messageId: string) => chatHost.fake.calls.filter((c) => c.path === `/open-apis/im/v1/messages/${messageId}/reply`);
+  const patchesOf = (messageId: string) => chatHost.fake.calls.filter((c) => c.method === "PATCH" && c.path === `/open-apis/im/v1/messages/${messageId}`);
   /** The HTTP status the fake answered a call with. */
   const statusOf = (call: PlatformCall) => call.reply?.status ?? 200;
-  const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
   /** What a card shows: its markdown element's content (card 2.0), or its plain_text (1.0, or 2.0 as it is). */
   function cardText(content: string): string {
     const card = JSON.parse(content);
@@ -212,20 +205,7 @@ export function useLarkPlatform() {
     return element.tag === "markdown" ? element.content : element.text.content;
   }
 
-  /** The bot's credentials (and tokens the platform gave) in nothing the calling file's host answered, recorded, stored or logged. */
-  const keepsSecretsOut = () => expectSecretsKeptOut(host, answered, [APP_SECRET, VERIFICATION_TOKEN, ENCRYPT_KEY, TENANT_TOKEN, SLOW_TENANT_TOKEN]);
-
-  return {
-    keepsSecretsOut,
-    get host() {
-      return host;
-    },
-    get fake() {
-      return fake;
-    },
-    get runner() {
-      return runner;
-    },
+  return Object.assign(chatHost, {
     /** The next image upload loses its connection before an answer. */
     cutNextImageUpload() {
       nextImageUploadCut = true;
@@ -234,7 +214,7 @@ export function useLarkPlatform() {
     nextSeq: () => ++seq,
     APP_ID, APP_SECRET, VERIFICATION_TOKEN, ENCRYPT_KEY, TENANT_TOKEN, OUR_OPEN_ID, IMAGE, PDF, DLP_WORD, SLOW_PARENT, SLOW_APP_ID, SLOW_TENANT_TOKEN,
     throttledMessages, cutFilePosts, postedUuids, cardSchemas, refusingMarkdown, recalledMessages, refusedReplies, readableMessages, heldResources,
-    plain, encrypted, answered, pause, encrypt, signature, postRaw, postPlain, postEncrypted, event, received, repliesTo, patchesOf, statusOf, contextFor, cardText,
-  };
+    plain, encrypted, pause, encrypt, signature, postRaw, postPlain, postEncrypted, event, received, repliesTo, patchesOf, statusOf, cardText,
+  });
 }
 export type LarkPlatform = ReturnType<typeof useLarkPlatform>;

@@ -111,6 +111,20 @@ export function useBusySlack() {
     await deliver({ type, channel, channel_type: "channel", user: "U42", text, ts, team: "T1", ...extra });
     return ts;
   }
+  /** Says "hold first" in `channel` and waits for its run to start: busy until the channel's gate opens. Answers its ts. */
+  async function sayHeldFirst(channel: string): Promise<string> {
+    const ts = await say(channel, "hold first");
+    await waitFor(() => runsOf.get(channel)?.length === 1, 10_000, "the first run");
+    return ts;
+  }
+  /** The ts of `channel`'s message that says `text`, once it is recorded (its hand-over may still be on its way). */
+  async function tsOnceRecorded(channel: string, text: string): Promise<string> {
+    const [row] = await waitFor(async () => {
+      const rows = await host.query<{ data_json: string }>("SELECT data_json FROM event_log WHERE conversation_id = ? AND input_summary = ?", [channel, text]);
+      return rows.length > 0 && rows;
+    }, 5_000, `${text} recorded`);
+    return JSON.parse(row.data_json).ts;
+  }
   const deletion = (channel: string, ts: string) => slackDeletion(channel, ts, `${++state.messageTs}.000900`);
   const edit = (channel: string, ts: string, text: string, editedAt: string) => slackEdit(channel, ts, text, editedAt, `${++state.messageTs}.000900`);
 
@@ -130,8 +144,9 @@ export function useBusySlack() {
     await waitFor(() => postsTo(channel).length >= answers, 10_000, "the replies");
     await new Promise((r) => setTimeout(r, 300));
   }
-  const agentFor = (channel: string, runner: "steerer" | "plain", strategy: string, concurrency: Record<string, unknown> = {}) =>
-    putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup[runner].runnerId(), runner_config: { pull: runner === "steerer" ? "all" : "never" }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy, ...concurrency } });
+  /** `channel`'s agent: on `runner`, with `strategy`; its runs pull (runner_config.pull) all they can on the steerer, never on the plain one, unless told. */
+  const agentFor = (channel: string, runner: "steerer" | "plain", strategy: string, concurrency: Record<string, unknown> = {}, pull = runner === "steerer" ? "all" : "never") =>
+    putAgent(host, { agent_id: `slack-busy-${channel}`, name: channel, runner_id: setup[runner].runnerId(), runner_config: { pull }, scope: { type: "conversation", id: channel, bot_id: botId }, concurrency: { strategy, ...concurrency } });
 
   return {
     get setup() {
@@ -150,7 +165,7 @@ export function useBusySlack() {
       return webhookUrl;
     },
     state, BOT_TOKEN, SIGNING_SECRET, FILE, runsOf, pulledOf, historyOf, filesOf, recordsOf,
-    deliver, lostDeletion, interact, signedPost, say, deletion, edit, eventIdOf, postsTo, steeringRecords, runOfEvent, quiet, agentFor,
+    deliver, lostDeletion, interact, signedPost, say, sayHeldFirst, tsOnceRecorded, deletion, edit, eventIdOf, postsTo, steeringRecords, runOfEvent, quiet, agentFor,
   };
 }
 export type BusySlack = ReturnType<typeof useBusySlack>;

@@ -1,8 +1,6 @@
 import { createHmac } from "node:crypto";
-import { afterAll, beforeAll, expect } from "vitest";
-import { startTestHost, type TestHost } from "./host";
-import { startChatRunner, startFakePlatform, type FakeReply, type PlatformCall } from "./fake-platform";
-import { expectSecretsKeptOut } from "./secrets-kept-out";
+import { useChatHost } from "./chat-host";
+import type { FakeReply, PlatformCall } from "./fake-platform";
 import { SLACK_AUTH_TEST } from "./slack-events";
 
 /**
@@ -28,13 +26,7 @@ export function useSlackPlatform(hostOptions: { storageDrill?: boolean; vars?: R
   /** A channel whose posts are refused with the bot token quoted in the error name. */
   const ECHO_CHANNEL = "C-ECHO";
 
-  let host: TestHost;
-  let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-  let runner: Awaited<ReturnType<typeof startChatRunner>>;
-  let botId: string;
-  let webhookUrl: string;
   let ts = 1_700_000_000;
-  const answered: string[] = [];
 
   let uploads = 0;
   /** Files (by name) whose first files.getUploadURLExternal, or first bytes upload, loses its connection before an answer. */
@@ -46,7 +38,7 @@ export function useSlackPlatform(hostOptions: { storageDrill?: boolean; vars?: R
     if (call.path.startsWith("/upload/") && cutBytes.delete(uploadNames.get(call.path.split("/").pop()!)!)) return { drop: true };
     if (call.path.startsWith("/upload/")) return call.headers.authorization ? { status: 400, json: {} } : { json: {} };
     // An upload URL that has moved: a 307 keeps the method and the body, as an HTTP client follows it.
-    if (call.path.startsWith("/upload-moved/")) return { status: 307, headers: { location: `${fake.url}/upload/${call.path.split("/").pop()}` }, json: {} };
+    if (call.path.startsWith("/upload-moved/")) return { status: 307, headers: { location: `${chatHost.fake.url}/upload/${call.path.split("/").pop()}` }, json: {} };
     if (call.headers.authorization !== `Bearer ${BOT_TOKEN}`) return { json: { ok: false, error: "invalid_auth" } };
     // Who the bot token is: the workspace T1 each envelope names (the host pins the bot to it).
     if (call.path === "/auth.test") return { json: SLACK_AUTH_TEST };
@@ -71,7 +63,7 @@ export function useSlackPlatform(hostOptions: { storageDrill?: boolean; vars?: R
       const id = `F${++uploads}UP`;
       uploadNames.set(id, filename);
       const moved = filename === "moved.png";
-      return { json: { ok: true, upload_url: `${fake.url}/${moved ? "upload-moved" : "upload"}/${id}`, file_id: id } };
+      return { json: { ok: true, upload_url: `${chatHost.fake.url}/${moved ? "upload-moved" : "upload"}/${id}`, file_id: id } };
     }
     if (call.path === "/files.completeUploadExternal") return { json: { ok: true, files: JSON.parse(new URLSearchParams(call.raw).get("files") ?? "[]") } };
     if (call.path === "/chat.update") return { json: { ok: true, channel: call.body.channel, ts: call.body.ts } };
@@ -101,29 +93,23 @@ export function useSlackPlatform(hostOptions: { storageDrill?: boolean; vars?: R
   /** Thread parents whose next read Slack answers `internal_error`, by their `ts`, with what the test does meanwhile. */
   const failingParents = new Map<string, () => void>();
 
-  beforeAll(async () => {
-    fake = await startFakePlatform(slackApi);
-    runner = await startChatRunner("slack-chat");
-    host = await startTestHost({ captureLogs: true, ...hostOptions });
-    const created = await host.admin("POST", "/v1/admin/bots", { platform: "slack", workspace_id: "acme", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } });
-    expect(created.status).toBe(201);
-    answered.push(JSON.stringify(created.body));
-    botId = created.body.bot_id;
-    webhookUrl = created.body.webhook_url;
-    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "slack-agent", scope: { type: "bot", id: botId } });
+  const chatHost = useChatHost({
+    api: slackApi,
+    runnerName: "slack-chat",
+    hostOptions,
+    secrets: [BOT_TOKEN, SIGNING_SECRET, "legacy-verification-token"],
+    async ready() {
+      await chatHost.addBot({ platform: "slack", workspace_id: "acme", api_base_url: chatHost.fake.url, credentials: { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET } }, { agentId: "slack-agent" });
+    },
   });
-  afterAll(async () => {
-    await host?.dispose();
-    await runner?.close();
-    await fake?.close();
-  });
+  const { answered } = chatHost;
 
   const sign = (timestamp: number, body: string, secret = SIGNING_SECRET) => `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
 
   async function post(payload: unknown, opts: { timestamp?: number; signature?: string; headers?: Record<string, string> } = {}) {
     const body = JSON.stringify(payload);
     const timestamp = opts.timestamp ?? Math.floor(Date.now() / 1000);
-    const res = await fetch(webhookUrl, {
+    const res = await fetch(chatHost.webhookUrl, {
       method: "POST",
       headers: { "content-type": "application/json", "x-slack-request-timestamp": String(timestamp), "x-slack-signature": opts.signature ?? sign(timestamp, body), ...opts.headers },
       body,
@@ -142,38 +128,18 @@ export function useSlackPlatform(hostOptions: { storageDrill?: boolean; vars?: R
   }
   const message = (channel: string, text: string, extra: Record<string, unknown> = {}) => ({ type: "message", channel, channel_type: "channel", user: "U42", text, ts: `${++state.messageTs}.000200`, team: "T1", ...extra });
 
-  const postsTo = (channel: string) => fake.callsTo(/^\/chat\.postMessage$/).filter((c) => c.body.channel === channel);
-  const updatesIn = (channel: string) => fake.callsTo(/^\/chat\.update$/).filter((c) => c.body.channel === channel);
-  const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
+  const postsTo = (channel: string) => chatHost.fake.callsTo(/^\/chat\.postMessage$/).filter((c) => c.body.channel === channel);
+  const updatesIn = (channel: string) => chatHost.fake.callsTo(/^\/chat\.update$/).filter((c) => c.body.channel === channel);
   /** The delivery records of an answer's files, in order. */
   async function fileRecords(runId: string) {
-    const rows = await host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
+    const rows = await chatHost.host.query<{ event_type: string; data_json: string }>("SELECT event_type, data_json FROM event_log WHERE run_id = ? AND event_type LIKE 'delivery.%' ORDER BY seq", [runId]);
     return rows.map((r) => ({ type: r.event_type, ...JSON.parse(r.data_json) })).filter((r) => r.operation === "send_file");
   }
 
-  /** The bot's credentials (and tokens the platform gave) in nothing the calling file's host answered, recorded, stored or logged. */
-  const keepsSecretsOut = () => expectSecretsKeptOut(host, answered, [BOT_TOKEN, SIGNING_SECRET, "legacy-verification-token"]);
-
-  return {
-    keepsSecretsOut,
-    get host() {
-      return host;
-    },
-    get fake() {
-      return fake;
-    },
-    get runner() {
-      return runner;
-    },
-    get botId() {
-      return botId;
-    },
-    get webhookUrl() {
-      return webhookUrl;
-    },
+  return Object.assign(chatHost, {
     state, BOT_TOKEN, SIGNING_SECRET, FILE, FORGED_LINE, FORGED_CHANNEL, ECHO_CHANNEL, BOT_USER,
     throttledChannels, failingChannels, archivedChannels, cutAsk, cutBytes, uploadNames, threadParents, unscopedChannels, slowParents, failingParents,
-    answered, sign, post, callback, message, postsTo, updatesIn, contextFor, fileRecords,
-  };
+    sign, post, callback, message, postsTo, updatesIn, fileRecords,
+  });
 }
 export type SlackPlatform = ReturnType<typeof useSlackPlatform>;

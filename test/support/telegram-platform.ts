@@ -1,8 +1,6 @@
-import { afterAll, beforeAll, expect } from "vitest";
-import { startTestHost, type TestHost } from "./host";
-import { startChatRunner, startFakePlatform, type FakeReply, type PlatformCall } from "./fake-platform";
+import { useChatHost } from "./chat-host";
+import type { FakeReply, PlatformCall } from "./fake-platform";
 import { telegramHtmlProblem } from "./telegram-html";
-import { expectSecretsKeptOut } from "./secrets-kept-out";
 
 /**
  * The set-up the platform-telegram*.test.ts files share: a fake Bot API (its refusals driven by the chats and sets
@@ -48,14 +46,7 @@ export function useTelegramPlatform(hostOptions: { storageDrill?: boolean; vars?
   /** A chat where the fake cannot parse any formatted text (as for a converter bug): it takes plain text only. */
   const REFUSING_HTML = "-103200";
 
-  let host: TestHost;
-  let fake: Awaited<ReturnType<typeof startFakePlatform>>;
-  let runner: Awaited<ReturnType<typeof startChatRunner>>;
-  let botId: string;
-  let webhookUrl: string;
   let nextMessageId = 9000;
-  /** Every body the host answered the calling file, to look for secrets. */
-  const answered: string[] = [];
 
   function telegramApi(call: PlatformCall): FakeReply {
     const m = /^\/(file\/)?bot([^/]+)\/(.+)$/.exec(call.path);
@@ -94,22 +85,17 @@ export function useTelegramPlatform(hostOptions: { storageDrill?: boolean; vars?
     return { status: 404, json: { ok: false, error_code: 404, description: "Not Found" } };
   }
 
-  beforeAll(async () => {
-    fake = await startFakePlatform(telegramApi);
-    runner = await startChatRunner("telegram-chat");
-    host = await startTestHost({ captureLogs: true, ...hostOptions });
-    const created = await host.admin("POST", "/v1/admin/bots", { platform: "telegram", name: "tg", api_base_url: fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } });
-    expect(created.status).toBe(201);
-    answered.push(JSON.stringify(created.body));
-    botId = created.body.bot_id;
-    webhookUrl = created.body.webhook_url;
-    await host.bind({ baseUrl: runner.url, runnerId: runner.runnerId(), agentId: "tg-agent", scope: { type: "bot", id: botId }, eventTypes: ["message.received"] });
+  const chatHost = useChatHost({
+    api: telegramApi,
+    runnerName: "telegram-chat",
+    hostOptions,
+    secrets: [BOT_TOKEN, SECRET_TOKEN],
+    async ready() {
+      const bot = { platform: "telegram", name: "tg", api_base_url: chatHost.fake.url, credentials: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN } };
+      await chatHost.addBot(bot, { agentId: "tg-agent", eventTypes: ["message.received"] });
+    },
   });
-  afterAll(async () => {
-    await host?.dispose();
-    await runner?.close();
-    await fake?.close();
-  });
+  const { answered } = chatHost;
 
   function update(chatId: string, message: Record<string, unknown>, id = ++state.updateId) {
     return {
@@ -119,42 +105,22 @@ export function useTelegramPlatform(hostOptions: { storageDrill?: boolean; vars?
   }
 
   async function post(body: unknown, secret: string | null = SECRET_TOKEN) {
-    const res = await fetch(webhookUrl, { method: "POST", headers: { "content-type": "application/json", ...(secret === null ? {} : { "x-telegram-bot-api-secret-token": secret }) }, body: JSON.stringify(body) });
+    const res = await fetch(chatHost.webhookUrl, { method: "POST", headers: { "content-type": "application/json", ...(secret === null ? {} : { "x-telegram-bot-api-secret-token": secret }) }, body: JSON.stringify(body) });
     const text = await res.text();
     answered.push(text);
     return { status: res.status, body: text ? JSON.parse(text) : null };
   }
 
-  const sendsTo = (chat: string) => fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat);
-  const editsOf = (chat: string) => fake.callsTo(/\/editMessageText$/).filter((c) => String(c.body.chat_id) === chat);
-  const contextFor = (text: string) => runner.contexts.filter((c) => c.input.text === text);
+  const sendsTo = (chat: string) => chatHost.fake.callsTo(/\/sendMessage$/).filter((c) => String(c.body.chat_id) === chat);
+  const editsOf = (chat: string) => chatHost.fake.callsTo(/\/editMessageText$/).filter((c) => String(c.body.chat_id) === chat);
   /** The message id the fake gave a send. */
   // A FakeReply's json is whatever shape the fake answered.
   const messageIdOf = (send: PlatformCall) => (send.reply?.json as any)?.result?.message_id;
 
-  /** The bot's credentials (and tokens the platform gave) in nothing the calling file's host answered, recorded, stored or logged. */
-  const keepsSecretsOut = () => expectSecretsKeptOut(host, answered, [BOT_TOKEN, SECRET_TOKEN]);
-
-  return {
-    keepsSecretsOut,
-    get host() {
-      return host;
-    },
-    get fake() {
-      return fake;
-    },
-    get runner() {
-      return runner;
-    },
-    get botId() {
-      return botId;
-    },
-    get webhookUrl() {
-      return webhookUrl;
-    },
+  return Object.assign(chatHost, {
     state, BOT_TOKEN, SECRET_TOKEN, PHOTO, throttledChats, LEAKY_CHAT, BLOCKED_CHAT, KICKED_CHAT, UPGRADED_GROUP, ITS_SUPERGROUP, UPGRADED_MID_REPLY, ITS_NEW_SUPERGROUP,
     OUR_USERNAME, NO_GETME_TOKEN, FORGED_LINE, droppingChats, cutEditChats, REFUSING_FILES, REFUSING_HTML,
-    answered, update, post, sendsTo, editsOf, contextFor, messageIdOf,
-  };
+    update, post, sendsTo, editsOf, messageIdOf,
+  });
 }
 export type TelegramPlatform = ReturnType<typeof useTelegramPlatform>;
