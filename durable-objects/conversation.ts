@@ -8,6 +8,7 @@ import { authorizeUpload, changeUploadBudget, type UploadAuthorization, type Upl
 import { RunClaims } from "../src/run/claim";
 import { endRunAsHost } from "../src/run/host-end";
 import { endLostRun, type UnrecordedRun } from "../src/run/lost-run";
+import { UnansweredEnds } from "../src/run/unanswered-ends";
 import { arrivalStrategy, type RunJob } from "../src/run/job";
 import { LiveHub } from "../src/run/live";
 import { decidedWithoutOwnRun } from "../src/stores/event-log";
@@ -54,7 +55,9 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly albums = new AlbumGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), (work) => this.decisions.inTurn(work), () => this.kick());
   private readonly welcomes = new WelcomeGathering(this.runs, () => configOf(this.env), (runId) => !this.isActive(runId) && !this.cancelling.has(runId), async (job, decision) => void (await this.withoutOwnRun(job, decision)));
   private readonly replies = new PendingReplies(this.ctx.storage);
-  private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.cancelNotices.send(job));
+  /** Runs' ends whose write got no answer: the one found to have ended a run gets its log line then (unanswered-ends.ts). */
+  private readonly unanswered = new UnansweredEnds();
+  private readonly unhanded = new UnhandedRuns(this.ctx.storage, this.live, (job) => this.cancelNotices.send(job), this.unanswered);
   private readonly unhandedEdits = new UnhandedEdits(this.ctx.storage);
   private scheduling = false;
   private readonly changes = new ChangeSignal();
@@ -80,7 +83,7 @@ export class ConversationDO extends DurableObject<Env> {
   private readonly revisionDeps: Omit<RevisionDeps, "db"> = { runs: this.runs, steering: this.steering, active: this.isActive, held: this.cancelling, kick: () => this.kick(), voidEarlyClaim: (runId) => this.claims.withdraw(runId), cancelQueued: (key, job, why) => this.cancelQueued(key, job, why), endUnhanded: (id, outcome) => this.unhanded.end(dbOf(this.env), id, outcome), editUnhanded: (id, edit) => this.unhandedEdits.hold(id, edit) };
   private readonly finishLost = sharedByKey((_key: string, job: RunJob) => job.runId, (key: string, job: RunJob) => this.endLost(key, job));
   /** What a run's execution reaches here (run-one.ts). */
-  private readonly runDeps: RunOneDeps = { env: this.env, sessions: this.sessions, live: this.live, runs: this.runs, steering: this.steering, claims: this.claims, settling: this.settling, replies: this.replies, cancelNotices: this.cancelNotices, finishing: this.finishing, unrecordedReplies: this.unrecordedReplies, revisionDeps: this.revisionDeps, inTurn: (work) => this.decisions.inTurn(work), finishLost: (key, job) => this.finishLost(key, job), deliveryDeps: () => this.deliveryDeps(), armWatchdog: (options) => this.armWatchdog(options), dropUnpulled: (run) => this.dropUnpulled(run) };
+  private readonly runDeps: RunOneDeps = { env: this.env, sessions: this.sessions, live: this.live, runs: this.runs, steering: this.steering, claims: this.claims, settling: this.settling, replies: this.replies, cancelNotices: this.cancelNotices, finishing: this.finishing, unrecordedReplies: this.unrecordedReplies, unanswered: this.unanswered, revisionDeps: this.revisionDeps, inTurn: (work) => this.decisions.inTurn(work), finishLost: (key, job) => this.finishLost(key, job), deliveryDeps: () => this.deliveryDeps(), armWatchdog: (options) => this.armWatchdog(options), dropUnpulled: (run) => this.dropUnpulled(run) };
 
   /** Decide what an event bound to an agent does in this conversation (PROTOCOL §10): start, wait, join an active run's steering queue or its album's run, or be rejected. Idempotent by run id. One at a time: an interrupt must see the runs decided before it to supersede them; a redelivery of a run being decided shares that decision. A run ended before this hand-over came (cancelled while ingress was on its way) stays ended: it was dropped while queued, and its event joins nothing. */
   async dispatch(job: RunJob): Promise<DispatchResult> {
@@ -235,7 +238,7 @@ export class ConversationDO extends DurableObject<Env> {
     this.claims.withdraw(job.runId);
     let ended: LedgerEntry | null = null;
     try {
-      ended = await endRunAsHost(this.deliveryDeps().db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason });
+      ended = await endRunAsHost(this.deliveryDeps().db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason }, { unanswered: this.unanswered });
       if (ended) {
         this.live.publish(job.runId, [ended]);
         this.cancelNotices.send(job);
@@ -300,7 +303,7 @@ export class ConversationDO extends DurableObject<Env> {
   }
 
   private async endLost(key: string, job: RunJob): Promise<void> {
-    const notice = await endLostRun(this.deliveryDeps(), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries));
+    const notice = await endLostRun(this.deliveryDeps(), job, this.unrecordedReplies.get(job.runId), (entries) => this.live.publish(job.runId, entries), this.unanswered);
     this.unrecordedReplies.delete(job.runId);
     this.claims.forget(job.runId); // its end is recorded: no claim to resume; its notice is tracked as any recorded run's reply (a restart leaves it to the next instance)
     if (notice) this.settling.add(this.replies.track(job, notice.settle(configOf(this.env).DELIVERY_SETTLE_TIMEOUT_MS)));

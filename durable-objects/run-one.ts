@@ -6,6 +6,7 @@ import { executeRun } from "../src/run/execute";
 import { RunEndUnwritten } from "../src/run/end-unwritten";
 import { removeUnnamedBlobs } from "../src/run/unnamed-blobs";
 import type { UnloggedEnd } from "../src/run/end-log";
+import type { UnansweredEnds } from "../src/run/unanswered-ends";
 import type { RunClaims } from "../src/run/claim";
 import { endRecordedMeanwhile, endRunAfterHostFailure } from "../src/run/host-end";
 import { publishHostEnd, type UnrecordedRun } from "../src/run/lost-run";
@@ -39,6 +40,8 @@ export interface RunOneDeps {
   finishing: Set<string>;
   /** Runs that could not record how they ended, for their end as lost to take their reply from. */
   unrecordedReplies: Map<string, UnrecordedRun>;
+  /** Ends whose write got no answer, logged by whoever finds the run ended so (unanswered-ends.ts). */
+  unanswered: UnansweredEnds;
   revisionDeps: Omit<RevisionDeps, "db">;
   inTurn: <T>(work: () => Promise<T>) => Promise<T>;
   /** Ends a run an instance took and lost (one end at a time per run). */
@@ -81,10 +84,17 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
     if (start === "later") return void (recorded = false); // that recall's work not written: it waits, queued, and starts again (below)
     const { claimed } = start;
     job = start.job;
-    if (claimed) deps.live.track(job.runId);
+    if (claimed) {
+      deps.live.track(job.runId);
+      // Taken now, it had not ended: an end of it whose write got no answer was not applied.
+      deps.unanswered.forget(job.runId);
+    }
     if (!claimed) {
       // Already taken by an earlier trigger (or cancelled): never run twice. Still "running": an instance took it and died before its mark below was durable.
-      status = (await runsStore(db).get(job.runId))?.status ?? "unknown";
+      const row = await runsStore(db).get(job.runId);
+      status = row?.status ?? "unknown";
+      // Ended by an end of this instance whose write got no answer (a cancel's, the host's): its line is logged now.
+      if (row && status !== "running") deps.unanswered.found(job.runId, row);
       if (status === "running") {
         await deps.finishLost(key, job);
         status = "failed";
@@ -112,7 +122,7 @@ export async function runOne(deps: RunOneDeps, key: string, stored: StoredRun, a
     status = outcome.status;
   } catch (err) {
     // Only host-side failures reach here (the database refused a write the run needs).
-    const ended = await endRunAfterHostFailure(db, job, err);
+    const ended = await endRunAfterHostFailure(db, job, err, deps.unanswered);
     recorded = ended !== null;
     if (!recorded && err instanceof RunEndUnwritten) unlogged = err.unlogged;
     // Ended already (its final write applied, unanswered): followers and the reply hear how, with what it recorded.

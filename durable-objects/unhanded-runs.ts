@@ -1,5 +1,6 @@
 import type { Db } from "../src/db/client";
 import { endUnhandedRun } from "../src/run/host-end";
+import type { UnansweredEnds } from "../src/run/unanswered-ends";
 import type { RunJob } from "../src/run/job";
 import type { LiveHub } from "../src/run/live";
 import type { RunOutcome } from "../src/stores/runs";
@@ -31,11 +32,13 @@ export class UnhandedRuns {
     private readonly live: LiveHub,
     /** Resolves a placeholder a chat surface still shows for a run cancelled before it started (Discord's "thinking…"). */
     private readonly noticeCancelled: (job: RunJob) => void,
+    /** The instance's ends whose write got no answer (their lines logged by whoever finds them applied). */
+    private readonly unanswered?: UnansweredEnds,
   ) {}
 
   /** Ends a run left `created` in libSQL only, if it has not started (its followers hear so); whether this ended it. */
   async end(db: Db, runId: string, outcome: RunOutcome): Promise<boolean> {
-    const entry = await endUnhandedRun(db, runId, outcome);
+    const entry = await endUnhandedRun(db, runId, outcome, this.unanswered);
     if (!entry) return false;
     await this.remember(runId, outcome.status);
     this.live.end(runId, outcome.status, [entry]);

@@ -178,10 +178,27 @@ export class ScheduledOutcomeError extends Error {
   }
 }
 
-/** Both of workerd's output streams, as text, to one callback. */
-function captureStdio(onText: (text: string) => void) {
+/**
+ * Both of workerd's output streams, as text, to one callback, in whole lines: a chunk read from a pipe may end
+ * anywhere (within a line, within a character), and a line one stream was cut in must never be joined by the other's
+ * (a run's warning on stderr read into a decision line on stdout, and filtered out with it). Each stream's lines are
+ * put together on their own; what is left when it ends is passed on as it is.
+ */
+export function captureStdio(onText: (text: string) => void) {
   return (stdout: Readable, stderr: Readable) => {
-    for (const stream of [stdout, stderr]) stream.on("data", (chunk: Buffer) => onText(chunk.toString("utf8")));
+    for (const stream of [stdout, stderr]) {
+      let partial = "";
+      stream.setEncoding("utf8");
+      stream.on("data", (text: string) => {
+        const end = text.lastIndexOf("\n");
+        if (end < 0) return void (partial += text);
+        onText(partial + text.slice(0, end + 1));
+        partial = text.slice(end + 1);
+      });
+      stream.on("end", () => {
+        if (partial) onText(partial);
+      });
+    }
   };
 }
 

@@ -26,6 +26,11 @@ export interface RunEndFacts {
   steered?: number;
   /** Why it ended: told only when it is the host's own failure (its run record may only say "the host failed…"). */
   cause?: unknown;
+  /**
+   * When its end's write recorded it ended (the run's `ended_at`): a line logged later, by whoever found that write
+   * applied though unanswered, is timed to it, not to when it was found. Absent: when the line is logged.
+   */
+  endedAt?: number;
 }
 
 /** An end whose write got no answer: its line, logged by whoever learns that the write was applied. */
@@ -55,8 +60,9 @@ const span = (from: number | null | undefined, to: number | null | undefined) =>
  * acceptance, the time its id was minted at, to its runner's call) and ran (from that call to its end). Never a
  * message, a runner's words nor a token; ids a platform chose escaped and cut as every log line has them.
  */
-export function runEndedLine(run: LoggedRun, outcome: RunOutcome, facts: RunEndFacts, endedAt = Date.now()): string {
+export function runEndedLine(run: LoggedRun, outcome: RunOutcome, facts: RunEndFacts): string {
   const acceptedAt = mintedAtOfRun(run.runId);
+  const endedAt = facts.endedAt ?? Date.now();
   const { conversation_id, bot_id } = run.conversation;
   return JSON.stringify({
     log: RUN_ENDED,

@@ -365,7 +365,9 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   statements.push(...runs.ledgerInserts(ledger, true));
   // After every ledger row of this write: the end counts the runner's results the ledger holds (result_count); after
   // an undecided batch, its message is the last the transcript holds (the batch's, or the one before it).
-  statements.push(runs.finishStatement(job.runId, outcome, { messageRecorded: undecided !== undefined }));
+  // Its line is timed to the end as recorded, whenever it is logged (a write found applied unanswered: later).
+  const endedAt = Date.now();
+  statements.push(runs.finishStatement(job.runId, outcome, { messageRecorded: undecided !== undefined, endedAt }));
   if (outcome.status !== "completed") {
     // Right after the end, only if it ended the run (`changes()` counts the end's update): this write landing after the
     // host ended the run (its answer never came) adds no second record of how it ended.
@@ -376,7 +378,7 @@ export async function executeRun(deps: ExecuteDeps): Promise<RunOutcome> {
   // are counted as what it did). Right after the end's update, or the run.failed record written on it (`changes()`):
   // only if this write ended the run, as one landing after the host's end adds nothing that end did not count.
   statements.push(...unauditedDropsInsert(db, { runId: job.runId, runnerId: job.runner.runnerId, place: placeOfRun(job) }, processor.dropsSeen, { endedHere: true }));
-  const facts: RunEndFacts = { endedBy: "run", calledAt, resultsRead: processor.resultsRead, steered: deps.steered?.(), cause: failure };
+  const facts: RunEndFacts = { endedBy: "run", calledAt, resultsRead: processor.resultsRead, steered: deps.steered?.(), cause: failure, endedAt };
   // Held ledger rows past one write's share go first, on their own; the rest is written with the end, in one write.
   await writeInParts(deps, { leading: last.leading, statements, blobs: last.blobs }).catch((err: unknown) => {
     // The host ends the run instead (endRunAfterHostFailure), counting its drops as this end would have; should this

@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { parseResultPayload } from "../protocol/results";
 import { batchAll, type Db } from "../db/client";
+import { mayHaveApplied } from "../db/executor";
 import { insertWhere, insertWhereReturning } from "../db/guarded";
 import { eventLog, runEvent } from "../db/schema";
 import { loggedError } from "../lib/describe-error";
@@ -13,6 +14,7 @@ import type { RunJob } from "./job";
 import { OVER_LIMIT_WARNING } from "./drop-audit-cap";
 import { recordedEnd } from "./recorded-end";
 import { logRunEnd, type RunEndFacts } from "./end-log";
+import type { UnansweredEnds } from "./unanswered-ends";
 
 /** What ending a run needs of it: a run job, or the facts of a run row. */
 export interface HostEndTarget {
@@ -37,11 +39,13 @@ export type KnownOfRun = Pick<RunEndFacts, "calledAt" | "resultsRead" | "steered
  * never started. `item` (the run's trailing artifacts, recordedEnd)
  * is written with them, on the same condition: never twice; with `drops` (the run's
  * count, or SQL counting them), the count of those without an audit (drop-records.ts, its own id) too, once; `cause`, why it
- * ended, and `known`, goes on the run's log line (logRunEnd), logged only when this write ended it. Returns the ledger entry it
+ * ended, and `known`, goes on the run's log line (logRunEnd), logged only when this write ended it. `unanswered`: the
+ * instance's ends whose write got no answer, this one's kept there should it get none, and the one that ended the run
+ * logged should this write find it ended. Returns the ledger entry it
  * wrote, for the run's live followers, or null when the run had already
  * ended: only a run ended here still owes a chat user a notice.
  */
-export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; drops?: number | SQL; cause?: unknown; known?: KnownOfRun } = {}): Promise<LedgerEntry | null> {
+export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOutcome, opts: { onlyQueued?: boolean; item?: NewTranscriptItem | null; drops?: number | SQL; cause?: unknown; known?: KnownOfRun; unanswered?: UnansweredEnds } = {}): Promise<LedgerEntry | null> {
   const endedAt = Date.now();
   const data = { code: outcome.errorCode, error: outcome.errorMessage, retryable: outcome.retryable ?? false };
   const record = hostRecordValues({
@@ -77,9 +81,19 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
   const item = opts.item ? [transcriptInsertWhere(db, opts.item, endedHere)] : [];
   // Last, unguarded: it has its own id, so one the run's own end wrote (applied unanswered) is not written again.
   const records = opts.drops === undefined ? [] : unauditedDropsInsert(db, { runId: target.runId, runnerId: target.runner.runnerId, place: placeOfRun(target) }, opts.drops);
-  const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry, ...item, ...records])) as [unknown, unknown, unknown[][]];
-  if (!written) return null;
-  logRunEnd(target, outcome, { ...opts.known, endedBy: "host", cause: opts.cause });
+  const facts: RunEndFacts = { ...opts.known, endedBy: "host", cause: opts.cause, endedAt };
+  const [, , [written]] = (await batchAll(db, [finish, insertWhere(db, eventLog, record, endedHere), ledgerEntry, ...item, ...records]).catch((err: unknown) => {
+    if (mayHaveApplied(err)) opts.unanswered?.note(target, { outcome, facts });
+    throw err;
+  })) as [unknown, unknown, unknown[][]];
+  if (!written) {
+    // Ended already: by an end of this instance whose write got no answer, maybe, whose line is logged now. Its
+    // record says which (read only then); unreadable, an end that alone could have ended it is logged.
+    if (opts.unanswered?.has(target.runId)) opts.unanswered.found(target.runId, await runs.get(target.runId).catch(() => undefined));
+    return null;
+  }
+  opts.unanswered?.forget(target.runId);
+  logRunEnd(target, outcome, facts);
   const seq = Number(written[0]);
   return { runId: target.runId, seq, type: "run.failed", data, runnerSequence: null, origin: "host", createdAt: endedAt };
 }
@@ -92,7 +106,7 @@ export async function endRunAsHost(db: Db, target: HostEndTarget, outcome: RunOu
  * `{ entry }` when recorded (entry null: it had ended already); null when even this write failed, and the
  * run is tried again or ended as lost.
  */
-export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown): Promise<{ entry: LedgerEntry | null } | null> {
+export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown, unanswered?: UnansweredEnds): Promise<{ entry: LedgerEntry | null } | null> {
   // The host's own failure (its database, mostly), not the event's: sent again, it may well run.
   const outcome = { status: "failed" as const, errorCode: "host.internal_error", errorMessage: "the host failed to record the run", retryable: true };
   // The run's end line says why; a failure that did not end it (it had ended, or this write failed too) has its own.
@@ -101,11 +115,11 @@ export async function endRunAfterHostFailure(db: Db, job: RunJob, err: unknown):
   const owed = await recordedEnd(db, job).catch((e: Error) => (console.error(`run ${job.runId}: trailing artifacts not read (${loggedError(e)})`), null));
   const drops = err instanceof RunEndUnwritten ? err.dropsSeen : ledgerDrops(job.runId);
   const unlogged = err instanceof RunEndUnwritten ? err.unlogged : undefined;
-  return endRunAsHost(db, job, outcome, { item: owed?.item, drops, cause: err, known: unlogged?.facts }).then(
+  // The run's own end, unanswered: should this write find the run ended, that end did it (nothing else ends a run its
+  // instance executes), and its line is logged then.
+  if (err instanceof RunEndUnwritten && err.unlogged && mayHaveApplied(err.cause)) unanswered?.note(job, err.unlogged);
+  return endRunAsHost(db, job, outcome, { item: owed?.item, drops, cause: err, known: unlogged?.facts, unanswered }).then(
     (entry) => {
-      // Ended already: by the run's own end, applied though its answer never came (nothing else ends a run its
-      // instance executes), whose line is logged now.
-      if (!entry && unlogged) logRunEnd(job, unlogged.outcome, unlogged.facts);
       if (!entry) unended();
       return { entry };
     },
@@ -186,11 +200,15 @@ export const NEVER_HANDED_OVER: RunOutcome = {
 };
 
 /** Ends a run left queued in libSQL only (its hand-over to its conversation was lost); its `run.failed` entry when this ended it. */
-export async function endUnhandedRun(db: Db, runId: string, outcome: RunOutcome): Promise<LedgerEntry | null> {
+export async function endUnhandedRun(db: Db, runId: string, outcome: RunOutcome, unanswered?: UnansweredEnds): Promise<LedgerEntry | null> {
   const row = await runsStore(db).get(runId);
-  if (!isNotStarted(row?.status)) return null;
+  if (!isNotStarted(row?.status)) {
+    // Ended already, perhaps by an end of this instance whose write got no answer (this one, tried before).
+    if (row) unanswered?.found(runId, row);
+    return null;
+  }
   const target = { runId, conversationKey: row.conversationKey, conversation: { conversation_id: row.conversationId, thread_id: row.threadId, workspace_id: row.workspaceId, bot_id: row.botId }, runner: { runnerId: row.runnerId }, agent: { agentId: row.agentId } };
-  return endRunAsHost(db, target, outcome, { onlyQueued: true });
+  return endRunAsHost(db, target, outcome, { onlyQueued: true, unanswered });
 }
 
 /** What a reply in progress hears when the host, not the runner, ended the run: a `run.failed` as the ledger would carry it. */

@@ -6,13 +6,14 @@ import { endRecordedMeanwhile, endRunAsHost } from "./host-end";
 import type { RunJob } from "./job";
 import { recordedEnd } from "./recorded-end";
 import { ledgerDrops } from "./drop-records";
-import { logRunEnd, type UnloggedEnd } from "./end-log";
+import type { UnloggedEnd } from "./end-log";
+import type { UnansweredEnds } from "./unanswered-ends";
 
 /** What this instance still has of a run that could not record its end: its reply, and how far its followers were told. */
 export interface UnrecordedRun {
   reply?: DeliverySession;
   publishedUpTo: number;
-  /** Its own end's log line, that end's write unanswered: logged if the run is found ended as that end said. */
+  /** Its own end, whose write got no answer: what it knew of the run goes on the line of the end as lost. */
   unlogged?: UnloggedEnd;
 }
 
@@ -30,15 +31,15 @@ export interface UnrecordedRun {
  * applied meanwhile (its write went unanswered) is not ended again: its followers
  * and its reply get what it recorded. The artifacts it announced after its last
  * message get their item, and its drops past the audit cap their count, as for a
- * run ending any other way. Returns the session to settle.
+ * run ending any other way (and its line, by the end of `unanswered` that recorded it). Returns the session to settle.
  */
-export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: UnrecordedRun | undefined, publish: (entries: LedgerEntry[]) => void): Promise<DeliverySession | null> {
+export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: UnrecordedRun | undefined, publish: (entries: LedgerEntry[]) => void, unanswered?: UnansweredEnds): Promise<DeliverySession | null> {
   // Abandoned meanwhile (its settle timed out during a long outage), it can no longer say anything.
   const reply = kept?.reply?.usable ? kept.reply : undefined;
   const delivered = !reply && job.delivery ? await runsStore(deps.db).deliveredReply(job.conversationKey, job.runId) : false;
   const outcome = { status: "failed" as const, errorCode: "host.session_lost", errorMessage: "the host instance running this run lost its state", retryable: true };
   const { item } = await recordedEnd(deps.db, job);
-  const ended = await endRunAsHost(deps.db, job, outcome, { item, drops: ledgerDrops(job.runId), known: kept?.unlogged?.facts });
+  const ended = await endRunAsHost(deps.db, job, outcome, { item, drops: ledgerDrops(job.runId), known: kept?.unlogged?.facts, unanswered });
   if (ended) {
     // What a part of its own end's write applied unanswered left in the ledger comes first; lost with an earlier
     // instance, its followers here read the ledger as they joined, and only the end is theirs to hear.
@@ -64,8 +65,6 @@ export async function endLostRun(deps: DeliveryDeps, job: RunJob, kept: Unrecord
     };
   });
   if (!reply) deps.marks?.forget(job.runId);
-  // Ended as its own end said: that end's write was applied, its answer lost, and its line is logged now.
-  if (kept?.unlogged && meanwhile === kept.unlogged.outcome.status) logRunEnd(job, kept.unlogged.outcome, kept.unlogged.facts);
   return meanwhile === null ? null : session;
 }
 

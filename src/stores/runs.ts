@@ -309,9 +309,9 @@ export function runsStore(db: Db) {
     finishAsHostStatement: (runId: string, outcome: RunOutcome, endedAt = Date.now()) =>
       finishRunAsHost(db, { runId, status: outcome.status, errorCode: outcome.errorCode ?? null, errorMessage: outcome.errorMessage ?? null, endedAt }),
 
-    /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. `messageRecorded`: its message is the transcript's last of the run (finishRunWithRecordedMessage). */
-    finishStatement: (runId: string, outcome: RunOutcome, opts: { messageRecorded?: boolean } = {}) => {
-      const values = { runId, status: outcome.status, finishReason: outcome.finishReason ?? null, errorCode: outcome.errorCode ?? null, errorMessage: outcome.errorMessage ?? null, endedAt: Date.now() };
+    /** The terminal write; only a run that has not ended yet is changed. Returns the run id when this write ended it. `messageRecorded`: its message is the transcript's last of the run (finishRunWithRecordedMessage); `endedAt`, its `ended_at`. */
+    finishStatement: (runId: string, outcome: RunOutcome, opts: { messageRecorded?: boolean; endedAt?: number } = {}) => {
+      const values = { runId, status: outcome.status, finishReason: outcome.finishReason ?? null, errorCode: outcome.errorCode ?? null, errorMessage: outcome.errorMessage ?? null, endedAt: opts.endedAt ?? Date.now() };
       if (opts.messageRecorded) return finishRunWithRecordedMessage(db, values);
       return finishRun(db, { ...values, finalMessageJson: outcome.finalMessage === undefined ? null : JSON.stringify(outcome.finalMessage) });
     },
