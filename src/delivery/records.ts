@@ -5,9 +5,9 @@ import { hostRecordInsert, placeOfRun } from "../stores/event-log";
 import { loggedError } from "../lib/describe-error";
 import { exactWaitMs } from "../lib/retry-after";
 import { newId } from "../lib/ids";
-import { loggedId, loggedText } from "../lib/log-text";
 import { deliveryFailureNote } from "../stores/bot-notes";
 import { deliveredMessageRef } from "./delivered-ref";
+import { logDeliveryFailed } from "./failed-log";
 import { Naps } from "./naps";
 
 /**
@@ -91,7 +91,7 @@ export class DeliveryTrail {
     if (givenUp && job.delivery) {
       const { platform: _platform, bot_id: _botId, will_retry: _willRetry, retry_in_ms: _retryInMs, item: _item, ...facts } = givenUp.data;
       statements.push(deliveryFailureNote(this.db, { botId: job.delivery.botId, platform: this.platform, registeredAt: job.delivery.registeredAt }, { ...facts, conversation_id: place.conversationId, thread_id: place.threadId }));
-      logGivenUp(job.runId, { ...givenUp.data, conversation_id: place.conversationId });
+      logDeliveryFailed(job.runId, { ...givenUp.data, conversation_id: place.conversationId });
     }
     this.writing = this.writing.then(() => this.write(statements));
   }
@@ -130,18 +130,4 @@ export class DeliveryTrail {
     this.unwaited = true;
     if (this.givenUp) console.error(`run ${this.job.runId}: ${this.givenUp} delivery record write(s) given up: the database had not taken them by the reply's settle bound`);
   }
-}
-
-/**
- * One line per reply (or part or file of one) given up on, for an operator reading the log: which run, bot and
- * conversation, the step, and the platform's answer, already scrubbed of the credentials (attemptFacts).
- */
-function logGivenUp(runId: string, d: Record<string, unknown>): void {
-  const text = (v: unknown) => (typeof v === "string" || typeof v === "number" ? String(v) : null);
-  const error = text(d.error) ?? "";
-  // The chat's id and the platform's code (Slack's own error name) are the platform's words too.
-  const [code, conversation] = [text(d.code), text(d.conversation_id)];
-  const names = [`${d.platform} bot ${d.bot_id}`, conversation && `conversation ${loggedId(conversation)}`, text(d.operation), text(d.status) && `status ${d.status}`].filter(Boolean);
-  // The platform's words are one line of the log, never lines of their own (the trail and the bot's note keep them whole).
-  console.warn(`run ${runId}: reply not delivered, given up (${code === null ? "no code" : loggedText(code, 100)}); ${names.join(", ")}: ${loggedText(error)}`);
 }

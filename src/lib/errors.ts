@@ -14,6 +14,7 @@ export type ErrorCode =
   | "bad_gateway"
   | "platform_unavailable"
   | "attachment_unavailable"
+  | "secrets_unavailable"
   | "internal";
 
 /**

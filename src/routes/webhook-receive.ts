@@ -12,6 +12,7 @@ import { webhookInstallation } from "../stores/bot-installation";
 import { noteWebhookRefusal } from "../stores/bot-notes";
 import { siblingDirectory } from "../stores/bot-siblings";
 import type { BotRow } from "../stores/bots";
+import { logWebhookRefused } from "./webhook-refused-log";
 
 /**
  * What an operator may have to fix, logged and noted on the bot: a request not proven the platform's (401), one the
@@ -42,7 +43,7 @@ export async function receiveWebhook(db: Db, adapter: PlatformAdapter, row: BotR
 async function noted(db: Db, bot: Bot, err: unknown): Promise<never> {
   // The reason helps an operator fix a misconfigured bot (in the log and on the bot's admin view); it never includes a secret.
   if (isNotedRefusal(err)) {
-    console.warn(`webhook ${bot.platform}/${bot.botId}: ${err.message}`);
+    logWebhookRefused(bot, { status: err.status, code: err.code, reason: err.message });
     await noteWebhookRefusal(db, bot, err.message);
   }
   throw err;

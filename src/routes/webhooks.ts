@@ -12,7 +12,7 @@ import { noteWebhookRefusal } from "../stores/bot-notes";
 import { SealedSecretError } from "../lib/secret-box";
 import { publicBaseUrl, router } from "./app-env";
 import { receiveWebhook } from "./webhook-receive";
-
+import { logWebhookRefused } from "./webhook-refused-log";
 
 /**
  * POST /v1/webhooks/{platform}/{bot_id}: a chat platform calls in. Verified
@@ -35,9 +35,14 @@ export const webhooksRouter = router().post(
     const db = dbOf(c.env);
     const row = await botsStore(db).get(botId);
     const bot = row && (await botOf(row, db.secrets).catch(async (err: unknown) => {
-      // SECRETS_KEY changed or lost: every webhook of the bot fails (500) until it is fixed; its admin view says why.
-      if (err instanceof SealedSecretError) await noteWebhookRefusal(db, { botId, platform }, `its stored credentials cannot be opened: ${err.message}; check SECRETS_KEY and SECRETS_KEY_PREVIOUS`);
-      throw err;
+      if (!(err instanceof SealedSecretError)) throw err;
+      // SECRETS_KEY changed or lost: every webhook of the bot fails (500) until it is fixed; its admin view and the log
+      // say why. Answered as onError answers it, without its generic line: the refusal's own line says it.
+      const refusal = new HostError(500, "secrets_unavailable", `${err.message}; check SECRETS_KEY and SECRETS_KEY_PREVIOUS`, undefined, { cause: err });
+      const reason = `its stored credentials cannot be opened: ${refusal.message}`;
+      logWebhookRefused({ platform, botId }, { status: refusal.status, code: refusal.code, reason });
+      await noteWebhookRefusal(db, { botId, platform }, reason);
+      throw refusal;
     }));
     if (!row || !bot || bot.platform !== platform) throw notFound(`no ${platform} bot ${botId}`);
     // Platforms send their bodies uncompressed, signed as sent: a compressed one (a proxy's doing) would be refused as

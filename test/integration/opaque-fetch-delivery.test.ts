@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { sayOnTelegram, startChatRunner, telegramBotApi, waitFor } from "../support/fake-platform";
+import { namedLogLines } from "../support/host";
 import { useTelegramBotHost } from "../support/telegram-bot-host";
 
 /**
@@ -35,8 +36,9 @@ describe("a platform call the runtime fails with its opaque error", () => {
     expect(trail.map((r) => r.type)).toEqual(["delivery.attempted", "delivery.failed"]);
     const reference = /runtime reference ([^;)\s]+)/.exec(trail[1].error)?.[1];
     expect(reference).toBeTruthy();
-    const givenUp = bot.host.logs().split("\n").find((line) => line.includes(`run ${runId}: reply not delivered, given up`));
-    expect(givenUp).toContain(`runtime reference ${reference}`);
+    const givenUp = namedLogLines(bot.host.logs(), "delivery.failed").filter((line) => line.run_id === runId);
+    expect(givenUp).toEqual([expect.objectContaining({ code: "network_error", status: null, operation: "send" })]);
+    expect(givenUp[0]!.reason).toContain(`runtime reference ${reference}`);
     expect(trail[1]).toMatchObject({ operation: "send", status: null, code: "network_error", will_retry: false, error: expect.stringMatching(NAMED) });
     const note = await waitFor(async () => (await bot.host.admin("GET", `/v1/admin/bots/${bot.botId}`)).body.last_delivery_failure, 10_000, "the bot's note");
     expect(note).toMatchObject({ code: "network_error", error: trail[1].error });

@@ -2,6 +2,7 @@ import { discordKeyPair, postInteraction } from "../support/discord-signing";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useChatHost, type ChatHost } from "../support/chat-host";
 import { fileOf, formOf, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
+import { namedLogLines } from "../support/host";
 
 /**
  * Discord answers that are the user's alone (a press on an ephemeral message), answers of an app installed only to the
@@ -208,7 +209,7 @@ describe("Discord: once the interaction token expired, where the bot cannot or m
     expect(failed.every((d) => d.code === "discord_dm_refused" && d.will_retry === false)).toBe(true);
     expect(failed[0].error).toMatch(/token expired .*refused a direct message to the user: Cannot send messages to this user/);
     expect(botCalls(since).map((c) => [c.method, c.path])).toEqual([["POST", "/users/@me/channels"]]);
-    expect(host.logs()).toMatch(new RegExp(`run ${runId}: reply not delivered, given up \\(discord_dm_refused\\)`));
+    expect(namedLogLines(host.logs(), "delivery.failed")).toContainEqual(expect.objectContaining({ run_id: runId, code: "discord_dm_refused" }));
   });
 
   it("labels discord_dm_refused only Discord's 'cannot send messages to this user' (50007), opening the DM or in it; a revoked bot token keeps Discord's own code", async () => {
@@ -241,7 +242,7 @@ describe("Discord: once the interaction token expired, where the bot cannot or m
     expect(failed.map((d) => [d.code, d.will_retry])).toEqual(failed.map(() => ["discord_http_401", false]));
     expect(failed[0].error).toMatch(/refused a direct message to the user: 401: Unauthorized/);
     expect(botCalls(sinceRevoked).map((c) => [c.method, c.path, c.reply?.status])).toEqual([["POST", "/users/@me/channels", 401]]);
-    expect(host.logs()).toMatch(new RegExp(`run ${runId}: reply not delivered, given up \\(discord_http_401\\)`));
+    expect(namedLogLines(host.logs(), "delivery.failed")).toContainEqual(expect.objectContaining({ run_id: runId, code: "discord_http_401", status: 401 }));
   });
 
   it("a reply queued by the previous release (its target names no user) continues in the channel as it did then; an ephemeral one has nowhere to go", async () => {

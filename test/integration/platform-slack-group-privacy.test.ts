@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 import { callHostApi, deferred } from "../support/host-api";
 import { readConversation, type ConversationReads } from "../support/conversation-reads";
-import { startTestHost, type TestHost } from "../support/host";
+import { namedLogLines, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 import { putAgent } from "../support/scripted-runner";
 import { SLACK_AUTH_TEST } from "../support/slack-events";
@@ -188,7 +188,7 @@ describe("Slack: one channel, several users, some presses private", () => {
     expect(publicPosts(c)).toEqual([]);
     await host.waitForRun(attachRun);
     expect((await host.admin("GET", `/v1/admin/bots/${bot.botId}`)).body.last_delivery_failure).toBeUndefined();
-    expect(host.logs()).not.toContain(`run ${attachRun}: reply not delivered`);
+    expect(namedLogLines(host.logs(), "delivery.failed").filter((line) => line.run_id === attachRun)).toEqual([]);
   });
 
   it("a private press is never pulled by another user's public run, nor a public message by a private run: each has its own run, answered for its own eyes; same eyes still steer", async () => {

@@ -10,7 +10,7 @@
  */
 import { generateKeyPairSync, sign as edSign } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestHost, type TestHost } from "../support/host";
+import { namedLogLines, startTestHost, type TestHost } from "../support/host";
 import { sayOnTelegram, startChatRunner, startFakePlatform, waitFor, type FakeReply, type PlatformCall } from "../support/fake-platform";
 
 const APPLICATION_ID = "2233445566778899";
@@ -82,6 +82,9 @@ async function deliveryFailures(runId: string) {
   }, 15_000, "a delivery.failed record");
 }
 
+/** The run's lines on the operator's log for a reply given up on. */
+const givenUp = (runId: string) => namedLogLines(host.logs(), "delivery.failed").filter((line) => line.run_id === runId);
+
 describe("a platform error quoting the request", () => {
   it("Discord: the interaction token is not kept in the delivery trail", async () => {
     const interaction = { id: "990000000000000001", application_id: APPLICATION_ID, type: 2, token: INTERACTION_TOKEN, version: 1, guild_id: "G1", channel_id: "CE1", channel: { id: "CE1", type: 0 }, member: { user: { id: "U42", username: "ada" } }, data: { id: "cmd1", name: "ask", type: 1, options: [{ name: "q", type: 3, value: "echo me" }] } };
@@ -94,7 +97,7 @@ describe("a platform error quoting the request", () => {
     expect(trail).toContain("Invalid request");
     expect(trail).not.toContain(INTERACTION_TOKEN);
     // The reply given up on is one line of the operator's log, in the platform's (scrubbed) words.
-    await expect.poll(() => host.logs()).toMatch(new RegExp(`run ${run.run_id}: reply not delivered, given up \\(discord_http_400\\); discord bot \\S+, conversation CE1, \\w+, status 400: Invalid request`));
+    await expect.poll(() => givenUp(run.run_id)).toEqual([expect.objectContaining({ platform: "discord", code: "discord_http_400", status: 400, conversation_id: "CE1", reason: expect.stringContaining("Invalid request") })]);
     expect(host.logs()).not.toContain(INTERACTION_TOKEN);
     expect(host.logs()).not.toContain(DISCORD_BOT_TOKEN);
   });
@@ -111,7 +114,7 @@ describe("a platform error quoting the request", () => {
     const trail = await deliveryFailures(run.run_id);
     expect(trail).toContain("field validation failed");
     expect(trail).not.toContain(TENANT_TOKEN);
-    await expect.poll(() => host.logs()).toMatch(new RegExp(`run ${run.run_id}: reply not delivered, given up \\(\\w+\\); lark bot \\S+, conversation oc_echo, \\w+, status 400: field validation failed`));
+    await expect.poll(() => givenUp(run.run_id)).toEqual([expect.objectContaining({ platform: "lark", status: 400, conversation_id: "oc_echo", reason: expect.stringContaining("field validation failed") })]);
     expect(host.logs()).not.toContain(TENANT_TOKEN);
     expect(host.logs()).not.toContain(APP_SECRET);
   });
@@ -122,7 +125,7 @@ describe("a platform error quoting the request", () => {
     const trail = await deliveryFailures(run.run_id);
     expect(trail).toContain("chat not found (POST /bot[redacted]/sendMessage)");
     expect(trail).not.toContain(encodeURIComponent(TELEGRAM_TOKEN));
-    await expect.poll(() => host.logs()).toMatch(new RegExp(`run ${run.run_id}: reply not delivered, given up \\(\\w+\\); telegram bot \\S+, conversation -4040, .*chat not found`));
+    await expect.poll(() => givenUp(run.run_id)).toEqual([expect.objectContaining({ platform: "telegram", conversation_id: "-4040", reason: expect.stringContaining("chat not found") })]);
     expect(host.logs()).not.toContain(encodeURIComponent(TELEGRAM_TOKEN));
   });
 });

@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LocalHost } from "../../local/host";
+import type { HostOptions, LocalHost } from "../../local/host";
 import { adminCall } from "../../local/setup";
 import { startFakeProvider } from "../support/fake-provider";
-import { messageEvent, startHostOn, type RunView } from "../support/host";
+import { messageEvent, namedLogLines, startHostOn, type RunView } from "../support/host";
 import { callHostApi } from "../support/host-api";
 import { resultWriter, startAdHocRunner } from "../support/runner";
 
@@ -34,8 +34,8 @@ let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let openRunner: Awaited<ReturnType<typeof startAdHocRunner>>;
 let botId = "";
 
-async function withHost<T>(vars: Record<string, string>, use: (host: LocalHost) => Promise<T>, dir = dataDir): Promise<T> {
-  const host = await startHostOn(dir, vars);
+async function withHost<T>(vars: Record<string, string>, use: (host: LocalHost) => Promise<T>, dir = dataDir, more: Partial<HostOptions> = {}): Promise<T> {
+  const host = await startHostOn(dir, vars, more);
   try {
     return await use(host);
   } finally {
@@ -141,6 +141,7 @@ describe("credentials at rest across key changes", () => {
     });
 
     // A wrong key: the run fails before anything is sent with a credential it cannot open, and reseal reports what it cannot open.
+    let logs = "";
     await withHost({ SECRETS_KEY: KEY_A }, async (host) => {
       expect((await reseal(host)).body).toEqual({ resealed: NOTHING, failed: { ...NOTHING, runner_services: 1, models: 1, bots: 1, agents: 1 } });
       const before = runner.calls.length;
@@ -163,7 +164,11 @@ describe("credentials at rest across key changes", () => {
       // The bot's view, which opens nothing, says why its platform gets 500s.
       const view = await adminCall<any>(host, "GET", `/v1/admin/bots/${botId}`);
       expect(view.body.last_webhook_refusal).toEqual({ at: expect.any(String), reason: expect.stringMatching(/^its stored credentials cannot be opened: .*; check SECRETS_KEY and SECRETS_KEY_PREVIOUS$/) });
-    });
+      // The log has it as every webhook refusal, once: its JSON line, not the error handler's text line too.
+      await expect.poll(() => namedLogLines(logs, "webhook.refused")).toEqual([{ log: "webhook.refused", status: 500, platform: "telegram", bot_id: botId, code: "secrets_unavailable", reason: view.body.last_webhook_refusal.reason }]);
+      expect(logs).not.toContain(`/v1/webhooks/telegram/${botId}:`);
+      for (const secret of [KEY_A, KEY_B, "123:rotation-bot-token", "rotation-webhook-secret"]) expect(logs).not.toContain(secret);
+    }, dataDir, { onRuntimeOutput: (text) => (logs += text) });
   }, 120_000); // five hosts started one after another: each start takes seconds on a loaded machine
 });
 

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useChatHost, type ChatHost } from "../support/chat-host";
 import { postToSlackBot, slackBotCreated, slackInstallationsApi, registerSlackBots, webhookRefusal } from "../support/slack-signed";
 import { waitFor } from "../support/fake-platform";
+import { namedLogLines } from "../support/host";
 
 /**
  * One Slack app (A1) distributed to several workspaces, registered here as one bot per installation, each with its
@@ -175,7 +176,7 @@ describe("Slack: one app installed in several workspaces, its Request URL at one
     expect((await send(message("T2", "C-T2-AGAIN", "at its own address").body, "application/json", "slack-two-again")).status).toBe(200);
     const both = await send(message("T2", "C-T2", "which of the two?").body);
     expect([both.status, both.noRetry, both.body]).toEqual([403, "1", refusal("more than one bot here is the installation it names (slack-two, slack-two-again): delete all but one")]);
-    expect(host.logs()).toContain(`webhook slack/slack-one: ${both.body.error.message}`);
+    expect(namedLogLines(host.logs(), "webhook.refused")).toContainEqual({ log: "webhook.refused", status: 403, platform: "slack", bot_id: "slack-one", code: "forbidden", reason: both.body.error.message });
     expect((await host.admin("DELETE", "/v1/admin/bots/slack-two-again")).status).toBe(204);
     expect((await send(message("T2", "C-T2", "one of them again").body)).status).toBe(200);
     expect((await waitFor(() => contextsSaying("one of them again")[0], 10_000, "the run")).conversation.bot_id).toBe("slack-two");

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useChatHost, type ChatHost } from "../support/chat-host";
 import { slackInstallationsApi, slackSignedHeaders, webhookRefusal } from "../support/slack-signed";
 import { waitFor } from "../support/fake-platform";
+import { namedLogLines } from "../support/host";
 
 /**
  * One Slack app installed in three workspaces, two of them (A and B) registered as bots: Slack signs every
@@ -107,7 +108,9 @@ describe("Slack: one app installed in two workspaces, registered as two bots sha
     expect(postsWith(TOKENS.b)).toEqual([]);
     const view = await host.admin("GET", "/v1/admin/bots/slack-b");
     expect(view.body.last_webhook_refusal.reason).toBe("webhook refused: the request names Slack workspace TC, not this bot's (team TB)");
-    expect(host.logs()).toContain("webhook slack/slack-b: webhook refused: the request names Slack workspace TC, not this bot's (team TB)");
+    expect(namedLogLines(host.logs(), "webhook.refused").filter((line) => line.bot_id === "slack-b")).toEqual([
+      { log: "webhook.refused", status: 403, platform: "slack", bot_id: "slack-b", code: "forbidden", reason: "webhook refused: the request names Slack workspace TC, not this bot's (team TB)" },
+    ]);
     for (const secret of SECRETS) expect([host.logs(), atB.body, JSON.stringify(view.body)].join("\n")).not.toContain(secret);
     // Asked once each (A by B's lookup of its app's other bots, its installation not known yet), then kept on the bot's row.
     expect([asked.get(TOKENS.a), asked.get(TOKENS.b)]).toEqual([1, 1]);

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useChatHost, type ChatHost } from "../support/chat-host";
 import { postToSlackBot, slackBotCreated, slackInstallationsApi, registerSlackBots, webhookRefusal } from "../support/slack-signed";
 import { waitFor } from "../support/fake-platform";
+import { namedLogLines } from "../support/host";
 
 /**
  * Attempts to make a request reach a sibling it is not for (slack-multi-workspace.test.ts has the hand-overs that
@@ -128,7 +129,8 @@ describe("Slack siblings: a request goes to no bot it is not for", () => {
       expect([refused.status, refused.noRetry, refused.body]).toEqual([403, "1", refusal("the request names Slack workspace T6, not this bot's (team T1); bot slack-revoked of its app here could not be asked which installation it is (Slack refused its token, or its credentials cannot be read): if it is that one, PUT working credentials")]);
     }
     // The log says so too (the hub's note keeps an earlier refusal: one every 10 s).
-    expect(host.logs()).toMatch(/webhook slack\/slack-hub: .*bot slack-revoked of its app here could not be asked/);
+    const logged = namedLogLines(host.logs(), "webhook.refused").filter((line) => line.bot_id === "slack-hub" && line.reason.includes("bot slack-revoked of its app here could not be asked"));
+    expect(logged.map((line) => [line.status, line.code])).toEqual([[403, "forbidden"], [403, "forbidden"], [403, "forbidden"]]);
     expect(authTests(TOKENS.revoked)).toHaveLength(1);
     expect(await recordedFor("slack-revoked")).toEqual([]);
   });

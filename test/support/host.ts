@@ -108,6 +108,15 @@ export function runEndedLines(logs: string, runId: string): Record<string, unkno
     .filter((line) => line.run_id === runId);
 }
 
+/** The JSON lines named `name` (`{"log":"webhook.refused",…}`, `{"log":"delivery.failed",…}`) in a Worker's captured output, parsed. */
+export function namedLogLines(logs: string, name: string): Record<string, any>[] {
+  const start = `{"log":${JSON.stringify(name)},`;
+  return logs
+    .split("\n")
+    .filter((line) => line.startsWith(start))
+    .map((line) => JSON.parse(line) as Record<string, any>);
+}
+
 export function messageEvent(conversationId: string, text: string, extra: Record<string, unknown> = {}) {
   return {
     event_type: "message.received",
