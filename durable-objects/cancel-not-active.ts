@@ -16,7 +16,7 @@ export interface CancelDeps {
   unhanded: UnhandedRuns;
   /** A run stored as running that no instance executes now, ended as lost. */
   finishLost: (key: string, job: RunJob) => Promise<void>;
-  /** A queued run ended `cancelled` for `reason`; whether this call ended it. */
+  /** A queued run ended `cancelled` for `reason` (one an instance now gone had claimed ends as lost); whether this call ended it. */
   cancelQueued: (key: string, job: RunJob, reason: string) => Promise<boolean>;
 }
 

@@ -232,13 +232,24 @@ export class ConversationDO extends DurableObject<Env> {
     return endNeverHandedOver({ db: dbOf(this.env), active: this.isActive, runs: this.runs, steering: this.steering, unhanded: this.unhanded, wake: () => this.kick(), inTurn: (work) => this.decisions.inTurn(work) }, runIds);
   }
 
-  /** A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. Answers whether this call ended it. */
+  /**
+   * A run that never started: the terminal write first, so a failure leaves it queued, not half-cancelled. Answers
+   * whether this call ended it. Only this instance's own claim (one made ahead of its start) is ended with it: a run
+   * claimed by an instance that died before its table said so may have reached its runner, and ends as lost, as its
+   * start would end it (README: a cancel of a lost run is not cancelled).
+   */
   private async cancelQueued(key: string, job: RunJob, reason: string): Promise<boolean> {
     this.cancelling.add(job.runId);
+    const claimedHere = this.claims.claimedHere(job.runId);
     this.claims.withdraw(job.runId);
     let ended: LedgerEntry | null = null;
     try {
-      ended = await endRunAsHost(this.deliveryDeps().db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason }, { unanswered: this.unanswered });
+      const db = this.deliveryDeps().db;
+      ended = await endRunAsHost(db, job, { status: "cancelled", errorCode: "cancelled", errorMessage: reason }, { onlyQueued: !claimedHere, unanswered: this.unanswered });
+      if (!ended && !claimedHere && (await runsStore(db).get(job.runId))?.status === "running") {
+        await this.finishLost(key, job);
+        return false;
+      }
       if (ended) {
         this.live.publish(job.runId, [ended]);
         this.cancelNotices.send(job);

@@ -128,6 +128,11 @@ export class RunClaims {
     this.early.delete(runId);
   }
 
+  /** Whether this instance claimed the run (or has its claim on the wire): a run found `running` otherwise was claimed by an instance that is gone. */
+  claimedHere(runId: string): boolean {
+    return this.stamps.has(runId);
+  }
+
   /** The run's end is recorded (or it was never this instance's to run): nothing to resume. */
   forget(runId: string): void {
     this.stamps.delete(runId);
