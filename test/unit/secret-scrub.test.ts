@@ -3,6 +3,7 @@ import { REDACTED, scrub, scrubbedHead, type TextCut } from "../../src/lib/scrub
 import { SecretMatcher } from "../../src/lib/secret-matcher";
 import { headOf } from "../../src/lib/text";
 import { redact, StreamRedactor } from "../../src/resources/secrets";
+import { seededRandom } from "../support/seeded-random";
 
 /**
  * The scrubber against a naive reading of what it promises: every unit that some occurrence of a fragment in the text
@@ -12,17 +13,9 @@ import { redact, StreamRedactor } from "../../src/resources/secrets";
  */
 const LETTERS = "abcdt[]e";
 
-/** A small deterministic generator (mulberry32): a failure names its seed. */
+/** The seeded generator (a failure names its seed), with texts of the letters above. */
 function random(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (max: number) => Math.floor(next() * max);
+  const { int } = seededRandom(seed);
   const text = (length: number, letters = LETTERS) => Array.from({ length }, () => letters[int(letters.length)]).join("");
   return { int, text };
 }
