@@ -4,13 +4,18 @@ import { messageEvent, startTestHost, type TestHost } from "../support/host";
 import { resultWriter, startAdHocRunner, type RunCall } from "../support/runner";
 import { waitFor } from "../support/fake-platform";
 import { putAgent } from "../support/scripted-runner";
-import { deferred } from "../support/host-api";
+import { deferred, keyedGates } from "../support/host-api";
 
-/** Bursts whose active run times out, and debounced bursts: order kept, nothing lost or doubled. */
+/**
+ * Bursts whose active run times out, and debounced bursts: order kept, nothing lost or doubled. Each burst must be
+ * answered while the run before it is still busy: a deadline of 3 s leaves a loaded machine's slow POSTs room, and
+ * a run that need not time out is held ("hold", until its conversation's gate opens) instead.
+ */
 let host: TestHost;
 let runner: Awaited<ReturnType<typeof startAdHocRunner>>;
 const calls = new Map<string, string[]>();
 const never = deferred();
+const { gate, releaseAll } = keyedGates();
 
 beforeAll(async () => {
   runner = await startAdHocRunner({
@@ -21,14 +26,16 @@ beforeAll(async () => {
       const text = ctx.input.text as string;
       calls.set(c, [...(calls.get(c) ?? []), text]);
       if (text.startsWith("stall")) await Promise.race([never.promise, new Promise((r) => setTimeout(r, 6000))]);
+      if (text.startsWith("hold")) await gate(c).promise;
       resultWriter(res, ctx.run_id).reply(`re: ${text}`);
     },
   });
-  host = await startTestHost({ vars: { RUN_DEADLINE_MS: "1500" } });
+  host = await startTestHost({ vars: { RUN_DEADLINE_MS: "3000" } });
   expect((await host.admin("POST", "/v1/admin/runner-services", { base_url: runner.url })).status).toBe(201);
 });
 afterAll(async () => {
   never.resolve();
+  releaseAll();
   await host?.dispose();
   await runner?.close();
 });
@@ -53,15 +60,18 @@ describe("bursts and ends", () => {
     const c = "t-debounce-enqueue";
     await agent(c, { strategy: "enqueue", debounce_ms: 300 });
     const answers = [];
-    for (let i = 0; i < 6; i++) answers.push(await host.postEvent(messageEvent(c, `d${i}`)));
+    // The first is held until all are answered: one POST slower than the window and its run would find it over.
+    for (let i = 0; i < 6; i++) answers.push(await host.postEvent(messageEvent(c, i === 0 ? "hold d0" : `d${i}`)));
+    gate(c).resolve();
     expect(answers.map((a) => a.body.disposition)).toEqual(["started", ...Array(5).fill("queued")]);
     for (const a of answers) expect((await host.waitForRun(a.body.run_id!)).status).toBe("completed");
-    expect(texts(c)).toEqual(["d0", "d1", "d2", "d3", "d4", "d5"]);
+    expect(texts(c)).toEqual(["hold d0", "d1", "d2", "d3", "d4", "d5"]);
   });
 
   it("debounced interrupt burst: only the last runs", async () => {
     const c = "t-debounce-interrupt";
-    await agent(c, { strategy: "interrupt", debounce_ms: 300 });
+    // Each must come within the window of the one before (none may reach the runner): a second's margin per POST.
+    await agent(c, { strategy: "interrupt", debounce_ms: 1000 });
     const answers = [];
     for (let i = 0; i < 5; i++) answers.push(await host.postEvent(messageEvent(c, `i${i}`)));
     expect(answers.map((a) => a.body.disposition)).toEqual(Array(5).fill("started"));
@@ -74,15 +84,16 @@ describe("bursts and ends", () => {
   it("a queued run cancelled mid-burst never runs, the others keep their order", async () => {
     const c = "t-cancel-middle";
     await agent(c, { strategy: "enqueue" });
-    const first = await host.postEvent(messageEvent(c, "stall"));
-    await waitFor(() => texts(c).includes("stall"), 10_000, "stall");
+    const first = await host.postEvent(messageEvent(c, "hold"));
+    await waitFor(() => texts(c).includes("hold"), 10_000, "hold");
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await host.postEvent(messageEvent(c, `q${i}`)));
     expect((await host.admin("POST", `/v1/runs/${answers[1].body.run_id}/cancel`)).status).toBe(202);
     expect((await host.admin("POST", `/v1/runs/${answers[1].body.run_id}/cancel`)).status).toBe(409);
+    gate(c).resolve();
     await host.waitForRun(first.body.run_id!);
     for (const a of [answers[0], answers[2], answers[3]]) expect((await host.waitForRun(a.body.run_id!)).status).toBe("completed");
     expect((await host.waitForRun(answers[1].body.run_id!)).status).toBe("cancelled");
-    expect(texts(c)).toEqual(["stall", "q0", "q2", "q3"]);
+    expect(texts(c)).toEqual(["hold", "q0", "q2", "q3"]);
   });
 });

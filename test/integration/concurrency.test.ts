@@ -143,13 +143,16 @@ describe("steering (PROTOCOL §10)", () => {
   it("debounce: a burst of messages lands in the steering queue of the run being started, so one run answers it", async () => {
     const c = "burst-steer";
     await agentFor(c, steerer, { pull: "all", concurrency: { debounce_ms: 600 } });
-    const first = await host.postEvent(messageEvent(c, "one"));
+    // Held (it pulls once released) until the burst is answered: a POST slower than the window must not find the run
+    // already ended, or pulled before it came.
+    const first = await host.postEvent(messageEvent(c, "hold one"));
     const rest = [await host.postEvent(messageEvent(c, "two")), await host.postEvent(messageEvent(c, "three"))];
+    gate(c).resolve();
     expect(first.body.disposition).toBe("started");
     for (const r of rest) expect(r.body).toMatchObject({ disposition: "steered", run_id: first.body.run_id });
     const out = await reply(first.body.run_id!);
-    expect(out).toMatchObject({ text: "one", pulled: ["two", "three"] });
-    expect(startedTexts(c)).toEqual(["one"]);
+    expect(out).toMatchObject({ text: "hold one", pulled: ["two", "three"] });
+    expect(startedTexts(c)).toEqual(["hold one"]);
   });
 
   it("debounce slides: each message of the burst claimed by the waiting run delays its start again, so one run answers lines typed further apart than the window", async () => {
@@ -305,26 +308,30 @@ describe("concurrency strategies for a busy conversation", () => {
     const c = "interrupt-spares-burst";
     await putAgent(host, { agent_id: `chat-${c}`, runner_id: steerer.runnerId(), runner_config: { pull: "all" }, scope: { type: "conversation", id: c }, concurrency: { strategy: "steer", debounce_ms: 800 } });
     await putAgent(host, { agent_id: `api-${c}`, runner_id: plain.runnerId(), runner_config: { pull: "never" }, event_types: ["api.invoked"], scope: { type: "conversation", id: c }, concurrency: { strategy: "interrupt" } });
-    const first = await host.postEvent(messageEvent(c, "one"));
+    // Held until the invocation is answered, so a slow POST never finds the burst's run over (or past its pull).
+    const first = await host.postEvent(messageEvent(c, "hold one"));
     const second = await host.postEvent(messageEvent(c, "two"));
     expect([first.body.disposition, second.body.disposition]).toEqual(["started", "steered"]);
     const invoked = await host.postEvent({ ...messageEvent(c, "invoked"), event_type: "api.invoked" });
+    gate(c).resolve();
     // The burst's run was answered started: it is not overtaken either.
     expect(invoked.body.disposition).toBe("queued");
-    expect(await reply(first.body.run_id!)).toMatchObject({ text: "one", pulled: ["two"] });
+    expect(await reply(first.body.run_id!)).toMatchObject({ text: "hold one", pulled: ["two"] });
     expect((await host.waitForRun(invoked.body.run_id!)).status).toBe("completed");
-    expect(startedTexts(c)).toEqual(["one", "invoked"]);
+    expect(startedTexts(c)).toEqual(["hold one", "invoked"]);
   });
 
   it("interrupt answered queued behind another agent's interrupting run still in its debounce window waits for it, never overtaking it", async () => {
     const c = "interrupt-behind-debounced-interrupt";
     await putAgent(host, { agent_id: `chat-${c}`, runner_id: plain.runnerId(), runner_config: { pull: "never" }, scope: { type: "conversation", id: c }, concurrency: { strategy: "interrupt", debounce_ms: 800 } });
     await putAgent(host, { agent_id: `api-${c}`, runner_id: plain.runnerId(), runner_config: { pull: "never" }, event_types: ["api.invoked"], scope: { type: "conversation", id: c }, concurrency: { strategy: "interrupt" } });
-    const first = await host.postEvent(messageEvent(c, "one"));
+    // Held until the invocation is answered: a POST slower than the window must not find the conversation idle.
+    const first = await host.postEvent(messageEvent(c, "hold one"));
     const invoked = await host.postEvent({ ...messageEvent(c, "invoked"), event_type: "api.invoked" });
+    gate(c).resolve();
     expect([first.body.disposition, invoked.body.disposition]).toEqual(["started", "queued"]);
     for (const r of [first, invoked]) expect((await host.waitForRun(r.body.run_id!)).status).toBe("completed");
-    expect(startedTexts(c)).toEqual(["one", "invoked"]);
+    expect(startedTexts(c)).toEqual(["hold one", "invoked"]);
   });
 
   it("interrupt supersedes what was asked, not a notification: a join, waiting out its debounce or being answered, is answered once, and so is the message", async () => {
@@ -333,7 +340,9 @@ describe("concurrency strategies for a busy conversation", () => {
       await putAgent(host, {
         agent_id: `agent-${c}`,
         runner_id: plain.runnerId(),
-        runner_config: { pull: "never", hold_joins: joinHeld },
+        // Held either way (until just after the message is answered): a message slower than the debounce must not
+        // find the welcome already over.
+        runner_config: { pull: "never", hold_joins: true },
         event_types: ["message.received", "group.member_joined"],
         scope: { type: "conversation", id: c },
         concurrency: { strategy: "interrupt", ...(joinHeld ? {} : { debounce_ms: 500 }) },
@@ -386,11 +395,14 @@ describe("concurrency strategies for a busy conversation", () => {
     const c = "burst-plain";
     await agentFor(c, plain, { concurrency: { debounce_ms: 300 } });
     const t0 = Date.now();
-    const first = await host.postEvent(messageEvent(c, "one"));
+    // The first run is held until the second message is answered: on a loaded machine the second POST can take longer
+    // than the window and the first run together, and would find the conversation idle (started, not queued).
+    const first = await host.postEvent(messageEvent(c, "hold one"));
     const second = await host.postEvent(messageEvent(c, "two"));
+    gate(c).resolve();
     expect([first.body.disposition, second.body.disposition]).toEqual(["started", "queued"]);
     await reply(second.body.run_id!);
-    expect(startedTexts(c)).toEqual(["one", "two"]);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+    expect(startedTexts(c)).toEqual(["hold one", "two"]);
+    expect(startedAt.get(c)![0] - t0).toBeGreaterThanOrEqual(300);
   });
 });

@@ -201,7 +201,10 @@ describe("debounced steering burst", () => {
   it("20 messages at once to a debounced steering agent: one run answers them all", async () => {
     const c = "burst-debounce";
     await agentFor(c, steerer, { pull: "all", concurrency: { debounce_ms: 800 } });
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => host.postEvent(messageEvent(c, `w${i}`))));
+    // The run (whichever message starts it) pulls only once all are answered: on a loaded machine some POSTs of the
+    // burst take longer than the window, and would find the run already past its pull, or over.
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => host.postEvent(messageEvent(c, `hold w${i}`))));
+    gate(c).resolve();
     const startedOnes = answers.filter((a) => a.body.disposition === "started");
     expect(startedOnes).toHaveLength(1);
     const runId = startedOnes[0].body.run_id!;
